@@ -1,0 +1,12 @@
+// createApp(deps): the one app both runtimes serve. The accelerator (Cyborg)
+// API lives under /accelerator; everything else is the Placement API.
+import { Hono } from 'hono';
+import type { Deps } from './deps.js';
+import { createPlacementApp } from './placement/app.js';
+
+export function createApp(deps: Deps): Hono {
+  const root = new Hono();
+  const placement = createPlacementApp(deps);
+  root.mount('/', placement.fetch);
+  return root;
+}

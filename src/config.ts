@@ -1,0 +1,45 @@
+// Service configuration, read from the environment (Node) or bindings
+// (Worker) and validated once. Names match the conformance contract.
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', 'True', 'False'])
+  .transform((v) => ['true', '1', 'yes', 'True'].includes(v));
+
+export const ConfigSchema = z.object({
+  HOST: z.string().default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8778),
+  PLACEMENT_DB_URL: z.string().default('file:./data/placement.db'),
+  PLACEMENT_DB_AUTH_TOKEN: z.string().optional(),
+  PLACEMENT_AUTH_STRATEGY: z.enum(['noauth2', 'token']).default('noauth2'),
+  /** token mode: JSON {"<token>": {"roles": [...], "project_id": "...", "user_id": "..."}} */
+  PLACEMENT_AUTH_TOKENS: z.string().optional(),
+  PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: bool.default(true),
+  PLACEMENT_POLICY_ENFORCE_SCOPE: bool.default(true),
+  PLACEMENT_POLICY_FILE: z.string().optional(),
+  PLACEMENT_CORS_ALLOWED_ORIGIN: z.string().optional(),
+  PLACEMENT_CORS_ALLOW_HEADERS: z.string().optional(),
+  /** Allocation candidates: shuffle results as placement's [placement] randomize_allocation_candidates. */
+  PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: bool.default(false),
+  /** Cap on candidates computed when no limit is given (0 = none), as max_allocation_candidates. */
+  PLACEMENT_MAX_ALLOCATION_CANDIDATES: z.coerce.number().int().min(0).default(0),
+  NOVA_URL: z.string().optional(),
+  NOVA_TOKEN: z.string().optional(),
+  ARQ_BINDING_TIMEOUT: z.coerce.number().int().min(1).default(300),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+});
+export type AppConfig = z.infer<typeof ConfigSchema>;
+
+export function loadConfig(env: Record<string, string | undefined>): AppConfig {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(ConfigSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') picked[key] = value;
+  }
+  const parsed = ConfigSchema.safeParse(picked);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,45 @@
+// The database handle shared by every repo. `Db` is either the top-level
+// drizzle database or a transaction; repos accept both so callers can compose
+// several repo calls into one atomic write.
+import type { Client } from '@libsql/client';
+import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
+import * as schema from './schema/index.js';
+
+export type Schema = typeof schema;
+export type Database = LibSQLDatabase<Schema>;
+export type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
+export type Db = Database | Tx;
+
+/** A promise-chain mutex: callers run one after another, in arrival order. */
+export class Mutex {
+  private tail: Promise<unknown> = Promise.resolve();
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(fn, fn);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
+export interface DataStore {
+  db: Database;
+  client: Client;
+  /**
+   * Runs fn in one write transaction (BEGIN IMMEDIATE). Writers inside this
+   * process are serialised by a mutex because libSQL's busy wait blocks the
+   * event loop; writers in other processes are handled by SQLite's lock plus
+   * the client's busy timeout. Throwing inside fn rolls everything back.
+   */
+  writeTx<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  close(): void;
+}
+
+export function createDataStore(client: Client): DataStore {
+  const db = drizzle(client, { schema });
+  const lock = new Mutex();
+  return {
+    db,
+    client,
+    writeTx: (fn) => lock.run(() => db.transaction(fn)),
+    close: () => client.close(),
+  };
+}

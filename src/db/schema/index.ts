@@ -1,0 +1,2 @@
+export * from './placement.js';
+export * from './cyborg.js';

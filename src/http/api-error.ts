@@ -1,0 +1,75 @@
+// One error type for the whole service. Handlers and repos throw ApiError;
+// app.onError renders it in Placement's envelope (or Cyborg's, by prefix).
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+
+export const ErrorCode = {
+  UNDEFINED: 'placement.undefined_code',
+  INVENTORY_INUSE: 'placement.inventory.inuse',
+  CONCURRENT_UPDATE: 'placement.concurrent_update',
+  DUPLICATE_NAME: 'placement.duplicate_name',
+  PROVIDER_INUSE: 'placement.resource_provider.inuse',
+  PROVIDER_CANNOT_DELETE_PARENT: 'placement.resource_provider.cannot_delete_parent',
+  PROVIDER_NOT_FOUND: 'placement.resource_provider.not_found',
+  QUERY_DUPLICATE_KEY: 'placement.query.duplicate_key',
+  QUERY_BAD_VALUE: 'placement.query.bad_value',
+  QUERY_MISSING_VALUE: 'placement.query.missing_value',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class ApiError extends HTTPException {
+  readonly detail: string;
+  readonly code: ErrorCode;
+  /** Extra members for the error object (406 negotiation adds min/max_version). */
+  readonly extra: Record<string, string>;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: ContentfulStatusCode,
+    detail: string,
+    opts: { code?: ErrorCode; extra?: Record<string, string>; headers?: Record<string, string> } = {},
+  ) {
+    super(status, { message: detail });
+    this.detail = detail;
+    this.code = opts.code ?? ErrorCode.UNDEFINED;
+    this.extra = opts.extra ?? {};
+    this.headers = opts.headers ?? {};
+  }
+}
+
+export const badRequest = (detail: string, code?: ErrorCode) => new ApiError(400, detail, { code });
+export const notFound = (detail: string, code?: ErrorCode) => new ApiError(404, detail, { code });
+export const conflict = (detail: string, code?: ErrorCode) => new ApiError(409, detail, { code });
+
+export const STATUS_TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  409: 'Conflict',
+  413: 'Request Entity Too Large',
+  415: 'Unsupported Media Type',
+  500: 'Internal Server Error',
+  501: 'Not Implemented',
+  503: 'Service Unavailable',
+};
+
+/** webob's generic explanation: clients take the last line as the message. */
+const EXPLANATIONS: Record<number, string> = {
+  400: 'The server could not comply with the request since it is either malformed or otherwise incorrect.',
+  401: 'This server could not verify that you are authorized to access the document you requested.',
+  403: 'Access was denied to this resource.',
+  404: 'The resource could not be found.',
+  405: 'The method specified is not allowed for this resource.',
+  406: 'The resource could not be generated that was acceptable to your browser (content of type application/json.',
+  409: 'There was a conflict when trying to complete your request.',
+  415: 'The request media type is not supported by this server.',
+  500: 'The server has either erred or is incapable of performing the requested operation.',
+};
+
+export function webobDetail(status: number, message: string): string {
+  const generic = EXPLANATIONS[status] ?? '';
+  return `${generic}\n\n ${message}  `;
+}

@@ -1,0 +1,115 @@
+// Input edges: JSON bodies and query strings are parsed here and checked with
+// zod. Failures become 400s worded like placement's jsonschema messages
+// ("JSON does not validate: 'name' is a required property"), because clients
+// and the upstream tests read those strings.
+import type { z } from 'zod';
+import { ApiError, webobDetail } from './api-error.js';
+import type { AppContext } from './env.js';
+
+/** Python's repr(), which jsonschema uses to quote values in messages. */
+export function pyRepr(value: unknown): string {
+  if (value === null || value === undefined) return 'None';
+  if (value === true) return 'True';
+  if (value === false) return 'False';
+  if (typeof value === 'string') return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  if (typeof value === 'number') return Number.isInteger(value) ? String(value) : String(value);
+  if (Array.isArray(value)) return `[${value.map(pyRepr).join(', ')}]`;
+  if (typeof value === 'object') {
+    return `{${Object.entries(value as Record<string, unknown>).map(([k, v]) => `${pyRepr(k)}: ${pyRepr(v)}`).join(', ')}}`;
+  }
+  return String(value);
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = root;
+  for (const key of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}
+
+const JSON_TYPE: Record<string, string> = {
+  string: 'string', number: 'number', int: 'integer', boolean: 'boolean',
+  object: 'object', array: 'array', null: 'null', record: 'object',
+};
+
+export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
+  const value = valueAt(input, issue.path);
+  const last = issue.path[issue.path.length - 1];
+  switch (issue.code) {
+    case 'invalid_type':
+      if (value === undefined && last !== undefined) return `${pyRepr(String(last))} is a required property`;
+      return `${pyRepr(value)} is not of type ${pyRepr(JSON_TYPE[issue.expected] ?? issue.expected)}`;
+    case 'unrecognized_keys':
+      return `Additional properties are not allowed (${issue.keys.map((k) => pyRepr(k)).join(', ')} ${issue.keys.length > 1 ? 'were' : 'was'} unexpected)`;
+    case 'too_small':
+      if (issue.origin === 'number' || issue.origin === 'int' || issue.origin === 'bigint') {
+        return `${pyRepr(value)} is less than the minimum of ${String(issue.minimum)}`;
+      }
+      return `${pyRepr(value)} is too short`;
+    case 'too_big':
+      if (issue.origin === 'number' || issue.origin === 'int' || issue.origin === 'bigint') {
+        return `${pyRepr(value)} is greater than the maximum of ${String(issue.maximum)}`;
+      }
+      return `${pyRepr(value)} is too long`;
+    case 'invalid_format':
+      if (issue.format === 'regex' && 'pattern' in issue) return `${pyRepr(value)} does not match ${pyRepr(issue.pattern)}`;
+      return `${pyRepr(value)} is not a ${pyRepr(issue.format)}`;
+    case 'invalid_value':
+      return `${pyRepr(value)} is not one of ${pyRepr(issue.values)}`;
+    default:
+      return issue.message;
+  }
+}
+
+export function validationMessage(error: z.ZodError, input: unknown): string {
+  const issue = error.issues[0];
+  return issue ? describeIssue(issue, input) : 'invalid input';
+}
+
+/** Checks a parsed body against a schema: 400 "JSON does not validate" on failure. */
+export function validateBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  const result = schema.safeParse(body);
+  if (!result.success) {
+    throw new ApiError(400, webobDetail(400, `JSON does not validate: ${validationMessage(result.error, body)}`));
+  }
+  return result.data;
+}
+
+/** Reads a JSON body: 415 without a JSON content type, 400 when it does not parse. */
+export async function readJson(c: AppContext): Promise<unknown> {
+  const type = c.req.header('content-type');
+  const media = type?.split(';')[0]?.trim().toLowerCase();
+  if (media !== 'application/json') {
+    throw new ApiError(415, webobDetail(415, `The media type ${type ?? 'None'} is not supported, use application/json`));
+  }
+  const text = await c.req.text();
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ApiError(400, webobDetail(400, `Malformed JSON: ${err instanceof Error ? err.message : String(err)}`));
+  }
+}
+
+export async function readBody<S extends z.ZodType>(c: AppContext, schema: S): Promise<z.infer<S>> {
+  return validateBody(schema, await readJson(c));
+}
+
+/** Query parameters as name → every value given, in order. */
+export function queryParams(c: AppContext): Record<string, string[]> {
+  return c.req.queries() as Record<string, string[]>;
+}
+
+export function badQuery(message: string): ApiError {
+  return new ApiError(400, webobDetail(400, `Invalid query string parameters: ${message}`));
+}
+
+/** Validates a single-valued query against a schema of strings. */
+export function validateQuery<S extends z.ZodType>(c: AppContext, schema: S): z.infer<S> {
+  const single: Record<string, string> = {};
+  for (const [k, v] of Object.entries(queryParams(c))) single[k] = v[v.length - 1] ?? '';
+  const result = schema.safeParse(single);
+  if (!result.success) throw badQuery(validationMessage(result.error, single));
+  return result.data;
+}

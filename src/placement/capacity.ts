@@ -1,0 +1,25 @@
+// Placement's capacity rule, used by allocations, the `resources` provider
+// filter and allocation candidates alike, so the three can never disagree.
+export interface InventoryLimits {
+  total: number;
+  reserved: number;
+  minUnit: number;
+  maxUnit: number;
+  stepSize: number;
+  allocationRatio: number;
+}
+
+/** Usable capacity: (total - reserved) * allocation_ratio, floored as placement's integer column. */
+export function capacityOf(inv: InventoryLimits): number {
+  return Math.floor((inv.total - inv.reserved) * inv.allocationRatio);
+}
+
+/** Whether one request of `amount` respects min_unit, max_unit and step_size. */
+export function amountFitsUnits(inv: InventoryLimits, amount: number): boolean {
+  return amount >= inv.minUnit && amount <= inv.maxUnit && amount % inv.stepSize === 0;
+}
+
+/** Whether `amount` more fits on top of `used`. */
+export function fits(inv: InventoryLimits, used: number, amount: number): boolean {
+  return amountFitsUnits(inv, amount) && used + amount <= capacityOf(inv);
+}

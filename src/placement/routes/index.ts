@@ -1,0 +1,7 @@
+// Every Placement endpoint, by resource. Find a path here, then open its file.
+import { Hono } from 'hono';
+import type { AppEnv } from '../../http/env.js';
+import { rootRoutes } from './root.js';
+
+export const placementRoutes = new Hono<AppEnv>();
+placementRoutes.route('/', rootRoutes);

@@ -1,0 +1,57 @@
+// A fresh app on a temp-file database for each test file (never :memory:, see
+// README). `call()` wraps app.request with placement's usual headers.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApp } from '../../src/app.js';
+import { loadConfig, type AppConfig } from '../../src/config.js';
+import type { Deps } from '../../src/deps.js';
+import { buildNodeDeps } from '../../src/node-service.js';
+
+export interface TestApp {
+  app: ReturnType<typeof createApp>;
+  deps: Deps;
+  dbUrl: string;
+  dir: string;
+  /** JSON request as admin at `version` (default latest). */
+  call(method: string, path: string, opts?: { body?: unknown; version?: string; headers?: Record<string, string> }): Promise<Response>;
+  close(): void;
+}
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+
+export async function makeTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const dir = mkdtempSync(join(tmpdir(), 'placement-test-'));
+  const dbUrl = `file:${join(dir, 'placement.db')}`;
+  const config: AppConfig = loadConfig({
+    PLACEMENT_DB_URL: dbUrl,
+    PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',
+    ...env,
+  });
+  const deps = await buildNodeDeps(config, silent);
+  const app = createApp(deps);
+  return {
+    app,
+    deps,
+    dbUrl,
+    dir,
+    call(method, path, opts = {}) {
+      const headers: Record<string, string> = {
+        'x-auth-token': 'admin',
+        accept: 'application/json',
+        'openstack-api-version': `placement ${opts.version ?? 'latest'}`,
+        ...opts.headers,
+      };
+      let body: string | undefined;
+      if (opts.body !== undefined) {
+        body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      return Promise.resolve(app.request(path, { method, headers, body }));
+    },
+    close() {
+      deps.store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
