@@ -1,9 +1,9 @@
 // The Placement API as one Hono app. Each resource's routes live in
 // routes/<resource>.ts; this file only orders middleware and mounts them.
 import { Hono } from 'hono';
-import { cors } from 'hono/cors';
 import type { Deps } from '../deps.js';
 import { authenticate, parseTokenTable } from '../http/auth.js';
+import { corsFilter } from '../http/cors.js';
 import type { AppEnv } from '../http/env.js';
 import { requestId } from '../http/request-id.js';
 import { placementNotFound, placementOnError } from './errors.js';
@@ -19,11 +19,9 @@ export function createPlacementApp(deps: Deps): Hono<AppEnv> {
   app.use(requestId());
   const { PLACEMENT_CORS_ALLOWED_ORIGIN: origin, PLACEMENT_CORS_ALLOW_HEADERS: allowHeaders } = deps.config;
   if (origin) {
-    const origins = origin.split(',').map((o) => o.trim());
-    app.use(cors({
-      origin: (o) => (origins.includes(o) ? o : null),
+    app.use(corsFilter({
+      allowedOrigins: origin.split(',').map((o) => o.trim()),
       allowHeaders: allowHeaders ? allowHeaders.split(',').map((h) => h.trim()) : [],
-      allowMethods: ['GET', 'PUT', 'POST', 'DELETE', 'PATCH'],
       exposeHeaders: ['openstack-api-version', 'x-openstack-request-id'],
     }));
   }
