@@ -16,7 +16,17 @@ type Check =
   | { kind: 'match'; key: string; match: string };
 
 export function parseCheckString(text: string): Check {
-  const tokens = text.match(/\(|\)|[^\s()]+/g) ?? [];
+  // Tokenise as oslo.policy: split on whitespace, then peel parentheses off the
+  // ends of each chunk, so "%(project_id)s" inside a check stays whole.
+  const tokens: string[] = [];
+  for (const chunk of text.split(/\s+/).filter(Boolean)) {
+    let core = chunk;
+    while (core.startsWith('(')) { tokens.push('('); core = core.slice(1); }
+    let closing = 0;
+    while (core.endsWith(')') && !/%\(\w+\)$/.test(core)) { closing++; core = core.slice(0, -1); }
+    if (core) tokens.push(core);
+    for (let i = 0; i < closing; i++) tokens.push(')');
+  }
   let pos = 0;
   const peek = () => tokens[pos]?.toLowerCase();
   const parseOr = (): Check => {
