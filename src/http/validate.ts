@@ -68,11 +68,49 @@ export function validationMessage(error: z.ZodError, input: unknown): string {
   return issue ? describeIssue(issue, input) : 'invalid input';
 }
 
+/**
+ * The jsonschema keyword behind an issue, as in upstream's second line
+ * "Failed validating 'minimum' in schema['properties']['total']" that tests
+ * and clients match. Custom issues name theirs in `params.keyword`.
+ */
+export function schemaKeyword(issue: z.core.$ZodIssue, input: unknown): string | undefined {
+  const origin = 'origin' in issue ? String(issue.origin) : '';
+  const sized = (num: string, str: string, arr: string, obj: string) =>
+    origin === 'number' || origin === 'int' || origin === 'bigint' ? num
+      : origin === 'string' ? str : origin === 'array' || origin === 'set' ? arr : obj;
+  switch (issue.code) {
+    case 'invalid_type':
+      return valueAt(input, issue.path) === undefined && issue.path.length > 0 ? 'required' : 'type';
+    case 'unrecognized_keys': return 'additionalProperties';
+    case 'too_small': return sized('minimum', 'minLength', 'minItems', 'minProperties');
+    case 'too_big': return sized('maximum', 'maxLength', 'maxItems', 'maxProperties');
+    case 'invalid_format': return issue.format === 'regex' ? 'pattern' : 'format';
+    case 'invalid_value': return 'enum';
+    case 'custom': {
+      const keyword = (issue.params as Record<string, unknown> | undefined)?.keyword;
+      return typeof keyword === 'string' ? keyword : undefined;
+    }
+    default: return undefined;
+  }
+}
+
+/** "\n\nFailed validating '<keyword>' in schema[...]" (properties by name, items by index). */
+function failedValidating(issue: z.core.$ZodIssue, input: unknown): string {
+  const keyword = schemaKeyword(issue, input);
+  if (!keyword) return '';
+  // 'required' belongs to the object that lacks the property, not to the property.
+  const path = keyword === 'required' ? issue.path.slice(0, -1) : issue.path;
+  const where = path.map((p) => (typeof p === 'number' ? "['items']" : `['properties'][${pyRepr(String(p))}]`)).join('');
+  return `\n\nFailed validating ${pyRepr(keyword)} in schema${where}`;
+}
+
 /** Checks a parsed body against a schema: 400 "JSON does not validate" on failure. */
 export function validateBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   const result = schema.safeParse(body);
   if (!result.success) {
-    throw new ApiError(400, webobDetail(400, `JSON does not validate: ${validationMessage(result.error, body)}`));
+    const first = result.error.issues[0];
+    const keywordLine = first ? failedValidating(first, body) : '';
+    throw new ApiError(400, webobDetail(400, `JSON does not validate: ${validationMessage(result.error, body)}${keywordLine}`));
   }
   return result.data;
 }
