@@ -54,7 +54,10 @@ export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
       }
       return `${pyRepr(value)} is too long`;
     case 'invalid_format':
-      if (issue.format === 'regex' && 'pattern' in issue) return `${pyRepr(value)} does not match ${pyRepr(issue.pattern)}`;
+      // zod reports the regex as "/source/flags"; jsonschema quotes the bare source.
+      if (issue.format === 'regex' && 'pattern' in issue) {
+        return `${pyRepr(value)} does not match ${pyRepr(String(issue.pattern).replace(/^\/(.*)\/[a-z]*$/s, '$1'))}`;
+      }
       return `${pyRepr(value)} is not a ${pyRepr(issue.format)}`;
     case 'invalid_value':
       return `${pyRepr(value)} is not one of ${pyRepr(issue.values)}`;
