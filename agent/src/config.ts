@@ -1,0 +1,78 @@
+// Agent configuration: a YAML/JSON file (--config or PLACEMENT_AGENT_CONFIG),
+// then PLACEMENT_AGENT_<KEY> environment variables, then command-line flags.
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+const ratio = z.coerce.number().positive();
+
+export const AgentConfigSchema = z
+  .object({
+    /** compute node provider name; default the host name */
+    host: z.string().min(1).max(200).optional(),
+    /** root of /proc and /sys to read (tests use fixture trees) */
+    root: z.string().default('/'),
+    endpoint: z.url().optional(),
+    token: z.string().optional(),
+    interval_seconds: z.coerce.number().positive().default(60),
+    instances_path: z.string().default('/var/lib/placement-agent/instances'),
+    reserved_host_cpus: z.coerce.number().int().min(0).default(0),
+    reserved_host_memory_mb: z.coerce.number().int().min(0).default(512),
+    reserved_host_disk_mb: z.coerce.number().int().min(0).default(0),
+    // Seed 004: overrides unset by default; initial_* only for new inventory.
+    cpu_allocation_ratio: ratio.optional(),
+    ram_allocation_ratio: ratio.optional(),
+    disk_allocation_ratio: ratio.optional(),
+    initial_cpu_allocation_ratio: ratio.default(16.0),
+    initial_ram_allocation_ratio: ratio.default(1.5),
+    initial_disk_allocation_ratio: ratio.default(1.0),
+    provider_config_location: z.string().default('/etc/placement-agent/provider_config'),
+    /** files writable by others than the agent's user: refuse (default) or warn */
+    provider_config_permissions: z.enum(['refuse', 'warn']).default('refuse'),
+    /** aggregates the compute node is put in (added, never removed) */
+    aggregates: z.preprocess(
+      (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
+      z.array(z.uuid()).default([]),
+    ),
+    /** attempts for `once` before giving up when the service is down */
+    max_attempts: z.coerce.number().int().min(1).default(5),
+  })
+  .strict();
+
+export type AgentConfig = z.infer<typeof AgentConfigSchema>;
+export const CONFIG_KEYS = Object.keys(AgentConfigSchema.shape) as (keyof AgentConfig)[];
+
+export class ConfigError extends Error {}
+
+export function loadAgentConfig(opts: {
+  file?: string;
+  env?: Record<string, string | undefined>;
+  overrides?: Partial<Record<keyof AgentConfig, unknown>>;
+}): AgentConfig {
+  const env = opts.env ?? process.env;
+  const raw: Record<string, unknown> = {};
+  const file = opts.file ?? env.PLACEMENT_AGENT_CONFIG;
+  if (file) {
+    let parsed: unknown;
+    try {
+      parsed = parseYaml(readFileSync(file, 'utf8'));
+    } catch (err) {
+      throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+    }
+    if (parsed !== null && parsed !== undefined) {
+      if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`config file ${file} must be a mapping`);
+      Object.assign(raw, parsed);
+    }
+  }
+  for (const key of CONFIG_KEYS) {
+    const value = env[`PLACEMENT_AGENT_${key.toUpperCase()}`];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  for (const [key, value] of Object.entries(opts.overrides ?? {})) if (value !== undefined) raw[key] = value;
+  const result = AgentConfigSchema.safeParse(raw);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`).join('; ');
+    throw new ConfigError(`invalid agent configuration: ${problems}`);
+  }
+  return result.data;
+}
