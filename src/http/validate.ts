@@ -98,7 +98,7 @@ export function schemaKeyword(issue: z.core.$ZodIssue, input: unknown): string |
 }
 
 /** "\n\nFailed validating '<keyword>' in schema[...]" (properties by name, items by index). */
-function failedValidating(issue: z.core.$ZodIssue, input: unknown): string {
+export function failedValidating(issue: z.core.$ZodIssue, input: unknown): string {
   const keyword = schemaKeyword(issue, input);
   if (!keyword) return '';
   // 'required' belongs to the object that lacks the property, not to the property.
