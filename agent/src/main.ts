@@ -1,0 +1,209 @@
+// placement-agent: discover | validate DIR | once | run. Wires config,
+// discovery, provider configs and reporting; no logic of its own beyond that.
+import { parseArgs } from 'node:util';
+import { loadAgentConfig, ConfigError, type AgentConfig } from './config.js';
+import { discover, type Discovery } from './discover/index.js';
+import { providerUuid } from './discover/uuid.js';
+import { formatProblem, loadProviderConfigs, type ConfiguredProvider } from './provider-config/load.js';
+import { mergeProviderConfigs, ProviderConfigConflictError } from './provider-config/merge.js';
+import { ratioSettings } from './ratios/index.js';
+import { PlacementClient, ServiceUnavailableError, type FetchLike } from './report/client.js';
+import { lookupProviders, syncTree, type SyncSummary } from './report/sync.js';
+
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  fetch?: FetchLike;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  env?: Record<string, string | undefined>;
+  signal?: AbortSignal;
+}
+
+const USAGE = `usage: placement-agent <command> [options]
+  discover [--root DIR] [--json]         print the provider tree found on this host
+  validate DIR [--json] [--strict-permissions]
+                                         check provider config files (*.yaml); non-zero exit when bad
+  once --endpoint URL [--token T]        report to placement once
+  run  [--interval SECONDS]              report periodically until SIGTERM/SIGINT
+common: --config FILE (or PLACEMENT_AGENT_CONFIG), --host NAME, --root DIR;
+environment PLACEMENT_AGENT_<KEY> sets any config key (ENDPOINT, TOKEN, ...)`;
+
+const defaultSleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+
+export async function main(argv: string[], io: Io): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        json: { type: 'boolean' },
+        root: { type: 'string' },
+        host: { type: 'string' },
+        config: { type: 'string' },
+        endpoint: { type: 'string' },
+        token: { type: 'string' },
+        interval: { type: 'string' },
+        'strict-permissions': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    io.err(`${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (values.help || !command) {
+    (values.help ? io.out : io.err)(USAGE);
+    return values.help ? 0 : 2;
+  }
+  if (command === 'validate') {
+    if (rest.length !== 1) {
+      io.err(`validate needs exactly one directory\n${USAGE}`);
+      return 2;
+    }
+    return validateCommand(rest[0], Boolean(values.json), Boolean(values['strict-permissions']), io);
+  }
+  let config: AgentConfig;
+  try {
+    config = loadAgentConfig({
+      file: values.config,
+      env: io.env ?? process.env,
+      overrides: { root: values.root, host: values.host, endpoint: values.endpoint, token: values.token, interval_seconds: values.interval },
+    });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.err(err.message);
+    return 2;
+  }
+  switch (command) {
+    case 'discover':
+      return discoverCommand(config, Boolean(values.json), io);
+    case 'once':
+    case 'run':
+      return reportCommand(command, config, io);
+    default:
+      io.err(`unknown command ${command}\n${USAGE}`);
+      return 2;
+  }
+}
+
+function discoverFromConfig(config: AgentConfig): Promise<Discovery> {
+  return discover({
+    root: config.root,
+    hostname: config.host,
+    instancesPath: config.instances_path,
+    reserved: {
+      vcpu: config.reserved_host_cpus,
+      memoryMb: config.reserved_host_memory_mb,
+      diskGb: Math.ceil(config.reserved_host_disk_mb / 1024),
+    },
+  });
+}
+
+async function discoverCommand(config: AgentConfig, json: boolean, io: Io): Promise<number> {
+  const found = await discoverFromConfig(config);
+  const providers = found.providers.map((p) => ({ uuid: providerUuid(p.name), ...p }));
+  if (json) {
+    io.out(JSON.stringify({ host: found.host, providers }, null, 2));
+    return 0;
+  }
+  const h = found.host;
+  io.out(`host ${h.hostname}: ${h.arch}, ${h.cpuModel ?? 'unknown CPU'}, ${h.onlineCpus} CPUs, ${h.memoryMiB} MiB, ${h.diskGiB} GiB at ${h.instancesPath}`);
+  for (const p of providers) {
+    io.out(`\n${p.parentName ? '  └ ' : ''}${p.name}  ${p.uuid}`);
+    for (const [rc, inv] of Object.entries(p.inventories))
+      io.out(`    ${rc.padEnd(12)} total=${inv.total} reserved=${inv.reserved ?? 0} max_unit=${inv.max_unit ?? inv.total}`);
+    if (p.device) {
+      const d = p.device;
+      io.out(`    device ${d.kind} ${d.vendorName} ${d.vendorId}:${d.productId} at ${d.pciAddress}${d.model ? `, ${d.model}` : ''}${d.memoryMiB ? `, ${d.memoryMiB} MiB` : ''}`);
+    }
+    io.out(`    traits ${p.traits.join(' ')}`);
+  }
+  return 0;
+}
+
+/** The `--json` shape other tools compare with Nova's loader. */
+export function providerConfigJson(providers: readonly ConfiguredProvider[]): unknown[] {
+  return providers.map((p) => ({ id: p.id, identification: p.identification, inventories: p.inventories, traits: p.traits }));
+}
+
+function validateCommand(dir: string, json: boolean, strictPermissions: boolean, io: Io): number {
+  const result = loadProviderConfigs(dir, { permissions: strictPermissions ? 'refuse' : 'warn' });
+  for (const warning of result.warnings) io.err(`warning: ${formatProblem(warning)}`);
+  for (const error of result.errors) io.err(`error: ${formatProblem(error)}`);
+  if (result.errors.length > 0) return 1;
+  if (json) io.out(JSON.stringify(providerConfigJson(result.providers)));
+  else io.out(`${result.files.length} file(s), ${result.providers.length} provider(s): OK`);
+  return 0;
+}
+
+async function reportCommand(command: 'once' | 'run', config: AgentConfig, io: Io): Promise<number> {
+  if (!config.endpoint) {
+    io.err('no placement endpoint: use --endpoint URL or PLACEMENT_AGENT_ENDPOINT');
+    return 2;
+  }
+  const log = { info: (m: string) => io.err(`info: ${m}`), warn: (m: string) => io.err(`warning: ${m}`) };
+  // Provider configs are read once, at startup; a bad one stops the agent.
+  const loaded = loadProviderConfigs(config.provider_config_location, { permissions: config.provider_config_permissions });
+  for (const w of loaded.warnings) log.warn(formatProblem(w));
+  const missingDir = loaded.errors.length === 1 && loaded.files.length === 0 && /ENOENT/.test(loaded.errors[0].message);
+  if (loaded.errors.length > 0 && !missingDir) {
+    for (const e of loaded.errors) io.err(`error: ${formatProblem(e)}`);
+    io.err('refusing to start: fix the provider config files above');
+    return 1;
+  }
+  const client = new PlacementClient({ endpoint: config.endpoint, token: config.token, fetch: io.fetch });
+  const sleep = io.sleep ?? defaultSleep;
+  let startup = true;
+  let failures = 0;
+  for (;;) {
+    try {
+      const summary = await reportOnce(client, config, loaded.providers, startup, log);
+      io.out(JSON.stringify(summary));
+      startup = false;
+      failures = 0;
+      if (command === 'once') return 0;
+    } catch (err) {
+      if (err instanceof ProviderConfigConflictError) {
+        io.err(`error: ${err.message}`);
+        if (startup) return 1;
+      } else if (err instanceof ServiceUnavailableError) {
+        failures++;
+        log.warn(`placement unavailable (${err.message})`);
+        if (command === 'once' && failures >= config.max_attempts) return 3;
+      } else {
+        io.err(`error: ${(err as Error).message}`);
+        if (command === 'once') return 1;
+      }
+    }
+    if (io.signal?.aborted) return 0;
+    // Back off exponentially while the service is down, never beyond the interval.
+    const intervalMs = config.interval_seconds * 1000;
+    const delay = failures > 0 ? Math.min(intervalMs, 1000 * 2 ** (failures - 1)) : intervalMs;
+    await sleep(delay, io.signal);
+    if (io.signal?.aborted) return 0;
+  }
+}
+
+export async function reportOnce(
+  client: PlacementClient,
+  config: AgentConfig,
+  configs: readonly ConfiguredProvider[],
+  startup: boolean,
+  log: { info(m: string): void; warn(m: string): void },
+): Promise<SyncSummary> {
+  const found = await discoverFromConfig(config);
+  const known = await lookupProviders(client, found.providers.map((p) => p.name));
+  const merged = mergeProviderConfigs(found.providers, configs, (name) => known.get(name)?.uuid ?? providerUuid(name), { startup });
+  for (const conflict of merged.conflicts) log.warn(`ignored: ${conflict}`);
+  return syncTree(client, merged.providers, { ratios: ratioSettings(config), aggregates: config.aggregates, log });
+}

@@ -1,0 +1,74 @@
+// A small Placement HTTP client. `fetch` is injectable so tests can pass an
+// in-process app's `app.fetch`. Transport failures and 5xx become
+// ServiceUnavailableError, which callers answer with backoff.
+export type FetchLike = (input: Request) => Response | Promise<Response>;
+
+export const PLACEMENT_MICROVERSION = '1.39';
+
+export class ServiceUnavailableError extends Error {}
+
+export class PlacementError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string | undefined,
+    readonly detail: string,
+    readonly method: string,
+    readonly path: string,
+  ) {
+    super(`${method} ${path} -> ${status}${code ? ` (${code})` : ''}: ${detail}`);
+  }
+
+  get isGenerationConflict(): boolean {
+    return this.status === 409 && (this.code === 'placement.concurrent_update' || (this.code === undefined && /generation/i.test(this.detail)));
+  }
+}
+
+export interface ClientOptions {
+  endpoint: string;
+  token?: string;
+  fetch?: FetchLike;
+  microversion?: string;
+}
+
+export class PlacementClient {
+  private readonly base: string;
+  private readonly doFetch: FetchLike;
+
+  constructor(private readonly options: ClientOptions) {
+    this.base = options.endpoint.replace(/\/+$/, '');
+    this.doFetch = options.fetch ?? ((req) => fetch(req));
+  }
+
+  async request<T = unknown>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'openstack-api-version': `placement ${this.options.microversion ?? PLACEMENT_MICROVERSION}`,
+      'user-agent': 'placement-agent',
+    };
+    if (this.options.token) headers['x-auth-token'] = this.options.token;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let response: Response;
+    try {
+      response = await this.doFetch(
+        new Request(this.base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
+      );
+    } catch (err) {
+      throw new ServiceUnavailableError(`${method} ${path}: ${(err as Error).message}`);
+    }
+    const text = await response.text();
+    let parsed: unknown = undefined;
+    if (text) {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+    }
+    if (response.status >= 500) throw new ServiceUnavailableError(`${method} ${path} -> ${response.status}`);
+    if (response.status >= 400) {
+      const first = (parsed as { errors?: { code?: string; detail?: string }[] } | undefined)?.errors?.[0];
+      throw new PlacementError(response.status, first?.code, first?.detail ?? String(text).slice(0, 300), method, path);
+    }
+    return { status: response.status, body: parsed as T };
+  }
+}

@@ -1,0 +1,200 @@
+// Brings placement in line with the host: providers (parents first),
+// inventories, traits and aggregates; writes only what differs and retries a
+// 409 generation conflict by re-reading the provider and recomputing.
+import type { DiscoveredProvider, InventoryFields } from '../discover/types.js';
+import { providerUuid } from '../discover/uuid.js';
+import { chooseAllocationRatio, isRatioClass, type RatioClass, type RatioSettings } from '../ratios/index.js';
+import { PlacementError, type PlacementClient } from './client.js';
+
+export interface Logger {
+  info(msg: string): void;
+  warn(msg: string): void;
+}
+
+export interface SyncOptions {
+  ratios: Record<RatioClass, RatioSettings>;
+  /** aggregates for the compute node: added when missing, never removed */
+  aggregates?: readonly string[];
+  /** traits the agent owns: one that is no longer discovered is removed */
+  ownedTraitPrefixes?: readonly string[];
+  maxConflictRetries?: number;
+  log?: Logger;
+}
+
+export interface SyncSummary {
+  created: string[];
+  inventoriesUpdated: string[];
+  traitsUpdated: string[];
+  aggregatesUpdated: string[];
+  deleted: string[];
+  conflictsRetried: number;
+}
+
+const DEFAULT_OWNED_PREFIXES = ['HW_CPU_', 'HW_ARCH_', 'CUSTOM_GPU_', 'CUSTOM_FPGA_'];
+const INVENTORY_FIELDS = ['total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'allocation_ratio'] as const;
+const silent: Logger = { info() {}, warn() {} };
+
+interface ProviderRecord {
+  uuid: string;
+  name: string;
+  generation: number;
+  parent_provider_uuid?: string | null;
+  root_provider_uuid?: string;
+}
+
+const enc = encodeURIComponent;
+
+/** Looks the tree up by name; returns name -> uuid for those placement has. */
+export async function lookupProviders(client: PlacementClient, names: readonly string[]): Promise<Map<string, ProviderRecord>> {
+  const found = new Map<string, ProviderRecord>();
+  for (const name of names) {
+    const { body } = await client.request<{ resource_providers: ProviderRecord[] }>('GET', `/resource_providers?name=${enc(name)}`);
+    const record = body.resource_providers?.[0];
+    if (record) found.set(name, record);
+  }
+  return found;
+}
+
+export async function syncTree(client: PlacementClient, tree: readonly DiscoveredProvider[], options: SyncOptions): Promise<SyncSummary> {
+  const log = options.log ?? silent;
+  const summary: SyncSummary = { created: [], inventoriesUpdated: [], traitsUpdated: [], aggregatesUpdated: [], deleted: [], conflictsRetried: 0 };
+  const existing = await lookupProviders(client, tree.map((p) => p.name));
+  const uuids = new Map<string, string>();
+  for (const provider of tree) {
+    const record = existing.get(provider.name);
+    if (record) {
+      uuids.set(provider.name, record.uuid);
+      continue;
+    }
+    const uuid = providerUuid(provider.name);
+    const parent = provider.parentName === undefined ? undefined : uuids.get(provider.parentName);
+    await client.request('POST', '/resource_providers', {
+      name: provider.name,
+      uuid,
+      ...(parent ? { parent_provider_uuid: parent } : {}),
+    });
+    uuids.set(provider.name, uuid);
+    summary.created.push(provider.name);
+    log.info(`created provider ${provider.name} (${uuid})`);
+  }
+
+  await ensureCustomNames(client, tree);
+  const retries = options.maxConflictRetries ?? 5;
+  const owned = options.ownedTraitPrefixes ?? DEFAULT_OWNED_PREFIXES;
+  for (const provider of tree) {
+    const uuid = uuids.get(provider.name)!;
+    const onConflict = () => {
+      summary.conflictsRetried++;
+      log.warn(`generation conflict on ${provider.name}; re-reading`);
+    };
+    if (await withGenerationRetry(retries, onConflict, () => syncInventories(client, uuid, provider, options.ratios)))
+      summary.inventoriesUpdated.push(provider.name);
+    if (await withGenerationRetry(retries, onConflict, () => syncTraits(client, uuid, provider, owned)))
+      summary.traitsUpdated.push(provider.name);
+    if (provider.parentName === undefined && (options.aggregates?.length ?? 0) > 0) {
+      if (await withGenerationRetry(retries, onConflict, () => syncAggregates(client, uuid, options.aggregates ?? [])))
+        summary.aggregatesUpdated.push(provider.name);
+    }
+  }
+
+  // Devices that disappeared: delete their providers (placement refuses while in use).
+  const root = tree.find((p) => p.parentName === undefined);
+  if (root) {
+    const rootUuid = uuids.get(root.name)!;
+    const { body } = await client.request<{ resource_providers: ProviderRecord[] }>('GET', `/resource_providers?in_tree=${rootUuid}`);
+    const wanted = new Set(tree.map((p) => p.name));
+    const stale = (body.resource_providers ?? [])
+      .filter((p) => !wanted.has(p.name) && p.name.startsWith(`${root.name}_pci_`))
+      .reverse();
+    for (const provider of stale) {
+      try {
+        await client.request('DELETE', `/resource_providers/${provider.uuid}`);
+        summary.deleted.push(provider.name);
+        log.info(`deleted provider ${provider.name}: device is gone`);
+      } catch (err) {
+        if (!(err instanceof PlacementError)) throw err;
+        log.warn(`cannot delete ${provider.name} yet: ${err.message}`);
+      }
+    }
+  }
+  return summary;
+}
+
+/** Runs `attempt` again after each 409 generation conflict, up to `retries` times. */
+async function withGenerationRetry(retries: number, onConflict: () => void, attempt: () => Promise<boolean>): Promise<boolean> {
+  for (let i = 0; ; i++) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!(err instanceof PlacementError) || !err.isGenerationConflict || i >= retries) throw err;
+      onConflict();
+    }
+  }
+}
+
+async function ensureCustomNames(client: PlacementClient, tree: readonly DiscoveredProvider[]): Promise<void> {
+  const classes = new Set(tree.flatMap((p) => Object.keys(p.inventories)).filter((rc) => rc.startsWith('CUSTOM_')));
+  const traits = new Set(tree.flatMap((p) => p.traits).filter((t) => t.startsWith('CUSTOM_')));
+  for (const rc of classes) await client.request('PUT', `/resource_classes/${enc(rc)}`);
+  for (const trait of traits) await client.request('PUT', `/traits/${enc(trait)}`);
+}
+
+type Inventories = Record<string, InventoryFields>;
+
+export function desiredInventories(provider: DiscoveredProvider, stored: Inventories, ratios: Record<RatioClass, RatioSettings>): Inventories {
+  const desired: Inventories = {};
+  for (const [rc, inventory] of Object.entries(provider.inventories)) {
+    const next: InventoryFields = { ...inventory };
+    // reserved == total is allowed (1.26); more is not.
+    if (next.reserved !== undefined && next.reserved > next.total) next.reserved = next.total;
+    if (isRatioClass(rc) && provider.parentName === undefined) {
+      next.allocation_ratio = chooseAllocationRatio(ratios[rc], stored[rc]?.allocation_ratio);
+    }
+    desired[rc] = next;
+  }
+  return desired;
+}
+
+function sameInventories(stored: Inventories, desired: Inventories): boolean {
+  const a = Object.keys(stored).sort();
+  const b = Object.keys(desired).sort();
+  if (a.join() !== b.join()) return false;
+  return b.every((rc) => INVENTORY_FIELDS.every((f) => desired[rc][f] === undefined || desired[rc][f] === stored[rc][f]));
+}
+
+async function syncInventories(client: PlacementClient, uuid: string, provider: DiscoveredProvider, ratios: Record<RatioClass, RatioSettings>): Promise<boolean> {
+  const { body } = await client.request<{ resource_provider_generation: number; inventories: Inventories }>('GET', `/resource_providers/${uuid}/inventories`);
+  const desired = desiredInventories(provider, body.inventories ?? {}, ratios);
+  if (sameInventories(body.inventories ?? {}, desired)) return false;
+  await client.request('PUT', `/resource_providers/${uuid}/inventories`, {
+    resource_provider_generation: body.resource_provider_generation,
+    inventories: desired,
+  });
+  return true;
+}
+
+async function syncTraits(client: PlacementClient, uuid: string, provider: DiscoveredProvider, owned: readonly string[]): Promise<boolean> {
+  const { body } = await client.request<{ resource_provider_generation: number; traits: string[] }>('GET', `/resource_providers/${uuid}/traits`);
+  const current = new Set(body.traits ?? []);
+  const desired = new Set(provider.traits);
+  // Keep what an operator added; drop owned traits the host no longer has.
+  for (const trait of current) if (!owned.some((p) => trait.startsWith(p)) || desired.has(trait)) desired.add(trait);
+  if (current.size === desired.size && [...desired].every((t) => current.has(t))) return false;
+  await client.request('PUT', `/resource_providers/${uuid}/traits`, {
+    resource_provider_generation: body.resource_provider_generation,
+    traits: [...desired].sort(),
+  });
+  return true;
+}
+
+async function syncAggregates(client: PlacementClient, uuid: string, wanted: readonly string[]): Promise<boolean> {
+  const { body } = await client.request<{ resource_provider_generation: number; aggregates: string[] }>('GET', `/resource_providers/${uuid}/aggregates`);
+  const current = body.aggregates ?? [];
+  const missing = wanted.filter((a) => !current.includes(a));
+  if (missing.length === 0) return false;
+  await client.request('PUT', `/resource_providers/${uuid}/aggregates`, {
+    resource_provider_generation: body.resource_provider_generation,
+    aggregates: [...current, ...missing],
+  });
+  return true;
+}
