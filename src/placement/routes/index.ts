@@ -1,9 +1,11 @@
 // Every Placement endpoint, by resource. Find a path here, then open its file.
 import { Hono } from 'hono';
 import type { AppEnv } from '../../http/env.js';
+import { allocationRoutes } from './allocations.js';
 import { inventoryRoutes } from './inventories.js';
 import { rootRoutes } from './root.js';
 
 export const placementRoutes = new Hono<AppEnv>();
 placementRoutes.route('/', rootRoutes);
+placementRoutes.route('/', allocationRoutes);
 placementRoutes.route('/', inventoryRoutes);
