@@ -109,6 +109,7 @@ function invalidInventory(resourceClass: string, providerUuid: string): Allocati
  * capacity, then the generation compare-and-swaps.
  */
 export async function replaceAllocations(tx: Db, claims: ConsumerClaim[], opts: ClaimOptions): Promise<void> {
+  if (claims.length === 0) return;
   // 1. Every named provider must exist (400), first missing one in body order.
   const namedProviders = [...new Set(claims.flatMap((c) => Object.keys(c.allocations)))];
   const providers = await providersByUuid(tx, namedProviders);

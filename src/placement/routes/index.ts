@@ -3,9 +3,15 @@ import { Hono } from 'hono';
 import type { AppEnv } from '../../http/env.js';
 import { allocationRoutes } from './allocations.js';
 import { inventoryRoutes } from './inventories.js';
+import { reshaperRoutes } from './reshaper.js';
+import { resourceClassRoutes } from './resource-classes.js';
+import { usageRoutes } from './usages.js';
 import { rootRoutes } from './root.js';
 
 export const placementRoutes = new Hono<AppEnv>();
 placementRoutes.route('/', rootRoutes);
 placementRoutes.route('/', allocationRoutes);
 placementRoutes.route('/', inventoryRoutes);
+placementRoutes.route('/', reshaperRoutes);
+placementRoutes.route('/', resourceClassRoutes);
+placementRoutes.route('/', usageRoutes);
