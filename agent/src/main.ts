@@ -1,5 +1,7 @@
 // placement-agent: discover | validate DIR | once | run. Wires config,
 // discovery, provider configs and reporting; no logic of its own beyond that.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadAgentConfig, ConfigError, type AgentConfig } from './config.js';
 import { discover, type Discovery } from './discover/index.js';
@@ -110,6 +112,10 @@ function discoverFromConfig(config: AgentConfig): Promise<Discovery> {
 }
 
 async function discoverCommand(config: AgentConfig, json: boolean, io: Io): Promise<number> {
+  if (!existsSync(join(config.root, 'proc/cpuinfo'))) {
+    io.err(`no ${join(config.root, 'proc/cpuinfo')}: --root must point at a Linux root (real or a fixture tree)`);
+    return 1;
+  }
   const found = await discoverFromConfig(config);
   const providers = found.providers.map((p) => ({ uuid: providerUuid(p.name), ...p }));
   if (json) {

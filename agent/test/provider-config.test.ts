@@ -1,0 +1,229 @@
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
+import type { z } from 'zod';
+import { main } from '../src/main.js';
+import { formatProblem, loadProviderConfigs } from '../src/provider-config/load.js';
+import { mergeProviderConfigs, ProviderConfigConflictError } from '../src/provider-config/merge.js';
+import { providerConfigJsonSchema, ProviderConfigFileSchema, type Inventory, type ProviderConfigFile } from '../src/provider-config/schema.js';
+import type { DiscoveredProvider } from '../src/discover/types.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'provider-config-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function file(name: string, text: string, mode = 0o644): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  chmodSync(path, mode);
+  return path;
+}
+
+const UUID = '5b9f2a3c-1d4e-4f60-8a7b-9c0d1e2f3a4b';
+
+async function validateJson(target: string): Promise<{ code: number; out: string[]; err: string[] }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(['validate', target, '--json'], { out: (t) => out.push(t), err: (t) => err.push(t) });
+  return { code, out, err };
+}
+
+describe('schema file', () => {
+  it('schemas/provider-config.schema.json is what the zod source generates (fails when stale)', () => {
+    const committed = JSON.parse(readFileSync(new URL('../../schemas/provider-config.schema.json', import.meta.url), 'utf8'));
+    expect(committed).toEqual(providerConfigJsonSchema());
+  });
+
+  it('TypeScript types are the ones inferred from that schema source', () => {
+    expectTypeOf<ProviderConfigFile>().toEqualTypeOf<z.input<typeof ProviderConfigFileSchema>>();
+    expectTypeOf<Inventory>().toHaveProperty('total').toEqualTypeOf<number>();
+  });
+});
+
+describe('valid files', () => {
+  it("accepts the spec's example (unquoted 1.0, mapping form) and prints the --json shape", async () => {
+    file('10-llc.yaml', `meta:
+  schema_version: 1.0
+providers:
+  - identification:
+      uuid: $COMPUTE_NODE
+    inventories:
+      additional:
+        CUSTOM_LLC:
+          total: 22
+          reserved: 2
+          min_unit: 1
+          max_unit: 11
+          step_size: 1
+          allocation_ratio: 1
+    traits:
+      additional:
+        - CUSTOM_P_STATE_ENABLED
+`);
+    const { code, out } = await validateJson(dir);
+    expect(code).toBe(0);
+    expect(JSON.parse(out.join(''))).toEqual([
+      {
+        id: '$COMPUTE_NODE',
+        identification: { uuid: '$COMPUTE_NODE' },
+        inventories: { CUSTOM_LLC: { total: 22, reserved: 2, min_unit: 1, max_unit: 11, step_size: 1, allocation_ratio: 1 } },
+        traits: ['CUSTOM_P_STATE_ENABLED'],
+      },
+    ]);
+  });
+
+  it("accepts Nova's list-of-mappings form, quoted '1.0', unknown keys at every open level, in file order", async () => {
+    file('b.yaml', `meta: {schema_version: '1.0', owner: ops}
+future_section: {x: 1}
+providers:
+  - identification: {name: gpu-host-2_pci_0000_3b_00_0}
+    inventories:
+      additional:
+        - CUSTOM_GPU_SLICE: {total: 4}
+        - CUSTOM_NVLINK: {total: 2, reserved: 0}
+      future_adjective: {}
+    traits: {additional: [CUSTOM_A, CUSTOM_B], removed: []}
+    future_field: true
+`);
+    file('a.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}}\n`);
+    file('notes.txt', 'not a provider config');
+    const { code, out } = await validateJson(dir);
+    expect(code).toBe(0);
+    expect(JSON.parse(out.join(''))).toEqual([
+      { id: UUID, identification: { uuid: UUID }, inventories: {}, traits: [] },
+      {
+        id: 'gpu-host-2_pci_0000_3b_00_0',
+        identification: { name: 'gpu-host-2_pci_0000_3b_00_0' },
+        inventories: { CUSTOM_GPU_SLICE: { total: 4 }, CUSTOM_NVLINK: { total: 2, reserved: 0 } },
+        traits: ['CUSTOM_A', 'CUSTOM_B'],
+      },
+    ]);
+  });
+
+  it('warns on an unknown minor version but loads the file', () => {
+    file('a.yaml', `meta: {schema_version: '1.7'}\nproviders: []\n`);
+    const result = loadProviderConfigs(dir);
+    expect(result.errors).toEqual([]);
+    expect(result.warnings.map((w) => w.message)).toEqual([expect.stringContaining('not minor 7')]);
+  });
+
+  it('an empty directory is valid and defines nothing', async () => {
+    const { code, out } = await validateJson(dir);
+    expect(code).toBe(0);
+    expect(JSON.parse(out.join(''))).toEqual([]);
+  });
+});
+
+describe('invalid files', () => {
+  const cases: [string, string, RegExp][] = [
+    ['no meta', 'providers: []\n', /Unable to detect schema version/],
+    ['empty file', '', /Unable to detect schema version/],
+    ['major 2', "meta: {schema_version: '2.0'}\n", /Unsupported schema major version: 2/],
+    ['leading zero minor', "meta: {schema_version: '1.01'}\n", /does not match/],
+    ['version without minor', 'meta: {schema_version: 1}\n', /Unable to detect schema version/],
+    ['both uuid and name', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}, name: x}\n`, /exactly one of uuid or name/],
+    ['no identification key', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {}\n`, /exactly one of uuid or name is required/],
+    ['unknown identification method', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {serial: abc}\n`, /unsupported identification method 'serial'/],
+    ['missing identification', `meta: {schema_version: '1.0'}\nproviders:\n  - traits: {additional: [CUSTOM_A]}\n`, /'identification' is a required property/],
+    ['bad uuid', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: not-a-uuid}\n`, /does not match|must/],
+    ['empty name', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: ''}\n`, /fewer than 1/],
+    ['standard resource class', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: [{VCPU: {total: 2}}]}\n`, /only CUSTOM_ resource classes/],
+    ['standard trait', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    traits: {additional: [HW_CPU_X86_AVX2]}\n`, /only CUSTOM_ traits/],
+    ['lower-case trait', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    traits: {additional: [custom_a]}\n`, /does not match/],
+    ['missing total', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {reserved: 1}}}\n`, /'total' is a required property/],
+    ['unknown inventory field', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1, totl: 2}}}\n`, /'totl' was unexpected/],
+    ['float total', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1.5}}}\n`, /must be integer/],
+    ['providers not a list', `meta: {schema_version: '1.0'}\nproviders: {a: 1}\n`, /must be array/],
+    ['reserved __source_file', `meta: {schema_version: '1.0'}\n__source_file: x\n`, /reserved/],
+    ['broken YAML', `meta: {schema_version: '1.0'\nproviders: [\n`, /Unable to load yaml file/],
+  ];
+  it.each(cases)('%s', async (_name, text, message) => {
+    file('bad.yaml', text);
+    const { code, out, err } = await validateJson(dir);
+    expect(code).toBe(1);
+    expect(out).toEqual([]);
+    expect(err.join('\n')).toMatch(message);
+    expect(err.join('\n')).toContain(join(dir, 'bad.yaml'));
+  });
+
+  it('names the file, the provider entry, the field and its line/column', () => {
+    file('gpu.yaml', `meta:
+  schema_version: '1.0'
+providers:
+  - identification:
+      name: ok
+  - identification:
+      name: gpu-1
+    inventories:
+      additional:
+        - CUSTOM_SLICE:
+            total: many
+`);
+    const { errors } = loadProviderConfigs(dir);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ entry: 'providers[1] (name: gpu-1)', field: 'inventories.additional.0.CUSTOM_SLICE.total', line: 11, column: 20 });
+    expect(formatProblem(errors[0])).toBe(`${join(dir, 'gpu.yaml')}:11:20: providers[1] (name: gpu-1): inventories.additional.0.CUSTOM_SLICE.total: must be integer`);
+  });
+
+  it('the same uuid or name across files (or twice in one) is an error naming both files', () => {
+    file('a.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: $COMPUTE_NODE}\n  - identification: {name: n1}\n`);
+    file('b.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: $COMPUTE_NODE}\n`);
+    file('c.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n2}\n  - identification: {name: n2}\n`);
+    const { errors, providers } = loadProviderConfigs(dir);
+    expect(errors.map((e) => e.message)).toEqual([
+      `Provider $COMPUTE_NODE has multiple definitions in source file(s): ${join(dir, 'a.yaml')}, ${join(dir, 'b.yaml')}`,
+      `Provider n2 has multiple definitions in source file(s): ${join(dir, 'c.yaml')}`,
+    ]);
+    expect(providers.map((p) => p.id)).toEqual(['$COMPUTE_NODE', 'n1', 'n2']);
+  });
+
+  it('refuses files writable by group or others, or warns when configured to', () => {
+    file('open.yaml', `meta: {schema_version: '1.0'}\n`, 0o666);
+    expect(loadProviderConfigs(dir, { permissions: 'refuse' }).errors[0].message).toMatch(/writable by group or others/);
+    const warned = loadProviderConfigs(dir, { permissions: 'warn' });
+    expect(warned.errors).toEqual([]);
+    expect(warned.warnings[0].message).toMatch(/writable by group or others/);
+  });
+});
+
+describe('merging into the discovered tree', () => {
+  const tree: DiscoveredProvider[] = [
+    { name: 'host1', inventories: { VCPU: { total: 8 } }, traits: ['COMPUTE_NODE'] },
+    { name: 'host1_pci_0000_3b_00_0', parentName: 'host1', inventories: { PGPU: { total: 1 } }, traits: ['CUSTOM_GPU_NVIDIA'] },
+  ];
+  const uuidOf = (name: string) => (name === 'host1' ? UUID : '00000000-0000-4000-8000-000000000001');
+
+  it('$COMPUTE_NODE applies to the compute node unless it is identified by uuid or name', () => {
+    file('a.yaml', `meta: {schema_version: '1.0'}
+providers:
+  - identification: {uuid: $COMPUTE_NODE}
+    traits: {additional: [CUSTOM_FROM_WILDCARD]}
+  - identification: {name: host1_pci_0000_3b_00_0}
+    inventories: {additional: {CUSTOM_GPU_SLICE: {total: 7}}}
+`);
+    const configs = loadProviderConfigs(dir).providers;
+    let merged = mergeProviderConfigs(tree, configs, uuidOf, { startup: true });
+    expect(merged.providers[0].traits).toEqual(['COMPUTE_NODE', 'CUSTOM_FROM_WILDCARD']);
+    expect(merged.providers[1].inventories).toEqual({ PGPU: { total: 1 }, CUSTOM_GPU_SLICE: { total: 7 } });
+
+    file('b.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}}\n    traits: {additional: [CUSTOM_EXPLICIT]}\n`);
+    merged = mergeProviderConfigs(tree, loadProviderConfigs(dir).providers, uuidOf, { startup: true });
+    expect(merged.providers[0].traits).toEqual(['COMPUTE_NODE', 'CUSTOM_EXPLICIT']);
+  });
+
+  it('a config trait or inventory the agent manages: refuse at startup, warn and ignore later', () => {
+    file('a.yaml', `meta: {schema_version: '1.0'}
+providers:
+  - identification: {name: host1_pci_0000_3b_00_0}
+    traits: {additional: [CUSTOM_GPU_NVIDIA, CUSTOM_EXTRA]}
+`);
+    const configs = loadProviderConfigs(dir).providers;
+    expect(() => mergeProviderConfigs(tree, configs, uuidOf, { startup: true })).toThrow(ProviderConfigConflictError);
+    const later = mergeProviderConfigs(tree, configs, uuidOf, { startup: false });
+    expect(later.conflicts).toEqual([expect.stringContaining('trait CUSTOM_GPU_NVIDIA is managed by the agent')]);
+    expect(later.providers[1].traits).toEqual(['CUSTOM_EXTRA', 'CUSTOM_GPU_NVIDIA']);
+  });
+});
