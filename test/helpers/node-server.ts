@@ -1,0 +1,49 @@
+// Real `npm start` processes for tests that need the Node server itself (and
+// several OS processes on one database file), not app.request().
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+/** Starts src/entry/node.ts on a free port against `dbUrl`; resolves once it listens. */
+export function startServer(dbUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'src', 'entry', 'node.ts')], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      PLACEMENT_DB_URL: dbUrl,
+      PLACEMENT_AUTH_STRATEGY: 'noauth2',
+      PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const stop = () => new Promise<void>((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+  return new Promise((resolve, reject) => {
+    let log = '';
+    const timer = setTimeout(() => { void stop(); reject(new Error(`server did not start:\n${log}`)); }, 60_000);
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
+      log += chunk;
+      const match = /"url":"(http:\/\/[^"]+)"/.exec(log);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ url: match[1]!, child, stop });
+      }
+    });
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited with ${code}:\n${log}`)); });
+  });
+}

@@ -1,0 +1,126 @@
+// Claims racing for a pool too small for all of them, over real HTTP against
+// Node server processes sharing one database file: no overcommit, every
+// refusal a 409 in placement's envelope, successes + refusals = attempts.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import type { Deps } from '../../src/deps.js';
+import { buildNodeDeps } from '../../src/node-service.js';
+import { startServer, type ServerProcess } from '../helpers/node-server.js';
+import { providerGeneration, seedProvider, usageOf } from '../helpers/placement-seed.js';
+import { makeTestApp } from '../helpers/test-app.js';
+
+const project = 'b7d8c0a4-4c1b-4c53-9c0a-0d1f6c1f0a01';
+const user = 'c2a1f6e0-1b9b-4d6e-9a57-3d5f6a7b8c02';
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+
+interface Outcome { status: number; body: unknown }
+
+async function claim(server: ServerProcess, consumer: string, body: unknown): Promise<Outcome> {
+  const res = await fetch(`${server.url}/allocations/${consumer}`, {
+    method: 'PUT',
+    headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', accept: 'application/json', 'openstack-api-version': 'placement 1.28' },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+/** A 409 rendered in placement's error envelope, with the given code. */
+function expectConflictEnvelope(outcome: Outcome, code: string, detail: string): void {
+  expect(outcome.status).toBe(409);
+  expect(outcome.body).toMatchObject({ errors: [{ status: 409, title: 'Conflict', code, detail: expect.stringContaining(detail) }] });
+}
+
+describe('concurrent claims against Node server processes on one database file', () => {
+  let dir: string;
+  let deps: Deps;
+  let servers: ServerProcess[] = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'placement-race-'));
+    const dbUrl = `file:${join(dir, 'placement.db')}`;
+    deps = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: dbUrl }), silent);
+    // One after the other: each process migrates the file on boot.
+    servers = [await startServer(dbUrl)];
+    servers.push(await startServer(dbUrl));
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    deps?.store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('never overcommits: 24 claims of 1 VCPU for 6, split across two processes', async () => {
+    const capacity = 6;
+    const rp = await seedProvider(deps, { VCPU: { total: 8, reserved: 2 } });
+    const attempts = 24;
+    const outcomes = await Promise.all(Array.from({ length: attempts }, (_, i) => claim(servers[i % servers.length]!, crypto.randomUUID(), {
+      allocations: { [rp.uuid]: { resources: { VCPU: 1 } } }, project_id: project, user_id: user, consumer_generation: null,
+    })));
+    const successes = outcomes.filter((o) => o.status === 204);
+    const refusals = outcomes.filter((o) => o.status !== 204);
+    for (const refused of refusals) expectConflictEnvelope(refused, 'placement.undefined_code', 'The requested amount would exceed the capacity');
+    expect(successes.length + refusals.length).toBe(attempts);
+    expect(successes.length).toBe(capacity);
+    expect(await usageOf(deps, rp.id)).toEqual({ VCPU: capacity });
+    expect(await providerGeneration(deps, rp.id)).toBe(capacity);
+  }, 60_000);
+
+  it('lets exactly one of 16 writers with the same consumer generation win', async () => {
+    const rp = await seedProvider(deps, { VCPU: { total: 64 } });
+    const consumer = crypto.randomUUID();
+    const base = { project_id: project, user_id: user };
+    expect((await claim(servers[0]!, consumer, { ...base, allocations: { [rp.uuid]: { resources: { VCPU: 1 } } }, consumer_generation: null })).status).toBe(204);
+    const outcomes = await Promise.all(Array.from({ length: 16 }, (_, i) => claim(servers[i % servers.length]!, consumer, {
+      ...base, allocations: { [rp.uuid]: { resources: { VCPU: 2 + i } } }, consumer_generation: 1,
+    })));
+    const winners = outcomes.filter((o) => o.status === 204);
+    expect(winners).toHaveLength(1);
+    for (const lost of outcomes.filter((o) => o.status !== 204)) {
+      expectConflictEnvelope(lost, 'placement.concurrent_update', 'consumer generation conflict - expected 2 but got 1');
+    }
+    const usage = await usageOf(deps, rp.id);
+    expect(Object.keys(usage)).toEqual(['VCPU']);
+    expect(usage.VCPU).toBeGreaterThanOrEqual(2);
+  }, 60_000);
+});
+
+describe('a failure in the middle of a write', () => {
+  it('leaves the database exactly as before (POST /allocations aborted after its inserts)', async () => {
+    const t = await makeTestApp();
+    try {
+      const rp = await seedProvider(t.deps, { VCPU: { total: 8 } });
+      const victim = crypto.randomUUID();
+      const other = crypto.randomUUID();
+      const body = (uuid: string) => ({ allocations: { [rp.uuid]: { resources: { VCPU: 1 } } }, project_id: project, user_id: user, consumer_generation: null });
+      expect((await t.call('PUT', `/allocations/${victim}`, { body: { ...body(victim) }, version: '1.28' })).status).toBe(204);
+      // The consumer-generation bump runs after the allocation rows are written
+      // and the provider generation is bumped: make it fail there.
+      await t.deps.store.client.execute(`CREATE TRIGGER fail_consumer_bump BEFORE UPDATE OF generation ON consumers
+        WHEN NEW.uuid = '${victim}' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
+      const dump = async () => ({
+        allocations: (await t.deps.store.client.execute('SELECT resource_provider_id, consumer_id, resource_class_id, used FROM allocations ORDER BY id')).rows,
+        consumers: (await t.deps.store.client.execute('SELECT uuid, generation, project_id, user_id FROM consumers ORDER BY id')).rows,
+        providers: (await t.deps.store.client.execute('SELECT uuid, generation FROM resource_providers ORDER BY id')).rows,
+      });
+      const before = await dump();
+      const res = await t.call('POST', '/allocations', {
+        version: '1.28',
+        body: {
+          [other]: body(other),
+          [victim]: { ...body(victim), allocations: { [rp.uuid]: { resources: { VCPU: 5 } } }, consumer_generation: 1 },
+        },
+      });
+      expect(res.status).toBe(500);
+      // It failed at the consumer-generation step, i.e. after the inserts.
+      expect(await res.json()).toMatchObject({ errors: [{ status: 500, detail: expect.stringContaining('update "consumers" set "generation"') }] });
+      expect(await dump()).toEqual(before);
+    } finally {
+      t.close();
+    }
+  });
+});
