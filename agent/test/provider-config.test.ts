@@ -83,7 +83,8 @@ providers:
     inventories:
       additional:
         - CUSTOM_GPU_SLICE: {total: 4}
-        - CUSTOM_NVLINK: {total: 2, reserved: 0}
+        - CUSTOM_NVLINK: {total: 2, reserved: 0, allocation_ratio: 1.5e+1}
+        - CUSTOM_LANES: {total: 1_024}
       future_adjective: {}
     traits: {additional: [CUSTOM_A, CUSTOM_B], removed: []}
     future_field: true
@@ -97,7 +98,7 @@ providers:
       {
         id: 'gpu-host-2_pci_0000_3b_00_0',
         identification: { name: 'gpu-host-2_pci_0000_3b_00_0' },
-        inventories: { CUSTOM_GPU_SLICE: { total: 4 }, CUSTOM_NVLINK: { total: 2, reserved: 0 } },
+        inventories: { CUSTOM_GPU_SLICE: { total: 4 }, CUSTOM_NVLINK: { total: 2, reserved: 0, allocation_ratio: 15 }, CUSTOM_LANES: { total: 1024 } },
         traits: ['CUSTOM_A', 'CUSTOM_B'],
       },
     ]);
@@ -136,6 +137,8 @@ describe('invalid files', () => {
     ['missing total', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {reserved: 1}}}\n`, /'total' is a required property/],
     ['unknown inventory field', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1, totl: 2}}}\n`, /'totl' was unexpected/],
     ['float total', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1.5}}}\n`, /must be integer/],
+    ['1e3 is a string in YAML 1.1', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1e3}}}\n`, /must be integer/],
+    ['a YAML 1.1 timestamp is no string', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: 2001-12-14}\n`, /must be string/],
     ['providers not a list', `meta: {schema_version: '1.0'}\nproviders: {a: 1}\n`, /must be array/],
     ['reserved __source_file', `meta: {schema_version: '1.0'}\n__source_file: x\n`, /reserved/],
     ['broken YAML', `meta: {schema_version: '1.0'\nproviders: [\n`, /Unable to load yaml file/],

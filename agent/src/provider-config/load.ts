@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
-import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
+import { isMap, isScalar, LineCounter, parseDocument, Scalar, visit, type Document } from 'yaml';
 import { SCHEMA_VERSION_PATTERN, type Inventory, type ProviderConfigFile, type ProviderEntry } from './schema.js';
 
 export const SUPPORTED_MAJOR = 1;
@@ -133,6 +133,7 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
     return [];
   }
   const locate = (path: (string | number)[]) => locateNode(doc, lineCounter, path);
+  matchPyYamlScalars(doc);
   const data: unknown = doc.toJS({ maxAliasCount: 1000 });
 
   // Version first: a file of another major is refused whatever it contains.
@@ -205,6 +206,23 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
     providers.push({ id: (identification.uuid ?? identification.name)!, identification: { ...identification }, inventories, traits: [...traits], sourceFile: file, index });
   });
   return providers;
+}
+
+// PyYAML (YAML 1.1) resolves plain scalars with these patterns; anything the
+// `yaml` package reads as a number but PyYAML would not (1e3, 1.5e3) stays a
+// string, and timestamps become a value no JSON type accepts, as in Nova.
+const PYYAML_FLOAT = /^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$/;
+const PYYAML_INT = /^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$/;
+const NOT_JSON = Symbol('yaml timestamp');
+
+function matchPyYamlScalars(doc: Document): void {
+  visit(doc, {
+    Scalar(_key, node) {
+      if (node.type !== Scalar.PLAIN || typeof node.source !== 'string') return;
+      if (typeof node.value === 'number' && !PYYAML_FLOAT.test(node.source) && !PYYAML_INT.test(node.source)) node.value = node.source;
+      else if (node.value instanceof Date) node.value = NOT_JSON;
+    },
+  });
 }
 
 type Report = (field: (string | number)[], message: string) => void;
