@@ -5,6 +5,7 @@ import { countCpuList, discover, parseCpuinfo } from '../src/discover/index.js';
 import { parseNvidiaSmiCsv } from '../src/discover/nvidia-smi.js';
 import { providerUuid } from '../src/discover/uuid.js';
 import type { Discovery } from '../src/discover/types.js';
+import { main } from '../src/main.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 // DISK_GB comes from statfs of the instances path: pin it for fixture trees.
@@ -113,5 +114,37 @@ describe('parsers', () => {
     expect(providerUuid('vm')).toBe(providerUuid('vm'));
     expect(providerUuid('vm')).not.toBe(providerUuid('vm2'));
     expect(providerUuid('vm')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});
+
+describe('placement-agent discover', () => {
+  const run = async (args: string[]) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await main(['discover', ...args], { out: (t) => out.push(t), err: (t) => err.push(t), env: {} });
+    return { code, out: out.join('\n'), err: err.join('\n') };
+  };
+
+  it('--json prints the host facts and the provider tree with uuids', async () => {
+    const { code, out } = await run(['--root', fixture('fpga'), '--json', '--host', 'edge-7']);
+    expect(code).toBe(0);
+    const body = JSON.parse(out) as { host: { hostname: string }; providers: { name: string; uuid: string }[] };
+    expect(body.host.hostname).toBe('edge-7');
+    expect(body.providers.map((p) => [p.name, p.uuid])).toEqual([
+      ['edge-7', providerUuid('edge-7')],
+      ['edge-7_pci_0000_5e_00_0', providerUuid('edge-7_pci_0000_5e_00_0')],
+    ]);
+  });
+
+  it('prints a readable table by default', async () => {
+    const { code, out } = await run(['--root', fixture('h100-host')]);
+    expect(code).toBe(0);
+    expect(out).toContain('device GPU NVIDIA 10de:2330 at 0000:00:06.0, NVIDIA H100 80GB HBM3, 81559 MiB');
+  });
+
+  it('a root without /proc is an error, not an empty host', async () => {
+    const { code, err } = await run(['--root', '/nonexistent-root']);
+    expect(code).toBe(1);
+    expect(err).toMatch(/--root must point at a Linux root/);
   });
 });

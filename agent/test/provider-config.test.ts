@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
@@ -228,5 +230,22 @@ providers:
     const later = mergeProviderConfigs(tree, configs, uuidOf, { startup: false });
     expect(later.conflicts).toEqual([expect.stringContaining('trait CUSTOM_GPU_NVIDIA is managed by the agent')]);
     expect(later.providers[1].traits).toEqual(['CUSTOM_EXTRA', 'CUSTOM_GPU_NVIDIA']);
+  });
+});
+
+describe('the placement-agent bin', () => {
+  const bin = fileURLToPath(new URL('../bin/placement-agent.js', import.meta.url));
+
+  it('validate exits non-zero on a bad file and prints JSON for a good one', () => {
+    file('a.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n1}\n`);
+    const good = spawnSync(process.execPath, [bin, 'validate', dir, '--json'], { encoding: 'utf8' });
+    expect(good.status).toBe(0);
+    expect(JSON.parse(good.stdout)).toEqual([{ id: 'n1', identification: { name: 'n1' }, inventories: {}, traits: [] }]);
+
+    file('b.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n1}\n`);
+    const bad = spawnSync(process.execPath, [bin, 'validate', dir, '--json'], { encoding: 'utf8' });
+    expect(bad.status).toBe(1);
+    expect(bad.stdout).toBe('');
+    expect(bad.stderr).toContain('Provider n1 has multiple definitions');
   });
 });
