@@ -101,6 +101,13 @@ describe('PUT /allocations/{consumer}', () => {
     expect((await errorOf(emptyDict)).detail).toContain('does not have enough properties');
     const badType = await t.call('PUT', `/allocations/${c}`, { body: { allocations: {}, project_id: project, user_id: user, consumer_generation: null, consumer_type: 'instance' } });
     expect((await errorOf(badType)).detail).toContain("'instance' does not match '^[A-Z0-9_]+$'");
+    const withMappings = (version: string, mappings: unknown) => t.call('PUT', `/allocations/${uuid()}`, {
+      version, body: { allocations: { [rp.uuid]: { resources: { VCPU: 1 } } }, mappings, project_id: project, user_id: user, consumer_generation: null },
+    });
+    expect((await withMappings('1.34', { '': [rp.uuid] })).status).toBe(204);
+    expect((await errorOf(await withMappings('1.33', { '': [rp.uuid] }))).detail).toContain("'mappings' was unexpected");
+    expect((await errorOf(await withMappings('1.34', { alpha: 'beta' }))).detail).toContain("JSON does not validate: 'beta' is not of type 'array'");
+    expect((await errorOf(await withMappings('1.34', {}))).detail).toContain('JSON does not validate: {} does not have enough properties');
     const malformed = await t.call('PUT', '/allocations/not-a-uuid', { version: '1.0', body: { allocations: [{ resource_provider: { uuid: rp.uuid }, resources: { VCPU: 1 } }] } });
     expect((await errorOf(malformed)).detail).toContain('Malformed consumer_uuid: not-a-uuid');
   });
