@@ -44,10 +44,17 @@ export function normaliseUuid(text: string): string | null {
 }
 
 /**
- * Writes claims in one transaction and words failures as the endpoint does
- * upstream: unknown classes are 400 with `notFoundPrefix`, inventory and
- * capacity problems 409 "Unable to allocate inventory: ...".
+ * Words a claim failure as the endpoint does upstream: unknown classes are
+ * 400 with `notFoundPrefix`, inventory and capacity problems 409
+ * "Unable to allocate inventory: ...". Anything else is returned unchanged.
  */
+export function claimFailureToHttp(err: unknown, notFoundPrefix: string): unknown {
+  if (!(err instanceof AllocationFailure)) return err;
+  if (err.kind === 'unknown_class') return new ApiError(400, webobDetail(400, `${notFoundPrefix}${err.message}`));
+  return new ApiError(409, webobDetail(409, `Unable to allocate inventory: ${err.message}`));
+}
+
+/** Writes claims in one transaction (see replaceAllocations). */
 export async function writeClaims(c: AppContext, claims: ConsumerClaim[], notFoundPrefix: string): Promise<void> {
   const { deps } = c.var;
   try {
@@ -56,11 +63,7 @@ export async function writeClaims(c: AppContext, claims: ConsumerClaim[], notFou
       now: isoNow(deps.clock),
     }));
   } catch (err) {
-    if (err instanceof AllocationFailure) {
-      if (err.kind === 'unknown_class') throw new ApiError(400, webobDetail(400, `${notFoundPrefix}${err.message}`));
-      throw new ApiError(409, webobDetail(409, `Unable to allocate inventory: ${err.message}`));
-    }
-    throw err;
+    throw claimFailureToHttp(err, notFoundPrefix);
   }
 }
 
@@ -99,7 +102,7 @@ resource(allocationRoutes, '/allocations', {
     requireVersion(c, 'POST_ALLOCATIONS');
     authorize(c, 'placement:allocations:manage');
     const body = await readBody(c, postAllocationsSchema(c));
-    const claims = Object.entries(body).map(([uuid, part]) => claimFromBody(c, uuid, part as ConsumerAllocationsBody));
+    const claims = Object.entries(body).map(([uuid, part]) => claimFromBody(c, uuid, part));
     await writeClaims(c, claims, 'Unable to allocate inventory ');
     return c.body(null, 204);
   },
