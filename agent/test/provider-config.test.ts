@@ -106,6 +106,23 @@ providers:
     ]);
   });
 
+  it('reads YAML as PyYAML does: y/n are strings, a later duplicate key wins, merge keys work', async () => {
+    file('a.yaml', `meta: {schema_version: '1.0'}
+base: &base {total: 3}
+providers:
+  - identification: {name: first}
+    identification: {name: y}
+    inventories: {additional: {CUSTOM_A: {<<: *base, reserved: 1}}}
+  - identification: {name: n}
+`);
+    const { code, out } = await validateJson(dir);
+    expect(code).toBe(0);
+    expect(JSON.parse(out.join(''))).toEqual([
+      { id: 'y', identification: { name: 'y' }, inventories: { CUSTOM_A: { total: 3, reserved: 1 } }, traits: [] },
+      { id: 'n', identification: { name: 'n' }, inventories: {}, traits: [] },
+    ]);
+  });
+
   it('warns on an unknown minor version but loads the file', () => {
     file('a.yaml', `meta: {schema_version: '1.7'}\nproviders: []\n`);
     const result = loadProviderConfigs(dir);
@@ -141,6 +158,7 @@ describe('invalid files', () => {
     ['float total', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1.5}}}\n`, /must be integer/],
     ['1e3 is a string in YAML 1.1', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1e3}}}\n`, /must be integer/],
     ['a YAML 1.1 timestamp is no string', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: 2001-12-14}\n`, /must be string/],
+    ['off is a boolean in YAML 1.1', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: off}\n`, /must be string/],
     ['providers not a list', `meta: {schema_version: '1.0'}\nproviders: {a: 1}\n`, /must be array/],
     ['reserved __source_file', `meta: {schema_version: '1.0'}\n__source_file: x\n`, /reserved/],
     ['broken YAML', `meta: {schema_version: '1.0'\nproviders: [\n`, /Unable to load yaml file/],

@@ -210,9 +210,11 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
 
 // PyYAML (YAML 1.1) resolves plain scalars with these patterns; anything the
 // `yaml` package reads as a number but PyYAML would not (1e3, 1.5e3) stays a
-// string, and timestamps become a value no JSON type accepts, as in Nova.
+// string (so do y/n, booleans only to the `yaml` package), and timestamps become a value no JSON type accepts, as in Nova.
 const PYYAML_FLOAT = /^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$/;
 const PYYAML_INT = /^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$/;
+const PYYAML_BOOL = /^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$/;
+const PYYAML_NULL = /^(?:~|null|Null|NULL|)$/;
 const NOT_JSON = Symbol('yaml timestamp');
 
 function matchPyYamlScalars(doc: Document): void {
@@ -220,6 +222,8 @@ function matchPyYamlScalars(doc: Document): void {
     Scalar(_key, node) {
       if (node.type !== Scalar.PLAIN || typeof node.source !== 'string') return;
       if (typeof node.value === 'number' && !PYYAML_FLOAT.test(node.source) && !PYYAML_INT.test(node.source)) node.value = node.source;
+      else if (typeof node.value === 'boolean' && !PYYAML_BOOL.test(node.source)) node.value = node.source;
+      else if (node.value === null && !PYYAML_NULL.test(node.source)) node.value = node.source;
       else if (node.value instanceof Date) node.value = NOT_JSON;
     },
   });
