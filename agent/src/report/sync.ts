@@ -78,7 +78,7 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
     log.info(`created provider ${provider.name} (${uuid})`);
   }
 
-  await ensureCustomNames(client, tree);
+  const ensureCustom = customNameEnsurer(client);
   const retries = options.maxConflictRetries ?? 5;
   const owned = options.ownedTraitPrefixes ?? DEFAULT_OWNED_PREFIXES;
   for (const provider of tree) {
@@ -87,9 +87,9 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
       summary.conflictsRetried++;
       log.warn(`generation conflict on ${provider.name}; re-reading`);
     };
-    if (await withGenerationRetry(retries, onConflict, () => syncInventories(client, uuid, provider, options.ratios)))
+    if (await withGenerationRetry(retries, onConflict, () => syncInventories(client, uuid, provider, options.ratios, ensureCustom)))
       summary.inventoriesUpdated.push(provider.name);
-    if (await withGenerationRetry(retries, onConflict, () => syncTraits(client, uuid, provider, owned)))
+    if (await withGenerationRetry(retries, onConflict, () => syncTraits(client, uuid, provider, owned, ensureCustom)))
       summary.traitsUpdated.push(provider.name);
     if (provider.parentName === undefined && (options.aggregates?.length ?? 0) > 0) {
       if (await withGenerationRetry(retries, onConflict, () => syncAggregates(client, uuid, options.aggregates ?? [])))
@@ -132,11 +132,18 @@ async function withGenerationRetry(retries: number, onConflict: () => void, atte
   }
 }
 
-async function ensureCustomNames(client: PlacementClient, tree: readonly DiscoveredProvider[]): Promise<void> {
-  const classes = new Set(tree.flatMap((p) => Object.keys(p.inventories)).filter((rc) => rc.startsWith('CUSTOM_')));
-  const traits = new Set(tree.flatMap((p) => p.traits).filter((t) => t.startsWith('CUSTOM_')));
-  for (const rc of classes) await client.request('PUT', `/resource_classes/${enc(rc)}`);
-  for (const trait of traits) await client.request('PUT', `/traits/${enc(trait)}`);
+type EnsureCustom = (kind: 'resource_classes' | 'traits', names: Iterable<string>) => Promise<void>;
+
+/** Creates CUSTOM_ resource classes / traits right before first use (PUT is idempotent), once per run. */
+function customNameEnsurer(client: PlacementClient): EnsureCustom {
+  const done = new Set<string>();
+  return async (kind, names) => {
+    for (const name of names) {
+      if (!name.startsWith('CUSTOM_') || done.has(`${kind}/${name}`)) continue;
+      await client.request('PUT', `/${kind}/${enc(name)}`);
+      done.add(`${kind}/${name}`);
+    }
+  };
 }
 
 type Inventories = Record<string, InventoryFields>;
@@ -162,10 +169,18 @@ function sameInventories(stored: Inventories, desired: Inventories): boolean {
   return b.every((rc) => INVENTORY_FIELDS.every((f) => desired[rc][f] === undefined || desired[rc][f] === stored[rc][f]));
 }
 
-async function syncInventories(client: PlacementClient, uuid: string, provider: DiscoveredProvider, ratios: Record<RatioClass, RatioSettings>): Promise<boolean> {
+async function syncInventories(
+  client: PlacementClient,
+  uuid: string,
+  provider: DiscoveredProvider,
+  ratios: Record<RatioClass, RatioSettings>,
+  ensureCustom: EnsureCustom,
+): Promise<boolean> {
   const { body } = await client.request<{ resource_provider_generation: number; inventories: Inventories }>('GET', `/resource_providers/${uuid}/inventories`);
-  const desired = desiredInventories(provider, body.inventories ?? {}, ratios);
-  if (sameInventories(body.inventories ?? {}, desired)) return false;
+  const stored = body.inventories ?? {};
+  const desired = desiredInventories(provider, stored, ratios);
+  if (sameInventories(stored, desired)) return false;
+  await ensureCustom('resource_classes', Object.keys(desired).filter((rc) => !(rc in stored)));
   await client.request('PUT', `/resource_providers/${uuid}/inventories`, {
     resource_provider_generation: body.resource_provider_generation,
     inventories: desired,
@@ -173,13 +188,20 @@ async function syncInventories(client: PlacementClient, uuid: string, provider: 
   return true;
 }
 
-async function syncTraits(client: PlacementClient, uuid: string, provider: DiscoveredProvider, owned: readonly string[]): Promise<boolean> {
+async function syncTraits(
+  client: PlacementClient,
+  uuid: string,
+  provider: DiscoveredProvider,
+  owned: readonly string[],
+  ensureCustom: EnsureCustom,
+): Promise<boolean> {
   const { body } = await client.request<{ resource_provider_generation: number; traits: string[] }>('GET', `/resource_providers/${uuid}/traits`);
   const current = new Set(body.traits ?? []);
   const desired = new Set(provider.traits);
   // Keep what an operator added; drop owned traits the host no longer has.
   for (const trait of current) if (!owned.some((p) => trait.startsWith(p)) || desired.has(trait)) desired.add(trait);
   if (current.size === desired.size && [...desired].every((t) => current.has(t))) return false;
+  await ensureCustom('traits', [...desired].filter((t) => !current.has(t)));
   await client.request('PUT', `/resource_providers/${uuid}/traits`, {
     resource_provider_generation: body.resource_provider_generation,
     traits: [...desired].sort(),
