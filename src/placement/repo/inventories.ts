@@ -113,7 +113,8 @@ async function usageByClass(db: Db, providerId: number, classIds: number[]): Pro
 async function assertNotInUse(db: Db, provider: ProviderRow, classIds: number[], names: Map<number, string>): Promise<void> {
   const used = await usageByClass(db, provider.id, classIds);
   if (used.size === 0) return;
-  const inUse = [...used.keys()].map((id) => names.get(id) ?? String(id)).sort().join(', ');
+  // Listed in class-id order, as upstream's GROUP BY resource_class_id returns them.
+  const inUse = [...used.keys()].sort((a, b) => a - b).map((id) => names.get(id) ?? String(id)).join(', ');
   throw new InventoryInUseError(`Inventory for '${inUse}' on resource provider '${provider.uuid}' in use.`);
 }
 
