@@ -3,6 +3,7 @@
 // the helpers handlers use for policy, cache headers and version gates.
 import type { Hono, Handler } from 'hono';
 import { createMiddleware } from 'hono/factory';
+import { matchedRoutes } from 'hono/route';
 import { ApiError, webobDetail } from '../http/api-error.js';
 import type { AppContext, AppEnv } from '../http/env.js';
 import { negotiate, requestedVersion } from '../http/microversion.js';
@@ -54,7 +55,10 @@ export function placementRequestChecks() {
         throw new ApiError(400, webobDetail(400, 'content-type header required when content-length > 0'));
       }
     }
-    if (c.req.method === 'GET' && !acceptsJson(c.req.header('accept'))) {
+    // Like upstream's check_accept decorator, only routes that exist refuse a
+    // non-JSON Accept; an unknown URL stays a 404.
+    const routed = matchedRoutes(c).some((r) => r.path !== '/*' && r.path !== '*');
+    if (routed && c.req.method === 'GET' && !acceptsJson(c.req.header('accept'))) {
       throw new ApiError(406, webobDetail(406, 'Only application/json is provided'));
     }
     return next();
@@ -117,4 +121,9 @@ export function resource(app: Hono<AppEnv>, path: string, handlers: Partial<Reco
       headers: { allow: allowed.join(', ') },
     });
   });
+}
+
+/** A path parameter of the matched route (resource() loses Hono's path typing). */
+export function pathParam(c: AppContext, name: string): string {
+  return c.req.param(name) ?? '';
 }

@@ -5,11 +5,13 @@ import { allocationRoutes } from './allocations.js';
 import { inventoryRoutes } from './inventories.js';
 import { reshaperRoutes } from './reshaper.js';
 import { resourceClassRoutes } from './resource-classes.js';
+import { resourceProviderRoutes } from './resource-providers.js';
 import { usageRoutes } from './usages.js';
 import { rootRoutes } from './root.js';
 
 export const placementRoutes = new Hono<AppEnv>();
 placementRoutes.route('/', rootRoutes);
+placementRoutes.route('/', resourceProviderRoutes);
 placementRoutes.route('/', allocationRoutes);
 placementRoutes.route('/', inventoryRoutes);
 placementRoutes.route('/', reshaperRoutes);
