@@ -1,0 +1,16 @@
+// PUT /resource_providers/{uuid}/aggregates: a bare list before 1.19, an
+// object with the provider generation from 1.19.
+import { z } from 'zod';
+import { uuidString } from './allocations.js';
+
+const aggregateList = z.array(uuidString).superRefine((list, ctx) => {
+  if (new Set(list).size !== list.length) {
+    ctx.addIssue({ code: 'custom', message: `${JSON.stringify(list)} has non-unique elements`, params: { keyword: 'uniqueItems' } });
+  }
+});
+
+export const putAggregatesV1_1 = aggregateList;
+export const putAggregatesV1_19 = z.object({
+  aggregates: aggregateList,
+  resource_provider_generation: z.int(),
+}).strict();
