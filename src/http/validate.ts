@@ -34,13 +34,22 @@ const JSON_TYPE: Record<string, string> = {
   object: 'object', array: 'array', null: 'null', record: 'object',
 };
 
+/**
+ * zod reports z.int() type errors as expected "number"; every numeric field in
+ * these APIs is an integer except ratios, so name the JSON Schema type that way.
+ */
+function jsonTypeName(expected: string, key: PropertyKey | undefined): string {
+  if (expected === 'number') return typeof key === 'string' && key.endsWith('ratio') ? 'number' : 'integer';
+  return JSON_TYPE[expected] ?? expected;
+}
+
 export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
   const value = valueAt(input, issue.path);
   const last = issue.path[issue.path.length - 1];
   switch (issue.code) {
     case 'invalid_type':
       if (value === undefined && last !== undefined) return `${pyRepr(String(last))} is a required property`;
-      return `${pyRepr(value)} is not of type ${pyRepr(JSON_TYPE[issue.expected] ?? issue.expected)}`;
+      return `${pyRepr(value)} is not of type ${pyRepr(jsonTypeName(issue.expected, last))}`;
     case 'unrecognized_keys':
       return `Additional properties are not allowed (${issue.keys.map((k) => pyRepr(k)).join(', ')} ${issue.keys.length > 1 ? 'were' : 'was'} unexpected)`;
     case 'too_small':

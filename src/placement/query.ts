@@ -2,6 +2,7 @@
 // GET /allocation_candidates: `required` (traits, `!` forbidden from 1.22,
 // `in:` any-of from 1.39), `member_of` (aggregates, `in:` 1.3, repeats 1.24,
 // `!` 1.32) and `resources` (RC:AMOUNT lists). Errors are worded as upstream.
+import { ApiError, webobDetail } from '../http/api-error.js';
 import { badQuery } from '../http/validate.js';
 import type { Microversion } from '../http/microversion.js';
 import { MV } from './versions.js';
@@ -46,6 +47,10 @@ export function parseRequired(values: string[], mv: Microversion, paramName = 'r
   const filter = emptyTraitFilter();
   const used = allowAnyOf ? values : values.slice(-1);
   for (const value of used) {
+    if (!allowAnyOf && value.startsWith('in:')) {
+      throw new ApiError(400, webobDetail(400,
+        "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39."));
+    }
     if (allowAnyOf && value.startsWith('in:')) {
       const names = value.slice(3).split(',');
       if (names.some((n) => !n.trim() || n.trim().startsWith('!'))) throw fail(value);
@@ -113,17 +118,22 @@ export function parseMemberOf(values: string[], mv: Microversion): AggregateFilt
 
 /** `resources=VCPU:2,MEMORY_MB:1024` as class name -> amount, in the order given. */
 export function parseResources(value: string, paramName = 'resources'): Map<string, number> {
+  const form = `Badly formed ${paramName} parameter. Expected ${paramName} query string parameter in form: ` +
+    `?${paramName}=VCPU:2,MEMORY_MB:1024.`;
+  const bad = (message: string) => new ApiError(400, webobDetail(400, message));
+  if (!value.trim()) throw bad(`${form} Got: empty string.`);
   const amounts = new Map<string, number>();
-  const bad = () =>
-    badQuery(
-      `Badly formed ${paramName} parameter. Expected ${paramName} query string parameter in form: ` +
-        `?${paramName}=VCPU:2,MEMORY_MB:1024. Got: ${value}.`,
-    );
   for (const part of value.split(',')) {
-    const [rc, amount, ...extra] = part.split(':');
-    if (!rc || amount === undefined || extra.length || !/^\d+$/.test(amount.trim())) throw bad();
-    const n = Number(amount.trim());
-    amounts.set(rc.trim(), n);
+    const pieces = part.split(':');
+    if (pieces.length !== 2) throw bad(`${form} Got: ${part}.`);
+    const rc = pieces[0]!.trim();
+    const amount = pieces[1]!.trim();
+    if (!/^[+-]?\d+$/.test(amount)) {
+      throw bad(`Requested resource ${rc} expected positive integer amount. Got: ${amount}.`);
+    }
+    const n = Number(amount);
+    if (n < 1) throw bad(`Requested resource ${rc} requires amount >= 1. Got: ${n}.`);
+    amounts.set(rc, n);
   }
   return amounts;
 }

@@ -9,7 +9,7 @@ export async function providerAggregates(db: Db, providerId: number): Promise<{ 
     .from(resourceProviderAggregates)
     .innerJoin(placementAggregates, eq(placementAggregates.id, resourceProviderAggregates.aggregateId))
     .where(eq(resourceProviderAggregates.resourceProviderId, providerId))
-    .orderBy(asc(placementAggregates.uuid));
+    .orderBy(asc(placementAggregates.id));
 }
 
 /** Replaces a provider's aggregates (the caller decides about the generation). */

@@ -28,6 +28,9 @@ resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
   PUT: async (c) => {
     requireVersion(c, 'AGGREGATES');
     authorize(c, 'placement:resource_providers:aggregates:update');
+    const { deps } = c.var;
+    // Upstream looks the provider up before it reads the body.
+    await requireProvider(deps.store.db, pathParam(c, 'uuid'));
     const withGeneration = atLeast(c, 'AGGREGATE_GENERATION');
     let aggregates: string[];
     let expected: number | undefined;
@@ -39,7 +42,6 @@ resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
       aggregates = await readBody(c, putAggregatesV1_1);
     }
     const uuids = [...new Set(aggregates.map(normalizeUuid))];
-    const { deps } = c.var;
     const now = isoNow(deps.clock);
     const generation = await deps.store.writeTx(async (tx) => {
       const rp = await requireProvider(tx, pathParam(c, 'uuid'));
@@ -51,7 +53,7 @@ resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
       return expected !== undefined ? bumpGeneration(tx, rp.id, rp.generation, now) : rp.generation;
     });
     setCacheHeaders(c, now);
-    const body: Record<string, unknown> = { aggregates: uuids.sort() };
+    const body: Record<string, unknown> = { aggregates: uuids };
     if (withGeneration) body.resource_provider_generation = generation;
     return c.json(body);
   },

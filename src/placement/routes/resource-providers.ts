@@ -7,7 +7,7 @@ import { badQuery, queryParams, readBody } from '../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../middleware.js';
 import { presentProvider } from '../present/providers.js';
 import {
-  emptyAggregateFilter, isUuidLike, normalizeUuid, parseMemberOf, parseRequired, parseResources, traitNames,
+  isUuidLike, normalizeUuid, parseMemberOf, parseRequired, parseResources, traitNames,
 } from '../query.js';
 import { findProvider, isoNow, providerNotFound, requireProvider, resourceClassIdsByName, traitIdsByName } from '../repo/lookups.js';
 import {
@@ -57,8 +57,7 @@ async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
   }
   if (params.member_of) {
     // Before 1.24 the parameter is single-valued: the last one wins.
-    const values = atLeast(c, 'MEMBER_OF_MULTI') ? params.member_of : params.member_of.slice(-1);
-    filter.memberOf = values.length ? parseMemberOf(values, c.var.mv) : emptyAggregateFilter();
+    filter.memberOf = parseMemberOf(params.member_of, c.var.mv);
   }
   if (params.required) {
     const traits = parseRequired(params.required, c.var.mv);

@@ -1,7 +1,7 @@
 // PUT /resource_providers/{uuid}/aggregates: a bare list before 1.19, an
 // object with the provider generation from 1.19.
 import { z } from 'zod';
-import { uuidString } from './allocations.js';
+import { uuidString } from './providers.js';
 
 const aggregateList = z.array(uuidString).superRefine((list, ctx) => {
   if (new Set(list).size !== list.length) {

@@ -1,6 +1,14 @@
 // Request bodies for /resource_providers, per placement/schemas/resource_provider.py.
 import { z } from 'zod';
-import { uuidString } from './allocations.js';
+import { pyRepr } from '../../http/validate.js';
+import { isUuidLike } from '../query.js';
+
+/** jsonschema's "uuid" format as placement checks it (is_uuid_like: dashes optional). */
+export const uuidString = z.string().superRefine((value, ctx) => {
+  if (!isUuidLike(value)) {
+    ctx.addIssue({ code: 'custom', message: `${pyRepr(value)} is not a 'uuid'`, params: { keyword: 'format' } });
+  }
+});
 
 
 const name = z.string().min(1).max(200);
