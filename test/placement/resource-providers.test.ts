@@ -1,0 +1,108 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+let t: TestApp;
+beforeAll(async () => { t = await makeTestApp(); });
+afterAll(() => t.close());
+
+const ROOT = '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f0001';
+const CHILD = '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f0002';
+const OTHER = '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f0003';
+
+async function json(res: Response) {
+  return res.json() as Promise<Record<string, any>>;
+}
+
+describe('resource providers', () => {
+  it('creates a tree, answers with the body from 1.20 and a Location', async () => {
+    const root = await t.call('POST', '/resource_providers', { body: { name: 'cn1', uuid: ROOT } });
+    expect(root.status).toBe(200);
+    expect(root.headers.get('location')).toBe(`http://localhost/resource_providers/${ROOT}`);
+    const child = await json(await t.call('POST', '/resource_providers', {
+      body: { name: 'cn1-numa0', uuid: CHILD, parent_provider_uuid: ROOT },
+    }));
+    expect(child).toMatchObject({ parent_provider_uuid: ROOT, root_provider_uuid: ROOT, generation: 0 });
+    const old = await t.call('POST', '/resource_providers', { body: { name: 'cn2', uuid: OTHER }, version: '1.19' });
+    expect(old.status).toBe(201);
+    expect(await old.text()).toBe('');
+  });
+
+  it('refuses duplicates with placement.duplicate_name, dashless uuids included', async () => {
+    const res = await t.call('POST', '/resource_providers', { body: { name: 'x', uuid: ROOT.replace(/-/g, '') } });
+    expect(res.status).toBe(409);
+    expect((await json(res)).errors[0].code).toBe('placement.duplicate_name');
+  });
+
+  it('rejects bad bodies in the error envelope without writing anything', async () => {
+    for (const body of [{ name: 'a'.repeat(201) }, { name: 'ok', uuid: 'not-a-uuid' }, { name: 'ok', color: 'blue' }, '{"name":']) {
+      const res = await t.call('POST', '/resource_providers', { body });
+      expect(res.status).toBe(400);
+      expect((await json(res)).errors[0].status).toBe(400);
+    }
+    const list = await json(await t.call('GET', '/resource_providers'));
+    expect(list.resource_providers).toHaveLength(3);
+  });
+
+  it('filters by in_tree, name and uuid', async () => {
+    const tree = await json(await t.call('GET', `/resource_providers?in_tree=${CHILD}`));
+    expect(tree.resource_providers.map((p: { uuid: string }) => p.uuid).sort()).toEqual([ROOT, CHILD].sort());
+    const named = await json(await t.call('GET', '/resource_providers?name=cn2'));
+    expect(named.resource_providers.map((p: { uuid: string }) => p.uuid)).toEqual([OTHER]);
+    const bad = await t.call('GET', '/resource_providers?uuid=nope');
+    expect(bad.status).toBe(400);
+  });
+
+  it('re-parents from 1.37 only, and never into its own subtree', async () => {
+    const early = await t.call('PUT', `/resource_providers/${CHILD}`, { body: { name: 'cn1-numa0', parent_provider_uuid: OTHER }, version: '1.36' });
+    expect(early.status).toBe(400);
+    const loop = await t.call('PUT', `/resource_providers/${ROOT}`, { body: { name: 'cn1', parent_provider_uuid: CHILD } });
+    expect(loop.status).toBe(400);
+    expect(await loop.text()).toContain('creating loop in the provider tree is not allowed');
+    const moved = await json(await t.call('PUT', `/resource_providers/${CHILD}`, { body: { name: 'cn1-numa0', parent_provider_uuid: OTHER } }));
+    expect(moved).toMatchObject({ parent_provider_uuid: OTHER, root_provider_uuid: OTHER });
+  });
+
+  it('will not delete a parent, deletes a leaf, then 404s', async () => {
+    const parent = await t.call('DELETE', `/resource_providers/${OTHER}`);
+    expect(parent.status).toBe(409);
+    expect((await json(parent)).errors[0].code).toBe('placement.resource_provider.cannot_delete_parent');
+    expect((await t.call('DELETE', `/resource_providers/${CHILD}`)).status).toBe(204);
+    expect((await t.call('GET', `/resource_providers/${CHILD}`)).status).toBe(404);
+  });
+});
+
+describe('traits and aggregates on a provider', () => {
+  it('sets traits with a generation compare-and-swap', async () => {
+    expect((await t.call('PUT', '/traits/CUSTOM_GOLD')).status).toBe(201);
+    expect((await t.call('PUT', '/traits/CUSTOM_GOLD')).status).toBe(204);
+    const set = await json(await t.call('PUT', `/resource_providers/${ROOT}/traits`, {
+      body: { traits: ['CUSTOM_GOLD', 'HW_CPU_X86_AVX2'], resource_provider_generation: 0 },
+    }));
+    expect(set).toEqual({ traits: ['CUSTOM_GOLD', 'HW_CPU_X86_AVX2'], resource_provider_generation: 1 });
+    const stale = await t.call('PUT', `/resource_providers/${ROOT}/traits`, { body: { traits: [], resource_provider_generation: 0 } });
+    expect(stale.status).toBe(409);
+    expect((await json(stale)).errors[0].code).toBe('placement.concurrent_update');
+    const inUse = await t.call('DELETE', '/traits/CUSTOM_GOLD');
+    expect(inUse.status).toBe(409);
+    const filtered = await json(await t.call('GET', '/resource_providers?required=CUSTOM_GOLD,!HW_CPU_X86_SSE'));
+    expect(filtered.resource_providers.map((p: { uuid: string }) => p.uuid)).toEqual([ROOT]);
+    const anyOf = await json(await t.call('GET', '/resource_providers?required=in:CUSTOM_GOLD,HW_CPU_X86_SSE&required=!CUSTOM_GOLD'));
+    expect(anyOf.resource_providers).toEqual([]);
+  });
+
+  it('sets aggregates; member_of and its negation filter providers', async () => {
+    const agg = 'c1a0b7f5-0000-4000-8000-00000000aaaa';
+    const res = await json(await t.call('PUT', `/resource_providers/${ROOT}/aggregates`, {
+      body: { aggregates: [agg], resource_provider_generation: 1 },
+    }));
+    expect(res).toEqual({ aggregates: [agg], resource_provider_generation: 2 });
+    const inAgg = await json(await t.call('GET', `/resource_providers?member_of=${agg}`));
+    expect(inAgg.resource_providers.map((p: { uuid: string }) => p.uuid)).toEqual([ROOT]);
+    const notIn = await json(await t.call('GET', `/resource_providers?member_of=!${agg}`));
+    expect(notIn.resource_providers.map((p: { uuid: string }) => p.uuid)).toEqual([OTHER]);
+    // The 1.1 bare-list form does not carry or bump the generation.
+    await t.call('PUT', `/resource_providers/${OTHER}/aggregates`, { body: [agg], version: '1.1' });
+    const other = await json(await t.call('GET', `/resource_providers/${OTHER}`));
+    expect(other.generation).toBe(0);
+  });
+});
