@@ -123,10 +123,12 @@ providers:
     await sync({}); // first start
     expect(await ratios()).toEqual({ VCPU: 16, MEMORY_MB: 1.5, DISK_GB: 1 });
 
-    // The operator sets VCPU to 4.0 through the API; the agent restarts.
-    const current = await json<{ resource_provider_generation: number; total: number }>(svc.call('GET', `/resource_providers/${uuid}/inventories/VCPU`));
+    // The operator sets VCPU to 4.0 through the API (amending the record); the agent restarts.
+    const { resource_provider_generation: generation, ...vcpu } = await json<Record<string, number>>(
+      svc.call('GET', `/resource_providers/${uuid}/inventories/VCPU`),
+    );
     const put = await svc.call('PUT', `/resource_providers/${uuid}/inventories/VCPU`, {
-      body: { resource_provider_generation: current.resource_provider_generation, total: current.total, allocation_ratio: 4.0 },
+      body: { ...vcpu, resource_provider_generation: generation, allocation_ratio: 4.0 },
     });
     expect(put.status).toBe(200);
     const summary = await sync({ PLACEMENT_AGENT_INITIAL_CPU_ALLOCATION_RATIO: '8' });
@@ -136,6 +138,17 @@ providers:
     // An override wins over what the operator set.
     await sync({ PLACEMENT_AGENT_CPU_ALLOCATION_RATIO: '2.0', PLACEMENT_AGENT_RAM_ALLOCATION_RATIO: '1.0' });
     expect(await ratios()).toEqual({ VCPU: 2, MEMORY_MB: 1, DISK_GB: 1 });
+
+    // A stored 0.0 (the spec's bad legacy value) counts as unset: initial_* replaces it.
+    const { resource_provider_generation: gen2, ...vcpu2 } = await json<Record<string, number>>(
+      svc.call('GET', `/resource_providers/${uuid}/inventories/VCPU`),
+    );
+    const zero = await svc.call('PUT', `/resource_providers/${uuid}/inventories/VCPU`, {
+      body: { ...vcpu2, resource_provider_generation: gen2, allocation_ratio: 0.0 },
+    });
+    expect(zero.status).toBe(200);
+    await sync({});
+    expect(await ratios()).toEqual({ VCPU: 16, MEMORY_MB: 1, DISK_GB: 1 });
   });
 
   it('a forced generation conflict is retried by re-reading the provider', async (ctx) => {
@@ -161,9 +174,9 @@ providers:
     const summary = await syncTree(client, found.providers, { ratios: ratioSettings(loadAgentConfig({ env: {} })), log: silentLog });
     expect(interfered).toBe(true);
     expect(summary.conflictsRetried).toBe(1);
-    expect(summary.inventoriesUpdated).toEqual(['fpga-host']);
+    expect(summary.inventoriesUpdated).toEqual(['fpga-host', 'fpga-host_pci_0000_5e_00_0']);
     const inventoryPuts = log.filter((r) => r.method === 'PUT' && r.path.endsWith('/inventories'));
-    expect(inventoryPuts).toHaveLength(3); // root twice (conflict, retry), the FPGA once
+    expect(inventoryPuts).toHaveLength(3); // root twice (conflict, then retry), the FPGA once
     const uuid = providerUuid('fpga-host');
     const traits = await json<{ traits: string[] }>(svc.call('GET', `/resource_providers/${uuid}/traits`));
     // The operator's trait survives the agent's trait update.
