@@ -2,6 +2,7 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../../http/env.js';
 import { aggregateRoutes } from './aggregates.js';
+import { allocationCandidateRoutes } from './allocation-candidates.js';
 import { allocationRoutes } from './allocations.js';
 import { inventoryRoutes } from './inventories.js';
 import { reshaperRoutes } from './reshaper.js';
@@ -17,6 +18,7 @@ placementRoutes.route('/', resourceProviderRoutes);
 placementRoutes.route('/', aggregateRoutes);
 placementRoutes.route('/', traitRoutes);
 placementRoutes.route('/', allocationRoutes);
+placementRoutes.route('/', allocationCandidateRoutes);
 placementRoutes.route('/', inventoryRoutes);
 placementRoutes.route('/', reshaperRoutes);
 placementRoutes.route('/', resourceClassRoutes);

@@ -1,0 +1,134 @@
+// GET /allocation_candidates, end to end below HTTP: resolve names, load the
+// research context (3 round trips), search in memory, shape the answer for
+// the requested microversion.
+import type { Client } from '@libsql/client';
+import { ApiError, webobDetail } from '../../http/api-error.js';
+import type { Microversion } from '../../http/microversion.js';
+import { capacityOf } from '../capacity.js';
+import { MV } from '../versions.js';
+import type { CandidateRequest } from './parse.js';
+import { loadCandidates, loadSummaryInventories, loadTrees } from './research.js';
+import { CandidateSearch, takeRequests, type AllocationRequest, type ResolvedGroup } from './search.js';
+
+export interface CandidateOptions {
+  randomize: boolean;
+  /** 0 = no cap (placement's max_allocation_candidates). */
+  maxCandidates: number;
+}
+
+type ResourceAmounts = Record<string, number>;
+type ListAllocation = { resource_provider: { uuid: string }; resources: ResourceAmounts };
+export interface CandidatesBody {
+  allocation_requests: ({ allocations: ListAllocation[] } | { allocations: Record<string, { resources: ResourceAmounts }>; mappings?: Record<string, string[]> })[];
+  provider_summaries: Record<string, {
+    resources: Record<string, { capacity: number; used: number }>;
+    traits?: string[];
+    parent_provider_uuid?: string | null;
+    root_provider_uuid?: string;
+  }>;
+}
+
+const bad = (message: string) => new ApiError(400, webobDetail(400, message));
+
+export async function findAllocationCandidates(
+  client: Client,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<CandidatesBody> {
+  const classes = [...new Set(request.groups.flatMap((g) => [...g.resources.keys()]))];
+  const traitNames = [...new Set([
+    ...request.groups.flatMap((g) => [...g.requiredAnyOf.flat(), ...g.forbiddenTraits]),
+    ...request.rootRequired, ...request.rootForbidden,
+  ])];
+  const aggregates = [...new Set(request.groups.flatMap((g) => [...g.memberOf.flat(), ...g.forbiddenAggregates]))];
+  const inTree = [...new Set(request.groups.flatMap((g) => (g.inTree ? [g.inTree] : [])))];
+  const amounts = new Map<string, { smallest: number; largest: number }>();
+  for (const group of request.groups) {
+    for (const [name, amount] of group.resources) {
+      const seen = amounts.get(name);
+      amounts.set(name, seen
+        ? { smallest: Math.min(seen.smallest, amount), largest: Math.max(seen.largest, amount) }
+        : { smallest: amount, largest: amount });
+    }
+  }
+
+  const { lookups, candidates } = await loadCandidates(client, { classes, traits: traitNames, aggregates, inTree }, amounts);
+  const unknownClass = classes.find((c) => !lookups.classIdByName.has(c));
+  if (unknownClass) throw bad(`Invalid resource class in resources parameter: No such resource class ${unknownClass}.`);
+  const unknownTraits = traitNames.filter((t) => !lookups.traitIdByName.has(t)).sort();
+  if (unknownTraits.length) throw bad(`No such trait(s): ${unknownTraits.join(', ')}`);
+
+  const groups: ResolvedGroup[] = request.groups.map((g) => ({
+    suffix: g.suffix,
+    resources: [...g.resources].map(([name, amount]): [number, number] => [lookups.classIdByName.get(name)!, amount])
+      .sort((a, b) => a[0] - b[0]),
+    requiredAnyOf: g.requiredAnyOf,
+    forbiddenTraits: g.forbiddenTraits,
+    memberOf: g.memberOf.map((anyOf) => new Set(anyOf.flatMap((u) => lookups.aggregateIdByUuid.get(u) ?? []))),
+    forbiddenAggregates: new Set(g.forbiddenAggregates.flatMap((u) => lookups.aggregateIdByUuid.get(u) ?? [])),
+    inTreeRoot: g.inTree === null ? null : (lookups.rootIdByProviderUuid.get(g.inTree) ?? -1),
+  }));
+
+  const roots = new Set(candidates.rootOf.values());
+  for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);
+  const nodes = roots.size ? await loadTrees(client, roots) : new Map();
+  const search = new CandidateSearch({
+    groups,
+    groupPolicy: request.groupPolicy,
+    sameSubtrees: request.sameSubtrees,
+    rootRequired: request.rootRequired,
+    rootForbidden: request.rootForbidden,
+    nestedAware: mv.atLeast(MV.AC_NESTED),
+    candidates,
+    nodes,
+  });
+  const chosen = takeRequests(search.requests(), request.limit, options.randomize, options.maxCandidates);
+
+  // Summaries: every provider of the trees used (1.29+), or just the providers used before.
+  const usedProviders = new Set(chosen.flatMap((r) => r.pieces.map((p) => p.providerId)));
+  const usedRoots = new Set([...usedProviders].map((id) => nodes.get(id)!.rootId));
+  const summaryInventories = usedRoots.size ? await loadSummaryInventories(client, usedRoots) : [];
+  const nestedAware = mv.atLeast(MV.AC_NESTED);
+  const allResources = mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY);
+  const withTraits = mv.atLeast(MV.AC_REQUIRED);
+  const requested = new Set(classes);
+  const classNameById = new Map([...lookups.classIdByName].map(([name, id]) => [id, name]));
+
+  const summaries: CandidatesBody['provider_summaries'] = {};
+  const summarized = [...nodes.values()].filter((n) => (nestedAware ? usedRoots.has(n.rootId) : usedProviders.has(n.id)));
+  for (const node of summarized) {
+    const entry: CandidatesBody['provider_summaries'][string] = { resources: {} };
+    if (withTraits) entry.traits = [...node.traits].sort();
+    if (nestedAware) {
+      entry.parent_provider_uuid = node.parentId === null ? null : (nodes.get(node.parentId)?.uuid ?? null);
+      entry.root_provider_uuid = nodes.get(node.rootId)?.uuid ?? node.uuid;
+    }
+    summaries[node.uuid] = entry;
+  }
+  for (const inv of summaryInventories) {
+    const node = nodes.get(inv.providerId);
+    const entry = node && summaries[node.uuid];
+    if (!entry || (!allResources && !requested.has(inv.className))) continue;
+    entry.resources[inv.className] = { capacity: capacityOf(inv), used: inv.used };
+  }
+
+  const uuidOf = (id: number) => nodes.get(id)!.uuid;
+  const present = (r: AllocationRequest) => {
+    const byProvider = new Map<string, ResourceAmounts>();
+    for (const piece of r.pieces) {
+      const uuid = uuidOf(piece.providerId);
+      const resources = byProvider.get(uuid) ?? {};
+      resources[classNameById.get(piece.classId)!] = piece.amount;
+      byProvider.set(uuid, resources);
+    }
+    if (!mv.atLeast(MV.ALLOC_DICT)) {
+      return { allocations: [...byProvider].map(([uuid, resources]) => ({ resource_provider: { uuid }, resources })) };
+    }
+    const allocations = Object.fromEntries([...byProvider].map(([uuid, resources]) => [uuid, { resources }]));
+    if (!mv.atLeast(MV.MAPPINGS)) return { allocations };
+    const mappings = Object.fromEntries([...r.mappings].map(([suffix, ids]) => [suffix, ids.map(uuidOf)]));
+    return { allocations, mappings };
+  };
+  return { allocation_requests: chosen.map(present), provider_summaries: summaries };
+}

@@ -1,0 +1,173 @@
+// The research context of one allocation-candidates request: everything the
+// in-memory search needs, loaded in a fixed number of round trips whatever
+// the provider count (each round trip is a network hop at the edge):
+//   1. one batch: name lookups, candidate inventories+usage, sharing anchors;
+//   2. one batch: structure, traits and aggregates of the involved trees;
+//   3. one query: every inventory of the trees that made it into the answer.
+import type { Client, InStatement, Row } from '@libsql/client';
+import type { InventoryLimits } from '../capacity.js';
+
+export interface Inventory extends InventoryLimits {
+  used: number;
+}
+
+export interface ProviderNode {
+  id: number;
+  uuid: string;
+  parentId: number | null;
+  rootId: number;
+  traits: Set<string>;
+  aggregates: Set<number>;
+}
+
+export interface Lookups {
+  classIdByName: Map<string, number>;
+  traitIdByName: Map<string, number>;
+  aggregateIdByUuid: Map<string, number>;
+  /** in_tree uuid -> root provider id of that tree. */
+  rootIdByProviderUuid: Map<string, number>;
+}
+
+export interface CandidateInventories {
+  /** provider id -> class id -> inventory, only where some group's amount could fit. */
+  byProvider: Map<number, Map<number, Inventory>>;
+  rootOf: Map<number, number>;
+  /** sharing provider id -> roots of the trees it shares with (its own tree included). */
+  anchorsOfSharing: Map<number, Set<number>>;
+}
+
+const SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE';
+
+const num = (v: unknown): number => Number(v);
+
+function inventoryOf(row: Row, offset: number): Inventory {
+  return {
+    total: num(row[offset]),
+    reserved: num(row[offset + 1]),
+    minUnit: num(row[offset + 2]),
+    maxUnit: num(row[offset + 3]),
+    stepSize: num(row[offset + 4]),
+    allocationRatio: num(row[offset + 5]),
+    used: num(row[offset + 6] ?? 0),
+  };
+}
+
+const INVENTORY_COLUMNS = `i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio,
+  COALESCE((SELECT SUM(a.used) FROM allocations a
+            WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id), 0)`;
+
+export interface FirstLoad {
+  lookups: Lookups;
+  candidates: CandidateInventories;
+}
+
+/**
+ * Round trip 1. `smallestAmount`/`largestAmount` are per class name across
+ * groups: rows that cannot fit even the smallest request are left in SQL.
+ */
+export async function loadCandidates(
+  client: Client,
+  names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] },
+  amounts: Map<string, { smallest: number; largest: number }>,
+): Promise<FirstLoad> {
+  const amountJson = JSON.stringify(Object.fromEntries([...amounts].map(([k, v]) => [k, [v.smallest, v.largest]])));
+  const statements: InStatement[] = [
+    { sql: 'SELECT id, name FROM resource_classes WHERE name IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.classes)] },
+    { sql: 'SELECT id, name FROM traits WHERE name IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.traits)] },
+    { sql: 'SELECT id, uuid FROM placement_aggregates WHERE uuid IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.aggregates)] },
+    { sql: 'SELECT uuid, root_provider_id FROM resource_providers WHERE uuid IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.inTree)] },
+    {
+      sql: `SELECT i.resource_provider_id, i.resource_class_id, p.root_provider_id, ${INVENTORY_COLUMNS} AS used
+        FROM json_each(?) req
+        JOIN resource_classes rc ON rc.name = req.key
+        JOIN inventories i ON i.resource_class_id = rc.id
+        JOIN resource_providers p ON p.id = i.resource_provider_id
+        WHERE i.max_unit >= json_extract(req.value, '$[0]') AND i.min_unit <= json_extract(req.value, '$[1]')
+          AND CAST((i.total - i.reserved) * i.allocation_ratio AS INTEGER) - used >= json_extract(req.value, '$[0]')`,
+      args: [amountJson],
+    },
+    {
+      sql: `SELECT DISTINCT st.resource_provider_id, anchor.root_provider_id
+        FROM resource_provider_traits st
+        JOIN traits t ON t.id = st.trait_id AND t.name = ?
+        JOIN resource_provider_aggregates mine ON mine.resource_provider_id = st.resource_provider_id
+        JOIN resource_provider_aggregates other ON other.aggregate_id = mine.aggregate_id
+        JOIN resource_providers anchor ON anchor.id = other.resource_provider_id
+        WHERE st.resource_provider_id IN (
+          SELECT i.resource_provider_id FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+          WHERE rc.name IN (SELECT key FROM json_each(?)))`,
+      args: [SHARES_TRAIT, amountJson],
+    },
+  ];
+  const [classes, traitRows, aggRows, treeRows, invRows, anchorRows] = await client.batch(statements, 'read');
+  const lookups: Lookups = {
+    classIdByName: new Map(classes!.rows.map((r) => [String(r[1]), num(r[0])])),
+    traitIdByName: new Map(traitRows!.rows.map((r) => [String(r[1]), num(r[0])])),
+    aggregateIdByUuid: new Map(aggRows!.rows.map((r) => [String(r[1]), num(r[0])])),
+    rootIdByProviderUuid: new Map(treeRows!.rows.map((r) => [String(r[0]), num(r[1])])),
+  };
+  const byProvider = new Map<number, Map<number, Inventory>>();
+  const rootOf = new Map<number, number>();
+  for (const row of invRows!.rows) {
+    const rpId = num(row[0]);
+    let perClass = byProvider.get(rpId);
+    if (!perClass) byProvider.set(rpId, (perClass = new Map()));
+    perClass.set(num(row[1]), inventoryOf(row, 3));
+    rootOf.set(rpId, num(row[2]));
+  }
+  const anchorsOfSharing = new Map<number, Set<number>>();
+  for (const row of anchorRows!.rows) {
+    const sharing = num(row[0]);
+    let anchors = anchorsOfSharing.get(sharing);
+    if (!anchors) anchorsOfSharing.set(sharing, (anchors = new Set()));
+    anchors.add(num(row[1]));
+  }
+  return { lookups, candidates: { byProvider, rootOf, anchorsOfSharing } };
+}
+
+/** Round trip 2: every provider of the given trees, with its traits and aggregate ids. */
+export async function loadTrees(client: Client, rootIds: Iterable<number>): Promise<Map<number, ProviderNode>> {
+  const result = await client.execute({
+    sql: `SELECT p.id, p.uuid, p.parent_provider_id, p.root_provider_id,
+        (SELECT group_concat(t.name, ',') FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
+          WHERE rt.resource_provider_id = p.id),
+        (SELECT group_concat(ra.aggregate_id, ',') FROM resource_provider_aggregates ra WHERE ra.resource_provider_id = p.id)
+      FROM resource_providers p
+      WHERE p.root_provider_id IN (SELECT value FROM json_each(?))
+      ORDER BY p.id`,
+    args: [JSON.stringify([...rootIds])],
+  });
+  const nodes = new Map<number, ProviderNode>();
+  for (const row of result.rows) {
+    const traitList = row[4] === null ? [] : String(row[4]).split(',');
+    const aggList = row[5] === null ? [] : String(row[5]).split(',').map(Number);
+    nodes.set(num(row[0]), {
+      id: num(row[0]),
+      uuid: String(row[1]),
+      parentId: row[2] === null ? null : num(row[2]),
+      rootId: num(row[3]),
+      traits: new Set(traitList),
+      aggregates: new Set(aggList),
+    });
+  }
+  return nodes;
+}
+
+export interface SummaryInventory extends Inventory {
+  providerId: number;
+  className: string;
+}
+
+/** Round trip 3: every inventory (with usage) of the given trees, for provider summaries. */
+export async function loadSummaryInventories(client: Client, rootIds: Iterable<number>): Promise<SummaryInventory[]> {
+  const result = await client.execute({
+    sql: `SELECT i.resource_provider_id, rc.name, ${INVENTORY_COLUMNS}
+      FROM inventories i
+      JOIN resource_providers p ON p.id = i.resource_provider_id
+      JOIN resource_classes rc ON rc.id = i.resource_class_id
+      WHERE p.root_provider_id IN (SELECT value FROM json_each(?))
+      ORDER BY i.resource_provider_id, i.resource_class_id`,
+    args: [JSON.stringify([...rootIds])],
+  });
+  return result.rows.map((row) => ({ providerId: num(row[0]), className: String(row[1]), ...inventoryOf(row, 2) }));
+}

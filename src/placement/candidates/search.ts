@@ -1,0 +1,318 @@
+// The in-memory search over a loaded research context. For each anchor tree
+// (a root, possibly helped by sharing providers) every request group gets
+// its list of choices; the merge walks the product of those lists lazily,
+// tree by tree, so `limit` stops the work early and the cartesian product of
+// the whole cloud is never built. Semantics follow upstream placement's
+// allocation_candidate.py (_merge_candidates, group policy, same_subtree).
+import { capacityOf, fits } from '../capacity.js';
+import type { CandidateInventories, Inventory, ProviderNode } from './research.js';
+
+export const SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE';
+
+/** A request group with names resolved to ids. */
+export interface ResolvedGroup {
+  suffix: string;
+  /** class id -> amount, sorted by class id as upstream walks them. */
+  resources: [number, number][];
+  requiredAnyOf: string[][];
+  forbiddenTraits: string[];
+  /** Each inner set: at least one of these aggregate ids. */
+  memberOf: Set<number>[];
+  forbiddenAggregates: Set<number>;
+  /** Root of the in_tree provider; -1 when that provider does not exist. */
+  inTreeRoot: number | null;
+}
+
+export interface SearchInput {
+  groups: ResolvedGroup[];
+  groupPolicy: 'none' | 'isolate' | null;
+  sameSubtrees: string[][];
+  rootRequired: string[];
+  rootForbidden: string[];
+  /** Below 1.29 a candidate may use only one provider per tree. */
+  nestedAware: boolean;
+  candidates: CandidateInventories;
+  nodes: Map<number, ProviderNode>;
+}
+
+export interface Piece {
+  providerId: number;
+  classId: number;
+  amount: number;
+}
+
+/** One group's share of an allocation request. */
+interface Choice {
+  suffix: string;
+  pieces: Piece[];
+  /** Providers that satisfied the group (for mappings and policies), in order. */
+  providers: number[];
+}
+
+export interface AllocationRequest {
+  pieces: Piece[];
+  /** suffix -> provider ids that satisfied it. */
+  mappings: Map<string, number[]>;
+}
+
+function* product<T>(lists: T[][]): Generator<T[]> {
+  if (lists.some((l) => l.length === 0)) return;
+  const index = lists.map(() => 0);
+  for (;;) {
+    yield lists.map((l, i) => l[index[i]!]!);
+    let pos = lists.length - 1;
+    while (pos >= 0) {
+      index[pos]! += 1;
+      if (index[pos]! < lists[pos]!.length) break;
+      index[pos] = 0;
+      pos -= 1;
+    }
+    if (pos < 0) return;
+  }
+}
+
+export class CandidateSearch {
+  private readonly members = new Map<number, ProviderNode[]>();
+  /** anchor root -> sharing providers (from other trees) that share with it. */
+  private readonly sharingByAnchor = new Map<number, number[]>();
+  readonly anchors: number[];
+
+  constructor(private readonly input: SearchInput) {
+    for (const node of input.nodes.values()) {
+      let list = this.members.get(node.rootId);
+      if (!list) this.members.set(node.rootId, (list = []));
+      list.push(node);
+    }
+    for (const [sharing, anchors] of input.candidates.anchorsOfSharing) {
+      const own = input.nodes.get(sharing)?.rootId;
+      for (const anchor of anchors) {
+        if (anchor === own) continue;
+        let list = this.sharingByAnchor.get(anchor);
+        if (!list) this.sharingByAnchor.set(anchor, (list = []));
+        list.push(sharing);
+      }
+    }
+    this.anchors = [...this.members.keys()].sort((a, b) => a - b);
+  }
+
+  private inventory(providerId: number, classId: number): Inventory | undefined {
+    return this.input.candidates.byProvider.get(providerId)?.get(classId);
+  }
+
+  private fitsAmount(providerId: number, classId: number, amount: number): boolean {
+    const inv = this.inventory(providerId, classId);
+    return inv !== undefined && fits(inv, inv.used, amount);
+  }
+
+  private inAllAggregates(node: ProviderNode | undefined, memberOf: Set<number>[]): boolean {
+    if (!node) return false;
+    return memberOf.every((anyOf) => [...anyOf].some((agg) => node.aggregates.has(agg)));
+  }
+
+  /** member_of on the provider or on its tree's root (an aggregate on a root spans the tree). */
+  private aggregatesOk(group: ResolvedGroup, providerId: number, rootId: number): boolean {
+    const node = this.input.nodes.get(providerId);
+    const root = this.input.nodes.get(rootId);
+    if (group.memberOf.length && !this.inAllAggregates(node, group.memberOf) && !this.inAllAggregates(root, group.memberOf)) {
+      return false;
+    }
+    if (group.forbiddenAggregates.size) {
+      for (const n of [node, root]) {
+        if (n && [...n.aggregates].some((a) => group.forbiddenAggregates.has(a))) return false;
+      }
+    }
+    return true;
+  }
+
+  private traitsOk(group: ResolvedGroup, traits: Set<string>): boolean {
+    return group.requiredAnyOf.every((anyOf) => anyOf.some((t) => traits.has(t))) && !group.forbiddenTraits.some((t) => traits.has(t));
+  }
+
+  private rootOk(rootId: number): boolean {
+    const { rootRequired, rootForbidden } = this.input;
+    if (!rootRequired.length && !rootForbidden.length) return true;
+    const root = this.input.nodes.get(rootId);
+    if (!root) return false;
+    return rootRequired.every((t) => root.traits.has(t)) && !rootForbidden.some((t) => root.traits.has(t));
+  }
+
+  private treeAllowed(group: ResolvedGroup, rootId: number): boolean {
+    return group.inTreeRoot === null || group.inTreeRoot === rootId;
+  }
+
+  /** Unsuffixed group: each class from any provider of the tree or a sharing provider anchored to it. */
+  private spreadChoices(group: ResolvedGroup, anchor: number): Choice[] {
+    const perClass: Piece[][] = [];
+    const sharing = group.inTreeRoot === null ? (this.sharingByAnchor.get(anchor) ?? []) : [];
+    for (const [classId, amount] of group.resources) {
+      const options: Piece[] = [];
+      if (this.treeAllowed(group, anchor)) {
+        for (const node of this.members.get(anchor) ?? []) {
+          if (this.fitsAmount(node.id, classId, amount) && this.aggregatesOk(group, node.id, anchor)) {
+            options.push({ providerId: node.id, classId, amount });
+          }
+        }
+      }
+      for (const sharer of sharing) {
+        if (this.fitsAmount(sharer, classId, amount) && this.aggregatesOk(group, sharer, anchor)) {
+          options.push({ providerId: sharer, classId, amount });
+        }
+      }
+      if (!options.length) return [];
+      perClass.push(options);
+    }
+    const choices: Choice[] = [];
+    for (const pieces of product(perClass)) {
+      const providers = [...new Set(pieces.map((p) => p.providerId))];
+      // Required traits may come from any provider used; forbidden ones from none.
+      const union = new Set<string>();
+      let forbidden = false;
+      for (const id of providers) {
+        const traits = this.input.nodes.get(id)?.traits ?? new Set<string>();
+        if (group.forbiddenTraits.some((t) => traits.has(t))) forbidden = true;
+        for (const t of traits) union.add(t);
+      }
+      if (forbidden || !group.requiredAnyOf.every((anyOf) => anyOf.some((t) => union.has(t)))) continue;
+      choices.push({ suffix: group.suffix, pieces, providers });
+    }
+    return choices;
+  }
+
+  /** Suffixed group: one provider serves every class (or, resourceless, just matches). */
+  private singleChoices(group: ResolvedGroup, anchor: number): Choice[] {
+    const choices: Choice[] = [];
+    const consider = (node: ProviderNode) => {
+      if (!this.treeAllowed(group, node.rootId)) return;
+      if (!group.resources.every(([classId, amount]) => this.fitsAmount(node.id, classId, amount))) return;
+      if (!this.traitsOk(group, node.traits) || !this.aggregatesOk(group, node.id, node.rootId)) return;
+      choices.push({
+        suffix: group.suffix,
+        pieces: group.resources.map(([classId, amount]) => ({ providerId: node.id, classId, amount })),
+        providers: [node.id],
+      });
+    };
+    for (const node of this.members.get(anchor) ?? []) consider(node);
+    for (const sharer of this.sharingByAnchor.get(anchor) ?? []) {
+      const node = this.input.nodes.get(sharer);
+      if (node && group.resources.length) consider(node);
+    }
+    return choices;
+  }
+
+  private isolated(choices: Choice[]): boolean {
+    const suffixed = choices.filter((c) => c.suffix !== '');
+    if (this.input.groupPolicy !== 'isolate' || suffixed.length <= 1) return true;
+    const used = new Set(suffixed.flatMap((c) => c.providers));
+    return used.size === suffixed.length;
+  }
+
+  private ancestorsOf(id: number): Set<number> {
+    const seen = new Set<number>();
+    let cur: number | null | undefined = id;
+    while (cur !== null && cur !== undefined && !seen.has(cur)) {
+      seen.add(cur);
+      cur = this.input.nodes.get(cur)?.parentId;
+    }
+    return seen;
+  }
+
+  /** Within each same_subtree set, one of the providers used is an ancestor (or self) of all the others. */
+  private sameSubtreeOk(choices: Choice[]): boolean {
+    for (const suffixes of this.input.sameSubtrees) {
+      const ids = [...new Set(choices.filter((c) => suffixes.includes(c.suffix)).flatMap((c) => c.providers))];
+      if (ids.length <= 1) continue;
+      const common = ids.map((id) => this.ancestorsOf(id)).reduce((a, b) => new Set([...a].filter((x) => b.has(x))));
+      if (!ids.some((id) => common.has(id))) return false;
+    }
+    return true;
+  }
+
+  private consolidate(choices: Choice[]): AllocationRequest | null {
+    const merged = new Map<string, Piece>();
+    const mappings = new Map<string, number[]>();
+    for (const choice of choices) {
+      const list = mappings.get(choice.suffix) ?? [];
+      for (const id of choice.providers) if (!list.includes(id)) list.push(id);
+      mappings.set(choice.suffix, list);
+      for (const piece of choice.pieces) {
+        const key = `${piece.providerId}:${piece.classId}`;
+        const seen = merged.get(key);
+        if (seen) seen.amount += piece.amount;
+        else merged.set(key, { ...piece });
+      }
+    }
+    const pieces = [...merged.values()];
+    // Groups were searched independently: amounts folded onto one provider must still fit.
+    for (const piece of pieces) {
+      const inv = this.inventory(piece.providerId, piece.classId);
+      if (!inv || inv.used + piece.amount > capacityOf(inv) || piece.amount > inv.maxUnit) return null;
+    }
+    if (!this.input.nestedAware) {
+      const roots = pieces.map((p) => this.input.nodes.get(p.providerId)?.rootId);
+      const providers = new Set(pieces.map((p) => p.providerId));
+      if (new Set(roots).size !== providers.size) return null;
+    }
+    return { pieces, mappings };
+  }
+
+  /** Every distinct allocation request, tree by tree, produced on demand. */
+  *requests(): Generator<AllocationRequest> {
+    const seen = new Set<string>();
+    for (const anchor of this.anchors) {
+      if (!this.rootOk(anchor)) continue;
+      const lists: Choice[][] = [];
+      for (const group of this.input.groups) {
+        const choices = group.suffix === '' ? this.spreadChoices(group, anchor) : this.singleChoices(group, anchor);
+        if (!choices.length) break;
+        lists.push(choices);
+      }
+      if (lists.length !== this.input.groups.length) continue;
+      for (const combo of product(lists)) {
+        if (!this.isolated(combo) || !this.sameSubtreeOk(combo)) continue;
+        const request = this.consolidate(combo);
+        if (!request) continue;
+        const key = requestKey(request);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        yield request;
+      }
+    }
+  }
+}
+
+function requestKey(request: AllocationRequest): string {
+  const pieces = request.pieces.map((p) => `${p.providerId}:${p.classId}:${p.amount}`).sort().join(',');
+  const mappings = [...request.mappings].map(([s, ids]) => `${s}=${[...ids].sort((a, b) => a - b).join('.')}`).sort().join(';');
+  return `${pieces}|${mappings}`;
+}
+
+/**
+ * Takes at most `limit` requests. Stable order takes the first ones; random
+ * order keeps a uniform sample (reservoir), so memory stays O(limit).
+ */
+export function takeRequests(source: Iterable<AllocationRequest>, limit: number | null, randomize: boolean, cap: number): AllocationRequest[] {
+  const out: AllocationRequest[] = [];
+  let seenCount = 0;
+  for (const request of source) {
+    if (cap > 0 && seenCount >= cap) break;
+    seenCount += 1;
+    if (!randomize) {
+      out.push(request);
+      if (limit !== null && out.length >= limit) break;
+      continue;
+    }
+    if (limit === null || out.length < limit) {
+      out.push(request);
+    } else {
+      const j = Math.floor(Math.random() * seenCount);
+      if (j < limit) out[j] = request;
+    }
+  }
+  if (randomize) {
+    for (let i = out.length - 1; i > 0; i -= 1) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [out[i], out[j]] = [out[j]!, out[i]!];
+    }
+  }
+  return out;
+}

@@ -1,0 +1,26 @@
+// GET /allocation_candidates (1.10+): where a request's resources could be
+// claimed. Parsing lives in candidates/parse.ts, the search in candidates/.
+import { Hono } from 'hono';
+import type { AppEnv } from '../../http/env.js';
+import { queryParams } from '../../http/validate.js';
+import { findAllocationCandidates } from '../candidates/index.js';
+import { parseCandidateRequest } from '../candidates/parse.js';
+import { authorize, requireVersion, resource, setCacheHeaders } from '../middleware.js';
+
+export const allocationCandidateRoutes = new Hono<AppEnv>();
+
+resource(allocationCandidateRoutes, '/allocation_candidates', {
+  GET: async (c) => {
+    requireVersion(c, 'ALLOCATION_CANDIDATES');
+    authorize(c, 'placement:allocation_candidates:list');
+    const request = parseCandidateRequest(queryParams(c), c.var.mv);
+    const { config, store } = c.var.deps;
+    const body = await findAllocationCandidates(store.client, request, c.var.mv, {
+      randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
+      maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+    });
+    // Candidates reflect usage right now, so they are never cacheable.
+    setCacheHeaders(c);
+    return c.json(body);
+  },
+});
