@@ -17,6 +17,8 @@ export const ConfigSchema = z.object({
   PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: bool.default(true),
   PLACEMENT_POLICY_ENFORCE_SCOPE: bool.default(true),
   PLACEMENT_POLICY_FILE: z.string().optional(),
+  /** Worker mode has no files: the policy overrides as a JSON string. */
+  PLACEMENT_POLICY_JSON: z.string().optional(),
   PLACEMENT_CORS_ALLOWED_ORIGIN: z.string().optional(),
   PLACEMENT_CORS_ALLOW_HEADERS: z.string().optional(),
   /** Allocation candidates: shuffle results as placement's [placement] randomize_allocation_candidates. */

@@ -2,7 +2,9 @@
 // (Node or Worker) or by a test. createApp() does no I/O of its own.
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
-import type { PolicyEnforcer } from './http/policy.js';
+import { z } from 'zod';
+import { PolicyEnforcer } from './http/policy.js';
+import { placementPolicyRules } from './placement/policies.js';
 
 export interface Logger {
   debug(msg: string, extra?: Record<string, unknown>): void;
@@ -27,4 +29,28 @@ export function consoleLogger(level: AppConfig['LOG_LEVEL']): Logger {
     if (order.indexOf(name) >= min) console.error(JSON.stringify({ level: name, msg, ...extra }));
   };
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+/** A policy file's content: rule name -> oslo.policy check string. */
+const PolicyOverrides = z.record(z.string(), z.string());
+
+export function parsePolicyOverrides(json: string, source: string): Record<string, string> {
+  const parsed = PolicyOverrides.safeParse(JSON.parse(json));
+  if (!parsed.success) throw new Error(`${source}: a policy file maps rule names to check strings`);
+  return parsed.data;
+}
+
+/** The Deps both runtimes build around an opened store. */
+export function makeDeps(store: DataStore, config: AppConfig, log: Logger, policyOverrides?: Record<string, string>): Deps {
+  return {
+    store,
+    config,
+    policy: new PolicyEnforcer(placementPolicyRules({
+      enforceNewDefaults: config.PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS,
+      overrides: policyOverrides,
+    })),
+    clock: () => new Date(),
+    newId: () => crypto.randomUUID(),
+    log,
+  };
 }

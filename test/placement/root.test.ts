@@ -12,7 +12,7 @@ describe('version document and negotiation', () => {
     expect(res.headers.get('openstack-api-version')).toBe('placement 1.0');
     expect(res.headers.get('vary')).toBe('openstack-api-version');
     expect(res.headers.get('x-openstack-request-id')).toMatch(/^req-[0-9a-f-]{36}$/);
-    const body = await res.json();
+    const body = (await res.json()) as { versions: Record<string, string>[] };
     expect(body.versions[0]).toMatchObject({ id: 'v1.0', min_version: '1.0', max_version: '1.39' });
   });
 
@@ -28,7 +28,7 @@ describe('version document and negotiation', () => {
     expect(bad.status).toBe(400);
     const out = await t.call('GET', '/', { version: '1.40' });
     expect(out.status).toBe(406);
-    const body = await out.json();
+    const body = (await out.json()) as { errors: Record<string, string>[] };
     expect(body.errors[0]).toMatchObject({ max_version: '1.39', min_version: '1.0', title: 'Not Acceptable' });
   });
 
@@ -36,7 +36,7 @@ describe('version document and negotiation', () => {
     const res = await t.call('DELETE', '/');
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('GET');
-    const body = await res.json();
+    const body = (await res.json()) as { errors: Record<string, string>[] };
     expect(body.errors[0].code).toBe('placement.undefined_code');
   });
 
