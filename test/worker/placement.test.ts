@@ -1,0 +1,65 @@
+// The Placement API inside workerd, on sqld: the same endpoints as Node mode.
+import { exports } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+
+const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
+
+function call(method: string, path: string, body?: unknown, version = 'latest'): Promise<Response> {
+  const headers: Record<string, string> = {
+    'x-auth-token': 'admin',
+    accept: 'application/json',
+    'openstack-api-version': `placement ${version}`,
+  };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  return worker.fetch(new Request(`http://placement.test${path}`, {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+  }));
+}
+
+type Json = Record<string, unknown> & { errors?: { code?: string; status: number }[] };
+const json = async (res: Response) => (await res.json()) as Json;
+
+describe('Placement in workerd against sqld', () => {
+  const rp = crypto.randomUUID();
+
+  it('serves the version document and negotiates microversions', async () => {
+    const res = await call('GET', '/');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('openstack-api-version')).toBe('placement 1.39');
+    expect((await call('GET', '/', undefined, '1.99')).status).toBe(406);
+  });
+
+  it('creates a provider, sets inventory and traits, and lists it back', async () => {
+    const created = await call('POST', '/resource_providers', { name: `edge-${rp}`, uuid: rp });
+    expect(created.status).toBe(200);
+    const inv = await call('PUT', `/resource_providers/${rp}/inventories`, {
+      resource_provider_generation: 0,
+      inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } },
+    });
+    expect(inv.status).toBe(200);
+    const traits = await call('PUT', `/resource_providers/${rp}/traits`, {
+      traits: ['HW_CPU_X86_AVX2'], resource_provider_generation: 1,
+    });
+    expect(traits.status).toBe(200);
+    const list = await json(await call('GET', '/resource_providers?required=HW_CPU_X86_AVX2&resources=VCPU:8'));
+    expect((list.resource_providers as { uuid: string }[]).map((p) => p.uuid)).toContain(rp);
+  });
+
+  it('gives exactly one of two racing writers with the same generation a 409', async () => {
+    const current = await json(await call('GET', `/resource_providers/${rp}`));
+    const generation = current.generation as number;
+    const [a, b] = await Promise.all([
+      call('PUT', `/resource_providers/${rp}/traits`, { traits: ['HW_CPU_X86_SSE'], resource_provider_generation: generation }),
+      call('PUT', `/resource_providers/${rp}/traits`, { traits: ['HW_CPU_X86_SSE2'], resource_provider_generation: generation }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    const loser = a.status === 409 ? a : b;
+    expect((await json(loser)).errors?.[0]?.code).toBe('placement.concurrent_update');
+  });
+
+  it('answers bad input in the error envelope', async () => {
+    const res = await call('POST', '/resource_providers', { name: 'x', bogus: true });
+    expect(res.status).toBe(400);
+    expect((await json(res)).errors?.[0]?.status).toBe(400);
+  });
+});
