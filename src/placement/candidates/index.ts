@@ -99,7 +99,7 @@ export async function findAllocationCandidates(
   const summarized = [...nodes.values()].filter((n) => (nestedAware ? usedRoots.has(n.rootId) : usedProviders.has(n.id)));
   for (const node of summarized) {
     const entry: CandidatesBody['provider_summaries'][string] = { resources: {} };
-    if (withTraits) entry.traits = [...node.traits].sort();
+    if (withTraits) entry.traits = [...node.traits]; // trait id order, as upstream lists them
     if (nestedAware) {
       entry.parent_provider_uuid = node.parentId === null ? null : (nodes.get(node.parentId)?.uuid ?? null);
       entry.root_provider_uuid = nodes.get(node.rootId)?.uuid ?? node.uuid;

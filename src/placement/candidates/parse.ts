@@ -203,7 +203,8 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
 
   let limit: number | null = null;
   if (keys.includes('limit')) {
-    const raw = last('limit');
+    // A repeated limit: the first one counts, as upstream reads it.
+    const raw = query.limit![0] ?? '';
     if (!/^[1-9][0-9]*$/.test(raw)) {
       throw badQuery(`${pyRepr(raw)} does not match '^[1-9][0-9]*$'\n\nFailed validating 'pattern' in schema['properties']['limit']`);
     }

@@ -129,8 +129,8 @@ export async function loadCandidates(
 export async function loadTrees(client: Client, rootIds: Iterable<number>): Promise<Map<number, ProviderNode>> {
   const result = await client.execute({
     sql: `SELECT p.id, p.uuid, p.parent_provider_id, p.root_provider_id,
-        (SELECT group_concat(t.name, ',') FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
-          WHERE rt.resource_provider_id = p.id),
+        (SELECT group_concat(name, ',') FROM (SELECT t.name FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
+          WHERE rt.resource_provider_id = p.id ORDER BY t.id)),
         (SELECT group_concat(ra.aggregate_id, ',') FROM resource_provider_aggregates ra WHERE ra.resource_provider_id = p.id)
       FROM resource_providers p
       WHERE p.root_provider_id IN (SELECT value FROM json_each(?))
