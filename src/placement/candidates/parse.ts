@@ -203,7 +203,7 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
 
   let limit: number | null = null;
   if (keys.includes('limit')) {
-    // A repeated limit: the first one counts, as upstream reads it.
+    // Repeated limit/group_policy: the first one counts, as upstream reads them.
     const raw = query.limit![0] ?? '';
     if (!/^[1-9][0-9]*$/.test(raw)) {
       throw badQuery(`${pyRepr(raw)} does not match '^[1-9][0-9]*$'\n\nFailed validating 'pattern' in schema['properties']['limit']`);
@@ -212,7 +212,7 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
   }
   let groupPolicy: GroupPolicy | null = null;
   if (keys.includes('group_policy')) {
-    const raw = last('group_policy');
+    const raw = query.group_policy![0] ?? '';
     if (raw !== 'none' && raw !== 'isolate') {
       throw badQuery(`${pyRepr(raw)} is not one of ['none', 'isolate']\n\nFailed validating 'enum' in schema['properties']['group_policy']`);
     }
