@@ -7,8 +7,8 @@ import type { Microversion } from '../../http/microversion.js';
 import { capacityOf } from '../capacity.js';
 import { MV } from '../versions.js';
 import type { CandidateRequest } from './parse.js';
-import { loadCandidates, loadSummaryInventories, loadTrees } from './research.js';
-import { CandidateSearch, takeRequests, type AllocationRequest, type ResolvedGroup } from './search.js';
+import { loadCandidates, loadSummaryInventories, loadTrees, type ProviderNode } from './research.js';
+import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
 
 export interface CandidateOptions {
   randomize: boolean;
@@ -53,7 +53,16 @@ export async function findAllocationCandidates(
     }
   }
 
-  const { lookups, candidates } = await loadCandidates(client, { classes, traits: traitNames, aggregates, inTree }, amounts);
+  // With one group every candidate row serves it, so its tree-level conditions can prune in SQL.
+  const only = request.groups.length === 1 ? request.groups[0]! : null;
+  const prefilter = only && {
+    requiredAnyOf: only.requiredAnyOf,
+    forbiddenTraits: only.forbiddenTraits,
+    memberOf: only.memberOf,
+    rootRequired: request.rootRequired,
+    rootForbidden: request.rootForbidden,
+  };
+  const { lookups, candidates } = await loadCandidates(client, { classes, traits: traitNames, aggregates, inTree }, amounts, prefilter);
   const unknownClass = classes.find((c) => !lookups.classIdByName.has(c));
   if (unknownClass) throw bad(`Invalid resource class in resources parameter: No such resource class ${unknownClass}.`);
   const unknownTraits = traitNames.filter((t) => !lookups.traitIdByName.has(t)).sort();
@@ -72,7 +81,6 @@ export async function findAllocationCandidates(
 
   const roots = new Set(candidates.rootOf.values());
   for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);
-  const nodes = roots.size ? await loadTrees(client, roots) : new Map();
   const search = new CandidateSearch({
     groups,
     groupPolicy: request.groupPolicy,
@@ -81,9 +89,29 @@ export async function findAllocationCandidates(
     rootForbidden: request.rootForbidden,
     nestedAware: mv.atLeast(MV.AC_NESTED),
     candidates,
-    nodes,
+    nodes: new Map(),
   });
-  const chosen = takeRequests(search.requests(), request.limit, options.randomize, options.maxCandidates);
+  const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates);
+  // With a limit and stable order, trees are loaded in growing chunks: the
+  // first chunk usually fills the limit, so one trees query is the norm.
+  const anchors = [...roots].sort((a, b) => a - b);
+  const stopsEarly = request.limit !== null && !options.randomize;
+  let chunkSize = stopsEarly ? Math.max(64, request.limit! * 4) : anchors.length;
+  const nodes = new Map<number, ProviderNode>();
+  // Sharing providers' own trees come with the first chunk: their traits decide their use.
+  const loadedRoots = new Set<number>();
+  let pending = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
+  for (let start = 0; start < anchors.length && !picker.done; start += chunkSize, chunkSize *= 4) {
+    const chunk = anchors.slice(start, start + chunkSize);
+    const wanted = [...new Set([...pending, ...chunk])].filter((root) => !loadedRoots.has(root));
+    pending = [];
+    const loaded = wanted.length ? await loadTrees(client, wanted) : new Map<number, ProviderNode>();
+    for (const root of wanted) loadedRoots.add(root);
+    for (const [id, node] of loaded) nodes.set(id, node);
+    search.addTrees(loaded.values());
+    picker.offer(search.requests(chunk));
+  }
+  const chosen = picker.result();
 
   // Summaries: every provider of the trees used (1.29+), or just the providers used before.
   const usedProviders = new Set(chosen.flatMap((r) => r.pieces.map((p) => p.providerId)));

@@ -36,7 +36,7 @@ export interface CandidateInventories {
   anchorsOfSharing: Map<number, Set<number>>;
 }
 
-const SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE';
+export const SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE';
 
 const num = (v: unknown): number => Number(v);
 
@@ -62,6 +62,59 @@ export interface FirstLoad {
 }
 
 /**
+ * Tree-level conditions every usable tree must meet, pushed into SQL so that
+ * hopeless trees never leave the database. Each is necessary, never
+ * sufficient: the search applies the exact rules. Rows of sharing providers
+ * are exempt (their anchor decides), and a trait or aggregate condition that
+ * a sharing provider could meet is not applied.
+ */
+export interface TreePrefilter {
+  requiredAnyOf: string[][];
+  forbiddenTraits: string[];
+  memberOf: string[][];
+  rootRequired: string[];
+  rootForbidden: string[];
+}
+
+const SHARING_IDS = `SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id WHERE t.name = '${SHARES_TRAIT}'`;
+
+function prefilterSql(prefilter: TreePrefilter | null): { sql: string; args: string[] } {
+  if (!prefilter) return { sql: '', args: [] };
+  const clauses: string[] = [];
+  const args: string[] = [];
+  const json = (v: unknown) => { args.push(JSON.stringify(v)); return 'json_each(?)'; };
+  for (const anyOf of prefilter.requiredAnyOf) {
+    clauses.push(`(p.root_provider_id IN (SELECT q.root_provider_id FROM resource_provider_traits qt
+        JOIN traits tt ON tt.id = qt.trait_id JOIN resource_providers q ON q.id = qt.resource_provider_id
+        WHERE tt.name IN (SELECT value FROM ${json(anyOf)}))
+      OR EXISTS (SELECT 1 FROM resource_provider_traits st JOIN traits tt ON tt.id = st.trait_id
+        WHERE st.resource_provider_id IN (${SHARING_IDS}) AND tt.name IN (SELECT value FROM ${json(anyOf)})))`);
+  }
+  for (const anyOf of prefilter.memberOf) {
+    clauses.push(`p.root_provider_id IN (SELECT q.root_provider_id FROM resource_provider_aggregates qa
+        JOIN placement_aggregates pa ON pa.id = qa.aggregate_id JOIN resource_providers q ON q.id = qa.resource_provider_id
+        WHERE pa.uuid IN (SELECT value FROM ${json(anyOf)}))`);
+  }
+  for (const name of prefilter.rootRequired) {
+    clauses.push(`p.root_provider_id IN (SELECT rt.resource_provider_id FROM resource_provider_traits rt
+        JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name = ?)`);
+    args.push(name);
+  }
+  if (prefilter.rootForbidden.length) {
+    clauses.push(`p.root_provider_id NOT IN (SELECT rt.resource_provider_id FROM resource_provider_traits rt
+        JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name IN (SELECT value FROM ${json(prefilter.rootForbidden)}))`);
+  }
+  const treeSql = clauses.length ? `AND (p.id IN (${SHARING_IDS}) OR (${clauses.join(' AND ')}))` : '';
+  let forbiddenSql = '';
+  if (prefilter.forbiddenTraits.length) {
+    // A provider with a forbidden trait can never be used, sharing or not.
+    forbiddenSql = `AND p.id NOT IN (SELECT rt.resource_provider_id FROM resource_provider_traits rt
+        JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name IN (SELECT value FROM ${json(prefilter.forbiddenTraits)}))`;
+  }
+  return { sql: `${treeSql} ${forbiddenSql}`, args };
+}
+
+/**
  * Round trip 1. `smallestAmount`/`largestAmount` are per class name across
  * groups: rows that cannot fit even the smallest request are left in SQL.
  */
@@ -69,34 +122,44 @@ export async function loadCandidates(
   client: Client,
   names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] },
   amounts: Map<string, { smallest: number; largest: number }>,
+  prefilter: TreePrefilter | null,
 ): Promise<FirstLoad> {
   const amountJson = JSON.stringify(Object.fromEntries([...amounts].map(([k, v]) => [k, [v.smallest, v.largest]])));
+  const pruning = prefilterSql(prefilter);
   const statements: InStatement[] = [
     { sql: 'SELECT id, name FROM resource_classes WHERE name IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.classes)] },
     { sql: 'SELECT id, name FROM traits WHERE name IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.traits)] },
     { sql: 'SELECT id, uuid FROM placement_aggregates WHERE uuid IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.aggregates)] },
     { sql: 'SELECT uuid, root_provider_id FROM resource_providers WHERE uuid IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.inTree)] },
     {
-      sql: `SELECT i.resource_provider_id, i.resource_class_id, p.root_provider_id, ${INVENTORY_COLUMNS} AS used
-        FROM json_each(?) req
-        JOIN resource_classes rc ON rc.name = req.key
-        JOIN inventories i ON i.resource_class_id = rc.id
+      // Materialised CTEs keep SQLite from re-reading the JSON or re-summing usage per row.
+      sql: `WITH req(class_id, lo, hi) AS MATERIALIZED (
+          SELECT rc.id, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]')
+          FROM json_each(?) j JOIN resource_classes rc ON rc.name = j.key),
+        usage(rp_id, class_id, used) AS MATERIALIZED (
+          SELECT a.resource_provider_id, a.resource_class_id, SUM(a.used) FROM allocations a
+          WHERE a.resource_class_id IN (SELECT class_id FROM req) GROUP BY 1, 2)
+        SELECT i.resource_provider_id, i.resource_class_id, p.root_provider_id,
+          i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, COALESCE(u.used, 0)
+        FROM req
+        JOIN inventories i ON i.resource_class_id = req.class_id
         JOIN resource_providers p ON p.id = i.resource_provider_id
-        WHERE i.max_unit >= json_extract(req.value, '$[0]') AND i.min_unit <= json_extract(req.value, '$[1]')
-          AND CAST((i.total - i.reserved) * i.allocation_ratio AS INTEGER) - used >= json_extract(req.value, '$[0]')`,
-      args: [amountJson],
+        LEFT JOIN usage u ON u.rp_id = i.resource_provider_id AND u.class_id = i.resource_class_id
+        WHERE i.max_unit >= req.lo AND i.min_unit <= req.hi
+          AND CAST((i.total - i.reserved) * i.allocation_ratio AS INTEGER) - COALESCE(u.used, 0) >= req.lo
+          ${pruning.sql}`,
+      args: [amountJson, ...pruning.args],
     },
     {
-      sql: `SELECT DISTINCT st.resource_provider_id, anchor.root_provider_id
-        FROM resource_provider_traits st
-        JOIN traits t ON t.id = st.trait_id AND t.name = ?
-        JOIN resource_provider_aggregates mine ON mine.resource_provider_id = st.resource_provider_id
+      sql: `SELECT DISTINCT mine.resource_provider_id, anchor.root_provider_id
+        FROM resource_provider_aggregates mine
         JOIN resource_provider_aggregates other ON other.aggregate_id = mine.aggregate_id
         JOIN resource_providers anchor ON anchor.id = other.resource_provider_id
-        WHERE st.resource_provider_id IN (
-          SELECT i.resource_provider_id FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
-          WHERE rc.name IN (SELECT key FROM json_each(?)))`,
-      args: [SHARES_TRAIT, amountJson],
+        WHERE mine.resource_provider_id IN (${SHARING_IDS})
+          AND mine.resource_provider_id IN (
+            SELECT i.resource_provider_id FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+            WHERE rc.name IN (SELECT key FROM json_each(?)))`,
+      args: [amountJson],
     },
   ];
   const [classes, traitRows, aggRows, treeRows, invRows, anchorRows] = await client.batch(statements, 'read');

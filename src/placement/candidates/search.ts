@@ -75,16 +75,13 @@ export class CandidateSearch {
   private readonly members = new Map<number, ProviderNode[]>();
   /** anchor root -> sharing providers (from other trees) that share with it. */
   private readonly sharingByAnchor = new Map<number, number[]>();
-  readonly anchors: number[];
+  /** Keys of the requests produced so far: a request reachable from several anchors is given once. */
+  private readonly seen = new Set<string>();
 
   constructor(private readonly input: SearchInput) {
-    for (const node of input.nodes.values()) {
-      let list = this.members.get(node.rootId);
-      if (!list) this.members.set(node.rootId, (list = []));
-      list.push(node);
-    }
+    this.addTrees(input.nodes.values());
     for (const [sharing, anchors] of input.candidates.anchorsOfSharing) {
-      const own = input.nodes.get(sharing)?.rootId;
+      const own = input.candidates.rootOf.get(sharing);
       for (const anchor of anchors) {
         if (anchor === own) continue;
         let list = this.sharingByAnchor.get(anchor);
@@ -92,7 +89,16 @@ export class CandidateSearch {
         list.push(sharing);
       }
     }
-    this.anchors = [...this.members.keys()].sort((a, b) => a - b);
+  }
+
+  /** Makes more trees searchable (trees are loaded in chunks when a limit allows stopping early). */
+  addTrees(nodes: Iterable<ProviderNode>): void {
+    for (const node of nodes) {
+      if (this.input.nodes.get(node.id) !== node) this.input.nodes.set(node.id, node);
+      let list = this.members.get(node.rootId);
+      if (!list) this.members.set(node.rootId, (list = []));
+      if (!list.includes(node)) list.push(node);
+    }
   }
 
   private inventory(providerId: number, classId: number): Inventory | undefined {
@@ -256,9 +262,9 @@ export class CandidateSearch {
   }
 
   /** Every distinct allocation request, tree by tree, produced on demand. */
-  *requests(): Generator<AllocationRequest> {
-    const seen = new Set<string>();
-    for (const anchor of this.anchors) {
+  *requests(anchors: Iterable<number>): Generator<AllocationRequest> {
+    const seen = this.seen;
+    for (const anchor of anchors) {
       if (!this.rootOk(anchor)) continue;
       const lists: Choice[][] = [];
       for (const group of this.input.groups) {
@@ -287,32 +293,42 @@ function requestKey(request: AllocationRequest): string {
 }
 
 /**
- * Takes at most `limit` requests. Stable order takes the first ones; random
- * order keeps a uniform sample (reservoir), so memory stays O(limit).
+ * Keeps at most `limit` requests as they are offered. Stable order keeps the
+ * first ones and is done at `limit`; random order keeps a uniform sample
+ * (reservoir), so memory stays O(limit) either way.
  */
-export function takeRequests(source: Iterable<AllocationRequest>, limit: number | null, randomize: boolean, cap: number): AllocationRequest[] {
-  const out: AllocationRequest[] = [];
-  let seenCount = 0;
-  for (const request of source) {
-    if (cap > 0 && seenCount >= cap) break;
-    seenCount += 1;
-    if (!randomize) {
-      out.push(request);
-      if (limit !== null && out.length >= limit) break;
-      continue;
-    }
-    if (limit === null || out.length < limit) {
-      out.push(request);
-    } else {
-      const j = Math.floor(Math.random() * seenCount);
-      if (j < limit) out[j] = request;
+export class RequestPicker {
+  private readonly kept: AllocationRequest[] = [];
+  private offered = 0;
+
+  constructor(private readonly limit: number | null, private readonly randomize: boolean, private readonly cap: number) {}
+
+  get done(): boolean {
+    return (this.cap > 0 && this.offered >= this.cap) || (!this.randomize && this.limit !== null && this.kept.length >= this.limit);
+  }
+
+  offer(source: Iterable<AllocationRequest>): void {
+    if (this.done) return;
+    for (const request of source) {
+      this.offered += 1;
+      if (this.limit === null || this.kept.length < this.limit) {
+        this.kept.push(request);
+      } else if (this.randomize) {
+        const j = Math.floor(Math.random() * this.offered);
+        if (j < this.limit) this.kept[j] = request;
+      }
+      if (this.done) return;
     }
   }
-  if (randomize) {
-    for (let i = out.length - 1; i > 0; i -= 1) {
-      const j = Math.floor(Math.random() * (i + 1));
-      [out[i], out[j]] = [out[j]!, out[i]!];
+
+  result(): AllocationRequest[] {
+    const out = [...this.kept];
+    if (this.randomize) {
+      for (let i = out.length - 1; i > 0; i -= 1) {
+        const j = Math.floor(Math.random() * (i + 1));
+        [out[i], out[j]] = [out[j]!, out[i]!];
+      }
     }
+    return out;
   }
-  return out;
 }
