@@ -7,7 +7,7 @@ import type { Microversion } from '../../http/microversion.js';
 import { capacityOf } from '../capacity.js';
 import { MV } from '../versions.js';
 import type { CandidateRequest } from './parse.js';
-import { loadCandidates, loadSummaryInventories, loadTrees, type ProviderNode } from './research.js';
+import { loadCandidates, loadSummaryInventories, loadTrees, type CandidateInventories, type ProviderNode } from './research.js';
 import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
 
 export interface CandidateOptions {
@@ -94,7 +94,7 @@ export async function findAllocationCandidates(
   const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates);
   // With a limit and stable order, trees are loaded in growing chunks: the
   // first chunk usually fills the limit, so one trees query is the norm.
-  const anchors = [...roots].sort((a, b) => a - b);
+  const anchors = [...roots].filter(coversEveryClass(candidates, groups)).sort((a, b) => a - b);
   const stopsEarly = request.limit !== null && !options.randomize;
   let chunkSize = stopsEarly ? Math.max(64, request.limit! * 4) : anchors.length;
   const nodes = new Map<number, ProviderNode>();
@@ -159,4 +159,25 @@ export async function findAllocationCandidates(
     return { allocations, mappings };
   };
   return { allocation_requests: chosen.map(present), provider_summaries: summaries };
+}
+
+/**
+ * A tree can only anchor a candidate if its own providers plus the sharing
+ * providers it is anchored to offer every requested class: a cheap cut made
+ * before any tree is loaded.
+ */
+function coversEveryClass(candidates: CandidateInventories, groups: ResolvedGroup[]): (root: number) => boolean {
+  const needed = [...new Set(groups.flatMap((g) => g.resources.map(([classId]) => classId)))];
+  const offered = new Map<number, Set<number>>();
+  const offer = (root: number, classes: Iterable<number>) => {
+    let set = offered.get(root);
+    if (!set) offered.set(root, (set = new Set()));
+    for (const c of classes) set.add(c);
+  };
+  for (const [providerId, perClass] of candidates.byProvider) offer(candidates.rootOf.get(providerId)!, perClass.keys());
+  for (const [sharing, anchors] of candidates.anchorsOfSharing) {
+    const classes = [...(candidates.byProvider.get(sharing)?.keys() ?? [])];
+    for (const anchor of anchors) offer(anchor, classes);
+  }
+  return (root) => needed.every((c) => offered.get(root)?.has(c) ?? false);
 }
