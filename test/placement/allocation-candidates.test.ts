@@ -183,6 +183,22 @@ describe('limit, ordering and round trips', () => {
     execute.mockRestore();
   });
 
+  it('keeps searching later trees when the first ones cannot fill the limit', async () => {
+    const late = await makeTestApp();
+    try {
+      // More early trees than the first chunk loads, none of which qualifies.
+      await Promise.all(Array.from({ length: 70 }, () => provider(late, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 1024 } } })));
+      const good: string[] = [];
+      for (let i = 0; i < 3; i += 1) {
+        good.push(await provider(late, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 1024 } }, traits: ['CUSTOM_LATE'] }));
+      }
+      const body = await candidates(late, 'resources1=VCPU:1&required1=CUSTOM_LATE&resources2=MEMORY_MB:64&group_policy=none&limit=2');
+      expect(body.allocation_requests.map((r) => Object.keys(r.allocations))).toEqual([[good[0]], [good[1]]]);
+    } finally {
+      late.close();
+    }
+  });
+
   it('randomizes when configured', async () => {
     const random = await makeTestApp({ PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: 'true' });
     try {
