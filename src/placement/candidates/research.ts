@@ -90,40 +90,73 @@ export interface TreePrefilter {
 
 const SHARING_IDS = `SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id WHERE t.name = '${SHARES_TRAIT}'`;
 
-function prefilterSql(prefilter: TreePrefilter | null): { sql: string; args: string[] } {
-  if (!prefilter) return { sql: '', args: [] };
-  const clauses: string[] = [];
-  const args: string[] = [];
+interface CandidateSql {
+  /** Extra CTEs (leading comma included). */
+  ctes: string;
+  /** Row sources, each binding `p` to the providers whose inventory rows are wanted. */
+  sources: string[];
+  /** Extra row condition. */
+  where: string;
+  cteArgs: string[];
+  /** Bound once per source, as the condition repeats in each. */
+  whereArgs: string[];
+}
+
+/**
+ * With tree conditions, the viable roots are computed first (set
+ * intersections over small indexed tables) and drive the inventory scan, so
+ * hopeless trees are never read; sharing providers are always read.
+ */
+function candidateSql(prefilter: TreePrefilter | null): CandidateSql {
+  const everyProvider: CandidateSql = { ctes: '', sources: ['resource_providers p'], where: '', cteArgs: [], whereArgs: [] };
+  if (!prefilter) return everyProvider;
+  let args: string[] = [];
+  const cteArgs = args;
   const json = (v: unknown) => { args.push(JSON.stringify(v)); return 'json_each(?)'; };
+  const rootSets: string[] = [];
   for (const anyOf of prefilter.requiredAnyOf) {
-    clauses.push(`(p.root_provider_id IN (SELECT q.root_provider_id FROM resource_provider_traits qt
+    rootSets.push(`SELECT q.root_provider_id FROM resource_provider_traits qt
         JOIN traits tt ON tt.id = qt.trait_id JOIN resource_providers q ON q.id = qt.resource_provider_id
-        WHERE tt.name IN (SELECT value FROM ${json(anyOf)}))
-      OR EXISTS (SELECT 1 FROM resource_provider_traits st JOIN traits tt ON tt.id = st.trait_id
-        WHERE st.resource_provider_id IN (${SHARING_IDS}) AND tt.name IN (SELECT value FROM ${json(anyOf)})))`);
+        WHERE tt.name IN (SELECT value FROM ${json(anyOf)})
+      UNION SELECT r.id FROM resource_providers r WHERE r.id = r.root_provider_id AND EXISTS (
+        SELECT 1 FROM resource_provider_traits st JOIN traits tt ON tt.id = st.trait_id
+        WHERE st.resource_provider_id IN (${SHARING_IDS}) AND tt.name IN (SELECT value FROM ${json(anyOf)}))`);
   }
   for (const anyOf of prefilter.memberOf) {
-    clauses.push(`p.root_provider_id IN (SELECT q.root_provider_id FROM resource_provider_aggregates qa
+    rootSets.push(`SELECT q.root_provider_id FROM resource_provider_aggregates qa
         JOIN placement_aggregates pa ON pa.id = qa.aggregate_id JOIN resource_providers q ON q.id = qa.resource_provider_id
-        WHERE pa.uuid IN (SELECT value FROM ${json(anyOf)}))`);
+        WHERE pa.uuid IN (SELECT value FROM ${json(anyOf)})`);
   }
   for (const name of prefilter.rootRequired) {
-    clauses.push(`p.root_provider_id IN (SELECT rt.resource_provider_id FROM resource_provider_traits rt
-        JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name = ?)`);
+    rootSets.push(`SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name = ?`);
     args.push(name);
   }
+  let viable = rootSets.join(' INTERSECT ');
   if (prefilter.rootForbidden.length) {
-    clauses.push(`p.root_provider_id NOT IN (SELECT rt.resource_provider_id FROM resource_provider_traits rt
-        JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name IN (SELECT value FROM ${json(prefilter.rootForbidden)}))`);
+    if (!viable) viable = 'SELECT id FROM resource_providers WHERE id = root_provider_id';
+    viable += ` EXCEPT SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id
+        WHERE tt.name IN (SELECT value FROM ${json(prefilter.rootForbidden)})`;
   }
-  const treeSql = clauses.length ? `AND (p.id IN (${SHARING_IDS}) OR (${clauses.join(' AND ')}))` : '';
-  let forbiddenSql = '';
+  let where = '';
+  const whereArgs: string[] = [];
+  args = whereArgs;
   if (prefilter.forbiddenTraits.length) {
     // A provider with a forbidden trait can never be used, sharing or not.
-    forbiddenSql = `AND p.id NOT IN (SELECT rt.resource_provider_id FROM resource_provider_traits rt
+    where = `AND p.id NOT IN (SELECT rt.resource_provider_id FROM resource_provider_traits rt
         JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name IN (SELECT value FROM ${json(prefilter.forbiddenTraits)}))`;
   }
-  return { sql: `${treeSql} ${forbiddenSql}`, args };
+  if (!viable) return { ...everyProvider, where, whereArgs };
+  return {
+    ctes: `, viable(root_id) AS MATERIALIZED (${viable})`,
+    sources: [
+      // CROSS JOIN pins the order: SQLite would otherwise scan every inventory of the class.
+      'viable v CROSS JOIN resource_providers p ON p.root_provider_id = v.root_id',
+      `(SELECT * FROM resource_providers WHERE id IN (${SHARING_IDS})) p`,
+    ],
+    where,
+    cteArgs,
+    whereArgs,
+  };
 }
 
 /**
@@ -137,7 +170,7 @@ export async function loadCandidates(
   prefilter: TreePrefilter | null,
 ): Promise<FirstLoad> {
   const amountJson = JSON.stringify(Object.fromEntries([...amounts].map(([k, v]) => [k, [v.smallest, v.largest]])));
-  const pruning = prefilterSql(prefilter);
+  const query = candidateSql(prefilter);
   const statements: InStatement[] = [
     { sql: 'SELECT id, name FROM resource_classes WHERE name IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.classes)] },
     { sql: 'SELECT id, name FROM traits WHERE name IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.traits)] },
@@ -151,16 +184,19 @@ export async function loadCandidates(
         usage(rp_id, class_id, used) AS MATERIALIZED (
           SELECT a.resource_provider_id, a.resource_class_id, SUM(a.used) FROM allocations a
           WHERE a.resource_class_id IN (SELECT class_id FROM req) GROUP BY 1, 2)
-        SELECT COALESCE(json_group_array(json_array(i.resource_provider_id, i.resource_class_id, p.root_provider_id,
-          i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, COALESCE(u.used, 0))), '[]')
-        FROM req
-        JOIN inventories i ON i.resource_class_id = req.class_id
-        JOIN resource_providers p ON p.id = i.resource_provider_id
-        LEFT JOIN usage u ON u.rp_id = i.resource_provider_id AND u.class_id = i.resource_class_id
-        WHERE i.max_unit >= req.lo AND i.min_unit <= req.hi
-          AND CAST((i.total - i.reserved) * i.allocation_ratio AS INTEGER) - COALESCE(u.used, 0) >= req.lo
-          ${pruning.sql}`,
-      args: [amountJson, ...pruning.args],
+        ${query.ctes}
+        SELECT COALESCE(json_group_array(json_array(rp, cls, root, total, reserved, min_unit, max_unit, step_size, ratio, used)), '[]')
+        FROM (${query.sources.map((source) => `
+          SELECT i.resource_provider_id AS rp, i.resource_class_id AS cls, p.root_provider_id AS root,
+            i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio AS ratio, COALESCE(u.used, 0) AS used
+          FROM ${source}
+          CROSS JOIN inventories i ON i.resource_provider_id = p.id
+          CROSS JOIN req ON req.class_id = i.resource_class_id
+          LEFT JOIN usage u ON u.rp_id = i.resource_provider_id AND u.class_id = i.resource_class_id
+          WHERE i.max_unit >= req.lo AND i.min_unit <= req.hi
+            AND CAST((i.total - i.reserved) * i.allocation_ratio AS INTEGER) - COALESCE(u.used, 0) >= req.lo
+            ${query.where}`).join(' UNION ')})`,
+      args: [amountJson, ...query.cteArgs, ...query.sources.flatMap(() => query.whereArgs)],
     },
     {
       sql: packed('sharing_id, anchor_root', `SELECT DISTINCT mine.resource_provider_id AS sharing_id, anchor.root_provider_id AS anchor_root
