@@ -106,3 +106,61 @@ describe('traits and aggregates on a provider', () => {
     expect(other.generation).toBe(0);
   });
 });
+
+describe('names and updates at the edges', () => {
+  it('counts name length in characters, so 200 emoji fit and round-trip', async () => {
+    const name = '😀'.repeat(200);
+    const created = await t.call('POST', '/resource_providers', { body: { name } });
+    expect(created.status).toBe(200);
+    const { uuid } = await json(created);
+    expect((await json(await t.call('GET', `/resource_providers/${uuid}`))).name).toBe(name);
+    const tooLong = await t.call('POST', '/resource_providers', { body: { name: 'é'.repeat(201) } });
+    expect(tooLong.status).toBe(400);
+    expect(await tooLong.text()).toContain('is too long');
+  });
+
+  it('rejects bad renames and a taken name without changing the provider', async () => {
+    for (const body of [{}, { name: '' }, { name: 'x', uuid: OTHER }, { name: 5 }]) {
+      const res = await t.call('PUT', `/resource_providers/${ROOT}`, { body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+    }
+    const taken = await t.call('PUT', `/resource_providers/${ROOT}`, { body: { name: 'cn2' } });
+    expect(taken.status).toBe(409);
+    expect((await json(taken)).errors[0].code).toBe('placement.duplicate_name');
+    expect((await json(await t.call('GET', `/resource_providers/${ROOT}`))).name).toBe('cn1');
+  });
+});
+
+describe('resources filter and deleting a provider in use', () => {
+  const HOST = '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f0010';
+  const CONSUMER = '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f00c1';
+
+  it('lists only providers where the amount still fits after current usage', async () => {
+    await t.call('POST', '/resource_providers', { body: { name: 'host-with-vcpu', uuid: HOST } });
+    const inv = await t.call('PUT', `/resource_providers/${HOST}/inventories`, {
+      body: { inventories: { VCPU: { total: 4, max_unit: 4 } }, resource_provider_generation: 0 },
+    });
+    expect(inv.status).toBe(200);
+    const alloc = await t.call('PUT', `/allocations/${CONSUMER}`, {
+      body: {
+        allocations: { [HOST]: { resources: { VCPU: 3 } } },
+        project_id: '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f00d1', user_id: '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f00e1',
+        consumer_generation: null, consumer_type: 'INSTANCE',
+      },
+    });
+    expect(alloc.status).toBe(204);
+    const uuids = async (q: string) =>
+      (await json(await t.call('GET', `/resource_providers?resources=${q}`))).resource_providers.map((p: { uuid: string }) => p.uuid);
+    expect(await uuids('VCPU:1')).toEqual([HOST]);
+    expect(await uuids('VCPU:2')).toEqual([]);
+    const unknown = await t.call('GET', '/resource_providers?resources=CUSTOM_NOPE:1');
+    expect(unknown.status).toBe(400);
+  });
+
+  it('refuses to delete a provider with allocations (placement.resource_provider.inuse)', async () => {
+    const res = await t.call('DELETE', `/resource_providers/${HOST}`);
+    expect(res.status).toBe(409);
+    expect((await json(res)).errors[0].code).toBe('placement.resource_provider.inuse');
+    expect((await t.call('GET', `/resource_providers/${HOST}`)).status).toBe(200);
+  });
+});

@@ -56,7 +56,7 @@ async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
     filter.inTree = inTree;
   }
   if (params.member_of) {
-    // Before 1.24 the parameter is single-valued: the last one wins.
+    // Repeated member_of (AND of groups) is 1.24+; parseMemberOf refuses it earlier.
     filter.memberOf = parseMemberOf(params.member_of, c.var.mv);
   }
   if (params.required) {
