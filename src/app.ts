@@ -2,11 +2,13 @@
 // API lives under /accelerator; everything else is the Placement API.
 import { Hono } from 'hono';
 import type { Deps } from './deps.js';
+import { createCyborgApp } from './cyborg/app.js';
 import { createPlacementApp } from './placement/app.js';
 
 export function createApp(deps: Deps): Hono {
   const root = new Hono();
   const placement = createPlacementApp(deps);
+  root.mount('/accelerator', createCyborgApp(deps).fetch);
   root.mount('/', placement.fetch);
   return root;
 }

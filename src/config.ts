@@ -28,6 +28,12 @@ export const ConfigSchema = z.object({
   NOVA_URL: z.string().optional(),
   NOVA_TOKEN: z.string().optional(),
   ARQ_BINDING_TIMEOUT: z.coerce.number().int().min(1).default(300),
+  /** Nova event delivery: attempts before the dead letter, first backoff, request timeout. */
+  NOVA_EVENT_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(10),
+  NOVA_EVENT_BACKOFF_MS: z.coerce.number().int().min(1).default(1000),
+  NOVA_TIMEOUT_MS: z.coerce.number().int().min(1).default(10000),
+  /** Node mode: how often the outbox drain and binding-timeout sweep run. */
+  JOBS_SWEEP_INTERVAL_MS: z.coerce.number().int().min(10).default(1000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;

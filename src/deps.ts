@@ -4,6 +4,7 @@ import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
 import { z } from 'zod';
 import { PolicyEnforcer } from './http/policy.js';
+import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { placementPolicyRules } from './placement/policies.js';
 
 export interface Logger {
@@ -20,6 +21,10 @@ export interface Deps {
   clock: () => Date;
   newId: () => string;
   log: Logger;
+  /** Where committed accelerator work is announced (in-process or Cloudflare Queue). */
+  jobs: JobQueue;
+  /** Outbound fetch for Nova events (tests pass a fake). */
+  novaFetch: typeof fetch;
 }
 
 export function consoleLogger(level: AppConfig['LOG_LEVEL']): Logger {
@@ -52,5 +57,7 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, polic
     clock: () => new Date(),
     newId: () => crypto.randomUUID(),
     log,
+    jobs: outboxOnlyQueue,
+    novaFetch: (input, init) => fetch(input, init),
   };
 }

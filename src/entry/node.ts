@@ -3,10 +3,13 @@ import { serve } from '@hono/node-server';
 import { createApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import { webobDetail } from '../http/api-error.js';
+import { startNodeJobs } from '../jobs/node-runner.js';
 import { buildNodeDeps } from '../node-service.js';
 
 const config = loadConfig(process.env);
 const deps = await buildNodeDeps(config);
+// Accelerator bind jobs and Nova events: in-process queue + outbox/timeout sweeps.
+const jobs = startNodeJobs(deps);
 const app = createApp(deps);
 const server = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT }, (info) => {
   deps.log.info('placement-edge listening', { url: `http://${config.HOST}:${info.port}`, db: config.PLACEMENT_DB_URL });
@@ -27,6 +30,7 @@ server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
 });
 
 function shutdown() {
+  jobs.stop();
   server.close(() => {
     deps.store.close();
     process.exit(0);
