@@ -56,6 +56,7 @@ describe('the trait catalogue', () => {
     const all = await traitNames('');
     expect(all.length).toBeGreaterThan(300);
     expect(await traitNames('?associated=true')).toEqual([]);
+    expect(await traitNames('?associated=True')).toEqual([]);
     expect((await traitNames('?associated=false')).length).toBe(all.length);
   });
 
@@ -84,6 +85,8 @@ describe("a provider's traits", () => {
     expect(await res.json()).toEqual({ traits: ['CUSTOM_FAST_DISK', 'HW_CPU_X86_AVX2'], resource_provider_generation: 1 });
     expect(await providerTraits()).toEqual({ traits: ['CUSTOM_FAST_DISK', 'HW_CPU_X86_AVX2'], resource_provider_generation: 1 });
     expect(await traitNames('?associated=true')).toEqual(['CUSTOM_FAST_DISK', 'HW_CPU_X86_AVX2']);
+    // osc-placement's `trait list --associated` sends the Python spelling.
+    expect(await traitNames('?associated=True')).toEqual(['CUSTOM_FAST_DISK', 'HW_CPU_X86_AVX2']);
 
     const stale = await t.call('PUT', `/resource_providers/${RP}/traits`, { body: { traits: [], resource_provider_generation: 0 } });
     expect(stale.status).toBe(409);

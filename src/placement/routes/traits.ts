@@ -30,7 +30,8 @@ function parseTraitListQuery(params: Record<string, string[]>): TraitListFilter 
         `Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "${name}"`));
     }
   }
-  const associated = params.associated?.at(-1);
+  // Case-insensitive as upstream: osc-placement sends "True" (seed 002: {True|False}).
+  const associated = params.associated?.at(-1)?.toLowerCase();
   if (associated !== undefined) {
     if (associated !== 'true' && associated !== 'false') {
       throw new ApiError(400, webobDetail(400, 'The query parameter "associated" only accepts "true" or "false"'));
