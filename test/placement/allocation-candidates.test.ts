@@ -199,6 +199,19 @@ describe('limit, ordering and round trips', () => {
     }
   });
 
+  it('searches in full when the lowest trees read first cannot fill the limit', async () => {
+    const late = await makeTestApp();
+    try {
+      await Promise.all(Array.from({ length: 70 }, () => provider(late, { inventory: { VCPU: { total: 1 } } })));
+      const good: string[] = [];
+      for (let i = 0; i < 3; i += 1) good.push(await provider(late, { inventory: { VCPU: { total: 8 } } }));
+      const body = await candidates(late, 'resources=VCPU:2&limit=2');
+      expect(body.allocation_requests.map((r) => Object.keys(r.allocations))).toEqual([[good[0]], [good[1]]]);
+    } finally {
+      late.close();
+    }
+  });
+
   it('randomizes when configured', async () => {
     const random = await makeTestApp({ PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: 'true' });
     try {

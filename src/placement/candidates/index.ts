@@ -7,7 +7,7 @@ import type { Microversion } from '../../http/microversion.js';
 import { capacityOf } from '../capacity.js';
 import { MV } from '../versions.js';
 import type { CandidateRequest } from './parse.js';
-import { loadCandidates, loadSummaryInventories, loadTrees, type CandidateInventories, type ProviderNode } from './research.js';
+import { loadCandidates, loadSummaryInventories, loadTrees, type CandidateInventories, type Lookups, type ProviderNode } from './research.js';
 import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
 
 export interface CandidateOptions {
@@ -62,56 +62,71 @@ export async function findAllocationCandidates(
     rootRequired: request.rootRequired,
     rootForbidden: request.rootForbidden,
   };
-  const { lookups, candidates } = await loadCandidates(client, { classes, traits: traitNames, aggregates, inTree }, amounts, prefilter);
-  const unknownClass = classes.find((c) => !lookups.classIdByName.has(c));
-  if (unknownClass) throw bad(`Invalid resource class in resources parameter: No such resource class ${unknownClass}.`);
-  const unknownTraits = traitNames.filter((t) => !lookups.traitIdByName.has(t)).sort();
-  if (unknownTraits.length) throw bad(`No such trait(s): ${unknownTraits.join(', ')}`);
+  type Attempt = { lookups: Lookups; nodes: Map<number, ProviderNode>; chosen: AllocationRequest[]; complete: boolean };
+  const attempt = async (firstRoots: number | null): Promise<Attempt> => {
+    const { lookups, candidates, truncatedAt } = await loadCandidates(
+      client, { classes, traits: traitNames, aggregates, inTree }, amounts, prefilter, firstRoots,
+    );
+    const unknownClass = classes.find((c) => !lookups.classIdByName.has(c));
+    if (unknownClass) throw bad(`Invalid resource class in resources parameter: No such resource class ${unknownClass}.`);
+    const unknownTraits = traitNames.filter((t) => !lookups.traitIdByName.has(t)).sort();
+    if (unknownTraits.length) throw bad(`No such trait(s): ${unknownTraits.join(', ')}`);
 
-  const groups: ResolvedGroup[] = request.groups.map((g) => ({
-    suffix: g.suffix,
-    resources: [...g.resources].map(([name, amount]): [number, number] => [lookups.classIdByName.get(name)!, amount])
-      .sort((a, b) => a[0] - b[0]),
-    requiredAnyOf: g.requiredAnyOf,
-    forbiddenTraits: g.forbiddenTraits,
-    memberOf: g.memberOf.map((anyOf) => new Set(anyOf.flatMap((u) => lookups.aggregateIdByUuid.get(u) ?? []))),
-    forbiddenAggregates: new Set(g.forbiddenAggregates.flatMap((u) => lookups.aggregateIdByUuid.get(u) ?? [])),
-    inTreeRoot: g.inTree === null ? null : (lookups.rootIdByProviderUuid.get(g.inTree) ?? -1),
-  }));
+    const groups: ResolvedGroup[] = request.groups.map((g) => ({
+      suffix: g.suffix,
+      resources: [...g.resources].map(([name, amount]): [number, number] => [lookups.classIdByName.get(name)!, amount])
+        .sort((a, b) => a[0] - b[0]),
+      requiredAnyOf: g.requiredAnyOf,
+      forbiddenTraits: g.forbiddenTraits,
+      memberOf: g.memberOf.map((anyOf) => new Set(anyOf.flatMap((u) => lookups.aggregateIdByUuid.get(u) ?? []))),
+      forbiddenAggregates: new Set(g.forbiddenAggregates.flatMap((u) => lookups.aggregateIdByUuid.get(u) ?? [])),
+      inTreeRoot: g.inTree === null ? null : (lookups.rootIdByProviderUuid.get(g.inTree) ?? -1),
+    }));
 
-  const roots = new Set(candidates.rootOf.values());
-  for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);
-  const search = new CandidateSearch({
-    groups,
-    groupPolicy: request.groupPolicy,
-    sameSubtrees: request.sameSubtrees,
-    rootRequired: request.rootRequired,
-    rootForbidden: request.rootForbidden,
-    nestedAware: mv.atLeast(MV.AC_NESTED),
-    candidates,
-    nodes: new Map(),
-  });
-  const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates);
-  // With a limit and stable order, trees are loaded in growing chunks: the
-  // first chunk usually fills the limit, so one trees query is the norm.
-  const anchors = [...roots].filter(coversEveryClass(candidates, groups)).sort((a, b) => a - b);
-  const stopsEarly = request.limit !== null && !options.randomize;
-  let chunkSize = stopsEarly ? Math.max(64, request.limit! * 4) : anchors.length;
-  const nodes = new Map<number, ProviderNode>();
-  // Sharing providers' own trees come with the first chunk: their traits decide their use.
-  const loadedRoots = new Set<number>();
-  let pending = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
-  for (let start = 0; start < anchors.length && !picker.done; start += chunkSize, chunkSize *= 4) {
-    const chunk = anchors.slice(start, start + chunkSize);
-    const wanted = [...new Set([...pending, ...chunk])].filter((root) => !loadedRoots.has(root));
-    pending = [];
-    const loaded = wanted.length ? await loadTrees(client, wanted) : new Map<number, ProviderNode>();
-    for (const root of wanted) loadedRoots.add(root);
-    for (const [id, node] of loaded) nodes.set(id, node);
-    search.addTrees(loaded.values());
-    picker.offer(search.requests(chunk));
-  }
-  const chosen = picker.result();
+    const roots = new Set(candidates.rootOf.values());
+    for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);
+    const search = new CandidateSearch({
+      groups,
+      groupPolicy: request.groupPolicy,
+      sameSubtrees: request.sameSubtrees,
+      rootRequired: request.rootRequired,
+      rootForbidden: request.rootForbidden,
+      nestedAware: mv.atLeast(MV.AC_NESTED),
+      candidates,
+      nodes: new Map(),
+    });
+    const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates);
+    // With a limit and stable order, trees are loaded in growing chunks: the
+    // first chunk usually fills the limit, so one trees query is the norm.
+    const anchors = [...roots].filter(coversEveryClass(candidates, groups))
+      // Trees above the cut-off were not read: they cannot be judged yet.
+      .filter((root) => truncatedAt === null || root <= truncatedAt)
+      .sort((a, b) => a - b);
+    const stopsEarly = request.limit !== null && !options.randomize;
+    let chunkSize = stopsEarly ? Math.max(64, request.limit! * 4) : anchors.length;
+    const nodes = new Map<number, ProviderNode>();
+    // Sharing providers' own trees come with the first chunk: their traits decide their use.
+    const loadedRoots = new Set<number>();
+    let pending = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
+    for (let start = 0; start < anchors.length && !picker.done; start += chunkSize, chunkSize *= 4) {
+      const chunk = anchors.slice(start, start + chunkSize);
+      const wanted = [...new Set([...pending, ...chunk])].filter((root) => !loadedRoots.has(root));
+      pending = [];
+      const loaded = wanted.length ? await loadTrees(client, wanted) : new Map<number, ProviderNode>();
+      for (const root of wanted) loadedRoots.add(root);
+      for (const [id, node] of loaded) nodes.set(id, node);
+      search.addTrees(loaded.values());
+      picker.offer(search.requests(chunk));
+    }
+    return { lookups, nodes, chosen: picker.result(), complete: truncatedAt === null || picker.done };
+  };
+  // A small stable-order limit over one group first reads only the lowest
+  // viable trees; if they cannot fill the limit, the search runs again in full.
+  const tryFirstRoots = prefilter && request.limit !== null && !options.randomize && inTree.length === 0
+    && options.maxCandidates === 0;
+  let outcome = await attempt(tryFirstRoots ? Math.max(64, request.limit! * 4) : null);
+  if (!outcome.complete) outcome = await attempt(null);
+  const { lookups, nodes, chosen } = outcome;
 
   // Summaries: every provider of the trees used (1.29+), or just the providers used before.
   const usedProviders = new Set(chosen.flatMap((r) => r.pieces.map((p) => p.providerId)));

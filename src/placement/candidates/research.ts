@@ -71,6 +71,8 @@ const INVENTORY_COLUMNS = `i.total, i.reserved, i.min_unit, i.max_unit, i.step_s
 export interface FirstLoad {
   lookups: Lookups;
   candidates: CandidateInventories;
+  /** When only the first roots were read: the highest root read (trees above it are unknown). */
+  truncatedAt: number | null;
 }
 
 /**
@@ -107,7 +109,7 @@ interface CandidateSql {
  * intersections over small indexed tables) and drive the inventory scan, so
  * hopeless trees are never read; sharing providers are always read.
  */
-function candidateSql(prefilter: TreePrefilter | null): CandidateSql {
+function candidateSql(prefilter: TreePrefilter | null, firstRoots: number | null): CandidateSql {
   const everyProvider: CandidateSql = { ctes: '', sources: ['resource_providers p'], where: '', cteArgs: [], whereArgs: [] };
   if (!prefilter) return everyProvider;
   let args: string[] = [];
@@ -145,6 +147,11 @@ function candidateSql(prefilter: TreePrefilter | null): CandidateSql {
     where = `AND p.id NOT IN (SELECT rt.resource_provider_id FROM resource_provider_traits rt
         JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name IN (SELECT value FROM ${json(prefilter.forbiddenTraits)}))`;
   }
+  if (firstRoots !== null) {
+    // Only the lowest viable roots: enough for a small limit, checked by the caller.
+    viable = `SELECT root_id FROM (${viable || 'SELECT id AS root_id FROM resource_providers WHERE id = root_provider_id'})
+      ORDER BY 1 LIMIT ${Math.floor(firstRoots)}`;
+  }
   if (!viable) return { ...everyProvider, where, whereArgs };
   return {
     ctes: `, viable(root_id) AS MATERIALIZED (${viable})`,
@@ -168,9 +175,10 @@ export async function loadCandidates(
   names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] },
   amounts: Map<string, { smallest: number; largest: number }>,
   prefilter: TreePrefilter | null,
+  firstRoots: number | null = null,
 ): Promise<FirstLoad> {
   const amountJson = JSON.stringify(Object.fromEntries([...amounts].map(([k, v]) => [k, [v.smallest, v.largest]])));
-  const query = candidateSql(prefilter);
+  const query = candidateSql(prefilter, prefilter ? firstRoots : null);
   const statements: InStatement[] = [
     { sql: 'SELECT id, name FROM resource_classes WHERE name IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.classes)] },
     { sql: 'SELECT id, name FROM traits WHERE name IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.traits)] },
@@ -185,7 +193,8 @@ export async function loadCandidates(
           SELECT a.resource_provider_id, a.resource_class_id, SUM(a.used) FROM allocations a
           WHERE a.resource_class_id IN (SELECT class_id FROM req) GROUP BY 1, 2)
         ${query.ctes}
-        SELECT COALESCE(json_group_array(json_array(rp, cls, root, total, reserved, min_unit, max_unit, step_size, ratio, used)), '[]')
+        SELECT json_object('rows', COALESCE(json_group_array(json_array(rp, cls, root, total, reserved, min_unit, max_unit, step_size, ratio, used)), json('[]')),
+          'truncatedAt', ${firstRoots !== null && prefilter ? '(SELECT CASE WHEN count(*) >= ' + String(Math.floor(firstRoots)) + ' THEN max(root_id) END FROM viable)' : 'NULL'})
         FROM (${query.sources.map((source) => `
           SELECT i.resource_provider_id AS rp, i.resource_class_id AS cls, p.root_provider_id AS root,
             i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio AS ratio, COALESCE(u.used, 0) AS used
@@ -219,7 +228,8 @@ export async function loadCandidates(
   };
   const byProvider = new Map<number, Map<number, Inventory>>();
   const rootOf = new Map<number, number>();
-  for (const row of unpack(invRows!.rows)) {
+  const packedRows = JSON.parse(String(invRows!.rows[0]?.[0] ?? '{}')) as { rows?: PackedRow[]; truncatedAt?: number | null };
+  for (const row of packedRows.rows ?? []) {
     const rpId = num(row[0]);
     let perClass = byProvider.get(rpId);
     if (!perClass) byProvider.set(rpId, (perClass = new Map()));
@@ -233,7 +243,7 @@ export async function loadCandidates(
     if (!anchors) anchorsOfSharing.set(sharing, (anchors = new Set()));
     anchors.add(num(row[1]));
   }
-  return { lookups, candidates: { byProvider, rootOf, anchorsOfSharing } };
+  return { lookups, candidates: { byProvider, rootOf, anchorsOfSharing }, truncatedAt: packedRows.truncatedAt ?? null };
 }
 
 /** Round trip 2: every provider of the given trees, with its traits and aggregate ids. */
