@@ -153,6 +153,15 @@ describe('resources filter and deleting a provider in use', () => {
       (await json(await t.call('GET', `/resource_providers?resources=${q}`))).resource_providers.map((p: { uuid: string }) => p.uuid);
     expect(await uuids('VCPU:1')).toEqual([HOST]);
     expect(await uuids('VCPU:2')).toEqual([]);
+    // Unit rules come from the same capacity rule: step_size 10 refuses 15.
+    const DISK = '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f0011';
+    await t.call('POST', '/resource_providers', { body: { name: 'disk-host', uuid: DISK } });
+    await t.call('PUT', `/resource_providers/${DISK}/inventories`, {
+      body: { inventories: { DISK_GB: { total: 100, step_size: 10, max_unit: 100 } }, resource_provider_generation: 0 },
+    });
+    expect(await uuids('DISK_GB:15')).toEqual([]);
+    expect(await uuids('DISK_GB:20')).toEqual([DISK]);
+    expect(await uuids('DISK_GB:20,VCPU:1')).toEqual([]);
     const unknown = await t.call('GET', '/resource_providers?resources=CUSTOM_NOPE:1');
     expect(unknown.status).toBe(400);
   });

@@ -9,7 +9,8 @@ import {
   allocations, inventories, placementAggregates, resourceProviderAggregates, resourceProviders,
   resourceProviderTraits,
 } from '../../db/schema/index.js';
-import type { AggregateFilter, TraitFilter } from '../query.js';
+import { fits } from '../capacity.js';
+import type { AggregateFilter } from '../query.js';
 import { findProvider, type ProviderRow } from './lookups.js';
 
 export interface ProviderView {
@@ -76,17 +77,30 @@ function hasTraits(traitIds: number[]): SQL {
   );
 }
 
-/** Providers with inventory of `rcId` that still fits `amount`, per the shared capacity rule. */
-function hasCapacity(rcId: number, amount: number): SQL {
-  return inArray(
-    resourceProviders.id,
-    sql`(SELECT inv.resource_provider_id FROM ${inventories} inv
-         WHERE inv.resource_class_id = ${rcId}
-           AND inv.min_unit <= ${amount} AND inv.max_unit >= ${amount} AND ${amount} % inv.step_size = 0
-           AND CAST((inv.total - inv.reserved) * inv.allocation_ratio AS INTEGER) >= ${amount} + coalesce(
-             (SELECT sum(a.used) FROM ${allocations} a
-              WHERE a.resource_provider_id = inv.resource_provider_id AND a.resource_class_id = ${rcId}), 0))`,
-  );
+/**
+ * Ids of providers with inventory of `rcId` where `amount` more still fits
+ * over current usage. The decision is capacity.ts's fits(), the rule
+ * allocations and allocation candidates use too; SQL only gathers the numbers.
+ */
+async function providersWithRoomFor(db: Db, rcId: number, amount: number): Promise<number[]> {
+  const used = db.select({
+    providerId: allocations.resourceProviderId,
+    used: sql<number>`sum(${allocations.used})`.as('used'),
+  }).from(allocations).where(eq(allocations.resourceClassId, rcId))
+    .groupBy(allocations.resourceProviderId).as('usage');
+  const rows = await db.select({
+    providerId: inventories.resourceProviderId,
+    total: inventories.total,
+    reserved: inventories.reserved,
+    minUnit: inventories.minUnit,
+    maxUnit: inventories.maxUnit,
+    stepSize: inventories.stepSize,
+    allocationRatio: inventories.allocationRatio,
+    used: sql<number>`coalesce(${used.used}, 0)`,
+  }).from(inventories)
+    .leftJoin(used, eq(used.providerId, inventories.resourceProviderId))
+    .where(eq(inventories.resourceClassId, rcId));
+  return rows.filter((inv) => fits(inv, Number(inv.used), amount)).map((inv) => inv.providerId);
 }
 
 export async function listProviders(db: Db, filter: ProviderListFilter): Promise<ProviderView[]> {
@@ -103,7 +117,9 @@ export async function listProviders(db: Db, filter: ProviderListFilter): Promise
   for (const traitId of filter.traits?.required ?? []) conditions.push(hasTraits([traitId]));
   for (const group of filter.traits?.anyOf ?? []) conditions.push(hasTraits(group));
   if (filter.traits?.forbidden.length) conditions.push(sql`NOT ${hasTraits(filter.traits.forbidden)}`);
-  for (const [rcId, amount] of filter.resources ?? []) conditions.push(hasCapacity(rcId, amount));
+  for (const [rcId, amount] of filter.resources ?? []) {
+    conditions.push(inArray(resourceProviders.id, await providersWithRoomFor(db, rcId, amount)));
+  }
   return viewQuery(db).where(conditions.length ? and(...conditions) : undefined).orderBy(resourceProviders.id);
 }
 
