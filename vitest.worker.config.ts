@@ -13,13 +13,16 @@ export default defineConfig({
           PLACEMENT_DB_URL: inject('sqldUrl'),
           PLACEMENT_AUTH_STRATEGY: 'noauth2',
           LOG_LEVEL: 'silent',
+          // Accelerator jobs: Nova events go to the fake Nova of fake-nova-setup.ts.
+          NOVA_URL: `${inject('novaUrl')}/v2.1`,
+          NOVA_TOKEN: 'nova-secret',
         },
       },
     })),
   ],
   test: {
     include: ['test/worker/**/*.test.ts'],
-    globalSetup: ['test/worker/global-setup.ts'],
+    globalSetup: ['test/worker/global-setup.ts', 'test/worker/fake-nova-setup.ts'],
     testTimeout: 30_000,
   },
 });
