@@ -120,6 +120,11 @@ describe('nested trees and sharing providers', () => {
     expect(isolate.allocation_requests).toHaveLength(2);
   });
 
+  it('limit combines with traits, aggregates and root_required in one group', async () => {
+    const body = await candidates(app, `resources=VCPU:1,SRIOV_NET_VF:1&required=CUSTOM_PHYSNET1&member_of=${agg}&root_required=HW_CPU_X86_AVX2&limit=1`);
+    expect(flatten(body)).toEqual([[`${numa0}:VCPU=1`, `${pf}:SRIOV_NET_VF=1`].sort().join(' ')]);
+  });
+
   it('member_of on the root spans the tree; forbidden aggregates exclude it', async () => {
     expect((await candidates(app, `resources=VCPU:1&member_of=${agg}`)).allocation_requests).toHaveLength(2);
     expect((await candidates(app, `resources=VCPU:1&member_of=!${agg}`)).allocation_requests).toEqual([]);

@@ -149,7 +149,7 @@ function candidateSql(prefilter: TreePrefilter | null, firstRoots: number | null
   }
   if (firstRoots !== null) {
     // Only the lowest viable roots: enough for a small limit, checked by the caller.
-    viable = `SELECT root_id FROM (${viable || 'SELECT id AS root_id FROM resource_providers WHERE id = root_provider_id'})
+    viable = `SELECT * FROM (${viable || 'SELECT id FROM resource_providers WHERE id = root_provider_id'})
       ORDER BY 1 LIMIT ${Math.floor(firstRoots)}`;
   }
   if (!viable) return { ...everyProvider, where, whereArgs };
