@@ -12,10 +12,10 @@ const ProfileInput = z.object({
 });
 
 /** POST /device_profiles: a list with exactly one profile (the CLI and Cyborg both send a list). */
-export const CreateDeviceProfileBody = z.union([
+export const CreateDeviceProfileBody = z.preprocess(
+  (body) => (Array.isArray(body) ? body : [body]),
   z.array(ProfileInput).length(1, 'the body is a list with exactly one device profile'),
-  ProfileInput.transform((p) => [p]),
-]);
+);
 export type DeviceProfileInput = z.infer<typeof ProfileInput>;
 export type ProfileGroup = Record<string, string>;
 
