@@ -169,6 +169,16 @@ describe('the whole inventory', () => {
     expect(deleteAll.status).toBe(409);
   });
 
+  it('names every class in use, in class-id order, when deleting all inventory', async () => {
+    const rp = await newProvider();
+    await t.call('PUT', invPath(rp.uuid), { body: { resource_provider_generation: 0, inventories: { DISK_GB: { total: 10 }, VCPU: { total: 8 } } } });
+    await allocate(rp.id, 'DISK_GB', 1);
+    await allocate(rp.id, 'VCPU', 1);
+    const res = await t.call('DELETE', invPath(rp.uuid));
+    expect(res.status).toBe(409);
+    expect((await json(res)).errors![0]!.detail).toContain(`Inventory for 'VCPU, DISK_GB' on resource provider '${rp.uuid}' in use`);
+  });
+
   it('rejects keys that cannot be class names and stale generations', async () => {
     const rp = await newProvider();
     const badKey = await t.call('PUT', invPath(rp.uuid), { body: { resource_provider_generation: 0, inventories: { 'disk gb': { total: 1 } } } });
