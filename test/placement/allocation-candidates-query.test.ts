@@ -1,0 +1,124 @@
+// Query-language corners of GET /allocation_candidates that the main test
+// file does not pin: any-of traits and aggregates, traits met by a sharing
+// provider, in_tree, string suffixes and mappings per microversion, groups
+// folded onto one provider, and the max-candidates cap.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+interface DictRequest { allocations: Record<string, { resources: Record<string, number> }>; mappings?: Record<string, string[]> }
+interface Candidates { allocation_requests: DictRequest[]; provider_summaries: Record<string, unknown> }
+interface ErrorBody { errors: { detail: string }[] }
+
+type InventorySpec = Record<string, { total: number }>;
+
+async function provider(
+  app: TestApp,
+  opts: { parent?: string; inventory?: InventorySpec; traits?: string[]; aggregates?: string[] } = {},
+): Promise<string> {
+  const uuid = crypto.randomUUID();
+  const made = await app.call('POST', '/resource_providers', { body: { name: `rp-${uuid}`, uuid, parent_provider_uuid: opts.parent } });
+  expect(made.status).toBe(200);
+  let generation = 0;
+  if (opts.inventory) {
+    const res = await app.call('PUT', `/resource_providers/${uuid}/inventories`, {
+      body: { resource_provider_generation: generation, inventories: opts.inventory },
+    });
+    expect(res.status).toBe(200);
+    generation += 1;
+  }
+  if (opts.traits) {
+    for (const name of opts.traits.filter((n) => n.startsWith('CUSTOM_'))) await app.call('PUT', `/traits/${name}`);
+    const res = await app.call('PUT', `/resource_providers/${uuid}/traits`, { body: { resource_provider_generation: generation, traits: opts.traits } });
+    expect(res.status).toBe(200);
+    generation += 1;
+  }
+  if (opts.aggregates) {
+    const res = await app.call('PUT', `/resource_providers/${uuid}/aggregates`, { body: { resource_provider_generation: generation, aggregates: opts.aggregates } });
+    expect(res.status).toBe(200);
+  }
+  return uuid;
+}
+
+async function candidates(app: TestApp, query: string, version = 'latest'): Promise<Candidates> {
+  const res = await app.call('GET', `/allocation_candidates?${query}`, { version });
+  expect(res.status).toBe(200);
+  return (await res.json()) as Candidates;
+}
+
+/** Provider uuids used by each request, sorted, for order-free comparison. */
+const providersUsed = (body: Candidates) => body.allocation_requests.map((r) => Object.keys(r.allocations).sort().join(' ')).sort();
+
+describe('query language against two compute nodes and a shared disk', () => {
+  let app: TestApp;
+  let cn1: string, cn2: string, disk: string;
+  const aggA = crypto.randomUUID();
+  const aggB = crypto.randomUUID();
+  beforeAll(async () => {
+    app = await makeTestApp();
+    cn1 = await provider(app, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 4096 } }, traits: ['HW_CPU_X86_AVX2'], aggregates: [aggA] });
+    cn2 = await provider(app, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 4096 } }, traits: ['HW_CPU_X86_SSE42'], aggregates: [aggB] });
+    // The disk shares with cn1 only (aggregate A) and carries a trait no compute node has.
+    disk = await provider(app, { inventory: { DISK_GB: { total: 100 } }, traits: ['MISC_SHARES_VIA_AGGREGATE', 'CUSTOM_FAST_DISK'], aggregates: [aggA] });
+  });
+  afterAll(() => app.close());
+
+  it('required=in: accepts any one of the traits from 1.39, and is a 400 before', async () => {
+    expect(providersUsed(await candidates(app, 'resources=VCPU:1&required=in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE42'))).toEqual([cn1, cn2].sort());
+    expect(providersUsed(await candidates(app, 'resources=VCPU:1&required=in:HW_CPU_X86_SSE42,CUSTOM_FAST_DISK'))).toEqual([cn2]);
+    const old = await app.call('GET', '/allocation_candidates?resources=VCPU:1&required=in:HW_CPU_X86_AVX2', { version: '1.38' });
+    expect(old.status).toBe(400);
+    expect(((await old.json()) as ErrorBody).errors[0]!.detail).toContain('only supported since microversion 1.39');
+  });
+
+  it('a required trait of the unsuffixed group may be met by the sharing provider it uses, with or without a limit', async () => {
+    const query = 'resources=VCPU:1,DISK_GB:10&required=CUSTOM_FAST_DISK';
+    expect(providersUsed(await candidates(app, query))).toEqual([[cn1, disk].sort().join(' ')]);
+    expect(providersUsed(await candidates(app, `${query}&limit=1`))).toEqual([[cn1, disk].sort().join(' ')]);
+    // Forbidding it rules out every candidate that needs the disk.
+    expect((await candidates(app, 'resources=VCPU:1,DISK_GB:10&required=!CUSTOM_FAST_DISK')).allocation_requests).toEqual([]);
+  });
+
+  it('member_of=in: is any-of, repeated member_of is all-of, !in: excludes', async () => {
+    expect(providersUsed(await candidates(app, `resources=VCPU:1&member_of=in:${aggA},${aggB}`))).toEqual([cn1, cn2].sort());
+    expect((await candidates(app, `resources=VCPU:1&member_of=${aggA}&member_of=${aggB}`)).allocation_requests).toEqual([]);
+    expect(providersUsed(await candidates(app, `resources=VCPU:1&member_of=!in:${aggA},${crypto.randomUUID()}`))).toEqual([cn2]);
+  });
+
+  it('in_tree keeps one tree; an unknown provider gives no candidates rather than an error', async () => {
+    expect(providersUsed(await candidates(app, `resources=VCPU:1&in_tree=${cn2}`))).toEqual([cn2]);
+    expect(providersUsed(await candidates(app, `resources_X=VCPU:1&in_tree_X=${cn1}`))).toEqual([cn1]);
+    expect((await candidates(app, `resources=VCPU:1&in_tree=${crypto.randomUUID()}`)).allocation_requests).toEqual([]);
+  });
+
+  it('string suffixes come with 1.33 and mappings with 1.34', async () => {
+    const bad = await app.call('GET', '/allocation_candidates?resources_CPU=VCPU:1', { version: '1.32' });
+    expect(bad.status).toBe(400);
+    const before = await candidates(app, 'resources_CPU=VCPU:1&resources_MEM=MEMORY_MB:64&group_policy=none', '1.33');
+    expect(before.allocation_requests).toHaveLength(2);
+    expect(before.allocation_requests[0]).not.toHaveProperty('mappings');
+    const after = await candidates(app, 'resources_CPU=VCPU:1&resources_MEM=MEMORY_MB:64&group_policy=none', '1.34');
+    const mapped = after.allocation_requests.map((r) => `${r.mappings!._CPU!.join()}|${r.mappings!._MEM!.join()}`).sort();
+    expect(mapped).toEqual([`${cn1}|${cn1}`, `${cn2}|${cn2}`].sort());
+  });
+
+  it('groups folded onto one provider must fit together', async () => {
+    // Each group alone fits on either node; both together need 6 of 4 VCPU.
+    const body = await candidates(app, 'resources1=VCPU:3&resources2=VCPU:3&group_policy=none');
+    expect(body.allocation_requests).toEqual([]);
+    const fits = await candidates(app, 'resources1=VCPU:2&resources2=VCPU:2&group_policy=none');
+    expect(fits.allocation_requests.map((r) => Object.values(r.allocations).map((a) => a.resources.VCPU)).sort()).toEqual([[4], [4]]);
+  });
+});
+
+describe('max candidates', () => {
+  it('caps the answer at PLACEMENT_MAX_ALLOCATION_CANDIDATES', async () => {
+    const app = await makeTestApp({ PLACEMENT_MAX_ALLOCATION_CANDIDATES: '2' });
+    try {
+      for (let i = 0; i < 4; i += 1) await provider(app, { inventory: { VCPU: { total: 2 } } });
+      expect((await candidates(app, 'resources=VCPU:1')).allocation_requests).toHaveLength(2);
+      expect((await candidates(app, 'resources=VCPU:1&limit=1')).allocation_requests).toHaveLength(1);
+    } finally {
+      app.close();
+    }
+  });
+});
