@@ -1,0 +1,65 @@
+// Reports the host's PCI accelerators to the accelerator (Cyborg) API of the
+// same service: PUT /accelerator/v2/hosts/{hostname}/devices with one device
+// per discovered GPU/FPGA child provider, one deployable backing that
+// provider, and the PCI function as its attach handle. The body is the one
+// src/cyborg/schemas/agent.ts validates; the report replaces the host's list.
+import type { DiscoveredProvider } from '../discover/types.js';
+import type { PlacementClient } from './client.js';
+
+export interface AcceleratorReport {
+  devices: {
+    key: string;
+    type: string;
+    vendor: string;
+    model: string;
+    std_board_info: string;
+    vendor_board_info: string | null;
+    deployables: {
+      name: string;
+      num_accelerators: number;
+      rp_uuid: string;
+      driver_name: string | null;
+      attach_handles: { type: 'PCI'; info: Record<string, string> }[];
+    }[];
+  }[];
+}
+
+/** "0000:0c:00.1" -> {domain, bus, device, function}, as Nova reads attach_handle_info. */
+export function pciAttachInfo(address: string): Record<string, string> | undefined {
+  const m = /^([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$/i.exec(address);
+  return m ? { domain: m[1]!, bus: m[2]!, device: m[3]!, function: m[4]! } : undefined;
+}
+
+export function acceleratorReport(providers: readonly DiscoveredProvider[], uuidOf: (name: string) => string): AcceleratorReport {
+  const devices: AcceleratorReport['devices'] = [];
+  for (const provider of providers) {
+    const device = provider.device;
+    const info = device && pciAttachInfo(device.pciAddress);
+    if (!device || !info) continue;
+    const units = Object.values(provider.inventories).reduce((sum, inv) => sum + inv.total, 0);
+    devices.push({
+      key: device.pciAddress,
+      type: device.kind,
+      vendor: device.vendorId,
+      model: device.model ?? device.productId,
+      std_board_info: JSON.stringify({ vendor_id: device.vendorId, product_id: device.productId, numa_node: device.numaNode ?? null }),
+      vendor_board_info: device.vendorName || null,
+      deployables: [{
+        name: provider.name,
+        num_accelerators: Math.max(1, units),
+        rp_uuid: uuidOf(provider.name),
+        driver_name: device.driver ?? null,
+        attach_handles: [{ type: 'PCI', info }],
+      }],
+    });
+  }
+  return { devices };
+}
+
+export async function reportAccelerators(
+  client: PlacementClient, hostname: string, providers: readonly DiscoveredProvider[], uuidOf: (name: string) => string,
+): Promise<number> {
+  const report = acceleratorReport(providers, uuidOf);
+  await client.request('PUT', `/accelerator/v2/hosts/${encodeURIComponent(hostname)}/devices`, report);
+  return report.devices.length;
+}
