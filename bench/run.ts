@@ -234,8 +234,9 @@ async function main(): Promise<void> {
     const rows: [string, string, string][] = [
       ['(a) AC median / p95', `${a.median} / ${a.p95} ms (${a.candidates} candidates)`, N >= 10000 ? '< 50 ms' : '< 17 ms'],
       ['(b) AC limit=10 median / p95', `${b.median} / ${b.p95} ms`, N >= 10000 ? '< 10 ms' : '< 7 ms'],
-      ['(c) throughput, concurrency 10', `${c} req/s`, '> 130 req/s'],
-      ['(d) claim cycle', `${d} ms per claim`, '< 16 ms'],
+      // The issue sets (c) and (d) targets for N=1000 only.
+      ['(c) throughput, concurrency 10', `${c} req/s`, N >= 10000 ? '-' : '> 130 req/s'],
+      ['(d) claim cycle', `${d} ms per claim`, N >= 10000 ? '-' : '< 16 ms'],
       ['(e) nested granular/same_subtree', `${e.median} / ${e.p95} ms (${e.candidates} candidates)`, '-'],
       ['(e) same, limit=10', `${eLimited.median} / ${eLimited.p95} ms`, '-'],
       ['load (flat / nested)', `${result.load_seconds.flat} s / ${result.load_seconds.nested} s`, '-'],
