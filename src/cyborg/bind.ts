@@ -96,3 +96,10 @@ export async function failStuckBinds(db: Db, cutoff: string, now: string, nowMs:
   }
   return queueNovaEvents(db, failed, nowMs);
 }
+
+/** Cheap read before the sweep takes the write lock: is any bind past the cutoff? */
+export async function hasStuckBinds(db: Db, cutoff: string): Promise<boolean> {
+  const row = await db.select({ id: acceleratorRequests.id }).from(acceleratorRequests)
+    .where(and(eq(acceleratorRequests.state, ArqState.BIND_STARTED), lte(acceleratorRequests.bindStartedAt, cutoff))).limit(1).get();
+  return row !== undefined;
+}

@@ -2,7 +2,7 @@
 // delivered afterwards. A consumer claims a row (attempts+1, next attempt
 // pushed by a lease) before working on it, so concurrent or re-delivered
 // messages for the same row do the work once.
-import { and, asc, desc, eq, lte } from 'drizzle-orm';
+import { and, asc, desc, eq, lt, lte } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { outbox } from '../db/schema/cyborg.js';
 import type { JobMessage, JobTopic, PAYLOADS } from './messages.js';
@@ -55,3 +55,14 @@ export async function listOutbox(db: Db, filter: { state?: OutboxState; topic?: 
 }
 
 export const messageFor = (row: OutboxRow): JobMessage => ({ type: row.topic, outboxId: row.id }) as JobMessage;
+
+/** Delivered rows older than the cutoff go; dead letters stay until an operator looks. */
+export async function purgeDoneOutbox(db: Db, cutoffIso: string): Promise<number> {
+  const gone = await db.delete(outbox).where(and(eq(outbox.state, 'done'), lt(outbox.updatedAt, cutoffIso))).returning({ id: outbox.id });
+  return gone.length;
+}
+
+export async function hasDoneOutboxBefore(db: Db, cutoffIso: string): Promise<boolean> {
+  const row = await db.select({ id: outbox.id }).from(outbox).where(and(eq(outbox.state, 'done'), lt(outbox.updatedAt, cutoffIso))).limit(1).get();
+  return row !== undefined;
+}

@@ -79,3 +79,28 @@ describe('idempotent binding', () => {
     expect(await consume(t.deps, { kind: 'other' })).toEqual({ outcome: 'skipped' });
   });
 });
+
+describe('outbox housekeeping', () => {
+  it('purges delivered rows after a day and keeps dead letters', async () => {
+    const { purgeDelivered } = await import('../../src/jobs/sweeps.js');
+    const t = await makeCyborgApp({ NOVA_URL: 'http://nova.test/v2.1', NOVA_EVENT_MAX_ATTEMPTS: '1' });
+    try {
+      let fail = false;
+      t.deps.novaFetch = async () => (fail ? new Response('down', { status: 503 }) : Response.json({ events: [] }));
+      await seedHost(t, 2);
+      await t.acc('POST', '/device_profiles', { body: fpgaProfile() });
+      for (const nova of ['ok', 'down']) {
+        fail = nova === 'down';
+        const { arqs } = await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json() as { arqs: { uuid: string }[] };
+        await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arqs[0]!.uuid, crypto.randomUUID()) });
+        await t.jobs.queue.idle();
+      }
+      expect(await purgeDelivered(t.deps)).toBe(0);
+      t.tick(25 * 3600_000);
+      expect(await purgeDelivered(t.deps)).toBe(3); // two binds + one delivered event
+      expect((await listOutbox(t.deps.store.db, {})).map((r) => r.state)).toEqual(['dead']);
+    } finally {
+      t.close();
+    }
+  });
+});
