@@ -7,8 +7,19 @@
 //    same consumer Node's in-process queue calls. The dead-letter queue only
 //    logs: the outbox row stays the record and the cron drain re-sends it.
 //  - scheduled (cron): binding-timeout sweep + outbox drain (jobs/sweeps.ts).
+//
+// Workers types come from the module form of @cloudflare/workers-types (no
+// globals, so they do not clash with Node's in the shared tsconfig). workerd
+// hands us its own Request; hono only needs the standard Fetch API shape.
+import type {
+  ExecutionContext,
+  ExportedHandler,
+  MessageBatch,
+  Request as WorkerRequest,
+  Response as WorkerResponse,
+} from '@cloudflare/workers-types/index';
 import { createClient } from '@libsql/client/web';
-import type { ExecutionContext } from 'hono';
+import { z } from 'zod';
 import { createApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import { createDataStore } from '../db/client.js';
@@ -16,33 +27,47 @@ import { applyMigrations } from '../db/migrate.js';
 import { MIGRATIONS } from '../db/migrations.generated.js';
 import { syncStandards } from '../db/sync-standards.js';
 import { consoleLogger, makeDeps, parsePolicyOverrides, type Deps } from '../deps.js';
+import { STATUS_TITLES } from '../http/api-error.js';
 import { consume } from '../jobs/consume.js';
+import type { JobMessage } from '../jobs/messages.js';
 import { cloudflareQueue, type QueueProducer } from '../jobs/queue.js';
 import { runSweeps } from '../jobs/sweeps.js';
 
-/** Bindings: string vars/secrets named as the Node environment, plus the JOBS queue producer. */
+/**
+ * Bindings: string vars/secrets named as the Node environment (see
+ * src/config.ts), LIBSQL_URL / LIBSQL_AUTH_TOKEN as aliases of the
+ * PLACEMENT_DB_* pair, and the JOBS queue producer.
+ */
 export type WorkerEnv = Record<string, unknown>;
 
-/** The parts of Cloudflare's queue types this entry uses (no Workers globals in the Node tsconfig). */
-interface QueueMessage { body: unknown; attempts: number; ack(): void; retry(options?: { delaySeconds?: number }): void }
-interface QueueBatch { queue: string; messages: readonly QueueMessage[] }
+const QueueProducerBinding = z.custom<QueueProducer>(
+  (value) => typeof value === 'object' && value !== null && typeof (value as { send?: unknown }).send === 'function',
+);
+
+/** The non-string bindings, checked; the string ones go through ConfigSchema. */
+const BindingsSchema = z.object({
+  LIBSQL_URL: z.string().min(1).optional(),
+  LIBSQL_AUTH_TOKEN: z.string().optional(),
+  JOBS: QueueProducerBinding.optional(),
+});
+
+/** Node-style environment from the bindings: strings only, LIBSQL_* filling the PLACEMENT_DB_* names. */
+export function environmentFromBindings(env: WorkerEnv): Record<string, string | undefined> {
+  const bindings = BindingsSchema.parse(env);
+  const out: Record<string, string | undefined> = {};
+  for (const [key, value] of Object.entries(env)) if (typeof value === 'string') out[key] = value;
+  out.PLACEMENT_DB_URL ??= bindings.LIBSQL_URL;
+  out.PLACEMENT_DB_AUTH_TOKEN ??= bindings.LIBSQL_AUTH_TOKEN;
+  if (!out.PLACEMENT_DB_URL) throw new Error('PLACEMENT_DB_URL (or LIBSQL_URL) binding is required in Worker mode');
+  return out;
+}
 
 type App = ReturnType<typeof createApp>;
 interface Booted { app: App; deps: Deps }
 let ready: Promise<Booted> | undefined;
 
-function stringBindings(env: WorkerEnv): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
-  for (const [key, value] of Object.entries(env)) if (typeof value === 'string') out[key] = value;
-  return out;
-}
-
-function isQueueProducer(value: unknown): value is QueueProducer {
-  return typeof value === 'object' && value !== null && typeof (value as { send?: unknown }).send === 'function';
-}
-
 async function boot(env: WorkerEnv): Promise<Booted> {
-  const config = loadConfig(stringBindings(env));
+  const config = loadConfig(environmentFromBindings(env));
   const client = createClient({ url: config.PLACEMENT_DB_URL, authToken: config.PLACEMENT_DB_AUTH_TOKEN });
   await applyMigrations(client, MIGRATIONS);
   await syncStandards(client);
@@ -51,7 +76,8 @@ async function boot(env: WorkerEnv): Promise<Booted> {
     : undefined;
   const deps = makeDeps(createDataStore(client), config, consoleLogger(config.LOG_LEVEL), overrides);
   // Without a JOBS binding the cron drain delivers (outboxOnlyQueue).
-  if (isQueueProducer(env.JOBS)) deps.jobs = cloudflareQueue(env.JOBS);
+  const jobs = BindingsSchema.parse(env).JOBS;
+  if (jobs) deps.jobs = cloudflareQueue(jobs);
   return { app: createApp(deps), deps };
 }
 
@@ -64,12 +90,37 @@ function booted(env: WorkerEnv): Promise<Booted> {
   return ready;
 }
 
+/** A boot failure (bad bindings, libSQL unreachable) in the API's error envelope; details go to the log only. */
+export function bootFailure(err: unknown): Response {
+  console.error('placement-edge worker failed to start', err instanceof Error ? err.message : String(err));
+  const status = 503;
+  const body = {
+    errors: [{
+      status,
+      title: STATUS_TITLES[status] ?? 'Service Unavailable',
+      detail: 'The service could not start (configuration or database); see the Worker logs.',
+      request_id: `req-${crypto.randomUUID()}`,
+    }],
+  };
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+}
+
+// The Fetch API objects are the same at run time; only the two type packages differ.
+const asFetchRequest = (request: WorkerRequest): Request => request as unknown as Request;
+const asWorkerResponse = (response: Response): WorkerResponse => response as unknown as WorkerResponse;
+
 export default {
-  async fetch(request: Request, env: WorkerEnv, ctx: ExecutionContext): Promise<Response> {
-    return (await booted(env)).app.fetch(request, env, ctx);
+  async fetch(request, env, ctx) {
+    let app: App;
+    try {
+      ({ app } = await booted(env));
+    } catch (err) {
+      return asWorkerResponse(bootFailure(err));
+    }
+    return asWorkerResponse(await app.fetch(asFetchRequest(request), env, ctx));
   },
 
-  async queue(batch: QueueBatch, env: WorkerEnv): Promise<void> {
+  async queue(batch: MessageBatch<JobMessage>, env) {
     const { deps } = await booted(env);
     if (batch.queue.endsWith('-dlq')) {
       for (const msg of batch.messages) {
@@ -80,6 +131,7 @@ export default {
     }
     for (const msg of batch.messages) {
       try {
+        // consume() validates the body itself (zod): a malformed message is acked, not retried forever.
         const result = await consume(deps, msg.body);
         if (result.outcome === 'retry') msg.retry({ delaySeconds: Math.max(1, Math.ceil(result.delayMs / 1000)) });
         else msg.ack();
@@ -90,8 +142,8 @@ export default {
     }
   },
 
-  async scheduled(_controller: unknown, env: WorkerEnv, ctx: ExecutionContext): Promise<void> {
+  async scheduled(_controller, env, ctx: ExecutionContext) {
     const { deps } = await booted(env);
     ctx.waitUntil(runSweeps(deps));
   },
-};
+} satisfies ExportedHandler<WorkerEnv, JobMessage>;

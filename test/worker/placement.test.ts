@@ -62,4 +62,39 @@ describe('Placement in workerd against sqld', () => {
     expect(res.status).toBe(400);
     expect((await json(res)).errors?.[0]?.status).toBe(400);
   });
+
+  it('runs classes, aggregates, allocations, usages and candidates over libSQL HTTP', async () => {
+    const host = crypto.randomUUID();
+    const rc = `CUSTOM_WK_${host.slice(0, 8).toUpperCase()}`;
+    expect((await call('PUT', `/resource_classes/${rc}`)).status).toBe(201);
+    expect((await call('POST', '/resource_providers', { name: `wk-${host}`, uuid: host })).status).toBe(200);
+    expect((await call('PUT', `/resource_providers/${host}/inventories`, {
+      resource_provider_generation: 0,
+      inventories: { VCPU: { total: 4 }, [rc]: { total: 2 } },
+    })).status).toBe(200);
+    const agg = crypto.randomUUID();
+    expect((await call('PUT', `/resource_providers/${host}/aggregates`, { aggregates: [agg], resource_provider_generation: 1 })).status).toBe(200);
+
+    const candidates = await json(await call('GET', `/allocation_candidates?resources=VCPU:3,${rc}:1&member_of=${agg}`));
+    const requests = candidates.allocation_requests as { allocations: Record<string, { resources: Record<string, number> }> }[];
+    expect(requests).toHaveLength(1);
+    expect(requests[0]?.allocations[host]?.resources).toEqual({ VCPU: 3, [rc]: 1 });
+
+    const consumer = crypto.randomUUID();
+    const claim = await call('PUT', `/allocations/${consumer}`, {
+      allocations: requests[0]?.allocations,
+      consumer_generation: null,
+      project_id: crypto.randomUUID(),
+      user_id: crypto.randomUUID(),
+      consumer_type: 'INSTANCE',
+    });
+    expect(claim.status, await claim.clone().text()).toBe(204);
+    const usages = await json(await call('GET', `/resource_providers/${host}/usages`));
+    expect(usages.usages).toEqual({ VCPU: 3, [rc]: 1 });
+    // Only one VCPU is left: the same request no longer fits.
+    const after = await json(await call('GET', `/allocation_candidates?resources=VCPU:3&member_of=${agg}`));
+    expect(after.allocation_requests).toEqual([]);
+    // The class is in use, so it cannot be deleted.
+    expect((await call('DELETE', `/resource_classes/${rc}`)).status).toBe(409);
+  });
 });

@@ -1,0 +1,37 @@
+// How the Worker turns its bindings into the Node-style configuration.
+import { describe, expect, it } from 'vitest';
+import { bootFailure, environmentFromBindings } from '../../src/entry/worker.js';
+
+describe('Worker bindings', () => {
+  it('accepts LIBSQL_URL / LIBSQL_AUTH_TOKEN as the database binding', () => {
+    const env = environmentFromBindings({ LIBSQL_URL: 'libsql://db.example', LIBSQL_AUTH_TOKEN: 'tok' });
+    expect(env.PLACEMENT_DB_URL).toBe('libsql://db.example');
+    expect(env.PLACEMENT_DB_AUTH_TOKEN).toBe('tok');
+  });
+
+  it('prefers the PLACEMENT_DB_* names when both are bound', () => {
+    const env = environmentFromBindings({ LIBSQL_URL: 'libsql://alias', PLACEMENT_DB_URL: 'https://primary' });
+    expect(env.PLACEMENT_DB_URL).toBe('https://primary');
+  });
+
+  it('keeps only string bindings for the configuration', () => {
+    const env = environmentFromBindings({ PLACEMENT_DB_URL: 'http://x', JOBS: { send: async () => {} } });
+    expect(env).not.toHaveProperty('JOBS');
+  });
+
+  it('refuses to start without a database URL (Workers have no local file)', () => {
+    expect(() => environmentFromBindings({})).toThrow(/PLACEMENT_DB_URL/);
+  });
+
+  it('rejects a JOBS binding that is not a queue producer', () => {
+    expect(() => environmentFromBindings({ PLACEMENT_DB_URL: 'http://x', JOBS: 'placement-edge-jobs' })).toThrow();
+  });
+
+  it('answers a failed start with 503 in the error envelope, without the reason', async () => {
+    const res = bootFailure(new Error('secret-host unreachable'));
+    expect(res.status).toBe(503);
+    const body = (await res.json()) as { errors: { status: number; detail: string }[] };
+    expect(body.errors[0]?.status).toBe(503);
+    expect(body.errors[0]?.detail).not.toContain('secret-host');
+  });
+});
