@@ -10,10 +10,22 @@ data=$(mktemp -d)
 sqld_port=${SQLD_PORT:-$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')}
 "$SQLD" --db-path "$data/db" --http-listen-addr "127.0.0.1:$sqld_port" --no-welcome >"$data/sqld.log" 2>&1 &
 sqld_pid=$!
-trap 'kill $sqld_pid 2>/dev/null; rm -rf "$data"' EXIT
+wrangler_pid=
+# Ctrl-C reaches the whole process group; a TERM to this script alone must
+# stop wrangler (and its workerd) and sqld too, and leave no scratch data.
+cleanup() {
+  [ -n "$wrangler_pid" ] && kill "$wrangler_pid" 2>/dev/null && wait "$wrangler_pid" 2>/dev/null
+  kill "$sqld_pid" 2>/dev/null
+  rm -rf "$data"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$sqld_port/health" >/dev/null 2>&1 && break; sleep 0.1; done
 echo "sqld on http://127.0.0.1:$sqld_port (data in $data)" >&2
 export WRANGLER_SEND_METRICS=false CLOUDFLARE_CF_FETCH_ENABLED=false
-npx wrangler dev --var "PLACEMENT_DB_URL:http://127.0.0.1:$sqld_port" \
+node_modules/.bin/wrangler dev --var "PLACEMENT_DB_URL:http://127.0.0.1:$sqld_port" \
   --var "PLACEMENT_AUTH_STRATEGY:${PLACEMENT_AUTH_STRATEGY:-noauth2}" \
-  --port "${PORT:-8787}" --ip 127.0.0.1 "$@"
+  --port "${PORT:-8787}" --ip 127.0.0.1 "$@" <&0 &
+wrangler_pid=$!
+# Waiting in the background lets the traps run as soon as a signal arrives.
+wait "$wrangler_pid"
