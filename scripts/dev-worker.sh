@@ -14,8 +14,9 @@ wrangler_pid=
 # Ctrl-C reaches the whole process group; a TERM to this script alone must
 # stop wrangler (and its workerd) and sqld too, and leave no scratch data.
 cleanup() {
+  set +e # best effort: a killed child's exit status must not end the cleanup early
   [ -n "$wrangler_pid" ] && kill "$wrangler_pid" 2>/dev/null && wait "$wrangler_pid" 2>/dev/null
-  kill "$sqld_pid" 2>/dev/null
+  kill "$sqld_pid" 2>/dev/null && wait "$sqld_pid" 2>/dev/null
   rm -rf "$data"
 }
 trap cleanup EXIT
