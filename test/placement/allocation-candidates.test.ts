@@ -183,7 +183,7 @@ describe('limit, ordering and round trips', () => {
     const batch = vi.spyOn(client, 'batch');
     const execute = vi.spyOn(client, 'execute');
     await candidates(app, 'resources=VCPU:1,MEMORY_MB:128');
-    expect(batch.mock.calls.length + execute.mock.calls.length).toBeLessThanOrEqual(3);
+    expect(batch.mock.calls.length + execute.mock.calls.length).toBeLessThanOrEqual(2);
     batch.mockRestore();
     execute.mockRestore();
   });

@@ -1,5 +1,5 @@
 // GET /allocation_candidates, end to end below HTTP: resolve names, load the
-// research context (3 round trips), search in memory, shape the answer for
+// research context (2 round trips as a rule), search in memory, shape the answer for
 // the requested microversion.
 import type { Client } from '@libsql/client';
 import { ApiError, webobDetail } from '../../http/api-error.js';
@@ -7,7 +7,7 @@ import type { Microversion } from '../../http/microversion.js';
 import { capacityOf } from '../capacity.js';
 import { MV } from '../versions.js';
 import type { CandidateRequest } from './parse.js';
-import { loadCandidates, loadSummaryInventories, loadTrees, type CandidateInventories, type Lookups, type ProviderNode } from './research.js';
+import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode } from './research.js';
 import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
 
 export interface CandidateOptions {
@@ -131,7 +131,6 @@ export async function findAllocationCandidates(
   // Summaries: every provider of the trees used (1.29+), or just the providers used before.
   const usedProviders = new Set(chosen.flatMap((r) => r.pieces.map((p) => p.providerId)));
   const usedRoots = new Set([...usedProviders].map((id) => nodes.get(id)!.rootId));
-  const summaryInventories = usedRoots.size ? await loadSummaryInventories(client, usedRoots) : [];
   const nestedAware = mv.atLeast(MV.AC_NESTED);
   const allResources = mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY);
   const withTraits = mv.atLeast(MV.AC_REQUIRED);
@@ -149,11 +148,12 @@ export async function findAllocationCandidates(
     }
     summaries[node.uuid] = entry;
   }
-  for (const inv of summaryInventories) {
-    const node = nodes.get(inv.providerId);
-    const entry = node && summaries[node.uuid];
-    if (!entry || (!allResources && !requested.has(inv.className))) continue;
-    entry.resources[inv.className] = { capacity: capacityOf(inv), used: inv.used };
+  for (const node of summarized) {
+    const entry = summaries[node.uuid]!;
+    for (const inv of node.inventories) {
+      if (!allResources && !requested.has(inv.className)) continue;
+      entry.resources[inv.className] = { capacity: capacityOf(inv), used: inv.used };
+    }
   }
 
   const uuidOf = (id: number) => nodes.get(id)!.uuid;

@@ -2,8 +2,9 @@
 // in-memory search needs, loaded in a fixed number of round trips whatever
 // the provider count (each round trip is a network hop at the edge):
 //   1. one batch: name lookups, candidate inventories+usage, sharing anchors;
-//   2. one batch: structure, traits and aggregates of the involved trees;
-//   3. one query: every inventory of the trees that made it into the answer.
+//   2. one query: structure, traits, aggregates and inventories of the
+//      involved trees (more only when a limit lets trees load in chunks and
+//      the first chunk cannot fill it).
 import type { Client, InStatement, Row } from '@libsql/client';
 import type { InventoryLimits } from '../capacity.js';
 
@@ -18,6 +19,8 @@ export interface ProviderNode {
   rootId: number;
   traits: Set<string>;
   aggregates: Set<number>;
+  /** Every inventory of the provider with its usage, for provider summaries. */
+  inventories: (Inventory & { className: string })[];
 }
 
 export interface Lookups {
@@ -249,10 +252,13 @@ export async function loadCandidates(
 /** Round trip 2: every provider of the given trees, with its traits and aggregate ids. */
 export async function loadTrees(client: Client, rootIds: Iterable<number>): Promise<Map<number, ProviderNode>> {
   const result = await client.execute({
-    sql: packed('id, uuid, parent_provider_id, root_provider_id, traits, aggs', `SELECT p.id, p.uuid, p.parent_provider_id, p.root_provider_id,
+    sql: packed('id, uuid, parent_provider_id, root_provider_id, traits, aggs, json(inv)', `SELECT p.id, p.uuid, p.parent_provider_id, p.root_provider_id,
         (SELECT group_concat(name, ',') FROM (SELECT t.name FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
           WHERE rt.resource_provider_id = p.id ORDER BY t.id)) AS traits,
-        (SELECT group_concat(ra.aggregate_id, ',') FROM resource_provider_aggregates ra WHERE ra.resource_provider_id = p.id) AS aggs
+        (SELECT group_concat(ra.aggregate_id, ',') FROM resource_provider_aggregates ra WHERE ra.resource_provider_id = p.id) AS aggs,
+        (SELECT json_group_array(json_array(rc.name, ${INVENTORY_COLUMNS}))
+          FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+          WHERE i.resource_provider_id = p.id) AS inv
       FROM resource_providers p
       WHERE p.root_provider_id IN (SELECT value FROM json_each(?))
       ORDER BY p.id`),
@@ -269,27 +275,8 @@ export async function loadTrees(client: Client, rootIds: Iterable<number>): Prom
       rootId: num(row[3]),
       traits: new Set(traitList),
       aggregates: new Set(aggList),
+      inventories: ((row[6] ?? []) as unknown as PackedRow[]).map((inv) => ({ className: String(inv[0]), ...inventoryOf(inv, 1) })),
     });
   }
   return nodes;
-}
-
-export interface SummaryInventory extends Inventory {
-  providerId: number;
-  className: string;
-}
-
-/** Round trip 3: every inventory (with usage) of the given trees, for provider summaries. */
-export async function loadSummaryInventories(client: Client, rootIds: Iterable<number>): Promise<SummaryInventory[]> {
-  const result = await client.execute({
-    sql: packed('rp_id, class_name, total, reserved, min_unit, max_unit, step_size, allocation_ratio, used',
-      `SELECT i.resource_provider_id AS rp_id, rc.name AS class_name, ${INVENTORY_COLUMNS} AS used
-      FROM inventories i
-      JOIN resource_providers p ON p.id = i.resource_provider_id
-      JOIN resource_classes rc ON rc.id = i.resource_class_id
-      WHERE p.root_provider_id IN (SELECT value FROM json_each(?))
-      ORDER BY i.resource_provider_id, i.resource_class_id`),
-    args: [JSON.stringify([...rootIds])],
-  });
-  return unpack(result.rows).map((row) => ({ providerId: num(row[0]), className: String(row[1]), ...inventoryOf(row, 2) }));
 }
