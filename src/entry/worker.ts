@@ -90,9 +90,8 @@ function booted(env: WorkerEnv): Promise<Booted> {
   return ready;
 }
 
-/** A boot failure (bad bindings, libSQL unreachable) in the API's error envelope; details go to the log only. */
-export function bootFailure(err: unknown): Response {
-  console.error('placement-edge worker failed to start', err instanceof Error ? err.message : String(err));
+/** A boot failure (bad bindings, libSQL unreachable) in the API's error envelope; the reason stays in the log. */
+export function bootFailure(): Response {
   const status = 503;
   const body = {
     errors: [{
@@ -115,7 +114,8 @@ export default {
     try {
       ({ app } = await booted(env));
     } catch (err) {
-      return asWorkerResponse(bootFailure(err));
+      console.error('placement-edge worker failed to start:', err instanceof Error ? err.message : String(err));
+      return asWorkerResponse(bootFailure());
     }
     return asWorkerResponse(await app.fetch(asFetchRequest(request), env, ctx));
   },

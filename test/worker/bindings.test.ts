@@ -27,11 +27,12 @@ describe('Worker bindings', () => {
     expect(() => environmentFromBindings({ PLACEMENT_DB_URL: 'http://x', JOBS: 'placement-edge-jobs' })).toThrow();
   });
 
-  it('answers a failed start with 503 in the error envelope, without the reason', async () => {
-    const res = bootFailure(new Error('secret-host unreachable'));
+  it('answers a failed start with 503 in the error envelope', async () => {
+    const res = bootFailure();
     expect(res.status).toBe(503);
-    const body = (await res.json()) as { errors: { status: number; detail: string }[] };
-    expect(body.errors[0]?.status).toBe(503);
-    expect(body.errors[0]?.detail).not.toContain('secret-host');
+    expect(res.headers.get('content-type')).toBe('application/json');
+    const body = (await res.json()) as { errors: { status: number; title: string; request_id: string }[] };
+    expect(body.errors[0]).toMatchObject({ status: 503, title: 'Service Unavailable' });
+    expect(body.errors[0]?.request_id).toMatch(/^req-[0-9a-f-]{36}$/);
   });
 });
