@@ -10,6 +10,7 @@ import { formatProblem, loadProviderConfigs, type ConfiguredProvider } from './p
 import { mergeProviderConfigs, ProviderConfigConflictError } from './provider-config/merge.js';
 import { ratioSettings } from './ratios/index.js';
 import { PlacementClient, ServiceUnavailableError, type FetchLike } from './report/client.js';
+import { reportAccelerators } from './report/accelerators.js';
 import { lookupProviders, syncTree, type SyncSummary } from './report/sync.js';
 
 export interface Io {
@@ -26,6 +27,9 @@ const USAGE = `usage: placement-agent <command> [options]
   validate DIR [--json] [--strict-permissions]
                                          check provider config files (*.yaml); non-zero exit when bad
   once --endpoint URL [--token T]        report to placement once
+  accelerators --endpoint URL [--token T]
+                                         report GPUs/FPGAs and their attach handles to the
+                                         accelerator API (/accelerator/v2) after \`once\`
   run  [--interval SECONDS]              report periodically until SIGTERM/SIGINT
 common: --config FILE (or PLACEMENT_AGENT_CONFIG), --host NAME, --root DIR;
 environment PLACEMENT_AGENT_<KEY> sets any config key (ENDPOINT, TOKEN, ...)`;
@@ -92,6 +96,8 @@ export async function main(argv: string[], io: Io): Promise<number> {
     case 'once':
     case 'run':
       return reportCommand(command, config, io);
+    case 'accelerators':
+      return acceleratorsCommand(config, io);
     default:
       io.err(`unknown command ${command}\n${USAGE}`);
       return 2;
@@ -197,6 +203,29 @@ async function reportCommand(command: 'once' | 'run', config: AgentConfig, io: I
     const delay = failures > 0 ? Math.min(intervalMs, 1000 * 2 ** (failures - 1)) : intervalMs;
     await sleep(delay, io.signal);
     if (io.signal?.aborted) return 0;
+  }
+}
+
+/**
+ * Sends this host's devices, deployables and attach handles to the accelerator
+ * service, naming device providers by the uuids Placement already has for them.
+ */
+async function acceleratorsCommand(config: AgentConfig, io: Io): Promise<number> {
+  if (!config.endpoint) {
+    io.err('no endpoint: use --endpoint URL or PLACEMENT_AGENT_ENDPOINT');
+    return 2;
+  }
+  const client = new PlacementClient({ endpoint: config.endpoint, token: config.token, fetch: io.fetch });
+  try {
+    const found = await discoverFromConfig(config);
+    const known = await lookupProviders(client, found.providers.map((p) => p.name));
+    const uuidOf = (name: string) => known.get(name)?.uuid ?? providerUuid(name);
+    const sent = await reportAccelerators(client, found.host.hostname, found.providers, uuidOf);
+    io.out(JSON.stringify({ host: found.host.hostname, devices: sent }));
+    return 0;
+  } catch (err) {
+    io.err(`error: ${(err as Error).message}`);
+    return err instanceof ServiceUnavailableError ? 3 : 1;
   }
 }
 
