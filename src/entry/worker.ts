@@ -18,7 +18,7 @@ import type {
   Request as WorkerRequest,
   Response as WorkerResponse,
 } from '@cloudflare/workers-types/index';
-import { createClient } from '@libsql/client/web';
+import { createClient, type Client } from '@libsql/client/web';
 import { z } from 'zod';
 import { createApp } from '../app.js';
 import { loadConfig } from '../config.js';
@@ -66,11 +66,23 @@ type App = ReturnType<typeof createApp>;
 interface Booted { app: App; deps: Deps }
 let ready: Promise<Booted> | undefined;
 
+/** Migrations and the standard-name sync, safe when several isolates start at once on a new database. */
+export async function prepareDatabase(client: Client): Promise<void> {
+  try {
+    await applyMigrations(client, MIGRATIONS);
+  } catch {
+    // Another isolate applied the same migration between our read of the
+    // journal and our batch, so ours failed and rolled back; a second pass
+    // sees theirs (and throws if the failure was real).
+    await applyMigrations(client, MIGRATIONS);
+  }
+  await syncStandards(client);
+}
+
 async function boot(env: WorkerEnv): Promise<Booted> {
   const config = loadConfig(environmentFromBindings(env));
   const client = createClient({ url: config.PLACEMENT_DB_URL, authToken: config.PLACEMENT_DB_AUTH_TOKEN });
-  await applyMigrations(client, MIGRATIONS);
-  await syncStandards(client);
+  await prepareDatabase(client);
   const overrides = config.PLACEMENT_POLICY_JSON
     ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON')
     : undefined;

@@ -10,6 +10,8 @@ import type { TestProject } from 'vitest/node';
 declare module 'vitest' {
   export interface ProvidedContext {
     sqldUrl: string;
+    /** A second, empty sqld nobody boots against: for the first-start race. */
+    freshSqldUrl: string;
   }
 }
 
@@ -35,19 +37,25 @@ async function waitHealthy(url: string): Promise<void> {
   throw new Error(`sqld did not come up at ${url}`);
 }
 
-let sqld: ChildProcess | undefined;
+const servers: ChildProcess[] = [];
 let dir: string | undefined;
+
+async function startSqld(name: string): Promise<string> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  servers.push(spawn(SQLD, ['--db-path', join(dir!, name), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'], { stdio: 'ignore' }));
+  return url;
+}
 
 export async function setup(project: TestProject): Promise<void> {
   dir = mkdtempSync(join(tmpdir(), 'sqld-'));
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  sqld = spawn(SQLD, ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'], { stdio: 'ignore' });
-  await waitHealthy(url);
+  const [url, freshUrl] = await Promise.all([startSqld('db'), startSqld('fresh')]);
+  await Promise.all([waitHealthy(url), waitHealthy(freshUrl)]);
   project.provide('sqldUrl', url);
+  project.provide('freshSqldUrl', freshUrl);
 }
 
 export function teardown(): void {
-  sqld?.kill();
+  for (const server of servers) server.kill();
   if (dir) rmSync(dir, { recursive: true, force: true });
 }

@@ -1,0 +1,21 @@
+// Several isolates booting at once on a brand-new libSQL database (a fresh
+// deploy taking traffic): every one must come up, with one set of tables.
+import { createClient } from '@libsql/client/web';
+import { describe, expect, inject, it } from 'vitest';
+import { MIGRATIONS } from '../../src/db/migrations.generated.js';
+import { prepareDatabase } from '../../src/entry/worker.js';
+
+describe('first start on an empty database', () => {
+  it('lets racing isolates all finish migrating and syncing', async () => {
+    const url = inject('freshSqldUrl');
+    const isolates = Array.from({ length: 4 }, () => createClient({ url }));
+    const results = await Promise.allSettled(isolates.map((client) => prepareDatabase(client)));
+    expect(results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))).toEqual(['ok', 'ok', 'ok', 'ok']);
+
+    const db = isolates[0]!;
+    const journal = await db.execute('SELECT hash FROM __drizzle_migrations ORDER BY created_at');
+    expect(journal.rows.map((row) => row.hash)).toEqual(MIGRATIONS.map((m) => m.tag));
+    const classes = await db.execute("SELECT count(*) AS n FROM resource_classes WHERE name = 'VCPU'");
+    expect(Number(classes.rows[0]!.n)).toBe(1);
+  });
+});
