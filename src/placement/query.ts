@@ -84,7 +84,7 @@ export const emptyAggregateFilter = (): AggregateFilter => ({ anyOf: [], forbidd
 export function parseMemberOf(values: string[], mv: Microversion): AggregateFilter {
   const filter = emptyAggregateFilter();
   if (values.length > 1 && !mv.atLeast(MV.MEMBER_OF_MULTI)) {
-    throw badQuery('Multiple member_of parameters are not supported');
+    throw new ApiError(400, webobDetail(400, 'Multiple member_of parameters are not supported'));
   }
   const invalid = (got: string) => badQuery(`Expected 'member_of' parameter to contain valid UUID(s). Got: ${got}`);
   for (const value of values) {
@@ -92,7 +92,8 @@ export function parseMemberOf(values: string[], mv: Microversion): AggregateFilt
     let forbidden = false;
     if (rest.startsWith('!')) {
       if (!mv.atLeast(MV.FORBIDDEN_AGGREGATES)) {
-        throw badQuery('Forbidden member_of parameters are not supported in the specified microversion');
+        throw new ApiError(400, webobDetail(400,
+          'Forbidden member_of parameters are not supported in the specified microversion'));
       }
       forbidden = true;
       rest = rest.slice(1);
@@ -102,9 +103,8 @@ export function parseMemberOf(values: string[], mv: Microversion): AggregateFilt
       uuids = rest.slice(3).split(',');
     } else {
       if (rest.includes(',')) {
-        throw badQuery(
-          "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion.",
-        );
+        throw new ApiError(400, webobDetail(400,
+          "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion."));
       }
       uuids = [rest];
     }

@@ -5,14 +5,9 @@
 import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import type { Microversion } from '../../http/microversion.js';
 import { badQuery, pyRepr } from '../../http/validate.js';
+import { isUuidLike, normalizeUuid, parseMemberOf, parseResources } from '../query.js';
 import { MV } from '../versions.js';
 
-const UUID_RE = /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/;
-const isUuidLike = (v: string) => UUID_RE.test(v);
-const normalizeUuid = (v: string) => {
-  const h = v.replace(/-/g, '').toLowerCase();
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-};
 
 export interface RequestGroup {
   /** '' for the unsuffixed group; its resources may come from several providers of a tree. */
@@ -88,27 +83,6 @@ function badRequest(message: string, code?: ErrorCode): ApiError {
   return new ApiError(400, webobDetail(400, message), { code });
 }
 
-export function parseResourcesParam(value: string): Map<string, number> {
-  const form = '?resources=VCPU:2,MEMORY_MB:1024';
-  const badlyFormed = (got: string) =>
-    badRequest(`Badly formed resources parameter. Expected resources query string parameter in form: ${form}. Got: ${got}.`);
-  if (!value.trim()) throw badlyFormed('empty string');
-  const amounts = new Map<string, number>();
-  for (const part of value.split(',')) {
-    const pieces = part.split(':');
-    if (pieces.length !== 2) throw badlyFormed(value);
-    const name = pieces[0]!.trim();
-    const raw = pieces[1]!.trim();
-    if (!/^[+-]?\d+$/.test(raw)) {
-      throw badRequest(`Requested resource ${name} expected positive integer amount. Got: ${raw}.`);
-    }
-    const amount = Number(raw);
-    if (amount < 1) throw badRequest(`Requested resource ${name} requires amount >= 1. Got: ${amount}.`);
-    amounts.set(name, amount);
-  }
-  return amounts;
-}
-
 interface TraitTerms {
   anyOf: string[][];
   forbidden: string[];
@@ -147,42 +121,6 @@ function parseRequiredValues(values: string[], mv: Microversion): TraitTerms {
     }
   }
   return terms;
-}
-
-function parseMemberOfValues(values: string[], mv: Microversion): { anyOf: string[][]; forbidden: string[] } {
-  if (values.length > 1 && !mv.atLeast(MV.MEMBER_OF_MULTI)) {
-    throw badRequest('Multiple member_of parameters are not supported');
-  }
-  const anyOf: string[][] = [];
-  const forbidden: string[] = [];
-  for (const value of values) {
-    let rest = value;
-    const isForbidden = rest.startsWith('!');
-    if (isForbidden) {
-      if (!mv.atLeast(MV.FORBIDDEN_AGGREGATES)) {
-        throw badRequest('Forbidden member_of parameters are not supported in the specified microversion');
-      }
-      rest = rest.slice(1);
-    }
-    let uuids: string[];
-    if (rest.startsWith('in:')) {
-      uuids = rest.slice(3).split(',');
-    } else {
-      if (rest.includes(',')) {
-        throw badRequest(
-          "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion.",
-        );
-      }
-      uuids = [rest];
-    }
-    if (uuids.some((u) => !isUuidLike(u.trim()))) {
-      throw badQuery(`Expected 'member_of' parameter to contain valid UUID(s). Got: ${value}`);
-    }
-    const normalized = uuids.map((u) => normalizeUuid(u.trim()));
-    if (isForbidden) forbidden.push(...normalized);
-    else anyOf.push(normalized);
-  }
-  return { anyOf, forbidden };
 }
 
 function newGroup(suffix: string): RequestGroup {
@@ -229,13 +167,13 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
     groups.set(suffix, group);
     const values = query[key]!;
     if (prefix === 'resources') {
-      group.resources = parseResourcesParam(last(key));
+      group.resources = parseResources(last(key));
     } else if (prefix === 'required') {
       const terms = parseRequiredValues(values, mv);
       group.requiredAnyOf = terms.anyOf;
       group.forbiddenTraits = terms.forbidden;
     } else if (prefix === 'member_of') {
-      const aggs = parseMemberOfValues(values, mv);
+      const aggs = parseMemberOf(values, mv);
       group.memberOf = aggs.anyOf;
       group.forbiddenAggregates = aggs.forbidden;
     } else {

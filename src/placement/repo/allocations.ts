@@ -7,7 +7,7 @@ import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { ApiError, webobDetail } from '../../http/api-error.js';
 import type { Db } from '../../db/client.js';
 import { allocations, consumers, inventories, resourceClasses, resourceProviders } from '../../db/schema/index.js';
-import { amountFitsUnits, capacityOf } from '../capacity.js';
+import { amountFitsUnits, capacityOf, type InventoryLimits } from '../capacity.js';
 import {
   bumpConsumerGeneration,
   deleteConsumersWithoutAllocations,
@@ -15,7 +15,7 @@ import {
   type ConsumerClaimIdentity,
   type ConsumerRow,
 } from './consumers.js';
-import { bumpGeneration, resourceClassIdsByName } from './lookups.js';
+import { bumpGeneration, inventoryLimitColumns, resourceClassIdsByName } from './lookups.js';
 
 /** One consumer's desired allocations: provider uuid → {resource class → amount}. */
 export interface ConsumerClaim extends ConsumerClaimIdentity {
@@ -57,15 +57,9 @@ async function providersByUuid(db: Db, uuids: string[]): Promise<Map<string, Pro
   return new Map(rows.map((r) => [r.uuid, r]));
 }
 
-interface InventoryWithUsage {
+interface InventoryWithUsage extends InventoryLimits {
   providerId: number;
   resourceClassId: number;
-  total: number;
-  reserved: number;
-  minUnit: number;
-  maxUnit: number;
-  stepSize: number;
-  allocationRatio: number;
   used: number;
 }
 
@@ -75,12 +69,7 @@ async function inventoriesWithUsage(db: Db, providerIds: number[], classIds: num
     .select({
       providerId: inventories.resourceProviderId,
       resourceClassId: inventories.resourceClassId,
-      total: inventories.total,
-      reserved: inventories.reserved,
-      minUnit: inventories.minUnit,
-      maxUnit: inventories.maxUnit,
-      stepSize: inventories.stepSize,
-      allocationRatio: inventories.allocationRatio,
+      ...inventoryLimitColumns,
     })
     .from(inventories)
     .where(and(inArray(inventories.resourceProviderId, providerIds), inArray(inventories.resourceClassId, classIds)));

@@ -6,7 +6,7 @@ import type { Db } from '../../db/client.js';
 import { allocations, inventories, resourceClasses } from '../../db/schema/index.js';
 import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
-import { resourceClassIdsByName, type ProviderRow } from './lookups.js';
+import { inventoryLimitColumns, resourceClassIdsByName, type ProviderRow } from './lookups.js';
 
 /** One inventory record as callers supply it, defaults already applied. */
 export type InventoryInput = InventoryLimits;
@@ -44,12 +44,7 @@ export class InventoryInUseError extends ApiError {
 const inventoryColumns = {
   resourceClass: resourceClasses.name,
   resourceClassId: inventories.resourceClassId,
-  total: inventories.total,
-  reserved: inventories.reserved,
-  minUnit: inventories.minUnit,
-  maxUnit: inventories.maxUnit,
-  stepSize: inventories.stepSize,
-  allocationRatio: inventories.allocationRatio,
+  ...inventoryLimitColumns,
   createdAt: inventories.createdAt,
   updatedAt: inventories.updatedAt,
 };

@@ -3,7 +3,7 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import type { Db } from '../../db/client.js';
-import { resourceClasses, resourceProviders, traits } from '../../db/schema/index.js';
+import { inventories, resourceClasses, resourceProviders, traits } from '../../db/schema/index.js';
 
 export type ProviderRow = typeof resourceProviders.$inferSelect;
 
@@ -68,3 +68,13 @@ export async function traitIdsByName(db: Db, names: string[]): Promise<Map<strin
 export function isoNow(clock: () => Date): string {
   return clock().toISOString();
 }
+
+/** The inventory columns capacity.ts's InventoryLimits needs, for select(). */
+export const inventoryLimitColumns = {
+  total: inventories.total,
+  reserved: inventories.reserved,
+  minUnit: inventories.minUnit,
+  maxUnit: inventories.maxUnit,
+  stepSize: inventories.stepSize,
+  allocationRatio: inventories.allocationRatio,
+};

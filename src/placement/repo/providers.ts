@@ -11,7 +11,7 @@ import {
 } from '../../db/schema/index.js';
 import { fits } from '../capacity.js';
 import type { AggregateFilter } from '../query.js';
-import { findProvider, type ProviderRow } from './lookups.js';
+import { findProvider, inventoryLimitColumns, type ProviderRow } from './lookups.js';
 
 export interface ProviderView {
   id: number;
@@ -90,12 +90,7 @@ async function providersWithRoomFor(db: Db, rcId: number, amount: number): Promi
     .groupBy(allocations.resourceProviderId).as('usage');
   const rows = await db.select({
     providerId: inventories.resourceProviderId,
-    total: inventories.total,
-    reserved: inventories.reserved,
-    minUnit: inventories.minUnit,
-    maxUnit: inventories.maxUnit,
-    stepSize: inventories.stepSize,
-    allocationRatio: inventories.allocationRatio,
+    ...inventoryLimitColumns,
     used: sql<number>`coalesce(${used.used}, 0)`,
   }).from(inventories)
     .leftJoin(used, eq(used.providerId, inventories.resourceProviderId))
