@@ -7,8 +7,7 @@ import { createPlacementApp } from './placement/app.js';
 
 export function createApp(deps: Deps): Hono {
   const root = new Hono();
-  const placement = createPlacementApp(deps);
   root.mount('/accelerator', createCyborgApp(deps).fetch);
-  root.mount('/', placement.fetch);
+  root.mount('/', createPlacementApp(deps).fetch);
   return root;
 }

@@ -4,7 +4,7 @@ import { Hono } from 'hono';
 import { ApiError, webobDetail } from '../../http/api-error.js';
 import type { AppContext, AppEnv } from '../../http/env.js';
 import { readBody } from '../../http/validate.js';
-import { atLeast, authorize, requireVersion, resource, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import {
   allocationsLastModified,
   presentConsumerAllocations,
@@ -33,8 +33,6 @@ import {
 
 export const allocationRoutes = new Hono<AppEnv>();
 
-/** A path parameter of the matched route (handlers are registered untyped through resource()). */
-const pathParam = (c: AppContext, name: string): string => c.req.param(name) ?? '';
 
 /** uuidutils.is_uuid_like + str(uuid.UUID(x)): dashless/braced/upper-case forms normalised, else null. */
 export function normaliseUuid(text: string): string | null {

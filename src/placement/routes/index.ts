@@ -1,4 +1,15 @@
-// Every Placement endpoint, by resource. Find a path here, then open its file.
+// Every Placement endpoint, by resource. Find a path here, then open its file:
+//   /                                              root.ts
+//   /resource_providers[/{uuid}]                   resource-providers.ts
+//   /resource_providers/{uuid}/aggregates          aggregates.ts
+//   /traits[/{name}], /resource_providers/{uuid}/traits        traits.ts
+//   /resource_providers/{uuid}/inventories[/{rc}]  inventories.ts
+//   /resource_classes[/{name}]                     resource-classes.ts
+//   /resource_providers/{uuid}/usages, /usages     usages.ts
+//   /allocations[/{consumer}], /resource_providers/{uuid}/allocations   allocations.ts
+//   /allocation_candidates                         allocation-candidates.ts
+//   /reshaper                                      reshaper.ts
+// The accelerator (Cyborg v2) API is src/cyborg/routes/, mounted in src/app.ts.
 import { Hono } from 'hono';
 import type { AppEnv } from '../../http/env.js';
 import { aggregateRoutes } from './aggregates.js';

@@ -6,7 +6,7 @@ import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import type { AppContext, AppEnv } from '../../http/env.js';
 import { readJson, validateBody } from '../../http/validate.js';
-import { atLeast, authorize, newest, requireVersion, resource, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import {
   presentInventories, presentInventory, presentInventoryWithGeneration,
 } from '../present/inventories.js';
@@ -22,7 +22,6 @@ import {
 export const inventoryRoutes = new Hono<AppEnv>();
 
 const RULE = 'placement:resource_providers:inventories';
-const pathParam = (c: AppContext, name: string): string => c.req.param(name) ?? '';
 
 /** Body generation must match the provider's, before anything else is tried. */
 function checkGeneration(provider: ProviderRow, given: number): void {

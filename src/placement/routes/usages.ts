@@ -2,8 +2,8 @@
 // consumer type from 1.38). Usage changes with every allocation, so the
 // last-modified header is always "now", as upstream.
 import { Hono } from 'hono';
-import type { AppContext, AppEnv } from '../../http/env.js';
-import { atLeast, authorize, requireVersion, resource, setCacheHeaders } from '../middleware.js';
+import type { AppEnv } from '../../http/env.js';
+import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { presentProviderUsages, presentTypedUsages } from '../present/usages.js';
 import { requireProvider } from '../repo/lookups.js';
 import { providerUsages, totalUsages, usagesByConsumerType } from '../repo/usages.js';
@@ -11,7 +11,6 @@ import { readUsagesQuery } from '../schemas/usages.js';
 
 export const usageRoutes = new Hono<AppEnv>();
 
-const pathParam = (c: AppContext, name: string): string => c.req.param(name) ?? '';
 
 resource(usageRoutes, '/resource_providers/:uuid/usages', {
   GET: async (c) => {
