@@ -3,41 +3,12 @@
 // provider, in_tree, string suffixes and mappings per microversion, groups
 // folded onto one provider, and the max-candidates cap.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 interface DictRequest { allocations: Record<string, { resources: Record<string, number> }>; mappings?: Record<string, string[]> }
 interface Candidates { allocation_requests: DictRequest[]; provider_summaries: Record<string, unknown> }
 interface ErrorBody { errors: { detail: string }[] }
-
-type InventorySpec = Record<string, { total: number }>;
-
-async function provider(
-  app: TestApp,
-  opts: { parent?: string; inventory?: InventorySpec; traits?: string[]; aggregates?: string[] } = {},
-): Promise<string> {
-  const uuid = crypto.randomUUID();
-  const made = await app.call('POST', '/resource_providers', { body: { name: `rp-${uuid}`, uuid, parent_provider_uuid: opts.parent } });
-  expect(made.status).toBe(200);
-  let generation = 0;
-  if (opts.inventory) {
-    const res = await app.call('PUT', `/resource_providers/${uuid}/inventories`, {
-      body: { resource_provider_generation: generation, inventories: opts.inventory },
-    });
-    expect(res.status).toBe(200);
-    generation += 1;
-  }
-  if (opts.traits) {
-    for (const name of opts.traits.filter((n) => n.startsWith('CUSTOM_'))) await app.call('PUT', `/traits/${name}`);
-    const res = await app.call('PUT', `/resource_providers/${uuid}/traits`, { body: { resource_provider_generation: generation, traits: opts.traits } });
-    expect(res.status).toBe(200);
-    generation += 1;
-  }
-  if (opts.aggregates) {
-    const res = await app.call('PUT', `/resource_providers/${uuid}/aggregates`, { body: { resource_provider_generation: generation, aggregates: opts.aggregates } });
-    expect(res.status).toBe(200);
-  }
-  return uuid;
-}
 
 async function candidates(app: TestApp, query: string, version = 'latest'): Promise<Candidates> {
   const res = await app.call('GET', `/allocation_candidates?${query}`, { version });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 interface Summary { resources: Record<string, { capacity: number; used: number }>; traits?: string[]; parent_provider_uuid?: string | null; root_provider_uuid?: string }
@@ -12,37 +13,6 @@ afterAll(() => t.close());
 
 const project = 'b7d8c0a4-4c1b-4c53-9c0a-0d1f6c1f0a01';
 const user = 'c2a1f6e0-1b9b-4d6e-9a57-3d5f6a7b8c02';
-
-type InventorySpec = Record<string, { total: number; reserved?: number; allocation_ratio?: number; min_unit?: number; max_unit?: number; step_size?: number }>;
-
-/** Builds a provider over the API: inventory, traits and aggregates as given. */
-async function provider(
-  app: TestApp,
-  opts: { parent?: string; inventory?: InventorySpec; traits?: string[]; aggregates?: string[] } = {},
-): Promise<string> {
-  const uuid = crypto.randomUUID();
-  const made = await app.call('POST', '/resource_providers', { body: { name: `rp-${uuid}`, uuid, parent_provider_uuid: opts.parent } });
-  expect(made.status).toBe(200);
-  let generation = 0;
-  if (opts.inventory) {
-    const res = await app.call('PUT', `/resource_providers/${uuid}/inventories`, {
-      body: { resource_provider_generation: generation, inventories: opts.inventory },
-    });
-    expect(res.status).toBe(200);
-    generation += 1;
-  }
-  if (opts.traits) {
-    for (const name of opts.traits.filter((n) => n.startsWith('CUSTOM_'))) await app.call('PUT', `/traits/${name}`);
-    const res = await app.call('PUT', `/resource_providers/${uuid}/traits`, { body: { resource_provider_generation: generation, traits: opts.traits } });
-    expect(res.status).toBe(200);
-    generation += 1;
-  }
-  if (opts.aggregates) {
-    const res = await app.call('PUT', `/resource_providers/${uuid}/aggregates`, { body: { resource_provider_generation: generation, aggregates: opts.aggregates } });
-    expect(res.status).toBe(200);
-  }
-  return uuid;
-}
 
 async function candidates(app: TestApp, query: string, version = 'latest'): Promise<Candidates> {
   const res = await app.call('GET', `/allocation_candidates?${query}`, { version });
