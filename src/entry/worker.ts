@@ -68,14 +68,7 @@ let ready: Promise<Booted> | undefined;
 
 /** Migrations and the standard-name sync, safe when several isolates start at once on a new database. */
 export async function prepareDatabase(client: Client): Promise<void> {
-  try {
-    await applyMigrations(client, MIGRATIONS);
-  } catch {
-    // Another isolate applied the same migration between our read of the
-    // journal and our batch, so ours failed and rolled back; a second pass
-    // sees theirs (and throws if the failure was real).
-    await applyMigrations(client, MIGRATIONS);
-  }
+  await applyMigrations(client, MIGRATIONS);
   await syncStandards(client);
 }
 
