@@ -14,6 +14,14 @@ export function capacityOf(inv: InventoryLimits): number {
   return Math.floor((inv.total - inv.reserved) * inv.allocationRatio);
 }
 
+/**
+ * `capacityOf` in SQL over an inventories row aliased `alias`, for queries
+ * that filter or summarise in the database (CAST truncates like the floor of
+ * a non-negative value, and reserved never exceeds total).
+ */
+export const capacitySql = (alias: string): string =>
+  `CAST((${alias}.total - ${alias}.reserved) * ${alias}.allocation_ratio AS INTEGER)`;
+
 /** Whether one request of `amount` respects min_unit, max_unit and step_size. */
 export function amountFitsUnits(inv: InventoryLimits, amount: number): boolean {
   return amount >= inv.minUnit && amount <= inv.maxUnit && amount % inv.stepSize === 0;

@@ -4,7 +4,6 @@
 import type { Client } from '@libsql/client';
 import { ApiError, webobDetail } from '../../http/api-error.js';
 import type { Microversion } from '../../http/microversion.js';
-import { capacityOf } from '../capacity.js';
 import { MV } from '../versions.js';
 import type { CandidateRequest } from './parse.js';
 import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode } from './research.js';
@@ -152,7 +151,7 @@ export async function findAllocationCandidates(
     const entry = summaries[node.uuid]!;
     for (const inv of node.inventories) {
       if (!allResources && !requested.has(inv.className)) continue;
-      entry.resources[inv.className] = { capacity: capacityOf(inv), used: inv.used };
+      entry.resources[inv.className] = { capacity: inv.capacity, used: inv.used };
     }
   }
 

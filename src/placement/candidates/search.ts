@@ -112,7 +112,7 @@ export class CandidateSearch {
 
   private inAllAggregates(node: ProviderNode | undefined, memberOf: Set<number>[]): boolean {
     if (!node) return false;
-    return memberOf.every((anyOf) => [...anyOf].some((agg) => node.aggregates.has(agg)));
+    return memberOf.every((anyOf) => intersects(anyOf, node.aggregates));
   }
 
   /** member_of on the provider or on its tree's root (an aggregate on a root spans the tree). */
@@ -123,9 +123,8 @@ export class CandidateSearch {
       return false;
     }
     if (group.forbiddenAggregates.size) {
-      for (const n of [node, root]) {
-        if (n && [...n.aggregates].some((a) => group.forbiddenAggregates.has(a))) return false;
-      }
+      if (node && intersects(group.forbiddenAggregates, node.aggregates)) return false;
+      if (root && intersects(group.forbiddenAggregates, root.aggregates)) return false;
     }
     return true;
   }
@@ -171,14 +170,9 @@ export class CandidateSearch {
     for (const pieces of product(perClass)) {
       const providers = [...new Set(pieces.map((p) => p.providerId))];
       // Required traits may come from any provider used; forbidden ones from none.
-      const union = new Set<string>();
-      let forbidden = false;
-      for (const id of providers) {
-        const traits = this.input.nodes.get(id)?.traits ?? new Set<string>();
-        if (group.forbiddenTraits.some((t) => traits.has(t))) forbidden = true;
-        for (const t of traits) union.add(t);
-      }
-      if (forbidden || !group.requiredAnyOf.every((anyOf) => anyOf.some((t) => union.has(t)))) continue;
+      const traitSets = providers.map((id) => this.input.nodes.get(id)?.traits ?? NO_TRAITS);
+      if (group.forbiddenTraits.some((t) => traitSets.some((traits) => traits.has(t)))) continue;
+      if (!group.requiredAnyOf.every((anyOf) => anyOf.some((t) => traitSets.some((traits) => traits.has(t))))) continue;
       choices.push({ suffix: group.suffix, pieces, providers });
     }
     return choices;
@@ -206,6 +200,7 @@ export class CandidateSearch {
   }
 
   private isolated(choices: Choice[]): boolean {
+    if (this.input.groupPolicy !== 'isolate') return true;
     const suffixed = choices.filter((c) => c.suffix !== '');
     if (this.input.groupPolicy !== 'isolate' || suffixed.length <= 1) return true;
     const used = new Set(suffixed.flatMap((c) => c.providers));
@@ -234,6 +229,7 @@ export class CandidateSearch {
   }
 
   private consolidate(choices: Choice[]): AllocationRequest | null {
+    if (choices.length === 1) return this.fromOneChoice(choices[0]!);
     const merged = new Map<string, Piece>();
     const mappings = new Map<string, number[]>();
     for (const choice of choices) {
@@ -261,6 +257,15 @@ export class CandidateSearch {
     return { pieces, mappings };
   }
 
+  /** One group: its pieces were each checked to fit and name distinct (provider, class) pairs. */
+  private fromOneChoice(choice: Choice): AllocationRequest | null {
+    if (!this.input.nestedAware) {
+      const roots = new Set(choice.providers.map((id) => this.input.nodes.get(id)?.rootId));
+      if (roots.size !== choice.providers.length) return null;
+    }
+    return { pieces: choice.pieces, mappings: new Map([[choice.suffix, choice.providers]]) };
+  }
+
   /** Every distinct allocation request, tree by tree, produced on demand. */
   *requests(anchors: Iterable<number>): Generator<AllocationRequest> {
     const seen = this.seen;
@@ -277,13 +282,26 @@ export class CandidateSearch {
         if (!this.isolated(combo) || !this.sameSubtreeOk(combo)) continue;
         const request = this.consolidate(combo);
         if (!request) continue;
-        const key = requestKey(request);
-        if (seen.has(key)) continue;
-        seen.add(key);
+        // A provider that shares nothing is offered only to its own tree's
+        // anchor (and one anchor never repeats a request), so only requests
+        // made entirely of sharing providers can recur across anchors.
+        if (request.pieces.every((p) => this.input.candidates.anchorsOfSharing.has(p.providerId))) {
+          const key = requestKey(request);
+          if (seen.has(key)) continue;
+          seen.add(key);
+        }
         yield request;
       }
     }
   }
+}
+
+const NO_TRAITS: ReadonlySet<string> = new Set();
+
+function intersects(a: ReadonlySet<number>, b: ReadonlySet<number>): boolean {
+  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
+  for (const x of small) if (large.has(x)) return true;
+  return false;
 }
 
 function requestKey(request: AllocationRequest): string {
