@@ -10,7 +10,7 @@ export class Microversion {
   }
 
   compare(other: Microversion | string): number {
-    const o = typeof other === 'string' ? Microversion.parse(other)! : other;
+    const o = typeof other === 'string' ? known(other) : other;
     return this.major - o.major || this.minor - o.minor;
   }
 
@@ -26,6 +26,17 @@ export class Microversion {
   toString(): string {
     return `${this.major}.${this.minor}`;
   }
+}
+
+/** Versions named in code (the MV table), parsed once: hot paths compare per item. */
+const parsedConstants = new Map<string, Microversion>();
+function known(text: string): Microversion {
+  const cached = parsedConstants.get(text);
+  if (cached) return cached;
+  const v = Microversion.parse(text);
+  if (!v) throw new Error(`not a microversion: ${text}`);
+  parsedConstants.set(text, v);
+  return v;
 }
 
 /**

@@ -156,6 +156,8 @@ export async function findAllocationCandidates(
   }
 
   const uuidOf = (id: number) => nodes.get(id)!.uuid;
+  const dictShape = mv.atLeast(MV.ALLOC_DICT);
+  const withMappings = mv.atLeast(MV.MAPPINGS);
   const present = (r: AllocationRequest) => {
     const byProvider = new Map<string, ResourceAmounts>();
     for (const piece of r.pieces) {
@@ -164,11 +166,11 @@ export async function findAllocationCandidates(
       resources[classNameById.get(piece.classId)!] = piece.amount;
       byProvider.set(uuid, resources);
     }
-    if (!mv.atLeast(MV.ALLOC_DICT)) {
+    if (!dictShape) {
       return { allocations: [...byProvider].map(([uuid, resources]) => ({ resource_provider: { uuid }, resources })) };
     }
     const allocations = Object.fromEntries([...byProvider].map(([uuid, resources]) => [uuid, { resources }]));
-    if (!mv.atLeast(MV.MAPPINGS)) return { allocations };
+    if (!withMappings) return { allocations };
     const mappings = Object.fromEntries([...r.mappings].map(([suffix, ids]) => [suffix, ids.map(uuidOf)]));
     return { allocations, mappings };
   };

@@ -57,6 +57,10 @@ export interface AllocationRequest {
 
 function* product<T>(lists: T[][]): Generator<T[]> {
   if (lists.some((l) => l.length === 0)) return;
+  if (lists.every((l) => l.length === 1)) { // the common case on flat trees
+    yield lists.map((l) => l[0]!);
+    return;
+  }
   const index = lists.map(() => 0);
   for (;;) {
     yield lists.map((l, i) => l[index[i]!]!);
