@@ -93,3 +93,50 @@ describe('max candidates', () => {
     }
   });
 });
+
+describe('several groups: trees pruned by the classes they offer', () => {
+  // 70 flat nodes (more than the first chunk of 64 roots a small limit reads)
+  // with VCPU and memory on one provider, then two nested trees whose VCPU,
+  // memory and VFs sit on separate children; a disk shares with nested tree 1.
+  let app: TestApp;
+  const flat: string[] = [];
+  const nested: { root: string; cpu: string; mem: string; pf: string }[] = [];
+  let disk: string;
+  const agg = crypto.randomUUID();
+  beforeAll(async () => {
+    app = await makeTestApp();
+    for (let i = 0; i < 70; i += 1) flat.push(await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 8192 } } }));
+    for (let i = 0; i < 2; i += 1) {
+      const root = await provider(app, i === 0 ? { aggregates: [agg] } : {});
+      nested.push({
+        root,
+        cpu: await provider(app, { parent: root, inventory: { VCPU: { total: 4 } } }),
+        mem: await provider(app, { parent: root, inventory: { MEMORY_MB: { total: 1024 } } }),
+        pf: await provider(app, { parent: root, inventory: { SRIOV_NET_VF: { total: 8 } } }),
+      });
+    }
+    disk = await provider(app, { inventory: { DISK_GB: { total: 100 } }, traits: ['MISC_SHARES_VIA_AGGREGATE'], aggregates: [agg] });
+  }, 60_000);
+  afterAll(() => app.close());
+
+  it('only trees offering every class answer', async () => {
+    const body = await candidates(app, 'resources_C=VCPU:1&resources_N=SRIOV_NET_VF:1&group_policy=none');
+    expect(providersUsed(body)).toEqual(nested.map((t) => [t.cpu, t.pf].sort().join(' ')).sort());
+  });
+
+  it('a class only a sharing provider offers does not prune the trees it shares with', async () => {
+    const body = await candidates(app, 'resources_D=DISK_GB:5&resources_C=VCPU:1&group_policy=none');
+    expect(providersUsed(body)).toEqual([[nested[0]!.cpu, disk].sort().join(' ')]);
+    const withVf = await candidates(app, 'resources=DISK_GB:5&resources_C=VCPU:1&resources_N=SRIOV_NET_VF:1&group_policy=none');
+    expect(providersUsed(withVf)).toEqual([[nested[0]!.cpu, nested[0]!.pf, disk].sort().join(' ')]);
+  });
+
+  it('a limit still finds trees beyond the first chunk when the first ones cannot serve', async () => {
+    // Every flat node offers both classes but on one provider, which isolate refuses.
+    const body = await candidates(app, 'resources_C=VCPU:1&resources_M=MEMORY_MB:1&group_policy=isolate&limit=1');
+    expect(body.allocation_requests).toHaveLength(1);
+    expect(body.allocation_requests[0]!.mappings).toEqual({ _C: [nested[0]!.cpu], _M: [nested[0]!.mem] });
+    const all = await candidates(app, 'resources_C=VCPU:1&resources_M=MEMORY_MB:1&group_policy=none&limit=5');
+    expect(providersUsed(all)).toEqual(flat.slice(0, 5).sort());
+  });
+});

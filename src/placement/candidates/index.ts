@@ -6,7 +6,7 @@ import { ApiError, webobDetail } from '../../http/api-error.js';
 import type { Microversion } from '../../http/microversion.js';
 import { MV } from '../versions.js';
 import type { CandidateRequest } from './parse.js';
-import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode } from './research.js';
+import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode, type TreePrefilter } from './research.js';
 import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
 
 export interface CandidateOptions {
@@ -52,14 +52,17 @@ export async function findAllocationCandidates(
     }
   }
 
-  // With one group every candidate row serves it, so its tree-level conditions can prune in SQL.
+  // With one group every candidate row serves it, so its tree-level
+  // conditions can prune in SQL; with several, only request-wide ones can,
+  // plus the classes each tree must offer.
   const only = request.groups.length === 1 ? request.groups[0]! : null;
-  const prefilter = only && {
-    requiredAnyOf: only.requiredAnyOf,
-    forbiddenTraits: only.forbiddenTraits,
-    memberOf: only.memberOf,
+  const prefilter: TreePrefilter = {
+    requiredAnyOf: only?.requiredAnyOf ?? [],
+    forbiddenTraits: only?.forbiddenTraits ?? [],
+    memberOf: only?.memberOf ?? [],
     rootRequired: request.rootRequired,
     rootForbidden: request.rootForbidden,
+    everyClassInTree: only === null,
   };
   type Attempt = { lookups: Lookups; nodes: Map<number, ProviderNode>; chosen: AllocationRequest[]; complete: boolean };
   const attempt = async (firstRoots: number | null): Promise<Attempt> => {
@@ -119,9 +122,9 @@ export async function findAllocationCandidates(
     }
     return { lookups, nodes, chosen: picker.result(), complete: truncatedAt === null || picker.done };
   };
-  // A small stable-order limit over one group first reads only the lowest
+  // A small stable-order limit first reads only the lowest
   // viable trees; if they cannot fill the limit, the search runs again in full.
-  const tryFirstRoots = prefilter && request.limit !== null && !options.randomize && inTree.length === 0
+  const tryFirstRoots = request.limit !== null && !options.randomize && inTree.length === 0
     && options.maxCandidates === 0;
   let outcome = await attempt(tryFirstRoots ? Math.max(64, request.limit! * 4) : null);
   if (!outcome.complete) outcome = await attempt(null);
