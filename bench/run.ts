@@ -5,12 +5,13 @@
 // project's Node-mode server on a temporary database and stops it afterwards.
 // Because it speaks only the public API it can be pointed at any Placement
 // (give --token for keystone-less noauth setups; default "admin").
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { AGGS, NESTED_AGG, QUERY_A, QUERY_E } from './queries.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -26,16 +27,9 @@ const N = Number(args.n);
 const NESTED = args.nested === undefined ? Math.max(10, Math.round(N / 10)) : Number(args.nested);
 const LOAD_CONCURRENCY = Number(args.concurrency);
 const VERSION = 'placement 1.36';
-/** The fixed aggregate of perfload; two more spread the providers over three. */
-const AGG = '0f1f5ed5-6f23-4b0b-8e0a-35d3c6a1a001';
-const AGGS = [AGG, '0f1f5ed5-6f23-4b0b-8e0a-35d3c6a1a002', '0f1f5ed5-6f23-4b0b-8e0a-35d3c6a1a003'];
-const NESTED_AGG = '0f1f5ed5-6f23-4b0b-8e0a-35d3c6a1a0ff';
 const PROJECT = '6a1c5e2e-8f0e-4d41-9c53-0c6e3b2b1a01';
 const USER = '6a1c5e2e-8f0e-4d41-9c53-0c6e3b2b1a02';
 
-const QUERY_A = `resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of=${AGG}&required=HW_CPU_X86_AVX2`;
-const QUERY_E = 'resources=DISK_GB:10&resources_CPU=VCPU:2,MEMORY_MB:1024'
-  + '&resources_NET=SRIOV_NET_VF:1,NET_BW_EGR_KILOBIT_PER_SEC:1000&same_subtree=_CPU,_NET&group_policy=none';
 
 let base = args.url?.replace(/\/$/, '') ?? '';
 
@@ -194,6 +188,25 @@ async function startServer(): Promise<{ child: ChildProcess; dir: string }> {
   throw new Error('server did not start');
 }
 
+/** V8 heap cap (MiB) for the in-process run: a quarter of a Worker's 128 MB. */
+const HEAP_CAP_MIB = 32;
+
+type InProcess = Record<string, { round_trips: number; candidates: number; ms_median: number }>;
+
+/** Runs bench/inprocess.ts on the loaded database under the heap cap; null if it failed. */
+function inProcessCheck(dbFile: string): InProcess | null {
+  const run = spawnSync(process.execPath, [`--max-old-space-size=${HEAP_CAP_MIB}`, '--import', 'tsx', 'bench/inprocess.ts', '--db', `file:${dbFile}`], {
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
+  const last = run.stdout.trim().split('\n').pop() ?? '';
+  if (run.status !== 0 || !last.startsWith('{')) {
+    console.error(`in-process check failed (exit ${run.status}): ${run.stderr.slice(-2000)}`);
+    return null;
+  }
+  return JSON.parse(last) as InProcess;
+}
+
 /** Peak resident memory of the server process (Linux), in MiB. */
 function peakRssMiB(pid: number | undefined): number | null {
   try {
@@ -230,7 +243,12 @@ async function main(): Promise<void> {
       e_nested_ms: e,
       e_nested_limit10_ms: eLimited,
       server_peak_rss_mib: server ? peakRssMiB(server.child.pid) : null,
+      in_process: null as InProcess | null,
     };
+    if (server) result.in_process = inProcessCheck(join(server.dir, 'placement.db'));
+    const trips = result.in_process
+      ? Object.entries(result.in_process).map(([name, r]) => `${name} ${r.round_trips}`).join(', ')
+      : 'n/a';
     const rows: [string, string, string][] = [
       ['(a) AC median / p95', `${a.median} / ${a.p95} ms (${a.candidates} candidates)`, N >= 10000 ? '< 50 ms' : '< 17 ms'],
       ['(b) AC limit=10 median / p95', `${b.median} / ${b.p95} ms`, N >= 10000 ? '< 10 ms' : '< 7 ms'],
@@ -241,6 +259,8 @@ async function main(): Promise<void> {
       ['(e) same, limit=10', `${eLimited.median} / ${eLimited.p95} ms`, '-'],
       ['load (flat / nested)', `${result.load_seconds.flat} s / ${result.load_seconds.nested} s`, '-'],
       ['server peak RSS', result.server_peak_rss_mib === null ? 'n/a' : `${result.server_peak_rss_mib} MiB`, '-'],
+      ['libSQL round trips per request', trips, '<= 3'],
+      [`all of the above in a ${HEAP_CAP_MIB} MiB V8 heap`, result.in_process ? 'yes' : 'n/a', 'Worker: 128 MB'],
     ];
     const width = Math.max(...rows.map((r) => r[0].length));
     const width2 = Math.max(...rows.map((r) => r[1].length));
