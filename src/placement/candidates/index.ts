@@ -1,5 +1,5 @@
 // GET /allocation_candidates, end to end below HTTP: resolve names, load the
-// research context (2 round trips as a rule), search in memory, shape the answer for
+// research context (2 round trips as a rule, 4 at most), search in memory, shape the answer for
 // the requested microversion.
 import type { Client } from '@libsql/client';
 import { ApiError, webobDetail } from '../../http/api-error.js';
@@ -65,7 +65,7 @@ export async function findAllocationCandidates(
     everyClassInTree: only === null,
   };
   type Attempt = { lookups: Lookups; nodes: Map<number, ProviderNode>; chosen: AllocationRequest[]; complete: boolean };
-  const attempt = async (firstRoots: number | null): Promise<Attempt> => {
+  const attempt = async (firstRoots: number | null, inChunks: boolean): Promise<Attempt> => {
     const { lookups, candidates, truncatedAt } = await loadCandidates(
       client, { classes, traits: traitNames, aggregates, inTree }, amounts, prefilter, firstRoots,
     );
@@ -98,19 +98,21 @@ export async function findAllocationCandidates(
       nodes: new Map(),
     });
     const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates);
-    // With a limit and stable order, trees are loaded in growing chunks: the
-    // first chunk usually fills the limit, so one trees query is the norm.
+    // With a limit and stable order, the first few trees are loaded alone:
+    // they usually fill the limit, so one trees query is the norm. If not,
+    // the rest comes in one more query (a fixed count of round trips: each
+    // is a network hop at the edge).
     const anchors = [...roots].filter(coversEveryClass(candidates, groups))
       // Trees above the cut-off were not read: they cannot be judged yet.
       .filter((root) => truncatedAt === null || root <= truncatedAt)
       .sort((a, b) => a - b);
     const stopsEarly = request.limit !== null && !options.randomize;
-    let chunkSize = stopsEarly ? Math.max(64, request.limit! * 4) : anchors.length;
+    let chunkSize = stopsEarly && inChunks ? Math.max(64, request.limit! * 4) : anchors.length;
     const nodes = new Map<number, ProviderNode>();
     // Sharing providers' own trees come with the first chunk: their traits decide their use.
     const loadedRoots = new Set<number>();
     let pending = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
-    for (let start = 0; start < anchors.length && !picker.done; start += chunkSize, chunkSize *= 4) {
+    for (let start = 0; start < anchors.length && !picker.done; start += chunkSize, chunkSize = anchors.length) {
       const chunk = anchors.slice(start, start + chunkSize);
       const wanted = [...new Set([...pending, ...chunk])].filter((root) => !loadedRoots.has(root));
       pending = [];
@@ -126,8 +128,9 @@ export async function findAllocationCandidates(
   // viable trees; if they cannot fill the limit, the search runs again in full.
   const tryFirstRoots = request.limit !== null && !options.randomize && inTree.length === 0
     && options.maxCandidates === 0;
-  let outcome = await attempt(tryFirstRoots ? Math.max(64, request.limit! * 4) : null);
-  if (!outcome.complete) outcome = await attempt(null);
+  let outcome = await attempt(tryFirstRoots ? Math.max(64, request.limit! * 4) : null, true);
+  // The lowest trees were already tried: load the rest in one go.
+  if (!outcome.complete) outcome = await attempt(null, false);
   const { lookups, nodes, chosen } = outcome;
 
   // Summaries: every provider of the trees used (1.29+), or just the providers used before.

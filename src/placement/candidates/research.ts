@@ -3,8 +3,9 @@
 // the provider count (each round trip is a network hop at the edge):
 //   1. one batch: name lookups, candidate inventories+usage, sharing anchors;
 //   2. one batch: structure, traits, aggregates and inventory summaries of
-//      the involved trees (more only when a limit lets trees load in chunks
-//      and the first chunk cannot fill it).
+//      the involved trees.
+// A stable-order limit that the lowest trees cannot fill costs one more of
+// each (index.ts): 4 round trips at most.
 import type { Client, InStatement, Row } from '@libsql/client';
 import { capacitySql, type InventoryLimits } from '../capacity.js';
 
