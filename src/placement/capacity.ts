@@ -22,6 +22,10 @@ export function capacityOf(inv: InventoryLimits): number {
 export const capacitySql = (alias: string): string =>
   `CAST((${alias}.total - ${alias}.reserved) * ${alias}.allocation_ratio AS INTEGER)`;
 
+/** Current usage of the inventories row aliased `alias`, summed through the (provider, class, used) index. */
+export const usedSql = (alias: string): string => `COALESCE((SELECT SUM(a.used) FROM allocations a
+  WHERE a.resource_provider_id = ${alias}.resource_provider_id AND a.resource_class_id = ${alias}.resource_class_id), 0)`;
+
 /** Whether one request of `amount` respects min_unit, max_unit and step_size. */
 export function amountFitsUnits(inv: InventoryLimits, amount: number): boolean {
   return amount >= inv.minUnit && amount <= inv.maxUnit && amount % inv.stepSize === 0;

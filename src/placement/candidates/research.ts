@@ -7,7 +7,7 @@
 // A stable-order limit that the lowest trees cannot fill costs one more of
 // each (index.ts): 4 round trips at most.
 import type { Client, InStatement, Row } from '@libsql/client';
-import { capacitySql, type InventoryLimits } from '../capacity.js';
+import { capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
 
 export interface Inventory extends InventoryLimits {
   used: number;
@@ -100,10 +100,6 @@ export interface TreePrefilter {
    */
   everyClassInTree: boolean;
 }
-
-/** Current usage of an inventories row aliased `alias`. */
-const usedSql = (alias: string): string => `COALESCE((SELECT SUM(a.used) FROM allocations a
-  WHERE a.resource_provider_id = ${alias}.resource_provider_id AND a.resource_class_id = ${alias}.resource_class_id), 0)`;
 
 const SHARING_IDS = `SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id WHERE t.name = '${SHARES_TRAIT}'`;
 

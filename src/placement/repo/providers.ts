@@ -9,9 +9,9 @@ import {
   allocations, inventories, placementAggregates, resourceProviderAggregates, resourceProviders,
   resourceProviderTraits,
 } from '../../db/schema/index.js';
-import { fits } from '../capacity.js';
+import { capacitySql, usedSql } from '../capacity.js';
 import type { AggregateFilter } from '../query.js';
-import { findProvider, inventoryLimitColumns, type ProviderRow } from './lookups.js';
+import { findProvider, type ProviderRow } from './lookups.js';
 
 export interface ProviderView {
   id: number;
@@ -78,24 +78,15 @@ function hasTraits(traitIds: number[]): SQL {
 }
 
 /**
- * Ids of providers with inventory of `rcId` where `amount` more still fits
- * over current usage. The decision is capacity.ts's fits(), the rule
- * allocations and allocation candidates use too; SQL only gathers the numbers.
+ * Providers with inventory of `rcId` where `amount` more still fits over
+ * current usage: capacity.ts's fits() in SQL (units, step, capacity), so the
+ * filter stays one query whatever the number of matching providers.
  */
-async function providersWithRoomFor(db: Db, rcId: number, amount: number): Promise<number[]> {
-  const used = db.select({
-    providerId: allocations.resourceProviderId,
-    used: sql<number>`sum(${allocations.used})`.as('used'),
-  }).from(allocations).where(eq(allocations.resourceClassId, rcId))
-    .groupBy(allocations.resourceProviderId).as('usage');
-  const rows = await db.select({
-    providerId: inventories.resourceProviderId,
-    ...inventoryLimitColumns,
-    used: sql<number>`coalesce(${used.used}, 0)`,
-  }).from(inventories)
-    .leftJoin(used, eq(used.providerId, inventories.resourceProviderId))
-    .where(eq(inventories.resourceClassId, rcId));
-  return rows.filter((inv) => fits(inv, Number(inv.used), amount)).map((inv) => inv.providerId);
+function hasRoomFor(rcId: number, amount: number): SQL {
+  return sql`EXISTS (SELECT 1 FROM ${inventories} room WHERE room.resource_provider_id = ${resourceProviders.id}
+    AND room.resource_class_id = ${rcId} AND room.min_unit <= ${amount} AND room.max_unit >= ${amount}
+    AND ${amount} % room.step_size = 0
+    AND ${sql.raw(capacitySql('room'))} - ${sql.raw(usedSql('room'))} >= ${amount})`;
 }
 
 export async function listProviders(db: Db, filter: ProviderListFilter): Promise<ProviderView[]> {
@@ -112,9 +103,7 @@ export async function listProviders(db: Db, filter: ProviderListFilter): Promise
   for (const traitId of filter.traits?.required ?? []) conditions.push(hasTraits([traitId]));
   for (const group of filter.traits?.anyOf ?? []) conditions.push(hasTraits(group));
   if (filter.traits?.forbidden.length) conditions.push(sql`NOT ${hasTraits(filter.traits.forbidden)}`);
-  for (const [rcId, amount] of filter.resources ?? []) {
-    conditions.push(inArray(resourceProviders.id, await providersWithRoomFor(db, rcId, amount)));
-  }
+  for (const [rcId, amount] of filter.resources ?? []) conditions.push(hasRoomFor(rcId, amount));
   return viewQuery(db).where(conditions.length ? and(...conditions) : undefined).orderBy(resourceProviders.id);
 }
 
