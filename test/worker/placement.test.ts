@@ -1,6 +1,6 @@
 // The Placement API inside workerd, on sqld: the same endpoints as Node mode.
 import { exports } from 'cloudflare:workers';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 
 const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
 
@@ -96,5 +96,32 @@ describe('Placement in workerd against sqld', () => {
     expect(after.allocation_requests).toEqual([]);
     // The class is in use, so it cannot be deleted.
     expect((await call('DELETE', `/resource_classes/${rc}`)).status).toBe(409);
+  });
+
+  it('answers allocation candidates in at most 3 database round trips, however many trees', async () => {
+    // Round trips are counted by a proxy in front of sqld: each is a network hop at the edge.
+    const agg = crypto.randomUUID();
+    for (let i = 0; i < 12; i += 1) {
+      const uuid = crypto.randomUUID();
+      expect((await call('POST', '/resource_providers', { name: `hop-${uuid}`, uuid })).status).toBe(200);
+      expect((await call('PUT', `/resource_providers/${uuid}/inventories`, {
+        resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } },
+      })).status).toBe(200);
+      expect((await call('PUT', `/resource_providers/${uuid}/aggregates`, { aggregates: [agg], resource_provider_generation: 1 })).status).toBe(200);
+    }
+    const hopsUrl = inject('sqldHopsUrl');
+    const hopsOf = async (path: string) => {
+      await fetch(hopsUrl, { method: 'DELETE' });
+      const res = await call('GET', path);
+      expect(res.status).toBe(200);
+      const body = await json(res);
+      const { hops } = (await (await fetch(hopsUrl)).json()) as { hops: number };
+      return { hops, count: (body.allocation_requests as unknown[]).length };
+    };
+    expect(await hopsOf(`/allocation_candidates?resources=VCPU:1,MEMORY_MB:64&member_of=${agg}`)).toEqual({ hops: 2, count: 12 });
+    expect(await hopsOf(`/allocation_candidates?resources=VCPU:1&member_of=${agg}&limit=2`)).toEqual({ hops: 2, count: 2 });
+    const granular = await hopsOf(`/allocation_candidates?resources_A=VCPU:1&member_of_A=${agg}&resources_B=MEMORY_MB:64&group_policy=none`);
+    expect(granular.count).toBeGreaterThanOrEqual(12);
+    expect(granular.hops).toBeLessThanOrEqual(3);
   });
 });

@@ -1,0 +1,35 @@
+// An HTTP proxy in front of sqld that counts the database requests passing
+// through it: in Worker mode each one is a network hop, so tests can assert
+// how many a Placement request makes. GET /__hops returns the count since
+// the last DELETE /__hops.
+import { createServer, request as httpRequest, type Server } from 'node:http';
+
+export interface CountingProxy {
+  url: string;
+  stop(): void;
+}
+
+export async function startCountingProxy(target: string): Promise<CountingProxy> {
+  const upstream = new URL(target);
+  let hops = 0;
+  const server: Server = createServer((req, res) => {
+    if (req.url === '/__hops') {
+      if (req.method === 'DELETE') hops = 0;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ hops }));
+      return;
+    }
+    if (req.method === 'POST') hops += 1; // statements and batches; GETs are version probes
+    const forward = httpRequest({
+      hostname: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers,
+    }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    forward.on('error', () => res.writeHead(502).end());
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('proxy has no port');
+  return { url: `http://127.0.0.1:${address.port}`, stop: () => server.close() };
+}
