@@ -34,6 +34,11 @@ export const AgentConfigSchema = z
       (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
       z.array(z.uuid()).default([]),
     ),
+    /** also keep the accelerator API's device list (/accelerator/v2) up to date on once/run */
+    report_accelerators: z.preprocess(
+      (v) => (typeof v === 'string' ? !/^(0|false|no|off)$/i.test(v.trim()) : v),
+      z.boolean().default(true),
+    ),
     /** attempts for `once` before giving up when the service is down */
     max_attempts: z.coerce.number().int().min(1).default(5),
   })

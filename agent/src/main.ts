@@ -9,8 +9,8 @@ import { providerUuid } from './discover/uuid.js';
 import { formatProblem, loadProviderConfigs, type ConfiguredProvider } from './provider-config/load.js';
 import { mergeProviderConfigs, ProviderConfigConflictError } from './provider-config/merge.js';
 import { ratioSettings } from './ratios/index.js';
-import { PlacementClient, ServiceUnavailableError, type FetchLike } from './report/client.js';
-import { reportAccelerators } from './report/accelerators.js';
+import { PlacementClient, PlacementError, ServiceUnavailableError, type FetchLike } from './report/client.js';
+import { reportAccelerators, type AcceleratorOutcome } from './report/accelerators.js';
 import { lookupProviders, syncTree, type SyncSummary } from './report/sync.js';
 
 export interface Io {
@@ -26,10 +26,10 @@ const USAGE = `usage: placement-agent <command> [options]
   discover [--root DIR] [--json]         print the provider tree found on this host
   validate DIR [--json] [--strict-permissions]
                                          check provider config files (*.yaml); non-zero exit when bad
-  once --endpoint URL [--token T]        report to placement once
+  once --endpoint URL [--token T]        report to placement once (and, unless
+                                         report_accelerators is false, GPUs/FPGAs to /accelerator/v2)
   accelerators --endpoint URL [--token T]
-                                         report GPUs/FPGAs and their attach handles to the
-                                         accelerator API (/accelerator/v2) after \`once\`
+                                         only the accelerator report (after \`once\` created the tree)
   run  [--interval SECONDS]              report periodically until SIGTERM/SIGINT
 common: --config FILE (or PLACEMENT_AGENT_CONFIG), --host NAME, --root DIR;
 environment PLACEMENT_AGENT_<KEY> sets any config key (ENDPOINT, TOKEN, ...)`;
@@ -220,8 +220,8 @@ async function acceleratorsCommand(config: AgentConfig, io: Io): Promise<number>
     const found = await discoverFromConfig(config);
     const known = await lookupProviders(client, found.providers.map((p) => p.name));
     const uuidOf = (name: string) => known.get(name)?.uuid ?? providerUuid(name);
-    const sent = await reportAccelerators(client, found.host.hostname, found.providers, uuidOf);
-    io.out(JSON.stringify({ host: found.host.hostname, devices: sent }));
+    const outcome = await reportAccelerators(client, found.host.hostname, found.providers, uuidOf);
+    io.out(JSON.stringify({ host: found.host.hostname, ...outcome }));
     return 0;
   } catch (err) {
     io.err(`error: ${(err as Error).message}`);
@@ -235,10 +235,26 @@ export async function reportOnce(
   configs: readonly ConfiguredProvider[],
   startup: boolean,
   log: { info(m: string): void; warn(m: string): void },
-): Promise<SyncSummary> {
+): Promise<ReportSummary> {
   const found = await discoverFromConfig(config);
   const known = await lookupProviders(client, found.providers.map((p) => p.name));
-  const merged = mergeProviderConfigs(found.providers, configs, (name) => known.get(name)?.uuid ?? providerUuid(name), { startup });
+  const uuidOf = (name: string) => known.get(name)?.uuid ?? providerUuid(name);
+  const merged = mergeProviderConfigs(found.providers, configs, uuidOf, { startup });
   for (const conflict of merged.conflicts) log.warn(`ignored: ${conflict}`);
-  return syncTree(client, merged.providers, { ratios: ratioSettings(config), aggregates: config.aggregates, log });
+  const summary = await syncTree(client, merged.providers, { ratios: ratioSettings(config), aggregates: config.aggregates, log });
+  if (!config.report_accelerators) return { ...summary, accelerators: 'disabled' };
+  try {
+    // After the tree exists, so every deployable names a device provider Placement has.
+    const outcome = await reportAccelerators(client, found.host.hostname, found.providers, uuidOf);
+    return { ...summary, accelerators: outcome };
+  } catch (err) {
+    // A plain OpenStack Placement has no accelerator API: keep reporting the tree.
+    if (err instanceof PlacementError && (err.status === 404 || err.status === 405)) {
+      log.warn(`no accelerator API at this endpoint (${err.status}); set report_accelerators: false to stop trying`);
+      return { ...summary, accelerators: 'unsupported' };
+    }
+    throw err;
+  }
 }
+
+export type ReportSummary = SyncSummary & { accelerators: AcceleratorOutcome | 'disabled' | 'unsupported' };

@@ -1,6 +1,6 @@
-// `placement-agent once` then `placement-agent accelerators` against one
-// service: the host's FPGA ends up as a deployable with its PCI attach
-// handle, on the device provider `once` created.
+// `placement-agent once` (which also reports accelerators) and `placement-agent
+// accelerators` against one service: the host's devices end up as deployables
+// with their PCI attach handles, on the device providers `once` created.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../agent/src/main.js';
@@ -32,6 +32,37 @@ describe('placement-agent accelerators', () => {
     const { deployables } = (await (await t.acc('GET', '/deployables')).json()) as { deployables: { rp_uuid: string }[] };
     expect(deployables).toHaveLength(1);
     expect(tree.resource_providers.map((p) => p.uuid)).toContain(deployables[0]!.rp_uuid);
+  });
+
+  it('once keeps the accelerator API up to date by itself, unless told not to', async () => {
+    const run = async (host: string, env: Record<string, string> = {}, fetch = (req: Request) => Promise.resolve(t.app.fetch(req))) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await main(['once', '--endpoint', 'http://edge.test', '--token', 'admin', '--root', fixture('two-nvidia'), '--host', host], {
+        out: (s) => out.push(s), err: (s) => err.push(s), fetch,
+        env: { PLACEMENT_AGENT_INSTANCES_PATH: '/tmp', PLACEMENT_AGENT_PROVIDER_CONFIG_LOCATION: '/nonexistent', ...env },
+      });
+      expect(code, err.join('\n')).toBe(0);
+      return { summary: JSON.parse(out.at(-1)!) as { accelerators: unknown }, err };
+    };
+    const hostDevices = async (host: string) =>
+      ((await (await t.acc('GET', `/hosts/${host}/devices`)).json()) as { devices: { type: string }[] }).devices;
+
+    expect((await run('gpu-once')).summary.accelerators).toEqual({ devices: 2, sent: true });
+    expect((await hostDevices('gpu-once')).map((d) => d.type)).toEqual(['GPU', 'GPU']);
+    expect((await run('gpu-once')).summary.accelerators).toEqual({ devices: 2, sent: false });
+
+    expect((await run('gpu-quiet', { PLACEMENT_AGENT_REPORT_ACCELERATORS: 'false' })).summary.accelerators).toBe('disabled');
+    expect(await hostDevices('gpu-quiet')).toEqual([]);
+
+    // A Placement without the accelerator API: the tree is still reported, with a warning.
+    const placementOnly = (req: Request) => Promise.resolve(new URL(req.url).pathname.startsWith('/accelerator/')
+      ? new Response('{"errors": [{"status": 404, "detail": "not found"}]}', { status: 404 })
+      : t.app.fetch(req));
+    const plain = await run('gpu-plain', {}, placementOnly);
+    expect(plain.summary.accelerators).toBe('unsupported');
+    expect(plain.err.join('\n')).toMatch(/no accelerator API/);
+    expect((await t.call('GET', '/resource_providers?name=gpu-plain')).status).toBe(200);
   });
 
   it('needs an endpoint', async () => {

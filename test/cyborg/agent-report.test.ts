@@ -31,7 +31,11 @@ describe('agent accelerator report', () => {
     expect(fpga).toBeDefined();
     const body = acceleratorReport(found.providers, providerUuid);
     expect(body.devices.length).toBeGreaterThan(0);
-    expect(await reportAccelerators(client, found.host.hostname, found.providers, providerUuid)).toBe(body.devices.length);
+    expect(await reportAccelerators(client, found.host.hostname, found.providers, providerUuid)).toEqual({ devices: body.devices.length, sent: true });
+    // The service now holds exactly this report: the next one is not sent again.
+    expect(await reportAccelerators(client, found.host.hostname, found.providers, providerUuid)).toEqual({ devices: body.devices.length, sent: false });
+    const held = await (await t.acc('GET', `/hosts/${found.host.hostname}/devices`)).json() as { devices: { key: string }[] };
+    expect(held.devices.map((d) => d.key).sort()).toEqual(body.devices.map((d) => d.key).sort());
 
     const { deployables } = await (await t.acc('GET', '/deployables')).json() as { deployables: { name: string; rp_uuid: string }[] };
     expect(deployables.map((d) => d.name)).toContain(fpga.name);

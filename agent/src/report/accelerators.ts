@@ -56,10 +56,38 @@ export function acceleratorReport(providers: readonly DiscoveredProvider[], uuid
   return { devices };
 }
 
+/** The fields this agent sends, in a canonical order, for comparing with what the service holds. */
+function canonicalReport(report: AcceleratorReport): string {
+  const sortedInfo = (info: Record<string, string>) => Object.fromEntries(Object.entries(info).sort(([a], [b]) => a.localeCompare(b)));
+  return JSON.stringify([...report.devices].sort((a, b) => a.key.localeCompare(b.key)).map((d) => [
+    d.key, d.type, d.vendor, d.model, d.std_board_info ?? null, d.vendor_board_info ?? null,
+    [...d.deployables].sort((a, b) => a.name.localeCompare(b.name)).map((dep) => [
+      dep.name, dep.num_accelerators, dep.rp_uuid ?? null, dep.driver_name ?? null,
+      dep.attach_handles.map((h) => JSON.stringify([h.type, sortedInfo(h.info)])).sort(),
+    ]),
+  ]));
+}
+
+export interface AcceleratorOutcome {
+  devices: number;
+  /** false when the service already held exactly this report. */
+  sent: boolean;
+}
+
+/**
+ * Sends the host's devices when they differ from what the service holds
+ * (read back with GET on the same path), so a periodic agent writes only
+ * what changed.
+ */
 export async function reportAccelerators(
   client: PlacementClient, hostname: string, providers: readonly DiscoveredProvider[], uuidOf: (name: string) => string,
-): Promise<number> {
+): Promise<AcceleratorOutcome> {
   const report = acceleratorReport(providers, uuidOf);
-  await client.request('PUT', `/accelerator/v2/hosts/${encodeURIComponent(hostname)}/devices`, report);
-  return report.devices.length;
+  const path = `/accelerator/v2/hosts/${encodeURIComponent(hostname)}/devices`;
+  const current = await client.request<AcceleratorReport>('GET', path);
+  if (current.body && Array.isArray(current.body.devices) && canonicalReport(current.body) === canonicalReport(report)) {
+    return { devices: report.devices.length, sent: false };
+  }
+  await client.request('PUT', path, report);
+  return { devices: report.devices.length, sent: true };
 }

@@ -51,6 +51,40 @@ async function wakeWaitingBinds(db: Db, rpUuid: string | null, nowMs: number): P
   return ids.length ? addOutbox(db, 'bind', { arqIds: ids }, nowMs) : undefined;
 }
 
+/** What a host last reported, in the report's own shape (handles held by ARQs included). */
+export async function currentHostReport(db: Db, hostname: string): Promise<HostDevicesReport> {
+  const hostDevices = await listDevices(db, { hostname });
+  if (!hostDevices.length) return { devices: [] };
+  const deps = await db.select().from(deployables)
+    .where(inArray(deployables.deviceId, hostDevices.map((d) => d.id))).orderBy(deployables.id);
+  const handles = deps.length
+    ? await db.select().from(attachHandles).where(inArray(attachHandles.deployableId, deps.map((d) => d.id))).orderBy(attachHandles.id)
+    : [];
+  return {
+    devices: hostDevices.map((dev) => ({
+      key: dev.hostKey,
+      type: dev.type,
+      vendor: dev.vendor,
+      model: dev.model,
+      std_board_info: dev.stdBoardInfo,
+      vendor_board_info: dev.vendorBoardInfo,
+      status: dev.status === 'maintaining' ? 'maintaining' : 'enabled',
+      deployables: deps.filter((d) => d.deviceId === dev.id).map((d) => ({
+        name: d.name,
+        num_accelerators: d.numAccelerators,
+        rp_uuid: d.rpUuid,
+        driver_name: d.driverName,
+        bitstream_id: d.bitstreamId,
+        function_id: d.functionId,
+        attach_handles: handles.filter((h) => h.deployableId === d.id).map((h) => ({
+          type: h.attachType as 'PCI' | 'MDEV' | 'TEST_PCI',
+          info: JSON.parse(h.attachInfo) as Record<string, string>,
+        })),
+      })),
+    })),
+  };
+}
+
 export async function applyHostReport(
   db: Db, hostname: string, report: HostDevicesReport, newId: () => string, now: string, nowMs: number,
 ): Promise<{ devices: DeviceRow[]; jobs: JobMessage[] }> {

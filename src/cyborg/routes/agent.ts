@@ -1,10 +1,11 @@
-// Endpoints for host agents (admin or service role): the device report, the
+// Endpoints for host agents (admin or service role): the device report (and
+// reading it back), the
 // "device programmed" report, and the outbox (dead letters) for operators.
 import { Hono } from 'hono';
 import { listOutbox } from '../../jobs/outbox.js';
 import { authorize, cyborgError, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../http.js';
 import { presentDeployable, presentDevice } from '../present.js';
-import { applyHostReport, findDeployable, recordProgrammed } from '../repo/devices.js';
+import { applyHostReport, currentHostReport, findDeployable, recordProgrammed } from '../repo/devices.js';
 import { HostDevicesReport, ProgrammedReport } from '../schemas/agent.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
@@ -18,6 +19,11 @@ async function sendAll(c: CyborgContext, jobs: ({ type: 'bind' | 'nova-event'; o
 }
 
 resource(agentRoutes, '/hosts/:hostname/devices', {
+  // The host's last report, so an agent can send a new one only when it differs.
+  GET: async (c) => {
+    authorize(c, 'cyborg:agent:report');
+    return c.json(await currentHostReport(c.var.deps.store.db, c.req.param('hostname') ?? ''));
+  },
   PUT: async (c) => {
     authorize(c, 'cyborg:agent:report');
     const hostname = c.req.param('hostname') ?? '';
