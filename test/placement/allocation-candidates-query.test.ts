@@ -166,11 +166,12 @@ describe('several groups: trees pruned by the classes they offer', () => {
       const body = await findAllocationCandidates(counting, parseCandidateRequest(params, mv), mv, { randomize: false, maxCandidates: 0 });
       return { trips, count: body.allocation_requests.length };
     };
+    // No tree condition: candidate rows, then their trees.
     expect(await tripsFor('resources=VCPU:1,MEMORY_MB:1')).toEqual({ trips: 2, count: 72 });
-    expect(await tripsFor('resources=VCPU:1&limit=3')).toEqual({ trips: 2, count: 3 });
-    // The lowest trees cannot serve (isolate): one more scan and one more trees load, no more.
-    const fallback = await tripsFor('resources_C=VCPU:1&resources_M=MEMORY_MB:1&group_policy=isolate&limit=1');
-    expect(fallback.count).toBe(1);
-    expect(fallback.trips).toBeLessThanOrEqual(4);
+    // The lowest trees come whole with their candidate rows.
+    expect(await tripsFor('resources=VCPU:1&limit=3')).toEqual({ trips: 1, count: 3 });
+    expect(await tripsFor(`resources_C=VCPU:1&resources_N=SRIOV_NET_VF:1&group_policy=none`)).toEqual({ trips: 1, count: 2 });
+    // The lowest trees cannot serve (isolate): one more round trip for all viable trees.
+    expect(await tripsFor('resources_C=VCPU:1&resources_M=MEMORY_MB:1&group_policy=isolate&limit=1')).toEqual({ trips: 2, count: 1 });
   });
 });

@@ -1,5 +1,5 @@
 // GET /allocation_candidates, end to end below HTTP: resolve names, load the
-// research context (2 round trips as a rule, 4 at most), search in memory, shape the answer for
+// research context (1-2 round trips as a rule, 4 at most), search in memory, shape the answer for
 // the requested microversion.
 import type { Client } from '@libsql/client';
 import { ApiError, webobDetail } from '../../http/api-error.js';
@@ -65,9 +65,13 @@ export async function findAllocationCandidates(
     everyClassInTree: only === null,
   };
   type Attempt = { lookups: Lookups; nodes: Map<number, ProviderNode>; chosen: AllocationRequest[]; complete: boolean };
+  const stopsEarly = request.limit !== null && !options.randomize;
   const attempt = async (firstRoots: number | null, inChunks: boolean): Promise<Attempt> => {
-    const { lookups, candidates, truncatedAt } = await loadCandidates(
-      client, { classes, traits: traitNames, aggregates, inTree }, amounts, prefilter, firstRoots,
+    // Viable trees come whole with the candidates (one round trip) unless a
+    // limit may stop after a first chunk of an unbounded viable set.
+    const preload = firstRoots !== null || !(stopsEarly && inChunks);
+    const { lookups, candidates, preloaded, truncatedAt } = await loadCandidates(
+      client, { classes, traits: traitNames, aggregates, inTree }, amounts, prefilter, firstRoots, preload,
     );
     const unknownClass = classes.find((c) => !lookups.classIdByName.has(c));
     if (unknownClass) throw bad(`Invalid resource class in resources parameter: No such resource class ${unknownClass}.`);
@@ -95,22 +99,21 @@ export async function findAllocationCandidates(
       rootForbidden: request.rootForbidden,
       nestedAware: mv.atLeast(MV.AC_NESTED),
       candidates,
-      nodes: new Map(),
+      nodes: new Map(preloaded.nodes),
     });
     const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates);
-    // With a limit and stable order, the first few trees are loaded alone:
-    // they usually fill the limit, so one trees query is the norm. If not,
-    // the rest comes in one more query (a fixed count of round trips: each
-    // is a network hop at the edge).
+    // Trees not preloaded: with a limit and stable order, the first few are
+    // loaded alone, as they usually fill the limit; the rest, if needed, in
+    // one more query (a fixed count of round trips: each is a network hop at
+    // the edge).
     const anchors = [...roots].filter(coversEveryClass(candidates, groups))
       // Trees above the cut-off were not read: they cannot be judged yet.
       .filter((root) => truncatedAt === null || root <= truncatedAt)
       .sort((a, b) => a - b);
-    const stopsEarly = request.limit !== null && !options.randomize;
     let chunkSize = stopsEarly && inChunks ? Math.max(64, request.limit! * 4) : anchors.length;
-    const nodes = new Map<number, ProviderNode>();
+    const nodes = new Map(preloaded.nodes);
     // Sharing providers' own trees come with the first chunk: their traits decide their use.
-    const loadedRoots = new Set<number>();
+    const loadedRoots = new Set(preloaded.roots);
     let pending = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
     for (let start = 0; start < anchors.length && !picker.done; start += chunkSize, chunkSize = anchors.length) {
       const chunk = anchors.slice(start, start + chunkSize);

@@ -1,13 +1,14 @@
 // The research context of one allocation-candidates request: everything the
 // in-memory search needs, loaded in a fixed number of round trips whatever
 // the provider count (each round trip is a network hop at the edge):
-//   1. one batch: name lookups, candidate inventories+usage, sharing anchors;
-//   2. one batch: structure, traits, aggregates and inventory summaries of
-//      the involved trees.
-// A stable-order limit that the lowest trees cannot fill costs one more of
-// each (index.ts): 4 round trips at most.
+//   1. one batch: name lookups, candidate inventories+usage, sharing anchors,
+//      and, when tree conditions name the viable trees, those trees whole;
+//   2. otherwise one more batch: structure, traits, aggregates and inventory
+//      summaries of the trees that can anchor a candidate.
+// A stable-order limit that the lowest trees cannot fill costs one more
+// attempt (index.ts): 4 round trips at most, 1 or 2 as a rule.
 import type { Client, InStatement, Row } from '@libsql/client';
-import { capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
+import { capacityOf, capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
 
 export interface Inventory extends InventoryLimits {
   used: number;
@@ -77,6 +78,8 @@ function inventoryOf(row: PackedRow, offset: number): Inventory {
 export interface FirstLoad {
   lookups: Lookups;
   candidates: CandidateInventories;
+  /** Trees read whole in the same round trip (the viable ones, when asked to preload). */
+  preloaded: { roots: Set<number>; nodes: Map<number, ProviderNode> };
   /** When only the first roots were read: the highest root read (trees above it are unknown). */
   truncatedAt: number | null;
 }
@@ -113,6 +116,8 @@ interface CandidateSql {
   cteArgs: string[];
   /** Bound once per source, as the condition repeats in each. */
   whereArgs: string[];
+  /** sources[0] is every provider of the viable trees (and sources[1] the sharing providers). */
+  viableTrees: boolean;
 }
 
 /**
@@ -123,7 +128,7 @@ interface CandidateSql {
  * VCPU + VF request reads 200 trees instead of every node's inventory.
  */
 function candidateSql(prefilter: TreePrefilter, firstRoots: number | null): CandidateSql {
-  const everyProvider: CandidateSql = { ctes: '', sources: ['resource_providers p'], where: '', cteArgs: [], whereArgs: [] };
+  const everyProvider: CandidateSql = { ctes: '', sources: ['resource_providers p'], where: '', cteArgs: [], whereArgs: [], viableTrees: false };
   let ctes = '';
   let args: string[] = [];
   const cteArgs = args;
@@ -195,22 +200,29 @@ function candidateSql(prefilter: TreePrefilter, firstRoots: number | null): Cand
     where,
     cteArgs,
     whereArgs,
+    viableTrees: true,
   };
 }
 
 /**
- * Round trip 1. `smallestAmount`/`largestAmount` are per class name across
- * groups: rows that cannot fit even the smallest request are left in SQL.
+ * Round trip 1. `amounts` holds the smallest/largest amount per class name
+ * across groups: rows that cannot fit even the smallest request stay in SQL.
  */
 export async function loadCandidates(
   client: Client,
   names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] },
   amounts: Map<string, { smallest: number; largest: number }>,
   prefilter: TreePrefilter,
-  firstRoots: number | null = null,
+  firstRoots: number | null,
+  preloadTrees: boolean,
 ): Promise<FirstLoad> {
   const amountJson = JSON.stringify(Object.fromEntries([...amounts].map(([k, v]) => [k, [v.smallest, v.largest]])));
   const query = candidateSql(prefilter, firstRoots);
+  // Viable trees read whole here save the trees round trip; their candidate
+  // rows then come from the same inventory rows, flagged.
+  const preload = preloadTrees && query.viableTrees;
+  const rowSources = preload ? query.sources.slice(1) : query.sources;
+  const fitsSomeGroup = `i.max_unit >= req.lo AND i.min_unit <= req.hi AND ${capacitySql('i')} - ${usedSql('i')} >= req.lo`;
   const statements: InStatement[] = [
     { sql: 'SELECT id, name FROM resource_classes WHERE name IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.classes)] },
     { sql: 'SELECT id, name FROM traits WHERE name IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.traits)] },
@@ -225,18 +237,29 @@ export async function loadCandidates(
           SELECT rc.id, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]')
           FROM json_each(?) j JOIN resource_classes rc ON rc.name = j.key)
         ${query.ctes}
-        SELECT json_object('rows', COALESCE(json_group_array(json_array(rp, cls, root, total, reserved, min_unit, max_unit, step_size, ratio, used)), json('[]')),
-          'truncatedAt', ${firstRoots !== null ? '(SELECT CASE WHEN count(*) >= ' + String(Math.floor(firstRoots)) + ' THEN max(root_id) END FROM viable)' : 'NULL'})
-        FROM (${query.sources.map((source) => `
-          SELECT i.resource_provider_id AS rp, i.resource_class_id AS cls, p.root_provider_id AS root,
-            i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio AS ratio, ${usedSql('i')} AS used
-          FROM ${source}
-          CROSS JOIN inventories i ON i.resource_provider_id = p.id
-          CROSS JOIN req ON req.class_id = i.resource_class_id
-          WHERE i.max_unit >= req.lo AND i.min_unit <= req.hi
-            AND ${capacitySql('i')} - ${usedSql('i')} >= req.lo
-            ${query.where}`).join(' UNION ALL ')})`, // a sharing provider in a viable tree comes twice; the map below keeps one
-      args: [amountJson, ...query.cteArgs, ...query.sources.flatMap(() => query.whereArgs)],
+        SELECT json_object(
+          'rows', (SELECT COALESCE(json_group_array(json_array(rp, cls, root, total, reserved, min_unit, max_unit, step_size, ratio, used)), json('[]'))
+            FROM (${rowSources.map((source) => `
+              SELECT i.resource_provider_id AS rp, i.resource_class_id AS cls, p.root_provider_id AS root,
+                i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio AS ratio, ${usedSql('i')} AS used
+              FROM ${source}
+              CROSS JOIN inventories i ON i.resource_provider_id = p.id
+              CROSS JOIN req ON req.class_id = i.resource_class_id
+              WHERE ${fitsSomeGroup}
+                ${query.where}`).join(' UNION ALL ')})), -- a sharing provider in a viable tree comes twice; the map below keeps one
+          'trees', ${preload ? `(SELECT COALESCE(json_group_array(json_array(${PROVIDER_FIELDS})), json('[]')) FROM (
+              SELECT ${providerColumns('p')} FROM ${query.sources[0]} ORDER BY p.id))` : 'NULL'},
+          'inventories', ${preload ? `(SELECT COALESCE(json_group_array(json_array(rp, name, cls, root, total, reserved, min_unit, max_unit, step_size, ratio, used, candidate)), json('[]')) FROM (
+              SELECT i.resource_provider_id AS rp, rc.name, i.resource_class_id AS cls, p.root_provider_id AS root,
+                i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio AS ratio, ${usedSql('i')} AS used,
+                COALESCE(${fitsSomeGroup} ${query.where}, 0) AS candidate
+              FROM ${query.sources[0]}
+              CROSS JOIN inventories i ON i.resource_provider_id = p.id
+              JOIN resource_classes rc ON rc.id = i.resource_class_id
+              LEFT JOIN req ON req.class_id = i.resource_class_id))` : 'NULL'},
+          'viable', ${preload ? '(SELECT json_group_array(root_id) FROM viable)' : 'NULL'},
+          'truncatedAt', ${firstRoots !== null ? '(SELECT CASE WHEN count(*) >= ' + String(Math.floor(firstRoots)) + ' THEN max(root_id) END FROM viable)' : 'NULL'})`,
+      args: [amountJson, ...query.cteArgs, ...rowSources.flatMap(() => query.whereArgs), ...(preload ? query.whereArgs : [])],
     },
     {
       sql: packed('sharing_id, anchor_root', `SELECT DISTINCT mine.resource_provider_id AS sharing_id, anchor.root_provider_id AS anchor_root
@@ -260,13 +283,22 @@ export async function loadCandidates(
   };
   const byProvider = new Map<number, Map<number, Inventory>>();
   const rootOf = new Map<number, number>();
-  const packedRows = JSON.parse(String(invRows!.rows[0]?.[0] ?? '{}')) as { rows?: PackedRow[]; truncatedAt?: number | null };
-  for (const row of packedRows.rows ?? []) {
-    const rpId = num(row[0]);
+  const scan = JSON.parse(String(invRows!.rows[0]?.[0] ?? '{}')) as {
+    rows: PackedRow[]; trees: PackedRow[] | null; inventories: PackedRow[] | null; viable: number[] | null; truncatedAt: number | null;
+  };
+  const addCandidate = (rpId: number, classId: number, root: number, inv: Inventory) => {
     let perClass = byProvider.get(rpId);
     if (!perClass) byProvider.set(rpId, (perClass = new Map()));
-    perClass.set(num(row[1]), inventoryOf(row, 3));
-    rootOf.set(rpId, num(row[2]));
+    perClass.set(classId, inv);
+    rootOf.set(rpId, root);
+  };
+  for (const row of scan.rows) addCandidate(num(row[0]), num(row[1]), num(row[2]), inventoryOf(row, 3));
+  const nodes = new Map<number, ProviderNode>();
+  for (const row of scan.trees ?? []) nodes.set(num(row[0]), nodeOf(row));
+  for (const row of scan.inventories ?? []) {
+    const inv = inventoryOf(row, 4);
+    nodes.get(num(row[0]))?.inventories.push({ className: String(row[1]), capacity: capacityOf(inv), used: inv.used });
+    if (row[11]) addCandidate(num(row[0]), num(row[2]), num(row[3]), inv);
   }
   const anchorsOfSharing = new Map<number, Set<number>>();
   for (const row of unpack(anchorRows!.rows)) {
@@ -275,20 +307,41 @@ export async function loadCandidates(
     if (!anchors) anchorsOfSharing.set(sharing, (anchors = new Set()));
     anchors.add(num(row[1]));
   }
-  return { lookups, candidates: { byProvider, rootOf, anchorsOfSharing }, truncatedAt: packedRows.truncatedAt ?? null };
+  return {
+    lookups,
+    candidates: { byProvider, rootOf, anchorsOfSharing },
+    preloaded: { roots: new Set(scan.viable ?? []), nodes },
+    truncatedAt: scan.truncatedAt ?? null,
+  };
+}
+
+/** A provider's structure, traits (trait id order, as upstream lists them) and aggregate ids. */
+const PROVIDER_FIELDS = 'id, uuid, parent_provider_id, root_provider_id, traits, aggs';
+const providerColumns = (p: string) => `${p}.id, ${p}.uuid, ${p}.parent_provider_id, ${p}.root_provider_id,
+  (SELECT group_concat(name) FROM (SELECT t.name FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
+    WHERE rt.resource_provider_id = ${p}.id ORDER BY rt.trait_id)) AS traits,
+  (SELECT group_concat(ra.aggregate_id) FROM resource_provider_aggregates ra WHERE ra.resource_provider_id = ${p}.id) AS aggs`;
+
+function nodeOf(row: PackedRow): ProviderNode {
+  return {
+    id: num(row[0]),
+    uuid: String(row[1]),
+    parentId: row[2] === null ? null : num(row[2]),
+    rootId: num(row[3]),
+    traits: new Set(row[4] === null ? [] : String(row[4]).split(',')),
+    aggregates: new Set(row[5] === null ? [] : String(row[5]).split(',').map(Number)),
+    inventories: [],
+  };
 }
 
 /** Round trip 2: every provider of the given trees, with its traits, aggregate ids and inventories. */
 export async function loadTrees(client: Client, rootIds: Iterable<number>): Promise<Map<number, ProviderNode>> {
   const roots = JSON.stringify([...rootIds]);
   // Two statements (one batch): correlated JSON per provider cost twice as
-  // much as flat rows. Traits come in trait id order, as upstream lists them.
+  // much as flat rows.
   const [providerRows, inventoryRows] = await client.batch([
     {
-      sql: packed('id, uuid, parent_provider_id, root_provider_id, traits, aggs', `SELECT p.id, p.uuid, p.parent_provider_id, p.root_provider_id,
-          (SELECT group_concat(name) FROM (SELECT t.name FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
-            WHERE rt.resource_provider_id = p.id ORDER BY rt.trait_id)) AS traits,
-          (SELECT group_concat(ra.aggregate_id) FROM resource_provider_aggregates ra WHERE ra.resource_provider_id = p.id) AS aggs
+      sql: packed(PROVIDER_FIELDS, `SELECT ${providerColumns('p')}
         FROM resource_providers p
         WHERE p.root_provider_id IN (SELECT value FROM json_each(?))
         ORDER BY p.id`),
@@ -307,17 +360,7 @@ export async function loadTrees(client: Client, rootIds: Iterable<number>): Prom
     },
   ], 'read');
   const nodes = new Map<number, ProviderNode>();
-  for (const row of unpack(providerRows!.rows)) {
-    nodes.set(num(row[0]), {
-      id: num(row[0]),
-      uuid: String(row[1]),
-      parentId: row[2] === null ? null : num(row[2]),
-      rootId: num(row[3]),
-      traits: new Set(row[4] === null ? [] : String(row[4]).split(',')),
-      aggregates: new Set(row[5] === null ? [] : String(row[5]).split(',').map(Number)),
-      inventories: [],
-    });
-  }
+  for (const row of unpack(providerRows!.rows)) nodes.set(num(row[0]), nodeOf(row));
   for (const row of unpack(inventoryRows!.rows)) {
     nodes.get(num(row[0]))?.inventories.push({ className: String(row[1]), capacity: num(row[2]), used: num(row[3]) });
   }
