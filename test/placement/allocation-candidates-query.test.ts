@@ -171,6 +171,8 @@ describe('several groups: trees pruned by the classes they offer', () => {
     // The lowest trees come whole with their candidate rows.
     expect(await tripsFor('resources=VCPU:1&limit=3')).toEqual({ trips: 1, count: 3 });
     expect(await tripsFor(`resources_C=VCPU:1&resources_N=SRIOV_NET_VF:1&group_policy=none`)).toEqual({ trips: 1, count: 2 });
+    // A sharing provider's own tree comes along too.
+    expect(await tripsFor(`resources=DISK_GB:5&resources_C=VCPU:1&resources_N=SRIOV_NET_VF:1&group_policy=none`)).toEqual({ trips: 1, count: 1 });
     // The lowest trees cannot serve (isolate): one more round trip for all viable trees.
     expect(await tripsFor('resources_C=VCPU:1&resources_M=MEMORY_MB:1&group_policy=isolate&limit=1')).toEqual({ trips: 2, count: 1 });
   });

@@ -78,7 +78,7 @@ function inventoryOf(row: PackedRow, offset: number): Inventory {
 export interface FirstLoad {
   lookups: Lookups;
   candidates: CandidateInventories;
-  /** Trees read whole in the same round trip (the viable ones, when asked to preload). */
+  /** Trees read whole in the same round trip (viable and sharing providers' trees, when asked to preload). */
   preloaded: { roots: Set<number>; nodes: Map<number, ProviderNode> };
   /** When only the first roots were read: the highest root read (trees above it are unknown). */
   truncatedAt: number | null;
@@ -222,6 +222,7 @@ export async function loadCandidates(
   // rows then come from the same inventory rows, flagged.
   const preload = preloadTrees && query.viableTrees;
   const rowSources = preload ? query.sources.slice(1) : query.sources;
+  const wholeTrees = 'tree_roots t CROSS JOIN resource_providers p ON p.root_provider_id = t.root_id';
   const fitsSomeGroup = `i.max_unit >= req.lo AND i.min_unit <= req.hi AND ${capacitySql('i')} - ${usedSql('i')} >= req.lo`;
   const statements: InStatement[] = [
     { sql: 'SELECT id, name FROM resource_classes WHERE name IN (SELECT value FROM json_each(?))', args: [JSON.stringify(names.classes)] },
@@ -236,7 +237,10 @@ export async function loadCandidates(
       sql: `WITH req(class_id, lo, hi) AS MATERIALIZED (
           SELECT rc.id, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]')
           FROM json_each(?) j JOIN resource_classes rc ON rc.name = j.key)
-        ${query.ctes}
+        ${query.ctes}${preload ? `,
+        -- Trees read whole: the viable ones and those of sharing providers (their traits decide their use).
+        tree_roots(root_id) AS MATERIALIZED (SELECT root_id FROM viable
+          UNION SELECT root_provider_id FROM resource_providers WHERE id IN (${SHARING_IDS}))` : ''}
         SELECT json_object(
           'rows', (SELECT COALESCE(json_group_array(json_array(rp, cls, root, total, reserved, min_unit, max_unit, step_size, ratio, used)), json('[]'))
             FROM (${rowSources.map((source) => `
@@ -248,16 +252,16 @@ export async function loadCandidates(
               WHERE ${fitsSomeGroup}
                 ${query.where}`).join(' UNION ALL ')})), -- a sharing provider in a viable tree comes twice; the map below keeps one
           'trees', ${preload ? `(SELECT COALESCE(json_group_array(json_array(${PROVIDER_FIELDS})), json('[]')) FROM (
-              SELECT ${providerColumns('p')} FROM ${query.sources[0]} ORDER BY p.id))` : 'NULL'},
+              SELECT ${providerColumns('p')} FROM ${wholeTrees} ORDER BY p.id))` : 'NULL'},
           'inventories', ${preload ? `(SELECT COALESCE(json_group_array(json_array(rp, name, cls, root, total, reserved, min_unit, max_unit, step_size, ratio, used, candidate)), json('[]')) FROM (
               SELECT i.resource_provider_id AS rp, rc.name, i.resource_class_id AS cls, p.root_provider_id AS root,
                 i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio AS ratio, ${usedSql('i')} AS used,
-                COALESCE(${fitsSomeGroup} ${query.where}, 0) AS candidate
-              FROM ${query.sources[0]}
+                COALESCE(${fitsSomeGroup} AND p.root_provider_id IN (SELECT root_id FROM viable) ${query.where}, 0) AS candidate
+              FROM ${wholeTrees}
               CROSS JOIN inventories i ON i.resource_provider_id = p.id
               JOIN resource_classes rc ON rc.id = i.resource_class_id
               LEFT JOIN req ON req.class_id = i.resource_class_id))` : 'NULL'},
-          'viable', ${preload ? '(SELECT json_group_array(root_id) FROM viable)' : 'NULL'},
+          'complete', ${preload ? '(SELECT json_group_array(root_id) FROM tree_roots)' : 'NULL'},
           'truncatedAt', ${firstRoots !== null ? '(SELECT CASE WHEN count(*) >= ' + String(Math.floor(firstRoots)) + ' THEN max(root_id) END FROM viable)' : 'NULL'})`,
       args: [amountJson, ...query.cteArgs, ...rowSources.flatMap(() => query.whereArgs), ...(preload ? query.whereArgs : [])],
     },
@@ -284,7 +288,7 @@ export async function loadCandidates(
   const byProvider = new Map<number, Map<number, Inventory>>();
   const rootOf = new Map<number, number>();
   const scan = JSON.parse(String(invRows!.rows[0]?.[0] ?? '{}')) as {
-    rows: PackedRow[]; trees: PackedRow[] | null; inventories: PackedRow[] | null; viable: number[] | null; truncatedAt: number | null;
+    rows: PackedRow[]; trees: PackedRow[] | null; inventories: PackedRow[] | null; complete: number[] | null; truncatedAt: number | null;
   };
   const addCandidate = (rpId: number, classId: number, root: number, inv: Inventory) => {
     let perClass = byProvider.get(rpId);
@@ -310,7 +314,7 @@ export async function loadCandidates(
   return {
     lookups,
     candidates: { byProvider, rootOf, anchorsOfSharing },
-    preloaded: { roots: new Set(scan.viable ?? []), nodes },
+    preloaded: { roots: new Set(scan.complete ?? []), nodes },
     truncatedAt: scan.truncatedAt ?? null,
   };
 }
