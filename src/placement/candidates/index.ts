@@ -110,7 +110,9 @@ export async function findAllocationCandidates(
       // Trees above the cut-off were not read: they cannot be judged yet.
       .filter((root) => truncatedAt === null || root <= truncatedAt)
       .sort((a, b) => a - b);
-    let chunkSize = stopsEarly && inChunks ? Math.max(64, request.limit! * 4) : anchors.length;
+    // Preloaded: whatever else anchors a candidate (trees reached only
+    // through a sharing provider) comes in one query.
+    let chunkSize = stopsEarly && inChunks && !preloaded.roots.size ? Math.max(64, request.limit! * 4) : anchors.length;
     const nodes = new Map(preloaded.nodes);
     // Sharing providers' own trees come with the first chunk: their traits decide their use.
     const loadedRoots = new Set(preloaded.roots);
