@@ -2,11 +2,11 @@
 // file does not pin: any-of traits and aggregates, traits met by a sharing
 // provider, in_tree, string suffixes and mappings per microversion, groups
 // folded onto one provider, and the max-candidates cap.
-import type { Client } from '@libsql/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countRoundTrips } from '../../src/db/round-trips.js';
 import { Microversion } from '../../src/http/microversion.js';
 import { findAllocationCandidates } from '../../src/placement/candidates/index.js';
-import { parseCandidateRequest } from '../../src/placement/candidates/parse.js';
+import { parseCandidateQueryString } from '../../src/placement/candidates/parse.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -146,25 +146,12 @@ describe('several groups: trees pruned by the classes they offer', () => {
 
   it('makes a fixed number of database round trips, however many trees there are', async () => {
     // Each batch/execute is one network hop to libSQL in Worker mode.
-    const raw = app.deps.store.client;
-    let trips = 0;
-    const counting = new Proxy(raw, {
-      get(target, prop, receiver) {
-        const value: unknown = Reflect.get(target, prop, receiver);
-        if (typeof value !== 'function') return value;
-        const fn = value as (...a: unknown[]) => unknown;
-        return prop === 'batch' || prop === 'execute'
-          ? (...a: unknown[]) => { trips += 1; return fn.apply(target, a); }
-          : fn.bind(target);
-      },
-    }) as Client;
+    const counted = countRoundTrips(app.deps.store.client);
     const mv = Microversion.parse('1.39')!;
     const tripsFor = async (query: string) => {
-      const params: Record<string, string[]> = {};
-      for (const [k, v] of new URLSearchParams(query)) (params[k] ??= []).push(v);
-      trips = 0;
-      const body = await findAllocationCandidates(counting, parseCandidateRequest(params, mv), mv, { randomize: false, maxCandidates: 0 });
-      return { trips, count: body.allocation_requests.length };
+      counted.reset();
+      const body = await findAllocationCandidates(counted.client, parseCandidateQueryString(query, mv), mv, { randomize: false, maxCandidates: 0 });
+      return { trips: counted.count(), count: body.allocation_requests.length };
     };
     // No tree condition: candidate rows, then their trees.
     expect(await tripsFor('resources=VCPU:1,MEMORY_MB:1')).toEqual({ trips: 2, count: 72 });

@@ -104,6 +104,9 @@ export interface TreePrefilter {
   everyClassInTree: boolean;
 }
 
+/** An inventories row `i` as inventoryOf() reads it: limits, then current usage. */
+const INVENTORY_ROW = `i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio AS ratio, ${usedSql('i')} AS used`;
+
 const SHARING_IDS = `SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id WHERE t.name = '${SHARES_TRAIT}'`;
 
 interface CandidateSql {
@@ -244,8 +247,7 @@ export async function loadCandidates(
         SELECT json_object(
           'rows', (SELECT COALESCE(json_group_array(json_array(rp, cls, root, total, reserved, min_unit, max_unit, step_size, ratio, used)), json('[]'))
             FROM (${rowSources.map((source) => `
-              SELECT i.resource_provider_id AS rp, i.resource_class_id AS cls, p.root_provider_id AS root,
-                i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio AS ratio, ${usedSql('i')} AS used
+              SELECT i.resource_provider_id AS rp, i.resource_class_id AS cls, p.root_provider_id AS root, ${INVENTORY_ROW}
               FROM ${source}
               CROSS JOIN inventories i ON i.resource_provider_id = p.id
               CROSS JOIN req ON req.class_id = i.resource_class_id
@@ -254,8 +256,7 @@ export async function loadCandidates(
           'trees', ${preload ? `(SELECT COALESCE(json_group_array(json_array(${PROVIDER_FIELDS})), json('[]')) FROM (
               SELECT ${providerColumns('p')} FROM ${wholeTrees} ORDER BY p.id))` : 'NULL'},
           'inventories', ${preload ? `(SELECT COALESCE(json_group_array(json_array(rp, name, cls, root, total, reserved, min_unit, max_unit, step_size, ratio, used, candidate)), json('[]')) FROM (
-              SELECT i.resource_provider_id AS rp, rc.name, i.resource_class_id AS cls, p.root_provider_id AS root,
-                i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio AS ratio, ${usedSql('i')} AS used,
+              SELECT i.resource_provider_id AS rp, rc.name, i.resource_class_id AS cls, p.root_provider_id AS root, ${INVENTORY_ROW},
                 COALESCE(${fitsSomeGroup} AND p.root_provider_id IN (SELECT root_id FROM viable) ${query.where}, 0) AS candidate
               FROM ${wholeTrees}
               CROSS JOIN inventories i ON i.resource_provider_id = p.id
