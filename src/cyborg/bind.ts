@@ -6,7 +6,7 @@
 // so a re-delivered job changes nothing.
 import { and, eq, inArray, isNull, lte } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { acceleratorRequests, attachHandles, deployables } from '../db/schema/cyborg.js';
+import { acceleratorRequests, attachHandles, deployables, devices } from '../db/schema/cyborg.js';
 import type { JobMessage, NovaEventPayload } from '../jobs/messages.js';
 import { addOutbox } from '../jobs/outbox.js';
 import { ArqState, RESOLVED_EVENT_STATUS } from './arq-state.js';
@@ -24,8 +24,11 @@ async function bindOne(db: Db, arq: ArqRow, now: string): Promise<Outcome> {
   };
   if (want.bitstreamId && want.functionId) return fail();
   if (!arq.deviceRpUuid) return fail();
-  const deployable = await db.select().from(deployables).where(eq(deployables.rpUuid, arq.deviceRpUuid)).get();
-  if (!deployable) return fail();
+  const found = await db.select({ deployable: deployables, deviceStatus: devices.status }).from(deployables)
+    .innerJoin(devices, eq(devices.id, deployables.deviceId)).where(eq(deployables.rpUuid, arq.deviceRpUuid)).get();
+  // A device an admin disabled (maintaining) is not handed out.
+  if (!found || found.deviceStatus !== 'enabled') return fail();
+  const { deployable } = found;
   const needsProgram = (want.bitstreamId && deployable.bitstreamId !== want.bitstreamId)
     || (want.functionId && deployable.functionId !== want.functionId);
   if (needsProgram) return { arq, state: 'waiting' };

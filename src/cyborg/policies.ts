@@ -31,6 +31,8 @@ const endpoints: Record<string, [newDefault: string, deprecated?: string]> = {
   'cyborg:deployable:get_one': ['rule:project_manager_or_admin', 'rule:admin_api'],
   'cyborg:device:get_all': ['rule:project_manager_or_admin', 'rule:admin_api'],
   'cyborg:device:get_one': ['rule:project_manager_or_admin', 'rule:admin_api'],
+  'cyborg:device:enable': ['rule:admin_api'],
+  'cyborg:device:disable': ['rule:admin_api'],
   'cyborg:agent:report': ['rule:agent_api'],
   'cyborg:outbox:get_all': ['rule:admin_api'],
 };

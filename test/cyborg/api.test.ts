@@ -228,3 +228,55 @@ describe('agent report', () => {
     expect(((await (await t.acc('GET', '/devices?hostname=agent-host')).json()) as { devices: unknown[] }).devices).toEqual([]);
   });
 });
+
+describe('device enable / disable', () => {
+  const hostDevice = async () => {
+    const { devices } = await (await t.acc('GET', `/devices?hostname=${HOST}`, { version: '2.3' })).json() as { devices: { uuid: string; status: string }[] };
+    return devices[0]!;
+  };
+  const bindState = async () => {
+    await t.acc('POST', '/device_profiles', { body: fpgaProfile(`dp-maint-${crypto.randomUUID().slice(0, 8)}`) });
+    const profiles = await (await t.acc('GET', '/device_profiles')).json() as { device_profiles: { name: string }[] };
+    const name = profiles.device_profiles.filter((p) => p.name.startsWith('dp-maint-')).at(-1)!.name;
+    const { arqs } = await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: name } })).json() as { arqs: Arq[] };
+    await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arqs[0]!.uuid, crypto.randomUUID()) });
+    await t.jobs.queue.idle();
+    const arq = await (await t.acc('GET', `/accelerator_requests/${arqs[0]!.uuid}`)).json() as Arq;
+    await t.acc('DELETE', `/accelerator_requests/${arq.uuid}`);
+    return arq.state;
+  };
+
+  it('takes a device out of service and back; binds skip it meanwhile; agent reports keep the admin status', async () => {
+    const device = await hostDevice();
+    expect(device.status).toBe('enabled');
+    const disabled = await t.acc('POST', `/devices/${device.uuid}/disable`);
+    expect(disabled.status).toBe(200);
+    expect(await disabled.text()).toBe('');
+    expect((await hostDevice()).status).toBe('maintaining');
+    expect(await bindState()).toBe('BindFailed');
+    // The host agent's next report (no status in it) does not re-enable the device.
+    await seedHostReportAgain();
+    expect((await hostDevice()).status).toBe('maintaining');
+    expect((await t.acc('POST', `/devices/${device.uuid}/enable`)).status).toBe(200);
+    expect((await hostDevice()).status).toBe('enabled');
+    expect(await bindState()).toBe('Bound');
+  });
+
+  it('is for admins only and answers 404 for an unknown device', async () => {
+    const device = await hostDevice();
+    expect((await t.acc('POST', `/devices/${device.uuid}/disable`, { headers: member })).status).toBe(403);
+    expect((await t.acc('POST', `/devices/${crypto.randomUUID()}/enable`)).status).toBe(404);
+    expect((await t.acc('GET', `/devices/${device.uuid}/enable`)).status).toBe(405);
+  });
+});
+
+/** The FPGA host's report as seedHost sends it, with no status. */
+async function seedHostReportAgain(): Promise<void> {
+  const res = await t.acc('PUT', `/hosts/${HOST}/devices`, {
+    body: { devices: [{ key: '0000:0c:00.0', type: 'FPGA', vendor: '0x8086', model: 'arria10', deployables: [{
+      name: `${HOST}_FPGA`, num_accelerators: 4, rp_uuid: FPGA_RP, driver_name: 'intel', bitstream_id: null,
+      attach_handles: Array.from({ length: 4 }, (_, i) => ({ type: 'PCI', info: { domain: '0000', bus: '0c', device: '00', function: String(i) } })),
+    }] }] },
+  });
+  expect(res.status).toBe(200);
+}

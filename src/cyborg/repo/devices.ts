@@ -26,6 +26,12 @@ export async function findDevice(db: Db, uuid: string): Promise<DeviceRow | unde
   return db.select().from(devices).where(eq(devices.uuid, uuid)).get();
 }
 
+/** POST /devices/{uuid}/enable|disable: `maintaining` devices are not handed to new binds. */
+export async function setDeviceStatus(db: Db, uuid: string, status: 'enabled' | 'maintaining', now: string): Promise<DeviceRow | undefined> {
+  const [row] = await db.update(devices).set({ status, updatedAt: now }).where(eq(devices.uuid, uuid)).returning();
+  return row;
+}
+
 export async function listDeployables(db: Db): Promise<{ deployable: DeployableRow; deviceUuid: string }[]> {
   const rows = await db.select({ deployable: deployables, deviceUuid: devices.uuid }).from(deployables)
     .innerJoin(devices, eq(devices.id, deployables.deviceId)).orderBy(deployables.id);
@@ -94,13 +100,15 @@ export async function applyHostReport(
   for (const dev of report.devices) {
     const values = {
       type: dev.type, vendor: dev.vendor, model: dev.model, stdBoardInfo: dev.std_board_info ?? null,
-      vendorBoardInfo: dev.vendor_board_info ?? null, status: dev.status ?? 'enabled',
+      vendorBoardInfo: dev.vendor_board_info ?? null,
+      // A report without a status keeps the one an admin set (enable/disable).
+      ...(dev.status ? { status: dev.status } : {}),
     };
     let row = existing.find((d) => d.hostKey === dev.key);
     if (row) {
       [row] = await db.update(devices).set({ ...values, updatedAt: now }).where(eq(devices.id, row.id)).returning();
     } else {
-      [row] = await db.insert(devices).values({ ...values, uuid: newId(), hostname, hostKey: dev.key, createdAt: now }).returning();
+      [row] = await db.insert(devices).values({ status: 'enabled', ...values, uuid: newId(), hostname, hostKey: dev.key, createdAt: now }).returning();
     }
     keep.add(row!.id);
     const oldDeployables = await db.select().from(deployables).where(eq(deployables.deviceId, row!.id));

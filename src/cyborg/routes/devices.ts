@@ -1,8 +1,9 @@
-// Read-only /v2/devices and /v2/deployables, as host agents reported them.
+// /v2/devices and /v2/deployables, as host agents reported them; admins can
+// take a device out of service (disable: status maintaining) and back.
 import { Hono } from 'hono';
 import { authorize, cyborgError, resource, selfLink, type CyborgContext, type CyborgEnv } from '../http.js';
 import { presentDeployable, presentDevice } from '../present.js';
-import { findDeployable, findDevice, listDeployables, listDevices } from '../repo/devices.js';
+import { findDeployable, findDevice, listDeployables, listDevices, setDeviceStatus } from '../repo/devices.js';
 import { MV } from '../versions.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
@@ -23,6 +24,17 @@ resource(deviceRoutes, '/devices/:uuid', {
     return c.json(presentDevice(row, link(c), c.var.mv.atLeast(MV.DEVICE_STATUS)));
   },
 });
+for (const [action, status] of [['enable', 'enabled'], ['disable', 'maintaining']] as const) {
+  resource(deviceRoutes, `/devices/:uuid/${action}`, {
+    POST: async (c) => {
+      authorize(c, `cyborg:device:${action}`);
+      const uuid = c.req.param('uuid') ?? '';
+      const row = await setDeviceStatus(c.var.deps.store.db, uuid, status, c.var.deps.clock().toISOString());
+      if (!row) throw cyborgError(404, `Device ${uuid} could not be found.`);
+      return c.body(null, 200);
+    },
+  });
+}
 resource(deviceRoutes, '/deployables', {
   GET: async (c) => {
     authorize(c, 'cyborg:deployable:get_all');
