@@ -9,6 +9,7 @@ import { requestId } from '../http/request-id.js';
 import { cyborgError, cyborgNotFound, cyborgOnError, type CyborgEnv } from './http.js';
 import { cyborgPolicyRules } from './policies.js';
 import { agentRoutes } from './routes/agent.js';
+import { attributeRoutes } from './routes/attributes.js';
 import { arqRoutes } from './routes/arqs.js';
 import { deviceProfileRoutes } from './routes/device-profiles.js';
 import { deviceRoutes } from './routes/devices.js';
@@ -56,6 +57,7 @@ export function createCyborgApp(deps: Deps): Hono<CyborgEnv> {
   app.route('/v2', deviceProfileRoutes);
   app.route('/v2', arqRoutes);
   app.route('/v2', deviceRoutes);
+  app.route('/v2', attributeRoutes);
   app.route('/v2', agentRoutes);
   app.notFound(cyborgNotFound);
   app.onError(cyborgOnError);

@@ -46,6 +46,13 @@ export async function readCyborgBody<S extends z.ZodType>(c: CyborgContext, sche
   return parsed.data;
 }
 
+/** The query string (single values) checked against `schema`; 400 in Cyborg's body when it fails. */
+export function readCyborgQuery<S extends z.ZodType>(c: CyborgContext, schema: S): z.infer<S> {
+  const parsed = schema.safeParse(c.req.query());
+  if (!parsed.success) throw cyborgError(400, `Invalid input: ${zodMessage(parsed.error)}`);
+  return parsed.data;
+}
+
 /** Comma-separated query value list (`?name=a,b`, `?arqs=u1,u2`), repeated keys joined. */
 export function queryList(c: CyborgContext, key: string): string[] | undefined {
   const values = c.req.queries(key);

@@ -1,5 +1,6 @@
 // Wire shapes (snake_case) of Cyborg objects.
 import type { deployables, devices } from '../db/schema/cyborg.js';
+import type { AttributeRow } from './repo/attributes.js';
 import type { ArqWithHandle } from './repo/arqs.js';
 import { profileGroups, type DeviceProfileRow } from './repo/device-profiles.js';
 
@@ -40,5 +41,12 @@ export function presentDeployable(row: typeof deployables.$inferSelect, deviceUu
     device_id: row.deviceId, device_uuid: deviceUuid ?? null, rp_uuid: row.rpUuid, driver_name: row.driverName,
     bitstream_id: row.bitstreamId, function_id: row.functionId,
     created_at: row.createdAt, updated_at: row.updatedAt, links: link('deployables', row.uuid),
+  };
+}
+
+export function presentAttribute(row: AttributeRow, link: LinkFor) {
+  return {
+    uuid: row.uuid, id: row.id, deployable_id: row.deployableId, key: row.key, value: row.value,
+    created_at: row.createdAt, updated_at: row.updatedAt, links: link('attributes', row.uuid),
   };
 }

@@ -280,3 +280,51 @@ async function seedHostReportAgain(): Promise<void> {
   });
   expect(res.status).toBe(200);
 }
+
+describe('attributes', () => {
+  type Attribute = { uuid: string; id: number; deployable_id: number; key: string; value: string; links: { href: string }[] };
+  const list = async (query = '') => ((await (await t.acc('GET', `/attributes${query}`)).json()) as { attributes: Attribute[] }).attributes;
+
+  it('creates (id as string or number), lists by deployable, shows and deletes', async () => {
+    expect(await list()).toEqual([]);
+    // seedHost's FPGA deployable is the first one reported: id 1.
+    const created = await t.acc('POST', '/attributes', { body: { deployable_id: '1', key: 'rc', value: 'FPGA' } });
+    expect(created.status).toBe(201);
+    const attr = await created.json() as Attribute;
+    expect(attr).toMatchObject({ deployable_id: 1, key: 'rc', value: 'FPGA' });
+    expect(attr.links[0]!.href).toMatch(new RegExp(`/accelerator/v2/attributes/${attr.uuid}$`));
+    expect((await t.acc('POST', '/attributes', { body: { deployable_id: 1, key: 'traits1', value: 'CUSTOM_FAKE' } })).status).toBe(201);
+
+    expect((await list('?deployable_id=1')).map((a) => a.key)).toEqual(['rc', 'traits1']);
+    expect(await list('?deployable_id=999')).toEqual([]);
+    expect(await (await t.acc('GET', `/attributes/${attr.uuid}`)).json()).toMatchObject({ uuid: attr.uuid, key: 'rc' });
+
+    expect((await t.acc('DELETE', `/attributes/${attr.uuid}`)).status).toBe(204);
+    expect((await t.acc('GET', `/attributes/${attr.uuid}`)).status).toBe(404);
+    expect((await t.acc('DELETE', `/attributes/${attr.uuid}`)).status).toBe(404);
+  });
+
+  it('refuses bad input, unknown deployables and non-admin writes', async () => {
+    expect((await t.acc('POST', '/attributes', { body: { deployable_id: 'x', key: 'rc', value: 'FPGA' } })).status).toBe(400);
+    expect((await t.acc('POST', '/attributes', { body: { deployable_id: 1, key: 'rc' } })).status).toBe(400);
+    const unknown = await t.acc('POST', '/attributes', { body: { deployable_id: 999, key: 'rc', value: 'FPGA' } });
+    expect(unknown.status).toBe(400);
+    expect((await fault(unknown)).faultstring).toMatch(/Deployable 999/);
+    expect((await t.acc('GET', '/attributes?deployable_id=abc')).status).toBe(400);
+    expect((await t.acc('POST', '/attributes', { body: { deployable_id: 1, key: 'rc', value: 'FPGA' }, headers: member })).status).toBe(403);
+    expect((await t.acc('GET', '/attributes', { headers: member })).status).toBe(403);
+  });
+
+  it('go away with their deployable when the agent stops reporting it', async () => {
+    const report = (names: string[]) => ({ devices: [{ key: 'card0', type: 'GPU', vendor: '10de', model: 'A100',
+      deployables: names.map((name) => ({ name, num_accelerators: 1, attach_handles: [] })) }] });
+    expect((await t.acc('PUT', '/hosts/attr-host/devices', { body: report(['attr-host_gpu0']) })).status).toBe(200);
+    // The API shows deployables by uuid only; attributes name them by row id.
+    const row = await t.deps.store.client.execute({ sql: 'SELECT id FROM deployables WHERE name = ?', args: ['attr-host_gpu0'] });
+    const deployableId = Number(row.rows[0]![0]);
+    expect((await t.acc('POST', '/attributes', { body: { deployable_id: deployableId, key: 'rc', value: 'PGPU' } })).status).toBe(201);
+    expect(await list(`?deployable_id=${deployableId}`)).toHaveLength(1);
+    expect((await t.acc('PUT', '/hosts/attr-host/devices', { body: report([]) })).status).toBe(200);
+    expect(await list(`?deployable_id=${deployableId}`)).toEqual([]);
+  });
+});

@@ -8,6 +8,7 @@ import type { JobMessage } from '../../jobs/messages.js';
 import { addOutbox } from '../../jobs/outbox.js';
 import { arqsWaitingOn } from '../bind.js';
 import type { HostDevicesReport, ProgrammedReport } from '../schemas/agent.js';
+import { deleteAttributesOf } from './attributes.js';
 
 export type DeviceRow = typeof devices.$inferSelect;
 export type DeployableRow = typeof deployables.$inferSelect;
@@ -143,6 +144,7 @@ export async function applyHostReport(
     const dropDeployables = oldDeployables.filter((d) => !keepDeployables.has(d.id) && !held.has(d.id)).map((d) => d.id);
     if (dropDeployables.length) {
       await db.delete(attachHandles).where(inArray(attachHandles.deployableId, dropDeployables));
+      await deleteAttributesOf(db, dropDeployables);
       await db.delete(deployables).where(inArray(deployables.id, dropDeployables));
     }
   }
@@ -152,6 +154,7 @@ export async function applyHostReport(
     if (held.size) continue; // still in use: removed by a later report once unbound
     if (deps.length) {
       await db.delete(attachHandles).where(inArray(attachHandles.deployableId, deps.map((d) => d.id)));
+      await deleteAttributesOf(db, deps.map((d) => d.id));
       await db.delete(deployables).where(eq(deployables.deviceId, old.id));
     }
     await db.delete(devices).where(eq(devices.id, old.id));

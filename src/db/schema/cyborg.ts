@@ -61,6 +61,19 @@ export const deployables = sqliteTable('deployables', {
   index('deployables_rp_uuid_idx').on(t.rpUuid),
 ]);
 
+/** A key/value fact about a deployable (Cyborg's /v2/attributes), e.g. rc=FPGA. */
+export const attributes = sqliteTable('attributes', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  uuid: text('uuid').notNull(),
+  deployableId: integer('deployable_id').notNull(),
+  key: text('key').notNull(),
+  value: text('value').notNull(),
+  ...timestamps,
+}, (t) => [
+  uniqueIndex('uniq_attributes0uuid').on(t.uuid),
+  index('attributes_deployable_id_idx').on(t.deployableId),
+]);
+
 /** A PCI function / mdev a bind hands to one ARQ. */
 export const attachHandles = sqliteTable('attach_handles', {
   id: integer('id').primaryKey({ autoIncrement: true }),
