@@ -29,7 +29,8 @@ for (const [action, status] of [['enable', 'enabled'], ['disable', 'maintaining'
     POST: async (c) => {
       authorize(c, `cyborg:device:${action}`);
       const uuid = c.req.param('uuid') ?? '';
-      const row = await setDeviceStatus(c.var.deps.store.db, uuid, status, c.var.deps.clock().toISOString());
+      const { deps } = c.var;
+      const row = await deps.store.writeTx((tx) => setDeviceStatus(tx, uuid, status, deps.clock().toISOString()));
       if (!row) throw cyborgError(404, `Device ${uuid} could not be found.`);
       return c.body(null, 200);
     },
