@@ -127,4 +127,23 @@ describe('Placement in workerd against sqld', () => {
     // No tree condition: candidates, then their trees.
     expect((await hopsOf('/allocation_candidates?resources=VCPU:1,MEMORY_MB:64')).hops).toBe(2);
   });
+
+  it('claims in a bounded number of database round trips', async () => {
+    // A claim is one interactive write transaction: over libSQL HTTP each
+    // statement is a hop. Bounded here so the count can only go down.
+    const hopsUrl = inject('sqldHopsUrl');
+    const host = crypto.randomUUID();
+    expect((await call('POST', '/resource_providers', { name: `claim-${host}`, uuid: host })).status).toBe(200);
+    expect((await call('PUT', `/resource_providers/${host}/inventories`, {
+      resource_provider_generation: 0, inventories: { VCPU: { total: 8 } },
+    })).status).toBe(200);
+    await fetch(hopsUrl, { method: 'DELETE' });
+    const claim = await call('PUT', `/allocations/${crypto.randomUUID()}`, {
+      allocations: { [host]: { resources: { VCPU: 1 } } },
+      project_id: crypto.randomUUID(), user_id: crypto.randomUUID(), consumer_generation: null, consumer_type: 'INSTANCE',
+    });
+    expect(claim.status).toBe(204);
+    const { hops } = (await (await fetch(hopsUrl)).json()) as { hops: number };
+    expect(hops).toBeLessThanOrEqual(14);
+  });
 });

@@ -28,22 +28,24 @@ export interface ConsumerView {
   consumerType: string;
 }
 
+// Get-or-create in one statement each (a no-op update makes RETURNING see
+// an existing row): every statement is a network hop when the database is remote.
 async function ensureProject(db: Db, externalId: string, now: string): Promise<number> {
-  await db.insert(projects).values({ externalId, createdAt: now, updatedAt: now }).onConflictDoNothing();
-  const rows = await db.select({ id: projects.id }).from(projects).where(eq(projects.externalId, externalId));
-  return rows[0]!.id;
+  const [row] = await db.insert(projects).values({ externalId, createdAt: now, updatedAt: now })
+    .onConflictDoUpdate({ target: projects.externalId, set: { externalId } }).returning({ id: projects.id });
+  return row!.id;
 }
 
 async function ensureUser(db: Db, externalId: string, now: string): Promise<number> {
-  await db.insert(users).values({ externalId, createdAt: now, updatedAt: now }).onConflictDoNothing();
-  const rows = await db.select({ id: users.id }).from(users).where(eq(users.externalId, externalId));
-  return rows[0]!.id;
+  const [row] = await db.insert(users).values({ externalId, createdAt: now, updatedAt: now })
+    .onConflictDoUpdate({ target: users.externalId, set: { externalId } }).returning({ id: users.id });
+  return row!.id;
 }
 
 async function ensureConsumerType(db: Db, name: string, now: string): Promise<number> {
-  await db.insert(consumerTypes).values({ name, createdAt: now, updatedAt: now }).onConflictDoNothing();
-  const rows = await db.select({ id: consumerTypes.id }).from(consumerTypes).where(eq(consumerTypes.name, name));
-  return rows[0]!.id;
+  const [row] = await db.insert(consumerTypes).values({ name, createdAt: now, updatedAt: now })
+    .onConflictDoUpdate({ target: consumerTypes.name, set: { name } }).returning({ id: consumerTypes.id });
+  return row!.id;
 }
 
 export async function findConsumer(db: Db, uuid: string): Promise<ConsumerRow | undefined> {
