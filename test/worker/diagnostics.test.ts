@@ -55,4 +55,12 @@ describe('diagnostics in workerd', () => {
     const member = await call('GET', '/diagnostics/audit', undefined, 'alice:proj');
     expect(member.status).toBe(403);
   });
+
+  it('serves the OpenAPI document without a token', async () => {
+    const res = await worker.fetch(new Request('http://placement.test/openapi.json'));
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { openapi: string; paths: Record<string, unknown> };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/allocation_candidates', '/accelerator/v2/accelerator_requests', '/diagnostics/audit']));
+  });
 });
