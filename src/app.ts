@@ -3,7 +3,7 @@
 import { Hono } from 'hono';
 import type { Deps } from './deps.js';
 import { createCyborgApp } from './cyborg/app.js';
-import { diagnosticsRoutes } from './diagnostics/routes.js';
+import { diagnosticsRoutes } from './diagnostics/routes/index.js';
 import { openApiDocument } from './openapi/document.js';
 import { createPlacementApp } from './placement/app.js';
 

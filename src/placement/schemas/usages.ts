@@ -3,8 +3,7 @@
 import { z } from 'zod';
 import type { AppContext } from '../../http/env.js';
 import { badQuery, failedValidating, queryParams, validationMessage } from '../../http/validate.js';
-import type { Microversion } from '../../http/microversion.js';
-import { MV } from '../versions.js';
+import { MV, type VersionCheck } from '../versions.js';
 
 const externalId = z.string().min(1).max(255);
 
@@ -12,7 +11,7 @@ export const usagesQueryV1_9 = z.object({ project_id: externalId, user_id: exter
 export const usagesQueryV1_38 = usagesQueryV1_9.extend({ consumer_type: z.string().min(1).max(255).optional() }).strict();
 
 /** The query schema per microversion (the handler's and GET /openapi.json's). */
-export const usagesQuerySchema = (mv: Microversion) => (mv.atLeast(MV.CONSUMER_TYPES) ? usagesQueryV1_38 : usagesQueryV1_9);
+export const usagesQuerySchema = (mv: VersionCheck) => (mv.atLeast(MV.CONSUMER_TYPES) ? usagesQueryV1_38 : usagesQueryV1_9);
 
 export interface UsagesQuery {
   projectId: string;
