@@ -138,8 +138,8 @@ export function formatReport(report: AuditReport): string[] {
 function formatRepairs(result: AuditRepairsResult): string[] {
   const verb = result.dry_run ? 'Dry run: would' : 'Applied:';
   const lines = [
-    `${verb} delete ${result.deleted_empty_consumers.length} empty consumer(s)${result.deleted_empty_consumers.length ? ': ' + result.deleted_empty_consumers.join(' ') : ''}`,
-    `${verb} re-send ${result.resent_dead_letters.length} dead letter(s)${result.resent_dead_letters.length ? ': ' + result.resent_dead_letters.join(' ') : ''}`,
+    `${verb} delete ${result.deleted_empty_consumers.length} empty consumer(s)${result.deleted_empty_consumers.length ? `: ${result.deleted_empty_consumers.join(' ')}` : ''}`,
+    `${verb} re-send ${result.resent_dead_letters.length} dead letter(s)${result.resent_dead_letters.length ? `: ${result.resent_dead_letters.join(' ')}` : ''}`,
   ];
   const skipped = [...result.skipped.empty_consumers, ...result.skipped.dead_letters.map(String)];
   if (skipped.length) lines.push(`Skipped (changed since the report): ${skipped.join(' ')}`);

@@ -13,7 +13,7 @@ async function confirm(question: string): Promise<boolean> {
 }
 
 process.exitCode = await main(process.argv.slice(2), {
-  out: (text) => process.stdout.write(text + '\n'),
-  err: (text) => process.stderr.write(text + '\n'),
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
   confirm: process.stdin.isTTY ? confirm : undefined,
 });
