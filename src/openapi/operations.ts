@@ -190,6 +190,16 @@ export const OPERATIONS: Operation[] = [
     body: always(AuditRepairsRequest), bodyName: 'AuditRepairs', responses: { 200: 'What was (or would be) done' }, responseSchema: AuditRepairsResult, responseName: 'AuditRepairsResult',
   },
 
+  {
+    api: 'diagnostics', method: 'get', path: '/diagnostics/allocation_candidates', since: MV.ALLOCATION_CANDIDATES,
+    summary: 'Why no host: the funnel of an allocation-candidates query, and why each named host fails',
+    query: (mv) => [
+      ...candidateQuery(mv),
+      { name: 'host', description: 'a provider name or uuid whose tree to explain (repeatable, at most 50)' },
+    ],
+    responses: { 200: 'Counts after each constraint, and a verdict per host' },
+  },
+
   // --- This document ----------------------------------------------------------
   { api: 'meta', method: 'get', path: '/openapi.json', summary: 'This OpenAPI document', public: true, responses: { 200: 'OpenAPI 3.1' } },
 ];

@@ -63,4 +63,19 @@ describe('diagnostics in workerd', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/allocation_candidates', '/accelerator/v2/accelerator_requests', '/diagnostics/audit']));
   });
+
+  it('explains why a host gets no candidate', async () => {
+    const host = crypto.randomUUID();
+    const agg = crypto.randomUUID();
+    expect((await call('POST', '/resource_providers', { name: `why-${host}`, uuid: host })).status).toBe(200);
+    expect((await call('PUT', `/resource_providers/${host}/inventories`, {
+      resource_provider_generation: 0, inventories: { VCPU: { total: 4 } },
+    })).status).toBe(200);
+    expect((await call('PUT', `/resource_providers/${host}/aggregates`, { aggregates: [agg], resource_provider_generation: 1 })).status).toBe(200);
+    const res = await call('GET', `/diagnostics/allocation_candidates?resources=VCPU:10&member_of=${agg}&host=why-${host}`);
+    expect(res.status).toBe(200);
+    const diagnosis = (await res.json()) as { steps: { constraint: string; trees: number }[]; hosts: { fits: boolean; failed_at?: { reason: string } }[] };
+    expect(diagnosis.steps.map((s) => s.constraint)).toEqual(['inventory', 'resources', 'member_of']);
+    expect(diagnosis.hosts).toEqual([expect.objectContaining({ fits: false, failed_at: expect.objectContaining({ reason: `VCPU: needs 10, free 4 on ${host}` }) })]);
+  });
 });
