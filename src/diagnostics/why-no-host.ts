@@ -8,6 +8,7 @@
 // re-implemented: every count is what findAllocationCandidates returns for
 // that prefix of the request. A request with k constraints costs k+1 engine
 // runs plus one small query per named host.
+import { z } from 'zod';
 import type { DataStore } from '../db/client.js';
 import { type CandidateOptions, type CandidatesBody, findAllocationCandidates } from '../placement/candidates/index.js';
 import type { CandidateRequest, RequestGroup } from '../placement/candidates/parse.js';
@@ -17,48 +18,43 @@ import * as repo from './candidates-repo.js';
 /** The negotiated microversion, as the engine takes it. */
 type EngineVersion = Parameters<typeof findAllocationCandidates>[2];
 
-export type Constraint =
-  | 'inventory'
-  | 'resources'
-  | 'required'
-  | 'required_any_of'
-  | 'forbidden_traits'
-  | 'member_of'
-  | 'forbidden_aggregates'
-  | 'in_tree'
-  | 'root_required'
-  | 'same_subtree'
-  | 'group_policy';
+export const CONSTRAINTS = [
+  'inventory', 'resources', 'required', 'required_any_of', 'forbidden_traits', 'member_of',
+  'forbidden_aggregates', 'in_tree', 'root_required', 'same_subtree', 'group_policy',
+] as const;
+export type Constraint = (typeof CONSTRAINTS)[number];
 
-export interface DiagnosisStep {
-  /** Request group suffix ('' for the unsuffixed group); null for request-wide constraints. */
-  group: string | null;
-  constraint: Constraint;
-  detail: string;
-  providers: number;
-  trees: number;
-  allocation_requests: number;
-  /** The engine stopped at PLACEMENT_MAX_ALLOCATION_CANDIDATES: counts are lower bounds. */
-  capped?: true;
-}
+const GroupSuffix = z.string().nullable().describe("request group suffix ('' for the unsuffixed group); null for request-wide constraints");
 
-export interface HostVerdict {
-  host: string;
-  provider_uuid: string;
-  root_provider_uuid: string;
-  fits: boolean;
-  /** The first step after which the tree was in no candidate. */
-  failed_at?: { group: string | null; constraint: Constraint; reason: string };
-}
+export const DiagnosisStep = z.object({
+  group: GroupSuffix,
+  constraint: z.enum(CONSTRAINTS),
+  detail: z.string(),
+  providers: z.number().int().describe('providers used by at least one candidate after this step'),
+  trees: z.number().int(),
+  allocation_requests: z.number().int(),
+  capped: z.literal(true).optional().describe('the engine stopped at PLACEMENT_MAX_ALLOCATION_CANDIDATES: counts are lower bounds'),
+});
+export type DiagnosisStep = z.infer<typeof DiagnosisStep>;
 
-export interface Diagnosis {
-  steps: DiagnosisStep[];
-  allocation_requests: number;
-  /** Providers used in a candidate that belong to another tree than the one they help (sharing). */
-  sharing_providers: number;
-  hosts: HostVerdict[];
-  unknown_hosts: string[];
-}
+export const HostVerdict = z.object({
+  host: z.string(),
+  provider_uuid: z.string(),
+  root_provider_uuid: z.string(),
+  fits: z.boolean(),
+  failed_at: z.object({ group: GroupSuffix, constraint: z.enum(CONSTRAINTS), reason: z.string() })
+    .optional().describe('the first step after which the tree was in no candidate'),
+});
+export type HostVerdict = z.infer<typeof HostVerdict>;
+
+export const Diagnosis = z.object({
+  steps: z.array(DiagnosisStep),
+  allocation_requests: z.number().int(),
+  sharing_providers: z.number().int().describe('providers used in a candidate of another tree than their own'),
+  hosts: z.array(HostVerdict),
+  unknown_hosts: z.array(z.string()),
+});
+export type Diagnosis = z.infer<typeof Diagnosis>;
 
 export interface DiagnosisContext {
   store: DataStore;

@@ -10,6 +10,7 @@ import { CreateArqBody, PatchArqsBody } from '../cyborg/schemas/arqs.js';
 import { CreateDeviceProfileBody } from '../cyborg/schemas/device-profiles.js';
 import { MV as CYBORG_MV } from '../cyborg/versions.js';
 import { AuditQuery, AuditRepairsRequest, AuditRepairsResult, AuditReport } from '../diagnostics/audit.js';
+import { Diagnosis } from '../diagnostics/why-no-host.js';
 import type { Microversion } from '../http/microversion.js';
 import { allowedKeys as candidateQueryKeys } from '../placement/candidates/parse.js';
 import { LIST_PARAMS } from '../placement/routes/resource-providers.js';
@@ -197,7 +198,7 @@ export const OPERATIONS: Operation[] = [
       ...candidateQuery(mv),
       { name: 'host', description: 'a provider name or uuid whose tree to explain (repeatable, at most 50)' },
     ],
-    responses: { 200: 'Counts after each constraint, and a verdict per host' },
+    responses: { 200: 'Counts after each constraint, and a verdict per host' }, responseSchema: Diagnosis, responseName: 'Diagnosis',
   },
 
   // --- This document ----------------------------------------------------------
