@@ -122,7 +122,10 @@ export async function replaceAllocations(tx: Db, claims: ConsumerClaim[], opts: 
   const released = new Map<string, number>();
   const removed = await tx.delete(allocations).where(inArray(allocations.consumerId, claimUuids))
     .returning({ providerId: allocations.resourceProviderId, classId: allocations.resourceClassId, used: allocations.used });
-  for (const r of removed) released.set(`${r.providerId}:${r.classId}`, (released.get(`${r.providerId}:${r.classId}`) ?? 0) + r.used);
+  for (const r of removed) {
+    const key = `${r.providerId}:${r.classId}`;
+    released.set(key, (released.get(key) ?? 0) + r.used);
+  }
 
   // 4. Resource classes must exist (400), first unknown one in body order.
   const entries = claims.flatMap((claim) =>
