@@ -137,6 +137,14 @@ describe('GET /openapi.json', () => {
     expect(ajv.validate(at('1.38'), body)).toBe(false);
     expect((await t.call('PUT', `/allocations/${crypto.randomUUID()}`, { body, version: '1.37' })).status).toBe(204);
     expect((await t.call('PUT', `/allocations/${crypto.randomUUID()}`, { body, version: '1.38' })).status).toBe(400);
+
+    // Key patterns and minimum sizes checked by refinements are in the document too.
+    const lowercase = { ...body, consumer_type: 'INSTANCE', allocations: { [rp]: { resources: { vcpu: 1 } } } };
+    const empty = { ...body, consumer_type: 'INSTANCE', allocations: { [rp]: { resources: {} } } };
+    for (const bad of [lowercase, empty]) {
+      expect(ajv.validate(at('1.38'), bad)).toBe(false);
+      expect((await t.call('PUT', `/allocations/${crypto.randomUUID()}`, { body: bad, version: '1.38' })).status).toBe(400);
+    }
   });
 
   it('names the microversions that accept each query parameter', () => {

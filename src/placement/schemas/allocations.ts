@@ -37,7 +37,8 @@ export function patternRecord<V extends z.ZodType>(pattern: RegExp, value: V, mi
         params: { keyword: 'additionalProperties' },
       });
     }
-  });
+    // The same rules as JSON Schema, for GET /openapi.json (the refinement above is what validates).
+  }).meta({ propertyNames: { pattern: pattern.source }, ...(minProperties > 0 ? { minProperties } : {}) });
 }
 
 const externalId = z.string().min(1).max(255);
