@@ -84,6 +84,20 @@ class Builder {
     return { $ref: `#/components/schemas/${found}` };
   }
 
+  /** The success body: one schema, or one per microversion range (anyOf, plus the ranges). */
+  responseBody(op: Operation, versions: string[]): { schema: Json; ranges?: Json[] } | undefined {
+    const name = op.responseName ?? `${op.bodyName ?? 'Operation'}Response`;
+    if (op.responseSchema) return { schema: this.ref(op.responseSchema, name, 'output') };
+    if (!op.response) return undefined;
+    const ranges = versionRanges(versions, op.response).filter((r) => r.value !== undefined);
+    const entries = ranges.map((r) => ({
+      min: r.min, max: r.max, schema: this.ref(r.value!, ranges.length === 1 ? name : `${name}_${r.min.replace('.', '_')}`, 'output'),
+    }));
+    if (!entries.length) return undefined;
+    if (entries.length === 1) return { schema: entries[0]!.schema };
+    return { schema: { anyOf: entries.map((e) => e.schema) }, ranges: entries };
+  }
+
   requestBody(op: Operation, versions: string[]): Json | undefined {
     if (!op.body) return undefined;
     const ranges = versionRanges(versions, op.body);
@@ -162,12 +176,15 @@ export function buildOpenApiDocument(): Json {
     const pathParams = [...op.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
     const header = VERSION_HEADER[op.api];
     const responses: Json = {};
+    const success = builder.responseBody(op, versions);
     for (const [status, description] of Object.entries(op.responses)) {
       const code = Number(status);
-      const content = code === 204 || code === 202
+      const content = code === 204 || code === 202 || op.bodyless?.includes(code)
         ? undefined
-        : { 'application/json': { schema: op.responseSchema ? builder.ref(op.responseSchema, op.responseName ?? `${op.bodyName ?? 'Operation'}Response`, 'output') : { type: 'object' } } };
-      responses[status] = content ? { description, content } : { description };
+        : { 'application/json': { schema: success?.schema ?? { type: 'object' } } };
+      const response: Json = content ? { description, content } : { description };
+      if (content && success?.ranges) response['x-openstack-microversion-bodies'] = success.ranges;
+      responses[status] = response;
     }
     responses['4XX'] = { $ref: `#/components/responses/${ERROR_RESPONSE[op.api]}` };
     responses['5XX'] = { $ref: `#/components/responses/${ERROR_RESPONSE[op.api]}` };

@@ -21,6 +21,9 @@ import { createProviderSchema, updateProviderSchema } from '../placement/schemas
 import { reshaperSchema } from '../placement/schemas/reshaper.js';
 import { resourceClassBodySchema } from '../placement/schemas/resource-classes.js';
 import { putProviderTraitsSchema } from '../placement/schemas/traits.js';
+import {
+  allocationCandidatesResponseSchema, inventoriesResponseSchema, providerListResponseSchema, providerResponseSchema, usagesResponseSchema,
+} from '../placement/schemas/responses.js';
 import { usagesQuerySchema } from '../placement/schemas/usages.js';
 import { MV } from '../placement/versions.js';
 
@@ -55,8 +58,12 @@ export interface Operation {
   query?: (mv: Microversion) => QueryParam[];
   /** Success statuses and what they mean. */
   responses: Record<number, string>;
+  /** Success statuses that carry no body (202 and 204 never do). */
+  bodyless?: number[];
   /** The success body's schema, where one exists, and its component name. */
   responseSchema?: z.ZodType;
+  /** The success body's schema at a microversion (instead of responseSchema), named after responseName. */
+  response?: (mv: Microversion) => z.ZodType | undefined;
   responseName?: string;
 }
 
@@ -99,13 +106,17 @@ const A = (op: Omit<Operation, 'api' | 'path'> & { path: string }): Operation =>
 export const OPERATIONS: Operation[] = [
   // --- Placement --------------------------------------------------------------
   P({ method: 'get', path: '/', summary: 'Version document', public: true, responses: { 200: 'The supported microversions' } }),
-  P({ method: 'get', path: '/resource_providers', summary: 'List resource providers', query: providerListQuery, responses: { 200: 'Providers' } }),
+  P({
+    method: 'get', path: '/resource_providers', summary: 'List resource providers', query: providerListQuery, responses: { 200: 'Providers' },
+    response: providerListResponseSchema, responseName: 'ResourceProviderList',
+  }),
   P({
     method: 'post', path: '/resource_providers', summary: 'Create a resource provider', body: createProviderSchema, bodyName: 'CreateResourceProvider',
-    responses: { 200: 'Created; the provider (1.20+)', 201: 'Created, no body (before 1.20)' },
+    responses: { 200: 'Created; the provider (1.20+)', 201: 'Created, no body (before 1.20)' }, bodyless: [201],
+    response: (mv) => (mv.atLeast(MV.POST_RP_RETURNS_BODY) ? providerResponseSchema(mv) : undefined), responseName: 'ResourceProvider',
   }),
-  P({ method: 'get', path: '/resource_providers/:uuid', summary: 'Show a resource provider', responses: { 200: 'The provider' } }),
-  P({ method: 'put', path: '/resource_providers/:uuid', summary: 'Update a resource provider', body: updateProviderSchema, bodyName: 'UpdateResourceProvider', responses: { 200: 'The provider' } }),
+  P({ method: 'get', path: '/resource_providers/:uuid', summary: 'Show a resource provider', responses: { 200: 'The provider' }, response: providerResponseSchema, responseName: 'ResourceProvider' }),
+  P({ method: 'put', path: '/resource_providers/:uuid', summary: 'Update a resource provider', body: updateProviderSchema, bodyName: 'UpdateResourceProvider', responses: { 200: 'The provider' }, response: providerResponseSchema, responseName: 'ResourceProvider' }),
   P({ method: 'delete', path: '/resource_providers/:uuid', summary: 'Delete a resource provider', responses: { 204: 'Deleted' } }),
   P({ method: 'get', path: '/resource_providers/:uuid/aggregates', summary: "A provider's aggregates", since: MV.AGGREGATES, responses: { 200: 'Aggregates' } }),
   P({ method: 'put', path: '/resource_providers/:uuid/aggregates', summary: "Replace a provider's aggregates", since: MV.AGGREGATES, body: putAggregatesSchema, bodyName: 'PutAggregates', responses: { 200: 'Aggregates' } }),
@@ -114,7 +125,7 @@ export const OPERATIONS: Operation[] = [
     query: names(['name', 'in:NAME1,NAME2 or startswith:PREFIX'], ['associated', 'true or false']), responses: { 200: 'Traits' },
   }),
   P({ method: 'get', path: '/traits/:name', summary: 'Whether a trait exists', since: MV.TRAITS, responses: { 204: 'It exists' } }),
-  P({ method: 'put', path: '/traits/:name', summary: 'Create a custom trait', since: MV.TRAITS, responses: { 201: 'Created', 204: 'Already there' } }),
+  P({ method: 'put', path: '/traits/:name', summary: 'Create a custom trait', since: MV.TRAITS, responses: { 201: 'Created', 204: 'Already there' }, bodyless: [201] }),
   P({ method: 'delete', path: '/traits/:name', summary: 'Delete a custom trait', since: MV.TRAITS, responses: { 204: 'Deleted' } }),
   P({ method: 'get', path: '/resource_providers/:uuid/traits', summary: "A provider's traits", since: MV.TRAITS, responses: { 200: 'Traits' } }),
   P({ method: 'put', path: '/resource_providers/:uuid/traits', summary: "Replace a provider's traits", since: MV.TRAITS, body: always(putProviderTraitsSchema), bodyName: 'PutProviderTraits', responses: { 200: 'Traits' } }),
@@ -127,8 +138,9 @@ export const OPERATIONS: Operation[] = [
   P({
     method: 'get', path: '/allocation_candidates', summary: 'Where a request fits', since: MV.ALLOCATION_CANDIDATES,
     query: candidateQuery, responses: { 200: 'Allocation requests and provider summaries' },
+    response: allocationCandidatesResponseSchema, responseName: 'AllocationCandidates',
   }),
-  P({ method: 'get', path: '/resource_providers/:uuid/inventories', summary: "A provider's inventories", responses: { 200: 'Inventories' } }),
+  P({ method: 'get', path: '/resource_providers/:uuid/inventories', summary: "A provider's inventories", responses: { 200: 'Inventories' }, response: inventoriesResponseSchema, responseName: 'Inventories' }),
   P({ method: 'post', path: '/resource_providers/:uuid/inventories', summary: 'Add one inventory', body: always(postInventorySchema), bodyName: 'PostInventory', responses: { 201: 'The inventory' } }),
   P({ method: 'put', path: '/resource_providers/:uuid/inventories', summary: "Replace a provider's inventories", body: always(putInventoriesSchema), bodyName: 'PutInventories', responses: { 200: 'Inventories' } }),
   P({ method: 'delete', path: '/resource_providers/:uuid/inventories', summary: "Delete a provider's inventories", since: MV.DELETE_ALL_INVENTORY, responses: { 204: 'Deleted' } }),
@@ -137,16 +149,16 @@ export const OPERATIONS: Operation[] = [
   P({ method: 'delete', path: '/resource_providers/:uuid/inventories/:resource_class', summary: 'Delete one inventory', responses: { 204: 'Deleted' } }),
   P({ method: 'post', path: '/reshaper', summary: 'Move inventories and allocations atomically', since: MV.RESHAPER, body: reshaperSchema, bodyName: 'Reshape', responses: { 204: 'Reshaped' } }),
   P({ method: 'get', path: '/resource_classes', summary: 'List resource classes', since: MV.RESOURCE_CLASSES, responses: { 200: 'Resource classes' } }),
-  P({ method: 'post', path: '/resource_classes', summary: 'Create a custom resource class', since: MV.RESOURCE_CLASSES, body: always(resourceClassBodySchema), bodyName: 'ResourceClass', responses: { 201: 'Created' } }),
+  P({ method: 'post', path: '/resource_classes', summary: 'Create a custom resource class', since: MV.RESOURCE_CLASSES, body: always(resourceClassBodySchema), bodyName: 'ResourceClass', responses: { 201: 'Created' }, bodyless: [201] }),
   P({ method: 'get', path: '/resource_classes/:name', summary: 'Show a resource class', since: MV.RESOURCE_CLASSES, responses: { 200: 'The class' } }),
   P({
     method: 'put', path: '/resource_classes/:name', summary: 'Rename (before 1.7) or create (1.7+) a custom resource class', since: MV.RESOURCE_CLASSES,
     body: (mv) => (mv.atLeast(MV.RC_PUT_CREATES) ? undefined : resourceClassBodySchema), bodyName: 'ResourceClass',
-    responses: { 200: 'Renamed (before 1.7)', 201: 'Created (1.7+)', 204: 'Already there (1.7+)' },
+    responses: { 200: 'Renamed (before 1.7)', 201: 'Created (1.7+)', 204: 'Already there (1.7+)' }, bodyless: [201],
   }),
   P({ method: 'delete', path: '/resource_classes/:name', summary: 'Delete a custom resource class', since: MV.RESOURCE_CLASSES, responses: { 204: 'Deleted' } }),
   P({ method: 'get', path: '/resource_providers/:uuid/usages', summary: "A provider's usage", responses: { 200: 'Usages' } }),
-  P({ method: 'get', path: '/usages', summary: "A project's usage", since: MV.USAGES, query: (mv) => zodQuery(usagesQuerySchema(mv)), responses: { 200: 'Usages' } }),
+  P({ method: 'get', path: '/usages', summary: "A project's usage", since: MV.USAGES, query: (mv) => zodQuery(usagesQuerySchema(mv)), responses: { 200: 'Usages' }, response: usagesResponseSchema, responseName: 'Usages' }),
 
   // --- Accelerator (Cyborg v2) ------------------------------------------------
   A({ method: 'get', path: '/', summary: 'Version document', public: true, responses: { 200: 'Versions' } }),

@@ -147,6 +147,43 @@ describe('GET /openapi.json', () => {
     }
   });
 
+  it('describes response bodies per microversion: live answers validate against them', async () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false });
+    const schemaAt = (path: string, version: string): Json => {
+      const ok = (doc.paths[path]!.get as unknown as { responses: Record<string, Json> }).responses['200']!;
+      const ranges = ok['x-openstack-microversion-bodies'] as { min: string; max: string; schema: { $ref: string } }[] | undefined;
+      const v = Microversion.parse(version)!;
+      const ref = ranges
+        ? ranges.find((r) => v.compare(r.min) >= 0 && v.compare(r.max) <= 0)!.schema.$ref
+        : ((ok.content as Json)['application/json'] as { schema: { $ref: string } }).schema.$ref;
+      return doc.components.schemas[ref.split('/').pop()!]!;
+    };
+    const rp = crypto.randomUUID();
+    expect((await t.call('POST', '/resource_providers', { body: { name: `shape-${rp}`, uuid: rp } })).status).toBe(200);
+    expect((await t.call('PUT', `/resource_providers/${rp}/inventories`, {
+      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 1024 } } },
+    })).status).toBe(200);
+    const checks: [string, string, string[]][] = [
+      [`/resource_providers/${rp}`, '/resource_providers/{uuid}', ['1.0', '1.13', '1.14', '1.39']],
+      ['/resource_providers', '/resource_providers', ['1.0', '1.14', '1.39']],
+      [`/resource_providers/${rp}/inventories`, '/resource_providers/{uuid}/inventories', ['1.0', '1.39']],
+      ['/usages?project_id=p', '/usages', ['1.9', '1.37', '1.38']],
+      ['/allocation_candidates?resources=VCPU:1', '/allocation_candidates', ['1.10', '1.12', '1.17', '1.29', '1.34', '1.39']],
+    ];
+    for (const [url, path, versions] of checks) {
+      for (const version of versions) {
+        const res = await t.call('GET', url, { version });
+        expect(res.status, `${url} @${version}`).toBe(200);
+        const body: unknown = await res.json();
+        const valid = ajv.validate(schemaAt(path, version), body);
+        expect(valid ? [] : ajv.errors, `${url} @${version}`).toEqual([]);
+      }
+    }
+    // A shape from the wrong range does not pass: the ranges are real.
+    const old = await (await t.call('GET', '/allocation_candidates?resources=VCPU:1', { version: '1.10' })).json();
+    expect(ajv.validate(schemaAt('/allocation_candidates', '1.39'), old)).toBe(false);
+  });
+
   it('names the microversions that accept each query parameter', () => {
     const params = doc.paths['/resource_providers']!.get!.parameters!.filter((p) => p.in === 'query');
     const byName = Object.fromEntries(params.map((p) => [p.name, p['x-openstack-microversions']]));
