@@ -6,7 +6,7 @@
 // Pure: built once per isolate/process, no I/O.
 import { z } from 'zod';
 import { MAX_VERSION as CYBORG_MAX, MIN_VERSION as CYBORG_MIN, VERSIONS as CYBORG_VERSIONS } from '../cyborg/versions.js';
-import { Microversion } from '../http/microversion.js';
+import { Microversion } from '../microversion.js';
 import { MAX_VERSION, MIN_VERSION } from '../placement/versions.js';
 import { OPERATIONS, type ApiName, type Operation, type QueryParam } from './operations.js';
 

@@ -11,7 +11,7 @@ import { CreateDeviceProfileBody } from '../cyborg/schemas/device-profiles.js';
 import { MV as CYBORG_MV } from '../cyborg/versions.js';
 import { AuditQuery, AuditRepairsRequest, AuditRepairsResult, AuditReport } from '../diagnostics/audit.js';
 import { Diagnosis } from '../diagnostics/why-no-host.js';
-import type { Microversion } from '../http/microversion.js';
+import type { Microversion } from '../microversion.js';
 import { allowedKeys as candidateQueryKeys } from '../placement/candidates/parse.js';
 import { LIST_PARAMS } from '../placement/routes/resource-providers.js';
 import { putAggregatesSchema } from '../placement/schemas/aggregates.js';

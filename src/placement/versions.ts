@@ -45,11 +45,3 @@ export const MV = {
   ANY_TRAITS: '1.39',
 } as const;
 export type Feature = keyof typeof MV;
-
-/**
- * What the domain needs of a negotiated microversion (src/http's Microversion
- * satisfies it): schemas chosen per version take this, not the HTTP class.
- */
-export interface VersionCheck {
-  atLeast(version: string): boolean;
-}

@@ -1,7 +1,8 @@
 // PUT /resource_providers/{uuid}/aggregates: a bare list before 1.19, an
 // object with the provider generation from 1.19.
 import { z } from 'zod';
-import { MV, type VersionCheck } from '../versions.js';
+import type { Microversion } from '../../microversion.js';
+import { MV } from '../versions.js';
 import { uuidString } from './providers.js';
 
 const aggregateList = z.array(uuidString).superRefine((list, ctx) => {
@@ -17,4 +18,4 @@ export const putAggregatesV1_19 = z.object({
 }).strict();
 
 /** The body schema per microversion (the handler's and GET /openapi.json's). */
-export const putAggregatesSchema = (mv: VersionCheck) => (mv.atLeast(MV.AGGREGATE_GENERATION) ? putAggregatesV1_19 : putAggregatesV1_1);
+export const putAggregatesSchema = (mv: Microversion) => (mv.atLeast(MV.AGGREGATE_GENERATION) ? putAggregatesV1_19 : putAggregatesV1_1);

@@ -3,7 +3,8 @@
 // Messages follow jsonschema's wording because clients and tests match them.
 import { z } from 'zod';
 import { pyRepr } from '../../http/validate.js';
-import { MV, type VersionCheck } from '../versions.js';
+import type { Microversion } from '../../microversion.js';
+import { MV } from '../versions.js';
 
 export const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 export const RC_PATTERN = /^[A-Z0-9_]+$/;
@@ -106,7 +107,7 @@ export interface ConsumerAllocationsBody {
 // describes it, so the two cannot disagree.
 
 /** The PUT /allocations/{consumer_uuid} body schema for a microversion (a list before 1.12). */
-export function putAllocationsSchema(mv: VersionCheck) {
+export function putAllocationsSchema(mv: Microversion) {
   if (mv.atLeast(MV.CONSUMER_TYPES)) return putAllocationsV1_38;
   if (mv.atLeast(MV.MAPPINGS)) return putAllocationsV1_34;
   if (mv.atLeast(MV.CONSUMER_GENERATION)) return putAllocationsV1_28;
@@ -119,7 +120,7 @@ export type PutAllocationsBody = z.infer<ReturnType<typeof putAllocationsSchema>
 export const isListForm = (body: PutAllocationsBody): body is PutAllocationsListBody => Array.isArray(body.allocations);
 
 /** The POST /allocations body schema for a microversion. */
-export function postAllocationsSchema(mv: VersionCheck) {
+export function postAllocationsSchema(mv: Microversion) {
   if (mv.atLeast(MV.CONSUMER_TYPES)) return postAllocationsV1_38;
   if (mv.atLeast(MV.MAPPINGS)) return postAllocationsV1_34;
   if (mv.atLeast(MV.CONSUMER_GENERATION)) return postAllocationsV1_28;
@@ -133,7 +134,7 @@ const RESHAPER_CONSUMER = {
 };
 
 /** Consumer allocations as the reshaper takes them: like POST /allocations, possibly empty. */
-export function reshaperAllocationsSchema(mv: VersionCheck) {
+export function reshaperAllocationsSchema(mv: Microversion) {
   return mv.atLeast(MV.CONSUMER_TYPES) ? RESHAPER_CONSUMER[MV.CONSUMER_TYPES]
     : mv.atLeast(MV.MAPPINGS) ? RESHAPER_CONSUMER[MV.MAPPINGS] : RESHAPER_CONSUMER[MV.CONSUMER_GENERATION];
 }

@@ -3,7 +3,7 @@
 // PUT /inventories body), allocations keyed by consumer (POST /allocations
 // form, possibly empty).
 import { z } from 'zod';
-import type { VersionCheck } from '../versions.js';
+import type { Microversion } from '../../microversion.js';
 import { patternRecord, reshaperAllocationsSchema, UUID_PATTERN } from './allocations.js';
 import { putInventoriesSchema } from './inventories.js';
 
@@ -12,7 +12,7 @@ const inventories = patternRecord(UUID_PATTERN, putInventoriesSchema, 1);
 const byAllocations = new Map<z.ZodType, z.ZodType>();
 
 /** The body schema for a microversion; one object per shape, so it can be compared and described. */
-export function reshaperSchema(mv: VersionCheck) {
+export function reshaperSchema(mv: Microversion) {
   const allocations = reshaperAllocationsSchema(mv);
   let schema = byAllocations.get(allocations) as ReturnType<typeof shape> | undefined;
   if (!schema) {

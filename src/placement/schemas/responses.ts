@@ -3,7 +3,8 @@
 // OpenAPI test validates live responses at each range against them, so a
 // presenter change that is not reflected here fails there.
 import { z } from 'zod';
-import { MV, type VersionCheck } from '../versions.js';
+import type { Microversion } from '../../microversion.js';
+import { MV } from '../versions.js';
 
 const uuid = z.string();
 const link = z.object({ rel: z.string(), href: z.string() });
@@ -12,11 +13,11 @@ const providerV1_0 = z.object({ uuid, name: z.string(), generation: z.number().i
 const providerV1_14 = providerV1_0.extend({ parent_provider_uuid: uuid.nullable(), root_provider_uuid: uuid });
 
 /** One resource provider (GET/PUT /resource_providers/{uuid}, POST from 1.20). */
-export const providerResponseSchema = (mv: VersionCheck) => (mv.atLeast(MV.NESTED) ? providerV1_14 : providerV1_0);
+export const providerResponseSchema = (mv: Microversion) => (mv.atLeast(MV.NESTED) ? providerV1_14 : providerV1_0);
 
 const providerListV1_0 = z.object({ resource_providers: z.array(providerV1_0) });
 const providerListV1_14 = z.object({ resource_providers: z.array(providerV1_14) });
-export const providerListResponseSchema = (mv: VersionCheck) => (mv.atLeast(MV.NESTED) ? providerListV1_14 : providerListV1_0);
+export const providerListResponseSchema = (mv: Microversion) => (mv.atLeast(MV.NESTED) ? providerListV1_14 : providerListV1_0);
 
 const inventory = z.object({
   total: z.number().int(),
@@ -27,7 +28,7 @@ const inventory = z.object({
   allocation_ratio: z.number(),
 });
 const inventories = z.object({ resource_provider_generation: z.number().int(), inventories: z.record(z.string(), inventory) });
-export const inventoriesResponseSchema = (_mv: VersionCheck) => inventories;
+export const inventoriesResponseSchema = (_mv: Microversion) => inventories;
 
 const usageAmounts = z.record(z.string(), z.number().int());
 const usagesV1_9 = z.object({ usages: usageAmounts });
@@ -35,7 +36,7 @@ const usagesV1_38 = z.object({
   usages: z.record(z.string(), usageAmounts.describe('per-class sums and consumer_count')),
 }).describe('usages keyed by consumer type ("all", "unknown", ...)');
 /** GET /usages: totals before 1.38, per consumer type from 1.38. */
-export const usagesResponseSchema = (mv: VersionCheck) => (mv.atLeast(MV.CONSUMER_TYPES) ? usagesV1_38 : usagesV1_9);
+export const usagesResponseSchema = (mv: Microversion) => (mv.atLeast(MV.CONSUMER_TYPES) ? usagesV1_38 : usagesV1_9);
 
 const amounts = z.record(z.string(), z.number().int());
 const listAllocation = z.object({ resource_provider: z.object({ uuid }), resources: amounts });
@@ -53,7 +54,7 @@ const CANDIDATES = {
   v1_34: candidates(z.object({ allocations: dictAllocations, mappings: z.record(z.string(), z.array(uuid)) }), summaryV1_29),
 };
 /** GET /allocation_candidates. */
-export function allocationCandidatesResponseSchema(mv: VersionCheck) {
+export function allocationCandidatesResponseSchema(mv: Microversion) {
   if (mv.atLeast(MV.MAPPINGS)) return CANDIDATES.v1_34;
   if (mv.atLeast(MV.AC_NESTED)) return CANDIDATES.v1_29;
   if (mv.atLeast(MV.AC_REQUIRED)) return CANDIDATES.v1_17;

@@ -3,7 +3,8 @@
 import { z } from 'zod';
 import type { AppContext } from '../../http/env.js';
 import { badQuery, failedValidating, queryParams, validationMessage } from '../../http/validate.js';
-import { MV, type VersionCheck } from '../versions.js';
+import type { Microversion } from '../../microversion.js';
+import { MV } from '../versions.js';
 
 const externalId = z.string().min(1).max(255);
 
@@ -11,7 +12,7 @@ export const usagesQueryV1_9 = z.object({ project_id: externalId, user_id: exter
 export const usagesQueryV1_38 = usagesQueryV1_9.extend({ consumer_type: z.string().min(1).max(255).optional() }).strict();
 
 /** The query schema per microversion (the handler's and GET /openapi.json's). */
-export const usagesQuerySchema = (mv: VersionCheck) => (mv.atLeast(MV.CONSUMER_TYPES) ? usagesQueryV1_38 : usagesQueryV1_9);
+export const usagesQuerySchema = (mv: Microversion) => (mv.atLeast(MV.CONSUMER_TYPES) ? usagesQueryV1_38 : usagesQueryV1_9);
 
 export interface UsagesQuery {
   projectId: string;
