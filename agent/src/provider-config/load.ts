@@ -8,6 +8,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isMap, isScalar, LineCounter, parseDocument, Scalar, visit, type Document } from 'yaml';
+import providerConfigSchema from '../../../schemas/provider-config.schema.json' with { type: 'json' };
 import { decodeUtf8, pyyamlReadProblem } from './pyyaml-rules.js';
 import { SCHEMA_VERSION_PATTERN, type Inventory, type ProviderConfigFile, type ProviderEntry } from './schema.js';
 
@@ -53,11 +54,8 @@ export interface LoadResult {
 
 let compiledValidator: ReturnType<Ajv['compile']> | undefined;
 function schemaValidator(): ReturnType<Ajv['compile']> {
-  if (!compiledValidator) {
-    const schemaPath = new URL('../../../schemas/provider-config.schema.json', import.meta.url);
-    const schema = JSON.parse(readFileSync(schemaPath, 'utf8')) as Record<string, unknown>;
-    compiledValidator = new Ajv({ allErrors: true, strict: false }).compile(schema);
-  }
+  // Imported rather than read from disk so the bundled agent carries it.
+  compiledValidator ??= new Ajv({ allErrors: true, strict: false }).compile(providerConfigSchema as Record<string, unknown>);
   return compiledValidator;
 }
 
