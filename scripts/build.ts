@@ -68,7 +68,7 @@ export async function buildDist(outdir = join(ROOT, 'dist')): Promise<BuildResul
   await build(options);
 
   const rootPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; engines: Record<string, string> };
-  writeFileSync(join(outdir, 'package.json'), JSON.stringify(distPackage(rootPackage), null, 2) + '\n');
+  writeFileSync(join(outdir, 'package.json'), `${JSON.stringify(distPackage(rootPackage), null, 2)}\n`);
   const files = Object.keys(ENTRY_POINTS).map((name) => join(outdir, `${name}.mjs`));
   for (const file of files) chmodSync(file, 0o755);
   return { outdir, files: [...files, join(outdir, 'package.json')] };

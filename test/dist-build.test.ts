@@ -66,15 +66,33 @@ describe('npm run build', () => {
     copyFileSync(join(ROOT, 'deploy', 'etc', 'provider_config.example.yaml'), join(providerConfig, '10-example.yaml'));
     const agent = await run(
       process.execPath,
-      [join(installed, 'placement-agent.mjs'), 'once', '--config', join(ROOT, 'deploy', 'etc', 'agent.yaml'), '--endpoint', server!.url, '--token', 'admin', '--root', join(ROOT, 'agent', 'test', 'fixtures', 'two-nvidia')],
-      { cwd: installed, env: { ...process.env, PLACEMENT_AGENT_PROVIDER_CONFIG_LOCATION: providerConfig, PLACEMENT_AGENT_INSTANCES_PATH: work } },
+      [
+        join(installed, 'placement-agent.mjs'),
+        'once',
+        '--config',
+        join(ROOT, 'deploy', 'etc', 'agent.yaml'),
+        '--endpoint',
+        server!.url,
+        '--token',
+        'admin',
+        '--root',
+        join(ROOT, 'agent', 'test', 'fixtures', 'two-nvidia'),
+      ],
+      {
+        cwd: installed,
+        env: { ...process.env, PLACEMENT_AGENT_PROVIDER_CONFIG_LOCATION: providerConfig, PLACEMENT_AGENT_INSTANCES_PATH: work },
+      },
     );
     expect(agent.stderr).not.toMatch(/error/i);
 
-    const { resource_providers: providers } = await get<{ resource_providers: { uuid: string; name: string }[] }>('/resource_providers?name=gpu-host-2');
+    const { resource_providers: providers } = await get<{ resource_providers: { uuid: string; name: string }[] }>(
+      '/resource_providers?name=gpu-host-2',
+    );
     expect(providers).toHaveLength(1);
     const uuid = providers[0]!.uuid;
-    const inventories = await get<{ inventories: Record<string, { total: number; reserved: number }> }>(`/resource_providers/${uuid}/inventories`);
+    const inventories = await get<{ inventories: Record<string, { total: number; reserved: number }> }>(
+      `/resource_providers/${uuid}/inventories`,
+    );
     expect(inventories.inventories.VCPU!.total).toBe(8);
     expect(inventories.inventories.CUSTOM_LLC).toMatchObject({ total: 22, reserved: 2 });
     const traits = await get<{ traits: string[] }>(`/resource_providers/${uuid}/traits`);

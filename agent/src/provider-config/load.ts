@@ -296,8 +296,11 @@ function nonFiniteInventoryValues(data: unknown): (string | number)[][] {
   if (!Array.isArray(providers)) return found;
   const visit = (value: unknown, path: (string | number)[]) => {
     if (typeof value === 'number' && !Number.isFinite(value)) found.push(path);
-    else if (Array.isArray(value)) value.forEach((item, i) => visit(item, [...path, i]));
-    else if (value !== null && typeof value === 'object') for (const [key, item] of Object.entries(value)) visit(item, [...path, key]);
+    else if (Array.isArray(value)) {
+      value.forEach((item, i) => {
+        visit(item, [...path, i]);
+      });
+    } else if (value !== null && typeof value === 'object') for (const [key, item] of Object.entries(value)) visit(item, [...path, key]);
   };
   providers.forEach((entry, index) => {
     const inventories = (entry as { inventories?: unknown } | null)?.inventories;

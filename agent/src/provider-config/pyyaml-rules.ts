@@ -55,6 +55,7 @@ function firstInvalidUtf8(bytes: Uint8Array): number {
 
 // PyYAML's Reader.NON_PRINTABLE: everything but tab, LF, CR, printable ASCII,
 // NEL and the printable planes is refused anywhere in the file, comments included.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: this is the list of allowed control characters
 const NON_PRINTABLE = /[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 
 export function nonPrintableCharacter(text: string): ReadProblem | undefined {
@@ -100,7 +101,11 @@ export function misplacedTab(text: string): ReadProblem | undefined {
       tabAllowed = first === '#' || first === "'" || first === '"' || first === '%';
     }
     const tab = tabAllowed ? -1 : token.indexOf('\t');
-    if (tab !== -1) return { offset: offset + tab, message: "found character '\\t' that cannot start any token (a tab is allowed only inside quotes, block scalars and comments)" };
+    if (tab !== -1)
+      return {
+        offset: offset + tab,
+        message: "found character '\\t' that cannot start any token (a tab is allowed only inside quotes, block scalars and comments)",
+      };
     offset += token.length;
   }
   return undefined;
