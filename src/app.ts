@@ -1,13 +1,16 @@
 // createApp(deps): the one app both runtimes serve. The accelerator (Cyborg)
-// API lives under /accelerator; everything else is the Placement API.
+// API lives under /accelerator, the capacity dashboard under /dashboard;
+// everything else is the Placement API.
 import { Hono } from 'hono';
 import type { Deps } from './deps.js';
 import { createCyborgApp } from './cyborg/app.js';
+import { createDashboardApp } from './dashboard/app.js';
 import { createPlacementApp } from './placement/app.js';
 
 export function createApp(deps: Deps): Hono {
   const root = new Hono();
   root.mount('/accelerator', createCyborgApp(deps).fetch);
+  root.mount('/dashboard', createDashboardApp(deps).fetch);
   root.mount('/', createPlacementApp(deps).fetch);
   return root;
 }
