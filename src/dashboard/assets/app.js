@@ -46,6 +46,7 @@
   }
 
   const fmt = (n) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toLocaleString('en-US', { maximumFractionDigits: 2 }));
+  const plural = (n, word) => `${fmt(n)} ${word}${n === 1 ? '' : 's'}`;
   const pct = (used, capacity) => (capacity > 0 ? (100 * used) / capacity : used > 0 ? Infinity : 0);
 
   /** A usage bar: blue, orange above 80 %, red and outlined over capacity. */
@@ -114,7 +115,7 @@
           c.over_capacity ? h('span', { class: 'badge over' }, `${c.over_capacity} over capacity`)
             : c.over_threshold ? h('span', { class: 'badge warn' }, `${c.over_threshold} > ${threshold}%`) : null),
         bar(c.used, c.capacity),
-        h('div', { class: 'nums' }, `${fmt(c.used)} used / ${fmt(c.capacity)} · ${fmt(c.free)} free · ${fmt(c.providers)} providers`));
+        h('div', { class: 'nums' }, `${fmt(c.used)} used / ${fmt(c.capacity)} · ${fmt(c.free)} free · ${plural(c.providers, 'provider')}`));
     }) : [h('div', { class: 'empty' }, 'No inventory yet.')]));
   }
 
