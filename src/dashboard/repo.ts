@@ -84,7 +84,7 @@ export interface DashboardSummary {
 const likeSubstring = (text: string): string => `%${text.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
 
 // A provider passes when every given condition holds; :x IS NULL skips one.
-const MATCHING = `matching AS (
+const MATCHING = `matching AS MATERIALIZED (
   SELECT p.id, p.root_provider_id AS root_id FROM resource_providers p
   WHERE (:name IS NULL OR p.name LIKE :name ESCAPE '\\' OR p.uuid = :name_exact)
     AND (:trait IS NULL OR EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
@@ -102,7 +102,7 @@ const MATCHING = `matching AS (
 // One row: the counts and the page's providers packed as JSON, so an empty
 // page still reports the totals.
 const PROVIDERS_PAGE = `WITH ${MATCHING},
-  roots AS (SELECT DISTINCT root_id FROM matching),
+  roots AS MATERIALIZED (SELECT DISTINCT root_id FROM matching),
   page AS (SELECT r.root_id, rp.name AS root_name FROM roots r JOIN resource_providers rp ON rp.id = r.root_id
     ORDER BY rp.name, rp.id LIMIT :limit OFFSET :offset)
 SELECT (SELECT count(*) FROM resource_providers), (SELECT count(*) FROM matching), (SELECT count(*) FROM roots),
@@ -119,13 +119,18 @@ SELECT (SELECT count(*) FROM resource_providers), (SELECT count(*) FROM matching
     LEFT JOIN resource_providers parent ON parent.id = p.parent_provider_id
     ORDER BY page.root_name, page.root_id, p.name))`;
 
-const CLASS_TOTALS = `SELECT rc.name, count(*), sum(capacity), sum(used),
-    sum(used * 100.0 > :threshold * capacity), sum(used > capacity)
-  FROM (SELECT i.resource_class_id, ${capacitySql('i')} AS capacity, ${usedSql('i')} AS used FROM inventories i) inv
-  JOIN resource_classes rc ON rc.id = inv.resource_class_id
-  GROUP BY rc.name ORDER BY rc.name`;
+// LIMIT -1 keeps the per-inventory rows a streamed co-routine: flattened,
+// each inventory's usage would be summed once per reference (three times).
+const CLASS_TOTALS = `SELECT rc.name, g.inventories, g.capacity, g.used, g.hot, g.over FROM (
+    SELECT resource_class_id, count(*) AS inventories, sum(capacity) AS capacity, sum(used) AS used,
+      sum(used * 100.0 > :threshold * capacity) AS hot, sum(used > capacity) AS over
+    FROM (SELECT i.resource_class_id, ${capacitySql('i')} AS capacity, ${usedSql('i')} AS used
+      FROM inventories i ORDER BY i.resource_class_id LIMIT -1)
+    GROUP BY resource_class_id) g
+  JOIN resource_classes rc ON rc.id = g.resource_class_id
+  ORDER BY rc.name`;
 
-const PROJECTS_PAGE = `WITH active AS (SELECT pr.id, pr.external_id FROM projects pr
+const PROJECTS_PAGE = `WITH active AS MATERIALIZED (SELECT pr.id, pr.external_id FROM projects pr
     WHERE EXISTS (SELECT 1 FROM consumers c WHERE c.project_id = pr.id))
 SELECT (SELECT count(*) FROM active),
   (SELECT json_group_array(json(row)) FROM (

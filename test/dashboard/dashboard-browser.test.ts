@@ -73,8 +73,8 @@ describe.skipIf(!haveChromium)(title, () => {
     expect(await vcpu.locator('.bar.over').isVisible()).toBe(true);
 
     const compute1 = tree(page, CLOUD.compute1.uuid);
-    expect(await compute1.locator(':scope > table tr[data-class="VCPU"]').innerText()).toMatch(/10 \/ 32\s+22 free/);
-    expect(await compute1.locator(':scope > table tr[data-class="MEMORY_MB"]').innerText()).toContain('4,096 / 65,024');
+    expect(await compute1.locator(':scope > .rp-body tr[data-class="VCPU"]').innerText()).toMatch(/10 \/ 32\s+22 free/);
+    expect(await compute1.locator(':scope > .rp-body tr[data-class="MEMORY_MB"]').innerText()).toContain('4,096 / 65,024');
     expect(await compute1.locator('.chip', { hasText: 'HW_CPU_X86_AVX2' }).isVisible()).toBe(true);
     expect(await tree(page, CLOUD.compute1.uuid).locator('.badge.over').count()).toBe(0);
 
@@ -99,11 +99,11 @@ describe.skipIf(!haveChromium)(title, () => {
     await page.click('#f-clear');
     await expect.poll(() => page.locator('.tree').count()).toBe(3);
     await page.locator('.chip', { hasText: 'CUSTOM_GPU_A' }).click();
-    await expect.poll(() => page.locator('.tree > .rp > .rp-head .rp-name').allInnerTexts()).toEqual(['compute-1']);
+    await expect.poll(() => page.locator('.tree > .rp > .rp-body .rp-name').allInnerTexts()).toEqual(['compute-1']);
     expect(await page.inputValue('#f-trait')).toBe('CUSTOM_GPU_A');
     await page.click('#f-clear');
     await page.check('#f-over');
-    await expect.poll(() => page.locator('.tree > .rp > .rp-head .rp-name').allInnerTexts()).toEqual(['compute-2', 'storage-1']);
+    await expect.poll(() => page.locator('.tree > .rp > .rp-body .rp-name').allInnerTexts()).toEqual(['compute-2', 'storage-1']);
     await page.close();
   });
 
@@ -121,7 +121,9 @@ describe.skipIf(!haveChromium)(title, () => {
     await page.click('#login button[type=submit]');
     await expect.poll(() => page.locator('#main').isVisible()).toBe(true);
     expect(await page.locator('#trees').innerText()).toContain('No resource providers yet');
-    const stored = await page.evaluate(() => ({ session: { ...sessionStorage }, local: { ...localStorage }, cookie: document.cookie }));
+    // Evaluated in the page (a string: this project's TS has no DOM types).
+    const stored = await page.evaluate('({ session: { ...sessionStorage }, local: { ...localStorage }, cookie: document.cookie })') as
+      { session: Record<string, string>; local: Record<string, string>; cookie: string };
     expect(Object.values(stored.session)).toEqual(['op-token']);
     expect(stored.local).toEqual({});
     expect(stored.cookie).toBe('');
@@ -130,7 +132,7 @@ describe.skipIf(!haveChromium)(title, () => {
     await expect.poll(() => page.locator('#main').isVisible()).toBe(true);
     await page.click('#sign-out');
     expect(await page.locator('#login').isVisible()).toBe(true);
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
     await page.close();
   });
 });
