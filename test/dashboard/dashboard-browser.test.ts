@@ -31,7 +31,10 @@ describe.skipIf(!haveChromium)(title, () => {
       startServer(`file:${join(dir, 'noauth.db')}`),
       startServer(`file:${join(dir, 'token.db')}`, {
         PLACEMENT_AUTH_STRATEGY: 'token',
-        PLACEMENT_AUTH_TOKENS: JSON.stringify({ 'op-token': { roles: ['admin'], project_id: 'ops' } }),
+        PLACEMENT_AUTH_TOKENS: JSON.stringify({
+          'op-token': { roles: ['admin'], project_id: 'ops' },
+          'reader-token': { roles: ['reader'], project_id: 'ops' },
+        }),
       }),
       chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }),
     ]);
@@ -116,6 +119,10 @@ describe.skipIf(!haveChromium)(title, () => {
     await page.fill('#login-token', 'wrong');
     await page.click('#login button[type=submit]');
     await expect.poll(() => page.locator('#login-error').innerText()).toContain('not accepted');
+
+    await page.fill('#login-token', 'reader-token');
+    await page.click('#login button[type=submit]');
+    await expect.poll(() => page.locator('#login-error').innerText()).toContain('not an administrator');
 
     await page.fill('#login-token', 'op-token');
     await page.click('#login button[type=submit]');

@@ -93,6 +93,7 @@
       cache: 'no-store',
     });
     if (res.status === 401) throw new AuthRequired('That token was not accepted.');
+    if (res.status === 403 && path.startsWith('/dashboard/')) throw new AuthRequired('That token is not an administrator\'s.');
     if (!res.ok) {
       let detail = `${res.status} ${res.statusText}`;
       try {
@@ -163,6 +164,11 @@
   }
 
   function renderProviders(p) {
+    if (!p.trees.length && p.page > 1 && p.total_trees > 0) {
+      // The list shrank under the page being shown: go to its new last page.
+      state.page = Math.ceil(p.total_trees / p.per_page);
+      state.again = true;
+    }
     $('providers-count').textContent = `${fmt(p.total_trees)} trees · ${fmt(p.matching_providers)} of ${fmt(p.total_providers)} providers match`;
     const goto = (page) => { state.page = page; refresh(); };
     const controls = () => pager(p.page, p.per_page, p.total_trees, goto, 'trees');
