@@ -2,9 +2,8 @@
 // beyond this service. Provider trees, class totals, projects and counts come
 // from /dashboard/api/summary (one database round trip, paged on the server);
 // traits, resource classes, devices and dead letters from the public APIs.
-(function () {
-  'use strict';
-
+// Loaded as a module script: strict mode, deferred.
+(() => {
   const AUTH = document.querySelector('meta[name="placement-auth"]').content;
   const TOKEN_KEY = 'placement-edge.dashboard.token';
   const OVER_PERCENT = 80;
@@ -98,7 +97,7 @@
       let detail = `${res.status} ${res.statusText}`;
       try {
         const body = await res.json();
-        detail = (body.errors && body.errors[0] && body.errors[0].detail) || body.error_message || detail;
+        detail = body.errors?.[0]?.detail || body.error_message || detail;
       } catch { /* not JSON */ }
       throw new Error(`${path.split('?')[0]}: ${detail}`);
     }
