@@ -40,7 +40,11 @@ function presentTrees(rows: ProviderRow[]): PresentedProvider[] {
     if (parent) parent.children.push(node);
     else roots.push(node);
   }
-  return roots;
+  // By name as the page's SQL orders them (binary), whatever order the JSON aggregate kept.
+  const binary = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+  const byName = (a: PresentedProvider, b: PresentedProvider) => binary(a.name, b.name) || binary(a.uuid, b.uuid);
+  for (const node of byUuid.values()) node.children.sort(byName);
+  return roots.sort(byName);
 }
 
 export function presentSummary(s: DashboardSummary, q: SummaryQueryString, now: Date) {
