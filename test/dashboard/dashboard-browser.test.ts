@@ -110,6 +110,26 @@ describe.skipIf(!haveChromium)(title, () => {
     await page.close();
   });
 
+  it('refreshes by itself: a new claim shows up without a reload', async () => {
+    const page = await newPage();
+    await page.goto(`${noauth.url}/dashboard`);
+    const disk = tree(page, CLOUD.storage.uuid).locator('tr[data-class="DISK_GB"]');
+    await expect.poll(() => disk.innerText()).toContain('850 / 1,000');
+    await page.selectOption('#refresh-interval', '5');
+    const claim = await fetch(`${noauth.url}/allocations/${crypto.randomUUID()}`, {
+      method: 'PUT',
+      headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
+      body: JSON.stringify({
+        allocations: { [CLOUD.storage.uuid]: { resources: { DISK_GB: 50 } } },
+        project_id: 'project-gamma', user_id: 'operator', consumer_generation: null, consumer_type: 'INSTANCE',
+      }),
+    });
+    expect(claim.status).toBe(204);
+    await expect.poll(() => disk.innerText(), { timeout: 12_000 }).toContain('900 / 1,000');
+    expect(await page.locator('#projects').innerText()).toContain('project-gamma');
+    await page.close();
+  });
+
   it('asks for a token in token mode and keeps it in sessionStorage only', async () => {
     const page = await newPage();
     await page.goto(`${tokenMode.url}/dashboard`);

@@ -291,7 +291,10 @@
 
   function schedule() {
     clearTimeout(state.timer);
-    if (state.refreshSeconds > 0 && !$('main').hidden) state.timer = setTimeout(refresh, state.refreshSeconds * 1000);
+    // A hidden tab stops polling; coming back refreshes (visibilitychange).
+    if (state.refreshSeconds > 0 && !$('main').hidden) {
+      state.timer = setTimeout(() => { if (!document.hidden) refresh(); }, state.refreshSeconds * 1000);
+    }
   }
 
   // --- controls -------------------------------------------------------------
