@@ -1,8 +1,10 @@
 // createApp(deps): the one app both runtimes serve. The accelerator (Cyborg)
-// API lives under /accelerator; everything else is the Placement API.
+// API lives under /accelerator, the capacity dashboard under /dashboard;
+// everything else is the Placement API.
 import { Hono } from 'hono';
 import type { Deps } from './deps.js';
 import { createCyborgApp } from './cyborg/app.js';
+import { createDashboardApp } from './dashboard/app.js';
 import { diagnosticsRoutes } from './diagnostics/routes/index.js';
 import { openApiDocument } from './openapi/document.js';
 import { createPlacementApp } from './placement/app.js';
@@ -12,6 +14,7 @@ export function createApp(deps: Deps): Hono {
   root.get('/openapi.json', (c) => c.json(openApiDocument()));
   root.mount('/accelerator', createCyborgApp(deps).fetch);
   root.mount('/diagnostics', createPlacementApp(deps, diagnosticsRoutes).fetch);
+  root.mount('/dashboard', createDashboardApp(deps).fetch);
   root.mount('/', createPlacementApp(deps).fetch);
   return root;
 }

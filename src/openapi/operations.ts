@@ -9,6 +9,7 @@ import { HostDevicesReport, ProgrammedReport } from '../cyborg/schemas/agent.js'
 import { CreateArqBody, PatchArqsBody } from '../cyborg/schemas/arqs.js';
 import { CreateDeviceProfileBody } from '../cyborg/schemas/device-profiles.js';
 import { MV as CYBORG_MV } from '../cyborg/versions.js';
+import { SummaryQueryString } from '../dashboard/schema.js';
 import { AuditQuery, AuditRepairsRequest, AuditRepairsResult, AuditReport } from '../diagnostics/audit.js';
 import { Diagnosis } from '../diagnostics/why-no-host.js';
 import type { Microversion } from '../microversion.js';
@@ -211,6 +212,14 @@ export const OPERATIONS: Operation[] = [
       { name: 'host', description: 'a provider name or uuid whose tree to explain (repeatable, at most 50)' },
     ],
     responses: { 200: 'Counts after each constraint, and a verdict per host' }, responseSchema: Diagnosis, responseName: 'Diagnosis',
+  },
+
+  // --- Capacity dashboard -----------------------------------------------------
+  { api: 'meta', method: 'get', path: '/dashboard', summary: 'The capacity dashboard (HTML page)', public: true, responses: { 200: 'The page', 304: 'Not modified' } },
+  { api: 'meta', method: 'get', path: '/dashboard/assets/:file', summary: "The dashboard's script and stylesheet", public: true, responses: { 200: 'The asset', 304: 'Not modified' } },
+  {
+    api: 'meta', method: 'get', path: '/dashboard/api/summary', summary: 'Capacity summary behind the dashboard (admin): trees, totals, usage per project',
+    query: () => zodQuery(SummaryQueryString), responses: { 200: 'The summary' },
   },
 
   // --- This document ----------------------------------------------------------

@@ -7,6 +7,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { createCyborgApp } from '../../src/cyborg/app.js';
+import { createDashboardApp } from '../../src/dashboard/app.js';
 import { diagnosticsRoutes } from '../../src/diagnostics/routes/index.js';
 import { Microversion } from '../../src/http/microversion.js';
 import { createPlacementApp } from '../../src/placement/app.js';
@@ -39,6 +40,7 @@ function servedRoutes(): Set<string> {
     ['', createApp(deps)],
     ['/accelerator', createCyborgApp(deps)],
     ['/diagnostics', createPlacementApp(deps, diagnosticsRoutes)],
+    ['/dashboard', createDashboardApp(deps)],
     ['', createPlacementApp(deps)],
   ];
   const out = new Set<string>();
@@ -102,7 +104,7 @@ describe('GET /openapi.json', () => {
     expect([...listed].filter((r) => !served.has(r)).sort(), 'documented but not served').toEqual([]);
     // Every mount of the root app is one of the apps enumerated above.
     const mounts = createApp(t.deps).routes.filter((r) => r.method === 'ALL').map((r) => r.path).sort();
-    expect(mounts).toEqual(['/*', '/accelerator/*', '/diagnostics/*']);
+    expect(mounts).toEqual(['/*', '/accelerator/*', '/dashboard/*', '/diagnostics/*']);
   });
 
   it('needs no token, and the version documents are public too', () => {

@@ -1,0 +1,80 @@
+// The dashboard summary as JSON: snake_case like the APIs it sits beside,
+// provider rows nested into trees.
+import type { DashboardSummary, InventoryUsage, ProviderRow } from './repo.js';
+import { DEFAULT_THRESHOLD_PERCENT, type SummaryQueryString } from './schema.js';
+
+interface PresentedProvider {
+  uuid: string;
+  name: string;
+  generation: number;
+  parent_provider_uuid: string | null;
+  matched: boolean;
+  /** Some class's usage exceeds its capacity. */
+  over_capacity: boolean;
+  resources: Record<string, { total: number; reserved: number; allocation_ratio: number; capacity: number; used: number; free: number }>;
+  traits: string[];
+  aggregates: string[];
+  children: PresentedProvider[];
+}
+
+const presentResources = (inventories: InventoryUsage[]): PresentedProvider['resources'] =>
+  Object.fromEntries(inventories.map((i) => [i.resourceClass, {
+    total: i.total, reserved: i.reserved, allocation_ratio: i.allocationRatio,
+    capacity: i.capacity, used: i.used, free: i.capacity - i.used,
+  }]));
+
+/** Flat rows (roots first, in page order) to nested trees. */
+function presentTrees(rows: ProviderRow[]): PresentedProvider[] {
+  const byUuid = new Map<string, PresentedProvider>();
+  for (const r of rows) {
+    byUuid.set(r.uuid, {
+      uuid: r.uuid, name: r.name, generation: r.generation, parent_provider_uuid: r.parentUuid, matched: r.matched,
+      over_capacity: r.inventories.some((i) => i.used > i.capacity),
+      resources: presentResources(r.inventories), traits: r.traits, aggregates: r.aggregates, children: [],
+    });
+  }
+  const roots: PresentedProvider[] = [];
+  for (const r of rows) {
+    const node = byUuid.get(r.uuid)!;
+    const parent = r.parentUuid ? byUuid.get(r.parentUuid) : undefined;
+    if (parent) parent.children.push(node);
+    else roots.push(node);
+  }
+  // By name as the page's SQL orders them (binary), whatever order the JSON aggregate kept.
+  const binary = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+  const byName = (a: PresentedProvider, b: PresentedProvider) => binary(a.name, b.name) || binary(a.uuid, b.uuid);
+  for (const node of byUuid.values()) node.children.sort(byName);
+  return roots.sort(byName);
+}
+
+export function presentSummary(s: DashboardSummary, q: SummaryQueryString, now: Date) {
+  const threshold = q.over ?? DEFAULT_THRESHOLD_PERCENT;
+  return {
+    generated_at: now.toISOString(),
+    threshold_percent: threshold,
+    providers: {
+      page: q.page,
+      per_page: q.per_page,
+      total_providers: s.totalProviders,
+      matching_providers: s.matchingProviders,
+      total_trees: s.totalTrees,
+      trees: presentTrees(s.providers),
+    },
+    resource_classes: Object.fromEntries(s.classes.map((c) => [c.resourceClass, {
+      providers: c.providers, capacity: c.capacity, used: c.used, free: c.capacity - c.used,
+      over_threshold: c.overThreshold, over_capacity: c.overCapacity,
+    }])),
+    projects: {
+      page: q.project_page,
+      per_page: q.project_per_page,
+      total: s.totalProjects,
+      items: s.projects.map((p) => ({ project_id: p.projectId, consumers: p.consumers, usages: p.usages })),
+    },
+    accelerators: {
+      arqs_by_state: s.arqsByState,
+      outbox_by_state: s.outboxByState,
+      devices_by_status: s.devicesByStatus,
+    },
+  };
+}
+export type PresentedSummary = ReturnType<typeof presentSummary>;

@@ -1,0 +1,207 @@
+// The capacity dashboard over HTTP (app.request): the page and its assets,
+// the admin summary with its filters, paging and one-round-trip read, and the
+// token-mode page.
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderDashboardAssetsModule } from '../../scripts/bundle-dashboard.js';
+import { readDashboardSummary } from '../../src/dashboard/repo.js';
+import type { PresentedSummary } from '../../src/dashboard/present.js';
+import { SummaryQueryString, toSummaryQuery } from '../../src/dashboard/schema.js';
+import { countRoundTrips } from '../../src/db/round-trips.js';
+import { addOutbox, finishOutbox } from '../../src/jobs/outbox.js';
+import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { CLOUD, seedCloud } from './seed.js';
+
+type Tree = PresentedSummary['providers']['trees'][number];
+
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await makeTestApp();
+  await seedCloud((method, path, body) => t.call(method, path, { body }));
+});
+afterAll(() => t.close());
+
+const adminHeaders = { 'x-auth-token': 'admin', accept: 'application/json' };
+
+async function summary(query = ''): Promise<PresentedSummary> {
+  const res = await t.app.request(`/dashboard/api/summary${query}`, { headers: adminHeaders });
+  expect(res.status).toBe(200);
+  return (await res.json()) as PresentedSummary;
+}
+
+const names = (trees: Tree[]): string[] => trees.map((tree) => tree.name);
+
+describe('GET /dashboard', () => {
+  it('serves the page without a token, told the auth strategy, loading only its own assets', async () => {
+    const res = await t.app.request('/dashboard');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const html = await res.text();
+    expect(html).toContain('<meta name="placement-auth" content="noauth2">');
+    const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(urls.filter((u) => !u.startsWith('data:'))).toEqual(['/dashboard/assets/app.css', '/dashboard/assets/app.js']);
+    expect((await t.app.request('/dashboard/')).status).toBe(200);
+  });
+
+  it('serves the script and stylesheet with validators', async () => {
+    const js = await t.app.request('/dashboard/assets/app.js');
+    expect(js.status).toBe(200);
+    expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(await js.text()).toContain('/dashboard/api/summary');
+    const etag = js.headers.get('etag')!;
+    const again = await t.app.request('/dashboard/assets/app.js', { headers: { 'if-none-match': etag } });
+    expect(again.status).toBe(304);
+    expect((await t.app.request('/dashboard/assets/app.css')).headers.get('content-type')).toBe('text/css; charset=utf-8');
+    const missing = await t.app.request('/dashboard/assets/nope.js', { headers: { accept: 'application/json' } });
+    expect(missing.status).toBe(404);
+    expect((await errorOf(missing)).detail).toContain('could not be found');
+  });
+
+  it('bundles exactly the files in src/dashboard/assets (run `npm run dashboard:bundle`)', () => {
+    const onDisk = readFileSync(new URL('../../src/dashboard/assets.generated.ts', import.meta.url), 'utf8');
+    expect(onDisk).toBe(renderDashboardAssetsModule());
+  });
+
+  it('leaves the Placement API namespace alone', async () => {
+    const res = await t.call('GET', '/dashboardx');
+    expect(res.status).toBe(404);
+    expect((await errorOf(res)).code).toBe('placement.undefined_code');
+  });
+});
+
+describe('GET /dashboard/api/summary', () => {
+  it('needs a token, and an admin', async () => {
+    const anonymous = await t.app.request('/dashboard/api/summary', { headers: { accept: 'application/json' } });
+    expect(anonymous.status).toBe(401);
+    const reader = await t.app.request('/dashboard/api/summary', {
+      headers: { accept: 'application/json', 'x-auth-token': 'someone:project-alpha', 'x-roles': 'reader' },
+    });
+    expect(reader.status).toBe(403);
+    expect((await errorOf(reader)).detail).toContain('admin_api');
+  });
+
+  it('shows each tree with capacity, usage and free per class, traits and aggregates', async () => {
+    const body = await summary();
+    const p = body.providers;
+    expect(p).toMatchObject({ page: 1, per_page: 25, total_providers: 4, matching_providers: 4, total_trees: 3 });
+    expect(names(p.trees)).toEqual(['compute-1', 'compute-2', 'storage-1']);
+    const compute1 = p.trees[0]!;
+    expect(compute1).toMatchObject({ uuid: CLOUD.compute1.uuid, matched: true, over_capacity: false, aggregates: [CLOUD.aggregate] });
+    expect(compute1.traits).toEqual(['COMPUTE_STATUS_DISABLED', 'HW_CPU_X86_AVX2']);
+    expect(compute1.resources).toEqual({
+      MEMORY_MB: { total: 65536, reserved: 512, allocation_ratio: 1, capacity: 65024, used: 4096, free: 60928 },
+      VCPU: { total: 16, reserved: 0, allocation_ratio: 2, capacity: 32, used: 10, free: 22 },
+    });
+    expect(compute1.children.map((c) => [c.name, c.parent_provider_uuid, c.resources.VGPU?.used])).toEqual([
+      ['compute-1-gpu0', CLOUD.compute1.uuid, 1],
+    ]);
+    expect(compute1.children[0]!.traits).toEqual(['CUSTOM_GPU_A']);
+  });
+
+  it('marks a provider whose usage exceeds its lowered capacity', async () => {
+    const compute2 = (await summary()).providers.trees[1]!;
+    expect(compute2).toMatchObject({ name: 'compute-2', over_capacity: true });
+    expect(compute2.resources.VCPU).toMatchObject({ total: 4, capacity: 4, used: 6, free: -2 });
+  });
+
+  it('sums every class over the cloud, counting nearly full and over-capacity inventories', async () => {
+    const body = await summary();
+    expect(body.threshold_percent).toBe(80);
+    expect(body.resource_classes).toEqual({
+      DISK_GB: { providers: 1, capacity: 1000, used: 850, free: 150, over_threshold: 1, over_capacity: 0 },
+      MEMORY_MB: { providers: 1, capacity: 65024, used: 4096, free: 60928, over_threshold: 0, over_capacity: 0 },
+      VCPU: { providers: 2, capacity: 36, used: 16, free: 20, over_threshold: 1, over_capacity: 1 },
+      VGPU: { providers: 1, capacity: 4, used: 1, free: 3, over_threshold: 0, over_capacity: 0 },
+    });
+  });
+
+  it('reports usage per project', async () => {
+    const { projects } = await summary();
+    expect(projects).toEqual({
+      page: 1, per_page: 20, total: 2,
+      items: [
+        { project_id: 'project-alpha', consumers: 1, usages: { MEMORY_MB: 4096, VCPU: 10, VGPU: 1 } },
+        { project_id: 'project-beta', consumers: 2, usages: { DISK_GB: 850, VCPU: 6 } },
+      ],
+    });
+    const second = await summary('?project_per_page=1&project_page=2');
+    expect(second.projects.items.map((i) => i.project_id)).toEqual(['project-beta']);
+  });
+
+  it('filters by name, trait, aggregate, class and "over N% used", keeping whole trees', async () => {
+    expect(names((await summary('?name=STORAGE')).providers.trees)).toEqual(['storage-1']);
+    expect(names((await summary(`?name=${CLOUD.compute2.uuid}`)).providers.trees)).toEqual(['compute-2']);
+    // A LIKE wildcard in the name is a literal character.
+    expect((await summary('?name=%25')).providers.total_trees).toBe(0);
+    const byTrait = await summary('?trait=CUSTOM_GPU_A');
+    expect(names(byTrait.providers.trees)).toEqual(['compute-1']);
+    expect(byTrait.providers.trees[0]!.matched).toBe(false);
+    expect(byTrait.providers.trees[0]!.children[0]!.matched).toBe(true);
+    expect(byTrait.providers.matching_providers).toBe(1);
+    expect(names((await summary(`?aggregate=${CLOUD.aggregate}`)).providers.trees)).toEqual(['compute-1', 'storage-1']);
+    expect(names((await summary('?resource_class=VCPU')).providers.trees)).toEqual(['compute-1', 'compute-2']);
+    expect(names((await summary('?over=80')).providers.trees)).toEqual(['compute-2', 'storage-1']);
+    expect(names((await summary('?over=80&resource_class=VCPU')).providers.trees)).toEqual(['compute-2']);
+    expect(names((await summary('?over=20&trait=HW_CPU_X86_AVX2')).providers.trees)).toEqual(['compute-1']);
+  });
+
+  it('pages over trees', async () => {
+    const page2 = await summary('?per_page=2&page=2');
+    expect(page2.providers).toMatchObject({ page: 2, per_page: 2, total_trees: 3 });
+    expect(names(page2.providers.trees)).toEqual(['storage-1']);
+    const beyond = await summary('?per_page=2&page=9');
+    expect(beyond.providers).toMatchObject({ total_trees: 3, trees: [] });
+  });
+
+  it('answers bad query strings with a 400 in the error envelope', async () => {
+    for (const query of ['?page=0', '?per_page=1000', '?over=lots', '?colour=red', '?page=-1']) {
+      const res = await t.app.request(`/dashboard/api/summary${query}`, { headers: adminHeaders });
+      expect(res.status, query).toBe(400);
+      expect((await errorOf(res)).detail, query).toMatch(/^Invalid query string/);
+    }
+  });
+
+  it('counts accelerator requests by state and the outbox by state', async () => {
+    const now = Date.now();
+    await t.deps.store.writeTx(async (tx) => {
+      const event = () => ({ instanceUuid: crypto.randomUUID(), events: [{ arqUuid: crypto.randomUUID(), status: 'completed' as const }] });
+      await addOutbox(tx, 'nova-event', event(), now);
+      const dead = await addOutbox(tx, 'nova-event', event(), now);
+      await finishOutbox(tx, dead.outboxId, now, 'dead', 'Nova said 500');
+    });
+    const { accelerators } = await summary();
+    expect(accelerators.outbox_by_state).toEqual({ pending: 1, dead: 1 });
+    expect(accelerators.arqs_by_state).toEqual({ Initial: 1 });
+    expect(accelerators.devices_by_status).toEqual({ enabled: 1 });
+  });
+
+  it('reads everything in one database round trip', async () => {
+    const counted = countRoundTrips(t.deps.store.client);
+    const query = toSummaryQuery(SummaryQueryString.parse({ over: '20', trait: 'HW_CPU_X86_AVX2' }));
+    const result = await readDashboardSummary(counted.client, query);
+    expect(counted.count()).toBe(1);
+    expect(result.providers.map((p) => p.name)).toEqual(['compute-1', 'compute-1-gpu0']);
+  });
+});
+
+describe('token mode', () => {
+  let tokenApp: TestApp;
+  beforeAll(async () => {
+    tokenApp = await makeTestApp({
+      PLACEMENT_AUTH_STRATEGY: 'token',
+      PLACEMENT_AUTH_TOKENS: JSON.stringify({ 's3cret': { roles: ['admin'], project_id: 'ops' } }),
+    });
+  });
+  afterAll(() => tokenApp.close());
+
+  it('tells the page to ask for a token, and the API takes only configured tokens', async () => {
+    const html = await (await tokenApp.app.request('/dashboard')).text();
+    expect(html).toContain('<meta name="placement-auth" content="token">');
+    const bad = await tokenApp.app.request('/dashboard/api/summary', { headers: { 'x-auth-token': 'admin', accept: 'application/json' } });
+    expect(bad.status).toBe(401);
+    const good = await tokenApp.app.request('/dashboard/api/summary', { headers: { 'x-auth-token': 's3cret', accept: 'application/json' } });
+    expect(good.status).toBe(200);
+  });
+});
