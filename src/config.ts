@@ -25,6 +25,8 @@ export const ConfigSchema = z.object({
   PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: bool.default(false),
   /** Cap on candidates computed when no limit is given (0 = none), as max_allocation_candidates. */
   PLACEMENT_MAX_ALLOCATION_CANDIDATES: z.coerce.number().int().min(0).default(0),
+  /** Request bodies larger than this get 413 before they are parsed (both APIs). */
+  PLACEMENT_MAX_BODY_BYTES: z.coerce.number().int().min(1).default(1024 * 1024),
   NOVA_URL: z.string().optional(),
   NOVA_TOKEN: z.string().optional(),
   /**

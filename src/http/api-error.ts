@@ -50,6 +50,7 @@ export const STATUS_TITLES: Record<number, string> = {
   406: 'Not Acceptable',
   409: 'Conflict',
   413: 'Request Entity Too Large',
+  414: 'Request-URI Too Long',
   415: 'Unsupported Media Type',
   500: 'Internal Server Error',
   501: 'Not Implemented',
@@ -65,6 +66,8 @@ const EXPLANATIONS: Record<number, string> = {
   405: 'The method specified is not allowed for this resource.',
   406: 'The resource could not be generated that was acceptable to your browser (content of type application/json.',
   409: 'There was a conflict when trying to complete your request.',
+  413: 'The body of your request was too large for this server.',
+  414: 'The request URI was too long for this server.',
   415: 'The request media type is not supported by this server.',
   500: 'The server has either erred or is incapable of performing the requested operation.',
 };
@@ -72,4 +75,16 @@ const EXPLANATIONS: Record<number, string> = {
 export function webobDetail(status: number, message: string): string {
   const generic = EXPLANATIONS[status] ?? '';
   return `${generic}\n\n ${message}  `;
+}
+
+/** The message of a 500: internal text (SQL errors, stack traces) goes to the log under the request id, never to the client. */
+export function internalErrorMessage(requestId: string | undefined): string {
+  return `An unexpected error occurred; it is logged with request id ${requestId ?? 'unknown'}.`;
+}
+
+const MAX_DETAIL = 8 * 1024;
+
+/** Error details never echo huge values back: anything past 8 KiB is cut. */
+export function cutDetail(detail: string): string {
+  return detail.length > MAX_DETAIL ? `${detail.slice(0, MAX_DETAIL)}... (cut, ${detail.length} characters)` : detail;
 }

@@ -70,7 +70,10 @@ describe('device profiles', () => {
     [[{ name: 'x1', groups: [] }], 'groups must not be empty'],
     [[{ name: 'x2', groups: [{ 'foo:bar': '1' }] }], 'keys must start with'],
     [[{ name: 'x3', groups: [{ 'resources:DISK_GB': '1' }] }], 'Bad resource class'],
-    [[{ name: 'x4', groups: [{ 'resources:FPGA': 'two' }] }], 'not a positive integer'],
+    [[{ name: 'x4', groups: [{ 'resources:FPGA': 'two' }] }], 'not an integer from 1 to 2147483647'],
+    // Amounts stay integers placement can hold: never 1e+23.
+    [[{ name: 'x4', groups: [{ 'resources:FPGA': '99999999999999999999999' }] }], 'not an integer from 1 to 2147483647'],
+    [[{ name: 'x4', groups: [{ 'resources:FPGA': 2147483648 }] }], 'not an integer from 1 to 2147483647'],
     [[{ name: 'x5', groups: [{ 'trait:HW_CPU_X86_AVX': 'required' }] }], 'traits must be CUSTOM_'],
     [[{ name: 'x6', groups: [{ 'trait:CUSTOM_A': 'maybe' }] }], "'required' or 'forbidden'"],
     [[{ name: 'x7', groups: [{}] }, { name: 'x8', groups: [{}] }], 'exactly one'],
