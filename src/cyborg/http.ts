@@ -4,7 +4,7 @@ import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
-import { ApiError, cutDetail, internalErrorMessage } from '../http/api-error.js';
+import { ApiError, cutDetail, errorForLog, internalErrorMessage } from '../http/api-error.js';
 import { BodyError, codePoint, readJsonBody, type BodyProblem } from '../http/body.js';
 import type { AppVariables } from '../http/env.js';
 import type { PolicyEnforcer, Target } from '../http/policy.js';
@@ -89,7 +89,7 @@ export const cyborgOnError: ErrorHandler<CyborgEnv> = (err, c) => {
   if (err instanceof ApiError) return render(c, err.status as ContentfulStatusCode, err.detail, err.headers);
   if (err instanceof HTTPException) return render(c, err.status as ContentfulStatusCode, err.message);
   const requestId = c.get('requestId');
-  c.var.deps.log.error('unhandled accelerator error', { requestId, err: err instanceof Error ? err.stack ?? err.message : String(err) });
+  c.var.deps.log.error('unhandled accelerator error', { requestId, err: errorForLog(err) });
   return render(c, 500, internalErrorMessage(requestId));
 };
 

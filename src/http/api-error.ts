@@ -88,3 +88,13 @@ const MAX_DETAIL = 8 * 1024;
 export function cutDetail(detail: string): string {
   return detail.length > MAX_DETAIL ? `${detail.slice(0, MAX_DETAIL)}... (cut, ${detail.length} characters)` : detail;
 }
+
+/** An error's stack and the chain of its causes, for the log (drizzle puts the SQLite message in `cause`). */
+export function errorForLog(err: unknown): string {
+  const parts: string[] = [];
+  for (let cur: unknown = err, depth = 0; cur !== undefined && cur !== null && depth < 5; depth++) {
+    parts.push(cur instanceof Error ? cur.stack ?? cur.message : String(cur));
+    cur = cur instanceof Error ? cur.cause : undefined;
+  }
+  return parts.join('\ncaused by: ');
+}

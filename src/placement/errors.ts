@@ -3,7 +3,7 @@
 import type { ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { ApiError, cutDetail, ErrorCode, internalErrorMessage, STATUS_TITLES, webobDetail } from '../http/api-error.js';
+import { ApiError, cutDetail, errorForLog, ErrorCode, internalErrorMessage, STATUS_TITLES, webobDetail } from '../http/api-error.js';
 import type { AppContext, AppEnv } from '../http/env.js';
 import { acceptsJson } from './middleware.js';
 import { MV } from './versions.js';
@@ -36,7 +36,7 @@ export const placementOnError: ErrorHandler<AppEnv> = (err, c) => {
     return render(c, new ApiError(err.status as ContentfulStatusCode, webobDetail(err.status, err.message)));
   }
   const requestId = c.get('requestId');
-  c.var.deps.log.error('unhandled error', { requestId, err: err instanceof Error ? err.stack ?? err.message : String(err) });
+  c.var.deps.log.error('unhandled error', { requestId, err: errorForLog(err) });
   return render(c, new ApiError(500, webobDetail(500, internalErrorMessage(requestId)), { code: ErrorCode.UNDEFINED }));
 };
 
