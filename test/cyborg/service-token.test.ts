@@ -140,3 +140,29 @@ describe('service tokens in token mode', () => {
     expect((await t.acc('GET', '/accelerator_requests', { headers: { 'x-auth-token': 'tok-alice', 'x-service-token': 'tok-nova' } })).status).toBe(200);
   });
 });
+
+describe('device, deployable and attribute reads (2026.1 rules, unchanged)', () => {
+  let t: CyborgTestApp;
+  beforeAll(async () => {
+    t = await makeCyborgApp();
+    await seedHost(t, 1);
+  });
+  afterAll(() => t.close());
+
+  it('lets a project manager or an admin read them; a plain member gets 403, service token or not', async () => {
+    const manager = { 'x-auth-token': 'm1:p1', 'x-roles': 'manager,member,reader' };
+    const memberWithService = { 'x-auth-token': 'u1:p1', 'x-roles': 'member,reader', 'x-service-token': 'nova', 'x-service-roles': 'service' };
+    for (const path of ['/devices', '/deployables', '/attributes']) {
+      expect((await t.acc('GET', path)).status, path).toBe(200);
+      expect((await t.acc('GET', path, { headers: manager })).status, path).toBe(200);
+      expect((await t.acc('GET', path, { headers: { 'x-auth-token': 'u1:p1', 'x-roles': 'member,reader' } })).status, path).toBe(403);
+      expect((await t.acc('GET', path, { headers: memberWithService })).status, path).toBe(403);
+    }
+  });
+
+  it("keeps the agent's report endpoint to admins and the service role", async () => {
+    const report = { devices: [] };
+    expect((await t.acc('GET', '/hosts/compute-0.example/devices', { headers: { 'x-auth-token': 'agent', 'x-roles': 'service' } })).status).toBe(200);
+    expect((await t.acc('PUT', '/hosts/other/devices', { body: report, headers: { 'x-auth-token': 'u1:p1', 'x-roles': 'member,manager' } })).status).toBe(403);
+  });
+});
