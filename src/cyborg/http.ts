@@ -4,7 +4,8 @@ import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
-import { ApiError, cutDetail, errorForLog, internalErrorMessage } from '../http/api-error.js';
+import { DomainError } from '../errors.js';
+import { ApiError, cutDetail, errorForLog, internalErrorMessage, PROBLEM_STATUS } from '../http/api-error.js';
 import { BodyError, codePoint, readJsonBody, type BodyProblem } from '../http/body.js';
 import type { AppVariables } from '../http/env.js';
 import type { PolicyEnforcer, Target } from '../http/policy.js';
@@ -12,8 +13,6 @@ import type { PolicyEnforcer, Target } from '../http/policy.js';
 export type CyborgEnv = { Variables: AppVariables & { cyborgPolicy: PolicyEnforcer } };
 export type CyborgContext = Context<CyborgEnv>;
 
-import { cyborgError } from './errors.js';
-export { cyborgError };
 
 export function authorize(c: CyborgContext, rule: string, target?: Target): void {
   const creds = c.var.credentials;
@@ -87,6 +86,7 @@ function render(c: CyborgContext, status: ContentfulStatusCode, message: string,
 
 export const cyborgOnError: ErrorHandler<CyborgEnv> = (err, c) => {
   if (err instanceof ApiError) return render(c, err.status as ContentfulStatusCode, err.detail, err.headers);
+  if (err instanceof DomainError) return render(c, PROBLEM_STATUS[err.problem], err.message);
   if (err instanceof HTTPException) return render(c, err.status as ContentfulStatusCode, err.message);
   const requestId = c.get('requestId');
   c.var.deps.log.error('unhandled accelerator error', { requestId, err: errorForLog(err) });
@@ -108,3 +108,8 @@ export function resource(
     throw cyborgError(405, `The method ${c.req.method} is not allowed for this resource.`, { allow: allowed.join(', ') });
   });
 }
+
+// Cyborg errors carry a plain message; onError wraps it in
+// {"error_message": "{faultcode, faultstring, debuginfo}"}.
+export const cyborgError = (status: ContentfulStatusCode, message: string, headers?: Record<string, string>) =>
+  new ApiError(status, message, { headers });
