@@ -9,12 +9,33 @@ import { diagnosticsRoutes } from './diagnostics/routes/index.js';
 import { openApiDocument } from './openapi/document.js';
 import { createPlacementApp } from './placement/app.js';
 
+/** Methods a fetch Request cannot be built with; @hono/node-server hands TRACE over as a GET whose method reads TRACE. */
+const FETCH_FORBIDDEN = new Set(['TRACE', 'TRACK', 'CONNECT']);
+
+/**
+ * The request a sub-app mounted at `prefix` sees: the same request, its path
+ * without the prefix. Unlike mount()'s default it also carries TRACE, so the
+ * sub-app answers it with its 405 and Allow instead of a 500.
+ */
+export function requestBelow(prefix: string): (request: Request) => Request {
+  return (request) => {
+    const url = new URL(request.url);
+    url.pathname = url.pathname.slice(prefix.length) || '/';
+    const method = request.method;
+    if (!FETCH_FORBIDDEN.has(method.toUpperCase())) return new Request(url, request);
+    const carried = new Request(url, { method: 'GET', headers: request.headers, signal: request.signal });
+    Object.defineProperty(carried, 'method', { get: () => method });
+    return carried;
+  };
+}
+
 export function createApp(deps: Deps): Hono {
   const root = new Hono();
   root.get('/openapi.json', (c) => c.json(openApiDocument()));
-  root.mount('/accelerator', createCyborgApp(deps).fetch);
-  root.mount('/diagnostics', createPlacementApp(deps, diagnosticsRoutes).fetch);
-  root.mount('/dashboard', createDashboardApp(deps).fetch);
-  root.mount('/', createPlacementApp(deps).fetch);
+  root.mount('/accelerator', createCyborgApp(deps).fetch, { replaceRequest: requestBelow('/accelerator') });
+  root.mount('/diagnostics', createPlacementApp(deps, diagnosticsRoutes).fetch, { replaceRequest: requestBelow('/diagnostics') });
+  root.mount('/dashboard', createDashboardApp(deps).fetch, { replaceRequest: requestBelow('/dashboard') });
+  // At "/" the path stays as it is: the request goes through unchanged.
+  root.mount('/', createPlacementApp(deps).fetch, { replaceRequest: false });
   return root;
 }

@@ -24,8 +24,16 @@ export const ConfigSchema = z.object({
   PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: bool.default(false),
   /** Cap on candidates computed when no limit is given (0 = none), as max_allocation_candidates. */
   PLACEMENT_MAX_ALLOCATION_CANDIDATES: z.coerce.number().int().min(0).default(0),
+  /** Request bodies larger than this get 413 before they are parsed (both APIs). */
+  PLACEMENT_MAX_BODY_BYTES: z.coerce.number().int().min(1).default(1024 * 1024),
   NOVA_URL: z.string().optional(),
   NOVA_TOKEN: z.string().optional(),
+  /**
+   * Cyborg 2026.1 (CVE-2026-40214) lets only an admin or a caller with a service
+   * token bind, unbind and delete bound ARQs; true lets project members do it
+   * alone again, for a Nova without [service_user] send_service_user_token.
+   */
+  ARQ_ALLOW_BIND_WITHOUT_SERVICE_TOKEN: bool.default(false),
   ARQ_BINDING_TIMEOUT: z.coerce.number().int().min(1).default(300),
   /** Nova event delivery: attempts before the dead letter, first backoff, request timeout. */
   NOVA_EVENT_MAX_ATTEMPTS: z.coerce.number().int().min(1).default(10),

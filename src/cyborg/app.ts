@@ -6,6 +6,7 @@ import { authenticate, parseTokenTable } from '../http/auth.js';
 import { negotiate, requestedVersion } from '../http/microversion.js';
 import { PolicyEnforcer } from '../http/policy.js';
 import { requestId } from '../http/request-id.js';
+import { codePointOfEscape, controlCharacterInUrl, MAX_URL_LENGTH } from '../http/url.js';
 import { cyborgError, cyborgNotFound, cyborgOnError, type CyborgEnv } from './http.js';
 import { cyborgPolicyRules } from './policies.js';
 import { agentRoutes } from './routes/agent.js';
@@ -53,6 +54,12 @@ export function createCyborgApp(deps: Deps): Hono<CyborgEnv> {
     tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS),
     publicPaths: /^\/?$|^\/v2\/?$/,
   }) as never);
+  app.use(async function urlChecks(c, next) {
+    if (c.req.url.length > MAX_URL_LENGTH) throw cyborgError(414, `The request URL is longer than ${MAX_URL_LENGTH} characters.`);
+    const escape = controlCharacterInUrl(c.req.url);
+    if (escape) throw cyborgError(400, `The request URL contains the control character ${codePointOfEscape(escape)} (${escape}); control characters are not allowed.`);
+    await next();
+  });
   app.route('/', rootRoutes);
   app.route('/v2', deviceProfileRoutes);
   app.route('/v2', arqRoutes);

@@ -5,7 +5,8 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
 import { DomainError } from '../errors.js';
-import { ApiError, PROBLEM_STATUS } from '../http/api-error.js';
+import { ApiError, cutDetail, errorForLog, internalErrorMessage, PROBLEM_STATUS } from '../http/api-error.js';
+import { BodyError, codePoint, readJsonBody, type BodyProblem } from '../http/body.js';
 import type { AppVariables } from '../http/env.js';
 import type { PolicyEnforcer, Target } from '../http/policy.js';
 
@@ -32,13 +33,22 @@ function zodMessage(error: z.ZodError): string {
   return `${where}${issue.message}`;
 }
 
+function cyborgBodyError(problem: BodyProblem): ApiError {
+  switch (problem.kind) {
+    case 'too-large': return cyborgError(413, `The request body is larger than the limit of ${problem.limit} bytes.`);
+    case 'malformed': return cyborgError(400, 'Malformed JSON in request body.');
+    case 'too-deep': return cyborgError(400, `Invalid input: the body is nested deeper than ${problem.limit} levels.`);
+    case 'control-character':
+      return cyborgError(400, `Invalid input: ${problem.path.join('.') || 'body'}: control character ${codePoint(problem.char)} is not allowed.`);
+  }
+}
+
 export async function readCyborgBody<S extends z.ZodType>(c: CyborgContext, schema: S): Promise<z.infer<S>> {
-  const text = await c.req.text();
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
-  } catch {
-    throw cyborgError(400, 'Malformed JSON in request body.');
+    raw = await readJsonBody(c.req.raw, c.var.deps.config.PLACEMENT_MAX_BODY_BYTES);
+  } catch (err) {
+    throw err instanceof BodyError ? cyborgBodyError(err.problem) : err;
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw cyborgError(400, `Invalid input: ${zodMessage(parsed.error)}`);
@@ -71,15 +81,16 @@ function faultBody(status: number, message: string): string {
 }
 
 function render(c: CyborgContext, status: ContentfulStatusCode, message: string, headers: Record<string, string> = {}): Response {
-  return c.body(faultBody(status, message), status, { 'content-type': 'application/json', ...headers });
+  return c.body(faultBody(status, cutDetail(message)), status, { 'content-type': 'application/json', ...headers });
 }
 
 export const cyborgOnError: ErrorHandler<CyborgEnv> = (err, c) => {
   if (err instanceof ApiError) return render(c, err.status as ContentfulStatusCode, err.detail, err.headers);
   if (err instanceof DomainError) return render(c, PROBLEM_STATUS[err.problem], err.message);
   if (err instanceof HTTPException) return render(c, err.status as ContentfulStatusCode, err.message);
-  c.var.deps.log.error('unhandled accelerator error', { err: err instanceof Error ? err.stack ?? err.message : String(err) });
-  return render(c, 500, err instanceof Error ? err.message : String(err));
+  const requestId = c.get('requestId');
+  c.var.deps.log.error('unhandled accelerator error', { requestId, err: errorForLog(err) });
+  return render(c, 500, internalErrorMessage(requestId));
 };
 
 export const cyborgNotFound: NotFoundHandler<CyborgEnv> = (c) => render(c, 404, 'The resource could not be found.');

@@ -49,6 +49,7 @@ export const STATUS_TITLES: Record<number, string> = {
   406: 'Not Acceptable',
   409: 'Conflict',
   413: 'Request Entity Too Large',
+  414: 'Request-URI Too Long',
   415: 'Unsupported Media Type',
   500: 'Internal Server Error',
   501: 'Not Implemented',
@@ -64,6 +65,8 @@ const EXPLANATIONS: Record<number, string> = {
   405: 'The method specified is not allowed for this resource.',
   406: 'The resource could not be generated that was acceptable to your browser (content of type application/json.',
   409: 'There was a conflict when trying to complete your request.',
+  413: 'The body of your request was too large for this server.',
+  414: 'The request URI was too long for this server.',
   415: 'The request media type is not supported by this server.',
   500: 'The server has either erred or is incapable of performing the requested operation.',
 };
@@ -71,4 +74,26 @@ const EXPLANATIONS: Record<number, string> = {
 export function webobDetail(status: number, message: string): string {
   const generic = EXPLANATIONS[status] ?? '';
   return `${generic}\n\n ${message}  `;
+}
+
+/** The message of a 500: internal text (SQL errors, stack traces) goes to the log under the request id, never to the client. */
+export function internalErrorMessage(requestId: string | undefined): string {
+  return `An unexpected error occurred; it is logged with request id ${requestId ?? 'unknown'}.`;
+}
+
+const MAX_DETAIL = 8 * 1024;
+
+/** Error details never echo huge values back: anything past 8 KiB is cut. */
+export function cutDetail(detail: string): string {
+  return detail.length > MAX_DETAIL ? `${detail.slice(0, MAX_DETAIL)}... (cut, ${detail.length} characters)` : detail;
+}
+
+/** An error's stack and the chain of its causes, for the log (drizzle puts the SQLite message in `cause`). */
+export function errorForLog(err: unknown): string {
+  const parts: string[] = [];
+  for (let cur: unknown = err, depth = 0; cur !== undefined && cur !== null && depth < 5; depth++) {
+    parts.push(cur instanceof Error ? cur.stack ?? cur.message : String(cur));
+    cur = cur instanceof Error ? cur.cause : undefined;
+  }
+  return parts.join('\ncaused by: ');
 }

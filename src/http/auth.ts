@@ -4,25 +4,60 @@
 //    otherwise X-Roles lists roles; X-Project-Id overrides the project.
 //  - token: bearer tokens from configuration, each mapped to roles and project.
 // Both fill c.var.credentials; the root document needs no token.
+//
+// A service token (X-Service-Token, as keystonemiddleware reads it) rides
+// beside the user's token: its roles become credentials.serviceRoles. In
+// token mode it is any configured token (its roles); in noauth2 its roles are
+// X-Service-Roles, the header keystonemiddleware sets for a valid one.
 import { createMiddleware } from 'hono/factory';
 import { z } from 'zod';
 import { ApiError, webobDetail } from './api-error.js';
 import type { AppEnv } from './env.js';
 import type { Credentials } from './policy.js';
 
-const TokenTable = z.record(
-  z.string(),
-  z.object({
-    roles: z.array(z.string()).default([]),
-    project_id: z.string().nullable().default(null),
-    user_id: z.string().nullable().default(null),
-  }),
-);
-export type TokenTable = z.infer<typeof TokenTable>;
+const TokenEntry = z.object({
+  roles: z.array(z.string()).default([]),
+  project_id: z.string().nullable().default(null),
+  user_id: z.string().nullable().default(null),
+});
+type TokenEntry = z.infer<typeof TokenEntry>;
+const TokenTableJson = z.record(z.string(), TokenEntry);
 
+async function sha256(text: string): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
+}
+
+/** Compares two digests in time that does not depend on where they differ. */
+function sameDigest(a: Uint8Array, b: Uint8Array): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ (b[i] ?? 0);
+  return diff === 0;
+}
+
+/**
+ * The configured tokens (token mode). Only the table's own entries count (a
+ * token like "__proto__" finds nothing), and a presented token is hashed and
+ * compared with every configured digest, so the answer's timing says nothing
+ * about how much of a token was right.
+ */
+export class TokenTable {
+  private digests: Promise<{ digest: Uint8Array; entry: TokenEntry }[]> | undefined;
+
+  constructor(private readonly entries: ReadonlyMap<string, TokenEntry>) {}
+
+  async lookup(token: string): Promise<TokenEntry | undefined> {
+    this.digests ??= Promise.all([...this.entries].map(async ([key, entry]) => ({ digest: await sha256(key), entry })));
+    const [known, presented] = await Promise.all([this.digests, sha256(token)]);
+    let found: TokenEntry | undefined;
+    for (const { digest, entry } of known) if (sameDigest(digest, presented)) found = entry;
+    return found;
+  }
+}
+
+/** PLACEMENT_AUTH_TOKENS: JSON {"<token>": {"roles": [...], "project_id": ..., "user_id": ...}}. */
 export function parseTokenTable(json: string | undefined): TokenTable {
-  if (!json) return {};
-  return TokenTable.parse(JSON.parse(json));
+  if (!json) return new TokenTable(new Map());
+  return new TokenTable(new Map(Object.entries(TokenTableJson.parse(JSON.parse(json)))));
 }
 
 const unauthorized = () => new ApiError(401, webobDetail(401, 'Authentication required'));
@@ -40,22 +75,27 @@ export function noauthCredentials(headers: Headers): Credentials | null {
   const systemScope = headers.get('openstack-system-scope');
   const roles = userId === 'admin' ? ['admin', 'member', 'reader'] : rolesHeader(headers.get('x-roles') ?? undefined);
   const projectId = systemScope ? null : headers.get('x-project-id') ?? tokenProject;
-  return { userId: headers.get('x-user-id') ?? userId, projectId, roles, systemScope };
+  const serviceRoles = headers.get('x-service-token') === null ? [] : rolesHeader(headers.get('x-service-roles') ?? undefined);
+  return { userId: headers.get('x-user-id') ?? userId, projectId, roles, systemScope, serviceRoles };
+}
+
+async function tokenCredentials(headers: Headers, tokens: TokenTable): Promise<Credentials | null> {
+  const presented = headers.get('x-auth-token') ?? headers.get('authorization')?.replace(/^Bearer\s+/i, '');
+  const entry = presented ? await tokens.lookup(presented) : undefined;
+  if (!entry) return null;
+  // As keystonemiddleware: a service token that does not authenticate fails the request.
+  const serviceToken = headers.get('x-service-token');
+  const service = serviceToken === null ? undefined : await tokens.lookup(serviceToken);
+  if (serviceToken !== null && !service) return null;
+  return { userId: entry.user_id, projectId: entry.project_id, roles: entry.roles, systemScope: null, serviceRoles: service?.roles ?? [] };
 }
 
 export function authenticate(opts: { strategy: 'noauth2' | 'token'; tokens: TokenTable; publicPaths: RegExp }) {
   return createMiddleware<AppEnv>(async function authMiddleware(c, next) {
     if (c.req.method === 'OPTIONS' || opts.publicPaths.test(c.req.path)) return next();
-    let creds: Credentials | null;
-    if (opts.strategy === 'noauth2') {
-      creds = noauthCredentials(c.req.raw.headers);
-    } else {
-      const header = c.req.header('x-auth-token') ?? c.req.header('authorization')?.replace(/^Bearer\s+/i, '');
-      const entry = header ? opts.tokens[header] : undefined;
-      creds = entry
-        ? { userId: entry.user_id, projectId: entry.project_id, roles: entry.roles, systemScope: null }
-        : null;
-    }
+    const creds = opts.strategy === 'noauth2'
+      ? noauthCredentials(c.req.raw.headers)
+      : await tokenCredentials(c.req.raw.headers, opts.tokens);
     if (!creds) throw unauthorized();
     c.set('credentials', creds);
     return next();

@@ -7,6 +7,8 @@ export interface Credentials {
   projectId: string | null;
   roles: string[];
   systemScope: string | null;
+  /** Roles of a valid service token sent beside the user's (X-Service-Token); empty without one. */
+  serviceRoles: string[];
 }
 
 type Check =
@@ -94,6 +96,8 @@ export class PolicyEnforcer {
       return this.evaluate(ref, creds, target, new Set([...seen, match]));
     }
     if (key === 'role') return creds.roles.some((r) => r.toLowerCase() === match.toLowerCase());
+    // oslo.policy's credentials carry the service token's roles as a list.
+    if (key === 'service_roles') return creds.serviceRoles.some((r) => r.toLowerCase() === match.toLowerCase());
     // "%(project_id)s" reads the target; a literal compares as is.
     const expected = match.replace(/^%\((\w+)\)s$/, (_, name: string) => String(target[name] ?? '\u0000none'));
     const credentialValue: Record<string, string | null> = {

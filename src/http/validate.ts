@@ -4,18 +4,48 @@
 // and the upstream tests read those strings.
 import type { z } from 'zod';
 import { ApiError, webobDetail } from './api-error.js';
+import { BodyError, codePoint, readJsonBody, type BodyProblem } from './body.js';
 import type { AppContext } from './env.js';
 
-/** Python's repr(), which jsonschema uses to quote values in messages. */
+const REPR_MAX_STRING = 200;
+const REPR_MAX_ITEMS = 20;
+const REPR_MAX_DEPTH = 4;
+const PY_ESCAPES: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
+function pyString(value: string): string {
+  const shown = value.length > REPR_MAX_STRING ? value.slice(0, REPR_MAX_STRING) : value;
+  const quoted = `'${shown.replace(/\\/g, '\\\\').replace(/'/g, "\\'")
+    .replace(/[\u0000-\u001f\u007f]/g, (ch) => PY_ESCAPES[ch] ?? `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`)}'`;
+  // Never echo a huge value back: cut it and say how long it was.
+  return shown === value ? quoted : `${quoted}... (${value.length} characters)`;
+}
+
+/**
+ * Python's repr(), which jsonschema uses to quote values in messages; long
+ * strings, long lists and deep nesting are cut so a message stays small.
+ */
 export function pyRepr(value: unknown): string {
+  return reprAt(value, 0);
+}
+
+function reprAt(value: unknown, depth: number): string {
   if (value === null || value === undefined) return 'None';
   if (value === true) return 'True';
   if (value === false) return 'False';
-  if (typeof value === 'string') return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-  if (typeof value === 'number') return Number.isInteger(value) ? String(value) : String(value);
-  if (Array.isArray(value)) return `[${value.map(pyRepr).join(', ')}]`;
+  if (typeof value === 'string') return pyString(value);
+  if (typeof value === 'number') return String(value);
+  if (Array.isArray(value)) {
+    if (depth >= REPR_MAX_DEPTH) return '[...]';
+    const items = value.slice(0, REPR_MAX_ITEMS).map((v) => reprAt(v, depth + 1));
+    if (value.length > REPR_MAX_ITEMS) items.push('...');
+    return `[${items.join(', ')}]`;
+  }
   if (typeof value === 'object') {
-    return `{${Object.entries(value as Record<string, unknown>).map(([k, v]) => `${pyRepr(k)}: ${pyRepr(v)}`).join(', ')}}`;
+    if (depth >= REPR_MAX_DEPTH) return '{...}';
+    const entries = Object.entries(value as Record<string, unknown>);
+    const items = entries.slice(0, REPR_MAX_ITEMS).map(([k, v]) => `${pyString(k)}: ${reprAt(v, depth + 1)}`);
+    if (entries.length > REPR_MAX_ITEMS) items.push('...');
+    return `{${items.join(', ')}}`;
   }
   return String(value);
 }
@@ -127,18 +157,32 @@ export function validateBody<S extends z.ZodType>(schema: S, body: unknown): z.i
   return result.data;
 }
 
-/** Reads a JSON body: 415 without a JSON content type, 400 when it does not parse. */
+/** Placement's wording of each body problem (413 for size, 400 otherwise). */
+function placementBodyError(problem: BodyProblem): ApiError {
+  switch (problem.kind) {
+    case 'too-large':
+      return new ApiError(413, webobDetail(413, `The request body is larger than the limit of ${problem.limit} bytes.`));
+    case 'malformed':
+      return new ApiError(400, webobDetail(400, `Malformed JSON: ${problem.message}`));
+    case 'too-deep':
+      return new ApiError(400, webobDetail(400, `JSON does not validate: the body is nested deeper than ${problem.limit} levels`));
+    case 'control-character':
+      return new ApiError(400, webobDetail(400,
+        `JSON does not validate: ${pyRepr(problem.value)} contains the control character ${codePoint(problem.char)}; control characters are not allowed`));
+  }
+}
+
+/** Reads a JSON body: 415 without a JSON content type, 413 over the size limit, 400 when it does not parse. */
 export async function readJson(c: AppContext): Promise<unknown> {
   const type = c.req.header('content-type');
   const media = type?.split(';')[0]?.trim().toLowerCase();
   if (media !== 'application/json') {
     throw new ApiError(415, webobDetail(415, `The media type ${type ?? 'None'} is not supported, use application/json`));
   }
-  const text = await c.req.text();
   try {
-    return JSON.parse(text);
+    return await readJsonBody(c.req.raw, c.var.deps.config.PLACEMENT_MAX_BODY_BYTES);
   } catch (err) {
-    throw new ApiError(400, webobDetail(400, `Malformed JSON: ${err instanceof Error ? err.message : String(err)}`));
+    throw err instanceof BodyError ? placementBodyError(err.problem) : err;
   }
 }
 

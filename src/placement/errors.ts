@@ -4,7 +4,7 @@ import type { ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { DomainError } from '../errors.js';
-import { ApiError, ErrorCode, PROBLEM_STATUS, STATUS_TITLES, webobDetail } from '../http/api-error.js';
+import { ApiError, cutDetail, errorForLog, ErrorCode, internalErrorMessage, PROBLEM_STATUS, STATUS_TITLES, webobDetail } from '../http/api-error.js';
 import type { AppContext, AppEnv } from '../http/env.js';
 import { acceptsJson } from './middleware.js';
 import { MV } from './versions.js';
@@ -12,16 +12,17 @@ import { MV } from './versions.js';
 function render(c: AppContext, err: ApiError): Response {
   const status = err.status as ContentfulStatusCode;
   const title = STATUS_TITLES[status] ?? 'Error';
+  const detail = cutDetail(err.detail);
   const headers: Record<string, string> = { ...err.headers };
   if (!acceptsJson(c.req.header('accept'))) {
     // An explicit non-JSON Accept gets webob's HTML rendering, as upstream.
-    const html = `<html><head><title>${status} ${title}</title></head><body><h1>${status} ${title}</h1>${err.detail.replace(/</g, '&lt;')}</body></html>`;
+    const html = `<html><head><title>${status} ${title}</title></head><body><h1>${status} ${title}</h1>${detail.replace(/</g, '&lt;')}</body></html>`;
     return c.html(html, status, headers);
   }
   const item: Record<string, unknown> = {
     status,
     title,
-    detail: err.detail,
+    detail,
     request_id: c.get('requestId'),
     ...err.extra,
   };
@@ -39,10 +40,9 @@ export const placementOnError: ErrorHandler<AppEnv> = (err, c) => {
   if (err instanceof HTTPException) {
     return render(c, new ApiError(err.status as ContentfulStatusCode, webobDetail(err.status, err.message)));
   }
-  c.var.deps.log.error('unhandled error', { err: err instanceof Error ? err.stack ?? err.message : String(err) });
-  return render(c, new ApiError(500, webobDetail(500, err instanceof Error ? err.message : String(err)), {
-    code: ErrorCode.UNDEFINED,
-  }));
+  const requestId = c.get('requestId');
+  c.var.deps.log.error('unhandled error', { requestId, err: errorForLog(err) });
+  return render(c, new ApiError(500, webobDetail(500, internalErrorMessage(requestId)), { code: ErrorCode.UNDEFINED }));
 };
 
 export const placementNotFound: NotFoundHandler<AppEnv> = (c) =>

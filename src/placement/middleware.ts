@@ -8,6 +8,7 @@ import { ApiError, webobDetail } from '../http/api-error.js';
 import type { AppContext, AppEnv } from '../http/env.js';
 import { negotiate, requestedVersion } from '../http/microversion.js';
 import type { Target } from '../http/policy.js';
+import { codePointOfEscape, controlCharacterInUrl, MAX_URL_LENGTH } from '../http/url.js';
 import { MAX_VERSION, MIN_VERSION, MV, type Feature } from './versions.js';
 
 export function placementMicroversion() {
@@ -54,6 +55,14 @@ export function placementRequestChecks() {
       if (Number(length) > 0 && !c.req.header('content-type')) {
         throw new ApiError(400, webobDetail(400, 'content-type header required when content-length > 0'));
       }
+    }
+    const url = c.req.url;
+    if (url.length > MAX_URL_LENGTH) {
+      throw new ApiError(414, webobDetail(414, `The request URL is longer than ${MAX_URL_LENGTH} characters.`));
+    }
+    const escape = controlCharacterInUrl(url);
+    if (escape) {
+      throw new ApiError(400, webobDetail(400, `The request URL contains the control character ${codePointOfEscape(escape)} (${escape}); control characters are not allowed.`));
     }
     // Like upstream's check_accept decorator, only routes that exist refuse a
     // non-JSON Accept; an unknown URL stays a 404.

@@ -28,6 +28,16 @@ describe('token strategy', () => {
     expect((await get('/')).status).toBe(200);
   });
 
+  it('looks tokens up as configured keys only: inherited property names get 401', async () => {
+    for (const token of ['__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty', 's3cret-admi', 's3cret-admin2']) {
+      expect((await get('/resource_providers', token)).status, token).toBe(401);
+      const accel = await t.app.request('/accelerator/v2/device_profiles', { headers: { 'x-auth-token': token } });
+      expect(accel.status, token).toBe(401);
+      const bearer = await t.app.request('/resource_providers', { headers: { authorization: `Bearer ${token}` } });
+      expect(bearer.status, token).toBe(401);
+    }
+  });
+
   it('accepts a bearer Authorization header', async () => {
     const res = await t.app.request('/resource_providers', { headers: { authorization: 'Bearer s3cret-admin' } });
     expect(res.status).toBe(200);

@@ -108,6 +108,8 @@ describe('a failure in the middle of a write', () => {
         providers: (await t.deps.store.client.execute('SELECT uuid, generation FROM resource_providers ORDER BY id')).rows,
       });
       const before = await dump();
+      const logged: Record<string, unknown>[] = [];
+      t.deps.log = { ...t.deps.log, error: (msg, extra) => { logged.push({ msg, ...extra }); } };
       const res = await t.call('POST', '/allocations', {
         version: '1.28',
         body: {
@@ -116,8 +118,13 @@ describe('a failure in the middle of a write', () => {
         },
       });
       expect(res.status).toBe(500);
-      // It failed at the consumer-generation step, i.e. after the inserts.
-      expect(await res.json()).toMatchObject({ errors: [{ status: 500, detail: expect.stringContaining('update "consumers" set "generation"') }] });
+      // It failed at the consumer-generation step, i.e. after the inserts; the
+      // SQL is in the log under the request id, and not in the answer.
+      const requestId = res.headers.get('x-openstack-request-id');
+      const { errors } = await res.json() as { errors: { status: number; detail: string; request_id: string }[] };
+      expect(errors[0]).toMatchObject({ status: 500, request_id: requestId, detail: expect.stringContaining(`request id ${requestId}`) });
+      expect(errors[0]!.detail).not.toMatch(/consumers|injected|SQLITE/);
+      expect(logged).toEqual([expect.objectContaining({ requestId, err: expect.stringContaining('update "consumers" set "generation"') })]);
       expect(await dump()).toEqual(before);
     } finally {
       t.close();

@@ -4,7 +4,7 @@ import { PolicyEnforcer, type Credentials } from '../../src/http/policy.js';
 import { placementPolicyRules } from '../../src/placement/policies.js';
 
 const creds = (roles: string[], projectId: string | null = 'p1', systemScope: string | null = null): Credentials => ({
-  userId: 'u1', projectId, roles, systemScope,
+  userId: 'u1', projectId, roles, systemScope, serviceRoles: [],
 });
 
 describe('oslo.policy check strings', () => {
@@ -55,5 +55,21 @@ describe('noauth2 credentials', () => {
     const sys = noauthCredentials(new Headers({ 'x-auth-token': 'user', 'openstack-system-scope': 'all' }));
     expect(sys?.projectId).toBeNull();
     expect(noauthCredentials(new Headers())).toBeNull();
+  });
+
+  it('takes service roles from X-Service-Roles, only beside an X-Service-Token', () => {
+    const nova = noauthCredentials(new Headers({ 'x-auth-token': 'u1:p1', 'x-service-token': 'nova', 'x-service-roles': 'service, admin' }));
+    expect(nova).toMatchObject({ roles: [], projectId: 'p1', serviceRoles: ['service', 'admin'] });
+    expect(noauthCredentials(new Headers({ 'x-auth-token': 'u1', 'x-service-roles': 'service' }))?.serviceRoles).toEqual([]);
+  });
+});
+
+describe('service_roles checks', () => {
+  it('match a role of the service token, not of the user token', () => {
+    const p = new PolicyEnforcer({ svc: 'service_roles:service', both: 'role:member and service_roles:service' });
+    expect(p.enforce('svc', { ...creds(['service']), serviceRoles: [] }, {})).toBe(false);
+    expect(p.enforce('svc', { ...creds([]), serviceRoles: ['Service'] }, {})).toBe(true);
+    expect(p.enforce('both', { ...creds(['member']), serviceRoles: ['service'] }, {})).toBe(true);
+    expect(p.enforce('both', { ...creds(['member']), serviceRoles: ['member'] }, {})).toBe(false);
   });
 });

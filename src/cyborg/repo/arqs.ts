@@ -165,8 +165,13 @@ async function deleteRows(db: Db, rows: ArqRow[], now: string): Promise<void> {
   if (rows.length) await db.delete(acceleratorRequests).where(inArray(acceleratorRequests.id, rows.map((r) => r.id)));
 }
 
-/** DELETE ?arqs=: deletes those found, then 404 for the missing (not idempotent, as upstream). */
-export async function deleteArqsByUuid(db: Db, uuids: string[], project: string | null | undefined, now: string): Promise<string[]> {
+/**
+ * DELETE ?arqs=: deletes those found, then 404 for the missing (not idempotent, as upstream).
+ * `refuseBound` is thrown, before anything is deleted, when one of them is bound to an instance.
+ */
+export async function deleteArqsByUuid(
+  db: Db, uuids: string[], project: string | null | undefined, now: string, refuseBound?: () => Error,
+): Promise<string[]> {
   const rows: ArqRow[] = [];
   const missing: string[] = [];
   for (const uuid of uuids) {
@@ -174,6 +179,7 @@ export async function deleteArqsByUuid(db: Db, uuids: string[], project: string 
     if (found) rows.push(found.arq);
     else missing.push(uuid);
   }
+  if (refuseBound && rows.some((arq) => arq.instanceUuid !== null)) throw refuseBound();
   await deleteRows(db, rows, now);
   return missing;
 }

@@ -55,8 +55,24 @@ function parsePatch(c: CyborgContext, body: PatchArqsBody): Parsed {
   return op === 'add' ? { op, binds } : { op, uuids: entries.map(([uuid]) => uuid) };
 }
 
+/**
+ * CVE-2026-40214 (Cyborg 2026.1): bind, unbind and deleting a bound ARQ need an
+ * admin, or a service token (X-Service-Token with the service role) beside the
+ * user's token, so that a project member alone cannot point an ARQ at any
+ * host's device. ARQ_ALLOW_BIND_WITHOUT_SERVICE_TOKEN turns this off for a
+ * Nova that sends no service token.
+ */
+function mayBind(c: CyborgContext): boolean {
+  return c.var.deps.config.ARQ_ALLOW_BIND_WITHOUT_SERVICE_TOKEN || isAdmin(c)
+    || c.var.credentials.serviceRoles.some((r) => r.toLowerCase() === 'service');
+}
+
+const needsServiceToken = () => cyborgError(403,
+  'Binding, unbinding and deleting a bound accelerator request need an admin token or a service token (X-Service-Token) beside the user token.');
+
 async function patchArqs(c: CyborgContext): Promise<Response> {
   authorize(c, 'cyborg:arq:update');
+  if (!mayBind(c)) throw needsServiceToken();
   const parsed = parsePatch(c, await readCyborgBody(c, PatchArqsBody));
   const { deps } = c.var;
   const now = deps.clock();
@@ -78,10 +94,12 @@ async function deleteArqs(c: CyborgContext, uuids: string[] | undefined, instanc
   const { deps } = c.var;
   const now = deps.clock().toISOString();
   if (instance !== undefined) {
+    // Every ARQ found by instance is bound to it.
+    if (!mayBind(c)) throw needsServiceToken();
     await deps.store.writeTx((tx) => deleteArqsByInstance(tx, instance, projectScope(c), now));
     return c.body(null, 204);
   }
-  const missing = await deps.store.writeTx((tx) => deleteArqsByUuid(tx, uuids!, projectScope(c), now));
+  const missing = await deps.store.writeTx((tx) => deleteArqsByUuid(tx, uuids!, projectScope(c), now, mayBind(c) ? undefined : needsServiceToken));
   if (missing.length) throw cyborgError(404, `Accelerator request(s) ${missing.join(', ')} could not be found.`);
   return c.body(null, 204);
 }

@@ -21,6 +21,8 @@ export type ProfileGroup = Record<string, string>;
 
 const STANDARD_ACCELERATOR_CLASSES = new Set(['FPGA', 'GPU', 'VGPU', 'PGPU', 'CUSTOM_QAT', 'CUSTOM_NIC', 'CUSTOM_SSD']);
 const CUSTOM_NAME = /^CUSTOM_[A-Z0-9_]+$/;
+/** Placement's largest amount (its integer columns). */
+const MAX_AMOUNT = 2147483647;
 
 /** Validates every key of every group and returns them with string values. */
 export function parseGroups(groups: Record<string, string | number>[]): ProfileGroup[] {
@@ -36,8 +38,9 @@ export function parseGroups(groups: Record<string, string | number>[]): ProfileG
         if (!STANDARD_ACCELERATOR_CLASSES.has(name) && !CUSTOM_NAME.test(name)) {
           throw new DomainError('invalid', `Bad resource class in ${where}: must be one of ${[...STANDARD_ACCELERATOR_CLASSES].join(', ')} or CUSTOM_*`);
         }
-        if (!/^\d+$/.test(value) || Number(value) < 1) {
-          throw new DomainError('invalid', `Bad resource amount in ${where}: '${value}' is not a positive integer`);
+        // Amounts become placement amounts: integers from 1 to placement's maximum, never 1e+23.
+        if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > MAX_AMOUNT) {
+          throw new DomainError('invalid', `Bad resource amount in ${where}: '${value.slice(0, 40)}' is not an integer from 1 to ${MAX_AMOUNT}`);
         }
         out[`resources:${name}`] = String(Number(value));
       } else if (prefix === 'trait') {

@@ -138,6 +138,9 @@ export function parseCandidateQueryString(queryString: string, mv: Microversion)
   return parseCandidateRequest(query, mv);
 }
 
+/** Larger than any candidate count the service could hold in memory. */
+const LARGEST_LIMIT = 2 ** 31 - 1;
+
 export function parseCandidateRequest(query: Record<string, string[]>, mv: Microversion): CandidateRequest {
   const keys = Object.keys(query);
   if (!mv.atLeast(MV.GRANULAR) && !keys.includes('resources')) {
@@ -153,7 +156,10 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
     if (!/^[1-9][0-9]*$/.test(raw)) {
       throw badQuery(`${pyRepr(raw)} does not match '^[1-9][0-9]*$'\n\nFailed validating 'pattern' in schema['properties']['limit']`);
     }
-    limit = Number(raw);
+    // Upstream accepts any digits and slices in Python; a limit beyond any
+    // possible candidate count behaves the same as this one (and stays an
+    // integer SQLite can bind).
+    limit = Math.min(Number(raw), LARGEST_LIMIT);
   }
   let groupPolicy: GroupPolicy | null = null;
   if (keys.includes('group_policy')) {

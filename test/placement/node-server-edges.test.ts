@@ -1,0 +1,104 @@
+// What the Node server's HTTP parser refuses or cannot hand to fetch (TRACE,
+// unknown methods, oversized heads, a bad content-length) still gets an answer
+// in the API's envelope, against a real `npm start` in token mode.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type ServerProcess } from '../helpers/node-server.js';
+
+interface RawResponse { status: number; headers: Record<string, string>; body: string }
+
+/** Sends `head` as is on a fresh connection and reads the response until the server closes or sends it all. */
+function raw(server: ServerProcess, head: string): Promise<RawResponse> {
+  const { hostname, port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(head));
+    let data = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => { data += chunk; });
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [top = '', ...rest] = data.split('\r\n\r\n');
+      const [statusLine = '', ...lines] = top.split('\r\n');
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') });
+    });
+  });
+}
+
+const request = (method: string, target: string, headers: Record<string, string> = {}) =>
+  `${method} ${target} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+const ADMIN = { 'x-auth-token': 's3cret-admin', 'openstack-api-version': 'placement 1.39' };
+
+let dir: string;
+let server: ServerProcess;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'placement-edges-'));
+  server = await startServer(`file:${join(dir, 'placement.db')}`, {
+    PLACEMENT_AUTH_STRATEGY: 'token',
+    PLACEMENT_AUTH_TOKENS: JSON.stringify({ 's3cret-admin': { roles: ['admin'], project_id: 'ops' } }),
+  });
+}, 120_000);
+afterAll(async () => {
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const placementError = (res: RawResponse) => (JSON.parse(res.body) as { errors: { status: number; detail: string; code?: string }[] }).errors[0]!;
+const cyborgFault = (res: RawResponse) =>
+  JSON.parse((JSON.parse(res.body) as { error_message: string }).error_message) as { faultstring: string };
+
+describe('methods', () => {
+  it('answers TRACE and unknown methods with 405 and Allow in the envelope', async () => {
+    for (const method of ['TRACE', 'TRACK', 'FOO', 'PROPFIND']) {
+      const res = await raw(server, request(method, '/resource_providers', ADMIN));
+      expect(res.status, method).toBe(405);
+      expect(res.headers.allow).toBe('GET, POST');
+      expect(placementError(res)).toMatchObject({ status: 405, code: 'placement.undefined_code', detail: expect.stringContaining(`The method ${method} is not allowed`) });
+
+      const accel = await raw(server, request(method, '/accelerator/v2/device_profiles', { 'x-auth-token': 's3cret-admin' }));
+      expect(accel.status, method).toBe(405);
+      expect(accel.headers.allow).toBe('GET, POST, DELETE');
+      expect(cyborgFault(accel).faultstring).toBe(`The method ${method} is not allowed for this resource.`);
+    }
+  });
+
+  it('still authenticates first: an unknown method without a token is 401', async () => {
+    const res = await raw(server, request('FOO', '/resource_providers'));
+    expect(res.status).toBe(401);
+    expect(placementError(res).status).toBe(401);
+  });
+});
+
+describe('oversized heads', () => {
+  it('serves URLs up to 64 KiB and answers 414 in the envelope beyond', async () => {
+    const ok = await raw(server, request('GET', `/resource_providers?name=${'a'.repeat(20_000)}`, ADMIN));
+    expect(ok.status).toBe(200);
+    for (const size of [70_000, 200_000]) {
+      const res = await raw(server, request('GET', `/resource_providers?name=${'a'.repeat(size)}`, ADMIN));
+      expect(res.status, String(size)).toBe(414);
+      expect(placementError(res).detail).toContain('longer than 65536 characters');
+    }
+    // Past the server's 256 KiB head limit the parser stops: still an envelope.
+    const huge = await raw(server, request('GET', `/resource_providers?name=${'a'.repeat(300_000)}`, ADMIN));
+    expect([414, 431]).toContain(huge.status);
+    expect(placementError(huge).status).toBe(huge.status);
+    const accel = await raw(server, request('GET', `/accelerator/v2/device_profiles?name=${'a'.repeat(200_000)}`, { 'x-auth-token': 's3cret-admin' }));
+    expect(accel.status).toBe(414);
+    expect(cyborgFault(accel).faultstring).toContain('longer than 65536 characters');
+  });
+
+  it('answers 431 in the envelope for headers too large', async () => {
+    const res = await raw(server, request('GET', '/resource_providers', { ...ADMIN, 'x-padding': 'p'.repeat(300_000) }));
+    expect(res.status).toBe(431);
+    expect(placementError(res).detail).toContain('headers are too large');
+  });
+
+  it('keeps answering a non-integer content-length in the envelope', async () => {
+    const res = await raw(server, request('POST', '/resource_providers', { ...ADMIN, 'content-type': 'application/json', 'content-length': 'abc' }));
+    expect(res.status).toBe(400);
+    expect(placementError(res).detail).toContain('content-length header must be an integer');
+  });
+});
