@@ -98,8 +98,8 @@ describe('a failure in the middle of a write', () => {
       const other = crypto.randomUUID();
       const body = (uuid: string) => ({ allocations: { [rp.uuid]: { resources: { VCPU: 1 } } }, project_id: project, user_id: user, consumer_generation: null });
       expect((await t.call('PUT', `/allocations/${victim}`, { body: { ...body(victim) }, version: '1.28' })).status).toBe(204);
-      // The consumer-generation bump runs after the allocation rows are written
-      // and the provider generation is bumped: make it fail there.
+      // The consumer-generation compare-and-swap comes after the allocation rows
+      // and the provider generation in the write batch: make it fail there.
       await t.deps.store.client.execute(`CREATE TRIGGER fail_consumer_bump BEFORE UPDATE OF generation ON consumers
         WHEN NEW.uuid = '${victim}' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
       const dump = async () => ({
@@ -117,7 +117,7 @@ describe('a failure in the middle of a write', () => {
       });
       expect(res.status).toBe(500);
       // It failed at the consumer-generation step, i.e. after the inserts.
-      expect(await res.json()).toMatchObject({ errors: [{ status: 500, detail: expect.stringContaining('update "consumers" set "generation"') }] });
+      expect(await res.json()).toMatchObject({ errors: [{ status: 500, detail: expect.stringContaining('injected failure') }] });
       expect(await dump()).toEqual(before);
     } finally {
       t.close();

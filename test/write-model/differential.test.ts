@@ -41,9 +41,9 @@ const TYPES = ['INSTANCE', 'MIGRATION'];
 interface Request { method: string; path: string; body?: unknown; version: string }
 
 class Pair {
-  constructor(readonly live: TestApp, readonly old: TestApp, readonly oldApp: Hono) {}
+  constructor(readonly live: TestApp, readonly old: TestApp, readonly oldApp: { request: Hono['request'] }) {}
 
-  private send(app: TestApp, target: Hono | null, req: Request): Promise<Response> {
+  private send(app: TestApp, target: { request: Hono['request'] } | null, req: Request): Promise<Response> {
     const headers: Record<string, string> = {
       'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': `placement ${req.version}`,
     };

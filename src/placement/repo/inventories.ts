@@ -70,7 +70,7 @@ export async function findInventory(db: Db, providerId: number, resourceClass: s
  * for the first offending class, or null.
  */
 export function reservedCapacityProblem(
-  provider: ProviderRow,
+  provider: Pick<ProviderRow, 'uuid'>,
   records: Record<string, InventoryInput>,
   reservedMayEqualTotal: boolean,
 ): string | null {
