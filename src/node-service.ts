@@ -7,7 +7,7 @@ import { createDataStore, type DataStore } from './db/client.js';
 import { applyMigrations } from './db/migrate.js';
 import { openNodeClient } from './db/node-client.js';
 import { readMigrationsDir } from './db/node-migrations.js';
-import { syncStandards } from './db/sync-standards.js';
+import { syncStandards } from './placement/sync-standards.js';
 import { consoleLogger, makeDeps, parsePolicyOverrides, type Deps, type Logger } from './deps.js';
 
 export async function openStore(config: AppConfig): Promise<DataStore> {

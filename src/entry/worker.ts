@@ -25,7 +25,7 @@ import { loadConfig } from '../config.js';
 import { createDataStore } from '../db/client.js';
 import { applyMigrations } from '../db/migrate.js';
 import { MIGRATIONS } from '../db/migrations.generated.js';
-import { syncStandards } from '../db/sync-standards.js';
+import { syncStandards } from '../placement/sync-standards.js';
 import { consoleLogger, makeDeps, parsePolicyOverrides, type Deps } from '../deps.js';
 import { STATUS_TITLES } from '../http/api-error.js';
 import { consume } from '../jobs/consume.js';
