@@ -50,3 +50,27 @@ export class InventoryInUse extends Error {
     this.name = 'InventoryInUse';
   }
 }
+
+/** The provider named in the path does not exist (404). */
+export class ProviderNotFound extends Error {
+  constructor(readonly uuid: string) {
+    super(`No resource provider with uuid ${uuid} found`);
+    this.name = 'ProviderNotFound';
+  }
+}
+
+/** A class to add is already in the provider's inventory (409 concurrent_update). */
+export class InventoryExists extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InventoryExists';
+  }
+}
+
+/** A class to delete is not in the provider's inventory (404). */
+export class InventoryNotFound extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InventoryNotFound';
+  }
+}

@@ -35,9 +35,9 @@ export interface ClaimOptions {
   now: string;
 }
 
-interface ProviderState { id: number; uuid: string; generation: number }
+export interface ProviderState { id: number; uuid: string; generation: number }
 
-interface InventoryState extends InventoryLimits {
+export interface InventoryState extends InventoryLimits {
   providerId: number;
   classId: number;
   resourceClass: string;
@@ -63,7 +63,7 @@ interface PreviousAllocation {
 }
 
 /** What a claim or reshape depends on, read in one snapshot. */
-interface Snapshot {
+export interface Snapshot {
   providers: Map<string, ProviderState>;
   inventories: InventoryState[];
   classIds: Map<string, number>;
@@ -74,7 +74,10 @@ interface Snapshot {
 const num = (row: Row, column: string): number => Number(row[column]);
 const str = (row: Row, column: string): string => String(row[column]);
 
-async function readSnapshot(store: DataStore, providerUuids: string[], consumerUuids: string[], classNames: string[]): Promise<Snapshot> {
+/** One read batch: the providers, their inventories with usage, the classes (all when `classNames` is null), the consumers. */
+export async function readSnapshot(
+  store: DataStore, providerUuids: string[], consumerUuids: string[], classNames: string[] | null,
+): Promise<Snapshot> {
   const inList = (values: string[]) => (values.length > 0 ? placeholders(values.length) : 'NULL');
   const [providers, inventories, classes, consumers, previous] = await store.readBatch([
     { sql: `SELECT id, uuid, generation FROM resource_providers WHERE uuid IN (${inList(providerUuids)})`, args: providerUuids },
@@ -85,7 +88,9 @@ async function readSnapshot(store: DataStore, providerUuids: string[], consumerU
         WHERE i.resource_provider_id IN (SELECT id FROM resource_providers WHERE uuid IN (${inList(providerUuids)}))`,
       args: providerUuids,
     },
-    { sql: `SELECT id, name FROM resource_classes WHERE name IN (${inList(classNames)})`, args: classNames },
+    classNames === null
+      ? { sql: 'SELECT id, name FROM resource_classes', args: [] }
+      : { sql: `SELECT id, name FROM resource_classes WHERE name IN (${inList(classNames)})`, args: classNames },
     {
       sql: `SELECT c.id, c.uuid, c.generation, p.external_id AS project, u.external_id AS user, ct.name AS type
         FROM consumers c JOIN projects p ON p.id = c.project_id JOIN users u ON u.id = c.user_id
@@ -133,10 +138,10 @@ async function readSnapshot(store: DataStore, providerUuids: string[], consumerU
   };
 }
 
-const key = (providerId: number, classId: number) => `${providerId}:${classId}`;
+export const key = (providerId: number, classId: number) => `${providerId}:${classId}`;
 
 /** Provider generations this write moves: provider id -> {read, next}. */
-class GenerationPlan {
+export class GenerationPlan {
   readonly bumps = new Map<number, { read: number; next: number }>();
   bump(provider: { id: number; generation: number }): void {
     const entry = this.bumps.get(provider.id) ?? { read: provider.generation, next: provider.generation };
