@@ -163,6 +163,20 @@ describe('Placement in workerd against sqld', () => {
       expect(await hopsOf('DELETE', `/allocations/${consumer}`)).toEqual({ hops: 1, status: 204 });
     });
 
+    it('inventories: PUT the collection, POST, PUT and DELETE one class, DELETE all', async () => {
+      const rp = crypto.randomUUID();
+      expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
+      const path = `/resource_providers/${rp}/inventories`;
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } }))
+        .toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('POST', path, { resource_provider_generation: 1, resource_class: 'DISK_GB', total: 100 })).toEqual({ hops: 2, status: 201 });
+      expect(await hopsOf('PUT', `${path}/VCPU`, { resource_provider_generation: 2, total: 16 })).toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('DELETE', `${path}/DISK_GB`)).toEqual({ hops: 2, status: 204 });
+      // A stale generation is refused from the read alone.
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, inventories: {} })).toEqual({ hops: 1, status: 409 });
+      expect(await hopsOf('DELETE', path)).toEqual({ hops: 2, status: 204 });
+    });
+
     it('POST /allocations (move a consumer between providers) and POST /reshaper', async () => {
       const [a, b] = [await host(), await host()];
       const consumer = crypto.randomUUID();
