@@ -74,3 +74,19 @@ export class InventoryNotFound extends Error {
     this.name = 'InventoryNotFound';
   }
 }
+
+/** The caller's provider generation is not the stored one; each endpoint words the 409 its own way. */
+export class StaleProviderGeneration extends Error {
+  constructor(readonly uuid: string) {
+    super(`resource provider ${uuid} changed`);
+    this.name = 'StaleProviderGeneration';
+  }
+}
+
+/** Traits that do not exist (400 "No such trait(s): ..."). */
+export class UnknownTraits extends Error {
+  constructor(readonly names: string[]) {
+    super(`No such trait(s): ${names.join(', ')}`);
+    this.name = 'UnknownTraits';
+  }
+}

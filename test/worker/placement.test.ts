@@ -177,6 +177,16 @@ describe('Placement in workerd against sqld', () => {
       expect(await hopsOf('DELETE', path)).toEqual({ hops: 2, status: 204 });
     });
 
+    it("a provider's traits: PUT and DELETE", async () => {
+      const rp = crypto.randomUUID();
+      expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
+      const path = `/resource_providers/${rp}/traits`;
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, traits: ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2'] }))
+        .toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, traits: [] })).toEqual({ hops: 1, status: 409 });
+      expect(await hopsOf('DELETE', path)).toEqual({ hops: 2, status: 204 });
+    });
+
     it('POST /allocations (move a consumer between providers) and POST /reshaper', async () => {
       const [a, b] = [await host(), await host()];
       const consumer = crypto.randomUUID();

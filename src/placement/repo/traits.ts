@@ -48,13 +48,3 @@ export async function providerTraits(db: Db, providerId: number): Promise<{ name
     .innerJoin(traits, eq(traits.id, resourceProviderTraits.traitId))
     .where(eq(resourceProviderTraits.resourceProviderId, providerId)).orderBy(asc(traits.name));
 }
-
-/** Replaces a provider's traits with `traitIds` (the caller bumps the generation). */
-export async function setProviderTraits(db: Db, providerId: number, traitIds: number[], now: string): Promise<void> {
-  await db.delete(resourceProviderTraits).where(eq(resourceProviderTraits.resourceProviderId, providerId));
-  if (traitIds.length) {
-    await db.insert(resourceProviderTraits)
-      .values(traitIds.map((traitId) => ({ resourceProviderId: providerId, traitId, createdAt: now })));
-  }
-}
-

@@ -20,6 +20,7 @@ import {
 import { claimAllocations, deleteConsumerAllocations } from '../repo/claims.js';
 import { consumerViews } from '../repo/consumers.js';
 import { ConsumerGenerationMismatch, ProviderMissing } from '../write-errors.js';
+import { contentionToHttp } from '../errors.js';
 import { findProvider, isoNow } from '../repo/lookups.js';
 import {
   postAllocationsSchema,
@@ -40,13 +41,6 @@ export function normaliseUuid(text: string): string | null {
   const hex = text.trim().toLowerCase().replace(/^urn:/, '').replace(/^uuid:/, '').replace(/[{}-]/g, '');
   if (!/^[0-9a-f]{32}$/.test(hex)) return null;
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-/** 409 concurrent_update: a write kept losing races (see db/write-batch.ts). */
-export function contentionToHttp(): ApiError {
-  return new ApiError(409, webobDetail(409, 'Another thread concurrently updated the data. Please retry your update'), {
-    code: ErrorCode.CONCURRENT_UPDATE,
-  });
 }
 
 /**

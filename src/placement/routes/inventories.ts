@@ -20,7 +20,7 @@ import type { ProviderState } from '../repo/claims.js';
 import {
   InvalidInventoryInput, InventoryExists, InventoryInUse, InventoryNotFound, ProviderNotFound,
 } from '../write-errors.js';
-import { contentionToHttp } from './allocations.js';
+import { contentionToHttp } from '../errors.js';
 import {
   postInventorySchema, putInventoriesSchema, putInventorySchema, toInventoryInput, toInventoryInputs,
 } from '../schemas/inventories.js';

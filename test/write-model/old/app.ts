@@ -12,6 +12,7 @@ import { placementRoutes } from '../../../src/placement/routes/index.js';
 import { allocationRoutes } from './routes/allocations.js';
 import { inventoryRoutes } from './routes/inventories.js';
 import { reshaperRoutes } from './routes/reshaper.js';
+import { traitRoutes } from './routes/traits.js';
 
 export function createOldWritePathApp(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -30,6 +31,7 @@ export function createOldWritePathApp(deps: Deps): Hono<AppEnv> {
   app.route('/', allocationRoutes);
   app.route('/', inventoryRoutes);
   app.route('/', reshaperRoutes);
+  app.route('/', traitRoutes);
   app.route('/', placementRoutes);
   app.notFound(placementNotFound);
   app.onError(placementOnError);
