@@ -7,6 +7,8 @@
 //
 // An edge file may import anything. A domain file may import the domain and db/, never Hono
 // or the edge. A db file imports only db/. A route file never imports another route file.
+// Within the domain: jobs/ runs what modules register and imports none of them, and the
+// accelerator API reads placement's data through placement's functions, not its tables.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -75,6 +77,10 @@ export function findViolations(root: string): Violation[] {
         violations.push({ file, imports: target, rule: `db imports ${targetLayer}` });
       } else if (layer === 'domain' && targetLayer === 'edge') {
         violations.push({ file, imports: target, rule: 'domain imports edge' });
+      } else if (file.startsWith('src/jobs/') && /^src\/(cyborg|placement)\//.test(target)) {
+        violations.push({ file, imports: target, rule: 'jobs imports an API module' });
+      } else if (file.startsWith('src/cyborg/') && target === 'src/db/schema/placement.ts') {
+        violations.push({ file, imports: target, rule: "cyborg reads placement's tables" });
       } else if (/\/routes\//.test(file) && /\/routes\//.test(target) && !target.endsWith('/routes/index.ts')) {
         if (!file.endsWith('/routes/index.ts')) violations.push({ file, imports: target, rule: 'route imports route' });
       }

@@ -178,9 +178,13 @@ function planClaims(
   for (const inv of inventoryOf.values()) usageAfter.set(key(inv.providerId, inv.classId), inv.used);
   const claimUuids = new Set(claims.map((c) => c.uuid));
   const previous = snap.previous.filter((p) => claimUuids.has(p.consumer));
+  // What the consumers held before, per (provider, class): usage there may stay
+  // over capacity (an operator shrank the inventory) as long as it does not grow.
+  const released = new Map<string, number>();
   for (const p of previous) {
     const k = key(p.providerId, p.classId);
     usageAfter.set(k, (usageAfter.get(k) ?? 0) - p.used);
+    released.set(k, (released.get(k) ?? 0) + p.used);
   }
   if (claims.length === 0) return { statements: [], usageAfter };
 
@@ -228,7 +232,8 @@ function planClaims(
     }
     const total = (requested.get(k) ?? 0) + e.amount;
     requested.set(k, total);
-    if ((usageAfter.get(k) ?? 0) + total > capacityOf(inv)) {
+    // Over capacity is refused only where the request increases usage (upstream bug 2104040).
+    if ((usageAfter.get(k) ?? 0) + total > capacityOf(inv) && total > (released.get(k) ?? 0)) {
       throw new AllocationFailure('invalid_inventory', `${prefix} The requested amount would exceed the capacity.`);
     }
   }

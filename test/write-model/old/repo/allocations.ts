@@ -117,7 +117,15 @@ export async function replaceAllocations(tx: Db, claims: ConsumerClaim[], opts: 
       touchedConsumers.add(p.consumerId);
     }
   }
-  await tx.delete(allocations).where(inArray(allocations.consumerId, claimUuids));
+  // What the consumers held before, per (provider, class): usage there may stay
+  // over capacity (an operator shrank the inventory) as long as it does not grow.
+  const released = new Map<string, number>();
+  const removed = await tx.delete(allocations).where(inArray(allocations.consumerId, claimUuids))
+    .returning({ providerId: allocations.resourceProviderId, classId: allocations.resourceClassId, used: allocations.used });
+  for (const r of removed) {
+    const key = `${r.providerId}:${r.classId}`;
+    released.set(key, (released.get(key) ?? 0) + r.used);
+  }
 
   // 4. Resource classes must exist (400), first unknown one in body order.
   const entries = claims.flatMap((claim) =>
@@ -151,7 +159,7 @@ export async function replaceAllocations(tx: Db, claims: ConsumerClaim[], opts: 
     }
     const total = (requested.get(key) ?? 0) + e.amount;
     requested.set(key, total);
-    if (inv.used + total > capacityOf(inv)) {
+    if (inv.used + total > capacityOf(inv) && total > (released.get(key) ?? 0)) {
       throw new AllocationFailure('invalid_inventory', `${prefix} The requested amount would exceed the capacity.`);
     }
   }
