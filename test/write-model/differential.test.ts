@@ -178,7 +178,19 @@ class Generator {
         if (version === '1.8') Object.assign(body, { project_id: this.pick(PROJECTS), user_id: this.pick(USERS) });
         return { method: 'PUT', path: `/allocations/${uuid}`, body, version };
       }
-      return { method: 'PUT', path: `/allocations/${uuid}`, body: await this.consumerPart(uuid, version, true), version };
+      const body = await this.consumerPart(uuid, version, true);
+      if (this.chance(0.25)) {
+        // Rewrite what the consumer holds, maybe shrunk: over-capacity relief lets that through.
+        const held = await this.pair.both({ method: 'GET', path: `/allocations/${uuid}`, version: 'latest' }, 'read consumer');
+        const current = (held.body as { allocations: Record<string, { resources: Record<string, number> }> }).allocations;
+        if (Object.keys(current).length > 0) {
+          const shrink = this.chance(0.3);
+          body.allocations = Object.fromEntries(Object.entries(current).map(([rp, { resources }]) => [rp, {
+            resources: Object.fromEntries(Object.entries(resources).map(([rc, n]) => [rc, shrink ? Math.max(1, n - 1) : n])),
+          }]));
+        }
+      }
+      return { method: 'PUT', path: `/allocations/${uuid}`, body, version };
     }
     if (r < 0.52) {
       const version = this.pick(['1.13', '1.28', '1.38', 'latest']);
