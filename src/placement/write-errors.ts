@@ -90,3 +90,19 @@ export class UnknownTraits extends Error {
     this.name = 'UnknownTraits';
   }
 }
+
+/** A provider with this uuid or name exists already (409 duplicate_name). */
+export class DuplicateProvider extends Error {
+  constructor(readonly field: 'name' | 'uuid', readonly value: string) {
+    super(`Conflicting resource provider ${field}: ${value} already exists.`);
+    this.name = 'DuplicateProvider';
+  }
+}
+
+/** A provider cannot be created as asked (400 "Unable to create resource provider ..."). */
+export class InvalidNewProvider extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = 'InvalidNewProvider';
+  }
+}

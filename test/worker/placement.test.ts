@@ -177,6 +177,15 @@ describe('Placement in workerd against sqld', () => {
       expect(await hopsOf('DELETE', path)).toEqual({ hops: 2, status: 204 });
     });
 
+    it('POST /resource_providers (a root, then a child; a duplicate is refused from the read)', async () => {
+      const [root, child] = [crypto.randomUUID(), crypto.randomUUID()];
+      expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: root })).toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('POST', '/resource_providers', { name: `w-${child}`, uuid: child, parent_provider_uuid: root }))
+        .toEqual({ hops: 2, status: 200 });
+      expect((await json(await call('GET', `/resource_providers/${child}`))).root_provider_uuid).toBe(root);
+      expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: crypto.randomUUID() })).toEqual({ hops: 1, status: 409 });
+    });
+
     it("a provider's traits: PUT and DELETE", async () => {
       const rp = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
