@@ -186,6 +186,19 @@ describe('Placement in workerd against sqld', () => {
       expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: crypto.randomUUID() })).toEqual({ hops: 1, status: 409 });
     });
 
+    it("a provider's aggregates: PUT with and without a generation", async () => {
+      const rp = crypto.randomUUID();
+      expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
+      const path = `/resource_providers/${rp}/aggregates`;
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, aggregates: [crypto.randomUUID(), crypto.randomUUID()] }))
+        .toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, aggregates: [] })).toEqual({ hops: 1, status: 409 });
+      await fetch(hopsUrl(), { method: 'DELETE' });
+      const old = await call('PUT', path, [crypto.randomUUID()], '1.1');
+      expect(old.status).toBe(200);
+      expect(((await (await fetch(hopsUrl())).json()) as { hops: number }).hops).toBe(2);
+    });
+
     it("a provider's traits: PUT and DELETE", async () => {
       const rp = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);

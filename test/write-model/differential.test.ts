@@ -37,6 +37,7 @@ const VERSIONS = ['1.0', '1.8', '1.12', '1.20', '1.28', '1.33', '1.38', 'latest'
 const PROJECTS = ['p-one', 'p-two'];
 const USERS = ['u-one', 'u-two'];
 const TYPES = ['INSTANCE', 'MIGRATION'];
+const AGGREGATES = [0, 1, 2, 3].map((i) => uuidOf(3, i));
 const TRAITS = ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2', 'COMPUTE_VOLUME_MULTI_ATTACH', 'STORAGE_DISK_SSD'];
 
 interface Request { method: string; path: string; body?: unknown; version: string }
@@ -81,6 +82,9 @@ async function dump(app: TestApp): Promise<Record<string, unknown[]>> {
       JOIN resource_classes rc ON rc.id = a.resource_class_id ORDER BY a.consumer_id, p.uuid, rc.name`),
     traits: await q(`SELECT p.uuid, t.name FROM resource_provider_traits rpt
       JOIN resource_providers p ON p.id = rpt.resource_provider_id JOIN traits t ON t.id = rpt.trait_id ORDER BY p.uuid, t.name`),
+    aggregates: await q(`SELECT p.uuid, a.uuid AS aggregate FROM resource_provider_aggregates rpa
+      JOIN resource_providers p ON p.id = rpa.resource_provider_id JOIN placement_aggregates a ON a.id = rpa.aggregate_id
+      ORDER BY p.uuid, a.uuid`),
     consumers: await q(`SELECT c.uuid, c.generation, pr.external_id AS project, u.external_id AS user, ct.name AS type
       FROM consumers c JOIN projects pr ON pr.id = c.project_id JOIN users u ON u.id = c.user_id
       LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id ORDER BY c.uuid`),
@@ -199,12 +203,19 @@ class Generator {
       return { method: 'POST', path: '/allocations', body, version };
     }
     if (r < 0.62) return { method: 'DELETE', path: `/allocations/${this.pick(CONSUMERS)}`, version: 'latest' };
-    if (r < 0.74) {
+    if (r < 0.72) {
       const rp = this.pick(PROVIDERS);
       return {
         method: 'PUT', path: `/resource_providers/${rp}/inventories`, version: this.pick(['1.0', '1.26', 'latest']),
         body: { resource_provider_generation: await this.providerGeneration(rp), inventories: this.inventoryRecords() },
       };
+    }
+    if (r < 0.77) {
+      const rp = this.pick(r < 0.755 ? PROVIDERS : [MISSING_PROVIDER]);
+      const path = `/resource_providers/${rp}/aggregates`;
+      const aggregates = this.some(AGGREGATES, 3);
+      if (this.chance(0.3)) return { method: 'PUT', path, version: '1.1', body: aggregates };
+      return { method: 'PUT', path, version: 'latest', body: { resource_provider_generation: await this.providerGeneration(rp), aggregates } };
     }
     if (r < 0.80) {
       const rp = this.pick(PROVIDERS);
@@ -269,6 +280,7 @@ describe('the write path answers and stores exactly as the frozen pre-issue-13 o
     for (const app of [pair.live, pair.old]) {
       await app.deps.store.client.batch([
         'DELETE FROM allocations', 'DELETE FROM consumers', 'DELETE FROM inventories', 'DELETE FROM resource_provider_traits',
+        'DELETE FROM resource_provider_aggregates',
         'DELETE FROM resource_providers',
       ], 'write');
     }
@@ -302,7 +314,9 @@ describe('the write path answers and stores exactly as the frozen pre-issue-13 o
       'POST /allocations 204', 'POST /allocations 409', 'DELETE /allocations/{u} 204', 'DELETE /allocations/{u} 404',
       'POST /reshaper 204', 'POST /reshaper 409', 'POST /reshaper 400', 'PUT /resource_providers/{u}/inventories 200',
       'PUT /resource_providers/{u}/inventories 409', 'PUT /resource_providers/{u}/traits 200',
-      'PUT /resource_providers/{u}/traits 409', 'PUT /resource_providers/{u}/traits 400', 'DELETE /resource_providers/{u}/traits 204']) {
+      'PUT /resource_providers/{u}/traits 409', 'PUT /resource_providers/{u}/traits 400', 'DELETE /resource_providers/{u}/traits 204',
+      'PUT /resource_providers/{u}/aggregates 200', 'PUT /resource_providers/{u}/aggregates 409',
+      'PUT /resource_providers/{u}/aggregates 404']) {
       expect(seen, expected).toContain(expected);
     }
   });

@@ -6,8 +6,12 @@ import type { AppEnv } from '../../http/env.js';
 import { readBody } from '../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { normalizeUuid } from '../query.js';
-import { providerAggregates, setProviderAggregates } from '../repo/aggregates.js';
-import { bumpGeneration, generationConflict, isoNow, requireProvider } from '../repo/lookups.js';
+import { WriteContention } from '../../db/write-batch.js';
+import { contentionToHttp } from '../errors.js';
+import { readProviderGeneration, replaceProviderAggregates } from '../repo/aggregate-writes.js';
+import { providerAggregates } from '../repo/aggregates.js';
+import { generationConflict, isoNow, providerNotFound, requireProvider } from '../repo/lookups.js';
+import { ProviderNotFound, StaleProviderGeneration } from '../write-errors.js';
 import { putAggregatesV1_1, putAggregatesV1_19 } from '../schemas/aggregates.js';
 
 export const aggregateRoutes = new Hono<AppEnv>();
@@ -29,32 +33,34 @@ resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
     requireVersion(c, 'AGGREGATES');
     authorize(c, 'placement:resource_providers:aggregates:update');
     const { deps } = c.var;
-    // Upstream looks the provider up before it reads the body.
-    await requireProvider(deps.store.db, pathParam(c, 'uuid'));
-    const withGeneration = atLeast(c, 'AGGREGATE_GENERATION');
-    let aggregates: string[];
-    let expected: number | undefined;
-    if (withGeneration) {
-      const body = await readBody(c, putAggregatesV1_19);
-      aggregates = body.aggregates;
-      expected = body.resource_provider_generation;
-    } else {
-      aggregates = await readBody(c, putAggregatesV1_1);
-    }
-    const uuids = [...new Set(aggregates.map(normalizeUuid))];
-    const now = isoNow(deps.clock);
-    const generation = await deps.store.writeTx(async (tx) => {
-      const rp = await requireProvider(tx, pathParam(c, 'uuid'));
-      if (expected !== undefined && expected !== rp.generation) {
-        throw generationConflict(
-          "Resource provider's generation already changed. Please update the generation and try again.");
+    const uuid = pathParam(c, 'uuid');
+    try {
+      // Upstream looks the provider up before it reads the body.
+      const read = await readProviderGeneration(deps.store, uuid);
+      const withGeneration = atLeast(c, 'AGGREGATE_GENERATION');
+      let aggregates: string[];
+      let expected: number | undefined;
+      if (withGeneration) {
+        const body = await readBody(c, putAggregatesV1_19);
+        aggregates = body.aggregates;
+        expected = body.resource_provider_generation;
+      } else {
+        aggregates = await readBody(c, putAggregatesV1_1);
       }
-      await setProviderAggregates(tx, rp.id, uuids, now);
-      return expected !== undefined ? bumpGeneration(tx, rp.id, rp.generation, now) : rp.generation;
-    });
-    setCacheHeaders(c, now);
-    const body: Record<string, unknown> = { aggregates: uuids };
-    if (withGeneration) body.resource_provider_generation = generation;
-    return c.json(body);
+      const uuids = [...new Set(aggregates.map(normalizeUuid))];
+      const now = isoNow(deps.clock);
+      const generation = await replaceProviderAggregates(deps.store, uuid, read, expected, uuids, now);
+      setCacheHeaders(c, now);
+      const body: Record<string, unknown> = { aggregates: uuids };
+      if (withGeneration) body.resource_provider_generation = generation;
+      return c.json(body);
+    } catch (err) {
+      if (err instanceof ProviderNotFound) throw providerNotFound(uuid);
+      if (err instanceof StaleProviderGeneration) {
+        throw generationConflict("Resource provider's generation already changed. Please update the generation and try again.");
+      }
+      if (err instanceof WriteContention) throw contentionToHttp();
+      throw err;
+    }
   },
 });

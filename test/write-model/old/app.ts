@@ -9,6 +9,7 @@ import { requestId } from '../../../src/http/request-id.js';
 import { placementNotFound, placementOnError } from '../../../src/placement/errors.js';
 import { placementMicroversion, placementRequestChecks } from '../../../src/placement/middleware.js';
 import { placementRoutes } from '../../../src/placement/routes/index.js';
+import { aggregateRoutes } from './routes/aggregates.js';
 import { allocationRoutes } from './routes/allocations.js';
 import { inventoryRoutes } from './routes/inventories.js';
 import { reshaperRoutes } from './routes/reshaper.js';
@@ -28,6 +29,7 @@ export function createOldWritePathApp(deps: Deps): Hono<AppEnv> {
     publicPaths: /^\/?$/,
   }));
   app.use(placementRequestChecks());
+  app.route('/', aggregateRoutes);
   app.route('/', allocationRoutes);
   app.route('/', inventoryRoutes);
   app.route('/', reshaperRoutes);
