@@ -3,7 +3,7 @@
 // upstream's error wording (placement/lib.py RequestGroup/RequestWideParams
 // and the handler's jsonschema). Pure: no database, no hono.
 import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
-import type { Microversion } from '../../http/microversion.js';
+import type { Microversion } from '../../microversion.js';
 import { badQuery, pyRepr } from '../../http/validate.js';
 import { isUuidLike, normalizeUuid, parseMemberOf, parseResources } from '../query.js';
 import { MV } from '../versions.js';

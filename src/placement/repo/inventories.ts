@@ -2,9 +2,9 @@
 // write shares. The writes themselves are repo/inventory-writes.ts (and the
 // reshaper in repo/claims.ts).
 import { and, eq } from 'drizzle-orm';
+import { DomainError, ErrorCode } from '../../errors.js';
 import type { Db } from '../../db/client.js';
 import { inventories, resourceClasses } from '../../db/schema/index.js';
-import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import type { InventoryLimits } from '../capacity.js';
 import { inventoryLimitColumns, type ProviderRow } from './lookups.js';
 
@@ -32,9 +32,9 @@ export const INVENTORY_DEFAULTS = {
  * 409 placement.inventory.inuse. `reason` is upstream's InventoryInUse text;
  * handlers that word the conflict differently re-wrap it with `prefixed`.
  */
-export class InventoryInUseError extends ApiError {
+export class InventoryInUseError extends DomainError {
   constructor(readonly reason: string, prefix?: string) {
-    super(409, webobDetail(409, prefix ? `${prefix}: ${reason}` : reason), { code: ErrorCode.INVENTORY_INUSE });
+    super('conflict', prefix ? `${prefix}: ${reason}` : reason, ErrorCode.INVENTORY_INUSE);
   }
   prefixed(prefix: string): InventoryInUseError {
     return new InventoryInUseError(this.reason, prefix);
