@@ -199,6 +199,12 @@ describe('Placement in workerd against sqld', () => {
       expect(((await (await fetch(hopsUrl())).json()) as { hops: number }).hops).toBe(2);
     });
 
+    it('PUT /traits/{name}: one round trip, created or already there', async () => {
+      const name = `CUSTOM_W_${crypto.randomUUID().slice(0, 8).toUpperCase()}`;
+      expect(await hopsOf('PUT', `/traits/${name}`)).toEqual({ hops: 1, status: 201 });
+      expect(await hopsOf('PUT', `/traits/${name}`)).toEqual({ hops: 1, status: 204 });
+    });
+
     it("a provider's traits: PUT and DELETE", async () => {
       const rp = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);

@@ -40,3 +40,19 @@ export async function replaceProviderTraits(
     return provider.generation + 1;
   });
 }
+
+/**
+ * PUT /traits/{name}: creates the trait unless it exists, in one write batch
+ * (one round trip) that also reads its timestamps back.
+ */
+export async function ensureTraitBatched(
+  store: DataStore, name: string, now: string,
+): Promise<{ created: boolean; createdAt: string | null; updatedAt: string | null }> {
+  const [inserted, read] = await commitGuarded(store, [
+    stmt('INSERT OR IGNORE INTO traits (name, created_at) VALUES (?, ?)', [name, now]),
+    stmt('SELECT created_at, updated_at FROM traits WHERE name = ?', [name]),
+  ]);
+  const row = read!.rows[0];
+  const text = (value: unknown) => (value === null || value === undefined ? null : String(value));
+  return { created: inserted!.rowsAffected > 0, createdAt: text(row?.created_at), updatedAt: text(row?.updated_at) };
+}

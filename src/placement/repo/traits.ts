@@ -27,12 +27,6 @@ export async function findTrait(db: Db, name: string) {
   return rows[0];
 }
 
-/** Creates the trait unless it exists; true when it was created. */
-export async function ensureTrait(db: Db, name: string, now: string): Promise<boolean> {
-  const inserted = await db.insert(traits).values({ name, createdAt: now }).onConflictDoNothing().returning({ id: traits.id });
-  return inserted.length > 0;
-}
-
 export async function traitInUse(db: Db, traitId: number): Promise<boolean> {
   const rows = await db.select({ id: resourceProviderTraits.resourceProviderId }).from(resourceProviderTraits)
     .where(eq(resourceProviderTraits.traitId, traitId)).limit(1);

@@ -6,11 +6,11 @@ import { WriteContention } from '../../db/write-batch.js';
 import { badQuery, queryParams, readBody } from '../../http/validate.js';
 import { authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { isoNow, requireProvider } from '../repo/lookups.js';
-import { replaceProviderTraits } from '../repo/trait-writes.js';
+import { ensureTraitBatched, replaceProviderTraits } from '../repo/trait-writes.js';
 import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from '../write-errors.js';
 import { contentionToHttp } from '../errors.js';
 import {
-  deleteTrait, ensureTrait, findTrait, listTraits, providerTraits, traitInUse, type TraitListFilter,
+  deleteTrait, findTrait, listTraits, providerTraits, traitInUse, type TraitListFilter,
 } from '../repo/traits.js';
 import { isValidCustomTrait, putProviderTraitsSchema } from '../schemas/traits.js';
 import { STANDARD_TRAITS } from '../standard-names.js';
@@ -93,11 +93,10 @@ resource(traitRoutes, '/traits/:name', {
         'The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"'));
     }
     const { deps } = c.var;
-    const created = await deps.store.writeTx((tx) => ensureTrait(tx, name, isoNow(deps.clock)));
-    const trait = await findTrait(deps.store.db, name);
+    const trait = await ensureTraitBatched(deps.store, name, isoNow(deps.clock));
     c.header('location', new URL(`/traits/${name}`, c.req.url).href);
-    setCacheHeaders(c, trait ? newest(trait.createdAt, trait.updatedAt) : null);
-    return c.body(null, created ? 201 : 204);
+    setCacheHeaders(c, newest(trait.createdAt, trait.updatedAt));
+    return c.body(null, trait.created ? 201 : 204);
   },
 
   DELETE: async (c) => {
