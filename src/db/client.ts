@@ -1,7 +1,7 @@
 // The database handle shared by every repo. `Db` is either the top-level
 // drizzle database or a transaction; repos accept both so callers can compose
 // several repo calls into one atomic write.
-import type { Client } from '@libsql/client';
+import type { Client, InStatement, ResultSet } from '@libsql/client';
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
 import * as schema from './schema/index.js';
 
@@ -30,6 +30,14 @@ export interface DataStore {
    * the client's busy timeout. Throwing inside fn rolls everything back.
    */
   writeTx<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  /** One round trip: the statements in one read-only snapshot. */
+  readBatch(statements: InStatement[]): Promise<ResultSet[]>;
+  /**
+   * One round trip: the statements in one write transaction (BEGIN IMMEDIATE),
+   * all or nothing. Queued behind writeTx's in-process lock, since an open
+   * interactive transaction holds SQLite's write lock (see db/write-batch.ts).
+   */
+  writeBatch(statements: InStatement[]): Promise<ResultSet[]>;
   close(): void;
 }
 
@@ -40,6 +48,8 @@ export function createDataStore(client: Client): DataStore {
     db,
     client,
     writeTx: (fn) => lock.run(() => db.transaction(fn)),
+    readBatch: (statements) => client.batch(statements, 'read'),
+    writeBatch: (statements) => lock.run(() => client.batch(statements, 'write')),
     close: () => client.close(),
   };
 }

@@ -47,3 +47,10 @@ export const placementOnError: ErrorHandler<AppEnv> = (err, c) => {
 
 export const placementNotFound: NotFoundHandler<AppEnv> = (c) =>
   render(c, new ApiError(404, webobDetail(404, 'The resource could not be found.')));
+
+/** 409 concurrent_update: a write kept losing races (see db/write-batch.ts). */
+export function contentionToHttp(): ApiError {
+  return new ApiError(409, webobDetail(409, 'Another thread concurrently updated the data. Please retry your update'), {
+    code: ErrorCode.CONCURRENT_UPDATE,
+  });
+}

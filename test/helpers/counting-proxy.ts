@@ -1,7 +1,8 @@
 // An HTTP proxy in front of sqld that counts the database requests passing
 // through it: in Worker mode each one is a network hop, so tests can assert
 // how many a Placement request makes. GET /__hops returns the count since
-// the last DELETE /__hops.
+// the last DELETE /__hops. `delayMs` holds each database request that long
+// before forwarding it: a network hop to a distant primary (bench:edge).
 import { createServer, request as httpRequest, type Server } from 'node:http';
 
 export interface CountingProxy {
@@ -9,7 +10,7 @@ export interface CountingProxy {
   stop(): void;
 }
 
-export async function startCountingProxy(target: string): Promise<CountingProxy> {
+export async function startCountingProxy(target: string, opts: { delayMs?: number } = {}): Promise<CountingProxy> {
   const upstream = new URL(target);
   let hops = 0;
   const server: Server = createServer((req, res) => {
@@ -19,14 +20,20 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
       return;
     }
     if (req.method === 'POST') hops += 1; // statements and batches; GETs are version probes
-    const forward = httpRequest({
-      hostname: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers,
-    }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
-    forward.on('error', () => res.writeHead(502).end());
-    req.pipe(forward);
+    const delay = req.method === 'POST' ? opts.delayMs ?? 0 : 0;
+    const body: Buffer[] = [];
+    const send = (payload: Buffer) => {
+      const forward = httpRequest({
+        hostname: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers,
+      }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      forward.on('error', () => res.writeHead(502).end());
+      forward.end(payload);
+    };
+    req.on('data', (chunk: Buffer) => body.push(chunk));
+    req.on('end', () => setTimeout(() => send(Buffer.concat(body)), delay));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();

@@ -3,7 +3,6 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allocations, resourceProviders } from '../../src/db/schema/index.js';
 import { findProvider, resourceClassIdsByName } from '../../src/placement/repo/lookups.js';
-import { replaceInventories } from '../../src/placement/repo/inventories.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 let t: TestApp;
@@ -204,16 +203,5 @@ describe('the whole inventory', () => {
     expect((await t.call('DELETE', invPath(rp.uuid), { version: '1.4' })).status).toBe(405);
     expect((await t.call('DELETE', invPath(rp.uuid), { version: '1.5' })).status).toBe(204);
     expect(await json(await t.call('GET', invPath(rp.uuid)))).toEqual({ resource_provider_generation: 2, inventories: {} });
-  });
-});
-
-describe('replaceInventories (shared with the reshaper)', () => {
-  it('replaces the inventory without touching the generation', async () => {
-    const rp = await newProvider();
-    const provider = (await findProvider(t.deps.store.db, rp.uuid))!;
-    const record = { total: 10, reserved: 0, minUnit: 1, maxUnit: 10, stepSize: 1, allocationRatio: 2 };
-    await t.deps.store.writeTx((tx) => replaceInventories(tx, provider, { VCPU: record }, new Date().toISOString()));
-    const listed = await json(await t.call('GET', invPath(rp.uuid)));
-    expect(listed).toEqual({ resource_provider_generation: 0, inventories: { VCPU: { total: 10, reserved: 0, min_unit: 1, max_unit: 10, step_size: 1, allocation_ratio: 2 } } });
   });
 });

@@ -4,11 +4,12 @@ import { describe, expect, inject, it } from 'vitest';
 
 const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
 
-function call(method: string, path: string, body?: unknown, version = 'latest'): Promise<Response> {
+function call(method: string, path: string, body?: unknown, version = 'latest', extra: Record<string, string> = {}): Promise<Response> {
   const headers: Record<string, string> = {
     'x-auth-token': 'admin',
     accept: 'application/json',
     'openstack-api-version': `placement ${version}`,
+    ...extra,
   };
   if (body !== undefined) headers['content-type'] = 'application/json';
   return worker.fetch(new Request(`http://placement.test${path}`, {
@@ -128,22 +129,117 @@ describe('Placement in workerd against sqld', () => {
     expect((await hopsOf('/allocation_candidates?resources=VCPU:1,MEMORY_MB:64')).hops).toBe(2);
   });
 
-  it('claims in a bounded number of database round trips', async () => {
-    // A claim is one interactive write transaction: over libSQL HTTP each
-    // statement is a hop. Bounded here so the count can only go down.
-    const hopsUrl = inject('sqldHopsUrl');
-    const host = crypto.randomUUID();
-    expect((await call('POST', '/resource_providers', { name: `claim-${host}`, uuid: host })).status).toBe(200);
-    expect((await call('PUT', `/resource_providers/${host}/inventories`, {
-      resource_provider_generation: 0, inventories: { VCPU: { total: 8 } },
-    })).status).toBe(200);
-    await fetch(hopsUrl, { method: 'DELETE' });
-    const claim = await call('PUT', `/allocations/${crypto.randomUUID()}`, {
-      allocations: { [host]: { resources: { VCPU: 1 } } },
-      project_id: crypto.randomUUID(), user_id: crypto.randomUUID(), consumer_generation: null, consumer_type: 'INSTANCE',
+  describe('writes take at most 2 database round trips (one read batch, one write batch)', () => {
+    const hopsUrl = () => inject('sqldHopsUrl');
+    /** Round trips of one request, counted by the proxy in front of sqld. */
+    async function hopsOf(method: string, path: string, body?: unknown, extra?: Record<string, string>): Promise<{ hops: number; status: number }> {
+      await fetch(hopsUrl(), { method: 'DELETE' });
+      const res = await call(method, path, body, 'latest', extra);
+      await res.arrayBuffer();
+      const { hops } = (await (await fetch(hopsUrl())).json()) as { hops: number };
+      return { hops, status: res.status };
+    }
+    async function host(inventories: Record<string, { total: number }> = { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } }): Promise<string> {
+      const uuid = crypto.randomUUID();
+      expect((await call('POST', '/resource_providers', { name: `w-${uuid}`, uuid })).status).toBe(200);
+      expect((await call('PUT', `/resource_providers/${uuid}/inventories`, { resource_provider_generation: 0, inventories })).status).toBe(200);
+      return uuid;
+    }
+    const owner = { project_id: crypto.randomUUID(), user_id: crypto.randomUUID() };
+
+    it('PUT /allocations/{c} (a claim of a new consumer, then a change), DELETE /allocations/{c}', async () => {
+      const rp = await host();
+      const consumer = crypto.randomUUID();
+      expect(await hopsOf('PUT', `/allocations/${consumer}`, {
+        allocations: { [rp]: { resources: { VCPU: 1, MEMORY_MB: 512 } } }, ...owner, consumer_generation: null, consumer_type: 'INSTANCE',
+      })).toEqual({ hops: 2, status: 204 });
+      expect(await hopsOf('PUT', `/allocations/${consumer}`, {
+        allocations: { [rp]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: 1, consumer_type: 'INSTANCE',
+      })).toEqual({ hops: 2, status: 204 });
+      // Refusals are decided from the read: one round trip.
+      expect(await hopsOf('PUT', `/allocations/${consumer}`, {
+        allocations: { [rp]: { resources: { VCPU: 99 } } }, ...owner, consumer_generation: 2, consumer_type: 'INSTANCE',
+      })).toEqual({ hops: 1, status: 409 });
+      expect(await hopsOf('DELETE', `/allocations/${consumer}`)).toEqual({ hops: 1, status: 204 });
     });
-    expect(claim.status).toBe(204);
-    const { hops } = (await (await fetch(hopsUrl)).json()) as { hops: number };
-    expect(hops).toBeLessThanOrEqual(14);
+
+    it('inventories: PUT the collection, POST, PUT and DELETE one class, DELETE all', async () => {
+      const rp = crypto.randomUUID();
+      expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
+      const path = `/resource_providers/${rp}/inventories`;
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } }))
+        .toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('POST', path, { resource_provider_generation: 1, resource_class: 'DISK_GB', total: 100 })).toEqual({ hops: 2, status: 201 });
+      expect(await hopsOf('PUT', `${path}/VCPU`, { resource_provider_generation: 2, total: 16 })).toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('DELETE', `${path}/DISK_GB`)).toEqual({ hops: 2, status: 204 });
+      // A stale generation is refused from the read alone.
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, inventories: {} })).toEqual({ hops: 1, status: 409 });
+      expect(await hopsOf('DELETE', path)).toEqual({ hops: 2, status: 204 });
+    });
+
+    it('POST /resource_providers (a root, then a child; a duplicate is refused from the read)', async () => {
+      const [root, child] = [crypto.randomUUID(), crypto.randomUUID()];
+      expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: root })).toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('POST', '/resource_providers', { name: `w-${child}`, uuid: child, parent_provider_uuid: root }))
+        .toEqual({ hops: 2, status: 200 });
+      expect((await json(await call('GET', `/resource_providers/${child}`))).root_provider_uuid).toBe(root);
+      expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: crypto.randomUUID() })).toEqual({ hops: 1, status: 409 });
+    });
+
+    it("a provider's aggregates: PUT with and without a generation", async () => {
+      const rp = crypto.randomUUID();
+      expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
+      const path = `/resource_providers/${rp}/aggregates`;
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, aggregates: [crypto.randomUUID(), crypto.randomUUID()] }))
+        .toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, aggregates: [] })).toEqual({ hops: 1, status: 409 });
+      await fetch(hopsUrl(), { method: 'DELETE' });
+      const old = await call('PUT', path, [crypto.randomUUID()], '1.1');
+      expect(old.status).toBe(200);
+      expect(((await (await fetch(hopsUrl())).json()) as { hops: number }).hops).toBe(2);
+    });
+
+    it('PUT /traits/{name}: one round trip, created or already there', async () => {
+      const name = `CUSTOM_W_${crypto.randomUUID().slice(0, 8).toUpperCase()}`;
+      expect(await hopsOf('PUT', `/traits/${name}`)).toEqual({ hops: 1, status: 201 });
+      expect(await hopsOf('PUT', `/traits/${name}`)).toEqual({ hops: 1, status: 204 });
+    });
+
+    it("a provider's traits: PUT and DELETE", async () => {
+      const rp = crypto.randomUUID();
+      expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
+      const path = `/resource_providers/${rp}/traits`;
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, traits: ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2'] }))
+        .toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, traits: [] })).toEqual({ hops: 1, status: 409 });
+      expect(await hopsOf('DELETE', path)).toEqual({ hops: 2, status: 204 });
+    });
+
+    it('POST /allocations (move a consumer between providers) and POST /reshaper', async () => {
+      const [a, b] = [await host(), await host()];
+      const consumer = crypto.randomUUID();
+      expect((await call('PUT', `/allocations/${consumer}`, {
+        allocations: { [a]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: null, consumer_type: 'INSTANCE',
+      })).status).toBe(204);
+      const migration = crypto.randomUUID();
+      expect(await hopsOf('POST', '/allocations', {
+        [consumer]: { allocations: { [b]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: 1, consumer_type: 'INSTANCE' },
+        [migration]: { allocations: { [a]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: null, consumer_type: 'MIGRATION' },
+      })).toEqual({ hops: 2, status: 204 });
+      // Reshape b: its VCPU moves to a new child, with the consumer's allocation.
+      const child = crypto.randomUUID();
+      expect((await call('POST', '/resource_providers', { name: `w-${child}`, uuid: child, parent_provider_uuid: b })).status).toBe(200);
+      const generationOf = async (uuid: string) => (await json(await call('GET', `/resource_providers/${uuid}`))).generation as number;
+      expect(await hopsOf('POST', '/reshaper', {
+        inventories: {
+          [b]: { resource_provider_generation: await generationOf(b), inventories: { MEMORY_MB: { total: 4096 } } },
+          [child]: { resource_provider_generation: await generationOf(child), inventories: { VCPU: { total: 8 } } },
+        },
+        allocations: {
+          [consumer]: { allocations: { [child]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: 2, consumer_type: 'INSTANCE' },
+        },
+      }, { 'x-auth-token': 'nova', 'x-roles': 'service' })).toEqual({ hops: 2, status: 204 });
+      expect((await json(await call('GET', `/resource_providers/${child}/usages`))).usages).toEqual({ VCPU: 2 });
+    });
   });
 });

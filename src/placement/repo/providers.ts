@@ -123,35 +123,6 @@ export interface NewProvider {
   parentUuid: string | null;
 }
 
-/** Inserts a provider (root of its own tree unless a parent is given). */
-export async function createProvider(db: Db, input: NewProvider, now: string): Promise<ProviderView> {
-  const fail = (why: string) =>
-    new DomainError('invalid', `Unable to create resource provider "${input.name}", ${input.uuid}: ${why}`);
-  if (await findProvider(db, input.uuid)) throw duplicate('uuid', input.uuid);
-  await assertNameFree(db, input.name);
-  let parentRow: ProviderRow | undefined;
-  if (input.parentUuid !== null) {
-    if (input.parentUuid === input.uuid) {
-      throw fail('parent provider UUID cannot be same as UUID. Please choose a different parent provider UUID.');
-    }
-    parentRow = await findProvider(db, input.parentUuid);
-    if (!parentRow) throw fail('The specified parent provider UUID does not exist: parent provider UUID does not exist.');
-  }
-  const [inserted] = await db.insert(resourceProviders).values({
-    uuid: input.uuid,
-    name: input.name,
-    generation: 0,
-    parentProviderId: parentRow?.id ?? null,
-    rootProviderId: parentRow ? parentRow.rootProviderId ?? parentRow.id : null,
-    createdAt: now,
-    updatedAt: now,
-  }).returning({ id: resourceProviders.id });
-  if (!parentRow) {
-    await db.update(resourceProviders).set({ rootProviderId: inserted!.id }).where(eq(resourceProviders.id, inserted!.id));
-  }
-  return (await getProviderView(db, input.uuid))!;
-}
-
 /** Ids of the provider and every provider below it. */
 async function subtreeIds(db: Db, providerId: number): Promise<number[]> {
   const rows = await db.all<{ id: number }>(sql`

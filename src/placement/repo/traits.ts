@@ -27,12 +27,6 @@ export async function findTrait(db: Db, name: string) {
   return rows[0];
 }
 
-/** Creates the trait unless it exists; true when it was created. */
-export async function ensureTrait(db: Db, name: string, now: string): Promise<boolean> {
-  const inserted = await db.insert(traits).values({ name, createdAt: now }).onConflictDoNothing().returning({ id: traits.id });
-  return inserted.length > 0;
-}
-
 export async function traitInUse(db: Db, traitId: number): Promise<boolean> {
   const rows = await db.select({ id: resourceProviderTraits.resourceProviderId }).from(resourceProviderTraits)
     .where(eq(resourceProviderTraits.traitId, traitId)).limit(1);
@@ -48,13 +42,3 @@ export async function providerTraits(db: Db, providerId: number): Promise<{ name
     .innerJoin(traits, eq(traits.id, resourceProviderTraits.traitId))
     .where(eq(resourceProviderTraits.resourceProviderId, providerId)).orderBy(asc(traits.name));
 }
-
-/** Replaces a provider's traits with `traitIds` (the caller bumps the generation). */
-export async function setProviderTraits(db: Db, providerId: number, traitIds: number[], now: string): Promise<void> {
-  await db.delete(resourceProviderTraits).where(eq(resourceProviderTraits.resourceProviderId, providerId));
-  if (traitIds.length) {
-    await db.insert(resourceProviderTraits)
-      .values(traitIds.map((traitId) => ({ resourceProviderId: providerId, traitId, createdAt: now })));
-  }
-}
-

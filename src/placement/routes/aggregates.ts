@@ -6,8 +6,12 @@ import type { AppEnv } from '../../http/env.js';
 import { readBody } from '../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { normalizeUuid } from '../query.js';
-import { providerAggregates, setProviderAggregates } from '../repo/aggregates.js';
-import { bumpGeneration, generationConflict, isoNow, requireProvider } from '../repo/lookups.js';
+import { WriteContention } from '../../db/write-batch.js';
+import { contentionToHttp } from '../errors.js';
+import { readProviderGeneration, replaceProviderAggregates } from '../repo/aggregate-writes.js';
+import { providerAggregates } from '../repo/aggregates.js';
+import { generationConflict, isoNow, providerNotFound, requireProvider } from '../repo/lookups.js';
+import { ProviderNotFound, StaleProviderGeneration } from '../write-errors.js';
 import { putAggregatesSchema } from '../schemas/aggregates.js';
 
 export const aggregateRoutes = new Hono<AppEnv>();
@@ -29,27 +33,29 @@ resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
     requireVersion(c, 'AGGREGATES');
     authorize(c, 'placement:resource_providers:aggregates:update');
     const { deps } = c.var;
-    // Upstream looks the provider up before it reads the body.
-    await requireProvider(deps.store.db, pathParam(c, 'uuid'));
-    const request = await readBody(c, putAggregatesSchema(c.var.mv));
-    // A bare list before 1.19; an object with the provider generation from 1.19.
-    const withGeneration = !Array.isArray(request);
-    const aggregates = withGeneration ? request.aggregates : request;
-    const expected = withGeneration ? request.resource_provider_generation : undefined;
-    const uuids = [...new Set(aggregates.map(normalizeUuid))];
-    const now = isoNow(deps.clock);
-    const generation = await deps.store.writeTx(async (tx) => {
-      const rp = await requireProvider(tx, pathParam(c, 'uuid'));
-      if (expected !== undefined && expected !== rp.generation) {
-        throw generationConflict(
-          "Resource provider's generation already changed. Please update the generation and try again.");
+    const uuid = pathParam(c, 'uuid');
+    try {
+      // Upstream looks the provider up before it reads the body.
+      const read = await readProviderGeneration(deps.store, uuid);
+      const request = await readBody(c, putAggregatesSchema(c.var.mv));
+      // A bare list before 1.19; an object with the provider generation from 1.19.
+      const withGeneration = !Array.isArray(request);
+      const aggregates = withGeneration ? request.aggregates : request;
+      const expected = withGeneration ? request.resource_provider_generation : undefined;
+      const uuids = [...new Set(aggregates.map(normalizeUuid))];
+      const now = isoNow(deps.clock);
+      const generation = await replaceProviderAggregates(deps.store, uuid, read, expected, uuids, now);
+      setCacheHeaders(c, now);
+      const body: Record<string, unknown> = { aggregates: uuids };
+      if (withGeneration) body.resource_provider_generation = generation;
+      return c.json(body);
+    } catch (err) {
+      if (err instanceof ProviderNotFound) throw providerNotFound(uuid);
+      if (err instanceof StaleProviderGeneration) {
+        throw generationConflict("Resource provider's generation already changed. Please update the generation and try again.");
       }
-      await setProviderAggregates(tx, rp.id, uuids, now);
-      return expected !== undefined ? bumpGeneration(tx, rp.id, rp.generation, now) : rp.generation;
-    });
-    setCacheHeaders(c, now);
-    const body: Record<string, unknown> = { aggregates: uuids };
-    if (withGeneration) body.resource_provider_generation = generation;
-    return c.json(body);
+      if (err instanceof WriteContention) throw contentionToHttp();
+      throw err;
+    }
   },
 });

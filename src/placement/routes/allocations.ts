@@ -1,7 +1,8 @@
 // /allocations/{consumer_uuid} (GET, PUT, DELETE), POST /allocations (1.13)
 // and GET /resource_providers/{uuid}/allocations.
 import { Hono } from 'hono';
-import { ApiError, webobDetail } from '../../http/api-error.js';
+import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
+import { WriteContention } from '../../db/write-batch.js';
 import type { AppContext, AppEnv } from '../../http/env.js';
 import { readBody } from '../../http/validate.js';
 import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
@@ -14,11 +15,12 @@ import {
   AllocationFailure,
   allocationsForConsumer,
   allocationsForProvider,
-  deleteConsumerAllocations,
-  replaceAllocations,
   type ConsumerClaim,
 } from '../repo/allocations.js';
+import { claimAllocations, deleteConsumerAllocations } from '../repo/claims.js';
 import { consumerViews } from '../repo/consumers.js';
+import { ConsumerGenerationMismatch, ProviderMissing } from '../write-errors.js';
+import { contentionToHttp } from '../errors.js';
 import { findProvider, isoNow } from '../repo/lookups.js';
 import {
   postAllocationsSchema,
@@ -40,22 +42,28 @@ export function normaliseUuid(text: string): string | null {
 /**
  * Words a claim failure as the endpoint does upstream: unknown classes are
  * 400 with `notFoundPrefix`, inventory and capacity problems 409
- * "Unable to allocate inventory: ...". Anything else is returned unchanged.
+ * "Unable to allocate inventory: ...", generation conflicts 409
+ * concurrent_update. Anything else is returned unchanged.
  */
 export function claimFailureToHttp(err: unknown, notFoundPrefix: string): unknown {
+  if (err instanceof ProviderMissing) return new ApiError(400, webobDetail(400, err.message));
+  if (err instanceof ConsumerGenerationMismatch) {
+    return new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.CONCURRENT_UPDATE });
+  }
+  if (err instanceof WriteContention) return contentionToHttp();
   if (!(err instanceof AllocationFailure)) return err;
   if (err.kind === 'unknown_class') return new ApiError(400, webobDetail(400, `${notFoundPrefix}${err.message}`));
   return new ApiError(409, webobDetail(409, `Unable to allocate inventory: ${err.message}`));
 }
 
-/** Writes claims in one transaction (see replaceAllocations). */
+/** Writes claims: one read batch, one guarded write batch (see repo/claims.ts). */
 export async function writeClaims(c: AppContext, claims: ConsumerClaim[], notFoundPrefix: string): Promise<void> {
   const { deps } = c.var;
   try {
-    await deps.store.writeTx((tx) => replaceAllocations(tx, claims, {
+    await claimAllocations(deps.store, claims, {
       requireGeneration: atLeast(c, 'CONSUMER_GENERATION'),
       now: isoNow(deps.clock),
-    }));
+    });
   } catch (err) {
     throw claimFailureToHttp(err, notFoundPrefix);
   }
@@ -124,7 +132,7 @@ resource(allocationRoutes, '/allocations/:consumer_uuid', {
   DELETE: async (c) => {
     authorize(c, 'placement:allocations:delete');
     const uuid = pathParam(c, 'consumer_uuid');
-    const removed = await c.var.deps.store.writeTx((tx) => deleteConsumerAllocations(tx, uuid));
+    const removed = await deleteConsumerAllocations(c.var.deps.store, uuid);
     if (!removed) throw new ApiError(404, webobDetail(404, `No allocations for consumer '${uuid}'`));
     return c.body(null, 204);
   },

@@ -1,7 +1,7 @@
 // /resource_providers/{uuid}/inventories[/{resource_class}]: a provider's
 // inventory, as a whole (GET, PUT replace-all, DELETE from 1.5) and per class
-// (POST to add; GET, PUT, DELETE one). Every change bumps the provider
-// generation in the same write transaction.
+// (POST to add; GET, PUT, DELETE one). Every change is one read batch and
+// one write batch that bumps the provider generation (repo/inventory-writes.ts).
 import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import type { AppContext, AppEnv } from '../../http/env.js';
@@ -10,11 +10,17 @@ import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCac
 import {
   presentInventories, presentInventory, presentInventoryWithGeneration,
 } from '../present/inventories.js';
+import { WriteContention } from '../../db/write-batch.js';
 import {
-  addInventory, deleteInventory, findInventory, InventoryInUseError, listInventories,
-  reservedCapacityProblem, setInventories, updateInventory, type InventoryInput,
+  findInventory, InventoryInUseError, listInventories, reservedCapacityProblem, type InventoryInput,
 } from '../repo/inventories.js';
-import { bumpGeneration, isoNow, requireProvider, type ProviderRow } from '../repo/lookups.js';
+import { writeProviderInventory, type InventoryChange, type InventoryWriteResult } from '../repo/inventory-writes.js';
+import { isoNow, requireProvider } from '../repo/lookups.js';
+import type { ProviderState } from '../repo/claims.js';
+import {
+  InvalidInventoryInput, InventoryExists, InventoryInUse, InventoryNotFound, ProviderNotFound,
+} from '../write-errors.js';
+import { contentionToHttp } from '../errors.js';
 import {
   postInventorySchema, putInventoriesSchema, putInventorySchema, toInventoryInput, toInventoryInputs,
 } from '../schemas/inventories.js';
@@ -24,23 +30,42 @@ export const inventoryRoutes = new Hono<AppEnv>();
 const RULE = 'placement:resource_providers:inventories';
 
 /** Body generation must match the provider's, before anything else is tried. */
-function checkGeneration(provider: ProviderRow, given: number): void {
+function checkGeneration(provider: ProviderState, given: number): void {
   if (given !== provider.generation) {
     throw new ApiError(409, webobDetail(409, 'resource provider generation conflict'), { code: ErrorCode.CONCURRENT_UPDATE });
   }
 }
 
 /** reserved vs total, worded per microversion (equal is fine from 1.26). */
-function checkCapacity(c: AppContext, provider: ProviderRow, records: Record<string, InventoryInput>, verb: 'create' | 'update'): void {
+function checkCapacity(c: AppContext, provider: ProviderState, records: Record<string, InventoryInput>, verb: 'create' | 'update'): void {
   const problem = reservedCapacityProblem(provider, records, atLeast(c, 'RESERVED_EQUALS_TOTAL'));
   if (problem) {
     throw new ApiError(400, webobDetail(400, `Unable to ${verb} inventory for resource provider ${provider.uuid}: ${problem}`));
   }
 }
 
-function warnOverCapacity(c: AppContext, provider: ProviderRow, classes: string[]): void {
+function warnOverCapacity(c: AppContext, provider: string, classes: string[]): void {
   for (const rc of classes) {
-    c.var.deps.log.warn('resource provider is now over-capacity', { provider: provider.uuid, resource_class: rc });
+    c.var.deps.log.warn('resource provider is now over-capacity', { provider, resource_class: rc });
+  }
+}
+
+/**
+ * Runs one inventory write (see writeProviderInventory) and words its
+ * refusals; `inUsePrefix` is how this endpoint introduces an in-use conflict.
+ */
+async function writeInventory(
+  c: AppContext, decide: (provider: ProviderState) => InventoryChange, inUsePrefix?: string,
+): Promise<InventoryWriteResult> {
+  try {
+    return await writeProviderInventory(c.var.deps.store, pathParam(c, 'uuid'), decide, isoNow(c.var.deps.clock));
+  } catch (err) {
+    if (err instanceof ProviderNotFound || err instanceof InventoryNotFound) throw new ApiError(404, webobDetail(404, err.message));
+    if (err instanceof InvalidInventoryInput) throw new ApiError(400, webobDetail(400, err.message));
+    if (err instanceof InventoryExists) throw new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.CONCURRENT_UPDATE });
+    if (err instanceof InventoryInUse) throw new InventoryInUseError(err.reason, inUsePrefix);
+    if (err instanceof WriteContention) throw contentionToHttp();
+    throw err;
   }
 }
 
@@ -57,56 +82,40 @@ resource(inventoryRoutes, '/resource_providers/:uuid/inventories', {
   POST: async (c) => {
     const raw = await readJson(c);
     authorize(c, `${RULE}:create`);
-    const { store } = c.var.deps;
-    const provider = await requireProvider(store.db, pathParam(c, 'uuid'));
-    const body = validateBody(postInventorySchema, raw);
-    const input = toInventoryInput(body);
-    checkCapacity(c, provider, { [body.resource_class]: input }, 'create');
-    const now = isoNow(c.var.deps.clock);
-    const generation = await store.writeTx(async (tx) => {
-      await addInventory(tx, provider, body.resource_class, input, now);
-      return bumpGeneration(tx, provider.id, provider.generation, now);
+    let body: ReturnType<typeof postInventorySchema.parse> | undefined;
+    const { generation } = await writeInventory(c, (provider) => {
+      body = validateBody(postInventorySchema, raw);
+      const input = toInventoryInput(body);
+      checkCapacity(c, provider, { [body.resource_class]: input }, 'create');
+      return { kind: 'add', resourceClass: body.resource_class, input };
     });
-    setCacheHeaders(c, now);
-    const location = new URL(`/resource_providers/${provider.uuid}/inventories/${body.resource_class}`, c.req.url).toString();
+    const added = body!;
+    setCacheHeaders(c, isoNow(c.var.deps.clock));
+    const location = new URL(`/resource_providers/${pathParam(c, 'uuid')}/inventories/${added.resource_class}`, c.req.url).toString();
     c.header('location', location);
-    return c.json(presentInventoryWithGeneration(input, generation), 201);
+    return c.json(presentInventoryWithGeneration(toInventoryInput(added), generation), 201);
   },
 
   PUT: async (c) => {
     const raw = await readJson(c);
     authorize(c, `${RULE}:update`);
-    const { store } = c.var.deps;
-    const provider = await requireProvider(store.db, pathParam(c, 'uuid'));
-    const body = validateBody(putInventoriesSchema, raw);
-    checkGeneration(provider, body.resource_provider_generation);
-    const records = toInventoryInputs(body.inventories);
-    checkCapacity(c, provider, records, 'update');
-    const now = isoNow(c.var.deps.clock);
-    const { generation, overCapacity } = await store.writeTx(async (tx) => {
-      try {
-        const result = await setInventories(tx, provider, records, now);
-        return { ...result, generation: await bumpGeneration(tx, provider.id, provider.generation, now) };
-      } catch (err) {
-        if (err instanceof InventoryInUseError) throw err.prefixed('update conflict');
-        throw err;
-      }
-    });
-    warnOverCapacity(c, provider, overCapacity);
-    setCacheHeaders(c, now);
+    let records: Record<string, InventoryInput> = {};
+    const { generation, overCapacity } = await writeInventory(c, (provider) => {
+      const body = validateBody(putInventoriesSchema, raw);
+      checkGeneration(provider, body.resource_provider_generation);
+      records = toInventoryInputs(body.inventories);
+      checkCapacity(c, provider, records, 'update');
+      return { kind: 'replace', records };
+    }, 'update conflict');
+    warnOverCapacity(c, pathParam(c, 'uuid'), overCapacity);
+    setCacheHeaders(c, isoNow(c.var.deps.clock));
     return c.json(presentInventories(records, generation));
   },
 
   DELETE: async (c) => {
     requireVersion(c, 'DELETE_ALL_INVENTORY', 405);
     authorize(c, `${RULE}:delete`);
-    const { store } = c.var.deps;
-    const provider = await requireProvider(store.db, pathParam(c, 'uuid'));
-    const now = isoNow(c.var.deps.clock);
-    await store.writeTx(async (tx) => {
-      await setInventories(tx, provider, {}, now);
-      await bumpGeneration(tx, provider.id, provider.generation, now);
-    });
+    await writeInventory(c, () => ({ kind: 'replace', records: {} }));
     return c.body(null, 204);
   },
 });
@@ -126,33 +135,24 @@ resource(inventoryRoutes, '/resource_providers/:uuid/inventories/:resource_class
   PUT: async (c) => {
     const raw = await readJson(c);
     authorize(c, `${RULE}:update`);
-    const { store } = c.var.deps;
-    const provider = await requireProvider(store.db, pathParam(c, 'uuid'));
     const rc = pathParam(c, 'resource_class');
-    const body = validateBody(putInventorySchema, raw);
-    checkGeneration(provider, body.resource_provider_generation);
-    const input = toInventoryInput(body);
-    checkCapacity(c, provider, { [rc]: input }, 'update');
-    const now = isoNow(c.var.deps.clock);
-    const { generation, overCapacity } = await store.writeTx(async (tx) => {
-      const result = await updateInventory(tx, provider, rc, input, now);
-      return { ...result, generation: await bumpGeneration(tx, provider.id, provider.generation, now) };
+    let input: InventoryInput | undefined;
+    const { generation, overCapacity } = await writeInventory(c, (provider) => {
+      const body = validateBody(putInventorySchema, raw);
+      checkGeneration(provider, body.resource_provider_generation);
+      input = toInventoryInput(body);
+      checkCapacity(c, provider, { [rc]: input }, 'update');
+      return { kind: 'update', resourceClass: rc, input };
     });
-    warnOverCapacity(c, provider, overCapacity);
-    setCacheHeaders(c, now);
-    return c.json({ resource_provider_generation: generation, ...presentInventory(input) });
+    warnOverCapacity(c, pathParam(c, 'uuid'), overCapacity);
+    setCacheHeaders(c, isoNow(c.var.deps.clock));
+    return c.json({ resource_provider_generation: generation, ...presentInventory(input!) });
   },
 
   DELETE: async (c) => {
     authorize(c, `${RULE}:delete`);
-    const { store } = c.var.deps;
-    const provider = await requireProvider(store.db, pathParam(c, 'uuid'));
     const rc = pathParam(c, 'resource_class');
-    const now = isoNow(c.var.deps.clock);
-    await store.writeTx(async (tx) => {
-      await deleteInventory(tx, provider, rc);
-      await bumpGeneration(tx, provider.id, provider.generation, now);
-    });
+    await writeInventory(c, () => ({ kind: 'delete', resourceClass: rc }), `Unable to delete inventory of class ${rc}`);
     return c.body(null, 204);
   },
 });

@@ -1,7 +1,9 @@
 // /resource_providers and /resource_providers/{uuid}: list with filters,
 // create, show, update (rename, re-parent from 1.37), delete.
 import { Hono } from 'hono';
-import { ApiError, webobDetail } from '../../http/api-error.js';
+import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
+import { WriteContention } from '../../db/write-batch.js';
+import { contentionToHttp } from '../errors.js';
 import type { AppContext, AppEnv } from '../../http/env.js';
 import { badQuery, queryParams, readBody } from '../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../middleware.js';
@@ -10,9 +12,11 @@ import {
   isUuidLike, normalizeUuid, parseMemberOf, parseRequired, parseResources, traitNames,
 } from '../query.js';
 import { findProvider, isoNow, providerNotFound, requireProvider, resourceClassIdsByName, traitIdsByName } from '../repo/lookups.js';
+import { createProviderBatched } from '../repo/provider-writes.js';
 import {
-  createProvider, deleteProvider, getProviderView, listProviders, updateProvider, type ProviderListFilter,
+  deleteProvider, getProviderView, listProviders, updateProvider, type ProviderListFilter, type ProviderView,
 } from '../repo/providers.js';
+import { DuplicateProvider, InvalidNewProvider } from '../write-errors.js';
 import {
   createProviderSchema, updateProviderSchema,
 } from '../schemas/providers.js';
@@ -100,7 +104,17 @@ resource(resourceProviderRoutes, '/resource_providers', {
     const now = isoNow(deps.clock);
     const uuid = body.uuid ? normalizeUuid(body.uuid) : deps.newId();
     const parentUuid = body.parent_provider_uuid ?? null;
-    const created = await deps.store.writeTx((tx) => createProvider(tx, { uuid, name: body.name, parentUuid }, now));
+    let created: ProviderView;
+    try {
+      created = await createProviderBatched(deps.store, { uuid, name: body.name, parentUuid }, now);
+    } catch (err) {
+      if (err instanceof DuplicateProvider) throw new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.DUPLICATE_NAME });
+      if (err instanceof InvalidNewProvider) {
+        throw new ApiError(400, webobDetail(400, `Unable to create resource provider "${body.name}", ${uuid}: ${err.reason}`));
+      }
+      if (err instanceof WriteContention) throw contentionToHttp();
+      throw err;
+    }
     c.header('location', new URL(`/resource_providers/${created.uuid}`, c.req.url).href);
     if (!atLeast(c, 'POST_RP_RETURNS_BODY')) return c.body(null, 201);
     setCacheHeaders(c, created.updatedAt ?? created.createdAt);

@@ -1,17 +1,39 @@
 // /traits, /traits/{name} and /resource_providers/{uuid}/traits (all 1.6+).
 import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
-import type { AppEnv } from '../../http/env.js';
+import type { AppContext, AppEnv } from '../../http/env.js';
+import { WriteContention } from '../../db/write-batch.js';
 import { badQuery, queryParams, readBody } from '../../http/validate.js';
 import { authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
-import { bumpGeneration, isoNow, requireProvider, traitIdsByName } from '../repo/lookups.js';
+import { isoNow, requireProvider } from '../repo/lookups.js';
+import { ensureTraitBatched, replaceProviderTraits } from '../repo/trait-writes.js';
+import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from '../write-errors.js';
+import { contentionToHttp } from '../errors.js';
 import {
-  deleteTrait, ensureTrait, findTrait, listTraits, providerTraits, setProviderTraits, traitInUse, type TraitListFilter,
+  deleteTrait, findTrait, listTraits, providerTraits, traitInUse, type TraitListFilter,
 } from '../repo/traits.js';
 import { isValidCustomTrait, putProviderTraitsSchema } from '../schemas/traits.js';
 import { STANDARD_TRAITS } from '../standard-names.js';
 
 export const traitRoutes = new Hono<AppEnv>();
+
+/** One read batch, one write batch (repo/trait-writes.ts), refusals worded as upstream. */
+async function writeTraits(c: AppContext, expected: number | undefined, names: string[], now: string): Promise<number> {
+  try {
+    return await replaceProviderTraits(c.var.deps.store, pathParam(c, 'uuid'), expected, names, now);
+  } catch (err) {
+    if (err instanceof ProviderNotFound) throw new ApiError(404, webobDetail(404, err.message));
+    if (err instanceof StaleProviderGeneration) {
+      throw new ApiError(409, webobDetail(409,
+        "Resource provider's generation already changed. Please update the generation and try again."), {
+        code: ErrorCode.CONCURRENT_UPDATE,
+      });
+    }
+    if (err instanceof UnknownTraits) throw new ApiError(400, webobDetail(400, err.message));
+    if (err instanceof WriteContention) throw contentionToHttp();
+    throw err;
+  }
+}
 
 const STANDARD = new Set(STANDARD_TRAITS);
 
@@ -71,11 +93,10 @@ resource(traitRoutes, '/traits/:name', {
         'The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"'));
     }
     const { deps } = c.var;
-    const created = await deps.store.writeTx((tx) => ensureTrait(tx, name, isoNow(deps.clock)));
-    const trait = await findTrait(deps.store.db, name);
+    const trait = await ensureTraitBatched(deps.store, name, isoNow(deps.clock));
     c.header('location', new URL(`/traits/${name}`, c.req.url).href);
-    setCacheHeaders(c, trait ? newest(trait.createdAt, trait.updatedAt) : null);
-    return c.body(null, created ? 201 : 204);
+    setCacheHeaders(c, newest(trait.createdAt, trait.updatedAt));
+    return c.body(null, trait.created ? 201 : 204);
   },
 
   DELETE: async (c) => {
@@ -112,36 +133,16 @@ resource(traitRoutes, '/resource_providers/:uuid/traits', {
     const body = await readBody(c, putProviderTraitsSchema);
     const { deps } = c.var;
     const now = isoNow(deps.clock);
-    const result = await deps.store.writeTx(async (tx) => {
-      const rp = await requireProvider(tx, pathParam(c, 'uuid'));
-      if (rp.generation !== body.resource_provider_generation) {
-        throw new ApiError(409, webobDetail(409,
-          "Resource provider's generation already changed. Please update the generation and try again."), {
-          code: ErrorCode.CONCURRENT_UPDATE,
-        });
-      }
-      const names = [...new Set(body.traits)];
-      const ids = await traitIdsByName(tx, names);
-      const missing = names.filter((n) => !ids.has(n));
-      if (missing.length) throw new ApiError(400, webobDetail(400, `No such trait(s): ${missing.join(', ')}`));
-      await setProviderTraits(tx, rp.id, [...ids.values()], now);
-      const generation = await bumpGeneration(tx, rp.id, rp.generation, now);
-      return { names: names.sort(), generation };
-    });
+    const names = [...new Set(body.traits)];
+    const generation = await writeTraits(c, body.resource_provider_generation, names, now);
     setCacheHeaders(c, now);
-    return c.json({ traits: result.names, resource_provider_generation: result.generation });
+    return c.json({ traits: names.sort(), resource_provider_generation: generation });
   },
 
   DELETE: async (c) => {
     requireVersion(c, 'TRAITS');
     authorize(c, 'placement:resource_providers:traits:delete');
-    const { deps } = c.var;
-    const now = isoNow(deps.clock);
-    await deps.store.writeTx(async (tx) => {
-      const rp = await requireProvider(tx, pathParam(c, 'uuid'));
-      await setProviderTraits(tx, rp.id, [], now);
-      await bumpGeneration(tx, rp.id, rp.generation, now);
-    });
+    await writeTraits(c, undefined, [], isoNow(c.var.deps.clock));
     return c.body(null, 204);
   },
 });

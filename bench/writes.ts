@@ -1,0 +1,172 @@
+// npm run bench:writes [-- --url http://host:port] [--compare http://other:port]
+//   [--providers 200] [--clients 10] [--claims 2000] [--version 1.38]
+//
+// Write throughput, Node mode (issue 13): CLIENTS concurrent clients claim
+// (PUT /allocations/{new consumer}, 1 VCPU + 256 MEMORY_MB on a random
+// provider) until CLAIMS claims were sent, then delete every granted
+// consumer (DELETE /allocations/{c}). Prints claims/s and deletes/s, and
+// checks that the usage summed over every provider equals the claims granted
+// (and is zero after the deletes). Without --url it starts a fresh local
+// server on a temporary database. --compare runs the same against another
+// Placement API (e.g. upstream on PostgreSQL) and prints both.
+//
+// Figures are only comparable on the same, otherwise idle, machine.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values: args } = parseArgs({
+  options: {
+    url: { type: 'string' },
+    compare: { type: 'string' },
+    providers: { type: 'string', default: '200' },
+    clients: { type: 'string', default: '10' },
+    claims: { type: 'string', default: '2000' },
+    version: { type: 'string', default: '1.38' },
+    token: { type: 'string', default: 'admin' },
+  },
+});
+const PROVIDERS = Number(args.providers);
+const CLIENTS = Number(args.clients);
+const CLAIMS = Number(args.claims);
+const VERSION = args.version!;
+const VCPU_PER_PROVIDER = 64;
+
+function headers(): Record<string, string> {
+  return {
+    'x-auth-token': args.token!, 'content-type': 'application/json', accept: 'application/json',
+    'openstack-api-version': `placement ${VERSION}`,
+  };
+}
+
+async function api(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(`${base}${path}`, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) as unknown : null };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function startLocalServer(): Promise<{ url: string; stop: () => void }> {
+  const dir = mkdtempSync(join(tmpdir(), 'placement-bench-writes-'));
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
+    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), PLACEMENT_DB_URL: `file:${join(dir, 'placement.db')}`, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const stop = () => { child.kill(); rmSync(dir, { recursive: true, force: true }); };
+  for (let i = 0; i < 300; i += 1) {
+    try {
+      if ((await fetch(`${url}/`)).ok) return { url, stop };
+    } catch { /* not listening yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  stop();
+  throw new Error('server did not start');
+}
+
+/** Runs `task(i)` for i in [0, count) on `workers` concurrent loops. */
+async function pool(count: number, workers: number, task: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: workers }, async () => {
+    while (next < count) await task(next++);
+  }));
+  return (performance.now() - started) / 1000;
+}
+
+interface Result {
+  claimsPerSecond: number;
+  deletesPerSecond: number;
+  granted: number;
+  refused: number;
+  usageAfterClaims: number;
+  usageAfterDeletes: number;
+  ok: boolean;
+}
+
+async function totalVcpuUsage(base: string, providers: string[]): Promise<number> {
+  let total = 0;
+  for (const uuid of providers) {
+    const { json } = await api(base, 'GET', `/resource_providers/${uuid}/usages`);
+    total += (json as { usages: Record<string, number> }).usages.VCPU ?? 0;
+  }
+  return total;
+}
+
+async function scenario(base: string): Promise<Result> {
+  const run = crypto.randomUUID().slice(0, 8);
+  const providers: string[] = [];
+  for (let i = 0; i < PROVIDERS; i += 1) {
+    const uuid = crypto.randomUUID();
+    const made = await api(base, 'POST', '/resource_providers', { name: `bench-w-${run}-${i}`, uuid });
+    if (made.status !== 200 && made.status !== 201) throw new Error(`provider create: ${made.status} ${JSON.stringify(made.json)}`);
+    const inv = await api(base, 'PUT', `/resource_providers/${uuid}/inventories`, {
+      resource_provider_generation: 0,
+      inventories: { VCPU: { total: VCPU_PER_PROVIDER }, MEMORY_MB: { total: VCPU_PER_PROVIDER * 1024 } },
+    });
+    if (inv.status !== 200) throw new Error(`inventory: ${inv.status} ${JSON.stringify(inv.json)}`);
+    providers.push(uuid);
+  }
+  const project = crypto.randomUUID();
+  const user = crypto.randomUUID();
+  const granted: string[] = [];
+  let refused = 0;
+  const claimSeconds = await pool(CLAIMS, CLIENTS, async (i) => {
+    const consumer = crypto.randomUUID();
+    const rp = providers[(i * 7919) % providers.length]!;
+    const body: Record<string, unknown> = {
+      allocations: { [rp]: { resources: { VCPU: 1, MEMORY_MB: 256 } } }, project_id: project, user_id: user,
+    };
+    if (VERSION >= '1.28') body.consumer_generation = null;
+    if (VERSION >= '1.38') body.consumer_type = 'INSTANCE';
+    const res = await api(base, 'PUT', `/allocations/${consumer}`, body);
+    if (res.status === 204) granted.push(consumer);
+    else if (res.status === 409) refused += 1;
+    else throw new Error(`claim: ${res.status} ${JSON.stringify(res.json)}`);
+  });
+  const usageAfterClaims = await totalVcpuUsage(base, providers);
+  const deleteSeconds = await pool(granted.length, CLIENTS, async (i) => {
+    const res = await api(base, 'DELETE', `/allocations/${granted[i]!}`);
+    if (res.status !== 204) throw new Error(`delete: ${res.status} ${JSON.stringify(res.json)}`);
+  });
+  const usageAfterDeletes = await totalVcpuUsage(base, providers);
+  for (const uuid of providers) await api(base, 'DELETE', `/resource_providers/${uuid}`);
+  return {
+    claimsPerSecond: Math.round(CLAIMS / claimSeconds),
+    deletesPerSecond: Math.round(granted.length / deleteSeconds),
+    granted: granted.length,
+    refused,
+    usageAfterClaims,
+    usageAfterDeletes,
+    ok: usageAfterClaims === granted.length && usageAfterDeletes === 0,
+  };
+}
+
+const local = args.url ? null : await startLocalServer();
+try {
+  const targets: [string, string][] = [['this', args.url ?? local!.url]];
+  if (args.compare) targets.push(['compare', args.compare]);
+  console.log(`write throughput: ${CLIENTS} clients, ${CLAIMS} claims then deletes, ${PROVIDERS} providers, placement ${VERSION}`);
+  const rows: Record<string, Result & { url: string }> = {};
+  for (const [name, url] of targets) rows[name] = { url, ...(await scenario(url)) };
+  console.table(rows);
+  if (Object.values(rows).some((r) => !r.ok)) {
+    console.error('usage does not equal the claims granted');
+    process.exitCode = 1;
+  }
+} finally {
+  local?.stop();
+}

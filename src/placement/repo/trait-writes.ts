@@ -1,0 +1,58 @@
+// A provider's traits (PUT and DELETE /resource_providers/{uuid}/traits) in
+// the write model of db/write-batch.ts: the provider and the trait ids in
+// one read batch, one write batch guarded by the provider generation's
+// compare-and-swap.
+import type { Row } from '@libsql/client';
+import type { DataStore } from '../../db/client.js';
+import { commitGuarded, placeholders, stmt, withRaceRetries } from '../../db/write-batch.js';
+import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from '../write-errors.js';
+import { GenerationPlan } from './claims.js';
+
+/**
+ * Replaces the provider's traits with `names` and returns its new
+ * generation. `expectedGeneration` (PUT) must match the stored one; DELETE
+ * passes undefined. Throws ProviderNotFound, StaleProviderGeneration, UnknownTraits.
+ */
+export async function replaceProviderTraits(
+  store: DataStore, uuid: string, expectedGeneration: number | undefined, names: string[], now: string,
+): Promise<number> {
+  return withRaceRetries(async () => {
+    const [providers, traits] = await store.readBatch([
+      { sql: 'SELECT id, generation FROM resource_providers WHERE uuid = ?', args: [uuid] },
+      { sql: `SELECT id, name FROM traits WHERE name IN (${names.length > 0 ? placeholders(names.length) : 'NULL'})`, args: names },
+    ]);
+    const row: Row | undefined = providers!.rows[0];
+    if (!row) throw new ProviderNotFound(uuid);
+    const provider = { id: Number(row.id), generation: Number(row.generation) };
+    if (expectedGeneration !== undefined && provider.generation !== expectedGeneration) throw new StaleProviderGeneration(uuid);
+    const ids = new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)]));
+    const missing = names.filter((n) => !ids.has(n));
+    if (missing.length > 0) throw new UnknownTraits(missing);
+    const statements = [stmt('DELETE FROM resource_provider_traits WHERE resource_provider_id = ?', [provider.id])];
+    if (names.length > 0) {
+      statements.push(stmt(
+        `INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at) VALUES ${names.map(() => '(?, ?, ?)').join(', ')}`,
+        names.flatMap((n) => [provider.id, ids.get(n)!, now])));
+    }
+    const gens = new GenerationPlan();
+    gens.bump(provider);
+    await commitGuarded(store, [...statements, ...gens.statements(now)]);
+    return provider.generation + 1;
+  });
+}
+
+/**
+ * PUT /traits/{name}: creates the trait unless it exists, in one write batch
+ * (one round trip) that also reads its timestamps back.
+ */
+export async function ensureTraitBatched(
+  store: DataStore, name: string, now: string,
+): Promise<{ created: boolean; createdAt: string | null; updatedAt: string | null }> {
+  const [inserted, read] = await commitGuarded(store, [
+    stmt('INSERT OR IGNORE INTO traits (name, created_at) VALUES (?, ?)', [name, now]),
+    stmt('SELECT created_at, updated_at FROM traits WHERE name = ?', [name]),
+  ]);
+  const row = read!.rows[0];
+  const text = (value: unknown) => (value === null || value === undefined ? null : String(value));
+  return { created: inserted!.rowsAffected > 0, createdAt: text(row?.created_at), updatedAt: text(row?.updated_at) };
+}

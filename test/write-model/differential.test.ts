@@ -1,0 +1,323 @@
+// Differential test of the write model: random write sequences (claims,
+// moves, deletes, inventory changes, reshapes; fresh, stale and missing
+// generations; over capacity, unknown providers and classes) run against the
+// frozen pre-issue-13 write path (test/write-model/old/) and the live one, on
+// two databases. Every response (status, body without request ids) and the
+// final database state (by natural keys, timestamps aside) must be identical.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Hono } from 'hono';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { createOldWritePathApp } from './old/app.js';
+
+const SEQUENCES = Number(process.env.DIFF_SEQUENCES ?? 40);
+const STEPS = Number(process.env.DIFF_STEPS ?? 40);
+const SEQUENCES_PER_TEST = 10;
+const FIRST_SEED = Number(process.env.DIFF_SEED ?? 1000);
+
+/** mulberry32: a small seeded PRNG so a failing sequence can be replayed by its seed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const uuidOf = (kind: number, i: number) => `${String(kind).repeat(8)}-0000-4000-8000-${String(i).padStart(12, '0')}`;
+const PROVIDERS = [0, 1, 2, 3].map((i) => uuidOf(1, i));
+const CHILD = PROVIDERS[3]!; // a child of PROVIDERS[0]
+const MISSING_PROVIDER = uuidOf(9, 9);
+const CONSUMERS = [0, 1, 2, 3, 4].map((i) => uuidOf(2, i));
+const CLASSES = ['VCPU', 'MEMORY_MB', 'DISK_GB', 'CUSTOM_DIFF'];
+const UNKNOWN_CLASS = 'CUSTOM_NOPE';
+const VERSIONS = ['1.0', '1.8', '1.12', '1.20', '1.28', '1.33', '1.38', 'latest'];
+const PROJECTS = ['p-one', 'p-two'];
+const USERS = ['u-one', 'u-two'];
+const TYPES = ['INSTANCE', 'MIGRATION'];
+const AGGREGATES = [0, 1, 2, 3].map((i) => uuidOf(3, i));
+const TRAITS = ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2', 'COMPUTE_VOLUME_MULTI_ATTACH', 'STORAGE_DISK_SSD'];
+
+interface Request { method: string; path: string; body?: unknown; version: string }
+
+class Pair {
+  constructor(readonly live: TestApp, readonly old: TestApp, readonly oldApp: { request: Hono['request'] }) {}
+
+  private send(app: TestApp, target: { request: Hono['request'] } | null, req: Request): Promise<Response> {
+    const headers: Record<string, string> = {
+      'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': `placement ${req.version}`,
+    };
+    if (req.body !== undefined) headers['content-type'] = 'application/json';
+    const init = { method: req.method, headers, body: req.body === undefined ? undefined : JSON.stringify(req.body) };
+    return Promise.resolve((target ?? app.app).request(req.path, init));
+  }
+
+  /** Sends `req` to both, returns the live answer after checking the old one says the same. */
+  async both(req: Request, where: string): Promise<{ status: number; body: unknown }> {
+    const [a, b] = [await this.send(this.live, null, req), await this.send(this.old, this.oldApp, req)];
+    const [ta, tb] = [normalise(await a.text()), normalise(await b.text())];
+    expect({ status: a.status, body: ta }, `${where}: ${req.method} ${req.path} @${req.version} ${JSON.stringify(req.body)}`)
+      .toEqual({ status: b.status, body: tb });
+    return { status: a.status, body: ta ? JSON.parse(ta) as unknown : null };
+  }
+}
+
+function normalise(text: string): string {
+  return text.replace(/"request_id":"[^"]*"/g, '"request_id":"-"');
+}
+
+async function dump(app: TestApp): Promise<Record<string, unknown[]>> {
+  const q = async (sql: string) => (await app.deps.store.client.execute(sql)).rows.map((r) => ({ ...r }));
+  return {
+    providers: await q(`SELECT p.uuid, p.name, p.generation, root.uuid AS root, parent.uuid AS parent
+      FROM resource_providers p LEFT JOIN resource_providers root ON root.id = p.root_provider_id
+      LEFT JOIN resource_providers parent ON parent.id = p.parent_provider_id ORDER BY p.uuid`),
+    inventories: await q(`SELECT p.uuid, rc.name, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio
+      FROM inventories i JOIN resource_providers p ON p.id = i.resource_provider_id
+      JOIN resource_classes rc ON rc.id = i.resource_class_id ORDER BY p.uuid, rc.name`),
+    allocations: await q(`SELECT p.uuid, a.consumer_id, rc.name, a.used FROM allocations a
+      JOIN resource_providers p ON p.id = a.resource_provider_id
+      JOIN resource_classes rc ON rc.id = a.resource_class_id ORDER BY a.consumer_id, p.uuid, rc.name`),
+    traits: await q(`SELECT p.uuid, t.name FROM resource_provider_traits rpt
+      JOIN resource_providers p ON p.id = rpt.resource_provider_id JOIN traits t ON t.id = rpt.trait_id ORDER BY p.uuid, t.name`),
+    aggregates: await q(`SELECT p.uuid, a.uuid AS aggregate FROM resource_provider_aggregates rpa
+      JOIN resource_providers p ON p.id = rpa.resource_provider_id JOIN placement_aggregates a ON a.id = rpa.aggregate_id
+      ORDER BY p.uuid, a.uuid`),
+    consumers: await q(`SELECT c.uuid, c.generation, pr.external_id AS project, u.external_id AS user, ct.name AS type
+      FROM consumers c JOIN projects pr ON pr.id = c.project_id JOIN users u ON u.id = c.user_id
+      LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id ORDER BY c.uuid`),
+  };
+}
+
+/** Random write requests, with generations read from the live app (fresh, stale or wrong). */
+class Generator {
+  constructor(private readonly rnd: () => number, private readonly pair: Pair) {}
+
+  private int(n: number): number { return Math.floor(this.rnd() * n); }
+  private pick<T>(list: readonly T[]): T { return list[this.int(list.length)]!; }
+  private chance(p: number): boolean { return this.rnd() < p; }
+
+  private some<T>(list: readonly T[], max: number): T[] {
+    const n = 1 + this.int(max);
+    return [...new Set(Array.from({ length: n }, () => this.pick(list)))];
+  }
+
+  private provider(): string { return this.chance(0.04) ? MISSING_PROVIDER : this.pick(PROVIDERS); }
+  private resourceClass(): string { return this.chance(0.04) ? UNKNOWN_CLASS : this.pick(CLASSES); }
+
+  private amount(): number {
+    const r = this.rnd();
+    if (r < 0.6) return 1 + this.int(4);
+    if (r < 0.9) return 1 + this.int(16);
+    return 1 + this.int(200); // over capacity or max_unit
+  }
+
+  private resources(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const rc of this.some(CLASSES, 2)) out[this.chance(0.05) ? UNKNOWN_CLASS : rc] = this.amount();
+    return out;
+  }
+
+  private allocationsDict(allowEmpty: boolean): Record<string, { resources: Record<string, number> }> {
+    if (allowEmpty && this.chance(0.12)) return {};
+    const out: Record<string, { resources: Record<string, number> }> = {};
+    for (let i = 0, n = 1 + this.int(2); i < n; i += 1) out[this.provider()] = { resources: this.resources() };
+    return out;
+  }
+
+  private async consumerGeneration(uuid: string): Promise<number | null> {
+    const res = await this.pair.both({ method: 'GET', path: `/allocations/${uuid}`, version: 'latest' }, 'read consumer');
+    const current = (res.body as { consumer_generation?: number | null }).consumer_generation ?? null;
+    const r = this.rnd();
+    if (r < 0.75) return current;
+    if (r < 0.85) return null;
+    if (r < 0.95) return current === null ? 0 : current - 1;
+    return (current ?? 0) + 1;
+  }
+
+  private async providerGeneration(uuid: string): Promise<number> {
+    const res = await this.pair.both({ method: 'GET', path: `/resource_providers/${uuid}`, version: 'latest' }, 'read provider');
+    const current = res.status === 200 ? (res.body as { generation: number }).generation : 0;
+    return this.chance(0.85) ? current : current + this.pick([-1, 1, 2]);
+  }
+
+  private async consumerPart(uuid: string, version: string, allowEmpty: boolean): Promise<Record<string, unknown>> {
+    const part: Record<string, unknown> = {
+      allocations: this.allocationsDict(allowEmpty),
+      project_id: this.pick(PROJECTS),
+      user_id: this.pick(USERS),
+    };
+    if (version === '1.28' || version === '1.33' || version === '1.38' || version === 'latest') {
+      part.consumer_generation = await this.consumerGeneration(uuid);
+    }
+    if (version === '1.38' || version === 'latest') part.consumer_type = this.pick(TYPES);
+    return part;
+  }
+
+  private inventoryRecords(): Record<string, Record<string, number>> {
+    const out: Record<string, Record<string, number>> = {};
+    for (const rc of this.some(CLASSES, 3)) {
+      const total = this.pick([1, 4, 8, 16, 64]);
+      const rec: Record<string, number> = { total };
+      if (this.chance(0.3)) rec.reserved = this.int(total + 1);
+      if (this.chance(0.3)) rec.allocation_ratio = this.pick([0.5, 1, 1.5, 4]);
+      if (this.chance(0.15)) rec.max_unit = this.pick([2, 8, 64]);
+      if (this.chance(0.1)) rec.step_size = this.pick([1, 2]);
+      out[this.chance(0.03) ? UNKNOWN_CLASS : rc] = rec;
+    }
+    return out;
+  }
+
+  async next(): Promise<Request> {
+    const r = this.rnd();
+    if (r < 0.34) {
+      const version = this.pick(VERSIONS);
+      const uuid = this.pick(CONSUMERS);
+      if (version === '1.0' || version === '1.8') {
+        const allocations = Object.entries(this.allocationsDict(false))
+          .map(([rp, { resources }]) => ({ resource_provider: { uuid: rp }, resources }));
+        const body: Record<string, unknown> = { allocations };
+        if (version === '1.8') Object.assign(body, { project_id: this.pick(PROJECTS), user_id: this.pick(USERS) });
+        return { method: 'PUT', path: `/allocations/${uuid}`, body, version };
+      }
+      const body = await this.consumerPart(uuid, version, true);
+      if (this.chance(0.25)) {
+        // Rewrite what the consumer holds, maybe shrunk: over-capacity relief lets that through.
+        const held = await this.pair.both({ method: 'GET', path: `/allocations/${uuid}`, version: 'latest' }, 'read consumer');
+        const current = (held.body as { allocations: Record<string, { resources: Record<string, number> }> }).allocations;
+        if (Object.keys(current).length > 0) {
+          const shrink = this.chance(0.3);
+          body.allocations = Object.fromEntries(Object.entries(current).map(([rp, { resources }]) => [rp, {
+            resources: Object.fromEntries(Object.entries(resources).map(([rc, n]) => [rc, shrink ? Math.max(1, n - 1) : n])),
+          }]));
+        }
+      }
+      return { method: 'PUT', path: `/allocations/${uuid}`, body, version };
+    }
+    if (r < 0.52) {
+      const version = this.pick(['1.13', '1.28', '1.38', 'latest']);
+      const body: Record<string, unknown> = {};
+      for (const uuid of this.some(CONSUMERS, 3)) body[uuid] = await this.consumerPart(uuid, version, true);
+      return { method: 'POST', path: '/allocations', body, version };
+    }
+    if (r < 0.62) return { method: 'DELETE', path: `/allocations/${this.pick(CONSUMERS)}`, version: 'latest' };
+    if (r < 0.72) {
+      const rp = this.pick(PROVIDERS);
+      return {
+        method: 'PUT', path: `/resource_providers/${rp}/inventories`, version: this.pick(['1.0', '1.26', 'latest']),
+        body: { resource_provider_generation: await this.providerGeneration(rp), inventories: this.inventoryRecords() },
+      };
+    }
+    if (r < 0.77) {
+      const rp = this.pick(r < 0.755 ? PROVIDERS : [MISSING_PROVIDER]);
+      const path = `/resource_providers/${rp}/aggregates`;
+      const aggregates = this.some(AGGREGATES, 3);
+      if (this.chance(0.3)) return { method: 'PUT', path, version: '1.1', body: aggregates };
+      return { method: 'PUT', path, version: 'latest', body: { resource_provider_generation: await this.providerGeneration(rp), aggregates } };
+    }
+    if (r < 0.80) {
+      const rp = this.pick(PROVIDERS);
+      const path = `/resource_providers/${rp}/traits`;
+      if (this.chance(0.2)) return { method: 'DELETE', path, version: 'latest' };
+      const traits = this.some(TRAITS, 3).map((name) => (this.chance(0.05) ? 'CUSTOM_NO_SUCH_TRAIT' : name));
+      return { method: 'PUT', path, version: 'latest', body: { resource_provider_generation: await this.providerGeneration(rp), traits } };
+    }
+    if (r < 0.86) {
+      const rp = this.pick(PROVIDERS);
+      const rc = this.resourceClass();
+      const verb = this.pick(['PUT', 'POST', 'DELETE'] as const);
+      const generation = await this.providerGeneration(rp);
+      if (verb === 'DELETE') return { method: 'DELETE', path: `/resource_providers/${rp}/inventories/${rc}`, version: 'latest' };
+      const record = { ...this.inventoryRecords()[CLASSES[0]!] ?? { total: 8 }, resource_provider_generation: generation };
+      if (verb === 'POST') return { method: 'POST', path: `/resource_providers/${rp}/inventories`, version: 'latest', body: { ...record, resource_class: rc } };
+      return { method: 'PUT', path: `/resource_providers/${rp}/inventories/${rc}`, version: 'latest', body: record };
+    }
+    const version = this.pick(['1.30', '1.38', 'latest']);
+    const inventories: Record<string, unknown> = {};
+    for (const rp of this.some(PROVIDERS, 2)) {
+      inventories[this.chance(0.03) ? MISSING_PROVIDER : rp] = {
+        resource_provider_generation: await this.providerGeneration(rp), inventories: this.inventoryRecords(),
+      };
+    }
+    const allocations: Record<string, unknown> = {};
+    if (this.chance(0.85)) {
+      for (const uuid of this.some(CONSUMERS, 2)) allocations[uuid] = await this.consumerPart(uuid, version, true);
+    }
+    return { method: 'POST', path: '/reshaper', version, body: { inventories, allocations } };
+  }
+}
+
+describe('the write path answers and stores exactly as the frozen pre-issue-13 one', () => {
+  let pair: Pair;
+  beforeAll(async () => {
+    const live = await makeTestApp();
+    const old = await makeTestApp();
+    pair = new Pair(live, old, createOldWritePathApp(old.deps));
+  });
+  afterAll(() => {
+    pair.live.close();
+    pair.old.close();
+  });
+
+  async function seed(rnd: () => number): Promise<void> {
+    await pair.both({ method: 'PUT', path: '/resource_classes/CUSTOM_DIFF', version: 'latest' }, 'seed');
+    for (const rp of PROVIDERS) {
+      const body: Record<string, unknown> = { name: `diff-${rp}`, uuid: rp };
+      if (rp === CHILD) body.parent_provider_uuid = PROVIDERS[0];
+      expect((await pair.both({ method: 'POST', path: '/resource_providers', body, version: 'latest' }, 'seed')).status).toBe(200);
+      const inventories: Record<string, { total: number }> = {};
+      for (const rc of CLASSES) if (rnd() < 0.8) inventories[rc] = { total: [4, 8, 16][Math.floor(rnd() * 3)]! };
+      await pair.both({
+        method: 'PUT', path: `/resource_providers/${rp}/inventories`, version: 'latest',
+        body: { resource_provider_generation: 0, inventories },
+      }, 'seed');
+    }
+  }
+
+  async function reset(): Promise<void> {
+    for (const app of [pair.live, pair.old]) {
+      await app.deps.store.client.batch([
+        'DELETE FROM allocations', 'DELETE FROM consumers', 'DELETE FROM inventories', 'DELETE FROM resource_provider_traits',
+        'DELETE FROM resource_provider_aggregates',
+        'DELETE FROM resource_providers',
+      ], 'write');
+    }
+  }
+
+  const statuses = new Map<string, number>();
+  for (let first = 0; first < SEQUENCES; first += SEQUENCES_PER_TEST) {
+    const last = Math.min(SEQUENCES, first + SEQUENCES_PER_TEST);
+    it(`random sequences ${first}-${last - 1} of ${STEPS} writes`, async () => {
+      for (let s = first; s < last; s += 1) {
+        const seedValue = FIRST_SEED + s;
+        const rnd = prng(seedValue);
+        await reset();
+        await seed(rnd);
+        const gen = new Generator(rnd, pair);
+        for (let step = 0; step < STEPS; step += 1) {
+          const req = await gen.next();
+          const res = await pair.both(req, `seed ${seedValue} step ${step}`);
+          const key = `${req.method} ${req.path.replace(/[0-9a-f-]{36}/g, '{u}').replace(/[A-Z_]+$/, '{rc}')} ${res.status}`;
+          statuses.set(key, (statuses.get(key) ?? 0) + 1);
+        }
+        expect(await dump(pair.live), `state after seed ${seedValue}`).toEqual(await dump(pair.old));
+      }
+    }, 120_000);
+  }
+
+  it('reaches successes and each kind of refusal', () => {
+    // The generator must reach successes and each kind of refusal, or the comparison proves little.
+    const seen = [...statuses.keys()];
+    for (const expected of ['PUT /allocations/{u} 204', 'PUT /allocations/{u} 409', 'PUT /allocations/{u} 400',
+      'POST /allocations 204', 'POST /allocations 409', 'DELETE /allocations/{u} 204', 'DELETE /allocations/{u} 404',
+      'POST /reshaper 204', 'POST /reshaper 409', 'POST /reshaper 400', 'PUT /resource_providers/{u}/inventories 200',
+      'PUT /resource_providers/{u}/inventories 409', 'PUT /resource_providers/{u}/traits 200',
+      'PUT /resource_providers/{u}/traits 409', 'PUT /resource_providers/{u}/traits 400', 'DELETE /resource_providers/{u}/traits 204',
+      'PUT /resource_providers/{u}/aggregates 200', 'PUT /resource_providers/{u}/aggregates 409',
+      'PUT /resource_providers/{u}/aggregates 404']) {
+      expect(seen, expected).toContain(expected);
+    }
+  });
+});

@@ -1,0 +1,41 @@
+// The Placement app with the frozen pre-issue-13 write routes mounted in front
+// of the live ones: the write endpoints they define answer from the old code,
+// everything else (reads, other resources) from the live routes.
+import { Hono } from 'hono';
+import type { Deps } from '../../../src/deps.js';
+import { authenticate, parseTokenTable } from '../../../src/http/auth.js';
+import type { AppEnv } from '../../../src/http/env.js';
+import { requestId } from '../../../src/http/request-id.js';
+import { placementNotFound, placementOnError } from '../../../src/placement/errors.js';
+import { placementMicroversion, placementRequestChecks } from '../../../src/placement/middleware.js';
+import { placementRoutes } from '../../../src/placement/routes/index.js';
+import { aggregateRoutes } from './routes/aggregates.js';
+import { allocationRoutes } from './routes/allocations.js';
+import { inventoryRoutes } from './routes/inventories.js';
+import { reshaperRoutes } from './routes/reshaper.js';
+import { traitRoutes } from './routes/traits.js';
+
+export function createOldWritePathApp(deps: Deps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.use(async function injectDeps(c, next) {
+    c.set('deps', deps);
+    await next();
+  });
+  app.use(requestId());
+  app.use(placementMicroversion());
+  app.use(authenticate({
+    strategy: deps.config.PLACEMENT_AUTH_STRATEGY,
+    tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS),
+    publicPaths: /^\/?$/,
+  }));
+  app.use(placementRequestChecks());
+  app.route('/', aggregateRoutes);
+  app.route('/', allocationRoutes);
+  app.route('/', inventoryRoutes);
+  app.route('/', reshaperRoutes);
+  app.route('/', traitRoutes);
+  app.route('/', placementRoutes);
+  app.notFound(placementNotFound);
+  app.onError(placementOnError);
+  return app;
+}
