@@ -1,108 +1,111 @@
-// Why a Placement write was refused, as domain errors: the write model
-// (repo/claims.ts) throws these and the route layer words them in each
-// endpoint's HTTP error (routes/allocations.ts, routes/reshaper.ts).
+// Why a Placement write was refused, as typed domain errors: the write model
+// (repo/claims.ts and the other *-writes.ts) throws these. Each carries its
+// default problem and upstream error code, so placement's onError answers it
+// as is; an endpoint that words a refusal its own way catches the class and
+// rethrows (routes/allocations.ts, routes/reshaper.ts).
+import { DomainError, ErrorCode } from '../errors.js';
 
 /** A claim names a provider that does not exist (400). */
-export class ProviderMissing extends Error {
+export class ProviderMissing extends DomainError {
   constructor(readonly uuid: string) {
-    super(`Allocation for resource provider '${uuid}' that does not exist.`);
+    super('invalid', `Allocation for resource provider '${uuid}' that does not exist.`);
     this.name = 'ProviderMissing';
   }
 }
 
 /** The caller's consumer generation is not the stored one (409 concurrent_update). */
-export class ConsumerGenerationMismatch extends Error {
+export class ConsumerGenerationMismatch extends DomainError {
   constructor(readonly expected: number | null, readonly got: number | null | undefined) {
     const show = (g: number | null | undefined) => (g === null || g === undefined ? 'null' : String(g));
-    super(`consumer generation conflict - expected ${show(expected)} but got ${show(got)}`);
+    super('conflict', `consumer generation conflict - expected ${show(expected)} but got ${show(got)}`, ErrorCode.CONCURRENT_UPDATE);
     this.name = 'ConsumerGenerationMismatch';
   }
 }
 
 /** The caller's provider generation is not the stored one (409 concurrent_update). */
-export class ProviderGenerationMismatch extends Error {
+export class ProviderGenerationMismatch extends DomainError {
   constructor(readonly uuid: string, readonly actual: number, readonly given: number) {
-    super(`resource provider generation conflict for provider ${uuid}: actual: ${actual}, given: ${given}`);
+    super('conflict', `resource provider generation conflict for provider ${uuid}: actual: ${actual}, given: ${given}`, ErrorCode.CONCURRENT_UPDATE);
     this.name = 'ProviderGenerationMismatch';
   }
 }
 
 /** A reshaper names an inventory provider that does not exist (400 resource_provider.not_found). */
-export class InventoryProviderMissing extends Error {
+export class InventoryProviderMissing extends DomainError {
   constructor(readonly uuid: string) {
-    super(`Resource provider ${uuid} in inventories not found: No resource provider with uuid ${uuid} found`);
+    super('invalid', `Resource provider ${uuid} in inventories not found: No resource provider with uuid ${uuid} found`, ErrorCode.PROVIDER_NOT_FOUND);
     this.name = 'InventoryProviderMissing';
   }
 }
 
 /** Inventory input refused before any usage is looked at (400), e.g. reserved > total. */
-export class InvalidInventoryInput extends Error {
+export class InvalidInventoryInput extends DomainError {
   constructor(message: string) {
-    super(message);
+    super('invalid', message);
     this.name = 'InvalidInventoryInput';
   }
 }
 
 /** Inventory of classes that still have allocations would be removed (409 inventory.inuse). */
-export class InventoryInUse extends Error {
+export class InventoryInUse extends DomainError {
   constructor(readonly reason: string) {
-    super(reason);
+    super('conflict', reason, ErrorCode.INVENTORY_INUSE);
     this.name = 'InventoryInUse';
   }
 }
 
 /** The provider named in the path does not exist (404). */
-export class ProviderNotFound extends Error {
+export class ProviderNotFound extends DomainError {
   constructor(readonly uuid: string) {
-    super(`No resource provider with uuid ${uuid} found`);
+    super('not_found', `No resource provider with uuid ${uuid} found`);
     this.name = 'ProviderNotFound';
   }
 }
 
 /** A class to add is already in the provider's inventory (409 concurrent_update). */
-export class InventoryExists extends Error {
+export class InventoryExists extends DomainError {
   constructor(message: string) {
-    super(message);
+    super('conflict', message, ErrorCode.CONCURRENT_UPDATE);
     this.name = 'InventoryExists';
   }
 }
 
 /** A class to delete is not in the provider's inventory (404). */
-export class InventoryNotFound extends Error {
+export class InventoryNotFound extends DomainError {
   constructor(message: string) {
-    super(message);
+    super('not_found', message);
     this.name = 'InventoryNotFound';
   }
 }
 
 /** The caller's provider generation is not the stored one; each endpoint words the 409 its own way. */
-export class StaleProviderGeneration extends Error {
+export class StaleProviderGeneration extends DomainError {
   constructor(readonly uuid: string) {
-    super(`resource provider ${uuid} changed`);
+    super('conflict', `resource provider ${uuid} changed`, ErrorCode.CONCURRENT_UPDATE);
     this.name = 'StaleProviderGeneration';
   }
 }
 
 /** Traits that do not exist (400 "No such trait(s): ..."). */
-export class UnknownTraits extends Error {
+export class UnknownTraits extends DomainError {
   constructor(readonly names: string[]) {
-    super(`No such trait(s): ${names.join(', ')}`);
+    super('invalid', `No such trait(s): ${names.join(', ')}`);
     this.name = 'UnknownTraits';
   }
 }
 
 /** A provider with this uuid or name exists already (409 duplicate_name). */
-export class DuplicateProvider extends Error {
+export class DuplicateProvider extends DomainError {
   constructor(readonly field: 'name' | 'uuid', readonly value: string) {
-    super(`Conflicting resource provider ${field}: ${value} already exists.`);
+    super('conflict', `Conflicting resource provider ${field}: ${value} already exists.`, ErrorCode.DUPLICATE_NAME);
     this.name = 'DuplicateProvider';
   }
 }
 
 /** A provider cannot be created as asked (400 "Unable to create resource provider ..."). */
-export class InvalidNewProvider extends Error {
+export class InvalidNewProvider extends DomainError {
   constructor(readonly reason: string) {
-    super(reason);
+    super('invalid', reason);
     this.name = 'InvalidNewProvider';
   }
 }
