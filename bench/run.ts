@@ -114,22 +114,40 @@ async function measure(api: PlacementClient, m: Measure, consumers: string[]): P
 
 // ------------------------------------------------------- process memory ---
 
+/** `pids` and every process below them (Linux /proc). */
+function processTree(pids: number[]): Set<number> {
+  const all = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).flatMap((d) => {
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      return [{ pid: Number(d), ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) }];
+    } catch {
+      return [];
+    }
+  });
+  const tree = new Set(pids);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of all) if (tree.has(p.ppid) && !tree.has(p.pid)) { tree.add(p.pid); grew = true; }
+  }
+  return tree;
+}
+
+/** Node processes running the server entry below `pid` (the primary and its workers). */
+function serverProcesses(pid: number): number {
+  let count = 0;
+  for (const p of processTree([pid])) {
+    try {
+      const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8');
+      if (cmd.includes('src/entry/node.ts') && cmd.includes('--import')) count += 1;
+    } catch { /* gone */ }
+  }
+  return count;
+}
+
 /** Current and peak resident memory (MiB) of `pids` and everything below them (Linux /proc). */
 function treeRss(pids: number[]): { rss_mib: number; peak_rss_mib: number; processes: number } | null {
   try {
-    const all = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).flatMap((d) => {
-      try {
-        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-        return [{ pid: Number(d), ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) }];
-      } catch {
-        return [];
-      }
-    });
-    const tree = new Set(pids);
-    for (let grew = true; grew;) {
-      grew = false;
-      for (const p of all) if (tree.has(p.ppid) && !tree.has(p.pid)) { tree.add(p.pid); grew = true; }
-    }
+    const tree = processTree(pids);
     let rss = 0;
     let peak = 0;
     let counted = 0;
@@ -160,7 +178,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-interface LocalServer { url: string; child: ChildProcess; dir: string; dbFile: string }
+interface LocalServer { url: string; child: ChildProcess; dir: string; dbFile: string; directLoadS: number }
 
 /** Prepares a temporary database (migrations, standard names) and optionally writes the cloud into it. */
 async function prepareDb(dbFile: string, cloud: Cloud | null): Promise<void> {
@@ -177,7 +195,9 @@ async function prepareDb(dbFile: string, cloud: Cloud | null): Promise<void> {
 async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-bench-'));
   const dbFile = join(dir, 'placement.db');
+  const started = performance.now();
   await prepareDb(dbFile, cloud);
+  const directLoadS = round((performance.now() - started) / 1000);
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
     env: {
@@ -188,11 +208,19 @@ async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
   });
   const url = `http://127.0.0.1:${port}`;
   const api = new PlacementClient(url, args.token!);
+  // Ready when it answers and every server process has started (the port
+  // answers as soon as the first one listens).
+  const { loadConfig } = await import('../src/config.js');
+  const { serverProcessCount } = await import('../src/node-service.js');
+  const workers = serverProcessCount(loadConfig({ PLACEMENT_WORKERS: args.workers }));
+  const expected = workers > 1 ? workers + 1 : 1;
   for (let i = 0; i < 600; i += 1) {
     try {
-      // Ready when every worker answers: a few requests in a row must succeed.
       await api.request('GET', '/resource_providers?name=ready-check', { timeoutMs: 2000 });
-      return { url, child, dir, dbFile };
+      if (serverProcesses(child.pid!) >= expected) {
+        for (let j = 0; j < 2 * expected; j += 1) await api.request('GET', '/', { timeoutMs: 10_000 });
+        return { url, child, dir, dbFile, directLoadS };
+      }
     } catch { /* not listening yet */ }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -229,13 +257,13 @@ interface SideResult {
 
 async function runLocal(s: Scenario, cloud: Cloud): Promise<SideResult> {
   const direct = Boolean(s.directLoadLocal) && !args.url;
-  const started = performance.now();
   const server = args.url ? null : await startLocal(direct ? cloud : null);
   const api = new PlacementClient(args.url ?? server!.url, args.token!, '1.36', TIMEOUT_MS);
   const consumers: string[] = [];
   try {
+    const started = performance.now();
     if (!direct) await httpLoad(api, cloud, LOAD_WIDTH);
-    const loadS = round((performance.now() - started) / 1000);
+    const loadS = direct ? server!.directLoadS : round((performance.now() - started) / 1000);
     const figures: Figure[] = [];
     for (const m of s.measures) figures.push(await measure(api, m, consumers));
     const result: SideResult = {
