@@ -1,11 +1,13 @@
 // `npm start` with several server processes (PLACEMENT_WORKERS): one primary
 // forks HTTP servers on the same port and database file. They answer, their
-// writes stay exact (racing claims grant exactly the capacity), a crashed
+// writes stay exact (racing claims grant exactly the capacity; racing binds
+// get distinct devices and Nova hears of each exactly once), a crashed
 // process is replaced, and stopping the server leaves no process behind.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bindBody, fpgaProfile, seedHost, startFakeNova } from '../cyborg/helpers.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 
 const WORKERS = 3;
@@ -120,4 +122,62 @@ describe(`npm start with PLACEMENT_WORKERS=${WORKERS}`, () => {
     await server.stop();
     expect(await until(() => processes.every((p) => !readdirSync('/proc').includes(String(p.pid))), 10_000)).toBe(true);
   }, 30_000);
+});
+
+describe(`accelerator binds through npm start with PLACEMENT_WORKERS=${WORKERS}`, () => {
+  const HANDLES = 6;
+  let dir: string;
+  let server: ServerProcess;
+  let nova: Awaited<ReturnType<typeof startFakeNova>>;
+
+  /** call/acc as the in-process helpers have them, over real HTTP to the server. */
+  const http = (prefix: string, family: string, fallback: string) => (method: string, path: string, opts: { body?: unknown; version?: string; headers?: Record<string, string> } = {}) =>
+    fetch(`${server.url}${prefix}${path}`, {
+      method,
+      headers: {
+        'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': `${family} ${opts.version ?? fallback}`,
+        ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }), ...opts.headers,
+      },
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    });
+  const client = () => ({ call: http('', 'placement', 'latest'), acc: http('/accelerator/v2', 'accelerator', '2.0') });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'placement-workers-bind-'));
+    nova = await startFakeNova();
+    server = await startServer(`file:${join(dir, 'placement.db')}`, {
+      PLACEMENT_WORKERS: String(WORKERS), NOVA_URL: nova.url, NOVA_TOKEN: 'nova-secret', JOBS_SWEEP_INTERVAL_MS: '50',
+    });
+    await until(() => serverProcesses(server).length === WORKERS + 1, 60_000);
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.stop();
+    await nova?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('binds racing ARQs to distinct devices and tells Nova once per ARQ', async () => {
+    const { call, acc } = client();
+    await seedHost({ call, acc }, HANDLES);
+    expect((await acc('POST', '/device_profiles', { body: fpgaProfile() })).status).toBe(201);
+    const arqs = await Promise.all(Array.from({ length: HANDLES }, async () => {
+      const res = await acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } });
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { arqs: { uuid: string }[] }).arqs[0]!.uuid;
+    }));
+    const instances = arqs.map(() => crypto.randomUUID());
+    const patches = await Promise.all(arqs.map((arq, i) => acc('PATCH', '/accelerator_requests', { body: bindBody(arq, instances[i]!) })));
+    expect(patches.map((p) => p.status)).toEqual(arqs.map(() => 202));
+
+    expect(await until(() => nova.calls.length >= HANDLES, 30_000)).toBe(true);
+    // Many sweeps later (the primary re-sends due outbox rows; the claim on each row keeps it to one): one event each.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(nova.calls.map((c) => c.events[0]!.tag).sort()).toEqual([...arqs].sort());
+
+    const shown = await Promise.all(arqs.map(async (arq) => (await (await acc('GET', `/accelerator_requests/${arq}`)).json()) as { state: string; attach_handle_info: Record<string, string> }));
+    expect(shown.map((a) => a.state)).toEqual(arqs.map(() => 'Bound'));
+    const handles = new Set(shown.map((a) => JSON.stringify(a.attach_handle_info)));
+    expect(handles.size).toBe(HANDLES);
+  }, 90_000);
 });
