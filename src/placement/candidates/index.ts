@@ -1,9 +1,9 @@
 // GET /allocation_candidates, end to end below HTTP: resolve names, load the
 // research context (1-2 round trips as a rule, 4 at most), search in memory, shape the answer for
 // the requested microversion.
+import { DomainError } from '../../errors.js';
 import type { Client } from '@libsql/client';
-import { ApiError, webobDetail } from '../../http/api-error.js';
-import type { Microversion } from '../../http/microversion.js';
+import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 import type { CandidateRequest } from './parse.js';
 import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode, type TreePrefilter } from './research.js';
@@ -27,7 +27,7 @@ export interface CandidatesBody {
   }>;
 }
 
-const bad = (message: string) => new ApiError(400, webobDetail(400, message));
+const bad = (message: string) => new DomainError('invalid', message);
 
 export async function findAllocationCandidates(
   client: Client,

@@ -3,7 +3,7 @@
 // upstream's error wording (placement/lib.py RequestGroup/RequestWideParams
 // and the handler's jsonschema). Pure: no database, no hono.
 import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
-import type { Microversion } from '../../http/microversion.js';
+import type { Microversion } from '../../microversion.js';
 import { badQuery, pyRepr } from '../../http/validate.js';
 import { isUuidLike, normalizeUuid, parseMemberOf, parseResources } from '../query.js';
 import { MV } from '../versions.js';
@@ -209,7 +209,7 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
 
   const sameSubtrees: string[][] = [];
   for (const value of query.same_subtree ?? []) {
-    const suffixes = value.split(',');
+    const suffixes = value.split(',').map((s) => s.trim());
     if (suffixes.includes('')) {
       throw badRequest('Empty string (unsuffixed group) can not be specified in `same_subtree` query param.', ErrorCode.QUERY_BAD_VALUE);
     }
