@@ -335,6 +335,7 @@ function printScenario(s: Scenario, mine: SideResult, other: SideResult | null):
   rows.push(['server memory (RSS, all processes)', memory(mine), ...(other ? [memory(other), '-'] : [])]);
   console.log(`\n== ${s.name}: ${s.title}`);
   console.log(table([header, ...rows]));
+  if (mine.in_process) console.log(`in-process under a 32 MiB V8 heap (round trips, candidates, median ms): ${JSON.stringify(mine.in_process)}`);
 }
 
 // ----------------------------------------------------------------- main ---
