@@ -1,163 +1,172 @@
-// npm run bench [-- --n 1000 --nested 100 --url http://host:port --json out.json]
+// npm run bench [-- --scenarios flat-1000,nested-200 | --all] [--compare URL] [--url URL] [--json out.json]
 //
-// Loads a Placement-compatible service the way OpenStack Placement's perfload
-// job does and times GET /allocation_candidates. Without --url it starts this
-// project's Node-mode server on a temporary database and stops it afterwards.
-// Because it speaks only the public API it can be pointed at any Placement
-// (give --token for keystone-less noauth setups; default "admin").
+// Times GET /allocation_candidates (and a claim cycle) on the clouds
+// OpenStack Placement's own perfload jobs load (bench/upstream.ts), the wide
+// device trees of issue 12 and N=100,000, for this project's Node server
+// (started on a temporary database per scenario, unless --url) and, with
+// --compare, for another Placement-compatible service, side by side.
+// Method and sources: bench/README.md.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AGGS, NESTED_AGG, QUERY_A, QUERY_E } from './queries.js';
+import { directLoad, httpLoad, httpUnload, type Cloud } from './cloud.js';
+import { PlacementClient, pool, TimeoutError } from './client.js';
+import { QUICK, SCENARIOS, type Measure, type Scenario } from './scenarios.js';
+import { CLAIM_VERSION } from './upstream.js';
 
 const { values: args } = parseArgs({
   options: {
+    scenarios: { type: 'string' },
+    all: { type: 'boolean', default: false },
+    list: { type: 'boolean', default: false },
     url: { type: 'string' },
-    n: { type: 'string', default: '1000' },
-    nested: { type: 'string' },
+    compare: { type: 'string' },
+    'compare-pids': { type: 'string' },
+    'compare-name': { type: 'string', default: 'other' },
     token: { type: 'string', default: 'admin' },
+    'compare-token': { type: 'string' },
+    workers: { type: 'string' },
+    'load-concurrency': { type: 'string', default: '16' },
+    timeout: { type: 'string', default: '60' },
     json: { type: 'string' },
-    concurrency: { type: 'string', default: '16' },
+    'in-process': { type: 'boolean', default: false },
   },
 });
-const N = Number(args.n);
-const NESTED = args.nested === undefined ? Math.max(10, Math.round(N / 10)) : Number(args.nested);
-const LOAD_CONCURRENCY = Number(args.concurrency);
-const VERSION = 'placement 1.36';
+
+if (args.list) {
+  for (const s of SCENARIOS) console.log(`${s.name.padEnd(12)} ${QUICK.includes(s.name) ? '(quick) ' : ''}${s.title}`);
+  process.exit(0);
+}
+
+const chosen = args.all ? SCENARIOS : (args.scenarios?.split(',') ?? QUICK).map((name) => {
+  const found = SCENARIOS.find((s) => s.name === name);
+  if (!found) throw new Error(`unknown scenario ${name}; --list shows them`);
+  return found;
+});
+const LOAD_WIDTH = Number(args['load-concurrency']);
+const TIMEOUT_MS = Number(args.timeout) * 1000;
 const PROJECT = '6a1c5e2e-8f0e-4d41-9c53-0c6e3b2b1a01';
 const USER = '6a1c5e2e-8f0e-4d41-9c53-0c6e3b2b1a02';
 
+// ------------------------------------------------------------ measuring ---
 
-let base = args.url?.replace(/\/$/, '') ?? '';
+type Figure =
+  | { kind: 'latency'; median_ms: number; p95_ms: number; candidates: number; kib: number }
+  | { kind: 'throughput'; req_per_s: number }
+  | { kind: 'claim'; ms_per_claim: number }
+  | { kind: 'timeout'; after_ms: number }
+  | { kind: 'error'; message: string };
 
-async function api(method: string, path: string, body?: unknown, version = VERSION): Promise<Response> {
-  const headers: Record<string, string> = { 'x-auth-token': args.token!, accept: 'application/json', 'openstack-api-version': version };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  if (res.status >= 400) throw new Error(`${method} ${path} -> ${res.status}: ${await res.text()}`);
-  return res;
-}
-
-/** Runs `tasks` with at most `width` in flight. */
-async function pool<T>(count: number, width: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array(count);
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(width, count) }, async () => {
-    while (next < count) {
-      const i = next++;
-      out[i] = await task(i);
-    }
-  }));
-  return out;
-}
-
-async function makeProvider(
-  name: string,
-  opts: { parent?: string; inventories?: Record<string, Record<string, number>>; traits?: string[]; aggregates?: string[] },
-): Promise<string> {
-  const uuid = crypto.randomUUID();
-  await api('POST', '/resource_providers', { name, uuid, ...(opts.parent ? { parent_provider_uuid: opts.parent } : {}) });
-  let generation = 0;
-  if (opts.inventories) {
-    await api('PUT', `/resource_providers/${uuid}/inventories`, { resource_provider_generation: generation++, inventories: opts.inventories });
-  }
-  if (opts.traits?.length) {
-    await api('PUT', `/resource_providers/${uuid}/traits`, { resource_provider_generation: generation++, traits: opts.traits });
-  }
-  if (opts.aggregates?.length) {
-    await api('PUT', `/resource_providers/${uuid}/aggregates`, { resource_provider_generation: generation++, aggregates: opts.aggregates });
-  }
-  return uuid;
-}
-
-const COMPUTE_INVENTORY = {
-  VCPU: { total: 32, allocation_ratio: 16 },
-  MEMORY_MB: { total: 131072, allocation_ratio: 1.5 },
-  DISK_GB: { total: 2048, max_unit: 2048 },
-};
-
-/** perfload: every compute node in one of three aggregates, every other one with AVX2. */
-async function loadFlat(): Promise<number> {
-  const started = performance.now();
-  await pool(N, LOAD_CONCURRENCY, (i) => makeProvider(`cn-${i}`, {
-    inventories: COMPUTE_INVENTORY,
-    traits: i % 2 === 0 ? ['HW_CPU_X86_AVX2'] : [],
-    aggregates: [AGGS[i % 3]!],
-  }));
-  return performance.now() - started;
-}
-
-/** Compute node -> 2 NUMA (VCPU, MEMORY_MB) -> 2 PFs each (bandwidth, VFs); disk shared via an aggregate. */
-async function loadNested(): Promise<number> {
-  const started = performance.now();
-  await makeProvider('shared-disk', {
-    inventories: { DISK_GB: { total: 1_000_000, max_unit: 10_000 } },
-    traits: ['MISC_SHARES_VIA_AGGREGATE'],
-    aggregates: [NESTED_AGG],
-  });
-  await pool(NESTED, LOAD_CONCURRENCY, async (i) => {
-    const cn = await makeProvider(`ncn-${i}`, { aggregates: [NESTED_AGG] });
-    await Promise.all([0, 1].map(async (numa) => {
-      const node = await makeProvider(`ncn-${i}-numa${numa}`, {
-        parent: cn,
-        inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 65536 } },
-        traits: ['HW_NUMA_ROOT'],
-      });
-      await Promise.all([0, 1].map((pf) => makeProvider(`ncn-${i}-numa${numa}-pf${pf}`, {
-        parent: node,
-        inventories: { SRIOV_NET_VF: { total: 16 }, NET_BW_EGR_KILOBIT_PER_SEC: { total: 10_000_000 } },
-      })));
-    }));
-  });
-  return performance.now() - started;
-}
-
-async function timeGet(path: string): Promise<{ ms: number; count: number }> {
-  const started = performance.now();
-  const res = await api('GET', path);
-  const body = (await res.json()) as { allocation_requests: unknown[] };
-  return { ms: performance.now() - started, count: body.allocation_requests.length };
-}
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 const round = (x: number) => Math.round(x * 10) / 10;
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
-async function sequential(path: string, times = 20): Promise<{ median: number; p95: number; candidates: number }> {
-  await timeGet(path); // warm-up
-  const runs: number[] = [];
-  let candidates = 0;
-  for (let i = 0; i < times; i += 1) {
-    const r = await timeGet(path);
-    runs.push(r.ms);
-    candidates = r.count;
-  }
-  runs.sort((a, b) => a - b);
-  return { median: round(percentile(runs, 50)), p95: round(percentile(runs, 95)), candidates };
-}
-
-async function throughput(path: string, total = 500, width = 10): Promise<number> {
+async function timeGet(api: PlacementClient, query: string, version: string): Promise<{ ms: number; candidates: number; bytes: number }> {
   const started = performance.now();
-  await pool(total, width, () => timeGet(path));
-  return round(total / ((performance.now() - started) / 1000));
+  const res = await api.request('GET', `/allocation_candidates?${query}`, { version });
+  const text = await res.text();
+  const body = JSON.parse(text) as { allocation_requests: unknown[] };
+  return { ms: performance.now() - started, candidates: body.allocation_requests.length, bytes: Buffer.byteLength(text) };
 }
 
-/** GET candidates (limit=5), PUT the first one for a new consumer. */
-async function claimCycle(times = 100): Promise<number> {
-  const started = performance.now();
-  for (let i = 0; i < times; i += 1) {
-    const res = await api('GET', '/allocation_candidates?resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&limit=5');
-    const body = (await res.json()) as { allocation_requests: { allocations: Record<string, { resources: Record<string, number> }> }[] };
-    const first = body.allocation_requests[0];
-    if (!first) throw new Error('claim cycle: no candidates left');
-    await api('PUT', `/allocations/${crypto.randomUUID()}`, {
-      allocations: first.allocations, project_id: PROJECT, user_id: USER, consumer_generation: null,
-    }, 'placement 1.28');
+async function measure(api: PlacementClient, m: Measure, consumers: string[]): Promise<Figure> {
+  try {
+    if (m.kind === 'latency') {
+      await timeGet(api, m.query, m.version); // warm-up
+      const runs: number[] = [];
+      let last = { candidates: 0, bytes: 0 };
+      for (let i = 0; i < m.reps; i += 1) {
+        const r = await timeGet(api, m.query, m.version);
+        runs.push(r.ms);
+        last = r;
+      }
+      runs.sort((a, b) => a - b);
+      return { kind: 'latency', median_ms: round(percentile(runs, 50)), p95_ms: round(percentile(runs, 95)), candidates: last.candidates, kib: round(last.bytes / 1024) };
+    }
+    if (m.kind === 'throughput') {
+      await timeGet(api, m.query, m.version);
+      const started = performance.now();
+      await pool(m.requests, m.width, () => timeGet(api, m.query, m.version));
+      return { kind: 'throughput', req_per_s: round(m.requests / ((performance.now() - started) / 1000)) };
+    }
+    // perfload-nested-runner.sh's write_allocation: first of limit=5, PUT for a new consumer.
+    const started = performance.now();
+    for (let i = 0; i < m.cycles; i += 1) {
+      const res = await api.request('GET', `/allocation_candidates?${m.query}&limit=5`, { version: m.version });
+      const body = (await res.json()) as { allocation_requests: { allocations: unknown }[] };
+      const first = body.allocation_requests[0];
+      if (!first) throw new Error('claim cycle: no candidates left');
+      const consumer = crypto.randomUUID();
+      consumers.push(consumer);
+      await api.request('PUT', `/allocations/${consumer}`, {
+        version: CLAIM_VERSION,
+        body: { allocations: first.allocations, project_id: PROJECT, user_id: USER, consumer_generation: null, consumer_type: 'INSTANCE' },
+      });
+    }
+    return { kind: 'claim', ms_per_claim: round((performance.now() - started) / m.cycles) };
+  } catch (err) {
+    if (err instanceof TimeoutError) return { kind: 'timeout', after_ms: TIMEOUT_MS };
+    return { kind: 'error', message: err instanceof Error ? err.message : String(err) };
   }
-  return round((performance.now() - started) / times);
 }
+
+// ------------------------------------------------------- process memory ---
+
+/** `pids` and every process below them (Linux /proc). */
+function processTree(pids: number[]): Set<number> {
+  const all = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).flatMap((d) => {
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      return [{ pid: Number(d), ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) }];
+    } catch {
+      return [];
+    }
+  });
+  const tree = new Set(pids);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const p of all) if (tree.has(p.ppid) && !tree.has(p.pid)) { tree.add(p.pid); grew = true; }
+  }
+  return tree;
+}
+
+/** Node processes running the server entry below `pid` (the primary and its workers). */
+function serverProcesses(pid: number): number {
+  let count = 0;
+  for (const p of processTree([pid])) {
+    try {
+      const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8');
+      if (cmd.includes('src/entry/node.ts') && cmd.includes('--import')) count += 1;
+    } catch { /* gone */ }
+  }
+  return count;
+}
+
+/** Current and peak resident memory (MiB) of `pids` and everything below them (Linux /proc). */
+function treeRss(pids: number[]): { rss_mib: number; peak_rss_mib: number; processes: number } | null {
+  try {
+    const tree = processTree(pids);
+    let rss = 0;
+    let peak = 0;
+    let counted = 0;
+    for (const pid of tree) {
+      try {
+        const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+        const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+        rss += kb('VmRSS');
+        peak += kb('VmHWM');
+        counted += kb('VmRSS') > 0 ? 1 : 0;
+      } catch { /* gone */ }
+    }
+    return counted ? { rss_mib: round(rss / 1024), peak_rss_mib: round(peak / 1024), processes: counted } : null;
+  } catch {
+    return null;
+  }
+}
+
+// ------------------------------------------------------ the local server ---
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -169,115 +178,181 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startServer(): Promise<{ child: ChildProcess; dir: string }> {
+interface LocalServer { url: string; child: ChildProcess; dir: string; dbFile: string; directLoadS: number }
+
+/** Prepares a temporary database (migrations, standard names) and optionally writes the cloud into it. */
+async function prepareDb(dbFile: string, cloud: Cloud | null): Promise<void> {
+  const { loadConfig } = await import('../src/config.js');
+  const { openStore } = await import('../src/node-service.js');
+  const store = await openStore(loadConfig({ PLACEMENT_DB_URL: `file:${dbFile}` }));
+  try {
+    if (cloud) await directLoad(store.client, cloud);
+  } finally {
+    store.close();
+  }
+}
+
+async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-bench-'));
+  const dbFile = join(dir, 'placement.db');
+  const started = performance.now();
+  await prepareDb(dbFile, cloud);
+  const directLoadS = round((performance.now() - started) / 1000);
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), PLACEMENT_DB_URL: `file:${join(dir, 'placement.db')}`, LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env, HOST: '127.0.0.1', PORT: String(port), PLACEMENT_DB_URL: `file:${dbFile}`, LOG_LEVEL: 'warn',
+      ...(args.workers ? { PLACEMENT_WORKERS: args.workers } : {}),
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
-  base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i += 1) {
+  const url = `http://127.0.0.1:${port}`;
+  const api = new PlacementClient(url, args.token!);
+  // Ready when it answers and every server process has started (the port
+  // answers as soon as the first one listens).
+  const { loadConfig } = await import('../src/config.js');
+  const { serverProcessCount } = await import('../src/node-service.js');
+  const workers = serverProcessCount(loadConfig({ PLACEMENT_WORKERS: args.workers }));
+  const expected = workers > 1 ? workers + 1 : 1;
+  for (let i = 0; i < 600; i += 1) {
     try {
-      const res = await fetch(`${base}/`);
-      if (res.ok) return { child, dir };
+      await api.request('GET', '/resource_providers?name=ready-check', { timeoutMs: 2000 });
+      if (serverProcesses(child.pid!) >= expected) {
+        for (let j = 0; j < 2 * expected; j += 1) await api.request('GET', '/', { timeoutMs: 10_000 });
+        return { url, child, dir, dbFile, directLoadS };
+      }
     } catch { /* not listening yet */ }
     await new Promise((r) => setTimeout(r, 100));
   }
-  child.kill();
-  throw new Error('server did not start');
+  child.kill('SIGTERM');
+  throw new Error('local server did not start');
 }
 
-/** V8 heap cap (MiB) for the in-process run: a quarter of a Worker's 128 MB. */
-const HEAP_CAP_MIB = 32;
-
-type InProcess = Record<string, { round_trips: number; candidates: number; ms_median: number }>;
-
-/** Runs bench/inprocess.ts on the loaded database under the heap cap; null if it failed. */
-function inProcessCheck(dbFile: string): InProcess | null {
-  const run = spawnSync(process.execPath, [`--max-old-space-size=${HEAP_CAP_MIB}`, '--import', 'tsx', 'bench/inprocess.ts', '--db', `file:${dbFile}`], {
-    encoding: 'utf8',
-    timeout: 300_000,
+async function stopLocal(server: LocalServer): Promise<void> {
+  await new Promise<void>((resolve) => {
+    if (server.child.exitCode !== null) return resolve();
+    server.child.once('exit', () => resolve());
+    server.child.kill('SIGTERM');
   });
-  const last = run.stdout.trim().split('\n').pop() ?? '';
-  if (run.status !== 0 || !last.startsWith('{')) {
-    console.error(`in-process check failed (exit ${run.status}): ${run.stderr.slice(-2000)}`);
-    return null;
-  }
-  return JSON.parse(last) as InProcess;
+  rmSync(server.dir, { recursive: true, force: true });
 }
 
-/** Peak resident memory of the server process (Linux), in MiB. */
-function peakRssMiB(pid: number | undefined): number | null {
+/** bench/inprocess.ts on the light cloud's database under a 32 MiB V8 heap: libSQL round trips per query. */
+function inProcessCheck(dbFile: string): unknown {
+  const run = spawnSync(process.execPath, ['--max-old-space-size=32', '--import', 'tsx', 'bench/inprocess.ts', '--db', `file:${dbFile}`], { encoding: 'utf8', timeout: 300_000 });
+  const last = run.stdout.trim().split('\n').pop() ?? '';
+  return run.status === 0 && last.startsWith('{') ? JSON.parse(last) : { failed: run.stderr.slice(-500) };
+}
+
+// ------------------------------------------------------------- one side ---
+
+interface SideResult {
+  target: string;
+  load_s: number;
+  loaded_by: 'http' | 'direct-db';
+  figures: Figure[];
+  memory: ReturnType<typeof treeRss>;
+  in_process?: unknown;
+}
+
+async function runLocal(s: Scenario, cloud: Cloud): Promise<SideResult> {
+  const direct = Boolean(s.directLoadLocal) && !args.url;
+  const server = args.url ? null : await startLocal(direct ? cloud : null);
+  const api = new PlacementClient(args.url ?? server!.url, args.token!, '1.36', TIMEOUT_MS);
+  const consumers: string[] = [];
   try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = /VmHWM:\s+(\d+)/.exec(status)?.[1];
-    return kb ? round(Number(kb) / 1024) : null;
-  } catch {
-    return null;
+    const started = performance.now();
+    if (!direct) await httpLoad(api, cloud, LOAD_WIDTH);
+    const loadS = direct ? server!.directLoadS : round((performance.now() - started) / 1000);
+    const figures: Figure[] = [];
+    for (const m of s.measures) figures.push(await measure(api, m, consumers));
+    const result: SideResult = {
+      target: args.url ?? `this project, Node mode (${args.workers ?? 'default'} workers, temp db)`,
+      load_s: loadS,
+      loaded_by: direct ? 'direct-db' : 'http',
+      figures,
+      memory: server ? treeRss([server.child.pid!]) : null,
+    };
+    if (server && s.name === 'light-1000' && args['in-process']) result.in_process = inProcessCheck(server.dbFile);
+    if (args.url) await httpUnload(api, cloud, consumers, LOAD_WIDTH);
+    return result;
+  } finally {
+    if (server) await stopLocal(server);
   }
 }
+
+async function runCompare(s: Scenario, cloud: Cloud, url: string): Promise<SideResult> {
+  const api = new PlacementClient(url.replace(/\/$/, ''), args['compare-token'] ?? args.token!, '1.36', TIMEOUT_MS);
+  const existing = (await (await api.request('GET', '/resource_providers')).json()) as { resource_providers: unknown[] };
+  if (existing.resource_providers.length) throw new Error(`--compare ${url} already has ${existing.resource_providers.length} providers: give it an empty database`);
+  const started = performance.now();
+  const consumers: string[] = [];
+  await httpLoad(api, cloud, LOAD_WIDTH);
+  const loadS = round((performance.now() - started) / 1000);
+  try {
+    const figures: Figure[] = [];
+    for (const m of s.measures) figures.push(await measure(api, m, consumers));
+    const pids = args['compare-pids']?.split(',').map(Number).filter((n) => n > 0) ?? [];
+    return { target: `${args['compare-name']} (${url})`, load_s: loadS, loaded_by: 'http', figures, memory: pids.length ? treeRss(pids) : null };
+  } finally {
+    await httpUnload(api, cloud, consumers, LOAD_WIDTH);
+  }
+}
+
+// ------------------------------------------------------------- printing ---
+
+function show(f: Figure | undefined): string {
+  if (!f) return '-';
+  switch (f.kind) {
+    case 'latency': return `${f.median_ms} / ${f.p95_ms} ms (${f.candidates} cand., ${f.kib} KiB)`;
+    case 'throughput': return `${f.req_per_s} req/s`;
+    case 'claim': return `${f.ms_per_claim} ms`;
+    case 'timeout': return `no answer in ${f.after_ms / 1000} s`;
+    case 'error': return `error: ${f.message.slice(0, 80)}`;
+  }
+}
+
+/** How many times better this project is (other / this for times, this / other for rates). */
+function ratio(mine: Figure | undefined, other: Figure | undefined): string {
+  if (!mine || !other) return '-';
+  if (mine.kind === 'latency' && other.kind === 'latency') return `${round(other.median_ms / mine.median_ms)}x`;
+  if (mine.kind === 'throughput' && other.kind === 'throughput') return `${round(mine.req_per_s / other.req_per_s)}x`;
+  if (mine.kind === 'claim' && other.kind === 'claim') return `${round(other.ms_per_claim / mine.ms_per_claim)}x`;
+  if (other.kind === 'timeout' && mine.kind !== 'timeout' && mine.kind !== 'error') return `> ${other.after_ms / 1000} s vs answered`;
+  return '-';
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+}
+
+function printScenario(s: Scenario, mine: SideResult, other: SideResult | null): void {
+  const memory = (r: SideResult | null) => r?.memory ? `${r.memory.rss_mib} MiB now, ${r.memory.peak_rss_mib} MiB peak (${r.memory.processes} processes)` : 'n/a';
+  const header = ['figure (median / p95)', 'this project', ...(other ? [args['compare-name']!, 'ratio'] : [])];
+  const rows = s.measures.map((m, i) => [m.label, show(mine.figures[i]), ...(other ? [show(other.figures[i]), ratio(mine.figures[i], other.figures[i])] : [])]);
+  rows.push(['load', `${mine.load_s} s (${mine.loaded_by})`, ...(other ? [`${other.load_s} s (${other.loaded_by})`, '-'] : [])]);
+  rows.push(['server memory (RSS, all processes)', memory(mine), ...(other ? [memory(other), '-'] : [])]);
+  console.log(`\n== ${s.name}: ${s.title}`);
+  console.log(table([header, ...rows]));
+  if (mine.in_process) console.log(`in-process under a 32 MiB V8 heap (round trips, candidates, median ms): ${JSON.stringify(mine.in_process)}`);
+}
+
+// ----------------------------------------------------------------- main ---
 
 async function main(): Promise<void> {
-  const server = args.url ? null : await startServer();
-  try {
-    console.error(`loading ${N} compute nodes into ${base} ...`);
-    const loadFlatMs = await loadFlat();
-    const a = await sequential(`/allocation_candidates?${QUERY_A}`);
-    const b = await sequential(`/allocation_candidates?${QUERY_A}&limit=10`);
-    const c = await throughput(`/allocation_candidates?${QUERY_A}`);
-    const d = await claimCycle();
-    // "Why no host" for (a): placement-edge only (another Placement answers 404).
-    const f = await sequential(`/diagnostics/allocation_candidates?${QUERY_A}`).catch(() => null);
-    console.error(`loading ${NESTED} nested trees ...`);
-    const loadNestedMs = await loadNested();
-    const e = await sequential(`/allocation_candidates?${QUERY_E}`);
-    const eLimited = await sequential(`/allocation_candidates?${QUERY_E}&limit=10`);
-    const result = {
-      target: args.url ?? 'local node server (temp db)',
-      n: N,
-      nested_trees: NESTED,
-      load_seconds: { flat: round(loadFlatMs / 1000), nested: round(loadNestedMs / 1000) },
-      a_ms: a,
-      b_limit10_ms: b,
-      c_req_per_s_concurrency10: c,
-      d_claim_ms: d,
-      e_nested_ms: e,
-      e_nested_limit10_ms: eLimited,
-      f_why_no_host_ms: f,
-      server_peak_rss_mib: server ? peakRssMiB(server.child.pid) : null,
-      in_process: null as InProcess | null,
-    };
-    if (server) result.in_process = inProcessCheck(join(server.dir, 'placement.db'));
-    const trips = result.in_process
-      ? Object.entries(result.in_process).map(([name, r]) => `${name} ${r.round_trips}`).join(', ')
-      : 'n/a';
-    const rows: [string, string, string][] = [
-      ['(a) AC median / p95', `${a.median} / ${a.p95} ms (${a.candidates} candidates)`, N >= 10000 ? '< 50 ms' : '< 17 ms'],
-      ['(b) AC limit=10 median / p95', `${b.median} / ${b.p95} ms`, N >= 10000 ? '< 10 ms' : '< 7 ms'],
-      // The issue sets (c) and (d) targets for N=1000 only.
-      ['(c) throughput, concurrency 10', `${c} req/s`, N >= 10000 ? '-' : '> 130 req/s'],
-      ['(d) claim cycle', `${d} ms per claim`, N >= 10000 ? '-' : '< 16 ms'],
-      ['(e) nested granular/same_subtree', `${e.median} / ${e.p95} ms (${e.candidates} candidates)`, '-'],
-      ['(e) same, limit=10', `${eLimited.median} / ${eLimited.p95} ms`, '-'],
-      ['(f) why-no-host on (a)', f ? `${f.median} / ${f.p95} ms (${round(f.median / a.median)}x (a))` : 'n/a', 'a few x (a)'],
-      ['load (flat / nested)', `${result.load_seconds.flat} s / ${result.load_seconds.nested} s`, '-'],
-      ['server peak RSS', result.server_peak_rss_mib === null ? 'n/a' : `${result.server_peak_rss_mib} MiB`, '-'],
-      ['libSQL round trips per request', trips, '<= 3'],
-      [`all of the above in a ${HEAP_CAP_MIB} MiB V8 heap`, result.in_process ? 'yes' : 'n/a', 'Worker: 128 MB'],
-    ];
-    const width = Math.max(...rows.map((r) => r[0].length));
-    const width2 = Math.max(...rows.map((r) => r[1].length));
-    console.log(`placement-edge bench: N=${N}, nested trees=${NESTED}, ${result.target}`);
-    for (const [what, got, target] of rows) console.log(`${what.padEnd(width)}  ${got.padEnd(width2)}  target ${target}`);
-    console.log(JSON.stringify(result));
-    if (args.json) writeFileSync(args.json, `${JSON.stringify(result, null, 2)}\n`);
-  } finally {
-    if (server) {
-      server.child.kill();
-      rmSync(server.dir, { recursive: true, force: true });
-    }
+  const results: Record<string, { title: string; upstream: boolean; mine: SideResult; other: SideResult | null }> = {};
+  console.log(`placement-edge bench: ${chosen.map((s) => s.name).join(', ')}${args.compare ? ` vs ${args.compare}` : ''}`);
+  for (const s of chosen) {
+    console.error(`[${s.name}] building and loading ...`);
+    const cloud = s.build();
+    const mine = await runLocal(s, cloud);
+    const other = args.compare ? await runCompare(s, cloud, args.compare) : null;
+    results[s.name] = { title: s.title, upstream: s.upstream, mine, other };
+    printScenario(s, mine, other);
   }
+  console.log(JSON.stringify(results));
+  if (args.json) writeFileSync(args.json, `${JSON.stringify(results, null, 2)}\n`);
 }
 
 main().catch((err: unknown) => {

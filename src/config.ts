@@ -41,6 +41,11 @@ export const ConfigSchema = z.object({
   NOVA_TIMEOUT_MS: z.coerce.number().int().min(1).default(10000),
   /** Node mode: how often the outbox drain and binding-timeout sweep run. */
   JOBS_SWEEP_INTERVAL_MS: z.coerce.number().int().min(10).default(1000),
+  /**
+   * Node mode: server processes answering HTTP on the one database (0 = one
+   * per core). Above 1, a primary migrates once, runs the sweeps, and forks.
+   */
+  PLACEMENT_WORKERS: z.coerce.number().int().min(0).max(256).default(0),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;

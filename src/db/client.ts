@@ -26,8 +26,10 @@ export interface DataStore {
   /**
    * Runs fn in one write transaction (BEGIN IMMEDIATE). Writers inside this
    * process are serialised by a mutex because libSQL's busy wait blocks the
-   * event loop; writers in other processes are handled by SQLite's lock plus
-   * the client's busy timeout. Throwing inside fn rolls everything back.
+   * event loop; writers in other processes (the other server processes of a
+   * PLACEMENT_WORKERS cluster, or any other program on the file) are ordered
+   * by SQLite's lock plus the client's busy timeout. Throwing inside fn rolls
+   * everything back.
    */
   writeTx<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   /** One round trip: the statements in one read-only snapshot. */

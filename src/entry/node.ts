@@ -1,32 +1,47 @@
-// `npm start`: the service on an embedded libSQL file (or a libSQL URL).
+// `npm start`: the service on an embedded libSQL file (or a libSQL URL). With
+// more than one server process (PLACEMENT_WORKERS, default one per core) this
+// process becomes the cluster primary and forks the HTTP servers.
+import cluster from 'node:cluster';
+import type { Socket } from 'node:net';
 import { serve } from '@hono/node-server';
 import { createApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
-import type { Socket } from 'node:net';
+import { runPrimary } from '../node-cluster.js';
 import { handleClientError, MAX_HEADER_BYTES } from './node-client-errors.js';
-import { buildNodeDeps } from '../node-service.js';
+import { buildNodeDeps, serverProcessCount } from '../node-service.js';
 
 const config = loadConfig(process.env);
-const deps = await buildNodeDeps(config);
-// Accelerator bind jobs and Nova events: in-process queue + outbox/timeout sweeps.
-const jobs = startNodeJobs(deps);
-const app = createApp(deps);
-const server = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT, serverOptions: { maxHeaderSize: MAX_HEADER_BYTES } }, (info) => {
-  deps.log.info('placement-edge listening', { url: `http://${config.HOST}:${info.port}`, db: config.PLACEMENT_DB_URL });
-});
+const processes = serverProcessCount(config);
+if (cluster.isPrimary && processes > 1) await runPrimary(config, processes);
+else await serveHttp();
 
-// What Node's HTTP parser refuses (unknown methods, oversized heads, bad
-// content-length) is answered in the API's envelope, not with a bare 400.
-server.on('clientError', (err: NodeJS.ErrnoException, socket) => handleClientError(app.fetch, err, socket as Socket));
-
-function shutdown() {
-  jobs.stop();
-  server.close(() => {
-    deps.store.close();
-    process.exit(0);
+async function serveHttp(): Promise<void> {
+  const forked = cluster.isWorker;
+  // A forked worker finds the database prepared by the primary.
+  const deps = await buildNodeDeps(config, undefined, { prepare: !forked });
+  // Accelerator bind jobs and Nova events: an in-process queue for the work
+  // this process commits; the sweeps run here only when no primary runs them.
+  const jobs = startNodeJobs(deps, { timers: !forked });
+  const app = createApp(deps);
+  const server = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT, serverOptions: { maxHeaderSize: MAX_HEADER_BYTES } }, (info) => {
+    const url = `http://${config.HOST}:${info.port}`;
+    if (forked) deps.log.debug('server process listening', { url, pid: process.pid });
+    else deps.log.info('placement-edge listening', { url, db: config.PLACEMENT_DB_URL, processes: 1 });
   });
-  setTimeout(() => process.exit(0), 2000).unref();
+
+  // What Node's HTTP parser refuses (unknown methods, oversized heads, bad
+  // content-length) is answered in the API's envelope, not with a bare 400.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => handleClientError(app.fetch, err, socket as Socket));
+
+  function shutdown() {
+    jobs.stop();
+    server.close(() => {
+      deps.store.close();
+      process.exit(0);
+    });
+    setTimeout(() => process.exit(0), 2000).unref();
+  }
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
 }
-process.on('SIGTERM', shutdown);
-process.on('SIGINT', shutdown);

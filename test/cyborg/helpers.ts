@@ -48,7 +48,7 @@ export const ROOT_RP = '11111111-1111-4111-8111-111111111111';
 export const FPGA_RP = '22222222-2222-4222-8222-222222222222';
 
 /** Placement: host root + FPGA child (FPGA x total, CUSTOM_FPGA_A trait). Agent: deployable with `handles` PCI functions. */
-export async function seedHost(t: CyborgTestApp, handles = 2, opts: { bitstreamId?: string } = {}): Promise<void> {
+export async function seedHost(t: Pick<CyborgTestApp, 'call' | 'acc'>, handles = 2, opts: { bitstreamId?: string } = {}): Promise<void> {
   const ok = async (res: Promise<Response>) => {
     const r = await res;
     if (r.status >= 300) throw new Error(`seed failed: ${r.status} ${await r.text()}`);

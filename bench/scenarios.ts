@@ -1,0 +1,138 @@
+// The bench's scenarios: upstream's perfload clouds (flat N=1000/5000/100,000,
+// nested 200 trees), the wide device trees of issue 12 (upstream bugs 2070257
+// and 2126751), and this project's older, lighter cloud (not upstream's).
+import type { Cloud, ProviderSpec } from './cloud.js';
+import { AGGS, NESTED_AGG, QUERY_A, QUERY_E } from './queries.js';
+import { FLAT_QUERY, FLAT_VERSION, NESTED_QUERY, NESTED_VERSION, nestedPerfloadTree, placeloadProvider } from './upstream.js';
+
+export type Measure =
+  | { kind: 'latency'; label: string; query: string; version: string; reps: number }
+  | { kind: 'throughput'; label: string; query: string; version: string; requests: number; width: number }
+  | { kind: 'claim'; label: string; query: string; version: string; cycles: number };
+
+export interface Scenario {
+  name: string;
+  title: string;
+  /** Loaded exactly as upstream's perfload loads it (false: this project's own cloud). */
+  upstream: boolean;
+  build(): Cloud;
+  /** The local server may be loaded straight into its database file (bench/cloud.ts directLoad). */
+  directLoadLocal?: boolean;
+  measures: Measure[];
+}
+
+const uuid = () => crypto.randomUUID();
+const repeat = <T>(n: number, f: (i: number) => T): T[] => Array.from({ length: n }, (_, i) => f(i));
+
+function flat(n: number, opts: { requests: number; cycles: number; full: boolean; direct?: boolean }): Scenario {
+  const measures: Measure[] = [];
+  if (opts.full) measures.push({ kind: 'latency', label: `full answer (${n} candidates)`, query: FLAT_QUERY, version: FLAT_VERSION, reps: 20 });
+  measures.push({ kind: 'latency', label: 'limit=10', query: `${FLAT_QUERY}&limit=10`, version: FLAT_VERSION, reps: 20 });
+  if (opts.requests) measures.push({ kind: 'throughput', label: 'full answer, concurrency 10', query: FLAT_QUERY, version: FLAT_VERSION, requests: opts.requests, width: 10 });
+  if (opts.cycles) measures.push({ kind: 'claim', label: 'claim cycle (GET limit=5 + PUT)', query: FLAT_QUERY, version: FLAT_VERSION, cycles: opts.cycles });
+  return {
+    name: `flat-${n >= 100_000 ? `${n / 1000}k` : n}`,
+    title: `upstream perfload, flat: placeload N=${n.toLocaleString('en')} (gate/perfload-runner.sh)`,
+    upstream: true,
+    build: () => repeat(n, () => [placeloadProvider(uuid())]),
+    directLoadLocal: opts.direct,
+    measures,
+  };
+}
+
+const nested: Scenario = {
+  name: 'nested-200',
+  title: 'upstream perfload, nested: 200 trees of gate/gabbits/nested-perfload.yaml (gate/perfload-nested-runner.sh query)',
+  upstream: true,
+  build: () => repeat(200, () => nestedPerfloadTree(uuid)),
+  measures: [
+    { kind: 'latency', label: 'full answer', query: NESTED_QUERY, version: NESTED_VERSION, reps: 20 },
+    { kind: 'latency', label: 'limit=10', query: `${NESTED_QUERY}&limit=10`, version: NESTED_VERSION, reps: 20 },
+    { kind: 'throughput', label: 'full answer, concurrency 10', query: NESTED_QUERY, version: NESTED_VERSION, requests: 200, width: 10 },
+    { kind: 'claim', label: 'claim cycle (GET limit=5 + PUT)', query: NESTED_QUERY, version: NESTED_VERSION, cycles: 50 },
+  ],
+};
+
+const HOST_INVENTORY = { VCPU: { total: 32 }, MEMORY_MB: { total: 131072 } };
+const PLAIN = 'resources=VCPU:1,MEMORY_MB:1024';
+
+/** 10 hosts, each a root with VCPU/MEMORY_MB and `children` leaves of `leaf`. */
+function wideCloud(prefix: string, children: number, leaf: Record<string, Record<string, number>>): Cloud {
+  return repeat(10, (h) => {
+    const root = uuid();
+    const host: ProviderSpec = { uuid: root, name: `${prefix}-${h}-${root}`, inventories: HOST_INVENTORY };
+    return [host, ...repeat(children, (c): ProviderSpec => ({ uuid: uuid(), name: `${prefix}-${h}-leaf${c}-${root}`, parent: root, inventories: leaf }))];
+  });
+}
+
+const isolate8 = `${PLAIN}&${repeat(8, (i) => `resources${i + 1}=PGPU:1`).join('&')}&group_policy=isolate`;
+const wideIsolate: Scenario = {
+  name: 'wide-8',
+  title: 'wide trees: 10 hosts x 8 children of 1 PGPU, 8 isolated groups (upstream bug 2070257)',
+  upstream: false,
+  build: () => wideCloud('wide8', 8, { PGPU: { total: 1 } }),
+  measures: [
+    { kind: 'latency', label: `plain ${PLAIN}&limit=10 (baseline)`, query: `${PLAIN}&limit=10`, version: '1.36', reps: 10 },
+    { kind: 'latency', label: '8 groups isolate, limit=10', query: `${isolate8}&limit=10`, version: '1.36', reps: 10 },
+    { kind: 'latency', label: '8 groups isolate, limit=1000', query: `${isolate8}&limit=1000`, version: '1.36', reps: 5 },
+  ],
+};
+
+const none12x6 = `${repeat(6, (i) => `resources${i + 1}=CUSTOM_LEAF:1`).join('&')}&group_policy=none`;
+const wideNone: Scenario = {
+  name: 'wide-12x6',
+  title: 'wide trees: 10 hosts x 12 children of CUSTOM_LEAF:8, 6 groups group_policy=none (~3M combinations per host)',
+  upstream: false,
+  build: () => wideCloud('wide12', 12, { CUSTOM_LEAF: { total: 8 } }),
+  measures: [
+    { kind: 'latency', label: `plain ${PLAIN}&limit=10 (baseline)`, query: `${PLAIN}&limit=10`, version: '1.36', reps: 10 },
+    { kind: 'latency', label: '6 groups none, limit=10', query: `${none12x6}&limit=10`, version: '1.36', reps: 10 },
+    { kind: 'latency', label: '6 groups none, limit=1000', query: `${none12x6}&limit=1000`, version: '1.36', reps: 5 },
+  ],
+};
+
+/** The bench's first cloud: 1 compute node in 6 matches (a); not what upstream loads. */
+const light: Scenario = {
+  name: 'light-1000',
+  title: "EXTRA, NOT UPSTREAM'S: this project's older lighter cloud (N=1000, 1 in 6 match; 100 nested trees with a sharing disk)",
+  upstream: false,
+  build: () => {
+    const compute = { VCPU: { total: 32, allocation_ratio: 16 }, MEMORY_MB: { total: 131072, allocation_ratio: 1.5 }, DISK_GB: { total: 2048, max_unit: 2048 } };
+    const flatTrees = repeat(1000, (i) => [{ uuid: uuid(), name: `cn-${i}`, inventories: compute, traits: i % 2 === 0 ? ['HW_CPU_X86_AVX2'] : [], aggregates: [AGGS[i % 3]!] }]);
+    const shared: ProviderSpec = { uuid: uuid(), name: 'shared-disk', inventories: { DISK_GB: { total: 1_000_000, max_unit: 10_000 } }, traits: ['MISC_SHARES_VIA_AGGREGATE'], aggregates: [NESTED_AGG] };
+    const nestedTrees = repeat(100, (i) => {
+      const cn = uuid();
+      return [
+        { uuid: cn, name: `ncn-${i}`, aggregates: [NESTED_AGG] },
+        ...[0, 1].flatMap((numa) => {
+          const node = uuid();
+          return [
+            { uuid: node, name: `ncn-${i}-numa${numa}`, parent: cn, inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 65536 } }, traits: ['HW_NUMA_ROOT'] },
+            ...[0, 1].map((pf) => ({ uuid: uuid(), name: `ncn-${i}-numa${numa}-pf${pf}`, parent: node, inventories: { SRIOV_NET_VF: { total: 16 }, NET_BW_EGR_KILOBIT_PER_SEC: { total: 10_000_000 } } })),
+          ];
+        }),
+      ];
+    });
+    return [[shared], ...flatTrees, ...nestedTrees];
+  },
+  measures: [
+    { kind: 'latency', label: '(a) member_of + AVX2 (167 candidates)', query: QUERY_A, version: '1.36', reps: 20 },
+    { kind: 'latency', label: '(b) same, limit=10', query: `${QUERY_A}&limit=10`, version: '1.36', reps: 20 },
+    { kind: 'throughput', label: '(c) (a) at concurrency 10', query: QUERY_A, version: '1.36', requests: 300, width: 10 },
+    { kind: 'latency', label: '(e) nested granular + same_subtree', query: QUERY_E, version: '1.36', reps: 20 },
+    { kind: 'latency', label: '(e) same, limit=10', query: `${QUERY_E}&limit=10`, version: '1.36', reps: 20 },
+  ],
+};
+
+export const SCENARIOS: Scenario[] = [
+  flat(1000, { requests: 300, cycles: 50, full: true }),
+  nested,
+  wideIsolate,
+  wideNone,
+  flat(5000, { requests: 100, cycles: 20, full: true }),
+  flat(100_000, { requests: 0, cycles: 0, full: false, direct: true }),
+  light,
+];
+
+/** `npm run bench` with no --scenarios. */
+export const QUICK = ['flat-1000', 'nested-200', 'wide-8'];
