@@ -125,14 +125,14 @@ export async function findAllocationCandidates(
       for (const root of wanted) loadedRoots.add(root);
       for (const [id, node] of loaded) nodes.set(id, node);
       search.addTrees(loaded.values());
-      picker.offer(search.requests(chunk));
+      await picker.offer(search.requests(chunk));
     }
     return { lookups, nodes, chosen: picker.result(), complete: truncatedAt === null || picker.done };
   };
   // A small stable-order limit first reads only the lowest
   // viable trees; if they cannot fill the limit, the search runs again in full.
-  const tryFirstRoots = request.limit !== null && !options.randomize && inTree.length === 0
-    && options.maxCandidates === 0;
+  // (The cap keeps a prefix of the same stable order, so it changes nothing here.)
+  const tryFirstRoots = request.limit !== null && !options.randomize && inTree.length === 0;
   let outcome = await attempt(tryFirstRoots ? Math.max(64, request.limit! * 4) : null, true);
   // The lowest trees were already tried: load the rest in one go.
   if (!outcome.complete) outcome = await attempt(null, false);
