@@ -5,26 +5,16 @@ import type { Client } from '@libsql/client';
 import { ApiError, webobDetail } from '../../http/api-error.js';
 import type { Microversion } from '../../http/microversion.js';
 import { MV } from '../versions.js';
+export type { CandidatesBody } from './present/index.js';
 import type { CandidateRequest } from './parse.js';
 import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode, type TreePrefilter } from './research.js';
+import { presentCandidates, type CandidatesBody } from './present/index.js';
 import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
 
 export interface CandidateOptions {
   randomize: boolean;
   /** 0 = no cap (placement's max_allocation_candidates). */
   maxCandidates: number;
-}
-
-type ResourceAmounts = Record<string, number>;
-type ListAllocation = { resource_provider: { uuid: string }; resources: ResourceAmounts };
-export interface CandidatesBody {
-  allocation_requests: ({ allocations: ListAllocation[] } | { allocations: Record<string, { resources: ResourceAmounts }>; mappings?: Record<string, string[]> })[];
-  provider_summaries: Record<string, {
-    resources: Record<string, { capacity: number; used: number }>;
-    traits?: string[];
-    parent_provider_uuid?: string | null;
-    root_provider_uuid?: string;
-  }>;
 }
 
 const bad = (message: string) => new ApiError(400, webobDetail(400, message));
@@ -138,54 +128,14 @@ export async function findAllocationCandidates(
   if (!outcome.complete) outcome = await attempt(null, false);
   const { lookups, nodes, chosen } = outcome;
 
-  // Summaries: every provider of the trees used (1.29+), or just the providers used before.
-  const usedProviders = new Set(chosen.flatMap((r) => r.pieces.map((p) => p.providerId)));
-  const usedRoots = new Set([...usedProviders].map((id) => nodes.get(id)!.rootId));
-  const nestedAware = mv.atLeast(MV.AC_NESTED);
-  const allResources = mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY);
-  const withTraits = mv.atLeast(MV.AC_REQUIRED);
-  const requested = new Set(classes);
   const classNameById = new Map([...lookups.classIdByName].map(([name, id]) => [id, name]));
-
-  const summaries: CandidatesBody['provider_summaries'] = {};
-  const summarized = [...nodes.values()].filter((n) => (nestedAware ? usedRoots.has(n.rootId) : usedProviders.has(n.id)));
-  for (const node of summarized) {
-    const entry: CandidatesBody['provider_summaries'][string] = { resources: {} };
-    if (withTraits) entry.traits = [...node.traits]; // trait id order, as upstream lists them
-    if (nestedAware) {
-      entry.parent_provider_uuid = node.parentId === null ? null : (nodes.get(node.parentId)?.uuid ?? null);
-      entry.root_provider_uuid = nodes.get(node.rootId)?.uuid ?? node.uuid;
-    }
-    summaries[node.uuid] = entry;
-  }
-  for (const node of summarized) {
-    const entry = summaries[node.uuid]!;
-    for (const inv of node.inventories) {
-      if (!allResources && !requested.has(inv.className)) continue;
-      entry.resources[inv.className] = { capacity: inv.capacity, used: inv.used };
-    }
-  }
-
-  const uuidOf = (id: number) => nodes.get(id)!.uuid;
-  const dictShape = mv.atLeast(MV.ALLOC_DICT);
-  const withMappings = mv.atLeast(MV.MAPPINGS);
-  const present = (r: AllocationRequest) => {
-    const byProvider = new Map<string, ResourceAmounts>();
-    for (const piece of r.pieces) {
-      const uuid = uuidOf(piece.providerId);
-      const resources = byProvider.get(uuid) ?? {};
-      resources[classNameById.get(piece.classId)!] = piece.amount;
-      byProvider.set(uuid, resources);
-    }
-    if (!dictShape) {
-      return { allocations: [...byProvider].map(([uuid, resources]) => ({ resource_provider: { uuid }, resources })) };
-    }
-    const allocations = Object.fromEntries([...byProvider].map(([uuid, resources]) => [uuid, { resources }]));
-    if (!withMappings) return { allocations };
-    const mappings = Object.fromEntries([...r.mappings].map(([suffix, ids]) => [suffix, ids.map(uuidOf)]));
-    return { allocations, mappings };
-  };
-  return { allocation_requests: chosen.map(present), provider_summaries: summaries };
+  return presentCandidates(chosen, nodes, classNameById, new Set(classes), {
+    nestedAware: mv.atLeast(MV.AC_NESTED),
+    allResources: mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY),
+    withTraits: mv.atLeast(MV.AC_REQUIRED),
+    dictShape: mv.atLeast(MV.ALLOC_DICT),
+    withMappings: mv.atLeast(MV.MAPPINGS),
+  });
 }
 
 /**

@@ -59,6 +59,10 @@ export interface AllocationRequest {
 /** The cartesian product of small lists (one unsuffixed group's options per class). */
 function* product<T>(lists: T[][]): Generator<T[]> {
   if (lists.some((l) => l.length === 0)) return;
+  if (lists.every((l) => l.length === 1)) { // the common case on flat trees
+    yield lists.map((l) => l[0]!);
+    return;
+  }
   const index = lists.map(() => 0);
   for (;;) {
     yield lists.map((l, i) => l[index[i]!]!);
@@ -267,7 +271,9 @@ export class CandidateSearch {
    */
   *requests(anchors: Iterable<number>): Generator<AllocationRequest | null> {
     const seen = this.seen;
+    let visited = 0;
     for (const anchor of anchors) {
+      if ((visited += 1) % 256 === 0) yield null;
       if (!this.rootOk(anchor)) continue;
       const lists: Choice[][] = [];
       for (const group of this.input.groups) {
@@ -305,6 +311,11 @@ export class CandidateSearch {
    */
   private *combinations(lists: Choice[][]): Generator<Choice[] | null> {
     const depth = lists.length;
+    if (depth === 1) {
+      // One group: each choice was checked to fit, and names distinct (provider, class) pairs.
+      for (const choice of lists[0]!) yield [choice];
+      return;
+    }
     const isolate = this.input.groupPolicy === 'isolate' && lists.filter((l) => l[0]!.suffix !== '').length > 1;
     // same_subtree sets are checked once their last group is chosen.
     const subtreeChecksAt = new Map<number, string[][]>();
