@@ -4,7 +4,7 @@ import { loadConfig } from './config.js';
 import { openNodeClient } from './db/node-client.js';
 import { applyMigrations } from './db/migrate.js';
 import { readMigrationsDir } from './db/node-migrations.js';
-import { syncStandards } from './db/sync-standards.js';
+import { syncStandards } from './placement/sync-standards.js';
 
 const [command] = process.argv.slice(2);
 if (command !== 'sync') {

@@ -15,7 +15,6 @@ export const ConfigSchema = z.object({
   /** token mode: JSON {"<token>": {"roles": [...], "project_id": "...", "user_id": "..."}} */
   PLACEMENT_AUTH_TOKENS: z.string().optional(),
   PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: bool.default(true),
-  PLACEMENT_POLICY_ENFORCE_SCOPE: bool.default(true),
   PLACEMENT_POLICY_FILE: z.string().optional(),
   /** Worker mode has no files: the policy overrides as a JSON string. */
   PLACEMENT_POLICY_JSON: z.string().optional(),

@@ -1,11 +1,12 @@
 // Everything the app needs from the outside world, injected by the entry
-// (Node or Worker) or by a test. createApp() does no I/O of its own.
+// (Node or Worker) or by a test. createApp() does no I/O of its own; the
+// composition root that builds a Deps is src/compose.ts.
+import { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
-import { z } from 'zod';
-import { PolicyEnforcer } from './http/policy.js';
-import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
-import { placementPolicyRules } from './placement/policies.js';
+import type { PolicyEnforcer } from './http/policy.js';
+import type { JobQueue } from './jobs/queue.js';
+import type { JobRegistry } from './jobs/registry.js';
 
 export interface Logger {
   debug(msg: string, extra?: Record<string, unknown>): void;
@@ -23,6 +24,8 @@ export interface Deps {
   log: Logger;
   /** Where committed accelerator work is announced (in-process or Cloudflare Queue). */
   jobs: JobQueue;
+  /** What consume() and the sweeps run, per outbox topic. */
+  jobHandlers: JobRegistry;
   /** Outbound fetch for Nova events (tests pass a fake). */
   novaFetch: typeof fetch;
 }
@@ -43,21 +46,4 @@ export function parsePolicyOverrides(json: string, source: string): Record<strin
   const parsed = PolicyOverrides.safeParse(JSON.parse(json));
   if (!parsed.success) throw new Error(`${source}: a policy file maps rule names to check strings`);
   return parsed.data;
-}
-
-/** The Deps both runtimes build around an opened store. */
-export function makeDeps(store: DataStore, config: AppConfig, log: Logger, policyOverrides?: Record<string, string>): Deps {
-  return {
-    store,
-    config,
-    policy: new PolicyEnforcer(placementPolicyRules({
-      enforceNewDefaults: config.PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS,
-      overrides: policyOverrides,
-    })),
-    clock: () => new Date(),
-    newId: () => crypto.randomUUID(),
-    log,
-    jobs: outboxOnlyQueue,
-    novaFetch: (input, init) => fetch(input, init),
-  };
 }

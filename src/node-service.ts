@@ -7,8 +7,10 @@ import { createDataStore, type DataStore } from './db/client.js';
 import { applyMigrations } from './db/migrate.js';
 import { openNodeClient } from './db/node-client.js';
 import { readMigrationsDir } from './db/node-migrations.js';
-import { syncStandards } from './db/sync-standards.js';
-import { consoleLogger, makeDeps, parsePolicyOverrides, type Deps, type Logger } from './deps.js';
+import { syncStandards } from './placement/sync-standards.js';
+import { makeDeps } from './compose.js';
+import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from './deps.js';
+import { InProcessQueue } from './jobs/queue.js';
 
 export async function openStore(config: AppConfig): Promise<DataStore> {
   const client = await openNodeClient(config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN);
@@ -20,5 +22,7 @@ export async function openStore(config: AppConfig): Promise<DataStore> {
 export async function buildNodeDeps(config: AppConfig, log: Logger = consoleLogger(config.LOG_LEVEL)): Promise<Deps> {
   const file = config.PLACEMENT_POLICY_FILE;
   const overrides = file ? parsePolicyOverrides(readFileSync(file, 'utf8'), file) : undefined;
-  return makeDeps(await openStore(config), config, log, overrides);
+  // The queue consumes once startNodeJobs() attaches consume() to it.
+  const jobs = new InProcessQueue((err) => log.error('job failed', { err: String(err) }));
+  return makeDeps(await openStore(config), config, log, { policyOverrides: overrides, jobs });
 }

@@ -25,8 +25,9 @@ import { loadConfig } from '../config.js';
 import { createDataStore } from '../db/client.js';
 import { applyMigrations } from '../db/migrate.js';
 import { MIGRATIONS } from '../db/migrations.generated.js';
-import { syncStandards } from '../db/sync-standards.js';
-import { consoleLogger, makeDeps, parsePolicyOverrides, type Deps } from '../deps.js';
+import { syncStandards } from '../placement/sync-standards.js';
+import { makeDeps } from '../compose.js';
+import { consoleLogger, parsePolicyOverrides, type Deps } from '../deps.js';
 import { STATUS_TITLES } from '../http/api-error.js';
 import { consume } from '../jobs/consume.js';
 import type { JobMessage } from '../jobs/messages.js';
@@ -79,10 +80,12 @@ async function boot(env: WorkerEnv): Promise<Booted> {
   const overrides = config.PLACEMENT_POLICY_JSON
     ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON')
     : undefined;
-  const deps = makeDeps(createDataStore(client), config, consoleLogger(config.LOG_LEVEL), overrides);
   // Without a JOBS binding the cron drain delivers (outboxOnlyQueue).
-  const jobs = BindingsSchema.parse(env).JOBS;
-  if (jobs) deps.jobs = cloudflareQueue(jobs);
+  const producer = BindingsSchema.parse(env).JOBS;
+  const deps = makeDeps(createDataStore(client), config, consoleLogger(config.LOG_LEVEL), {
+    policyOverrides: overrides,
+    jobs: producer ? cloudflareQueue(producer) : undefined,
+  });
   return { app: createApp(deps), deps };
 }
 

@@ -18,11 +18,6 @@ export class Microversion {
     return this.compare(v) >= 0;
   }
 
-  /** Inclusive range check, as placement's `version_handler(min, max)`. */
-  within(min: string, max: string): boolean {
-    return this.compare(min) >= 0 && this.compare(max) <= 0;
-  }
-
   toString(): string {
     return `${this.major}.${this.minor}`;
   }

@@ -154,12 +154,3 @@ export function queryParams(c: AppContext): Record<string, string[]> {
 export function badQuery(message: string): ApiError {
   return new ApiError(400, webobDetail(400, `Invalid query string parameters: ${message}`));
 }
-
-/** Validates a single-valued query against a schema of strings. */
-export function validateQuery<S extends z.ZodType>(c: AppContext, schema: S): z.infer<S> {
-  const single: Record<string, string> = {};
-  for (const [k, v] of Object.entries(queryParams(c))) single[k] = v[v.length - 1] ?? '';
-  const result = schema.safeParse(single);
-  if (!result.success) throw badQuery(validationMessage(result.error, single));
-  return result.data;
-}

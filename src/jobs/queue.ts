@@ -21,18 +21,27 @@ export function cloudflareQueue(producer: QueueProducer): JobQueue {
 }
 
 /**
- * Runs every sent message through `consumer`, one at a time, in the
- * background. `idle()` resolves when nothing is left (tests use it).
+ * Runs every sent message through its consumer, one at a time, in the
+ * background. It is built before the Deps that hold it, and the consumer
+ * (which needs those Deps) attaches with consumeWith(); until then, and after
+ * stop(), sends are dropped and the outbox drain delivers them later.
+ * `idle()` resolves when nothing is left (tests use it).
  */
 export class InProcessQueue implements JobQueue {
   private readonly pending: JobMessage[] = [];
   private running: Promise<void> | undefined;
   private stopped = false;
+  private consumer: ((msg: JobMessage) => Promise<unknown>) | undefined;
 
-  constructor(private readonly consumer: (msg: JobMessage) => Promise<unknown>, private readonly onError: (err: unknown) => void = () => {}) {}
+  constructor(private readonly onError: (err: unknown) => void = () => {}) {}
+
+  consumeWith(consumer: (msg: JobMessage) => Promise<unknown>): void {
+    this.consumer = consumer;
+    this.stopped = false;
+  }
 
   async send(msg: JobMessage): Promise<void> {
-    if (this.stopped) return;
+    if (this.stopped || !this.consumer) return;
     this.pending.push(msg);
     this.running ??= this.run();
   }
@@ -44,7 +53,7 @@ export class InProcessQueue implements JobQueue {
       while (!this.stopped && this.pending.length) {
         const msg = this.pending.shift()!;
         try {
-          await this.consumer(msg);
+          await this.consumer?.(msg);
         } catch (err) {
           this.onError(err);
         }

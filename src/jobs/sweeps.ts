@@ -1,8 +1,8 @@
 // Periodic work, the same in both runtimes (Node: a timer; Worker: the cron
-// trigger): re-send due outbox rows to the queue, fail binds stuck in
-// BindStarted past ARQ_BINDING_TIMEOUT, and purge old delivered rows. Each
-// step reads first and takes the write lock only when it has work.
-import { failStuckBinds, hasStuckBinds } from '../cyborg/bind.js';
+// trigger): the sweeps the job modules registered (e.g. failing binds stuck
+// past ARQ_BINDING_TIMEOUT), then re-sending due outbox rows to the queue and
+// purging old delivered rows. Each step reads first and takes the write lock
+// only when it has work.
 import type { Deps } from '../deps.js';
 import { dueOutbox, hasDoneOutboxBefore, messageFor, purgeDoneOutbox } from './outbox.js';
 
@@ -15,16 +15,6 @@ export async function drainOutbox(deps: Deps, limit = 500): Promise<number> {
   return rows.length;
 }
 
-/** Returns how many Nova event batches the failed binds produced. */
-export async function sweepBindingTimeouts(deps: Deps): Promise<number> {
-  const nowMs = deps.clock().getTime();
-  const cutoff = new Date(nowMs - deps.config.ARQ_BINDING_TIMEOUT * 1000).toISOString();
-  if (!(await hasStuckBinds(deps.store.db, cutoff))) return 0;
-  const events = await deps.store.writeTx((tx) => failStuckBinds(tx, cutoff, new Date(nowMs).toISOString(), nowMs));
-  for (const event of events) await deps.jobs.send(event);
-  return events.length;
-}
-
 export async function purgeDelivered(deps: Deps): Promise<number> {
   const cutoff = new Date(deps.clock().getTime() - DONE_RETENTION_MS).toISOString();
   if (!(await hasDoneOutboxBefore(deps.store.db, cutoff))) return 0;
@@ -32,7 +22,7 @@ export async function purgeDelivered(deps: Deps): Promise<number> {
 }
 
 export async function runSweeps(deps: Deps): Promise<void> {
-  await sweepBindingTimeouts(deps);
+  for (const sweep of deps.jobHandlers.sweeps) await sweep(deps);
   await drainOutbox(deps);
   await purgeDelivered(deps);
 }

@@ -2,7 +2,8 @@
 // playing Nova: profile by name, ARQ create, bind PATCH, the event, GET
 // ?instance= showing Bound with attach handle info, unbind, delete, timeout.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { drainOutbox, sweepBindingTimeouts } from '../../src/jobs/sweeps.js';
+import { sweepBindingTimeouts } from '../../src/cyborg/jobs.js';
+import { drainOutbox } from '../../src/jobs/sweeps.js';
 import { bindBody, FPGA_RP, fpgaProfile, makeCyborgApp, seedHost, startFakeNova, type CyborgTestApp } from './helpers.js';
 
 const INSTANCE = '506220bc-18f2-4294-9b29-80267a021dc0';

@@ -10,8 +10,8 @@ import { loadConfig } from '../../src/config.js';
 import { createDataStore } from '../../src/db/client.js';
 import { applyMigrations } from '../../src/db/migrate.js';
 import { MIGRATIONS } from '../../src/db/migrations.generated.js';
-import { syncStandards } from '../../src/db/sync-standards.js';
-import { makeDeps } from '../../src/deps.js';
+import { syncStandards } from '../../src/placement/sync-standards.js';
+import { makeDeps } from '../../src/compose.js';
 import { SQLD_BIN, startSqld, type Sqld } from '../helpers/sqld.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };

@@ -53,11 +53,6 @@ export async function resourceClassIdsByName(db: Db, names: string[]): Promise<M
   return new Map(rows.map((r) => [r.name, r.id]));
 }
 
-export async function resourceClassNamesById(db: Db): Promise<Map<number, string>> {
-  const rows = await db.select({ id: resourceClasses.id, name: resourceClasses.name }).from(resourceClasses);
-  return new Map(rows.map((r) => [r.id, r.name]));
-}
-
 export async function traitIdsByName(db: Db, names: string[]): Promise<Map<string, number>> {
   if (names.length === 0) return new Map();
   const rows = await db.select({ id: traits.id, name: traits.name }).from(traits).where(inArray(traits.name, names));

@@ -1,0 +1,35 @@
+// The composition root: builds a complete Deps from an opened store and the
+// configuration. Both entries (Node, Worker), the CLI and tests call it; it is
+// the one place that knows which API modules exist (their policies, their jobs).
+import type { AppConfig } from './config.js';
+import { cyborgJobs } from './cyborg/jobs.js';
+import type { DataStore } from './db/client.js';
+import type { Deps, Logger } from './deps.js';
+import { PolicyEnforcer } from './http/policy.js';
+import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
+import { JobRegistry } from './jobs/registry.js';
+import { placementPolicyRules } from './placement/policies.js';
+
+export interface DepsOptions {
+  /** Policy file overrides: rule name -> check string. */
+  policyOverrides?: Record<string, string>;
+  /** Where committed jobs are announced; without one the periodic outbox drain delivers. */
+  jobs?: JobQueue;
+}
+
+export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
+  return {
+    store,
+    config,
+    policy: new PolicyEnforcer(placementPolicyRules({
+      enforceNewDefaults: config.PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS,
+      overrides: options.policyOverrides,
+    })),
+    clock: () => new Date(),
+    newId: () => crypto.randomUUID(),
+    log,
+    jobs: options.jobs ?? outboxOnlyQueue,
+    jobHandlers: new JobRegistry([cyborgJobs]),
+    novaFetch: (input, init) => fetch(input, init),
+  };
+}

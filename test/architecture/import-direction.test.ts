@@ -1,0 +1,69 @@
+// The layer rules of README "Architecture": edge (HTTP) -> domain -> db, never upwards.
+// KNOWN_LEAKS lists the imports that still break a rule; it may only shrink: a new leak
+// fails this test, and so does a listed leak that is gone (delete its line).
+import { describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { findViolations, importsOf, layerOf } from './layers.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+const KNOWN_LEAKS: string[] = [
+  'src/cyborg/repo/arqs.ts -> src/db/schema/placement.ts',
+  'src/cyborg/errors.ts -> hono/utils/http-status',
+  'src/cyborg/errors.ts -> src/http/api-error.ts',
+  'src/placement/candidates/index.ts -> src/http/api-error.ts',
+  'src/placement/candidates/index.ts -> src/http/microversion.ts',
+  'src/placement/candidates/parse.ts -> src/http/api-error.ts',
+  'src/placement/candidates/parse.ts -> src/http/microversion.ts',
+  'src/placement/candidates/parse.ts -> src/http/validate.ts',
+  'src/placement/present/allocations.ts -> src/placement/middleware.ts',
+  'src/placement/present/providers.ts -> src/http/microversion.ts',
+  'src/placement/query.ts -> src/http/api-error.ts',
+  'src/placement/query.ts -> src/http/microversion.ts',
+  'src/placement/query.ts -> src/http/validate.ts',
+  'src/placement/repo/allocations.ts -> src/http/api-error.ts',
+  'src/placement/repo/consumers.ts -> src/http/api-error.ts',
+  'src/placement/repo/inventories.ts -> src/http/api-error.ts',
+  'src/placement/repo/lookups.ts -> src/http/api-error.ts',
+  'src/placement/repo/providers.ts -> src/http/api-error.ts',
+  'src/placement/repo/reshaper.ts -> src/http/api-error.ts',
+  'src/placement/repo/resource-classes.ts -> src/http/api-error.ts',
+  'src/placement/routes/reshaper.ts -> src/placement/routes/allocations.ts',
+  'src/placement/schemas/allocations.ts -> src/http/env.ts',
+  'src/placement/schemas/allocations.ts -> src/http/validate.ts',
+  'src/placement/schemas/allocations.ts -> src/placement/middleware.ts',
+  'src/placement/schemas/inventories.ts -> src/http/validate.ts',
+  'src/placement/schemas/providers.ts -> src/http/validate.ts',
+  'src/placement/schemas/reshaper.ts -> src/http/env.ts',
+  'src/placement/schemas/usages.ts -> src/http/env.ts',
+  'src/placement/schemas/usages.ts -> src/http/validate.ts',
+  'src/placement/schemas/usages.ts -> src/placement/middleware.ts',
+];
+
+describe('import direction', () => {
+  it('classifies files by folder', () => {
+    expect(layerOf('src/placement/routes/traits.ts')).toBe('edge');
+    expect(layerOf('src/http/auth.ts')).toBe('edge');
+    expect(layerOf('src/placement/repo/traits.ts')).toBe('domain');
+    expect(layerOf('src/placement/candidates/search.ts')).toBe('domain');
+    expect(layerOf('src/db/client.ts')).toBe('db');
+  });
+
+  it('finds static, re-exported and dynamic imports', () => {
+    const source =
+      "import { a } from './a.js';\nimport type { B } from \"../b.js\";\nexport * from './c.js';\nconst d = await import('./d.js');";
+    expect(importsOf(source)).toEqual(['./a.js', '../b.js', './c.js', './d.js']);
+  });
+
+  it('no lower layer imports a higher one beyond the known leaks', () => {
+    const found = findViolations(ROOT).map((v) => `${v.file} -> ${v.imports}`);
+    expect(
+      found.filter((v) => !KNOWN_LEAKS.includes(v)),
+      'new imports against the layer rules',
+    ).toEqual([]);
+    expect(
+      KNOWN_LEAKS.filter((v) => !found.includes(v)),
+      'fixed leaks still listed in KNOWN_LEAKS',
+    ).toEqual([]);
+  });
+});

@@ -1,0 +1,90 @@
+// Which layer a source file belongs to, and which imports break the layer rules.
+// Used by test/architecture/import-direction.test.ts (and `npm run lint`).
+//
+//   edge    src/app.ts, src/entry/, src/http/, src/*/app.ts, src/*/routes/, the API middleware
+//   domain  src/placement/ (incl. candidates/), src/cyborg/, src/jobs/, src/diagnostics/ ...
+//   db      src/db/
+//
+// An edge file may import anything. A domain file may import the domain and db/, never Hono
+// or the edge. A db file imports only db/. A route file never imports another route file.
+// Within the domain: jobs/ runs what modules register and imports none of them, and the
+// accelerator API reads placement's data through placement's functions, not its tables.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+export type Layer = 'edge' | 'domain' | 'db' | 'root';
+
+const EDGE_FILES = new Set([
+  'src/app.ts',
+  'src/placement/app.ts',
+  'src/placement/middleware.ts',
+  'src/placement/errors.ts', // renders the placement error envelope
+  'src/cyborg/app.ts',
+  'src/cyborg/http.ts',
+]);
+
+export function layerOf(file: string): Layer {
+  if (EDGE_FILES.has(file) || /^src\/(entry|http|dashboard)\//.test(file) || /^src\/[^/]+\/routes\//.test(file)) {
+    return 'edge';
+  }
+  if (file.startsWith('src/db/')) return 'db';
+  if (/^src\/[^/]+\//.test(file)) return 'domain';
+  return 'root'; // src/deps.ts, src/config.ts, src/cli.ts, src/node-service.ts: composition
+}
+
+export interface Violation {
+  file: string;
+  imports: string;
+  rule: string;
+}
+
+const HTTP_PACKAGES = /^(hono|hono\/.*|@hono\/.*)$/;
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Static and dynamic import specifiers of a module (type-only imports included). */
+export function importsOf(source: string): string[] {
+  const found: string[] = [];
+  const pattern = /(?:^|\n)\s*(?:import|export)\b[^'"]*?\bfrom\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+  for (const match of source.matchAll(pattern)) found.push((match[1] ?? match[2])!);
+  return found;
+}
+
+export function findViolations(root: string): Violation[] {
+  const violations: Violation[] = [];
+  for (const path of sourceFiles(join(root, 'src'))) {
+    const file = relative(root, path).split('\\').join('/');
+    const layer = layerOf(file);
+    for (const spec of importsOf(readFileSync(path, 'utf8'))) {
+      if (!spec.startsWith('.')) {
+        if ((layer === 'domain' || layer === 'db') && HTTP_PACKAGES.test(spec)) {
+          violations.push({ file, imports: spec, rule: `${layer} imports Hono` });
+        }
+        continue;
+      }
+      const target = relative(root, resolve(dirname(path), spec))
+        .split('\\')
+        .join('/')
+        .replace(/\.js$/, '.ts');
+      const targetLayer = layerOf(target);
+      if (layer === 'db' && targetLayer !== 'db') {
+        violations.push({ file, imports: target, rule: `db imports ${targetLayer}` });
+      } else if (layer === 'domain' && targetLayer === 'edge') {
+        violations.push({ file, imports: target, rule: 'domain imports edge' });
+      } else if (file.startsWith('src/jobs/') && /^src\/(cyborg|placement)\//.test(target)) {
+        violations.push({ file, imports: target, rule: 'jobs imports an API module' });
+      } else if (file.startsWith('src/cyborg/') && target === 'src/db/schema/placement.ts') {
+        violations.push({ file, imports: target, rule: "cyborg reads placement's tables" });
+      } else if (/\/routes\//.test(file) && /\/routes\//.test(target) && !target.endsWith('/routes/index.ts')) {
+        if (!file.endsWith('/routes/index.ts')) violations.push({ file, imports: target, rule: 'route imports route' });
+      }
+    }
+  }
+  return violations.sort((a, b) => `${a.file} ${a.imports}`.localeCompare(`${b.file} ${b.imports}`));
+}
