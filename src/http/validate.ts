@@ -7,18 +7,8 @@ import { ApiError, webobDetail } from './api-error.js';
 import type { AppContext } from './env.js';
 
 /** Python's repr(), which jsonschema uses to quote values in messages. */
-export function pyRepr(value: unknown): string {
-  if (value === null || value === undefined) return 'None';
-  if (value === true) return 'True';
-  if (value === false) return 'False';
-  if (typeof value === 'string') return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-  if (typeof value === 'number') return Number.isInteger(value) ? String(value) : String(value);
-  if (Array.isArray(value)) return `[${value.map(pyRepr).join(', ')}]`;
-  if (typeof value === 'object') {
-    return `{${Object.entries(value as Record<string, unknown>).map(([k, v]) => `${pyRepr(k)}: ${pyRepr(v)}`).join(', ')}}`;
-  }
-  return String(value);
-}
+import { pyRepr } from '../placement/py-repr.js';
+export { pyRepr };
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let cur: unknown = root;

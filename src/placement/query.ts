@@ -4,8 +4,7 @@
 // `!` 1.32) and `resources` (RC:AMOUNT lists). Errors are worded as upstream.
 import { ApiError, webobDetail } from '../http/api-error.js';
 import { badQuery } from '../http/validate.js';
-import type { Microversion } from '../http/microversion.js';
-import { MV } from './versions.js';
+import { MV, type VersionCheck } from './versions.js';
 
 const UUID_RE = /^(?:[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12})$/;
 
@@ -38,7 +37,7 @@ export function traitNames(filter: TraitFilter): string[] {
  * Parses the values of one `required<suffix>` parameter. Before 1.39 only
  * the last value counts (the parameter is single-valued there).
  */
-export function parseRequired(values: string[], mv: Microversion, paramName = 'required'): TraitFilter {
+export function parseRequired(values: string[], mv: VersionCheck, paramName = 'required'): TraitFilter {
   const allowForbidden = mv.atLeast(MV.FORBIDDEN_TRAITS);
   const allowAnyOf = mv.atLeast(MV.ANY_TRAITS);
   const form = allowForbidden ? 'HW_CPU_X86_VMX,!CUSTOM_MAGIC' : 'HW_CPU_X86_VMX,CUSTOM_MAGIC';
@@ -81,7 +80,7 @@ export interface AggregateFilter {
 export const emptyAggregateFilter = (): AggregateFilter => ({ anyOf: [], forbidden: [] });
 
 /** Parses every value of one `member_of<suffix>` parameter. */
-export function parseMemberOf(values: string[], mv: Microversion): AggregateFilter {
+export function parseMemberOf(values: string[], mv: VersionCheck): AggregateFilter {
   const filter = emptyAggregateFilter();
   if (values.length > 1 && !mv.atLeast(MV.MEMBER_OF_MULTI)) {
     throw new ApiError(400, webobDetail(400, 'Multiple member_of parameters are not supported'));

@@ -2,9 +2,8 @@
 // research context (1-2 round trips as a rule, 4 at most), search in memory, shape the answer for
 // the requested microversion.
 import type { Client } from '@libsql/client';
-import { ApiError, webobDetail } from '../../http/api-error.js';
-import type { Microversion } from '../../http/microversion.js';
-import { MV } from '../versions.js';
+import { MV, type VersionCheck } from '../versions.js';
+import { badCandidateRequest } from './errors.js';
 export type { CandidatesBody } from './present/index.js';
 import type { CandidateRequest } from './parse.js';
 import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode, type TreePrefilter } from './research.js';
@@ -17,12 +16,11 @@ export interface CandidateOptions {
   maxCandidates: number;
 }
 
-const bad = (message: string) => new ApiError(400, webobDetail(400, message));
 
 export async function findAllocationCandidates(
   client: Client,
   request: CandidateRequest,
-  mv: Microversion,
+  mv: VersionCheck,
   options: CandidateOptions,
 ): Promise<CandidatesBody> {
   const classes = [...new Set(request.groups.flatMap((g) => [...g.resources.keys()]))];
@@ -64,9 +62,9 @@ export async function findAllocationCandidates(
       client, { classes, traits: traitNames, aggregates, inTree }, amounts, prefilter, firstRoots, preload,
     );
     const unknownClass = classes.find((c) => !lookups.classIdByName.has(c));
-    if (unknownClass) throw bad(`Invalid resource class in resources parameter: No such resource class ${unknownClass}.`);
+    if (unknownClass) throw badCandidateRequest(`Invalid resource class in resources parameter: No such resource class ${unknownClass}.`);
     const unknownTraits = traitNames.filter((t) => !lookups.traitIdByName.has(t)).sort();
-    if (unknownTraits.length) throw bad(`No such trait(s): ${unknownTraits.join(', ')}`);
+    if (unknownTraits.length) throw badCandidateRequest(`No such trait(s): ${unknownTraits.join(', ')}`);
 
     const groups: ResolvedGroup[] = request.groups.map((g) => ({
       suffix: g.suffix,
