@@ -8,8 +8,6 @@
 import { capacityOf, fits } from '../capacity.js';
 import type { CandidateInventories, Inventory, ProviderNode } from './research.js';
 
-export const SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE';
-
 /** A request group with names resolved to ids. */
 export interface ResolvedGroup {
   suffix: string;
