@@ -136,9 +136,15 @@ export async function readBody<S extends z.ZodType>(c: AppContext, schema: S): P
   return validateBody(schema, await readJson(c));
 }
 
-/** Query parameters as name → every value given, in order. */
+/**
+ * Query parameters as name → every value given, in order, each without
+ * surrounding whitespace: YAML-folded URLs (upstream's own tests, scripted
+ * clients) leave a space before each `&`, and upstream's parsers strip values
+ * and list items. List parsers strip their items too.
+ */
 export function queryParams(c: AppContext): Record<string, string[]> {
-  return c.req.queries() as Record<string, string[]>;
+  const params = c.req.queries() as Record<string, string[]>;
+  return Object.fromEntries(Object.entries(params).map(([key, values]) => [key, values.map((v) => v.trim())]));
 }
 
 export function badQuery(message: string): ApiError {

@@ -117,7 +117,15 @@ export async function replaceAllocations(tx: Db, claims: ConsumerClaim[], opts: 
       touchedConsumers.add(p.consumerId);
     }
   }
-  await tx.delete(allocations).where(inArray(allocations.consumerId, claimUuids));
+  // What the consumers held before, per (provider, class): usage there may stay
+  // over capacity (an operator shrank the inventory) as long as it does not grow.
+  const released = new Map<string, number>();
+  const removed = await tx.delete(allocations).where(inArray(allocations.consumerId, claimUuids))
+    .returning({ providerId: allocations.resourceProviderId, classId: allocations.resourceClassId, used: allocations.used });
+  for (const r of removed) {
+    const key = `${r.providerId}:${r.classId}`;
+    released.set(key, (released.get(key) ?? 0) + r.used);
+  }
 
   // 4. Resource classes must exist (400), first unknown one in body order.
   const entries = claims.flatMap((claim) =>
@@ -131,6 +139,8 @@ export async function replaceAllocations(tx: Db, claims: ConsumerClaim[], opts: 
 
   // 5. Inventory, unit constraints and capacity, against usage without the
   //    consumers' old allocations and with every earlier entry of this request.
+  //    Over capacity is refused only where the request increases usage (upstream
+  //    bug 2104040): shrinking or rewriting an over-committed claim goes through.
   const providerIds = [...new Set(entries.map((e) => e.provider.id))];
   const invRows = await inventoriesWithUsage(tx, providerIds, [...classIds.values()]);
   const inventoryOf = new Map(invRows.map((r) => [`${r.providerId}:${r.resourceClassId}`, r]));
@@ -151,7 +161,7 @@ export async function replaceAllocations(tx: Db, claims: ConsumerClaim[], opts: 
     }
     const total = (requested.get(key) ?? 0) + e.amount;
     requested.set(key, total);
-    if (inv.used + total > capacityOf(inv)) {
+    if (inv.used + total > capacityOf(inv) && total > (released.get(key) ?? 0)) {
       throw new AllocationFailure('invalid_inventory', `${prefix} The requested amount would exceed the capacity.`);
     }
   }

@@ -24,7 +24,7 @@ function parseTraitListQuery(params: Record<string, string[]>): TraitListFilter 
   const name = params.name?.at(-1);
   if (name !== undefined) {
     if (name.startsWith('in:')) filter.names = name.slice(3).split(',').map((n) => n.trim());
-    else if (name.startsWith('startswith:')) filter.prefix = name.slice('startswith:'.length);
+    else if (name.startsWith('startswith:')) filter.prefix = name.slice('startswith:'.length).trim();
     else {
       throw new ApiError(400, webobDetail(400,
         `Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "${name}"`));

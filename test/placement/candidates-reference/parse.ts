@@ -209,7 +209,7 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
 
   const sameSubtrees: string[][] = [];
   for (const value of query.same_subtree ?? []) {
-    const suffixes = value.split(',');
+    const suffixes = value.split(',').map((s) => s.trim());
     if (suffixes.includes('')) {
       throw badRequest('Empty string (unsuffixed group) can not be specified in `same_subtree` query param.', ErrorCode.QUERY_BAD_VALUE);
     }

@@ -119,16 +119,24 @@ export class CandidateSearch {
     return memberOf.every((anyOf) => intersects(anyOf, node.aggregates));
   }
 
-  /** member_of on the provider or on its tree's root (an aggregate on a root spans the tree). */
-  private aggregatesOk(group: ResolvedGroup, providerId: number, rootId: number): boolean {
+  /**
+   * member_of as upstream applies it (bug 1792503). In the unsuffixed group a
+   * provider of the anchor tree qualifies through itself or its root (an
+   * aggregate on a root spans the tree), and a forbidden aggregate on the
+   * root rules out the tree, sharing providers included; a sharing provider
+   * must itself be in the aggregates. In a suffixed group only the provider
+   * that satisfies the group counts, never its root.
+   */
+  private aggregatesOk(group: ResolvedGroup, providerId: number, root: { spans: number | null; forbids: number | null }): boolean {
     const node = this.input.nodes.get(providerId);
-    const root = this.input.nodes.get(rootId);
-    if (group.memberOf.length && !this.inAllAggregates(node, group.memberOf) && !this.inAllAggregates(root, group.memberOf)) {
+    const spanning = root.spans === null ? undefined : this.input.nodes.get(root.spans);
+    if (group.memberOf.length && !this.inAllAggregates(node, group.memberOf) && !this.inAllAggregates(spanning, group.memberOf)) {
       return false;
     }
     if (group.forbiddenAggregates.size) {
       if (node && intersects(group.forbiddenAggregates, node.aggregates)) return false;
-      if (root && intersects(group.forbiddenAggregates, root.aggregates)) return false;
+      const forbidding = root.forbids === null ? undefined : this.input.nodes.get(root.forbids);
+      if (forbidding && intersects(group.forbiddenAggregates, forbidding.aggregates)) return false;
     }
     return true;
   }
@@ -157,13 +165,13 @@ export class CandidateSearch {
       const options: Piece[] = [];
       if (this.treeAllowed(group, anchor)) {
         for (const node of this.members.get(anchor) ?? []) {
-          if (this.fitsAmount(node.id, classId, amount) && this.aggregatesOk(group, node.id, anchor)) {
+          if (this.fitsAmount(node.id, classId, amount) && this.aggregatesOk(group, node.id, { spans: anchor, forbids: anchor })) {
             options.push({ providerId: node.id, classId, amount });
           }
         }
       }
       for (const sharer of sharing) {
-        if (this.fitsAmount(sharer, classId, amount) && this.aggregatesOk(group, sharer, anchor)) {
+        if (this.fitsAmount(sharer, classId, amount) && this.aggregatesOk(group, sharer, { spans: null, forbids: anchor })) {
           options.push({ providerId: sharer, classId, amount });
         }
       }
@@ -188,7 +196,7 @@ export class CandidateSearch {
     const consider = (node: ProviderNode) => {
       if (!this.treeAllowed(group, node.rootId)) return;
       if (!group.resources.every(([classId, amount]) => this.fitsAmount(node.id, classId, amount))) return;
-      if (!this.traitsOk(group, node.traits) || !this.aggregatesOk(group, node.id, node.rootId)) return;
+      if (!this.traitsOk(group, node.traits) || !this.aggregatesOk(group, node.id, { spans: null, forbids: null })) return;
       choices.push({
         suffix: group.suffix,
         pieces: group.resources.map(([classId, amount]) => ({ providerId: node.id, classId, amount })),
