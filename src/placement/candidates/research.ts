@@ -136,7 +136,12 @@ function candidateSql(prefilter: TreePrefilter, firstRoots: number | null, param
   const everyProvider: CandidateSql = { ctes: '', sources: ['resource_providers p'], where: '', viableTrees: false };
   let ctes = '';
   const json = (v: unknown) => `json_each(${params.json(v)})`;
+  // Each condition twice: as the set of roots that meet it (computed once,
+  // for a full answer), and as a test of one root `r` (for the lowest roots
+  // only: SQLite walks roots in id order and stops at the limit, so the cost
+  // follows the roots read, not the cloud: 100k roots, ~0.3 ms instead of ~230 ms).
   const rootSets: string[] = [];
+  const rootTests: string[] = [];
   for (const anyOf of prefilter.requiredAnyOf) {
     const names = json(anyOf);
     rootSets.push(`SELECT q.root_provider_id FROM resource_provider_traits qt
@@ -144,15 +149,24 @@ function candidateSql(prefilter: TreePrefilter, firstRoots: number | null, param
         WHERE tt.name IN (SELECT value FROM ${names})
       UNION SELECT r.id FROM resource_providers r WHERE r.id = r.root_provider_id AND EXISTS (
         SELECT 1 FROM resource_provider_traits st JOIN traits tt ON tt.id = st.trait_id
-        WHERE st.resource_provider_id IN (${SHARING_IDS}) AND tt.name IN (SELECT value FROM ${names}))`);
+        WHERE st.resource_provider_id IN (${SHARING_IDS}) AND tt.name IN (SELECT value FROM ${names}))`);    rootTests.push(`(EXISTS (SELECT 1 FROM resource_providers q CROSS JOIN resource_provider_traits qt ON qt.resource_provider_id = q.id
+        WHERE q.root_provider_id = r.id AND qt.trait_id IN (SELECT id FROM traits WHERE name IN (SELECT value FROM ${names})))
+      OR EXISTS (SELECT 1 FROM resource_provider_traits st JOIN traits tt ON tt.id = st.trait_id
+        WHERE st.resource_provider_id IN (${SHARING_IDS}) AND tt.name IN (SELECT value FROM ${names})))`);
   }
   for (const anyOf of prefilter.memberOf) {
+    const uuids = json(anyOf);
     rootSets.push(`SELECT q.root_provider_id FROM resource_provider_aggregates qa
         JOIN placement_aggregates pa ON pa.id = qa.aggregate_id JOIN resource_providers q ON q.id = qa.resource_provider_id
-        WHERE pa.uuid IN (SELECT value FROM ${json(anyOf)})`);
+        WHERE pa.uuid IN (SELECT value FROM ${uuids})`);
+    rootTests.push(`EXISTS (SELECT 1 FROM resource_providers q CROSS JOIN resource_provider_aggregates qa ON qa.resource_provider_id = q.id
+        WHERE q.root_provider_id = r.id AND qa.aggregate_id IN (SELECT id FROM placement_aggregates WHERE uuid IN (SELECT value FROM ${uuids})))`);
   }
   for (const name of prefilter.rootRequired) {
-    rootSets.push(`SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name = ${params.bind(name)}`);
+    const trait = params.bind(name);
+    rootSets.push(`SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name = ${trait}`);
+    rootTests.push(`EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id
+        WHERE rt.resource_provider_id = r.id AND tt.name = ${trait})`);
   }
   if (prefilter.everyClassInTree) {
     ctes += `, cover(class_id, lo, hi) AS MATERIALIZED (SELECT class_id, lo, hi FROM req WHERE NOT EXISTS (
@@ -172,12 +186,16 @@ function candidateSql(prefilter: TreePrefilter, firstRoots: number | null, param
         SELECT 1 FROM resource_providers m CROSS JOIN inventories mi ON mi.resource_provider_id = m.id
         WHERE m.root_provider_id = dr.root AND mi.resource_class_id = c.class_id AND ${offers('mi', 'c')}))
       UNION ALL SELECT id FROM resource_providers WHERE id = root_provider_id AND NOT EXISTS (SELECT 1 FROM cover)`);
+    rootTests.push(`r.id IN (${rootSets[rootSets.length - 1]!})`);
   }
   let viable = rootSets.join(' INTERSECT ');
   if (prefilter.rootForbidden.length) {
+    const forbidden = json(prefilter.rootForbidden);
     if (!viable) viable = 'SELECT id FROM resource_providers WHERE id = root_provider_id';
     viable += ` EXCEPT SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id
-        WHERE tt.name IN (SELECT value FROM ${json(prefilter.rootForbidden)})`;
+        WHERE tt.name IN (SELECT value FROM ${forbidden})`;
+    rootTests.push(`NOT EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id
+        WHERE rt.resource_provider_id = r.id AND tt.name IN (SELECT value FROM ${forbidden}))`);
   }
   let where = '';
   if (prefilter.forbiddenTraits.length) {
@@ -187,8 +205,9 @@ function candidateSql(prefilter: TreePrefilter, firstRoots: number | null, param
   }
   if (firstRoots !== null) {
     // Only the lowest viable roots: enough for a small limit, checked by the caller.
-    viable = `SELECT * FROM (${viable || 'SELECT id FROM resource_providers WHERE id = root_provider_id'})
-      ORDER BY 1 LIMIT ${Math.floor(firstRoots)}`;
+    viable = `SELECT r.id FROM resource_providers r WHERE r.id = r.root_provider_id${rootTests.map((test) => `
+        AND ${test}`).join('')}
+      ORDER BY r.id LIMIT ${Math.floor(firstRoots)}`;
   }
   if (!viable) return { ...everyProvider, where };
   return {
