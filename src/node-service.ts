@@ -6,7 +6,7 @@ import type { AppConfig } from './config.js';
 import { createDataStore, type DataStore } from './db/client.js';
 import { applyMigrations } from './db/migrate.js';
 import { openNodeClient } from './db/node-client.js';
-import { readMigrationsDir } from './db/node-migrations.js';
+import { MIGRATIONS } from './db/migrations.generated.js';
 import { syncStandards } from './placement/sync-standards.js';
 import { makeDeps } from './compose.js';
 import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from './deps.js';
@@ -14,7 +14,9 @@ import { InProcessQueue } from './jobs/queue.js';
 
 export async function openStore(config: AppConfig): Promise<DataStore> {
   const client = await openNodeClient(config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN);
-  await applyMigrations(client, readMigrationsDir());
+  // The bundled copy of drizzle/ (a test keeps it current), so the built
+  // dist/server.mjs needs no migrations folder beside it.
+  await applyMigrations(client, MIGRATIONS);
   await syncStandards(client);
   return createDataStore(client);
 }

@@ -91,12 +91,12 @@ providers:
     traits: {additional: [CUSTOM_A, CUSTOM_B], removed: []}
     future_field: true
 `);
-    file('a.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}}\n`);
+    file('a.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}}\n    traits: {additional: [CUSTOM_C]}\n`);
     file('notes.txt', 'not a provider config');
     const { code, out } = await validateJson(dir);
     expect(code).toBe(0);
     expect(JSON.parse(out.join(''))).toEqual([
-      { id: UUID, identification: { uuid: UUID }, inventories: {}, traits: [] },
+      { id: UUID, identification: { uuid: UUID }, inventories: {}, traits: ['CUSTOM_C'] },
       {
         id: 'gpu-host-2_pci_0000_3b_00_0',
         identification: { name: 'gpu-host-2_pci_0000_3b_00_0' },
@@ -114,12 +114,13 @@ providers:
     identification: {name: y}
     inventories: {additional: {CUSTOM_A: {<<: *base, reserved: 1}}}
   - identification: {name: n}
+    traits: {additional: [CUSTOM_N]}
 `);
     const { code, out } = await validateJson(dir);
     expect(code).toBe(0);
     expect(JSON.parse(out.join(''))).toEqual([
       { id: 'y', identification: { name: 'y' }, inventories: { CUSTOM_A: { total: 3, reserved: 1 } }, traits: [] },
-      { id: 'n', identification: { name: 'n' }, inventories: {}, traits: [] },
+      { id: 'n', identification: { name: 'n' }, inventories: {}, traits: ['CUSTOM_N'] },
     ]);
   });
 
@@ -192,9 +193,10 @@ providers:
   });
 
   it('the same uuid or name across files (or twice in one) is an error naming both files', () => {
-    file('a.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: $COMPUTE_NODE}\n  - identification: {name: n1}\n`);
-    file('b.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: $COMPUTE_NODE}\n`);
-    file('c.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n2}\n  - identification: {name: n2}\n`);
+    const trait = '    traits: {additional: [CUSTOM_A]}\n';
+    file('a.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: $COMPUTE_NODE}\n${trait}  - identification: {name: n1}\n${trait}`);
+    file('b.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: $COMPUTE_NODE}\n${trait}`);
+    file('c.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n2}\n${trait}  - identification: {name: n2}\n${trait}`);
     const { errors, providers } = loadProviderConfigs(dir);
     expect(errors.map((e) => e.message)).toEqual([
       `Provider $COMPUTE_NODE has multiple definitions in source file(s): ${join(dir, 'a.yaml')}, ${join(dir, 'b.yaml')}`,
@@ -255,15 +257,95 @@ describe('the placement-agent bin', () => {
   const bin = fileURLToPath(new URL('../bin/placement-agent.js', import.meta.url));
 
   it('validate exits non-zero on a bad file and prints JSON for a good one', () => {
-    file('a.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n1}\n`);
+    file('a.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n1}\n    traits: {additional: [CUSTOM_A]}\n`);
     const good = spawnSync(process.execPath, [bin, 'validate', dir, '--json'], { encoding: 'utf8' });
     expect(good.status).toBe(0);
-    expect(JSON.parse(good.stdout)).toEqual([{ id: 'n1', identification: { name: 'n1' }, inventories: {}, traits: [] }]);
+    expect(JSON.parse(good.stdout)).toEqual([{ id: 'n1', identification: { name: 'n1' }, inventories: {}, traits: ['CUSTOM_A'] }]);
 
-    file('b.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n1}\n`);
+    file('b.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n1}\n    traits: {additional: [CUSTOM_B]}\n`);
     const bad = spawnSync(process.execPath, [bin, 'validate', dir, '--json'], { encoding: 'utf8' });
     expect(bad.status).toBe(1);
     expect(bad.stdout).toBe('');
     expect(bad.stderr).toContain('Provider n1 has multiple definitions');
+  });
+});
+
+// Each directory under fixtures/provider-config is a provider_config_location
+// checked against what Nova's loader (PyYAML safe_load, YAML 1.1) does with it.
+describe('fixture directories: parity with Nova loading through PyYAML', () => {
+  const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/provider-config/${name}`, import.meta.url));
+  const load = (name: string) => loadProviderConfigs(fixture(name), { permissions: 'ignore' });
+
+  const refused: [string, string, number, number, RegExp][] = [
+    ['unknown-tag', '10-custom.yaml', 4, 8, /could not determine a constructor for the tag '!custom'/],
+    ['python-tag', '10-python.yaml', 10, 13, /could not determine a constructor for the tag 'tag:yaml.org,2002:python\/object\/apply:os.system'/],
+    ['tab-indent', '10-tab.yaml', 5, 1, /found character '\\t' that cannot start any token/],
+    ['tab-after-key', '10-tab.yaml', 9, 17, /found character '\\t' that cannot start any token/],
+    ['nul-byte', '10-nul.yaml', 5, 24, /unacceptable character #x0000: special characters are not allowed/],
+    ['control-character', '10-escape.yaml', 3, 27, /unacceptable character #x001b/],
+    ['not-utf8', '10-latin1.yaml', 5, 16, /not valid UTF-8 \(byte 0xe9/],
+  ];
+  it.each(refused)('%s: refused with the file, line and column', (name, fileName, line, column, message) => {
+    const { errors, providers } = load(name);
+    expect(providers).toEqual([]);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ file: join(fixture(name), fileName), line, column });
+    expect(errors[0].message).toMatch(/^Unable to load yaml file: /);
+    expect(errors[0].message).toMatch(message);
+    expect(formatProblem(errors[0])).toContain(`${join(fixture(name), fileName)}:${line}:${column}: `);
+  });
+
+  it('tabs inside quotes, block scalars and comments are fine, as in PyYAML', () => {
+    const { errors, providers } = load('tabs-allowed');
+    expect(errors).toEqual([]);
+    expect(providers.map((p) => p.id)).toEqual(['gpu\thost']);
+  });
+
+  it('an alias bomb is refused with an error, not expanded (and does not crash the loader)', () => {
+    const { errors } = load('alias-bomb');
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/Unable to load yaml file: .*alias/i)]);
+  });
+
+  it('.inf and .nan in any inventory field, in either form, are refused naming each field', () => {
+    const { errors, providers } = load('non-finite');
+    expect(providers).toEqual([]);
+    const dir = fixture('non-finite');
+    expect(errors.map(formatProblem)).toEqual([
+      `${join(dir, '10-ratio.yaml')}:10:29: providers[0] (uuid: ${UUID}): inventories.additional.CUSTOM_LLC.allocation_ratio: .inf is not a finite number (infinity and NaN cannot be sent to Placement)`,
+      `${join(dir, '20-list-form.yaml')}:9:20: providers[0] (name: gpu-host-1): inventories.additional.0.CUSTOM_SLICE.total: -.Inf is not a finite number (infinity and NaN cannot be sent to Placement)`,
+      `${join(dir, '20-list-form.yaml')}:10:23: providers[0] (name: gpu-host-1): inventories.additional.0.CUSTOM_SLICE.reserved: .NaN is not a finite number (infinity and NaN cannot be sent to Placement)`,
+    ]);
+  });
+
+  it('entries with nothing to set are dropped with a warning: not reported, no duplicate, no shadowing of $COMPUTE_NODE', async () => {
+    const { errors, warnings, providers } = load('noop-entries');
+    expect(errors).toEqual([]);
+    expect(providers.map((p) => p.id)).toEqual(['$COMPUTE_NODE', 'gpu-host-1']);
+    expect(providers[1].traits).toEqual(['CUSTOM_GPU_HOST']);
+    expect(warnings.map((w) => [w.entry, w.line, w.message])).toEqual(
+      [
+        ['providers[0] (name: gpu-host-1)', 5, 'gpu-host-1'],
+        ['providers[1] (name: gpu-host-2)', 7, 'gpu-host-2'],
+        [`providers[2] (uuid: ${UUID})`, 13, UUID],
+      ].map(([entry, line, id]) => [entry, line, `Provider ${id} defined in ${join(fixture('noop-entries'), '10-noop.yaml')} has no additional inventories or traits and will be ignored`]),
+    );
+
+    // The host's own uuid had only a no-op entry, so $COMPUTE_NODE still applies to it.
+    const tree: DiscoveredProvider[] = [{ name: 'host1', inventories: { VCPU: { total: 8 } }, traits: ['COMPUTE_NODE'] }];
+    const merged = mergeProviderConfigs(tree, providers, () => UUID, { startup: true });
+    expect(merged.providers[0].traits).toEqual(['COMPUTE_NODE', 'CUSTOM_FROM_WILDCARD']);
+
+    const { code, out, err } = await validateJson(fixture('noop-entries'));
+    expect(code).toBe(0);
+    expect(JSON.parse(out.join('')).map((p: { id: string }) => p.id)).toEqual(['$COMPUTE_NODE', 'gpu-host-1']);
+    expect(err.join('\n')).toContain('has no additional inventories or traits and will be ignored');
+  });
+
+  it('validate exits non-zero for each refused directory', async () => {
+    for (const [name] of refused) {
+      const { code, out } = await validateJson(fixture(name));
+      expect(code, name).toBe(1);
+      expect(out, name).toEqual([]);
+    }
   });
 });

@@ -4,15 +4,14 @@ import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
-import { ApiError } from '../http/api-error.js';
+import { DomainError } from '../errors.js';
+import { ApiError, PROBLEM_STATUS } from '../http/api-error.js';
 import type { AppVariables } from '../http/env.js';
 import type { PolicyEnforcer, Target } from '../http/policy.js';
 
 export type CyborgEnv = { Variables: AppVariables & { cyborgPolicy: PolicyEnforcer } };
 export type CyborgContext = Context<CyborgEnv>;
 
-import { cyborgError } from './errors.js';
-export { cyborgError };
 
 export function authorize(c: CyborgContext, rule: string, target?: Target): void {
   const creds = c.var.credentials;
@@ -77,6 +76,7 @@ function render(c: CyborgContext, status: ContentfulStatusCode, message: string,
 
 export const cyborgOnError: ErrorHandler<CyborgEnv> = (err, c) => {
   if (err instanceof ApiError) return render(c, err.status as ContentfulStatusCode, err.detail, err.headers);
+  if (err instanceof DomainError) return render(c, PROBLEM_STATUS[err.problem], err.message);
   if (err instanceof HTTPException) return render(c, err.status as ContentfulStatusCode, err.message);
   c.var.deps.log.error('unhandled accelerator error', { err: err instanceof Error ? err.stack ?? err.message : String(err) });
   return render(c, 500, err instanceof Error ? err.message : String(err));
@@ -97,3 +97,8 @@ export function resource(
     throw cyborgError(405, `The method ${c.req.method} is not allowed for this resource.`, { allow: allowed.join(', ') });
   });
 }
+
+// Cyborg errors carry a plain message; onError wraps it in
+// {"error_message": "{faultcode, faultstring, debuginfo}"}.
+export const cyborgError = (status: ContentfulStatusCode, message: string, headers?: Record<string, string>) =>
+  new ApiError(status, message, { headers });

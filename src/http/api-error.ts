@@ -1,21 +1,20 @@
-// One error type for the whole service. Handlers and repos throw ApiError;
-// app.onError renders it in Placement's envelope (or Cyborg's, by prefix).
+// The HTTP edge's error: a status plus the detail each API renders in its
+// envelope. Handlers and middleware throw it; the domain throws DomainError
+// (src/errors.ts), which each API's onError maps through PROBLEM_STATUS.
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { ErrorCode, type Problem } from '../errors.js';
 
-export const ErrorCode = {
-  UNDEFINED: 'placement.undefined_code',
-  INVENTORY_INUSE: 'placement.inventory.inuse',
-  CONCURRENT_UPDATE: 'placement.concurrent_update',
-  DUPLICATE_NAME: 'placement.duplicate_name',
-  PROVIDER_INUSE: 'placement.resource_provider.inuse',
-  PROVIDER_CANNOT_DELETE_PARENT: 'placement.resource_provider.cannot_delete_parent',
-  PROVIDER_NOT_FOUND: 'placement.resource_provider.not_found',
-  QUERY_DUPLICATE_KEY: 'placement.query.duplicate_key',
-  QUERY_BAD_VALUE: 'placement.query.bad_value',
-  QUERY_MISSING_VALUE: 'placement.query.missing_value',
-} as const;
-export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+export { ErrorCode } from '../errors.js';
+
+/** How each API answers a domain error's kind of problem. */
+export const PROBLEM_STATUS: Record<Problem, ContentfulStatusCode> = {
+  invalid: 400,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  too_large: 413,
+};
 
 export class ApiError extends HTTPException {
   readonly detail: string;

@@ -3,7 +3,8 @@
 import type { ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { ApiError, ErrorCode, STATUS_TITLES, webobDetail } from '../http/api-error.js';
+import { DomainError } from '../errors.js';
+import { ApiError, ErrorCode, PROBLEM_STATUS, STATUS_TITLES, webobDetail } from '../http/api-error.js';
 import type { AppContext, AppEnv } from '../http/env.js';
 import { acceptsJson } from './middleware.js';
 import { MV } from './versions.js';
@@ -31,6 +32,10 @@ function render(c: AppContext, err: ApiError): Response {
 
 export const placementOnError: ErrorHandler<AppEnv> = (err, c) => {
   if (err instanceof ApiError) return render(c, err);
+  if (err instanceof DomainError) {
+    const status = PROBLEM_STATUS[err.problem];
+    return render(c, new ApiError(status, webobDetail(status, err.message), { code: err.code }));
+  }
   if (err instanceof HTTPException) {
     return render(c, new ApiError(err.status as ContentfulStatusCode, webobDetail(err.status, err.message)));
   }

@@ -2,9 +2,10 @@
 // GET /allocation_candidates: `required` (traits, `!` forbidden from 1.22,
 // `in:` any-of from 1.39), `member_of` (aggregates, `in:` 1.3, repeats 1.24,
 // `!` 1.32) and `resources` (RC:AMOUNT lists). Errors are worded as upstream.
-import { ApiError, webobDetail } from '../http/api-error.js';
+import { DomainError } from '../errors.js';
 import { badQuery } from '../http/validate.js';
-import { MV, type VersionCheck } from './versions.js';
+import type { Microversion } from '../microversion.js';
+import { MV } from './versions.js';
 
 const UUID_RE = /^(?:[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12})$/;
 
@@ -37,7 +38,7 @@ export function traitNames(filter: TraitFilter): string[] {
  * Parses the values of one `required<suffix>` parameter. Before 1.39 only
  * the last value counts (the parameter is single-valued there).
  */
-export function parseRequired(values: string[], mv: VersionCheck, paramName = 'required'): TraitFilter {
+export function parseRequired(values: string[], mv: Microversion, paramName = 'required'): TraitFilter {
   const allowForbidden = mv.atLeast(MV.FORBIDDEN_TRAITS);
   const allowAnyOf = mv.atLeast(MV.ANY_TRAITS);
   const form = allowForbidden ? 'HW_CPU_X86_VMX,!CUSTOM_MAGIC' : 'HW_CPU_X86_VMX,CUSTOM_MAGIC';
@@ -47,8 +48,7 @@ export function parseRequired(values: string[], mv: VersionCheck, paramName = 'r
   const used = allowAnyOf ? values : values.slice(-1);
   for (const value of used) {
     if (!allowAnyOf && value.startsWith('in:')) {
-      throw new ApiError(400, webobDetail(400,
-        "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39."));
+      throw new DomainError('invalid', "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39.");
     }
     if (allowAnyOf && value.startsWith('in:')) {
       const names = value.slice(3).split(',');
@@ -80,10 +80,10 @@ export interface AggregateFilter {
 export const emptyAggregateFilter = (): AggregateFilter => ({ anyOf: [], forbidden: [] });
 
 /** Parses every value of one `member_of<suffix>` parameter. */
-export function parseMemberOf(values: string[], mv: VersionCheck): AggregateFilter {
+export function parseMemberOf(values: string[], mv: Microversion): AggregateFilter {
   const filter = emptyAggregateFilter();
   if (values.length > 1 && !mv.atLeast(MV.MEMBER_OF_MULTI)) {
-    throw new ApiError(400, webobDetail(400, 'Multiple member_of parameters are not supported'));
+    throw new DomainError('invalid', 'Multiple member_of parameters are not supported');
   }
   const invalid = (got: string) => badQuery(`Expected 'member_of' parameter to contain valid UUID(s). Got: ${got}`);
   for (const value of values) {
@@ -91,8 +91,7 @@ export function parseMemberOf(values: string[], mv: VersionCheck): AggregateFilt
     let forbidden = false;
     if (rest.startsWith('!')) {
       if (!mv.atLeast(MV.FORBIDDEN_AGGREGATES)) {
-        throw new ApiError(400, webobDetail(400,
-          'Forbidden member_of parameters are not supported in the specified microversion'));
+        throw new DomainError('invalid', 'Forbidden member_of parameters are not supported in the specified microversion');
       }
       forbidden = true;
       rest = rest.slice(1);
@@ -102,8 +101,7 @@ export function parseMemberOf(values: string[], mv: VersionCheck): AggregateFilt
       uuids = rest.slice(3).split(',');
     } else {
       if (rest.includes(',')) {
-        throw new ApiError(400, webobDetail(400,
-          "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion."));
+        throw new DomainError('invalid', "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion.");
       }
       uuids = [rest];
     }
@@ -119,7 +117,7 @@ export function parseMemberOf(values: string[], mv: VersionCheck): AggregateFilt
 export function parseResources(value: string, paramName = 'resources'): Map<string, number> {
   const form = `Badly formed ${paramName} parameter. Expected ${paramName} query string parameter in form: ` +
     `?${paramName}=VCPU:2,MEMORY_MB:1024.`;
-  const bad = (message: string) => new ApiError(400, webobDetail(400, message));
+  const bad = (message: string) => new DomainError('invalid', message);
   if (!value.trim()) throw bad(`${form} Got: empty string.`);
   const amounts = new Map<string, number>();
   for (const part of value.split(',')) {

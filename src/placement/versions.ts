@@ -45,8 +45,3 @@ export const MV = {
   ANY_TRAITS: '1.39',
 } as const;
 export type Feature = keyof typeof MV;
-
-/** What the domain needs of a request's microversion (http/microversion's Microversion is one). */
-export interface VersionCheck {
-  atLeast(v: string): boolean;
-}

@@ -13,8 +13,13 @@ const ROOT = join(import.meta.dirname, '..', '..');
 
 /** Starts src/entry/node.ts on a free port against `dbUrl`; resolves once it listens. */
 export function startServer(dbUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'src', 'entry', 'node.ts')], {
-    cwd: ROOT,
+  return startServerProcess([join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'src', 'entry', 'node.ts')], dbUrl, env, ROOT);
+}
+
+/** Same, for any `node ARGS` that serves the app (the built dist/server.mjs). */
+export function startServerProcess(args: string[], dbUrl: string, env: Record<string, string> = {}, cwd = ROOT): Promise<ServerProcess> {
+  const child = spawn(process.execPath, args, {
+    cwd,
     env: {
       ...process.env,
       HOST: '127.0.0.1',

@@ -1,11 +1,15 @@
 // Loads every *.yaml provider config file of a directory the way nova-compute
 // does (seed 000): lexicographic order, schema major 1, exactly one of
-// uuid/name, CUSTOM_ names only, an id defined twice anywhere is an error.
+// uuid/name, CUSTOM_ names only, an id defined twice anywhere is an error,
+// entries that set nothing are dropped with a warning. YAML is read as
+// PyYAML's safe_load reads it (pyyaml-rules.ts).
 // Bad files never throw: every problem comes back naming file, entry, field.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { isMap, isScalar, LineCounter, parseDocument, Scalar, visit, type Document } from 'yaml';
+import providerConfigSchema from '../../../schemas/provider-config.schema.json' with { type: 'json' };
+import { decodeUtf8, pyyamlReadProblem } from './pyyaml-rules.js';
 import { SCHEMA_VERSION_PATTERN, type Inventory, type ProviderConfigFile, type ProviderEntry } from './schema.js';
 
 export const SUPPORTED_MAJOR = 1;
@@ -50,11 +54,8 @@ export interface LoadResult {
 
 let compiledValidator: ReturnType<Ajv['compile']> | undefined;
 function schemaValidator(): ReturnType<Ajv['compile']> {
-  if (!compiledValidator) {
-    const schemaPath = new URL('../../../schemas/provider-config.schema.json', import.meta.url);
-    const schema = JSON.parse(readFileSync(schemaPath, 'utf8')) as Record<string, unknown>;
-    compiledValidator = new Ajv({ allErrors: true, strict: false }).compile(schema);
-  }
+  // Imported rather than read from disk so the bundled agent carries it.
+  compiledValidator ??= new Ajv({ allErrors: true, strict: false }).compile(providerConfigSchema as Record<string, unknown>);
   return compiledValidator;
 }
 
@@ -108,7 +109,7 @@ export function loadProviderConfigs(dir: string, options: LoadOptions = {}): Loa
 
 function loadFile(file: string, permissions: PermissionPolicy, result: LoadResult): ConfiguredProvider[] {
   const problem = (p: Omit<ConfigProblem, 'file'>) => result.errors.push({ file, ...p });
-  let text: string;
+  let bytes: Buffer;
   try {
     const stat = statSync(file);
     if (!stat.isFile()) throw new Error('not a regular file');
@@ -117,24 +118,51 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
       if (insecure) (permissions === 'refuse' ? result.errors : result.warnings).push({ file, message: insecure });
       if (insecure && permissions === 'refuse') return [];
     }
-    text = readFileSync(file, 'utf8');
+    bytes = readFileSync(file);
   } catch (err) {
     problem({ message: `Unable to read yaml config file: ${(err as Error).message}` });
+    return [];
+  }
+
+  const decoded = decodeUtf8(bytes);
+  if ('problem' in decoded) {
+    const before = new TextDecoder('utf-8').decode(decoded.bytesBefore);
+    problem({ ...textPosition(before, before.length), message: `Unable to load yaml file: ${decoded.problem.message}` });
+    return [];
+  }
+  const text = decoded.text;
+  const unreadable = pyyamlReadProblem(text);
+  if (unreadable) {
+    problem({ ...textPosition(text, unreadable.offset), message: `Unable to load yaml file: ${unreadable.message}` });
     return [];
   }
 
   const lineCounter = new LineCounter();
   // PyYAML's safe_load is YAML 1.1 and lets a later duplicate key win.
   const doc = parseDocument(text, { version: '1.1', uniqueKeys: false, merge: true, lineCounter, prettyErrors: false });
-  if (doc.errors.length > 0) {
-    const first = doc.errors[0];
-    const pos = lineCounter.linePos(first.pos[0]);
-    problem({ line: pos.line, column: pos.col, message: `Unable to load yaml file: ${first.message.split('\n')[0]}` });
+  // safe_load constructs only the standard tags; any other tag (`!custom`,
+  // `!!python/...`), wherever it sits, makes it fail.
+  const unknownTag = doc.warnings.find((w) => w.code === 'TAG_RESOLVE_FAILED');
+  const parseError = doc.errors[0] ?? unknownTag;
+  if (parseError) {
+    const pos = lineCounter.linePos(parseError.pos[0]);
+    const message =
+      parseError === unknownTag
+        ? `could not determine a constructor for the tag ${unresolvedTag(parseError.message)}`
+        : parseError.message.split('\n')[0];
+    problem({ line: pos.line, column: pos.col, message: `Unable to load yaml file: ${message}` });
     return [];
   }
   const locate = (path: (string | number)[]) => locateNode(doc, lineCounter, path);
   matchPyYamlScalars(doc);
-  const data: unknown = doc.toJS({ maxAliasCount: 1000 });
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 1000 });
+  } catch (err) {
+    // An alias bomb (aliases expanding to millions of nodes) is refused, not expanded.
+    problem({ message: `Unable to load yaml file: ${(err as Error).message}` });
+    return [];
+  }
 
   // Version first: a file of another major is refused whatever it contains.
   const versionNode = isMap(doc.contents) ? doc.getIn(['meta', 'schema_version'], true) : undefined;
@@ -164,6 +192,20 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
       message: `schema version ${versionText}: this agent supports major ${major} but not minor ${minor}; some fields may be ignored`,
     });
   }
+
+  // Checked before the schema so `.inf`/`.nan` get this message in every field.
+  const nonFinite = nonFiniteInventoryValues(data);
+  for (const path of nonFinite) {
+    const [entryIndex, fieldPath] = splitEntry(path);
+    const source = (doc.getIn(path, true) as { source?: unknown } | undefined)?.source;
+    problem({
+      entry: entryLabel(entryIndex!, identificationAt(data, entryIndex!)),
+      field: fieldPath.join('.'),
+      ...locate(path),
+      message: `${typeof source === 'string' ? source : 'value'} is not a finite number (infinity and NaN cannot be sent to Placement)`,
+    });
+  }
+  if (nonFinite.length > 0) return [];
 
   const validate = schemaValidator();
   if (!validate(data)) {
@@ -203,6 +245,17 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
     });
     if (result.errors.length > errorsBefore) return;
     const identification = entry.identification as { uuid?: string; name?: string };
+    // Nova's no-op filter: such an entry is ignored entirely, so it neither
+    // counts as a definition of its id nor shadows $COMPUTE_NODE.
+    if (traits.length === 0 && isEmpty(entry.inventories?.additional)) {
+      result.warnings.push({
+        file,
+        entry: label,
+        ...locate(['providers', index]),
+        message: `Provider ${(identification.uuid ?? identification.name)!} defined in ${file} has no additional inventories or traits and will be ignored`,
+      });
+      return;
+    }
     providers.push({ id: (identification.uuid ?? identification.name)!, identification: { ...identification }, inventories, traits: [...traits], sourceFile: file, index });
   });
   return providers;
@@ -227,6 +280,46 @@ function matchPyYamlScalars(doc: Document): void {
       else if (node.value instanceof Date) node.value = NOT_JSON;
     },
   });
+}
+
+/** Nova tests `inventories.additional` for truth: a missing, empty list or empty mapping is nothing to set. */
+function isEmpty(additional: unknown): boolean {
+  if (additional === undefined || additional === null) return true;
+  if (Array.isArray(additional)) return additional.length === 0;
+  return typeof additional === 'object' && Object.keys(additional).length === 0;
+}
+
+/** Paths of every infinite or NaN value inside `providers[*].inventories.additional`, in either form. */
+function nonFiniteInventoryValues(data: unknown): (string | number)[][] {
+  const found: (string | number)[][] = [];
+  const providers = (data as { providers?: unknown } | null)?.providers;
+  if (!Array.isArray(providers)) return found;
+  const visit = (value: unknown, path: (string | number)[]) => {
+    if (typeof value === 'number' && !Number.isFinite(value)) found.push(path);
+    else if (Array.isArray(value)) {
+      value.forEach((item, i) => {
+        visit(item, [...path, i]);
+      });
+    } else if (value !== null && typeof value === 'object') for (const [key, item] of Object.entries(value)) visit(item, [...path, key]);
+  };
+  providers.forEach((entry, index) => {
+    const inventories = (entry as { inventories?: unknown } | null)?.inventories;
+    const additional = (inventories as { additional?: unknown } | null | undefined)?.additional;
+    visit(additional, ['providers', index, 'inventories', 'additional']);
+  });
+  return found;
+}
+
+/** The tag out of the `yaml` package's "Unresolved tag: !x at line ..." warning. */
+function unresolvedTag(message: string): string {
+  const tag = /Unresolved tag: (\S+)/.exec(message)?.[1];
+  return tag === undefined ? '' : `'${tag}'`;
+}
+
+function textPosition(text: string, offset: number): { line: number; column: number } {
+  const before = text.slice(0, offset);
+  const lineStart = before.lastIndexOf('\n') + 1;
+  return { line: before.split('\n').length, column: offset - lineStart + 1 };
 }
 
 type Report = (field: (string | number)[], message: string) => void;

@@ -1,6 +1,7 @@
 // Accelerator requests: creation from a profile, reads with their attach
 // handle, the synchronous half of bind (validate, BindStarted, outbox row in
 // the same transaction), unbind and delete.
+import { DomainError } from '../../errors.js';
 import { and, eq, inArray, isNull, notInArray, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { acceleratorRequests, attachHandles } from '../../db/schema/cyborg.js';
@@ -10,7 +11,6 @@ import {
 import { addOutbox } from '../../jobs/outbox.js';
 import type { JobMessage } from '../../jobs/messages.js';
 import { ArqState, canTransition } from '../arq-state.js';
-import { cyborgError } from '../errors.js';
 import { arqCountForGroup, readGroup, type ProfileGroup } from '../schemas/device-profiles.js';
 import { profileGroups, type DeviceProfileRow } from './device-profiles.js';
 
@@ -23,7 +23,7 @@ export async function createArqs(
 ): Promise<ArqRow[]> {
   const groups = profileGroups(profile);
   if (onlyGroup !== undefined && !groups[onlyGroup]) {
-    throw cyborgError(400, `Device profile ${profile.name} has no group ${onlyGroup}.`);
+    throw new DomainError('invalid', `Device profile ${profile.name} has no group ${onlyGroup}.`);
   }
   const rows: (typeof acceleratorRequests.$inferInsert)[] = [];
   groups.forEach((group, index) => {
@@ -35,7 +35,7 @@ export async function createArqs(
       });
     }
   });
-  if (!rows.length) throw cyborgError(400, `Device profile ${profile.name} requests no resources.`);
+  if (!rows.length) throw new DomainError('invalid', `Device profile ${profile.name} requests no resources.`);
   return db.insert(acceleratorRequests).values(rows).returning();
 }
 
@@ -63,19 +63,19 @@ export async function findArq(db: Db, uuid: string, project?: string | null): Pr
   return (await withHandles(db, [arq]))[0];
 }
 
-const arqNotFound = (uuid: string) => cyborgError(404, `Accelerator request ${uuid} could not be found.`);
+const arqNotFound = (uuid: string) => new DomainError('not_found', `Accelerator request ${uuid} could not be found.`);
 
 export interface BindRequest { uuid: string; hostname: string; deviceRpUuid: string; instanceUuid: string; projectId: string | null }
 
 /** Checks that the device RP exists, sits in hostname's tree, and offers what the group asks for. */
 async function checkDeviceProvider(db: Db, req: BindRequest, group: ProfileGroup): Promise<void> {
   const rp = await db.select().from(resourceProviders).where(eq(resourceProviders.uuid, req.deviceRpUuid)).get();
-  if (!rp) throw cyborgError(400, `Device resource provider ${req.deviceRpUuid} does not exist.`);
+  if (!rp) throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} does not exist.`);
   const root = rp.rootProviderId === null || rp.rootProviderId === rp.id
     ? rp
     : await db.select().from(resourceProviders).where(eq(resourceProviders.id, rp.rootProviderId)).get();
   if (!root || root.name !== req.hostname) {
-    throw cyborgError(400, `Device resource provider ${req.deviceRpUuid} is not in the tree of host ${req.hostname}.`);
+    throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} is not in the tree of host ${req.hostname}.`);
   }
   const want = readGroup(group);
   const offered = await db.select({ name: resourceClasses.name }).from(inventories)
@@ -83,17 +83,17 @@ async function checkDeviceProvider(db: Db, req: BindRequest, group: ProfileGroup
     .where(eq(inventories.resourceProviderId, rp.id));
   const offeredNames = new Set(offered.map((o) => o.name));
   for (const rc of want.resources.keys()) {
-    if (!offeredNames.has(rc)) throw cyborgError(400, `Device resource provider ${req.deviceRpUuid} has no ${rc} inventory.`);
+    if (!offeredNames.has(rc)) throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} has no ${rc} inventory.`);
   }
   const has = await db.select({ name: traits.name }).from(resourceProviderTraits)
     .innerJoin(traits, eq(traits.id, resourceProviderTraits.traitId))
     .where(eq(resourceProviderTraits.resourceProviderId, rp.id));
   const hasNames = new Set(has.map((t) => t.name));
   for (const t of want.required) {
-    if (!hasNames.has(t)) throw cyborgError(400, `Device resource provider ${req.deviceRpUuid} lacks required trait ${t}.`);
+    if (!hasNames.has(t)) throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} lacks required trait ${t}.`);
   }
   for (const t of want.forbidden) {
-    if (hasNames.has(t)) throw cyborgError(400, `Device resource provider ${req.deviceRpUuid} has forbidden trait ${t}.`);
+    if (hasNames.has(t)) throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} has forbidden trait ${t}.`);
   }
 }
 
@@ -116,7 +116,7 @@ export async function startBind(db: Db, reqs: BindRequest[], project: string | n
     const repeat = sameBinding(arq, req) && [ArqState.BIND_STARTED, ArqState.BOUND].includes(arq.state as never);
     if (repeat) return false;
     if (!canTransition(arq.state, ArqState.BIND_STARTED)) {
-      throw cyborgError(409, `Accelerator request ${arq.uuid} is in state ${arq.state}; bind needs Initial or Unbound.`);
+      throw new DomainError('conflict', `Accelerator request ${arq.uuid} is in state ${arq.state}; bind needs Initial or Unbound.`);
     }
     return true;
   });
@@ -126,7 +126,7 @@ export async function startBind(db: Db, reqs: BindRequest[], project: string | n
   const already = await db.select({ uuid: acceleratorRequests.uuid }).from(acceleratorRequests)
     .where(and(inArray(acceleratorRequests.instanceUuid, instances), notInArray(acceleratorRequests.uuid, requestUuids))).get();
   if (already) {
-    throw cyborgError(409, `Instance ${instances[0]} already has accelerator requests. Cannot bind additional ARQs.`);
+    throw new DomainError('conflict', `Instance ${instances[0]} already has accelerator requests. Cannot bind additional ARQs.`);
   }
   for (const { arq, req } of fresh) await checkDeviceProvider(db, req, JSON.parse(arq.deviceProfileGroup) as ProfileGroup);
   for (const { arq, req } of fresh) {
@@ -134,7 +134,7 @@ export async function startBind(db: Db, reqs: BindRequest[], project: string | n
       state: ArqState.BIND_STARTED, hostname: req.hostname, deviceRpUuid: req.deviceRpUuid, instanceUuid: req.instanceUuid,
       projectId: req.projectId ?? arq.projectId, bindStartedAt: now, updatedAt: now,
     }).where(and(eq(acceleratorRequests.id, arq.id), eq(acceleratorRequests.state, arq.state))).returning({ id: acceleratorRequests.id });
-    if (!changed.length) throw cyborgError(409, `Accelerator request ${arq.uuid} changed state concurrently.`);
+    if (!changed.length) throw new DomainError('conflict', `Accelerator request ${arq.uuid} changed state concurrently.`);
   }
   return addOutbox(db, 'bind', { arqIds: fresh.map(({ arq }) => arq.id) }, nowMs);
 }

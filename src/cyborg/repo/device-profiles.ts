@@ -1,8 +1,8 @@
 // Device profiles: rows hold the validated groups as JSON.
+import { DomainError } from '../../errors.js';
 import { eq, inArray } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { deviceProfiles } from '../../db/schema/cyborg.js';
-import { cyborgError } from '../errors.js';
 import type { ProfileGroup } from '../schemas/device-profiles.js';
 
 export type DeviceProfileRow = typeof deviceProfiles.$inferSelect;
@@ -13,9 +13,9 @@ export async function createDeviceProfile(
 ): Promise<DeviceProfileRow> {
   const clash = await db.select({ id: deviceProfiles.id }).from(deviceProfiles)
     .where(eq(deviceProfiles.name, input.name)).get();
-  if (clash) throw cyborgError(409, `Device Profile with name ${input.name} already exists.`);
+  if (clash) throw new DomainError('conflict', `Device Profile with name ${input.name} already exists.`);
   const sameUuid = await db.select({ id: deviceProfiles.id }).from(deviceProfiles).where(eq(deviceProfiles.uuid, input.uuid)).get();
-  if (sameUuid) throw cyborgError(409, `Device Profile with uuid ${input.uuid} already exists.`);
+  if (sameUuid) throw new DomainError('conflict', `Device Profile with uuid ${input.uuid} already exists.`);
   const [row] = await db.insert(deviceProfiles).values({
     uuid: input.uuid, name: input.name, description: input.description, groups: JSON.stringify(input.groups), createdAt: now,
   }).returning();

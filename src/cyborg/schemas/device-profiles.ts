@@ -1,7 +1,7 @@
 // Device profile bodies. The zod schema checks the shape; parseGroups applies
 // Cyborg's key rules (_validate_post_request) with messages that say which key.
+import { DomainError } from '../../errors.js';
 import { z } from 'zod';
-import { cyborgError } from '../errors.js';
 
 const GroupValue = z.union([z.string(), z.number().int()]);
 const ProfileInput = z.object({
@@ -34,22 +34,22 @@ export function parseGroups(groups: Record<string, string | number>[]): ProfileG
       const where = `group ${index}, key '${rawKey}'`;
       if (prefix === 'resources') {
         if (!STANDARD_ACCELERATOR_CLASSES.has(name) && !CUSTOM_NAME.test(name)) {
-          throw cyborgError(400, `Bad resource class in ${where}: must be one of ${[...STANDARD_ACCELERATOR_CLASSES].join(', ')} or CUSTOM_*`);
+          throw new DomainError('invalid', `Bad resource class in ${where}: must be one of ${[...STANDARD_ACCELERATOR_CLASSES].join(', ')} or CUSTOM_*`);
         }
         if (!/^\d+$/.test(value) || Number(value) < 1) {
-          throw cyborgError(400, `Bad resource amount in ${where}: '${value}' is not a positive integer`);
+          throw new DomainError('invalid', `Bad resource amount in ${where}: '${value}' is not a positive integer`);
         }
         out[`resources:${name}`] = String(Number(value));
       } else if (prefix === 'trait') {
-        if (!CUSTOM_NAME.test(name)) throw cyborgError(400, `Bad trait in ${where}: traits must be CUSTOM_*`);
+        if (!CUSTOM_NAME.test(name)) throw new DomainError('invalid', `Bad trait in ${where}: traits must be CUSTOM_*`);
         if (value !== 'required' && value !== 'forbidden') {
-          throw cyborgError(400, `Bad trait value in ${where}: must be 'required' or 'forbidden'`);
+          throw new DomainError('invalid', `Bad trait value in ${where}: must be 'required' or 'forbidden'`);
         }
         out[`trait:${name}`] = value;
       } else if (prefix === 'accel' && name) {
         out[`accel:${name}`] = value;
       } else {
-        throw cyborgError(400, `Bad key in ${where}: keys must start with resources:, trait: or accel:`);
+        throw new DomainError('invalid', `Bad key in ${where}: keys must start with resources:, trait: or accel:`);
       }
     }
     return out;

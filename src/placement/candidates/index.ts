@@ -6,7 +6,8 @@
 //      kept by a RequestPicker that applies `limit` and the candidate cap;
 //   4. present: the answer's shape for the microversion (present/).
 import type { Client } from '@libsql/client';
-import { MV, type VersionCheck } from '../versions.js';
+import type { Microversion } from '../../microversion.js';
+import { MV } from '../versions.js';
 import { badCandidateRequest } from './errors.js';
 import type { CandidateRequest } from './parse.js';
 import { presentCandidates, type CandidatesBody } from './present/index.js';
@@ -164,7 +165,7 @@ async function searchOnce(client: Client, plan: SearchPlan, firstRoots: number |
 export async function findAllocationCandidates(
   client: Client,
   request: CandidateRequest,
-  mv: VersionCheck,
+  mv: Microversion,
   options: CandidateOptions,
 ): Promise<CandidatesBody> {
   const names = namesOf(request);

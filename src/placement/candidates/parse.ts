@@ -4,7 +4,8 @@
 // and the handler's jsonschema). Pure: no database, no hono.
 import { pyRepr } from '../py-repr.js';
 import { isUuidLike, normalizeUuid, parseMemberOf, parseResources } from '../query.js';
-import { MV, type VersionCheck as Microversion } from '../versions.js';
+import type { Microversion } from '../../microversion.js';
+import { MV } from '../versions.js';
 import { badCandidateRequest as badRequest, invalidQuery as badQuery } from './errors.js';
 
 

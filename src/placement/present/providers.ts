@@ -1,5 +1,5 @@
 // Resource provider JSON, shaped per microversion.
-import type { Microversion } from '../../http/microversion.js';
+import type { Microversion } from '../../microversion.js';
 import type { ProviderView } from '../repo/providers.js';
 import { MV } from '../versions.js';
 

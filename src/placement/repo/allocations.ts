@@ -3,8 +3,8 @@
 // inside ONE write transaction (BEGIN IMMEDIATE): the capacity check, the
 // inserts and the generation compare-and-swaps see the same snapshot, so two
 // racing writers can never both succeed past capacity.
+import { DomainError } from '../../errors.js';
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { ApiError, webobDetail } from '../../http/api-error.js';
 import type { Db } from '../../db/client.js';
 import { allocations, consumers, inventories, resourceClasses, resourceProviders } from '../../db/schema/index.js';
 import { amountFitsUnits, capacityOf, usedSql, type InventoryLimits } from '../capacity.js';
@@ -36,8 +36,8 @@ export class AllocationFailure extends Error {
   }
 }
 
-export function providerDoesNotExist(uuid: string): ApiError {
-  return new ApiError(400, webobDetail(400, `Allocation for resource provider '${uuid}' that does not exist.`));
+export function providerDoesNotExist(uuid: string): DomainError {
+  return new DomainError('invalid', `Allocation for resource provider '${uuid}' that does not exist.`);
 }
 
 export interface ClaimOptions {

@@ -1,8 +1,8 @@
 // Consumers and the project, user and consumer-type records they point at.
 // Everything here runs inside the caller's write transaction; generation
 // changes are compare-and-swap so a concurrent writer can never be lost.
+import { DomainError, ErrorCode } from '../../errors.js';
 import { and, eq, inArray, notExists, sql } from 'drizzle-orm';
-import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import type { Db } from '../../db/client.js';
 import { allocations, consumers, consumerTypes, projects, users } from '../../db/schema/index.js';
 
@@ -89,11 +89,9 @@ export interface EnsureOptions {
   now: string;
 }
 
-export function consumerGenerationConflict(expected: number | null, got: number | null | undefined): ApiError {
+export function consumerGenerationConflict(expected: number | null, got: number | null | undefined): DomainError {
   const show = (g: number | null | undefined) => (g === null || g === undefined ? 'null' : String(g));
-  return new ApiError(409, webobDetail(409, `consumer generation conflict - expected ${show(expected)} but got ${show(got)}`), {
-    code: ErrorCode.CONCURRENT_UPDATE,
-  });
+  return new DomainError('conflict', `consumer generation conflict - expected ${show(expected)} but got ${show(got)}`, ErrorCode.CONCURRENT_UPDATE);
 }
 
 /**
@@ -137,10 +135,7 @@ export async function bumpConsumerGeneration(db: Db, consumer: ConsumerRow, now:
     .where(and(eq(consumers.id, consumer.id), eq(consumers.generation, consumer.generation)))
     .returning({ generation: consumers.generation });
   if (updated.length !== 1) {
-    throw new ApiError(409, webobDetail(409,
-      `Inventory and/or allocations changed while attempting to allocate: consumer generation conflict for ${consumer.uuid}`), {
-      code: ErrorCode.CONCURRENT_UPDATE,
-    });
+    throw new DomainError('conflict', `Inventory and/or allocations changed while attempting to allocate: consumer generation conflict for ${consumer.uuid}`, ErrorCode.CONCURRENT_UPDATE);
   }
   return updated[0]!.generation;
 }

@@ -1,10 +1,10 @@
 // Inventories of one provider: read, add, update, delete, and replace-all.
 // Generation bumps are the caller's job (handlers and the reshaper compose
 // several repo calls in one write transaction, then bump once).
+import { DomainError, ErrorCode } from '../../errors.js';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { allocations, inventories, resourceClasses } from '../../db/schema/index.js';
-import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
 import { inventoryLimitColumns, resourceClassIdsByName, type ProviderRow } from './lookups.js';
 
@@ -32,9 +32,9 @@ export const INVENTORY_DEFAULTS = {
  * 409 placement.inventory.inuse. `reason` is upstream's InventoryInUse text;
  * handlers that word the conflict differently re-wrap it with `prefixed`.
  */
-export class InventoryInUseError extends ApiError {
+export class InventoryInUseError extends DomainError {
   constructor(readonly reason: string, prefix?: string) {
-    super(409, webobDetail(409, prefix ? `${prefix}: ${reason}` : reason), { code: ErrorCode.INVENTORY_INUSE });
+    super('conflict', prefix ? `${prefix}: ${reason}` : reason, ErrorCode.INVENTORY_INUSE);
   }
   prefixed(prefix: string): InventoryInUseError {
     return new InventoryInUseError(this.reason, prefix);
@@ -136,8 +136,7 @@ export async function setInventories(
   const ids = await resourceClassIdsByName(tx, wanted);
   const unknown = wanted.filter((name) => !ids.has(name));
   if (unknown.length > 0) {
-    throw new ApiError(400, webobDetail(400,
-      `Unknown resource class in inventory for resource provider ${provider.uuid}: No such resource class ${unknown[0]}.`));
+    throw new DomainError('invalid', `Unknown resource class in inventory for resource provider ${provider.uuid}: No such resource class ${unknown[0]}.`);
   }
   const existing = await listInventories(tx, provider.id);
   const existingIds = new Set(existing.map((inv) => inv.resourceClassId));
@@ -190,17 +189,14 @@ export async function addInventory(tx: Db, provider: ProviderRow, resourceClass:
   const ids = await resourceClassIdsByName(tx, [resourceClass]);
   const classId = ids.get(resourceClass);
   if (classId === undefined) {
-    throw new ApiError(400, webobDetail(400,
-      `Unable to create inventory for resource provider ${provider.uuid}: No such resource class ${resourceClass}.`));
+    throw new DomainError('invalid', `Unable to create inventory for resource provider ${provider.uuid}: No such resource class ${resourceClass}.`);
   }
   const inserted = await tx.insert(inventories)
     .values({ resourceProviderId: provider.id, resourceClassId: classId, ...values(input), createdAt: now })
     .onConflictDoNothing()
     .returning({ id: inventories.id });
   if (inserted.length === 0) {
-    throw new ApiError(409, webobDetail(409,
-      `Update conflict: Inventory for '${resourceClass}' on resource provider '${provider.uuid}' already exists.`),
-    { code: ErrorCode.CONCURRENT_UPDATE });
+    throw new DomainError('conflict', `Update conflict: Inventory for '${resourceClass}' on resource provider '${provider.uuid}' already exists.`, ErrorCode.CONCURRENT_UPDATE);
   }
 }
 
@@ -210,9 +206,8 @@ export async function updateInventory(
 ): Promise<ReplaceResult> {
   const current = await findInventory(tx, provider.id, resourceClass);
   if (!current) {
-    throw new ApiError(400, webobDetail(400,
-      `No inventory record with resource class for resource provider ${provider.uuid}: ` +
-      `No inventory of class ${resourceClass} found for resource provider ${provider.uuid}.`));
+    throw new DomainError('invalid', `No inventory record with resource class for resource provider ${provider.uuid}: ` +
+      `No inventory of class ${resourceClass} found for resource provider ${provider.uuid}.`);
   }
   const usage = await usageByClass(tx, provider.id, [current.resourceClassId]);
   await tx.update(inventories).set({ ...values(input), updatedAt: now })
@@ -224,8 +219,7 @@ export async function updateInventory(
 export async function deleteInventory(tx: Db, provider: ProviderRow, resourceClass: string): Promise<void> {
   const current = await findInventory(tx, provider.id, resourceClass);
   if (!current) {
-    throw new ApiError(404, webobDetail(404,
-      `No inventory of class ${resourceClass} found for delete: No inventory of class ${resourceClass} found for delete`));
+    throw new DomainError('not_found', `No inventory of class ${resourceClass} found for delete: No inventory of class ${resourceClass} found for delete`);
   }
   try {
     await assertNotInUse(tx, provider, [current.resourceClassId], new Map([[current.resourceClassId, resourceClass]]));

@@ -1,7 +1,7 @@
 // Small lookups every Placement repo needs: providers by uuid, resource class
 // and trait ids by name, and the provider-generation compare-and-swap.
+import { DomainError, ErrorCode } from '../../errors.js';
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import type { Db } from '../../db/client.js';
 import { inventories, resourceClasses, resourceProviders, traits } from '../../db/schema/index.js';
 
@@ -12,8 +12,8 @@ export async function findProvider(db: Db, uuid: string): Promise<ProviderRow | 
   return rows[0];
 }
 
-export function providerNotFound(uuid: string): ApiError {
-  return new ApiError(404, webobDetail(404, `No resource provider with uuid ${uuid} found`));
+export function providerNotFound(uuid: string): DomainError {
+  return new DomainError('not_found', `No resource provider with uuid ${uuid} found`);
 }
 
 /** The provider, or 404 "No resource provider with uuid X found". */
@@ -23,8 +23,8 @@ export async function requireProvider(db: Db, uuid: string): Promise<ProviderRow
   return rp;
 }
 
-export function generationConflict(detail = 'resource provider generation conflict'): ApiError {
-  return new ApiError(409, webobDetail(409, detail), { code: ErrorCode.CONCURRENT_UPDATE });
+export function generationConflict(detail = 'resource provider generation conflict'): DomainError {
+  return new DomainError('conflict', detail, ErrorCode.CONCURRENT_UPDATE);
 }
 
 /**

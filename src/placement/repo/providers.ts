@@ -1,9 +1,9 @@
 // Resource providers: create, read, list with filters, update (rename and
 // re-parent), delete. Trees are kept flat in SQL: every provider stores its
 // root's id, so "the whole tree" is one indexed equality.
+import { DomainError, ErrorCode } from '../../errors.js';
 import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/sqlite-core';
-import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import type { Db } from '../../db/client.js';
 import {
   allocations, inventories, placementAggregates, resourceProviderAggregates, resourceProviders,
@@ -107,10 +107,8 @@ export async function listProviders(db: Db, filter: ProviderListFilter): Promise
   return viewQuery(db).where(conditions.length ? and(...conditions) : undefined).orderBy(resourceProviders.id);
 }
 
-function duplicate(kind: 'name' | 'uuid', value: string): ApiError {
-  return new ApiError(409, webobDetail(409, `Conflicting resource provider ${kind}: ${value} already exists.`), {
-    code: ErrorCode.DUPLICATE_NAME,
-  });
+function duplicate(kind: 'name' | 'uuid', value: string): DomainError {
+  return new DomainError('conflict', `Conflicting resource provider ${kind}: ${value} already exists.`, ErrorCode.DUPLICATE_NAME);
 }
 
 async function assertNameFree(db: Db, name: string, exceptId?: number): Promise<void> {
@@ -128,7 +126,7 @@ export interface NewProvider {
 /** Inserts a provider (root of its own tree unless a parent is given). */
 export async function createProvider(db: Db, input: NewProvider, now: string): Promise<ProviderView> {
   const fail = (why: string) =>
-    new ApiError(400, webobDetail(400, `Unable to create resource provider "${input.name}", ${input.uuid}: ${why}`));
+    new DomainError('invalid', `Unable to create resource provider "${input.name}", ${input.uuid}: ${why}`);
   if (await findProvider(db, input.uuid)) throw duplicate('uuid', input.uuid);
   await assertNameFree(db, input.name);
   let parentRow: ProviderRow | undefined;
@@ -173,7 +171,7 @@ export interface ProviderUpdate {
 }
 
 export async function updateProvider(db: Db, current: ProviderRow, update: ProviderUpdate, now: string): Promise<ProviderView> {
-  const fail = (why: string) => new ApiError(400, webobDetail(400, why));
+  const fail = (why: string) => new DomainError('invalid', why);
   await assertNameFree(db, update.name, current.id);
   const changes: Partial<typeof resourceProviders.$inferInsert> = { name: update.name, updatedAt: now };
   if (update.parentUuid !== undefined) {
@@ -212,18 +210,12 @@ export async function deleteProvider(db: Db, provider: ProviderRow): Promise<voi
   const children = await db.select({ id: resourceProviders.id }).from(resourceProviders)
     .where(eq(resourceProviders.parentProviderId, provider.id)).limit(1);
   if (children.length) {
-    throw new ApiError(409, webobDetail(409,
-      `Unable to delete parent resource provider ${provider.uuid}: It has child resource providers.`), {
-      code: ErrorCode.PROVIDER_CANNOT_DELETE_PARENT,
-    });
+    throw new DomainError('conflict', `Unable to delete parent resource provider ${provider.uuid}: It has child resource providers.`, ErrorCode.PROVIDER_CANNOT_DELETE_PARENT);
   }
   const used = await db.select({ id: allocations.id }).from(allocations)
     .where(eq(allocations.resourceProviderId, provider.id)).limit(1);
   if (used.length) {
-    throw new ApiError(409, webobDetail(409,
-      `Unable to delete resource provider ${provider.uuid}: Resource provider has allocations.`), {
-      code: ErrorCode.PROVIDER_INUSE,
-    });
+    throw new DomainError('conflict', `Unable to delete resource provider ${provider.uuid}: Resource provider has allocations.`, ErrorCode.PROVIDER_INUSE);
   }
   await db.delete(inventories).where(eq(inventories.resourceProviderId, provider.id));
   await db.delete(resourceProviderTraits).where(eq(resourceProviderTraits.resourceProviderId, provider.id));

@@ -4,7 +4,7 @@
 // and inventory with allocations cannot be removed: first an interim
 // inventory (old classes kept, new ones added or updated), then the
 // allocations, then the final inventory.
-import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
+import { DomainError, ErrorCode } from '../../errors.js';
 import type { Db } from '../../db/client.js';
 import { replaceAllocations, type ClaimOptions, type ConsumerClaim } from './allocations.js';
 import { listInventories, replaceInventories, reservedCapacityProblem, type InventoryInput } from './inventories.js';
@@ -54,19 +54,13 @@ export async function reshape(tx: Db, request: ReshapeRequest, opts: ReshapeOpti
   for (const change of request.inventories) {
     const rp = await findProvider(tx, change.providerUuid);
     if (!rp) {
-      throw new ApiError(400, webobDetail(400,
-        `Resource provider ${change.providerUuid} in inventories not found: No resource provider with uuid ${change.providerUuid} found`), {
-        code: ErrorCode.PROVIDER_NOT_FOUND,
-      });
+      throw new DomainError('invalid', `Resource provider ${change.providerUuid} in inventories not found: No resource provider with uuid ${change.providerUuid} found`, ErrorCode.PROVIDER_NOT_FOUND);
     }
     if (rp.generation !== change.generation) {
-      throw new ApiError(409, webobDetail(409,
-        `resource provider generation conflict for provider ${rp.uuid}: actual: ${rp.generation}, given: ${change.generation}`), {
-        code: ErrorCode.CONCURRENT_UPDATE,
-      });
+      throw new DomainError('conflict', `resource provider generation conflict for provider ${rp.uuid}: actual: ${rp.generation}, given: ${change.generation}`, ErrorCode.CONCURRENT_UPDATE);
     }
     const problem = reservedCapacityProblem(rp, change.records, opts.reservedMayEqualTotal);
-    if (problem) throw new ApiError(400, webobDetail(400, problem));
+    if (problem) throw new DomainError('invalid', problem);
   }
   const classNames = [...new Set(request.inventories.flatMap((ch) => Object.keys(ch.records)))];
   const known = await resourceClassIdsByName(tx, classNames);

@@ -1,9 +1,9 @@
 // Resource classes: the standard ones (ids 0..N, synced at start, read-only)
 // and custom CUSTOM_* ones (ids from 10000), created, renamed and deleted here.
+import { DomainError, ErrorCode } from '../../errors.js';
 import { count, eq, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { allocations, inventories, resourceClasses } from '../../db/schema/index.js';
-import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 
 export type ResourceClassRow = typeof resourceClasses.$inferSelect;
 
@@ -23,14 +23,14 @@ export async function findResourceClass(db: Db, name: string): Promise<ResourceC
 
 export async function requireResourceClass(db: Db, name: string): Promise<ResourceClassRow> {
   const rc = await findResourceClass(db, name);
-  if (!rc) throw new ApiError(404, webobDetail(404, `No such resource class ${name}.`));
+  if (!rc) throw new DomainError('not_found', `No such resource class ${name}.`);
   return rc;
 }
 
 /** Inserts a custom class with the next id at or above 10000; 409 duplicate_name if the name is taken. */
 export async function createResourceClass(tx: Db, name: string, now: string): Promise<ResourceClassRow> {
   if (await findResourceClass(tx, name)) {
-    throw new ApiError(409, webobDetail(409, `Conflicting resource class already exists: ${name}`), { code: ErrorCode.DUPLICATE_NAME });
+    throw new DomainError('conflict', `Conflicting resource class already exists: ${name}`, ErrorCode.DUPLICATE_NAME);
   }
   const [top] = await tx.select({ max: sql<number | null>`max(${resourceClasses.id})` }).from(resourceClasses);
   const id = Math.max(MIN_CUSTOM_RESOURCE_CLASS_ID - 1, Number(top?.max ?? 0)) + 1;
@@ -48,10 +48,10 @@ export async function ensureResourceClass(tx: Db, name: string, now: string): Pr
 /** 1.2–1.6 PUT: renames a custom class. 400 for standard classes, 409 if the new name exists. */
 export async function renameResourceClass(tx: Db, name: string, newName: string, now: string): Promise<ResourceClassRow> {
   const rc = await requireResourceClass(tx, name);
-  if (isStandard(rc)) throw new ApiError(400, webobDetail(400, `Cannot update standard resource class ${name}`));
+  if (isStandard(rc)) throw new DomainError('invalid', `Cannot update standard resource class ${name}`);
   if (newName === rc.name) return rc;
   if (await findResourceClass(tx, newName)) {
-    throw new ApiError(409, webobDetail(409, `Resource class already exists: ${newName}`), { code: ErrorCode.DUPLICATE_NAME });
+    throw new DomainError('conflict', `Resource class already exists: ${newName}`, ErrorCode.DUPLICATE_NAME);
   }
   const [row] = await tx.update(resourceClasses).set({ name: newName, updatedAt: now })
     .where(eq(resourceClasses.id, rc.id)).returning();
@@ -62,13 +62,12 @@ export async function renameResourceClass(tx: Db, name: string, newName: string,
 export async function deleteResourceClass(tx: Db, name: string): Promise<void> {
   const rc = await requireResourceClass(tx, name);
   if (isStandard(rc)) {
-    throw new ApiError(400, webobDetail(400, `Error in delete resource class: Cannot delete standard resource class ${name}.`));
+    throw new DomainError('invalid', `Error in delete resource class: Cannot delete standard resource class ${name}.`);
   }
   const [inv] = await tx.select({ n: count() }).from(inventories).where(eq(inventories.resourceClassId, rc.id));
   const [alloc] = await tx.select({ n: count() }).from(allocations).where(eq(allocations.resourceClassId, rc.id));
   if ((inv?.n ?? 0) > 0 || (alloc?.n ?? 0) > 0) {
-    throw new ApiError(409, webobDetail(409,
-      `Error in delete resource class: Cannot delete resource class ${name}. Class is in use in inventory.`));
+    throw new DomainError('conflict', `Error in delete resource class: Cannot delete resource class ${name}. Class is in use in inventory.`);
   }
   await tx.delete(resourceClasses).where(eq(resourceClasses.id, rc.id));
 }

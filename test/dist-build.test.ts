@@ -1,0 +1,103 @@
+// `npm run build` output as an operator installs it: the two bundles copied
+// away from the checkout, with only libSQL's native binding beside them, run
+// by plain `node` (no tsx). The server migrates, syncs the standard names and
+// serves; the agent, configured as deploy/etc/agent.yaml, reports a fixture
+// host to it.
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDist, EXTERNAL_PACKAGES } from '../scripts/build.js';
+import { startServerProcess, type ServerProcess } from './helpers/node-server.js';
+
+const ROOT = join(import.meta.dirname, '..');
+const run = promisify(execFile);
+const HEADERS = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39', 'content-type': 'application/json' };
+
+let work: string;
+let installed: string;
+let server: ServerProcess | undefined;
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'placement-edge-dist-'));
+  installed = join(work, 'opt');
+  // Built straight into a directory outside the checkout: nothing in the
+  // repository's node_modules is reachable from there.
+  await buildDist(installed);
+  mkdirSync(join(installed, 'node_modules'));
+  for (const name of EXTERNAL_PACKAGES) symlinkSync(join(ROOT, 'node_modules', name), join(installed, 'node_modules', name));
+  server = await startServerProcess([join(installed, 'server.mjs')], `file:${join(work, 'var', 'placement.db')}`, {}, installed);
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+async function get<T>(path: string): Promise<T> {
+  const response = await fetch(`${server!.url}${path}`, { headers: HEADERS });
+  expect(response.status, path).toBe(200);
+  return (await response.json()) as T;
+}
+
+describe('npm run build', () => {
+  it('dist/package.json installs only the native libSQL binding, at the locked version, and names both bins', () => {
+    const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
+    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+    expect(pkg.dependencies).toEqual({ libsql: lock.packages['node_modules/libsql']!.version });
+    expect(pkg.bin).toEqual({ 'placement-edge': 'server.mjs', 'placement-agent': 'placement-agent.mjs' });
+  });
+
+  it('server.mjs serves on a fresh database: migrations applied and standard names synced', async () => {
+    const root = await get<{ versions: { max_version: string }[] }>('/');
+    expect(root.versions[0]!.max_version).toBe('1.39');
+    await get('/resource_classes/VCPU');
+    const traits = await get<{ traits: string[] }>('/traits?name=in:HW_CPU_X86_AVX2,COMPUTE_NODE');
+    expect(traits.traits.sort()).toEqual(['COMPUTE_NODE', 'HW_CPU_X86_AVX2']);
+    // The Cyborg tables come from the last migrations.
+    await get('/accelerator/v2/device_profiles');
+  });
+
+  it('placement-agent.mjs, configured like deploy/etc/agent.yaml, reports a fixture host with its provider config to server.mjs', async () => {
+    const providerConfig = join(work, 'provider_config');
+    mkdirSync(providerConfig);
+    copyFileSync(join(ROOT, 'deploy', 'etc', 'provider_config.example.yaml'), join(providerConfig, '10-example.yaml'));
+    const agent = await run(
+      process.execPath,
+      [
+        join(installed, 'placement-agent.mjs'),
+        'once',
+        '--config',
+        join(ROOT, 'deploy', 'etc', 'agent.yaml'),
+        '--endpoint',
+        server!.url,
+        '--token',
+        'admin',
+        '--root',
+        join(ROOT, 'agent', 'test', 'fixtures', 'two-nvidia'),
+      ],
+      {
+        cwd: installed,
+        env: { ...process.env, PLACEMENT_AGENT_PROVIDER_CONFIG_LOCATION: providerConfig, PLACEMENT_AGENT_INSTANCES_PATH: work },
+      },
+    );
+    expect(agent.stderr).not.toMatch(/error/i);
+
+    const { resource_providers: providers } = await get<{ resource_providers: { uuid: string; name: string }[] }>(
+      '/resource_providers?name=gpu-host-2',
+    );
+    expect(providers).toHaveLength(1);
+    const uuid = providers[0]!.uuid;
+    const inventories = await get<{ inventories: Record<string, { total: number; reserved: number }> }>(
+      `/resource_providers/${uuid}/inventories`,
+    );
+    expect(inventories.inventories.VCPU!.total).toBe(8);
+    expect(inventories.inventories.CUSTOM_LLC).toMatchObject({ total: 22, reserved: 2 });
+    const traits = await get<{ traits: string[] }>(`/resource_providers/${uuid}/traits`);
+    expect(traits.traits).toEqual(expect.arrayContaining(['COMPUTE_NODE', 'CUSTOM_P_STATE_ENABLED']));
+    const devices = await get<{ devices: unknown[] }>('/accelerator/v2/devices');
+    expect(devices.devices).toHaveLength(2);
+  });
+});
