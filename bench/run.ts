@@ -227,6 +227,8 @@ async function main(): Promise<void> {
     const b = await sequential(`/allocation_candidates?${QUERY_A}&limit=10`);
     const c = await throughput(`/allocation_candidates?${QUERY_A}`);
     const d = await claimCycle();
+    // "Why no host" for (a): placement-edge only (another Placement answers 404).
+    const f = await sequential(`/diagnostics/allocation_candidates?${QUERY_A}`).catch(() => null);
     console.error(`loading ${NESTED} nested trees ...`);
     const loadNestedMs = await loadNested();
     const e = await sequential(`/allocation_candidates?${QUERY_E}`);
@@ -242,6 +244,7 @@ async function main(): Promise<void> {
       d_claim_ms: d,
       e_nested_ms: e,
       e_nested_limit10_ms: eLimited,
+      f_why_no_host_ms: f,
       server_peak_rss_mib: server ? peakRssMiB(server.child.pid) : null,
       in_process: null as InProcess | null,
     };
@@ -257,6 +260,7 @@ async function main(): Promise<void> {
       ['(d) claim cycle', `${d} ms per claim`, N >= 10000 ? '-' : '< 16 ms'],
       ['(e) nested granular/same_subtree', `${e.median} / ${e.p95} ms (${e.candidates} candidates)`, '-'],
       ['(e) same, limit=10', `${eLimited.median} / ${eLimited.p95} ms`, '-'],
+      ['(f) why-no-host on (a)', f ? `${f.median} / ${f.p95} ms (${round(f.median / a.median)}x (a))` : 'n/a', 'a few x (a)'],
       ['load (flat / nested)', `${result.load_seconds.flat} s / ${result.load_seconds.nested} s`, '-'],
       ['server peak RSS', result.server_peak_rss_mib === null ? 'n/a' : `${result.server_peak_rss_mib} MiB`, '-'],
       ['libSQL round trips per request', trips, '<= 3'],

@@ -10,7 +10,11 @@ import { placementNotFound, placementOnError } from './errors.js';
 import { placementMicroversion, placementRequestChecks } from './middleware.js';
 import { placementRoutes } from './routes/index.js';
 
-export function createPlacementApp(deps: Deps): Hono<AppEnv> {
+/**
+ * `routes` defaults to the Placement API; the operator diagnostics reuse the
+ * same middleware stack (microversion, auth, envelope) around their own routes.
+ */
+export function createPlacementApp(deps: Deps, routes: Hono<AppEnv> = placementRoutes): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(async function injectDeps(c, next) {
     c.set('deps', deps);
@@ -32,7 +36,7 @@ export function createPlacementApp(deps: Deps): Hono<AppEnv> {
     publicPaths: /^\/?$/,
   }));
   app.use(placementRequestChecks());
-  app.route('/', placementRoutes);
+  app.route('/', routes);
   app.notFound(placementNotFound);
   app.onError(placementOnError);
   return app;

@@ -12,15 +12,11 @@ const KNOWN_LEAKS: string[] = [
   'src/placement/present/allocations.ts -> src/placement/middleware.ts',
   'src/placement/query.ts -> src/http/validate.ts',
   'src/placement/routes/reshaper.ts -> src/placement/routes/allocations.ts',
-  'src/placement/schemas/allocations.ts -> src/http/env.ts',
   'src/placement/schemas/allocations.ts -> src/http/validate.ts',
-  'src/placement/schemas/allocations.ts -> src/placement/middleware.ts',
   'src/placement/schemas/inventories.ts -> src/http/validate.ts',
   'src/placement/schemas/providers.ts -> src/http/validate.ts',
-  'src/placement/schemas/reshaper.ts -> src/http/env.ts',
   'src/placement/schemas/usages.ts -> src/http/env.ts',
   'src/placement/schemas/usages.ts -> src/http/validate.ts',
-  'src/placement/schemas/usages.ts -> src/placement/middleware.ts',
 ];
 
 describe('import direction', () => {

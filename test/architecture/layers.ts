@@ -1,7 +1,7 @@
 // Which layer a source file belongs to, and which imports break the layer rules.
 // Used by test/architecture/import-direction.test.ts (and `npm run lint`).
 //
-//   edge    src/app.ts, src/entry/, src/http/, src/*/app.ts, src/*/routes/, the API middleware
+//   edge    src/app.ts, src/entry/, src/http/, src/openapi/, src/*/app.ts, src/*/routes/, the API middleware
 //   domain  src/placement/ (incl. candidates/), src/cyborg/, src/jobs/, src/diagnostics/ ...
 //   db      src/db/
 //
@@ -24,7 +24,7 @@ const EDGE_FILES = new Set([
 ]);
 
 export function layerOf(file: string): Layer {
-  if (EDGE_FILES.has(file) || /^src\/(entry|http|dashboard)\//.test(file) || /^src\/[^/]+\/routes\//.test(file)) {
+  if (EDGE_FILES.has(file) || /^src\/(entry|http|dashboard|openapi)\//.test(file) || /^src\/[^/]+\/routes\//.test(file)) {
     return 'edge';
   }
   if (file.startsWith('src/db/')) return 'db';

@@ -3,26 +3,17 @@
 // per discovered GPU/FPGA child provider, one deployable backing that
 // provider, and the PCI function as its attach handle. The body is the one
 // src/cyborg/schemas/agent.ts validates; the report replaces the host's list.
+import type { z } from 'zod';
+import type { HostDevicesReport } from '../../../src/cyborg/schemas/agent.js';
 import type { DiscoveredProvider } from '../discover/types.js';
 import type { PlacementClient } from './client.js';
 
-export interface AcceleratorReport {
-  devices: {
-    key: string;
-    type: string;
-    vendor: string;
-    model: string;
-    std_board_info: string;
-    vendor_board_info: string | null;
-    deployables: {
-      name: string;
-      num_accelerators: number;
-      rp_uuid: string;
-      driver_name: string | null;
-      attach_handles: { type: 'PCI'; info: Record<string, string> }[];
-    }[];
-  }[];
-}
+/**
+ * The request body, typed from the zod schema the service validates it with
+ * (its input side: fields with defaults may be left out), so the agent cannot
+ * send a shape the endpoint refuses without failing to compile.
+ */
+export type AcceleratorReport = z.input<typeof HostDevicesReport>;
 
 /** "0000:0c:00.1" -> {domain, bus, device, function}, as Nova reads attach_handle_info. */
 export function pciAttachInfo(address: string): Record<string, string> | undefined {
@@ -61,9 +52,9 @@ function canonicalReport(report: AcceleratorReport): string {
   const sortedInfo = (info: Record<string, string>) => Object.fromEntries(Object.entries(info).sort(([a], [b]) => a.localeCompare(b)));
   return JSON.stringify([...report.devices].sort((a, b) => a.key.localeCompare(b.key)).map((d) => [
     d.key, d.type, d.vendor, d.model, d.std_board_info ?? null, d.vendor_board_info ?? null,
-    [...d.deployables].sort((a, b) => a.name.localeCompare(b.name)).map((dep) => [
+    [...(d.deployables ?? [])].sort((a, b) => a.name.localeCompare(b.name)).map((dep) => [
       dep.name, dep.num_accelerators, dep.rp_uuid ?? null, dep.driver_name ?? null,
-      dep.attach_handles.map((h) => JSON.stringify([h.type, sortedInfo(h.info)])).sort(),
+      (dep.attach_handles ?? []).map((h) => JSON.stringify([h.type, sortedInfo(h.info)])).sort(),
     ]),
   ]));
 }

@@ -1,6 +1,11 @@
 // Brings placement in line with the host: providers (parents first),
 // inventories, traits and aggregates; writes only what differs and retries a
 // 409 generation conflict by re-reading the provider and recomputing.
+import type { z } from 'zod';
+import type { putAggregatesV1_19 } from '../../../src/placement/schemas/aggregates.js';
+import type { putInventoriesSchema } from '../../../src/placement/schemas/inventories.js';
+import type { createProviderV1_14 } from '../../../src/placement/schemas/providers.js';
+import type { putProviderTraitsSchema } from '../../../src/placement/schemas/traits.js';
 import type { DiscoveredProvider, InventoryFields } from '../discover/types.js';
 import { providerUuid } from '../discover/uuid.js';
 import { chooseAllocationRatio, isRatioClass, type RatioClass, type RatioSettings } from '../ratios/index.js';
@@ -72,7 +77,7 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
       name: provider.name,
       uuid,
       ...(parent ? { parent_provider_uuid: parent } : {}),
-    });
+    } satisfies Body<typeof createProviderV1_14>);
     uuids.set(provider.name, uuid);
     summary.created.push(provider.name);
     log.info(`created provider ${provider.name} (${uuid})`);
@@ -148,6 +153,9 @@ function customNameEnsurer(client: PlacementClient): EnsureCustom {
 
 type Inventories = Record<string, InventoryFields>;
 
+/** A request body as the service's own zod schema accepts it (the agent speaks the latest microversion). */
+type Body<S extends z.ZodType> = z.input<S>;
+
 export function desiredInventories(provider: DiscoveredProvider, stored: Inventories, ratios: Record<RatioClass, RatioSettings>): Inventories {
   const desired: Inventories = {};
   for (const [rc, inventory] of Object.entries(provider.inventories)) {
@@ -184,7 +192,7 @@ async function syncInventories(
   await client.request('PUT', `/resource_providers/${uuid}/inventories`, {
     resource_provider_generation: body.resource_provider_generation,
     inventories: desired,
-  });
+  } satisfies Body<typeof putInventoriesSchema>);
   return true;
 }
 
@@ -205,7 +213,7 @@ async function syncTraits(
   await client.request('PUT', `/resource_providers/${uuid}/traits`, {
     resource_provider_generation: body.resource_provider_generation,
     traits: [...desired].sort(),
-  });
+  } satisfies Body<typeof putProviderTraitsSchema>);
   return true;
 }
 
@@ -217,6 +225,6 @@ async function syncAggregates(client: PlacementClient, uuid: string, wanted: rea
   await client.request('PUT', `/resource_providers/${uuid}/aggregates`, {
     resource_provider_generation: body.resource_provider_generation,
     aggregates: [...current, ...missing],
-  });
+  } satisfies Body<typeof putAggregatesV1_19>);
   return true;
 }

@@ -38,7 +38,7 @@ const GROUP_PREFIXES = ['resources', 'required', 'member_of', 'in_tree'] as cons
 type GroupPrefix = (typeof GROUP_PREFIXES)[number];
 
 /** The query keys a microversion accepts, as upstream's per-version jsonschema. */
-function allowedKeys(mv: Microversion): { plain: string[]; patterns: string[]; groupKey: RegExp } {
+export function allowedKeys(mv: Microversion): { plain: string[]; patterns: string[]; groupKey: RegExp } {
   const plain = ['resources'];
   if (mv.atLeast(MV.AC_LIMIT)) plain.push('limit');
   if (mv.atLeast(MV.AC_REQUIRED)) plain.push('required');

@@ -8,7 +8,7 @@ import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCac
 import { normalizeUuid } from '../query.js';
 import { providerAggregates, setProviderAggregates } from '../repo/aggregates.js';
 import { bumpGeneration, generationConflict, isoNow, requireProvider } from '../repo/lookups.js';
-import { putAggregatesV1_1, putAggregatesV1_19 } from '../schemas/aggregates.js';
+import { putAggregatesSchema } from '../schemas/aggregates.js';
 
 export const aggregateRoutes = new Hono<AppEnv>();
 
@@ -31,16 +31,11 @@ resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
     const { deps } = c.var;
     // Upstream looks the provider up before it reads the body.
     await requireProvider(deps.store.db, pathParam(c, 'uuid'));
-    const withGeneration = atLeast(c, 'AGGREGATE_GENERATION');
-    let aggregates: string[];
-    let expected: number | undefined;
-    if (withGeneration) {
-      const body = await readBody(c, putAggregatesV1_19);
-      aggregates = body.aggregates;
-      expected = body.resource_provider_generation;
-    } else {
-      aggregates = await readBody(c, putAggregatesV1_1);
-    }
+    const request = await readBody(c, putAggregatesSchema(c.var.mv));
+    // A bare list before 1.19; an object with the provider generation from 1.19.
+    const withGeneration = !Array.isArray(request);
+    const aggregates = withGeneration ? request.aggregates : request;
+    const expected = withGeneration ? request.resource_provider_generation : undefined;
     const uuids = [...new Set(aggregates.map(normalizeUuid))];
     const now = isoNow(deps.clock);
     const generation = await deps.store.writeTx(async (tx) => {

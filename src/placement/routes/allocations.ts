@@ -22,12 +22,8 @@ import { consumerViews } from '../repo/consumers.js';
 import { findProvider, isoNow } from '../repo/lookups.js';
 import {
   postAllocationsSchema,
-  putAllocationsV1_0,
-  putAllocationsV1_12,
-  putAllocationsV1_28,
-  putAllocationsV1_34,
-  putAllocationsV1_38,
-  putAllocationsV1_8,
+  isListForm,
+  putAllocationsSchema,
   type ConsumerAllocationsBody,
 } from '../schemas/allocations.js';
 
@@ -80,26 +76,22 @@ export function claimFromBody(c: AppContext, uuid: string, body: ConsumerAllocat
 }
 
 async function putClaim(c: AppContext, uuid: string): Promise<ConsumerClaim> {
-  if (!atLeast(c, 'ALLOC_DICT')) {
-    // 1.0-1.11: a list of {resource_provider: {uuid}, resources}.
-    const body = atLeast(c, 'ALLOC_PROJECT_USER_REQUIRED')
-      ? await readBody(c, putAllocationsV1_8)
-      : { ...(await readBody(c, putAllocationsV1_0)), project_id: undefined, user_id: undefined };
+  const body = await readBody(c, putAllocationsSchema(c.var.mv));
+  if (isListForm(body)) {
+    // 1.0-1.11: a list of {resource_provider: {uuid}, resources}; project and user from 1.8.
     const allocations: ConsumerClaim['allocations'] = {};
     for (const item of body.allocations) allocations[item.resource_provider.uuid] = item.resources;
-    return { uuid, allocations, projectId: body.project_id, userId: body.user_id };
+    const owner = 'project_id' in body ? body : { project_id: undefined, user_id: undefined };
+    return { uuid, allocations, projectId: owner.project_id, userId: owner.user_id };
   }
-  const schema = atLeast(c, 'CONSUMER_TYPES') ? putAllocationsV1_38
-    : atLeast(c, 'MAPPINGS') ? putAllocationsV1_34
-      : atLeast(c, 'CONSUMER_GENERATION') ? putAllocationsV1_28 : putAllocationsV1_12;
-  return claimFromBody(c, uuid, await readBody(c, schema));
+  return claimFromBody(c, uuid, body);
 }
 
 resource(allocationRoutes, '/allocations', {
   POST: async (c) => {
     requireVersion(c, 'POST_ALLOCATIONS');
     authorize(c, 'placement:allocations:manage');
-    const body = await readBody(c, postAllocationsSchema(c));
+    const body = await readBody(c, postAllocationsSchema(c.var.mv));
     const claims = Object.entries(body).map(([uuid, part]) => claimFromBody(c, uuid, part));
     await writeClaims(c, claims, 'Unable to allocate inventory ');
     return c.body(null, 204);

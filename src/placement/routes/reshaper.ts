@@ -17,7 +17,7 @@ resource(reshaperRoutes, '/reshaper', {
   POST: async (c) => {
     requireVersion(c, 'RESHAPER');
     authorize(c, 'placement:reshaper:reshape');
-    const body = await readBody(c, reshaperSchema(c));
+    const body = await readBody(c, reshaperSchema(c.var.mv));
     const inventories: ProviderInventoryChange[] = Object.entries(body.inventories).map(([providerUuid, part]) => ({
       providerUuid,
       generation: part.resource_provider_generation,

@@ -14,7 +14,7 @@ import {
   createProvider, deleteProvider, getProviderView, listProviders, updateProvider, type ProviderListFilter,
 } from '../repo/providers.js';
 import {
-  createProviderV1_0, createProviderV1_14, updateProviderV1_0, updateProviderV1_14,
+  createProviderSchema, updateProviderSchema,
 } from '../schemas/providers.js';
 
 export const resourceProviderRoutes = new Hono<AppEnv>();
@@ -27,7 +27,7 @@ interface ProviderBody {
 }
 
 /** Query parameters GET /resource_providers knows, by the version that added them. */
-const LIST_PARAMS: [string, Parameters<typeof atLeast>[1] | null][] = [
+export const LIST_PARAMS: [string, Parameters<typeof atLeast>[1] | null][] = [
   ['uuid', null], ['name', null], ['member_of', 'MEMBER_OF_LIST'], ['resources', 'RESOURCES_FILTER'],
   ['in_tree', 'NESTED'], ['required', 'RP_REQUIRED'],
 ];
@@ -95,7 +95,7 @@ resource(resourceProviderRoutes, '/resource_providers', {
 
   POST: async (c) => {
     authorize(c, 'placement:resource_providers:create');
-    const body: ProviderBody = await readBody(c, atLeast(c, 'NESTED') ? createProviderV1_14 : createProviderV1_0);
+    const body: ProviderBody = await readBody(c, createProviderSchema(c.var.mv));
     const { deps } = c.var;
     const now = isoNow(deps.clock);
     const uuid = body.uuid ? normalizeUuid(body.uuid) : deps.newId();
@@ -120,7 +120,7 @@ resource(resourceProviderRoutes, '/resource_providers/:uuid', {
 
   PUT: async (c) => {
     authorize(c, 'placement:resource_providers:update');
-    const body: ProviderBody = await readBody(c, atLeast(c, 'NESTED') ? updateProviderV1_14 : updateProviderV1_0);
+    const body: ProviderBody = await readBody(c, updateProviderSchema(c.var.mv));
     const { deps } = c.var;
     const uuid = pathParam(c, 'uuid');
     const now = isoNow(deps.clock);

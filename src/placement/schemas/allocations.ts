@@ -3,8 +3,8 @@
 // Messages follow jsonschema's wording because clients and tests match them.
 import { z } from 'zod';
 import { pyRepr } from '../../http/validate.js';
-import type { AppContext } from '../../http/env.js';
-import { atLeast } from '../middleware.js';
+import type { Microversion } from '../../microversion.js';
+import { MV } from '../versions.js';
 
 export const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 export const RC_PATTERN = /^[A-Z0-9_]+$/;
@@ -38,7 +38,8 @@ export function patternRecord<V extends z.ZodType>(pattern: RegExp, value: V, mi
         params: { keyword: 'additionalProperties' },
       });
     }
-  });
+    // The same rules as JSON Schema, for GET /openapi.json (the refinement above is what validates).
+  }).meta({ propertyNames: { pattern: pattern.source }, ...(minProperties > 0 ? { minProperties } : {}) });
 }
 
 const externalId = z.string().min(1).max(255);
@@ -101,17 +102,39 @@ export interface ConsumerAllocationsBody {
   consumer_type?: string;
 }
 
-/** The POST /allocations body schema for the request's microversion. */
-export function postAllocationsSchema(c: AppContext) {
-  if (atLeast(c, 'CONSUMER_TYPES')) return postAllocationsV1_38;
-  if (atLeast(c, 'MAPPINGS')) return postAllocationsV1_34;
-  if (atLeast(c, 'CONSUMER_GENERATION')) return postAllocationsV1_28;
+// Each *Schema(mv) below is the one place a body's shape is chosen by
+// microversion: the handler validates with it and GET /openapi.json
+// describes it, so the two cannot disagree.
+
+/** The PUT /allocations/{consumer_uuid} body schema for a microversion (a list before 1.12). */
+export function putAllocationsSchema(mv: Microversion) {
+  if (mv.atLeast(MV.CONSUMER_TYPES)) return putAllocationsV1_38;
+  if (mv.atLeast(MV.MAPPINGS)) return putAllocationsV1_34;
+  if (mv.atLeast(MV.CONSUMER_GENERATION)) return putAllocationsV1_28;
+  if (mv.atLeast(MV.ALLOC_DICT)) return putAllocationsV1_12;
+  if (mv.atLeast(MV.ALLOC_PROJECT_USER_REQUIRED)) return putAllocationsV1_8;
+  return putAllocationsV1_0;
+}
+export type PutAllocationsListBody = z.infer<typeof putAllocationsV1_0> | z.infer<typeof putAllocationsV1_8>;
+export type PutAllocationsBody = z.infer<ReturnType<typeof putAllocationsSchema>>;
+export const isListForm = (body: PutAllocationsBody): body is PutAllocationsListBody => Array.isArray(body.allocations);
+
+/** The POST /allocations body schema for a microversion. */
+export function postAllocationsSchema(mv: Microversion) {
+  if (mv.atLeast(MV.CONSUMER_TYPES)) return postAllocationsV1_38;
+  if (mv.atLeast(MV.MAPPINGS)) return postAllocationsV1_34;
+  if (mv.atLeast(MV.CONSUMER_GENERATION)) return postAllocationsV1_28;
   return postAllocationsV1_13;
 }
 
+const RESHAPER_CONSUMER = {
+  [MV.CONSUMER_TYPES]: patternRecord(UUID_PATTERN, consumerAllocationsV1_38, 0),
+  [MV.MAPPINGS]: patternRecord(UUID_PATTERN, consumerAllocationsV1_34, 0),
+  [MV.CONSUMER_GENERATION]: patternRecord(UUID_PATTERN, consumerAllocationsV1_28, 0),
+};
+
 /** Consumer allocations as the reshaper takes them: like POST /allocations, possibly empty. */
-export function reshaperAllocationsSchema(c: AppContext) {
-  const perConsumer = atLeast(c, 'CONSUMER_TYPES') ? consumerAllocationsV1_38
-    : atLeast(c, 'MAPPINGS') ? consumerAllocationsV1_34 : consumerAllocationsV1_28;
-  return patternRecord(UUID_PATTERN, perConsumer, 0);
+export function reshaperAllocationsSchema(mv: Microversion) {
+  return mv.atLeast(MV.CONSUMER_TYPES) ? RESHAPER_CONSUMER[MV.CONSUMER_TYPES]
+    : mv.atLeast(MV.MAPPINGS) ? RESHAPER_CONSUMER[MV.MAPPINGS] : RESHAPER_CONSUMER[MV.CONSUMER_GENERATION];
 }

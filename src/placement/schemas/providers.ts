@@ -2,6 +2,8 @@
 import { z } from 'zod';
 import { pyRepr } from '../../http/validate.js';
 import { isUuidLike } from '../query.js';
+import type { Microversion } from '../../microversion.js';
+import { MV } from '../versions.js';
 
 /** jsonschema's "uuid" format as placement checks it (is_uuid_like: dashes optional). */
 export const uuidString = z.string().superRefine((value, ctx) => {
@@ -18,3 +20,7 @@ export const createProviderV1_14 = createProviderV1_0.extend({ parent_provider_u
 
 export const updateProviderV1_0 = z.object({ name }).strict();
 export const updateProviderV1_14 = updateProviderV1_0.extend({ parent_provider_uuid: uuidString.nullable().optional() }).strict();
+
+// The body schema per microversion: handlers validate with these, GET /openapi.json describes them.
+export const createProviderSchema = (mv: Microversion) => (mv.atLeast(MV.NESTED) ? createProviderV1_14 : createProviderV1_0);
+export const updateProviderSchema = (mv: Microversion) => (mv.atLeast(MV.NESTED) ? updateProviderV1_14 : updateProviderV1_0);

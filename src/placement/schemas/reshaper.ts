@@ -3,14 +3,23 @@
 // PUT /inventories body), allocations keyed by consumer (POST /allocations
 // form, possibly empty).
 import { z } from 'zod';
-import type { AppContext } from '../../http/env.js';
+import type { Microversion } from '../../microversion.js';
 import { patternRecord, reshaperAllocationsSchema, UUID_PATTERN } from './allocations.js';
 import { putInventoriesSchema } from './inventories.js';
 
-export function reshaperSchema(c: AppContext) {
-  return z.object({
-    // At least one provider: otherwise there is nothing to reshape.
-    inventories: patternRecord(UUID_PATTERN, putInventoriesSchema, 1),
-    allocations: reshaperAllocationsSchema(c),
-  }).strict();
+// At least one provider: otherwise there is nothing to reshape.
+const inventories = patternRecord(UUID_PATTERN, putInventoriesSchema, 1);
+const byAllocations = new Map<z.ZodType, z.ZodType>();
+
+/** The body schema for a microversion; one object per shape, so it can be compared and described. */
+export function reshaperSchema(mv: Microversion) {
+  const allocations = reshaperAllocationsSchema(mv);
+  let schema = byAllocations.get(allocations) as ReturnType<typeof shape> | undefined;
+  if (!schema) {
+    schema = shape(allocations);
+    byAllocations.set(allocations, schema);
+  }
+  return schema;
 }
+
+const shape = (allocations: ReturnType<typeof reshaperAllocationsSchema>) => z.object({ inventories, allocations }).strict();

@@ -3,12 +3,16 @@
 import { z } from 'zod';
 import type { AppContext } from '../../http/env.js';
 import { badQuery, failedValidating, queryParams, validationMessage } from '../../http/validate.js';
-import { atLeast } from '../middleware.js';
+import type { Microversion } from '../../microversion.js';
+import { MV } from '../versions.js';
 
 const externalId = z.string().min(1).max(255);
 
 export const usagesQueryV1_9 = z.object({ project_id: externalId, user_id: externalId.optional() }).strict();
 export const usagesQueryV1_38 = usagesQueryV1_9.extend({ consumer_type: z.string().min(1).max(255).optional() }).strict();
+
+/** The query schema per microversion (the handler's and GET /openapi.json's). */
+export const usagesQuerySchema = (mv: Microversion) => (mv.atLeast(MV.CONSUMER_TYPES) ? usagesQueryV1_38 : usagesQueryV1_9);
 
 export interface UsagesQuery {
   projectId: string;
@@ -20,7 +24,7 @@ export interface UsagesQuery {
 export function readUsagesQuery(c: AppContext): UsagesQuery {
   const single: Record<string, string> = {};
   for (const [key, values] of Object.entries(queryParams(c))) single[key] = values[values.length - 1] ?? '';
-  const schema = atLeast(c, 'CONSUMER_TYPES') ? usagesQueryV1_38 : usagesQueryV1_9;
+  const schema = usagesQuerySchema(c.var.mv);
   const result = schema.safeParse(single);
   if (!result.success) {
     const first = result.error.issues[0];

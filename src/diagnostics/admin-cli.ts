@@ -1,0 +1,221 @@
+// placement-admin: the operator's command line over the diagnostics API.
+//   placement-admin audit --endpoint URL [--token T] [--json] [--fix [--yes]] [--limit N]
+// It reads every page of GET /diagnostics/audit and prints a table (or the
+// JSON); --fix then asks the server for a dry run of the safe repairs (delete
+// empty consumers, re-send dead letters), prints it, and applies exactly those
+// targets (asking first when run on a terminal, unless --yes).
+// Responses are checked with the same zod schemas the server answers with.
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import {
+  AUDIT_MAX_LIMIT, AUDIT_SECTIONS, AuditRepairsResult, AuditReport,
+  type AuditRepairsRequest, type AuditSection,
+} from './audit.js';
+
+export interface AdminIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** Asks a yes/no question; undefined when not interactive (then --fix applies after the dry run). */
+  confirm?: (question: string) => Promise<boolean>;
+  fetch?: typeof fetch;
+}
+
+const USAGE = `usage: placement-admin audit --endpoint URL [--token TOKEN] [--json] [--fix [--yes]] [--limit N]
+
+  --endpoint URL   the placement-edge service (e.g. http://127.0.0.1:8778)
+  --token TOKEN    sent as X-Auth-Token (env PLACEMENT_ADMIN_TOKEN; default "admin" for noauth2)
+  --json           print the report (and repair results) as JSON
+  --fix            after the report, show a dry run of the safe repairs, then apply them:
+                   delete consumers that hold no allocation, re-send dead-lettered events
+  --yes            do not ask before applying (asked only on a terminal)
+  --limit N        page size when reading the report (1-${AUDIT_MAX_LIMIT}, default 500)`;
+
+class CliError extends Error {}
+
+const ErrorEnvelope = z.object({ errors: z.array(z.object({ status: z.number(), detail: z.string() })).min(1) });
+
+async function request<S extends z.ZodType>(
+  io: AdminIo, base: string, token: string, method: 'GET' | 'POST', path: string, schema: S, body?: unknown,
+): Promise<z.infer<S>> {
+  const doFetch = io.fetch ?? fetch;
+  const headers: Record<string, string> = {
+    accept: 'application/json', 'x-auth-token': token, 'openstack-api-version': 'placement latest',
+  };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await doFetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (err) {
+    throw new CliError(`cannot reach ${base}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new CliError(`${method} ${path}: HTTP ${res.status}, not JSON: ${text.slice(0, 200)}`);
+  }
+  if (!res.ok) {
+    const envelope = ErrorEnvelope.safeParse(json);
+    throw new CliError(`${method} ${path}: HTTP ${res.status}: ${envelope.success ? envelope.data.errors[0]!.detail : text.slice(0, 200)}`);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw new CliError(`${method} ${path}: unexpected answer: ${parsed.error.issues[0]?.message ?? ''}`);
+  return parsed.data;
+}
+
+/** Every page of every section, merged into one report. */
+async function fetchFullReport(io: AdminIo, base: string, token: string, limit: number): Promise<AuditReport> {
+  const report = await request(io, base, token, 'GET', `/diagnostics/audit?limit=${limit}`, AuditReport);
+  for (const section of AUDIT_SECTIONS) {
+    let marker = report[section]?.next_marker ?? null;
+    while (marker !== null) {
+      const query = new URLSearchParams({ section, marker, limit: String(limit) });
+      const next = await request(io, base, token, 'GET', `/diagnostics/audit?${query}`, AuditReport);
+      const page = next[section];
+      if (!page) break;
+      (report[section]!.items as unknown[]).push(...page.items);
+      marker = page.next_marker;
+    }
+    if (report[section]) report[section]!.next_marker = null;
+  }
+  return report;
+}
+
+function table(headers: string[], rows: string[][]): string[] {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+}
+
+const TITLES: Record<AuditSection, string> = {
+  over_capacity_providers: 'Providers whose usage exceeds capacity',
+  empty_consumers: 'Consumers with no allocations',
+  stuck_arqs: 'ARQs stuck in BindStarted past the binding timeout',
+  bound_arqs_without_allocation: 'Bound ARQs whose instance holds no allocation',
+  dead_letters: 'Dead-letter events',
+};
+
+export function formatReport(report: AuditReport): string[] {
+  const lines = [`Audit at ${report.generated_at} (binding timeout ${report.binding_timeout_s}s)`];
+  for (const section of AUDIT_SECTIONS) {
+    const total = report.summary[section];
+    lines.push('', `${TITLES[section]}: ${total}`);
+    if (total === 0) continue;
+    switch (section) {
+      case 'over_capacity_providers':
+        lines.push(...table(
+          ['PROVIDER', 'NAME', 'CLASS', 'USED', 'CAPACITY', 'TOTAL', 'RESERVED', 'RATIO', 'CONSUMERS'],
+          (report.over_capacity_providers?.items ?? []).flatMap((p) => p.resources.map((r) => [
+            p.uuid, p.name, r.resource_class, String(r.used), String(r.capacity), String(r.total), String(r.reserved),
+            String(r.allocation_ratio),
+            p.consumers.filter((c) => r.resource_class in c.resources)
+              .map((c) => `${c.consumer_uuid}(${c.resources[r.resource_class]})`).join(' '),
+          ])),
+        ));
+        break;
+      case 'empty_consumers':
+        lines.push(...table(['CONSUMER', 'PROJECT', 'USER', 'TYPE', 'UPDATED'],
+          (report.empty_consumers?.items ?? []).map((c) => [c.uuid, c.project_id, c.user_id, c.consumer_type ?? '', c.updated_at ?? c.created_at])));
+        break;
+      case 'stuck_arqs':
+        lines.push(...table(['ARQ', 'HOST', 'DEVICE RP', 'INSTANCE', 'STUCK FOR'],
+          (report.stuck_arqs?.items ?? []).map((a) => [a.uuid, a.hostname ?? '', a.device_rp_uuid ?? '', a.instance_uuid ?? '', `${a.stuck_for_s}s`])));
+        break;
+      case 'bound_arqs_without_allocation':
+        lines.push(...table(['ARQ', 'HOST', 'DEVICE RP', 'INSTANCE', 'PROFILE'],
+          (report.bound_arqs_without_allocation?.items ?? []).map((a) => [a.uuid, a.hostname ?? '', a.device_rp_uuid ?? '', a.instance_uuid ?? '', a.device_profile_name])));
+        break;
+      case 'dead_letters':
+        lines.push(...table(['ID', 'TOPIC', 'ATTEMPTS', 'LAST ERROR'],
+          (report.dead_letters?.items ?? []).map((d) => [String(d.id), d.topic, String(d.attempts), (d.last_error ?? '').replace(/\s+/g, ' ').slice(0, 80)])));
+        break;
+    }
+  }
+  return lines;
+}
+
+function formatRepairs(result: AuditRepairsResult): string[] {
+  const verb = result.dry_run ? 'Dry run: would' : 'Applied:';
+  const lines = [
+    `${verb} delete ${result.deleted_empty_consumers.length} empty consumer(s)${result.deleted_empty_consumers.length ? `: ${result.deleted_empty_consumers.join(' ')}` : ''}`,
+    `${verb} re-send ${result.resent_dead_letters.length} dead letter(s)${result.resent_dead_letters.length ? `: ${result.resent_dead_letters.join(' ')}` : ''}`,
+  ];
+  const skipped = [...result.skipped.empty_consumers, ...result.skipped.dead_letters.map(String)];
+  if (skipped.length) lines.push(`Skipped (changed since the report): ${skipped.join(' ')}`);
+  return lines;
+}
+
+async function audit(args: string[], io: AdminIo): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      endpoint: { type: 'string' },
+      token: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      fix: { type: 'boolean', default: false },
+      yes: { type: 'boolean', default: false },
+      limit: { type: 'string', default: '500' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (!values.endpoint) throw new UsageError('--endpoint is required');
+  const limit = Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > AUDIT_MAX_LIMIT) throw new UsageError(`--limit must be 1..${AUDIT_MAX_LIMIT}`);
+  const base = values.endpoint.replace(/\/+$/, '');
+  const token = values.token ?? process.env.PLACEMENT_ADMIN_TOKEN ?? 'admin';
+
+  const report = await fetchFullReport(io, base, token, limit);
+  const output: { report: AuditReport; dry_run?: AuditRepairsResult; applied?: AuditRepairsResult } = { report };
+  if (!values.json) io.out(formatReport(report).join('\n'));
+  if (values.fix) {
+    const targets: AuditRepairsRequest = {
+      dry_run: true,
+      delete_empty_consumers: (report.empty_consumers?.items ?? []).map((c) => c.uuid),
+      resend_dead_letters: (report.dead_letters?.items ?? []).map((d) => d.id),
+    };
+    const dry = await request(io, base, token, 'POST', '/diagnostics/audit/repairs', AuditRepairsResult, targets);
+    output.dry_run = dry;
+    if (!values.json) io.out(['', ...formatRepairs(dry)].join('\n'));
+    const work = dry.deleted_empty_consumers.length + dry.resent_dead_letters.length;
+    let apply = work > 0;
+    if (apply && !values.yes && io.confirm) apply = await io.confirm('Apply these repairs? [y/N] ');
+    if (apply) {
+      const applied = await request(io, base, token, 'POST', '/diagnostics/audit/repairs', AuditRepairsResult, {
+        dry_run: false, delete_empty_consumers: dry.deleted_empty_consumers, resend_dead_letters: dry.resent_dead_letters,
+      });
+      output.applied = applied;
+      if (!values.json) io.out(formatRepairs(applied).join('\n'));
+    } else if (!values.json) {
+      io.out(work > 0 ? 'Nothing applied.' : 'Nothing to repair.');
+    }
+  }
+  if (values.json) io.out(JSON.stringify(output, null, 2));
+  return 0;
+}
+
+class UsageError extends Error {}
+
+/** Runs one command; returns the exit code (0 ok, 1 request failed, 2 usage). */
+export async function main(argv: string[], io: AdminIo): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === 'audit') return await audit(rest, io);
+    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+      io.out(USAGE);
+      return command === undefined ? 2 : 0;
+    }
+    throw new UsageError(`unknown command: ${command}`);
+  } catch (err) {
+    if (err instanceof CliError) {
+      io.err(`placement-admin: ${err.message}`);
+      return 1;
+    }
+    if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
+      io.err(`placement-admin: ${err.message}\n${USAGE}`);
+      return 2;
+    }
+    throw err;
+  }
+}

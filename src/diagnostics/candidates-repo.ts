@@ -1,0 +1,109 @@
+// Data access for "why no host" (GET /diagnostics/allocation_candidates):
+// the starting population (providers with inventory of a requested class,
+// with their roots) and the details of one named tree, for the sentence that
+// says why it fails. The search itself is the candidate engine's.
+import { sql } from 'drizzle-orm';
+import type { Db } from '../db/client.js';
+import { capacitySql, usedSql } from '../placement/capacity.js';
+
+/** provider uuid -> root provider uuid, for every provider with an inventory of one of `classNames`. */
+export async function providersWithClasses(db: Db, classNames: string[]): Promise<Map<string, string>> {
+  if (!classNames.length) return new Map();
+  const rows = await db.all<{ uuid: string; root_uuid: string }>(sql`
+    SELECT DISTINCT p.uuid, root.uuid AS root_uuid
+    FROM inventories i
+    JOIN resource_classes rc ON rc.id = i.resource_class_id
+    JOIN resource_providers p ON p.id = i.resource_provider_id
+    JOIN resource_providers root ON root.id = COALESCE(p.root_provider_id, p.id)
+    WHERE rc.name IN (SELECT value FROM json_each(${JSON.stringify(classNames)}))`);
+  return new Map(rows.map((r) => [r.uuid, r.root_uuid]));
+}
+
+/** provider uuid -> root uuid for the given providers (those the population query did not cover). */
+export async function rootsOf(db: Db, uuids: string[]): Promise<Map<string, string>> {
+  if (!uuids.length) return new Map();
+  const rows = await db.all<{ uuid: string; root_uuid: string }>(sql`
+    SELECT p.uuid, root.uuid AS root_uuid FROM resource_providers p
+    JOIN resource_providers root ON root.id = COALESCE(p.root_provider_id, p.id)
+    WHERE p.uuid IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
+  return new Map(rows.map((r) => [r.uuid, r.root_uuid]));
+}
+
+export interface NamedTree {
+  asked: string;
+  uuid: string;
+  name: string;
+  rootUuid: string;
+}
+
+/** Resolves each name or uuid to its provider and tree; unknown ones are left out. */
+export async function findProviders(db: Db, namesOrUuids: string[]): Promise<NamedTree[]> {
+  if (!namesOrUuids.length) return [];
+  const rows = await db.all<{ uuid: string; name: string; root_uuid: string }>(sql`
+    SELECT p.uuid, p.name, root.uuid AS root_uuid FROM resource_providers p
+    JOIN resource_providers root ON root.id = COALESCE(p.root_provider_id, p.id)
+    WHERE p.uuid IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))
+       OR p.name IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))`);
+  const out: NamedTree[] = [];
+  for (const asked of namesOrUuids) {
+    const row = rows.find((r) => r.uuid === asked.toLowerCase() || r.name === asked);
+    if (row) out.push({ asked, uuid: row.uuid, name: row.name, rootUuid: row.root_uuid });
+  }
+  return out;
+}
+
+export interface TreeInventory {
+  resourceClass: string;
+  total: number;
+  reserved: number;
+  minUnit: number;
+  maxUnit: number;
+  stepSize: number;
+  allocationRatio: number;
+  capacity: number;
+  used: number;
+}
+
+export interface TreeProvider {
+  uuid: string;
+  name: string;
+  isRoot: boolean;
+  traits: Set<string>;
+  aggregates: Set<string>;
+  inventories: TreeInventory[];
+}
+
+/** Every provider of the tree rooted at `rootUuid`, with traits, aggregate uuids and inventories with usage. */
+export async function treeDetails(db: Db, rootUuid: string): Promise<TreeProvider[]> {
+  const providers = await db.all<{ id: number; uuid: string; name: string; is_root: number; traits: string | null; aggs: string | null }>(sql`
+    SELECT p.id, p.uuid, p.name, p.id = root.id AS is_root,
+      (SELECT group_concat(t.name) FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
+        WHERE rt.resource_provider_id = p.id) AS traits,
+      (SELECT group_concat(pa.uuid) FROM resource_provider_aggregates ra JOIN placement_aggregates pa ON pa.id = ra.aggregate_id
+        WHERE ra.resource_provider_id = p.id) AS aggs
+    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.root_provider_id, p.id) = root.id
+    WHERE root.uuid = ${rootUuid}
+    ORDER BY p.id`);
+  const inventories = await db.all<{
+    provider_id: number; rc: string; total: number; reserved: number; min_unit: number; max_unit: number;
+    step_size: number; allocation_ratio: number; capacity: number; used: number;
+  }>(sql`
+    SELECT i.resource_provider_id AS provider_id, rc.name AS rc, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,
+      i.allocation_ratio, ${sql.raw(capacitySql('i'))} AS capacity, ${sql.raw(usedSql('i'))} AS used
+    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.root_provider_id, p.id) = root.id
+    JOIN inventories i ON i.resource_provider_id = p.id JOIN resource_classes rc ON rc.id = i.resource_class_id
+    WHERE root.uuid = ${rootUuid}`);
+  const byId = new Map(providers.map((p) => [p.id, {
+    uuid: p.uuid, name: p.name, isRoot: Boolean(p.is_root),
+    traits: new Set(p.traits ? p.traits.split(',') : []),
+    aggregates: new Set(p.aggs ? p.aggs.split(',') : []),
+    inventories: [] as TreeInventory[],
+  }]));
+  for (const i of inventories) {
+    byId.get(i.provider_id)?.inventories.push({
+      resourceClass: i.rc, total: i.total, reserved: i.reserved, minUnit: i.min_unit, maxUnit: i.max_unit,
+      stepSize: i.step_size, allocationRatio: i.allocation_ratio, capacity: Number(i.capacity), used: Number(i.used),
+    });
+  }
+  return [...byId.values()];
+}
