@@ -22,8 +22,13 @@ export const ConfigSchema = z.object({
   PLACEMENT_CORS_ALLOW_HEADERS: z.string().optional(),
   /** Allocation candidates: shuffle results as placement's [placement] randomize_allocation_candidates. */
   PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: bool.default(false),
-  /** Cap on candidates computed when no limit is given (0 = none), as max_allocation_candidates. */
-  PLACEMENT_MAX_ALLOCATION_CANDIDATES: z.coerce.number().int().min(0).default(0),
+  /**
+   * Most allocation candidates one request computes (placement's
+   * max_allocation_candidates; 0 = no cap). A cap by default: without one, a
+   * request on a wide tree (12 children x 6 groups: ~3M candidates) would
+   * exhaust memory. 10,000 candidates answer in well under a second, in tens of MB.
+   */
+  PLACEMENT_MAX_ALLOCATION_CANDIDATES: z.coerce.number().int().min(0).default(10_000),
   /** Request bodies larger than this get 413 before they are parsed (both APIs). */
   PLACEMENT_MAX_BODY_BYTES: z.coerce.number().int().min(1).default(1024 * 1024),
   NOVA_URL: z.string().optional(),

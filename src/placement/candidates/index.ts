@@ -1,49 +1,41 @@
-// GET /allocation_candidates, end to end below HTTP: resolve names, load the
-// research context (1-2 round trips as a rule, 4 at most), search in memory, shape the answer for
-// the requested microversion.
-import { DomainError } from '../../errors.js';
+// GET /allocation_candidates, end to end below HTTP (see README.md here):
+//   1. names: every class, trait, aggregate and in_tree provider the request names;
+//   2. research: load candidate inventories and the viable trees (research.ts;
+//      1-2 round trips as a rule, 4 at most);
+//   3. search: one choice per group per tree, in stable order (search.ts),
+//      kept by a RequestPicker that applies `limit` and the candidate cap;
+//   4. present: the answer's shape for the microversion (present/).
 import type { Client } from '@libsql/client';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
+import { badCandidateRequest } from './errors.js';
 import type { CandidateRequest } from './parse.js';
+import { presentCandidates, type CandidatesBody } from './present/index.js';
 import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode, type TreePrefilter } from './research.js';
 import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
 
+export type { CandidatesBody } from './present/index.js';
+
 export interface CandidateOptions {
   randomize: boolean;
-  /** 0 = no cap (placement's max_allocation_candidates). */
+  /** Most candidates computed; 0 = no cap (placement's max_allocation_candidates). */
   maxCandidates: number;
 }
 
-type ResourceAmounts = Record<string, number>;
-type ListAllocation = { resource_provider: { uuid: string }; resources: ResourceAmounts };
-export interface CandidatesBody {
-  allocation_requests: ({ allocations: ListAllocation[] } | { allocations: Record<string, { resources: ResourceAmounts }>; mappings?: Record<string, string[]> })[];
-  provider_summaries: Record<string, {
-    resources: Record<string, { capacity: number; used: number }>;
-    traits?: string[];
-    parent_provider_uuid?: string | null;
-    root_provider_uuid?: string;
-  }>;
+/** Everything the request names, each once, and the amounts asked per class. */
+interface RequestNames {
+  classes: string[];
+  traits: string[];
+  aggregates: string[];
+  inTree: string[];
+  /** Smallest and largest amount per class across groups: rows that fit neither stay in SQL. */
+  amounts: Map<string, { smallest: number; largest: number }>;
 }
 
-const bad = (message: string) => new DomainError('invalid', message);
-
-export async function findAllocationCandidates(
-  client: Client,
-  request: CandidateRequest,
-  mv: Microversion,
-  options: CandidateOptions,
-): Promise<CandidatesBody> {
-  const classes = [...new Set(request.groups.flatMap((g) => [...g.resources.keys()]))];
-  const traitNames = [...new Set([
-    ...request.groups.flatMap((g) => [...g.requiredAnyOf.flat(), ...g.forbiddenTraits]),
-    ...request.rootRequired, ...request.rootForbidden,
-  ])];
-  const aggregates = [...new Set(request.groups.flatMap((g) => [...g.memberOf.flat(), ...g.forbiddenAggregates]))];
-  const inTree = [...new Set(request.groups.flatMap((g) => (g.inTree ? [g.inTree] : [])))];
+function namesOf(request: CandidateRequest): RequestNames {
+  const { groups } = request;
   const amounts = new Map<string, { smallest: number; largest: number }>();
-  for (const group of request.groups) {
+  for (const group of groups) {
     for (const [name, amount] of group.resources) {
       const seen = amounts.get(name);
       amounts.set(name, seen
@@ -51,12 +43,26 @@ export async function findAllocationCandidates(
         : { smallest: amount, largest: amount });
     }
   }
+  return {
+    classes: [...new Set(groups.flatMap((g) => [...g.resources.keys()]))],
+    traits: [...new Set([
+      ...groups.flatMap((g) => [...g.requiredAnyOf.flat(), ...g.forbiddenTraits]),
+      ...request.rootRequired, ...request.rootForbidden,
+    ])],
+    aggregates: [...new Set(groups.flatMap((g) => [...g.memberOf.flat(), ...g.forbiddenAggregates]))],
+    inTree: [...new Set(groups.flatMap((g) => (g.inTree ? [g.inTree] : [])))],
+    amounts,
+  };
+}
 
-  // With one group every candidate row serves it, so its tree-level
-  // conditions can prune in SQL; with several, only request-wide ones can,
-  // plus the classes each tree must offer.
+/**
+ * With one group every candidate row serves it, so its tree-level
+ * conditions can prune in SQL; with several, only request-wide ones can,
+ * plus the classes each tree must offer.
+ */
+function prefilterOf(request: CandidateRequest): TreePrefilter {
   const only = request.groups.length === 1 ? request.groups[0]! : null;
-  const prefilter: TreePrefilter = {
+  return {
     requiredAnyOf: only?.requiredAnyOf ?? [],
     forbiddenTraits: only?.forbiddenTraits ?? [],
     memberOf: only?.memberOf ?? [],
@@ -64,128 +70,123 @@ export async function findAllocationCandidates(
     rootForbidden: request.rootForbidden,
     everyClassInTree: only === null,
   };
-  type Attempt = { lookups: Lookups; nodes: Map<number, ProviderNode>; chosen: AllocationRequest[]; complete: boolean };
+}
+
+/** Groups with names turned into ids; unknown classes and traits are errors, as upstream. */
+function resolveGroups(request: CandidateRequest, names: RequestNames, lookups: Lookups): ResolvedGroup[] {
+  const unknownClass = names.classes.find((c) => !lookups.classIdByName.has(c));
+  if (unknownClass) throw badCandidateRequest(`Invalid resource class in resources parameter: No such resource class ${unknownClass}.`);
+  const unknownTraits = names.traits.filter((t) => !lookups.traitIdByName.has(t)).sort();
+  if (unknownTraits.length) throw badCandidateRequest(`No such trait(s): ${unknownTraits.join(', ')}`);
+  return request.groups.map((g) => ({
+    suffix: g.suffix,
+    resources: [...g.resources].map(([name, amount]): [number, number] => [lookups.classIdByName.get(name)!, amount])
+      .sort((a, b) => a[0] - b[0]),
+    requiredAnyOf: g.requiredAnyOf,
+    forbiddenTraits: g.forbiddenTraits,
+    memberOf: g.memberOf.map((anyOf) => new Set(anyOf.flatMap((u) => lookups.aggregateIdByUuid.get(u) ?? []))),
+    forbiddenAggregates: new Set(g.forbiddenAggregates.flatMap((u) => lookups.aggregateIdByUuid.get(u) ?? [])),
+    inTreeRoot: g.inTree === null ? null : (lookups.rootIdByProviderUuid.get(g.inTree) ?? -1),
+  }));
+}
+
+interface Attempt {
+  lookups: Lookups;
+  nodes: Map<number, ProviderNode>;
+  chosen: AllocationRequest[];
+  /** False when only the lowest trees were read and they could not fill the answer. */
+  complete: boolean;
+}
+
+interface SearchPlan {
+  request: CandidateRequest;
+  names: RequestNames;
+  prefilter: TreePrefilter;
+  nestedAware: boolean;
+  options: CandidateOptions;
+}
+
+/**
+ * One research + search pass. `firstRoots`: read only that many of the
+ * lowest viable trees (a small stable-order limit usually fills from them).
+ * `inChunks`: with a stable-order limit and trees not preloaded, load and
+ * search the lowest trees first and the rest only if the limit is not met.
+ */
+async function searchOnce(client: Client, plan: SearchPlan, firstRoots: number | null, inChunks: boolean): Promise<Attempt> {
+  const { request, names, options } = plan;
   const stopsEarly = request.limit !== null && !options.randomize;
-  const attempt = async (firstRoots: number | null, inChunks: boolean): Promise<Attempt> => {
-    // Viable trees come whole with the candidates (one round trip) unless a
-    // limit may stop after a first chunk of an unbounded viable set.
-    const preload = firstRoots !== null || !(stopsEarly && inChunks);
-    const { lookups, candidates, preloaded, truncatedAt } = await loadCandidates(
-      client, { classes, traits: traitNames, aggregates, inTree }, amounts, prefilter, firstRoots, preload,
-    );
-    const unknownClass = classes.find((c) => !lookups.classIdByName.has(c));
-    if (unknownClass) throw bad(`Invalid resource class in resources parameter: No such resource class ${unknownClass}.`);
-    const unknownTraits = traitNames.filter((t) => !lookups.traitIdByName.has(t)).sort();
-    if (unknownTraits.length) throw bad(`No such trait(s): ${unknownTraits.join(', ')}`);
+  // Viable trees come whole with the candidates (one round trip) unless a
+  // limit may stop after a first chunk of an unbounded viable set.
+  const preload = firstRoots !== null || !(stopsEarly && inChunks);
+  const { lookups, candidates, preloaded, truncatedAt } = await loadCandidates(
+    client, names, names.amounts, plan.prefilter, firstRoots, preload,
+  );
+  const groups = resolveGroups(request, names, lookups);
 
-    const groups: ResolvedGroup[] = request.groups.map((g) => ({
-      suffix: g.suffix,
-      resources: [...g.resources].map(([name, amount]): [number, number] => [lookups.classIdByName.get(name)!, amount])
-        .sort((a, b) => a[0] - b[0]),
-      requiredAnyOf: g.requiredAnyOf,
-      forbiddenTraits: g.forbiddenTraits,
-      memberOf: g.memberOf.map((anyOf) => new Set(anyOf.flatMap((u) => lookups.aggregateIdByUuid.get(u) ?? []))),
-      forbiddenAggregates: new Set(g.forbiddenAggregates.flatMap((u) => lookups.aggregateIdByUuid.get(u) ?? [])),
-      inTreeRoot: g.inTree === null ? null : (lookups.rootIdByProviderUuid.get(g.inTree) ?? -1),
-    }));
+  const roots = new Set(candidates.rootOf.values());
+  for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);
+  const search = new CandidateSearch({
+    groups,
+    groupPolicy: request.groupPolicy,
+    sameSubtrees: request.sameSubtrees,
+    rootRequired: request.rootRequired,
+    rootForbidden: request.rootForbidden,
+    nestedAware: plan.nestedAware,
+    candidates,
+    nodes: new Map(preloaded.nodes),
+  });
+  const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates);
+  const anchors = [...roots].filter(coversEveryClass(candidates, groups))
+    // Trees above the cut-off were not read: they cannot be judged yet.
+    .filter((root) => truncatedAt === null || root <= truncatedAt)
+    .sort((a, b) => a - b);
+  // Trees not preloaded: with a limit and stable order, the first few are
+  // loaded alone, as they usually fill the limit; the rest, if needed, in
+  // one more query (a fixed count of round trips: each is a network hop at
+  // the edge).
+  let chunkSize = stopsEarly && inChunks && !preloaded.roots.size ? Math.max(64, request.limit! * 4) : anchors.length;
+  const nodes = new Map(preloaded.nodes);
+  // Sharing providers' own trees come with the first chunk: their traits decide their use.
+  const loadedRoots = new Set(preloaded.roots);
+  let pending = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
+  for (let start = 0; start < anchors.length && !picker.done; start += chunkSize, chunkSize = anchors.length) {
+    const chunk = anchors.slice(start, start + chunkSize);
+    const wanted = [...new Set([...pending, ...chunk])].filter((root) => !loadedRoots.has(root));
+    pending = [];
+    const loaded = wanted.length ? await loadTrees(client, wanted) : new Map<number, ProviderNode>();
+    for (const root of wanted) loadedRoots.add(root);
+    for (const [id, node] of loaded) nodes.set(id, node);
+    search.addTrees(loaded.values());
+    await picker.offer(search.requests(chunk));
+  }
+  return { lookups, nodes, chosen: picker.result(), complete: truncatedAt === null || picker.done };
+}
 
-    const roots = new Set(candidates.rootOf.values());
-    for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);
-    const search = new CandidateSearch({
-      groups,
-      groupPolicy: request.groupPolicy,
-      sameSubtrees: request.sameSubtrees,
-      rootRequired: request.rootRequired,
-      rootForbidden: request.rootForbidden,
-      nestedAware: mv.atLeast(MV.AC_NESTED),
-      candidates,
-      nodes: new Map(preloaded.nodes),
-    });
-    const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates);
-    // Trees not preloaded: with a limit and stable order, the first few are
-    // loaded alone, as they usually fill the limit; the rest, if needed, in
-    // one more query (a fixed count of round trips: each is a network hop at
-    // the edge).
-    const anchors = [...roots].filter(coversEveryClass(candidates, groups))
-      // Trees above the cut-off were not read: they cannot be judged yet.
-      .filter((root) => truncatedAt === null || root <= truncatedAt)
-      .sort((a, b) => a - b);
-    // Preloaded: whatever else anchors a candidate (trees reached only
-    // through a sharing provider) comes in one query.
-    let chunkSize = stopsEarly && inChunks && !preloaded.roots.size ? Math.max(64, request.limit! * 4) : anchors.length;
-    const nodes = new Map(preloaded.nodes);
-    // Sharing providers' own trees come with the first chunk: their traits decide their use.
-    const loadedRoots = new Set(preloaded.roots);
-    let pending = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
-    for (let start = 0; start < anchors.length && !picker.done; start += chunkSize, chunkSize = anchors.length) {
-      const chunk = anchors.slice(start, start + chunkSize);
-      const wanted = [...new Set([...pending, ...chunk])].filter((root) => !loadedRoots.has(root));
-      pending = [];
-      const loaded = wanted.length ? await loadTrees(client, wanted) : new Map<number, ProviderNode>();
-      for (const root of wanted) loadedRoots.add(root);
-      for (const [id, node] of loaded) nodes.set(id, node);
-      search.addTrees(loaded.values());
-      picker.offer(search.requests(chunk));
-    }
-    return { lookups, nodes, chosen: picker.result(), complete: truncatedAt === null || picker.done };
-  };
-  // A small stable-order limit first reads only the lowest
-  // viable trees; if they cannot fill the limit, the search runs again in full.
-  const tryFirstRoots = request.limit !== null && !options.randomize && inTree.length === 0
-    && options.maxCandidates === 0;
-  let outcome = await attempt(tryFirstRoots ? Math.max(64, request.limit! * 4) : null, true);
+export async function findAllocationCandidates(
+  client: Client,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<CandidatesBody> {
+  const names = namesOf(request);
+  const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), options };
+  // A small stable-order limit first reads only the lowest viable trees; if
+  // they cannot fill the limit, the search runs again in full. (The cap keeps
+  // a prefix of the same stable order, so it changes nothing here.)
+  const tryFirstRoots = request.limit !== null && !options.randomize && names.inTree.length === 0;
+  let outcome = await searchOnce(client, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null, true);
   // The lowest trees were already tried: load the rest in one go.
-  if (!outcome.complete) outcome = await attempt(null, false);
+  if (!outcome.complete) outcome = await searchOnce(client, plan, null, false);
+
   const { lookups, nodes, chosen } = outcome;
-
-  // Summaries: every provider of the trees used (1.29+), or just the providers used before.
-  const usedProviders = new Set(chosen.flatMap((r) => r.pieces.map((p) => p.providerId)));
-  const usedRoots = new Set([...usedProviders].map((id) => nodes.get(id)!.rootId));
-  const nestedAware = mv.atLeast(MV.AC_NESTED);
-  const allResources = mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY);
-  const withTraits = mv.atLeast(MV.AC_REQUIRED);
-  const requested = new Set(classes);
   const classNameById = new Map([...lookups.classIdByName].map(([name, id]) => [id, name]));
-
-  const summaries: CandidatesBody['provider_summaries'] = {};
-  const summarized = [...nodes.values()].filter((n) => (nestedAware ? usedRoots.has(n.rootId) : usedProviders.has(n.id)));
-  for (const node of summarized) {
-    const entry: CandidatesBody['provider_summaries'][string] = { resources: {} };
-    if (withTraits) entry.traits = [...node.traits]; // trait id order, as upstream lists them
-    if (nestedAware) {
-      entry.parent_provider_uuid = node.parentId === null ? null : (nodes.get(node.parentId)?.uuid ?? null);
-      entry.root_provider_uuid = nodes.get(node.rootId)?.uuid ?? node.uuid;
-    }
-    summaries[node.uuid] = entry;
-  }
-  for (const node of summarized) {
-    const entry = summaries[node.uuid]!;
-    for (const inv of node.inventories) {
-      if (!allResources && !requested.has(inv.className)) continue;
-      entry.resources[inv.className] = { capacity: inv.capacity, used: inv.used };
-    }
-  }
-
-  const uuidOf = (id: number) => nodes.get(id)!.uuid;
-  const dictShape = mv.atLeast(MV.ALLOC_DICT);
-  const withMappings = mv.atLeast(MV.MAPPINGS);
-  const present = (r: AllocationRequest) => {
-    const byProvider = new Map<string, ResourceAmounts>();
-    for (const piece of r.pieces) {
-      const uuid = uuidOf(piece.providerId);
-      const resources = byProvider.get(uuid) ?? {};
-      resources[classNameById.get(piece.classId)!] = piece.amount;
-      byProvider.set(uuid, resources);
-    }
-    if (!dictShape) {
-      return { allocations: [...byProvider].map(([uuid, resources]) => ({ resource_provider: { uuid }, resources })) };
-    }
-    const allocations = Object.fromEntries([...byProvider].map(([uuid, resources]) => [uuid, { resources }]));
-    if (!withMappings) return { allocations };
-    const mappings = Object.fromEntries([...r.mappings].map(([suffix, ids]) => [suffix, ids.map(uuidOf)]));
-    return { allocations, mappings };
-  };
-  return { allocation_requests: chosen.map(present), provider_summaries: summaries };
+  return presentCandidates(chosen, nodes, classNameById, new Set(names.classes), {
+    nestedAware: plan.nestedAware,
+    allResources: mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY),
+    withTraits: mv.atLeast(MV.AC_REQUIRED),
+    dictShape: mv.atLeast(MV.ALLOC_DICT),
+    withMappings: mv.atLeast(MV.MAPPINGS),
+  });
 }
 
 /**

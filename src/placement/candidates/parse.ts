@@ -2,11 +2,11 @@
 // (one per suffix) and request-wide parameters, per microversion, with
 // upstream's error wording (placement/lib.py RequestGroup/RequestWideParams
 // and the handler's jsonschema). Pure: no database, no hono.
-import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
-import type { Microversion } from '../../microversion.js';
-import { badQuery, pyRepr } from '../../http/validate.js';
+import { pyRepr } from '../../http/validate.js';
 import { isUuidLike, normalizeUuid, parseMemberOf, parseResources } from '../query.js';
+import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
+import { badCandidateRequest as badRequest, invalidQuery as badQuery } from './errors.js';
 
 
 export interface RequestGroup {
@@ -79,9 +79,6 @@ function checkKeys(keys: string[], mv: Microversion): RegExp {
   return groupKey;
 }
 
-function badRequest(message: string, code?: ErrorCode): ApiError {
-  return new ApiError(400, webobDetail(400, message), { code });
-}
 
 interface TraitTerms {
   anyOf: string[][];
@@ -201,7 +198,7 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
   if (keys.includes('root_required')) {
     const values = query.root_required!;
     if (values.length > 1) {
-      throw badRequest("Query parameter 'root_required' may be specified only once.", ErrorCode.QUERY_DUPLICATE_KEY);
+      throw badRequest("Query parameter 'root_required' may be specified only once.", 'placement.query.duplicate_key');
     }
     const terms: TraitTerms = { anyOf: [], forbidden: [] };
     parsePlainTraits(values[0] ?? '', true, terms);
@@ -209,7 +206,7 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
     rootForbidden = terms.forbidden;
     const conflict = rootRequired.filter((t) => rootForbidden.includes(t));
     if (conflict.length) {
-      throw badRequest(`Conflicting required and forbidden traits found in root_required: ${conflict.join(', ')}`, ErrorCode.QUERY_BAD_VALUE);
+      throw badRequest(`Conflicting required and forbidden traits found in root_required: ${conflict.join(', ')}`, 'placement.query.bad_value');
     }
   }
 
@@ -217,7 +214,7 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
   for (const value of query.same_subtree ?? []) {
     const suffixes = value.split(',').map((s) => s.trim());
     if (suffixes.includes('')) {
-      throw badRequest('Empty string (unsuffixed group) can not be specified in `same_subtree` query param.', ErrorCode.QUERY_BAD_VALUE);
+      throw badRequest('Empty string (unsuffixed group) can not be specified in `same_subtree` query param.', 'placement.query.bad_value');
     }
     sameSubtrees.push(suffixes);
   }
@@ -233,7 +230,7 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
     if (conflict.length) {
       throw badRequest(
         `Conflicting required and forbidden traits found in the following traits keys: required${group.suffix}: (${conflict.join(', ')})`,
-        ErrorCode.QUERY_BAD_VALUE,
+        'placement.query.bad_value',
       );
     }
   }
@@ -265,14 +262,14 @@ function checkOrphans(groups: RequestGroup[]): void {
 function checkResourceless(groups: RequestGroup[], sameSubtrees: string[][]): void {
   const resourceless = groups.filter((g) => g.resources.size === 0).map((g) => g.suffix);
   if (groups.length > 0 && resourceless.length === groups.length) {
-    throw badRequest('There must be at least one resources or resources[$S] parameter.', ErrorCode.QUERY_MISSING_VALUE);
+    throw badRequest('There must be at least one resources or resources[$S] parameter.', 'placement.query.missing_value');
   }
   const inSubtree = new Set(sameSubtrees.flat());
   const bad = resourceless.filter((s) => !inSubtree.has(s));
   if (bad.length) {
     throw badRequest(
       `Resourceless suffixed group request should be specified in \`same_subtree\` query param: bad group(s) - ${pyRepr(bad)}.`,
-      ErrorCode.QUERY_BAD_VALUE,
+      'placement.query.bad_value',
     );
   }
   const known = new Set(groups.map((g) => g.suffix));
@@ -281,7 +278,7 @@ function checkResourceless(groups: RequestGroup[], sameSubtrees: string[][]): vo
     if (missing.length) {
       throw badRequest(
         `Real suffixes should be specified in \`same_subtree\`: ${pyRepr(missing)} not found in ${pyRepr([...known])}.`,
-        ErrorCode.QUERY_BAD_VALUE,
+        'placement.query.bad_value',
       );
     }
   }

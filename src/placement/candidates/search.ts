@@ -1,13 +1,12 @@
 // The in-memory search over a loaded research context. For each anchor tree
 // (a root, possibly helped by sharing providers) every request group gets
-// its list of choices; the merge walks the product of those lists lazily,
-// tree by tree, so `limit` stops the work early and the cartesian product of
+// its list of choices; a depth-first search picks one choice per group,
+// tree by tree, cutting a branch at its first choice that cannot fit, so
+// `limit` stops the work early and the cartesian product of
 // the whole cloud is never built. Semantics follow upstream placement's
 // allocation_candidate.py (_merge_candidates, group policy, same_subtree).
 import { capacityOf, fits } from '../capacity.js';
 import type { CandidateInventories, Inventory, ProviderNode } from './research.js';
-
-export const SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE';
 
 /** A request group with names resolved to ids. */
 export interface ResolvedGroup {
@@ -55,6 +54,7 @@ export interface AllocationRequest {
   mappings: Map<string, number[]>;
 }
 
+/** The cartesian product of small lists (one unsuffixed group's options per class). */
 function* product<T>(lists: T[][]): Generator<T[]> {
   if (lists.some((l) => l.length === 0)) return;
   if (lists.every((l) => l.length === 1)) { // the common case on flat trees
@@ -211,14 +211,6 @@ export class CandidateSearch {
     return choices;
   }
 
-  private isolated(choices: Choice[]): boolean {
-    if (this.input.groupPolicy !== 'isolate') return true;
-    const suffixed = choices.filter((c) => c.suffix !== '');
-    if (this.input.groupPolicy !== 'isolate' || suffixed.length <= 1) return true;
-    const used = new Set(suffixed.flatMap((c) => c.providers));
-    return used.size === suffixed.length;
-  }
-
   private ancestorsOf(id: number): Set<number> {
     const seen = new Set<number>();
     let cur: number | null | undefined = id;
@@ -230,8 +222,8 @@ export class CandidateSearch {
   }
 
   /** Within each same_subtree set, one of the providers used is an ancestor (or self) of all the others. */
-  private sameSubtreeOk(choices: Choice[]): boolean {
-    for (const suffixes of this.input.sameSubtrees) {
+  private sameSubtreeOk(choices: Choice[], sets: string[][]): boolean {
+    for (const suffixes of sets) {
       const ids = [...new Set(choices.filter((c) => suffixes.includes(c.suffix)).flatMap((c) => c.providers))];
       if (ids.length <= 1) continue;
       const common = ids.map((id) => this.ancestorsOf(id)).reduce((a, b) => new Set([...a].filter((x) => b.has(x))));
@@ -278,10 +270,16 @@ export class CandidateSearch {
     return { pieces: choice.pieces, mappings: new Map([[choice.suffix, choice.providers]]) };
   }
 
-  /** Every distinct allocation request, tree by tree, produced on demand. */
-  *requests(anchors: Iterable<number>): Generator<AllocationRequest> {
+  /**
+   * Every distinct allocation request, tree by tree, produced on demand. Also
+   * yields `null` every few thousand steps of search, so that a caller can
+   * hand the event loop to other requests during a long search.
+   */
+  *requests(anchors: Iterable<number>): Generator<AllocationRequest | null> {
     const seen = this.seen;
+    let visited = 0;
     for (const anchor of anchors) {
+      if ((visited += 1) % 256 === 0) yield null;
       if (!this.rootOk(anchor)) continue;
       const lists: Choice[][] = [];
       for (const group of this.input.groups) {
@@ -290,8 +288,8 @@ export class CandidateSearch {
         lists.push(choices);
       }
       if (lists.length !== this.input.groups.length) continue;
-      for (const combo of product(lists)) {
-        if (!this.isolated(combo) || !this.sameSubtreeOk(combo)) continue;
+      for (const combo of this.combinations(lists)) {
+        if (combo === null) { yield null; continue; }
         const request = this.consolidate(combo);
         if (!request) continue;
         // A provider that shares nothing is offered only to its own tree's
@@ -306,7 +304,117 @@ export class CandidateSearch {
       }
     }
   }
+
+  /**
+   * One choice per group, in the order of the cartesian product of `lists`
+   * (last group varying fastest), keeping only combinations that fit the
+   * inventories, respect group_policy=isolate and same_subtree. A depth-first
+   * search that checks capacity and isolation as each group is chosen, so a
+   * dead branch is cut at its first bad choice instead of being enumerated:
+   * with isolate, a matching of the groups still to choose onto providers not
+   * yet used must exist, so the search never walks into a corner it cannot
+   * leave (8 groups on 8 one-PGPU children: 8 steps per candidate, not 8^8).
+   */
+  private *combinations(lists: Choice[][]): Generator<Choice[] | null> {
+    const depth = lists.length;
+    if (depth === 1) {
+      // One group: each choice was checked to fit, and names distinct (provider, class) pairs.
+      for (const choice of lists[0]!) yield [choice];
+      return;
+    }
+    const isolate = this.input.groupPolicy === 'isolate' && lists.filter((l) => l[0]!.suffix !== '').length > 1;
+    // same_subtree sets are checked once their last group is chosen.
+    const subtreeChecksAt = new Map<number, string[][]>();
+    for (const suffixes of this.input.sameSubtrees) {
+      const last = Math.max(...suffixes.map((s) => lists.findIndex((l) => l[0]!.suffix === s)));
+      if (last < 0) continue;
+      subtreeChecksAt.set(last, [...(subtreeChecksAt.get(last) ?? []), suffixes]);
+    }
+    const chosen: Choice[] = new Array<Choice>(depth);
+    /** (provider, class) -> amount taken by the groups chosen so far. */
+    const taken = new Map<number, number>();
+    /** Providers used by suffixed groups so far (isolate). */
+    const isolated = new Set<number>();
+    let steps = 0;
+    const self = this;
+
+    function* walk(level: number): Generator<Choice[] | null> {
+      for (const choice of lists[level]!) {
+        if ((steps += 1) % 4096 === 0) yield null;
+        const suffixed = isolate && choice.suffix !== '';
+        const provider = choice.providers[0]!;
+        if (suffixed && isolated.has(provider)) continue;
+        if (!self.take(taken, choice.pieces)) continue;
+        chosen[level] = choice;
+        if (suffixed) isolated.add(provider);
+        const subtreeOk = (subtreeChecksAt.get(level) ?? []).every((suffixes) => self.sameSubtreeOk(chosen.slice(0, level + 1), [suffixes]));
+        if (subtreeOk && (!isolate || self.canIsolate(lists, level + 1, isolated))) {
+          if (level + 1 === depth) yield chosen.slice();
+          else yield* walk(level + 1);
+        }
+        if (suffixed) isolated.delete(provider);
+        self.release(taken, choice.pieces);
+      }
+    }
+    if (depth > 0 && (!isolate || this.canIsolate(lists, 0, isolated))) yield* walk(0);
+  }
+
+  /** Adds a choice's amounts to `taken` if every (provider, class) total still fits; otherwise leaves `taken` as it was. */
+  private take(taken: Map<number, number>, pieces: Piece[]): boolean {
+    for (let i = 0; i < pieces.length; i += 1) {
+      const piece = pieces[i]!;
+      const key = pieceKey(piece);
+      const total = (taken.get(key) ?? 0) + piece.amount;
+      const inv = this.inventory(piece.providerId, piece.classId);
+      if (!inv || inv.used + total > capacityOf(inv) || total > inv.maxUnit) {
+        this.release(taken, pieces.slice(0, i));
+        return false;
+      }
+      taken.set(key, total);
+    }
+    return true;
+  }
+
+  private release(taken: Map<number, number>, pieces: Piece[]): void {
+    for (const piece of pieces) {
+      const key = pieceKey(piece);
+      const total = taken.get(key)! - piece.amount;
+      if (total === 0) taken.delete(key);
+      else taken.set(key, total);
+    }
+  }
+
+  /**
+   * Whether the suffixed groups from `from` on can each get a provider of
+   * their own, none of them in `used` (Kuhn's augmenting paths: a few groups
+   * times a few providers).
+   */
+  private canIsolate(lists: Choice[][], from: number, used: ReadonlySet<number>): boolean {
+    const groups: number[][] = [];
+    for (let level = from; level < lists.length; level += 1) {
+      const list = lists[level]!;
+      if (list[0]!.suffix === '') continue;
+      groups.push([...new Set(list.map((c) => c.providers[0]!).filter((id) => !used.has(id)))]);
+    }
+    if (groups.length === 0) return true;
+    const ownerOf = new Map<number, number>();
+    const tryAssign = (g: number, visited: Set<number>): boolean => {
+      for (const provider of groups[g]!) {
+        if (visited.has(provider)) continue;
+        visited.add(provider);
+        const owner = ownerOf.get(provider);
+        if (owner === undefined || tryAssign(owner, visited)) {
+          ownerOf.set(provider, g);
+          return true;
+        }
+      }
+      return false;
+    };
+    return groups.every((_, g) => tryAssign(g, new Set()));
+  }
 }
+
+const pieceKey = (piece: Piece): number => piece.providerId * 1_048_576 + piece.classId;
 
 const NO_TRAITS: ReadonlySet<string> = new Set();
 
@@ -321,6 +429,12 @@ function requestKey(request: AllocationRequest): string {
   const mappings = [...request.mappings].map(([s, ids]) => `${s}=${[...ids].sort((a, b) => a - b).join('.')}`).sort().join(';');
   return `${pieces}|${mappings}`;
 }
+
+/** How long a search runs before it lets other requests in. */
+const SLICE_MS = 50;
+
+/** setTimeout(0) exists in Node and in Workers alike (setImmediate does not). */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 /**
  * Keeps at most `limit` requests as they are offered. Stable order keeps the
@@ -337,9 +451,21 @@ export class RequestPicker {
     return (this.cap > 0 && this.offered >= this.cap) || (!this.randomize && this.limit !== null && this.kept.length >= this.limit);
   }
 
-  offer(source: Iterable<AllocationRequest>): void {
+  /**
+   * Takes requests until done. A long search gives the event loop back every
+   * `SLICE_MS`, so one pathological request cannot stall the others.
+   */
+  async offer(source: Iterable<AllocationRequest | null>): Promise<void> {
     if (this.done) return;
+    let sliceStart = Date.now();
     for (const request of source) {
+      if (request === null) {
+        if (Date.now() - sliceStart >= SLICE_MS) {
+          await yieldToEventLoop();
+          sliceStart = Date.now();
+        }
+        continue;
+      }
       this.offered += 1;
       if (this.limit === null || this.kept.length < this.limit) {
         this.kept.push(request);

@@ -13,9 +13,9 @@ resource(allocationCandidateRoutes, '/allocation_candidates', {
   GET: async (c) => {
     requireVersion(c, 'ALLOCATION_CANDIDATES');
     authorize(c, 'placement:allocation_candidates:list');
-    const request = parseCandidateRequest(queryParams(c), c.var.mv);
     const { config, store } = c.var.deps;
-    const body = await findAllocationCandidates(store.client, request, c.var.mv, {
+    // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
+    const body = await findAllocationCandidates(store.client, parseCandidateRequest(queryParams(c), c.var.mv), c.var.mv, {
       randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
       maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
     });

@@ -1,0 +1,282 @@
+// Parses the GET /allocation_candidates query string into request groups
+// (one per suffix) and request-wide parameters, per microversion, with
+// upstream's error wording (placement/lib.py RequestGroup/RequestWideParams
+// and the handler's jsonschema). Pure: no database, no hono.
+import { ApiError, ErrorCode, webobDetail } from '../../../src/http/api-error.js';
+import type { Microversion } from '../../../src/http/microversion.js';
+import { badQuery, pyRepr } from '../../../src/http/validate.js';
+import { isUuidLike, normalizeUuid, parseMemberOf, parseResources } from '../../../src/placement/query.js';
+import { MV } from '../../../src/placement/versions.js';
+
+
+export interface RequestGroup {
+  /** '' for the unsuffixed group; its resources may come from several providers of a tree. */
+  suffix: string;
+  /** Resource class name -> amount, in request order. Empty for a resourceless group (1.36). */
+  resources: Map<string, number>;
+  /** Each inner list: at least one of these traits (a single-name list is a plain requirement). */
+  requiredAnyOf: string[][];
+  forbiddenTraits: string[];
+  /** Each inner list: membership in at least one of these aggregates. */
+  memberOf: string[][];
+  forbiddenAggregates: string[];
+  inTree: string | null;
+}
+
+export type GroupPolicy = 'none' | 'isolate';
+
+export interface CandidateRequest {
+  groups: RequestGroup[];
+  groupPolicy: GroupPolicy | null;
+  limit: number | null;
+  rootRequired: string[];
+  rootForbidden: string[];
+  sameSubtrees: string[][];
+}
+
+const GROUP_PREFIXES = ['resources', 'required', 'member_of', 'in_tree'] as const;
+type GroupPrefix = (typeof GROUP_PREFIXES)[number];
+
+/** The query keys a microversion accepts, as upstream's per-version jsonschema. */
+function allowedKeys(mv: Microversion): { plain: string[]; patterns: string[]; groupKey: RegExp } {
+  const plain = ['resources'];
+  if (mv.atLeast(MV.AC_LIMIT)) plain.push('limit');
+  if (mv.atLeast(MV.AC_REQUIRED)) plain.push('required');
+  if (mv.atLeast(MV.AC_MEMBER_OF)) plain.push('member_of');
+  if (!mv.atLeast(MV.GRANULAR)) return { plain, patterns: [], groupKey: /^(resources|required|member_of)()$/ };
+  plain.push('group_policy');
+  if (mv.atLeast(MV.ROOT_REQUIRED)) plain.push('root_required');
+  if (mv.atLeast(MV.SAME_SUBTREE)) plain.push('same_subtree');
+  const prefixes = mv.atLeast(MV.AC_IN_TREE) ? GROUP_PREFIXES : GROUP_PREFIXES.filter((p) => p !== 'in_tree');
+  if (mv.atLeast(MV.STRING_SUFFIXES)) {
+    return {
+      plain: plain.filter((k) => !(GROUP_PREFIXES as readonly string[]).includes(k)),
+      patterns: prefixes.map((p) => `^${p}([a-zA-Z0-9_-]{1,64})?$`),
+      groupKey: new RegExp(`^(${prefixes.join('|')})([a-zA-Z0-9_-]{1,64})?$`),
+    };
+  }
+  if (mv.atLeast(MV.AC_IN_TREE)) plain.push('in_tree');
+  return {
+    plain,
+    patterns: prefixes.map((p) => `^${p}[1-9][0-9]*$`),
+    groupKey: new RegExp(`^(${prefixes.join('|')})([1-9][0-9]*)?$`),
+  };
+}
+
+/** jsonschema's additionalProperties message, with or without patternProperties. */
+function checkKeys(keys: string[], mv: Microversion): RegExp {
+  const { plain, patterns, groupKey } = allowedKeys(mv);
+  const patternRes = patterns.map((p) => new RegExp(p));
+  const extras = keys.filter((k) => !plain.includes(k) && !patternRes.some((re) => re.test(k))).sort();
+  if (extras.length) {
+    const joined = extras.map((k) => pyRepr(k)).join(', ');
+    if (patterns.length) {
+      const verb = extras.length === 1 ? 'does' : 'do';
+      throw badQuery(`${joined} ${verb} not match any of the regexes: ${[...patterns].sort().map((p) => pyRepr(p)).join(', ')}`);
+    }
+    throw badQuery(`Additional properties are not allowed (${joined} ${extras.length === 1 ? 'was' : 'were'} unexpected)`);
+  }
+  return groupKey;
+}
+
+function badRequest(message: string, code?: ErrorCode): ApiError {
+  return new ApiError(400, webobDetail(400, message), { code });
+}
+
+interface TraitTerms {
+  anyOf: string[][];
+  forbidden: string[];
+}
+
+/** One `required` value without `in:`: names, `!` forbidden from 1.22. */
+function parsePlainTraits(value: string, allowForbidden: boolean, into: TraitTerms): void {
+  const form = allowForbidden ? 'HW_CPU_X86_VMX,!CUSTOM_MAGIC' : 'HW_CPU_X86_VMX,CUSTOM_MAGIC';
+  const names = value.split(',').map((s) => s.trim());
+  if (names.some((n) => !n) || (!allowForbidden && names.some((n) => n.startsWith('!')))) {
+    throw badQuery(`Expected 'required' parameter value of the form: ${form}. Got: ${value}`);
+  }
+  for (const name of names) {
+    if (name.startsWith('!')) into.forbidden.push(name.slice(1));
+    else into.anyOf.push([name]);
+  }
+}
+
+function parseRequiredValues(values: string[], mv: Microversion): TraitTerms {
+  const terms: TraitTerms = { anyOf: [], forbidden: [] };
+  const allowForbidden = mv.atLeast(MV.FORBIDDEN_TRAITS);
+  const allowAnyOf = mv.atLeast(MV.ANY_TRAITS);
+  // Before 1.39 the parameter is single-valued: the last one wins.
+  for (const value of allowAnyOf ? values : values.slice(-1)) {
+    if (value.startsWith('in:')) {
+      if (!allowAnyOf) {
+        throw badQuery(`The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. Got: ${value}`);
+      }
+      const names = value.slice(3).split(',').map((s) => s.trim());
+      if (names.some((n) => !n || n.startsWith('!'))) {
+        throw badQuery(`Expected 'required' parameter value of the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: ${value}`);
+      }
+      terms.anyOf.push(names);
+    } else {
+      parsePlainTraits(value, allowForbidden, terms);
+    }
+  }
+  return terms;
+}
+
+function newGroup(suffix: string): RequestGroup {
+  return { suffix, resources: new Map(), requiredAnyOf: [], forbiddenTraits: [], memberOf: [], forbiddenAggregates: [], inTree: null };
+}
+
+const hasTraits = (g: RequestGroup) => g.requiredAnyOf.length > 0 || g.forbiddenTraits.length > 0;
+const hasAggregates = (g: RequestGroup) => g.memberOf.length > 0 || g.forbiddenAggregates.length > 0;
+
+/** Parses and checks the whole query. `query` is every value per key, in request order. */
+/** The same from a raw query string, for callers without an HTTP request (bench, tests). */
+export function parseCandidateQueryString(queryString: string, mv: Microversion): CandidateRequest {
+  const query: Record<string, string[]> = {};
+  for (const [key, value] of new URLSearchParams(queryString)) (query[key] ??= []).push(value);
+  return parseCandidateRequest(query, mv);
+}
+
+export function parseCandidateRequest(query: Record<string, string[]>, mv: Microversion): CandidateRequest {
+  const keys = Object.keys(query);
+  if (!mv.atLeast(MV.GRANULAR) && !keys.includes('resources')) {
+    throw badQuery("'resources' is a required property");
+  }
+  const groupKey = checkKeys(keys, mv);
+  const last = (key: string) => query[key]![query[key]!.length - 1] ?? '';
+
+  let limit: number | null = null;
+  if (keys.includes('limit')) {
+    // Repeated limit/group_policy: the first one counts, as upstream reads them.
+    const raw = query.limit![0] ?? '';
+    if (!/^[1-9][0-9]*$/.test(raw)) {
+      throw badQuery(`${pyRepr(raw)} does not match '^[1-9][0-9]*$'\n\nFailed validating 'pattern' in schema['properties']['limit']`);
+    }
+    limit = Number(raw);
+  }
+  let groupPolicy: GroupPolicy | null = null;
+  if (keys.includes('group_policy')) {
+    const raw = query.group_policy![0] ?? '';
+    if (raw !== 'none' && raw !== 'isolate') {
+      throw badQuery(`${pyRepr(raw)} is not one of ['none', 'isolate']\n\nFailed validating 'enum' in schema['properties']['group_policy']`);
+    }
+    groupPolicy = raw;
+  }
+
+  const groups = new Map<string, RequestGroup>();
+  for (const key of keys) {
+    const match = groupKey.exec(key);
+    if (!match) continue;
+    const prefix = match[1] as GroupPrefix;
+    const suffix = match[2] ?? '';
+    const group = groups.get(suffix) ?? newGroup(suffix);
+    groups.set(suffix, group);
+    const values = query[key]!;
+    if (prefix === 'resources') {
+      group.resources = parseResources(last(key));
+    } else if (prefix === 'required') {
+      const terms = parseRequiredValues(values, mv);
+      group.requiredAnyOf = terms.anyOf;
+      group.forbiddenTraits = terms.forbidden;
+    } else if (prefix === 'member_of') {
+      const aggs = parseMemberOf(values, mv);
+      group.memberOf = aggs.anyOf;
+      group.forbiddenAggregates = aggs.forbidden;
+    } else {
+      const raw = last(key);
+      if (!isUuidLike(raw)) throw badQuery(`Expected 'in_tree' parameter to be a format of uuid. Got: ${raw}`);
+      group.inTree = normalizeUuid(raw);
+    }
+  }
+
+  let rootRequired: string[] = [];
+  let rootForbidden: string[] = [];
+  if (keys.includes('root_required')) {
+    const values = query.root_required!;
+    if (values.length > 1) {
+      throw badRequest("Query parameter 'root_required' may be specified only once.", ErrorCode.QUERY_DUPLICATE_KEY);
+    }
+    const terms: TraitTerms = { anyOf: [], forbidden: [] };
+    parsePlainTraits(values[0] ?? '', true, terms);
+    rootRequired = terms.anyOf.map((t) => t[0]!);
+    rootForbidden = terms.forbidden;
+    const conflict = rootRequired.filter((t) => rootForbidden.includes(t));
+    if (conflict.length) {
+      throw badRequest(`Conflicting required and forbidden traits found in root_required: ${conflict.join(', ')}`, ErrorCode.QUERY_BAD_VALUE);
+    }
+  }
+
+  const sameSubtrees: string[][] = [];
+  for (const value of query.same_subtree ?? []) {
+    const suffixes = value.split(',').map((s) => s.trim());
+    if (suffixes.includes('')) {
+      throw badRequest('Empty string (unsuffixed group) can not be specified in `same_subtree` query param.', ErrorCode.QUERY_BAD_VALUE);
+    }
+    sameSubtrees.push(suffixes);
+  }
+
+  const all = [...groups.values()];
+  if (mv.atLeast(MV.SAME_SUBTREE)) checkResourceless(all, sameSubtrees);
+  else checkOrphans(all);
+  if (all.length === 0) {
+    throw badRequest('At least one request group (`resources` or `resources{$S}`) is required.');
+  }
+  for (const group of all) {
+    const conflict = group.requiredAnyOf.filter((t) => t.length === 1 && group.forbiddenTraits.includes(t[0]!)).map((t) => t[0]!);
+    if (conflict.length) {
+      throw badRequest(
+        `Conflicting required and forbidden traits found in the following traits keys: required${group.suffix}: (${conflict.join(', ')})`,
+        ErrorCode.QUERY_BAD_VALUE,
+      );
+    }
+  }
+  const suffixed = all.filter((g) => g.suffix !== '').length;
+  if (groupPolicy === null && suffixed > 1) {
+    throw badRequest('The "group_policy" parameter is required when specifying more than one "resources{N}" parameter.');
+  }
+  return { groups: all, groupPolicy, limit, rootRequired, rootForbidden, sameSubtrees };
+}
+
+/** Before 1.36 every group needs resources. */
+function checkOrphans(groups: RequestGroup[]): void {
+  const traitOrphans = groups.filter((g) => hasTraits(g) && g.resources.size === 0).map((g) => `required${g.suffix}`);
+  if (traitOrphans.length) {
+    throw badRequest(
+      `All traits parameters must be associated with resources.  Found the following orphaned traits keys: ${traitOrphans.join(', ')}`,
+    );
+  }
+  const aggOrphans = groups.filter((g) => hasAggregates(g) && g.resources.size === 0).map((g) => `member_of${g.suffix}`);
+  if (aggOrphans.length) {
+    throw badRequest(
+      `All member_of parameters must be associated with resources. Found the following orphaned member_of keys: ${aggOrphans.join(', ')}`,
+    );
+  }
+  if (groups.some((g) => g.resources.size === 0)) throw badRequest('All request groups must specify resources.');
+}
+
+/** From 1.36 a suffixed group may be resourceless if same_subtree names it. */
+function checkResourceless(groups: RequestGroup[], sameSubtrees: string[][]): void {
+  const resourceless = groups.filter((g) => g.resources.size === 0).map((g) => g.suffix);
+  if (groups.length > 0 && resourceless.length === groups.length) {
+    throw badRequest('There must be at least one resources or resources[$S] parameter.', ErrorCode.QUERY_MISSING_VALUE);
+  }
+  const inSubtree = new Set(sameSubtrees.flat());
+  const bad = resourceless.filter((s) => !inSubtree.has(s));
+  if (bad.length) {
+    throw badRequest(
+      `Resourceless suffixed group request should be specified in \`same_subtree\` query param: bad group(s) - ${pyRepr(bad)}.`,
+      ErrorCode.QUERY_BAD_VALUE,
+    );
+  }
+  const known = new Set(groups.map((g) => g.suffix));
+  for (const suffixes of sameSubtrees) {
+    const missing = suffixes.filter((s) => !known.has(s));
+    if (missing.length) {
+      throw badRequest(
+        `Real suffixes should be specified in \`same_subtree\`: ${pyRepr(missing)} not found in ${pyRepr([...known])}.`,
+        ErrorCode.QUERY_BAD_VALUE,
+      );
+    }
+  }
+}

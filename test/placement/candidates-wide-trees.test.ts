@@ -1,0 +1,64 @@
+// Issue 12 section 2 (upstream bugs 2070257 and 2126751): hosts with many
+// one-PGPU children asked for one PGPU per group with group_policy=isolate.
+// The search cuts a combination at its first bad choice and checks that the
+// groups still to place can each get a child of their own, so a limited
+// answer costs about the candidates it returns and an impossible request is
+// known impossible at once (enumerating would take 8^9 steps per host).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { provider } from '../helpers/providers.js';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+type Body = {
+  allocation_requests: { allocations: Record<string, { resources: Record<string, number> }>; mappings: Record<string, string[]> }[];
+};
+
+const groups = (n: number) => Array.from({ length: n }, (_, i) => `resources${i + 1}=PGPU:1`).join('&');
+
+describe('eight isolated PGPU groups on hosts of eight one-PGPU children', () => {
+  let app: TestApp;
+  const hosts: { root: string; gpus: string[] }[] = [];
+  beforeAll(async () => {
+    app = await makeTestApp();
+    for (let h = 0; h < 10; h += 1) {
+      const root = await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 8192 } } });
+      const gpus: string[] = [];
+      for (let i = 0; i < 8; i += 1) gpus.push(await provider(app, { parent: root, inventory: { PGPU: { total: 1 } } }));
+      hosts.push({ root, gpus });
+    }
+  });
+  afterAll(() => app.close());
+
+  it('gives each group a child of its own, first host first', async () => {
+    const res = await app.call('GET', `/allocation_candidates?resources=VCPU:1,MEMORY_MB:1024&${groups(8)}&group_policy=isolate&limit=10`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Body;
+    expect(body.allocation_requests).toHaveLength(10);
+    for (const request of body.allocation_requests) {
+      const gpus = Object.entries(request.mappings).filter(([suffix]) => suffix !== '').map(([, uuids]) => uuids[0]!);
+      expect(new Set(gpus).size).toBe(8);
+      expect(gpus.every((uuid) => hosts[0]!.gpus.includes(uuid))).toBe(true);
+      expect(request.allocations[hosts[0]!.root]!.resources).toEqual({ VCPU: 1, MEMORY_MB: 1024 });
+    }
+  });
+
+  it('returns 1000 distinct candidates for limit=1000', async () => {
+    const res = await app.call('GET', `/allocation_candidates?resources=VCPU:1,MEMORY_MB:1024&${groups(8)}&group_policy=isolate&limit=1000`);
+    const body = (await res.json()) as Body;
+    expect(body.allocation_requests).toHaveLength(1000);
+    expect(new Set(body.allocation_requests.map((r) => JSON.stringify(r.mappings))).size).toBe(1000);
+  });
+
+  it('answers at once that nine isolated groups cannot fit on eight children', async () => {
+    const res = await app.call('GET', `/allocation_candidates?${groups(9)}&group_policy=isolate`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as Body).allocation_requests).toEqual([]);
+  });
+
+  it('without isolate, two groups may share a child only when its inventory allows', async () => {
+    const res = await app.call('GET', `/allocation_candidates?${groups(2)}&group_policy=none&limit=100`);
+    const body = (await res.json()) as Body;
+    // Each child has one PGPU: the two groups never land on the same one.
+    for (const request of body.allocation_requests) expect(request.mappings['1']).not.toEqual(request.mappings['2']);
+    expect(body.allocation_requests).toHaveLength(100);
+  });
+});
