@@ -10,6 +10,9 @@ import { negotiate, requestedVersion } from '../http/microversion.js';
 import type { Target } from '../http/policy.js';
 import { codePointOfEscape, controlCharacterInUrl, MAX_URL_LENGTH } from '../http/url.js';
 import { MAX_VERSION, MIN_VERSION, MV, type Feature } from './versions.js';
+import { newest } from './present/timestamps.js';
+
+export { newest };
 
 export function placementMicroversion() {
   return createMiddleware<AppEnv>(async function placementMicroversionMiddleware(c, next) {
@@ -109,12 +112,6 @@ export function setCacheHeaders(c: AppContext, when?: string | Date | null): voi
   c.header('cache-control', 'no-cache');
 }
 
-/** Newest of several ISO timestamps (null/undefined ignored). */
-export function newest(...stamps: (string | null | undefined)[]): string | null {
-  let best: string | null = null;
-  for (const s of stamps) if (s && (!best || s > best)) best = s;
-  return best;
-}
 
 type MethodName = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
 

@@ -10,14 +10,6 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const KNOWN_LEAKS: string[] = [
   'src/cyborg/repo/arqs.ts -> src/db/schema/placement.ts',
   'src/placement/candidates/parse.ts -> src/http/validate.ts',
-  'src/placement/present/allocations.ts -> src/placement/middleware.ts',
-  'src/placement/query.ts -> src/http/validate.ts',
-  'src/placement/routes/reshaper.ts -> src/placement/routes/allocations.ts',
-  'src/placement/schemas/allocations.ts -> src/http/validate.ts',
-  'src/placement/schemas/inventories.ts -> src/http/validate.ts',
-  'src/placement/schemas/providers.ts -> src/http/validate.ts',
-  'src/placement/schemas/usages.ts -> src/http/env.ts',
-  'src/placement/schemas/usages.ts -> src/http/validate.ts',
 ];
 
 describe('import direction', () => {

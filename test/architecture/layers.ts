@@ -21,6 +21,7 @@ const EDGE_FILES = new Set([
   'src/placement/errors.ts', // renders the placement error envelope
   'src/cyborg/app.ts',
   'src/cyborg/http.ts',
+  'src/placement/claim-requests.ts', // the HTTP side of a claim, shared by two routes
 ]);
 
 export function layerOf(file: string): Layer {

@@ -2,7 +2,7 @@
 // GET /resource_providers/{uuid}/allocations, by microversion.
 import type { ConsumerView } from '../repo/consumers.js';
 import type { ConsumerAllocationRow, ProviderAllocationRow } from '../repo/allocations.js';
-import { newest } from '../middleware.js';
+import { newest } from './timestamps.js';
 
 export interface ConsumerAllocationsShape {
   /** 1.12+: project_id and user_id. */

@@ -1,8 +1,7 @@
 // /allocations/{consumer_uuid} (GET, PUT, DELETE), POST /allocations (1.13)
 // and GET /resource_providers/{uuid}/allocations.
 import { Hono } from 'hono';
-import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
-import { WriteContention } from '../../db/write-batch.js';
+import { ApiError, webobDetail } from '../../http/api-error.js';
 import type { AppContext, AppEnv } from '../../http/env.js';
 import { readBody } from '../../http/validate.js';
 import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
@@ -12,21 +11,18 @@ import {
   presentProviderAllocations,
 } from '../present/allocations.js';
 import {
-  AllocationFailure,
   allocationsForConsumer,
   allocationsForProvider,
   type ConsumerClaim,
 } from '../repo/allocations.js';
-import { claimAllocations, deleteConsumerAllocations } from '../repo/claims.js';
+import { deleteConsumerAllocations } from '../repo/claims.js';
 import { consumerViews } from '../repo/consumers.js';
-import { ConsumerGenerationMismatch, ProviderMissing } from '../write-errors.js';
-import { contentionToHttp } from '../errors.js';
-import { findProvider, isoNow } from '../repo/lookups.js';
+import { claimFromBody, writeClaims } from '../claim-requests.js';
+import { findProvider } from '../repo/lookups.js';
 import {
   postAllocationsSchema,
   isListForm,
   putAllocationsSchema,
-  type ConsumerAllocationsBody,
 } from '../schemas/allocations.js';
 
 export const allocationRoutes = new Hono<AppEnv>();
@@ -37,50 +33,6 @@ export function normaliseUuid(text: string): string | null {
   const hex = text.trim().toLowerCase().replace(/^urn:/, '').replace(/^uuid:/, '').replace(/[{}-]/g, '');
   if (!/^[0-9a-f]{32}$/.test(hex)) return null;
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-/**
- * Words a claim failure as the endpoint does upstream: unknown classes are
- * 400 with `notFoundPrefix`, inventory and capacity problems 409
- * "Unable to allocate inventory: ...", generation conflicts 409
- * concurrent_update. Anything else is returned unchanged.
- */
-export function claimFailureToHttp(err: unknown, notFoundPrefix: string): unknown {
-  if (err instanceof ProviderMissing) return new ApiError(400, webobDetail(400, err.message));
-  if (err instanceof ConsumerGenerationMismatch) {
-    return new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.CONCURRENT_UPDATE });
-  }
-  if (err instanceof WriteContention) return contentionToHttp();
-  if (!(err instanceof AllocationFailure)) return err;
-  if (err.kind === 'unknown_class') return new ApiError(400, webobDetail(400, `${notFoundPrefix}${err.message}`));
-  return new ApiError(409, webobDetail(409, `Unable to allocate inventory: ${err.message}`));
-}
-
-/** Writes claims: one read batch, one guarded write batch (see repo/claims.ts). */
-export async function writeClaims(c: AppContext, claims: ConsumerClaim[], notFoundPrefix: string): Promise<void> {
-  const { deps } = c.var;
-  try {
-    await claimAllocations(deps.store, claims, {
-      requireGeneration: atLeast(c, 'CONSUMER_GENERATION'),
-      now: isoNow(deps.clock),
-    });
-  } catch (err) {
-    throw claimFailureToHttp(err, notFoundPrefix);
-  }
-}
-
-/** A consumer's part of a dict-form body as a claim, with the fields this microversion knows. */
-export function claimFromBody(c: AppContext, uuid: string, body: ConsumerAllocationsBody): ConsumerClaim {
-  const allocations: ConsumerClaim['allocations'] = {};
-  for (const [rp, entry] of Object.entries(body.allocations)) allocations[rp] = entry.resources;
-  return {
-    uuid,
-    allocations,
-    projectId: body.project_id,
-    userId: body.user_id,
-    generation: atLeast(c, 'CONSUMER_GENERATION') ? body.consumer_generation ?? null : undefined,
-    consumerType: atLeast(c, 'CONSUMER_TYPES') ? body.consumer_type : undefined,
-  };
 }
 
 async function putClaim(c: AppContext, uuid: string): Promise<ConsumerClaim> {

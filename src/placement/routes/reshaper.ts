@@ -10,7 +10,7 @@ import { reshape, UnknownResourceClass, type ProviderInventoryChange } from '../
 import { InvalidInventoryInput, InventoryInUse, InventoryProviderMissing, ProviderGenerationMismatch } from '../write-errors.js';
 import { toInventoryInputs } from '../schemas/inventories.js';
 import { reshaperSchema } from '../schemas/reshaper.js';
-import { claimFailureToHttp, claimFromBody } from './allocations.js';
+import { claimFailureToHttp, claimFromBody } from '../claim-requests.js';
 
 export const reshaperRoutes = new Hono<AppEnv>();
 

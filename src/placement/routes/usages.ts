@@ -3,11 +3,12 @@
 // last-modified header is always "now", as upstream.
 import { Hono } from 'hono';
 import type { AppEnv } from '../../http/env.js';
+import { queryParams } from '../../http/validate.js';
 import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { presentProviderUsages, presentTypedUsages } from '../present/usages.js';
 import { requireProvider } from '../repo/lookups.js';
 import { providerUsages, totalUsages, usagesByConsumerType } from '../repo/usages.js';
-import { readUsagesQuery } from '../schemas/usages.js';
+import { parseUsagesQuery } from '../schemas/usages.js';
 
 export const usageRoutes = new Hono<AppEnv>();
 
@@ -26,7 +27,7 @@ resource(usageRoutes, '/resource_providers/:uuid/usages', {
 resource(usageRoutes, '/usages', {
   GET: async (c) => {
     requireVersion(c, 'USAGES');
-    const query = readUsagesQuery(c);
+    const query = parseUsagesQuery(queryParams(c), c.var.mv);
     // A project reader may see its own project's usage: the target is the queried project.
     authorize(c, 'placement:usages', { project_id: query.projectId });
     const { db } = c.var.deps.store;

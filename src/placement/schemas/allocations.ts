@@ -2,7 +2,7 @@
 // one schema per microversion range as placement/schemas/allocation.py.
 // Messages follow jsonschema's wording because clients and tests match them.
 import { z } from 'zod';
-import { pyRepr } from '../../http/validate.js';
+import { pyRepr } from '../../validation-messages.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 

@@ -1,6 +1,6 @@
 // Request bodies for /resource_providers, per placement/schemas/resource_provider.py.
 import { z } from 'zod';
-import { pyRepr } from '../../http/validate.js';
+import { pyRepr } from '../../validation-messages.js';
 import { isUuidLike } from '../query.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';

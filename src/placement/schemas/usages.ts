@@ -1,9 +1,8 @@
 // Query string of GET /usages, as placement/schemas/usage.py: project_id
 // required, user_id optional, consumer_type from 1.38; nothing else.
 import { z } from 'zod';
-import type { AppContext } from '../../http/env.js';
-import { badQuery, failedValidating, queryParams, validationMessage } from '../../http/validate.js';
 import type { Microversion } from '../../microversion.js';
+import { badQuery, failedValidating, validationMessage } from '../../validation-messages.js';
 import { MV } from '../versions.js';
 
 const externalId = z.string().min(1).max(255);
@@ -20,11 +19,11 @@ export interface UsagesQuery {
   consumerType?: string | undefined;
 }
 
-/** Reads and checks the query (last value wins, as webob's dict(req.GET)); 400 in jsonschema's words. */
-export function readUsagesQuery(c: AppContext): UsagesQuery {
+/** Checks the query (last value wins, as webob's dict(req.GET)); 400 in jsonschema's words. */
+export function parseUsagesQuery(params: Record<string, string[]>, mv: Microversion): UsagesQuery {
   const single: Record<string, string> = {};
-  for (const [key, values] of Object.entries(queryParams(c))) single[key] = values[values.length - 1] ?? '';
-  const schema = usagesQuerySchema(c.var.mv);
+  for (const [key, values] of Object.entries(params)) single[key] = values[values.length - 1] ?? '';
+  const schema = usagesQuerySchema(mv);
   const result = schema.safeParse(single);
   if (!result.success) {
     const first = result.error.issues[0];
