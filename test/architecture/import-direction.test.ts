@@ -9,7 +9,6 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 const KNOWN_LEAKS: string[] = [
   'src/cyborg/repo/arqs.ts -> src/db/schema/placement.ts',
-  'src/placement/candidates/parse.ts -> src/http/validate.ts',
 ];
 
 describe('import direction', () => {

@@ -6,7 +6,8 @@
 // Answers must be identical (order included: without randomisation the
 // order is deterministic); errors must carry the same status, detail and code.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/http/api-error.js';
+import { DomainError } from '../../src/errors.js';
+import { ApiError, PROBLEM_STATUS, webobDetail } from '../../src/http/api-error.js';
 import { Microversion } from '../../src/http/microversion.js';
 import { provider, type InventorySpec } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
@@ -141,8 +142,13 @@ async function viaReference(app: TestApp, query: string, mv: Microversion): Prom
     const body = await findAllocationCandidates(app.deps.store.client, request, mv, { randomize: false, maxCandidates: 0 });
     return { status: 200, body: JSON.parse(JSON.stringify(body)) };
   } catch (error) {
-    if (!(error instanceof ApiError)) throw error;
-    return { status: error.status, detail: error.detail, ...(mv.atLeast('1.23') ? { code: error.code } : {}) };
+    // The frozen engine throws the HTTP error; the shared query helpers it still
+    // imports throw the domain's, which the app would answer the same way.
+    const http = error instanceof DomainError
+      ? new ApiError(PROBLEM_STATUS[error.problem], webobDetail(PROBLEM_STATUS[error.problem], error.message), { code: error.code })
+      : error;
+    if (!(http instanceof ApiError)) throw error;
+    return { status: http.status, detail: http.detail, ...(mv.atLeast('1.23') ? { code: http.code } : {}) };
   }
 }
 

@@ -2,7 +2,7 @@
 // (one per suffix) and request-wide parameters, per microversion, with
 // upstream's error wording (placement/lib.py RequestGroup/RequestWideParams
 // and the handler's jsonschema). Pure: no database, no hono.
-import { pyRepr } from '../../http/validate.js';
+import { pyRepr } from '../../validation-messages.js';
 import { isUuidLike, normalizeUuid, parseMemberOf, parseResources } from '../query.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
