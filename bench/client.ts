@@ -31,10 +31,14 @@ export class PlacementClient {
     let res: Response;
     try {
       res = await this.fetchFn(`${this.base}${path}`, {
-        method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body), signal: AbortSignal.timeout(opts.timeoutMs ?? this.timeoutMs),
+        method,
+        headers,
+        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        signal: AbortSignal.timeout(opts.timeoutMs ?? this.timeoutMs),
       });
     } catch (err) {
-      if (err instanceof Error && err.name === 'TimeoutError') throw new TimeoutError(`${method} ${path}: no answer within ${opts.timeoutMs ?? this.timeoutMs} ms`);
+      if (err instanceof Error && err.name === 'TimeoutError')
+        throw new TimeoutError(`${method} ${path}: no answer within ${opts.timeoutMs ?? this.timeoutMs} ms`);
       throw err;
     }
     const ok = opts.okStatuses ? opts.okStatuses.includes(res.status) : res.status < 400;
@@ -47,11 +51,13 @@ export class PlacementClient {
 export async function pool<T>(count: number, width: number, task: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = new Array(count);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(width, count) }, async () => {
-    while (next < count) {
-      const i = next++;
-      out[i] = await task(i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(width, count) }, async () => {
+      while (next < count) {
+        const i = next++;
+        out[i] = await task(i);
+      }
+    }),
+  );
   return out;
 }

@@ -5,7 +5,7 @@
 // scenario (directLoad; test/bench/direct-load.test.ts checks it writes
 // exactly what the HTTP loader writes).
 import type { Client, InStatement } from '@libsql/client';
-import { PlacementClient, pool } from './client.js';
+import { type PlacementClient, pool } from './client.js';
 
 export interface ProviderSpec {
   uuid: string;
@@ -36,17 +36,25 @@ function customNames(cloud: Cloud): { classes: string[]; traits: string[] } {
 /** Creates one provider and its inventory, aggregates and traits (each PUT bumps the generation). */
 async function loadProvider(api: PlacementClient, p: ProviderSpec): Promise<void> {
   await api.request('POST', '/resource_providers', {
-    body: { name: p.name, uuid: p.uuid, ...(p.parent ? { parent_provider_uuid: p.parent } : {}) }, version: '1.20',
+    body: { name: p.name, uuid: p.uuid, ...(p.parent ? { parent_provider_uuid: p.parent } : {}) },
+    version: '1.20',
   });
   let generation = 0;
   if (p.inventories && Object.keys(p.inventories).length) {
-    await api.request('PUT', `/resource_providers/${p.uuid}/inventories`, { body: { resource_provider_generation: generation++, inventories: p.inventories } });
+    await api.request('PUT', `/resource_providers/${p.uuid}/inventories`, {
+      body: { resource_provider_generation: generation++, inventories: p.inventories },
+    });
   }
   if (p.aggregates?.length) {
-    await api.request('PUT', `/resource_providers/${p.uuid}/aggregates`, { body: { resource_provider_generation: generation++, aggregates: p.aggregates }, version: '1.19' });
+    await api.request('PUT', `/resource_providers/${p.uuid}/aggregates`, {
+      body: { resource_provider_generation: generation++, aggregates: p.aggregates },
+      version: '1.19',
+    });
   }
   if (p.traits?.length) {
-    await api.request('PUT', `/resource_providers/${p.uuid}/traits`, { body: { resource_provider_generation: generation++, traits: p.traits } });
+    await api.request('PUT', `/resource_providers/${p.uuid}/traits`, {
+      body: { resource_provider_generation: generation++, traits: p.traits },
+    });
   }
 }
 
@@ -70,7 +78,12 @@ export async function httpUnload(api: PlacementClient, cloud: Cloud, consumers: 
 const MAX_INT = 2147483647;
 const INVENTORY_FIELDS = ['total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'allocation_ratio'] as const;
 const INVENTORY_DEFAULTS: Record<(typeof INVENTORY_FIELDS)[number], number> = {
-  total: 0, reserved: 0, min_unit: 1, max_unit: MAX_INT, step_size: 1, allocation_ratio: 1.0,
+  total: 0,
+  reserved: 0,
+  min_unit: 1,
+  max_unit: MAX_INT,
+  step_size: 1,
+  allocation_ratio: 1.0,
 };
 
 /**
@@ -81,7 +94,8 @@ const INVENTORY_DEFAULTS: Record<(typeof INVENTORY_FIELDS)[number], number> = {
 export async function directLoad(client: Client, cloud: Cloud): Promise<void> {
   const { classes, traits } = customNames(cloud);
   if (classes.length || traits.length) throw new Error('directLoad: custom resource classes and traits are not supported');
-  const ids = async (table: string) => new Map((await client.execute(`SELECT name, id FROM ${table}`)).rows.map((r) => [String(r.name), Number(r.id)]));
+  const ids = async (table: string) =>
+    new Map((await client.execute(`SELECT name, id FROM ${table}`)).rows.map((r) => [String(r.name), Number(r.id)]));
   const classIds = await ids('resource_classes');
   const traitIds = await ids('traits');
   const now = new Date().toISOString();
@@ -90,21 +104,31 @@ export async function directLoad(client: Client, cloud: Cloud): Promise<void> {
   const tx = await client.transaction('write');
   try {
     const aggregates = [...new Set(providers.flatMap((p) => p.aggregates ?? []))];
-    for (const agg of aggregates) await tx.execute({ sql: 'INSERT INTO placement_aggregates (uuid, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING', args: [agg, now] });
+    for (const agg of aggregates)
+      await tx.execute({
+        sql: 'INSERT INTO placement_aggregates (uuid, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING',
+        args: [agg, now],
+      });
     const aggIds = new Map((await tx.execute('SELECT uuid, id FROM placement_aggregates')).rows.map((r) => [String(r.uuid), Number(r.id)]));
     const providerIds = new Map<string, number>();
     for (let start = 0; start < providers.length; start += chunk) {
       const slice = providers.slice(start, start + chunk);
-      const generation = (p: ProviderSpec) => (Object.keys(p.inventories ?? {}).length ? 1 : 0) + (p.aggregates?.length ? 1 : 0) + (p.traits?.length ? 1 : 0);
+      const generation = (p: ProviderSpec) =>
+        (Object.keys(p.inventories ?? {}).length ? 1 : 0) + (p.aggregates?.length ? 1 : 0) + (p.traits?.length ? 1 : 0);
       const rows = await tx.execute({
         sql: `INSERT INTO resource_providers (uuid, name, generation, created_at, updated_at) VALUES ${slice.map(() => '(?, ?, ?, ?, ?)').join(', ')} RETURNING id, uuid`,
         args: slice.flatMap((p) => [p.uuid, p.name, generation(p), now, now]),
       });
       for (const r of rows.rows) providerIds.set(String(r.uuid), Number(r.id));
       const inserts: InStatement[] = [];
-      const inventoryRows = slice.flatMap((p) => Object.entries(p.inventories ?? {}).map(([rc, inv]) => [
-        providerIds.get(p.uuid)!, classIds.get(rc)!, ...INVENTORY_FIELDS.map((f) => inv[f] ?? (f === 'max_unit' ? MAX_INT : INVENTORY_DEFAULTS[f])), now,
-      ]));
+      const inventoryRows = slice.flatMap((p) =>
+        Object.entries(p.inventories ?? {}).map(([rc, inv]) => [
+          providerIds.get(p.uuid)!,
+          classIds.get(rc)!,
+          ...INVENTORY_FIELDS.map((f) => inv[f] ?? (f === 'max_unit' ? MAX_INT : INVENTORY_DEFAULTS[f])),
+          now,
+        ]),
+      );
       if (inventoryRows.length) {
         inserts.push({
           sql: `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio, created_at) VALUES ${inventoryRows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
@@ -113,17 +137,26 @@ export async function directLoad(client: Client, cloud: Cloud): Promise<void> {
       }
       const traitRows = slice.flatMap((p) => (p.traits ?? []).map((t) => [providerIds.get(p.uuid)!, traitIds.get(t)!, now]));
       if (traitRows.length) {
-        inserts.push({ sql: `INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at) VALUES ${traitRows.map(() => '(?, ?, ?)').join(', ')}`, args: traitRows.flat() });
+        inserts.push({
+          sql: `INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at) VALUES ${traitRows.map(() => '(?, ?, ?)').join(', ')}`,
+          args: traitRows.flat(),
+        });
       }
       const aggRows = slice.flatMap((p) => (p.aggregates ?? []).map((a) => [providerIds.get(p.uuid)!, aggIds.get(a)!, now]));
       if (aggRows.length) {
-        inserts.push({ sql: `INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id, created_at) VALUES ${aggRows.map(() => '(?, ?, ?)').join(', ')}`, args: aggRows.flat() });
+        inserts.push({
+          sql: `INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id, created_at) VALUES ${aggRows.map(() => '(?, ?, ?)').join(', ')}`,
+          args: aggRows.flat(),
+        });
       }
       for (const s of inserts) await tx.execute(s);
     }
     // root_provider_id: a root's own id, a child's parent's root (parents come first).
     const ours = [...providerIds.values()];
-    await tx.execute({ sql: `UPDATE resource_providers SET root_provider_id = id WHERE id BETWEEN ? AND ?`, args: [Math.min(...ours), Math.max(...ours)] });
+    await tx.execute({
+      sql: `UPDATE resource_providers SET root_provider_id = id WHERE id BETWEEN ? AND ?`,
+      args: [Math.min(...ours), Math.max(...ours)],
+    });
     for (const p of providers.filter((q) => q.parent)) {
       await tx.execute({
         sql: 'UPDATE resource_providers SET parent_provider_id = ?, root_provider_id = (SELECT root_provider_id FROM resource_providers WHERE id = ?) WHERE id = ?',

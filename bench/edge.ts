@@ -31,14 +31,35 @@ async function freePort(): Promise<number> {
 const sqld = await startSqld();
 const proxy = await startCountingProxy(sqld.url, { delayMs: DELAY });
 const port = await freePort();
-const wrangler: ChildProcess = spawn('node_modules/.bin/wrangler', [
-  'dev', '--var', `PLACEMENT_DB_URL:${proxy.url}`, '--var', 'PLACEMENT_AUTH_STRATEGY:noauth2', '--var', 'LOG_LEVEL:warn',
-  '--port', String(port), '--ip', '127.0.0.1',
-], { env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' }, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
+const wrangler: ChildProcess = spawn(
+  'node_modules/.bin/wrangler',
+  [
+    'dev',
+    '--var',
+    `PLACEMENT_DB_URL:${proxy.url}`,
+    '--var',
+    'PLACEMENT_AUTH_STRATEGY:noauth2',
+    '--var',
+    'LOG_LEVEL:warn',
+    '--port',
+    String(port),
+    '--ip',
+    '127.0.0.1',
+  ],
+  {
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+    detached: true,
+  },
+);
 const base = `http://127.0.0.1:${port}`;
 
 function stop(): void {
-  try { if (wrangler.pid) process.kill(-wrangler.pid); } catch { /* gone */ }
+  try {
+    if (wrangler.pid) process.kill(-wrangler.pid);
+  } catch {
+    /* gone */
+  }
   proxy.stop();
   sqld.stop();
 }
@@ -46,11 +67,16 @@ function stop(): void {
 async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', accept: 'application/json', 'openstack-api-version': 'placement 1.39' },
+    headers: {
+      'x-auth-token': 'admin',
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'openstack-api-version': 'placement 1.39',
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) as unknown : null };
+  return { status: res.status, json: text ? (JSON.parse(text) as unknown) : null };
 }
 
 async function hops(): Promise<number> {
@@ -70,7 +96,11 @@ async function newProvider(inventories?: Record<string, { total: number }>): Pro
   const uuid = crypto.randomUUID();
   expectStatus(await api('POST', '/resource_providers', { name: `edge-${uuid}`, uuid }), 200, 'provider');
   if (inventories) {
-    expectStatus(await api('PUT', `/resource_providers/${uuid}/inventories`, { resource_provider_generation: 0, inventories }), 200, 'inventory');
+    expectStatus(
+      await api('PUT', `/resource_providers/${uuid}/inventories`, { resource_provider_generation: 0, inventories }),
+      200,
+      'inventory',
+    );
   }
   return uuid;
 }
@@ -89,9 +119,15 @@ const operations: Operation[] = [
     prepare: async () => {
       const rp = await newProvider(host);
       return async () => {
-        expectStatus(await api('PUT', `/allocations/${crypto.randomUUID()}`, {
-          allocations: { [rp]: { resources: { VCPU: 1, MEMORY_MB: 512 } } }, ...owner, consumer_generation: null,
-        }), 204, 'claim');
+        expectStatus(
+          await api('PUT', `/allocations/${crypto.randomUUID()}`, {
+            allocations: { [rp]: { resources: { VCPU: 1, MEMORY_MB: 512 } } },
+            ...owner,
+            consumer_generation: null,
+          }),
+          204,
+          'claim',
+        );
       };
     },
   },
@@ -102,9 +138,15 @@ const operations: Operation[] = [
       return async () => {
         const found = await api('GET', '/allocation_candidates?resources=VCPU:1,MEMORY_MB:512&limit=5');
         const first = (found.json as { allocation_requests: { allocations: unknown }[] }).allocation_requests[0]!;
-        expectStatus(await api('PUT', `/allocations/${crypto.randomUUID()}`, {
-          allocations: first.allocations, ...owner, consumer_generation: null,
-        }), 204, 'cycle claim');
+        expectStatus(
+          await api('PUT', `/allocations/${crypto.randomUUID()}`, {
+            allocations: first.allocations,
+            ...owner,
+            consumer_generation: null,
+          }),
+          204,
+          'cycle claim',
+        );
       };
     },
   },
@@ -113,13 +155,23 @@ const operations: Operation[] = [
     prepare: async () => {
       const [a, b] = [await newProvider(host), await newProvider(host)];
       const consumer = crypto.randomUUID();
-      expectStatus(await api('PUT', `/allocations/${consumer}`, {
-        allocations: { [a]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: null,
-      }), 204, 'move setup');
+      expectStatus(
+        await api('PUT', `/allocations/${consumer}`, {
+          allocations: { [a]: { resources: { VCPU: 2 } } },
+          ...owner,
+          consumer_generation: null,
+        }),
+        204,
+        'move setup',
+      );
       return async () => {
-        expectStatus(await api('POST', '/allocations', {
-          [consumer]: { allocations: { [b]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: 1 },
-        }), 204, 'move');
+        expectStatus(
+          await api('POST', '/allocations', {
+            [consumer]: { allocations: { [b]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: 1 },
+          }),
+          204,
+          'move',
+        );
       };
     },
   },
@@ -135,9 +187,14 @@ const operations: Operation[] = [
     prepare: async () => {
       const rp = await newProvider();
       return async () => {
-        expectStatus(await api('PUT', `/resource_providers/${rp}/inventories`, {
-          resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } },
-        }), 200, 'inventories');
+        expectStatus(
+          await api('PUT', `/resource_providers/${rp}/inventories`, {
+            resource_provider_generation: 0,
+            inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } },
+          }),
+          200,
+          'inventories',
+        );
       };
     },
   },
@@ -146,9 +203,14 @@ const operations: Operation[] = [
     prepare: async () => {
       const rp = await newProvider();
       return async () => {
-        expectStatus(await api('PUT', `/resource_providers/${rp}/traits`, {
-          resource_provider_generation: 0, traits: ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2'],
-        }), 200, 'traits');
+        expectStatus(
+          await api('PUT', `/resource_providers/${rp}/traits`, {
+            resource_provider_generation: 0,
+            traits: ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2'],
+          }),
+          200,
+          'traits',
+        );
       };
     },
   },
@@ -157,9 +219,15 @@ const operations: Operation[] = [
     prepare: async () => {
       const rp = await newProvider(host);
       const consumer = crypto.randomUUID();
-      expectStatus(await api('PUT', `/allocations/${consumer}`, {
-        allocations: { [rp]: { resources: { VCPU: 1 } } }, ...owner, consumer_generation: null,
-      }), 204, 'delete setup');
+      expectStatus(
+        await api('PUT', `/allocations/${consumer}`, {
+          allocations: { [rp]: { resources: { VCPU: 1 } } },
+          ...owner,
+          consumer_generation: null,
+        }),
+        204,
+        'delete setup',
+      );
       return async () => expectStatus(await api('DELETE', `/allocations/${consumer}`), 204, 'delete');
     },
   },
@@ -175,7 +243,9 @@ try {
   for (let i = 0; ; i += 1) {
     try {
       if ((await fetch(`${base}/`)).ok) break;
-    } catch { /* not up yet */ }
+    } catch {
+      /* not up yet */
+    }
     if (i > 600) throw new Error('wrangler dev did not start');
     await new Promise((r) => setTimeout(r, 200));
   }

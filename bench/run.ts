@@ -41,11 +41,13 @@ if (args.list) {
   process.exit(0);
 }
 
-const chosen = args.all ? SCENARIOS : (args.scenarios?.split(',') ?? QUICK).map((name) => {
-  const found = SCENARIOS.find((s) => s.name === name);
-  if (!found) throw new Error(`unknown scenario ${name}; --list shows them`);
-  return found;
-});
+const chosen = args.all
+  ? SCENARIOS
+  : (args.scenarios?.split(',') ?? QUICK).map((name) => {
+      const found = SCENARIOS.find((s) => s.name === name);
+      if (!found) throw new Error(`unknown scenario ${name}; --list shows them`);
+      return found;
+    });
 const LOAD_WIDTH = Number(args['load-concurrency']);
 const TIMEOUT_MS = Number(args.timeout) * 1000;
 const PROJECT = '6a1c5e2e-8f0e-4d41-9c53-0c6e3b2b1a01';
@@ -83,7 +85,13 @@ async function measure(api: PlacementClient, m: Measure, consumers: string[]): P
         last = r;
       }
       runs.sort((a, b) => a - b);
-      return { kind: 'latency', median_ms: round(percentile(runs, 50)), p95_ms: round(percentile(runs, 95)), candidates: last.candidates, kib: round(last.bytes / 1024) };
+      return {
+        kind: 'latency',
+        median_ms: round(percentile(runs, 50)),
+        p95_ms: round(percentile(runs, 95)),
+        candidates: last.candidates,
+        kib: round(last.bytes / 1024),
+      };
     }
     if (m.kind === 'throughput') {
       await timeGet(api, m.query, m.version);
@@ -116,18 +124,24 @@ async function measure(api: PlacementClient, m: Measure, consumers: string[]): P
 
 /** `pids` and every process below them (Linux /proc). */
 function processTree(pids: number[]): Set<number> {
-  const all = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).flatMap((d) => {
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      return [{ pid: Number(d), ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) }];
-    } catch {
-      return [];
-    }
-  });
+  const all = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      try {
+        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+        return [{ pid: Number(d), ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) }];
+      } catch {
+        return [];
+      }
+    });
   const tree = new Set(pids);
-  for (let grew = true; grew;) {
+  for (let grew = true; grew; ) {
     grew = false;
-    for (const p of all) if (tree.has(p.ppid) && !tree.has(p.pid)) { tree.add(p.pid); grew = true; }
+    for (const p of all)
+      if (tree.has(p.ppid) && !tree.has(p.pid)) {
+        tree.add(p.pid);
+        grew = true;
+      }
   }
   return tree;
 }
@@ -139,7 +153,9 @@ function serverProcesses(pid: number): number {
     try {
       const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8');
       if (cmd.includes('src/entry/node.ts') && cmd.includes('--import')) count += 1;
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return count;
 }
@@ -158,7 +174,9 @@ function treeRss(pids: number[]): { rss_mib: number; peak_rss_mib: number; proce
         rss += kb('VmRSS');
         peak += kb('VmHWM');
         counted += kb('VmRSS') > 0 ? 1 : 0;
-      } catch { /* gone */ }
+      } catch {
+        /* gone */
+      }
     }
     return counted ? { rss_mib: round(rss / 1024), peak_rss_mib: round(peak / 1024), processes: counted } : null;
   } catch {
@@ -178,7 +196,13 @@ async function freePort(): Promise<number> {
   });
 }
 
-interface LocalServer { url: string; child: ChildProcess; dir: string; dbFile: string; directLoadS: number }
+interface LocalServer {
+  url: string;
+  child: ChildProcess;
+  dir: string;
+  dbFile: string;
+  directLoadS: number;
+}
 
 /** Prepares a temporary database (migrations, standard names) and optionally writes the cloud into it. */
 async function prepareDb(dbFile: string, cloud: Cloud | null): Promise<void> {
@@ -201,7 +225,11 @@ async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
     env: {
-      ...process.env, HOST: '127.0.0.1', PORT: String(port), PLACEMENT_DB_URL: `file:${dbFile}`, LOG_LEVEL: 'warn',
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      PLACEMENT_DB_URL: `file:${dbFile}`,
+      LOG_LEVEL: 'warn',
       ...(args.workers ? { PLACEMENT_WORKERS: args.workers } : {}),
     },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -221,7 +249,9 @@ async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
         for (let j = 0; j < 2 * expected; j += 1) await api.request('GET', '/', { timeoutMs: 10_000 });
         return { url, child, dir, dbFile, directLoadS };
       }
-    } catch { /* not listening yet */ }
+    } catch {
+      /* not listening yet */
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill('SIGTERM');
@@ -239,7 +269,10 @@ async function stopLocal(server: LocalServer): Promise<void> {
 
 /** bench/inprocess.ts on the light cloud's database under a 32 MiB V8 heap: libSQL round trips per query. */
 function inProcessCheck(dbFile: string): unknown {
-  const run = spawnSync(process.execPath, ['--max-old-space-size=32', '--import', 'tsx', 'bench/inprocess.ts', '--db', `file:${dbFile}`], { encoding: 'utf8', timeout: 300_000 });
+  const run = spawnSync(process.execPath, ['--max-old-space-size=32', '--import', 'tsx', 'bench/inprocess.ts', '--db', `file:${dbFile}`], {
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
   const last = run.stdout.trim().split('\n').pop() ?? '';
   return run.status === 0 && last.startsWith('{') ? JSON.parse(last) : { failed: run.stderr.slice(-500) };
 }
@@ -284,7 +317,8 @@ async function runLocal(s: Scenario, cloud: Cloud): Promise<SideResult> {
 async function runCompare(s: Scenario, cloud: Cloud, url: string): Promise<SideResult> {
   const api = new PlacementClient(url.replace(/\/$/, ''), args['compare-token'] ?? args.token!, '1.36', TIMEOUT_MS);
   const existing = (await (await api.request('GET', '/resource_providers')).json()) as { resource_providers: unknown[] };
-  if (existing.resource_providers.length) throw new Error(`--compare ${url} already has ${existing.resource_providers.length} providers: give it an empty database`);
+  if (existing.resource_providers.length)
+    throw new Error(`--compare ${url} already has ${existing.resource_providers.length} providers: give it an empty database`);
   const started = performance.now();
   const consumers: string[] = [];
   await httpLoad(api, cloud, LOAD_WIDTH);
@@ -292,8 +326,18 @@ async function runCompare(s: Scenario, cloud: Cloud, url: string): Promise<SideR
   try {
     const figures: Figure[] = [];
     for (const m of s.measures) figures.push(await measure(api, m, consumers));
-    const pids = args['compare-pids']?.split(',').map(Number).filter((n) => n > 0) ?? [];
-    return { target: `${args['compare-name']} (${url})`, load_s: loadS, loaded_by: 'http', figures, memory: pids.length ? treeRss(pids) : null };
+    const pids =
+      args['compare-pids']
+        ?.split(',')
+        .map(Number)
+        .filter((n) => n > 0) ?? [];
+    return {
+      target: `${args['compare-name']} (${url})`,
+      load_s: loadS,
+      loaded_by: 'http',
+      figures,
+      memory: pids.length ? treeRss(pids) : null,
+    };
   } finally {
     await httpUnload(api, cloud, consumers, LOAD_WIDTH);
   }
@@ -304,11 +348,16 @@ async function runCompare(s: Scenario, cloud: Cloud, url: string): Promise<SideR
 function show(f: Figure | undefined): string {
   if (!f) return '-';
   switch (f.kind) {
-    case 'latency': return `${f.median_ms} / ${f.p95_ms} ms (${f.candidates} cand., ${f.kib} KiB)`;
-    case 'throughput': return `${f.req_per_s} req/s`;
-    case 'claim': return `${f.ms_per_claim} ms`;
-    case 'timeout': return `no answer in ${f.after_ms / 1000} s`;
-    case 'error': return `error: ${f.message.slice(0, 80)}`;
+    case 'latency':
+      return `${f.median_ms} / ${f.p95_ms} ms (${f.candidates} cand., ${f.kib} KiB)`;
+    case 'throughput':
+      return `${f.req_per_s} req/s`;
+    case 'claim':
+      return `${f.ms_per_claim} ms`;
+    case 'timeout':
+      return `no answer in ${f.after_ms / 1000} s`;
+    case 'error':
+      return `error: ${f.message.slice(0, 80)}`;
   }
 }
 
@@ -324,18 +373,31 @@ function ratio(mine: Figure | undefined, other: Figure | undefined): string {
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 function printScenario(s: Scenario, mine: SideResult, other: SideResult | null): void {
-  const memory = (r: SideResult | null) => r?.memory ? `${r.memory.rss_mib} MiB now, ${r.memory.peak_rss_mib} MiB peak (${r.memory.processes} processes)` : 'n/a';
+  const memory = (r: SideResult | null) =>
+    r?.memory ? `${r.memory.rss_mib} MiB now, ${r.memory.peak_rss_mib} MiB peak (${r.memory.processes} processes)` : 'n/a';
   const header = ['figure (median / p95)', 'this project', ...(other ? [args['compare-name']!, 'ratio'] : [])];
-  const rows = s.measures.map((m, i) => [m.label, show(mine.figures[i]), ...(other ? [show(other.figures[i]), ratio(mine.figures[i], other.figures[i])] : [])]);
+  const rows = s.measures.map((m, i) => [
+    m.label,
+    show(mine.figures[i]),
+    ...(other ? [show(other.figures[i]), ratio(mine.figures[i], other.figures[i])] : []),
+  ]);
   rows.push(['load', `${mine.load_s} s (${mine.loaded_by})`, ...(other ? [`${other.load_s} s (${other.loaded_by})`, '-'] : [])]);
   rows.push(['server memory (RSS, all processes)', memory(mine), ...(other ? [memory(other), '-'] : [])]);
   console.log(`\n== ${s.name}: ${s.title}`);
   console.log(table([header, ...rows]));
-  if (mine.in_process) console.log(`in-process under a 32 MiB V8 heap (round trips, candidates, median ms): ${JSON.stringify(mine.in_process)}`);
+  if (mine.in_process)
+    console.log(`in-process under a 32 MiB V8 heap (round trips, candidates, median ms): ${JSON.stringify(mine.in_process)}`);
 }
 
 // ----------------------------------------------------------------- main ---

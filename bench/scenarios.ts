@@ -26,10 +26,26 @@ const repeat = <T>(n: number, f: (i: number) => T): T[] => Array.from({ length: 
 
 function flat(n: number, opts: { requests: number; cycles: number; full: boolean; direct?: boolean }): Scenario {
   const measures: Measure[] = [];
-  if (opts.full) measures.push({ kind: 'latency', label: `full answer (${n} candidates)`, query: FLAT_QUERY, version: FLAT_VERSION, reps: 20 });
+  if (opts.full)
+    measures.push({ kind: 'latency', label: `full answer (${n} candidates)`, query: FLAT_QUERY, version: FLAT_VERSION, reps: 20 });
   measures.push({ kind: 'latency', label: 'limit=10', query: `${FLAT_QUERY}&limit=10`, version: FLAT_VERSION, reps: 20 });
-  if (opts.requests) measures.push({ kind: 'throughput', label: 'full answer, concurrency 10', query: FLAT_QUERY, version: FLAT_VERSION, requests: opts.requests, width: 10 });
-  if (opts.cycles) measures.push({ kind: 'claim', label: 'claim cycle (GET limit=5 + PUT)', query: FLAT_QUERY, version: FLAT_VERSION, cycles: opts.cycles });
+  if (opts.requests)
+    measures.push({
+      kind: 'throughput',
+      label: 'full answer, concurrency 10',
+      query: FLAT_QUERY,
+      version: FLAT_VERSION,
+      requests: opts.requests,
+      width: 10,
+    });
+  if (opts.cycles)
+    measures.push({
+      kind: 'claim',
+      label: 'claim cycle (GET limit=5 + PUT)',
+      query: FLAT_QUERY,
+      version: FLAT_VERSION,
+      cycles: opts.cycles,
+    });
   return {
     name: `flat-${n >= 100_000 ? `${n / 1000}k` : n}`,
     title: `upstream perfload, flat: placeload N=${n.toLocaleString('en')} (gate/perfload-runner.sh)`,
@@ -61,7 +77,13 @@ function wideCloud(prefix: string, children: number, leaf: Record<string, Record
   return repeat(10, (h) => {
     const root = uuid();
     const host: ProviderSpec = { uuid: root, name: `${prefix}-${h}-${root}`, inventories: HOST_INVENTORY };
-    return [host, ...repeat(children, (c): ProviderSpec => ({ uuid: uuid(), name: `${prefix}-${h}-leaf${c}-${root}`, parent: root, inventories: leaf }))];
+    return [
+      host,
+      ...repeat(
+        children,
+        (c): ProviderSpec => ({ uuid: uuid(), name: `${prefix}-${h}-leaf${c}-${root}`, parent: root, inventories: leaf }),
+      ),
+    ];
   });
 }
 
@@ -97,9 +119,21 @@ const light: Scenario = {
   title: "EXTRA, NOT UPSTREAM'S: this project's older lighter cloud (N=1000, 1 in 6 match; 100 nested trees with a sharing disk)",
   upstream: false,
   build: () => {
-    const compute = { VCPU: { total: 32, allocation_ratio: 16 }, MEMORY_MB: { total: 131072, allocation_ratio: 1.5 }, DISK_GB: { total: 2048, max_unit: 2048 } };
-    const flatTrees = repeat(1000, (i) => [{ uuid: uuid(), name: `cn-${i}`, inventories: compute, traits: i % 2 === 0 ? ['HW_CPU_X86_AVX2'] : [], aggregates: [AGGS[i % 3]!] }]);
-    const shared: ProviderSpec = { uuid: uuid(), name: 'shared-disk', inventories: { DISK_GB: { total: 1_000_000, max_unit: 10_000 } }, traits: ['MISC_SHARES_VIA_AGGREGATE'], aggregates: [NESTED_AGG] };
+    const compute = {
+      VCPU: { total: 32, allocation_ratio: 16 },
+      MEMORY_MB: { total: 131072, allocation_ratio: 1.5 },
+      DISK_GB: { total: 2048, max_unit: 2048 },
+    };
+    const flatTrees = repeat(1000, (i) => [
+      { uuid: uuid(), name: `cn-${i}`, inventories: compute, traits: i % 2 === 0 ? ['HW_CPU_X86_AVX2'] : [], aggregates: [AGGS[i % 3]!] },
+    ]);
+    const shared: ProviderSpec = {
+      uuid: uuid(),
+      name: 'shared-disk',
+      inventories: { DISK_GB: { total: 1_000_000, max_unit: 10_000 } },
+      traits: ['MISC_SHARES_VIA_AGGREGATE'],
+      aggregates: [NESTED_AGG],
+    };
     const nestedTrees = repeat(100, (i) => {
       const cn = uuid();
       return [
@@ -107,8 +141,19 @@ const light: Scenario = {
         ...[0, 1].flatMap((numa) => {
           const node = uuid();
           return [
-            { uuid: node, name: `ncn-${i}-numa${numa}`, parent: cn, inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 65536 } }, traits: ['HW_NUMA_ROOT'] },
-            ...[0, 1].map((pf) => ({ uuid: uuid(), name: `ncn-${i}-numa${numa}-pf${pf}`, parent: node, inventories: { SRIOV_NET_VF: { total: 16 }, NET_BW_EGR_KILOBIT_PER_SEC: { total: 10_000_000 } } })),
+            {
+              uuid: node,
+              name: `ncn-${i}-numa${numa}`,
+              parent: cn,
+              inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 65536 } },
+              traits: ['HW_NUMA_ROOT'],
+            },
+            ...[0, 1].map((pf) => ({
+              uuid: uuid(),
+              name: `ncn-${i}-numa${numa}-pf${pf}`,
+              parent: node,
+              inventories: { SRIOV_NET_VF: { total: 16 }, NET_BW_EGR_KILOBIT_PER_SEC: { total: 10_000_000 } },
+            })),
           ];
         }),
       ];

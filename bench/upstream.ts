@@ -44,7 +44,11 @@ export function nestedPerfloadTree(uuid: () => string): ProviderSpec[] {
   const numa1 = uuid();
   const sriov = uuid();
   const ovs = uuid();
-  const named = (id: string, name: string, rest: Omit<ProviderSpec, 'uuid' | 'name'>): ProviderSpec => ({ uuid: id, name: `${name}-${id}`, ...rest });
+  const named = (id: string, name: string, rest: Omit<ProviderSpec, 'uuid' | 'name'>): ProviderSpec => ({
+    uuid: id,
+    name: `${name}-${id}`,
+    ...rest,
+  });
   return [
     named(cn, 'cn', { inventories: { DISK_GB: { total: 20480 } }, traits: ['COMPUTE_VOLUME_MULTI_ATTACH'] }),
     named(numa0, 'numa0', {
@@ -70,9 +74,10 @@ export function nestedPerfloadTree(uuid: () => string): ProviderSpec[] {
 }
 
 /** perfload-nested-runner.sh's PLACEMENT_QUERY (microversion 1.36: same_subtree). */
-export const NESTED_QUERY = 'resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH'
-  + '&resources_COMPUTE=VCPU:1,MEMORY_MB:256&required_COMPUTE=CUSTOM_FOO'
-  + '&resources_FPGA=FPGA:1&group_policy=none&same_subtree=_COMPUTE,_FPGA';
+export const NESTED_QUERY =
+  'resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH' +
+  '&resources_COMPUTE=VCPU:1,MEMORY_MB:256&required_COMPUTE=CUSTOM_FOO' +
+  '&resources_FPGA=FPGA:1&group_policy=none&same_subtree=_COMPUTE,_FPGA';
 export const NESTED_VERSION = '1.36';
 
 /**

@@ -37,7 +37,9 @@ const VCPU_PER_PROVIDER = 64;
 
 function headers(): Record<string, string> {
   return {
-    'x-auth-token': args.token!, 'content-type': 'application/json', accept: 'application/json',
+    'x-auth-token': args.token!,
+    'content-type': 'application/json',
+    accept: 'application/json',
     'openstack-api-version': `placement ${VERSION}`,
   };
 }
@@ -45,7 +47,7 @@ function headers(): Record<string, string> {
 async function api(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
   const res = await fetch(`${base}${path}`, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) as unknown : null };
+  return { status: res.status, json: text ? (JSON.parse(text) as unknown) : null };
 }
 
 async function freePort(): Promise<number> {
@@ -62,15 +64,26 @@ async function startLocalServer(): Promise<{ url: string; stop: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-bench-writes-'));
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), PLACEMENT_DB_URL: `file:${join(dir, 'placement.db')}`, LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      PLACEMENT_DB_URL: `file:${join(dir, 'placement.db')}`,
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
-  const stop = () => { child.kill(); rmSync(dir, { recursive: true, force: true }); };
+  const stop = () => {
+    child.kill();
+    rmSync(dir, { recursive: true, force: true });
+  };
   for (let i = 0; i < 300; i += 1) {
     try {
       if ((await fetch(`${url}/`)).ok) return { url, stop };
-    } catch { /* not listening yet */ }
+    } catch {
+      /* not listening yet */
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   stop();
@@ -81,9 +94,11 @@ async function startLocalServer(): Promise<{ url: string; stop: () => void }> {
 async function pool(count: number, workers: number, task: (i: number) => Promise<void>): Promise<number> {
   let next = 0;
   const started = performance.now();
-  await Promise.all(Array.from({ length: workers }, async () => {
-    while (next < count) await task(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
   return (performance.now() - started) / 1000;
 }
 
@@ -128,7 +143,9 @@ async function scenario(base: string): Promise<Result> {
     const consumer = crypto.randomUUID();
     const rp = providers[(i * 7919) % providers.length]!;
     const body: Record<string, unknown> = {
-      allocations: { [rp]: { resources: { VCPU: 1, MEMORY_MB: 256 } } }, project_id: project, user_id: user,
+      allocations: { [rp]: { resources: { VCPU: 1, MEMORY_MB: 256 } } },
+      project_id: project,
+      user_id: user,
     };
     if (VERSION >= '1.28') body.consumer_generation = null;
     if (VERSION >= '1.38') body.consumer_type = 'INSTANCE';

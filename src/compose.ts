@@ -21,10 +21,12 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
   return {
     store,
     config,
-    policy: new PolicyEnforcer(placementPolicyRules({
-      enforceNewDefaults: config.PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS,
-      overrides: options.policyOverrides,
-    })),
+    policy: new PolicyEnforcer(
+      placementPolicyRules({
+        enforceNewDefaults: config.PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS,
+        overrides: options.policyOverrides,
+      }),
+    ),
     clock: () => new Date(),
     newId: () => crypto.randomUUID(),
     log,

@@ -2,9 +2,7 @@
 // (Worker) and validated once. Names match the conformance contract.
 import { z } from 'zod';
 
-const bool = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no', 'True', 'False'])
-  .transform((v) => ['true', '1', 'yes', 'True'].includes(v));
+const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'True', 'False']).transform((v) => ['true', '1', 'yes', 'True'].includes(v));
 
 export const ConfigSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
@@ -30,7 +28,11 @@ export const ConfigSchema = z.object({
    */
   PLACEMENT_MAX_ALLOCATION_CANDIDATES: z.coerce.number().int().min(0).default(10_000),
   /** Request bodies larger than this get 413 before they are parsed (both APIs). */
-  PLACEMENT_MAX_BODY_BYTES: z.coerce.number().int().min(1).default(1024 * 1024),
+  PLACEMENT_MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(1024 * 1024),
   NOVA_URL: z.string().optional(),
   NOVA_TOKEN: z.string().optional(),
   /**

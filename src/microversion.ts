@@ -2,7 +2,10 @@
 // ("does this request's version have feature X?"). Negotiating it from the
 // OpenStack-API-Version header is the HTTP edge's job (src/http/microversion.ts).
 export class Microversion {
-  constructor(readonly major: number, readonly minor: number) {}
+  constructor(
+    readonly major: number,
+    readonly minor: number,
+  ) {}
 
   static parse(text: string): Microversion | null {
     const m = /^\s*(\d+)\.(\d+)\s*$/.exec(text);

@@ -46,7 +46,9 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
     if (announced) return;
     announced = true;
     deps.log.info('placement-edge listening', {
-      url: `http://${config.HOST}:${address.port}`, db: config.PLACEMENT_DB_URL, processes,
+      url: `http://${config.HOST}:${address.port}`,
+      db: config.PLACEMENT_DB_URL,
+      processes,
     });
   });
   cluster.on('exit', (worker, code, signal) => {

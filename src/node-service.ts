@@ -30,7 +30,9 @@ export async function openStore(config: AppConfig, { prepare = true }: OpenOptio
 }
 
 export async function buildNodeDeps(
-  config: AppConfig, log: Logger = consoleLogger(config.LOG_LEVEL), options: OpenOptions = {},
+  config: AppConfig,
+  log: Logger = consoleLogger(config.LOG_LEVEL),
+  options: OpenOptions = {},
 ): Promise<Deps> {
   const file = config.PLACEMENT_POLICY_FILE;
   const overrides = file ? parsePolicyOverrides(readFileSync(file, 'utf8'), file) : undefined;

@@ -13,7 +13,9 @@ const PY_ESCAPES: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\
 
 function pyString(value: string): string {
   const shown = value.length > REPR_MAX_STRING ? value.slice(0, REPR_MAX_STRING) : value;
-  const quoted = `'${shown.replace(/\\/g, '\\\\').replace(/'/g, "\\'")
+  const quoted = `'${shown
+    .replace(/\\/g, '\\\\')
+    .replace(/'/g, "\\'")
     .replace(/[\u0000-\u001f\u007f]/g, (ch) => PY_ESCAPES[ch] ?? `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`)}'`;
   // Never echo a huge value back: cut it and say how long it was.
   return shown === value ? quoted : `${quoted}... (${value.length} characters)`;
@@ -59,8 +61,14 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 }
 
 const JSON_TYPE: Record<string, string> = {
-  string: 'string', number: 'number', int: 'integer', boolean: 'boolean',
-  object: 'object', array: 'array', null: 'null', record: 'object',
+  string: 'string',
+  number: 'number',
+  int: 'integer',
+  boolean: 'boolean',
+  object: 'object',
+  array: 'array',
+  null: 'null',
+  record: 'object',
 };
 
 /**
@@ -117,21 +125,32 @@ export function validationMessage(error: z.ZodError, input: unknown): string {
 export function schemaKeyword(issue: z.core.$ZodIssue, input: unknown): string | undefined {
   const origin = 'origin' in issue ? String(issue.origin) : '';
   const sized = (num: string, str: string, arr: string, obj: string) =>
-    origin === 'number' || origin === 'int' || origin === 'bigint' ? num
-      : origin === 'string' ? str : origin === 'array' || origin === 'set' ? arr : obj;
+    origin === 'number' || origin === 'int' || origin === 'bigint'
+      ? num
+      : origin === 'string'
+        ? str
+        : origin === 'array' || origin === 'set'
+          ? arr
+          : obj;
   switch (issue.code) {
     case 'invalid_type':
       return valueAt(input, issue.path) === undefined && issue.path.length > 0 ? 'required' : 'type';
-    case 'unrecognized_keys': return 'additionalProperties';
-    case 'too_small': return sized('minimum', 'minLength', 'minItems', 'minProperties');
-    case 'too_big': return sized('maximum', 'maxLength', 'maxItems', 'maxProperties');
-    case 'invalid_format': return issue.format === 'regex' ? 'pattern' : 'format';
-    case 'invalid_value': return 'enum';
+    case 'unrecognized_keys':
+      return 'additionalProperties';
+    case 'too_small':
+      return sized('minimum', 'minLength', 'minItems', 'minProperties');
+    case 'too_big':
+      return sized('maximum', 'maxLength', 'maxItems', 'maxProperties');
+    case 'invalid_format':
+      return issue.format === 'regex' ? 'pattern' : 'format';
+    case 'invalid_value':
+      return 'enum';
     case 'custom': {
       const keyword = (issue.params as Record<string, unknown> | undefined)?.keyword;
       return typeof keyword === 'string' ? keyword : undefined;
     }
-    default: return undefined;
+    default:
+      return undefined;
   }
 }
 

@@ -31,7 +31,13 @@ export const AgentConfigSchema = z
     provider_config_permissions: z.enum(['refuse', 'warn']).default('refuse'),
     /** aggregates the compute node is put in (added, never removed) */
     aggregates: z.preprocess(
-      (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
+      (v) =>
+        typeof v === 'string'
+          ? v
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean)
+          : v,
       z.array(z.uuid()).default([]),
     ),
     /** also keep the accelerator API's device list (/accelerator/v2) up to date on once/run */

@@ -37,13 +37,18 @@ environment PLACEMENT_AGENT_<KEY> sets any config key (ENDPOINT, TOKEN, ...)`;
 const defaultSleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 
 export async function main(argv: string[], io: Io): Promise<number> {
+  // biome-ignore lint/suspicious/noImplicitAnyLet: parseArgs' result type is inferred from the assignment below
   let parsed;
   try {
     parsed = parseArgs({
@@ -83,7 +88,13 @@ export async function main(argv: string[], io: Io): Promise<number> {
     config = loadAgentConfig({
       file: values.config,
       env: io.env ?? process.env,
-      overrides: { root: values.root, host: values.host, endpoint: values.endpoint, token: values.token, interval_seconds: values.interval },
+      overrides: {
+        root: values.root,
+        host: values.host,
+        endpoint: values.endpoint,
+        token: values.token,
+        interval_seconds: values.interval,
+      },
     });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
@@ -129,14 +140,18 @@ async function discoverCommand(config: AgentConfig, json: boolean, io: Io): Prom
     return 0;
   }
   const h = found.host;
-  io.out(`host ${h.hostname}: ${h.arch}, ${h.cpuModel ?? 'unknown CPU'}, ${h.onlineCpus} CPUs, ${h.memoryMiB} MiB, ${h.diskGiB} GiB at ${h.instancesPath}`);
+  io.out(
+    `host ${h.hostname}: ${h.arch}, ${h.cpuModel ?? 'unknown CPU'}, ${h.onlineCpus} CPUs, ${h.memoryMiB} MiB, ${h.diskGiB} GiB at ${h.instancesPath}`,
+  );
   for (const p of providers) {
     io.out(`\n${p.parentName ? '  └ ' : ''}${p.name}  ${p.uuid}`);
     for (const [rc, inv] of Object.entries(p.inventories))
       io.out(`    ${rc.padEnd(12)} total=${inv.total} reserved=${inv.reserved ?? 0} max_unit=${inv.max_unit ?? inv.total}`);
     if (p.device) {
       const d = p.device;
-      io.out(`    device ${d.kind} ${d.vendorName} ${d.vendorId}:${d.productId} at ${d.pciAddress}${d.model ? `, ${d.model}` : ''}${d.memoryMiB ? `, ${d.memoryMiB} MiB` : ''}`);
+      io.out(
+        `    device ${d.kind} ${d.vendorName} ${d.vendorId}:${d.productId} at ${d.pciAddress}${d.model ? `, ${d.model}` : ''}${d.memoryMiB ? `, ${d.memoryMiB} MiB` : ''}`,
+      );
     }
     io.out(`    traits ${p.traits.join(' ')}`);
   }
@@ -218,7 +233,10 @@ async function acceleratorsCommand(config: AgentConfig, io: Io): Promise<number>
   const client = new PlacementClient({ endpoint: config.endpoint, token: config.token, fetch: io.fetch });
   try {
     const found = await discoverFromConfig(config);
-    const known = await lookupProviders(client, found.providers.map((p) => p.name));
+    const known = await lookupProviders(
+      client,
+      found.providers.map((p) => p.name),
+    );
     const uuidOf = (name: string) => known.get(name)?.uuid ?? providerUuid(name);
     const outcome = await reportAccelerators(client, found.host.hostname, found.providers, uuidOf);
     io.out(JSON.stringify({ host: found.host.hostname, ...outcome }));
@@ -237,7 +255,10 @@ export async function reportOnce(
   log: { info(m: string): void; warn(m: string): void },
 ): Promise<ReportSummary> {
   const found = await discoverFromConfig(config);
-  const known = await lookupProviders(client, found.providers.map((p) => p.name));
+  const known = await lookupProviders(
+    client,
+    found.providers.map((p) => p.name),
+  );
   const uuidOf = (name: string) => known.get(name)?.uuid ?? providerUuid(name);
   const merged = mergeProviderConfigs(found.providers, configs, uuidOf, { startup });
   for (const conflict of merged.conflicts) log.warn(`ignored: ${conflict}`);

@@ -31,7 +31,11 @@ describe('agent configuration', () => {
     const file = join(dir, 'agent.yaml');
     writeFileSync(file, 'endpoint: http://placement.example:8778\ntoken: from-file\ninterval_seconds: 30\ncpu_allocation_ratio: 4.0\n');
     const config = loadAgentConfig({
-      env: { PLACEMENT_AGENT_CONFIG: file, PLACEMENT_AGENT_TOKEN: 'from-env', PLACEMENT_AGENT_AGGREGATES: '7a1c3e5f-2b4d-4c6e-8f0a-1b2c3d4e5f60' },
+      env: {
+        PLACEMENT_AGENT_CONFIG: file,
+        PLACEMENT_AGENT_TOKEN: 'from-env',
+        PLACEMENT_AGENT_AGGREGATES: '7a1c3e5f-2b4d-4c6e-8f0a-1b2c3d4e5f60',
+      },
       overrides: { interval_seconds: '5' },
     });
     expect(config).toMatchObject({

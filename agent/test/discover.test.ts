@@ -24,7 +24,16 @@ describe('discovery from fixture trees', () => {
       DISK_GB: { total: 100, reserved: 5, min_unit: 1, max_unit: 100, step_size: 1 },
     });
     expect(node.traits).toEqual(
-      expect.arrayContaining(['COMPUTE_NODE', 'HW_ARCH_X86_64', 'HW_CPU_HYPERTHREADING', 'HW_CPU_X86_AMD_SVM', 'HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE41', 'HW_CPU_X86_SSE3', 'HW_CPU_X86_SHA']),
+      expect.arrayContaining([
+        'COMPUTE_NODE',
+        'HW_ARCH_X86_64',
+        'HW_CPU_HYPERTHREADING',
+        'HW_CPU_X86_AMD_SVM',
+        'HW_CPU_X86_AVX2',
+        'HW_CPU_X86_SSE41',
+        'HW_CPU_X86_SSE3',
+        'HW_CPU_X86_SHA',
+      ]),
     );
     // ssbd is Intel's SSBD only on Intel parts; no vmx on this AMD host
     expect(node.traits).not.toContain('HW_CPU_X86_INTEL_VMX');
@@ -41,7 +50,12 @@ describe('discovery from fixture trees', () => {
     const [, plain, mediated] = found.providers;
     expect(plain.inventories).toEqual({ PGPU: { total: 1, reserved: 0, min_unit: 1, max_unit: 1, step_size: 1 } });
     expect(mediated.inventories.VGPU).toEqual({ total: 4, reserved: 0, min_unit: 1, max_unit: 4, step_size: 1 });
-    expect(plain.traits).toEqual(['CUSTOM_GPU_MEMORY_40GB', 'CUSTOM_GPU_MODEL_NVIDIA_A100_PCIE_40GB', 'CUSTOM_GPU_NVIDIA', 'CUSTOM_GPU_PRODUCT_ID_20B0']);
+    expect(plain.traits).toEqual([
+      'CUSTOM_GPU_MEMORY_40GB',
+      'CUSTOM_GPU_MODEL_NVIDIA_A100_PCIE_40GB',
+      'CUSTOM_GPU_NVIDIA',
+      'CUSTOM_GPU_PRODUCT_ID_20B0',
+    ]);
     expect(mediated.device).toMatchObject({
       kind: 'GPU',
       pciAddress: '0000:86:00.0',
@@ -53,7 +67,9 @@ describe('discovery from fixture trees', () => {
       memoryMiB: 40960,
       mdevType: 'nvidia-471',
     });
-    expect(found.providers[0].traits).toEqual(expect.arrayContaining(['HW_CPU_X86_INTEL_VMX', 'HW_CPU_X86_AVX512F', 'HW_CPU_X86_TSX', 'HW_CPU_X86_INTEL_SSBD']));
+    expect(found.providers[0].traits).toEqual(
+      expect.arrayContaining(['HW_CPU_X86_INTEL_VMX', 'HW_CPU_X86_AVX512F', 'HW_CPU_X86_TSX', 'HW_CPU_X86_INTEL_SSBD']),
+    );
   });
 
   it('NVIDIA GPUs without nvidia-smi still become providers, without model facts', async () => {
@@ -106,8 +122,11 @@ describe('parsers', () => {
   });
 
   it('maps nvidia-smi 8-digit PCI domains to sysfs addresses', () => {
-    const csv = 'index, name, pci.bus_id, memory.total [MiB], uuid, driver_version\n0, NVIDIA H100 80GB HBM3, 00000000:00:06.0, 81559 MiB, GPU-1, 580.1\n';
-    expect(parseNvidiaSmiCsv(csv)).toEqual([{ pciAddress: '0000:00:06.0', model: 'NVIDIA H100 80GB HBM3', memoryMiB: 81559, gpuUuid: 'GPU-1', driverVersion: '580.1' }]);
+    const csv =
+      'index, name, pci.bus_id, memory.total [MiB], uuid, driver_version\n0, NVIDIA H100 80GB HBM3, 00000000:00:06.0, 81559 MiB, GPU-1, 580.1\n';
+    expect(parseNvidiaSmiCsv(csv)).toEqual([
+      { pciAddress: '0000:00:06.0', model: 'NVIDIA H100 80GB HBM3', memoryMiB: 81559, gpuUuid: 'GPU-1', driverVersion: '580.1' },
+    ]);
   });
 
   it('derives stable v5 uuids from provider names', () => {

@@ -8,7 +8,12 @@ import type { z } from 'zod';
 import { main } from '../src/main.js';
 import { formatProblem, loadProviderConfigs } from '../src/provider-config/load.js';
 import { mergeProviderConfigs, ProviderConfigConflictError } from '../src/provider-config/merge.js';
-import { providerConfigJsonSchema, ProviderConfigFileSchema, type Inventory, type ProviderConfigFile } from '../src/provider-config/schema.js';
+import {
+  providerConfigJsonSchema,
+  type ProviderConfigFileSchema,
+  type Inventory,
+  type ProviderConfigFile,
+} from '../src/provider-config/schema.js';
 import type { DiscoveredProvider } from '../src/discover/types.js';
 
 let dir: string;
@@ -47,7 +52,9 @@ describe('schema file', () => {
 
 describe('valid files', () => {
   it("accepts the spec's example (unquoted 1.0, mapping form) and prints the --json shape", async () => {
-    file('10-llc.yaml', `meta:
+    file(
+      '10-llc.yaml',
+      `meta:
   schema_version: 1.0
 providers:
   - identification:
@@ -64,7 +71,8 @@ providers:
     traits:
       additional:
         - CUSTOM_P_STATE_ENABLED
-`);
+`,
+    );
     const { code, out } = await validateJson(dir);
     expect(code).toBe(0);
     expect(JSON.parse(out.join(''))).toEqual([
@@ -78,7 +86,9 @@ providers:
   });
 
   it("accepts Nova's list-of-mappings form, quoted '1.0', unknown keys at every open level, in file order", async () => {
-    file('b.yaml', `meta: {schema_version: '1.0', owner: ops}
+    file(
+      'b.yaml',
+      `meta: {schema_version: '1.0', owner: ops}
 future_section: {x: 1}
 providers:
   - identification: {name: gpu-host-2_pci_0000_3b_00_0}
@@ -90,8 +100,12 @@ providers:
       future_adjective: {}
     traits: {additional: [CUSTOM_A, CUSTOM_B], removed: []}
     future_field: true
-`);
-    file('a.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}}\n    traits: {additional: [CUSTOM_C]}\n`);
+`,
+    );
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}}\n    traits: {additional: [CUSTOM_C]}\n`,
+    );
     file('notes.txt', 'not a provider config');
     const { code, out } = await validateJson(dir);
     expect(code).toBe(0);
@@ -100,14 +114,20 @@ providers:
       {
         id: 'gpu-host-2_pci_0000_3b_00_0',
         identification: { name: 'gpu-host-2_pci_0000_3b_00_0' },
-        inventories: { CUSTOM_GPU_SLICE: { total: 4 }, CUSTOM_NVLINK: { total: 2, reserved: 0, allocation_ratio: 15 }, CUSTOM_LANES: { total: 1024 } },
+        inventories: {
+          CUSTOM_GPU_SLICE: { total: 4 },
+          CUSTOM_NVLINK: { total: 2, reserved: 0, allocation_ratio: 15 },
+          CUSTOM_LANES: { total: 1024 },
+        },
         traits: ['CUSTOM_A', 'CUSTOM_B'],
       },
     ]);
   });
 
   it('reads YAML as PyYAML does: y/n are strings, a later duplicate key wins, merge keys work', async () => {
-    file('a.yaml', `meta: {schema_version: '1.0'}
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}
 base: &base {total: 3}
 providers:
   - identification: {name: first}
@@ -115,7 +135,8 @@ providers:
     inventories: {additional: {CUSTOM_A: {<<: *base, reserved: 1}}}
   - identification: {name: n}
     traits: {additional: [CUSTOM_N]}
-`);
+`,
+    );
     const { code, out } = await validateJson(dir);
     expect(code).toBe(0);
     expect(JSON.parse(out.join(''))).toEqual([
@@ -145,20 +166,68 @@ describe('invalid files', () => {
     ['major 2', "meta: {schema_version: '2.0'}\n", /Unsupported schema major version: 2/],
     ['leading zero minor', "meta: {schema_version: '1.01'}\n", /does not match/],
     ['version without minor', 'meta: {schema_version: 1}\n', /Unable to detect schema version/],
-    ['both uuid and name', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}, name: x}\n`, /exactly one of uuid or name/],
-    ['no identification key', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {}\n`, /exactly one of uuid or name is required/],
-    ['unknown identification method', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {serial: abc}\n`, /unsupported identification method 'serial'/],
-    ['missing identification', `meta: {schema_version: '1.0'}\nproviders:\n  - traits: {additional: [CUSTOM_A]}\n`, /'identification' is a required property/],
+    [
+      'both uuid and name',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}, name: x}\n`,
+      /exactly one of uuid or name/,
+    ],
+    [
+      'no identification key',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {}\n`,
+      /exactly one of uuid or name is required/,
+    ],
+    [
+      'unknown identification method',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {serial: abc}\n`,
+      /unsupported identification method 'serial'/,
+    ],
+    [
+      'missing identification',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - traits: {additional: [CUSTOM_A]}\n`,
+      /'identification' is a required property/,
+    ],
     ['bad uuid', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: not-a-uuid}\n`, /does not match|must/],
     ['empty name', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: ''}\n`, /fewer than 1/],
-    ['standard resource class', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: [{VCPU: {total: 2}}]}\n`, /only CUSTOM_ resource classes/],
-    ['standard trait', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    traits: {additional: [HW_CPU_X86_AVX2]}\n`, /only CUSTOM_ traits/],
-    ['lower-case trait', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    traits: {additional: [custom_a]}\n`, /does not match/],
-    ['missing total', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {reserved: 1}}}\n`, /'total' is a required property/],
-    ['unknown inventory field', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1, totl: 2}}}\n`, /'totl' was unexpected/],
-    ['float total', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1.5}}}\n`, /must be integer/],
-    ['1e3 is a string in YAML 1.1', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1e3}}}\n`, /must be integer/],
-    ['a YAML 1.1 timestamp is no string', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: 2001-12-14}\n`, /must be string/],
+    [
+      'standard resource class',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: [{VCPU: {total: 2}}]}\n`,
+      /only CUSTOM_ resource classes/,
+    ],
+    [
+      'standard trait',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    traits: {additional: [HW_CPU_X86_AVX2]}\n`,
+      /only CUSTOM_ traits/,
+    ],
+    [
+      'lower-case trait',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    traits: {additional: [custom_a]}\n`,
+      /does not match/,
+    ],
+    [
+      'missing total',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {reserved: 1}}}\n`,
+      /'total' is a required property/,
+    ],
+    [
+      'unknown inventory field',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1, totl: 2}}}\n`,
+      /'totl' was unexpected/,
+    ],
+    [
+      'float total',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1.5}}}\n`,
+      /must be integer/,
+    ],
+    [
+      '1e3 is a string in YAML 1.1',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1e3}}}\n`,
+      /must be integer/,
+    ],
+    [
+      'a YAML 1.1 timestamp is no string',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: 2001-12-14}\n`,
+      /must be string/,
+    ],
     ['off is a boolean in YAML 1.1', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: off}\n`, /must be string/],
     ['providers not a list', `meta: {schema_version: '1.0'}\nproviders: {a: 1}\n`, /must be array/],
     ['reserved __source_file', `meta: {schema_version: '1.0'}\n__source_file: x\n`, /reserved/],
@@ -174,7 +243,9 @@ describe('invalid files', () => {
   });
 
   it('names the file, the provider entry, the field and its line/column', () => {
-    file('gpu.yaml', `meta:
+    file(
+      'gpu.yaml',
+      `meta:
   schema_version: '1.0'
 providers:
   - identification:
@@ -185,18 +256,32 @@ providers:
       additional:
         - CUSTOM_SLICE:
             total: many
-`);
+`,
+    );
     const { errors } = loadProviderConfigs(dir);
     expect(errors).toHaveLength(1);
-    expect(errors[0]).toMatchObject({ entry: 'providers[1] (name: gpu-1)', field: 'inventories.additional.0.CUSTOM_SLICE.total', line: 11, column: 20 });
-    expect(formatProblem(errors[0])).toBe(`${join(dir, 'gpu.yaml')}:11:20: providers[1] (name: gpu-1): inventories.additional.0.CUSTOM_SLICE.total: must be integer`);
+    expect(errors[0]).toMatchObject({
+      entry: 'providers[1] (name: gpu-1)',
+      field: 'inventories.additional.0.CUSTOM_SLICE.total',
+      line: 11,
+      column: 20,
+    });
+    expect(formatProblem(errors[0])).toBe(
+      `${join(dir, 'gpu.yaml')}:11:20: providers[1] (name: gpu-1): inventories.additional.0.CUSTOM_SLICE.total: must be integer`,
+    );
   });
 
   it('the same uuid or name across files (or twice in one) is an error naming both files', () => {
     const trait = '    traits: {additional: [CUSTOM_A]}\n';
-    file('a.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: $COMPUTE_NODE}\n${trait}  - identification: {name: n1}\n${trait}`);
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: $COMPUTE_NODE}\n${trait}  - identification: {name: n1}\n${trait}`,
+    );
     file('b.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: $COMPUTE_NODE}\n${trait}`);
-    file('c.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n2}\n${trait}  - identification: {name: n2}\n${trait}`);
+    file(
+      'c.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n2}\n${trait}  - identification: {name: n2}\n${trait}`,
+    );
     const { errors, providers } = loadProviderConfigs(dir);
     expect(errors.map((e) => e.message)).toEqual([
       `Provider $COMPUTE_NODE has multiple definitions in source file(s): ${join(dir, 'a.yaml')}, ${join(dir, 'b.yaml')}`,
@@ -222,29 +307,38 @@ describe('merging into the discovered tree', () => {
   const uuidOf = (name: string) => (name === 'host1' ? UUID : '00000000-0000-4000-8000-000000000001');
 
   it('$COMPUTE_NODE applies to the compute node unless it is identified by uuid or name', () => {
-    file('a.yaml', `meta: {schema_version: '1.0'}
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}
 providers:
   - identification: {uuid: $COMPUTE_NODE}
     traits: {additional: [CUSTOM_FROM_WILDCARD]}
   - identification: {name: host1_pci_0000_3b_00_0}
     inventories: {additional: {CUSTOM_GPU_SLICE: {total: 7}}}
-`);
+`,
+    );
     const configs = loadProviderConfigs(dir).providers;
     let merged = mergeProviderConfigs(tree, configs, uuidOf, { startup: true });
     expect(merged.providers[0].traits).toEqual(['COMPUTE_NODE', 'CUSTOM_FROM_WILDCARD']);
     expect(merged.providers[1].inventories).toEqual({ PGPU: { total: 1 }, CUSTOM_GPU_SLICE: { total: 7 } });
 
-    file('b.yaml', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}}\n    traits: {additional: [CUSTOM_EXPLICIT]}\n`);
+    file(
+      'b.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}}\n    traits: {additional: [CUSTOM_EXPLICIT]}\n`,
+    );
     merged = mergeProviderConfigs(tree, loadProviderConfigs(dir).providers, uuidOf, { startup: true });
     expect(merged.providers[0].traits).toEqual(['COMPUTE_NODE', 'CUSTOM_EXPLICIT']);
   });
 
   it('a config trait or inventory the agent manages: refuse at startup, warn and ignore later', () => {
-    file('a.yaml', `meta: {schema_version: '1.0'}
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}
 providers:
   - identification: {name: host1_pci_0000_3b_00_0}
     traits: {additional: [CUSTOM_GPU_NVIDIA, CUSTOM_EXTRA]}
-`);
+`,
+    );
     const configs = loadProviderConfigs(dir).providers;
     expect(() => mergeProviderConfigs(tree, configs, uuidOf, { startup: true })).toThrow(ProviderConfigConflictError);
     const later = mergeProviderConfigs(tree, configs, uuidOf, { startup: false });
@@ -278,7 +372,13 @@ describe('fixture directories: parity with Nova loading through PyYAML', () => {
 
   const refused: [string, string, number, number, RegExp][] = [
     ['unknown-tag', '10-custom.yaml', 4, 8, /could not determine a constructor for the tag '!custom'/],
-    ['python-tag', '10-python.yaml', 10, 13, /could not determine a constructor for the tag 'tag:yaml.org,2002:python\/object\/apply:os.system'/],
+    [
+      'python-tag',
+      '10-python.yaml',
+      10,
+      13,
+      /could not determine a constructor for the tag 'tag:yaml.org,2002:python\/object\/apply:os.system'/,
+    ],
     ['tab-indent', '10-tab.yaml', 5, 1, /found character '\\t' that cannot start any token/],
     ['tab-after-key', '10-tab.yaml', 9, 17, /found character '\\t' that cannot start any token/],
     ['nul-byte', '10-nul.yaml', 5, 24, /unacceptable character #x0000: special characters are not allowed/],
@@ -327,7 +427,11 @@ describe('fixture directories: parity with Nova loading through PyYAML', () => {
         ['providers[0] (name: gpu-host-1)', 5, 'gpu-host-1'],
         ['providers[1] (name: gpu-host-2)', 7, 'gpu-host-2'],
         [`providers[2] (uuid: ${UUID})`, 13, UUID],
-      ].map(([entry, line, id]) => [entry, line, `Provider ${id} defined in ${join(fixture('noop-entries'), '10-noop.yaml')} has no additional inventories or traits and will be ignored`]),
+      ].map(([entry, line, id]) => [
+        entry,
+        line,
+        `Provider ${id} defined in ${join(fixture('noop-entries'), '10-noop.yaml')} has no additional inventories or traits and will be ignored`,
+      ]),
     );
 
     // The host's own uuid had only a no-op entry, so $COMPUTE_NODE still applies to it.

@@ -22,7 +22,9 @@ describe('allocation ratio rules (seed 004)', () => {
   });
 
   it('an override always wins, over stored and initial values', () => {
-    const config = loadAgentConfig({ env: { PLACEMENT_AGENT_CPU_ALLOCATION_RATIO: '2.5', PLACEMENT_AGENT_INITIAL_RAM_ALLOCATION_RATIO: '1.2' } });
+    const config = loadAgentConfig({
+      env: { PLACEMENT_AGENT_CPU_ALLOCATION_RATIO: '2.5', PLACEMENT_AGENT_INITIAL_RAM_ALLOCATION_RATIO: '1.2' },
+    });
     const settings = ratioSettings(config);
     expect(chooseAllocationRatio(settings.VCPU, 4.0)).toBe(2.5);
     expect(chooseAllocationRatio(settings.VCPU, undefined)).toBe(2.5);

@@ -70,7 +70,11 @@ providers:
         out: (t) => out.push(t),
         err: (t) => err.push(t),
         fetch: recordingFetch(log),
-        env: { PLACEMENT_AGENT_PROVIDER_CONFIG_LOCATION: configDir, PLACEMENT_AGENT_AGGREGATES: AGG, PLACEMENT_AGENT_INSTANCES_PATH: '/tmp' },
+        env: {
+          PLACEMENT_AGENT_PROVIDER_CONFIG_LOCATION: configDir,
+          PLACEMENT_AGENT_AGGREGATES: AGG,
+          PLACEMENT_AGENT_INSTANCES_PATH: '/tmp',
+        },
       });
     try {
       expect(await run(), err.join('\n')).toBe(0);
@@ -91,11 +95,15 @@ providers:
       expect(inv.inventories.DISK_GB.allocation_ratio).toBe(1);
       expect(inv.inventories.CUSTOM_LLC).toMatchObject({ total: 22, reserved: 2 });
       const gpu = byName.get('gpu-host-2_pci_0000_86_00_0')!;
-      const gpuInv = await json<{ inventories: Record<string, { total: number }> }>(svc.call('GET', `/resource_providers/${gpu.uuid}/inventories`));
+      const gpuInv = await json<{ inventories: Record<string, { total: number }> }>(
+        svc.call('GET', `/resource_providers/${gpu.uuid}/inventories`),
+      );
       expect(Object.fromEntries(Object.entries(gpuInv.inventories).map(([rc, i]) => [rc, i.total]))).toEqual({ PGPU: 1, VGPU: 4 });
 
       const traits = await json<{ traits: string[] }>(svc.call('GET', `/resource_providers/${root.uuid}/traits`));
-      expect(traits.traits).toEqual(expect.arrayContaining(['COMPUTE_NODE', 'HW_ARCH_X86_64', 'HW_CPU_X86_AVX2', 'CUSTOM_P_STATE_ENABLED']));
+      expect(traits.traits).toEqual(
+        expect.arrayContaining(['COMPUTE_NODE', 'HW_ARCH_X86_64', 'HW_CPU_X86_AVX2', 'CUSTOM_P_STATE_ENABLED']),
+      );
       const gpuTraits = await json<{ traits: string[] }>(svc.call('GET', `/resource_providers/${gpu.uuid}/traits`));
       expect(gpuTraits.traits).toEqual(expect.arrayContaining(['CUSTOM_GPU_NVIDIA', 'CUSTOM_GPU_MODEL_NVIDIA_A100_PCIE_40GB']));
       const aggs = await json<{ aggregates: string[] }>(svc.call('GET', `/resource_providers/${root.uuid}/aggregates`));
@@ -113,10 +121,13 @@ providers:
     if (!available) ctx.skip();
     const found = await discover({ root: fixture('cpu-only'), statfs: () => ({ bsize: 1024 ** 3, blocks: 50 }) });
     const client = new PlacementClient({ endpoint: ENDPOINT, token: 'admin', fetch: (r) => svc.app.fetch(r) });
-    const sync = (env: Record<string, string>) => syncTree(client, found.providers, { ratios: ratioSettings(loadAgentConfig({ env })), log: silentLog });
+    const sync = (env: Record<string, string>) =>
+      syncTree(client, found.providers, { ratios: ratioSettings(loadAgentConfig({ env })), log: silentLog });
     const uuid = providerUuid('cpu-only-host');
     const ratios = async () => {
-      const body = await json<{ inventories: Record<string, { allocation_ratio: number }> }>(svc.call('GET', `/resource_providers/${uuid}/inventories`));
+      const body = await json<{ inventories: Record<string, { allocation_ratio: number }> }>(
+        svc.call('GET', `/resource_providers/${uuid}/inventories`),
+      );
       return Object.fromEntries(Object.entries(body.inventories).map(([rc, i]) => [rc, i.allocation_ratio]));
     };
 
@@ -163,7 +174,9 @@ providers:
       if (interfered || req.method !== 'PUT' || !/\/resource_providers\/[^/]+\/inventories$/.test(url.pathname)) return;
       interfered = true;
       const uuid = url.pathname.split('/')[2];
-      const traits = await json<{ resource_provider_generation: number; traits: string[] }>(svc.call('GET', `/resource_providers/${uuid}/traits`));
+      const traits = await json<{ resource_provider_generation: number; traits: string[] }>(
+        svc.call('GET', `/resource_providers/${uuid}/traits`),
+      );
       await svc.call('PUT', '/traits/CUSTOM_OPERATOR_MARK');
       const res = await svc.call('PUT', `/resource_providers/${uuid}/traits`, {
         body: { resource_provider_generation: traits.resource_provider_generation, traits: [...traits.traits, 'CUSTOM_OPERATOR_MARK'] },

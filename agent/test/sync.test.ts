@@ -75,13 +75,17 @@ describe('syncTree', () => {
         return placement.fetch(req);
       },
     });
-    const changed = tree.map((p) => (p.name === 'gpu-host-2' ? { ...p, inventories: { ...p.inventories, VCPU: { ...p.inventories.VCPU, reserved: 2 } } } : p));
+    const changed = tree.map((p) =>
+      p.name === 'gpu-host-2' ? { ...p, inventories: { ...p.inventories, VCPU: { ...p.inventories.VCPU, reserved: 2 } } } : p,
+    );
     const summary = await syncTree(racing, changed, { ratios, log: quiet });
     expect(summary.conflictsRetried).toBe(2);
     expect(root.inventories.VCPU.reserved).toBe(2);
 
     bumps = -100; // always conflicting now
-    const again = tree.map((p) => (p.name === 'gpu-host-2' ? { ...p, inventories: { ...p.inventories, VCPU: { ...p.inventories.VCPU, reserved: 3 } } } : p));
+    const again = tree.map((p) =>
+      p.name === 'gpu-host-2' ? { ...p, inventories: { ...p.inventories, VCPU: { ...p.inventories.VCPU, reserved: 3 } } } : p,
+    );
     await expect(syncTree(racing, again, { ratios, maxConflictRetries: 2, log: quiet })).rejects.toSatisfy(
       (err: unknown) => err instanceof PlacementError && err.isGenerationConflict,
     );

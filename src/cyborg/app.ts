@@ -42,22 +42,32 @@ export function createCyborgApp(deps: Deps): Hono<CyborgEnv> {
     };
     const result = negotiate(askedVersion(c.req.header('openstack-api-version')), MIN_VERSION, MAX_VERSION);
     if (!result.ok) {
-      throw cyborgError(406, `Invalid value for OpenStack-API-Version header: ${result.value}. Version must be between ${MIN_VERSION} and ${MAX_VERSION}.`, versionHeaders);
+      throw cyborgError(
+        406,
+        `Invalid value for OpenStack-API-Version header: ${result.value}. Version must be between ${MIN_VERSION} and ${MAX_VERSION}.`,
+        versionHeaders,
+      );
     }
     c.set('mv', result.version);
     await next();
     for (const [k, v] of Object.entries(versionHeaders)) c.header(k, v);
     c.header('OpenStack-API-Version', `accelerator ${result.version.toString()}`);
   });
-  app.use(authenticate({
-    strategy: deps.config.PLACEMENT_AUTH_STRATEGY,
-    tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS),
-    publicPaths: /^\/?$|^\/v2\/?$/,
-  }) as never);
+  app.use(
+    authenticate({
+      strategy: deps.config.PLACEMENT_AUTH_STRATEGY,
+      tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS),
+      publicPaths: /^\/?$|^\/v2\/?$/,
+    }) as never,
+  );
   app.use(async function urlChecks(c, next) {
     if (c.req.url.length > MAX_URL_LENGTH) throw cyborgError(414, `The request URL is longer than ${MAX_URL_LENGTH} characters.`);
-    const escape = controlCharacterInUrl(c.req.url);
-    if (escape) throw cyborgError(400, `The request URL contains the control character ${codePointOfEscape(escape)} (${escape}); control characters are not allowed.`);
+    const escaped = controlCharacterInUrl(c.req.url);
+    if (escaped)
+      throw cyborgError(
+        400,
+        `The request URL contains the control character ${codePointOfEscape(escaped)} (${escaped}); control characters are not allowed.`,
+      );
     await next();
   });
   app.route('/', rootRoutes);

@@ -18,37 +18,57 @@ type Outcome = { arq: ArqRow; state: 'Bound' | 'BindFailed' } | { arq: ArqRow; s
 async function bindOne(db: Db, arq: ArqRow, now: string): Promise<Outcome> {
   const want = readGroup(JSON.parse(arq.deviceProfileGroup) as ProfileGroup);
   const fail = async (): Promise<Outcome> => {
-    await db.update(acceleratorRequests).set({ state: ArqState.BIND_FAILED, updatedAt: now })
+    await db
+      .update(acceleratorRequests)
+      .set({ state: ArqState.BIND_FAILED, updatedAt: now })
       .where(and(eq(acceleratorRequests.id, arq.id), eq(acceleratorRequests.state, ArqState.BIND_STARTED)));
     return { arq, state: 'BindFailed' };
   };
   if (want.bitstreamId && want.functionId) return fail();
   if (!arq.deviceRpUuid) return fail();
-  const found = await db.select({ deployable: deployables, deviceStatus: devices.status }).from(deployables)
-    .innerJoin(devices, eq(devices.id, deployables.deviceId)).where(eq(deployables.rpUuid, arq.deviceRpUuid)).get();
+  const found = await db
+    .select({ deployable: deployables, deviceStatus: devices.status })
+    .from(deployables)
+    .innerJoin(devices, eq(devices.id, deployables.deviceId))
+    .where(eq(deployables.rpUuid, arq.deviceRpUuid))
+    .get();
   // A device an admin disabled (maintaining) is not handed out.
   if (!found || found.deviceStatus !== 'enabled') return fail();
   const { deployable } = found;
-  const needsProgram = (want.bitstreamId && deployable.bitstreamId !== want.bitstreamId)
-    || (want.functionId && deployable.functionId !== want.functionId);
+  const needsProgram =
+    (want.bitstreamId && deployable.bitstreamId !== want.bitstreamId) || (want.functionId && deployable.functionId !== want.functionId);
   if (needsProgram) return { arq, state: 'waiting' };
-  const free = await db.select().from(attachHandles)
+  const free = await db
+    .select()
+    .from(attachHandles)
     .where(and(eq(attachHandles.deployableId, deployable.id), isNull(attachHandles.arqId)))
-    .orderBy(attachHandles.id).get();
+    .orderBy(attachHandles.id)
+    .get();
   if (!free) return fail();
   // Compare-and-set on the handle; the unique index on arq_id backs it up.
-  const taken = await db.update(attachHandles).set({ arqId: arq.id, updatedAt: now })
-    .where(and(eq(attachHandles.id, free.id), isNull(attachHandles.arqId))).returning({ id: attachHandles.id });
+  const taken = await db
+    .update(attachHandles)
+    .set({ arqId: arq.id, updatedAt: now })
+    .where(and(eq(attachHandles.id, free.id), isNull(attachHandles.arqId)))
+    .returning({ id: attachHandles.id });
   if (!taken.length) return fail();
-  await db.update(acceleratorRequests).set({
-    state: ArqState.BOUND, deployableId: deployable.id, attachHandleId: free.id, updatedAt: now,
-  }).where(and(eq(acceleratorRequests.id, arq.id), eq(acceleratorRequests.state, ArqState.BIND_STARTED)));
+  await db
+    .update(acceleratorRequests)
+    .set({
+      state: ArqState.BOUND,
+      deployableId: deployable.id,
+      attachHandleId: free.id,
+      updatedAt: now,
+    })
+    .where(and(eq(acceleratorRequests.id, arq.id), eq(acceleratorRequests.state, ArqState.BIND_STARTED)));
   return { arq, state: 'Bound' };
 }
 
 /** Writes one nova-event outbox row per instance for the resolved ARQs. */
 export async function queueNovaEvents(
-  db: Db, resolved: { arq: ArqRow; state: 'Bound' | 'BindFailed' }[], nowMs: number,
+  db: Db,
+  resolved: { arq: ArqRow; state: 'Bound' | 'BindFailed' }[],
+  nowMs: number,
 ): Promise<JobMessage[]> {
   const byInstance = new Map<string, NovaEventPayload['events']>();
   for (const { arq, state } of resolved) {
@@ -66,7 +86,9 @@ export async function queueNovaEvents(
 
 /** Binds the given ARQs that are still BindStarted; returns the Nova event messages to send after commit. */
 export async function bindArqs(db: Db, arqIds: number[], now: string, nowMs: number): Promise<JobMessage[]> {
-  const arqs = await db.select().from(acceleratorRequests)
+  const arqs = await db
+    .select()
+    .from(acceleratorRequests)
     .where(and(inArray(acceleratorRequests.id, arqIds), eq(acceleratorRequests.state, ArqState.BIND_STARTED)))
     .orderBy(acceleratorRequests.id);
   const resolved: { arq: ArqRow; state: 'Bound' | 'BindFailed' }[] = [];
@@ -79,19 +101,24 @@ export async function bindArqs(db: Db, arqIds: number[], now: string, nowMs: num
 
 /** ARQs waiting on this deployable's programming: the device-programmed report re-runs their bind. */
 export async function arqsWaitingOn(db: Db, rpUuid: string): Promise<number[]> {
-  const rows = await db.select({ id: acceleratorRequests.id }).from(acceleratorRequests)
+  const rows = await db
+    .select({ id: acceleratorRequests.id })
+    .from(acceleratorRequests)
     .where(and(eq(acceleratorRequests.deviceRpUuid, rpUuid), eq(acceleratorRequests.state, ArqState.BIND_STARTED)));
   return rows.map((r) => r.id);
 }
 
 /** Binding timeout: BindStarted since before `cutoff` becomes BindFailed, with a failed event. */
 export async function failStuckBinds(db: Db, cutoff: string, now: string, nowMs: number): Promise<JobMessage[]> {
-  const stuck = await db.select().from(acceleratorRequests)
+  const stuck = await db
+    .select()
+    .from(acceleratorRequests)
     .where(and(eq(acceleratorRequests.state, ArqState.BIND_STARTED), lte(acceleratorRequests.bindStartedAt, cutoff)));
   const failed: { arq: ArqRow; state: 'BindFailed' }[] = [];
   for (const arq of stuck) {
     await db.update(attachHandles).set({ arqId: null, updatedAt: now }).where(eq(attachHandles.arqId, arq.id));
-    const changed = await db.update(acceleratorRequests)
+    const changed = await db
+      .update(acceleratorRequests)
       .set({ state: ArqState.BIND_FAILED, attachHandleId: null, updatedAt: now })
       .where(and(eq(acceleratorRequests.id, arq.id), eq(acceleratorRequests.state, ArqState.BIND_STARTED)))
       .returning({ id: acceleratorRequests.id });
@@ -102,7 +129,11 @@ export async function failStuckBinds(db: Db, cutoff: string, now: string, nowMs:
 
 /** Cheap read before the sweep takes the write lock: is any bind past the cutoff? */
 export async function hasStuckBinds(db: Db, cutoff: string): Promise<boolean> {
-  const row = await db.select({ id: acceleratorRequests.id }).from(acceleratorRequests)
-    .where(and(eq(acceleratorRequests.state, ArqState.BIND_STARTED), lte(acceleratorRequests.bindStartedAt, cutoff))).limit(1).get();
+  const row = await db
+    .select({ id: acceleratorRequests.id })
+    .from(acceleratorRequests)
+    .where(and(eq(acceleratorRequests.state, ArqState.BIND_STARTED), lte(acceleratorRequests.bindStartedAt, cutoff)))
+    .limit(1)
+    .get();
   return row !== undefined;
 }

@@ -13,7 +13,6 @@ import type { PolicyEnforcer, Target } from '../http/policy.js';
 export type CyborgEnv = { Variables: AppVariables & { cyborgPolicy: PolicyEnforcer } };
 export type CyborgContext = Context<CyborgEnv>;
 
-
 export function authorize(c: CyborgContext, rule: string, target?: Target): void {
   const creds = c.var.credentials;
   const allowed = c.var.cyborgPolicy.enforce(rule, creds, target ?? { project_id: creds.projectId, user_id: creds.userId });
@@ -23,8 +22,7 @@ export function authorize(c: CyborgContext, rule: string, target?: Target): void
 export const isAdmin = (c: CyborgContext) => c.var.credentials.roles.some((r) => r.toLowerCase() === 'admin');
 
 /** The project filter for ARQ reads: admins see all, others their own project only. */
-export const projectScope = (c: CyborgContext): string | null | undefined =>
-  isAdmin(c) ? undefined : c.var.credentials.projectId;
+export const projectScope = (c: CyborgContext): string | null | undefined => (isAdmin(c) ? undefined : c.var.credentials.projectId);
 
 function zodMessage(error: z.ZodError): string {
   const issue = error.issues[0];
@@ -35,11 +33,17 @@ function zodMessage(error: z.ZodError): string {
 
 function cyborgBodyError(problem: BodyProblem): ApiError {
   switch (problem.kind) {
-    case 'too-large': return cyborgError(413, `The request body is larger than the limit of ${problem.limit} bytes.`);
-    case 'malformed': return cyborgError(400, 'Malformed JSON in request body.');
-    case 'too-deep': return cyborgError(400, `Invalid input: the body is nested deeper than ${problem.limit} levels.`);
+    case 'too-large':
+      return cyborgError(413, `The request body is larger than the limit of ${problem.limit} bytes.`);
+    case 'malformed':
+      return cyborgError(400, 'Malformed JSON in request body.');
+    case 'too-deep':
+      return cyborgError(400, `Invalid input: the body is nested deeper than ${problem.limit} levels.`);
     case 'control-character':
-      return cyborgError(400, `Invalid input: ${problem.path.join('.') || 'body'}: control character ${codePoint(problem.char)} is not allowed.`);
+      return cyborgError(
+        400,
+        `Invalid input: ${problem.path.join('.') || 'body'}: control character ${codePoint(problem.char)} is not allowed.`,
+      );
   }
 }
 
@@ -66,7 +70,10 @@ export function readCyborgQuery<S extends z.ZodType>(c: CyborgContext, schema: S
 export function queryList(c: CyborgContext, key: string): string[] | undefined {
   const values = c.req.queries(key);
   if (!values) return undefined;
-  return values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+  return values
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
 }
 
 export function selfLink(c: CyborgContext, collection: string, uuid: string) {
@@ -98,7 +105,10 @@ export const cyborgNotFound: NotFoundHandler<CyborgEnv> = (c) => render(c, 404, 
 type MethodName = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 /** Registers the verbs of one path and answers 405 for the others. */
 export function resource(
-  app: { on: (m: string, p: string, h: (c: CyborgContext) => Response | Promise<Response>) => unknown; all: (p: string, h: (c: CyborgContext) => never) => unknown },
+  app: {
+    on: (m: string, p: string, h: (c: CyborgContext) => Response | Promise<Response>) => unknown;
+    all: (p: string, h: (c: CyborgContext) => never) => unknown;
+  },
   path: string,
   handlers: Partial<Record<MethodName, (c: CyborgContext) => Response | Promise<Response>>>,
 ): void {

@@ -11,13 +11,18 @@ export interface NovaTarget {
   fetch: typeof fetch;
 }
 
-interface NovaEventResult { code?: number }
+interface NovaEventResult {
+  code?: number;
+}
 
 export async function sendNovaEvents(target: NovaTarget, payload: NovaEventPayload): Promise<DeliveryResult> {
   if (!target.url) return { delivered: true, note: 'NOVA_URL not configured; event dropped' };
   const body = {
     events: payload.events.map((e) => ({
-      name: 'accelerator-request-bound', server_uuid: payload.instanceUuid, tag: e.arqUuid, status: e.status,
+      name: 'accelerator-request-bound',
+      server_uuid: payload.instanceUuid,
+      tag: e.arqUuid,
+      status: e.status,
     })),
   };
   const headers: Record<string, string> = {
@@ -30,7 +35,10 @@ export async function sendNovaEvents(target: NovaTarget, payload: NovaEventPaylo
   let res: Response;
   try {
     res = await target.fetch(`${target.url.replace(/\/+$/, '')}/os-server-external-events`, {
-      method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(target.timeoutMs),
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(target.timeoutMs),
     });
   } catch (err) {
     return { delivered: false, error: `nova unreachable: ${err instanceof Error ? err.message : String(err)}` };
@@ -43,7 +51,9 @@ export async function sendNovaEvents(target: NovaTarget, payload: NovaEventPaylo
     let codes: number[] = [];
     try {
       codes = ((JSON.parse(text) as { events?: NovaEventResult[] }).events ?? []).map((e) => e.code ?? 0);
-    } catch { /* keep empty */ }
+    } catch {
+      /* keep empty */
+    }
     return { delivered: true, note: `207 with codes ${codes.join(',')}` };
   }
   return { delivered: false, error: `nova answered ${res.status}: ${text.slice(0, 200)}` };

@@ -19,8 +19,9 @@ import { SummaryQueryString, toSummaryQuery } from './schema.js';
 
 // Only this service's own origin: the page loads nothing from elsewhere.
 const PAGE_HEADERS = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    + "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
 };
@@ -46,11 +47,14 @@ export function createDashboardApp(deps: Deps): Hono<AppEnv> {
     return serve(c, asset);
   });
 
-  app.use('/api/*', authenticate({
-    strategy: deps.config.PLACEMENT_AUTH_STRATEGY,
-    tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS),
-    publicPaths: /(?!)/,
-  }));
+  app.use(
+    '/api/*',
+    authenticate({
+      strategy: deps.config.PLACEMENT_AUTH_STRATEGY,
+      tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS),
+      publicPaths: /(?!)/,
+    }),
+  );
   app.get('/api/summary', async (c) => {
     authorize(c, 'admin_api');
     const parsed = SummaryQueryString.safeParse(c.req.query());

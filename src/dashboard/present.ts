@@ -18,19 +18,35 @@ interface PresentedProvider {
 }
 
 const presentResources = (inventories: InventoryUsage[]): PresentedProvider['resources'] =>
-  Object.fromEntries(inventories.map((i) => [i.resourceClass, {
-    total: i.total, reserved: i.reserved, allocation_ratio: i.allocationRatio,
-    capacity: i.capacity, used: i.used, free: i.capacity - i.used,
-  }]));
+  Object.fromEntries(
+    inventories.map((i) => [
+      i.resourceClass,
+      {
+        total: i.total,
+        reserved: i.reserved,
+        allocation_ratio: i.allocationRatio,
+        capacity: i.capacity,
+        used: i.used,
+        free: i.capacity - i.used,
+      },
+    ]),
+  );
 
 /** Flat rows (roots first, in page order) to nested trees. */
 function presentTrees(rows: ProviderRow[]): PresentedProvider[] {
   const byUuid = new Map<string, PresentedProvider>();
   for (const r of rows) {
     byUuid.set(r.uuid, {
-      uuid: r.uuid, name: r.name, generation: r.generation, parent_provider_uuid: r.parentUuid, matched: r.matched,
+      uuid: r.uuid,
+      name: r.name,
+      generation: r.generation,
+      parent_provider_uuid: r.parentUuid,
+      matched: r.matched,
       over_capacity: r.inventories.some((i) => i.used > i.capacity),
-      resources: presentResources(r.inventories), traits: r.traits, aggregates: r.aggregates, children: [],
+      resources: presentResources(r.inventories),
+      traits: r.traits,
+      aggregates: r.aggregates,
+      children: [],
     });
   }
   const roots: PresentedProvider[] = [];
@@ -60,10 +76,19 @@ export function presentSummary(s: DashboardSummary, q: SummaryQueryString, now: 
       total_trees: s.totalTrees,
       trees: presentTrees(s.providers),
     },
-    resource_classes: Object.fromEntries(s.classes.map((c) => [c.resourceClass, {
-      providers: c.providers, capacity: c.capacity, used: c.used, free: c.capacity - c.used,
-      over_threshold: c.overThreshold, over_capacity: c.overCapacity,
-    }])),
+    resource_classes: Object.fromEntries(
+      s.classes.map((c) => [
+        c.resourceClass,
+        {
+          providers: c.providers,
+          capacity: c.capacity,
+          used: c.used,
+          free: c.capacity - c.used,
+          over_threshold: c.overThreshold,
+          over_capacity: c.overCapacity,
+        },
+      ]),
+    ),
     projects: {
       page: q.project_page,
       per_page: q.project_per_page,

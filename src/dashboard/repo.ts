@@ -162,32 +162,58 @@ export async function readDashboardSummary(client: Client, query: SummaryQuery):
     class: filter.resourceClass ?? null,
     over: filter.overPercent ?? null,
   };
-  const [providerSet, classSet, projectSet, acceleratorSet] = await client.batch([
-    { sql: PROVIDERS_PAGE, args: { ...filterArgs, limit: query.limit, offset: query.offset } },
-    { sql: CLASS_TOTALS, args: { threshold: query.thresholdPercent } },
-    { sql: PROJECTS_PAGE, args: { limit: query.projectLimit, offset: query.projectOffset } },
-    { sql: ACCELERATOR_COUNTS, args: [] },
-  ], 'read');
+  const [providerSet, classSet, projectSet, acceleratorSet] = await client.batch(
+    [
+      { sql: PROVIDERS_PAGE, args: { ...filterArgs, limit: query.limit, offset: query.offset } },
+      { sql: CLASS_TOTALS, args: { threshold: query.thresholdPercent } },
+      { sql: PROJECTS_PAGE, args: { limit: query.projectLimit, offset: query.projectOffset } },
+      { sql: ACCELERATOR_COUNTS, args: [] },
+    ],
+    'read',
+  );
 
   const head = providerSet!.rows[0]!;
   const packed = JSON.parse(String(head[3] ?? '[]')) as PackedProvider[];
-  const providers = packed.map(([uuid, name, generation, parentUuid, rootUuid, matched, inv, traits, aggregates]): ProviderRow => ({
-    uuid, name, generation, parentUuid, rootUuid, matched: matched === 1,
-    inventories: inv.map(([resourceClass, total, reserved, allocationRatio, capacity, used]) => ({
-      resourceClass, total, reserved, allocationRatio, capacity, used,
-    })).sort((a, b) => a.resourceClass.localeCompare(b.resourceClass)),
-    traits: traits.sort(),
-    aggregates: aggregates.sort(),
-  }));
+  const providers = packed.map(
+    ([uuid, name, generation, parentUuid, rootUuid, matched, inv, traits, aggregates]): ProviderRow => ({
+      uuid,
+      name,
+      generation,
+      parentUuid,
+      rootUuid,
+      matched: matched === 1,
+      inventories: inv
+        .map(([resourceClass, total, reserved, allocationRatio, capacity, used]) => ({
+          resourceClass,
+          total,
+          reserved,
+          allocationRatio,
+          capacity,
+          used,
+        }))
+        .sort((a, b) => a.resourceClass.localeCompare(b.resourceClass)),
+      traits: traits.sort(),
+      aggregates: aggregates.sort(),
+    }),
+  );
 
-  const classes = classSet!.rows.map((r): ClassTotals => ({
-    resourceClass: String(r[0]), providers: num(r[1]), capacity: num(r[2]), used: num(r[3]),
-    overThreshold: num(r[4]), overCapacity: num(r[5]),
-  }));
+  const classes = classSet!.rows.map(
+    (r): ClassTotals => ({
+      resourceClass: String(r[0]),
+      providers: num(r[1]),
+      capacity: num(r[2]),
+      used: num(r[3]),
+      overThreshold: num(r[4]),
+      overCapacity: num(r[5]),
+    }),
+  );
 
   const projectHead = projectSet!.rows[0]!;
-  const projects = (JSON.parse(String(projectHead[1] ?? '[]')) as PackedProject[])
-    .map(([projectId, consumers, usages]) => ({ projectId, consumers, usages: usages ?? {} }));
+  const projects = (JSON.parse(String(projectHead[1] ?? '[]')) as PackedProject[]).map(([projectId, consumers, usages]) => ({
+    projectId,
+    consumers,
+    usages: usages ?? {},
+  }));
 
   const counts = { arq: {}, outbox: {}, device: {} } as Record<'arq' | 'outbox' | 'device', Record<string, number>>;
   for (const r of acceleratorSet!.rows) counts[String(r[0]) as keyof typeof counts][String(r[1])] = num(r[2]);

@@ -7,9 +7,19 @@ export const DEFAULT_THRESHOLD_PERCENT = 80;
 export const MAX_PER_PAGE = 200;
 
 const positiveInt = (fallback: number, max = Number.MAX_SAFE_INTEGER) =>
-  z.string().regex(/^\d+$/, 'must be a positive integer').transform(Number)
-    .pipe(z.number().int().min(1).max(max)).optional().transform((v) => v ?? fallback);
-const text = z.string().trim().max(255).optional().transform((v) => (v ? v : undefined));
+  z
+    .string()
+    .regex(/^\d+$/, 'must be a positive integer')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(max))
+    .optional()
+    .transform((v) => v ?? fallback);
+const text = z
+  .string()
+  .trim()
+  .max(255)
+  .optional()
+  .transform((v) => (v ? v : undefined));
 
 export const SummaryQueryString = z.strictObject({
   page: positiveInt(1),
@@ -20,8 +30,12 @@ export const SummaryQueryString = z.strictObject({
   trait: text,
   aggregate: text,
   resource_class: text,
-  over: z.string().regex(/^\d+(\.\d+)?$/, 'must be a percentage').transform(Number)
-    .pipe(z.number().max(1000)).optional(),
+  over: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, 'must be a percentage')
+    .transform(Number)
+    .pipe(z.number().max(1000))
+    .optional(),
 });
 export type SummaryQueryString = z.infer<typeof SummaryQueryString>;
 

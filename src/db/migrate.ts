@@ -14,9 +14,7 @@ export interface MigrationFile {
 const TABLE = '__drizzle_migrations';
 
 export async function applyMigrations(client: Client, migrations: MigrationFile[]): Promise<number> {
-  await client.execute(
-    `CREATE TABLE IF NOT EXISTS ${TABLE} (id INTEGER PRIMARY KEY, hash text NOT NULL, created_at numeric)`,
-  );
+  await client.execute(`CREATE TABLE IF NOT EXISTS ${TABLE} (id INTEGER PRIMARY KEY, hash text NOT NULL, created_at numeric)`);
   // One write transaction reads the journal and applies what is missing, so
   // several processes or Worker isolates starting at once on a new database
   // queue up behind each other instead of racing to create the same tables.
@@ -26,11 +24,11 @@ export async function applyMigrations(client: Client, migrations: MigrationFile[
     const lastApplied = last.rows.length ? Number(last.rows[0]![0]) : -1;
     const pending = migrations.filter((m) => m.when > lastApplied).sort((a, b) => a.when - b.when);
     for (const m of pending) {
-      const statements = m.sql.split('--> statement-breakpoint').map((s) => s.trim()).filter(Boolean);
-      await tx.batch([
-        ...statements,
-        { sql: `INSERT INTO ${TABLE} (hash, created_at) VALUES (?, ?)`, args: [m.tag, m.when] },
-      ]);
+      const statements = m.sql
+        .split('--> statement-breakpoint')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      await tx.batch([...statements, { sql: `INSERT INTO ${TABLE} (hash, created_at) VALUES (?, ?)`, args: [m.tag, m.when] }]);
     }
     await tx.commit();
     return pending.length;

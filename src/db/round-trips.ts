@@ -26,5 +26,11 @@ export function countRoundTrips(raw: Client): CountedClient {
       return fn.bind(target);
     },
   });
-  return { client, count: () => trips, reset: () => { trips = 0; } };
+  return {
+    client,
+    count: () => trips,
+    reset: () => {
+      trips = 0;
+    },
+  };
 }

@@ -26,8 +26,11 @@ export interface WriteStatement {
   racing?: boolean;
 }
 
-export const stmt = (sql: string, args: InValue[] = [], flags: Pick<WriteStatement, 'mustChange' | 'racing'> = {}): WriteStatement =>
-  ({ sql, args, ...flags });
+export const stmt = (sql: string, args: InValue[] = [], flags: Pick<WriteStatement, 'mustChange' | 'racing'> = {}): WriteStatement => ({
+  sql,
+  args,
+  ...flags,
+});
 
 // Fails ("malformed JSON") exactly when the previous statement changed no row.
 // changes() is per connection and a batch runs on one connection, in order.

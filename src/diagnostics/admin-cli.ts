@@ -7,10 +7,7 @@
 // Responses are checked with the same zod schemas the server answers with.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import {
-  AUDIT_MAX_LIMIT, AUDIT_SECTIONS, AuditRepairsResult, AuditReport,
-  type AuditRepairsRequest, type AuditSection,
-} from './audit.js';
+import { AUDIT_MAX_LIMIT, AUDIT_SECTIONS, AuditRepairsResult, AuditReport, type AuditRepairsRequest, type AuditSection } from './audit.js';
 
 export interface AdminIo {
   out(text: string): void;
@@ -35,11 +32,19 @@ class CliError extends Error {}
 const ErrorEnvelope = z.object({ errors: z.array(z.object({ status: z.number(), detail: z.string() })).min(1) });
 
 async function request<S extends z.ZodType>(
-  io: AdminIo, base: string, token: string, method: 'GET' | 'POST', path: string, schema: S, body?: unknown,
+  io: AdminIo,
+  base: string,
+  token: string,
+  method: 'GET' | 'POST',
+  path: string,
+  schema: S,
+  body?: unknown,
 ): Promise<z.infer<S>> {
   const doFetch = io.fetch ?? fetch;
   const headers: Record<string, string> = {
-    accept: 'application/json', 'x-auth-token': token, 'openstack-api-version': 'placement latest',
+    accept: 'application/json',
+    'x-auth-token': token,
+    'openstack-api-version': 'placement latest',
   };
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
@@ -84,7 +89,11 @@ async function fetchFullReport(io: AdminIo, base: string, token: string, limit: 
 
 function table(headers: string[], rows: string[][]): string[] {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
 }
 
@@ -104,31 +113,82 @@ export function formatReport(report: AuditReport): string[] {
     if (total === 0) continue;
     switch (section) {
       case 'over_capacity_providers':
-        lines.push(...table(
-          ['PROVIDER', 'NAME', 'CLASS', 'USED', 'CAPACITY', 'TOTAL', 'RESERVED', 'RATIO', 'CONSUMERS'],
-          (report.over_capacity_providers?.items ?? []).flatMap((p) => p.resources.map((r) => [
-            p.uuid, p.name, r.resource_class, String(r.used), String(r.capacity), String(r.total), String(r.reserved),
-            String(r.allocation_ratio),
-            p.consumers.filter((c) => r.resource_class in c.resources)
-              .map((c) => `${c.consumer_uuid}(${c.resources[r.resource_class]})`).join(' '),
-          ])),
-        ));
+        lines.push(
+          ...table(
+            ['PROVIDER', 'NAME', 'CLASS', 'USED', 'CAPACITY', 'TOTAL', 'RESERVED', 'RATIO', 'CONSUMERS'],
+            (report.over_capacity_providers?.items ?? []).flatMap((p) =>
+              p.resources.map((r) => [
+                p.uuid,
+                p.name,
+                r.resource_class,
+                String(r.used),
+                String(r.capacity),
+                String(r.total),
+                String(r.reserved),
+                String(r.allocation_ratio),
+                p.consumers
+                  .filter((c) => r.resource_class in c.resources)
+                  .map((c) => `${c.consumer_uuid}(${c.resources[r.resource_class]})`)
+                  .join(' '),
+              ]),
+            ),
+          ),
+        );
         break;
       case 'empty_consumers':
-        lines.push(...table(['CONSUMER', 'PROJECT', 'USER', 'TYPE', 'UPDATED'],
-          (report.empty_consumers?.items ?? []).map((c) => [c.uuid, c.project_id, c.user_id, c.consumer_type ?? '', c.updated_at ?? c.created_at])));
+        lines.push(
+          ...table(
+            ['CONSUMER', 'PROJECT', 'USER', 'TYPE', 'UPDATED'],
+            (report.empty_consumers?.items ?? []).map((c) => [
+              c.uuid,
+              c.project_id,
+              c.user_id,
+              c.consumer_type ?? '',
+              c.updated_at ?? c.created_at,
+            ]),
+          ),
+        );
         break;
       case 'stuck_arqs':
-        lines.push(...table(['ARQ', 'HOST', 'DEVICE RP', 'INSTANCE', 'STUCK FOR'],
-          (report.stuck_arqs?.items ?? []).map((a) => [a.uuid, a.hostname ?? '', a.device_rp_uuid ?? '', a.instance_uuid ?? '', `${a.stuck_for_s}s`])));
+        lines.push(
+          ...table(
+            ['ARQ', 'HOST', 'DEVICE RP', 'INSTANCE', 'STUCK FOR'],
+            (report.stuck_arqs?.items ?? []).map((a) => [
+              a.uuid,
+              a.hostname ?? '',
+              a.device_rp_uuid ?? '',
+              a.instance_uuid ?? '',
+              `${a.stuck_for_s}s`,
+            ]),
+          ),
+        );
         break;
       case 'bound_arqs_without_allocation':
-        lines.push(...table(['ARQ', 'HOST', 'DEVICE RP', 'INSTANCE', 'PROFILE'],
-          (report.bound_arqs_without_allocation?.items ?? []).map((a) => [a.uuid, a.hostname ?? '', a.device_rp_uuid ?? '', a.instance_uuid ?? '', a.device_profile_name])));
+        lines.push(
+          ...table(
+            ['ARQ', 'HOST', 'DEVICE RP', 'INSTANCE', 'PROFILE'],
+            (report.bound_arqs_without_allocation?.items ?? []).map((a) => [
+              a.uuid,
+              a.hostname ?? '',
+              a.device_rp_uuid ?? '',
+              a.instance_uuid ?? '',
+              a.device_profile_name,
+            ]),
+          ),
+        );
         break;
       case 'dead_letters':
-        lines.push(...table(['ID', 'TOPIC', 'ATTEMPTS', 'LAST ERROR'],
-          (report.dead_letters?.items ?? []).map((d) => [String(d.id), d.topic, String(d.attempts), (d.last_error ?? '').replace(/\s+/g, ' ').slice(0, 80)])));
+        lines.push(
+          ...table(
+            ['ID', 'TOPIC', 'ATTEMPTS', 'LAST ERROR'],
+            (report.dead_letters?.items ?? []).map((d) => [
+              String(d.id),
+              d.topic,
+              String(d.attempts),
+              (d.last_error ?? '').replace(/\s+/g, ' ').slice(0, 80),
+            ]),
+          ),
+        );
         break;
     }
   }
@@ -183,7 +243,9 @@ async function audit(args: string[], io: AdminIo): Promise<number> {
     if (apply && !values.yes && io.confirm) apply = await io.confirm('Apply these repairs? [y/N] ');
     if (apply) {
       const applied = await request(io, base, token, 'POST', '/diagnostics/audit/repairs', AuditRepairsResult, {
-        dry_run: false, delete_empty_consumers: dry.deleted_empty_consumers, resend_dead_letters: dry.resent_dead_letters,
+        dry_run: false,
+        delete_empty_consumers: dry.deleted_empty_consumers,
+        resend_dead_letters: dry.resent_dead_letters,
       });
       output.applied = applied;
       if (!values.json) io.out(formatRepairs(applied).join('\n'));

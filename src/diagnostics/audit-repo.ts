@@ -63,8 +63,16 @@ export async function countOverCapacityProviders(db: Db): Promise<number> {
 
 export async function overCapacityProviders(db: Db, marker: string | null, limit: number): Promise<Page<OverCapacityProvider>> {
   const rows = await db.all<{
-    provider_id: number; uuid: string; name: string; root_uuid: string; rc: string;
-    total: number; reserved: number; allocation_ratio: number; capacity: number; used: number;
+    provider_id: number;
+    uuid: string;
+    name: string;
+    root_uuid: string;
+    rc: string;
+    total: number;
+    reserved: number;
+    allocation_ratio: number;
+    capacity: number;
+    used: number;
   }>(sql`WITH ${OVER_CAPACITY},
     page AS (
       SELECT DISTINCT rp.id, rp.uuid FROM over JOIN resource_providers rp ON rp.id = over.provider_id
@@ -87,8 +95,12 @@ export async function overCapacityProviders(db: Db, marker: string | null, limit
       byId.set(r.provider_id, provider);
     }
     provider.resources.push({
-      resourceClass: r.rc, total: r.total, reserved: r.reserved, allocationRatio: r.allocation_ratio,
-      capacity: Number(r.capacity), used: Number(r.used),
+      resourceClass: r.rc,
+      total: r.total,
+      reserved: r.reserved,
+      allocationRatio: r.allocation_ratio,
+      capacity: Number(r.capacity),
+      used: Number(r.used),
     });
   }
   const page = pageOf([...byId.entries()], limit, ([, p]) => p.uuid);
@@ -97,7 +109,10 @@ export async function overCapacityProviders(db: Db, marker: string | null, limit
     const held = await db.all<{ provider_id: number; consumer_id: string; rc: string; used: number }>(sql`
       SELECT a.resource_provider_id AS provider_id, a.consumer_id, rc.name AS rc, SUM(a.used) AS used
       FROM allocations a JOIN resource_classes rc ON rc.id = a.resource_class_id
-      WHERE a.resource_provider_id IN (${sql.join(ids.map((id) => sql`${id}`), sql`, `)})
+      WHERE a.resource_provider_id IN (${sql.join(
+        ids.map((id) => sql`${id}`),
+        sql`, `,
+      )})
       GROUP BY a.resource_provider_id, a.consumer_id, rc.name
       ORDER BY a.consumer_id, rc.name`);
     for (const h of held) {
@@ -133,15 +148,17 @@ export async function countEmptyConsumers(db: Db): Promise<number> {
 
 /** Consumers left with no allocation (placement deletes those; a crash or an old bug can leave one). */
 export async function emptyConsumers(db: Db, marker: string | null, limit: number): Promise<Page<EmptyConsumer>> {
-  const rows = await db.select({
-    uuid: consumers.uuid,
-    projectId: projects.externalId,
-    userId: users.externalId,
-    consumerType: consumerTypes.name,
-    generation: consumers.generation,
-    createdAt: consumers.createdAt,
-    updatedAt: consumers.updatedAt,
-  }).from(consumers)
+  const rows = await db
+    .select({
+      uuid: consumers.uuid,
+      projectId: projects.externalId,
+      userId: users.externalId,
+      consumerType: consumerTypes.name,
+      generation: consumers.generation,
+      createdAt: consumers.createdAt,
+      updatedAt: consumers.updatedAt,
+    })
+    .from(consumers)
     .innerJoin(projects, eq(projects.id, consumers.projectId))
     .innerJoin(users, eq(users.id, consumers.userId))
     .leftJoin(consumerTypes, eq(consumerTypes.id, consumers.consumerTypeId))
@@ -154,7 +171,8 @@ export async function emptyConsumers(db: Db, marker: string | null, limit: numbe
 /** Deletes those of `uuids` that still hold no allocation; returns the ones deleted. */
 export async function deleteEmptyConsumers(db: Db, uuids: string[]): Promise<string[]> {
   if (!uuids.length) return [];
-  const gone = await db.delete(consumers)
+  const gone = await db
+    .delete(consumers)
     .where(and(inArray(consumers.uuid, uuids), holdsNoAllocation(db)))
     .returning({ uuid: consumers.uuid });
   return gone.map((g) => g.uuid).sort();
@@ -162,7 +180,9 @@ export async function deleteEmptyConsumers(db: Db, uuids: string[]): Promise<str
 
 export async function findEmptyConsumers(db: Db, uuids: string[]): Promise<string[]> {
   if (!uuids.length) return [];
-  const rows = await db.select({ uuid: consumers.uuid }).from(consumers)
+  const rows = await db
+    .select({ uuid: consumers.uuid })
+    .from(consumers)
     .where(and(inArray(consumers.uuid, uuids), holdsNoAllocation(db)));
   return rows.map((r) => r.uuid).sort();
 }
@@ -199,17 +219,21 @@ export async function countStuckArqs(db: Db, cutoffIso: string): Promise<number>
 
 /** ARQs in BindStarted since before `cutoffIso` (the binding-timeout sweep has not failed them yet). */
 export async function stuckArqs(db: Db, cutoffIso: string, marker: string | null, limit: number): Promise<Page<ArqFinding>> {
-  const rows = await db.select(arqColumns).from(acceleratorRequests)
+  const rows = await db
+    .select(arqColumns)
+    .from(acceleratorRequests)
     .where(and(stuckBind(cutoffIso), marker === null ? undefined : gt(acceleratorRequests.uuid, marker)))
-    .orderBy(asc(acceleratorRequests.uuid)).limit(limit + 1);
+    .orderBy(asc(acceleratorRequests.uuid))
+    .limit(limit + 1);
   return pageOf(rows, limit, (r) => r.uuid);
 }
 
-const boundWithoutAllocation = (db: Db) => and(
-  eq(acceleratorRequests.state, ArqState.BOUND),
-  isNotNull(acceleratorRequests.instanceUuid),
-  notExists(db.select({ one: sql`1` }).from(allocations).where(eq(allocations.consumerId, acceleratorRequests.instanceUuid))),
-);
+const boundWithoutAllocation = (db: Db) =>
+  and(
+    eq(acceleratorRequests.state, ArqState.BOUND),
+    isNotNull(acceleratorRequests.instanceUuid),
+    notExists(db.select({ one: sql`1` }).from(allocations).where(eq(allocations.consumerId, acceleratorRequests.instanceUuid))),
+  );
 
 export async function countBoundArqsWithoutAllocation(db: Db): Promise<number> {
   const [row] = await db.select({ n: count() }).from(acceleratorRequests).where(boundWithoutAllocation(db));
@@ -218,9 +242,12 @@ export async function countBoundArqsWithoutAllocation(db: Db): Promise<number> {
 
 /** Bound ARQs whose instance holds no allocation at all in placement (deleted or migrated away). */
 export async function boundArqsWithoutAllocation(db: Db, marker: string | null, limit: number): Promise<Page<ArqFinding>> {
-  const rows = await db.select(arqColumns).from(acceleratorRequests)
+  const rows = await db
+    .select(arqColumns)
+    .from(acceleratorRequests)
     .where(and(boundWithoutAllocation(db), marker === null ? undefined : gt(acceleratorRequests.uuid, marker)))
-    .orderBy(asc(acceleratorRequests.uuid)).limit(limit + 1);
+    .orderBy(asc(acceleratorRequests.uuid))
+    .limit(limit + 1);
   return pageOf(rows, limit, (r) => r.uuid);
 }
 
@@ -250,15 +277,21 @@ export async function countDeadLetters(db: Db): Promise<number> {
 }
 
 export async function deadLetters(db: Db, marker: number | null, limit: number): Promise<Page<DeadLetter>> {
-  const rows = await db.select(deadLetterColumns).from(outbox)
+  const rows = await db
+    .select(deadLetterColumns)
+    .from(outbox)
     .where(and(eq(outbox.state, 'dead'), marker === null ? undefined : gt(outbox.id, marker)))
-    .orderBy(asc(outbox.id)).limit(limit + 1);
+    .orderBy(asc(outbox.id))
+    .limit(limit + 1);
   return pageOf(rows, limit, (r) => String(r.id));
 }
 
 export async function findDeadLetters(db: Db, ids: number[]): Promise<number[]> {
   if (!ids.length) return [];
-  const rows = await db.select({ id: outbox.id }).from(outbox).where(and(inArray(outbox.id, ids), eq(outbox.state, 'dead')));
+  const rows = await db
+    .select({ id: outbox.id })
+    .from(outbox)
+    .where(and(inArray(outbox.id, ids), eq(outbox.state, 'dead')));
   return rows.map((r) => r.id).sort((a, b) => a - b);
 }
 
@@ -268,7 +301,8 @@ export async function findDeadLetters(db: Db, ids: number[]): Promise<number[]> 
  */
 export async function requeueDeadLetters(db: Db, ids: number[], nowMs: number): Promise<{ id: number; topic: string }[]> {
   if (!ids.length) return [];
-  const rows = await db.update(outbox)
+  const rows = await db
+    .update(outbox)
     .set({ state: 'pending', attempts: 0, nextAttemptAt: nowMs, updatedAt: new Date(nowMs).toISOString() })
     .where(and(inArray(outbox.id, ids), eq(outbox.state, 'dead')))
     .returning({ id: outbox.id, topic: outbox.topic });

@@ -22,37 +22,43 @@ export type AuditSection = (typeof AUDIT_SECTIONS)[number];
 export const AUDIT_MAX_LIMIT = 1000;
 
 /** Query of GET /diagnostics/audit. A marker continues one section, so it needs `section`. */
-export const AuditQuery = z.strictObject({
-  section: z.enum(AUDIT_SECTIONS).optional(),
-  marker: z.string().min(1).max(255).optional(),
-  limit: z.coerce.number().int().min(1).max(AUDIT_MAX_LIMIT).default(100),
-}).refine((q) => q.marker === undefined || q.section !== undefined, {
-  message: 'marker requires section',
-  path: ['marker'],
-}).refine((q) => q.section !== 'dead_letters' || q.marker === undefined || /^\d+$/.test(q.marker), {
-  message: 'a dead_letters marker is an id',
-  path: ['marker'],
-});
+export const AuditQuery = z
+  .strictObject({
+    section: z.enum(AUDIT_SECTIONS).optional(),
+    marker: z.string().min(1).max(255).optional(),
+    limit: z.coerce.number().int().min(1).max(AUDIT_MAX_LIMIT).default(100),
+  })
+  .refine((q) => q.marker === undefined || q.section !== undefined, {
+    message: 'marker requires section',
+    path: ['marker'],
+  })
+  .refine((q) => q.section !== 'dead_letters' || q.marker === undefined || /^\d+$/.test(q.marker), {
+    message: 'a dead_letters marker is an id',
+    path: ['marker'],
+  });
 export type AuditQuery = z.infer<typeof AuditQuery>;
 
 const Iso = z.string().describe('ISO 8601 timestamp');
-const pageOf = <T extends z.ZodType>(item: T) => z.object({
-  items: z.array(item),
-  next_marker: z.string().nullable().describe('pass with `section` as `marker` for the next page; null on the last'),
-});
+const pageOf = <T extends z.ZodType>(item: T) =>
+  z.object({
+    items: z.array(item),
+    next_marker: z.string().nullable().describe('pass with `section` as `marker` for the next page; null on the last'),
+  });
 
 const OverCapacityProvider = z.object({
   uuid: z.string(),
   name: z.string(),
   root_provider_uuid: z.string(),
-  resources: z.array(z.object({
-    resource_class: z.string(),
-    total: z.number().int(),
-    reserved: z.number().int(),
-    allocation_ratio: z.number(),
-    capacity: z.number().int().describe('(total - reserved) * allocation_ratio'),
-    used: z.number().int(),
-  })),
+  resources: z.array(
+    z.object({
+      resource_class: z.string(),
+      total: z.number().int(),
+      reserved: z.number().int(),
+      allocation_ratio: z.number(),
+      capacity: z.number().int().describe('(total - reserved) * allocation_ratio'),
+      used: z.number().int(),
+    }),
+  ),
   consumers: z.array(z.object({ consumer_uuid: z.string(), resources: z.record(z.string(), z.number().int()) })),
 });
 
@@ -92,13 +98,15 @@ const DeadLetter = z.object({
 export const AuditReport = z.object({
   generated_at: Iso,
   binding_timeout_s: z.number().int(),
-  summary: z.object({
-    over_capacity_providers: z.number().int(),
-    empty_consumers: z.number().int(),
-    stuck_arqs: z.number().int(),
-    bound_arqs_without_allocation: z.number().int(),
-    dead_letters: z.number().int(),
-  }).describe('totals over the whole database, not just this page'),
+  summary: z
+    .object({
+      over_capacity_providers: z.number().int(),
+      empty_consumers: z.number().int(),
+      stuck_arqs: z.number().int(),
+      bound_arqs_without_allocation: z.number().int(),
+      dead_letters: z.number().int(),
+    })
+    .describe('totals over the whole database, not just this page'),
   over_capacity_providers: pageOf(OverCapacityProvider).optional(),
   empty_consumers: pageOf(EmptyConsumer).optional(),
   stuck_arqs: pageOf(StuckArq).optional(),
@@ -167,8 +175,12 @@ export async function auditReport(ctx: AuditContext, query: AuditQuery): Promise
         name: p.name,
         root_provider_uuid: p.rootProviderUuid,
         resources: p.resources.map((r) => ({
-          resource_class: r.resourceClass, total: r.total, reserved: r.reserved,
-          allocation_ratio: r.allocationRatio, capacity: r.capacity, used: r.used,
+          resource_class: r.resourceClass,
+          total: r.total,
+          reserved: r.reserved,
+          allocation_ratio: r.allocationRatio,
+          capacity: r.capacity,
+          used: r.used,
         })),
         consumers: p.consumers.map((c) => ({ consumer_uuid: c.consumerUuid, resources: c.resources })),
       })),
@@ -179,8 +191,13 @@ export async function auditReport(ctx: AuditContext, query: AuditQuery): Promise
     const page = await repo.emptyConsumers(db, marker, limit);
     report.empty_consumers = {
       items: page.items.map((c) => ({
-        uuid: c.uuid, project_id: c.projectId, user_id: c.userId, consumer_type: c.consumerType,
-        generation: c.generation, created_at: c.createdAt, updated_at: c.updatedAt,
+        uuid: c.uuid,
+        project_id: c.projectId,
+        user_id: c.userId,
+        consumer_type: c.consumerType,
+        generation: c.generation,
+        created_at: c.createdAt,
+        updated_at: c.updatedAt,
       })),
       next_marker: page.nextMarker,
     };
@@ -203,8 +220,13 @@ export async function auditReport(ctx: AuditContext, query: AuditQuery): Promise
     const page = await repo.deadLetters(db, marker === null ? null : Number(marker), limit);
     report.dead_letters = {
       items: page.items.map((d) => ({
-        id: d.id, topic: d.topic, payload: parsedPayload(d.payload), attempts: d.attempts,
-        last_error: d.lastError, created_at: d.createdAt, updated_at: d.updatedAt,
+        id: d.id,
+        topic: d.topic,
+        payload: parsedPayload(d.payload),
+        attempts: d.attempts,
+        last_error: d.lastError,
+        created_at: d.createdAt,
+        updated_at: d.updatedAt,
       })),
       next_marker: page.nextMarker,
     };

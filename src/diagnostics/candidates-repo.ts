@@ -75,7 +75,14 @@ export interface TreeProvider {
 
 /** Every provider of the tree rooted at `rootUuid`, with traits, aggregate uuids and inventories with usage. */
 export async function treeDetails(db: Db, rootUuid: string): Promise<TreeProvider[]> {
-  const providers = await db.all<{ id: number; uuid: string; name: string; is_root: number; traits: string | null; aggs: string | null }>(sql`
+  const providers = await db.all<{
+    id: number;
+    uuid: string;
+    name: string;
+    is_root: number;
+    traits: string | null;
+    aggs: string | null;
+  }>(sql`
     SELECT p.id, p.uuid, p.name, p.id = root.id AS is_root,
       (SELECT group_concat(t.name) FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
         WHERE rt.resource_provider_id = p.id) AS traits,
@@ -85,24 +92,46 @@ export async function treeDetails(db: Db, rootUuid: string): Promise<TreeProvide
     WHERE root.uuid = ${rootUuid}
     ORDER BY p.id`);
   const inventories = await db.all<{
-    provider_id: number; rc: string; total: number; reserved: number; min_unit: number; max_unit: number;
-    step_size: number; allocation_ratio: number; capacity: number; used: number;
+    provider_id: number;
+    rc: string;
+    total: number;
+    reserved: number;
+    min_unit: number;
+    max_unit: number;
+    step_size: number;
+    allocation_ratio: number;
+    capacity: number;
+    used: number;
   }>(sql`
     SELECT i.resource_provider_id AS provider_id, rc.name AS rc, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,
       i.allocation_ratio, ${sql.raw(capacitySql('i'))} AS capacity, ${sql.raw(usedSql('i'))} AS used
     FROM resource_providers root JOIN resource_providers p ON COALESCE(p.root_provider_id, p.id) = root.id
     JOIN inventories i ON i.resource_provider_id = p.id JOIN resource_classes rc ON rc.id = i.resource_class_id
     WHERE root.uuid = ${rootUuid}`);
-  const byId = new Map(providers.map((p) => [p.id, {
-    uuid: p.uuid, name: p.name, isRoot: Boolean(p.is_root),
-    traits: new Set(p.traits ? p.traits.split(',') : []),
-    aggregates: new Set(p.aggs ? p.aggs.split(',') : []),
-    inventories: [] as TreeInventory[],
-  }]));
+  const byId = new Map(
+    providers.map((p) => [
+      p.id,
+      {
+        uuid: p.uuid,
+        name: p.name,
+        isRoot: Boolean(p.is_root),
+        traits: new Set(p.traits ? p.traits.split(',') : []),
+        aggregates: new Set(p.aggs ? p.aggs.split(',') : []),
+        inventories: [] as TreeInventory[],
+      },
+    ]),
+  );
   for (const i of inventories) {
     byId.get(i.provider_id)?.inventories.push({
-      resourceClass: i.rc, total: i.total, reserved: i.reserved, minUnit: i.min_unit, maxUnit: i.max_unit,
-      stepSize: i.step_size, allocationRatio: i.allocation_ratio, capacity: Number(i.capacity), used: Number(i.used),
+      resourceClass: i.rc,
+      total: i.total,
+      reserved: i.reserved,
+      minUnit: i.min_unit,
+      maxUnit: i.max_unit,
+      stepSize: i.step_size,
+      allocationRatio: i.allocation_ratio,
+      capacity: Number(i.capacity),
+      used: Number(i.used),
     });
   }
   return [...byId.values()];

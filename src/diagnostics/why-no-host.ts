@@ -19,8 +19,17 @@ import * as repo from './candidates-repo.js';
 type EngineVersion = Parameters<typeof findAllocationCandidates>[2];
 
 export const CONSTRAINTS = [
-  'inventory', 'resources', 'required', 'required_any_of', 'forbidden_traits', 'member_of',
-  'forbidden_aggregates', 'in_tree', 'root_required', 'same_subtree', 'group_policy',
+  'inventory',
+  'resources',
+  'required',
+  'required_any_of',
+  'forbidden_traits',
+  'member_of',
+  'forbidden_aggregates',
+  'in_tree',
+  'root_required',
+  'same_subtree',
+  'group_policy',
 ] as const;
 export type Constraint = (typeof CONSTRAINTS)[number];
 
@@ -42,8 +51,10 @@ export const HostVerdict = z.object({
   provider_uuid: z.string(),
   root_provider_uuid: z.string(),
   fits: z.boolean(),
-  failed_at: z.object({ group: GroupSuffix, constraint: z.enum(CONSTRAINTS), reason: z.string() })
-    .optional().describe('the first step after which the tree was in no candidate'),
+  failed_at: z
+    .object({ group: GroupSuffix, constraint: z.enum(CONSTRAINTS), reason: z.string() })
+    .optional()
+    .describe('the first step after which the tree was in no candidate'),
 });
 export type HostVerdict = z.infer<typeof HostVerdict>;
 
@@ -70,7 +81,13 @@ interface Stage {
 }
 
 const emptyGroup = (suffix: string): RequestGroup => ({
-  suffix, resources: new Map(), requiredAnyOf: [], forbiddenTraits: [], memberOf: [], forbiddenAggregates: [], inTree: null,
+  suffix,
+  resources: new Map(),
+  requiredAnyOf: [],
+  forbiddenTraits: [],
+  memberOf: [],
+  forbiddenAggregates: [],
+  inTree: null,
 });
 
 const amountsText = (resources: Map<string, number>) => [...resources].map(([rc, n]) => `${rc}:${n}`).join(',');
@@ -81,39 +98,78 @@ function stagesOf(request: CandidateRequest, working: CandidateRequest): Stage[]
   for (const group of request.groups) {
     const partial = emptyGroup(group.suffix);
     // A group joins the working request with its first constraint.
-    const join = () => { if (!working.groups.includes(partial)) working.groups.push(partial); };
+    const join = () => {
+      if (!working.groups.includes(partial)) working.groups.push(partial);
+    };
     const add = (constraint: Constraint, detail: string, apply: () => void) =>
-      stages.push({ group: group.suffix, constraint, detail, apply: () => { join(); apply(); } });
-    if (group.resources.size) add('resources', amountsText(group.resources), () => { partial.resources = group.resources; });
+      stages.push({
+        group: group.suffix,
+        constraint,
+        detail,
+        apply: () => {
+          join();
+          apply();
+        },
+      });
+    if (group.resources.size)
+      add('resources', amountsText(group.resources), () => {
+        partial.resources = group.resources;
+      });
     const single = group.requiredAnyOf.filter((anyOf) => anyOf.length === 1);
     const anyOf = group.requiredAnyOf.filter((list) => list.length > 1);
     if (single.length) add('required', single.flat().join(','), () => partial.requiredAnyOf.push(...single));
-    if (anyOf.length) add('required_any_of', anyOf.map((l) => `in:${l.join(',')}`).join(' and '), () => partial.requiredAnyOf.push(...anyOf));
+    if (anyOf.length)
+      add('required_any_of', anyOf.map((l) => `in:${l.join(',')}`).join(' and '), () => partial.requiredAnyOf.push(...anyOf));
     if (group.forbiddenTraits.length) {
-      add('forbidden_traits', group.forbiddenTraits.map((t) => `!${t}`).join(','), () => partial.forbiddenTraits.push(...group.forbiddenTraits));
+      add('forbidden_traits', group.forbiddenTraits.map((t) => `!${t}`).join(','), () =>
+        partial.forbiddenTraits.push(...group.forbiddenTraits),
+      );
     }
     if (group.memberOf.length) {
-      add('member_of', group.memberOf.map((l) => (l.length > 1 ? `in:${l.join(',')}` : l[0])).join(' and '), () => partial.memberOf.push(...group.memberOf));
+      add('member_of', group.memberOf.map((l) => (l.length > 1 ? `in:${l.join(',')}` : l[0])).join(' and '), () =>
+        partial.memberOf.push(...group.memberOf),
+      );
     }
     if (group.forbiddenAggregates.length) {
-      add('forbidden_aggregates', group.forbiddenAggregates.map((a) => `!${a}`).join(','), () => partial.forbiddenAggregates.push(...group.forbiddenAggregates));
+      add('forbidden_aggregates', group.forbiddenAggregates.map((a) => `!${a}`).join(','), () =>
+        partial.forbiddenAggregates.push(...group.forbiddenAggregates),
+      );
     }
-    if (group.inTree !== null) add('in_tree', group.inTree, () => { partial.inTree = group.inTree; });
+    if (group.inTree !== null)
+      add('in_tree', group.inTree, () => {
+        partial.inTree = group.inTree;
+      });
   }
   if (request.rootRequired.length || request.rootForbidden.length) {
     stages.push({
-      group: null, constraint: 'root_required', detail: [...request.rootRequired, ...request.rootForbidden.map((t) => `!${t}`)].join(','),
-      apply: () => { working.rootRequired = request.rootRequired; working.rootForbidden = request.rootForbidden; },
+      group: null,
+      constraint: 'root_required',
+      detail: [...request.rootRequired, ...request.rootForbidden.map((t) => `!${t}`)].join(','),
+      apply: () => {
+        working.rootRequired = request.rootRequired;
+        working.rootForbidden = request.rootForbidden;
+      },
     });
   }
   if (request.sameSubtrees.length) {
     stages.push({
-      group: null, constraint: 'same_subtree', detail: request.sameSubtrees.map((s) => s.join(',')).join(' and '),
-      apply: () => { working.sameSubtrees = request.sameSubtrees; },
+      group: null,
+      constraint: 'same_subtree',
+      detail: request.sameSubtrees.map((s) => s.join(',')).join(' and '),
+      apply: () => {
+        working.sameSubtrees = request.sameSubtrees;
+      },
     });
   }
   if (request.groupPolicy === 'isolate') {
-    stages.push({ group: null, constraint: 'group_policy', detail: 'isolate', apply: () => { working.groupPolicy = 'isolate'; } });
+    stages.push({
+      group: null,
+      constraint: 'group_policy',
+      detail: 'isolate',
+      apply: () => {
+        working.groupPolicy = 'isolate';
+      },
+    });
   }
   return stages;
 }
@@ -121,24 +177,39 @@ function stagesOf(request: CandidateRequest, working: CandidateRequest): Stage[]
 /** Providers named in the engine's allocation requests (list form before 1.12, dict form after). */
 function providersOf(body: CandidatesBody): string[][] {
   return body.allocation_requests.map((request) =>
-    Array.isArray(request.allocations) ? request.allocations.map((a) => a.resource_provider.uuid) : Object.keys(request.allocations));
+    Array.isArray(request.allocations) ? request.allocations.map((a) => a.resource_provider.uuid) : Object.keys(request.allocations),
+  );
 }
 
 export async function diagnoseCandidates(
-  ctx: DiagnosisContext, request: CandidateRequest, mv: EngineVersion, hostNames: string[],
+  ctx: DiagnosisContext,
+  request: CandidateRequest,
+  mv: EngineVersion,
+  hostNames: string[],
 ): Promise<Diagnosis> {
   const db = ctx.store.db;
   const classes = [...new Set(request.groups.flatMap((g) => [...g.resources.keys()]))];
   const rootOf = await repo.providersWithClasses(db, classes);
   const options: CandidateOptions = { randomize: false, maxCandidates: ctx.options.maxCandidates };
 
-  const steps: DiagnosisStep[] = [{
-    group: null, constraint: 'inventory', detail: `an inventory of ${classes.join(', ') || 'no class'}`,
-    providers: rootOf.size, trees: new Set(rootOf.values()).size, allocation_requests: 0,
-  }];
+  const steps: DiagnosisStep[] = [
+    {
+      group: null,
+      constraint: 'inventory',
+      detail: `an inventory of ${classes.join(', ') || 'no class'}`,
+      providers: rootOf.size,
+      trees: new Set(rootOf.values()).size,
+      allocation_requests: 0,
+    },
+  ];
   const treesAfter: Set<string>[] = [new Set(rootOf.values())];
   const working: CandidateRequest = {
-    groups: [], groupPolicy: null, limit: null, rootRequired: [], rootForbidden: [], sameSubtrees: [],
+    groups: [],
+    groupPolicy: null,
+    limit: null,
+    rootRequired: [],
+    rootForbidden: [],
+    sameSubtrees: [],
   };
   let last: { body: CandidatesBody; providers: string[][] } | null = null;
   for (const stage of stagesOf(request, working)) {
@@ -150,8 +221,12 @@ export async function diagnoseCandidates(
     const used = new Set(providers.flat());
     const trees = new Set([...used].map((uuid) => rootOf.get(uuid)!));
     const step: DiagnosisStep = {
-      group: stage.group, constraint: stage.constraint, detail: stage.detail,
-      providers: used.size, trees: trees.size, allocation_requests: body.allocation_requests.length,
+      group: stage.group,
+      constraint: stage.constraint,
+      detail: stage.detail,
+      providers: used.size,
+      trees: trees.size,
+      allocation_requests: body.allocation_requests.length,
     };
     if (options.maxCandidates > 0 && body.allocation_requests.length >= options.maxCandidates) step.capped = true;
     steps.push(step);
@@ -190,7 +265,11 @@ export async function diagnoseCandidates(
 
 /** The first reason a tree fails `step`, in words an operator can act on. */
 function explain(
-  step: DiagnosisStep, group: RequestGroup | undefined, request: CandidateRequest, tree: repo.TreeProvider[], classes: string[],
+  step: DiagnosisStep,
+  group: RequestGroup | undefined,
+  request: CandidateRequest,
+  tree: repo.TreeProvider[],
+  classes: string[],
 ): string {
   const onAny = (trait: string) => tree.some((p) => p.traits.has(trait));
   const root = tree.find((p) => p.isRoot);
@@ -200,7 +279,10 @@ function explain(
     case 'resources':
       return group ? resourcesReason(group, tree) : 'the resources do not fit';
     case 'required': {
-      const missing = (group?.requiredAnyOf ?? []).filter((l) => l.length === 1).flat().filter((t) => !onAny(t));
+      const missing = (group?.requiredAnyOf ?? [])
+        .filter((l) => l.length === 1)
+        .flat()
+        .filter((t) => !onAny(t));
       return missing.length
         ? `required trait${missing.length > 1 ? 's' : ''} ${missing.join(', ')} on no provider of the tree`
         : `no provider with the group's resources has every required trait (${step.detail})`;
@@ -222,7 +304,9 @@ function explain(
         : `the providers that fit are not in ${step.detail} (nor is the root)`;
     }
     case 'forbidden_aggregates': {
-      const hits = tree.flatMap((p) => (group?.forbiddenAggregates ?? []).filter((a) => p.aggregates.has(a)).map((a) => `${a} on ${p.uuid}`));
+      const hits = tree.flatMap((p) =>
+        (group?.forbiddenAggregates ?? []).filter((a) => p.aggregates.has(a)).map((a) => `${a} on ${p.uuid}`),
+      );
       return `in forbidden aggregate ${hits.join(', ') || step.detail}`;
     }
     case 'in_tree':
@@ -230,8 +314,11 @@ function explain(
     case 'root_required': {
       const lacks = request.rootRequired.filter((t) => !root?.traits.has(t));
       const has = request.rootForbidden.filter((t) => root?.traits.has(t));
-      return [...lacks.map((t) => `root ${root?.uuid ?? ''} lacks ${t}`), ...has.map((t) => `root ${root?.uuid ?? ''} has forbidden ${t}`)].join('; ')
-        || `root traits do not match ${step.detail}`;
+      return (
+        [...lacks.map((t) => `root ${root?.uuid ?? ''} lacks ${t}`), ...has.map((t) => `root ${root?.uuid ?? ''} has forbidden ${t}`)].join(
+          '; ',
+        ) || `root traits do not match ${step.detail}`
+      );
     }
     case 'same_subtree':
       return `the providers for ${step.detail} are never within one subtree`;

@@ -17,7 +17,11 @@ import { MAX_URL_LENGTH } from '../http/url.js';
 export const MAX_HEADER_BYTES = 256 * 1024;
 
 type Fetch = (request: Request) => Response | Promise<Response>;
-interface ParsedHead { method: string; target: string; headers: Headers }
+interface ParsedHead {
+  method: string;
+  target: string;
+  headers: Headers;
+}
 
 function parseHead(raw: Buffer): ParsedHead | null {
   const text = raw.toString('latin1');
@@ -54,7 +58,9 @@ function requestFor(head: ParsedHead): Request {
 async function writeResponse(socket: Socket, res: Response): Promise<void> {
   const body = Buffer.from(await res.arrayBuffer());
   const lines = [`HTTP/1.1 ${res.status} ${STATUS_TITLES[res.status] ?? res.statusText}`];
-  res.headers.forEach((value, name) => { if (name !== 'content-length' && name !== 'connection') lines.push(`${name}: ${value}`); });
+  res.headers.forEach((value, name) => {
+    if (name !== 'content-length' && name !== 'connection') lines.push(`${name}: ${value}`);
+  });
   lines.push(`content-length: ${body.length}`, 'connection: close');
   socket.end(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), body]));
 }
@@ -66,7 +72,12 @@ function envelope(path: string, status: number, message: string): Response {
     const fault = { faultcode: status < 500 ? 'Client' : 'Server', faultstring: message, debuginfo: null };
     return new Response(JSON.stringify({ error_message: JSON.stringify(fault) }), { status, headers });
   }
-  const error = { status, title: STATUS_TITLES[status] ?? 'Error', detail: webobDetail(status, message), request_id: headers['x-openstack-request-id'] };
+  const error = {
+    status,
+    title: STATUS_TITLES[status] ?? 'Error',
+    detail: webobDetail(status, message),
+    request_id: headers['x-openstack-request-id'],
+  };
   return new Response(JSON.stringify({ errors: [error] }), { status, headers });
 }
 
@@ -101,7 +112,9 @@ export function handleClientError(fetch: Fetch, err: NodeJS.ErrnoException & { r
         return null;
     }
   };
-  const bare = () => { socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n'); };
+  const bare = () => {
+    socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+  };
   answer()
     .then((res) => (res ? writeResponse(socket, res) : bare()), bare)
     .catch(() => socket.destroy());

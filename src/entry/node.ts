@@ -24,11 +24,14 @@ async function serveHttp(): Promise<void> {
   // this process commits; the sweeps run here only when no primary runs them.
   const jobs = startNodeJobs(deps, { timers: !forked });
   const app = createApp(deps);
-  const server = serve({ fetch: app.fetch, hostname: config.HOST, port: config.PORT, serverOptions: { maxHeaderSize: MAX_HEADER_BYTES } }, (info) => {
-    const url = `http://${config.HOST}:${info.port}`;
-    if (forked) deps.log.debug('server process listening', { url, pid: process.pid });
-    else deps.log.info('placement-edge listening', { url, db: config.PLACEMENT_DB_URL, processes: 1 });
-  });
+  const server = serve(
+    { fetch: app.fetch, hostname: config.HOST, port: config.PORT, serverOptions: { maxHeaderSize: MAX_HEADER_BYTES } },
+    (info) => {
+      const url = `http://${config.HOST}:${info.port}`;
+      if (forked) deps.log.debug('server process listening', { url, pid: process.pid });
+      else deps.log.info('placement-edge listening', { url, db: config.PLACEMENT_DB_URL, processes: 1 });
+    },
+  );
 
   // What Node's HTTP parser refuses (unknown methods, oversized heads, bad
   // content-length) is answered in the API's envelope, not with a bare 400.

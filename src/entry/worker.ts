@@ -64,7 +64,10 @@ export function environmentFromBindings(env: WorkerEnv): Record<string, string |
 }
 
 type App = ReturnType<typeof createApp>;
-interface Booted { app: App; deps: Deps }
+interface Booted {
+  app: App;
+  deps: Deps;
+}
 let ready: Promise<Booted> | undefined;
 
 /** Migrations and the standard-name sync, safe when several isolates start at once on a new database. */
@@ -77,9 +80,7 @@ async function boot(env: WorkerEnv): Promise<Booted> {
   const config = loadConfig(environmentFromBindings(env));
   const client = createClient({ url: config.PLACEMENT_DB_URL, authToken: config.PLACEMENT_DB_AUTH_TOKEN });
   await prepareDatabase(client);
-  const overrides = config.PLACEMENT_POLICY_JSON
-    ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON')
-    : undefined;
+  const overrides = config.PLACEMENT_POLICY_JSON ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON') : undefined;
   // Without a JOBS binding the cron drain delivers (outboxOnlyQueue).
   const producer = BindingsSchema.parse(env).JOBS;
   const deps = makeDeps(createDataStore(client), config, consoleLogger(config.LOG_LEVEL), {
@@ -102,12 +103,14 @@ function booted(env: WorkerEnv): Promise<Booted> {
 export function bootFailure(): Response {
   const status = 503;
   const body = {
-    errors: [{
-      status,
-      title: STATUS_TITLES[status] ?? 'Service Unavailable',
-      detail: 'The service could not start (configuration or database); see the Worker logs.',
-      request_id: `req-${crypto.randomUUID()}`,
-    }],
+    errors: [
+      {
+        status,
+        title: STATUS_TITLES[status] ?? 'Service Unavailable',
+        detail: 'The service could not start (configuration or database); see the Worker logs.',
+        request_id: `req-${crypto.randomUUID()}`,
+      },
+    ],
   };
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 }

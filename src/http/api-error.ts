@@ -92,7 +92,7 @@ export function cutDetail(detail: string): string {
 export function errorForLog(err: unknown): string {
   const parts: string[] = [];
   for (let cur: unknown = err, depth = 0; cur !== undefined && cur !== null && depth < 5; depth++) {
-    parts.push(cur instanceof Error ? cur.stack ?? cur.message : String(cur));
+    parts.push(cur instanceof Error ? (cur.stack ?? cur.message) : String(cur));
     cur = cur instanceof Error ? cur.cause : undefined;
   }
   return parts.join('\ncaused by: ');

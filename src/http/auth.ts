@@ -63,7 +63,10 @@ export function parseTokenTable(json: string | undefined): TokenTable {
 const unauthorized = () => new ApiError(401, webobDetail(401, 'Authentication required'));
 
 function rolesHeader(value: string | undefined): string[] {
-  return (value ?? '').split(',').map((r) => r.trim()).filter(Boolean);
+  return (value ?? '')
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
 }
 
 export function noauthCredentials(headers: Headers): Credentials | null {
@@ -74,7 +77,7 @@ export function noauthCredentials(headers: Headers): Credentials | null {
   const tokenProject = sep < 0 ? userId : token.slice(sep + 1) || userId;
   const systemScope = headers.get('openstack-system-scope');
   const roles = userId === 'admin' ? ['admin', 'member', 'reader'] : rolesHeader(headers.get('x-roles') ?? undefined);
-  const projectId = systemScope ? null : headers.get('x-project-id') ?? tokenProject;
+  const projectId = systemScope ? null : (headers.get('x-project-id') ?? tokenProject);
   const serviceRoles = headers.get('x-service-token') === null ? [] : rolesHeader(headers.get('x-service-roles') ?? undefined);
   return { userId: headers.get('x-user-id') ?? userId, projectId, roles, systemScope, serviceRoles };
 }
@@ -93,9 +96,8 @@ async function tokenCredentials(headers: Headers, tokens: TokenTable): Promise<C
 export function authenticate(opts: { strategy: 'noauth2' | 'token'; tokens: TokenTable; publicPaths: RegExp }) {
   return createMiddleware<AppEnv>(async function authMiddleware(c, next) {
     if (c.req.method === 'OPTIONS' || opts.publicPaths.test(c.req.path)) return next();
-    const creds = opts.strategy === 'noauth2'
-      ? noauthCredentials(c.req.raw.headers)
-      : await tokenCredentials(c.req.raw.headers, opts.tokens);
+    const creds =
+      opts.strategy === 'noauth2' ? noauthCredentials(c.req.raw.headers) : await tokenCredentials(c.req.raw.headers, opts.tokens);
     if (!creds) throw unauthorized();
     c.set('credentials', creds);
     return next();

@@ -21,10 +21,13 @@ export function corsFilter(opts: CorsOptions) {
     if (c.req.method === 'OPTIONS' && origin && requestedMethod) {
       const headers = new Headers({ vary: 'Origin' });
       const requestedHeaders = (c.req.header('access-control-request-headers') ?? '')
-        .split(',').map((h) => h.trim().toLowerCase()).filter(Boolean);
-      const ok = opts.allowedOrigins.includes(origin)
-        && methods.includes(requestedMethod.toUpperCase())
-        && requestedHeaders.every((h) => allowHeaders.includes(h));
+        .split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean);
+      const ok =
+        opts.allowedOrigins.includes(origin) &&
+        methods.includes(requestedMethod.toUpperCase()) &&
+        requestedHeaders.every((h) => allowHeaders.includes(h));
       if (ok) {
         headers.set('access-control-allow-origin', origin);
         headers.set('access-control-allow-methods', requestedMethod.toUpperCase());

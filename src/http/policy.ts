@@ -23,9 +23,15 @@ export function parseCheckString(text: string): Check {
   const tokens: string[] = [];
   for (const chunk of text.split(/\s+/).filter(Boolean)) {
     let core = chunk;
-    while (core.startsWith('(')) { tokens.push('('); core = core.slice(1); }
+    while (core.startsWith('(')) {
+      tokens.push('(');
+      core = core.slice(1);
+    }
     let closing = 0;
-    while (core.endsWith(')') && !/%\(\w+\)$/.test(core)) { closing++; core = core.slice(0, -1); }
+    while (core.endsWith(')') && !/%\(\w+\)$/.test(core)) {
+      closing++;
+      core = core.slice(0, -1);
+    }
     if (core) tokens.push(core);
     for (let i = 0; i < closing; i++) tokens.push(')');
   }
@@ -33,16 +39,25 @@ export function parseCheckString(text: string): Check {
   const peek = () => tokens[pos]?.toLowerCase();
   const parseOr = (): Check => {
     const checks = [parseAnd()];
-    while (peek() === 'or') { pos++; checks.push(parseAnd()); }
+    while (peek() === 'or') {
+      pos++;
+      checks.push(parseAnd());
+    }
     return checks.length === 1 ? checks[0]! : { kind: 'or', checks };
   };
   const parseAnd = (): Check => {
     const checks = [parseNot()];
-    while (peek() === 'and') { pos++; checks.push(parseNot()); }
+    while (peek() === 'and') {
+      pos++;
+      checks.push(parseNot());
+    }
     return checks.length === 1 ? checks[0]! : { kind: 'and', checks };
   };
   const parseNot = (): Check => {
-    if (peek() === 'not') { pos++; return { kind: 'not', check: parseNot() }; }
+    if (peek() === 'not') {
+      pos++;
+      return { kind: 'not', check: parseNot() };
+    }
     return parseAtom();
   };
   const parseAtom = (): Check => {
@@ -69,7 +84,7 @@ export type Target = Record<string, string | null | undefined>;
 export class PolicyEnforcer {
   private readonly parsed = new Map<string, Check>();
 
-  constructor(private readonly rules: Record<string, string>) {
+  constructor(rules: Record<string, string>) {
     for (const [name, text] of Object.entries(rules)) this.parsed.set(name, parseCheckString(text));
   }
 
@@ -81,11 +96,16 @@ export class PolicyEnforcer {
 
   private evaluate(check: Check, creds: Credentials, target: Target, seen: Set<string>): boolean {
     switch (check.kind) {
-      case 'const': return check.value;
-      case 'not': return !this.evaluate(check.check, creds, target, seen);
-      case 'and': return check.checks.every((c) => this.evaluate(c, creds, target, seen));
-      case 'or': return check.checks.some((c) => this.evaluate(c, creds, target, seen));
-      case 'match': return this.match(check.key, check.match, creds, target, seen);
+      case 'const':
+        return check.value;
+      case 'not':
+        return !this.evaluate(check.check, creds, target, seen);
+      case 'and':
+        return check.checks.every((c) => this.evaluate(c, creds, target, seen));
+      case 'or':
+        return check.checks.some((c) => this.evaluate(c, creds, target, seen));
+      case 'match':
+        return this.match(check.key, check.match, creds, target, seen);
     }
   }
 

@@ -15,4 +15,4 @@ export function controlCharacterInUrl(url: string): string | null {
 }
 
 /** "U+0000" for "%00". */
-export const codePointOfEscape = (escape: string) => `U+00${escape.slice(1).toUpperCase()}`;
+export const codePointOfEscape = (escaped: string) => `U+00${escaped.slice(1).toUpperCase()}`;

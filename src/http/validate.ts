@@ -31,8 +31,13 @@ function placementBodyError(problem: BodyProblem): ApiError {
     case 'too-deep':
       return new ApiError(400, webobDetail(400, `JSON does not validate: the body is nested deeper than ${problem.limit} levels`));
     case 'control-character':
-      return new ApiError(400, webobDetail(400,
-        `JSON does not validate: ${pyRepr(problem.value)} contains the control character ${codePoint(problem.char)}; control characters are not allowed`));
+      return new ApiError(
+        400,
+        webobDetail(
+          400,
+          `JSON does not validate: ${pyRepr(problem.value)} contains the control character ${codePoint(problem.char)}; control characters are not allowed`,
+        ),
+      );
   }
 }
 
@@ -64,4 +69,3 @@ export function queryParams(c: AppContext): Record<string, string[]> {
   const params = c.req.queries() as Record<string, string[]>;
   return Object.fromEntries(Object.entries(params).map(([key, values]) => [key, values.map((v) => v.trim())]));
 }
-

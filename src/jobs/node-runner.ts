@@ -6,7 +6,10 @@ import { consume } from './consume.js';
 import { InProcessQueue } from './queue.js';
 import { runSweeps } from './sweeps.js';
 
-export interface NodeJobs { queue: InProcessQueue; stop(): void }
+export interface NodeJobs {
+  queue: InProcessQueue;
+  stop(): void;
+}
 
 export function startNodeJobs(deps: Deps, opts: { intervalMs?: number; timers?: boolean } = {}): NodeJobs {
   const queue = deps.jobs;
@@ -18,7 +21,11 @@ export function startNodeJobs(deps: Deps, opts: { intervalMs?: number; timers?: 
     timer = setInterval(() => {
       if (busy) return;
       busy = true;
-      runSweeps(deps).catch((err: unknown) => deps.log.error('sweep failed', { err: String(err) })).finally(() => { busy = false; });
+      runSweeps(deps)
+        .catch((err: unknown) => deps.log.error('sweep failed', { err: String(err) }))
+        .finally(() => {
+          busy = false;
+        });
     }, opts.intervalMs ?? deps.config.JOBS_SWEEP_INTERVAL_MS);
     timer.unref?.();
   }

@@ -6,9 +6,7 @@ import type { Deps } from '../deps.js';
 import type { JobTopic } from './messages.js';
 import type { OutboxRow } from './outbox.js';
 
-export type ConsumeResult =
-  | { outcome: 'done' | 'skipped' | 'dead' }
-  | { outcome: 'retry'; delayMs: number };
+export type ConsumeResult = { outcome: 'done' | 'skipped' | 'dead' } | { outcome: 'retry'; delayMs: number };
 
 /** Runs the work of one claimed outbox row and records its outcome on the row. */
 export type JobHandler = (deps: Deps, row: OutboxRow) => Promise<ConsumeResult>;

@@ -14,15 +14,19 @@ type Json = Record<string, unknown>;
 
 /** Placement error envelope, as src/placement/errors.ts renders it. */
 export const PlacementErrorEnvelope = z.object({
-  errors: z.array(z.object({
-    status: z.number().int(),
-    title: z.string(),
-    detail: z.string(),
-    request_id: z.string(),
-    code: z.string().optional().describe('from microversion 1.23, e.g. placement.concurrent_update'),
-    min_version: z.string().optional().describe('406 only'),
-    max_version: z.string().optional().describe('406 only'),
-  })).min(1),
+  errors: z
+    .array(
+      z.object({
+        status: z.number().int(),
+        title: z.string(),
+        detail: z.string(),
+        request_id: z.string(),
+        code: z.string().optional().describe('from microversion 1.23, e.g. placement.concurrent_update'),
+        min_version: z.string().optional().describe('406 only'),
+        max_version: z.string().optional().describe('406 only'),
+      }),
+    )
+    .min(1),
 });
 
 /** Cyborg's error envelope: a JSON string inside `error_message`, as upstream's WSME faults. */
@@ -45,10 +49,18 @@ const VERSIONS: Record<ApiName, string[]> = {
   meta: [],
 };
 
-export interface VersionRange<T> { min: string; max: string; value: T }
+export interface VersionRange<T> {
+  min: string;
+  max: string;
+  value: T;
+}
 
 /** Groups consecutive versions on which `valueAt` gives the same value (by `key`). */
-export function versionRanges<T>(versions: string[], valueAt: (mv: Microversion) => T, key: (v: T) => unknown = (v) => v): VersionRange<T>[] {
+export function versionRanges<T>(
+  versions: string[],
+  valueAt: (mv: Microversion) => T,
+  key: (v: T) => unknown = (v) => v,
+): VersionRange<T>[] {
   const out: VersionRange<T>[] = [];
   for (const version of versions) {
     const value = valueAt(Microversion.parse(version)!);
@@ -91,7 +103,9 @@ class Builder {
     if (!op.response) return undefined;
     const ranges = versionRanges(versions, op.response).filter((r) => r.value !== undefined);
     const entries = ranges.map((r) => ({
-      min: r.min, max: r.max, schema: this.ref(r.value!, ranges.length === 1 ? name : `${name}_${r.min.replace('.', '_')}`, 'output'),
+      min: r.min,
+      max: r.max,
+      schema: this.ref(r.value!, ranges.length === 1 ? name : `${name}_${r.min.replace('.', '_')}`, 'output'),
     }));
     if (!entries.length) return undefined;
     if (entries.length === 1) return { schema: entries[0]!.schema };
@@ -106,7 +120,8 @@ class Builder {
     const name = op.bodyName ?? 'Body';
     const single = ranges.length === 1;
     const entries = withBody.map((r) => ({
-      min: r.min, max: r.max,
+      min: r.min,
+      max: r.max,
       schema: this.ref(r.value!, single ? name : `${name}_${r.min.replace('.', '_')}`, 'input'),
     }));
     const schema = entries.length === 1 ? entries[0]!.schema : { anyOf: entries.map((e) => e.schema) };
@@ -157,13 +172,21 @@ function queryParameters(op: Operation, versions: string[], apiMax: string | und
 }
 
 const ERROR_RESPONSE: Record<ApiName, string> = {
-  placement: 'PlacementError', diagnostics: 'PlacementError', accelerator: 'CyborgError', meta: 'PlacementError',
+  placement: 'PlacementError',
+  diagnostics: 'PlacementError',
+  accelerator: 'CyborgError',
+  meta: 'PlacementError',
 };
 const VERSION_HEADER: Partial<Record<ApiName, string>> = {
-  placement: 'PlacementVersion', diagnostics: 'PlacementVersion', accelerator: 'AcceleratorVersion',
+  placement: 'PlacementVersion',
+  diagnostics: 'PlacementVersion',
+  accelerator: 'AcceleratorVersion',
 };
 const TAGS: Record<ApiName, string> = {
-  placement: 'Placement', accelerator: 'Accelerator (Cyborg v2)', diagnostics: 'Diagnostics', meta: 'Meta',
+  placement: 'Placement',
+  accelerator: 'Accelerator (Cyborg v2)',
+  diagnostics: 'Diagnostics',
+  meta: 'Meta',
 };
 
 export function buildOpenApiDocument(): Json {
@@ -173,15 +196,21 @@ export function buildOpenApiDocument(): Json {
     const all = VERSIONS[op.api];
     const apiMax = all[all.length - 1];
     const versions = op.since ? all.filter((v) => Microversion.parse(v)!.atLeast(op.since!)) : all;
-    const pathParams = [...op.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    const pathParams = [...op.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({
+      name: m[1],
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
     const header = VERSION_HEADER[op.api];
     const responses: Json = {};
     const success = builder.responseBody(op, versions);
     for (const [status, description] of Object.entries(op.responses)) {
       const code = Number(status);
-      const content = code === 204 || code === 202 || op.bodyless?.includes(code)
-        ? undefined
-        : { 'application/json': { schema: success?.schema ?? { type: 'object' } } };
+      const content =
+        code === 204 || code === 202 || op.bodyless?.includes(code)
+          ? undefined
+          : { 'application/json': { schema: success?.schema ?? { type: 'object' } } };
       const response: Json = content ? { description, content } : { description };
       if (content && success?.ranges) response['x-openstack-microversion-bodies'] = success.ranges;
       responses[status] = response;
@@ -189,7 +218,11 @@ export function buildOpenApiDocument(): Json {
     responses['4XX'] = { $ref: `#/components/responses/${ERROR_RESPONSE[op.api]}` };
     responses['5XX'] = { $ref: `#/components/responses/${ERROR_RESPONSE[op.api]}` };
     const operation: Json = {
-      operationId: `${op.method}${openApiPath(op.path).replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_, ch: string | undefined) => (ch ?? '').toUpperCase()) || 'Root'}`,
+      operationId: `${op.method}${
+        openApiPath(op.path)
+          .replace(/[{}]/g, '')
+          .replace(/[^A-Za-z0-9]+(.)?/g, (_, ch: string | undefined) => (ch ?? '').toUpperCase()) || 'Root'
+      }`,
       summary: op.summary,
       tags: [TAGS[op.api]],
       parameters: [
@@ -214,8 +247,9 @@ export function buildOpenApiDocument(): Json {
     info: {
       title: 'placement-edge',
       version: `placement ${MIN_VERSION}-${MAX_VERSION}, accelerator ${CYBORG_MIN}-${CYBORG_MAX}`,
-      description: 'OpenStack Placement and Cyborg v2 compatible APIs, plus operator diagnostics. Bodies that change with the '
-        + 'microversion list one schema per range (x-openstack-microversion-bodies); query parameters name the range that accepts them.',
+      description:
+        'OpenStack Placement and Cyborg v2 compatible APIs, plus operator diagnostics. Bodies that change with the ' +
+        'microversion list one schema per range (x-openstack-microversion-bodies); query parameters name the range that accepts them.',
     },
     tags: Object.values(TAGS).map((name) => ({ name })),
     security: [{ token: [] }],
@@ -223,16 +257,25 @@ export function buildOpenApiDocument(): Json {
     components: {
       schemas: builder.schemas,
       securitySchemes: {
-        token: { type: 'apiKey', in: 'header', name: 'X-Auth-Token', description: 'noauth2: "admin" or "user:project"; token mode: a configured token (also as Authorization: Bearer)' },
+        token: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Auth-Token',
+          description: 'noauth2: "admin" or "user:project"; token mode: a configured token (also as Authorization: Bearer)',
+        },
       },
       parameters: {
         PlacementVersion: {
-          name: 'OpenStack-API-Version', in: 'header', required: false,
+          name: 'OpenStack-API-Version',
+          in: 'header',
+          required: false,
           schema: { type: 'string', examples: [`placement ${MAX_VERSION}`, 'placement latest'] },
           description: `placement ${MIN_VERSION} to ${MAX_VERSION} (default ${MIN_VERSION})`,
         },
         AcceleratorVersion: {
-          name: 'OpenStack-API-Version', in: 'header', required: false,
+          name: 'OpenStack-API-Version',
+          in: 'header',
+          required: false,
           schema: { type: 'string', examples: [`accelerator ${CYBORG_MAX}`] },
           description: `accelerator ${CYBORG_MIN} to ${CYBORG_MAX} (default ${CYBORG_MIN})`,
         },

@@ -23,18 +23,22 @@ export function createPlacementApp(deps: Deps, routes: Hono<AppEnv> = placementR
   app.use(requestId());
   const { PLACEMENT_CORS_ALLOWED_ORIGIN: origin, PLACEMENT_CORS_ALLOW_HEADERS: allowHeaders } = deps.config;
   if (origin) {
-    app.use(corsFilter({
-      allowedOrigins: origin.split(',').map((o) => o.trim()),
-      allowHeaders: allowHeaders ? allowHeaders.split(',').map((h) => h.trim()) : [],
-      exposeHeaders: ['openstack-api-version', 'x-openstack-request-id'],
-    }));
+    app.use(
+      corsFilter({
+        allowedOrigins: origin.split(',').map((o) => o.trim()),
+        allowHeaders: allowHeaders ? allowHeaders.split(',').map((h) => h.trim()) : [],
+        exposeHeaders: ['openstack-api-version', 'x-openstack-request-id'],
+      }),
+    );
   }
   app.use(placementMicroversion());
-  app.use(authenticate({
-    strategy: deps.config.PLACEMENT_AUTH_STRATEGY,
-    tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS),
-    publicPaths: /^\/?$/,
-  }));
+  app.use(
+    authenticate({
+      strategy: deps.config.PLACEMENT_AUTH_STRATEGY,
+      tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS),
+      publicPaths: /^\/?$/,
+    }),
+  );
   app.use(placementRequestChecks());
   app.route('/', routes);
   app.notFound(placementNotFound);

@@ -19,8 +19,7 @@ export function capacityOf(inv: InventoryLimits): number {
  * that filter or summarise in the database (CAST truncates like the floor of
  * a non-negative value, and reserved never exceeds total).
  */
-export const capacitySql = (alias: string): string =>
-  `CAST((${alias}.total - ${alias}.reserved) * ${alias}.allocation_ratio AS INTEGER)`;
+export const capacitySql = (alias: string): string => `CAST((${alias}.total - ${alias}.reserved) * ${alias}.allocation_ratio AS INTEGER)`;
 
 /** Current usage of the inventories row aliased `alias`, summed through the (provider, class, used) index. */
 export const usedSql = (alias: string): string => `COALESCE((SELECT SUM(a.used) FROM allocations a

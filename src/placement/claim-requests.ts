@@ -51,7 +51,7 @@ export function claimFromBody(c: AppContext, uuid: string, body: ConsumerAllocat
     allocations,
     projectId: body.project_id,
     userId: body.user_id,
-    generation: atLeast(c, 'CONSUMER_GENERATION') ? body.consumer_generation ?? null : undefined,
+    generation: atLeast(c, 'CONSUMER_GENERATION') ? (body.consumer_generation ?? null) : undefined,
     consumerType: atLeast(c, 'CONSUMER_TYPES') ? body.consumer_type : undefined,
   };
 }

@@ -4,7 +4,16 @@ import type { ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { DomainError } from '../errors.js';
-import { ApiError, cutDetail, errorForLog, ErrorCode, internalErrorMessage, PROBLEM_STATUS, STATUS_TITLES, webobDetail } from '../http/api-error.js';
+import {
+  ApiError,
+  cutDetail,
+  errorForLog,
+  ErrorCode,
+  internalErrorMessage,
+  PROBLEM_STATUS,
+  STATUS_TITLES,
+  webobDetail,
+} from '../http/api-error.js';
 import type { AppContext, AppEnv } from '../http/env.js';
 import { acceptsJson } from './middleware.js';
 import { MV } from './versions.js';
@@ -27,7 +36,7 @@ function render(c: AppContext, err: ApiError): Response {
     ...err.extra,
   };
   const mv = c.get('mv');
-  if (mv && mv.atLeast(MV.ERROR_CODES)) item.code = err.code;
+  if (mv?.atLeast(MV.ERROR_CODES)) item.code = err.code;
   return c.json({ errors: [item] }, status, headers);
 }
 

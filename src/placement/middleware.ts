@@ -40,7 +40,10 @@ export function placementMicroversion() {
 export function acceptsJson(accept: string | undefined): boolean {
   if (!accept || !accept.trim()) return true;
   return accept.split(',').some((part) => {
-    const [range, ...params] = part.trim().split(';').map((s) => s.trim());
+    const [range, ...params] = part
+      .trim()
+      .split(';')
+      .map((s) => s.trim());
     const q = params.find((p) => p.startsWith('q='));
     if (q && Number(q.slice(2)) === 0) return false;
     const r = (range ?? '').toLowerCase();
@@ -63,9 +66,15 @@ export function placementRequestChecks() {
     if (url.length > MAX_URL_LENGTH) {
       throw new ApiError(414, webobDetail(414, `The request URL is longer than ${MAX_URL_LENGTH} characters.`));
     }
-    const escape = controlCharacterInUrl(url);
-    if (escape) {
-      throw new ApiError(400, webobDetail(400, `The request URL contains the control character ${codePointOfEscape(escape)} (${escape}); control characters are not allowed.`));
+    const escaped = controlCharacterInUrl(url);
+    if (escaped) {
+      throw new ApiError(
+        400,
+        webobDetail(
+          400,
+          `The request URL contains the control character ${codePointOfEscape(escaped)} (${escaped}); control characters are not allowed.`,
+        ),
+      );
     }
     // Like upstream's check_accept decorator, only routes that exist refuse a
     // non-JSON Accept; an unknown URL stays a 404.
@@ -111,7 +120,6 @@ export function setCacheHeaders(c: AppContext, when?: string | Date | null): voi
   c.header('last-modified', valid.toUTCString());
   c.header('cache-control', 'no-cache');
 }
-
 
 type MethodName = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
 

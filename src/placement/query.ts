@@ -42,8 +42,7 @@ export function parseRequired(values: string[], mv: Microversion, paramName = 'r
   const allowForbidden = mv.atLeast(MV.FORBIDDEN_TRAITS);
   const allowAnyOf = mv.atLeast(MV.ANY_TRAITS);
   const form = allowForbidden ? 'HW_CPU_X86_VMX,!CUSTOM_MAGIC' : 'HW_CPU_X86_VMX,CUSTOM_MAGIC';
-  const fail = (got: string) =>
-    badQuery(`Expected '${paramName}' parameter value of the form: ${form}. Got: ${got}`);
+  const fail = (got: string) => badQuery(`Expected '${paramName}' parameter value of the form: ${form}. Got: ${got}`);
   const filter = emptyTraitFilter();
   const used = allowAnyOf ? values : values.slice(-1);
   for (const value of used) {
@@ -101,7 +100,10 @@ export function parseMemberOf(values: string[], mv: Microversion): AggregateFilt
       uuids = rest.slice(3).split(',');
     } else {
       if (rest.includes(',')) {
-        throw new DomainError('invalid', "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion.");
+        throw new DomainError(
+          'invalid',
+          "Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' keyword using the valid microversion.",
+        );
       }
       uuids = [rest];
     }
@@ -115,8 +117,8 @@ export function parseMemberOf(values: string[], mv: Microversion): AggregateFilt
 
 /** `resources=VCPU:2,MEMORY_MB:1024` as class name -> amount, in the order given. */
 export function parseResources(value: string, paramName = 'resources'): Map<string, number> {
-  const form = `Badly formed ${paramName} parameter. Expected ${paramName} query string parameter in form: ` +
-    `?${paramName}=VCPU:2,MEMORY_MB:1024.`;
+  const form =
+    `Badly formed ${paramName} parameter. Expected ${paramName} query string parameter in form: ` + `?${paramName}=VCPU:2,MEMORY_MB:1024.`;
   const bad = (message: string) => new DomainError('invalid', message);
   if (!value.trim()) throw bad(`${form} Got: empty string.`);
   const amounts = new Map<string, number>();

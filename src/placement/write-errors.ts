@@ -15,7 +15,10 @@ export class ProviderMissing extends DomainError {
 
 /** The caller's consumer generation is not the stored one (409 concurrent_update). */
 export class ConsumerGenerationMismatch extends DomainError {
-  constructor(readonly expected: number | null, readonly got: number | null | undefined) {
+  constructor(
+    readonly expected: number | null,
+    readonly got: number | null | undefined,
+  ) {
     const show = (g: number | null | undefined) => (g === null || g === undefined ? 'null' : String(g));
     super('conflict', `consumer generation conflict - expected ${show(expected)} but got ${show(got)}`, ErrorCode.CONCURRENT_UPDATE);
     this.name = 'ConsumerGenerationMismatch';
@@ -24,8 +27,16 @@ export class ConsumerGenerationMismatch extends DomainError {
 
 /** The caller's provider generation is not the stored one (409 concurrent_update). */
 export class ProviderGenerationMismatch extends DomainError {
-  constructor(readonly uuid: string, readonly actual: number, readonly given: number) {
-    super('conflict', `resource provider generation conflict for provider ${uuid}: actual: ${actual}, given: ${given}`, ErrorCode.CONCURRENT_UPDATE);
+  constructor(
+    readonly uuid: string,
+    readonly actual: number,
+    readonly given: number,
+  ) {
+    super(
+      'conflict',
+      `resource provider generation conflict for provider ${uuid}: actual: ${actual}, given: ${given}`,
+      ErrorCode.CONCURRENT_UPDATE,
+    );
     this.name = 'ProviderGenerationMismatch';
   }
 }
@@ -33,7 +44,11 @@ export class ProviderGenerationMismatch extends DomainError {
 /** A reshaper names an inventory provider that does not exist (400 resource_provider.not_found). */
 export class InventoryProviderMissing extends DomainError {
   constructor(readonly uuid: string) {
-    super('invalid', `Resource provider ${uuid} in inventories not found: No resource provider with uuid ${uuid} found`, ErrorCode.PROVIDER_NOT_FOUND);
+    super(
+      'invalid',
+      `Resource provider ${uuid} in inventories not found: No resource provider with uuid ${uuid} found`,
+      ErrorCode.PROVIDER_NOT_FOUND,
+    );
     this.name = 'InventoryProviderMissing';
   }
 }
@@ -96,7 +111,10 @@ export class UnknownTraits extends DomainError {
 
 /** A provider with this uuid or name exists already (409 duplicate_name). */
 export class DuplicateProvider extends DomainError {
-  constructor(readonly field: 'name' | 'uuid', readonly value: string) {
+  constructor(
+    readonly field: 'name' | 'uuid',
+    readonly value: string,
+  ) {
     super('conflict', `Conflicting resource provider ${field}: ${value} already exists.`, ErrorCode.DUPLICATE_NAME);
     this.name = 'DuplicateProvider';
   }

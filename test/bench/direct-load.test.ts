@@ -44,7 +44,15 @@ describe('bench directLoad', () => {
       // A tree with standard names, so parent and root ids are covered too.
       [
         { uuid: root, name: `cn-${root}`, inventories: { DISK_GB: { total: 100, reserved: 5 } }, traits: ['COMPUTE_VOLUME_MULTI_ATTACH'] },
-        { uuid: numa, name: `numa-${numa}`, parent: root, inventories: { VCPU: { total: 4, allocation_ratio: 4 }, MEMORY_MB: { total: 2048, min_unit: 256, max_unit: 1024, step_size: 256 } } },
+        {
+          uuid: numa,
+          name: `numa-${numa}`,
+          parent: root,
+          inventories: {
+            VCPU: { total: 4, allocation_ratio: 4 },
+            MEMORY_MB: { total: 2048, min_unit: 256, max_unit: 1024, step_size: 256 },
+          },
+        },
         { uuid: crypto.randomUUID(), name: 'leaf', parent: numa, inventories: { FPGA: { total: 1 } } },
         { uuid: crypto.randomUUID(), name: 'bare', parent: root },
       ],
@@ -52,7 +60,9 @@ describe('bench directLoad', () => {
     const viaApi = await makeTestApp();
     const direct = await makeTestApp();
     opened.push(viaApi, direct);
-    const api = new PlacementClient('http://bench.test', 'admin', '1.36', 10_000, (input, init) => Promise.resolve(viaApi.app.fetch(new Request(input, init))));
+    const api = new PlacementClient('http://bench.test', 'admin', '1.36', 10_000, (input, init) =>
+      Promise.resolve(viaApi.app.fetch(new Request(input, init))),
+    );
     await httpLoad(api, cloud, 4);
     await directLoad(direct.deps.store.client, cloud);
     const expected = await dump(viaApi);

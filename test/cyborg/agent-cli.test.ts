@@ -8,7 +8,9 @@ import { makeCyborgApp, type CyborgTestApp } from './helpers.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../agent/test/fixtures/${name}`, import.meta.url));
 let t: CyborgTestApp;
-beforeAll(async () => { t = await makeCyborgApp(); });
+beforeAll(async () => {
+  t = await makeCyborgApp();
+});
 afterAll(() => t.close());
 
 describe('placement-agent accelerators', () => {
@@ -16,7 +18,8 @@ describe('placement-agent accelerators', () => {
     const out: string[] = [];
     const err: string[] = [];
     const io = {
-      out: (s: string) => out.push(s), err: (s: string) => err.push(s),
+      out: (s: string) => out.push(s),
+      err: (s: string) => err.push(s),
       fetch: (req: Request) => Promise.resolve(t.app.fetch(req)),
       env: { PLACEMENT_AGENT_INSTANCES_PATH: '/tmp', PLACEMENT_AGENT_PROVIDER_CONFIG_LOCATION: '/nonexistent' },
     };
@@ -25,7 +28,9 @@ describe('placement-agent accelerators', () => {
     expect(await main(['accelerators', ...args], io), err.join('\n')).toBe(0);
     expect(JSON.parse(out.at(-1)!)).toMatchObject({ host: 'fpga-host', devices: 1 });
 
-    const providers = (await (await t.call('GET', '/resource_providers?name=fpga-host')).json()) as { resource_providers: { uuid: string }[] };
+    const providers = (await (await t.call('GET', '/resource_providers?name=fpga-host')).json()) as {
+      resource_providers: { uuid: string }[];
+    };
     const tree = (await (await t.call('GET', `/resource_providers?in_tree=${providers.resource_providers[0]!.uuid}`)).json()) as {
       resource_providers: { uuid: string; name: string }[];
     };
@@ -38,10 +43,15 @@ describe('placement-agent accelerators', () => {
     const run = async (host: string, env: Record<string, string> = {}, fetch = (req: Request) => Promise.resolve(t.app.fetch(req))) => {
       const out: string[] = [];
       const err: string[] = [];
-      const code = await main(['once', '--endpoint', 'http://edge.test', '--token', 'admin', '--root', fixture('two-nvidia'), '--host', host], {
-        out: (s) => out.push(s), err: (s) => err.push(s), fetch,
-        env: { PLACEMENT_AGENT_INSTANCES_PATH: '/tmp', PLACEMENT_AGENT_PROVIDER_CONFIG_LOCATION: '/nonexistent', ...env },
-      });
+      const code = await main(
+        ['once', '--endpoint', 'http://edge.test', '--token', 'admin', '--root', fixture('two-nvidia'), '--host', host],
+        {
+          out: (s) => out.push(s),
+          err: (s) => err.push(s),
+          fetch,
+          env: { PLACEMENT_AGENT_INSTANCES_PATH: '/tmp', PLACEMENT_AGENT_PROVIDER_CONFIG_LOCATION: '/nonexistent', ...env },
+        },
+      );
       expect(code, err.join('\n')).toBe(0);
       return { summary: JSON.parse(out.at(-1)!) as { accelerators: unknown }, err };
     };
@@ -56,9 +66,12 @@ describe('placement-agent accelerators', () => {
     expect(await hostDevices('gpu-quiet')).toEqual([]);
 
     // A Placement without the accelerator API: the tree is still reported, with a warning.
-    const placementOnly = (req: Request) => Promise.resolve(new URL(req.url).pathname.startsWith('/accelerator/')
-      ? new Response('{"errors": [{"status": 404, "detail": "not found"}]}', { status: 404 })
-      : t.app.fetch(req));
+    const placementOnly = (req: Request) =>
+      Promise.resolve(
+        new URL(req.url).pathname.startsWith('/accelerator/')
+          ? new Response('{"errors": [{"status": 404, "detail": "not found"}]}', { status: 404 })
+          : t.app.fetch(req),
+      );
     const plain = await run('gpu-plain', {}, placementOnly);
     expect(plain.summary.accelerators).toBe('unsupported');
     expect(plain.err.join('\n')).toMatch(/no accelerator API/);

@@ -14,7 +14,9 @@ import { makeCyborgApp, type CyborgTestApp } from './helpers.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../agent/test/fixtures/${name}`, import.meta.url));
 let t: CyborgTestApp;
-beforeAll(async () => { t = await makeCyborgApp(); });
+beforeAll(async () => {
+  t = await makeCyborgApp();
+});
 afterAll(() => t.close());
 
 describe('agent accelerator report', () => {
@@ -31,28 +33,40 @@ describe('agent accelerator report', () => {
     expect(fpga).toBeDefined();
     const body = acceleratorReport(found.providers, providerUuid);
     expect(body.devices.length).toBeGreaterThan(0);
-    expect(await reportAccelerators(client, found.host.hostname, found.providers, providerUuid)).toEqual({ devices: body.devices.length, sent: true });
+    expect(await reportAccelerators(client, found.host.hostname, found.providers, providerUuid)).toEqual({
+      devices: body.devices.length,
+      sent: true,
+    });
     // The service now holds exactly this report: the next one is not sent again.
-    expect(await reportAccelerators(client, found.host.hostname, found.providers, providerUuid)).toEqual({ devices: body.devices.length, sent: false });
-    const held = await (await t.acc('GET', `/hosts/${found.host.hostname}/devices`)).json() as { devices: { key: string }[] };
+    expect(await reportAccelerators(client, found.host.hostname, found.providers, providerUuid)).toEqual({
+      devices: body.devices.length,
+      sent: false,
+    });
+    const held = (await (await t.acc('GET', `/hosts/${found.host.hostname}/devices`)).json()) as { devices: { key: string }[] };
     expect(held.devices.map((d) => d.key).sort()).toEqual(body.devices.map((d) => d.key).sort());
 
-    const { deployables } = await (await t.acc('GET', '/deployables')).json() as { deployables: { name: string; rp_uuid: string }[] };
+    const { deployables } = (await (await t.acc('GET', '/deployables')).json()) as { deployables: { name: string; rp_uuid: string }[] };
     expect(deployables.map((d) => d.name)).toContain(fpga.name);
 
     await t.acc('POST', '/device_profiles', { body: [{ name: 'agent-fpga', groups: [{ 'resources:FPGA': '1' }] }] });
-    const { arqs } = await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'agent-fpga' } })).json() as { arqs: { uuid: string }[] };
+    const { arqs } = (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'agent-fpga' } })).json()) as {
+      arqs: { uuid: string }[];
+    };
     const instance = crypto.randomUUID();
     const patch = await t.acc('PATCH', '/accelerator_requests', {
-      body: { [arqs[0]!.uuid]: [
-        { path: '/hostname', op: 'add', value: found.host.hostname },
-        { path: '/device_rp_uuid', op: 'add', value: providerUuid(fpga.name) },
-        { path: '/instance_uuid', op: 'add', value: instance },
-      ] },
+      body: {
+        [arqs[0]!.uuid]: [
+          { path: '/hostname', op: 'add', value: found.host.hostname },
+          { path: '/device_rp_uuid', op: 'add', value: providerUuid(fpga.name) },
+          { path: '/instance_uuid', op: 'add', value: instance },
+        ],
+      },
     });
     expect(patch.status).toBe(202);
     await t.jobs.queue.idle();
-    const shown = await (await t.acc('GET', `/accelerator_requests?instance=${instance}`)).json() as { arqs: { state: string; attach_handle_info: Record<string, string> }[] };
+    const shown = (await (await t.acc('GET', `/accelerator_requests?instance=${instance}`)).json()) as {
+      arqs: { state: string; attach_handle_info: Record<string, string> }[];
+    };
     expect(shown.arqs[0]).toMatchObject({ state: 'Bound', attach_handle_info: pciAttachInfo(fpga.device!.pciAddress)! });
   });
 });

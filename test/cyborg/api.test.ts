@@ -11,7 +11,12 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const fault = async (res: Response) => JSON.parse(((await res.json()) as { error_message: string }).error_message) as { faultcode: string; faultstring: string; debuginfo: null };
+const fault = async (res: Response) =>
+  JSON.parse(((await res.json()) as { error_message: string }).error_message) as {
+    faultcode: string;
+    faultstring: string;
+    debuginfo: null;
+  };
 type Arq = { uuid: string; state: string; device_profile_group_id: number; project_id: string | null };
 const member = { 'x-auth-token': 'u1:p1', 'x-roles': 'member,reader' };
 
@@ -19,9 +24,18 @@ describe('versions', () => {
   it('serves / and /v2 without a token', async () => {
     const root = await t.app.request('/accelerator/');
     expect(root.status).toBe(200);
-    expect(await root.json()).toMatchObject({ versions: [{ id: 'v2', min_version: '2.0', max_version: '2.3' }], default_version: { id: 'v2' } });
+    expect(await root.json()).toMatchObject({
+      versions: [{ id: 'v2', min_version: '2.0', max_version: '2.3' }],
+      default_version: { id: 'v2' },
+    });
     const v2 = await t.app.request('/accelerator/v2');
-    expect(await v2.json()).toMatchObject({ id: 'v2.0', min_version: '2.0', max_version: '2.3', status: 'CURRENT', links: [{ rel: 'self' }] });
+    expect(await v2.json()).toMatchObject({
+      id: 'v2.0',
+      min_version: '2.0',
+      max_version: '2.3',
+      status: 'CURRENT',
+      links: [{ rel: 'self' }],
+    });
     expect(v2.headers.get('openstack-api-version')).toBe('accelerator 2.0');
   });
 
@@ -53,15 +67,17 @@ describe('versions', () => {
 
 describe('device profiles', () => {
   it('creates, lists by name, shows by uuid, by name from 2.2 only', async () => {
-    const created = await t.acc('POST', '/device_profiles', { body: [{ name: 'dp-show', description: null, groups: [{ 'resources:FPGA': 1 }] }] });
+    const created = await t.acc('POST', '/device_profiles', {
+      body: [{ name: 'dp-show', description: null, groups: [{ 'resources:FPGA': 1 }] }],
+    });
     expect(created.status).toBe(201);
-    const profile = await created.json() as { uuid: string; groups: Record<string, string>[] };
+    const profile = (await created.json()) as { uuid: string; groups: Record<string, string>[] };
     expect(profile.groups).toEqual([{ 'resources:FPGA': '1' }]);
     expect(await (await t.acc('GET', `/device_profiles/${profile.uuid}`)).json()).toMatchObject({ device_profile: { name: 'dp-show' } });
     expect((await t.acc('GET', '/device_profiles/dp-show')).status).toBe(406);
     expect((await t.acc('GET', '/device_profiles/dp-show', { version: '2.2' })).status).toBe(200);
     expect((await t.acc('GET', '/device_profiles/nope', { version: '2.2' })).status).toBe(404);
-    const list = await (await t.acc('GET', '/device_profiles?name=dp-show,other')).json() as { device_profiles: unknown[] };
+    const list = (await (await t.acc('GET', '/device_profiles?name=dp-show,other')).json()) as { device_profiles: unknown[] };
     expect(list.device_profiles).toHaveLength(1);
   });
 
@@ -76,7 +92,13 @@ describe('device profiles', () => {
     [[{ name: 'x4', groups: [{ 'resources:FPGA': 2147483648 }] }], 'not an integer from 1 to 2147483647'],
     [[{ name: 'x5', groups: [{ 'trait:HW_CPU_X86_AVX': 'required' }] }], 'traits must be CUSTOM_'],
     [[{ name: 'x6', groups: [{ 'trait:CUSTOM_A': 'maybe' }] }], "'required' or 'forbidden'"],
-    [[{ name: 'x7', groups: [{}] }, { name: 'x8', groups: [{}] }], 'exactly one'],
+    [
+      [
+        { name: 'x7', groups: [{}] },
+        { name: 'x8', groups: [{}] },
+      ],
+      'exactly one',
+    ],
     ['{not json', 'Malformed JSON'],
   ])('rejects %j with a 400', async (body, message) => {
     const res = await t.acc('POST', '/device_profiles', { body });
@@ -86,7 +108,9 @@ describe('device profiles', () => {
 
   it('refuses a duplicate name with 409 and deletes by ?value= and by uuid', async () => {
     await t.acc('POST', '/device_profiles', { body: [{ name: 'dp-del1', groups: [{ 'resources:GPU': '1' }] }] });
-    const second = await (await t.acc('POST', '/device_profiles', { body: [{ name: 'dp-del2', groups: [{ 'resources:GPU': '1' }] }] })).json() as { uuid: string };
+    const second = (await (
+      await t.acc('POST', '/device_profiles', { body: [{ name: 'dp-del2', groups: [{ 'resources:GPU': '1' }] }] })
+    ).json()) as { uuid: string };
     expect((await t.acc('POST', '/device_profiles', { body: [{ name: 'dp-del1', groups: [{ 'resources:GPU': '1' }] }] })).status).toBe(409);
     expect((await t.acc('DELETE', '/device_profiles?value=dp-del1,missing')).status).toBe(404);
     expect((await t.acc('DELETE', '/device_profiles?value=dp-del1')).status).toBe(204);
@@ -104,11 +128,21 @@ describe('accelerator requests', () => {
   beforeAll(async () => {
     await t.acc('POST', '/device_profiles', { body: fpgaProfile('dp-arq') });
     await t.acc('POST', '/device_profiles', {
-      body: [{ name: 'dp-multi', groups: [{ 'resources:FPGA': '2' }, { 'resources:CUSTOM_QAT': '1', 'resources:GPU': '1' }, { 'resources:FPGA': '1', 'trait:CUSTOM_FPGA_XILINX': 'required' }] }],
+      body: [
+        {
+          name: 'dp-multi',
+          groups: [
+            { 'resources:FPGA': '2' },
+            { 'resources:CUSTOM_QAT': '1', 'resources:GPU': '1' },
+            { 'resources:FPGA': '1', 'trait:CUSTOM_FPGA_XILINX': 'required' },
+          ],
+        },
+      ],
     });
   });
   const create = async (name = 'dp-arq', headers?: Record<string, string>) =>
-    ((await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: name }, headers })).json()) as { arqs: Arq[] }).arqs;
+    ((await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: name }, headers })).json()) as { arqs: Arq[] })
+      .arqs;
 
   it('creates one ARQ per requested unit per group', async () => {
     const arqs = await create('dp-multi');
@@ -144,25 +178,31 @@ describe('accelerator requests', () => {
       expect(res.status, JSON.stringify(body)).toBe(status);
       expect((await fault(res)).faultstring).toContain(message);
     }
-    const states = await Promise.all([a, b].map(async (x) => ((await (await t.acc('GET', `/accelerator_requests/${x!.uuid}`)).json()) as Arq).state));
+    const states = await Promise.all(
+      [a, b].map(async (x) => ((await (await t.acc('GET', `/accelerator_requests/${x!.uuid}`)).json()) as Arq).state),
+    );
     expect(states).toEqual(['Initial', 'Initial']);
   });
 
   it('checks forbidden traits and that only admins set project_id (2.1)', async () => {
-    await t.acc('POST', '/device_profiles', { body: [{ name: 'dp-forbid', groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FPGA_A': 'forbidden' }] }] });
+    await t.acc('POST', '/device_profiles', {
+      body: [{ name: 'dp-forbid', groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FPGA_A': 'forbidden' }] }],
+    });
     const [f] = await create('dp-forbid');
     const res = await t.acc('PATCH', '/accelerator_requests', { body: bindBody(f!.uuid, crypto.randomUUID()) });
     expect((await fault(res)).faultstring).toContain('forbidden trait CUSTOM_FPGA_A');
 
     const [m] = await create('dp-arq', member);
     expect(m!.project_id).toBe('p1');
-    const withProject = { [m!.uuid]: [...bindBody(m!.uuid, crypto.randomUUID())[m!.uuid]!, { path: '/project_id', op: 'add', value: 'p9' }] };
+    const withProject = {
+      [m!.uuid]: [...bindBody(m!.uuid, crypto.randomUUID())[m!.uuid]!, { path: '/project_id', op: 'add', value: 'p9' }],
+    };
     // Even beside a service token, only an admin may move an ARQ to another project.
     const memberViaNova = { ...member, 'x-service-token': 'nova', 'x-service-roles': 'service' };
     expect((await t.acc('PATCH', '/accelerator_requests', { body: withProject, version: '2.1', headers: memberViaNova })).status).toBe(403);
     expect((await t.acc('PATCH', '/accelerator_requests', { body: withProject, version: '2.1' })).status).toBe(202);
     await t.jobs.queue.idle();
-    const shown = await (await t.acc('GET', `/accelerator_requests/${m!.uuid}`)).json() as Arq;
+    const shown = (await (await t.acc('GET', `/accelerator_requests/${m!.uuid}`)).json()) as Arq;
     expect(shown).toMatchObject({ state: 'Bound', project_id: 'p9' });
   });
 
@@ -181,7 +221,9 @@ describe('accelerator requests', () => {
     const arqs = await Promise.all([1, 2, 3, 4, 5].map(() => create()));
     for (const [arq] of arqs) await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq!.uuid, crypto.randomUUID()) });
     await t.jobs.queue.idle();
-    const states = await Promise.all(arqs.map(async ([arq]) => ((await (await t.acc('GET', `/accelerator_requests/${arq!.uuid}`)).json()) as Arq).state));
+    const states = await Promise.all(
+      arqs.map(async ([arq]) => ((await (await t.acc('GET', `/accelerator_requests/${arq!.uuid}`)).json()) as Arq).state),
+    );
     expect(states.filter((s) => s === 'BindFailed').length).toBeGreaterThan(0);
     // BindFailed cannot go back to BindStarted without an unbind.
     const failed = arqs[states.indexOf('BindFailed')]![0]!;
@@ -192,11 +234,11 @@ describe('accelerator requests', () => {
 
   it('lists only the caller project for members; filters by instance and bind_state', async () => {
     const [mine] = await create('dp-arq', member);
-    const listed = await (await t.acc('GET', '/accelerator_requests', { headers: member })).json() as { arqs: Arq[] };
+    const listed = (await (await t.acc('GET', '/accelerator_requests', { headers: member })).json()) as { arqs: Arq[] };
     expect(listed.arqs.every((a) => a.project_id === 'p1')).toBe(true);
     expect(listed.arqs.map((a) => a.uuid)).toContain(mine!.uuid);
     expect((await t.acc('GET', '/accelerator_requests?bind_state=bogus')).status).toBe(400);
-    const none = await (await t.acc('GET', `/accelerator_requests?instance=${crypto.randomUUID()}`)).json() as { arqs: Arq[] };
+    const none = (await (await t.acc('GET', `/accelerator_requests?instance=${crypto.randomUUID()}`)).json()) as { arqs: Arq[] };
     expect(none.arqs).toEqual([]);
   });
 
@@ -214,17 +256,34 @@ describe('accelerator requests', () => {
 describe('agent report', () => {
   it('replaces a host inventory and lists devices and deployables', async () => {
     const report = (handles: number) => ({
-      devices: [{ key: 'gpu0', type: 'GPU', vendor: '10de', model: 'H100', deployables: [{
-        name: 'agent-host_GPU', num_accelerators: handles, rp_uuid: null,
-        attach_handles: Array.from({ length: handles }, (_, i) => ({ type: 'PCI', info: { domain: '0000', bus: '1a', device: '00', function: String(i) } })),
-      }] }],
+      devices: [
+        {
+          key: 'gpu0',
+          type: 'GPU',
+          vendor: '10de',
+          model: 'H100',
+          deployables: [
+            {
+              name: 'agent-host_GPU',
+              num_accelerators: handles,
+              rp_uuid: null,
+              attach_handles: Array.from({ length: handles }, (_, i) => ({
+                type: 'PCI',
+                info: { domain: '0000', bus: '1a', device: '00', function: String(i) },
+              })),
+            },
+          ],
+        },
+      ],
     });
     const first = await t.acc('PUT', '/hosts/agent-host/devices', { body: report(2) });
     expect(first.status).toBe(200);
     const again = await t.acc('PUT', '/hosts/agent-host/devices', { body: report(1) });
     const [dev] = ((await again.json()) as { devices: { uuid: string }[] }).devices;
-    expect(dev!.uuid).toBe((((await first.json()) as { devices: { uuid: string }[] }).devices[0]!.uuid));
-    const devices = await (await t.acc('GET', '/devices?hostname=agent-host', { version: '2.3' })).json() as { devices: { type: string; status: string }[] };
+    expect(dev!.uuid).toBe(((await first.json()) as { devices: { uuid: string }[] }).devices[0]!.uuid);
+    const devices = (await (await t.acc('GET', '/devices?hostname=agent-host', { version: '2.3' })).json()) as {
+      devices: { type: string; status: string }[];
+    };
     expect(devices.devices).toEqual([expect.objectContaining({ type: 'GPU', status: 'enabled' })]);
     expect((await t.acc('GET', '/devices?hostname=agent-host')).ok).toBe(true);
     expect((await t.acc('PUT', '/hosts/agent-host/devices', { body: { devices: [{ key: 'x' }] } })).status).toBe(400);
@@ -236,17 +295,21 @@ describe('agent report', () => {
 
 describe('device enable / disable', () => {
   const hostDevice = async () => {
-    const { devices } = await (await t.acc('GET', `/devices?hostname=${HOST}`, { version: '2.3' })).json() as { devices: { uuid: string; status: string }[] };
+    const { devices } = (await (await t.acc('GET', `/devices?hostname=${HOST}`, { version: '2.3' })).json()) as {
+      devices: { uuid: string; status: string }[];
+    };
     return devices[0]!;
   };
   const bindState = async () => {
     await t.acc('POST', '/device_profiles', { body: fpgaProfile(`dp-maint-${crypto.randomUUID().slice(0, 8)}`) });
-    const profiles = await (await t.acc('GET', '/device_profiles')).json() as { device_profiles: { name: string }[] };
+    const profiles = (await (await t.acc('GET', '/device_profiles')).json()) as { device_profiles: { name: string }[] };
     const name = profiles.device_profiles.filter((p) => p.name.startsWith('dp-maint-')).at(-1)!.name;
-    const { arqs } = await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: name } })).json() as { arqs: Arq[] };
+    const { arqs } = (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: name } })).json()) as {
+      arqs: Arq[];
+    };
     await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arqs[0]!.uuid, crypto.randomUUID()) });
     await t.jobs.queue.idle();
-    const arq = await (await t.acc('GET', `/accelerator_requests/${arqs[0]!.uuid}`)).json() as Arq;
+    const arq = (await (await t.acc('GET', `/accelerator_requests/${arqs[0]!.uuid}`)).json()) as Arq;
     await t.acc('DELETE', `/accelerator_requests/${arq.uuid}`);
     return arq.state;
   };
@@ -278,10 +341,29 @@ describe('device enable / disable', () => {
 /** The FPGA host's report as seedHost sends it, with no status. */
 async function seedHostReportAgain(): Promise<void> {
   const res = await t.acc('PUT', `/hosts/${HOST}/devices`, {
-    body: { devices: [{ key: '0000:0c:00.0', type: 'FPGA', vendor: '0x8086', model: 'arria10', deployables: [{
-      name: `${HOST}_FPGA`, num_accelerators: 4, rp_uuid: FPGA_RP, driver_name: 'intel', bitstream_id: null,
-      attach_handles: Array.from({ length: 4 }, (_, i) => ({ type: 'PCI', info: { domain: '0000', bus: '0c', device: '00', function: String(i) } })),
-    }] }] },
+    body: {
+      devices: [
+        {
+          key: '0000:0c:00.0',
+          type: 'FPGA',
+          vendor: '0x8086',
+          model: 'arria10',
+          deployables: [
+            {
+              name: `${HOST}_FPGA`,
+              num_accelerators: 4,
+              rp_uuid: FPGA_RP,
+              driver_name: 'intel',
+              bitstream_id: null,
+              attach_handles: Array.from({ length: 4 }, (_, i) => ({
+                type: 'PCI',
+                info: { domain: '0000', bus: '0c', device: '00', function: String(i) },
+              })),
+            },
+          ],
+        },
+      ],
+    },
   });
   expect(res.status).toBe(200);
 }
@@ -295,7 +377,7 @@ describe('attributes', () => {
     // seedHost's FPGA deployable is the first one reported: id 1.
     const created = await t.acc('POST', '/attributes', { body: { deployable_id: '1', key: 'rc', value: 'FPGA' } });
     expect(created.status).toBe(201);
-    const attr = await created.json() as Attribute;
+    const attr = (await created.json()) as Attribute;
     expect(attr).toMatchObject({ deployable_id: 1, key: 'rc', value: 'FPGA' });
     expect(attr.links[0]!.href).toMatch(new RegExp(`/accelerator/v2/attributes/${attr.uuid}$`));
     expect((await t.acc('POST', '/attributes', { body: { deployable_id: 1, key: 'traits1', value: 'CUSTOM_FAKE' } })).status).toBe(201);
@@ -316,13 +398,24 @@ describe('attributes', () => {
     expect(unknown.status).toBe(400);
     expect((await fault(unknown)).faultstring).toMatch(/Deployable 999/);
     expect((await t.acc('GET', '/attributes?deployable_id=abc')).status).toBe(400);
-    expect((await t.acc('POST', '/attributes', { body: { deployable_id: 1, key: 'rc', value: 'FPGA' }, headers: member })).status).toBe(403);
+    expect((await t.acc('POST', '/attributes', { body: { deployable_id: 1, key: 'rc', value: 'FPGA' }, headers: member })).status).toBe(
+      403,
+    );
     expect((await t.acc('GET', '/attributes', { headers: member })).status).toBe(403);
   });
 
   it('go away with their deployable when the agent stops reporting it', async () => {
-    const report = (names: string[]) => ({ devices: [{ key: 'card0', type: 'GPU', vendor: '10de', model: 'A100',
-      deployables: names.map((name) => ({ name, num_accelerators: 1, attach_handles: [] })) }] });
+    const report = (names: string[]) => ({
+      devices: [
+        {
+          key: 'card0',
+          type: 'GPU',
+          vendor: '10de',
+          model: 'A100',
+          deployables: names.map((name) => ({ name, num_accelerators: 1, attach_handles: [] })),
+        },
+      ],
+    });
     expect((await t.acc('PUT', '/hosts/attr-host/devices', { body: report(['attr-host_gpu0']) })).status).toBe(200);
     // The API shows deployables by uuid only; attributes name them by row id.
     const row = await t.deps.store.client.execute({ sql: 'SELECT id FROM deployables WHERE name = ?', args: ['attr-host_gpu0'] });

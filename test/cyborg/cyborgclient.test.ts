@@ -24,7 +24,8 @@ describe.skipIf(!hasCli)('python3-cyborgclient against npm start', () => {
     server = await startServer(`file:${join(dir, 'db')}`);
     const call = async (method: string, path: string, body?: unknown, version = 'placement latest') => {
       const res = await fetch(server.url + path, {
-        method, body: body === undefined ? undefined : JSON.stringify(body),
+        method,
+        body: body === undefined ? undefined : JSON.stringify(body),
         headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': version },
       });
       if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
@@ -32,9 +33,29 @@ describe.skipIf(!hasCli)('python3-cyborgclient against npm start', () => {
     await call('POST', '/resource_providers', { name: 'cn1', uuid: ROOT });
     await call('POST', '/resource_providers', { name: 'cn1_FPGA', uuid: FPGA, parent_provider_uuid: ROOT });
     await call('PUT', `/resource_providers/${FPGA}/inventories`, { resource_provider_generation: 0, inventories: { FPGA: { total: 1 } } });
-    await call('PUT', '/accelerator/v2/hosts/cn1/devices', { devices: [{ key: '0000:0c:00.0', type: 'FPGA', vendor: '0x8086', model: 'a10', deployables: [{
-      name: 'cn1_FPGA', num_accelerators: 1, rp_uuid: FPGA, attach_handles: [{ type: 'PCI', info: { domain: '0000', bus: '0c', device: '00', function: '0' } }],
-    }] }] }, 'accelerator 2.0');
+    await call(
+      'PUT',
+      '/accelerator/v2/hosts/cn1/devices',
+      {
+        devices: [
+          {
+            key: '0000:0c:00.0',
+            type: 'FPGA',
+            vendor: '0x8086',
+            model: 'a10',
+            deployables: [
+              {
+                name: 'cn1_FPGA',
+                num_accelerators: 1,
+                rp_uuid: FPGA,
+                attach_handles: [{ type: 'PCI', info: { domain: '0000', bus: '0c', device: '00', function: '0' } }],
+              },
+            ],
+          },
+        ],
+      },
+      'accelerator 2.0',
+    );
   }, 90_000);
   afterAll(async () => {
     await server?.stop();
@@ -42,19 +63,30 @@ describe.skipIf(!hasCli)('python3-cyborgclient against npm start', () => {
   });
 
   const os = async (...args: string[]) => {
-    const { stdout } = await run(OPENSTACK, [
-      '--os-auth-type', 'admin_token', '--os-token', 'admin', '--os-endpoint', `${server.url}/accelerator/v2`, ...args,
-    ], { timeout: 60_000 });
+    const { stdout } = await run(
+      OPENSTACK,
+      ['--os-auth-type', 'admin_token', '--os-token', 'admin', '--os-endpoint', `${server.url}/accelerator/v2`, ...args],
+      { timeout: 60_000 },
+    );
     return stdout;
   };
   const json = async <T>(...args: string[]) => JSON.parse(await os(...args, '-f', 'json')) as T;
 
   it('runs device profile and arq create/list/show/bind/unbind/delete', async () => {
-    const dp = await json<{ uuid: string; name: string }>('accelerator', 'device', 'profile', 'create', 'dp-cli', '[{"resources:FPGA": 1}]');
+    const dp = await json<{ uuid: string; name: string }>(
+      'accelerator',
+      'device',
+      'profile',
+      'create',
+      'dp-cli',
+      '[{"resources:FPGA": 1}]',
+    );
     expect(dp.name).toBe('dp-cli');
     expect((await json<{ name: string }[]>('accelerator', 'device', 'profile', 'list')).map((p) => p.name)).toEqual(['dp-cli']);
     expect((await json<{ uuid: string }>('accelerator', 'device', 'profile', 'show', dp.uuid)).uuid).toBe(dp.uuid);
-    expect((await json<{ uuid: string }>('--os-accelerator-api-version', '2.2', 'accelerator', 'device', 'profile', 'show', 'dp-cli')).uuid).toBe(dp.uuid);
+    expect(
+      (await json<{ uuid: string }>('--os-accelerator-api-version', '2.2', 'accelerator', 'device', 'profile', 'show', 'dp-cli')).uuid,
+    ).toBe(dp.uuid);
 
     const arq = await json<{ uuid: string; state: string }>('accelerator', 'arq', 'create', 'dp-cli');
     expect(arq.state).toBe('Initial');

@@ -22,7 +22,9 @@ export async function makeCyborgApp(env: Record<string, string> = {}): Promise<C
   return {
     ...t,
     jobs,
-    tick(ms) { nowMs += ms; },
+    tick(ms) {
+      nowMs += ms;
+    },
     acc(method, path, opts = {}) {
       const headers: Record<string, string> = {
         'x-auth-token': 'admin',
@@ -56,34 +58,62 @@ export async function seedHost(t: Pick<CyborgTestApp, 'call' | 'acc'>, handles =
   };
   await ok(t.call('POST', '/resource_providers', { body: { name: HOST, uuid: ROOT_RP } }));
   await ok(t.call('POST', '/resource_providers', { body: { name: `${HOST}_FPGA`, uuid: FPGA_RP, parent_provider_uuid: ROOT_RP } }));
-  await ok(t.call('PUT', `/resource_providers/${FPGA_RP}/inventories`, {
-    body: { resource_provider_generation: 0, inventories: { FPGA: { total: handles } } },
-  }));
+  await ok(
+    t.call('PUT', `/resource_providers/${FPGA_RP}/inventories`, {
+      body: { resource_provider_generation: 0, inventories: { FPGA: { total: handles } } },
+    }),
+  );
   await ok(t.call('PUT', '/traits/CUSTOM_FPGA_A'));
-  await ok(t.call('PUT', `/resource_providers/${FPGA_RP}/traits`, { body: { resource_provider_generation: 1, traits: ['CUSTOM_FPGA_A'] } }));
+  await ok(
+    t.call('PUT', `/resource_providers/${FPGA_RP}/traits`, { body: { resource_provider_generation: 1, traits: ['CUSTOM_FPGA_A'] } }),
+  );
   const attach = Array.from({ length: handles }, (_, i) => ({
-    type: 'PCI', info: { domain: '0000', bus: '0c', device: (i >> 3).toString(16).padStart(2, '0'), function: String(i & 7) },
+    type: 'PCI',
+    info: { domain: '0000', bus: '0c', device: (i >> 3).toString(16).padStart(2, '0'), function: String(i & 7) },
   }));
-  await ok(t.acc('PUT', `/hosts/${HOST}/devices`, {
-    body: {
-      devices: [{
-        key: '0000:0c:00.0', type: 'FPGA', vendor: '0x8086', model: 'arria10',
-        deployables: [{ name: `${HOST}_FPGA`, num_accelerators: handles, rp_uuid: FPGA_RP, driver_name: 'intel', bitstream_id: opts.bitstreamId ?? null, attach_handles: attach }],
-      }],
-    },
-  }));
+  await ok(
+    t.acc('PUT', `/hosts/${HOST}/devices`, {
+      body: {
+        devices: [
+          {
+            key: '0000:0c:00.0',
+            type: 'FPGA',
+            vendor: '0x8086',
+            model: 'arria10',
+            deployables: [
+              {
+                name: `${HOST}_FPGA`,
+                num_accelerators: handles,
+                rp_uuid: FPGA_RP,
+                driver_name: 'intel',
+                bitstream_id: opts.bitstreamId ?? null,
+                attach_handles: attach,
+              },
+            ],
+          },
+        ],
+      },
+    }),
+  );
 }
 
-export interface NovaCall { instance: string; events: { name: string; server_uuid: string; tag: string; status: string }[]; headers: Record<string, string | string[] | undefined> }
+export interface NovaCall {
+  instance: string;
+  events: { name: string; server_uuid: string; tag: string; status: string }[];
+  headers: Record<string, string | string[] | undefined>;
+}
 
 /** A real HTTP server playing Nova's os-server-external-events. */
 export async function startFakeNova(): Promise<{ url: string; calls: NovaCall[]; close(): Promise<void> }> {
   const calls: NovaCall[] = [];
-  const read = (req: IncomingMessage) => new Promise<string>((resolve) => {
-    let data = '';
-    req.on('data', (chunk: Buffer) => { data += chunk.toString(); });
-    req.on('end', () => resolve(data));
-  });
+  const read = (req: IncomingMessage) =>
+    new Promise<string>((resolve) => {
+      let data = '';
+      req.on('data', (chunk: Buffer) => {
+        data += chunk.toString();
+      });
+      req.on('end', () => resolve(data));
+    });
   const server: Server = createServer((req, res) => {
     void read(req).then((text) => {
       if (req.method !== 'POST' || req.url !== '/v2.1/os-server-external-events') {
@@ -113,6 +143,9 @@ export const bindBody = (arqUuid: string, instance: string, rp = FPGA_RP, host =
   ],
 });
 
-export const fpgaProfile = (name = 'fpga-dp1', group: Record<string, string> = {}) => [{
-  name, groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FPGA_A': 'required', ...group }],
-}];
+export const fpgaProfile = (name = 'fpga-dp1', group: Record<string, string> = {}) => [
+  {
+    name,
+    groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FPGA_A': 'required', ...group }],
+  },
+];

@@ -10,7 +10,15 @@ const INSTANCE = '506220bc-18f2-4294-9b29-80267a021dc0';
 /** Nova calls with the end user's token (a project member) and its own service token. */
 const USER = { 'x-auth-token': 'u1:p1', 'x-roles': 'member,reader' };
 const NOVA = { ...USER, 'x-service-token': 'nova', 'x-service-roles': 'service' };
-type Arq = { uuid: string; state: string; device_profile_group_id: number; attach_handle_type: string; attach_handle_info: Record<string, string>; instance_uuid: string | null; hostname: string | null };
+type Arq = {
+  uuid: string;
+  state: string;
+  device_profile_group_id: number;
+  attach_handle_type: string;
+  attach_handle_info: Record<string, string>;
+  instance_uuid: string | null;
+  hostname: string | null;
+};
 
 describe('Nova boot sequence', () => {
   let t: CyborgTestApp;
@@ -28,12 +36,14 @@ describe('Nova boot sequence', () => {
   it('as Nova (user token + service token): binds, notifies Nova, shows the attach handle, unbinds and deletes by instance', async () => {
     expect((await t.acc('POST', '/device_profiles', { body: fpgaProfile() })).status).toBe(201);
     // nova-api: exactly one profile by name, no version header.
-    const listed = await (await t.acc('GET', '/device_profiles?name=fpga-dp1', { headers: { ...USER, 'openstack-api-version': '' } })).json() as { device_profiles: unknown[] };
+    const listed = (await (
+      await t.acc('GET', '/device_profiles?name=fpga-dp1', { headers: { ...USER, 'openstack-api-version': '' } })
+    ).json()) as { device_profiles: unknown[] };
     expect(listed.device_profiles).toHaveLength(1);
 
     const created = await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' }, headers: NOVA });
     expect(created.status).toBe(201);
-    const { arqs } = await created.json() as { arqs: Arq[] };
+    const { arqs } = (await created.json()) as { arqs: Arq[] };
     expect(arqs).toHaveLength(1);
     expect(arqs[0]).toMatchObject({ state: 'Initial', device_profile_group_id: 0, attach_handle_type: '', attach_handle_info: {} });
 
@@ -45,22 +55,34 @@ describe('Nova boot sequence', () => {
     expect(nova.calls).toHaveLength(1);
     expect(nova.calls[0]!.headers['x-openstack-nova-api-version']).toBe('2.82');
     expect(nova.calls[0]!.headers['x-auth-token']).toBe('nova-secret');
-    expect(nova.calls[0]!.events).toEqual([{ name: 'accelerator-request-bound', server_uuid: INSTANCE, tag: arqs[0]!.uuid, status: 'completed' }]);
+    expect(nova.calls[0]!.events).toEqual([
+      { name: 'accelerator-request-bound', server_uuid: INSTANCE, tag: arqs[0]!.uuid, status: 'completed' },
+    ]);
 
-    const byInstance = await (await t.acc('GET', `/accelerator_requests?instance=${INSTANCE}`, { headers: NOVA })).json() as { arqs: Arq[] };
+    const byInstance = (await (await t.acc('GET', `/accelerator_requests?instance=${INSTANCE}`, { headers: NOVA })).json()) as {
+      arqs: Arq[];
+    };
     expect(byInstance.arqs).toHaveLength(1);
     expect(byInstance.arqs[0]).toMatchObject({
-      state: 'Bound', attach_handle_type: 'PCI', attach_handle_info: { domain: '0000', bus: '0c', device: '00', function: '0' },
+      state: 'Bound',
+      attach_handle_type: 'PCI',
+      attach_handle_info: { domain: '0000', bus: '0c', device: '00', function: '0' },
     });
     const resolved = await t.acc('GET', `/accelerator_requests?instance=${INSTANCE}&bind_state=resolved`, { headers: NOVA });
     expect(resolved.status).toBe(200);
 
     const unbind = await t.acc('PATCH', `/accelerator_requests/${arqs[0]!.uuid}`, {
       headers: NOVA,
-      body: { [arqs[0]!.uuid]: [{ path: '/hostname', op: 'remove' }, { path: '/instance_uuid', op: 'remove' }, { path: '/device_rp_uuid', op: 'remove' }] },
+      body: {
+        [arqs[0]!.uuid]: [
+          { path: '/hostname', op: 'remove' },
+          { path: '/instance_uuid', op: 'remove' },
+          { path: '/device_rp_uuid', op: 'remove' },
+        ],
+      },
     });
     expect(unbind.status).toBe(202);
-    const shown = await (await t.acc('GET', `/accelerator_requests/${arqs[0]!.uuid}`, { headers: NOVA })).json() as Arq;
+    const shown = (await (await t.acc('GET', `/accelerator_requests/${arqs[0]!.uuid}`, { headers: NOVA })).json()) as Arq;
     expect(shown).toMatchObject({ state: 'Unbound', instance_uuid: null, hostname: null, attach_handle_info: {} });
 
     // Rebind (Unbound -> BindStarted) then Nova deletes the instance.
@@ -70,25 +92,33 @@ describe('Nova boot sequence', () => {
     expect((await t.acc('DELETE', `/accelerator_requests?instance=${INSTANCE}`, { headers: NOVA })).status).toBe(204);
     expect((await t.acc('GET', `/accelerator_requests/${arqs[0]!.uuid}`, { headers: NOVA })).status).toBe(404);
     // The handle is free again: a new ARQ binds to the first function.
-    const again = (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' }, headers: NOVA })).json() as { arqs: Arq[] }).arqs[0]!;
+    const again = (
+      (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' }, headers: NOVA })).json()) as {
+        arqs: Arq[];
+      }
+    ).arqs[0]!;
     await t.acc('PATCH', '/accelerator_requests', { body: bindBody(again.uuid, INSTANCE), headers: NOVA });
     await t.jobs.queue.idle();
-    const rebound = await (await t.acc('GET', `/accelerator_requests/${again.uuid}`, { headers: NOVA })).json() as Arq;
+    const rebound = (await (await t.acc('GET', `/accelerator_requests/${again.uuid}`, { headers: NOVA })).json()) as Arq;
     expect(rebound.attach_handle_info.function).toBe('0');
   });
 
   it('answers 423 for bind_state=resolved while a bind is still running', async () => {
     await t.acc('POST', '/device_profiles', { body: fpgaProfile('dp-bits', { 'accel:bitstream_id': 'bits-1' }) });
-    const arq = ((await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-bits' } })).json()) as { arqs: Arq[] }).arqs[0]!;
+    const arq = (
+      (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-bits' } })).json()) as { arqs: Arq[] }
+    ).arqs[0]!;
     await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq.uuid, INSTANCE) });
     await t.jobs.queue.idle();
-    expect((await t.acc('GET', `/accelerator_requests/${arq.uuid}`).then((r) => r.json()) as Arq).state).toBe('BindStarted');
+    expect(((await t.acc('GET', `/accelerator_requests/${arq.uuid}`).then((r) => r.json())) as Arq).state).toBe('BindStarted');
     expect((await t.acc('GET', `/accelerator_requests?instance=${INSTANCE}&bind_state=resolved`)).status).toBe(423);
   });
 
   it('fails a bind stuck past arq_binding_timeout and sends a failed event', async () => {
     await t.acc('POST', '/device_profiles', { body: fpgaProfile('dp-bits', { 'accel:bitstream_id': 'bits-1' }) });
-    const arq = ((await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-bits' } })).json()) as { arqs: Arq[] }).arqs[0]!;
+    const arq = (
+      (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-bits' } })).json()) as { arqs: Arq[] }
+    ).arqs[0]!;
     await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq.uuid, INSTANCE) });
     await t.jobs.queue.idle();
     t.tick(299_000);
@@ -96,29 +126,35 @@ describe('Nova boot sequence', () => {
     t.tick(2_000);
     expect(await sweepBindingTimeouts(t.deps)).toBe(1);
     await t.jobs.queue.idle();
-    expect((await t.acc('GET', `/accelerator_requests/${arq.uuid}`).then((r) => r.json()) as Arq).state).toBe('BindFailed');
+    expect(((await t.acc('GET', `/accelerator_requests/${arq.uuid}`).then((r) => r.json())) as Arq).state).toBe('BindFailed');
     expect(nova.calls.map((c) => c.events[0]!.status)).toEqual(['failed']);
     expect(await drainOutbox(t.deps)).toBe(0);
   });
 
   it('binds a bitstream ARQ once the agent reports the device programmed', async () => {
     await t.acc('POST', '/device_profiles', { body: fpgaProfile('dp-bits', { 'accel:bitstream_id': 'bits-1' }) });
-    const arq = ((await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-bits' } })).json()) as { arqs: Arq[] }).arqs[0]!;
+    const arq = (
+      (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-bits' } })).json()) as { arqs: Arq[] }
+    ).arqs[0]!;
     await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq.uuid, INSTANCE) });
     await t.jobs.queue.idle();
     expect(nova.calls).toHaveLength(0);
-    const { deployables } = await (await t.acc('GET', '/deployables')).json() as { deployables: { uuid: string; rp_uuid: string }[] };
+    const { deployables } = (await (await t.acc('GET', '/deployables')).json()) as { deployables: { uuid: string; rp_uuid: string }[] };
     expect(deployables[0]!.rp_uuid).toBe(FPGA_RP);
     const programmed = await t.acc('PUT', `/deployables/${deployables[0]!.uuid}/programmed`, { body: { bitstream_id: 'bits-1' } });
     expect(programmed.status).toBe(200);
     await t.jobs.queue.idle();
-    expect((await t.acc('GET', `/accelerator_requests/${arq.uuid}`).then((r) => r.json()) as Arq).state).toBe('Bound');
+    expect(((await t.acc('GET', `/accelerator_requests/${arq.uuid}`).then((r) => r.json())) as Arq).state).toBe('Bound');
     expect(nova.calls.map((c) => c.events[0]!.status)).toEqual(['completed']);
   });
 
   it('refuses a Nova that sends no service token (403), changing nothing', async () => {
     await t.acc('POST', '/device_profiles', { body: fpgaProfile() });
-    const arq = ((await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' }, headers: USER })).json()) as { arqs: Arq[] }).arqs[0]!;
+    const arq = (
+      (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' }, headers: USER })).json()) as {
+        arqs: Arq[];
+      }
+    ).arqs[0]!;
     const bind = await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq.uuid, INSTANCE), headers: USER });
     expect(bind.status).toBe(403);
     expect(JSON.parse(((await bind.json()) as { error_message: string }).error_message).faultstring).toContain('service token');
@@ -126,7 +162,9 @@ describe('Nova boot sequence', () => {
     const notService = { ...USER, 'x-service-token': 'u2', 'x-service-roles': 'member,admin' };
     expect((await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq.uuid, INSTANCE), headers: notService })).status).toBe(403);
     await t.jobs.queue.idle();
-    expect((await t.acc('GET', `/accelerator_requests/${arq.uuid}`, { headers: USER }).then((r) => r.json()) as Arq).state).toBe('Initial');
+    expect(((await t.acc('GET', `/accelerator_requests/${arq.uuid}`, { headers: USER }).then((r) => r.json())) as Arq).state).toBe(
+      'Initial',
+    );
     expect(nova.calls).toHaveLength(0);
   });
 });
@@ -138,10 +176,16 @@ describe('Nova without service tokens, allowed by ARQ_ALLOW_BIND_WITHOUT_SERVICE
     try {
       await seedHost(t, 1);
       await t.acc('POST', '/device_profiles', { body: fpgaProfile() });
-      const arq = ((await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' }, headers: USER })).json()) as { arqs: Arq[] }).arqs[0]!;
+      const arq = (
+        (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' }, headers: USER })).json()) as {
+          arqs: Arq[];
+        }
+      ).arqs[0]!;
       expect((await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq.uuid, INSTANCE), headers: USER })).status).toBe(202);
       await t.jobs.queue.idle();
-      expect((await t.acc('GET', `/accelerator_requests/${arq.uuid}`, { headers: USER }).then((r) => r.json()) as Arq).state).toBe('Bound');
+      expect(((await t.acc('GET', `/accelerator_requests/${arq.uuid}`, { headers: USER }).then((r) => r.json())) as Arq).state).toBe(
+        'Bound',
+      );
       expect(nova.calls).toHaveLength(1);
       expect((await t.acc('DELETE', `/accelerator_requests?instance=${INSTANCE}`, { headers: USER })).status).toBe(204);
     } finally {

@@ -9,12 +9,26 @@ type Arq = { uuid: string; state: string; instance_uuid: string | null };
 type Headers = Record<string, string>;
 const faultOf = async (res: Response) =>
   (JSON.parse(((await res.json()) as { error_message: string }).error_message) as { faultstring: string }).faultstring;
-const unbindBody = (uuid: string) => ({ [uuid]: [{ path: '/hostname', op: 'remove' }, { path: '/instance_uuid', op: 'remove' }, { path: '/device_rp_uuid', op: 'remove' }] });
+const unbindBody = (uuid: string) => ({
+  [uuid]: [
+    { path: '/hostname', op: 'remove' },
+    { path: '/instance_uuid', op: 'remove' },
+    { path: '/device_rp_uuid', op: 'remove' },
+  ],
+});
 
 /** The same checks for both auth strategies: `as` names the callers. */
-function serviceTokenRules(strategy: string, env: Record<string, string>, as: {
-  member: Headers; memberWithService: Headers; memberWithNonService: Headers; otherProjectWithService: Headers; admin: Headers;
-}) {
+function serviceTokenRules(
+  strategy: string,
+  env: Record<string, string>,
+  as: {
+    member: Headers;
+    memberWithService: Headers;
+    memberWithNonService: Headers;
+    otherProjectWithService: Headers;
+    admin: Headers;
+  },
+) {
   describe(`service tokens (${strategy})`, () => {
     let t: CyborgTestApp;
     beforeAll(async () => {
@@ -55,7 +69,9 @@ function serviceTokenRules(strategy: string, env: Record<string, string>, as: {
 
     it('binds and unbinds for a member with a service token, and for an admin alone', async () => {
       const { arq } = await boundArq();
-      expect((await t.acc('PATCH', `/accelerator_requests/${arq.uuid}`, { body: unbindBody(arq.uuid), headers: as.memberWithService })).status).toBe(202);
+      expect(
+        (await t.acc('PATCH', `/accelerator_requests/${arq.uuid}`, { body: unbindBody(arq.uuid), headers: as.memberWithService })).status,
+      ).toBe(202);
       expect(await stateOf(arq.uuid)).toBe('Unbound');
       expect((await bind(arq.uuid, as.admin)).status).toBe(202);
       await t.jobs.queue.idle();
@@ -102,13 +118,22 @@ function serviceTokenRules(strategy: string, env: Record<string, string>, as: {
 }
 
 const member = { 'x-auth-token': 'u1:p1', 'x-roles': 'member,reader' };
-serviceTokenRules('noauth2', {}, {
-  member,
-  memberWithService: { ...member, 'x-service-token': 'nova', 'x-service-roles': 'service' },
-  memberWithNonService: { ...member, 'x-service-token': 'u9', 'x-service-roles': 'member,admin' },
-  otherProjectWithService: { 'x-auth-token': 'u2:p2', 'x-roles': 'member,reader', 'x-service-token': 'nova', 'x-service-roles': 'service' },
-  admin: { 'x-auth-token': 'admin' },
-});
+serviceTokenRules(
+  'noauth2',
+  {},
+  {
+    member,
+    memberWithService: { ...member, 'x-service-token': 'nova', 'x-service-roles': 'service' },
+    memberWithNonService: { ...member, 'x-service-token': 'u9', 'x-service-roles': 'member,admin' },
+    otherProjectWithService: {
+      'x-auth-token': 'u2:p2',
+      'x-roles': 'member,reader',
+      'x-service-token': 'nova',
+      'x-service-roles': 'service',
+    },
+    admin: { 'x-auth-token': 'admin' },
+  },
+);
 
 const TOKENS = {
   // seedHost and the test helpers call as "admin".
@@ -118,18 +143,24 @@ const TOKENS = {
   'tok-nova': { roles: ['service'], project_id: 'service', user_id: 'nova' },
   'tok-carol-admin': { roles: ['admin'], project_id: 'p3', user_id: 'carol' },
 };
-serviceTokenRules('token', { PLACEMENT_AUTH_STRATEGY: 'token', PLACEMENT_AUTH_TOKENS: JSON.stringify(TOKENS) }, {
-  member: { 'x-auth-token': 'tok-alice' },
-  memberWithService: { 'x-auth-token': 'tok-alice', 'x-service-token': 'tok-nova' },
-  // A valid token without the service role (even an admin's) is no service token.
-  memberWithNonService: { 'x-auth-token': 'tok-alice', 'x-service-token': 'tok-carol-admin' },
-  otherProjectWithService: { 'x-auth-token': 'tok-bob', 'x-service-token': 'tok-nova' },
-  admin: { 'x-auth-token': 'admin' },
-});
+serviceTokenRules(
+  'token',
+  { PLACEMENT_AUTH_STRATEGY: 'token', PLACEMENT_AUTH_TOKENS: JSON.stringify(TOKENS) },
+  {
+    member: { 'x-auth-token': 'tok-alice' },
+    memberWithService: { 'x-auth-token': 'tok-alice', 'x-service-token': 'tok-nova' },
+    // A valid token without the service role (even an admin's) is no service token.
+    memberWithNonService: { 'x-auth-token': 'tok-alice', 'x-service-token': 'tok-carol-admin' },
+    otherProjectWithService: { 'x-auth-token': 'tok-bob', 'x-service-token': 'tok-nova' },
+    admin: { 'x-auth-token': 'admin' },
+  },
+);
 
 describe('service tokens in token mode', () => {
   let t: CyborgTestApp;
-  beforeAll(async () => { t = await makeCyborgApp({ PLACEMENT_AUTH_STRATEGY: 'token', PLACEMENT_AUTH_TOKENS: JSON.stringify(TOKENS) }); });
+  beforeAll(async () => {
+    t = await makeCyborgApp({ PLACEMENT_AUTH_STRATEGY: 'token', PLACEMENT_AUTH_TOKENS: JSON.stringify(TOKENS) });
+  });
   afterAll(() => t.close());
 
   it('answers 401 when the service token does not authenticate, as keystonemiddleware', async () => {
@@ -137,7 +168,9 @@ describe('service tokens in token mode', () => {
       const res = await t.acc('GET', '/accelerator_requests', { headers: { 'x-auth-token': 'tok-alice', 'x-service-token': service } });
       expect(res.status, service).toBe(401);
     }
-    expect((await t.acc('GET', '/accelerator_requests', { headers: { 'x-auth-token': 'tok-alice', 'x-service-token': 'tok-nova' } })).status).toBe(200);
+    expect(
+      (await t.acc('GET', '/accelerator_requests', { headers: { 'x-auth-token': 'tok-alice', 'x-service-token': 'tok-nova' } })).status,
+    ).toBe(200);
   });
 });
 
@@ -151,7 +184,12 @@ describe('device, deployable and attribute reads (2026.1 rules, unchanged)', () 
 
   it('lets a project manager or an admin read them; a plain member gets 403, service token or not', async () => {
     const manager = { 'x-auth-token': 'm1:p1', 'x-roles': 'manager,member,reader' };
-    const memberWithService = { 'x-auth-token': 'u1:p1', 'x-roles': 'member,reader', 'x-service-token': 'nova', 'x-service-roles': 'service' };
+    const memberWithService = {
+      'x-auth-token': 'u1:p1',
+      'x-roles': 'member,reader',
+      'x-service-token': 'nova',
+      'x-service-roles': 'service',
+    };
     for (const path of ['/devices', '/deployables', '/attributes']) {
       expect((await t.acc('GET', path)).status, path).toBe(200);
       expect((await t.acc('GET', path, { headers: manager })).status, path).toBe(200);
@@ -162,7 +200,12 @@ describe('device, deployable and attribute reads (2026.1 rules, unchanged)', () 
 
   it("keeps the agent's report endpoint to admins and the service role", async () => {
     const report = { devices: [] };
-    expect((await t.acc('GET', '/hosts/compute-0.example/devices', { headers: { 'x-auth-token': 'agent', 'x-roles': 'service' } })).status).toBe(200);
-    expect((await t.acc('PUT', '/hosts/other/devices', { body: report, headers: { 'x-auth-token': 'u1:p1', 'x-roles': 'member,manager' } })).status).toBe(403);
+    expect(
+      (await t.acc('GET', '/hosts/compute-0.example/devices', { headers: { 'x-auth-token': 'agent', 'x-roles': 'service' } })).status,
+    ).toBe(200);
+    expect(
+      (await t.acc('PUT', '/hosts/other/devices', { body: report, headers: { 'x-auth-token': 'u1:p1', 'x-roles': 'member,manager' } }))
+        .status,
+    ).toBe(403);
   });
 });

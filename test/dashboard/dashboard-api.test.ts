@@ -120,7 +120,9 @@ describe('GET /dashboard/api/summary', () => {
   it('reports usage per project', async () => {
     const { projects } = await summary();
     expect(projects).toEqual({
-      page: 1, per_page: 20, total: 2,
+      page: 1,
+      per_page: 20,
+      total: 2,
       items: [
         { project_id: 'project-alpha', consumers: 1, usages: { MEMORY_MB: 4096, VCPU: 10, VGPU: 1 } },
         { project_id: 'project-beta', consumers: 2, usages: { DISK_GB: 850, VCPU: 6 } },
@@ -191,7 +193,7 @@ describe('token mode', () => {
   beforeAll(async () => {
     tokenApp = await makeTestApp({
       PLACEMENT_AUTH_STRATEGY: 'token',
-      PLACEMENT_AUTH_TOKENS: JSON.stringify({ 's3cret': { roles: ['admin'], project_id: 'ops' } }),
+      PLACEMENT_AUTH_TOKENS: JSON.stringify({ s3cret: { roles: ['admin'], project_id: 'ops' } }),
     });
   });
   afterAll(() => tokenApp.close());
@@ -201,7 +203,9 @@ describe('token mode', () => {
     expect(html).toContain('<meta name="placement-auth" content="token">');
     const bad = await tokenApp.app.request('/dashboard/api/summary', { headers: { 'x-auth-token': 'admin', accept: 'application/json' } });
     expect(bad.status).toBe(401);
-    const good = await tokenApp.app.request('/dashboard/api/summary', { headers: { 'x-auth-token': 's3cret', accept: 'application/json' } });
+    const good = await tokenApp.app.request('/dashboard/api/summary', {
+      headers: { 'x-auth-token': 's3cret', accept: 'application/json' },
+    });
     expect(good.status).toBe(200);
   });
 });

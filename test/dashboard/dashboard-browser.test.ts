@@ -38,11 +38,13 @@ describe.skipIf(!haveChromium)(title, () => {
       }),
       chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }),
     ]);
-    await seedCloud((method, path, body) => fetch(`${noauth.url}${path}`, {
-      method,
-      headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }));
+    await seedCloud((method, path, body) =>
+      fetch(`${noauth.url}${path}`, {
+        method,
+        headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
   }, 90_000);
 
   afterAll(async () => {
@@ -53,7 +55,9 @@ describe.skipIf(!haveChromium)(title, () => {
 
   const newPage = async (): Promise<Page> => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-    page.on('pageerror', (err) => { throw err; });
+    page.on('pageerror', (err) => {
+      throw err;
+    });
     return page;
   };
   const tree = (page: Page, uuid: string) => page.locator(`.rp[data-uuid="${uuid}"]`).first();
@@ -121,7 +125,10 @@ describe.skipIf(!haveChromium)(title, () => {
       headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
       body: JSON.stringify({
         allocations: { [CLOUD.storage.uuid]: { resources: { DISK_GB: 50 } } },
-        project_id: 'project-gamma', user_id: 'operator', consumer_generation: null, consumer_type: 'INSTANCE',
+        project_id: 'project-gamma',
+        user_id: 'operator',
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
       }),
     });
     expect(claim.status).toBe(204);
@@ -149,8 +156,11 @@ describe.skipIf(!haveChromium)(title, () => {
     await expect.poll(() => page.locator('#main').isVisible()).toBe(true);
     expect(await page.locator('#trees').innerText()).toContain('No resource providers yet');
     // Evaluated in the page (a string: this project's TS has no DOM types).
-    const stored = await page.evaluate('({ session: { ...sessionStorage }, local: { ...localStorage }, cookie: document.cookie })') as
-      { session: Record<string, string>; local: Record<string, string>; cookie: string };
+    const stored = (await page.evaluate('({ session: { ...sessionStorage }, local: { ...localStorage }, cookie: document.cookie })')) as {
+      session: Record<string, string>;
+      local: Record<string, string>;
+      cookie: string;
+    };
     expect(Object.values(stored.session)).toEqual(['op-token']);
     expect(stored.local).toEqual({});
     expect(stored.cookie).toBe('');

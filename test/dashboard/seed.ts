@@ -28,27 +28,51 @@ export async function seedCloud(call: Call): Promise<void> {
   const { aggregate, compute1, gpu0, compute2, storage, consumers } = CLOUD;
   for (const rp of [compute1, compute2, storage]) await ok(call('POST', '/resource_providers', rp));
   await ok(call('POST', '/resource_providers', { ...gpu0, parent_provider_uuid: compute1.uuid }));
-  await ok(call('PUT', `/resource_providers/${compute1.uuid}/inventories`, {
-    resource_provider_generation: 0,
-    inventories: {
-      VCPU: { total: 16, allocation_ratio: 2 },
-      MEMORY_MB: { total: 65536, reserved: 512 },
-    },
-  }));
-  await ok(call('PUT', `/resource_providers/${gpu0.uuid}/inventories`, { resource_provider_generation: 0, inventories: { VGPU: { total: 4 } } }));
-  await ok(call('PUT', `/resource_providers/${compute2.uuid}/inventories`, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } }));
-  await ok(call('PUT', `/resource_providers/${storage.uuid}/inventories`, { resource_provider_generation: 0, inventories: { DISK_GB: { total: 1000 } } }));
-  await ok(call('PUT', `/resource_providers/${compute1.uuid}/traits`, { resource_provider_generation: 1, traits: ['HW_CPU_X86_AVX2', 'COMPUTE_STATUS_DISABLED'] }));
+  await ok(
+    call('PUT', `/resource_providers/${compute1.uuid}/inventories`, {
+      resource_provider_generation: 0,
+      inventories: {
+        VCPU: { total: 16, allocation_ratio: 2 },
+        MEMORY_MB: { total: 65536, reserved: 512 },
+      },
+    }),
+  );
+  await ok(
+    call('PUT', `/resource_providers/${gpu0.uuid}/inventories`, { resource_provider_generation: 0, inventories: { VGPU: { total: 4 } } }),
+  );
+  await ok(
+    call('PUT', `/resource_providers/${compute2.uuid}/inventories`, {
+      resource_provider_generation: 0,
+      inventories: { VCPU: { total: 8 } },
+    }),
+  );
+  await ok(
+    call('PUT', `/resource_providers/${storage.uuid}/inventories`, {
+      resource_provider_generation: 0,
+      inventories: { DISK_GB: { total: 1000 } },
+    }),
+  );
+  await ok(
+    call('PUT', `/resource_providers/${compute1.uuid}/traits`, {
+      resource_provider_generation: 1,
+      traits: ['HW_CPU_X86_AVX2', 'COMPUTE_STATUS_DISABLED'],
+    }),
+  );
   await ok(call('PUT', '/traits/CUSTOM_GPU_A'));
   await ok(call('PUT', `/resource_providers/${gpu0.uuid}/traits`, { resource_provider_generation: 1, traits: ['CUSTOM_GPU_A'] }));
   await ok(call('PUT', `/resource_providers/${compute1.uuid}/aggregates`, { resource_provider_generation: 2, aggregates: [aggregate] }));
   await ok(call('PUT', `/resource_providers/${storage.uuid}/aggregates`, { resource_provider_generation: 1, aggregates: [aggregate] }));
 
   const claim = (consumer: string, project: string, allocations: Record<string, Record<string, number>>) =>
-    ok(call('PUT', `/allocations/${consumer}`, {
-      allocations: Object.fromEntries(Object.entries(allocations).map(([rp, resources]) => [rp, { resources }])),
-      project_id: project, user_id: 'operator', consumer_generation: null, consumer_type: 'INSTANCE',
-    }));
+    ok(
+      call('PUT', `/allocations/${consumer}`, {
+        allocations: Object.fromEntries(Object.entries(allocations).map(([rp, resources]) => [rp, { resources }])),
+        project_id: project,
+        user_id: 'operator',
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      }),
+    );
   await claim(consumers.vm1, 'project-alpha', { [compute1.uuid]: { VCPU: 10, MEMORY_MB: 4096 }, [gpu0.uuid]: { VGPU: 1 } });
   await claim(consumers.vm2, 'project-beta', { [compute2.uuid]: { VCPU: 6 } });
   await claim(consumers.vol, 'project-beta', { [storage.uuid]: { DISK_GB: 850 } });
@@ -56,15 +80,27 @@ export async function seedCloud(call: Call): Promise<void> {
   await ok(call('PUT', `/resource_providers/${compute2.uuid}/inventories/VCPU`, { resource_provider_generation: 2, total: 4 }));
 
   // Accelerators: compute-1's agent reports its GPU; one request waits to be bound.
-  await ok(call('PUT', `/accelerator/v2/hosts/${compute1.name}/devices`, {
-    devices: [{
-      key: '0000:3b:00.0', type: 'GPU', vendor: '0x10de', model: 'A100',
-      deployables: [{
-        name: gpu0.name, num_accelerators: 1, rp_uuid: gpu0.uuid, driver_name: 'nvidia',
-        attach_handles: [{ type: 'PCI', info: { domain: '0000', bus: '3b', device: '00', function: '0' } }],
-      }],
-    }],
-  }));
+  await ok(
+    call('PUT', `/accelerator/v2/hosts/${compute1.name}/devices`, {
+      devices: [
+        {
+          key: '0000:3b:00.0',
+          type: 'GPU',
+          vendor: '0x10de',
+          model: 'A100',
+          deployables: [
+            {
+              name: gpu0.name,
+              num_accelerators: 1,
+              rp_uuid: gpu0.uuid,
+              driver_name: 'nvidia',
+              attach_handles: [{ type: 'PCI', info: { domain: '0000', bus: '3b', device: '00', function: '0' } }],
+            },
+          ],
+        },
+      ],
+    }),
+  );
   await ok(call('POST', '/accelerator/v2/device_profiles', [{ name: 'gpu-small', description: null, groups: [{ 'resources:VGPU': 1 }] }]));
   await ok(call('POST', '/accelerator/v2/accelerator_requests', { device_profile_name: 'gpu-small' }));
 }

@@ -40,8 +40,11 @@ beforeAll(async () => {
   await seed.jobs.queue.idle();
   const claimed = await seed.call('PUT', `/allocations/${emptyConsumer}`, {
     body: {
-      allocations: { [FPGA_RP]: { resources: { FPGA: 1 } } }, project_id: crypto.randomUUID(), user_id: crypto.randomUUID(),
-      consumer_generation: null, consumer_type: 'INSTANCE',
+      allocations: { [FPGA_RP]: { resources: { FPGA: 1 } } },
+      project_id: crypto.randomUUID(),
+      user_id: crypto.randomUUID(),
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
     },
   });
   expect(claimed.status).toBe(204);
@@ -73,7 +76,9 @@ describe('placement-admin audit', () => {
   it('prints the report as JSON with --json, every page merged', async () => {
     const { code, stdout, stderr } = await admin('audit', '--endpoint', server.url, '--token', 'admin', '--json', '--limit', '1');
     expect(code, stderr).toBe(0);
-    const { report } = JSON.parse(stdout) as { report: { summary: Record<string, number>; empty_consumers: { items: { uuid: string }[] } } };
+    const { report } = JSON.parse(stdout) as {
+      report: { summary: Record<string, number>; empty_consumers: { items: { uuid: string }[] } };
+    };
     expect(report.summary).toMatchObject({ empty_consumers: 1, dead_letters: 1 });
     expect(report.empty_consumers.items.map((c) => c.uuid)).toEqual([emptyConsumer]);
   }, 60_000);

@@ -25,8 +25,11 @@ async function repairs(t: CyborgTestApp, body: unknown): Promise<AuditRepairsRes
 async function allocate(t: CyborgTestApp, consumer: string, rp: string, resources: Record<string, number>): Promise<void> {
   const res = await t.call('PUT', `/allocations/${consumer}`, {
     body: {
-      allocations: { [rp]: { resources } }, project_id: PROJECT, user_id: USER,
-      consumer_generation: null, consumer_type: 'INSTANCE',
+      allocations: { [rp]: { resources } },
+      project_id: PROJECT,
+      user_id: USER,
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
     },
   });
   expect(res.status).toBe(204);
@@ -51,7 +54,11 @@ describe('GET /diagnostics/audit', () => {
   it('is empty on a healthy cloud', async () => {
     const report = await audit(t);
     expect(report.summary).toEqual({
-      over_capacity_providers: 0, empty_consumers: 0, stuck_arqs: 0, bound_arqs_without_allocation: 0, dead_letters: 0,
+      over_capacity_providers: 0,
+      empty_consumers: 0,
+      stuck_arqs: 0,
+      bound_arqs_without_allocation: 0,
+      dead_letters: 0,
     });
     expect(report.binding_timeout_s).toBe(300);
     expect(report.over_capacity_providers).toEqual({ items: [], next_marker: null });
@@ -61,9 +68,13 @@ describe('GET /diagnostics/audit', () => {
   it('reports a provider whose inventory shrank below its usage, with the consumers on it', async () => {
     const host = crypto.randomUUID();
     expect((await t.call('POST', '/resource_providers', { body: { name: 'shrunk', uuid: host } })).status).toBe(200);
-    expect((await t.call('PUT', `/resource_providers/${host}/inventories`, {
-      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } },
-    })).status).toBe(200);
+    expect(
+      (
+        await t.call('PUT', `/resource_providers/${host}/inventories`, {
+          body: { resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } },
+        })
+      ).status,
+    ).toBe(200);
     const [vm1, vm2] = [crypto.randomUUID(), crypto.randomUUID()];
     await allocate(t, vm1, host, { VCPU: 4, MEMORY_MB: 1024 });
     await allocate(t, vm2, host, { VCPU: 3 });
@@ -71,19 +82,28 @@ describe('GET /diagnostics/audit', () => {
 
     // Placement accepts an inventory below current usage (it only warns).
     const gen = ((await (await t.call('GET', `/resource_providers/${host}`)).json()) as { generation: number }).generation;
-    expect((await t.call('PUT', `/resource_providers/${host}/inventories`, {
-      body: { resource_provider_generation: gen, inventories: { VCPU: { total: 8, reserved: 2 }, MEMORY_MB: { total: 4096 } } },
-    })).status).toBe(200);
+    expect(
+      (
+        await t.call('PUT', `/resource_providers/${host}/inventories`, {
+          body: { resource_provider_generation: gen, inventories: { VCPU: { total: 8, reserved: 2 }, MEMORY_MB: { total: 4096 } } },
+        })
+      ).status,
+    ).toBe(200);
 
     const report = await audit(t);
     expect(report.summary.over_capacity_providers).toBe(1);
-    expect(report.over_capacity_providers!.items).toEqual([{
-      uuid: host, name: 'shrunk', root_provider_uuid: host,
-      resources: [{ resource_class: 'VCPU', total: 8, reserved: 2, allocation_ratio: 1, capacity: 6, used: 7 }],
-      consumers: [vm1, vm2].sort().map((c) => ({
-        consumer_uuid: c, resources: c === vm1 ? { MEMORY_MB: 1024, VCPU: 4 } : { VCPU: 3 },
-      })),
-    }]);
+    expect(report.over_capacity_providers!.items).toEqual([
+      {
+        uuid: host,
+        name: 'shrunk',
+        root_provider_uuid: host,
+        resources: [{ resource_class: 'VCPU', total: 8, reserved: 2, allocation_ratio: 1, capacity: 6, used: 7 }],
+        consumers: [vm1, vm2].sort().map((c) => ({
+          consumer_uuid: c,
+          resources: c === vm1 ? { MEMORY_MB: 1024, VCPU: 4 } : { VCPU: 3 },
+        })),
+      },
+    ]);
   });
 
   it('reports a consumer left with no allocations, and the repair deletes it after a dry run', async () => {
@@ -101,7 +121,9 @@ describe('GET /diagnostics/audit', () => {
     const bogus = crypto.randomUUID();
     const dry = await repairs(t, { dry_run: true, delete_empty_consumers: [vm, bogus] });
     expect(dry).toEqual({
-      dry_run: true, deleted_empty_consumers: [vm], resent_dead_letters: [],
+      dry_run: true,
+      deleted_empty_consumers: [vm],
+      resent_dead_letters: [],
       skipped: { empty_consumers: [bogus], dead_letters: [] },
     });
     expect((await audit(t)).summary.empty_consumers).toBe(1);
@@ -119,21 +141,30 @@ describe('GET /diagnostics/audit', () => {
     // The consumer still exists (generation 1 after its first claim), so a new claim names it.
     const res = await t.call('PUT', `/allocations/${vm}`, {
       body: {
-        allocations: { [FPGA_RP]: { resources: { FPGA: 1 } } }, project_id: PROJECT, user_id: USER,
-        consumer_generation: 1, consumer_type: 'INSTANCE',
+        allocations: { [FPGA_RP]: { resources: { FPGA: 1 } } },
+        project_id: PROJECT,
+        user_id: USER,
+        consumer_generation: 1,
+        consumer_type: 'INSTANCE',
       },
     });
     expect(res.status).toBe(204);
     const applied = await repairs(t, { dry_run: false, delete_empty_consumers: [vm] });
     expect(applied.deleted_empty_consumers).toEqual([]);
     expect(applied.skipped.empty_consumers).toEqual([vm]);
-    expect((await t.call('GET', `/allocations/${vm}`).then((r) => r.json()) as { allocations: object }).allocations).toHaveProperty(FPGA_RP);
+    expect(((await t.call('GET', `/allocations/${vm}`).then((r) => r.json())) as { allocations: object }).allocations).toHaveProperty(
+      FPGA_RP,
+    );
   });
 
   it('reports ARQs stuck in BindStarted past the binding timeout', async () => {
     const arq = await newArq(t);
     const queue = t.deps.jobs;
-    t.deps.jobs = { send: async () => { throw new Error('queue unavailable'); } };
+    t.deps.jobs = {
+      send: async () => {
+        throw new Error('queue unavailable');
+      },
+    };
     expect((await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq, crypto.randomUUID()) })).status).toBe(202);
     t.deps.jobs = queue;
 
@@ -149,7 +180,9 @@ describe('GET /diagnostics/audit', () => {
     const [held, orphan] = [await newArq(t), await newArq(t)];
     const [vmHeld, vmGone] = [crypto.randomUUID(), crypto.randomUUID()];
     await allocate(t, vmHeld, FPGA_RP, { FPGA: 1 });
-    expect((await t.acc('PATCH', '/accelerator_requests', { body: { ...bindBody(held, vmHeld), ...bindBody(orphan, vmGone) } })).status).toBe(202);
+    expect(
+      (await t.acc('PATCH', '/accelerator_requests', { body: { ...bindBody(held, vmHeld), ...bindBody(orphan, vmGone) } })).status,
+    ).toBe(202);
     await t.jobs.queue.idle();
 
     const report = await audit(t, '?section=bound_arqs_without_allocation');
@@ -182,7 +215,9 @@ describe('GET /diagnostics/audit', () => {
     await t.jobs.queue.idle();
     expect(delivered).toEqual([]);
 
-    expect((await repairs(t, { dry_run: false, resend_dead_letters: [dead!.id, dead!.id + 1000] })).resent_dead_letters).toEqual([dead!.id]);
+    expect((await repairs(t, { dry_run: false, resend_dead_letters: [dead!.id, dead!.id + 1000] })).resent_dead_letters).toEqual([
+      dead!.id,
+    ]);
     await t.jobs.queue.idle();
     expect(delivered).toEqual([arq]);
     expect((await audit(t)).summary.dead_letters).toBe(0);
@@ -221,7 +256,8 @@ describe('GET /diagnostics/audit', () => {
     expect(member.status).toBe(403);
     expect((await errorOf(member)).detail).toContain('admin_api');
     const repair = await t.call('POST', '/diagnostics/audit/repairs', {
-      body: { dry_run: false }, headers: { 'x-auth-token': 'nova:svc', 'x-roles': 'service' },
+      body: { dry_run: false },
+      headers: { 'x-auth-token': 'nova:svc', 'x-roles': 'service' },
     });
     expect(repair.status).toBe(403);
   });

@@ -14,11 +14,19 @@ beforeAll(async () => {
   t = await makeTestApp();
   const compute = { VCPU: { total: 16 }, MEMORY_MB: { total: 8192 } };
   hosts.fits = await provider(t, { inventory: compute, traits: ['HW_CPU_X86_AVX2'], aggregates: [AGG] });
-  hosts.small = await provider(t, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 8192 } }, traits: ['HW_CPU_X86_AVX2'], aggregates: [AGG] });
+  hosts.small = await provider(t, {
+    inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 8192 } },
+    traits: ['HW_CPU_X86_AVX2'],
+    aggregates: [AGG],
+  });
   hosts.noAvx = await provider(t, { inventory: compute, aggregates: [AGG] });
   hosts.outside = await provider(t, { inventory: compute, traits: ['HW_CPU_X86_AVX2'] });
   hosts.diskOnly = await provider(t, { inventory: { DISK_GB: { total: 100 } } });
-  hosts.capped = await provider(t, { inventory: { VCPU: { total: 16, max_unit: 8 }, MEMORY_MB: { total: 8192 } }, traits: ['HW_CPU_X86_AVX2'], aggregates: [AGG] });
+  hosts.capped = await provider(t, {
+    inventory: { VCPU: { total: 16, max_unit: 8 }, MEMORY_MB: { total: 8192 } },
+    traits: ['HW_CPU_X86_AVX2'],
+    aggregates: [AGG],
+  });
 });
 afterAll(() => t.close());
 
@@ -52,12 +60,22 @@ describe('GET /diagnostics/allocation_candidates', () => {
     expect(verdicts[hosts.fits!]).toMatchObject({ fits: true });
     expect(verdicts[hosts.fits!]!.failed_at).toBeUndefined();
     expect(verdicts[hosts.small!]).toMatchObject({
-      host: name(hosts.small!), fits: false,
+      host: name(hosts.small!),
+      fits: false,
       failed_at: { group: '', constraint: 'resources', reason: `VCPU: needs 10, free 4 on ${hosts.small}` },
     });
-    expect(verdicts[hosts.capped!]!.failed_at).toMatchObject({ constraint: 'resources', reason: `VCPU: needs 10, max_unit 8 on ${hosts.capped}` });
-    expect(verdicts[hosts.noAvx!]!.failed_at).toMatchObject({ constraint: 'required', reason: 'required trait HW_CPU_X86_AVX2 on no provider of the tree' });
-    expect(verdicts[hosts.outside!]!.failed_at).toMatchObject({ constraint: 'member_of', reason: `no provider of the tree is in aggregate ${AGG}` });
+    expect(verdicts[hosts.capped!]!.failed_at).toMatchObject({
+      constraint: 'resources',
+      reason: `VCPU: needs 10, max_unit 8 on ${hosts.capped}`,
+    });
+    expect(verdicts[hosts.noAvx!]!.failed_at).toMatchObject({
+      constraint: 'required',
+      reason: 'required trait HW_CPU_X86_AVX2 on no provider of the tree',
+    });
+    expect(verdicts[hosts.outside!]!.failed_at).toMatchObject({
+      constraint: 'member_of',
+      reason: `no provider of the tree is in aggregate ${AGG}`,
+    });
     expect(verdicts[hosts.diskOnly!]!.failed_at).toMatchObject({ constraint: 'inventory' });
     expect(diagnosis.unknown_hosts).toEqual(['no-such-host']);
   });
@@ -65,7 +83,11 @@ describe('GET /diagnostics/allocation_candidates', () => {
   it('explains usage: a host that fitted stops fitting once its VCPUs are claimed', async () => {
     const claim = await t.call('PUT', `/allocations/${crypto.randomUUID()}`, {
       body: {
-        allocations: { [hosts.fits!]: { resources: { VCPU: 12 } } }, project_id: 'p', user_id: 'u', consumer_generation: null, consumer_type: 'INSTANCE',
+        allocations: { [hosts.fits!]: { resources: { VCPU: 12 } } },
+        project_id: 'p',
+        user_id: 'u',
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
       },
     });
     expect(claim.status).toBe(204);
@@ -79,9 +101,13 @@ describe('GET /diagnostics/allocation_candidates', () => {
     const root = await provider(t, { inventory: { VCPU: { total: 4 } } });
     const made = await t.call('POST', '/resource_providers', { body: { name: `pf-${pf}`, uuid: pf, parent_provider_uuid: root } });
     expect(made.status).toBe(200);
-    expect((await t.call('PUT', `/resource_providers/${pf}/inventories`, {
-      body: { resource_provider_generation: 0, inventories: { SRIOV_NET_VF: { total: 2 } } },
-    })).status).toBe(200);
+    expect(
+      (
+        await t.call('PUT', `/resource_providers/${pf}/inventories`, {
+          body: { resource_provider_generation: 0, inventories: { SRIOV_NET_VF: { total: 2 } } },
+        })
+      ).status,
+    ).toBe(200);
     const diagnosis = await diagnose(`resources1=SRIOV_NET_VF:1&resources2=SRIOV_NET_VF:1&group_policy=isolate&host=${root}`);
     expect(diagnosis.steps.map((s) => [s.group, s.constraint, s.trees])).toEqual([
       [null, 'inventory', 1],
@@ -93,7 +119,12 @@ describe('GET /diagnostics/allocation_candidates', () => {
   });
 
   it('accepts exactly what GET /allocation_candidates accepts at the microversion', async () => {
-    for (const [q, version] of [['resources=VCPU:1&required=in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE', '1.38'], ['resources=VCPU:x', 'latest'], ['resourcesX=VCPU:1', '1.32'], ['resources=CUSTOM_NOPE:1', 'latest']] as const) {
+    for (const [q, version] of [
+      ['resources=VCPU:1&required=in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE', '1.38'],
+      ['resources=VCPU:x', 'latest'],
+      ['resourcesX=VCPU:1', '1.32'],
+      ['resources=CUSTOM_NOPE:1', 'latest'],
+    ] as const) {
       const real = await t.call('GET', `/allocation_candidates?${q}`, { version });
       const diag = await t.call('GET', `/diagnostics/allocation_candidates?${q}`, { version });
       expect(diag.status, q).toBe(real.status);

@@ -20,15 +20,22 @@ export async function startCountingProxy(target: string, opts: { delayMs?: numbe
       return;
     }
     if (req.method === 'POST') hops += 1; // statements and batches; GETs are version probes
-    const delay = req.method === 'POST' ? opts.delayMs ?? 0 : 0;
+    const delay = req.method === 'POST' ? (opts.delayMs ?? 0) : 0;
     const body: Buffer[] = [];
     const send = (payload: Buffer) => {
-      const forward = httpRequest({
-        hostname: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers,
-      }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
+      const forward = httpRequest(
+        {
+          hostname: upstream.hostname,
+          port: upstream.port,
+          path: req.url,
+          method: req.method,
+          headers: req.headers,
+        },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
       forward.on('error', () => res.writeHead(502).end());
       forward.end(payload);
     };

@@ -13,7 +13,12 @@ const ROOT = join(import.meta.dirname, '..', '..');
 
 /** Starts src/entry/node.ts on a free port against `dbUrl`; resolves once it listens. */
 export function startServer(dbUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
-  return startServerProcess([join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'src', 'entry', 'node.ts')], dbUrl, env, ROOT);
+  return startServerProcess(
+    [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'src', 'entry', 'node.ts')],
+    dbUrl,
+    env,
+    ROOT,
+  );
 }
 
 /** Same, for any `node ARGS` that serves the app (the built dist/server.mjs). */
@@ -32,14 +37,18 @@ export function startServerProcess(args: string[], dbUrl: string, env: Record<st
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  const stop = () => new Promise<void>((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
   return new Promise((resolve, reject) => {
     let log = '';
-    const timer = setTimeout(() => { void stop(); reject(new Error(`server did not start:\n${log}`)); }, 60_000);
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`server did not start:\n${log}`));
+    }, 60_000);
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (chunk: string) => {
       log += chunk;
@@ -49,6 +58,9 @@ export function startServerProcess(args: string[], dbUrl: string, env: Record<st
         resolve({ url: match[1]!, child, stop });
       }
     });
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited with ${code}:\n${log}`)); });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${log}`));
+    });
   });
 }

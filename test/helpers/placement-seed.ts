@@ -29,7 +29,10 @@ export async function seedProvider(
       parentId = parent.id;
       rootId = parent.rootProviderId ?? parent.id;
     }
-    const [row] = await tx.insert(resourceProviders).values({ uuid, name: opts.name ?? `rp-${uuid}`, parentProviderId: parentId, rootProviderId: rootId }).returning();
+    const [row] = await tx
+      .insert(resourceProviders)
+      .values({ uuid, name: opts.name ?? `rp-${uuid}`, parentProviderId: parentId, rootProviderId: rootId })
+      .returning();
     if (rootId === null) await tx.update(resourceProviders).set({ rootProviderId: row!.id }).where(eq(resourceProviders.id, row!.id));
     const classIds = await resourceClassIdsByName(tx, Object.keys(inventory));
     for (const [rc, inv] of Object.entries(inventory)) {
@@ -61,6 +64,9 @@ export async function usageOf(deps: Deps, providerId: number): Promise<Record<st
 }
 
 export async function providerGeneration(deps: Deps, providerId: number): Promise<number> {
-  const rows = await deps.store.db.select({ g: resourceProviders.generation }).from(resourceProviders).where(eq(resourceProviders.id, providerId));
+  const rows = await deps.store.db
+    .select({ g: resourceProviders.generation })
+    .from(resourceProviders)
+    .where(eq(resourceProviders.id, providerId));
   return rows[0]!.g;
 }

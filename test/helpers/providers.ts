@@ -3,9 +3,17 @@
 import { expect } from 'vitest';
 import type { TestApp } from './test-app.js';
 
-export type InventorySpec = Record<string, {
-  total: number; reserved?: number; allocation_ratio?: number; min_unit?: number; max_unit?: number; step_size?: number;
-}>;
+export type InventorySpec = Record<
+  string,
+  {
+    total: number;
+    reserved?: number;
+    allocation_ratio?: number;
+    min_unit?: number;
+    max_unit?: number;
+    step_size?: number;
+  }
+>;
 
 export interface ProviderSpec {
   parent?: string;
@@ -28,12 +36,16 @@ export async function provider(app: TestApp, opts: ProviderSpec = {}): Promise<s
   }
   if (opts.traits) {
     for (const name of opts.traits.filter((n) => n.startsWith('CUSTOM_'))) await app.call('PUT', `/traits/${name}`);
-    const res = await app.call('PUT', `/resource_providers/${uuid}/traits`, { body: { resource_provider_generation: generation, traits: opts.traits } });
+    const res = await app.call('PUT', `/resource_providers/${uuid}/traits`, {
+      body: { resource_provider_generation: generation, traits: opts.traits },
+    });
     expect(res.status).toBe(200);
     generation += 1;
   }
   if (opts.aggregates) {
-    const res = await app.call('PUT', `/resource_providers/${uuid}/aggregates`, { body: { resource_provider_generation: generation, aggregates: opts.aggregates } });
+    const res = await app.call('PUT', `/resource_providers/${uuid}/aggregates`, {
+      body: { resource_provider_generation: generation, aggregates: opts.aggregates },
+    });
     expect(res.status).toBe(200);
   }
   return uuid;

@@ -27,12 +27,19 @@ export async function startSqld(): Promise<Sqld> {
   const dir = mkdtempSync(join(tmpdir(), 'sqld-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(SQLD_BIN, ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'], { stdio: 'ignore' });
-  const stop = () => { child.kill(); rmSync(dir, { recursive: true, force: true }); };
+  const child: ChildProcess = spawn(SQLD_BIN, ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'], {
+    stdio: 'ignore',
+  });
+  const stop = () => {
+    child.kill();
+    rmSync(dir, { recursive: true, force: true });
+  };
   for (let i = 0; i < 100; i++) {
     try {
       if ((await fetch(`${url}/health`)).ok) return { url, stop };
-    } catch { /* not up yet */ }
+    } catch {
+      /* not up yet */
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   stop();

@@ -57,7 +57,12 @@ export async function makeTestApp(env: Record<string, string> = {}): Promise<Tes
 }
 
 /** The one error object of a placement error envelope. */
-export interface PlacementError { status: number; title?: string; detail: string; code?: string }
+export interface PlacementError {
+  status: number;
+  title?: string;
+  detail: string;
+  code?: string;
+}
 
 export async function errorOf(res: Response): Promise<PlacementError> {
   return ((await res.json()) as { errors: PlacementError[] }).errors[0]!;

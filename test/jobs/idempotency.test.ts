@@ -26,7 +26,9 @@ describe('idempotent binding', () => {
   afterEach(() => t.close());
 
   async function boundArq() {
-    const { arqs } = await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json() as { arqs: { uuid: string }[] };
+    const { arqs } = (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json()) as {
+      arqs: { uuid: string }[];
+    };
     await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arqs[0]!.uuid, INSTANCE) });
     await t.jobs.queue.idle();
     return arqs[0]!.uuid;
@@ -60,12 +62,14 @@ describe('idempotent binding', () => {
     expect(novaCalls).toBe(1);
     const other = await t.acc('PATCH', '/accelerator_requests', { body: bindBody(uuid, 'aaaaaaaa-18f2-4294-9b29-80267a021dc0') });
     expect(other.status).toBe(409);
-    const arq = await (await t.acc('GET', `/accelerator_requests/${uuid}`)).json() as { state: string; instance_uuid: string };
+    const arq = (await (await t.acc('GET', `/accelerator_requests/${uuid}`)).json()) as { state: string; instance_uuid: string };
     expect(arq).toMatchObject({ state: 'Bound', instance_uuid: INSTANCE });
   });
 
   it('concurrent deliveries of one message bind once', async () => {
-    const { arqs } = await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json() as { arqs: { uuid: string }[] };
+    const { arqs } = (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json()) as {
+      arqs: { uuid: string }[];
+    };
     t.deps.jobs = { send: async () => {} }; // hold the job back
     await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arqs[0]!.uuid, INSTANCE) });
     const [bindRow] = await listOutbox(t.deps.store.db, { topic: 'bind' });
@@ -91,7 +95,9 @@ describe('outbox housekeeping', () => {
       await t.acc('POST', '/device_profiles', { body: fpgaProfile() });
       for (const nova of ['ok', 'down']) {
         fail = nova === 'down';
-        const { arqs } = await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json() as { arqs: { uuid: string }[] };
+        const { arqs } = (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json()) as {
+          arqs: { uuid: string }[];
+        };
         await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arqs[0]!.uuid, crypto.randomUUID()) });
         await t.jobs.queue.idle();
       }

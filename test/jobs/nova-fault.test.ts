@@ -39,7 +39,9 @@ describe('Nova event delivery under faults', () => {
     expect((await t.acc('POST', '/device_profiles', { body: fpgaProfile() })).status).toBe(201);
     const expected: string[] = [];
     for (let i = 0; i < BINDS; i++) {
-      const { arqs } = await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json() as { arqs: { uuid: string }[] };
+      const { arqs } = (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json()) as {
+        arqs: { uuid: string }[];
+      };
       const instance = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
       expect((await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arqs[0]!.uuid, instance) })).status).toBe(202);
       expected.push(`${instance}/${arqs[0]!.uuid}/completed`);
@@ -59,7 +61,9 @@ describe('Nova event delivery under faults', () => {
     expect(await listOutbox(t.deps.store.db, { state: 'dead' })).toHaveLength(0);
 
     // Every ARQ holds its own attach handle.
-    const { arqs } = await (await t.acc('GET', '/accelerator_requests')).json() as { arqs: { state: string; attach_handle_uuid: string }[] };
+    const { arqs } = (await (await t.acc('GET', '/accelerator_requests')).json()) as {
+      arqs: { state: string; attach_handle_uuid: string }[];
+    };
     expect(arqs.every((a) => a.state === 'Bound')).toBe(true);
     expect(new Set(arqs.map((a) => a.attach_handle_uuid)).size).toBe(BINDS);
   }, 60_000);
@@ -71,7 +75,9 @@ describe('Nova event delivery under faults', () => {
       return new Response('nope', { status: 500 });
     };
     await t.acc('POST', '/device_profiles', { body: fpgaProfile() });
-    const { arqs } = await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json() as { arqs: { uuid: string }[] };
+    const { arqs } = (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json()) as {
+      arqs: { uuid: string }[];
+    };
     await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arqs[0]!.uuid, '506220bc-18f2-4294-9b29-80267a021dc0') });
     await t.jobs.queue.idle();
     for (let round = 0; round < 20; round++) {
@@ -82,7 +88,9 @@ describe('Nova event delivery under faults', () => {
     expect(calls).toBe(10);
     const res = await t.acc('GET', '/outbox?state=dead');
     expect(res.status).toBe(200);
-    const { outbox } = await res.json() as { outbox: { topic: string; attempts: number; last_error: string; payload: { events: { arqUuid: string }[] } }[] };
+    const { outbox } = (await res.json()) as {
+      outbox: { topic: string; attempts: number; last_error: string; payload: { events: { arqUuid: string }[] } }[];
+    };
     expect(outbox).toHaveLength(1);
     expect(outbox[0]).toMatchObject({ topic: 'nova-event', attempts: 10 });
     expect(outbox[0]!.last_error).toContain('500');

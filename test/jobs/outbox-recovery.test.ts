@@ -23,13 +23,19 @@ describe('outbox recovery', () => {
   afterEach(() => t.close());
 
   async function bindWithLostSend(): Promise<string> {
-    const { arqs } = await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json() as { arqs: { uuid: string }[] };
+    const { arqs } = (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } })).json()) as {
+      arqs: { uuid: string }[];
+    };
     const queue = t.deps.jobs;
-    t.deps.jobs = { send: async () => { throw new Error('queue unavailable'); } };
+    t.deps.jobs = {
+      send: async () => {
+        throw new Error('queue unavailable');
+      },
+    };
     const res = await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arqs[0]!.uuid, crypto.randomUUID()) });
     t.deps.jobs = queue;
     expect(res.status).toBe(202);
-    const arq = await (await t.acc('GET', `/accelerator_requests/${arqs[0]!.uuid}`)).json() as { state: string };
+    const arq = (await (await t.acc('GET', `/accelerator_requests/${arqs[0]!.uuid}`)).json()) as { state: string };
     expect(arq.state).toBe('BindStarted');
     return arqs[0]!.uuid;
   }
@@ -38,7 +44,7 @@ describe('outbox recovery', () => {
     const uuid = await bindWithLostSend();
     expect(await drainOutbox(t.deps)).toBe(1);
     await t.jobs.queue.idle();
-    const arq = await (await t.acc('GET', `/accelerator_requests/${uuid}`)).json() as { state: string };
+    const arq = (await (await t.acc('GET', `/accelerator_requests/${uuid}`)).json()) as { state: string };
     expect(arq.state).toBe('Bound');
     expect(delivered).toEqual([uuid]);
   });

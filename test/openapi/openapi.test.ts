@@ -103,7 +103,10 @@ describe('GET /openapi.json', () => {
     expect([...served].filter((r) => !listed.has(r)).sort(), 'served but not documented').toEqual([]);
     expect([...listed].filter((r) => !served.has(r)).sort(), 'documented but not served').toEqual([]);
     // Every mount of the root app is one of the apps enumerated above.
-    const mounts = createApp(t.deps).routes.filter((r) => r.method === 'ALL').map((r) => r.path).sort();
+    const mounts = createApp(t.deps)
+      .routes.filter((r) => r.method === 'ALL')
+      .map((r) => r.path)
+      .sort();
     expect(mounts).toEqual(['/*', '/accelerator/*', '/dashboard/*', '/diagnostics/*']);
   });
 
@@ -114,7 +117,9 @@ describe('GET /openapi.json', () => {
   });
 
   it('describes each microversion range of a body with the schema the handler uses', async () => {
-    const put = doc.paths['/allocations/{consumer_uuid}']!.put!.requestBody as { 'x-openstack-microversion-bodies': { min: string; max: string; schema: { $ref: string } }[] };
+    const put = doc.paths['/allocations/{consumer_uuid}']!.put!.requestBody as {
+      'x-openstack-microversion-bodies': { min: string; max: string; schema: { $ref: string } }[];
+    };
     const ranges = put['x-openstack-microversion-bodies'];
     expect(ranges.map((r) => `${r.min}-${r.max}`)).toEqual(['1.0-1.7', '1.8-1.11', '1.12-1.27', '1.28-1.33', '1.34-1.37', '1.38-1.39']);
 
@@ -128,11 +133,18 @@ describe('GET /openapi.json', () => {
     expect(at('1.38').required).toContain('consumer_type');
     const rp = crypto.randomUUID();
     expect((await t.call('POST', '/resource_providers', { body: { name: 'doc-rp', uuid: rp } })).status).toBe(200);
-    expect((await t.call('PUT', `/resource_providers/${rp}/inventories`, {
-      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } },
-    })).status).toBe(200);
+    expect(
+      (
+        await t.call('PUT', `/resource_providers/${rp}/inventories`, {
+          body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } },
+        })
+      ).status,
+    ).toBe(200);
     const body = {
-      allocations: { [rp]: { resources: { VCPU: 1 } } }, project_id: 'p', user_id: 'u', consumer_generation: null,
+      allocations: { [rp]: { resources: { VCPU: 1 } } },
+      project_id: 'p',
+      user_id: 'u',
+      consumer_generation: null,
     };
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
     expect(ajv.validate(at('1.37'), body)).toBe(true);
@@ -162,9 +174,13 @@ describe('GET /openapi.json', () => {
     };
     const rp = crypto.randomUUID();
     expect((await t.call('POST', '/resource_providers', { body: { name: `shape-${rp}`, uuid: rp } })).status).toBe(200);
-    expect((await t.call('PUT', `/resource_providers/${rp}/inventories`, {
-      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 1024 } } },
-    })).status).toBe(200);
+    expect(
+      (
+        await t.call('PUT', `/resource_providers/${rp}/inventories`, {
+          body: { resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 1024 } } },
+        })
+      ).status,
+    ).toBe(200);
     const checks: [string, string, string[]][] = [
       [`/resource_providers/${rp}`, '/resource_providers/{uuid}', ['1.0', '1.13', '1.14', '1.39']],
       ['/resource_providers', '/resource_providers', ['1.0', '1.14', '1.39']],

@@ -10,13 +10,19 @@ const AGG_B = 'bbbbbbbb-0000-4000-8000-000000000002';
 
 beforeAll(async () => {
   t = await makeTestApp();
-  for (const [name, uuid] of [['rp1', RP1], ['rp2', RP2], ['rp3', RP3]] as const) {
+  for (const [name, uuid] of [
+    ['rp1', RP1],
+    ['rp2', RP2],
+    ['rp3', RP3],
+  ] as const) {
     await t.call('POST', '/resource_providers', { body: { name, uuid } });
   }
 });
 afterAll(() => t.close());
 
-interface ErrorBody { errors: { status: number; code: string; detail: string }[] }
+interface ErrorBody {
+  errors: { status: number; code: string; detail: string }[];
+}
 
 async function aggregates(uuid: string, version?: string): Promise<Record<string, unknown>> {
   const res = await t.call('GET', `/resource_providers/${uuid}/aggregates`, version ? { version } : {});

@@ -10,9 +10,17 @@ import { parseCandidateQueryString } from '../../src/placement/candidates/parse.
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
-interface DictRequest { allocations: Record<string, { resources: Record<string, number> }>; mappings?: Record<string, string[]> }
-interface Candidates { allocation_requests: DictRequest[]; provider_summaries: Record<string, unknown> }
-interface ErrorBody { errors: { detail: string }[] }
+interface DictRequest {
+  allocations: Record<string, { resources: Record<string, number> }>;
+  mappings?: Record<string, string[]>;
+}
+interface Candidates {
+  allocation_requests: DictRequest[];
+  provider_summaries: Record<string, unknown>;
+}
+interface ErrorBody {
+  errors: { detail: string }[];
+}
 
 async function candidates(app: TestApp, query: string, version = 'latest'): Promise<Candidates> {
   const res = await app.call('GET', `/allocation_candidates?${query}`, { version });
@@ -30,15 +38,29 @@ describe('query language against two compute nodes and a shared disk', () => {
   const aggB = crypto.randomUUID();
   beforeAll(async () => {
     app = await makeTestApp();
-    cn1 = await provider(app, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 4096 } }, traits: ['HW_CPU_X86_AVX2'], aggregates: [aggA] });
-    cn2 = await provider(app, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 4096 } }, traits: ['HW_CPU_X86_SSE42'], aggregates: [aggB] });
+    cn1 = await provider(app, {
+      inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 4096 } },
+      traits: ['HW_CPU_X86_AVX2'],
+      aggregates: [aggA],
+    });
+    cn2 = await provider(app, {
+      inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 4096 } },
+      traits: ['HW_CPU_X86_SSE42'],
+      aggregates: [aggB],
+    });
     // The disk shares with cn1 only (aggregate A) and carries a trait no compute node has.
-    disk = await provider(app, { inventory: { DISK_GB: { total: 100 } }, traits: ['MISC_SHARES_VIA_AGGREGATE', 'CUSTOM_FAST_DISK'], aggregates: [aggA] });
+    disk = await provider(app, {
+      inventory: { DISK_GB: { total: 100 } },
+      traits: ['MISC_SHARES_VIA_AGGREGATE', 'CUSTOM_FAST_DISK'],
+      aggregates: [aggA],
+    });
   });
   afterAll(() => app.close());
 
   it('required=in: accepts any one of the traits from 1.39, and is a 400 before', async () => {
-    expect(providersUsed(await candidates(app, 'resources=VCPU:1&required=in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE42'))).toEqual([cn1, cn2].sort());
+    expect(providersUsed(await candidates(app, 'resources=VCPU:1&required=in:HW_CPU_X86_AVX2,HW_CPU_X86_SSE42'))).toEqual(
+      [cn1, cn2].sort(),
+    );
     expect(providersUsed(await candidates(app, 'resources=VCPU:1&required=in:HW_CPU_X86_SSE42,CUSTOM_FAST_DISK'))).toEqual([cn2]);
     const old = await app.call('GET', '/allocation_candidates?resources=VCPU:1&required=in:HW_CPU_X86_AVX2', { version: '1.38' });
     expect(old.status).toBe(400);
@@ -150,7 +172,10 @@ describe('several groups: trees pruned by the classes they offer', () => {
     const mv = Microversion.parse('1.39')!;
     const tripsFor = async (query: string) => {
       counted.reset();
-      const body = await findAllocationCandidates(counted.client, parseCandidateQueryString(query, mv), mv, { randomize: false, maxCandidates: 0 });
+      const body = await findAllocationCandidates(counted.client, parseCandidateQueryString(query, mv), mv, {
+        randomize: false,
+        maxCandidates: 0,
+      });
       return { trips: counted.count(), count: body.allocation_requests.length };
     };
     // No tree condition: candidate rows, then their trees.
@@ -159,7 +184,10 @@ describe('several groups: trees pruned by the classes they offer', () => {
     expect(await tripsFor('resources=VCPU:1&limit=3')).toEqual({ trips: 1, count: 3 });
     expect(await tripsFor(`resources_C=VCPU:1&resources_N=SRIOV_NET_VF:1&group_policy=none`)).toEqual({ trips: 1, count: 2 });
     // A sharing provider's own tree comes along too.
-    expect(await tripsFor(`resources=DISK_GB:5&resources_C=VCPU:1&resources_N=SRIOV_NET_VF:1&group_policy=none`)).toEqual({ trips: 1, count: 1 });
+    expect(await tripsFor(`resources=DISK_GB:5&resources_C=VCPU:1&resources_N=SRIOV_NET_VF:1&group_policy=none`)).toEqual({
+      trips: 1,
+      count: 1,
+    });
     // The lowest trees cannot serve (isolate): one more round trip for all viable trees.
     expect(await tripsFor('resources_C=VCPU:1&resources_M=MEMORY_MB:1&group_policy=isolate&limit=1')).toEqual({ trips: 2, count: 1 });
   });

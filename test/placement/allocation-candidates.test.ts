@@ -2,13 +2,28 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
-interface Summary { resources: Record<string, { capacity: number; used: number }>; traits?: string[]; parent_provider_uuid?: string | null; root_provider_uuid?: string }
-interface DictRequest { allocations: Record<string, { resources: Record<string, number> }>; mappings?: Record<string, string[]> }
-interface Candidates { allocation_requests: DictRequest[]; provider_summaries: Record<string, Summary> }
-interface ErrorBody { errors: { detail: string; code?: string }[] }
+interface Summary {
+  resources: Record<string, { capacity: number; used: number }>;
+  traits?: string[];
+  parent_provider_uuid?: string | null;
+  root_provider_uuid?: string;
+}
+interface DictRequest {
+  allocations: Record<string, { resources: Record<string, number> }>;
+  mappings?: Record<string, string[]>;
+}
+interface Candidates {
+  allocation_requests: DictRequest[];
+  provider_summaries: Record<string, Summary>;
+}
+interface ErrorBody {
+  errors: { detail: string; code?: string }[];
+}
 
 let t: TestApp;
-beforeAll(async () => { t = await makeTestApp(); });
+beforeAll(async () => {
+  t = await makeTestApp();
+});
 afterAll(() => t.close());
 
 const project = 'b7d8c0a4-4c1b-4c53-9c0a-0d1f6c1f0a01';
@@ -28,9 +43,14 @@ async function badRequest(app: TestApp, query: string, version = 'latest'): Prom
 
 /** "provider:CLASS=amount" strings of each request, for order-free comparison. */
 const flatten = (body: Candidates) =>
-  body.allocation_requests.map((r) =>
-    Object.entries(r.allocations).flatMap(([uuid, a]) => Object.entries(a.resources).map(([rc, n]) => `${uuid}:${rc}=${n}`)).sort().join(' '),
-  ).sort();
+  body.allocation_requests
+    .map((r) =>
+      Object.entries(r.allocations)
+        .flatMap(([uuid, a]) => Object.entries(a.resources).map(([rc, n]) => `${uuid}:${rc}=${n}`))
+        .sort()
+        .join(' '),
+    )
+    .sort();
 
 describe('nested trees and sharing providers', () => {
   let cn: string, numa0: string, numa1: string, pf: string, disk: string;
@@ -48,12 +68,14 @@ describe('nested trees and sharing providers', () => {
 
   it('combines providers of one tree with a sharing provider, and summarises whole trees from 1.29', async () => {
     const body = await candidates(app, 'resources=VCPU:1,MEMORY_MB:512,DISK_GB:10');
-    expect(flatten(body)).toEqual([
-      [`${numa0}:MEMORY_MB=512`, `${numa0}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
-      [`${numa0}:MEMORY_MB=512`, `${numa1}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
-      [`${numa1}:MEMORY_MB=512`, `${numa0}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
-      [`${numa1}:MEMORY_MB=512`, `${numa1}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
-    ].sort());
+    expect(flatten(body)).toEqual(
+      [
+        [`${numa0}:MEMORY_MB=512`, `${numa0}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
+        [`${numa0}:MEMORY_MB=512`, `${numa1}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
+        [`${numa1}:MEMORY_MB=512`, `${numa0}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
+        [`${numa1}:MEMORY_MB=512`, `${numa1}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
+      ].sort(),
+    );
     expect(Object.keys(body.provider_summaries).sort()).toEqual([cn, numa0, numa1, pf, disk].sort());
     expect(body.provider_summaries[pf]).toMatchObject({ parent_provider_uuid: numa0, root_provider_uuid: cn, traits: ['CUSTOM_PHYSNET1'] });
     expect(body.provider_summaries[numa0]!.resources.VCPU).toEqual({ capacity: 4, used: 0 });
@@ -61,10 +83,12 @@ describe('nested trees and sharing providers', () => {
 
   it('before 1.29 drops candidates that use two providers of one tree, and summarises only providers used', async () => {
     const body = await candidates(app, 'resources=VCPU:1,MEMORY_MB:512,DISK_GB:10', '1.28');
-    expect(flatten(body)).toEqual([
-      [`${numa0}:MEMORY_MB=512`, `${numa0}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
-      [`${numa1}:MEMORY_MB=512`, `${numa1}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
-    ].sort());
+    expect(flatten(body)).toEqual(
+      [
+        [`${numa0}:MEMORY_MB=512`, `${numa0}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
+        [`${numa1}:MEMORY_MB=512`, `${numa1}:VCPU=1`, `${disk}:DISK_GB=10`].sort().join(' '),
+      ].sort(),
+    );
     expect(Object.keys(body.provider_summaries).sort()).toEqual([numa0, numa1, disk].sort());
     expect(body.provider_summaries[numa0]).not.toHaveProperty('root_provider_uuid');
   });
@@ -72,7 +96,10 @@ describe('nested trees and sharing providers', () => {
   it('applies unsuffixed required traits to the providers used, and granular groups to one provider each', async () => {
     // AVX2 sits on the root, which provides nothing: the unsuffixed group cannot use it.
     expect((await candidates(app, 'resources=VCPU:1&required=HW_CPU_X86_AVX2')).allocation_requests).toEqual([]);
-    const body = await candidates(app, 'resources=VCPU:1&resources_NET=SRIOV_NET_VF:2&required_NET=CUSTOM_PHYSNET1&same_subtree=_NET&group_policy=none');
+    const body = await candidates(
+      app,
+      'resources=VCPU:1&resources_NET=SRIOV_NET_VF:2&required_NET=CUSTOM_PHYSNET1&same_subtree=_NET&group_policy=none',
+    );
     expect(body.allocation_requests).toHaveLength(2);
     expect(body.allocation_requests.every((r) => r.mappings!._NET![0] === pf)).toBe(true);
   });
@@ -91,7 +118,10 @@ describe('nested trees and sharing providers', () => {
   });
 
   it('limit combines with traits, aggregates and root_required in one group', async () => {
-    const body = await candidates(app, `resources=VCPU:1,SRIOV_NET_VF:1&required=CUSTOM_PHYSNET1&member_of=${agg}&root_required=HW_CPU_X86_AVX2&limit=1`);
+    const body = await candidates(
+      app,
+      `resources=VCPU:1,SRIOV_NET_VF:1&required=CUSTOM_PHYSNET1&member_of=${agg}&root_required=HW_CPU_X86_AVX2&limit=1`,
+    );
     expect(flatten(body)).toEqual([[`${numa0}:VCPU=1`, `${pf}:SRIOV_NET_VF=1`].sort().join(' ')]);
   });
 
@@ -123,7 +153,13 @@ describe('capacity', () => {
     const before = await candidates(t, 'resources=VCPU:4');
     expect(before.provider_summaries[rp]!.resources.VCPU).toEqual({ capacity: 6, used: 0 });
     const claim = await t.call('PUT', `/allocations/${crypto.randomUUID()}`, {
-      body: { allocations: { [rp]: { resources: { VCPU: 4 } } }, project_id: project, user_id: user, consumer_generation: null, consumer_type: 'INSTANCE' },
+      body: {
+        allocations: { [rp]: { resources: { VCPU: 4 } } },
+        project_id: project,
+        user_id: user,
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
     });
     expect(claim.status).toBe(204);
     expect((await candidates(t, 'resources=VCPU:4')).allocation_requests).toEqual([]);
@@ -145,7 +181,9 @@ describe('limit, ordering and round trips', () => {
     expect(all.allocation_requests).toHaveLength(30);
     const limited = await candidates(app, 'resources=VCPU:1,MEMORY_MB:128&limit=3');
     expect(limited.allocation_requests).toEqual(all.allocation_requests.slice(0, 3));
-    expect(Object.keys(limited.provider_summaries).sort()).toEqual(limited.allocation_requests.map((r) => Object.keys(r.allocations)[0]!).sort());
+    expect(Object.keys(limited.provider_summaries).sort()).toEqual(
+      limited.allocation_requests.map((r) => Object.keys(r.allocations)[0]!).sort(),
+    );
   });
 
   it('uses a fixed number of database round trips, whatever the provider count', async () => {
@@ -162,7 +200,9 @@ describe('limit, ordering and round trips', () => {
     const late = await makeTestApp();
     try {
       // More early trees than the first chunk loads, none of which qualifies.
-      await Promise.all(Array.from({ length: 70 }, () => provider(late, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 1024 } } })));
+      await Promise.all(
+        Array.from({ length: 70 }, () => provider(late, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 1024 } } })),
+      );
       const good: string[] = [];
       for (let i = 0; i < 3; i += 1) {
         good.push(await provider(late, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 1024 } }, traits: ['CUSTOM_LATE'] }));

@@ -17,8 +17,7 @@ describe('token strategy', () => {
   });
   afterAll(() => t.close());
 
-  const get = (path: string, token?: string) =>
-    t.app.request(path, { headers: token ? { 'x-auth-token': token } : {} });
+  const get = (path: string, token?: string) => t.app.request(path, { headers: token ? { 'x-auth-token': token } : {} });
 
   it('maps configured tokens to roles; unknown or missing tokens get 401', async () => {
     expect((await get('/resource_providers', 's3cret-admin')).status).toBe(200);
@@ -58,15 +57,23 @@ describe('token strategy', () => {
 
 describe('noauth2 with secure defaults', () => {
   let t: TestApp;
-  beforeAll(async () => { t = await makeTestApp({ PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'true' }); });
+  beforeAll(async () => {
+    t = await makeTestApp({ PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'true' });
+  });
   afterAll(() => t.close());
 
   it('lets only the service role reshape, and refuses system-scoped tokens', async () => {
-    const reshape = (roles: string) => t.app.request('/reshaper', {
-      method: 'POST',
-      headers: { 'x-auth-token': 'user', 'x-roles': roles, 'openstack-api-version': 'placement 1.39', 'content-type': 'application/json' },
-      body: JSON.stringify({ inventories: {}, allocations: {} }),
-    });
+    const reshape = (roles: string) =>
+      t.app.request('/reshaper', {
+        method: 'POST',
+        headers: {
+          'x-auth-token': 'user',
+          'x-roles': roles,
+          'openstack-api-version': 'placement 1.39',
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ inventories: {}, allocations: {} }),
+      });
     expect((await reshape('admin')).status).toBe(403);
     expect((await reshape('service')).status).not.toBe(403);
     const system = await t.app.request('/resource_providers', {

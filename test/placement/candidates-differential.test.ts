@@ -42,7 +42,10 @@ const AGGREGATES = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID(
 const project = crypto.randomUUID();
 const user = crypto.randomUUID();
 
-interface Cloud { providers: string[]; suffixPool: string[] }
+interface Cloud {
+  providers: string[];
+  suffixPool: string[];
+}
 
 function randomInventory(r: Rng, classes: readonly string[]): InventorySpec {
   const inventory: InventorySpec = {};
@@ -75,11 +78,13 @@ async function buildCloud(app: TestApp, r: Rng): Promise<Cloud> {
   };
   for (let i = r.int(3, 5); i > 0; i -= 1) await made(undefined, 0);
   for (let i = r.int(0, 2); i > 0; i -= 1) {
-    providers.push(await provider(app, {
-      inventory: randomInventory(r, SHARED_CLASSES),
-      traits: ['MISC_SHARES_VIA_AGGREGATE', ...(r.chance(0.5) ? [r.pick(TRAITS)] : [])],
-      aggregates: r.some(AGGREGATES, 2),
-    }));
+    providers.push(
+      await provider(app, {
+        inventory: randomInventory(r, SHARED_CLASSES),
+        traits: ['MISC_SHARES_VIA_AGGREGATE', ...(r.chance(0.5) ? [r.pick(TRAITS)] : [])],
+        aggregates: r.some(AGGREGATES, 2),
+      }),
+    );
   }
   // Some usage: claim what the engine itself offers, so allocations are valid.
   for (let i = r.int(1, 4); i > 0; i -= 1) {
@@ -96,7 +101,11 @@ async function buildCloud(app: TestApp, r: Rng): Promise<Cloud> {
 
 function randomQuery(r: Rng, cloud: Cloud, minor: number): string {
   const params: [string, string][] = [];
-  const resources = () => r.some([...CLASSES, ...SHARED_CLASSES], r.chance(0.5) ? 1 : 3).map((c) => `${c}:${r.pick([1, 1, 1, 2, 3, 100])}`).join(',');
+  const resources = () =>
+    r
+      .some([...CLASSES, ...SHARED_CLASSES], r.chance(0.5) ? 1 : 3)
+      .map((c) => `${c}:${r.pick([1, 1, 1, 2, 3, 100])}`)
+      .join(',');
   const traitTerm = () => {
     const names = r.some([...TRAITS, 'MISC_SHARES_VIA_AGGREGATE', ...(r.chance(0.03) ? ['CUSTOM_UNKNOWN'] : [])], 2);
     if (minor >= 39 && r.chance(0.3)) return `in:${names.join(',')}`;
@@ -125,7 +134,14 @@ function randomQuery(r: Rng, cloud: Cloud, minor: number): string {
   const resourceless = new Set(minor >= 36 ? suffixes.filter(() => r.chance(0.2)) : []);
   for (const s of suffixes) groupFilters(s, resourceless.has(s));
   if (granular && (suffixes.length > 1 || r.chance(0.3))) params.push(['group_policy', r.pick(['none', 'isolate'])]);
-  if (minor >= 35 && r.chance(0.2)) params.push(['root_required', r.some(TRAITS, 2).map((t) => (r.chance(0.4) ? `!${t}` : t)).join(',')]);
+  if (minor >= 35 && r.chance(0.2))
+    params.push([
+      'root_required',
+      r
+        .some(TRAITS, 2)
+        .map((t) => (r.chance(0.4) ? `!${t}` : t))
+        .join(','),
+    ]);
   if (minor >= 36 && suffixes.length > 1 && (resourceless.size > 0 || r.chance(0.3))) {
     params.push(['same_subtree', [...new Set([...resourceless, ...r.some(suffixes, 3)])].join(',')]);
   }
@@ -144,9 +160,10 @@ async function viaReference(app: TestApp, query: string, mv: Microversion): Prom
   } catch (error) {
     // The frozen engine throws the HTTP error; the shared query helpers it still
     // imports throw the domain's, which the app would answer the same way.
-    const http = error instanceof DomainError
-      ? new ApiError(PROBLEM_STATUS[error.problem], webobDetail(PROBLEM_STATUS[error.problem], error.message), { code: error.code })
-      : error;
+    const http =
+      error instanceof DomainError
+        ? new ApiError(PROBLEM_STATUS[error.problem], webobDetail(PROBLEM_STATUS[error.problem], error.message), { code: error.code })
+        : error;
     if (!(http instanceof ApiError)) throw error;
     return { status: http.status, detail: http.detail, ...(mv.atLeast('1.23') ? { code: http.code } : {}) };
   }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
-const SIX_GROUPS = Array.from({ length: 6 }, (_, i) => `resources${i + 1}=CUSTOM_LEAF:1`).join('&') + '&group_policy=none';
+const SIX_GROUPS = `${Array.from({ length: 6 }, (_, i) => `resources${i + 1}=CUSTOM_LEAF:1`).join('&')}&group_policy=none`;
 
 async function wideTree(app: TestApp): Promise<void> {
   await app.call('PUT', '/resource_classes/CUSTOM_LEAF');

@@ -34,7 +34,9 @@ describe('eight isolated PGPU groups on hosts of eight one-PGPU children', () =>
     const body = (await res.json()) as Body;
     expect(body.allocation_requests).toHaveLength(10);
     for (const request of body.allocation_requests) {
-      const gpus = Object.entries(request.mappings).filter(([suffix]) => suffix !== '').map(([, uuids]) => uuids[0]!);
+      const gpus = Object.entries(request.mappings)
+        .filter(([suffix]) => suffix !== '')
+        .map(([, uuids]) => uuids[0]!);
       expect(new Set(gpus).size).toBe(8);
       expect(gpus.every((uuid) => hosts[0]!.gpus.includes(uuid))).toBe(true);
       expect(request.allocations[hosts[0]!.root]!.resources).toEqual({ VCPU: 1, MEMORY_MB: 1024 });
@@ -42,7 +44,10 @@ describe('eight isolated PGPU groups on hosts of eight one-PGPU children', () =>
   });
 
   it('returns 1000 distinct candidates for limit=1000', async () => {
-    const res = await app.call('GET', `/allocation_candidates?resources=VCPU:1,MEMORY_MB:1024&${groups(8)}&group_policy=isolate&limit=1000`);
+    const res = await app.call(
+      'GET',
+      `/allocation_candidates?resources=VCPU:1,MEMORY_MB:1024&${groups(8)}&group_policy=isolate&limit=1000`,
+    );
     const body = (await res.json()) as Body;
     expect(body.allocation_requests).toHaveLength(1000);
     expect(new Set(body.allocation_requests.map((r) => JSON.stringify(r.mappings))).size).toBe(1000);

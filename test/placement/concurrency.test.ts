@@ -16,12 +16,20 @@ const project = 'b7d8c0a4-4c1b-4c53-9c0a-0d1f6c1f0a01';
 const user = 'c2a1f6e0-1b9b-4d6e-9a57-3d5f6a7b8c02';
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
-interface Outcome { status: number; body: unknown }
+interface Outcome {
+  status: number;
+  body: unknown;
+}
 
 async function claim(server: ServerProcess, consumer: string, body: unknown): Promise<Outcome> {
   const res = await fetch(`${server.url}/allocations/${consumer}`, {
     method: 'PUT',
-    headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', accept: 'application/json', 'openstack-api-version': 'placement 1.28' },
+    headers: {
+      'x-auth-token': 'admin',
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'openstack-api-version': 'placement 1.28',
+    },
     body: JSON.stringify(body),
   });
   const text = await res.text();
@@ -58,12 +66,20 @@ describe('concurrent claims against Node server processes on one database file',
     const capacity = 6;
     const rp = await seedProvider(deps, { VCPU: { total: 8, reserved: 2 } });
     const attempts = 24;
-    const outcomes = await Promise.all(Array.from({ length: attempts }, (_, i) => claim(servers[i % servers.length]!, crypto.randomUUID(), {
-      allocations: { [rp.uuid]: { resources: { VCPU: 1 } } }, project_id: project, user_id: user, consumer_generation: null,
-    })));
+    const outcomes = await Promise.all(
+      Array.from({ length: attempts }, (_, i) =>
+        claim(servers[i % servers.length]!, crypto.randomUUID(), {
+          allocations: { [rp.uuid]: { resources: { VCPU: 1 } } },
+          project_id: project,
+          user_id: user,
+          consumer_generation: null,
+        }),
+      ),
+    );
     const successes = outcomes.filter((o) => o.status === 204);
     const refusals = outcomes.filter((o) => o.status !== 204);
-    for (const refused of refusals) expectConflictEnvelope(refused, 'placement.undefined_code', 'The requested amount would exceed the capacity');
+    for (const refused of refusals)
+      expectConflictEnvelope(refused, 'placement.undefined_code', 'The requested amount would exceed the capacity');
     expect(successes.length + refusals.length).toBe(attempts);
     expect(successes.length).toBe(capacity);
     expect(await usageOf(deps, rp.id)).toEqual({ VCPU: capacity });
@@ -74,10 +90,19 @@ describe('concurrent claims against Node server processes on one database file',
     const rp = await seedProvider(deps, { VCPU: { total: 64 } });
     const consumer = crypto.randomUUID();
     const base = { project_id: project, user_id: user };
-    expect((await claim(servers[0]!, consumer, { ...base, allocations: { [rp.uuid]: { resources: { VCPU: 1 } } }, consumer_generation: null })).status).toBe(204);
-    const outcomes = await Promise.all(Array.from({ length: 16 }, (_, i) => claim(servers[i % servers.length]!, consumer, {
-      ...base, allocations: { [rp.uuid]: { resources: { VCPU: 2 + i } } }, consumer_generation: 1,
-    })));
+    expect(
+      (await claim(servers[0]!, consumer, { ...base, allocations: { [rp.uuid]: { resources: { VCPU: 1 } } }, consumer_generation: null }))
+        .status,
+    ).toBe(204);
+    const outcomes = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        claim(servers[i % servers.length]!, consumer, {
+          ...base,
+          allocations: { [rp.uuid]: { resources: { VCPU: 2 + i } } },
+          consumer_generation: 1,
+        }),
+      ),
+    );
     const winners = outcomes.filter((o) => o.status === 204);
     expect(winners).toHaveLength(1);
     for (const lost of outcomes.filter((o) => o.status !== 204)) {
@@ -96,20 +121,34 @@ describe('a failure in the middle of a write', () => {
       const rp = await seedProvider(t.deps, { VCPU: { total: 8 } });
       const victim = crypto.randomUUID();
       const other = crypto.randomUUID();
-      const body = (uuid: string) => ({ allocations: { [rp.uuid]: { resources: { VCPU: 1 } } }, project_id: project, user_id: user, consumer_generation: null });
+      const body = (_uuid: string) => ({
+        allocations: { [rp.uuid]: { resources: { VCPU: 1 } } },
+        project_id: project,
+        user_id: user,
+        consumer_generation: null,
+      });
       expect((await t.call('PUT', `/allocations/${victim}`, { body: { ...body(victim) }, version: '1.28' })).status).toBe(204);
       // The consumer-generation compare-and-swap comes after the allocation rows
       // and the provider generation in the write batch: make it fail there.
       await t.deps.store.client.execute(`CREATE TRIGGER fail_consumer_bump BEFORE UPDATE OF generation ON consumers
         WHEN NEW.uuid = '${victim}' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
       const dump = async () => ({
-        allocations: (await t.deps.store.client.execute('SELECT resource_provider_id, consumer_id, resource_class_id, used FROM allocations ORDER BY id')).rows,
+        allocations: (
+          await t.deps.store.client.execute(
+            'SELECT resource_provider_id, consumer_id, resource_class_id, used FROM allocations ORDER BY id',
+          )
+        ).rows,
         consumers: (await t.deps.store.client.execute('SELECT uuid, generation, project_id, user_id FROM consumers ORDER BY id')).rows,
         providers: (await t.deps.store.client.execute('SELECT uuid, generation FROM resource_providers ORDER BY id')).rows,
       });
       const before = await dump();
       const logged: Record<string, unknown>[] = [];
-      t.deps.log = { ...t.deps.log, error: (msg, extra) => { logged.push({ msg, ...extra }); } };
+      t.deps.log = {
+        ...t.deps.log,
+        error: (msg, extra) => {
+          logged.push({ msg, ...extra });
+        },
+      };
       const res = await t.call('POST', '/allocations', {
         version: '1.28',
         body: {
@@ -121,7 +160,7 @@ describe('a failure in the middle of a write', () => {
       // It failed at the consumer-generation step, i.e. after the inserts; the
       // cause is in the log under the request id, and not in the answer.
       const requestId = res.headers.get('x-openstack-request-id');
-      const { errors } = await res.json() as { errors: { status: number; detail: string; request_id: string }[] };
+      const { errors } = (await res.json()) as { errors: { status: number; detail: string; request_id: string }[] };
       expect(errors[0]).toMatchObject({ status: 500, request_id: requestId, detail: expect.stringContaining(`request id ${requestId}`) });
       expect(errors[0]!.detail).not.toMatch(/consumers|injected|SQLITE/);
       expect(JSON.stringify(logged)).toContain('injected failure');

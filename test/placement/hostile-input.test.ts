@@ -14,7 +14,9 @@ const faultOf = async (res: Response) =>
   (JSON.parse(((await res.json()) as { error_message: string }).error_message) as { faultstring: string }).faultstring;
 const acc = (t: TestApp, method: string, path: string, body?: string | ReadableStream, headers: Record<string, string> = {}) =>
   t.app.request(`/accelerator/v2${path}`, {
-    method, body, headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'accelerator 2.3', ...headers },
+    method,
+    body,
+    headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'accelerator 2.3', ...headers },
     ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
   } as RequestInit);
 
@@ -32,15 +34,23 @@ describe('deeply nested JSON', () => {
   it('answers 400 in the envelope for a 100,000-deep array in any body', async () => {
     const deep = deepArray(100_000);
     const placementWrites: [string, string][] = [
-      ['POST', '/resource_providers'], ['PUT', `/resource_providers/${rp}/inventories`], ['POST', '/allocations'],
-      ['PUT', `/allocations/${crypto.randomUUID()}`], ['POST', '/reshaper'], ['PUT', `/resource_providers/${rp}/traits`],
+      ['POST', '/resource_providers'],
+      ['PUT', `/resource_providers/${rp}/inventories`],
+      ['POST', '/allocations'],
+      ['PUT', `/allocations/${crypto.randomUUID()}`],
+      ['POST', '/reshaper'],
+      ['PUT', `/resource_providers/${rp}/traits`],
     ];
     for (const [method, path] of placementWrites) {
       const res = await t.call(method, path, { body: deep });
       expect(res.status, path).toBe(400);
       expect((await errorOf(res)).detail).toContain('nested deeper than 32 levels');
     }
-    for (const [method, path] of [['POST', '/device_profiles'], ['PATCH', '/accelerator_requests'], ['POST', '/attributes']] as const) {
+    for (const [method, path] of [
+      ['POST', '/device_profiles'],
+      ['PATCH', '/accelerator_requests'],
+      ['POST', '/attributes'],
+    ] as const) {
       const res = await acc(t, method, path, deep);
       expect(res.status, path).toBe(400);
       expect(await faultOf(res)).toContain('nested deeper than 32 levels');
@@ -49,7 +59,12 @@ describe('deeply nested JSON', () => {
 
   it('still reads ordinary nesting and names what is wrong in it, cut short', async () => {
     const res = await t.call('PUT', `/allocations/${crypto.randomUUID()}`, {
-      body: { allocations: { [rp]: { resources: { VCPU: [[[[[['deep']]]]]] } } }, project_id: 'p', user_id: 'u', consumer_generation: null },
+      body: {
+        allocations: { [rp]: { resources: { VCPU: [[[[[['deep']]]]]] } } },
+        project_id: 'p',
+        user_id: 'u',
+        consumer_generation: null,
+      },
     });
     expect(res.status).toBe(400);
     expect((await errorOf(res)).detail).toContain("[[[[[...]]]]] is not of type 'integer'");
@@ -74,9 +89,16 @@ describe('control characters', () => {
       ['POST', '/resource_providers', { name: 'a\u0000b' }],
       ['POST', '/resource_providers', { name: 'tab\there' }],
       ['PUT', `/resource_providers/${rp}`, { name: 'x\u007f' }],
-      ['PUT', `/allocations/${crypto.randomUUID()}`, {
-        allocations: { [rp]: { resources: { VCPU: 1 } } }, project_id: 'p\u0000q', user_id: 'u', consumer_generation: null,
-      }],
+      [
+        'PUT',
+        `/allocations/${crypto.randomUUID()}`,
+        {
+          allocations: { [rp]: { resources: { VCPU: 1 } } },
+          project_id: 'p\u0000q',
+          user_id: 'u',
+          consumer_generation: null,
+        },
+      ],
       ['PUT', `/resource_providers/${rp}/inventories`, { resource_provider_generation: 1, inventories: { 'VCPU\u0000': { total: 1 } } }],
     ];
     for (const [method, path, body] of cases) {
@@ -102,7 +124,12 @@ describe('control characters', () => {
   });
 
   it('refuses them in accelerator bodies too', async () => {
-    const res = await acc(t, 'POST', '/device_profiles', JSON.stringify([{ name: 'dp1', description: 'line\nbreak', groups: [{ 'resources:FPGA': '1' }] }]));
+    const res = await acc(
+      t,
+      'POST',
+      '/device_profiles',
+      JSON.stringify([{ name: 'dp1', description: 'line\nbreak', groups: [{ 'resources:FPGA': '1' }] }]),
+    );
     expect(res.status).toBe(400);
     expect(await faultOf(res)).toBe('Invalid input: 0.description: control character U+000A is not allowed.');
   });
@@ -122,7 +149,11 @@ describe('body size', () => {
     const big = JSON.stringify({ name: 'x'.repeat(1024 * 1024) });
     const res = await t.call('POST', '/resource_providers', { body: big });
     expect(res.status).toBe(413);
-    expect(await errorOf(res)).toMatchObject({ status: 413, title: 'Request Entity Too Large', detail: expect.stringContaining('larger than the limit of 1048576 bytes') });
+    expect(await errorOf(res)).toMatchObject({
+      status: 413,
+      title: 'Request Entity Too Large',
+      detail: expect.stringContaining('larger than the limit of 1048576 bytes'),
+    });
     // Not even JSON: the size alone decides.
     expect((await t.call('POST', '/resource_providers', { body: `{${' '.repeat(1024 * 1024)}` })).status).toBe(413);
     const cyborg = await acc(t, 'POST', '/device_profiles', big);
@@ -200,7 +231,12 @@ describe('long URLs', () => {
 describe('internal errors', () => {
   it('answers a 500 with a generic message and the request id, and logs the details under that id', async () => {
     const logged: Record<string, unknown>[] = [];
-    t.deps.log = { ...t.deps.log, error: (msg, extra) => { logged.push({ msg, ...extra }); } };
+    t.deps.log = {
+      ...t.deps.log,
+      error: (msg, extra) => {
+        logged.push({ msg, ...extra });
+      },
+    };
     await t.deps.store.client.execute(`CREATE TRIGGER h10_fail_profile BEFORE INSERT ON device_profiles
       BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
     try {
@@ -209,7 +245,9 @@ describe('internal errors', () => {
       const requestId = res.headers.get('x-openstack-request-id')!;
       const message = await faultOf(res);
       expect(message).toBe(`An unexpected error occurred; it is logged with request id ${requestId}.`);
-      expect(logged).toEqual([expect.objectContaining({ requestId, err: expect.stringMatching(/insert into "device_profiles"[^]*injected failure/) })]);
+      expect(logged).toEqual([
+        expect.objectContaining({ requestId, err: expect.stringMatching(/insert into "device_profiles"[\s\S]*injected failure/) }),
+      ]);
     } finally {
       await t.deps.store.client.execute('DROP TRIGGER h10_fail_profile');
     }

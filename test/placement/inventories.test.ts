@@ -6,14 +6,19 @@ import { findProvider, resourceClassIdsByName } from '../../src/placement/repo/l
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 let t: TestApp;
-beforeAll(async () => { t = await makeTestApp(); });
+beforeAll(async () => {
+  t = await makeTestApp();
+});
 afterAll(() => t.close());
 
 /** A bare root provider written straight to the table, so these tests need no provider endpoint. */
 async function newProvider(): Promise<{ id: number; uuid: string }> {
   const uuid = randomUUID();
   return t.deps.store.writeTx(async (tx) => {
-    const [row] = await tx.insert(resourceProviders).values({ uuid, name: `rp-${uuid}` }).returning();
+    const [row] = await tx
+      .insert(resourceProviders)
+      .values({ uuid, name: `rp-${uuid}` })
+      .returning();
     await tx.update(resourceProviders).set({ rootProviderId: row!.id }).where(eq(resourceProviders.id, row!.id));
     return { id: row!.id, uuid };
   });
@@ -21,8 +26,9 @@ async function newProvider(): Promise<{ id: number; uuid: string }> {
 
 async function allocate(providerId: number, rc: string, used: number): Promise<void> {
   const ids = await resourceClassIdsByName(t.deps.store.db, [rc]);
-  await t.deps.store.writeTx((tx) => tx.insert(allocations)
-    .values({ resourceProviderId: providerId, consumerId: randomUUID(), resourceClassId: ids.get(rc)!, used }));
+  await t.deps.store.writeTx((tx) =>
+    tx.insert(allocations).values({ resourceProviderId: providerId, consumerId: randomUUID(), resourceClassId: ids.get(rc)!, used }),
+  );
 }
 
 async function json(res: Response): Promise<Record<string, unknown> & { errors?: { code?: string; detail: string }[] }> {
@@ -38,7 +44,13 @@ describe('one inventory record', () => {
     expect(res.status).toBe(201);
     expect(res.headers.get('location')).toBe(`http://localhost${invPath(rp.uuid, 'VCPU')}`);
     expect(await res.json()).toEqual({
-      resource_provider_generation: 1, total: 8, reserved: 0, min_unit: 1, max_unit: 2147483647, step_size: 1, allocation_ratio: 1,
+      resource_provider_generation: 1,
+      total: 8,
+      reserved: 0,
+      min_unit: 1,
+      max_unit: 2147483647,
+      step_size: 1,
+      allocation_ratio: 1,
     });
     const shown = await t.call('GET', invPath(rp.uuid, 'VCPU'), { version: '1.15' });
     expect(shown.headers.get('last-modified')).toMatch(/GMT$/);
@@ -59,7 +71,11 @@ describe('one inventory record', () => {
 
   it.each([
     ['malformed JSON', '{"total": }', 'Malformed JSON'],
-    ['an unknown field', { resource_class: 'VCPU', total: 1, colour: 'red' }, "Additional properties are not allowed ('colour' was unexpected)"],
+    [
+      'an unknown field',
+      { resource_class: 'VCPU', total: 1, colour: 'red' },
+      "Additional properties are not allowed ('colour' was unexpected)",
+    ],
     ['a zero total', { resource_class: 'VCPU', total: 0 }, "Failed validating 'minimum' in schema['properties']['total']"],
     ['a total beyond the integer column', { resource_class: 'VCPU', total: 2147483648 }, "Failed validating 'maximum'"],
     ['a string total', { resource_class: 'VCPU', total: '8' }, "'8' is not of type"],
@@ -99,12 +115,21 @@ describe('one inventory record', () => {
   it('lets reserved equal total only from 1.26', async () => {
     const rp = await newProvider();
     await t.call('POST', invPath(rp.uuid), { body: { resource_class: 'VCPU', total: 8 } });
-    const old = await t.call('PUT', invPath(rp.uuid, 'VCPU'), { version: '1.25', body: { resource_provider_generation: 1, total: 8, reserved: 8 } });
+    const old = await t.call('PUT', invPath(rp.uuid, 'VCPU'), {
+      version: '1.25',
+      body: { resource_provider_generation: 1, total: 8, reserved: 8 },
+    });
     expect(old.status).toBe(400);
     expect((await json(old)).errors![0]!.detail).toContain('greater than or equal to total');
-    const now = await t.call('PUT', invPath(rp.uuid, 'VCPU'), { version: '1.26', body: { resource_provider_generation: 1, total: 8, reserved: 8 } });
+    const now = await t.call('PUT', invPath(rp.uuid, 'VCPU'), {
+      version: '1.26',
+      body: { resource_provider_generation: 1, total: 8, reserved: 8 },
+    });
     expect(now.status).toBe(200);
-    const over = await t.call('PUT', invPath(rp.uuid, 'VCPU'), { version: '1.26', body: { resource_provider_generation: 2, total: 8, reserved: 9 } });
+    const over = await t.call('PUT', invPath(rp.uuid, 'VCPU'), {
+      version: '1.26',
+      body: { resource_provider_generation: 2, total: 8, reserved: 9 },
+    });
     expect(over.status).toBe(400);
     expect((await json(over)).errors![0]!.detail).toContain('The reserved value is greater than total');
   });
@@ -157,12 +182,16 @@ describe('the whole inventory', () => {
     const rp = await newProvider();
     await t.call('POST', invPath(rp.uuid), { body: { resource_class: 'VCPU', total: 8 } });
     await allocate(rp.id, 'VCPU', 6);
-    const drop = await t.call('PUT', invPath(rp.uuid), { body: { resource_provider_generation: 1, inventories: { DISK_GB: { total: 1 } } } });
+    const drop = await t.call('PUT', invPath(rp.uuid), {
+      body: { resource_provider_generation: 1, inventories: { DISK_GB: { total: 1 } } },
+    });
     expect(drop.status).toBe(409);
     const dropBody = await json(drop);
     expect(dropBody.errors![0]!.code).toBe('placement.inventory.inuse');
     expect(dropBody.errors![0]!.detail).toContain(`Inventory for 'VCPU' on resource provider '${rp.uuid}' in use`);
-    const shrink = await t.call('PUT', invPath(rp.uuid), { body: { resource_provider_generation: 1, inventories: { VCPU: { total: 4 } } } });
+    const shrink = await t.call('PUT', invPath(rp.uuid), {
+      body: { resource_provider_generation: 1, inventories: { VCPU: { total: 4 } } },
+    });
     expect(shrink.status).toBe(200);
     const deleteAll = await t.call('DELETE', invPath(rp.uuid));
     expect(deleteAll.status).toBe(409);
@@ -170,7 +199,9 @@ describe('the whole inventory', () => {
 
   it('names every class in use, in class-id order, when deleting all inventory', async () => {
     const rp = await newProvider();
-    await t.call('PUT', invPath(rp.uuid), { body: { resource_provider_generation: 0, inventories: { DISK_GB: { total: 10 }, VCPU: { total: 8 } } } });
+    await t.call('PUT', invPath(rp.uuid), {
+      body: { resource_provider_generation: 0, inventories: { DISK_GB: { total: 10 }, VCPU: { total: 8 } } },
+    });
     await allocate(rp.id, 'DISK_GB', 1);
     await allocate(rp.id, 'VCPU', 1);
     const res = await t.call('DELETE', invPath(rp.uuid));
@@ -180,7 +211,9 @@ describe('the whole inventory', () => {
 
   it('rejects keys that cannot be class names and stale generations', async () => {
     const rp = await newProvider();
-    const badKey = await t.call('PUT', invPath(rp.uuid), { body: { resource_provider_generation: 0, inventories: { 'disk gb': { total: 1 } } } });
+    const badKey = await t.call('PUT', invPath(rp.uuid), {
+      body: { resource_provider_generation: 0, inventories: { 'disk gb': { total: 1 } } },
+    });
     expect(badKey.status).toBe(400);
     const stale = await t.call('PUT', invPath(rp.uuid), { body: { resource_provider_generation: 7, inventories: {} } });
     expect(stale.status).toBe(409);
@@ -191,7 +224,8 @@ describe('the whole inventory', () => {
 
   it('lets exactly one of two concurrent writers with the same generation win', async () => {
     const rp = await newProvider();
-    const put = (total: number) => t.call('PUT', invPath(rp.uuid), { body: { resource_provider_generation: 0, inventories: { VCPU: { total } } } });
+    const put = (total: number) =>
+      t.call('PUT', invPath(rp.uuid), { body: { resource_provider_generation: 0, inventories: { VCPU: { total } } } });
     const statuses = (await Promise.all([put(1), put(2)])).map((r) => r.status).sort();
     expect(statuses).toEqual([200, 409]);
     expect((await findProvider(t.deps.store.db, rp.uuid))!.generation).toBe(1);

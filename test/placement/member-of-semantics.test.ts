@@ -6,7 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
-interface Candidates { allocation_requests: { allocations: Record<string, { resources: Record<string, number> }> }[] }
+interface Candidates {
+  allocation_requests: { allocations: Record<string, { resources: Record<string, number> }> }[];
+}
 
 let app: TestApp;
 const aggA = crypto.randomUUID();
@@ -24,8 +26,16 @@ beforeAll(async () => {
   numaInX = await provider(app, { parent: cn1, inventory: { VCPU: { total: 4 } }, aggregates: [aggX] });
   cn2 = await provider(app, { inventory: { VCPU: { total: 4 } }, aggregates: [aggShare] });
   // Both disks share with cn1 and cn2; only one of them is itself in A.
-  diskInA = await provider(app, { inventory: { DISK_GB: { total: 100 } }, traits: ['MISC_SHARES_VIA_AGGREGATE'], aggregates: [aggShare, aggA] });
-  diskInZ = await provider(app, { inventory: { DISK_GB: { total: 100 } }, traits: ['MISC_SHARES_VIA_AGGREGATE'], aggregates: [aggShare, aggZ] });
+  diskInA = await provider(app, {
+    inventory: { DISK_GB: { total: 100 } },
+    traits: ['MISC_SHARES_VIA_AGGREGATE'],
+    aggregates: [aggShare, aggA],
+  });
+  diskInZ = await provider(app, {
+    inventory: { DISK_GB: { total: 100 } },
+    traits: ['MISC_SHARES_VIA_AGGREGATE'],
+    aggregates: [aggShare, aggZ],
+  });
   for (const [name, uuid] of Object.entries({ cn1, numaPlain, numaInX, cn2, diskInA, diskInZ })) names.set(uuid, name);
 });
 afterAll(() => app.close());
@@ -35,7 +45,14 @@ async function found(query: string): Promise<string[]> {
   const res = await app.call('GET', `/allocation_candidates?${query}`);
   expect(res.status).toBe(200);
   const body = (await res.json()) as Candidates;
-  return body.allocation_requests.map((r) => Object.keys(r.allocations).map((u) => names.get(u) ?? u).sort().join('+')).sort();
+  return body.allocation_requests
+    .map((r) =>
+      Object.keys(r.allocations)
+        .map((u) => names.get(u) ?? u)
+        .sort()
+        .join('+'),
+    )
+    .sort();
 }
 
 describe('member_of in the unsuffixed group', () => {
@@ -49,13 +66,16 @@ describe('member_of in the unsuffixed group', () => {
 
   it('in: any-of applies to the sharing provider itself', async () => {
     expect(await found(`resources=VCPU:1,DISK_GB:10&member_of=in:${aggA},${aggX}`)).toEqual(['diskInA+numaInX', 'diskInA+numaPlain']);
-    expect(await found(`resources=VCPU:1,DISK_GB:10&member_of=in:${aggA},${aggZ}`))
-      .toEqual(['diskInA+numaInX', 'diskInA+numaPlain', 'diskInZ+numaInX', 'diskInZ+numaPlain']);
+    expect(await found(`resources=VCPU:1,DISK_GB:10&member_of=in:${aggA},${aggZ}`)).toEqual([
+      'diskInA+numaInX',
+      'diskInA+numaPlain',
+      'diskInZ+numaInX',
+      'diskInZ+numaPlain',
+    ]);
   });
 
   it('a forbidden aggregate rules out the sharing provider in it, and a tree whose root is in it', async () => {
-    expect(await found(`resources=VCPU:1,DISK_GB:10&member_of=!${aggZ}`))
-      .toEqual(['cn2+diskInA', 'diskInA+numaInX', 'diskInA+numaPlain']);
+    expect(await found(`resources=VCPU:1,DISK_GB:10&member_of=!${aggZ}`)).toEqual(['cn2+diskInA', 'diskInA+numaInX', 'diskInA+numaPlain']);
     expect(await found(`resources=VCPU:1,DISK_GB:10&member_of=!${aggA}`)).toEqual(['cn2+diskInZ']);
   });
 });
@@ -73,8 +93,11 @@ describe('member_ofN in a suffixed group', () => {
   });
 
   it('a sharing provider serving a suffixed group must itself be in the aggregate', async () => {
-    expect(await found(`resources1=VCPU:1&resources2=DISK_GB:10&member_of2=${aggA}&group_policy=none`))
-      .toEqual(['cn2+diskInA', 'diskInA+numaInX', 'diskInA+numaPlain']);
+    expect(await found(`resources1=VCPU:1&resources2=DISK_GB:10&member_of2=${aggA}&group_policy=none`)).toEqual([
+      'cn2+diskInA',
+      'diskInA+numaInX',
+      'diskInA+numaPlain',
+    ]);
   });
 });
 

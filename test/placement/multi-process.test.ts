@@ -16,16 +16,18 @@ const user = 'c2a1f6e0-1b9b-4d6e-9a57-3d5f6a7b8c02';
 
 /** The live processes below `pid`, with their parent (from /proc). */
 function descendants(pid: number): { pid: number; ppid: number; cmd: string }[] {
-  const all = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).flatMap((d) => {
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      return [{ pid: Number(d), ppid, cmd }];
-    } catch {
-      return []; // gone meanwhile
-    }
-  });
+  const all = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      try {
+        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8').replaceAll('\0', ' ');
+        return [{ pid: Number(d), ppid, cmd }];
+      } catch {
+        return []; // gone meanwhile
+      }
+    });
   const found: typeof all = [];
   const frontier = [pid];
   while (frontier.length) {
@@ -39,12 +41,24 @@ function descendants(pid: number): { pid: number; ppid: number; cmd: string }[] 
 }
 
 /** The node processes running the server entry: the primary and its HTTP workers. */
-const serverProcesses = (server: ServerProcess) => descendants(server.child.pid!).filter((p) => p.cmd.includes('src/entry/node.ts') && p.cmd.includes('--import'));
+const serverProcesses = (server: ServerProcess) =>
+  descendants(server.child.pid!).filter((p) => p.cmd.includes('src/entry/node.ts') && p.cmd.includes('--import'));
 
-async function call(server: ServerProcess, method: string, path: string, body?: unknown, version = '1.28'): Promise<{ status: number; body: unknown }> {
+async function call(
+  server: ServerProcess,
+  method: string,
+  path: string,
+  body?: unknown,
+  version = '1.28',
+): Promise<{ status: number; body: unknown }> {
   const res = await fetch(`${server.url}${path}`, {
     method,
-    headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', accept: 'application/json', 'openstack-api-version': `placement ${version}` },
+    headers: {
+      'x-auth-token': 'admin',
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'openstack-api-version': `placement ${version}`,
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -87,15 +101,30 @@ describe(`npm start with PLACEMENT_WORKERS=${WORKERS}`, () => {
   it('grants exactly the capacity to 30 racing claims spread over its processes', async () => {
     const rp = crypto.randomUUID();
     expect((await call(server, 'POST', '/resource_providers', { name: `race-${rp}`, uuid: rp })).status).toBe(200);
-    expect((await call(server, 'PUT', `/resource_providers/${rp}/inventories`, {
-      resource_provider_generation: 0, inventories: { VCPU: { total: 8, reserved: 1 } },
-    })).status).toBe(200);
-    const outcomes = await Promise.all(Array.from({ length: 30 }, () => call(server, 'PUT', `/allocations/${crypto.randomUUID()}`, {
-      allocations: { [rp]: { resources: { VCPU: 1 } } }, project_id: project, user_id: user, consumer_generation: null,
-    })));
+    expect(
+      (
+        await call(server, 'PUT', `/resource_providers/${rp}/inventories`, {
+          resource_provider_generation: 0,
+          inventories: { VCPU: { total: 8, reserved: 1 } },
+        })
+      ).status,
+    ).toBe(200);
+    const outcomes = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        call(server, 'PUT', `/allocations/${crypto.randomUUID()}`, {
+          allocations: { [rp]: { resources: { VCPU: 1 } } },
+          project_id: project,
+          user_id: user,
+          consumer_generation: null,
+        }),
+      ),
+    );
     expect(outcomes.filter((o) => o.status === 204)).toHaveLength(7);
     for (const refused of outcomes.filter((o) => o.status !== 204)) {
-      expect(refused).toMatchObject({ status: 409, body: { errors: [{ status: 409, detail: expect.stringContaining('would exceed the capacity') }] } });
+      expect(refused).toMatchObject({
+        status: 409,
+        body: { errors: [{ status: 409, detail: expect.stringContaining('would exceed the capacity') }] },
+      });
     }
     // Every process reads the committed result.
     for (let i = 0; i < 2 * WORKERS; i += 1) {
@@ -131,22 +160,30 @@ describe(`accelerator binds through npm start with PLACEMENT_WORKERS=${WORKERS}`
   let nova: Awaited<ReturnType<typeof startFakeNova>>;
 
   /** call/acc as the in-process helpers have them, over real HTTP to the server. */
-  const http = (prefix: string, family: string, fallback: string) => (method: string, path: string, opts: { body?: unknown; version?: string; headers?: Record<string, string> } = {}) =>
-    fetch(`${server.url}${prefix}${path}`, {
-      method,
-      headers: {
-        'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': `${family} ${opts.version ?? fallback}`,
-        ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }), ...opts.headers,
-      },
-      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-    });
+  const http =
+    (prefix: string, family: string, fallback: string) =>
+    (method: string, path: string, opts: { body?: unknown; version?: string; headers?: Record<string, string> } = {}) =>
+      fetch(`${server.url}${prefix}${path}`, {
+        method,
+        headers: {
+          'x-auth-token': 'admin',
+          accept: 'application/json',
+          'openstack-api-version': `${family} ${opts.version ?? fallback}`,
+          ...(opts.body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...opts.headers,
+        },
+        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      });
   const client = () => ({ call: http('', 'placement', 'latest'), acc: http('/accelerator/v2', 'accelerator', '2.0') });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'placement-workers-bind-'));
     nova = await startFakeNova();
     server = await startServer(`file:${join(dir, 'placement.db')}`, {
-      PLACEMENT_WORKERS: String(WORKERS), NOVA_URL: nova.url, NOVA_TOKEN: 'nova-secret', JOBS_SWEEP_INTERVAL_MS: '50',
+      PLACEMENT_WORKERS: String(WORKERS),
+      NOVA_URL: nova.url,
+      NOVA_TOKEN: 'nova-secret',
+      JOBS_SWEEP_INTERVAL_MS: '50',
     });
     await until(() => serverProcesses(server).length === WORKERS + 1, 60_000);
   }, 120_000);
@@ -161,11 +198,13 @@ describe(`accelerator binds through npm start with PLACEMENT_WORKERS=${WORKERS}`
     const { call, acc } = client();
     await seedHost({ call, acc }, HANDLES);
     expect((await acc('POST', '/device_profiles', { body: fpgaProfile() })).status).toBe(201);
-    const arqs = await Promise.all(Array.from({ length: HANDLES }, async () => {
-      const res = await acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } });
-      expect(res.status).toBe(201);
-      return ((await res.json()) as { arqs: { uuid: string }[] }).arqs[0]!.uuid;
-    }));
+    const arqs = await Promise.all(
+      Array.from({ length: HANDLES }, async () => {
+        const res = await acc('POST', '/accelerator_requests', { body: { device_profile_name: 'fpga-dp1' } });
+        expect(res.status).toBe(201);
+        return ((await res.json()) as { arqs: { uuid: string }[] }).arqs[0]!.uuid;
+      }),
+    );
     const instances = arqs.map(() => crypto.randomUUID());
     const patches = await Promise.all(arqs.map((arq, i) => acc('PATCH', '/accelerator_requests', { body: bindBody(arq, instances[i]!) })));
     expect(patches.map((p) => p.status)).toEqual(arqs.map(() => 202));
@@ -175,7 +214,15 @@ describe(`accelerator binds through npm start with PLACEMENT_WORKERS=${WORKERS}`
     await new Promise((r) => setTimeout(r, 1000));
     expect(nova.calls.map((c) => c.events[0]!.tag).sort()).toEqual([...arqs].sort());
 
-    const shown = await Promise.all(arqs.map(async (arq) => (await (await acc('GET', `/accelerator_requests/${arq}`)).json()) as { state: string; attach_handle_info: Record<string, string> }));
+    const shown = await Promise.all(
+      arqs.map(
+        async (arq) =>
+          (await (await acc('GET', `/accelerator_requests/${arq}`)).json()) as {
+            state: string;
+            attach_handle_info: Record<string, string>;
+          },
+      ),
+    );
     expect(shown.map((a) => a.state)).toEqual(arqs.map(() => 'Bound'));
     const handles = new Set(shown.map((a) => JSON.stringify(a.attach_handle_info)));
     expect(handles.size).toBe(HANDLES);

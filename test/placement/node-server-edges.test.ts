@@ -8,7 +8,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 
-interface RawResponse { status: number; headers: Record<string, string>; body: string }
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
 
 /** Sends `head` as is on a fresh connection and reads the response until the server closes or sends it all. */
 function raw(server: ServerProcess, head: string): Promise<RawResponse> {
@@ -17,7 +21,9 @@ function raw(server: ServerProcess, head: string): Promise<RawResponse> {
     const socket = connect(Number(port), hostname, () => socket.write(head));
     let data = '';
     socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => { data += chunk; });
+    socket.on('data', (chunk: string) => {
+      data += chunk;
+    });
     socket.on('error', reject);
     socket.on('close', () => {
       const [top = '', ...rest] = data.split('\r\n\r\n');
@@ -29,7 +35,9 @@ function raw(server: ServerProcess, head: string): Promise<RawResponse> {
 }
 
 const request = (method: string, target: string, headers: Record<string, string> = {}) =>
-  `${method} ${target} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  `${method} ${target} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
 const ADMIN = { 'x-auth-token': 's3cret-admin', 'openstack-api-version': 'placement 1.39' };
 
 let dir: string;
@@ -46,7 +54,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const placementError = (res: RawResponse) => (JSON.parse(res.body) as { errors: { status: number; detail: string; code?: string }[] }).errors[0]!;
+const placementError = (res: RawResponse) =>
+  (JSON.parse(res.body) as { errors: { status: number; detail: string; code?: string }[] }).errors[0]!;
 const cyborgFault = (res: RawResponse) =>
   JSON.parse((JSON.parse(res.body) as { error_message: string }).error_message) as { faultstring: string };
 
@@ -56,7 +65,11 @@ describe('methods', () => {
       const res = await raw(server, request(method, '/resource_providers', ADMIN));
       expect(res.status, method).toBe(405);
       expect(res.headers.allow).toBe('GET, POST');
-      expect(placementError(res)).toMatchObject({ status: 405, code: 'placement.undefined_code', detail: expect.stringContaining(`The method ${method} is not allowed`) });
+      expect(placementError(res)).toMatchObject({
+        status: 405,
+        code: 'placement.undefined_code',
+        detail: expect.stringContaining(`The method ${method} is not allowed`),
+      });
 
       const accel = await raw(server, request(method, '/accelerator/v2/device_profiles', { 'x-auth-token': 's3cret-admin' }));
       expect(accel.status, method).toBe(405);
@@ -85,7 +98,10 @@ describe('oversized heads', () => {
     const huge = await raw(server, request('GET', `/resource_providers?name=${'a'.repeat(300_000)}`, ADMIN));
     expect([414, 431]).toContain(huge.status);
     expect(placementError(huge).status).toBe(huge.status);
-    const accel = await raw(server, request('GET', `/accelerator/v2/device_profiles?name=${'a'.repeat(200_000)}`, { 'x-auth-token': 's3cret-admin' }));
+    const accel = await raw(
+      server,
+      request('GET', `/accelerator/v2/device_profiles?name=${'a'.repeat(200_000)}`, { 'x-auth-token': 's3cret-admin' }),
+    );
     expect(accel.status).toBe(414);
     expect(cyborgFault(accel).faultstring).toContain('longer than 65536 characters');
   });
@@ -97,7 +113,10 @@ describe('oversized heads', () => {
   });
 
   it('keeps answering a non-integer content-length in the envelope', async () => {
-    const res = await raw(server, request('POST', '/resource_providers', { ...ADMIN, 'content-type': 'application/json', 'content-length': 'abc' }));
+    const res = await raw(
+      server,
+      request('POST', '/resource_providers', { ...ADMIN, 'content-type': 'application/json', 'content-length': 'abc' }),
+    );
     expect(res.status).toBe(400);
     expect(placementError(res).detail).toContain('content-length header must be an integer');
   });

@@ -16,10 +16,23 @@ describe.skipIf(!existsSync(OPENSTACK))('openstack CLI (osc-placement) against n
   let server: ServerProcess;
   let dir: string;
   const osc = async (...args: string[]): Promise<unknown> => {
-    const { stdout } = await run(OPENSTACK, [
-      '--os-auth-type', 'admin_token', '--os-token', 'admin', '--os-endpoint', server.url,
-      '--os-placement-api-version', '1.39', ...args, '-f', 'json',
-    ], { timeout: 60_000 });
+    const { stdout } = await run(
+      OPENSTACK,
+      [
+        '--os-auth-type',
+        'admin_token',
+        '--os-token',
+        'admin',
+        '--os-endpoint',
+        server.url,
+        '--os-placement-api-version',
+        '1.39',
+        ...args,
+        '-f',
+        'json',
+      ],
+      { timeout: 60_000 },
+    );
     return stdout.trim() ? JSON.parse(stdout) : null;
   };
   beforeAll(async () => {
@@ -34,18 +47,54 @@ describe.skipIf(!existsSync(OPENSTACK))('openstack CLI (osc-placement) against n
   it('creates a provider, sets inventory, traits and aggregates, claims and lists candidates', async () => {
     const rp = (await osc('resource', 'provider', 'create', 'cn-osc')) as { uuid: string };
     await osc('resource', 'provider', 'inventory', 'set', rp.uuid, '--resource', 'VCPU=8', '--resource', 'MEMORY_MB=4096');
-    await run(OPENSTACK, ['--os-auth-type', 'admin_token', '--os-token', 'admin', '--os-endpoint', server.url,
-      '--os-placement-api-version', '1.39', 'trait', 'create', 'CUSTOM_OSC']);
+    await run(OPENSTACK, [
+      '--os-auth-type',
+      'admin_token',
+      '--os-token',
+      'admin',
+      '--os-endpoint',
+      server.url,
+      '--os-placement-api-version',
+      '1.39',
+      'trait',
+      'create',
+      'CUSTOM_OSC',
+    ]);
     await osc('resource', 'provider', 'trait', 'set', rp.uuid, '--trait', 'CUSTOM_OSC');
-    const aggs = (await osc('resource', 'provider', 'aggregate', 'set', rp.uuid,
-      '--aggregate', '3a4b5c6d-0000-4000-8000-000000000001', '--generation', '2')) as { uuid: string }[];
+    const aggs = (await osc(
+      'resource',
+      'provider',
+      'aggregate',
+      'set',
+      rp.uuid,
+      '--aggregate',
+      '3a4b5c6d-0000-4000-8000-000000000001',
+      '--generation',
+      '2',
+    )) as { uuid: string }[];
     expect(aggs.map((a) => a.uuid)).toEqual(['3a4b5c6d-0000-4000-8000-000000000001']);
     const inventory = (await osc('resource', 'provider', 'inventory', 'list', rp.uuid)) as { resource_class: string; total: number }[];
-    expect(inventory.map((i) => [i.resource_class, i.total]).sort()).toEqual([['MEMORY_MB', 4096], ['VCPU', 8]]);
+    expect(inventory.map((i) => [i.resource_class, i.total]).sort()).toEqual([
+      ['MEMORY_MB', 4096],
+      ['VCPU', 8],
+    ]);
 
     const consumer = '0b7c9a52-2f6e-4a43-9d7f-1d2a6b4c0001';
-    await osc('resource', 'provider', 'allocation', 'set', consumer, '--allocation', `rp=${rp.uuid},VCPU=2,MEMORY_MB=512`,
-      '--project-id', 'p1', '--user-id', 'u1', '--consumer-type', 'INSTANCE');
+    await osc(
+      'resource',
+      'provider',
+      'allocation',
+      'set',
+      consumer,
+      '--allocation',
+      `rp=${rp.uuid},VCPU=2,MEMORY_MB=512`,
+      '--project-id',
+      'p1',
+      '--user-id',
+      'u1',
+      '--consumer-type',
+      'INSTANCE',
+    );
     const usage = (await osc('resource', 'provider', 'usage', 'show', rp.uuid)) as { resource_class: string; usage: number }[];
     expect(usage.find((u) => u.resource_class === 'VCPU')?.usage).toBe(2);
     const candidates = (await osc('allocation', 'candidate', 'list', '--resource', 'VCPU=6', '--required', 'CUSTOM_OSC')) as unknown[];

@@ -8,7 +8,9 @@ import { provider, type InventorySpec } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 let app: TestApp;
-beforeAll(async () => { app = await makeTestApp(); });
+beforeAll(async () => {
+  app = await makeTestApp();
+});
 afterAll(() => app.close());
 
 const project = crypto.randomUUID();
@@ -17,7 +19,10 @@ type Resources = Record<string, Record<string, number>>;
 
 const allocationsBody = (resources: Resources, generation: number | null) => ({
   allocations: Object.fromEntries(Object.entries(resources).map(([rp, r]) => [rp, { resources: r }])),
-  project_id: project, user_id: user, consumer_generation: generation, consumer_type: 'INSTANCE',
+  project_id: project,
+  user_id: user,
+  consumer_generation: generation,
+  consumer_type: 'INSTANCE',
 });
 
 async function put(consumer: string, resources: Resources, generation: number | null): Promise<Response> {
@@ -44,7 +49,8 @@ async function shrink(rp: string, inventories: InventorySpec): Promise<void> {
 async function expectCapacity409(res: Response, rp: string): Promise<void> {
   expect(res.status).toBe(409);
   expect((await errorOf(res)).detail).toContain(
-    `Unable to create allocation for 'VCPU' on resource provider '${rp}'. The requested amount would exceed the capacity.`);
+    `Unable to create allocation for 'VCPU' on resource provider '${rp}'. The requested amount would exceed the capacity.`,
+  );
 }
 
 describe('PUT /allocations/{consumer} after total was lowered', () => {
@@ -128,17 +134,26 @@ describe('POST /reshaper after reserved was raised', () => {
     await shrink(rp, { VCPU: { total: 8, reserved: 4 }, DISK_GB: { total: 100 } });
 
     // Moves DISK_GB to the child; VCPU stays over capacity on the root at 6, then at 7.
-    const reshape = async (vcpu: number) => app.call('POST', '/reshaper', {
-      body: {
-        inventories: {
-          [rp]: { resource_provider_generation: await generationOf(`/resource_providers/${rp}/inventories`), inventories: { VCPU: { total: 8, reserved: 4 } } },
-          [child]: { resource_provider_generation: await generationOf(`/resource_providers/${child}/inventories`), inventories: { DISK_GB: { total: 100 } } },
+    const reshape = async (vcpu: number) =>
+      app.call('POST', '/reshaper', {
+        body: {
+          inventories: {
+            [rp]: {
+              resource_provider_generation: await generationOf(`/resource_providers/${rp}/inventories`),
+              inventories: { VCPU: { total: 8, reserved: 4 } },
+            },
+            [child]: {
+              resource_provider_generation: await generationOf(`/resource_providers/${child}/inventories`),
+              inventories: { DISK_GB: { total: 100 } },
+            },
+          },
+          allocations: {
+            [consumer]: {
+              ...allocationsBody({ [rp]: { VCPU: vcpu }, [child]: { DISK_GB: 10 } }, await generationOf(`/allocations/${consumer}`)),
+            },
+          },
         },
-        allocations: {
-          [consumer]: { ...allocationsBody({ [rp]: { VCPU: vcpu }, [child]: { DISK_GB: 10 } }, await generationOf(`/allocations/${consumer}`)) },
-        },
-      },
-    });
+      });
     await expectCapacity409(await reshape(7), rp);
     expect(await usages(rp)).toEqual({ VCPU: 6, DISK_GB: 10 });
     expect((await reshape(6)).status).toBe(204);

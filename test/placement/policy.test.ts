@@ -4,7 +4,11 @@ import { PolicyEnforcer, type Credentials } from '../../src/http/policy.js';
 import { placementPolicyRules } from '../../src/placement/policies.js';
 
 const creds = (roles: string[], projectId: string | null = 'p1', systemScope: string | null = null): Credentials => ({
-  userId: 'u1', projectId, roles, systemScope, serviceRoles: [],
+  userId: 'u1',
+  projectId,
+  roles,
+  systemScope,
+  serviceRoles: [],
 });
 
 describe('oslo.policy check strings', () => {
@@ -58,7 +62,9 @@ describe('noauth2 credentials', () => {
   });
 
   it('takes service roles from X-Service-Roles, only beside an X-Service-Token', () => {
-    const nova = noauthCredentials(new Headers({ 'x-auth-token': 'u1:p1', 'x-service-token': 'nova', 'x-service-roles': 'service, admin' }));
+    const nova = noauthCredentials(
+      new Headers({ 'x-auth-token': 'u1:p1', 'x-service-token': 'nova', 'x-service-roles': 'service, admin' }),
+    );
     expect(nova).toMatchObject({ roles: [], projectId: 'p1', serviceRoles: ['service', 'admin'] });
     expect(noauthCredentials(new Headers({ 'x-auth-token': 'u1', 'x-service-roles': 'service' }))?.serviceRoles).toEqual([]);
   });

@@ -3,7 +3,9 @@ import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { providerGeneration, seedProvider, usageOf } from '../helpers/placement-seed.js';
 
 let t: TestApp;
-beforeAll(async () => { t = await makeTestApp(); });
+beforeAll(async () => {
+  t = await makeTestApp();
+});
 afterAll(() => t.close());
 
 const project = 'b7d8c0a4-4c1b-4c53-9c0a-0d1f6c1f0a01';
@@ -16,7 +18,12 @@ async function tree() {
   const consumer = crypto.randomUUID();
   const put = await t.call('PUT', `/allocations/${consumer}`, {
     version: '1.28',
-    body: { allocations: { [root.uuid]: { resources: { VCPU: 4, DISK_GB: 10 } } }, project_id: project, user_id: user, consumer_generation: null },
+    body: {
+      allocations: { [root.uuid]: { resources: { VCPU: 4, DISK_GB: 10 } } },
+      project_id: project,
+      user_id: user,
+      consumer_generation: null,
+    },
   });
   expect(put.status).toBe(204);
   return { root, child, consumer };
@@ -45,7 +52,9 @@ describe('POST /reshaper', () => {
         allocations: {
           [consumer]: {
             allocations: { [root.uuid]: { resources: { DISK_GB: 10 } }, [child.uuid]: { resources: { VCPU: 4 } } },
-            project_id: project, user_id: user, consumer_generation: 1,
+            project_id: project,
+            user_id: user,
+            consumer_generation: 1,
           },
         },
       },
@@ -72,7 +81,12 @@ describe('POST /reshaper', () => {
           [child.uuid]: { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } },
         },
         allocations: {
-          [consumer]: { allocations: { [root.uuid]: { resources: { VCPU: 4, DISK_GB: 10 } } }, project_id: project, user_id: user, consumer_generation: 1 },
+          [consumer]: {
+            allocations: { [root.uuid]: { resources: { VCPU: 4, DISK_GB: 10 } } },
+            project_id: project,
+            user_id: user,
+            consumer_generation: 1,
+          },
         },
       },
     });
@@ -88,7 +102,11 @@ describe('POST /reshaper', () => {
       allocations: {},
     });
     const stale = await t.call('POST', '/reshaper', { version: '1.30', body: body(root.uuid, 0) });
-    expect(await errorOf(stale)).toMatchObject({ status: 409, code: 'placement.concurrent_update', detail: expect.stringContaining('actual: 1, given: 0') });
+    expect(await errorOf(stale)).toMatchObject({
+      status: 409,
+      code: 'placement.concurrent_update',
+      detail: expect.stringContaining('actual: 1, given: 0'),
+    });
     const missing = await t.call('POST', '/reshaper', { version: '1.30', body: body(crypto.randomUUID(), 0) });
     expect(await errorOf(missing)).toMatchObject({ status: 400, code: 'placement.resource_provider.not_found' });
     const badClass = await t.call('POST', '/reshaper', { version: '1.30', body: body(root.uuid, 1, 'DISK_OF_STEEL') });
@@ -98,7 +116,12 @@ describe('POST /reshaper', () => {
     expect(asUser.status).toBe(403);
     const typed = await t.call('POST', '/reshaper', {
       version: '1.36',
-      body: { ...body(root.uuid, 1), allocations: { [crypto.randomUUID()]: { allocations: {}, project_id: project, user_id: user, consumer_generation: null, consumer_type: 'X' } } },
+      body: {
+        ...body(root.uuid, 1),
+        allocations: {
+          [crypto.randomUUID()]: { allocations: {}, project_id: project, user_id: user, consumer_generation: null, consumer_type: 'X' },
+        },
+      },
     });
     expect((await errorOf(typed)).detail).toContain("'consumer_type' was unexpected");
     expect(await providerGeneration(t.deps, root.id)).toBe(1);

@@ -5,7 +5,9 @@ import { findResourceClass } from '../../src/placement/repo/resource-classes.js'
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 let t: TestApp;
-beforeAll(async () => { t = await makeTestApp(); });
+beforeAll(async () => {
+  t = await makeTestApp();
+});
 afterAll(() => t.close());
 
 type Body = { resource_classes?: { name: string }[]; name?: string; links?: unknown; errors?: { code?: string; detail: string }[] };
@@ -83,7 +85,10 @@ describe('PUT by microversion', () => {
     const standard = await t.call('PUT', '/resource_classes/VCPU', { version: '1.6', body: { name: 'CUSTOM_VCPU' } });
     expect(standard.status).toBe(400);
     expect((await json(standard)).errors![0]!.detail).toContain('Cannot update standard resource class VCPU');
-    const bodiless = await t.call('PUT', '/resource_classes/CUSTOM_NEW', { version: '1.6', headers: { 'content-type': 'application/json' } });
+    const bodiless = await t.call('PUT', '/resource_classes/CUSTOM_NEW', {
+      version: '1.6',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(bodiless.status).toBe(400);
     expect((await json(bodiless)).errors![0]!.detail).toContain('Malformed JSON');
   });

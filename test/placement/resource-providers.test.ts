@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 let t: TestApp;
-beforeAll(async () => { t = await makeTestApp(); });
+beforeAll(async () => {
+  t = await makeTestApp();
+});
 afterAll(() => t.close());
 
 const ROOT = '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f0001';
@@ -10,6 +12,7 @@ const CHILD = '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f0002';
 const OTHER = '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f0003';
 
 async function json(res: Response) {
+  // biome-ignore lint/suspicious/noExplicitAny: tests read whatever body the API answered
   return res.json() as Promise<Record<string, any>>;
 }
 
@@ -18,9 +21,11 @@ describe('resource providers', () => {
     const root = await t.call('POST', '/resource_providers', { body: { name: 'cn1', uuid: ROOT } });
     expect(root.status).toBe(200);
     expect(root.headers.get('location')).toBe(`http://localhost/resource_providers/${ROOT}`);
-    const child = await json(await t.call('POST', '/resource_providers', {
-      body: { name: 'cn1-numa0', uuid: CHILD, parent_provider_uuid: ROOT },
-    }));
+    const child = await json(
+      await t.call('POST', '/resource_providers', {
+        body: { name: 'cn1-numa0', uuid: CHILD, parent_provider_uuid: ROOT },
+      }),
+    );
     expect(child).toMatchObject({ parent_provider_uuid: ROOT, root_provider_uuid: ROOT, generation: 0 });
     const old = await t.call('POST', '/resource_providers', { body: { name: 'cn2', uuid: OTHER }, version: '1.19' });
     expect(old.status).toBe(201);
@@ -53,12 +58,17 @@ describe('resource providers', () => {
   });
 
   it('re-parents from 1.37 only, and never into its own subtree', async () => {
-    const early = await t.call('PUT', `/resource_providers/${CHILD}`, { body: { name: 'cn1-numa0', parent_provider_uuid: OTHER }, version: '1.36' });
+    const early = await t.call('PUT', `/resource_providers/${CHILD}`, {
+      body: { name: 'cn1-numa0', parent_provider_uuid: OTHER },
+      version: '1.36',
+    });
     expect(early.status).toBe(400);
     const loop = await t.call('PUT', `/resource_providers/${ROOT}`, { body: { name: 'cn1', parent_provider_uuid: CHILD } });
     expect(loop.status).toBe(400);
     expect(await loop.text()).toContain('creating loop in the provider tree is not allowed');
-    const moved = await json(await t.call('PUT', `/resource_providers/${CHILD}`, { body: { name: 'cn1-numa0', parent_provider_uuid: OTHER } }));
+    const moved = await json(
+      await t.call('PUT', `/resource_providers/${CHILD}`, { body: { name: 'cn1-numa0', parent_provider_uuid: OTHER } }),
+    );
     expect(moved).toMatchObject({ parent_provider_uuid: OTHER, root_provider_uuid: OTHER });
   });
 
@@ -75,9 +85,11 @@ describe('traits and aggregates on a provider', () => {
   it('sets traits with a generation compare-and-swap', async () => {
     expect((await t.call('PUT', '/traits/CUSTOM_GOLD')).status).toBe(201);
     expect((await t.call('PUT', '/traits/CUSTOM_GOLD')).status).toBe(204);
-    const set = await json(await t.call('PUT', `/resource_providers/${ROOT}/traits`, {
-      body: { traits: ['CUSTOM_GOLD', 'HW_CPU_X86_AVX2'], resource_provider_generation: 0 },
-    }));
+    const set = await json(
+      await t.call('PUT', `/resource_providers/${ROOT}/traits`, {
+        body: { traits: ['CUSTOM_GOLD', 'HW_CPU_X86_AVX2'], resource_provider_generation: 0 },
+      }),
+    );
     expect(set).toEqual({ traits: ['CUSTOM_GOLD', 'HW_CPU_X86_AVX2'], resource_provider_generation: 1 });
     const stale = await t.call('PUT', `/resource_providers/${ROOT}/traits`, { body: { traits: [], resource_provider_generation: 0 } });
     expect(stale.status).toBe(409);
@@ -92,9 +104,11 @@ describe('traits and aggregates on a provider', () => {
 
   it('sets aggregates; member_of and its negation filter providers', async () => {
     const agg = 'c1a0b7f5-0000-4000-8000-00000000aaaa';
-    const res = await json(await t.call('PUT', `/resource_providers/${ROOT}/aggregates`, {
-      body: { aggregates: [agg], resource_provider_generation: 1 },
-    }));
+    const res = await json(
+      await t.call('PUT', `/resource_providers/${ROOT}/aggregates`, {
+        body: { aggregates: [agg], resource_provider_generation: 1 },
+      }),
+    );
     expect(res).toEqual({ aggregates: [agg], resource_provider_generation: 2 });
     const inAgg = await json(await t.call('GET', `/resource_providers?member_of=${agg}`));
     expect(inAgg.resource_providers.map((p: { uuid: string }) => p.uuid)).toEqual([ROOT]);
@@ -144,8 +158,10 @@ describe('resources filter and deleting a provider in use', () => {
     const alloc = await t.call('PUT', `/allocations/${CONSUMER}`, {
       body: {
         allocations: { [HOST]: { resources: { VCPU: 3 } } },
-        project_id: '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f00d1', user_id: '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f00e1',
-        consumer_generation: null, consumer_type: 'INSTANCE',
+        project_id: '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f00d1',
+        user_id: '7a3bd1a7-6a35-4a0c-8a8c-0b5a3f1f00e1',
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
       },
     });
     expect(alloc.status).toBe(204);

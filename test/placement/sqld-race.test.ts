@@ -42,15 +42,26 @@ describe.skipIf(!existsSync(SQLD_BIN))('two isolates racing claims against sqld'
 
   it('never overcommits; every refusal is a 409 in the error envelope', async () => {
     expect((await call(apps[0]!, 'POST', '/resource_providers', { name: 'edge-cn', uuid: RP })).status).toBe(200);
-    expect((await call(apps[1]!, 'PUT', `/resource_providers/${RP}/inventories`, {
-      resource_provider_generation: 0, inventories: { VCPU: { total: POOL } },
-    })).status).toBe(200);
+    expect(
+      (
+        await call(apps[1]!, 'PUT', `/resource_providers/${RP}/inventories`, {
+          resource_provider_generation: 0,
+          inventories: { VCPU: { total: POOL } },
+        })
+      ).status,
+    ).toBe(200);
 
-    const results = await Promise.all(Array.from({ length: ATTEMPTS }, (_, i) =>
-      call(apps[i % 2]!, 'PUT', `/allocations/${crypto.randomUUID()}`, {
-        allocations: { [RP]: { resources: { VCPU: 1 } } },
-        project_id: 'p', user_id: 'u', consumer_generation: null, consumer_type: 'INSTANCE',
-      })));
+    const results = await Promise.all(
+      Array.from({ length: ATTEMPTS }, (_, i) =>
+        call(apps[i % 2]!, 'PUT', `/allocations/${crypto.randomUUID()}`, {
+          allocations: { [RP]: { resources: { VCPU: 1 } } },
+          project_id: 'p',
+          user_id: 'u',
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        }),
+      ),
+    );
     const statuses = results.map((r) => r.status);
     const ok = statuses.filter((s) => s === 204).length;
     const refused = results.filter((r) => r.status === 409);

@@ -9,7 +9,9 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-interface ErrorBody { errors: { status: number; code: string; detail: string }[] }
+interface ErrorBody {
+  errors: { status: number; code: string; detail: string }[];
+}
 
 async function traitNames(query: string): Promise<string[]> {
   const res = await t.call('GET', `/traits${query}`);
@@ -18,7 +20,10 @@ async function traitNames(query: string): Promise<string[]> {
 }
 
 async function providerTraits(): Promise<{ traits: string[]; resource_provider_generation: number }> {
-  return (await t.call('GET', `/resource_providers/${RP}/traits`)).json() as Promise<{ traits: string[]; resource_provider_generation: number }>;
+  return (await t.call('GET', `/resource_providers/${RP}/traits`)).json() as Promise<{
+    traits: string[];
+    resource_provider_generation: number;
+  }>;
 }
 
 describe('the trait catalogue', () => {

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  allocations, consumerTypes, consumers, inventories, projects, resourceProviders, users,
-} from '../../src/db/schema/index.js';
+import { allocations, consumerTypes, consumers, inventories, projects, resourceProviders, users } from '../../src/db/schema/index.js';
 import { resourceClassIdsByName } from '../../src/placement/repo/lookups.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -25,9 +23,18 @@ beforeAll(async () => {
     for (const rc of ['VCPU', 'DISK_GB', 'MEMORY_MB']) {
       await tx.insert(inventories).values({ resourceProviderId: rp!.id, resourceClassId: ids.get(rc)!, total: 100, maxUnit: 100 });
     }
-    const [pa, pb] = await tx.insert(projects).values([{ externalId: PROJECT }, { externalId: OTHER_PROJECT }]).returning();
-    const [u1, u2] = await tx.insert(users).values([{ externalId: 'user-1' }, { externalId: 'user-2' }]).returning();
-    const [instance, migration] = await tx.insert(consumerTypes).values([{ name: 'INSTANCE' }, { name: 'MIGRATION' }]).returning();
+    const [pa, pb] = await tx
+      .insert(projects)
+      .values([{ externalId: PROJECT }, { externalId: OTHER_PROJECT }])
+      .returning();
+    const [u1, u2] = await tx
+      .insert(users)
+      .values([{ externalId: 'user-1' }, { externalId: 'user-2' }])
+      .returning();
+    const [instance, migration] = await tx
+      .insert(consumerTypes)
+      .values([{ name: 'INSTANCE' }, { name: 'MIGRATION' }])
+      .returning();
     const consumer = async (projectId: number, userId: number, typeId: number | null, used: Record<string, number>) => {
       const uuid = randomUUID();
       await tx.insert(consumers).values({ uuid, projectId, userId, consumerTypeId: typeId });
@@ -69,10 +76,12 @@ describe('provider usages', () => {
 
 describe('project usages', () => {
   it('totals by project, and by user too, before 1.38', async () => {
-    expect(await json(await t.call('GET', `/usages?project_id=${PROJECT}`, { version: '1.9' })))
-      .toEqual({ usages: { VCPU: 7, DISK_GB: 15 } });
-    expect(await json(await t.call('GET', `/usages?project_id=${PROJECT}&user_id=user-2`, { version: '1.37' })))
-      .toEqual({ usages: { VCPU: 4, DISK_GB: 5 } });
+    expect(await json(await t.call('GET', `/usages?project_id=${PROJECT}`, { version: '1.9' }))).toEqual({
+      usages: { VCPU: 7, DISK_GB: 15 },
+    });
+    expect(await json(await t.call('GET', `/usages?project_id=${PROJECT}&user_id=user-2`, { version: '1.37' }))).toEqual({
+      usages: { VCPU: 4, DISK_GB: 5 },
+    });
     expect(await json(await t.call('GET', '/usages?project_id=nobody', { version: '1.9' }))).toEqual({ usages: {} });
   });
 

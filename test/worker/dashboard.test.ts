@@ -8,10 +8,14 @@ const worker = (exports as unknown as { default: { fetch(req: Request): Promise<
 
 function call(method: string, path: string, body?: unknown): Promise<Response> {
   const headers: Record<string, string> = {
-    'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': 'placement latest',
+    'x-auth-token': 'admin',
+    accept: 'application/json',
+    'openstack-api-version': 'placement latest',
   };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  return worker.fetch(new Request(`http://edge.test${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
+  return worker.fetch(
+    new Request(`http://edge.test${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
+  );
 }
 
 async function ok(res: Promise<Response>): Promise<Response> {
@@ -21,7 +25,10 @@ async function ok(res: Promise<Response>): Promise<Response> {
 }
 
 interface Summary {
-  providers: { total_trees: number; trees: { name: string; over_capacity: boolean; resources: Record<string, { capacity: number; used: number; free: number }> }[] };
+  providers: {
+    total_trees: number;
+    trees: { name: string; over_capacity: boolean; resources: Record<string, { capacity: number; used: number; free: number }> }[];
+  };
 }
 
 describe('dashboard in workerd', () => {
@@ -43,11 +50,18 @@ describe('dashboard in workerd', () => {
     const run = crypto.randomUUID().slice(0, 8);
     const rp = crypto.randomUUID();
     await ok(call('POST', '/resource_providers', { name: `dash-${run}`, uuid: rp }));
-    await ok(call('PUT', `/resource_providers/${rp}/inventories`, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } }));
-    await ok(call('PUT', `/allocations/${crypto.randomUUID()}`, {
-      allocations: { [rp]: { resources: { VCPU: 6 } } },
-      project_id: `proj-${run}`, user_id: 'u', consumer_generation: null, consumer_type: 'INSTANCE',
-    }));
+    await ok(
+      call('PUT', `/resource_providers/${rp}/inventories`, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } }),
+    );
+    await ok(
+      call('PUT', `/allocations/${crypto.randomUUID()}`, {
+        allocations: { [rp]: { resources: { VCPU: 6 } } },
+        project_id: `proj-${run}`,
+        user_id: 'u',
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      }),
+    );
     await ok(call('PUT', `/resource_providers/${rp}/inventories/VCPU`, { resource_provider_generation: 2, total: 4 }));
 
     const hopsUrl = inject('sqldHopsUrl');
@@ -58,7 +72,9 @@ describe('dashboard in workerd', () => {
     const body = (await res.json()) as Summary;
     expect(body.providers.total_trees).toBe(1);
     expect(body.providers.trees[0]).toMatchObject({
-      name: `dash-${run}`, over_capacity: true, resources: { VCPU: { capacity: 4, used: 6, free: -2 } },
+      name: `dash-${run}`,
+      over_capacity: true,
+      resources: { VCPU: { capacity: 4, used: 6, free: -2 } },
     });
   });
 });

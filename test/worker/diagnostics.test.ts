@@ -13,9 +13,13 @@ function call(method: string, path: string, body?: unknown, token = 'admin'): Pr
     'openstack-api-version': 'placement latest',
   };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  return worker.fetch(new Request(`http://placement.test${path}`, {
-    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-  }));
+  return worker.fetch(
+    new Request(`http://placement.test${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
 }
 
 interface Audit {
@@ -27,17 +31,34 @@ describe('diagnostics in workerd', () => {
   it('audits a provider whose inventory shrank below usage', async () => {
     const host = crypto.randomUUID();
     expect((await call('POST', '/resource_providers', { name: `audit-${host}`, uuid: host })).status).toBe(200);
-    expect((await call('PUT', `/resource_providers/${host}/inventories`, {
-      resource_provider_generation: 0, inventories: { VCPU: { total: 8 } },
-    })).status).toBe(200);
+    expect(
+      (
+        await call('PUT', `/resource_providers/${host}/inventories`, {
+          resource_provider_generation: 0,
+          inventories: { VCPU: { total: 8 } },
+        })
+      ).status,
+    ).toBe(200);
     const consumer = crypto.randomUUID();
-    expect((await call('PUT', `/allocations/${consumer}`, {
-      allocations: { [host]: { resources: { VCPU: 6 } } }, consumer_generation: null,
-      project_id: crypto.randomUUID(), user_id: crypto.randomUUID(), consumer_type: 'INSTANCE',
-    })).status).toBe(204);
-    expect((await call('PUT', `/resource_providers/${host}/inventories`, {
-      resource_provider_generation: 2, inventories: { VCPU: { total: 8, allocation_ratio: 0.5 } },
-    })).status).toBe(200);
+    expect(
+      (
+        await call('PUT', `/allocations/${consumer}`, {
+          allocations: { [host]: { resources: { VCPU: 6 } } },
+          consumer_generation: null,
+          project_id: crypto.randomUUID(),
+          user_id: crypto.randomUUID(),
+          consumer_type: 'INSTANCE',
+        })
+      ).status,
+    ).toBe(204);
+    expect(
+      (
+        await call('PUT', `/resource_providers/${host}/inventories`, {
+          resource_provider_generation: 2,
+          inventories: { VCPU: { total: 8, allocation_ratio: 0.5 } },
+        })
+      ).status,
+    ).toBe(200);
 
     const res = await call('GET', '/diagnostics/audit?section=over_capacity_providers&limit=1000');
     expect(res.status).toBe(200);
@@ -61,21 +82,35 @@ describe('diagnostics in workerd', () => {
     expect(res.status).toBe(200);
     const doc = (await res.json()) as { openapi: string; paths: Record<string, unknown> };
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/allocation_candidates', '/accelerator/v2/accelerator_requests', '/diagnostics/audit']));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/allocation_candidates', '/accelerator/v2/accelerator_requests', '/diagnostics/audit']),
+    );
   });
 
   it('explains why a host gets no candidate', async () => {
     const host = crypto.randomUUID();
     const agg = crypto.randomUUID();
     expect((await call('POST', '/resource_providers', { name: `why-${host}`, uuid: host })).status).toBe(200);
-    expect((await call('PUT', `/resource_providers/${host}/inventories`, {
-      resource_provider_generation: 0, inventories: { VCPU: { total: 4 } },
-    })).status).toBe(200);
-    expect((await call('PUT', `/resource_providers/${host}/aggregates`, { aggregates: [agg], resource_provider_generation: 1 })).status).toBe(200);
+    expect(
+      (
+        await call('PUT', `/resource_providers/${host}/inventories`, {
+          resource_provider_generation: 0,
+          inventories: { VCPU: { total: 4 } },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await call('PUT', `/resource_providers/${host}/aggregates`, { aggregates: [agg], resource_provider_generation: 1 })).status,
+    ).toBe(200);
     const res = await call('GET', `/diagnostics/allocation_candidates?resources=VCPU:10&member_of=${agg}&host=why-${host}`);
     expect(res.status).toBe(200);
-    const diagnosis = (await res.json()) as { steps: { constraint: string; trees: number }[]; hosts: { fits: boolean; failed_at?: { reason: string } }[] };
+    const diagnosis = (await res.json()) as {
+      steps: { constraint: string; trees: number }[];
+      hosts: { fits: boolean; failed_at?: { reason: string } }[];
+    };
     expect(diagnosis.steps.map((s) => s.constraint)).toEqual(['inventory', 'resources', 'member_of']);
-    expect(diagnosis.hosts).toEqual([expect.objectContaining({ fits: false, failed_at: expect.objectContaining({ reason: `VCPU: needs 10, free 4 on ${host}` }) })]);
+    expect(diagnosis.hosts).toEqual([
+      expect.objectContaining({ fits: false, failed_at: expect.objectContaining({ reason: `VCPU: needs 10, free 4 on ${host}` }) }),
+    ]);
   });
 });

@@ -11,7 +11,12 @@ declare module 'vitest' {
   }
 }
 
-interface NovaEvent { name: string; server_uuid: string; tag: string; status: string }
+interface NovaEvent {
+  name: string;
+  server_uuid: string;
+  tag: string;
+  status: string;
+}
 
 let server: Server | undefined;
 
@@ -20,7 +25,9 @@ export async function setup(project: TestProject): Promise<void> {
   const attempts = new Map<string, number>();
   server = createServer((req, res) => {
     let text = '';
-    req.on('data', (chunk: Buffer) => { text += chunk.toString(); });
+    req.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+    });
     req.on('end', () => {
       if (req.method === 'GET' && req.url === '/__calls') {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(accepted));

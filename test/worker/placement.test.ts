@@ -12,9 +12,13 @@ function call(method: string, path: string, body?: unknown, version = 'latest', 
     ...extra,
   };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  return worker.fetch(new Request(`http://placement.test${path}`, {
-    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-  }));
+  return worker.fetch(
+    new Request(`http://placement.test${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
 }
 
 type Json = Record<string, unknown> & { errors?: { code?: string; status: number }[] };
@@ -39,7 +43,8 @@ describe('Placement in workerd against sqld', () => {
     });
     expect(inv.status).toBe(200);
     const traits = await call('PUT', `/resource_providers/${rp}/traits`, {
-      traits: ['HW_CPU_X86_AVX2'], resource_provider_generation: 1,
+      traits: ['HW_CPU_X86_AVX2'],
+      resource_provider_generation: 1,
     });
     expect(traits.status).toBe(200);
     const list = await json(await call('GET', '/resource_providers?required=HW_CPU_X86_AVX2&resources=VCPU:8'));
@@ -69,12 +74,18 @@ describe('Placement in workerd against sqld', () => {
     const rc = `CUSTOM_WK_${host.slice(0, 8).toUpperCase()}`;
     expect((await call('PUT', `/resource_classes/${rc}`)).status).toBe(201);
     expect((await call('POST', '/resource_providers', { name: `wk-${host}`, uuid: host })).status).toBe(200);
-    expect((await call('PUT', `/resource_providers/${host}/inventories`, {
-      resource_provider_generation: 0,
-      inventories: { VCPU: { total: 4 }, [rc]: { total: 2 } },
-    })).status).toBe(200);
+    expect(
+      (
+        await call('PUT', `/resource_providers/${host}/inventories`, {
+          resource_provider_generation: 0,
+          inventories: { VCPU: { total: 4 }, [rc]: { total: 2 } },
+        })
+      ).status,
+    ).toBe(200);
     const agg = crypto.randomUUID();
-    expect((await call('PUT', `/resource_providers/${host}/aggregates`, { aggregates: [agg], resource_provider_generation: 1 })).status).toBe(200);
+    expect(
+      (await call('PUT', `/resource_providers/${host}/aggregates`, { aggregates: [agg], resource_provider_generation: 1 })).status,
+    ).toBe(200);
 
     const candidates = await json(await call('GET', `/allocation_candidates?resources=VCPU:3,${rc}:1&member_of=${agg}`));
     const requests = candidates.allocation_requests as { allocations: Record<string, { resources: Record<string, number> }> }[];
@@ -105,10 +116,17 @@ describe('Placement in workerd against sqld', () => {
     for (let i = 0; i < 12; i += 1) {
       const uuid = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `hop-${uuid}`, uuid })).status).toBe(200);
-      expect((await call('PUT', `/resource_providers/${uuid}/inventories`, {
-        resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } },
-      })).status).toBe(200);
-      expect((await call('PUT', `/resource_providers/${uuid}/aggregates`, { aggregates: [agg], resource_provider_generation: 1 })).status).toBe(200);
+      expect(
+        (
+          await call('PUT', `/resource_providers/${uuid}/inventories`, {
+            resource_provider_generation: 0,
+            inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } },
+          })
+        ).status,
+      ).toBe(200);
+      expect(
+        (await call('PUT', `/resource_providers/${uuid}/aggregates`, { aggregates: [agg], resource_provider_generation: 1 })).status,
+      ).toBe(200);
     }
     const hopsUrl = inject('sqldHopsUrl');
     const hopsOf = async (path: string) => {
@@ -122,7 +140,9 @@ describe('Placement in workerd against sqld', () => {
     // member_of names the viable trees: they come whole with the candidates, one hop.
     expect(await hopsOf(`/allocation_candidates?resources=VCPU:1,MEMORY_MB:64&member_of=${agg}`)).toEqual({ hops: 1, count: 12 });
     expect(await hopsOf(`/allocation_candidates?resources=VCPU:1&member_of=${agg}&limit=2`)).toEqual({ hops: 1, count: 2 });
-    const granular = await hopsOf(`/allocation_candidates?resources_A=VCPU:1&member_of_A=${agg}&resources_B=MEMORY_MB:64&group_policy=none`);
+    const granular = await hopsOf(
+      `/allocation_candidates?resources_A=VCPU:1&member_of_A=${agg}&resources_B=MEMORY_MB:64&group_policy=none`,
+    );
     expect(granular.count).toBeGreaterThanOrEqual(12);
     expect(granular.hops).toBe(1);
     // No tree condition: candidates, then their trees.
@@ -132,17 +152,26 @@ describe('Placement in workerd against sqld', () => {
   describe('writes take at most 2 database round trips (one read batch, one write batch)', () => {
     const hopsUrl = () => inject('sqldHopsUrl');
     /** Round trips of one request, counted by the proxy in front of sqld. */
-    async function hopsOf(method: string, path: string, body?: unknown, extra?: Record<string, string>): Promise<{ hops: number; status: number }> {
+    async function hopsOf(
+      method: string,
+      path: string,
+      body?: unknown,
+      extra?: Record<string, string>,
+    ): Promise<{ hops: number; status: number }> {
       await fetch(hopsUrl(), { method: 'DELETE' });
       const res = await call(method, path, body, 'latest', extra);
       await res.arrayBuffer();
       const { hops } = (await (await fetch(hopsUrl())).json()) as { hops: number };
       return { hops, status: res.status };
     }
-    async function host(inventories: Record<string, { total: number }> = { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } }): Promise<string> {
+    async function host(
+      inventories: Record<string, { total: number }> = { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } },
+    ): Promise<string> {
       const uuid = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `w-${uuid}`, uuid })).status).toBe(200);
-      expect((await call('PUT', `/resource_providers/${uuid}/inventories`, { resource_provider_generation: 0, inventories })).status).toBe(200);
+      expect((await call('PUT', `/resource_providers/${uuid}/inventories`, { resource_provider_generation: 0, inventories })).status).toBe(
+        200,
+      );
       return uuid;
     }
     const owner = { project_id: crypto.randomUUID(), user_id: crypto.randomUUID() };
@@ -150,16 +179,31 @@ describe('Placement in workerd against sqld', () => {
     it('PUT /allocations/{c} (a claim of a new consumer, then a change), DELETE /allocations/{c}', async () => {
       const rp = await host();
       const consumer = crypto.randomUUID();
-      expect(await hopsOf('PUT', `/allocations/${consumer}`, {
-        allocations: { [rp]: { resources: { VCPU: 1, MEMORY_MB: 512 } } }, ...owner, consumer_generation: null, consumer_type: 'INSTANCE',
-      })).toEqual({ hops: 2, status: 204 });
-      expect(await hopsOf('PUT', `/allocations/${consumer}`, {
-        allocations: { [rp]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: 1, consumer_type: 'INSTANCE',
-      })).toEqual({ hops: 2, status: 204 });
+      expect(
+        await hopsOf('PUT', `/allocations/${consumer}`, {
+          allocations: { [rp]: { resources: { VCPU: 1, MEMORY_MB: 512 } } },
+          ...owner,
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        }),
+      ).toEqual({ hops: 2, status: 204 });
+      expect(
+        await hopsOf('PUT', `/allocations/${consumer}`, {
+          allocations: { [rp]: { resources: { VCPU: 2 } } },
+          ...owner,
+          consumer_generation: 1,
+          consumer_type: 'INSTANCE',
+        }),
+      ).toEqual({ hops: 2, status: 204 });
       // Refusals are decided from the read: one round trip.
-      expect(await hopsOf('PUT', `/allocations/${consumer}`, {
-        allocations: { [rp]: { resources: { VCPU: 99 } } }, ...owner, consumer_generation: 2, consumer_type: 'INSTANCE',
-      })).toEqual({ hops: 1, status: 409 });
+      expect(
+        await hopsOf('PUT', `/allocations/${consumer}`, {
+          allocations: { [rp]: { resources: { VCPU: 99 } } },
+          ...owner,
+          consumer_generation: 2,
+          consumer_type: 'INSTANCE',
+        }),
+      ).toEqual({ hops: 1, status: 409 });
       expect(await hopsOf('DELETE', `/allocations/${consumer}`)).toEqual({ hops: 1, status: 204 });
     });
 
@@ -167,9 +211,13 @@ describe('Placement in workerd against sqld', () => {
       const rp = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
       const path = `/resource_providers/${rp}/inventories`;
-      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } }))
-        .toEqual({ hops: 2, status: 200 });
-      expect(await hopsOf('POST', path, { resource_provider_generation: 1, resource_class: 'DISK_GB', total: 100 })).toEqual({ hops: 2, status: 201 });
+      expect(
+        await hopsOf('PUT', path, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } }),
+      ).toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('POST', path, { resource_provider_generation: 1, resource_class: 'DISK_GB', total: 100 })).toEqual({
+        hops: 2,
+        status: 201,
+      });
       expect(await hopsOf('PUT', `${path}/VCPU`, { resource_provider_generation: 2, total: 16 })).toEqual({ hops: 2, status: 200 });
       expect(await hopsOf('DELETE', `${path}/DISK_GB`)).toEqual({ hops: 2, status: 204 });
       // A stale generation is refused from the read alone.
@@ -180,18 +228,24 @@ describe('Placement in workerd against sqld', () => {
     it('POST /resource_providers (a root, then a child; a duplicate is refused from the read)', async () => {
       const [root, child] = [crypto.randomUUID(), crypto.randomUUID()];
       expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: root })).toEqual({ hops: 2, status: 200 });
-      expect(await hopsOf('POST', '/resource_providers', { name: `w-${child}`, uuid: child, parent_provider_uuid: root }))
-        .toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('POST', '/resource_providers', { name: `w-${child}`, uuid: child, parent_provider_uuid: root })).toEqual({
+        hops: 2,
+        status: 200,
+      });
       expect((await json(await call('GET', `/resource_providers/${child}`))).root_provider_uuid).toBe(root);
-      expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: crypto.randomUUID() })).toEqual({ hops: 1, status: 409 });
+      expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: crypto.randomUUID() })).toEqual({
+        hops: 1,
+        status: 409,
+      });
     });
 
     it("a provider's aggregates: PUT with and without a generation", async () => {
       const rp = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
       const path = `/resource_providers/${rp}/aggregates`;
-      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, aggregates: [crypto.randomUUID(), crypto.randomUUID()] }))
-        .toEqual({ hops: 2, status: 200 });
+      expect(
+        await hopsOf('PUT', path, { resource_provider_generation: 0, aggregates: [crypto.randomUUID(), crypto.randomUUID()] }),
+      ).toEqual({ hops: 2, status: 200 });
       expect(await hopsOf('PUT', path, { resource_provider_generation: 0, aggregates: [] })).toEqual({ hops: 1, status: 409 });
       await fetch(hopsUrl(), { method: 'DELETE' });
       const old = await call('PUT', path, [crypto.randomUUID()], '1.1');
@@ -209,8 +263,10 @@ describe('Placement in workerd against sqld', () => {
       const rp = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
       const path = `/resource_providers/${rp}/traits`;
-      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, traits: ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2'] }))
-        .toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, traits: ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2'] })).toEqual({
+        hops: 2,
+        status: 200,
+      });
       expect(await hopsOf('PUT', path, { resource_provider_generation: 0, traits: [] })).toEqual({ hops: 1, status: 409 });
       expect(await hopsOf('DELETE', path)).toEqual({ hops: 2, status: 204 });
     });
@@ -218,27 +274,53 @@ describe('Placement in workerd against sqld', () => {
     it('POST /allocations (move a consumer between providers) and POST /reshaper', async () => {
       const [a, b] = [await host(), await host()];
       const consumer = crypto.randomUUID();
-      expect((await call('PUT', `/allocations/${consumer}`, {
-        allocations: { [a]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: null, consumer_type: 'INSTANCE',
-      })).status).toBe(204);
+      expect(
+        (
+          await call('PUT', `/allocations/${consumer}`, {
+            allocations: { [a]: { resources: { VCPU: 2 } } },
+            ...owner,
+            consumer_generation: null,
+            consumer_type: 'INSTANCE',
+          })
+        ).status,
+      ).toBe(204);
       const migration = crypto.randomUUID();
-      expect(await hopsOf('POST', '/allocations', {
-        [consumer]: { allocations: { [b]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: 1, consumer_type: 'INSTANCE' },
-        [migration]: { allocations: { [a]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: null, consumer_type: 'MIGRATION' },
-      })).toEqual({ hops: 2, status: 204 });
+      expect(
+        await hopsOf('POST', '/allocations', {
+          [consumer]: { allocations: { [b]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: 1, consumer_type: 'INSTANCE' },
+          [migration]: {
+            allocations: { [a]: { resources: { VCPU: 2 } } },
+            ...owner,
+            consumer_generation: null,
+            consumer_type: 'MIGRATION',
+          },
+        }),
+      ).toEqual({ hops: 2, status: 204 });
       // Reshape b: its VCPU moves to a new child, with the consumer's allocation.
       const child = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `w-${child}`, uuid: child, parent_provider_uuid: b })).status).toBe(200);
       const generationOf = async (uuid: string) => (await json(await call('GET', `/resource_providers/${uuid}`))).generation as number;
-      expect(await hopsOf('POST', '/reshaper', {
-        inventories: {
-          [b]: { resource_provider_generation: await generationOf(b), inventories: { MEMORY_MB: { total: 4096 } } },
-          [child]: { resource_provider_generation: await generationOf(child), inventories: { VCPU: { total: 8 } } },
-        },
-        allocations: {
-          [consumer]: { allocations: { [child]: { resources: { VCPU: 2 } } }, ...owner, consumer_generation: 2, consumer_type: 'INSTANCE' },
-        },
-      }, { 'x-auth-token': 'nova', 'x-roles': 'service' })).toEqual({ hops: 2, status: 204 });
+      expect(
+        await hopsOf(
+          'POST',
+          '/reshaper',
+          {
+            inventories: {
+              [b]: { resource_provider_generation: await generationOf(b), inventories: { MEMORY_MB: { total: 4096 } } },
+              [child]: { resource_provider_generation: await generationOf(child), inventories: { VCPU: { total: 8 } } },
+            },
+            allocations: {
+              [consumer]: {
+                allocations: { [child]: { resources: { VCPU: 2 } } },
+                ...owner,
+                consumer_generation: 2,
+                consumer_type: 'INSTANCE',
+              },
+            },
+          },
+          { 'x-auth-token': 'nova', 'x-roles': 'service' },
+        ),
+      ).toEqual({ hops: 2, status: 204 });
       expect((await json(await call('GET', `/resource_providers/${child}/usages`))).usages).toEqual({ VCPU: 2 });
     });
   });

@@ -40,14 +40,25 @@ const TYPES = ['INSTANCE', 'MIGRATION'];
 const AGGREGATES = [0, 1, 2, 3].map((i) => uuidOf(3, i));
 const TRAITS = ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2', 'COMPUTE_VOLUME_MULTI_ATTACH', 'STORAGE_DISK_SSD'];
 
-interface Request { method: string; path: string; body?: unknown; version: string }
+interface Request {
+  method: string;
+  path: string;
+  body?: unknown;
+  version: string;
+}
 
 class Pair {
-  constructor(readonly live: TestApp, readonly old: TestApp, readonly oldApp: { request: Hono['request'] }) {}
+  constructor(
+    readonly live: TestApp,
+    readonly old: TestApp,
+    readonly oldApp: { request: Hono['request'] },
+  ) {}
 
   private send(app: TestApp, target: { request: Hono['request'] } | null, req: Request): Promise<Response> {
     const headers: Record<string, string> = {
-      'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': `placement ${req.version}`,
+      'x-auth-token': 'admin',
+      accept: 'application/json',
+      'openstack-api-version': `placement ${req.version}`,
     };
     if (req.body !== undefined) headers['content-type'] = 'application/json';
     const init = { method: req.method, headers, body: req.body === undefined ? undefined : JSON.stringify(req.body) };
@@ -58,9 +69,11 @@ class Pair {
   async both(req: Request, where: string): Promise<{ status: number; body: unknown }> {
     const [a, b] = [await this.send(this.live, null, req), await this.send(this.old, this.oldApp, req)];
     const [ta, tb] = [normalise(await a.text()), normalise(await b.text())];
-    expect({ status: a.status, body: ta }, `${where}: ${req.method} ${req.path} @${req.version} ${JSON.stringify(req.body)}`)
-      .toEqual({ status: b.status, body: tb });
-    return { status: a.status, body: ta ? JSON.parse(ta) as unknown : null };
+    expect({ status: a.status, body: ta }, `${where}: ${req.method} ${req.path} @${req.version} ${JSON.stringify(req.body)}`).toEqual({
+      status: b.status,
+      body: tb,
+    });
+    return { status: a.status, body: ta ? (JSON.parse(ta) as unknown) : null };
   }
 }
 
@@ -93,19 +106,32 @@ async function dump(app: TestApp): Promise<Record<string, unknown[]>> {
 
 /** Random write requests, with generations read from the live app (fresh, stale or wrong). */
 class Generator {
-  constructor(private readonly rnd: () => number, private readonly pair: Pair) {}
+  constructor(
+    private readonly rnd: () => number,
+    private readonly pair: Pair,
+  ) {}
 
-  private int(n: number): number { return Math.floor(this.rnd() * n); }
-  private pick<T>(list: readonly T[]): T { return list[this.int(list.length)]!; }
-  private chance(p: number): boolean { return this.rnd() < p; }
+  private int(n: number): number {
+    return Math.floor(this.rnd() * n);
+  }
+  private pick<T>(list: readonly T[]): T {
+    return list[this.int(list.length)]!;
+  }
+  private chance(p: number): boolean {
+    return this.rnd() < p;
+  }
 
   private some<T>(list: readonly T[], max: number): T[] {
     const n = 1 + this.int(max);
     return [...new Set(Array.from({ length: n }, () => this.pick(list)))];
   }
 
-  private provider(): string { return this.chance(0.04) ? MISSING_PROVIDER : this.pick(PROVIDERS); }
-  private resourceClass(): string { return this.chance(0.04) ? UNKNOWN_CLASS : this.pick(CLASSES); }
+  private provider(): string {
+    return this.chance(0.04) ? MISSING_PROVIDER : this.pick(PROVIDERS);
+  }
+  private resourceClass(): string {
+    return this.chance(0.04) ? UNKNOWN_CLASS : this.pick(CLASSES);
+  }
 
   private amount(): number {
     const r = this.rnd();
@@ -176,8 +202,10 @@ class Generator {
       const version = this.pick(VERSIONS);
       const uuid = this.pick(CONSUMERS);
       if (version === '1.0' || version === '1.8') {
-        const allocations = Object.entries(this.allocationsDict(false))
-          .map(([rp, { resources }]) => ({ resource_provider: { uuid: rp }, resources }));
+        const allocations = Object.entries(this.allocationsDict(false)).map(([rp, { resources }]) => ({
+          resource_provider: { uuid: rp },
+          resources,
+        }));
         const body: Record<string, unknown> = { allocations };
         if (version === '1.8') Object.assign(body, { project_id: this.pick(PROJECTS), user_id: this.pick(USERS) });
         return { method: 'PUT', path: `/allocations/${uuid}`, body, version };
@@ -189,9 +217,14 @@ class Generator {
         const current = (held.body as { allocations: Record<string, { resources: Record<string, number> }> }).allocations;
         if (Object.keys(current).length > 0) {
           const shrink = this.chance(0.3);
-          body.allocations = Object.fromEntries(Object.entries(current).map(([rp, { resources }]) => [rp, {
-            resources: Object.fromEntries(Object.entries(resources).map(([rc, n]) => [rc, shrink ? Math.max(1, n - 1) : n])),
-          }]));
+          body.allocations = Object.fromEntries(
+            Object.entries(current).map(([rp, { resources }]) => [
+              rp,
+              {
+                resources: Object.fromEntries(Object.entries(resources).map(([rc, n]) => [rc, shrink ? Math.max(1, n - 1) : n])),
+              },
+            ]),
+          );
         }
       }
       return { method: 'PUT', path: `/allocations/${uuid}`, body, version };
@@ -206,7 +239,9 @@ class Generator {
     if (r < 0.72) {
       const rp = this.pick(PROVIDERS);
       return {
-        method: 'PUT', path: `/resource_providers/${rp}/inventories`, version: this.pick(['1.0', '1.26', 'latest']),
+        method: 'PUT',
+        path: `/resource_providers/${rp}/inventories`,
+        version: this.pick(['1.0', '1.26', 'latest']),
         body: { resource_provider_generation: await this.providerGeneration(rp), inventories: this.inventoryRecords() },
       };
     }
@@ -215,9 +250,14 @@ class Generator {
       const path = `/resource_providers/${rp}/aggregates`;
       const aggregates = this.some(AGGREGATES, 3);
       if (this.chance(0.3)) return { method: 'PUT', path, version: '1.1', body: aggregates };
-      return { method: 'PUT', path, version: 'latest', body: { resource_provider_generation: await this.providerGeneration(rp), aggregates } };
+      return {
+        method: 'PUT',
+        path,
+        version: 'latest',
+        body: { resource_provider_generation: await this.providerGeneration(rp), aggregates },
+      };
     }
-    if (r < 0.80) {
+    if (r < 0.8) {
       const rp = this.pick(PROVIDERS);
       const path = `/resource_providers/${rp}/traits`;
       if (this.chance(0.2)) return { method: 'DELETE', path, version: 'latest' };
@@ -230,15 +270,22 @@ class Generator {
       const verb = this.pick(['PUT', 'POST', 'DELETE'] as const);
       const generation = await this.providerGeneration(rp);
       if (verb === 'DELETE') return { method: 'DELETE', path: `/resource_providers/${rp}/inventories/${rc}`, version: 'latest' };
-      const record = { ...this.inventoryRecords()[CLASSES[0]!] ?? { total: 8 }, resource_provider_generation: generation };
-      if (verb === 'POST') return { method: 'POST', path: `/resource_providers/${rp}/inventories`, version: 'latest', body: { ...record, resource_class: rc } };
+      const record = { ...(this.inventoryRecords()[CLASSES[0]!] ?? { total: 8 }), resource_provider_generation: generation };
+      if (verb === 'POST')
+        return {
+          method: 'POST',
+          path: `/resource_providers/${rp}/inventories`,
+          version: 'latest',
+          body: { ...record, resource_class: rc },
+        };
       return { method: 'PUT', path: `/resource_providers/${rp}/inventories/${rc}`, version: 'latest', body: record };
     }
     const version = this.pick(['1.30', '1.38', 'latest']);
     const inventories: Record<string, unknown> = {};
     for (const rp of this.some(PROVIDERS, 2)) {
       inventories[this.chance(0.03) ? MISSING_PROVIDER : rp] = {
-        resource_provider_generation: await this.providerGeneration(rp), inventories: this.inventoryRecords(),
+        resource_provider_generation: await this.providerGeneration(rp),
+        inventories: this.inventoryRecords(),
       };
     }
     const allocations: Record<string, unknown> = {};
@@ -269,20 +316,31 @@ describe('the write path answers and stores exactly as the frozen pre-issue-13 o
       expect((await pair.both({ method: 'POST', path: '/resource_providers', body, version: 'latest' }, 'seed')).status).toBe(200);
       const inventories: Record<string, { total: number }> = {};
       for (const rc of CLASSES) if (rnd() < 0.8) inventories[rc] = { total: [4, 8, 16][Math.floor(rnd() * 3)]! };
-      await pair.both({
-        method: 'PUT', path: `/resource_providers/${rp}/inventories`, version: 'latest',
-        body: { resource_provider_generation: 0, inventories },
-      }, 'seed');
+      await pair.both(
+        {
+          method: 'PUT',
+          path: `/resource_providers/${rp}/inventories`,
+          version: 'latest',
+          body: { resource_provider_generation: 0, inventories },
+        },
+        'seed',
+      );
     }
   }
 
   async function reset(): Promise<void> {
     for (const app of [pair.live, pair.old]) {
-      await app.deps.store.client.batch([
-        'DELETE FROM allocations', 'DELETE FROM consumers', 'DELETE FROM inventories', 'DELETE FROM resource_provider_traits',
-        'DELETE FROM resource_provider_aggregates',
-        'DELETE FROM resource_providers',
-      ], 'write');
+      await app.deps.store.client.batch(
+        [
+          'DELETE FROM allocations',
+          'DELETE FROM consumers',
+          'DELETE FROM inventories',
+          'DELETE FROM resource_provider_traits',
+          'DELETE FROM resource_provider_aggregates',
+          'DELETE FROM resource_providers',
+        ],
+        'write',
+      );
     }
   }
 
@@ -310,13 +368,27 @@ describe('the write path answers and stores exactly as the frozen pre-issue-13 o
   it('reaches successes and each kind of refusal', () => {
     // The generator must reach successes and each kind of refusal, or the comparison proves little.
     const seen = [...statuses.keys()];
-    for (const expected of ['PUT /allocations/{u} 204', 'PUT /allocations/{u} 409', 'PUT /allocations/{u} 400',
-      'POST /allocations 204', 'POST /allocations 409', 'DELETE /allocations/{u} 204', 'DELETE /allocations/{u} 404',
-      'POST /reshaper 204', 'POST /reshaper 409', 'POST /reshaper 400', 'PUT /resource_providers/{u}/inventories 200',
-      'PUT /resource_providers/{u}/inventories 409', 'PUT /resource_providers/{u}/traits 200',
-      'PUT /resource_providers/{u}/traits 409', 'PUT /resource_providers/{u}/traits 400', 'DELETE /resource_providers/{u}/traits 204',
-      'PUT /resource_providers/{u}/aggregates 200', 'PUT /resource_providers/{u}/aggregates 409',
-      'PUT /resource_providers/{u}/aggregates 404']) {
+    for (const expected of [
+      'PUT /allocations/{u} 204',
+      'PUT /allocations/{u} 409',
+      'PUT /allocations/{u} 400',
+      'POST /allocations 204',
+      'POST /allocations 409',
+      'DELETE /allocations/{u} 204',
+      'DELETE /allocations/{u} 404',
+      'POST /reshaper 204',
+      'POST /reshaper 409',
+      'POST /reshaper 400',
+      'PUT /resource_providers/{u}/inventories 200',
+      'PUT /resource_providers/{u}/inventories 409',
+      'PUT /resource_providers/{u}/traits 200',
+      'PUT /resource_providers/{u}/traits 409',
+      'PUT /resource_providers/{u}/traits 400',
+      'DELETE /resource_providers/{u}/traits 204',
+      'PUT /resource_providers/{u}/aggregates 200',
+      'PUT /resource_providers/{u}/aggregates 409',
+      'PUT /resource_providers/{u}/aggregates 404',
+    ]) {
       expect(seen, expected).toContain(expected);
     }
   });

@@ -12,7 +12,9 @@ import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 const owner = { project_id: 'p-safety', user_id: 'u-safety' };
 
 let t: TestApp;
-beforeEach(async () => { t = await makeTestApp(); });
+beforeEach(async () => {
+  t = await makeTestApp();
+});
 afterEach(() => t.close());
 
 async function dump(): Promise<Record<string, unknown[]>> {
@@ -43,7 +45,11 @@ function afterEachRead(hook: (attempt: number) => Promise<void>): () => number {
 }
 
 const claimBody = (rp: string, vcpu: number, generation: number | null, extra: Record<string, unknown> = {}) => ({
-  allocations: { [rp]: { resources: { VCPU: vcpu } } }, ...owner, consumer_generation: generation, consumer_type: 'INSTANCE', ...extra,
+  allocations: { [rp]: { resources: { VCPU: vcpu } } },
+  ...owner,
+  consumer_generation: generation,
+  consumer_type: 'INSTANCE',
+  ...extra,
 });
 
 describe('a write that loses a race between its read and its write batch', () => {
@@ -76,7 +82,10 @@ describe('a write that loses a race between its read and its write batch', () =>
     });
     const res = await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 3, null) });
     expect(res.status).toBe(409);
-    expect(await errorOf(res)).toMatchObject({ code: 'placement.concurrent_update', detail: expect.stringContaining('expected 1 but got null') });
+    expect(await errorOf(res)).toMatchObject({
+      code: 'placement.concurrent_update',
+      detail: expect.stringContaining('expected 1 but got null'),
+    });
     expect(await usageOf(t.deps, rp.id)).toEqual({ VCPU: 1 });
   });
 
@@ -104,7 +113,9 @@ describe('a write that loses a race between its read and its write batch', () =>
   it('leaves the database as before when the process fails between read and write', async () => {
     const rp = await seedProvider(t.deps, { VCPU: { total: 8 } });
     const before = await dump();
-    afterEachRead(async () => { throw new Error('injected crash between read and write'); });
+    afterEachRead(async () => {
+      throw new Error('injected crash between read and write');
+    });
     const res = await t.call('PUT', `/allocations/${crypto.randomUUID()}`, { body: claimBody(rp.uuid, 1, null) });
     expect(res.status).toBe(500);
     expect(await dump()).toEqual(before);
@@ -121,24 +132,36 @@ describe('a failure inside the write batch', () => {
       sizes.push(statements.length);
       return write(statements.map((s, i) => (i === index ? "SELECT json('injected failure')" : s)));
     };
-    return { sizes, restore: () => { store.writeBatch = write; } };
+    return {
+      sizes,
+      restore: () => {
+        store.writeBatch = write;
+      },
+    };
   }
 
   it('leaves the database exactly as before, whichever statement fails', async () => {
-    const [a, b] = [await seedProvider(t.deps, { VCPU: { total: 8 }, MEMORY_MB: { total: 1024 } }), await seedProvider(t.deps, { VCPU: { total: 8 } })];
+    const [a, b] = [
+      await seedProvider(t.deps, { VCPU: { total: 8 }, MEMORY_MB: { total: 1024 } }),
+      await seedProvider(t.deps, { VCPU: { total: 8 } }),
+    ];
     const moving = crypto.randomUUID();
     const leaving = crypto.randomUUID();
     const arriving = crypto.randomUUID();
     expect((await t.call('PUT', `/allocations/${moving}`, { body: claimBody(a.uuid, 2, null) })).status).toBe(204);
     expect((await t.call('PUT', `/allocations/${leaving}`, { body: claimBody(a.uuid, 1, null) })).status).toBe(204);
     // One POST touching everything: a move (existing consumer), a new consumer, an emptied consumer.
-    const move = () => t.call('POST', '/allocations', {
-      body: {
-        [moving]: { ...claimBody(b.uuid, 2, 1), allocations: { [b.uuid]: { resources: { VCPU: 2 } }, [a.uuid]: { resources: { MEMORY_MB: 64 } } } },
-        [arriving]: { ...claimBody(a.uuid, 1, null), consumer_type: 'MIGRATION' },
-        [leaving]: { ...claimBody(a.uuid, 1, 1), allocations: {} },
-      },
-    });
+    const move = () =>
+      t.call('POST', '/allocations', {
+        body: {
+          [moving]: {
+            ...claimBody(b.uuid, 2, 1),
+            allocations: { [b.uuid]: { resources: { VCPU: 2 } }, [a.uuid]: { resources: { MEMORY_MB: 64 } } },
+          },
+          [arriving]: { ...claimBody(a.uuid, 1, null), consumer_type: 'MIGRATION' },
+          [leaving]: { ...claimBody(a.uuid, 1, 1), allocations: {} },
+        },
+      });
     const before = await dump();
     let size = 1;
     for (let index = 0; index < size; index += 1) {

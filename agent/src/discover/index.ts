@@ -106,7 +106,10 @@ export function deviceProviderName(host: string, pciAddress: string): string {
 }
 
 function traitToken(text: string): string {
-  return text.toUpperCase().replace(/[^A-Z0-9]+/g, '_').replace(/^_+|_+$/g, '');
+  return text
+    .toUpperCase()
+    .replace(/[^A-Z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
 }
 
 function deviceProvider(host: string, device: PciAccelerator): DiscoveredProvider {
@@ -114,8 +117,7 @@ function deviceProvider(host: string, device: PciAccelerator): DiscoveredProvide
   const traits = [`CUSTOM_${kind}_${device.vendorName}`, `CUSTOM_${kind}_PRODUCT_ID_${device.productId.toUpperCase()}`];
   if (device.model) traits.push(`CUSTOM_${kind}_MODEL_${traitToken(device.model)}`);
   if (device.memoryMiB) traits.push(`CUSTOM_${kind}_MEMORY_${Math.round(device.memoryMiB / 1024)}GB`);
-  const inventories: Record<string, InventoryFields> =
-    kind === 'FPGA' ? { FPGA: wholeUnitInventory(1) } : { PGPU: wholeUnitInventory(1) };
+  const inventories: Record<string, InventoryFields> = kind === 'FPGA' ? { FPGA: wholeUnitInventory(1) } : { PGPU: wholeUnitInventory(1) };
   if (kind === 'GPU' && device.vgpuInstances) inventories.VGPU = wholeUnitInventory(device.vgpuInstances);
   const { vgpuInstances: _unused, ...facts } = device;
   return { name: deviceProviderName(host, device.pciAddress), parentName: host, inventories, traits: traits.sort(), device: facts };
@@ -135,8 +137,7 @@ export async function discover(options: DiscoverOptions = {}): Promise<Discovery
   } catch {
     diskGiB = 0;
   }
-  const hostname =
-    options.hostname ?? (root === '/' ? osHostname() : (read(root, 'proc/sys/kernel/hostname') ?? 'localhost').trim());
+  const hostname = options.hostname ?? (root === '/' ? osHostname() : (read(root, 'proc/sys/kernel/hostname') ?? 'localhost').trim());
   const host: HostFacts = {
     hostname,
     arch: cpu.arch,

@@ -168,10 +168,18 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
   const versionNode = isMap(doc.contents) ? doc.getIn(['meta', 'schema_version'], true) : undefined;
   const rawVersion = isScalar(versionNode) ? versionNode.value : undefined;
   const versionText =
-    typeof rawVersion === 'string' ? rawVersion : typeof rawVersion === 'number' ? (versionNode as { source?: string }).source ?? String(rawVersion) : undefined;
+    typeof rawVersion === 'string'
+      ? rawVersion
+      : typeof rawVersion === 'number'
+        ? ((versionNode as { source?: string }).source ?? String(rawVersion))
+        : undefined;
   const versionMatch = versionText === undefined ? null : /^(\d+)\.(\d+)$/.exec(versionText);
   if (!versionMatch) {
-    problem({ field: 'meta.schema_version', ...locate(['meta', 'schema_version']), message: `Unable to detect schema version${versionText === undefined ? '' : ` from '${versionText}'`}` });
+    problem({
+      field: 'meta.schema_version',
+      ...locate(['meta', 'schema_version']),
+      message: `Unable to detect schema version${versionText === undefined ? '' : ` from '${versionText}'`}`,
+    });
     return [];
   }
   const major = Number(versionMatch[1]);
@@ -181,7 +189,11 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
     return [];
   }
   if (!SCHEMA_VERSION_PATTERN.test(versionText!)) {
-    problem({ field: 'meta.schema_version', ...locate(['meta', 'schema_version']), message: `'${versionText}' does not match '${SCHEMA_VERSION_PATTERN.source}'` });
+    problem({
+      field: 'meta.schema_version',
+      ...locate(['meta', 'schema_version']),
+      message: `'${versionText}' does not match '${SCHEMA_VERSION_PATTERN.source}'`,
+    });
     return [];
   }
   if (!KNOWN_MINORS.includes(minor)) {
@@ -233,15 +245,24 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
 
     const keys = Object.keys(entry.identification);
     const unknown = keys.filter((k) => !(IDENTIFICATION_METHODS as readonly string[]).includes(k));
-    if (unknown.length > 0) entryProblem(['identification', unknown[0]], `unsupported identification method '${unknown[0]}' (use uuid or name)`);
-    else if (keys.length !== 1) entryProblem(['identification'], keys.length === 0 ? 'exactly one of uuid or name is required' : 'exactly one of uuid or name is allowed, not both');
+    if (unknown.length > 0)
+      entryProblem(['identification', unknown[0]], `unsupported identification method '${unknown[0]}' (use uuid or name)`);
+    else if (keys.length !== 1)
+      entryProblem(
+        ['identification'],
+        keys.length === 0 ? 'exactly one of uuid or name is required' : 'exactly one of uuid or name is allowed, not both',
+      );
 
-    const inventories = collectInventories(entry, (field, message) => entryProblem(field, message), (field, message) =>
-      result.warnings.push({ file, entry: label, field: field.join('.'), ...locate(['providers', index, ...field]), message }),
+    const inventories = collectInventories(
+      entry,
+      (field, message) => entryProblem(field, message),
+      (field, message) =>
+        result.warnings.push({ file, entry: label, field: field.join('.'), ...locate(['providers', index, ...field]), message }),
     );
     const traits = entry.traits?.additional ?? [];
     traits.forEach((trait, i) => {
-      if (!trait.startsWith('CUSTOM_')) entryProblem(['traits', 'additional', i], `only CUSTOM_ traits may be added by a provider config, not ${trait}`);
+      if (!trait.startsWith('CUSTOM_'))
+        entryProblem(['traits', 'additional', i], `only CUSTOM_ traits may be added by a provider config, not ${trait}`);
     });
     if (result.errors.length > errorsBefore) return;
     const identification = entry.identification as { uuid?: string; name?: string };
@@ -256,7 +277,14 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
       });
       return;
     }
-    providers.push({ id: (identification.uuid ?? identification.name)!, identification: { ...identification }, inventories, traits: [...traits], sourceFile: file, index });
+    providers.push({
+      id: (identification.uuid ?? identification.name)!,
+      identification: { ...identification },
+      inventories,
+      traits: [...traits],
+      sourceFile: file,
+      index,
+    });
   });
   return providers;
 }
@@ -264,7 +292,8 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
 // PyYAML (YAML 1.1) resolves plain scalars with these patterns; anything the
 // `yaml` package reads as a number but PyYAML would not (1e3, 1.5e3) stays a
 // string (so do y/n, booleans only to the `yaml` package), and timestamps become a value no JSON type accepts, as in Nova.
-const PYYAML_FLOAT = /^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$/;
+const PYYAML_FLOAT =
+  /^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9_]+(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$/;
 const PYYAML_INT = /^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$/;
 const PYYAML_BOOL = /^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$/;
 const PYYAML_NULL = /^(?:~|null|Null|NULL|)$/;
@@ -343,7 +372,8 @@ function collectInventories(entry: ProviderEntry, error: Report, warn: Report): 
 }
 
 function insecurePermissions(mode: number, uid: number): string | undefined {
-  if (mode & 0o022) return `file is writable by group or others (mode ${(mode & 0o777).toString(8)}); provider configs must be writable only by the agent's user`;
+  if (mode & 0o022)
+    return `file is writable by group or others (mode ${(mode & 0o777).toString(8)}); provider configs must be writable only by the agent's user`;
   const me = typeof process.getuid === 'function' ? process.getuid() : uid;
   if (uid !== me && uid !== 0) return `file is owned by uid ${uid}, not by the agent's user (uid ${me}) or root`;
   return undefined;
@@ -351,7 +381,9 @@ function insecurePermissions(mode: number, uid: number): string | undefined {
 
 function entryLabel(index: number, identification: Record<string, unknown> | undefined): string {
   const id = identification?.uuid ?? identification?.name;
-  return typeof id === 'string' ? `providers[${index}] (${identification?.uuid !== undefined ? 'uuid' : 'name'}: ${id})` : `providers[${index}]`;
+  return typeof id === 'string'
+    ? `providers[${index}] (${identification?.uuid !== undefined ? 'uuid' : 'name'}: ${id})`
+    : `providers[${index}]`;
 }
 
 function identificationAt(data: unknown, index: number): Record<string, unknown> | undefined {
@@ -367,7 +399,7 @@ function instancePath(error: ErrorObject): (string | number)[] {
     .slice(1)
     .map((seg) => seg.replace(/~1/g, '/').replace(/~0/g, '~'))
     .map((seg) => (/^\d+$/.test(seg) ? Number(seg) : seg));
-  const extra = (error.params as { additionalProperty?: string; propertyName?: string; missingProperty?: string });
+  const extra = error.params as { additionalProperty?: string; propertyName?: string; missingProperty?: string };
   if (error.propertyName !== undefined) path.push(error.propertyName);
   else if (extra.additionalProperty !== undefined) path.push(extra.additionalProperty);
   else if (extra.propertyName !== undefined) path.push(extra.propertyName);
@@ -393,7 +425,7 @@ function leafErrors(errors: ErrorObject[]): ErrorObject[] {
   const seen = new Set<string>();
   pool.forEach((error, i) => {
     const key = keys[i];
-    const hasDeeper = keys.some((other) => other !== key && other.startsWith(key === '' ? '' : key + '\u0000'));
+    const hasDeeper = keys.some((other) => other !== key && other.startsWith(key === '' ? '' : `${key}\u0000`));
     if (hasDeeper || seen.has(key)) return;
     seen.add(key);
     leaves.push(error);

@@ -55,7 +55,6 @@ function firstInvalidUtf8(bytes: Uint8Array): number {
 
 // PyYAML's Reader.NON_PRINTABLE: everything but tab, LF, CR, printable ASCII,
 // NEL and the printable planes is refused anywhere in the file, comments included.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: this is the list of allowed control characters
 const NON_PRINTABLE = /[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 
 export function nonPrintableCharacter(text: string): ReadProblem | undefined {

@@ -35,13 +35,15 @@ export function acceleratorReport(providers: readonly DiscoveredProvider[], uuid
       model: device.model ?? device.productId,
       std_board_info: JSON.stringify({ vendor_id: device.vendorId, product_id: device.productId, numa_node: device.numaNode ?? null }),
       vendor_board_info: device.vendorName || null,
-      deployables: [{
-        name: provider.name,
-        num_accelerators: Math.max(1, units),
-        rp_uuid: uuidOf(provider.name),
-        driver_name: device.driver ?? null,
-        attach_handles: [{ type: 'PCI', info }],
-      }],
+      deployables: [
+        {
+          name: provider.name,
+          num_accelerators: Math.max(1, units),
+          rp_uuid: uuidOf(provider.name),
+          driver_name: device.driver ?? null,
+          attach_handles: [{ type: 'PCI', info }],
+        },
+      ],
     });
   }
   return { devices };
@@ -50,13 +52,27 @@ export function acceleratorReport(providers: readonly DiscoveredProvider[], uuid
 /** The fields this agent sends, in a canonical order, for comparing with what the service holds. */
 function canonicalReport(report: AcceleratorReport): string {
   const sortedInfo = (info: Record<string, string>) => Object.fromEntries(Object.entries(info).sort(([a], [b]) => a.localeCompare(b)));
-  return JSON.stringify([...report.devices].sort((a, b) => a.key.localeCompare(b.key)).map((d) => [
-    d.key, d.type, d.vendor, d.model, d.std_board_info ?? null, d.vendor_board_info ?? null,
-    [...(d.deployables ?? [])].sort((a, b) => a.name.localeCompare(b.name)).map((dep) => [
-      dep.name, dep.num_accelerators, dep.rp_uuid ?? null, dep.driver_name ?? null,
-      (dep.attach_handles ?? []).map((h) => JSON.stringify([h.type, sortedInfo(h.info)])).sort(),
-    ]),
-  ]));
+  return JSON.stringify(
+    [...report.devices]
+      .sort((a, b) => a.key.localeCompare(b.key))
+      .map((d) => [
+        d.key,
+        d.type,
+        d.vendor,
+        d.model,
+        d.std_board_info ?? null,
+        d.vendor_board_info ?? null,
+        [...(d.deployables ?? [])]
+          .sort((a, b) => a.name.localeCompare(b.name))
+          .map((dep) => [
+            dep.name,
+            dep.num_accelerators,
+            dep.rp_uuid ?? null,
+            dep.driver_name ?? null,
+            (dep.attach_handles ?? []).map((h) => JSON.stringify([h.type, sortedInfo(h.info)])).sort(),
+          ]),
+      ]),
+  );
 }
 
 export interface AcceleratorOutcome {
@@ -71,7 +87,10 @@ export interface AcceleratorOutcome {
  * what changed.
  */
 export async function reportAccelerators(
-  client: PlacementClient, hostname: string, providers: readonly DiscoveredProvider[], uuidOf: (name: string) => string,
+  client: PlacementClient,
+  hostname: string,
+  providers: readonly DiscoveredProvider[],
+  uuidOf: (name: string) => string,
 ): Promise<AcceleratorOutcome> {
   const report = acceleratorReport(providers, uuidOf);
   const path = `/accelerator/v2/hosts/${encodeURIComponent(hostname)}/devices`;

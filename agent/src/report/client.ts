@@ -19,7 +19,9 @@ export class PlacementError extends Error {
   }
 
   get isGenerationConflict(): boolean {
-    return this.status === 409 && (this.code === 'placement.concurrent_update' || (this.code === undefined && /generation/i.test(this.detail)));
+    return (
+      this.status === 409 && (this.code === 'placement.concurrent_update' || (this.code === undefined && /generation/i.test(this.detail)))
+    );
   }
 }
 
@@ -56,7 +58,7 @@ export class PlacementClient {
       throw new ServiceUnavailableError(`${method} ${path}: ${(err as Error).message}`);
     }
     const text = await response.text();
-    let parsed: unknown = undefined;
+    let parsed: unknown;
     if (text) {
       try {
         parsed = JSON.parse(text);

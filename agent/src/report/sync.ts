@@ -62,8 +62,18 @@ export async function lookupProviders(client: PlacementClient, names: readonly s
 
 export async function syncTree(client: PlacementClient, tree: readonly DiscoveredProvider[], options: SyncOptions): Promise<SyncSummary> {
   const log = options.log ?? silent;
-  const summary: SyncSummary = { created: [], inventoriesUpdated: [], traitsUpdated: [], aggregatesUpdated: [], deleted: [], conflictsRetried: 0 };
-  const existing = await lookupProviders(client, tree.map((p) => p.name));
+  const summary: SyncSummary = {
+    created: [],
+    inventoriesUpdated: [],
+    traitsUpdated: [],
+    aggregatesUpdated: [],
+    deleted: [],
+    conflictsRetried: 0,
+  };
+  const existing = await lookupProviders(
+    client,
+    tree.map((p) => p.name),
+  );
   const uuids = new Map<string, string>();
   for (const provider of tree) {
     const record = existing.get(provider.name);
@@ -108,9 +118,7 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
     const rootUuid = uuids.get(root.name)!;
     const { body } = await client.request<{ resource_providers: ProviderRecord[] }>('GET', `/resource_providers?in_tree=${rootUuid}`);
     const wanted = new Set(tree.map((p) => p.name));
-    const stale = (body.resource_providers ?? [])
-      .filter((p) => !wanted.has(p.name) && p.name.startsWith(`${root.name}_pci_`))
-      .reverse();
+    const stale = (body.resource_providers ?? []).filter((p) => !wanted.has(p.name) && p.name.startsWith(`${root.name}_pci_`)).reverse();
     for (const provider of stale) {
       try {
         await client.request('DELETE', `/resource_providers/${provider.uuid}`);
@@ -156,7 +164,11 @@ type Inventories = Record<string, InventoryFields>;
 /** A request body as the service's own zod schema accepts it (the agent speaks the latest microversion). */
 type Body<S extends z.ZodType> = z.input<S>;
 
-export function desiredInventories(provider: DiscoveredProvider, stored: Inventories, ratios: Record<RatioClass, RatioSettings>): Inventories {
+export function desiredInventories(
+  provider: DiscoveredProvider,
+  stored: Inventories,
+  ratios: Record<RatioClass, RatioSettings>,
+): Inventories {
   const desired: Inventories = {};
   for (const [rc, inventory] of Object.entries(provider.inventories)) {
     const next: InventoryFields = { ...inventory };
@@ -184,11 +196,17 @@ async function syncInventories(
   ratios: Record<RatioClass, RatioSettings>,
   ensureCustom: EnsureCustom,
 ): Promise<boolean> {
-  const { body } = await client.request<{ resource_provider_generation: number; inventories: Inventories }>('GET', `/resource_providers/${uuid}/inventories`);
+  const { body } = await client.request<{ resource_provider_generation: number; inventories: Inventories }>(
+    'GET',
+    `/resource_providers/${uuid}/inventories`,
+  );
   const stored = body.inventories ?? {};
   const desired = desiredInventories(provider, stored, ratios);
   if (sameInventories(stored, desired)) return false;
-  await ensureCustom('resource_classes', Object.keys(desired).filter((rc) => !(rc in stored)));
+  await ensureCustom(
+    'resource_classes',
+    Object.keys(desired).filter((rc) => !(rc in stored)),
+  );
   await client.request('PUT', `/resource_providers/${uuid}/inventories`, {
     resource_provider_generation: body.resource_provider_generation,
     inventories: desired,
@@ -203,13 +221,19 @@ async function syncTraits(
   owned: readonly string[],
   ensureCustom: EnsureCustom,
 ): Promise<boolean> {
-  const { body } = await client.request<{ resource_provider_generation: number; traits: string[] }>('GET', `/resource_providers/${uuid}/traits`);
+  const { body } = await client.request<{ resource_provider_generation: number; traits: string[] }>(
+    'GET',
+    `/resource_providers/${uuid}/traits`,
+  );
   const current = new Set(body.traits ?? []);
   const desired = new Set(provider.traits);
   // Keep what an operator added; drop owned traits the host no longer has.
   for (const trait of current) if (!owned.some((p) => trait.startsWith(p)) || desired.has(trait)) desired.add(trait);
   if (current.size === desired.size && [...desired].every((t) => current.has(t))) return false;
-  await ensureCustom('traits', [...desired].filter((t) => !current.has(t)));
+  await ensureCustom(
+    'traits',
+    [...desired].filter((t) => !current.has(t)),
+  );
   await client.request('PUT', `/resource_providers/${uuid}/traits`, {
     resource_provider_generation: body.resource_provider_generation,
     traits: [...desired].sort(),
@@ -218,7 +242,10 @@ async function syncTraits(
 }
 
 async function syncAggregates(client: PlacementClient, uuid: string, wanted: readonly string[]): Promise<boolean> {
-  const { body } = await client.request<{ resource_provider_generation: number; aggregates: string[] }>('GET', `/resource_providers/${uuid}/aggregates`);
+  const { body } = await client.request<{ resource_provider_generation: number; aggregates: string[] }>(
+    'GET',
+    `/resource_providers/${uuid}/aggregates`,
+  );
   const current = body.aggregates ?? [];
   const missing = wanted.filter((a) => !current.includes(a));
   if (missing.length === 0) return false;

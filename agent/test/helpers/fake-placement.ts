@@ -24,7 +24,10 @@ export interface FakePlacement {
 }
 
 const conflict = (c: Context) =>
-  c.json({ errors: [{ status: 409, title: 'Conflict', code: 'placement.concurrent_update', detail: 'resource provider generation conflict' }] }, 409);
+  c.json(
+    { errors: [{ status: 409, title: 'Conflict', code: 'placement.concurrent_update', detail: 'resource provider generation conflict' }] },
+    409,
+  );
 const notFound = (c: Context) => c.json({ errors: [{ status: 404, title: 'Not Found', detail: 'No resource provider' }] }, 404);
 
 export function fakePlacement(): FakePlacement {
@@ -35,7 +38,9 @@ export function fakePlacement(): FakePlacement {
   app.get('/resource_providers', (c) => {
     const name = c.req.query('name');
     const tree = c.req.query('in_tree');
-    const rows = [...providers.values()].filter((p) => (!name || p.name === name) && (!tree || p.uuid === tree || p.parent_provider_uuid === tree));
+    const rows = [...providers.values()].filter(
+      (p) => (!name || p.name === name) && (!tree || p.uuid === tree || p.parent_provider_uuid === tree),
+    );
     return c.json({ resource_providers: rows.map(({ inventories: _i, traits: _t, aggregates: _a, ...p }) => p) });
   });
   app.post('/resource_providers', async (c) => {
@@ -74,8 +79,14 @@ export function fakePlacement(): FakePlacement {
       return c.json({ resource_provider_generation: p.generation, [key]: value });
     });
   }
-  app.put('/resource_classes/:name', (c) => (customNames.add(c.req.param('name')), c.body(null, 204)));
-  app.put('/traits/:name', (c) => (customNames.add(c.req.param('name')), c.body(null, 204)));
+  app.put('/resource_classes/:name', (c) => {
+    customNames.add(c.req.param('name'));
+    return c.body(null, 204);
+  });
+  app.put('/traits/:name', (c) => {
+    customNames.add(c.req.param('name'));
+    return c.body(null, 204);
+  });
   return {
     providers,
     requests,

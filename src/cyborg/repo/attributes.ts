@@ -16,11 +16,16 @@ export async function findAttribute(db: Db, uuid: string): Promise<AttributeRow 
 
 /** Undefined when the deployable does not exist. */
 export async function createAttribute(
-  db: Db, input: { uuid: string; deployableId: number; key: string; value: string }, now: string,
+  db: Db,
+  input: { uuid: string; deployableId: number; key: string; value: string },
+  now: string,
 ): Promise<AttributeRow | undefined> {
   const deployable = await db.select({ id: deployables.id }).from(deployables).where(eq(deployables.id, input.deployableId)).get();
   if (!deployable) return undefined;
-  const [row] = await db.insert(attributes).values({ ...input, createdAt: now }).returning();
+  const [row] = await db
+    .insert(attributes)
+    .values({ ...input, createdAt: now })
+    .returning();
   return row;
 }
 

@@ -9,16 +9,24 @@ export type DeviceProfileRow = typeof deviceProfiles.$inferSelect;
 export const profileGroups = (row: DeviceProfileRow): ProfileGroup[] => JSON.parse(row.groups) as ProfileGroup[];
 
 export async function createDeviceProfile(
-  db: Db, input: { uuid: string; name: string; description: string | null; groups: ProfileGroup[] }, now: string,
+  db: Db,
+  input: { uuid: string; name: string; description: string | null; groups: ProfileGroup[] },
+  now: string,
 ): Promise<DeviceProfileRow> {
-  const clash = await db.select({ id: deviceProfiles.id }).from(deviceProfiles)
-    .where(eq(deviceProfiles.name, input.name)).get();
+  const clash = await db.select({ id: deviceProfiles.id }).from(deviceProfiles).where(eq(deviceProfiles.name, input.name)).get();
   if (clash) throw new DomainError('conflict', `Device Profile with name ${input.name} already exists.`);
   const sameUuid = await db.select({ id: deviceProfiles.id }).from(deviceProfiles).where(eq(deviceProfiles.uuid, input.uuid)).get();
   if (sameUuid) throw new DomainError('conflict', `Device Profile with uuid ${input.uuid} already exists.`);
-  const [row] = await db.insert(deviceProfiles).values({
-    uuid: input.uuid, name: input.name, description: input.description, groups: JSON.stringify(input.groups), createdAt: now,
-  }).returning();
+  const [row] = await db
+    .insert(deviceProfiles)
+    .values({
+      uuid: input.uuid,
+      name: input.name,
+      description: input.description,
+      groups: JSON.stringify(input.groups),
+      createdAt: now,
+    })
+    .returning();
   return row!;
 }
 

@@ -14,7 +14,8 @@ export const agentRoutes = new Hono<CyborgEnv>();
 async function sendAll(c: CyborgContext, jobs: ({ type: 'bind' | 'nova-event'; outboxId: number } | undefined)[]) {
   const { deps } = c.var;
   for (const job of jobs) {
-    if (job) await deps.jobs.send(job).catch((err: unknown) => deps.log.warn('job send failed; the drain will deliver', { err: String(err) }));
+    if (job)
+      await deps.jobs.send(job).catch((err: unknown) => deps.log.warn('job send failed; the drain will deliver', { err: String(err) }));
   }
 }
 
@@ -65,8 +66,15 @@ resource(agentRoutes, '/outbox', {
     const rows = await listOutbox(c.var.deps.store.db, { state: state as (typeof OUTBOX_STATES)[number] | undefined });
     return c.json({
       outbox: rows.map((r) => ({
-        id: r.id, topic: r.topic, state: r.state, attempts: r.attempts, next_attempt_at: new Date(r.nextAttemptAt).toISOString(),
-        last_error: r.lastError, payload: JSON.parse(r.payload) as unknown, created_at: r.createdAt, updated_at: r.updatedAt,
+        id: r.id,
+        topic: r.topic,
+        state: r.state,
+        attempts: r.attempts,
+        next_attempt_at: new Date(r.nextAttemptAt).toISOString(),
+        last_error: r.lastError,
+        payload: JSON.parse(r.payload) as unknown,
+        created_at: r.createdAt,
+        updated_at: r.updatedAt,
       })),
     });
   },

@@ -3,12 +3,27 @@
 import { Hono } from 'hono';
 import { isResolved } from '../arq-state.js';
 import {
-  authorize, cyborgError, isAdmin, projectScope, queryList, readCyborgBody, resource, selfLink,
-  type CyborgContext, type CyborgEnv,
+  authorize,
+  cyborgError,
+  isAdmin,
+  projectScope,
+  queryList,
+  readCyborgBody,
+  resource,
+  selfLink,
+  type CyborgContext,
+  type CyborgEnv,
 } from '../http.js';
 import { presentArq } from '../present.js';
 import {
-  createArqs, deleteArqsByInstance, deleteArqsByUuid, findArq, listArqs, startBind, unbindArqs, type BindRequest,
+  createArqs,
+  deleteArqsByInstance,
+  deleteArqsByUuid,
+  findArq,
+  listArqs,
+  startBind,
+  unbindArqs,
+  type BindRequest,
 } from '../repo/arqs.js';
 import { findDeviceProfile } from '../repo/device-profiles.js';
 import { BIND_PATHS, CreateArqBody, PatchArqsBody, PROJECT_PATH } from '../schemas/arqs.js';
@@ -34,7 +49,10 @@ function parsePatch(c: CyborgContext, body: PatchArqsBody): Parsed {
     for (const p of patch) {
       if (p.path === PROJECT_PATH) {
         if (!c.var.mv.atLeast(MV.ARQ_PROJECT_ID)) {
-          throw cyborgError(406, `Request not acceptable. The minimal required API version should be ${MV.ARQ_PROJECT_ID} to set project_id.`);
+          throw cyborgError(
+            406,
+            `Request not acceptable. The minimal required API version should be ${MV.ARQ_PROJECT_ID} to set project_id.`,
+          );
         }
         if (!isAdmin(c)) throw cyborgError(403, 'Only an admin may set project_id on an accelerator request.');
       } else if (!(BIND_PATHS as readonly string[]).includes(p.path)) {
@@ -47,8 +65,11 @@ function parsePatch(c: CyborgContext, body: PatchArqsBody): Parsed {
       const missing = BIND_PATHS.filter((p) => !values.get(p));
       if (missing.length) throw badPatch(`bind of ${uuid} needs ${missing.join(', ')}`);
       binds.push({
-        uuid, hostname: values.get('/hostname')!, deviceRpUuid: values.get('/device_rp_uuid')!,
-        instanceUuid: values.get('/instance_uuid')!, projectId: values.get(PROJECT_PATH) ?? c.var.credentials.projectId,
+        uuid,
+        hostname: values.get('/hostname')!,
+        deviceRpUuid: values.get('/device_rp_uuid')!,
+        instanceUuid: values.get('/instance_uuid')!,
+        projectId: values.get(PROJECT_PATH) ?? c.var.credentials.projectId,
       });
     }
   }
@@ -63,12 +84,18 @@ function parsePatch(c: CyborgContext, body: PatchArqsBody): Parsed {
  * Nova that sends no service token.
  */
 function mayBind(c: CyborgContext): boolean {
-  return c.var.deps.config.ARQ_ALLOW_BIND_WITHOUT_SERVICE_TOKEN || isAdmin(c)
-    || c.var.credentials.serviceRoles.some((r) => r.toLowerCase() === 'service');
+  return (
+    c.var.deps.config.ARQ_ALLOW_BIND_WITHOUT_SERVICE_TOKEN ||
+    isAdmin(c) ||
+    c.var.credentials.serviceRoles.some((r) => r.toLowerCase() === 'service')
+  );
 }
 
-const needsServiceToken = () => cyborgError(403,
-  'Binding, unbinding and deleting a bound accelerator request need an admin token or a service token (X-Service-Token) beside the user token.');
+const needsServiceToken = () =>
+  cyborgError(
+    403,
+    'Binding, unbinding and deleting a bound accelerator request need an admin token or a service token (X-Service-Token) beside the user token.',
+  );
 
 async function patchArqs(c: CyborgContext): Promise<Response> {
   authorize(c, 'cyborg:arq:update');
@@ -82,7 +109,8 @@ async function patchArqs(c: CyborgContext): Promise<Response> {
   }
   const job = await deps.store.writeTx((tx) => startBind(tx, parsed.binds, projectScope(c), now.toISOString(), now.getTime()));
   // After commit; if the send is lost the outbox drain delivers the job.
-  if (job) await deps.jobs.send(job).catch((err: unknown) => deps.log.warn('bind job send failed; the drain will deliver', { err: String(err) }));
+  if (job)
+    await deps.jobs.send(job).catch((err: unknown) => deps.log.warn('bind job send failed; the drain will deliver', { err: String(err) }));
   return c.body(null, 202);
 }
 
@@ -99,7 +127,9 @@ async function deleteArqs(c: CyborgContext, uuids: string[] | undefined, instanc
     await deps.store.writeTx((tx) => deleteArqsByInstance(tx, instance, projectScope(c), now));
     return c.body(null, 204);
   }
-  const missing = await deps.store.writeTx((tx) => deleteArqsByUuid(tx, uuids!, projectScope(c), now, mayBind(c) ? undefined : needsServiceToken));
+  const missing = await deps.store.writeTx((tx) =>
+    deleteArqsByUuid(tx, uuids!, projectScope(c), now, mayBind(c) ? undefined : needsServiceToken),
+  );
   if (missing.length) throw cyborgError(404, `Accelerator request(s) ${missing.join(', ')} could not be found.`);
   return c.body(null, 204);
 }
@@ -126,7 +156,14 @@ resource(arqRoutes, '/accelerator_requests', {
     const arqs = await deps.store.writeTx(async (tx) => {
       const profile = await findDeviceProfile(tx, { name: body.device_profile_name });
       if (!profile) throw cyborgError(404, `Device Profile not found with name=${body.device_profile_name}`);
-      return createArqs(tx, profile, c.var.credentials.projectId, deps.newId, deps.clock().toISOString(), body.device_profile_group_id ?? undefined);
+      return createArqs(
+        tx,
+        profile,
+        c.var.credentials.projectId,
+        deps.newId,
+        deps.clock().toISOString(),
+        body.device_profile_group_id ?? undefined,
+      );
     });
     return c.json({ arqs: arqs.map((arq) => presentArq({ arq, handle: null }, link(c))) }, 201);
   },

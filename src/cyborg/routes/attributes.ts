@@ -1,7 +1,16 @@
 // /v2/attributes: key/value facts about deployables. List (?deployable_id=),
 // show, create and delete; reads for project managers and admins, writes admin.
 import { Hono } from 'hono';
-import { authorize, cyborgError, readCyborgBody, readCyborgQuery, resource, selfLink, type CyborgContext, type CyborgEnv } from '../http.js';
+import {
+  authorize,
+  cyborgError,
+  readCyborgBody,
+  readCyborgQuery,
+  resource,
+  selfLink,
+  type CyborgContext,
+  type CyborgEnv,
+} from '../http.js';
 import { presentAttribute } from '../present.js';
 import { createAttribute, deleteAttribute, findAttribute, listAttributes } from '../repo/attributes.js';
 import { AttributeListQuery, CreateAttributeBody } from '../schemas/attributes.js';
@@ -20,9 +29,18 @@ resource(attributeRoutes, '/attributes', {
     authorize(c, 'cyborg:attribute:create');
     const input = await readCyborgBody(c, CreateAttributeBody);
     const { deps } = c.var;
-    const row = await deps.store.writeTx((tx) => createAttribute(tx, {
-      uuid: deps.newId(), deployableId: input.deployable_id, key: input.key, value: input.value,
-    }, deps.clock().toISOString()));
+    const row = await deps.store.writeTx((tx) =>
+      createAttribute(
+        tx,
+        {
+          uuid: deps.newId(),
+          deployableId: input.deployable_id,
+          key: input.key,
+          value: input.value,
+        },
+        deps.clock().toISOString(),
+      ),
+    );
     if (!row) throw cyborgError(400, `Deployable ${input.deployable_id} could not be found.`);
     return c.json(presentAttribute(row, link(c)), 201);
   },

@@ -2,9 +2,7 @@
 import { Hono } from 'hono';
 import { authorize, cyborgError, queryList, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../http.js';
 import { presentDeviceProfile } from '../present.js';
-import {
-  createDeviceProfile, deleteDeviceProfiles, findDeviceProfile, listDeviceProfiles,
-} from '../repo/device-profiles.js';
+import { createDeviceProfile, deleteDeviceProfiles, findDeviceProfile, listDeviceProfiles } from '../repo/device-profiles.js';
 import { CreateDeviceProfileBody, parseGroups } from '../schemas/device-profiles.js';
 import { MV } from '../versions.js';
 
@@ -24,9 +22,18 @@ resource(deviceProfileRoutes, '/device_profiles', {
     const [input] = await readCyborgBody(c, CreateDeviceProfileBody);
     const groups = parseGroups(input!.groups);
     const { deps } = c.var;
-    const row = await deps.store.writeTx((tx) => createDeviceProfile(tx, {
-      uuid: input!.uuid ?? deps.newId(), name: input!.name, description: input!.description ?? null, groups,
-    }, deps.clock().toISOString()));
+    const row = await deps.store.writeTx((tx) =>
+      createDeviceProfile(
+        tx,
+        {
+          uuid: input!.uuid ?? deps.newId(),
+          name: input!.name,
+          description: input!.description ?? null,
+          groups,
+        },
+        deps.clock().toISOString(),
+      ),
+    );
     return c.json(presentDeviceProfile(row, link(c)), 201);
   },
   DELETE: async (c) => {
@@ -38,7 +45,10 @@ resource(deviceProfileRoutes, '/device_profiles', {
       const rows = await listDeviceProfiles(tx, names);
       const missing = names.filter((n) => !rows.some((r) => r.name === n));
       if (missing.length) throw cyborgError(404, `Device Profile not found with name=${missing.join(',')}`);
-      await deleteDeviceProfiles(tx, rows.map((r) => r.id));
+      await deleteDeviceProfiles(
+        tx,
+        rows.map((r) => r.id),
+      );
     });
     return c.body(null, 204);
   },
@@ -48,7 +58,10 @@ async function lookup(c: CyborgContext) {
   const key = c.req.param('key') ?? '';
   const isUuid = UUID.test(key);
   if (!isUuid && !c.var.mv.atLeast(MV.PROFILE_BY_NAME)) {
-    throw cyborgError(406, `Request not acceptable. The minimal required API version should be ${MV.PROFILE_BY_NAME} to get a device profile by name.`);
+    throw cyborgError(
+      406,
+      `Request not acceptable. The minimal required API version should be ${MV.PROFILE_BY_NAME} to get a device profile by name.`,
+    );
   }
   const row = await findDeviceProfile(c.var.deps.store.db, isUuid ? { uuid: key } : { name: key });
   if (!row) throw cyborgError(404, `Device Profile not found with ${isUuid ? 'uuid' : 'name'}=${key}`);

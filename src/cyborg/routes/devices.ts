@@ -24,7 +24,10 @@ resource(deviceRoutes, '/devices/:uuid', {
     return c.json(presentDevice(row, link(c), c.var.mv.atLeast(MV.DEVICE_STATUS)));
   },
 });
-for (const [action, status] of [['enable', 'enabled'], ['disable', 'maintaining']] as const) {
+for (const [action, status] of [
+  ['enable', 'enabled'],
+  ['disable', 'maintaining'],
+] as const) {
   resource(deviceRoutes, `/devices/:uuid/${action}`, {
     POST: async (c) => {
       authorize(c, `cyborg:device:${action}`);

@@ -6,7 +6,10 @@ import { MAX_VERSION, MIN_VERSION } from '../versions.js';
 function v2(c: CyborgContext) {
   const origin = new URL(c.req.url).origin;
   return {
-    id: 'v2.0', min_version: MIN_VERSION, max_version: MAX_VERSION, status: 'CURRENT',
+    id: 'v2.0',
+    min_version: MIN_VERSION,
+    max_version: MAX_VERSION,
+    status: 'CURRENT',
     links: [{ rel: 'self', href: `${origin}/accelerator/v2` }],
   };
 }
@@ -14,7 +17,13 @@ function v2(c: CyborgContext) {
 export const rootRoutes = new Hono<CyborgEnv>();
 rootRoutes.get('/', (c) => {
   const doc = { ...v2(c), id: 'v2' };
-  return c.json({ name: 'OpenStack Cyborg API', description: 'Cyborg (previously known as Nomad) is an OpenStack project that aims to provide a general purpose management framework for acceleration resources.', versions: [doc], default_version: doc });
+  return c.json({
+    name: 'OpenStack Cyborg API',
+    description:
+      'Cyborg (previously known as Nomad) is an OpenStack project that aims to provide a general purpose management framework for acceleration resources.',
+    versions: [doc],
+    default_version: doc,
+  });
 });
 rootRoutes.get('/v2', (c) => c.json(v2(c)));
 rootRoutes.get('/v2/', (c) => c.json(v2(c)));

@@ -8,11 +8,13 @@ export const CreateArqBody = z.object({
   image_uuid: z.string().nullable().optional(),
 });
 
-const PatchOp = z.object({
-  path: z.string(),
-  op: z.enum(['add', 'remove']),
-  value: z.string().optional(),
-}).strict();
+const PatchOp = z
+  .object({
+    path: z.string(),
+    op: z.enum(['add', 'remove']),
+    value: z.string().optional(),
+  })
+  .strict();
 
 export const PatchArqsBody = z.record(z.string(), z.array(PatchOp).min(1));
 export type PatchArqsBody = z.infer<typeof PatchArqsBody>;

@@ -2,14 +2,20 @@
 // reference sample sends the deployable id as a string; an integer is taken too.
 import { z } from 'zod';
 
-export const CreateAttributeBody = z.object({
-  deployable_id: z.union([z.number().int().min(1), z.string().regex(/^[1-9][0-9]*$/, 'must be a positive integer')]).transform(Number),
-  key: z.string().min(1).max(255),
-  value: z.string().max(255),
-}).strict();
+export const CreateAttributeBody = z
+  .object({
+    deployable_id: z.union([z.number().int().min(1), z.string().regex(/^[1-9][0-9]*$/, 'must be a positive integer')]).transform(Number),
+    key: z.string().min(1).max(255),
+    value: z.string().max(255),
+  })
+  .strict();
 export type CreateAttributeBody = z.infer<typeof CreateAttributeBody>;
 
 /** ?deployable_id= filter on GET /v2/attributes. */
 export const AttributeListQuery = z.object({
-  deployable_id: z.string().regex(/^[1-9][0-9]*$/, 'must be a positive integer').transform(Number).optional(),
+  deployable_id: z
+    .string()
+    .regex(/^[1-9][0-9]*$/, 'must be a positive integer')
+    .transform(Number)
+    .optional(),
 });

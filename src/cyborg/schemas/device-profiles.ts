@@ -36,11 +36,17 @@ export function parseGroups(groups: Record<string, string | number>[]): ProfileG
       const where = `group ${index}, key '${rawKey}'`;
       if (prefix === 'resources') {
         if (!STANDARD_ACCELERATOR_CLASSES.has(name) && !CUSTOM_NAME.test(name)) {
-          throw new DomainError('invalid', `Bad resource class in ${where}: must be one of ${[...STANDARD_ACCELERATOR_CLASSES].join(', ')} or CUSTOM_*`);
+          throw new DomainError(
+            'invalid',
+            `Bad resource class in ${where}: must be one of ${[...STANDARD_ACCELERATOR_CLASSES].join(', ')} or CUSTOM_*`,
+          );
         }
         // Amounts become placement amounts: integers from 1 to placement's maximum, never 1e+23.
         if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > MAX_AMOUNT) {
-          throw new DomainError('invalid', `Bad resource amount in ${where}: '${value.slice(0, 40)}' is not an integer from 1 to ${MAX_AMOUNT}`);
+          throw new DomainError(
+            'invalid',
+            `Bad resource amount in ${where}: '${value.slice(0, 40)}' is not an integer from 1 to ${MAX_AMOUNT}`,
+          );
         }
         out[`resources:${name}`] = String(Number(value));
       } else if (prefix === 'trait') {

@@ -9,115 +9,157 @@ const timestamps = {
 };
 
 /** Standard classes keep their positional ids (0..N); custom ones start at 10000. */
-export const resourceClasses = sqliteTable('resource_classes', {
-  id: integer('id').primaryKey(),
-  name: text('name').notNull(),
-  ...timestamps,
-}, (t) => [uniqueIndex('uniq_resource_classes0name').on(t.name)]);
+export const resourceClasses = sqliteTable(
+  'resource_classes',
+  {
+    id: integer('id').primaryKey(),
+    name: text('name').notNull(),
+    ...timestamps,
+  },
+  (t) => [uniqueIndex('uniq_resource_classes0name').on(t.name)],
+);
 
-export const traits = sqliteTable('traits', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  name: text('name').notNull(),
-  ...timestamps,
-}, (t) => [uniqueIndex('uniq_traits0name').on(t.name)]);
+export const traits = sqliteTable(
+  'traits',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    name: text('name').notNull(),
+    ...timestamps,
+  },
+  (t) => [uniqueIndex('uniq_traits0name').on(t.name)],
+);
 
-export const resourceProviders = sqliteTable('resource_providers', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  uuid: text('uuid').notNull(),
-  name: text('name').notNull(),
-  generation: integer('generation').notNull().default(0),
-  // root_provider_id is the provider's own id for a root: tree queries then need no recursion.
-  rootProviderId: integer('root_provider_id'),
-  parentProviderId: integer('parent_provider_id'),
-  ...timestamps,
-}, (t) => [
-  uniqueIndex('uniq_resource_providers0uuid').on(t.uuid),
-  uniqueIndex('uniq_resource_providers0name').on(t.name),
-  index('resource_providers_root_provider_id_idx').on(t.rootProviderId),
-  index('resource_providers_parent_provider_id_idx').on(t.parentProviderId),
-]);
+export const resourceProviders = sqliteTable(
+  'resource_providers',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    uuid: text('uuid').notNull(),
+    name: text('name').notNull(),
+    generation: integer('generation').notNull().default(0),
+    // root_provider_id is the provider's own id for a root: tree queries then need no recursion.
+    rootProviderId: integer('root_provider_id'),
+    parentProviderId: integer('parent_provider_id'),
+    ...timestamps,
+  },
+  (t) => [
+    uniqueIndex('uniq_resource_providers0uuid').on(t.uuid),
+    uniqueIndex('uniq_resource_providers0name').on(t.name),
+    index('resource_providers_root_provider_id_idx').on(t.rootProviderId),
+    index('resource_providers_parent_provider_id_idx').on(t.parentProviderId),
+  ],
+);
 
-export const inventories = sqliteTable('inventories', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  resourceProviderId: integer('resource_provider_id').notNull(),
-  resourceClassId: integer('resource_class_id').notNull(),
-  total: integer('total').notNull(),
-  reserved: integer('reserved').notNull().default(0),
-  minUnit: integer('min_unit').notNull().default(1),
-  maxUnit: integer('max_unit').notNull(),
-  stepSize: integer('step_size').notNull().default(1),
-  allocationRatio: real('allocation_ratio').notNull().default(1.0),
-  ...timestamps,
-}, (t) => [
-  uniqueIndex('uniq_inventories0resource_provider_resource_class').on(t.resourceProviderId, t.resourceClassId),
-  // candidate search starts from "who has class X": keep that an index scan.
-  index('inventories_resource_class_id_idx').on(t.resourceClassId),
-]);
+export const inventories = sqliteTable(
+  'inventories',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    resourceProviderId: integer('resource_provider_id').notNull(),
+    resourceClassId: integer('resource_class_id').notNull(),
+    total: integer('total').notNull(),
+    reserved: integer('reserved').notNull().default(0),
+    minUnit: integer('min_unit').notNull().default(1),
+    maxUnit: integer('max_unit').notNull(),
+    stepSize: integer('step_size').notNull().default(1),
+    allocationRatio: real('allocation_ratio').notNull().default(1.0),
+    ...timestamps,
+  },
+  (t) => [
+    uniqueIndex('uniq_inventories0resource_provider_resource_class').on(t.resourceProviderId, t.resourceClassId),
+    // candidate search starts from "who has class X": keep that an index scan.
+    index('inventories_resource_class_id_idx').on(t.resourceClassId),
+  ],
+);
 
-export const allocations = sqliteTable('allocations', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  resourceProviderId: integer('resource_provider_id').notNull(),
-  consumerId: text('consumer_id').notNull(),
-  resourceClassId: integer('resource_class_id').notNull(),
-  used: integer('used').notNull(),
-  ...timestamps,
-}, (t) => [
-  index('allocations_resource_provider_class_used_idx').on(t.resourceProviderId, t.resourceClassId, t.used),
-  index('allocations_consumer_id_idx').on(t.consumerId),
-]);
+export const allocations = sqliteTable(
+  'allocations',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    resourceProviderId: integer('resource_provider_id').notNull(),
+    consumerId: text('consumer_id').notNull(),
+    resourceClassId: integer('resource_class_id').notNull(),
+    used: integer('used').notNull(),
+    ...timestamps,
+  },
+  (t) => [
+    index('allocations_resource_provider_class_used_idx').on(t.resourceProviderId, t.resourceClassId, t.used),
+    index('allocations_consumer_id_idx').on(t.consumerId),
+  ],
+);
 
-export const placementAggregates = sqliteTable('placement_aggregates', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  uuid: text('uuid').notNull(),
-  ...timestamps,
-}, (t) => [uniqueIndex('uniq_placement_aggregates0uuid').on(t.uuid)]);
+export const placementAggregates = sqliteTable(
+  'placement_aggregates',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    uuid: text('uuid').notNull(),
+    ...timestamps,
+  },
+  (t) => [uniqueIndex('uniq_placement_aggregates0uuid').on(t.uuid)],
+);
 
-export const resourceProviderAggregates = sqliteTable('resource_provider_aggregates', {
-  resourceProviderId: integer('resource_provider_id').notNull(),
-  aggregateId: integer('aggregate_id').notNull(),
-  ...timestamps,
-}, (t) => [
-  primaryKey({ columns: [t.resourceProviderId, t.aggregateId] }),
-  index('resource_provider_aggregates_aggregate_id_idx').on(t.aggregateId),
-]);
+export const resourceProviderAggregates = sqliteTable(
+  'resource_provider_aggregates',
+  {
+    resourceProviderId: integer('resource_provider_id').notNull(),
+    aggregateId: integer('aggregate_id').notNull(),
+    ...timestamps,
+  },
+  (t) => [
+    primaryKey({ columns: [t.resourceProviderId, t.aggregateId] }),
+    index('resource_provider_aggregates_aggregate_id_idx').on(t.aggregateId),
+  ],
+);
 
-export const resourceProviderTraits = sqliteTable('resource_provider_traits', {
-  resourceProviderId: integer('resource_provider_id').notNull(),
-  traitId: integer('trait_id').notNull(),
-  ...timestamps,
-}, (t) => [
-  primaryKey({ columns: [t.resourceProviderId, t.traitId] }),
-  index('resource_provider_traits_trait_id_idx').on(t.traitId),
-]);
+export const resourceProviderTraits = sqliteTable(
+  'resource_provider_traits',
+  {
+    resourceProviderId: integer('resource_provider_id').notNull(),
+    traitId: integer('trait_id').notNull(),
+    ...timestamps,
+  },
+  (t) => [primaryKey({ columns: [t.resourceProviderId, t.traitId] }), index('resource_provider_traits_trait_id_idx').on(t.traitId)],
+);
 
-export const projects = sqliteTable('projects', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  externalId: text('external_id').notNull(),
-  ...timestamps,
-}, (t) => [uniqueIndex('uniq_projects0external_id').on(t.externalId)]);
+export const projects = sqliteTable(
+  'projects',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    externalId: text('external_id').notNull(),
+    ...timestamps,
+  },
+  (t) => [uniqueIndex('uniq_projects0external_id').on(t.externalId)],
+);
 
-export const users = sqliteTable('users', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  externalId: text('external_id').notNull(),
-  ...timestamps,
-}, (t) => [uniqueIndex('uniq_users0external_id').on(t.externalId)]);
+export const users = sqliteTable(
+  'users',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    externalId: text('external_id').notNull(),
+    ...timestamps,
+  },
+  (t) => [uniqueIndex('uniq_users0external_id').on(t.externalId)],
+);
 
-export const consumerTypes = sqliteTable('consumer_types', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  name: text('name').notNull(),
-  ...timestamps,
-}, (t) => [uniqueIndex('uniq_consumer_types0name').on(t.name)]);
+export const consumerTypes = sqliteTable(
+  'consumer_types',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    name: text('name').notNull(),
+    ...timestamps,
+  },
+  (t) => [uniqueIndex('uniq_consumer_types0name').on(t.name)],
+);
 
-export const consumers = sqliteTable('consumers', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  uuid: text('uuid').notNull(),
-  projectId: integer('project_id').notNull(),
-  userId: integer('user_id').notNull(),
-  generation: integer('generation').notNull().default(0),
-  /** null means "unknown": allocations written before 1.38. */
-  consumerTypeId: integer('consumer_type_id'),
-  ...timestamps,
-}, (t) => [
-  uniqueIndex('uniq_consumers0uuid').on(t.uuid),
-  index('consumers_project_id_user_id_uuid_idx').on(t.projectId, t.userId, t.uuid),
-]);
+export const consumers = sqliteTable(
+  'consumers',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    uuid: text('uuid').notNull(),
+    projectId: integer('project_id').notNull(),
+    userId: integer('user_id').notNull(),
+    generation: integer('generation').notNull().default(0),
+    /** null means "unknown": allocations written before 1.38. */
+    consumerTypeId: integer('consumer_type_id'),
+    ...timestamps,
+  },
+  (t) => [uniqueIndex('uniq_consumers0uuid').on(t.uuid), index('consumers_project_id_user_id_uuid_idx').on(t.projectId, t.userId, t.uuid)],
+);

@@ -34,8 +34,16 @@ resource(auditRoutes, '/audit/repairs', {
     authorize(c, DIAGNOSTICS_RULE);
     const request = await readBody(c, AuditRepairsRequest);
     const { deps } = c.var;
-    return c.json(await applyAuditRepairs({
-      store: deps.store, jobs: deps.jobs, now: deps.clock(), bindingTimeoutS: deps.config.ARQ_BINDING_TIMEOUT,
-    }, request));
+    return c.json(
+      await applyAuditRepairs(
+        {
+          store: deps.store,
+          jobs: deps.jobs,
+          now: deps.clock(),
+          bindingTimeoutS: deps.config.ARQ_BINDING_TIMEOUT,
+        },
+        request,
+      ),
+    );
   },
 });

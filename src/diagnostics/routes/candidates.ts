@@ -25,7 +25,9 @@ resource(candidateDiagnosisRoutes, '/allocation_candidates', {
     const { config, store } = c.var.deps;
     const diagnosis = await diagnoseCandidates(
       { store, options: { randomize: false, maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES } },
-      request, c.var.mv, hosts,
+      request,
+      c.var.mv,
+      hosts,
     );
     setCacheHeaders(c);
     return c.json(diagnosis);

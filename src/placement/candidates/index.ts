@@ -38,17 +38,23 @@ function namesOf(request: CandidateRequest): RequestNames {
   for (const group of groups) {
     for (const [name, amount] of group.resources) {
       const seen = amounts.get(name);
-      amounts.set(name, seen
-        ? { smallest: Math.min(seen.smallest, amount), largest: Math.max(seen.largest, amount) }
-        : { smallest: amount, largest: amount });
+      amounts.set(
+        name,
+        seen
+          ? { smallest: Math.min(seen.smallest, amount), largest: Math.max(seen.largest, amount) }
+          : { smallest: amount, largest: amount },
+      );
     }
   }
   return {
     classes: [...new Set(groups.flatMap((g) => [...g.resources.keys()]))],
-    traits: [...new Set([
-      ...groups.flatMap((g) => [...g.requiredAnyOf.flat(), ...g.forbiddenTraits]),
-      ...request.rootRequired, ...request.rootForbidden,
-    ])],
+    traits: [
+      ...new Set([
+        ...groups.flatMap((g) => [...g.requiredAnyOf.flat(), ...g.forbiddenTraits]),
+        ...request.rootRequired,
+        ...request.rootForbidden,
+      ]),
+    ],
     aggregates: [...new Set(groups.flatMap((g) => [...g.memberOf.flat(), ...g.forbiddenAggregates]))],
     inTree: [...new Set(groups.flatMap((g) => (g.inTree ? [g.inTree] : [])))],
     amounts,
@@ -80,7 +86,8 @@ function resolveGroups(request: CandidateRequest, names: RequestNames, lookups: 
   if (unknownTraits.length) throw badCandidateRequest(`No such trait(s): ${unknownTraits.join(', ')}`);
   return request.groups.map((g) => ({
     suffix: g.suffix,
-    resources: [...g.resources].map(([name, amount]): [number, number] => [lookups.classIdByName.get(name)!, amount])
+    resources: [...g.resources]
+      .map(([name, amount]): [number, number] => [lookups.classIdByName.get(name)!, amount])
       .sort((a, b) => a[0] - b[0]),
     requiredAnyOf: g.requiredAnyOf,
     forbiddenTraits: g.forbiddenTraits,
@@ -119,7 +126,12 @@ async function searchOnce(client: Client, plan: SearchPlan, firstRoots: number |
   // limit may stop after a first chunk of an unbounded viable set.
   const preload = firstRoots !== null || !(stopsEarly && inChunks);
   const { lookups, candidates, preloaded, truncatedAt } = await loadCandidates(
-    client, names, names.amounts, plan.prefilter, firstRoots, preload,
+    client,
+    names,
+    names.amounts,
+    plan.prefilter,
+    firstRoots,
+    preload,
   );
   const groups = resolveGroups(request, names, lookups);
 
@@ -136,7 +148,8 @@ async function searchOnce(client: Client, plan: SearchPlan, firstRoots: number |
     nodes: new Map(preloaded.nodes),
   });
   const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates);
-  const anchors = [...roots].filter(coversEveryClass(candidates, groups))
+  const anchors = [...roots]
+    .filter(coversEveryClass(candidates, groups))
     // Trees above the cut-off were not read: they cannot be judged yet.
     .filter((root) => truncatedAt === null || root <= truncatedAt)
     .sort((a, b) => a - b);

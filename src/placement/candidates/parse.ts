@@ -8,7 +8,6 @@ import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 import { badCandidateRequest as badRequest, invalidQuery as badQuery } from './errors.js';
 
-
 export interface RequestGroup {
   /** '' for the unsuffixed group; its resources may come from several providers of a tree. */
   suffix: string;
@@ -72,13 +71,17 @@ function checkKeys(keys: string[], mv: Microversion): RegExp {
     const joined = extras.map((k) => pyRepr(k)).join(', ');
     if (patterns.length) {
       const verb = extras.length === 1 ? 'does' : 'do';
-      throw badQuery(`${joined} ${verb} not match any of the regexes: ${[...patterns].sort().map((p) => pyRepr(p)).join(', ')}`);
+      throw badQuery(
+        `${joined} ${verb} not match any of the regexes: ${[...patterns]
+          .sort()
+          .map((p) => pyRepr(p))
+          .join(', ')}`,
+      );
     }
     throw badQuery(`Additional properties are not allowed (${joined} ${extras.length === 1 ? 'was' : 'were'} unexpected)`);
   }
   return groupKey;
 }
-
 
 interface TraitTerms {
   anyOf: string[][];
@@ -108,7 +111,10 @@ function parseRequiredValues(values: string[], mv: Microversion): TraitTerms {
       if (!allowAnyOf) {
         throw badQuery(`The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. Got: ${value}`);
       }
-      const names = value.slice(3).split(',').map((s) => s.trim());
+      const names = value
+        .slice(3)
+        .split(',')
+        .map((s) => s.trim());
       if (names.some((n) => !n || n.startsWith('!'))) {
         throw badQuery(`Expected 'required' parameter value of the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: ${value}`);
       }
@@ -162,7 +168,9 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
   if (keys.includes('group_policy')) {
     const raw = query.group_policy![0] ?? '';
     if (raw !== 'none' && raw !== 'isolate') {
-      throw badQuery(`${pyRepr(raw)} is not one of ['none', 'isolate']\n\nFailed validating 'enum' in schema['properties']['group_policy']`);
+      throw badQuery(
+        `${pyRepr(raw)} is not one of ['none', 'isolate']\n\nFailed validating 'enum' in schema['properties']['group_policy']`,
+      );
     }
     groupPolicy = raw;
   }
@@ -206,7 +214,10 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
     rootForbidden = terms.forbidden;
     const conflict = rootRequired.filter((t) => rootForbidden.includes(t));
     if (conflict.length) {
-      throw badRequest(`Conflicting required and forbidden traits found in root_required: ${conflict.join(', ')}`, 'placement.query.bad_value');
+      throw badRequest(
+        `Conflicting required and forbidden traits found in root_required: ${conflict.join(', ')}`,
+        'placement.query.bad_value',
+      );
     }
   }
 

@@ -149,7 +149,8 @@ function candidateSql(prefilter: TreePrefilter, firstRoots: number | null, param
         WHERE tt.name IN (SELECT value FROM ${names})
       UNION SELECT r.id FROM resource_providers r WHERE r.id = r.root_provider_id AND EXISTS (
         SELECT 1 FROM resource_provider_traits st JOIN traits tt ON tt.id = st.trait_id
-        WHERE st.resource_provider_id IN (${SHARING_IDS}) AND tt.name IN (SELECT value FROM ${names}))`);    rootTests.push(`(EXISTS (SELECT 1 FROM resource_providers q CROSS JOIN resource_provider_traits qt ON qt.resource_provider_id = q.id
+        WHERE st.resource_provider_id IN (${SHARING_IDS}) AND tt.name IN (SELECT value FROM ${names}))`);
+    rootTests.push(`(EXISTS (SELECT 1 FROM resource_providers q CROSS JOIN resource_provider_traits qt ON qt.resource_provider_id = q.id
         WHERE q.root_provider_id = r.id AND qt.trait_id IN (SELECT id FROM traits WHERE name IN (SELECT value FROM ${names})))
       OR EXISTS (SELECT 1 FROM resource_provider_traits st JOIN traits tt ON tt.id = st.trait_id
         WHERE st.resource_provider_id IN (${SHARING_IDS}) AND tt.name IN (SELECT value FROM ${names})))`);
@@ -164,7 +165,9 @@ function candidateSql(prefilter: TreePrefilter, firstRoots: number | null, param
   }
   for (const name of prefilter.rootRequired) {
     const trait = params.bind(name);
-    rootSets.push(`SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name = ${trait}`);
+    rootSets.push(
+      `SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name = ${trait}`,
+    );
     rootTests.push(`EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id
         WHERE rt.resource_provider_id = r.id AND tt.name = ${trait})`);
   }
@@ -205,8 +208,12 @@ function candidateSql(prefilter: TreePrefilter, firstRoots: number | null, param
   }
   if (firstRoots !== null) {
     // Only the lowest viable roots: enough for a small limit, checked by the caller.
-    viable = `SELECT r.id FROM resource_providers r WHERE r.id = r.root_provider_id${rootTests.map((test) => `
-        AND ${test}`).join('')}
+    viable = `SELECT r.id FROM resource_providers r WHERE r.id = r.root_provider_id${rootTests
+      .map(
+        (test) => `
+        AND ${test}`,
+      )
+      .join('')}
       ORDER BY r.id LIMIT ${Math.floor(firstRoots)}`;
   }
   if (!viable) return { ...everyProvider, where };
@@ -259,30 +266,46 @@ export async function loadCandidates(
       sql: `WITH req(class_id, lo, hi) AS MATERIALIZED (
           SELECT rc.id, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]')
           FROM json_each(${amountsParam}) j JOIN resource_classes rc ON rc.name = j.key)
-        ${query.ctes}${preload ? `,
+        ${query.ctes}${
+          preload
+            ? `,
         -- Trees read whole: the viable ones and those of sharing providers (their traits decide their use).
         tree_roots(root_id) AS MATERIALIZED (SELECT root_id FROM viable
-          UNION SELECT root_provider_id FROM resource_providers WHERE id IN (${SHARING_IDS}))` : ''}
+          UNION SELECT root_provider_id FROM resource_providers WHERE id IN (${SHARING_IDS}))`
+            : ''
+        }
         SELECT json_object(
           'rows', (SELECT ${packedArray(CANDIDATE_ROW)}
-            FROM (${rowSources.map((source) => `
+            FROM (${rowSources
+              .map(
+                (source) => `
               SELECT i.resource_provider_id AS rp, i.resource_class_id AS cls, p.root_provider_id AS root, ${INVENTORY_ROW}
               FROM ${source}
               CROSS JOIN inventories i ON i.resource_provider_id = p.id
               CROSS JOIN req ON req.class_id = i.resource_class_id
               WHERE ${fitsSomeGroup}
-                ${query.where}`).join(' UNION ALL ')})), -- a sharing provider in a viable tree comes twice; the map below keeps one
-          'trees', ${preload ? `(SELECT ${packedArray(PROVIDER_ROW)} FROM (
-              SELECT ${providerColumns('p')} FROM ${wholeTrees} ORDER BY p.id))` : 'NULL'},
-          'inventories', ${preload ? `(SELECT ${packedArray(TREE_INVENTORY_ROW)} FROM (
+                ${query.where}`,
+              )
+              .join(' UNION ALL ')})), -- a sharing provider in a viable tree comes twice; the map below keeps one
+          'trees', ${
+            preload
+              ? `(SELECT ${packedArray(PROVIDER_ROW)} FROM (
+              SELECT ${providerColumns('p')} FROM ${wholeTrees} ORDER BY p.id))`
+              : 'NULL'
+          },
+          'inventories', ${
+            preload
+              ? `(SELECT ${packedArray(TREE_INVENTORY_ROW)} FROM (
               SELECT i.resource_provider_id AS rp, rc.name, i.resource_class_id AS cls, p.root_provider_id AS root, ${INVENTORY_ROW},
                 COALESCE(${fitsSomeGroup} AND p.root_provider_id IN (SELECT root_id FROM viable) ${query.where}, 0) AS candidate
               FROM ${wholeTrees}
               CROSS JOIN inventories i ON i.resource_provider_id = p.id
               JOIN resource_classes rc ON rc.id = i.resource_class_id
-              LEFT JOIN req ON req.class_id = i.resource_class_id))` : 'NULL'},
+              LEFT JOIN req ON req.class_id = i.resource_class_id))`
+              : 'NULL'
+          },
           'complete', ${preload ? '(SELECT json_group_array(root_id) FROM tree_roots)' : 'NULL'},
-          'truncatedAt', ${firstRoots !== null ? '(SELECT CASE WHEN count(*) >= ' + String(Math.floor(firstRoots)) + ' THEN max(root_id) END FROM viable)' : 'NULL'})`,
+          'truncatedAt', ${firstRoots !== null ? `(SELECT CASE WHEN count(*) >= ${String(Math.floor(firstRoots))} THEN max(root_id) END FROM viable)` : 'NULL'})`,
       args: params.args,
     },
     {
@@ -308,7 +331,11 @@ export async function loadCandidates(
   const byProvider = new Map<number, Map<number, Inventory>>();
   const rootOf = new Map<number, number>();
   const scan = JSON.parse(String(invRows!.rows[0]?.[0] ?? '{}')) as {
-    rows: PackedRow[]; trees: PackedRow[] | null; inventories: PackedRow[] | null; complete: number[] | null; truncatedAt: number | null;
+    rows: PackedRow[];
+    trees: PackedRow[] | null;
+    inventories: PackedRow[] | null;
+    complete: number[] | null;
+    truncatedAt: number | null;
   };
   const addCandidate = (rpId: number, classId: number, root: number, inv: Inventory) => {
     let perClass = byProvider.get(rpId);
@@ -371,26 +398,29 @@ export async function loadTrees(client: Client, rootIds: Iterable<number>): Prom
   const args = { roots: JSON.stringify([...rootIds]) };
   // Two statements (one batch): correlated JSON per provider cost twice as
   // much as flat rows.
-  const [providerRows, inventoryRows] = await client.batch([
-    {
-      sql: `SELECT ${packedArray(PROVIDER_ROW)} FROM (SELECT ${providerColumns('p')}
+  const [providerRows, inventoryRows] = await client.batch(
+    [
+      {
+        sql: `SELECT ${packedArray(PROVIDER_ROW)} FROM (SELECT ${providerColumns('p')}
         FROM resource_providers p
         WHERE p.root_provider_id IN (SELECT value FROM json_each(:roots))
         ORDER BY p.id)`,
-      args,
-    },
-    {
-      // Summaries need only capacity and usage; the search reads limits from round trip 1.
-      sql: `SELECT ${packedArray(SUMMARY_ROW)} FROM (SELECT i.resource_provider_id AS rp, rc.name,
+        args,
+      },
+      {
+        // Summaries need only capacity and usage; the search reads limits from round trip 1.
+        sql: `SELECT ${packedArray(SUMMARY_ROW)} FROM (SELECT i.resource_provider_id AS rp, rc.name,
           ${capacitySql('i')} AS capacity,
           ${usedSql('i')} AS used
         FROM resource_providers p
         JOIN inventories i ON i.resource_provider_id = p.id
         JOIN resource_classes rc ON rc.id = i.resource_class_id
         WHERE p.root_provider_id IN (SELECT value FROM json_each(:roots)))`,
-      args,
-    },
-  ], 'read');
+        args,
+      },
+    ],
+    'read',
+  );
   const nodes = new Map<number, ProviderNode>();
   for (const row of unpack(providerRows!.rows)) {
     const node = nodeOf(row);
@@ -398,7 +428,9 @@ export async function loadTrees(client: Client, rootIds: Iterable<number>): Prom
   }
   const at = SUMMARY_ROW.at;
   for (const row of unpack(inventoryRows!.rows)) {
-    nodes.get(num(row[at.rp]))?.inventories.push({ className: String(row[at.name]), capacity: num(row[at.capacity]), used: num(row[at.used]) });
+    nodes
+      .get(num(row[at.rp]))
+      ?.inventories.push({ className: String(row[at.name]), capacity: num(row[at.capacity]), used: num(row[at.used]) });
   }
   return nodes;
 }

@@ -57,7 +57,8 @@ export interface AllocationRequest {
 /** The cartesian product of small lists (one unsuffixed group's options per class). */
 function* product<T>(lists: T[][]): Generator<T[]> {
   if (lists.some((l) => l.length === 0)) return;
-  if (lists.every((l) => l.length === 1)) { // the common case on flat trees
+  if (lists.every((l) => l.length === 1)) {
+    // the common case on flat trees
     yield lists.map((l) => l[0]!);
     return;
   }
@@ -226,6 +227,7 @@ export class CandidateSearch {
     for (const suffixes of sets) {
       const ids = [...new Set(choices.filter((c) => suffixes.includes(c.suffix)).flatMap((c) => c.providers))];
       if (ids.length <= 1) continue;
+      // biome-ignore lint/performance/noAccumulatingSpread: a handful of ancestors per provider
       const common = ids.map((id) => this.ancestorsOf(id)).reduce((a, b) => new Set([...a].filter((x) => b.has(x))));
       if (!ids.some((id) => common.has(id))) return false;
     }
@@ -289,7 +291,10 @@ export class CandidateSearch {
       }
       if (lists.length !== this.input.groups.length) continue;
       for (const combo of this.combinations(lists)) {
-        if (combo === null) { yield null; continue; }
+        if (combo === null) {
+          yield null;
+          continue;
+        }
         const request = this.consolidate(combo);
         if (!request) continue;
         // A provider that shares nothing is offered only to its own tree's
@@ -347,7 +352,9 @@ export class CandidateSearch {
         if (!self.take(taken, choice.pieces)) continue;
         chosen[level] = choice;
         if (suffixed) isolated.add(provider);
-        const subtreeOk = (subtreeChecksAt.get(level) ?? []).every((suffixes) => self.sameSubtreeOk(chosen.slice(0, level + 1), [suffixes]));
+        const subtreeOk = (subtreeChecksAt.get(level) ?? []).every((suffixes) =>
+          self.sameSubtreeOk(chosen.slice(0, level + 1), [suffixes]),
+        );
         if (subtreeOk && (!isolate || self.canIsolate(lists, level + 1, isolated))) {
           if (level + 1 === depth) yield chosen.slice();
           else yield* walk(level + 1);
@@ -425,8 +432,14 @@ function intersects(a: ReadonlySet<number>, b: ReadonlySet<number>): boolean {
 }
 
 function requestKey(request: AllocationRequest): string {
-  const pieces = request.pieces.map((p) => `${p.providerId}:${p.classId}:${p.amount}`).sort().join(',');
-  const mappings = [...request.mappings].map(([s, ids]) => `${s}=${[...ids].sort((a, b) => a - b).join('.')}`).sort().join(';');
+  const pieces = request.pieces
+    .map((p) => `${p.providerId}:${p.classId}:${p.amount}`)
+    .sort()
+    .join(',');
+  const mappings = [...request.mappings]
+    .map(([s, ids]) => `${s}=${[...ids].sort((a, b) => a - b).join('.')}`)
+    .sort()
+    .join(';');
   return `${pieces}|${mappings}`;
 }
 
@@ -445,7 +458,11 @@ export class RequestPicker {
   private readonly kept: AllocationRequest[] = [];
   private offered = 0;
 
-  constructor(private readonly limit: number | null, private readonly randomize: boolean, private readonly cap: number) {}
+  constructor(
+    private readonly limit: number | null,
+    private readonly randomize: boolean,
+    private readonly cap: number,
+  ) {}
 
   get done(): boolean {
     return (this.cap > 0 && this.offered >= this.cap) || (!this.randomize && this.limit !== null && this.kept.length >= this.limit);

@@ -37,7 +37,9 @@ export interface Columns<Name extends string> {
 
 export function columns<const Name extends string>(names: readonly Name[]): Columns<Name> {
   const at = {} as Record<Name, number>;
-  names.forEach((name, i) => { at[name] = i; });
+  names.forEach((name, i) => {
+    at[name] = i;
+  });
   return { sql: names.join(', '), at };
 }
 

@@ -22,7 +22,10 @@ export function presentInventory(inv: InventoryInput): InventoryJson {
   };
 }
 
-export function presentInventoryWithGeneration(inv: InventoryInput, generation: number): InventoryJson & { resource_provider_generation: number } {
+export function presentInventoryWithGeneration(
+  inv: InventoryInput,
+  generation: number,
+): InventoryJson & { resource_provider_generation: number } {
   return { resource_provider_generation: generation, ...presentInventory(inv) };
 }
 

@@ -8,7 +8,10 @@ import type { DataStore } from '../../db/client.js';
 import { commitGuarded, placeholders, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
 import { ProviderNotFound, StaleProviderGeneration } from '../write-errors.js';
 
-export interface ProviderGeneration { id: number; generation: number }
+export interface ProviderGeneration {
+  id: number;
+  generation: number;
+}
 
 /** One round trip: the provider's id and generation. Throws ProviderNotFound. */
 export async function readProviderGeneration(store: DataStore, uuid: string): Promise<ProviderGeneration> {
@@ -24,7 +27,12 @@ export async function readProviderGeneration(store: DataStore, uuid: string): Pr
  * read it; after a lost race it is read again.
  */
 export async function replaceProviderAggregates(
-  store: DataStore, uuid: string, read: ProviderGeneration, expected: number | undefined, uuids: string[], now: string,
+  store: DataStore,
+  uuid: string,
+  read: ProviderGeneration,
+  expected: number | undefined,
+  uuids: string[],
+  now: string,
 ): Promise<number> {
   let provider: ProviderGeneration | undefined = read;
   return withRaceRetries(async () => {
@@ -33,16 +41,24 @@ export async function replaceProviderAggregates(
     if (expected !== undefined && expected !== rp.generation) throw new StaleProviderGeneration(uuid);
     const next = expected !== undefined ? rp.generation + 1 : rp.generation;
     const statements: WriteStatement[] = [
-      stmt('UPDATE resource_providers SET generation = ?, updated_at = CASE WHEN ? THEN ? ELSE updated_at END WHERE id = ? AND generation = ?',
-        [next, next !== rp.generation ? 1 : 0, now, rp.id, rp.generation], { mustChange: true }),
+      stmt(
+        'UPDATE resource_providers SET generation = ?, updated_at = CASE WHEN ? THEN ? ELSE updated_at END WHERE id = ? AND generation = ?',
+        [next, next !== rp.generation ? 1 : 0, now, rp.id, rp.generation],
+        { mustChange: true },
+      ),
       stmt('DELETE FROM resource_provider_aggregates WHERE resource_provider_id = ?', [rp.id]),
     ];
     if (uuids.length > 0) {
       statements.push(
-        stmt(`INSERT OR IGNORE INTO placement_aggregates (uuid, created_at) VALUES ${uuids.map(() => '(?, ?)').join(', ')}`,
-          uuids.flatMap((u) => [u, now])),
-        stmt(`INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id, created_at)
-          SELECT ?, id, ? FROM placement_aggregates WHERE uuid IN (${placeholders(uuids.length)})`, [rp.id, now, ...uuids]),
+        stmt(
+          `INSERT OR IGNORE INTO placement_aggregates (uuid, created_at) VALUES ${uuids.map(() => '(?, ?)').join(', ')}`,
+          uuids.flatMap((u) => [u, now]),
+        ),
+        stmt(
+          `INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id, created_at)
+          SELECT ?, id, ? FROM placement_aggregates WHERE uuid IN (${placeholders(uuids.length)})`,
+          [rp.id, now, ...uuids],
+        ),
       );
     }
     await commitGuarded(store, statements);

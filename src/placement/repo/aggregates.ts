@@ -5,7 +5,8 @@ import type { Db } from '../../db/client.js';
 import { placementAggregates, resourceProviderAggregates } from '../../db/schema/index.js';
 
 export async function providerAggregates(db: Db, providerId: number): Promise<{ uuid: string; createdAt: string }[]> {
-  return db.select({ uuid: placementAggregates.uuid, createdAt: resourceProviderAggregates.createdAt })
+  return db
+    .select({ uuid: placementAggregates.uuid, createdAt: resourceProviderAggregates.createdAt })
     .from(resourceProviderAggregates)
     .innerJoin(placementAggregates, eq(placementAggregates.id, resourceProviderAggregates.aggregateId))
     .where(eq(resourceProviderAggregates.resourceProviderId, providerId))

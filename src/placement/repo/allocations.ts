@@ -19,7 +19,10 @@ export interface ConsumerClaim extends ConsumerClaimIdentity {
  * - invalid_inventory: no such inventory, unit constraints, or capacity (409).
  */
 export class AllocationFailure extends Error {
-  constructor(readonly kind: 'unknown_class' | 'invalid_inventory', message: string) {
+  constructor(
+    readonly kind: 'unknown_class' | 'invalid_inventory',
+    message: string,
+  ) {
     super(message);
     this.name = 'AllocationFailure';
   }

@@ -35,7 +35,11 @@ export interface ClaimOptions {
   now: string;
 }
 
-export interface ProviderState { id: number; uuid: string; generation: number }
+export interface ProviderState {
+  id: number;
+  uuid: string;
+  generation: number;
+}
 
 export interface InventoryState extends InventoryLimits {
   providerId: number;
@@ -76,7 +80,10 @@ const str = (row: Row, column: string): string => String(row[column]);
 
 /** One read batch: the providers, their inventories with usage, the classes (all when `classNames` is null), the consumers. */
 export async function readSnapshot(
-  store: DataStore, providerUuids: string[], consumerUuids: string[], classNames: string[] | null,
+  store: DataStore,
+  providerUuids: string[],
+  consumerUuids: string[],
+  classNames: string[] | null,
 ): Promise<Snapshot> {
   const inList = (values: string[]) => (values.length > 0 ? placeholders(values.length) : 'NULL');
   const [providers, inventories, classes, consumers, previous] = await store.readBatch([
@@ -106,7 +113,9 @@ export async function readSnapshot(
     },
   ]);
   return {
-    providers: new Map(providers!.rows.map((r) => [str(r, 'uuid'), { id: num(r, 'id'), uuid: str(r, 'uuid'), generation: num(r, 'generation') }])),
+    providers: new Map(
+      providers!.rows.map((r) => [str(r, 'uuid'), { id: num(r, 'id'), uuid: str(r, 'uuid'), generation: num(r, 'generation') }]),
+    ),
     inventories: inventories!.rows.map((r) => ({
       providerId: num(r, 'resource_provider_id'),
       classId: num(r, 'resource_class_id'),
@@ -120,13 +129,18 @@ export async function readSnapshot(
       used: num(r, 'used'),
     })),
     classIds: new Map(classes!.rows.map((r) => [str(r, 'name'), num(r, 'id')])),
-    consumers: new Map(consumers!.rows.map((r) => [str(r, 'uuid'), {
-      id: num(r, 'id'),
-      generation: num(r, 'generation'),
-      project: str(r, 'project'),
-      user: str(r, 'user'),
-      type: r.type === null || r.type === undefined ? null : str(r, 'type'),
-    }])),
+    consumers: new Map(
+      consumers!.rows.map((r) => [
+        str(r, 'uuid'),
+        {
+          id: num(r, 'id'),
+          generation: num(r, 'generation'),
+          project: str(r, 'project'),
+          user: str(r, 'user'),
+          type: r.type === null || r.type === undefined ? null : str(r, 'type'),
+        },
+      ]),
+    ),
     previous: previous!.rows.map((r) => ({
       consumer: str(r, 'consumer_id'),
       providerId: num(r, 'resource_provider_id'),
@@ -149,9 +163,11 @@ export class GenerationPlan {
     this.bumps.set(provider.id, entry);
   }
   statements(now: string): WriteStatement[] {
-    return [...this.bumps].map(([id, { read, next }]) => stmt(
-      'UPDATE resource_providers SET generation = ?, updated_at = ? WHERE id = ? AND generation = ?',
-      [next, now, id, read], { mustChange: true }));
+    return [...this.bumps].map(([id, { read, next }]) =>
+      stmt('UPDATE resource_providers SET generation = ?, updated_at = ? WHERE id = ? AND generation = ?', [next, now, id, read], {
+        mustChange: true,
+      }),
+    );
   }
 }
 
@@ -204,8 +220,14 @@ function planClaims(
   // 3. Resource classes exist, first unknown one in body order.
   const entries = claims.flatMap((claim) =>
     Object.entries(claim.allocations).flatMap(([providerUuid, resources]) =>
-      Object.entries(resources).map(([resourceClass, amount]) =>
-        ({ consumer: claim.uuid, provider: snap.providers.get(providerUuid)!, resourceClass, amount }))));
+      Object.entries(resources).map(([resourceClass, amount]) => ({
+        consumer: claim.uuid,
+        provider: snap.providers.get(providerUuid)!,
+        resourceClass,
+        amount,
+      })),
+    ),
+  );
   const classNames = [...new Set(entries.map((e) => e.resourceClass))];
   for (const name of classNames) {
     if (!snap.classIds.has(name)) throw new AllocationFailure('unknown_class', `No such resource class ${name}.`);
@@ -218,7 +240,10 @@ function planClaims(
   const withInventory = new Set([...inventoryOf.values()].filter((i) => requestedClassIds.has(i.classId)).map((i) => i.providerId));
   const lacking = providerIds.filter((id) => !withInventory.has(id));
   if (lacking.length > 0) {
-    const uuids = entries.map((e) => e.provider).filter((p) => lacking.includes(p.id)).map((p) => p.uuid);
+    const uuids = entries
+      .map((e) => e.provider)
+      .filter((p) => lacking.includes(p.id))
+      .map((p) => p.uuid);
     throw invalidInventory(classNames.join(', '), [...new Set(uuids)].join(', '));
   }
   const requested = new Map<string, number>();
@@ -243,22 +268,37 @@ function planClaims(
   const { now } = opts;
   const statements: WriteStatement[] = [];
   for (const claim of claims) {
-    statements.push(stmt('INSERT OR IGNORE INTO projects (external_id, created_at, updated_at) VALUES (?, ?, ?)',
-      [claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID, now, now]));
-    statements.push(stmt('INSERT OR IGNORE INTO users (external_id, created_at, updated_at) VALUES (?, ?, ?)',
-      [claim.userId ?? INCOMPLETE_CONSUMER_USER_ID, now, now]));
+    statements.push(
+      stmt('INSERT OR IGNORE INTO projects (external_id, created_at, updated_at) VALUES (?, ?, ?)', [
+        claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID,
+        now,
+        now,
+      ]),
+    );
+    statements.push(
+      stmt('INSERT OR IGNORE INTO users (external_id, created_at, updated_at) VALUES (?, ?, ?)', [
+        claim.userId ?? INCOMPLETE_CONSUMER_USER_ID,
+        now,
+        now,
+      ]),
+    );
     if (claim.consumerType !== undefined) {
-      statements.push(stmt('INSERT OR IGNORE INTO consumer_types (name, created_at, updated_at) VALUES (?, ?, ?)',
-        [claim.consumerType, now, now]));
+      statements.push(
+        stmt('INSERT OR IGNORE INTO consumer_types (name, created_at, updated_at) VALUES (?, ?, ?)', [claim.consumerType, now, now]),
+      );
     }
   }
   const uuids = [...claimUuids];
   statements.push(stmt(`DELETE FROM allocations WHERE consumer_id IN (${placeholders(uuids.length)})`, uuids));
   if (entries.length > 0) {
-    statements.push(stmt(
-      `INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at) VALUES ${
-        entries.map(() => '(?, ?, ?, ?, ?, ?)').join(', ')}`,
-      entries.flatMap((e) => [e.provider.id, e.consumer, snap.classIds.get(e.resourceClass)!, e.amount, now, now])));
+    statements.push(
+      stmt(
+        `INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at) VALUES ${entries
+          .map(() => '(?, ?, ?, ?, ?, ?)')
+          .join(', ')}`,
+        entries.flatMap((e) => [e.provider.id, e.consumer, snap.classIds.get(e.resourceClass)!, e.amount, now, now]),
+      ),
+    );
   }
   // Providers that receive allocations, and those an emptied consumer leaves, move on.
   const emptied = new Set(claims.filter((c) => Object.keys(c.allocations).length === 0).map((c) => c.uuid));
@@ -284,18 +324,26 @@ function planClaims(
     const generation = touchedConsumers.has(claim.uuid) ? 1 : 0;
     if (existing) {
       // Compare-and-swap even when nothing changes: it proves the allocations just replaced are those read.
-      statements.push(stmt(
-        `UPDATE consumers SET project_id = (SELECT id FROM projects WHERE external_id = ?),
+      statements.push(
+        stmt(
+          `UPDATE consumers SET project_id = (SELECT id FROM projects WHERE external_id = ?),
           user_id = (SELECT id FROM users WHERE external_id = ?), consumer_type_id = ${typeSql},
           generation = ?, updated_at = ? WHERE id = ? AND generation = ?`,
-        [project, user, ...typeArgs, existing.generation + generation, now, existing.id, existing.generation], { mustChange: true }));
+          [project, user, ...typeArgs, existing.generation + generation, now, existing.id, existing.generation],
+          { mustChange: true },
+        ),
+      );
     } else if (!emptied.has(claim.uuid)) {
       // Absent when read: a concurrent creator makes this fail UNIQUE, a lost race.
-      statements.push(stmt(
-        `INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at)
+      statements.push(
+        stmt(
+          `INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at)
           VALUES (?, (SELECT id FROM projects WHERE external_id = ?), (SELECT id FROM users WHERE external_id = ?), ?,
           ${claim.consumerType !== undefined ? '(SELECT id FROM consumer_types WHERE name = ?)' : 'NULL'}, ?, ?)`,
-        [claim.uuid, project, user, generation, ...typeArgs, now, now], { racing: true }));
+          [claim.uuid, project, user, generation, ...typeArgs, now, now],
+          { racing: true },
+        ),
+      );
     }
   }
   return { statements, usageAfter };
@@ -304,8 +352,13 @@ function planClaims(
 /** Placement keeps no consumer without allocations. */
 function dropEmptyConsumers(uuids: string[]): WriteStatement[] {
   if (uuids.length === 0) return [];
-  return [stmt(`DELETE FROM consumers WHERE uuid IN (${placeholders(uuids.length)})
-    AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = consumers.uuid)`, uuids)];
+  return [
+    stmt(
+      `DELETE FROM consumers WHERE uuid IN (${placeholders(uuids.length)})
+    AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = consumers.uuid)`,
+      uuids,
+    ),
+  ];
 }
 
 function claimedNames(claims: ConsumerClaim[]): { providers: string[]; classes: string[] } {
@@ -433,22 +486,41 @@ export async function reshape(store: DataStore, request: ReshapeRequest, opts: R
       const removed = current.filter((i) => !wanted.has(i.classId)).sort((a, b) => a.classId - b.classId);
       const inUse = removed.filter((i) => (usageAfter.get(key(rp.id, i.classId)) ?? 0) > 0);
       if (inUse.length > 0) {
-        throw new InventoryInUse(`Inventory for '${inUse.map((i) => i.resourceClass).join(', ')}' on resource provider '${rp.uuid}' in use.`);
+        throw new InventoryInUse(
+          `Inventory for '${inUse.map((i) => i.resourceClass).join(', ')}' on resource provider '${rp.uuid}' in use.`,
+        );
       }
       if (removed.length > 0) {
         const ids = removed.map((i) => i.classId);
-        statements.push(stmt(`DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id IN (${placeholders(ids.length)})`,
-          [rp.id, ...ids]));
+        statements.push(
+          stmt(`DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id IN (${placeholders(ids.length)})`, [
+            rp.id,
+            ...ids,
+          ]),
+        );
       }
       for (const [rc, input] of Object.entries(change.records)) {
-        statements.push(stmt(
-          `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size,
+        statements.push(
+          stmt(
+            `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size,
             allocation_ratio, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
           ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET total = excluded.total,
             reserved = excluded.reserved, min_unit = excluded.min_unit, max_unit = excluded.max_unit,
             step_size = excluded.step_size, allocation_ratio = excluded.allocation_ratio, updated_at = ?`,
-          [rp.id, snap.classIds.get(rc)!, input.total, input.reserved, input.minUnit, input.maxUnit, input.stepSize,
-            input.allocationRatio, now, now]));
+            [
+              rp.id,
+              snap.classIds.get(rc)!,
+              input.total,
+              input.reserved,
+              input.minUnit,
+              input.maxUnit,
+              input.stepSize,
+              input.allocationRatio,
+              now,
+              now,
+            ],
+          ),
+        );
       }
       gens.bump(rp);
     }

@@ -33,7 +33,10 @@ export const INVENTORY_DEFAULTS = {
  * handlers that word the conflict differently re-wrap it with `prefixed`.
  */
 export class InventoryInUseError extends DomainError {
-  constructor(readonly reason: string, prefix?: string) {
+  constructor(
+    readonly reason: string,
+    prefix?: string,
+  ) {
     super('conflict', prefix ? `${prefix}: ${reason}` : reason, ErrorCode.INVENTORY_INUSE);
   }
   prefixed(prefix: string): InventoryInUseError {
@@ -50,14 +53,18 @@ const inventoryColumns = {
 };
 
 export async function listInventories(db: Db, providerId: number): Promise<InventoryRecord[]> {
-  return db.select(inventoryColumns).from(inventories)
+  return db
+    .select(inventoryColumns)
+    .from(inventories)
     .innerJoin(resourceClasses, eq(resourceClasses.id, inventories.resourceClassId))
     .where(eq(inventories.resourceProviderId, providerId))
     .orderBy(resourceClasses.name);
 }
 
 export async function findInventory(db: Db, providerId: number, resourceClass: string): Promise<InventoryRecord | undefined> {
-  const rows = await db.select(inventoryColumns).from(inventories)
+  const rows = await db
+    .select(inventoryColumns)
+    .from(inventories)
     .innerJoin(resourceClasses, eq(resourceClasses.id, inventories.resourceClassId))
     .where(and(eq(inventories.resourceProviderId, providerId), eq(resourceClasses.name, resourceClass)))
     .limit(1);
@@ -77,8 +84,10 @@ export function reservedCapacityProblem(
   for (const [rc, inv] of Object.entries(records)) {
     const bad = reservedMayEqualTotal ? inv.reserved > inv.total : inv.reserved >= inv.total;
     if (bad) {
-      return `Invalid inventory for '${rc}' on resource provider '${provider.uuid}'. ` +
-        `The reserved value is greater than ${reservedMayEqualTotal ? '' : 'or equal to '}total.`;
+      return (
+        `Invalid inventory for '${rc}' on resource provider '${provider.uuid}'. ` +
+        `The reserved value is greater than ${reservedMayEqualTotal ? '' : 'or equal to '}total.`
+      );
     }
   }
   return null;

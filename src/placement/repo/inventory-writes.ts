@@ -8,14 +8,8 @@
 import type { DataStore } from '../../db/client.js';
 import { commitGuarded, placeholders, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
 import { capacityOf } from '../capacity.js';
-import {
-  InvalidInventoryInput,
-  InventoryExists,
-  InventoryInUse,
-  InventoryNotFound,
-  ProviderNotFound,
-} from '../write-errors.js';
-import { GenerationPlan, key, readSnapshot, type InventoryState, type ProviderState } from './claims.js';
+import { InvalidInventoryInput, InventoryExists, InventoryInUse, InventoryNotFound, ProviderNotFound } from '../write-errors.js';
+import { GenerationPlan, readSnapshot, type InventoryState, type ProviderState } from './claims.js';
 import type { InventoryInput } from './inventories.js';
 
 export type InventoryChange =
@@ -38,15 +32,27 @@ const upsertSql = `INSERT INTO inventories (resource_provider_id, resource_class
     step_size = excluded.step_size, allocation_ratio = excluded.allocation_ratio, updated_at = ?`;
 
 function upsert(providerId: number, classId: number, input: InventoryInput, now: string): WriteStatement {
-  return stmt(upsertSql, [providerId, classId, input.total, input.reserved, input.minUnit, input.maxUnit, input.stepSize,
-    input.allocationRatio, now, now]);
+  return stmt(upsertSql, [
+    providerId,
+    classId,
+    input.total,
+    input.reserved,
+    input.minUnit,
+    input.maxUnit,
+    input.stepSize,
+    input.allocationRatio,
+    now,
+    now,
+  ]);
 }
 
 /** Refuses to drop classes that still have allocations; listed in class-id order, as upstream's GROUP BY. */
 function assertNotInUse(provider: ProviderState, removed: InventoryState[]): void {
   const inUse = removed.filter((i) => i.used > 0).sort((a, b) => a.classId - b.classId);
   if (inUse.length > 0) {
-    throw new InventoryInUse(`Inventory for '${inUse.map((i) => i.resourceClass).join(', ')}' on resource provider '${provider.uuid}' in use.`);
+    throw new InventoryInUse(
+      `Inventory for '${inUse.map((i) => i.resourceClass).join(', ')}' on resource provider '${provider.uuid}' in use.`,
+    );
   }
 }
 
@@ -76,15 +82,21 @@ export async function writeProviderInventory(
       const wanted = Object.keys(change.records);
       const unknown = wanted.find((rc) => classId(rc) === undefined);
       if (unknown !== undefined) {
-        throw new InvalidInventoryInput(`Unknown resource class in inventory for resource provider ${uuid}: No such resource class ${unknown}.`);
+        throw new InvalidInventoryInput(
+          `Unknown resource class in inventory for resource provider ${uuid}: No such resource class ${unknown}.`,
+        );
       }
       const wantedIds = new Set(wanted.map((rc) => classId(rc)!));
       const removed = snap.inventories.filter((i) => !wantedIds.has(i.classId));
       assertNotInUse(provider, removed);
       if (removed.length > 0) {
         const ids = removed.map((i) => i.classId);
-        statements.push(stmt(`DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id IN (${placeholders(ids.length)})`,
-          [provider.id, ...ids]));
+        statements.push(
+          stmt(`DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id IN (${placeholders(ids.length)})`, [
+            provider.id,
+            ...ids,
+          ]),
+        );
       }
       for (const rc of wanted) {
         const id = classId(rc)!;
@@ -96,18 +108,24 @@ export async function writeProviderInventory(
     } else if (change.kind === 'add') {
       const id = classId(change.resourceClass);
       if (id === undefined) {
-        throw new InvalidInventoryInput(`Unable to create inventory for resource provider ${uuid}: No such resource class ${change.resourceClass}.`);
+        throw new InvalidInventoryInput(
+          `Unable to create inventory for resource provider ${uuid}: No such resource class ${change.resourceClass}.`,
+        );
       }
       if (current.has(id)) {
-        throw new InventoryExists(`Update conflict: Inventory for '${change.resourceClass}' on resource provider '${uuid}' already exists.`);
+        throw new InventoryExists(
+          `Update conflict: Inventory for '${change.resourceClass}' on resource provider '${uuid}' already exists.`,
+        );
       }
       statements.push(upsert(provider.id, id, change.input, now));
     } else if (change.kind === 'update') {
       const id = classId(change.resourceClass);
       const existing = id === undefined ? undefined : current.get(id);
       if (!existing) {
-        throw new InvalidInventoryInput(`No inventory record with resource class for resource provider ${uuid}: ` +
-          `No inventory of class ${change.resourceClass} found for resource provider ${uuid}.`);
+        throw new InvalidInventoryInput(
+          `No inventory record with resource class for resource provider ${uuid}: ` +
+            `No inventory of class ${change.resourceClass} found for resource provider ${uuid}.`,
+        );
       }
       if (existing.used > capacityOf(change.input)) overCapacity.push(change.resourceClass);
       statements.push(upsert(provider.id, existing.classId, change.input, now));
@@ -115,11 +133,15 @@ export async function writeProviderInventory(
       const id = classId(change.resourceClass);
       const existing = id === undefined ? undefined : current.get(id);
       if (!existing) {
-        throw new InventoryNotFound(`No inventory of class ${change.resourceClass} found for delete: ` +
-          `No inventory of class ${change.resourceClass} found for delete`);
+        throw new InventoryNotFound(
+          `No inventory of class ${change.resourceClass} found for delete: ` +
+            `No inventory of class ${change.resourceClass} found for delete`,
+        );
       }
       assertNotInUse(provider, [existing]);
-      statements.push(stmt('DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id = ?', [provider.id, existing.classId]));
+      statements.push(
+        stmt('DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id = ?', [provider.id, existing.classId]),
+      );
     }
     // Usage on this provider only grows with a generation bump, so the
     // compare-and-swap also proves the in-use and over-capacity checks still hold.
@@ -129,4 +151,3 @@ export async function writeProviderInventory(
     return { generation: provider.generation + 1, overCapacity };
   });
 }
-

@@ -39,16 +39,16 @@ export async function bumpGeneration(db: Db, providerId: number, expected: numbe
     .where(and(eq(resourceProviders.id, providerId), eq(resourceProviders.generation, expected)))
     .returning({ generation: resourceProviders.generation });
   if (updated.length !== 1) {
-    throw generationConflict(
-      `resource provider generation conflict: Please update the generation and try again.`,
-    );
+    throw generationConflict(`resource provider generation conflict: Please update the generation and try again.`);
   }
   return updated[0]!.generation;
 }
 
 export async function resourceClassIdsByName(db: Db, names: string[]): Promise<Map<string, number>> {
   if (names.length === 0) return new Map();
-  const rows = await db.select({ id: resourceClasses.id, name: resourceClasses.name }).from(resourceClasses)
+  const rows = await db
+    .select({ id: resourceClasses.id, name: resourceClasses.name })
+    .from(resourceClasses)
     .where(inArray(resourceClasses.name, names));
   return new Map(rows.map((r) => [r.name, r.id]));
 }

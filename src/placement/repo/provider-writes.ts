@@ -27,22 +27,33 @@ export async function createProviderBatched(store: DataStore, input: NewProvider
       if (!parent) throw new InvalidNewProvider('The specified parent provider UUID does not exist: parent provider UUID does not exist.');
       parentId = Number(parent.id);
     }
-    const insert = parentId === null
-      ? [
-        stmt(`INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id, created_at, updated_at)
-          VALUES (?, ?, 0, NULL, NULL, ?, ?)`, [input.uuid, input.name, now, now], { racing: true }),
-        stmt('UPDATE resource_providers SET root_provider_id = id WHERE uuid = ?', [input.uuid]),
-      ]
-      : [
-        // The root is the parent's as of the write, whatever moved since the read.
-        stmt(`INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id, created_at, updated_at)
+    const insert =
+      parentId === null
+        ? [
+            stmt(
+              `INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id, created_at, updated_at)
+          VALUES (?, ?, 0, NULL, NULL, ?, ?)`,
+              [input.uuid, input.name, now, now],
+              { racing: true },
+            ),
+            stmt('UPDATE resource_providers SET root_provider_id = id WHERE uuid = ?', [input.uuid]),
+          ]
+        : [
+            // The root is the parent's as of the write, whatever moved since the read.
+            stmt(
+              `INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id, created_at, updated_at)
           SELECT ?, ?, 0, p.id, COALESCE(p.root_provider_id, p.id), ?, ? FROM resource_providers p WHERE p.id = ?`,
-        [input.uuid, input.name, now, now, parentId], { racing: true, mustChange: true }),
-      ];
+              [input.uuid, input.name, now, now, parentId],
+              { racing: true, mustChange: true },
+            ),
+          ];
     const results = await commitGuarded(store, [
       ...insert,
-      stmt(`SELECT p.id, COALESCE(r.uuid, p.uuid) AS root_uuid FROM resource_providers p
-        LEFT JOIN resource_providers r ON r.id = p.root_provider_id WHERE p.uuid = ?`, [input.uuid]),
+      stmt(
+        `SELECT p.id, COALESCE(r.uuid, p.uuid) AS root_uuid FROM resource_providers p
+        LEFT JOIN resource_providers r ON r.id = p.root_provider_id WHERE p.uuid = ?`,
+        [input.uuid],
+      ),
     ]);
     const created = results.at(-1)!.rows[0]!;
     return {

@@ -6,7 +6,11 @@ import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../../db/client.js';
 import {
-  allocations, inventories, placementAggregates, resourceProviderAggregates, resourceProviders,
+  allocations,
+  inventories,
+  placementAggregates,
+  resourceProviderAggregates,
+  resourceProviders,
   resourceProviderTraits,
 } from '../../db/schema/index.js';
 import { capacitySql, usedSql } from '../capacity.js';
@@ -104,7 +108,9 @@ export async function listProviders(db: Db, filter: ProviderListFilter): Promise
   for (const group of filter.traits?.anyOf ?? []) conditions.push(hasTraits(group));
   if (filter.traits?.forbidden.length) conditions.push(sql`NOT ${hasTraits(filter.traits.forbidden)}`);
   for (const [rcId, amount] of filter.resources ?? []) conditions.push(hasRoomFor(rcId, amount));
-  return viewQuery(db).where(conditions.length ? and(...conditions) : undefined).orderBy(resourceProviders.id);
+  return viewQuery(db)
+    .where(conditions.length ? and(...conditions) : undefined)
+    .orderBy(resourceProviders.id);
 }
 
 function duplicate(kind: 'name' | 'uuid', value: string): DomainError {
@@ -112,8 +118,7 @@ function duplicate(kind: 'name' | 'uuid', value: string): DomainError {
 }
 
 async function assertNameFree(db: Db, name: string, exceptId?: number): Promise<void> {
-  const rows = await db.select({ id: resourceProviders.id }).from(resourceProviders)
-    .where(eq(resourceProviders.name, name)).limit(1);
+  const rows = await db.select({ id: resourceProviders.id }).from(resourceProviders).where(eq(resourceProviders.name, name)).limit(1);
   if (rows[0] && rows[0].id !== exceptId) throw duplicate('name', name);
 }
 
@@ -178,15 +183,25 @@ async function moveSubtree(db: Db, providerId: number, parentId: number | null, 
 
 /** Deletes a leaf provider with no allocations, and everything hanging off it. */
 export async function deleteProvider(db: Db, provider: ProviderRow): Promise<void> {
-  const children = await db.select({ id: resourceProviders.id }).from(resourceProviders)
-    .where(eq(resourceProviders.parentProviderId, provider.id)).limit(1);
+  const children = await db
+    .select({ id: resourceProviders.id })
+    .from(resourceProviders)
+    .where(eq(resourceProviders.parentProviderId, provider.id))
+    .limit(1);
   if (children.length) {
-    throw new DomainError('conflict', `Unable to delete parent resource provider ${provider.uuid}: It has child resource providers.`, ErrorCode.PROVIDER_CANNOT_DELETE_PARENT);
+    throw new DomainError(
+      'conflict',
+      `Unable to delete parent resource provider ${provider.uuid}: It has child resource providers.`,
+      ErrorCode.PROVIDER_CANNOT_DELETE_PARENT,
+    );
   }
-  const used = await db.select({ id: allocations.id }).from(allocations)
-    .where(eq(allocations.resourceProviderId, provider.id)).limit(1);
+  const used = await db.select({ id: allocations.id }).from(allocations).where(eq(allocations.resourceProviderId, provider.id)).limit(1);
   if (used.length) {
-    throw new DomainError('conflict', `Unable to delete resource provider ${provider.uuid}: Resource provider has allocations.`, ErrorCode.PROVIDER_INUSE);
+    throw new DomainError(
+      'conflict',
+      `Unable to delete resource provider ${provider.uuid}: Resource provider has allocations.`,
+      ErrorCode.PROVIDER_INUSE,
+    );
   }
   await db.delete(inventories).where(eq(inventories.resourceProviderId, provider.id));
   await db.delete(resourceProviderTraits).where(eq(resourceProviderTraits.resourceProviderId, provider.id));

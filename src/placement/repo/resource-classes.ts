@@ -53,8 +53,7 @@ export async function renameResourceClass(tx: Db, name: string, newName: string,
   if (await findResourceClass(tx, newName)) {
     throw new DomainError('conflict', `Resource class already exists: ${newName}`, ErrorCode.DUPLICATE_NAME);
   }
-  const [row] = await tx.update(resourceClasses).set({ name: newName, updatedAt: now })
-    .where(eq(resourceClasses.id, rc.id)).returning();
+  const [row] = await tx.update(resourceClasses).set({ name: newName, updatedAt: now }).where(eq(resourceClasses.id, rc.id)).returning();
   return row!;
 }
 
@@ -67,7 +66,10 @@ export async function deleteResourceClass(tx: Db, name: string): Promise<void> {
   const [inv] = await tx.select({ n: count() }).from(inventories).where(eq(inventories.resourceClassId, rc.id));
   const [alloc] = await tx.select({ n: count() }).from(allocations).where(eq(allocations.resourceClassId, rc.id));
   if ((inv?.n ?? 0) > 0 || (alloc?.n ?? 0) > 0) {
-    throw new DomainError('conflict', `Error in delete resource class: Cannot delete resource class ${name}. Class is in use in inventory.`);
+    throw new DomainError(
+      'conflict',
+      `Error in delete resource class: Cannot delete resource class ${name}. Class is in use in inventory.`,
+    );
   }
   await tx.delete(resourceClasses).where(eq(resourceClasses.id, rc.id));
 }

@@ -14,7 +14,11 @@ import { GenerationPlan } from './claims.js';
  * passes undefined. Throws ProviderNotFound, StaleProviderGeneration, UnknownTraits.
  */
 export async function replaceProviderTraits(
-  store: DataStore, uuid: string, expectedGeneration: number | undefined, names: string[], now: string,
+  store: DataStore,
+  uuid: string,
+  expectedGeneration: number | undefined,
+  names: string[],
+  now: string,
 ): Promise<number> {
   return withRaceRetries(async () => {
     const [providers, traits] = await store.readBatch([
@@ -30,9 +34,12 @@ export async function replaceProviderTraits(
     if (missing.length > 0) throw new UnknownTraits(missing);
     const statements = [stmt('DELETE FROM resource_provider_traits WHERE resource_provider_id = ?', [provider.id])];
     if (names.length > 0) {
-      statements.push(stmt(
-        `INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at) VALUES ${names.map(() => '(?, ?, ?)').join(', ')}`,
-        names.flatMap((n) => [provider.id, ids.get(n)!, now])));
+      statements.push(
+        stmt(
+          `INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at) VALUES ${names.map(() => '(?, ?, ?)').join(', ')}`,
+          names.flatMap((n) => [provider.id, ids.get(n)!, now]),
+        ),
+      );
     }
     const gens = new GenerationPlan();
     gens.bump(provider);
@@ -46,7 +53,9 @@ export async function replaceProviderTraits(
  * (one round trip) that also reads its timestamps back.
  */
 export async function ensureTraitBatched(
-  store: DataStore, name: string, now: string,
+  store: DataStore,
+  name: string,
+  now: string,
 ): Promise<{ created: boolean; createdAt: string | null; updatedAt: string | null }> {
   const [inserted, read] = await commitGuarded(store, [
     stmt('INSERT OR IGNORE INTO traits (name, created_at) VALUES (?, ?)', [name, now]),

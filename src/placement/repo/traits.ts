@@ -10,16 +10,22 @@ export interface TraitListFilter {
   associated?: boolean;
 }
 
-export async function listTraits(db: Db, filter: TraitListFilter): Promise<{ name: string; createdAt: string; updatedAt: string | null }[]> {
+export async function listTraits(
+  db: Db,
+  filter: TraitListFilter,
+): Promise<{ name: string; createdAt: string; updatedAt: string | null }[]> {
   const conditions: SQL[] = [];
   if (filter.names) conditions.push(inArray(traits.name, filter.names));
   // LIKE treats _ as a wildcard: escape it so "CUSTOM_" means the literal prefix.
-  if (filter.prefix !== undefined) conditions.push(sql`${traits.name} LIKE ${filter.prefix.replace(/[\\%_]/g, '\\$&') + '%'} ESCAPE '\\'`);
+  if (filter.prefix !== undefined) conditions.push(sql`${traits.name} LIKE ${`${filter.prefix.replace(/[\\%_]/g, '\\$&')}%`} ESCAPE '\\'`);
   const used = db.select({ one: sql`1` }).from(resourceProviderTraits).where(eq(resourceProviderTraits.traitId, traits.id));
   if (filter.associated === true) conditions.push(exists(used));
   if (filter.associated === false) conditions.push(notExists(used));
-  return db.select({ name: traits.name, createdAt: traits.createdAt, updatedAt: traits.updatedAt }).from(traits)
-    .where(conditions.length ? and(...conditions) : undefined).orderBy(asc(traits.name));
+  return db
+    .select({ name: traits.name, createdAt: traits.createdAt, updatedAt: traits.updatedAt })
+    .from(traits)
+    .where(conditions.length ? and(...conditions) : undefined)
+    .orderBy(asc(traits.name));
 }
 
 export async function findTrait(db: Db, name: string) {
@@ -28,8 +34,11 @@ export async function findTrait(db: Db, name: string) {
 }
 
 export async function traitInUse(db: Db, traitId: number): Promise<boolean> {
-  const rows = await db.select({ id: resourceProviderTraits.resourceProviderId }).from(resourceProviderTraits)
-    .where(eq(resourceProviderTraits.traitId, traitId)).limit(1);
+  const rows = await db
+    .select({ id: resourceProviderTraits.resourceProviderId })
+    .from(resourceProviderTraits)
+    .where(eq(resourceProviderTraits.traitId, traitId))
+    .limit(1);
   return rows.length > 0;
 }
 
@@ -38,7 +47,10 @@ export async function deleteTrait(db: Db, traitId: number): Promise<void> {
 }
 
 export async function providerTraits(db: Db, providerId: number): Promise<{ name: string; createdAt: string }[]> {
-  return db.select({ name: traits.name, createdAt: resourceProviderTraits.createdAt }).from(resourceProviderTraits)
+  return db
+    .select({ name: traits.name, createdAt: resourceProviderTraits.createdAt })
+    .from(resourceProviderTraits)
     .innerJoin(traits, eq(traits.id, resourceProviderTraits.traitId))
-    .where(eq(resourceProviderTraits.resourceProviderId, providerId)).orderBy(asc(traits.name));
+    .where(eq(resourceProviderTraits.resourceProviderId, providerId))
+    .orderBy(asc(traits.name));
 }

@@ -2,20 +2,20 @@
 // unallocated) and per project/user, optionally grouped by consumer type (1.38).
 import { and, countDistinct, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
-import {
-  allocations, consumerTypes, consumers, inventories, projects, resourceClasses, users,
-} from '../../db/schema/index.js';
+import { allocations, consumerTypes, consumers, inventories, projects, resourceClasses, users } from '../../db/schema/index.js';
 
 /** rc name → amount used. */
 export type Usages = Record<string, number>;
 
 export async function providerUsages(db: Db, providerId: number): Promise<Usages> {
-  const rows = await db.select({
-    resourceClass: resourceClasses.name,
-    used: sql<number>`coalesce((SELECT sum(${allocations.used}) FROM ${allocations}
+  const rows = await db
+    .select({
+      resourceClass: resourceClasses.name,
+      used: sql<number>`coalesce((SELECT sum(${allocations.used}) FROM ${allocations}
       WHERE ${allocations.resourceProviderId} = ${inventories.resourceProviderId}
         AND ${allocations.resourceClassId} = ${inventories.resourceClassId}), 0)`,
-  }).from(inventories)
+    })
+    .from(inventories)
     .innerJoin(resourceClasses, eq(resourceClasses.id, inventories.resourceClassId))
     .where(eq(inventories.resourceProviderId, providerId));
   return Object.fromEntries(rows.map((r) => [r.resourceClass, Number(r.used)]));
@@ -34,7 +34,8 @@ function ownerConditions(filter: UsageFilter): SQL[] {
 
 /** Sum of allocations per class for the consumers of a project (and user). */
 export async function totalUsages(db: Db, filter: UsageFilter): Promise<Usages> {
-  const rows = await db.select({ resourceClass: resourceClasses.name, used: sql<number>`sum(${allocations.used})` })
+  const rows = await db
+    .select({ resourceClass: resourceClasses.name, used: sql<number>`sum(${allocations.used})` })
     .from(allocations)
     .innerJoin(consumers, eq(consumers.uuid, allocations.consumerId))
     .innerJoin(projects, eq(projects.id, consumers.projectId))
@@ -60,17 +61,20 @@ export interface TypedUsage {
  * untyped consumers, and 'all' folds every type into one 'all' group.
  */
 export async function usagesByConsumerType(
-  db: Db, filter: UsageFilter & { consumerType?: string | undefined },
+  db: Db,
+  filter: UsageFilter & { consumerType?: string | undefined },
 ): Promise<Record<string, TypedUsage>> {
   const conditions = ownerConditions(filter);
   const wanted = filter.consumerType;
   if (wanted === UNKNOWN_CONSUMER_TYPE) conditions.push(isNull(consumers.consumerTypeId));
   else if (wanted !== undefined && wanted !== ALL_CONSUMER_TYPES) conditions.push(eq(consumerTypes.name, wanted));
-  const group = wanted === ALL_CONSUMER_TYPES
-    ? sql<string>`${ALL_CONSUMER_TYPES}`
-    : sql<string>`coalesce(${consumerTypes.name}, ${UNKNOWN_CONSUMER_TYPE})`;
+  const group =
+    wanted === ALL_CONSUMER_TYPES
+      ? sql<string>`${ALL_CONSUMER_TYPES}`
+      : sql<string>`coalesce(${consumerTypes.name}, ${UNKNOWN_CONSUMER_TYPE})`;
 
-  const perClass = await db.select({ group, resourceClass: resourceClasses.name, used: sql<number>`sum(${allocations.used})` })
+  const perClass = await db
+    .select({ group, resourceClass: resourceClasses.name, used: sql<number>`sum(${allocations.used})` })
     .from(allocations)
     .innerJoin(consumers, eq(consumers.uuid, allocations.consumerId))
     .innerJoin(projects, eq(projects.id, consumers.projectId))
@@ -80,7 +84,8 @@ export async function usagesByConsumerType(
     .where(and(...conditions))
     .groupBy(group, resourceClasses.name);
   // Consumers are counted once per group, whatever classes they use.
-  const counts = await db.select({ group, consumers: countDistinct(allocations.consumerId) })
+  const counts = await db
+    .select({ group, consumers: countDistinct(allocations.consumerId) })
     .from(allocations)
     .innerJoin(consumers, eq(consumers.uuid, allocations.consumerId))
     .innerJoin(projects, eq(projects.id, consumers.projectId))

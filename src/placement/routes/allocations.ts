@@ -5,32 +5,24 @@ import { ApiError, webobDetail } from '../../http/api-error.js';
 import type { AppContext, AppEnv } from '../../http/env.js';
 import { readBody } from '../../http/validate.js';
 import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
-import {
-  allocationsLastModified,
-  presentConsumerAllocations,
-  presentProviderAllocations,
-} from '../present/allocations.js';
-import {
-  allocationsForConsumer,
-  allocationsForProvider,
-  type ConsumerClaim,
-} from '../repo/allocations.js';
+import { allocationsLastModified, presentConsumerAllocations, presentProviderAllocations } from '../present/allocations.js';
+import { allocationsForConsumer, allocationsForProvider, type ConsumerClaim } from '../repo/allocations.js';
 import { deleteConsumerAllocations } from '../repo/claims.js';
 import { consumerViews } from '../repo/consumers.js';
 import { claimFromBody, writeClaims } from '../claim-requests.js';
 import { findProvider } from '../repo/lookups.js';
-import {
-  postAllocationsSchema,
-  isListForm,
-  putAllocationsSchema,
-} from '../schemas/allocations.js';
+import { postAllocationsSchema, isListForm, putAllocationsSchema } from '../schemas/allocations.js';
 
 export const allocationRoutes = new Hono<AppEnv>();
 
-
 /** uuidutils.is_uuid_like + str(uuid.UUID(x)): dashless/braced/upper-case forms normalised, else null. */
 export function normaliseUuid(text: string): string | null {
-  const hex = text.trim().toLowerCase().replace(/^urn:/, '').replace(/^uuid:/, '').replace(/[{}-]/g, '');
+  const hex = text
+    .trim()
+    .toLowerCase()
+    .replace(/^urn:/, '')
+    .replace(/^uuid:/, '')
+    .replace(/[{}-]/g, '');
   if (!/^[0-9a-f]{32}$/.test(hex)) return null;
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
@@ -66,11 +58,13 @@ resource(allocationRoutes, '/allocations/:consumer_uuid', {
     const rows = await allocationsForConsumer(db, uuid);
     const consumer = rows.length > 0 ? (await consumerViews(db, [uuid])).get(uuid) : undefined;
     setCacheHeaders(c, allocationsLastModified(rows));
-    return c.json(presentConsumerAllocations(rows, consumer, {
-      withOwner: atLeast(c, 'ALLOC_DICT'),
-      withGeneration: atLeast(c, 'CONSUMER_GENERATION'),
-      withType: atLeast(c, 'CONSUMER_TYPES'),
-    }));
+    return c.json(
+      presentConsumerAllocations(rows, consumer, {
+        withOwner: atLeast(c, 'ALLOC_DICT'),
+        withGeneration: atLeast(c, 'CONSUMER_GENERATION'),
+        withType: atLeast(c, 'CONSUMER_TYPES'),
+      }),
+    );
   },
   PUT: async (c) => {
     authorize(c, 'placement:allocations:update');

@@ -7,22 +7,20 @@ import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import type { AppContext, AppEnv } from '../../http/env.js';
 import { readJson, validateBody } from '../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
-import {
-  presentInventories, presentInventory, presentInventoryWithGeneration,
-} from '../present/inventories.js';
+import { presentInventories, presentInventory, presentInventoryWithGeneration } from '../present/inventories.js';
 import { WriteContention } from '../../db/write-batch.js';
-import {
-  findInventory, InventoryInUseError, listInventories, reservedCapacityProblem, type InventoryInput,
-} from '../repo/inventories.js';
+import { findInventory, InventoryInUseError, listInventories, reservedCapacityProblem, type InventoryInput } from '../repo/inventories.js';
 import { writeProviderInventory, type InventoryChange, type InventoryWriteResult } from '../repo/inventory-writes.js';
 import { isoNow, requireProvider } from '../repo/lookups.js';
 import type { ProviderState } from '../repo/claims.js';
-import {
-  InvalidInventoryInput, InventoryExists, InventoryInUse, InventoryNotFound, ProviderNotFound,
-} from '../write-errors.js';
+import { InvalidInventoryInput, InventoryExists, InventoryInUse, InventoryNotFound, ProviderNotFound } from '../write-errors.js';
 import { contentionToHttp } from '../errors.js';
 import {
-  postInventorySchema, putInventoriesSchema, putInventorySchema, toInventoryInput, toInventoryInputs,
+  postInventorySchema,
+  putInventoriesSchema,
+  putInventorySchema,
+  toInventoryInput,
+  toInventoryInputs,
 } from '../schemas/inventories.js';
 
 export const inventoryRoutes = new Hono<AppEnv>();
@@ -55,7 +53,9 @@ function warnOverCapacity(c: AppContext, provider: string, classes: string[]): v
  * refusals; `inUsePrefix` is how this endpoint introduces an in-use conflict.
  */
 async function writeInventory(
-  c: AppContext, decide: (provider: ProviderState) => InventoryChange, inUsePrefix?: string,
+  c: AppContext,
+  decide: (provider: ProviderState) => InventoryChange,
+  inUsePrefix?: string,
 ): Promise<InventoryWriteResult> {
   try {
     return await writeProviderInventory(c.var.deps.store, pathParam(c, 'uuid'), decide, isoNow(c.var.deps.clock));
@@ -100,13 +100,17 @@ resource(inventoryRoutes, '/resource_providers/:uuid/inventories', {
     const raw = await readJson(c);
     authorize(c, `${RULE}:update`);
     let records: Record<string, InventoryInput> = {};
-    const { generation, overCapacity } = await writeInventory(c, (provider) => {
-      const body = validateBody(putInventoriesSchema, raw);
-      checkGeneration(provider, body.resource_provider_generation);
-      records = toInventoryInputs(body.inventories);
-      checkCapacity(c, provider, records, 'update');
-      return { kind: 'replace', records };
-    }, 'update conflict');
+    const { generation, overCapacity } = await writeInventory(
+      c,
+      (provider) => {
+        const body = validateBody(putInventoriesSchema, raw);
+        checkGeneration(provider, body.resource_provider_generation);
+        records = toInventoryInputs(body.inventories);
+        checkCapacity(c, provider, records, 'update');
+        return { kind: 'replace', records };
+      },
+      'update conflict',
+    );
     warnOverCapacity(c, pathParam(c, 'uuid'), overCapacity);
     setCacheHeaders(c, isoNow(c.var.deps.clock));
     return c.json(presentInventories(records, generation));

@@ -27,11 +27,15 @@ resource(reshaperRoutes, '/reshaper', {
     const claims = Object.entries(body.allocations).map(([uuid, part]) => claimFromBody(c, uuid, part));
     const { deps } = c.var;
     try {
-      await reshape(deps.store, { inventories, claims }, {
-        requireGeneration: atLeast(c, 'CONSUMER_GENERATION'),
-        reservedMayEqualTotal: atLeast(c, 'RESERVED_EQUALS_TOTAL'),
-        now: isoNow(deps.clock),
-      });
+      await reshape(
+        deps.store,
+        { inventories, claims },
+        {
+          requireGeneration: atLeast(c, 'CONSUMER_GENERATION'),
+          reservedMayEqualTotal: atLeast(c, 'RESERVED_EQUALS_TOTAL'),
+          now: isoNow(deps.clock),
+        },
+      );
     } catch (err) {
       if (err instanceof InventoryProviderMissing) {
         throw new ApiError(400, webobDetail(400, err.message), { code: ErrorCode.PROVIDER_NOT_FOUND });

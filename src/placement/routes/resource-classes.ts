@@ -6,7 +6,11 @@ import { readJson, validateBody } from '../../http/validate.js';
 import { atLeast, authorize, newest, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { presentResourceClass, resourceClassPath } from '../present/resource-classes.js';
 import {
-  createResourceClass, deleteResourceClass, ensureResourceClass, listResourceClasses, renameResourceClass,
+  createResourceClass,
+  deleteResourceClass,
+  ensureResourceClass,
+  listResourceClasses,
+  renameResourceClass,
   requireResourceClass,
 } from '../repo/resource-classes.js';
 import { isoNow } from '../repo/lookups.js';

@@ -8,18 +8,19 @@ import type { AppContext, AppEnv } from '../../http/env.js';
 import { badQuery, queryParams, readBody } from '../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../middleware.js';
 import { presentProvider } from '../present/providers.js';
-import {
-  isUuidLike, normalizeUuid, parseMemberOf, parseRequired, parseResources, traitNames,
-} from '../query.js';
+import { isUuidLike, normalizeUuid, parseMemberOf, parseRequired, parseResources, traitNames } from '../query.js';
 import { findProvider, isoNow, providerNotFound, requireProvider, resourceClassIdsByName, traitIdsByName } from '../repo/lookups.js';
 import { createProviderBatched } from '../repo/provider-writes.js';
 import {
-  deleteProvider, getProviderView, listProviders, updateProvider, type ProviderListFilter, type ProviderView,
+  deleteProvider,
+  getProviderView,
+  listProviders,
+  updateProvider,
+  type ProviderListFilter,
+  type ProviderView,
 } from '../repo/providers.js';
 import { DuplicateProvider, InvalidNewProvider } from '../write-errors.js';
-import {
-  createProviderSchema, updateProviderSchema,
-} from '../schemas/providers.js';
+import { createProviderSchema, updateProviderSchema } from '../schemas/providers.js';
 
 export const resourceProviderRoutes = new Hono<AppEnv>();
 
@@ -32,8 +33,12 @@ interface ProviderBody {
 
 /** Query parameters GET /resource_providers knows, by the version that added them. */
 export const LIST_PARAMS: [string, Parameters<typeof atLeast>[1] | null][] = [
-  ['uuid', null], ['name', null], ['member_of', 'MEMBER_OF_LIST'], ['resources', 'RESOURCES_FILTER'],
-  ['in_tree', 'NESTED'], ['required', 'RP_REQUIRED'],
+  ['uuid', null],
+  ['name', null],
+  ['member_of', 'MEMBER_OF_LIST'],
+  ['resources', 'RESOURCES_FILTER'],
+  ['in_tree', 'NESTED'],
+  ['required', 'RP_REQUIRED'],
 ];
 
 async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
@@ -41,7 +46,9 @@ async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
   const known = LIST_PARAMS.filter(([, feature]) => !feature || atLeast(c, feature)).map(([name]) => name);
   const unexpected = Object.keys(params).filter((k) => !known.includes(k));
   if (unexpected.length) {
-    throw badQuery(`Additional properties are not allowed (${unexpected.map((k) => `'${k}'`).join(', ')} ${unexpected.length > 1 ? 'were' : 'was'} unexpected)`);
+    throw badQuery(
+      `Additional properties are not allowed (${unexpected.map((k) => `'${k}'`).join(', ')} ${unexpected.length > 1 ? 'were' : 'was'} unexpected)`,
+    );
   }
   const last = (name: string) => params[name]?.[params[name]!.length - 1];
   const filter: ProviderListFilter = {};
@@ -140,11 +147,16 @@ resource(resourceProviderRoutes, '/resource_providers/:uuid', {
     const now = isoNow(deps.clock);
     const updated = await deps.store.writeTx(async (tx) => {
       const current = await requireProvider(tx, uuid);
-      return updateProvider(tx, current, {
-        name: body.name,
-        parentUuid: body.parent_provider_uuid,
-        allowReparent: atLeast(c, 'REPARENT'),
-      }, now);
+      return updateProvider(
+        tx,
+        current,
+        {
+          name: body.name,
+          parentUuid: body.parent_provider_uuid,
+          allowReparent: atLeast(c, 'REPARENT'),
+        },
+        now,
+      );
     });
     setCacheHeaders(c, newest(updated.createdAt, updated.updatedAt));
     return c.json(presentProvider(updated, c.var.mv));

@@ -9,9 +9,7 @@ import { isoNow, requireProvider } from '../repo/lookups.js';
 import { ensureTraitBatched, replaceProviderTraits } from '../repo/trait-writes.js';
 import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from '../write-errors.js';
 import { contentionToHttp } from '../errors.js';
-import {
-  deleteTrait, findTrait, listTraits, providerTraits, traitInUse, type TraitListFilter,
-} from '../repo/traits.js';
+import { deleteTrait, findTrait, listTraits, providerTraits, traitInUse, type TraitListFilter } from '../repo/traits.js';
 import { isValidCustomTrait, putProviderTraitsSchema } from '../schemas/traits.js';
 import { STANDARD_TRAITS } from '../standard-names.js';
 
@@ -24,10 +22,13 @@ async function writeTraits(c: AppContext, expected: number | undefined, names: s
   } catch (err) {
     if (err instanceof ProviderNotFound) throw new ApiError(404, webobDetail(404, err.message));
     if (err instanceof StaleProviderGeneration) {
-      throw new ApiError(409, webobDetail(409,
-        "Resource provider's generation already changed. Please update the generation and try again."), {
-        code: ErrorCode.CONCURRENT_UPDATE,
-      });
+      throw new ApiError(
+        409,
+        webobDetail(409, "Resource provider's generation already changed. Please update the generation and try again."),
+        {
+          code: ErrorCode.CONCURRENT_UPDATE,
+        },
+      );
     }
     if (err instanceof UnknownTraits) throw new ApiError(400, webobDetail(400, err.message));
     if (err instanceof WriteContention) throw contentionToHttp();
@@ -40,16 +41,27 @@ const STANDARD = new Set(STANDARD_TRAITS);
 function parseTraitListQuery(params: Record<string, string[]>): TraitListFilter {
   const unexpected = Object.keys(params).filter((k) => k !== 'name' && k !== 'associated');
   if (unexpected.length) {
-    throw badQuery(`Additional properties are not allowed (${unexpected.map((k) => `'${k}'`).join(', ')} ${unexpected.length > 1 ? 'were' : 'was'} unexpected)`);
+    throw badQuery(
+      `Additional properties are not allowed (${unexpected.map((k) => `'${k}'`).join(', ')} ${unexpected.length > 1 ? 'were' : 'was'} unexpected)`,
+    );
   }
   const filter: TraitListFilter = {};
   const name = params.name?.at(-1);
   if (name !== undefined) {
-    if (name.startsWith('in:')) filter.names = name.slice(3).split(',').map((n) => n.trim());
+    if (name.startsWith('in:'))
+      filter.names = name
+        .slice(3)
+        .split(',')
+        .map((n) => n.trim());
     else if (name.startsWith('startswith:')) filter.prefix = name.slice('startswith:'.length).trim();
     else {
-      throw new ApiError(400, webobDetail(400,
-        `Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "${name}"`));
+      throw new ApiError(
+        400,
+        webobDetail(
+          400,
+          `Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "${name}"`,
+        ),
+      );
     }
   }
   // Case-insensitive as upstream: osc-placement sends "True" (seed 002: {True|False}).
@@ -89,8 +101,13 @@ resource(traitRoutes, '/traits/:name', {
     authorize(c, 'placement:traits:update');
     const name = pathParam(c, 'name');
     if (!isValidCustomTrait(name)) {
-      throw new ApiError(400, webobDetail(400,
-        'The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"'));
+      throw new ApiError(
+        400,
+        webobDetail(
+          400,
+          'The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"',
+        ),
+      );
     }
     const { deps } = c.var;
     const trait = await ensureTraitBatched(deps.store, name, isoNow(deps.clock));
@@ -146,4 +163,3 @@ resource(traitRoutes, '/resource_providers/:uuid/traits', {
     return c.body(null, 204);
   },
 });
-

@@ -12,7 +12,6 @@ import { parseUsagesQuery } from '../schemas/usages.js';
 
 export const usageRoutes = new Hono<AppEnv>();
 
-
 resource(usageRoutes, '/resource_providers/:uuid/usages', {
   GET: async (c) => {
     authorize(c, 'placement:resource_providers:usages');

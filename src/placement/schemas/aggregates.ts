@@ -12,10 +12,12 @@ const aggregateList = z.array(uuidString).superRefine((list, ctx) => {
 });
 
 export const putAggregatesV1_1 = aggregateList;
-export const putAggregatesV1_19 = z.object({
-  aggregates: aggregateList,
-  resource_provider_generation: z.int(),
-}).strict();
+export const putAggregatesV1_19 = z
+  .object({
+    aggregates: aggregateList,
+    resource_provider_generation: z.int(),
+  })
+  .strict();
 
 /** The body schema per microversion (the handler's and GET /openapi.json's). */
 export const putAggregatesSchema = (mv: Microversion) => (mv.atLeast(MV.AGGREGATE_GENERATION) ? putAggregatesV1_19 : putAggregatesV1_1);

@@ -23,23 +23,30 @@ export const uuidString = z.string().superRefine((value, ctx) => {
  * with additionalProperties false) and that has at least `minProperties` keys.
  */
 export function patternRecord<V extends z.ZodType>(pattern: RegExp, value: V, minProperties = 0) {
-  return z.record(z.string(), value).superRefine((record, ctx) => {
-    const keys = Object.keys(record);
-    if (keys.length < minProperties) {
-      ctx.addIssue({ code: 'custom', message: `${pyRepr(record)} does not have enough properties`, params: { keyword: 'minProperties' } });
-      return;
-    }
-    const extras = keys.filter((k) => !pattern.test(k)).sort();
-    if (extras.length > 0) {
-      const verb = extras.length === 1 ? 'does' : 'do';
-      ctx.addIssue({
-        code: 'custom',
-        message: `${extras.map((k) => pyRepr(k)).join(', ')} ${verb} not match any of the regexes: ${pyRepr(pattern.source)}`,
-        params: { keyword: 'additionalProperties' },
-      });
-    }
-    // The same rules as JSON Schema, for GET /openapi.json (the refinement above is what validates).
-  }).meta({ propertyNames: { pattern: pattern.source }, ...(minProperties > 0 ? { minProperties } : {}) });
+  return z
+    .record(z.string(), value)
+    .superRefine((record, ctx) => {
+      const keys = Object.keys(record);
+      if (keys.length < minProperties) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${pyRepr(record)} does not have enough properties`,
+          params: { keyword: 'minProperties' },
+        });
+        return;
+      }
+      const extras = keys.filter((k) => !pattern.test(k)).sort();
+      if (extras.length > 0) {
+        const verb = extras.length === 1 ? 'does' : 'do';
+        ctx.addIssue({
+          code: 'custom',
+          message: `${extras.map((k) => pyRepr(k)).join(', ')} ${verb} not match any of the regexes: ${pyRepr(pattern.source)}`,
+          params: { keyword: 'additionalProperties' },
+        });
+      }
+      // The same rules as JSON Schema, for GET /openapi.json (the refinement above is what validates).
+    })
+    .meta({ propertyNames: { pattern: pattern.source }, ...(minProperties > 0 ? { minProperties } : {}) });
 }
 
 const externalId = z.string().min(1).max(255);
@@ -49,10 +56,12 @@ export const resourceAmounts = patternRecord(RC_PATTERN, amount, 1);
 
 // --- PUT /allocations/{consumer_uuid} ---------------------------------------
 
-const listAllocation = z.object({
-  resource_provider: z.object({ uuid: uuidString }).strict(),
-  resources: resourceAmounts,
-}).strict();
+const listAllocation = z
+  .object({
+    resource_provider: z.object({ uuid: uuidString }).strict(),
+    resources: resourceAmounts,
+  })
+  .strict();
 const listAllocations = z.array(listAllocation).min(1);
 
 export const putAllocationsV1_0 = z.object({ allocations: listAllocations }).strict();
@@ -65,25 +74,31 @@ const consumerGeneration = z.int().nullable();
 const mappings = patternRecord(GROUP_SUFFIX_PATTERN, z.array(uuidString).min(1), 1);
 const consumerType = z.string().regex(CONSUMER_TYPE_PATTERN).min(1).max(255);
 
-export const putAllocationsV1_12 = z.object({
-  allocations: dictAllocations(1),
-  project_id: externalId,
-  user_id: externalId,
-}).strict();
-export const putAllocationsV1_28 = putAllocationsV1_12.extend({
-  allocations: dictAllocations(0),
-  consumer_generation: consumerGeneration,
-}).strict();
+export const putAllocationsV1_12 = z
+  .object({
+    allocations: dictAllocations(1),
+    project_id: externalId,
+    user_id: externalId,
+  })
+  .strict();
+export const putAllocationsV1_28 = putAllocationsV1_12
+  .extend({
+    allocations: dictAllocations(0),
+    consumer_generation: consumerGeneration,
+  })
+  .strict();
 export const putAllocationsV1_34 = putAllocationsV1_28.extend({ mappings: mappings.optional() }).strict();
 export const putAllocationsV1_38 = putAllocationsV1_34.extend({ consumer_type: consumerType }).strict();
 
 // --- POST /allocations (and the allocations half of POST /reshaper) ----------
 
-const consumerAllocationsV1_13 = z.object({
-  allocations: dictAllocations(0),
-  project_id: externalId,
-  user_id: externalId,
-}).strict();
+const consumerAllocationsV1_13 = z
+  .object({
+    allocations: dictAllocations(0),
+    project_id: externalId,
+    user_id: externalId,
+  })
+  .strict();
 const consumerAllocationsV1_28 = consumerAllocationsV1_13.extend({ consumer_generation: consumerGeneration }).strict();
 const consumerAllocationsV1_34 = consumerAllocationsV1_28.extend({ mappings: mappings.optional() }).strict();
 const consumerAllocationsV1_38 = consumerAllocationsV1_34.extend({ consumer_type: consumerType }).strict();
@@ -135,6 +150,9 @@ const RESHAPER_CONSUMER = {
 
 /** Consumer allocations as the reshaper takes them: like POST /allocations, possibly empty. */
 export function reshaperAllocationsSchema(mv: Microversion) {
-  return mv.atLeast(MV.CONSUMER_TYPES) ? RESHAPER_CONSUMER[MV.CONSUMER_TYPES]
-    : mv.atLeast(MV.MAPPINGS) ? RESHAPER_CONSUMER[MV.MAPPINGS] : RESHAPER_CONSUMER[MV.CONSUMER_GENERATION];
+  return mv.atLeast(MV.CONSUMER_TYPES)
+    ? RESHAPER_CONSUMER[MV.CONSUMER_TYPES]
+    : mv.atLeast(MV.MAPPINGS)
+      ? RESHAPER_CONSUMER[MV.MAPPINGS]
+      : RESHAPER_CONSUMER[MV.CONSUMER_GENERATION];
 }

@@ -20,27 +20,35 @@ const inventoryFields = {
 };
 
 /** PUT /resource_providers/{uuid}/inventories/{rc}. */
-export const putInventorySchema = z.object({
-  resource_provider_generation: z.int(),
-  ...inventoryFields,
-}).strict();
+export const putInventorySchema = z
+  .object({
+    resource_provider_generation: z.int(),
+    ...inventoryFields,
+  })
+  .strict();
 
 /** POST /resource_providers/{uuid}/inventories (generation accepted but not required). */
-export const postInventorySchema = z.object({
-  resource_class: z.string().regex(RC_NAME_PATTERN).max(255),
-  resource_provider_generation: z.int().optional(),
-  ...inventoryFields,
-}).strict();
+export const postInventorySchema = z
+  .object({
+    resource_class: z.string().regex(RC_NAME_PATTERN).max(255),
+    resource_provider_generation: z.int().optional(),
+    ...inventoryFields,
+  })
+  .strict();
 
 /** One record inside PUT /inventories and the reshaper's inventories. */
-export const inventoryRecordSchema = z.object({
-  resource_provider_generation: z.int().optional(),
-  ...inventoryFields,
-}).strict();
+export const inventoryRecordSchema = z
+  .object({
+    resource_provider_generation: z.int().optional(),
+    ...inventoryFields,
+  })
+  .strict();
 
 /** {RC_NAME: record}: keys must look like resource class names. */
 export const inventoriesByClassSchema = z.record(z.string(), inventoryRecordSchema).superRefine((record, ctx) => {
-  const bad = Object.keys(record).filter((k) => !RC_NAME_PATTERN.test(k)).sort();
+  const bad = Object.keys(record)
+    .filter((k) => !RC_NAME_PATTERN.test(k))
+    .sort();
   if (bad.length > 0) {
     ctx.addIssue({
       code: 'custom',
@@ -51,10 +59,12 @@ export const inventoriesByClassSchema = z.record(z.string(), inventoryRecordSche
 });
 
 /** PUT /resource_providers/{uuid}/inventories. */
-export const putInventoriesSchema = z.object({
-  resource_provider_generation: z.int(),
-  inventories: inventoriesByClassSchema,
-}).strict();
+export const putInventoriesSchema = z
+  .object({
+    resource_provider_generation: z.int(),
+    inventories: inventoriesByClassSchema,
+  })
+  .strict();
 
 type WireInventory = z.infer<typeof inventoryRecordSchema>;
 

@@ -12,7 +12,6 @@ export const uuidString = z.string().superRefine((value, ctx) => {
   }
 });
 
-
 const name = z.string().min(1).max(200);
 
 export const createProviderV1_0 = z.object({ name, uuid: uuidString.optional() }).strict();

@@ -32,9 +32,11 @@ export const inventoriesResponseSchema = (_mv: Microversion) => inventories;
 
 const usageAmounts = z.record(z.string(), z.number().int());
 const usagesV1_9 = z.object({ usages: usageAmounts });
-const usagesV1_38 = z.object({
-  usages: z.record(z.string(), usageAmounts.describe('per-class sums and consumer_count')),
-}).describe('usages keyed by consumer type ("all", "unknown", ...)');
+const usagesV1_38 = z
+  .object({
+    usages: z.record(z.string(), usageAmounts.describe('per-class sums and consumer_count')),
+  })
+  .describe('usages keyed by consumer type ("all", "unknown", ...)');
 /** GET /usages: totals before 1.38, per consumer type from 1.38. */
 export const usagesResponseSchema = (mv: Microversion) => (mv.atLeast(MV.CONSUMER_TYPES) ? usagesV1_38 : usagesV1_9);
 

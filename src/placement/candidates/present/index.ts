@@ -51,13 +51,18 @@ export function presentCandidates(
   for (let i = 0; i < chosen.length; i += 1) {
     const request = chosen[i]!;
     for (const piece of request.pieces) usedProviders.add(piece.providerId);
-    allocationRequests[i] = shape.dictShape ? dictRequest(request, uuidOf, classNameById, shape.withMappings) : listRequest(request, uuidOf, classNameById);
+    allocationRequests[i] = shape.dictShape
+      ? dictRequest(request, uuidOf, classNameById, shape.withMappings)
+      : listRequest(request, uuidOf, classNameById);
   }
   return { allocation_requests: allocationRequests, provider_summaries: summaries(usedProviders, nodes, requestedClasses, shape) };
 }
 
 function dictRequest(
-  request: AllocationRequest, uuidOf: (id: number) => string, classNameById: ReadonlyMap<number, string>, withMappings: boolean,
+  request: AllocationRequest,
+  uuidOf: (id: number) => string,
+  classNameById: ReadonlyMap<number, string>,
+  withMappings: boolean,
 ): DictAllocation {
   const allocations: DictAllocation['allocations'] = {};
   for (const piece of request.pieces) {
@@ -70,7 +75,11 @@ function dictRequest(
   return { allocations, mappings };
 }
 
-function listRequest(request: AllocationRequest, uuidOf: (id: number) => string, classNameById: ReadonlyMap<number, string>): { allocations: ListAllocation[] } {
+function listRequest(
+  request: AllocationRequest,
+  uuidOf: (id: number) => string,
+  classNameById: ReadonlyMap<number, string>,
+): { allocations: ListAllocation[] } {
   const byProvider = new Map<number, ResourceAmounts>();
   for (const piece of request.pieces) {
     let resources = byProvider.get(piece.providerId);
@@ -84,7 +93,10 @@ function listRequest(request: AllocationRequest, uuidOf: (id: number) => string,
 
 /** Every provider of the trees used (1.29+), or just the providers used before. */
 function summaries(
-  usedProviders: ReadonlySet<number>, nodes: ReadonlyMap<number, ProviderNode>, requestedClasses: ReadonlySet<string>, shape: Presentation,
+  usedProviders: ReadonlySet<number>,
+  nodes: ReadonlyMap<number, ProviderNode>,
+  requestedClasses: ReadonlySet<string>,
+  shape: Presentation,
 ): Record<string, ProviderSummary> {
   const usedRoots = new Set<number>();
   if (shape.nestedAware) for (const id of usedProviders) usedRoots.add(nodes.get(id)!.rootId);
