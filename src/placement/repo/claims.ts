@@ -484,12 +484,10 @@ export async function reshape(store: DataStore, request: ReshapeRequest, opts: R
       const wanted = new Set(Object.keys(change.records).map((rc) => snap.classIds.get(rc)!));
       const current = [...interim.values()].filter((i) => i.providerId === rp.id);
       const removed = current.filter((i) => !wanted.has(i.classId)).sort((a, b) => a.classId - b.classId);
-      const inUse = removed.filter((i) => (usageAfter.get(key(rp.id, i.classId)) ?? 0) > 0);
-      if (inUse.length > 0) {
-        throw new InventoryInUse(
-          `Inventory for '${inUse.map((i) => i.resourceClass).join(', ')}' on resource provider '${rp.uuid}' in use.`,
-        );
-      }
+      assertInventoryNotInUse(
+        rp.uuid,
+        removed.filter((i) => (usageAfter.get(key(rp.id, i.classId)) ?? 0) > 0),
+      );
       if (removed.length > 0) {
         const ids = removed.map((i) => i.classId);
         statements.push(
@@ -500,30 +498,39 @@ export async function reshape(store: DataStore, request: ReshapeRequest, opts: R
         );
       }
       for (const [rc, input] of Object.entries(change.records)) {
-        statements.push(
-          stmt(
-            `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size,
-            allocation_ratio, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-          ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET total = excluded.total,
-            reserved = excluded.reserved, min_unit = excluded.min_unit, max_unit = excluded.max_unit,
-            step_size = excluded.step_size, allocation_ratio = excluded.allocation_ratio, updated_at = ?`,
-            [
-              rp.id,
-              snap.classIds.get(rc)!,
-              input.total,
-              input.reserved,
-              input.minUnit,
-              input.maxUnit,
-              input.stepSize,
-              input.allocationRatio,
-              now,
-              now,
-            ],
-          ),
-        );
+        statements.push(upsertInventory(rp.id, snap.classIds.get(rc)!, input, now));
       }
       gens.bump(rp);
     }
     await commitGuarded(store, [...statements, ...gens.statements(now), ...dropEmptyConsumers(consumerUuids)]);
   });
+}
+
+const upsertInventorySql = `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit,
+    step_size, allocation_ratio, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET total = excluded.total,
+    reserved = excluded.reserved, min_unit = excluded.min_unit, max_unit = excluded.max_unit,
+    step_size = excluded.step_size, allocation_ratio = excluded.allocation_ratio, updated_at = ?`;
+
+/** The write-batch statement for one inventory record: inserted, or updated in place. */
+export function upsertInventory(providerId: number, classId: number, input: InventoryInput, now: string): WriteStatement {
+  return stmt(upsertInventorySql, [
+    providerId,
+    classId,
+    input.total,
+    input.reserved,
+    input.minUnit,
+    input.maxUnit,
+    input.stepSize,
+    input.allocationRatio,
+    now,
+    now,
+  ]);
+}
+
+/** 409 inventory.inuse when classes to drop still have allocations; listed in class-id order, as upstream's GROUP BY. */
+export function assertInventoryNotInUse(providerUuid: string, inUse: { classId: number; resourceClass: string }[]): void {
+  if (inUse.length === 0) return;
+  const names = [...inUse].sort((a, b) => a.classId - b.classId).map((i) => i.resourceClass);
+  throw new InventoryInUse(`Inventory for '${names.join(', ')}' on resource provider '${providerUuid}' in use.`);
 }

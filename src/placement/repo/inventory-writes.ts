@@ -8,8 +8,8 @@
 import type { DataStore } from '../../db/client.js';
 import { commitGuarded, placeholders, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
 import { capacityOf } from '../capacity.js';
-import { InvalidInventoryInput, InventoryExists, InventoryInUse, InventoryNotFound, ProviderNotFound } from '../write-errors.js';
-import { GenerationPlan, readSnapshot, type InventoryState, type ProviderState } from './claims.js';
+import { InvalidInventoryInput, InventoryExists, InventoryNotFound, ProviderNotFound } from '../write-errors.js';
+import { assertInventoryNotInUse, GenerationPlan, readSnapshot, upsertInventory, type ProviderState } from './claims.js';
 import type { InventoryInput } from './inventories.js';
 
 export type InventoryChange =
@@ -23,37 +23,6 @@ export interface InventoryWriteResult {
   generation: number;
   /** Classes whose usage now exceeds their capacity (allowed, as upstream: only warned about). */
   overCapacity: string[];
-}
-
-const upsertSql = `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit,
-    step_size, allocation_ratio, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-  ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET total = excluded.total,
-    reserved = excluded.reserved, min_unit = excluded.min_unit, max_unit = excluded.max_unit,
-    step_size = excluded.step_size, allocation_ratio = excluded.allocation_ratio, updated_at = ?`;
-
-function upsert(providerId: number, classId: number, input: InventoryInput, now: string): WriteStatement {
-  return stmt(upsertSql, [
-    providerId,
-    classId,
-    input.total,
-    input.reserved,
-    input.minUnit,
-    input.maxUnit,
-    input.stepSize,
-    input.allocationRatio,
-    now,
-    now,
-  ]);
-}
-
-/** Refuses to drop classes that still have allocations; listed in class-id order, as upstream's GROUP BY. */
-function assertNotInUse(provider: ProviderState, removed: InventoryState[]): void {
-  const inUse = removed.filter((i) => i.used > 0).sort((a, b) => a.classId - b.classId);
-  if (inUse.length > 0) {
-    throw new InventoryInUse(
-      `Inventory for '${inUse.map((i) => i.resourceClass).join(', ')}' on resource provider '${provider.uuid}' in use.`,
-    );
-  }
 }
 
 /**
@@ -88,7 +57,10 @@ export async function writeProviderInventory(
       }
       const wantedIds = new Set(wanted.map((rc) => classId(rc)!));
       const removed = snap.inventories.filter((i) => !wantedIds.has(i.classId));
-      assertNotInUse(provider, removed);
+      assertInventoryNotInUse(
+        provider.uuid,
+        removed.filter((i) => i.used > 0),
+      );
       if (removed.length > 0) {
         const ids = removed.map((i) => i.classId);
         statements.push(
@@ -103,7 +75,7 @@ export async function writeProviderInventory(
         const input = change.records[rc]!;
         const existing = current.get(id);
         if (existing && existing.used > capacityOf(input)) overCapacity.push(rc);
-        statements.push(upsert(provider.id, id, input, now));
+        statements.push(upsertInventory(provider.id, id, input, now));
       }
     } else if (change.kind === 'add') {
       const id = classId(change.resourceClass);
@@ -117,7 +89,7 @@ export async function writeProviderInventory(
           `Update conflict: Inventory for '${change.resourceClass}' on resource provider '${uuid}' already exists.`,
         );
       }
-      statements.push(upsert(provider.id, id, change.input, now));
+      statements.push(upsertInventory(provider.id, id, change.input, now));
     } else if (change.kind === 'update') {
       const id = classId(change.resourceClass);
       const existing = id === undefined ? undefined : current.get(id);
@@ -128,7 +100,7 @@ export async function writeProviderInventory(
         );
       }
       if (existing.used > capacityOf(change.input)) overCapacity.push(change.resourceClass);
-      statements.push(upsert(provider.id, existing.classId, change.input, now));
+      statements.push(upsertInventory(provider.id, existing.classId, change.input, now));
     } else {
       const id = classId(change.resourceClass);
       const existing = id === undefined ? undefined : current.get(id);
@@ -138,7 +110,10 @@ export async function writeProviderInventory(
             `No inventory of class ${change.resourceClass} found for delete`,
         );
       }
-      assertNotInUse(provider, [existing]);
+      assertInventoryNotInUse(
+        provider.uuid,
+        [existing].filter((i) => i.used > 0),
+      );
       statements.push(
         stmt('DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id = ?', [provider.id, existing.classId]),
       );
