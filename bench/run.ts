@@ -8,7 +8,6 @@
 // Method and sources: bench/README.md.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,6 +15,7 @@ import { directLoad, httpLoad, httpUnload, type Cloud } from './cloud.js';
 import { PlacementClient, pool, TimeoutError } from './client.js';
 import { QUICK, SCENARIOS, type Measure, type Scenario } from './scenarios.js';
 import { CLAIM_VERSION } from './upstream.js';
+import { freePort } from '../test/helpers/sqld.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -185,16 +185,6 @@ function treeRss(pids: number[]): { rss_mib: number; peak_rss_mib: number; proce
 }
 
 // ------------------------------------------------------ the local server ---
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 interface LocalServer {
   url: string;

@@ -13,10 +13,10 @@
 // Figures are only comparable on the same, otherwise idle, machine.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { freePort } from '../test/helpers/sqld.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -48,16 +48,6 @@ async function api(base: string, method: string, path: string, body?: unknown): 
   const res = await fetch(`${base}${path}`, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, json: text ? (JSON.parse(text) as unknown) : null };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 async function startLocalServer(): Promise<{ url: string; stop: () => void }> {
