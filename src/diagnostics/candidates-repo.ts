@@ -4,7 +4,7 @@
 // says why it fails. The search itself is the candidate engine's.
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
-import { capacitySql, usedSql } from '../placement/capacity.js';
+import { capacitySql, type InventoryLimits, usedSql } from '../placement/capacity.js';
 
 /** provider uuid -> root provider uuid, for every provider with an inventory of one of `classNames`. */
 export async function providersWithClasses(db: Db, classNames: string[]): Promise<Map<string, string>> {
@@ -52,14 +52,8 @@ export async function findProviders(db: Db, namesOrUuids: string[]): Promise<Nam
   return out;
 }
 
-export interface TreeInventory {
+export interface TreeInventory extends InventoryLimits {
   resourceClass: string;
-  total: number;
-  reserved: number;
-  minUnit: number;
-  maxUnit: number;
-  stepSize: number;
-  allocationRatio: number;
   capacity: number;
   used: number;
 }
