@@ -1,0 +1,28 @@
+// Periodic work, the same in both runtimes (Node: a timer; Worker: the cron
+// trigger): the sweeps the job modules registered (e.g. failing binds stuck
+// past ARQ_BINDING_TIMEOUT), then re-sending due outbox rows to the queue and
+// purging old delivered rows. Each step reads first and takes the write lock
+// only when it has work.
+import type { Deps } from '../../../../src/deps.js';
+import { dueOutbox, hasDoneOutboxBefore, messageFor, purgeDoneOutbox } from './outbox.js';
+
+/** Delivered outbox rows are kept this long (for inspection) before the purge. */
+export const DONE_RETENTION_MS = 24 * 3600_000;
+
+export async function drainOutbox(deps: Deps, limit = 500): Promise<number> {
+  const rows = await dueOutbox(deps.store.db, deps.clock().getTime(), limit);
+  for (const row of rows) await deps.jobs.send(messageFor(row));
+  return rows.length;
+}
+
+export async function purgeDelivered(deps: Deps): Promise<number> {
+  const cutoff = new Date(deps.clock().getTime() - DONE_RETENTION_MS).toISOString();
+  if (!(await hasDoneOutboxBefore(deps.store.db, cutoff))) return 0;
+  return deps.store.writeTx((tx) => purgeDoneOutbox(tx, cutoff));
+}
+
+export async function runSweeps(deps: Deps): Promise<void> {
+  for (const sweep of deps.jobHandlers.sweeps) await sweep(deps);
+  await drainOutbox(deps);
+  await purgeDelivered(deps);
+}

@@ -1,0 +1,81 @@
+// Endpoints for host agents (admin or service role): the device report (and
+// reading it back), the
+// "device programmed" report, and the outbox (dead letters) for operators.
+import { Hono } from 'hono';
+import { listOutbox } from '../jobs/outbox.js';
+import { authorize, cyborgError, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../../../../src/cyborg/http.js';
+import { presentDeployable, presentDevice } from '../../../../src/cyborg/present.js';
+import { applyHostReport, currentHostReport, findDeployable, recordProgrammed } from '../repo/devices.js';
+import { HostDevicesReport, ProgrammedReport } from '../../../../src/cyborg/schemas/agent.js';
+
+const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
+export const agentRoutes = new Hono<CyborgEnv>();
+
+async function sendAll(c: CyborgContext, jobs: ({ type: 'bind' | 'nova-event'; outboxId: number } | undefined)[]) {
+  const { deps } = c.var;
+  for (const job of jobs) {
+    if (job)
+      await deps.jobs.send(job).catch((err: unknown) => deps.log.warn('job send failed; the drain will deliver', { err: String(err) }));
+  }
+}
+
+resource(agentRoutes, '/hosts/:hostname/devices', {
+  // The host's last report, so an agent can send a new one only when it differs.
+  GET: async (c) => {
+    authorize(c, 'cyborg:agent:report');
+    return c.json(await currentHostReport(c.var.deps.store.db, c.req.param('hostname') ?? ''));
+  },
+  PUT: async (c) => {
+    authorize(c, 'cyborg:agent:report');
+    const hostname = c.req.param('hostname') ?? '';
+    const report = await readCyborgBody(c, HostDevicesReport);
+    const { deps } = c.var;
+    const now = deps.clock();
+    const result = await deps.store.writeTx((tx) => applyHostReport(tx, hostname, report, deps.newId, now.toISOString(), now.getTime()));
+    await sendAll(c, result.jobs);
+    return c.json({ devices: result.devices.map((d) => presentDevice(d, link(c), true)) });
+  },
+});
+
+resource(agentRoutes, '/deployables/:uuid/programmed', {
+  PUT: async (c) => {
+    authorize(c, 'cyborg:agent:report');
+    const uuid = c.req.param('uuid') ?? '';
+    const report = await readCyborgBody(c, ProgrammedReport);
+    const { deps } = c.var;
+    const now = deps.clock();
+    const job = await deps.store.writeTx(async (tx) => {
+      const found = await findDeployable(tx, uuid);
+      if (!found) throw cyborgError(404, `Deployable ${uuid} could not be found.`);
+      return recordProgrammed(tx, found.deployable, report, now.toISOString(), now.getTime());
+    });
+    await sendAll(c, [job]);
+    const after = await findDeployable(deps.store.db, uuid);
+    return c.json(presentDeployable(after!.deployable, after!.deviceUuid, link(c)));
+  },
+});
+
+const OUTBOX_STATES = ['pending', 'done', 'dead'] as const;
+resource(agentRoutes, '/outbox', {
+  GET: async (c) => {
+    authorize(c, 'cyborg:outbox:get_all');
+    const state = c.req.query('state');
+    if (state !== undefined && !(OUTBOX_STATES as readonly string[]).includes(state)) {
+      throw cyborgError(400, `Invalid state ${state}: one of ${OUTBOX_STATES.join(', ')}.`);
+    }
+    const rows = await listOutbox(c.var.deps.store.db, { state: state as (typeof OUTBOX_STATES)[number] | undefined });
+    return c.json({
+      outbox: rows.map((r) => ({
+        id: r.id,
+        topic: r.topic,
+        state: r.state,
+        attempts: r.attempts,
+        next_attempt_at: new Date(r.nextAttemptAt).toISOString(),
+        last_error: r.lastError,
+        payload: JSON.parse(r.payload) as unknown,
+        created_at: r.createdAt,
+        updated_at: r.updatedAt,
+      })),
+    });
+  },
+});
