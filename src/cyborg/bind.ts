@@ -1,75 +1,27 @@
-// The asynchronous half of bind, run by the bind job inside one write
-// transaction: allocate a free attach handle of the deployable behind the
-// device RP (or wait for the agent to report the requested bitstream), mark
-// the ARQ Bound or BindFailed, and write the Nova events (one outbox row per
-// instance) in the same transaction. ARQs no longer BindStarted are skipped,
-// so a re-delivered job changes nothing.
-import { and, eq, inArray, isNull, lte } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
-import { acceleratorRequests, attachHandles, deployables, devices } from '../db/schema/cyborg.js';
+// The asynchronous half of bind, run by the bind job: allocate a free attach
+// handle of the deployable behind the device RP (or wait for the agent to
+// report the requested bitstream), mark the ARQ Bound or BindFailed, write the
+// Nova events (one outbox row per instance) and mark the job's outbox row
+// done, all in one write batch decided on one read batch. ARQs no longer
+// BindStarted are skipped, so a re-delivered job changes nothing. Every
+// handle is taken by a compare-and-swap (still free) and every ARQ moves only
+// from BindStarted, so two jobs racing for the last free handles cannot both
+// win: the loser is decided again on what the winner left.
+import type { DataStore } from '../db/client.js';
+import { rowOf } from '../db/rows.js';
+import { acceleratorRequests, attachHandles, deployables } from '../db/schema/cyborg.js';
+import { commitGuarded, placeholders, stmt, type WriteStatement } from '../db/write-batch.js';
 import type { JobMessage, NovaEventPayload } from '../jobs/messages.js';
-import { addOutbox } from '../jobs/outbox.js';
+import { finishOutboxStatement, newOutboxRow, type NewOutboxRow } from '../jobs/outbox.js';
 import { ArqState, RESOLVED_EVENT_STATUS } from './arq-state.js';
 import type { ArqRow } from './repo/arqs.js';
+import { cyborgWrite } from './repo/write.js';
 import { readGroup, type ProfileGroup } from './schemas/device-profiles.js';
 
-type Outcome = { arq: ArqRow; state: 'Bound' | 'BindFailed' } | { arq: ArqRow; state: 'waiting' };
+type Resolved = { arq: ArqRow; state: 'Bound' | 'BindFailed' };
 
-async function bindOne(db: Db, arq: ArqRow, now: string): Promise<Outcome> {
-  const want = readGroup(JSON.parse(arq.deviceProfileGroup) as ProfileGroup);
-  const fail = async (): Promise<Outcome> => {
-    await db
-      .update(acceleratorRequests)
-      .set({ state: ArqState.BIND_FAILED, updatedAt: now })
-      .where(and(eq(acceleratorRequests.id, arq.id), eq(acceleratorRequests.state, ArqState.BIND_STARTED)));
-    return { arq, state: 'BindFailed' };
-  };
-  if (want.bitstreamId && want.functionId) return fail();
-  if (!arq.deviceRpUuid) return fail();
-  const found = await db
-    .select({ deployable: deployables, deviceStatus: devices.status })
-    .from(deployables)
-    .innerJoin(devices, eq(devices.id, deployables.deviceId))
-    .where(eq(deployables.rpUuid, arq.deviceRpUuid))
-    .get();
-  // A device an admin disabled (maintaining) is not handed out.
-  if (!found || found.deviceStatus !== 'enabled') return fail();
-  const { deployable } = found;
-  const needsProgram =
-    (want.bitstreamId && deployable.bitstreamId !== want.bitstreamId) || (want.functionId && deployable.functionId !== want.functionId);
-  if (needsProgram) return { arq, state: 'waiting' };
-  const free = await db
-    .select()
-    .from(attachHandles)
-    .where(and(eq(attachHandles.deployableId, deployable.id), isNull(attachHandles.arqId)))
-    .orderBy(attachHandles.id)
-    .get();
-  if (!free) return fail();
-  // Compare-and-set on the handle; the unique index on arq_id backs it up.
-  const taken = await db
-    .update(attachHandles)
-    .set({ arqId: arq.id, updatedAt: now })
-    .where(and(eq(attachHandles.id, free.id), isNull(attachHandles.arqId)))
-    .returning({ id: attachHandles.id });
-  if (!taken.length) return fail();
-  await db
-    .update(acceleratorRequests)
-    .set({
-      state: ArqState.BOUND,
-      deployableId: deployable.id,
-      attachHandleId: free.id,
-      updatedAt: now,
-    })
-    .where(and(eq(acceleratorRequests.id, arq.id), eq(acceleratorRequests.state, ArqState.BIND_STARTED)));
-  return { arq, state: 'Bound' };
-}
-
-/** Writes one nova-event outbox row per instance for the resolved ARQs. */
-export async function queueNovaEvents(
-  db: Db,
-  resolved: { arq: ArqRow; state: 'Bound' | 'BindFailed' }[],
-  nowMs: number,
-): Promise<JobMessage[]> {
+/** The outbox rows of the Nova events for the resolved ARQs: one per instance. */
+export function novaEventRows(resolved: Resolved[], nowMs: number): NewOutboxRow[] {
   const byInstance = new Map<string, NovaEventPayload['events']>();
   for (const { arq, state } of resolved) {
     if (!arq.instanceUuid) continue;
@@ -77,63 +29,126 @@ export async function queueNovaEvents(
     events.push({ arqUuid: arq.uuid, status: RESOLVED_EVENT_STATUS[state]! });
     byInstance.set(arq.instanceUuid, events);
   }
-  const messages: JobMessage[] = [];
-  for (const [instanceUuid, events] of byInstance) {
-    messages.push(await addOutbox(db, 'nova-event', { instanceUuid, events }, nowMs));
-  }
-  return messages;
+  return [...byInstance].map(([instanceUuid, events]) => newOutboxRow('nova-event', { instanceUuid, events }, nowMs));
 }
 
-/** Binds the given ARQs that are still BindStarted; returns the Nova event messages to send after commit. */
-export async function bindArqs(db: Db, arqIds: number[], now: string, nowMs: number): Promise<JobMessage[]> {
-  const arqs = await db
-    .select()
-    .from(acceleratorRequests)
-    .where(and(inArray(acceleratorRequests.id, arqIds), eq(acceleratorRequests.state, ArqState.BIND_STARTED)))
-    .orderBy(acceleratorRequests.id);
-  const resolved: { arq: ArqRow; state: 'Bound' | 'BindFailed' }[] = [];
-  for (const arq of arqs) {
-    const outcome = await bindOne(db, arq, now);
-    if (outcome.state !== 'waiting') resolved.push(outcome);
-  }
-  return queueNovaEvents(db, resolved, nowMs);
+/** Commits `statements` plus the outbox rows; returns the rows' queue messages. */
+async function commitWithOutbox(store: DataStore, statements: WriteStatement[], rows: NewOutboxRow[], after: WriteStatement[] = []) {
+  const results = await commitGuarded(store, [...statements, ...rows.map((r) => r.statement), ...after]);
+  return rows.map((row, i) => row.message(results[statements.length + i]!));
 }
 
-/** ARQs waiting on this deployable's programming: the device-programmed report re-runs their bind. */
-export async function arqsWaitingOn(db: Db, rpUuid: string): Promise<number[]> {
-  const rows = await db
-    .select({ id: acceleratorRequests.id })
-    .from(acceleratorRequests)
-    .where(and(eq(acceleratorRequests.deviceRpUuid, rpUuid), eq(acceleratorRequests.state, ArqState.BIND_STARTED)));
-  return rows.map((r) => r.id);
+const stillBindStarted = "state = 'BindStarted'";
+
+/**
+ * Binds the given ARQs that are still BindStarted and marks the outbox row
+ * `outboxId` done in the same batch; returns the Nova event messages to send
+ * after commit.
+ */
+export async function runBindJob(store: DataStore, arqIds: number[], outboxId: number, now: string, nowMs: number): Promise<JobMessage[]> {
+  const ids = { sql: placeholders(arqIds.length), args: arqIds };
+  const rpsOfJob = `SELECT device_rp_uuid FROM accelerator_requests WHERE id IN (${ids.sql}) AND ${stillBindStarted}`;
+  return cyborgWrite(async () => {
+    const [arqRows, deployableRows, freeRows] = await store.readBatch([
+      { sql: `SELECT * FROM accelerator_requests WHERE id IN (${ids.sql}) AND ${stillBindStarted} ORDER BY id`, args: ids.args },
+      {
+        sql: `SELECT d.*, v.status AS device_status FROM deployables d JOIN devices v ON v.id = d.device_id
+          WHERE d.rp_uuid IN (${rpsOfJob}) ORDER BY d.id`,
+        args: ids.args,
+      },
+      {
+        sql: `SELECT * FROM attach_handles WHERE arq_id IS NULL
+          AND deployable_id IN (SELECT id FROM deployables WHERE rp_uuid IN (${rpsOfJob})) ORDER BY id`,
+        args: ids.args,
+      },
+    ]);
+    const found = deployableRows!.rows.map((r) => ({ deployable: rowOf(deployables, r), deviceStatus: String(r.device_status) }));
+    const free = freeRows!.rows.map((r) => rowOf(attachHandles, r));
+    const taken = new Set<number>();
+    const statements: WriteStatement[] = [];
+    const resolved: Resolved[] = [];
+    for (const arq of arqRows!.rows.map((r) => rowOf(acceleratorRequests, r))) {
+      const want = readGroup(JSON.parse(arq.deviceProfileGroup) as ProfileGroup);
+      const fail = () => {
+        statements.push(
+          stmt(
+            `UPDATE accelerator_requests SET state = ?, updated_at = ? WHERE id = ? AND ${stillBindStarted}`,
+            [ArqState.BIND_FAILED, now, arq.id],
+            {
+              mustChange: true,
+            },
+          ),
+        );
+        resolved.push({ arq, state: 'BindFailed' });
+      };
+      if ((want.bitstreamId && want.functionId) || !arq.deviceRpUuid) {
+        fail();
+        continue;
+      }
+      const target = found.find((f) => f.deployable.rpUuid === arq.deviceRpUuid);
+      // A device an admin disabled (maintaining) is not handed out.
+      if (!target || target.deviceStatus !== 'enabled') {
+        fail();
+        continue;
+      }
+      const { deployable } = target;
+      const needsProgram =
+        (want.bitstreamId && deployable.bitstreamId !== want.bitstreamId) || (want.functionId && deployable.functionId !== want.functionId);
+      if (needsProgram) continue; // waiting: the programmed report runs the bind again
+      const handle = free.find((h) => h.deployableId === deployable.id && !taken.has(h.id));
+      if (!handle) {
+        fail();
+        continue;
+      }
+      taken.add(handle.id);
+      statements.push(
+        // Compare-and-swap on the handle (the unique index on arq_id backs it up) and on the ARQ's state.
+        stmt('UPDATE attach_handles SET arq_id = ?, updated_at = ? WHERE id = ? AND arq_id IS NULL', [arq.id, now, handle.id], {
+          mustChange: true,
+          racing: true,
+        }),
+        stmt(
+          `UPDATE accelerator_requests SET state = ?, deployable_id = ?, attach_handle_id = ?, updated_at = ? WHERE id = ? AND ${stillBindStarted}`,
+          [ArqState.BOUND, deployable.id, handle.id, now, arq.id],
+          { mustChange: true },
+        ),
+      );
+      resolved.push({ arq, state: 'Bound' });
+    }
+    return commitWithOutbox(store, statements, novaEventRows(resolved, nowMs), [finishOutboxStatement(outboxId, nowMs, 'done')]);
+  });
 }
 
-/** Binding timeout: BindStarted since before `cutoff` becomes BindFailed, with a failed event. */
-export async function failStuckBinds(db: Db, cutoff: string, now: string, nowMs: number): Promise<JobMessage[]> {
-  const stuck = await db
-    .select()
-    .from(acceleratorRequests)
-    .where(and(eq(acceleratorRequests.state, ArqState.BIND_STARTED), lte(acceleratorRequests.bindStartedAt, cutoff)));
-  const failed: { arq: ArqRow; state: 'BindFailed' }[] = [];
-  for (const arq of stuck) {
-    await db.update(attachHandles).set({ arqId: null, updatedAt: now }).where(eq(attachHandles.arqId, arq.id));
-    const changed = await db
-      .update(acceleratorRequests)
-      .set({ state: ArqState.BIND_FAILED, attachHandleId: null, updatedAt: now })
-      .where(and(eq(acceleratorRequests.id, arq.id), eq(acceleratorRequests.state, ArqState.BIND_STARTED)))
-      .returning({ id: acceleratorRequests.id });
-    if (changed.length) failed.push({ arq, state: 'BindFailed' });
-  }
-  return queueNovaEvents(db, failed, nowMs);
-}
-
-/** Cheap read before the sweep takes the write lock: is any bind past the cutoff? */
-export async function hasStuckBinds(db: Db, cutoff: string): Promise<boolean> {
-  const row = await db
-    .select({ id: acceleratorRequests.id })
-    .from(acceleratorRequests)
-    .where(and(eq(acceleratorRequests.state, ArqState.BIND_STARTED), lte(acceleratorRequests.bindStartedAt, cutoff)))
-    .limit(1)
-    .get();
-  return row !== undefined;
+/**
+ * Binding timeout: BindStarted since before `cutoff` becomes BindFailed, with
+ * a failed event. One read batch, which is all it costs when nothing is stuck,
+ * and one write batch.
+ */
+export async function failStuckBinds(store: DataStore, cutoff: string, now: string, nowMs: number): Promise<JobMessage[]> {
+  return cyborgWrite(async () => {
+    const [stuckRows] = await store.readBatch([
+      {
+        sql: `SELECT * FROM accelerator_requests WHERE ${stillBindStarted} AND bind_started_at <= ? ORDER BY id`,
+        args: [cutoff],
+      },
+    ]);
+    const stuck = stuckRows!.rows.map((r) => rowOf(acceleratorRequests, r));
+    if (!stuck.length) return [];
+    const statements = stuck.flatMap((arq) => [
+      stmt('UPDATE attach_handles SET arq_id = NULL, updated_at = ? WHERE arq_id = ?', [now, arq.id]),
+      stmt(
+        `UPDATE accelerator_requests SET state = ?, attach_handle_id = NULL, updated_at = ? WHERE id = ? AND ${stillBindStarted}`,
+        [ArqState.BIND_FAILED, now, arq.id],
+        { mustChange: true },
+      ),
+    ]);
+    return commitWithOutbox(
+      store,
+      statements,
+      novaEventRows(
+        stuck.map((arq) => ({ arq, state: 'BindFailed' })),
+        nowMs,
+      ),
+    );
+  });
 }

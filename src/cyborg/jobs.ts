@@ -6,17 +6,13 @@ import { backoffMs } from '../jobs/consume.js';
 import { BindPayload, NovaEventPayload } from '../jobs/messages.js';
 import { finishOutbox, retryOutboxAt, type OutboxRow } from '../jobs/outbox.js';
 import type { ConsumeResult, JobModule } from '../jobs/registry.js';
-import { bindArqs, failStuckBinds, hasStuckBinds } from './bind.js';
+import { failStuckBinds, runBindJob } from './bind.js';
 import { sendNovaEvents } from './nova-events.js';
 
 async function runBind(deps: Deps, row: OutboxRow): Promise<ConsumeResult> {
   const payload = BindPayload.parse(JSON.parse(row.payload));
   const nowMs = deps.clock().getTime();
-  const events = await deps.store.writeTx(async (tx) => {
-    const out = await bindArqs(tx, payload.arqIds, new Date(nowMs).toISOString(), nowMs);
-    await finishOutbox(tx, row.id, nowMs, 'done');
-    return out;
-  });
+  const events = await runBindJob(deps.store, payload.arqIds, row.id, new Date(nowMs).toISOString(), nowMs);
   for (const event of events) {
     await deps.jobs.send(event).catch((err: unknown) => deps.log.warn('queue send failed; the drain will deliver', { err: String(err) }));
   }
@@ -32,16 +28,16 @@ async function deliverNovaEvent(deps: Deps, row: OutboxRow): Promise<ConsumeResu
   );
   const after = deps.clock().getTime();
   if (result.delivered) {
-    await deps.store.writeTx((tx) => finishOutbox(tx, row.id, after, 'done', result.note));
+    await finishOutbox(deps.store, row.id, after, 'done', result.note);
     return { outcome: 'done' };
   }
   if (row.attempts >= config.NOVA_EVENT_MAX_ATTEMPTS) {
     deps.log.error('nova event dead-lettered', { outboxId: row.id, instance: payload.instanceUuid, error: result.error });
-    await deps.store.writeTx((tx) => finishOutbox(tx, row.id, after, 'dead', result.error));
+    await finishOutbox(deps.store, row.id, after, 'dead', result.error);
     return { outcome: 'dead' };
   }
   const delayMs = backoffMs(config.NOVA_EVENT_BACKOFF_MS, row.attempts);
-  await deps.store.writeTx((tx) => retryOutboxAt(tx, row.id, after + delayMs, result.error, after));
+  await retryOutboxAt(deps.store, row.id, after + delayMs, result.error, after);
   return { outcome: 'retry', delayMs };
 }
 
@@ -49,8 +45,7 @@ async function deliverNovaEvent(deps: Deps, row: OutboxRow): Promise<ConsumeResu
 export async function sweepBindingTimeouts(deps: Deps): Promise<number> {
   const nowMs = deps.clock().getTime();
   const cutoff = new Date(nowMs - deps.config.ARQ_BINDING_TIMEOUT * 1000).toISOString();
-  if (!(await hasStuckBinds(deps.store.db, cutoff))) return 0;
-  const events = await deps.store.writeTx((tx) => failStuckBinds(tx, cutoff, new Date(nowMs).toISOString(), nowMs));
+  const events = await failStuckBinds(deps.store, cutoff, new Date(nowMs).toISOString(), nowMs);
   for (const event of events) await deps.jobs.send(event);
   return events.length;
 }

@@ -24,12 +24,26 @@ export interface WriteStatement {
   mustChange?: boolean;
   /** Any constraint failure of this statement means a concurrent writer got in first (lost race). */
   racing?: boolean;
+  /** A condition on what was read (see stillHolds): its failure is a lost race. */
+  guard?: boolean;
 }
 
 export const stmt = (sql: string, args: InValue[] = [], flags: Pick<WriteStatement, 'mustChange' | 'racing'> = {}): WriteStatement => ({
   sql,
   args,
   ...flags,
+});
+
+/**
+ * A statement that aborts the batch as a lost race unless the SQL `condition`
+ * still holds when the batch runs: for what a write was decided on that no
+ * single UPDATE's compare-and-swap covers (say, no other row claims the same
+ * instance, or a set of rows is still the one that was read).
+ */
+export const stillHolds = (condition: string, args: InValue[] = []): WriteStatement => ({
+  sql: `SELECT json(CASE WHEN ${condition} THEN '0' ELSE 'lost race' END)`,
+  args,
+  guard: true,
 });
 
 // Fails ("malformed JSON") exactly when the previous statement changed no row.
@@ -78,7 +92,7 @@ export async function commitGuarded(store: DataStore, statements: WriteStatement
       const at = owner[index]!;
       if (at < 0) throw new LostRace(statements[-1 - at]!.sql);
       const failed = statements[at]!;
-      if (failed.racing && isConstraintFailure(err)) throw new LostRace(failed.sql);
+      if (failed.guard || (failed.racing && isConstraintFailure(err))) throw new LostRace(failed.sql);
     }
     throw err;
   }

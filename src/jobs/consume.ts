@@ -30,7 +30,7 @@ export async function consume(deps: Deps, body: unknown): Promise<ConsumeResult>
     deps.log.warn('no handler for job topic; leaving the outbox row for a later release', { topic: msg.type });
     return { outcome: 'skipped' };
   }
-  const row = await deps.store.writeTx((tx) => claimOutbox(tx, msg.outboxId, deps.clock().getTime(), CLAIM_LEASE_MS));
+  const row = await claimOutbox(deps.store, msg.outboxId, deps.clock().getTime(), CLAIM_LEASE_MS);
   if (!row || row.topic !== msg.type) return { outcome: 'skipped' };
   return handler(deps, row);
 }

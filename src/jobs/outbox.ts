@@ -1,58 +1,80 @@
-// The outbox: rows written in the same transaction as a state change and
+// The outbox: rows written in the same write batch as a state change and
 // delivered afterwards. A consumer claims a row (attempts+1, next attempt
 // pushed by a lease) before working on it, so concurrent or re-delivered
 // messages for the same row do the work once.
+import type { ResultSet } from '@libsql/client';
 import { and, asc, desc, eq, lt, lte } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
-import { outbox } from '../db/schema/cyborg.js';
-import type { JobMessage, JobTopic, PAYLOADS } from './messages.js';
 import type { z } from 'zod';
+import type { DataStore, Db } from '../db/client.js';
+import { rowOf } from '../db/rows.js';
+import { outbox } from '../db/schema/cyborg.js';
+import { commitGuarded, stmt, type WriteStatement } from '../db/write-batch.js';
+import type { JobMessage, JobTopic, PAYLOADS } from './messages.js';
 
 export type OutboxRow = typeof outbox.$inferSelect;
 export type OutboxState = 'pending' | 'done' | 'dead';
 
-export async function addOutbox<T extends JobTopic>(
-  db: Db,
-  topic: T,
-  payload: z.infer<(typeof PAYLOADS)[T]>,
-  nowMs: number,
-): Promise<JobMessage> {
-  const [row] = await db
-    .insert(outbox)
-    .values({
+/** A new outbox row, as a statement of the write batch that makes the state change it carries. */
+export interface NewOutboxRow {
+  statement: WriteStatement;
+  /** The queue message for the row, from that statement's result. */
+  message(result: ResultSet): JobMessage;
+}
+
+export function newOutboxRow<T extends JobTopic>(topic: T, payload: z.infer<(typeof PAYLOADS)[T]>, nowMs: number): NewOutboxRow {
+  return {
+    statement: stmt('INSERT INTO cyborg_outbox (topic, payload, next_attempt_at, created_at) VALUES (?, ?, ?, ?) RETURNING id', [
       topic,
-      payload: JSON.stringify(payload),
-      nextAttemptAt: nowMs,
-      createdAt: new Date(nowMs).toISOString(),
-    })
-    .returning({ id: outbox.id });
-  return { type: topic, outboxId: row!.id } as JobMessage;
+      JSON.stringify(payload),
+      nowMs,
+      new Date(nowMs).toISOString(),
+    ]),
+    message: (result) => ({ type: topic, outboxId: Number(result.rows[0]!.id) }) as JobMessage,
+  };
 }
 
-/** Takes the row for one attempt; undefined when it is finished or another attempt holds it. */
-export async function claimOutbox(db: Db, id: number, nowMs: number, leaseMs: number): Promise<OutboxRow | undefined> {
-  const current = await db.select().from(outbox).where(eq(outbox.id, id)).get();
-  if (!current || current.state !== 'pending' || current.nextAttemptAt > nowMs) return undefined;
-  const [claimed] = await db
-    .update(outbox)
-    .set({ attempts: current.attempts + 1, nextAttemptAt: nowMs + leaseMs })
-    .where(and(eq(outbox.id, id), eq(outbox.state, 'pending'), eq(outbox.attempts, current.attempts)))
-    .returning();
-  return claimed;
+/**
+ * Takes the row for one attempt (attempts+1, the next attempt pushed back by
+ * the lease) in one statement, a compare-and-swap: undefined when the row is
+ * finished, not due, or another attempt holds it. One round trip.
+ */
+export async function claimOutbox(store: DataStore, id: number, nowMs: number, leaseMs: number): Promise<OutboxRow | undefined> {
+  const [claimed] = await commitGuarded(store, [
+    stmt(
+      `UPDATE cyborg_outbox SET attempts = attempts + 1, next_attempt_at = ?
+        WHERE id = ? AND state = 'pending' AND next_attempt_at <= ? RETURNING *`,
+      [nowMs + leaseMs, id, nowMs],
+    ),
+  ]);
+  const row = claimed!.rows[0];
+  return row ? rowOf(outbox, row) : undefined;
 }
 
-export async function finishOutbox(db: Db, id: number, nowMs: number, state: 'done' | 'dead', lastError?: string): Promise<void> {
-  await db
-    .update(outbox)
-    .set({ state, lastError: lastError ?? null, updatedAt: new Date(nowMs).toISOString() })
-    .where(eq(outbox.id, id));
+/** The statement that records an outcome: done (delivered) or dead (dead letter). */
+export function finishOutboxStatement(id: number, nowMs: number, state: 'done' | 'dead', lastError?: string): WriteStatement {
+  return stmt('UPDATE cyborg_outbox SET state = ?, last_error = ?, updated_at = ? WHERE id = ?', [
+    state,
+    lastError ?? null,
+    new Date(nowMs).toISOString(),
+    id,
+  ]);
 }
 
-export async function retryOutboxAt(db: Db, id: number, nextAttemptAt: number, lastError: string, nowMs: number): Promise<void> {
-  await db
-    .update(outbox)
-    .set({ nextAttemptAt, lastError, updatedAt: new Date(nowMs).toISOString() })
-    .where(eq(outbox.id, id));
+/** One round trip. */
+export async function finishOutbox(store: DataStore, id: number, nowMs: number, state: 'done' | 'dead', lastError?: string): Promise<void> {
+  await commitGuarded(store, [finishOutboxStatement(id, nowMs, state, lastError)]);
+}
+
+/** One round trip: the row waits for its next attempt. */
+export async function retryOutboxAt(store: DataStore, id: number, nextAttemptAt: number, lastError: string, nowMs: number): Promise<void> {
+  await commitGuarded(store, [
+    stmt('UPDATE cyborg_outbox SET next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?', [
+      nextAttemptAt,
+      lastError,
+      new Date(nowMs).toISOString(),
+      id,
+    ]),
+  ]);
 }
 
 export async function dueOutbox(db: Db, nowMs: number, limit: number): Promise<OutboxRow[]> {
@@ -78,13 +100,10 @@ export async function listOutbox(db: Db, filter: { state?: OutboxState; topic?: 
 
 export const messageFor = (row: OutboxRow): JobMessage => ({ type: row.topic, outboxId: row.id }) as JobMessage;
 
-/** Delivered rows older than the cutoff go; dead letters stay until an operator looks. */
-export async function purgeDoneOutbox(db: Db, cutoffIso: string): Promise<number> {
-  const gone = await db
-    .delete(outbox)
-    .where(and(eq(outbox.state, 'done'), lt(outbox.updatedAt, cutoffIso)))
-    .returning({ id: outbox.id });
-  return gone.length;
+/** Delivered rows older than the cutoff go; dead letters stay until an operator looks. One round trip. */
+export async function purgeDoneOutbox(store: DataStore, cutoffIso: string): Promise<number> {
+  const [gone] = await commitGuarded(store, [stmt("DELETE FROM cyborg_outbox WHERE state = 'done' AND updated_at < ?", [cutoffIso])]);
+  return gone!.rowsAffected;
 }
 
 export async function hasDoneOutboxBefore(db: Db, cutoffIso: string): Promise<boolean> {

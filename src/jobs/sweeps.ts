@@ -18,7 +18,7 @@ export async function drainOutbox(deps: Deps, limit = 500): Promise<number> {
 export async function purgeDelivered(deps: Deps): Promise<number> {
   const cutoff = new Date(deps.clock().getTime() - DONE_RETENTION_MS).toISOString();
   if (!(await hasDoneOutboxBefore(deps.store.db, cutoff))) return 0;
-  return deps.store.writeTx((tx) => purgeDoneOutbox(tx, cutoff));
+  return purgeDoneOutbox(deps.store, cutoff);
 }
 
 export async function runSweeps(deps: Deps): Promise<void> {

@@ -8,7 +8,8 @@ import { readDashboardSummary } from '../../src/dashboard/repo.js';
 import type { PresentedSummary } from '../../src/dashboard/present.js';
 import { SummaryQueryString, toSummaryQuery } from '../../src/dashboard/schema.js';
 import { countRoundTrips } from '../../src/db/round-trips.js';
-import { addOutbox, finishOutbox } from '../../src/jobs/outbox.js';
+import { commitGuarded } from '../../src/db/write-batch.js';
+import { finishOutbox, newOutboxRow } from '../../src/jobs/outbox.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { CLOUD, seedCloud } from './seed.js';
 
@@ -167,12 +168,10 @@ describe('GET /dashboard/api/summary', () => {
 
   it('counts accelerator requests by state and the outbox by state', async () => {
     const now = Date.now();
-    await t.deps.store.writeTx(async (tx) => {
-      const event = () => ({ instanceUuid: crypto.randomUUID(), events: [{ arqUuid: crypto.randomUUID(), status: 'completed' as const }] });
-      await addOutbox(tx, 'nova-event', event(), now);
-      const dead = await addOutbox(tx, 'nova-event', event(), now);
-      await finishOutbox(tx, dead.outboxId, now, 'dead', 'Nova said 500');
-    });
+    const event = () => ({ instanceUuid: crypto.randomUUID(), events: [{ arqUuid: crypto.randomUUID(), status: 'completed' as const }] });
+    const [pending, dead] = [newOutboxRow('nova-event', event(), now), newOutboxRow('nova-event', event(), now)];
+    const results = await commitGuarded(t.deps.store, [pending.statement, dead.statement]);
+    await finishOutbox(t.deps.store, dead.message(results[1]!).outboxId, now, 'dead', 'Nova said 500');
     const { accelerators } = await summary();
     expect(accelerators.outbox_by_state).toEqual({ pending: 1, dead: 1 });
     expect(accelerators.arqs_by_state).toEqual({ Initial: 1 });

@@ -1,16 +1,22 @@
 // Accelerator requests: creation from a profile, reads with their attach
 // handle, the synchronous half of bind (validate, BindStarted, outbox row in
-// the same transaction), unbind and delete.
+// the same write batch), unbind and delete. Writes follow the write model of
+// db/write-batch.ts: one read batch, one guarded write batch. Placement's
+// providers are read through placement's own readProviderFacts.
+import type { InValue, ResultSet } from '@libsql/client';
+import { and, eq, inArray, isNull, type SQL } from 'drizzle-orm';
+import type { DataStore, Db } from '../../db/client.js';
+import { rowOf } from '../../db/rows.js';
+import { acceleratorRequests, attachHandles, deviceProfiles } from '../../db/schema/cyborg.js';
+import { commitGuarded, placeholders, stillHolds, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { DomainError } from '../../errors.js';
-import { and, eq, inArray, isNull, notInArray, type SQL } from 'drizzle-orm';
-import type { Db } from '../../db/client.js';
-import { acceleratorRequests, attachHandles } from '../../db/schema/cyborg.js';
-import { inventories, resourceClasses, resourceProviders, resourceProviderTraits, traits } from '../../db/schema/placement.js';
-import { addOutbox } from '../../jobs/outbox.js';
 import type { JobMessage } from '../../jobs/messages.js';
+import { newOutboxRow } from '../../jobs/outbox.js';
+import { type ProviderFacts, providerUnchanged, readProviderFacts } from '../../placement/repo/provider-facts.js';
 import { ArqState, canTransition } from '../arq-state.js';
 import { arqCountForGroup, readGroup, type ProfileGroup } from '../schemas/device-profiles.js';
-import { profileGroups, type DeviceProfileRow } from './device-profiles.js';
+import { profileGroups } from './device-profiles.js';
+import { cyborgWrite } from './write.js';
 
 export type ArqRow = typeof acceleratorRequests.$inferSelect;
 export type HandleRow = typeof attachHandles.$inferSelect;
@@ -19,36 +25,45 @@ export interface ArqWithHandle {
   handle: HandleRow | null;
 }
 
+/**
+ * POST /accelerator_requests: the ARQs of the profile named (of one group when
+ * `onlyGroup` is given). Undefined when there is no such profile. One read
+ * batch, one write batch that goes ahead only if the profile is still there.
+ */
 export async function createArqs(
-  db: Db,
-  profile: DeviceProfileRow,
+  store: DataStore,
+  profileName: string,
   projectId: string | null,
   newId: () => string,
   now: string,
   onlyGroup?: number,
-): Promise<ArqRow[]> {
-  const groups = profileGroups(profile);
-  if (onlyGroup !== undefined && !groups[onlyGroup]) {
-    throw new DomainError('invalid', `Device profile ${profile.name} has no group ${onlyGroup}.`);
-  }
-  const rows: (typeof acceleratorRequests.$inferInsert)[] = [];
-  groups.forEach((group, index) => {
-    if (onlyGroup !== undefined && index !== onlyGroup) return;
-    for (let i = 0; i < arqCountForGroup(group); i++) {
-      rows.push({
-        uuid: newId(),
-        state: ArqState.INITIAL,
-        deviceProfileId: profile.id,
-        deviceProfileName: profile.name,
-        deviceProfileGroupId: index,
-        deviceProfileGroup: JSON.stringify(group),
-        projectId,
-        createdAt: now,
-      });
+): Promise<ArqRow[] | undefined> {
+  return cyborgWrite(async () => {
+    const [found] = await store.readBatch([{ sql: 'SELECT * FROM device_profiles WHERE name = ?', args: [profileName] }]);
+    if (!found!.rows[0]) return undefined;
+    const profile = rowOf(deviceProfiles, found!.rows[0]);
+    const groups = profileGroups(profile);
+    if (onlyGroup !== undefined && !groups[onlyGroup]) {
+      throw new DomainError('invalid', `Device profile ${profile.name} has no group ${onlyGroup}.`);
     }
+    const rows: InValue[][] = [];
+    groups.forEach((group, index) => {
+      if (onlyGroup !== undefined && index !== onlyGroup) return;
+      for (let i = 0; i < arqCountForGroup(group); i++) {
+        rows.push([newId(), ArqState.INITIAL, profile.id, profile.name, index, JSON.stringify(group), projectId, now]);
+      }
+    });
+    if (!rows.length) throw new DomainError('invalid', `Device profile ${profile.name} requests no resources.`);
+    const [, inserted] = await commitGuarded(store, [
+      stillHolds('EXISTS (SELECT 1 FROM device_profiles WHERE id = ?)', [profile.id]),
+      stmt(
+        `INSERT INTO accelerator_requests (uuid, state, device_profile_id, device_profile_name, device_profile_group_id,
+          device_profile_group, project_id, created_at) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} RETURNING *`,
+        rows.flat(),
+      ),
+    ]);
+    return inserted!.rows.map((r) => rowOf(acceleratorRequests, r)).sort((a, b) => a.id - b.id);
   });
-  if (!rows.length) throw new DomainError('invalid', `Device profile ${profile.name} requests no resources.`);
-  return db.insert(acceleratorRequests).values(rows).returning();
 }
 
 async function withHandles(db: Db, arqs: ArqRow[]): Promise<ArqWithHandle[]> {
@@ -90,139 +105,166 @@ export interface BindRequest {
 }
 
 /** Checks that the device RP exists, sits in hostname's tree, and offers what the group asks for. */
-async function checkDeviceProvider(db: Db, req: BindRequest, group: ProfileGroup): Promise<void> {
-  const rp = await db.select().from(resourceProviders).where(eq(resourceProviders.uuid, req.deviceRpUuid)).get();
-  if (!rp) throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} does not exist.`);
-  const root =
-    rp.rootProviderId === null || rp.rootProviderId === rp.id
-      ? rp
-      : await db.select().from(resourceProviders).where(eq(resourceProviders.id, rp.rootProviderId)).get();
-  if (!root || root.name !== req.hostname) {
+function checkDeviceProvider(facts: ProviderFacts | undefined, req: BindRequest, group: ProfileGroup): void {
+  if (!facts) throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} does not exist.`);
+  if (facts.rootName !== req.hostname) {
     throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} is not in the tree of host ${req.hostname}.`);
   }
   const want = readGroup(group);
-  const offered = await db
-    .select({ name: resourceClasses.name })
-    .from(inventories)
-    .innerJoin(resourceClasses, eq(resourceClasses.id, inventories.resourceClassId))
-    .where(eq(inventories.resourceProviderId, rp.id));
-  const offeredNames = new Set(offered.map((o) => o.name));
   for (const rc of want.resources.keys()) {
-    if (!offeredNames.has(rc)) throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} has no ${rc} inventory.`);
+    if (!facts.resourceClasses.has(rc)) {
+      throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} has no ${rc} inventory.`);
+    }
   }
-  const has = await db
-    .select({ name: traits.name })
-    .from(resourceProviderTraits)
-    .innerJoin(traits, eq(traits.id, resourceProviderTraits.traitId))
-    .where(eq(resourceProviderTraits.resourceProviderId, rp.id));
-  const hasNames = new Set(has.map((t) => t.name));
   for (const t of want.required) {
-    if (!hasNames.has(t)) throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} lacks required trait ${t}.`);
+    if (!facts.traits.has(t)) throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} lacks required trait ${t}.`);
   }
   for (const t of want.forbidden) {
-    if (hasNames.has(t)) throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} has forbidden trait ${t}.`);
+    if (facts.traits.has(t)) throw new DomainError('invalid', `Device resource provider ${req.deviceRpUuid} has forbidden trait ${t}.`);
   }
 }
 
 const sameBinding = (arq: ArqRow, req: BindRequest) =>
   arq.hostname === req.hostname && arq.deviceRpUuid === req.deviceRpUuid && arq.instanceUuid === req.instanceUuid;
 
+const inValues = (values: InValue[]) => (values.length ? placeholders(values.length) : 'NULL');
+
+/** The ARQs named by `uuids` that `project` may see (undefined: all), by uuid. */
+function visible(rows: ResultSet, project: string | null | undefined): Map<string, ArqRow> {
+  const arqs = rows.rows.map((r) => rowOf(acceleratorRequests, r)).filter((a) => project === undefined || a.projectId === project);
+  return new Map(arqs.map((a) => [a.uuid, a]));
+}
+
 /**
  * The synchronous half of bind: every ARQ is validated before any is changed;
  * then they become BindStarted and one outbox row carries the bind work.
  * A repeat of a bind already under way or done is a no-op (no new work).
+ * One read batch (the ARQs, other ARQs of the instances, and the device
+ * providers through placement's readProviderFacts), one write batch whose
+ * compare-and-swap on each ARQ's state lets only one of two racing binds of
+ * the same ARQ through, guarded by the instance still having no other ARQ and
+ * the device providers being unchanged.
  */
 export async function startBind(
-  db: Db,
+  store: DataStore,
   reqs: BindRequest[],
   project: string | null | undefined,
   now: string,
   nowMs: number,
 ): Promise<JobMessage | undefined> {
-  const arqs: { arq: ArqRow; req: BindRequest }[] = [];
-  for (const req of reqs) {
-    const found = await findArq(db, req.uuid, project);
-    if (!found) throw arqNotFound(req.uuid);
-    arqs.push({ arq: found.arq, req });
-  }
-  const fresh = arqs.filter(({ arq, req }) => {
-    const repeat = sameBinding(arq, req) && [ArqState.BIND_STARTED, ArqState.BOUND].includes(arq.state as never);
-    if (repeat) return false;
-    if (!canTransition(arq.state, ArqState.BIND_STARTED)) {
-      throw new DomainError('conflict', `Accelerator request ${arq.uuid} is in state ${arq.state}; bind needs Initial or Unbound.`);
+  const uuids = reqs.map((r) => r.uuid);
+  const instances = [...new Set(reqs.map((r) => r.instanceUuid))];
+  const providers = readProviderFacts([...new Set(reqs.map((r) => r.deviceRpUuid))]);
+  return cyborgWrite(async () => {
+    const [arqRows, otherRows, ...facts] = await store.readBatch([
+      { sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inValues(uuids)})`, args: uuids },
+      {
+        sql: `SELECT uuid, instance_uuid FROM accelerator_requests
+          WHERE instance_uuid IN (${inValues(instances)}) AND uuid NOT IN (${inValues(uuids)}) ORDER BY id`,
+        args: [...instances, ...uuids],
+      },
+      ...providers.statements,
+    ]);
+    const found = visible(arqRows!, project);
+    const arqs = reqs.map((req) => {
+      const arq = found.get(req.uuid);
+      if (!arq) throw arqNotFound(req.uuid);
+      return { arq, req };
+    });
+    const fresh = arqs.filter(({ arq, req }) => {
+      const repeat = sameBinding(arq, req) && [ArqState.BIND_STARTED, ArqState.BOUND].includes(arq.state as never);
+      if (repeat) return false;
+      if (!canTransition(arq.state, ArqState.BIND_STARTED)) {
+        throw new DomainError('conflict', `Accelerator request ${arq.uuid} is in state ${arq.state}; bind needs Initial or Unbound.`);
+      }
+      return true;
+    });
+    if (!fresh.length) return undefined;
+    const freshInstances = [...new Set(fresh.map(({ req }) => req.instanceUuid))];
+    if (otherRows!.rows.some((r) => freshInstances.includes(String(r.instance_uuid)))) {
+      throw new DomainError('conflict', `Instance ${freshInstances[0]} already has accelerator requests. Cannot bind additional ARQs.`);
     }
-    return true;
-  });
-  if (!fresh.length) return undefined;
-  const instances = [...new Set(fresh.map(({ req }) => req.instanceUuid))];
-  const requestUuids = arqs.map(({ arq }) => arq.uuid);
-  const already = await db
-    .select({ uuid: acceleratorRequests.uuid })
-    .from(acceleratorRequests)
-    .where(and(inArray(acceleratorRequests.instanceUuid, instances), notInArray(acceleratorRequests.uuid, requestUuids)))
-    .get();
-  if (already) {
-    throw new DomainError('conflict', `Instance ${instances[0]} already has accelerator requests. Cannot bind additional ARQs.`);
-  }
-  for (const { arq, req } of fresh) await checkDeviceProvider(db, req, JSON.parse(arq.deviceProfileGroup) as ProfileGroup);
-  for (const { arq, req } of fresh) {
-    const changed = await db
-      .update(acceleratorRequests)
-      .set({
-        state: ArqState.BIND_STARTED,
-        hostname: req.hostname,
-        deviceRpUuid: req.deviceRpUuid,
-        instanceUuid: req.instanceUuid,
-        projectId: req.projectId ?? arq.projectId,
-        bindStartedAt: now,
-        updatedAt: now,
-      })
-      .where(and(eq(acceleratorRequests.id, arq.id), eq(acceleratorRequests.state, arq.state)))
-      .returning({ id: acceleratorRequests.id });
-    if (!changed.length) throw new DomainError('conflict', `Accelerator request ${arq.uuid} changed state concurrently.`);
-  }
-  return addOutbox(db, 'bind', { arqIds: fresh.map(({ arq }) => arq.id) }, nowMs);
-}
-
-/** Frees the handle and clears the binding: Unbound from any state (as upstream). */
-async function unbindRow(db: Db, arq: ArqRow, now: string): Promise<void> {
-  await db.update(attachHandles).set({ arqId: null, updatedAt: now }).where(eq(attachHandles.arqId, arq.id));
-  await db
-    .update(acceleratorRequests)
-    .set({
-      state: ArqState.UNBOUND,
-      hostname: null,
-      deviceRpUuid: null,
-      instanceUuid: null,
-      deployableId: null,
-      attachHandleId: null,
-      bindStartedAt: null,
-      updatedAt: now,
-    })
-    .where(eq(acceleratorRequests.id, arq.id));
-}
-
-export async function unbindArqs(db: Db, uuids: string[], project: string | null | undefined, now: string): Promise<void> {
-  const rows: ArqRow[] = [];
-  for (const uuid of uuids) {
-    const found = await findArq(db, uuid, project);
-    if (!found) throw arqNotFound(uuid);
-    rows.push(found.arq);
-  }
-  for (const arq of rows) await unbindRow(db, arq, now);
-}
-
-async function deleteRows(db: Db, rows: ArqRow[], now: string): Promise<void> {
-  for (const arq of rows) {
-    if (arq.state !== ArqState.INITIAL) await unbindRow(db, arq, now);
-  }
-  if (rows.length)
-    await db.delete(acceleratorRequests).where(
-      inArray(
-        acceleratorRequests.id,
-        rows.map((r) => r.id),
-      ),
+    const providerFacts = providers.parse(facts);
+    for (const { arq, req } of fresh) {
+      checkDeviceProvider(providerFacts.get(req.deviceRpUuid), req, JSON.parse(arq.deviceProfileGroup) as ProfileGroup);
+    }
+    const unchanged = [...new Set(fresh.map(({ req }) => req.deviceRpUuid))].map((rp) => providerUnchanged(providerFacts.get(rp)!));
+    const guard = stillHolds(
+      [
+        `NOT EXISTS (SELECT 1 FROM accelerator_requests WHERE instance_uuid IN (${inValues(freshInstances)}) AND uuid NOT IN (${inValues(uuids)}))`,
+        ...unchanged.map((u) => u.sql),
+      ].join(' AND '),
+      [...freshInstances, ...uuids, ...unchanged.flatMap((u) => u.args)],
     );
+    const job = newOutboxRow('bind', { arqIds: fresh.map(({ arq }) => arq.id) }, nowMs);
+    const results = await commitGuarded(store, [
+      guard,
+      ...fresh.map(({ arq, req }) =>
+        stmt(
+          `UPDATE accelerator_requests SET state = ?, hostname = ?, device_rp_uuid = ?, instance_uuid = ?, project_id = ?,
+            bind_started_at = ?, updated_at = ? WHERE id = ? AND state = ?`,
+          [
+            ArqState.BIND_STARTED,
+            req.hostname,
+            req.deviceRpUuid,
+            req.instanceUuid,
+            req.projectId ?? arq.projectId,
+            now,
+            now,
+            arq.id,
+            arq.state,
+          ],
+          { mustChange: true },
+        ),
+      ),
+      job.statement,
+    ]);
+    return job.message(results.at(-1)!);
+  });
+}
+
+/** Frees the ARQ's handle and clears its binding: Unbound from any state (as upstream). The ARQ must still exist. */
+function unbindStatements(arq: ArqRow, now: string): WriteStatement[] {
+  return [
+    stmt('UPDATE attach_handles SET arq_id = NULL, updated_at = ? WHERE arq_id = ?', [now, arq.id]),
+    stmt(
+      `UPDATE accelerator_requests SET state = ?, hostname = NULL, device_rp_uuid = NULL, instance_uuid = NULL, deployable_id = NULL,
+        attach_handle_id = NULL, bind_started_at = NULL, updated_at = ? WHERE id = ?`,
+      [ArqState.UNBOUND, now, arq.id],
+      { mustChange: true },
+    ),
+  ];
+}
+
+/** PATCH remove: 404 for the first ARQ not found, before anything changes. */
+export async function unbindArqs(store: DataStore, uuids: string[], project: string | null | undefined, now: string): Promise<void> {
+  await cyborgWrite(async () => {
+    const [rows] = await store.readBatch([{ sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inValues(uuids)})`, args: uuids }]);
+    const found = visible(rows!, project);
+    const arqs = uuids.map((uuid) => {
+      const arq = found.get(uuid);
+      if (!arq) throw arqNotFound(uuid);
+      return arq;
+    });
+    await commitGuarded(
+      store,
+      arqs.flatMap((arq) => unbindStatements(arq, now)),
+    );
+  });
+}
+
+/**
+ * Deletes the ARQs, freeing their handles first. Each delete is a
+ * compare-and-swap on the instance that was read, so an ARQ bound meanwhile
+ * is decided again (a member without a service token may not delete it).
+ */
+function deleteStatements(rows: ArqRow[], now: string): WriteStatement[] {
+  return [
+    ...rows.map((arq) => stmt('UPDATE attach_handles SET arq_id = NULL, updated_at = ? WHERE arq_id = ?', [now, arq.id])),
+    ...rows.map((arq) =>
+      stmt('DELETE FROM accelerator_requests WHERE id = ? AND instance_uuid IS ?', [arq.id, arq.instanceUuid], { mustChange: true }),
+    ),
+  ];
 }
 
 /**
@@ -230,25 +272,34 @@ async function deleteRows(db: Db, rows: ArqRow[], now: string): Promise<void> {
  * `refuseBound` is thrown, before anything is deleted, when one of them is bound to an instance.
  */
 export async function deleteArqsByUuid(
-  db: Db,
+  store: DataStore,
   uuids: string[],
   project: string | null | undefined,
   now: string,
   refuseBound?: () => Error,
 ): Promise<string[]> {
-  const rows: ArqRow[] = [];
-  const missing: string[] = [];
-  for (const uuid of uuids) {
-    const found = await findArq(db, uuid, project);
-    if (found) rows.push(found.arq);
-    else missing.push(uuid);
-  }
-  if (refuseBound && rows.some((arq) => arq.instanceUuid !== null)) throw refuseBound();
-  await deleteRows(db, rows, now);
-  return missing;
+  return cyborgWrite(async () => {
+    const [rows] = await store.readBatch([{ sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inValues(uuids)})`, args: uuids }]);
+    const found = visible(rows!, project);
+    const arqs = [...new Set(uuids)].flatMap((uuid) => (found.has(uuid) ? [found.get(uuid)!] : []));
+    const missing = uuids.filter((uuid) => !found.has(uuid));
+    if (refuseBound && arqs.some((arq) => arq.instanceUuid !== null)) throw refuseBound();
+    if (arqs.length) await commitGuarded(store, deleteStatements(arqs, now));
+    return missing;
+  });
 }
 
-export async function deleteArqsByInstance(db: Db, instance: string, project: string | null | undefined, now: string): Promise<void> {
-  const rows = (await listArqs(db, { instance, project })).map((r) => r.arq);
-  await deleteRows(db, rows, now);
+export async function deleteArqsByInstance(
+  store: DataStore,
+  instance: string,
+  project: string | null | undefined,
+  now: string,
+): Promise<void> {
+  await cyborgWrite(async () => {
+    const [rows] = await store.readBatch([
+      { sql: 'SELECT * FROM accelerator_requests WHERE instance_uuid = ? ORDER BY id', args: [instance] },
+    ]);
+    const arqs = [...visible(rows!, project).values()];
+    if (arqs.length) await commitGuarded(store, deleteStatements(arqs, now));
+  });
 }

@@ -1,7 +1,9 @@
 // Attributes: key/value facts about a deployable (Cyborg's /v2/attributes).
-import { eq, inArray } from 'drizzle-orm';
-import type { Db } from '../../db/client.js';
-import { attributes, deployables } from '../../db/schema/cyborg.js';
+import { eq } from 'drizzle-orm';
+import type { DataStore, Db } from '../../db/client.js';
+import { attributes } from '../../db/schema/cyborg.js';
+import { commitGuarded, stmt } from '../../db/write-batch.js';
+import { rowOf } from '../../db/rows.js';
 
 export type AttributeRow = typeof attributes.$inferSelect;
 
@@ -14,27 +16,25 @@ export async function findAttribute(db: Db, uuid: string): Promise<AttributeRow 
   return db.select().from(attributes).where(eq(attributes.uuid, uuid)).get();
 }
 
-/** Undefined when the deployable does not exist. */
+/** Undefined when the deployable does not exist. One write batch: the insert happens only if it does. */
 export async function createAttribute(
-  db: Db,
+  store: DataStore,
   input: { uuid: string; deployableId: number; key: string; value: string },
   now: string,
 ): Promise<AttributeRow | undefined> {
-  const deployable = await db.select({ id: deployables.id }).from(deployables).where(eq(deployables.id, input.deployableId)).get();
-  if (!deployable) return undefined;
-  const [row] = await db
-    .insert(attributes)
-    .values({ ...input, createdAt: now })
-    .returning();
-  return row;
+  const [inserted] = await commitGuarded(store, [
+    stmt(
+      `INSERT INTO attributes (uuid, deployable_id, key, value, created_at)
+        SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM deployables WHERE id = ?) RETURNING *`,
+      [input.uuid, input.deployableId, input.key, input.value, now, input.deployableId],
+    ),
+  ]);
+  const row = inserted!.rows[0];
+  return row ? rowOf(attributes, row) : undefined;
 }
 
-export async function deleteAttribute(db: Db, uuid: string): Promise<boolean> {
-  const removed = await db.delete(attributes).where(eq(attributes.uuid, uuid)).returning({ id: attributes.id });
-  return removed.length > 0;
-}
-
-/** A deployable going away takes its attributes with it. */
-export async function deleteAttributesOf(db: Db, deployableIds: number[]): Promise<void> {
-  if (deployableIds.length) await db.delete(attributes).where(inArray(attributes.deployableId, deployableIds));
+/** One write batch; false when there was no such attribute. */
+export async function deleteAttribute(store: DataStore, uuid: string): Promise<boolean> {
+  const [removed] = await commitGuarded(store, [stmt('DELETE FROM attributes WHERE uuid = ?', [uuid])]);
+  return removed!.rowsAffected > 0;
 }

@@ -1,33 +1,38 @@
 // Device profiles: rows hold the validated groups as JSON.
 import { DomainError } from '../../errors.js';
 import { eq, inArray } from 'drizzle-orm';
-import type { Db } from '../../db/client.js';
+import type { DataStore, Db } from '../../db/client.js';
+import { commitGuarded, placeholders, stmt } from '../../db/write-batch.js';
 import { deviceProfiles } from '../../db/schema/cyborg.js';
 import type { ProfileGroup } from '../schemas/device-profiles.js';
+import { rowOf } from '../../db/rows.js';
+import { cyborgWrite } from './write.js';
 
 export type DeviceProfileRow = typeof deviceProfiles.$inferSelect;
 export const profileGroups = (row: DeviceProfileRow): ProfileGroup[] => JSON.parse(row.groups) as ProfileGroup[];
 
+/** One read batch (name and uuid taken?), one write batch; a concurrent creator makes the insert a lost race. */
 export async function createDeviceProfile(
-  db: Db,
+  store: DataStore,
   input: { uuid: string; name: string; description: string | null; groups: ProfileGroup[] },
   now: string,
 ): Promise<DeviceProfileRow> {
-  const clash = await db.select({ id: deviceProfiles.id }).from(deviceProfiles).where(eq(deviceProfiles.name, input.name)).get();
-  if (clash) throw new DomainError('conflict', `Device Profile with name ${input.name} already exists.`);
-  const sameUuid = await db.select({ id: deviceProfiles.id }).from(deviceProfiles).where(eq(deviceProfiles.uuid, input.uuid)).get();
-  if (sameUuid) throw new DomainError('conflict', `Device Profile with uuid ${input.uuid} already exists.`);
-  const [row] = await db
-    .insert(deviceProfiles)
-    .values({
-      uuid: input.uuid,
-      name: input.name,
-      description: input.description,
-      groups: JSON.stringify(input.groups),
-      createdAt: now,
-    })
-    .returning();
-  return row!;
+  return cyborgWrite(async () => {
+    const [byName, byUuid] = await store.readBatch([
+      { sql: 'SELECT id FROM device_profiles WHERE name = ?', args: [input.name] },
+      { sql: 'SELECT id FROM device_profiles WHERE uuid = ?', args: [input.uuid] },
+    ]);
+    if (byName!.rows.length) throw new DomainError('conflict', `Device Profile with name ${input.name} already exists.`);
+    if (byUuid!.rows.length) throw new DomainError('conflict', `Device Profile with uuid ${input.uuid} already exists.`);
+    const [inserted] = await commitGuarded(store, [
+      stmt(
+        'INSERT INTO device_profiles (uuid, name, description, groups, created_at) VALUES (?, ?, ?, ?, ?) RETURNING *',
+        [input.uuid, input.name, input.description, JSON.stringify(input.groups), now],
+        { racing: true },
+      ),
+    ]);
+    return rowOf(deviceProfiles, inserted!.rows[0]!);
+  });
 }
 
 export async function listDeviceProfiles(db: Db, names?: string[]): Promise<DeviceProfileRow[]> {
@@ -41,6 +46,23 @@ export async function findDeviceProfile(db: Db, by: { uuid?: string; name?: stri
   return undefined;
 }
 
-export async function deleteDeviceProfiles(db: Db, ids: number[]): Promise<void> {
-  if (ids.length) await db.delete(deviceProfiles).where(inArray(deviceProfiles.id, ids));
+/**
+ * Deletes the profiles found by `by` (each key a name, or a uuid when `by` is
+ * 'uuid'), all or none: returns the keys not found, and deletes nothing then.
+ */
+export async function deleteDeviceProfiles(store: DataStore, by: 'name' | 'uuid', keys: string[]): Promise<string[]> {
+  return cyborgWrite(async () => {
+    const [found] = await store.readBatch([
+      { sql: `SELECT id, name, uuid FROM device_profiles WHERE ${by} IN (${placeholders(keys.length)})`, args: keys },
+    ]);
+    const rows = found!.rows.map((r) => ({ id: Number(r.id), key: String(r[by]) }));
+    const missing = keys.filter((k) => !rows.some((r) => r.key === k));
+    if (missing.length) return missing;
+    // Each delete must find its row: one deleted meanwhile is decided again (then not found).
+    await commitGuarded(
+      store,
+      rows.map((r) => stmt('DELETE FROM device_profiles WHERE id = ?', [r.id], { mustChange: true })),
+    );
+    return [];
+  });
 }

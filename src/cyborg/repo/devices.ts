@@ -1,14 +1,16 @@
 // Devices, deployables and attach handles as host agents report them. A
 // report replaces what the host had, except handles held by an ARQ, which
 // stay until unbound.
-import { and, eq, inArray, isNotNull } from 'drizzle-orm';
-import type { Db } from '../../db/client.js';
+import type { InValue } from '@libsql/client';
+import { and, eq, inArray } from 'drizzle-orm';
+import type { DataStore, Db } from '../../db/client.js';
+import { rowOf } from '../../db/rows.js';
 import { attachHandles, deployables, devices } from '../../db/schema/cyborg.js';
+import { commitGuarded, placeholders, stillHolds, stmt, type WriteStatement } from '../../db/write-batch.js';
 import type { JobMessage } from '../../jobs/messages.js';
-import { addOutbox } from '../../jobs/outbox.js';
-import { arqsWaitingOn } from '../bind.js';
+import { newOutboxRow, type NewOutboxRow } from '../../jobs/outbox.js';
 import type { HostDevicesReport, ProgrammedReport } from '../schemas/agent.js';
-import { deleteAttributesOf } from './attributes.js';
+import { cyborgWrite } from './write.js';
 
 export type DeviceRow = typeof devices.$inferSelect;
 export type DeployableRow = typeof deployables.$inferSelect;
@@ -31,15 +33,18 @@ export async function findDevice(db: Db, uuid: string): Promise<DeviceRow | unde
   return db.select().from(devices).where(eq(devices.uuid, uuid)).get();
 }
 
-/** POST /devices/{uuid}/enable|disable: `maintaining` devices are not handed to new binds. */
+/** POST /devices/{uuid}/enable|disable: `maintaining` devices are not handed to new binds. One write batch. */
 export async function setDeviceStatus(
-  db: Db,
+  store: DataStore,
   uuid: string,
   status: 'enabled' | 'maintaining',
   now: string,
 ): Promise<DeviceRow | undefined> {
-  const [row] = await db.update(devices).set({ status, updatedAt: now }).where(eq(devices.uuid, uuid)).returning();
-  return row;
+  const [updated] = await commitGuarded(store, [
+    stmt('UPDATE devices SET status = ?, updated_at = ? WHERE uuid = ? RETURNING *', [status, now, uuid]),
+  ]);
+  const row = updated!.rows[0];
+  return row ? rowOf(devices, row) : undefined;
 }
 
 export async function listDeployables(db: Db): Promise<{ deployable: DeployableRow; deviceUuid: string }[]> {
@@ -58,22 +63,6 @@ export async function findDeployable(db: Db, uuid: string): Promise<{ deployable
     .innerJoin(devices, eq(devices.id, deployables.deviceId))
     .where(eq(deployables.uuid, uuid))
     .get();
-}
-
-async function heldHandleDeployables(db: Db, deployableIds: number[]): Promise<Set<number>> {
-  if (!deployableIds.length) return new Set();
-  const held = await db
-    .select({ id: attachHandles.deployableId })
-    .from(attachHandles)
-    .where(and(inArray(attachHandles.deployableId, deployableIds), isNotNull(attachHandles.arqId)));
-  return new Set(held.map((h) => h.id));
-}
-
-/** A bind job for ARQs waiting on a deployable's programming, if any. */
-async function wakeWaitingBinds(db: Db, rpUuid: string | null, nowMs: number): Promise<JobMessage | undefined> {
-  if (!rpUuid) return undefined;
-  const ids = await arqsWaitingOn(db, rpUuid);
-  return ids.length ? addOutbox(db, 'bind', { arqIds: ids }, nowMs) : undefined;
 }
 
 /** What a host last reported, in the report's own shape (handles held by ARQs included). */
@@ -131,131 +120,298 @@ export async function currentHostReport(db: Db, hostname: string): Promise<HostD
   };
 }
 
+/** How a statement names a row: by its id, or by its uuid when this batch inserts it. */
+interface Ref {
+  sql: string;
+  args: InValue[];
+}
+const byId = (id: number): Ref => ({ sql: '?', args: [id] });
+const byUuid = (table: 'devices' | 'deployables', uuid: string): Ref => ({ sql: `(SELECT id FROM ${table} WHERE uuid = ?)`, args: [uuid] });
+const refList = (refs: Ref[]): Ref => ({ sql: refs.map((r) => r.sql).join(', '), args: refs.flatMap((r) => r.args) });
+
+interface DeployableModel {
+  ref: Ref;
+  name: string;
+  rpUuid: string | null;
+}
+interface HandleModel {
+  uuid: string;
+  attachType: string;
+  attachInfo: string;
+  arqId: number | null;
+}
+
+/**
+ * The ids of the ARQs waiting (BindStarted) on the given device RPs, as one
+ * string: read before the decision and compared again in the write batch, so
+ * a bind that starts waiting meanwhile is not missed by the wake-up.
+ */
+function waitingSql(rpUuids: Ref): Ref {
+  return {
+    sql: `(SELECT coalesce(group_concat(id, ','), '') FROM (SELECT id FROM accelerator_requests
+      WHERE state = 'BindStarted' AND device_rp_uuid IN (${rpUuids.sql}) ORDER BY id))`,
+    args: rpUuids.args,
+  };
+}
+
+const inValues = (values: string[]): Ref => ({ sql: values.length ? placeholders(values.length) : 'NULL', args: values });
+
+/**
+ * Everything a host report is decided on, as one string: the host's devices,
+ * deployables, attach handles with their holders, and the ARQs waiting on the
+ * reported RPs. The write batch runs the same query and goes ahead only if it
+ * still gives what the read gave (another report or bind got in otherwise).
+ */
+function hostStateSql(hostname: string, rpUuids: string[]): Ref {
+  const waiting = waitingSql(inValues(rpUuids));
+  return {
+    sql: `(SELECT coalesce(group_concat(x, ' '), '') FROM (
+        SELECT 'v' || id AS x, 0 AS k, id AS o FROM devices WHERE hostname = ?
+        UNION ALL SELECT 'd' || d.id || '@' || d.device_id, 1, d.id FROM deployables d
+          JOIN devices v ON v.id = d.device_id WHERE v.hostname = ?
+        UNION ALL SELECT 'h' || h.id || '@' || h.deployable_id || ':' || coalesce(h.arq_id, '-'), 2, h.id FROM attach_handles h
+          JOIN deployables d ON d.id = h.deployable_id JOIN devices v ON v.id = d.device_id WHERE v.hostname = ?
+        ORDER BY k, o)) || '|' || ${waiting.sql}`,
+    args: [hostname, hostname, hostname, ...waiting.args],
+  };
+}
+
+/**
+ * PUT /hosts/{hostname}/devices: the host's devices become those reported
+ * (handles held by an ARQ stay until unbound). One read batch (the host's
+ * devices, deployables, handles and the ARQs waiting on its RPs), the whole
+ * change decided here in the order the interactive transaction used to make it
+ * (so ids and uuids come out the same), then one write batch guarded by the
+ * host's state as read. Two round trips whatever the size of the report.
+ */
 export async function applyHostReport(
-  db: Db,
+  store: DataStore,
   hostname: string,
   report: HostDevicesReport,
   newId: () => string,
   now: string,
   nowMs: number,
 ): Promise<{ devices: DeviceRow[]; jobs: JobMessage[] }> {
-  const existing = await listDevices(db, { hostname });
-  const keep = new Set<number>();
-  const jobs: JobMessage[] = [];
-  for (const dev of report.devices) {
-    const values = {
-      type: dev.type,
-      vendor: dev.vendor,
-      model: dev.model,
-      stdBoardInfo: dev.std_board_info ?? null,
-      vendorBoardInfo: dev.vendor_board_info ?? null,
-      // A report without a status keeps the one an admin set (enable/disable).
-      ...(dev.status ? { status: dev.status } : {}),
-    };
-    let row = existing.find((d) => d.hostKey === dev.key);
-    if (row) {
-      [row] = await db
-        .update(devices)
-        .set({ ...values, updatedAt: now })
-        .where(eq(devices.id, row.id))
-        .returning();
-    } else {
-      [row] = await db
-        .insert(devices)
-        .values({ status: 'enabled', ...values, uuid: newId(), hostname, hostKey: dev.key, createdAt: now })
-        .returning();
+  const rpUuids = [...new Set(report.devices.flatMap((d) => d.deployables.map((dep) => dep.rp_uuid ?? null)))].filter(
+    (rp): rp is string => rp !== null,
+  );
+  const state = hostStateSql(hostname, rpUuids);
+  return cyborgWrite(async () => {
+    const [read, deviceRows, deployableRows, handleRows, waitingRows] = await store.readBatch([
+      { sql: `SELECT ${state.sql} AS state`, args: state.args },
+      { sql: 'SELECT * FROM devices WHERE hostname = ? ORDER BY id', args: [hostname] },
+      {
+        sql: 'SELECT d.* FROM deployables d JOIN devices v ON v.id = d.device_id WHERE v.hostname = ? ORDER BY d.id',
+        args: [hostname],
+      },
+      {
+        sql: `SELECT h.* FROM attach_handles h JOIN deployables d ON d.id = h.deployable_id
+          JOIN devices v ON v.id = d.device_id WHERE v.hostname = ? ORDER BY h.id`,
+        args: [hostname],
+      },
+      {
+        sql: `SELECT id, device_rp_uuid FROM accelerator_requests
+          WHERE state = 'BindStarted' AND device_rp_uuid IN (${rpUuids.length ? placeholders(rpUuids.length) : 'NULL'}) ORDER BY id`,
+        args: rpUuids,
+      },
+    ]);
+    const existing = deviceRows!.rows.map((r) => rowOf(devices, r));
+    // The host as the old transaction would see it at each step: deployables per device, handles per deployable.
+    const deployablesOf = new Map<number, DeployableModel[]>(existing.map((d) => [d.id, []]));
+    const handlesOf = new Map<string, HandleModel[]>();
+    const keyOf = (ref: Ref) => `${ref.sql}:${ref.args.join(',')}`;
+    for (const row of deployableRows!.rows) {
+      const dep = rowOf(deployables, row);
+      deployablesOf.get(dep.deviceId)?.push({ ref: byId(dep.id), name: dep.name, rpUuid: dep.rpUuid });
+      handlesOf.set(keyOf(byId(dep.id)), []);
     }
-    keep.add(row!.id);
-    const oldDeployables = await db.select().from(deployables).where(eq(deployables.deviceId, row!.id));
-    const keepDeployables = new Set<number>();
-    for (const dep of dev.deployables) {
-      const depValues = {
-        numAccelerators: dep.num_accelerators,
-        rpUuid: dep.rp_uuid ?? null,
-        driverName: dep.driver_name ?? null,
-        bitstreamId: dep.bitstream_id ?? null,
-        functionId: dep.function_id ?? null,
-      };
-      let depRow = oldDeployables.find((d) => d.name === dep.name);
-      if (depRow) {
-        [depRow] = await db
-          .update(deployables)
-          .set({ ...depValues, updatedAt: now })
-          .where(eq(deployables.id, depRow.id))
-          .returning();
+    for (const row of handleRows!.rows) {
+      const h = rowOf(attachHandles, row);
+      handlesOf
+        .get(keyOf(byId(h.deployableId)))
+        ?.push({ uuid: h.uuid, attachType: h.attachType, attachInfo: h.attachInfo, arqId: h.arqId });
+    }
+    const waiting = waitingRows!.rows.map((r) => ({ id: Number(r.id), rpUuid: String(r.device_rp_uuid) }));
+    const isHeld = (dep: DeployableModel) => (handlesOf.get(keyOf(dep.ref)) ?? []).some((h) => h.arqId !== null);
+
+    const statements: WriteStatement[] = [stillHolds(`${state.sql} = ?`, [...state.args, String(read!.rows[0]!.state)])];
+    const outboxAt: { index: number; row: NewOutboxRow }[] = [];
+    const dropDeployables = (refs: Ref[]) => {
+      const list = refList(refs);
+      statements.push(
+        stmt(`DELETE FROM attach_handles WHERE deployable_id IN (${list.sql})`, list.args),
+        stmt(`DELETE FROM attributes WHERE deployable_id IN (${list.sql})`, list.args),
+      );
+    };
+    const keep = new Set<number>();
+    for (const dev of report.devices) {
+      const values: InValue[] = [dev.type, dev.vendor, dev.model, dev.std_board_info ?? null, dev.vendor_board_info ?? null];
+      const row = existing.find((d) => d.hostKey === dev.key);
+      let deviceRef: Ref;
+      if (row) {
+        // A report without a status keeps the one an admin set (enable/disable).
+        statements.push(
+          stmt(
+            `UPDATE devices SET type = ?, vendor = ?, model = ?, std_board_info = ?, vendor_board_info = ?${dev.status ? ', status = ?' : ''},
+              updated_at = ? WHERE id = ?`,
+            [...values, ...(dev.status ? [dev.status] : []), now, row.id],
+          ),
+        );
+        deviceRef = byId(row.id);
+        keep.add(row.id);
       } else {
-        [depRow] = await db
-          .insert(deployables)
-          .values({ ...depValues, uuid: newId(), deviceId: row!.id, name: dep.name, createdAt: now })
-          .returning();
+        const uuid = newId();
+        statements.push(
+          stmt(
+            `INSERT INTO devices (type, vendor, model, std_board_info, vendor_board_info, status, uuid, hostname, host_key, created_at)
+              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+            [...values, dev.status ?? 'enabled', uuid, hostname, dev.key, now],
+          ),
+        );
+        deviceRef = byUuid('devices', uuid);
       }
-      keepDeployables.add(depRow!.id);
-      const oldHandles = await db.select().from(attachHandles).where(eq(attachHandles.deployableId, depRow!.id));
-      const reported = new Set<string>();
-      for (const h of dep.attach_handles) {
-        const info = canonicalInfo(h.info);
-        reported.add(`${h.type}|${info}`);
-        if (!oldHandles.some((o) => o.attachType === h.type && o.attachInfo === info)) {
-          await db
-            .insert(attachHandles)
-            .values({ uuid: newId(), deployableId: depRow!.id, attachType: h.type, attachInfo: info, createdAt: now });
+      const oldDeployables = row ? [...(deployablesOf.get(row.id) ?? [])] : [];
+      const keepDeployables = new Set<DeployableModel>();
+      for (const dep of dev.deployables) {
+        const depValues: InValue[] = [
+          dep.num_accelerators,
+          dep.rp_uuid ?? null,
+          dep.driver_name ?? null,
+          dep.bitstream_id ?? null,
+          dep.function_id ?? null,
+        ];
+        let model = oldDeployables.find((d) => d.name === dep.name);
+        if (model) {
+          const ref = model.ref;
+          statements.push(
+            stmt(
+              `UPDATE deployables SET num_accelerators = ?, rp_uuid = ?, driver_name = ?, bitstream_id = ?, function_id = ?, updated_at = ?
+                WHERE id = ${ref.sql}`,
+              [...depValues, now, ...ref.args],
+            ),
+          );
+          model.rpUuid = dep.rp_uuid ?? null;
+        } else {
+          const uuid = newId();
+          statements.push(
+            stmt(
+              `INSERT INTO deployables (num_accelerators, rp_uuid, driver_name, bitstream_id, function_id, uuid, device_id, name, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ${deviceRef.sql}, ?, ?)`,
+              [...depValues, uuid, ...deviceRef.args, dep.name, now],
+            ),
+          );
+          model = { ref: byUuid('deployables', uuid), name: dep.name, rpUuid: dep.rp_uuid ?? null };
+          if (row) deployablesOf.get(row.id)!.push(model);
+          handlesOf.set(keyOf(model.ref), []);
+        }
+        keepDeployables.add(model);
+        const handles = handlesOf.get(keyOf(model.ref))!;
+        const oldHandles = [...handles];
+        const reported = new Set<string>();
+        for (const h of dep.attach_handles) {
+          const info = canonicalInfo(h.info);
+          reported.add(`${h.type}|${info}`);
+          if (!oldHandles.some((o) => o.attachType === h.type && o.attachInfo === info)) {
+            const uuid = newId();
+            statements.push(
+              stmt(
+                `INSERT INTO attach_handles (uuid, deployable_id, attach_type, attach_info, created_at) VALUES (?, ${model.ref.sql}, ?, ?, ?)`,
+                [uuid, ...model.ref.args, h.type, info, now],
+              ),
+            );
+            handles.push({ uuid, attachType: h.type, attachInfo: info, arqId: null });
+          }
+        }
+        const gone = oldHandles.filter((o) => !reported.has(`${o.attachType}|${o.attachInfo}`) && o.arqId === null);
+        if (gone.length) {
+          statements.push(
+            stmt(
+              `DELETE FROM attach_handles WHERE uuid IN (${placeholders(gone.length)})`,
+              gone.map((h) => h.uuid),
+            ),
+          );
+          handlesOf.set(
+            keyOf(model.ref),
+            handles.filter((h) => !gone.includes(h)),
+          );
+        }
+        // Binds waiting on this deployable's programming get another try.
+        const ids = model.rpUuid === null ? [] : waiting.filter((a) => a.rpUuid === model.rpUuid).map((a) => a.id);
+        if (ids.length) {
+          const wake = newOutboxRow('bind', { arqIds: ids }, nowMs);
+          outboxAt.push({ index: statements.length, row: wake });
+          statements.push(wake.statement);
         }
       }
-      const gone = oldHandles.filter((o) => !reported.has(`${o.attachType}|${o.attachInfo}`) && o.arqId === null).map((o) => o.id);
-      if (gone.length) await db.delete(attachHandles).where(inArray(attachHandles.id, gone));
-      const job = await wakeWaitingBinds(db, depRow!.rpUuid, nowMs);
-      if (job) jobs.push(job);
+      const drop = oldDeployables.filter((d) => !keepDeployables.has(d) && !isHeld(d));
+      if (drop.length) {
+        dropDeployables(drop.map((d) => d.ref));
+        const list = refList(drop.map((d) => d.ref));
+        statements.push(stmt(`DELETE FROM deployables WHERE id IN (${list.sql})`, list.args));
+        deployablesOf.set(
+          row!.id,
+          oldDeployables.filter((d) => !drop.includes(d)),
+        );
+      }
     }
-    const held = await heldHandleDeployables(
-      db,
-      oldDeployables.map((d) => d.id),
-    );
-    const dropDeployables = oldDeployables.filter((d) => !keepDeployables.has(d.id) && !held.has(d.id)).map((d) => d.id);
-    if (dropDeployables.length) {
-      await db.delete(attachHandles).where(inArray(attachHandles.deployableId, dropDeployables));
-      await deleteAttributesOf(db, dropDeployables);
-      await db.delete(deployables).where(inArray(deployables.id, dropDeployables));
+    for (const old of existing.filter((d) => !keep.has(d.id))) {
+      const deps = deployablesOf.get(old.id) ?? [];
+      if (deps.some(isHeld)) continue; // still in use: removed by a later report once unbound
+      if (deps.length) {
+        dropDeployables(deps.map((d) => d.ref));
+        statements.push(stmt('DELETE FROM deployables WHERE device_id = ?', [old.id]));
+      }
+      statements.push(stmt('DELETE FROM devices WHERE id = ?', [old.id]));
     }
-  }
-  for (const old of existing.filter((d) => !keep.has(d.id))) {
-    const deps = await db.select().from(deployables).where(eq(deployables.deviceId, old.id));
-    const held = await heldHandleDeployables(
-      db,
-      deps.map((d) => d.id),
-    );
-    if (held.size) continue; // still in use: removed by a later report once unbound
-    if (deps.length) {
-      await db.delete(attachHandles).where(
-        inArray(
-          attachHandles.deployableId,
-          deps.map((d) => d.id),
-        ),
-      );
-      await deleteAttributesOf(
-        db,
-        deps.map((d) => d.id),
-      );
-      await db.delete(deployables).where(eq(deployables.deviceId, old.id));
-    }
-    await db.delete(devices).where(eq(devices.id, old.id));
-  }
-  return { devices: await listDevices(db, { hostname }), jobs };
+    statements.push(stmt('SELECT * FROM devices WHERE hostname = ? ORDER BY id', [hostname]));
+    const results = await commitGuarded(store, statements);
+    return {
+      devices: results.at(-1)!.rows.map((r) => rowOf(devices, r)),
+      jobs: outboxAt.map(({ index, row }) => row.message(results[index]!)),
+    };
+  });
 }
 
+/**
+ * PUT /deployables/{uuid}/programmed: records what the FPGA now carries and
+ * wakes the binds waiting on it, in one read batch and one write batch.
+ * Undefined when there is no such deployable.
+ */
 export async function recordProgrammed(
-  db: Db,
-  deployable: DeployableRow,
+  store: DataStore,
+  uuid: string,
   report: ProgrammedReport,
   now: string,
   nowMs: number,
-): Promise<JobMessage | undefined> {
-  await db
-    .update(deployables)
-    .set({
-      bitstreamId: report.bitstream_id ?? null,
-      functionId: report.function_id ?? null,
-      updatedAt: now,
-    })
-    .where(eq(deployables.id, deployable.id));
-  return wakeWaitingBinds(db, deployable.rpUuid, nowMs);
+): Promise<{ deployable: DeployableRow; deviceUuid: string; job?: JobMessage } | undefined> {
+  const findSql = 'SELECT d.*, v.uuid AS device_uuid FROM deployables d JOIN devices v ON v.id = d.device_id WHERE d.uuid = ?';
+  const waiting = waitingSql({ sql: 'SELECT rp_uuid FROM deployables WHERE uuid = ?', args: [uuid] });
+  return cyborgWrite(async () => {
+    const [found, waitingRead] = await store.readBatch([
+      { sql: findSql, args: [uuid] },
+      { sql: `SELECT ${waiting.sql} AS ids`, args: waiting.args },
+    ]);
+    const row = found!.rows[0];
+    if (!row) return undefined;
+    const deployable = rowOf(deployables, row);
+    const waitingIds = String(waitingRead!.rows[0]!.ids);
+    const statements = [
+      stillHolds(`${waiting.sql} = ?`, [...waiting.args, waitingIds]),
+      stmt(
+        'UPDATE deployables SET bitstream_id = ?, function_id = ?, updated_at = ? WHERE id = ?',
+        [report.bitstream_id ?? null, report.function_id ?? null, now, deployable.id],
+        { mustChange: true },
+      ),
+    ];
+    const wake = waitingIds ? newOutboxRow('bind', { arqIds: waitingIds.split(',').map(Number) }, nowMs) : undefined;
+    if (wake) statements.push(wake.statement);
+    statements.push(stmt(findSql, [uuid]));
+    const results = await commitGuarded(store, statements);
+    const after = results.at(-1)!.rows[0]!;
+    return {
+      deployable: rowOf(deployables, after),
+      deviceUuid: String(after.device_uuid),
+      job: wake ? wake.message(results[2]!) : undefined,
+    };
+  });
 }

@@ -5,7 +5,7 @@ import { Hono } from 'hono';
 import { listOutbox } from '../../jobs/outbox.js';
 import { authorize, cyborgError, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../http.js';
 import { presentDeployable, presentDevice } from '../present.js';
-import { applyHostReport, currentHostReport, findDeployable, recordProgrammed } from '../repo/devices.js';
+import { applyHostReport, currentHostReport, recordProgrammed } from '../repo/devices.js';
 import { HostDevicesReport, ProgrammedReport } from '../schemas/agent.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
@@ -31,7 +31,7 @@ resource(agentRoutes, '/hosts/:hostname/devices', {
     const report = await readCyborgBody(c, HostDevicesReport);
     const { deps } = c.var;
     const now = deps.clock();
-    const result = await deps.store.writeTx((tx) => applyHostReport(tx, hostname, report, deps.newId, now.toISOString(), now.getTime()));
+    const result = await applyHostReport(deps.store, hostname, report, deps.newId, now.toISOString(), now.getTime());
     await sendAll(c, result.jobs);
     return c.json({ devices: result.devices.map((d) => presentDevice(d, link(c), true)) });
   },
@@ -44,14 +44,10 @@ resource(agentRoutes, '/deployables/:uuid/programmed', {
     const report = await readCyborgBody(c, ProgrammedReport);
     const { deps } = c.var;
     const now = deps.clock();
-    const job = await deps.store.writeTx(async (tx) => {
-      const found = await findDeployable(tx, uuid);
-      if (!found) throw cyborgError(404, `Deployable ${uuid} could not be found.`);
-      return recordProgrammed(tx, found.deployable, report, now.toISOString(), now.getTime());
-    });
-    await sendAll(c, [job]);
-    const after = await findDeployable(deps.store.db, uuid);
-    return c.json(presentDeployable(after!.deployable, after!.deviceUuid, link(c)));
+    const recorded = await recordProgrammed(deps.store, uuid, report, now.toISOString(), now.getTime());
+    if (!recorded) throw cyborgError(404, `Deployable ${uuid} could not be found.`);
+    await sendAll(c, [recorded.job]);
+    return c.json(presentDeployable(recorded.deployable, recorded.deviceUuid, link(c)));
   },
 });
 

@@ -25,7 +25,6 @@ import {
   unbindArqs,
   type BindRequest,
 } from '../repo/arqs.js';
-import { findDeviceProfile } from '../repo/device-profiles.js';
 import { BIND_PATHS, CreateArqBody, PatchArqsBody, PROJECT_PATH } from '../schemas/arqs.js';
 import { MV } from '../versions.js';
 
@@ -104,10 +103,10 @@ async function patchArqs(c: CyborgContext): Promise<Response> {
   const { deps } = c.var;
   const now = deps.clock();
   if (parsed.op === 'remove') {
-    await deps.store.writeTx((tx) => unbindArqs(tx, parsed.uuids, projectScope(c), now.toISOString()));
+    await unbindArqs(deps.store, parsed.uuids, projectScope(c), now.toISOString());
     return c.body(null, 202);
   }
-  const job = await deps.store.writeTx((tx) => startBind(tx, parsed.binds, projectScope(c), now.toISOString(), now.getTime()));
+  const job = await startBind(deps.store, parsed.binds, projectScope(c), now.toISOString(), now.getTime());
   // After commit; if the send is lost the outbox drain delivers the job.
   if (job)
     await deps.jobs.send(job).catch((err: unknown) => deps.log.warn('bind job send failed; the drain will deliver', { err: String(err) }));
@@ -124,12 +123,10 @@ async function deleteArqs(c: CyborgContext, uuids: string[] | undefined, instanc
   if (instance !== undefined) {
     // Every ARQ found by instance is bound to it.
     if (!mayBind(c)) throw needsServiceToken();
-    await deps.store.writeTx((tx) => deleteArqsByInstance(tx, instance, projectScope(c), now));
+    await deleteArqsByInstance(deps.store, instance, projectScope(c), now);
     return c.body(null, 204);
   }
-  const missing = await deps.store.writeTx((tx) =>
-    deleteArqsByUuid(tx, uuids!, projectScope(c), now, mayBind(c) ? undefined : needsServiceToken),
-  );
+  const missing = await deleteArqsByUuid(deps.store, uuids!, projectScope(c), now, mayBind(c) ? undefined : needsServiceToken);
   if (missing.length) throw cyborgError(404, `Accelerator request(s) ${missing.join(', ')} could not be found.`);
   return c.body(null, 204);
 }
@@ -153,18 +150,15 @@ resource(arqRoutes, '/accelerator_requests', {
     authorize(c, 'cyborg:arq:create');
     const body = await readCyborgBody(c, CreateArqBody);
     const { deps } = c.var;
-    const arqs = await deps.store.writeTx(async (tx) => {
-      const profile = await findDeviceProfile(tx, { name: body.device_profile_name });
-      if (!profile) throw cyborgError(404, `Device Profile not found with name=${body.device_profile_name}`);
-      return createArqs(
-        tx,
-        profile,
-        c.var.credentials.projectId,
-        deps.newId,
-        deps.clock().toISOString(),
-        body.device_profile_group_id ?? undefined,
-      );
-    });
+    const arqs = await createArqs(
+      deps.store,
+      body.device_profile_name,
+      c.var.credentials.projectId,
+      deps.newId,
+      deps.clock().toISOString(),
+      body.device_profile_group_id ?? undefined,
+    );
+    if (!arqs) throw cyborgError(404, `Device Profile not found with name=${body.device_profile_name}`);
     return c.json({ arqs: arqs.map((arq) => presentArq({ arq, handle: null }, link(c))) }, 201);
   },
   PATCH: patchArqs,

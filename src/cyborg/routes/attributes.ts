@@ -29,17 +29,10 @@ resource(attributeRoutes, '/attributes', {
     authorize(c, 'cyborg:attribute:create');
     const input = await readCyborgBody(c, CreateAttributeBody);
     const { deps } = c.var;
-    const row = await deps.store.writeTx((tx) =>
-      createAttribute(
-        tx,
-        {
-          uuid: deps.newId(),
-          deployableId: input.deployable_id,
-          key: input.key,
-          value: input.value,
-        },
-        deps.clock().toISOString(),
-      ),
+    const row = await createAttribute(
+      deps.store,
+      { uuid: deps.newId(), deployableId: input.deployable_id, key: input.key, value: input.value },
+      deps.clock().toISOString(),
     );
     if (!row) throw cyborgError(400, `Deployable ${input.deployable_id} could not be found.`);
     return c.json(presentAttribute(row, link(c)), 201);
@@ -56,7 +49,7 @@ resource(attributeRoutes, '/attributes/:uuid', {
   DELETE: async (c) => {
     authorize(c, 'cyborg:attribute:delete');
     const uuid = c.req.param('uuid') ?? '';
-    const removed = await c.var.deps.store.writeTx((tx) => deleteAttribute(tx, uuid));
+    const removed = await deleteAttribute(c.var.deps.store, uuid);
     if (!removed) throw cyborgError(404, `Attribute ${uuid} could not be found.`);
     return c.body(null, 204);
   },

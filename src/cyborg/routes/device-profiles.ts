@@ -22,17 +22,15 @@ resource(deviceProfileRoutes, '/device_profiles', {
     const [input] = await readCyborgBody(c, CreateDeviceProfileBody);
     const groups = parseGroups(input!.groups);
     const { deps } = c.var;
-    const row = await deps.store.writeTx((tx) =>
-      createDeviceProfile(
-        tx,
-        {
-          uuid: input!.uuid ?? deps.newId(),
-          name: input!.name,
-          description: input!.description ?? null,
-          groups,
-        },
-        deps.clock().toISOString(),
-      ),
+    const row = await createDeviceProfile(
+      deps.store,
+      {
+        uuid: input!.uuid ?? deps.newId(),
+        name: input!.name,
+        description: input!.description ?? null,
+        groups,
+      },
+      deps.clock().toISOString(),
     );
     return c.json(presentDeviceProfile(row, link(c)), 201);
   },
@@ -40,16 +38,8 @@ resource(deviceProfileRoutes, '/device_profiles', {
     authorize(c, 'cyborg:device_profile:delete');
     const names = queryList(c, 'value');
     if (!names?.length) throw cyborgError(400, 'Device profile names to delete are needed: ?value=name1,name2');
-    const { deps } = c.var;
-    await deps.store.writeTx(async (tx) => {
-      const rows = await listDeviceProfiles(tx, names);
-      const missing = names.filter((n) => !rows.some((r) => r.name === n));
-      if (missing.length) throw cyborgError(404, `Device Profile not found with name=${missing.join(',')}`);
-      await deleteDeviceProfiles(
-        tx,
-        rows.map((r) => r.id),
-      );
-    });
+    const missing = await deleteDeviceProfiles(c.var.deps.store, 'name', names);
+    if (missing.length) throw cyborgError(404, `Device Profile not found with name=${missing.join(',')}`);
     return c.body(null, 204);
   },
 });
@@ -76,12 +66,8 @@ resource(deviceProfileRoutes, '/device_profiles/:key', {
   DELETE: async (c) => {
     authorize(c, 'cyborg:device_profile:delete');
     const key = c.req.param('key') ?? '';
-    const { deps } = c.var;
-    await deps.store.writeTx(async (tx) => {
-      const row = await findDeviceProfile(tx, UUID.test(key) ? { uuid: key } : { name: key });
-      if (!row) throw cyborgError(404, `Device Profile not found with uuid=${key}`);
-      await deleteDeviceProfiles(tx, [row.id]);
-    });
+    const missing = await deleteDeviceProfiles(c.var.deps.store, UUID.test(key) ? 'uuid' : 'name', [key]);
+    if (missing.length) throw cyborgError(404, `Device Profile not found with uuid=${key}`);
     return c.body(null, 204);
   },
 });

@@ -33,7 +33,7 @@ for (const [action, status] of [
       authorize(c, `cyborg:device:${action}`);
       const uuid = c.req.param('uuid') ?? '';
       const { deps } = c.var;
-      const row = await deps.store.writeTx((tx) => setDeviceStatus(tx, uuid, status, deps.clock().toISOString()));
+      const row = await setDeviceStatus(deps.store, uuid, status, deps.clock().toISOString());
       if (!row) throw cyborgError(404, `Device ${uuid} could not be found.`);
       return c.body(null, 200);
     },
