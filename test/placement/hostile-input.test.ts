@@ -246,7 +246,7 @@ describe('internal errors', () => {
       const message = await faultOf(res);
       expect(message).toBe(`An unexpected error occurred; it is logged with request id ${requestId}.`);
       expect(logged).toEqual([
-        expect.objectContaining({ requestId, err: expect.stringMatching(/insert into "device_profiles"[\s\S]*injected failure/) }),
+        expect.objectContaining({ requestId, err: expect.stringMatching(/injected failure/) }),
       ]);
     } finally {
       await t.deps.store.client.execute('DROP TRIGGER h10_fail_profile');

@@ -11,7 +11,7 @@ import { cyborgWrite } from './write.js';
 export type DeviceProfileRow = typeof deviceProfiles.$inferSelect;
 export const profileGroups = (row: DeviceProfileRow): ProfileGroup[] => JSON.parse(row.groups) as ProfileGroup[];
 
-/** One read batch (name and uuid taken?), one write batch; a concurrent creator makes the insert a lost race. */
+/** One read batch (name and uuid taken?), one write batch. */
 export async function createDeviceProfile(
   store: DataStore,
   input: { uuid: string; name: string; description: string | null; groups: ProfileGroup[] },
@@ -24,11 +24,13 @@ export async function createDeviceProfile(
     ]);
     if (byName!.rows.length) throw new DomainError('conflict', `Device Profile with name ${input.name} already exists.`);
     if (byUuid!.rows.length) throw new DomainError('conflict', `Device Profile with uuid ${input.uuid} already exists.`);
+    // Inserted only if the name and uuid are still free: a concurrent creator makes it a lost race.
     const [inserted] = await commitGuarded(store, [
       stmt(
-        'INSERT INTO device_profiles (uuid, name, description, groups, created_at) VALUES (?, ?, ?, ?, ?) RETURNING *',
-        [input.uuid, input.name, input.description, JSON.stringify(input.groups), now],
-        { racing: true },
+        `INSERT INTO device_profiles (uuid, name, description, groups, created_at) SELECT ?, ?, ?, ?, ?
+          WHERE NOT EXISTS (SELECT 1 FROM device_profiles WHERE name = ? OR uuid = ?) RETURNING *`,
+        [input.uuid, input.name, input.description, JSON.stringify(input.groups), now, input.name, input.uuid],
+        { mustChange: true },
       ),
     ]);
     return rowOf(deviceProfiles, inserted!.rows[0]!);
