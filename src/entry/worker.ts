@@ -78,7 +78,14 @@ export async function prepareDatabase(client: Client): Promise<void> {
 
 async function boot(env: WorkerEnv): Promise<Booted> {
   const config = loadConfig(environmentFromBindings(env));
-  const client = createClient({ url: config.PLACEMENT_DB_URL, authToken: config.PLACEMENT_DB_AUTH_TOKEN });
+  // No client-side limit on concurrent requests: libSQL's default (20) queues the next one and starts it
+  // from the code of whichever request finishes first, I/O on behalf of another request, which workerd
+  // refuses: the queued request hung (seen with 24 concurrent binds in test/worker/accelerator-queue.test.ts).
+  const client = createClient({
+    url: config.PLACEMENT_DB_URL,
+    authToken: config.PLACEMENT_DB_AUTH_TOKEN,
+    concurrency: Number.MAX_SAFE_INTEGER,
+  });
   await prepareDatabase(client);
   const overrides = config.PLACEMENT_POLICY_JSON ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON') : undefined;
   // Without a JOBS binding the cron drain delivers (outboxOnlyQueue).

@@ -260,3 +260,78 @@ describe('accelerator writes take at most 2 database round trips (one read batch
     await settled();
   });
 });
+
+describe('racing binds in workerd against sqld', () => {
+  it('16 binds for 5 attach handles: exactly 5 bound; 8 binds of one ARQ: exactly one accepted', async () => {
+    const placement = { 'openstack-api-version': 'placement latest' };
+    const run = crypto.randomUUID().slice(0, 8);
+    const host = `race-${run}`;
+    const [root, fpga] = [crypto.randomUUID(), crypto.randomUUID()];
+    await ok(call('POST', '/resource_providers', { name: host, uuid: root }, placement));
+    await ok(call('POST', '/resource_providers', { name: `${host}_FPGA`, uuid: fpga, parent_provider_uuid: root }, placement));
+    await ok(
+      call(
+        'PUT',
+        `/resource_providers/${fpga}/inventories`,
+        { resource_provider_generation: 0, inventories: { FPGA: { total: 5 } } },
+        placement,
+      ),
+    );
+    const handles = Array.from({ length: 5 }, (_, i) => ({ type: 'PCI', info: { bus: '0e', function: String(i) } }));
+    await ok(
+      acc('PUT', `/hosts/${host}/devices`, {
+        devices: [
+          {
+            key: '0000:0e:00.0',
+            type: 'FPGA',
+            vendor: '0x8086',
+            model: 'a10',
+            deployables: [{ name: `${host}_FPGA`, num_accelerators: 5, rp_uuid: fpga, attach_handles: handles }],
+          },
+        ],
+      }),
+    );
+    await ok(acc('POST', '/device_profiles', [{ name: `race-${run}`, groups: [{ 'resources:FPGA': '1' }] }]));
+    const arqs: string[] = [];
+    for (let i = 0; i < 17; i++) {
+      const res = await ok(acc('POST', '/accelerator_requests', { device_profile_name: `race-${run}` }));
+      arqs.push(((await res.json()) as { arqs: { uuid: string }[] }).arqs[0]!.uuid);
+    }
+    const bind = (arq: string) => ({
+      [arq]: [
+        { path: '/hostname', op: 'add', value: host },
+        { path: '/device_rp_uuid', op: 'add', value: fpga },
+        { path: '/instance_uuid', op: 'add', value: crypto.randomUUID() },
+      ],
+    });
+    const [many, contested] = await Promise.all([
+      Promise.all(arqs.slice(0, 16).map((arq) => acc('PATCH', '/accelerator_requests', bind(arq)))),
+      Promise.all(Array.from({ length: 8 }, () => acc('PATCH', '/accelerator_requests', bind(arqs[16]!)))),
+    ]);
+    expect(many.map((r) => r.status)).toEqual(Array(16).fill(202));
+    expect(contested.map((r) => r.status).sort()).toEqual([202, 409, 409, 409, 409, 409, 409, 409]);
+
+    let states: string[] = [];
+    for (let i = 0; i < 150; i++) {
+      const shown = await Promise.all(
+        arqs.map(async (arq) => ((await (await acc('GET', `/accelerator_requests/${arq}`)).json()) as { state: string }).state),
+      );
+      states = shown;
+      if (!shown.includes('BindStarted')) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(states.filter((s) => s === 'Bound')).toHaveLength(5);
+    expect(states.filter((s) => s === 'BindFailed')).toHaveLength(12);
+    const shown = (await (await acc('GET', `/accelerator_requests`)).json()) as {
+      arqs: { uuid: string; state: string; attach_handle_info: Record<string, string> | null }[];
+    };
+    const functions = shown.arqs.filter((a) => arqs.includes(a.uuid) && a.state === 'Bound').map((a) => a.attach_handle_info?.function);
+    expect(new Set(functions).size).toBe(5);
+    // Leave nothing running for the next file's round-trip counts.
+    for (let i = 0; i < 150; i++) {
+      const { outbox } = (await (await acc('GET', '/outbox?state=pending')).json()) as { outbox: unknown[] };
+      if (!outbox.length) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }, 60_000);
+});
