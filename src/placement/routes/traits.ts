@@ -6,10 +6,10 @@ import { WriteContention } from '../../db/write-batch.js';
 import { badQuery, queryParams, readBody } from '../../http/validate.js';
 import { authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { isoNow, requireProvider } from '../repo/lookups.js';
-import { ensureTraitBatched, replaceProviderTraits } from '../repo/trait-writes.js';
+import { deleteTraitBatched, ensureTraitBatched, replaceProviderTraits } from '../repo/trait-writes.js';
 import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from '../write-errors.js';
 import { contentionToHttp } from '../errors.js';
-import { deleteTrait, findTrait, listTraits, providerTraits, traitInUse, type TraitListFilter } from '../repo/traits.js';
+import { findTrait, listTraits, providerTraits, type TraitListFilter } from '../repo/traits.js';
 import { isValidCustomTrait, putProviderTraitsSchema } from '../schemas/traits.js';
 import { STANDARD_TRAITS } from '../standard-names.js';
 
@@ -120,15 +120,10 @@ resource(traitRoutes, '/traits/:name', {
     requireVersion(c, 'TRAITS');
     authorize(c, 'placement:traits:delete');
     const name = pathParam(c, 'name');
-    await c.var.deps.store.writeTx(async (tx) => {
-      const trait = await findTrait(tx, name);
-      if (!trait) throw new ApiError(404, webobDetail(404, `No such trait(s): ${name}`));
-      if (STANDARD.has(name)) throw new ApiError(400, webobDetail(400, `Cannot delete standard trait ${name}.`));
-      if (await traitInUse(tx, trait.id)) {
-        throw new ApiError(409, webobDetail(409, `The trait ${name} is in use by a resource provider.`));
-      }
-      await deleteTrait(tx, trait.id);
-    });
+    const outcome = await deleteTraitBatched(c.var.deps.store, name, STANDARD.has(name));
+    if (outcome === 'not_found') throw new ApiError(404, webobDetail(404, `No such trait(s): ${name}`));
+    if (outcome === 'standard') throw new ApiError(400, webobDetail(400, `Cannot delete standard trait ${name}.`));
+    if (outcome === 'in_use') throw new ApiError(409, webobDetail(409, `The trait ${name} is in use by a resource provider.`));
     return c.body(null, 204);
   },
 });
