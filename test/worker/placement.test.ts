@@ -336,6 +336,20 @@ describe('Placement in workerd against sqld', () => {
       expect(await hopsOf('DELETE', '/traits/HW_CPU_X86_AVX2')).toEqual({ hops: 1, status: 400 });
     });
 
+    it('POST /diagnostics/audit/repairs: one write batch', async () => {
+      const unknown = crypto.randomUUID();
+      expect(
+        await hopsOf('POST', '/diagnostics/audit/repairs', {
+          dry_run: false,
+          delete_empty_consumers: [unknown],
+          resend_dead_letters: [999999],
+        }),
+      ).toEqual({
+        hops: 1,
+        status: 200,
+      });
+    });
+
     it("a provider's aggregates: PUT with and without a generation", async () => {
       const rp = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
