@@ -85,12 +85,11 @@ export async function createProviderBatched(store: DataStore, input: NewProvider
   });
 }
 
-/** The provider and every provider above it, walking parent links up from `start`. */
-const ANCESTORS_OF = `WITH RECURSIVE up(id, parent_id) AS (
-    SELECT id, parent_provider_id FROM resource_providers WHERE id = (start)
+/** The provider whose id `start` (an SQL expression) gives, and every provider above it. */
+const ancestorsOf = (start: string) => `WITH RECURSIVE up(id, parent_id) AS (
+    SELECT id, parent_provider_id FROM resource_providers WHERE id = (${start})
     UNION SELECT rp.id, rp.parent_provider_id FROM resource_providers rp JOIN up ON rp.id = up.parent_id
   ) SELECT id FROM up`;
-const ancestorsOf = (start: string) => ANCESTORS_OF.replace('(start)', `(${start})`);
 
 /** The provider and every provider below it. */
 const SUBTREE_OF = `WITH RECURSIVE sub(id) AS (
