@@ -77,21 +77,54 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
   return out;
 }
 
+/**
+ * Points a component's local references (`#` and `#/$defs/X`, which zod emits
+ * for recursive schemas) at the document's components: inside an OpenAPI
+ * document `#` is the document, not the schema.
+ */
+function relocate(node: unknown, self: string, defs: Record<string, string>): unknown {
+  if (Array.isArray(node)) return node.map((n) => relocate(n, self, defs));
+  if (node === null || typeof node !== 'object') return node;
+  const out: Json = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === '$ref' && typeof value === 'string' && (value === '#' || value.startsWith('#/$defs/'))) {
+      out.$ref = `#/components/schemas/${value === '#' ? self : defs[value.slice('#/$defs/'.length)]}`;
+    } else out[key] = relocate(value, self, defs);
+  }
+  return out;
+}
+
 const rangeText = (r: { min: string; max: string }) => (r.min === r.max ? r.min : `${r.min}-${r.max}`);
 const openApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
 
 class Builder {
   readonly schemas: Record<string, Json> = {};
-  private readonly names = new Map<z.ZodType, string>();
+  private readonly names = { input: new Map<z.ZodType, string>(), output: new Map<z.ZodType, string>() };
 
-  /** A component for `schema`, named once; the same zod object is never emitted twice. */
+  private freeName(name: string): string {
+    let found = name;
+    for (let i = 2; this.schemas[found]; i++) found = `${name}${i}`;
+    return found;
+  }
+
+  /**
+   * A component for `schema` read as a request (input) or answer (output),
+   * named once; the same zod object is never emitted twice per direction.
+   */
   ref(schema: z.ZodType, name: string, io: 'input' | 'output'): Json {
-    let found = this.names.get(schema);
+    let found = this.names[io].get(schema);
     if (!found) {
-      found = name;
-      for (let i = 2; this.schemas[found]; i++) found = `${name}${i}`;
-      this.schemas[found] = jsonSchema(schema, io);
-      this.names.set(schema, found);
+      found = this.freeName(name);
+      const { $defs, ...body } = jsonSchema(schema, io) as Json & { $defs?: Record<string, Json> };
+      this.schemas[found] = body;
+      const defs: Record<string, string> = {};
+      for (const def of Object.keys($defs ?? {})) {
+        defs[def] = this.freeName(`${found}_${def.replace(/^_+/, '')}`);
+        this.schemas[defs[def]] = {};
+      }
+      this.schemas[found] = relocate(body, found, defs) as Json;
+      for (const [def, schemaOfDef] of Object.entries($defs ?? {})) this.schemas[defs[def]!] = relocate(schemaOfDef, found, defs) as Json;
+      this.names[io].set(schema, found);
     }
     return { $ref: `#/components/schemas/${found}` };
   }
@@ -207,10 +240,11 @@ export function buildOpenApiDocument(): Json {
     const success = builder.responseBody(op, versions);
     for (const [status, description] of Object.entries(op.responses)) {
       const code = Number(status);
+      const schema = success?.schema ?? { type: 'object' };
       const content =
-        code === 204 || code === 202 || op.bodyless?.includes(code)
+        code === 204 || code === 202 || code === 304 || op.bodyless?.includes(code)
           ? undefined
-          : { 'application/json': { schema: success?.schema ?? { type: 'object' } } };
+          : Object.fromEntries((op.mediaTypes ?? ['application/json']).map((type) => [type, { schema }]));
       const response: Json = content ? { description, content } : { description };
       if (content && success?.ranges) response['x-openstack-microversion-bodies'] = success.ranges;
       responses[status] = response;

@@ -90,11 +90,29 @@ describe('GET /openapi.json', () => {
     expect(doc.openapi).toBe('3.1.0');
   });
 
-  it('has component schemas that are valid JSON Schema (2020-12)', () => {
+  it('has component schemas that are valid JSON Schema (2020-12), their references resolved in the document', () => {
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
-    for (const [name, schema] of Object.entries(doc.components.schemas)) {
-      expect(() => ajv.compile(schema), name).not.toThrow();
+    ajv.addSchema(doc, 'openapi.json');
+    for (const name of Object.keys(doc.components.schemas)) {
+      expect(() => ajv.getSchema(`openapi.json#/components/schemas/${name}`), name).not.toThrow();
+      expect(ajv.getSchema(`openapi.json#/components/schemas/${name}`), name).toBeTypeOf('function');
     }
+  });
+
+  it('gives every answer with a body a schema of its own, not a bare object', () => {
+    const bare: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const responses = (operation as unknown as { responses: Record<string, { content?: Record<string, { schema: Json }> }> }).responses;
+        for (const [status, response] of Object.entries(responses)) {
+          for (const media of Object.values(response.content ?? {})) {
+            const refs = media.schema.$ref ? [media.schema] : ((media.schema.anyOf as Json[] | undefined) ?? [{}]);
+            if (!refs.every((r) => typeof r.$ref === 'string')) bare.push(`${method.toUpperCase()} ${path} ${status}`);
+          }
+        }
+      }
+    }
+    expect(bare).toEqual([]);
   });
 
   it('lists every route the app serves, and nothing else', () => {
