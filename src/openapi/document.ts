@@ -5,34 +5,14 @@
 // 1.28 shows up as "1.12-1.27" and "1.28-1.33" without anyone writing that.
 // Pure: built once per isolate/process, no I/O.
 import { z } from 'zod';
+import { CyborgErrorEnvelope } from '../cyborg/schemas/responses.js';
 import { MAX_VERSION as CYBORG_MAX, MIN_VERSION as CYBORG_MIN, VERSIONS as CYBORG_VERSIONS } from '../cyborg/versions.js';
 import { Microversion } from '../microversion.js';
+import { PlacementErrorEnvelope } from '../placement/schemas/responses.js';
 import { MAX_VERSION, MIN_VERSION } from '../placement/versions.js';
 import { OPERATIONS, type ApiName, type Operation, type QueryParam } from './operations.js';
 
 type Json = Record<string, unknown>;
-
-/** Placement error envelope, as src/placement/errors.ts renders it. */
-export const PlacementErrorEnvelope = z.object({
-  errors: z
-    .array(
-      z.object({
-        status: z.number().int(),
-        title: z.string(),
-        detail: z.string(),
-        request_id: z.string(),
-        code: z.string().optional().describe('from microversion 1.23, e.g. placement.concurrent_update'),
-        min_version: z.string().optional().describe('406 only'),
-        max_version: z.string().optional().describe('406 only'),
-      }),
-    )
-    .min(1),
-});
-
-/** Cyborg's error envelope: a JSON string inside `error_message`, as upstream's WSME faults. */
-export const CyborgErrorEnvelope = z.object({
-  error_message: z.string().describe('JSON text: {"faultcode": "Client"|"Server", "faultstring": "...", "debuginfo": null}'),
-});
 
 function placementVersions(): string[] {
   const min = Microversion.parse(MIN_VERSION)!;

@@ -5,6 +5,11 @@
 import { z } from 'zod';
 import { HostDevicesReport } from './agent.js';
 
+/** Cyborg's error envelope: a JSON string inside `error_message`, as upstream's WSME faults (../http.ts renders it). */
+export const CyborgErrorEnvelope = z.object({
+  error_message: z.string().describe('JSON text: {"faultcode": "Client"|"Server", "faultstring": "...", "debuginfo": null}'),
+});
+
 const links = z.array(z.object({ href: z.string(), rel: z.string() }));
 const timestamps = { created_at: z.string(), updated_at: z.string().nullable() };
 

@@ -15,6 +15,25 @@ const generation = z.number().int();
 /** Amounts per resource class name. */
 const amounts = z.record(z.string(), z.number().int());
 
+// --- Errors -----------------------------------------------------------------
+/** Placement's error envelope, as ../errors.ts renders it. */
+export const PlacementErrorEnvelope = z.object({
+  errors: z
+    .array(
+      z.object({
+        status: z.number().int(),
+        title: z.string(),
+        detail: z.string(),
+        request_id: z.string(),
+        code: z.string().optional().describe('from microversion 1.23, e.g. placement.concurrent_update'),
+        min_version: z.string().optional().describe('406 only'),
+        max_version: z.string().optional().describe('406 only'),
+      }),
+    )
+    .min(1),
+});
+export type PlacementErrorJson = z.infer<typeof PlacementErrorEnvelope>;
+
 // --- GET / ------------------------------------------------------------------
 export const versionDocumentSchema = z.object({
   versions: z.array(z.object({ id: z.string(), max_version: z.string(), min_version: z.string(), status: z.string(), links })),
@@ -23,7 +42,7 @@ export type VersionDocumentJson = z.infer<typeof versionDocumentSchema>;
 
 // --- Resource providers -------------------------------------------------------
 const providerV1_0 = z.object({ uuid, name: z.string(), generation, links });
-const providerV1_14 = providerV1_0.extend({ parent_provider_uuid: uuid.nullable(), root_provider_uuid: uuid });
+export const providerV1_14 = providerV1_0.extend({ parent_provider_uuid: uuid.nullable(), root_provider_uuid: uuid });
 export type ProviderJson = z.infer<typeof providerV1_0> & Partial<z.infer<typeof providerV1_14>>;
 export type ProviderLink = z.infer<typeof link>;
 
@@ -31,12 +50,12 @@ export type ProviderLink = z.infer<typeof link>;
 export const providerResponseSchema = (mv: Microversion) => (mv.atLeast(MV.NESTED) ? providerV1_14 : providerV1_0);
 
 const providerListV1_0 = z.object({ resource_providers: z.array(providerV1_0) });
-const providerListV1_14 = z.object({ resource_providers: z.array(providerV1_14) });
+export const providerListV1_14 = z.object({ resource_providers: z.array(providerV1_14) });
 export const providerListResponseSchema = (mv: Microversion) => (mv.atLeast(MV.NESTED) ? providerListV1_14 : providerListV1_0);
 
 // --- Aggregates (1.1+) --------------------------------------------------------
 const aggregatesV1_1 = z.object({ aggregates: z.array(uuid) });
-const aggregatesV1_19 = aggregatesV1_1.extend({ resource_provider_generation: generation });
+export const aggregatesV1_19 = aggregatesV1_1.extend({ resource_provider_generation: generation });
 export type AggregatesJson = z.infer<typeof aggregatesV1_1> & Partial<z.infer<typeof aggregatesV1_19>>;
 /** GET/PUT /resource_providers/{uuid}/aggregates: the provider generation beside the list from 1.19. */
 export const aggregatesResponseSchema = (mv: Microversion) => (mv.atLeast(MV.AGGREGATE_GENERATION) ? aggregatesV1_19 : aggregatesV1_1);
