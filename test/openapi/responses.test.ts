@@ -4,73 +4,23 @@
 // validated against the schema the document gives for its operation, status
 // and microversion. The last test checks that every documented operation with
 // a body was seen, so a new route cannot go without a checked schema.
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Microversion } from '../../src/http/microversion.js';
 import { bindBody, FPGA_RP, fpgaProfile, HOST, makeCyborgApp, ROOT_RP, type CyborgTestApp } from '../cyborg/helpers.js';
+import { openApiChecker, type OpenApiChecker, type OpenApiDoc } from '../helpers/openapi-check.js';
 
 type Json = Record<string, unknown>;
-interface Range {
-  min: string;
-  max: string;
-  schema: { $ref: string };
-}
-interface ResponseObject {
-  $ref?: string;
-  content?: Record<string, { schema: { $ref?: string } }>;
-  'x-openstack-microversion-bodies'?: Range[];
-}
-interface Doc {
-  paths: Record<string, Record<string, { responses: Record<string, ResponseObject> }>>;
-  components: { responses: Record<string, ResponseObject> };
-}
 
 let t: CyborgTestApp;
-let doc: Doc;
-const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
-/** "METHOD /path status" of every answer checked. */
-const seen = new Set<string>();
+let doc: OpenApiDoc;
+let checker: OpenApiChecker;
+const documented = (res: Response, method: string, template: string) => checker.documented(res, method, template);
 
 beforeAll(async () => {
   t = await makeCyborgApp();
-  doc = (await (await t.app.request('/openapi.json')).json()) as Doc;
-  ajv.addSchema(doc as object, 'openapi.json');
+  doc = (await (await t.app.request('/openapi.json')).json()) as OpenApiDoc;
+  checker = openApiChecker(doc);
 });
 afterAll(() => t.close());
-
-/** The microversion an answer was made at, from its own header. */
-function versionOf(res: Response): Microversion | undefined {
-  const header = res.headers.get('openstack-api-version');
-  return (header && Microversion.parse(header.split(' ')[1] ?? '')) || undefined;
-}
-
-/** Validates `res` against the document's response for `method template` and returns its JSON body. */
-async function documented(res: Response, method: string, template: string): Promise<unknown> {
-  const where = `${method.toUpperCase()} ${template} -> ${res.status}`;
-  const operation = doc.paths[template]?.[method.toLowerCase()];
-  expect(operation, `${where}: not in the document`).toBeDefined();
-  let response = operation!.responses[String(res.status)] ?? operation!.responses[`${String(res.status)[0]}XX`];
-  expect(response, `${where}: status not documented`).toBeDefined();
-  if (response!.$ref) response = doc.components.responses[response!.$ref.split('/').pop()!];
-  const text = await res.text();
-  seen.add(`${method.toUpperCase()} ${template} ${res.status}`);
-  if (!response!.content) {
-    expect(text, `${where}: documented without a body`).toBe('');
-    return undefined;
-  }
-  const mediaType = (res.headers.get('content-type') ?? '').split(';')[0]!.trim();
-  const media = response!.content[mediaType];
-  expect(media, `${where}: ${mediaType} not documented`).toBeDefined();
-  let ref = media!.schema.$ref;
-  const ranges = response!['x-openstack-microversion-bodies'];
-  const version = versionOf(res);
-  if (ranges && version) ref = ranges.find((r) => version.compare(r.min) >= 0 && version.compare(r.max) <= 0)?.schema.$ref;
-  expect(ref, `${where}: no schema at ${version?.toString()}`).toMatch(/^#\/components\/schemas\//);
-  const validate = ajv.getSchema(`openapi.json${ref!}`)!;
-  const body: unknown = mediaType === 'application/json' ? JSON.parse(text) : text;
-  expect(validate(body) ? [] : validate.errors, `${where} @${version?.toString() ?? '-'}: ${text.slice(0, 300)}`).toEqual([]);
-  return body;
-}
 
 /** Calls that succeed unless the test says which error it wants. */
 let expectedStatus: number | undefined;
@@ -358,6 +308,7 @@ describe('live answers match GET /openapi.json', () => {
         if (bodied) withBody.push(`${method.toUpperCase()} ${path}`);
       }
     }
+    const seen = checker.seen;
     const checked = new Set([...seen].filter((s) => / 2\d\d$/.test(s)).map((s) => s.replace(/ \d+$/, '')));
     expect(withBody.filter((op) => !checked.has(op)).sort()).toEqual([]);
     // And an error of each envelope.
