@@ -68,30 +68,32 @@ export interface DashboardProviderJson {
   children: DashboardProviderJson[];
 }
 
-export const DashboardProvider: z.ZodType<DashboardProviderJson> = z.object({
-  uuid: z.string(),
-  name: z.string(),
-  generation: count,
-  parent_provider_uuid: z.string().nullable(),
-  matched: z.boolean(),
-  over_capacity: z.boolean(),
-  resources: z.record(
-    z.string(),
-    z.object({
-      total: count,
-      reserved: count,
-      allocation_ratio: z.number(),
-      capacity: z.number().describe('(total - reserved) x allocation_ratio'),
-      used: count,
-      free: z.number(),
-    }),
-  ),
-  traits: z.array(z.string()),
-  aggregates: z.array(z.string()),
-  get children() {
-    return z.array(DashboardProvider);
-  },
-});
+export const DashboardProvider: z.ZodType<DashboardProviderJson> = z
+  .object({
+    uuid: z.string(),
+    name: z.string(),
+    generation: count,
+    parent_provider_uuid: z.string().nullable(),
+    matched: z.boolean(),
+    over_capacity: z.boolean(),
+    resources: z.record(
+      z.string(),
+      z.object({
+        total: count,
+        reserved: count,
+        allocation_ratio: z.number(),
+        capacity: z.number().describe('(total - reserved) x allocation_ratio'),
+        used: count,
+        free: z.number(),
+      }),
+    ),
+    traits: z.array(z.string()),
+    aggregates: z.array(z.string()),
+    get children() {
+      return z.array(DashboardProvider);
+    },
+  })
+  .meta({ id: 'DashboardProvider' });
 
 export const SummaryResponse = z.object({
   generated_at: z.string(),

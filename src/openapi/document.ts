@@ -99,7 +99,8 @@ class Builder {
       this.schemas[found] = body;
       const defs: Record<string, string> = {};
       for (const def of Object.keys($defs ?? {})) {
-        defs[def] = this.freeName(`${found}_${def.replace(/^_+/, '')}`);
+        // zod names unnamed shared parts __schemaN; a part with a meta id keeps it.
+        defs[def] = this.freeName(def.startsWith('__') ? `${found}_${def.replace(/^_+/, '')}` : def);
         this.schemas[defs[def]] = {};
       }
       this.schemas[found] = relocate(body, found, defs) as Json;
@@ -107,6 +108,33 @@ class Builder {
       this.names[io].set(schema, found);
     }
     return { $ref: `#/components/schemas/${found}` };
+  }
+
+  /**
+   * Component names of the answers that change with the microversion, found
+   * before any is emitted: a shape is named after the first version any
+   * operation answers with it (ResourceProvider_1_14, though POST only
+   * answers with a body from 1.20), and unsuffixed where it never changes.
+   */
+  private readonly responseNames = new Map<z.ZodType, string>();
+
+  nameResponses(operations: { op: Operation; versions: string[] }[]): void {
+    const seen = new Map<z.ZodType, { base: string; min: string; changes: boolean }>();
+    for (const { op, versions } of operations) {
+      if (!op.response) continue;
+      const ranges = versionRanges(versions, op.response).filter((r) => r.value !== undefined);
+      for (const r of ranges) {
+        const known = seen.get(r.value!);
+        const earlier = !known || Microversion.parse(r.min)!.compare(known.min) < 0;
+        seen.set(r.value!, {
+          base: known?.base ?? op.responseName ?? 'Response',
+          min: earlier ? r.min : known!.min,
+          changes: (known?.changes ?? false) || ranges.length > 1,
+        });
+      }
+    }
+    for (const [schema, { base, min, changes }] of seen)
+      this.responseNames.set(schema, changes ? `${base}_${min.replace('.', '_')}` : base);
   }
 
   /** The success body: one schema, or one per microversion range (anyOf, plus the ranges). */
@@ -118,7 +146,7 @@ class Builder {
     const entries = ranges.map((r) => ({
       min: r.min,
       max: r.max,
-      schema: this.ref(r.value!, ranges.length === 1 ? name : `${name}_${r.min.replace('.', '_')}`, 'output'),
+      schema: this.ref(r.value!, this.responseNames.get(r.value!) ?? name, 'output'),
     }));
     if (!entries.length) return undefined;
     if (entries.length === 1) return { schema: entries[0]!.schema };
@@ -205,10 +233,15 @@ const TAGS: Record<ApiName, string> = {
 export function buildOpenApiDocument(): Json {
   const builder = new Builder();
   const paths: Record<string, Json> = {};
+  const versionsOf = (op: Operation) => {
+    const all = VERSIONS[op.api];
+    return op.since ? all.filter((v) => Microversion.parse(v)!.atLeast(op.since!)) : all;
+  };
+  builder.nameResponses(OPERATIONS.map((op) => ({ op, versions: versionsOf(op) })));
   for (const op of OPERATIONS) {
     const all = VERSIONS[op.api];
     const apiMax = all[all.length - 1];
-    const versions = op.since ? all.filter((v) => Microversion.parse(v)!.atLeast(op.since!)) : all;
+    const versions = versionsOf(op);
     const pathParams = [...op.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({
       name: m[1],
       in: 'path',

@@ -215,6 +215,14 @@ describe('GET /openapi.json', () => {
         expect(valid ? [] : ajv.errors, `${url} @${version}`).toEqual([]);
       }
     }
+    // A shape is named after the first version that answers with it, whichever operation shows it first.
+    type Op = { responses: Record<string, { content?: Record<string, { schema: Json }> }> };
+    const refOf = (path: string, method: string, status: string) =>
+      (doc.paths[path]![method] as unknown as Op).responses[status]!.content!['application/json']!.schema;
+    expect(refOf('/resource_providers', 'post', '200')).toEqual({ $ref: '#/components/schemas/ResourceProvider_1_14' });
+    expect(refOf('/resource_providers/{uuid}', 'get', '200')).toEqual({
+      anyOf: [{ $ref: '#/components/schemas/ResourceProvider_1_0' }, { $ref: '#/components/schemas/ResourceProvider_1_14' }],
+    });
     // A shape from the wrong range does not pass: the ranges are real.
     const old = await (await t.call('GET', '/allocation_candidates?resources=VCPU:1', { version: '1.10' })).json();
     expect(ajv.validate(schemaAt('/allocation_candidates', '1.39'), old)).toBe(false);
