@@ -237,6 +237,23 @@ describe('GET /openapi.json', () => {
     expect(candidates).toEqual(expect.arrayContaining(['limit', 'group_policy', 'root_required', 'same_subtree', 'resources{suffix}']));
   });
 
+  it("gives Cyborg's query parameters the schemas its handlers parse with", async () => {
+    const query = (path: string) =>
+      Object.fromEntries(
+        doc.paths[path]!.get!.parameters!.filter((p) => p.in === 'query').map((p) => [p.name as string, p.schema as Json]),
+      );
+    expect(query('/accelerator/v2/accelerator_requests').bind_state).toMatchObject({ const: 'resolved' });
+    expect(query('/accelerator/v2/outbox').state).toMatchObject({ enum: ['pending', 'done', 'dead'] });
+    expect(query('/accelerator/v2/attributes').deployable_id).toMatchObject({ type: 'string', pattern: '^[1-9][0-9]*$' });
+    expect(Object.keys(query('/accelerator/v2/devices')).sort()).toEqual(['hostname', 'type']);
+    // What the schema refuses, the handler refuses, in Cyborg's words.
+    const res = await t.app.request('/accelerator/v2/outbox?state=gone', { headers: { 'x-auth-token': 'admin' } });
+    expect(res.status).toBe(400);
+    expect(JSON.parse(((await res.json()) as { error_message: string }).error_message).faultstring).toBe(
+      'Invalid state gone: one of pending, done, dead.',
+    );
+  });
+
   it('describes both error envelopes', () => {
     expect(doc.components.schemas.PlacementErrorEnvelope).toMatchObject({ properties: { errors: { type: 'array' } } });
     expect(doc.components.schemas.CyborgErrorEnvelope).toMatchObject({ properties: { error_message: { type: 'string' } } });
