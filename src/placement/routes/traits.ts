@@ -10,6 +10,7 @@ import { deleteTraitBatched, ensureTraitBatched, replaceProviderTraits } from '.
 import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from '../write-errors.js';
 import { contentionToHttp } from '../errors.js';
 import { findTrait, listTraits, providerTraits, type TraitListFilter } from '../repo/traits.js';
+import type { ProviderTraitsJson, TraitListJson } from '../schemas/responses.js';
 import { isValidCustomTrait, putProviderTraitsSchema } from '../schemas/traits.js';
 import { STANDARD_TRAITS } from '../standard-names.js';
 
@@ -81,7 +82,7 @@ resource(traitRoutes, '/traits', {
     authorize(c, 'placement:traits:list');
     const rows = await listTraits(c.var.deps.store.db, parseTraitListQuery(queryParams(c)));
     setCacheHeaders(c, newest(...rows.flatMap((r) => [r.createdAt, r.updatedAt])));
-    return c.json({ traits: rows.map((r) => r.name) });
+    return c.json({ traits: rows.map((r) => r.name) } satisfies TraitListJson);
   },
 });
 
@@ -136,7 +137,7 @@ resource(traitRoutes, '/resource_providers/:uuid/traits', {
     const rp = await requireProvider(db, pathParam(c, 'uuid'));
     const rows = await providerTraits(db, rp.id);
     setCacheHeaders(c, newest(rp.updatedAt, ...rows.map((r) => r.createdAt)));
-    return c.json({ traits: rows.map((r) => r.name), resource_provider_generation: rp.generation });
+    return c.json({ traits: rows.map((r) => r.name), resource_provider_generation: rp.generation } satisfies ProviderTraitsJson);
   },
 
   PUT: async (c) => {
@@ -148,7 +149,7 @@ resource(traitRoutes, '/resource_providers/:uuid/traits', {
     const names = [...new Set(body.traits)];
     const generation = await writeTraits(c, body.resource_provider_generation, names, now);
     setCacheHeaders(c, now);
-    return c.json({ traits: names.sort(), resource_provider_generation: generation });
+    return c.json({ traits: names.sort(), resource_provider_generation: generation } satisfies ProviderTraitsJson);
   },
 
   DELETE: async (c) => {
