@@ -245,9 +245,7 @@ describe('internal errors', () => {
       const requestId = res.headers.get('x-openstack-request-id')!;
       const message = await faultOf(res);
       expect(message).toBe(`An unexpected error occurred; it is logged with request id ${requestId}.`);
-      expect(logged).toEqual([
-        expect.objectContaining({ requestId, err: expect.stringMatching(/injected failure/) }),
-      ]);
+      expect(logged).toEqual([expect.objectContaining({ requestId, err: expect.stringMatching(/injected failure/) })]);
     } finally {
       await t.deps.store.client.execute('DROP TRIGGER h10_fail_profile');
     }

@@ -1,6 +1,8 @@
 // A small Placement HTTP client. `fetch` is injectable so tests can pass an
 // in-process app's `app.fetch`. Transport failures and 5xx become
 // ServiceUnavailableError, which callers answer with backoff.
+import type { PlacementErrorBody } from './placement-api.js';
+
 export type FetchLike = (input: Request) => Response | Promise<Response>;
 
 export const PLACEMENT_MICROVERSION = '1.39';
@@ -68,7 +70,8 @@ export class PlacementClient {
     }
     if (response.status >= 500) throw new ServiceUnavailableError(`${method} ${path} -> ${response.status}`);
     if (response.status >= 400) {
-      const first = (parsed as { errors?: { code?: string; detail?: string }[] } | undefined)?.errors?.[0];
+      // Anything may answer a 4xx (a proxy, too): every field is looked at with care.
+      const first = (parsed as Partial<PlacementErrorBody> | undefined)?.errors?.[0];
       throw new PlacementError(response.status, first?.code, first?.detail ?? String(text).slice(0, 300), method, path);
     }
     return { status: response.status, body: parsed as T };

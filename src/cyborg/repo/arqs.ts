@@ -8,7 +8,7 @@ import { and, eq, inArray, isNull, type SQL } from 'drizzle-orm';
 import type { DataStore, Db } from '../../db/client.js';
 import { rowOf } from '../../db/rows.js';
 import { acceleratorRequests, attachHandles, deviceProfiles } from '../../db/schema/cyborg.js';
-import { commitGuarded, placeholders, stillHolds, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { commitGuarded, placeholders, guard, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { DomainError } from '../../errors.js';
 import type { JobMessage } from '../../jobs/messages.js';
 import { newOutboxRow } from '../../jobs/outbox.js';
@@ -55,7 +55,7 @@ export async function createArqs(
     });
     if (!rows.length) throw new DomainError('invalid', `Device profile ${profile.name} requests no resources.`);
     const [, inserted] = await commitGuarded(store, [
-      stillHolds('EXISTS (SELECT 1 FROM device_profiles WHERE id = ?)', [profile.id]),
+      guard('EXISTS (SELECT 1 FROM device_profiles WHERE id = ?)', [profile.id]),
       stmt(
         `INSERT INTO accelerator_requests (uuid, state, device_profile_id, device_profile_name, device_profile_group_id,
           device_profile_group, project_id, created_at) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} RETURNING *`,
@@ -189,7 +189,7 @@ export async function startBind(
       checkDeviceProvider(providerFacts.get(req.deviceRpUuid), req, JSON.parse(arq.deviceProfileGroup) as ProfileGroup);
     }
     const unchanged = [...new Set(fresh.map(({ req }) => req.deviceRpUuid))].map((rp) => providerUnchanged(providerFacts.get(rp)!));
-    const guard = stillHolds(
+    const stillFree = guard(
       [
         `NOT EXISTS (SELECT 1 FROM accelerator_requests WHERE instance_uuid IN (${inValues(freshInstances)}) AND uuid NOT IN (${inValues(uuids)}))`,
         ...unchanged.map((u) => u.sql),
@@ -198,7 +198,7 @@ export async function startBind(
     );
     const job = newOutboxRow('bind', { arqIds: fresh.map(({ arq }) => arq.id) }, nowMs);
     const results = await commitGuarded(store, [
-      guard,
+      stillFree,
       ...fresh.map(({ arq, req }) =>
         stmt(
           `UPDATE accelerator_requests SET state = ?, hostname = ?, device_rp_uuid = ?, instance_uuid = ?, project_id = ?,

@@ -6,7 +6,7 @@ import { and, eq, inArray } from 'drizzle-orm';
 import type { DataStore, Db } from '../../db/client.js';
 import { rowOf } from '../../db/rows.js';
 import { attachHandles, deployables, devices } from '../../db/schema/cyborg.js';
-import { commitGuarded, placeholders, stillHolds, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { commitGuarded, placeholders, guard, stmt, type WriteStatement } from '../../db/write-batch.js';
 import type { JobMessage } from '../../jobs/messages.js';
 import { newOutboxRow, type NewOutboxRow } from '../../jobs/outbox.js';
 import type { HostDevicesReport, ProgrammedReport } from '../schemas/agent.js';
@@ -234,7 +234,7 @@ export async function applyHostReport(
     const waiting = waitingRows!.rows.map((r) => ({ id: Number(r.id), rpUuid: String(r.device_rp_uuid) }));
     const isHeld = (dep: DeployableModel) => (handlesOf.get(keyOf(dep.ref)) ?? []).some((h) => h.arqId !== null);
 
-    const statements: WriteStatement[] = [stillHolds(`${state.sql} = ?`, [...state.args, String(read!.rows[0]!.state)])];
+    const statements: WriteStatement[] = [guard(`${state.sql} = ?`, [...state.args, String(read!.rows[0]!.state)])];
     const outboxAt: { index: number; row: NewOutboxRow }[] = [];
     const dropDeployables = (refs: Ref[]) => {
       const list = refList(refs);
@@ -396,7 +396,7 @@ export async function recordProgrammed(
     const deployable = rowOf(deployables, row);
     const waitingIds = String(waitingRead!.rows[0]!.ids);
     const statements = [
-      stillHolds(`${waiting.sql} = ?`, [...waiting.args, waitingIds]),
+      guard(`${waiting.sql} = ?`, [...waiting.args, waitingIds]),
       stmt(
         'UPDATE deployables SET bitstream_id = ?, function_id = ?, updated_at = ? WHERE id = ?',
         [report.bitstream_id ?? null, report.function_id ?? null, now, deployable.id],
