@@ -10,7 +10,7 @@ import { ApiError } from '../http/api-error.js';
 import { authenticate, parseTokenTable } from '../http/auth.js';
 import type { AppEnv } from '../http/env.js';
 import { requestId } from '../http/request-id.js';
-import { placementNotFound, placementOnError } from '../placement/errors.js';
+import { placementNotFound, placementOnError } from '../placement/http.js';
 import { authorize } from '../placement/middleware.js';
 import { dashboardAsset, dashboardPage, type DashboardAsset } from './assets.js';
 import { presentSummary } from './present.js';
