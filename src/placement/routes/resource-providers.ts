@@ -8,7 +8,8 @@ import type { AppContext, AppEnv } from '../../http/env.js';
 import { badQuery, queryParams, readBody } from '../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../middleware.js';
 import { presentProvider } from '../present/providers.js';
-import { isUuidLike, normalizeUuid, parseMemberOf, parseRequired, parseResources, traitNames } from '../query.js';
+import { isUuidLike, normalizeUuid } from '../../uuid.js';
+import { parseMemberOf, parseRequired, parseResources, traitNames } from '../query.js';
 import { findProvider, isoNow, providerNotFound, requireProvider, resourceClassIdsByName, traitIdsByName } from '../repo/lookups.js';
 import { createProviderBatched } from '../repo/provider-writes.js';
 import {
