@@ -1,9 +1,16 @@
 // A small Placement HTTP client. `fetch` is injectable so tests can pass an
 // in-process app's `app.fetch`. Transport failures and 5xx become
 // ServiceUnavailableError, which callers answer with backoff.
+import { MAX_VERSION } from '../../../src/placement/versions.js';
+
 export type FetchLike = (input: Request) => Response | Promise<Response>;
 
-export const PLACEMENT_MICROVERSION = '1.39';
+/**
+ * The server's newest Placement microversion: the bodies the agent sends are
+ * typed from the server's zod schemas for that version (report/sync.ts), so
+ * the two move together.
+ */
+export const PLACEMENT_MICROVERSION: string = MAX_VERSION;
 
 export class ServiceUnavailableError extends Error {}
 
