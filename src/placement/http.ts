@@ -33,4 +33,4 @@ export const PLACEMENT_API: ApiProfile = {
 };
 
 export const placementHttp = httpKit(PLACEMENT_API);
-export const { resource, authorize, onError: placementOnError, notFound: placementNotFound } = placementHttp;
+export const { resource, authorize } = placementHttp;
