@@ -7,6 +7,7 @@
 //   node --max-old-space-size=32 --import tsx bench/inprocess.ts --db file:/path/placement.db
 import { createClient } from '@libsql/client';
 import { parseArgs } from 'node:util';
+import { clientReader } from '../src/db/client.js';
 import { countRoundTrips } from '../src/db/round-trips.js';
 import { Microversion } from '../src/http/microversion.js';
 import { findAllocationCandidates } from '../src/placement/candidates/index.js';
@@ -28,7 +29,10 @@ for (const [name, query] of NAMED_QUERIES.filter(([n]) => !args.only || n === ar
   for (let i = 0; i < 11; i += 1) {
     reset();
     const started = performance.now();
-    const body = await findAllocationCandidates(client, parseCandidateQueryString(query, mv), mv, { randomize: false, maxCandidates: 0 });
+    const body = await findAllocationCandidates(clientReader(client), parseCandidateQueryString(query, mv), mv, {
+      randomize: false,
+      maxCandidates: 0,
+    });
     const text = JSON.stringify(body);
     times.push(performance.now() - started);
     trips = count();

@@ -12,7 +12,7 @@
 //
 // Figures are only comparable on the same, otherwise idle, machine.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -50,7 +50,31 @@ async function api(base: string, method: string, path: string, body?: unknown): 
   return { status: res.status, json: text ? (JSON.parse(text) as unknown) : null };
 }
 
-async function startLocalServer(): Promise<{ url: string; stop: () => void }> {
+/**
+ * CPU milliseconds (user + system) used so far by `pid` and its descendants
+ * (the server processes of a PLACEMENT_WORKERS cluster), from /proc. CPU per
+ * request holds steady on a busy machine where requests per second do not.
+ * Undefined where /proc is not there.
+ */
+function processTreeCpuMs(pid: number): number | undefined {
+  const stat = `/proc/${pid}/stat`;
+  if (!existsSync(stat)) return undefined;
+  const ticksPerMs = 100 / 1000; // USER_HZ is 100 on Linux
+  let total = 0;
+  try {
+    // Fields after the command name (which may hold spaces): utime is the 12th, stime the 13th.
+    const fields = readFileSync(stat, 'utf8').split(') ')[1]!.split(' ');
+    total += (Number(fields[11]) + Number(fields[12])) / ticksPerMs;
+    for (const task of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean)) {
+      total += processTreeCpuMs(Number(task)) ?? 0;
+    }
+  } catch {
+    return undefined; // exited meanwhile
+  }
+  return total;
+}
+
+async function startLocalServer(): Promise<{ url: string; pid: number | undefined; stop: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-bench-writes-'));
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
@@ -70,7 +94,7 @@ async function startLocalServer(): Promise<{ url: string; stop: () => void }> {
   };
   for (let i = 0; i < 300; i += 1) {
     try {
-      if ((await fetch(`${url}/`)).ok) return { url, stop };
+      if ((await fetch(`${url}/`)).ok) return { url, pid: child.pid, stop };
     } catch {
       /* not listening yet */
     }
@@ -95,6 +119,9 @@ async function pool(count: number, workers: number, task: (i: number) => Promise
 interface Result {
   claimsPerSecond: number;
   deletesPerSecond: number;
+  /** Server CPU per claim and per delete (local server only). */
+  cpuMsPerClaim?: number;
+  cpuMsPerDelete?: number;
   granted: number;
   refused: number;
   usageAfterClaims: number;
@@ -111,7 +138,8 @@ async function totalVcpuUsage(base: string, providers: string[]): Promise<number
   return total;
 }
 
-async function scenario(base: string): Promise<Result> {
+async function scenario(base: string, serverPid?: number): Promise<Result> {
+  const cpu = () => (serverPid === undefined ? undefined : processTreeCpuMs(serverPid));
   const run = crypto.randomUUID().slice(0, 8);
   const providers: string[] = [];
   for (let i = 0; i < PROVIDERS; i += 1) {
@@ -129,6 +157,7 @@ async function scenario(base: string): Promise<Result> {
   const user = crypto.randomUUID();
   const granted: string[] = [];
   let refused = 0;
+  const cpuBeforeClaims = cpu();
   const claimSeconds = await pool(CLAIMS, CLIENTS, async (i) => {
     const consumer = crypto.randomUUID();
     const rp = providers[(i * 7919) % providers.length]!;
@@ -144,16 +173,23 @@ async function scenario(base: string): Promise<Result> {
     else if (res.status === 409) refused += 1;
     else throw new Error(`claim: ${res.status} ${JSON.stringify(res.json)}`);
   });
+  const cpuAfterClaims = cpu();
   const usageAfterClaims = await totalVcpuUsage(base, providers);
+  const cpuBeforeDeletes = cpu();
   const deleteSeconds = await pool(granted.length, CLIENTS, async (i) => {
     const res = await api(base, 'DELETE', `/allocations/${granted[i]!}`);
     if (res.status !== 204) throw new Error(`delete: ${res.status} ${JSON.stringify(res.json)}`);
   });
+  const cpuAfterDeletes = cpu();
   const usageAfterDeletes = await totalVcpuUsage(base, providers);
+  const perOperation = (before: number | undefined, after: number | undefined, count: number) =>
+    before === undefined || after === undefined || count === 0 ? undefined : Number(((after - before) / count).toFixed(2));
   for (const uuid of providers) await api(base, 'DELETE', `/resource_providers/${uuid}`);
   return {
     claimsPerSecond: Math.round(CLAIMS / claimSeconds),
     deletesPerSecond: Math.round(granted.length / deleteSeconds),
+    cpuMsPerClaim: perOperation(cpuBeforeClaims, cpuAfterClaims, CLAIMS),
+    cpuMsPerDelete: perOperation(cpuBeforeDeletes, cpuAfterDeletes, granted.length),
     granted: granted.length,
     refused,
     usageAfterClaims,
@@ -168,7 +204,7 @@ try {
   if (args.compare) targets.push(['compare', args.compare]);
   console.log(`write throughput: ${CLIENTS} clients, ${CLAIMS} claims then deletes, ${PROVIDERS} providers, placement ${VERSION}`);
   const rows: Record<string, Result & { url: string }> = {};
-  for (const [name, url] of targets) rows[name] = { url, ...(await scenario(url)) };
+  for (const [name, url] of targets) rows[name] = { url, ...(await scenario(url, name === 'this' ? local?.pid : undefined)) };
   console.table(rows);
   if (Object.values(rows).some((r) => !r.ok)) {
     console.error('usage does not equal the claims granted');

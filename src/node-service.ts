@@ -6,7 +6,7 @@ import { availableParallelism } from 'node:os';
 import type { AppConfig } from './config.js';
 import { createDataStore, type DataStore } from './db/client.js';
 import { applyMigrations } from './db/migrate.js';
-import { openNodeClient } from './db/node-client.js';
+import { openNodeBatchRunner, openNodeClient } from './db/node-client.js';
 import { MIGRATIONS } from './db/migrations.generated.js';
 import { syncStandards } from './placement/sync-standards.js';
 import { makeDeps } from './compose.js';
@@ -26,7 +26,7 @@ export async function openStore(config: AppConfig, { prepare = true }: OpenOptio
     await applyMigrations(client, MIGRATIONS);
     await syncStandards(client);
   }
-  return createDataStore(client);
+  return createDataStore(client, openNodeBatchRunner(config.PLACEMENT_DB_URL));
 }
 
 export async function buildNodeDeps(

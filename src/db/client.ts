@@ -20,7 +20,15 @@ export class Mutex {
   }
 }
 
-export interface DataStore {
+/** Anything that reads statements in one snapshot, one round trip (a DataStore does). */
+export interface BatchReader {
+  readBatch(statements: InStatement[]): Promise<ResultSet[]>;
+}
+
+/** A client's own read batches as a BatchReader (tests and tools that count its round trips). */
+export const clientReader = (client: Client): BatchReader => ({ readBatch: (statements) => client.batch(statements, 'read') });
+
+export interface DataStore extends BatchReader {
   db: Database;
   client: Client;
   /**
@@ -32,8 +40,6 @@ export interface DataStore {
    * everything back.
    */
   writeTx<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
-  /** One round trip: the statements in one read-only snapshot. */
-  readBatch(statements: InStatement[]): Promise<ResultSet[]>;
   /**
    * One round trip: the statements in one write transaction (BEGIN IMMEDIATE),
    * all or nothing. Queued behind writeTx's in-process lock, since an open
@@ -43,15 +49,27 @@ export interface DataStore {
   close(): void;
 }
 
-export function createDataStore(client: Client): DataStore {
+/** Runs batches on a connection of its own (Node mode's cached statements, db/node-batches.ts). */
+export interface BatchConnection {
+  readBatch(statements: InStatement[]): Promise<ResultSet[]>;
+  writeBatch(statements: InStatement[]): Promise<ResultSet[]>;
+  close(): void;
+}
+
+export function createDataStore(client: Client, batches?: BatchConnection): DataStore {
   const db = drizzle(client, { schema });
   const lock = new Mutex();
+  const readBatch = batches ? (s: InStatement[]) => batches.readBatch(s) : (s: InStatement[]) => client.batch(s, 'read');
+  const writeBatch = batches ? (s: InStatement[]) => batches.writeBatch(s) : (s: InStatement[]) => client.batch(s, 'write');
   return {
     db,
     client,
     writeTx: (fn) => lock.run(() => db.transaction(fn)),
-    readBatch: (statements) => client.batch(statements, 'read'),
-    writeBatch: (statements) => lock.run(() => client.batch(statements, 'write')),
-    close: () => client.close(),
+    readBatch,
+    writeBatch: (statements) => lock.run(() => writeBatch(statements)),
+    close: () => {
+      batches?.close();
+      client.close();
+    },
   };
 }

@@ -4,12 +4,14 @@
 import cluster from 'node:cluster';
 import type { Socket } from 'node:net';
 import { serve } from '@hono/node-server';
+import type { ExecutionContext } from 'hono';
 import { createApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
 import { runPrimary } from '../node-cluster.js';
 import { handleClientError, MAX_HEADER_BYTES } from './node-client-errors.js';
 import { buildNodeDeps, serverProcessCount } from '../node-service.js';
+import type { Logger } from '../deps.js';
 
 const config = loadConfig(process.env);
 const processes = serverProcessCount(config);
@@ -24,8 +26,14 @@ async function serveHttp(): Promise<void> {
   // this process commits; the sweeps run here only when no primary runs them.
   const jobs = startNodeJobs(deps, { timers: !forked });
   const app = createApp(deps);
+  const executionCtx = nodeExecutionContext(deps.log);
   const server = serve(
-    { fetch: app.fetch, hostname: config.HOST, port: config.PORT, serverOptions: { maxHeaderSize: MAX_HEADER_BYTES } },
+    {
+      fetch: (request, env) => app.fetch(request, env, executionCtx),
+      hostname: config.HOST,
+      port: config.PORT,
+      serverOptions: { maxHeaderSize: MAX_HEADER_BYTES },
+    },
     (info) => {
       const url = `http://${config.HOST}:${info.port}`;
       if (forked) deps.log.debug('server process listening', { url, pid: process.pid });
@@ -47,4 +55,19 @@ async function serveHttp(): Promise<void> {
   }
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+}
+
+/**
+ * A Worker's ExecutionContext, for Node: work handed to waitUntil() runs on
+ * and its failure is logged. Without one, every mounted sub-app makes Hono
+ * throw and catch an Error per request to find there is none.
+ */
+function nodeExecutionContext(log: Logger): ExecutionContext {
+  return {
+    waitUntil: (work) => {
+      work.catch((err: unknown) => log.error('background work failed', { err: String(err) }));
+    },
+    passThroughOnException: () => {},
+    props: {},
+  };
 }

@@ -3,6 +3,7 @@
 // provider, in_tree, string suffixes and mappings per microversion, groups
 // folded onto one provider, and the max-candidates cap.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientReader } from '../../src/db/client.js';
 import { countRoundTrips } from '../../src/db/round-trips.js';
 import { Microversion } from '../../src/http/microversion.js';
 import { findAllocationCandidates } from '../../src/placement/candidates/index.js';
@@ -172,7 +173,7 @@ describe('several groups: trees pruned by the classes they offer', () => {
     const mv = Microversion.parse('1.39')!;
     const tripsFor = async (query: string) => {
       counted.reset();
-      const body = await findAllocationCandidates(counted.client, parseCandidateQueryString(query, mv), mv, {
+      const body = await findAllocationCandidates(clientReader(counted.client), parseCandidateQueryString(query, mv), mv, {
         randomize: false,
         maxCandidates: 0,
       });

@@ -5,7 +5,7 @@
 //   3. search: one choice per group per tree, in stable order (search.ts),
 //      kept by a RequestPicker that applies `limit` and the candidate cap;
 //   4. present: the answer's shape for the microversion (present/).
-import type { Client } from '@libsql/client';
+import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 import { badCandidateRequest } from './errors.js';
@@ -119,14 +119,14 @@ interface SearchPlan {
  * `inChunks`: with a stable-order limit and trees not preloaded, load and
  * search the lowest trees first and the rest only if the limit is not met.
  */
-async function searchOnce(client: Client, plan: SearchPlan, firstRoots: number | null, inChunks: boolean): Promise<Attempt> {
+async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: number | null, inChunks: boolean): Promise<Attempt> {
   const { request, names, options } = plan;
   const stopsEarly = request.limit !== null && !options.randomize;
   // Viable trees come whole with the candidates (one round trip) unless a
   // limit may stop after a first chunk of an unbounded viable set.
   const preload = firstRoots !== null || !(stopsEarly && inChunks);
   const { lookups, candidates, preloaded, truncatedAt } = await loadCandidates(
-    client,
+    reader,
     names,
     names.amounts,
     plan.prefilter,
@@ -166,7 +166,7 @@ async function searchOnce(client: Client, plan: SearchPlan, firstRoots: number |
     const chunk = anchors.slice(start, start + chunkSize);
     const wanted = [...new Set([...pending, ...chunk])].filter((root) => !loadedRoots.has(root));
     pending = [];
-    const loaded = wanted.length ? await loadTrees(client, wanted) : new Map<number, ProviderNode>();
+    const loaded = wanted.length ? await loadTrees(reader, wanted) : new Map<number, ProviderNode>();
     for (const root of wanted) loadedRoots.add(root);
     for (const [id, node] of loaded) nodes.set(id, node);
     search.addTrees(loaded.values());
@@ -176,7 +176,7 @@ async function searchOnce(client: Client, plan: SearchPlan, firstRoots: number |
 }
 
 export async function findAllocationCandidates(
-  client: Client,
+  reader: BatchReader,
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
@@ -187,9 +187,9 @@ export async function findAllocationCandidates(
   // they cannot fill the limit, the search runs again in full. (The cap keeps
   // a prefix of the same stable order, so it changes nothing here.)
   const tryFirstRoots = request.limit !== null && !options.randomize && names.inTree.length === 0;
-  let outcome = await searchOnce(client, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null, true);
+  let outcome = await searchOnce(reader, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null, true);
   // The lowest trees were already tried: load the rest in one go.
-  if (!outcome.complete) outcome = await searchOnce(client, plan, null, false);
+  if (!outcome.complete) outcome = await searchOnce(reader, plan, null, false);
 
   const { lookups, nodes, chosen } = outcome;
   const classNameById = new Map([...lookups.classIdByName].map(([name, id]) => [id, name]));

@@ -7,7 +7,8 @@
 //      summaries of the trees that can anchor a candidate.
 // A stable-order limit that the lowest trees cannot fill costs one more
 // attempt (index.ts): 4 round trips at most, 1 or 2 as a rule.
-import type { Client, InStatement, Row } from '@libsql/client';
+import type { InStatement, Row } from '@libsql/client';
+import type { BatchReader } from '../../db/client.js';
 import { capacityOf, capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
 import { columns, num, packedArray, SqlParams, type PackedRow } from './sql.js';
 
@@ -234,7 +235,7 @@ function candidateSql(prefilter: TreePrefilter, firstRoots: number | null, param
  * across groups: rows that cannot fit even the smallest request stay in SQL.
  */
 export async function loadCandidates(
-  client: Client,
+  reader: BatchReader,
   names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] },
   amounts: Map<string, { smallest: number; largest: number }>,
   prefilter: TreePrefilter,
@@ -321,7 +322,7 @@ export async function loadCandidates(
       args: { amounts: amountJson },
     },
   ];
-  const [classes, traitRows, aggRows, treeRows, invRows, anchorRows] = await client.batch(statements, 'read');
+  const [classes, traitRows, aggRows, treeRows, invRows, anchorRows] = await reader.readBatch(statements);
   const lookups: Lookups = {
     classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
     traitIdByName: new Map(traitRows!.rows.map((r) => [String(r.name), Number(r.id)])),
@@ -394,33 +395,30 @@ function nodeOf(row: PackedRow): ProviderNode {
 }
 
 /** Round trip 2: every provider of the given trees, with its traits, aggregate ids and inventories. */
-export async function loadTrees(client: Client, rootIds: Iterable<number>): Promise<Map<number, ProviderNode>> {
+export async function loadTrees(reader: BatchReader, rootIds: Iterable<number>): Promise<Map<number, ProviderNode>> {
   const args = { roots: JSON.stringify([...rootIds]) };
   // Two statements (one batch): correlated JSON per provider cost twice as
   // much as flat rows.
-  const [providerRows, inventoryRows] = await client.batch(
-    [
-      {
-        sql: `SELECT ${packedArray(PROVIDER_ROW)} FROM (SELECT ${providerColumns('p')}
+  const [providerRows, inventoryRows] = await reader.readBatch([
+    {
+      sql: `SELECT ${packedArray(PROVIDER_ROW)} FROM (SELECT ${providerColumns('p')}
         FROM resource_providers p
         WHERE p.root_provider_id IN (SELECT value FROM json_each(:roots))
         ORDER BY p.id)`,
-        args,
-      },
-      {
-        // Summaries need only capacity and usage; the search reads limits from round trip 1.
-        sql: `SELECT ${packedArray(SUMMARY_ROW)} FROM (SELECT i.resource_provider_id AS rp, rc.name,
+      args,
+    },
+    {
+      // Summaries need only capacity and usage; the search reads limits from round trip 1.
+      sql: `SELECT ${packedArray(SUMMARY_ROW)} FROM (SELECT i.resource_provider_id AS rp, rc.name,
           ${capacitySql('i')} AS capacity,
           ${usedSql('i')} AS used
         FROM resource_providers p
         JOIN inventories i ON i.resource_provider_id = p.id
         JOIN resource_classes rc ON rc.id = i.resource_class_id
         WHERE p.root_provider_id IN (SELECT value FROM json_each(:roots)))`,
-        args,
-      },
-    ],
-    'read',
-  );
+      args,
+    },
+  ]);
   const nodes = new Map<number, ProviderNode>();
   for (const row of unpack(providerRows!.rows)) {
     const node = nodeOf(row);

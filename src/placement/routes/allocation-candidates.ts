@@ -15,7 +15,7 @@ resource(allocationCandidateRoutes, '/allocation_candidates', {
     authorize(c, 'placement:allocation_candidates:list');
     const { config, store } = c.var.deps;
     // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
-    const body = await findAllocationCandidates(store.client, parseCandidateRequest(queryParams(c), c.var.mv), c.var.mv, {
+    const body = await findAllocationCandidates(store, parseCandidateRequest(queryParams(c), c.var.mv), c.var.mv, {
       randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
       maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
     });

@@ -1,0 +1,134 @@
+// Node mode's cached-statement batches (src/db/node-batches.ts) answer
+// exactly as @libsql/client's own embedded batches do, roll back as a whole,
+// and wait for another process's write lock without stalling the event loop.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient, LibsqlBatchError, type Client, type InStatement, type ResultSet } from '@libsql/client';
+import Database from 'libsql';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openBatchRunner, type BatchRunner } from '../../src/db/node-batches.js';
+
+let dir: string;
+let path: string;
+let client: Client;
+let runner: BatchRunner;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'node-batches-'));
+  path = join(dir, 'db.sqlite');
+  client = createClient({ url: `file:${path}` });
+  await client.execute('PRAGMA journal_mode=WAL');
+  await client.batch(
+    [
+      'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL, amount INTEGER, ratio REAL, data BLOB)',
+      "INSERT INTO t (name, amount, ratio, data) VALUES ('a', 1, 1.5, x'0102'), ('b', NULL, 16.0, NULL)",
+    ],
+    'write',
+  );
+  runner = openBatchRunner(path, 200);
+});
+
+afterEach(() => {
+  runner.close();
+  client.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** What a caller can observe of a result set: its rows by name, by index, enumerated, and its counters. */
+function observable(rs: ResultSet) {
+  return {
+    columns: rs.columns,
+    columnTypes: rs.columnTypes,
+    rowsAffected: rs.rowsAffected,
+    lastInsertRowid: rs.lastInsertRowid,
+    rows: rs.rows.map((row) => ({
+      keys: Object.keys(row),
+      byName: Object.fromEntries(rs.columns.map((c) => [c, row[c]])),
+      byIndex: Array.from({ length: row.length }, (_, i) => row[i]),
+      json: JSON.stringify(row),
+    })),
+    json: JSON.stringify(rs),
+  };
+}
+
+describe('cached-statement batches', () => {
+  it('answer reads and writes exactly as @libsql/client does, the second time (cached) too', async () => {
+    const reads: InStatement[] = [
+      { sql: 'SELECT id, name, amount, ratio, data FROM t WHERE id IN (?, ?) ORDER BY id', args: [1, 2] },
+      'SELECT count(*), max(amount) AS top, name AS name, name AS name FROM t',
+      { sql: 'SELECT 1 AS "0", 2 AS length', args: [] },
+      { sql: 'SELECT name FROM t WHERE name = ?', args: ['nobody'] },
+    ];
+    const expected = (await client.batch(reads, 'read')).map(observable);
+    expect((await runner.readBatch(reads)).map(observable)).toEqual(expected);
+    expect((await runner.readBatch(reads)).map(observable)).toEqual(expected);
+
+    const write: InStatement[] = [
+      { sql: 'INSERT INTO t (name, amount) VALUES (?, ?)', args: ['c', 3] },
+      { sql: 'UPDATE t SET amount = amount + ? WHERE amount IS NOT NULL', args: [10] },
+      { sql: 'DELETE FROM t WHERE name = ?', args: ['nobody'] },
+    ];
+    const [inserted, updated, deleted] = (await runner.writeBatch(write)).map(observable);
+    expect(inserted).toMatchObject({ rowsAffected: 1, lastInsertRowid: 3n, rows: [] });
+    expect(updated).toMatchObject({ rowsAffected: 2 });
+    expect(deleted).toMatchObject({ rowsAffected: 0 });
+    expect((await client.execute('SELECT name, amount FROM t ORDER BY id')).rows.map((r) => [r.name, r.amount])).toEqual([
+      ['a', 11],
+      ['b', null],
+      ['c', 13],
+    ]);
+  });
+
+  it('refuses integers a JavaScript number cannot hold, as the client does', async () => {
+    await client.execute('INSERT INTO t (name, amount) VALUES (?, ?)', ['huge', 2n ** 60n]);
+    const read = [{ sql: 'SELECT amount FROM t WHERE name = ?', args: ['huge'] }];
+    await expect(client.batch(read, 'read')).rejects.toThrow(RangeError);
+    await expect(runner.readBatch(read)).rejects.toThrow(RangeError);
+  });
+
+  it('rolls the whole batch back and names the failing statement', async () => {
+    const failing: InStatement[] = [
+      { sql: 'UPDATE t SET amount = 99 WHERE name = ?', args: ['a'] },
+      { sql: 'INSERT INTO t (name) VALUES (?)', args: ['b'] },
+    ];
+    const err = await runner.writeBatch(failing).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LibsqlBatchError);
+    expect(err).toMatchObject({ statementIndex: 1, code: 'SQLITE_CONSTRAINT', extendedCode: 'SQLITE_CONSTRAINT_UNIQUE' });
+    const fromClient = await client.batch(failing, 'write').catch((e: unknown) => e);
+    expect(fromClient).toMatchObject({ statementIndex: 1, code: 'SQLITE_CONSTRAINT', extendedCode: 'SQLITE_CONSTRAINT_UNIQUE' });
+    expect((await client.execute("SELECT amount FROM t WHERE name = 'a'")).rows[0]!.amount).toBe(1);
+    // The connection is usable afterwards.
+    expect((await runner.writeBatch([{ sql: "UPDATE t SET amount = 2 WHERE name = 'a'", args: [] }]))[0]!.rowsAffected).toBe(1);
+  });
+
+  it('waits for another process holding the write lock without stalling the event loop', async () => {
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    other.exec("UPDATE t SET amount = 5 WHERE name = 'a'");
+    let ticks = 0;
+    const ticker = setInterval(() => (ticks += 1), 5);
+    const pending = runner.writeBatch([{ sql: "UPDATE t SET amount = amount * 10 WHERE name = 'a'", args: [] }]);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    other.exec('COMMIT');
+    other.close();
+    await pending;
+    clearInterval(ticker);
+    expect(ticks).toBeGreaterThanOrEqual(5);
+    // Applied after the other writer, on what it committed.
+    expect((await client.execute("SELECT amount FROM t WHERE name = 'a'")).rows[0]!.amount).toBe(50);
+  });
+
+  it('gives up with SQLITE_BUSY once the busy timeout has passed', async () => {
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const err = await runner.writeBatch([{ sql: 'DELETE FROM t', args: [] }]).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'SQLITE_BUSY' });
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect((await client.execute('SELECT count(*) AS n FROM t')).rows[0]!.n).toBe(2);
+  });
+});
