@@ -172,6 +172,29 @@ const operations: Operation[] = [
     },
   },
   {
+    name: 'PUT /resource_providers/{u} (re-parent)',
+    prepare: async () => {
+      const [rp, parent] = [await newProvider(), await newProvider()];
+      return async () => {
+        expectStatus(await api('PUT', `/resource_providers/${rp}`, { name: `edge-${rp}`, parent_provider_uuid: parent }), 200, 'move');
+      };
+    },
+  },
+  {
+    name: 'DELETE /resource_providers/{u} (with inventory)',
+    prepare: async () => {
+      const rp = await newProvider(host);
+      return async () => expectStatus(await api('DELETE', `/resource_providers/${rp}`), 204, 'provider delete');
+    },
+  },
+  {
+    name: 'POST /resource_classes',
+    prepare: async () => async () => {
+      const name = `CUSTOM_EDGE_${crypto.randomUUID().slice(0, 8).toUpperCase().replace(/-/g, '_')}`;
+      expectStatus(await api('POST', '/resource_classes', { name }), 201, 'class');
+    },
+  },
+  {
     name: 'PUT .../inventories (2 classes)',
     prepare: async () => {
       const rp = await newProvider();

@@ -3,11 +3,12 @@ import type { deployables, devices } from '../db/schema/cyborg.js';
 import type { AttributeRow } from './repo/attributes.js';
 import type { ArqWithHandle } from './repo/arqs.js';
 import { profileGroups, type DeviceProfileRow } from './repo/device-profiles.js';
+import type { ArqJson, AttributeJson, DeployableJson, DeviceJson, DeviceProfileJson } from './schemas/responses.js';
 
 type Link = { href: string; rel: string }[];
 type LinkFor = (collection: string, uuid: string) => Link;
 
-export function presentDeviceProfile(row: DeviceProfileRow, link: LinkFor) {
+export function presentDeviceProfile(row: DeviceProfileRow, link: LinkFor): DeviceProfileJson {
   return {
     uuid: row.uuid,
     name: row.name,
@@ -19,7 +20,7 @@ export function presentDeviceProfile(row: DeviceProfileRow, link: LinkFor) {
   };
 }
 
-export function presentArq({ arq, handle }: ArqWithHandle, link: LinkFor) {
+export function presentArq({ arq, handle }: ArqWithHandle, link: LinkFor): ArqJson {
   const bound = arq.state === 'Bound' && handle !== null;
   return {
     uuid: arq.uuid,
@@ -39,7 +40,7 @@ export function presentArq({ arq, handle }: ArqWithHandle, link: LinkFor) {
   };
 }
 
-export function presentDevice(row: typeof devices.$inferSelect, link: LinkFor, withStatus: boolean) {
+export function presentDevice(row: typeof devices.$inferSelect, link: LinkFor, withStatus: boolean): DeviceJson {
   return {
     uuid: row.uuid,
     type: row.type,
@@ -55,7 +56,7 @@ export function presentDevice(row: typeof devices.$inferSelect, link: LinkFor, w
   };
 }
 
-export function presentDeployable(row: typeof deployables.$inferSelect, deviceUuid: string | undefined, link: LinkFor) {
+export function presentDeployable(row: typeof deployables.$inferSelect, deviceUuid: string | undefined, link: LinkFor): DeployableJson {
   return {
     uuid: row.uuid,
     parent_id: null,
@@ -74,7 +75,7 @@ export function presentDeployable(row: typeof deployables.$inferSelect, deviceUu
   };
 }
 
-export function presentAttribute(row: AttributeRow, link: LinkFor) {
+export function presentAttribute(row: AttributeRow, link: LinkFor): AttributeJson {
   return {
     uuid: row.uuid,
     id: row.id,

@@ -1,21 +1,9 @@
 // The dashboard summary as JSON: snake_case like the APIs it sits beside,
 // provider rows nested into trees.
 import type { DashboardSummary, InventoryUsage, ProviderRow } from './repo.js';
-import { DEFAULT_THRESHOLD_PERCENT, type SummaryQueryString } from './schema.js';
+import { DEFAULT_THRESHOLD_PERCENT, type DashboardProviderJson, type SummaryQueryString, type SummaryResponse } from './schema.js';
 
-interface PresentedProvider {
-  uuid: string;
-  name: string;
-  generation: number;
-  parent_provider_uuid: string | null;
-  matched: boolean;
-  /** Some class's usage exceeds its capacity. */
-  over_capacity: boolean;
-  resources: Record<string, { total: number; reserved: number; allocation_ratio: number; capacity: number; used: number; free: number }>;
-  traits: string[];
-  aggregates: string[];
-  children: PresentedProvider[];
-}
+type PresentedProvider = DashboardProviderJson;
 
 const presentResources = (inventories: InventoryUsage[]): PresentedProvider['resources'] =>
   Object.fromEntries(
@@ -63,7 +51,7 @@ function presentTrees(rows: ProviderRow[]): PresentedProvider[] {
   return roots.sort(byName);
 }
 
-export function presentSummary(s: DashboardSummary, q: SummaryQueryString, now: Date) {
+export function presentSummary(s: DashboardSummary, q: SummaryQueryString, now: Date): SummaryResponse {
   const threshold = q.over ?? DEFAULT_THRESHOLD_PERCENT;
   return {
     generated_at: now.toISOString(),
@@ -102,4 +90,4 @@ export function presentSummary(s: DashboardSummary, q: SummaryQueryString, now: 
     },
   };
 }
-export type PresentedSummary = ReturnType<typeof presentSummary>;
+export type PresentedSummary = SummaryResponse;

@@ -49,3 +49,84 @@ export function toSummaryQuery(q: SummaryQueryString): SummaryQuery {
     thresholdPercent: q.over ?? DEFAULT_THRESHOLD_PERCENT,
   };
 }
+
+// --- GET /dashboard/api/summary: the answer -----------------------------------
+const count = z.number().int();
+
+export interface DashboardProviderJson {
+  uuid: string;
+  name: string;
+  generation: number;
+  parent_provider_uuid: string | null;
+  /** The provider matched the filters (an unmatched one is shown for its matched descendants). */
+  matched: boolean;
+  /** Some class's usage exceeds its capacity. */
+  over_capacity: boolean;
+  resources: Record<string, { total: number; reserved: number; allocation_ratio: number; capacity: number; used: number; free: number }>;
+  traits: string[];
+  aggregates: string[];
+  children: DashboardProviderJson[];
+}
+
+export const DashboardProvider: z.ZodType<DashboardProviderJson> = z
+  .object({
+    uuid: z.string(),
+    name: z.string(),
+    generation: count,
+    parent_provider_uuid: z.string().nullable(),
+    matched: z.boolean(),
+    over_capacity: z.boolean(),
+    resources: z.record(
+      z.string(),
+      z.object({
+        total: count,
+        reserved: count,
+        allocation_ratio: z.number(),
+        capacity: z.number().describe('(total - reserved) x allocation_ratio'),
+        used: count,
+        free: z.number(),
+      }),
+    ),
+    traits: z.array(z.string()),
+    aggregates: z.array(z.string()),
+    get children() {
+      return z.array(DashboardProvider);
+    },
+  })
+  .meta({ id: 'DashboardProvider' });
+
+export const SummaryResponse = z.object({
+  generated_at: z.string(),
+  threshold_percent: z.number(),
+  providers: z.object({
+    page: count,
+    per_page: count,
+    total_providers: count,
+    matching_providers: count,
+    total_trees: count,
+    trees: z.array(DashboardProvider).describe('root providers of the page, children nested'),
+  }),
+  resource_classes: z.record(
+    z.string(),
+    z.object({
+      providers: count,
+      capacity: z.number(),
+      used: count,
+      free: z.number(),
+      over_threshold: count.describe('providers whose usage of this class is above threshold_percent'),
+      over_capacity: count.describe('providers whose usage of this class exceeds capacity'),
+    }),
+  ),
+  projects: z.object({
+    page: count,
+    per_page: count,
+    total: count,
+    items: z.array(z.object({ project_id: z.string(), consumers: count, usages: z.record(z.string(), count) })),
+  }),
+  accelerators: z.object({
+    arqs_by_state: z.record(z.string(), count),
+    outbox_by_state: z.record(z.string(), count),
+    devices_by_status: z.record(z.string(), count),
+  }),
+});
+export type SummaryResponse = z.infer<typeof SummaryResponse>;

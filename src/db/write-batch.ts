@@ -8,7 +8,9 @@
 // is followed by a statement that fails when it changed no row, which aborts
 // and rolls back the whole batch. A statement may also be marked as racing
 // (an INSERT of a row the read found absent: a concurrent writer makes it
-// fail its UNIQUE constraint). Either failure means another writer got in
+// fail its UNIQUE constraint), or be a check (guard() below: a condition on
+// the data as of the write, e.g. "the parent still exists"). Any of these
+// failures means another writer got in
 // between the read and the write: the caller re-reads and decides again, a
 // bounded number of times, so a write is serialisable without holding a lock
 // across round trips.
@@ -24,12 +26,25 @@ export interface WriteStatement {
   mustChange?: boolean;
   /** Any constraint failure of this statement means a concurrent writer got in first (lost race). */
   racing?: boolean;
+  /** A check built by guard(): any failure of it means the data changed since the read (lost race). */
+  check?: boolean;
 }
 
 export const stmt = (sql: string, args: InValue[] = [], flags: Pick<WriteStatement, 'mustChange' | 'racing'> = {}): WriteStatement => ({
   sql,
   args,
   ...flags,
+});
+
+/**
+ * A statement that aborts the batch (lost race) unless `condition`, an SQL
+ * boolean expression over the data as of the write, holds: what the decision
+ * relied on and no generation covers (a row still there, no row added).
+ */
+export const guard = (condition: string, args: InValue[] = []): WriteStatement => ({
+  sql: `SELECT json(CASE WHEN (${condition}) THEN '0' ELSE 'lost race' END)`,
+  args,
+  check: true,
 });
 
 // Fails ("malformed JSON") exactly when the previous statement changed no row.
@@ -78,7 +93,7 @@ export async function commitGuarded(store: DataStore, statements: WriteStatement
       const at = owner[index]!;
       if (at < 0) throw new LostRace(statements[-1 - at]!.sql);
       const failed = statements[at]!;
-      if (failed.racing && isConstraintFailure(err)) throw new LostRace(failed.sql);
+      if (failed.check || (failed.racing && isConstraintFailure(err))) throw new LostRace(failed.sql);
     }
     throw err;
   }

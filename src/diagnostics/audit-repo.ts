@@ -3,6 +3,7 @@
 // two repairs judged safe. Every list is keyset-paged on a stable key (uuid or
 // id) so a large cloud is read in bounded pages.
 import { and, asc, count, eq, gt, inArray, isNotNull, lte, notExists, sql } from 'drizzle-orm';
+import type { InStatement, InValue } from '@libsql/client';
 import type { Db } from '../db/client.js';
 import { acceleratorRequests, outbox } from '../db/schema/cyborg.js';
 import { allocations, consumers, consumerTypes, projects, users } from '../db/schema/placement.js';
@@ -168,14 +169,20 @@ export async function emptyConsumers(db: Db, marker: string | null, limit: numbe
   return pageOf(rows, limit, (r) => r.uuid);
 }
 
-/** Deletes those of `uuids` that still hold no allocation; returns the ones deleted. */
-export async function deleteEmptyConsumers(db: Db, uuids: string[]): Promise<string[]> {
-  if (!uuids.length) return [];
-  const gone = await db
-    .delete(consumers)
-    .where(and(inArray(consumers.uuid, uuids), holdsNoAllocation(db)))
-    .returning({ uuid: consumers.uuid });
-  return gone.map((g) => g.uuid).sort();
+/** The statement deleting those of `uuids` that still hold no allocation, returning their uuids (for a write batch). */
+export function deleteEmptyConsumersStatement(db: Db, uuids: string[]): InStatement {
+  return asStatement(
+    db
+      .delete(consumers)
+      .where(and(inArray(consumers.uuid, uuids), holdsNoAllocation(db)))
+      .returning({ uuid: consumers.uuid })
+      .toSQL(),
+  );
+}
+
+/** A drizzle query as a libSQL statement, to run in a batch. */
+function asStatement(query: { sql: string; params: unknown[] }): InStatement {
+  return { sql: query.sql, args: query.params as InValue[] };
 }
 
 export async function findEmptyConsumers(db: Db, uuids: string[]): Promise<string[]> {
@@ -296,15 +303,17 @@ export async function findDeadLetters(db: Db, ids: number[]): Promise<number[]> 
 }
 
 /**
- * Puts dead letters back to pending with a fresh attempt budget, due now; the
- * drain (or the caller, after commit) delivers them. Returns the ids reset.
+ * The statement putting dead letters back to pending with a fresh attempt
+ * budget, due now, returning the ids and topics reset (for a write batch);
+ * the drain (or the caller, after commit) delivers them.
  */
-export async function requeueDeadLetters(db: Db, ids: number[], nowMs: number): Promise<{ id: number; topic: string }[]> {
-  if (!ids.length) return [];
-  const rows = await db
-    .update(outbox)
-    .set({ state: 'pending', attempts: 0, nextAttemptAt: nowMs, updatedAt: new Date(nowMs).toISOString() })
-    .where(and(inArray(outbox.id, ids), eq(outbox.state, 'dead')))
-    .returning({ id: outbox.id, topic: outbox.topic });
-  return rows.sort((a, b) => a.id - b.id);
+export function requeueDeadLettersStatement(db: Db, ids: number[], nowMs: number): InStatement {
+  return asStatement(
+    db
+      .update(outbox)
+      .set({ state: 'pending', attempts: 0, nextAttemptAt: nowMs, updatedAt: new Date(nowMs).toISOString() })
+      .where(and(inArray(outbox.id, ids), eq(outbox.state, 'dead')))
+      .returning({ id: outbox.id, topic: outbox.topic })
+      .toSQL(),
+  );
 }

@@ -259,8 +259,8 @@ export interface RepairContext extends AuditContext {
 
 /**
  * Applies (or, dry, only checks) the safe repairs. Each target is re-checked
- * inside the write transaction, so a consumer that got allocations since the
- * dry run is left alone. Re-sent rows are announced to the queue after commit.
+ * by the statement that repairs it, in one write batch (one round trip), so
+ * a consumer that got allocations since the dry run is left alone. Re-sent rows are announced to the queue after commit.
  */
 export async function applyAuditRepairs(ctx: RepairContext, request: AuditRepairsRequest): Promise<AuditRepairsResult> {
   const consumerUuids = [...new Set(request.delete_empty_consumers)];
@@ -273,11 +273,16 @@ export async function applyAuditRepairs(ctx: RepairContext, request: AuditRepair
       repo.findDeadLetters(ctx.store.db, deadIds),
     ]);
   } else {
-    const nowMs = ctx.now.getTime();
-    const { deleted, requeued } = await ctx.store.writeTx(async (tx) => ({
-      deleted: await repo.deleteEmptyConsumers(tx, consumerUuids),
-      requeued: await repo.requeueDeadLetters(tx, deadIds, nowMs),
-    }));
+    // One write batch, one round trip: each statement re-checks its targets as of the write.
+    const [gone, reset] =
+      consumerUuids.length || deadIds.length
+        ? await ctx.store.writeBatch([
+            repo.deleteEmptyConsumersStatement(ctx.store.db, consumerUuids),
+            repo.requeueDeadLettersStatement(ctx.store.db, deadIds, ctx.now.getTime()),
+          ])
+        : [];
+    const deleted = (gone?.rows ?? []).map((r) => String(r.uuid)).sort();
+    const requeued = (reset?.rows ?? []).map((r) => ({ id: Number(r.id), topic: String(r.topic) })).sort((a, b) => a.id - b.id);
     for (const row of requeued) {
       const message = JobMessage.safeParse({ type: row.topic, outboxId: row.id });
       // A topic this version does not know stays pending for the drain to report.

@@ -5,34 +5,14 @@
 // 1.28 shows up as "1.12-1.27" and "1.28-1.33" without anyone writing that.
 // Pure: built once per isolate/process, no I/O.
 import { z } from 'zod';
+import { CyborgErrorEnvelope } from '../cyborg/schemas/responses.js';
 import { MAX_VERSION as CYBORG_MAX, MIN_VERSION as CYBORG_MIN, VERSIONS as CYBORG_VERSIONS } from '../cyborg/versions.js';
 import { Microversion } from '../microversion.js';
+import { PlacementErrorEnvelope } from '../placement/schemas/responses.js';
 import { MAX_VERSION, MIN_VERSION } from '../placement/versions.js';
 import { OPERATIONS, type ApiName, type Operation, type QueryParam } from './operations.js';
 
 type Json = Record<string, unknown>;
-
-/** Placement error envelope, as src/placement/errors.ts renders it. */
-export const PlacementErrorEnvelope = z.object({
-  errors: z
-    .array(
-      z.object({
-        status: z.number().int(),
-        title: z.string(),
-        detail: z.string(),
-        request_id: z.string(),
-        code: z.string().optional().describe('from microversion 1.23, e.g. placement.concurrent_update'),
-        min_version: z.string().optional().describe('406 only'),
-        max_version: z.string().optional().describe('406 only'),
-      }),
-    )
-    .min(1),
-});
-
-/** Cyborg's error envelope: a JSON string inside `error_message`, as upstream's WSME faults. */
-export const CyborgErrorEnvelope = z.object({
-  error_message: z.string().describe('JSON text: {"faultcode": "Client"|"Server", "faultstring": "...", "debuginfo": null}'),
-});
 
 function placementVersions(): string[] {
   const min = Microversion.parse(MIN_VERSION)!;
@@ -77,23 +57,84 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
   return out;
 }
 
+/**
+ * Points a component's local references (`#` and `#/$defs/X`, which zod emits
+ * for recursive schemas) at the document's components: inside an OpenAPI
+ * document `#` is the document, not the schema.
+ */
+function relocate(node: unknown, self: string, defs: Record<string, string>): unknown {
+  if (Array.isArray(node)) return node.map((n) => relocate(n, self, defs));
+  if (node === null || typeof node !== 'object') return node;
+  const out: Json = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === '$ref' && typeof value === 'string' && (value === '#' || value.startsWith('#/$defs/'))) {
+      out.$ref = `#/components/schemas/${value === '#' ? self : defs[value.slice('#/$defs/'.length)]}`;
+    } else out[key] = relocate(value, self, defs);
+  }
+  return out;
+}
+
 const rangeText = (r: { min: string; max: string }) => (r.min === r.max ? r.min : `${r.min}-${r.max}`);
 const openApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
 
 class Builder {
   readonly schemas: Record<string, Json> = {};
-  private readonly names = new Map<z.ZodType, string>();
+  private readonly names = { input: new Map<z.ZodType, string>(), output: new Map<z.ZodType, string>() };
 
-  /** A component for `schema`, named once; the same zod object is never emitted twice. */
+  private freeName(name: string): string {
+    let found = name;
+    for (let i = 2; this.schemas[found]; i++) found = `${name}${i}`;
+    return found;
+  }
+
+  /**
+   * A component for `schema` read as a request (input) or answer (output),
+   * named once; the same zod object is never emitted twice per direction.
+   */
   ref(schema: z.ZodType, name: string, io: 'input' | 'output'): Json {
-    let found = this.names.get(schema);
+    let found = this.names[io].get(schema);
     if (!found) {
-      found = name;
-      for (let i = 2; this.schemas[found]; i++) found = `${name}${i}`;
-      this.schemas[found] = jsonSchema(schema, io);
-      this.names.set(schema, found);
+      found = this.freeName(name);
+      const { $defs, ...body } = jsonSchema(schema, io) as Json & { $defs?: Record<string, Json> };
+      this.schemas[found] = body;
+      const defs: Record<string, string> = {};
+      for (const def of Object.keys($defs ?? {})) {
+        // zod names unnamed shared parts __schemaN; a part with a meta id keeps it.
+        defs[def] = this.freeName(def.startsWith('__') ? `${found}_${def.replace(/^_+/, '')}` : def);
+        this.schemas[defs[def]] = {};
+      }
+      this.schemas[found] = relocate(body, found, defs) as Json;
+      for (const [def, schemaOfDef] of Object.entries($defs ?? {})) this.schemas[defs[def]!] = relocate(schemaOfDef, found, defs) as Json;
+      this.names[io].set(schema, found);
     }
     return { $ref: `#/components/schemas/${found}` };
+  }
+
+  /**
+   * Component names of the answers that change with the microversion, found
+   * before any is emitted: a shape is named after the first version any
+   * operation answers with it (ResourceProvider_1_14, though POST only
+   * answers with a body from 1.20), and unsuffixed where it never changes.
+   */
+  private readonly responseNames = new Map<z.ZodType, string>();
+
+  nameResponses(operations: { op: Operation; versions: string[] }[]): void {
+    const seen = new Map<z.ZodType, { base: string; min: string; changes: boolean }>();
+    for (const { op, versions } of operations) {
+      if (!op.response) continue;
+      const ranges = versionRanges(versions, op.response).filter((r) => r.value !== undefined);
+      for (const r of ranges) {
+        const known = seen.get(r.value!);
+        const earlier = !known || Microversion.parse(r.min)!.compare(known.min) < 0;
+        seen.set(r.value!, {
+          base: known?.base ?? op.responseName ?? 'Response',
+          min: earlier ? r.min : known!.min,
+          changes: (known?.changes ?? false) || ranges.length > 1,
+        });
+      }
+    }
+    for (const [schema, { base, min, changes }] of seen)
+      this.responseNames.set(schema, changes ? `${base}_${min.replace('.', '_')}` : base);
   }
 
   /** The success body: one schema, or one per microversion range (anyOf, plus the ranges). */
@@ -105,7 +146,7 @@ class Builder {
     const entries = ranges.map((r) => ({
       min: r.min,
       max: r.max,
-      schema: this.ref(r.value!, ranges.length === 1 ? name : `${name}_${r.min.replace('.', '_')}`, 'output'),
+      schema: this.ref(r.value!, this.responseNames.get(r.value!) ?? name, 'output'),
     }));
     if (!entries.length) return undefined;
     if (entries.length === 1) return { schema: entries[0]!.schema };
@@ -192,10 +233,15 @@ const TAGS: Record<ApiName, string> = {
 export function buildOpenApiDocument(): Json {
   const builder = new Builder();
   const paths: Record<string, Json> = {};
+  const versionsOf = (op: Operation) => {
+    const all = VERSIONS[op.api];
+    return op.since ? all.filter((v) => Microversion.parse(v)!.atLeast(op.since!)) : all;
+  };
+  builder.nameResponses(OPERATIONS.map((op) => ({ op, versions: versionsOf(op) })));
   for (const op of OPERATIONS) {
     const all = VERSIONS[op.api];
     const apiMax = all[all.length - 1];
-    const versions = op.since ? all.filter((v) => Microversion.parse(v)!.atLeast(op.since!)) : all;
+    const versions = versionsOf(op);
     const pathParams = [...op.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({
       name: m[1],
       in: 'path',
@@ -207,10 +253,11 @@ export function buildOpenApiDocument(): Json {
     const success = builder.responseBody(op, versions);
     for (const [status, description] of Object.entries(op.responses)) {
       const code = Number(status);
+      const schema = success?.schema ?? { type: 'object' };
       const content =
-        code === 204 || code === 202 || op.bodyless?.includes(code)
+        code === 204 || code === 202 || code === 304 || op.bodyless?.includes(code)
           ? undefined
-          : { 'application/json': { schema: success?.schema ?? { type: 'object' } } };
+          : Object.fromEntries((op.mediaTypes ?? ['application/json']).map((type) => [type, { schema }]));
       const response: Json = content ? { description, content } : { description };
       if (content && success?.ranges) response['x-openstack-microversion-bodies'] = success.ranges;
       responses[status] = response;

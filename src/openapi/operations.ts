@@ -3,13 +3,39 @@
 // the schema(mv) function, or the parser's key table) the handler validates
 // with; document.ts samples those at every microversion to find the ranges.
 // A test compares this list with the routes the app registers.
-import type { z } from 'zod';
+import { z } from 'zod';
 import { AttributeListQuery, CreateAttributeBody } from '../cyborg/schemas/attributes.js';
 import { HostDevicesReport, ProgrammedReport } from '../cyborg/schemas/agent.js';
 import { CreateArqBody, PatchArqsBody } from '../cyborg/schemas/arqs.js';
 import { CreateDeviceProfileBody } from '../cyborg/schemas/device-profiles.js';
+import {
+  ArqDeleteQuery,
+  ArqListQuery,
+  DeviceListQuery,
+  DeviceProfileDeleteQuery,
+  DeviceProfileListQuery,
+  OutboxQuery,
+} from '../cyborg/schemas/queries.js';
+import {
+  ArqListSchema,
+  ArqSchema,
+  AttributeListSchema,
+  AttributeSchema,
+  DeployableListSchema,
+  DeployableSchema,
+  DeviceProfileListSchema,
+  DeviceProfileSchema,
+  DeviceProfileShowSchema,
+  deviceListSchema,
+  deviceSchema,
+  HostReportSchema,
+  OutboxListSchema,
+  ReportedDevicesSchema,
+  V2VersionSchema,
+  VersionsSchema,
+} from '../cyborg/schemas/responses.js';
 import { MV as CYBORG_MV } from '../cyborg/versions.js';
-import { SummaryQueryString } from '../dashboard/schema.js';
+import { SummaryQueryString, SummaryResponse } from '../dashboard/schema.js';
 import { AuditQuery, AuditRepairsRequest, AuditRepairsResult, AuditReport } from '../diagnostics/audit.js';
 import { Diagnosis } from '../diagnostics/why-no-host.js';
 import type { Microversion } from '../microversion.js';
@@ -23,11 +49,21 @@ import { reshaperSchema } from '../placement/schemas/reshaper.js';
 import { resourceClassBodySchema } from '../placement/schemas/resource-classes.js';
 import { putProviderTraitsSchema } from '../placement/schemas/traits.js';
 import {
+  aggregatesResponseSchema,
   allocationCandidatesResponseSchema,
-  inventoriesResponseSchema,
+  consumerAllocationsResponseSchema,
+  inventoriesSchema,
+  inventoryResponseSchema,
+  providerAllocationsResponseSchema,
   providerListResponseSchema,
   providerResponseSchema,
+  providerTraitsResponseSchema,
+  providerUsagesSchema,
+  resourceClassListSchema,
+  resourceClassSchema,
+  traitListResponseSchema,
   usagesResponseSchema,
+  versionDocumentSchema,
 } from '../placement/schemas/responses.js';
 import { usagesQuerySchema } from '../placement/schemas/usages.js';
 import { MV } from '../placement/versions.js';
@@ -70,7 +106,20 @@ export interface Operation {
   /** The success body's schema at a microversion (instead of responseSchema), named after responseName. */
   response?: (mv: Microversion) => z.ZodType | undefined;
   responseName?: string;
+  /** Media types of the success body when it is not JSON (the dashboard's page and assets). */
+  mediaTypes?: string[];
 }
+
+/** The dashboard's page and assets: text. */
+const TEXT = z.string();
+
+/** This document, as far as its consumers rely on it. */
+const OpenApiDocumentSchema = z.looseObject({
+  openapi: z.literal('3.1.0'),
+  info: z.looseObject({ title: z.string(), version: z.string() }),
+  paths: z.record(z.string(), z.record(z.string(), z.unknown())),
+  components: z.looseObject({ schemas: z.record(z.string(), z.unknown()) }),
+});
 
 const always = (schema: z.ZodType) => () => schema;
 const names =
@@ -120,7 +169,15 @@ const A = (op: Omit<Operation, 'api' | 'path'> & { path: string }): Operation =>
 
 export const OPERATIONS: Operation[] = [
   // --- Placement --------------------------------------------------------------
-  P({ method: 'get', path: '/', summary: 'Version document', public: true, responses: { 200: 'The supported microversions' } }),
+  P({
+    method: 'get',
+    path: '/',
+    summary: 'Version document',
+    public: true,
+    responses: { 200: 'The supported microversions' },
+    responseSchema: versionDocumentSchema,
+    responseName: 'PlacementVersions',
+  }),
   P({
     method: 'get',
     path: '/resource_providers',
@@ -166,6 +223,8 @@ export const OPERATIONS: Operation[] = [
     summary: "A provider's aggregates",
     since: MV.AGGREGATES,
     responses: { 200: 'Aggregates' },
+    response: aggregatesResponseSchema,
+    responseName: 'Aggregates',
   }),
   P({
     method: 'put',
@@ -175,6 +234,8 @@ export const OPERATIONS: Operation[] = [
     body: putAggregatesSchema,
     bodyName: 'PutAggregates',
     responses: { 200: 'Aggregates' },
+    response: aggregatesResponseSchema,
+    responseName: 'Aggregates',
   }),
   P({
     method: 'get',
@@ -183,6 +244,8 @@ export const OPERATIONS: Operation[] = [
     since: MV.TRAITS,
     query: names(['name', 'in:NAME1,NAME2 or startswith:PREFIX'], ['associated', 'true or false']),
     responses: { 200: 'Traits' },
+    responseSchema: traitListResponseSchema,
+    responseName: 'TraitList',
   }),
   P({ method: 'get', path: '/traits/:name', summary: 'Whether a trait exists', since: MV.TRAITS, responses: { 204: 'It exists' } }),
   P({
@@ -200,6 +263,8 @@ export const OPERATIONS: Operation[] = [
     summary: "A provider's traits",
     since: MV.TRAITS,
     responses: { 200: 'Traits' },
+    responseSchema: providerTraitsResponseSchema,
+    responseName: 'ProviderTraits',
   }),
   P({
     method: 'put',
@@ -209,6 +274,8 @@ export const OPERATIONS: Operation[] = [
     body: always(putProviderTraitsSchema),
     bodyName: 'PutProviderTraits',
     responses: { 200: 'Traits' },
+    responseSchema: providerTraitsResponseSchema,
+    responseName: 'ProviderTraits',
   }),
   P({
     method: 'delete',
@@ -226,7 +293,14 @@ export const OPERATIONS: Operation[] = [
     bodyName: 'PostAllocations',
     responses: { 204: 'Claimed' },
   }),
-  P({ method: 'get', path: '/allocations/:consumer_uuid', summary: "A consumer's allocations", responses: { 200: 'Allocations' } }),
+  P({
+    method: 'get',
+    path: '/allocations/:consumer_uuid',
+    summary: "A consumer's allocations",
+    responses: { 200: 'Allocations' },
+    response: consumerAllocationsResponseSchema,
+    responseName: 'ConsumerAllocations',
+  }),
   P({
     method: 'put',
     path: '/allocations/:consumer_uuid',
@@ -241,6 +315,8 @@ export const OPERATIONS: Operation[] = [
     path: '/resource_providers/:uuid/allocations',
     summary: 'Allocations against a provider',
     responses: { 200: 'Allocations' },
+    response: providerAllocationsResponseSchema,
+    responseName: 'ProviderAllocations',
   }),
   P({
     method: 'get',
@@ -257,7 +333,7 @@ export const OPERATIONS: Operation[] = [
     path: '/resource_providers/:uuid/inventories',
     summary: "A provider's inventories",
     responses: { 200: 'Inventories' },
-    response: inventoriesResponseSchema,
+    responseSchema: inventoriesSchema,
     responseName: 'Inventories',
   }),
   P({
@@ -267,6 +343,8 @@ export const OPERATIONS: Operation[] = [
     body: always(postInventorySchema),
     bodyName: 'PostInventory',
     responses: { 201: 'The inventory' },
+    responseSchema: inventoryResponseSchema,
+    responseName: 'Inventory',
   }),
   P({
     method: 'put',
@@ -275,6 +353,8 @@ export const OPERATIONS: Operation[] = [
     body: always(putInventoriesSchema),
     bodyName: 'PutInventories',
     responses: { 200: 'Inventories' },
+    responseSchema: inventoriesSchema,
+    responseName: 'Inventories',
   }),
   P({
     method: 'delete',
@@ -288,6 +368,8 @@ export const OPERATIONS: Operation[] = [
     path: '/resource_providers/:uuid/inventories/:resource_class',
     summary: 'Show one inventory',
     responses: { 200: 'The inventory' },
+    responseSchema: inventoryResponseSchema,
+    responseName: 'Inventory',
   }),
   P({
     method: 'put',
@@ -296,6 +378,8 @@ export const OPERATIONS: Operation[] = [
     body: always(putInventorySchema),
     bodyName: 'PutInventory',
     responses: { 200: 'The inventory' },
+    responseSchema: inventoryResponseSchema,
+    responseName: 'Inventory',
   }),
   P({
     method: 'delete',
@@ -318,6 +402,8 @@ export const OPERATIONS: Operation[] = [
     summary: 'List resource classes',
     since: MV.RESOURCE_CLASSES,
     responses: { 200: 'Resource classes' },
+    responseSchema: resourceClassListSchema,
+    responseName: 'ResourceClassList',
   }),
   P({
     method: 'post',
@@ -325,7 +411,7 @@ export const OPERATIONS: Operation[] = [
     summary: 'Create a custom resource class',
     since: MV.RESOURCE_CLASSES,
     body: always(resourceClassBodySchema),
-    bodyName: 'ResourceClass',
+    bodyName: 'ResourceClassName',
     responses: { 201: 'Created' },
     bodyless: [201],
   }),
@@ -335,6 +421,8 @@ export const OPERATIONS: Operation[] = [
     summary: 'Show a resource class',
     since: MV.RESOURCE_CLASSES,
     responses: { 200: 'The class' },
+    responseSchema: resourceClassSchema,
+    responseName: 'ResourceClass',
   }),
   P({
     method: 'put',
@@ -342,9 +430,11 @@ export const OPERATIONS: Operation[] = [
     summary: 'Rename (before 1.7) or create (1.7+) a custom resource class',
     since: MV.RESOURCE_CLASSES,
     body: (mv) => (mv.atLeast(MV.RC_PUT_CREATES) ? undefined : resourceClassBodySchema),
-    bodyName: 'ResourceClass',
+    bodyName: 'ResourceClassName',
     responses: { 200: 'Renamed (before 1.7)', 201: 'Created (1.7+)', 204: 'Already there (1.7+)' },
     bodyless: [201],
+    response: (mv) => (mv.atLeast(MV.RC_PUT_CREATES) ? undefined : resourceClassSchema),
+    responseName: 'ResourceClass',
   }),
   P({
     method: 'delete',
@@ -353,7 +443,14 @@ export const OPERATIONS: Operation[] = [
     since: MV.RESOURCE_CLASSES,
     responses: { 204: 'Deleted' },
   }),
-  P({ method: 'get', path: '/resource_providers/:uuid/usages', summary: "A provider's usage", responses: { 200: 'Usages' } }),
+  P({
+    method: 'get',
+    path: '/resource_providers/:uuid/usages',
+    summary: "A provider's usage",
+    responses: { 200: 'Usages' },
+    responseSchema: providerUsagesSchema,
+    responseName: 'ProviderUsages',
+  }),
   P({
     method: 'get',
     path: '/usages',
@@ -366,14 +463,32 @@ export const OPERATIONS: Operation[] = [
   }),
 
   // --- Accelerator (Cyborg v2) ------------------------------------------------
-  A({ method: 'get', path: '/', summary: 'Version document', public: true, responses: { 200: 'Versions' } }),
-  A({ method: 'get', path: '/v2', summary: 'The v2 API', public: true, responses: { 200: 'The v2 version' } }),
+  A({
+    method: 'get',
+    path: '/',
+    summary: 'Version document',
+    public: true,
+    responses: { 200: 'Versions' },
+    responseSchema: VersionsSchema,
+    responseName: 'AcceleratorVersions',
+  }),
+  A({
+    method: 'get',
+    path: '/v2',
+    summary: 'The v2 API',
+    public: true,
+    responses: { 200: 'The v2 version' },
+    responseSchema: V2VersionSchema,
+    responseName: 'AcceleratorV2Version',
+  }),
   A({
     method: 'get',
     path: '/v2/device_profiles',
     summary: 'List device profiles',
-    query: names(['name', 'comma-separated names']),
+    query: () => zodQuery(DeviceProfileListQuery),
     responses: { 200: 'Device profiles' },
+    responseSchema: DeviceProfileListSchema,
+    responseName: 'DeviceProfileList',
   }),
   A({
     method: 'post',
@@ -382,12 +497,14 @@ export const OPERATIONS: Operation[] = [
     body: always(CreateDeviceProfileBody),
     bodyName: 'CreateDeviceProfile',
     responses: { 201: 'The profile' },
+    responseSchema: DeviceProfileSchema,
+    responseName: 'DeviceProfile',
   }),
   A({
     method: 'delete',
     path: '/v2/device_profiles',
     summary: 'Delete device profiles by name',
-    query: names(['value', 'comma-separated names']),
+    query: () => zodQuery(DeviceProfileDeleteQuery),
     responses: { 204: 'Deleted' },
   }),
   A({
@@ -395,14 +512,19 @@ export const OPERATIONS: Operation[] = [
     path: '/v2/device_profiles/:key',
     summary: `Show a device profile (by uuid; by name from ${CYBORG_MV.PROFILE_BY_NAME})`,
     responses: { 200: 'The profile' },
+    responseSchema: DeviceProfileShowSchema,
+    responseName: 'DeviceProfileShow',
   }),
   A({ method: 'delete', path: '/v2/device_profiles/:key', summary: 'Delete a device profile', responses: { 204: 'Deleted' } }),
   A({
     method: 'get',
     path: '/v2/accelerator_requests',
     summary: 'List accelerator requests',
-    query: names(['instance', 'instance uuid'], ['bind_state', '"resolved": answer 423 until all are resolved']),
-    responses: { 200: 'ARQs' },
+    query: () => zodQuery(ArqListQuery),
+    responses: { 200: 'ARQs', 423: 'bind_state=resolved: some ARQ of the instance is still binding (no body)' },
+    bodyless: [423],
+    responseSchema: ArqListSchema,
+    responseName: 'ArqList',
   }),
   A({
     method: 'post',
@@ -411,6 +533,8 @@ export const OPERATIONS: Operation[] = [
     body: always(CreateArqBody),
     bodyName: 'CreateArqs',
     responses: { 201: 'The ARQs' },
+    responseSchema: ArqListSchema,
+    responseName: 'ArqList',
   }),
   A({
     method: 'patch',
@@ -424,10 +548,17 @@ export const OPERATIONS: Operation[] = [
     method: 'delete',
     path: '/v2/accelerator_requests',
     summary: 'Delete ARQs',
-    query: names(['arqs', 'comma-separated uuids'], ['instance', 'instance uuid']),
+    query: () => zodQuery(ArqDeleteQuery),
     responses: { 204: 'Deleted' },
   }),
-  A({ method: 'get', path: '/v2/accelerator_requests/:uuid', summary: 'Show an ARQ', responses: { 200: 'The ARQ' } }),
+  A({
+    method: 'get',
+    path: '/v2/accelerator_requests/:uuid',
+    summary: 'Show an ARQ',
+    responses: { 200: 'The ARQ' },
+    responseSchema: ArqSchema,
+    responseName: 'Arq',
+  }),
   A({
     method: 'patch',
     path: '/v2/accelerator_requests/:uuid',
@@ -441,20 +572,57 @@ export const OPERATIONS: Operation[] = [
     method: 'get',
     path: '/v2/devices',
     summary: 'List devices',
-    query: names(['hostname', 'host name'], ['type', 'device type']),
+    query: () => zodQuery(DeviceListQuery),
     responses: { 200: 'Devices' },
+    response: (mv) => deviceListSchema(mv.atLeast(CYBORG_MV.DEVICE_STATUS)),
+    responseName: 'DeviceList',
   }),
-  A({ method: 'get', path: '/v2/devices/:uuid', summary: 'Show a device', responses: { 200: 'The device' } }),
-  A({ method: 'post', path: '/v2/devices/:uuid/enable', summary: 'Enable a device', responses: { 200: 'Enabled' } }),
-  A({ method: 'post', path: '/v2/devices/:uuid/disable', summary: 'Disable a device', responses: { 200: 'Disabled' } }),
-  A({ method: 'get', path: '/v2/deployables', summary: 'List deployables', responses: { 200: 'Deployables' } }),
-  A({ method: 'get', path: '/v2/deployables/:uuid', summary: 'Show a deployable', responses: { 200: 'The deployable' } }),
+  A({
+    method: 'get',
+    path: '/v2/devices/:uuid',
+    summary: 'Show a device',
+    responses: { 200: 'The device' },
+    response: (mv) => deviceSchema(mv.atLeast(CYBORG_MV.DEVICE_STATUS)),
+    responseName: 'Device',
+  }),
+  A({
+    method: 'post',
+    path: '/v2/devices/:uuid/enable',
+    summary: 'Enable a device',
+    responses: { 200: 'Enabled (no body)' },
+    bodyless: [200],
+  }),
+  A({
+    method: 'post',
+    path: '/v2/devices/:uuid/disable',
+    summary: 'Disable a device',
+    responses: { 200: 'Disabled (no body)' },
+    bodyless: [200],
+  }),
+  A({
+    method: 'get',
+    path: '/v2/deployables',
+    summary: 'List deployables',
+    responses: { 200: 'Deployables' },
+    responseSchema: DeployableListSchema,
+    responseName: 'DeployableList',
+  }),
+  A({
+    method: 'get',
+    path: '/v2/deployables/:uuid',
+    summary: 'Show a deployable',
+    responses: { 200: 'The deployable' },
+    responseSchema: DeployableSchema,
+    responseName: 'Deployable',
+  }),
   A({
     method: 'get',
     path: '/v2/attributes',
     summary: 'List attributes',
     query: () => zodQuery(AttributeListQuery),
     responses: { 200: 'Attributes' },
+    responseSchema: AttributeListSchema,
+    responseName: 'AttributeList',
   }),
   A({
     method: 'post',
@@ -463,14 +631,25 @@ export const OPERATIONS: Operation[] = [
     body: always(CreateAttributeBody),
     bodyName: 'CreateAttribute',
     responses: { 201: 'The attribute' },
+    responseSchema: AttributeSchema,
+    responseName: 'Attribute',
   }),
-  A({ method: 'get', path: '/v2/attributes/:uuid', summary: 'Show an attribute', responses: { 200: 'The attribute' } }),
+  A({
+    method: 'get',
+    path: '/v2/attributes/:uuid',
+    summary: 'Show an attribute',
+    responses: { 200: 'The attribute' },
+    responseSchema: AttributeSchema,
+    responseName: 'Attribute',
+  }),
   A({ method: 'delete', path: '/v2/attributes/:uuid', summary: 'Delete an attribute', responses: { 204: 'Deleted' } }),
   A({
     method: 'get',
     path: '/v2/hosts/:hostname/devices',
     summary: "A host's devices as its agent last reported them",
     responses: { 200: 'The report' },
+    responseSchema: HostReportSchema,
+    responseName: 'StoredHostDevicesReport',
   }),
   A({
     method: 'put',
@@ -479,6 +658,8 @@ export const OPERATIONS: Operation[] = [
     body: always(HostDevicesReport),
     bodyName: 'HostDevicesReport',
     responses: { 200: 'The devices' },
+    responseSchema: ReportedDevicesSchema,
+    responseName: 'ReportedDevices',
   }),
   A({
     method: 'put',
@@ -487,13 +668,17 @@ export const OPERATIONS: Operation[] = [
     body: always(ProgrammedReport),
     bodyName: 'ProgrammedReport',
     responses: { 200: 'The deployable' },
+    responseSchema: DeployableSchema,
+    responseName: 'Deployable',
   }),
   A({
     method: 'get',
     path: '/v2/outbox',
     summary: 'Outbox rows (bind jobs, Nova events)',
-    query: names(['state', 'pending, done or dead']),
+    query: () => zodQuery(OutboxQuery),
     responses: { 200: 'Rows' },
+    responseSchema: OutboxListSchema,
+    responseName: 'OutboxList',
   }),
 
   // --- Operator diagnostics ---------------------------------------------------
@@ -542,6 +727,9 @@ export const OPERATIONS: Operation[] = [
     summary: 'The capacity dashboard (HTML page)',
     public: true,
     responses: { 200: 'The page', 304: 'Not modified' },
+    mediaTypes: ['text/html'],
+    responseSchema: TEXT,
+    responseName: 'Text',
   },
   {
     api: 'meta',
@@ -550,6 +738,9 @@ export const OPERATIONS: Operation[] = [
     summary: "The dashboard's script and stylesheet",
     public: true,
     responses: { 200: 'The asset', 304: 'Not modified' },
+    mediaTypes: ['text/javascript', 'text/css'],
+    responseSchema: TEXT,
+    responseName: 'Text',
   },
   {
     api: 'meta',
@@ -558,8 +749,19 @@ export const OPERATIONS: Operation[] = [
     summary: 'Capacity summary behind the dashboard (admin): trees, totals, usage per project',
     query: () => zodQuery(SummaryQueryString),
     responses: { 200: 'The summary' },
+    responseSchema: SummaryResponse,
+    responseName: 'DashboardSummary',
   },
 
   // --- This document ----------------------------------------------------------
-  { api: 'meta', method: 'get', path: '/openapi.json', summary: 'This OpenAPI document', public: true, responses: { 200: 'OpenAPI 3.1' } },
+  {
+    api: 'meta',
+    method: 'get',
+    path: '/openapi.json',
+    summary: 'This OpenAPI document',
+    public: true,
+    responses: { 200: 'OpenAPI 3.1' },
+    responseSchema: OpenApiDocumentSchema,
+    responseName: 'OpenApiDocument',
+  },
 ];

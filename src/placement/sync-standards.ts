@@ -1,23 +1,29 @@
 // Syncs the standard resource classes and traits into the database: the
 // analogue of `placement-manage os-traits sync`, run at every start.
 // Idempotent: existing rows are left alone, missing ones are inserted.
+// At most two round trips (a network hop each in Worker mode): one read of
+// the names there, and only when some are missing, one write batch inserting
+// those. Isolates starting together may both insert: ON CONFLICT makes the
+// later one a no-op.
 import type { Client } from '@libsql/client';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from './standard-names.js';
 
 export async function syncStandards(client: Client): Promise<{ resourceClasses: number; traits: number }> {
-  const before = await client.execute('SELECT (SELECT count(*) FROM resource_classes), (SELECT count(*) FROM traits)');
+  const [classRows, traitRows] = await client.batch(['SELECT name FROM resource_classes', 'SELECT name FROM traits'], 'read');
+  const presentClasses = new Set(classRows!.rows.map((r) => String(r.name)));
+  const presentTraits = new Set(traitRows!.rows.map((r) => String(r.name)));
+  // Standard classes keep their positional ids.
+  const classes = STANDARD_RESOURCE_CLASSES.map((name, id) => ({ name, id })).filter((rc) => !presentClasses.has(rc.name));
+  const traits = STANDARD_TRAITS.filter((name) => !presentTraits.has(name));
+  if (classes.length === 0 && traits.length === 0) return { resourceClasses: 0, traits: 0 };
   const statements = [
-    ...STANDARD_RESOURCE_CLASSES.map((name, id) => ({
+    ...classes.map(({ id, name }) => ({
       sql: 'INSERT INTO resource_classes (id, name) VALUES (?, ?) ON CONFLICT DO NOTHING',
       args: [id, name],
     })),
-    ...STANDARD_TRAITS.map((name) => ({
-      sql: 'INSERT INTO traits (name) VALUES (?) ON CONFLICT (name) DO NOTHING',
-      args: [name],
-    })),
+    ...traits.map((name) => ({ sql: 'INSERT INTO traits (name) VALUES (?) ON CONFLICT (name) DO NOTHING', args: [name] })),
   ];
-  await client.batch(statements, 'write');
-  const after = await client.execute('SELECT (SELECT count(*) FROM resource_classes), (SELECT count(*) FROM traits)');
-  const count = (rs: typeof before, i: number) => Number(rs.rows[0]![i]);
-  return { resourceClasses: count(after, 0) - count(before, 0), traits: count(after, 1) - count(before, 1) };
+  const results = await client.batch(statements, 'write');
+  const added = (from: number, to: number) => results.slice(from, to).reduce((sum, rs) => sum + rs.rowsAffected, 0);
+  return { resourceClasses: added(0, classes.length), traits: added(classes.length, results.length) };
 }

@@ -127,3 +127,31 @@ export class InvalidNewProvider extends DomainError {
     this.name = 'InvalidNewProvider';
   }
 }
+
+/** A provider update that upstream refuses (400), e.g. a loop in the tree or re-parenting before 1.37. */
+export class InvalidProviderUpdate extends DomainError {
+  constructor(readonly reason: string) {
+    super('invalid', reason);
+    this.name = 'InvalidProviderUpdate';
+  }
+}
+
+/** A provider to delete still has children (409 resource_provider.cannot_delete_parent). */
+export class ProviderHasChildren extends DomainError {
+  constructor(readonly uuid: string) {
+    super(
+      'conflict',
+      `Unable to delete parent resource provider ${uuid}: It has child resource providers.`,
+      ErrorCode.PROVIDER_CANNOT_DELETE_PARENT,
+    );
+    this.name = 'ProviderHasChildren';
+  }
+}
+
+/** A provider to delete still has allocations (409 resource_provider.inuse). */
+export class ProviderInUse extends DomainError {
+  constructor(readonly uuid: string) {
+    super('conflict', `Unable to delete resource provider ${uuid}: Resource provider has allocations.`, ErrorCode.PROVIDER_INUSE);
+    this.name = 'ProviderInUse';
+  }
+}

@@ -90,11 +90,29 @@ describe('GET /openapi.json', () => {
     expect(doc.openapi).toBe('3.1.0');
   });
 
-  it('has component schemas that are valid JSON Schema (2020-12)', () => {
+  it('has component schemas that are valid JSON Schema (2020-12), their references resolved in the document', () => {
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
-    for (const [name, schema] of Object.entries(doc.components.schemas)) {
-      expect(() => ajv.compile(schema), name).not.toThrow();
+    ajv.addSchema(doc, 'openapi.json');
+    for (const name of Object.keys(doc.components.schemas)) {
+      expect(() => ajv.getSchema(`openapi.json#/components/schemas/${name}`), name).not.toThrow();
+      expect(ajv.getSchema(`openapi.json#/components/schemas/${name}`), name).toBeTypeOf('function');
     }
+  });
+
+  it('gives every answer with a body a schema of its own, not a bare object', () => {
+    const bare: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const responses = (operation as unknown as { responses: Record<string, { content?: Record<string, { schema: Json }> }> }).responses;
+        for (const [status, response] of Object.entries(responses)) {
+          for (const media of Object.values(response.content ?? {})) {
+            const refs = media.schema.$ref ? [media.schema] : ((media.schema.anyOf as Json[] | undefined) ?? [{}]);
+            if (!refs.every((r) => typeof r.$ref === 'string')) bare.push(`${method.toUpperCase()} ${path} ${status}`);
+          }
+        }
+      }
+    }
+    expect(bare).toEqual([]);
   });
 
   it('lists every route the app serves, and nothing else', () => {
@@ -197,6 +215,14 @@ describe('GET /openapi.json', () => {
         expect(valid ? [] : ajv.errors, `${url} @${version}`).toEqual([]);
       }
     }
+    // A shape is named after the first version that answers with it, whichever operation shows it first.
+    type Op = { responses: Record<string, { content?: Record<string, { schema: Json }> }> };
+    const refOf = (path: string, method: string, status: string) =>
+      (doc.paths[path]![method] as unknown as Op).responses[status]!.content!['application/json']!.schema;
+    expect(refOf('/resource_providers', 'post', '200')).toEqual({ $ref: '#/components/schemas/ResourceProvider_1_14' });
+    expect(refOf('/resource_providers/{uuid}', 'get', '200')).toEqual({
+      anyOf: [{ $ref: '#/components/schemas/ResourceProvider_1_0' }, { $ref: '#/components/schemas/ResourceProvider_1_14' }],
+    });
     // A shape from the wrong range does not pass: the ranges are real.
     const old = await (await t.call('GET', '/allocation_candidates?resources=VCPU:1', { version: '1.10' })).json();
     expect(ajv.validate(schemaAt('/allocation_candidates', '1.39'), old)).toBe(false);
@@ -209,6 +235,23 @@ describe('GET /openapi.json', () => {
     expect(byName.in_tree).toEqual({ min: '1.14', max: '1.39' });
     const candidates = doc.paths['/allocation_candidates']!.get!.parameters!.filter((p) => p.in === 'query').map((p) => p.name);
     expect(candidates).toEqual(expect.arrayContaining(['limit', 'group_policy', 'root_required', 'same_subtree', 'resources{suffix}']));
+  });
+
+  it("gives Cyborg's query parameters the schemas its handlers parse with", async () => {
+    const query = (path: string) =>
+      Object.fromEntries(
+        doc.paths[path]!.get!.parameters!.filter((p) => p.in === 'query').map((p) => [p.name as string, p.schema as Json]),
+      );
+    expect(query('/accelerator/v2/accelerator_requests').bind_state).toMatchObject({ const: 'resolved' });
+    expect(query('/accelerator/v2/outbox').state).toMatchObject({ enum: ['pending', 'done', 'dead'] });
+    expect(query('/accelerator/v2/attributes').deployable_id).toMatchObject({ type: 'string', pattern: '^[1-9][0-9]*$' });
+    expect(Object.keys(query('/accelerator/v2/devices')).sort()).toEqual(['hostname', 'type']);
+    // What the schema refuses, the handler refuses, in Cyborg's words.
+    const res = await t.app.request('/accelerator/v2/outbox?state=gone', { headers: { 'x-auth-token': 'admin' } });
+    expect(res.status).toBe(400);
+    expect(JSON.parse(((await res.json()) as { error_message: string }).error_message).faultstring).toBe(
+      'Invalid state gone: one of pending, done, dead.',
+    );
   });
 
   it('describes both error envelopes', () => {

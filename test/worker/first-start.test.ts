@@ -3,6 +3,8 @@
 import { createClient } from '@libsql/client/web';
 import { describe, expect, inject, it } from 'vitest';
 import { MIGRATIONS } from '../../src/db/migrations.generated.js';
+import { countRoundTrips } from '../../src/db/round-trips.js';
+import { syncStandards } from '../../src/placement/sync-standards.js';
 import { prepareDatabase } from '../../src/entry/worker.js';
 
 describe('first start on an empty database', () => {
@@ -17,5 +19,11 @@ describe('first start on an empty database', () => {
     expect(journal.rows.map((row) => row.hash)).toEqual(MIGRATIONS.map((m) => m.tag));
     const classes = await db.execute("SELECT count(*) AS n FROM resource_classes WHERE name = 'VCPU'");
     expect(Number(classes.rows[0]!.n)).toBe(1);
+  });
+
+  it('syncs the standard names of an already-synced database in one round trip', async () => {
+    const counted = countRoundTrips(createClient({ url: inject('freshSqldUrl') }));
+    expect(await syncStandards(counted.client)).toEqual({ resourceClasses: 0, traits: 0 });
+    expect(counted.count()).toBe(1);
   });
 });

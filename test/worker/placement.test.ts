@@ -157,9 +157,10 @@ describe('Placement in workerd against sqld', () => {
       path: string,
       body?: unknown,
       extra?: Record<string, string>,
+      version = 'latest',
     ): Promise<{ hops: number; status: number }> {
       await fetch(hopsUrl(), { method: 'DELETE' });
-      const res = await call(method, path, body, 'latest', extra);
+      const res = await call(method, path, body, version, extra);
       await res.arrayBuffer();
       const { hops } = (await (await fetch(hopsUrl())).json()) as { hops: number };
       return { hops, status: res.status };
@@ -236,6 +237,116 @@ describe('Placement in workerd against sqld', () => {
       expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: crypto.randomUUID() })).toEqual({
         hops: 1,
         status: 409,
+      });
+    });
+
+    it('PUT /resource_providers/{uuid}: rename, re-parent, un-parent; refusals from the read', async () => {
+      const [a, b, child] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+      for (const [uuid, parent] of [
+        [a, undefined],
+        [b, undefined],
+        [child, a],
+      ] as const) {
+        expect((await call('POST', '/resource_providers', { name: `w-${uuid}`, uuid, parent_provider_uuid: parent })).status).toBe(200);
+      }
+      expect(await hopsOf('PUT', `/resource_providers/${a}`, { name: `w2-${a}` })).toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('PUT', `/resource_providers/${child}`, { name: `w-${child}`, parent_provider_uuid: b })).toEqual({
+        hops: 2,
+        status: 200,
+      });
+      expect((await json(await call('GET', `/resource_providers/${child}`))).root_provider_uuid).toBe(b);
+      expect(await hopsOf('PUT', `/resource_providers/${child}`, { name: `w-${child}`, parent_provider_uuid: null })).toEqual({
+        hops: 2,
+        status: 200,
+      });
+      expect((await json(await call('GET', `/resource_providers/${child}`))).root_provider_uuid).toBe(child);
+      // Refused from the read alone: a loop, a taken name, an unknown provider, re-parenting before 1.37.
+      expect((await call('PUT', `/resource_providers/${child}`, { name: `w-${child}`, parent_provider_uuid: a })).status).toBe(200);
+      expect(await hopsOf('PUT', `/resource_providers/${a}`, { name: `w2-${a}`, parent_provider_uuid: child })).toEqual({
+        hops: 1,
+        status: 400,
+      });
+      expect(await hopsOf('PUT', `/resource_providers/${a}`, { name: `w-${b}` })).toEqual({ hops: 1, status: 409 });
+      expect(await hopsOf('PUT', `/resource_providers/${crypto.randomUUID()}`, { name: 'nobody' })).toEqual({ hops: 1, status: 404 });
+      expect(
+        await hopsOf('PUT', `/resource_providers/${child}`, { name: `w-${child}`, parent_provider_uuid: b }, undefined, '1.36'),
+      ).toEqual({ hops: 1, status: 400 });
+    });
+
+    it('DELETE /resource_providers/{uuid}: a leaf; a parent, a provider in use and an unknown one refused from the read', async () => {
+      const [parent, child] = [crypto.randomUUID(), crypto.randomUUID()];
+      expect((await call('POST', '/resource_providers', { name: `w-${parent}`, uuid: parent })).status).toBe(200);
+      expect((await call('POST', '/resource_providers', { name: `w-${child}`, uuid: child, parent_provider_uuid: parent })).status).toBe(
+        200,
+      );
+      expect(await hopsOf('DELETE', `/resource_providers/${parent}`)).toEqual({ hops: 1, status: 409 });
+      const used = await host();
+      const consumer = crypto.randomUUID();
+      const claim = { allocations: { [used]: { resources: { VCPU: 1 } } }, ...owner, consumer_generation: null, consumer_type: 'INSTANCE' };
+      expect((await call('PUT', `/allocations/${consumer}`, claim)).status).toBe(204);
+      expect(await hopsOf('DELETE', `/resource_providers/${used}`)).toEqual({ hops: 1, status: 409 });
+      // With inventories, traits and aggregates: still one write batch.
+      expect(
+        (await call('PUT', `/resource_providers/${child}/traits`, { resource_provider_generation: 0, traits: ['HW_CPU_X86_AVX2'] })).status,
+      ).toBe(200);
+      expect(
+        (
+          await call('PUT', `/resource_providers/${child}/aggregates`, {
+            resource_provider_generation: 1,
+            aggregates: [crypto.randomUUID()],
+          })
+        ).status,
+      ).toBe(200);
+      expect(await hopsOf('DELETE', `/resource_providers/${child}`)).toEqual({ hops: 2, status: 204 });
+      expect(await hopsOf('DELETE', `/resource_providers/${child}`)).toEqual({ hops: 1, status: 404 });
+      expect(await hopsOf('DELETE', `/resource_providers/${parent}`)).toEqual({ hops: 2, status: 204 });
+    });
+
+    it('resource classes: POST, PUT (create, confirm, rename before 1.7), DELETE: one round trip each, refusals too', async () => {
+      const suffix = crypto.randomUUID().slice(0, 8).toUpperCase();
+      const [posted, put, renamed] = [`CUSTOM_WP_${suffix}`, `CUSTOM_WQ_${suffix}`, `CUSTOM_WR_${suffix}`];
+      expect(await hopsOf('POST', '/resource_classes', { name: posted })).toEqual({ hops: 1, status: 201 });
+      expect(await hopsOf('POST', '/resource_classes', { name: posted })).toEqual({ hops: 1, status: 409 });
+      expect(await hopsOf('PUT', `/resource_classes/${put}`)).toEqual({ hops: 1, status: 201 });
+      expect(await hopsOf('PUT', `/resource_classes/${put}`)).toEqual({ hops: 1, status: 204 });
+      expect(await hopsOf('PUT', `/resource_classes/${put}`, { name: renamed }, undefined, '1.6')).toEqual({ hops: 1, status: 200 });
+      expect(await hopsOf('PUT', `/resource_classes/${renamed}`, { name: posted }, undefined, '1.6')).toEqual({ hops: 1, status: 409 });
+      expect(await hopsOf('PUT', '/resource_classes/VCPU', { name: `CUSTOM_X_${suffix}` }, undefined, '1.6')).toEqual({
+        hops: 1,
+        status: 400,
+      });
+      const rp = await host({ [renamed]: { total: 4 } });
+      expect(await hopsOf('DELETE', `/resource_classes/${renamed}`)).toEqual({ hops: 1, status: 409 });
+      expect((await call('DELETE', `/resource_providers/${rp}`)).status).toBe(204);
+      expect(await hopsOf('DELETE', `/resource_classes/${renamed}`)).toEqual({ hops: 1, status: 204 });
+      expect(await hopsOf('DELETE', `/resource_classes/${renamed}`)).toEqual({ hops: 1, status: 404 });
+      expect(await hopsOf('DELETE', '/resource_classes/VCPU')).toEqual({ hops: 1, status: 400 });
+    });
+
+    it('DELETE /traits/{name}: one round trip, deleted or refused', async () => {
+      const name = `CUSTOM_WD_${crypto.randomUUID().slice(0, 8).toUpperCase()}`;
+      expect((await call('PUT', `/traits/${name}`)).status).toBe(201);
+      const rp = crypto.randomUUID();
+      expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
+      expect((await call('PUT', `/resource_providers/${rp}/traits`, { resource_provider_generation: 0, traits: [name] })).status).toBe(200);
+      expect(await hopsOf('DELETE', `/traits/${name}`)).toEqual({ hops: 1, status: 409 });
+      expect((await call('DELETE', `/resource_providers/${rp}/traits`)).status).toBe(204);
+      expect(await hopsOf('DELETE', `/traits/${name}`)).toEqual({ hops: 1, status: 204 });
+      expect(await hopsOf('DELETE', `/traits/${name}`)).toEqual({ hops: 1, status: 404 });
+      expect(await hopsOf('DELETE', '/traits/HW_CPU_X86_AVX2')).toEqual({ hops: 1, status: 400 });
+    });
+
+    it('POST /diagnostics/audit/repairs: one write batch', async () => {
+      const unknown = crypto.randomUUID();
+      expect(
+        await hopsOf('POST', '/diagnostics/audit/repairs', {
+          dry_run: false,
+          delete_empty_consumers: [unknown],
+          resend_dead_letters: [999999],
+        }),
+      ).toEqual({
+        hops: 1,
+        status: 200,
       });
     });
 

@@ -1,6 +1,8 @@
 // Differential test of the write model: random write sequences (claims,
 // moves, deletes, inventory changes, reshapes; fresh, stale and missing
-// generations; over capacity, unknown providers and classes) run against the
+// generations; over capacity, unknown providers and classes; providers
+// created, renamed, re-parented and deleted; resource classes and traits
+// created, renamed and deleted) run against the
 // frozen pre-issue-13 write path (test/write-model/old/) and the live one, on
 // two databases. Every response (status, body without request ids) and the
 // final database state (by natural keys, timestamps aside) must be identical.
@@ -32,13 +34,16 @@ const CHILD = PROVIDERS[3]!; // a child of PROVIDERS[0]
 const MISSING_PROVIDER = uuidOf(9, 9);
 const CONSUMERS = [0, 1, 2, 3, 4].map((i) => uuidOf(2, i));
 const CLASSES = ['VCPU', 'MEMORY_MB', 'DISK_GB', 'CUSTOM_DIFF'];
+// Custom classes the sequences create, rename and delete (no digits: the status keys end in [A-Z_]).
+const CUSTOM_CLASSES = ['CUSTOM_DIFF', 'CUSTOM_DIFFB', 'CUSTOM_DIFFC'];
+const CUSTOM_TRAITS = ['CUSTOM_TONE', 'CUSTOM_TTWO'];
 const UNKNOWN_CLASS = 'CUSTOM_NOPE';
 const VERSIONS = ['1.0', '1.8', '1.12', '1.20', '1.28', '1.33', '1.38', 'latest'];
 const PROJECTS = ['p-one', 'p-two'];
 const USERS = ['u-one', 'u-two'];
 const TYPES = ['INSTANCE', 'MIGRATION'];
 const AGGREGATES = [0, 1, 2, 3].map((i) => uuidOf(3, i));
-const TRAITS = ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2', 'COMPUTE_VOLUME_MULTI_ATTACH', 'STORAGE_DISK_SSD'];
+const TRAITS = ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2', 'COMPUTE_VOLUME_MULTI_ATTACH', 'STORAGE_DISK_SSD', 'CUSTOM_TONE'];
 
 interface Request {
   method: string;
@@ -98,6 +103,16 @@ async function dump(app: TestApp): Promise<Record<string, unknown[]>> {
     aggregates: await q(`SELECT p.uuid, a.uuid AS aggregate FROM resource_provider_aggregates rpa
       JOIN resource_providers p ON p.id = rpa.resource_provider_id JOIN placement_aggregates a ON a.id = rpa.aggregate_id
       ORDER BY p.uuid, a.uuid`),
+    // Rows the joins above would hide: links to a provider, class or trait that is gone.
+    orphans: await q(`SELECT
+      (SELECT count(*) FROM inventories WHERE resource_provider_id NOT IN (SELECT id FROM resource_providers)
+        OR resource_class_id NOT IN (SELECT id FROM resource_classes)) AS inventories,
+      (SELECT count(*) FROM allocations WHERE resource_provider_id NOT IN (SELECT id FROM resource_providers)) AS allocations,
+      (SELECT count(*) FROM resource_provider_traits WHERE resource_provider_id NOT IN (SELECT id FROM resource_providers)
+        OR trait_id NOT IN (SELECT id FROM traits)) AS traits,
+      (SELECT count(*) FROM resource_provider_aggregates WHERE resource_provider_id NOT IN (SELECT id FROM resource_providers)) AS aggregates`),
+    customClasses: await q('SELECT id, name FROM resource_classes WHERE id >= 10000 ORDER BY id'),
+    customTraits: await q("SELECT name FROM traits WHERE name LIKE 'CUSTOM%' ORDER BY name"),
     consumers: await q(`SELECT c.uuid, c.generation, pr.external_id AS project, u.external_id AS user, ct.name AS type
       FROM consumers c JOIN projects pr ON pr.id = c.project_id JOIN users u ON u.id = c.user_id
       LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id ORDER BY c.uuid`),
@@ -196,7 +211,55 @@ class Generator {
     return out;
   }
 
+  /** Providers, resource classes and traits themselves: create, update, delete. */
+  private async catalogueChange(): Promise<Request> {
+    const r = this.rnd();
+    if (r < 0.3) {
+      const rp = this.provider();
+      const version = this.pick(['1.0', '1.14', '1.36', '1.37', 'latest']);
+      const name = this.pick([`diff-${rp}`, `diff-${rp}`, `diff-${this.pick(PROVIDERS)}`, `renamed-${this.int(3)}`]);
+      const body: Record<string, unknown> = { name };
+      if (version !== '1.0' || this.chance(0.1)) {
+        const parent = this.rnd();
+        if (parent < 0.2) body.parent_provider_uuid = null;
+        else if (parent < 0.85) body.parent_provider_uuid = this.provider();
+      }
+      return { method: 'PUT', path: `/resource_providers/${rp}`, body, version };
+    }
+    if (r < 0.42) return { method: 'DELETE', path: `/resource_providers/${this.provider()}`, version: this.pick(['1.0', 'latest']) };
+    if (r < 0.55) {
+      // Brings deleted providers back, sometimes as children.
+      const rp = this.pick(PROVIDERS);
+      const body: Record<string, unknown> = { name: `diff-${rp}`, uuid: rp };
+      if (this.chance(0.4)) body.parent_provider_uuid = this.provider();
+      return { method: 'POST', path: '/resource_providers', body, version: 'latest' };
+    }
+    if (r < 0.65) return { method: 'POST', path: '/resource_classes', body: { name: this.pick(CUSTOM_CLASSES) }, version: 'latest' };
+    if (r < 0.75) {
+      const name = this.pick(CUSTOM_CLASSES);
+      if (this.chance(0.5)) return { method: 'PUT', path: `/resource_classes/${name}`, version: this.pick(['1.7', 'latest']) };
+      const from = this.chance(0.1) ? this.pick(['VCPU', UNKNOWN_CLASS]) : name;
+      return { method: 'PUT', path: `/resource_classes/${from}`, body: { name: this.pick(CUSTOM_CLASSES) }, version: '1.6' };
+    }
+    if (r < 0.85) {
+      const name = this.chance(0.15) ? this.pick(['VCPU', UNKNOWN_CLASS]) : this.pick(CUSTOM_CLASSES);
+      return { method: 'DELETE', path: `/resource_classes/${name}`, version: 'latest' };
+    }
+    if (r < 0.92) return { method: 'PUT', path: `/traits/${this.pick(CUSTOM_TRAITS)}`, version: 'latest' };
+    if (this.chance(0.5)) {
+      // Puts the custom trait in use first (compared too), so deleting it is refused.
+      await this.pair.both({ method: 'PUT', path: '/traits/CUSTOM_TONE', version: 'latest' }, 'trait in use');
+      const rp = this.pick(PROVIDERS);
+      const body = { resource_provider_generation: await this.providerGeneration(rp), traits: ['CUSTOM_TONE'] };
+      await this.pair.both({ method: 'PUT', path: `/resource_providers/${rp}/traits`, body, version: 'latest' }, 'trait in use');
+    }
+    // Mostly CUSTOM_TONE, the custom trait providers get (in use or not); a standard one; an unknown one.
+    const trait = this.pick(['CUSTOM_TONE', 'CUSTOM_TONE', 'CUSTOM_TTWO', 'STORAGE_DISK_SSD', 'CUSTOM_NOTRAIT']);
+    return { method: 'DELETE', path: `/traits/${trait}`, version: 'latest' };
+  }
+
   async next(): Promise<Request> {
+    if (this.chance(0.2)) return await this.catalogueChange();
     const r = this.rnd();
     if (r < 0.34) {
       const version = this.pick(VERSIONS);
@@ -310,6 +373,7 @@ describe('the write path answers and stores exactly as the frozen pre-issue-13 o
 
   async function seed(rnd: () => number): Promise<void> {
     await pair.both({ method: 'PUT', path: '/resource_classes/CUSTOM_DIFF', version: 'latest' }, 'seed');
+    await pair.both({ method: 'PUT', path: '/traits/CUSTOM_TONE', version: 'latest' }, 'seed');
     for (const rp of PROVIDERS) {
       const body: Record<string, unknown> = { name: `diff-${rp}`, uuid: rp };
       if (rp === CHILD) body.parent_provider_uuid = PROVIDERS[0];
@@ -338,6 +402,8 @@ describe('the write path answers and stores exactly as the frozen pre-issue-13 o
           'DELETE FROM resource_provider_traits',
           'DELETE FROM resource_provider_aggregates',
           'DELETE FROM resource_providers',
+          'DELETE FROM resource_classes WHERE id >= 10000',
+          "DELETE FROM traits WHERE name LIKE 'CUSTOM%'",
         ],
         'write',
       );
@@ -388,6 +454,29 @@ describe('the write path answers and stores exactly as the frozen pre-issue-13 o
       'PUT /resource_providers/{u}/aggregates 200',
       'PUT /resource_providers/{u}/aggregates 409',
       'PUT /resource_providers/{u}/aggregates 404',
+      'PUT /resource_providers/{u} 200',
+      'PUT /resource_providers/{u} 400',
+      'PUT /resource_providers/{u} 404',
+      'PUT /resource_providers/{u} 409',
+      'DELETE /resource_providers/{u} 204',
+      'DELETE /resource_providers/{u} 404',
+      'DELETE /resource_providers/{u} 409',
+      'POST /resource_classes 201',
+      'POST /resource_classes 409',
+      'PUT /resource_classes/{rc} 200',
+      'PUT /resource_classes/{rc} 201',
+      'PUT /resource_classes/{rc} 204',
+      'PUT /resource_classes/{rc} 400',
+      'PUT /resource_classes/{rc} 404',
+      'PUT /resource_classes/{rc} 409',
+      'DELETE /resource_classes/{rc} 204',
+      'DELETE /resource_classes/{rc} 400',
+      'DELETE /resource_classes/{rc} 404',
+      'DELETE /resource_classes/{rc} 409',
+      'DELETE /traits/{rc} 204',
+      'DELETE /traits/{rc} 400',
+      'DELETE /traits/{rc} 404',
+      'DELETE /traits/{rc} 409',
     ]) {
       expect(seen, expected).toContain(expected);
     }

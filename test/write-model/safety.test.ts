@@ -27,6 +27,10 @@ async function dump(): Promise<Record<string, unknown[]>> {
     projects: await q('SELECT * FROM projects ORDER BY id'),
     users: await q('SELECT * FROM users ORDER BY id'),
     consumerTypes: await q('SELECT * FROM consumer_types ORDER BY id'),
+    resourceClasses: await q('SELECT * FROM resource_classes ORDER BY id'),
+    traits: await q('SELECT * FROM traits ORDER BY id'),
+    providerTraits: await q('SELECT * FROM resource_provider_traits ORDER BY resource_provider_id, trait_id'),
+    providerAggregates: await q('SELECT * FROM resource_provider_aggregates ORDER BY resource_provider_id, aggregate_id'),
   };
 }
 
@@ -180,4 +184,189 @@ describe('a failure inside the write batch', () => {
     expect(await usageOf(t.deps, b.id)).toEqual({ VCPU: 2 });
     expect(await usageOf(t.deps, a.id)).toEqual({ VCPU: 1, MEMORY_MB: 64 });
   });
+
+  it('leaves the database exactly as before when a provider move or delete fails at any statement', async () => {
+    const [root, other] = [await seedProvider(t.deps, {}), await seedProvider(t.deps, { VCPU: { total: 8 } })];
+    const mid = await seedProvider(t.deps, {}, { parentUuid: root.uuid });
+    await seedProvider(t.deps, {}, { parentUuid: mid.uuid });
+    expect(
+      (
+        await t.call('PUT', `/resource_providers/${other.uuid}/traits`, {
+          body: { resource_provider_generation: 0, traits: ['HW_CPU_X86_AVX2'] },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await t.call('PUT', `/resource_providers/${other.uuid}/aggregates`, {
+          body: { resource_provider_generation: 1, aggregates: [crypto.randomUUID()] },
+        })
+      ).status,
+    ).toBe(200);
+    const requests = [
+      () => t.call('PUT', `/resource_providers/${mid.uuid}`, { body: { name: 'moved', parent_provider_uuid: other.uuid } }),
+      () => t.call('PUT', `/resource_providers/${mid.uuid}`, { body: { name: 'moved', parent_provider_uuid: null } }),
+      () => t.call('DELETE', `/resource_providers/${other.uuid}`),
+    ];
+    for (const send of requests) {
+      const before = await dump();
+      let size = 1;
+      for (let index = 0; index < size; index += 1) {
+        const fault = failWritesAt(index);
+        const res = await send();
+        fault.restore();
+        size = fault.sizes[0]!;
+        if (res.status === 409) expect(await errorOf(res)).toMatchObject({ code: 'placement.concurrent_update' });
+        else expect(res.status, `failing statement ${index}`).toBe(500);
+        expect(await dump(), `failing statement ${index} of ${size}`).toEqual(before);
+      }
+      expect(size).toBeGreaterThan(2);
+    }
+    // Without a fault, the same requests go through.
+    expect((await requests[0]!()).status).toBe(200);
+    expect((await requests[2]!()).status).toBe(409); // now a parent
+    expect((await requests[1]!()).status).toBe(200);
+    expect((await requests[2]!()).status).toBe(204);
+  });
 });
+
+/** Runs `interfere` once, after the first read batch of the write under test (not after its own reads). */
+function onceAfterFirstRead(interfere: () => Promise<void>): () => number {
+  let done = false;
+  return afterEachRead(async () => {
+    if (done) return;
+    done = true;
+    await interfere();
+  });
+}
+
+describe('providers, classes and traits changed between the read and the write batch', () => {
+  it('a provider delete that a claim overtakes is decided again: 409 in use, the allocation stays on a live provider', async () => {
+    const rp = await seedProvider(t.deps, { VCPU: { total: 8 } });
+    const consumer = crypto.randomUUID();
+    const reads = onceAfterFirstRead(async () => {
+      expect((await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 1, null) })).status).toBe(204);
+    });
+    const res = await t.call('DELETE', `/resource_providers/${rp.uuid}`);
+    expect(res.status).toBe(409);
+    expect(await errorOf(res)).toMatchObject({ code: 'placement.resource_provider.inuse' });
+    expect(reads()).toBe(3); // the delete, the claim, the delete again
+    expect((await t.call('GET', `/resource_providers/${rp.uuid}`)).status).toBe(200);
+    expect(await usageOf(t.deps, rp.id)).toEqual({ VCPU: 1 });
+  });
+
+  it('a claim that a provider delete overtakes is decided again: refused, no allocation on a deleted provider', async () => {
+    const rp = await seedProvider(t.deps, { VCPU: { total: 8 } });
+    onceAfterFirstRead(async () => {
+      expect((await t.call('DELETE', `/resource_providers/${rp.uuid}`)).status).toBe(204);
+    });
+    const res = await t.call('PUT', `/allocations/${crypto.randomUUID()}`, { body: claimBody(rp.uuid, 1, null) });
+    expect(res.status).toBe(400);
+    expect((await errorOf(res)).detail).toContain(`Allocation for resource provider '${rp.uuid}' that does not exist.`);
+    const { rows } = await t.deps.store.client.execute('SELECT count(*) AS n FROM allocations');
+    expect(Number(rows[0]!.n)).toBe(0);
+  });
+
+  it('a provider delete overtaken by a new child is refused: 409 cannot_delete_parent', async () => {
+    const parent = await seedProvider(t.deps, {});
+    const child = crypto.randomUUID();
+    onceAfterFirstRead(async () => {
+      const res = await t.call('POST', '/resource_providers', {
+        body: { name: 'late-child', uuid: child, parent_provider_uuid: parent.uuid },
+      });
+      expect(res.status).toBe(200);
+    });
+    const res = await t.call('DELETE', `/resource_providers/${parent.uuid}`);
+    expect(res.status).toBe(409);
+    expect(await errorOf(res)).toMatchObject({ code: 'placement.resource_provider.cannot_delete_parent' });
+    expect((await json(await t.call('GET', `/resource_providers/${child}`))).root_provider_uuid).toBe(parent.uuid);
+  });
+
+  it('two providers moved under each other at once: the second move is refused as a loop, the tree stays a tree', async () => {
+    const [a, b] = [await seedProvider(t.deps, {}), await seedProvider(t.deps, {})];
+    onceAfterFirstRead(async () => {
+      const res = await t.call('PUT', `/resource_providers/${b.uuid}`, { body: { name: 'b', parent_provider_uuid: a.uuid } });
+      expect(res.status).toBe(200);
+    });
+    const res = await t.call('PUT', `/resource_providers/${a.uuid}`, { body: { name: 'a', parent_provider_uuid: b.uuid } });
+    expect(res.status).toBe(400);
+    expect((await errorOf(res)).detail).toContain('creating loop in the provider tree is not allowed.');
+    expect(await json(await t.call('GET', `/resource_providers/${a.uuid}`))).toMatchObject({
+      parent_provider_uuid: null,
+      name: `rp-${a.uuid}`,
+    });
+    expect(await json(await t.call('GET', `/resource_providers/${b.uuid}`))).toMatchObject({
+      parent_provider_uuid: a.uuid,
+      root_provider_uuid: a.uuid,
+    });
+  });
+
+  it('a move under a parent deleted meanwhile is decided again: 400 parent does not exist', async () => {
+    const [moving, parent] = [await seedProvider(t.deps, {}), await seedProvider(t.deps, {})];
+    onceAfterFirstRead(async () => {
+      expect((await t.call('DELETE', `/resource_providers/${parent.uuid}`)).status).toBe(204);
+    });
+    const res = await t.call('PUT', `/resource_providers/${moving.uuid}`, { body: { name: 'moving', parent_provider_uuid: parent.uuid } });
+    expect(res.status).toBe(400);
+    expect((await errorOf(res)).detail).toContain('parent provider UUID does not exist.');
+    expect(await json(await t.call('GET', `/resource_providers/${moving.uuid}`))).toMatchObject({ parent_provider_uuid: null });
+  });
+
+  it('a child created under a subtree while it moves gets the new root', async () => {
+    const [root, other] = [await seedProvider(t.deps, {}), await seedProvider(t.deps, {})];
+    const mid = await seedProvider(t.deps, {}, { parentUuid: root.uuid });
+    const late = crypto.randomUUID();
+    onceAfterFirstRead(async () => {
+      const body = { name: 'late', uuid: late, parent_provider_uuid: mid.uuid };
+      expect((await t.call('POST', '/resource_providers', { body })).status).toBe(200);
+    });
+    const res = await t.call('PUT', `/resource_providers/${mid.uuid}`, { body: { name: 'mid', parent_provider_uuid: other.uuid } });
+    expect(res.status).toBe(200);
+    expect((await json(await t.call('GET', `/resource_providers/${late}`))).root_provider_uuid).toBe(other.uuid);
+  });
+
+  it('an inventory of a class deleted meanwhile is refused: no inventory of a class that is gone', async () => {
+    const rp = await seedProvider(t.deps, {});
+    expect((await t.call('PUT', '/resource_classes/CUSTOM_GONE')).status).toBe(201);
+    onceAfterFirstRead(async () => {
+      expect((await t.call('DELETE', '/resource_classes/CUSTOM_GONE')).status).toBe(204);
+    });
+    const res = await t.call('POST', `/resource_providers/${rp.uuid}/inventories`, {
+      body: { resource_provider_generation: 0, resource_class: 'CUSTOM_GONE', total: 4 },
+    });
+    expect(res.status).toBe(400);
+    expect((await errorOf(res)).detail).toContain('No such resource class CUSTOM_GONE');
+    expect((await dump()).inventories).toEqual([]);
+  });
+
+  it('a provider trait deleted meanwhile is refused: no link to a trait that is gone', async () => {
+    const rp = await seedProvider(t.deps, {});
+    expect((await t.call('PUT', '/traits/CUSTOM_GONE')).status).toBe(201);
+    onceAfterFirstRead(async () => {
+      expect((await t.call('DELETE', '/traits/CUSTOM_GONE')).status).toBe(204);
+    });
+    const res = await t.call('PUT', `/resource_providers/${rp.uuid}/traits`, {
+      body: { resource_provider_generation: 0, traits: ['CUSTOM_GONE', 'HW_CPU_X86_AVX2'] },
+    });
+    expect(res.status).toBe(400);
+    expect((await errorOf(res)).detail).toContain('No such trait(s): CUSTOM_GONE');
+    expect((await dump()).providerTraits).toEqual([]);
+  });
+
+  it('leaves the database as before when the process fails between the read and the write of a provider update or delete', async () => {
+    const [root, other] = [await seedProvider(t.deps, {}), await seedProvider(t.deps, { VCPU: { total: 8 } })];
+    const child = await seedProvider(t.deps, {}, { parentUuid: root.uuid });
+    const before = await dump();
+    afterEachRead(async () => {
+      throw new Error('injected crash between read and write');
+    });
+    const move = await t.call('PUT', `/resource_providers/${child.uuid}`, { body: { name: 'moved', parent_provider_uuid: other.uuid } });
+    expect(move.status).toBe(500);
+    expect((await t.call('DELETE', `/resource_providers/${other.uuid}`)).status).toBe(500);
+    expect(await dump()).toEqual(before);
+  });
+});
+
+async function json(res: Response): Promise<Record<string, unknown>> {
+  return (await res.json()) as Record<string, unknown>;
+}

@@ -1,16 +1,18 @@
 // A small Placement HTTP client. `fetch` is injectable so tests can pass an
 // in-process app's `app.fetch`. Transport failures and 5xx become
 // ServiceUnavailableError, which callers answer with backoff.
-import { MAX_VERSION } from '../../../src/placement/versions.js';
+import type { MAX_VERSION } from '../../../src/placement/versions.js';
+import type { PlacementErrorBody } from './placement-api.js';
 
 export type FetchLike = (input: Request) => Response | Promise<Response>;
 
 /**
- * The server's newest Placement microversion: the bodies the agent sends are
- * typed from the server's zod schemas for that version (report/sync.ts), so
- * the two move together.
+ * The version the agent speaks: the server's newest, the one the bodies in
+ * placement-api.ts are typed at. Typed as the server's MAX_VERSION (a type-only
+ * import, nothing of the service is bundled), so when the server moves on,
+ * typecheck fails until someone checks those bodies and moves this too.
  */
-export const PLACEMENT_MICROVERSION: string = MAX_VERSION;
+export const PLACEMENT_MICROVERSION: typeof MAX_VERSION = '1.39';
 
 export class ServiceUnavailableError extends Error {}
 
@@ -75,7 +77,8 @@ export class PlacementClient {
     }
     if (response.status >= 500) throw new ServiceUnavailableError(`${method} ${path} -> ${response.status}`);
     if (response.status >= 400) {
-      const first = (parsed as { errors?: { code?: string; detail?: string }[] } | undefined)?.errors?.[0];
+      // Anything may answer a 4xx (a proxy, too): every field is looked at with care.
+      const first = (parsed as Partial<PlacementErrorBody> | undefined)?.errors?.[0];
       throw new PlacementError(response.status, first?.code, first?.detail ?? String(text).slice(0, 300), method, path);
     }
     return { status: response.status, body: parsed as T };

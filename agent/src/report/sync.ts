@@ -1,15 +1,21 @@
 // Brings placement in line with the host: providers (parents first),
 // inventories, traits and aggregates; writes only what differs and retries a
 // 409 generation conflict by re-reading the provider and recomputing.
-import type { z } from 'zod';
-import type { putAggregatesV1_19 } from '../../../src/placement/schemas/aggregates.js';
-import type { putInventoriesSchema } from '../../../src/placement/schemas/inventories.js';
-import type { createProviderV1_14 } from '../../../src/placement/schemas/providers.js';
-import type { putProviderTraitsSchema } from '../../../src/placement/schemas/traits.js';
 import type { DiscoveredProvider, InventoryFields } from '../discover/types.js';
 import { providerUuid } from '../discover/uuid.js';
 import { chooseAllocationRatio, isRatioClass, type RatioClass, type RatioSettings } from '../ratios/index.js';
 import { PlacementError, type PlacementClient } from './client.js';
+import type {
+  Aggregates,
+  CreateProviderBody,
+  Inventories as StoredInventories,
+  Provider,
+  ProviderList,
+  ProviderTraits,
+  PutAggregatesBody,
+  PutInventoriesBody,
+  PutProviderTraitsBody,
+} from './placement-api.js';
 
 export interface Logger {
   info(msg: string): void;
@@ -39,21 +45,13 @@ const DEFAULT_OWNED_PREFIXES = ['HW_CPU_', 'HW_ARCH_', 'CUSTOM_GPU_', 'CUSTOM_FP
 const INVENTORY_FIELDS = ['total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'allocation_ratio'] as const;
 const silent: Logger = { info() {}, warn() {} };
 
-interface ProviderRecord {
-  uuid: string;
-  name: string;
-  generation: number;
-  parent_provider_uuid?: string | null;
-  root_provider_uuid?: string;
-}
-
 const enc = encodeURIComponent;
 
 /** Looks the tree up by name; returns name -> uuid for those placement has. */
-export async function lookupProviders(client: PlacementClient, names: readonly string[]): Promise<Map<string, ProviderRecord>> {
-  const found = new Map<string, ProviderRecord>();
+export async function lookupProviders(client: PlacementClient, names: readonly string[]): Promise<Map<string, Provider>> {
+  const found = new Map<string, Provider>();
   for (const name of names) {
-    const { body } = await client.request<{ resource_providers: ProviderRecord[] }>('GET', `/resource_providers?name=${enc(name)}`);
+    const { body } = await client.request<ProviderList>('GET', `/resource_providers?name=${enc(name)}`);
     const record = body.resource_providers?.[0];
     if (record) found.set(name, record);
   }
@@ -87,7 +85,7 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
       name: provider.name,
       uuid,
       ...(parent ? { parent_provider_uuid: parent } : {}),
-    } satisfies Body<typeof createProviderV1_14>);
+    } satisfies CreateProviderBody);
     uuids.set(provider.name, uuid);
     summary.created.push(provider.name);
     log.info(`created provider ${provider.name} (${uuid})`);
@@ -116,7 +114,7 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
   const root = tree.find((p) => p.parentName === undefined);
   if (root) {
     const rootUuid = uuids.get(root.name)!;
-    const { body } = await client.request<{ resource_providers: ProviderRecord[] }>('GET', `/resource_providers?in_tree=${rootUuid}`);
+    const { body } = await client.request<ProviderList>('GET', `/resource_providers?in_tree=${rootUuid}`);
     const wanted = new Set(tree.map((p) => p.name));
     const stale = (body.resource_providers ?? []).filter((p) => !wanted.has(p.name) && p.name.startsWith(`${root.name}_pci_`)).reverse();
     for (const provider of stale) {
@@ -161,9 +159,6 @@ function customNameEnsurer(client: PlacementClient): EnsureCustom {
 
 type Inventories = Record<string, InventoryFields>;
 
-/** A request body as the service's own zod schema accepts it (the agent speaks the latest microversion). */
-type Body<S extends z.ZodType> = z.input<S>;
-
 export function desiredInventories(
   provider: DiscoveredProvider,
   stored: Inventories,
@@ -196,10 +191,7 @@ async function syncInventories(
   ratios: Record<RatioClass, RatioSettings>,
   ensureCustom: EnsureCustom,
 ): Promise<boolean> {
-  const { body } = await client.request<{ resource_provider_generation: number; inventories: Inventories }>(
-    'GET',
-    `/resource_providers/${uuid}/inventories`,
-  );
+  const { body } = await client.request<StoredInventories>('GET', `/resource_providers/${uuid}/inventories`);
   const stored = body.inventories ?? {};
   const desired = desiredInventories(provider, stored, ratios);
   if (sameInventories(stored, desired)) return false;
@@ -210,7 +202,7 @@ async function syncInventories(
   await client.request('PUT', `/resource_providers/${uuid}/inventories`, {
     resource_provider_generation: body.resource_provider_generation,
     inventories: desired,
-  } satisfies Body<typeof putInventoriesSchema>);
+  } satisfies PutInventoriesBody);
   return true;
 }
 
@@ -221,10 +213,7 @@ async function syncTraits(
   owned: readonly string[],
   ensureCustom: EnsureCustom,
 ): Promise<boolean> {
-  const { body } = await client.request<{ resource_provider_generation: number; traits: string[] }>(
-    'GET',
-    `/resource_providers/${uuid}/traits`,
-  );
+  const { body } = await client.request<ProviderTraits>('GET', `/resource_providers/${uuid}/traits`);
   const current = new Set(body.traits ?? []);
   const desired = new Set(provider.traits);
   // Keep what an operator added; drop owned traits the host no longer has.
@@ -237,21 +226,18 @@ async function syncTraits(
   await client.request('PUT', `/resource_providers/${uuid}/traits`, {
     resource_provider_generation: body.resource_provider_generation,
     traits: [...desired].sort(),
-  } satisfies Body<typeof putProviderTraitsSchema>);
+  } satisfies PutProviderTraitsBody);
   return true;
 }
 
 async function syncAggregates(client: PlacementClient, uuid: string, wanted: readonly string[]): Promise<boolean> {
-  const { body } = await client.request<{ resource_provider_generation: number; aggregates: string[] }>(
-    'GET',
-    `/resource_providers/${uuid}/aggregates`,
-  );
+  const { body } = await client.request<Aggregates>('GET', `/resource_providers/${uuid}/aggregates`);
   const current = body.aggregates ?? [];
   const missing = wanted.filter((a) => !current.includes(a));
   if (missing.length === 0) return false;
   await client.request('PUT', `/resource_providers/${uuid}/aggregates`, {
     resource_provider_generation: body.resource_provider_generation,
     aggregates: [...current, ...missing],
-  } satisfies Body<typeof putAggregatesV1_19>);
+  } satisfies PutAggregatesBody);
   return true;
 }

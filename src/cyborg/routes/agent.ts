@@ -7,6 +7,8 @@ import { authorize, cyborgError, readCyborgBody, resource, selfLink, type Cyborg
 import { presentDeployable, presentDevice } from '../present.js';
 import { applyHostReport, currentHostReport, findDeployable, recordProgrammed } from '../repo/devices.js';
 import { HostDevicesReport, ProgrammedReport } from '../schemas/agent.js';
+import { OutboxQuery, parseQuery } from '../schemas/queries.js';
+import type { OutboxListJson } from '../schemas/responses.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
 export const agentRoutes = new Hono<CyborgEnv>();
@@ -55,15 +57,11 @@ resource(agentRoutes, '/deployables/:uuid/programmed', {
   },
 });
 
-const OUTBOX_STATES = ['pending', 'done', 'dead'] as const;
 resource(agentRoutes, '/outbox', {
   GET: async (c) => {
     authorize(c, 'cyborg:outbox:get_all');
-    const state = c.req.query('state');
-    if (state !== undefined && !(OUTBOX_STATES as readonly string[]).includes(state)) {
-      throw cyborgError(400, `Invalid state ${state}: one of ${OUTBOX_STATES.join(', ')}.`);
-    }
-    const rows = await listOutbox(c.var.deps.store.db, { state: state as (typeof OUTBOX_STATES)[number] | undefined });
+    const { state } = parseQuery(OutboxQuery, c.req.query());
+    const rows = await listOutbox(c.var.deps.store.db, { state });
     return c.json({
       outbox: rows.map((r) => ({
         id: r.id,
@@ -76,6 +74,6 @@ resource(agentRoutes, '/outbox', {
         created_at: r.createdAt,
         updated_at: r.updatedAt,
       })),
-    });
+    } satisfies OutboxListJson);
   },
 });

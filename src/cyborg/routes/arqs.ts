@@ -27,6 +27,7 @@ import {
 } from '../repo/arqs.js';
 import { findDeviceProfile } from '../repo/device-profiles.js';
 import { BIND_PATHS, CreateArqBody, PatchArqsBody, PROJECT_PATH } from '../schemas/arqs.js';
+import { ArqListQuery, parseQuery } from '../schemas/queries.js';
 import { MV } from '../versions.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
@@ -137,11 +138,7 @@ async function deleteArqs(c: CyborgContext, uuids: string[] | undefined, instanc
 resource(arqRoutes, '/accelerator_requests', {
   GET: async (c) => {
     authorize(c, 'cyborg:arq:get_all');
-    const instance = c.req.query('instance');
-    const bindState = c.req.query('bind_state');
-    if (bindState !== undefined && bindState !== 'resolved') {
-      throw cyborgError(400, `Invalid bind_state ${bindState}: only 'resolved' is supported.`);
-    }
+    const { instance, bind_state: bindState } = parseQuery(ArqListQuery, c.req.query());
     const rows = await listArqs(c.var.deps.store.db, { instance, project: projectScope(c) });
     if (bindState === 'resolved' && instance !== undefined && rows.some((r) => !isResolved(r.arq.state))) {
       return c.body(null, 423);

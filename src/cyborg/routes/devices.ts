@@ -4,6 +4,7 @@ import { Hono } from 'hono';
 import { authorize, cyborgError, resource, selfLink, type CyborgContext, type CyborgEnv } from '../http.js';
 import { presentDeployable, presentDevice } from '../present.js';
 import { findDeployable, findDevice, listDeployables, listDevices, setDeviceStatus } from '../repo/devices.js';
+import { DeviceListQuery, parseQuery } from '../schemas/queries.js';
 import { MV } from '../versions.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
@@ -12,7 +13,7 @@ export const deviceRoutes = new Hono<CyborgEnv>();
 resource(deviceRoutes, '/devices', {
   GET: async (c) => {
     authorize(c, 'cyborg:device:get_all');
-    const rows = await listDevices(c.var.deps.store.db, { hostname: c.req.query('hostname'), type: c.req.query('type') });
+    const rows = await listDevices(c.var.deps.store.db, parseQuery(DeviceListQuery, c.req.query()));
     return c.json({ devices: rows.map((r) => presentDevice(r, link(c), c.var.mv.atLeast(MV.DEVICE_STATUS))) });
   },
 });

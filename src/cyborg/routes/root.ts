@@ -1,9 +1,10 @@
 // Version documents: GET / and GET /v2 (public, no token; the SDK's discovery needs /v2).
 import { Hono } from 'hono';
 import type { CyborgContext, CyborgEnv } from '../http.js';
+import type { V2VersionJson, VersionsJson } from '../schemas/responses.js';
 import { MAX_VERSION, MIN_VERSION } from '../versions.js';
 
-function v2(c: CyborgContext) {
+function v2(c: CyborgContext): V2VersionJson {
   const origin = new URL(c.req.url).origin;
   return {
     id: 'v2.0',
@@ -23,7 +24,7 @@ rootRoutes.get('/', (c) => {
       'Cyborg (previously known as Nomad) is an OpenStack project that aims to provide a general purpose management framework for acceleration resources.',
     versions: [doc],
     default_version: doc,
-  });
+  } satisfies VersionsJson);
 });
 rootRoutes.get('/v2', (c) => c.json(v2(c)));
 rootRoutes.get('/v2/', (c) => c.json(v2(c)));

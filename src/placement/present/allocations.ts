@@ -2,6 +2,7 @@
 // GET /resource_providers/{uuid}/allocations, by microversion.
 import type { ConsumerView } from '../repo/consumers.js';
 import type { ConsumerAllocationRow, ProviderAllocationRow } from '../repo/allocations.js';
+import type { ConsumerAllocationsJson, ProviderAllocationsJson } from '../schemas/responses.js';
 import { newest } from './timestamps.js';
 
 export interface ConsumerAllocationsShape {
@@ -17,13 +18,13 @@ export function presentConsumerAllocations(
   rows: ConsumerAllocationRow[],
   consumer: ConsumerView | undefined,
   shape: ConsumerAllocationsShape,
-): Record<string, unknown> {
-  const byProvider: Record<string, { generation: number; resources: Record<string, number> }> = {};
+): ConsumerAllocationsJson {
+  const byProvider: ConsumerAllocationsJson['allocations'] = {};
   for (const row of rows) {
     const entry = (byProvider[row.providerUuid] ??= { generation: row.providerGeneration, resources: {} });
     entry.resources[row.resourceClass] = row.used;
   }
-  const body: Record<string, unknown> = { allocations: byProvider };
+  const body: ConsumerAllocationsJson = { allocations: byProvider };
   // Owner fields appear only when there is something allocated, as upstream.
   if (rows.length > 0 && consumer && shape.withOwner) {
     body.project_id = consumer.projectId;
@@ -38,7 +39,8 @@ export function presentProviderAllocations(
   rows: ProviderAllocationRow[],
   providerGeneration: number,
   withConsumerGeneration: boolean,
-): Record<string, unknown> {
+): ProviderAllocationsJson {
+  // One entry type for both ranges: consumer_generation is set from 1.28 only.
   const byConsumer: Record<string, { resources: Record<string, number>; consumer_generation?: number | null }> = {};
   for (const row of rows) {
     let entry = byConsumer[row.consumerUuid];

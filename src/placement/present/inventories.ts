@@ -1,15 +1,7 @@
 // Wire shapes of inventories: snake_case fields, and the provider generation
 // alongside (a single record carries it; a collection wraps the records).
 import type { InventoryInput } from '../repo/inventories.js';
-
-export interface InventoryJson {
-  total: number;
-  reserved: number;
-  min_unit: number;
-  max_unit: number;
-  step_size: number;
-  allocation_ratio: number;
-}
+import type { InventoriesJson, InventoryJson, InventoryWithGenerationJson } from '../schemas/responses.js';
 
 export function presentInventory(inv: InventoryInput): InventoryJson {
   return {
@@ -22,14 +14,11 @@ export function presentInventory(inv: InventoryInput): InventoryJson {
   };
 }
 
-export function presentInventoryWithGeneration(
-  inv: InventoryInput,
-  generation: number,
-): InventoryJson & { resource_provider_generation: number } {
+export function presentInventoryWithGeneration(inv: InventoryInput, generation: number): InventoryWithGenerationJson {
   return { resource_provider_generation: generation, ...presentInventory(inv) };
 }
 
-export function presentInventories(records: Record<string, InventoryInput>, generation: number) {
+export function presentInventories(records: Record<string, InventoryInput>, generation: number): InventoriesJson {
   const inventories: Record<string, InventoryJson> = {};
   for (const [rc, inv] of Object.entries(records)) inventories[rc] = presentInventory(inv);
   return { resource_provider_generation: generation, inventories };

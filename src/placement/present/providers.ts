@@ -1,9 +1,10 @@
 // Resource provider JSON, shaped per microversion.
 import type { Microversion } from '../../microversion.js';
 import type { ProviderView } from '../repo/providers.js';
+import type { ProviderJson, ProviderLink } from '../schemas/responses.js';
 import { MV } from '../versions.js';
 
-export function providerLinks(uuid: string, mv: Microversion): { rel: string; href: string }[] {
+export function providerLinks(uuid: string, mv: Microversion): ProviderLink[] {
   const base = `/resource_providers/${uuid}`;
   const links = [
     { rel: 'self', href: base },
@@ -16,8 +17,8 @@ export function providerLinks(uuid: string, mv: Microversion): { rel: string; hr
   return links;
 }
 
-export function presentProvider(rp: ProviderView, mv: Microversion): Record<string, unknown> {
-  const body: Record<string, unknown> = {
+export function presentProvider(rp: ProviderView, mv: Microversion): ProviderJson {
+  const body: ProviderJson = {
     uuid: rp.uuid,
     name: rp.name,
     generation: rp.generation,

@@ -506,26 +506,21 @@ export async function reshape(store: DataStore, request: ReshapeRequest, opts: R
   });
 }
 
+// Selected from the class's row: a class deleted since the read (DELETE
+// /resource_classes/{name}) inserts nothing, and mustChange aborts the batch.
 const upsertInventorySql = `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit,
-    step_size, allocation_ratio, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    step_size, allocation_ratio, created_at) SELECT ?, id, ?, ?, ?, ?, ?, ?, ? FROM resource_classes WHERE id = ?
   ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET total = excluded.total,
     reserved = excluded.reserved, min_unit = excluded.min_unit, max_unit = excluded.max_unit,
     step_size = excluded.step_size, allocation_ratio = excluded.allocation_ratio, updated_at = ?`;
 
 /** The write-batch statement for one inventory record: inserted, or updated in place. */
 export function upsertInventory(providerId: number, classId: number, input: InventoryInput, now: string): WriteStatement {
-  return stmt(upsertInventorySql, [
-    providerId,
-    classId,
-    input.total,
-    input.reserved,
-    input.minUnit,
-    input.maxUnit,
-    input.stepSize,
-    input.allocationRatio,
-    now,
-    now,
-  ]);
+  return stmt(
+    upsertInventorySql,
+    [providerId, input.total, input.reserved, input.minUnit, input.maxUnit, input.stepSize, input.allocationRatio, now, classId, now],
+    { mustChange: true },
+  );
 }
 
 /** 409 inventory.inuse when classes to drop still have allocations; listed in class-id order, as upstream's GROUP BY. */

@@ -1,12 +1,10 @@
-// Resource providers: create, read, list with filters, update (rename and
-// re-parent), delete. Trees are kept flat in SQL: every provider stores its
+// Resource providers: read and list with filters (the writes are in
+// provider-writes.ts). Trees are kept flat in SQL: every provider stores its
 // root's id, so "the whole tree" is one indexed equality.
-import { DomainError, ErrorCode } from '../../errors.js';
 import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../../db/client.js';
 import {
-  allocations,
   inventories,
   placementAggregates,
   resourceProviderAggregates,
@@ -15,7 +13,7 @@ import {
 } from '../../db/schema/index.js';
 import { capacitySql, usedSql } from '../capacity.js';
 import type { AggregateFilter } from '../query.js';
-import { findProvider, type ProviderRow } from './lookups.js';
+import { findProvider } from './lookups.js';
 
 export interface ProviderView {
   id: number;
@@ -113,98 +111,8 @@ export async function listProviders(db: Db, filter: ProviderListFilter): Promise
     .orderBy(resourceProviders.id);
 }
 
-function duplicate(kind: 'name' | 'uuid', value: string): DomainError {
-  return new DomainError('conflict', `Conflicting resource provider ${kind}: ${value} already exists.`, ErrorCode.DUPLICATE_NAME);
-}
-
-async function assertNameFree(db: Db, name: string, exceptId?: number): Promise<void> {
-  const rows = await db.select({ id: resourceProviders.id }).from(resourceProviders).where(eq(resourceProviders.name, name)).limit(1);
-  if (rows[0] && rows[0].id !== exceptId) throw duplicate('name', name);
-}
-
 export interface NewProvider {
   uuid: string;
   name: string;
   parentUuid: string | null;
-}
-
-/** Ids of the provider and every provider below it. */
-async function subtreeIds(db: Db, providerId: number): Promise<number[]> {
-  const rows = await db.all<{ id: number }>(sql`
-    WITH RECURSIVE sub(id) AS (
-      SELECT ${providerId}
-      UNION ALL
-      SELECT rp.id FROM ${resourceProviders} rp JOIN sub ON rp.parent_provider_id = sub.id
-    ) SELECT id FROM sub`);
-  return rows.map((r) => Number(r.id));
-}
-
-export interface ProviderUpdate {
-  name: string;
-  /** undefined: leave the parent alone; null: make it a root (1.37+). */
-  parentUuid?: string | null;
-  allowReparent: boolean;
-}
-
-export async function updateProvider(db: Db, current: ProviderRow, update: ProviderUpdate, now: string): Promise<ProviderView> {
-  const fail = (why: string) => new DomainError('invalid', why);
-  await assertNameFree(db, update.name, current.id);
-  const changes: Partial<typeof resourceProviders.$inferInsert> = { name: update.name, updatedAt: now };
-  if (update.parentUuid !== undefined) {
-    const currentParentId = current.parentProviderId;
-    if (update.parentUuid === null) {
-      if (currentParentId !== null) {
-        if (!update.allowReparent) throw fail('un-parenting a provider is not currently allowed.');
-        await moveSubtree(db, current.id, null, current.id);
-      }
-    } else {
-      if (update.parentUuid === current.uuid) throw fail('creating loop in the provider tree is not allowed.');
-      const newParent = await findProvider(db, update.parentUuid);
-      if (!newParent) throw fail('parent provider UUID does not exist.');
-      if (newParent.id !== currentParentId) {
-        if (currentParentId !== null && !update.allowReparent) {
-          throw fail('re-parenting a provider is not currently allowed.');
-        }
-        const below = await subtreeIds(db, current.id);
-        if (below.includes(newParent.id)) throw fail('creating loop in the provider tree is not allowed.');
-        await moveSubtree(db, current.id, newParent.id, newParent.rootProviderId ?? newParent.id, below);
-      }
-    }
-  }
-  await db.update(resourceProviders).set(changes).where(eq(resourceProviders.id, current.id));
-  return (await getProviderView(db, current.uuid))!;
-}
-
-async function moveSubtree(db: Db, providerId: number, parentId: number | null, rootId: number, ids?: number[]): Promise<void> {
-  const members = ids ?? (await subtreeIds(db, providerId));
-  await db.update(resourceProviders).set({ parentProviderId: parentId }).where(eq(resourceProviders.id, providerId));
-  await db.update(resourceProviders).set({ rootProviderId: rootId }).where(inArray(resourceProviders.id, members));
-}
-
-/** Deletes a leaf provider with no allocations, and everything hanging off it. */
-export async function deleteProvider(db: Db, provider: ProviderRow): Promise<void> {
-  const children = await db
-    .select({ id: resourceProviders.id })
-    .from(resourceProviders)
-    .where(eq(resourceProviders.parentProviderId, provider.id))
-    .limit(1);
-  if (children.length) {
-    throw new DomainError(
-      'conflict',
-      `Unable to delete parent resource provider ${provider.uuid}: It has child resource providers.`,
-      ErrorCode.PROVIDER_CANNOT_DELETE_PARENT,
-    );
-  }
-  const used = await db.select({ id: allocations.id }).from(allocations).where(eq(allocations.resourceProviderId, provider.id)).limit(1);
-  if (used.length) {
-    throw new DomainError(
-      'conflict',
-      `Unable to delete resource provider ${provider.uuid}: Resource provider has allocations.`,
-      ErrorCode.PROVIDER_INUSE,
-    );
-  }
-  await db.delete(inventories).where(eq(inventories.resourceProviderId, provider.id));
-  await db.delete(resourceProviderTraits).where(eq(resourceProviderTraits.resourceProviderId, provider.id));
-  await db.delete(resourceProviderAggregates).where(eq(resourceProviderAggregates.resourceProviderId, provider.id));
-  await db.delete(resourceProviders).where(eq(resourceProviders.id, provider.id));
 }

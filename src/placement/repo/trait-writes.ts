@@ -4,7 +4,7 @@
 // compare-and-swap.
 import type { Row } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
-import { commitGuarded, placeholders, stmt, withRaceRetries } from '../../db/write-batch.js';
+import { commitGuarded, guard, placeholders, stmt, withRaceRetries } from '../../db/write-batch.js';
 import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from '../write-errors.js';
 import { GenerationPlan } from './claims.js';
 
@@ -34,10 +34,13 @@ export async function replaceProviderTraits(
     if (missing.length > 0) throw new UnknownTraits(missing);
     const statements = [stmt('DELETE FROM resource_provider_traits WHERE resource_provider_id = ?', [provider.id])];
     if (names.length > 0) {
+      const traitIds = names.map((n) => ids.get(n)!);
       statements.push(
+        // No trait deleted since the read (DELETE /traits/{name}): no link to a trait that is gone.
+        guard(`(SELECT count(*) FROM traits WHERE id IN (${placeholders(traitIds.length)})) = ?`, [...traitIds, traitIds.length]),
         stmt(
           `INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at) VALUES ${names.map(() => '(?, ?, ?)').join(', ')}`,
-          names.flatMap((n) => [provider.id, ids.get(n)!, now]),
+          traitIds.flatMap((id) => [provider.id, id, now]),
         ),
       );
     }
@@ -64,4 +67,30 @@ export async function ensureTraitBatched(
   const row = read!.rows[0];
   const text = (value: unknown) => (value === null || value === undefined ? null : String(value));
   return { created: inserted!.rowsAffected > 0, createdAt: text(row?.created_at), updatedAt: text(row?.updated_at) };
+}
+
+export type TraitDeletion = 'deleted' | 'not_found' | 'standard' | 'in_use';
+
+/**
+ * DELETE /traits/{name} in one round trip: a custom trait no provider has is
+ * deleted by one statement whose condition holds as of the write, and the
+ * row read back in the same batch says why nothing was deleted otherwise.
+ * Standard traits are never deleted (only looked up, for 404 vs 400).
+ */
+export async function deleteTraitBatched(store: DataStore, name: string, standard: boolean): Promise<TraitDeletion> {
+  const lookup = { sql: 'SELECT id FROM traits WHERE name = ?', args: [name] };
+  if (standard) {
+    const [found] = await store.readBatch([lookup]);
+    return found!.rows.length > 0 ? 'standard' : 'not_found';
+  }
+  const [deleted, found] = await commitGuarded(store, [
+    stmt(
+      `DELETE FROM traits WHERE name = ?
+        AND NOT EXISTS (SELECT 1 FROM resource_provider_traits rpt WHERE rpt.trait_id = traits.id)`,
+      [name],
+    ),
+    stmt(lookup.sql, lookup.args),
+  ]);
+  if (deleted!.rowsAffected > 0) return 'deleted';
+  return found!.rows.length > 0 ? 'in_use' : 'not_found';
 }

@@ -33,19 +33,6 @@ export async function findTrait(db: Db, name: string) {
   return rows[0];
 }
 
-export async function traitInUse(db: Db, traitId: number): Promise<boolean> {
-  const rows = await db
-    .select({ id: resourceProviderTraits.resourceProviderId })
-    .from(resourceProviderTraits)
-    .where(eq(resourceProviderTraits.traitId, traitId))
-    .limit(1);
-  return rows.length > 0;
-}
-
-export async function deleteTrait(db: Db, traitId: number): Promise<void> {
-  await db.delete(traits).where(eq(traits.id, traitId));
-}
-
 export async function providerTraits(db: Db, providerId: number): Promise<{ name: string; createdAt: string }[]> {
   return db
     .select({ name: traits.name, createdAt: resourceProviderTraits.createdAt })

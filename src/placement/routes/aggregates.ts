@@ -13,6 +13,7 @@ import { providerAggregates } from '../repo/aggregates.js';
 import { generationConflict, isoNow, providerNotFound, requireProvider } from '../repo/lookups.js';
 import { ProviderNotFound, StaleProviderGeneration } from '../write-errors.js';
 import { putAggregatesSchema } from '../schemas/aggregates.js';
+import type { AggregatesJson } from '../schemas/responses.js';
 
 export const aggregateRoutes = new Hono<AppEnv>();
 
@@ -24,7 +25,7 @@ resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
     const rp = await requireProvider(db, pathParam(c, 'uuid'));
     const rows = await providerAggregates(db, rp.id);
     setCacheHeaders(c, newest(rp.updatedAt, ...rows.map((r) => r.createdAt)));
-    const body: Record<string, unknown> = { aggregates: rows.map((r) => r.uuid) };
+    const body: AggregatesJson = { aggregates: rows.map((r) => r.uuid) };
     if (atLeast(c, 'AGGREGATE_GENERATION')) body.resource_provider_generation = rp.generation;
     return c.json(body);
   },
@@ -46,7 +47,7 @@ resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
       const now = isoNow(deps.clock);
       const generation = await replaceProviderAggregates(deps.store, uuid, read, expected, uuids, now);
       setCacheHeaders(c, now);
-      const body: Record<string, unknown> = { aggregates: uuids };
+      const body: AggregatesJson = { aggregates: uuids };
       if (withGeneration) body.resource_provider_generation = generation;
       return c.json(body);
     } catch (err) {

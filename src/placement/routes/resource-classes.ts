@@ -1,18 +1,18 @@
 // /resource_classes[/{name}] (1.2+): list, create, show, delete; PUT renames
 // a custom class up to 1.6 and creates-or-confirms one (no body) from 1.7.
+// Each write is one libSQL round trip (repo/resource-class-writes.ts).
 import { Hono } from 'hono';
 import type { AppContext, AppEnv } from '../../http/env.js';
 import { readJson, validateBody } from '../../http/validate.js';
 import { atLeast, authorize, newest, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { presentResourceClass, resourceClassPath } from '../present/resource-classes.js';
 import {
-  createResourceClass,
-  deleteResourceClass,
-  ensureResourceClass,
-  listResourceClasses,
-  renameResourceClass,
-  requireResourceClass,
-} from '../repo/resource-classes.js';
+  createResourceClassBatched,
+  deleteResourceClassBatched,
+  ensureResourceClassBatched,
+  renameResourceClassBatched,
+} from '../repo/resource-class-writes.js';
+import { listResourceClasses, requireResourceClass } from '../repo/resource-classes.js';
 import { isoNow } from '../repo/lookups.js';
 import { resourceClassBodySchema } from '../schemas/resource-classes.js';
 
@@ -37,7 +37,7 @@ resource(resourceClassRoutes, '/resource_classes', {
     authorize(c, `${RULE}:create`);
     const { name } = validateBody(resourceClassBodySchema, raw);
     const { store, clock } = c.var.deps;
-    const rc = await store.writeTx((tx) => createResourceClass(tx, name, isoNow(clock)));
+    const rc = await createResourceClassBatched(store, name, isoNow(clock));
     return c.body(null, 201, { location: locationOf(c, rc.name) });
   },
 });
@@ -58,20 +58,20 @@ resource(resourceClassRoutes, '/resource_classes/:name', {
       authorize(c, `${RULE}:update`);
       // The path name gets the body schema's checks (pattern, length).
       const { name } = validateBody(resourceClassBodySchema, { name: pathName(c) });
-      const { rc, created } = await store.writeTx((tx) => ensureResourceClass(tx, name, isoNow(clock)));
+      const { rc, created } = await ensureResourceClassBatched(store, name, isoNow(clock));
       return c.body(null, created ? 201 : 204, { location: locationOf(c, rc.name) });
     }
     const raw = await readJson(c);
     authorize(c, `${RULE}:update`);
     const { name: newName } = validateBody(resourceClassBodySchema, raw);
-    const rc = await store.writeTx((tx) => renameResourceClass(tx, pathName(c), newName, isoNow(clock)));
+    const rc = await renameResourceClassBatched(store, pathName(c), newName, isoNow(clock));
     return c.json(presentResourceClass(rc));
   },
 
   DELETE: async (c) => {
     requireVersion(c, 'RESOURCE_CLASSES');
     authorize(c, `${RULE}:delete`);
-    await c.var.deps.store.writeTx((tx) => deleteResourceClass(tx, pathName(c)));
+    await deleteResourceClassBatched(c.var.deps.store, pathName(c));
     return c.body(null, 204);
   },
 });

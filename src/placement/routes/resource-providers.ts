@@ -10,17 +10,10 @@ import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from
 import { presentProvider } from '../present/providers.js';
 import { isUuidLike, normalizeUuid } from '../../uuid.js';
 import { parseMemberOf, parseRequired, parseResources, traitNames } from '../query.js';
-import { findProvider, isoNow, providerNotFound, requireProvider, resourceClassIdsByName, traitIdsByName } from '../repo/lookups.js';
-import { createProviderBatched } from '../repo/provider-writes.js';
-import {
-  deleteProvider,
-  getProviderView,
-  listProviders,
-  updateProvider,
-  type ProviderListFilter,
-  type ProviderView,
-} from '../repo/providers.js';
-import { DuplicateProvider, InvalidNewProvider } from '../write-errors.js';
+import { isoNow, providerNotFound, resourceClassIdsByName, traitIdsByName } from '../repo/lookups.js';
+import { createProviderBatched, deleteProviderBatched, updateProviderBatched } from '../repo/provider-writes.js';
+import { getProviderView, listProviders, type ProviderListFilter, type ProviderView } from '../repo/providers.js';
+import { DuplicateProvider, InvalidNewProvider, ProviderNotFound } from '../write-errors.js';
 import { createProviderSchema, updateProviderSchema } from '../schemas/providers.js';
 
 export const resourceProviderRoutes = new Hono<AppEnv>();
@@ -145,20 +138,18 @@ resource(resourceProviderRoutes, '/resource_providers/:uuid', {
     const body: ProviderBody = await readBody(c, updateProviderSchema(c.var.mv));
     const { deps } = c.var;
     const uuid = pathParam(c, 'uuid');
-    const now = isoNow(deps.clock);
-    const updated = await deps.store.writeTx(async (tx) => {
-      const current = await requireProvider(tx, uuid);
-      return updateProvider(
-        tx,
-        current,
-        {
-          name: body.name,
-          parentUuid: body.parent_provider_uuid,
-          allowReparent: atLeast(c, 'REPARENT'),
-        },
-        now,
+    let updated: ProviderView;
+    try {
+      updated = await updateProviderBatched(
+        deps.store,
+        uuid,
+        { name: body.name, parentUuid: body.parent_provider_uuid, allowReparent: atLeast(c, 'REPARENT') },
+        isoNow(deps.clock),
       );
-    });
+    } catch (err) {
+      if (err instanceof WriteContention) throw contentionToHttp();
+      throw err;
+    }
     setCacheHeaders(c, newest(updated.createdAt, updated.updatedAt));
     return c.json(presentProvider(updated, c.var.mv));
   },
@@ -166,11 +157,15 @@ resource(resourceProviderRoutes, '/resource_providers/:uuid', {
   DELETE: async (c) => {
     authorize(c, 'placement:resource_providers:delete');
     const uuid = pathParam(c, 'uuid');
-    await c.var.deps.store.writeTx(async (tx) => {
-      const row = await findProvider(tx, uuid);
-      if (!row) throw new ApiError(404, webobDetail(404, `No resource provider with uuid ${uuid} found for delete`));
-      await deleteProvider(tx, row);
-    });
+    try {
+      await deleteProviderBatched(c.var.deps.store, uuid);
+    } catch (err) {
+      if (err instanceof ProviderNotFound) {
+        throw new ApiError(404, webobDetail(404, `No resource provider with uuid ${uuid} found for delete`));
+      }
+      if (err instanceof WriteContention) throw contentionToHttp();
+      throw err;
+    }
     return c.body(null, 204);
   },
 });

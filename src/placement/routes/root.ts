@@ -2,6 +2,7 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../../http/env.js';
 import { resource, setCacheHeaders } from '../middleware.js';
+import type { VersionDocumentJson } from '../schemas/responses.js';
 import { MAX_VERSION, MIN_VERSION } from '../versions.js';
 
 export const rootRoutes = new Hono<AppEnv>();
@@ -19,6 +20,6 @@ resource(rootRoutes, '/', {
           links: [{ rel: 'self', href: '' }],
         },
       ],
-    });
+    } satisfies VersionDocumentJson);
   },
 });

@@ -6,10 +6,11 @@ import { WriteContention } from '../../db/write-batch.js';
 import { badQuery, queryParams, readBody } from '../../http/validate.js';
 import { authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { isoNow, requireProvider } from '../repo/lookups.js';
-import { ensureTraitBatched, replaceProviderTraits } from '../repo/trait-writes.js';
+import { deleteTraitBatched, ensureTraitBatched, replaceProviderTraits } from '../repo/trait-writes.js';
 import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from '../write-errors.js';
 import { contentionToHttp } from '../errors.js';
-import { deleteTrait, findTrait, listTraits, providerTraits, traitInUse, type TraitListFilter } from '../repo/traits.js';
+import { findTrait, listTraits, providerTraits, type TraitListFilter } from '../repo/traits.js';
+import type { ProviderTraitsJson, TraitListJson } from '../schemas/responses.js';
 import { isValidCustomTrait, putProviderTraitsSchema } from '../schemas/traits.js';
 import { STANDARD_TRAITS } from '../standard-names.js';
 
@@ -81,7 +82,7 @@ resource(traitRoutes, '/traits', {
     authorize(c, 'placement:traits:list');
     const rows = await listTraits(c.var.deps.store.db, parseTraitListQuery(queryParams(c)));
     setCacheHeaders(c, newest(...rows.flatMap((r) => [r.createdAt, r.updatedAt])));
-    return c.json({ traits: rows.map((r) => r.name) });
+    return c.json({ traits: rows.map((r) => r.name) } satisfies TraitListJson);
   },
 });
 
@@ -120,15 +121,10 @@ resource(traitRoutes, '/traits/:name', {
     requireVersion(c, 'TRAITS');
     authorize(c, 'placement:traits:delete');
     const name = pathParam(c, 'name');
-    await c.var.deps.store.writeTx(async (tx) => {
-      const trait = await findTrait(tx, name);
-      if (!trait) throw new ApiError(404, webobDetail(404, `No such trait(s): ${name}`));
-      if (STANDARD.has(name)) throw new ApiError(400, webobDetail(400, `Cannot delete standard trait ${name}.`));
-      if (await traitInUse(tx, trait.id)) {
-        throw new ApiError(409, webobDetail(409, `The trait ${name} is in use by a resource provider.`));
-      }
-      await deleteTrait(tx, trait.id);
-    });
+    const outcome = await deleteTraitBatched(c.var.deps.store, name, STANDARD.has(name));
+    if (outcome === 'not_found') throw new ApiError(404, webobDetail(404, `No such trait(s): ${name}`));
+    if (outcome === 'standard') throw new ApiError(400, webobDetail(400, `Cannot delete standard trait ${name}.`));
+    if (outcome === 'in_use') throw new ApiError(409, webobDetail(409, `The trait ${name} is in use by a resource provider.`));
     return c.body(null, 204);
   },
 });
@@ -141,7 +137,7 @@ resource(traitRoutes, '/resource_providers/:uuid/traits', {
     const rp = await requireProvider(db, pathParam(c, 'uuid'));
     const rows = await providerTraits(db, rp.id);
     setCacheHeaders(c, newest(rp.updatedAt, ...rows.map((r) => r.createdAt)));
-    return c.json({ traits: rows.map((r) => r.name), resource_provider_generation: rp.generation });
+    return c.json({ traits: rows.map((r) => r.name), resource_provider_generation: rp.generation } satisfies ProviderTraitsJson);
   },
 
   PUT: async (c) => {
@@ -153,7 +149,7 @@ resource(traitRoutes, '/resource_providers/:uuid/traits', {
     const names = [...new Set(body.traits)];
     const generation = await writeTraits(c, body.resource_provider_generation, names, now);
     setCacheHeaders(c, now);
-    return c.json({ traits: names.sort(), resource_provider_generation: generation });
+    return c.json({ traits: names.sort(), resource_provider_generation: generation } satisfies ProviderTraitsJson);
   },
 
   DELETE: async (c) => {

@@ -8,6 +8,7 @@ import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeader
 import { presentProviderUsages, presentTypedUsages } from '../present/usages.js';
 import { requireProvider } from '../repo/lookups.js';
 import { providerUsages, totalUsages, usagesByConsumerType } from '../repo/usages.js';
+import type { UsagesJson } from '../schemas/responses.js';
 import { parseUsagesQuery } from '../schemas/usages.js';
 
 export const usageRoutes = new Hono<AppEnv>();
@@ -34,6 +35,6 @@ resource(usageRoutes, '/usages', {
     if (atLeast(c, 'CONSUMER_TYPES')) {
       return c.json(presentTypedUsages(await usagesByConsumerType(db, query)));
     }
-    return c.json({ usages: await totalUsages(db, query) });
+    return c.json({ usages: await totalUsages(db, query) } satisfies UsagesJson);
   },
 });

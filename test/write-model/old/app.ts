@@ -13,6 +13,8 @@ import { aggregateRoutes } from './routes/aggregates.js';
 import { allocationRoutes } from './routes/allocations.js';
 import { inventoryRoutes } from './routes/inventories.js';
 import { reshaperRoutes } from './routes/reshaper.js';
+import { resourceClassRoutes } from './routes/resource-classes.js';
+import { resourceProviderRoutes } from './routes/resource-providers.js';
 import { traitRoutes } from './routes/traits.js';
 
 export function createOldWritePathApp(deps: Deps): Hono<AppEnv> {
@@ -35,6 +37,8 @@ export function createOldWritePathApp(deps: Deps): Hono<AppEnv> {
   app.route('/', allocationRoutes);
   app.route('/', inventoryRoutes);
   app.route('/', reshaperRoutes);
+  app.route('/', resourceClassRoutes);
+  app.route('/', resourceProviderRoutes);
   app.route('/', traitRoutes);
   app.route('/', placementRoutes);
   app.notFound(placementHttp.notFound);

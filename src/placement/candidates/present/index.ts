@@ -6,23 +6,15 @@
 // answer at N=1000 holds ~1000 requests and ~1000 summaries, so no Maps or
 // Object.fromEntries per request.
 import type { ProviderNode } from '../research.js';
+import type { CandidatesJson, DictAllocationRequestJson, ListAllocationJson, ProviderSummaryJson } from '../../schemas/responses.js';
 import type { AllocationRequest } from '../search.js';
 
+// The wire shapes, as ../../schemas/responses.ts describes them per microversion.
 export type ResourceAmounts = Record<string, number>;
-type ListAllocation = { resource_provider: { uuid: string }; resources: ResourceAmounts };
-type DictAllocation = { allocations: Record<string, { resources: ResourceAmounts }>; mappings?: Record<string, string[]> };
-
-export interface ProviderSummary {
-  resources: Record<string, { capacity: number; used: number }>;
-  traits?: string[];
-  parent_provider_uuid?: string | null;
-  root_provider_uuid?: string;
-}
-
-export interface CandidatesBody {
-  allocation_requests: ({ allocations: ListAllocation[] } | DictAllocation)[];
-  provider_summaries: Record<string, ProviderSummary>;
-}
+type ListAllocation = ListAllocationJson;
+type DictAllocation = DictAllocationRequestJson;
+export type ProviderSummary = ProviderSummaryJson;
+export type CandidatesBody = CandidatesJson;
 
 /** What the answer's shape depends on, decided from the microversion by the caller. */
 export interface Presentation {
