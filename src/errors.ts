@@ -1,7 +1,7 @@
 // Errors the domain throws (repos, candidates, schemas, jobs). Each says what
 // kind of problem it is, in the API's own words, with upstream's error code —
 // and nothing about HTTP: each API maps a kind to its status and envelope in
-// one place (placement: src/placement/errors.ts, accelerator: src/cyborg/http.ts).
+// one place (the HTTP kit's onError, src/http/kit.ts).
 
 /** Placement's frozen error codes (placement/errors.py); never renamed or reused. */
 export const ErrorCode = {

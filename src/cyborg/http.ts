@@ -1,23 +1,73 @@
-// Request helpers shared by the Cyborg routes: the Hono env, policy checks,
-// body parsing with zod, and Cyborg's error rendering.
-import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
-import { HTTPException } from 'hono/http-exception';
+// Request helpers shared by the Cyborg routes: the accelerator API's profile
+// for the HTTP kit (service type "accelerator", plain messages in Cyborg's
+// {"error_message": ...} envelope, Cyborg's policy), body and query parsing
+// with zod, and links.
+import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { z } from 'zod';
-import { DomainError } from '../errors.js';
-import { ApiError, cutDetail, errorForLog, internalErrorMessage, PROBLEM_STATUS } from '../http/api-error.js';
+import { ApiError, cutDetail } from '../http/api-error.js';
 import { BodyError, codePoint, readJsonBody, type BodyProblem } from '../http/body.js';
-import type { AppVariables } from '../http/env.js';
-import type { PolicyEnforcer, Target } from '../http/policy.js';
+import type { AppEnv } from '../http/env.js';
+import { httpKit, type ApiProfile } from '../http/kit.js';
+import { PolicyEnforcer } from '../http/policy.js';
+import { cyborgPolicyRules } from './policies.js';
+import { MAX_VERSION, MIN_VERSION } from './versions.js';
 
-export type CyborgEnv = { Variables: AppVariables & { cyborgPolicy: PolicyEnforcer } };
+/** Both APIs share one Hono environment; the names keep the routes' signatures readable. */
+export type CyborgEnv = AppEnv;
 export type CyborgContext = Context<CyborgEnv>;
 
-export function authorize(c: CyborgContext, rule: string, target?: Target): void {
-  const creds = c.var.credentials;
-  const allowed = c.var.cyborgPolicy.enforce(rule, creds, target ?? { project_id: creds.projectId, user_id: creds.userId });
-  if (!allowed) throw cyborgError(403, `Policy doesn't allow ${rule} to be performed.`);
+// Cyborg errors carry a plain message; the envelope wraps it in
+// {"error_message": "{faultcode, faultstring, debuginfo}"}.
+export const cyborgError = (status: ContentfulStatusCode, message: string, headers?: Record<string, string>) =>
+  new ApiError(status, message, { headers });
+
+function faultBody(status: number, message: string): string {
+  return JSON.stringify({
+    error_message: JSON.stringify({ faultcode: status < 500 ? 'Client' : 'Server', faultstring: message, debuginfo: null }),
+  });
 }
+
+function renderCyborgError(c: CyborgContext, err: ApiError): Response {
+  return c.body(faultBody(err.status, cutDetail(err.detail)), err.status as ContentfulStatusCode, {
+    'content-type': 'application/json',
+    ...err.headers,
+  });
+}
+
+/** Cyborg's rules with its legacy defaults; no operator overrides yet. */
+const cyborgPolicy = new PolicyEnforcer(cyborgPolicyRules({ enforceNewDefaults: false }));
+
+export const CYBORG_API: ApiProfile = {
+  logLabel: 'unhandled accelerator error',
+  error: (status, message, options) => cyborgError(status, message, options?.headers),
+  render: renderCyborgError,
+  versions: {
+    serviceType: 'accelerator',
+    min: MIN_VERSION,
+    max: MAX_VERSION,
+    acceptBare: true,
+    always: {
+      'OpenStack-API-Minimum-Version': MIN_VERSION,
+      'OpenStack-API-Maximum-Version': MAX_VERSION,
+      Vary: 'OpenStack-API-Version',
+    },
+    negotiated: {},
+    // Cyborg never answers 400 here, unlike Placement.
+    refuse: (failure) => ({
+      status: 406,
+      message: `Invalid value for OpenStack-API-Version header: ${failure.value}. Version must be between ${MIN_VERSION} and ${MAX_VERSION}.`,
+    }),
+  },
+  policy: {
+    enforcer: () => cyborgPolicy,
+    refuseSystemScope: false,
+    denied: (rule) => `Policy doesn't allow ${rule} to be performed.`,
+  },
+};
+
+export const cyborgHttp = httpKit(CYBORG_API);
+export const { resource, authorize } = cyborgHttp;
 
 export const isAdmin = (c: CyborgContext) => c.var.credentials.roles.some((r) => r.toLowerCase() === 'admin');
 
@@ -80,46 +130,3 @@ export function selfLink(c: CyborgContext, collection: string, uuid: string) {
   const origin = new URL(c.req.url).origin;
   return [{ href: `${origin}/accelerator/v2/${collection}/${uuid}`, rel: 'self' }];
 }
-
-function faultBody(status: number, message: string): string {
-  return JSON.stringify({
-    error_message: JSON.stringify({ faultcode: status < 500 ? 'Client' : 'Server', faultstring: message, debuginfo: null }),
-  });
-}
-
-function render(c: CyborgContext, status: ContentfulStatusCode, message: string, headers: Record<string, string> = {}): Response {
-  return c.body(faultBody(status, cutDetail(message)), status, { 'content-type': 'application/json', ...headers });
-}
-
-export const cyborgOnError: ErrorHandler<CyborgEnv> = (err, c) => {
-  if (err instanceof ApiError) return render(c, err.status as ContentfulStatusCode, err.detail, err.headers);
-  if (err instanceof DomainError) return render(c, PROBLEM_STATUS[err.problem], err.message);
-  if (err instanceof HTTPException) return render(c, err.status as ContentfulStatusCode, err.message);
-  const requestId = c.get('requestId');
-  c.var.deps.log.error('unhandled accelerator error', { requestId, err: errorForLog(err) });
-  return render(c, 500, internalErrorMessage(requestId));
-};
-
-export const cyborgNotFound: NotFoundHandler<CyborgEnv> = (c) => render(c, 404, 'The resource could not be found.');
-
-type MethodName = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-/** Registers the verbs of one path and answers 405 for the others. */
-export function resource(
-  app: {
-    on: (m: string, p: string, h: (c: CyborgContext) => Response | Promise<Response>) => unknown;
-    all: (p: string, h: (c: CyborgContext) => never) => unknown;
-  },
-  path: string,
-  handlers: Partial<Record<MethodName, (c: CyborgContext) => Response | Promise<Response>>>,
-): void {
-  const allowed = Object.keys(handlers) as MethodName[];
-  for (const method of allowed) app.on(method, path, handlers[method]!);
-  app.all(path, (c) => {
-    throw cyborgError(405, `The method ${c.req.method} is not allowed for this resource.`, { allow: allowed.join(', ') });
-  });
-}
-
-// Cyborg errors carry a plain message; onError wraps it in
-// {"error_message": "{faultcode, faultstring, debuginfo}"}.
-export const cyborgError = (status: ContentfulStatusCode, message: string, headers?: Record<string, string>) =>
-  new ApiError(status, message, { headers });

@@ -10,8 +10,7 @@ import { ApiError } from '../http/api-error.js';
 import { authenticate, parseTokenTable } from '../http/auth.js';
 import type { AppEnv } from '../http/env.js';
 import { requestId } from '../http/request-id.js';
-import { placementNotFound, placementOnError } from '../placement/errors.js';
-import { authorize } from '../placement/middleware.js';
+import { authorize, placementHttp } from '../placement/http.js';
 import { dashboardAsset, dashboardPage, type DashboardAsset } from './assets.js';
 import { presentSummary } from './present.js';
 import { readDashboardSummary } from './repo.js';
@@ -68,7 +67,7 @@ export function createDashboardApp(deps: Deps): Hono<AppEnv> {
     return c.json(presentSummary(summary, parsed.data, deps.clock()));
   });
 
-  app.notFound(placementNotFound);
-  app.onError(placementOnError);
+  app.notFound(placementHttp.notFound);
+  app.onError(placementHttp.onError);
   return app;
 }

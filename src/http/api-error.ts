@@ -1,6 +1,6 @@
 // The HTTP edge's error: a status plus the detail each API renders in its
 // envelope. Handlers and middleware throw it; the domain throws DomainError
-// (src/errors.ts), which each API's onError maps through PROBLEM_STATUS.
+// (src/errors.ts), which the kit's onError (kit.ts) maps through PROBLEM_STATUS.
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ErrorCode, type Problem } from '../errors.js';

@@ -19,7 +19,8 @@ export function requestedVersion(header: string | undefined, serviceType: string
   return found;
 }
 
-export type Negotiation = { ok: true; version: Microversion } | { ok: false; reason: 'syntax' | 'range'; value: string };
+export type NegotiationFailure = { ok: false; reason: 'syntax' | 'range'; value: string };
+export type Negotiation = { ok: true; version: Microversion } | NegotiationFailure;
 
 export function negotiate(asked: string | undefined, min: string, max: string): Negotiation {
   const lo = Microversion.parse(min)!;

@@ -6,8 +6,8 @@ import { authenticate, parseTokenTable } from '../http/auth.js';
 import { corsFilter } from '../http/cors.js';
 import type { AppEnv } from '../http/env.js';
 import { requestId } from '../http/request-id.js';
-import { placementNotFound, placementOnError } from './errors.js';
-import { placementMicroversion, placementRequestChecks } from './middleware.js';
+import { placementHttp } from './http.js';
+import { placementAcceptCheck, placementContentChecks } from './middleware.js';
 import { placementRoutes } from './routes/index.js';
 
 /**
@@ -31,7 +31,7 @@ export function createPlacementApp(deps: Deps, routes: Hono<AppEnv> = placementR
       }),
     );
   }
-  app.use(placementMicroversion());
+  app.use(placementHttp.microversion());
   app.use(
     authenticate({
       strategy: deps.config.PLACEMENT_AUTH_STRATEGY,
@@ -39,9 +39,11 @@ export function createPlacementApp(deps: Deps, routes: Hono<AppEnv> = placementR
       publicPaths: /^\/?$/,
     }),
   );
-  app.use(placementRequestChecks());
+  app.use(placementContentChecks());
+  app.use(placementHttp.urlChecks());
+  app.use(placementAcceptCheck());
   app.route('/', routes);
-  app.notFound(placementNotFound);
-  app.onError(placementOnError);
+  app.notFound(placementHttp.notFound);
+  app.onError(placementHttp.onError);
   return app;
 }

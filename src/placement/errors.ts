@@ -1,24 +1,19 @@
-// Renders every placement error in its envelope:
+// Placement's error wording and envelope:
 // {"errors":[{status,title,detail,request_id[,code][,min/max_version]}]}.
-import type { ErrorHandler, NotFoundHandler } from 'hono';
-import { HTTPException } from 'hono/http-exception';
+// The HTTP kit (src/http/kit.ts) renders every placement error through these.
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { DomainError } from '../errors.js';
-import {
-  ApiError,
-  cutDetail,
-  errorForLog,
-  ErrorCode,
-  internalErrorMessage,
-  PROBLEM_STATUS,
-  STATUS_TITLES,
-  webobDetail,
-} from '../http/api-error.js';
-import type { AppContext, AppEnv } from '../http/env.js';
-import { acceptsJson } from './middleware.js';
+import { acceptsJson } from '../http/accept.js';
+import { ApiError, cutDetail, ErrorCode, STATUS_TITLES, webobDetail } from '../http/api-error.js';
+import type { AppContext } from '../http/env.js';
+import type { ErrorOptions } from '../http/kit.js';
 import { MV } from './versions.js';
 
-function render(c: AppContext, err: ApiError): Response {
+/** A placement error: webob's generic explanation, then the message (clients read the last line). */
+export function placementError(status: ContentfulStatusCode, message: string, options: ErrorOptions = {}): ApiError {
+  return new ApiError(status, webobDetail(status, message), options);
+}
+
+export function renderPlacementError(c: AppContext, err: ApiError): Response {
   const status = err.status as ContentfulStatusCode;
   const title = STATUS_TITLES[status] ?? 'Error';
   const detail = cutDetail(err.detail);
@@ -40,26 +35,9 @@ function render(c: AppContext, err: ApiError): Response {
   return c.json({ errors: [item] }, status, headers);
 }
 
-export const placementOnError: ErrorHandler<AppEnv> = (err, c) => {
-  if (err instanceof ApiError) return render(c, err);
-  if (err instanceof DomainError) {
-    const status = PROBLEM_STATUS[err.problem];
-    return render(c, new ApiError(status, webobDetail(status, err.message), { code: err.code }));
-  }
-  if (err instanceof HTTPException) {
-    return render(c, new ApiError(err.status as ContentfulStatusCode, webobDetail(err.status, err.message)));
-  }
-  const requestId = c.get('requestId');
-  c.var.deps.log.error('unhandled error', { requestId, err: errorForLog(err) });
-  return render(c, new ApiError(500, webobDetail(500, internalErrorMessage(requestId)), { code: ErrorCode.UNDEFINED }));
-};
-
-export const placementNotFound: NotFoundHandler<AppEnv> = (c) =>
-  render(c, new ApiError(404, webobDetail(404, 'The resource could not be found.')));
-
 /** 409 concurrent_update: a write kept losing races (see db/write-batch.ts). */
 export function contentionToHttp(): ApiError {
-  return new ApiError(409, webobDetail(409, 'Another thread concurrently updated the data. Please retry your update'), {
+  return placementError(409, 'Another thread concurrently updated the data. Please retry your update', {
     code: ErrorCode.CONCURRENT_UPDATE,
   });
 }

@@ -5,19 +5,8 @@
 import { DomainError } from '../errors.js';
 import { badQuery } from '../validation-messages.js';
 import type { Microversion } from '../microversion.js';
+import { isUuidLike, normalizeUuid } from '../uuid.js';
 import { MV } from './versions.js';
-
-const UUID_RE = /^(?:[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12})$/;
-
-export function isUuidLike(value: string): boolean {
-  return UUID_RE.test(value);
-}
-
-/** Canonical dashed, lower-case form of a uuid-like string. */
-export function normalizeUuid(value: string): string {
-  const hex = value.replace(/-/g, '').toLowerCase();
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
 
 export interface TraitFilter {
   /** Every one of these. */
@@ -35,38 +24,102 @@ export function traitNames(filter: TraitFilter): string[] {
 }
 
 /**
- * Parses the values of one `required<suffix>` parameter. Before 1.39 only
- * the last value counts (the parameter is single-valued there).
+ * How an endpoint words a trait query it refuses. Upstream's two handlers
+ * differ here and its gabbi tests pin each endpoint's words, so the one
+ * parser takes them as a parameter.
  */
-export function parseRequired(values: string[], mv: Microversion, paramName = 'required'): TraitFilter {
+export interface TraitQueryWording {
+  /** An `in:` value before 1.39. */
+  anyOfTooEarly(value: string): DomainError;
+  /** The form a malformed `in:` value is told to follow: the `in:` form, or the plain one. */
+  anyOfForm: 'in' | 'plain';
+  /** A lone `!`: a malformed value, or a forbidden trait with an empty name (which then does not exist). */
+  loneBang: 'malformed' | 'empty name';
+}
+
+const ANY_OF_TOO_EARLY = "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39.";
+
+/** GET /resource_providers?required=. */
+export const PROVIDER_LIST_TRAITS: TraitQueryWording = {
+  anyOfTooEarly: () => new DomainError('invalid', ANY_OF_TOO_EARLY),
+  anyOfForm: 'plain',
+  loneBang: 'malformed',
+};
+
+/** GET /allocation_candidates?required<suffix>= and root_required=. */
+export const CANDIDATE_TRAITS: TraitQueryWording = {
+  anyOfTooEarly: (value) => badQuery(`${ANY_OF_TOO_EARLY} Got: ${value}`),
+  anyOfForm: 'in',
+  loneBang: 'empty name',
+};
+
+/** One term of a trait query: at least one of `names` (one name for a plain requirement, several for `in:`). */
+export interface TraitTerm {
+  names: string[];
+  /** Written as `in:...`. */
+  anyOf: boolean;
+}
+
+/** A trait query, terms in request order (the order unknown traits are reported in). */
+export interface TraitQuery {
+  required: TraitTerm[];
+  forbidden: string[];
+}
+
+const PLAIN_FORM = 'HW_CPU_X86_VMX,CUSTOM_MAGIC';
+const PLAIN_FORM_WITH_FORBIDDEN = 'HW_CPU_X86_VMX,!CUSTOM_MAGIC';
+
+const malformedTraits = (form: string, value: string) =>
+  badQuery(`Expected 'required' parameter value of the form: ${form}. Got: ${value}`);
+
+/** One value without `in:`: comma-separated names, `!` forbidden from 1.22 (always in root_required). */
+export function parsePlainTraits(value: string, allowForbidden: boolean, wording: TraitQueryWording, into: TraitQuery): void {
+  const names = value.split(',').map((s) => s.trim());
+  const loneBangMalformed = wording.loneBang === 'malformed';
+  if (names.some((n) => !n || (n.startsWith('!') && (!allowForbidden || (loneBangMalformed && n.length === 1))))) {
+    throw malformedTraits(allowForbidden ? PLAIN_FORM_WITH_FORBIDDEN : PLAIN_FORM, value);
+  }
+  for (const name of names) {
+    if (name.startsWith('!')) into.forbidden.push(name.slice(1));
+    else into.required.push({ names: [name], anyOf: false });
+  }
+}
+
+/**
+ * Parses every value of one `required<suffix>` parameter: plain names, `!`
+ * forbidden from 1.22, `in:` any-of from 1.39. Before 1.39 the parameter is
+ * single-valued: the last value counts.
+ */
+export function parseTraitQuery(values: string[], mv: Microversion, wording: TraitQueryWording): TraitQuery {
   const allowForbidden = mv.atLeast(MV.FORBIDDEN_TRAITS);
   const allowAnyOf = mv.atLeast(MV.ANY_TRAITS);
-  const form = allowForbidden ? 'HW_CPU_X86_VMX,!CUSTOM_MAGIC' : 'HW_CPU_X86_VMX,CUSTOM_MAGIC';
-  const fail = (got: string) => badQuery(`Expected '${paramName}' parameter value of the form: ${form}. Got: ${got}`);
-  const filter = emptyTraitFilter();
-  const used = allowAnyOf ? values : values.slice(-1);
-  for (const value of used) {
-    if (!allowAnyOf && value.startsWith('in:')) {
-      throw new DomainError('invalid', "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39.");
-    }
-    if (allowAnyOf && value.startsWith('in:')) {
-      const names = value.slice(3).split(',');
-      if (names.some((n) => !n.trim() || n.trim().startsWith('!'))) throw fail(value);
-      filter.anyOf.push(names.map((n) => n.trim()));
+  const query: TraitQuery = { required: [], forbidden: [] };
+  for (const value of allowAnyOf ? values : values.slice(-1)) {
+    if (!value.startsWith('in:')) {
+      parsePlainTraits(value, allowForbidden, wording, query);
       continue;
     }
-    for (const raw of value.split(',')) {
-      const name = raw.trim();
-      if (!name) throw fail(value);
-      if (name.startsWith('!')) {
-        if (!allowForbidden || name.length === 1) throw fail(value);
-        filter.forbidden.push(name.slice(1));
-      } else {
-        filter.required.push(name);
-      }
+    if (!allowAnyOf) throw wording.anyOfTooEarly(value);
+    const names = value
+      .slice(3)
+      .split(',')
+      .map((s) => s.trim());
+    if (names.some((n) => !n || n.startsWith('!'))) {
+      throw malformedTraits(wording.anyOfForm === 'in' ? `in:${PLAIN_FORM}` : PLAIN_FORM_WITH_FORBIDDEN, value);
     }
+    query.required.push({ names, anyOf: true });
   }
-  return filter;
+  return query;
+}
+
+/** GET /resource_providers?required=: plain requirements, forbidden traits and `in:` lists apart. */
+export function parseRequired(values: string[], mv: Microversion): TraitFilter {
+  const query = parseTraitQuery(values, mv, PROVIDER_LIST_TRAITS);
+  return {
+    required: query.required.filter((t) => !t.anyOf).map((t) => t.names[0]!),
+    forbidden: query.forbidden,
+    anyOf: query.required.filter((t) => t.anyOf).map((t) => t.names),
+  };
 }
 
 export interface AggregateFilter {

@@ -3,7 +3,7 @@
 // fails this test, and so does a listed leak that is gone (delete its line).
 import { describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
-import { findViolations, importsOf, layerOf } from './layers.js';
+import { findViolations, findViolationsIn, importsOf, layerOf } from './layers.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -16,6 +16,15 @@ describe('import direction', () => {
     expect(layerOf('src/placement/repo/traits.ts')).toBe('domain');
     expect(layerOf('src/placement/candidates/search.ts')).toBe('domain');
     expect(layerOf('src/db/client.ts')).toBe('db');
+  });
+
+  it('flags the kit importing an API module and error handling outside the kit', () => {
+    const kitLeak = findViolationsIn({ 'src/http/kit.ts': "import { MV } from '../placement/versions.js';" });
+    expect(kitLeak.map((v) => v.rule)).toEqual(['the HTTP kit imports an API or domain module']);
+    const ownOnError = findViolationsIn({ 'src/cyborg/http.ts': "import { HTTPException } from 'hono/http-exception';" });
+    expect(ownOnError.map((v) => v.rule)).toEqual(['handles HTTPException outside the HTTP kit']);
+    const domainKit = findViolationsIn({ 'src/placement/query.ts': "import { httpKit } from '../http/kit.js';" });
+    expect(domainKit.map((v) => v.rule)).toEqual(['domain imports edge']);
   });
 
   it('finds static, re-exported and dynamic imports', () => {

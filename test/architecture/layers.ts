@@ -5,12 +5,15 @@
 //   domain  src/placement/ (incl. candidates/), src/cyborg/, src/jobs/, src/diagnostics/ ...
 //   db      src/db/
 //
-// An edge file may import anything. A domain file may import the domain and db/, never Hono
-// or the edge. A db file imports only db/. A route file never imports another route file.
+// An edge file may import anything, except the HTTP kit (src/http/): it serves both APIs from
+// a profile each declares, so it imports no API or domain module, only itself, the shared
+// leaves and the Deps type; and only the kit handles Hono's HTTPException (every error is
+// rendered by the kit's onError). A domain file may import the domain and db/, never Hono or
+// the edge. A db file imports only db/. A route file never imports another route file.
 // Within the domain: jobs/ runs what modules register and imports none of them, and the
 // accelerator API reads placement's data through placement's functions, not its tables.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { join, posix, relative } from 'node:path';
 
 export type Layer = 'edge' | 'domain' | 'db' | 'root';
 
@@ -19,6 +22,7 @@ const EDGE_FILES = new Set([
   'src/placement/app.ts',
   'src/placement/middleware.ts',
   'src/placement/errors.ts', // renders the placement error envelope
+  'src/placement/http.ts', // placement's profile for the HTTP kit
   'src/cyborg/app.ts',
   'src/cyborg/http.ts',
   'src/placement/claim-requests.ts', // the HTTP side of a claim, shared by two routes
@@ -41,6 +45,9 @@ export interface Violation {
 
 const HTTP_PACKAGES = /^(hono|hono\/.*|@hono\/.*)$/;
 
+/** What the HTTP kit may import besides itself: the shared leaves and the Deps type. */
+const KIT_IMPORTS = new Set(['src/errors.ts', 'src/microversion.ts', 'src/validation-messages.ts', 'src/deps.ts']);
+
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
@@ -58,26 +65,33 @@ export function importsOf(source: string): string[] {
 }
 
 export function findViolations(root: string): Violation[] {
+  const sources: Record<string, string> = {};
+  for (const path of sourceFiles(join(root, 'src'))) sources[relative(root, path).split('\\').join('/')] = readFileSync(path, 'utf8');
+  return findViolationsIn(sources);
+}
+
+/** The violations among `sources` (repository-relative path -> module text). */
+export function findViolationsIn(sources: Record<string, string>): Violation[] {
   const violations: Violation[] = [];
-  for (const path of sourceFiles(join(root, 'src'))) {
-    const file = relative(root, path).split('\\').join('/');
+  for (const [file, source] of Object.entries(sources)) {
     const layer = layerOf(file);
-    for (const spec of importsOf(readFileSync(path, 'utf8'))) {
+    for (const spec of importsOf(source)) {
       if (!spec.startsWith('.')) {
         if ((layer === 'domain' || layer === 'db') && HTTP_PACKAGES.test(spec)) {
           violations.push({ file, imports: spec, rule: `${layer} imports Hono` });
+        } else if (spec === 'hono/http-exception' && !file.startsWith('src/http/')) {
+          violations.push({ file, imports: spec, rule: 'handles HTTPException outside the HTTP kit' });
         }
         continue;
       }
-      const target = relative(root, resolve(dirname(path), spec))
-        .split('\\')
-        .join('/')
-        .replace(/\.js$/, '.ts');
+      const target = posix.join(posix.dirname(file), spec).replace(/\.js$/, '.ts');
       const targetLayer = layerOf(target);
       if (layer === 'db' && targetLayer !== 'db') {
         violations.push({ file, imports: target, rule: `db imports ${targetLayer}` });
       } else if (layer === 'domain' && targetLayer === 'edge') {
         violations.push({ file, imports: target, rule: 'domain imports edge' });
+      } else if (file.startsWith('src/http/') && !target.startsWith('src/http/') && !KIT_IMPORTS.has(target)) {
+        violations.push({ file, imports: target, rule: 'the HTTP kit imports an API or domain module' });
       } else if (file.startsWith('src/jobs/') && /^src\/(cyborg|placement)\//.test(target)) {
         violations.push({ file, imports: target, rule: 'jobs imports an API module' });
       } else if (file.startsWith('src/cyborg/') && target === 'src/db/schema/placement.ts') {

@@ -7,7 +7,7 @@
 // (status and body) and the accelerator tables, row for row, must be identical.
 import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CyborgEnv } from '../../src/cyborg/http.js';
+import type { AppEnv } from '../../src/http/env.js';
 import { consume } from '../../src/jobs/consume.js';
 import type { JobMessage } from '../../src/jobs/messages.js';
 import { listOutbox } from '../../src/jobs/outbox.js';
@@ -93,7 +93,7 @@ async function side(old: boolean): Promise<Side> {
     };
   }
   t.deps.jobHandlers = new JobRegistry([oldCyborgJobs]);
-  const app: Hono<CyborgEnv> = createOldCyborgApp(t.deps);
+  const app: Hono<AppEnv> = createOldCyborgApp(t.deps);
   return {
     t,
     acc: async (req) => app.request(`/v2${req.path}`, init(req)),

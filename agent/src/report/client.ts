@@ -1,11 +1,18 @@
 // A small Placement HTTP client. `fetch` is injectable so tests can pass an
 // in-process app's `app.fetch`. Transport failures and 5xx become
 // ServiceUnavailableError, which callers answer with backoff.
+import type { MAX_VERSION } from '../../../src/placement/versions.js';
 import type { PlacementErrorBody } from './placement-api.js';
 
 export type FetchLike = (input: Request) => Response | Promise<Response>;
 
-export const PLACEMENT_MICROVERSION = '1.39';
+/**
+ * The version the agent speaks: the server's newest, the one the bodies in
+ * placement-api.ts are typed at. Typed as the server's MAX_VERSION (a type-only
+ * import, nothing of the service is bundled), so when the server moves on,
+ * typecheck fails until someone checks those bodies and moves this too.
+ */
+export const PLACEMENT_MICROVERSION: typeof MAX_VERSION = '1.39';
 
 export class ServiceUnavailableError extends Error {}
 

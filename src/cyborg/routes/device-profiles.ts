@@ -5,8 +5,8 @@ import { presentDeviceProfile } from '../present.js';
 import { createDeviceProfile, deleteDeviceProfiles, findDeviceProfile, listDeviceProfiles } from '../repo/device-profiles.js';
 import { CreateDeviceProfileBody, parseGroups } from '../schemas/device-profiles.js';
 import { MV } from '../versions.js';
+import { isUuidLike } from '../../uuid.js';
 
-const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
 
 export const deviceProfileRoutes = new Hono<CyborgEnv>();
@@ -46,7 +46,7 @@ resource(deviceProfileRoutes, '/device_profiles', {
 
 async function lookup(c: CyborgContext) {
   const key = c.req.param('key') ?? '';
-  const isUuid = UUID.test(key);
+  const isUuid = isUuidLike(key);
   if (!isUuid && !c.var.mv.atLeast(MV.PROFILE_BY_NAME)) {
     throw cyborgError(
       406,
@@ -66,7 +66,7 @@ resource(deviceProfileRoutes, '/device_profiles/:key', {
   DELETE: async (c) => {
     authorize(c, 'cyborg:device_profile:delete');
     const key = c.req.param('key') ?? '';
-    const missing = await deleteDeviceProfiles(c.var.deps.store, UUID.test(key) ? 'uuid' : 'name', [key]);
+    const missing = await deleteDeviceProfiles(c.var.deps.store, isUuidLike(key) ? 'uuid' : 'name', [key]);
     if (missing.length) throw cyborgError(404, `Device Profile not found with uuid=${key}`);
     return c.body(null, 204);
   },

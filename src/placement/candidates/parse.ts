@@ -3,7 +3,8 @@
 // upstream's error wording (placement/lib.py RequestGroup/RequestWideParams
 // and the handler's jsonschema). Pure: no database, no hono.
 import { pyRepr } from '../../validation-messages.js';
-import { isUuidLike, normalizeUuid, parseMemberOf, parseResources } from '../query.js';
+import { isUuidLike, normalizeUuid } from '../../uuid.js';
+import { CANDIDATE_TRAITS, parseMemberOf, parsePlainTraits, parseResources, parseTraitQuery, type TraitQuery } from '../query.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 import { badCandidateRequest as badRequest, invalidQuery as badQuery } from './errors.js';
@@ -83,49 +84,6 @@ function checkKeys(keys: string[], mv: Microversion): RegExp {
   return groupKey;
 }
 
-interface TraitTerms {
-  anyOf: string[][];
-  forbidden: string[];
-}
-
-/** One `required` value without `in:`: names, `!` forbidden from 1.22. */
-function parsePlainTraits(value: string, allowForbidden: boolean, into: TraitTerms): void {
-  const form = allowForbidden ? 'HW_CPU_X86_VMX,!CUSTOM_MAGIC' : 'HW_CPU_X86_VMX,CUSTOM_MAGIC';
-  const names = value.split(',').map((s) => s.trim());
-  if (names.some((n) => !n) || (!allowForbidden && names.some((n) => n.startsWith('!')))) {
-    throw badQuery(`Expected 'required' parameter value of the form: ${form}. Got: ${value}`);
-  }
-  for (const name of names) {
-    if (name.startsWith('!')) into.forbidden.push(name.slice(1));
-    else into.anyOf.push([name]);
-  }
-}
-
-function parseRequiredValues(values: string[], mv: Microversion): TraitTerms {
-  const terms: TraitTerms = { anyOf: [], forbidden: [] };
-  const allowForbidden = mv.atLeast(MV.FORBIDDEN_TRAITS);
-  const allowAnyOf = mv.atLeast(MV.ANY_TRAITS);
-  // Before 1.39 the parameter is single-valued: the last one wins.
-  for (const value of allowAnyOf ? values : values.slice(-1)) {
-    if (value.startsWith('in:')) {
-      if (!allowAnyOf) {
-        throw badQuery(`The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since microversion 1.39. Got: ${value}`);
-      }
-      const names = value
-        .slice(3)
-        .split(',')
-        .map((s) => s.trim());
-      if (names.some((n) => !n || n.startsWith('!'))) {
-        throw badQuery(`Expected 'required' parameter value of the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: ${value}`);
-      }
-      terms.anyOf.push(names);
-    } else {
-      parsePlainTraits(value, allowForbidden, terms);
-    }
-  }
-  return terms;
-}
-
 function newGroup(suffix: string): RequestGroup {
   return { suffix, resources: new Map(), requiredAnyOf: [], forbiddenTraits: [], memberOf: [], forbiddenAggregates: [], inTree: null };
 }
@@ -187,9 +145,9 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
     if (prefix === 'resources') {
       group.resources = parseResources(last(key));
     } else if (prefix === 'required') {
-      const terms = parseRequiredValues(values, mv);
-      group.requiredAnyOf = terms.anyOf;
-      group.forbiddenTraits = terms.forbidden;
+      const traits = parseTraitQuery(values, mv, CANDIDATE_TRAITS);
+      group.requiredAnyOf = traits.required.map((t) => t.names);
+      group.forbiddenTraits = traits.forbidden;
     } else if (prefix === 'member_of') {
       const aggs = parseMemberOf(values, mv);
       group.memberOf = aggs.anyOf;
@@ -208,10 +166,10 @@ export function parseCandidateRequest(query: Record<string, string[]>, mv: Micro
     if (values.length > 1) {
       throw badRequest("Query parameter 'root_required' may be specified only once.", 'placement.query.duplicate_key');
     }
-    const terms: TraitTerms = { anyOf: [], forbidden: [] };
-    parsePlainTraits(values[0] ?? '', true, terms);
-    rootRequired = terms.anyOf.map((t) => t[0]!);
-    rootForbidden = terms.forbidden;
+    const traits: TraitQuery = { required: [], forbidden: [] };
+    parsePlainTraits(values[0] ?? '', true, CANDIDATE_TRAITS, traits);
+    rootRequired = traits.required.map((t) => t.names[0]!);
+    rootForbidden = traits.forbidden;
     const conflict = rootRequired.filter((t) => rootForbidden.includes(t));
     if (conflict.length) {
       throw badRequest(

@@ -5,7 +5,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '../../http/env.js';
 import { readBody } from '../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
-import { normalizeUuid } from '../query.js';
+import { normalizeUuid } from '../../uuid.js';
 import { WriteContention } from '../../db/write-batch.js';
 import { contentionToHttp } from '../errors.js';
 import { readProviderGeneration, replaceProviderAggregates } from '../repo/aggregate-writes.js';

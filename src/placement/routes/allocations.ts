@@ -4,6 +4,7 @@ import { Hono } from 'hono';
 import { ApiError, webobDetail } from '../../http/api-error.js';
 import type { AppContext, AppEnv } from '../../http/env.js';
 import { readBody } from '../../http/validate.js';
+import { parseUuidLike } from '../../uuid.js';
 import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { allocationsLastModified, presentConsumerAllocations, presentProviderAllocations } from '../present/allocations.js';
 import { allocationsForConsumer, allocationsForProvider, type ConsumerClaim } from '../repo/allocations.js';
@@ -14,18 +15,6 @@ import { findProvider } from '../repo/lookups.js';
 import { postAllocationsSchema, isListForm, putAllocationsSchema } from '../schemas/allocations.js';
 
 export const allocationRoutes = new Hono<AppEnv>();
-
-/** uuidutils.is_uuid_like + str(uuid.UUID(x)): dashless/braced/upper-case forms normalised, else null. */
-export function normaliseUuid(text: string): string | null {
-  const hex = text
-    .trim()
-    .toLowerCase()
-    .replace(/^urn:/, '')
-    .replace(/^uuid:/, '')
-    .replace(/[{}-]/g, '');
-  if (!/^[0-9a-f]{32}$/.test(hex)) return null;
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
 
 async function putClaim(c: AppContext, uuid: string): Promise<ConsumerClaim> {
   const body = await readBody(c, putAllocationsSchema(c.var.mv));
@@ -69,7 +58,7 @@ resource(allocationRoutes, '/allocations/:consumer_uuid', {
   PUT: async (c) => {
     authorize(c, 'placement:allocations:update');
     const raw = pathParam(c, 'consumer_uuid');
-    const uuid = normaliseUuid(raw);
+    const uuid = parseUuidLike(raw.trim());
     if (!uuid) throw new ApiError(400, webobDetail(400, `Malformed consumer_uuid: ${raw}`));
     const claim = await putClaim(c, uuid);
     await writeClaims(c, [claim], `Unable to allocate inventory for consumer ${uuid}: `);

@@ -4,15 +4,15 @@
 import { z } from 'zod';
 import { pyRepr } from '../../validation-messages.js';
 import type { Microversion } from '../../microversion.js';
+import { UUID_PATTERN } from '../../uuid.js';
 import { MV } from '../versions.js';
 
-export const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 export const RC_PATTERN = /^[A-Z0-9_]+$/;
 export const CONSUMER_TYPE_PATTERN = /^[A-Z0-9_]+$/;
 const GROUP_SUFFIX_PATTERN = /^([a-zA-Z0-9_-]{1,64})?$/;
 
-/** A uuid string: jsonschema's `"format": "uuid"`. */
-export const uuidString = z.string().superRefine((value, ctx) => {
+/** A provider uuid in an allocation body: the canonical form only (unlike provider bodies, see providers.ts). */
+const canonicalUuidString = z.string().superRefine((value, ctx) => {
   if (!UUID_PATTERN.test(value)) {
     ctx.addIssue({ code: 'custom', message: `${pyRepr(value)} is not a 'uuid'`, params: { keyword: 'format' } });
   }
@@ -58,7 +58,7 @@ export const resourceAmounts = patternRecord(RC_PATTERN, amount, 1);
 
 const listAllocation = z
   .object({
-    resource_provider: z.object({ uuid: uuidString }).strict(),
+    resource_provider: z.object({ uuid: canonicalUuidString }).strict(),
     resources: resourceAmounts,
   })
   .strict();
@@ -71,7 +71,7 @@ export const putAllocationsV1_8 = putAllocationsV1_0.extend({ project_id: extern
 const providerAllocation = z.object({ generation: z.int().optional(), resources: resourceAmounts }).strict();
 const dictAllocations = (minProperties: number) => patternRecord(UUID_PATTERN, providerAllocation, minProperties);
 const consumerGeneration = z.int().nullable();
-const mappings = patternRecord(GROUP_SUFFIX_PATTERN, z.array(uuidString).min(1), 1);
+const mappings = patternRecord(GROUP_SUFFIX_PATTERN, z.array(canonicalUuidString).min(1), 1);
 const consumerType = z.string().regex(CONSUMER_TYPE_PATTERN).min(1).max(255);
 
 export const putAllocationsV1_12 = z

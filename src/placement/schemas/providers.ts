@@ -1,11 +1,11 @@
 // Request bodies for /resource_providers, per placement/schemas/resource_provider.py.
 import { z } from 'zod';
 import { pyRepr } from '../../validation-messages.js';
-import { isUuidLike } from '../query.js';
+import { isUuidLike } from '../../uuid.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 
-/** jsonschema's "uuid" format as placement checks it (is_uuid_like: dashes optional). */
+/** jsonschema's "uuid" format as placement checks it (uuidutils.is_uuid_like). */
 export const uuidString = z.string().superRefine((value, ctx) => {
   if (!isUuidLike(value)) {
     ctx.addIssue({ code: 'custom', message: `${pyRepr(value)} is not a 'uuid'`, params: { keyword: 'format' } });

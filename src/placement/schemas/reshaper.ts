@@ -4,7 +4,8 @@
 // form, possibly empty).
 import { z } from 'zod';
 import type { Microversion } from '../../microversion.js';
-import { patternRecord, reshaperAllocationsSchema, UUID_PATTERN } from './allocations.js';
+import { UUID_PATTERN } from '../../uuid.js';
+import { patternRecord, reshaperAllocationsSchema } from './allocations.js';
 import { putInventoriesSchema } from './inventories.js';
 
 // At least one provider: otherwise there is nothing to reshape.

@@ -6,8 +6,8 @@ import type { Deps } from '../../../src/deps.js';
 import { authenticate, parseTokenTable } from '../../../src/http/auth.js';
 import type { AppEnv } from '../../../src/http/env.js';
 import { requestId } from '../../../src/http/request-id.js';
-import { placementNotFound, placementOnError } from '../../../src/placement/errors.js';
-import { placementMicroversion, placementRequestChecks } from '../../../src/placement/middleware.js';
+import { placementHttp } from '../../../src/placement/http.js';
+import { placementAcceptCheck, placementContentChecks } from '../../../src/placement/middleware.js';
 import { placementRoutes } from '../../../src/placement/routes/index.js';
 import { aggregateRoutes } from './routes/aggregates.js';
 import { allocationRoutes } from './routes/allocations.js';
@@ -24,13 +24,15 @@ export function createOldWritePathApp(deps: Deps): Hono<AppEnv> {
     await next();
   });
   app.use(requestId());
-  app.use(placementMicroversion());
+  app.use(placementHttp.microversion());
   app.use(authenticate({
     strategy: deps.config.PLACEMENT_AUTH_STRATEGY,
     tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS),
     publicPaths: /^\/?$/,
   }));
-  app.use(placementRequestChecks());
+  app.use(placementContentChecks());
+  app.use(placementHttp.urlChecks());
+  app.use(placementAcceptCheck());
   app.route('/', aggregateRoutes);
   app.route('/', allocationRoutes);
   app.route('/', inventoryRoutes);
@@ -39,7 +41,7 @@ export function createOldWritePathApp(deps: Deps): Hono<AppEnv> {
   app.route('/', resourceProviderRoutes);
   app.route('/', traitRoutes);
   app.route('/', placementRoutes);
-  app.notFound(placementNotFound);
-  app.onError(placementOnError);
+  app.notFound(placementHttp.notFound);
+  app.onError(placementHttp.onError);
   return app;
 }

@@ -8,7 +8,8 @@ import type { AppContext, AppEnv } from '../../../../src/http/env.js';
 import { badQuery, queryParams, readBody } from '../../../../src/http/validate.js';
 import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../../../../src/placement/middleware.js';
 import { presentProvider } from '../../../../src/placement/present/providers.js';
-import { isUuidLike, normalizeUuid, parseMemberOf, parseRequired, parseResources, traitNames } from '../../../../src/placement/query.js';
+import { isUuidLike, normalizeUuid } from '../../../../src/uuid.js';
+import { parseMemberOf, parseRequired, parseResources, traitNames } from '../../../../src/placement/query.js';
 import { findProvider, isoNow, providerNotFound, requireProvider, resourceClassIdsByName, traitIdsByName } from '../repo/lookups.js';
 import { createProviderBatched } from '../../../../src/placement/repo/provider-writes.js';
 import {

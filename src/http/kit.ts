@@ -1,0 +1,149 @@
+// The HTTP kit both APIs are built with: microversion negotiation, URL
+// checks, resource routing with 405 + Allow, policy checks and one onError /
+// notFound that renders every kind of error. What differs between Placement
+// and the accelerator (Cyborg) API (the service type and version range, the
+// wording and envelope of errors, which policy applies) is an ApiProfile
+// each API declares once (src/placement/http.ts, src/cyborg/http.ts).
+import type { ErrorHandler, Handler, Hono, MiddlewareHandler, NotFoundHandler } from 'hono';
+import { createMiddleware } from 'hono/factory';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { DomainError } from '../errors.js';
+import { ApiError, type ErrorCode, errorForLog, internalErrorMessage, PROBLEM_STATUS } from './api-error.js';
+import type { AppContext, AppEnv } from './env.js';
+import { type NegotiationFailure, negotiate, requestedVersion } from './microversion.js';
+import type { PolicyEnforcer, Target } from './policy.js';
+import { codePointOfEscape, controlCharacterInUrl, MAX_URL_LENGTH } from './url.js';
+
+export interface ErrorOptions {
+  code?: ErrorCode;
+  /** Extra members of the error object (Placement's 406 names min/max_version). */
+  extra?: Record<string, string>;
+  headers?: Record<string, string>;
+}
+
+/** How an API answers a microversion it cannot serve. */
+export interface VersionRefusal {
+  status: ContentfulStatusCode;
+  message: string;
+  extra?: Record<string, string>;
+}
+
+/** What differs between the APIs; everything else is the kit's. */
+export interface ApiProfile {
+  /** Names the API in the log line of an unexpected error. */
+  logLabel: string;
+  /** An error in this API's words (Placement prefixes webob's explanation, Cyborg sends the message as is). */
+  error(status: ContentfulStatusCode, message: string, options?: ErrorOptions): ApiError;
+  /** The response for an error, in this API's envelope. */
+  render(c: AppContext, err: ApiError): Response;
+  versions: {
+    /** The service type in OpenStack-API-Version ("placement 1.39", "accelerator 2.3"). */
+    serviceType: string;
+    min: string;
+    max: string;
+    /** Cyborg still takes a bare "2.1" without the service type. */
+    acceptBare: boolean;
+    /** Headers on every answer, a refusal included (Cyborg names its range and Vary). */
+    always: Record<string, string>;
+    /** Headers on a negotiated answer besides OpenStack-API-Version. */
+    negotiated: Record<string, string>;
+    refuse(failure: NegotiationFailure): VersionRefusal;
+  };
+  policy: {
+    /** The rules for this request (Placement's come with the deps: operators override them). */
+    enforcer(c: AppContext): PolicyEnforcer;
+    /** Upstream placement always enforces scope: its rules are project-scoped, a system-scoped token is refused. */
+    refuseSystemScope: boolean;
+    denied(rule: string): string;
+  };
+}
+
+type MethodName = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface HttpKit {
+  readonly api: ApiProfile;
+  /** Negotiates OpenStack-API-Version into `c.var.mv` and names the version on the answer. */
+  microversion(): MiddlewareHandler<AppEnv>;
+  /** 414 for an overlong URL, 400 for a percent-encoded control character. */
+  urlChecks(): MiddlewareHandler<AppEnv>;
+  /** Registers the verbs of one path and a 405 with Allow for every other method, as placement's route table. */
+  resource(app: Hono<AppEnv>, path: string, handlers: Partial<Record<MethodName, Handler<AppEnv>>>): void;
+  /** 403 unless the caller passes `rule`; the default target is the caller's own project and user. */
+  authorize(c: AppContext, rule: string, target?: Target): void;
+  onError: ErrorHandler<AppEnv>;
+  notFound: NotFoundHandler<AppEnv>;
+}
+
+export function httpKit(api: ApiProfile): HttpKit {
+  const { versions } = api;
+
+  function askedVersion(header: string | undefined): string | undefined {
+    const named = requestedVersion(header, versions.serviceType);
+    if (named !== undefined || !versions.acceptBare) return named;
+    const bare = header?.trim();
+    return bare && /^[\d.]+$/.test(bare) ? bare : undefined;
+  }
+
+  return {
+    api,
+
+    microversion: () =>
+      createMiddleware<AppEnv>(async function microversionMiddleware(c, next) {
+        const result = negotiate(askedVersion(c.req.header('openstack-api-version')), versions.min, versions.max);
+        if (!result.ok) {
+          const refusal = versions.refuse(result);
+          throw api.error(refusal.status, refusal.message, { extra: refusal.extra, headers: versions.always });
+        }
+        c.set('mv', result.version);
+        try {
+          await next();
+        } finally {
+          const headers = { ...versions.always, ...versions.negotiated };
+          for (const [name, value] of Object.entries(headers)) c.header(name, value);
+          c.header('openstack-api-version', `${versions.serviceType} ${result.version.toString()}`);
+        }
+      }),
+
+    urlChecks: () =>
+      createMiddleware<AppEnv>(async function urlChecksMiddleware(c, next) {
+        const url = c.req.url;
+        if (url.length > MAX_URL_LENGTH) throw api.error(414, `The request URL is longer than ${MAX_URL_LENGTH} characters.`);
+        const escaped = controlCharacterInUrl(url);
+        if (escaped) {
+          throw api.error(
+            400,
+            `The request URL contains the control character ${codePointOfEscape(escaped)} (${escaped}); control characters are not allowed.`,
+          );
+        }
+        return next();
+      }),
+
+    resource(app, path, handlers) {
+      const allowed = Object.keys(handlers) as MethodName[];
+      for (const method of allowed) app.on(method, path, handlers[method]!);
+      app.all(path, (c) => {
+        throw api.error(405, `The method ${c.req.method} is not allowed for this resource.`, { headers: { allow: allowed.join(', ') } });
+      });
+    },
+
+    authorize(c, rule, target) {
+      const creds = c.var.credentials;
+      const inScope = !(api.policy.refuseSystemScope && creds.systemScope);
+      const allowed =
+        inScope && api.policy.enforcer(c).enforce(rule, creds, target ?? { project_id: creds.projectId, user_id: creds.userId });
+      if (!allowed) throw api.error(403, api.policy.denied(rule));
+    },
+
+    onError(err, c) {
+      if (err instanceof ApiError) return api.render(c, err);
+      if (err instanceof DomainError) return api.render(c, api.error(PROBLEM_STATUS[err.problem], err.message, { code: err.code }));
+      if (err instanceof HTTPException) return api.render(c, api.error(err.status as ContentfulStatusCode, err.message));
+      const requestId = c.get('requestId');
+      c.var.deps.log.error(api.logLabel, { requestId, err: errorForLog(err) });
+      return api.render(c, api.error(500, internalErrorMessage(requestId)));
+    },
+
+    notFound: (c) => api.render(c, api.error(404, 'The resource could not be found.')),
+  };
+}
