@@ -151,6 +151,22 @@ describe('accelerator requests', () => {
     expect(((await one.json()) as { arqs: Arq[] }).arqs).toHaveLength(2);
   });
 
+  it('refuses a profile that would create more ARQs than one request may, writing none', async () => {
+    await t.acc('POST', '/device_profiles', {
+      body: [{ name: 'dp-huge', groups: [{ 'resources:FPGA': '2147483647' }, { 'resources:GPU': '1' }] }],
+    });
+    const before = ((await (await t.acc('GET', '/accelerator_requests')).json()) as { arqs: Arq[] }).arqs.length;
+    const res = await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-huge' } });
+    expect(res.status).toBe(400);
+    expect((await fault(res)).faultstring).toBe(
+      'Device profile dp-huge would create 2147483648 accelerator requests; at most 256 can be created by one request.',
+    );
+    expect(((await (await t.acc('GET', '/accelerator_requests')).json()) as { arqs: Arq[] }).arqs).toHaveLength(before);
+    // The group that fits can still be asked for on its own.
+    const small = await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-huge', device_profile_group_id: '1' } });
+    expect(small.status).toBe(201);
+  });
+
   it('answers 404 for an unknown profile and 400 without a name', async () => {
     const res = await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'nope' } });
     expect(res.status).toBe(404);

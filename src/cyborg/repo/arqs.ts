@@ -26,6 +26,13 @@ export interface ArqWithHandle {
 }
 
 /**
+ * A profile may ask for up to 2^31-1 units (what Cyborg's schema allows), but
+ * one POST creates one ARQ per unit: without a bound a single request could
+ * write billions of rows. No host offers more accelerators than this.
+ */
+export const MAX_ARQS_PER_REQUEST = 256;
+
+/**
  * POST /accelerator_requests: the ARQs of the profile named (of one group when
  * `onlyGroup` is given). Undefined when there is no such profile. One read
  * batch, one write batch that goes ahead only if the profile is still there.
@@ -45,6 +52,16 @@ export async function createArqs(
     const groups = profileGroups(profile);
     if (onlyGroup !== undefined && !groups[onlyGroup]) {
       throw new DomainError('invalid', `Device profile ${profile.name} has no group ${onlyGroup}.`);
+    }
+    const wanted = groups.reduce(
+      (sum, group, index) => sum + (onlyGroup === undefined || index === onlyGroup ? arqCountForGroup(group) : 0),
+      0,
+    );
+    if (wanted > MAX_ARQS_PER_REQUEST) {
+      throw new DomainError(
+        'invalid',
+        `Device profile ${profile.name} would create ${wanted} accelerator requests; at most ${MAX_ARQS_PER_REQUEST} can be created by one request.`,
+      );
     }
     const rows: InValue[][] = [];
     groups.forEach((group, index) => {
