@@ -187,7 +187,16 @@ describe('Placement in workerd against sqld', () => {
           consumer_generation: null,
           consumer_type: 'INSTANCE',
         }),
-      ).toEqual({ hops: 2, status: 204 });
+      ).toEqual({ hops: 1, status: 204 }); // a new consumer's claim that fits: one write batch, nothing read
+      // One that does not fit: the write batch rolls back, the ordinary read words the refusal.
+      expect(
+        await hopsOf('PUT', `/allocations/${crypto.randomUUID()}`, {
+          allocations: { [rp]: { resources: { VCPU: 9999 } } },
+          ...owner,
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        }),
+      ).toEqual({ hops: 2, status: 409 });
       expect(
         await hopsOf('PUT', `/allocations/${consumer}`, {
           allocations: { [rp]: { resources: { VCPU: 2 } } },

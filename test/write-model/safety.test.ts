@@ -56,10 +56,22 @@ const claimBody = (rp: string, vcpu: number, generation: number | null, extra: R
   ...extra,
 });
 
+/**
+ * A consumer that already holds 1 VCPU on a provider of its own (generation
+ * 1). A claim of a new consumer is one write batch with nothing read first
+ * (no window to race in); a claim for this one reads, decides and writes.
+ */
+async function existingConsumer(): Promise<string> {
+  const home = await seedProvider(t.deps, { VCPU: { total: 8 } });
+  const uuid = crypto.randomUUID();
+  expect((await t.call('PUT', `/allocations/${uuid}`, { body: claimBody(home.uuid, 1, null) })).status).toBe(204);
+  return uuid;
+}
+
 describe('a write that loses a race between its read and its write batch', () => {
   it('is decided again on what the winner left: capacity is never exceeded', async () => {
     const rp = await seedProvider(t.deps, { VCPU: { total: 2 } });
-    const [slow, fast] = [crypto.randomUUID(), crypto.randomUUID()];
+    const [slow, fast] = [await existingConsumer(), crypto.randomUUID()];
     let interfered = false;
     const reads = afterEachRead(async () => {
       if (interfered) return;
@@ -68,22 +80,27 @@ describe('a write that loses a race between its read and its write batch', () =>
       const res = await t.call('PUT', `/allocations/${fast}`, { body: claimBody(rp.uuid, 1, null) });
       expect(res.status).toBe(204);
     });
-    const res = await t.call('PUT', `/allocations/${slow}`, { body: claimBody(rp.uuid, 2, null) });
+    const res = await t.call('PUT', `/allocations/${slow}`, { body: claimBody(rp.uuid, 2, 1) });
     expect(res.status).toBe(409);
     expect((await errorOf(res)).detail).toContain('would exceed the capacity');
     expect(await usageOf(t.deps, rp.id)).toEqual({ VCPU: 1 });
-    expect(reads()).toBe(3); // slow, fast, slow again
+    expect(reads()).toBe(2); // slow, slow again (fast, a new consumer, reads nothing)
   });
 
   it('sees a consumer created meanwhile: 409 with its generation, as if it had come later', async () => {
     const rp = await seedProvider(t.deps, { VCPU: { total: 8 } });
     const consumer = crypto.randomUUID();
+    // The other writer gets in just before this claim's write batch.
+    const { store } = t.deps;
+    const write = store.writeBatch;
     let interfered = false;
-    afterEachRead(async () => {
-      if (interfered) return;
-      interfered = true;
-      expect((await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 1, null) })).status).toBe(204);
-    });
+    store.writeBatch = async (statements: InStatement[]) => {
+      if (!interfered) {
+        interfered = true;
+        expect((await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 1, null) })).status).toBe(204);
+      }
+      return write(statements);
+    };
     const res = await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 3, null) });
     expect(res.status).toBe(409);
     expect(await errorOf(res)).toMatchObject({
@@ -95,7 +112,8 @@ describe('a write that loses a race between its read and its write batch', () =>
 
   it('gives up after a bounded number of lost races with 409 concurrent_update, writing nothing', async () => {
     const rp = await seedProvider(t.deps, { VCPU: { total: 64 } });
-    const target = crypto.randomUUID();
+    const target = await existingConsumer();
+    const held = await (await t.call('GET', `/allocations/${target}`)).json();
     let depth = 0;
     const reads = afterEachRead(async () => {
       if (depth > 0) return; // the interfering claims' own reads
@@ -106,21 +124,22 @@ describe('a write that loses a race between its read and its write batch', () =>
         depth -= 1;
       }
     });
-    const res = await t.call('PUT', `/allocations/${target}`, { body: claimBody(rp.uuid, 1, null) });
+    const res = await t.call('PUT', `/allocations/${target}`, { body: claimBody(rp.uuid, 1, 1) });
     expect(res.status).toBe(409);
     expect(await errorOf(res)).toMatchObject({ code: 'placement.concurrent_update' });
     expect(await usageOf(t.deps, rp.id)).toEqual({ VCPU: MAX_WRITE_ATTEMPTS });
-    expect(await (await t.call('GET', `/allocations/${target}`)).json()).toEqual({ allocations: {} });
-    expect(reads()).toBe(2 * MAX_WRITE_ATTEMPTS);
+    expect(await (await t.call('GET', `/allocations/${target}`)).json()).toEqual(held);
+    expect(reads()).toBe(MAX_WRITE_ATTEMPTS); // the interfering claims are new consumers: no reads
   });
 
   it('leaves the database as before when the process fails between read and write', async () => {
     const rp = await seedProvider(t.deps, { VCPU: { total: 8 } });
+    const consumer = await existingConsumer();
     const before = await dump();
     afterEachRead(async () => {
       throw new Error('injected crash between read and write');
     });
-    const res = await t.call('PUT', `/allocations/${crypto.randomUUID()}`, { body: claimBody(rp.uuid, 1, null) });
+    const res = await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 1, 1) });
     expect(res.status).toBe(500);
     expect(await dump()).toEqual(before);
   });
@@ -183,6 +202,35 @@ describe('a failure inside the write batch', () => {
     expect((await move()).status).toBe(204);
     expect(await usageOf(t.deps, b.id)).toEqual({ VCPU: 2 });
     expect(await usageOf(t.deps, a.id)).toEqual({ VCPU: 1, MEMORY_MB: 64 });
+  });
+
+  it("a new consumer's one-batch claim: any failing statement leaves the database as before, or the ordinary path grants it whole", async () => {
+    const rp = await seedProvider(t.deps, { VCPU: { total: 8 } });
+    const claim = (consumer: string) => t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 3, null) });
+    const before = await dump();
+    let size = 1;
+    for (let index = 0; index < size; index += 1) {
+      const consumer = crypto.randomUUID();
+      const fault = failWritesAt(index);
+      const res = await claim(consumer);
+      fault.restore();
+      size = fault.sizes[0]!;
+      if (res.status === 204) {
+        // The one-batch claim failed at a guard and the ordinary path (whose batch the fault missed) granted it.
+        expect(await usageOf(t.deps, rp.id), `failing statement ${index}`).toEqual({ VCPU: 3 });
+        expect((await t.call('DELETE', `/allocations/${consumer}`)).status).toBe(204);
+        continue;
+      }
+      expect([409, 500], `failing statement ${index}`).toContain(res.status);
+      expect(await dump(), `failing statement ${index} of ${size}`).toEqual(before);
+    }
+    expect(size).toBeGreaterThan(5);
+    // A claim that does not fit is refused with the ordinary path's words, and writes nothing.
+    expect((await claim(crypto.randomUUID())).status).toBe(204);
+    const refused = await t.call('PUT', `/allocations/${crypto.randomUUID()}`, { body: claimBody(rp.uuid, 6, null) });
+    expect(refused.status).toBe(409);
+    expect((await errorOf(refused)).detail).toContain('would exceed the capacity');
+    expect(await usageOf(t.deps, rp.id)).toEqual({ VCPU: 3 });
   });
 
   it('leaves the database exactly as before when a provider move or delete fails at any statement', async () => {
@@ -250,20 +298,24 @@ describe('providers, classes and traits changed between the read and the write b
     const res = await t.call('DELETE', `/resource_providers/${rp.uuid}`);
     expect(res.status).toBe(409);
     expect(await errorOf(res)).toMatchObject({ code: 'placement.resource_provider.inuse' });
-    expect(reads()).toBe(3); // the delete, the claim, the delete again
+    expect(reads()).toBe(2); // the delete, the delete again (the claim, a new consumer, reads nothing)
     expect((await t.call('GET', `/resource_providers/${rp.uuid}`)).status).toBe(200);
     expect(await usageOf(t.deps, rp.id)).toEqual({ VCPU: 1 });
   });
 
   it('a claim that a provider delete overtakes is decided again: refused, no allocation on a deleted provider', async () => {
     const rp = await seedProvider(t.deps, { VCPU: { total: 8 } });
+    const consumer = await existingConsumer();
     onceAfterFirstRead(async () => {
       expect((await t.call('DELETE', `/resource_providers/${rp.uuid}`)).status).toBe(204);
     });
-    const res = await t.call('PUT', `/allocations/${crypto.randomUUID()}`, { body: claimBody(rp.uuid, 1, null) });
+    const res = await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 1, 1) });
     expect(res.status).toBe(400);
     expect((await errorOf(res)).detail).toContain(`Allocation for resource provider '${rp.uuid}' that does not exist.`);
-    const { rows } = await t.deps.store.client.execute('SELECT count(*) AS n FROM allocations');
+    const { rows } = await t.deps.store.client.execute({
+      sql: 'SELECT count(*) AS n FROM allocations WHERE resource_provider_id = ?',
+      args: [rp.id],
+    });
     expect(Number(rows[0]!.n)).toBe(0);
   });
 

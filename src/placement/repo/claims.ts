@@ -15,8 +15,8 @@
 // new one, its INSERT failing UNIQUE) proves nobody changed its allocations.
 import type { Row } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
-import { commitGuarded, placeholders, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
-import { amountFitsUnits, capacityOf, usedSql, type InventoryLimits } from '../capacity.js';
+import { commitGuarded, guard, LostRace, placeholders, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
+import { amountFitsUnits, capacityOf, capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
 import {
   ConsumerGenerationMismatch,
   InventoryInUse,
@@ -378,11 +378,99 @@ function inventoryIndex(inventories: InventoryState[]): Map<string, InventorySta
 }
 
 /**
+ * The claim of consumers that do not exist yet (what every boot sends) as
+ * ONE write batch with nothing read first: the consumers are inserted (a
+ * consumer that exists fails UNIQUE), the allocations inserted by provider
+ * uuid and class name, and a guard requires, as of the write, that every
+ * allocation found its provider, class and inventory, respects min_unit,
+ * max_unit and step_size, and leaves usage within capacity: the decision
+ * planClaims makes, in SQL, inside the write transaction. When any of that
+ * fails the batch rolls back and the claim takes the ordinary path (read,
+ * decide, write), which words the refusal exactly; so a refusal costs one
+ * round trip more and a grant one less. Null when the claim does not qualify
+ * (an existing consumer expected, or allocations removed).
+ */
+function newConsumerClaimStatements(claims: ConsumerClaim[], opts: ClaimOptions): WriteStatement[] | null {
+  const qualifies = (c: ConsumerClaim) => (c.generation === null || c.generation === undefined) && Object.keys(c.allocations).length > 0;
+  if (!claims.every(qualifies) || new Set(claims.map((c) => c.uuid)).size !== claims.length) return null;
+  const { now } = opts;
+  const statements: WriteStatement[] = [];
+  for (const claim of claims) {
+    const project = claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID;
+    const user = claim.userId ?? INCOMPLETE_CONSUMER_USER_ID;
+    statements.push(stmt('INSERT OR IGNORE INTO projects (external_id, created_at, updated_at) VALUES (?, ?, ?)', [project, now, now]));
+    statements.push(stmt('INSERT OR IGNORE INTO users (external_id, created_at, updated_at) VALUES (?, ?, ?)', [user, now, now]));
+    if (claim.consumerType !== undefined) {
+      statements.push(
+        stmt('INSERT OR IGNORE INTO consumer_types (name, created_at, updated_at) VALUES (?, ?, ?)', [claim.consumerType, now, now]),
+      );
+    }
+    statements.push(
+      stmt(
+        `INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at)
+        VALUES (?, (SELECT id FROM projects WHERE external_id = ?), (SELECT id FROM users WHERE external_id = ?), 1,
+        ${claim.consumerType !== undefined ? '(SELECT id FROM consumer_types WHERE name = ?)' : 'NULL'}, ?, ?)`,
+        [claim.uuid, project, user, ...(claim.consumerType !== undefined ? [claim.consumerType] : []), now, now],
+        { racing: true },
+      ),
+    );
+  }
+  // Body order, as the ordinary path inserts them.
+  const entries = claims.flatMap((claim) =>
+    Object.entries(claim.allocations).flatMap(([provider, resources]) =>
+      Object.entries(resources).map(([resourceClass, amount]) => [claim.uuid, provider, resourceClass, amount] as const),
+    ),
+  );
+  statements.push(
+    stmt(
+      `INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at)
+      SELECT p.id, v.column2, rc.id, v.column5, ?, ? FROM (VALUES ${entries.map(() => '(?, ?, ?, ?, ?)').join(', ')}) v
+      JOIN resource_providers p ON p.uuid = v.column3 JOIN resource_classes rc ON rc.name = v.column4 ORDER BY v.column1`,
+      [now, now, ...entries.flatMap((e, i) => [i, ...e])],
+    ),
+  );
+  const uuids = claims.map((c) => c.uuid);
+  const mine = `mine.consumer_id IN (${placeholders(uuids.length)})`;
+  statements.push(
+    guard(
+      `(SELECT count(*) FROM allocations mine JOIN inventories i
+          ON i.resource_provider_id = mine.resource_provider_id AND i.resource_class_id = mine.resource_class_id
+        WHERE ${mine}) = ?
+      AND NOT EXISTS (SELECT 1 FROM allocations mine JOIN inventories i
+          ON i.resource_provider_id = mine.resource_provider_id AND i.resource_class_id = mine.resource_class_id
+        WHERE ${mine} AND (mine.used < i.min_unit OR mine.used > i.max_unit OR mine.used % i.step_size != 0
+          OR ${usedSql('i')} > ${capacitySql('i')}))`,
+      [...uuids, entries.length, ...uuids],
+    ),
+  );
+  // Every provider that receives allocations moves on, as in planClaims.
+  statements.push(
+    stmt(
+      `UPDATE resource_providers SET generation = generation + 1, updated_at = ?
+      WHERE id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id IN (${placeholders(uuids.length)}))`,
+      [now, ...uuids],
+    ),
+  );
+  return statements;
+}
+
+/**
  * Replaces the allocations of every consumer in `claims`, atomically, as
- * placement's AllocationList.replace_all(): one read batch, one write batch.
+ * placement's AllocationList.replace_all(): one read batch, one write batch;
+ * a claim of new consumers that fits is one write batch alone.
  */
 export async function claimAllocations(store: DataStore, claims: ConsumerClaim[], opts: ClaimOptions): Promise<void> {
   if (claims.length === 0) return;
+  const fast = newConsumerClaimStatements(claims, opts);
+  if (fast) {
+    try {
+      await commitGuarded(store, fast);
+      return;
+    } catch (err) {
+      // Not granted as sent (or raced): the ordinary path decides and words it.
+      if (!(err instanceof LostRace)) throw err;
+    }
+  }
   const names = claimedNames(claims);
   const uuids = claims.map((c) => c.uuid);
   await withRaceRetries(async () => {
