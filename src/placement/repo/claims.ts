@@ -267,27 +267,7 @@ function planClaims(
   // 5. The write: owners, the consumers' allocations replaced, generations.
   const { now } = opts;
   const statements: WriteStatement[] = [];
-  for (const claim of claims) {
-    statements.push(
-      stmt('INSERT OR IGNORE INTO projects (external_id, created_at, updated_at) VALUES (?, ?, ?)', [
-        claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID,
-        now,
-        now,
-      ]),
-    );
-    statements.push(
-      stmt('INSERT OR IGNORE INTO users (external_id, created_at, updated_at) VALUES (?, ?, ?)', [
-        claim.userId ?? INCOMPLETE_CONSUMER_USER_ID,
-        now,
-        now,
-      ]),
-    );
-    if (claim.consumerType !== undefined) {
-      statements.push(
-        stmt('INSERT OR IGNORE INTO consumer_types (name, created_at, updated_at) VALUES (?, ?, ?)', [claim.consumerType, now, now]),
-      );
-    }
-  }
+  for (const claim of claims) statements.push(...ownerStatements(claim, now));
   const uuids = [...claimUuids];
   statements.push(stmt(`DELETE FROM allocations WHERE consumer_id IN (${placeholders(uuids.length)})`, uuids));
   if (entries.length > 0) {
@@ -334,19 +314,53 @@ function planClaims(
         ),
       );
     } else if (!emptied.has(claim.uuid)) {
-      // Absent when read: a concurrent creator makes this fail UNIQUE, a lost race.
-      statements.push(
-        stmt(
-          `INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at)
-          VALUES (?, (SELECT id FROM projects WHERE external_id = ?), (SELECT id FROM users WHERE external_id = ?), ?,
-          ${claim.consumerType !== undefined ? '(SELECT id FROM consumer_types WHERE name = ?)' : 'NULL'}, ?, ?)`,
-          [claim.uuid, project, user, generation, ...typeArgs, now, now],
-          { racing: true },
-        ),
-      );
+      // Absent when read.
+      statements.push(insertConsumer(claim, generation, now));
     }
   }
   return { statements, usageAfter };
+}
+
+/** Get-or-create the project, user and consumer type a claim names (the consumer row refers to them by name). */
+function ownerStatements(claim: ConsumerClaim, now: string): WriteStatement[] {
+  const statements = [
+    stmt('INSERT OR IGNORE INTO projects (external_id, created_at, updated_at) VALUES (?, ?, ?)', [
+      claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID,
+      now,
+      now,
+    ]),
+    stmt('INSERT OR IGNORE INTO users (external_id, created_at, updated_at) VALUES (?, ?, ?)', [
+      claim.userId ?? INCOMPLETE_CONSUMER_USER_ID,
+      now,
+      now,
+    ]),
+  ];
+  if (claim.consumerType !== undefined) {
+    statements.push(
+      stmt('INSERT OR IGNORE INTO consumer_types (name, created_at, updated_at) VALUES (?, ?, ?)', [claim.consumerType, now, now]),
+    );
+  }
+  return statements;
+}
+
+/** Inserts a consumer believed absent: one created meanwhile makes it fail UNIQUE, a lost race. */
+function insertConsumer(claim: ConsumerClaim, generation: number, now: string): WriteStatement {
+  const typed = claim.consumerType !== undefined;
+  return stmt(
+    `INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at)
+    VALUES (?, (SELECT id FROM projects WHERE external_id = ?), (SELECT id FROM users WHERE external_id = ?), ?,
+    ${typed ? '(SELECT id FROM consumer_types WHERE name = ?)' : 'NULL'}, ?, ?)`,
+    [
+      claim.uuid,
+      claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID,
+      claim.userId ?? INCOMPLETE_CONSUMER_USER_ID,
+      generation,
+      ...(typed ? [claim.consumerType!] : []),
+      now,
+      now,
+    ],
+    { racing: true },
+  );
 }
 
 /** Placement keeps no consumer without allocations. */
@@ -395,26 +409,8 @@ function newConsumerClaimStatements(claims: ConsumerClaim[], opts: ClaimOptions)
   if (!claims.every(qualifies) || new Set(claims.map((c) => c.uuid)).size !== claims.length) return null;
   const { now } = opts;
   const statements: WriteStatement[] = [];
-  for (const claim of claims) {
-    const project = claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID;
-    const user = claim.userId ?? INCOMPLETE_CONSUMER_USER_ID;
-    statements.push(stmt('INSERT OR IGNORE INTO projects (external_id, created_at, updated_at) VALUES (?, ?, ?)', [project, now, now]));
-    statements.push(stmt('INSERT OR IGNORE INTO users (external_id, created_at, updated_at) VALUES (?, ?, ?)', [user, now, now]));
-    if (claim.consumerType !== undefined) {
-      statements.push(
-        stmt('INSERT OR IGNORE INTO consumer_types (name, created_at, updated_at) VALUES (?, ?, ?)', [claim.consumerType, now, now]),
-      );
-    }
-    statements.push(
-      stmt(
-        `INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at)
-        VALUES (?, (SELECT id FROM projects WHERE external_id = ?), (SELECT id FROM users WHERE external_id = ?), 1,
-        ${claim.consumerType !== undefined ? '(SELECT id FROM consumer_types WHERE name = ?)' : 'NULL'}, ?, ?)`,
-        [claim.uuid, project, user, ...(claim.consumerType !== undefined ? [claim.consumerType] : []), now, now],
-        { racing: true },
-      ),
-    );
-  }
+  // A consumer with allocations starts at generation 1, as in planClaims.
+  for (const claim of claims) statements.push(...ownerStatements(claim, now), insertConsumer(claim, 1, now));
   // Body order, as the ordinary path inserts them.
   const entries = claims.flatMap((claim) =>
     Object.entries(claim.allocations).flatMap(([provider, resources]) =>
