@@ -41,7 +41,12 @@ describe('allocation candidates from the trees kept in memory', () => {
     const counted = countRoundTrips(app.deps.store.client);
     const plain = clientReader(counted.client);
     const batches: string[][] = [];
-    const reader = { readBatch: (statements: InStatement[]) => (batches.push(statements.map(sqlOf)), plain.readBatch(statements)) };
+    const reader = {
+      readBatch: (statements: InStatement[]) => {
+        batches.push(statements.map(sqlOf));
+        return plain.readBatch(statements);
+      },
+    };
     const mv = Microversion.parse('1.39')!;
     const options = { randomize: false, maxCandidates: 0, treeCacheProviders: 1000, now: Date.now() };
     const ask = async (query: string) => {
