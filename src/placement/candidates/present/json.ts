@@ -9,6 +9,25 @@ import type { Presentation } from './index.js';
 
 const quote = JSON.stringify;
 
+/** Class and trait names, quoted once per process (names are few; a cloud repeats them on every provider). */
+const quotedNames = new Map<string, string>();
+function quoteName(name: string): string {
+  let quoted = quotedNames.get(name);
+  if (quoted === undefined) {
+    if (quotedNames.size > 50_000) quotedNames.clear();
+    quotedNames.set(name, (quoted = quote(name)));
+  }
+  return quoted;
+}
+
+/** A summary's trait list, once per Set: the trees kept in memory share one Set per distinct list. */
+const traitLists = new WeakMap<ReadonlySet<string>, string>();
+function traitList(traits: ReadonlySet<string>): string {
+  let list = traitLists.get(traits);
+  if (list === undefined) traitLists.set(traits, (list = `[${[...traits].map(quoteName).join(',')}]`));
+  return list;
+}
+
 export function candidatesJson(
   chosen: AllocationRequest[],
   nodes: ReadonlyMap<number, ProviderNode>,
@@ -22,12 +41,7 @@ export function candidatesJson(
     if (quoted === undefined) quotedUuid.set(id, (quoted = quote(nodes.get(id)!.uuid)));
     return quoted;
   };
-  const quotedClass = new Map<number, string>();
-  const classOf = (id: number): string => {
-    let quoted = quotedClass.get(id);
-    if (quoted === undefined) quotedClass.set(id, (quoted = quote(classNameById.get(id)!)));
-    return quoted;
-  };
+  const classOf = (id: number): string => quoteName(classNameById.get(id)!);
   const usedProviders = new Set<number>();
   let out = '{"allocation_requests":[';
   for (let i = 0; i < chosen.length; i += 1) {
@@ -101,15 +115,15 @@ function summaries(
   const entries: string[] = [];
   for (const node of nodes.values()) {
     if (shape.nestedAware ? !usedRoots.has(node.rootId) : !usedProviders.has(node.id)) continue;
-    const resources: string[] = [];
+    let resources = '';
     // (provider, class) is unique, so no key repeats.
     for (const inv of node.inventories) {
       if (shape.allResources || requestedClasses.has(inv.className)) {
-        resources.push(`${quote(inv.className)}:{"capacity":${inv.capacity},"used":${inv.used}}`);
+        resources += `${resources === '' ? '' : ','}${quoteName(inv.className)}:{"capacity":${inv.capacity},"used":${inv.used}}`;
       }
     }
-    let entry = `{"resources":{${resources.join(',')}}`;
-    if (shape.withTraits) entry += `,"traits":[${[...node.traits].map((t) => quote(t)).join(',')}]`;
+    let entry = `{"resources":{${resources}}`;
+    if (shape.withTraits) entry += `,"traits":${traitList(node.traits)}`;
     if (shape.nestedAware) {
       const parent = node.parentId === null ? undefined : nodes.get(node.parentId);
       const root = nodes.get(node.rootId);
