@@ -14,7 +14,15 @@ import { presentCandidates, type CandidatesBody, type Presentation } from './pre
 import { candidatesJson } from './present/json.js';
 import { cloudModelFor } from './cloud-model.js';
 import { loadFromModel, type ModelLoad } from './model-research.js';
-import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode, type TreePrefilter } from './research.js';
+import {
+  loadCandidates,
+  loadTrees,
+  type CandidateInventories,
+  type Lookups,
+  type ProviderNode,
+  type TreePrefilter,
+  type Usage,
+} from './research.js';
 import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
 
 export type { CandidatesBody } from './present/index.js';
@@ -107,6 +115,7 @@ function resolveGroups(request: CandidateRequest, names: RequestNames, lookups: 
 interface Attempt {
   lookups: Lookups;
   nodes: Map<number, ProviderNode>;
+  usage: Usage;
   chosen: AllocationRequest[];
   /** False when only the lowest trees were read and they could not fill the answer. */
   complete: boolean;
@@ -173,7 +182,7 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
     search.addTrees(loaded.values());
     await picker.offer(search.requests(chunk));
   }
-  return { lookups, nodes, chosen: picker.result(), complete: truncatedAt === null || picker.done };
+  return { lookups, nodes, usage: first.usage, chosen: picker.result(), complete: truncatedAt === null || picker.done };
 }
 
 /**
@@ -189,13 +198,14 @@ async function research(reader: BatchReader, plan: SearchPlan, firstRoots: numbe
     if (viaModel) return viaModel;
   }
   const first = await loadCandidates(reader, names, names.amounts, prefilter, firstRoots, preload);
-  return { first, loadTrees: (roots) => loadTrees(reader, roots) };
+  return { first, loadTrees: (roots) => loadTrees(reader, roots, first.usage) };
 }
 
 /** What a request chose, with what its presentation needs. */
 interface Chosen {
   chosen: AllocationRequest[];
   nodes: Map<number, ProviderNode>;
+  usage: Usage;
   classNameById: Map<number, string>;
   requestedClasses: Set<string>;
   shape: Presentation;
@@ -217,10 +227,11 @@ async function chooseCandidates(
   // The lowest trees were already tried: load the rest in one go.
   if (!outcome.complete) outcome = await searchOnce(reader, plan, null, false);
 
-  const { lookups, nodes, chosen } = outcome;
+  const { lookups, nodes, usage, chosen } = outcome;
   return {
     chosen,
     nodes,
+    usage,
     classNameById: new Map([...lookups.classIdByName].map(([name, id]) => [id, name])),
     requestedClasses: new Set(names.classes),
     shape: {
@@ -240,8 +251,8 @@ export async function findAllocationCandidates(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<CandidatesBody> {
-  const { chosen, nodes, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
-  return presentCandidates(chosen, nodes, classNameById, requestedClasses, shape);
+  const { chosen, nodes, usage, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
+  return presentCandidates(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }
 
 /** The same answer as JSON text, written directly (the route's path: no object graph to build and walk). */
@@ -251,8 +262,8 @@ export async function findAllocationCandidatesJson(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<string> {
-  const { chosen, nodes, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
-  return candidatesJson(chosen, nodes, classNameById, requestedClasses, shape);
+  const { chosen, nodes, usage, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
+  return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }
 
 /**

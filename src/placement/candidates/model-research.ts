@@ -18,11 +18,11 @@ import {
   type Lookups,
   type ProviderNode,
   type TreePrefilter,
+  type Usage,
+  usedOf,
+  addUsage,
 } from './research.js';
 import { columns, num, type PackedRow } from './sql.js';
-
-/** provider id -> class id -> units allocated. */
-type Usage = Map<number, Map<number, number>>;
 
 const USAGE_ROW = columns(['rp', 'cls', 'used']);
 
@@ -117,16 +117,9 @@ function usageStatement(scope: UsageScope, model: CloudModel): InStatement {
 function usageOf(rows: PackedRow[]): Usage {
   const usage: Usage = new Map();
   const at = USAGE_ROW.at;
-  for (const row of rows) {
-    const rp = num(row[at.rp]);
-    let perClass = usage.get(rp);
-    if (!perClass) usage.set(rp, (perClass = new Map()));
-    perClass.set(num(row[at.cls]), num(row[at.used]));
-  }
+  for (const row of rows) addUsage(usage, num(row[at.rp]), num(row[at.cls]), num(row[at.used]));
   return usage;
 }
-
-const usedOf = (usage: Usage, providerId: number, classId: number): number => usage.get(providerId)?.get(classId) ?? 0;
 
 /**
  * The viable roots by research.ts's TreePrefilter rules (each necessary,
@@ -268,25 +261,10 @@ function build(
     if (anchors.size) anchorsOfSharing.set(id, anchors);
   }
   const candidates: CandidateInventories = { byProvider, rootOf, anchorsOfSharing };
+  // The model's providers serve as the request's nodes as they are: usage is looked up apart.
   const nodesOf = (roots: Iterable<number>) => {
     const nodes = new Map<number, ProviderNode>();
-    for (const root of roots) {
-      for (const p of model.tree(root)) {
-        nodes.set(p.id, {
-          id: p.id,
-          uuid: p.uuid,
-          parentId: p.parentId,
-          rootId: p.rootId,
-          traits: p.traits,
-          aggregates: p.aggregates,
-          inventories: p.inventories.map((inv) => ({
-            className: inv.className,
-            capacity: inv.capacity,
-            used: usedOf(usage, p.id, inv.classId),
-          })),
-        });
-      }
-    }
+    for (const root of roots) for (const p of model.tree(root)) nodes.set(p.id, p);
     return nodes;
   };
   return {
@@ -295,6 +273,7 @@ function build(
       candidates,
       preloaded: { roots: treeRoots, nodes: nodesOf([...treeRoots].sort((a, b) => a - b)) },
       truncatedAt: plan.truncatedAt,
+      usage,
     },
     // Anchor trees are in the usage read (plan.reads); should the search
     // reach another tree, its usage is read then.

@@ -3,7 +3,7 @@
 // N=5000 would otherwise build ~25,000 objects (most keyed by uuid, which V8
 // keeps as slow dictionaries) only for JSON.stringify to walk them again.
 // The differential test checks both spellings agree.
-import type { ProviderNode } from '../research.js';
+import { type ProviderNode, type Usage, usedOf } from '../research.js';
 import type { AllocationRequest } from '../search.js';
 import type { Presentation } from './index.js';
 
@@ -31,6 +31,7 @@ function traitList(traits: ReadonlySet<string>): string {
 export function candidatesJson(
   chosen: AllocationRequest[],
   nodes: ReadonlyMap<number, ProviderNode>,
+  usage: Usage,
   classNameById: ReadonlyMap<number, string>,
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
@@ -51,7 +52,7 @@ export function candidatesJson(
     out += shape.dictShape ? dictRequest(request, uuidOf, classOf, shape.withMappings) : listRequest(request, uuidOf, classOf);
   }
   out += '],"provider_summaries":{';
-  out += summaries(usedProviders, nodes, requestedClasses, shape, uuidOf);
+  out += summaries(usedProviders, nodes, usage, requestedClasses, shape, uuidOf);
   return `${out}}}`;
 }
 
@@ -106,6 +107,7 @@ function listRequest(request: AllocationRequest, uuidOf: (id: number) => string,
 function summaries(
   usedProviders: ReadonlySet<number>,
   nodes: ReadonlyMap<number, ProviderNode>,
+  usage: Usage,
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
   uuidOf: (id: number) => string,
@@ -119,7 +121,7 @@ function summaries(
     // (provider, class) is unique, so no key repeats.
     for (const inv of node.inventories) {
       if (shape.allResources || requestedClasses.has(inv.className)) {
-        resources += `${resources === '' ? '' : ','}${quoteName(inv.className)}:{"capacity":${inv.capacity},"used":${inv.used}}`;
+        resources += `${resources === '' ? '' : ','}${quoteName(inv.className)}:{"capacity":${inv.capacity},"used":${usedOf(usage, node.id, inv.classId)}}`;
       }
     }
     let entry = `{"resources":{${resources}}`;
