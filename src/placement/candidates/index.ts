@@ -23,7 +23,7 @@ import {
   type TreePrefilter,
   type Usage,
 } from './research.js';
-import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
+import { CandidateSearch, RequestPicker, type AllocationRequest, type GenerationStrategy, type ResolvedGroup } from './search.js';
 
 export type { CandidatesBody } from './present/index.js';
 
@@ -35,6 +35,8 @@ export interface CandidateOptions {
   treeCacheProviders: number;
   /** Now, in ms (the model rechecks an oversized cloud once a minute). */
   now: number;
+  /** Tree by tree (default), or one candidate from each tree in turn. */
+  generationStrategy?: GenerationStrategy;
 }
 
 /** Everything the request names, each once, and the amounts asked per class. */
@@ -180,7 +182,7 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
     for (const root of wanted) loadedRoots.add(root);
     for (const [id, node] of loaded) nodes.set(id, node);
     search.addTrees(loaded.values());
-    await picker.offer(search.requests(chunk));
+    await picker.offer(search.requests(chunk, options.generationStrategy));
   }
   return { lookups, nodes, usage: first.usage, chosen: picker.result(), complete: truncatedAt === null || picker.done };
 }
@@ -222,8 +224,10 @@ async function chooseCandidates(
   // A small stable-order limit first reads only the lowest viable trees; if
   // they cannot fill the limit, the search runs again in full. (The cap keeps
   // a prefix of the same stable order, so it changes nothing here.)
-  const tryFirstRoots = request.limit !== null && !options.randomize && names.inTree.length === 0;
-  let outcome = await searchOnce(reader, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null, true);
+  // Breadth-first takes one candidate per tree in turn: it needs every viable tree from the start.
+  const breadthFirst = options.generationStrategy === 'breadth-first';
+  const tryFirstRoots = request.limit !== null && !options.randomize && names.inTree.length === 0 && !breadthFirst;
+  let outcome = await searchOnce(reader, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null, !breadthFirst);
   // The lowest trees were already tried: load the rest in one go.
   if (!outcome.complete) outcome = await searchOnce(reader, plan, null, false);
 

@@ -34,6 +34,9 @@ export interface SearchInput {
   nodes: Map<number, ProviderNode>;
 }
 
+/** The order candidates are produced in (upstream's allocation_candidates_generation_strategy). */
+export type GenerationStrategy = 'depth-first' | 'breadth-first';
+
 export interface Piece {
   providerId: number;
   classId: number;
@@ -273,40 +276,64 @@ export class CandidateSearch {
   }
 
   /**
-   * Every distinct allocation request, tree by tree, produced on demand. Also
-   * yields `null` every few thousand steps of search, so that a caller can
-   * hand the event loop to other requests during a long search.
+   * Every distinct allocation request, produced on demand: tree by tree
+   * (depth-first, upstream's default), or one from each tree in turn
+   * (breadth-first: a limited answer then spreads over as many hosts as it
+   * can, upstream's allocation_candidates_generation_strategy). Also yields
+   * `null` every few thousand steps of search, so that a caller can hand the
+   * event loop to other requests during a long search.
    */
-  *requests(anchors: Iterable<number>): Generator<AllocationRequest | null> {
+  *requests(anchors: Iterable<number>, strategy: GenerationStrategy = 'depth-first'): Generator<AllocationRequest | null> {
+    if (strategy === 'depth-first') {
+      let visited = 0;
+      for (const anchor of anchors) {
+        if ((visited += 1) % 256 === 0) yield null;
+        yield* this.anchorRequests(anchor);
+      }
+      return;
+    }
+    let active = [...anchors].map((anchor) => this.anchorRequests(anchor));
+    while (active.length) {
+      const still: Generator<AllocationRequest | null>[] = [];
+      for (const tree of active) {
+        for (let next = tree.next(); !next.done; next = tree.next()) {
+          yield next.value;
+          if (next.value !== null) {
+            still.push(tree);
+            break;
+          }
+        }
+      }
+      active = still;
+    }
+  }
+
+  /** The requests one anchor tree offers, in stable order. */
+  private *anchorRequests(anchor: number): Generator<AllocationRequest | null> {
     const seen = this.seen;
-    let visited = 0;
-    for (const anchor of anchors) {
-      if ((visited += 1) % 256 === 0) yield null;
-      if (!this.rootOk(anchor)) continue;
-      const lists: Choice[][] = [];
-      for (const group of this.input.groups) {
-        const choices = group.suffix === '' ? this.spreadChoices(group, anchor) : this.singleChoices(group, anchor);
-        if (!choices.length) break;
-        lists.push(choices);
+    if (!this.rootOk(anchor)) return;
+    const lists: Choice[][] = [];
+    for (const group of this.input.groups) {
+      const choices = group.suffix === '' ? this.spreadChoices(group, anchor) : this.singleChoices(group, anchor);
+      if (!choices.length) return;
+      lists.push(choices);
+    }
+    for (const combo of this.combinations(lists)) {
+      if (combo === null) {
+        yield null;
+        continue;
       }
-      if (lists.length !== this.input.groups.length) continue;
-      for (const combo of this.combinations(lists)) {
-        if (combo === null) {
-          yield null;
-          continue;
-        }
-        const request = this.consolidate(combo);
-        if (!request) continue;
-        // A provider that shares nothing is offered only to its own tree's
-        // anchor (and one anchor never repeats a request), so only requests
-        // made entirely of sharing providers can recur across anchors.
-        if (request.pieces.every((p) => this.input.candidates.anchorsOfSharing.has(p.providerId))) {
-          const key = requestKey(request);
-          if (seen.has(key)) continue;
-          seen.add(key);
-        }
-        yield request;
+      const request = this.consolidate(combo);
+      if (!request) continue;
+      // A provider that shares nothing is offered only to its own tree's
+      // anchor (and one anchor never repeats a request), so only requests
+      // made entirely of sharing providers can recur across anchors.
+      if (request.pieces.every((p) => this.input.candidates.anchorsOfSharing.has(p.providerId))) {
+        const key = requestKey(request);
+        if (seen.has(key)) continue;
+        seen.add(key);
       }
+      yield request;
     }
   }
 
