@@ -181,11 +181,6 @@ function oneBatchReplaceStatements(uuid: string, replacement: InventoryReplaceme
       [uuid],
     ),
   ];
-  if (names.length > 0) {
-    statements.push(
-      guard(`(SELECT count(*) FROM resource_classes WHERE name IN (${placeholders(names.length)})) = ?`, [...names, names.length]),
-    );
-  }
   statements.push(
     guard(`NOT EXISTS (SELECT 1 FROM inventories i WHERE ${ownInventory('i')} AND ${unwanted('i')} AND ${usedSql('i')} > 0)`, [
       uuid,
@@ -193,6 +188,7 @@ function oneBatchReplaceStatements(uuid: string, replacement: InventoryReplaceme
     ]),
     stmt(`DELETE FROM inventories WHERE ${ownInventory('inventories')} AND ${unwanted('inventories')}`, [uuid, ...names]),
   );
+  // Inserted from the class's row: an unknown class inserts nothing, and mustChange refuses the batch.
   for (const [name, input] of Object.entries(replacement.records)) {
     statements.push(
       stmt(
