@@ -11,6 +11,8 @@ import { MV } from '../versions.js';
 import { badCandidateRequest } from './errors.js';
 import type { CandidateRequest } from './parse.js';
 import { presentCandidates, type CandidatesBody } from './present/index.js';
+import { cloudModelFor } from './cloud-model.js';
+import { loadFromModel, type ModelLoad } from './model-research.js';
 import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode, type TreePrefilter } from './research.js';
 import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
 
@@ -20,6 +22,10 @@ export interface CandidateOptions {
   randomize: boolean;
   /** Most candidates computed; 0 = no cap (placement's max_allocation_candidates). */
   maxCandidates: number;
+  /** Most providers whose trees are kept in memory between requests (cloud-model.ts); 0 = none. */
+  treeCacheProviders: number;
+  /** Now, in ms (the model rechecks an oversized cloud once a minute). */
+  now: number;
 }
 
 /** Everything the request names, each once, and the amounts asked per class. */
@@ -125,14 +131,8 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
   // Viable trees come whole with the candidates (one round trip) unless a
   // limit may stop after a first chunk of an unbounded viable set.
   const preload = firstRoots !== null || !(stopsEarly && inChunks);
-  const { lookups, candidates, preloaded, truncatedAt } = await loadCandidates(
-    reader,
-    names,
-    names.amounts,
-    plan.prefilter,
-    firstRoots,
-    preload,
-  );
+  const { first, loadTrees } = await research(reader, plan, firstRoots, preload);
+  const { lookups, candidates, preloaded, truncatedAt } = first;
   const groups = resolveGroups(request, names, lookups);
 
   const roots = new Set(candidates.rootOf.values());
@@ -166,13 +166,29 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
     const chunk = anchors.slice(start, start + chunkSize);
     const wanted = [...new Set([...pending, ...chunk])].filter((root) => !loadedRoots.has(root));
     pending = [];
-    const loaded = wanted.length ? await loadTrees(reader, wanted) : new Map<number, ProviderNode>();
+    const loaded = wanted.length ? await loadTrees(wanted) : new Map<number, ProviderNode>();
     for (const root of wanted) loadedRoots.add(root);
     for (const [id, node] of loaded) nodes.set(id, node);
     search.addTrees(loaded.values());
     await picker.offer(search.requests(chunk));
   }
   return { lookups, nodes, chosen: picker.result(), complete: truncatedAt === null || picker.done };
+}
+
+/**
+ * The research context from the trees kept in memory when the cloud fits the
+ * cache (model-research.ts), else from SQL alone (research.ts): the same
+ * FirstLoad either way, and a loader for trees outside it.
+ */
+async function research(reader: BatchReader, plan: SearchPlan, firstRoots: number | null, preload: boolean): Promise<ModelLoad> {
+  const { names, prefilter, options } = plan;
+  if (options.treeCacheProviders > 0) {
+    const model = cloudModelFor(reader, options.treeCacheProviders);
+    const viaModel = await loadFromModel(reader, model, names, names.amounts, prefilter, firstRoots, options.now);
+    if (viaModel) return viaModel;
+  }
+  const first = await loadCandidates(reader, names, names.amounts, prefilter, firstRoots, preload);
+  return { first, loadTrees: (roots) => loadTrees(reader, roots) };
 }
 
 export async function findAllocationCandidates(

@@ -7,7 +7,7 @@
 //      summaries of the trees that can anchor a candidate.
 // A stable-order limit that the lowest trees cannot fill costs one more
 // attempt (index.ts): 4 round trips at most, 1 or 2 as a rule.
-import type { InStatement, Row } from '@libsql/client';
+import type { InStatement, ResultSet, Row } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
 import { capacityOf, capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
 import { columns, num, packedArray, SqlParams, type PackedRow } from './sql.js';
@@ -77,6 +77,26 @@ const PROVIDER_ROW = columns(['id', 'uuid', 'parent_provider_id', 'root_provider
 const SUMMARY_ROW = columns(['rp', 'name', 'capacity', 'used']);
 /** A sharing provider and the root of a tree it shares with. */
 const ANCHOR_ROW = columns(['sharing_id', 'anchor_root']);
+
+/** The request's names looked up: four statements of the first read batch, read back by lookupsOf(). */
+export function lookupStatements(names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] }): InStatement[] {
+  const nameLookup = (sql: string, values: string[]): InStatement => ({ sql, args: { names: JSON.stringify(values) } });
+  return [
+    nameLookup('SELECT id, name FROM resource_classes WHERE name IN (SELECT value FROM json_each(:names))', names.classes),
+    nameLookup('SELECT id, name FROM traits WHERE name IN (SELECT value FROM json_each(:names))', names.traits),
+    nameLookup('SELECT id, uuid FROM placement_aggregates WHERE uuid IN (SELECT value FROM json_each(:names))', names.aggregates),
+    nameLookup('SELECT uuid, root_provider_id FROM resource_providers WHERE uuid IN (SELECT value FROM json_each(:names))', names.inTree),
+  ];
+}
+
+export function lookupsOf([classes, traits, aggregates, trees]: ResultSet[]): Lookups {
+  return {
+    classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
+    traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
+    aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
+    rootIdByProviderUuid: new Map(trees!.rows.map((r) => [String(r.uuid), Number(r.root_provider_id)])),
+  };
+}
 
 /** A packed result: one row, one column holding a JSON array of row arrays. */
 const unpack = (rows: Row[]): PackedRow[] => JSON.parse(String(rows[0]?.[0] ?? '[]')) as PackedRow[];
@@ -253,12 +273,8 @@ export async function loadCandidates(
   const rowSources = preload ? query.sources.slice(1) : query.sources;
   const wholeTrees = 'tree_roots t CROSS JOIN resource_providers p ON p.root_provider_id = t.root_id';
   const fitsSomeGroup = `i.max_unit >= req.lo AND i.min_unit <= req.hi AND ${capacitySql('i')} - ${usedSql('i')} >= req.lo`;
-  const nameLookup = (sql: string, values: string[]): InStatement => ({ sql, args: { names: JSON.stringify(values) } });
   const statements: InStatement[] = [
-    nameLookup('SELECT id, name FROM resource_classes WHERE name IN (SELECT value FROM json_each(:names))', names.classes),
-    nameLookup('SELECT id, name FROM traits WHERE name IN (SELECT value FROM json_each(:names))', names.traits),
-    nameLookup('SELECT id, uuid FROM placement_aggregates WHERE uuid IN (SELECT value FROM json_each(:names))', names.aggregates),
-    nameLookup('SELECT uuid, root_provider_id FROM resource_providers WHERE uuid IN (SELECT value FROM json_each(:names))', names.inTree),
+    ...lookupStatements(names),
     {
       // The materialised CTE keeps SQLite from re-reading the JSON per row.
       // Usage is summed per candidate row through the (provider, class, used)
@@ -323,12 +339,7 @@ export async function loadCandidates(
     },
   ];
   const [classes, traitRows, aggRows, treeRows, invRows, anchorRows] = await reader.readBatch(statements);
-  const lookups: Lookups = {
-    classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
-    traitIdByName: new Map(traitRows!.rows.map((r) => [String(r.name), Number(r.id)])),
-    aggregateIdByUuid: new Map(aggRows!.rows.map((r) => [String(r.uuid), Number(r.id)])),
-    rootIdByProviderUuid: new Map(treeRows!.rows.map((r) => [String(r.uuid), Number(r.root_provider_id)])),
-  };
+  const lookups = lookupsOf([classes!, traitRows!, aggRows!, treeRows!]);
   const byProvider = new Map<number, Map<number, Inventory>>();
   const rootOf = new Map<number, number>();
   const scan = JSON.parse(String(invRows!.rows[0]?.[0] ?? '{}')) as {

@@ -13,11 +13,13 @@ resource(allocationCandidateRoutes, '/allocation_candidates', {
   GET: async (c) => {
     requireVersion(c, 'ALLOCATION_CANDIDATES');
     authorize(c, 'placement:allocation_candidates:list');
-    const { config, store } = c.var.deps;
+    const { config, store, clock } = c.var.deps;
     // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
     const body = await findAllocationCandidates(store, parseCandidateRequest(queryParams(c), c.var.mv), c.var.mv, {
       randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
       maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+      treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
+      now: clock().getTime(),
     });
     // Candidates reflect usage right now, so they are never cacheable.
     setCacheHeaders(c);
