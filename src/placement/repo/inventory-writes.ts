@@ -180,14 +180,13 @@ function oneBatchReplaceStatements(uuid: string, replacement: InventoryReplaceme
       WHERE i.resource_provider_id = ${PROVIDER_ID_BY_UUID}`,
       [uuid],
     ),
-  ];
-  statements.push(
+    // No class that still has allocations is removed (usage as of the write).
     guard(`NOT EXISTS (SELECT 1 FROM inventories i WHERE ${ownInventory('i')} AND ${unwanted('i')} AND ${usedSql('i')} > 0)`, [
       uuid,
       ...names,
     ]),
     stmt(`DELETE FROM inventories WHERE ${ownInventory('inventories')} AND ${unwanted('inventories')}`, [uuid, ...names]),
-  );
+  ];
   // Inserted from the class's row: an unknown class inserts nothing, and mustChange refuses the batch.
   for (const [name, input] of Object.entries(replacement.records)) {
     statements.push(
