@@ -10,7 +10,8 @@ import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 import { badCandidateRequest } from './errors.js';
 import type { CandidateRequest } from './parse.js';
-import { presentCandidates, type CandidatesBody } from './present/index.js';
+import { presentCandidates, type CandidatesBody, type Presentation } from './present/index.js';
+import { candidatesJson } from './present/json.js';
 import { cloudModelFor } from './cloud-model.js';
 import { loadFromModel, type ModelLoad } from './model-research.js';
 import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode, type TreePrefilter } from './research.js';
@@ -191,12 +192,21 @@ async function research(reader: BatchReader, plan: SearchPlan, firstRoots: numbe
   return { first, loadTrees: (roots) => loadTrees(reader, roots) };
 }
 
-export async function findAllocationCandidates(
+/** What a request chose, with what its presentation needs. */
+interface Chosen {
+  chosen: AllocationRequest[];
+  nodes: Map<number, ProviderNode>;
+  classNameById: Map<number, string>;
+  requestedClasses: Set<string>;
+  shape: Presentation;
+}
+
+async function chooseCandidates(
   reader: BatchReader,
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
-): Promise<CandidatesBody> {
+): Promise<Chosen> {
   const names = namesOf(request);
   const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), options };
   // A small stable-order limit first reads only the lowest viable trees; if
@@ -208,14 +218,41 @@ export async function findAllocationCandidates(
   if (!outcome.complete) outcome = await searchOnce(reader, plan, null, false);
 
   const { lookups, nodes, chosen } = outcome;
-  const classNameById = new Map([...lookups.classIdByName].map(([name, id]) => [id, name]));
-  return presentCandidates(chosen, nodes, classNameById, new Set(names.classes), {
-    nestedAware: plan.nestedAware,
-    allResources: mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY),
-    withTraits: mv.atLeast(MV.AC_REQUIRED),
-    dictShape: mv.atLeast(MV.ALLOC_DICT),
-    withMappings: mv.atLeast(MV.MAPPINGS),
-  });
+  return {
+    chosen,
+    nodes,
+    classNameById: new Map([...lookups.classIdByName].map(([name, id]) => [id, name])),
+    requestedClasses: new Set(names.classes),
+    shape: {
+      nestedAware: plan.nestedAware,
+      allResources: mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY),
+      withTraits: mv.atLeast(MV.AC_REQUIRED),
+      dictShape: mv.atLeast(MV.ALLOC_DICT),
+      withMappings: mv.atLeast(MV.MAPPINGS),
+    },
+  };
+}
+
+/** The answer as an object (callers that look into it: why-no-host, tests). */
+export async function findAllocationCandidates(
+  reader: BatchReader,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<CandidatesBody> {
+  const { chosen, nodes, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
+  return presentCandidates(chosen, nodes, classNameById, requestedClasses, shape);
+}
+
+/** The same answer as JSON text, written directly (the route's path: no object graph to build and walk). */
+export async function findAllocationCandidatesJson(
+  reader: BatchReader,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<string> {
+  const { chosen, nodes, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
+  return candidatesJson(chosen, nodes, classNameById, requestedClasses, shape);
 }
 
 /**
