@@ -425,3 +425,39 @@ describe('races on the provider generation', () => {
     expect(Number(rows[0]!.n)).toBe(0);
   });
 });
+
+describe('claims at every microversion stay within 2 round trips', () => {
+  it('before 1.28 (no consumer generation): replacing what a consumer holds is one read and one write', async () => {
+    const uuid = await busyProvider();
+    const consumer = crypto.randomUUID();
+    const claim = (vcpu: number) =>
+      t.call('PUT', `/allocations/${consumer}`, {
+        body: { allocations: { [uuid]: { resources: { VCPU: vcpu } } }, project_id: 'p', user_id: 'u' },
+        version: '1.27',
+      });
+    let counts = countBatches();
+    expect((await claim(1)).status).toBe(204);
+    expect(counts).toEqual({ reads: 1, writes: 1 });
+    counts = countBatches();
+    expect((await claim(2)).status).toBe(204);
+    expect(counts).toEqual({ reads: 1, writes: 1 });
+    const held = await json(await t.call('GET', `/allocations/${consumer}`));
+    expect(held.allocations).toMatchObject({ [uuid]: { resources: { VCPU: 2 } } });
+  });
+
+  it('from 1.28, a new consumer (consumer_generation null) is one write batch', async () => {
+    const uuid = await busyProvider();
+    const counts = countBatches();
+    const res = await t.call('PUT', `/allocations/${crypto.randomUUID()}`, {
+      body: {
+        allocations: { [uuid]: { resources: { VCPU: 1 } } },
+        project_id: 'p',
+        user_id: 'u',
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
+    });
+    expect(res.status).toBe(204);
+    expect(counts).toEqual({ reads: 0, writes: 1 });
+  });
+});

@@ -402,10 +402,13 @@ function inventoryIndex(inventories: InventoryState[]): Map<string, InventorySta
  * fails the batch rolls back and the claim takes the ordinary path (read,
  * decide, write), which words the refusal exactly; so a refusal costs one
  * round trip more and a grant one less. Null when the claim does not qualify
- * (an existing consumer expected, or allocations removed).
+ * (an existing consumer expected, a microversion without consumer
+ * generations, or allocations removed).
  */
 function newConsumerClaimStatements(claims: ConsumerClaim[], opts: ClaimOptions): WriteStatement[] | null {
-  const qualifies = (c: ConsumerClaim) => (c.generation === null || c.generation === undefined) && Object.keys(c.allocations).length > 0;
+  // Only a consumer the client says is new (consumer_generation null, 1.28+): before 1.28 a PUT
+  // replaces whatever the consumer holds, and trying the insert first would cost 3 round trips.
+  const qualifies = (c: ConsumerClaim) => c.generation === null && Object.keys(c.allocations).length > 0;
   if (!claims.every(qualifies) || new Set(claims.map((c) => c.uuid)).size !== claims.length) return null;
   const { now } = opts;
   const statements: WriteStatement[] = [];
