@@ -60,11 +60,6 @@ export interface AllocationRequest {
 /** The cartesian product of small lists (one unsuffixed group's options per class). */
 function* product<T>(lists: T[][]): Generator<T[]> {
   if (lists.some((l) => l.length === 0)) return;
-  if (lists.every((l) => l.length === 1)) {
-    // the common case on flat trees
-    yield lists.map((l) => l[0]!);
-    return;
-  }
   const index = lists.map(() => 0);
   for (;;) {
     yield lists.map((l, i) => l[index[i]!]!);
@@ -168,7 +163,7 @@ export class CandidateSearch {
   /** Unsuffixed group: each class from any provider of the tree or a sharing provider anchored to it. */
   private spreadChoices(group: ResolvedGroup, anchor: number): Choice[] {
     const perClass: Piece[][] = [];
-    const sharing = group.inTreeRoot === null ? (this.sharingByAnchor.get(anchor) ?? []) : [];
+    const sharing = group.inTreeRoot === null ? (this.sharingByAnchor.get(anchor) ?? NO_IDS) : NO_IDS;
     for (const [classId, amount] of group.resources) {
       const options: Piece[] = [];
       if (this.treeAllowed(group, anchor)) {
@@ -187,7 +182,9 @@ export class CandidateSearch {
       perClass.push(options);
     }
     const choices: Choice[] = [];
-    for (const pieces of product(perClass)) {
+    // One option per class (flat hosts): the one combination, without the product's generator.
+    const combos = onlyOneEach(perClass) ? [perClass.map(first)] : product(perClass);
+    for (const pieces of combos) {
       // Distinct providers in order of use (a handful: a list beats a Set).
       const providers: number[] = [];
       for (const piece of pieces) if (!providers.includes(piece.providerId)) providers.push(piece.providerId);
@@ -225,7 +222,7 @@ export class CandidateSearch {
       });
     };
     for (const node of this.members.get(anchor) ?? []) consider(node);
-    for (const sharer of this.sharingByAnchor.get(anchor) ?? []) {
+    for (const sharer of this.sharingByAnchor.get(anchor) ?? NO_IDS) {
       const node = this.input.nodes.get(sharer);
       if (node && group.resources.length) consider(node);
     }
@@ -396,7 +393,7 @@ export class CandidateSearch {
         if (!self.take(taken, choice.pieces)) continue;
         chosen[level] = choice;
         if (suffixed) isolated.add(provider);
-        const subtreeOk = (subtreeChecksAt.get(level) ?? []).every((suffixes) =>
+        const subtreeOk = (subtreeChecksAt.get(level) ?? NO_SUBTREE_SETS).every((suffixes) =>
           self.sameSubtreeOk(chosen.slice(0, level + 1), [suffixes]),
         );
         if (subtreeOk && (!isolate || self.canIsolate(lists, level + 1, isolated))) {
@@ -468,6 +465,13 @@ export class CandidateSearch {
 const pieceKey = (piece: Piece): number => piece.providerId * 1_048_576 + piece.classId;
 
 const NO_TRAITS: ReadonlySet<string> = new Set();
+const NO_IDS: readonly number[] = [];
+const NO_SUBTREE_SETS: readonly string[][] = [];
+const first = <T>(list: T[]): T => list[0]!;
+function onlyOneEach<T>(lists: T[][]): boolean {
+  for (const list of lists) if (list.length !== 1) return false;
+  return true;
+}
 
 function intersects(a: ReadonlySet<number>, b: ReadonlySet<number>): boolean {
   if (a.size > b.size) return intersects(b, a);
