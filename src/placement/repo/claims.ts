@@ -427,17 +427,21 @@ function newConsumerClaimStatements(claims: ConsumerClaim[], opts: ClaimOptions)
   for (const claim of claims) statements.push(...ownerStatements(claim, now), insertConsumer(claim, 1, now));
   // Body order, as the ordinary path inserts them: (order, consumer, provider, class, amount) per entry.
   const values: InValue[] = [now, now];
+  const providers = new Set<string>();
   let entries = 0;
   for (const claim of claims) {
     for (const provider in claim.allocations) {
       const resources = claim.allocations[provider]!;
-      for (const resourceClass in resources) values.push(entries++, claim.uuid, provider, resourceClass, resources[resourceClass]!);
+      for (const resourceClass in resources) {
+        values.push(entries++, claim.uuid, provider, resourceClass, resources[resourceClass]!);
+        providers.add(provider);
+      }
     }
   }
   statements.push(stmt(insertAllocationsByNameSql(entries), values));
-  statements.push(prebuiltGuard(claimFitsSql(uuids.length), [...uuids, entries, ...uuids]));
+  statements.push(prebuiltGuard(claimFitsSql(uuids.length), [entries, ...uuids]));
   // Every provider that receives allocations moves on, as in planClaims.
-  statements.push(stmt(bumpClaimedProvidersSql(uuids.length), [now, ...uuids]));
+  statements.push(stmt(bumpClaimedProvidersSql(providers.size), [now, ...providers]));
   return statements;
 }
 
@@ -474,20 +478,17 @@ const insertAllocationsByNameSql = sqlByCount(
  * (their count is the entries sent), respects min_unit, max_unit and
  * step_size, and leaves usage within capacity.
  */
-const claimFitsSql = sqlByCount((consumers) => {
-  const mine = `mine.consumer_id IN (${placeholders(consumers)})`;
-  return guardSql(`(SELECT count(*) FROM allocations mine JOIN inventories i
+const claimFitsSql = sqlByCount((consumers) =>
+  guardSql(`(SELECT count(*) = ? AND total(mine.used < i.min_unit OR mine.used > i.max_unit OR mine.used % i.step_size != 0
+          OR ${usedSql('i')} > ${capacitySql('i')}) = 0
+        FROM allocations mine JOIN inventories i
           ON i.resource_provider_id = mine.resource_provider_id AND i.resource_class_id = mine.resource_class_id
-        WHERE ${mine}) = ?
-      AND NOT EXISTS (SELECT 1 FROM allocations mine JOIN inventories i
-          ON i.resource_provider_id = mine.resource_provider_id AND i.resource_class_id = mine.resource_class_id
-        WHERE ${mine} AND (mine.used < i.min_unit OR mine.used > i.max_unit OR mine.used % i.step_size != 0
-          OR ${usedSql('i')} > ${capacitySql('i')}))`);
-});
+        WHERE mine.consumer_id IN (${placeholders(consumers)}))`),
+);
 
+// By uuid: the guard before it has made sure every named provider received its allocations.
 const bumpClaimedProvidersSql = sqlByCount(
-  (consumers) => `UPDATE resource_providers SET generation = generation + 1, updated_at = ?
-      WHERE id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id IN (${placeholders(consumers)}))`,
+  (providers) => `UPDATE resource_providers SET generation = generation + 1, updated_at = ? WHERE uuid IN (${placeholders(providers)})`,
 );
 
 /**
