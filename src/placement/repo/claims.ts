@@ -526,7 +526,8 @@ export async function claimAllocations(store: DataStore, claims: ConsumerClaim[]
 export async function deleteConsumerAllocations(store: DataStore, consumerUuid: string): Promise<boolean> {
   const [removed] = await commitGuarded(store, [
     stmt('DELETE FROM allocations WHERE consumer_id = ?', [consumerUuid]),
-    ...dropEmptyConsumers([consumerUuid]),
+    // Without allocations now: placement keeps no consumer without allocations.
+    stmt('DELETE FROM consumers WHERE uuid = ?', [consumerUuid]),
   ]);
   return removed!.rowsAffected > 0;
 }
