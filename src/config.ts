@@ -27,6 +27,14 @@ export const ConfigSchema = z.object({
    * exhaust memory. 10,000 candidates answer in well under a second, in tens of MB.
    */
   PLACEMENT_MAX_ALLOCATION_CANDIDATES: z.coerce.number().int().min(0).default(10_000),
+  /**
+   * Allocation candidates keep the provider trees (structure, traits,
+   * aggregates, inventory limits; never usage) in memory between requests
+   * while the cloud has at most this many providers, and re-read only the
+   * trees that changed; a larger cloud is answered from SQL alone. 0 = never.
+   * About 1 KiB of memory per provider.
+   */
+  PLACEMENT_CANDIDATE_TREE_CACHE: z.coerce.number().int().min(0).default(20_000),
   /** Request bodies larger than this get 413 before they are parsed (both APIs). */
   PLACEMENT_MAX_BODY_BYTES: z.coerce
     .number()

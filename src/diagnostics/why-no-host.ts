@@ -190,7 +190,7 @@ export async function diagnoseCandidates(
   const db = ctx.store.db;
   const classes = [...new Set(request.groups.flatMap((g) => [...g.resources.keys()]))];
   const rootOf = await repo.providersWithClasses(db, classes);
-  const options: CandidateOptions = { randomize: false, maxCandidates: ctx.options.maxCandidates };
+  const options: CandidateOptions = { ...ctx.options, randomize: false };
 
   const steps: DiagnosisStep[] = [
     {

@@ -18,7 +18,7 @@ export interface TestApp {
   close(): void;
 }
 
-const silent = { debug() {}, info() {}, warn() {}, error() {} };
+const silent = process.env.TEST_LOG ? console : { debug() {}, info() {}, warn() {}, error() {} };
 
 export async function makeTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-test-'));

@@ -176,6 +176,8 @@ describe('several groups: trees pruned by the classes they offer', () => {
       const body = await findAllocationCandidates(clientReader(counted.client), parseCandidateQueryString(query, mv), mv, {
         randomize: false,
         maxCandidates: 0,
+        treeCacheProviders: 0,
+        now: Date.now(),
       });
       return { trips: counted.count(), count: body.allocation_requests.length };
     };

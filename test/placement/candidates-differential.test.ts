@@ -2,14 +2,20 @@
 // clouds (nested trees, sharing providers, traits, aggregates, allocations,
 // inventories with reserved/ratio/min/max/step) and thousands of random
 // queries over microversions 1.10..1.39, answered by the live engine over
-// HTTP and by the frozen pre-rebuild engine in ./candidates-reference/.
-// Answers must be identical (order included: without randomisation the
-// order is deterministic); errors must carry the same status, detail and code.
+// HTTP (trees kept in memory, cloud-model.ts), by the same engine on SQL
+// alone, and by the frozen pre-rebuild engine in ./candidates-reference/.
+// Between queries the cloud changes (inventories, traits, aggregates, trees
+// created, re-parented and deleted, claims and deletions, a class removed),
+// so the in-memory trees must follow every kind of write. Answers must be
+// identical (order included: without randomisation the order is
+// deterministic); errors must carry the same status, detail and code.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/errors.js';
 import { ApiError, PROBLEM_STATUS, webobDetail } from '../../src/http/api-error.js';
 import { Microversion } from '../../src/http/microversion.js';
 import { provider, type InventorySpec } from '../helpers/providers.js';
+import { findAllocationCandidates as findLive } from '../../src/placement/candidates/index.js';
+import { parseCandidateQueryString as parseLive } from '../../src/placement/candidates/parse.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { findAllocationCandidates } from './candidates-reference/index.js';
 import { parseCandidateQueryString } from './candidates-reference/parse.js';
@@ -45,6 +51,7 @@ const user = crypto.randomUUID();
 interface Cloud {
   providers: string[];
   suffixPool: string[];
+  consumers: string[];
 }
 
 function randomInventory(r: Rng, classes: readonly string[]): InventorySpec {
@@ -96,7 +103,98 @@ async function buildCloud(app: TestApp, r: Rng): Promise<Cloud> {
       body: { allocations: choice.allocations, project_id: project, user_id: user, consumer_generation: null, consumer_type: 'INSTANCE' },
     });
   }
-  return { providers, suffixPool: ['1', '2', '3', '_NIC', 'gpu'] };
+  return { providers, suffixPool: ['1', '2', '3', '_NIC', 'gpu'], consumers: [] };
+}
+
+interface Generations {
+  of(app: TestApp, uuid: string): Promise<number | null>;
+}
+const generations: Generations = {
+  async of(app, uuid) {
+    const res = await app.call('GET', `/resource_providers/${uuid}`);
+    return res.status === 200 ? ((await res.json()) as { generation: number }).generation : null;
+  },
+};
+
+/** One random write of any kind the in-memory trees must follow (refusals are fine: they must change nothing). */
+async function mutate(app: TestApp, r: Rng, cloud: Cloud): Promise<string> {
+  const target = r.pick(cloud.providers);
+  const generation = await generations.of(app, target);
+  const kind = r.int(0, 9);
+  if (generation === null && kind < 7) return 'gone';
+  const gen = generation ?? 0;
+  switch (kind) {
+    case 0:
+    case 1:
+      return `inventories ${
+        (
+          await app.call('PUT', `/resource_providers/${target}/inventories`, {
+            body: { resource_provider_generation: gen, inventories: randomInventory(r, r.chance(0.8) ? CLASSES : SHARED_CLASSES) },
+          })
+        ).status
+      }`;
+    case 2:
+      return `traits ${
+        (
+          await app.call('PUT', `/resource_providers/${target}/traits`, {
+            body: {
+              resource_provider_generation: gen,
+              traits: r.chance(0.2) ? ['MISC_SHARES_VIA_AGGREGATE'] : r.chance(0.3) ? [] : r.some(TRAITS, 2),
+            },
+          })
+        ).status
+      }`;
+    case 3:
+      return `aggregates ${
+        (
+          await app.call('PUT', `/resource_providers/${target}/aggregates`, {
+            body: { resource_provider_generation: gen, aggregates: r.chance(0.2) ? [] : r.some(AGGREGATES, 2) },
+          })
+        ).status
+      }`;
+    case 4: {
+      const parent = r.chance(0.5) ? target : undefined;
+      cloud.providers.push(
+        await provider(app, { parent, inventory: randomInventory(r, CLASSES), traits: r.chance(0.5) ? [r.pick(TRAITS)] : undefined }),
+      );
+      return 'new provider 200';
+    }
+    case 5: {
+      // Re-parent (1.37+): under another provider, or to no parent at all.
+      const parent = r.chance(0.7) ? r.pick(cloud.providers) : null;
+      const res = await app.call('PUT', `/resource_providers/${target}`, {
+        body: { name: `rp-${target}`, parent_provider_uuid: parent },
+        version: '1.37',
+      });
+      return `re-parent ${res.status}`;
+    }
+    case 6: {
+      const res = await app.call('DELETE', `/resource_providers/${target}`);
+      return `delete ${res.status}`;
+    }
+    case 7: {
+      const res = await app.call('GET', `/allocation_candidates?resources=${r.pick(CLASSES)}:${r.int(1, 2)}&limit=3`);
+      const body = (await res.json()) as { allocation_requests: { allocations: Record<string, { resources: Record<string, number> }> }[] };
+      const choice = body.allocation_requests[0];
+      if (!choice) return 'no claim';
+      const consumer = crypto.randomUUID();
+      const claim = await app.call('PUT', `/allocations/${consumer}`, {
+        body: { allocations: choice.allocations, project_id: project, user_id: user, consumer_generation: null, consumer_type: 'INSTANCE' },
+      });
+      cloud.consumers.push(consumer);
+      return `claim ${claim.status}`;
+    }
+    case 8: {
+      if (!cloud.consumers.length) return 'no consumer';
+      const res = await app.call('DELETE', `/allocations/${cloud.consumers.splice(r.int(0, cloud.consumers.length - 1), 1)[0]}`);
+      return `unclaim ${res.status}`;
+    }
+    default: {
+      // A class created and removed touches every tree (the model is read whole again).
+      await app.call('PUT', '/resource_classes/CUSTOM_SCRATCH');
+      return `class removed ${(await app.call('DELETE', '/resource_classes/CUSTOM_SCRATCH')).status}`;
+    }
+  }
 }
 
 function randomQuery(r: Rng, cloud: Cloud, minor: number): string {
@@ -169,11 +267,43 @@ async function viaReference(app: TestApp, query: string, mv: Microversion): Prom
   }
 }
 
-async function viaApp(app: TestApp, query: string, mv: Microversion): Promise<Outcome> {
+/** The live engine on SQL alone (no trees kept in memory), called below HTTP. */
+async function viaSqlEngine(app: TestApp, query: string, mv: Microversion): Promise<Outcome> {
+  try {
+    const request = parseLive(query, mv);
+    const body = await findLive(app.deps.store, request, mv, {
+      randomize: false,
+      maxCandidates: 0,
+      treeCacheProviders: 0,
+      now: Date.now(),
+    });
+    return { status: 200, body: JSON.parse(JSON.stringify(body)) };
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    const status = PROBLEM_STATUS[error.problem];
+    return { status, detail: webobDetail(status, error.message), ...(mv.atLeast('1.23') ? { code: error.code } : {}) };
+  }
+}
+
+async function viaApp(app: TestApp, query: string, mv: Microversion): Promise<Outcome & { text?: string }> {
   const res = await app.call('GET', `/allocation_candidates?${query}`, { version: mv.toString() });
-  if (res.status === 200) return { status: 200, body: await res.json() };
+  if (res.status === 200) {
+    const text = await res.text();
+    return { status: 200, body: JSON.parse(text), text };
+  }
   const error = await errorOf(res);
   return { status: res.status, detail: error.detail, ...(mv.atLeast('1.23') ? { code: error.code } : {}) };
+}
+
+/** The object form of the same engine (trees in memory), as JSON.stringify spells it: the route's JSON text must be these bytes. */
+async function objectFormText(app: TestApp, query: string, mv: Microversion): Promise<string> {
+  const body = await findLive(app.deps.store, parseLive(query, mv), mv, {
+    randomize: false,
+    maxCandidates: 0,
+    treeCacheProviders: app.deps.config.PLACEMENT_CANDIDATE_TREE_CACHE,
+    now: Date.now(),
+  });
+  return JSON.stringify(body);
 }
 
 const SEEDS = [11, 23, 37, 41, 53, 67];
@@ -186,7 +316,11 @@ describe('allocation candidates: live engine vs frozen reference', () => {
       let cloud: Cloud;
       const r = rng(seed);
       beforeAll(async () => {
-        app = await makeTestApp({ PLACEMENT_MAX_ALLOCATION_CANDIDATES: '0' });
+        // One cloud outgrows a small tree cache: its queries move to the SQL engine mid-run.
+        app = await makeTestApp({
+          PLACEMENT_MAX_ALLOCATION_CANDIDATES: '0',
+          ...(seed === 67 ? { PLACEMENT_CANDIDATE_TREE_CACHE: '24' } : {}),
+        });
         cloud = await buildCloud(app, r);
       });
       afterAll(() => app.close());
@@ -194,12 +328,17 @@ describe('allocation candidates: live engine vs frozen reference', () => {
       it(`answers ${QUERIES_PER_CLOUD} random queries identically`, async () => {
         let answered = 0;
         let nonEmpty = 0;
+        const changes: string[] = [];
         for (let i = 0; i < QUERIES_PER_CLOUD; i += 1) {
           const mv = new Microversion(1, r.int(10, 39));
           const query = randomQuery(r, cloud, mv.minor);
+          if (i % 8 === 7) changes.push(await mutate(app, r, cloud));
           const expected = await viaReference(app, query, mv);
-          const actual = await viaApp(app, query, mv);
-          expect(actual, `seed ${seed} query #${i} at ${mv}: ${query}`).toEqual(expected);
+          const { text, ...actual } = await viaApp(app, query, mv);
+          const context = `seed ${seed} query #${i} at ${mv} after ${changes.slice(-3).join(', ')}: ${query}`;
+          expect(actual, context).toEqual(expected);
+          if (i % 2 === 0) expect(await viaSqlEngine(app, query, mv), `SQL engine: ${context}`).toEqual(expected);
+          else if (text !== undefined) expect(text, `JSON text: ${context}`).toBe(await objectFormText(app, query, mv));
           if ('body' in expected) {
             answered += 1;
             if ((expected.body as { allocation_requests: unknown[] }).allocation_requests.length) nonEmpty += 1;
@@ -208,6 +347,11 @@ describe('allocation candidates: live engine vs frozen reference', () => {
         // The generator must mostly produce valid queries that find something.
         expect(answered).toBeGreaterThan(QUERIES_PER_CLOUD / 2);
         expect(nonEmpty).toBeGreaterThan(QUERIES_PER_CLOUD / 6);
+        // And the cloud really changed under the queries, by every kind of write.
+        const done = new Set(changes.filter((c) => / 20\d$/.test(c)).map((c) => c.replace(/ \d+$/, '')));
+        expect([...done].sort(), changes.join(', ')).toEqual(
+          expect.arrayContaining(['aggregates', 'claim', 'inventories', 'new provider', 'traits']),
+        );
       });
     });
   }

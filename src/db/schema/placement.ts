@@ -163,3 +163,19 @@ export const consumers = sqliteTable(
   },
   (t) => [uniqueIndex('uniq_consumers0uuid').on(t.uuid), index('consumers_project_id_user_id_uuid_idx').on(t.projectId, t.userId, t.uuid)],
 );
+
+/**
+ * Which provider trees changed, and when: one row per root, its `seq` raised
+ * by triggers (drizzle/0003_tree_changes.sql) on every write to a tree's
+ * providers, inventories, traits or aggregates. Allocation candidates keep
+ * the trees in memory and re-read only those whose seq passed theirs; root 0
+ * stands for a change that touches every tree (a resource class renamed).
+ */
+export const placementTreeChanges = sqliteTable(
+  'placement_tree_changes',
+  {
+    rootId: integer('root_id').primaryKey(),
+    seq: integer('seq').notNull(),
+  },
+  (t) => [index('placement_tree_changes_seq_idx').on(t.seq)],
+);

@@ -22,9 +22,17 @@ resource(candidateDiagnosisRoutes, '/allocation_candidates', {
     if (hosts.length > MAX_HOSTS) throw badQuery(`at most ${MAX_HOSTS} host parameters`);
     if (hosts.some((h) => !h.trim() || h.length > 255)) throw badQuery('host must be a provider name or uuid (1-255 characters)');
     const request = parseCandidateRequest(query, c.var.mv);
-    const { config, store } = c.var.deps;
+    const { config, store, clock } = c.var.deps;
     const diagnosis = await diagnoseCandidates(
-      { store, options: { randomize: false, maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES } },
+      {
+        store,
+        options: {
+          randomize: false,
+          maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+          treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
+          now: clock().getTime(),
+        },
+      },
       request,
       c.var.mv,
       hosts,

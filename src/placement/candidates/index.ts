@@ -10,8 +10,19 @@ import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 import { badCandidateRequest } from './errors.js';
 import type { CandidateRequest } from './parse.js';
-import { presentCandidates, type CandidatesBody } from './present/index.js';
-import { loadCandidates, loadTrees, type CandidateInventories, type Lookups, type ProviderNode, type TreePrefilter } from './research.js';
+import { presentCandidates, type CandidatesBody, type Presentation } from './present/index.js';
+import { candidatesJson } from './present/json.js';
+import { cloudModelFor } from './cloud-model.js';
+import { loadFromModel, type ModelLoad } from './model-research.js';
+import {
+  loadCandidates,
+  loadTrees,
+  type CandidateInventories,
+  type Lookups,
+  type ProviderNode,
+  type TreePrefilter,
+  type Usage,
+} from './research.js';
 import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
 
 export type { CandidatesBody } from './present/index.js';
@@ -20,6 +31,10 @@ export interface CandidateOptions {
   randomize: boolean;
   /** Most candidates computed; 0 = no cap (placement's max_allocation_candidates). */
   maxCandidates: number;
+  /** Most providers whose trees are kept in memory between requests (cloud-model.ts); 0 = none. */
+  treeCacheProviders: number;
+  /** Now, in ms (the model rechecks an oversized cloud once a minute). */
+  now: number;
 }
 
 /** Everything the request names, each once, and the amounts asked per class. */
@@ -100,6 +115,7 @@ function resolveGroups(request: CandidateRequest, names: RequestNames, lookups: 
 interface Attempt {
   lookups: Lookups;
   nodes: Map<number, ProviderNode>;
+  usage: Usage;
   chosen: AllocationRequest[];
   /** False when only the lowest trees were read and they could not fill the answer. */
   complete: boolean;
@@ -125,14 +141,8 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
   // Viable trees come whole with the candidates (one round trip) unless a
   // limit may stop after a first chunk of an unbounded viable set.
   const preload = firstRoots !== null || !(stopsEarly && inChunks);
-  const { lookups, candidates, preloaded, truncatedAt } = await loadCandidates(
-    reader,
-    names,
-    names.amounts,
-    plan.prefilter,
-    firstRoots,
-    preload,
-  );
+  const { first, loadTrees } = await research(reader, plan, firstRoots, preload);
+  const { lookups, candidates, preloaded, truncatedAt } = first;
   const groups = resolveGroups(request, names, lookups);
 
   const roots = new Set(candidates.rootOf.values());
@@ -166,21 +176,47 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
     const chunk = anchors.slice(start, start + chunkSize);
     const wanted = [...new Set([...pending, ...chunk])].filter((root) => !loadedRoots.has(root));
     pending = [];
-    const loaded = wanted.length ? await loadTrees(reader, wanted) : new Map<number, ProviderNode>();
+    const loaded = wanted.length ? await loadTrees(wanted) : new Map<number, ProviderNode>();
     for (const root of wanted) loadedRoots.add(root);
     for (const [id, node] of loaded) nodes.set(id, node);
     search.addTrees(loaded.values());
     await picker.offer(search.requests(chunk));
   }
-  return { lookups, nodes, chosen: picker.result(), complete: truncatedAt === null || picker.done };
+  return { lookups, nodes, usage: first.usage, chosen: picker.result(), complete: truncatedAt === null || picker.done };
 }
 
-export async function findAllocationCandidates(
+/**
+ * The research context from the trees kept in memory when the cloud fits the
+ * cache (model-research.ts), else from SQL alone (research.ts): the same
+ * FirstLoad either way, and a loader for trees outside it.
+ */
+async function research(reader: BatchReader, plan: SearchPlan, firstRoots: number | null, preload: boolean): Promise<ModelLoad> {
+  const { names, prefilter, options } = plan;
+  if (options.treeCacheProviders > 0) {
+    const model = cloudModelFor(reader, options.treeCacheProviders);
+    const viaModel = await loadFromModel(reader, model, names, names.amounts, prefilter, firstRoots, options.now);
+    if (viaModel) return viaModel;
+  }
+  const first = await loadCandidates(reader, names, names.amounts, prefilter, firstRoots, preload);
+  return { first, loadTrees: (roots) => loadTrees(reader, roots, first.usage) };
+}
+
+/** What a request chose, with what its presentation needs. */
+interface Chosen {
+  chosen: AllocationRequest[];
+  nodes: Map<number, ProviderNode>;
+  usage: Usage;
+  classNameById: Map<number, string>;
+  requestedClasses: Set<string>;
+  shape: Presentation;
+}
+
+async function chooseCandidates(
   reader: BatchReader,
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
-): Promise<CandidatesBody> {
+): Promise<Chosen> {
   const names = namesOf(request);
   const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), options };
   // A small stable-order limit first reads only the lowest viable trees; if
@@ -191,15 +227,43 @@ export async function findAllocationCandidates(
   // The lowest trees were already tried: load the rest in one go.
   if (!outcome.complete) outcome = await searchOnce(reader, plan, null, false);
 
-  const { lookups, nodes, chosen } = outcome;
-  const classNameById = new Map([...lookups.classIdByName].map(([name, id]) => [id, name]));
-  return presentCandidates(chosen, nodes, classNameById, new Set(names.classes), {
-    nestedAware: plan.nestedAware,
-    allResources: mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY),
-    withTraits: mv.atLeast(MV.AC_REQUIRED),
-    dictShape: mv.atLeast(MV.ALLOC_DICT),
-    withMappings: mv.atLeast(MV.MAPPINGS),
-  });
+  const { lookups, nodes, usage, chosen } = outcome;
+  return {
+    chosen,
+    nodes,
+    usage,
+    classNameById: new Map([...lookups.classIdByName].map(([name, id]) => [id, name])),
+    requestedClasses: new Set(names.classes),
+    shape: {
+      nestedAware: plan.nestedAware,
+      allResources: mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY),
+      withTraits: mv.atLeast(MV.AC_REQUIRED),
+      dictShape: mv.atLeast(MV.ALLOC_DICT),
+      withMappings: mv.atLeast(MV.MAPPINGS),
+    },
+  };
+}
+
+/** The answer as an object (callers that look into it: why-no-host, tests). */
+export async function findAllocationCandidates(
+  reader: BatchReader,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<CandidatesBody> {
+  const { chosen, nodes, usage, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
+  return presentCandidates(chosen, nodes, usage, classNameById, requestedClasses, shape);
+}
+
+/** The same answer as JSON text, written directly (the route's path: no object graph to build and walk). */
+export async function findAllocationCandidatesJson(
+  reader: BatchReader,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<string> {
+  const { chosen, nodes, usage, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
+  return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }
 
 /**

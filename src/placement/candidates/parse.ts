@@ -91,8 +91,7 @@ function newGroup(suffix: string): RequestGroup {
 const hasTraits = (g: RequestGroup) => g.requiredAnyOf.length > 0 || g.forbiddenTraits.length > 0;
 const hasAggregates = (g: RequestGroup) => g.memberOf.length > 0 || g.forbiddenAggregates.length > 0;
 
-/** Parses and checks the whole query. `query` is every value per key, in request order. */
-/** The same from a raw query string, for callers without an HTTP request (bench, tests). */
+/** parseCandidateRequest from a raw query string, for callers without an HTTP request (bench, tests). */
 export function parseCandidateQueryString(queryString: string, mv: Microversion): CandidateRequest {
   const query: Record<string, string[]> = {};
   for (const [key, value] of new URLSearchParams(queryString)) (query[key] ??= []).push(value);

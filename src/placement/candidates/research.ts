@@ -7,7 +7,7 @@
 //      summaries of the trees that can anchor a candidate.
 // A stable-order limit that the lowest trees cannot fill costs one more
 // attempt (index.ts): 4 round trips at most, 1 or 2 as a rule.
-import type { InStatement, Row } from '@libsql/client';
+import type { InStatement, ResultSet, Row } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
 import { capacityOf, capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
 import { columns, num, packedArray, SqlParams, type PackedRow } from './sql.js';
@@ -16,10 +16,22 @@ export interface Inventory extends InventoryLimits {
   used: number;
 }
 
+/** An inventory as provider summaries show it; its usage is looked up in the request's Usage. */
 export interface SummaryInventory {
+  classId: number;
   className: string;
   capacity: number;
-  used: number;
+}
+
+/** provider id -> class id -> units allocated (absent: none), as one request read it. */
+export type Usage = Map<number, Map<number, number>>;
+
+export const usedOf = (usage: Usage, providerId: number, classId: number): number => usage.get(providerId)?.get(classId) ?? 0;
+
+export function addUsage(usage: Usage, providerId: number, classId: number, used: number): void {
+  let perClass = usage.get(providerId);
+  if (!perClass) usage.set(providerId, (perClass = new Map()));
+  perClass.set(classId, used);
 }
 
 export interface ProviderNode {
@@ -29,7 +41,7 @@ export interface ProviderNode {
   rootId: number;
   traits: Set<string>;
   aggregates: Set<number>;
-  /** Every inventory of the provider with its usage, for provider summaries. */
+  /** Every inventory of the provider, for provider summaries (usage: the request's Usage). */
   inventories: SummaryInventory[];
 }
 
@@ -74,9 +86,29 @@ const TREE_INVENTORY_ROW = columns(['rp', 'name', 'cls', 'root', ...LIMITS, 'can
 /** A provider of a tree read whole. */
 const PROVIDER_ROW = columns(['id', 'uuid', 'parent_provider_id', 'root_provider_id', 'traits', 'aggs']);
 /** A provider's inventory as summaries show it. */
-const SUMMARY_ROW = columns(['rp', 'name', 'capacity', 'used']);
+const SUMMARY_ROW = columns(['rp', 'cls', 'name', 'capacity', 'used']);
 /** A sharing provider and the root of a tree it shares with. */
 const ANCHOR_ROW = columns(['sharing_id', 'anchor_root']);
+
+/** The request's names looked up: four statements of the first read batch, read back by lookupsOf(). */
+export function lookupStatements(names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] }): InStatement[] {
+  const nameLookup = (sql: string, values: string[]): InStatement => ({ sql, args: { names: JSON.stringify(values) } });
+  return [
+    nameLookup('SELECT id, name FROM resource_classes WHERE name IN (SELECT value FROM json_each(:names))', names.classes),
+    nameLookup('SELECT id, name FROM traits WHERE name IN (SELECT value FROM json_each(:names))', names.traits),
+    nameLookup('SELECT id, uuid FROM placement_aggregates WHERE uuid IN (SELECT value FROM json_each(:names))', names.aggregates),
+    nameLookup('SELECT uuid, root_provider_id FROM resource_providers WHERE uuid IN (SELECT value FROM json_each(:names))', names.inTree),
+  ];
+}
+
+export function lookupsOf([classes, traits, aggregates, trees]: ResultSet[]): Lookups {
+  return {
+    classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
+    traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
+    aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
+    rootIdByProviderUuid: new Map(trees!.rows.map((r) => [String(r.uuid), Number(r.root_provider_id)])),
+  };
+}
 
 /** A packed result: one row, one column holding a JSON array of row arrays. */
 const unpack = (rows: Row[]): PackedRow[] => JSON.parse(String(rows[0]?.[0] ?? '[]')) as PackedRow[];
@@ -88,6 +120,8 @@ export interface FirstLoad {
   preloaded: { roots: Set<number>; nodes: Map<number, ProviderNode> };
   /** When only the first roots were read: the highest root read (trees above it are unknown). */
   truncatedAt: number | null;
+  /** Usage of the trees read whole (loadTrees adds to it). */
+  usage: Usage;
 }
 
 /**
@@ -253,12 +287,8 @@ export async function loadCandidates(
   const rowSources = preload ? query.sources.slice(1) : query.sources;
   const wholeTrees = 'tree_roots t CROSS JOIN resource_providers p ON p.root_provider_id = t.root_id';
   const fitsSomeGroup = `i.max_unit >= req.lo AND i.min_unit <= req.hi AND ${capacitySql('i')} - ${usedSql('i')} >= req.lo`;
-  const nameLookup = (sql: string, values: string[]): InStatement => ({ sql, args: { names: JSON.stringify(values) } });
   const statements: InStatement[] = [
-    nameLookup('SELECT id, name FROM resource_classes WHERE name IN (SELECT value FROM json_each(:names))', names.classes),
-    nameLookup('SELECT id, name FROM traits WHERE name IN (SELECT value FROM json_each(:names))', names.traits),
-    nameLookup('SELECT id, uuid FROM placement_aggregates WHERE uuid IN (SELECT value FROM json_each(:names))', names.aggregates),
-    nameLookup('SELECT uuid, root_provider_id FROM resource_providers WHERE uuid IN (SELECT value FROM json_each(:names))', names.inTree),
+    ...lookupStatements(names),
     {
       // The materialised CTE keeps SQLite from re-reading the JSON per row.
       // Usage is summed per candidate row through the (provider, class, used)
@@ -323,12 +353,7 @@ export async function loadCandidates(
     },
   ];
   const [classes, traitRows, aggRows, treeRows, invRows, anchorRows] = await reader.readBatch(statements);
-  const lookups: Lookups = {
-    classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
-    traitIdByName: new Map(traitRows!.rows.map((r) => [String(r.name), Number(r.id)])),
-    aggregateIdByUuid: new Map(aggRows!.rows.map((r) => [String(r.uuid), Number(r.id)])),
-    rootIdByProviderUuid: new Map(treeRows!.rows.map((r) => [String(r.uuid), Number(r.root_provider_id)])),
-  };
+  const lookups = lookupsOf([classes!, traitRows!, aggRows!, treeRows!]);
   const byProvider = new Map<number, Map<number, Inventory>>();
   const rootOf = new Map<number, number>();
   const scan = JSON.parse(String(invRows!.rows[0]?.[0] ?? '{}')) as {
@@ -347,6 +372,7 @@ export async function loadCandidates(
   const row = CANDIDATE_ROW.at;
   for (const r of scan.rows) addCandidate(num(r[row.rp]), num(r[row.cls]), num(r[row.root]), inventoryOf(r, row));
   const nodes = new Map<number, ProviderNode>();
+  const usage: Usage = new Map();
   for (const r of scan.trees ?? []) {
     const node = nodeOf(r);
     nodes.set(node.id, node);
@@ -354,7 +380,11 @@ export async function loadCandidates(
   const inv = TREE_INVENTORY_ROW.at;
   for (const r of scan.inventories ?? []) {
     const inventory = inventoryOf(r, inv);
-    nodes.get(num(r[inv.rp]))?.inventories.push({ className: String(r[inv.name]), capacity: capacityOf(inventory), used: inventory.used });
+    const node = nodes.get(num(r[inv.rp]));
+    if (node) {
+      node.inventories.push({ classId: num(r[inv.cls]), className: String(r[inv.name]), capacity: capacityOf(inventory) });
+      addUsage(usage, node.id, num(r[inv.cls]), inventory.used);
+    }
     if (r[inv.candidate]) addCandidate(num(r[inv.rp]), num(r[inv.cls]), num(r[inv.root]), inventory);
   }
   const anchorsOfSharing = new Map<number, Set<number>>();
@@ -370,6 +400,7 @@ export async function loadCandidates(
     candidates: { byProvider, rootOf, anchorsOfSharing },
     preloaded: { roots: new Set(scan.complete ?? []), nodes },
     truncatedAt: scan.truncatedAt ?? null,
+    usage,
   };
 }
 
@@ -394,8 +425,8 @@ function nodeOf(row: PackedRow): ProviderNode {
   };
 }
 
-/** Round trip 2: every provider of the given trees, with its traits, aggregate ids and inventories. */
-export async function loadTrees(reader: BatchReader, rootIds: Iterable<number>): Promise<Map<number, ProviderNode>> {
+/** Round trip 2: every provider of the given trees, with its traits, aggregate ids and inventories; their usage goes into `usage`. */
+export async function loadTrees(reader: BatchReader, rootIds: Iterable<number>, usage: Usage): Promise<Map<number, ProviderNode>> {
   const args = { roots: JSON.stringify([...rootIds]) };
   // Two statements (one batch): correlated JSON per provider cost twice as
   // much as flat rows.
@@ -409,7 +440,7 @@ export async function loadTrees(reader: BatchReader, rootIds: Iterable<number>):
     },
     {
       // Summaries need only capacity and usage; the search reads limits from round trip 1.
-      sql: `SELECT ${packedArray(SUMMARY_ROW)} FROM (SELECT i.resource_provider_id AS rp, rc.name,
+      sql: `SELECT ${packedArray(SUMMARY_ROW)} FROM (SELECT i.resource_provider_id AS rp, i.resource_class_id AS cls, rc.name,
           ${capacitySql('i')} AS capacity,
           ${usedSql('i')} AS used
         FROM resource_providers p
@@ -426,9 +457,10 @@ export async function loadTrees(reader: BatchReader, rootIds: Iterable<number>):
   }
   const at = SUMMARY_ROW.at;
   for (const row of unpack(inventoryRows!.rows)) {
-    nodes
-      .get(num(row[at.rp]))
-      ?.inventories.push({ className: String(row[at.name]), capacity: num(row[at.capacity]), used: num(row[at.used]) });
+    const node = nodes.get(num(row[at.rp]));
+    if (!node) continue;
+    node.inventories.push({ classId: num(row[at.cls]), className: String(row[at.name]), capacity: num(row[at.capacity]) });
+    addUsage(usage, node.id, num(row[at.cls]), num(row[at.used]));
   }
   return nodes;
 }

@@ -5,7 +5,7 @@
 // their resources from 1.27, traits from 1.17. Written for speed: a full
 // answer at N=1000 holds ~1000 requests and ~1000 summaries, so no Maps or
 // Object.fromEntries per request.
-import type { ProviderNode } from '../research.js';
+import { type ProviderNode, type Usage, usedOf } from '../research.js';
 import type { CandidatesJson, DictAllocationRequestJson, ListAllocationJson, ProviderSummaryJson } from '../../schemas/responses.js';
 import type { AllocationRequest } from '../search.js';
 
@@ -33,6 +33,7 @@ export interface Presentation {
 export function presentCandidates(
   chosen: AllocationRequest[],
   nodes: ReadonlyMap<number, ProviderNode>,
+  usage: Usage,
   classNameById: ReadonlyMap<number, string>,
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
@@ -47,7 +48,7 @@ export function presentCandidates(
       ? dictRequest(request, uuidOf, classNameById, shape.withMappings)
       : listRequest(request, uuidOf, classNameById);
   }
-  return { allocation_requests: allocationRequests, provider_summaries: summaries(usedProviders, nodes, requestedClasses, shape) };
+  return { allocation_requests: allocationRequests, provider_summaries: summaries(usedProviders, nodes, usage, requestedClasses, shape) };
 }
 
 function dictRequest(
@@ -87,6 +88,7 @@ function listRequest(
 function summaries(
   usedProviders: ReadonlySet<number>,
   nodes: ReadonlyMap<number, ProviderNode>,
+  usage: Usage,
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
 ): Record<string, ProviderSummary> {
@@ -97,7 +99,8 @@ function summaries(
     if (shape.nestedAware ? !usedRoots.has(node.rootId) : !usedProviders.has(node.id)) continue;
     const resources: ProviderSummary['resources'] = {};
     for (const inv of node.inventories) {
-      if (shape.allResources || requestedClasses.has(inv.className)) resources[inv.className] = { capacity: inv.capacity, used: inv.used };
+      if (shape.allResources || requestedClasses.has(inv.className))
+        resources[inv.className] = { capacity: inv.capacity, used: usedOf(usage, node.id, inv.classId) };
     }
     const entry: ProviderSummary = { resources };
     if (shape.withTraits) entry.traits = [...node.traits]; // trait id order, as upstream lists them

@@ -1,0 +1,292 @@
+// The cloud's provider trees held in memory between requests: structure,
+// traits, aggregates and inventory limits, never usage. Usage changes with
+// every claim and is read fresh by each request; the trees change rarely and
+// are re-read tree by tree: triggers (drizzle/0003_tree_changes.sql) raise a
+// root's `seq` in placement_tree_changes on every write to one of its
+// providers, inventories, traits or aggregates, and each request's read batch
+// carries the trees whose seq passed the model's. The batch is one snapshot,
+// so the trees and the usage a request sees always belong together.
+import type { InStatement } from '@libsql/client';
+import { capacityOf, type InventoryLimits } from '../capacity.js';
+import { SHARES_TRAIT } from './research.js';
+import { columns, num, packedArray, type PackedRow } from './sql.js';
+
+/** Root id the triggers use for a change that touches every tree (a class renamed or removed). */
+const EVERY_TREE = 0;
+
+export interface ModelInventory extends InventoryLimits {
+  classId: number;
+  className: string;
+  capacity: number;
+}
+
+export interface ModelProvider {
+  id: number;
+  uuid: string;
+  parentId: number | null;
+  rootId: number;
+  /** Trait names in trait id order, as upstream lists them in summaries. */
+  traits: Set<string>;
+  aggregates: Set<number>;
+  /** Inventories in class id order. */
+  inventories: ModelInventory[];
+}
+
+const PROVIDER_ROW = columns(['id', 'uuid', 'parent_provider_id', 'root_provider_id', 'traits', 'aggs']);
+const INVENTORY_ROW = columns(['rp', 'cls', 'name', 'total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'ratio']);
+
+/** The packed columns of PROVIDER_ROW for the providers aliased `p`. */
+const providerColumns = `p.id, p.uuid, p.parent_provider_id, p.root_provider_id,
+  (SELECT group_concat(name, char(31)) FROM (SELECT t.name FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
+    WHERE rt.resource_provider_id = p.id ORDER BY rt.trait_id)) AS traits,
+  (SELECT group_concat(ra.aggregate_id) FROM resource_provider_aggregates ra WHERE ra.resource_provider_id = p.id) AS aggs`;
+
+const inventoryColumns = `i.resource_provider_id AS rp, i.resource_class_id AS cls, rc.name, i.total, i.reserved, i.min_unit,
+  i.max_unit, i.step_size, i.allocation_ratio AS ratio`;
+
+/** What one refresh statement returns, packed in one JSON value. */
+interface Refresh {
+  seq: number | null;
+  /** Roots re-read (every root when the model was empty): null when over the size cap. */
+  changed: number[] | null;
+  providers: PackedRow[];
+  inventories: PackedRow[];
+}
+
+export class CloudModel {
+  /** The highest change seq applied; -1 before the first load. */
+  private seq = -1;
+  private readonly providers = new Map<number, ModelProvider>();
+  private readonly trees = new Map<number, ModelProvider[]>();
+  private rootsInOrder: number[] | null = null;
+  private readonly sharingIds = new Set<number>();
+  private sharingInOrder: number[] | null = null;
+  private readonly membersOfAggregate = new Map<number, Set<number>>();
+  private readonly traitSets = new Map<string, Set<string>>();
+  private readonly aggregateSets = new Map<string, Set<number>>();
+  /** Set when the cloud outgrew the cap: requests use the SQL engine until then. */
+  private oversizeUntil = 0;
+  /**
+   * Aggregate ids of uuids requests named before: a request's plan is guessed
+   * before its batch brings the lookups (a wrong guess only costs a round trip).
+   */
+  readonly knownAggregates = new Map<string, number>();
+
+  constructor(readonly maxProviders: number) {}
+
+  get loaded(): boolean {
+    return this.seq >= 0;
+  }
+
+  /** The change seq the model reflects (what refreshStatement() reads past). */
+  get appliedSeq(): number {
+    return this.seq;
+  }
+
+  learnAggregates(idByUuid: ReadonlyMap<string, number>): void {
+    if (this.knownAggregates.size > 10_000) this.knownAggregates.clear();
+    for (const [uuid, id] of idByUuid) this.knownAggregates.set(uuid, id);
+  }
+
+  /** False while the cloud is known to be larger than the cap (rechecked once a minute). */
+  usable(now: number): boolean {
+    return this.maxProviders > 0 && now >= this.oversizeUntil;
+  }
+
+  /**
+   * One statement of the request's read batch: the trees changed since the
+   * model's seq (every tree when not loaded yet and within the cap).
+   */
+  refreshStatement(): InStatement {
+    const everything = !this.loaded;
+    // Driven from the change rows (seq index) so an unchanged cloud costs two index probes.
+    const changedRoots = 'SELECT root_id FROM placement_tree_changes WHERE seq > :seq';
+    // A cold load reads every tree, unless the cloud is over the cap (then nothing).
+    const source = everything
+      ? { from: 'resource_providers p', where: 'WHERE (SELECT count(*) FROM resource_providers) <= :cap' }
+      : { from: `(${changedRoots}) c CROSS JOIN resource_providers p ON p.root_provider_id = c.root_id`, where: '' };
+    return {
+      sql: `SELECT json_object(
+        'seq', (SELECT MAX(seq) FROM placement_tree_changes),
+        'changed', ${
+          everything
+            ? `CASE WHEN (SELECT count(*) FROM resource_providers) <= :cap
+                THEN (SELECT json_group_array(id) FROM resource_providers WHERE id = root_provider_id) END`
+            : `(SELECT json_group_array(root_id) FROM (${changedRoots}))`
+        },
+        'providers', (SELECT ${packedArray(PROVIDER_ROW)} FROM (
+          SELECT ${providerColumns} FROM ${source.from} ${source.where} ORDER BY p.id)),
+        'inventories', (SELECT ${packedArray(INVENTORY_ROW)} FROM (
+          SELECT ${inventoryColumns} FROM ${source.from}
+            CROSS JOIN inventories i ON i.resource_provider_id = p.id
+            JOIN resource_classes rc ON rc.id = i.resource_class_id
+          ${source.where} ORDER BY i.resource_provider_id, i.resource_class_id)))`,
+      args: everything ? { cap: this.maxProviders } : { seq: this.seq },
+    };
+  }
+
+  /**
+   * Applies a refresh statement's result. Returns the roots re-read, or
+   * 'reload' when the model must be read whole again (a change touching
+   * every tree), or 'oversize' when the cloud is over the cap.
+   */
+  apply(packed: string, now: number): Set<number> | 'reload' | 'oversize' {
+    const refresh = JSON.parse(packed) as Refresh;
+    if (refresh.changed === null) {
+      this.clear();
+      this.oversizeUntil = now + 60_000;
+      return 'oversize';
+    }
+    if (this.loaded && refresh.changed.includes(EVERY_TREE)) {
+      this.clear();
+      return 'reload';
+    }
+    const changed = new Set(refresh.changed);
+    // A concurrent request already applied a snapshot at least as new: keep it.
+    if (this.loaded && (refresh.seq ?? 0) <= this.seq) return changed;
+    for (const root of changed) this.dropTree(root);
+    const fresh = new Map<number, ModelProvider>();
+    const p = PROVIDER_ROW.at;
+    for (const row of refresh.providers) {
+      const traits = row[p.traits];
+      const aggs = row[p.aggs];
+      const provider: ModelProvider = {
+        id: num(row[p.id]),
+        uuid: String(row[p.uuid]),
+        parentId: row[p.parent_provider_id] === null ? null : num(row[p.parent_provider_id]),
+        rootId: num(row[p.root_provider_id]),
+        traits: this.traitSet(traits === null ? '' : String(traits)),
+        aggregates: this.aggregateSet(aggs === null ? '' : String(aggs)),
+        inventories: [],
+      };
+      fresh.set(provider.id, provider);
+    }
+    const i = INVENTORY_ROW.at;
+    for (const row of refresh.inventories) {
+      // Written out field by field: V8 reads objects built by spreading
+      // another one many times slower, and the search reads these per request.
+      const inventory: ModelInventory = {
+        total: num(row[i.total]),
+        reserved: num(row[i.reserved]),
+        minUnit: num(row[i.min_unit]),
+        maxUnit: num(row[i.max_unit]),
+        stepSize: num(row[i.step_size]),
+        allocationRatio: num(row[i.ratio]),
+        classId: num(row[i.cls]),
+        className: String(row[i.name]),
+        capacity: 0,
+      };
+      inventory.capacity = capacityOf(inventory);
+      fresh.get(num(row[i.rp]))?.inventories.push(inventory);
+    }
+    for (const provider of fresh.values()) this.addProvider(provider);
+    // Shared sets of trees since dropped are let go once they outnumber the providers.
+    if (this.traitSets.size + this.aggregateSets.size > 2 * this.providers.size + 64) {
+      this.traitSets.clear();
+      this.aggregateSets.clear();
+    }
+    this.seq = refresh.seq ?? 0;
+    if (this.providers.size > this.maxProviders) {
+      this.clear();
+      this.oversizeUntil = now + 60_000;
+      return 'oversize';
+    }
+    return changed;
+  }
+
+  provider(id: number): ModelProvider | undefined {
+    return this.providers.get(id);
+  }
+
+  /** A tree's providers in id order (empty for an unknown root). */
+  tree(root: number): readonly ModelProvider[] {
+    return this.trees.get(root) ?? [];
+  }
+
+  /** Every root, in id order (the stable order of candidates). */
+  roots(): readonly number[] {
+    this.rootsInOrder ??= [...this.trees.keys()].sort((a, b) => a - b);
+    return this.rootsInOrder;
+  }
+
+  /** Providers with MISC_SHARES_VIA_AGGREGATE, in id order (the order the search offers them in). */
+  sharing(): readonly number[] {
+    this.sharingInOrder ??= [...this.sharingIds].sort((a, b) => a - b);
+    return this.sharingInOrder;
+  }
+
+  membersOf(aggregateId: number): ReadonlySet<number> {
+    return this.membersOfAggregate.get(aggregateId) ?? EMPTY;
+  }
+
+  /**
+   * Providers share one frozen-in-practice Set per distinct trait list (and
+   * aggregate list): most of a cloud's hosts look alike, and a Set costs
+   * ~200 bytes. Nothing downstream modifies them.
+   */
+  private traitSet(packed: string): Set<string> {
+    let set = this.traitSets.get(packed);
+    if (!set) this.traitSets.set(packed, (set = new Set(packed === '' ? [] : packed.split('\u001f'))));
+    return set;
+  }
+
+  private aggregateSet(packed: string): Set<number> {
+    let set = this.aggregateSets.get(packed);
+    if (!set) this.aggregateSets.set(packed, (set = new Set(packed === '' ? [] : packed.split(',').map(Number))));
+    return set;
+  }
+
+  private clear(): void {
+    this.traitSets.clear();
+    this.aggregateSets.clear();
+    this.seq = -1;
+    this.providers.clear();
+    this.trees.clear();
+    this.sharingIds.clear();
+    this.sharingInOrder = null;
+    this.membersOfAggregate.clear();
+    this.rootsInOrder = null;
+  }
+
+  private dropTree(root: number): void {
+    const members = this.trees.get(root);
+    if (!members) return;
+    for (const provider of members) {
+      this.providers.delete(provider.id);
+      if (this.sharingIds.delete(provider.id)) this.sharingInOrder = null;
+      for (const agg of provider.aggregates) this.membersOfAggregate.get(agg)?.delete(provider.id);
+    }
+    this.trees.delete(root);
+    this.rootsInOrder = null;
+  }
+
+  private addProvider(provider: ModelProvider): void {
+    this.providers.set(provider.id, provider);
+    let members = this.trees.get(provider.rootId);
+    if (!members) {
+      this.trees.set(provider.rootId, (members = []));
+      this.rootsInOrder = null;
+    }
+    members.push(provider); // rows come in id order
+    if (provider.traits.has(SHARES_TRAIT)) {
+      this.sharingIds.add(provider.id);
+      this.sharingInOrder = null;
+    }
+    for (const agg of provider.aggregates) {
+      let set = this.membersOfAggregate.get(agg);
+      if (!set) this.membersOfAggregate.set(agg, (set = new Set()));
+      set.add(provider.id);
+    }
+  }
+}
+
+const EMPTY: ReadonlySet<number> = new Set();
+
+/** One model per database handle (a DataStore lives as long as its process or isolate). */
+const models = new WeakMap<object, CloudModel>();
+
+export function cloudModelFor(store: object, maxProviders: number): CloudModel {
+  let model = models.get(store);
+  if (!model || model.maxProviders !== maxProviders) models.set(store, (model = new CloudModel(maxProviders)));
+  return model;
+}

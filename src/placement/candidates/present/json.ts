@@ -1,0 +1,137 @@
+// The answer of presentCandidates() written straight to JSON text, byte for
+// byte what JSON.stringify(presentCandidates(...)) gives: a full answer at
+// N=5000 would otherwise build ~25,000 objects (most keyed by uuid, which V8
+// keeps as slow dictionaries) only for JSON.stringify to walk them again.
+// The differential test checks both spellings agree.
+import { type ProviderNode, type Usage, usedOf } from '../research.js';
+import type { AllocationRequest } from '../search.js';
+import type { Presentation } from './index.js';
+
+const quote = JSON.stringify;
+
+/** Class and trait names, quoted once per process (names are few; a cloud repeats them on every provider). */
+const quotedNames = new Map<string, string>();
+function quoteName(name: string): string {
+  let quoted = quotedNames.get(name);
+  if (quoted === undefined) {
+    if (quotedNames.size > 50_000) quotedNames.clear();
+    quotedNames.set(name, (quoted = quote(name)));
+  }
+  return quoted;
+}
+
+/** A summary's trait list, once per Set: the trees kept in memory share one Set per distinct list. */
+const traitLists = new WeakMap<ReadonlySet<string>, string>();
+function traitList(traits: ReadonlySet<string>): string {
+  let list = traitLists.get(traits);
+  if (list === undefined) traitLists.set(traits, (list = `[${[...traits].map(quoteName).join(',')}]`));
+  return list;
+}
+
+export function candidatesJson(
+  chosen: AllocationRequest[],
+  nodes: ReadonlyMap<number, ProviderNode>,
+  usage: Usage,
+  classNameById: ReadonlyMap<number, string>,
+  requestedClasses: ReadonlySet<string>,
+  shape: Presentation,
+): string {
+  const quotedUuid = new Map<number, string>();
+  const uuidOf = (id: number): string => {
+    let quoted = quotedUuid.get(id);
+    if (quoted === undefined) quotedUuid.set(id, (quoted = quote(nodes.get(id)!.uuid)));
+    return quoted;
+  };
+  const classOf = (id: number): string => quoteName(classNameById.get(id)!);
+  const usedProviders = new Set<number>();
+  let out = '{"allocation_requests":[';
+  for (let i = 0; i < chosen.length; i += 1) {
+    const request = chosen[i]!;
+    if (i > 0) out += ',';
+    for (const piece of request.pieces) usedProviders.add(piece.providerId);
+    out += shape.dictShape ? dictRequest(request, uuidOf, classOf, shape.withMappings) : listRequest(request, uuidOf, classOf);
+  }
+  out += '],"provider_summaries":{';
+  out += summaries(usedProviders, nodes, usage, requestedClasses, shape, uuidOf);
+  return `${out}}}`;
+}
+
+/** A JS object lists integer-like keys first, ascending ("1" before "_NIC"), then the rest in insertion order. */
+function inObjectKeyOrder(keys: string[], entries: string[]): string[] {
+  const isIndex = (key: string) => /^(?:0|[1-9]\d*)$/.test(key) && Number(key) < 2 ** 32 - 1;
+  if (!keys.some(isIndex)) return entries;
+  const order = keys.map((key, i) => ({ key, i }));
+  const indices = order.filter((k) => isIndex(k.key)).sort((a, b) => Number(a.key) - Number(b.key));
+  return [...indices, ...order.filter((k) => !isIndex(k.key))].map((k) => entries[k.i]!);
+}
+
+/** Providers in order of first appearance, each with its pieces' classes in order (as the object form's key order). */
+function byProvider(request: AllocationRequest, classOf: (id: number) => string): Map<number, string> {
+  const resources = new Map<number, string>();
+  for (const piece of request.pieces) {
+    const seen = resources.get(piece.providerId);
+    const entry = `${classOf(piece.classId)}:${piece.amount}`;
+    resources.set(piece.providerId, seen === undefined ? entry : `${seen},${entry}`);
+  }
+  return resources;
+}
+
+function dictRequest(
+  request: AllocationRequest,
+  uuidOf: (id: number) => string,
+  classOf: (id: number) => string,
+  withMappings: boolean,
+): string {
+  let out = '{"allocations":{';
+  let first = true;
+  for (const [providerId, resources] of byProvider(request, classOf)) {
+    out += `${first ? '' : ','}${uuidOf(providerId)}:{"resources":{${resources}}}`;
+    first = false;
+  }
+  out += '}';
+  if (withMappings) {
+    const entries = [...request.mappings].map(([suffix, ids]) => `${quote(suffix)}:[${ids.map(uuidOf).join(',')}]`);
+    out += `,"mappings":{${inObjectKeyOrder([...request.mappings.keys()], entries).join(',')}}`;
+  }
+  return `${out}}`;
+}
+
+function listRequest(request: AllocationRequest, uuidOf: (id: number) => string, classOf: (id: number) => string): string {
+  const allocations: string[] = [];
+  for (const [providerId, resources] of byProvider(request, classOf)) {
+    allocations.push(`{"resource_provider":{"uuid":${uuidOf(providerId)}},"resources":{${resources}}}`);
+  }
+  return `{"allocations":[${allocations.join(',')}]}`;
+}
+
+function summaries(
+  usedProviders: ReadonlySet<number>,
+  nodes: ReadonlyMap<number, ProviderNode>,
+  usage: Usage,
+  requestedClasses: ReadonlySet<string>,
+  shape: Presentation,
+  uuidOf: (id: number) => string,
+): string {
+  const usedRoots = new Set<number>();
+  if (shape.nestedAware) for (const id of usedProviders) usedRoots.add(nodes.get(id)!.rootId);
+  const entries: string[] = [];
+  for (const node of nodes.values()) {
+    if (shape.nestedAware ? !usedRoots.has(node.rootId) : !usedProviders.has(node.id)) continue;
+    let resources = '';
+    // (provider, class) is unique, so no key repeats.
+    for (const inv of node.inventories) {
+      if (shape.allResources || requestedClasses.has(inv.className)) {
+        resources += `${resources === '' ? '' : ','}${quoteName(inv.className)}:{"capacity":${inv.capacity},"used":${usedOf(usage, node.id, inv.classId)}}`;
+      }
+    }
+    let entry = `{"resources":{${resources}}`;
+    if (shape.withTraits) entry += `,"traits":${traitList(node.traits)}`;
+    if (shape.nestedAware) {
+      const parent = node.parentId === null ? undefined : nodes.get(node.parentId);
+      const root = nodes.get(node.rootId);
+      entry += `,"parent_provider_uuid":${parent ? uuidOf(parent.id) : 'null'},"root_provider_uuid":${root ? uuidOf(root.id) : quote(node.uuid)}`;
+    }
+    entries.push(`${uuidOf(node.id)}:${entry}}`);
+  }
+  return entries.join(',');
+}
