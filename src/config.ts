@@ -35,6 +35,14 @@ export const ConfigSchema = z.object({
    * About 1 KiB of memory per provider.
    */
   PLACEMENT_CANDIDATE_TREE_CACHE: z.coerce.number().int().min(0).default(20_000),
+  /**
+   * The order allocation candidates are produced in (upstream's
+   * allocation_candidates_generation_strategy): depth-first, every candidate
+   * of the first tree before the next; breadth-first, one candidate from each
+   * tree in turn, so a limited or capped answer spreads over as many hosts
+   * as it can (wide device trees).
+   */
+  PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY: z.enum(['depth-first', 'breadth-first']).default('depth-first'),
   /** Request bodies larger than this get 413 before they are parsed (both APIs). */
   PLACEMENT_MAX_BODY_BYTES: z.coerce
     .number()

@@ -104,7 +104,15 @@ export function openBatchRunner(path: string, busyTimeoutMs: number): BatchRunne
       execute('COMMIT');
       return results;
     } finally {
-      if (db.inTransaction) execute('ROLLBACK');
+      if (db.inTransaction) {
+        // A failed ROLLBACK (SQLite has already rolled back on some errors)
+        // must not hide the error that made the batch fail.
+        try {
+          execute('ROLLBACK');
+        } catch {
+          // the batch's own outcome is what the caller needs
+        }
+      }
     }
   };
 

@@ -67,3 +67,49 @@ describe('eight isolated PGPU groups on hosts of eight one-PGPU children', () =>
     expect(body.allocation_requests).toHaveLength(100);
   });
 });
+
+describe('allocation_candidates_generation_strategy (upstream HEAD)', () => {
+  let depthFirst: TestApp;
+  let breadthFirst: TestApp;
+  const roots: Record<'depth' | 'breadth', string[]> = { depth: [], breadth: [] };
+  beforeAll(async () => {
+    depthFirst = await makeTestApp();
+    breadthFirst = await makeTestApp({
+      PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY: 'breadth-first',
+      PLACEMENT_MAX_ALLOCATION_CANDIDATES: '6',
+    });
+    for (const [app, list] of [
+      [depthFirst, roots.depth],
+      [breadthFirst, roots.breadth],
+    ] as const) {
+      for (let h = 0; h < 4; h += 1) {
+        const root = await provider(app, { inventory: { VCPU: { total: 8 } } });
+        for (let i = 0; i < 4; i += 1) await provider(app, { parent: root, inventory: { PGPU: { total: 1 } } });
+        list.push(root);
+      }
+    }
+  });
+  afterAll(() => {
+    depthFirst.close();
+    breadthFirst.close();
+  });
+
+  const hostsOf = async (app: TestApp, query: string) => {
+    const res = await app.call('GET', `/allocation_candidates?${query}`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Body;
+    return body.allocation_requests.map((r) => Object.keys(r.allocations).find((uuid) => r.allocations[uuid]!.resources.VCPU)!);
+  };
+  const query = `resources=VCPU:1&${groups(2)}&group_policy=isolate`;
+
+  it('depth-first (the default) gives every candidate of the first host before the next', async () => {
+    // 4 children, 2 isolated groups: 12 ordered pairs per host.
+    expect(await hostsOf(depthFirst, `${query}&limit=4`)).toEqual(Array(4).fill(roots.depth[0]));
+  });
+
+  it('breadth-first takes one candidate from each host in turn, under limit and the candidate cap alike', async () => {
+    expect(await hostsOf(breadthFirst, `${query}&limit=4`)).toEqual(roots.breadth);
+    // No limit: max_allocation_candidates (6 here) keeps the first six in round-robin order.
+    expect(await hostsOf(breadthFirst, query)).toEqual([...roots.breadth, roots.breadth[0], roots.breadth[1]]);
+  });
+});

@@ -112,6 +112,35 @@ describe('concurrent claims against Node server processes on one database file',
     expect(Object.keys(usage)).toEqual(['VCPU']);
     expect(usage.VCPU).toBeGreaterThanOrEqual(2);
   }, 60_000);
+
+  it('lets exactly one of 16 one-batch provider writes with the same generation win, across two processes', async () => {
+    const rp = await seedProvider(deps, { VCPU: { total: 8 } });
+    const send = (server: ServerProcess, path: string, body: unknown) =>
+      fetch(`${server.url}${path}`, {
+        method: 'PUT',
+        headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
+        body: JSON.stringify(body),
+      }).then(async (res) => ({ status: res.status, body: (await res.json()) as unknown }));
+    const outcomes = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        i % 2 === 0
+          ? send(servers[i % servers.length]!, `/resource_providers/${rp.uuid}/inventories`, {
+              resource_provider_generation: 0,
+              inventories: { VCPU: { total: 8 + i } },
+            })
+          : send(servers[(i >> 1) % servers.length]!, `/resource_providers/${rp.uuid}/traits`, {
+              resource_provider_generation: 0,
+              traits: ['HW_CPU_X86_AVX2'],
+            }),
+      ),
+    );
+    expect(outcomes.filter((o) => o.status === 200)).toHaveLength(1);
+    for (const lost of outcomes.filter((o) => o.status !== 200)) {
+      expect(lost.status).toBe(409);
+      expect(lost.body).toMatchObject({ errors: [{ status: 409, code: 'placement.concurrent_update' }] });
+    }
+    expect(await providerGeneration(deps, rp.id)).toBe(1);
+  }, 60_000);
 });
 
 describe('a failure in the middle of a write', () => {

@@ -76,4 +76,26 @@ describe.skipIf(!existsSync(SQLD_BIN))('two isolates racing claims against sqld'
     expect(usages.usages.VCPU).toBe(ok);
     expect(usages.usages.VCPU).toBeLessThanOrEqual(POOL);
   }, 60_000);
+
+  it('one-batch provider writes at one generation from both isolates: exactly one wins, the generation moves once', async () => {
+    const rp = crypto.randomUUID();
+    expect((await call(apps[0]!, 'POST', '/resource_providers', { name: `race-${rp}`, uuid: rp })).status).toBe(200);
+    const results = await Promise.all(
+      Array.from({ length: ATTEMPTS }, (_, i) =>
+        i % 4 < 2
+          ? call(apps[i % 2]!, 'PUT', `/resource_providers/${rp}/inventories`, {
+              resource_provider_generation: 0,
+              inventories: { VCPU: { total: 1 + i } },
+            })
+          : call(apps[i % 2]!, 'PUT', `/resource_providers/${rp}/traits`, { resource_provider_generation: 0, traits: ['HW_CPU_X86_AVX2'] }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    for (const lost of results.filter((r) => r.status !== 200)) {
+      expect(lost.status).toBe(409);
+      expect(((await lost.json()) as { errors: { code: string }[] }).errors[0]!.code).toBe('placement.concurrent_update');
+    }
+    const shown = (await (await call(apps[1]!, 'GET', `/resource_providers/${rp}`)).json()) as { generation: number };
+    expect(shown.generation).toBe(1);
+  }, 60_000);
 });

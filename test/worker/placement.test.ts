@@ -238,31 +238,68 @@ describe('Placement in workerd against sqld', () => {
       const rp = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
       const path = `/resource_providers/${rp}/inventories`;
+      // The whole inventory replaced: one write batch, nothing read first.
       expect(
         await hopsOf('PUT', path, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } }),
-      ).toEqual({ hops: 2, status: 200 });
+      ).toEqual({ hops: 1, status: 200 });
       expect(await hopsOf('POST', path, { resource_provider_generation: 1, resource_class: 'DISK_GB', total: 100 })).toEqual({
         hops: 2,
         status: 201,
       });
       expect(await hopsOf('PUT', `${path}/VCPU`, { resource_provider_generation: 2, total: 16 })).toEqual({ hops: 2, status: 200 });
       expect(await hopsOf('DELETE', `${path}/DISK_GB`)).toEqual({ hops: 2, status: 204 });
-      // A stale generation is refused from the read alone.
-      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, inventories: {} })).toEqual({ hops: 1, status: 409 });
-      expect(await hopsOf('DELETE', path)).toEqual({ hops: 2, status: 204 });
+      // Refused: the one batch rolls back, the ordinary read words the answer (2 round trips).
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, inventories: {} })).toEqual({ hops: 2, status: 409 });
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 4, inventories: { CUSTOM_NOPE_X: { total: 1 } } })).toEqual({
+        hops: 2,
+        status: 400,
+      });
+      const consumer = crypto.randomUUID();
+      const claim = { allocations: { [rp]: { resources: { VCPU: 1 } } }, ...owner, consumer_generation: null, consumer_type: 'INSTANCE' };
+      expect((await call('PUT', `/allocations/${consumer}`, claim)).status).toBe(204);
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 5, inventories: { MEMORY_MB: { total: 1 } } })).toEqual({
+        hops: 2,
+        status: 409,
+      });
+      expect(
+        await hopsOf('PUT', `/resource_providers/${crypto.randomUUID()}/inventories`, { resource_provider_generation: 0, inventories: {} }),
+      ).toEqual({
+        hops: 2,
+        status: 404,
+      });
+      // Refused by the body alone (reserved above total): the ordinary path only, one read.
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 5, inventories: { VCPU: { total: 1, reserved: 2 } } })).toEqual({
+        hops: 1,
+        status: 400,
+      });
+      expect((await call('DELETE', `/allocations/${consumer}`)).status).toBe(204);
+      expect(await hopsOf('DELETE', path)).toEqual({ hops: 1, status: 204 });
     });
 
-    it('POST /resource_providers (a root, then a child; a duplicate is refused from the read)', async () => {
+    it('POST /resource_providers (a root, then a child: one write batch; a duplicate or a missing parent refused in 2)', async () => {
       const [root, child] = [crypto.randomUUID(), crypto.randomUUID()];
-      expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: root })).toEqual({ hops: 2, status: 200 });
+      expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: root })).toEqual({ hops: 1, status: 200 });
       expect(await hopsOf('POST', '/resource_providers', { name: `w-${child}`, uuid: child, parent_provider_uuid: root })).toEqual({
-        hops: 2,
+        hops: 1,
         status: 200,
       });
       expect((await json(await call('GET', `/resource_providers/${child}`))).root_provider_uuid).toBe(root);
       expect(await hopsOf('POST', '/resource_providers', { name: `w-${root}`, uuid: crypto.randomUUID() })).toEqual({
-        hops: 1,
+        hops: 2,
         status: 409,
+      });
+      expect(await hopsOf('POST', '/resource_providers', { name: `w-${crypto.randomUUID()}`, uuid: root })).toEqual({
+        hops: 2,
+        status: 409,
+      });
+      const orphan = crypto.randomUUID();
+      expect(
+        await hopsOf('POST', '/resource_providers', { name: `w-${orphan}`, uuid: orphan, parent_provider_uuid: crypto.randomUUID() }),
+      ).toEqual({ hops: 2, status: 400 });
+      // Its own parent: refused from the read alone.
+      expect(await hopsOf('POST', '/resource_providers', { name: `w-${orphan}`, uuid: orphan, parent_provider_uuid: orphan })).toEqual({
+        hops: 1,
+        status: 400,
       });
     });
 
@@ -396,16 +433,23 @@ describe('Placement in workerd against sqld', () => {
       expect(await hopsOf('PUT', `/traits/${name}`)).toEqual({ hops: 1, status: 204 });
     });
 
-    it("a provider's traits: PUT and DELETE", async () => {
+    it("a provider's traits: PUT and DELETE, one write batch; refusals in 2", async () => {
       const rp = crypto.randomUUID();
       expect((await call('POST', '/resource_providers', { name: `w-${rp}`, uuid: rp })).status).toBe(200);
       const path = `/resource_providers/${rp}/traits`;
       expect(await hopsOf('PUT', path, { resource_provider_generation: 0, traits: ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2'] })).toEqual({
-        hops: 2,
+        hops: 1,
         status: 200,
       });
-      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, traits: [] })).toEqual({ hops: 1, status: 409 });
-      expect(await hopsOf('DELETE', path)).toEqual({ hops: 2, status: 204 });
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 0, traits: [] })).toEqual({ hops: 2, status: 409 });
+      expect(await hopsOf('PUT', path, { resource_provider_generation: 1, traits: ['CUSTOM_NOPE_X'] })).toEqual({ hops: 2, status: 400 });
+      expect(
+        await hopsOf('PUT', `/resource_providers/${crypto.randomUUID()}/traits`, { resource_provider_generation: 0, traits: [] }),
+      ).toEqual({
+        hops: 2,
+        status: 404,
+      });
+      expect(await hopsOf('DELETE', path)).toEqual({ hops: 1, status: 204 });
     });
 
     it('POST /allocations (move a consumer between providers) and POST /reshaper', async () => {

@@ -391,10 +391,43 @@ describe('providers, classes and traits changed between the read and the write b
     expect((await dump()).inventories).toEqual([]);
   });
 
-  it('a provider trait deleted meanwhile is refused: no link to a trait that is gone', async () => {
+  it('a provider trait deleted before the one-batch write is refused: no link to a trait that is gone', async () => {
     const rp = await seedProvider(t.deps, {});
     expect((await t.call('PUT', '/traits/CUSTOM_GONE')).status).toBe(201);
-    onceAfterFirstRead(async () => {
+    const { store } = t.deps;
+    const write = store.writeBatch;
+    let interfered = false;
+    store.writeBatch = async (statements: InStatement[]) => {
+      if (!interfered) {
+        interfered = true;
+        expect((await t.call('DELETE', '/traits/CUSTOM_GONE')).status).toBe(204);
+      }
+      return write(statements);
+    };
+    const res = await t.call('PUT', `/resource_providers/${rp.uuid}/traits`, {
+      body: { resource_provider_generation: 0, traits: ['CUSTOM_GONE', 'HW_CPU_X86_AVX2'] },
+    });
+    expect(res.status).toBe(400);
+    expect((await errorOf(res)).detail).toContain('No such trait(s): CUSTOM_GONE');
+    expect((await dump()).providerTraits).toEqual([]);
+  });
+
+  it('a provider trait deleted between the read and the write of the ordinary path is refused', async () => {
+    // The one-batch write is refused (the trait does not exist yet), the trait is created before the
+    // ordinary path reads it and deleted again before its write batch: decided again, 400.
+    const rp = await seedProvider(t.deps, {});
+    const { store } = t.deps;
+    const write = store.writeBatch;
+    let writes = 0;
+    store.writeBatch = async (statements: InStatement[]) => {
+      writes += 1;
+      try {
+        return await write(statements);
+      } finally {
+        if (writes === 1) expect((await t.call('PUT', '/traits/CUSTOM_GONE')).status).toBe(201);
+      }
+    };
+    const reads = onceAfterFirstRead(async () => {
       expect((await t.call('DELETE', '/traits/CUSTOM_GONE')).status).toBe(204);
     });
     const res = await t.call('PUT', `/resource_providers/${rp.uuid}/traits`, {
@@ -402,6 +435,7 @@ describe('providers, classes and traits changed between the read and the write b
     });
     expect(res.status).toBe(400);
     expect((await errorOf(res)).detail).toContain('No such trait(s): CUSTOM_GONE');
+    expect(reads()).toBe(2); // read (the trait there), the write refused by its guard, read again (gone)
     expect((await dump()).providerTraits).toEqual([]);
   });
 

@@ -31,6 +31,7 @@ resource(candidateDiagnosisRoutes, '/allocation_candidates', {
           maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
           treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
           now: clock().getTime(),
+          generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
         },
       },
       request,

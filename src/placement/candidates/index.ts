@@ -23,7 +23,7 @@ import {
   type TreePrefilter,
   type Usage,
 } from './research.js';
-import { CandidateSearch, RequestPicker, type AllocationRequest, type ResolvedGroup } from './search.js';
+import { CandidateSearch, RequestPicker, type AllocationRequest, type GenerationStrategy, type ResolvedGroup } from './search.js';
 
 export type { CandidatesBody } from './present/index.js';
 
@@ -35,6 +35,8 @@ export interface CandidateOptions {
   treeCacheProviders: number;
   /** Now, in ms (the model rechecks an oversized cloud once a minute). */
   now: number;
+  /** Tree by tree (default), or one candidate from each tree in turn. */
+  generationStrategy?: GenerationStrategy;
 }
 
 /** Everything the request names, each once, and the amounts asked per class. */
@@ -155,7 +157,8 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
     rootForbidden: request.rootForbidden,
     nestedAware: plan.nestedAware,
     candidates,
-    nodes: new Map(preloaded.nodes),
+    // The attempt's own map (research made it for this request): the search adds loaded trees to it.
+    nodes: preloaded.nodes,
   });
   const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates);
   const anchors = [...roots]
@@ -168,7 +171,7 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
   // one more query (a fixed count of round trips: each is a network hop at
   // the edge).
   let chunkSize = stopsEarly && inChunks && !preloaded.roots.size ? Math.max(64, request.limit! * 4) : anchors.length;
-  const nodes = new Map(preloaded.nodes);
+  const nodes = preloaded.nodes;
   // Sharing providers' own trees come with the first chunk: their traits decide their use.
   const loadedRoots = new Set(preloaded.roots);
   let pending = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
@@ -178,9 +181,8 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
     pending = [];
     const loaded = wanted.length ? await loadTrees(wanted) : new Map<number, ProviderNode>();
     for (const root of wanted) loadedRoots.add(root);
-    for (const [id, node] of loaded) nodes.set(id, node);
-    search.addTrees(loaded.values());
-    await picker.offer(search.requests(chunk));
+    search.addTrees(loaded.values()); // into `nodes` too
+    await picker.offer(search.requests(chunk, options.generationStrategy));
   }
   return { lookups, nodes, usage: first.usage, chosen: picker.result(), complete: truncatedAt === null || picker.done };
 }
@@ -222,8 +224,10 @@ async function chooseCandidates(
   // A small stable-order limit first reads only the lowest viable trees; if
   // they cannot fill the limit, the search runs again in full. (The cap keeps
   // a prefix of the same stable order, so it changes nothing here.)
-  const tryFirstRoots = request.limit !== null && !options.randomize && names.inTree.length === 0;
-  let outcome = await searchOnce(reader, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null, true);
+  // Breadth-first takes one candidate per tree in turn: it needs every viable tree from the start.
+  const breadthFirst = options.generationStrategy === 'breadth-first';
+  const tryFirstRoots = request.limit !== null && !options.randomize && names.inTree.length === 0 && !breadthFirst;
+  let outcome = await searchOnce(reader, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null, !breadthFirst);
   // The lowest trees were already tried: load the rest in one go.
   if (!outcome.complete) outcome = await searchOnce(reader, plan, null, false);
 
@@ -273,6 +277,29 @@ export async function findAllocationCandidatesJson(
  */
 function coversEveryClass(candidates: CandidateInventories, groups: ResolvedGroup[]): (root: number) => boolean {
   const needed = [...new Set(groups.flatMap((g) => g.resources.map(([classId]) => classId)))];
+  if (needed.length > 30) return coversEveryClassBySets(candidates, needed);
+  // One bit per needed class, OR-ed per root: no Set per tree (a full answer at N=5000 made 5,000).
+  const bitOf = new Map(needed.map((classId, i) => [classId, 1 << i]));
+  const all = (1 << needed.length) - 1;
+  const offered = new Map<number, number>();
+  const maskOf = (perClass: ReadonlyMap<number, unknown> | undefined) => {
+    let mask = 0;
+    if (perClass) for (const classId of perClass.keys()) mask |= bitOf.get(classId) ?? 0;
+    return mask;
+  };
+  for (const [providerId, perClass] of candidates.byProvider) {
+    const root = candidates.rootOf.get(providerId)!;
+    offered.set(root, (offered.get(root) ?? 0) | maskOf(perClass));
+  }
+  for (const [sharing, anchors] of candidates.anchorsOfSharing) {
+    const mask = maskOf(candidates.byProvider.get(sharing));
+    for (const anchor of anchors) offered.set(anchor, (offered.get(anchor) ?? 0) | mask);
+  }
+  return (root) => (offered.get(root) ?? 0) === all;
+}
+
+/** The same with a Set of classes per tree, for a request naming more classes than a mask holds. */
+function coversEveryClassBySets(candidates: CandidateInventories, needed: number[]): (root: number) => boolean {
   const offered = new Map<number, Set<number>>();
   const offer = (root: number, classes: Iterable<number>) => {
     let set = offered.get(root);

@@ -34,6 +34,9 @@ export interface SearchInput {
   nodes: Map<number, ProviderNode>;
 }
 
+/** The order candidates are produced in (upstream's allocation_candidates_generation_strategy). */
+export type GenerationStrategy = 'depth-first' | 'breadth-first';
+
 export interface Piece {
   providerId: number;
   classId: number;
@@ -117,7 +120,8 @@ export class CandidateSearch {
 
   private inAllAggregates(node: ProviderNode | undefined, memberOf: Set<number>[]): boolean {
     if (!node) return false;
-    return memberOf.every((anyOf) => intersects(anyOf, node.aggregates));
+    for (const anyOf of memberOf) if (!intersects(anyOf, node.aggregates)) return false;
+    return true;
   }
 
   /**
@@ -126,24 +130,27 @@ export class CandidateSearch {
    * aggregate on a root spans the tree), and a forbidden aggregate on the
    * root rules out the tree, sharing providers included; a sharing provider
    * must itself be in the aggregates. In a suffixed group only the provider
-   * that satisfies the group counts, never its root.
+   * that satisfies the group counts, never its root. (`spans`, `forbids`:
+   * the root whose aggregates count, or null. Hot: no allocation.)
    */
-  private aggregatesOk(group: ResolvedGroup, providerId: number, root: { spans: number | null; forbids: number | null }): boolean {
+  private aggregatesOk(group: ResolvedGroup, providerId: number, spans: number | null, forbids: number | null): boolean {
+    if (!group.memberOf.length && !group.forbiddenAggregates.size) return true;
     const node = this.input.nodes.get(providerId);
-    const spanning = root.spans === null ? undefined : this.input.nodes.get(root.spans);
-    if (group.memberOf.length && !this.inAllAggregates(node, group.memberOf) && !this.inAllAggregates(spanning, group.memberOf)) {
-      return false;
+    if (group.memberOf.length && !this.inAllAggregates(node, group.memberOf)) {
+      const spanning = spans === null ? undefined : this.input.nodes.get(spans);
+      if (!this.inAllAggregates(spanning, group.memberOf)) return false;
     }
     if (group.forbiddenAggregates.size) {
       if (node && intersects(group.forbiddenAggregates, node.aggregates)) return false;
-      const forbidding = root.forbids === null ? undefined : this.input.nodes.get(root.forbids);
+      const forbidding = forbids === null ? undefined : this.input.nodes.get(forbids);
       if (forbidding && intersects(group.forbiddenAggregates, forbidding.aggregates)) return false;
     }
     return true;
   }
 
   private traitsOk(group: ResolvedGroup, traits: Set<string>): boolean {
-    return group.requiredAnyOf.every((anyOf) => anyOf.some((t) => traits.has(t))) && !group.forbiddenTraits.some((t) => traits.has(t));
+    for (const anyOf of group.requiredAnyOf) if (!someIn(anyOf, traits)) return false;
+    return !someIn(group.forbiddenTraits, traits);
   }
 
   private rootOk(rootId: number): boolean {
@@ -166,13 +173,13 @@ export class CandidateSearch {
       const options: Piece[] = [];
       if (this.treeAllowed(group, anchor)) {
         for (const node of this.members.get(anchor) ?? []) {
-          if (this.fitsAmount(node.id, classId, amount) && this.aggregatesOk(group, node.id, { spans: anchor, forbids: anchor })) {
+          if (this.fitsAmount(node.id, classId, amount) && this.aggregatesOk(group, node.id, anchor, anchor)) {
             options.push({ providerId: node.id, classId, amount });
           }
         }
       }
       for (const sharer of sharing) {
-        if (this.fitsAmount(sharer, classId, amount) && this.aggregatesOk(group, sharer, { spans: null, forbids: anchor })) {
+        if (this.fitsAmount(sharer, classId, amount) && this.aggregatesOk(group, sharer, null, anchor)) {
           options.push({ providerId: sharer, classId, amount });
         }
       }
@@ -181,14 +188,27 @@ export class CandidateSearch {
     }
     const choices: Choice[] = [];
     for (const pieces of product(perClass)) {
-      const providers = [...new Set(pieces.map((p) => p.providerId))];
+      // Distinct providers in order of use (a handful: a list beats a Set).
+      const providers: number[] = [];
+      for (const piece of pieces) if (!providers.includes(piece.providerId)) providers.push(piece.providerId);
       // Required traits may come from any provider used; forbidden ones from none.
-      const traitSets = providers.map((id) => this.input.nodes.get(id)?.traits ?? NO_TRAITS);
-      if (group.forbiddenTraits.some((t) => traitSets.some((traits) => traits.has(t)))) continue;
-      if (!group.requiredAnyOf.every((anyOf) => anyOf.some((t) => traitSets.some((traits) => traits.has(t))))) continue;
-      choices.push({ suffix: group.suffix, pieces, providers });
+      if (group.forbiddenTraits.length && this.anyProviderHasSome(providers, group.forbiddenTraits)) continue;
+      let required = true;
+      for (const anyOf of group.requiredAnyOf) {
+        if (!this.anyProviderHasSome(providers, anyOf)) {
+          required = false;
+          break;
+        }
+      }
+      if (required) choices.push({ suffix: group.suffix, pieces, providers });
     }
     return choices;
+  }
+
+  /** Whether one of `providers` has one of `traits`. */
+  private anyProviderHasSome(providers: number[], traits: readonly string[]): boolean {
+    for (const id of providers) if (someIn(traits, this.input.nodes.get(id)?.traits ?? NO_TRAITS)) return true;
+    return false;
   }
 
   /** Suffixed group: one provider serves every class (or, resourceless, just matches). */
@@ -197,7 +217,7 @@ export class CandidateSearch {
     const consider = (node: ProviderNode) => {
       if (!this.treeAllowed(group, node.rootId)) return;
       if (!group.resources.every(([classId, amount]) => this.fitsAmount(node.id, classId, amount))) return;
-      if (!this.traitsOk(group, node.traits) || !this.aggregatesOk(group, node.id, { spans: null, forbids: null })) return;
+      if (!this.traitsOk(group, node.traits) || !this.aggregatesOk(group, node.id, null, null)) return;
       choices.push({
         suffix: group.suffix,
         pieces: group.resources.map(([classId, amount]) => ({ providerId: node.id, classId, amount })),
@@ -273,40 +293,64 @@ export class CandidateSearch {
   }
 
   /**
-   * Every distinct allocation request, tree by tree, produced on demand. Also
-   * yields `null` every few thousand steps of search, so that a caller can
-   * hand the event loop to other requests during a long search.
+   * Every distinct allocation request, produced on demand: tree by tree
+   * (depth-first, upstream's default), or one from each tree in turn
+   * (breadth-first: a limited answer then spreads over as many hosts as it
+   * can, upstream's allocation_candidates_generation_strategy). Also yields
+   * `null` every few thousand steps of search, so that a caller can hand the
+   * event loop to other requests during a long search.
    */
-  *requests(anchors: Iterable<number>): Generator<AllocationRequest | null> {
+  *requests(anchors: Iterable<number>, strategy: GenerationStrategy = 'depth-first'): Generator<AllocationRequest | null> {
+    if (strategy === 'depth-first') {
+      let visited = 0;
+      for (const anchor of anchors) {
+        if ((visited += 1) % 256 === 0) yield null;
+        yield* this.anchorRequests(anchor);
+      }
+      return;
+    }
+    let active = [...anchors].map((anchor) => this.anchorRequests(anchor));
+    while (active.length) {
+      const still: Generator<AllocationRequest | null>[] = [];
+      for (const tree of active) {
+        for (let next = tree.next(); !next.done; next = tree.next()) {
+          yield next.value;
+          if (next.value !== null) {
+            still.push(tree);
+            break;
+          }
+        }
+      }
+      active = still;
+    }
+  }
+
+  /** The requests one anchor tree offers, in stable order. */
+  private *anchorRequests(anchor: number): Generator<AllocationRequest | null> {
     const seen = this.seen;
-    let visited = 0;
-    for (const anchor of anchors) {
-      if ((visited += 1) % 256 === 0) yield null;
-      if (!this.rootOk(anchor)) continue;
-      const lists: Choice[][] = [];
-      for (const group of this.input.groups) {
-        const choices = group.suffix === '' ? this.spreadChoices(group, anchor) : this.singleChoices(group, anchor);
-        if (!choices.length) break;
-        lists.push(choices);
+    if (!this.rootOk(anchor)) return;
+    const lists: Choice[][] = [];
+    for (const group of this.input.groups) {
+      const choices = group.suffix === '' ? this.spreadChoices(group, anchor) : this.singleChoices(group, anchor);
+      if (!choices.length) return;
+      lists.push(choices);
+    }
+    for (const combo of this.combinations(lists)) {
+      if (combo === null) {
+        yield null;
+        continue;
       }
-      if (lists.length !== this.input.groups.length) continue;
-      for (const combo of this.combinations(lists)) {
-        if (combo === null) {
-          yield null;
-          continue;
-        }
-        const request = this.consolidate(combo);
-        if (!request) continue;
-        // A provider that shares nothing is offered only to its own tree's
-        // anchor (and one anchor never repeats a request), so only requests
-        // made entirely of sharing providers can recur across anchors.
-        if (request.pieces.every((p) => this.input.candidates.anchorsOfSharing.has(p.providerId))) {
-          const key = requestKey(request);
-          if (seen.has(key)) continue;
-          seen.add(key);
-        }
-        yield request;
+      const request = this.consolidate(combo);
+      if (!request) continue;
+      // A provider that shares nothing is offered only to its own tree's
+      // anchor (and one anchor never repeats a request), so only requests
+      // made entirely of sharing providers can recur across anchors.
+      if (request.pieces.every((p) => this.input.candidates.anchorsOfSharing.has(p.providerId))) {
+        const key = requestKey(request);
+        if (seen.has(key)) continue;
+        seen.add(key);
       }
+      yield request;
     }
   }
 
@@ -426,8 +470,13 @@ const pieceKey = (piece: Piece): number => piece.providerId * 1_048_576 + piece.
 const NO_TRAITS: ReadonlySet<string> = new Set();
 
 function intersects(a: ReadonlySet<number>, b: ReadonlySet<number>): boolean {
-  const [small, large] = a.size <= b.size ? [a, b] : [b, a];
-  for (const x of small) if (large.has(x)) return true;
+  if (a.size > b.size) return intersects(b, a);
+  for (const x of a) if (b.has(x)) return true;
+  return false;
+}
+
+function someIn(names: readonly string[], set: ReadonlySet<string>): boolean {
+  for (const name of names) if (set.has(name)) return true;
   return false;
 }
 

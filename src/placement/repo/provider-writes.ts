@@ -2,17 +2,19 @@
 // /resource_providers[/{uuid}]) in the write model of db/write-batch.ts: one
 // read batch, the decision here, one guarded write batch.
 //
-// Create: the uuid and name are UNIQUE, so a concurrent creator makes the
-// insert fail (a lost race, decided again on a fresh read, which then answers
-// the duplicate); a child is inserted from its parent's row, so a parent
-// deleted meanwhile inserts nothing (a lost race too).
+// Create: first one write batch with nothing read (one-batch.ts). The uuid
+// and name are UNIQUE, so a taken one (or a concurrent creator) makes the
+// insert fail; a child is inserted from its parent's row, so a parent
+// missing or deleted meanwhile inserts nothing. Either refuses the batch and
+// the ordinary path (read, decide, write) answers the duplicate or the
+// missing parent, or goes through.
 // Update: a compare-and-swap on the provider's generation and parent (the
 // generation is not bumped, as upstream); a new parent must still exist and
 // still not sit below the provider when the batch runs (guard), and the
 // moved subtree's root is set from the tree as it is then.
 // Delete: a compare-and-swap on the generation (every claim bumps it) and,
 // in the same statement, no child and no allocation as of the write.
-import type { Row } from '@libsql/client';
+import type { ResultSet, Row } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
 import { commitGuarded, guard, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
 import {
@@ -23,9 +25,23 @@ import {
   ProviderInUse,
   ProviderNotFound,
 } from '../write-errors.js';
+import { tryOneBatch } from './one-batch.js';
 import type { NewProvider, ProviderView } from './providers.js';
 
+/**
+ * POST /resource_providers: first ONE write batch with nothing read
+ * (one-batch.ts), the same statements as the ordinary path's with the parent
+ * found by uuid; a uuid or name taken fails UNIQUE and a missing parent
+ * inserts nothing, and either refuses the batch. Refused, the ordinary path
+ * reads, decides and words the 409 or 400.
+ */
 export async function createProviderBatched(store: DataStore, input: NewProvider, now: string): Promise<ProviderView> {
+  // A provider naming itself as parent is refused by the ordinary path's decision alone.
+  if (input.parentUuid !== input.uuid) {
+    const parent = input.parentUuid === null ? null : ({ uuid: input.parentUuid } as const);
+    const granted = await tryOneBatch(store, createStatements(input, parent, now));
+    if (granted) return createdView(input, granted, now);
+  }
   return withRaceRetries(async () => {
     const [byUuid, byName, parents] = await store.readBatch([
       { sql: 'SELECT id FROM resource_providers WHERE uuid = ?', args: [input.uuid] },
@@ -43,46 +59,59 @@ export async function createProviderBatched(store: DataStore, input: NewProvider
       if (!parent) throw new InvalidNewProvider('The specified parent provider UUID does not exist: parent provider UUID does not exist.');
       parentId = Number(parent.id);
     }
-    const insert =
-      parentId === null
-        ? [
-            stmt(
-              `INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id, created_at, updated_at)
-          VALUES (?, ?, 0, NULL, NULL, ?, ?)`,
-              [input.uuid, input.name, now, now],
-              { racing: true },
-            ),
-            stmt('UPDATE resource_providers SET root_provider_id = id WHERE uuid = ?', [input.uuid]),
-          ]
-        : [
-            // The root is the parent's as of the write, whatever moved since the read.
-            stmt(
-              `INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id, created_at, updated_at)
-          SELECT ?, ?, 0, p.id, COALESCE(p.root_provider_id, p.id), ?, ? FROM resource_providers p WHERE p.id = ?`,
-              [input.uuid, input.name, now, now, parentId],
-              { racing: true, mustChange: true },
-            ),
-          ];
-    const results = await commitGuarded(store, [
-      ...insert,
-      stmt(
-        `SELECT p.id, COALESCE(r.uuid, p.uuid) AS root_uuid FROM resource_providers p
-        LEFT JOIN resource_providers r ON r.id = p.root_provider_id WHERE p.uuid = ?`,
-        [input.uuid],
-      ),
-    ]);
-    const created = results.at(-1)!.rows[0]!;
-    return {
-      id: Number(created.id),
-      uuid: input.uuid,
-      name: input.name,
-      generation: 0,
-      parentProviderUuid: input.parentUuid,
-      rootProviderUuid: String(created.root_uuid),
-      createdAt: now,
-      updatedAt: now,
-    };
+    const results = await commitGuarded(store, createStatements(input, parentId === null ? null : { id: parentId }, now));
+    return createdView(input, results, now);
   });
+}
+
+/**
+ * The write batch of a provider create: the insert (a uuid or name taken
+ * since fails UNIQUE, a lost race; a child is inserted from its parent's row,
+ * so a parent gone inserts nothing, a lost race too), then the row read back.
+ */
+function createStatements(input: NewProvider, parent: { id: number } | { uuid: string } | null, now: string): WriteStatement[] {
+  const insert =
+    parent === null
+      ? [
+          stmt(
+            `INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id, created_at, updated_at)
+          VALUES (?, ?, 0, NULL, NULL, ?, ?)`,
+            [input.uuid, input.name, now, now],
+            { racing: true },
+          ),
+          stmt('UPDATE resource_providers SET root_provider_id = id WHERE uuid = ?', [input.uuid]),
+        ]
+      : [
+          // The root is the parent's as of the write, whatever moved since the read.
+          stmt(
+            `INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id, created_at, updated_at)
+          SELECT ?, ?, 0, p.id, COALESCE(p.root_provider_id, p.id), ?, ? FROM resource_providers p WHERE ${'id' in parent ? 'p.id' : 'p.uuid'} = ?`,
+            [input.uuid, input.name, now, now, 'id' in parent ? parent.id : parent.uuid],
+            { racing: true, mustChange: true },
+          ),
+        ];
+  return [
+    ...insert,
+    stmt(
+      `SELECT p.id, COALESCE(r.uuid, p.uuid) AS root_uuid FROM resource_providers p
+        LEFT JOIN resource_providers r ON r.id = p.root_provider_id WHERE p.uuid = ?`,
+      [input.uuid],
+    ),
+  ];
+}
+
+function createdView(input: NewProvider, results: ResultSet[], now: string): ProviderView {
+  const created = results.at(-1)!.rows[0]!;
+  return {
+    id: Number(created.id),
+    uuid: input.uuid,
+    name: input.name,
+    generation: 0,
+    parentProviderUuid: input.parentUuid,
+    rootProviderUuid: String(created.root_uuid),
+    createdAt: now,
+    updatedAt: now,
+  };
 }
 
 /** The provider whose id `start` (an SQL expression) gives, and every provider above it. */

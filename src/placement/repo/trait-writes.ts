@@ -1,12 +1,15 @@
 // A provider's traits (PUT and DELETE /resource_providers/{uuid}/traits) in
-// the write model of db/write-batch.ts: the provider and the trait ids in
-// one read batch, one write batch guarded by the provider generation's
-// compare-and-swap.
+// the write model of db/write-batch.ts: first ONE write batch with nothing
+// read (one-batch.ts): the generation's compare-and-swap, the trait names
+// resolved in SQL, a guard that every name exists; refused, the ordinary
+// path reads the provider and the trait ids, decides (404, 409, 400 worded
+// there) and commits one write batch guarded by the generation.
 import type { Row } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
-import { commitGuarded, guard, placeholders, stmt, withRaceRetries } from '../../db/write-batch.js';
+import { commitGuarded, guard, placeholders, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
 import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from '../write-errors.js';
 import { GenerationPlan } from './claims.js';
+import { bumpedGeneration, bumpProviderGeneration, PROVIDER_ID_BY_UUID, tryOneBatch } from './one-batch.js';
 
 /**
  * Replaces the provider's traits with `names` and returns its new
@@ -20,6 +23,8 @@ export async function replaceProviderTraits(
   names: string[],
   now: string,
 ): Promise<number> {
+  const granted = await tryOneBatch(store, oneBatchTraitStatements(uuid, expectedGeneration, names, now));
+  if (granted) return bumpedGeneration(granted[0]!);
   return withRaceRetries(async () => {
     const [providers, traits] = await store.readBatch([
       { sql: 'SELECT id, generation FROM resource_providers WHERE uuid = ?', args: [uuid] },
@@ -49,6 +54,32 @@ export async function replaceProviderTraits(
     await commitGuarded(store, [...statements, ...gens.statements(now)]);
     return provider.generation + 1;
   });
+}
+
+/**
+ * replaceProviderTraits as one write batch with nothing read first: refused
+ * (rolled back) when the provider is missing, its generation is not
+ * `expectedGeneration`, or a name is not a trait, everything the ordinary
+ * path answers with an error. Statements as the ordinary path's, the ids
+ * resolved in SQL; the first returns the new generation.
+ */
+function oneBatchTraitStatements(uuid: string, expectedGeneration: number | undefined, names: string[], now: string): WriteStatement[] {
+  const statements = [
+    bumpProviderGeneration(uuid, expectedGeneration, now),
+    stmt(`DELETE FROM resource_provider_traits WHERE resource_provider_id = ${PROVIDER_ID_BY_UUID}`, [uuid]),
+  ];
+  if (names.length > 0) {
+    statements.push(
+      guard(`(SELECT count(*) FROM traits WHERE name IN (${placeholders(names.length)})) = ?`, [...names, names.length]),
+      stmt(
+        `INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at)
+        SELECT ${PROVIDER_ID_BY_UUID}, t.id, ? FROM (VALUES ${names.map(() => '(?, ?)').join(', ')}) v
+        JOIN traits t ON t.name = v.column2 ORDER BY v.column1`,
+        [uuid, now, ...names.flatMap((name, i) => [i, name])],
+      ),
+    );
+  }
+  return statements;
 }
 
 /**

@@ -20,6 +20,7 @@ resource(allocationCandidateRoutes, '/allocation_candidates', {
       maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
       treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
       now: clock().getTime(),
+      generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
     });
     // Candidates reflect usage right now, so they are never cacheable.
     setCacheHeaders(c);

@@ -1,7 +1,9 @@
 // /resource_providers/{uuid}/inventories[/{resource_class}]: a provider's
 // inventory, as a whole (GET, PUT replace-all, DELETE from 1.5) and per class
 // (POST to add; GET, PUT, DELETE one). Every change is one read batch and
-// one write batch that bumps the provider generation (repo/inventory-writes.ts).
+// one write batch that bumps the provider generation (repo/inventory-writes.ts);
+// replacing the whole inventory with a valid body is first tried as one write
+// batch alone.
 import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import type { AppContext, AppEnv } from '../../http/env.js';
@@ -10,7 +12,12 @@ import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCac
 import { presentInventories, presentInventory, presentInventoryWithGeneration } from '../present/inventories.js';
 import { WriteContention } from '../../db/write-batch.js';
 import { findInventory, InventoryInUseError, listInventories, reservedCapacityProblem, type InventoryInput } from '../repo/inventories.js';
-import { writeProviderInventory, type InventoryChange, type InventoryWriteResult } from '../repo/inventory-writes.js';
+import {
+  writeProviderInventory,
+  type InventoryChange,
+  type InventoryReplacement,
+  type InventoryWriteResult,
+} from '../repo/inventory-writes.js';
 import { isoNow, requireProvider } from '../repo/lookups.js';
 import type { ProviderState } from '../repo/claims.js';
 import { InvalidInventoryInput, InventoryExists, InventoryInUse, InventoryNotFound, ProviderNotFound } from '../write-errors.js';
@@ -56,9 +63,10 @@ async function writeInventory(
   c: AppContext,
   decide: (provider: ProviderState) => InventoryChange,
   inUsePrefix?: string,
+  replacement?: InventoryReplacement,
 ): Promise<InventoryWriteResult> {
   try {
-    return await writeProviderInventory(c.var.deps.store, pathParam(c, 'uuid'), decide, isoNow(c.var.deps.clock));
+    return await writeProviderInventory(c.var.deps.store, pathParam(c, 'uuid'), decide, isoNow(c.var.deps.clock), replacement);
   } catch (err) {
     if (err instanceof ProviderNotFound || err instanceof InventoryNotFound) throw new ApiError(404, webobDetail(404, err.message));
     if (err instanceof InvalidInventoryInput) throw new ApiError(400, webobDetail(400, err.message));
@@ -67,6 +75,20 @@ async function writeInventory(
     if (err instanceof WriteContention) throw contentionToHttp();
     throw err;
   }
+}
+
+/**
+ * What the PUT's decision returns for a provider at the body's generation,
+ * when the body alone says so: the write may then be one batch. Undefined
+ * when the decision refuses the body (invalid, reserved above total), which
+ * the ordinary path answers in upstream's order (404 first).
+ */
+function replacementOf(c: AppContext, raw: unknown): InventoryReplacement | undefined {
+  const body = putInventoriesSchema.safeParse(raw);
+  if (!body.success) return undefined;
+  const records = toInventoryInputs(body.data.inventories);
+  if (reservedCapacityProblem({ uuid: pathParam(c, 'uuid') }, records, atLeast(c, 'RESERVED_EQUALS_TOTAL'))) return undefined;
+  return { generation: body.data.resource_provider_generation, records };
 }
 
 resource(inventoryRoutes, '/resource_providers/:uuid/inventories', {
@@ -100,17 +122,16 @@ resource(inventoryRoutes, '/resource_providers/:uuid/inventories', {
     const raw = await readJson(c);
     authorize(c, `${RULE}:update`);
     let records: Record<string, InventoryInput> = {};
-    const { generation, overCapacity } = await writeInventory(
-      c,
-      (provider) => {
-        const body = validateBody(putInventoriesSchema, raw);
-        checkGeneration(provider, body.resource_provider_generation);
-        records = toInventoryInputs(body.inventories);
-        checkCapacity(c, provider, records, 'update');
-        return { kind: 'replace', records };
-      },
-      'update conflict',
-    );
+    const decide = (provider: ProviderState): InventoryChange => {
+      const body = validateBody(putInventoriesSchema, raw);
+      checkGeneration(provider, body.resource_provider_generation);
+      records = toInventoryInputs(body.inventories);
+      checkCapacity(c, provider, records, 'update');
+      return { kind: 'replace', records };
+    };
+    const replacement = replacementOf(c, raw);
+    if (replacement) records = replacement.records;
+    const { generation, overCapacity } = await writeInventory(c, decide, 'update conflict', replacement);
     warnOverCapacity(c, pathParam(c, 'uuid'), overCapacity);
     setCacheHeaders(c, isoNow(c.var.deps.clock));
     return c.json(presentInventories(records, generation));
@@ -119,7 +140,7 @@ resource(inventoryRoutes, '/resource_providers/:uuid/inventories', {
   DELETE: async (c) => {
     requireVersion(c, 'DELETE_ALL_INVENTORY', 405);
     authorize(c, `${RULE}:delete`);
-    await writeInventory(c, () => ({ kind: 'replace', records: {} }));
+    await writeInventory(c, () => ({ kind: 'replace', records: {} }), undefined, { generation: undefined, records: {} });
     return c.body(null, 204);
   },
 });
