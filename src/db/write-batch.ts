@@ -41,11 +41,13 @@ export const stmt = (sql: string, args: InValue[] = [], flags: Pick<WriteStateme
  * boolean expression over the data as of the write, holds: what the decision
  * relied on and no generation covers (a row still there, no row added).
  */
-export const guard = (condition: string, args: InValue[] = []): WriteStatement => ({
-  sql: `SELECT json(CASE WHEN (${condition}) THEN '0' ELSE 'lost race' END)`,
-  args,
-  check: true,
-});
+export const guard = (condition: string, args: InValue[] = []): WriteStatement => prebuiltGuard(guardSql(condition), args);
+
+/** The SQL text of guard(condition), for a caller that builds it once and sends it many times. */
+export const guardSql = (condition: string): string => `SELECT json(CASE WHEN (${condition}) THEN '0' ELSE 'lost race' END)`;
+
+/** guard() with a text from guardSql(). */
+export const prebuiltGuard = (sql: string, args: InValue[] = []): WriteStatement => ({ sql, args, check: true });
 
 // Fails ("malformed JSON") exactly when the previous statement changed no row.
 // changes() is per connection and a batch runs on one connection, in order.

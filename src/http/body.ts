@@ -23,10 +23,21 @@ export class BodyError extends Error {
   }
 }
 
+const utf8 = new TextDecoder();
+
 /** Reads the body as text, refusing more than `limit` bytes (by Content-Length, then while reading). */
 export async function readLimitedText(request: Request, limit: number): Promise<string> {
   const declared = request.headers.get('content-length');
   if (declared !== null && Number(declared) > limit) throw new BodyError({ kind: 'too-large', limit });
+  if (declared !== null) {
+    // A declared length bounds the body (the HTTP server reads no more than
+    // it), so it is read whole: under @hono/node-server straight off the
+    // socket, without building a fetch Request, a web stream and an
+    // AbortSignal for it (an eighth of a claim's server CPU).
+    const bytes = await request.arrayBuffer();
+    if (bytes.byteLength > limit) throw new BodyError({ kind: 'too-large', limit });
+    return utf8.decode(bytes);
+  }
   if (!request.body) return '';
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -47,7 +58,7 @@ export async function readLimitedText(request: Request, limit: number): Promise<
     bytes.set(chunk, offset);
     offset += chunk.byteLength;
   }
-  return new TextDecoder().decode(bytes);
+  return utf8.decode(bytes);
 }
 
 /** First problem in a parsed JSON value: too deep, or a control character in a key or string. */

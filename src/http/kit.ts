@@ -85,6 +85,9 @@ export function httpKit(api: ApiProfile): HttpKit {
     return bare && /^[\d.]+$/.test(bare) ? bare : undefined;
   }
 
+  // Named on every negotiated answer, errors included.
+  const answerHeaders = Object.entries({ ...versions.always, ...versions.negotiated });
+
   return {
     api,
 
@@ -99,8 +102,7 @@ export function httpKit(api: ApiProfile): HttpKit {
         try {
           await next();
         } finally {
-          const headers = { ...versions.always, ...versions.negotiated };
-          for (const [name, value] of Object.entries(headers)) c.header(name, value);
+          for (const [name, value] of answerHeaders) c.header(name, value);
           c.header('openstack-api-version', `${versions.serviceType} ${result.version.toString()}`);
         }
       }),

@@ -33,10 +33,9 @@ export function placementContentChecks() {
  */
 export function placementAcceptCheck() {
   return createMiddleware<AppEnv>(async function placementAcceptCheckMiddleware(c, next) {
+    if (c.req.method !== 'GET' || acceptsJson(c.req.header('accept'))) return next();
     const routed = matchedRoutes(c).some((r) => r.path !== '/*' && r.path !== '*');
-    if (routed && c.req.method === 'GET' && !acceptsJson(c.req.header('accept'))) {
-      throw placementError(406, 'Only application/json is provided');
-    }
+    if (routed) throw placementError(406, 'Only application/json is provided');
     return next();
   });
 }

@@ -175,6 +175,13 @@ describe('body size', () => {
     expect(sent).toBeLessThan(40);
   });
 
+  it('counts the bytes received when a content-length understates them', async () => {
+    const big = JSON.stringify({ name: 'x'.repeat(1024 * 1024) });
+    const res = await acc(t, 'POST', '/device_profiles', big, { 'content-length': '20' });
+    expect(res.status).toBe(413);
+    expect(await faultOf(res)).toContain('larger than the limit of 1048576 bytes');
+  });
+
   it('takes its limit from PLACEMENT_MAX_BODY_BYTES', async () => {
     const small = await tokenMode({ PLACEMENT_MAX_BODY_BYTES: '100' });
     try {

@@ -13,9 +13,18 @@
 // check saw (DELETE /allocations only frees usage, which cannot invalidate a
 // granted claim). The compare-and-swap on every claimed consumer (or, for a
 // new one, its INSERT failing UNIQUE) proves nobody changed its allocations.
-import type { Row } from '@libsql/client';
+import type { InValue, Row } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
-import { commitGuarded, guard, LostRace, placeholders, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
+import {
+  commitGuarded,
+  guardSql,
+  LostRace,
+  placeholders,
+  prebuiltGuard,
+  stmt,
+  withRaceRetries,
+  type WriteStatement,
+} from '../../db/write-batch.js';
 import { amountFitsUnits, capacityOf, capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
 import {
   ConsumerGenerationMismatch,
@@ -408,50 +417,81 @@ function inventoryIndex(inventories: InventoryState[]): Map<string, InventorySta
 function newConsumerClaimStatements(claims: ConsumerClaim[], opts: ClaimOptions): WriteStatement[] | null {
   // Only a consumer the client says is new (consumer_generation null, 1.28+): before 1.28 a PUT
   // replaces whatever the consumer holds, and trying the insert first would cost 3 round trips.
-  const qualifies = (c: ConsumerClaim) => c.generation === null && Object.keys(c.allocations).length > 0;
-  if (!claims.every(qualifies) || new Set(claims.map((c) => c.uuid)).size !== claims.length) return null;
+  const uuids: string[] = [];
+  for (const claim of claims) {
+    if (claim.generation !== null || !hasAllocations(claim)) return null;
+    uuids.push(claim.uuid);
+  }
+  if (uuids.length > 1 && new Set(uuids).size !== uuids.length) return null;
   const { now } = opts;
   const statements: WriteStatement[] = [];
   // A consumer with allocations starts at generation 1, as in planClaims.
   for (const claim of claims) statements.push(...ownerStatements(claim, now), insertConsumer(claim, 1, now));
-  // Body order, as the ordinary path inserts them.
-  const entries = claims.flatMap((claim) =>
-    Object.entries(claim.allocations).flatMap(([provider, resources]) =>
-      Object.entries(resources).map(([resourceClass, amount]) => [claim.uuid, provider, resourceClass, amount] as const),
-    ),
-  );
-  statements.push(
-    stmt(
-      `INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at)
-      SELECT p.id, v.column2, rc.id, v.column5, ?, ? FROM (VALUES ${entries.map(() => '(?, ?, ?, ?, ?)').join(', ')}) v
-      JOIN resource_providers p ON p.uuid = v.column3 JOIN resource_classes rc ON rc.name = v.column4 ORDER BY v.column1`,
-      [now, now, ...entries.flatMap((e, i) => [i, ...e])],
-    ),
-  );
-  const uuids = claims.map((c) => c.uuid);
-  const mine = `mine.consumer_id IN (${placeholders(uuids.length)})`;
-  statements.push(
-    guard(
-      `(SELECT count(*) FROM allocations mine JOIN inventories i
-          ON i.resource_provider_id = mine.resource_provider_id AND i.resource_class_id = mine.resource_class_id
-        WHERE ${mine}) = ?
-      AND NOT EXISTS (SELECT 1 FROM allocations mine JOIN inventories i
-          ON i.resource_provider_id = mine.resource_provider_id AND i.resource_class_id = mine.resource_class_id
-        WHERE ${mine} AND (mine.used < i.min_unit OR mine.used > i.max_unit OR mine.used % i.step_size != 0
-          OR ${usedSql('i')} > ${capacitySql('i')}))`,
-      [...uuids, entries.length, ...uuids],
-    ),
-  );
+  // Body order, as the ordinary path inserts them: (order, consumer, provider, class, amount) per entry.
+  const values: InValue[] = [now, now];
+  const providers = new Set<string>();
+  let entries = 0;
+  for (const claim of claims) {
+    for (const provider in claim.allocations) {
+      const resources = claim.allocations[provider]!;
+      for (const resourceClass in resources) {
+        values.push(entries++, claim.uuid, provider, resourceClass, resources[resourceClass]!);
+        providers.add(provider);
+      }
+    }
+  }
+  statements.push(stmt(insertAllocationsByNameSql(entries), values));
+  statements.push(prebuiltGuard(claimFitsSql(uuids.length), [entries, ...uuids]));
   // Every provider that receives allocations moves on, as in planClaims.
-  statements.push(
-    stmt(
-      `UPDATE resource_providers SET generation = generation + 1, updated_at = ?
-      WHERE id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id IN (${placeholders(uuids.length)}))`,
-      [now, ...uuids],
-    ),
-  );
+  statements.push(stmt(bumpClaimedProvidersSql(providers.size), [now, ...providers]));
   return statements;
 }
+
+function hasAllocations(claim: ConsumerClaim): boolean {
+  for (const _ in claim.allocations) return true;
+  return false;
+}
+
+/**
+ * An SQL text per count of bound values, built once: a claim sends the same
+ * few shapes over and over, and the same string each time is found in the
+ * prepared-statement cache without hashing and comparing it anew.
+ */
+function sqlByCount(build: (count: number) => string): (count: number) => string {
+  const built = new Map<number, string>();
+  return (count) => {
+    let sql = built.get(count);
+    if (sql === undefined) {
+      sql = build(count);
+      if (built.size < 64) built.set(count, sql);
+    }
+    return sql;
+  };
+}
+
+const insertAllocationsByNameSql = sqlByCount(
+  (entries) => `INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at)
+      SELECT p.id, v.column2, rc.id, v.column5, ?, ? FROM (VALUES ${Array.from({ length: entries }, () => '(?, ?, ?, ?, ?)').join(', ')}) v
+      JOIN resource_providers p ON p.uuid = v.column3 JOIN resource_classes rc ON rc.name = v.column4 ORDER BY v.column1`,
+);
+
+/**
+ * As of the write, every allocation of the consumers found its inventory
+ * (their count is the entries sent), respects min_unit, max_unit and
+ * step_size, and leaves usage within capacity.
+ */
+const claimFitsSql = sqlByCount((consumers) =>
+  guardSql(`(SELECT count(*) = ? AND total(mine.used < i.min_unit OR mine.used > i.max_unit OR mine.used % i.step_size != 0
+          OR ${usedSql('i')} > ${capacitySql('i')}) = 0
+        FROM allocations mine JOIN inventories i
+          ON i.resource_provider_id = mine.resource_provider_id AND i.resource_class_id = mine.resource_class_id
+        WHERE mine.consumer_id IN (${placeholders(consumers)}))`),
+);
+
+// By uuid: the guard before it has made sure every named provider received its allocations.
+const bumpClaimedProvidersSql = sqlByCount(
+  (providers) => `UPDATE resource_providers SET generation = generation + 1, updated_at = ? WHERE uuid IN (${placeholders(providers)})`,
+);
 
 /**
  * Replaces the allocations of every consumer in `claims`, atomically, as
@@ -488,7 +528,8 @@ export async function claimAllocations(store: DataStore, claims: ConsumerClaim[]
 export async function deleteConsumerAllocations(store: DataStore, consumerUuid: string): Promise<boolean> {
   const [removed] = await commitGuarded(store, [
     stmt('DELETE FROM allocations WHERE consumer_id = ?', [consumerUuid]),
-    ...dropEmptyConsumers([consumerUuid]),
+    // Without allocations now: placement keeps no consumer without allocations.
+    stmt('DELETE FROM consumers WHERE uuid = ?', [consumerUuid]),
   ]);
   return removed!.rowsAffected > 0;
 }
