@@ -142,13 +142,19 @@ function planTrees(
   for (const anyOf of prefilter.requiredAnyOf) {
     // A sharing provider with one of the traits could satisfy any tree.
     if (sharing.some((s) => anyOf.some((t) => s.traits.has(t)))) continue;
-    tests.push((_, members) => members.some((m) => anyOf.some((t) => m.traits.has(t))));
+    tests.push((_, members) => {
+      for (const m of members) for (const t of anyOf) if (m.traits.has(t)) return true;
+      return false;
+    });
   }
   for (const anyOf of prefilter.memberOf) {
     // Guessing, an unknown uuid may be a new aggregate: leave the condition out.
     if (guessing && anyOf.some((uuid) => !aggregateIds.has(uuid))) continue;
     const ids = anyOf.flatMap((uuid) => aggregateIds.get(uuid) ?? []);
-    tests.push((_, members) => members.some((m) => ids.some((id) => m.aggregates.has(id))));
+    tests.push((_, members) => {
+      for (const m of members) for (const id of ids) if (m.aggregates.has(id)) return true;
+      return false;
+    });
   }
   if (prefilter.rootRequired.length) {
     tests.push((root) => {
@@ -183,7 +189,14 @@ function planTrees(
   for (const root of model.roots()) {
     if (viable.length >= limit) break;
     const members = model.tree(root);
-    if (tests.every((test) => test(root, members))) viable.push(root);
+    let passes = true;
+    for (const test of tests) {
+      if (!test(root, members)) {
+        passes = false;
+        break;
+      }
+    }
+    if (passes) viable.push(root);
   }
   const truncatedAt = firstRoots !== null && viable.length >= limit ? viable[viable.length - 1]! : null;
   const reads = new Set(viable);

@@ -162,12 +162,14 @@ export class CandidateSearch {
 
   /** Unsuffixed group: each class from any provider of the tree or a sharing provider anchored to it. */
   private spreadChoices(group: ResolvedGroup, anchor: number): Choice[] {
-    const perClass: Piece[][] = [];
     const sharing = group.inTreeRoot === null ? (this.sharingByAnchor.get(anchor) ?? NO_IDS) : NO_IDS;
+    const members = this.members.get(anchor) ?? NO_NODES;
+    if (members.length === 1 && sharing.length === 0) return this.oneProviderChoice(group, anchor, members[0]!);
+    const perClass: Piece[][] = [];
     for (const [classId, amount] of group.resources) {
       const options: Piece[] = [];
       if (this.treeAllowed(group, anchor)) {
-        for (const node of this.members.get(anchor) ?? []) {
+        for (const node of members) {
           if (this.fitsAmount(node.id, classId, amount) && this.aggregatesOk(group, node.id, anchor, anchor)) {
             options.push({ providerId: node.id, classId, amount });
           }
@@ -200,6 +202,25 @@ export class CandidateSearch {
       if (required) choices.push({ suffix: group.suffix, pieces, providers });
     }
     return choices;
+  }
+
+  /**
+   * spreadChoices on a tree of one provider and no sharing provider (a flat
+   * host): every class from that provider, or nothing. The same choice,
+   * without the per-class option lists.
+   */
+  private oneProviderChoice(group: ResolvedGroup, anchor: number, node: ProviderNode): Choice[] {
+    if (!this.treeAllowed(group, anchor) || !this.aggregatesOk(group, node.id, anchor, anchor)) return [];
+    const pieces: Piece[] = new Array<Piece>(group.resources.length);
+    for (let i = 0; i < group.resources.length; i += 1) {
+      const [classId, amount] = group.resources[i]!;
+      if (!this.fitsAmount(node.id, classId, amount)) return [];
+      pieces[i] = { providerId: node.id, classId, amount };
+    }
+    const providers = [node.id];
+    if (group.forbiddenTraits.length && this.anyProviderHasSome(providers, group.forbiddenTraits)) return [];
+    for (const anyOf of group.requiredAnyOf) if (!this.anyProviderHasSome(providers, anyOf)) return [];
+    return [{ suffix: group.suffix, pieces, providers }];
   }
 
   /** Whether one of `providers` has one of `traits`. */
@@ -324,7 +345,6 @@ export class CandidateSearch {
 
   /** The requests one anchor tree offers, in stable order. */
   private *anchorRequests(anchor: number): Generator<AllocationRequest | null> {
-    const seen = this.seen;
     if (!this.rootOk(anchor)) return;
     const lists: Choice[][] = [];
     for (const group of this.input.groups) {
@@ -332,23 +352,38 @@ export class CandidateSearch {
       if (!choices.length) return;
       lists.push(choices);
     }
+    if (lists.length === 1) {
+      // One group: each choice was checked to fit and names distinct (provider, class) pairs.
+      for (const choice of lists[0]!) {
+        const request = this.fromOneChoice(choice);
+        if (request && this.firstTime(request)) yield request;
+      }
+      return;
+    }
     for (const combo of this.combinations(lists)) {
       if (combo === null) {
         yield null;
         continue;
       }
       const request = this.consolidate(combo);
-      if (!request) continue;
-      // A provider that shares nothing is offered only to its own tree's
-      // anchor (and one anchor never repeats a request), so only requests
-      // made entirely of sharing providers can recur across anchors.
-      if (request.pieces.every((p) => this.input.candidates.anchorsOfSharing.has(p.providerId))) {
-        const key = requestKey(request);
-        if (seen.has(key)) continue;
-        seen.add(key);
-      }
-      yield request;
+      if (request && this.firstTime(request)) yield request;
     }
+  }
+
+  /**
+   * False for a request already produced from another anchor. A provider that
+   * shares nothing is offered only to its own tree's anchor (and one anchor
+   * never repeats a request), so only requests made entirely of sharing
+   * providers can recur across anchors.
+   */
+  private firstTime(request: AllocationRequest): boolean {
+    const sharing = this.input.candidates.anchorsOfSharing;
+    if (sharing.size === 0 && request.pieces.length > 0) return true;
+    for (const piece of request.pieces) if (!sharing.has(piece.providerId)) return true;
+    const key = requestKey(request);
+    if (this.seen.has(key)) return false;
+    this.seen.add(key);
+    return true;
   }
 
   /**
@@ -466,6 +501,7 @@ const pieceKey = (piece: Piece): number => piece.providerId * 1_048_576 + piece.
 
 const NO_TRAITS: ReadonlySet<string> = new Set();
 const NO_IDS: readonly number[] = [];
+const NO_NODES: readonly ProviderNode[] = [];
 const NO_SUBTREE_SETS: readonly string[][] = [];
 const first = <T>(list: T[]): T => list[0]!;
 function onlyOneEach<T>(lists: T[][]): boolean {

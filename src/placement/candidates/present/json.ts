@@ -66,7 +66,14 @@ function inObjectKeyOrder(keys: string[], entries: string[]): string[] {
 }
 
 /** Providers in order of first appearance, each with its pieces' classes in order (as the object form's key order). */
-function byProvider(request: AllocationRequest, classOf: (id: number) => string): Map<number, string> {
+function byProvider(request: AllocationRequest, classOf: (id: number) => string): Map<number, string> | [number, string][] {
+  const { pieces } = request;
+  // One provider (a flat host): its classes in order, without a Map.
+  if (pieces.length > 0 && pieces.every((p) => p.providerId === pieces[0]!.providerId)) {
+    let resources = '';
+    for (const piece of pieces) resources += `${resources === '' ? '' : ','}${classOf(piece.classId)}:${piece.amount}`;
+    return [[pieces[0]!.providerId, resources]];
+  }
   const resources = new Map<number, string>();
   for (const piece of request.pieces) {
     const seen = resources.get(piece.providerId);
