@@ -118,4 +118,40 @@ describe('allocation candidates from the trees kept in memory', () => {
     const res = await app.call('GET', '/allocation_candidates?resources=CUSTOM_GONE:1');
     expect(res.status).toBe(400);
   });
+
+  it('reads every tree again when the change counter went backwards (a database restored under it)', async () => {
+    expect(await rootsFor('resources=VCPU:1')).toHaveLength(6);
+    const { client } = app.deps.store;
+    // As if an older copy of the database were put in place: its counter is behind the model's,
+    // and it lacks the first host's VCPU inventory.
+    await client.execute('UPDATE placement_tree_changes SET seq = 1');
+    const target = hosts[0]!;
+    await client.execute({
+      sql: `DELETE FROM inventories WHERE resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = ?)
+        AND resource_class_id = (SELECT id FROM resource_classes WHERE name = 'VCPU')`,
+      args: [target],
+    });
+    const roots = await rootsFor('resources=VCPU:1');
+    expect(roots).toHaveLength(5);
+    expect(roots).not.toContain(target);
+  });
+
+  it('reads every tree again when the database is another one (its epoch token changed)', async () => {
+    const before = await rootsFor('resources=MEMORY_MB:1');
+    const { client } = app.deps.store;
+    // Another database whose change counter is ahead of the model's: only the epoch tells.
+    await client.execute("UPDATE placement_epoch SET token = 'another-database'");
+    await client.execute('UPDATE placement_tree_changes SET seq = seq + 1000 WHERE root_id != 0');
+    const gone = before[0]!;
+    await client.execute({
+      sql: `DELETE FROM inventories WHERE resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = ?)`,
+      args: [gone],
+    });
+    await client.execute({
+      sql: 'UPDATE placement_tree_changes SET seq = 1 WHERE root_id = (SELECT id FROM resource_providers WHERE uuid = ?)',
+      args: [gone],
+    });
+    const after = await rootsFor('resources=MEMORY_MB:1');
+    expect(after).toEqual(before.filter((uuid) => uuid !== gone));
+  });
 });

@@ -179,3 +179,13 @@ export const placementTreeChanges = sqliteTable(
   },
   (t) => [index('placement_tree_changes_seq_idx').on(t.seq)],
 );
+
+/**
+ * One row: a random token made when the database is created. The trees kept
+ * in memory remember it and read everything again when it changes (the
+ * database file replaced under a running service).
+ */
+export const placementEpoch = sqliteTable('placement_epoch', {
+  id: integer('id').primaryKey(),
+  token: text('token').notNull(),
+});

@@ -46,6 +46,8 @@ const inventoryColumns = `i.resource_provider_id AS rp, i.resource_class_id AS c
 
 /** What one refresh statement returns, packed in one JSON value. */
 interface Refresh {
+  /** The database's epoch token (placement_epoch): another one means another database. */
+  epoch: string | null;
   seq: number | null;
   /** Roots re-read (every root when the model was empty): null when over the size cap. */
   changed: number[] | null;
@@ -56,6 +58,8 @@ interface Refresh {
 export class CloudModel {
   /** The highest change seq applied; -1 before the first load. */
   private seq = -1;
+  /** The epoch token of the database the model was read from. */
+  private epoch: string | null = null;
   private readonly providers = new Map<number, ModelProvider>();
   private readonly trees = new Map<number, ModelProvider[]>();
   private rootsInOrder: number[] | null = null;
@@ -107,6 +111,7 @@ export class CloudModel {
       : { from: `(${changedRoots}) c CROSS JOIN resource_providers p ON p.root_provider_id = c.root_id`, where: '' };
     return {
       sql: `SELECT json_object(
+        'epoch', (SELECT token FROM placement_epoch WHERE id = 1),
         'seq', (SELECT MAX(seq) FROM placement_tree_changes),
         'changed', ${
           everything
@@ -141,9 +146,22 @@ export class CloudModel {
       this.clear();
       return 'reload';
     }
+    // Another database (replaced under the running service): read it whole.
+    if (this.loaded && refresh.epoch !== this.epoch) {
+      this.clear();
+      return 'reload';
+    }
     const changed = new Set(refresh.changed);
-    // A concurrent request already applied a snapshot at least as new: keep it.
-    if (this.loaded && (refresh.seq ?? 0) <= this.seq) return changed;
+    const seq = refresh.seq ?? 0;
+    // Nothing written since the model's snapshot.
+    if (this.loaded && seq === this.seq) return changed;
+    // Changes numbered below the model's: a database restored or replaced
+    // under the running service (or, rarely, a concurrent request's older
+    // snapshot arriving late): nothing the model holds can be trusted.
+    if (this.loaded && seq < this.seq) {
+      this.clear();
+      return 'reload';
+    }
     for (const root of changed) this.dropTree(root);
     const fresh = new Map<number, ModelProvider>();
     const p = PROVIDER_ROW.at;
@@ -185,7 +203,8 @@ export class CloudModel {
       this.traitSets.clear();
       this.aggregateSets.clear();
     }
-    this.seq = refresh.seq ?? 0;
+    this.seq = seq;
+    this.epoch = refresh.epoch;
     if (this.providers.size > this.maxProviders) {
       this.clear();
       this.oversizeUntil = now + 60_000;
