@@ -23,6 +23,8 @@ export interface ModelInventory extends InventoryLimits {
 export interface ModelProvider {
   id: number;
   uuid: string;
+  /** The uuid as a JSON string, written once for every answer that names the provider. */
+  quotedUuid: string;
   parentId: number | null;
   rootId: number;
   /** Trait names in trait id order, as upstream lists them in summaries. */
@@ -171,6 +173,7 @@ export class CloudModel {
       const provider: ModelProvider = {
         id: num(row[p.id]),
         uuid: String(row[p.uuid]),
+        quotedUuid: JSON.stringify(String(row[p.uuid])),
         parentId: row[p.parent_provider_id] === null ? null : num(row[p.parent_provider_id]),
         rootId: num(row[p.root_provider_id]),
         traits: this.traitSet(traits === null ? '' : String(traits)),

@@ -43,6 +43,8 @@ export interface ProviderNode {
   aggregates: Set<number>;
   /** Every inventory of the provider, for provider summaries (usage: the request's Usage). */
   inventories: SummaryInventory[];
+  /** The uuid as a JSON string, when kept with the node (the trees kept in memory write it once). */
+  quotedUuid?: string;
 }
 
 export interface Lookups {

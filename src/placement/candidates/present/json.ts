@@ -38,8 +38,10 @@ export function candidatesJson(
 ): string {
   const quotedUuid = new Map<number, string>();
   const uuidOf = (id: number): string => {
+    const node = nodes.get(id)!;
+    if (node.quotedUuid !== undefined) return node.quotedUuid;
     let quoted = quotedUuid.get(id);
-    if (quoted === undefined) quotedUuid.set(id, (quoted = quote(nodes.get(id)!.uuid)));
+    if (quoted === undefined) quotedUuid.set(id, (quoted = quote(node.uuid)));
     return quoted;
   };
   const classOf = (id: number): string => quoteName(classNameById.get(id)!);
