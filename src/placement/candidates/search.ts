@@ -274,17 +274,18 @@ export class CandidateSearch {
 
   private consolidate(choices: Choice[]): AllocationRequest | null {
     if (choices.length === 1) return this.fromOneChoice(choices[0]!);
-    const merged = new Map<string, Piece>();
+    const merged = new Map<number, Piece>();
     const mappings = new Map<string, number[]>();
     for (const choice of choices) {
-      const list = mappings.get(choice.suffix) ?? [];
+      let list = mappings.get(choice.suffix);
+      if (list === undefined) mappings.set(choice.suffix, (list = []));
       for (const id of choice.providers) if (!list.includes(id)) list.push(id);
-      mappings.set(choice.suffix, list);
       for (const piece of choice.pieces) {
-        const key = `${piece.providerId}:${piece.classId}`;
+        const key = pieceKey(piece);
         const seen = merged.get(key);
         if (seen) seen.amount += piece.amount;
-        else merged.set(key, { ...piece });
+        // A copy (amounts of several groups add up on it), written out: V8 reads spread-built objects slowly.
+        else merged.set(key, { providerId: piece.providerId, classId: piece.classId, amount: piece.amount });
       }
     }
     const pieces = [...merged.values()];

@@ -60,11 +60,31 @@ export function candidatesJson(
 
 /** A JS object lists integer-like keys first, ascending ("1" before "_NIC"), then the rest in insertion order. */
 function inObjectKeyOrder(keys: string[], entries: string[]): string[] {
-  const isIndex = (key: string) => /^(?:0|[1-9]\d*)$/.test(key) && Number(key) < 2 ** 32 - 1;
-  if (!keys.some(isIndex)) return entries;
-  const order = keys.map((key, i) => ({ key, i }));
-  const indices = order.filter((k) => isIndex(k.key)).sort((a, b) => Number(a.key) - Number(b.key));
-  return [...indices, ...order.filter((k) => !isIndex(k.key))].map((k) => entries[k.i]!);
+  let anyIndex = false;
+  for (const key of keys) if (isIndex(key)) anyIndex = true;
+  if (!anyIndex) return entries;
+  // Every candidate of a request lists the same suffixes in the same order: sort once.
+  if (!sameKeys(keys, lastKeys)) {
+    const order = keys.map((key, i) => ({ key, i }));
+    const indices = order.filter((k) => isIndex(k.key)).sort((a, b) => Number(a.key) - Number(b.key));
+    lastOrder = [...indices, ...order.filter((k) => !isIndex(k.key))].map((k) => k.i);
+    lastKeys = keys;
+  }
+  return lastOrder.map((i) => entries[i]!);
+}
+let lastKeys: string[] = [];
+let lastOrder: number[] = [];
+const sameKeys = (a: string[], b: string[]): boolean => a.length === b.length && a.every((key, i) => key === b[i]);
+
+/** Whether a JS object would treat `key` as an array index (ordering it first). Memoised: suffixes repeat in every candidate. */
+const indexKeys = new Map<string, boolean>();
+function isIndex(key: string): boolean {
+  let index = indexKeys.get(key);
+  if (index === undefined) {
+    if (indexKeys.size > 10_000) indexKeys.clear();
+    indexKeys.set(key, (index = /^(?:0|[1-9]\d*)$/.test(key) && Number(key) < 2 ** 32 - 1));
+  }
+  return index;
 }
 
 /** Providers in order of first appearance, each with its pieces' classes in order (as the object form's key order). */
@@ -99,8 +119,15 @@ function dictRequest(
   }
   out += '}';
   if (withMappings) {
-    const entries = [...request.mappings].map(([suffix, ids]) => `${quote(suffix)}:[${ids.map(uuidOf).join(',')}]`);
-    out += `,"mappings":{${inObjectKeyOrder([...request.mappings.keys()], entries).join(',')}}`;
+    const entries: string[] = [];
+    const keys: string[] = [];
+    for (const [suffix, ids] of request.mappings) {
+      let list = '';
+      for (const id of ids) list += `${list === '' ? '' : ','}${uuidOf(id)}`;
+      entries.push(`${quoteName(suffix)}:[${list}]`);
+      keys.push(suffix);
+    }
+    out += `,"mappings":{${inObjectKeyOrder(keys, entries).join(',')}}`;
   }
   return `${out}}`;
 }
