@@ -8,7 +8,7 @@
 // so the trees and the usage a request sees always belong together.
 import type { InStatement } from '@libsql/client';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
-import { SHARES_TRAIT } from './research.js';
+import { SHARES_TRAIT, type SummaryTemplate } from './research.js';
 import { columns, num, packedArray, type PackedRow } from './sql.js';
 
 /** Root id the triggers use for a change that touches every tree (a class renamed or removed). */
@@ -25,6 +25,8 @@ export interface ModelProvider {
   uuid: string;
   /** The uuid as a JSON string, written once for every answer that names the provider. */
   quotedUuid: string;
+  /** Its summary's JSON text around the usage figures, for the last presentation asked (present/json.ts). */
+  summaryTemplate: SummaryTemplate | null;
   parentId: number | null;
   rootId: number;
   /** Trait names in trait id order, as upstream lists them in summaries. */
@@ -174,6 +176,7 @@ export class CloudModel {
         id: num(row[p.id]),
         uuid: String(row[p.uuid]),
         quotedUuid: JSON.stringify(String(row[p.uuid])),
+        summaryTemplate: null,
         parentId: row[p.parent_provider_id] === null ? null : num(row[p.parent_provider_id]),
         rootId: num(row[p.root_provider_id]),
         traits: this.traitSet(traits === null ? '' : String(traits)),

@@ -45,6 +45,19 @@ export interface ProviderNode {
   inventories: SummaryInventory[];
   /** The uuid as a JSON string, when kept with the node (the trees kept in memory write it once). */
   quotedUuid?: string;
+  /**
+   * The node's provider summary as JSON text around its usage figures, for
+   * one presentation (present/json.ts fills it; the trees kept in memory
+   * reuse it across requests, since a change to a tree replaces its nodes).
+   */
+  summaryTemplate?: SummaryTemplate | null;
+}
+
+/** `parts[0] + used[0] + parts[1] + ... + parts[n]`, the used figures being those of `classIds`. */
+export interface SummaryTemplate {
+  shape: string;
+  parts: string[];
+  classIds: number[];
 }
 
 export interface Lookups {

@@ -3,7 +3,7 @@
 // N=5000 would otherwise build ~25,000 objects (most keyed by uuid, which V8
 // keeps as slow dictionaries) only for JSON.stringify to walk them again.
 // The differential test checks both spellings agree.
-import { type ProviderNode, type Usage, usedOf } from '../research.js';
+import { type ProviderNode, type SummaryTemplate, type Usage, usedOf } from '../research.js';
 import type { AllocationRequest } from '../search.js';
 import type { Presentation } from './index.js';
 
@@ -75,6 +75,37 @@ function inObjectKeyOrder(keys: string[], entries: string[]): string[] {
 let lastKeys: string[] = [];
 let lastOrder: number[] = [];
 const sameKeys = (a: string[], b: string[]): boolean => a.length === b.length && a.every((key, i) => key === b[i]);
+
+/** A provider's summary as JSON text with a gap for each usage figure it shows. */
+function summaryTemplate(
+  node: ProviderNode,
+  nodes: ReadonlyMap<number, ProviderNode>,
+  requestedClasses: ReadonlySet<string>,
+  shape: Presentation,
+  shapeKey: string,
+  uuidOf: (id: number) => string,
+): SummaryTemplate {
+  const parts: string[] = [];
+  const classIds: number[] = [];
+  let text = `${uuidOf(node.id)}:{"resources":{`;
+  // (provider, class) is unique, so no key repeats.
+  for (const inv of node.inventories) {
+    if (!shape.allResources && !requestedClasses.has(inv.className)) continue;
+    text += `${classIds.length === 0 ? '' : ','}${quoteName(inv.className)}:{"capacity":${inv.capacity},"used":`;
+    parts.push(text);
+    classIds.push(inv.classId);
+    text = '}';
+  }
+  text += '}';
+  if (shape.withTraits) text += `,"traits":${traitList(node.traits)}`;
+  if (shape.nestedAware) {
+    const parent = node.parentId === null ? undefined : nodes.get(node.parentId);
+    const root = nodes.get(node.rootId);
+    text += `,"parent_provider_uuid":${parent ? uuidOf(parent.id) : 'null'},"root_provider_uuid":${root ? uuidOf(root.id) : quote(node.uuid)}`;
+  }
+  parts.push(`${text}}`);
+  return { shape: shapeKey, parts, classIds };
+}
 
 /** Whether a JS object would treat `key` as an array index (ordering it first). Memoised: suffixes repeat in every candidate. */
 const indexKeys = new Map<string, boolean>();
@@ -150,24 +181,19 @@ function summaries(
 ): string {
   const usedRoots = new Set<number>();
   if (shape.nestedAware) for (const id of usedProviders) usedRoots.add(nodes.get(id)!.rootId);
+  const shapeKey = `${Number(shape.nestedAware)}${Number(shape.withTraits)}${shape.allResources ? '*' : [...requestedClasses].join(',')}`;
   const entries: string[] = [];
   for (const node of nodes.values()) {
     if (shape.nestedAware ? !usedRoots.has(node.rootId) : !usedProviders.has(node.id)) continue;
-    let resources = '';
-    // (provider, class) is unique, so no key repeats.
-    for (const inv of node.inventories) {
-      if (shape.allResources || requestedClasses.has(inv.className)) {
-        resources += `${resources === '' ? '' : ','}${quoteName(inv.className)}:{"capacity":${inv.capacity},"used":${usedOf(usage, node.id, inv.classId)}}`;
-      }
+    let template = node.summaryTemplate;
+    if (!template || template.shape !== shapeKey) {
+      template = summaryTemplate(node, nodes, requestedClasses, shape, shapeKey, uuidOf);
+      node.summaryTemplate = template;
     }
-    let entry = `{"resources":{${resources}}`;
-    if (shape.withTraits) entry += `,"traits":${traitList(node.traits)}`;
-    if (shape.nestedAware) {
-      const parent = node.parentId === null ? undefined : nodes.get(node.parentId);
-      const root = nodes.get(node.rootId);
-      entry += `,"parent_provider_uuid":${parent ? uuidOf(parent.id) : 'null'},"root_provider_uuid":${root ? uuidOf(root.id) : quote(node.uuid)}`;
-    }
-    entries.push(`${uuidOf(node.id)}:${entry}}`);
+    const { parts, classIds } = template;
+    let text = parts[0]!;
+    for (let i = 0; i < classIds.length; i += 1) text += `${usedOf(usage, node.id, classIds[i]!)}${parts[i + 1]!}`;
+    entries.push(text);
   }
   return entries.join(',');
 }
