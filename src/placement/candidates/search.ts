@@ -250,26 +250,40 @@ export class CandidateSearch {
     return choices;
   }
 
-  private ancestorsOf(id: number): Set<number> {
-    const seen = new Set<number>();
+  /** Whether `ancestor` is `id` or one of its ancestors (parent links; bounded against a cycle). */
+  private isAncestorOrSelf(ancestor: number, id: number): boolean {
     let cur: number | null | undefined = id;
-    while (cur !== null && cur !== undefined && !seen.has(cur)) {
-      seen.add(cur);
+    for (let steps = 0; cur !== null && cur !== undefined && steps <= this.input.nodes.size; steps += 1) {
+      if (cur === ancestor) return true;
       cur = this.input.nodes.get(cur)?.parentId;
     }
-    return seen;
+    return false;
   }
 
-  /** Within each same_subtree set, one of the providers used is an ancestor (or self) of all the others. */
-  private sameSubtreeOk(choices: Choice[], sets: string[][]): boolean {
-    for (const suffixes of sets) {
-      const ids = [...new Set(choices.filter((c) => suffixes.includes(c.suffix)).flatMap((c) => c.providers))];
-      if (ids.length <= 1) continue;
-      // biome-ignore lint/performance/noAccumulatingSpread: a handful of ancestors per provider
-      const common = ids.map((id) => this.ancestorsOf(id)).reduce((a, b) => new Set([...a].filter((x) => b.has(x))));
-      if (!ids.some((id) => common.has(id))) return false;
+  /**
+   * same_subtree for one set of suffixes over the first `count` choices: one
+   * of the providers used is an ancestor (or self) of all the others.
+   * Checked at every step of the search: no allocation beyond a short list.
+   */
+  private sameSubtreeOk(choices: Choice[], count: number, suffixes: string[]): boolean {
+    const ids: number[] = [];
+    for (let i = 0; i < count; i += 1) {
+      const choice = choices[i]!;
+      if (!suffixes.includes(choice.suffix)) continue;
+      for (const id of choice.providers) if (!ids.includes(id)) ids.push(id);
     }
-    return true;
+    if (ids.length <= 1) return true;
+    for (const candidate of ids) {
+      let coversAll = true;
+      for (const id of ids) {
+        if (!this.isAncestorOrSelf(candidate, id)) {
+          coversAll = false;
+          break;
+        }
+      }
+      if (coversAll) return true;
+    }
+    return false;
   }
 
   private consolidate(choices: Choice[]): AllocationRequest | null {
@@ -429,9 +443,13 @@ export class CandidateSearch {
         if (!self.take(taken, choice.pieces)) continue;
         chosen[level] = choice;
         if (suffixed) isolated.add(provider);
-        const subtreeOk = (subtreeChecksAt.get(level) ?? NO_SUBTREE_SETS).every((suffixes) =>
-          self.sameSubtreeOk(chosen.slice(0, level + 1), [suffixes]),
-        );
+        let subtreeOk = true;
+        for (const suffixes of subtreeChecksAt.get(level) ?? NO_SUBTREE_SETS) {
+          if (!self.sameSubtreeOk(chosen, level + 1, suffixes)) {
+            subtreeOk = false;
+            break;
+          }
+        }
         if (subtreeOk && (!isolate || self.canIsolate(lists, level + 1, isolated))) {
           if (level + 1 === depth) yield chosen.slice();
           else yield* walk(level + 1);
