@@ -13,6 +13,8 @@ import { buildNodeDeps } from './node-service.js';
 
 /** How long the primary waits for workers to finish their requests on SIGTERM. */
 const SHUTDOWN_GRACE_MS = 3000;
+/** How long before a worker killed while starting is started again. */
+const RESTART_PAUSE_MS = 1000;
 /** Semi-space size of each server process's young generation, in MB. */
 const YOUNG_GENERATION_MB = 32;
 
@@ -66,9 +68,12 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
       return;
     }
     deps.log.error('server process exited', { pid: worker.process.pid, code, signal });
-    // A worker that dies after serving is replaced; one that never got to
-    // listen would die again (bad configuration): give up once none is left.
+    // A worker that dies after serving is replaced. One that never got to
+    // listen: killed by a signal (the OOM killer, an operator, a slow start
+    // under load) it is tried again after a pause; exiting by itself it
+    // would exit again (bad configuration): give up once none is left.
     if (hadListened) cluster.fork();
+    else if (signal) setTimeout(() => stopping || cluster.fork(), RESTART_PAUSE_MS);
     else if (alive().length === 0) exit(1);
   });
 

@@ -146,6 +146,28 @@ describe(`npm start with PLACEMENT_WORKERS=${WORKERS}`, () => {
     for (let i = 0; i < 2 * WORKERS; i += 1) expect((await call(server, 'GET', '/resource_providers')).status).toBe(200);
   }, 90_000);
 
+  it('replaces a server process killed before it got to listen', async () => {
+    // The primary forks a replacement; kill it at once, while it is still loading.
+    const before = serverProcesses(server);
+    const primaryPid = before.find((p) => !before.some((q) => q.pid === p.ppid))!.pid;
+    process.kill(before.find((p) => p.ppid === primaryPid)!.pid, 'SIGKILL');
+    let starting: number | undefined;
+    expect(
+      await until(() => {
+        starting = serverProcesses(server).find((p) => p.ppid === primaryPid && !before.some((q) => q.pid === p.pid))?.pid;
+        return starting !== undefined;
+      }, 10_000),
+    ).toBe(true);
+    process.kill(starting!, 'SIGKILL');
+    // Killed by a signal, not exiting on its own: started again after a pause.
+    const replaced = await until(() => {
+      const now = serverProcesses(server);
+      return now.length === WORKERS + 1 && !now.some((p) => p.pid === starting);
+    }, 30_000);
+    expect(replaced).toBe(true);
+    for (let i = 0; i < 2 * WORKERS; i += 1) expect((await call(server, 'GET', '/resource_providers')).status).toBe(200);
+  }, 60_000);
+
   it('leaves no process behind when stopped', async () => {
     const processes = serverProcesses(server);
     await server.stop();
