@@ -113,3 +113,22 @@ describe('allocation_candidates_generation_strategy (upstream HEAD)', () => {
     expect(await hostsOf(breadthFirst, query)).toEqual([...roots.breadth, roots.breadth[0], roots.breadth[1]]);
   });
 });
+
+describe('a request naming more classes than one coverage mask holds', () => {
+  it('finds the tree offering all 32 classes and not the one missing the last', async () => {
+    const app = await makeTestApp();
+    try {
+      const classes = Array.from({ length: 32 }, (_, i) => `CUSTOM_C${i}`);
+      for (const name of classes) expect((await app.call('PUT', `/resource_classes/${name}`)).status).toBe(201);
+      const inventory = (names: string[]) => Object.fromEntries(names.map((name) => [name, { total: 4 }]));
+      const full = await provider(app, { inventory: inventory(classes) });
+      await provider(app, { inventory: inventory(classes.slice(0, 31)) });
+      const res = await app.call('GET', `/allocation_candidates?resources=${classes.map((c) => `${c}:1`).join(',')}`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as Body;
+      expect(body.allocation_requests.map((r) => Object.keys(r.allocations))).toEqual([[full]]);
+    } finally {
+      app.close();
+    }
+  });
+});

@@ -277,10 +277,16 @@ export async function findAllocationCandidatesJson(
  */
 function coversEveryClass(candidates: CandidateInventories, groups: ResolvedGroup[]): (root: number) => boolean {
   const needed = [...new Set(groups.flatMap((g) => g.resources.map(([classId]) => classId)))];
-  if (needed.length > 30) return coversEveryClassBySets(candidates, needed);
-  // One bit per needed class, OR-ed per root: no Set per tree (a full answer at N=5000 made 5,000).
-  const bitOf = new Map(needed.map((classId, i) => [classId, 1 << i]));
-  const all = (1 << needed.length) - 1;
+  // One bit per class in a number (30 classes per mask; a request naming more takes several).
+  const masks: ((root: number) => boolean)[] = [];
+  for (let start = 0; start < needed.length; start += 30) masks.push(coversClasses(candidates, needed.slice(start, start + 30)));
+  return (root) => masks.every((covers) => covers(root));
+}
+
+/** coversEveryClass for up to 30 classes: their bits OR-ed per root, no Set per tree (a full answer at N=5000 made 5,000). */
+function coversClasses(candidates: CandidateInventories, classes: number[]): (root: number) => boolean {
+  const bitOf = new Map(classes.map((classId, i) => [classId, 1 << i]));
+  const all = (1 << classes.length) - 1;
   const offered = new Map<number, number>();
   const maskOf = (perClass: ReadonlyMap<number, unknown> | undefined) => {
     let mask = 0;
@@ -296,20 +302,4 @@ function coversEveryClass(candidates: CandidateInventories, groups: ResolvedGrou
     for (const anchor of anchors) offered.set(anchor, (offered.get(anchor) ?? 0) | mask);
   }
   return (root) => (offered.get(root) ?? 0) === all;
-}
-
-/** The same with a Set of classes per tree, for a request naming more classes than a mask holds. */
-function coversEveryClassBySets(candidates: CandidateInventories, needed: number[]): (root: number) => boolean {
-  const offered = new Map<number, Set<number>>();
-  const offer = (root: number, classes: Iterable<number>) => {
-    let set = offered.get(root);
-    if (!set) offered.set(root, (set = new Set()));
-    for (const c of classes) set.add(c);
-  };
-  for (const [providerId, perClass] of candidates.byProvider) offer(candidates.rootOf.get(providerId)!, perClass.keys());
-  for (const [sharing, anchors] of candidates.anchorsOfSharing) {
-    const classes = [...(candidates.byProvider.get(sharing)?.keys() ?? [])];
-    for (const anchor of anchors) offer(anchor, classes);
-  }
-  return (root) => needed.every((c) => offered.get(root)?.has(c) ?? false);
 }
