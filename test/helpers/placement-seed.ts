@@ -70,3 +70,21 @@ export async function providerGeneration(deps: Deps, providerId: number): Promis
     .where(eq(resourceProviders.id, providerId));
   return rows[0]!.g;
 }
+
+/** Every placement table's rows in a stable order: a failed write must leave this exactly as it was. */
+export async function dumpPlacement(deps: Deps): Promise<Record<string, unknown[]>> {
+  const q = async (sql: string) => (await deps.store.client.execute(sql)).rows.map((r) => ({ ...r }));
+  return {
+    providers: await q('SELECT * FROM resource_providers ORDER BY id'),
+    inventories: await q('SELECT * FROM inventories ORDER BY id'),
+    allocations: await q('SELECT * FROM allocations ORDER BY id'),
+    consumers: await q('SELECT * FROM consumers ORDER BY id'),
+    projects: await q('SELECT * FROM projects ORDER BY id'),
+    users: await q('SELECT * FROM users ORDER BY id'),
+    consumerTypes: await q('SELECT * FROM consumer_types ORDER BY id'),
+    resourceClasses: await q('SELECT * FROM resource_classes ORDER BY id'),
+    traits: await q('SELECT * FROM traits ORDER BY id'),
+    providerTraits: await q('SELECT * FROM resource_provider_traits ORDER BY resource_provider_id, trait_id'),
+    providerAggregates: await q('SELECT * FROM resource_provider_aggregates ORDER BY resource_provider_id, aggregate_id'),
+  };
+}

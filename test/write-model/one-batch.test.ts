@@ -6,7 +6,7 @@
 // of the batch, refusals, and races on the generation.
 import type { InStatement, ResultSet } from '@libsql/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { providerGeneration, seedProvider } from '../helpers/placement-seed.js';
+import { dumpPlacement, providerGeneration, seedProvider } from '../helpers/placement-seed.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 let t: TestApp;
@@ -15,18 +15,7 @@ beforeEach(async () => {
 });
 afterEach(() => t.close());
 
-async function dump(): Promise<Record<string, unknown[]>> {
-  const q = async (sql: string) => (await t.deps.store.client.execute(sql)).rows.map((r) => ({ ...r }));
-  return {
-    providers: await q('SELECT * FROM resource_providers ORDER BY id'),
-    inventories: await q('SELECT * FROM inventories ORDER BY id'),
-    allocations: await q('SELECT * FROM allocations ORDER BY id'),
-    consumers: await q('SELECT * FROM consumers ORDER BY id'),
-    resourceClasses: await q('SELECT * FROM resource_classes ORDER BY id'),
-    traits: await q('SELECT * FROM traits ORDER BY id'),
-    providerTraits: await q('SELECT * FROM resource_provider_traits ORDER BY resource_provider_id, trait_id'),
-  };
-}
+const dump = () => dumpPlacement(t.deps);
 
 /** Counts the store's read and write batches from now on. */
 function countBatches(): { reads: number; writes: number } {

@@ -6,7 +6,7 @@
 import type { InStatement, ResultSet } from '@libsql/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_WRITE_ATTEMPTS } from '../../src/db/write-batch.js';
-import { seedProvider, usageOf } from '../helpers/placement-seed.js';
+import { dumpPlacement, seedProvider, usageOf } from '../helpers/placement-seed.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const owner = { project_id: 'p-safety', user_id: 'u-safety' };
@@ -17,22 +17,7 @@ beforeEach(async () => {
 });
 afterEach(() => t.close());
 
-async function dump(): Promise<Record<string, unknown[]>> {
-  const q = async (sql: string) => (await t.deps.store.client.execute(sql)).rows.map((r) => ({ ...r }));
-  return {
-    providers: await q('SELECT * FROM resource_providers ORDER BY id'),
-    inventories: await q('SELECT * FROM inventories ORDER BY id'),
-    allocations: await q('SELECT * FROM allocations ORDER BY id'),
-    consumers: await q('SELECT * FROM consumers ORDER BY id'),
-    projects: await q('SELECT * FROM projects ORDER BY id'),
-    users: await q('SELECT * FROM users ORDER BY id'),
-    consumerTypes: await q('SELECT * FROM consumer_types ORDER BY id'),
-    resourceClasses: await q('SELECT * FROM resource_classes ORDER BY id'),
-    traits: await q('SELECT * FROM traits ORDER BY id'),
-    providerTraits: await q('SELECT * FROM resource_provider_traits ORDER BY resource_provider_id, trait_id'),
-    providerAggregates: await q('SELECT * FROM resource_provider_aggregates ORDER BY resource_provider_id, aggregate_id'),
-  };
-}
+const dump = () => dumpPlacement(t.deps);
 
 /** Runs `hook` after each read batch of the store, before the write that follows it. */
 function afterEachRead(hook: (attempt: number) => Promise<void>): () => number {
