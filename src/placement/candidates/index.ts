@@ -13,13 +13,14 @@ import type { CandidateRequest } from './parse.js';
 import { presentCandidates, type CandidatesBody, type Presentation } from './present/index.js';
 import { candidatesJson } from './present/json.js';
 import { cloudModelFor } from './cloud-model.js';
-import { loadFromModel, type ModelLoad } from './model-research.js';
+import { loadFromModel } from './model-research.js';
 import {
   loadCandidates,
   loadTrees,
   type CandidateInventories,
   type Lookups,
   type ProviderNode,
+  type Research,
   type TreePrefilter,
   type Usage,
 } from './research.js';
@@ -192,7 +193,7 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
  * cache (model-research.ts), else from SQL alone (research.ts): the same
  * FirstLoad either way, and a loader for trees outside it.
  */
-async function research(reader: BatchReader, plan: SearchPlan, firstRoots: number | null, preload: boolean): Promise<ModelLoad> {
+async function research(reader: BatchReader, plan: SearchPlan, firstRoots: number | null, preload: boolean): Promise<Research> {
   const { names, prefilter, options } = plan;
   if (options.treeCacheProviders > 0) {
     const model = cloudModelFor(reader, options.treeCacheProviders);

@@ -13,10 +13,10 @@ import {
   lookupsOf,
   lookupStatements,
   type CandidateInventories,
-  type FirstLoad,
   type Inventory,
   type Lookups,
   type ProviderNode,
+  type Research,
   type TreePrefilter,
   type Usage,
   usedOf,
@@ -45,15 +45,10 @@ interface TreePlan {
 type UsageScope = 'all' | Set<number>;
 
 /**
- * The model path's FirstLoad, plus a loader for trees outside it (anchors of
- * sharing providers the search reaches), which reuses the usage already read.
- * Null when the cloud is over the model's cap: the SQL engine answers.
+ * The research from the trees in memory; its loader serves trees outside the
+ * first load (anchors of sharing providers the search reaches) with the usage
+ * already read. Null when the cloud is over the model's cap: the SQL engine answers.
  */
-export interface ModelLoad {
-  first: FirstLoad;
-  loadTrees(roots: number[]): Promise<Map<number, ProviderNode>>;
-}
-
 export async function loadFromModel(
   reader: BatchReader,
   model: CloudModel,
@@ -62,7 +57,7 @@ export async function loadFromModel(
   prefilter: TreePrefilter,
   firstRoots: number | null,
   now: number,
-): Promise<ModelLoad | null> {
+): Promise<Research | null> {
   let scope: UsageScope | null = null;
   let usage: Usage = new Map();
   let lookups: Lookups | null = null;
@@ -229,7 +224,7 @@ function build(
   plan: TreePlan,
   prefilter: TreePrefilter,
   amounts: ReadonlyMap<string, { smallest: number; largest: number }>,
-): ModelLoad {
+): Research {
   // Requested classes by id, with the smallest and largest amount asked.
   const wanted = new Map<number, { smallest: number; largest: number }>();
   for (const [name, range] of amounts) {

@@ -139,6 +139,12 @@ export interface FirstLoad {
   usage: Usage;
 }
 
+/** A research pass: its first load, and a loader for trees outside it (the search asks as it reaches them). */
+export interface Research {
+  first: FirstLoad;
+  loadTrees(roots: number[]): Promise<Map<number, ProviderNode>>;
+}
+
 /**
  * Tree-level conditions every usable tree must meet, pushed into SQL so that
  * hopeless trees never leave the database. Each is necessary, never
