@@ -1,6 +1,8 @@
 // A minimal Placement API client for the bench: noauth2-style token header,
 // a microversion per call, errors as exceptions, and a per-request timeout
 // (a service that takes minutes to answer is recorded as a timeout, not waited on).
+import { Agent, request as httpRequest } from 'node:http';
+import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
 
 export interface RequestOptions {
   body?: unknown;
@@ -45,6 +47,53 @@ export class PlacementClient {
     if (!ok) throw new Error(`${method} ${this.base}${path} -> ${res.status}: ${(await res.text()).slice(0, 500)}`);
     return res;
   }
+
+  /**
+   * A timed GET: milliseconds from sending the request to the answer's last
+   * byte, as perfload-runner.sh's `time curl ... > /dev/null` measures it.
+   * node:http on kept-alive connections, so the timer holds the service's
+   * work and the transfer, not a heavy client's (fetch's stream machinery
+   * and JSON parsing cost ~5-10 ms on a 714 KiB answer on this VM, and at
+   * concurrency 10 that CPU is taken from the service under test).
+   */
+  timedGet(path: string, version: string): Promise<{ ms: number; body: Buffer }> {
+    const url = new URL(`${this.base}${path}`);
+    const https = url.protocol === 'https:';
+    const started = performance.now();
+    return new Promise((resolve, reject) => {
+      const req = (https ? httpsRequest : httpRequest)(
+        url,
+        {
+          agent: https ? keepAliveHttps : keepAlive,
+          headers: { 'x-auth-token': this.token, accept: 'application/json', 'openstack-api-version': `placement ${version}` },
+          timeout: this.timeoutMs,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('error', reject);
+          res.on('end', () => {
+            const ms = performance.now() - started;
+            const body = Buffer.concat(chunks);
+            if ((res.statusCode ?? 0) >= 400) reject(new Error(`GET ${url} -> ${res.statusCode}: ${body.toString('utf8', 0, 500)}`));
+            else resolve({ ms, body });
+          });
+        },
+      );
+      req.on('timeout', () => req.destroy(new TimeoutError(`GET ${path}: no answer within ${this.timeoutMs} ms`)));
+      req.on('error', reject);
+      req.end();
+    });
+  }
+}
+
+const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
+const keepAliveHttps = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
+
+/** Closes the timed GETs' idle connections (so the bench process can exit). */
+export function closeTimedConnections(): void {
+  keepAlive.destroy();
+  keepAliveHttps.destroy();
 }
 
 /** Runs task(0..count-1) with at most `width` in flight. */
