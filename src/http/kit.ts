@@ -102,8 +102,11 @@ export function httpKit(api: ApiProfile): HttpKit {
         try {
           await next();
         } finally {
-          for (const [name, value] of answerHeaders) c.header(name, value);
-          c.header('openstack-api-version', `${versions.serviceType} ${result.version.toString()}`);
+          // On the response's own headers: c.header() on a finished response
+          // copies it through a stream (a 714 KiB answer cost ~1.8 ms of CPU).
+          const headers = c.res.headers;
+          for (const [name, value] of answerHeaders) headers.set(name, value);
+          headers.set('openstack-api-version', `${versions.serviceType} ${result.version.toString()}`);
         }
       }),
 
