@@ -14,6 +14,8 @@ import { columns, num, packedArray, type PackedRow } from './sql.js';
 /** Root id the triggers use for a change that touches every tree (a class renamed or removed). */
 const EVERY_TREE = 0;
 
+const UTF8 = new TextEncoder();
+
 export interface ModelInventory extends InventoryLimits {
   classId: number;
   className: string;
@@ -23,9 +25,9 @@ export interface ModelInventory extends InventoryLimits {
 export interface ModelProvider {
   id: number;
   uuid: string;
-  /** The uuid as a JSON string, written once for every answer that names the provider. */
-  quotedUuid: string;
-  /** Its summary's JSON text around the usage figures, for the last presentation asked (present/json.ts). */
+  /** The uuid as a JSON string's UTF-8 bytes, encoded once for every answer that names the provider. */
+  uuidJson: Uint8Array;
+  /** Its summary's JSON bytes around the usage figures, for the last presentation asked (present/json.ts). */
   summaryTemplate: SummaryTemplate | null;
   parentId: number | null;
   rootId: number;
@@ -175,7 +177,7 @@ export class CloudModel {
       const provider: ModelProvider = {
         id: num(row[p.id]),
         uuid: String(row[p.uuid]),
-        quotedUuid: JSON.stringify(String(row[p.uuid])),
+        uuidJson: UTF8.encode(JSON.stringify(String(row[p.uuid]))),
         summaryTemplate: null,
         parentId: row[p.parent_provider_id] === null ? null : num(row[p.parent_provider_id]),
         rootId: num(row[p.root_provider_id]),

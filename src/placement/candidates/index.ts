@@ -260,13 +260,13 @@ export async function findAllocationCandidates(
   return presentCandidates(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }
 
-/** The same answer as JSON text, written directly (the route's path: no object graph to build and walk). */
+/** The same answer as JSON (UTF-8 bytes), written directly (the route's path: no object graph to build and walk). */
 export async function findAllocationCandidatesJson(
   reader: BatchReader,
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
-): Promise<string> {
+): Promise<Uint8Array<ArrayBuffer>> {
   const { chosen, nodes, usage, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
   return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }

@@ -43,20 +43,20 @@ export interface ProviderNode {
   aggregates: Set<number>;
   /** Every inventory of the provider, for provider summaries (usage: the request's Usage). */
   inventories: SummaryInventory[];
-  /** The uuid as a JSON string, when kept with the node (the trees kept in memory write it once). */
-  quotedUuid?: string;
+  /** The uuid as a JSON string's UTF-8 bytes, when kept with the node (the trees kept in memory encode it once). */
+  uuidJson?: Uint8Array;
   /**
-   * The node's provider summary as JSON text around its usage figures, for
+   * The node's provider summary as JSON bytes around its usage figures, for
    * one presentation (present/json.ts fills it; the trees kept in memory
    * reuse it across requests, since a change to a tree replaces its nodes).
    */
   summaryTemplate?: SummaryTemplate | null;
 }
 
-/** `parts[0] + used[0] + parts[1] + ... + parts[n]`, the used figures being those of `classIds`. */
+/** `parts[0] + used[0] + parts[1] + ... + parts[n]` (UTF-8), the used figures being those of `classIds`. */
 export interface SummaryTemplate {
   shape: string;
-  parts: string[];
+  parts: Uint8Array[];
   classIds: number[];
 }
 

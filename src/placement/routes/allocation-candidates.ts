@@ -24,7 +24,7 @@ resource(allocationCandidateRoutes, '/allocation_candidates', {
     });
     // Candidates reflect usage right now, so they are never cacheable.
     setCacheHeaders(c);
-    // Written as JSON text by the engine (present/json.ts): the same bytes c.json() would send.
+    // Written as JSON bytes by the engine (present/json.ts): the same bytes c.json() would send.
     return c.body(json, 200, { 'content-type': 'application/json' });
   },
 });

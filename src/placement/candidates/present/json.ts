@@ -1,21 +1,94 @@
-// The answer of presentCandidates() written straight to JSON text, byte for
-// byte what JSON.stringify(presentCandidates(...)) gives: a full answer at
-// N=5000 would otherwise build ~25,000 objects (most keyed by uuid, which V8
-// keeps as slow dictionaries) only for JSON.stringify to walk them again.
-// The differential test checks both spellings agree.
+// The answer of presentCandidates() written straight to JSON bytes, byte for
+// byte what JSON.stringify(presentCandidates(...)) gives, UTF-8 encoded: a
+// full answer at N=5000 would otherwise build ~25,000 objects (most keyed by
+// uuid, which V8 keeps as slow dictionaries) only for JSON.stringify to walk
+// them again. Bytes rather than text: a nested-200 answer is 714 KiB made of
+// ~50,000 pieces, and as a string it is a tree of as many pieces that must be
+// flattened and encoded again to reach the socket (~1.5 ms of CPU per answer).
+// Every fixed piece (provider uuids, class names, summary templates) is
+// encoded once and copied. The differential test checks both spellings agree.
 import { type ProviderNode, type SummaryTemplate, type Usage, usedOf } from '../research.js';
-import type { AllocationRequest } from '../search.js';
+import type { AllocationRequest, Piece } from '../search.js';
 import type { Presentation } from './index.js';
 
+const encoder = new TextEncoder();
+const utf8 = (text: string): Uint8Array => encoder.encode(text);
 const quote = JSON.stringify;
 
-/** Class and trait names, quoted once per process (names are few; a cloud repeats them on every provider). */
-const quotedNames = new Map<string, string>();
-function quoteName(name: string): string {
+/** A growable byte buffer the answer is written into. */
+class JsonWriter {
+  private buffer: Uint8Array<ArrayBuffer>;
+  private length = 0;
+
+  constructor(expectedBytes: number) {
+    this.buffer = new Uint8Array(Math.max(1024, expectedBytes));
+  }
+
+  private room(bytes: number): void {
+    if (this.length + bytes <= this.buffer.length) return;
+    const grown = new Uint8Array(Math.max(this.buffer.length * 2, this.length + bytes));
+    grown.set(this.buffer.subarray(0, this.length));
+    this.buffer = grown;
+  }
+
+  bytes(piece: Uint8Array): void {
+    this.room(piece.length);
+    this.buffer.set(piece, this.length);
+    this.length += piece.length;
+  }
+
+  /** One ASCII character (punctuation). */
+  char(code: number): void {
+    this.room(1);
+    this.buffer[this.length++] = code;
+  }
+
+  /** A number as JSON.stringify spells it; whole numbers digit by digit. */
+  number(value: number): void {
+    if (!Number.isSafeInteger(value) || value < 0) {
+      this.bytes(utf8(quote(value)));
+      return;
+    }
+    let digits = 1;
+    for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits += 1;
+    this.room(digits);
+    let at = this.length + digits;
+    let rest = value;
+    do {
+      this.buffer[--at] = 48 + (rest % 10);
+      rest = Math.floor(rest / 10);
+    } while (rest > 0);
+    this.length += digits;
+  }
+
+  result(): Uint8Array<ArrayBuffer> {
+    return this.buffer.subarray(0, this.length);
+  }
+}
+
+const COMMA = 44;
+const COLON = 58;
+const OPEN_BRACKET = 91;
+const CLOSE_BRACKET = 93;
+const CLOSE_BRACE = 125;
+const START = utf8('{"allocation_requests":[');
+const SUMMARIES = utf8('],"provider_summaries":{');
+const END = utf8('}}');
+const DICT_ALLOCATIONS = utf8('{"allocations":{');
+const LIST_ALLOCATIONS = utf8('{"allocations":[');
+const RESOURCES = utf8(':{"resources":{');
+const CLOSE_TWO = utf8('}}');
+const MAPPINGS = utf8(',"mappings":{');
+const LIST_PROVIDER = utf8('{"resource_provider":{"uuid":');
+const LIST_RESOURCES = utf8('},"resources":{');
+
+/** Class names, trait lists and suffixes, encoded once per process (names are few; a cloud repeats them on every provider). */
+const quotedNames = new Map<string, Uint8Array>();
+function quotedName(name: string): Uint8Array {
   let quoted = quotedNames.get(name);
   if (quoted === undefined) {
     if (quotedNames.size > 50_000) quotedNames.clear();
-    quotedNames.set(name, (quoted = quote(name)));
+    quotedNames.set(name, (quoted = utf8(quote(name))));
   }
   return quoted;
 }
@@ -24,7 +97,7 @@ function quoteName(name: string): string {
 const traitLists = new WeakMap<ReadonlySet<string>, string>();
 function traitList(traits: ReadonlySet<string>): string {
   let list = traitLists.get(traits);
-  if (list === undefined) traitLists.set(traits, (list = `[${[...traits].map(quoteName).join(',')}]`));
+  if (list === undefined) traitLists.set(traits, (list = `[${[...traits].map((name) => quote(name)).join(',')}]`));
   return list;
 }
 
@@ -35,77 +108,133 @@ export function candidatesJson(
   classNameById: ReadonlyMap<number, string>,
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
-): string {
-  const quotedUuid = new Map<number, string>();
-  const uuidOf = (id: number): string => {
+): Uint8Array<ArrayBuffer> {
+  // Nodes of the trees kept in memory carry their uuid's bytes; the SQL engine's are encoded once per request.
+  const quotedUuids = new Map<number, Uint8Array>();
+  const uuidOf = (id: number): Uint8Array => {
     const node = nodes.get(id)!;
-    if (node.quotedUuid !== undefined) return node.quotedUuid;
-    let quoted = quotedUuid.get(id);
-    if (quoted === undefined) quotedUuid.set(id, (quoted = quote(node.uuid)));
+    if (node.uuidJson !== undefined) return node.uuidJson;
+    let quoted = quotedUuids.get(id);
+    if (quoted === undefined) quotedUuids.set(id, (quoted = utf8(quote(node.uuid))));
     return quoted;
   };
-  const classOf = (id: number): string => quoteName(classNameById.get(id)!);
+  const classOf = (id: number): Uint8Array => quotedName(classNameById.get(id)!);
+  // About 250 bytes per request and 300 per summary: a guess that saves most regrowth.
+  const out = new JsonWriter(chosen.length * 250 + Math.min(nodes.size, 20_000) * 300);
   const usedProviders = new Set<number>();
-  let out = '{"allocation_requests":[';
+  out.bytes(START);
   for (let i = 0; i < chosen.length; i += 1) {
     const request = chosen[i]!;
-    if (i > 0) out += ',';
+    if (i > 0) out.char(COMMA);
     for (const piece of request.pieces) usedProviders.add(piece.providerId);
-    out += shape.dictShape ? dictRequest(request, uuidOf, classOf, shape.withMappings) : listRequest(request, uuidOf, classOf);
+    if (shape.dictShape) dictRequest(out, request, uuidOf, classOf, shape.withMappings);
+    else listRequest(out, request, uuidOf, classOf);
   }
-  out += '],"provider_summaries":{';
-  out += summaries(usedProviders, nodes, usage, requestedClasses, shape, uuidOf);
-  return `${out}}}`;
+  out.bytes(SUMMARIES);
+  summaries(out, usedProviders, nodes, usage, requestedClasses, shape);
+  out.bytes(END);
+  return out.result();
+}
+
+/** Whether a piece before `index` is on the same provider (pieces are a handful: no Map). */
+function seenBefore(pieces: Piece[], index: number): boolean {
+  const providerId = pieces[index]!.providerId;
+  for (let i = 0; i < index; i += 1) if (pieces[i]!.providerId === providerId) return true;
+  return false;
+}
+
+/** `"CLASS":amount,...` of one provider's pieces, from `from` on, in order (the object form's key order). */
+function resourcesOf(out: JsonWriter, pieces: Piece[], from: number, classOf: (id: number) => Uint8Array): void {
+  const providerId = pieces[from]!.providerId;
+  let first = true;
+  for (let i = from; i < pieces.length; i += 1) {
+    const piece = pieces[i]!;
+    if (piece.providerId !== providerId) continue;
+    if (!first) out.char(COMMA);
+    first = false;
+    out.bytes(classOf(piece.classId));
+    out.char(COLON);
+    out.number(piece.amount);
+  }
+}
+
+function dictRequest(
+  out: JsonWriter,
+  request: AllocationRequest,
+  uuidOf: (id: number) => Uint8Array,
+  classOf: (id: number) => Uint8Array,
+  withMappings: boolean,
+): void {
+  const { pieces } = request;
+  out.bytes(DICT_ALLOCATIONS);
+  // Providers in order of first appearance, as the object form adds them.
+  let first = true;
+  for (let i = 0; i < pieces.length; i += 1) {
+    if (seenBefore(pieces, i)) continue;
+    if (!first) out.char(COMMA);
+    first = false;
+    out.bytes(uuidOf(pieces[i]!.providerId));
+    out.bytes(RESOURCES);
+    resourcesOf(out, pieces, i, classOf);
+    out.bytes(CLOSE_TWO);
+  }
+  out.char(CLOSE_BRACE);
+  if (withMappings) {
+    out.bytes(MAPPINGS);
+    let firstSuffix = true;
+    for (const suffix of inObjectKeyOrder(request.mappings)) {
+      if (!firstSuffix) out.char(COMMA);
+      firstSuffix = false;
+      out.bytes(quotedName(suffix));
+      out.char(COLON);
+      out.char(OPEN_BRACKET);
+      const ids = request.mappings.get(suffix)!;
+      for (let i = 0; i < ids.length; i += 1) {
+        if (i > 0) out.char(COMMA);
+        out.bytes(uuidOf(ids[i]!));
+      }
+      out.char(CLOSE_BRACKET);
+    }
+    out.char(CLOSE_BRACE);
+  }
+  out.char(CLOSE_BRACE);
+}
+
+function listRequest(out: JsonWriter, request: AllocationRequest, uuidOf: (id: number) => Uint8Array, classOf: (id: number) => Uint8Array): void {
+  const { pieces } = request;
+  out.bytes(LIST_ALLOCATIONS);
+  let first = true;
+  for (let i = 0; i < pieces.length; i += 1) {
+    if (seenBefore(pieces, i)) continue;
+    if (!first) out.char(COMMA);
+    first = false;
+    out.bytes(LIST_PROVIDER);
+    out.bytes(uuidOf(pieces[i]!.providerId));
+    out.bytes(LIST_RESOURCES);
+    resourcesOf(out, pieces, i, classOf);
+    out.bytes(CLOSE_TWO);
+  }
+  out.char(CLOSE_BRACKET);
+  out.char(CLOSE_BRACE);
 }
 
 /** A JS object lists integer-like keys first, ascending ("1" before "_NIC"), then the rest in insertion order. */
-function inObjectKeyOrder(keys: string[], entries: string[]): string[] {
+function inObjectKeyOrder(mappings: ReadonlyMap<string, number[]>): Iterable<string> {
   let anyIndex = false;
-  for (const key of keys) if (isIndex(key)) anyIndex = true;
-  if (!anyIndex) return entries;
+  for (const suffix of mappings.keys()) if (isIndex(suffix)) anyIndex = true;
+  if (!anyIndex) return mappings.keys();
   // Every candidate of a request lists the same suffixes in the same order: sort once.
+  const keys = [...mappings.keys()];
   if (!sameKeys(keys, lastKeys)) {
-    const order = keys.map((key, i) => ({ key, i }));
-    const indices = order.filter((k) => isIndex(k.key)).sort((a, b) => Number(a.key) - Number(b.key));
-    lastOrder = [...indices, ...order.filter((k) => !isIndex(k.key))].map((k) => k.i);
+    const indices = keys.filter(isIndex).sort((a, b) => Number(a) - Number(b));
+    lastOrder = [...indices, ...keys.filter((key) => !isIndex(key))];
     lastKeys = keys;
   }
-  return lastOrder.map((i) => entries[i]!);
+  return lastOrder;
 }
 let lastKeys: string[] = [];
-let lastOrder: number[] = [];
+let lastOrder: string[] = [];
 const sameKeys = (a: string[], b: string[]): boolean => a.length === b.length && a.every((key, i) => key === b[i]);
-
-/** A provider's summary as JSON text with a gap for each usage figure it shows. */
-function summaryTemplate(
-  node: ProviderNode,
-  nodes: ReadonlyMap<number, ProviderNode>,
-  requestedClasses: ReadonlySet<string>,
-  shape: Presentation,
-  shapeKey: string,
-  uuidOf: (id: number) => string,
-): SummaryTemplate {
-  const parts: string[] = [];
-  const classIds: number[] = [];
-  let text = `${uuidOf(node.id)}:{"resources":{`;
-  // (provider, class) is unique, so no key repeats.
-  for (const inv of node.inventories) {
-    if (!shape.allResources && !requestedClasses.has(inv.className)) continue;
-    text += `${classIds.length === 0 ? '' : ','}${quoteName(inv.className)}:{"capacity":${inv.capacity},"used":`;
-    parts.push(text);
-    classIds.push(inv.classId);
-    text = '}';
-  }
-  text += '}';
-  if (shape.withTraits) text += `,"traits":${traitList(node.traits)}`;
-  if (shape.nestedAware) {
-    const parent = node.parentId === null ? undefined : nodes.get(node.parentId);
-    const root = nodes.get(node.rootId);
-    text += `,"parent_provider_uuid":${parent ? uuidOf(parent.id) : 'null'},"root_provider_uuid":${root ? uuidOf(root.id) : quote(node.uuid)}`;
-  }
-  parts.push(`${text}}`);
-  return { shape: shapeKey, parts, classIds };
-}
 
 /** Whether a JS object would treat `key` as an array index (ordering it first). Memoised: suffixes repeat in every candidate. */
 const indexKeys = new Map<string, boolean>();
@@ -118,82 +247,62 @@ function isIndex(key: string): boolean {
   return index;
 }
 
-/** Providers in order of first appearance, each with its pieces' classes in order (as the object form's key order). */
-function byProvider(request: AllocationRequest, classOf: (id: number) => string): Map<number, string> | [number, string][] {
-  const { pieces } = request;
-  // One provider (a flat host): its classes in order, without a Map.
-  if (pieces.length > 0 && pieces.every((p) => p.providerId === pieces[0]!.providerId)) {
-    let resources = '';
-    for (const piece of pieces) resources += `${resources === '' ? '' : ','}${classOf(piece.classId)}:${piece.amount}`;
-    return [[pieces[0]!.providerId, resources]];
+/** A provider's summary as JSON bytes with a gap for each usage figure it shows. */
+function summaryTemplate(
+  node: ProviderNode,
+  nodes: ReadonlyMap<number, ProviderNode>,
+  requestedClasses: ReadonlySet<string>,
+  shape: Presentation,
+  shapeKey: string,
+): SummaryTemplate {
+  const parts: Uint8Array[] = [];
+  const classIds: number[] = [];
+  let text = `${quote(node.uuid)}:{"resources":{`;
+  // (provider, class) is unique, so no key repeats.
+  for (const inv of node.inventories) {
+    if (!shape.allResources && !requestedClasses.has(inv.className)) continue;
+    text += `${classIds.length === 0 ? '' : ','}${quote(inv.className)}:{"capacity":${quote(inv.capacity)},"used":`;
+    parts.push(utf8(text));
+    classIds.push(inv.classId);
+    text = '}';
   }
-  const resources = new Map<number, string>();
-  for (const piece of request.pieces) {
-    const seen = resources.get(piece.providerId);
-    const entry = `${classOf(piece.classId)}:${piece.amount}`;
-    resources.set(piece.providerId, seen === undefined ? entry : `${seen},${entry}`);
+  text += '}';
+  if (shape.withTraits) text += `,"traits":${traitList(node.traits)}`;
+  if (shape.nestedAware) {
+    const parent = node.parentId === null ? undefined : nodes.get(node.parentId);
+    const root = nodes.get(node.rootId);
+    text += `,"parent_provider_uuid":${parent ? quote(parent.uuid) : 'null'},"root_provider_uuid":${quote(root ? root.uuid : node.uuid)}`;
   }
-  return resources;
-}
-
-function dictRequest(
-  request: AllocationRequest,
-  uuidOf: (id: number) => string,
-  classOf: (id: number) => string,
-  withMappings: boolean,
-): string {
-  let out = '{"allocations":{';
-  let first = true;
-  for (const [providerId, resources] of byProvider(request, classOf)) {
-    out += `${first ? '' : ','}${uuidOf(providerId)}:{"resources":{${resources}}}`;
-    first = false;
-  }
-  out += '}';
-  if (withMappings) {
-    const entries: string[] = [];
-    const keys: string[] = [];
-    for (const [suffix, ids] of request.mappings) {
-      let list = '';
-      for (const id of ids) list += `${list === '' ? '' : ','}${uuidOf(id)}`;
-      entries.push(`${quoteName(suffix)}:[${list}]`);
-      keys.push(suffix);
-    }
-    out += `,"mappings":{${inObjectKeyOrder(keys, entries).join(',')}}`;
-  }
-  return `${out}}`;
-}
-
-function listRequest(request: AllocationRequest, uuidOf: (id: number) => string, classOf: (id: number) => string): string {
-  const allocations: string[] = [];
-  for (const [providerId, resources] of byProvider(request, classOf)) {
-    allocations.push(`{"resource_provider":{"uuid":${uuidOf(providerId)}},"resources":{${resources}}}`);
-  }
-  return `{"allocations":[${allocations.join(',')}]}`;
+  parts.push(utf8(`${text}}`));
+  return { shape: shapeKey, parts, classIds };
 }
 
 function summaries(
+  out: JsonWriter,
   usedProviders: ReadonlySet<number>,
   nodes: ReadonlyMap<number, ProviderNode>,
   usage: Usage,
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
-  uuidOf: (id: number) => string,
-): string {
+): void {
   const usedRoots = new Set<number>();
   if (shape.nestedAware) for (const id of usedProviders) usedRoots.add(nodes.get(id)!.rootId);
   const shapeKey = `${Number(shape.nestedAware)}${Number(shape.withTraits)}${shape.allResources ? '*' : [...requestedClasses].join(',')}`;
-  const entries: string[] = [];
+  let first = true;
   for (const node of nodes.values()) {
     if (shape.nestedAware ? !usedRoots.has(node.rootId) : !usedProviders.has(node.id)) continue;
     let template = node.summaryTemplate;
     if (!template || template.shape !== shapeKey) {
-      template = summaryTemplate(node, nodes, requestedClasses, shape, shapeKey, uuidOf);
+      template = summaryTemplate(node, nodes, requestedClasses, shape, shapeKey);
       node.summaryTemplate = template;
     }
+    if (!first) out.char(COMMA);
+    first = false;
     const { parts, classIds } = template;
-    let text = parts[0]!;
-    for (let i = 0; i < classIds.length; i += 1) text += `${usedOf(usage, node.id, classIds[i]!)}${parts[i + 1]!}`;
-    entries.push(text);
+    out.bytes(parts[0]!);
+    for (let i = 0; i < classIds.length; i += 1) {
+      out.number(usedOf(usage, node.id, classIds[i]!));
+      out.bytes(parts[i + 1]!);
+    }
   }
-  return entries.join(',');
 }
