@@ -200,7 +200,12 @@ function dictRequest(
   out.char(CLOSE_BRACE);
 }
 
-function listRequest(out: JsonWriter, request: AllocationRequest, uuidOf: (id: number) => Uint8Array, classOf: (id: number) => Uint8Array): void {
+function listRequest(
+  out: JsonWriter,
+  request: AllocationRequest,
+  uuidOf: (id: number) => Uint8Array,
+  classOf: (id: number) => Uint8Array,
+): void {
   const { pieces } = request;
   out.bytes(LIST_ALLOCATIONS);
   let first = true;
