@@ -80,8 +80,23 @@ export class CandidateSearch {
   private readonly sharingByAnchor = new Map<number, number[]>();
   /** Keys of the requests produced so far: a request reachable from several anchors is given once. */
   private readonly seen = new Set<string>();
+  /** group_policy=isolate with more than one suffixed group: each must get a provider of its own. */
+  private readonly isolate: boolean;
+  /** same_subtree sets by the index of their last group: checked once that group is chosen. */
+  private readonly subtreeChecksAt: (string[][] | undefined)[] = [];
+  /** The state of the walks done at once (one at a time, so one state serves them all). */
+  private readonly eagerWalk: Walk;
 
   constructor(private readonly input: SearchInput) {
+    const { groups } = input;
+    this.isolate = input.groupPolicy === 'isolate' && groups.filter((g) => g.suffix !== '').length > 1;
+    // A tree's choice lists come in group order (anchorRequests), so levels are group indices.
+    for (const suffixes of input.sameSubtrees) {
+      const last = Math.max(...suffixes.map((s) => groups.findIndex((g) => g.suffix === s)));
+      if (last < 0) continue;
+      (this.subtreeChecksAt[last] ??= []).push(suffixes);
+    }
+    this.eagerWalk = { chosen: new Array<Choice>(groups.length), taken: new TakenAmounts(), isolated: new Set() };
     this.addTrees(input.nodes.values());
     for (const [sharing, anchors] of input.candidates.anchorsOfSharing) {
       const own = input.candidates.rootOf.get(sharing);
@@ -232,22 +247,32 @@ export class CandidateSearch {
   /** Suffixed group: one provider serves every class (or, resourceless, just matches). */
   private singleChoices(group: ResolvedGroup, anchor: number): Choice[] {
     const choices: Choice[] = [];
-    const consider = (node: ProviderNode) => {
-      if (!this.treeAllowed(group, node.rootId)) return;
-      if (!group.resources.every(([classId, amount]) => this.fitsAmount(node.id, classId, amount))) return;
-      if (!this.traitsOk(group, node.traits) || !this.aggregatesOk(group, node.id, null, null)) return;
-      choices.push({
-        suffix: group.suffix,
-        pieces: group.resources.map(([classId, amount]) => ({ providerId: node.id, classId, amount })),
-        providers: [node.id],
-      });
-    };
-    for (const node of this.members.get(anchor) ?? []) consider(node);
-    for (const sharer of this.sharingByAnchor.get(anchor) ?? NO_IDS) {
-      const node = this.input.nodes.get(sharer);
-      if (node && group.resources.length) consider(node);
+    const members = this.members.get(anchor) ?? NO_NODES;
+    for (let i = 0; i < members.length; i += 1) this.addSingleChoice(group, members[i]!, choices);
+    if (group.resources.length) {
+      for (const sharer of this.sharingByAnchor.get(anchor) ?? NO_IDS) {
+        const node = this.input.nodes.get(sharer);
+        if (node) this.addSingleChoice(group, node, choices);
+      }
     }
     return choices;
+  }
+
+  /** `node` as the one provider of a suffixed group, when it can be. (Hot: one per provider, group and tree; no closures.) */
+  private addSingleChoice(group: ResolvedGroup, node: ProviderNode, choices: Choice[]): void {
+    if (!this.treeAllowed(group, node.rootId)) return;
+    const { resources } = group;
+    for (let i = 0; i < resources.length; i += 1) {
+      const [classId, amount] = resources[i]!;
+      if (!this.fitsAmount(node.id, classId, amount)) return;
+    }
+    if (!this.traitsOk(group, node.traits) || !this.aggregatesOk(group, node.id, null, null)) return;
+    const pieces = new Array<Piece>(resources.length);
+    for (let i = 0; i < resources.length; i += 1) {
+      const [classId, amount] = resources[i]!;
+      pieces[i] = { providerId: node.id, classId, amount };
+    }
+    choices.push({ suffix: group.suffix, pieces, providers: [node.id] });
   }
 
   /** Whether `ancestor` is `id` or one of its ancestors (parent links; bounded against a cycle). */
@@ -288,21 +313,19 @@ export class CandidateSearch {
 
   private consolidate(choices: Choice[]): AllocationRequest | null {
     if (choices.length === 1) return this.fromOneChoice(choices[0]!);
-    const merged = new Map<number, Piece>();
+    // A handful of pieces: a list searched in place beats a Map per request.
+    const pieces: Piece[] = [];
     const mappings = new Map<string, number[]>();
     for (const choice of choices) {
-      let list = mappings.get(choice.suffix);
-      if (list === undefined) mappings.set(choice.suffix, (list = []));
-      for (const id of choice.providers) if (!list.includes(id)) list.push(id);
+      // Each group is one choice, so a suffix comes once; its provider list is distinct and never changed after.
+      mappings.set(choice.suffix, choice.providers);
       for (const piece of choice.pieces) {
-        const key = pieceKey(piece);
-        const seen = merged.get(key);
-        if (seen) seen.amount += piece.amount;
+        const same = samePiece(pieces, piece);
+        if (same) same.amount += piece.amount;
         // A copy (amounts of several groups add up on it), written out: V8 reads spread-built objects slowly.
-        else merged.set(key, { providerId: piece.providerId, classId: piece.classId, amount: piece.amount });
+        else pieces.push({ providerId: piece.providerId, classId: piece.classId, amount: piece.amount });
       }
     }
-    const pieces = [...merged.values()];
     // Groups were searched independently: amounts folded onto one provider must still fit.
     for (const piece of pieces) {
       const inv = this.inventory(piece.providerId, piece.classId);
@@ -410,6 +433,9 @@ export class CandidateSearch {
    * with isolate, a matching of the groups still to choose onto providers not
    * yet used must exist, so the search never walks into a corner it cannot
    * leave (8 groups on 8 one-PGPU children: 8 steps per candidate, not 8^8).
+   * A tree with few combinations (the usual case) is walked at once, without
+   * a generator per level; a larger one lazily, so `limit` and the candidate
+   * cap stop it early and a long walk can hand over the event loop.
    */
   private *combinations(lists: Choice[][]): Generator<Choice[] | null> {
     const depth = lists.length;
@@ -418,72 +444,88 @@ export class CandidateSearch {
       for (const choice of lists[0]!) yield [choice];
       return;
     }
-    const isolate = this.input.groupPolicy === 'isolate' && lists.filter((l) => l[0]!.suffix !== '').length > 1;
-    // same_subtree sets are checked once their last group is chosen.
-    const subtreeChecksAt = new Map<number, string[][]>();
-    for (const suffixes of this.input.sameSubtrees) {
-      const last = Math.max(...suffixes.map((s) => lists.findIndex((l) => l[0]!.suffix === s)));
-      if (last < 0) continue;
-      subtreeChecksAt.set(last, [...(subtreeChecksAt.get(last) ?? []), suffixes]);
+    let count = 1;
+    for (const list of lists) count *= list.length;
+    if (count <= EAGER_COMBINATIONS) {
+      const found: Choice[][] = [];
+      const walk = this.eagerWalk;
+      if (!this.isolate || this.canIsolate(lists, 0, walk.isolated)) this.walkInto(walk, lists, 0, found);
+      yield* found;
+      return;
     }
-    const chosen: Choice[] = new Array<Choice>(depth);
-    /** (provider, class) -> amount taken by the groups chosen so far. */
-    const taken = new Map<number, number>();
-    /** Providers used by suffixed groups so far (isolate). */
-    const isolated = new Set<number>();
+    const walk: Walk = { chosen: new Array<Choice>(depth), taken: new TakenAmounts(), isolated: new Set() };
     let steps = 0;
     const self = this;
-
-    function* walk(level: number): Generator<Choice[] | null> {
+    function* lazily(level: number): Generator<Choice[] | null> {
       for (const choice of lists[level]!) {
         if ((steps += 1) % 4096 === 0) yield null;
-        const suffixed = isolate && choice.suffix !== '';
-        const provider = choice.providers[0]!;
-        if (suffixed && isolated.has(provider)) continue;
-        if (!self.take(taken, choice.pieces)) continue;
-        chosen[level] = choice;
-        if (suffixed) isolated.add(provider);
-        let subtreeOk = true;
-        for (const suffixes of subtreeChecksAt.get(level) ?? NO_SUBTREE_SETS) {
-          if (!self.sameSubtreeOk(chosen, level + 1, suffixes)) {
-            subtreeOk = false;
-            break;
-          }
+        const step = self.enter(walk, lists, level, choice);
+        if (step === Step.Skipped) continue;
+        if (step === Step.Open) {
+          if (level + 1 === depth) yield walk.chosen.slice(0, depth);
+          else yield* lazily(level + 1);
         }
-        if (subtreeOk && (!isolate || self.canIsolate(lists, level + 1, isolated))) {
-          if (level + 1 === depth) yield chosen.slice();
-          else yield* walk(level + 1);
-        }
-        if (suffixed) isolated.delete(provider);
-        self.release(taken, choice.pieces);
+        self.leave(walk, choice);
       }
     }
-    if (depth > 0 && (!isolate || this.canIsolate(lists, 0, isolated))) yield* walk(0);
+    if (!this.isolate || this.canIsolate(lists, 0, walk.isolated)) yield* lazily(0);
+  }
+
+  /** combinations() of a small tree, into `found`, in the same order. */
+  private walkInto(walk: Walk, lists: Choice[][], level: number, found: Choice[][]): void {
+    for (const choice of lists[level]!) {
+      const step = this.enter(walk, lists, level, choice);
+      if (step === Step.Skipped) continue;
+      if (step === Step.Open) {
+        if (level + 1 === lists.length) found.push(walk.chosen.slice(0, lists.length));
+        else this.walkInto(walk, lists, level + 1, found);
+      }
+      this.leave(walk, choice);
+    }
+  }
+
+  /**
+   * Chooses `choice` for group `level` if its amounts still fit with the
+   * choices above it (and, under isolate, its provider is free). Open: every
+   * check passed, go deeper; Closed: chosen but a dead end (same_subtree, or
+   * no isolation left for the groups below). Both must be undone by leave().
+   */
+  private enter(walk: Walk, lists: Choice[][], level: number, choice: Choice): Step {
+    const suffixed = this.isolate && choice.suffix !== '';
+    const provider = choice.providers[0]!;
+    if (suffixed && walk.isolated.has(provider)) return Step.Skipped;
+    if (!this.take(walk.taken, choice.pieces)) return Step.Skipped;
+    walk.chosen[level] = choice;
+    if (suffixed) walk.isolated.add(provider);
+    for (const suffixes of this.subtreeChecksAt[level] ?? NO_SUBTREE_SETS) {
+      if (!this.sameSubtreeOk(walk.chosen, level + 1, suffixes)) return Step.Closed;
+    }
+    if (this.isolate && !this.canIsolate(lists, level + 1, walk.isolated)) return Step.Closed;
+    return Step.Open;
+  }
+
+  private leave(walk: Walk, choice: Choice): void {
+    if (this.isolate && choice.suffix !== '') walk.isolated.delete(choice.providers[0]!);
+    this.release(walk.taken, choice.pieces);
   }
 
   /** Adds a choice's amounts to `taken` if every (provider, class) total still fits; otherwise leaves `taken` as it was. */
-  private take(taken: Map<number, number>, pieces: Piece[]): boolean {
+  private take(taken: TakenAmounts, pieces: Piece[]): boolean {
     for (let i = 0; i < pieces.length; i += 1) {
       const piece = pieces[i]!;
-      const key = pieceKey(piece);
-      const total = (taken.get(key) ?? 0) + piece.amount;
+      const total = taken.of(piece) + piece.amount;
       const inv = this.inventory(piece.providerId, piece.classId);
       if (!inv || inv.used + total > capacityOf(inv) || total > inv.maxUnit) {
-        this.release(taken, pieces.slice(0, i));
+        for (let j = 0; j < i; j += 1) taken.add(pieces[j]!, -pieces[j]!.amount);
         return false;
       }
-      taken.set(key, total);
+      taken.add(piece, piece.amount);
     }
     return true;
   }
 
-  private release(taken: Map<number, number>, pieces: Piece[]): void {
-    for (const piece of pieces) {
-      const key = pieceKey(piece);
-      const total = taken.get(key)! - piece.amount;
-      if (total === 0) taken.delete(key);
-      else taken.set(key, total);
-    }
+  private release(taken: TakenAmounts, pieces: Piece[]): void {
+    for (const piece of pieces) taken.add(piece, -piece.amount);
   }
 
   /**
@@ -516,12 +558,80 @@ export class CandidateSearch {
   }
 }
 
-const pieceKey = (piece: Piece): number => piece.providerId * 1_048_576 + piece.classId;
+/**
+ * The amounts the groups chosen so far take per (provider, class): at most
+ * a few pieces per group chosen, so short parallel lists searched in place,
+ * with no allocation per step of the search (a Map allocated on every set).
+ */
+class TakenAmounts {
+  private readonly providers: number[] = [];
+  private readonly classes: number[] = [];
+  private readonly amounts: number[] = [];
+
+  private indexOf(piece: Piece): number {
+    for (let i = 0; i < this.providers.length; i += 1) {
+      if (this.providers[i] === piece.providerId && this.classes[i] === piece.classId) return i;
+    }
+    return -1;
+  }
+
+  of(piece: Piece): number {
+    const i = this.indexOf(piece);
+    return i < 0 ? 0 : this.amounts[i]!;
+  }
+
+  /** Adds `amount` (negative to give back) to the piece's (provider, class); an entry back at 0 leaves the lists. */
+  add(piece: Piece, amount: number): void {
+    const i = this.indexOf(piece);
+    if (i >= 0) {
+      const total = this.amounts[i]! + amount;
+      if (total !== 0) {
+        this.amounts[i] = total;
+        return;
+      }
+      const last = this.providers.length - 1;
+      this.providers[i] = this.providers[last]!;
+      this.classes[i] = this.classes[last]!;
+      this.amounts[i] = this.amounts[last]!;
+      this.providers.pop();
+      this.classes.pop();
+      this.amounts.pop();
+      return;
+    }
+    this.providers.push(piece.providerId);
+    this.classes.push(piece.classId);
+    this.amounts.push(amount);
+  }
+}
+
+/** The piece of `pieces` on the same provider and class as `piece`, if any. */
+function samePiece(pieces: Piece[], piece: Piece): Piece | undefined {
+  for (let i = 0; i < pieces.length; i += 1) {
+    const other = pieces[i]!;
+    if (other.providerId === piece.providerId && other.classId === piece.classId) return other;
+  }
+  return undefined;
+}
 
 const NO_TRAITS: ReadonlySet<string> = new Set();
 const NO_IDS: readonly number[] = [];
 const NO_NODES: readonly ProviderNode[] = [];
 const NO_SUBTREE_SETS: readonly string[][] = [];
+
+/** A tree with at most this many combinations of choices is walked at once (no generators; still bounded work). */
+const EAGER_COMBINATIONS = 64;
+
+/** The choices made so far in one walk of a tree's combinations, and what they take. */
+interface Walk {
+  chosen: Choice[];
+  taken: TakenAmounts;
+  /** Providers used by suffixed groups so far (isolate). */
+  isolated: Set<number>;
+}
+
+/** What choosing one choice at one level of a walk led to. */
+const Step = { Skipped: 0, Closed: 1, Open: 2 } as const;
+type Step = (typeof Step)[keyof typeof Step];
 const first = <T>(list: T[]): T => list[0]!;
 function onlyOneEach<T>(lists: T[][]): boolean {
   for (const list of lists) if (list.length !== 1) return false;
