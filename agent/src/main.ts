@@ -182,8 +182,7 @@ async function reportCommand(command: 'once' | 'run', config: AgentConfig, io: I
   // Provider configs are read once, at startup; a bad one stops the agent.
   const loaded = loadProviderConfigs(config.provider_config_location, { permissions: config.provider_config_permissions });
   for (const w of loaded.warnings) log.warn(formatProblem(w));
-  const missingDir = loaded.errors.length === 1 && loaded.files.length === 0 && /ENOENT/.test(loaded.errors[0].message);
-  if (loaded.errors.length > 0 && !missingDir) {
+  if (loaded.errors.length > 0) {
     for (const e of loaded.errors) io.err(`error: ${formatProblem(e)}`);
     io.err('refusing to start: fix the provider config files above');
     return 1;

@@ -1,0 +1,351 @@
+// Reads a provider config file into the values PyYAML's yaml.safe_load
+// (Nova's loader) would build from it, or refuses it where safe_load raises.
+// The `yaml` package parses (failsafe schema: every scalar a string, tags
+// kept); the scalars are then resolved and constructed by PyYAML's own YAML
+// 1.1 rules (resolver.py, constructor.py SafeConstructor), merge keys and
+// duplicate keys included.
+import { isAlias, isMap, isPair, isScalar, isSeq, Lexer, LineCounter, parseDocument, Scalar, type Document, type Node } from 'yaml';
+import { PyBytes, PyDict, PySet, PyTimestamp, PyTuple, UnhashableKeyError, type PyValue } from './python-values.js';
+import { pyyamlReadProblem } from './pyyaml-rules.js';
+
+export interface YamlLoadProblem {
+  offset?: number;
+  message: string;
+}
+
+export type YamlLoadResult = { value: PyValue; doc: Document; lineCounter: LineCounter } | { problem: YamlLoadProblem };
+
+const TAG = 'tag:yaml.org,2002:';
+
+class ConstructorError extends Error {
+  constructor(
+    message: string,
+    readonly offset?: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * `text` as Python's open() hands it over: decoded, universal newlines (CR
+ * and CRLF read as LF). PyYAML also breaks lines at NEL, LS and PS.
+ */
+export function pythonText(decoded: string): string {
+  return decoded.replace(/\r\n?/g, '\n');
+}
+
+export function safeLoad(text: string): YamlLoadResult {
+  const unreadable = pyyamlReadProblem(text) ?? anchorProblem(text);
+  if (unreadable) return { problem: unreadable };
+  // PyYAML breaks lines at NEL, LS and PS as at LF.
+  const source = text.replace(/[\x85\u2028\u2029]/g, '\n');
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(source, { version: '1.1', schema: 'failsafe', uniqueKeys: false, lineCounter, prettyErrors: false });
+  // PyYAML takes `'a'#b` or `]#b` as a value then a comment; the `yaml` package wants a space.
+  const error = doc.errors.find(
+    (e) => !(e.code === 'MISSING_CHAR' && /Comments must be separated/.test(e.message) && /['"\]}]/.test(source[e.pos[0] - 1] ?? '')),
+  );
+  if (error) return { problem: { offset: error.pos[0], message: error.message.split('\n')[0] } };
+  const version = doc.warnings.map((w) => /Unsupported YAML version (\d+)\./.exec(w.message)).find(Boolean);
+  if (version && version[1] !== '1')
+    return { problem: { offset: 0, message: 'found incompatible YAML document (version 1.* is required)' } };
+  try {
+    return { value: new Constructor(doc, source).construct(doc.contents), doc, lineCounter };
+  } catch (err) {
+    if (err instanceof ConstructorError) return { problem: { offset: err.offset, message: err.message } };
+    if (err instanceof UnhashableKeyError) return { problem: { message: 'while constructing a mapping: found unhashable key' } };
+    throw err;
+  }
+}
+
+/** PyYAML's anchors and aliases are made of ASCII letters, digits, `-` and `_` only. */
+function anchorProblem(text: string): YamlLoadProblem | undefined {
+  if (!/[&*]/.test(text)) return undefined;
+  let offset = 0;
+  for (const token of new Lexer().lex(text)) {
+    if ((token[0] === '&' || token[0] === '*') && token.length > 1 && !/^[&*][0-9A-Za-z_-]+$/.test(token))
+      return { offset, message: `while scanning an ${token[0] === '&' ? 'anchor' : 'alias'}: expected alphabetic or numeric character` };
+    offset += token.length;
+  }
+  return undefined;
+}
+
+type Pairs = [Node | null, Node | null][];
+
+class Constructor {
+  private readonly built = new Map<Node, PyValue>();
+  private readonly building = new Set<Node>();
+
+  constructor(
+    private readonly doc: Document,
+    private readonly source: string,
+  ) {}
+
+  construct(input: Node | null | undefined): PyValue {
+    if (input === null || input === undefined) return null;
+    const node = this.deref(input);
+    const done = this.built.get(node);
+    if (done !== undefined || this.built.has(node)) return done as PyValue;
+    if (this.building.has(node)) throw new ConstructorError('found a recursive alias, which Nova cannot use', this.offset(node));
+    this.building.add(node);
+    const value = this.build(node);
+    this.building.delete(node);
+    this.built.set(node, value);
+    return value;
+  }
+
+  private deref(node: Node): Node {
+    if (!isAlias(node)) return node;
+    const target = node.resolve(this.doc);
+    if (!target) throw new ConstructorError(`found undefined alias '${node.source}'`, this.offset(node));
+    return target as Node;
+  }
+
+  private offset(node: Node): number | undefined {
+    const start = node.range?.[0];
+    // PyYAML marks a node where its properties start: point at the tag.
+    if (start === undefined || node.tag === undefined) return start;
+    let end = start;
+    while (end > 0 && /\s/.test(this.source[end - 1])) end--;
+    let tag = end;
+    while (tag > 0 && !/[\s,[{]/.test(this.source[tag - 1])) tag--;
+    return this.source[tag] === '!' ? tag : start;
+  }
+
+  private build(node: Node): PyValue {
+    const tag = node.tag === '!' ? undefined : node.tag;
+    if (isScalar(node)) {
+      const text = scalarText(node);
+      const resolved = tag ?? (node.type === Scalar.PLAIN ? resolvePlain(text) : `${TAG}str`);
+      return constructScalar(resolved, text, this.offset(node));
+    }
+    if (isMap(node)) {
+      const pairs: Pairs = node.items.map((p) => [p.key as Node | null, p.value as Node | null]);
+      if (tag === undefined || tag === `${TAG}map`) return this.mapping(pairs);
+      if (tag === `${TAG}set`) return new PySet(this.mapping(pairs).keys());
+      throw this.mismatch(tag, 'a mapping', node);
+    }
+    if (isSeq(node)) {
+      // `[a: 1]`: a single-pair mapping inside a flow sequence.
+      const items = node.items.map((item) => (isPair(item) ? { pairs: [[item.key, item.value]] as Pairs, node } : (item as Node | null)));
+      const element = (item: (typeof items)[number]): PyValue =>
+        item !== null && typeof item === 'object' && 'pairs' in item ? this.mapping(item.pairs) : this.construct(item);
+      if (tag === undefined || tag === `${TAG}seq`) return items.map(element);
+      if (tag === `${TAG}omap` || tag === `${TAG}pairs`) {
+        return items.map((item) => {
+          const pairs = item !== null && typeof item === 'object' && 'pairs' in item ? item.pairs : this.pairsOf(item);
+          if (!pairs || pairs.length !== 1)
+            throw new ConstructorError('while constructing an ordered map: expected a mapping of length 1', this.offset(node));
+          return new PyTuple([this.construct(pairs[0][0]), this.construct(pairs[0][1])]);
+        });
+      }
+      throw this.mismatch(tag, 'a sequence', node);
+    }
+    throw new ConstructorError('unexpected node', this.offset(node));
+  }
+
+  private pairsOf(item: Node | null): Pairs | undefined {
+    if (item === null) return undefined;
+    const node = this.deref(item);
+    return isMap(node) ? node.items.map((p) => [p.key as Node | null, p.value as Node | null]) : undefined;
+  }
+
+  private mismatch(tag: string, found: string, node: Node): ConstructorError {
+    const known = ['str', 'int', 'float', 'bool', 'null', 'binary', 'timestamp', 'map', 'seq', 'set', 'omap', 'pairs'];
+    return known.some((t) => tag === `${TAG}${t}`)
+      ? new ConstructorError(`expected a node of another kind for the tag '${tag}', but found ${found}`, this.offset(node))
+      : new ConstructorError(`could not determine a constructor for the tag '${tag}'`, this.offset(node));
+  }
+
+  /** SafeConstructor.flatten_mapping + construct_mapping: merged pairs first, later keys win. */
+  private mapping(pairs: Pairs): PyDict {
+    const dict = new PyDict();
+    for (const [keyNode, valueNode] of this.flatten(pairs)) {
+      const key =
+        keyNode !== null && isScalar(keyNode) && keyNode.tag === undefined && keyNode.type === Scalar.PLAIN && scalarText(keyNode) === '='
+          ? '=' // a `=` key is a string (flatten_mapping retags it)
+          : this.construct(keyNode);
+      dict.set(key, this.construct(valueNode));
+    }
+    return dict;
+  }
+
+  private flatten(pairs: Pairs): Pairs {
+    const merged: Pairs = [];
+    const own: Pairs = [];
+    for (const [keyNode, valueNode] of pairs) {
+      if (!isMergeKey(keyNode)) {
+        own.push([keyNode, valueNode]);
+        continue;
+      }
+      const value = valueNode === null ? null : this.deref(valueNode);
+      if (value !== null && isMap(value))
+        merged.push(...this.flatten(value.items.map((p) => [p.key as Node | null, p.value as Node | null])));
+      else if (value !== null && isSeq(value)) {
+        const groups: Pairs[] = [];
+        for (const sub of value.items) {
+          const subNode = sub === null ? null : this.deref(sub as Node);
+          if (subNode === null || !isMap(subNode))
+            throw new ConstructorError('while constructing a mapping: expected a mapping for merging', this.offset(value));
+          groups.push(this.flatten(subNode.items.map((p) => [p.key as Node | null, p.value as Node | null])));
+        }
+        for (const group of groups.reverse()) merged.push(...group);
+      } else
+        throw new ConstructorError('while constructing a mapping: expected a mapping or list of mappings for merging', keyNode?.range?.[0]);
+    }
+    return [...merged, ...own];
+  }
+}
+
+function isMergeKey(node: Node | null): boolean {
+  if (node === null || !isScalar(node)) return false;
+  if (node.tag === `${TAG}merge`) return true;
+  return node.tag === undefined && node.type === Scalar.PLAIN && scalarText(node) === '<<';
+}
+
+function scalarText(node: Scalar): string {
+  return node.value === null || node.value === undefined ? '' : String(node.value);
+}
+
+// PyYAML's implicit resolvers (resolver.py), tried in its order for a plain scalar.
+const BOOL = /^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$/;
+const FLOAT =
+  /^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$/;
+const INT = /^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$/;
+const NULL = /^(?:~|null|Null|NULL|)$/;
+const TIMESTAMP =
+  /^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$/;
+
+function resolvePlain(text: string): string {
+  // Python's `$` also matches before a final newline; a plain scalar has none.
+  if (BOOL.test(text)) return `${TAG}bool`;
+  if (FLOAT.test(text)) return `${TAG}float`;
+  if (INT.test(text)) return `${TAG}int`;
+  if (text === '<<') return `${TAG}merge`;
+  if (NULL.test(text)) return `${TAG}null`;
+  if (TIMESTAMP.test(text)) return `${TAG}timestamp`;
+  if (text === '=') return `${TAG}value`;
+  return `${TAG}str`;
+}
+
+function constructScalar(tag: string, text: string, offset: number | undefined): PyValue {
+  const fail = (message: string) => new ConstructorError(message, offset);
+  switch (tag) {
+    case `${TAG}str`:
+      return text;
+    case `${TAG}null`:
+      return null;
+    case `${TAG}bool`: {
+      const value = { yes: true, true: true, on: true, no: false, false: false, off: false }[text.toLowerCase()];
+      if (value === undefined) throw fail(`'${text}' is not a boolean`);
+      return value;
+    }
+    case `${TAG}int`:
+      return constructInt(text, fail);
+    case `${TAG}float`:
+      return constructFloat(text, fail);
+    case `${TAG}binary`:
+      return constructBinary(text, fail);
+    case `${TAG}timestamp`:
+      return constructTimestamp(text, fail);
+    default:
+      if ([`${TAG}map`, `${TAG}seq`, `${TAG}set`, `${TAG}omap`, `${TAG}pairs`].includes(tag))
+        throw fail(`expected a collection node for the tag '${tag}', but found a scalar`);
+      throw fail(`could not determine a constructor for the tag '${tag}'`);
+  }
+}
+
+/** Python's int(text, base) after PyYAML removed the underscores. */
+function pythonInt(text: string, base: number, fail: (m: string) => Error): bigint {
+  const trimmed = text.trim();
+  const match = /^([-+]?)(.+)$/.exec(trimmed);
+  const digits = match?.[2] ?? '';
+  const valid = { 2: /^[01]+$/, 8: /^[0-7]+$/, 10: /^[0-9]+$/, 16: /^[0-9a-fA-F]+$/ }[base as 2 | 8 | 10 | 16];
+  if (!valid.test(digits)) throw fail(`invalid literal for int() with base ${base}: '${text}'`);
+  const prefix = { 2: '0b', 8: '0o', 10: '', 16: '0x' }[base as 2 | 8 | 10 | 16];
+  const value = BigInt(`${prefix}${digits}`);
+  return match?.[1] === '-' ? -value : value;
+}
+
+function constructInt(raw: string, fail: (m: string) => Error): bigint {
+  let value = raw.replace(/_/g, '');
+  if (value === '') throw fail('string index out of range');
+  const sign = value[0] === '-' ? -1n : 1n;
+  if ('+-'.includes(value[0])) value = value.slice(1);
+  if (value === '0') return 0n;
+  if (value.startsWith('0b')) return sign * pythonInt(value.slice(2), 2, fail);
+  if (value.startsWith('0x')) return sign * pythonInt(value.slice(2), 16, fail);
+  if (value[0] === '0') return sign * pythonInt(value, 8, fail);
+  if (value.includes(':')) {
+    let total = 0n;
+    let base = 1n;
+    for (const part of value.split(':').reverse()) {
+      total += pythonInt(part, 10, fail) * base;
+      base *= 60n;
+    }
+    return sign * total;
+  }
+  return sign * pythonInt(value, 10, fail);
+}
+
+/** Python's float(text): decimal, exponent, inf/infinity/nan, surrounding whitespace. */
+function pythonFloat(text: string, fail: (m: string) => Error): number {
+  const t = text.trim();
+  if (/^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?$/.test(t)) return Number(t);
+  const special = /^([-+]?)(inf|infinity|nan)$/.exec(t);
+  if (special) return special[2] === 'nan' ? Number.NaN : special[1] === '-' ? -Infinity : Infinity;
+  throw fail(`could not convert string to float: '${text}'`);
+}
+
+function constructFloat(raw: string, fail: (m: string) => Error): number {
+  let value = raw.replace(/_/g, '').toLowerCase();
+  if (value === '') throw fail('string index out of range');
+  const sign = value[0] === '-' ? -1 : 1;
+  if ('+-'.includes(value[0])) value = value.slice(1);
+  if (value === '.inf') return sign * Infinity;
+  if (value === '.nan') return Number.NaN;
+  if (value.includes(':')) {
+    let total = 0;
+    let base = 1;
+    for (const part of value.split(':').reverse()) {
+      total += pythonFloat(part, fail) * base;
+      base *= 60;
+    }
+    return sign * total;
+  }
+  return sign * pythonFloat(value, fail);
+}
+
+/** base64.decodebytes: characters outside the alphabet are skipped; the padding must be right. */
+function constructBinary(text: string, fail: (m: string) => Error): PyBytes {
+  if (/[^\x00-\x7f]/.test(text)) throw fail('failed to convert base64 data into ascii');
+  const kept = text.replace(/[^A-Za-z0-9+/=]/g, '');
+  const data = kept.split('=')[0];
+  const padding = kept.length - data.length;
+  const rest = data.length % 4;
+  if (rest === 1 || (rest === 2 && padding < 2) || (rest === 3 && padding < 1))
+    throw fail('failed to decode base64 data: Incorrect padding');
+  return new PyBytes(new Uint8Array(Buffer.from(data, 'base64')));
+}
+
+const TIMESTAMP_PARTS =
+  /^([0-9]{4})-([0-9][0-9]?)-([0-9][0-9]?)(?:(?:[Tt]|[ \t]+)([0-9][0-9]?):([0-9][0-9]):([0-9][0-9])(?:\.([0-9]*))?(?:[ \t]*(Z|([-+])([0-9][0-9]?)(?::([0-9][0-9]))?))?)?$/;
+
+/** datetime.date / datetime.datetime refuse impossible dates, times and offsets. */
+function constructTimestamp(text: string, fail: (m: string) => Error): PyTimestamp {
+  const m = TIMESTAMP_PARTS.exec(text);
+  if (!m) throw fail(`'${text}' is not a timestamp`);
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+  if (year < 1) throw fail(`year ${year} is out of range`);
+  if (days === undefined) throw fail('month must be in 1..12');
+  if (day < 1 || day > days) throw fail('day is out of range for month');
+  if (m[4] === undefined) return new PyTimestamp(text, 'date');
+  if (Number(m[4]) > 23) throw fail('hour must be in 0..23');
+  if (Number(m[5]) > 59) throw fail('minute must be in 0..59');
+  if (Number(m[6]) > 59) throw fail('second must be in 0..59');
+  if (m[9] !== undefined && Number(m[10]) * 60 + Number(m[11] ?? 0) >= 24 * 60)
+    throw fail('offset must be a timedelta strictly between -timedelta(hours=24) and timedelta(hours=24)');
+  return new PyTimestamp(text, 'datetime');
+}
