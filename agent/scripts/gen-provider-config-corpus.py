@@ -401,6 +401,80 @@ def multi_file_cases():
     case('multi-many-files', {f'f{i:02d}.yaml': doc(entry(f'name: host-{i}', traits=tr(f'CUSTOM_T{i}'))) for i in range(30)})
 
 
+def syntax_cases():
+    """YAML where PyYAML and other parsers part ways; most under an unknown key `x`."""
+    body = entry(f'uuid: {U1}', inv())
+    tail = {
+        'dup-anchor': 'a: &x 1\nb: &x 2\n', 'alias-before-anchor': 'a: *x\nb: &x 1\n', 'recursive-list': 'x: &r [1, *r]\n',
+        'recursive-map': 'x: &r {a: *r}\n', 'anchor-on-alias': 'a: &x 1\nb: &y *x\n', 'alias-key': 'a: &k key\n*k : 1\n',
+        'alias-key-list': 'a: &k [1]\n? *k\n: 1\n', 'flow-seq-key': '[1, 2]: x\n', 'set-key': '? !!set {a}\n: 1\n',
+        'binary-key': '? !!binary aGVsbG8=\n: 1\n', 'float-int-same-key': 'x: {1: a, 1.0: b, true: c}\n',
+        'flow-unindented': 'x: [\n1, 2\n]\n', 'flow-map-unindented': 'x: {\na: 1\n}\n', 'flow-multiline-plain': 'x: [a\n  b, c]\n',
+        'flow-tab': 'x: [a,\tb]\n', 'flow-map-missing-value': 'x: {a, b: 1}\n', 'flow-explicit-key': 'x: [? a : b]\n',
+        'flow-json-colon': 'x: {"a":1}\n', 'flow-plain-colon': 'x: {a:1}\n', 'flow-url': 'x: [http://a.b/c]\n',
+        'seq-of-seq': 'x:\n- - a\n  - b\n', 'seq-indented-map': 'x:\n-   a: 1\n    b: 2\n', 'dash-value': 'x: -\n',
+        'question-value': 'x: ?\n', 'colon-value': 'x: :\n', 'dash-dash': 'x: --\n', 'key-spaces-before-colon': 'x   : 1\n',
+        'empty-literal': 'x: |\ny: 1\n', 'empty-folded': 'x: >\ny: 1\n', 'literal-indent-indicator': 'x: |2\n    a\n   b\n',
+        'literal-keep-blank': 'x: |+\n  a\n\n\ny: 1\n', 'folded-more-indented': 'x: >\n  a\n    b\n  c\n',
+        'literal-bad-indent': 'x: |\n    a\n  b\n', 'literal-tab-indent': 'x: |\n\ta\n', 'single-quote-fold': "x: 'a\n  b'\n",
+        'double-quote-escaped-break': 'x: "a\\\n  b"\n', 'double-quote-surrogate': 'x: "\\ud800"\n', 'double-quote-bad-hex': 'x: "\\x4"\n',
+        'quoted-doubled': "x: 'it''s'\n", 'quoted-key-escape': '"\\x41": 1\n', 'plain-hash-inside': 'x: a #b\n',
+        'doc-end-then-content': '...\nx: 1\n', 'doc-start-inline-flow': None, 'directive-late': 'x: 1\n%YAML 1.1\n',
+        'str-tag-empty': 'x: !!str\n', 'null-tag-empty': 'x: !!null\n', 'int-tag-empty': 'x: !!int\n', 'bool-tag-YES': 'x: !!bool YES\n',
+        'float-tag-inf-word': 'x: !!float inf\n', 'float-tag-exp': 'x: !!float 1e5\n', 'float-tag-hex': 'x: !!float 0x10\n',
+        'int-tag-0o': 'x: !!int 0o17\n', 'int-tag-09': 'x: !!int 09\n', 'int-tag-space': 'x: !!int " 5"\n', 'int-tag-float': 'x: !!int 1.5\n',
+        'int-0b-empty': 'x: 0b_\n', 'int-0x-empty': 'x: 0x_\n', 'timestamp-space': 'x: 2001-12-14 21:59:43.10 -5\n',
+        'timestamp-bad-hour': 'x: 2001-12-14t25:00:00Z\n', 'timestamp-feb29': 'x: 1999-02-29\n', 'timestamp-leap': 'x: 2000-02-29\n',
+        'timestamp-year0': 'x: 0000-01-01\n', 'timestamp-tag-bad': 'x: !!timestamp yesterday\n', 'timestamp-tz-99': 'x: 2001-12-14t21:59:43+99\n',
+        'set-tag-seq': 'x: !!set [a]\n', 'omap-tag-map': 'x: !!omap {a: 1}\n', 'pairs-nested': 'x: !!pairs [[a, 1]]\n',
+        'merge-explicit-tag': 'a: &b {k: 1}\nx: {!!merge <<: *b}\n', 'merge-quoted': "a: &b {k: 1}\nx: {'<<': *b}\n",
+        'merge-in-seq': 'x: [<<]\n', 'merge-value': 'x: <<\n', 'merge-list-scalar': 'a: &b {k: 1}\nx: {<<: [*b, 1]}\n',
+        'merge-nested': 'a: &a {k: 1}\nb: &b {<<: *a, j: 2}\nx: {<<: *b}\n', 'nonspecific-tag': 'x: ! 5\n', 'nonspecific-map': 'x: ! {a: 1}\n',
+        'local-tag-map': 'x: !foo {a: 1}\n', 'tag-on-key': '!foo k: 1\n', 'named-handle': '%TAG !e! tag:yaml.org,2002:\n---\n',
+        'bom-second': '\ufeffx: 1\n', 'nbsp-plain': 'x: a\xa0b\n', 'zero-width': 'x: a\u200bb\n',
+        'deep-100': 'x: ' + '[' * 100 + ']' * 100 + '\n', 'deep-400': 'x: ' + '[' * 400 + ']' * 400 + '\n',
+        # Past ~490 nested collections PyYAML's composer exceeds Python's recursion
+        # limit; the exact depth depends on the caller's stack, so no case sits at the edge.
+        'deep-470': 'x: ' + '[' * 470 + ']' * 470 + '\n', 'deep-485': 'x: ' + '[' * 485 + ']' * 485 + '\n',
+        'deep-492': 'x: ' + '[' * 492 + ']' * 492 + '\n', 'deep-map-492': 'x: ' + '{a: ' * 492 + '1' + '}' * 492 + '\n',
+        'deep-map-490': 'x: ' + '{a: ' * 490 + '1' + '}' * 490 + '\n', 'deep-map-491': 'x: ' + '{a: ' * 491 + '1' + '}' * 491 + '\n',
+        'deep-block-489': ''.join('  ' * i + f'k{i}:\n' for i in range(489)) + '  ' * 489 + 'v\n',
+        'deep-block-490': ''.join('  ' * i + f'k{i}:\n' for i in range(490)) + '  ' * 490 + 'v\n',
+        'deep-block-491': ''.join('  ' * i + f'k{i}:\n' for i in range(491)) + '  ' * 491 + 'v\n',
+        'deep-seq-490': ''.join('  ' * i + '-\n' for i in range(490)) + '  ' * 490 + 'v\n',
+        'deep-seq-491': ''.join('  ' * i + '-\n' for i in range(491)) + '  ' * 491 + 'v\n',
+        'quote-unindented-nested': 'z:\n  y: "a\nb"\n', 'flow-unindented-nested': 'z:\n  y: [a,\nb]\n',
+        'flow-doc-marker': 'z: [\n---\n]\n', 'quote-doc-marker': 'z: "a\n---\nb"\n', 'quote-unindented-single': "z: 'a\nb'\n",
+        'flow-quote-apostrophe': "z: [it's, b]\n", 'flow-unindented-comment': 'z: [a, # c\nb]\n',
+        'deep-1000': 'x: ' + '[' * 1000 + ']' * 1000 + '\n', 'deep-5000': 'x: ' + '[' * 5000 + ']' * 5000 + '\n',
+        'deep-block-300': ''.join('  ' * i + f'k{i}:\n' for i in range(300)),
+        'many-keys': ''.join(f'k{i}: {i}\n' for i in range(3000)), 'long-value': 'x: ' + 'a' * 100000 + '\n',
+        'pipe-in-flow': 'x: [|]\n', 'percent-in-middle': 'x: a%b\n', 'at-in-middle': 'x: a@b\n', 'comment-only-value': 'x: # c\n',
+        'indented-comment': 'x: 1\n      # deep comment\ny: 2\n', 'multiline-key': '"a\n b": 1\n', 'key-no-space-colon': 'x:1\n',
+    }
+    for name, text in tail.items():
+        if text is None:
+            continue
+        if name == 'named-handle':
+            case(f'syn-{name}', {'a.yaml': text + doc(body) + 'x: !e!int 5\n'})
+        elif name == 'bom-second':
+            case(f'syn-{name}', {'a.yaml': doc(body) + text})
+        elif name == 'directive-late' or name == 'doc-end-then-content':
+            case(f'syn-{name}', {'a.yaml': doc(body) + text})
+        else:
+            case(f'syn-{name}', {'a.yaml': doc(body) + text})
+    case('syn-doc-start-inline-flow', {'a.yaml': "--- {meta: {schema_version: '1.0'}, providers: []}\n"})
+    case('syn-providers-flow-unindented', {'a.yaml': "meta:\n  schema_version: '1.0'\nproviders: [\n{identification: {name: n1}, traits: {additional: [CUSTOM_A]}}\n]\n"})
+    case('syn-provider-merge', {'a.yaml': "base: &p\n  identification:\n    name: n0\n  traits:\n    additional: [CUSTOM_A]\nmeta:\n  schema_version: '1.0'\nproviders:\n  - <<: *p\n    identification:\n      name: n1\n  - *p\n"})
+    case('syn-provider-alias-twice', {'a.yaml': "meta:\n  schema_version: '1.0'\nproviders:\n  - &p\n    identification: {name: n1}\n    traits: {additional: [CUSTOM_A]}\n  - *p\n"})
+    case('syn-traits-recursive', {'a.yaml': doc(f"  - identification:\n      name: n1\n    traits:\n      additional: &t [CUSTOM_A, *t]\n")})
+    case('syn-inventory-items-recursive', {'a.yaml': doc(f"  - identification:\n      name: n1\n    inventories:\n      additional: &t [*t]\n")})
+    case('syn-version-merge', {'a.yaml': "v: &v {schema_version: '1.0'}\nmeta:\n  <<: *v\nproviders: []\n"})
+    case('syn-version-key-int-and-str', {'a.yaml': "meta: {schema_version: '2.0', schema_version: '1.0'}\nproviders: []\n"})
+    case('syn-identification-int-keys-equal', {'a.yaml': doc("  - identification: {name: n1, 1: a, 1.0: b}\n    traits: {additional: [CUSTOM_A]}\n")})
+    case('syn-name-from-alias', {'a.yaml': "n: &n host-1\nmeta:\n  schema_version: '1.0'\nproviders:\n  - identification: {name: *n}\n    traits: {additional: [CUSTOM_A]}\n"})
+
+
 def write(out):
     root = os.path.join(out)
     if os.path.exists(root):
@@ -444,6 +518,7 @@ def main():
     inventory_cases()
     trait_cases()
     multi_file_cases()
+    syntax_cases()
     write(args.out)
     print(f'{len(cases)} cases written to {args.out}')
 

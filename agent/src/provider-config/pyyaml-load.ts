@@ -39,13 +39,29 @@ export function safeLoad(text: string): YamlLoadResult {
   if (unreadable) return { problem: unreadable };
   // PyYAML breaks lines at NEL, LS and PS as at LF.
   const source = text.replace(/[\x85\u2028\u2029]/g, '\n');
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(source, { version: '1.1', schema: 'failsafe', uniqueKeys: false, lineCounter, prettyErrors: false });
+  let lineCounter = new LineCounter();
+  const parse = (yaml: string, counter: LineCounter) =>
+    parseDocument(yaml, { version: '1.1', schema: 'failsafe', uniqueKeys: false, lineCounter: counter, prettyErrors: false });
   // PyYAML takes `'a'#b` or `]#b` as a value then a comment; the `yaml` package wants a space.
-  const error = doc.errors.find(
-    (e) => !(e.code === 'MISSING_CHAR' && /Comments must be separated/.test(e.message) && /['"\]}]/.test(source[e.pos[0] - 1] ?? '')),
-  );
-  if (error) return { problem: { offset: error.pos[0], message: error.message.split('\n')[0] } };
+  const firstError = (d: Document, yaml: string) =>
+    d.errors.find(
+      (e) => !(e.code === 'MISSING_CHAR' && /Comments must be separated/.test(e.message) && /['"\]}]/.test(yaml[e.pos[0] - 1] ?? '')),
+    );
+  let doc = parse(source, lineCounter);
+  const error = firstError(doc, source);
+  if (error) {
+    const reindented = indentContinuationLines(source);
+    const retryCounter = new LineCounter();
+    const retry = reindented === undefined ? undefined : parse(reindented, retryCounter);
+    if (!retry || firstError(retry, reindented!)) return { problem: { offset: error.pos[0], message: error.message.split('\n')[0] } };
+    doc = retry;
+    lineCounter = retryCounter;
+  }
+  const depth = nestingDepth(doc.contents);
+  if (depth > PYYAML_MAX_DEPTH)
+    return {
+      problem: { message: `collections nested ${depth} deep: PyYAML exceeds Python's recursion limit (Nova fails with RecursionError)` },
+    };
   const version = doc.warnings.map((w) => /Unsupported YAML version (\d+)\./.exec(w.message)).find(Boolean);
   if (version && version[1] !== '1')
     return { problem: { offset: 0, message: 'found incompatible YAML document (version 1.* is required)' } };
@@ -58,17 +74,135 @@ export function safeLoad(text: string): YamlLoadResult {
   }
 }
 
-/** PyYAML's anchors and aliases are made of ASCII letters, digits, `-` and `_` only. */
+/**
+ * PyYAML's anchors and aliases are made of ASCII letters, digits, `-` and `_`
+ * only, and an anchor may not be defined twice in a document.
+ */
 function anchorProblem(text: string): YamlLoadProblem | undefined {
   if (!/[&*]/.test(text)) return undefined;
   let offset = 0;
+  const anchors = new Set<string>();
   for (const token of new Lexer().lex(text)) {
     if ((token[0] === '&' || token[0] === '*') && token.length > 1 && !/^[&*][0-9A-Za-z_-]+$/.test(token))
       return { offset, message: `while scanning an ${token[0] === '&' ? 'anchor' : 'alias'}: expected alphabetic or numeric character` };
+    if (token[0] === '&' && token.length > 1) {
+      if (anchors.has(token)) return { offset, message: `found duplicate anchor '${token.slice(1)}'` };
+      anchors.add(token);
+    }
     offset += token.length;
   }
   return undefined;
 }
+
+/**
+ * PyYAML does not look at indentation inside a flow collection or a quoted
+ * scalar; the `yaml` package wants continuation lines indented past their
+ * block parent. Returns the text with such lines indented (leading spaces on
+ * a continuation line are folded away, so no value changes), or undefined
+ * when no line needed it. Only tried on a file the `yaml` package refused.
+ */
+export function indentContinuationLines(text: string): string | undefined {
+  const lines = text.split('\n');
+  let changed = false;
+  let flowDepth = 0;
+  let quote: '"' | "'" | undefined;
+  let ownerIndent = 0; // indentation of the line where the open flow collection or quote began
+  let blockScalarIndent: number | undefined;
+  for (let n = 0; n < lines.length; n++) {
+    let line = lines[n];
+    const indent = /^ */.exec(line)![0].length;
+    if (blockScalarIndent !== undefined) {
+      if (line.trim() === '' || indent > blockScalarIndent) continue;
+      blockScalarIndent = undefined;
+    }
+    if (flowDepth > 0 || quote) {
+      const documentMarker = /^(?:---|\.\.\.)(?:[ \t]|$)/.test(line);
+      if (!documentMarker && line.trim() !== '' && indent <= ownerIndent) {
+        line = ' '.repeat(ownerIndent + 1 - indent) + line;
+        lines[n] = line;
+        changed = true;
+      }
+    } else ownerIndent = indent;
+    let i = /^ */.exec(line)![0].length;
+    let nodeStart = flowDepth === 0 && !quote;
+    while (i < line.length) {
+      const c = line[i];
+      if (quote) {
+        if (quote === '"' && c === '\\') i += 2;
+        else if (c === quote && quote === "'" && line[i + 1] === "'") i += 2;
+        else {
+          if (c === quote) quote = undefined;
+          i++;
+        }
+        continue;
+      }
+      if (c === ' ' || c === '\t') {
+        i++;
+        continue;
+      }
+      if (c === '#' && (i === 0 || line[i - 1] === ' ' || line[i - 1] === '\t')) break;
+      if (flowDepth > 0) {
+        const prev = line.slice(0, i).trimEnd().slice(-1);
+        if ((c === '"' || c === "'") && (prev === '' || '[{,:?'.includes(prev))) quote = c;
+        else if (c === '[' || c === '{') flowDepth++;
+        else if (c === ']' || c === '}') flowDepth--;
+        i++;
+        continue;
+      }
+      if (nodeStart) {
+        if ((c === '-' || c === '?' || c === ':') && /[ \t]|$/.test(line[i + 1] ?? '')) {
+          i++;
+          continue;
+        }
+        if ((c === '&' || c === '!' || c === '*') && i + 1 < line.length) {
+          while (i < line.length && line[i] !== ' ') i++;
+          continue;
+        }
+        if (c === '[' || c === '{') {
+          flowDepth = 1;
+          i++;
+          continue;
+        }
+        if (c === '"' || c === "'") {
+          quote = c;
+          i++;
+          continue;
+        }
+        if (c === '|' || c === '>') {
+          blockScalarIndent = ownerIndent;
+          break;
+        }
+        nodeStart = false;
+      }
+      // A plain scalar (or what follows a closed flow collection or quote): a `: ` starts a value.
+      if (c === ':' && /[ \t]|$/.test(line[i + 1] ?? '')) nodeStart = true;
+      i++;
+    }
+  }
+  return changed ? lines.join('\n') : undefined;
+}
+
+/** Nesting depth of collections (aliases not followed), as PyYAML's recursive composer goes down. */
+function nestingDepth(root: Node | null | undefined): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[root, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (isMap(node) || isSeq(node)) {
+      deepest = Math.max(deepest, depth + 1);
+      for (const item of node.items as unknown[]) {
+        if (isPair(item)) stack.push([item.key, depth + 1], [item.value, depth + 1]);
+        else stack.push([item, depth + 1]);
+      }
+    }
+  }
+  return deepest;
+}
+
+// Past about this many nested collections PyYAML's composer exceeds Python's
+// default recursion limit (1000 frames) and Nova fails with RecursionError;
+// the exact depth varies by a few with the caller's stack and the collection kinds.
+export const PYYAML_MAX_DEPTH = 487;
 
 type Pairs = [Node | null, Node | null][];
 
@@ -86,7 +220,7 @@ class Constructor {
     const node = this.deref(input);
     const done = this.built.get(node);
     if (done !== undefined || this.built.has(node)) return done as PyValue;
-    if (this.building.has(node)) throw new ConstructorError('found a recursive alias, which Nova cannot use', this.offset(node));
+    if (this.building.has(node)) throw new ConstructorError('found a recursive alias through a set or an ordered map', this.offset(node));
     this.building.add(node);
     const value = this.build(node);
     this.building.delete(node);
@@ -121,7 +255,12 @@ class Constructor {
     }
     if (isMap(node)) {
       const pairs: Pairs = node.items.map((p) => [p.key as Node | null, p.value as Node | null]);
-      if (tag === undefined || tag === `${TAG}map`) return this.mapping(pairs);
+      if (tag === undefined || tag === `${TAG}map`) {
+        // Registered before it is filled, so an alias inside may refer to it (as PyYAML allows).
+        const dict = new PyDict();
+        this.built.set(node, dict);
+        return this.mapping(pairs, dict);
+      }
       if (tag === `${TAG}set`) return new PySet(this.mapping(pairs).keys());
       throw this.mismatch(tag, 'a mapping', node);
     }
@@ -130,7 +269,12 @@ class Constructor {
       const items = node.items.map((item) => (isPair(item) ? { pairs: [[item.key, item.value]] as Pairs, node } : (item as Node | null)));
       const element = (item: (typeof items)[number]): PyValue =>
         item !== null && typeof item === 'object' && 'pairs' in item ? this.mapping(item.pairs) : this.construct(item);
-      if (tag === undefined || tag === `${TAG}seq`) return items.map(element);
+      if (tag === undefined || tag === `${TAG}seq`) {
+        const list: PyValue[] = [];
+        this.built.set(node, list);
+        for (const item of items) list.push(element(item));
+        return list;
+      }
       if (tag === `${TAG}omap` || tag === `${TAG}pairs`) {
         return items.map((item) => {
           const pairs = item !== null && typeof item === 'object' && 'pairs' in item ? item.pairs : this.pairsOf(item);
@@ -158,8 +302,7 @@ class Constructor {
   }
 
   /** SafeConstructor.flatten_mapping + construct_mapping: merged pairs first, later keys win. */
-  private mapping(pairs: Pairs): PyDict {
-    const dict = new PyDict();
+  private mapping(pairs: Pairs, dict = new PyDict()): PyDict {
     for (const [keyNode, valueNode] of this.flatten(pairs)) {
       const key =
         keyNode !== null && isScalar(keyNode) && keyNode.tag === undefined && keyNode.type === Scalar.PLAIN && scalarText(keyNode) === '='
@@ -259,7 +402,9 @@ function constructScalar(tag: string, text: string, offset: number | undefined):
 function pythonInt(text: string, base: number, fail: (m: string) => Error): bigint {
   const trimmed = text.trim();
   const match = /^([-+]?)(.+)$/.exec(trimmed);
-  const digits = match?.[2] ?? '';
+  // int(text, base) also takes the base's own prefix: int('0o17', 8) == 15.
+  const prefixed = { 2: /^0[bB]/, 8: /^0[oO]/, 10: /^$/, 16: /^0[xX]/ }[base as 2 | 8 | 10 | 16];
+  const digits = (match?.[2] ?? '').replace(prefixed, '');
   const valid = { 2: /^[01]+$/, 8: /^[0-7]+$/, 10: /^[0-9]+$/, 16: /^[0-9a-fA-F]+$/ }[base as 2 | 8 | 10 | 16];
   if (!valid.test(digits)) throw fail(`invalid literal for int() with base ${base}: '${text}'`);
   const prefix = { 2: '0b', 8: '0o', 10: '', 16: '0x' }[base as 2 | 8 | 10 | 16];
