@@ -4,7 +4,20 @@
 // kept); the scalars are then resolved and constructed by PyYAML's own YAML
 // 1.1 rules (resolver.py, constructor.py SafeConstructor), merge keys and
 // duplicate keys included.
-import { isAlias, isMap, isPair, isScalar, isSeq, Lexer, LineCounter, parseDocument, Scalar, type Document, type Node } from 'yaml';
+import {
+  isAlias,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  Lexer,
+  LineCounter,
+  parseAllDocuments,
+  parseDocument,
+  Scalar,
+  type Document,
+  type Node,
+} from 'yaml';
 import { PyBytes, PyDict, PySet, PyTimestamp, PyTuple, UnhashableKeyError, type PyValue } from './python-values.js';
 import { pyyamlReadProblem } from './pyyaml-rules.js';
 
@@ -35,19 +48,24 @@ export function pythonText(decoded: string): string {
 }
 
 export function safeLoad(text: string): YamlLoadResult {
-  const unreadable = pyyamlReadProblem(text) ?? anchorProblem(text);
+  const unreadable = pyyamlReadProblem(text);
   if (unreadable) return { problem: unreadable };
   // PyYAML breaks lines at NEL, LS and PS as at LF.
-  const source = text.replace(/[\x85\u2028\u2029]/g, '\n');
+  const anchored = pyyamlAnchors(text.replace(/[\x85\u2028\u2029]/g, '\n'));
+  if ('problem' in anchored) return anchored;
+  const source = anchored.text;
   let lineCounter = new LineCounter();
   const parse = (yaml: string, counter: LineCounter) =>
     parseDocument(yaml, { version: '1.1', schema: 'failsafe', uniqueKeys: false, lineCounter: counter, prettyErrors: false });
   // PyYAML takes `'a'#b` or `]#b` as a value then a comment; the `yaml` package wants a space.
   const firstError = (d: Document, yaml: string) =>
     d.errors.find(
-      (e) => !(e.code === 'MISSING_CHAR' && /Comments must be separated/.test(e.message) && /['"\]}]/.test(yaml[e.pos[0] - 1] ?? '')),
+      (e) =>
+        !(e.code === 'MISSING_CHAR' && /Comments must be separated/.test(e.message) && /['"\]}]/.test(yaml[e.pos[0] - 1] ?? '')) &&
+        !(e.code === 'MULTIPLE_DOCS' && onlyDocumentEndsFollow(yaml)),
     );
   let doc = parse(source, lineCounter);
+  let parsed = source;
   const error = firstError(doc, source);
   if (error) {
     const reindented = indentContinuationLines(source);
@@ -55,6 +73,7 @@ export function safeLoad(text: string): YamlLoadResult {
     const retry = reindented === undefined ? undefined : parse(reindented, retryCounter);
     if (!retry || firstError(retry, reindented!)) return { problem: { offset: error.pos[0], message: error.message.split('\n')[0] } };
     doc = retry;
+    parsed = reindented!;
     lineCounter = retryCounter;
   }
   const depth = nestingDepth(doc.contents);
@@ -62,11 +81,13 @@ export function safeLoad(text: string): YamlLoadResult {
     return {
       problem: { message: `collections nested ${depth} deep: PyYAML exceeds Python's recursion limit (Nova fails with RecursionError)` },
     };
+  const flowProblem = pyyamlFlowProblem(doc, parsed);
+  if (flowProblem) return { problem: flowProblem };
   const version = doc.warnings.map((w) => /Unsupported YAML version (\d+)\./.exec(w.message)).find(Boolean);
   if (version && version[1] !== '1')
     return { problem: { offset: 0, message: 'found incompatible YAML document (version 1.* is required)' } };
   try {
-    return { value: new Constructor(doc, source).construct(doc.contents), doc, lineCounter };
+    return { value: new Constructor(doc, parsed).construct(doc.contents), doc, lineCounter };
   } catch (err) {
     if (err instanceof ConstructorError) return { problem: { offset: err.offset, message: err.message } };
     if (err instanceof UnhashableKeyError) return { problem: { message: 'while constructing a mapping: found unhashable key' } };
@@ -75,23 +96,52 @@ export function safeLoad(text: string): YamlLoadResult {
 }
 
 /**
- * PyYAML's anchors and aliases are made of ASCII letters, digits, `-` and `_`
- * only, and an anchor may not be defined twice in a document.
+ * A `?` starting a token inside a flow collection is PyYAML's key indicator.
+ * PyYAML's anchors and aliases are made of ASCII letters, digits, `-` and `_`;
+ * one ends at any of `?:,]}%@\`` (so `&a:` is an anchored empty key), any other
+ * character is an error. An anchor may not be defined twice in a document.
+ * Returns the text with a space after such anchors, as PyYAML splits them.
  */
-function anchorProblem(text: string): YamlLoadProblem | undefined {
-  if (!/[&*]/.test(text)) return undefined;
+function pyyamlAnchors(text: string): { text: string } | { problem: YamlLoadProblem } {
+  if (!/[&*?]/.test(text)) return { text };
   let offset = 0;
+  let flowDepth = 0;
   const anchors = new Set<string>();
+  const splits: number[] = [];
   for (const token of new Lexer().lex(text)) {
-    if ((token[0] === '&' || token[0] === '*') && token.length > 1 && !/^[&*][0-9A-Za-z_-]+$/.test(token))
-      return { offset, message: `while scanning an ${token[0] === '&' ? 'anchor' : 'alias'}: expected alphabetic or numeric character` };
-    if (token[0] === '&' && token.length > 1) {
-      if (anchors.has(token)) return { offset, message: `found duplicate anchor '${token.slice(1)}'` };
-      anchors.add(token);
+    // The lexer's document, scalar and flow-end markers stand for no source text.
+    if (token === '\x02' || token === '\x1f' || token === '\x18') continue;
+    if (token === '[' || token === '{') flowDepth++;
+    else if ((token === ']' || token === '}') && flowDepth > 0) flowDepth--;
+    // In a flow collection PyYAML takes a `?` that starts a token for the key indicator: `{?a: 1}` is {a: 1}.
+    else if (flowDepth > 0 && token.length > 1 && token[0] === '?' && token[1] !== ' ') splits.push(offset + 1);
+    if ((token[0] === '&' || token[0] === '*') && token.length > 1) {
+      const name = /^[&*][0-9A-Za-z_-]*/.exec(token)![0];
+      if (name.length < token.length) {
+        const next = token[name.length];
+        const before = text.slice(text.lastIndexOf('\n', offset - 1) + 1, offset);
+        // `&a:` is an anchored empty key only where a key may start (PyYAML:
+        // "mapping values are not allowed here" after `key: `).
+        const keyMayStart = /^[ ]*(?:[-?][ ]+)*$/.test(before) || /[[{,][ ]*$/.test(before);
+        if (name.length === 1 || !'?:,]}%@`'.includes(next) || (next === ':' && !keyMayStart))
+          return {
+            problem: {
+              offset,
+              message: `while scanning an ${token[0] === '&' ? 'anchor' : 'alias'}: expected alphabetic or numeric character`,
+            },
+          };
+        splits.push(offset + name.length);
+      }
+      if (name[0] === '&') {
+        if (anchors.has(name)) return { problem: { offset, message: `found duplicate anchor '${name.slice(1)}'` } };
+        anchors.add(name);
+      }
     }
     offset += token.length;
   }
-  return undefined;
+  let out = text;
+  for (const at of splits.sort((a, b) => b - a)) out = `${out.slice(0, at)} ${out.slice(at)}`;
+  return { text: out };
 }
 
 /**
@@ -106,7 +156,8 @@ export function indentContinuationLines(text: string): string | undefined {
   let changed = false;
   let flowDepth = 0;
   let quote: '"' | "'" | undefined;
-  let ownerIndent = 0; // indentation of the line where the open flow collection or quote began
+  let ownerIndent = 0; // column where the open flow collection or quote began
+  let lineIndent = 0;
   let blockScalarIndent: number | undefined;
   for (let n = 0; n < lines.length; n++) {
     let line = lines[n];
@@ -122,7 +173,7 @@ export function indentContinuationLines(text: string): string | undefined {
         lines[n] = line;
         changed = true;
       }
-    } else ownerIndent = indent;
+    } else lineIndent = indent;
     let i = /^ */.exec(line)![0].length;
     let nodeStart = flowDepth === 0 && !quote;
     while (i < line.length) {
@@ -160,16 +211,18 @@ export function indentContinuationLines(text: string): string | undefined {
         }
         if (c === '[' || c === '{') {
           flowDepth = 1;
+          ownerIndent = i;
           i++;
           continue;
         }
         if (c === '"' || c === "'") {
           quote = c;
+          ownerIndent = i;
           i++;
           continue;
         }
         if (c === '|' || c === '>') {
-          blockScalarIndent = ownerIndent;
+          blockScalarIndent = lineIndent;
           break;
         }
         nodeStart = false;
@@ -180,6 +233,57 @@ export function indentContinuationLines(text: string): string | undefined {
     }
   }
   return changed ? lines.join('\n') : undefined;
+}
+
+/** After `...`, PyYAML skips further `...` markers; anything else is a second document. */
+function onlyDocumentEndsFollow(yaml: string): boolean {
+  const docs = parseAllDocuments(yaml, { version: '1.1', schema: 'failsafe' });
+  if (!Array.isArray(docs)) return false;
+  return docs
+    .slice(1)
+    .every((d) => d.directives?.docStart !== true && isScalar(d.contents) && d.contents.range?.[0] === d.contents.range?.[1]);
+}
+
+/**
+ * What PyYAML refuses in flow collections but the `yaml` package reads: an
+ * implicit key whose `:` is on a later line (`{a\n: 1}`), and a `?` inside a
+ * plain scalar (`[a?b]`: PyYAML takes it for a key indicator).
+ */
+function pyyamlFlowProblem(doc: Document, yaml: string): YamlLoadProblem | undefined {
+  let found: YamlLoadProblem | undefined;
+  const check = (node: unknown, inFlow: boolean): void => {
+    if (found) return;
+    if (isScalar(node)) {
+      if (inFlow && node.type === Scalar.PLAIN && /.\?/s.test(scalarText(node)))
+        found = {
+          offset: node.range?.[0],
+          message: "while parsing a flow collection: expected ',' or the end of the collection, but found '?'",
+        };
+      return;
+    }
+    if (!isMap(node) && !isSeq(node)) return;
+    const flow = inFlow || Boolean(node.flow);
+    for (const item of node.items as unknown[]) {
+      if (isPair(item)) {
+        const key = item.key as Node | null;
+        const value = item.value as Node | null;
+        if (flow && key?.range && value?.range) {
+          const colon = yaml.indexOf(':', key.range[1]);
+          const before = yaml.slice(0, key.range[0]).trimEnd();
+          if (colon !== -1 && colon < value.range[0] && yaml.slice(key.range[0], colon).includes('\n') && !before.endsWith('?'))
+            found = {
+              offset: colon,
+              message: "while parsing a flow mapping: expected ',' or '}', but got ':' (a key and its ':' on different lines)",
+            };
+        }
+        check(key, flow);
+        check(value, flow);
+      } else check(item, flow);
+    }
+  };
+  // Recursion is safe: the caller has refused documents nested deeper than PYYAML_MAX_DEPTH.
+  check(doc.contents, false);
+  return found;
 }
 
 /** Nesting depth of collections (aliases not followed), as PyYAML's recursive composer goes down. */
