@@ -171,6 +171,18 @@ providers:
     ]);
   });
 
+  it('--json writes integers past 2^53 exactly and an infinite ratio as Python does (Infinity)', async () => {
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n1}\n    inventories: {additional: [{CUSTOM_A: {total: 99999999999999999999, reserved: 7, allocation_ratio: .inf}}]}\n`,
+    );
+    const { code, out } = await validateJson(dir);
+    expect(code).toBe(0);
+    expect(out.join('')).toBe(
+      '[{"id":"n1","identification":{"name":"n1"},"inventories":{"CUSTOM_A":{"total":99999999999999999999,"reserved":7,"allocation_ratio":Infinity}},"traits":[]}]',
+    );
+  });
+
   it('warns on an unknown minor version but loads the file', () => {
     file('a.yaml', `meta: {schema_version: '1.7'}\nproviders: []\n`);
     const result = loadProviderConfigs(dir);

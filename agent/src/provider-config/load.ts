@@ -34,6 +34,8 @@ export interface ConfiguredProvider {
   inventories: Record<string, Inventory>;
   /** traits.additional as listed */
   traits: string[];
+  /** exact decimal text of integers past 2^53, which `inventories` can only hold rounded: `{rc: {field: text}}` */
+  exactIntegers?: Record<string, Record<string, string>>;
   sourceFile: string;
   /** position in its file's providers list */
   index: number;
@@ -174,7 +176,16 @@ function loadFile(file: string, permissions: PermissionPolicy, result: LoadResul
           ['providers', index, 'inventories', 'additional'],
           `${rc} allocation_ratio is ${inventory.allocation_ratio}: Nova accepts it, but Placement will refuse this inventory`,
         );
-    return { id, identification, inventories, traits: traitsOf(entry), sourceFile: file, index };
+    const exactIntegers = bigIntegers(entry);
+    return {
+      id,
+      identification,
+      inventories,
+      traits: traitsOf(entry),
+      sourceFile: file,
+      index,
+      ...(exactIntegers ? { exactIntegers } : {}),
+    };
   });
 }
 
@@ -192,6 +203,51 @@ function mergedInventories(entry: PyDict): Record<string, Inventory> {
     }
   }
   return merged;
+}
+
+function bigIntegers(entry: PyDict): Record<string, Record<string, string>> | undefined {
+  const inventories = entry.get('inventories');
+  const additional = isDict(inventories) ? inventories.get('additional') : undefined;
+  let found: Record<string, Record<string, string>> | undefined;
+  for (const item of Array.isArray(additional) ? additional : []) {
+    if (!isDict(item)) continue;
+    for (const [rc, fields] of item.entries())
+      for (const [field, v] of (fields as PyDict).entries())
+        if (typeof v === 'bigint' && !Number.isSafeInteger(Number(v))) {
+          found ??= {};
+          found[rc as string] = { ...found[rc as string], [field as string]: v.toString() };
+        }
+  }
+  return found;
+}
+
+/**
+ * The `validate --json` shape other tools compare with Nova's loader, in JSON
+ * as Python's json.dumps writes Nova's values: integers past 2^53 exactly,
+ * infinities and NaN as Infinity / -Infinity / NaN (json.dumps' default).
+ */
+export function providerConfigsAsJson(providers: readonly ConfiguredProvider[]): string {
+  const raw = (text: string) => `\u0000RAW:${text}`;
+  const value = providers.map((p) => ({
+    id: p.id,
+    identification: p.identification,
+    inventories: Object.fromEntries(
+      Object.entries(p.inventories).map(([rc, inventory]) => [
+        rc,
+        Object.fromEntries(
+          Object.entries(inventory).map(([field, v]) => {
+            const exact = p.exactIntegers?.[rc]?.[field];
+            if (exact !== undefined) return [field, raw(exact)];
+            if (typeof v === 'number' && !Number.isFinite(v))
+              return [field, raw(Number.isNaN(v) ? 'NaN' : v > 0 ? 'Infinity' : '-Infinity')];
+            return [field, v];
+          }),
+        ),
+      ]),
+    ),
+    traits: p.traits,
+  }));
+  return JSON.stringify(value).replace(/"\\u0000RAW:([^"]*)"/g, '$1');
 }
 
 function traitsOf(entry: PyDict): string[] {
