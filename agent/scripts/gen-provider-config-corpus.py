@@ -478,6 +478,18 @@ def syntax_cases():
     case('syn-flow-key-two-lines', {'a.yaml': doc(body) + 'x: {a b\n c: 1}\n'})
     case('syn-flow-quoted-key-next-line', {'a.yaml': doc(body) + 'x: {"a"\n : 1}\n'})
     case('syn-flow-explicit-key-two-lines', {'a.yaml': doc(body) + 'x: {? a\n  b\n : 1}\n'})
+    for name, prologue in {
+        'unknown': '%FOO bar\n', 'bad-name': '%YAML}\n', 'yaml-bad-version': '%YAML 1.1x\n', 'yaml-comment': '%YAML 1.1 # c\n',
+        'yaml-twice': '%YAML 1.1\n%YAML 1.1\n', 'tag-bad-handle': '%TAG !x tag:a\n', 'tag-ok': '%TAG ! tag:a,2000:\n', 'bare': '%\n',
+    }.items():
+        case(f'syn-directive-{name}', {'a.yaml': prologue + '---\n' + doc(body)})
+    case('syn-explicit-key-value-indented', {'a.yaml': "meta:\n  schema_version: '1.0'\nproviders:\n  - ? identification\n      : name: n1\n    traits: {additional: [CUSTOM_A]}\n"})
+    case('syn-explicit-key-value-aligned', {'a.yaml': "meta:\n  schema_version: '1.0'\nproviders:\n  - ? identification\n    : name: n1\n    traits: {additional: [CUSTOM_A]}\n"})
+    case('syn-line-separator-in-quoted-name', {'a.yaml': doc('  - identification: {name: "gp\u2028u host"}\n    traits: {additional: [CUSTOM_A]}\n')})
+    case('syn-paragraph-separator-in-single-quoted', {'a.yaml': doc("  - identification: {name: 'a\u2029b'}\n    traits: {additional: [CUSTOM_A]}\n")})
+    case('syn-flow-empty-key', {'a.yaml': doc(body) + 'x: {: b}\n'})
+    case('syn-flow-leading-colon', {'a.yaml': doc(body) + 'x: [a, :b]\n'})
+    case('syn-flow-leading-colon-key', {'a.yaml': doc("  - identification: {name: n1}\n    inventories: {:additional: [{CUSTOM_A: {total: 4}}]}\n")})
     case('syn-doc-start-inline-flow', {'a.yaml': "--- {meta: {schema_version: '1.0'}, providers: []}\n"})
     case('syn-providers-flow-unindented', {'a.yaml': "meta:\n  schema_version: '1.0'\nproviders: [\n{identification: {name: n1}, traits: {additional: [CUSTOM_A]}}\n]\n"})
     case('syn-provider-merge', {'a.yaml': "base: &p\n  identification:\n    name: n0\n  traits:\n    additional: [CUSTOM_A]\nmeta:\n  schema_version: '1.0'\nproviders:\n  - <<: *p\n    identification:\n      name: n1\n  - *p\n"})

@@ -50,8 +50,9 @@ export function pythonText(decoded: string): string {
 export function safeLoad(text: string): YamlLoadResult {
   const unreadable = pyyamlReadProblem(text);
   if (unreadable) return { problem: unreadable };
-  // PyYAML breaks lines at NEL, LS and PS as at LF.
-  const anchored = pyyamlAnchors(text.replace(/[\x85\u2028\u2029]/g, '\n'));
+  const directive = directiveProblem(text) ?? explicitKeyProblem(text);
+  if (directive) return { problem: directive };
+  const anchored = pyyamlAnchors(pyyamlLineBreaks(text));
   if ('problem' in anchored) return anchored;
   const source = anchored.text;
   let lineCounter = new LineCounter();
@@ -96,6 +97,74 @@ export function safeLoad(text: string): YamlLoadResult {
 }
 
 /**
+ * PyYAML breaks lines at NEL, LS and PS as at LF. NEL reads as LF everywhere;
+ * inside a quoted scalar LS and PS stay themselves (PyYAML keeps them in the
+ * value), elsewhere they break the line.
+ */
+function pyyamlLineBreaks(text: string): string {
+  if (!/[\x85\u2028\u2029]/.test(text)) return text;
+  const nel = text.replace(/\x85/g, '\n');
+  if (!/[\u2028\u2029]/.test(nel)) return nel;
+  let out = '';
+  let offset = 0;
+  for (const token of new Lexer().lex(nel)) {
+    if (token === '\x02' || token === '\x1f' || token === '\x18') continue;
+    out += token[0] === '"' || token[0] === "'" ? token : token.replace(/[\u2028\u2029]/g, '\n');
+    offset += token.length;
+  }
+  return offset === nel.length ? out : nel.replace(/[\u2028\u2029]/g, '\n');
+}
+
+/**
+ * In a block mapping PyYAML wants the `:` of an explicit `? key` at the `?`'s
+ * column; a `:` further right starts a mapping it does not expect.
+ */
+function explicitKeyProblem(text: string): YamlLoadProblem | undefined {
+  if (!/^[ ]*(?:-[ ]+)*\?(?:[ ]|$)/m.test(text)) return undefined;
+  let question: number | undefined;
+  let offset = 0;
+  for (const line of text.split('\n')) {
+    const key = /^([ ]*(?:-[ ]+)*)\?(?:[ ]|$)/.exec(line);
+    const value = /^([ ]*):(?:[ ]|$)/.exec(line);
+    if (key) question = key[1].length;
+    else if (value) {
+      if (question !== undefined && value[1].length > question)
+        return { offset: offset + value[1].length, message: "while parsing a block mapping: expected <block end>, but found ':'" };
+      question = undefined;
+    }
+    offset += line.length + 1;
+  }
+  return undefined;
+}
+
+/**
+ * The directives before a document, as PyYAML scans them: a name of letters,
+ * digits, `-` and `_`; `%YAML MAJOR.MINOR` once; `%TAG !handle! prefix`.
+ */
+function directiveProblem(text: string): YamlLoadProblem | undefined {
+  let offset = 0;
+  let yamlSeen = false;
+  for (const line of text.split('\n')) {
+    const here = offset;
+    offset += line.length + 1;
+    if (line.trim() === '' || line.startsWith('#')) continue;
+    if (!line.startsWith('%')) return undefined;
+    const fail = (message: string) => ({ offset: here, message: `while scanning a directive: ${message}` });
+    const name = /^%([0-9A-Za-z_-]+)(?=[ \t]|$)/.exec(line);
+    if (!name) return fail('expected alphabetic or numeric character');
+    const rest = line.slice(name[0].length);
+    if (name[1] === 'YAML') {
+      if (yamlSeen) return { offset: here, message: 'found duplicate YAML directive' };
+      yamlSeen = true;
+      if (!/^[ ]+[0-9]+\.[0-9]+(?:[ \t]+(?:#.*)?)?$/.test(rest)) return fail("expected a digit or '.' in the YAML version");
+    } else if (name[1] === 'TAG') {
+      if (!/^[ ]+!(?:[0-9A-Za-z_-]*!)?[ ]+\S+(?:[ \t]+(?:#.*)?)?$/.test(rest)) return fail('expected a tag handle and prefix');
+    }
+  }
+  return undefined;
+}
+
+/**
  * A `?` starting a token inside a flow collection is PyYAML's key indicator.
  * PyYAML's anchors and aliases are made of ASCII letters, digits, `-` and `_`;
  * one ends at any of `?:,]}%@\`` (so `&a:` is an anchored empty key), any other
@@ -103,9 +172,10 @@ export function safeLoad(text: string): YamlLoadResult {
  * Returns the text with a space after such anchors, as PyYAML splits them.
  */
 function pyyamlAnchors(text: string): { text: string } | { problem: YamlLoadProblem } {
-  if (!/[&*?]/.test(text)) return { text };
+  if (!/[&*?[{]/.test(text)) return { text };
   let offset = 0;
   let flowDepth = 0;
+  let previous = '';
   const anchors = new Set<string>();
   const splits: number[] = [];
   for (const token of new Lexer().lex(text)) {
@@ -115,6 +185,10 @@ function pyyamlAnchors(text: string): { text: string } | { problem: YamlLoadProb
     else if ((token === ']' || token === '}') && flowDepth > 0) flowDepth--;
     // In a flow collection PyYAML takes a `?` that starts a token for the key indicator: `{?a: 1}` is {a: 1}.
     else if (flowDepth > 0 && token.length > 1 && token[0] === '?' && token[1] !== ' ') splits.push(offset + 1);
+    // PyYAML wants a node before a `:` in a flow collection: `{: 1}` and `[a, :b]` are errors.
+    if (flowDepth > 0 && token[0] === ':' && (previous === '[' || previous === '{' || previous === ','))
+      return { problem: { offset, message: "while parsing a flow node: expected the node content, but found ':'" } };
+    if (token.trim() !== '' && token[0] !== '#') previous = token;
     if ((token[0] === '&' || token[0] === '*') && token.length > 1) {
       const name = /^[&*][0-9A-Za-z_-]*/.exec(token)![0];
       if (name.length < token.length) {
