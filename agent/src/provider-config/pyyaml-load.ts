@@ -50,9 +50,9 @@ export function pythonText(decoded: string): string {
 export function safeLoad(text: string): YamlLoadResult {
   const unreadable = pyyamlReadProblem(text);
   if (unreadable) return { problem: unreadable };
-  const directive = directiveProblem(text) ?? explicitKeyProblem(text);
+  const directive = directiveProblem(text.replace(/[\x85\u2028\u2029]/g, '\n')) ?? explicitKeyProblem(text);
   if (directive) return { problem: directive };
-  const anchored = pyyamlAnchors(pyyamlLineBreaks(text));
+  const anchored = pyyamlAnchors(pyyamlLineBreaks(withoutInnerBoms(text)));
   if ('problem' in anchored) return anchored;
   const source = anchored.text;
   let lineCounter = new LineCounter();
@@ -109,7 +109,9 @@ function pyyamlLineBreaks(text: string): string {
   let offset = 0;
   for (const token of new Lexer().lex(nel)) {
     if (token === '\x02' || token === '\x1f' || token === '\x18') continue;
-    out += token[0] === '"' || token[0] === "'" ? token : token.replace(/[\u2028\u2029]/g, '\n');
+    // In a quoted scalar PyYAML drops the blanks around such a break.
+    out +=
+      token[0] === '"' || token[0] === "'" ? token.replace(/[ \t]*([\u2028\u2029])[ \t]*/g, '$1') : token.replace(/[\u2028\u2029]/g, '\n');
     offset += token.length;
   }
   return offset === nel.length ? out : nel.replace(/[\u2028\u2029]/g, '\n');
@@ -176,19 +178,41 @@ function pyyamlAnchors(text: string): { text: string } | { problem: YamlLoadProb
   let offset = 0;
   let flowDepth = 0;
   let previous = '';
+  let lastColon = 0;
+  let flowIsValue = false;
+  let valueFlowJustEnded = false;
   const anchors = new Set<string>();
   const splits: number[] = [];
   for (const token of new Lexer().lex(text)) {
     // The lexer's document, scalar and flow-end markers stand for no source text.
     if (token === '\x02' || token === '\x1f' || token === '\x18') continue;
-    if (token === '[' || token === '{') flowDepth++;
-    else if ((token === ']' || token === '}') && flowDepth > 0) flowDepth--;
+    if (token === '[' || token === '{') {
+      // A flow collection that is a mapping value on its line may not be a key itself (`a: {b}: c`).
+      if (flowDepth === 0) flowIsValue = previous === ':' && !text.slice(lastColon, offset).includes('\n');
+      flowDepth++;
+    } else if ((token === ']' || token === '}') && flowDepth > 0) {
+      flowDepth--;
+      if (flowDepth === 0 && flowIsValue) {
+        valueFlowJustEnded = true;
+        previous = token;
+        offset += token.length;
+        continue;
+      }
+    }
     // In a flow collection PyYAML takes a `?` that starts a token for the key indicator: `{?a: 1}` is {a: 1}.
     else if (flowDepth > 0 && token.length > 1 && token[0] === '?' && token[1] !== ' ') splits.push(offset + 1);
     // PyYAML wants a node before a `:` in a flow collection: `{: 1}` and `[a, :b]` are errors.
     if (flowDepth > 0 && token[0] === ':' && (previous === '[' || previous === '{' || previous === ','))
       return { problem: { offset, message: "while parsing a flow node: expected the node content, but found ':'" } };
     if (token.trim() !== '' && token[0] !== '#') previous = token;
+    if (token === ':') lastColon = offset;
+    if (token === '&' || token === '*')
+      return {
+        problem: { offset, message: `while scanning an ${token === '&' ? 'anchor' : 'alias'}: expected alphabetic or numeric character` },
+      };
+    if (flowDepth === 0 && token === ':' && valueFlowJustEnded)
+      return { problem: { offset, message: 'mapping values are not allowed here' } };
+    if (token.trim() !== '' && token[0] !== '#') valueFlowJustEnded = false;
     if ((token[0] === '&' || token[0] === '*') && token.length > 1) {
       const name = /^[&*][0-9A-Za-z_-]*/.exec(token)![0];
       if (name.length < token.length) {
@@ -525,7 +549,16 @@ function isMergeKey(node: Node | null): boolean {
 }
 
 function scalarText(node: Scalar): string {
-  return node.value === null || node.value === undefined ? '' : String(node.value);
+  if (node.value === null || node.value === undefined) return '';
+  const text = String(node.value);
+  return text.includes(BOM_STAND_IN) ? text.replaceAll(BOM_STAND_IN, '\ufeff') : text;
+}
+
+// PyYAML skips a BOM only at the very start; elsewhere it is an ordinary
+// character, where the `yaml` package would take it for a document start.
+const BOM_STAND_IN = '\ufdd0';
+function withoutInnerBoms(text: string): string {
+  return text.indexOf('\ufeff', 1) === -1 ? text : text[0] + text.slice(1).replaceAll('\ufeff', BOM_STAND_IN);
 }
 
 // PyYAML's implicit resolvers (resolver.py), tried in its order for a plain scalar.
