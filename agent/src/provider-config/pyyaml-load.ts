@@ -50,7 +50,7 @@ export function pythonText(decoded: string): string {
 export function safeLoad(text: string): YamlLoadResult {
   const unreadable = pyyamlReadProblem(text);
   if (unreadable) return { problem: unreadable };
-  const directive = directiveProblem(text.replace(/[\x85\u2028\u2029]/g, '\n')) ?? explicitKeyProblem(text);
+  const directive = directiveProblem(text.replace(/[\x85\u2028\u2029]/g, '\n'));
   if (directive) return { problem: directive };
   const anchored = pyyamlAnchors(pyyamlLineBreaks(withoutInnerBoms(text)));
   if ('problem' in anchored) return anchored;
@@ -118,28 +118,6 @@ function pyyamlLineBreaks(text: string): string {
 }
 
 /**
- * In a block mapping PyYAML wants the `:` of an explicit `? key` at the `?`'s
- * column; a `:` further right starts a mapping it does not expect.
- */
-function explicitKeyProblem(text: string): YamlLoadProblem | undefined {
-  if (!/^[ ]*(?:-[ ]+)*\?(?:[ ]|$)/m.test(text)) return undefined;
-  let question: number | undefined;
-  let offset = 0;
-  for (const line of text.split('\n')) {
-    const key = /^([ ]*(?:-[ ]+)*)\?(?:[ ]|$)/.exec(line);
-    const value = /^([ ]*):(?:[ ]|$)/.exec(line);
-    if (key) question = key[1].length;
-    else if (value) {
-      if (question !== undefined && value[1].length > question)
-        return { offset: offset + value[1].length, message: "while parsing a block mapping: expected <block end>, but found ':'" };
-      question = undefined;
-    }
-    offset += line.length + 1;
-  }
-  return undefined;
-}
-
-/**
  * The directives before a document, as PyYAML scans them: a name of letters,
  * digits, `-` and `_`; `%YAML MAJOR.MINOR` once; `%TAG !handle! prefix`.
  */
@@ -152,15 +130,15 @@ function directiveProblem(text: string): YamlLoadProblem | undefined {
     if (line.trim() === '' || line.startsWith('#')) continue;
     if (!line.startsWith('%')) return undefined;
     const fail = (message: string) => ({ offset: here, message: `while scanning a directive: ${message}` });
-    const name = /^%([0-9A-Za-z_-]+)(?=[ \t]|$)/.exec(line);
+    const name = /^%([0-9A-Za-z_-]+)(?= |$)/.exec(line);
     if (!name) return fail('expected alphabetic or numeric character');
     const rest = line.slice(name[0].length);
     if (name[1] === 'YAML') {
       if (yamlSeen) return { offset: here, message: 'found duplicate YAML directive' };
       yamlSeen = true;
-      if (!/^[ ]+[0-9]+\.[0-9]+(?:[ \t]+(?:#.*)?)?$/.test(rest)) return fail("expected a digit or '.' in the YAML version");
+      if (!/^[ ]+[0-9]+\.[0-9]+(?:[ ]+(?:#.*)?)?$/.test(rest)) return fail("expected a digit or '.' in the YAML version");
     } else if (name[1] === 'TAG') {
-      if (!/^[ ]+!(?:[0-9A-Za-z_-]*!)?[ ]+\S+(?:[ \t]+(?:#.*)?)?$/.test(rest)) return fail('expected a tag handle and prefix');
+      if (!/^[ ]+!(?:[0-9A-Za-z_-]*!)?[ ]+\S+(?:[ ]+(?:#.*)?)?$/.test(rest)) return fail('expected a tag handle and prefix');
     }
   }
   return undefined;
@@ -174,13 +152,15 @@ function directiveProblem(text: string): YamlLoadProblem | undefined {
  * Returns the text with a space after such anchors, as PyYAML splits them.
  */
 function pyyamlAnchors(text: string): { text: string } | { problem: YamlLoadProblem } {
-  if (!/[&*?[{]/.test(text)) return { text };
+  if (!/[&*?[{:]/.test(text)) return { text };
   let offset = 0;
   let flowDepth = 0;
   let previous = '';
   let lastColon = 0;
   let flowIsValue = false;
   let valueFlowJustEnded = false;
+  let lineStart = true;
+  let question: number | undefined;
   const anchors = new Set<string>();
   const splits: number[] = [];
   for (const token of new Lexer().lex(text)) {
@@ -202,8 +182,20 @@ function pyyamlAnchors(text: string): { text: string } | { problem: YamlLoadProb
     // In a flow collection PyYAML takes a `?` that starts a token for the key indicator: `{?a: 1}` is {a: 1}.
     else if (flowDepth > 0 && token.length > 1 && token[0] === '?' && token[1] !== ' ') splits.push(offset + 1);
     // PyYAML wants a node before a `:` in a flow collection: `{: 1}` and `[a, :b]` are errors.
-    if (flowDepth > 0 && token[0] === ':' && (previous === '[' || previous === '{' || previous === ','))
+    if (flowDepth > 0 && token[0] === ':' && (previous === '[' || previous === '{' || previous === ',' || previous === ':'))
       return { problem: { offset, message: "while parsing a flow node: expected the node content, but found ':'" } };
+    // Block context: a `:` that starts a line is the value of an explicit `? key` at its column, or an error.
+    if (flowDepth === 0 && lineStart) {
+      const column = offset - (text.lastIndexOf('\n', offset - 1) + 1);
+      if (token === '?') question = column;
+      else if (token === ':') {
+        if (question !== column)
+          return { problem: { offset, message: "while parsing a block mapping: expected <block end>, but found ':'" } };
+        question = undefined;
+      }
+    }
+    if (token === '\n') lineStart = true;
+    else if (token.trim() !== '' && token !== '-') lineStart = false;
     if (token.trim() !== '' && token[0] !== '#') previous = token;
     if (token === ':') lastColon = offset;
     if (token === '&' || token === '*')
