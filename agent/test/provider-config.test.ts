@@ -384,7 +384,34 @@ providers:
     expect(merged.providers[0].traits).toEqual(['COMPUTE_NODE', 'CUSTOM_EXPLICIT']);
   });
 
-  it('a config trait or inventory the agent manages: refuse at startup, warn and ignore later', () => {
+  it('a config inventory the agent reports: refuse at startup, warn and ignore later', () => {
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}
+providers:
+  - identification: {name: host1}
+    inventories: {additional: [{CUSTOM_EXTRA: {total: 2}}]}
+  - identification: {name: host1_pci_0000_3b_00_0}
+    inventories: {additional: [{PGPU: {total: 4}}]}
+`,
+    );
+    // PGPU is not CUSTOM_: the loader refuses it first, as Nova does.
+    expect(loadProviderConfigs(dir).errors.map((e) => e.message)).toEqual([
+      'Invalid resource class, only custom resource classes are allowed: PGPU',
+    ]);
+    const agentTree: DiscoveredProvider[] = [tree[0], { ...tree[1], inventories: { CUSTOM_SLICE: { total: 1 } } }];
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: host1_pci_0000_3b_00_0}\n    inventories: {additional: [{CUSTOM_SLICE: {total: 4}}, {CUSTOM_EXTRA: {total: 2}}]}\n`,
+    );
+    const configs = loadProviderConfigs(dir).providers;
+    expect(() => mergeProviderConfigs(agentTree, configs, uuidOf, { startup: true })).toThrow(ProviderConfigConflictError);
+    const later = mergeProviderConfigs(agentTree, configs, uuidOf, { startup: false });
+    expect(later.conflicts).toEqual([expect.stringContaining('inventory CUSTOM_SLICE is managed by the agent')]);
+    expect(later.providers[1].inventories).toEqual({ CUSTOM_SLICE: { total: 1 }, CUSTOM_EXTRA: { total: 2 } });
+  });
+
+  it('a config trait the provider already has is no conflict (Nova leaves custom traits out of its check)', () => {
     file(
       'a.yaml',
       `meta: {schema_version: '1.0'}
@@ -393,11 +420,23 @@ providers:
     traits: {additional: [CUSTOM_GPU_NVIDIA, CUSTOM_EXTRA]}
 `,
     );
+    const merged = mergeProviderConfigs(tree, loadProviderConfigs(dir).providers, uuidOf, { startup: true });
+    expect(merged.conflicts).toEqual([]);
+    expect(merged.providers[1].traits).toEqual(['CUSTOM_EXTRA', 'CUSTOM_GPU_NVIDIA']);
+  });
+
+  it('one provider identified by both its name and its uuid is a conflict (Nova: ValueError)', () => {
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: host1}\n    traits: {additional: [CUSTOM_BY_NAME]}\n`,
+    );
+    file(
+      'b.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}}\n    traits: {additional: [CUSTOM_BY_UUID]}\n`,
+    );
     const configs = loadProviderConfigs(dir).providers;
-    expect(() => mergeProviderConfigs(tree, configs, uuidOf, { startup: true })).toThrow(ProviderConfigConflictError);
-    const later = mergeProviderConfigs(tree, configs, uuidOf, { startup: false });
-    expect(later.conflicts).toEqual([expect.stringContaining('trait CUSTOM_GPU_NVIDIA is managed by the agent')]);
-    expect(later.providers[1].traits).toEqual(['CUSTOM_EXTRA', 'CUSTOM_GPU_NVIDIA']);
+    expect(() => mergeProviderConfigs(tree, configs, uuidOf, { startup: true })).toThrow(/specified using both name 'host1' and uuid/);
+    expect(mergeProviderConfigs(tree, configs, uuidOf, { startup: false }).unmatched).toEqual([]);
   });
 });
 
