@@ -48,7 +48,7 @@ export function pythonText(decoded: string): string {
 }
 
 export function safeLoad(text: string): YamlLoadResult {
-  const unreadable = pyyamlReadProblem(text);
+  const unreadable = pyyamlReadProblem(maskQuotedContinuationTabs(text));
   if (unreadable) return { problem: unreadable };
   const directive = directiveProblem(text.replace(/[\x85\u2028\u2029]/g, '\n'));
   if (directive) return { problem: directive };
@@ -242,7 +242,26 @@ function pyyamlAnchors(text: string): { text: string } | { problem: YamlLoadProb
  * when no line needed it. Only tried on a file the `yaml` package refused.
  */
 export function indentContinuationLines(text: string): string | undefined {
+  return scanContinuations(text, true).text;
+}
+
+/**
+ * PyYAML allows tabs among the blanks that start a quoted scalar's
+ * continuation line; the `yaml` package's lexer does not see that such a line
+ * is inside quotes. Those tabs become spaces for the tab check only.
+ */
+export function maskQuotedContinuationTabs(text: string): string {
+  if (!text.includes('\t')) return text;
+  const { quotedContinuations } = scanContinuations(text, false);
+  if (quotedContinuations.length === 0) return text;
   const lines = text.split('\n');
+  for (const n of quotedContinuations) lines[n] = lines[n].replace(/^[ \t]+/, (blank) => blank.replace(/\t/g, ' '));
+  return lines.join('\n');
+}
+
+function scanContinuations(text: string, reindent: boolean): { text?: string; quotedContinuations: number[] } {
+  const lines = text.split('\n');
+  const quotedContinuations: number[] = [];
   let changed = false;
   let flowDepth = 0;
   let quote: '"' | "'" | undefined;
@@ -256,14 +275,15 @@ export function indentContinuationLines(text: string): string | undefined {
       if (line.trim() === '' || indent > blockScalarIndent) continue;
       blockScalarIndent = undefined;
     }
-    if (flowDepth > 0 || quote) {
+    if (quote) quotedContinuations.push(n);
+    if (reindent && (flowDepth > 0 || quote)) {
       const documentMarker = /^(?:---|\.\.\.)(?:[ \t]|$)/.test(line);
       if (!documentMarker && line.trim() !== '' && indent <= ownerIndent) {
         line = ' '.repeat(ownerIndent + 1 - indent) + line;
         lines[n] = line;
         changed = true;
       }
-    } else lineIndent = indent;
+    } else if (flowDepth === 0 && !quote) lineIndent = indent;
     let i = /^ */.exec(line)![0].length;
     let nodeStart = flowDepth === 0 && !quote;
     while (i < line.length) {
@@ -322,7 +342,7 @@ export function indentContinuationLines(text: string): string | undefined {
       i++;
     }
   }
-  return changed ? lines.join('\n') : undefined;
+  return { text: changed ? lines.join('\n') : undefined, quotedContinuations };
 }
 
 /** After `...`, PyYAML skips further `...` markers; anything else is a second document. */
