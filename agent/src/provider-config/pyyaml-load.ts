@@ -268,6 +268,7 @@ function scanContinuations(text: string, reindent: boolean): { text?: string; qu
   let ownerIndent = 0; // column where the open flow collection or quote began
   let lineIndent = 0;
   let blockScalarIndent: number | undefined;
+  let emptyValueColumn: number | undefined;
   for (let n = 0; n < lines.length; n++) {
     let line = lines[n];
     const indent = /^ */.exec(line)![0].length;
@@ -283,7 +284,19 @@ function scanContinuations(text: string, reindent: boolean): { text?: string; qu
         lines[n] = line;
         changed = true;
       }
-    } else if (flowDepth === 0 && !quote) lineIndent = indent;
+    } else if (flowDepth === 0 && !quote) {
+      lineIndent = indent;
+      // PyYAML takes a block scalar header at its key's column as that key's value (`key:\n|\n  text`).
+      if (reindent && emptyValueColumn === indent && /^ *[|>][0-9+-]*(?: +#.*)?$/.test(line)) {
+        line = ` ${line}`;
+        lines[n] = line;
+        changed = true;
+      }
+    }
+    if (flowDepth === 0 && !quote && line.trim() !== '' && !/^ *#/.test(line)) {
+      const key = /^( *(?:- +)*)[^ #][^#]*:[ ]*(?:#.*)?$/.exec(line);
+      emptyValueColumn = key ? key[1].length : undefined;
+    }
     let i = /^ */.exec(line)![0].length;
     let nodeStart = flowDepth === 0 && !quote;
     while (i < line.length) {
