@@ -28,6 +28,8 @@ function placementBodyError(problem: BodyProblem): ApiError {
       return new ApiError(413, webobDetail(413, `The request body is larger than the limit of ${problem.limit} bytes.`));
     case 'malformed':
       return new ApiError(400, webobDetail(400, `Malformed JSON: ${problem.message}`));
+    case 'not-utf8':
+      return new ApiError(400, webobDetail(400, 'Malformed JSON: the body is not valid UTF-8'));
     case 'too-deep':
       return new ApiError(400, webobDetail(400, `JSON does not validate: the body is nested deeper than ${problem.limit} levels`));
     case 'control-character':
@@ -36,6 +38,14 @@ function placementBodyError(problem: BodyProblem): ApiError {
         webobDetail(
           400,
           `JSON does not validate: ${pyRepr(problem.value)} contains the control character ${codePoint(problem.char)}; control characters are not allowed`,
+        ),
+      );
+    case 'unpaired-surrogate':
+      return new ApiError(
+        400,
+        webobDetail(
+          400,
+          `JSON does not validate: ${pyRepr(problem.value)} contains the unpaired surrogate ${codePoint(problem.char)}; text must be valid Unicode`,
         ),
       );
   }

@@ -2,7 +2,7 @@
 // by a focused test that failed before its fix.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provider } from '../helpers/providers.js';
-import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -53,5 +53,61 @@ describe('an allocation ratio as large (or as negative) as placement accepts', (
     };
     expect(summary.resource_classes.VCPU!.capacity).toBe(Number.MAX_SAFE_INTEGER);
     expect(summary.resource_classes.MEMORY_MB!.capacity).toBe(-Number.MAX_SAFE_INTEGER);
+  });
+});
+
+const acc = (method: string, path: string, body: string | Uint8Array) =>
+  t.app.request(`/accelerator/v2${path}`, {
+    method,
+    headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'accelerator latest' },
+    body,
+  });
+const faultOf = async (res: Response) =>
+  (JSON.parse(((await res.json()) as { error_message: string }).error_message) as { faultstring: string }).faultstring;
+const namesOf = async () =>
+  ((await (await t.call('GET', '/resource_providers')).json()) as { resource_providers: { name: string }[] }).resource_providers.map(
+    (p) => p.name,
+  );
+
+describe('text that would be stored changed', () => {
+  it('refuses a body that is not UTF-8 (it would be stored with U+FFFD in place of the bytes)', async () => {
+    const before = await namesOf();
+    const bytes = (text: string, bad: number[]) => {
+      const [head, tail] = text.split('|') as [string, string];
+      return new Uint8Array([...Buffer.from(head), ...bad, ...Buffer.from(tail)]);
+    };
+    for (const bad of [[0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xe2, 0x82]]) {
+      const res = await t.app.request('/resource_providers', {
+        method: 'POST',
+        headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
+        body: bytes('{"name": "utf8|x"}', bad),
+      });
+      expect(res.status, String(bad)).toBe(400);
+      expect((await errorOf(res)).detail).toContain('Malformed JSON: the body is not valid UTF-8');
+      const cyborg = await acc('POST', '/device_profiles', bytes('[{"name": "dp", "description": "|", "groups": [{"resources:FPGA": "1"}]}]', bad));
+      expect(cyborg.status).toBe(400);
+      expect(await faultOf(cyborg)).toBe('Malformed JSON in request body.');
+    }
+    expect(await namesOf()).toEqual(before);
+  });
+
+  it('refuses unpaired surrogates in strings and keys (valid pairs are stored as sent)', async () => {
+    const before = await namesOf();
+    for (const body of ['{"name": "a\\ud800b"}', '{"name": "\\udfff"}', '{"name": "x\\ud83d"}', '{"name": "ok", "\\udc00": 1}']) {
+      const res = await t.call('POST', '/resource_providers', { body });
+      expect(res.status, body).toBe(400);
+      expect((await errorOf(res)).detail).toMatch(/contains the unpaired surrogate U\+D[89A-F][0-9A-F]{2}; text must be valid Unicode/);
+    }
+    const named = await t.call('POST', '/resource_providers', { body: '{"name": "a\\ud800b"}' });
+    expect((await errorOf(named)).detail).toContain("'a\\ud800b' contains");
+    expect(await namesOf()).toEqual(before);
+
+    const cyborg = await acc('POST', '/device_profiles', '[{"name": "dp", "description": "\\udc00", "groups": [{"resources:FPGA": "1"}]}]');
+    expect(cyborg.status).toBe(400);
+    expect(await faultOf(cyborg)).toBe('Invalid input: 0.description: unpaired surrogate U+DC00 is not allowed; text must be valid Unicode.');
+
+    const paired = await t.call('POST', '/resource_providers', { body: '{"name": "pair \\ud83d\\ude00"}' });
+    expect(paired.status).toBe(200);
+    expect(await namesOf()).toContain('pair 😀');
   });
 });
