@@ -84,7 +84,11 @@ describe('text that would be stored changed', () => {
       });
       expect(res.status, String(bad)).toBe(400);
       expect((await errorOf(res)).detail).toContain('Malformed JSON: the body is not valid UTF-8');
-      const cyborg = await acc('POST', '/device_profiles', bytes('[{"name": "dp", "description": "|", "groups": [{"resources:FPGA": "1"}]}]', bad));
+      const cyborg = await acc(
+        'POST',
+        '/device_profiles',
+        bytes('[{"name": "dp", "description": "|", "groups": [{"resources:FPGA": "1"}]}]', bad),
+      );
       expect(cyborg.status).toBe(400);
       expect(await faultOf(cyborg)).toBe('Malformed JSON in request body.');
     }
@@ -104,7 +108,9 @@ describe('text that would be stored changed', () => {
 
     const cyborg = await acc('POST', '/device_profiles', '[{"name": "dp", "description": "\\udc00", "groups": [{"resources:FPGA": "1"}]}]');
     expect(cyborg.status).toBe(400);
-    expect(await faultOf(cyborg)).toBe('Invalid input: 0.description: unpaired surrogate U+DC00 is not allowed; text must be valid Unicode.');
+    expect(await faultOf(cyborg)).toBe(
+      'Invalid input: 0.description: unpaired surrogate U+DC00 is not allowed; text must be valid Unicode.',
+    );
 
     const paired = await t.call('POST', '/resource_providers', { body: '{"name": "pair \\ud83d\\ude00"}' });
     expect(paired.status).toBe(200);

@@ -91,7 +91,11 @@ export async function createFixtures(t: TestApp, round: number): Promise<Fixture
       },
     }),
   );
-  await ok(t.call('PUT', `/resource_providers/${child}/inventories`, { body: { resource_provider_generation: 0, inventories: { FPGA: { total: 2 } } } }));
+  await ok(
+    t.call('PUT', `/resource_providers/${child}/inventories`, {
+      body: { resource_provider_generation: 0, inventories: { FPGA: { total: 2 } } },
+    }),
+  );
   await ok(t.call('PUT', `/resource_providers/${child}/traits`, { body: { resource_provider_generation: 1, traits: [customTrait] } }));
   await ok(t.call('PUT', `/resource_providers/${root}/aggregates`, { body: { resource_provider_generation: 1, aggregates: [aggregate] } }));
   await ok(
@@ -174,7 +178,8 @@ export interface Template {
   body?: unknown;
 }
 
-const P = (method: string, path: string, opts: Partial<Pick<Template, 'query' | 'body'>> = {}): Template => tpl('placement', method, path, opts);
+const P = (method: string, path: string, opts: Partial<Pick<Template, 'query' | 'body'>> = {}): Template =>
+  tpl('placement', method, path, opts);
 const A = (method: string, path: string, opts: Partial<Pick<Template, 'query' | 'body'>> = {}): Template =>
   tpl('accelerator', method, `/accelerator${path}`, opts);
 
@@ -225,13 +230,22 @@ export function templates(f: Fixtures, generation: number): Template[] {
     P('PUT', `/resource_providers/{${rp}}`, { body: { name: `${f.rootName}-renamed`, parent_provider_uuid: null } }),
     P('DELETE', `/resource_providers/{${f.child}}`),
     P('GET', `/resource_providers/{${rp}}/aggregates`),
-    P('PUT', `/resource_providers/{${rp}}/aggregates`, { body: { resource_provider_generation: generation, aggregates: [f.aggregate, uuid()] } }),
-    P('GET', '/traits', { query: [['name', `in:${f.customTrait},HW_CPU_X86_AVX`], ['associated', 'true']] }),
+    P('PUT', `/resource_providers/{${rp}}/aggregates`, {
+      body: { resource_provider_generation: generation, aggregates: [f.aggregate, uuid()] },
+    }),
+    P('GET', '/traits', {
+      query: [
+        ['name', `in:${f.customTrait},HW_CPU_X86_AVX`],
+        ['associated', 'true'],
+      ],
+    }),
     P('GET', `/traits/{${f.customTrait}}`),
     P('PUT', `/traits/{CUSTOM_FUZZ_NEW_${f.round}}`),
     P('DELETE', `/traits/{${f.customTrait}}`),
     P('GET', `/resource_providers/{${rp}}/traits`),
-    P('PUT', `/resource_providers/{${rp}}/traits`, { body: { resource_provider_generation: generation, traits: [f.customTrait, 'HW_CPU_X86_AVX'] } }),
+    P('PUT', `/resource_providers/{${rp}}/traits`, {
+      body: { resource_provider_generation: generation, traits: [f.customTrait, 'HW_CPU_X86_AVX'] },
+    }),
     P('DELETE', `/resource_providers/{${rp}}/traits`),
     P('GET', `/resource_providers/{${rp}}/inventories`),
     P('POST', `/resource_providers/{${rp}}/inventories`, {
@@ -240,12 +254,18 @@ export function templates(f: Fixtures, generation: number): Template[] {
     P('PUT', `/resource_providers/{${rp}}/inventories`, {
       body: {
         resource_provider_generation: generation,
-        inventories: { VCPU: { total: 32, allocation_ratio: 4.0 }, MEMORY_MB: { total: 4096, max_unit: 2048 }, [f.customClass]: { total: 4 } },
+        inventories: {
+          VCPU: { total: 32, allocation_ratio: 4.0 },
+          MEMORY_MB: { total: 4096, max_unit: 2048 },
+          [f.customClass]: { total: 4 },
+        },
       },
     }),
     P('DELETE', `/resource_providers/{${rp}}/inventories`),
     P('GET', `/resource_providers/{${rp}}/inventories/{VCPU}`),
-    P('PUT', `/resource_providers/{${rp}}/inventories/{VCPU}`, { body: { resource_provider_generation: generation, total: 24, reserved: 2 } }),
+    P('PUT', `/resource_providers/{${rp}}/inventories/{VCPU}`, {
+      body: { resource_provider_generation: generation, total: 24, reserved: 2 },
+    }),
     P('DELETE', `/resource_providers/{${rp}}/inventories/{${f.customClass}}`),
     P('GET', '/resource_classes'),
     P('POST', '/resource_classes', { body: { name: `CUSTOM_FUZZ_POSTED_${f.round}` } }),
@@ -253,7 +273,13 @@ export function templates(f: Fixtures, generation: number): Template[] {
     P('PUT', `/resource_classes/{CUSTOM_FUZZ_PUT_${f.round}}`),
     P('DELETE', `/resource_classes/{${f.customClass}}`),
     P('GET', `/resource_providers/{${rp}}/usages`),
-    P('GET', '/usages', { query: [['project_id', 'fuzz-p'], ['user_id', 'fuzz-u'], ['consumer_type', 'INSTANCE']] }),
+    P('GET', '/usages', {
+      query: [
+        ['project_id', 'fuzz-p'],
+        ['user_id', 'fuzz-u'],
+        ['consumer_type', 'INSTANCE'],
+      ],
+    }),
     P('POST', '/allocations', { body: { [f.consumer]: allocationBody } }),
     P('GET', `/allocations/{${f.consumer}}`),
     P('PUT', `/allocations/{${f.consumer}}`, { body: allocationBody }),
@@ -274,17 +300,36 @@ export function templates(f: Fixtures, generation: number): Template[] {
     }),
     P('POST', '/reshaper', {
       body: {
-        inventories: { [rp]: { resource_provider_generation: generation, inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 4096 } } } },
+        inventories: {
+          [rp]: { resource_provider_generation: generation, inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 4096 } } },
+        },
         allocations: { [f.consumer]: allocationBody },
       },
     }),
-    P('GET', '/diagnostics/audit', { query: [['section', 'empty_consumers'], ['limit', '5']] }),
+    P('GET', '/diagnostics/audit', {
+      query: [
+        ['section', 'empty_consumers'],
+        ['limit', '5'],
+      ],
+    }),
     P('POST', '/diagnostics/audit/repairs', { body: { dry_run: true, delete_empty_consumers: [uuid()], resend_dead_letters: [1] } }),
-    P('GET', '/diagnostics/allocation_candidates', { query: [['resources', 'VCPU:1'], ['host', f.rootName]] }),
+    P('GET', '/diagnostics/allocation_candidates', {
+      query: [
+        ['resources', 'VCPU:1'],
+        ['host', f.rootName],
+      ],
+    }),
     P('GET', '/dashboard'),
     P('GET', '/dashboard/assets/{app.js}'),
     P('GET', '/dashboard/api/summary', {
-      query: [['page', '1'], ['per_page', '5'], ['name', 'fuzz'], ['trait', f.customTrait], ['resource_class', 'VCPU'], ['over', '80']],
+      query: [
+        ['page', '1'],
+        ['per_page', '5'],
+        ['name', 'fuzz'],
+        ['trait', f.customTrait],
+        ['resource_class', 'VCPU'],
+        ['over', '80'],
+      ],
     }),
     P('GET', '/openapi.json'),
     A('GET', ''),
@@ -296,14 +341,24 @@ export function templates(f: Fixtures, generation: number): Template[] {
     A('DELETE', '/v2/device_profiles', { query: [['value', f.profileName]] }),
     A('GET', `/v2/device_profiles/{${f.profileUuid}}`),
     A('DELETE', `/v2/device_profiles/{${f.profileName}}`),
-    A('GET', '/v2/accelerator_requests', { query: [['instance', uuid()], ['bind_state', 'resolved']] }),
+    A('GET', '/v2/accelerator_requests', {
+      query: [
+        ['instance', uuid()],
+        ['bind_state', 'resolved'],
+      ],
+    }),
     A('POST', '/v2/accelerator_requests', { body: { device_profile_name: f.profileName, device_profile_group_id: 0 } }),
     A('PATCH', '/v2/accelerator_requests', { body: bind }),
     A('DELETE', '/v2/accelerator_requests', { query: [['arqs', f.arq]] }),
     A('GET', `/v2/accelerator_requests/{${f.arq}}`),
     A('PATCH', `/v2/accelerator_requests/{${f.arq}}`, { body: { [f.arq]: [{ path: '/hostname', op: 'remove' }] } }),
     A('DELETE', `/v2/accelerator_requests/{${f.arq}}`),
-    A('GET', '/v2/devices', { query: [['hostname', f.host], ['type', 'FPGA']] }),
+    A('GET', '/v2/devices', {
+      query: [
+        ['hostname', f.host],
+        ['type', 'FPGA'],
+      ],
+    }),
     A('GET', `/v2/devices/{${f.device}}`),
     A('POST', `/v2/devices/{${f.device}}/disable`),
     A('POST', `/v2/devices/{${f.device}}/enable`),
@@ -407,6 +462,47 @@ export const HOSTILE_VALUES: readonly unknown[] = [
   deep(40),
 ];
 
+const HOSTILE_STRINGS = HOSTILE_VALUES.filter((v): v is string => typeof v === 'string');
+const HOSTILE_NUMBERS = HOSTILE_VALUES.filter((v): v is number => typeof v === 'number');
+
+/** A value of the same JSON type with odd content: these get past type checks and reach the database. */
+function sameKind(rng: Random, value: unknown): unknown {
+  if (typeof value === 'string') {
+    const odd = rng.pick(HOSTILE_STRINGS);
+    return rng.pick([odd, `${value}${odd}`, `${odd}${value}`]);
+  }
+  if (typeof value === 'number') return rng.pick(HOSTILE_NUMBERS);
+  return rng.pick(HOSTILE_VALUES);
+}
+
+/**
+ * Every string of `body` replaced by each odd string (alone and after the
+ * original), every number by each odd number: one variant per replacement.
+ * `rebase` applies the same replacement to a fresh body (a newer generation).
+ */
+export function everyValueReplaced(body: unknown): { body: unknown; rebase(fresh: unknown): unknown }[] {
+  const variants: { body: unknown; rebase(fresh: unknown): unknown }[] = [];
+  slots(body).forEach(({ holder, key }, at) => {
+    const original = (holder as Record<string | number, unknown>)[key];
+    const replacements =
+      typeof original === 'string'
+        ? HOSTILE_STRINGS.flatMap((odd) => [odd, `${original}${odd}`])
+        : typeof original === 'number'
+          ? HOSTILE_NUMBERS
+          : [];
+    for (const replacement of replacements) {
+      const rebase = (fresh: unknown) => {
+        const copy = clone(fresh);
+        const slot = slots(copy)[at]!;
+        (slot.holder as Record<string | number, unknown>)[slot.key] = replacement;
+        return copy;
+      };
+      variants.push({ body: rebase(body), rebase });
+    }
+  });
+  return variants;
+}
+
 /** Where a value sits in a parsed body: the container and its key. */
 type Slot = { holder: Record<string, unknown> | unknown[]; key: string | number };
 
@@ -438,15 +534,18 @@ function spoilValue(rng: Random, body: unknown): unknown {
   if (!places.length || rng.chance(0.08)) return rng.pick(HOSTILE_VALUES);
   const { holder, key } = rng.pick(places);
   const kind = rng.int(10);
-  if (kind < 6) {
+  if (kind < 3) {
+    (holder as Record<string | number, unknown>)[key] = sameKind(rng, (holder as Record<string | number, unknown>)[key]);
+  } else if (kind < 6) {
     (holder as Record<string | number, unknown>)[key] = clone(rng.pick(HOSTILE_VALUES));
   } else if (kind < 7 && !Array.isArray(holder)) {
     delete holder[key as string];
   } else if (kind < 8 && !Array.isArray(holder)) {
     const value = holder[key as string];
     delete holder[key as string];
-    holder[rng.pick(['', ' ', `${String(key)} `, String(key).toUpperCase(), 'a\u0000', '\ud800', 'x'.repeat(300), '__proto__', 'constructor'])] =
-      value;
+    holder[
+      rng.pick(['', ' ', `${String(key)} `, String(key).toUpperCase(), 'a\u0000', '\ud800', 'x'.repeat(300), '__proto__', 'constructor'])
+    ] = value;
   } else if (kind < 9 && !Array.isArray(holder)) {
     holder[rng.pick(['extra', 'id', 'generation', 'uuid', 'links', '__proto__'])] = clone(rng.pick(HOSTILE_VALUES));
   } else if (Array.isArray(holder)) {
@@ -457,7 +556,23 @@ function spoilValue(rng: Random, body: unknown): unknown {
   return copy;
 }
 
-const NUMBER_LITERALS = ['1e400', '-1e400', '-0', '0.0', '1E+2', '1.0', '123456789012345678901234567890', '9007199254740993', '1e-400', '00', '0x10', '+1', '.5', 'NaN', 'Infinity'];
+const NUMBER_LITERALS = [
+  '1e400',
+  '-1e400',
+  '-0',
+  '0.0',
+  '1E+2',
+  '1.0',
+  '123456789012345678901234567890',
+  '9007199254740993',
+  '1e-400',
+  '00',
+  '0x10',
+  '+1',
+  '.5',
+  'NaN',
+  'Infinity',
+];
 
 /** A change to the JSON text itself: literals JSON.stringify never writes, duplicate keys, truncation, garbage. */
 function spoilText(rng: Random, text: string): string {
@@ -473,19 +588,39 @@ function spoilText(rng: Random, text: string): string {
       const m = /\{"([^"]*)":/.exec(text);
       if (!m) return `{"a":1,"a":2}`;
       const dup = `{"${m[1]}":${JSON.stringify(rng.pick(HOSTILE_VALUES))},`;
-      return rng.chance(0.5) ? text.replace(m[0], `${dup}"${m[1]}":`) : text.replace(/}$/, `,"${m[1]}":${JSON.stringify(rng.pick(HOSTILE_VALUES))}}`);
+      return rng.chance(0.5)
+        ? text.replace(m[0], `${dup}"${m[1]}":`)
+        : text.replace(/}$/, `,"${m[1]}":${JSON.stringify(rng.pick(HOSTILE_VALUES))}}`);
     }
     case 2:
       return text.slice(0, rng.int(text.length + 1));
     case 3:
       return text + rng.pick(['x', '}', ']', ',', ' garbage', '\u0000', '{}']);
     case 4:
-      return rng.pick(['', ' ', 'null', 'true', '0', '""', '[]', '{}', '[{}]', '\ufeff{}', `\ufeff${text}`, 'undefined', "{'a': 1}", '{"a":1,}']);
+      return rng.pick([
+        '',
+        ' ',
+        'null',
+        'true',
+        '0',
+        '""',
+        '[]',
+        '{}',
+        '[{}]',
+        '\ufeff{}',
+        `\ufeff${text}`,
+        'undefined',
+        "{'a': 1}",
+        '{"a":1,}',
+      ]);
     case 5:
       // A raw (unescaped) control character inside a string literal: not JSON.
       return text.replace(/"([^"]*)"/, `"$1${rng.pick(['\u0000', '\n', '\u001f', '\t'])}"`);
     case 6:
-      return text.replace(/"([^"]*)"/, `"$1${rng.pick(['\\ud800', '\\udfff', '\\u0000', '\\ud83d\\ude00', '\\uDBFF\\uDFFF', '\\x41', '\\u00'])}"`);
+      return text.replace(
+        /"([^"]*)"/,
+        `"$1${rng.pick(['\\ud800', '\\udfff', '\\u0000', '\\ud83d\\ude00', '\\uDBFF\\uDFFF', '\\x41', '\\u00'])}"`,
+      );
     case 7:
       return `${'['.repeat(rng.pick([33, 100, 5000]))}${text}`;
     default:
@@ -677,7 +812,17 @@ export function spoil(rng: Random, base: Template): FuzzRequest {
       else if (kind === 4) headers['x-openstack-request-id'] = rng.pick(['req-x', '\u00ff', 'x'.repeat(1000)]);
       else if (kind === 5) headers['x-service-token'] = 'svc';
       else if (kind === 6) headers['x-roles'] = rng.pick(['', 'admin', 'reader', 'service,member']);
-      else headers['content-type'] = rng.pick(['', 'text/plain', 'application/json; charset=latin1', 'APPLICATION/JSON', 'application/jsonx', 'multipart/form-data', 'application/x-www-form-urlencoded', '\u00ff']);
+      else
+        headers['content-type'] = rng.pick([
+          '',
+          'text/plain',
+          'application/json; charset=latin1',
+          'APPLICATION/JSON',
+          'application/jsonx',
+          'multipart/form-data',
+          'application/x-www-form-urlencoded',
+          '\u00ff',
+        ]);
     } else {
       method = rng.pick(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'FOO', 'PROPFIND']);
       if (!['POST', 'PUT', 'PATCH', 'DELETE', 'FOO'].includes(method)) jsonBody = undefined;
