@@ -1,6 +1,7 @@
 // What the hostile-input fuzz (hostile-fuzz.test.ts) found, each pinned down
 // by a focused test that failed before its fix.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dumpPlacement } from '../helpers/placement-seed.js';
 import { provider } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -115,5 +116,54 @@ describe('text that would be stored changed', () => {
     const paired = await t.call('POST', '/resource_providers', { body: '{"name": "pair \\ud83d\\ude00"}' });
     expect(paired.status).toBe(200);
     expect(await namesOf()).toContain('pair 😀');
+  });
+});
+
+describe('a body within the size limit that names tens of thousands of items', () => {
+  it('is refused with 413 in the envelope, changes nothing, and the service goes on', async () => {
+    const rp = await provider(t, { inventory: { VCPU: { total: 8 } } });
+    const dump = () => dumpPlacement(t.deps);
+    const generation = async () => ((await (await t.call('GET', `/resource_providers/${rp}`)).json()) as { generation: number }).generation;
+    const consumer = (allocations: unknown) => ({
+      allocations,
+      project_id: 'p',
+      user_id: 'u',
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
+    });
+    const manyProviders: Record<string, unknown> = {};
+    for (let i = 0; i < 14_000; i++) manyProviders[crypto.randomUUID()] = { resources: { VCPU: 1 } };
+    const manyClasses: Record<string, number> = {};
+    for (let i = 0; i < 33_000; i++) manyClasses[`CUSTOM_${i.toString(36).toUpperCase()}`] = 1;
+    const cases: [string, string, () => Promise<unknown>][] = [
+      [
+        'PUT',
+        `/resource_providers/${rp}/aggregates`,
+        async () => ({
+          resource_provider_generation: await generation(),
+          aggregates: Array.from({ length: 26_000 }, () => crypto.randomUUID()),
+        }),
+      ],
+      [
+        'PUT',
+        `/resource_providers/${rp}/traits`,
+        async () => ({
+          resource_provider_generation: await generation(),
+          traits: Array.from({ length: 70_000 }, (_, i) => `CUSTOM_${i.toString(36).toUpperCase()}`),
+        }),
+      ],
+      ['PUT', `/allocations/${crypto.randomUUID()}`, async () => consumer(manyProviders)],
+      ['PUT', `/allocations/${crypto.randomUUID()}`, async () => consumer({ [rp]: { resources: manyClasses } })],
+    ];
+    for (const [method, path, body] of cases) {
+      const sent = JSON.stringify(await body());
+      expect(sent.length).toBeLessThan(1024 * 1024);
+      const before = await dump();
+      const res = await t.call(method, path, { body: sent });
+      expect(res.status, path).toBe(413);
+      expect((await errorOf(res)).detail).toContain('The request names more items than can be applied at once');
+      expect(await dump()).toEqual(before);
+      expect((await t.call('GET', `/resource_providers/${rp}/aggregates`)).status).toBe(200);
+    }
   });
 });
