@@ -462,7 +462,7 @@ export const HOSTILE_VALUES: readonly unknown[] = [
   deep(40),
 ];
 
-const HOSTILE_STRINGS = HOSTILE_VALUES.filter((v): v is string => typeof v === 'string');
+export const HOSTILE_STRINGS = HOSTILE_VALUES.filter((v): v is string => typeof v === 'string');
 const HOSTILE_NUMBERS = HOSTILE_VALUES.filter((v): v is number => typeof v === 'number');
 
 /** A value of the same JSON type with odd content: these get past type checks and reach the database. */
@@ -638,7 +638,7 @@ function invalidUtf8(rng: Random, text: string): Uint8Array {
 }
 
 /** Path segments no route expects. */
-const ODD_SEGMENTS = [
+export const ODD_SEGMENTS = [
   '',
   '%20',
   '%2F',
@@ -675,7 +675,7 @@ const ODD_SEGMENTS = [
   '1e400',
 ];
 
-const ODD_QUERY_PARTS = [
+export const ODD_QUERY_PARTS = [
   '=',
   '&',
   '&&&',
@@ -720,12 +720,62 @@ const ODD_QUERY_PARTS = [
 const asText = (value: unknown) => (typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
 
 /** Percent-encoding that also writes unpaired surrogates, as WTF-8 bytes (encodeURIComponent throws on them). */
-function encode(value: string): string {
+export function encode(value: string): string {
   return value.replace(/[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]|[^\ud800-\udfff]+/g, (part) => {
     if (part.length !== 1 || part.charCodeAt(0) < 0xd800 || part.charCodeAt(0) > 0xdfff) return encodeURIComponent(part);
     const c = part.charCodeAt(0);
     return [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
   });
+}
+
+/** A template as sent, with `segments` and `query` given (percent-encoded). */
+export function asRequest(t: Template, segments: string[], query: string[]): FuzzRequest {
+  const path = `/${segments.join('/')}`;
+  return {
+    method: t.method,
+    target: query.length ? `${path}?${query.join('&')}` : path,
+    headers: {
+      'x-auth-token': 'admin',
+      accept: 'application/json',
+      'content-type': 'application/json',
+      'openstack-api-version': t.api === 'placement' ? 'placement latest' : 'accelerator latest',
+    },
+    body: t.body === undefined ? undefined : JSON.stringify(t.body),
+  };
+}
+
+/**
+ * Each parameter segment replaced by each odd segment; each query value by
+ * each odd string (percent-encoded, WTF-8 for unpaired surrogates); each odd
+ * query part added.
+ */
+export function everyUrlPartReplaced(t: Template): FuzzRequest[] {
+  const query = t.query.map(([k, v]) => `${encode(k)}=${encode(v)}`);
+  const requests: FuzzRequest[] = [];
+  for (const at of t.params) {
+    for (const odd of ODD_SEGMENTS)
+      requests.push(
+        asRequest(
+          t,
+          t.segments.map((s, i) => (i === at ? odd : s)),
+          query,
+        ),
+      );
+  }
+  query.forEach((_, at) => {
+    const key = encode(t.query[at]![0]);
+    for (const odd of HOSTILE_STRINGS)
+      requests.push(
+        asRequest(
+          t,
+          t.segments,
+          query.map((q, i) => (i === at ? `${key}=${encode(odd)}` : q)),
+        ),
+      );
+    requests.push(asRequest(t, t.segments, [...query, `${key}=${encode(t.query[at]![1])}`]));
+  });
+  for (const odd of ODD_QUERY_PARTS) requests.push(asRequest(t, t.segments, [...query, odd]));
+  return requests;
 }
 
 /** The parts of a request an attacker controls, one mutated per call. */
