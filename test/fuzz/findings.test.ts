@@ -167,3 +167,30 @@ describe('a body within the size limit that names tens of thousands of items', (
     }
   });
 });
+
+describe('a consumer named in another uuid form', () => {
+  it('reads back and deletes through the same path it was written to', async () => {
+    const rp = await provider(t, { inventory: { VCPU: { total: 8 } } });
+    const consumer = crypto.randomUUID();
+    for (const path of [consumer.toUpperCase(), consumer.replaceAll('-', ''), `{${consumer}}`]) {
+      const put = await t.call('PUT', `/allocations/${path}`, {
+        body: {
+          allocations: { [rp]: { resources: { VCPU: 1 } } },
+          project_id: 'p',
+          user_id: 'u',
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        },
+      });
+      expect(put.status, path).toBe(204);
+      const read = (await (await t.call('GET', `/allocations/${path}`)).json()) as {
+        allocations: Record<string, unknown>;
+        project_id: string;
+      };
+      expect(Object.keys(read.allocations), path).toEqual([rp]);
+      expect(read.project_id).toBe('p');
+      expect((await t.call('DELETE', `/allocations/${path}`)).status, path).toBe(204);
+      expect((await (await t.call('GET', `/allocations/${consumer}`)).json()) as unknown).toEqual({ allocations: {} });
+    }
+  });
+});
