@@ -176,15 +176,16 @@ export interface Template {
   params: number[];
   query: [string, string][];
   body?: unknown;
+  /** The microversion asked for (default latest): older ones take other body shapes. */
+  version?: string;
 }
 
-const P = (method: string, path: string, opts: Partial<Pick<Template, 'query' | 'body'>> = {}): Template =>
-  tpl('placement', method, path, opts);
-const A = (method: string, path: string, opts: Partial<Pick<Template, 'query' | 'body'>> = {}): Template =>
-  tpl('accelerator', method, `/accelerator${path}`, opts);
+type TemplateOptions = Partial<Pick<Template, 'query' | 'body' | 'version'>>;
+const P = (method: string, path: string, opts: TemplateOptions = {}): Template => tpl('placement', method, path, opts);
+const A = (method: string, path: string, opts: TemplateOptions = {}): Template => tpl('accelerator', method, `/accelerator${path}`, opts);
 
 /** `{x}` marks a parameter segment; the braces are dropped. */
-function tpl(api: Template['api'], method: string, path: string, opts: Partial<Pick<Template, 'query' | 'body'>>): Template {
+function tpl(api: Template['api'], method: string, path: string, opts: TemplateOptions): Template {
   const raw = path.split('/').slice(1);
   const params: number[] = [];
   const segments = raw.map((s, i) => {
@@ -193,7 +194,7 @@ function tpl(api: Template['api'], method: string, path: string, opts: Partial<P
     params.push(i);
     return m[1]!;
   });
-  return { api, method, segments, params, query: opts.query ?? [], body: opts.body };
+  return { api, method, segments, params, query: opts.query ?? [], body: opts.body, version: opts.version };
 }
 
 /** Every route of both APIs (and the diagnostics, dashboard and OpenAPI document) with a request it serves. */
@@ -374,6 +375,45 @@ export function templates(f: Fixtures, generation: number): Template[] {
       body: { devices: [{ key: 'k1', type: 'GPU', vendor: '10de', model: 'm', status: 'enabled', deployables: [] }] },
     }),
     A('GET', '/v2/outbox', { query: [['state', 'dead']] }),
+    // Older microversions, with the body shapes and query parameters they take.
+    P('PUT', `/allocations/{${f.consumer}}`, {
+      version: '1.0',
+      body: { allocations: [{ resource_provider: { uuid: rp }, resources: { VCPU: 1 } }] },
+    }),
+    P('PUT', `/allocations/{${f.consumer}}`, {
+      version: '1.8',
+      body: { allocations: [{ resource_provider: { uuid: rp }, resources: { VCPU: 1 } }], project_id: 'fuzz-p', user_id: 'fuzz-u' },
+    }),
+    P('PUT', `/allocations/{${f.consumer}}`, {
+      version: '1.12',
+      body: { allocations: { [rp]: { resources: { VCPU: 1 } } }, project_id: 'fuzz-p', user_id: 'fuzz-u' },
+    }),
+    P('POST', '/allocations', {
+      version: '1.13',
+      body: { [f.consumer]: { allocations: { [rp]: { resources: { VCPU: 1 } } }, project_id: 'fuzz-p', user_id: 'fuzz-u' } },
+    }),
+    P('POST', '/resource_providers', { version: '1.0', body: { name: `fuzz-old-${newRp}`, uuid: newRp } }),
+    P('PUT', `/resource_providers/{${rp}}/aggregates`, { version: '1.1', body: [f.aggregate] }),
+    P('PUT', `/resource_providers/{${rp}}/inventories`, {
+      version: '1.0',
+      body: { resource_provider_generation: generation, inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 4096 } } },
+    }),
+    P('GET', '/allocation_candidates', { version: '1.10', query: [['resources', 'VCPU:1']] }),
+    P('GET', '/allocation_candidates', {
+      version: '1.25',
+      query: [
+        ['resources1', 'VCPU:1'],
+        ['required1', 'HW_CPU_X86_AVX'],
+        ['member_of1', f.aggregate],
+      ],
+    }),
+    P('GET', '/resource_providers', { version: '1.3', query: [['member_of', `in:${f.aggregate}`]] }),
+    P('GET', '/usages', { version: '1.9', query: [['project_id', 'fuzz-p']] }),
+    A('POST', '/v2/device_profiles', {
+      version: 'accelerator 2.0',
+      body: [{ name: `fuzz-dp-old-${uuid()}`, groups: [{ 'resources:FPGA': '1' }] }],
+    }),
+    A('GET', `/v2/device_profiles/{${f.profileName}}`, { version: 'accelerator 2.1' }),
   ];
 }
 
@@ -728,6 +768,10 @@ export function encode(value: string): string {
   });
 }
 
+/** The template's OpenStack-API-Version header. */
+export const versionHeader = (t: Template) =>
+  t.api === 'placement' ? `placement ${t.version ?? 'latest'}` : (t.version ?? 'accelerator latest');
+
 /** A template as sent, with `segments` and `query` given (percent-encoded). */
 export function asRequest(t: Template, segments: string[], query: string[]): FuzzRequest {
   const path = `/${segments.join('/')}`;
@@ -738,7 +782,7 @@ export function asRequest(t: Template, segments: string[], query: string[]): Fuz
       'x-auth-token': 'admin',
       accept: 'application/json',
       'content-type': 'application/json',
-      'openstack-api-version': t.api === 'placement' ? 'placement latest' : 'accelerator latest',
+      'openstack-api-version': versionHeader(t),
     },
     body: t.body === undefined ? undefined : JSON.stringify(t.body),
   };
@@ -784,7 +828,7 @@ export function spoil(rng: Random, base: Template): FuzzRequest {
   const headers: Record<string, string> = {
     'x-auth-token': 'admin',
     accept: 'application/json',
-    'openstack-api-version': t.api === 'placement' ? 'placement latest' : 'accelerator latest',
+    'openstack-api-version': versionHeader(t),
   };
   let method = t.method;
   let rawQuery: string[] = t.query.map(([k, v]) => `${encode(k)}=${encode(v)}`);
