@@ -194,3 +194,15 @@ describe('a consumer named in another uuid form', () => {
     }
   });
 });
+
+describe('a host report for a hostname no compute node can have', () => {
+  it('is refused with 400 in the accelerator envelope', async () => {
+    const report = JSON.stringify({ devices: [{ key: 'k', type: 'GPU', vendor: 'v', model: 'm' }] });
+    const res = await acc('PUT', `/hosts/${'h'.repeat(256)}/devices`, report);
+    expect(res.status).toBe(400);
+    expect(await faultOf(res)).toBe('Invalid input: hostname must be at most 255 characters.');
+    const { rows } = await t.deps.store.client.execute('SELECT count(*) AS n FROM devices');
+    expect(Number(rows[0]!.n)).toBe(0);
+    expect((await acc('PUT', `/hosts/${'h'.repeat(255)}/devices`, report)).status).toBe(200);
+  });
+});
