@@ -65,6 +65,9 @@ async function recordChanges(app: TestApp): Promise<() => Promise<string[]>> {
   };
 }
 
+/** The path as the app sees it once the URL is parsed (app.request prefixes the origin). */
+const pathOf = (req: FuzzRequest) => new URL(`http://localhost${req.target}`).pathname;
+
 const describeRequest = (req: FuzzRequest) => {
   const body = req.body instanceof Uint8Array ? `bytes ${Buffer.from(req.body).toString('hex').slice(0, 400)}` : req.body?.slice(0, 400);
   return `${req.method} ${req.target.slice(0, 300)}\nheaders ${JSON.stringify(req.headers).slice(0, 300)}\nbody ${body}`;
@@ -74,7 +77,8 @@ const describeRequest = (req: FuzzRequest) => {
 async function envelopeProblem(req: FuzzRequest, res: Response): Promise<string | null> {
   const text = await res.text();
   if (req.method === 'HEAD') return text === '' ? null : 'a HEAD answer with a body';
-  const accelerator = /^\/accelerator(\/|$|\?)/.test(req.target);
+  // The API a path belongs to once the URL is parsed ("/accelerator/.." is the placement root).
+  const accelerator = /^\/accelerator(\/|$)/.test(pathOf(req));
   // Cyborg's "still binding" answer: 423 with no body, as upstream.
   if (accelerator && res.status === 423 && text === '') return null;
   let parsed: unknown;
@@ -112,7 +116,7 @@ async function envelopeProblem(req: FuzzRequest, res: Response): Promise<string 
 const partialDeleteAsUpstream = (req: FuzzRequest, res: Response) =>
   res.status === 404 &&
   req.method === 'DELETE' &&
-  new URL(req.target, 'http://localhost').pathname === '/accelerator/v2/accelerator_requests';
+  pathOf(req) === '/accelerator/v2/accelerator_requests';
 
 async function send(req: FuzzRequest): Promise<Response> {
   return t.app.request(req.target, { method: req.method, headers: req.headers, body: req.body });
@@ -142,7 +146,7 @@ async function roundTripProblem(req: FuzzRequest, res: Response): Promise<string
   if (req.body === undefined) return null;
   const sent = sentJson(req) as Record<string, unknown> | undefined;
   if (typeof sent !== 'object' || sent === null) return null;
-  const path = new URL(req.target, 'http://localhost').pathname;
+  const path = pathOf(req);
   const differs = (what: string, stored: unknown, given: unknown) =>
     given !== undefined && stored !== given ? `${what} was stored as ${JSON.stringify(stored)}, sent ${JSON.stringify(given)}` : null;
   if (/^\/resource_providers(\/[^/]+)?$/.test(path) && (req.method === 'POST' || req.method === 'PUT')) {

@@ -715,6 +715,32 @@ export const ODD_SEGMENTS = [
   '1e400',
 ];
 
+/** Whole paths at the edges of the mounts: prefixes, versions, trailing slashes. */
+const ODD_PATHS = [
+  '/acceleratorX',
+  '/accelerator/',
+  '/accelerator/v1',
+  '/accelerator/v3/device_profiles',
+  '/accelerator/v2/',
+  '/accelerator/v2//device_profiles',
+  '/accelerator/v2/device_profiles/',
+  '/diagnostics',
+  '/diagnostics/',
+  '/diagnosticsX',
+  '/dashboard/',
+  '/dashboard/api',
+  '/dashboard/api/',
+  '/dashboard/api/summary/',
+  '/dashboard/assets/',
+  '/openapi.json/',
+  '/openapi.jsonx',
+  '//',
+  '/resource_providers/',
+  '/traits/',
+  '/allocations/',
+  '/x'.repeat(500),
+];
+
 export const ODD_QUERY_PARTS = [
   '=',
   '&',
@@ -863,8 +889,9 @@ export function spoil(rng: Random, base: Template): FuzzRequest {
         }
       }
     } else if (area < 8) {
-      const kind = rng.int(5);
-      if (kind < 3 && t.params.length) t.segments[rng.pick(t.params)] = rng.pick(ODD_SEGMENTS);
+      const kind = rng.int(6);
+      if (kind === 5) t.segments = rng.pick(ODD_PATHS).split('/').slice(1);
+      else if (kind < 3 && t.params.length) t.segments[rng.pick(t.params)] = rng.pick(ODD_SEGMENTS);
       else if (kind === 3) t.segments.push(rng.pick(['', 'extra', '..', '%2F']));
       else t.segments.splice(1 + rng.int(t.segments.length), 0, rng.pick(['', 'x', '%2E']));
     } else if (area < 9) {
