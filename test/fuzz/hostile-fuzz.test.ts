@@ -28,13 +28,16 @@ const ROUNDS = Number(process.env.FUZZ_ROUNDS ?? 40);
 const CASES_PER_ROUND = Number(process.env.FUZZ_CASES ?? 60);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 
+// The app under test: each describe block below starts its own (they run one after another).
 let t: TestApp;
 let changedTables: () => Promise<string[]>;
-beforeAll(async () => {
-  t = await makeTestApp();
-  changedTables = await recordChanges(t);
-});
-afterAll(() => t.close());
+function appFor(env: Record<string, string>) {
+  beforeAll(async () => {
+    t = await makeTestApp(env);
+    changedTables = await recordChanges(t);
+  });
+  afterAll(() => t.close());
+}
 
 /**
  * Records every committed row change: a trigger per table and statement kind
@@ -114,9 +117,7 @@ async function envelopeProblem(req: FuzzRequest, res: Response): Promise<string 
  * for the missing ones (not idempotent, as upstream and its reference say).
  */
 const partialDeleteAsUpstream = (req: FuzzRequest, res: Response) =>
-  res.status === 404 &&
-  req.method === 'DELETE' &&
-  pathOf(req) === '/accelerator/v2/accelerator_requests';
+  res.status === 404 && req.method === 'DELETE' && pathOf(req) === '/accelerator/v2/accelerator_requests';
 
 async function send(req: FuzzRequest): Promise<Response> {
   return t.app.request(req.target, { method: req.method, headers: req.headers, body: req.body });
@@ -214,30 +215,36 @@ async function stillServes(fixtures: Fixtures) {
 const count = (statuses: Map<number, number>, keep: (status: number) => boolean) =>
   [...statuses].filter(([s]) => keep(s)).reduce((n, [, c]) => n + c, 0);
 
-describe('hostile input fuzz', () => {
-  it(`never fails, answers in the envelope and leaves data as it was (${ROUNDS} rounds x ${CASES_PER_ROUND} requests, seed ${SEED})`, async () => {
-    const rng = random(SEED);
-    const failures: string[] = [];
-    const statuses = new Map<number, number>();
-    for (let round = 0; round < ROUNDS && failures.length < 10; round++) {
-      const fixtures = await createFixtures(t, round);
-      for (let i = 0; i < CASES_PER_ROUND && failures.length < 10; i++) {
-        const index = rng.int(templates(fixtures, 0).length);
-        let base = templates(fixtures, 0)[index]!;
-        if (JSON.stringify(base.body ?? null).includes('resource_provider_generation')) {
-          base = templates(fixtures, await generationOf(fixtures.root))[index]!;
-        }
-        const failure = await check(spoil(rng, base), statuses);
-        if (failure) failures.push(failure);
+/** Random spoiled requests, ROUNDS x CASES_PER_ROUND from SEED, with fresh fixtures each round. */
+async function randomFuzz(rounds: number, seed: number) {
+  const rng = random(seed);
+  const failures: string[] = [];
+  const statuses = new Map<number, number>();
+  for (let round = 0; round < rounds && failures.length < 10; round++) {
+    const fixtures = await createFixtures(t, round);
+    for (let i = 0; i < CASES_PER_ROUND && failures.length < 10; i++) {
+      const index = rng.int(templates(fixtures, 0).length);
+      let base = templates(fixtures, 0)[index]!;
+      if (JSON.stringify(base.body ?? null).includes('resource_provider_generation')) {
+        base = templates(fixtures, await generationOf(fixtures.root))[index]!;
       }
-      await stillServes(fixtures);
+      const failure = await check(spoil(rng, base), statuses);
+      if (failure) failures.push(failure);
     }
-    if (process.env.FUZZ_VERBOSE) console.log(JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0]))));
-    expect(failures.join('\n\n')).toBe('');
-    // The fuzz reached past the edge: some requests were served, many refused.
-    expect(count(statuses, (s) => s < 300)).toBeGreaterThan(ROUNDS * CASES_PER_ROUND * 0.05);
-    expect(count(statuses, (s) => s >= 400)).toBeGreaterThan(ROUNDS * CASES_PER_ROUND * 0.3);
-  });
+    await stillServes(fixtures);
+  }
+  if (process.env.FUZZ_VERBOSE) console.log(JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0]))));
+  expect(failures.join('\n\n')).toBe('');
+  // The fuzz reached past the edge: some requests were served, many refused.
+  expect(count(statuses, (s) => s < 300)).toBeGreaterThan(rounds * CASES_PER_ROUND * 0.05);
+  expect(count(statuses, (s) => s >= 400)).toBeGreaterThan(rounds * CASES_PER_ROUND * 0.3);
+}
+
+describe('hostile input fuzz', () => {
+  appFor({});
+
+  it(`never fails, answers in the envelope and leaves data as it was (${ROUNDS} rounds x ${CASES_PER_ROUND} requests, seed ${SEED})`, () =>
+    randomFuzz(ROUNDS, SEED));
 
   it('takes every odd string and number in every field of every body, or refuses it cleanly', async () => {
     const failures: string[] = [];
@@ -298,4 +305,19 @@ describe('hostile input fuzz', () => {
     if (process.env.FUZZ_VERBOSE) console.log(JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0]))));
     expect(failures.join('\n\n')).toBe('');
   });
+});
+
+describe('hostile input fuzz in token mode, with CORS and a 4 KiB body limit', () => {
+  appFor({
+    PLACEMENT_AUTH_STRATEGY: 'token',
+    PLACEMENT_AUTH_TOKENS: JSON.stringify({
+      admin: { roles: ['admin'], project_id: 'ops', user_id: 'root' },
+      user: { roles: ['member', 'reader'], project_id: 'fuzz-p', user_id: 'fuzz-u' },
+      svc: { roles: ['service'], project_id: 'service' },
+    }),
+    PLACEMENT_CORS_ALLOWED_ORIGIN: 'https://dash.example',
+    PLACEMENT_MAX_BODY_BYTES: '4096',
+  });
+
+  it('never fails, answers in the envelope and leaves data as it was', () => randomFuzz(Math.ceil(ROUNDS / 4), SEED + 1));
 });

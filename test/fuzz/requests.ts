@@ -895,7 +895,7 @@ export function spoil(rng: Random, base: Template): FuzzRequest {
       else if (kind === 3) t.segments.push(rng.pick(['', 'extra', '..', '%2F']));
       else t.segments.splice(1 + rng.int(t.segments.length), 0, rng.pick(['', 'x', '%2E']));
     } else if (area < 9) {
-      const kind = rng.int(9);
+      const kind = rng.int(10);
       if (kind === 0) delete headers['x-auth-token'];
       else if (kind === 1) headers['x-auth-token'] = rng.pick(['', 'user', 'user:project', 'admin:', ':', '\u00ff']);
       else if (kind === 2) {
@@ -933,7 +933,15 @@ export function spoil(rng: Random, base: Template): FuzzRequest {
       else if (kind === 4) headers['x-openstack-request-id'] = rng.pick(['req-x', '\u00ff', 'x'.repeat(1000)]);
       else if (kind === 5) headers['x-service-token'] = 'svc';
       else if (kind === 6) headers['x-roles'] = rng.pick(['', 'admin', 'reader', 'service,member']);
-      else
+      else if (kind === 7) {
+        // CORS: a simple request or a preflight, from the allowed origin or another.
+        headers.origin = rng.pick(['https://dash.example', 'https://evil.example', 'null', '']);
+        if (rng.chance(0.5)) {
+          method = 'OPTIONS';
+          headers['access-control-request-method'] = rng.pick(['GET', 'PUT', 'DELETE', 'FOO', '']);
+          headers['access-control-request-headers'] = rng.pick(['x-auth-token', 'openstack-api-version, content-type', 'x-evil', '']);
+        }
+      } else
         headers['content-type'] = rng.pick([
           '',
           'text/plain',
