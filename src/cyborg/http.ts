@@ -88,6 +88,8 @@ function cyborgBodyError(problem: BodyProblem): ApiError {
     case 'malformed':
     case 'not-utf8':
       return cyborgError(400, 'Malformed JSON in request body.');
+    case 'incomplete':
+      return cyborgError(400, 'The request body was not received completely.');
     case 'too-deep':
       return cyborgError(400, `Invalid input: the body is nested deeper than ${problem.limit} levels.`);
     case 'control-character':

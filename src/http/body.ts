@@ -20,6 +20,7 @@ export type BodyProblem =
   | { kind: 'too-large'; limit: number }
   | { kind: 'malformed'; message: string }
   | { kind: 'not-utf8' }
+  | { kind: 'incomplete' }
   | { kind: 'too-deep'; limit: number }
   | { kind: 'control-character'; path: (string | number)[]; value: string; char: string }
   | { kind: 'unpaired-surrogate'; path: (string | number)[]; value: string; char: string };
@@ -40,6 +41,19 @@ function decodeUtf8(bytes: ArrayBuffer | Uint8Array): string {
   }
 }
 
+/**
+ * A read of the body stream; its failure (the client went away mid-body, or
+ * sent a chunked body Node's parser gave up on) is the client's error, not
+ * the service's.
+ */
+async function received<T>(read: Promise<T>): Promise<T> {
+  try {
+    return await read;
+  } catch {
+    throw new BodyError({ kind: 'incomplete' });
+  }
+}
+
 /** Reads the body as text, refusing more than `limit` bytes (by Content-Length, then while reading). */
 export async function readLimitedText(request: Request, limit: number): Promise<string> {
   const declared = request.headers.get('content-length');
@@ -49,7 +63,7 @@ export async function readLimitedText(request: Request, limit: number): Promise<
     // it), so it is read whole: under @hono/node-server straight off the
     // socket, without building a fetch Request, a web stream and an
     // AbortSignal for it (an eighth of a claim's server CPU).
-    const bytes = await request.arrayBuffer();
+    const bytes = await received(request.arrayBuffer());
     if (bytes.byteLength > limit) throw new BodyError({ kind: 'too-large', limit });
     return decodeUtf8(bytes);
   }
@@ -58,7 +72,7 @@ export async function readLimitedText(request: Request, limit: number): Promise<
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await received(reader.read());
     if (done) break;
     size += value.byteLength;
     if (size > limit) {

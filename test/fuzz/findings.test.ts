@@ -206,3 +206,36 @@ describe('a host report for a hostname no compute node can have', () => {
     expect((await acc('PUT', `/hosts/${'h'.repeat(255)}/devices`, report)).status).toBe(200);
   });
 });
+
+describe('a body whose stream fails part way (the client went away)', () => {
+  it('is a 400 in each envelope, not an internal error', async () => {
+    const broken = () =>
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"name": "half'));
+          controller.error(new Error('aborted'));
+        },
+      });
+    const logged: unknown[] = [];
+    const log = t.deps.log;
+    t.deps.log = { ...log, error: (...args: unknown[]) => void logged.push(args) };
+    try {
+      const send = (path: string, version: string) =>
+        t.app.request(path, {
+          method: 'POST',
+          headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': version },
+          body: broken(),
+          duplex: 'half',
+        } as RequestInit);
+      const placement = await send('/resource_providers', 'placement latest');
+      expect(placement.status).toBe(400);
+      expect((await errorOf(placement)).detail).toContain('The request body was not received completely.');
+      const cyborg = await send('/accelerator/v2/device_profiles', 'accelerator latest');
+      expect(cyborg.status).toBe(400);
+      expect(await faultOf(cyborg)).toBe('The request body was not received completely.');
+      expect(logged).toEqual([]);
+    } finally {
+      t.deps.log = log;
+    }
+  });
+});
