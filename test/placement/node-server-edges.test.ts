@@ -112,6 +112,39 @@ describe('oversized heads', () => {
     expect(placementError(res).detail).toContain('headers are too large');
   });
 
+  it('answers whatever else the HTTP parser refuses with 400 in the envelope', async () => {
+    const head = 'x-auth-token: s3cret-admin\r\ncontent-type: application/json\r\nconnection: close\r\n';
+    const cases = [
+      `GET /resource_providers HTTP/1.1\r\nhost: x\r\n${head}x-a: a\x01b\r\n\r\n`,
+      `GET /resource providers HTTP/1.1\r\nhost: x\r\n${head}\r\n`,
+      `GET /resource_providers HTTP/1.1\nhost: x\nconnection: close\n\n`,
+      `POST /resource_providers HTTP/1.1\r\nhost: x\r\n${head}transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+    ];
+    for (const data of cases) {
+      const res = await raw(server, data);
+      expect(res.status, JSON.stringify(data)).toBe(400);
+      expect(placementError(res).detail).toContain('The request is not valid HTTP/1.1: ');
+    }
+    const accel = await raw(
+      server,
+      `POST /accelerator/v2/device_profiles HTTP/1.1\r\nhost: x\r\n${head}transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+    );
+    expect(accel.status).toBe(400);
+    expect(cyborgFault(accel).faultstring).toBe('The request is not valid HTTP/1.1: Invalid character in chunk size.');
+  });
+
+  it('answers a request without Host, or with a target that is no path, with 400 in the envelope', async () => {
+    const noHost = await raw(
+      server,
+      'GET /accelerator/v2/device_profiles HTTP/1.1\r\nx-auth-token: s3cret-admin\r\nconnection: close\r\n\r\n',
+    );
+    expect(noHost.status).toBe(400);
+    expect(cyborgFault(noHost).faultstring).toBe('The request has no Host header; HTTP/1.1 requires one.');
+    const star = await raw(server, request('OPTIONS', '*', ADMIN));
+    expect(star.status).toBe(400);
+    expect(placementError(star).detail).toContain('The request could not be read: Invalid URL');
+  });
+
   it('keeps answering a non-integer content-length in the envelope', async () => {
     const res = await raw(
       server,
