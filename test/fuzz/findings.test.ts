@@ -239,3 +239,25 @@ describe('a body whose stream fails part way (the client went away)', () => {
     }
   });
 });
+
+describe('an allocation candidate search whose combinations are all refused late', () => {
+  it('stops at PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS and answers with what it found', async () => {
+    const app = await makeTestApp({ PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: '300' });
+    try {
+      const root = await provider(app, {});
+      for (let i = 0; i < 20; i++) await provider(app, { parent: root, inventory: { VCPU: { total: 4 } } });
+      // Eight groups that must share a subtree, on twenty sibling children:
+      // 20^8 combinations, each refused only once all eight are chosen.
+      const groups = Array.from({ length: 8 }, (_, i) => `resources${i + 1}=VCPU:1`).join('&');
+      const query = `${groups}&group_policy=none&same_subtree=${Array.from({ length: 8 }, (_, i) => i + 1).join(',')}`;
+      const started = Date.now();
+      const res = await app.call('GET', `/allocation_candidates?${query}`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ allocation_requests: [], provider_summaries: {} });
+      expect((await app.call('GET', `/diagnostics/allocation_candidates?${query}`)).status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      app.close();
+    }
+  });
+});
