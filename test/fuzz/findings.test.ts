@@ -261,3 +261,24 @@ describe('an allocation candidate search whose combinations are all refused late
     }
   });
 });
+
+describe('ids given as strings of digits', () => {
+  it('are refused beyond JavaScript exact integers instead of reaching SQLite as Infinity', async () => {
+    const message = 'must be at most 9007199254740991';
+    for (const digits of ['9'.repeat(17), '9'.repeat(400)]) {
+      const list = await t.app.request(`/accelerator/v2/attributes?deployable_id=${digits}`, { headers: { 'x-auth-token': 'admin' } });
+      expect(list.status).toBe(400);
+      expect(await faultOf(list)).toBe(`Invalid input: deployable_id: ${message}`);
+      const create = await acc('POST', '/attributes', JSON.stringify({ deployable_id: digits, key: 'k', value: 'v' }));
+      expect(create.status).toBe(400);
+      expect(await faultOf(create)).toBe(`Invalid input: deployable_id: ${message}`);
+      const arq = await acc(
+        'POST',
+        '/accelerator_requests',
+        JSON.stringify({ device_profile_name: 'any', device_profile_group_id: digits }),
+      );
+      expect(arq.status).toBe(400);
+      expect(await faultOf(arq)).toBe(`Invalid input: device_profile_group_id: ${message}`);
+    }
+  });
+});

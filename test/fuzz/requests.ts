@@ -451,6 +451,8 @@ export const HOSTILE_VALUES: readonly unknown[] = [
   '-1',
   '1.5',
   '1e400',
+  '99999999999999999',
+  '9'.repeat(400),
   'NaN',
   'Infinity',
   'true',
