@@ -185,8 +185,12 @@ async function generationOf(uuid: string): Promise<number> {
 async function check(req: FuzzRequest, statuses: Map<number, number>): Promise<string | null> {
   await changedTables();
   let res: Response;
+  const started = performance.now();
   try {
     res = await send(req);
+    // By hand (FUZZ_VERBOSE): requests that took long, to look for slow paths.
+    const took = performance.now() - started;
+    if (process.env.FUZZ_VERBOSE && took > 200) console.log(`slow (${Math.round(took)} ms, ${res.status})\n${describeRequest(req)}`);
   } catch (err) {
     return `threw ${String(err)}\n${describeRequest(req)}`;
   }
