@@ -27,8 +27,8 @@ export const AgentConfigSchema = z
     initial_ram_allocation_ratio: ratio.default(1.5),
     initial_disk_allocation_ratio: ratio.default(1.0),
     provider_config_location: z.string().default('/etc/placement-agent/provider_config'),
-    /** files writable by others than the agent's user: refuse (default) or warn */
-    provider_config_permissions: z.enum(['refuse', 'warn']).default('refuse'),
+    /** files writable by others than the agent's user: warn (default: Nova starts with them) or refuse */
+    provider_config_permissions: z.enum(['refuse', 'warn']).default('warn'),
     /** aggregates the compute node is put in (added, never removed) */
     aggregates: z.preprocess(
       (v) =>

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { loadAgentConfig, ConfigError, type AgentConfig } from './config.js';
 import { discover, type Discovery } from './discover/index.js';
 import { providerUuid } from './discover/uuid.js';
-import { formatProblem, loadProviderConfigs, type ConfiguredProvider } from './provider-config/load.js';
+import { formatProblem, loadProviderConfigs, providerConfigsAsJson, type ConfiguredProvider } from './provider-config/load.js';
 import { mergeProviderConfigs, ProviderConfigConflictError } from './provider-config/merge.js';
 import { ratioSettings } from './ratios/index.js';
 import { PlacementClient, PlacementError, ServiceUnavailableError, type FetchLike } from './report/client.js';
@@ -158,17 +158,12 @@ async function discoverCommand(config: AgentConfig, json: boolean, io: Io): Prom
   return 0;
 }
 
-/** The `--json` shape other tools compare with Nova's loader. */
-export function providerConfigJson(providers: readonly ConfiguredProvider[]): unknown[] {
-  return providers.map((p) => ({ id: p.id, identification: p.identification, inventories: p.inventories, traits: p.traits }));
-}
-
 function validateCommand(dir: string, json: boolean, strictPermissions: boolean, io: Io): number {
   const result = loadProviderConfigs(dir, { permissions: strictPermissions ? 'refuse' : 'warn' });
   for (const warning of result.warnings) io.err(`warning: ${formatProblem(warning)}`);
   for (const error of result.errors) io.err(`error: ${formatProblem(error)}`);
   if (result.errors.length > 0) return 1;
-  if (json) io.out(JSON.stringify(providerConfigJson(result.providers)));
+  if (json) io.out(providerConfigsAsJson(result.providers));
   else io.out(`${result.files.length} file(s), ${result.providers.length} provider(s): OK`);
   return 0;
 }
@@ -182,8 +177,7 @@ async function reportCommand(command: 'once' | 'run', config: AgentConfig, io: I
   // Provider configs are read once, at startup; a bad one stops the agent.
   const loaded = loadProviderConfigs(config.provider_config_location, { permissions: config.provider_config_permissions });
   for (const w of loaded.warnings) log.warn(formatProblem(w));
-  const missingDir = loaded.errors.length === 1 && loaded.files.length === 0 && /ENOENT/.test(loaded.errors[0].message);
-  if (loaded.errors.length > 0 && !missingDir) {
+  if (loaded.errors.length > 0) {
     for (const e of loaded.errors) io.err(`error: ${formatProblem(e)}`);
     io.err('refusing to start: fix the provider config files above');
     return 1;

@@ -11,7 +11,7 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('agent configuration', () => {
-  it('defaults: ratios unset, initial 16.0 / 1.5 / 1.0, 512 MB reserved, refuse loose config files', () => {
+  it('defaults: ratios unset, initial 16.0 / 1.5 / 1.0, 512 MB reserved, loose config files only warned about (as Nova loads them)', () => {
     const config = loadAgentConfig({ env: {} });
     expect(config).toMatchObject({
       root: '/',
@@ -20,7 +20,7 @@ describe('agent configuration', () => {
       initial_cpu_allocation_ratio: 16,
       initial_ram_allocation_ratio: 1.5,
       initial_disk_allocation_ratio: 1,
-      provider_config_permissions: 'refuse',
+      provider_config_permissions: 'warn',
       aggregates: [],
     });
     expect(config.cpu_allocation_ratio).toBeUndefined();

@@ -31,6 +31,21 @@ function file(name: string, text: string, mode = 0o644): string {
 
 const UUID = '5b9f2a3c-1d4e-4f60-8a7b-9c0d1e2f3a4b';
 
+// The example of the provider-config-file spec (seed 000), verbatim.
+const SPEC_EXAMPLE = `meta:
+  schema_version: 1.0
+providers:
+  - identification:
+      uuid: $COMPUTE_NODE
+    inventories:
+      additional:
+        CUSTOM_LLC:
+          total: 22
+    traits:
+      additional:
+        - CUSTOM_P_STATE_ENABLED
+`;
+
 async function validateJson(target: string): Promise<{ code: number; out: string[]; err: string[] }> {
   const out: string[] = [];
   const err: string[] = [];
@@ -51,23 +66,34 @@ describe('schema file', () => {
 });
 
 describe('valid files', () => {
-  it("accepts the spec's example (unquoted 1.0, mapping form) and prints the --json shape", async () => {
+  it("refuses the spec's example as written (unquoted 1.0, mapping form), as Nova's loader does", async () => {
+    file('10-llc.yaml', SPEC_EXAMPLE);
+    const { code, err } = await validateJson(dir);
+    expect(code).toBe(1);
+    expect(err.join('\n')).toMatch(/Unable to detect schema version from 1\.0/);
+    file('10-llc.yaml', SPEC_EXAMPLE.replace('1.0', "'1.0'"));
+    const quoted = await validateJson(dir);
+    expect(quoted.code).toBe(1);
+    expect(quoted.err.join('\n')).toMatch(/inventories\.additional: .* is not of type 'array'/);
+  });
+
+  it("accepts the spec's example with a quoted '1.0' and Nova's list form, and prints the --json shape", async () => {
     file(
       '10-llc.yaml',
       `meta:
-  schema_version: 1.0
+  schema_version: '1.0'
 providers:
   - identification:
       uuid: $COMPUTE_NODE
     inventories:
       additional:
-        CUSTOM_LLC:
-          total: 22
-          reserved: 2
-          min_unit: 1
-          max_unit: 11
-          step_size: 1
-          allocation_ratio: 1
+        - CUSTOM_LLC:
+            total: 22
+            reserved: 2
+            min_unit: 1
+            max_unit: 11
+            step_size: 1
+            allocation_ratio: 1
     traits:
       additional:
         - CUSTOM_P_STATE_ENABLED
@@ -132,7 +158,7 @@ base: &base {total: 3}
 providers:
   - identification: {name: first}
     identification: {name: y}
-    inventories: {additional: {CUSTOM_A: {<<: *base, reserved: 1}}}
+    inventories: {additional: [{CUSTOM_A: {<<: *base, reserved: 1}}]}
   - identification: {name: n}
     traits: {additional: [CUSTOM_N]}
 `,
@@ -145,11 +171,25 @@ providers:
     ]);
   });
 
+  it('--json writes integers past 2^53 exactly and an infinite ratio as Python does (Infinity)', async () => {
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: n1}\n    inventories: {additional: [{CUSTOM_A: {total: 99999999999999999999, reserved: 7, allocation_ratio: .inf}}]}\n`,
+    );
+    const { code, out } = await validateJson(dir);
+    expect(code).toBe(0);
+    expect(out.join('')).toBe(
+      '[{"id":"n1","identification":{"name":"n1"},"inventories":{"CUSTOM_A":{"total":99999999999999999999,"reserved":7,"allocation_ratio":Infinity}},"traits":[]}]',
+    );
+  });
+
   it('warns on an unknown minor version but loads the file', () => {
     file('a.yaml', `meta: {schema_version: '1.7'}\nproviders: []\n`);
     const result = loadProviderConfigs(dir);
     expect(result.errors).toEqual([]);
-    expect(result.warnings.map((w) => w.message)).toEqual([expect.stringContaining('not minor 7')]);
+    expect(result.warnings.map((w) => w.message)).toEqual([
+      expect.stringContaining('schema version 1.7: Nova supports the major version, but not the minor'),
+    ]);
   });
 
   it('an empty directory is valid and defines nothing', async () => {
@@ -179,24 +219,28 @@ describe('invalid files', () => {
     [
       'unknown identification method',
       `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {serial: abc}\n`,
-      /unsupported identification method 'serial'/,
+      /Additional properties are not allowed \('serial' unexpected\)/,
     ],
     [
       'missing identification',
       `meta: {schema_version: '1.0'}\nproviders:\n  - traits: {additional: [CUSTOM_A]}\n`,
       /'identification' is a required property/,
     ],
-    ['bad uuid', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: not-a-uuid}\n`, /does not match|must/],
-    ['empty name', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: ''}\n`, /fewer than 1/],
+    [
+      'bad uuid',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: not-a-uuid}\n`,
+      /is not a uuid or '\$COMPUTE_NODE'/,
+    ],
+    ['empty name', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: ''}\n`, /'' is too short/],
     [
       'standard resource class',
       `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: [{VCPU: {total: 2}}]}\n`,
-      /only CUSTOM_ resource classes/,
+      /only custom resource classes are allowed: VCPU/,
     ],
     [
       'standard trait',
       `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    traits: {additional: [HW_CPU_X86_AVX2]}\n`,
-      /only CUSTOM_ traits/,
+      /only custom traits are allowed: \['HW_CPU_X86_AVX2'\]/,
     ],
     [
       'lower-case trait',
@@ -205,31 +249,41 @@ describe('invalid files', () => {
     ],
     [
       'missing total',
-      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {reserved: 1}}}\n`,
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: [{CUSTOM_A: {reserved: 1}}]}\n`,
       /'total' is a required property/,
     ],
     [
       'unknown inventory field',
-      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1, totl: 2}}}\n`,
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: [{CUSTOM_A: {total: 1, totl: 2}}]}\n`,
       /'totl' was unexpected/,
     ],
     [
       'float total',
-      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1.5}}}\n`,
-      /must be integer/,
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: [{CUSTOM_A: {total: 1.5}}]}\n`,
+      /1\.5 is not of type 'integer'/,
     ],
     [
       '1e3 is a string in YAML 1.1',
-      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1e3}}}\n`,
-      /must be integer/,
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: [{CUSTOM_A: {total: 1e3}}]}\n`,
+      /'1e3' is not of type 'integer'/,
     ],
     [
       'a YAML 1.1 timestamp is no string',
       `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: 2001-12-14}\n`,
-      /must be string/,
+      /2001-12-14 is not of type 'string'/,
     ],
-    ['off is a boolean in YAML 1.1', `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: off}\n`, /must be string/],
-    ['providers not a list', `meta: {schema_version: '1.0'}\nproviders: {a: 1}\n`, /must be array/],
+    [
+      'off is a boolean in YAML 1.1',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: off}\n`,
+      /False is not of type 'string'/,
+    ],
+    ['providers not a list', `meta: {schema_version: '1.0'}\nproviders: {a: 1}\n`, /is not of type 'array'/],
+    ['unquoted 1.0 is a float', 'meta: {schema_version: 1.0}\n', /Unable to detect schema version from 1\.0/],
+    [
+      'the mapping form of inventories.additional',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: x}\n    inventories: {additional: {CUSTOM_A: {total: 1}}}\n`,
+      /is not of type 'array'/,
+    ],
     ['reserved __source_file', `meta: {schema_version: '1.0'}\n__source_file: x\n`, /reserved/],
     ['broken YAML', `meta: {schema_version: '1.0'\nproviders: [\n`, /Unable to load yaml file/],
   ];
@@ -267,7 +321,7 @@ providers:
       column: 20,
     });
     expect(formatProblem(errors[0])).toBe(
-      `${join(dir, 'gpu.yaml')}:11:20: providers[1] (name: gpu-1): inventories.additional.0.CUSTOM_SLICE.total: must be integer`,
+      `${join(dir, 'gpu.yaml')}:11:20: providers[1] (name: gpu-1): inventories.additional.0.CUSTOM_SLICE.total: 'many' is not of type 'integer'`,
     );
   });
 
@@ -284,8 +338,8 @@ providers:
     );
     const { errors, providers } = loadProviderConfigs(dir);
     expect(errors.map((e) => e.message)).toEqual([
-      `Provider $COMPUTE_NODE has multiple definitions in source file(s): ${join(dir, 'a.yaml')}, ${join(dir, 'b.yaml')}`,
-      `Provider n2 has multiple definitions in source file(s): ${join(dir, 'c.yaml')}`,
+      'Provider $COMPUTE_NODE has multiple definitions in source file(s): a.yaml, b.yaml',
+      'Provider n2 has multiple definitions in source file(s): c.yaml',
     ]);
     expect(providers.map((p) => p.id)).toEqual(['$COMPUTE_NODE', 'n1', 'n2']);
   });
@@ -314,7 +368,7 @@ providers:
   - identification: {uuid: $COMPUTE_NODE}
     traits: {additional: [CUSTOM_FROM_WILDCARD]}
   - identification: {name: host1_pci_0000_3b_00_0}
-    inventories: {additional: {CUSTOM_GPU_SLICE: {total: 7}}}
+    inventories: {additional: [{CUSTOM_GPU_SLICE: {total: 7}}]}
 `,
     );
     const configs = loadProviderConfigs(dir).providers;
@@ -330,7 +384,34 @@ providers:
     expect(merged.providers[0].traits).toEqual(['COMPUTE_NODE', 'CUSTOM_EXPLICIT']);
   });
 
-  it('a config trait or inventory the agent manages: refuse at startup, warn and ignore later', () => {
+  it('a config inventory the agent reports: refuse at startup, warn and ignore later', () => {
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}
+providers:
+  - identification: {name: host1}
+    inventories: {additional: [{CUSTOM_EXTRA: {total: 2}}]}
+  - identification: {name: host1_pci_0000_3b_00_0}
+    inventories: {additional: [{PGPU: {total: 4}}]}
+`,
+    );
+    // PGPU is not CUSTOM_: the loader refuses it first, as Nova does.
+    expect(loadProviderConfigs(dir).errors.map((e) => e.message)).toEqual([
+      'Invalid resource class, only custom resource classes are allowed: PGPU',
+    ]);
+    const agentTree: DiscoveredProvider[] = [tree[0], { ...tree[1], inventories: { CUSTOM_SLICE: { total: 1 } } }];
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: host1_pci_0000_3b_00_0}\n    inventories: {additional: [{CUSTOM_SLICE: {total: 4}}, {CUSTOM_EXTRA: {total: 2}}]}\n`,
+    );
+    const configs = loadProviderConfigs(dir).providers;
+    expect(() => mergeProviderConfigs(agentTree, configs, uuidOf, { startup: true })).toThrow(ProviderConfigConflictError);
+    const later = mergeProviderConfigs(agentTree, configs, uuidOf, { startup: false });
+    expect(later.conflicts).toEqual([expect.stringContaining('inventory CUSTOM_SLICE is managed by the agent')]);
+    expect(later.providers[1].inventories).toEqual({ CUSTOM_SLICE: { total: 1 }, CUSTOM_EXTRA: { total: 2 } });
+  });
+
+  it('a config trait the provider already has is no conflict (Nova leaves custom traits out of its check)', () => {
     file(
       'a.yaml',
       `meta: {schema_version: '1.0'}
@@ -339,11 +420,23 @@ providers:
     traits: {additional: [CUSTOM_GPU_NVIDIA, CUSTOM_EXTRA]}
 `,
     );
+    const merged = mergeProviderConfigs(tree, loadProviderConfigs(dir).providers, uuidOf, { startup: true });
+    expect(merged.conflicts).toEqual([]);
+    expect(merged.providers[1].traits).toEqual(['CUSTOM_EXTRA', 'CUSTOM_GPU_NVIDIA']);
+  });
+
+  it('one provider identified by both its name and its uuid is a conflict (Nova: ValueError)', () => {
+    file(
+      'a.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {name: host1}\n    traits: {additional: [CUSTOM_BY_NAME]}\n`,
+    );
+    file(
+      'b.yaml',
+      `meta: {schema_version: '1.0'}\nproviders:\n  - identification: {uuid: ${UUID}}\n    traits: {additional: [CUSTOM_BY_UUID]}\n`,
+    );
     const configs = loadProviderConfigs(dir).providers;
-    expect(() => mergeProviderConfigs(tree, configs, uuidOf, { startup: true })).toThrow(ProviderConfigConflictError);
-    const later = mergeProviderConfigs(tree, configs, uuidOf, { startup: false });
-    expect(later.conflicts).toEqual([expect.stringContaining('trait CUSTOM_GPU_NVIDIA is managed by the agent')]);
-    expect(later.providers[1].traits).toEqual(['CUSTOM_EXTRA', 'CUSTOM_GPU_NVIDIA']);
+    expect(() => mergeProviderConfigs(tree, configs, uuidOf, { startup: true })).toThrow(/specified using both name 'host1' and uuid/);
+    expect(mergeProviderConfigs(tree, configs, uuidOf, { startup: false }).unmatched).toEqual([]);
   });
 });
 
@@ -401,20 +494,27 @@ describe('fixture directories: parity with Nova loading through PyYAML', () => {
     expect(providers.map((p) => p.id)).toEqual(['gpu\thost']);
   });
 
-  it('an alias bomb is refused with an error, not expanded (and does not crash the loader)', () => {
-    const { errors } = load('alias-bomb');
-    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/Unable to load yaml file: .*alias/i)]);
+  it('an alias bomb under an unknown key loads at once, as in Nova: aliases are shared, never expanded', () => {
+    const started = process.hrtime.bigint();
+    const { errors, providers } = load('alias-bomb');
+    expect(errors).toEqual([]);
+    expect(providers).toEqual([]);
+    // Expanding it would mean a billion nodes; sharing them is instant.
+    expect(Number(process.hrtime.bigint() - started) / 1e9).toBeLessThan(5);
   });
 
-  it('.inf and .nan in any inventory field, in either form, are refused naming each field', () => {
-    const { errors, providers } = load('non-finite');
-    expect(providers).toEqual([]);
+  it('.inf and .nan: refused where Nova wants an integer, accepted (with a warning) as allocation_ratio', () => {
+    const { errors, warnings, providers } = load('non-finite');
+    // 10-ratio.yaml alone is fine; the directory is refused for 20-list-form.yaml.
+    expect(providers.map((p) => p.inventories)).toEqual([{ CUSTOM_LLC: { total: 22, allocation_ratio: Infinity } }]);
     const dir = fixture('non-finite');
     expect(errors.map(formatProblem)).toEqual([
-      `${join(dir, '10-ratio.yaml')}:10:29: providers[0] (uuid: ${UUID}): inventories.additional.CUSTOM_LLC.allocation_ratio: .inf is not a finite number (infinity and NaN cannot be sent to Placement)`,
-      `${join(dir, '20-list-form.yaml')}:9:20: providers[0] (name: gpu-host-1): inventories.additional.0.CUSTOM_SLICE.total: -.Inf is not a finite number (infinity and NaN cannot be sent to Placement)`,
-      `${join(dir, '20-list-form.yaml')}:10:23: providers[0] (name: gpu-host-1): inventories.additional.0.CUSTOM_SLICE.reserved: .NaN is not a finite number (infinity and NaN cannot be sent to Placement)`,
+      `${join(dir, '20-list-form.yaml')}:9:20: providers[0] (name: gpu-host-1): inventories.additional.0.CUSTOM_SLICE.total: -inf is not of type 'integer'`,
+      `${join(dir, '20-list-form.yaml')}:10:23: providers[0] (name: gpu-host-1): inventories.additional.0.CUSTOM_SLICE.reserved: nan is not of type 'integer'`,
     ]);
+    expect(warnings.map((w) => w.message)).toContainEqual(
+      expect.stringMatching(/CUSTOM_LLC allocation_ratio is Infinity: Nova accepts it, but Placement will refuse/),
+    );
   });
 
   it('entries with nothing to set are dropped with a warning: not reported, no duplicate, no shadowing of $COMPUTE_NODE', async () => {
@@ -430,7 +530,7 @@ describe('fixture directories: parity with Nova loading through PyYAML', () => {
       ].map(([entry, line, id]) => [
         entry,
         line,
-        `Provider ${id} defined in ${join(fixture('noop-entries'), '10-noop.yaml')} has no additional inventories or traits and will be ignored`,
+        `Provider ${id} defined in ${join(fixture('noop-entries'), '10-noop.yaml')} has no additional inventories or traits and will be ignored.`,
       ]),
     );
 

@@ -1,7 +1,11 @@
-// Merges loaded provider configs into the discovered tree (seed 000):
-// uuid/name entries win over $COMPUTE_NODE (which applies to the compute node
-// only); a config inventory or trait the agent already manages is a conflict:
-// at startup the agent refuses to start, later it warns and ignores it.
+// Merges loaded provider configs into the discovered tree (seed 000), as
+// Nova's resource tracker does (_merge_provider_configs): uuid/name entries win
+// over $COMPUTE_NODE (which applies to the compute node only); one provider
+// identified by both its uuid and its name is a conflict; a config inventory
+// of a resource class the agent already reports is a conflict. A config trait
+// never is (they are all CUSTOM_, and Nova leaves custom traits out of its
+// check): one the provider already has stays. At startup a conflict stops the
+// agent; later it is warned about and the conflicting part ignored (the spec).
 import type { DiscoveredProvider } from '../discover/types.js';
 import type { ConfiguredProvider } from './load.js';
 import { COMPUTE_NODE } from './schema.js';
@@ -29,7 +33,15 @@ export function mergeProviderConfigs(
   const used = new Set<string>();
   const conflicts: string[] = [];
   const providers = tree.map((provider) => {
-    const explicit = byId.get(uuidOf(provider.name)) ?? byId.get(provider.name);
+    const byUuid = byId.get(uuidOf(provider.name));
+    const byName = byId.get(provider.name);
+    if (byUuid && byName && byUuid !== byName) {
+      conflicts.push(
+        `${byName.sourceFile} providers[${byName.index}] and ${byUuid.sourceFile} providers[${byUuid.index}]: the same provider ${provider.name} is specified using both name '${provider.name}' and uuid '${uuidOf(provider.name)}'`,
+      );
+      used.add(byName.id);
+    }
+    const explicit = byUuid ?? byName;
     const config = explicit ?? (provider.parentName === undefined ? byId.get(COMPUTE_NODE) : undefined);
     if (!config) return provider;
     used.add(config.id);
@@ -42,14 +54,7 @@ export function mergeProviderConfigs(
       }
       inventories[rc] = { ...inventory };
     }
-    const traits = new Set(provider.traits);
-    for (const trait of config.traits) {
-      if (provider.traits.includes(trait)) {
-        conflicts.push(`${where}: trait ${trait} is managed by the agent`);
-        continue;
-      }
-      traits.add(trait);
-    }
+    const traits = new Set([...provider.traits, ...config.traits]);
     return { ...provider, inventories, traits: [...traits].sort() };
   });
   if (startup && conflicts.length > 0) throw new ProviderConfigConflictError(conflicts);

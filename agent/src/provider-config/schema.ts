@@ -1,17 +1,17 @@
-// The provider config file format (seed 000, schema major 1) as zod. The
-// committed JSON Schema in schemas/provider-config.schema.json is generated
-// from this (agent/scripts/gen-provider-config-schema.ts) and a test fails when
-// the two drift; files are validated with ajv against the JSON file.
+// The provider config file format (seed 000, schema major 1) as zod, written
+// after Nova's SCHEMA_V1 (nova/compute/provider_config.py). The committed JSON
+// Schema in schemas/provider-config.schema.json is generated from this
+// (agent/scripts/gen-provider-config-schema.ts) for editors and other tools; a
+// test fails when the two drift. The loader itself judges files with the
+// port of Nova's code in nova-rules.ts, which also follows Python's own
+// semantics (`$` before a final newline, 1.0 as an integer, untyped items).
 import { z } from 'zod';
 
-/** Nova's pattern for resource class and trait names (CUSTOM_ is checked after). */
-export const NAME_PATTERN = /^[A-Z0-9_]{1,255}$/;
-export const UUID_PATTERN = /^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$/;
-export const SCHEMA_VERSION_PATTERN = /^1\.([0-9]|[1-9][0-9]+)$/;
 export const COMPUTE_NODE = '$COMPUTE_NODE';
+const NAME = /^[A-Z0-9_]{1,255}$/;
+const UUID = /^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$/;
 
-// Placement fills the optional fields; unknown fields are refused (as Nova does:
-// they mirror placement's data model, a typo here would silently do nothing).
+// Placement fills the optional fields; unknown fields are refused, as Nova does.
 export const InventorySchema = z
   .object({
     total: z.int(),
@@ -23,29 +23,24 @@ export const InventorySchema = z
   })
   .strict();
 
-const inventoryByClass = z.record(z.string().regex(NAME_PATTERN), InventorySchema);
-
-export const IdentificationSchema = z
-  .object({
-    uuid: z.union([z.string().regex(UUID_PATTERN), z.literal(COMPUTE_NODE)]).optional(),
-    name: z.string().min(1).max(200).optional(),
-  })
-  // Future identification methods must pass the schema; "exactly one of
-  // uuid/name" is checked after validation with a precise message.
-  .loose();
+// Exactly one identification method; Nova checks only CUSTOM_ names after the schema.
+export const IdentificationSchema = z.union([
+  z.object({ uuid: z.union([z.string().regex(UUID), z.literal(COMPUTE_NODE)]) }).strict(),
+  z.object({ name: z.string().min(1).max(200) }).strict(),
+]);
 
 export const ProviderSchema = z
   .object({
     identification: IdentificationSchema,
     inventories: z
       .object({
-        // The spec's mapping form and the list-of-mappings form Nova deployments use.
-        additional: z.union([z.array(inventoryByClass), inventoryByClass]).optional(),
+        // Nova's list of {RESOURCE_CLASS: inventory} mappings (the spec's bare mapping is refused).
+        additional: z.array(z.record(z.string().regex(NAME), InventorySchema)).optional(),
       })
       .loose()
       .optional(),
     traits: z
-      .object({ additional: z.array(z.string().regex(NAME_PATTERN)).optional() })
+      .object({ additional: z.array(z.string().regex(NAME)).optional() })
       .loose()
       .optional(),
   })
@@ -57,9 +52,8 @@ export const ProviderConfigFileSchema = z
     __source_file: z.never().optional(),
     meta: z
       .object({
-        // '1.0' (quoted, as Nova requires) or the spec's unquoted 1.0; the
-        // loader checks the number's source text against the same pattern.
-        schema_version: z.union([z.string().regex(SCHEMA_VERSION_PATTERN), z.number()]),
+        // A string: an unquoted 1.0 is a float, which Nova cannot read a version from.
+        schema_version: z.string().regex(/^1\.([0-9]|[1-9][0-9]+)$/),
       })
       .loose(),
     providers: z.array(ProviderSchema).optional(),
