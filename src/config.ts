@@ -28,6 +28,14 @@ export const ConfigSchema = z.object({
    */
   PLACEMENT_MAX_ALLOCATION_CANDIDATES: z.coerce.number().int().min(0).default(10_000),
   /**
+   * Longest an allocation candidate search runs, in ms (0 = no limit); it then
+   * answers with the candidates found so far, as at the cap. Without one, a
+   * request whose combinations are all refused late (same_subtree over 8
+   * groups on a tree of 20 children: 20^8 combinations) would keep a core
+   * busy for hours.
+   */
+  PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: z.coerce.number().int().min(0).default(10_000),
+  /**
    * Allocation candidates keep the provider trees (structure, traits,
    * aggregates, inventory limits; never usage) in memory between requests
    * while the cloud has at most this many providers, and re-read only the

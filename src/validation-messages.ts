@@ -16,7 +16,9 @@ function pyString(value: string): string {
   const quoted = `'${shown
     .replace(/\\/g, '\\\\')
     .replace(/'/g, "\\'")
-    .replace(/[\u0000-\u001f\u007f]/g, (ch) => PY_ESCAPES[ch] ?? `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`)}'`;
+    .replace(/[\u0000-\u001f\u007f]/g, (ch) => PY_ESCAPES[ch] ?? `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`)
+    // Unpaired surrogates, as Python writes them (a pair is one printable character).
+    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16)}`)}'`;
   // Never echo a huge value back: cut it and say how long it was.
   return shown === value ? quoted : `${quoted}... (${value.length} characters)`;
 }

@@ -86,13 +86,21 @@ function cyborgBodyError(problem: BodyProblem): ApiError {
     case 'too-large':
       return cyborgError(413, `The request body is larger than the limit of ${problem.limit} bytes.`);
     case 'malformed':
+    case 'not-utf8':
       return cyborgError(400, 'Malformed JSON in request body.');
+    case 'incomplete':
+      return cyborgError(400, 'The request body was not received completely.');
     case 'too-deep':
       return cyborgError(400, `Invalid input: the body is nested deeper than ${problem.limit} levels.`);
     case 'control-character':
       return cyborgError(
         400,
         `Invalid input: ${problem.path.join('.') || 'body'}: control character ${codePoint(problem.char)} is not allowed.`,
+      );
+    case 'unpaired-surrogate':
+      return cyborgError(
+        400,
+        `Invalid input: ${problem.path.join('.') || 'body'}: unpaired surrogate ${codePoint(problem.char)} is not allowed; text must be valid Unicode.`,
       );
   }
 }

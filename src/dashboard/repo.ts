@@ -5,7 +5,7 @@
 // need a request per provider for inventories and usages (20,000 requests for
 // 10,000 providers) and cannot list projects at all, hence this read model.
 import type { Client, InValue } from '@libsql/client';
-import { capacitySql, usedSql } from '../placement/capacity.js';
+import { CAPACITY_BOUND, capacitySql, usedSql } from '../placement/capacity.js';
 
 export interface ProviderFilter {
   /** Substring of the name (case-insensitive), or an exact uuid. */
@@ -121,8 +121,11 @@ SELECT (SELECT count(*) FROM resource_providers), (SELECT count(*) FROM matching
 
 // LIMIT -1 keeps the per-inventory rows a streamed co-routine: flattened,
 // each inventory's usage would be summed once per reference (three times).
+// Capacities are summed as floats and held within the capacity bound: an
+// integer sum of huge capacities would overflow (SQLite raises an error).
 const CLASS_TOTALS = `SELECT rc.name, g.inventories, g.capacity, g.used, g.hot, g.over FROM (
-    SELECT resource_class_id, count(*) AS inventories, sum(capacity) AS capacity, sum(used) AS used,
+    SELECT resource_class_id, count(*) AS inventories,
+      MAX(-${CAPACITY_BOUND}, MIN(${CAPACITY_BOUND}, total(capacity))) AS capacity, sum(used) AS used,
       sum(used * 100.0 > :threshold * capacity) AS hot, sum(used > capacity) AS over
     FROM (SELECT i.resource_class_id, ${capacitySql('i')} AS capacity, ${usedSql('i')} AS used
       FROM inventories i ORDER BY i.resource_class_id LIMIT -1)

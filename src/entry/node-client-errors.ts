@@ -6,7 +6,9 @@
 //  - a head over the parser's limit (MAX_HEADER_BYTES): 414 when the request
 //    line is that long, else 431;
 //  - a non-integer content-length: 400, as upstream.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { RequestError } from '@hono/node-server';
 import { STATUS_TITLES, webobDetail } from '../http/api-error.js';
 import { MAX_URL_LENGTH } from '../http/url.js';
 
@@ -81,8 +83,35 @@ function envelope(path: string, status: number, message: string): Response {
   return new Response(JSON.stringify({ errors: [error] }), { status, headers });
 }
 
+/** llhttp's reason ("Invalid header value char"), without Node's "Parse Error: " prefix. */
+function parseReason(err: NodeJS.ErrnoException & { reason?: string }): string {
+  return (err.reason ?? err.message).replace(/^Parse Error: /, '').replace(/\.$/, '');
+}
+
 function requestPath(raw: Buffer | undefined): string {
   return /^\S+ (\/[^\s?]*)/.exec(raw?.subarray(0, 256).toString('latin1') ?? '')?.[1] ?? '/';
+}
+
+/**
+ * The answer to a request @hono/node-server could not build a fetch Request
+ * from (no Host header, a request target that is not a path): a 400 in the
+ * placement envelope, the path being unknown. Anything else that escaped the
+ * app is a 500, worded like the app's own.
+ */
+export function unreadableRequest(err: unknown): Response {
+  if (err instanceof RequestError) return envelope('/', 400, `The request could not be read: ${err.message}.`);
+  return envelope('/', 500, 'An unexpected error occurred.');
+}
+
+/** HTTP/1.1 requires a Host header (RFC 9112, 3.2): without one, a 400 in the envelope of the API the path names. */
+export function refuseWithoutHost(incoming: IncomingMessage, outgoing: ServerResponse): boolean {
+  if (incoming.headers.host !== undefined || incoming.httpVersion !== '1.1') return false;
+  const res = envelope(incoming.url?.split('?')[0] ?? '/', 400, 'The request has no Host header; HTTP/1.1 requires one.');
+  void res.text().then((body) => {
+    outgoing.writeHead(400, { ...Object.fromEntries(res.headers), 'content-length': Buffer.byteLength(body), connection: 'close' });
+    outgoing.end(body);
+  });
+  return true;
 }
 
 export function handleClientError(fetch: Fetch, err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket): void {
@@ -109,7 +138,9 @@ export function handleClientError(fetch: Fetch, err: NodeJS.ErrnoException & { r
       case 'HPE_UNEXPECTED_CONTENT_LENGTH':
         return envelope(path, 400, 'content-length header must be an integer');
       default:
-        return null;
+        // Anything else the parser refuses (a control character in a header,
+        // a broken chunk size, a bare LF): still a 400 in the envelope.
+        return err.code?.startsWith('HPE_') ? envelope(path, 400, `The request is not valid HTTP/1.1: ${parseReason(err)}.`) : null;
     }
   };
   const bare = () => {

@@ -3,13 +3,15 @@
 // process becomes the cluster primary and forks the HTTP servers.
 import cluster from 'node:cluster';
 import type { Socket } from 'node:net';
-import { serve } from '@hono/node-server';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
 import type { ExecutionContext } from 'hono';
 import { createApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
 import { runPrimary } from '../node-cluster.js';
-import { handleClientError, MAX_HEADER_BYTES } from './node-client-errors.js';
+import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
 import { buildNodeDeps, serverProcessCount } from '../node-service.js';
 import type { Logger } from '../deps.js';
 
@@ -27,19 +29,23 @@ async function serveHttp(): Promise<void> {
   const jobs = startNodeJobs(deps, { timers: !forked });
   const app = createApp(deps);
   const executionCtx = nodeExecutionContext(deps.log);
-  const server = serve(
-    {
-      fetch: (request, env) => app.fetch(request, env, executionCtx),
-      hostname: config.HOST,
-      port: config.PORT,
-      serverOptions: { maxHeaderSize: MAX_HEADER_BYTES },
-    },
-    (info) => {
-      const url = `http://${config.HOST}:${info.port}`;
-      if (forked) deps.log.debug('server process listening', { url, pid: process.pid });
-      else deps.log.info('placement-edge listening', { url, db: config.PLACEMENT_DB_URL, processes: 1 });
-    },
-  );
+  // @hono/node-server's serve(), plus its errorHandler: a request it cannot
+  // turn into a fetch Request (no Host header, a target like "*") gets a 400
+  // in the envelope instead of an empty one.
+  const listener = getRequestListener((request, env) => app.fetch(request, env, executionCtx), {
+    hostname: config.HOST,
+    errorHandler: unreadableRequest,
+  });
+  // Node's own refusal of an HTTP/1.1 request without Host is an empty 400:
+  // refuseWithoutHost answers it in the envelope instead.
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, (incoming, outgoing) => {
+    if (!refuseWithoutHost(incoming, outgoing)) void listener(incoming, outgoing);
+  });
+  server.listen(config.PORT, config.HOST, () => {
+    const url = `http://${config.HOST}:${(server.address() as AddressInfo).port}`;
+    if (forked) deps.log.debug('server process listening', { url, pid: process.pid });
+    else deps.log.info('placement-edge listening', { url, db: config.PLACEMENT_DB_URL, processes: 1 });
+  });
 
   // What Node's HTTP parser refuses (unknown methods, oversized heads, bad
   // content-length) is answered in the API's envelope, not with a bare 400.

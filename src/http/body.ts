@@ -2,8 +2,10 @@
 // while reading (413 before anything is parsed), JSON.parse, then one
 // iterative walk that refuses nesting deeper than MAX_JSON_DEPTH and C0/DEL
 // control characters in any key or string (NUL would be stored whole but read
-// back cut at the NUL, so no string may carry one). Each API words the errors
-// in its own envelope.
+// back cut at the NUL, so no string may carry one). Bytes that are not UTF-8
+// and unpaired UTF-16 surrogates ("\ud800") are refused too: both would be
+// stored as U+FFFD, silently changed. Each API words the errors in its own
+// envelope.
 
 /** Far deeper than any legitimate body (a reshaper body is 6 levels). */
 export const MAX_JSON_DEPTH = 32;
@@ -11,11 +13,17 @@ export const MAX_JSON_DEPTH = 32;
 /** C0 control characters and DEL. */
 export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
 
+/** A high surrogate without its low half, or a low one without its high half. */
+export const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 export type BodyProblem =
   | { kind: 'too-large'; limit: number }
   | { kind: 'malformed'; message: string }
+  | { kind: 'not-utf8' }
+  | { kind: 'incomplete' }
   | { kind: 'too-deep'; limit: number }
-  | { kind: 'control-character'; path: (string | number)[]; value: string; char: string };
+  | { kind: 'control-character'; path: (string | number)[]; value: string; char: string }
+  | { kind: 'unpaired-surrogate'; path: (string | number)[]; value: string; char: string };
 
 export class BodyError extends Error {
   constructor(readonly problem: BodyProblem) {
@@ -23,7 +31,28 @@ export class BodyError extends Error {
   }
 }
 
-const utf8 = new TextDecoder();
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function decodeUtf8(bytes: ArrayBuffer | Uint8Array): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new BodyError({ kind: 'not-utf8' });
+  }
+}
+
+/**
+ * A read of the body stream; its failure (the client went away mid-body, or
+ * sent a chunked body Node's parser gave up on) is the client's error, not
+ * the service's.
+ */
+async function received<T>(read: Promise<T>): Promise<T> {
+  try {
+    return await read;
+  } catch {
+    throw new BodyError({ kind: 'incomplete' });
+  }
+}
 
 /** Reads the body as text, refusing more than `limit` bytes (by Content-Length, then while reading). */
 export async function readLimitedText(request: Request, limit: number): Promise<string> {
@@ -34,16 +63,16 @@ export async function readLimitedText(request: Request, limit: number): Promise<
     // it), so it is read whole: under @hono/node-server straight off the
     // socket, without building a fetch Request, a web stream and an
     // AbortSignal for it (an eighth of a claim's server CPU).
-    const bytes = await request.arrayBuffer();
+    const bytes = await received(request.arrayBuffer());
     if (bytes.byteLength > limit) throw new BodyError({ kind: 'too-large', limit });
-    return utf8.decode(bytes);
+    return decodeUtf8(bytes);
   }
   if (!request.body) return '';
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await received(reader.read());
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
@@ -58,17 +87,26 @@ export async function readLimitedText(request: Request, limit: number): Promise<
     bytes.set(chunk, offset);
     offset += chunk.byteLength;
   }
-  return utf8.decode(bytes);
+  return decodeUtf8(bytes);
 }
 
-/** First problem in a parsed JSON value: too deep, or a control character in a key or string. */
+/** A control character or unpaired surrogate in `value` (a key or string at `path`), or null. */
+function characterProblem(value: string, path: (string | number)[]): BodyProblem | null {
+  const control = CONTROL_CHARACTER.exec(value)?.[0];
+  if (control !== undefined) return { kind: 'control-character', path, value, char: control };
+  const surrogate = UNPAIRED_SURROGATE.exec(value)?.[0];
+  if (surrogate !== undefined) return { kind: 'unpaired-surrogate', path, value, char: surrogate };
+  return null;
+}
+
+/** First problem in a parsed JSON value: too deep, or a control character or unpaired surrogate in a key or string. */
 export function inspectJson(root: unknown): BodyProblem | null {
   const stack: { value: unknown; path: (string | number)[] }[] = [{ value: root, path: [] }];
   while (stack.length) {
     const { value, path } = stack.pop()!;
     if (typeof value === 'string') {
-      const char = CONTROL_CHARACTER.exec(value)?.[0];
-      if (char !== undefined) return { kind: 'control-character', path, value, char };
+      const problem = characterProblem(value, path);
+      if (problem) return problem;
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
@@ -80,8 +118,8 @@ export function inspectJson(root: unknown): BodyProblem | null {
     const entries = Object.entries(value as Record<string, unknown>);
     for (let i = entries.length - 1; i >= 0; i--) {
       const [key, child] = entries[i]!;
-      const char = CONTROL_CHARACTER.exec(key)?.[0];
-      if (char !== undefined) return { kind: 'control-character', path: [...path, key], value: key, char };
+      const problem = characterProblem(key, [...path, key]);
+      if (problem) return problem;
       stack.push({ value: child, path: [...path, key] });
     }
   }
@@ -102,5 +140,5 @@ export async function readJsonBody(request: Request, limit: number): Promise<unk
   return parsed;
 }
 
-/** "U+0000" for a character. */
-export const codePoint = (char: string) => `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+/** "U+0000" for a character (an unpaired surrogate's own code unit). */
+export const codePoint = (char: string) => `U+${char.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;

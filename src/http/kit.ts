@@ -61,6 +61,25 @@ export interface ApiProfile {
 
 type MethodName = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
+/**
+ * SQLite's limits on one statement (bound values, expression depth, text
+ * size), met by a body within the size limit that names tens of thousands of
+ * items (aggregates, traits, providers of one allocation). The statement
+ * fails before anything is written, and the batch it is in rolls back.
+ */
+const DATABASE_LIMITS = /too many SQL variables|Expression tree is too large|string or blob too big|too many terms in compound SELECT/;
+
+const TOO_MANY_ITEMS = 'The request names more items than can be applied at once; send them in several smaller requests.';
+
+/** The database limit an error (or one of its causes) reports, or null. */
+function databaseLimitReached(err: unknown): string | null {
+  for (let cur: unknown = err, depth = 0; cur instanceof Error && depth < 5; cur = cur.cause, depth++) {
+    const found = DATABASE_LIMITS.exec(cur.message)?.[0];
+    if (found) return found;
+  }
+  return null;
+}
+
 export interface HttpKit {
   readonly api: ApiProfile;
   /** Negotiates OpenStack-API-Version into `c.var.mv` and names the version on the answer. */
@@ -145,6 +164,11 @@ export function httpKit(api: ApiProfile): HttpKit {
       if (err instanceof DomainError) return api.render(c, api.error(PROBLEM_STATUS[err.problem], err.message, { code: err.code }));
       if (err instanceof HTTPException) return api.render(c, api.error(err.status as ContentfulStatusCode, err.message));
       const requestId = c.get('requestId');
+      const limit = databaseLimitReached(err);
+      if (limit) {
+        c.var.deps.log.warn(`${api.logLabel}: a database limit refused the request`, { requestId, limit });
+        return api.render(c, api.error(413, TOO_MANY_ITEMS));
+      }
       c.var.deps.log.error(api.logLabel, { requestId, err: errorForLog(err) });
       return api.render(c, api.error(500, internalErrorMessage(requestId)));
     },

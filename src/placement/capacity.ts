@@ -9,9 +9,18 @@ export interface InventoryLimits {
   allocationRatio: number;
 }
 
+/**
+ * Capacities are held within ±(2^53 - 1): an allocation_ratio may be as large
+ * as 3.4e38 (or as negative), and a capacity beyond JavaScript's exact
+ * integers cannot be read back from SQLite (libSQL throws on it). No sum of
+ * amounts (each under 2^31) ever comes near the bound, so no decision changes.
+ */
+export const CAPACITY_BOUND = Number.MAX_SAFE_INTEGER;
+
 /** Usable capacity: (total - reserved) * allocation_ratio, floored as placement's integer column. */
 export function capacityOf(inv: InventoryLimits): number {
-  return Math.floor((inv.total - inv.reserved) * inv.allocationRatio);
+  const capacity = Math.floor((inv.total - inv.reserved) * inv.allocationRatio);
+  return Math.max(-CAPACITY_BOUND, Math.min(CAPACITY_BOUND, capacity));
 }
 
 /**
@@ -19,7 +28,8 @@ export function capacityOf(inv: InventoryLimits): number {
  * that filter or summarise in the database (CAST truncates like the floor of
  * a non-negative value, and reserved never exceeds total).
  */
-export const capacitySql = (alias: string): string => `CAST((${alias}.total - ${alias}.reserved) * ${alias}.allocation_ratio AS INTEGER)`;
+export const capacitySql = (alias: string): string =>
+  `MAX(-${CAPACITY_BOUND}, MIN(${CAPACITY_BOUND}, CAST((${alias}.total - ${alias}.reserved) * ${alias}.allocation_ratio AS INTEGER)))`;
 
 /** Current usage of the inventories row aliased `alias`, summed through the (provider, class, used) index. */
 export const usedSql = (alias: string): string => `COALESCE((SELECT SUM(a.used) FROM allocations a

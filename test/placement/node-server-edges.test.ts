@@ -2,7 +2,7 @@
 // unknown methods, oversized heads, a bad content-length) still gets an answer
 // in the API's envelope, against a real `npm start` in token mode.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,6 +112,39 @@ describe('oversized heads', () => {
     expect(placementError(res).detail).toContain('headers are too large');
   });
 
+  it('answers whatever else the HTTP parser refuses with 400 in the envelope', async () => {
+    const head = 'x-auth-token: s3cret-admin\r\ncontent-type: application/json\r\nconnection: close\r\n';
+    const cases = [
+      `GET /resource_providers HTTP/1.1\r\nhost: x\r\n${head}x-a: a\x01b\r\n\r\n`,
+      `GET /resource providers HTTP/1.1\r\nhost: x\r\n${head}\r\n`,
+      `GET /resource_providers HTTP/1.1\nhost: x\nconnection: close\n\n`,
+      `POST /resource_providers HTTP/1.1\r\nhost: x\r\n${head}transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+    ];
+    for (const data of cases) {
+      const res = await raw(server, data);
+      expect(res.status, JSON.stringify(data)).toBe(400);
+      expect(placementError(res).detail).toContain('The request is not valid HTTP/1.1: ');
+    }
+    const accel = await raw(
+      server,
+      `POST /accelerator/v2/device_profiles HTTP/1.1\r\nhost: x\r\n${head}transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+    );
+    expect(accel.status).toBe(400);
+    expect(cyborgFault(accel).faultstring).toBe('The request is not valid HTTP/1.1: Invalid character in chunk size.');
+  });
+
+  it('answers a request without Host, or with a target that is no path, with 400 in the envelope', async () => {
+    const noHost = await raw(
+      server,
+      'GET /accelerator/v2/device_profiles HTTP/1.1\r\nx-auth-token: s3cret-admin\r\nconnection: close\r\n\r\n',
+    );
+    expect(noHost.status).toBe(400);
+    expect(cyborgFault(noHost).faultstring).toBe('The request has no Host header; HTTP/1.1 requires one.');
+    const star = await raw(server, request('OPTIONS', '*', ADMIN));
+    expect(star.status).toBe(400);
+    expect(placementError(star).detail).toContain('The request could not be read: Invalid URL');
+  });
+
   it('keeps answering a non-integer content-length in the envelope', async () => {
     const res = await raw(
       server,
@@ -119,5 +152,103 @@ describe('oversized heads', () => {
     );
     expect(res.status).toBe(400);
     expect(placementError(res).detail).toContain('content-length header must be an integer');
+  });
+});
+
+/** Opens a connection, writes `data`, and resolves with the first whole response, leaving the socket open. */
+function firstResponse(data: string, socketOut?: (s: Socket) => void): Promise<RawResponse> {
+  const { hostname, port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(data));
+    socketOut?.(socket);
+    let got = '';
+    socket.setEncoding('latin1');
+    socket.on('error', reject);
+    socket.on('data', (chunk: string) => {
+      got += chunk;
+      const end = got.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const [statusLine = '', ...lines] = got.slice(0, end).split('\r\n');
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const body = got.slice(end + 4);
+      if (Buffer.byteLength(body, 'latin1') < Number(headers['content-length'] ?? 0)) return;
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body });
+    });
+  });
+}
+
+describe('bodies', () => {
+  it('answers 413 in each envelope from a declared length over the limit, without waiting for the body', async () => {
+    const head = (path: string) =>
+      `PUT ${path} HTTP/1.1\r\nhost: localhost\r\nx-auth-token: s3cret-admin\r\ncontent-type: application/json\r\n` +
+      `openstack-api-version: placement 1.39\r\ncontent-length: ${10 * 1024 * 1024 * 1024}\r\n\r\n{"name": "`;
+    const sockets: Socket[] = [];
+    try {
+      const placement = await firstResponse(head(`/resource_providers/${crypto.randomUUID()}`), (s) => sockets.push(s));
+      expect(placement.status).toBe(413);
+      expect(placementError(placement).detail).toContain('larger than the limit of 1048576 bytes');
+      const accel = await firstResponse(head('/accelerator/v2/device_profiles').replace('PUT', 'POST'), (s) => sockets.push(s));
+      expect(accel.status).toBe(413);
+      expect(cyborgFault(accel).faultstring).toContain('larger than the limit of 1048576 bytes');
+    } finally {
+      for (const s of sockets) s.destroy();
+    }
+  });
+
+  it('serves other requests, reads and writes, while many request bodies arrive slowly', async () => {
+    const rp = crypto.randomUUID();
+    const created = await fetch(`${server.url}/resource_providers`, {
+      method: 'POST',
+      headers: { ...ADMIN, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `slow-${rp}`, uuid: rp }),
+    });
+    expect(created.status).toBe(200);
+    // Half-sent writes on both APIs: each declares 1000 bytes and sends a few.
+    const slow: Socket[] = [];
+    const { hostname, port } = new URL(server.url);
+    const targets = [
+      ['PUT', `/resource_providers/${rp}/inventories`],
+      ['PUT', `/allocations/${crypto.randomUUID()}`],
+      ['POST', '/reshaper'],
+      ['POST', '/accelerator/v2/device_profiles'],
+      ['PATCH', '/accelerator/v2/accelerator_requests'],
+    ];
+    try {
+      for (let i = 0; i < 40; i++) {
+        const [method, path] = targets[i % targets.length]!;
+        const socket = connect(Number(port), hostname);
+        socket.on('error', () => {});
+        socket.write(
+          `${method} ${path} HTTP/1.1\r\nhost: localhost\r\nx-auth-token: s3cret-admin\r\ncontent-type: application/json\r\n` +
+            `openstack-api-version: placement 1.39\r\ncontent-length: 1000\r\n\r\n{"resource_provider_generation": 0, `,
+        );
+        slow.push(socket);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const started = Date.now();
+      const inventory = await fetch(`${server.url}/resource_providers/${rp}/inventories`, {
+        method: 'PUT',
+        headers: { ...ADMIN, 'content-type': 'application/json' },
+        body: JSON.stringify({ resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } }),
+      });
+      expect(inventory.status).toBe(200);
+      const claim = await fetch(`${server.url}/allocations/${crypto.randomUUID()}`, {
+        method: 'PUT',
+        headers: { ...ADMIN, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          allocations: { [rp]: { resources: { VCPU: 1 } } },
+          project_id: 'p',
+          user_id: 'u',
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        }),
+      });
+      expect(claim.status).toBe(204);
+      const profiles = await fetch(`${server.url}/accelerator/v2/device_profiles`, { headers: { 'x-auth-token': 's3cret-admin' } });
+      expect(profiles.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      for (const s of slow) s.destroy();
+    }
   });
 });

@@ -6,7 +6,7 @@ import { listOutbox } from '../../jobs/outbox.js';
 import { authorize, cyborgError, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../http.js';
 import { presentDeployable, presentDevice } from '../present.js';
 import { applyHostReport, currentHostReport, recordProgrammed } from '../repo/devices.js';
-import { HostDevicesReport, ProgrammedReport } from '../schemas/agent.js';
+import { HostDevicesReport, Hostname, ProgrammedReport } from '../schemas/agent.js';
 import { OutboxQuery, parseQuery } from '../schemas/queries.js';
 import type { OutboxListJson } from '../schemas/responses.js';
 
@@ -29,7 +29,9 @@ resource(agentRoutes, '/hosts/:hostname/devices', {
   },
   PUT: async (c) => {
     authorize(c, 'cyborg:agent:report');
-    const hostname = c.req.param('hostname') ?? '';
+    const named = Hostname.safeParse(c.req.param('hostname') ?? '');
+    if (!named.success) throw cyborgError(400, `Invalid input: ${named.error.issues[0]!.message}.`);
+    const hostname = named.data;
     const report = await readCyborgBody(c, HostDevicesReport);
     const { deps } = c.var;
     const now = deps.clock();

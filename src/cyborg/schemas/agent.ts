@@ -39,6 +39,9 @@ export const DeviceReport = z
   .strict();
 
 export const HostDevicesReport = z.object({ devices: z.array(DeviceReport) }).strict();
+
+/** The {hostname} of PUT /hosts/{hostname}/devices: the compute node's root provider name, so at most 255 characters like Cyborg's column. */
+export const Hostname = z.string().min(1, 'hostname must not be empty').max(255, 'hostname must be at most 255 characters');
 export type HostDevicesReport = z.infer<typeof HostDevicesReport>;
 
 /** PUT /accelerator/v2/deployables/{uuid}/programmed: the agent finished programming an FPGA. */

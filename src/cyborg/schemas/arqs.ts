@@ -4,7 +4,17 @@ import { z } from 'zod';
 export const CreateArqBody = z.object({
   device_profile_name: z.string({ error: 'device_profile_name is required' }).min(1, 'device_profile_name is required'),
   // The CLI sends the group id as a string ("0") or null.
-  device_profile_group_id: z.union([z.number().int().min(0), z.string().regex(/^\d+$/).transform(Number), z.null()]).optional(),
+  device_profile_group_id: z
+    .union([
+      z.int().min(0),
+      z
+        .string()
+        .regex(/^\d+$/)
+        .transform(Number)
+        .refine((n) => n <= Number.MAX_SAFE_INTEGER, `must be at most ${Number.MAX_SAFE_INTEGER}`),
+      z.null(),
+    ])
+    .optional(),
   image_uuid: z.string().nullable().optional(),
 });
 

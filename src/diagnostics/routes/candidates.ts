@@ -29,6 +29,7 @@ resource(candidateDiagnosisRoutes, '/allocation_candidates', {
         options: {
           randomize: false,
           maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+          timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
           treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
           now: clock().getTime(),
           generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,

@@ -32,6 +32,8 @@ export interface CandidateOptions {
   randomize: boolean;
   /** Most candidates computed; 0 = no cap (placement's max_allocation_candidates). */
   maxCandidates: number;
+  /** Longest one search runs, in ms, before it answers with what it found; 0 or absent = no limit. */
+  timeBudgetMs?: number;
   /** Most providers whose trees are kept in memory between requests (cloud-model.ts); 0 = none. */
   treeCacheProviders: number;
   /** Now, in ms (the model rechecks an oversized cloud once a minute). */
@@ -161,7 +163,7 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
     // The attempt's own map (research made it for this request): the search adds loaded trees to it.
     nodes: preloaded.nodes,
   });
-  const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates);
+  const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates, options.timeBudgetMs ?? 0);
   const anchors = [...roots]
     .filter(coversEveryClass(candidates, groups))
     // Trees above the cut-off were not read: they cannot be judged yet.

@@ -675,15 +675,25 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve
 export class RequestPicker {
   private readonly kept: AllocationRequest[] = [];
   private offered = 0;
+  /** When the search gives up and answers with what it has (the time budget). */
+  private readonly deadline: number;
+  private outOfTime = false;
 
   constructor(
     private readonly limit: number | null,
     private readonly randomize: boolean,
     private readonly cap: number,
-  ) {}
+    timeBudgetMs = 0,
+  ) {
+    this.deadline = timeBudgetMs > 0 ? Date.now() + timeBudgetMs : Number.POSITIVE_INFINITY;
+  }
 
   get done(): boolean {
-    return (this.cap > 0 && this.offered >= this.cap) || (!this.randomize && this.limit !== null && this.kept.length >= this.limit);
+    return (
+      this.outOfTime ||
+      (this.cap > 0 && this.offered >= this.cap) ||
+      (!this.randomize && this.limit !== null && this.kept.length >= this.limit)
+    );
   }
 
   /**
@@ -695,7 +705,12 @@ export class RequestPicker {
     let sliceStart = Date.now();
     for (const request of source) {
       if (request === null) {
-        if (Date.now() - sliceStart >= SLICE_MS) {
+        const now = Date.now();
+        if (now >= this.deadline) {
+          this.outOfTime = true;
+          return;
+        }
+        if (now - sliceStart >= SLICE_MS) {
           await yieldToEventLoop();
           sliceStart = Date.now();
         }

@@ -18,6 +18,7 @@ resource(allocationCandidateRoutes, '/allocation_candidates', {
     const json = await findAllocationCandidatesJson(store, parseCandidateRequest(queryParams(c), c.var.mv), c.var.mv, {
       randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
       maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+      timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
       treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
       now: clock().getTime(),
       generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,

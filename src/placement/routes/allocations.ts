@@ -39,10 +39,21 @@ resource(allocationRoutes, '/allocations', {
   },
 });
 
+/**
+ * The consumer a path names. PUT stores a uuid in its canonical form (as
+ * upstream's UUIDField does), so GET and DELETE look up that form too: the
+ * same path reads back what it wrote, whatever the case or dashes. Anything
+ * else is looked up as given (it names no consumer).
+ */
+const consumerOfPath = (c: AppContext) => {
+  const raw = pathParam(c, 'consumer_uuid');
+  return parseUuidLike(raw.trim()) ?? raw;
+};
+
 resource(allocationRoutes, '/allocations/:consumer_uuid', {
   GET: async (c) => {
     authorize(c, 'placement:allocations:list');
-    const uuid = pathParam(c, 'consumer_uuid');
+    const uuid = consumerOfPath(c);
     const { db } = c.var.deps.store;
     const rows = await allocationsForConsumer(db, uuid);
     const consumer = rows.length > 0 ? (await consumerViews(db, [uuid])).get(uuid) : undefined;
@@ -66,7 +77,7 @@ resource(allocationRoutes, '/allocations/:consumer_uuid', {
   },
   DELETE: async (c) => {
     authorize(c, 'placement:allocations:delete');
-    const uuid = pathParam(c, 'consumer_uuid');
+    const uuid = consumerOfPath(c);
     const removed = await deleteConsumerAllocations(c.var.deps.store, uuid);
     if (!removed) throw new ApiError(404, webobDetail(404, `No allocations for consumer '${uuid}'`));
     return c.body(null, 204);
