@@ -246,16 +246,41 @@ describe('an allocation candidate search whose combinations are all refused late
     try {
       const root = await provider(app, {});
       for (let i = 0; i < 20; i++) await provider(app, { parent: root, inventory: { VCPU: { total: 4 } } });
-      // Eight groups that must share a subtree, on twenty sibling children:
-      // 20^8 combinations, each refused only once all eight are chosen.
+      // Before 1.29 a candidate may use one provider per tree, which is only
+      // judged once all eight groups are chosen: on twenty sibling children
+      // with room for four each, 20^8 combinations are each refused late.
       const groups = Array.from({ length: 8 }, (_, i) => `resources${i + 1}=VCPU:1`).join('&');
-      const query = `${groups}&group_policy=none&same_subtree=${Array.from({ length: 8 }, (_, i) => i + 1).join(',')}`;
+      const query = `${groups}&group_policy=none`;
       const started = Date.now();
-      const res = await app.call('GET', `/allocation_candidates?${query}`);
+      const res = await app.call('GET', `/allocation_candidates?${query}`, { version: '1.28' });
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ allocation_requests: [], provider_summaries: {} });
-      expect((await app.call('GET', `/diagnostics/allocation_candidates?${query}`)).status).toBe(200);
+      expect((await app.call('GET', `/diagnostics/allocation_candidates?${query}`, { version: '1.28' })).status).toBe(200);
       expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      app.close();
+    }
+  });
+
+  it('same_subtree over eight groups on twenty sibling children answers in full, well within the budget', async () => {
+    const app = await makeTestApp({ PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: '2000' });
+    try {
+      const root = await provider(app, {});
+      const children: string[] = [];
+      for (let i = 0; i < 20; i++) children.push(await provider(app, { parent: root, inventory: { VCPU: { total: i % 2 === 0 ? 8 : 4 } } }));
+      // Eight groups that must share a subtree: all on one child, which only
+      // the ten children with room for eight can take. Checked only once all
+      // eight were chosen, this walked 20^8 combinations (the budget cut it
+      // after the first child's); cut as soon as two groups part, it is quick.
+      const groups = Array.from({ length: 8 }, (_, i) => `resources${i + 1}=VCPU:1`).join('&');
+      const query = `${groups}&group_policy=none&same_subtree=${Array.from({ length: 8 }, (_, i) => i + 1).join(',')}`;
+      const res = await app.call('GET', `/allocation_candidates?${query}`, { version: '1.36' });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { allocation_requests: { allocations: Record<string, { resources: { VCPU: number } }> }[] };
+      const used = body.allocation_requests.map((r) => Object.entries(r.allocations));
+      expect(used.map((allocations) => allocations.map(([uuid, a]) => [uuid, a.resources.VCPU]))).toEqual(
+        children.filter((_, i) => i % 2 === 0).map((uuid) => [[uuid, 8]]),
+      );
     } finally {
       app.close();
     }
