@@ -267,7 +267,8 @@ describe('an allocation candidate search whose combinations are all refused late
     try {
       const root = await provider(app, {});
       const children: string[] = [];
-      for (let i = 0; i < 20; i++) children.push(await provider(app, { parent: root, inventory: { VCPU: { total: i % 2 === 0 ? 8 : 4 } } }));
+      for (let i = 0; i < 20; i++)
+        children.push(await provider(app, { parent: root, inventory: { VCPU: { total: i % 2 === 0 ? 8 : 4 } } }));
       // Eight groups that must share a subtree: all on one child, which only
       // the ten children with room for eight can take. Checked only once all
       // eight were chosen, this walked 20^8 combinations (the budget cut it
