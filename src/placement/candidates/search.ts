@@ -353,6 +353,26 @@ export class CandidateSearch {
     return false;
   }
 
+  /**
+   * Before 1.29 a candidate uses at most one provider of each tree
+   * (consolidate's last check): the providers of the choice at `level` may
+   * not share a tree with another provider chosen so far. Checked as each
+   * group is chosen, so such a branch ends at its first bad choice.
+   */
+  private oneProviderPerTree(chosen: Choice[], level: number): boolean {
+    const { nodes } = this.input;
+    const providers = chosen[level]!.providers;
+    for (let p = 0; p < providers.length; p += 1) {
+      const id = providers[p]!;
+      const root = nodes.get(id)?.rootId;
+      for (let q = 0; q < p; q += 1) if (nodes.get(providers[q]!)?.rootId === root) return false;
+      for (let i = 0; i < level; i += 1) {
+        for (const other of chosen[i]!.providers) if (other !== id && nodes.get(other)?.rootId === root) return false;
+      }
+    }
+    return true;
+  }
+
   private consolidate(choices: Choice[]): AllocationRequest | null {
     if (choices.length === 1) return this.fromOneChoice(choices[0]!);
     // A handful of pieces: a list searched in place beats a Map per request.
@@ -545,6 +565,7 @@ export class CandidateSearch {
     for (const check of this.partialSubtreeChecksAt[level] ?? NO_PARTIAL_CHECKS) {
       if (!this.subtreeStillPossible(walk.chosen, lists, level, check)) return Step.Closed;
     }
+    if (!this.input.nestedAware && !this.oneProviderPerTree(walk.chosen, level)) return Step.Closed;
     if (this.isolate && !this.canIsolate(lists, level + 1, walk.isolated)) return Step.Closed;
     return Step.Open;
   }
