@@ -57,6 +57,13 @@ export const ConfigSchema = z.object({
     .int()
     .min(1)
     .default(1024 * 1024),
+  /**
+   * Node server: the most time a client has to send a whole request, head and
+   * body; then 408 in the envelope and the connection closes. Node's own
+   * defaults (60 s for the head, 300 s in all) let half-sent requests hold
+   * sockets for minutes; a legitimate body (at most 1 MiB) needs far less.
+   */
+  PLACEMENT_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1).default(30_000),
   NOVA_URL: z.string().optional(),
   NOVA_TOKEN: z.string().optional(),
   /**

@@ -134,6 +134,8 @@ export function handleClientError(fetch: Fetch, err: NodeJS.ErrnoException & { r
           ? envelope(path, 414, `The request URL is longer than ${MAX_URL_LENGTH} characters.`)
           : envelope(path, 431, 'The request line or headers are too large.');
       }
+      case 'ERR_HTTP_REQUEST_TIMEOUT':
+        return envelope(path, 408, 'The request was not received completely in time.');
       case 'HPE_INVALID_CONTENT_LENGTH':
       case 'HPE_UNEXPECTED_CONTENT_LENGTH':
         return envelope(path, 400, 'content-length header must be an integer');

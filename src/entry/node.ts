@@ -38,7 +38,17 @@ async function serveHttp(): Promise<void> {
   });
   // Node's own refusal of an HTTP/1.1 request without Host is an empty 400:
   // refuseWithoutHost answers it in the envelope instead.
-  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, (incoming, outgoing) => {
+  const timeout = config.PLACEMENT_REQUEST_TIMEOUT_MS;
+  const serverOptions = {
+    maxHeaderSize: MAX_HEADER_BYTES,
+    requireHostHeader: false,
+    // A slow client gets the whole request's time for its head too; Node
+    // checks both every connectionsCheckingInterval.
+    requestTimeout: timeout,
+    headersTimeout: timeout,
+    connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(timeout / 4))),
+  };
+  const server = createServer(serverOptions, (incoming, outgoing) => {
     if (!refuseWithoutHost(incoming, outgoing)) void listener(incoming, outgoing);
   });
   server.listen(config.PORT, config.HOST, () => {

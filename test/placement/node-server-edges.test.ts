@@ -47,6 +47,7 @@ beforeAll(async () => {
   server = await startServer(`file:${join(dir, 'placement.db')}`, {
     PLACEMENT_AUTH_STRATEGY: 'token',
     PLACEMENT_AUTH_TOKENS: JSON.stringify({ 's3cret-admin': { roles: ['admin'], project_id: 'ops' } }),
+    PLACEMENT_REQUEST_TIMEOUT_MS: '1500',
   });
 }, 120_000);
 afterAll(async () => {
@@ -193,6 +194,28 @@ describe('bodies', () => {
     } finally {
       for (const s of sockets) s.destroy();
     }
+  });
+
+  it('closes a request not sent in full within PLACEMENT_REQUEST_TIMEOUT_MS with 408 in the envelope', async () => {
+    const started = Date.now();
+    // A head that never ends, and a body that never ends.
+    const [head, body] = await Promise.all([
+      raw(server, 'GET /resource_providers HTTP/1.1\r\nhost: localhost\r\nx-auth-token: s3cret-admin\r\n'),
+      raw(
+        server,
+        'POST /resource_providers HTTP/1.1\r\nhost: localhost\r\nx-auth-token: s3cret-admin\r\ncontent-type: application/json\r\n' +
+          'openstack-api-version: placement 1.39\r\ncontent-length: 100\r\n\r\n{"name": "slow-timeout"',
+      ),
+    ]);
+    const waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(1_400);
+    expect(waited).toBeLessThan(10_000);
+    expect(head.status).toBe(408);
+    expect(placementError(head).detail).toContain('The request was not received completely in time.');
+    // The body's request had reached the service: it is refused as received incompletely, or timed out.
+    expect([400, 408]).toContain(body.status);
+    const listed = await fetch(`${server.url}/resource_providers?name=slow-timeout`, { headers: ADMIN });
+    expect(((await listed.json()) as { resource_providers: unknown[] }).resource_providers).toEqual([]);
   });
 
   it('serves other requests, reads and writes, while many request bodies arrive slowly', async () => {
