@@ -2,7 +2,7 @@
 // error body, device profile validation, ARQ creation counts, PATCH
 // validation and state rules, deletes, policy, and the agent report.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bindBody, FPGA_RP, fpgaProfile, HOST, makeCyborgApp, ROOT_RP, seedHost, type CyborgTestApp } from './helpers.js';
+import { bindBody, FPGA_RP, fpgaHostReport, fpgaProfile, HOST, makeCyborgApp, ROOT_RP, seedHost, type CyborgTestApp } from './helpers.js';
 
 let t: CyborgTestApp;
 beforeAll(async () => {
@@ -356,31 +356,7 @@ describe('device enable / disable', () => {
 
 /** The FPGA host's report as seedHost sends it, with no status. */
 async function seedHostReportAgain(): Promise<void> {
-  const res = await t.acc('PUT', `/hosts/${HOST}/devices`, {
-    body: {
-      devices: [
-        {
-          key: '0000:0c:00.0',
-          type: 'FPGA',
-          vendor: '0x8086',
-          model: 'arria10',
-          deployables: [
-            {
-              name: `${HOST}_FPGA`,
-              num_accelerators: 4,
-              rp_uuid: FPGA_RP,
-              driver_name: 'intel',
-              bitstream_id: null,
-              attach_handles: Array.from({ length: 4 }, (_, i) => ({
-                type: 'PCI',
-                info: { domain: '0000', bus: '0c', device: '00', function: String(i) },
-              })),
-            },
-          ],
-        },
-      ],
-    },
-  });
+  const res = await t.acc('PUT', `/hosts/${HOST}/devices`, { body: fpgaHostReport(HOST, FPGA_RP, 4) });
   expect(res.status).toBe(200);
 }
 

@@ -67,34 +67,37 @@ export async function seedHost(t: Pick<CyborgTestApp, 'call' | 'acc'>, handles =
   await ok(
     t.call('PUT', `/resource_providers/${FPGA_RP}/traits`, { body: { resource_provider_generation: 1, traits: ['CUSTOM_FPGA_A'] } }),
   );
-  const attach = Array.from({ length: handles }, (_, i) => ({
-    type: 'PCI',
-    info: { domain: '0000', bus: '0c', device: (i >> 3).toString(16).padStart(2, '0'), function: String(i & 7) },
-  }));
-  await ok(
-    t.acc('PUT', `/hosts/${HOST}/devices`, {
-      body: {
-        devices: [
+  await ok(t.acc('PUT', `/hosts/${HOST}/devices`, { body: fpgaHostReport(HOST, FPGA_RP, handles, opts.bitstreamId ?? null) }));
+}
+
+/**
+ * A host agent's device report: one Intel FPGA card (0000:0c:00.0) whose
+ * deployable on provider `rpUuid` has `handles` PCI functions.
+ */
+export function fpgaHostReport(host: string, rpUuid: string, handles: number, bitstreamId: string | null = null) {
+  return {
+    devices: [
+      {
+        key: '0000:0c:00.0',
+        type: 'FPGA',
+        vendor: '0x8086',
+        model: 'arria10',
+        deployables: [
           {
-            key: '0000:0c:00.0',
-            type: 'FPGA',
-            vendor: '0x8086',
-            model: 'arria10',
-            deployables: [
-              {
-                name: `${HOST}_FPGA`,
-                num_accelerators: handles,
-                rp_uuid: FPGA_RP,
-                driver_name: 'intel',
-                bitstream_id: opts.bitstreamId ?? null,
-                attach_handles: attach,
-              },
-            ],
+            name: `${host}_FPGA`,
+            num_accelerators: handles,
+            rp_uuid: rpUuid,
+            driver_name: 'intel',
+            bitstream_id: bitstreamId,
+            attach_handles: Array.from({ length: handles }, (_, i) => ({
+              type: 'PCI',
+              info: { domain: '0000', bus: '0c', device: (i >> 3).toString(16).padStart(2, '0'), function: String(i & 7) },
+            })),
           },
         ],
       },
-    }),
-  );
+    ],
+  };
 }
 
 export interface NovaCall {

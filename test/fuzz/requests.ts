@@ -3,6 +3,7 @@
 // the API), and the ways the fuzz spoils them (JSON values of the wrong type,
 // huge numbers, control and unpaired characters, broken UTF-8, odd query
 // strings and path segments, bad headers and methods).
+import { fpgaHostReport } from '../cyborg/helpers.js';
 import type { TestApp } from '../helpers/test-app.js';
 
 /** mulberry32: small, fast and the same on every run for a seed. */
@@ -110,30 +111,7 @@ export async function createFixtures(t: TestApp, round: number): Promise<Fixture
     }),
   );
 
-  const report = await ok(
-    acc('PUT', `/hosts/${host}/devices`, {
-      devices: [
-        {
-          key: '0000:0c:00.0',
-          type: 'FPGA',
-          vendor: '0x8086',
-          model: 'arria10',
-          deployables: [
-            {
-              name: `${host}_FPGA`,
-              num_accelerators: 2,
-              rp_uuid: child,
-              driver_name: 'intel',
-              attach_handles: [
-                { type: 'PCI', info: { domain: '0000', bus: '0c', device: '00', function: '0' } },
-                { type: 'PCI', info: { domain: '0000', bus: '0c', device: '00', function: '1' } },
-              ],
-            },
-          ],
-        },
-      ],
-    }),
-  );
+  const report = await ok(acc('PUT', `/hosts/${host}/devices`, fpgaHostReport(host, child, 2)));
   const device = ((await report.json()) as { devices: { uuid: string }[] }).devices[0]!.uuid;
   const deployables = (await (await ok(acc('GET', '/deployables'))).json()) as { deployables: { uuid: string; rp_uuid: string }[] };
   const deployable = deployables.deployables.find((d) => d.rp_uuid === child)!.uuid;

@@ -5,7 +5,7 @@
 // and microversion. The last test checks that every documented operation with
 // a body was seen, so a new route cannot go without a checked schema.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bindBody, FPGA_RP, fpgaProfile, HOST, makeCyborgApp, ROOT_RP, type CyborgTestApp } from '../cyborg/helpers.js';
+import { bindBody, FPGA_RP, fpgaHostReport, fpgaProfile, HOST, makeCyborgApp, ROOT_RP, type CyborgTestApp } from '../cyborg/helpers.js';
 import { openApiChecker, type OpenApiChecker, type OpenApiDoc } from '../helpers/openapi-check.js';
 
 type Json = Record<string, unknown>;
@@ -178,25 +178,7 @@ describe('live answers match GET /openapi.json', () => {
       const res = await t.app.request(path);
       await documented(res, 'get', path);
     }
-    await cyborg('PUT', `/hosts/${HOST}/devices`, '/hosts/{hostname}/devices', '2.0', {
-      devices: [
-        {
-          key: '0000:0c:00.0',
-          type: 'FPGA',
-          vendor: '0x8086',
-          model: 'arria10',
-          deployables: [
-            {
-              name: `${HOST}_FPGA`,
-              num_accelerators: 1,
-              rp_uuid: FPGA_RP,
-              driver_name: 'intel',
-              attach_handles: [{ type: 'PCI', info: { domain: '0000', bus: '0c', device: '00', function: '0' } }],
-            },
-          ],
-        },
-      ],
-    });
+    await cyborg('PUT', `/hosts/${HOST}/devices`, '/hosts/{hostname}/devices', '2.0', fpgaHostReport(HOST, FPGA_RP, 1));
     await cyborg('GET', `/hosts/${HOST}/devices`, '/hosts/{hostname}/devices');
     let deviceUuid = '';
     for (const version of ['2.0', '2.3']) {
