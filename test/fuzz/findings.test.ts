@@ -258,54 +258,45 @@ describe('an allocation candidate search whose combinations are all refused late
   });
 
   it('before 1.29, eight groups on twenty sibling children answer in full, well within the budget', async () => {
-    const app = await makeTestApp({ PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: '2000' });
-    try {
-      const root = await provider(app, {});
-      const children: string[] = [];
-      for (let i = 0; i < 20; i++)
-        children.push(await provider(app, { parent: root, inventory: { VCPU: { total: i % 2 === 0 ? 8 : 4 } } }));
-      // Before 1.29 a candidate may use one provider per tree: all eight
-      // groups on one child, which only the ten with room for eight can take.
-      // Judged only once all eight were chosen, this walked 20^8 combinations
-      // (the budget cut it after the first child's); judged as each group is
-      // chosen, it is quick.
-      const groups = Array.from({ length: 8 }, (_, i) => `resources${i + 1}=VCPU:1`).join('&');
-      const res = await app.call('GET', `/allocation_candidates?${groups}&group_policy=none`, { version: '1.28' });
-      expect(res.status).toBe(200);
-      const body = (await res.json()) as { allocation_requests: { allocations: Record<string, { resources: { VCPU: number } }> }[] };
-      expect(body.allocation_requests.map((r) => Object.entries(r.allocations).map(([uuid, a]) => [uuid, a.resources.VCPU]))).toEqual(
-        children.filter((_, i) => i % 2 === 0).map((uuid) => [[uuid, 8]]),
-      );
-    } finally {
-      app.close();
-    }
+    // Before 1.29 a candidate may use one provider per tree: all eight groups
+    // on one child. Judged only once all eight were chosen, this walked 20^8
+    // combinations (the budget cut it after the first child's); judged as each
+    // group is chosen, it is quick.
+    await expectAllOnOneRoomyChild(`${EIGHT_GROUPS}&group_policy=none`, '1.28');
   });
 
   it('same_subtree over eight groups on twenty sibling children answers in full, well within the budget', async () => {
-    const app = await makeTestApp({ PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: '2000' });
-    try {
-      const root = await provider(app, {});
-      const children: string[] = [];
-      for (let i = 0; i < 20; i++)
-        children.push(await provider(app, { parent: root, inventory: { VCPU: { total: i % 2 === 0 ? 8 : 4 } } }));
-      // Eight groups that must share a subtree: all on one child, which only
-      // the ten children with room for eight can take. Checked only once all
-      // eight were chosen, this walked 20^8 combinations (the budget cut it
-      // after the first child's); cut as soon as two groups part, it is quick.
-      const groups = Array.from({ length: 8 }, (_, i) => `resources${i + 1}=VCPU:1`).join('&');
-      const query = `${groups}&group_policy=none&same_subtree=${Array.from({ length: 8 }, (_, i) => i + 1).join(',')}`;
-      const res = await app.call('GET', `/allocation_candidates?${query}`, { version: '1.36' });
-      expect(res.status).toBe(200);
-      const body = (await res.json()) as { allocation_requests: { allocations: Record<string, { resources: { VCPU: number } }> }[] };
-      const used = body.allocation_requests.map((r) => Object.entries(r.allocations));
-      expect(used.map((allocations) => allocations.map(([uuid, a]) => [uuid, a.resources.VCPU]))).toEqual(
-        children.filter((_, i) => i % 2 === 0).map((uuid) => [[uuid, 8]]),
-      );
-    } finally {
-      app.close();
-    }
+    // Eight groups that must share a subtree: all on one child. Checked only
+    // once all eight were chosen, this walked 20^8 combinations (the budget
+    // cut it after the first child's); cut as soon as two groups part, it is quick.
+    const sameSubtree = Array.from({ length: 8 }, (_, i) => i + 1).join(',');
+    await expectAllOnOneRoomyChild(`${EIGHT_GROUPS}&group_policy=none&same_subtree=${sameSubtree}`, '1.36');
   });
 });
+
+const EIGHT_GROUPS = Array.from({ length: 8 }, (_, i) => `resources${i + 1}=VCPU:1`).join('&');
+
+/**
+ * On a root with twenty children, the even ones with room for 8 VCPU and the
+ * odd ones for 4, `query` (eight groups of VCPU:1 that must end up on one
+ * child) answers with every roomy child, in order, within a 2 s budget.
+ */
+async function expectAllOnOneRoomyChild(query: string, version: string): Promise<void> {
+  const app = await makeTestApp({ PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: '2000' });
+  try {
+    const root = await provider(app, {});
+    const children: string[] = [];
+    for (let i = 0; i < 20; i++) children.push(await provider(app, { parent: root, inventory: { VCPU: { total: i % 2 === 0 ? 8 : 4 } } }));
+    const res = await app.call('GET', `/allocation_candidates?${query}`, { version });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { allocation_requests: { allocations: Record<string, { resources: { VCPU: number } }> }[] };
+    expect(body.allocation_requests.map((r) => Object.entries(r.allocations).map(([uuid, a]) => [uuid, a.resources.VCPU]))).toEqual(
+      children.filter((_, i) => i % 2 === 0).map((uuid) => [[uuid, 8]]),
+    );
+  } finally {
+    app.close();
+  }
+}
 
 describe('ids given as strings of digits', () => {
   it('are refused beyond JavaScript exact integers instead of reaching SQLite as Infinity', async () => {
