@@ -187,18 +187,33 @@ function validateIdentification(value: PyValue | undefined, path: Path, problem:
   }
 }
 
-function validateInventories(value: PyValue | undefined, path: Path, problem: (path: Path, message: string) => void): void {
+/**
+ * `inventories` and `traits` alike: an object whose optional `additional` is
+ * a list. That list, or null when absent or refused (`listHint` follows the
+ * type in the refusal).
+ */
+function additionalList(
+  value: PyValue | undefined,
+  path: Path,
+  problem: (path: Path, message: string) => void,
+  listHint = '',
+): PyValue[] | null {
   if (!isDict(value)) {
     problem(path, `${pyRepr(value)} is not of type 'object'`);
-    return;
+    return null;
   }
-  if (!value.has('additional')) return;
+  if (!value.has('additional')) return null;
   const additional = value.get('additional');
   if (!isList(additional)) {
-    problem([...path, 'additional'], `${pyRepr(additional)} is not of type 'array' (a list of {RESOURCE_CLASS: {total: ...}} mappings)`);
-    return;
+    problem([...path, 'additional'], `${pyRepr(additional)} is not of type 'array'${listHint}`);
+    return null;
   }
-  additional.forEach((item, i) => {
+  return additional;
+}
+
+function validateInventories(value: PyValue | undefined, path: Path, problem: (path: Path, message: string) => void): void {
+  const additional = additionalList(value, path, problem, ' (a list of {RESOURCE_CLASS: {total: ...}} mappings)');
+  additional?.forEach((item, i) => {
     // Items are not typed: only a mapping is checked further (see customResourceClasses).
     if (!isDict(item)) return;
     for (const [rc, inventory] of item.entries()) {
@@ -234,17 +249,7 @@ function validateInventory(value: PyValue, path: Path, problem: (path: Path, mes
 }
 
 function validateTraits(value: PyValue | undefined, path: Path, problem: (path: Path, message: string) => void): void {
-  if (!isDict(value)) {
-    problem(path, `${pyRepr(value)} is not of type 'object'`);
-    return;
-  }
-  if (!value.has('additional')) return;
-  const additional = value.get('additional');
-  if (!isList(additional)) {
-    problem([...path, 'additional'], `${pyRepr(additional)} is not of type 'array'`);
-    return;
-  }
-  additional.forEach((trait, i) => {
+  additionalList(value, path, problem)?.forEach((trait, i) => {
     if (typeof trait !== 'string') problem([...path, 'additional', i], `${pyRepr(trait)} is not of type 'string'`);
     else if (!NAME_PATTERN.test(trait)) problem([...path, 'additional', i], `'${trait}' does not match '^[A-Z0-9_]{1,255}$'`);
   });
