@@ -299,12 +299,7 @@ export class CandidateSearch {
    * Checked at every step of the search: no allocation beyond a short list.
    */
   private sameSubtreeOk(choices: Choice[], count: number, suffixes: string[]): boolean {
-    const ids: number[] = [];
-    for (let i = 0; i < count; i += 1) {
-      const choice = choices[i]!;
-      if (!suffixes.includes(choice.suffix)) continue;
-      for (const id of choice.providers) if (!ids.includes(id)) ids.push(id);
-    }
+    const ids = providersOfSet(choices, count, suffixes);
     if (ids.length <= 1) return true;
     for (const candidate of ids) {
       let coversAll = true;
@@ -329,12 +324,7 @@ export class CandidateSearch {
    * groups on twenty sibling leaves: 20 x 8 x 20 steps instead of 20^8).
    */
   private subtreeStillPossible(chosen: Choice[], lists: Choice[][], level: number, check: PartialSubtreeCheck): boolean {
-    const ids: number[] = [];
-    for (let i = 0; i <= level; i += 1) {
-      const choice = chosen[i]!;
-      if (!check.suffixes.includes(choice.suffix)) continue;
-      for (const id of choice.providers) if (!ids.includes(id)) ids.push(id);
-    }
+    const ids = providersOfSet(chosen, level + 1, check.suffixes);
     if (ids.length <= 1) return true;
     // Up from the first provider to the lowest ancestor of them all (none: they are in different trees).
     let lowest: number | null | undefined = ids[0];
@@ -393,11 +383,7 @@ export class CandidateSearch {
       const inv = this.inventory(piece.providerId, piece.classId);
       if (!inv || inv.used + piece.amount > capacityOf(inv) || piece.amount > inv.maxUnit) return null;
     }
-    if (!this.input.nestedAware) {
-      const roots = pieces.map((p) => this.input.nodes.get(p.providerId)?.rootId);
-      const providers = new Set(pieces.map((p) => p.providerId));
-      if (new Set(roots).size !== providers.size) return null;
-    }
+    // Before 1.29, one provider per tree was judged as each group was chosen (oneProviderPerTree).
     return { pieces, mappings };
   }
 
@@ -668,6 +654,17 @@ class TakenAmounts {
     this.classes.push(piece.classId);
     this.amounts.push(amount);
   }
+}
+
+/** The distinct providers the first `count` choices of a same_subtree set's groups use, in order. */
+function providersOfSet(choices: Choice[], count: number, suffixes: string[]): number[] {
+  const ids: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const choice = choices[i]!;
+    if (!suffixes.includes(choice.suffix)) continue;
+    for (const id of choice.providers) if (!ids.includes(id)) ids.push(id);
+  }
+  return ids;
 }
 
 /** The piece of `pieces` on the same provider and class as `piece`, if any. */
