@@ -23,6 +23,7 @@ import { z } from 'zod';
 import { createApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import { createDataStore } from '../db/client.js';
+import { fetchWithTimeout } from '../db/replica.js';
 import { applyMigrations } from '../db/migrate.js';
 import { MIGRATIONS } from '../db/migrations.generated.js';
 import { syncStandards } from '../placement/sync-standards.js';
@@ -87,10 +88,23 @@ async function boot(env: WorkerEnv): Promise<Booted> {
     concurrency: Number.MAX_SAFE_INTEGER,
   });
   await prepareDatabase(client);
+  const log = consoleLogger(config.LOG_LEVEL);
+  const replica = config.PLACEMENT_DB_READ_URL
+    ? {
+        client: createClient({
+          url: config.PLACEMENT_DB_READ_URL,
+          authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
+          concurrency: Number.MAX_SAFE_INTEGER,
+          fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
+        }),
+        retryMs: config.PLACEMENT_DB_READ_RETRY_MS,
+        log,
+      }
+    : undefined;
   const overrides = config.PLACEMENT_POLICY_JSON ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON') : undefined;
   // Without a JOBS binding the cron drain delivers (outboxOnlyQueue).
   const producer = BindingsSchema.parse(env).JOBS;
-  const deps = makeDeps(createDataStore(client), config, consoleLogger(config.LOG_LEVEL), {
+  const deps = makeDeps(createDataStore(client, undefined, replica), config, log, {
     policyOverrides: overrides,
     jobs: producer ? cloudflareQueue(producer) : undefined,
   });
