@@ -55,6 +55,8 @@ export interface DataStore extends BatchReader {
   nearby: BatchReader;
   /** The replica reader, where one is configured (its counts feed /metrics). */
   replica?: ReplicaReader;
+  /** The mark of this instance's latest write (kept only while a replica is configured). */
+  marks: WriteMarks;
   close(): void;
 }
 
@@ -82,7 +84,7 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
   const writeBatch = replica
     ? async (statements: InStatement[]) => {
         const results = await runWriteBatch([...statements, RAISE_WRITE_MARK]);
-        marks.saw(markOf(results[results.length - 1]));
+        marks.raised(markOf(results[results.length - 1]));
         return results.slice(0, -1);
       }
     : runWriteBatch;
@@ -90,7 +92,7 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
     ? <T>(fn: (tx: Tx) => Promise<T>) =>
         db.transaction(async (tx) => {
           const result = await fn(tx);
-          marks.saw(markOf(await tx.run(RAISE_WRITE_MARK_SQL)));
+          marks.raised(markOf(await tx.run(RAISE_WRITE_MARK_SQL)));
           return result;
         })
     : <T>(fn: (tx: Tx) => Promise<T>) => db.transaction(fn);
@@ -101,6 +103,7 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
     readBatch,
     writeBatch: (statements) => lock.run(() => writeBatch(statements)),
     nearby: { readBatch },
+    marks,
     close: () => {
       batches?.close();
       client.close();

