@@ -13,7 +13,7 @@ import {
   selfLink,
   type CyborgContext,
   type CyborgEnv,
-} from '../../../../src/cyborg/http.js';
+} from '../../../../src/cyborg/http/profile.js';
 import { presentArq } from '../../../../src/cyborg/present.js';
 import {
   createArqs,

@@ -3,15 +3,15 @@
 import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../../../src/http/api-error.js';
 import { WriteContention } from '../../../../src/db/write-batch.js';
-import { contentionToHttp } from '../../../../src/placement/errors.js';
+import { contentionToHttp } from '../../../../src/placement/http/render-errors.js';
 import type { AppContext, AppEnv } from '../../../../src/http/env.js';
 import { badQuery, queryParams, readBody } from '../../../../src/http/validate.js';
-import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../../../../src/placement/middleware.js';
+import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
 import { presentProvider } from '../../../../src/placement/present/providers.js';
 import { isUuidLike, normalizeUuid } from '../../../../src/uuid.js';
 import { parseMemberOf, parseRequired, parseResources, traitNames } from '../../../../src/placement/query.js';
 import { findProvider, isoNow, providerNotFound, requireProvider, resourceClassIdsByName, traitIdsByName } from '../repo/lookups.js';
-import { createProviderBatched } from '../../../../src/placement/repo/provider-writes.js';
+import { createProviderBatched } from '../../../../src/placement/writes/providers.js';
 import {
   deleteProvider,
   getProviderView,
@@ -20,7 +20,7 @@ import {
   type ProviderListFilter,
   type ProviderView,
 } from '../repo/providers.js';
-import { DuplicateProvider, InvalidNewProvider } from '../../../../src/placement/write-errors.js';
+import { DuplicateProvider, InvalidNewProvider } from '../../../../src/placement/writes/refusals.js';
 import { createProviderSchema, updateProviderSchema } from '../../../../src/placement/schemas/providers.js';
 
 export const resourceProviderRoutes = new Hono<AppEnv>();
