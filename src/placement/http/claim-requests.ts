@@ -1,10 +1,8 @@
 // The HTTP side of a claim, shared by the allocation routes and the reshaper:
 // a body part as a ConsumerClaim for this microversion, and each claim refusal
 // worded as the endpoint does upstream. (Edge code: it reads the request.)
-import { WriteContention } from '../../db/write-batch.js';
 import { ApiError, ErrorCode, webobDetail } from '../../http/api-error.js';
 import type { AppContext } from '../../http/env.js';
-import { contentionToHttp } from './render-errors.js';
 import { atLeast } from './middleware.js';
 import { AllocationFailure, type ConsumerClaim } from '../repo/allocations.js';
 import { claimAllocations } from '../writes/claims.js';
@@ -23,7 +21,6 @@ export function claimFailureToHttp(err: unknown, notFoundPrefix: string): unknow
   if (err instanceof ConsumerGenerationMismatch) {
     return new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.CONCURRENT_UPDATE });
   }
-  if (err instanceof WriteContention) return contentionToHttp();
   if (!(err instanceof AllocationFailure)) return err;
   if (err.kind === 'unknown_class') return new ApiError(400, webobDetail(400, `${notFoundPrefix}${err.message}`));
   return new ApiError(409, webobDetail(409, `Unable to allocate inventory: ${err.message}`));

@@ -5,7 +5,8 @@
 // bumped from 1.19, where the caller names the generation; compared but kept
 // before, so a provider deleted or changed meanwhile still aborts the batch.
 import type { DataStore } from '../../db/client.js';
-import { commitGuarded, placeholders, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
+import { commitGuarded, placeholders, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { placementWrite } from './kernel.js';
 import { ProviderNotFound, StaleProviderGeneration } from './refusals.js';
 
 export interface ProviderGeneration {
@@ -35,7 +36,7 @@ export async function replaceProviderAggregates(
   now: string,
 ): Promise<number> {
   let provider: ProviderGeneration | undefined = read;
-  return withRaceRetries(async () => {
+  return placementWrite(async () => {
     const rp = provider ?? (await readProviderGeneration(store, uuid));
     provider = undefined;
     if (expected !== undefined && expected !== rp.generation) throw new StaleProviderGeneration(uuid);

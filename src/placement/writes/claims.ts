@@ -1,5 +1,5 @@
-// The claim write path (PUT/POST /allocations, DELETE /allocations/{c},
-// POST /reshaper) in the write model of db/write-batch.ts: ONE read batch
+// The claim write path (PUT/POST /allocations, DELETE /allocations/{c}; the
+// reshaper reuses its decision, reshape.ts) in the write model (kernel.ts): ONE read batch
 // (providers, consumers, classes, inventories with usage, the consumers'
 // current allocations), the decision here in TypeScript with placement's
 // capacity rule and errors, then ONE guarded write batch. Two round trips
@@ -13,171 +13,19 @@
 // check saw (DELETE /allocations only frees usage, which cannot invalidate a
 // granted claim). The compare-and-swap on every claimed consumer (or, for a
 // new one, its INSERT failing UNIQUE) proves nobody changed its allocations.
-import type { InValue, Row } from '@libsql/client';
+import type { InValue } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
-import {
-  commitGuarded,
-  guardSql,
-  LostRace,
-  placeholders,
-  prebuiltGuard,
-  stmt,
-  withRaceRetries,
-  type WriteStatement,
-} from '../../db/write-batch.js';
-import { amountFitsUnits, capacityOf, capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
-import {
-  ConsumerGenerationMismatch,
-  InventoryInUse,
-  InventoryProviderMissing,
-  InvalidInventoryInput,
-  ProviderGenerationMismatch,
-  ProviderMissing,
-} from './refusals.js';
+import { commitGuarded, guardSql, placeholders, prebuiltGuard, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { amountFitsUnits, capacityOf, capacitySql, usedSql } from '../capacity.js';
 import { AllocationFailure, type ConsumerClaim } from '../repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../repo/consumers.js';
-import { reservedCapacityProblem, type InventoryInput } from '../repo/inventories.js';
+import { GenerationPlan, key, placementWrite, readSnapshot, tryOneBatch, type InventoryState, type Snapshot } from './kernel.js';
+import { ConsumerGenerationMismatch, ProviderMissing } from './refusals.js';
 
 export interface ClaimOptions {
   /** 1.28+: consumer generations are compared. */
   requireGeneration: boolean;
   now: string;
-}
-
-export interface ProviderState {
-  id: number;
-  uuid: string;
-  generation: number;
-}
-
-export interface InventoryState extends InventoryLimits {
-  providerId: number;
-  classId: number;
-  resourceClass: string;
-  /** Usage of every consumer, as read. */
-  used: number;
-}
-
-interface ConsumerState {
-  id: number;
-  generation: number;
-  project: string;
-  user: string;
-  type: string | null;
-}
-
-interface PreviousAllocation {
-  consumer: string;
-  providerId: number;
-  providerUuid: string;
-  providerGeneration: number;
-  classId: number;
-  used: number;
-}
-
-/** What a claim or reshape depends on, read in one snapshot. */
-export interface Snapshot {
-  providers: Map<string, ProviderState>;
-  inventories: InventoryState[];
-  classIds: Map<string, number>;
-  consumers: Map<string, ConsumerState>;
-  previous: PreviousAllocation[];
-}
-
-const num = (row: Row, column: string): number => Number(row[column]);
-const str = (row: Row, column: string): string => String(row[column]);
-
-/** One read batch: the providers, their inventories with usage, the classes (all when `classNames` is null), the consumers. */
-export async function readSnapshot(
-  store: DataStore,
-  providerUuids: string[],
-  consumerUuids: string[],
-  classNames: string[] | null,
-): Promise<Snapshot> {
-  const inList = (values: string[]) => (values.length > 0 ? placeholders(values.length) : 'NULL');
-  const [providers, inventories, classes, consumers, previous] = await store.readBatch([
-    { sql: `SELECT id, uuid, generation FROM resource_providers WHERE uuid IN (${inList(providerUuids)})`, args: providerUuids },
-    {
-      sql: `SELECT i.resource_provider_id, i.resource_class_id, rc.name, i.total, i.reserved, i.min_unit, i.max_unit,
-          i.step_size, i.allocation_ratio, ${usedSql('i')} AS used
-        FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
-        WHERE i.resource_provider_id IN (SELECT id FROM resource_providers WHERE uuid IN (${inList(providerUuids)}))`,
-      args: providerUuids,
-    },
-    classNames === null
-      ? { sql: 'SELECT id, name FROM resource_classes', args: [] }
-      : { sql: `SELECT id, name FROM resource_classes WHERE name IN (${inList(classNames)})`, args: classNames },
-    {
-      sql: `SELECT c.id, c.uuid, c.generation, p.external_id AS project, u.external_id AS user, ct.name AS type
-        FROM consumers c JOIN projects p ON p.id = c.project_id JOIN users u ON u.id = c.user_id
-        LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
-        WHERE c.uuid IN (${inList(consumerUuids)})`,
-      args: consumerUuids,
-    },
-    {
-      sql: `SELECT a.consumer_id, a.resource_provider_id, p.uuid, p.generation, a.resource_class_id, a.used
-        FROM allocations a JOIN resource_providers p ON p.id = a.resource_provider_id
-        WHERE a.consumer_id IN (${inList(consumerUuids)}) ORDER BY a.id`,
-      args: consumerUuids,
-    },
-  ]);
-  return {
-    providers: new Map(
-      providers!.rows.map((r) => [str(r, 'uuid'), { id: num(r, 'id'), uuid: str(r, 'uuid'), generation: num(r, 'generation') }]),
-    ),
-    inventories: inventories!.rows.map((r) => ({
-      providerId: num(r, 'resource_provider_id'),
-      classId: num(r, 'resource_class_id'),
-      resourceClass: str(r, 'name'),
-      total: num(r, 'total'),
-      reserved: num(r, 'reserved'),
-      minUnit: num(r, 'min_unit'),
-      maxUnit: num(r, 'max_unit'),
-      stepSize: num(r, 'step_size'),
-      allocationRatio: num(r, 'allocation_ratio'),
-      used: num(r, 'used'),
-    })),
-    classIds: new Map(classes!.rows.map((r) => [str(r, 'name'), num(r, 'id')])),
-    consumers: new Map(
-      consumers!.rows.map((r) => [
-        str(r, 'uuid'),
-        {
-          id: num(r, 'id'),
-          generation: num(r, 'generation'),
-          project: str(r, 'project'),
-          user: str(r, 'user'),
-          type: r.type === null || r.type === undefined ? null : str(r, 'type'),
-        },
-      ]),
-    ),
-    previous: previous!.rows.map((r) => ({
-      consumer: str(r, 'consumer_id'),
-      providerId: num(r, 'resource_provider_id'),
-      providerUuid: str(r, 'uuid'),
-      providerGeneration: num(r, 'generation'),
-      classId: num(r, 'resource_class_id'),
-      used: num(r, 'used'),
-    })),
-  };
-}
-
-export const key = (providerId: number, classId: number) => `${providerId}:${classId}`;
-
-/** Provider generations this write moves: provider id -> {read, next}. */
-export class GenerationPlan {
-  readonly bumps = new Map<number, { read: number; next: number }>();
-  bump(provider: { id: number; generation: number }): void {
-    const entry = this.bumps.get(provider.id) ?? { read: provider.generation, next: provider.generation };
-    entry.next += 1;
-    this.bumps.set(provider.id, entry);
-  }
-  statements(now: string): WriteStatement[] {
-    return [...this.bumps].map(([id, { read, next }]) =>
-      stmt('UPDATE resource_providers SET generation = ?, updated_at = ? WHERE id = ? AND generation = ?', [next, now, id, read], {
-        mustChange: true,
-      }),
-    );
-  }
 }
 
 function invalidInventory(resourceClass: string, providerUuid: string): AllocationFailure {
@@ -192,7 +40,7 @@ function invalidInventory(resourceClass: string, providerUuid: string): Allocati
  * consumers and their generations, resource classes exist, inventory and
  * capacity.
  */
-function planClaims(
+export function planClaims(
   snap: Snapshot,
   claims: ConsumerClaim[],
   inventoryOf: Map<string, InventoryState>,
@@ -373,7 +221,7 @@ function insertConsumer(claim: ConsumerClaim, generation: number, now: string): 
 }
 
 /** Placement keeps no consumer without allocations. */
-function dropEmptyConsumers(uuids: string[]): WriteStatement[] {
+export function dropEmptyConsumers(uuids: string[]): WriteStatement[] {
   if (uuids.length === 0) return [];
   return [
     stmt(
@@ -384,7 +232,7 @@ function dropEmptyConsumers(uuids: string[]): WriteStatement[] {
   ];
 }
 
-function claimedNames(claims: ConsumerClaim[]): { providers: string[]; classes: string[] } {
+export function claimedNames(claims: ConsumerClaim[]): { providers: string[]; classes: string[] } {
   const providers = new Set<string>();
   const classes = new Set<string>();
   for (const claim of claims) {
@@ -396,7 +244,7 @@ function claimedNames(claims: ConsumerClaim[]): { providers: string[]; classes: 
   return { providers: [...providers], classes: [...classes] };
 }
 
-function inventoryIndex(inventories: InventoryState[]): Map<string, InventoryState> {
+export function inventoryIndex(inventories: InventoryState[]): Map<string, InventoryState> {
   return new Map(inventories.map((i) => [key(i.providerId, i.classId), i]));
 }
 
@@ -501,18 +349,11 @@ const bumpClaimedProvidersSql = sqlByCount(
 export async function claimAllocations(store: DataStore, claims: ConsumerClaim[], opts: ClaimOptions): Promise<void> {
   if (claims.length === 0) return;
   const fast = newConsumerClaimStatements(claims, opts);
-  if (fast) {
-    try {
-      await commitGuarded(store, fast);
-      return;
-    } catch (err) {
-      // Not granted as sent (or raced): the ordinary path decides and words it.
-      if (!(err instanceof LostRace)) throw err;
-    }
-  }
+  // Not granted as sent (or raced): the ordinary path decides and words it.
+  if (fast && (await tryOneBatch(store, fast))) return;
   const names = claimedNames(claims);
   const uuids = claims.map((c) => c.uuid);
-  await withRaceRetries(async () => {
+  await placementWrite(async () => {
     const snap = await readSnapshot(store, names.providers, uuids, names.classes);
     const gens = new GenerationPlan();
     const { statements } = planClaims(snap, claims, inventoryIndex(snap.inventories), gens, opts);
@@ -532,128 +373,4 @@ export async function deleteConsumerAllocations(store: DataStore, consumerUuid: 
     stmt('DELETE FROM consumers WHERE uuid = ?', [consumerUuid]),
   ]);
   return removed!.rowsAffected > 0;
-}
-
-export interface ProviderInventoryChange {
-  providerUuid: string;
-  /** The caller's view of the provider generation. */
-  generation: number;
-  /** The provider's whole desired inventory, by resource class name. */
-  records: Record<string, InventoryInput>;
-}
-
-export interface ReshapeRequest {
-  inventories: ProviderInventoryChange[];
-  claims: ConsumerClaim[];
-}
-
-export interface ReshapeOptions extends ClaimOptions {
-  /** 1.26+: reserved may equal total. */
-  reservedMayEqualTotal: boolean;
-}
-
-/** A resource class named in the reshaper's inventories that does not exist (400 "malformed reshaper data"). */
-export class UnknownResourceClass extends Error {
-  constructor(readonly resourceClass: string) {
-    super(`No such resource class ${resourceClass}.`);
-    this.name = 'UnknownResourceClass';
-  }
-}
-
-/**
- * POST /reshaper: inventories and allocations moved across providers at
- * once, as placement/objects/reshaper.py. Upstream writes an interim
- * inventory (old classes kept, new ones added), then the allocations, then
- * the final inventory; here the same three steps are decided in memory
- * (the claims checked against the interim inventory, the final one against
- * the usage the claims leave) and written in one batch. Each provider's
- * generation moves as upstream's three steps move it.
- */
-export async function reshape(store: DataStore, request: ReshapeRequest, opts: ReshapeOptions): Promise<void> {
-  const claimed = claimedNames(request.claims);
-  const providerUuids = [...new Set([...request.inventories.map((c) => c.providerUuid), ...claimed.providers])];
-  const classNames = [...new Set([...request.inventories.flatMap((c) => Object.keys(c.records)), ...claimed.classes])];
-  const consumerUuids = request.claims.map((c) => c.uuid);
-  await withRaceRetries(async () => {
-    const snap = await readSnapshot(store, providerUuids, consumerUuids, classNames);
-    // Every provider exists at the generation the caller saw, with sane input.
-    for (const change of request.inventories) {
-      const rp = snap.providers.get(change.providerUuid);
-      if (!rp) throw new InventoryProviderMissing(change.providerUuid);
-      if (rp.generation !== change.generation) throw new ProviderGenerationMismatch(rp.uuid, rp.generation, change.generation);
-      const problem = reservedCapacityProblem(rp, change.records, opts.reservedMayEqualTotal);
-      if (problem) throw new InvalidInventoryInput(problem);
-    }
-    const inventoryClasses = [...new Set(request.inventories.flatMap((ch) => Object.keys(ch.records)))];
-    const unknown = inventoryClasses.find((name) => !snap.classIds.has(name));
-    if (unknown) throw new UnknownResourceClass(unknown);
-
-    // Interim inventory: current classes overlaid with the requested ones.
-    const gens = new GenerationPlan();
-    const interim = inventoryIndex(snap.inventories);
-    const usedNow = new Map(snap.inventories.map((i) => [key(i.providerId, i.classId), i.used]));
-    for (const change of request.inventories) {
-      if (Object.keys(change.records).length === 0) continue;
-      const rp = snap.providers.get(change.providerUuid)!;
-      for (const [rc, input] of Object.entries(change.records)) {
-        const classId = snap.classIds.get(rc)!;
-        const k = key(rp.id, classId);
-        interim.set(k, { ...input, providerId: rp.id, classId, resourceClass: rc, used: usedNow.get(k) ?? 0 });
-      }
-      gens.bump(rp);
-    }
-
-    const { statements, usageAfter } = planClaims(snap, request.claims, interim, gens, opts);
-
-    // Final inventory, exactly as requested: removing a class still allocated is 409 inuse.
-    const { now } = opts;
-    for (const change of request.inventories) {
-      const rp = snap.providers.get(change.providerUuid)!;
-      const wanted = new Set(Object.keys(change.records).map((rc) => snap.classIds.get(rc)!));
-      const current = [...interim.values()].filter((i) => i.providerId === rp.id);
-      const removed = current.filter((i) => !wanted.has(i.classId)).sort((a, b) => a.classId - b.classId);
-      assertInventoryNotInUse(
-        rp.uuid,
-        removed.filter((i) => (usageAfter.get(key(rp.id, i.classId)) ?? 0) > 0),
-      );
-      if (removed.length > 0) {
-        const ids = removed.map((i) => i.classId);
-        statements.push(
-          stmt(`DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id IN (${placeholders(ids.length)})`, [
-            rp.id,
-            ...ids,
-          ]),
-        );
-      }
-      for (const [rc, input] of Object.entries(change.records)) {
-        statements.push(upsertInventory(rp.id, snap.classIds.get(rc)!, input, now));
-      }
-      gens.bump(rp);
-    }
-    await commitGuarded(store, [...statements, ...gens.statements(now), ...dropEmptyConsumers(consumerUuids)]);
-  });
-}
-
-// Selected from the class's row: a class deleted since the read (DELETE
-// /resource_classes/{name}) inserts nothing, and mustChange aborts the batch.
-const upsertInventorySql = `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit,
-    step_size, allocation_ratio, created_at) SELECT ?, id, ?, ?, ?, ?, ?, ?, ? FROM resource_classes WHERE id = ?
-  ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET total = excluded.total,
-    reserved = excluded.reserved, min_unit = excluded.min_unit, max_unit = excluded.max_unit,
-    step_size = excluded.step_size, allocation_ratio = excluded.allocation_ratio, updated_at = ?`;
-
-/** The write-batch statement for one inventory record: inserted, or updated in place. */
-export function upsertInventory(providerId: number, classId: number, input: InventoryInput, now: string): WriteStatement {
-  return stmt(
-    upsertInventorySql,
-    [providerId, input.total, input.reserved, input.minUnit, input.maxUnit, input.stepSize, input.allocationRatio, now, classId, now],
-    { mustChange: true },
-  );
-}
-
-/** 409 inventory.inuse when classes to drop still have allocations; listed in class-id order, as upstream's GROUP BY. */
-export function assertInventoryNotInUse(providerUuid: string, inUse: { classId: number; resourceClass: string }[]): void {
-  if (inUse.length === 0) return;
-  const names = [...inUse].sort((a, b) => a.classId - b.classId).map((i) => i.resourceClass);
-  throw new InventoryInUse(`Inventory for '${names.join(', ')}' on resource provider '${providerUuid}' in use.`);
 }

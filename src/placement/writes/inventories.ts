@@ -7,7 +7,7 @@
 // upstream's order of errors: 404 for a missing provider comes first.
 //
 // Replacing the whole inventory (PUT and DELETE the collection) first tries
-// ONE write batch with nothing read (one-batch.ts), when the caller can tell
+// ONE write batch with nothing read (kernel.ts), when the caller can tell
 // what `decide` would return without the provider (the body is valid): the
 // generation's compare-and-swap, class names resolved in SQL, guards that
 // refuse whatever the ordinary path would answer with an error (unknown
@@ -16,12 +16,20 @@
 // new generation returned. Refused, the ordinary path decides and words it.
 import type { DataStore } from '../../db/client.js';
 import type { ResultSet } from '@libsql/client';
-import { commitGuarded, guard, placeholders, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
+import { commitGuarded, guard, placeholders, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { capacityOf, usedSql } from '../capacity.js';
-import { InvalidInventoryInput, InventoryExists, InventoryNotFound, ProviderNotFound } from './refusals.js';
-import { assertInventoryNotInUse, GenerationPlan, readSnapshot, upsertInventory, type ProviderState } from './claims.js';
+import { InvalidInventoryInput, InventoryExists, InventoryInUse, InventoryNotFound, ProviderNotFound } from './refusals.js';
+import {
+  bumpedGeneration,
+  bumpProviderGeneration,
+  GenerationPlan,
+  placementWrite,
+  PROVIDER_ID_BY_UUID,
+  readSnapshot,
+  tryOneBatch,
+  type ProviderState,
+} from './kernel.js';
 import type { InventoryInput } from '../repo/inventories.js';
-import { bumpedGeneration, bumpProviderGeneration, PROVIDER_ID_BY_UUID, tryOneBatch } from './one-batch.js';
 
 export type InventoryChange =
   | { kind: 'replace'; records: Record<string, InventoryInput> }
@@ -64,7 +72,7 @@ export async function writeProviderInventory(
     const granted = await tryOneBatch(store, oneBatchReplaceStatements(uuid, replacement, now));
     if (granted) return oneBatchResult(replacement, granted);
   }
-  return withRaceRetries(async () => {
+  return placementWrite(async () => {
     const snap = await readSnapshot(store, [uuid], [], null);
     const provider = snap.providers.get(uuid);
     if (!provider) throw new ProviderNotFound(uuid);
@@ -88,22 +96,12 @@ export async function writeProviderInventory(
         provider.uuid,
         removed.filter((i) => i.used > 0),
       );
-      if (removed.length > 0) {
-        const ids = removed.map((i) => i.classId);
-        statements.push(
-          stmt(`DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id IN (${placeholders(ids.length)})`, [
-            provider.id,
-            ...ids,
-          ]),
-        );
+      const records = wanted.map((rc) => ({ classId: classId(rc)!, input: change.records[rc]! }));
+      for (const [i, rc] of wanted.entries()) {
+        const existing = current.get(records[i]!.classId);
+        if (existing && existing.used > capacityOf(records[i]!.input)) overCapacity.push(rc);
       }
-      for (const rc of wanted) {
-        const id = classId(rc)!;
-        const input = change.records[rc]!;
-        const existing = current.get(id);
-        if (existing && existing.used > capacityOf(input)) overCapacity.push(rc);
-        statements.push(upsertInventory(provider.id, id, input, now));
-      }
+      statements.push(...replaceInventoryStatements(provider.id, removed, records, now));
     } else if (change.kind === 'add') {
       const id = classId(change.resourceClass);
       if (id === undefined) {
@@ -116,7 +114,7 @@ export async function writeProviderInventory(
           `Update conflict: Inventory for '${change.resourceClass}' on resource provider '${uuid}' already exists.`,
         );
       }
-      statements.push(upsertInventory(provider.id, id, change.input, now));
+      statements.push(upsertInventory({ providerId: provider.id, classId: id }, change.input, now));
     } else if (change.kind === 'update') {
       const id = classId(change.resourceClass);
       const existing = id === undefined ? undefined : current.get(id);
@@ -127,7 +125,7 @@ export async function writeProviderInventory(
         );
       }
       if (existing.used > capacityOf(change.input)) overCapacity.push(change.resourceClass);
-      statements.push(upsertInventory(provider.id, existing.classId, change.input, now));
+      statements.push(upsertInventory({ providerId: provider.id, classId: existing.classId }, change.input, now));
     } else {
       const id = classId(change.resourceClass);
       const existing = id === undefined ? undefined : current.get(id);
@@ -141,9 +139,7 @@ export async function writeProviderInventory(
         provider.uuid,
         [existing].filter((i) => i.used > 0),
       );
-      statements.push(
-        stmt('DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id = ?', [provider.id, existing.classId]),
-      );
+      statements.push(deleteInventoryClasses(provider.id, [existing.classId]));
     }
     // Usage on this provider only grows with a generation bump, so the
     // compare-and-swap also proves the in-use and over-capacity checks still hold.
@@ -189,17 +185,7 @@ function oneBatchReplaceStatements(uuid: string, replacement: InventoryReplaceme
   ];
   // Inserted from the class's row: an unknown class inserts nothing, and mustChange refuses the batch.
   for (const [name, input] of Object.entries(replacement.records)) {
-    statements.push(
-      stmt(
-        `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size,
-          allocation_ratio, created_at) SELECT ${PROVIDER_ID_BY_UUID}, id, ?, ?, ?, ?, ?, ?, ? FROM resource_classes WHERE name = ?
-        ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET total = excluded.total,
-          reserved = excluded.reserved, min_unit = excluded.min_unit, max_unit = excluded.max_unit,
-          step_size = excluded.step_size, allocation_ratio = excluded.allocation_ratio, updated_at = ?`,
-        [uuid, input.total, input.reserved, input.minUnit, input.maxUnit, input.stepSize, input.allocationRatio, now, name, now],
-        { mustChange: true },
-      ),
-    );
+    statements.push(upsertInventory({ providerUuid: uuid, className: name }, input, now));
   }
   return statements;
 }
@@ -214,4 +200,80 @@ function oneBatchResult(replacement: InventoryReplacement, results: ResultSet[])
     })
     .map(([name]) => name);
   return { generation: bumpedGeneration(results[0]!), overCapacity };
+}
+
+// Selected from the class's row: a class deleted since the read (DELETE
+// /resource_classes/{name}), or unknown to a one-batch write, inserts nothing,
+// and mustChange aborts the batch. The provider is named by id (read in the
+// snapshot) or by uuid (found as of the write); built once per form.
+const upsertInventorySql = (provider: string, classColumn: 'id' | 'name') =>
+  `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit,
+    step_size, allocation_ratio, created_at) SELECT ${provider}, id, ?, ?, ?, ?, ?, ?, ? FROM resource_classes WHERE ${classColumn} = ?
+  ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET total = excluded.total,
+    reserved = excluded.reserved, min_unit = excluded.min_unit, max_unit = excluded.max_unit,
+    step_size = excluded.step_size, allocation_ratio = excluded.allocation_ratio, updated_at = ?`;
+const UPSERT_BY_ID = upsertInventorySql('?', 'id');
+const UPSERT_BY_UUID_AND_NAME = upsertInventorySql(PROVIDER_ID_BY_UUID, 'name');
+
+/** Where an inventory record goes: ids read in a snapshot, or uuid and name resolved as of the write (one batch). */
+export type InventoryTarget = { providerId: number; classId: number } | { providerUuid: string; className: string };
+
+/** The write-batch statement for one inventory record: inserted, or updated in place. */
+export function upsertInventory(target: InventoryTarget, input: InventoryInput, now: string): WriteStatement {
+  const byId = 'providerId' in target;
+  return stmt(
+    byId ? UPSERT_BY_ID : UPSERT_BY_UUID_AND_NAME,
+    [
+      byId ? target.providerId : target.providerUuid,
+      input.total,
+      input.reserved,
+      input.minUnit,
+      input.maxUnit,
+      input.stepSize,
+      input.allocationRatio,
+      now,
+      byId ? target.classId : target.className,
+      now,
+    ],
+    { mustChange: true },
+  );
+}
+
+/** Removes the provider's inventory of these classes. */
+export function deleteInventoryClasses(providerId: number, classIds: number[]): WriteStatement {
+  return stmt(`DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id IN (${placeholders(classIds.length)})`, [
+    providerId,
+    ...classIds,
+  ]);
+}
+
+/**
+ * A provider's whole inventory replaced, as decided from a snapshot (PUT
+ * inventories, the reshaper's final inventory): the `removed` classes
+ * deleted, then each record upserted in the order given.
+ */
+export function replaceInventoryStatements(
+  providerId: number,
+  removed: { classId: number }[],
+  records: { classId: number; input: InventoryInput }[],
+  now: string,
+): WriteStatement[] {
+  const statements =
+    removed.length > 0
+      ? [
+          deleteInventoryClasses(
+            providerId,
+            removed.map((i) => i.classId),
+          ),
+        ]
+      : [];
+  for (const { classId, input } of records) statements.push(upsertInventory({ providerId, classId }, input, now));
+  return statements;
+}
+
+/** 409 inventory.inuse when classes to drop still have allocations; listed in class-id order, as upstream's GROUP BY. */
+export function assertInventoryNotInUse(providerUuid: string, inUse: { classId: number; resourceClass: string }[]): void {
+  if (inUse.length === 0) return;
+  const names = [...inUse].sort((a, b) => a.classId - b.classId).map((i) => i.resourceClass);
+  throw new InventoryInUse(`Inventory for '${names.join(', ')}' on resource provider '${providerUuid}' in use.`);
 }

@@ -2,7 +2,7 @@
 // /resource_providers[/{uuid}]) in the write model of db/write-batch.ts: one
 // read batch, the decision here, one guarded write batch.
 //
-// Create: first one write batch with nothing read (one-batch.ts). The uuid
+// Create: first one write batch with nothing read (kernel.ts). The uuid
 // and name are UNIQUE, so a taken one (or a concurrent creator) makes the
 // insert fail; a child is inserted from its parent's row, so a parent
 // missing or deleted meanwhile inserts nothing. Either refuses the batch and
@@ -16,7 +16,7 @@
 // in the same statement, no child and no allocation as of the write.
 import type { ResultSet, Row } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
-import { commitGuarded, guard, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
+import { commitGuarded, guard, stmt, type WriteStatement } from '../../db/write-batch.js';
 import {
   DuplicateProvider,
   InvalidNewProvider,
@@ -25,12 +25,12 @@ import {
   ProviderInUse,
   ProviderNotFound,
 } from './refusals.js';
-import { tryOneBatch } from './one-batch.js';
+import { placementWrite, tryOneBatch } from './kernel.js';
 import type { NewProvider, ProviderView } from '../repo/providers.js';
 
 /**
  * POST /resource_providers: first ONE write batch with nothing read
- * (one-batch.ts), the same statements as the ordinary path's with the parent
+ * (kernel.ts), the same statements as the ordinary path's with the parent
  * found by uuid; a uuid or name taken fails UNIQUE and a missing parent
  * inserts nothing, and either refuses the batch. Refused, the ordinary path
  * reads, decides and words the 409 or 400.
@@ -42,7 +42,7 @@ export async function createProviderBatched(store: DataStore, input: NewProvider
     const granted = await tryOneBatch(store, createStatements(input, parent, now));
     if (granted) return createdView(input, granted, now);
   }
-  return withRaceRetries(async () => {
+  return placementWrite(async () => {
     const [byUuid, byName, parents] = await store.readBatch([
       { sql: 'SELECT id FROM resource_providers WHERE uuid = ?', args: [input.uuid] },
       { sql: 'SELECT id FROM resource_providers WHERE name = ?', args: [input.name] },
@@ -159,7 +159,7 @@ export interface ProviderUpdate {
 export async function updateProviderBatched(store: DataStore, uuid: string, update: ProviderUpdate, now: string): Promise<ProviderView> {
   const fail = (why: string) => new InvalidProviderUpdate(why);
   const newParentUuid = typeof update.parentUuid === 'string' ? update.parentUuid : '';
-  return withRaceRetries(async () => {
+  return placementWrite(async () => {
     const [providers, named, parents, aboveParent] = await store.readBatch([
       { sql: 'SELECT id, generation, parent_provider_id FROM resource_providers WHERE uuid = ?', args: [uuid] },
       { sql: 'SELECT id FROM resource_providers WHERE name = ?', args: [update.name] },
@@ -229,7 +229,7 @@ export async function updateProviderBatched(store: DataStore, uuid: string, upda
  * ProviderInUse.
  */
 export async function deleteProviderBatched(store: DataStore, uuid: string): Promise<void> {
-  await withRaceRetries(async () => {
+  await placementWrite(async () => {
     const [providers] = await store.readBatch([
       {
         sql: `SELECT p.id, p.generation,

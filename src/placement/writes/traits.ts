@@ -1,15 +1,14 @@
 // A provider's traits (PUT and DELETE /resource_providers/{uuid}/traits) in
 // the write model of db/write-batch.ts: first ONE write batch with nothing
-// read (one-batch.ts): the generation's compare-and-swap, the trait names
+// read (kernel.ts): the generation's compare-and-swap, the trait names
 // resolved in SQL, a guard that every name exists; refused, the ordinary
 // path reads the provider and the trait ids, decides (404, 409, 400 worded
 // there) and commits one write batch guarded by the generation.
 import type { Row } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
-import { commitGuarded, guard, placeholders, stmt, withRaceRetries, type WriteStatement } from '../../db/write-batch.js';
+import { commitGuarded, guard, placeholders, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from './refusals.js';
-import { GenerationPlan } from './claims.js';
-import { bumpedGeneration, bumpProviderGeneration, PROVIDER_ID_BY_UUID, tryOneBatch } from './one-batch.js';
+import { bumpedGeneration, bumpProviderGeneration, GenerationPlan, placementWrite, PROVIDER_ID_BY_UUID, tryOneBatch } from './kernel.js';
 
 /**
  * Replaces the provider's traits with `names` and returns its new
@@ -25,7 +24,7 @@ export async function replaceProviderTraits(
 ): Promise<number> {
   const granted = await tryOneBatch(store, oneBatchTraitStatements(uuid, expectedGeneration, names, now));
   if (granted) return bumpedGeneration(granted[0]!);
-  return withRaceRetries(async () => {
+  return placementWrite(async () => {
     const [providers, traits] = await store.readBatch([
       { sql: 'SELECT id, generation FROM resource_providers WHERE uuid = ?', args: [uuid] },
       { sql: `SELECT id, name FROM traits WHERE name IN (${names.length > 0 ? placeholders(names.length) : 'NULL'})`, args: names },

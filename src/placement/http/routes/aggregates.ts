@@ -6,8 +6,6 @@ import type { AppEnv } from '../../../http/env.js';
 import { readBody } from '../../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { normalizeUuid } from '../../../uuid.js';
-import { WriteContention } from '../../../db/write-batch.js';
-import { contentionToHttp } from '../render-errors.js';
 import { readProviderGeneration, replaceProviderAggregates } from '../../writes/aggregates.js';
 import { providerAggregates } from '../../repo/aggregates.js';
 import { generationConflict, isoNow, providerNotFound, requireProvider } from '../../repo/lookups.js';
@@ -55,7 +53,6 @@ resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
       if (err instanceof StaleProviderGeneration) {
         throw generationConflict("Resource provider's generation already changed. Please update the generation and try again.");
       }
-      if (err instanceof WriteContention) throw contentionToHttp();
       throw err;
     }
   },

@@ -10,7 +10,6 @@ import type { AppContext, AppEnv } from '../../../http/env.js';
 import { readJson, validateBody } from '../../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { presentInventories, presentInventory, presentInventoryWithGeneration } from '../../present/inventories.js';
-import { WriteContention } from '../../../db/write-batch.js';
 import {
   findInventory,
   InventoryInUseError,
@@ -25,9 +24,8 @@ import {
   type InventoryWriteResult,
 } from '../../writes/inventories.js';
 import { isoNow, requireProvider } from '../../repo/lookups.js';
-import type { ProviderState } from '../../writes/claims.js';
+import type { ProviderState } from '../../writes/kernel.js';
 import { InvalidInventoryInput, InventoryExists, InventoryInUse, InventoryNotFound, ProviderNotFound } from '../../writes/refusals.js';
-import { contentionToHttp } from '../render-errors.js';
 import {
   postInventorySchema,
   putInventoriesSchema,
@@ -78,7 +76,6 @@ async function writeInventory(
     if (err instanceof InvalidInventoryInput) throw new ApiError(400, webobDetail(400, err.message));
     if (err instanceof InventoryExists) throw new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.CONCURRENT_UPDATE });
     if (err instanceof InventoryInUse) throw new InventoryInUseError(err.reason, inUsePrefix);
-    if (err instanceof WriteContention) throw contentionToHttp();
     throw err;
   }
 }

@@ -6,7 +6,7 @@ import { readBody } from '../../../http/validate.js';
 import { atLeast, authorize, requireVersion, resource } from '../middleware.js';
 import { InventoryInUseError } from '../../repo/inventories.js';
 import { isoNow } from '../../repo/lookups.js';
-import { reshape, UnknownResourceClass, type ProviderInventoryChange } from '../../writes/claims.js';
+import { reshape, UnknownResourceClass, type ProviderInventoryChange } from '../../writes/reshape.js';
 import { InvalidInventoryInput, InventoryInUse, InventoryProviderMissing, ProviderGenerationMismatch } from '../../writes/refusals.js';
 import { toInventoryInputs } from '../../schemas/inventories.js';
 import { reshaperSchema } from '../../schemas/reshaper.js';

@@ -2,8 +2,6 @@
 // create, show, update (rename, re-parent from 1.37), delete.
 import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../../http/api-error.js';
-import { WriteContention } from '../../../db/write-batch.js';
-import { contentionToHttp } from '../render-errors.js';
 import type { AppContext, AppEnv } from '../../../http/env.js';
 import { badQuery, queryParams, readBody } from '../../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../middleware.js';
@@ -113,7 +111,6 @@ resource(resourceProviderRoutes, '/resource_providers', {
       if (err instanceof InvalidNewProvider) {
         throw new ApiError(400, webobDetail(400, `Unable to create resource provider "${body.name}", ${uuid}: ${err.reason}`));
       }
-      if (err instanceof WriteContention) throw contentionToHttp();
       throw err;
     }
     c.header('location', new URL(`/resource_providers/${created.uuid}`, c.req.url).href);
@@ -138,18 +135,12 @@ resource(resourceProviderRoutes, '/resource_providers/:uuid', {
     const body: ProviderBody = await readBody(c, updateProviderSchema(c.var.mv));
     const { deps } = c.var;
     const uuid = pathParam(c, 'uuid');
-    let updated: ProviderView;
-    try {
-      updated = await updateProviderBatched(
-        deps.store,
-        uuid,
-        { name: body.name, parentUuid: body.parent_provider_uuid, allowReparent: atLeast(c, 'REPARENT') },
-        isoNow(deps.clock),
-      );
-    } catch (err) {
-      if (err instanceof WriteContention) throw contentionToHttp();
-      throw err;
-    }
+    const updated = await updateProviderBatched(
+      deps.store,
+      uuid,
+      { name: body.name, parentUuid: body.parent_provider_uuid, allowReparent: atLeast(c, 'REPARENT') },
+      isoNow(deps.clock),
+    );
     setCacheHeaders(c, newest(updated.createdAt, updated.updatedAt));
     return c.json(presentProvider(updated, c.var.mv));
   },
@@ -163,7 +154,6 @@ resource(resourceProviderRoutes, '/resource_providers/:uuid', {
       if (err instanceof ProviderNotFound) {
         throw new ApiError(404, webobDetail(404, `No resource provider with uuid ${uuid} found for delete`));
       }
-      if (err instanceof WriteContention) throw contentionToHttp();
       throw err;
     }
     return c.body(null, 204);

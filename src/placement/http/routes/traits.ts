@@ -2,13 +2,11 @@
 import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../../http/api-error.js';
 import type { AppContext, AppEnv } from '../../../http/env.js';
-import { WriteContention } from '../../../db/write-batch.js';
 import { badQuery, queryParams, readBody } from '../../../http/validate.js';
 import { authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { isoNow, requireProvider } from '../../repo/lookups.js';
 import { deleteTraitBatched, ensureTraitBatched, replaceProviderTraits } from '../../writes/traits.js';
 import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from '../../writes/refusals.js';
-import { contentionToHttp } from '../render-errors.js';
 import { findTrait, listTraits, providerTraits, type TraitListFilter } from '../../repo/traits.js';
 import type { ProviderTraitsJson, TraitListJson } from '../../schemas/responses.js';
 import { isValidCustomTrait, putProviderTraitsSchema } from '../../schemas/traits.js';
@@ -32,7 +30,6 @@ async function writeTraits(c: AppContext, expected: number | undefined, names: s
       );
     }
     if (err instanceof UnknownTraits) throw new ApiError(400, webobDetail(400, err.message));
-    if (err instanceof WriteContention) throw contentionToHttp();
     throw err;
   }
 }
