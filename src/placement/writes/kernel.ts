@@ -15,15 +15,7 @@
 // read that words it).
 import type { ResultSet, Row } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
-import {
-  commitGuarded,
-  LostRace,
-  placeholders,
-  stmt,
-  withRaceRetries,
-  WriteContention,
-  type WriteStatement,
-} from '../../db/write-batch.js';
+import { commitGuarded, inList, LostRace, stmt, withRaceRetries, WriteContention, type WriteStatement } from '../../db/write-batch.js';
 import { ErrorCode, conflict } from '../../errors.js';
 import { usedSql, type InventoryLimits } from '../capacity.js';
 
@@ -106,7 +98,6 @@ export async function readSnapshot(
   consumerUuids: string[],
   classNames: string[] | null,
 ): Promise<Snapshot> {
-  const inList = (values: string[]) => (values.length > 0 ? placeholders(values.length) : 'NULL');
   const [providers, inventories, classes, consumers, previous] = await store.readBatch([
     { sql: `SELECT id, uuid, generation FROM resource_providers WHERE uuid IN (${inList(providerUuids)})`, args: providerUuids },
     {

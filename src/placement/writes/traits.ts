@@ -6,7 +6,7 @@
 // there) and commits one write batch guarded by the generation.
 import type { Row } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
-import { commitGuarded, guard, placeholders, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { commitGuarded, guard, inList, placeholders, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from './refusals.js';
 import { bumpedGeneration, bumpProviderGeneration, GenerationPlan, placementWrite, PROVIDER_ID_BY_UUID, tryOneBatch } from './kernel.js';
 
@@ -27,7 +27,7 @@ export async function replaceProviderTraits(
   return placementWrite(async () => {
     const [providers, traits] = await store.readBatch([
       { sql: 'SELECT id, generation FROM resource_providers WHERE uuid = ?', args: [uuid] },
-      { sql: `SELECT id, name FROM traits WHERE name IN (${names.length > 0 ? placeholders(names.length) : 'NULL'})`, args: names },
+      { sql: `SELECT id, name FROM traits WHERE name IN (${inList(names)})`, args: names },
     ]);
     const row: Row | undefined = providers!.rows[0];
     if (!row) throw new ProviderNotFound(uuid);
