@@ -3,7 +3,7 @@
 // The HTTP kit (src/http/kit.ts) renders every placement error through these.
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { acceptsJson } from '../../http/accept.js';
-import { ApiError, cutDetail, ErrorCode, STATUS_TITLES, webobDetail } from '../../http/api-error.js';
+import { ApiError, cutDetail, STATUS_TITLES, webobDetail } from '../../http/api-error.js';
 import type { AppContext } from '../../http/env.js';
 import type { ErrorOptions } from '../../http/kit.js';
 import { MV } from '../versions.js';
@@ -33,11 +33,4 @@ export function renderPlacementError(c: AppContext, err: ApiError): Response {
   const mv = c.get('mv');
   if (mv?.atLeast(MV.ERROR_CODES)) item.code = err.code;
   return c.json({ errors: [item] }, status, headers);
-}
-
-/** 409 concurrent_update: a write kept losing races (see db/write-batch.ts). */
-export function contentionToHttp(): ApiError {
-  return placementError(409, 'Another thread concurrently updated the data. Please retry your update', {
-    code: ErrorCode.CONCURRENT_UPDATE,
-  });
 }
