@@ -3,6 +3,7 @@
 // several repo calls into one atomic write.
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
+import { timed } from './observe.js';
 import * as schema from './schema/index.js';
 
 export type Schema = typeof schema;
@@ -64,9 +65,10 @@ export function createDataStore(client: Client, batches?: BatchConnection): Data
   return {
     db,
     client,
-    writeTx: (fn) => lock.run(() => db.transaction(fn)),
-    readBatch,
-    writeBatch: (statements) => lock.run(() => writeBatch(statements)),
+    writeTx: (fn) => lock.run(() => timed('transaction', () => db.transaction(fn))),
+    readBatch: (statements) => timed('read_batch', () => readBatch(statements)),
+    // Timed once the lock is held: the wait behind other writers is not the database's.
+    writeBatch: (statements) => lock.run(() => timed('write_batch', () => writeBatch(statements))),
     close: () => {
       batches?.close();
       client.close();

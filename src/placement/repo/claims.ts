@@ -34,6 +34,7 @@ import {
   ProviderGenerationMismatch,
   ProviderMissing,
 } from '../write-errors.js';
+import { serviceMetrics } from '../../observability/service.js';
 import { AllocationFailure, type ConsumerClaim } from './allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from './consumers.js';
 import { reservedCapacityProblem, type InventoryInput } from './inventories.js';
@@ -268,6 +269,7 @@ function planClaims(
     requested.set(k, total);
     // Over capacity is refused only where the request increases usage (upstream bug 2104040).
     if ((usageAfter.get(k) ?? 0) + total > capacityOf(inv) && total > (released.get(k) ?? 0)) {
+      serviceMetrics.capacityRefusals.inc([e.resourceClass]);
       throw new AllocationFailure('invalid_inventory', `${prefix} The requested amount would exceed the capacity.`);
     }
   }
