@@ -33,6 +33,8 @@ import { consume } from '../jobs/consume.js';
 import type { JobMessage } from '../jobs/messages.js';
 import { cloudflareQueue, type QueueProducer } from '../jobs/queue.js';
 import { runSweeps } from '../jobs/sweeps.js';
+import { configSummary } from '../observability/config-summary.js';
+import { isolateMetrics } from '../observability/source.js';
 
 /**
  * Bindings: string vars/secrets named as the Node environment (see
@@ -90,10 +92,14 @@ async function boot(env: WorkerEnv): Promise<Booted> {
   const overrides = config.PLACEMENT_POLICY_JSON ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON') : undefined;
   // Without a JOBS binding the cron drain delivers (outboxOnlyQueue).
   const producer = BindingsSchema.parse(env).JOBS;
-  const deps = makeDeps(createDataStore(client), config, consoleLogger(config.LOG_LEVEL), {
+  const log = consoleLogger(config.LOG_LEVEL);
+  const deps = makeDeps(createDataStore(client), config, log, {
     policyOverrides: overrides,
     jobs: producer ? cloudflareQueue(producer) : undefined,
+    // Each scrape lands on some isolate: its own counters would read as resets. The database gauges are complete.
+    metricsSource: isolateMetrics,
   });
+  log.info('placement-edge isolate started', { config: configSummary(config) });
   return { app: createApp(deps), deps };
 }
 

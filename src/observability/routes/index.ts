@@ -61,7 +61,7 @@ export function operationsRoutes(deps: Deps): Hono<AppEnv> {
 
   app.get('/metrics', ...base, scrapeAccess(deps), async (c) => {
     const [gathered, database] = await Promise.all([
-      deps.metricsSource.gather(),
+      deps.metricsSource.gather().catch((err: unknown) => err as Error),
       readDatabaseGauges(deps.store, { capacity: deps.config.PLACEMENT_METRICS_CAPACITY }).then(
         (families) => ({ families, up: 1 }),
         (err: unknown) => {
@@ -70,11 +70,16 @@ export function operationsRoutes(deps: Deps): Hono<AppEnv> {
         },
       ),
     ]);
+    if (gathered instanceof Error) {
+      // Counters of some processes only would read as a reset: no answer is better.
+      deps.log.warn('metrics: the cluster counters could not be gathered', { err: gathered.message });
+      return c.text(`The server processes' counters could not be gathered: ${gathered.message}\n`, 503, NO_STORE);
+    }
     const families = [
       ...gathered.families,
       single(
         'placement_metrics_processes',
-        'Server processes whose counters this scrape sums (0: a Worker isolate, which shows none).',
+        'Processes whose counters this scrape sums: 1 alone, the primary and its server processes in a Node cluster, 0 in a Worker isolate (which shows none).',
         gathered.processes,
       ),
       single('placement_database_up', 'Whether this scrape could read the database gauges (1) or not (0).', database.up),
