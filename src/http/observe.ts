@@ -80,20 +80,22 @@ export function observeRequests(deps: Deps): MiddlewareHandler {
       throw err;
     }
     const res = c.res;
-    const finish = (bytes: number | null, aborted: boolean) => {
+    let seconds = 0;
+    let route: string | null = null;
+    const record = () => {
       active.dec();
-      const seconds = (performance.now() - started) / 1000;
-      const route = routeOf(c, trace);
-      const status = res.status;
-      metrics.httpDuration.labels(method, route ?? '', String(status)).observe(seconds);
-      if (!write) return;
-      write('request', {
+      seconds = (performance.now() - started) / 1000;
+      route = routeOf(c, trace);
+      metrics.httpDuration.labels(method, route ?? '', String(res.status)).observe(seconds);
+    };
+    const logLine = (bytes: number | null, aborted: boolean) =>
+      write?.('request', {
         request_id: trace.requestId,
         global_request_id: trace.globalRequestId,
         method: c.req.method,
         route,
         path: c.req.path,
-        status,
+        status: res.status,
         duration_ms: Math.round(seconds * 1e6) / 1e3,
         bytes,
         user_id: trace.userId,
@@ -101,17 +103,18 @@ export function observeRequests(deps: Deps): MiddlewareHandler {
         microversion: res.headers.get('openstack-api-version'),
         ...(aborted ? { aborted: true } : {}),
       });
-    };
     const outgoing = nodeOutgoing(c.env);
     if (outgoing) {
-      outgoing.once('close', () =>
-        finish(lengthOf(outgoing.getHeader('content-length')) ?? lengthOf(outgoing._contentLength), !outgoing.writableFinished),
-      );
+      outgoing.once('close', () => {
+        record();
+        logLine(lengthOf(outgoing.getHeader('content-length')) ?? lengthOf(outgoing._contentLength), !outgoing.writableFinished);
+      });
       return;
     }
+    record();
     const declared = lengthOf(res.headers.get('content-length'));
     if (declared !== null || res.body === null || !write) {
-      finish(declared ?? (res.body === null ? 0 : null), false);
+      logLine(declared ?? (res.body === null ? 0 : null), false);
       return;
     }
     // No length known (a Worker's c.json()): count a copy of the body while the original goes out.
@@ -119,8 +122,8 @@ export function observeRequests(deps: Deps): MiddlewareHandler {
       .clone()
       .arrayBuffer()
       .then(
-        (body) => finish(body.byteLength, false),
-        () => finish(null, true),
+        (body) => logLine(body.byteLength, false),
+        () => logLine(null, true),
       );
     try {
       c.executionCtx.waitUntil(counted);
