@@ -65,8 +65,6 @@ export function clusterMetricsSource(metrics: ServiceMetrics): MetricsSource {
       waiting.get(message.id)?.({ families: message.families, processes: message.processes });
     }
   });
-  // Listening must not keep the process alive once it is told to stop.
-  process.channel?.unref();
   return {
     scope: 'cluster',
     gather: () =>

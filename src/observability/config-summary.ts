@@ -19,7 +19,8 @@ export function configSummary(config: AppConfig | Record<string, unknown>): Reco
   const summary: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(config)) {
     if (value === undefined) continue;
-    if (SECRET_NAME.test(key)) summary[key] = REDACTED;
+    // Only text can be a secret: a flag named after tokens (ARQ_ALLOW_BIND_WITHOUT_SERVICE_TOKEN) is shown.
+    if (SECRET_NAME.test(key) && typeof value === 'string') summary[key] = REDACTED;
     else if (typeof value === 'string' && /_URL$/.test(key)) summary[key] = redactUrl(value);
     else summary[key] = value;
   }

@@ -143,6 +143,8 @@ describe('log lines', () => {
       PLACEMENT_DB_URL: `libsql://${REDACTED}@db.example?authToken=${REDACTED}&tls=1`,
       NOVA_URL: `http://${REDACTED}@127.0.0.1:8774/v2.1`,
       PORT: 8778,
+      // A flag named after tokens is no secret.
+      ARQ_ALLOW_BIND_WITHOUT_SERVICE_TOKEN: false,
     });
     expect(redactUrl('file:./data/placement.db')).toBe('file:./data/placement.db');
   });
