@@ -138,7 +138,11 @@ export default {
     try {
       ({ app } = await booted(env));
     } catch (err) {
-      console.error('placement-edge worker failed to start:', err instanceof Error ? err.message : String(err));
+      // The bindings may be what failed: log as consoleLogger does, without it.
+      const reason = err instanceof Error ? err.message : String(err);
+      console.error(
+        JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'placement-edge worker failed to start', err: reason }),
+      );
       return asWorkerResponse(bootFailure());
     }
     return asWorkerResponse(await app.fetch(asFetchRequest(request), env, ctx));
