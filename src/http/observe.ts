@@ -17,6 +17,8 @@ import { type RequestTrace, startTrace } from './trace.js';
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 export const methodLabel = (method: string): string => (KNOWN_METHODS.has(method) ? method : '_OTHER');
 
+const LEVELS = ['debug', 'info', 'warn', 'error', 'silent'];
+
 const templates = new Map<string, string>();
 
 /** A route as OpenStack's API references write it: '/resource_providers/{uuid}' for Hono's '/resource_providers/:uuid'. */
@@ -66,7 +68,9 @@ function routeOf(c: Context, trace: RequestTrace): string | null {
 export function observeRequests(deps: Deps): MiddlewareHandler {
   const { metrics, log } = deps;
   const level = deps.config.PLACEMENT_ACCESS_LOG;
-  const write = level === 'off' ? null : level === 'debug' ? log.debug : log.info;
+  // Nothing is built for a line LOG_LEVEL would drop (and no body is copied to count its bytes).
+  const shown = level !== 'off' && LEVELS.indexOf(level) >= LEVELS.indexOf(deps.config.LOG_LEVEL);
+  const write = !shown ? null : level === 'debug' ? log.debug : log.info;
   return async function observeRequestsMiddleware(c, next) {
     const started = performance.now();
     const trace = startTrace(c.req.raw);
