@@ -6,6 +6,9 @@ import type { Deps } from './deps.js';
 import { createCyborgApp } from './cyborg/http/app.js';
 import { createDashboardApp } from './dashboard/app.js';
 import { diagnosticsRoutes } from './diagnostics/http/routes/index.js';
+import { observeRequests } from './http/observe.js';
+import { carryTrace } from './http/trace.js';
+import { operationsRoutes } from './observability/http/routes/index.js';
 import { openApiDocument } from './openapi/document.js';
 import { createPlacementApp } from './placement/http/app.js';
 
@@ -22,15 +25,21 @@ export function requestBelow(prefix: string): (request: Request) => Request {
     const url = new URL(request.url);
     url.pathname = url.pathname.slice(prefix.length) || '/';
     const method = request.method;
-    if (!FETCH_FORBIDDEN.has(method.toUpperCase())) return new Request(url, request);
-    const carried = new Request(url, { method: 'GET', headers: request.headers, signal: request.signal });
-    Object.defineProperty(carried, 'method', { get: () => method });
+    let carried: Request;
+    if (!FETCH_FORBIDDEN.has(method.toUpperCase())) carried = new Request(url, request);
+    else {
+      carried = new Request(url, { method: 'GET', headers: request.headers, signal: request.signal });
+      Object.defineProperty(carried, 'method', { get: () => method });
+    }
+    carryTrace(request, carried, prefix);
     return carried;
   };
 }
 
 export function createApp(deps: Deps): Hono {
   const root = new Hono();
+  root.use(observeRequests(deps));
+  root.route('/', operationsRoutes(deps));
   root.get('/openapi.json', (c) => c.json(openApiDocument()));
   root.mount('/accelerator', createCyborgApp(deps).fetch, { replaceRequest: requestBelow('/accelerator') });
   root.mount('/diagnostics', createPlacementApp(deps, diagnosticsRoutes).fetch, { replaceRequest: requestBelow('/diagnostics') });

@@ -8,6 +8,10 @@ import type { Deps, Logger } from './deps.js';
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
+import { observeDatabase } from './db/observe.js';
+import { databaseObserver } from './observability/database.js';
+import { serviceMetrics } from './observability/service.js';
+import { processMetrics, type MetricsSource } from './observability/source.js';
 import { placementPolicyRules } from './placement/policies.js';
 
 export interface DepsOptions {
@@ -15,9 +19,12 @@ export interface DepsOptions {
   policyOverrides?: Record<string, string>;
   /** Where committed jobs are announced; without one the periodic outbox drain delivers. */
   jobs?: JobQueue;
+  /** Whose counters GET /metrics shows; this process's by default. */
+  metricsSource?: MetricsSource;
 }
 
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
+  observeDatabase(databaseObserver(serviceMetrics));
   return {
     store,
     config,
@@ -33,5 +40,7 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     jobs: options.jobs ?? outboxOnlyQueue,
     jobHandlers: new JobRegistry([cyborgJobs]),
     novaFetch: (input, init) => fetch(input, init),
+    metrics: serviceMetrics,
+    metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),
   };
 }

@@ -100,6 +100,15 @@ export const ConfigSchema = z.object({
    */
   PLACEMENT_WORKERS: z.coerce.number().int().min(0).max(256).default(0),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  /** One JSON line per request, at this level ('off': none); shown when LOG_LEVEL lets the level through. */
+  PLACEMENT_ACCESS_LOG: z.enum(['info', 'debug', 'off']).default('info'),
+  /**
+   * GET /metrics shows openstack-exporter's capacity gauges (four series per
+   * inventory, read in one query per scrape); false for clouds too large to scrape.
+   */
+  PLACEMENT_METRICS_CAPACITY: bool.default(true),
+  /** A token Prometheus may scrape GET /metrics with (Authorization: Bearer), besides an admin token; noauth2 needs none. */
+  PLACEMENT_METRICS_TOKEN: z.string().optional(),
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;
 

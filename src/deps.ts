@@ -7,6 +7,8 @@ import type { DataStore } from './db/client.js';
 import type { PolicyEnforcer } from './http/policy.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { JobRegistry } from './jobs/registry.js';
+import type { ServiceMetrics } from './observability/service.js';
+import type { MetricsSource } from './observability/source.js';
 
 export interface Logger {
   debug(msg: string, extra?: Record<string, unknown>): void;
@@ -28,13 +30,17 @@ export interface Deps {
   jobHandlers: JobRegistry;
   /** Outbound fetch for Nova events (tests pass a fake). */
   novaFetch: typeof fetch;
+  /** This process's metrics (HTTP, database, product), counted into by every layer. */
+  metrics: ServiceMetrics;
+  /** Whose counters GET /metrics shows: this process's, the Node cluster's, none (a Worker isolate). */
+  metricsSource: MetricsSource;
 }
 
 export function consoleLogger(level: AppConfig['LOG_LEVEL']): Logger {
   const order = ['debug', 'info', 'warn', 'error', 'silent'];
   const min = order.indexOf(level);
   const at = (name: 'debug' | 'info' | 'warn' | 'error') => (msg: string, extra?: Record<string, unknown>) => {
-    if (order.indexOf(name) >= min) console.error(JSON.stringify({ level: name, msg, ...extra }));
+    if (order.indexOf(name) >= min) console.error(JSON.stringify({ time: new Date().toISOString(), level: name, msg, ...extra }));
   };
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }

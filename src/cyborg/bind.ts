@@ -12,6 +12,7 @@ import { rowOf } from '../db/rows.js';
 import { acceleratorRequests, attachHandles, deployables } from '../db/schema/cyborg.js';
 import { commitGuarded, placeholders, stmt, type WriteStatement } from '../db/write-batch.js';
 import type { JobMessage, NovaEventPayload } from '../jobs/messages.js';
+import { serviceMetrics } from '../observability/service.js';
 import { finishOutboxStatement, newOutboxRow, type NewOutboxRow } from '../jobs/outbox.js';
 import { ArqState, RESOLVED_EVENT_STATUS } from './arq-state.js';
 import type { ArqRow } from './repo/arqs.js';
@@ -40,6 +41,14 @@ async function commitWithOutbox(store: DataStore, statements: WriteStatement[], 
 
 const stillBindStarted = "state = 'BindStarted'";
 
+/** Counts the outcomes a committed batch decided, each with its time since the bind started. */
+function observeBinds(resolved: Resolved[], nowMs: number): void {
+  for (const { arq, state } of resolved) {
+    const started = arq.bindStartedAt ? Date.parse(arq.bindStartedAt) : Number.NaN;
+    if (Number.isFinite(started)) serviceMetrics.bindDuration.observe([state], Math.max(0, nowMs - started) / 1000);
+  }
+}
+
 /**
  * Binds the given ARQs that are still BindStarted and marks the outbox row
  * `outboxId` done in the same batch; returns the Nova event messages to send
@@ -48,7 +57,8 @@ const stillBindStarted = "state = 'BindStarted'";
 export async function runBindJob(store: DataStore, arqIds: number[], outboxId: number, now: string, nowMs: number): Promise<JobMessage[]> {
   const ids = { sql: placeholders(arqIds.length), args: arqIds };
   const rpsOfJob = `SELECT device_rp_uuid FROM accelerator_requests WHERE id IN (${ids.sql}) AND ${stillBindStarted}`;
-  return cyborgWrite(async () => {
+  let committed: Resolved[] = [];
+  const messages = await cyborgWrite(async () => {
     const [arqRows, deployableRows, freeRows] = await store.readBatch([
       { sql: `SELECT * FROM accelerator_requests WHERE id IN (${ids.sql}) AND ${stillBindStarted} ORDER BY id`, args: ids.args },
       {
@@ -115,8 +125,14 @@ export async function runBindJob(store: DataStore, arqIds: number[], outboxId: n
       );
       resolved.push({ arq, state: 'Bound' });
     }
-    return commitWithOutbox(store, statements, novaEventRows(resolved, nowMs), [finishOutboxStatement(outboxId, nowMs, 'done')]);
+    const sent = await commitWithOutbox(store, statements, novaEventRows(resolved, nowMs), [
+      finishOutboxStatement(outboxId, nowMs, 'done'),
+    ]);
+    committed = resolved;
+    return sent;
   });
+  observeBinds(committed, nowMs);
+  return messages;
 }
 
 /**
@@ -125,7 +141,8 @@ export async function runBindJob(store: DataStore, arqIds: number[], outboxId: n
  * and one write batch.
  */
 export async function failStuckBinds(store: DataStore, cutoff: string, now: string, nowMs: number): Promise<JobMessage[]> {
-  return cyborgWrite(async () => {
+  let committed: Resolved[] = [];
+  const messages = await cyborgWrite(async () => {
     const [stuckRows] = await store.readBatch([
       {
         sql: `SELECT * FROM accelerator_requests WHERE ${stillBindStarted} AND bind_started_at <= ? ORDER BY id`,
@@ -142,13 +159,11 @@ export async function failStuckBinds(store: DataStore, cutoff: string, now: stri
         { mustChange: true },
       ),
     ]);
-    return commitWithOutbox(
-      store,
-      statements,
-      novaEventRows(
-        stuck.map((arq) => ({ arq, state: 'BindFailed' })),
-        nowMs,
-      ),
-    );
+    const resolved = stuck.map((arq): Resolved => ({ arq, state: 'BindFailed' }));
+    const sent = await commitWithOutbox(store, statements, novaEventRows(resolved, nowMs));
+    committed = resolved;
+    return sent;
   });
+  observeBinds(committed, nowMs);
+  return messages;
 }

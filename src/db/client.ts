@@ -3,6 +3,7 @@
 // several repo calls into one atomic write.
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
+import { timed } from './observe.js';
 import { markOf, RAISE_WRITE_MARK, RAISE_WRITE_MARK_SQL, ReplicaReader, type ReplicaOptions, WriteMarks } from './replica.js';
 import * as schema from './schema/index.js';
 
@@ -99,9 +100,10 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
   const store: DataStore = {
     db,
     client,
-    writeTx: (fn) => lock.run(() => writeTx(fn)),
-    readBatch,
-    writeBatch: (statements) => lock.run(() => writeBatch(statements)),
+    writeTx: (fn) => lock.run(() => timed('transaction', () => writeTx(fn))),
+    readBatch: (statements) => timed('read_batch', () => readBatch(statements)),
+    // Timed once the lock is held: the wait behind other writers is not the database's.
+    writeBatch: (statements) => lock.run(() => timed('write_batch', () => writeBatch(statements))),
     nearby: { readBatch },
     marks,
     close: () => {

@@ -17,6 +17,7 @@
 // Types only: the Worker bundle must not pull in the Node client.
 import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { DataStore } from './client.js';
+import { reportLostRace } from './observe.js';
 
 /** A statement of a guarded write batch. */
 export interface WriteStatement {
@@ -129,6 +130,7 @@ export async function withRaceRetries<T>(attempt: () => Promise<T>): Promise<T> 
       return await attempt();
     } catch (err) {
       if (!(err instanceof LostRace)) throw err;
+      reportLostRace(err.statement);
       if (tries >= MAX_WRITE_ATTEMPTS) throw new WriteContention(tries);
       // A little jitter so two losers do not collide again in lockstep.
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * tries));

@@ -10,6 +10,7 @@ import type { AppConfig } from '../config.js';
 import type { Deps } from '../deps.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
 import { buildNodeDeps } from './node-service.js';
+import { serveClusterMetrics } from '../observability/cluster.js';
 import { relayWriteMarks } from './write-marks-sharing.js';
 
 /** How long the primary waits for workers to finish their requests on SIGTERM. */
@@ -23,6 +24,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   // Migrate and sync before any worker opens the file, so none of them races it.
   const deps: Deps = await buildNodeDeps(config);
   const jobs = startNodeJobs(deps);
+  serveClusterMetrics(deps.metrics);
   let stopping = false;
   let announced = false;
   const listening = new Set<number>();
@@ -31,12 +33,14 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   function exit(code: number): never {
     jobs.stop();
     deps.store.close();
+    deps.log.info('placement-edge stopped', { pid: process.pid, code });
     process.exit(code);
   }
 
-  function shutdown(): void {
+  function shutdown(signal?: NodeJS.Signals): void {
     if (stopping) return;
     stopping = true;
+    deps.log.info('placement-edge stopping', { pid: process.pid, signal: signal ?? null, processes: alive().length });
     jobs.stop();
     for (const worker of alive()) worker.process.kill('SIGTERM');
     if (alive().length === 0) exit(0);

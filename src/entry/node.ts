@@ -14,10 +14,20 @@ import { runPrimary } from './node-cluster.js';
 import { shareWriteMarks } from './write-marks-sharing.js';
 import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
 import { buildNodeDeps, serverProcessCount } from './node-service.js';
-import type { Logger } from '../deps.js';
+import { consoleLogger, type Logger } from '../deps.js';
+import { clusterMetricsSource } from '../observability/cluster.js';
+import { configSummary } from '../observability/config-summary.js';
 
 const config = loadConfig(process.env);
 const processes = serverProcessCount(config);
+if (cluster.isPrimary) {
+  consoleLogger(config.LOG_LEVEL).info('placement-edge starting', {
+    pid: process.pid,
+    node: process.version,
+    processes,
+    config: configSummary(config),
+  });
+}
 if (cluster.isPrimary && processes > 1) await runPrimary(config, processes);
 else await serveHttp();
 
@@ -25,6 +35,8 @@ async function serveHttp(): Promise<void> {
   const forked = cluster.isWorker;
   // A forked worker finds the database prepared by the primary.
   const deps = await buildNodeDeps(config, undefined, { prepare: !forked });
+  // A scrape shows the whole cluster: the primary sums every process's counters.
+  if (forked) deps.metricsSource = clusterMetricsSource(deps.metrics);
   // Accelerator bind jobs and Nova events: an in-process queue for the work
   // this process commits; the sweeps run here only when no primary runs them.
   const jobs = startNodeJobs(deps, { timers: !forked });
@@ -63,10 +75,13 @@ async function serveHttp(): Promise<void> {
   // content-length) is answered in the API's envelope, not with a bare 400.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => handleClientError(app.fetch, err, socket as Socket));
 
-  function shutdown() {
+  function shutdown(signal: NodeJS.Signals) {
+    if (forked) deps.log.debug('server process stopping', { pid: process.pid, signal });
+    else deps.log.info('placement-edge stopping', { pid: process.pid, signal });
     jobs.stop();
     server.close(() => {
       deps.store.close();
+      if (!forked) deps.log.info('placement-edge stopped', { pid: process.pid });
       process.exit(0);
     });
     setTimeout(() => process.exit(0), 2000).unref();

@@ -34,6 +34,8 @@ import { consume } from '../jobs/consume.js';
 import type { JobMessage } from '../jobs/messages.js';
 import { cloudflareQueue, type QueueProducer } from '../jobs/queue.js';
 import { runSweeps } from '../jobs/sweeps.js';
+import { configSummary } from '../observability/config-summary.js';
+import { isolateMetrics } from '../observability/source.js';
 
 /**
  * Bindings: string vars/secrets named as the Node environment (see
@@ -116,7 +118,10 @@ async function boot(env: WorkerEnv): Promise<Booted> {
   const deps = makeDeps(store, config, log, {
     policyOverrides: overrides,
     jobs: producer ? cloudflareQueue(producer) : undefined,
+    // Each scrape lands on some isolate: its own counters would read as resets. The database gauges are complete.
+    metricsSource: isolateMetrics,
   });
+  log.info('placement-edge isolate started', { config: configSummary(config) });
   return { app: createApp(deps), deps };
 }
 
@@ -155,7 +160,11 @@ export default {
     try {
       ({ app } = await booted(env));
     } catch (err) {
-      console.error('placement-edge worker failed to start:', err instanceof Error ? err.message : String(err));
+      // The bindings may be what failed: log as consoleLogger does, without it.
+      const reason = err instanceof Error ? err.message : String(err);
+      console.error(
+        JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'placement-edge worker failed to start', err: reason }),
+      );
       return asWorkerResponse(bootFailure());
     }
     return asWorkerResponse(await app.fetch(asFetchRequest(request), env, ctx));

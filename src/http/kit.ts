@@ -160,8 +160,12 @@ export function httpKit(api: ApiProfile): HttpKit {
     },
 
     onError(err, c) {
-      if (err instanceof ApiError) return api.render(c, err);
-      if (err instanceof DomainError) return api.render(c, api.error(PROBLEM_STATUS[err.problem], err.message, { code: err.code }));
+      if (err instanceof ApiError || err instanceof DomainError) {
+        const apiError = err instanceof ApiError ? err : api.error(PROBLEM_STATUS[err.problem], err.message, { code: err.code });
+        // Write conflicts, by error code: a stale generation, retries exhausted, something in use.
+        if (apiError.status === 409) c.var.deps.metrics.writeConflicts.inc([apiError.code]);
+        return api.render(c, apiError);
+      }
       if (err instanceof HTTPException) return api.render(c, api.error(err.status as ContentfulStatusCode, err.message));
       const requestId = c.get('requestId');
       const limit = databaseLimitReached(err);

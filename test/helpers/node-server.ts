@@ -6,6 +6,8 @@ import { join } from 'node:path';
 export interface ServerProcess {
   url: string;
   child: ChildProcess;
+  /** What the server wrote to stderr until it listened. */
+  startLog: string;
   stop(): Promise<void>;
 }
 
@@ -55,7 +57,7 @@ export function startServerProcess(args: string[], dbUrl: string, env: Record<st
       const match = /"url":"(http:\/\/[^"]+)"/.exec(log);
       if (match) {
         clearTimeout(timer);
-        resolve({ url: match[1]!, child, stop });
+        resolve({ url: match[1]!, child, startLog: log, stop });
       }
     });
     child.once('exit', (code) => {

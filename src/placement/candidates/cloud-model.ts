@@ -7,6 +7,7 @@
 // carries the trees whose seq passed the model's. The batch is one snapshot,
 // so the trees and the usage a request sees always belong together.
 import type { InStatement } from '@libsql/client';
+import { serviceMetrics } from '../../observability/service.js';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
 import { SHARES_TRAIT, type SummaryTemplate } from './research.js';
 import { columns, num, packedArray, type PackedRow } from './sql.js';
@@ -143,7 +144,9 @@ export class CloudModel {
    */
   apply(packed: string, now: number): Set<number> | 'reload' | 'oversize' {
     const refresh = JSON.parse(packed) as Refresh;
+    const wasLoaded = this.loaded;
     if (refresh.changed === null) {
+      serviceMetrics.treeCacheProviders.set([], 0);
       this.clear();
       this.oversizeUntil = now + 60_000;
       return 'oversize';
@@ -216,8 +219,11 @@ export class CloudModel {
     if (this.providers.size > this.maxProviders) {
       this.clear();
       this.oversizeUntil = now + 60_000;
+      serviceMetrics.treeCacheProviders.set([], 0);
       return 'oversize';
     }
+    serviceMetrics.treeCacheRefreshes.inc([wasLoaded ? 'partial' : 'full']);
+    serviceMetrics.treeCacheProviders.set([], this.providers.size);
     return changed;
   }
 

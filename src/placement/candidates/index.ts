@@ -7,6 +7,7 @@
 //   4. present: the answer's shape for the microversion (present/).
 import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
+import { serviceMetrics } from '../../observability/service.js';
 import { MV } from '../versions.js';
 import { badCandidateRequest } from './errors.js';
 import type { CandidateRequest } from './parse.js';
@@ -124,6 +125,8 @@ interface Attempt {
   chosen: AllocationRequest[];
   /** False when only the lowest trees were read and they could not fill the answer. */
   complete: boolean;
+  /** The search stopped at the cap or the time budget. */
+  cut: 'cap' | 'time_budget' | null;
 }
 
 interface SearchPlan {
@@ -187,7 +190,7 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
     search.addTrees(loaded.values()); // into `nodes` too
     await picker.offer(search.requests(chunk, options.generationStrategy));
   }
-  return { lookups, nodes, usage: first.usage, chosen: picker.result(), complete: truncatedAt === null || picker.done };
+  return { lookups, nodes, usage: first.usage, chosen: picker.result(), complete: truncatedAt === null || picker.done, cut: picker.cutBy };
 }
 
 /**
@@ -214,6 +217,7 @@ interface Chosen {
   classNameById: Map<number, string>;
   requestedClasses: Set<string>;
   shape: Presentation;
+  cut: 'cap' | 'time_budget' | null;
 }
 
 async function chooseCandidates(
@@ -236,6 +240,7 @@ async function chooseCandidates(
 
   const { lookups, nodes, usage, chosen } = outcome;
   return {
+    cut: outcome.cut,
     chosen,
     nodes,
     usage,
@@ -269,7 +274,11 @@ export async function findAllocationCandidatesJson(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  const { chosen, nodes, usage, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
+  const started = performance.now();
+  const { chosen, nodes, usage, classNameById, requestedClasses, shape, cut } = await chooseCandidates(reader, request, mv, options);
+  serviceMetrics.candidatesDuration.observe([], (performance.now() - started) / 1000);
+  serviceMetrics.candidatesReturned.observe([], chosen.length);
+  if (cut) serviceMetrics.candidatesCut.inc([cut]);
   return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }
 

@@ -797,6 +797,12 @@ export class RequestPicker {
     }
   }
 
+  /** Why the search stopped before every candidate was seen, if it did: the cap or the time budget (a limit is no cut). */
+  get cutBy(): 'cap' | 'time_budget' | null {
+    if (this.outOfTime) return 'time_budget';
+    return this.cap > 0 && this.offered >= this.cap ? 'cap' : null;
+  }
+
   result(): AllocationRequest[] {
     const out = [...this.kept];
     if (this.randomize) {

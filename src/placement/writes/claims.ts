@@ -21,6 +21,7 @@ import { AllocationFailure, type ConsumerClaim } from '../repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../repo/consumers.js';
 import { GenerationPlan, key, placementWrite, readSnapshot, tryOneBatch, type InventoryState, type Snapshot } from './kernel.js';
 import { ConsumerGenerationMismatch, ProviderMissing } from './refusals.js';
+import { serviceMetrics } from '../../observability/service.js';
 
 export interface ClaimOptions {
   /** 1.28+: consumer generations are compared. */
@@ -116,6 +117,7 @@ export function planClaims(
     requested.set(k, total);
     // Over capacity is refused only where the request increases usage (upstream bug 2104040).
     if ((usageAfter.get(k) ?? 0) + total > capacityOf(inv) && total > (released.get(k) ?? 0)) {
+      serviceMetrics.capacityRefusals.inc([e.resourceClass]);
       throw new AllocationFailure('invalid_inventory', `${prefix} The requested amount would exceed the capacity.`);
     }
   }

@@ -1,0 +1,93 @@
+// The operator's endpoints, outside the Placement and Cyborg APIs:
+//   GET /healthz   the process serves (no database access)
+//   GET /readyz    the database answers, migrations applied, standard names synced; 503 with the reason otherwise
+//   GET /metrics   Prometheus text: the service's counters and the database gauges
+// /healthz and /readyz need no token. /metrics is open in noauth2; otherwise
+// it takes an admin token or the scrape token (PLACEMENT_METRICS_TOKEN).
+import { Hono, type MiddlewareHandler } from 'hono';
+import { MIGRATIONS } from '../../../db/migrations.generated.js';
+import type { Deps } from '../../../deps.js';
+import { authenticate, parseTokenTable, TokenTable } from '../../../http/auth.js';
+import type { AppEnv } from '../../../http/env.js';
+import { requestId } from '../../../http/request-id.js';
+import { authorize, placementHttp } from '../../../placement/http/profile.js';
+import { readDatabaseGauges } from '../../database-gauges.js';
+import { checkReadiness } from '../../readiness.js';
+import { type FamilySnapshot, PROMETHEUS_CONTENT_TYPE, renderText } from '../../registry.js';
+
+const NO_STORE = { 'cache-control': 'no-store' };
+
+/** The scrape token, or an admin's token as for any admin API. */
+function scrapeAccess(deps: Deps): MiddlewareHandler<AppEnv> {
+  const { PLACEMENT_AUTH_STRATEGY: strategy, PLACEMENT_METRICS_TOKEN: scrapeToken } = deps.config;
+  const asCaller = authenticate({ strategy, tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS), publicPaths: /(?!)/ });
+  const scrapers = new TokenTable(new Map(scrapeToken ? [[scrapeToken, { roles: [], project_id: null, user_id: 'metrics' }]] : []));
+  return async function scrapeAccessMiddleware(c, next) {
+    if (strategy === 'noauth2') return next();
+    const presented = c.req.header('authorization')?.replace(/^Bearer\s+/i, '') ?? c.req.header('x-auth-token');
+    if (scrapeToken && presented && (await scrapers.lookup(presented))) return next();
+    return asCaller(c, async () => {
+      authorize(c, 'admin_api');
+      await next();
+    });
+  };
+}
+
+const single = (name: string, help: string, value: number): FamilySnapshot => ({
+  name,
+  help,
+  type: 'gauge',
+  labelNames: [],
+  series: [{ labels: [], value }],
+});
+
+export function operationsRoutes(deps: Deps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  // Per route, not app.use(): these routes join the root app, whose other requests they must not touch.
+  const injectDeps: MiddlewareHandler<AppEnv> = async function injectDeps(c, next) {
+    c.set('deps', deps);
+    await next();
+  };
+  const base = [injectDeps, requestId()] as const;
+
+  app.get('/healthz', ...base, (c) => c.json({ status: 'ok' }, 200, NO_STORE));
+
+  app.get('/readyz', ...base, async (c) => {
+    const readiness = await checkReadiness(deps.store, MIGRATIONS);
+    if (readiness.ready) return c.json({ status: 'ready' }, 200, NO_STORE);
+    deps.log.warn('not ready', { reason: readiness.reason });
+    return c.json({ status: 'not ready', reason: readiness.reason }, 503, NO_STORE);
+  });
+
+  app.get('/metrics', ...base, scrapeAccess(deps), async (c) => {
+    const [gathered, database] = await Promise.all([
+      deps.metricsSource.gather().catch((err: unknown) => err as Error),
+      readDatabaseGauges(deps.store, { capacity: deps.config.PLACEMENT_METRICS_CAPACITY }).then(
+        (families) => ({ families, up: 1 }),
+        (err: unknown) => {
+          deps.log.warn('metrics: the database gauges could not be read', { err: err instanceof Error ? err.message : String(err) });
+          return { families: [] as FamilySnapshot[], up: 0 };
+        },
+      ),
+    ]);
+    if (gathered instanceof Error) {
+      // Counters of some processes only would read as a reset: no answer is better.
+      deps.log.warn('metrics: the cluster counters could not be gathered', { err: gathered.message });
+      return c.text(`The server processes' counters could not be gathered: ${gathered.message}\n`, 503, NO_STORE);
+    }
+    const families = [
+      ...gathered.families,
+      single(
+        'placement_metrics_processes',
+        'Processes whose counters this scrape sums: 1 alone, the primary and its server processes in a Node cluster, 0 in a Worker isolate (which shows none).',
+        gathered.processes,
+      ),
+      single('placement_database_up', 'Whether this scrape could read the database gauges (1) or not (0).', database.up),
+      ...database.families,
+    ];
+    return c.body(renderText(families), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE, ...NO_STORE });
+  });
+
+  app.onError(placementHttp.onError);
+  return app;
+}

@@ -1,0 +1,49 @@
+// GET /readyz's check, in one read batch (one round trip): the database
+// answers, every migration this build bundles is applied, and the standard
+// resource classes and traits are synced. Each failure names its reason.
+import type { BatchReader } from '../db/client.js';
+import type { MigrationFile } from '../db/migrate.js';
+import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
+
+export type Readiness = { ready: true } | { ready: false; reason: string };
+
+const CLASSES_JSON = JSON.stringify(STANDARD_RESOURCE_CLASSES);
+const TRAITS_JSON = JSON.stringify(STANDARD_TRAITS);
+const PRESENT = (table: string) => `SELECT count(*) AS n FROM ${table} WHERE name IN (SELECT value FROM json_each(?))`;
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+export async function checkReadiness(reader: BatchReader, migrations: readonly MigrationFile[]): Promise<Readiness> {
+  const needed = Math.max(...migrations.map((m) => m.when));
+  let applied: number | null;
+  let classes: number;
+  let traits: number;
+  try {
+    const [journal, classRows, traitRows] = await reader.readBatch([
+      'SELECT MAX(created_at) AS applied FROM __drizzle_migrations',
+      { sql: PRESENT('resource_classes'), args: [CLASSES_JSON] },
+      { sql: PRESENT('traits'), args: [TRAITS_JSON] },
+    ]);
+    const last = journal!.rows[0]?.applied;
+    applied = last === null || last === undefined ? null : Number(last);
+    classes = Number(classRows!.rows[0]!.n);
+    traits = Number(traitRows!.rows[0]!.n);
+  } catch (err) {
+    const message = messageOf(err);
+    // A table of the schema is missing: the statement naming it failed the batch.
+    if (/no such table/i.test(message))
+      return { ready: false, reason: `the database schema is not there (${message}): migrations were not applied` };
+    return { ready: false, reason: `the database does not answer: ${message}` };
+  }
+  const pending = migrations.filter((m) => applied === null || m.when > applied).length;
+  if (applied === null || applied < needed) {
+    return { ready: false, reason: `${pending} database migration(s) of this build are not applied` };
+  }
+  if (classes < STANDARD_RESOURCE_CLASSES.length || traits < STANDARD_TRAITS.length) {
+    return {
+      ready: false,
+      reason: `the standard names are not synced: ${classes} of ${STANDARD_RESOURCE_CLASSES.length} resource classes, ${traits} of ${STANDARD_TRAITS.length} traits`,
+    };
+  }
+  return { ready: true };
+}
