@@ -12,6 +12,7 @@ import { syncStandards } from './placement/sync-standards.js';
 import { makeDeps } from './compose.js';
 import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from './deps.js';
 import { InProcessQueue } from './jobs/queue.js';
+import { isStorageFull, storageFullRefusal } from './db/storage-full.js';
 
 export interface OpenOptions {
   /** Apply migrations and sync standard names (false in forked workers: the primary did it). */
@@ -37,7 +38,9 @@ export async function buildNodeDeps(
   const file = config.PLACEMENT_POLICY_FILE;
   const overrides = file ? parsePolicyOverrides(readFileSync(file, 'utf8'), file) : undefined;
   // The queue consumes once startNodeJobs() attaches consume() to it.
-  const jobs = new InProcessQueue((err) => log.error('job failed', { err: String(err) }));
+  const jobs = new InProcessQueue((err) =>
+    isStorageFull(err) ? storageFullRefusal(log, { in: 'job' }) : log.error('job failed', { err: String(err) }),
+  );
   return makeDeps(await openStore(config, options), config, log, { policyOverrides: overrides, jobs });
 }
 

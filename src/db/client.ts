@@ -4,6 +4,7 @@
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
 import * as schema from './schema/index.js';
+import { watchWrite } from './storage-full.js';
 
 export type Schema = typeof schema;
 export type Database = LibSQLDatabase<Schema>;
@@ -64,9 +65,9 @@ export function createDataStore(client: Client, batches?: BatchConnection): Data
   return {
     db,
     client,
-    writeTx: (fn) => lock.run(() => db.transaction(fn)),
+    writeTx: (fn) => watchWrite(lock.run(() => db.transaction(fn))),
     readBatch,
-    writeBatch: (statements) => lock.run(() => writeBatch(statements)),
+    writeBatch: (statements) => watchWrite(lock.run(() => writeBatch(statements))),
     close: () => {
       batches?.close();
       client.close();

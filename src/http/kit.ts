@@ -8,6 +8,7 @@ import type { ErrorHandler, Handler, Hono, MiddlewareHandler, NotFoundHandler } 
 import { createMiddleware } from 'hono/factory';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { isStorageFull, STORAGE_FULL_MESSAGE, storageFullRefusal } from '../db/storage-full.js';
 import { DomainError } from '../errors.js';
 import { ApiError, type ErrorCode, errorForLog, internalErrorMessage, PROBLEM_STATUS } from './api-error.js';
 import type { AppContext, AppEnv } from './env.js';
@@ -164,6 +165,10 @@ export function httpKit(api: ApiProfile): HttpKit {
       if (err instanceof DomainError) return api.render(c, api.error(PROBLEM_STATUS[err.problem], err.message, { code: err.code }));
       if (err instanceof HTTPException) return api.render(c, api.error(err.status as ContentfulStatusCode, err.message));
       const requestId = c.get('requestId');
+      if (isStorageFull(err)) {
+        storageFullRefusal(c.var.deps.log, { requestId, api: api.logLabel, method: c.req.method, path: c.req.path });
+        return api.render(c, api.error(503, STORAGE_FULL_MESSAGE, { headers: { 'retry-after': '60' } }));
+      }
       const limit = databaseLimitReached(err);
       if (limit) {
         c.var.deps.log.warn(`${api.logLabel}: a database limit refused the request`, { requestId, limit });
