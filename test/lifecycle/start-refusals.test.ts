@@ -33,7 +33,7 @@ function start(env: Record<string, string>, args: string[] = []): Promise<Outcom
   const cwd = mkdtempSync(join(dir, 'cwd-'));
   const base = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST: '127.0.0.1', PORT: '0' };
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', TSX_LOADER, ENTRY, ...args], { cwd, env: { ...base, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, ['--import', TSX_LOADER, ENTRY, ...args], { cwd, env: { ...base, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr, cwd });
     });
   });
@@ -50,7 +50,7 @@ function expectOneLine(outcome: Outcome, setting: string): string {
   return line!;
 }
 
-describe.concurrent('settings that cannot work', () => {
+describe('settings that cannot work', () => {
   it('token mode without tokens', async () => {
     const out = await start({ PLACEMENT_DB_URL: `file:${join(dir, 'a.db')}`, PLACEMENT_AUTH_STRATEGY: 'token' });
     expect(out.code).toBe(78);
@@ -126,7 +126,7 @@ describe('a machine the start cannot use', () => {
   });
 });
 
-describe.concurrent('--help and --version', () => {
+describe('--help and --version', () => {
   it('--help lists the settings and starts nothing: no ./data, no listening line', async () => {
     const out = await start({}, ['--help']);
     expect(out.code).toBe(0);
