@@ -31,7 +31,13 @@ function get(port: number, agent: Agent | false): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const req = request(
-      { host: '127.0.0.1', port, path: '/resource_providers', agent, headers: { ...ADMIN_HEADERS, ...(agent ? {} : { connection: 'close' }) } },
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/resource_providers',
+        agent,
+        headers: { ...ADMIN_HEADERS, ...(agent ? {} : { connection: 'close' }) },
+      },
       (res) => {
         res.resume();
         res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`HTTP ${res.statusCode}`))));
@@ -99,5 +105,7 @@ async function measure(policy: 'os' | 'round-robin'): Promise<void> {
   }
 }
 
-console.log(`${WORKERS} server processes, ${CLIENTS} clients, ${SECONDS} s per figure, ${cpus().length} cores; GET /resource_providers (50 providers)`);
+console.log(
+  `${WORKERS} server processes, ${CLIENTS} clients, ${SECONDS} s per figure, ${cpus().length} cores; GET /resource_providers (50 providers)`,
+);
 for (const policy of ['round-robin', 'os', 'round-robin', 'os'] as const) await measure(policy);

@@ -13,7 +13,15 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { AppConfig } from './config.js';
 import type { Deps } from './deps.js';
-import { checkDatabasePath, checkPolicyFile, databaseOpenProblem, EXIT_BAD_SETTING, EXIT_CANNOT_START, probePort, refuseStart } from './entry/node-start.js';
+import {
+  checkDatabasePath,
+  checkPolicyFile,
+  databaseOpenProblem,
+  EXIT_BAD_SETTING,
+  EXIT_CANNOT_START,
+  probePort,
+  refuseStart,
+} from './entry/node-start.js';
 import { startNodeJobs } from './jobs/node-runner.js';
 import { buildNodeDeps } from './node-service.js';
 

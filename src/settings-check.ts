@@ -64,7 +64,8 @@ function checkTokens(config: AppConfig): void {
     // The path's first element is a token itself: name it by its position instead.
     const tokens = parsed && typeof parsed === 'object' ? Object.keys(parsed) : [];
     const [token, ...field] = issue.path.map(String);
-    const where = token === undefined ? 'the table' : `token #${tokens.indexOf(token) + 1}${field.length ? ` field ${field.join('.')}` : ''}`;
+    const where =
+      token === undefined ? 'the table' : `token #${tokens.indexOf(token) + 1}${field.length ? ` field ${field.join('.')}` : ''}`;
     throw new SettingProblem(key, `${where}: ${issue.message}`, fix);
   }
   if (Object.keys(table.data).length === 0) {

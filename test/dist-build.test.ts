@@ -47,7 +47,11 @@ describe('npm run build', () => {
     const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
     const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
     expect(pkg.dependencies).toEqual({ libsql: lock.packages['node_modules/libsql']!.version });
-    expect(pkg.bin).toEqual({ 'placement-edge': 'server.mjs', 'placement-agent': 'placement-agent.mjs', 'placement-admin': 'placement-admin.mjs' });
+    expect(pkg.bin).toEqual({
+      'placement-edge': 'server.mjs',
+      'placement-agent': 'placement-agent.mjs',
+      'placement-admin': 'placement-admin.mjs',
+    });
   });
 
   it('server.mjs serves on a fresh database: migrations applied and standard names synced', async () => {
@@ -130,8 +134,16 @@ describe('npm run build', () => {
     const send = (method: string, path: string, body: unknown) =>
       fetch(`${server!.url}${path}`, { method, headers: HEADERS, body: JSON.stringify(body) }).then((r) => r.status);
     expect(await send('POST', '/resource_providers', { name: 'shrunk', uuid: rp })).toBe(200);
-    expect(await send('PUT', `/resource_providers/${rp}/inventories`, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } })).toBe(200);
-    const claim = { allocations: { [rp]: { resources: { VCPU: 6 } } }, project_id: 'p', user_id: 'u', consumer_generation: null, consumer_type: 'INSTANCE' };
+    expect(
+      await send('PUT', `/resource_providers/${rp}/inventories`, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } }),
+    ).toBe(200);
+    const claim = {
+      allocations: { [rp]: { resources: { VCPU: 6 } } },
+      project_id: 'p',
+      user_id: 'u',
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
+    };
     expect(await send('PUT', `/allocations/${crypto.randomUUID()}`, claim)).toBe(204);
     expect(await send('PUT', `/resource_providers/${rp}/inventories/VCPU`, { resource_provider_generation: 2, total: 4 })).toBe(200);
 

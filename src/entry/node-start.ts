@@ -44,7 +44,10 @@ export function serverArgs(argv: string[]): { text: string; code: number } | nul
   const [arg] = argv;
   if (argv.length === 1 && (arg === '--help' || arg === '-h')) return { text: serverUsage(), code: 0 };
   if (argv.length === 1 && (arg === '--version' || arg === '-V')) return { text: `placement-edge ${VERSION}`, code: 0 };
-  return { text: `placement-edge: unknown argument ${JSON.stringify(arg)}; settings come from the environment (see --help)`, code: EXIT_USAGE };
+  return {
+    text: `placement-edge: unknown argument ${JSON.stringify(arg)}; settings come from the environment (see --help)`,
+    code: EXIT_USAGE,
+  };
 }
 
 /** Prints the one line and exits: the start is refused. */
@@ -68,7 +71,8 @@ export function checkDatabasePath(url: string): void {
   const raw = url.slice('file:'.length).split('?')[0]!;
   if (!raw || raw.includes(':memory:')) return;
   const path = resolve(raw);
-  const fix = 'point PLACEMENT_DB_URL at a file in a writable directory (file:/var/lib/placement-edge/placement.db), or let the service user write there';
+  const fix =
+    'point PLACEMENT_DB_URL at a file in a writable directory (file:/var/lib/placement-edge/placement.db), or let the service user write there';
   const refuse = (problem: string): never => {
     throw new StartProblem('PLACEMENT_DB_URL', problem, fix);
   };
@@ -103,7 +107,11 @@ export function checkPolicyFile(file: string | undefined): void {
   try {
     parsePolicyOverrides(text, file);
   } catch (err) {
-    throw new SettingProblem('PLACEMENT_POLICY_FILE', `${file} is not a policy file (${err instanceof Error ? err.message : String(err)})`, fix);
+    throw new SettingProblem(
+      'PLACEMENT_POLICY_FILE',
+      `${file} is not a policy file (${err instanceof Error ? err.message : String(err)})`,
+      fix,
+    );
   }
 }
 
@@ -128,7 +136,11 @@ export function listenProblem(err: unknown, host: string, port: number): StartPr
     case 'EADDRNOTAVAIL':
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
-      return new StartProblem('HOST', `${host} is not an address of this machine`, 'set HOST to one of its addresses (127.0.0.1, or 0.0.0.0 for all)');
+      return new StartProblem(
+        'HOST',
+        `${host} is not an address of this machine`,
+        'set HOST to one of its addresses (127.0.0.1, or 0.0.0.0 for all)',
+      );
     default:
       return null;
   }

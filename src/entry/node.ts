@@ -13,7 +13,15 @@ import { startNodeJobs } from '../jobs/node-runner.js';
 import { runPrimary } from '../node-cluster.js';
 import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
 import { drainable } from './drain.js';
-import { checkDatabasePath, checkPolicyFile, databaseOpenProblem, EXIT_CANNOT_START, listenProblem, refuseStart, serverArgs } from './node-start.js';
+import {
+  checkDatabasePath,
+  checkPolicyFile,
+  databaseOpenProblem,
+  EXIT_CANNOT_START,
+  listenProblem,
+  refuseStart,
+  serverArgs,
+} from './node-start.js';
 import { buildNodeDeps, serverProcessCount } from '../node-service.js';
 import type { Logger } from '../deps.js';
 

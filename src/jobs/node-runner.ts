@@ -24,7 +24,9 @@ export function startNodeJobs(deps: Deps, opts: { intervalMs?: number; timers?: 
       busy = true;
       runSweeps(deps)
         // A full disk is logged once per episode, not at every sweep.
-        .catch((err: unknown) => (isStorageFull(err) ? storageFullRefusal(deps.log, { in: 'sweep' }) : deps.log.error('sweep failed', { err: String(err) })))
+        .catch((err: unknown) =>
+          isStorageFull(err) ? storageFullRefusal(deps.log, { in: 'sweep' }) : deps.log.error('sweep failed', { err: String(err) }),
+        )
         .finally(() => {
           busy = false;
         });

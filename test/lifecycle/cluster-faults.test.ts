@@ -61,9 +61,7 @@ describe(`PLACEMENT_WORKERS=${WORKERS}`, () => {
     for (let round = 0; round < 3; round += 1) {
       expect(await until(() => workers().length === WORKERS, 60_000)).toBe(true);
       const victim = workers()[0]!;
-      const probes = Array.from({ length: 48 }, (_, i) =>
-        new Promise((r) => setTimeout(r, i * 5)).then(() => probe(server.port, 15_000)),
-      );
+      const probes = Array.from({ length: 48 }, (_, i) => new Promise((r) => setTimeout(r, i * 5)).then(() => probe(server.port, 15_000)));
       setTimeout(() => process.kill(victim.pid, 'SIGKILL'), 60);
       outcomes.push(...(await Promise.all(probes)));
     }

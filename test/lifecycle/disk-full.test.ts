@@ -55,7 +55,11 @@ describe.skipIf(!mounted)(title, () => {
   const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = ADMIN_HEADERS) =>
     fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const cyborg = { ...ADMIN_HEADERS, 'openstack-api-version': 'accelerator 2.0' };
-  const fullLines = () => server.log().split('\n').filter((l) => l.includes('database disk is full'));
+  const fullLines = () =>
+    server
+      .log()
+      .split('\n')
+      .filter((l) => l.includes('database disk is full'));
 
   beforeAll(async () => {
     server = await spawnServer({ PLACEMENT_DB_URL: `file:${join(volume, 'placement.db')}`, PLACEMENT_WORKERS: '1', LOG_LEVEL: 'info' });
@@ -89,7 +93,12 @@ describe.skipIf(!mounted)(title, () => {
     expect(inventory.status).toBe(503);
 
     // Cyborg: the same cause in its own envelope.
-    const profile = await call('POST', '/accelerator/v2/device_profiles', [{ name: 'dp-full', groups: [{ 'resources:FPGA': '1' }] }], cyborg);
+    const profile = await call(
+      'POST',
+      '/accelerator/v2/device_profiles',
+      [{ name: 'dp-full', groups: [{ 'resources:FPGA': '1' }] }],
+      cyborg,
+    );
     expect(profile.status).toBe(503);
     const fault = JSON.parse(((await profile.json()) as { error_message: string }).error_message) as { faultstring: string };
     expect(fault.faultstring).toContain('database disk is full');
@@ -111,7 +120,12 @@ describe.skipIf(!mounted)(title, () => {
     });
     expect(after.status).toBe(200);
     expect(server.log()).toContain('database disk has space again');
-    const recovered = JSON.parse(server.log().split('\n').find((l) => l.includes('space again'))!) as { writes_refused: number };
+    const recovered = JSON.parse(
+      server
+        .log()
+        .split('\n')
+        .find((l) => l.includes('space again'))!,
+    ) as { writes_refused: number };
     expect(recovered.writes_refused).toBeGreaterThanOrEqual(5);
 
     // A second episode is logged again.

@@ -33,9 +33,14 @@ function start(env: Record<string, string>, args: string[] = []): Promise<Outcom
   const cwd = mkdtempSync(join(dir, 'cwd-'));
   const base = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST: '127.0.0.1', PORT: '0' };
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', TSX_LOADER, ENTRY, ...args], { cwd, env: { ...base, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr, cwd });
-    });
+    execFile(
+      process.execPath,
+      ['--import', TSX_LOADER, ENTRY, ...args],
+      { cwd, env: { ...base, ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr, cwd });
+      },
+    );
   });
 }
 
@@ -68,7 +73,10 @@ describe('settings that cannot work', () => {
     const json = await start({ PLACEMENT_AUTH_STRATEGY: 'token', PLACEMENT_AUTH_TOKENS: '{"hunter2-secret": [' });
     expect(json.code).toBe(78);
     expect(expectOneLine(json, 'PLACEMENT_AUTH_TOKENS')).toContain('not valid JSON');
-    const shape = await start({ PLACEMENT_AUTH_STRATEGY: 'token', PLACEMENT_AUTH_TOKENS: '{"ok":{"roles":["admin"]},"hunter2-secret":{"roles":"admin"}}' });
+    const shape = await start({
+      PLACEMENT_AUTH_STRATEGY: 'token',
+      PLACEMENT_AUTH_TOKENS: '{"ok":{"roles":["admin"]},"hunter2-secret":{"roles":"admin"}}',
+    });
     expect(shape.code).toBe(78);
     expect(expectOneLine(shape, 'PLACEMENT_AUTH_TOKENS')).toContain('token #2 field roles');
     expect(json.stderr + shape.stderr).not.toContain('hunter2');
@@ -78,7 +86,8 @@ describe('settings that cannot work', () => {
     const out = await start({ PLACEMENT_AUTH_STRATEGY: 'keystone', PLACEMENT_KEYSTONE_AUTH_URL: 'http://127.0.0.1:5000/v3' });
     expect(out.code).toBe(78);
     const line = expectOneLine(out, 'PLACEMENT_KEYSTONE_USERNAME');
-    for (const key of ['PLACEMENT_KEYSTONE_USERNAME', 'PLACEMENT_KEYSTONE_PASSWORD', 'PLACEMENT_KEYSTONE_PROJECT_NAME']) expect(line).toContain(key);
+    for (const key of ['PLACEMENT_KEYSTONE_USERNAME', 'PLACEMENT_KEYSTONE_PASSWORD', 'PLACEMENT_KEYSTONE_PROJECT_NAME'])
+      expect(line).toContain(key);
     expect(line).not.toContain('PLACEMENT_KEYSTONE_AUTH_URL,');
   });
 
@@ -106,7 +115,11 @@ describe('a machine the start cannot use', () => {
   afterAll(() => new Promise<void>((resolve) => holder.close(() => resolve())));
 
   it.each(['1', '2'])('a port in use (PLACEMENT_WORKERS=%s)', async (workers) => {
-    const out = await start({ PORT: String(port), PLACEMENT_WORKERS: workers, PLACEMENT_DB_URL: `file:${join(dir, `port-${workers}.db`)}` });
+    const out = await start({
+      PORT: String(port),
+      PLACEMENT_WORKERS: workers,
+      PLACEMENT_DB_URL: `file:${join(dir, `port-${workers}.db`)}`,
+    });
     expect(out.code).toBe(1);
     expect(expectOneLine(out, 'PORT')).toContain(`127.0.0.1:${port} is already in use`);
   });

@@ -40,7 +40,10 @@ async function stopWithRequestInFlight(server: Running, signalled: () => void): 
   const idle = await rawConnection(server.port, head('GET', '/', { connection: 'keep-alive' }));
   const body = JSON.stringify({ resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } });
   const split = Math.floor(body.length / 2);
-  const put = await rawConnection(server.port, head('PUT', `/resource_providers/${rp}/inventories`, { 'content-length': body.length }) + body.slice(0, split));
+  const put = await rawConnection(
+    server.port,
+    head('PUT', `/resource_providers/${rp}/inventories`, { 'content-length': body.length }) + body.slice(0, split),
+  );
   // The server has the request (its head) before the signal.
   await new Promise((r) => setTimeout(r, 500));
 
@@ -62,7 +65,10 @@ describe('one server process', () => {
     const server = await spawnServer({ PLACEMENT_DB_URL: db, PLACEMENT_WORKERS: '1' });
     await stopWithRequestInFlight(server, () => server.child.kill('SIGTERM'));
     expect((await server.exited).code).toBe(0);
-    const stopped = server.log().split('\n').find((l) => l.includes('placement-edge stopped'));
+    const stopped = server
+      .log()
+      .split('\n')
+      .find((l) => l.includes('placement-edge stopped'));
     expect(JSON.parse(stopped!)).toMatchObject({ signal: 'SIGTERM', in_flight: 1, cut: 0 });
 
     // The PUT whose answer came during the stop was committed.
@@ -77,16 +83,26 @@ describe('one server process', () => {
   }, 120_000);
 
   it('cuts a request still unfinished when PLACEMENT_SHUTDOWN_GRACE_MS ends', async () => {
-    const server = await spawnServer({ PLACEMENT_DB_URL: `file:${join(dir, 'grace.db')}`, PLACEMENT_WORKERS: '1', PLACEMENT_SHUTDOWN_GRACE_MS: '1000' });
+    const server = await spawnServer({
+      PLACEMENT_DB_URL: `file:${join(dir, 'grace.db')}`,
+      PLACEMENT_WORKERS: '1',
+      PLACEMENT_SHUTDOWN_GRACE_MS: '1000',
+    });
     const rp = await newProvider(server);
-    const stuck = await rawConnection(server.port, `${head('PUT', `/resource_providers/${rp}/inventories`, { 'content-length': 500 })}{"resource_`);
+    const stuck = await rawConnection(
+      server.port,
+      `${head('PUT', `/resource_providers/${rp}/inventories`, { 'content-length': 500 })}{"resource_`,
+    );
     await new Promise((r) => setTimeout(r, 500));
     const signalled = Date.now();
     server.child.kill('SIGINT');
     expect((await server.exited).code).toBe(0);
     expect(Date.now() - signalled).toBeGreaterThanOrEqual(900);
     await stuck.closed;
-    const line = server.log().split('\n').find((l) => l.includes('grace period'));
+    const line = server
+      .log()
+      .split('\n')
+      .find((l) => l.includes('grace period'));
     expect(JSON.parse(line!)).toMatchObject({ level: 'warn', signal: 'SIGINT', in_flight: 1, cut: 1 });
   }, 120_000);
 });
