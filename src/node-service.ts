@@ -12,14 +12,14 @@ import { syncStandards } from './placement/sync-standards.js';
 import { makeDeps } from './compose.js';
 import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from './deps.js';
 import { InProcessQueue } from './jobs/queue.js';
-import { isStorageFull, storageFullRefusal } from './db/storage-full.js';
+import { isStorageFull } from './db/storage-full.js';
 
 export interface OpenOptions {
   /** Apply migrations and sync standard names (false in forked workers: the primary did it). */
   prepare?: boolean;
 }
 
-export async function openStore(config: AppConfig, { prepare = true }: OpenOptions = {}): Promise<DataStore> {
+export async function openStore(config: AppConfig, { prepare = true }: OpenOptions = {}, log?: Logger): Promise<DataStore> {
   const client = await openNodeClient(config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN);
   if (prepare) {
     // The bundled copy of drizzle/ (a test keeps it current), so the built
@@ -27,7 +27,7 @@ export async function openStore(config: AppConfig, { prepare = true }: OpenOptio
     await applyMigrations(client, MIGRATIONS);
     await syncStandards(client);
   }
-  return createDataStore(client, openNodeBatchRunner(config.PLACEMENT_DB_URL));
+  return createDataStore(client, openNodeBatchRunner(config.PLACEMENT_DB_URL), log);
 }
 
 export async function buildNodeDeps(
@@ -38,10 +38,9 @@ export async function buildNodeDeps(
   const file = config.PLACEMENT_POLICY_FILE;
   const overrides = file ? parsePolicyOverrides(readFileSync(file, 'utf8'), file) : undefined;
   // The queue consumes once startNodeJobs() attaches consume() to it.
-  const jobs = new InProcessQueue((err) =>
-    isStorageFull(err) ? storageFullRefusal(log, { in: 'job' }) : log.error('job failed', { err: String(err) }),
-  );
-  return makeDeps(await openStore(config, options), config, log, { policyOverrides: overrides, jobs });
+  // A full disk is logged once per episode by the store, not per job.
+  const jobs = new InProcessQueue((err) => isStorageFull(err) || log.error('job failed', { err: String(err) }));
+  return makeDeps(await openStore(config, options, log), config, log, { policyOverrides: overrides, jobs });
 }
 
 /**

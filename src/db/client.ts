@@ -4,7 +4,7 @@
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
 import * as schema from './schema/index.js';
-import { watchWrite } from './storage-full.js';
+import { type StorageLog, watchWrite } from './storage-full.js';
 
 export type Schema = typeof schema;
 export type Database = LibSQLDatabase<Schema>;
@@ -57,7 +57,8 @@ export interface BatchConnection {
   close(): void;
 }
 
-export function createDataStore(client: Client, batches?: BatchConnection): DataStore {
+/** `log` hears of a full disk under the database, once per episode (db/storage-full.ts). */
+export function createDataStore(client: Client, batches?: BatchConnection, log?: StorageLog): DataStore {
   const db = drizzle(client, { schema });
   const lock = new Mutex();
   const readBatch = batches ? (s: InStatement[]) => batches.readBatch(s) : (s: InStatement[]) => client.batch(s, 'read');
@@ -65,9 +66,17 @@ export function createDataStore(client: Client, batches?: BatchConnection): Data
   return {
     db,
     client,
-    writeTx: (fn) => watchWrite(lock.run(() => db.transaction(fn))),
+    writeTx: (fn) =>
+      watchWrite(
+        lock.run(() => db.transaction(fn)),
+        log,
+      ),
     readBatch,
-    writeBatch: (statements) => watchWrite(lock.run(() => writeBatch(statements))),
+    writeBatch: (statements) =>
+      watchWrite(
+        lock.run(() => writeBatch(statements)),
+        log,
+      ),
     close: () => {
       batches?.close();
       client.close();

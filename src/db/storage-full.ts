@@ -1,8 +1,13 @@
 // A full disk under the database: SQLite refuses every write (SQLITE_FULL)
 // while reads go on. The APIs answer such a write with 503 and the cause in
-// their envelope; the episode is logged once when it begins and once when a
-// write succeeds again, not once per refused request.
-import type { Logger } from '../deps.js';
+// their envelope (the HTTP kit); here, the episode is logged once when it
+// begins and once when a write succeeds again, not once per refused write.
+
+/** Where the episode is told (the service's logger). */
+export interface StorageLog {
+  error(msg: string, extra?: Record<string, unknown>): void;
+  info(msg: string, extra?: Record<string, unknown>): void;
+}
 
 const FULL = /database or disk is full|SQLITE_FULL|ENOSPC|no space left on device/i;
 
@@ -15,43 +20,41 @@ export function isStorageFull(err: unknown): boolean {
   return false;
 }
 
-/** What a refused write answers, in either API's envelope. */
-export const STORAGE_FULL_MESSAGE =
-  "The service's database disk is full, so the change was not made; writes resume once space is freed (reads still work). Try again later.";
-
 interface Episode {
   since: number;
   refused: number;
-  log: Logger;
+  log: StorageLog;
 }
 
+// Per process: the disk is the process's, whichever store wrote to it.
 let episode: Episode | undefined;
 
-/** A write failed for lack of space: logged when the episode begins, counted after. */
-export function storageFullRefusal(log: Logger, fields: Record<string, unknown> = {}): void {
+function refused(log: StorageLog): void {
   if (episode) {
     episode.refused += 1;
     return;
   }
   episode = { since: Date.now(), refused: 1, log };
-  log.error('database disk is full: writes are refused with 503 until space is freed; reads go on', fields);
+  log.error('database disk is full: writes are refused with 503 until space is freed; reads go on');
 }
 
-/** A write committed: ends an episode, if one was going on. Cheap when none is. */
-export function storageWriteSucceeded(): void {
+function succeeded(): void {
   if (!episode) return;
-  const { since, refused, log } = episode;
+  const { since, refused: count, log } = episode;
   episode = undefined;
-  log.info('database disk has space again: writes succeed', { full_for_ms: Date.now() - since, writes_refused: refused });
+  log.info('database disk has space again: writes succeed', { full_for_ms: Date.now() - since, writes_refused: count });
 }
 
-/** Whether writes are being refused for lack of space now (for health checks). */
-export const storageIsFull = (): boolean => episode !== undefined;
-
-/** Marks a write's outcome: success ends an episode of a full disk. */
-export function watchWrite<T>(write: Promise<T>): Promise<T> {
-  return write.then((result) => {
-    storageWriteSucceeded();
-    return result;
-  });
+/** Follows a write: a refusal for lack of space begins (or counts in) an episode, a success ends it. */
+export function watchWrite<T>(write: Promise<T>, log: StorageLog | undefined): Promise<T> {
+  return write.then(
+    (result) => {
+      succeeded();
+      return result;
+    },
+    (err: unknown) => {
+      if (log && isStorageFull(err)) refused(log);
+      throw err;
+    },
+  );
 }
