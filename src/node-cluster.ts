@@ -24,6 +24,7 @@ import {
 } from './entry/node-start.js';
 import { startNodeJobs } from './jobs/node-runner.js';
 import { buildNodeDeps } from './node-service.js';
+import { relayWriteMarks } from './entry/write-marks-sharing.js';
 
 /** Beyond the workers' own grace period, how long the primary waits before killing them. */
 const SHUTDOWN_MARGIN_MS = 2000;
@@ -147,6 +148,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   if (!process.execArgv.some((arg) => arg.startsWith('--max-semi-space-size'))) {
     cluster.setupPrimary({ execArgv: [...process.execArgv, `--max-semi-space-size=${YOUNG_GENERATION_MB}`] });
   }
+  relayWriteMarks();
   for (let i = 0; i < processes; i += 1) cluster.fork();
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
