@@ -1,7 +1,8 @@
-// `npm run build`: the two programs an operator installs, each one file that
+// `npm run build`: the programs an operator installs, each one file that
 // runs with plain `node` (20+), no tsx and no checkout:
 //   dist/server.mjs          the Node-mode service (`npm start` without the transpiler)
 //   dist/placement-agent.mjs the host agent
+//   dist/placement-admin.mjs the operator's audit (and monitoring check)
 // Everything is bundled except libSQL's native binding (`libsql`, which loads
 // a per-platform .node file); dist/package.json pins it, so
 // `npm install --omit=dev` inside dist/ (or `npm install -g ./dist`) installs
@@ -20,6 +21,7 @@ export const EXTERNAL_PACKAGES = ['libsql'] as const;
 export const ENTRY_POINTS = {
   server: 'src/entry/node.ts',
   'placement-agent': 'agent/src/cli.ts',
+  'placement-admin': 'src/entry/admin.ts',
 } as const;
 
 // `z.locales` re-exports every translation of zod's messages (half of zod's
@@ -74,7 +76,7 @@ export async function buildDist(outdir = join(ROOT, 'dist')): Promise<BuildResul
   return { outdir, files: [...files, join(outdir, 'package.json')] };
 }
 
-/** The installable package dist/ becomes: the two bins and the native binding, nothing else. */
+/** The installable package dist/ becomes: the bins and the native binding, nothing else. */
 function distPackage(root: { version: string; engines: Record<string, string> }): Record<string, unknown> {
   const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
   const dependencies = Object.fromEntries(
@@ -91,7 +93,7 @@ function distPackage(root: { version: string; engines: Record<string, string> })
     description: 'placement-edge server and host agent, bundled (built by npm run build)',
     type: 'module',
     engines: root.engines,
-    bin: { 'placement-edge': 'server.mjs', 'placement-agent': 'placement-agent.mjs' },
+    bin: { 'placement-edge': 'server.mjs', 'placement-agent': 'placement-agent.mjs', 'placement-admin': 'placement-admin.mjs' },
     dependencies,
   };
 }

@@ -99,6 +99,18 @@ export const ConfigSchema = z.object({
    * per core). Above 1, a primary migrates once, runs the sweeps, and forks.
    */
   PLACEMENT_WORKERS: z.coerce.number().int().min(0).max(256).default(0),
+  /**
+   * Node mode: how the server processes share new connections. 'os': the
+   * kernel hands each to a process that accepts (a killed process takes none
+   * with it); 'round-robin': node:cluster's primary accepts and passes them
+   * on, and those it had passed to a process killed at that moment hang.
+   */
+  PLACEMENT_CLUSTER_SCHEDULING: z.enum(['os', 'round-robin']).default('os'),
+  /**
+   * Node mode, on SIGTERM/SIGINT: the longest requests in flight get to
+   * finish (answered with Connection: close) before their connections are cut.
+   */
+  PLACEMENT_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   /** One JSON line per request, at this level ('off': none); shown when LOG_LEVEL lets the level through. */
   PLACEMENT_ACCESS_LOG: z.enum(['info', 'debug', 'off']).default('info'),

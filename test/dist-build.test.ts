@@ -4,7 +4,7 @@
 // serves; the agent, configured as deploy/etc/agent.yaml, reports a fixture
 // host to it.
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -47,7 +47,11 @@ describe('npm run build', () => {
     const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
     const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
     expect(pkg.dependencies).toEqual({ libsql: lock.packages['node_modules/libsql']!.version });
-    expect(pkg.bin).toEqual({ 'placement-edge': 'server.mjs', 'placement-agent': 'placement-agent.mjs' });
+    expect(pkg.bin).toEqual({
+      'placement-edge': 'server.mjs',
+      'placement-agent': 'placement-agent.mjs',
+      'placement-admin': 'placement-admin.mjs',
+    });
   });
 
   it('server.mjs serves on a fresh database: migrations applied and standard names synced', async () => {
@@ -99,5 +103,53 @@ describe('npm run build', () => {
     expect(traits.traits).toEqual(expect.arrayContaining(['COMPUTE_NODE', 'CUSTOM_P_STATE_ENABLED']));
     const devices = await get<{ devices: unknown[] }>('/accelerator/v2/devices');
     expect(devices.devices).toHaveLength(2);
+  });
+
+  it('every bin answers --help and --version without starting anything', async () => {
+    const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+    for (const [bin, name] of [
+      ['server.mjs', 'placement-edge'],
+      ['placement-agent.mjs', 'placement-agent'],
+      ['placement-admin.mjs', 'placement-admin'],
+    ] as const) {
+      const help = await run(process.execPath, [join(installed, bin), '--help'], { cwd: installed });
+      expect(help.stdout, bin).toMatch(/usage: /);
+      const shown = await run(process.execPath, [join(installed, bin), '--version'], { cwd: installed });
+      expect(shown.stdout).toBe(`${name} ${version}\n`);
+    }
+    expect(existsSync(join(installed, 'data'))).toBe(false);
+  });
+
+  it('placement-admin.mjs audit exits 0 on a clean service and 1 once a provider is over capacity', async () => {
+    const admin = () =>
+      run(process.execPath, [join(installed, 'placement-admin.mjs'), 'audit', '--endpoint', server!.url]).then(
+        (ok) => ({ code: 0, stdout: ok.stdout }),
+        (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }),
+      );
+    const clean = await admin();
+    expect(clean.code).toBe(0);
+    expect(clean.stdout).toContain('Providers whose usage exceeds capacity: 0');
+
+    const rp = crypto.randomUUID();
+    const send = (method: string, path: string, body: unknown) =>
+      fetch(`${server!.url}${path}`, { method, headers: HEADERS, body: JSON.stringify(body) }).then((r) => r.status);
+    expect(await send('POST', '/resource_providers', { name: 'shrunk', uuid: rp })).toBe(200);
+    expect(
+      await send('PUT', `/resource_providers/${rp}/inventories`, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } }),
+    ).toBe(200);
+    const claim = {
+      allocations: { [rp]: { resources: { VCPU: 6 } } },
+      project_id: 'p',
+      user_id: 'u',
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
+    };
+    expect(await send('PUT', `/allocations/${crypto.randomUUID()}`, claim)).toBe(204);
+    expect(await send('PUT', `/resource_providers/${rp}/inventories/VCPU`, { resource_provider_generation: 2, total: 4 })).toBe(200);
+
+    const found = await admin();
+    expect(found.code).toBe(1);
+    expect(found.stdout).toContain('Providers whose usage exceeds capacity: 1');
+    expect(found.stdout).toContain(rp);
   });
 });

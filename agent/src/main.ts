@@ -12,6 +12,7 @@ import { ratioSettings } from './ratios/index.js';
 import { PlacementClient, PlacementError, ServiceUnavailableError, type FetchLike } from './report/client.js';
 import { reportAccelerators, type AcceleratorOutcome } from './report/accelerators.js';
 import { lookupProviders, syncTree, type SyncSummary } from './report/sync.js';
+import { VERSION } from '../../src/version.js';
 
 export interface Io {
   out(text: string): void;
@@ -22,7 +23,7 @@ export interface Io {
   signal?: AbortSignal;
 }
 
-const USAGE = `usage: placement-agent <command> [options]
+const USAGE = `usage: placement-agent <command> [options] | --help | --version
   discover [--root DIR] [--json]         print the provider tree found on this host
   validate DIR [--json] [--strict-permissions]
                                          check provider config files (*.yaml); non-zero exit when bad
@@ -64,6 +65,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
         interval: { type: 'string' },
         'strict-permissions': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'V' },
       },
     });
   } catch (err) {
@@ -72,6 +74,10 @@ export async function main(argv: string[], io: Io): Promise<number> {
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
+  if (values.version) {
+    io.out(`placement-agent ${VERSION}`);
+    return 0;
+  }
   if (values.help || !command) {
     (values.help ? io.out : io.err)(USAGE);
     return values.help ? 0 : 2;

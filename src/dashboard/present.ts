@@ -56,6 +56,25 @@ export function presentSummary(s: DashboardSummary, q: SummaryQueryString, now: 
   return {
     generated_at: now.toISOString(),
     threshold_percent: threshold,
+    attention: {
+      total: s.attentionTotal,
+      items: s.attention.map((a) => ({
+        uuid: a.uuid,
+        name: a.name,
+        root_name: a.rootName,
+        over_capacity: a.overCapacity,
+        worst: {
+          resource_class: a.worst.resourceClass,
+          total: a.worst.total,
+          reserved: a.worst.reserved,
+          allocation_ratio: a.worst.allocationRatio,
+          capacity: a.worst.capacity,
+          used: a.worst.used,
+          free: a.worst.capacity - a.worst.used,
+          percent: Math.round(a.worst.percent * 10) / 10,
+        },
+      })),
+    },
     providers: {
       page: q.page,
       per_page: q.per_page,

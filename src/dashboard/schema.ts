@@ -95,9 +95,32 @@ export const DashboardProvider: z.ZodType<DashboardProviderJson> = z
   })
   .meta({ id: 'DashboardProvider' });
 
+const Usage = z.object({
+  total: count,
+  reserved: count,
+  allocation_ratio: z.number(),
+  capacity: z.number().describe('(total - reserved) x allocation_ratio'),
+  used: count,
+  free: z.number(),
+});
+
 export const SummaryResponse = z.object({
   generated_at: z.string(),
   threshold_percent: z.number(),
+  attention: z
+    .object({
+      total: count.describe('providers over capacity or used above threshold_percent in some class'),
+      items: z.array(
+        z.object({
+          uuid: z.string(),
+          name: z.string(),
+          root_name: z.string().nullable().describe("the tree's root, for a child provider"),
+          over_capacity: z.boolean(),
+          worst: Usage.extend({ resource_class: z.string(), percent: z.number().describe('used / capacity x 100') }),
+        }),
+      ),
+    })
+    .describe('the most used providers first (over capacity first), at most 20'),
   providers: z.object({
     page: count,
     per_page: count,

@@ -6,6 +6,7 @@ import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
 import { timed } from './observe.js';
 import { markOf, RAISE_WRITE_MARK, RAISE_WRITE_MARK_SQL, ReplicaReader, type ReplicaOptions, WriteMarks } from './replica.js';
 import * as schema from './schema/index.js';
+import { type StorageLog, watchWrite } from './storage-full.js';
 
 export type Schema = typeof schema;
 export type Database = LibSQLDatabase<Schema>;
@@ -73,7 +74,8 @@ export interface ReplicaConnection extends ReplicaOptions {
   client: Client;
 }
 
-export function createDataStore(client: Client, batches?: BatchConnection, replica?: ReplicaConnection): DataStore {
+/** `log` hears of a full disk under the database, once per episode (db/storage-full.ts). */
+export function createDataStore(client: Client, batches?: BatchConnection, replica?: ReplicaConnection, log?: StorageLog): DataStore {
   const db = drizzle(client, { schema });
   const lock = new Mutex();
   const readBatch = batches ? (s: InStatement[]) => batches.readBatch(s) : (s: InStatement[]) => client.batch(s, 'read');
@@ -100,10 +102,18 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
   const store: DataStore = {
     db,
     client,
-    writeTx: (fn) => lock.run(() => timed('transaction', () => writeTx(fn))),
+    writeTx: (fn) =>
+      watchWrite(
+        lock.run(() => timed('transaction', () => writeTx(fn))),
+        log,
+      ),
     readBatch: (statements) => timed('read_batch', () => readBatch(statements)),
     // Timed once the lock is held: the wait behind other writers is not the database's.
-    writeBatch: (statements) => lock.run(() => timed('write_batch', () => writeBatch(statements))),
+    writeBatch: (statements) =>
+      watchWrite(
+        lock.run(() => timed('write_batch', () => writeBatch(statements))),
+        log,
+      ),
     nearby: { readBatch },
     marks,
     close: () => {

@@ -7,6 +7,7 @@
 // Responses are checked with the same zod schemas the server answers with.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { VERSION } from '../version.js';
 import { AUDIT_MAX_LIMIT, AUDIT_SECTIONS, AuditRepairsResult, AuditReport, type AuditRepairsRequest, type AuditSection } from './audit.js';
 
 export interface AdminIo {
@@ -17,7 +18,11 @@ export interface AdminIo {
   fetch?: typeof fetch;
 }
 
+/** Exit codes, for a monitoring check: nothing found, something to repair, a usage error, no answer. */
+export const EXIT = { clean: 0, problems: 1, usage: 2, unknown: 3 } as const;
+
 const USAGE = `usage: placement-admin audit --endpoint URL [--token TOKEN] [--json] [--fix [--yes]] [--limit N]
+       placement-admin --help | --version
 
   --endpoint URL   the placement-edge service (e.g. http://127.0.0.1:8778)
   --token TOKEN    sent as X-Auth-Token (env PLACEMENT_ADMIN_TOKEN; default "admin" for noauth2)
@@ -25,7 +30,11 @@ const USAGE = `usage: placement-admin audit --endpoint URL [--token TOKEN] [--js
   --fix            after the report, show a dry run of the safe repairs, then apply them:
                    delete consumers that hold no allocation, re-send dead-lettered events
   --yes            do not ask before applying (asked only on a terminal)
-  --limit N        page size when reading the report (1-${AUDIT_MAX_LIMIT}, default 500)`;
+  --limit N        page size when reading the report (1-${AUDIT_MAX_LIMIT}, default 500)
+
+exit codes: ${EXIT.clean} the audit found nothing; ${EXIT.problems} it found something to repair (with --fix:
+something is left after the repairs); ${EXIT.usage} usage error; ${EXIT.unknown} no audit (the service could
+not be reached, refused the token, or answered unexpectedly)`;
 
 class CliError extends Error {}
 
@@ -254,29 +263,39 @@ async function audit(args: string[], io: AdminIo): Promise<number> {
     }
   }
   if (values.json) io.out(JSON.stringify(output, null, 2));
-  return 0;
+  const found = AUDIT_SECTIONS.reduce((sum, section) => sum + report.summary[section], 0);
+  const repaired = (output.applied?.deleted_empty_consumers.length ?? 0) + (output.applied?.resent_dead_letters.length ?? 0);
+  return found - repaired > 0 ? EXIT.problems : EXIT.clean;
 }
 
 class UsageError extends Error {}
 
-/** Runs one command; returns the exit code (0 ok, 1 request failed, 2 usage). */
+/** Runs one command; returns its exit code (EXIT). */
 export async function main(argv: string[], io: AdminIo): Promise<number> {
   const [command, ...rest] = argv;
   try {
-    if (command === 'audit') return await audit(rest, io);
-    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    if (command === 'audit' && (rest.includes('--help') || rest.includes('-h'))) {
       io.out(USAGE);
-      return command === undefined ? 2 : 0;
+      return EXIT.clean;
+    }
+    if (command === 'audit') return await audit(rest, io);
+    if (command === '--version' || command === '-V') {
+      io.out(`placement-admin ${VERSION}`);
+      return EXIT.clean;
+    }
+    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+      (command === undefined ? io.err : io.out)(USAGE);
+      return command === undefined ? EXIT.usage : EXIT.clean;
     }
     throw new UsageError(`unknown command: ${command}`);
   } catch (err) {
     if (err instanceof CliError) {
       io.err(`placement-admin: ${err.message}`);
-      return 1;
+      return EXIT.unknown;
     }
     if (err instanceof UsageError || (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
       io.err(`placement-admin: ${err.message}\n${USAGE}`);
-      return 2;
+      return EXIT.usage;
     }
     throw err;
   }

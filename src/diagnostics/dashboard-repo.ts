@@ -68,7 +68,24 @@ export interface ProjectUsage {
   usages: Record<string, number>;
 }
 
+/** A provider in trouble: some class over capacity or used above the threshold. */
+export interface AttentionRow {
+  uuid: string;
+  name: string;
+  /** The root's name when the provider is a child (null for a root). */
+  rootName: string | null;
+  overCapacity: boolean;
+  /** The most used class, by percent of capacity. */
+  worst: InventoryUsage & { percent: number };
+}
+
+/** The trouble list's length: the dashboard shows the worst first. */
+export const ATTENTION_LIMIT = 20;
+
 export interface DashboardSummary {
+  /** Providers over capacity first, then by their most used class's percent, worst first. */
+  attention: AttentionRow[];
+  attentionTotal: number;
   totalProviders: number;
   matchingProviders: number;
   totalTrees: number;
@@ -146,6 +163,25 @@ SELECT (SELECT count(*) FROM active),
         JOIN resource_classes rc ON rc.id = per.resource_class_id))) AS row
     FROM (SELECT * FROM active ORDER BY external_id LIMIT :limit OFFSET :offset) pa ORDER BY pa.external_id))`;
 
+// Per inventory, its use in percent of capacity (capacity 0 with usage: over
+// any threshold); per provider, its worst class. LIMIT -1: as CLASS_TOTALS.
+const ATTENTION = `WITH inv AS MATERIALIZED (
+    SELECT i.resource_provider_id AS id, rc.name AS class, i.total, i.reserved, i.allocation_ratio AS ratio,
+      ${capacitySql('i')} AS capacity, ${usedSql('i')} AS used
+    FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id ORDER BY i.resource_provider_id LIMIT -1),
+  rated AS (SELECT *, CASE WHEN capacity > 0 THEN used * 100.0 / capacity WHEN used > 0 THEN 1e308 ELSE 0 END AS percent FROM inv),
+  worst AS (SELECT id, class, total, reserved, ratio, capacity, used, percent,
+      max(used > capacity) OVER (PARTITION BY id) AS over,
+      row_number() OVER (PARTITION BY id ORDER BY used > capacity DESC, percent DESC, class) AS rank
+    FROM rated),
+  hot AS MATERIALIZED (SELECT * FROM worst WHERE rank = 1 AND (over = 1 OR percent > :threshold))
+SELECT (SELECT count(*) FROM hot),
+  (SELECT json_group_array(json(row)) FROM (
+    SELECT json_array(p.uuid, p.name, CASE WHEN p.parent_provider_id IS NULL THEN NULL ELSE root.name END, h.over,
+      h.class, h.total, h.reserved, h.ratio, h.capacity, h.used, min(h.percent, 1e9)) AS row
+    FROM hot h JOIN resource_providers p ON p.id = h.id JOIN resource_providers root ON root.id = p.root_provider_id
+    ORDER BY h.over DESC, h.percent DESC, p.name LIMIT :limit))`;
+
 const ACCELERATOR_COUNTS = `SELECT 'arq', state, count(*) FROM accelerator_requests GROUP BY state
   UNION ALL SELECT 'outbox', state, count(*) FROM cyborg_outbox GROUP BY state
   UNION ALL SELECT 'device', status, count(*) FROM devices GROUP BY status`;
@@ -155,6 +191,7 @@ const num = (v: unknown): number => Number(v ?? 0);
 type PackedInventory = [string, number, number, number, number, number];
 type PackedProvider = [string, string, number, string | null, string, number, PackedInventory[], string[], string[]];
 type PackedProject = [string, number, Record<string, number> | null];
+type PackedAttention = [string, string, string | null, number, string, number, number, number, number, number, number];
 
 /** One read batch; `reader` is the store's nearby reader, so a replica answers where one is configured. */
 export async function readDashboardSummary(reader: BatchReader, query: SummaryQuery): Promise<DashboardSummary> {
@@ -167,11 +204,12 @@ export async function readDashboardSummary(reader: BatchReader, query: SummaryQu
     class: filter.resourceClass ?? null,
     over: filter.overPercent ?? null,
   };
-  const [providerSet, classSet, projectSet, acceleratorSet] = await reader.readBatch([
+  const [providerSet, classSet, projectSet, acceleratorSet, attentionSet] = await reader.readBatch([
     { sql: PROVIDERS_PAGE, args: { ...filterArgs, limit: query.limit, offset: query.offset } },
     { sql: CLASS_TOTALS, args: { threshold: query.thresholdPercent } },
     { sql: PROJECTS_PAGE, args: { limit: query.projectLimit, offset: query.projectOffset } },
     { sql: ACCELERATOR_COUNTS, args: [] },
+    { sql: ATTENTION, args: { threshold: query.thresholdPercent, limit: ATTENTION_LIMIT } },
   ]);
 
   const head = providerSet!.rows[0]!;
@@ -220,7 +258,20 @@ export async function readDashboardSummary(reader: BatchReader, query: SummaryQu
   const counts = { arq: {}, outbox: {}, device: {} } as Record<'arq' | 'outbox' | 'device', Record<string, number>>;
   for (const r of acceleratorSet!.rows) counts[String(r[0]) as keyof typeof counts][String(r[1])] = num(r[2]);
 
+  const attentionHead = attentionSet!.rows[0]!;
+  const attention = (JSON.parse(String(attentionHead[1] ?? '[]')) as PackedAttention[]).map(
+    ([uuid, name, rootName, over, resourceClass, total, reserved, allocationRatio, capacity, used, percent]): AttentionRow => ({
+      uuid,
+      name,
+      rootName,
+      overCapacity: over === 1,
+      worst: { resourceClass, total, reserved, allocationRatio, capacity, used, percent },
+    }),
+  );
+
   return {
+    attention,
+    attentionTotal: num(attentionHead[0]),
     totalProviders: num(head[0]),
     matchingProviders: num(head[1]),
     totalTrees: num(head[2]),

@@ -5,24 +5,60 @@
 // file. Reads run in parallel; writes stay serialised: each process queues
 // its own writers behind its in-process lock and SQLite's BEGIN IMMEDIATE +
 // busy timeout orders the processes (the race tests check the result).
+//
+// New connections are shared out by the kernel (SCHED_NONE) unless
+// PLACEMENT_CLUSTER_SCHEDULING=round-robin: node:cluster's round-robin primary
+// accepts each connection and passes it to a worker, and the ones it had
+// passed to a worker killed at that moment were never answered nor closed.
 import cluster, { type Worker } from 'node:cluster';
 import type { AppConfig } from '../config.js';
 import type { Deps } from '../deps.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
+import {
+  checkDatabasePath,
+  checkPolicyFile,
+  databaseOpenProblem,
+  EXIT_BAD_SETTING,
+  EXIT_CANNOT_START,
+  probePort,
+  refuseStart,
+} from './node-start.js';
 import { buildNodeDeps } from './node-service.js';
 import { serveClusterMetrics } from '../observability/cluster.js';
 import { relayWriteMarks } from './write-marks-sharing.js';
 
-/** How long the primary waits for workers to finish their requests on SIGTERM. */
-const SHUTDOWN_GRACE_MS = 3000;
+/** Beyond the workers' own grace period, how long the primary waits before killing them. */
+const SHUTDOWN_MARGIN_MS = 2000;
 /** How long before a worker killed while starting is started again. */
 const RESTART_PAUSE_MS = 1000;
+/**
+ * How long the primary waits before replacing a worker that stopped cleanly
+ * by itself: a SIGTERM to the whole process group (Ctrl-C, systemd) can reach
+ * a worker before the primary, which then stops everything instead.
+ */
+const CLEAN_EXIT_PAUSE_MS = 300;
+
+/** Server processes this primary replaced after they exited unasked (the metrics read it). */
+export const clusterCounters = { processesReplaced: 0 };
 /** Semi-space size of each server process's young generation, in MB. */
 const YOUNG_GENERATION_MB = 32;
 
 export async function runPrimary(config: AppConfig, processes: number): Promise<void> {
-  // Migrate and sync before any worker opens the file, so none of them races it.
-  const deps: Deps = await buildNodeDeps(config);
+  // Migrate and sync before any worker opens the file, so none of them races
+  // it; a port taken or a database unwritable is told once, here.
+  try {
+    checkPolicyFile(config.PLACEMENT_POLICY_FILE);
+    checkDatabasePath(config.PLACEMENT_DB_URL);
+    await probePort(config.HOST, config.PORT);
+  } catch (err) {
+    refuseStart(err);
+  }
+  let deps: Deps;
+  try {
+    deps = await buildNodeDeps(config);
+  } catch (err) {
+    refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err));
+  }
   const jobs = startNodeJobs(deps);
   serveClusterMetrics(deps.metrics);
   let stopping = false;
@@ -37,17 +73,38 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
     process.exit(code);
   }
 
+  // Each worker drains its own requests in flight (src/entry/drain.ts); the
+  // primary waits for them, and kills what outlives their grace period.
   function shutdown(signal?: NodeJS.Signals): void {
     if (stopping) return;
     stopping = true;
     deps.log.info('placement-edge stopping', { pid: process.pid, signal: signal ?? null, processes: alive().length });
     jobs.stop();
+    deps.log.info('placement-edge stopping', { signal, processes: alive().length, grace_ms: config.PLACEMENT_SHUTDOWN_GRACE_MS });
     for (const worker of alive()) worker.process.kill('SIGTERM');
     if (alive().length === 0) exit(0);
     setTimeout(() => {
-      for (const worker of alive()) worker.process.kill('SIGKILL');
+      const left = alive();
+      if (left.length) deps.log.warn('server processes outlived the grace period; killing them', { pids: left.map((w) => w.process.pid) });
+      for (const worker of left) worker.process.kill('SIGKILL');
       exit(0);
-    }, SHUTDOWN_GRACE_MS).unref();
+    }, config.PLACEMENT_SHUTDOWN_GRACE_MS + SHUTDOWN_MARGIN_MS).unref();
+  }
+
+  function replace(worker: Worker, code: number | null, signal: string | null, pauseMs: number): void {
+    const now = () => {
+      if (stopping) return;
+      clusterCounters.processesReplaced += 1;
+      deps.log.error('server process exited; starting another', {
+        pid: worker.process.pid,
+        code,
+        signal,
+        replaced_total: clusterCounters.processesReplaced,
+      });
+      cluster.fork();
+    };
+    if (pauseMs === 0) now();
+    else setTimeout(now, pauseMs);
   }
 
   cluster.on('listening', (worker, address) => {
@@ -66,22 +123,29 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
       if (alive().length === 0) exit(0);
       return;
     }
-    // A clean exit is a worker told to stop (a SIGTERM to the whole process
-    // group can reach it before this process): nothing to replace.
-    if (code === 0 && !signal) {
-      if (alive().length === 0) shutdown();
-      return;
+    // A worker that lost the port (or met a setting) since the probe would
+    // fail again: stop the service with its exit code.
+    if (!hadListened && (code === EXIT_CANNOT_START || code === EXIT_BAD_SETTING)) {
+      deps.log.error('a server process could not start; stopping', { pid: worker.process.pid, code });
+      stopping = true;
+      for (const other of alive()) other.process.kill('SIGTERM');
+      exit(code);
     }
-    deps.log.error('server process exited', { pid: worker.process.pid, code, signal });
-    // A worker that dies after serving is replaced. One that never got to
-    // listen: killed by a signal (the OOM killer, an operator, a slow start
-    // under load) it is tried again after a pause; exiting by itself it
-    // would exit again (bad configuration): give up once none is left.
-    if (hadListened) cluster.fork();
-    else if (signal) setTimeout(() => stopping || cluster.fork(), RESTART_PAUSE_MS);
+    // A clean exit is a worker that drained after a SIGTERM: one sent to the
+    // whole process group stops this process in a moment too, so wait for it
+    // before replacing; a stray one (to that worker alone) must not halve
+    // the service silently.
+    if (code === 0 && !signal) replace(worker, code, signal, CLEAN_EXIT_PAUSE_MS);
+    // Died after serving: at once. Killed before it listened (the OOM
+    // killer, a slow start under load): after a pause.
+    else if (hadListened) replace(worker, code, signal, 0);
+    else if (signal) replace(worker, code, signal, RESTART_PAUSE_MS);
+    // Exited by itself before listening: it would again (a bad start).
     else if (alive().length === 0) exit(1);
   });
 
+  // Frozen by the first setupPrimary() or fork().
+  if (config.PLACEMENT_CLUSTER_SCHEDULING === 'os') cluster.schedulingPolicy = cluster.SCHED_NONE;
   // A full candidates answer allocates a few MB of short-lived objects: a
   // larger young generation scavenges less often (~15% less CPU per answer
   // at N=1000), unless the operator chose a size.

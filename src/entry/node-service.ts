@@ -14,6 +14,7 @@ import { syncStandards } from '../placement/sync-standards.js';
 import { makeDeps } from '../compose.js';
 import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
 import { InProcessQueue } from '../jobs/queue.js';
+import { isStorageFull } from '../db/storage-full.js';
 
 export interface OpenOptions {
   /** Apply migrations and sync standard names (false in forked workers: the primary did it). */
@@ -32,7 +33,7 @@ export async function openStore(
     await applyMigrations(client, MIGRATIONS);
     await syncStandards(client);
   }
-  return createDataStore(client, openNodeBatchRunner(config.PLACEMENT_DB_URL), openReplica(config, log));
+  return createDataStore(client, openNodeBatchRunner(config.PLACEMENT_DB_URL), openReplica(config, log), log);
 }
 
 /** The read replica's client, where PLACEMENT_DB_READ_URL names one (db/replica.ts). */
@@ -54,7 +55,8 @@ export async function buildNodeDeps(
   const file = config.PLACEMENT_POLICY_FILE;
   const overrides = file ? parsePolicyOverrides(readFileSync(file, 'utf8'), file) : undefined;
   // The queue consumes once startNodeJobs() attaches consume() to it.
-  const jobs = new InProcessQueue((err) => log.error('job failed', { err: String(err) }));
+  // A full disk is logged once per episode by the store, not per job.
+  const jobs = new InProcessQueue((err) => isStorageFull(err) || log.error('job failed', { err: String(err) }));
   return makeDeps(await openStore(config, options, log), config, log, { policyOverrides: overrides, jobs });
 }
 

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import type { ExecutionContext } from 'hono';
 import { createApp } from '../app.js';
-import { loadConfig } from '../config.js';
+import { checkSettings } from '../settings-check.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
 import { runPrimary } from './node-cluster.js';
 import { shareWriteMarks } from './write-marks-sharing.js';
@@ -17,8 +17,30 @@ import { buildNodeDeps, serverProcessCount } from './node-service.js';
 import { consoleLogger, type Logger } from '../deps.js';
 import { clusterMetricsSource } from '../observability/cluster.js';
 import { configSummary } from '../observability/config-summary.js';
+import { drainable } from './drain.js';
+import {
+  checkDatabasePath,
+  checkPolicyFile,
+  databaseOpenProblem,
+  EXIT_CANNOT_START,
+  listenProblem,
+  refuseStart,
+  serverArgs,
+} from './node-start.js';
 
-const config = loadConfig(process.env);
+// --help and --version answer before anything is opened or created.
+const info = cluster.isPrimary ? serverArgs(process.argv.slice(2)) : null;
+if (info) {
+  (info.code === 0 ? process.stdout : process.stderr).write(`${info.text}\n`);
+  process.exit(info.code);
+}
+const config = (() => {
+  try {
+    return checkSettings(process.env);
+  } catch (err) {
+    return refuseStart(err);
+  }
+})();
 const processes = serverProcessCount(config);
 if (cluster.isPrimary) {
   consoleLogger(config.LOG_LEVEL).info('placement-edge starting', {
@@ -33,8 +55,7 @@ else await serveHttp();
 
 async function serveHttp(): Promise<void> {
   const forked = cluster.isWorker;
-  // A forked worker finds the database prepared by the primary.
-  const deps = await buildNodeDeps(config, undefined, { prepare: !forked });
+  const deps = await openDeps(forked);
   // A scrape shows the whole cluster: the primary sums every process's counters.
   if (forked) deps.metricsSource = clusterMetricsSource(deps.metrics);
   // Accelerator bind jobs and Nova events: an in-process queue for the work
@@ -63,7 +84,16 @@ async function serveHttp(): Promise<void> {
     connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(timeout / 4))),
   };
   const server = createServer(serverOptions, (incoming, outgoing) => {
+    drain.track(outgoing);
     if (!refuseWithoutHost(incoming, outgoing)) void listener(incoming, outgoing);
+  });
+  const drain = drainable(server);
+  server.once('error', (err) => {
+    const problem = listenProblem(err, config.HOST, config.PORT);
+    if (!problem) throw err;
+    if (!forked) refuseStart(problem);
+    // The primary probed the port before forking; losing it since is told once, by the primary.
+    process.exit(EXIT_CANNOT_START);
   });
   server.listen(config.PORT, config.HOST, () => {
     const url = `http://${config.HOST}:${(server.address() as AddressInfo).port}`;
@@ -75,19 +105,43 @@ async function serveHttp(): Promise<void> {
   // content-length) is answered in the API's envelope, not with a bare 400.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => handleClientError(app.fetch, err, socket as Socket));
 
-  function shutdown(signal: NodeJS.Signals) {
+  // Stop accepting, let requests in flight finish (each answered with
+  // Connection: close) for at most the grace period, then close the database.
+  let stopping = false;
+  async function shutdown(signal: NodeJS.Signals) {
+    if (stopping) return;
+    stopping = true;
     if (forked) deps.log.debug('server process stopping', { pid: process.pid, signal });
     else deps.log.info('placement-edge stopping', { pid: process.pid, signal });
+    const grace = config.PLACEMENT_SHUTDOWN_GRACE_MS;
+    const { inFlight, cut } = await drain.drain(grace);
     jobs.stop();
-    server.close(() => {
-      deps.store.close();
-      if (!forked) deps.log.info('placement-edge stopped', { pid: process.pid });
-      process.exit(0);
-    });
-    setTimeout(() => process.exit(0), 2000).unref();
+    deps.store.close();
+    const fields = { signal, pid: process.pid, in_flight: inFlight, cut };
+    if (cut > 0) deps.log.warn(`stopped after the ${grace} ms grace period, cutting requests in flight`, fields);
+    else if (forked) deps.log.debug('server process stopped', fields);
+    else deps.log.info('placement-edge stopped', fields);
+    process.exit(0);
   }
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+}
+
+/** The Deps, or the start refused in one line when the database cannot be opened. */
+async function openDeps(forked: boolean) {
+  // A forked worker finds the database prepared by the primary.
+  if (forked) return buildNodeDeps(config, undefined, { prepare: false });
+  try {
+    checkPolicyFile(config.PLACEMENT_POLICY_FILE);
+    checkDatabasePath(config.PLACEMENT_DB_URL);
+  } catch (err) {
+    return refuseStart(err);
+  }
+  try {
+    return await buildNodeDeps(config);
+  } catch (err) {
+    return refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err));
+  }
 }
 
 /**

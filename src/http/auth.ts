@@ -21,7 +21,7 @@ const TokenEntry = z.object({
   user_id: z.string().nullable().default(null),
 });
 type TokenEntry = z.infer<typeof TokenEntry>;
-const TokenTableJson = z.record(z.string(), TokenEntry);
+export const TokenTableJson = z.record(z.string(), TokenEntry);
 
 async function sha256(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));

@@ -69,7 +69,22 @@ type MethodName = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  */
 const DATABASE_LIMITS = /too many SQL variables|Expression tree is too large|string or blob too big|too many terms in compound SELECT/;
 
+/**
+ * A full disk under the database (SQLITE_FULL): the write rolled back, reads
+ * still work; the store logs the episode once (src/db/storage-full.ts).
+ */
+const STORAGE_FULL = /database or disk is full|SQLITE_FULL|ENOSPC|no space left on device/i;
+const STORAGE_FULL_MESSAGE =
+  "The service's database disk is full, so the change was not made; writes resume once space is freed (reads still work). Try again later.";
+
 const TOO_MANY_ITEMS = 'The request names more items than can be applied at once; send them in several smaller requests.';
+
+function storageFull(err: unknown): boolean {
+  for (let cur: unknown = err, depth = 0; cur instanceof Error && depth < 5; cur = cur.cause, depth++) {
+    if (STORAGE_FULL.test(`${(cur as { code?: unknown }).code ?? ''} ${cur.message}`)) return true;
+  }
+  return false;
+}
 
 /** The database limit an error (or one of its causes) reports, or null. */
 function databaseLimitReached(err: unknown): string | null {
@@ -168,6 +183,7 @@ export function httpKit(api: ApiProfile): HttpKit {
       }
       if (err instanceof HTTPException) return api.render(c, api.error(err.status as ContentfulStatusCode, err.message));
       const requestId = c.get('requestId');
+      if (storageFull(err)) return api.render(c, api.error(503, STORAGE_FULL_MESSAGE, { headers: { 'retry-after': '60' } }));
       const limit = databaseLimitReached(err);
       if (limit) {
         c.var.deps.log.warn(`${api.logLabel}: a database limit refused the request`, { requestId, limit });

@@ -1,6 +1,7 @@
 // Node mode: the in-process queue (built with the Deps by buildNodeDeps)
 // starts consuming with consume(), plus a timer that runs the sweeps. Returns a
 // stop function (tests and shutdown use it).
+import { isStorageFull } from '../db/storage-full.js';
 import type { Deps } from '../deps.js';
 import { consume } from './consume.js';
 import { InProcessQueue } from './queue.js';
@@ -22,7 +23,8 @@ export function startNodeJobs(deps: Deps, opts: { intervalMs?: number; timers?: 
       if (busy) return;
       busy = true;
       runSweeps(deps)
-        .catch((err: unknown) => deps.log.error('sweep failed', { err: String(err) }))
+        // A full disk is logged once per episode by the store, not at every sweep.
+        .catch((err: unknown) => isStorageFull(err) || deps.log.error('sweep failed', { err: String(err) }))
         .finally(() => {
           busy = false;
         });

@@ -73,6 +73,28 @@ describe('GET /dashboard', () => {
   });
 });
 
+describe('GET /dashboard/api/summary: trouble first', () => {
+  it('lists providers over capacity first, then above the threshold, by percent used, with their worst class', async () => {
+    const s = await summary();
+    expect(s.attention.total).toBe(2);
+    expect(s.attention.items.map((a) => [a.name, a.over_capacity, a.worst.resource_class, a.worst.percent])).toEqual([
+      ['compute-2', true, 'VCPU', 150],
+      ['storage-1', false, 'DISK_GB', 85],
+    ]);
+    expect(s.attention.items[0]!.worst).toMatchObject({ total: 4, reserved: 0, allocation_ratio: 1, capacity: 4, used: 6, free: -2 });
+    expect(s.attention.items[0]!.root_name).toBeNull();
+    // A lower threshold brings compute-1's child in: named with its root.
+    const low = await summary('?over=20');
+    expect(low.attention.items.map((a) => [a.name, a.worst.percent])).toEqual([
+      ['compute-2', 150],
+      ['storage-1', 85],
+      ['compute-1', 31.3],
+      ['compute-1-gpu0', 25],
+    ]);
+    expect(low.attention.items[3]).toMatchObject({ root_name: 'compute-1', worst: { resource_class: 'VGPU' } });
+  });
+});
+
 describe('GET /dashboard/api/summary', () => {
   it('needs a token, and an admin', async () => {
     const anonymous = await t.app.request('/dashboard/api/summary', { headers: { accept: 'application/json' } });

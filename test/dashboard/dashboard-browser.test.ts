@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
-import { CLOUD, seedCloud } from './seed.js';
+import { CLOUD, STORAGE_TRAITS, seedCloud } from './seed.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -85,7 +85,24 @@ describe.skipIf(!haveChromium)(title, () => {
     expect(await compute1.locator('.chip', { hasText: 'HW_CPU_X86_AVX2' }).isVisible()).toBe(true);
     expect(await tree(page, CLOUD.compute1.uuid).locator('.badge.over').count()).toBe(0);
 
-    expect(await page.locator('.class-card[data-class="VCPU"]').innerText()).toMatch(/1 over capacity[\s\S]*16 used \/ 36/i);
+    expect(await page.locator('.class-card[data-class="VCPU"]').innerText()).toMatch(/1 over capacity[\s\S]*44%[\s\S]*16 used \/ 36/i);
+
+    // Trouble first: over capacity, then above 80 %, most used first, with the physical amount beside.
+    const attention = page.locator('#attention tbody tr');
+    expect(await attention.count()).toBe(2);
+    expect(await attention.nth(0).innerText()).toMatch(/compute-2\s+VCPU\s+150%\s+6 \/ 4\s+2 over/i);
+    expect(await attention.nth(1).innerText()).toMatch(/storage-1\s+DISK_GB\s+85%\s+850 \/ 1,000/);
+    expect(await page.locator('#attention-count').innerText()).toContain('2 providers over capacity or above 80% used');
+    // Percent used and the physical amount behind an overcommitted or reserved capacity.
+    expect(await compute1.locator(':scope > .rp-body tr[data-class="VCPU"]').innerText()).toMatch(/31%\s+10 \/ 32\s+22 free\s+16 × 2\.0/);
+    expect(await compute1.locator(':scope > .rp-body tr[data-class="MEMORY_MB"]').innerText()).toContain('(65,536 − 512 reserved)');
+    // A long trait list is folded: six shown, the rest behind "+6 more".
+    const storage = tree(page, CLOUD.storage.uuid);
+    expect(await storage.locator('.chip.trait:visible').count()).toBe(6);
+    await storage.locator('.chip.more').click();
+    expect(await storage.locator('.chip.trait:visible').count()).toBe(STORAGE_TRAITS.length);
+    await storage.locator('.chip.more').click();
+    expect(await storage.locator('.chip.trait:visible').count()).toBe(6);
     expect(await page.locator('#projects').innerText()).toMatch(/project-alpha[\s\S]*project-beta/);
     expect(await page.locator('#arqs [data-state="Initial"]').innerText()).toMatch(/Initial\s*1/);
     expect(await page.locator('#devices').innerText()).toContain('A100');
@@ -100,6 +117,11 @@ describe.skipIf(!haveChromium)(title, () => {
   it('filters trees by name, trait chip and "over 80% used"', async () => {
     const page = await newPage();
     await page.goto(`${noauth.url}/dashboard`);
+    await expect.poll(() => page.locator('.tree').count()).toBe(3);
+    // A provider in the trouble list shows its tree.
+    await page.locator('#attention button.link', { hasText: 'compute-2' }).click();
+    await expect.poll(() => page.locator('.tree .rp-name').allInnerTexts()).toEqual(['compute-2']);
+    await page.click('#f-clear');
     await expect.poll(() => page.locator('.tree').count()).toBe(3);
     await page.fill('#f-name', 'storage');
     await expect.poll(() => page.locator('.tree .rp-name').allInnerTexts()).toEqual(['storage-1']);

@@ -17,6 +17,21 @@ export const CLOUD = {
   },
 } as const;
 
+export const STORAGE_TRAITS = [
+  'COMPUTE_VOLUME_EXTEND',
+  'COMPUTE_VOLUME_MULTI_ATTACH',
+  'HW_CPU_X86_AVX',
+  'HW_CPU_X86_SSE',
+  'HW_CPU_X86_SSE2',
+  'HW_CPU_X86_SSE41',
+  'HW_CPU_X86_SSE42',
+  'HW_NIC_SRIOV',
+  'STORAGE_DISK_SSD',
+  'COMPUTE_NET_ATTACH_INTERFACE',
+  'COMPUTE_TRUSTED_CERTS',
+  'COMPUTE_DEVICE_TAGGING',
+] as const;
+
 async function ok(res: Promise<Response>): Promise<unknown> {
   const r = await res;
   const text = await r.text();
@@ -62,6 +77,8 @@ export async function seedCloud(call: Call): Promise<void> {
   await ok(call('PUT', `/resource_providers/${gpu0.uuid}/traits`, { resource_provider_generation: 1, traits: ['CUSTOM_GPU_A'] }));
   await ok(call('PUT', `/resource_providers/${compute1.uuid}/aggregates`, { resource_provider_generation: 2, aggregates: [aggregate] }));
   await ok(call('PUT', `/resource_providers/${storage.uuid}/aggregates`, { resource_provider_generation: 1, aggregates: [aggregate] }));
+  // A storage host with the long trait list real hosts report (the page folds it).
+  await ok(call('PUT', `/resource_providers/${storage.uuid}/traits`, { resource_provider_generation: 2, traits: [...STORAGE_TRAITS] }));
 
   const claim = (consumer: string, project: string, allocations: Record<string, Record<string, number>>) =>
     ok(

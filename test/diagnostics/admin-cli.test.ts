@@ -63,9 +63,9 @@ afterAll(async () => {
 });
 
 describe('placement-admin audit', () => {
-  it('prints the findings as tables', async () => {
+  it('prints the findings as tables, and exits 1: something to repair', async () => {
     const { code, stdout, stderr } = await admin('audit', '--endpoint', server.url, '--token', 'admin');
-    expect(code, stderr).toBe(0);
+    expect(code, stderr).toBe(1);
     expect(stdout).toContain('Consumers with no allocations: 1');
     expect(stdout).toMatch(new RegExp(`${emptyConsumer}\\s+\\S+\\s+\\S+\\s+INSTANCE`));
     expect(stdout).toContain('Dead-letter events: 1');
@@ -75,7 +75,7 @@ describe('placement-admin audit', () => {
 
   it('prints the report as JSON with --json, every page merged', async () => {
     const { code, stdout, stderr } = await admin('audit', '--endpoint', server.url, '--token', 'admin', '--json', '--limit', '1');
-    expect(code, stderr).toBe(0);
+    expect(code, stderr).toBe(1);
     const { report } = JSON.parse(stdout) as {
       report: { summary: Record<string, number>; empty_consumers: { items: { uuid: string }[] } };
     };
@@ -83,18 +83,32 @@ describe('placement-admin audit', () => {
     expect(report.empty_consumers.items.map((c) => c.uuid)).toEqual([emptyConsumer]);
   }, 60_000);
 
-  it('fails clearly on a bad token or endpoint', async () => {
+  it('fails clearly on a bad token or endpoint: 3, no audit; 2, a usage error', async () => {
     const denied = await admin('audit', '--endpoint', server.url, '--token', 'alice:proj');
-    expect(denied.code).toBe(1);
+    expect(denied.code).toBe(3);
     expect(denied.stderr).toContain('HTTP 403');
+    const unreachable = await admin('audit', '--endpoint', 'http://127.0.0.1:9');
+    expect(unreachable.code).toBe(3);
+    expect(unreachable.stderr).toContain('cannot reach http://127.0.0.1:9');
     const usage = await admin('audit');
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--endpoint is required');
   }, 60_000);
 
+  it('--help documents the exit codes; --version names the release', async () => {
+    for (const args of [['--help'], ['audit', '--help']]) {
+      const help = await admin(...args);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(/exit codes: 0 .* 1 .*something to repair/s);
+    }
+    const version = await admin('--version');
+    expect(version).toMatchObject({ code: 0, stdout: expect.stringMatching(/^placement-admin \d+\.\d+\.\d+\n$/) });
+  }, 60_000);
+
   it('--fix shows the dry run, then applies only the safe repairs', async () => {
+    // The bound ARQ whose instance holds no allocation is no safe repair: left, so exit 1.
     const { code, stdout, stderr } = await admin('audit', '--endpoint', server.url, '--token', 'admin', '--fix');
-    expect(code, stderr).toBe(0);
+    expect(code, stderr).toBe(1);
     const dry = stdout.indexOf('Dry run: would delete 1 empty consumer(s)');
     const applied = stdout.indexOf('Applied: delete 1 empty consumer(s)');
     expect(dry).toBeGreaterThan(0);
@@ -106,8 +120,9 @@ describe('placement-admin audit', () => {
     for (let i = 0; i < 100 && nova.calls.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
     expect(nova.calls.flatMap((c) => c.events.map((e) => e.tag))).toEqual([deadArq]);
     const after = await admin('audit', '--endpoint', server.url, '--json');
+    expect(after.code).toBe(1);
     const { report } = JSON.parse(after.stdout) as { report: { summary: Record<string, number> } };
-    expect(report.summary).toMatchObject({ empty_consumers: 0, dead_letters: 0 });
+    expect(report.summary).toMatchObject({ empty_consumers: 0, dead_letters: 0, bound_arqs_without_allocation: 1 });
 
     const again = await admin('audit', '--endpoint', server.url, '--fix');
     expect(again.stdout).toContain('Nothing to repair.');

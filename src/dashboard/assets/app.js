@@ -8,6 +8,8 @@
   const TOKEN_KEY = 'placement-edge.dashboard.token';
   const OVER_PERCENT = 80;
   const DEVICES_PER_PAGE = 20;
+  /** Trait chips shown before "+N more". */
+  const TRAITS_SHOWN = 6;
 
   const state = {
     page: 1,
@@ -48,6 +50,28 @@
   const fmt = (n) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toLocaleString('en-US', { maximumFractionDigits: 2 }));
   const plural = (n, word) => `${fmt(n)} ${word}${n === 1 ? '' : 's'}`;
   const pct = (used, capacity) => (capacity > 0 ? (100 * used) / capacity : used > 0 ? Infinity : 0);
+
+  /** Percent used, rounded: "31%", "150%"; "–" with no capacity and no use. */
+  function percentLabel(used, capacity) {
+    const p = pct(used, capacity);
+    if (!Number.isFinite(p)) return 'no capacity';
+    return `${p < 10 && p > 0 ? p.toFixed(1) : Math.round(p)}%`;
+  }
+
+  /** The physical amount behind an overcommitted or reserved capacity: "16 × 2.0", "(65,536 − 512 reserved)". */
+  function physical(r) {
+    const base = r.reserved > 0 ? `(${fmt(r.total)} − ${fmt(r.reserved)} reserved)` : fmt(r.total);
+    if (r.allocation_ratio !== 1) return `${base} × ${r.allocation_ratio.toFixed(1)}`;
+    return r.reserved > 0 ? base : '';
+  }
+
+  /** A bar with its percent beside it. */
+  function meter(used, capacity) {
+    const over = used > capacity;
+    const p = pct(used, capacity);
+    return h('div', { class: 'meter' }, bar(used, capacity),
+      h('span', { class: `pct${over ? ' over' : p > OVER_PERCENT ? ' warn' : ''}` }, percentLabel(used, capacity)));
+  }
 
   /** A usage bar: blue, orange above 80 %, red and outlined over capacity. */
   function bar(used, capacity) {
@@ -115,9 +139,33 @@
         h('div', { class: 'name' }, h('span', null, name),
           c.over_capacity ? h('span', { class: 'badge over' }, `${c.over_capacity} over capacity`)
             : c.over_threshold ? h('span', { class: 'badge warn' }, `${c.over_threshold} > ${threshold}%`) : null),
-        bar(c.used, c.capacity),
+        meter(c.used, c.capacity),
         h('div', { class: 'nums' }, `${fmt(c.used)} used / ${fmt(c.capacity)} · ${fmt(c.free)} free · ${plural(c.providers, 'provider')}`));
     }) : [h('div', { class: 'empty' }, 'No inventory yet.')]));
+  }
+
+  /** Providers over capacity, then above the threshold, most used first. */
+  function renderAttention(attention, threshold) {
+    const { items, total } = attention;
+    $('attention-count').textContent = total
+      ? `${plural(total, 'provider')} over capacity or above ${threshold}% used${total > items.length ? ` · the ${items.length} most used shown` : ''}`
+      : '';
+    $('attention').replaceChildren(items.length
+      ? h('table', { class: 'list attention' },
+        h('thead', null, h('tr', null, h('th', null, 'provider'), h('th', null, 'worst class'), h('th', null, 'used'),
+          h('th', { class: 'num' }, 'used / capacity'), h('th', { class: 'num' }, 'physical'), h('th', null, ''))),
+        h('tbody', null, items.map((a) => {
+          const w = a.worst;
+          return h('tr', { class: a.over_capacity ? 'over' : 'warn', 'data-uuid': a.uuid },
+            h('td', null, h('button', { type: 'button', class: 'link', title: `show ${a.uuid}`, onclick: () => setFilter('name', a.uuid) },
+              a.root_name ? h('span', { class: 'muted' }, `${a.root_name} › `) : null, a.name)),
+            h('td', { class: 'class-name' }, w.resource_class),
+            h('td', { class: 'bar-cell' }, meter(w.used, w.capacity)),
+            h('td', { class: 'num' }, `${fmt(w.used)} / ${fmt(w.capacity)}`),
+            h('td', { class: 'num muted' }, physical(w)),
+            h('td', null, a.over_capacity ? h('span', { class: 'badge over' }, `${fmt(w.used - w.capacity)} over`) : h('span', { class: 'badge warn' }, `> ${threshold}%`)));
+        })))
+      : h('div', { class: 'empty ok' }, `Nothing over capacity or above ${threshold}% used.`));
   }
 
   function chip(label, title, kind, onclick) {
@@ -131,15 +179,27 @@
       const over = r.used > r.capacity;
       return h('tr', { class: over ? 'over' : '', 'data-class': name },
         h('td', null, name),
-        h('td', { class: 'bar-cell' }, bar(r.used, r.capacity)),
+        h('td', { class: 'bar-cell' }, meter(r.used, r.capacity)),
         h('td', { class: 'num', title: `total ${fmt(r.total)}, reserved ${fmt(r.reserved)}, ratio ${fmt(r.allocation_ratio)}` },
           `${fmt(r.used)} / ${fmt(r.capacity)}`),
-        h('td', { class: 'num' }, over ? `${fmt(r.used - r.capacity)} over` : `${fmt(r.free)} free`));
+        h('td', { class: 'num' }, over ? `${fmt(r.used - r.capacity)} over` : `${fmt(r.free)} free`),
+        h('td', { class: 'num muted physical', title: 'physical amount: (total − reserved) × allocation ratio' }, physical(r)));
     });
+    const traitChips = rp.traits.map((t) => chip(t, 'trait: show providers with it', 'trait', () => setFilter('trait', t)));
+    const folded = traitChips.length > TRAITS_SHOWN + 1 ? traitChips.splice(TRAITS_SHOWN) : [];
     const chips = [
-      ...rp.traits.map((t) => chip(t, 'trait: show providers with it', 'trait', () => setFilter('trait', t))),
-      ...rp.aggregates.map((a) => chip(`agg ${a.slice(0, 8)}`, `aggregate ${a}: show its members`, 'agg', () => setFilter('aggregate', a))),
+      ...rp.aggregates.map((a) => chip(`aggregate ${a.slice(0, 8)}`, `aggregate ${a}: show its members`, 'agg', () => setFilter('aggregate', a))),
+      ...traitChips,
     ];
+    if (folded.length) {
+      const more = h('span', { class: 'folded', hidden: true }, folded);
+      const toggle = h('button', { type: 'button', class: 'chip more', title: folded.map((c) => c.textContent).join('\n') }, `+${folded.length} more`);
+      toggle.addEventListener('click', () => {
+        more.hidden = !more.hidden;
+        toggle.textContent = more.hidden ? `+${folded.length} more` : 'fewer';
+      });
+      chips.push(more, toggle);
+    }
     return h('div', { class: `rp${rp.matched ? '' : ' unmatched'}`, 'data-uuid': rp.uuid },
       h('div', { class: 'rp-body' },
         h('div', { class: 'rp-info' },
@@ -257,6 +317,7 @@
     try {
       const summary = await api(summaryUrl());
       showMain();
+      renderAttention(summary.attention, summary.threshold_percent);
       renderClasses(summary.resource_classes, summary.threshold_percent);
       renderProviders(summary.providers);
       renderProjects(summary.projects);

@@ -1,0 +1,100 @@
+// Faults of a PLACEMENT_WORKERS cluster, with real processes: a server
+// process SIGKILLed while connections arrive leaves none of them hanging
+// (each is answered, or closed so the client can retry), and a server
+// process that exits on its own (a stray SIGTERM) is replaced, logged and counted.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { descendants, isAlive, type Running, spawnServer, until } from './processes.js';
+
+const WORKERS = 2;
+let dir: string;
+let server: Running;
+/** The server processes that are listening (each logs it, LOG_LEVEL=debug). */
+const workers = () =>
+  descendants(server.child.pid!).filter(
+    (p) => p.ppid === server.child.pid && server.log().includes(`"msg":"server process listening","url":"${server.url}","pid":${p.pid}}`),
+  );
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'placement-faults-'));
+  server = await spawnServer({ PLACEMENT_DB_URL: `file:${join(dir, 'placement.db')}`, PLACEMENT_WORKERS: String(WORKERS) });
+  expect(await until(() => workers().length === WORKERS, 60_000)).toBe(true);
+}, 120_000);
+
+afterAll(async () => {
+  if (server && server.child.exitCode === null) {
+    server.child.kill('SIGTERM');
+    await server.exited;
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+type ProbeOutcome = 'answered' | 'closed' | 'hung';
+
+/** One request on a new connection; 'hung' when neither an answer nor a close came within `limitMs`. */
+function probe(port: number, limitMs: number): Promise<ProbeOutcome> {
+  return new Promise((resolve) => {
+    let data = '';
+    const socket = connect(port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n'));
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve('hung');
+    }, limitMs);
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      data += chunk;
+    });
+    socket.on('error', () => {});
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve(data.startsWith('HTTP/1.1 200') ? 'answered' : 'closed');
+    });
+  });
+}
+
+describe(`PLACEMENT_WORKERS=${WORKERS}`, () => {
+  it('no connection hangs when a server process is SIGKILLed as they arrive', async () => {
+    const outcomes: ProbeOutcome[] = [];
+    for (let round = 0; round < 3; round += 1) {
+      expect(await until(() => workers().length === WORKERS, 60_000)).toBe(true);
+      const victim = workers()[0]!;
+      const probes = Array.from({ length: 48 }, (_, i) => new Promise((r) => setTimeout(r, i * 5)).then(() => probe(server.port, 15_000)));
+      setTimeout(() => process.kill(victim.pid, 'SIGKILL'), 60);
+      outcomes.push(...(await Promise.all(probes)));
+    }
+    expect(outcomes.filter((o) => o === 'hung')).toEqual([]);
+    // Most are answered; a few may be closed by the dying process (the client retries those).
+    expect(outcomes.filter((o) => o === 'answered').length).toBeGreaterThan(outcomes.length / 2);
+    expect(await until(() => workers().length === WORKERS, 60_000)).toBe(true);
+    for (let i = 0; i < 8; i += 1) expect(await probe(server.port, 15_000)).toBe('answered');
+  }, 240_000);
+
+  it('replaces a server process that exits on its own (a stray SIGTERM), logs and counts it', async () => {
+    expect(await until(() => workers().length === WORKERS, 60_000)).toBe(true);
+    const victim = workers()[0]!;
+    process.kill(victim.pid, 'SIGTERM');
+    expect(await until(() => !isAlive(victim.pid), 15_000)).toBe(true);
+    expect(await until(() => workers().length === WORKERS && !workers().some((w) => w.pid === victim.pid), 60_000)).toBe(true);
+    const line = server
+      .log()
+      .split('\n')
+      .filter((l) => l.includes('starting another'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.pid === victim.pid);
+    expect(line).toMatchObject({ level: 'error', code: 0, signal: null });
+    expect(line!.replaced_total).toBeGreaterThanOrEqual(1);
+    expect(await probe(server.port, 15_000)).toBe('answered');
+  }, 120_000);
+
+  it('a SIGTERM to the primary stops every process (none replaced)', async () => {
+    const before = workers();
+    const replacedBefore = server.log().split('starting another').length;
+    server.child.kill('SIGTERM');
+    expect((await server.exited).code).toBe(0);
+    expect(await until(() => before.every((w) => !isAlive(w.pid)), 15_000)).toBe(true);
+    expect(server.log().split('starting another').length).toBe(replacedBefore);
+  }, 60_000);
+});

@@ -1,0 +1,137 @@
+// A full disk under the database, for real: the database lives on a small
+// tmpfs, a filler file takes the rest of its space. Writes of both APIs then
+// answer 503 with the cause in the API's envelope, the episode is logged once
+// (not once per request), reads keep serving, and writes succeed again once
+// the filler is gone. Needs `mount -t tmpfs` (root); skipped, saying so, where
+// mounting is not permitted.
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_HEADERS, type Running, spawnServer } from './processes.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'placement-disk-full-'));
+const volume = join(dir, 'volume');
+mkdirSync(volume);
+let mounted = false;
+let why = '';
+try {
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', volume], { stdio: 'pipe' });
+  mounted = true;
+} catch (err) {
+  why = String((err as { stderr?: Buffer }).stderr ?? err).trim();
+}
+const title = mounted ? 'a full disk under the database' : `a full disk under the database (SKIPPED: cannot mount a tmpfs here: ${why})`;
+if (!mounted) console.warn(`[disk-full] ${title}`);
+
+/** Fills the volume with one file until the kernel refuses; returns its path. */
+function fill(): string {
+  const path = join(volume, 'filler');
+  const fd = openSync(path, 'w');
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  try {
+    for (;;) writeSync(fd, chunk);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    closeSync(fd);
+  }
+  // Whatever is left is less than a page of it: take it too.
+  const tail = openSync(path, 'a');
+  try {
+    for (;;) writeSync(tail, Buffer.alloc(512, 1));
+  } catch {
+    // full
+  } finally {
+    closeSync(tail);
+  }
+  return path;
+}
+
+describe.skipIf(!mounted)(title, () => {
+  let server: Running;
+  const rp = crypto.randomUUID();
+  const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = ADMIN_HEADERS) =>
+    fetch(`${server.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const cyborg = { ...ADMIN_HEADERS, 'openstack-api-version': 'accelerator 2.0' };
+  const fullLines = () =>
+    server
+      .log()
+      .split('\n')
+      .filter((l) => l.includes('database disk is full'));
+
+  beforeAll(async () => {
+    server = await spawnServer({ PLACEMENT_DB_URL: `file:${join(volume, 'placement.db')}`, PLACEMENT_WORKERS: '1', LOG_LEVEL: 'info' });
+    expect((await call('POST', '/resource_providers', { name: 'disk-test', uuid: rp })).status).toBe(200);
+  }, 120_000);
+
+  afterAll(async () => {
+    if (server && server.child.exitCode === null) {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+    if (mounted) execFileSync('umount', [volume]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses writes with 503 in both envelopes, logs the episode once, keeps reading, and recovers', async () => {
+    const filler = fill();
+
+    // Placement: several writes, each a 503 that says why.
+    for (let i = 0; i < 3; i += 1) {
+      const res = await call('POST', '/resource_providers', { name: `refused-${i}` });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('60');
+      const { errors } = (await res.json()) as { errors: { status: number; detail: string }[] };
+      expect(errors[0]).toMatchObject({ status: 503, detail: expect.stringContaining('database disk is full') });
+    }
+    const inventory = await call('PUT', `/resource_providers/${rp}/inventories`, {
+      resource_provider_generation: 0,
+      inventories: { VCPU: { total: 4 } },
+    });
+    expect(inventory.status).toBe(503);
+
+    // Cyborg: the same cause in its own envelope.
+    const profile = await call(
+      'POST',
+      '/accelerator/v2/device_profiles',
+      [{ name: 'dp-full', groups: [{ 'resources:FPGA': '1' }] }],
+      cyborg,
+    );
+    expect(profile.status).toBe(503);
+    const fault = JSON.parse(((await profile.json()) as { error_message: string }).error_message) as { faultstring: string };
+    expect(fault.faultstring).toContain('database disk is full');
+
+    // Reads go on.
+    const read = await call('GET', `/resource_providers/${rp}`);
+    expect(read.status).toBe(200);
+    expect((await call('GET', '/accelerator/v2/device_profiles', undefined, cyborg)).status).toBe(200);
+
+    // One line for the whole episode, no stack.
+    expect(fullLines()).toHaveLength(1);
+    expect(server.log()).not.toMatch(/\n\s+at /);
+
+    // Space returns: writes succeed, and the recovery is logged.
+    rmSync(filler);
+    const after = await call('PUT', `/resource_providers/${rp}/inventories`, {
+      resource_provider_generation: 0,
+      inventories: { VCPU: { total: 4 } },
+    });
+    expect(after.status).toBe(200);
+    expect(server.log()).toContain('database disk has space again');
+    const recovered = JSON.parse(
+      server
+        .log()
+        .split('\n')
+        .find((l) => l.includes('space again'))!,
+    ) as { writes_refused: number };
+    expect(recovered.writes_refused).toBeGreaterThanOrEqual(5);
+
+    // A second episode is logged again.
+    const again = fill();
+    expect((await call('POST', '/resource_providers', { name: 'refused-again' })).status).toBe(503);
+    expect(fullLines()).toHaveLength(2);
+    rmSync(again);
+  }, 120_000);
+});
