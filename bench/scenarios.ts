@@ -34,6 +34,8 @@ export interface Scenario {
   build(): Cloud;
   /** Trees loaded, and finished, before the rest (perfload-runner.sh's preheating `placeload URL 10`). */
   preheat?: number;
+  /** Also timed in Worker mode (its cold and warm latencies). */
+  workerMode?: boolean;
   /** The local server may be loaded straight into its database file (bench/cloud.ts directLoad). */
   directLoadLocal?: boolean;
   measures: Measure[];
@@ -74,6 +76,7 @@ function flat(n: number, opts: { requests: number; cycles: number; full: boolean
     // The preheating run's 10, then the timed run's n: each run's cycles start afresh.
     build: () => [...repeat(PLACELOAD_PREHEAT, (i) => [placeloadProvider(uuid(), i)]), ...repeat(n, (i) => [placeloadProvider(uuid(), i)])],
     preheat: PLACELOAD_PREHEAT,
+    workerMode: n <= 5000,
     directLoadLocal: opts.direct,
     measures,
   };
@@ -85,6 +88,7 @@ function nested(trees: number, note: string): Scenario {
     title: `upstream perfload, nested: ${trees} runs of gate/gabbits/nested-perfload.yaml, 7 providers each (gate/perfload-nested-runner.sh query)${note}`,
     upstream: true,
     build: () => repeat(trees, () => nestedPerfloadTree(uuid)),
+    workerMode: true,
     measures: [
       { kind: 'first', label: 'full answer: 1st / 2nd after loading (cold)', query: NESTED_QUERY, version: NESTED_VERSION },
       { kind: 'latency', label: 'full answer', query: NESTED_QUERY, version: NESTED_VERSION, reps: 20 },

@@ -84,6 +84,19 @@ export const ConfigSchema = z.object({
    * per core). Above 1, a primary migrates once, runs the sweeps, and forks.
    */
   PLACEMENT_WORKERS: z.coerce.number().int().min(0).max(256).default(0),
+  /**
+   * Node mode: before a server process takes traffic it runs the real
+   * service over a small synthetic cloud for at most this much CPU time, so
+   * its first answers run optimised code (src/node-warm-up.ts). 0 = none.
+   */
+  PLACEMENT_WARM_UP_MS: z.coerce.number().int().min(0).default(3000),
+  /**
+   * Node mode on a database file: how often each server process brings its
+   * provider trees in memory up to date with writes from any process, so the
+   * first candidates request after a load does not read them. 0 = only when
+   * a request asks.
+   */
+  PLACEMENT_TREE_REFRESH_MS: z.coerce.number().int().min(0).default(100),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;

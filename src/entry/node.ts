@@ -13,6 +13,7 @@ import { startNodeJobs } from '../jobs/node-runner.js';
 import { runPrimary } from '../node-cluster.js';
 import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
 import { buildNodeDeps, serverProcessCount } from '../node-service.js';
+import { prepareForTraffic } from '../node-warm-up.js';
 import type { Logger } from '../deps.js';
 
 const config = loadConfig(process.env);
@@ -28,6 +29,8 @@ async function serveHttp(): Promise<void> {
   // this process commits; the sweeps run here only when no primary runs them.
   const jobs = startNodeJobs(deps, { timers: !forked });
   const app = createApp(deps);
+  // Warm-up and the provider trees read before listening: first answers as fast as later ones.
+  const readiness = await prepareForTraffic(deps);
   const executionCtx = nodeExecutionContext(deps.log);
   // @hono/node-server's serve(), plus its errorHandler: a request it cannot
   // turn into a fetch Request (no Host header, a target like "*") gets a 400
@@ -63,6 +66,7 @@ async function serveHttp(): Promise<void> {
 
   function shutdown() {
     jobs.stop();
+    readiness.stop();
     server.close(() => {
       deps.store.close();
       process.exit(0);
