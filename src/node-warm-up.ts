@@ -53,7 +53,7 @@ export async function prepareForTraffic(deps: Deps): Promise<Readiness> {
   if (config.PLACEMENT_WARM_UP_MS > 0) {
     try {
       const done = await warmUp(config);
-      log.debug('warmed up', done);
+      log.debug('warmed up', { ...done });
     } catch (err) {
       log.warn('warm-up failed; serving without it', { err: String(err) });
     }
@@ -79,7 +79,16 @@ const context: ExecutionContext = {
 };
 
 /** The warm-up itself: a temporary database, the synthetic cloud, the request mix until the budget is spent. */
-export async function warmUp(config: AppConfig): Promise<{ ms: number; rounds: number; requests: number }> {
+export interface WarmUpDone {
+  ms: number;
+  rounds: number;
+  requests: number;
+  /** Candidates of the first flat and nested full answers: the synthetic cloud's shape at work. */
+  flatCandidates: number;
+  nestedCandidates: number;
+}
+
+export async function warmUp(config: AppConfig): Promise<WarmUpDone> {
   const started = performance.now();
   const dir = mkdtempSync(join(tmpdir(), 'placement-warm-up-'));
   const warmConfig: AppConfig = {
@@ -91,6 +100,9 @@ export async function warmUp(config: AppConfig): Promise<{ ms: number; rounds: n
   const deps = await buildNodeDeps(warmConfig, quiet);
   let requests = 0;
   let rounds = 0;
+  let flatCandidates = 0;
+  let nestedCandidates = 0;
+  const candidatesIn = (json: string) => (JSON.parse(json) as { allocation_requests: unknown[] }).allocation_requests.length;
   try {
     await writeSyntheticCloud(deps.store);
     const app = createApp(deps);
@@ -138,8 +150,12 @@ export async function warmUp(config: AppConfig): Promise<{ ms: number; rounds: n
     };
     while (rounds < MAX_ROUNDS && cpuMs() < config.PLACEMENT_WARM_UP_MS) {
       rounds += 1;
-      await send('GET', `/allocation_candidates?${FLAT_QUERY}`);
-      await send('GET', `/allocation_candidates?${NESTED_QUERY}`);
+      const flat = await send('GET', `/allocation_candidates?${FLAT_QUERY}`);
+      const nested = await send('GET', `/allocation_candidates?${NESTED_QUERY}`);
+      if (rounds === 1) {
+        flatCandidates = candidatesIn(flat);
+        nestedCandidates = candidatesIn(nested);
+      }
       await send('GET', `/allocation_candidates?${FLAT_QUERY}&limit=10`);
       await send('GET', `/allocation_candidates?${NESTED_QUERY}&limit=10`);
       await send('GET', '/resource_providers');
@@ -164,7 +180,7 @@ export async function warmUp(config: AppConfig): Promise<{ ms: number; rounds: n
     deps.store.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  return { ms: Math.round(performance.now() - started), rounds, requests };
+  return { ms: Math.round(performance.now() - started), rounds, requests, flatCandidates, nestedCandidates };
 }
 
 /**
