@@ -94,7 +94,9 @@ export async function warmUp(config: AppConfig): Promise<WarmUpDone> {
   const warmConfig: AppConfig = {
     ...config,
     PLACEMENT_DB_URL: `file:${join(dir, 'warm-up.db')}`,
+    // Admin without a token service or policy overrides: every request of the mix is allowed.
     PLACEMENT_AUTH_STRATEGY: 'noauth2',
+    PLACEMENT_POLICY_FILE: undefined,
     LOG_LEVEL: 'silent',
   };
   const deps = await buildNodeDeps(warmConfig, quiet);
