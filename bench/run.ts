@@ -312,7 +312,8 @@ async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
   const { serverProcessCount } = await import('../src/node-service.js');
   const workers = serverProcessCount(loadConfig({ PLACEMENT_WORKERS: args.workers }));
   const expected = workers > 1 ? workers + 1 : 1;
-  for (let i = 0; i < 600; i += 1) {
+  // Each server process warms up before it listens (PLACEMENT_WARM_UP_MS of CPU): on a busy machine that takes a while.
+  for (const deadline = performance.now() + 300_000; performance.now() < deadline; ) {
     try {
       await api.request('GET', '/resource_providers?name=ready-check', { timeoutMs: 2000 });
       if (serverProcesses(child.pid!) >= expected) {
