@@ -6,6 +6,7 @@
 // exactly what the HTTP loader writes).
 import type { Client, InStatement } from '@libsql/client';
 import { type PlacementClient, pool } from './client.js';
+import { PERFLOAD_VERSION } from './upstream.js';
 
 export interface ProviderSpec {
   uuid: string;
@@ -33,38 +34,49 @@ function customNames(cloud: Cloud): { classes: string[]; traits: string[] } {
   return { classes: [...classes], traits: [...traits] };
 }
 
-/** Creates one provider and its inventory, aggregates and traits (each PUT bumps the generation). */
+/**
+ * Creates one provider and its inventory, aggregates and traits (each PUT
+ * bumps the generation), in placeload's and the nested gabbit's order, at
+ * `placement latest` as they send it.
+ */
 async function loadProvider(api: PlacementClient, p: ProviderSpec): Promise<void> {
+  const version = PERFLOAD_VERSION;
   await api.request('POST', '/resource_providers', {
     body: { name: p.name, uuid: p.uuid, ...(p.parent ? { parent_provider_uuid: p.parent } : {}) },
-    version: '1.20',
+    version,
   });
   let generation = 0;
   if (p.inventories && Object.keys(p.inventories).length) {
     await api.request('PUT', `/resource_providers/${p.uuid}/inventories`, {
       body: { resource_provider_generation: generation++, inventories: p.inventories },
+      version,
     });
   }
   if (p.aggregates?.length) {
     await api.request('PUT', `/resource_providers/${p.uuid}/aggregates`, {
       body: { resource_provider_generation: generation++, aggregates: p.aggregates },
-      version: '1.19',
+      version,
     });
   }
   if (p.traits?.length) {
     await api.request('PUT', `/resource_providers/${p.uuid}/traits`, {
       body: { resource_provider_generation: generation++, traits: p.traits },
+      version,
     });
   }
 }
 
-export async function httpLoad(api: PlacementClient, cloud: Cloud, width: number): Promise<void> {
+/** Loads the cloud, `width` trees at a time; the first `preheat` trees finish before the others start. */
+export async function httpLoad(api: PlacementClient, cloud: Cloud, width: number, preheat = 0): Promise<void> {
   const { classes, traits } = customNames(cloud);
   for (const rc of classes) await api.request('PUT', `/resource_classes/${rc}`, { version: '1.7' });
   for (const t of traits) await api.request('PUT', `/traits/${t}`);
-  await pool(cloud.length, width, async (i) => {
-    for (const p of cloud[i]!) await loadProvider(api, p);
-  });
+  const loadTrees = (trees: Cloud) =>
+    pool(trees.length, width, async (i) => {
+      for (const p of trees[i]!) await loadProvider(api, p);
+    });
+  if (preheat > 0) await loadTrees(cloud.slice(0, preheat));
+  await loadTrees(cloud.slice(preheat));
 }
 
 /** Deletes what httpLoad made (children first) and the given consumers' allocations. */
@@ -89,16 +101,19 @@ const INVENTORY_DEFAULTS: Record<(typeof INVENTORY_FIELDS)[number], number> = {
 /**
  * Writes the cloud straight into a migrated, synced database file: the rows
  * httpLoad would make through the API (the generation counts the PUTs), in
- * one transaction of multi-row INSERTs. Standard names only.
+ * one transaction of multi-row INSERTs. Standard resource classes only.
  */
 export async function directLoad(client: Client, cloud: Cloud): Promise<void> {
   const { classes, traits } = customNames(cloud);
-  if (classes.length || traits.length) throw new Error('directLoad: custom resource classes and traits are not supported');
+  if (classes.length) throw new Error('directLoad: custom resource classes are not supported');
+  const now = new Date().toISOString();
+  // Custom traits as PUT /traits/{name} makes them (the nested gabbit's CUSTOM_FOO).
+  for (const t of traits)
+    await client.execute({ sql: 'INSERT INTO traits (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING', args: [t, now] });
   const ids = async (table: string) =>
     new Map((await client.execute(`SELECT name, id FROM ${table}`)).rows.map((r) => [String(r.name), Number(r.id)]));
   const classIds = await ids('resource_classes');
   const traitIds = await ids('traits');
-  const now = new Date().toISOString();
   const providers = cloud.flat();
   const chunk = 400;
   const tx = await client.transaction('write');

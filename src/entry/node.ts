@@ -27,6 +27,7 @@ import {
   refuseStart,
   serverArgs,
 } from './node-start.js';
+import { prepareForTraffic } from './node-warm-up.js';
 
 // --help and --version answer before anything is opened or created.
 const info = cluster.isPrimary ? serverArgs(process.argv.slice(2)) : null;
@@ -63,6 +64,8 @@ async function serveHttp(): Promise<void> {
   const jobs = startNodeJobs(deps, { timers: !forked });
   shareWriteMarks(deps.store);
   const app = createApp(deps);
+  // Warm-up and the provider trees read before listening: first answers as fast as later ones.
+  const readiness = await prepareForTraffic(deps);
   const executionCtx = nodeExecutionContext(deps.log);
   // @hono/node-server's serve(), plus its errorHandler: a request it cannot
   // turn into a fetch Request (no Host header, a target like "*") gets a 400
@@ -116,6 +119,7 @@ async function serveHttp(): Promise<void> {
     const grace = config.PLACEMENT_SHUTDOWN_GRACE_MS;
     const { inFlight, cut } = await drain.drain(grace);
     jobs.stop();
+    readiness.stop();
     deps.store.close();
     const fields = { signal, pid: process.pid, in_flight: inFlight, cut };
     if (cut > 0) deps.log.warn(`stopped after the ${grace} ms grace period, cutting requests in flight`, fields);

@@ -252,12 +252,38 @@ function isIndex(key: string): boolean {
   return index;
 }
 
+/** The presentation of every microversion from 1.29 (nested-aware, traits, all resources): what schedulers ask with. */
+const CURRENT_SHAPE = { nestedAware: true, withTraits: true, allResources: true } as const;
+const CURRENT_SHAPE_KEY = shapeKeyOf(CURRENT_SHAPE, new Set());
+
+function shapeKeyOf(
+  shape: Pick<Presentation, 'nestedAware' | 'withTraits' | 'allResources'>,
+  requestedClasses: ReadonlySet<string>,
+): string {
+  return `${Number(shape.nestedAware)}${Number(shape.withTraits)}${shape.allResources ? '*' : [...requestedClasses].join(',')}`;
+}
+
+/**
+ * Builds the summary templates of the current presentation for providers
+ * that have none, ahead of the first answer that names them (the trees kept
+ * in memory do this as they are refreshed, off the request path: for 1,000
+ * providers it was most of a fresh process's first full answer).
+ */
+export function prepareSummaryTemplates(providers: Iterable<ProviderNode>, nodes: NodeLookup): void {
+  for (const node of providers)
+    if (!node.summaryTemplate) node.summaryTemplate = summaryTemplate(node, nodes, EMPTY_CLASSES, CURRENT_SHAPE, CURRENT_SHAPE_KEY);
+}
+const EMPTY_CLASSES: ReadonlySet<string> = new Set();
+
+/** What a summary needs of the other nodes: its parent's and root's uuid. */
+type NodeLookup = Pick<ReadonlyMap<number, ProviderNode>, 'get'>;
+
 /** A provider's summary as JSON bytes with a gap for each usage figure it shows. */
 function summaryTemplate(
   node: ProviderNode,
-  nodes: ReadonlyMap<number, ProviderNode>,
+  nodes: NodeLookup,
   requestedClasses: ReadonlySet<string>,
-  shape: Presentation,
+  shape: Pick<Presentation, 'nestedAware' | 'withTraits' | 'allResources'>,
   shapeKey: string,
 ): SummaryTemplate {
   const parts: Uint8Array[] = [];
@@ -292,7 +318,7 @@ function summaries(
 ): void {
   const usedRoots = new Set<number>();
   if (shape.nestedAware) for (const id of usedProviders) usedRoots.add(nodes.get(id)!.rootId);
-  const shapeKey = `${Number(shape.nestedAware)}${Number(shape.withTraits)}${shape.allResources ? '*' : [...requestedClasses].join(',')}`;
+  const shapeKey = shapeKeyOf(shape, requestedClasses);
   let first = true;
   for (const node of nodes.values()) {
     if (shape.nestedAware ? !usedRoots.has(node.rootId) : !usedProviders.has(node.id)) continue;

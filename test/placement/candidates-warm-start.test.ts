@@ -1,0 +1,136 @@
+// What a Node-mode server process does before and beside its requests so its
+// first answers are as fast as later ones (src/entry/node-warm-up.ts,
+// candidates/model-refresh.ts): the trees read and their answer summaries
+// built ahead of the first request change nothing in any answer, leave the
+// request no tree to read, follow another process's writes without a request
+// asking, and the warm-up really exercises the engine on both perfload shapes.
+import { readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import type { InStatement } from '@libsql/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import type { Deps } from '../../src/deps.js';
+import { buildNodeDeps } from '../../src/entry/node-service.js';
+import { warmUp } from '../../src/entry/node-warm-up.js';
+import { cloudModelFor } from '../../src/placement/candidates/cloud-model.js';
+import { keepCloudModelFresh, refreshCloudModel } from '../../src/placement/candidates/model-refresh.js';
+import { provider } from '../helpers/providers.js';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+const sqlOf = (statement: InStatement): string => (typeof statement === 'string' ? statement : statement.sql);
+const CACHE = 20_000;
+
+/** Another server process on the same database file: its own deps, its own trees in memory. */
+async function otherProcess(app: TestApp): Promise<{ deps: Deps; get(path: string, version?: string): Promise<string>; close(): void }> {
+  const deps = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: app.dbUrl, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), silent, {
+    prepare: false,
+  });
+  const served = createApp(deps);
+  return {
+    deps,
+    async get(path, version = 'latest') {
+      const res = await served.request(path, {
+        headers: { 'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': `placement ${version}` },
+      });
+      expect(res.status).toBe(200);
+      return res.text();
+    },
+    close: () => deps.store.close(),
+  };
+}
+
+const QUERIES: [string, string][] = [
+  ['resources=VCPU:1,MEMORY_MB:256&required=HW_CPU_X86_AVX2', 'latest'],
+  ['resources=VCPU:1,MEMORY_MB:256', '1.21'],
+  ['resources=DISK_GB:10&resources_COMPUTE=VCPU:1&resources_FPGA=FPGA:1&group_policy=none&same_subtree=_COMPUTE,_FPGA', 'latest'],
+  ['resources=VCPU:1&limit=2', '1.29'],
+  ['resources=FPGA:1', '1.36'],
+];
+
+describe('trees read and summaries built before the first request', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await makeTestApp();
+    for (let i = 0; i < 5; i += 1)
+      await provider(app, {
+        inventory: { VCPU: { total: 32 }, MEMORY_MB: { total: 8192 }, DISK_GB: { total: 100 } },
+        traits: i % 2 ? ['HW_CPU_X86_AVX2'] : [],
+      });
+    for (let i = 0; i < 3; i += 1) {
+      const cn = await provider(app, { inventory: { DISK_GB: { total: 20480 } } });
+      const numa = await provider(app, { parent: cn, inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 2048 } } });
+      await provider(app, { parent: numa, inventory: { FPGA: { total: 1 } } });
+      await provider(app, { parent: numa, inventory: { FPGA: { total: 1 } } });
+    }
+  });
+  afterAll(() => app.close());
+
+  it('answers byte for byte as a process that reads the trees on its first request, and that request reads no tree', async () => {
+    const cold = await otherProcess(app);
+    const prepared = await otherProcess(app);
+    try {
+      await refreshCloudModel(prepared.deps.store, CACHE, Date.now());
+      // What the prepared process's requests read: every batch carries the change check, none a whole tree.
+      const batches: string[][] = [];
+      const readBatch = prepared.deps.store.readBatch;
+      prepared.deps.store.readBatch = (statements) => {
+        batches.push(statements.map(sqlOf));
+        return readBatch(statements);
+      };
+      for (const [query, version] of QUERIES) {
+        const path = `/allocation_candidates?${query}`;
+        expect(await prepared.get(path, version)).toBe(await cold.get(path, version));
+      }
+      expect(batches.length).toBeGreaterThanOrEqual(QUERIES.length);
+      expect(batches.every((b) => b.some((sql) => sql.includes('placement_tree_changes')))).toBe(true);
+      expect(batches.every((b) => b.every((sql) => !sql.includes('resource_providers p WHERE')))).toBe(true);
+    } finally {
+      cold.close();
+      prepared.close();
+    }
+  });
+
+  it('keeps the trees current as another process writes, with no request asking', async () => {
+    const watcher = await otherProcess(app);
+    const refresher = keepCloudModelFresh(watcher.deps.store, CACHE, 5, (err) => {
+      throw err;
+    });
+    try {
+      const model = cloudModelFor(watcher.deps.store, CACHE);
+      const latestSeq = async () =>
+        Number((await app.deps.store.client.execute('SELECT MAX(seq) AS s FROM placement_tree_changes')).rows[0]!.s);
+      const caughtUp = async () => {
+        for (let i = 0; i < 400 && model.appliedSeq !== (await latestSeq()); i += 1) await new Promise((r) => setTimeout(r, 5));
+        return model.appliedSeq;
+      };
+      expect(await caughtUp()).toBe(await latestSeq());
+      // This process adds a host and changes one; the watcher's trees follow on their own.
+      const added = await provider(app, { inventory: { VCPU: { total: 2 }, MEMORY_MB: { total: 512 } }, traits: ['HW_CPU_X86_AVX2'] });
+      expect(await caughtUp()).toBe(await latestSeq());
+      const ids = (await app.deps.store.client.execute({ sql: 'SELECT id FROM resource_providers WHERE uuid = ?', args: [added] })).rows;
+      expect(model.tree(Number(ids[0]!.id)).map((p) => p.uuid)).toEqual([added]);
+      const path = `/allocation_candidates?${QUERIES[0]![0]}`;
+      const res = await app.call('GET', path);
+      expect(await watcher.get(path)).toBe(await res.text());
+    } finally {
+      refresher.stop();
+      watcher.close();
+    }
+  });
+});
+
+describe('the warm-up before a process listens', () => {
+  it('runs the real app over both perfload shapes and leaves nothing behind', async () => {
+    const before = readdirSync(tmpdir()).filter((d) => d.startsWith('placement-warm-up-'));
+    const done = await warmUp(loadConfig({ PLACEMENT_WARM_UP_MS: '1', LOG_LEVEL: 'silent' }));
+    // One round at least, whatever the budget: 400 placeload-like hosts plus the 5 written
+    // through the API, and 2 candidates per nested tree (numa1 with each of its FPGAs).
+    expect(done.rounds).toBe(1);
+    expect(done.flatCandidates).toBe(405);
+    expect(done.nestedCandidates).toBe(200);
+    const after = readdirSync(tmpdir()).filter((d) => d.startsWith('placement-warm-up-'));
+    expect(after.filter((d) => !before.includes(d))).toEqual([]);
+  });
+});
