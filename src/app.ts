@@ -6,6 +6,7 @@ import type { Deps } from './deps.js';
 import { createCyborgApp } from './cyborg/app.js';
 import { createDashboardApp } from './dashboard/app.js';
 import { diagnosticsRoutes } from './diagnostics/routes/index.js';
+import { extRoutes } from './ext/routes/index.js';
 import { openApiDocument } from './openapi/document.js';
 import { createPlacementApp } from './placement/app.js';
 
@@ -34,6 +35,8 @@ export function createApp(deps: Deps): Hono {
   root.get('/openapi.json', (c) => c.json(openApiDocument()));
   root.mount('/accelerator', createCyborgApp(deps).fetch, { replaceRequest: requestBelow('/accelerator') });
   root.mount('/diagnostics', createPlacementApp(deps, diagnosticsRoutes).fetch, { replaceRequest: requestBelow('/diagnostics') });
+  // The extensions (docs/extensions.md): Placement's middleware around their own routes.
+  root.mount('/ext', createPlacementApp(deps, extRoutes).fetch, { replaceRequest: requestBelow('/ext') });
   root.mount('/dashboard', createDashboardApp(deps).fetch, { replaceRequest: requestBelow('/dashboard') });
   // At "/" the path stays as it is: the request goes through unchanged.
   root.mount('/', createPlacementApp(deps).fetch, { replaceRequest: false });

@@ -4,7 +4,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '../../http/env.js';
 import { queryParams } from '../../http/validate.js';
 import { findAllocationCandidatesJson } from '../candidates/index.js';
-import { parseCandidateRequest } from '../candidates/parse.js';
+import { parseCandidateRequestWithExt } from '../candidates/ext-params.js';
 import { authorize, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 
 export const allocationCandidateRoutes = new Hono<AppEnv>();
@@ -15,7 +15,7 @@ resource(allocationCandidateRoutes, '/allocation_candidates', {
     authorize(c, 'placement:allocation_candidates:list');
     const { config, store, clock } = c.var.deps;
     // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
-    const json = await findAllocationCandidatesJson(store, parseCandidateRequest(queryParams(c), c.var.mv), c.var.mv, {
+    const json = await findAllocationCandidatesJson(store, parseCandidateRequestWithExt(queryParams(c), c.var.mv), c.var.mv, {
       randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
       maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
       timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
