@@ -67,6 +67,7 @@ import {
 } from '../placement/schemas/responses.js';
 import { usagesQuerySchema } from '../placement/schemas/usages.js';
 import { MV } from '../placement/versions.js';
+import { EXT_CANDIDATE_PARAMS, extOperations } from './ext-operations.js';
 
 /** Which API an operation belongs to: its microversion header and error envelope. */
 export type ApiName = 'placement' | 'accelerator' | 'diagnostics' | 'meta';
@@ -146,6 +147,7 @@ const providerListQuery = (mv: Microversion): QueryParam[] =>
 const candidateQuery = (mv: Microversion): QueryParam[] => {
   const keys = candidateQueryKeys(mv);
   return [
+    ...EXT_CANDIDATE_PARAMS,
     ...keys.plain.map((name) => ({ name })),
     ...keys.patterns.map((pattern) => {
       const numbered = pattern.includes('[1-9]');
@@ -718,6 +720,9 @@ export const OPERATIONS: Operation[] = [
     responseSchema: Diagnosis,
     responseName: 'Diagnosis',
   },
+
+  // --- Extensions (docs/extensions.md) ----------------------------------------
+  ...extOperations(candidateQuery),
 
   // --- Capacity dashboard -----------------------------------------------------
   {
