@@ -103,6 +103,9 @@ describe('/ext/leases/{consumer_uuid}', () => {
     expect(withoutConsumer(bothGone, twin)).toBe(0);
     expect(((await (await t.call('GET', `/resource_providers/${host}/usages`)).json()) as { usages: object }).usages).toEqual({ VCPU: 0 });
     expect(await leaseStats(t.deps.store, t.deps.clock().getTime())).toMatchObject({ active: 0, released: 1, dropped: 0 });
+    // The audit shows the sweep's counters.
+    const audit = (await (await t.call('GET', '/diagnostics/audit')).json()) as { extensions: { leases: object } };
+    expect(audit.extensions.leases).toMatchObject({ active: 0, sweeps: 1, released: 1, dropped: 0, binding_failures: 0 });
   });
 
   it('keeps allocations the consumer rewrote after the lease: only the lease goes', async () => {
