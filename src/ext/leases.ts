@@ -10,7 +10,7 @@
 // it is then; the sweep releases a lease only while it is still the lease it
 // read (same expiry: not renewed, not confirmed) and the consumer is still at
 // the lease's generation (not rewritten). A failed ARQ bind of a leased
-// consumer releases it at once, by trigger (drizzle/0005_ext_taints_leases.sql).
+// consumer releases it at once, by trigger (drizzle/0006_ext_taints_leases.sql).
 import type { DataStore } from '../db/client.js';
 import { commitGuarded, stmt, type WriteStatement } from '../db/write-batch.js';
 

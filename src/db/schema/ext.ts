@@ -7,7 +7,7 @@ import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlit
  * A provider's taints (KEP-5055's device taints on a Placement provider): a
  * NoSchedule or NoExecute taint keeps the provider (a root: its whole tree)
  * out of allocation candidates unless the request tolerates its key.
- * Removed with the provider (trigger in drizzle/0005_ext_taints_leases.sql).
+ * Removed with the provider (trigger in drizzle/0006_ext_taints_leases.sql).
  */
 export const extProviderTaints = sqliteTable(
   'ext_provider_taints',

@@ -16,7 +16,7 @@ resource(headroomRoutes, '/headroom', {
     requireVersion(c, 'ALLOCATION_CANDIDATES');
     authorize(c, EXT_RULE);
     const { config, store, clock } = c.var.deps;
-    const headroom = await findHeadroom(store, parseCandidateRequestWithExt(queryParams(c), c.var.mv), c.var.mv, {
+    const headroom = await findHeadroom(store.nearby, parseCandidateRequestWithExt(queryParams(c), c.var.mv), c.var.mv, {
       randomize: false,
       maxCandidates: 0,
       timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
