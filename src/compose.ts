@@ -5,6 +5,7 @@ import type { AppConfig } from './config.js';
 import { cyborgJobs } from './cyborg/jobs.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
+import { extJobs } from './ext/jobs.js';
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
@@ -38,7 +39,7 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     newId: () => crypto.randomUUID(),
     log,
     jobs: options.jobs ?? outboxOnlyQueue,
-    jobHandlers: new JobRegistry([cyborgJobs]),
+    jobHandlers: new JobRegistry([cyborgJobs, extJobs]),
     novaFetch: (input, init) => fetch(input, init),
     metrics: serviceMetrics,
     metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),

@@ -45,6 +45,10 @@ export const AgentConfigSchema = z
       (v) => (typeof v === 'string' ? !/^(0|false|no|off)$/i.test(v.trim()) : v),
       z.boolean().default(true),
     ),
+    /** a GPU with more uncorrected ECC errors than this (nvidia-smi -q) gets the agent's NoSchedule taint */
+    gpu_uncorrected_ecc_threshold: z.coerce.number().int().min(0).default(0),
+    /** a GPU with more retired pages (or rows remapped for uncorrectable errors) than this gets it too */
+    gpu_retired_pages_threshold: z.coerce.number().int().min(0).default(16),
     /** attempts for `once` before giving up when the service is down */
     max_attempts: z.coerce.number().int().min(1).default(5),
   })

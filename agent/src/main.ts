@@ -13,6 +13,9 @@ import { PlacementClient, PlacementError, ServiceUnavailableError, type FetchLik
 import { reportAccelerators, type AcceleratorOutcome } from './report/accelerators.js';
 import { lookupProviders, syncTree, type SyncSummary } from './report/sync.js';
 import { VERSION } from '../../src/version.js';
+import { syncGpuTaints, type TaintOutcome } from './report/taints.js';
+import { parseNvidiaSmiXml, readNvidiaSmiXml, unhealthyReason } from './discover/gpu-health.js';
+import type { DiscoveredProvider } from './discover/types.js';
 
 export interface Io {
   out(text: string): void;
@@ -262,7 +265,8 @@ export async function reportOnce(
   const uuidOf = (name: string) => known.get(name)?.uuid ?? providerUuid(name);
   const merged = mergeProviderConfigs(found.providers, configs, uuidOf, { startup });
   for (const conflict of merged.conflicts) log.warn(`ignored: ${conflict}`);
-  const summary = await syncTree(client, merged.providers, { ratios: ratioSettings(config), aggregates: config.aggregates, log });
+  const synced = await syncTree(client, merged.providers, { ratios: ratioSettings(config), aggregates: config.aggregates, log });
+  const summary = { ...synced, ...(await reportGpuHealth(client, config, found.providers, uuidOf, log)) };
   if (!config.report_accelerators) return { ...summary, accelerators: 'disabled' };
   try {
     // After the tree exists, so every deployable names a device provider Placement has.
@@ -278,4 +282,37 @@ export async function reportOnce(
   }
 }
 
-export type ReportSummary = SyncSummary & { accelerators: AcceleratorOutcome | 'disabled' | 'unsupported' };
+export type ReportSummary = SyncSummary & {
+  accelerators: AcceleratorOutcome | 'disabled' | 'unsupported';
+  /** GPU health taints (service extension), present when the host has NVIDIA GPUs nvidia-smi reports on. */
+  taints?: TaintOutcome | 'unsupported';
+};
+
+/**
+ * Taints each GPU nvidia-smi finds unhealthy (uncorrected ECC errors or
+ * retired pages over the configured thresholds) and clears the agent's own
+ * taint from a healthy one; nothing without nvidia-smi's report.
+ */
+async function reportGpuHealth(
+  client: PlacementClient,
+  config: AgentConfig,
+  providers: readonly DiscoveredProvider[],
+  uuidOf: (name: string) => string,
+  log: { warn(m: string): void },
+): Promise<{ taints?: TaintOutcome | 'unsupported' }> {
+  const xml = await readNvidiaSmiXml(config.root);
+  if (!xml) return {};
+  const health = new Map(parseNvidiaSmiXml(xml).map((gpu) => [gpu.pciAddress, gpu]));
+  const limits = { uncorrectedEcc: config.gpu_uncorrected_ecc_threshold, retiredPages: config.gpu_retired_pages_threshold };
+  const verdicts = providers.flatMap((p) => {
+    const gpu = p.device?.kind === 'GPU' ? health.get(p.device.pciAddress) : undefined;
+    return gpu ? [{ providerUuid: uuidOf(p.name), unhealthy: unhealthyReason(gpu, limits) }] : [];
+  });
+  if (!verdicts.length) return {};
+  const taints = await syncGpuTaints(client, verdicts);
+  if (taints === 'unsupported') log.warn('no taints extension at this endpoint: unhealthy GPUs are not taken out of candidates');
+  else
+    for (const uuid of taints.tainted)
+      log.warn(`GPU provider ${uuid} tainted: ${verdicts.find((v) => v.providerUuid === uuid)?.unhealthy}`);
+  return { taints };
+}

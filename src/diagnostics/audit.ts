@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { DataStore } from '../db/client.js';
 import { JobMessage } from '../jobs/messages.js';
 import type { JobQueue } from '../jobs/queue.js';
+import { ExtensionsAudit, extensionsAudit } from '../ext/audit.js';
 import * as repo from './audit-repo.js';
 
 export const AUDIT_SECTIONS = [
@@ -112,6 +113,7 @@ export const AuditReport = z.object({
   stuck_arqs: pageOf(StuckArq).optional(),
   bound_arqs_without_allocation: pageOf(ArqFinding).optional(),
   dead_letters: pageOf(DeadLetter).optional(),
+  extensions: ExtensionsAudit.describe('the extensions (docs/extensions.md): the lease sweep and the taints in force'),
 });
 export type AuditReport = z.infer<typeof AuditReport>;
 
@@ -157,6 +159,7 @@ export async function auditReport(ctx: AuditContext, query: AuditQuery): Promise
     repo.countDeadLetters(db),
   ]);
   const report: AuditReport = {
+    extensions: await extensionsAudit(ctx.store, nowMs),
     generated_at: ctx.now.toISOString(),
     binding_timeout_s: ctx.bindingTimeoutS,
     summary: {

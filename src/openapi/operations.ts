@@ -67,6 +67,7 @@ import {
 } from '../placement/schemas/responses.js';
 import { usagesQuerySchema } from '../placement/schemas/usages.js';
 import { MV } from '../placement/versions.js';
+import { EXT_CANDIDATE_PARAMS, extOperations } from './ext-operations.js';
 
 /** Which API an operation belongs to: its microversion header and error envelope. */
 export type ApiName = 'placement' | 'accelerator' | 'diagnostics' | 'meta';
@@ -113,6 +114,9 @@ export interface Operation {
 /** The dashboard's page and assets: text. */
 const TEXT = z.string();
 
+/** /healthz and /readyz: a status, and on a 503 the reason. */
+const HealthSchema = z.object({ status: z.string(), reason: z.string().optional() });
+
 /** This document, as far as its consumers rely on it. */
 const OpenApiDocumentSchema = z.looseObject({
   openapi: z.literal('3.1.0'),
@@ -146,6 +150,7 @@ const providerListQuery = (mv: Microversion): QueryParam[] =>
 const candidateQuery = (mv: Microversion): QueryParam[] => {
   const keys = candidateQueryKeys(mv);
   return [
+    ...EXT_CANDIDATE_PARAMS,
     ...keys.plain.map((name) => ({ name })),
     ...keys.patterns.map((pattern) => {
       const numbered = pattern.includes('[1-9]');
@@ -719,6 +724,9 @@ export const OPERATIONS: Operation[] = [
     responseName: 'Diagnosis',
   },
 
+  // --- Extensions (docs/extensions.md) ----------------------------------------
+  ...extOperations(candidateQuery),
+
   // --- Capacity dashboard -----------------------------------------------------
   {
     api: 'meta',
@@ -763,5 +771,35 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: 'OpenAPI 3.1' },
     responseSchema: OpenApiDocumentSchema,
     responseName: 'OpenApiDocument',
+  },
+  {
+    api: 'meta',
+    method: 'get',
+    path: '/healthz',
+    summary: 'Liveness: the process serves (reads nothing)',
+    public: true,
+    responses: { 200: 'Serving' },
+    responseSchema: HealthSchema,
+    responseName: 'Health',
+  },
+  {
+    api: 'meta',
+    method: 'get',
+    path: '/readyz',
+    summary: 'Readiness: the database answers, migrations are applied, standard names are synced (503 with the reason otherwise)',
+    public: true,
+    responses: { 200: 'Ready' },
+    responseSchema: HealthSchema,
+    responseName: 'Health',
+  },
+  {
+    api: 'meta',
+    method: 'get',
+    path: '/metrics',
+    summary: 'Prometheus text exposition (open in noauth2; otherwise an admin token or PLACEMENT_METRICS_TOKEN)',
+    responses: { 200: 'The metrics' },
+    mediaTypes: ['text/plain'],
+    responseSchema: TEXT,
+    responseName: 'Text',
   },
 ];

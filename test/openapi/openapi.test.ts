@@ -9,6 +9,7 @@ import { createApp } from '../../src/app.js';
 import { createCyborgApp } from '../../src/cyborg/http/app.js';
 import { createDashboardApp } from '../../src/dashboard/app.js';
 import { diagnosticsRoutes } from '../../src/diagnostics/http/routes/index.js';
+import { extRoutes } from '../../src/ext/http/routes/index.js';
 import { Microversion } from '../../src/http/microversion.js';
 import { createPlacementApp } from '../../src/placement/http/app.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
@@ -40,6 +41,7 @@ function servedRoutes(): Set<string> {
     ['', createApp(deps)],
     ['/accelerator', createCyborgApp(deps)],
     ['/diagnostics', createPlacementApp(deps, diagnosticsRoutes)],
+    ['/ext', createPlacementApp(deps, extRoutes)],
     ['/dashboard', createDashboardApp(deps)],
     ['', createPlacementApp(deps)],
   ];
@@ -125,7 +127,8 @@ describe('GET /openapi.json', () => {
       .routes.filter((r) => r.method === 'ALL')
       .map((r) => r.path)
       .sort();
-    expect(mounts).toEqual(['/*', '/accelerator/*', '/dashboard/*', '/diagnostics/*']);
+    // '/*' twice: the operations routes (/healthz, /readyz, /metrics, listed above) and Placement.
+    expect(mounts).toEqual(['/*', '/*', '/accelerator/*', '/dashboard/*', '/diagnostics/*', '/ext/*']);
   });
 
   it('needs no token, and the version documents are public too', () => {

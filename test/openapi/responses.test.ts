@@ -280,6 +280,48 @@ describe('live answers match GET /openapi.json', () => {
     for (const file of ['app.js', 'app.css'])
       await documented(await get(`/dashboard/assets/${file}`, {}), 'get', '/dashboard/assets/{file}');
     await documented(await get('/openapi.json', {}), 'get', '/openapi.json');
+    await documented(await get('/healthz', {}), 'get', '/healthz');
+    await documented(await get('/readyz', {}), 'get', '/readyz');
+    await documented(await get('/metrics'), 'get', '/metrics');
+  });
+
+  it('extensions: headroom, taints, the drain list, leases', async () => {
+    const admin = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest' };
+    const send = (method: string, path: string, body?: unknown) =>
+      t.app.request(path, {
+        method,
+        headers: body === undefined ? admin : { ...admin, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const host = crypto.randomUUID();
+    expect((await t.call('POST', '/resource_providers', { body: { name: `ext-${host}`, uuid: host } })).status).toBe(200);
+    await t.call('PUT', `/resource_providers/${host}/inventories`, {
+      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } },
+    });
+    const consumer = crypto.randomUUID();
+    await t.call('PUT', `/allocations/${consumer}`, {
+      body: {
+        allocations: { [host]: { resources: { VCPU: 1 } } },
+        project_id: crypto.randomUUID(),
+        user_id: crypto.randomUUID(),
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
+    });
+    await documented(await send('GET', '/ext/headroom?resources=VCPU:1'), 'get', '/ext/headroom');
+    const taints = `/ext/resource_providers/${host}/taints`;
+    const read = (await documented(await send('GET', taints), 'get', '/ext/resource_providers/{uuid}/taints')) as Json;
+    const taint = { key: 'maintenance', effect: 'NoSchedule' };
+    const put = await send('PUT', taints, { resource_provider_generation: read.resource_provider_generation, taints: [taint] });
+    expect(put.status).toBe(200);
+    await documented(put, 'put', '/ext/resource_providers/{uuid}/taints');
+    await documented(await send('GET', '/ext/taints'), 'get', '/ext/taints');
+    const lease = `/ext/leases/${consumer}`;
+    await documented(await send('PUT', lease, { seconds: 60 }), 'put', '/ext/leases/{consumer_uuid}');
+    await documented(await send('GET', lease), 'get', '/ext/leases/{consumer_uuid}');
+    await documented(await send('GET', '/ext/leases'), 'get', '/ext/leases');
+    await documented(await send('DELETE', lease), 'delete', '/ext/leases/{consumer_uuid}');
+    await documented(await send('GET', lease), 'get', '/ext/leases/{consumer_uuid}');
   });
 
   it('saw an answer of every documented operation that has a body', () => {

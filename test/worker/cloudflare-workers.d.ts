@@ -2,4 +2,5 @@
 // project's tsconfig needs no Workers globals (which clash with Node's).
 declare module 'cloudflare:workers' {
   export const exports: unknown;
+  export const env: unknown;
 }

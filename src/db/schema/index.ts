@@ -1,2 +1,3 @@
 export * from './placement.js';
 export * from './cyborg.js';
+export * from './ext.js';

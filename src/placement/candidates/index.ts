@@ -25,6 +25,7 @@ import {
   type TreePrefilter,
   type Usage,
 } from './research.js';
+import { excludedProviders } from './taints.js';
 import { CandidateSearch, RequestPicker, type AllocationRequest, type GenerationStrategy, type ResolvedGroup } from './search.js';
 
 export type { CandidatesBody } from './present/index.js';
@@ -165,6 +166,7 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
     candidates,
     // The attempt's own map (research made it for this request): the search adds loaded trees to it.
     nodes: preloaded.nodes,
+    excluded: excludedProviders(lookups.taints, request.tolerate ?? NO_TOLERATIONS),
   });
   const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates, options.timeBudgetMs ?? 0);
   const anchors = [...roots]
@@ -208,6 +210,50 @@ async function research(reader: BatchReader, plan: SearchPlan, firstRoots: numbe
   const first = await loadCandidates(reader, names, names.amounts, prefilter, firstRoots, preload);
   return { first, loadTrees: (roots) => loadTrees(reader, roots, first.usage) };
 }
+
+/** A search over every viable tree, each loaded: what headroom walks tree by tree. */
+export interface FullSearch {
+  search: CandidateSearch;
+  /** Trees that can anchor a candidate, in stable (root id) order. */
+  anchors: number[];
+  nodes: Map<number, ProviderNode>;
+  /** provider id -> class id -> inventory with its current usage (headroom adds its simulated claims to `used`). */
+  inventories: CandidateInventories['byProvider'];
+}
+
+/** Research and a search over every viable tree, ignoring `limit` and the candidate cap (headroom). */
+export async function searchEveryTree(
+  reader: BatchReader,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<FullSearch> {
+  const names = namesOf(request);
+  const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), options };
+  const { first, loadTrees } = await research(reader, plan, null, true);
+  const { lookups, candidates, preloaded } = first;
+  const groups = resolveGroups(request, names, lookups);
+  const roots = new Set(candidates.rootOf.values());
+  for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);
+  const anchors = [...roots].filter(coversEveryClass(candidates, groups)).sort((a, b) => a - b);
+  const search = new CandidateSearch({
+    groups,
+    groupPolicy: request.groupPolicy,
+    sameSubtrees: request.sameSubtrees,
+    rootRequired: request.rootRequired,
+    rootForbidden: request.rootForbidden,
+    nestedAware: plan.nestedAware,
+    candidates,
+    nodes: preloaded.nodes,
+    excluded: excludedProviders(lookups.taints, request.tolerate ?? NO_TOLERATIONS),
+  });
+  const sharingRoots = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
+  const wanted = [...new Set([...sharingRoots, ...anchors])].filter((root) => !preloaded.roots.has(root));
+  if (wanted.length) search.addTrees((await loadTrees(wanted)).values());
+  return { search, anchors, nodes: preloaded.nodes, inventories: candidates.byProvider };
+}
+
+const NO_TOLERATIONS: readonly string[] = [];
 
 /** What a request chose, with what its presentation needs. */
 interface Chosen {

@@ -23,6 +23,7 @@ import {
   addUsage,
 } from './research.js';
 import { columns, num, type PackedRow } from './sql.js';
+import { taintsOf, taintStatement } from './taints.js';
 
 const USAGE_ROW = columns(['rp', 'cls', 'used']);
 
@@ -70,13 +71,15 @@ export async function loadFromModel(
       ...(lookups ? [] : lookupStatements(names)),
       model.refreshStatement(),
       usageStatement(wanted, model),
+      taintStatement(),
     ];
     const results = await reader.readBatch(statements);
     if (!lookups) {
       lookups = lookupsOf(results.slice(0, 4));
       model.learnAggregates(lookups.aggregateIdByUuid);
     }
-    const [refreshRows, usageRows] = results.slice(-2);
+    const [refreshRows, usageRows, taintRows] = results.slice(-3);
+    lookups.taints = taintsOf(taintRows);
     const changed = model.apply(String(refreshRows!.rows[0]![0]), now);
     if (changed === 'oversize') return null;
     if (changed === 'reload') continue;

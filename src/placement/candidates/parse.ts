@@ -32,6 +32,8 @@ export interface CandidateRequest {
   rootRequired: string[];
   rootForbidden: string[];
   sameSubtrees: string[][];
+  /** Taint keys the request tolerates (extension `ext_tolerate`, ext-params.ts); absent for stock requests. */
+  tolerate?: string[];
 }
 
 const GROUP_PREFIXES = ['resources', 'required', 'member_of', 'in_tree'] as const;

@@ -11,6 +11,7 @@ import type { InStatement, ResultSet, Row } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
 import { capacityOf, capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
 import { columns, num, packedArray, SqlParams, type PackedRow } from './sql.js';
+import { taintsOf, taintStatement, type ProviderTaints } from './taints.js';
 
 export interface Inventory extends InventoryLimits {
   used: number;
@@ -66,6 +67,8 @@ export interface Lookups {
   aggregateIdByUuid: Map<string, number>;
   /** in_tree uuid -> root provider id of that tree. */
   rootIdByProviderUuid: Map<string, number>;
+  /** Excluding device taints (extension, taints.ts), read in the same batch. */
+  taints: ProviderTaints;
 }
 
 export interface CandidateInventories {
@@ -122,6 +125,7 @@ export function lookupsOf([classes, traits, aggregates, trees]: ResultSet[]): Lo
     traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
     aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
     rootIdByProviderUuid: new Map(trees!.rows.map((r) => [String(r.uuid), Number(r.root_provider_id)])),
+    taints: new Map(),
   };
 }
 
@@ -373,8 +377,10 @@ export async function loadCandidates(
       args: { amounts: amountJson },
     },
   ];
-  const [classes, traitRows, aggRows, treeRows, invRows, anchorRows] = await reader.readBatch(statements);
+  statements.push(taintStatement());
+  const [classes, traitRows, aggRows, treeRows, invRows, anchorRows, taintRows] = await reader.readBatch(statements);
   const lookups = lookupsOf([classes!, traitRows!, aggRows!, treeRows!]);
+  lookups.taints = taintsOf(taintRows);
   const byProvider = new Map<number, Map<number, Inventory>>();
   const rootOf = new Map<number, number>();
   const scan = JSON.parse(String(invRows!.rows[0]?.[0] ?? '{}')) as {

@@ -32,6 +32,11 @@ export interface SearchInput {
   nestedAware: boolean;
   candidates: CandidateInventories;
   nodes: Map<number, ProviderNode>;
+  /**
+   * Providers a device taint keeps out (extension, taints.ts): never a
+   * choice, and a root here takes its whole tree out. Empty on a cloud without taints.
+   */
+  excluded?: ReadonlySet<number>;
 }
 
 /** The order candidates are produced in (upstream's allocation_candidates_generation_strategy). */
@@ -88,9 +93,11 @@ export class CandidateSearch {
   private readonly partialSubtreeChecksAt: (PartialSubtreeCheck[] | undefined)[] = [];
   /** The state of the walks done at once (one at a time, so one state serves them all). */
   private readonly eagerWalk: Walk;
+  private readonly excluded: ReadonlySet<number>;
 
   constructor(private readonly input: SearchInput) {
     const { groups } = input;
+    this.excluded = input.excluded ?? NO_EXCLUDED;
     this.isolate = input.groupPolicy === 'isolate' && groups.filter((g) => g.suffix !== '').length > 1;
     // A tree's choice lists come in group order (anchorRequests), so levels are group indices.
     for (const suffixes of input.sameSubtrees) {
@@ -108,6 +115,7 @@ export class CandidateSearch {
     this.addTrees(input.nodes.values());
     for (const [sharing, anchors] of input.candidates.anchorsOfSharing) {
       const own = input.candidates.rootOf.get(sharing);
+      if (this.excluded.size && (this.excluded.has(sharing) || (own !== undefined && this.excluded.has(own)))) continue;
       for (const anchor of anchors) {
         if (anchor === own) continue;
         let list = this.sharingByAnchor.get(anchor);
@@ -121,6 +129,8 @@ export class CandidateSearch {
   addTrees(nodes: Iterable<ProviderNode>): void {
     for (const node of nodes) {
       if (this.input.nodes.get(node.id) !== node) this.input.nodes.set(node.id, node);
+      // A tainted provider (or any provider of a tainted root) is known but never a choice.
+      if (this.excluded.size && (this.excluded.has(node.id) || this.excluded.has(node.rootId))) continue;
       let list = this.members.get(node.rootId);
       if (!list) this.members.set(node.rootId, (list = []));
       if (!list.includes(node)) list.push(node);
@@ -429,9 +439,19 @@ export class CandidateSearch {
     }
   }
 
-  /** The requests one anchor tree offers, in stable order. */
-  private *anchorRequests(anchor: number): Generator<AllocationRequest | null> {
-    if (!this.rootOk(anchor)) return;
+  /**
+   * The first request `anchor` offers with usage as it stands now (headroom:
+   * the claim a scheduler taking the first answer would make), or null.
+   * Not deduplicated across anchors: each tree is judged on its own.
+   */
+  firstRequestOf(anchor: number): AllocationRequest | null {
+    for (const request of this.anchorRequests(anchor, false)) if (request) return request;
+    return null;
+  }
+
+  /** The requests one anchor tree offers, in stable order (`dedupe`: each request once across anchors). */
+  private *anchorRequests(anchor: number, dedupe = true): Generator<AllocationRequest | null> {
+    if (!this.rootOk(anchor) || this.excluded.has(anchor)) return;
     const lists: Choice[][] = [];
     for (const group of this.input.groups) {
       const choices = group.suffix === '' ? this.spreadChoices(group, anchor) : this.singleChoices(group, anchor);
@@ -442,7 +462,7 @@ export class CandidateSearch {
       // One group: each choice was checked to fit and names distinct (provider, class) pairs.
       for (const choice of lists[0]!) {
         const request = this.fromOneChoice(choice);
-        if (request && this.firstTime(request)) yield request;
+        if (request && (!dedupe || this.firstTime(request))) yield request;
       }
       return;
     }
@@ -452,7 +472,7 @@ export class CandidateSearch {
         continue;
       }
       const request = this.consolidate(combo);
-      if (request && this.firstTime(request)) yield request;
+      if (request && (!dedupe || this.firstTime(request))) yield request;
     }
   }
 
@@ -677,6 +697,7 @@ function samePiece(pieces: Piece[], piece: Piece): Piece | undefined {
 }
 
 const NO_TRAITS: ReadonlySet<string> = new Set();
+const NO_EXCLUDED: ReadonlySet<number> = new Set();
 const NO_IDS: readonly number[] = [];
 const NO_NODES: readonly ProviderNode[] = [];
 const NO_SUBTREE_SETS: readonly string[][] = [];

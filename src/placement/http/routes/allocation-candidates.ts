@@ -4,7 +4,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '../../../http/env.js';
 import { queryParams } from '../../../http/validate.js';
 import { findAllocationCandidatesJson } from '../../candidates/index.js';
-import { parseCandidateRequest } from '../../candidates/parse.js';
+import { parseCandidateRequestWithExt } from '../../candidates/ext-params.js';
 import { authorize, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 
 export const allocationCandidateRoutes = new Hono<AppEnv>();
@@ -17,7 +17,7 @@ resource(allocationCandidateRoutes, '/allocation_candidates', {
     // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
     // Read near this instance (a replica where one is configured, never older than our own writes):
     // a candidate a replica's lag made stale is refused by the claim, which is checked on the primary.
-    const json = await findAllocationCandidatesJson(store.nearby, parseCandidateRequest(queryParams(c), c.var.mv), c.var.mv, {
+    const json = await findAllocationCandidatesJson(store.nearby, parseCandidateRequestWithExt(queryParams(c), c.var.mv), c.var.mv, {
       randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
       maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
       timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,

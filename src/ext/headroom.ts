@@ -1,0 +1,101 @@
+// GET /ext/headroom: for each provider tree, how many times in a row the
+// request could be claimed now if every claim took the tree's first
+// candidate in stable order (what a scheduler taking the first answer gets),
+// whatever `limit` or the candidate cap. The search is the candidates
+// engine's own (same parser, rules, taints), run over every viable tree.
+//
+// Why it is fast: after a claim of the first candidate, every candidate
+// before it is still impossible (usage only grew) and it stays first while
+// it fits, so one search step stands for floor((capacity - used) / amount)
+// claims, the fewest over its pieces. A tree costs one search per distinct
+// first candidate (a flat host: one; eight GPUs: eight), not one per claim.
+// Each tree is counted from the usage as it is now, on its own: capacity of a
+// sharing provider that several trees reach is counted in each of them.
+import type { BatchReader } from '../db/client.js';
+import type { Microversion } from '../microversion.js';
+import { capacityOf } from '../placement/capacity.js';
+import { type CandidateOptions, searchEveryTree } from '../placement/candidates/index.js';
+import type { CandidateRequest } from '../placement/candidates/parse.js';
+import type { AllocationRequest } from '../placement/candidates/search.js';
+import type { Inventory } from '../placement/candidates/research.js';
+
+export interface TreeHeadroom {
+  root_provider_uuid: string;
+  count: number;
+}
+
+export interface Headroom {
+  total: number;
+  trees: TreeHeadroom[];
+  /** Present (true) only when the search ran out of PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: counts are then lower bounds. */
+  incomplete?: true;
+}
+
+/** How long the walk runs before it lets other requests in (as the candidate search does). */
+const SLICE_MS = 50;
+const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+export async function findHeadroom(
+  reader: BatchReader,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<Headroom> {
+  const { search, anchors, nodes, inventories } = await searchEveryTree(reader, request, mv, options);
+  const deadline = options.timeBudgetMs ? Date.now() + options.timeBudgetMs : Number.POSITIVE_INFINITY;
+  let sliceStart = Date.now();
+  const trees: TreeHeadroom[] = [];
+  let total = 0;
+  let incomplete = false;
+  for (const anchor of anchors) {
+    let count = 0;
+    // Each tree from the usage as it is now: its simulated claims are undone after it (a sharing provider serves several trees).
+    const taken: [Inventory, number][] = [];
+    for (let claim = search.firstRequestOf(anchor); claim; claim = search.firstRequestOf(anchor)) {
+      const times = repeatsOf(claim, inventories);
+      for (const piece of claim.pieces) {
+        const inv = inventoryOf(inventories, piece.providerId, piece.classId);
+        inv.used += piece.amount * times;
+        taken.push([inv, piece.amount * times]);
+      }
+      count += times;
+      const now = Date.now();
+      if (now >= deadline) {
+        incomplete = true;
+        break;
+      }
+      if (now - sliceStart >= SLICE_MS) {
+        await yieldToEventLoop();
+        sliceStart = Date.now();
+      }
+    }
+    for (const [inv, amount] of taken) inv.used -= amount;
+    if (count > 0) {
+      trees.push({ root_provider_uuid: nodes.get(anchor)!.uuid, count });
+      total += count;
+    }
+    if (incomplete) break;
+  }
+  return incomplete ? { total, trees, incomplete: true } : { total, trees };
+}
+
+function inventoryOf(inventories: Map<number, Map<number, Inventory>>, providerId: number, classId: number): Inventory {
+  return inventories.get(providerId)!.get(classId)!;
+}
+
+/**
+ * How many times in a row `claim` (just found to fit) fits: each piece's
+ * amount (the groups' amounts on one provider and class, added up) within
+ * what is left of its capacity. Min/max unit and step size are the same at
+ * every repeat, so capacity alone decides.
+ */
+function repeatsOf(claim: AllocationRequest, inventories: Map<number, Map<number, Inventory>>): number {
+  let times = Number.POSITIVE_INFINITY;
+  for (const piece of claim.pieces) {
+    if (piece.amount <= 0) continue;
+    const inv = inventoryOf(inventories, piece.providerId, piece.classId);
+    times = Math.min(times, Math.floor((capacityOf(inv) - inv.used) / piece.amount));
+  }
+  // The search found the claim fits once; a request of no amounts (not possible: one group has resources) counts once.
+  return Number.isFinite(times) ? Math.max(1, times) : 1;
+}

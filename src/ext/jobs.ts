@@ -1,0 +1,22 @@
+// The extensions' periodic work, registered with the job runner like the
+// accelerator API's (src/jobs/registry.ts): the lease sweep. It runs wherever
+// the sweeps run, once per service: the Node primary's timer (or the single
+// process), the Worker's scheduled handler.
+import type { Deps } from '../deps.js';
+import type { JobModule } from '../jobs/registry.js';
+import { sweepExpiredLeases } from './leases.js';
+
+/** Releases expired leases; returns how many it released or dropped. Never throws: the other sweeps still run. */
+export async function sweepLeases(deps: Deps): Promise<number> {
+  try {
+    const { released, dropped } = await sweepExpiredLeases(deps.store, deps.clock().getTime());
+    if (released.length) deps.log.info('lease sweep released allocations', { consumers: released });
+    if (dropped.length) deps.log.info('lease sweep dropped leases of rewritten consumers', { consumers: dropped });
+    return released.length + dropped.length;
+  } catch (err) {
+    deps.log.error('lease sweep failed; the next sweep retries', { err: String(err) });
+    return 0;
+  }
+}
+
+export const extJobs: JobModule = { handlers: {}, sweeps: [sweepLeases] };

@@ -1,0 +1,167 @@
+// Allocation leases (KEP-5007's binding conditions on the Placement side):
+// /ext/leases/{consumer_uuid}. A lease holds a consumer's current allocations
+// until it is confirmed (DELETE) or renewed (PUT); the sweep removes the
+// allocations of a lease that expired unconfirmed, exactly as
+// DELETE /allocations/{consumer} would, unless the consumer was written after
+// the lease was set (its generation moved): then only the lease goes.
+//
+// Every write is one batch whose statements carry their own conditions, as of
+// the write (no read to go stale): a lease is set from the consumer's row as
+// it is then; the sweep releases a lease only while it is still the lease it
+// read (same expiry: not renewed, not confirmed) and the consumer is still at
+// the lease's generation (not rewritten). A failed ARQ bind of a leased
+// consumer releases it at once, by trigger (drizzle/0006_ext_taints_leases.sql).
+import type { DataStore } from '../db/client.js';
+import { commitGuarded, stmt, type WriteStatement } from '../db/write-batch.js';
+
+export interface LeaseView {
+  consumer_uuid: string;
+  seconds: number;
+  expires_at: string;
+  /** The consumer's generation when the lease was set or renewed: a write after it keeps the allocations. */
+  consumer_generation: number;
+  created_at: string;
+  updated_at: string;
+}
+
+const LEASE_COLUMNS = 'consumer_uuid, consumer_generation, seconds, expires_at_ms, created_at, updated_at';
+const leaseOf = (r: Record<string, unknown>): LeaseView => ({
+  consumer_uuid: String(r.consumer_uuid),
+  seconds: Number(r.seconds),
+  expires_at: new Date(Number(r.expires_at_ms)).toISOString(),
+  consumer_generation: Number(r.consumer_generation),
+  created_at: String(r.created_at),
+  updated_at: String(r.updated_at),
+});
+
+/**
+ * Puts or renews the lease (one write batch): it expires `seconds` from now
+ * and covers the consumer as it is now. Null when the consumer holds no
+ * allocations (placement keeps no consumer without them).
+ */
+export async function putLease(store: DataStore, consumerUuid: string, seconds: number, nowMs: number): Promise<LeaseView | null> {
+  const now = new Date(nowMs).toISOString();
+  const [, read] = await commitGuarded(store, [
+    stmt(
+      `INSERT INTO ext_leases (${LEASE_COLUMNS}) SELECT c.uuid, c.generation, ?, ?, ?, ? FROM consumers c WHERE c.uuid = ?
+        AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.uuid)
+        ON CONFLICT (consumer_uuid) DO UPDATE SET consumer_generation = excluded.consumer_generation,
+          seconds = excluded.seconds, expires_at_ms = excluded.expires_at_ms, updated_at = excluded.updated_at`,
+      [seconds, nowMs + seconds * 1000, now, now, consumerUuid],
+    ),
+    stmt(`SELECT ${LEASE_COLUMNS} FROM ext_leases WHERE consumer_uuid = ?`, [consumerUuid]),
+  ]);
+  const row = read!.rows[0];
+  return row ? leaseOf(row) : null;
+}
+
+export async function getLease(store: DataStore, consumerUuid: string): Promise<LeaseView | null> {
+  const [read] = await store.readBatch([{ sql: `SELECT ${LEASE_COLUMNS} FROM ext_leases WHERE consumer_uuid = ?`, args: [consumerUuid] }]);
+  const row = read!.rows[0];
+  return row ? leaseOf(row) : null;
+}
+
+/** Confirms the allocations: the lease goes, they stay. False when there was no lease. */
+export async function confirmLease(store: DataStore, consumerUuid: string): Promise<boolean> {
+  const [deleted] = await commitGuarded(store, [stmt('DELETE FROM ext_leases WHERE consumer_uuid = ?', [consumerUuid])]);
+  return deleted!.rowsAffected > 0;
+}
+
+export async function listLeases(store: DataStore, limit = 1000): Promise<LeaseView[]> {
+  const [read] = await store.readBatch([{ sql: `SELECT ${LEASE_COLUMNS} FROM ext_leases ORDER BY expires_at_ms LIMIT ?`, args: [limit] }]);
+  return read!.rows.map((r) => leaseOf(r));
+}
+
+export interface SweepOutcome {
+  /** Consumers whose allocations were removed. */
+  released: string[];
+  /** Leases dropped alone: the consumer was written after the lease was set, or is gone. */
+  dropped: string[];
+}
+
+/** Most expired leases one sweep handles (one write batch); the next sweep takes the rest. */
+export const SWEEP_BATCH = 200;
+
+/**
+ * Releases the leases expired at `nowMs`: one read, then (only when some
+ * expired) one write batch, all or nothing, in which each lease's statements
+ * carry their own conditions as of the write, so a confirm, a renew or a
+ * rewrite that lands between the read and the write wins.
+ */
+export async function sweepExpiredLeases(store: DataStore, nowMs: number): Promise<SweepOutcome> {
+  const [expired] = await store.readBatch([
+    {
+      sql: `SELECT l.consumer_uuid, l.expires_at_ms, l.consumer_generation, c.generation AS current
+        FROM ext_leases l LEFT JOIN consumers c ON c.uuid = l.consumer_uuid
+        WHERE l.expires_at_ms <= ? ORDER BY l.expires_at_ms, l.consumer_uuid LIMIT ?`,
+      args: [nowMs, SWEEP_BATCH],
+    },
+  ]);
+  const leases = expired!.rows.map((r) => ({ uuid: String(r.consumer_uuid), expiresAtMs: Number(r.expires_at_ms) }));
+  const now = new Date(nowMs).toISOString();
+  const statements: WriteStatement[] = [
+    stmt(
+      `INSERT INTO ext_sweep_stats (name, runs, last_run_at) VALUES ('leases', 1, ?)
+        ON CONFLICT (name) DO UPDATE SET runs = runs + 1, last_run_at = excluded.last_run_at`,
+      [now],
+    ),
+  ];
+  // Still the lease that was read (not renewed: same expiry; not confirmed: still there).
+  const same = 'SELECT 1 FROM ext_leases l WHERE l.consumer_uuid = ? AND l.expires_at_ms = ?';
+  const current = `${same} AND l.consumer_generation = (SELECT generation FROM consumers WHERE uuid = l.consumer_uuid)`;
+  const moved = `${same} AND l.consumer_generation IS NOT (SELECT generation FROM consumers WHERE uuid = l.consumer_uuid)`;
+  for (const { uuid, expiresAtMs } of leases) {
+    const lease = [uuid, expiresAtMs];
+    statements.push(
+      stmt(
+        `UPDATE ext_sweep_stats SET released = released + EXISTS (${current}), dropped = dropped + EXISTS (${moved}) WHERE name = 'leases'`,
+        [...lease, ...lease],
+      ),
+      // As DELETE /allocations/{consumer}: the allocations, then the consumer (its lease goes with it, by trigger).
+      stmt(`DELETE FROM allocations WHERE consumer_id = ? AND EXISTS (${current})`, [uuid, ...lease]),
+      stmt(`DELETE FROM consumers WHERE uuid = ? AND EXISTS (${current}) RETURNING uuid`, [uuid, ...lease]),
+      stmt(`DELETE FROM ext_leases WHERE consumer_uuid = ? AND expires_at_ms = ? RETURNING consumer_uuid`, lease),
+    );
+  }
+  if (!leases.length) return { released: [], dropped: [] };
+  const results = await commitGuarded(store, statements);
+  const outcome: SweepOutcome = { released: [], dropped: [] };
+  leases.forEach(({ uuid }, i) => {
+    const [consumerDeleted, leaseDeleted] = [results[1 + i * 4 + 2]!, results[1 + i * 4 + 3]!];
+    if (consumerDeleted.rows.length) outcome.released.push(uuid);
+    else if (leaseDeleted.rows.length) outcome.dropped.push(uuid);
+  });
+  return outcome;
+}
+
+export interface LeaseStats {
+  active: number;
+  expired_unswept: number;
+  sweeps: number;
+  released: number;
+  dropped: number;
+  binding_failures: number;
+  last_sweep_at: string | null;
+}
+
+/** The sweep's counters and the leases now held, for the audit. */
+export async function leaseStats(store: DataStore, nowMs: number): Promise<LeaseStats> {
+  const [counts, stats] = await store.readBatch([
+    {
+      sql: 'SELECT count(*) AS active, COALESCE(SUM(expires_at_ms <= ?), 0) AS expired FROM ext_leases',
+      args: [nowMs],
+    },
+    { sql: "SELECT runs, released, dropped, binding_failures, last_run_at FROM ext_sweep_stats WHERE name = 'leases'", args: [] },
+  ]);
+  const c = counts!.rows[0]!;
+  const s = stats!.rows[0];
+  return {
+    active: Number(c.active),
+    expired_unswept: Number(c.expired),
+    sweeps: Number(s?.runs ?? 0),
+    released: Number(s?.released ?? 0),
+    dropped: Number(s?.dropped ?? 0),
+    binding_failures: Number(s?.binding_failures ?? 0),
+    last_sweep_at: s?.last_run_at === null || s?.last_run_at === undefined ? null : String(s.last_run_at),
+  };
+}

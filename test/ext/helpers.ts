@@ -1,0 +1,62 @@
+// Shared by the extension tests: claims made the way a scheduler makes them
+// (the first candidate of a tree, through the API), and headroom reads.
+import { expect } from 'vitest';
+import type { TestApp } from '../helpers/test-app.js';
+
+export const PROJECT = '6b4e8a0c-0000-4000-8000-000000000001';
+export const USER = '6b4e8a0c-0000-4000-8000-000000000002';
+
+export interface HeadroomBody {
+  total: number;
+  trees: { root_provider_uuid: string; count: number }[];
+  incomplete?: true;
+}
+
+type Allocations = Record<string, { resources: Record<string, number> }>;
+
+export async function headroom(t: TestApp, query: string, version?: string): Promise<HeadroomBody> {
+  const res = await t.call('GET', `/ext/headroom?${query}`, { version });
+  expect(res.status, await res.clone().text()).toBe(200);
+  return (await res.json()) as HeadroomBody;
+}
+
+export const countOf = (body: HeadroomBody, root: string): number =>
+  body.trees.find((tree) => tree.root_provider_uuid === root)?.count ?? 0;
+
+/** Every candidate's allocations, in the engine's stable order. */
+export async function candidates(t: TestApp, query: string, version?: string): Promise<Allocations[]> {
+  const res = await t.call('GET', `/allocation_candidates?${query}`, { version });
+  expect(res.status, await res.clone().text()).toBe(200);
+  const body = (await res.json()) as { allocation_requests: { allocations: Allocations }[] };
+  return body.allocation_requests.map((r) => r.allocations);
+}
+
+export async function claim(t: TestApp, allocations: Allocations, consumer = crypto.randomUUID()): Promise<Response> {
+  return t.call('PUT', `/allocations/${consumer}`, {
+    body: { allocations, project_id: PROJECT, user_id: USER, consumer_generation: null, consumer_type: 'INSTANCE' },
+  });
+}
+
+/**
+ * Claims the first candidate that uses one of `tree`'s providers, again and
+ * again, until there is none; returns how many claims went through and the
+ * last one claimed (which must now be refused).
+ */
+export async function claimFirstUntilFull(
+  t: TestApp,
+  query: string,
+  tree: ReadonlySet<string>,
+  version?: string,
+): Promise<{ granted: number; last: Allocations | null }> {
+  let granted = 0;
+  let last: Allocations | null = null;
+  for (;;) {
+    const first = (await candidates(t, query, version)).find((allocations) => Object.keys(allocations).some((rp) => tree.has(rp)));
+    if (!first) return { granted, last };
+    const res = await claim(t, first);
+    expect(res.status, await res.clone().text()).toBe(204);
+    granted += 1;
+    last = first;
+    if (granted > 500) throw new Error('runaway claim loop');
+  }
+}
