@@ -62,7 +62,10 @@ export async function checkDatabaseFile(file: string): Promise<{ providers: numb
     const verdict = String(integrity!.rows[0]?.[0] ?? '');
     if (verdict !== 'ok') throw new AdminError(`${file} is damaged: ${verdict}`);
     if (Number(tables!.rows[0]!.n) !== 2) throw new AdminError(`${file} is not a placement-edge database`);
-    const [providers, consumers] = await client.batch(['SELECT count(*) AS n FROM resource_providers', 'SELECT count(*) AS n FROM consumers'], 'read');
+    const [providers, consumers] = await client.batch(
+      ['SELECT count(*) AS n FROM resource_providers', 'SELECT count(*) AS n FROM consumers'],
+      'read',
+    );
     return { providers: Number(providers!.rows[0]!.n), consumers: Number(consumers!.rows[0]!.n) };
   } catch (err) {
     if (err instanceof AdminError) throw err;
@@ -82,14 +85,15 @@ export async function restoreDatabase(dbUrl: string, backup: string, replace: bo
   const from = resolve(backup);
   if (!existsSync(from)) throw new AdminError(`no backup at ${from}`);
   const counts = await checkDatabaseFile(from);
-  if (existsSync(target) && !replace) throw new AdminError(`a database already exists at ${target}; stop the service and run with --replace`);
+  if (existsSync(target) && !replace)
+    throw new AdminError(`a database already exists at ${target}; stop the service and run with --replace`);
   if (!existsSync(dirname(target))) throw new AdminError(`the folder ${dirname(target)} does not exist`);
   const partial = `${target}.restore-${process.pid}`;
   await copyFile(from, partial);
   // A process that still has the trees of the old file in memory reads them again.
   const client = createClient({ url: `file:${partial}` });
   try {
-    await client.execute("UPDATE placement_epoch SET token = lower(hex(randomblob(8)))");
+    await client.execute('UPDATE placement_epoch SET token = lower(hex(randomblob(8)))');
   } finally {
     client.close();
   }

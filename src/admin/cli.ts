@@ -9,7 +9,7 @@ import { applyMigrations } from '../db/migrate.js';
 import { MIGRATIONS } from '../db/migrations.generated.js';
 import { syncStandards } from '../placement/sync-standards.js';
 import { backupDatabase, restoreDatabase } from './backup.js';
-import { countsOf, writeSnapshot, type ImportCounts } from './import-writer.js';
+import { writeSnapshot, type ImportCounts } from './import-writer.js';
 import { keystonePasswordLogin } from './keystone-password.js';
 import { AdminError, readPlacement, type PlacementEndpoint, type ReadProgress, type Snapshot } from './placement-reader.js';
 import { openInProcessTarget } from './target-app.js';
@@ -265,7 +265,12 @@ async function verifyCommand(args: string[], io: DataIo, env: Record<string, str
 }
 
 function oneFile(args: string[], command: string): { file: string; replace: boolean } {
-  const { values, positionals } = parseArgs({ args, options: { replace: { type: 'boolean', default: false } }, strict: true, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args,
+    options: { replace: { type: 'boolean', default: false } },
+    strict: true,
+    allowPositionals: true,
+  });
   if (positionals.length !== 1) throw new UsageError(`${command} needs exactly one FILE`);
   if (values.replace && command === 'backup') throw new UsageError('backup has no --replace: it never overwrites a file');
   return { file: positionals[0]!, replace: values.replace };

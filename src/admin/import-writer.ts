@@ -59,10 +59,13 @@ const STANDARD_TRAIT_SET = new Set<string>(STANDARD_TRAITS);
 /** What the target holds besides the standard names, as "N providers, ..." (empty when nothing). */
 export async function describeTargetData(client: Client | Transaction): Promise<string> {
   const counts = await client.batch([
-      ...DATA_TABLES.map((t) => `SELECT '${t}' AS name, count(*) AS n FROM ${t}`),
-      { sql: 'SELECT ? AS name, count(*) AS n FROM resource_classes WHERE id >= ?', args: ['custom resource_classes', MIN_CUSTOM_RESOURCE_CLASS_ID] },
-      "SELECT 'traits' AS name, name AS n FROM traits",
-    ]);
+    ...DATA_TABLES.map((t) => `SELECT '${t}' AS name, count(*) AS n FROM ${t}`),
+    {
+      sql: 'SELECT ? AS name, count(*) AS n FROM resource_classes WHERE id >= ?',
+      args: ['custom resource_classes', MIN_CUSTOM_RESOURCE_CLASS_ID],
+    },
+    "SELECT 'traits' AS name, name AS n FROM traits",
+  ]);
   const traitRows = counts.pop()!.rows;
   const customTraits = traitRows.filter((r) => !STANDARD_TRAIT_SET.has(String(r.n))).length;
   const parts = counts.map((rs) => rs.rows[0]!).filter((r) => Number(r.n) > 0 && r.name !== 'projects' && r.name !== 'users');
@@ -140,7 +143,8 @@ export async function writeSnapshot(client: Client, snapshot: Snapshot, options:
     const traitId = new Map(traitRows!.rows.map((r) => [String(r.name), Number(r.id)]));
     const idOf = (map: Map<string, number>, kind: string, name: string): number => {
       const id = map.get(name);
-      if (id === undefined) throw new AdminError(`the source uses the ${kind} ${name} but does not list it; stop its writers and run again`);
+      if (id === undefined)
+        throw new AdminError(`the source uses the ${kind} ${name} but does not list it; stop its writers and run again`);
       return id;
     };
 

@@ -54,14 +54,19 @@ export async function keystonePasswordLogin(login: KeystoneLogin, doFetch: typeo
   };
   let res: Response;
   try {
-    res = await doFetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) });
+    res = await doFetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify(body),
+    });
   } catch (err) {
     throw new AdminError(`cannot reach Keystone at ${url}: ${err instanceof Error ? err.message : String(err)}`);
   }
   const text = await res.text();
   if (res.status === 401) throw new AdminError(`Keystone refused the login of ${login.username} (HTTP 401)`);
   const token = res.headers.get('x-subject-token');
-  if (!res.ok || !token) throw new AdminError(`Keystone answered HTTP ${res.status} to the password login: ${text.replace(/\s+/g, ' ').slice(0, 160)}`);
+  if (!res.ok || !token)
+    throw new AdminError(`Keystone answered HTTP ${res.status} to the password login: ${text.replace(/\s+/g, ' ').slice(0, 160)}`);
   let catalog: z.infer<typeof Catalog> | undefined;
   try {
     const parsed = Catalog.safeParse(JSON.parse(text));

@@ -140,12 +140,7 @@ const lowerVersion = (a: string, b: string): string => (versionKey(a) <= version
 const GET_ATTEMPTS = 2;
 
 /** One GET, its answer checked with `schema`; every failure is one AdminError line naming the endpoint. */
-export async function getJson<S extends z.ZodType>(
-  ep: PlacementEndpoint,
-  path: string,
-  schema: S,
-  version?: string,
-): Promise<z.infer<S>> {
+export async function getJson<S extends z.ZodType>(ep: PlacementEndpoint, path: string, schema: S, version?: string): Promise<z.infer<S>> {
   const headers: Record<string, string> = { accept: 'application/json', 'x-auth-token': ep.token };
   if (version) headers['openstack-api-version'] = `placement ${version}`;
   let res: Response | undefined;
@@ -290,7 +285,9 @@ export async function readPlacement(ep: PlacementEndpoint, options: ReadOptions 
     if (Object.keys(answer.allocations).length === 0) return undefined;
     for (const rp of Object.keys(answer.allocations)) {
       if (!providerUuids.has(rp)) {
-        throw new AdminError(`consumer ${uuid} holds allocations on provider ${rp}, which the ${ep.label} did not list; stop its writers and run again`);
+        throw new AdminError(
+          `consumer ${uuid} holds allocations on provider ${rp}, which the ${ep.label} did not list; stop its writers and run again`,
+        );
       }
     }
     if (answer.project_id === undefined || answer.user_id === undefined || answer.consumer_generation == null) {

@@ -28,8 +28,7 @@ const inv = (total: number, extra: Record<string, number> = {}) => ({ total, ...
 export async function loadCloud(url: string): Promise<void> {
   const call = (method: string, path: string, body?: unknown, version?: string) =>
     placementCall(url, method, path, body, version ? { version } : {});
-  const generation = async (uuid: string) =>
-    ((await call('GET', `/resource_providers/${uuid}`)) as { generation: number }).generation;
+  const generation = async (uuid: string) => ((await call('GET', `/resource_providers/${uuid}`)) as { generation: number }).generation;
   const setInventories = async (uuid: string, inventories: Record<string, unknown>) =>
     call('PUT', `/resource_providers/${uuid}/inventories`, { resource_provider_generation: await generation(uuid), inventories });
 
@@ -49,7 +48,9 @@ export async function loadCloud(url: string): Promise<void> {
   for (const [uuid, name, parent] of providers) {
     await call('POST', '/resource_providers', { uuid, name, ...(parent ? { parent_provider_uuid: parent } : {}) });
   }
-  await setInventories(CLOUD.cn1, { MEMORY_MB: inv(65536, { reserved: 512, allocation_ratio: 1.5, min_unit: 256, step_size: 256, max_unit: 32768 }) });
+  await setInventories(CLOUD.cn1, {
+    MEMORY_MB: inv(65536, { reserved: 512, allocation_ratio: 1.5, min_unit: 256, step_size: 256, max_unit: 32768 }),
+  });
   await setInventories(CLOUD.numa0, { VCPU: inv(16, { allocation_ratio: 4 }) });
   await setInventories(CLOUD.numa1, { VCPU: inv(16, { allocation_ratio: 4, reserved: 2 }) });
   await setInventories(CLOUD.fpga0, { CUSTOM_FPGA_XILINX: inv(2, { max_unit: 1 }) });
@@ -72,19 +73,31 @@ export async function loadCloud(url: string): Promise<void> {
   const owner = (project: string, user: string) => ({ project_id: project, user_id: user });
   // An instance across the tree and the sharing provider, then resized: consumer generation 1.
   await call('PUT', `/allocations/${CLOUD.instance1}`, {
-    allocations: { [CLOUD.numa0]: { resources: { VCPU: 2 } }, [CLOUD.cn1]: { resources: { MEMORY_MB: 2048 } }, [CLOUD.shared]: { resources: { DISK_GB: 20 } } },
+    allocations: {
+      [CLOUD.numa0]: { resources: { VCPU: 2 } },
+      [CLOUD.cn1]: { resources: { MEMORY_MB: 2048 } },
+      [CLOUD.shared]: { resources: { DISK_GB: 20 } },
+    },
     ...owner(CLOUD.project1, CLOUD.user1),
     consumer_generation: null,
     consumer_type: 'INSTANCE',
   });
   await call('PUT', `/allocations/${CLOUD.instance1}`, {
-    allocations: { [CLOUD.numa0]: { resources: { VCPU: 4 } }, [CLOUD.cn1]: { resources: { MEMORY_MB: 4096 } }, [CLOUD.shared]: { resources: { DISK_GB: 40 } } },
+    allocations: {
+      [CLOUD.numa0]: { resources: { VCPU: 4 } },
+      [CLOUD.cn1]: { resources: { MEMORY_MB: 4096 } },
+      [CLOUD.shared]: { resources: { DISK_GB: 40 } },
+    },
     ...owner(CLOUD.project1, CLOUD.user1),
     consumer_generation: 1,
     consumer_type: 'INSTANCE',
   });
   await call('PUT', `/allocations/${CLOUD.instance2}`, {
-    allocations: { [CLOUD.numa1]: { resources: { VCPU: 1 } }, [CLOUD.fpga0]: { resources: { CUSTOM_FPGA_XILINX: 1 } }, [CLOUD.cn2]: { resources: { CUSTOM_LICENSE: 2 } } },
+    allocations: {
+      [CLOUD.numa1]: { resources: { VCPU: 1 } },
+      [CLOUD.fpga0]: { resources: { CUSTOM_FPGA_XILINX: 1 } },
+      [CLOUD.cn2]: { resources: { CUSTOM_LICENSE: 2 } },
+    },
     ...owner(CLOUD.project1, CLOUD.user2),
     consumer_generation: null,
     consumer_type: 'INSTANCE',

@@ -15,7 +15,8 @@ const UWSGI = '/usr/bin/uwsgi';
 const UWSGI_PYTHON3 = '/usr/lib/uwsgi/plugins/python3_plugin.so';
 
 function missing(): string | undefined {
-  if (!existsSync(WSGI_SCRIPT) || !existsSync(PLACEMENT_MANAGE)) return 'Debian package placement-api (OpenStack Placement 8.0.0) is not installed';
+  if (!existsSync(WSGI_SCRIPT) || !existsSync(PLACEMENT_MANAGE))
+    return 'Debian package placement-api (OpenStack Placement 8.0.0) is not installed';
   if (!existsSync(UWSGI)) return 'Debian package uwsgi is not installed';
   if (!existsSync(UWSGI_PYTHON3)) return 'Debian package uwsgi-plugin-python3 is not installed';
   return undefined;
@@ -49,7 +50,9 @@ export async function startUpstreamPlacement(options: UpstreamOptions = {}): Pro
   const dbFile = join(dir, 'placement.db');
   writeFileSync(
     join(dir, 'placement.conf'),
-    ['[DEFAULT]', 'debug = false', '[api]', 'auth_strategy = noauth2', '[placement_database]', `connection = sqlite:///${dbFile}`, ''].join('\n'),
+    ['[DEFAULT]', 'debug = false', '[api]', 'auth_strategy = noauth2', '[placement_database]', `connection = sqlite:///${dbFile}`, ''].join(
+      '\n',
+    ),
   );
   await promisify(execFile)(PLACEMENT_MANAGE, ['--config-file', join(dir, 'placement.conf'), 'db', 'sync'], {
     env: { ...process.env, OS_PLACEMENT_CONFIG_DIR: dir },
