@@ -1,0 +1,74 @@
+// The import's write half on its own (no source needed): one transaction, so
+// a write that fails half way (here: a duplicate consumer the database
+// refuses after the providers went in) leaves the target exactly as it was,
+// even with --replace; and a standard class this service does not know is
+// refused before anything is opened.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { writeSnapshot } from '../../src/admin/import-writer.js';
+import type { ConsumerSnap, Snapshot } from '../../src/admin/placement-reader.js';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+const RP = 'a1000000-0000-4000-8000-000000000001';
+const consumer = (uuid: string): ConsumerSnap => ({
+  uuid,
+  projectId: 'p',
+  userId: 'u',
+  consumerType: 'INSTANCE',
+  generation: 3,
+  allocations: { [RP]: { VCPU: 1 } },
+});
+const snapshot = (consumers: ConsumerSnap[], resourceClasses = ['VCPU']): Snapshot => ({
+  version: '1.39',
+  resourceClasses,
+  traits: [],
+  providers: [
+    {
+      uuid: RP,
+      name: 'imported',
+      generation: 7,
+      parentUuid: null,
+      rootUuid: RP,
+      inventories: { VCPU: { total: 8, reserved: 0, min_unit: 1, max_unit: 8, step_size: 1, allocation_ratio: 1 } },
+      traits: [],
+      aggregates: [],
+      allocations: {},
+    },
+  ],
+  consumers,
+});
+
+describe('import writer', () => {
+  let t: TestApp;
+  beforeEach(async () => {
+    t = await makeTestApp();
+  });
+  afterEach(() => t.close());
+
+  const providerNames = async () =>
+    ((await (await t.call('GET', '/resource_providers')).json()) as { resource_providers: { name: string; generation: number }[] })
+      .resource_providers;
+
+  it('rolls everything back when a write fails half way, the wiped data included', async () => {
+    expect((await t.call('POST', '/resource_providers', { body: { name: 'already-here' } })).status).toBe(200);
+    const dup = 'c1000000-0000-4000-8000-000000000001';
+    await expect(writeSnapshot(t.deps.store.client, snapshot([consumer(dup), consumer(dup)]), { replace: true })).rejects.toThrow(
+      /UNIQUE constraint failed: consumers\.uuid/,
+    );
+    expect((await providerNames()).map((p) => p.name)).toEqual(['already-here']);
+  });
+
+  it('writes uuids and generations as read', async () => {
+    const counts = await writeSnapshot(t.deps.store.client, snapshot([consumer('c1000000-0000-4000-8000-000000000002')]));
+    expect(counts).toMatchObject({ providers: 1, consumers: 1, allocations: 1 });
+    expect(await providerNames()).toMatchObject([{ name: 'imported', generation: 7 }]);
+    const alloc = (await (await t.call('GET', '/allocations/c1000000-0000-4000-8000-000000000002')).json()) as Record<string, unknown>;
+    expect(alloc).toMatchObject({ consumer_generation: 3, project_id: 'p', user_id: 'u', consumer_type: 'INSTANCE' });
+  });
+
+  it('refuses a standard resource class it does not know, writing nothing', async () => {
+    await expect(writeSnapshot(t.deps.store.client, snapshot([], ['VCPU', 'QUANTUM_FLUX']))).rejects.toThrow(
+      /standard resource classes this service does not know .*QUANTUM_FLUX/,
+    );
+    expect(await providerNames()).toEqual([]);
+  });
+});
