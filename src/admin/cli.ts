@@ -12,7 +12,6 @@ import { backupDatabase, restoreDatabase } from './backup.js';
 import { writeSnapshot, type ImportCounts } from './import-writer.js';
 import { keystonePasswordLogin } from './keystone-password.js';
 import { AdminError, readPlacement, type PlacementEndpoint, type ReadProgress, type Snapshot } from './placement-reader.js';
-import { openInProcessTarget } from './target-app.js';
 import { diffSnapshots } from './verify.js';
 
 export interface DataIo {
@@ -23,6 +22,8 @@ export interface DataIo {
   env?: Record<string, string | undefined>;
   /** Redraws a progress line; defaults to stderr when it is a terminal. */
   progress?: (line: string) => void;
+  /** Serves PLACEMENT_DB_URL in-process for --verify (entry/admin-target.ts: the edge builds the app). */
+  openTarget: (dbUrl: string, authToken?: string) => Promise<{ endpoint: PlacementEndpoint; close(): void }>;
 }
 
 export const DATA_COMMANDS = ['import', 'verify', 'backup', 'restore'] as const;
@@ -229,7 +230,7 @@ async function importCommand(args: string[], io: DataIo, env: Record<string, str
       `in ${seconds(written - started)} (reading ${seconds(read - started)}, writing ${seconds(written - read)})`,
   );
   if (!values.verify) return 0;
-  const target = await openInProcessTarget(dbUrl, dbToken);
+  const target = await io.openTarget(dbUrl, dbToken);
   try {
     return await verifyAgainst(io, source, target.endpoint, concurrency);
   } finally {
@@ -256,7 +257,7 @@ async function verifyCommand(args: string[], io: DataIo, env: Record<string, str
     };
     return verifyAgainst(io, source, target, concurrency);
   }
-  const target = await openInProcessTarget(databaseUrl(env), env.PLACEMENT_DB_AUTH_TOKEN);
+  const target = await io.openTarget(databaseUrl(env), env.PLACEMENT_DB_AUTH_TOKEN);
   try {
     return await verifyAgainst(io, source, target.endpoint, concurrency);
   } finally {

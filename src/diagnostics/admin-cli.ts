@@ -7,7 +7,7 @@
 // Responses are checked with the same zod schemas the server answers with.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { DATA_USAGE, isDataCommand, runDataCommand } from '../admin/cli.js';
+import { DATA_USAGE } from '../admin/cli.js';
 import { AUDIT_MAX_LIMIT, AUDIT_SECTIONS, AuditRepairsResult, AuditReport, type AuditRepairsRequest, type AuditSection } from './audit.js';
 
 export interface AdminIo {
@@ -265,7 +265,6 @@ export async function main(argv: string[], io: AdminIo): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === 'audit') return await audit(rest, io);
-    if (isDataCommand(command)) return await runDataCommand(command, rest, io);
     if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
       io.out(`${USAGE}\n\n${DATA_USAGE}`);
       return command === undefined ? 2 : 0;

@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createClient } from '@libsql/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/diagnostics/admin-cli.js';
+import { isDataCommand, runDataCommand } from '../../src/admin/cli.js';
+import { openInProcessTarget } from '../../src/entry/admin-target.js';
 import { startServer } from '../helpers/node-server.js';
 import {
   placementCall,
@@ -36,7 +37,9 @@ const NOVA_MISSING = existsSync('/usr/lib/python3/dist-packages/nova/scheduler/c
 async function admin(args: string[], env: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const code = await main(args, {
+  const [command, ...rest] = args;
+  if (!isDataCommand(command)) throw new Error(`not a data command: ${command}`);
+  const code = await runDataCommand(command, rest, {
     out: (t) => {
       out += `${t}\n`;
     },
@@ -44,7 +47,8 @@ async function admin(args: string[], env: Record<string, string>): Promise<{ cod
       err += `${t}\n`;
     },
     env,
-  } as Parameters<typeof main>[1]);
+    openTarget: openInProcessTarget,
+  });
   return { code, out, err };
 }
 

@@ -4,7 +4,7 @@
 import { createApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import { buildNodeDeps } from '../node-service.js';
-import type { PlacementEndpoint } from './placement-reader.js';
+import type { PlacementEndpoint } from '../admin/placement-reader.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
