@@ -3,8 +3,15 @@
 // refuses after the providers went in) leaves the target exactly as it was,
 // even with --replace; and a standard class this service does not know is
 // refused before anything is opened.
+import { existsSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeSnapshot } from '../../src/admin/import-writer.js';
+import { applyMigrations } from '../../src/db/migrate.js';
+import { MIGRATIONS } from '../../src/db/migrations.generated.js';
+import { openNodeClient } from '../../src/db/node-client.js';
+import { syncStandards } from '../../src/placement/sync-standards.js';
+import { openInProcessTarget } from '../../src/entry/admin-target.js';
+import { SQLD_BIN, startSqld } from '../helpers/sqld.js';
 import type { ConsumerSnap, Snapshot } from '../../src/admin/placement-reader.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -71,4 +78,36 @@ describe('import writer', () => {
     );
     expect(await providerNames()).toEqual([]);
   });
+});
+
+describe.skipIf(!existsSync(SQLD_BIN))('import writer on a libSQL server (sqld)', () => {
+  it('writes in one transaction over the network, refuses once it holds data, and rolls back a failed --replace', async () => {
+    const sqld = await startSqld();
+    const client = await openNodeClient(sqld.url);
+    try {
+      await applyMigrations(client, MIGRATIONS);
+      await syncStandards(client);
+      await writeSnapshot(client, snapshot([consumer('c2000000-0000-4000-8000-000000000001')]));
+      await expect(writeSnapshot(client, snapshot([]))).rejects.toThrow(/already holds data \(.*1 resource_providers.*--replace/);
+      const dup = consumer('c2000000-0000-4000-8000-000000000002');
+      await expect(writeSnapshot(client, snapshot([dup, dup]), { replace: true })).rejects.toThrow(/UNIQUE/);
+      // Served from the server: what the first import wrote, untouched by the failed one.
+      const target = await openInProcessTarget(sqld.url);
+      try {
+        const res = await target.endpoint.fetch(`${target.endpoint.base}/allocations/c2000000-0000-4000-8000-000000000001`, {
+          headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39' },
+        });
+        expect(await res.json()).toMatchObject({
+          consumer_generation: 3,
+          consumer_type: 'INSTANCE',
+          allocations: { [RP]: { generation: 7 } },
+        });
+      } finally {
+        target.close();
+      }
+    } finally {
+      client.close();
+      sqld.stop();
+    }
+  }, 60_000);
 });
