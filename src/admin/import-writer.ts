@@ -48,6 +48,8 @@ const DATA_TABLES = [
   'cyborg_outbox',
 ] as const;
 
+const LEFTOVER_TABLES = new Set(['projects', 'users', 'consumer_types']);
+
 /** Rows per multi-row INSERT: well under SQLite's 32,766 bound parameters. */
 const ROWS_PER_INSERT = 400;
 /** Statements sent per round trip inside the transaction. */
@@ -68,7 +70,8 @@ export async function describeTargetData(client: Client | Transaction): Promise<
   ]);
   const traitRows = counts.pop()!.rows;
   const customTraits = traitRows.filter((r) => !STANDARD_TRAIT_SET.has(String(r.n))).length;
-  const parts = counts.map((rs) => rs.rows[0]!).filter((r) => Number(r.n) > 0 && r.name !== 'projects' && r.name !== 'users');
+  // Projects, users and consumer types outlive their consumers: left over, they are not data.
+  const parts = counts.map((rs) => rs.rows[0]!).filter((r) => Number(r.n) > 0 && !LEFTOVER_TABLES.has(String(r.name)));
   const described = parts.map((r) => `${Number(r.n)} ${String(r.name)}`);
   if (customTraits > 0) described.push(`${customTraits} custom traits`);
   return described.join(', ');
@@ -114,7 +117,8 @@ export async function writeSnapshot(client: Client, snapshot: Snapshot, options:
   try {
     const held = await describeTargetData(tx);
     if (held && !options.replace) throw new AdminError(`the target already holds data (${held}); run with --replace to wipe it first`);
-    if (held) {
+    {
+      // Also on a target without data: it may keep leftovers (projects, users, consumer types).
       const standardTraits = [...STANDARD_TRAIT_SET];
       await tx.batch([
         ...DATA_TABLES.map((t) => `DELETE FROM ${t}`),

@@ -72,6 +72,26 @@ describe('import writer', () => {
     expect(alloc).toMatchObject({ consumer_generation: 3, project_id: 'p', user_id: 'u', consumer_type: 'INSTANCE' });
   });
 
+  it('takes a target whose only rows are leftovers of deleted consumers (projects, users, types) as empty', async () => {
+    const rp = ((await (await t.call('POST', '/resource_providers', { body: { name: 'gone' } })).json()) as { uuid: string }).uuid;
+    await t.call('PUT', `/resource_providers/${rp}/inventories`, {
+      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } },
+    });
+    const gone = 'c1000000-0000-4000-8000-0000000000ff';
+    const claim = {
+      allocations: { [rp]: { resources: { VCPU: 1 } } },
+      project_id: 'p',
+      user_id: 'u',
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
+    };
+    expect((await t.call('PUT', `/allocations/${gone}`, { body: claim })).status).toBe(204);
+    expect((await t.call('DELETE', `/allocations/${gone}`)).status).toBe(204);
+    expect((await t.call('DELETE', `/resource_providers/${rp}`)).status).toBe(204);
+    await writeSnapshot(t.deps.store.client, snapshot([consumer('c1000000-0000-4000-8000-000000000003')]));
+    expect(await providerNames()).toMatchObject([{ name: 'imported' }]);
+  });
+
   it('refuses a standard resource class it does not know, writing nothing', async () => {
     await expect(writeSnapshot(t.deps.store.client, snapshot([], ['VCPU', 'QUANTUM_FLUX']))).rejects.toThrow(
       /standard resource classes this service does not know .*QUANTUM_FLUX/,
