@@ -36,7 +36,7 @@ import { applyMigrations } from '../src/db/migrate.js';
 import { MIGRATIONS } from '../src/db/migrations.generated.js';
 import { openNodeClient } from '../src/db/node-client.js';
 import { syncStandards } from '../src/placement/sync-standards.js';
-import { STANDARD_RESOURCE_CLASSES } from '../src/placement/standard-names.js';
+import { STANDARD_RESOURCE_CLASSES } from '../src/placement/standard-names.generated.js';
 import { startUpstreamPlacement, UPSTREAM_PLACEMENT_MISSING } from '../test/helpers/upstream-placement.js';
 
 const { values: args } = parseArgs({

@@ -7,7 +7,7 @@
 // start); only the custom ones are created.
 import type { Client, InStatement, InValue, Transaction } from '@libsql/client';
 import { MIN_CUSTOM_RESOURCE_CLASS_ID } from '../placement/repo/resource-classes.js';
-import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.js';
+import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
 import { AdminError, type Snapshot } from './placement-reader.js';
 
 export interface ImportCounts {

@@ -2,7 +2,7 @@
 // its REST API (admin/placement-reader.ts). Standard names are each
 // service's own: the target may know more standard traits than an older
 // source, never fewer, and must hold exactly the source's custom ones.
-import { STANDARD_TRAITS } from '../placement/standard-names.js';
+import { STANDARD_TRAITS } from '../placement/standard-names.generated.js';
 import type { ConsumerSnap, ProviderSnap, Snapshot } from './placement-reader.js';
 
 const STANDARD_TRAIT_SET = new Set<string>(STANDARD_TRAITS);

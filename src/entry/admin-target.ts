@@ -3,7 +3,7 @@
 // operator's own database on this machine: the in-process app runs noauth2.
 import { createApp } from '../app.js';
 import { loadConfig } from '../config.js';
-import { buildNodeDeps } from '../node-service.js';
+import { buildNodeDeps } from './node-service.js';
 import type { PlacementEndpoint } from '../admin/placement-reader.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };

@@ -1,0 +1,235 @@
+// What the capacity dashboard shows, read in ONE database round trip (a
+// read batch): a page of provider trees with per-class capacity and usage,
+// traits and aggregates; cloud-wide totals per resource class; a page of
+// per-project usage; accelerator and outbox counts. The public APIs would
+// need a request per provider for inventories and usages (20,000 requests for
+// 10,000 providers) and cannot list projects at all, hence this read model.
+import type { InValue } from '@libsql/client';
+import type { BatchReader } from '../db/client.js';
+import { CAPACITY_BOUND, capacitySql, usedSql } from '../placement/capacity.js';
+
+export interface ProviderFilter {
+  /** Substring of the name (case-insensitive), or an exact uuid. */
+  name?: string | undefined;
+  trait?: string | undefined;
+  aggregate?: string | undefined;
+  resourceClass?: string | undefined;
+  /** Only providers with a class (resourceClass, if given) used above this percentage of capacity. */
+  overPercent?: number | undefined;
+}
+
+export interface SummaryQuery {
+  filter: ProviderFilter;
+  /** Trees per page, and the 0-based offset of the first. */
+  limit: number;
+  offset: number;
+  projectLimit: number;
+  projectOffset: number;
+  /** Where a class counts as "hot" in the per-class totals. */
+  thresholdPercent: number;
+}
+
+export interface InventoryUsage {
+  resourceClass: string;
+  total: number;
+  reserved: number;
+  allocationRatio: number;
+  capacity: number;
+  used: number;
+}
+
+export interface ProviderRow {
+  uuid: string;
+  name: string;
+  generation: number;
+  parentUuid: string | null;
+  rootUuid: string;
+  /** Whether this provider itself passed the filter (its tree is listed if any one does). */
+  matched: boolean;
+  inventories: InventoryUsage[];
+  traits: string[];
+  aggregates: string[];
+}
+
+export interface ClassTotals {
+  resourceClass: string;
+  providers: number;
+  capacity: number;
+  used: number;
+  /** Inventories used above thresholdPercent of their capacity. */
+  overThreshold: number;
+  /** Inventories whose usage exceeds capacity (total lowered under usage). */
+  overCapacity: number;
+}
+
+export interface ProjectUsage {
+  projectId: string;
+  consumers: number;
+  usages: Record<string, number>;
+}
+
+export interface DashboardSummary {
+  totalProviders: number;
+  matchingProviders: number;
+  totalTrees: number;
+  providers: ProviderRow[];
+  classes: ClassTotals[];
+  totalProjects: number;
+  projects: ProjectUsage[];
+  arqsByState: Record<string, number>;
+  outboxByState: Record<string, number>;
+  devicesByStatus: Record<string, number>;
+}
+
+/** LIKE pattern for a literal substring. */
+const likeSubstring = (text: string): string => `%${text.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+
+// A provider passes when every given condition holds; :x IS NULL skips one.
+const MATCHING = `matching AS MATERIALIZED (
+  SELECT p.id, p.root_provider_id AS root_id FROM resource_providers p
+  WHERE (:name IS NULL OR p.name LIKE :name ESCAPE '\\' OR p.uuid = :name_exact)
+    AND (:trait IS NULL OR EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
+      WHERE rt.resource_provider_id = p.id AND t.name = :trait))
+    AND (:aggregate IS NULL OR EXISTS (SELECT 1 FROM resource_provider_aggregates ra
+      JOIN placement_aggregates a ON a.id = ra.aggregate_id
+      WHERE ra.resource_provider_id = p.id AND a.uuid = :aggregate))
+    AND (:class IS NULL OR EXISTS (SELECT 1 FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+      WHERE i.resource_provider_id = p.id AND rc.name = :class))
+    AND (:over IS NULL OR EXISTS (SELECT 1 FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+      WHERE i.resource_provider_id = p.id AND (:class IS NULL OR rc.name = :class)
+        AND ${usedSql('i')} * 100.0 > :over * ${capacitySql('i')}))
+)`;
+
+// One row: the counts and the page's providers packed as JSON, so an empty
+// page still reports the totals.
+const PROVIDERS_PAGE = `WITH ${MATCHING},
+  roots AS MATERIALIZED (SELECT DISTINCT root_id FROM matching),
+  page AS (SELECT r.root_id, rp.name AS root_name FROM roots r JOIN resource_providers rp ON rp.id = r.root_id
+    ORDER BY rp.name, rp.id LIMIT :limit OFFSET :offset)
+SELECT (SELECT count(*) FROM resource_providers), (SELECT count(*) FROM matching), (SELECT count(*) FROM roots),
+  (SELECT json_group_array(json(row)) FROM (
+    SELECT json_array(p.uuid, p.name, p.generation, parent.uuid, root.uuid, p.id IN (SELECT id FROM matching),
+      json((SELECT json_group_array(json_array(rc.name, i.total, i.reserved, i.allocation_ratio, ${capacitySql('i')}, ${usedSql('i')}))
+        FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id WHERE i.resource_provider_id = p.id)),
+      json((SELECT json_group_array(t.name) FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
+        WHERE rt.resource_provider_id = p.id)),
+      json((SELECT json_group_array(a.uuid) FROM resource_provider_aggregates ra JOIN placement_aggregates a ON a.id = ra.aggregate_id
+        WHERE ra.resource_provider_id = p.id))) AS row
+    FROM page JOIN resource_providers p ON p.root_provider_id = page.root_id
+    JOIN resource_providers root ON root.id = page.root_id
+    LEFT JOIN resource_providers parent ON parent.id = p.parent_provider_id
+    ORDER BY page.root_name, page.root_id, p.name))`;
+
+// LIMIT -1 keeps the per-inventory rows a streamed co-routine: flattened,
+// each inventory's usage would be summed once per reference (three times).
+// Capacities are summed as floats and held within the capacity bound: an
+// integer sum of huge capacities would overflow (SQLite raises an error).
+const CLASS_TOTALS = `SELECT rc.name, g.inventories, g.capacity, g.used, g.hot, g.over FROM (
+    SELECT resource_class_id, count(*) AS inventories,
+      MAX(-${CAPACITY_BOUND}, MIN(${CAPACITY_BOUND}, total(capacity))) AS capacity, sum(used) AS used,
+      sum(used * 100.0 > :threshold * capacity) AS hot, sum(used > capacity) AS over
+    FROM (SELECT i.resource_class_id, ${capacitySql('i')} AS capacity, ${usedSql('i')} AS used
+      FROM inventories i ORDER BY i.resource_class_id LIMIT -1)
+    GROUP BY resource_class_id) g
+  JOIN resource_classes rc ON rc.id = g.resource_class_id
+  ORDER BY rc.name`;
+
+const PROJECTS_PAGE = `WITH active AS MATERIALIZED (SELECT pr.id, pr.external_id FROM projects pr
+    WHERE EXISTS (SELECT 1 FROM consumers c WHERE c.project_id = pr.id))
+SELECT (SELECT count(*) FROM active),
+  (SELECT json_group_array(json(row)) FROM (
+    SELECT json_array(pa.external_id,
+      (SELECT count(*) FROM consumers c WHERE c.project_id = pa.id),
+      json((SELECT json_group_object(rc.name, used) FROM (
+        SELECT a.resource_class_id, sum(a.used) AS used FROM consumers c
+        JOIN allocations a ON a.consumer_id = c.uuid WHERE c.project_id = pa.id GROUP BY a.resource_class_id) per
+        JOIN resource_classes rc ON rc.id = per.resource_class_id))) AS row
+    FROM (SELECT * FROM active ORDER BY external_id LIMIT :limit OFFSET :offset) pa ORDER BY pa.external_id))`;
+
+const ACCELERATOR_COUNTS = `SELECT 'arq', state, count(*) FROM accelerator_requests GROUP BY state
+  UNION ALL SELECT 'outbox', state, count(*) FROM cyborg_outbox GROUP BY state
+  UNION ALL SELECT 'device', status, count(*) FROM devices GROUP BY status`;
+
+const num = (v: unknown): number => Number(v ?? 0);
+
+type PackedInventory = [string, number, number, number, number, number];
+type PackedProvider = [string, string, number, string | null, string, number, PackedInventory[], string[], string[]];
+type PackedProject = [string, number, Record<string, number> | null];
+
+/** One read batch; `reader` is the store's nearby reader, so a replica answers where one is configured. */
+export async function readDashboardSummary(reader: BatchReader, query: SummaryQuery): Promise<DashboardSummary> {
+  const { filter } = query;
+  const filterArgs: Record<string, InValue> = {
+    name: filter.name ? likeSubstring(filter.name) : null,
+    name_exact: filter.name ?? null,
+    trait: filter.trait ?? null,
+    aggregate: filter.aggregate ?? null,
+    class: filter.resourceClass ?? null,
+    over: filter.overPercent ?? null,
+  };
+  const [providerSet, classSet, projectSet, acceleratorSet] = await reader.readBatch([
+    { sql: PROVIDERS_PAGE, args: { ...filterArgs, limit: query.limit, offset: query.offset } },
+    { sql: CLASS_TOTALS, args: { threshold: query.thresholdPercent } },
+    { sql: PROJECTS_PAGE, args: { limit: query.projectLimit, offset: query.projectOffset } },
+    { sql: ACCELERATOR_COUNTS, args: [] },
+  ]);
+
+  const head = providerSet!.rows[0]!;
+  const packed = JSON.parse(String(head[3] ?? '[]')) as PackedProvider[];
+  const providers = packed.map(
+    ([uuid, name, generation, parentUuid, rootUuid, matched, inv, traits, aggregates]): ProviderRow => ({
+      uuid,
+      name,
+      generation,
+      parentUuid,
+      rootUuid,
+      matched: matched === 1,
+      inventories: inv
+        .map(([resourceClass, total, reserved, allocationRatio, capacity, used]) => ({
+          resourceClass,
+          total,
+          reserved,
+          allocationRatio,
+          capacity,
+          used,
+        }))
+        .sort((a, b) => a.resourceClass.localeCompare(b.resourceClass)),
+      traits: traits.sort(),
+      aggregates: aggregates.sort(),
+    }),
+  );
+
+  const classes = classSet!.rows.map(
+    (r): ClassTotals => ({
+      resourceClass: String(r[0]),
+      providers: num(r[1]),
+      capacity: num(r[2]),
+      used: num(r[3]),
+      overThreshold: num(r[4]),
+      overCapacity: num(r[5]),
+    }),
+  );
+
+  const projectHead = projectSet!.rows[0]!;
+  const projects = (JSON.parse(String(projectHead[1] ?? '[]')) as PackedProject[]).map(([projectId, consumers, usages]) => ({
+    projectId,
+    consumers,
+    usages: usages ?? {},
+  }));
+
+  const counts = { arq: {}, outbox: {}, device: {} } as Record<'arq' | 'outbox' | 'device', Record<string, number>>;
+  for (const r of acceleratorSet!.rows) counts[String(r[0]) as keyof typeof counts][String(r[1])] = num(r[2]);
+
+  return {
+    totalProviders: num(head[0]),
+    matchingProviders: num(head[1]),
+    totalTrees: num(head[2]),
+    providers,
+    classes,
+    totalProjects: num(projectHead[0]),
+    projects,
+    arqsByState: counts.arq,
+    outboxByState: counts.outbox,
+    devicesByStatus: counts.device,
+  };
+}
