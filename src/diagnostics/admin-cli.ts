@@ -8,6 +8,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { VERSION } from '../version.js';
+import { DATA_USAGE } from '../admin/cli.js';
 import { AUDIT_MAX_LIMIT, AUDIT_SECTIONS, AuditRepairsResult, AuditReport, type AuditRepairsRequest, type AuditSection } from './audit.js';
 
 export interface AdminIo {
@@ -284,7 +285,7 @@ export async function main(argv: string[], io: AdminIo): Promise<number> {
       return EXIT.clean;
     }
     if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-      (command === undefined ? io.err : io.out)(USAGE);
+      (command === undefined ? io.err : io.out)(`${USAGE}\n\n${DATA_USAGE}`);
       return command === undefined ? EXIT.usage : EXIT.clean;
     }
     throw new UsageError(`unknown command: ${command}`);

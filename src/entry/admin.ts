@@ -1,6 +1,7 @@
 // Process entry of placement-admin: real stdout/stderr, and a y/N prompt
 // before repairs when stdin is a terminal.
 import { createInterface } from 'node:readline/promises';
+import { isDataCommand, runDataCommand } from '../admin/cli.js';
 import { main } from '../diagnostics/admin-cli.js';
 
 async function confirm(question: string): Promise<boolean> {
@@ -12,8 +13,16 @@ async function confirm(question: string): Promise<boolean> {
   }
 }
 
-process.exitCode = await main(process.argv.slice(2), {
-  out: (text) => process.stdout.write(`${text}\n`),
-  err: (text) => process.stderr.write(`${text}\n`),
-  confirm: process.stdin.isTTY ? confirm : undefined,
-});
+const io = {
+  out: (text: string) => process.stdout.write(`${text}\n`),
+  err: (text: string) => process.stderr.write(`${text}\n`),
+};
+const [command, ...args] = process.argv.slice(2);
+// import, verify, backup, restore (src/admin/); the rest is the diagnostics CLI.
+process.exitCode = isDataCommand(command)
+  ? await runDataCommand(command, args, {
+      ...io,
+      // Loaded only for --verify: the whole app is not needed to import, back up or restore.
+      openTarget: async (dbUrl, authToken) => (await import('./admin-target.js')).openInProcessTarget(dbUrl, authToken),
+    })
+  : await main(process.argv.slice(2), { ...io, confirm: process.stdin.isTTY ? confirm : undefined });
