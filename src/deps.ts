@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
+import type { KeystoneTokenValidator } from './http/keystone/validator.js';
 import type { PolicyEnforcer } from './http/policy.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { JobRegistry } from './jobs/registry.js';
@@ -28,6 +29,8 @@ export interface Deps {
   jobHandlers: JobRegistry;
   /** Outbound fetch for Nova events (tests pass a fake). */
   novaFetch: typeof fetch;
+  /** PLACEMENT_AUTH_STRATEGY=keystone: validates tokens, one cache for every API of the app. */
+  keystone?: KeystoneTokenValidator;
 }
 
 export function consoleLogger(level: AppConfig['LOG_LEVEL']): Logger {
