@@ -23,7 +23,8 @@ export const ADMIN_PASSWORD = 'keystone-admin-pw';
 
 /** Why a real Keystone cannot run here (naming the Debian package), or undefined when it can. */
 export function keystoneMissing(): string | undefined {
-  if (!existsSync(KEYSTONE_MANAGE) || !existsSync(KEYSTONE_WSGI)) return 'python3-keystone is not installed (keystone-manage, keystone-wsgi-public)';
+  if (!existsSync(KEYSTONE_MANAGE) || !existsSync(KEYSTONE_WSGI))
+    return 'python3-keystone is not installed (keystone-manage, keystone-wsgi-public)';
   if (!existsSync(UWSGI)) return 'uwsgi is not installed';
   if (!existsSync(UWSGI_PYTHON3)) return 'uwsgi-plugin-python3 is not installed';
   return undefined;
@@ -148,7 +149,6 @@ export async function startKeystone(): Promise<Keystone> {
       '120',
       '--die-on-term',
       '--need-app',
-      
     ],
     { cwd: dir, env: { ...process.env, OS_KEYSTONE_CONFIG_FILES: conf }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
