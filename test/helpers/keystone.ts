@@ -137,9 +137,9 @@ export async function startKeystone(): Promise<Keystone> {
       '--wsgi-file',
       KEYSTONE_WSGI,
       '--master',
-      // One process, one thread: with more, Keystone's sqlite connections keep locks other
-      // requests wait on ("database is locked", an empty 500, after 5 s). The app is loaded
-      // in the worker itself (--lazy-apps), not shared across a fork.
+      // One process, one thread: a sqlite connection opened in one thread and closed by
+      // another keeps its lock. The app is loaded in the worker itself (--lazy-apps), so no
+      // connection is shared across the fork.
       '--processes',
       '1',
       '--lazy-apps',
