@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main as agentMain } from '../../agent/src/main.js';
 import { fpgaHostReport } from '../cyborg/helpers.js';
 import { ADMIN_PASSWORD, freePort, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
@@ -20,6 +21,7 @@ const run = promisify(execFile);
 const OPENSTACK = '/usr/bin/openstack';
 const NOVA_CLIENTS = join(import.meta.dirname, 'nova-clients.py');
 const CACHE_SECONDS = 4;
+const AGENT_FIXTURE = join(import.meta.dirname, '..', '..', 'agent', 'test', 'fixtures', 'fpga');
 
 function missingPart(): string | undefined {
   const keystone = keystoneMissing();
@@ -102,8 +104,13 @@ describe.skipIf(missing)(`placement-edge behind a real Keystone${missing ? ` (sk
     });
 
   beforeAll(async () => {
+    const t0 = Date.now();
+    const step = (name: string) => {
+      if (process.env.KEYSTONE_DEBUG) console.error(`openstack-cloud: ${name} after ${Date.now() - t0} ms`);
+    };
     dir = mkdtempSync(join(tmpdir(), 'keystone-cloud-'));
     ks = await startKeystone();
+    step('keystone started');
     const port = await freePort();
     placementUrl = `http://127.0.0.1:${port}`;
     values = {
@@ -120,9 +127,11 @@ describe.skipIf(missing)(`placement-edge behind a real Keystone${missing ? ` (sk
       .filter((line) => line.startsWith('openstack '))
       .map((line) => line.slice('openstack '.length));
     await openstackSession(commands, adminEnv());
+    step('catalog registered');
     await projectUser('tenant-a', 'reader-a', ['reader']);
     await projectUser('tenant-b', 'reader-b', ['reader']);
     await projectUser('tenant-c', 'alice', ['member', 'reader']);
+    step('test users created');
 
     // The README's service settings, with a short token cache and secure RBAC.
     const env = envLines(substitute(readmeBlock('service-env'), values));
@@ -135,6 +144,7 @@ describe.skipIf(missing)(`placement-edge behind a real Keystone${missing ? ` (sk
       // Keystone answers in seconds on a loaded machine.
       PLACEMENT_KEYSTONE_TIMEOUT_MS: '60000',
     });
+    step('placement-edge started');
     // Keystone's start and the session take ~15 s on an idle machine; minutes on a loaded one.
   }, 600_000);
   afterAll(async () => {
@@ -294,8 +304,31 @@ describe.skipIf(missing)(`placement-edge behind a real Keystone${missing ? ` (sk
       { timeout: 280_000, env: { ...process.env, OS_CLOUD: '', OS_AUTH_TYPE: 'password' } },
     );
     const providers = JSON.parse(stdout) as { uuid: string; name: string }[];
-    expect(providers.map((p) => p.name).sort()).toEqual([COMPUTE.name, 'fpga-host'].sort());
+    expect(providers.map((p) => p.name)).toEqual(expect.arrayContaining([COMPUTE.name, 'fpga-host']));
   }, 300_000);
+
+  it(
+    'the host agent signs in as cyborg with the README settings and reports through the catalog endpoint',
+    { timeout: 300_000 },
+    async () => {
+      const config = join(dir, 'agent.yaml');
+      writeFileSync(config, substitute(readmeBlock('agent.yaml'), values));
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await agentMain(['once', '--config', config, '--root', AGENT_FIXTURE, '--host', 'agent-host'], {
+        out: (s) => out.push(s),
+        err: (s) => err.push(s),
+        env: { PLACEMENT_AGENT_INSTANCES_PATH: dir, PLACEMENT_AGENT_PROVIDER_CONFIG_LOCATION: join(dir, 'none') },
+      });
+      expect(code, err.join('\n')).toBe(0);
+      expect(JSON.parse(out.at(-1)!)).toMatchObject({ accelerators: { devices: 1 } });
+      const admin = await ks.adminToken();
+      const listed = (await (await call('/resource_providers?name=agent-host', admin)).json()) as { resource_providers: unknown[] };
+      expect(listed.resource_providers).toHaveLength(1);
+      const devices = (await (await call('/accelerator/v2/hosts/agent-host/devices', admin)).json()) as { devices: unknown[] };
+      expect(devices.devices).toHaveLength(1);
+    },
+  );
 
   it("a project reader reads its own project's usages and is refused another's (secure RBAC)", { timeout: 120_000 }, async () => {
     const reader = await ks.token('reader-a', 'reader-a-pw', 'tenant-a');
