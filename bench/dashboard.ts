@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
+import { clientReader } from '../src/db/client.js';
 import { readDashboardSummary } from '../src/dashboard/repo.js';
 import { SummaryQueryString, toSummaryQuery } from '../src/dashboard/schema.js';
 import { countRoundTrips } from '../src/db/round-trips.js';
@@ -131,7 +132,7 @@ for (const [label, params] of queries) {
   for (let i = 0; i < 11; i += 1) {
     counted.reset();
     const started = performance.now();
-    const body = await readDashboardSummary(counted.client, toSummaryQuery(SummaryQueryString.parse(params)));
+    const body = await readDashboardSummary(clientReader(counted.client), toSummaryQuery(SummaryQueryString.parse(params)));
     times.push(performance.now() - started);
     trips = counted.count();
     trees = body.totalTrees;

@@ -9,6 +9,21 @@ export const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8778),
   PLACEMENT_DB_URL: z.string().default('file:./data/placement.db'),
   PLACEMENT_DB_AUTH_TOKEN: z.string().optional(),
+  /**
+   * A libSQL replica near this instance (sqld started with --primary-grpc-url, a
+   * hosted replica): allocation candidates, the dashboard and the diagnostics
+   * read from it, never older than this instance's own writes; every other read
+   * and every write go to PLACEMENT_DB_URL (README "Beyond one machine").
+   */
+  PLACEMENT_DB_READ_URL: z
+    .string()
+    .regex(/^(libsql|https?|wss?):\/\//, 'a libSQL server URL (libsql://, http://, https://, ws://, wss://)')
+    .optional(),
+  PLACEMENT_DB_READ_AUTH_TOKEN: z.string().optional(),
+  /** A replica read not answered within this many ms is answered by the primary. */
+  PLACEMENT_DB_READ_TIMEOUT_MS: z.coerce.number().int().min(1).default(2000),
+  /** After a replica fails, reads go to the primary for this many ms before it is tried again. */
+  PLACEMENT_DB_READ_RETRY_MS: z.coerce.number().int().min(0).default(5000),
   PLACEMENT_AUTH_STRATEGY: z.enum(['noauth2', 'token', 'keystone']).default('noauth2'),
   /** token mode: JSON {"<token>": {"roles": [...], "project_id": "...", "user_id": "..."}} */
   PLACEMENT_AUTH_TOKENS: z.string().optional(),

@@ -10,6 +10,7 @@ import type { AppConfig } from './config.js';
 import type { Deps } from './deps.js';
 import { startNodeJobs } from './jobs/node-runner.js';
 import { buildNodeDeps } from './node-service.js';
+import { relayWriteMarks } from './entry/write-marks-sharing.js';
 
 /** How long the primary waits for workers to finish their requests on SIGTERM. */
 const SHUTDOWN_GRACE_MS = 3000;
@@ -83,6 +84,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   if (!process.execArgv.some((arg) => arg.startsWith('--max-semi-space-size'))) {
     cluster.setupPrimary({ execArgv: [...process.execArgv, `--max-semi-space-size=${YOUNG_GENERATION_MB}`] });
   }
+  relayWriteMarks();
   for (let i = 0; i < processes; i += 1) cluster.fork();
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);

@@ -4,7 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { AppConfig } from './config.js';
-import { createDataStore, type DataStore } from './db/client.js';
+import { createClient } from '@libsql/client';
+import { createDataStore, type DataStore, type ReplicaConnection } from './db/client.js';
+import { fetchWithTimeout } from './db/replica.js';
 import { applyMigrations } from './db/migrate.js';
 import { openNodeBatchRunner, openNodeClient } from './db/node-client.js';
 import { MIGRATIONS } from './db/migrations.generated.js';
@@ -18,7 +20,11 @@ export interface OpenOptions {
   prepare?: boolean;
 }
 
-export async function openStore(config: AppConfig, { prepare = true }: OpenOptions = {}): Promise<DataStore> {
+export async function openStore(
+  config: AppConfig,
+  { prepare = true }: OpenOptions = {},
+  log: Logger = consoleLogger(config.LOG_LEVEL),
+): Promise<DataStore> {
   const client = await openNodeClient(config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN);
   if (prepare) {
     // The bundled copy of drizzle/ (a test keeps it current), so the built
@@ -26,7 +32,18 @@ export async function openStore(config: AppConfig, { prepare = true }: OpenOptio
     await applyMigrations(client, MIGRATIONS);
     await syncStandards(client);
   }
-  return createDataStore(client, openNodeBatchRunner(config.PLACEMENT_DB_URL));
+  return createDataStore(client, openNodeBatchRunner(config.PLACEMENT_DB_URL), openReplica(config, log));
+}
+
+/** The read replica's client, where PLACEMENT_DB_READ_URL names one (db/replica.ts). */
+function openReplica(config: AppConfig, log: Logger): ReplicaConnection | undefined {
+  if (!config.PLACEMENT_DB_READ_URL) return undefined;
+  const client = createClient({
+    url: config.PLACEMENT_DB_READ_URL,
+    authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
+    fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
+  });
+  return { client, retryMs: config.PLACEMENT_DB_READ_RETRY_MS, log };
 }
 
 export async function buildNodeDeps(
@@ -38,7 +55,7 @@ export async function buildNodeDeps(
   const overrides = file ? parsePolicyOverrides(readFileSync(file, 'utf8'), file) : undefined;
   // The queue consumes once startNodeJobs() attaches consume() to it.
   const jobs = new InProcessQueue((err) => log.error('job failed', { err: String(err) }));
-  return makeDeps(await openStore(config, options), config, log, { policyOverrides: overrides, jobs });
+  return makeDeps(await openStore(config, options, log), config, log, { policyOverrides: overrides, jobs });
 }
 
 /**

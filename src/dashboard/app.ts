@@ -62,7 +62,7 @@ export function createDashboardApp(deps: Deps): Hono<AppEnv> {
       const where = issue.path.length ? `'${issue.path.join('.')}'` : 'query';
       throw new ApiError(400, `Invalid query string: ${where} ${issue.message}`);
     }
-    const summary = await readDashboardSummary(deps.store.client, toSummaryQuery(parsed.data));
+    const summary = await readDashboardSummary(deps.store.nearby, toSummaryQuery(parsed.data));
     c.header('cache-control', 'no-store');
     return c.json(presentSummary(summary, parsed.data, deps.clock()));
   });

@@ -4,7 +4,8 @@
 // per-project usage; accelerator and outbox counts. The public APIs would
 // need a request per provider for inventories and usages (20,000 requests for
 // 10,000 providers) and cannot list projects at all, hence this read model.
-import type { Client, InValue } from '@libsql/client';
+import type { InValue } from '@libsql/client';
+import type { BatchReader } from '../db/client.js';
 import { CAPACITY_BOUND, capacitySql, usedSql } from '../placement/capacity.js';
 
 export interface ProviderFilter {
@@ -155,7 +156,8 @@ type PackedInventory = [string, number, number, number, number, number];
 type PackedProvider = [string, string, number, string | null, string, number, PackedInventory[], string[], string[]];
 type PackedProject = [string, number, Record<string, number> | null];
 
-export async function readDashboardSummary(client: Client, query: SummaryQuery): Promise<DashboardSummary> {
+/** One read batch; `reader` is the store's nearby reader, so a replica answers where one is configured. */
+export async function readDashboardSummary(reader: BatchReader, query: SummaryQuery): Promise<DashboardSummary> {
   const { filter } = query;
   const filterArgs: Record<string, InValue> = {
     name: filter.name ? likeSubstring(filter.name) : null,
@@ -165,15 +167,12 @@ export async function readDashboardSummary(client: Client, query: SummaryQuery):
     class: filter.resourceClass ?? null,
     over: filter.overPercent ?? null,
   };
-  const [providerSet, classSet, projectSet, acceleratorSet] = await client.batch(
-    [
-      { sql: PROVIDERS_PAGE, args: { ...filterArgs, limit: query.limit, offset: query.offset } },
-      { sql: CLASS_TOTALS, args: { threshold: query.thresholdPercent } },
-      { sql: PROJECTS_PAGE, args: { limit: query.projectLimit, offset: query.projectOffset } },
-      { sql: ACCELERATOR_COUNTS, args: [] },
-    ],
-    'read',
-  );
+  const [providerSet, classSet, projectSet, acceleratorSet] = await reader.readBatch([
+    { sql: PROVIDERS_PAGE, args: { ...filterArgs, limit: query.limit, offset: query.offset } },
+    { sql: CLASS_TOTALS, args: { threshold: query.thresholdPercent } },
+    { sql: PROJECTS_PAGE, args: { limit: query.projectLimit, offset: query.projectOffset } },
+    { sql: ACCELERATOR_COUNTS, args: [] },
+  ]);
 
   const head = providerSet!.rows[0]!;
   const packed = JSON.parse(String(head[3] ?? '[]')) as PackedProvider[];

@@ -3,6 +3,7 @@
 // several repo calls into one atomic write.
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
+import { markOf, RAISE_WRITE_MARK, RAISE_WRITE_MARK_SQL, ReplicaReader, type ReplicaOptions, WriteMarks } from './replica.js';
 import * as schema from './schema/index.js';
 
 export type Schema = typeof schema;
@@ -46,6 +47,16 @@ export interface DataStore extends BatchReader {
    * interactive transaction holds SQLite's write lock (see db/write-batch.ts).
    */
   writeBatch(statements: InStatement[]): Promise<ResultSet[]>;
+  /**
+   * Reads that may come from a replica near this instance (PLACEMENT_DB_READ_URL):
+   * allocation candidates, the dashboard, the diagnostics. Never older than this
+   * instance's own writes (db/replica.ts). Without a replica, the store itself.
+   */
+  nearby: BatchReader;
+  /** The replica reader, where one is configured (its counts feed /metrics). */
+  replica?: ReplicaReader;
+  /** The mark of this instance's latest write (kept only while a replica is configured). */
+  marks: WriteMarks;
   close(): void;
 }
 
@@ -56,20 +67,55 @@ export interface BatchConnection {
   close(): void;
 }
 
-export function createDataStore(client: Client, batches?: BatchConnection): DataStore {
+/** A replica to read from, and how (see db/replica.ts). */
+export interface ReplicaConnection extends ReplicaOptions {
+  client: Client;
+}
+
+export function createDataStore(client: Client, batches?: BatchConnection, replica?: ReplicaConnection): DataStore {
   const db = drizzle(client, { schema });
   const lock = new Mutex();
   const readBatch = batches ? (s: InStatement[]) => batches.readBatch(s) : (s: InStatement[]) => client.batch(s, 'read');
-  const writeBatch = batches ? (s: InStatement[]) => batches.writeBatch(s) : (s: InStatement[]) => client.batch(s, 'write');
-  return {
+  const runWriteBatch = batches ? (s: InStatement[]) => batches.writeBatch(s) : (s: InStatement[]) => client.batch(s, 'write');
+  // With a replica, every write also raises the write mark and learns it (one
+  // more statement, same round trip), so replica reads can tell whether they
+  // are as fresh as our writes. Without one, writes are exactly as before.
+  const marks = new WriteMarks();
+  const writeBatch = replica
+    ? async (statements: InStatement[]) => {
+        const results = await runWriteBatch([...statements, RAISE_WRITE_MARK]);
+        marks.raised(markOf(results[results.length - 1]));
+        return results.slice(0, -1);
+      }
+    : runWriteBatch;
+  const writeTx = replica
+    ? <T>(fn: (tx: Tx) => Promise<T>) =>
+        db.transaction(async (tx) => {
+          const result = await fn(tx);
+          marks.raised(markOf(await tx.run(RAISE_WRITE_MARK_SQL)));
+          return result;
+        })
+    : <T>(fn: (tx: Tx) => Promise<T>) => db.transaction(fn);
+  const store: DataStore = {
     db,
     client,
-    writeTx: (fn) => lock.run(() => db.transaction(fn)),
+    writeTx: (fn) => lock.run(() => writeTx(fn)),
     readBatch,
     writeBatch: (statements) => lock.run(() => writeBatch(statements)),
+    nearby: { readBatch },
+    marks,
     close: () => {
       batches?.close();
       client.close();
+      replica?.client.close();
     },
   };
+  if (replica) {
+    store.replica = new ReplicaReader(replica.client, store, marks, replica);
+    store.nearby = store.replica;
+  } else {
+    // The store itself, so the tree model kept per reader (candidates/cloud-model.ts) is shared.
+    store.nearby = store;
+  }
+  return store;
 }

@@ -26,5 +26,10 @@ export const MIGRATIONS: MigrationFile[] = [
     "tag": "0004_placement_epoch",
     "when": 1795402460527,
     "sql": "CREATE TABLE `placement_epoch` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`token` text NOT NULL\n);\n\n--> statement-breakpoint\nINSERT INTO `placement_epoch` (`id`, `token`) VALUES (1, lower(hex(randomblob(8))));\n"
+  },
+  {
+    "tag": "0005_write_marks",
+    "when": 1795636610061,
+    "sql": "CREATE TABLE `placement_write_marks` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`mark` integer NOT NULL\n);\n--> statement-breakpoint\nINSERT INTO `placement_write_marks` (`id`, `mark`) VALUES (1, 0);\n"
   }
 ];

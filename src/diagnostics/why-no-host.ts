@@ -214,7 +214,7 @@ export async function diagnoseCandidates(
   let last: { body: CandidatesBody; providers: string[][] } | null = null;
   for (const stage of stagesOf(request, working)) {
     stage.apply();
-    const body = await findAllocationCandidates(ctx.store, working, mv, options);
+    const body = await findAllocationCandidates(ctx.store.nearby, working, mv, options);
     const providers = providersOf(body);
     const unknown = [...new Set(providers.flat())].filter((uuid) => !rootOf.has(uuid));
     for (const [uuid, root] of await repo.rootsOf(db, unknown)) rootOf.set(uuid, root);

@@ -11,6 +11,7 @@ import { createApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
 import { runPrimary } from '../node-cluster.js';
+import { shareWriteMarks } from './write-marks-sharing.js';
 import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
 import { buildNodeDeps, serverProcessCount } from '../node-service.js';
 import type { Logger } from '../deps.js';
@@ -27,6 +28,7 @@ async function serveHttp(): Promise<void> {
   // Accelerator bind jobs and Nova events: an in-process queue for the work
   // this process commits; the sweeps run here only when no primary runs them.
   const jobs = startNodeJobs(deps, { timers: !forked });
+  shareWriteMarks(deps.store);
   const app = createApp(deps);
   const executionCtx = nodeExecutionContext(deps.log);
   // @hono/node-server's serve(), plus its errorHandler: a request it cannot

@@ -21,13 +21,14 @@ import type {
 import { createClient, type Client } from '@libsql/client/web';
 import { z } from 'zod';
 import { createApp } from '../app.js';
-import { loadConfig } from '../config.js';
-import { createDataStore } from '../db/client.js';
+import { type AppConfig, loadConfig } from '../config.js';
+import { createDataStore, type DataStore } from '../db/client.js';
+import { fetchWithTimeout } from '../db/replica.js';
 import { applyMigrations } from '../db/migrate.js';
 import { MIGRATIONS } from '../db/migrations.generated.js';
 import { syncStandards } from '../placement/sync-standards.js';
 import { makeDeps } from '../compose.js';
-import { consoleLogger, parsePolicyOverrides, type Deps } from '../deps.js';
+import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
 import { STATUS_TITLES } from '../http/api-error.js';
 import { consume } from '../jobs/consume.js';
 import type { JobMessage } from '../jobs/messages.js';
@@ -76,8 +77,11 @@ export async function prepareDatabase(client: Client): Promise<void> {
   await syncStandards(client);
 }
 
-async function boot(env: WorkerEnv): Promise<Booted> {
-  const config = loadConfig(environmentFromBindings(env));
+/**
+ * The Worker's store: the primary over fetch, and the replica near this
+ * location where PLACEMENT_DB_READ_URL names one (db/replica.ts).
+ */
+export function openWorkerStore(config: AppConfig, log: Logger): DataStore {
   // No client-side limit on concurrent requests: libSQL's default (20) queues the next one and starts it
   // from the code of whichever request finishes first, I/O on behalf of another request, which workerd
   // refuses: the queued request hung (seen with 24 concurrent binds in test/worker/accelerator-queue.test.ts).
@@ -86,11 +90,30 @@ async function boot(env: WorkerEnv): Promise<Booted> {
     authToken: config.PLACEMENT_DB_AUTH_TOKEN,
     concurrency: Number.MAX_SAFE_INTEGER,
   });
-  await prepareDatabase(client);
+  const replica = config.PLACEMENT_DB_READ_URL
+    ? {
+        client: createClient({
+          url: config.PLACEMENT_DB_READ_URL,
+          authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
+          concurrency: Number.MAX_SAFE_INTEGER,
+          fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
+        }),
+        retryMs: config.PLACEMENT_DB_READ_RETRY_MS,
+        log,
+      }
+    : undefined;
+  return createDataStore(client, undefined, replica);
+}
+
+async function boot(env: WorkerEnv): Promise<Booted> {
+  const config = loadConfig(environmentFromBindings(env));
+  const log = consoleLogger(config.LOG_LEVEL);
+  const store = openWorkerStore(config, log);
+  await prepareDatabase(store.client);
   const overrides = config.PLACEMENT_POLICY_JSON ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON') : undefined;
   // Without a JOBS binding the cron drain delivers (outboxOnlyQueue).
   const producer = BindingsSchema.parse(env).JOBS;
-  const deps = makeDeps(createDataStore(client), config, consoleLogger(config.LOG_LEVEL), {
+  const deps = makeDeps(store, config, log, {
     policyOverrides: overrides,
     jobs: producer ? cloudflareQueue(producer) : undefined,
   });

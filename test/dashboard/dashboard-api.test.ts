@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderDashboardAssetsModule } from '../../scripts/bundle-dashboard.js';
+import { clientReader } from '../../src/db/client.js';
 import { readDashboardSummary } from '../../src/dashboard/repo.js';
 import type { PresentedSummary } from '../../src/dashboard/present.js';
 import { SummaryQueryString, toSummaryQuery } from '../../src/dashboard/schema.js';
@@ -181,7 +182,7 @@ describe('GET /dashboard/api/summary', () => {
   it('reads everything in one database round trip', async () => {
     const counted = countRoundTrips(t.deps.store.client);
     const query = toSummaryQuery(SummaryQueryString.parse({ over: '20', trait: 'HW_CPU_X86_AVX2' }));
-    const result = await readDashboardSummary(counted.client, query);
+    const result = await readDashboardSummary(clientReader(counted.client), query);
     expect(counted.count()).toBe(1);
     expect(result.providers.map((p) => p.name)).toEqual(['compute-1', 'compute-1-gpu0']);
   });

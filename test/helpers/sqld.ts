@@ -24,20 +24,39 @@ export function freePort(): Promise<number> {
   });
 }
 
-export async function startSqld(): Promise<Sqld> {
+export interface SqldOptions {
+  /** Serve replicas over gRPC (the primary of a primary/replica pair). */
+  grpc?: boolean;
+  /** Start as a replica of the primary whose gRPC URL this is: reads served here, writes forwarded. */
+  primaryGrpcUrl?: string;
+}
+
+export interface SqldServer extends Sqld {
+  /** The gRPC URL replicas connect to, where `grpc` was asked for. */
+  grpcUrl?: string;
+  child: ChildProcess;
+}
+
+export async function startSqld(options: SqldOptions = {}): Promise<SqldServer> {
   const dir = mkdtempSync(join(tmpdir(), 'sqld-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(SQLD_BIN, ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'], {
-    stdio: 'ignore',
-  });
+  const args = ['--db-path', join(dir, 'db'), '--http-listen-addr', `127.0.0.1:${port}`, '--no-welcome'];
+  let grpcUrl: string | undefined;
+  if (options.grpc) {
+    const grpcPort = await freePort();
+    grpcUrl = `http://127.0.0.1:${grpcPort}`;
+    args.push('--grpc-listen-addr', `127.0.0.1:${grpcPort}`);
+  }
+  if (options.primaryGrpcUrl) args.push('--primary-grpc-url', options.primaryGrpcUrl);
+  const child: ChildProcess = spawn(SQLD_BIN, args, { stdio: 'ignore' });
   const stop = () => {
-    child.kill();
+    child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   };
   for (let i = 0; i < 100; i++) {
     try {
-      if ((await fetch(`${url}/health`)).ok) return { url, stop };
+      if ((await fetch(`${url}/health`)).ok) return { url, grpcUrl, child, stop };
     } catch {
       /* not up yet */
     }
@@ -45,4 +64,18 @@ export async function startSqld(): Promise<Sqld> {
   }
   stop();
   throw new Error(`sqld did not come up at ${url}`);
+}
+
+/** A primary and one replica of it, as a site near an instance would run them. */
+export async function startSqldPair(): Promise<{ primary: SqldServer; replica: SqldServer; stop(): void }> {
+  const primary = await startSqld({ grpc: true });
+  const replica = await startSqld({ primaryGrpcUrl: primary.grpcUrl });
+  return {
+    primary,
+    replica,
+    stop() {
+      replica.stop();
+      primary.stop();
+    },
+  };
 }

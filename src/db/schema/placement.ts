@@ -189,3 +189,14 @@ export const placementEpoch = sqliteTable('placement_epoch', {
   id: integer('id').primaryKey(),
   token: text('token').notNull(),
 });
+
+/**
+ * One row: a counter every write batch raises when the instance reads from a
+ * replica (PLACEMENT_DB_READ_URL; db/replica.ts). A replica whose mark is
+ * below the last one this instance wrote has not caught up with it yet, so
+ * its read goes to the primary instead: reads stay as fresh as our writes.
+ */
+export const placementWriteMarks = sqliteTable('placement_write_marks', {
+  id: integer('id').primaryKey(),
+  mark: integer('mark').notNull(),
+});

@@ -15,7 +15,9 @@ resource(allocationCandidateRoutes, '/allocation_candidates', {
     authorize(c, 'placement:allocation_candidates:list');
     const { config, store, clock } = c.var.deps;
     // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
-    const json = await findAllocationCandidatesJson(store, parseCandidateRequest(queryParams(c), c.var.mv), c.var.mv, {
+    // Read near this instance (a replica where one is configured, never older than our own writes):
+    // a candidate a replica's lag made stale is refused by the claim, which is checked on the primary.
+    const json = await findAllocationCandidatesJson(store.nearby, parseCandidateRequest(queryParams(c), c.var.mv), c.var.mv, {
       randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
       maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
       timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,

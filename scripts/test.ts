@@ -1,0 +1,75 @@
+// `npm test`: the Node suite, then the Worker suite (workerd), then one plain
+// line that counts both together, `tests: N passed, M failed, K skipped`, so a
+// run that silently skipped a suite, or most of one, shows in its last line.
+// Extra arguments go to both vitest runs (e.g. a file filter).
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+
+const SUITES = [
+  { name: 'node', config: 'vitest.config.ts' },
+  { name: 'worker', config: 'vitest.worker.config.ts' },
+];
+
+// The fields of vitest's JSON report this line needs.
+const JsonReport = z.object({
+  numPassedTests: z.number(),
+  numFailedTests: z.number(),
+  numPendingTests: z.number(),
+  numTodoTests: z.number(),
+  testResults: z.array(z.object({ status: z.string(), assertionResults: z.array(z.object({ status: z.string() })) })),
+});
+
+// A file filter may match files of one suite only; the other then has none to run.
+const filters = process.argv.slice(2);
+const passWithNoTests = filters.length > 0 ? ['--passWithNoTests'] : [];
+
+const dir = mkdtempSync(join(tmpdir(), 'npm-test-'));
+const totals = { passed: 0, failed: 0, skipped: 0 };
+let exitCode = 0;
+try {
+  for (const suite of SUITES) {
+    const out = join(dir, `${suite.name}.json`);
+    const run = spawnSync(
+      'npx',
+      [
+        'vitest',
+        'run',
+        '-c',
+        suite.config,
+        '--reporter=default',
+        '--reporter=json',
+        `--outputFile.json=${out}`,
+        ...passWithNoTests,
+        ...filters,
+      ],
+      { stdio: 'inherit' },
+    );
+    if (run.status !== 0) exitCode = 1;
+    let report: z.infer<typeof JsonReport>;
+    try {
+      report = JsonReport.parse(JSON.parse(readFileSync(out, 'utf8')));
+    } catch {
+      // No report: the run died before vitest could write one. Count it as failed.
+      console.error(`npm test: the ${suite.name} suite wrote no report (exit ${run.status ?? run.signal})`);
+      totals.failed += 1;
+      exitCode = 1;
+      continue;
+    }
+    totals.passed += report.numPassedTests;
+    // A file that failed to load (or a hook that threw) has no failed test but is a failure all the same.
+    const brokenFiles = report.testResults.filter(
+      (file) => file.status === 'failed' && !file.assertionResults.some((t) => t.status === 'failed'),
+    ).length;
+    totals.failed += report.numFailedTests + brokenFiles;
+    totals.skipped += report.numPendingTests + report.numTodoTests;
+    console.log(`npm test: ${suite.name} suite: ${report.numPassedTests} passed, ${report.numFailedTests} failed`);
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+if (totals.failed > 0) exitCode = 1;
+console.log(`tests: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
+process.exit(exitCode);
