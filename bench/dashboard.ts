@@ -20,10 +20,10 @@ import { chromium } from 'playwright-core';
 import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { clientReader } from '../src/db/client.js';
-import { readDashboardSummary } from '../src/dashboard/repo.js';
+import { readDashboardSummary } from '../src/diagnostics/dashboard-repo.js';
 import { SummaryQueryString, toSummaryQuery } from '../src/dashboard/schema.js';
 import { countRoundTrips } from '../src/db/round-trips.js';
-import { buildNodeDeps } from '../src/node-service.js';
+import { buildNodeDeps } from '../src/entry/node-service.js';
 
 const { values: args } = parseArgs({
   options: {

@@ -206,7 +206,7 @@ interface LocalServer {
 /** Prepares a temporary database (migrations, standard names) and optionally writes the cloud into it. */
 async function prepareDb(dbFile: string, cloud: Cloud | null): Promise<void> {
   const { loadConfig } = await import('../src/config.js');
-  const { openStore } = await import('../src/node-service.js');
+  const { openStore } = await import('../src/entry/node-service.js');
   const store = await openStore(loadConfig({ PLACEMENT_DB_URL: `file:${dbFile}` }));
   try {
     if (cloud) await directLoad(store.client, cloud);
@@ -238,7 +238,7 @@ async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
   // Ready when it answers and every server process has started (the port
   // answers as soon as the first one listens).
   const { loadConfig } = await import('../src/config.js');
-  const { serverProcessCount } = await import('../src/node-service.js');
+  const { serverProcessCount } = await import('../src/entry/node-service.js');
   const workers = serverProcessCount(loadConfig({ PLACEMENT_WORKERS: args.workers }));
   const expected = workers > 1 ? workers + 1 : 1;
   for (let i = 0; i < 600; i += 1) {

@@ -1,4 +1,4 @@
-// Regenerates src/placement/standard-names.ts from the os-resource-classes and
+// Regenerates src/placement/standard-names.generated.ts from the os-resource-classes and
 // os-traits lists in src/placement/standard-names/*.txt (copies of
 // ../shared/reference/). The lists are compiled in as code because a Worker
 // has no file system. `npm run names:generate` writes the file;
@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const DATA = new URL('../src/placement/standard-names/', import.meta.url);
-export const GENERATED_PATH = fileURLToPath(new URL('../src/placement/standard-names.ts', import.meta.url));
+export const GENERATED_PATH = fileURLToPath(new URL('../src/placement/standard-names.generated.ts', import.meta.url));
 
 interface NameList {
   comments: string[];

@@ -3,11 +3,11 @@
 // everything else is the Placement API.
 import { Hono } from 'hono';
 import type { Deps } from './deps.js';
-import { createCyborgApp } from './cyborg/app.js';
+import { createCyborgApp } from './cyborg/http/app.js';
 import { createDashboardApp } from './dashboard/app.js';
-import { diagnosticsRoutes } from './diagnostics/routes/index.js';
+import { diagnosticsRoutes } from './diagnostics/http/routes/index.js';
 import { openApiDocument } from './openapi/document.js';
-import { createPlacementApp } from './placement/app.js';
+import { createPlacementApp } from './placement/http/app.js';
 
 /** Methods a fetch Request cannot be built with; @hono/node-server hands TRACE over as a GET whose method reads TRACE. */
 const FETCH_FORBIDDEN = new Set(['TRACE', 'TRACK', 'CONNECT']);

@@ -10,10 +10,10 @@ import { ApiError } from '../http/api-error.js';
 import { authenticate, parseTokenTable } from '../http/auth.js';
 import type { AppEnv } from '../http/env.js';
 import { requestId } from '../http/request-id.js';
-import { authorize, placementHttp } from '../placement/http.js';
+import { authorize, placementHttp } from '../placement/http/profile.js';
 import { dashboardAsset, dashboardPage, type DashboardAsset } from './assets.js';
 import { presentSummary } from './present.js';
-import { readDashboardSummary } from './repo.js';
+import { readDashboardSummary } from '../diagnostics/dashboard-repo.js';
 import { SummaryQueryString, toSummaryQuery } from './schema.js';
 
 // Only this service's own origin: the page loads nothing from elsewhere.

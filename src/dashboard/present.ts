@@ -1,6 +1,6 @@
 // The dashboard summary as JSON: snake_case like the APIs it sits beside,
 // provider rows nested into trees.
-import type { DashboardSummary, InventoryUsage, ProviderRow } from './repo.js';
+import type { DashboardSummary, InventoryUsage, ProviderRow } from '../diagnostics/dashboard-repo.js';
 import { DEFAULT_THRESHOLD_PERCENT, type DashboardProviderJson, type SummaryQueryString, type SummaryResponse } from './schema.js';
 
 type PresentedProvider = DashboardProviderJson;

@@ -1,6 +1,6 @@
 // The dashboard summary's query string, checked at the edge.
 import { z } from 'zod';
-import type { SummaryQuery } from './repo.js';
+import type { SummaryQuery } from '../diagnostics/dashboard-repo.js';
 
 /** Where a class counts as nearly full when the request names no `over`. */
 export const DEFAULT_THRESHOLD_PERCENT = 80;

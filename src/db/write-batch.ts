@@ -138,3 +138,6 @@ export async function withRaceRetries<T>(attempt: () => Promise<T>): Promise<T> 
 
 /** `?, ?, ?` for an IN list of `n` values (n >= 1). */
 export const placeholders = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
+
+/** The inside of `IN (...)` for these values: their placeholders, or NULL (matches nothing) when there are none. */
+export const inList = (values: readonly unknown[]): string => (values.length > 0 ? placeholders(values.length) : 'NULL');

@@ -9,6 +9,7 @@ import { acceleratorRequests, outbox } from '../db/schema/cyborg.js';
 import { allocations, consumers, consumerTypes, projects, users } from '../db/schema/placement.js';
 import { capacitySql } from '../placement/capacity.js';
 import { ArqState } from '../cyborg/arq-state.js';
+import type { InventoryUsage } from './dashboard-repo.js';
 
 export interface Page<T> {
   items: T[];
@@ -21,14 +22,8 @@ function pageOf<T>(rows: T[], limit: number, keyOf: (row: T) => string): Page<T>
   return { items, nextMarker: rows.length > limit && items.length ? keyOf(items[items.length - 1]!) : null };
 }
 
-export interface OverCapacityClass {
-  resourceClass: string;
-  total: number;
-  reserved: number;
-  allocationRatio: number;
-  capacity: number;
-  used: number;
-}
+/** A class whose usage exceeds its capacity: the same figures the dashboard shows per class. */
+export type OverCapacityClass = InventoryUsage;
 
 export interface ConsumerOnProvider {
   consumerUuid: string;

@@ -10,10 +10,10 @@ import type { ExecutionContext } from 'hono';
 import { createApp } from '../app.js';
 import { loadConfig } from '../config.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
-import { runPrimary } from '../node-cluster.js';
+import { runPrimary } from './node-cluster.js';
 import { shareWriteMarks } from './write-marks-sharing.js';
 import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
-import { buildNodeDeps, serverProcessCount } from '../node-service.js';
+import { buildNodeDeps, serverProcessCount } from './node-service.js';
 import type { Logger } from '../deps.js';
 
 const config = loadConfig(process.env);

@@ -3,7 +3,7 @@
 // notFound that renders every kind of error. What differs between Placement
 // and the accelerator (Cyborg) API (the service type and version range, the
 // wording and envelope of errors, which policy applies) is an ApiProfile
-// each API declares once (src/placement/http.ts, src/cyborg/http.ts).
+// each API declares once (src/placement/http/profile.ts, src/cyborg/http/profile.ts).
 import type { ErrorHandler, Handler, Hono, MiddlewareHandler, NotFoundHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import { HTTPException } from 'hono/http-exception';

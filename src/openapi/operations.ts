@@ -40,7 +40,7 @@ import { AuditQuery, AuditRepairsRequest, AuditRepairsResult, AuditReport } from
 import { Diagnosis } from '../diagnostics/why-no-host.js';
 import type { Microversion } from '../microversion.js';
 import { allowedKeys as candidateQueryKeys } from '../placement/candidates/parse.js';
-import { LIST_PARAMS } from '../placement/routes/resource-providers.js';
+import { LIST_PARAMS } from '../placement/http/routes/resource-providers.js';
 import { putAggregatesSchema } from '../placement/schemas/aggregates.js';
 import { postAllocationsSchema, putAllocationsSchema } from '../placement/schemas/allocations.js';
 import { postInventorySchema, putInventoriesSchema, putInventorySchema } from '../placement/schemas/inventories.js';

@@ -6,7 +6,7 @@
 // those. Isolates starting together may both insert: ON CONFLICT makes the
 // later one a no-op.
 import type { Client } from '@libsql/client';
-import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from './standard-names.js';
+import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from './standard-names.generated.js';
 
 export async function syncStandards(client: Client): Promise<{ resourceClasses: number; traits: number }> {
   const [classRows, traitRows] = await client.batch(['SELECT name FROM resource_classes', 'SELECT name FROM traits'], 'read');

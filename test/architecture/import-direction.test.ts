@@ -11,7 +11,12 @@ const KNOWN_LEAKS: string[] = [];
 
 describe('import direction', () => {
   it('classifies files by folder', () => {
-    expect(layerOf('src/placement/routes/traits.ts')).toBe('edge');
+    expect(layerOf('src/placement/http/routes/traits.ts')).toBe('edge');
+    expect(layerOf('src/placement/http/middleware.ts')).toBe('edge');
+    expect(layerOf('src/cyborg/http/profile.ts')).toBe('edge');
+    expect(layerOf('src/entry/node-service.ts')).toBe('edge');
+    expect(layerOf('src/placement/writes/claims.ts')).toBe('domain');
+    expect(layerOf('src/diagnostics/dashboard-repo.ts')).toBe('domain');
     expect(layerOf('src/http/auth.ts')).toBe('edge');
     expect(layerOf('src/placement/repo/traits.ts')).toBe('domain');
     expect(layerOf('src/placement/candidates/search.ts')).toBe('domain');
@@ -21,7 +26,7 @@ describe('import direction', () => {
   it('flags the kit importing an API module and error handling outside the kit', () => {
     const kitLeak = findViolationsIn({ 'src/http/kit.ts': "import { MV } from '../placement/versions.js';" });
     expect(kitLeak.map((v) => v.rule)).toEqual(['the HTTP kit imports an API or domain module']);
-    const ownOnError = findViolationsIn({ 'src/cyborg/http.ts': "import { HTTPException } from 'hono/http-exception';" });
+    const ownOnError = findViolationsIn({ 'src/cyborg/http/profile.ts': "import { HTTPException } from 'hono/http-exception';" });
     expect(ownOnError.map((v) => v.rule)).toEqual(['handles HTTPException outside the HTTP kit']);
     const domainKit = findViolationsIn({ 'src/placement/query.ts': "import { httpKit } from '../http/kit.js';" });
     expect(domainKit.map((v) => v.rule)).toEqual(['domain imports edge']);

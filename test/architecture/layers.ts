@@ -1,10 +1,15 @@
 // Which layer a source file belongs to, and which imports break the layer rules.
 // Used by test/architecture/import-direction.test.ts (and `npm run lint`).
 //
-//   edge    src/app.ts, src/entry/, src/http/, src/openapi/, src/*/app.ts, src/*/routes/, the API middleware
-//   domain  src/placement/ (incl. candidates/), src/cyborg/, src/jobs/, src/diagnostics/ ...
+//   edge    the app factory src/app.ts and the HTTP folders: src/entry/, src/http/ (the kit),
+//           src/openapi/, src/dashboard/, and each API's own src/<api>/http/ (app, profile,
+//           middleware, error rendering, routes/)
+//   domain  every other folder of src/: src/placement/ (candidates/, writes/, repo/ ...),
+//           src/cyborg/, src/jobs/, src/diagnostics/ ...
 //   db      src/db/
+//   root    the other loose files of src/ (deps, config, compose, errors ...): composition
 //
+// A file's folder alone decides its layer: there is no list of exceptions.
 // An edge file may import anything, except the HTTP kit (src/http/): it serves both APIs from
 // a profile each declares, so it imports no API or domain module, only itself, the shared
 // leaves and the Deps type; and only the kit handles Hono's HTTPException (every error is
@@ -17,24 +22,13 @@ import { join, posix, relative } from 'node:path';
 
 export type Layer = 'edge' | 'domain' | 'db' | 'root';
 
-const EDGE_FILES = new Set([
-  'src/app.ts',
-  'src/placement/app.ts',
-  'src/placement/middleware.ts',
-  'src/placement/errors.ts', // renders the placement error envelope
-  'src/placement/http.ts', // placement's profile for the HTTP kit
-  'src/cyborg/app.ts',
-  'src/cyborg/http.ts',
-  'src/placement/claim-requests.ts', // the HTTP side of a claim, shared by two routes
-]);
+const EDGE_FOLDERS = /^src\/(entry|http|openapi|dashboard|[^/]+\/http)\//;
 
 export function layerOf(file: string): Layer {
-  if (EDGE_FILES.has(file) || /^src\/(entry|http|dashboard|openapi)\//.test(file) || /^src\/[^/]+\/routes\//.test(file)) {
-    return 'edge';
-  }
+  if (file === 'src/app.ts' || EDGE_FOLDERS.test(file)) return 'edge';
   if (file.startsWith('src/db/')) return 'db';
   if (/^src\/[^/]+\//.test(file)) return 'domain';
-  return 'root'; // src/deps.ts, src/config.ts, src/cli.ts, src/node-service.ts: composition
+  return 'root';
 }
 
 export interface Violation {

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderDashboardAssetsModule } from '../../scripts/bundle-dashboard.js';
 import { clientReader } from '../../src/db/client.js';
-import { readDashboardSummary } from '../../src/dashboard/repo.js';
+import { readDashboardSummary } from '../../src/diagnostics/dashboard-repo.js';
 import type { PresentedSummary } from '../../src/dashboard/present.js';
 import { SummaryQueryString, toSummaryQuery } from '../../src/dashboard/schema.js';
 import { countRoundTrips } from '../../src/db/round-trips.js';

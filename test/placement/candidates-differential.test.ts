@@ -19,17 +19,11 @@ import { parseCandidateQueryString as parseLive } from '../../src/placement/cand
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { findAllocationCandidates } from './candidates-reference/index.js';
 import { parseCandidateQueryString } from './candidates-reference/parse.js';
+import { mulberry32 } from '../helpers/random.js';
 
 /** Small seeded PRNG (mulberry32): a failing seed replays exactly the same queries. */
 function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
   const pick = <T>(list: readonly T[]): T => list[int(0, list.length - 1)]!;
   const chance = (p: number) => next() < p;

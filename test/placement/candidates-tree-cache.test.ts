@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config.js';
 import { clientReader } from '../../src/db/client.js';
 import { countRoundTrips } from '../../src/db/round-trips.js';
 import { Microversion } from '../../src/http/microversion.js';
-import { buildNodeDeps } from '../../src/node-service.js';
+import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { createApp } from '../../src/app.js';
 import { findAllocationCandidates } from '../../src/placement/candidates/index.js';
 import { parseCandidateQueryString } from '../../src/placement/candidates/parse.js';

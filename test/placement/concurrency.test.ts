@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { Deps } from '../../src/deps.js';
-import { buildNodeDeps } from '../../src/node-service.js';
+import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 import { providerGeneration, seedProvider, usageOf } from '../helpers/placement-seed.js';
 import { SQLD_BIN, startSqld } from '../helpers/sqld.js';

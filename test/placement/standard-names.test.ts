@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { GENERATED_PATH, generateFromData, readNameList, renderStandardNames } from '../../scripts/generate-standard-names.js';
-import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../../src/placement/standard-names.js';
+import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../../src/placement/standard-names.generated.js';
 
 const REF = new URL('../../../shared/reference/', import.meta.url);
 const DATA = new URL('../../src/placement/standard-names/', import.meta.url);

@@ -15,23 +15,12 @@ import { JobRegistry } from '../../src/jobs/registry.js';
 import { runSweeps } from '../../src/jobs/sweeps.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { consumeOld, createOldCyborgApp, oldCyborgJobs, runSweepsOld } from './old-cyborg/app.js';
+import { mulberry32 } from '../helpers/random.js';
 
 const SEQUENCES = Number(process.env.CYBORG_DIFF_SEQUENCES ?? 24);
 const STEPS = Number(process.env.CYBORG_DIFF_STEPS ?? 60);
 const SEQUENCES_PER_TEST = 8;
 const FIRST_SEED = Number(process.env.CYBORG_DIFF_SEED ?? 5000);
-
-/** mulberry32: a small seeded PRNG so a failing sequence can be replayed by its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const uuidOf = (kind: number, i: number) => `${String(kind).repeat(8)}-0000-4000-8000-${String(i).padStart(12, '0')}`;
 const HOSTS = ['cn-a', 'cn-b'];
@@ -317,7 +306,7 @@ describe('the accelerator write path answers and stores exactly as the frozen pr
     it(`random sequences ${first}-${last - 1} of ${STEPS} operations`, async () => {
       for (let s = first; s < last; s += 1) {
         const seedValue = FIRST_SEED + s;
-        const rnd = prng(seedValue);
+        const rnd = mulberry32(seedValue);
         await seed();
         const gen = new Generator(rnd, pair);
         for (let step = 0; step < STEPS; step += 1) {

@@ -10,23 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { createOldWritePathApp } from './old/app.js';
+import { mulberry32 } from '../helpers/random.js';
 
 const SEQUENCES = Number(process.env.DIFF_SEQUENCES ?? 40);
 const STEPS = Number(process.env.DIFF_STEPS ?? 40);
 const SEQUENCES_PER_TEST = 10;
 const FIRST_SEED = Number(process.env.DIFF_SEED ?? 1000);
-
-/** mulberry32: a small seeded PRNG so a failing sequence can be replayed by its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const uuidOf = (kind: number, i: number) => `${String(kind).repeat(8)}-0000-4000-8000-${String(i).padStart(12, '0')}`;
 const PROVIDERS = [0, 1, 2, 3].map((i) => uuidOf(1, i));
@@ -416,7 +405,7 @@ describe('the write path answers and stores exactly as the frozen pre-issue-13 o
     it(`random sequences ${first}-${last - 1} of ${STEPS} writes`, async () => {
       for (let s = first; s < last; s += 1) {
         const seedValue = FIRST_SEED + s;
-        const rnd = prng(seedValue);
+        const rnd = mulberry32(seedValue);
         await reset();
         await seed(rnd);
         const gen = new Generator(rnd, pair);

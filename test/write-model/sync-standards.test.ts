@@ -10,7 +10,7 @@ import { applyMigrations } from '../../src/db/migrate.js';
 import { openNodeClient } from '../../src/db/node-client.js';
 import { readMigrationsDir } from '../../src/db/node-migrations.js';
 import { countRoundTrips } from '../../src/db/round-trips.js';
-import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../../src/placement/standard-names.js';
+import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../../src/placement/standard-names.generated.js';
 import { syncStandards } from '../../src/placement/sync-standards.js';
 import { syncStandards as oldSyncStandards } from './old/sync-standards.js';
 

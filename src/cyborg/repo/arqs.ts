@@ -8,7 +8,7 @@ import { and, eq, inArray, isNull, type SQL } from 'drizzle-orm';
 import type { DataStore, Db } from '../../db/client.js';
 import { rowOf } from '../../db/rows.js';
 import { acceleratorRequests, attachHandles, deviceProfiles } from '../../db/schema/cyborg.js';
-import { commitGuarded, placeholders, guard, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { commitGuarded, guard, inList, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { DomainError } from '../../errors.js';
 import type { JobMessage } from '../../jobs/messages.js';
 import { newOutboxRow } from '../../jobs/outbox.js';
@@ -144,8 +144,6 @@ function checkDeviceProvider(facts: ProviderFacts | undefined, req: BindRequest,
 const sameBinding = (arq: ArqRow, req: BindRequest) =>
   arq.hostname === req.hostname && arq.deviceRpUuid === req.deviceRpUuid && arq.instanceUuid === req.instanceUuid;
 
-const inValues = (values: InValue[]) => (values.length ? placeholders(values.length) : 'NULL');
-
 /** The ARQs named by `uuids` that `project` may see (undefined: all), by uuid. */
 function visible(rows: ResultSet, project: string | null | undefined): Map<string, ArqRow> {
   const arqs = rows.rows.map((r) => rowOf(acceleratorRequests, r)).filter((a) => project === undefined || a.projectId === project);
@@ -174,10 +172,10 @@ export async function startBind(
   const providers = readProviderFacts([...new Set(reqs.map((r) => r.deviceRpUuid))]);
   return cyborgWrite(async () => {
     const [arqRows, otherRows, ...facts] = await store.readBatch([
-      { sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inValues(uuids)})`, args: uuids },
+      { sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inList(uuids)})`, args: uuids },
       {
         sql: `SELECT uuid, instance_uuid FROM accelerator_requests
-          WHERE instance_uuid IN (${inValues(instances)}) AND uuid NOT IN (${inValues(uuids)}) ORDER BY id`,
+          WHERE instance_uuid IN (${inList(instances)}) AND uuid NOT IN (${inList(uuids)}) ORDER BY id`,
         args: [...instances, ...uuids],
       },
       ...providers.statements,
@@ -208,7 +206,7 @@ export async function startBind(
     const unchanged = [...new Set(fresh.map(({ req }) => req.deviceRpUuid))].map((rp) => providerUnchanged(providerFacts.get(rp)!));
     const stillFree = guard(
       [
-        `NOT EXISTS (SELECT 1 FROM accelerator_requests WHERE instance_uuid IN (${inValues(freshInstances)}) AND uuid NOT IN (${inValues(uuids)}))`,
+        `NOT EXISTS (SELECT 1 FROM accelerator_requests WHERE instance_uuid IN (${inList(freshInstances)}) AND uuid NOT IN (${inList(uuids)}))`,
         ...unchanged.map((u) => u.sql),
       ].join(' AND '),
       [...freshInstances, ...uuids, ...unchanged.flatMap((u) => u.args)],
@@ -256,7 +254,7 @@ function unbindStatements(arq: ArqRow, now: string): WriteStatement[] {
 /** PATCH remove: 404 for the first ARQ not found, before anything changes. */
 export async function unbindArqs(store: DataStore, uuids: string[], project: string | null | undefined, now: string): Promise<void> {
   await cyborgWrite(async () => {
-    const [rows] = await store.readBatch([{ sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inValues(uuids)})`, args: uuids }]);
+    const [rows] = await store.readBatch([{ sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inList(uuids)})`, args: uuids }]);
     const found = visible(rows!, project);
     const arqs = uuids.map((uuid) => {
       const arq = found.get(uuid);
@@ -296,7 +294,7 @@ export async function deleteArqsByUuid(
   refuseBound?: () => Error,
 ): Promise<string[]> {
   return cyborgWrite(async () => {
-    const [rows] = await store.readBatch([{ sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inValues(uuids)})`, args: uuids }]);
+    const [rows] = await store.readBatch([{ sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inList(uuids)})`, args: uuids }]);
     const found = visible(rows!, project);
     const arqs = [...new Set(uuids)].flatMap((uuid) => (found.has(uuid) ? [found.get(uuid)!] : []));
     const missing = uuids.filter((uuid) => !found.has(uuid));

@@ -6,7 +6,7 @@ import { and, eq, inArray } from 'drizzle-orm';
 import type { DataStore, Db } from '../../db/client.js';
 import { rowOf } from '../../db/rows.js';
 import { attachHandles, deployables, devices } from '../../db/schema/cyborg.js';
-import { commitGuarded, placeholders, guard, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { commitGuarded, guard, inList, placeholders, stmt, type WriteStatement } from '../../db/write-batch.js';
 import type { JobMessage } from '../../jobs/messages.js';
 import { newOutboxRow, type NewOutboxRow } from '../../jobs/outbox.js';
 import type { HostDevicesReport, ProgrammedReport } from '../schemas/agent.js';
@@ -154,7 +154,7 @@ function waitingSql(rpUuids: Ref): Ref {
   };
 }
 
-const inValues = (values: string[]): Ref => ({ sql: values.length ? placeholders(values.length) : 'NULL', args: values });
+const inValues = (values: string[]): Ref => ({ sql: inList(values), args: values });
 
 /**
  * Everything a host report is decided on, as one string: the host's devices,
@@ -211,7 +211,7 @@ export async function applyHostReport(
       },
       {
         sql: `SELECT id, device_rp_uuid FROM accelerator_requests
-          WHERE state = 'BindStarted' AND device_rp_uuid IN (${rpUuids.length ? placeholders(rpUuids.length) : 'NULL'}) ORDER BY id`,
+          WHERE state = 'BindStarted' AND device_rp_uuid IN (${inList(rpUuids)}) ORDER BY id`,
         args: rpUuids,
       },
     ]);

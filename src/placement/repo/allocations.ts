@@ -1,5 +1,5 @@
 // Allocations: reading them by consumer or provider, and the shape of a
-// claim. Claims are written by repo/claims.ts (one read batch, one guarded
+// claim. Claims are written by writes/claims.ts (one read batch, one guarded
 // write batch).
 import { asc, eq } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';

@@ -1,5 +1,5 @@
 // Consumers and the project, user and consumer-type records they point at,
-// as read; repo/claims.ts writes them with the allocations.
+// as read; writes/claims.ts writes them with the allocations.
 import { eq, inArray } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import { consumers, consumerTypes, projects, users } from '../../db/schema/index.js';

@@ -1,6 +1,6 @@
 // Inventories of one provider as read, and the input checks every inventory
-// write shares. The writes themselves are repo/inventory-writes.ts (and the
-// reshaper in repo/claims.ts).
+// write shares. The writes themselves are writes/inventories.ts (and the
+// reshaper in writes/claims.ts).
 import { and, eq } from 'drizzle-orm';
 import { DomainError, ErrorCode } from '../../errors.js';
 import type { Db } from '../../db/client.js';

@@ -1,5 +1,5 @@
 // Resource providers: read and list with filters (the writes are in
-// provider-writes.ts). Trees are kept flat in SQL: every provider stores its
+// writes/providers.ts). Trees are kept flat in SQL: every provider stores its
 // root's id, so "the whole tree" is one indexed equality.
 import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/sqlite-core';

@@ -1,6 +1,6 @@
 // Resource classes: the standard ones (ids 0..N, synced at start, read-only)
 // and custom CUSTOM_* ones (ids from 10000), created, renamed and deleted in
-// resource-class-writes.ts.
+// writes/resource-classes.ts.
 import { DomainError } from '../../errors.js';
 import { eq } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';

@@ -5,8 +5,8 @@
 import { ApiError, ErrorCode, webobDetail } from '../../../src/http/api-error.js';
 import type { Microversion } from '../../../src/http/microversion.js';
 import { badQuery, pyRepr } from '../../../src/http/validate.js';
-import { isUuidLike, normalizeUuid } from '../../../src/uuid.js';
-import { parseMemberOf, parseResources } from '../../../src/placement/query.js';
+import { isUuidLike, normalizeUuid } from '../../oracle-rules/uuid.js';
+import { parseMemberOf, parseResources } from '../../oracle-rules/query.js';
 import { MV } from '../../../src/placement/versions.js';
 
 

@@ -8,7 +8,7 @@
 // A stable-order limit that the lowest trees cannot fill costs one more
 // attempt (index.ts): 4 round trips at most, 1 or 2 as a rule.
 import type { Client, InStatement, Row } from '@libsql/client';
-import { capacityOf, capacitySql, usedSql, type InventoryLimits } from '../../../src/placement/capacity.js';
+import { capacityOf, capacitySql, usedSql, type InventoryLimits } from '../../oracle-rules/capacity.js';
 
 export interface Inventory extends InventoryLimits {
   used: number;

@@ -4,7 +4,7 @@
 // tree by tree, so `limit` stops the work early and the cartesian product of
 // the whole cloud is never built. Semantics follow upstream placement's
 // allocation_candidate.py (_merge_candidates, group policy, same_subtree).
-import { capacityOf, fits } from '../../../src/placement/capacity.js';
+import { capacityOf, fits } from '../../oracle-rules/capacity.js';
 import type { CandidateInventories, Inventory, ProviderNode } from './research.js';
 
 export const SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE';

@@ -1,5 +1,5 @@
 // The accelerator app with the frozen pre-issue-13 Cyborg write path: the
-// same middleware as src/cyborg/app.ts, the old routes, repos, bind job and
+// same middleware as src/cyborg/http/app.ts, the old routes, repos, bind job and
 // outbox (interactive write transactions). `oldCyborgJobs` and `consumeOld`
 // are the job side of the same copy, for a test to run the old bind job.
 import { Hono } from 'hono';
@@ -7,8 +7,8 @@ import type { Deps } from '../../../src/deps.js';
 import { authenticate, parseTokenTable } from '../../../src/http/auth.js';
 import type { AppEnv } from '../../../src/http/env.js';
 import { requestId } from '../../../src/http/request-id.js';
-import { cyborgHttp } from '../../../src/cyborg/http.js';
-import { rootRoutes } from '../../../src/cyborg/routes/root.js';
+import { cyborgHttp } from '../../../src/cyborg/http/profile.js';
+import { rootRoutes } from '../../../src/cyborg/http/routes/root.js';
 import { agentRoutes } from './routes/agent.js';
 import { attributeRoutes } from './routes/attributes.js';
 import { arqRoutes } from './routes/arqs.js';
@@ -20,7 +20,7 @@ export { consume as consumeOld } from './jobs/consume.js';
 export { runSweeps as runSweepsOld } from './jobs/sweeps.js';
 
 /**
- * Serves /v2/... (no /accelerator prefix), as src/cyborg/app.ts does behind its
+ * Serves /v2/... (no /accelerator prefix), as src/cyborg/http/app.ts does behind its
  * mount, with the live HTTP kit (middleware, errors) and the old routes.
  */
 export function createOldCyborgApp(deps: Deps): Hono<AppEnv> {

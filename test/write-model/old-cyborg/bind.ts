@@ -9,7 +9,7 @@ import type { Db } from '../../../src/db/client.js';
 import { acceleratorRequests, attachHandles, deployables, devices } from '../../../src/db/schema/cyborg.js';
 import type { JobMessage, NovaEventPayload } from '../../../src/jobs/messages.js';
 import { addOutbox } from './jobs/outbox.js';
-import { ArqState, RESOLVED_EVENT_STATUS } from '../../../src/cyborg/arq-state.js';
+import { ArqState, RESOLVED_EVENT_STATUS } from '../../oracle-rules/arq-state.js';
 import type { ArqRow } from './repo/arqs.js';
 import { readGroup, type ProfileGroup } from '../../../src/cyborg/schemas/device-profiles.js';
 

@@ -2,7 +2,7 @@
 // analogue of `placement-manage os-traits sync`, run at every start.
 // Idempotent: existing rows are left alone, missing ones are inserted.
 import type { Client } from '@libsql/client';
-import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../../../src/placement/standard-names.js';
+import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../../../src/placement/standard-names.generated.js';
 
 export async function syncStandards(client: Client): Promise<{ resourceClasses: number; traits: number }> {
   const before = await client.execute('SELECT (SELECT count(*) FROM resource_classes), (SELECT count(*) FROM traits)');

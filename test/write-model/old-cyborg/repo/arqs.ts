@@ -8,7 +8,7 @@ import { acceleratorRequests, attachHandles } from '../../../../src/db/schema/cy
 import { inventories, resourceClasses, resourceProviders, resourceProviderTraits, traits } from '../../../../src/db/schema/placement.js';
 import { addOutbox } from '../jobs/outbox.js';
 import type { JobMessage } from '../../../../src/jobs/messages.js';
-import { ArqState, canTransition } from '../../../../src/cyborg/arq-state.js';
+import { ArqState, canTransition } from '../../../oracle-rules/arq-state.js';
 import { arqCountForGroup, readGroup, type ProfileGroup } from '../../../../src/cyborg/schemas/device-profiles.js';
 import { profileGroups, type DeviceProfileRow } from './device-profiles.js';
 

@@ -3,7 +3,7 @@
 // "device programmed" report, and the outbox (dead letters) for operators.
 import { Hono } from 'hono';
 import { listOutbox } from '../jobs/outbox.js';
-import { authorize, cyborgError, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../../../../src/cyborg/http.js';
+import { authorize, cyborgError, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../../../../src/cyborg/http/profile.js';
 import { presentDeployable, presentDevice } from '../../../../src/cyborg/present.js';
 import { applyHostReport, currentHostReport, findDeployable, recordProgrammed } from '../repo/devices.js';
 import { HostDevicesReport, ProgrammedReport } from '../../../../src/cyborg/schemas/agent.js';

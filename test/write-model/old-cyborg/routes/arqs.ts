@@ -1,7 +1,7 @@
 // /v2/accelerator_requests: create, list (?instance=, ?bind_state=resolved),
 // show, PATCH bind/unbind (also on /{uuid}, as pecan routes it), delete.
 import { Hono } from 'hono';
-import { isResolved } from '../../../../src/cyborg/arq-state.js';
+import { isResolved } from '../../../oracle-rules/arq-state.js';
 import {
   authorize,
   cyborgError,
@@ -13,7 +13,7 @@ import {
   selfLink,
   type CyborgContext,
   type CyborgEnv,
-} from '../../../../src/cyborg/http.js';
+} from '../../../../src/cyborg/http/profile.js';
 import { presentArq } from '../../../../src/cyborg/present.js';
 import {
   createArqs,

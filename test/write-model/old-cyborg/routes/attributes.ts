@@ -10,7 +10,7 @@ import {
   selfLink,
   type CyborgContext,
   type CyborgEnv,
-} from '../../../../src/cyborg/http.js';
+} from '../../../../src/cyborg/http/profile.js';
 import { presentAttribute } from '../../../../src/cyborg/present.js';
 import { createAttribute, deleteAttribute, findAttribute, listAttributes } from '../repo/attributes.js';
 import { AttributeListQuery, CreateAttributeBody } from '../../../../src/cyborg/schemas/attributes.js';

@@ -1,6 +1,6 @@
 // /v2/device_profiles: create (list body), list (?name=), show by uuid (by name from 2.2), delete.
 import { Hono } from 'hono';
-import { authorize, cyborgError, queryList, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../../../../src/cyborg/http.js';
+import { authorize, cyborgError, queryList, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../../../../src/cyborg/http/profile.js';
 import { presentDeviceProfile } from '../../../../src/cyborg/present.js';
 import { createDeviceProfile, deleteDeviceProfiles, findDeviceProfile, listDeviceProfiles } from '../repo/device-profiles.js';
 import { CreateDeviceProfileBody, parseGroups } from '../../../../src/cyborg/schemas/device-profiles.js';

@@ -1,7 +1,7 @@
 // /v2/devices and /v2/deployables, as host agents reported them; admins can
 // take a device out of service (disable: status maintaining) and back.
 import { Hono } from 'hono';
-import { authorize, cyborgError, resource, selfLink, type CyborgContext, type CyborgEnv } from '../../../../src/cyborg/http.js';
+import { authorize, cyborgError, resource, selfLink, type CyborgContext, type CyborgEnv } from '../../../../src/cyborg/http/profile.js';
 import { presentDeployable, presentDevice } from '../../../../src/cyborg/present.js';
 import { findDeployable, findDevice, listDeployables, listDevices, setDeviceStatus } from '../repo/devices.js';
 import { MV } from '../../../../src/cyborg/versions.js';

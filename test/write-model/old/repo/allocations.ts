@@ -7,7 +7,7 @@ import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { ApiError, webobDetail } from '../../../../src/http/api-error.js';
 import type { Db } from '../../../../src/db/client.js';
 import { allocations, consumers, inventories, resourceClasses, resourceProviders } from '../../../../src/db/schema/index.js';
-import { amountFitsUnits, capacityOf, usedSql, type InventoryLimits } from '../../../../src/placement/capacity.js';
+import { amountFitsUnits, capacityOf, usedSql, type InventoryLimits } from '../../../oracle-rules/capacity.js';
 import {
   bumpConsumerGeneration,
   deleteConsumersWithoutAllocations,

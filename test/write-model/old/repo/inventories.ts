@@ -5,7 +5,7 @@ import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../../../../src/db/client.js';
 import { allocations, inventories, resourceClasses } from '../../../../src/db/schema/index.js';
 import { ApiError, ErrorCode, webobDetail } from '../../../../src/http/api-error.js';
-import { capacityOf, type InventoryLimits } from '../../../../src/placement/capacity.js';
+import { capacityOf, type InventoryLimits } from '../../../oracle-rules/capacity.js';
 import { inventoryLimitColumns, resourceClassIdsByName, type ProviderRow } from './lookups.js';
 
 /** One inventory record as callers supply it, defaults already applied. */

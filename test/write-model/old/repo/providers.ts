@@ -13,8 +13,8 @@ import {
   resourceProviders,
   resourceProviderTraits,
 } from '../../../../src/db/schema/index.js';
-import { capacitySql, usedSql } from '../../../../src/placement/capacity.js';
-import type { AggregateFilter } from '../../../../src/placement/query.js';
+import { capacitySql, usedSql } from '../../../oracle-rules/capacity.js';
+import type { AggregateFilter } from '../../../oracle-rules/query.js';
 import { findProvider, type ProviderRow } from './lookups.js';
 
 export interface ProviderView {
@@ -126,6 +126,37 @@ export interface NewProvider {
   uuid: string;
   name: string;
   parentUuid: string | null;
+}
+
+/** The interactive create, as before the write model (restored: the oracle must not call the live one). */
+export async function createProvider(db: Db, input: NewProvider, now: string): Promise<ProviderView> {
+  const fail = (why: string) => new DomainError('invalid', `Unable to create resource provider "${input.name}", ${input.uuid}: ${why}`);
+  if (await findProvider(db, input.uuid)) throw duplicate('uuid', input.uuid);
+  await assertNameFree(db, input.name);
+  let parentRow: ProviderRow | undefined;
+  if (input.parentUuid !== null) {
+    if (input.parentUuid === input.uuid) {
+      throw fail('parent provider UUID cannot be same as UUID. Please choose a different parent provider UUID.');
+    }
+    parentRow = await findProvider(db, input.parentUuid);
+    if (!parentRow) throw fail('The specified parent provider UUID does not exist: parent provider UUID does not exist.');
+  }
+  const [inserted] = await db
+    .insert(resourceProviders)
+    .values({
+      uuid: input.uuid,
+      name: input.name,
+      generation: 0,
+      parentProviderId: parentRow?.id ?? null,
+      rootProviderId: parentRow ? (parentRow.rootProviderId ?? parentRow.id) : null,
+      createdAt: now,
+      updatedAt: now,
+    })
+    .returning({ id: resourceProviders.id });
+  if (!parentRow) {
+    await db.update(resourceProviders).set({ rootProviderId: inserted!.id }).where(eq(resourceProviders.id, inserted!.id));
+  }
+  return (await getProviderView(db, input.uuid))!;
 }
 
 /** Ids of the provider and every provider below it. */

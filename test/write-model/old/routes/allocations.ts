@@ -4,7 +4,7 @@ import { Hono } from 'hono';
 import { ApiError, webobDetail } from '../../../../src/http/api-error.js';
 import type { AppContext, AppEnv } from '../../../../src/http/env.js';
 import { readBody } from '../../../../src/http/validate.js';
-import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeaders } from '../../../../src/placement/middleware.js';
+import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
 import {
   allocationsLastModified,
   presentConsumerAllocations,

@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import { ApiError, webobDetail } from '../../../../src/http/api-error.js';
 import type { AppEnv } from '../../../../src/http/env.js';
 import { readBody } from '../../../../src/http/validate.js';
-import { atLeast, authorize, requireVersion, resource } from '../../../../src/placement/middleware.js';
+import { atLeast, authorize, requireVersion, resource } from '../../../../src/placement/http/middleware.js';
 import { InventoryInUseError } from '../repo/inventories.js';
 import { isoNow } from '../repo/lookups.js';
 import { reshape, UnknownResourceClass, type ProviderInventoryChange } from '../repo/reshaper.js';

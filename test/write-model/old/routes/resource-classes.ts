@@ -3,7 +3,7 @@
 import { Hono } from 'hono';
 import type { AppContext, AppEnv } from '../../../../src/http/env.js';
 import { readJson, validateBody } from '../../../../src/http/validate.js';
-import { atLeast, authorize, newest, requireVersion, resource, setCacheHeaders } from '../../../../src/placement/middleware.js';
+import { atLeast, authorize, newest, requireVersion, resource, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
 import { presentResourceClass, resourceClassPath } from '../../../../src/placement/present/resource-classes.js';
 import {
   createResourceClass,

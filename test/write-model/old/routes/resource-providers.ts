@@ -2,17 +2,15 @@
 // create, show, update (rename, re-parent from 1.37), delete.
 import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../../../src/http/api-error.js';
-import { WriteContention } from '../../../../src/db/write-batch.js';
-import { contentionToHttp } from '../../../../src/placement/errors.js';
 import type { AppContext, AppEnv } from '../../../../src/http/env.js';
 import { badQuery, queryParams, readBody } from '../../../../src/http/validate.js';
-import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../../../../src/placement/middleware.js';
+import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
 import { presentProvider } from '../../../../src/placement/present/providers.js';
-import { isUuidLike, normalizeUuid } from '../../../../src/uuid.js';
-import { parseMemberOf, parseRequired, parseResources, traitNames } from '../../../../src/placement/query.js';
+import { isUuidLike, normalizeUuid } from '../../../oracle-rules/uuid.js';
+import { parseMemberOf, parseRequired, parseResources, traitNames } from '../../../oracle-rules/query.js';
 import { findProvider, isoNow, providerNotFound, requireProvider, resourceClassIdsByName, traitIdsByName } from '../repo/lookups.js';
-import { createProviderBatched } from '../../../../src/placement/repo/provider-writes.js';
 import {
+  createProvider,
   deleteProvider,
   getProviderView,
   listProviders,
@@ -20,7 +18,6 @@ import {
   type ProviderListFilter,
   type ProviderView,
 } from '../repo/providers.js';
-import { DuplicateProvider, InvalidNewProvider } from '../../../../src/placement/write-errors.js';
 import { createProviderSchema, updateProviderSchema } from '../../../../src/placement/schemas/providers.js';
 
 export const resourceProviderRoutes = new Hono<AppEnv>();
@@ -112,17 +109,7 @@ resource(resourceProviderRoutes, '/resource_providers', {
     const now = isoNow(deps.clock);
     const uuid = body.uuid ? normalizeUuid(body.uuid) : deps.newId();
     const parentUuid = body.parent_provider_uuid ?? null;
-    let created: ProviderView;
-    try {
-      created = await createProviderBatched(deps.store, { uuid, name: body.name, parentUuid }, now);
-    } catch (err) {
-      if (err instanceof DuplicateProvider) throw new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.DUPLICATE_NAME });
-      if (err instanceof InvalidNewProvider) {
-        throw new ApiError(400, webobDetail(400, `Unable to create resource provider "${body.name}", ${uuid}: ${err.reason}`));
-      }
-      if (err instanceof WriteContention) throw contentionToHttp();
-      throw err;
-    }
+    const created = await deps.store.writeTx((tx) => createProvider(tx, { uuid, name: body.name, parentUuid }, now));
     c.header('location', new URL(`/resource_providers/${created.uuid}`, c.req.url).href);
     if (!atLeast(c, 'POST_RP_RETURNS_BODY')) return c.body(null, 201);
     setCacheHeaders(c, created.updatedAt ?? created.createdAt);

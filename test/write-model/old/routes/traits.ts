@@ -3,13 +3,13 @@ import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../../../src/http/api-error.js';
 import type { AppEnv } from '../../../../src/http/env.js';
 import { badQuery, queryParams, readBody } from '../../../../src/http/validate.js';
-import { authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../../../../src/placement/middleware.js';
+import { authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
 import { bumpGeneration, isoNow, requireProvider, traitIdsByName } from '../repo/lookups.js';
 import {
   deleteTrait, ensureTrait, findTrait, listTraits, providerTraits, setProviderTraits, traitInUse, type TraitListFilter,
 } from '../repo/traits.js';
 import { isValidCustomTrait, putProviderTraitsSchema } from '../../../../src/placement/schemas/traits.js';
-import { STANDARD_TRAITS } from '../../../../src/placement/standard-names.js';
+import { STANDARD_TRAITS } from '../../../../src/placement/standard-names.generated.js';
 
 export const traitRoutes = new Hono<AppEnv>();
 

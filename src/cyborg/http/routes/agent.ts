@@ -1,0 +1,77 @@
+// Endpoints for host agents (admin or service role): the device report (and
+// reading it back), the
+// "device programmed" report, and the outbox (dead letters) for operators.
+import { Hono } from 'hono';
+import { listOutbox } from '../../../jobs/outbox.js';
+import { authorize, cyborgError, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../profile.js';
+import { presentDeployable, presentDevice } from '../../present.js';
+import { applyHostReport, currentHostReport, recordProgrammed } from '../../repo/devices.js';
+import { HostDevicesReport, Hostname, ProgrammedReport } from '../../schemas/agent.js';
+import { OutboxQuery, parseQuery } from '../../schemas/queries.js';
+import type { OutboxListJson } from '../../schemas/responses.js';
+
+const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
+export const agentRoutes = new Hono<CyborgEnv>();
+
+async function sendAll(c: CyborgContext, jobs: ({ type: 'bind' | 'nova-event'; outboxId: number } | undefined)[]) {
+  const { deps } = c.var;
+  for (const job of jobs) {
+    if (job)
+      await deps.jobs.send(job).catch((err: unknown) => deps.log.warn('job send failed; the drain will deliver', { err: String(err) }));
+  }
+}
+
+resource(agentRoutes, '/hosts/:hostname/devices', {
+  // The host's last report, so an agent can send a new one only when it differs.
+  GET: async (c) => {
+    authorize(c, 'cyborg:agent:report');
+    return c.json(await currentHostReport(c.var.deps.store.db, c.req.param('hostname') ?? ''));
+  },
+  PUT: async (c) => {
+    authorize(c, 'cyborg:agent:report');
+    const named = Hostname.safeParse(c.req.param('hostname') ?? '');
+    if (!named.success) throw cyborgError(400, `Invalid input: ${named.error.issues[0]!.message}.`);
+    const hostname = named.data;
+    const report = await readCyborgBody(c, HostDevicesReport);
+    const { deps } = c.var;
+    const now = deps.clock();
+    const result = await applyHostReport(deps.store, hostname, report, deps.newId, now.toISOString(), now.getTime());
+    await sendAll(c, result.jobs);
+    return c.json({ devices: result.devices.map((d) => presentDevice(d, link(c), true)) });
+  },
+});
+
+resource(agentRoutes, '/deployables/:uuid/programmed', {
+  PUT: async (c) => {
+    authorize(c, 'cyborg:agent:report');
+    const uuid = c.req.param('uuid') ?? '';
+    const report = await readCyborgBody(c, ProgrammedReport);
+    const { deps } = c.var;
+    const now = deps.clock();
+    const recorded = await recordProgrammed(deps.store, uuid, report, now.toISOString(), now.getTime());
+    if (!recorded) throw cyborgError(404, `Deployable ${uuid} could not be found.`);
+    await sendAll(c, [recorded.job]);
+    return c.json(presentDeployable(recorded.deployable, recorded.deviceUuid, link(c)));
+  },
+});
+
+resource(agentRoutes, '/outbox', {
+  GET: async (c) => {
+    authorize(c, 'cyborg:outbox:get_all');
+    const { state } = parseQuery(OutboxQuery, c.req.query());
+    const rows = await listOutbox(c.var.deps.store.db, { state });
+    return c.json({
+      outbox: rows.map((r) => ({
+        id: r.id,
+        topic: r.topic,
+        state: r.state,
+        attempts: r.attempts,
+        next_attempt_at: new Date(r.nextAttemptAt).toISOString(),
+        last_error: r.lastError,
+        payload: JSON.parse(r.payload) as unknown,
+        created_at: r.createdAt,
+        updated_at: r.updatedAt,
+      })),
+    } satisfies OutboxListJson);
+  },
+});

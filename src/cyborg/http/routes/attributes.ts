@@ -1,0 +1,56 @@
+// /v2/attributes: key/value facts about deployables. List (?deployable_id=),
+// show, create and delete; reads for project managers and admins, writes admin.
+import { Hono } from 'hono';
+import {
+  authorize,
+  cyborgError,
+  readCyborgBody,
+  readCyborgQuery,
+  resource,
+  selfLink,
+  type CyborgContext,
+  type CyborgEnv,
+} from '../profile.js';
+import { presentAttribute } from '../../present.js';
+import { createAttribute, deleteAttribute, findAttribute, listAttributes } from '../../repo/attributes.js';
+import { AttributeListQuery, CreateAttributeBody } from '../../schemas/attributes.js';
+
+const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
+export const attributeRoutes = new Hono<CyborgEnv>();
+
+resource(attributeRoutes, '/attributes', {
+  GET: async (c) => {
+    authorize(c, 'cyborg:attribute:get_all');
+    const { deployable_id: deployableId } = readCyborgQuery(c, AttributeListQuery);
+    const rows = await listAttributes(c.var.deps.store.db, { deployableId });
+    return c.json({ attributes: rows.map((r) => presentAttribute(r, link(c))) });
+  },
+  POST: async (c) => {
+    authorize(c, 'cyborg:attribute:create');
+    const input = await readCyborgBody(c, CreateAttributeBody);
+    const { deps } = c.var;
+    const row = await createAttribute(
+      deps.store,
+      { uuid: deps.newId(), deployableId: input.deployable_id, key: input.key, value: input.value },
+      deps.clock().toISOString(),
+    );
+    if (!row) throw cyborgError(400, `Deployable ${input.deployable_id} could not be found.`);
+    return c.json(presentAttribute(row, link(c)), 201);
+  },
+});
+
+resource(attributeRoutes, '/attributes/:uuid', {
+  GET: async (c) => {
+    authorize(c, 'cyborg:attribute:get_one');
+    const row = await findAttribute(c.var.deps.store.db, c.req.param('uuid') ?? '');
+    if (!row) throw cyborgError(404, `Attribute ${c.req.param('uuid')} could not be found.`);
+    return c.json(presentAttribute(row, link(c)));
+  },
+  DELETE: async (c) => {
+    authorize(c, 'cyborg:attribute:delete');
+    const uuid = c.req.param('uuid') ?? '';
+    const removed = await deleteAttribute(c.var.deps.store, uuid);
+    if (!removed) throw cyborgError(404, `Attribute ${uuid} could not be found.`);
+    return c.body(null, 204);
+  },
+});

@@ -1,0 +1,68 @@
+// Node-mode wiring: open the libSQL database, apply migrations, sync the
+// standard names, and build the Deps createApp() needs. Shared by the
+// server entry, the CLI, tests and the benchmark.
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import type { AppConfig } from '../config.js';
+import { createClient } from '@libsql/client';
+import { createDataStore, type DataStore, type ReplicaConnection } from '../db/client.js';
+import { fetchWithTimeout } from '../db/replica.js';
+import { applyMigrations } from '../db/migrate.js';
+import { openNodeBatchRunner, openNodeClient } from '../db/node-client.js';
+import { MIGRATIONS } from '../db/migrations.generated.js';
+import { syncStandards } from '../placement/sync-standards.js';
+import { makeDeps } from '../compose.js';
+import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
+import { InProcessQueue } from '../jobs/queue.js';
+
+export interface OpenOptions {
+  /** Apply migrations and sync standard names (false in forked workers: the primary did it). */
+  prepare?: boolean;
+}
+
+export async function openStore(
+  config: AppConfig,
+  { prepare = true }: OpenOptions = {},
+  log: Logger = consoleLogger(config.LOG_LEVEL),
+): Promise<DataStore> {
+  const client = await openNodeClient(config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN);
+  if (prepare) {
+    // The bundled copy of drizzle/ (a test keeps it current), so the built
+    // dist/server.mjs needs no migrations folder beside it.
+    await applyMigrations(client, MIGRATIONS);
+    await syncStandards(client);
+  }
+  return createDataStore(client, openNodeBatchRunner(config.PLACEMENT_DB_URL), openReplica(config, log));
+}
+
+/** The read replica's client, where PLACEMENT_DB_READ_URL names one (db/replica.ts). */
+function openReplica(config: AppConfig, log: Logger): ReplicaConnection | undefined {
+  if (!config.PLACEMENT_DB_READ_URL) return undefined;
+  const client = createClient({
+    url: config.PLACEMENT_DB_READ_URL,
+    authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
+    fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
+  });
+  return { client, retryMs: config.PLACEMENT_DB_READ_RETRY_MS, log };
+}
+
+export async function buildNodeDeps(
+  config: AppConfig,
+  log: Logger = consoleLogger(config.LOG_LEVEL),
+  options: OpenOptions = {},
+): Promise<Deps> {
+  const file = config.PLACEMENT_POLICY_FILE;
+  const overrides = file ? parsePolicyOverrides(readFileSync(file, 'utf8'), file) : undefined;
+  // The queue consumes once startNodeJobs() attaches consume() to it.
+  const jobs = new InProcessQueue((err) => log.error('job failed', { err: String(err) }));
+  return makeDeps(await openStore(config, options, log), config, log, { policyOverrides: overrides, jobs });
+}
+
+/**
+ * How many server processes to run: PLACEMENT_WORKERS, or one per core when
+ * it is 0. An in-memory database exists only inside one process, so it gets one.
+ */
+export function serverProcessCount(config: AppConfig, cores = availableParallelism()): number {
+  if (/^file::memory:|^:memory:/.test(config.PLACEMENT_DB_URL)) return 1;
+  return config.PLACEMENT_WORKERS > 0 ? config.PLACEMENT_WORKERS : Math.max(1, cores);
+}

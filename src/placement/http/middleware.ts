@@ -1,0 +1,69 @@
+// Placement-wide request handling: the checks placement runs before routing
+// (content-length/content-type, Accept) and the helpers handlers use for
+// cache headers and version gates. Routing with 405 + Allow, policy checks,
+// negotiation and error rendering are the HTTP kit's (./http.ts).
+import { createMiddleware } from 'hono/factory';
+import { matchedRoutes } from 'hono/route';
+import { acceptsJson } from '../../http/accept.js';
+import type { AppContext, AppEnv } from '../../http/env.js';
+import { placementError } from './render-errors.js';
+import { newest } from '../present/timestamps.js';
+import { MV, type Feature } from '../versions.js';
+
+export { authorize, resource } from './profile.js';
+export { newest };
+
+/** Before routing, as upstream's wsgi filters: content-length must be an integer, a body needs a content type. */
+export function placementContentChecks() {
+  return createMiddleware<AppEnv>(async function placementContentChecksMiddleware(c, next) {
+    const length = c.req.header('content-length');
+    if (length !== undefined) {
+      if (!/^\s*\d+\s*$/.test(length)) throw placementError(400, 'content-length header must be an integer');
+      if (Number(length) > 0 && !c.req.header('content-type')) {
+        throw placementError(400, 'content-type header required when content-length > 0');
+      }
+    }
+    return next();
+  });
+}
+
+/**
+ * Like upstream's check_accept decorator: only routes that exist refuse a
+ * non-JSON Accept (406); an unknown URL stays a 404.
+ */
+export function placementAcceptCheck() {
+  return createMiddleware<AppEnv>(async function placementAcceptCheckMiddleware(c, next) {
+    if (c.req.method !== 'GET' || acceptsJson(c.req.header('accept'))) return next();
+    const routed = matchedRoutes(c).some((r) => r.path !== '/*' && r.path !== '*');
+    if (routed) throw placementError(406, 'Only application/json is provided');
+    return next();
+  });
+}
+
+export function atLeast(c: AppContext, feature: Feature): boolean {
+  return c.var.mv.atLeast(MV[feature]);
+}
+
+/** Routes that do not exist below a microversion answer 404 (or 405), as version_handler does. */
+export function requireVersion(c: AppContext, feature: Feature, status: 404 | 405 = 404): void {
+  if (!atLeast(c, feature)) {
+    if (status === 405) {
+      throw placementError(405, `The method ${c.req.method} is not allowed for this resource.`);
+    }
+    throw placementError(404, 'The resource could not be found.');
+  }
+}
+
+/** last-modified / cache-control from 1.15. `when` is the newest timestamp involved, or now. */
+export function setCacheHeaders(c: AppContext, when?: string | Date | null): void {
+  if (!atLeast(c, 'LAST_MODIFIED')) return;
+  const date = when ? new Date(when) : c.var.deps.clock();
+  const valid = Number.isNaN(date.getTime()) ? c.var.deps.clock() : date;
+  c.header('last-modified', valid.toUTCString());
+  c.header('cache-control', 'no-cache');
+}
+
+/** A path parameter of the matched route (resource() loses Hono's path typing). */
+export function pathParam(c: AppContext, name: string): string {
+  return c.req.param(name) ?? '';
+}

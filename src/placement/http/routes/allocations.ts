@@ -1,0 +1,100 @@
+// /allocations/{consumer_uuid} (GET, PUT, DELETE), POST /allocations (1.13)
+// and GET /resource_providers/{uuid}/allocations.
+import { Hono } from 'hono';
+import { ApiError, webobDetail } from '../../../http/api-error.js';
+import type { AppContext, AppEnv } from '../../../http/env.js';
+import { readBody } from '../../../http/validate.js';
+import { parseUuidLike } from '../../../uuid.js';
+import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
+import { allocationsLastModified, presentConsumerAllocations, presentProviderAllocations } from '../../present/allocations.js';
+import { allocationsForConsumer, allocationsForProvider, type ConsumerClaim } from '../../repo/allocations.js';
+import { deleteConsumerAllocations } from '../../writes/claims.js';
+import { consumerViews } from '../../repo/consumers.js';
+import { claimFromBody, writeClaims } from '../claim-requests.js';
+import { findProvider } from '../../repo/lookups.js';
+import { postAllocationsSchema, isListForm, putAllocationsSchema } from '../../schemas/allocations.js';
+
+export const allocationRoutes = new Hono<AppEnv>();
+
+async function putClaim(c: AppContext, uuid: string): Promise<ConsumerClaim> {
+  const body = await readBody(c, putAllocationsSchema(c.var.mv));
+  if (isListForm(body)) {
+    // 1.0-1.11: a list of {resource_provider: {uuid}, resources}; project and user from 1.8.
+    const allocations: ConsumerClaim['allocations'] = {};
+    for (const item of body.allocations) allocations[item.resource_provider.uuid] = item.resources;
+    const owner = 'project_id' in body ? body : { project_id: undefined, user_id: undefined };
+    return { uuid, allocations, projectId: owner.project_id, userId: owner.user_id };
+  }
+  return claimFromBody(c, uuid, body);
+}
+
+resource(allocationRoutes, '/allocations', {
+  POST: async (c) => {
+    requireVersion(c, 'POST_ALLOCATIONS');
+    authorize(c, 'placement:allocations:manage');
+    const body = await readBody(c, postAllocationsSchema(c.var.mv));
+    const claims = Object.entries(body).map(([uuid, part]) => claimFromBody(c, uuid, part));
+    await writeClaims(c, claims, 'Unable to allocate inventory ');
+    return c.body(null, 204);
+  },
+});
+
+/**
+ * The consumer a path names. PUT stores a uuid in its canonical form (as
+ * upstream's UUIDField does), so GET and DELETE look up that form too: the
+ * same path reads back what it wrote, whatever the case or dashes. Anything
+ * else is looked up as given (it names no consumer).
+ */
+const consumerOfPath = (c: AppContext) => {
+  const raw = pathParam(c, 'consumer_uuid');
+  return parseUuidLike(raw.trim()) ?? raw;
+};
+
+resource(allocationRoutes, '/allocations/:consumer_uuid', {
+  GET: async (c) => {
+    authorize(c, 'placement:allocations:list');
+    const uuid = consumerOfPath(c);
+    const { db } = c.var.deps.store;
+    const rows = await allocationsForConsumer(db, uuid);
+    const consumer = rows.length > 0 ? (await consumerViews(db, [uuid])).get(uuid) : undefined;
+    setCacheHeaders(c, allocationsLastModified(rows));
+    return c.json(
+      presentConsumerAllocations(rows, consumer, {
+        withOwner: atLeast(c, 'ALLOC_DICT'),
+        withGeneration: atLeast(c, 'CONSUMER_GENERATION'),
+        withType: atLeast(c, 'CONSUMER_TYPES'),
+      }),
+    );
+  },
+  PUT: async (c) => {
+    authorize(c, 'placement:allocations:update');
+    const raw = pathParam(c, 'consumer_uuid');
+    const uuid = parseUuidLike(raw.trim());
+    if (!uuid) throw new ApiError(400, webobDetail(400, `Malformed consumer_uuid: ${raw}`));
+    const claim = await putClaim(c, uuid);
+    await writeClaims(c, [claim], `Unable to allocate inventory for consumer ${uuid}: `);
+    return c.body(null, 204);
+  },
+  DELETE: async (c) => {
+    authorize(c, 'placement:allocations:delete');
+    const uuid = consumerOfPath(c);
+    const removed = await deleteConsumerAllocations(c.var.deps.store, uuid);
+    if (!removed) throw new ApiError(404, webobDetail(404, `No allocations for consumer '${uuid}'`));
+    return c.body(null, 204);
+  },
+});
+
+resource(allocationRoutes, '/resource_providers/:uuid/allocations', {
+  GET: async (c) => {
+    authorize(c, 'placement:resource_providers:allocations:list');
+    const uuid = pathParam(c, 'uuid');
+    const { db } = c.var.deps.store;
+    const provider = await findProvider(db, uuid);
+    if (!provider) {
+      throw new ApiError(404, webobDetail(404, `Resource provider '${uuid}' not found: No resource provider with uuid ${uuid} found`));
+    }
+    const rows = await allocationsForProvider(db, provider.id);
+    setCacheHeaders(c, allocationsLastModified(rows));
+    return c.json(presentProviderAllocations(rows, provider.generation, atLeast(c, 'CONSUMER_GENERATION')));
+  },
+});

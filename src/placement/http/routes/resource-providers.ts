@@ -1,0 +1,161 @@
+// /resource_providers and /resource_providers/{uuid}: list with filters,
+// create, show, update (rename, re-parent from 1.37), delete.
+import { Hono } from 'hono';
+import { ApiError, ErrorCode, webobDetail } from '../../../http/api-error.js';
+import type { AppContext, AppEnv } from '../../../http/env.js';
+import { badQuery, queryParams, readBody } from '../../../http/validate.js';
+import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../middleware.js';
+import { presentProvider } from '../../present/providers.js';
+import { isUuidLike, normalizeUuid } from '../../../uuid.js';
+import { parseMemberOf, parseRequired, parseResources, traitNames } from '../../query.js';
+import { isoNow, providerNotFound, resourceClassIdsByName, traitIdsByName } from '../../repo/lookups.js';
+import { createProviderBatched, deleteProviderBatched, updateProviderBatched } from '../../writes/providers.js';
+import { getProviderView, listProviders, type ProviderListFilter, type ProviderView } from '../../repo/providers.js';
+import { DuplicateProvider, InvalidNewProvider, ProviderNotFound } from '../../writes/refusals.js';
+import { createProviderSchema, updateProviderSchema } from '../../schemas/providers.js';
+
+export const resourceProviderRoutes = new Hono<AppEnv>();
+
+/** What the create/update bodies carry, across their microversions. */
+interface ProviderBody {
+  name: string;
+  uuid?: string | undefined;
+  parent_provider_uuid?: string | null | undefined;
+}
+
+/** Query parameters GET /resource_providers knows, by the version that added them. */
+export const LIST_PARAMS: [string, Parameters<typeof atLeast>[1] | null][] = [
+  ['uuid', null],
+  ['name', null],
+  ['member_of', 'MEMBER_OF_LIST'],
+  ['resources', 'RESOURCES_FILTER'],
+  ['in_tree', 'NESTED'],
+  ['required', 'RP_REQUIRED'],
+];
+
+async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
+  const params = queryParams(c);
+  const known = LIST_PARAMS.filter(([, feature]) => !feature || atLeast(c, feature)).map(([name]) => name);
+  const unexpected = Object.keys(params).filter((k) => !known.includes(k));
+  if (unexpected.length) {
+    throw badQuery(
+      `Additional properties are not allowed (${unexpected.map((k) => `'${k}'`).join(', ')} ${unexpected.length > 1 ? 'were' : 'was'} unexpected)`,
+    );
+  }
+  const last = (name: string) => params[name]?.[params[name]!.length - 1];
+  const filter: ProviderListFilter = {};
+  const { db } = c.var.deps.store;
+
+  const uuid = last('uuid');
+  if (uuid !== undefined) {
+    if (!isUuidLike(uuid)) throw badQuery(`'${uuid}' is not a 'uuid'`);
+    filter.uuid = uuid;
+  }
+  const name = last('name');
+  if (name !== undefined) filter.name = name;
+  const inTree = last('in_tree');
+  if (inTree !== undefined) {
+    if (!isUuidLike(inTree)) throw badQuery(`'${inTree}' is not a 'uuid'`);
+    filter.inTree = inTree;
+  }
+  if (params.member_of) {
+    // Repeated member_of (AND of groups) is 1.24+; parseMemberOf refuses it earlier.
+    filter.memberOf = parseMemberOf(params.member_of, c.var.mv);
+  }
+  if (params.required) {
+    const traits = parseRequired(params.required, c.var.mv);
+    const names = traitNames(traits);
+    const ids = await traitIdsByName(db, names);
+    const missing = names.filter((n) => !ids.has(n));
+    if (missing.length) throw new ApiError(400, webobDetail(400, `No such trait(s): ${missing.join(', ')}.`));
+    filter.traits = {
+      required: traits.required.map((n) => ids.get(n)!),
+      forbidden: traits.forbidden.map((n) => ids.get(n)!),
+      anyOf: traits.anyOf.map((group) => group.map((n) => ids.get(n)!)),
+    };
+  }
+  const resources = last('resources');
+  if (resources !== undefined) {
+    const amounts = parseResources(resources);
+    const ids = await resourceClassIdsByName(db, [...amounts.keys()]);
+    filter.resources = new Map();
+    for (const [rc, amount] of amounts) {
+      const id = ids.get(rc);
+      if (id === undefined) throw badQuery(`Invalid resource class in resources parameter: No such resource class ${rc}.`);
+      filter.resources.set(id, amount);
+    }
+  }
+  return filter;
+}
+
+resource(resourceProviderRoutes, '/resource_providers', {
+  GET: async (c) => {
+    authorize(c, 'placement:resource_providers:list');
+    const providers = await listProviders(c.var.deps.store.db, await parseListFilter(c));
+    setCacheHeaders(c, newest(...providers.flatMap((p) => [p.createdAt, p.updatedAt])));
+    return c.json({ resource_providers: providers.map((p) => presentProvider(p, c.var.mv)) });
+  },
+
+  POST: async (c) => {
+    authorize(c, 'placement:resource_providers:create');
+    const body: ProviderBody = await readBody(c, createProviderSchema(c.var.mv));
+    const { deps } = c.var;
+    const now = isoNow(deps.clock);
+    const uuid = body.uuid ? normalizeUuid(body.uuid) : deps.newId();
+    const parentUuid = body.parent_provider_uuid ?? null;
+    let created: ProviderView;
+    try {
+      created = await createProviderBatched(deps.store, { uuid, name: body.name, parentUuid }, now);
+    } catch (err) {
+      if (err instanceof DuplicateProvider) throw new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.DUPLICATE_NAME });
+      if (err instanceof InvalidNewProvider) {
+        throw new ApiError(400, webobDetail(400, `Unable to create resource provider "${body.name}", ${uuid}: ${err.reason}`));
+      }
+      throw err;
+    }
+    c.header('location', new URL(`/resource_providers/${created.uuid}`, c.req.url).href);
+    if (!atLeast(c, 'POST_RP_RETURNS_BODY')) return c.body(null, 201);
+    setCacheHeaders(c, created.updatedAt ?? created.createdAt);
+    return c.json(presentProvider(created, c.var.mv), 200);
+  },
+});
+
+resource(resourceProviderRoutes, '/resource_providers/:uuid', {
+  GET: async (c) => {
+    authorize(c, 'placement:resource_providers:show');
+    const uuid = pathParam(c, 'uuid');
+    const rp = await getProviderView(c.var.deps.store.db, uuid);
+    if (!rp) throw providerNotFound(uuid);
+    setCacheHeaders(c, newest(rp.createdAt, rp.updatedAt));
+    return c.json(presentProvider(rp, c.var.mv));
+  },
+
+  PUT: async (c) => {
+    authorize(c, 'placement:resource_providers:update');
+    const body: ProviderBody = await readBody(c, updateProviderSchema(c.var.mv));
+    const { deps } = c.var;
+    const uuid = pathParam(c, 'uuid');
+    const updated = await updateProviderBatched(
+      deps.store,
+      uuid,
+      { name: body.name, parentUuid: body.parent_provider_uuid, allowReparent: atLeast(c, 'REPARENT') },
+      isoNow(deps.clock),
+    );
+    setCacheHeaders(c, newest(updated.createdAt, updated.updatedAt));
+    return c.json(presentProvider(updated, c.var.mv));
+  },
+
+  DELETE: async (c) => {
+    authorize(c, 'placement:resource_providers:delete');
+    const uuid = pathParam(c, 'uuid');
+    try {
+      await deleteProviderBatched(c.var.deps.store, uuid);
+    } catch (err) {
+      if (err instanceof ProviderNotFound) {
+        throw new ApiError(404, webobDetail(404, `No resource provider with uuid ${uuid} found for delete`));
+      }
+      throw err;
+    }
+    return c.body(null, 204);
+  },
+});

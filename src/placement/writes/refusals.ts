@@ -1,0 +1,157 @@
+// Why a Placement write was refused, as typed domain errors: the write model
+// (writes/claims.ts and the other writes/ modules) throws these. Each carries its
+// default problem and upstream error code, so placement's onError answers it
+// as is; an endpoint that words a refusal its own way catches the class and
+// rethrows (routes/allocations.ts, routes/reshaper.ts).
+import { DomainError, ErrorCode } from '../../errors.js';
+
+/** A claim names a provider that does not exist (400). */
+export class ProviderMissing extends DomainError {
+  constructor(readonly uuid: string) {
+    super('invalid', `Allocation for resource provider '${uuid}' that does not exist.`);
+    this.name = 'ProviderMissing';
+  }
+}
+
+/** The caller's consumer generation is not the stored one (409 concurrent_update). */
+export class ConsumerGenerationMismatch extends DomainError {
+  constructor(
+    readonly expected: number | null,
+    readonly got: number | null | undefined,
+  ) {
+    const show = (g: number | null | undefined) => (g === null || g === undefined ? 'null' : String(g));
+    super('conflict', `consumer generation conflict - expected ${show(expected)} but got ${show(got)}`, ErrorCode.CONCURRENT_UPDATE);
+    this.name = 'ConsumerGenerationMismatch';
+  }
+}
+
+/** The caller's provider generation is not the stored one (409 concurrent_update). */
+export class ProviderGenerationMismatch extends DomainError {
+  constructor(
+    readonly uuid: string,
+    readonly actual: number,
+    readonly given: number,
+  ) {
+    super(
+      'conflict',
+      `resource provider generation conflict for provider ${uuid}: actual: ${actual}, given: ${given}`,
+      ErrorCode.CONCURRENT_UPDATE,
+    );
+    this.name = 'ProviderGenerationMismatch';
+  }
+}
+
+/** A reshaper names an inventory provider that does not exist (400 resource_provider.not_found). */
+export class InventoryProviderMissing extends DomainError {
+  constructor(readonly uuid: string) {
+    super(
+      'invalid',
+      `Resource provider ${uuid} in inventories not found: No resource provider with uuid ${uuid} found`,
+      ErrorCode.PROVIDER_NOT_FOUND,
+    );
+    this.name = 'InventoryProviderMissing';
+  }
+}
+
+/** Inventory input refused before any usage is looked at (400), e.g. reserved > total. */
+export class InvalidInventoryInput extends DomainError {
+  constructor(message: string) {
+    super('invalid', message);
+    this.name = 'InvalidInventoryInput';
+  }
+}
+
+/** Inventory of classes that still have allocations would be removed (409 inventory.inuse). */
+export class InventoryInUse extends DomainError {
+  constructor(readonly reason: string) {
+    super('conflict', reason, ErrorCode.INVENTORY_INUSE);
+    this.name = 'InventoryInUse';
+  }
+}
+
+/** The provider named in the path does not exist (404). */
+export class ProviderNotFound extends DomainError {
+  constructor(readonly uuid: string) {
+    super('not_found', `No resource provider with uuid ${uuid} found`);
+    this.name = 'ProviderNotFound';
+  }
+}
+
+/** A class to add is already in the provider's inventory (409 concurrent_update). */
+export class InventoryExists extends DomainError {
+  constructor(message: string) {
+    super('conflict', message, ErrorCode.CONCURRENT_UPDATE);
+    this.name = 'InventoryExists';
+  }
+}
+
+/** A class to delete is not in the provider's inventory (404). */
+export class InventoryNotFound extends DomainError {
+  constructor(message: string) {
+    super('not_found', message);
+    this.name = 'InventoryNotFound';
+  }
+}
+
+/** The caller's provider generation is not the stored one; each endpoint words the 409 its own way. */
+export class StaleProviderGeneration extends DomainError {
+  constructor(readonly uuid: string) {
+    super('conflict', `resource provider ${uuid} changed`, ErrorCode.CONCURRENT_UPDATE);
+    this.name = 'StaleProviderGeneration';
+  }
+}
+
+/** Traits that do not exist (400 "No such trait(s): ..."). */
+export class UnknownTraits extends DomainError {
+  constructor(readonly names: string[]) {
+    super('invalid', `No such trait(s): ${names.join(', ')}`);
+    this.name = 'UnknownTraits';
+  }
+}
+
+/** A provider with this uuid or name exists already (409 duplicate_name). */
+export class DuplicateProvider extends DomainError {
+  constructor(
+    readonly field: 'name' | 'uuid',
+    readonly value: string,
+  ) {
+    super('conflict', `Conflicting resource provider ${field}: ${value} already exists.`, ErrorCode.DUPLICATE_NAME);
+    this.name = 'DuplicateProvider';
+  }
+}
+
+/** A provider cannot be created as asked (400 "Unable to create resource provider ..."). */
+export class InvalidNewProvider extends DomainError {
+  constructor(readonly reason: string) {
+    super('invalid', reason);
+    this.name = 'InvalidNewProvider';
+  }
+}
+
+/** A provider update that upstream refuses (400), e.g. a loop in the tree or re-parenting before 1.37. */
+export class InvalidProviderUpdate extends DomainError {
+  constructor(readonly reason: string) {
+    super('invalid', reason);
+    this.name = 'InvalidProviderUpdate';
+  }
+}
+
+/** A provider to delete still has children (409 resource_provider.cannot_delete_parent). */
+export class ProviderHasChildren extends DomainError {
+  constructor(readonly uuid: string) {
+    super(
+      'conflict',
+      `Unable to delete parent resource provider ${uuid}: It has child resource providers.`,
+      ErrorCode.PROVIDER_CANNOT_DELETE_PARENT,
+    );
+    this.name = 'ProviderHasChildren';
+  }
+}
+
+/** A provider to delete still has allocations (409 resource_provider.inuse). */
+export class ProviderInUse extends DomainError {
+  constructor(readonly uuid: string) {
+    super('conflict', `Unable to delete resource provider ${uuid}: Resource provider has allocations.`, ErrorCode.PROVIDER_INUSE);
+    this.name = 'ProviderInUse';
+  }
+}
