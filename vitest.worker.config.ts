@@ -22,7 +22,7 @@ export default defineConfig({
   ],
   test: {
     include: ['test/worker/**/*.test.ts'],
-    globalSetup: ['test/worker/global-setup.ts', 'test/worker/fake-nova-setup.ts'],
+    globalSetup: ['test/worker/global-setup.ts', 'test/worker/fake-nova-setup.ts', 'test/worker/fake-keystone-setup.ts'],
     testTimeout: 30_000,
   },
 });

@@ -1,11 +1,12 @@
 // The composition root: builds a complete Deps from an opened store and the
 // configuration. Both entries (Node, Worker), the CLI and tests call it; it is
 // the one place that knows which API modules exist (their policies, their jobs).
-import type { AppConfig } from './config.js';
+import { keystoneSettingsProblem, type AppConfig } from './config.js';
 import { cyborgJobs } from './cyborg/jobs.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
 import { extJobs } from './ext/jobs.js';
+import { KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
@@ -22,6 +23,8 @@ export interface DepsOptions {
   jobs?: JobQueue;
   /** Whose counters GET /metrics shows; this process's by default. */
   metricsSource?: MetricsSource;
+  /** How Keystone is reached (keystone auth); the global fetch without one. */
+  keystoneFetch?: typeof fetch;
 }
 
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
@@ -43,5 +46,30 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     novaFetch: (input, init) => fetch(input, init),
     metrics: serviceMetrics,
     metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),
+    keystone: config.PLACEMENT_AUTH_STRATEGY === 'keystone' ? keystoneValidator(config, options.keystoneFetch) : undefined,
   };
+}
+
+/** The validator for PLACEMENT_KEYSTONE_* (loadConfig() has checked them; a hand-built config is checked here). */
+export function keystoneValidator(config: AppConfig, fetcher?: typeof fetch): KeystoneTokenValidator {
+  const problem = keystoneSettingsProblem(config);
+  if (problem) throw new Error(`invalid configuration: ${problem}`);
+  const authUrl = config.PLACEMENT_KEYSTONE_AUTH_URL!;
+  return new KeystoneTokenValidator(
+    {
+      authUrl,
+      credentials: {
+        username: config.PLACEMENT_KEYSTONE_USERNAME!,
+        password: config.PLACEMENT_KEYSTONE_PASSWORD!,
+        projectName: config.PLACEMENT_KEYSTONE_PROJECT_NAME!,
+        userDomainName: config.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
+        projectDomainName: config.PLACEMENT_KEYSTONE_PROJECT_DOMAIN_NAME,
+      },
+      cacheSeconds: config.PLACEMENT_KEYSTONE_TOKEN_CACHE_SECONDS,
+      cacheSize: config.PLACEMENT_KEYSTONE_TOKEN_CACHE_SIZE,
+      timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
+      wwwAuthenticateUri: config.PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI ?? authUrl,
+    },
+    fetcher,
+  );
 }

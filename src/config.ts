@@ -24,9 +24,24 @@ export const ConfigSchema = z.object({
   PLACEMENT_DB_READ_TIMEOUT_MS: z.coerce.number().int().min(1).default(2000),
   /** After a replica fails, reads go to the primary for this many ms before it is tried again. */
   PLACEMENT_DB_READ_RETRY_MS: z.coerce.number().int().min(0).default(5000),
-  PLACEMENT_AUTH_STRATEGY: z.enum(['noauth2', 'token']).default('noauth2'),
+  PLACEMENT_AUTH_STRATEGY: z.enum(['noauth2', 'token', 'keystone']).default('noauth2'),
   /** token mode: JSON {"<token>": {"roles": [...], "project_id": "...", "user_id": "..."}} */
   PLACEMENT_AUTH_TOKENS: z.string().optional(),
+  /** keystone mode: keystonemiddleware's [keystone_authtoken] settings; see keystoneSettingsProblem(). */
+  PLACEMENT_KEYSTONE_AUTH_URL: z.string().optional(),
+  PLACEMENT_KEYSTONE_USERNAME: z.string().optional(),
+  PLACEMENT_KEYSTONE_PASSWORD: z.string().optional(),
+  PLACEMENT_KEYSTONE_PROJECT_NAME: z.string().optional(),
+  PLACEMENT_KEYSTONE_USER_DOMAIN_NAME: z.string().default('Default'),
+  PLACEMENT_KEYSTONE_PROJECT_DOMAIN_NAME: z.string().default('Default'),
+  /** token_cache_time: seconds a validated token is reused without asking Keystone (0: ask every time). */
+  PLACEMENT_KEYSTONE_TOKEN_CACHE_SECONDS: z.coerce.number().int().min(0).default(300),
+  /** Most validated tokens kept at once (per server process or Worker isolate). */
+  PLACEMENT_KEYSTONE_TOKEN_CACHE_SIZE: z.coerce.number().int().min(0).default(10_000),
+  /** www_authenticate_uri: named in 401 answers; default the auth URL. */
+  PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI: z.string().optional(),
+  /** One request to Keystone's time limit (http_request_max_retries aside, keystonemiddleware's http_connect_timeout). */
+  PLACEMENT_KEYSTONE_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: bool.default(true),
   PLACEMENT_POLICY_FILE: z.string().optional(),
   /** Worker mode has no files: the policy overrides as a JSON string. */
@@ -148,5 +163,29 @@ export function loadConfig(env: Record<string, string | undefined>): AppConfig {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new Error(`invalid configuration: ${problems}`);
   }
+  const keystoneProblem = keystoneSettingsProblem(parsed.data);
+  if (keystoneProblem) throw new Error(`invalid configuration: ${keystoneProblem}`);
   return parsed.data;
+}
+
+const KEYSTONE_REQUIRED = [
+  'PLACEMENT_KEYSTONE_AUTH_URL',
+  'PLACEMENT_KEYSTONE_USERNAME',
+  'PLACEMENT_KEYSTONE_PASSWORD',
+  'PLACEMENT_KEYSTONE_PROJECT_NAME',
+] as const;
+
+/** With PLACEMENT_AUTH_STRATEGY=keystone: the first missing or unusable PLACEMENT_KEYSTONE_* setting, named. */
+export function keystoneSettingsProblem(config: AppConfig): string | undefined {
+  if (config.PLACEMENT_AUTH_STRATEGY !== 'keystone') return undefined;
+  for (const name of KEYSTONE_REQUIRED) {
+    if (!config[name]) return `${name}: required when PLACEMENT_AUTH_STRATEGY=keystone`;
+  }
+  for (const name of ['PLACEMENT_KEYSTONE_AUTH_URL', 'PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI'] as const) {
+    const value = config[name];
+    if (value !== undefined && !/^https?:\/\/[^/\s]+/.test(value)) {
+      return `${name}: not an http(s) URL: ${JSON.stringify(value)} (Keystone's v3 URL, e.g. http://keystone:5000/v3)`;
+    }
+  }
+  return undefined;
 }

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
+import type { KeystoneTokenValidator } from './http/keystone/validator.js';
 import type { PolicyEnforcer } from './http/policy.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { JobRegistry } from './jobs/registry.js';
@@ -34,6 +35,8 @@ export interface Deps {
   metrics: ServiceMetrics;
   /** Whose counters GET /metrics shows: this process's, the Node cluster's, none (a Worker isolate). */
   metricsSource: MetricsSource;
+  /** PLACEMENT_AUTH_STRATEGY=keystone: validates tokens, one cache for every API of the app. */
+  keystone?: KeystoneTokenValidator;
 }
 
 export function consoleLogger(level: AppConfig['LOG_LEVEL']): Logger {

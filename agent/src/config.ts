@@ -14,6 +14,20 @@ export const AgentConfigSchema = z
     root: z.string().default('/'),
     endpoint: z.url().optional(),
     token: z.string().optional(),
+    /**
+     * Keystone password auth instead of a static token (keystoneauth's names):
+     * the agent signs in as this user, renews its token before expiry, and takes
+     * the placement endpoint from the catalog when `endpoint` is unset.
+     */
+    auth_url: z.url().optional(),
+    username: z.string().min(1).optional(),
+    password: z.string().min(1).optional(),
+    project_name: z.string().min(1).optional(),
+    user_domain_name: z.string().min(1).default('Default'),
+    project_domain_name: z.string().min(1).default('Default'),
+    region_name: z.string().min(1).optional(),
+    /** catalog interface of the placement endpoint */
+    interface: z.enum(['public', 'internal', 'admin']).default('public'),
     interval_seconds: z.coerce.number().positive().default(60),
     instances_path: z.string().default('/var/lib/placement-agent/instances'),
     reserved_host_cpus: z.coerce.number().int().min(0).default(0),
@@ -88,6 +102,12 @@ export function loadAgentConfig(opts: {
   if (!result.success) {
     const problems = result.error.issues.map((i) => `${i.path.join('.') || '(config)'}: ${i.message}`).join('; ');
     throw new ConfigError(`invalid agent configuration: ${problems}`);
+  }
+  if (result.data.auth_url) {
+    for (const key of ['username', 'password', 'project_name'] as const) {
+      if (!result.data[key]) throw new ConfigError(`invalid agent configuration: ${key}: required with auth_url (Keystone)`);
+    }
+    if (result.data.token) throw new ConfigError('invalid agent configuration: token: set either token or auth_url, not both');
   }
   return result.data;
 }

@@ -11,6 +11,7 @@ import { mergeProviderConfigs, ProviderConfigConflictError } from './provider-co
 import { ratioSettings } from './ratios/index.js';
 import { PlacementClient, PlacementError, ServiceUnavailableError, type FetchLike } from './report/client.js';
 import { reportAccelerators, type AcceleratorOutcome } from './report/accelerators.js';
+import { placementConnection, type PlacementConnection } from './report/keystone-session.js';
 import { lookupProviders, syncTree, type SyncSummary } from './report/sync.js';
 import { VERSION } from '../../src/version.js';
 import { syncGpuTaints, type TaintOutcome } from './report/taints.js';
@@ -177,11 +178,24 @@ function validateCommand(dir: string, json: boolean, strictPermissions: boolean,
   return 0;
 }
 
-async function reportCommand(command: 'once' | 'run', config: AgentConfig, io: Io): Promise<number> {
-  if (!config.endpoint) {
-    io.err('no placement endpoint: use --endpoint URL or PLACEMENT_AGENT_ENDPOINT');
-    return 2;
+/** The endpoint and token source, or the exit code after saying why there is none (2: configuration, 3: Keystone down). */
+async function connect(config: AgentConfig, io: Io): Promise<PlacementConnection | number> {
+  try {
+    const connection = await placementConnection(config, io.fetch ?? ((request) => fetch(request)));
+    if (typeof connection === 'string') {
+      io.err(connection);
+      return 2;
+    }
+    return connection;
+  } catch (err) {
+    io.err(`error: ${(err as Error).message}`);
+    return (err as Error).name === 'KeystoneUnavailable' ? 3 : 2;
   }
+}
+
+async function reportCommand(command: 'once' | 'run', config: AgentConfig, io: Io): Promise<number> {
+  const connection = await connect(config, io);
+  if (typeof connection === 'number') return connection;
   const log = { info: (m: string) => io.err(`info: ${m}`), warn: (m: string) => io.err(`warning: ${m}`) };
   // Provider configs are read once, at startup; a bad one stops the agent.
   const loaded = loadProviderConfigs(config.provider_config_location, { permissions: config.provider_config_permissions });
@@ -191,7 +205,7 @@ async function reportCommand(command: 'once' | 'run', config: AgentConfig, io: I
     io.err('refusing to start: fix the provider config files above');
     return 1;
   }
-  const client = new PlacementClient({ endpoint: config.endpoint, token: config.token, fetch: io.fetch });
+  const client = new PlacementClient({ endpoint: connection.endpoint, tokenSource: connection.token, fetch: io.fetch });
   const sleep = io.sleep ?? defaultSleep;
   let startup = true;
   let failures = 0;
@@ -229,11 +243,9 @@ async function reportCommand(command: 'once' | 'run', config: AgentConfig, io: I
  * service, naming device providers by the uuids Placement already has for them.
  */
 async function acceleratorsCommand(config: AgentConfig, io: Io): Promise<number> {
-  if (!config.endpoint) {
-    io.err('no endpoint: use --endpoint URL or PLACEMENT_AGENT_ENDPOINT');
-    return 2;
-  }
-  const client = new PlacementClient({ endpoint: config.endpoint, token: config.token, fetch: io.fetch });
+  const connection = await connect(config, io);
+  if (typeof connection === 'number') return connection;
+  const client = new PlacementClient({ endpoint: connection.endpoint, tokenSource: connection.token, fetch: io.fetch });
   try {
     const found = await discoverFromConfig(config);
     const known = await lookupProviders(

@@ -14,7 +14,7 @@ export function dashboardAsset(file: string): DashboardAsset | undefined {
 }
 
 /** The page, told which auth strategy the service runs so it knows whether to ask for a token. */
-export function dashboardPage(authStrategy: 'noauth2' | 'token'): DashboardAsset {
+export function dashboardPage(authStrategy: 'noauth2' | 'token' | 'keystone'): DashboardAsset {
   const page = DASHBOARD_ASSETS['index.html']!;
   return {
     contentType: page.contentType,

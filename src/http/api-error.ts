@@ -71,6 +71,7 @@ const EXPLANATIONS: Record<number, string> = {
   414: 'The request URI was too long for this server.',
   415: 'The request media type is not supported by this server.',
   500: 'The server has either erred or is incapable of performing the requested operation.',
+  503: 'The server is currently unavailable. Please try again at a later time.',
 };
 
 export function webobDetail(status: number, message: string): string {

@@ -1,9 +1,12 @@
-// Who is calling. Two strategies:
+// Who is calling. Three strategies:
 //  - noauth2 (local use, tests): as upstream placement's NoAuthMiddleware: an
 //    x-auth-token is required; "user:project" sets ids; token "admin" is admin,
 //    otherwise X-Roles lists roles; X-Project-Id overrides the project.
 //  - token: bearer tokens from configuration, each mapped to roles and project.
-// Both fill c.var.credentials; the root document needs no token.
+//  - keystone: as keystonemiddleware's auth_token: X-Auth-Token validated by
+//    Keystone (keystone/validator.ts, held in deps.keystone); a refusal names
+//    Keystone in WWW-Authenticate, Keystone being down is 503.
+// All fill c.var.credentials; the root document needs no token.
 //
 // A service token (X-Service-Token, as keystonemiddleware reads it) rides
 // beside the user's token: its roles become credentials.serviceRoles. In
@@ -13,6 +16,8 @@ import { createMiddleware } from 'hono/factory';
 import { z } from 'zod';
 import { ApiError, webobDetail } from './api-error.js';
 import type { AppEnv } from './env.js';
+import { KeystoneUnavailable } from './keystone/client.js';
+import type { KeystoneTokenValidator } from './keystone/validator.js';
 import type { Credentials } from './policy.js';
 
 const TokenEntry = z.object({
@@ -60,7 +65,7 @@ export function parseTokenTable(json: string | undefined): TokenTable {
   return new TokenTable(new Map(Object.entries(TokenTableJson.parse(JSON.parse(json)))));
 }
 
-const unauthorized = () => new ApiError(401, webobDetail(401, 'Authentication required'));
+const unauthorized = (headers?: Record<string, string>) => new ApiError(401, webobDetail(401, 'Authentication required'), { headers });
 
 function rolesHeader(value: string | undefined): string[] {
   return (value ?? '')
@@ -93,11 +98,55 @@ async function tokenCredentials(headers: Headers, tokens: TokenTable): Promise<C
   return { userId: entry.user_id, projectId: entry.project_id, roles: entry.roles, systemScope: null, serviceRoles: service?.roles ?? [] };
 }
 
-export function authenticate(opts: { strategy: 'noauth2' | 'token'; tokens: TokenTable; publicPaths: RegExp }) {
+/** The service role makes a service token count (keystonemiddleware's service_token_roles). */
+const SERVICE_ROLE = 'service';
+
+async function keystoneCredentials(headers: Headers, keystone: KeystoneTokenValidator): Promise<Credentials | null> {
+  const token = headers.get('x-auth-token');
+  if (!token) return null;
+  const serviceToken = headers.get('x-service-token');
+  const [user, service] = await Promise.all([
+    keystone.validate(token),
+    serviceToken === null ? undefined : keystone.validate(serviceToken),
+  ]);
+  // As keystonemiddleware: a service token that does not authenticate fails the request.
+  if (!user.valid || service?.valid === false) return null;
+  const { identity } = user;
+  const serviceRoles = service?.valid && service.identity.roles.some((r) => r.toLowerCase() === SERVICE_ROLE) ? service.identity.roles : [];
+  return {
+    userId: identity.userId,
+    projectId: identity.projectId,
+    roles: identity.roles,
+    systemScope: identity.systemScope,
+    serviceRoles,
+    domainId: identity.domainId,
+    userDomainId: identity.userDomainId,
+    projectDomainId: identity.projectDomainId,
+  };
+}
+
+export type AuthStrategy = 'noauth2' | 'token' | 'keystone';
+
+export function authenticate(opts: { strategy: AuthStrategy; tokens: TokenTable; publicPaths: RegExp }) {
   return createMiddleware<AppEnv>(async function authMiddleware(c, next) {
     if (c.req.method === 'OPTIONS' || opts.publicPaths.test(c.req.path)) return next();
-    const creds =
-      opts.strategy === 'noauth2' ? noauthCredentials(c.req.raw.headers) : await tokenCredentials(c.req.raw.headers, opts.tokens);
+    const headers = c.req.raw.headers;
+    if (opts.strategy === 'keystone') {
+      const keystone = c.var.deps.keystone;
+      if (!keystone) throw new Error('PLACEMENT_AUTH_STRATEGY=keystone but the deps carry no Keystone validator');
+      let creds: Credentials | null;
+      try {
+        creds = await keystoneCredentials(headers, keystone);
+      } catch (err) {
+        if (!(err instanceof KeystoneUnavailable)) throw err;
+        c.var.deps.log.warn('Keystone unavailable: token not validated', { requestId: c.get('requestId'), err: err.message });
+        throw new ApiError(503, webobDetail(503, 'The identity service (Keystone) could not validate the token; try again later.'));
+      }
+      if (!creds) throw unauthorized({ 'www-authenticate': keystone.wwwAuthenticate });
+      c.set('credentials', creds);
+      return next();
+    }
+    const creds = opts.strategy === 'noauth2' ? noauthCredentials(headers) : await tokenCredentials(headers, opts.tokens);
     if (!creds) throw unauthorized();
     c.set('credentials', creds);
     return next();

@@ -9,6 +9,10 @@ export interface Credentials {
   systemScope: string | null;
   /** Roles of a valid service token sent beside the user's (X-Service-Token); empty without one. */
   serviceRoles: string[];
+  /** Keystone tokens: the domain a domain-scoped token is for, and the user's and project's domains. */
+  domainId?: string | null;
+  userDomainId?: string | null;
+  projectDomainId?: string | null;
 }
 
 type Check =
@@ -124,6 +128,9 @@ export class PolicyEnforcer {
       project_id: creds.projectId,
       user_id: creds.userId,
       system_scope: creds.systemScope,
+      domain_id: creds.domainId ?? null,
+      user_domain_id: creds.userDomainId ?? null,
+      project_domain_id: creds.projectDomainId ?? null,
     };
     const actual = credentialValue[key];
     return actual != null && actual === expected;

@@ -35,12 +35,13 @@ describe('the README', () => {
     for (const block of blocks.filter((b) => b.verifiedBy)) {
       const file = join(ROOT, block.verifiedBy!);
       expect(existsSync(file), `README line ${block.line}: ${block.verifiedBy} does not exist`).toBe(true);
-      expect(readFileSync(file, 'utf8'), `README line ${block.line}: ${block.verifiedBy} does not read README.md`).toContain('README.md');
+      expect(readFileSync(file, 'utf8'), `README line ${block.line}: ${block.verifiedBy} does not read the README`).toContain('README');
     }
   });
 
   it('names no host but this machine in any example', () => {
-    for (const block of blocks) {
+    // Blocks run elsewhere (against a real Keystone, say) name the cloud's own hosts, which that test replaces.
+    for (const block of blocks.filter((b) => !b.verifiedBy)) {
       for (const url of block.code.match(/\bhttps?:\/\/[^\s'"/]+/g) ?? []) {
         expect(url, `README line ${block.line}`).toMatch(/^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$|\$\{?\w+/);
       }

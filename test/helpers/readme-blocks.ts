@@ -17,9 +17,14 @@ export function shellBlocks(markdown: string): ShellBlock[] {
     const start = i;
     const body: string[] = [];
     for (i += 1; i < lines.length && !/^```\s*$/.test(lines[i]!); i += 1) body.push(lines[i]!);
-    let previous = start - 1;
-    while (previous >= 0 && lines[previous]!.trim() === '') previous -= 1;
-    const verified = previous >= 0 ? /<!--\s*verified by (\S+)\s*-->/.exec(lines[previous]!) : null;
+    // The HTML comments right above the fence (a block may carry a second marker of its own test's).
+    let verified: RegExpExecArray | null = null;
+    for (let previous = start - 1; previous >= 0 && !verified; previous -= 1) {
+      const text = lines[previous]!.trim();
+      if (text === '') continue;
+      if (!text.startsWith('<!--')) break;
+      verified = /<!--\s*verified by (\S+)\s*-->/.exec(text);
+    }
     blocks.push({ line: start + 1, code: body.join('\n'), verifiedBy: verified ? verified[1]! : null });
   }
   return blocks;

@@ -37,6 +37,8 @@ export class PlacementError extends Error {
 export interface ClientOptions {
   endpoint: string;
   token?: string;
+  /** Asked before each request instead of `token` (a Keystone token, renewed before it expires). */
+  tokenSource?: () => Promise<string>;
   fetch?: FetchLike;
   microversion?: string;
 }
@@ -56,7 +58,16 @@ export class PlacementClient {
       'openstack-api-version': `placement ${this.options.microversion ?? PLACEMENT_MICROVERSION}`,
       'user-agent': 'placement-agent',
     };
-    if (this.options.token) headers['x-auth-token'] = this.options.token;
+    let token = this.options.token;
+    if (this.options.tokenSource) {
+      try {
+        token = await this.options.tokenSource();
+      } catch (err) {
+        if ((err as Error).name === 'KeystoneUnavailable') throw new ServiceUnavailableError(`Keystone: ${(err as Error).message}`);
+        throw err;
+      }
+    }
+    if (token) headers['x-auth-token'] = token;
     if (body !== undefined) headers['content-type'] = 'application/json';
     let response: Response;
     try {

@@ -1,0 +1,40 @@
+// The agent's Keystone sign-in (config keys auth_url, username, ...): the
+// same password client and token renewal the service uses to validate
+// tokens (src/http/keystone), and the placement endpoint from the catalog.
+import { endpointFromCatalog, KeystoneClient } from '../../../src/http/keystone/client.js';
+import { ServiceTokenSource } from '../../../src/http/keystone/service-token.js';
+import type { AgentConfig } from '../config.js';
+import type { FetchLike } from './client.js';
+
+export interface PlacementConnection {
+  endpoint: string;
+  /** The token to send now: static, or Keystone's, renewed before it expires. */
+  token?: () => Promise<string>;
+}
+
+/** Where placement is and how to authenticate to it, or why the configuration cannot say; Keystone's own errors are thrown. */
+export async function placementConnection(config: AgentConfig, fetchLike: FetchLike): Promise<PlacementConnection | string> {
+  if (!config.auth_url) {
+    if (!config.endpoint) return 'no placement endpoint: use --endpoint URL, PLACEMENT_AGENT_ENDPOINT, or auth_url (Keystone catalog)';
+    const token = config.token;
+    return { endpoint: config.endpoint, token: token === undefined ? undefined : async () => token };
+  }
+  const client = new KeystoneClient(config.auth_url, async (input, init) => fetchLike(new Request(input, init)));
+  const source = new ServiceTokenSource(client, {
+    username: config.username!,
+    password: config.password!,
+    projectName: config.project_name!,
+    userDomainName: config.user_domain_name,
+    projectDomainName: config.project_domain_name,
+  });
+  let endpoint = config.endpoint;
+  if (!endpoint) {
+    const { catalog } = await source.token();
+    endpoint = endpointFromCatalog(catalog, 'placement', config.interface, config.region_name);
+    if (!endpoint) {
+      const where = config.region_name ? ` in region ${config.region_name}` : '';
+      return `the Keystone catalog has no ${config.interface} placement endpoint${where}`;
+    }
+  }
+  return { endpoint, token: async () => (await source.token()).token };
+}

@@ -1,0 +1,49 @@
+// A service user's own Keystone token (keystoneauth's password plugin): got
+// on first use, renewed before it expires, one request to Keystone however
+// many callers ask at once. The CLI can use it alone for --os-* options.
+import type { IssuedToken, KeystoneClient, PasswordCredentials } from './client.js';
+
+/** Renew this long before expiry (keystoneauth renews 30 s before; a slow Keystone gets more room). */
+const RENEW_BEFORE_MS = 60_000;
+
+export class ServiceTokenSource {
+  private current: IssuedToken | undefined;
+  private pending: Promise<IssuedToken> | undefined;
+
+  constructor(
+    private readonly client: KeystoneClient,
+    private readonly credentials: PasswordCredentials,
+    private readonly now: () => number = () => Date.now(),
+  ) {}
+
+  /** A token with at least a minute left, renewed when needed. */
+  async token(): Promise<IssuedToken> {
+    const held = this.current;
+    if (held && !this.stale(held)) return held;
+    return this.renew();
+  }
+
+  /** Forgets the held token (Keystone refused it) and gets a new one, sharing a renewal already under way. */
+  async renewAfterRefusal(refused: string): Promise<IssuedToken> {
+    if (this.current?.token === refused) this.current = undefined;
+    return this.current ?? this.renew();
+  }
+
+  private stale(held: IssuedToken): boolean {
+    const left = held.identity.expiresAt - this.now();
+    return left < RENEW_BEFORE_MS;
+  }
+
+  private renew(): Promise<IssuedToken> {
+    this.pending ??= this.client
+      .passwordAuth(this.credentials)
+      .then((issued) => {
+        this.current = issued;
+        return issued;
+      })
+      .finally(() => {
+        this.pending = undefined;
+      });
+    return this.pending;
+  }
+}
