@@ -25,6 +25,28 @@ from nova.scheduler.client import report
 CONF = nova.conf.CONF
 
 
+def v2_catalog(catalog):
+    """A token's v3 catalog in the v2 shape Nova's request context reads.
+
+    keystonemiddleware hands Nova the catalog in X-Service-Catalog already in
+    this shape (one entry per region, an URL per interface); the test reads
+    the v3 token itself, so it converts as keystonemiddleware would.
+    """
+    converted = []
+    for service in catalog:
+        regions = {}
+        for ep in service.get('endpoints', []):
+            if 'interface' not in ep:
+                regions.setdefault(ep.get('region'), {}).update(ep)
+                continue
+            entry = regions.setdefault(ep.get('region_id') or ep.get('region'),
+                                       {'region': ep.get('region_id') or ep.get('region')})
+            entry[ep['interface'] + 'URL'] = ep['url']
+        converted.append({'type': service.get('type'), 'name': service.get('name'),
+                          'endpoints': list(regions.values())})
+    return converted
+
+
 def main():
     conf_file, input_file = sys.argv[1], sys.argv[2]
     CONF([], project='nova', default_config_files=[conf_file])
@@ -55,7 +77,7 @@ def main():
         user = nova_context.RequestContext(
             user_id=given['user_id'], project_id=given['project_id'],
             auth_token=given['user_token'],
-            service_catalog=given['catalog'])
+            service_catalog=v2_catalog(given['catalog']))
         cy = cyborg.get_client(user)
         out['dp_groups'] = cy.get_device_profile_groups(given['device_profile'])
         arqs = cy.create_arqs(given['device_profile'])
