@@ -11,7 +11,7 @@
 // by `<!-- verified by test/FILE -->` is run by that test instead (it needs a
 // real Keystone, say); this test checks that FILE exists and reads the README.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -59,7 +59,7 @@ describe.skipIf(!hasTools)(
       server = await startServer(`file:${join(dir, 'placement.db')}`);
       // curl, wrapped: only this machine, and an HTTP error fails the command (--fail).
       const bin = join(dir, 'bin');
-      spawnSync('mkdir', ['-p', bin]);
+      mkdirSync(bin);
       writeFileSync(
         join(bin, 'curl'),
         `#!/bin/bash
