@@ -2,18 +2,12 @@
 // device out of candidates (and ext_tolerate bringing it back), and a lease
 // released by the Worker's scheduled handler (the cron sweep). The database is
 // shared with the other worker files: everything here uses its own providers.
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import workerModule from '../../src/entry/worker.js';
 
-interface WorkerStub {
-  fetch(req: Request): Promise<Response>;
-  scheduled(
-    controller: unknown,
-    env: unknown,
-    ctx: { waitUntil(p: Promise<unknown>): void; passThroughOnException(): void },
-  ): Promise<void>;
-}
-const worker = (exports as unknown as { default: WorkerStub }).default;
+const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
 
 function call(method: string, path: string, body?: unknown): Promise<Response> {
   const headers: Record<string, string> = {
@@ -86,13 +80,12 @@ describe('extensions in workerd', { timeout: 120_000 }, () => {
     expect(claim.status).toBe(204);
     expect((await call('PUT', `/ext/leases/${consumer}`, { seconds: 1 })).status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    // The cron trigger, as workerd calls the module's scheduled handler; its sweeps run under waitUntil.
-    const pending: Promise<unknown>[] = [];
-    await worker.scheduled({ cron: '* * * * *', scheduledTime: Date.now() }, env, {
-      waitUntil: (p) => void pending.push(p),
-      passThroughOnException: () => {},
-    });
-    await Promise.all(pending);
+    // The cron trigger, as workerd calls the module's scheduled handler; its sweeps run under
+    // waitUntil, so wait on that context. (The exports stub's scheduled() hands the handler a
+    // context of its own and returns before the sweep ends: the reads below then raced it.)
+    const ctx = createExecutionContext();
+    await workerModule.scheduled(createScheduledController({ cron: '* * * * *', scheduledTime: Date.now() }), env as never, ctx);
+    await waitOnExecutionContext(ctx);
     // The capacity is free again (usage read straight from the allocations table).
     const usages = (await (await call('GET', `/resource_providers/${children[0]}/usages`)).json()) as { usages: Record<string, number> };
     expect(usages.usages).toEqual({ [rc]: 0 });
