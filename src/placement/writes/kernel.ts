@@ -17,6 +17,8 @@ import type { ResultSet, Row } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
 import { commitGuarded, inList, LostRace, stmt, withRaceRetries, WriteContention, type WriteStatement } from '../../db/write-batch.js';
 import { ErrorCode, conflict } from '../../errors.js';
+import { providerCountersOf, providerCountersStatements } from '../../ext/counters/sql.js';
+import type { CounterTable } from '../../ext/counters/model.js';
 import { usedSql, type InventoryLimits } from '../capacity.js';
 
 /**
@@ -86,6 +88,8 @@ export interface Snapshot {
   classIds: Map<string, number>;
   consumers: Map<string, ConsumerState>;
   previous: PreviousAllocation[];
+  /** Shared counters of the providers read (extension, issue 25; empty on a cloud without them). */
+  counters: CounterTable;
 }
 
 const num = (row: Row, column: string): number => Number(row[column]);
@@ -98,7 +102,7 @@ export async function readSnapshot(
   consumerUuids: string[],
   classNames: string[] | null,
 ): Promise<Snapshot> {
-  const [providers, inventories, classes, consumers, previous] = await store.readBatch([
+  const [providers, inventories, classes, consumers, previous, ...counterRows] = await store.readBatch([
     { sql: `SELECT id, uuid, generation FROM resource_providers WHERE uuid IN (${inList(providerUuids)})`, args: providerUuids },
     {
       sql: `SELECT i.resource_provider_id, i.resource_class_id, rc.name, i.total, i.reserved, i.min_unit, i.max_unit,
@@ -123,6 +127,7 @@ export async function readSnapshot(
         WHERE a.consumer_id IN (${inList(consumerUuids)}) ORDER BY a.id`,
       args: consumerUuids,
     },
+    ...providerCountersStatements(providerUuids),
   ]);
   return {
     providers: new Map(
@@ -161,6 +166,7 @@ export async function readSnapshot(
       classId: num(r, 'resource_class_id'),
       used: num(r, 'used'),
     })),
+    counters: providerCountersOf(counterRows),
   };
 }
 
