@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { buildNodeDeps } from '../../src/node-service.js';
+import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { ensureClasses } from './mig-h100.js';
