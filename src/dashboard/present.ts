@@ -30,10 +30,11 @@ function presentTrees(rows: ProviderRow[]): PresentedProvider[] {
       generation: r.generation,
       parent_provider_uuid: r.parentUuid,
       matched: r.matched,
-      over_capacity: r.inventories.some((i) => i.used > i.capacity),
+      over_capacity: r.inventories.some((i) => i.used > i.capacity) || r.counters.some((c) => c.load > c.total),
       resources: presentResources(r.inventories),
       traits: r.traits,
       aggregates: r.aggregates,
+      ...(r.counters.length ? { counters: Object.fromEntries(r.counters.map((c) => [c.name, { total: c.total, load: c.load }])) } : {}),
       children: [],
     });
   }

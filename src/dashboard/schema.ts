@@ -65,6 +65,8 @@ export interface DashboardProviderJson {
   resources: Record<string, { total: number; reserved: number; allocation_ratio: number; capacity: number; used: number; free: number }>;
   traits: string[];
   aggregates: string[];
+  /** Shared counters (extension): present only on a provider that has them. */
+  counters?: Record<string, { total: number; load: number }>;
   children: DashboardProviderJson[];
 }
 
@@ -89,6 +91,10 @@ export const DashboardProvider: z.ZodType<DashboardProviderJson> = z
     ),
     traits: z.array(z.string()),
     aggregates: z.array(z.string()),
+    counters: z
+      .record(z.string(), z.object({ total: count, load: count.describe('sum over classes of usage x consumption') }))
+      .optional()
+      .describe('shared counters (extension: partitionable devices), only on a provider that has them'),
     get children() {
       return z.array(DashboardProvider);
     },

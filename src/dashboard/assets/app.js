@@ -185,6 +185,15 @@
         h('td', { class: 'num' }, over ? `${fmt(r.used - r.capacity)} over` : `${fmt(r.free)} free`),
         h('td', { class: 'num muted physical', title: 'physical amount: (total − reserved) × allocation ratio' }, physical(r)));
     });
+    // Shared counters (partitionable devices): one bar per counter, its load against its total.
+    for (const [name, c] of Object.entries(rp.counters || {})) {
+      rows.push(h('tr', { class: `counter${c.load > c.total ? ' over' : ''}`, 'data-counter': name },
+        h('td', { title: 'shared counter' }, `⧉ ${name}`),
+        h('td', { class: 'bar-cell' }, meter(c.load, c.total)),
+        h('td', { class: 'num' }, `${fmt(c.load)} / ${fmt(c.total)}`),
+        h('td', { class: 'num' }, c.load > c.total ? `${fmt(c.load - c.total)} over` : `${fmt(c.total - c.load)} free`),
+        h('td', { class: 'num muted physical' }, '')));
+    }
     const traitChips = rp.traits.map((t) => chip(t, 'trait: show providers with it', 'trait', () => setFilter('trait', t)));
     const folded = traitChips.length > TRAITS_SHOWN + 1 ? traitChips.splice(TRAITS_SHOWN) : [];
     const chips = [
