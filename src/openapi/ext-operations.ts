@@ -1,18 +1,31 @@
 // The extensions' operations (docs/extensions.md) for GET /openapi.json:
 // under /ext, Placement's envelope and microversion header, admin only.
 import { HeadroomResponse, DrainListResponse, LeaseListResponse, LeaseResponse, ProviderTaintsResponse } from '../ext/responses.js';
-import { putLeaseSchema, putTaintsSchema } from '../ext/schemas.js';
+import { countersResponseSchema, putCountersSchema, putLeaseSchema, putTaintsSchema } from '../ext/schemas.js';
 import type { Microversion } from '../microversion.js';
 import { MV } from '../placement/versions.js';
 import type { Operation, QueryParam } from './operations.js';
 
-/** The extension parameters GET /allocation_candidates (and headroom) accept, each only when given. */
-export const EXT_CANDIDATE_PARAMS: QueryParam[] = [
-  {
-    name: 'ext_tolerate',
-    description: 'extension: taint keys (KEY[,KEY...]) whose NoSchedule/NoExecute taints this request tolerates',
-  },
-];
+/** The extension parameters GET /allocation_candidates (and headroom, why-no-host) accept at `mv`, each only when given. */
+export function extCandidateParams(mv: Microversion): QueryParam[] {
+  return [
+    {
+      name: 'ext_tolerate',
+      description: 'extension: taint keys (KEY[,KEY...]) whose NoSchedule/NoExecute taints this request tolerates',
+    },
+    // Granular groups only (1.25+).
+    ...(mv.atLeast(MV.GRANULAR)
+      ? [
+          {
+            name: 'ext_first_of',
+            description:
+              'extension (docs/extensions-gpu.md): granular group suffixes in order of preference, e.g. _H100,_A100,_T4; per tree only ' +
+              'the first that can be satisfied there with every other group is used (mappings name it). Repeatable: independent choices.',
+          },
+        ]
+      : []),
+  ];
+}
 
 export function extOperations(candidateQuery: (mv: Microversion) => QueryParam[]): Operation[] {
   const E = (op: Omit<Operation, 'api'>): Operation => ({ api: 'diagnostics', ...op });
@@ -52,6 +65,25 @@ export function extOperations(candidateQuery: (mv: Microversion) => QueryParam[]
       responses: { 200: 'The drain list' },
       responseSchema: DrainListResponse,
       responseName: 'DrainList',
+    }),
+    // Shared counters of partitionable devices (docs/extensions-gpu.md); the inventory policies guard them.
+    E({
+      method: 'get',
+      path: '/ext/resource_providers/:uuid/counters',
+      summary: "Extension: a partitionable device's shared counters, what each class consumes of them, and their load",
+      responses: { 200: 'Counters' },
+      responseSchema: countersResponseSchema,
+      responseName: 'ExtCounters',
+    }),
+    E({
+      method: 'put',
+      path: '/ext/resource_providers/:uuid/counters',
+      summary: "Extension: replace a provider's shared counters (generation-checked; classes must have inventory there)",
+      body: () => putCountersSchema,
+      bodyName: 'PutExtCounters',
+      responses: { 200: 'Counters' },
+      responseSchema: countersResponseSchema,
+      responseName: 'ExtCounters',
     }),
     E({
       method: 'get',

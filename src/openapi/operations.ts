@@ -67,7 +67,7 @@ import {
 } from '../placement/schemas/responses.js';
 import { usagesQuerySchema } from '../placement/schemas/usages.js';
 import { MV } from '../placement/versions.js';
-import { EXT_CANDIDATE_PARAMS, extOperations } from './ext-operations.js';
+import { extCandidateParams, extOperations } from './ext-operations.js';
 
 /** Which API an operation belongs to: its microversion header and error envelope. */
 export type ApiName = 'placement' | 'accelerator' | 'diagnostics' | 'meta';
@@ -150,7 +150,7 @@ const providerListQuery = (mv: Microversion): QueryParam[] =>
 const candidateQuery = (mv: Microversion): QueryParam[] => {
   const keys = candidateQueryKeys(mv);
   return [
-    ...EXT_CANDIDATE_PARAMS,
+    ...extCandidateParams(mv),
     ...keys.plain.map((name) => ({ name })),
     ...keys.patterns.map((pattern) => {
       const numbered = pattern.includes('[1-9]');
