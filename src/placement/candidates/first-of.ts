@@ -68,7 +68,7 @@ export function parseFirstOf(values: string[], groups: RequestGroup[]): string[]
  * The groups of each variant, most preferred first: the first list's choice
  * varies slowest, so an earlier list's preference outranks a later one's.
  */
-export function variantsOf(groups: ResolvedGroup[], firstOf: string[][]): ResolvedGroup[][] {
+export function variantsOf<G extends { suffix: string }>(groups: G[], firstOf: string[][]): G[][] {
   let choices: string[][] = [[]];
   for (const list of firstOf) choices = choices.flatMap((chosen) => list.map((suffix) => [...chosen, suffix]));
   const alternatives = new Set(firstOf.flat());

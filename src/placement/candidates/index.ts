@@ -98,16 +98,17 @@ function namesOf(request: CandidateRequest): RequestNames {
  * plus the classes each tree must offer.
  */
 function prefilterOf(request: CandidateRequest): TreePrefilter {
-  // With ext_first_of a tree need not offer every group's classes (only one alternative's).
-  const alternatives = (request.firstOf?.length ?? 0) > 0;
-  const only = request.groups.length === 1 && !alternatives ? request.groups[0]! : null;
+  // With ext_first_of a tree need not offer every group's classes, only those of one variant.
+  const variants = request.firstOf?.length ? variantsOf(request.groups, request.firstOf) : null;
+  const only = request.groups.length === 1 && !variants ? request.groups[0]! : null;
   return {
     requiredAnyOf: only?.requiredAnyOf ?? [],
     forbiddenTraits: only?.forbiddenTraits ?? [],
     memberOf: only?.memberOf ?? [],
     rootRequired: request.rootRequired,
     rootForbidden: request.rootForbidden,
-    everyClassInTree: only === null && !alternatives,
+    everyClassInTree: only === null && !variants,
+    ...(variants ? { someClassSetInTree: variants.map((groups) => [...new Set(groups.flatMap((g) => [...g.resources.keys()]))]) } : {}),
   };
 }
 

@@ -163,21 +163,22 @@ function planTrees(
       return traits !== undefined && prefilter.rootRequired.every((t) => traits.has(t));
     });
   }
+  // The classes no sharing provider offers: a tree must offer each with room for the smallest amount.
+  const unshared = (names: string[]) => names.filter((name) => !sharing.some((s) => s.inventories.some((inv) => inv.className === name)));
+  const offers = (members: readonly ModelProvider[], name: string) => {
+    const { smallest, largest } = amounts.get(name)!;
+    return members.some((m) =>
+      m.inventories.some((inv) => inv.className === name && inv.maxUnit >= smallest && inv.minUnit <= largest && inv.capacity >= smallest),
+    );
+  };
   if (prefilter.everyClassInTree) {
-    // The classes no sharing provider offers: every tree must offer each with room for the smallest amount.
-    const cover = classes.filter((name) => !sharing.some((s) => s.inventories.some((inv) => inv.className === name)));
-    if (cover.length) {
-      tests.push((_, members) =>
-        cover.every((name) => {
-          const { smallest, largest } = amounts.get(name)!;
-          return members.some((m) =>
-            m.inventories.some(
-              (inv) => inv.className === name && inv.maxUnit >= smallest && inv.minUnit <= largest && inv.capacity >= smallest,
-            ),
-          );
-        }),
-      );
-    }
+    const cover = unshared(classes);
+    if (cover.length) tests.push((_, members) => cover.every((name) => offers(members, name)));
+  }
+  if (prefilter.someClassSetInTree?.length) {
+    // ext_first_of: every class of one variant.
+    const sets = prefilter.someClassSetInTree.map(unshared);
+    if (sets.every((set) => set.length)) tests.push((_, members) => sets.some((set) => set.every((name) => offers(members, name))));
   }
   if (prefilter.rootForbidden.length) {
     tests.push((root) => {

@@ -172,6 +172,12 @@ export interface TreePrefilter {
    * still offer every requested class that no sharing provider offers.
    */
   everyClassInTree: boolean;
+  /**
+   * ext_first_of (first-of.ts): the classes of each variant; a tree must
+   * offer every class of one of them (that no sharing provider offers).
+   * Applied by the trees-in-memory engine; SQL alone leaves it to the search.
+   */
+  someClassSetInTree?: string[][];
 }
 
 /** An inventories row `i` as inventoryOf() reads it: limits, then current usage. */
