@@ -1,4 +1,5 @@
 // npm run bench [-- --scenarios flat-1000,nested-200 | --all] [--compare URL] [--url URL] [--json out.json]
+//   [--replica-delay MS]  then bench/replica.ts: candidates and claims with and without a local replica, primary MS away
 //
 // Times GET /allocation_candidates (and a claim cycle) on the clouds
 // OpenStack Placement's own perfload jobs load (bench/upstream.ts), the wide
@@ -38,6 +39,8 @@ const { values: args } = parseArgs({
     'cold-only': { type: 'boolean', default: false },
     /** Leave out Worker mode (wrangler dev on sqld). */
     'no-worker': { type: 'boolean', default: false },
+    /** Also time candidates and claims with and without a local replica, the primary this many ms away (bench/replica.ts). */
+    'replica-delay': { type: 'string' },
   },
 });
 
@@ -544,6 +547,16 @@ async function main(): Promise<void> {
   console.log(JSON.stringify(results));
   if (args.json) writeFileSync(args.json, `${JSON.stringify(results, null, 2)}\n`);
   closeTimedConnections();
+  if (args['replica-delay']) {
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, 'replica.ts'), '--delay', args['replica-delay']],
+      {
+        stdio: 'inherit',
+      },
+    );
+    if (run.status !== 0) process.exitCode = 1;
+  }
 }
 
 main().catch((err: unknown) => {

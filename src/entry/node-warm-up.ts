@@ -59,11 +59,12 @@ export async function prepareForTraffic(deps: Deps): Promise<Readiness> {
     }
   }
   const cap = config.PLACEMENT_CANDIDATE_TREE_CACHE;
-  await refreshCloudModel(store, cap, Date.now()).catch((err: unknown) =>
+  // The model candidates use is the one of the reader they read through: the replica's, where one is configured.
+  await refreshCloudModel(store.nearby, cap, Date.now()).catch((err: unknown) =>
     log.warn('reading the provider trees failed', { err: String(err) }),
   );
   if (config.PLACEMENT_TREE_REFRESH_MS === 0 || cap === 0 || !config.PLACEMENT_DB_URL.startsWith('file:')) return { stop: () => {} };
-  return keepCloudModelFresh(store, cap, config.PLACEMENT_TREE_REFRESH_MS, (err) =>
+  return keepCloudModelFresh(store.nearby, cap, config.PLACEMENT_TREE_REFRESH_MS, (err) =>
     log.warn('refreshing the provider trees failed', { err: String(err) }),
   );
 }
