@@ -21,6 +21,11 @@ import type { DataStore } from '../db/client.js';
 import type { Deps, Logger } from '../deps.js';
 import { buildNodeDeps } from './node-service.js';
 import { keepCloudModelFresh, refreshCloudModel } from '../placement/candidates/model-refresh.js';
+import { warmUpOnModel } from '../placement/candidates/model-warm-up.js';
+import { cloudModelFor } from '../placement/candidates/cloud-model.js';
+
+/** CPU time at most for answers computed on the real trees before listening (a flat-1000 answer costs 5-30 ms). */
+const REAL_DATA_BUDGET_MS = 300;
 
 /** Providers of the synthetic cloud: enough for every hot loop to run long (the engine's cost follows the trees read). */
 const FLAT_HOSTS = 400;
@@ -62,10 +67,42 @@ export async function prepareForTraffic(deps: Deps): Promise<Readiness> {
   await refreshCloudModel(store, cap, Date.now()).catch((err: unknown) =>
     log.warn('reading the provider trees failed', { err: String(err) }),
   );
+  // The same code once more on the real trees: their shapes are what traffic will bring.
+  const onTrees = warmingOnTrees(deps);
+  await onTrees();
   if (config.PLACEMENT_TREE_REFRESH_MS === 0 || cap === 0 || !config.PLACEMENT_DB_URL.startsWith('file:')) return { stop: () => {} };
-  return keepCloudModelFresh(store, cap, config.PLACEMENT_TREE_REFRESH_MS, (err) =>
-    log.warn('refreshing the provider trees failed', { err: String(err) }),
+  return keepCloudModelFresh(
+    store,
+    cap,
+    config.PLACEMENT_TREE_REFRESH_MS,
+    (err) => log.warn('refreshing the provider trees failed', { err: String(err) }),
+    onTrees,
   );
+}
+
+/**
+ * Answers computed on the real trees (model-warm-up.ts) before listening,
+ * and again each time the trees kept in memory have doubled since (a cloud
+ * loaded after the start, as perfload and a new region's first hosts do):
+ * a few rounds while the cloud is small and cheap to answer, so the first
+ * request after a load finds code V8 optimised for the cloud's shapes.
+ */
+function warmingOnTrees(deps: Deps): () => Promise<void> {
+  const { config, log, store } = deps;
+  const cap = config.PLACEMENT_CANDIDATE_TREE_CACHE;
+  let warmedAtSize = 0;
+  return async () => {
+    if (config.PLACEMENT_WARM_UP_MS === 0 || cap === 0) return;
+    const size = cloudModelFor(store, cap).size;
+    if (size === 0 || size < 2 * warmedAtSize) return;
+    warmedAtSize = size;
+    try {
+      const done = await warmUpOnModel(store, cap, REAL_DATA_BUDGET_MS);
+      log.debug('warmed up on the provider trees', { providers: size, ...done });
+    } catch (err) {
+      log.warn('warming up on the provider trees failed; serving without it', { err: String(err) });
+    }
+  };
 }
 
 const quiet: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
