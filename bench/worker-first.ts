@@ -10,7 +10,11 @@ import { SCENARIOS } from './scenarios.js';
 import { startWorkerMode } from './worker-mode.js';
 
 const { values: args } = parseArgs({
-  options: { 'boot-first': { type: 'boolean', default: false }, n: { type: 'string', default: '20' }, scenario: { type: 'string', default: 'flat-1000' } },
+  options: {
+    'boot-first': { type: 'boolean', default: false },
+    n: { type: 'string', default: '20' },
+    scenario: { type: 'string', default: 'flat-1000' },
+  },
 });
 const scenario = SCENARIOS.find((s) => s.name === args.scenario);
 if (!scenario) throw new Error(`no scenario ${args.scenario}`);

@@ -27,7 +27,7 @@ describe('first start on an empty database', () => {
     expect(counted.count()).toBe(1);
   });
 
-  it("recognises a prepared database in one read-only round trip, and takes the full path when a name is missing", async () => {
+  it('recognises a prepared database in one read-only round trip, and takes the full path when a name is missing', async () => {
     const url = inject('freshSqldUrl');
     const counted = countRoundTrips(createClient({ url }));
     await prepareDatabase(counted.client);
