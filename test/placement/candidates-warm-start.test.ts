@@ -93,7 +93,7 @@ describe('trees read and summaries built before the first request', () => {
     }
   });
 
-  it('runs the engine on the real trees (a query shaped like the cloud's most common tree) and changes nothing', async () => {
+  it("runs the engine on the real trees (a query shaped like the cloud's most common tree) and changes nothing", async () => {
     const warmed = await otherProcess(app);
     const cold = await otherProcess(app);
     try {
