@@ -247,7 +247,10 @@
         h('thead', null, h('tr', null, h('th', null, 'project'), h('th', { class: 'num' }, 'consumers'),
           classes.map((c) => h('th', { class: 'num' }, c)))),
         h('tbody', null, projects.items.map((p) => h('tr', null,
-          h('td', { class: 'uuid' }, p.project_id), h('td', { class: 'num' }, fmt(p.consumers)),
+          p.project_name
+            ? h('td', { 'data-project': p.project_id, title: p.project_id }, p.project_name, h('div', { class: 'uuid' }, p.project_id))
+            : h('td', { class: 'uuid', 'data-project': p.project_id }, p.project_id),
+          h('td', { class: 'num' }, fmt(p.consumers)),
           classes.map((c) => h('td', { class: 'num' }, p.usages[c] === undefined ? '–' : fmt(p.usages[c])))))))
       : h('div', { class: 'empty' }, 'No allocations yet.'));
     $('projects-pager').replaceChildren(...pager(projects.page, projects.per_page, projects.total,
