@@ -7,7 +7,7 @@
 // answers cost (docs/performance.md, "Cold start").
 //   node --max-semi-space-size=32 --import tsx bench/first-answers.ts --db /path/placement.db [--n 12] [--query QS]
 //   PLACEMENT_WARM_UP_MS=0 ... (the same without any warm-up)
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -23,6 +23,8 @@ const { values: args } = parseArgs({
 if (!args.db) throw new Error('--db /path/loaded.db is required');
 const dir = mkdtempSync(join(tmpdir(), 'first-answers-'));
 copyFileSync(args.db, join(dir, 'p.db'));
+// The write-ahead log holds the latest pages of a file a server still has open or left unchecked.
+if (existsSync(`${args.db}-wal`)) copyFileSync(`${args.db}-wal`, join(dir, 'p.db-wal'));
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 const cpu = () => {
   const u = process.cpuUsage();
