@@ -52,7 +52,12 @@ function presentTrees(rows: ProviderRow[]): PresentedProvider[] {
   return roots.sort(byName);
 }
 
-export function presentSummary(s: DashboardSummary, q: SummaryQueryString, now: Date): SummaryResponse {
+export function presentSummary(
+  s: DashboardSummary,
+  q: SummaryQueryString,
+  now: Date,
+  projectNames: Record<string, string> = {},
+): SummaryResponse {
   const threshold = q.over ?? DEFAULT_THRESHOLD_PERCENT;
   return {
     generated_at: now.toISOString(),
@@ -101,7 +106,12 @@ export function presentSummary(s: DashboardSummary, q: SummaryQueryString, now: 
       page: q.project_page,
       per_page: q.project_per_page,
       total: s.totalProjects,
-      items: s.projects.map((p) => ({ project_id: p.projectId, consumers: p.consumers, usages: p.usages })),
+      items: s.projects.map((p) => ({
+        project_id: p.projectId,
+        project_name: projectNames[p.projectId] ?? null,
+        consumers: p.consumers,
+        usages: p.usages,
+      })),
     },
     accelerators: {
       arqs_by_state: s.arqsByState,

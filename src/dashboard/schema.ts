@@ -150,7 +150,17 @@ export const SummaryResponse = z.object({
     page: count,
     per_page: count,
     total: count,
-    items: z.array(z.object({ project_id: z.string(), consumers: count, usages: z.record(z.string(), count) })),
+    items: z.array(
+      z.object({
+        project_id: z.string(),
+        project_name: z
+          .string()
+          .nullable()
+          .describe("Keystone's name for the project, where the service uses Keystone and the viewer may read it"),
+        consumers: count,
+        usages: z.record(z.string(), count),
+      }),
+    ),
   }),
   accelerators: z.object({
     arqs_by_state: z.record(z.string(), count),
