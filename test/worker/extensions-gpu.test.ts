@@ -72,6 +72,18 @@ describe('partitionable GPUs and prioritized alternatives in workerd', () => {
     expect(posted.status).toBe(409);
     const view = (await (await call('GET', `/ext/resource_providers/${gpu}/counters`)).json()) as { load: Record<string, number> };
     expect(view.load).toEqual({ compute_slices: 4, memory_slices: 4 });
+    // Counters off again: the other files share this database, and a cloud with counters reads
+    // them in one more round trip (test/worker/placement.test.ts counts a cloud without).
+    const { resource_provider_generation } = (await (await call('GET', `/ext/resource_providers/${gpu}/counters`)).json()) as {
+      resource_provider_generation: number;
+    };
+    const off = await call('PUT', `/ext/resource_providers/${gpu}/counters`, {
+      resource_provider_generation,
+      counters: {},
+      consumption: {},
+    });
+    expect(off.status).toBe(200);
+    expect(await fits('resources=CUSTOM_WK_MIG_3G:2')).toBe(true);
   });
 
   it('ext_first_of: each host offers its most preferred alternative', async () => {
