@@ -50,7 +50,11 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     keystone: config.PLACEMENT_AUTH_STRATEGY === 'keystone' ? keystoneValidator(config, options.keystoneFetch) : undefined,
     projectNames:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone' && config.PLACEMENT_KEYSTONE_AUTH_URL
-        ? new KeystoneProjectNames({ authUrl: config.PLACEMENT_KEYSTONE_AUTH_URL, fetcher: options.keystoneFetch })
+        ? new KeystoneProjectNames({
+            authUrl: config.PLACEMENT_KEYSTONE_AUTH_URL,
+            fetcher: options.keystoneFetch,
+            requestTimeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
+          })
         : undefined,
   };
 }

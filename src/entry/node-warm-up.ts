@@ -142,7 +142,7 @@ export interface WarmUpDone {
 
 export async function warmUp(config: AppConfig): Promise<WarmUpDone> {
   const started = performance.now();
-  const dir = mkdtempSync(join(tmpdir(), 'placement-warm-up-'));
+  const dir = mkdtempSync(join(tmpdir(), `placement-warm-up-${process.pid}-`));
   const warmConfig: AppConfig = {
     ...config,
     PLACEMENT_DB_URL: `file:${join(dir, 'warm-up.db')}`,

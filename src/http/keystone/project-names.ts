@@ -1,8 +1,9 @@
 // Project names for the dashboard, where Keystone knows them: Placement keeps
 // only project ids. Asked with the viewer's own token (as Horizon does), so
 // the service user needs no extra role and a viewer sees only names Keystone
-// lets them read. Never in the way: a bounded wait, and any failure leaves the
-// ids as they are.
+// lets them read. Never in the way: the page waits a bounded time, a slower
+// answer still lands in the cache for the next refresh, and any failure leaves
+// the ids as they are.
 import { z } from 'zod';
 import { v3Url } from './client.js';
 
@@ -19,7 +20,9 @@ export interface ProjectNameOptions {
   /** How long a name (or Keystone's "no such project") is kept. */
   ttlMs?: number;
   /** The dashboard waits at most this long for names; the page shows ids for the rest. */
-  timeoutMs?: number;
+  waitMs?: number;
+  /** One Keystone request's limit (PLACEMENT_KEYSTONE_TIMEOUT_MS); an answer after waitMs is kept for next time. */
+  requestTimeoutMs?: number;
   /** Most names kept; the oldest go first. */
   maxEntries?: number;
   now?: () => number;
@@ -29,17 +32,21 @@ export class KeystoneProjectNames implements ProjectNameLookup {
   private readonly base: string;
   private readonly fetcher: typeof fetch;
   private readonly ttlMs: number;
-  private readonly timeoutMs: number;
+  private readonly waitMs: number;
+  private readonly requestTimeoutMs: number;
   private readonly maxEntries: number;
   private readonly now: () => number;
   /** id -> name (null: Keystone has no such project) and when it was learnt. */
   private readonly cache = new Map<string, { name: string | null; at: number }>();
+  /** Lookups under way: a second page view joins them rather than asking again. */
+  private readonly asking = new Map<string, Promise<void>>();
 
   constructor(options: ProjectNameOptions) {
     this.base = v3Url(options.authUrl);
     this.fetcher = options.fetcher ?? ((input, init) => fetch(input, init));
     this.ttlMs = options.ttlMs ?? 300_000;
-    this.timeoutMs = options.timeoutMs ?? 2_000;
+    this.waitMs = options.waitMs ?? 2_000;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
     this.maxEntries = options.maxEntries ?? 10_000;
     this.now = options.now ?? Date.now;
   }
@@ -50,7 +57,14 @@ export class KeystoneProjectNames implements ProjectNameLookup {
       const hit = this.cache.get(id);
       return !hit || now - hit.at > this.ttlMs;
     });
-    await Promise.all(missing.map((id) => this.learn(id, viewerToken)));
+    if (missing.length > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const waited = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.waitMs);
+      });
+      await Promise.race([Promise.all(missing.map((id) => this.ask(id, viewerToken))), waited]);
+      clearTimeout(timer);
+    }
     const out: Record<string, string> = {};
     for (const id of projectIds) {
       const name = this.cache.get(id)?.name;
@@ -59,12 +73,21 @@ export class KeystoneProjectNames implements ProjectNameLookup {
     return out;
   }
 
+  private ask(id: string, token: string): Promise<void> {
+    let pending = this.asking.get(id);
+    if (!pending) {
+      pending = this.learn(id, token).finally(() => this.asking.delete(id));
+      this.asking.set(id, pending);
+    }
+    return pending;
+  }
+
   private async learn(id: string, token: string): Promise<void> {
     let res: Response;
     try {
       res = await this.fetcher(`${this.base}/projects/${encodeURIComponent(id)}`, {
         headers: { 'x-auth-token': token, accept: 'application/json' },
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: AbortSignal.timeout(this.requestTimeoutMs),
       });
     } catch {
       return; // Keystone slow or away: ask again next time.
