@@ -2,8 +2,9 @@
 // reading it back), the
 // "device programmed" report, and the outbox (dead letters) for operators.
 import { Hono } from 'hono';
+import { invalid, notFound } from '../../../errors.js';
 import { listOutbox } from '../../../jobs/outbox.js';
-import { authorize, cyborgError, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../profile.js';
+import { authorize, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../profile.js';
 import { presentDeployable, presentDevice } from '../../present.js';
 import { applyHostReport, currentHostReport, recordProgrammed } from '../../repo/devices.js';
 import { HostDevicesReport, Hostname, ProgrammedReport } from '../../schemas/agent.js';
@@ -30,7 +31,7 @@ resource(agentRoutes, '/hosts/:hostname/devices', {
   PUT: async (c) => {
     authorize(c, 'cyborg:agent:report');
     const named = Hostname.safeParse(c.req.param('hostname') ?? '');
-    if (!named.success) throw cyborgError(400, `Invalid input: ${named.error.issues[0]!.message}.`);
+    if (!named.success) throw invalid(`Invalid input: ${named.error.issues[0]!.message}.`);
     const hostname = named.data;
     const report = await readCyborgBody(c, HostDevicesReport);
     const { deps } = c.var;
@@ -49,7 +50,7 @@ resource(agentRoutes, '/deployables/:uuid/programmed', {
     const { deps } = c.var;
     const now = deps.clock();
     const recorded = await recordProgrammed(deps.store, uuid, report, now.toISOString(), now.getTime());
-    if (!recorded) throw cyborgError(404, `Deployable ${uuid} could not be found.`);
+    if (!recorded) throw notFound(`Deployable ${uuid} could not be found.`);
     await sendAll(c, [recorded.job]);
     return c.json(presentDeployable(recorded.deployable, recorded.deviceUuid, link(c)));
   },

@@ -1,6 +1,7 @@
 // /v2/accelerator_requests: create, list (?instance=, ?bind_state=resolved),
 // show, PATCH bind/unbind (also on /{uuid}, as pecan routes it), delete.
 import { Hono } from 'hono';
+import { forbidden, invalid, notFound } from '../../../errors.js';
 import { isResolved } from '../../arq-state.js';
 import {
   authorize,
@@ -30,7 +31,7 @@ import { ArqListQuery, parseQuery } from '../../schemas/queries.js';
 import { MV } from '../../versions.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
-const badPatch = (reason: string) => cyborgError(400, `Couldn't apply patch. Reason: ${reason}`);
+const badPatch = (reason: string) => invalid(`Couldn't apply patch. Reason: ${reason}`);
 
 export const arqRoutes = new Hono<CyborgEnv>();
 
@@ -54,7 +55,7 @@ function parsePatch(c: CyborgContext, body: PatchArqsBody): Parsed {
             `Request not acceptable. The minimal required API version should be ${MV.ARQ_PROJECT_ID} to set project_id.`,
           );
         }
-        if (!isAdmin(c)) throw cyborgError(403, 'Only an admin may set project_id on an accelerator request.');
+        if (!isAdmin(c)) throw forbidden('Only an admin may set project_id on an accelerator request.');
       } else if (!(BIND_PATHS as readonly string[]).includes(p.path)) {
         throw badPatch(`invalid path ${p.path}`);
       }
@@ -92,8 +93,7 @@ function mayBind(c: CyborgContext): boolean {
 }
 
 const needsServiceToken = () =>
-  cyborgError(
-    403,
+  forbidden(
     'Binding, unbinding and deleting a bound accelerator request need an admin token or a service token (X-Service-Token) beside the user token.',
   );
 
@@ -117,7 +117,7 @@ async function patchArqs(c: CyborgContext): Promise<Response> {
 async function deleteArqs(c: CyborgContext, uuids: string[] | undefined, instance: string | undefined): Promise<Response> {
   authorize(c, 'cyborg:arq:delete');
   if ((uuids === undefined) === (instance === undefined)) {
-    throw cyborgError(400, 'Exactly one of the query parameters arqs and instance is needed.');
+    throw invalid('Exactly one of the query parameters arqs and instance is needed.');
   }
   const { deps } = c.var;
   const now = deps.clock().toISOString();
@@ -128,7 +128,7 @@ async function deleteArqs(c: CyborgContext, uuids: string[] | undefined, instanc
     return c.body(null, 204);
   }
   const missing = await deleteArqsByUuid(deps.store, uuids!, projectScope(c), now, mayBind(c) ? undefined : needsServiceToken);
-  if (missing.length) throw cyborgError(404, `Accelerator request(s) ${missing.join(', ')} could not be found.`);
+  if (missing.length) throw notFound(`Accelerator request(s) ${missing.join(', ')} could not be found.`);
   return c.body(null, 204);
 }
 
@@ -155,7 +155,7 @@ resource(arqRoutes, '/accelerator_requests', {
       deps.clock().toISOString(),
       body.device_profile_group_id ?? undefined,
     );
-    if (!arqs) throw cyborgError(404, `Device Profile not found with name=${body.device_profile_name}`);
+    if (!arqs) throw notFound(`Device Profile not found with name=${body.device_profile_name}`);
     return c.json({ arqs: arqs.map((arq) => presentArq({ arq, handle: null }, link(c))) }, 201);
   },
   PATCH: patchArqs,
@@ -167,7 +167,7 @@ resource(arqRoutes, '/accelerator_requests/:uuid', {
     authorize(c, 'cyborg:arq:get_one');
     const uuid = c.req.param('uuid') ?? '';
     const found = await findArq(c.var.deps.store.db, uuid, projectScope(c));
-    if (!found) throw cyborgError(404, `Accelerator request ${uuid} could not be found.`);
+    if (!found) throw notFound(`Accelerator request ${uuid} could not be found.`);
     return c.json(presentArq(found, link(c)));
   },
   PATCH: patchArqs,

@@ -1,16 +1,8 @@
 // /v2/attributes: key/value facts about deployables. List (?deployable_id=),
 // show, create and delete; reads for project managers and admins, writes admin.
 import { Hono } from 'hono';
-import {
-  authorize,
-  cyborgError,
-  readCyborgBody,
-  readCyborgQuery,
-  resource,
-  selfLink,
-  type CyborgContext,
-  type CyborgEnv,
-} from '../profile.js';
+import { invalid, notFound } from '../../../errors.js';
+import { authorize, readCyborgBody, readCyborgQuery, resource, selfLink, type CyborgContext, type CyborgEnv } from '../profile.js';
 import { presentAttribute } from '../../present.js';
 import { createAttribute, deleteAttribute, findAttribute, listAttributes } from '../../repo/attributes.js';
 import { AttributeListQuery, CreateAttributeBody } from '../../schemas/attributes.js';
@@ -34,7 +26,7 @@ resource(attributeRoutes, '/attributes', {
       { uuid: deps.newId(), deployableId: input.deployable_id, key: input.key, value: input.value },
       deps.clock().toISOString(),
     );
-    if (!row) throw cyborgError(400, `Deployable ${input.deployable_id} could not be found.`);
+    if (!row) throw invalid(`Deployable ${input.deployable_id} could not be found.`);
     return c.json(presentAttribute(row, link(c)), 201);
   },
 });
@@ -43,14 +35,14 @@ resource(attributeRoutes, '/attributes/:uuid', {
   GET: async (c) => {
     authorize(c, 'cyborg:attribute:get_one');
     const row = await findAttribute(c.var.deps.store.db, c.req.param('uuid') ?? '');
-    if (!row) throw cyborgError(404, `Attribute ${c.req.param('uuid')} could not be found.`);
+    if (!row) throw notFound(`Attribute ${c.req.param('uuid')} could not be found.`);
     return c.json(presentAttribute(row, link(c)));
   },
   DELETE: async (c) => {
     authorize(c, 'cyborg:attribute:delete');
     const uuid = c.req.param('uuid') ?? '';
     const removed = await deleteAttribute(c.var.deps.store, uuid);
-    if (!removed) throw cyborgError(404, `Attribute ${uuid} could not be found.`);
+    if (!removed) throw notFound(`Attribute ${uuid} could not be found.`);
     return c.body(null, 204);
   },
 });

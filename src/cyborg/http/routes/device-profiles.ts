@@ -1,5 +1,6 @@
 // /v2/device_profiles: create (list body), list (?name=), show by uuid (by name from 2.2), delete.
 import { Hono } from 'hono';
+import { invalid, notFound } from '../../../errors.js';
 import { authorize, cyborgError, queryList, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../profile.js';
 import { presentDeviceProfile } from '../../present.js';
 import { createDeviceProfile, deleteDeviceProfiles, findDeviceProfile, listDeviceProfiles } from '../../repo/device-profiles.js';
@@ -37,9 +38,9 @@ resource(deviceProfileRoutes, '/device_profiles', {
   DELETE: async (c) => {
     authorize(c, 'cyborg:device_profile:delete');
     const names = queryList(c, 'value');
-    if (!names?.length) throw cyborgError(400, 'Device profile names to delete are needed: ?value=name1,name2');
+    if (!names?.length) throw invalid('Device profile names to delete are needed: ?value=name1,name2');
     const missing = await deleteDeviceProfiles(c.var.deps.store, 'name', names);
-    if (missing.length) throw cyborgError(404, `Device Profile not found with name=${missing.join(',')}`);
+    if (missing.length) throw notFound(`Device Profile not found with name=${missing.join(',')}`);
     return c.body(null, 204);
   },
 });
@@ -54,7 +55,7 @@ async function lookup(c: CyborgContext) {
     );
   }
   const row = await findDeviceProfile(c.var.deps.store.db, isUuid ? { uuid: key } : { name: key });
-  if (!row) throw cyborgError(404, `Device Profile not found with ${isUuid ? 'uuid' : 'name'}=${key}`);
+  if (!row) throw notFound(`Device Profile not found with ${isUuid ? 'uuid' : 'name'}=${key}`);
   return row;
 }
 
@@ -67,7 +68,7 @@ resource(deviceProfileRoutes, '/device_profiles/:key', {
     authorize(c, 'cyborg:device_profile:delete');
     const key = c.req.param('key') ?? '';
     const missing = await deleteDeviceProfiles(c.var.deps.store, isUuidLike(key) ? 'uuid' : 'name', [key]);
-    if (missing.length) throw cyborgError(404, `Device Profile not found with uuid=${key}`);
+    if (missing.length) throw notFound(`Device Profile not found with uuid=${key}`);
     return c.body(null, 204);
   },
 });

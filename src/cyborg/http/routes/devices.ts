@@ -1,7 +1,8 @@
 // /v2/devices and /v2/deployables, as host agents reported them; admins can
 // take a device out of service (disable: status maintaining) and back.
 import { Hono } from 'hono';
-import { authorize, cyborgError, resource, selfLink, type CyborgContext, type CyborgEnv } from '../profile.js';
+import { notFound } from '../../../errors.js';
+import { authorize, resource, selfLink, type CyborgContext, type CyborgEnv } from '../profile.js';
 import { presentDeployable, presentDevice } from '../../present.js';
 import { findDeployable, findDevice, listDeployables, listDevices, setDeviceStatus } from '../../repo/devices.js';
 import { DeviceListQuery, parseQuery } from '../../schemas/queries.js';
@@ -21,7 +22,7 @@ resource(deviceRoutes, '/devices/:uuid', {
   GET: async (c) => {
     authorize(c, 'cyborg:device:get_one');
     const row = await findDevice(c.var.deps.store.db, c.req.param('uuid') ?? '');
-    if (!row) throw cyborgError(404, `Device ${c.req.param('uuid')} could not be found.`);
+    if (!row) throw notFound(`Device ${c.req.param('uuid')} could not be found.`);
     return c.json(presentDevice(row, link(c), c.var.mv.atLeast(MV.DEVICE_STATUS)));
   },
 });
@@ -35,7 +36,7 @@ for (const [action, status] of [
       const uuid = c.req.param('uuid') ?? '';
       const { deps } = c.var;
       const row = await setDeviceStatus(deps.store, uuid, status, deps.clock().toISOString());
-      if (!row) throw cyborgError(404, `Device ${uuid} could not be found.`);
+      if (!row) throw notFound(`Device ${uuid} could not be found.`);
       return c.body(null, 200);
     },
   });
@@ -51,7 +52,7 @@ resource(deviceRoutes, '/deployables/:uuid', {
   GET: async (c) => {
     authorize(c, 'cyborg:deployable:get_one');
     const row = await findDeployable(c.var.deps.store.db, c.req.param('uuid') ?? '');
-    if (!row) throw cyborgError(404, `Deployable ${c.req.param('uuid')} could not be found.`);
+    if (!row) throw notFound(`Deployable ${c.req.param('uuid')} could not be found.`);
     return c.json(presentDeployable(row.deployable, row.deviceUuid, link(c)));
   },
 });

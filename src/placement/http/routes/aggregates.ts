@@ -8,8 +8,7 @@ import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCac
 import { normalizeUuid } from '../../../uuid.js';
 import { readProviderGeneration, replaceProviderAggregates } from '../../writes/aggregates.js';
 import { providerAggregates } from '../../repo/aggregates.js';
-import { generationConflict, isoNow, providerNotFound, requireProvider } from '../../repo/lookups.js';
-import { ProviderNotFound, StaleProviderGeneration } from '../../writes/refusals.js';
+import { isoNow, requireProvider } from '../../repo/lookups.js';
 import { putAggregatesSchema } from '../../schemas/aggregates.js';
 import type { AggregatesJson } from '../../schemas/responses.js';
 
@@ -33,27 +32,19 @@ resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
     authorize(c, 'placement:resource_providers:aggregates:update');
     const { deps } = c.var;
     const uuid = pathParam(c, 'uuid');
-    try {
-      // Upstream looks the provider up before it reads the body.
-      const read = await readProviderGeneration(deps.store, uuid);
-      const request = await readBody(c, putAggregatesSchema(c.var.mv));
-      // A bare list before 1.19; an object with the provider generation from 1.19.
-      const withGeneration = !Array.isArray(request);
-      const aggregates = withGeneration ? request.aggregates : request;
-      const expected = withGeneration ? request.resource_provider_generation : undefined;
-      const uuids = [...new Set(aggregates.map(normalizeUuid))];
-      const now = isoNow(deps.clock);
-      const generation = await replaceProviderAggregates(deps.store, uuid, read, expected, uuids, now);
-      setCacheHeaders(c, now);
-      const body: AggregatesJson = { aggregates: uuids };
-      if (withGeneration) body.resource_provider_generation = generation;
-      return c.json(body);
-    } catch (err) {
-      if (err instanceof ProviderNotFound) throw providerNotFound(uuid);
-      if (err instanceof StaleProviderGeneration) {
-        throw generationConflict("Resource provider's generation already changed. Please update the generation and try again.");
-      }
-      throw err;
-    }
+    // Upstream looks the provider up before it reads the body.
+    const read = await readProviderGeneration(deps.store, uuid);
+    const request = await readBody(c, putAggregatesSchema(c.var.mv));
+    // A bare list before 1.19; an object with the provider generation from 1.19.
+    const withGeneration = !Array.isArray(request);
+    const aggregates = withGeneration ? request.aggregates : request;
+    const expected = withGeneration ? request.resource_provider_generation : undefined;
+    const uuids = [...new Set(aggregates.map(normalizeUuid))];
+    const now = isoNow(deps.clock);
+    const generation = await replaceProviderAggregates(deps.store, uuid, read, expected, uuids, now);
+    setCacheHeaders(c, now);
+    const body: AggregatesJson = { aggregates: uuids };
+    if (withGeneration) body.resource_provider_generation = generation;
+    return c.json(body);
   },
 });

@@ -1,7 +1,7 @@
 // /allocations/{consumer_uuid} (GET, PUT, DELETE), POST /allocations (1.13)
 // and GET /resource_providers/{uuid}/allocations.
 import { Hono } from 'hono';
-import { ApiError, webobDetail } from '../../../http/api-error.js';
+import { invalid, notFound } from '../../../errors.js';
 import type { AppContext, AppEnv } from '../../../http/env.js';
 import { readBody } from '../../../http/validate.js';
 import { parseUuidLike } from '../../../uuid.js';
@@ -34,7 +34,7 @@ resource(allocationRoutes, '/allocations', {
     authorize(c, 'placement:allocations:manage');
     const body = await readBody(c, postAllocationsSchema(c.var.mv));
     const claims = Object.entries(body).map(([uuid, part]) => claimFromBody(c, uuid, part));
-    await writeClaims(c, claims, 'Unable to allocate inventory ');
+    await writeClaims(c, claims, 'allocations');
     return c.body(null, 204);
   },
 });
@@ -70,16 +70,16 @@ resource(allocationRoutes, '/allocations/:consumer_uuid', {
     authorize(c, 'placement:allocations:update');
     const raw = pathParam(c, 'consumer_uuid');
     const uuid = parseUuidLike(raw.trim());
-    if (!uuid) throw new ApiError(400, webobDetail(400, `Malformed consumer_uuid: ${raw}`));
+    if (!uuid) throw invalid(`Malformed consumer_uuid: ${raw}`);
     const claim = await putClaim(c, uuid);
-    await writeClaims(c, [claim], `Unable to allocate inventory for consumer ${uuid}: `);
+    await writeClaims(c, [claim], 'consumer_allocations');
     return c.body(null, 204);
   },
   DELETE: async (c) => {
     authorize(c, 'placement:allocations:delete');
     const uuid = consumerOfPath(c);
     const removed = await deleteConsumerAllocations(c.var.deps.store, uuid);
-    if (!removed) throw new ApiError(404, webobDetail(404, `No allocations for consumer '${uuid}'`));
+    if (!removed) throw notFound(`No allocations for consumer '${uuid}'`);
     return c.body(null, 204);
   },
 });
@@ -91,7 +91,7 @@ resource(allocationRoutes, '/resource_providers/:uuid/allocations', {
     const { db } = c.var.deps.store;
     const provider = await findProvider(db, uuid);
     if (!provider) {
-      throw new ApiError(404, webobDetail(404, `Resource provider '${uuid}' not found: No resource provider with uuid ${uuid} found`));
+      throw notFound(`Resource provider '${uuid}' not found: No resource provider with uuid ${uuid} found`);
     }
     const rows = await allocationsForProvider(db, provider.id);
     setCacheHeaders(c, allocationsLastModified(rows));

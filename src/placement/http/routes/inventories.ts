@@ -5,18 +5,12 @@
 // replacing the whole inventory with a valid body is first tried as one write
 // batch alone.
 import { Hono } from 'hono';
-import { ApiError, ErrorCode, webobDetail } from '../../../http/api-error.js';
+import { conflict, ErrorCode, invalid, notFound } from '../../../errors.js';
 import type { AppContext, AppEnv } from '../../../http/env.js';
 import { readJson, validateBody } from '../../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
 import { presentInventories, presentInventory, presentInventoryWithGeneration } from '../../present/inventories.js';
-import {
-  findInventory,
-  InventoryInUseError,
-  listInventories,
-  reservedCapacityProblem,
-  type InventoryInput,
-} from '../../repo/inventories.js';
+import { findInventory, listInventories, reservedCapacityProblem, type InventoryInput } from '../../repo/inventories.js';
 import {
   writeProviderInventory,
   type InventoryChange,
@@ -25,7 +19,6 @@ import {
 } from '../../writes/inventories.js';
 import { isoNow, requireProvider } from '../../repo/lookups.js';
 import type { ProviderState } from '../../writes/kernel.js';
-import { InvalidInventoryInput, InventoryExists, InventoryInUse, InventoryNotFound, ProviderNotFound } from '../../writes/refusals.js';
 import {
   postInventorySchema,
   putInventoriesSchema,
@@ -41,7 +34,7 @@ const RULE = 'placement:resource_providers:inventories';
 /** Body generation must match the provider's, before anything else is tried. */
 function checkGeneration(provider: ProviderState, given: number): void {
   if (given !== provider.generation) {
-    throw new ApiError(409, webobDetail(409, 'resource provider generation conflict'), { code: ErrorCode.CONCURRENT_UPDATE });
+    throw conflict('resource provider generation conflict', ErrorCode.CONCURRENT_UPDATE);
   }
 }
 
@@ -49,7 +42,7 @@ function checkGeneration(provider: ProviderState, given: number): void {
 function checkCapacity(c: AppContext, provider: ProviderState, records: Record<string, InventoryInput>, verb: 'create' | 'update'): void {
   const problem = reservedCapacityProblem(provider, records, atLeast(c, 'RESERVED_EQUALS_TOTAL'));
   if (problem) {
-    throw new ApiError(400, webobDetail(400, `Unable to ${verb} inventory for resource provider ${provider.uuid}: ${problem}`));
+    throw invalid(`Unable to ${verb} inventory for resource provider ${provider.uuid}: ${problem}`);
   }
 }
 
@@ -59,25 +52,13 @@ function warnOverCapacity(c: AppContext, provider: string, classes: string[]): v
   }
 }
 
-/**
- * Runs one inventory write (see writeProviderInventory) and words its
- * refusals; `inUsePrefix` is how this endpoint introduces an in-use conflict.
- */
-async function writeInventory(
+/** Runs one inventory write of the path's provider (see writeProviderInventory). */
+function writeInventory(
   c: AppContext,
   decide: (provider: ProviderState) => InventoryChange,
-  inUsePrefix?: string,
   replacement?: InventoryReplacement,
 ): Promise<InventoryWriteResult> {
-  try {
-    return await writeProviderInventory(c.var.deps.store, pathParam(c, 'uuid'), decide, isoNow(c.var.deps.clock), replacement);
-  } catch (err) {
-    if (err instanceof ProviderNotFound || err instanceof InventoryNotFound) throw new ApiError(404, webobDetail(404, err.message));
-    if (err instanceof InvalidInventoryInput) throw new ApiError(400, webobDetail(400, err.message));
-    if (err instanceof InventoryExists) throw new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.CONCURRENT_UPDATE });
-    if (err instanceof InventoryInUse) throw new InventoryInUseError(err.reason, inUsePrefix);
-    throw err;
-  }
+  return writeProviderInventory(c.var.deps.store, pathParam(c, 'uuid'), decide, isoNow(c.var.deps.clock), replacement);
 }
 
 /**
@@ -134,7 +115,7 @@ resource(inventoryRoutes, '/resource_providers/:uuid/inventories', {
     };
     const replacement = replacementOf(c, raw);
     if (replacement) records = replacement.records;
-    const { generation, overCapacity } = await writeInventory(c, decide, 'update conflict', replacement);
+    const { generation, overCapacity } = await writeInventory(c, decide, replacement);
     warnOverCapacity(c, pathParam(c, 'uuid'), overCapacity);
     setCacheHeaders(c, isoNow(c.var.deps.clock));
     return c.json(presentInventories(records, generation));
@@ -143,7 +124,7 @@ resource(inventoryRoutes, '/resource_providers/:uuid/inventories', {
   DELETE: async (c) => {
     requireVersion(c, 'DELETE_ALL_INVENTORY', 405);
     authorize(c, `${RULE}:delete`);
-    await writeInventory(c, () => ({ kind: 'replace', records: {} }), undefined, { generation: undefined, records: {} });
+    await writeInventory(c, () => ({ kind: 'clear' }), { generation: undefined, records: {} });
     return c.body(null, 204);
   },
 });
@@ -155,7 +136,7 @@ resource(inventoryRoutes, '/resource_providers/:uuid/inventories/:resource_class
     const provider = await requireProvider(db, pathParam(c, 'uuid'));
     const rc = pathParam(c, 'resource_class');
     const inv = await findInventory(db, provider.id, rc);
-    if (!inv) throw new ApiError(404, webobDetail(404, `No inventory of class ${rc} for ${provider.uuid}`));
+    if (!inv) throw notFound(`No inventory of class ${rc} for ${provider.uuid}`);
     setCacheHeaders(c, newest(inv.createdAt, inv.updatedAt));
     return c.json(presentInventoryWithGeneration(inv, provider.generation));
   },
@@ -180,7 +161,7 @@ resource(inventoryRoutes, '/resource_providers/:uuid/inventories/:resource_class
   DELETE: async (c) => {
     authorize(c, `${RULE}:delete`);
     const rc = pathParam(c, 'resource_class');
-    await writeInventory(c, () => ({ kind: 'delete', resourceClass: rc }), `Unable to delete inventory of class ${rc}`);
+    await writeInventory(c, () => ({ kind: 'delete', resourceClass: rc }));
     return c.body(null, 204);
   },
 });

@@ -1,7 +1,7 @@
 // /resource_providers and /resource_providers/{uuid}: list with filters,
 // create, show, update (rename, re-parent from 1.37), delete.
 import { Hono } from 'hono';
-import { ApiError, ErrorCode, webobDetail } from '../../../http/api-error.js';
+import { invalid } from '../../../errors.js';
 import type { AppContext, AppEnv } from '../../../http/env.js';
 import { badQuery, queryParams, readBody } from '../../../http/validate.js';
 import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../middleware.js';
@@ -10,8 +10,7 @@ import { isUuidLike, normalizeUuid } from '../../../uuid.js';
 import { parseMemberOf, parseRequired, parseResources, traitNames } from '../../query.js';
 import { isoNow, providerNotFound, resourceClassIdsByName, traitIdsByName } from '../../repo/lookups.js';
 import { createProviderBatched, deleteProviderBatched, updateProviderBatched } from '../../writes/providers.js';
-import { getProviderView, listProviders, type ProviderListFilter, type ProviderView } from '../../repo/providers.js';
-import { DuplicateProvider, InvalidNewProvider, ProviderNotFound } from '../../writes/refusals.js';
+import { getProviderView, listProviders, type ProviderListFilter } from '../../repo/providers.js';
 import { createProviderSchema, updateProviderSchema } from '../../schemas/providers.js';
 
 export const resourceProviderRoutes = new Hono<AppEnv>();
@@ -67,7 +66,7 @@ async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
     const names = traitNames(traits);
     const ids = await traitIdsByName(db, names);
     const missing = names.filter((n) => !ids.has(n));
-    if (missing.length) throw new ApiError(400, webobDetail(400, `No such trait(s): ${missing.join(', ')}.`));
+    if (missing.length) throw invalid(`No such trait(s): ${missing.join(', ')}.`);
     filter.traits = {
       required: traits.required.map((n) => ids.get(n)!),
       forbidden: traits.forbidden.map((n) => ids.get(n)!),
@@ -103,16 +102,7 @@ resource(resourceProviderRoutes, '/resource_providers', {
     const now = isoNow(deps.clock);
     const uuid = body.uuid ? normalizeUuid(body.uuid) : deps.newId();
     const parentUuid = body.parent_provider_uuid ?? null;
-    let created: ProviderView;
-    try {
-      created = await createProviderBatched(deps.store, { uuid, name: body.name, parentUuid }, now);
-    } catch (err) {
-      if (err instanceof DuplicateProvider) throw new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.DUPLICATE_NAME });
-      if (err instanceof InvalidNewProvider) {
-        throw new ApiError(400, webobDetail(400, `Unable to create resource provider "${body.name}", ${uuid}: ${err.reason}`));
-      }
-      throw err;
-    }
+    const created = await createProviderBatched(deps.store, { uuid, name: body.name, parentUuid }, now);
     c.header('location', new URL(`/resource_providers/${created.uuid}`, c.req.url).href);
     if (!atLeast(c, 'POST_RP_RETURNS_BODY')) return c.body(null, 201);
     setCacheHeaders(c, created.updatedAt ?? created.createdAt);
@@ -147,15 +137,7 @@ resource(resourceProviderRoutes, '/resource_providers/:uuid', {
 
   DELETE: async (c) => {
     authorize(c, 'placement:resource_providers:delete');
-    const uuid = pathParam(c, 'uuid');
-    try {
-      await deleteProviderBatched(c.var.deps.store, uuid);
-    } catch (err) {
-      if (err instanceof ProviderNotFound) {
-        throw new ApiError(404, webobDetail(404, `No resource provider with uuid ${uuid} found for delete`));
-      }
-      throw err;
-    }
+    await deleteProviderBatched(c.var.deps.store, pathParam(c, 'uuid'));
     return c.body(null, 204);
   },
 });
