@@ -57,23 +57,36 @@ export interface InventoryReplacement {
 }
 
 /**
- * Applies the change `decide` returns for the provider as read. Throws
- * ProviderNotFound, InvalidInventoryInput (unknown class, updating a class
- * the provider lacks), InventoryExists, InventoryNotFound, InventoryInUse,
- * or whatever `decide` throws. With `replacement` (what `decide` would
- * return), one write batch is tried first.
+ * Replaces (or clears) the whole inventory: `replacement` (what `decide`
+ * would return, when the body alone says so) is first tried as one write
+ * batch; refused, the ordinary path decides and words it.
  */
-export async function writeProviderInventory(
+export async function replaceProviderInventory(
   store: DataStore,
   uuid: string,
   decide: (provider: ProviderState) => InventoryChange,
   now: string,
-  replacement?: InventoryReplacement,
+  replacement: InventoryReplacement | undefined,
 ): Promise<InventoryWriteResult> {
   if (replacement) {
     const granted = await tryOneBatch(store, oneBatchReplaceStatements(uuid, replacement, now));
     if (granted) return oneBatchResult(replacement, granted);
   }
+  return writeProviderInventory(store, uuid, decide, now);
+}
+
+/**
+ * Applies the change `decide` returns for the provider as read, and returns
+ * it with the outcome. Throws ProviderNotFound, InvalidInventoryInput
+ * (unknown class, updating a class the provider lacks), InventoryExists,
+ * InventoryNotFound, InventoryInUse, or whatever `decide` throws.
+ */
+export async function writeProviderInventory<C extends InventoryChange>(
+  store: DataStore,
+  uuid: string,
+  decide: (provider: ProviderState) => C,
+  now: string,
+): Promise<InventoryWriteResult & { change: C }> {
   return placementWrite(async () => {
     const snap = await readSnapshot(store, [uuid], [], null);
     const provider = snap.providers.get(uuid);
@@ -151,7 +164,7 @@ export async function writeProviderInventory(
     const gens = new GenerationPlan();
     gens.bump(provider);
     await commitGuarded(store, [...statements, ...gens.statements(now)]);
-    return { generation: provider.generation + 1, overCapacity };
+    return { generation: provider.generation + 1, overCapacity, change };
   });
 }
 

@@ -4,13 +4,12 @@
 //   /ext/headroom                                      headroom.ts
 //   /ext/resource_providers/{uuid}/taints, /ext/taints taints.ts
 //   /ext/leases[/{consumer_uuid}]                      leases.ts
-import { Hono } from 'hono';
-import type { AppEnv } from '../../../http/env.js';
+import { joinRoutes, type RouteTable } from '../../../http/route-table.js';
 import { headroomRoutes } from './headroom.js';
 import { leaseRoutes } from './leases.js';
 import { taintRoutes } from './taints.js';
 
-export const extRoutes = new Hono<AppEnv>();
-extRoutes.route('/', headroomRoutes);
-extRoutes.route('/', taintRoutes);
-extRoutes.route('/', leaseRoutes);
+/** Read by the router and by GET /openapi.json, in this order. */
+export const EXT_ROUTES: RouteTable[] = [headroomRoutes, taintRoutes, leaseRoutes];
+
+export const extRoutes = joinRoutes(EXT_ROUTES);

@@ -1,10 +1,9 @@
 // /resource_providers and /resource_providers/{uuid}: list with filters,
 // create, show, update (rename, re-parent from 1.37), delete.
-import { Hono } from 'hono';
 import { invalid } from '../../../errors.js';
-import type { AppContext, AppEnv } from '../../../http/env.js';
+import type { AppContext } from '../../../http/env.js';
 import { badQuery, queryParams, readBody } from '../../../http/validate.js';
-import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, newest, setCacheHeaders } from '../middleware.js';
 import { presentProvider } from '../../present/providers.js';
 import { isUuidLike, normalizeUuid } from '../../../uuid.js';
 import { parseMemberOf, parseRequired, parseResources, traitNames } from '../../query.js';
@@ -12,8 +11,13 @@ import { isoNow, providerNotFound, resourceClassIdsByName, traitIdsByName } from
 import { createProviderBatched, deleteProviderBatched, updateProviderBatched } from '../../writes/providers.js';
 import { getProviderView, listProviders, type ProviderListFilter } from '../../repo/providers.js';
 import { createProviderSchema, updateProviderSchema } from '../../schemas/providers.js';
+import { providerListResponseSchema, providerResponseSchema } from '../../schemas/responses.js';
+import { MV } from '../../versions.js';
+import { RouteTable, type QueryParam } from '../../../http/route-table.js';
+import { placementHttp } from '../profile.js';
+import type { Microversion } from '../../../microversion.js';
 
-export const resourceProviderRoutes = new Hono<AppEnv>();
+export const resourceProviderRoutes = new RouteTable('placement', placementHttp);
 
 /** What the create/update bodies carry, across their microversions. */
 interface ProviderBody {
@@ -23,7 +27,7 @@ interface ProviderBody {
 }
 
 /** Query parameters GET /resource_providers knows, by the version that added them. */
-export const LIST_PARAMS: [string, Parameters<typeof atLeast>[1] | null][] = [
+const LIST_PARAMS: [string, Parameters<typeof atLeast>[1] | null][] = [
   ['uuid', null],
   ['name', null],
   ['member_of', 'MEMBER_OF_LIST'],
@@ -31,6 +35,9 @@ export const LIST_PARAMS: [string, Parameters<typeof atLeast>[1] | null][] = [
   ['in_tree', 'NESTED'],
   ['required', 'RP_REQUIRED'],
 ];
+
+const providerListQuery = (mv: Microversion): QueryParam[] =>
+  LIST_PARAMS.filter(([, feature]) => !feature || mv.atLeast(MV[feature])).map(([name]) => ({ name }));
 
 async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
   const params = queryParams(c);
@@ -87,57 +94,88 @@ async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
   return filter;
 }
 
-resource(resourceProviderRoutes, '/resource_providers', {
-  GET: async (c) => {
-    authorize(c, 'placement:resource_providers:list');
-    const providers = await listProviders(c.var.deps.store.db, await parseListFilter(c));
-    setCacheHeaders(c, newest(...providers.flatMap((p) => [p.createdAt, p.updatedAt])));
-    return c.json({ resource_providers: providers.map((p) => presentProvider(p, c.var.mv)) });
+resourceProviderRoutes.resource('/resource_providers', {
+  GET: {
+    summary: 'List resource providers',
+    query: providerListQuery,
+    responses: { 200: 'Providers' },
+    response: providerListResponseSchema,
+    responseName: 'ResourceProviderList',
+    handler: async (c) => {
+      authorize(c, 'placement:resource_providers:list');
+      const providers = await listProviders(c.var.deps.store.db, await parseListFilter(c));
+      setCacheHeaders(c, newest(...providers.flatMap((p) => [p.createdAt, p.updatedAt])));
+      return c.json({ resource_providers: providers.map((p) => presentProvider(p, c.var.mv)) });
+    },
   },
-
-  POST: async (c) => {
-    authorize(c, 'placement:resource_providers:create');
-    const body: ProviderBody = await readBody(c, createProviderSchema(c.var.mv));
-    const { deps } = c.var;
-    const now = isoNow(deps.clock);
-    const uuid = body.uuid ? normalizeUuid(body.uuid) : deps.newId();
-    const parentUuid = body.parent_provider_uuid ?? null;
-    const created = await createProviderBatched(deps.store, { uuid, name: body.name, parentUuid }, now);
-    c.header('location', new URL(`/resource_providers/${created.uuid}`, c.req.url).href);
-    if (!atLeast(c, 'POST_RP_RETURNS_BODY')) return c.body(null, 201);
-    setCacheHeaders(c, created.updatedAt ?? created.createdAt);
-    return c.json(presentProvider(created, c.var.mv), 200);
+  POST: {
+    summary: 'Create a resource provider',
+    body: createProviderSchema,
+    bodyName: 'CreateResourceProvider',
+    responses: { 200: 'Created; the provider (1.20+)', 201: 'Created, no body (before 1.20)' },
+    bodyless: [201],
+    response: (mv) => (mv.atLeast(MV.POST_RP_RETURNS_BODY) ? providerResponseSchema(mv) : undefined),
+    responseName: 'ResourceProvider',
+    handler: async (c) => {
+      authorize(c, 'placement:resource_providers:create');
+      const body: ProviderBody = await readBody(c, createProviderSchema(c.var.mv));
+      const { deps } = c.var;
+      const now = isoNow(deps.clock);
+      const uuid = body.uuid ? normalizeUuid(body.uuid) : deps.newId();
+      const parentUuid = body.parent_provider_uuid ?? null;
+      const created = await createProviderBatched(deps.store, { uuid, name: body.name, parentUuid }, now);
+      c.header('location', new URL(`/resource_providers/${created.uuid}`, c.req.url).href);
+      if (!atLeast(c, 'POST_RP_RETURNS_BODY')) return c.body(null, 201);
+      setCacheHeaders(c, created.updatedAt ?? created.createdAt);
+      return c.json(presentProvider(created, c.var.mv), 200);
+    },
   },
 });
 
-resource(resourceProviderRoutes, '/resource_providers/:uuid', {
-  GET: async (c) => {
-    authorize(c, 'placement:resource_providers:show');
-    const uuid = pathParam(c, 'uuid');
-    const rp = await getProviderView(c.var.deps.store.db, uuid);
-    if (!rp) throw providerNotFound(uuid);
-    setCacheHeaders(c, newest(rp.createdAt, rp.updatedAt));
-    return c.json(presentProvider(rp, c.var.mv));
+resourceProviderRoutes.resource('/resource_providers/:uuid', {
+  GET: {
+    summary: 'Show a resource provider',
+    responses: { 200: 'The provider' },
+    response: providerResponseSchema,
+    responseName: 'ResourceProvider',
+    handler: async (c) => {
+      authorize(c, 'placement:resource_providers:show');
+      const uuid = c.req.param('uuid');
+      const rp = await getProviderView(c.var.deps.store.db, uuid);
+      if (!rp) throw providerNotFound(uuid);
+      setCacheHeaders(c, newest(rp.createdAt, rp.updatedAt));
+      return c.json(presentProvider(rp, c.var.mv));
+    },
   },
-
-  PUT: async (c) => {
-    authorize(c, 'placement:resource_providers:update');
-    const body: ProviderBody = await readBody(c, updateProviderSchema(c.var.mv));
-    const { deps } = c.var;
-    const uuid = pathParam(c, 'uuid');
-    const updated = await updateProviderBatched(
-      deps.store,
-      uuid,
-      { name: body.name, parentUuid: body.parent_provider_uuid, allowReparent: atLeast(c, 'REPARENT') },
-      isoNow(deps.clock),
-    );
-    setCacheHeaders(c, newest(updated.createdAt, updated.updatedAt));
-    return c.json(presentProvider(updated, c.var.mv));
+  PUT: {
+    summary: 'Update a resource provider',
+    body: updateProviderSchema,
+    bodyName: 'UpdateResourceProvider',
+    responses: { 200: 'The provider' },
+    response: providerResponseSchema,
+    responseName: 'ResourceProvider',
+    handler: async (c) => {
+      authorize(c, 'placement:resource_providers:update');
+      const body: ProviderBody = await readBody(c, updateProviderSchema(c.var.mv));
+      const { deps } = c.var;
+      const uuid = c.req.param('uuid');
+      const updated = await updateProviderBatched(
+        deps.store,
+        uuid,
+        { name: body.name, parentUuid: body.parent_provider_uuid, allowReparent: atLeast(c, 'REPARENT') },
+        isoNow(deps.clock),
+      );
+      setCacheHeaders(c, newest(updated.createdAt, updated.updatedAt));
+      return c.json(presentProvider(updated, c.var.mv));
+    },
   },
-
-  DELETE: async (c) => {
-    authorize(c, 'placement:resource_providers:delete');
-    await deleteProviderBatched(c.var.deps.store, pathParam(c, 'uuid'));
-    return c.body(null, 204);
+  DELETE: {
+    summary: 'Delete a resource provider',
+    responses: { 204: 'Deleted' },
+    handler: async (c) => {
+      authorize(c, 'placement:resource_providers:delete');
+      await deleteProviderBatched(c.var.deps.store, c.req.param('uuid'));
+      return c.body(null, 204);
+    },
   },
 });
