@@ -101,9 +101,7 @@ export function joinRoutes(tables: RouteTable[]): Hono<AppEnv> {
 
 /** The operations of `tables`, in order, with `prefix` (where the tables are mounted) before each path. */
 export function operationsBelow(prefix: string, tables: RouteTable[]): Operation[] {
-  return tables.flatMap((t) =>
-    t.operations.map((op) => ({ ...op, path: op.path === '/' && prefix ? `${prefix}/` : `${prefix}${op.path}` })),
-  );
+  return tables.flatMap((t) => t.operations.map((op) => ({ ...op, path: `${prefix}${op.path}` })));
 }
 
 /** The same schema at every microversion. */
