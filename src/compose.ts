@@ -6,6 +6,7 @@ import { cyborgJobs } from './cyborg/jobs.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
 import { extJobs } from './ext/jobs.js';
+import { KeystoneProjectNames } from './http/keystone/project-names.js';
 import { KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
@@ -47,6 +48,10 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     metrics: serviceMetrics,
     metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),
     keystone: config.PLACEMENT_AUTH_STRATEGY === 'keystone' ? keystoneValidator(config, options.keystoneFetch) : undefined,
+    projectNames:
+      config.PLACEMENT_AUTH_STRATEGY === 'keystone' && config.PLACEMENT_KEYSTONE_AUTH_URL
+        ? new KeystoneProjectNames({ authUrl: config.PLACEMENT_KEYSTONE_AUTH_URL, fetcher: options.keystoneFetch })
+        : undefined,
   };
 }
 

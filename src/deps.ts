@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
+import type { ProjectNameLookup } from './http/keystone/project-names.js';
 import type { KeystoneTokenValidator } from './http/keystone/validator.js';
 import type { PolicyEnforcer } from './http/policy.js';
 import type { JobQueue } from './jobs/queue.js';
@@ -37,6 +38,8 @@ export interface Deps {
   metricsSource: MetricsSource;
   /** PLACEMENT_AUTH_STRATEGY=keystone: validates tokens, one cache for every API of the app. */
   keystone?: KeystoneTokenValidator;
+  /** Project names for the dashboard, where Keystone knows them (keystone auth only). */
+  projectNames?: ProjectNameLookup;
 }
 
 export function consoleLogger(level: AppConfig['LOG_LEVEL']): Logger {

@@ -63,8 +63,12 @@ export function createDashboardApp(deps: Deps): Hono<AppEnv> {
       throw new ApiError(400, `Invalid query string: ${where} ${issue.message}`);
     }
     const summary = await readDashboardSummary(deps.store.nearby, toSummaryQuery(parsed.data));
+    // Names where Keystone knows them, asked with the viewer's own token; ids alone otherwise.
+    const viewerToken = c.req.header('x-auth-token');
+    const projectIds = summary.projects.map((p) => p.projectId);
+    const projectNames = deps.projectNames && viewerToken ? await deps.projectNames.names(projectIds, viewerToken) : {};
     c.header('cache-control', 'no-store');
-    return c.json(presentSummary(summary, parsed.data, deps.clock()));
+    return c.json(presentSummary(summary, parsed.data, deps.clock(), projectNames));
   });
 
   app.notFound(placementHttp.notFound);

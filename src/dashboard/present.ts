@@ -30,10 +30,11 @@ function presentTrees(rows: ProviderRow[]): PresentedProvider[] {
       generation: r.generation,
       parent_provider_uuid: r.parentUuid,
       matched: r.matched,
-      over_capacity: r.inventories.some((i) => i.used > i.capacity),
+      over_capacity: r.inventories.some((i) => i.used > i.capacity) || r.counters.some((c) => c.load > c.total),
       resources: presentResources(r.inventories),
       traits: r.traits,
       aggregates: r.aggregates,
+      ...(r.counters.length ? { counters: Object.fromEntries(r.counters.map((c) => [c.name, { total: c.total, load: c.load }])) } : {}),
       children: [],
     });
   }
@@ -51,7 +52,12 @@ function presentTrees(rows: ProviderRow[]): PresentedProvider[] {
   return roots.sort(byName);
 }
 
-export function presentSummary(s: DashboardSummary, q: SummaryQueryString, now: Date): SummaryResponse {
+export function presentSummary(
+  s: DashboardSummary,
+  q: SummaryQueryString,
+  now: Date,
+  projectNames: Record<string, string> = {},
+): SummaryResponse {
   const threshold = q.over ?? DEFAULT_THRESHOLD_PERCENT;
   return {
     generated_at: now.toISOString(),
@@ -100,7 +106,12 @@ export function presentSummary(s: DashboardSummary, q: SummaryQueryString, now: 
       page: q.project_page,
       per_page: q.project_per_page,
       total: s.totalProjects,
-      items: s.projects.map((p) => ({ project_id: p.projectId, consumers: p.consumers, usages: p.usages })),
+      items: s.projects.map((p) => ({
+        project_id: p.projectId,
+        project_name: projectNames[p.projectId] ?? null,
+        consumers: p.consumers,
+        usages: p.usages,
+      })),
     },
     accelerators: {
       arqs_by_state: s.arqsByState,

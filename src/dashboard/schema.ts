@@ -65,6 +65,8 @@ export interface DashboardProviderJson {
   resources: Record<string, { total: number; reserved: number; allocation_ratio: number; capacity: number; used: number; free: number }>;
   traits: string[];
   aggregates: string[];
+  /** Shared counters (extension): present only on a provider that has them. */
+  counters?: Record<string, { total: number; load: number }>;
   children: DashboardProviderJson[];
 }
 
@@ -89,6 +91,10 @@ export const DashboardProvider: z.ZodType<DashboardProviderJson> = z
     ),
     traits: z.array(z.string()),
     aggregates: z.array(z.string()),
+    counters: z
+      .record(z.string(), z.object({ total: count, load: count.describe('sum over classes of usage x consumption') }))
+      .optional()
+      .describe('shared counters (extension: partitionable devices), only on a provider that has them'),
     get children() {
       return z.array(DashboardProvider);
     },
@@ -144,7 +150,17 @@ export const SummaryResponse = z.object({
     page: count,
     per_page: count,
     total: count,
-    items: z.array(z.object({ project_id: z.string(), consumers: count, usages: z.record(z.string(), count) })),
+    items: z.array(
+      z.object({
+        project_id: z.string(),
+        project_name: z
+          .string()
+          .nullable()
+          .describe("Keystone's name for the project, where the service uses Keystone and the viewer may read it"),
+        consumers: count,
+        usages: z.record(z.string(), count),
+      }),
+    ),
   }),
   accelerators: z.object({
     arqs_by_state: z.record(z.string(), count),

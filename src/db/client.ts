@@ -99,6 +99,8 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
           return result;
         })
     : <T>(fn: (tx: Tx) => Promise<T>) => db.transaction(fn);
+  const timedRead = (statements: InStatement[]) => timed('read_batch', () => readBatch(statements));
+  const replicaReader = replica ? new ReplicaReader(replica.client, { readBatch: timedRead }, marks, replica) : undefined;
   const store: DataStore = {
     db,
     client,
@@ -107,14 +109,18 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
         lock.run(() => timed('transaction', () => writeTx(fn))),
         log,
       ),
-    readBatch: (statements) => timed('read_batch', () => readBatch(statements)),
+    readBatch: timedRead,
     // Timed once the lock is held: the wait behind other writers is not the database's.
     writeBatch: (statements) =>
       watchWrite(
         lock.run(() => timed('write_batch', () => writeBatch(statements))),
         log,
       ),
-    nearby: { readBatch },
+    // Without a replica, the store itself, so the tree model kept per reader (candidates/cloud-model.ts) is shared.
+    get nearby(): BatchReader {
+      return replicaReader ?? store;
+    },
+    ...(replicaReader ? { replica: replicaReader } : {}),
     marks,
     close: () => {
       batches?.close();
@@ -122,12 +128,5 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
       replica?.client.close();
     },
   };
-  if (replica) {
-    store.replica = new ReplicaReader(replica.client, store, marks, replica);
-    store.nearby = store.replica;
-  } else {
-    // The store itself, so the tree model kept per reader (candidates/cloud-model.ts) is shared.
-    store.nearby = store;
-  }
   return store;
 }

@@ -14,6 +14,7 @@
 // the primary for `retryMs`, then is tried again; each episode is logged once.
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from './client.js';
+import { type ReplicaReadOutcome, reportReplicaRead, timed } from './observe.js';
 
 /** The statement a write batch ends with: raise the mark, and learn it. */
 export const RAISE_WRITE_MARK_SQL = 'UPDATE placement_write_marks SET mark = mark + 1 WHERE id = 1 RETURNING mark';
@@ -85,19 +86,20 @@ export class ReplicaReader implements BatchReader {
 
   async readBatch(statements: InStatement[]): Promise<ResultSet[]> {
     if (this.now() < this.restingUntil) {
-      this.counts.unavailable += 1;
+      this.count('unavailable');
       return this.primary.readBatch(statements);
     }
     const needed = this.marks.last;
     let results: ResultSet[];
     try {
-      results = await this.replica.batch([READ_WRITE_MARK, ...statements], 'read');
+      // Timed like the primary's batches (db_client_operation_duration_seconds), failures and timeouts included.
+      results = await timed('replica_read_batch', () => this.replica.batch([READ_WRITE_MARK, ...statements], 'read'));
     } catch (err) {
       if (this.restingUntil === 0) {
         this.options.log.warn('read replica failed: reading from the primary', { err: String(err), retry_ms: this.options.retryMs });
       }
       this.restingUntil = this.now() + this.options.retryMs;
-      this.counts.unavailable += 1;
+      this.count('unavailable');
       return this.primary.readBatch(statements);
     }
     if (this.restingUntil !== 0) {
@@ -105,11 +107,17 @@ export class ReplicaReader implements BatchReader {
       this.options.log.info('read replica answers again');
     }
     if (markOf(results[0]) < needed) {
-      this.counts.behind += 1;
+      this.count('behind');
       return this.primary.readBatch(statements);
     }
-    this.counts.replica += 1;
+    this.count('replica');
     return results.slice(1);
+  }
+
+  /** Counted here (tests) and reported to the metrics (placement_db_replica_reads_total). */
+  private count(outcome: ReplicaReadOutcome): void {
+    this.counts[outcome] += 1;
+    reportReplicaRead(outcome);
   }
 }
 

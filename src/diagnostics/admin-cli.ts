@@ -113,6 +113,7 @@ const TITLES: Record<AuditSection, string> = {
   stuck_arqs: 'ARQs stuck in BindStarted past the binding timeout',
   bound_arqs_without_allocation: 'Bound ARQs whose instance holds no allocation',
   dead_letters: 'Dead-letter events',
+  over_counter_providers: 'Providers whose shared counters are exceeded',
 };
 
 export function formatReport(report: AuditReport): string[] {
@@ -184,6 +185,16 @@ export function formatReport(report: AuditReport): string[] {
               a.instance_uuid ?? '',
               a.device_profile_name,
             ]),
+          ),
+        );
+        break;
+      case 'over_counter_providers':
+        lines.push(
+          ...table(
+            ['PROVIDER', 'COUNTER', 'LOAD', 'TOTAL'],
+            (report.over_counter_providers?.items ?? []).flatMap((p) =>
+              p.counters.map((c) => [p.uuid, c.name, String(c.load), String(c.total)]),
+            ),
           ),
         );
         break;

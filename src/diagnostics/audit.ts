@@ -9,6 +9,7 @@ import type { DataStore } from '../db/client.js';
 import { JobMessage } from '../jobs/messages.js';
 import type { JobQueue } from '../jobs/queue.js';
 import { ExtensionsAudit, extensionsAudit } from '../ext/audit.js';
+import { overCounterProviders } from '../ext/counters/audit.js';
 import * as repo from './audit-repo.js';
 
 export const AUDIT_SECTIONS = [
@@ -17,6 +18,8 @@ export const AUDIT_SECTIONS = [
   'stuck_arqs',
   'bound_arqs_without_allocation',
   'dead_letters',
+  // Extension (issue 25): providers whose shared counters are exceeded.
+  'over_counter_providers',
 ] as const;
 export type AuditSection = (typeof AUDIT_SECTIONS)[number];
 
@@ -106,6 +109,7 @@ export const AuditReport = z.object({
       stuck_arqs: z.number().int(),
       bound_arqs_without_allocation: z.number().int(),
       dead_letters: z.number().int(),
+      over_counter_providers: z.number().int(),
     })
     .describe('totals over the whole database, not just this page'),
   over_capacity_providers: pageOf(OverCapacityProvider).optional(),
@@ -113,6 +117,16 @@ export const AuditReport = z.object({
   stuck_arqs: pageOf(StuckArq).optional(),
   bound_arqs_without_allocation: pageOf(ArqFinding).optional(),
   dead_letters: pageOf(DeadLetter).optional(),
+  over_counter_providers: pageOf(
+    z.object({
+      uuid: z.string(),
+      counters: z.array(
+        z.object({ name: z.string(), total: z.number().int(), load: z.number().int().describe('sum over classes of usage x consumption') }),
+      ),
+    }),
+  )
+    .optional()
+    .describe('providers whose allocations exceed a shared counter (docs/extensions-gpu.md); listed, never repaired'),
   extensions: ExtensionsAudit.describe('the extensions (docs/extensions.md): the lease sweep and the taints in force'),
 });
 export type AuditReport = z.infer<typeof AuditReport>;
@@ -151,12 +165,13 @@ export async function auditReport(ctx: AuditContext, query: AuditQuery): Promise
   const marker = query.marker ?? null;
   const { limit } = query;
 
-  const [overCapacity, empty, stuck, bound, dead] = await Promise.all([
+  const [overCapacity, empty, stuck, bound, dead, overCounters] = await Promise.all([
     repo.countOverCapacityProviders(db),
     repo.countEmptyConsumers(db),
     repo.countStuckArqs(db, cutoff),
     repo.countBoundArqsWithoutAllocation(db),
     repo.countDeadLetters(db),
+    overCounterProviders(ctx.store, query.section === 'over_counter_providers' ? marker : null, limit),
   ]);
   const report: AuditReport = {
     extensions: await extensionsAudit(ctx.store, nowMs),
@@ -168,8 +183,12 @@ export async function auditReport(ctx: AuditContext, query: AuditQuery): Promise
       stuck_arqs: stuck,
       bound_arqs_without_allocation: bound,
       dead_letters: dead,
+      over_counter_providers: overCounters.total,
     },
   };
+  if (wanted('over_counter_providers')) {
+    report.over_counter_providers = { items: overCounters.items, next_marker: overCounters.nextMarker };
+  }
   if (wanted('over_capacity_providers')) {
     const page = await repo.overCapacityProviders(db, marker, limit);
     report.over_capacity_providers = {

@@ -7,6 +7,7 @@
 import type { InValue } from '@libsql/client';
 import type { BatchReader } from '../db/client.js';
 import { CAPACITY_BOUND, capacitySql, usedSql } from '../placement/capacity.js';
+import { providerCountersJsonSql } from '../ext/counters/sql.js';
 
 export interface ProviderFilter {
   /** Substring of the name (case-insensitive), or an exact uuid. */
@@ -49,6 +50,8 @@ export interface ProviderRow {
   inventories: InventoryUsage[];
   traits: string[];
   aggregates: string[];
+  /** Shared counters (extension, issue 25) with their load now; empty for most providers. */
+  counters: { name: string; total: number; load: number }[];
 }
 
 export interface ClassTotals {
@@ -131,7 +134,8 @@ SELECT (SELECT count(*) FROM resource_providers), (SELECT count(*) FROM matching
       json((SELECT json_group_array(t.name) FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
         WHERE rt.resource_provider_id = p.id)),
       json((SELECT json_group_array(a.uuid) FROM resource_provider_aggregates ra JOIN placement_aggregates a ON a.id = ra.aggregate_id
-        WHERE ra.resource_provider_id = p.id))) AS row
+        WHERE ra.resource_provider_id = p.id)),
+      json(${providerCountersJsonSql('p')})) AS row
     FROM page JOIN resource_providers p ON p.root_provider_id = page.root_id
     JOIN resource_providers root ON root.id = page.root_id
     LEFT JOIN resource_providers parent ON parent.id = p.parent_provider_id
@@ -189,7 +193,18 @@ const ACCELERATOR_COUNTS = `SELECT 'arq', state, count(*) FROM accelerator_reque
 const num = (v: unknown): number => Number(v ?? 0);
 
 type PackedInventory = [string, number, number, number, number, number];
-type PackedProvider = [string, string, number, string | null, string, number, PackedInventory[], string[], string[]];
+type PackedProvider = [
+  string,
+  string,
+  number,
+  string | null,
+  string,
+  number,
+  PackedInventory[],
+  string[],
+  string[],
+  [string, number, number][],
+];
 type PackedProject = [string, number, Record<string, number> | null];
 type PackedAttention = [string, string, string | null, number, string, number, number, number, number, number, number];
 
@@ -215,7 +230,7 @@ export async function readDashboardSummary(reader: BatchReader, query: SummaryQu
   const head = providerSet!.rows[0]!;
   const packed = JSON.parse(String(head[3] ?? '[]')) as PackedProvider[];
   const providers = packed.map(
-    ([uuid, name, generation, parentUuid, rootUuid, matched, inv, traits, aggregates]): ProviderRow => ({
+    ([uuid, name, generation, parentUuid, rootUuid, matched, inv, traits, aggregates, counters]): ProviderRow => ({
       uuid,
       name,
       generation,
@@ -234,6 +249,7 @@ export async function readDashboardSummary(reader: BatchReader, query: SummaryQu
         .sort((a, b) => a.resourceClass.localeCompare(b.resourceClass)),
       traits: traits.sort(),
       aggregates: aggregates.sort(),
+      counters: (counters ?? []).map(([name, total, load]) => ({ name, total, load })).sort((a, b) => a.name.localeCompare(b.name)),
     }),
   );
 

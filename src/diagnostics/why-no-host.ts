@@ -210,10 +210,13 @@ export async function diagnoseCandidates(
     rootRequired: [],
     rootForbidden: [],
     sameSubtrees: [],
+    // Extensions: the tolerations hold from the first stage; ext_first_of among the groups added so far.
+    ...(request.tolerate ? { tolerate: request.tolerate } : {}),
   };
   let last: { body: CandidatesBody; providers: string[][] } | null = null;
   for (const stage of stagesOf(request, working)) {
     stage.apply();
+    if (request.firstOf) working.firstOf = firstOfAmong(request.firstOf, working.groups);
     const body = await findAllocationCandidates(ctx.store.nearby, working, mv, options);
     const providers = providersOf(body);
     const unknown = [...new Set(providers.flat())].filter((uuid) => !rootOf.has(uuid));
@@ -261,6 +264,12 @@ export async function diagnoseCandidates(
     hosts,
     unknown_hosts: hostNames.filter((name) => !found.some((f) => f.asked === name)),
   };
+}
+
+/** ext_first_of lists restricted to the groups of `groups` (lists left empty dropped). */
+function firstOfAmong(lists: string[][], groups: RequestGroup[]): string[][] {
+  const present = new Set(groups.map((g) => g.suffix));
+  return lists.map((list) => list.filter((s) => present.has(s))).filter((list) => list.length > 0);
 }
 
 /** The first reason a tree fails `step`, in words an operator can act on. */

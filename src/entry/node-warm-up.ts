@@ -11,6 +11,10 @@
 // 2. The real database's provider trees are read into memory now (readiness
 //    waits for it), and kept current in the background as any process
 //    writes, so the first candidates request after a load finds them read.
+// 3. The engine runs on those real trees (candidates/model-warm-up.ts), now
+//    and again each time they have doubled (a cloud loaded after the start):
+//    the synthetic cloud alone left V8 to deoptimise and recompile the
+//    search and the JSON writer on the first real answers.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +25,16 @@ import type { DataStore } from '../db/client.js';
 import type { Deps, Logger } from '../deps.js';
 import { buildNodeDeps } from './node-service.js';
 import { keepCloudModelFresh, refreshCloudModel } from '../placement/candidates/model-refresh.js';
+import { warmUpOnModel } from '../placement/candidates/model-warm-up.js';
+import { cloudModelFor } from '../placement/candidates/cloud-model.js';
+
+/**
+ * CPU time at most for answers computed on the real trees: before listening,
+ * and in the background when they have doubled (there each answer holds up
+ * the requests that arrive meanwhile). A flat-1000 answer costs 5-30 ms.
+ */
+const REAL_DATA_BUDGET_MS = 300;
+const REAL_DATA_BACKGROUND_BUDGET_MS = 150;
 
 /** Providers of the synthetic cloud: enough for every hot loop to run long (the engine's cost follows the trees read). */
 const FLAT_HOSTS = 400;
@@ -59,13 +73,51 @@ export async function prepareForTraffic(deps: Deps): Promise<Readiness> {
     }
   }
   const cap = config.PLACEMENT_CANDIDATE_TREE_CACHE;
-  await refreshCloudModel(store, cap, Date.now()).catch((err: unknown) =>
+  // The model candidates use is the one of the reader they read through: the replica's, where one is configured.
+  await refreshCloudModel(store.nearby, cap, Date.now()).catch((err: unknown) =>
     log.warn('reading the provider trees failed', { err: String(err) }),
   );
+  // The same code once more on the real trees: their shapes are what traffic will bring.
+  const onTrees = warmingOnTrees(deps);
+  await onTrees();
   if (config.PLACEMENT_TREE_REFRESH_MS === 0 || cap === 0 || !config.PLACEMENT_DB_URL.startsWith('file:')) return { stop: () => {} };
-  return keepCloudModelFresh(store, cap, config.PLACEMENT_TREE_REFRESH_MS, (err) =>
-    log.warn('refreshing the provider trees failed', { err: String(err) }),
+  return keepCloudModelFresh(
+    store.nearby,
+    cap,
+    config.PLACEMENT_TREE_REFRESH_MS,
+    (err) => log.warn('refreshing the provider trees failed', { err: String(err) }),
+    onTrees,
   );
+}
+
+/**
+ * Answers computed on the real trees (model-warm-up.ts) before listening,
+ * and again each time the trees kept in memory have doubled since (a cloud
+ * loaded after the start, as perfload and a new region's first hosts do):
+ * a few rounds while the cloud is small and cheap to answer, so the first
+ * request after a load finds code V8 optimised for the cloud's shapes.
+ */
+function warmingOnTrees(deps: Deps): () => Promise<void> {
+  const { config, log, store } = deps;
+  const cap = config.PLACEMENT_CANDIDATE_TREE_CACHE;
+  let warmedAtSize = 0;
+  let budget = REAL_DATA_BUDGET_MS;
+  return async () => {
+    // The first call runs before listening; the later ones beside traffic.
+    const budgetNow = budget;
+    budget = REAL_DATA_BACKGROUND_BUDGET_MS;
+    if (config.PLACEMENT_WARM_UP_MS === 0 || cap === 0) return;
+    // The model of the reader candidates read through: the replica's, where one is configured.
+    const size = cloudModelFor(store.nearby, cap).size;
+    if (size === 0 || size < 2 * warmedAtSize) return;
+    warmedAtSize = size;
+    try {
+      const done = await warmUpOnModel(store.nearby, cap, budgetNow);
+      log.debug('warmed up on the provider trees', { providers: size, ...done });
+    } catch (err) {
+      log.warn('warming up on the provider trees failed; serving without it', { err: String(err) });
+    }
+  };
 }
 
 const quiet: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };

@@ -26,6 +26,7 @@ import { createDataStore, type DataStore } from '../db/client.js';
 import { fetchWithTimeout } from '../db/replica.js';
 import { applyMigrations } from '../db/migrate.js';
 import { MIGRATIONS } from '../db/migrations.generated.js';
+import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
 import { syncStandards } from '../placement/sync-standards.js';
 import { makeDeps } from '../compose.js';
 import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
@@ -73,10 +74,47 @@ interface Booted {
 }
 let ready: Promise<Booted> | undefined;
 
-/** Migrations and the standard-name sync, safe when several isolates start at once on a new database. */
+/**
+ * Migrations and the standard-name sync, safe when several isolates start at
+ * once on a new database. Every new isolate runs this before its first
+ * answer: a database already prepared is recognised in one read-only round
+ * trip (the write transaction of the migrations check and the read of every
+ * name took several, and the transaction queued isolates behind each other).
+ */
 export async function prepareDatabase(client: Client): Promise<void> {
+  if (await alreadyPrepared(client)) return;
   await applyMigrations(client, MIGRATIONS);
   await syncStandards(client);
+}
+
+const LATEST_MIGRATION = Math.max(...MIGRATIONS.map((m) => m.when));
+
+/**
+ * Every bundled migration applied, and the standard names all there: the
+ * classes by their positional ids, the traits by count (standard names are
+ * only ever added upstream, so a database with exactly as many non-custom
+ * traits holds exactly these; one with more came from a newer release and
+ * takes the full check). False when in doubt: the full check is idempotent.
+ */
+async function alreadyPrepared(client: Client): Promise<boolean> {
+  try {
+    const [migration, classes, traits] = await client.batch(
+      [
+        'SELECT max(created_at) FROM __drizzle_migrations',
+        { sql: 'SELECT count(*) FROM resource_classes WHERE id < ?', args: [STANDARD_RESOURCE_CLASSES.length] },
+        "SELECT count(*) FROM traits WHERE name NOT LIKE 'CUSTOM\\_%' ESCAPE '\\'",
+      ],
+      'read',
+    );
+    return (
+      Number(migration!.rows[0]![0] ?? -1) >= LATEST_MIGRATION &&
+      Number(classes!.rows[0]![0]) === STANDARD_RESOURCE_CLASSES.length &&
+      Number(traits!.rows[0]![0]) === STANDARD_TRAITS.length
+    );
+  } catch {
+    // No bookkeeping table yet: a new database.
+    return false;
+  }
 }
 
 /**

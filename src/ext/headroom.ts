@@ -11,6 +11,9 @@
 // first candidate (a flat host: one; eight GPUs: eight), not one per claim.
 // Each tree is counted from the usage as it is now, on its own: capacity of a
 // sharing provider that several trees reach is counted in each of them.
+// Shared counters (issue 25) bound the repeats as capacity does, and
+// ext_first_of counts, per tree, the claims of the alternative a scheduler
+// would get each time (an H100 while one fits, then the A100 ...).
 import type { BatchReader } from '../db/client.js';
 import type { Microversion } from '../microversion.js';
 import { capacityOf } from '../placement/capacity.js';
@@ -18,6 +21,7 @@ import { type CandidateOptions, searchEveryTree } from '../placement/candidates/
 import type { CandidateRequest } from '../placement/candidates/parse.js';
 import type { AllocationRequest } from '../placement/candidates/search.js';
 import type { Inventory } from '../placement/candidates/research.js';
+import type { LoadedCounters } from './counters/sql.js';
 
 export interface TreeHeadroom {
   root_provider_uuid: string;
@@ -41,7 +45,7 @@ export async function findHeadroom(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<Headroom> {
-  const { search, anchors, nodes, inventories } = await searchEveryTree(reader, request, mv, options);
+  const { search, anchors, nodes, inventories, counters } = await searchEveryTree(reader, request, mv, options);
   const deadline = options.timeBudgetMs ? Date.now() + options.timeBudgetMs : Number.POSITIVE_INFINITY;
   let sliceStart = Date.now();
   const trees: TreeHeadroom[] = [];
@@ -51,12 +55,19 @@ export async function findHeadroom(
     let count = 0;
     // Each tree from the usage as it is now: its simulated claims are undone after it (a sharing provider serves several trees).
     const taken: [Inventory, number][] = [];
+    const loaded: [LoadedCounters, number[]][] = [];
     for (let claim = search.firstRequestOf(anchor); claim; claim = search.firstRequestOf(anchor)) {
-      const times = repeatsOf(claim, inventories);
+      const perClaim = counterUse(claim, counters);
+      const times = Math.min(repeatsOf(claim, inventories), counterRepeats(perClaim));
       for (const piece of claim.pieces) {
         const inv = inventoryOf(inventories, piece.providerId, piece.classId);
         inv.used += piece.amount * times;
         taken.push([inv, piece.amount * times]);
+      }
+      for (const [c, use] of perClaim) {
+        const added = use.map((units) => units * times);
+        for (let i = 0; i < added.length; i += 1) c.loads[i]! += added[i];
+        loaded.push([c, added]);
       }
       count += times;
       const now = Date.now();
@@ -70,6 +81,7 @@ export async function findHeadroom(
       }
     }
     for (const [inv, amount] of taken) inv.used -= amount;
+    for (const [c, added] of loaded) for (let i = 0; i < added.length; i += 1) c.loads[i]! -= added[i];
     if (count > 0) {
       trees.push({ root_provider_uuid: nodes.get(anchor)!.uuid, count });
       total += count;
@@ -98,4 +110,31 @@ function repeatsOf(claim: AllocationRequest, inventories: Map<number, Map<number
   }
   // The search found the claim fits once; a request of no amounts (not possible: one group has resources) counts once.
   return Number.isFinite(times) ? Math.max(1, times) : 1;
+}
+
+/** What one claim puts on each shared counter of the providers it uses (none on a cloud without counters). */
+function counterUse(claim: AllocationRequest, counters: Map<number, LoadedCounters>): [LoadedCounters, number[]][] {
+  if (counters.size === 0) return [];
+  const use = new Map<LoadedCounters, number[]>();
+  for (const piece of claim.pieces) {
+    const c = counters.get(piece.providerId);
+    const perCounter = c?.consumption.get(piece.classId);
+    if (!c || !perCounter) continue;
+    let units = use.get(c);
+    if (!units) use.set(c, (units = c.totals.map(() => 0)));
+    for (let i = 0; i < perCounter.length; i += 1) units[i]! += piece.amount * perCounter[i]!;
+  }
+  return [...use];
+}
+
+/** How many times in a row a claim's counter use fits what its counters have left (Infinity without counters). */
+function counterRepeats(perClaim: [LoadedCounters, number[]][]): number {
+  let times = Number.POSITIVE_INFINITY;
+  for (const [c, units] of perClaim) {
+    for (let i = 0; i < units.length; i += 1) {
+      if (units[i]! > 0) times = Math.min(times, Math.floor((c.totals[i]! - c.loads[i]!) / units[i]!));
+    }
+  }
+  // The search found the claim fits once.
+  return Math.max(1, times);
 }

@@ -14,5 +14,8 @@ export function databaseObserver(metrics: ServiceMetrics): DbObserver {
     raceLost(kind) {
       metrics.writeRetries.inc([kind]);
     },
+    replicaRead(outcome) {
+      metrics.replicaReads.inc([outcome]);
+    },
   };
 }

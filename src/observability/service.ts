@@ -32,6 +32,11 @@ export function createServiceMetrics() {
       ['db_system_name', 'db_operation_name'],
       DB_BUCKETS,
     ),
+    replicaReads: registry.counter(
+      'placement_db_replica_reads_total',
+      'Reads that may come from the read replica (PLACEMENT_DB_READ_URL), by who answered: replica; or the primary, because the replica had not caught up with the writes of this instance (behind) or failed, timed out or rests after a failure (unavailable).',
+      ['outcome'],
+    ),
     candidatesDuration: registry.histogram(
       'placement_allocation_candidates_search_duration_seconds',
       'Time GET /allocation_candidates spent finding its candidates (research, search), per answer.',

@@ -148,8 +148,8 @@ describe('GET /dashboard/api/summary', () => {
       per_page: 20,
       total: 2,
       items: [
-        { project_id: 'project-alpha', consumers: 1, usages: { MEMORY_MB: 4096, VCPU: 10, VGPU: 1 } },
-        { project_id: 'project-beta', consumers: 2, usages: { DISK_GB: 850, VCPU: 6 } },
+        { project_id: 'project-alpha', project_name: null, consumers: 1, usages: { MEMORY_MB: 4096, VCPU: 10, VGPU: 1 } },
+        { project_id: 'project-beta', project_name: null, consumers: 2, usages: { DISK_GB: 850, VCPU: 6 } },
       ],
     });
     const second = await summary('?project_per_page=1&project_page=2');

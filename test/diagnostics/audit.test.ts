@@ -59,6 +59,7 @@ describe('GET /diagnostics/audit', () => {
       stuck_arqs: 0,
       bound_arqs_without_allocation: 0,
       dead_letters: 0,
+      over_counter_providers: 0,
     });
     expect(report.binding_timeout_s).toBe(300);
     expect(report.over_capacity_providers).toEqual({ items: [], next_marker: null });

@@ -220,6 +220,15 @@ export function templates(f: Fixtures, generation: number): Template[] {
       body: { resource_provider_generation: generation, traits: [f.customTrait, 'HW_CPU_X86_AVX'] },
     }),
     P('DELETE', `/resource_providers/{${rp}}/traits`),
+    // Extension (issue 25): shared counters.
+    P('GET', `/ext/resource_providers/{${rp}}/counters`),
+    P('PUT', `/ext/resource_providers/{${rp}}/counters`, {
+      body: {
+        resource_provider_generation: generation,
+        counters: { compute_slices: 64, memory_slices: 8 },
+        consumption: { VCPU: { compute_slices: 1 }, MEMORY_MB: { memory_slices: 0 } },
+      },
+    }),
     P('GET', `/resource_providers/{${rp}}/inventories`),
     P('POST', `/resource_providers/{${rp}}/inventories`, {
       body: { resource_class: 'DISK_GB', total: 100, reserved: 1, min_unit: 1, max_unit: 50, step_size: 1, allocation_ratio: 1.5 },

@@ -23,6 +23,7 @@ const NOVA_CLIENTS = join(import.meta.dirname, 'nova-clients.py');
 // Longer than a few Keystone round trips: on a loaded machine revoking a token alone took over 4 s,
 // so a 4 s cache had already expired when the test looked for the cached answer.
 const CACHE_SECONDS = 20;
+const ROOT = join(import.meta.dirname, '..', '..');
 const AGENT_FIXTURE = join(import.meta.dirname, '..', '..', 'agent', 'test', 'fixtures', 'fpga');
 
 function missingPart(): string | undefined {
@@ -335,6 +336,31 @@ describe.skipIf(missing)(`placement-edge behind a real Keystone${missing ? ` (sk
     },
   );
 
+  it('placement-admin import signs in to Keystone, finds placement in the catalog, copies the cloud; verify agrees', async () => {
+    // The operator's path from a Keystone-protected Placement: no --from, no --token, only the
+    // Keystone options (the admin user here); the endpoint is the catalog's public placement.
+    const bin = join(ROOT, 'bin', 'placement-admin.js');
+    const login = [
+      '--keystone-auth-url',
+      ks.url,
+      '--keystone-username',
+      'admin',
+      '--keystone-password',
+      ADMIN_PASSWORD,
+      '--keystone-project-name',
+      'admin',
+    ];
+    const env = { ...process.env, PLACEMENT_DB_URL: `file:${join(dir, 'imported.db')}` };
+    const imported = await run(process.execPath, [bin, 'import', ...login], { env, cwd: ROOT, timeout: 280_000 });
+    expect(imported.stdout).toMatch(new RegExp(`^imported from ${placementUrl} \\(microversion 1\\.\\d+\\)`, 'm'));
+    const verified = await run(process.execPath, [bin, 'verify', ...login], { env, cwd: ROOT, timeout: 280_000 });
+    expect(verified.stdout).toMatch(/^verify: the source and the target agree/m);
+    // What was copied is what the source serves: the report client's compute node, by uuid.
+    const admin = await ks.adminToken();
+    const source = (await (await call('/resource_providers', admin)).json()) as { resource_providers: { uuid: string }[] };
+    expect(source.resource_providers.map((p) => p.uuid)).toContain(COMPUTE.uuid);
+  }, 300_000);
+
   it("a project reader reads its own project's usages and is refused another's (secure RBAC)", { timeout: 120_000 }, async () => {
     const reader = await ks.token('alice', 'alice-pw', 'tenant-a');
     const own = await call(`/usages?project_id=${ids['tenant-a']}`, reader);
@@ -343,6 +369,27 @@ describe.skipIf(missing)(`placement-edge behind a real Keystone${missing ? ` (sk
     const other = await call(`/usages?project_id=${ids['tenant-b']}`, reader);
     expect(other.status).toBe(403);
     expect((await call('/resource_providers', reader)).status).toBe(403);
+  });
+
+  it("the dashboard names projects as Keystone knows them, asked with the viewer's token", { timeout: 120_000 }, async () => {
+    const admin = await ks.adminToken();
+    const consumer = crypto.randomUUID();
+    const claim = await call(`/allocations/${consumer}`, admin, {
+      method: 'PUT',
+      body: {
+        allocations: { [COMPUTE.uuid]: { resources: { VCPU: 1 } } },
+        consumer_generation: null,
+        project_id: ids['tenant-a'],
+        user_id: ids.alice,
+        consumer_type: 'INSTANCE',
+      },
+    });
+    expect(claim.status, await claim.text()).toBe(204);
+    const summary = (await (await call('/dashboard/api/summary?project_per_page=100', admin)).json()) as {
+      projects: { items: { project_id: string; project_name: string | null }[] };
+    };
+    const row = summary.projects.items.find((p) => p.project_id === ids['tenant-a']);
+    expect(row).toMatchObject({ project_name: 'tenant-a' });
   });
 
   it('refuses a revoked token once the cache time has passed', async () => {

@@ -59,7 +59,9 @@ function expectOneLine(outcome: Outcome, setting: string): string {
   return line!;
 }
 
-describe('settings that cannot work', () => {
+// Each case is its own process in its own directory: they run side by side (the starts are
+// mostly Node and tsx loading, one core each).
+describe.concurrent('settings that cannot work', () => {
   it('token mode without tokens', async () => {
     const out = await start({ PLACEMENT_DB_URL: `file:${join(dir, 'a.db')}`, PLACEMENT_AUTH_STRATEGY: 'token' });
     expect(out.code).toBe(78);
@@ -108,7 +110,7 @@ describe('settings that cannot work', () => {
   });
 });
 
-describe('a machine the start cannot use', () => {
+describe.concurrent('a machine the start cannot use', () => {
   let holder: Server;
   let port: number;
   beforeAll(async () => {
@@ -143,7 +145,7 @@ describe('a machine the start cannot use', () => {
   });
 });
 
-describe('--help and --version', () => {
+describe.concurrent('--help and --version', () => {
   it('--help lists the settings and starts nothing: no ./data, no listening line', async () => {
     const out = await start({}, ['--help']);
     expect(out.code).toBe(0);

@@ -119,6 +119,24 @@ describe('live answers match GET /openapi.json', () => {
     });
     await placement('DELETE', `/resource_providers/${OLD}/traits`, rp('/traits'), '1.6');
 
+    // Extension: shared counters (issue 25), on an inventory the child has.
+    const counters = await placement('GET', `/ext/resource_providers/${CHILD}/counters`, '/ext/resource_providers/{uuid}/counters', '1.39');
+    const childInventory = Object.keys(
+      (await placement('GET', `/resource_providers/${CHILD}/inventories`, rp('/inventories'), '1.39')).inventories as Json,
+    );
+    await placement('PUT', `/ext/resource_providers/${CHILD}/counters`, '/ext/resource_providers/{uuid}/counters', '1.39', {
+      resource_provider_generation: counters.resource_provider_generation,
+      counters: { slices: 7 },
+      consumption: Object.fromEntries(childInventory.map((rc) => [rc, { slices: 1 }])),
+    });
+    await failing(409, () =>
+      placement('PUT', `/ext/resource_providers/${CHILD}/counters`, '/ext/resource_providers/{uuid}/counters', '1.39', {
+        resource_provider_generation: 0,
+        counters: {},
+        consumption: {},
+      }),
+    );
+
     await placement('GET', '/resource_classes', '/resource_classes', '1.2');
     await placement('POST', '/resource_classes', '/resource_classes', '1.2', { name: 'CUSTOM_DOC_A' });
     await placement('GET', '/resource_classes/CUSTOM_DOC_A', '/resource_classes/{name}', '1.2');

@@ -15,6 +15,7 @@ import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { warmUp } from '../../src/entry/node-warm-up.js';
 import { cloudModelFor } from '../../src/placement/candidates/cloud-model.js';
 import { keepCloudModelFresh, refreshCloudModel } from '../../src/placement/candidates/model-refresh.js';
+import { warmUpOnModel } from '../../src/placement/candidates/model-warm-up.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -89,6 +90,43 @@ describe('trees read and summaries built before the first request', () => {
     } finally {
       cold.close();
       prepared.close();
+    }
+  });
+
+  it("runs the engine on the real trees (a query shaped like the cloud's most common tree) and changes nothing", async () => {
+    const warmed = await otherProcess(app);
+    const cold = await otherProcess(app);
+    try {
+      const state = async () =>
+        (
+          await app.deps.store.client.execute(
+            `SELECT (SELECT MAX(seq) FROM placement_tree_changes), (SELECT count(*) FROM allocations),
+              (SELECT count(*) FROM consumers), (SELECT group_concat(generation) FROM resource_providers)`,
+          )
+        ).rows[0];
+      const before = await state();
+      await refreshCloudModel(warmed.deps.store, CACHE, Date.now());
+      const done = await warmUpOnModel(warmed.deps.store, CACHE, 10_000, 2);
+      // Two rounds of one query: the most common tree here is a flat host (no child group to ask for).
+      expect(done.answers).toBe(2);
+      expect(await state()).toEqual(before);
+      for (const [query, version] of QUERIES) {
+        const path = `/allocation_candidates?${query}`;
+        expect(await warmed.get(path, version)).toBe(await cold.get(path, version));
+      }
+    } finally {
+      warmed.close();
+      cold.close();
+    }
+  });
+
+  it('does nothing on an empty or uncached cloud', async () => {
+    const empty = await makeTestApp();
+    try {
+      expect(await warmUpOnModel(empty.deps.store, CACHE, 10_000)).toEqual({ answers: 0, cpuMs: 0 });
+      expect(await warmUpOnModel(app.deps.store, 0, 10_000)).toEqual({ answers: 0, cpuMs: 0 });
+    } finally {
+      empty.close();
     }
   });
 

@@ -26,4 +26,19 @@ describe('first start on an empty database', () => {
     expect(await syncStandards(counted.client)).toEqual({ resourceClasses: 0, traits: 0 });
     expect(counted.count()).toBe(1);
   });
+
+  it('recognises a prepared database in one read-only round trip, and takes the full path when a name is missing', async () => {
+    const url = inject('freshSqldUrl');
+    const counted = countRoundTrips(createClient({ url }));
+    await prepareDatabase(counted.client);
+    expect(counted.count()).toBe(1);
+    // A standard trait gone (a database restored from an older release's backup, say): the full check puts it back.
+    const db = createClient({ url });
+    await db.execute("DELETE FROM traits WHERE name = 'HW_CPU_X86_AVX2'");
+    counted.reset();
+    await prepareDatabase(counted.client);
+    expect(counted.count()).toBeGreaterThan(1);
+    const avx2 = await db.execute("SELECT count(*) AS n FROM traits WHERE name = 'HW_CPU_X86_AVX2'");
+    expect(Number(avx2.rows[0]!.n)).toBe(1);
+  });
 });

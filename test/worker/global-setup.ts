@@ -16,6 +16,8 @@ declare module 'vitest' {
     replicaPrimaryUrl: string;
     replicaPrimaryHopsUrl: string;
     replicaUrl: string;
+    /** The same replica behind a proxy that holds each read 1.5 s: slower than a short PLACEMENT_DB_READ_TIMEOUT_MS. */
+    slowReplicaUrl: string;
   }
 }
 
@@ -25,10 +27,12 @@ export async function setup(project: TestProject): Promise<void> {
   const [main, fresh, pair] = await Promise.all([startSqld(), startSqld(), startSqldPair()]);
   const proxy = await startCountingProxy(main.url);
   const pairProxy = await startCountingProxy(pair.primary.url);
-  servers.push(main, fresh, pair, proxy, pairProxy);
+  const slowReplica = await startCountingProxy(pair.replica.url, { delayMs: 1_500 });
+  servers.push(main, fresh, pair, proxy, pairProxy, slowReplica);
   project.provide('replicaPrimaryUrl', pairProxy.url);
   project.provide('replicaPrimaryHopsUrl', `${pairProxy.url}/__hops`);
   project.provide('replicaUrl', pair.replica.url);
+  project.provide('slowReplicaUrl', slowReplica.url);
   project.provide('sqldUrl', proxy.url);
   project.provide('freshSqldUrl', fresh.url);
   project.provide('sqldHopsUrl', `${proxy.url}/__hops`);

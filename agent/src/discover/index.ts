@@ -5,6 +5,7 @@ import { hostname as osHostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { cpuTraits } from './cpu-traits.js';
 import { parseNvidiaSmiCsv, readNvidiaSmi } from './nvidia-smi.js';
+import { migLayouts, readMigOutputs, type MigLayout, type MigOutputs } from './mig.js';
 import { discoverPciAccelerators, type PciAccelerator } from './pci.js';
 import type { DiscoveredProvider, Discovery, HostFacts, InventoryFields } from './types.js';
 
@@ -26,6 +27,8 @@ export interface DiscoverOptions {
   /** seams for tests */
   statfs?: (path: string) => { bsize: number; blocks: number };
   nvidiaSmi?: (root: string) => Promise<string | undefined>;
+  /** MIG mode, profiles and placements from nvidia-smi (tests pass recorded outputs). */
+  nvidiaSmiMig?: (root: string) => Promise<MigOutputs>;
 }
 
 const GIB = 1024 ** 3;
@@ -112,7 +115,7 @@ function traitToken(text: string): string {
     .replace(/^_+|_+$/g, '');
 }
 
-function deviceProvider(host: string, device: PciAccelerator): DiscoveredProvider {
+function deviceProvider(host: string, device: PciAccelerator, mig?: MigLayout): DiscoveredProvider {
   const kind = device.kind;
   const traits = [`CUSTOM_${kind}_${device.vendorName}`, `CUSTOM_${kind}_PRODUCT_ID_${device.productId.toUpperCase()}`];
   if (device.model) traits.push(`CUSTOM_${kind}_MODEL_${traitToken(device.model)}`);
@@ -120,7 +123,20 @@ function deviceProvider(host: string, device: PciAccelerator): DiscoveredProvide
   const inventories: Record<string, InventoryFields> = kind === 'FPGA' ? { FPGA: wholeUnitInventory(1) } : { PGPU: wholeUnitInventory(1) };
   if (kind === 'GPU' && device.vgpuInstances) inventories.VGPU = wholeUnitInventory(device.vgpuInstances);
   const { vgpuInstances: _unused, ...facts } = device;
-  return { name: deviceProviderName(host, device.pciAddress), parentName: host, inventories, traits: traits.sort(), device: facts };
+  const name = deviceProviderName(host, device.pciAddress);
+  if (mig) {
+    // MIG mode on: the GPU is handed out only as instances, of any mix of profiles its slices allow.
+    const { counters, consumption } = mig;
+    return {
+      name,
+      parentName: host,
+      inventories: mig.inventories,
+      traits: [...traits, 'CUSTOM_GPU_MIG'].sort(),
+      device: facts,
+      counters: { counters, consumption },
+    };
+  }
+  return { name, parentName: host, inventories, traits: traits.sort(), device: facts };
 }
 
 export async function discover(options: DiscoverOptions = {}): Promise<Discovery> {
@@ -160,7 +176,9 @@ export async function discover(options: DiscoverOptions = {}): Promise<Discovery
   if (cpu.hyperthreading) rootTraits.add('HW_CPU_HYPERTHREADING');
 
   const accelerators = discoverPciAccelerators(root);
+  let mig = new Map<string, MigLayout>();
   if (accelerators.some((d) => d.vendorName === 'NVIDIA' && d.kind === 'GPU')) {
+    mig = migLayouts(await (options.nvidiaSmiMig ?? readMigOutputs)(root));
     const csv = await (options.nvidiaSmi ?? readNvidiaSmi)(root);
     const facts = csv ? parseNvidiaSmiCsv(csv) : [];
     for (const device of accelerators) {
@@ -174,5 +192,5 @@ export async function discover(options: DiscoverOptions = {}): Promise<Discovery
   }
 
   const computeNode: DiscoveredProvider = { name: hostname, inventories, traits: [...rootTraits].sort() };
-  return { host, providers: [computeNode, ...accelerators.map((d) => deviceProvider(hostname, d))] };
+  return { host, providers: [computeNode, ...accelerators.map((d) => deviceProvider(hostname, d, mig.get(d.pciAddress)))] };
 }

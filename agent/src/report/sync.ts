@@ -37,6 +37,8 @@ export interface SyncSummary {
   inventoriesUpdated: string[];
   traitsUpdated: string[];
   aggregatesUpdated: string[];
+  /** Providers whose shared counters (a MIG-mode GPU) were written. */
+  countersUpdated: string[];
   deleted: string[];
   conflictsRetried: number;
 }
@@ -65,6 +67,7 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
     inventoriesUpdated: [],
     traitsUpdated: [],
     aggregatesUpdated: [],
+    countersUpdated: [],
     deleted: [],
     conflictsRetried: 0,
   };
@@ -104,6 +107,16 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
       summary.inventoriesUpdated.push(provider.name);
     if (await withGenerationRetry(retries, onConflict, () => syncTraits(client, uuid, provider, owned, ensureCustom)))
       summary.traitsUpdated.push(provider.name);
+    if (provider.counters) {
+      try {
+        if (await withGenerationRetry(retries, onConflict, () => syncCounters(client, uuid, provider.counters!)))
+          summary.countersUpdated.push(provider.name);
+      } catch (err) {
+        // Allocations already over the new counters (an operator changed the MIG layout under running instances): keep going.
+        if (!(err instanceof PlacementError) || err.isGenerationConflict) throw err;
+        log.warn(`cannot write the counters of ${provider.name} yet: ${err.message}`);
+      }
+    }
     if (provider.parentName === undefined && (options.aggregates?.length ?? 0) > 0) {
       if (await withGenerationRetry(retries, onConflict, () => syncAggregates(client, uuid, options.aggregates ?? [])))
         summary.aggregatesUpdated.push(provider.name);
@@ -227,6 +240,29 @@ async function syncTraits(
     resource_provider_generation: body.resource_provider_generation,
     traits: [...desired].sort(),
   } satisfies PutProviderTraitsBody);
+  return true;
+}
+
+interface StoredCounters {
+  resource_provider_generation: number;
+  counters: Record<string, number>;
+  consumption: Record<string, Record<string, number>>;
+}
+
+/** The provider's shared counters as discovered (issue 25): written only when they differ from what is stored. */
+async function syncCounters(client: PlacementClient, uuid: string, wanted: NonNullable<DiscoveredProvider['counters']>): Promise<boolean> {
+  const { body } = await client.request<StoredCounters>('GET', `/ext/resource_providers/${uuid}/counters`);
+  const canonical = (v: unknown) =>
+    JSON.stringify(v, (_k, value: unknown) =>
+      value && typeof value === 'object' && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).sort()) : value,
+    );
+  if (canonical(body.counters) === canonical(wanted.counters) && canonical(body.consumption) === canonical(wanted.consumption))
+    return false;
+  await client.request('PUT', `/ext/resource_providers/${uuid}/counters`, {
+    resource_provider_generation: body.resource_provider_generation,
+    counters: wanted.counters,
+    consumption: wanted.consumption,
+  });
   return true;
 }
 

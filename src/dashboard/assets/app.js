@@ -10,6 +10,10 @@
   const DEVICES_PER_PAGE = 20;
   /** Trait chips shown before "+N more". */
   const TRAITS_SHOWN = 6;
+  /** Rows of the headroom, drain and lease tables. */
+  const HEADROOM_TREES_SHOWN = 20;
+  const TAINTS_SHOWN = 20;
+  const LEASES_SHOWN = 10;
 
   const state = {
     page: 1,
@@ -24,6 +28,12 @@
     lookupsLoaded: false,
     painted: false,
     devices: [],
+    /** provider uuid -> its taints (GET /ext/taints), marked on the trees. */
+    taints: new Map(),
+    /** provider uuid -> name, for the headroom's trees. */
+    names: new Map(),
+    /** device uuid -> the taints of the providers its deployables are. */
+    deviceTaints: new Map(),
   };
 
   const $ = (id) => document.getElementById(id);
@@ -172,7 +182,13 @@
     return h('button', { type: 'button', class: `chip ${kind}`, title, onclick }, label);
   }
 
-  function renderProvider(rp) {
+  const describeTaint = (t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}${t.reason ? ` (${t.reason})` : ''}, since ${t.created_at}`;
+
+  /** A provider and its children; a tainted root takes its whole tree out of candidates, a tainted child only itself. */
+  function renderProvider(rp, inTaintedTree = false) {
+    state.names.set(rp.uuid, rp.name);
+    const taints = state.taints.get(rp.uuid) || [];
+    const excludesTree = inTaintedTree || (taints.length > 0 && !rp.parent_provider_uuid);
     const classes = Object.keys(rp.resources);
     const rows = classes.map((name) => {
       const r = rp.resources[name];
@@ -185,6 +201,15 @@
         h('td', { class: 'num' }, over ? `${fmt(r.used - r.capacity)} over` : `${fmt(r.free)} free`),
         h('td', { class: 'num muted physical', title: 'physical amount: (total − reserved) × allocation ratio' }, physical(r)));
     });
+    // Shared counters (partitionable devices): one bar per counter, its load against its total.
+    for (const [name, c] of Object.entries(rp.counters || {})) {
+      rows.push(h('tr', { class: `counter${c.load > c.total ? ' over' : ''}`, 'data-counter': name },
+        h('td', { title: 'shared counter' }, `⧉ ${name}`),
+        h('td', { class: 'bar-cell' }, meter(c.load, c.total)),
+        h('td', { class: 'num' }, `${fmt(c.load)} / ${fmt(c.total)}`),
+        h('td', { class: 'num' }, c.load > c.total ? `${fmt(c.load - c.total)} over` : `${fmt(c.total - c.load)} free`),
+        h('td', { class: 'num muted physical' }, '')));
+    }
     const traitChips = rp.traits.map((t) => chip(t, 'trait: show providers with it', 'trait', () => setFilter('trait', t)));
     const folded = traitChips.length > TRAITS_SHOWN + 1 ? traitChips.splice(TRAITS_SHOWN) : [];
     const chips = [
@@ -200,16 +225,22 @@
       });
       chips.push(more, toggle);
     }
-    return h('div', { class: `rp${rp.matched ? '' : ' unmatched'}`, 'data-uuid': rp.uuid },
+    const taintTitle = taints.length
+      ? `${taints.map(describeTaint).join('\n')}\n${rp.parent_provider_uuid ? 'This provider' : 'Its whole tree'} takes part in no allocation candidate unless a request tolerates the key (ext_tolerate).`
+      : '';
+    const rpClass = `rp${rp.matched ? '' : ' unmatched'}${taints.length ? ' tainted' : ''}${inTaintedTree ? ' in-tainted-tree' : ''}`;
+    return h('div', { class: rpClass, 'data-uuid': rp.uuid },
       h('div', { class: 'rp-body' },
         h('div', { class: 'rp-info' },
           h('div', { class: 'rp-head' },
             h('span', { class: 'rp-name' }, rp.name),
-            rp.over_capacity ? h('span', { class: 'badge over' }, 'over capacity') : null),
+            rp.over_capacity ? h('span', { class: 'badge over' }, 'over capacity') : null,
+            taints.length ? h('span', { class: 'badge taint', title: taintTitle }, `tainted ${[...new Set(taints.map((t) => t.key))].join(', ')}`) : null,
+            inTaintedTree ? h('span', { class: 'muted small', title: 'its root is tainted' }, 'root tainted') : null),
           h('div', { class: 'uuid' }, rp.uuid),
           chips.length ? h('div', { class: 'chips' }, chips) : null),
         rows.length ? h('table', { class: 'inv' }, h('tbody', null, rows)) : h('div', { class: 'muted small' }, 'no inventory')),
-      rp.children.length ? h('div', { class: 'children' }, rp.children.map(renderProvider)) : null);
+      rp.children.length ? h('div', { class: 'children' }, rp.children.map((child) => renderProvider(child, excludesTree))) : null);
   }
 
   function pager(page, perPage, total, onPage, unit) {
@@ -247,7 +278,10 @@
         h('thead', null, h('tr', null, h('th', null, 'project'), h('th', { class: 'num' }, 'consumers'),
           classes.map((c) => h('th', { class: 'num' }, c)))),
         h('tbody', null, projects.items.map((p) => h('tr', null,
-          h('td', { class: 'uuid' }, p.project_id), h('td', { class: 'num' }, fmt(p.consumers)),
+          p.project_name
+            ? h('td', { 'data-project': p.project_id, title: p.project_id }, p.project_name, h('div', { class: 'uuid' }, p.project_id))
+            : h('td', { class: 'uuid', 'data-project': p.project_id }, p.project_id),
+          h('td', { class: 'num' }, fmt(p.consumers)),
           classes.map((c) => h('td', { class: 'num' }, p.usages[c] === undefined ? '–' : fmt(p.usages[c])))))))
       : h('div', { class: 'empty' }, 'No allocations yet.'));
     $('projects-pager').replaceChildren(...pager(projects.page, projects.per_page, projects.total,
@@ -282,11 +316,126 @@
       all.length
         ? h('table', { class: 'list' },
           h('thead', null, h('tr', null, h('th', null, 'host'), h('th', null, 'type'), h('th', null, 'vendor / model'), h('th', null, 'status'))),
-          h('tbody', null, shown.map((d) => h('tr', null, h('td', null, d.hostname), h('td', null, d.type),
-            h('td', null, `${d.vendor} ${d.model}`), h('td', null, d.status || 'enabled')))))
+          h('tbody', null, shown.map((d) => {
+            const taints = state.deviceTaints.get(d.uuid) || [];
+            return h('tr', { 'data-device': d.uuid }, h('td', null, d.hostname), h('td', null, d.type),
+              h('td', null, `${d.vendor} ${d.model}`), h('td', null, d.status || 'enabled',
+                taints.length ? [' ', h('span', { class: 'badge taint', title: taints.map(describeTaint).join('\n') },
+                  `tainted ${[...new Set(taints.map((t) => t.key))].join(', ')}`)] : null));
+          })))
         : h('div', { class: 'empty' }, 'No accelerator devices reported.'),
       h('div', { class: 'pager' }, ...pager(state.devicePage, DEVICES_PER_PAGE, all.length,
         (page) => { state.devicePage = page; renderDevices(); }, 'devices')));
+  }
+
+  // --- extensions: taints (drain list), leases, headroom ---------------------
+
+  /** GET /ext/taints entries -> provider uuid -> taints. */
+  function taintMap(drain) {
+    const map = new Map();
+    for (const entry of drain ? drain.taints : []) {
+      if (!map.has(entry.resource_provider_uuid)) map.set(entry.resource_provider_uuid, []);
+      map.get(entry.resource_provider_uuid).push(entry.taint);
+    }
+    return map;
+  }
+
+  /** The drain list: each taint with the consumers still allocated on the provider (a root: on its tree). */
+  function renderTaints(drain) {
+    const entries = drain ? drain.taints : [];
+    const consumers = new Set(entries.flatMap((e) => e.consumers));
+    $('taints-count').textContent = drain
+      ? `${plural(state.taints.size, 'provider')} · ${plural(consumers.size, 'consumer')} still on them`
+      : 'not available';
+    $('taints').replaceChildren(entries.length
+      ? h('table', { class: 'list taints' },
+        h('thead', null, h('tr', null, h('th', null, 'provider'), h('th', null, 'taint'), h('th', null, 'reason'), h('th', { class: 'num' }, 'consumers'))),
+        h('tbody', null, entries.slice(0, TAINTS_SHOWN).map((e) => h('tr', { 'data-uuid': e.resource_provider_uuid },
+          h('td', null, h('button', { type: 'button', class: 'link', title: `show ${e.resource_provider_uuid}`, onclick: () => setFilter('name', e.resource_provider_uuid) },
+            e.resource_provider_name)),
+          h('td', { class: 'class-name', title: `since ${e.taint.created_at}` }, `${e.taint.key}${e.taint.value ? `=${e.taint.value}` : ''}:${e.taint.effect}`),
+          h('td', { class: 'small' }, e.taint.reason),
+          h('td', { class: 'num', title: e.consumers.join('\n') }, fmt(e.consumers.length))))))
+      : h('div', { class: 'empty ok' }, drain ? 'No provider is tainted.' : 'The extensions API did not answer.'));
+  }
+
+  /** Leases held, soonest expiry first; an expired one waits for the next sweep to release its allocations. */
+  function renderLeases(list, now) {
+    const leases = list ? list.leases : [];
+    const expired = leases.filter((l) => Date.parse(l.expires_at) <= now).length;
+    $('leases-count').textContent = list
+      ? `${plural(leases.length, 'lease')} held${expired ? ` · ${fmt(expired)} expired, released by the next sweep` : ''}`
+      : 'not available';
+    const when = (l) => {
+      const seconds = Math.round((Date.parse(l.expires_at) - now) / 1000);
+      return seconds > 0 ? `in ${fmt(seconds)} s` : `expired ${fmt(-seconds)} s ago`;
+    };
+    $('leases').replaceChildren(leases.length
+      ? h('table', { class: 'list leases' },
+        h('thead', null, h('tr', null, h('th', null, 'consumer'), h('th', null, 'expires'), h('th', { class: 'num' }, 'lease'))),
+        h('tbody', null, leases.slice(0, LEASES_SHOWN).map((l) => h('tr', { class: Date.parse(l.expires_at) <= now ? 'expired' : '', 'data-consumer': l.consumer_uuid },
+          h('td', { class: 'uuid' }, l.consumer_uuid),
+          h('td', { title: l.expires_at }, when(l)),
+          h('td', { class: 'num' }, `${fmt(l.seconds)} s`)))))
+      : h('div', { class: 'empty' }, list ? 'No allocation is waiting to be confirmed.' : 'The extensions API did not answer.'));
+  }
+
+  /** Names of the trees a headroom answer counts: from the page, else one GET each. */
+  async function providerNames(uuids) {
+    await Promise.all(uuids.filter((u) => !state.names.has(u)).map(async (u) => {
+      const rp = await api(`/resource_providers/${u}`).catch(() => null);
+      if (rp) state.names.set(u, rp.name);
+    }));
+    return (u) => state.names.get(u) || u;
+  }
+
+  async function runHeadroom() {
+    const raw = $('headroom-query').value.trim();
+    // A whole candidates URL, a query string with its "?", or the bare query string.
+    const query = raw.includes('?') ? raw.slice(raw.indexOf('?') + 1) : raw;
+    $('headroom-error').textContent = '';
+    if (!query) { $('headroom').replaceChildren(); return; }
+    $('headroom').replaceChildren(h('div', { class: 'muted' }, 'counting…'));
+    try {
+      const result = await api(`/ext/headroom?${query}`);
+      const trees = [...result.trees].sort((a, b) => b.count - a.count || a.root_provider_uuid.localeCompare(b.root_provider_uuid));
+      const shown = trees.slice(0, HEADROOM_TREES_SHOWN);
+      const nameOf = await providerNames(shown.map((t) => t.root_provider_uuid));
+      // replaceChildren() would write a null as the text "null": h() drops it.
+      $('headroom').replaceChildren(h('div', null,
+        h('div', { class: 'headline', 'data-total': result.total },
+          result.total ? [h('b', null, fmt(result.total)), ` more fit, in ${plural(trees.length, 'tree')}`] : 'Nothing fits: no tree can take this request now.',
+          h('span', { class: 'muted small' }, ` · as of ${new Date().toLocaleTimeString()}`)),
+        result.incomplete ? h('div', { class: 'error small' }, 'The search ran out of its time budget: these counts are lower bounds.') : null,
+        shown.length
+          ? h('table', { class: 'list headroom' },
+            h('thead', null, h('tr', null, h('th', null, 'tree'), h('th', { class: 'num' }, 'fit'))),
+            h('tbody', null, shown.map((t) => h('tr', { 'data-uuid': t.root_provider_uuid },
+              h('td', null, h('button', { type: 'button', class: 'link', title: `show ${t.root_provider_uuid}`, onclick: () => setFilter('name', t.root_provider_uuid) },
+                nameOf(t.root_provider_uuid))),
+              h('td', { class: 'num' }, fmt(t.count))))))
+          : null,
+        trees.length > shown.length ? h('div', { class: 'muted small' }, `the ${shown.length} trees with the most room shown`) : null));
+    } catch (err) {
+      if (err instanceof AuthRequired) {
+        sessionStorage.removeItem(TOKEN_KEY);
+        showLogin(err.message);
+        return;
+      }
+      $('headroom').replaceChildren();
+      $('headroom-error').textContent = err.message;
+    }
+  }
+
+  /** An extension resource: a service or token without it shows "not available", not an error. */
+  async function optional(path) {
+    try {
+      return await api(path);
+    } catch (err) {
+      if (err instanceof AuthRequired) throw err;
+      console.warn(`${path} unavailable`, err);
+      return null;
+    }
   }
 
   // --- data -----------------------------------------------------------------
@@ -315,12 +464,15 @@
     state.loading = true;
     $('status').textContent = 'refreshing…';
     try {
-      const summary = await api(summaryUrl());
+      const [summary, drain, leases] = await Promise.all([api(summaryUrl()), optional('/ext/taints'), optional('/ext/leases')]);
+      state.taints = taintMap(drain);
       showMain();
       renderAttention(summary.attention, summary.threshold_percent);
       renderClasses(summary.resource_classes, summary.threshold_percent);
       renderProviders(summary.providers);
       renderProjects(summary.projects);
+      renderTaints(drain);
+      renderLeases(leases, Date.parse(summary.generated_at));
       if (!state.painted) {
         state.painted = true;
         // After the next frame: when the first page of trees is on screen (read by bench/dashboard.ts).
@@ -329,10 +481,17 @@
       const acc = summary.accelerators;
       const hasDevices = Object.keys(acc.devices_by_status).length > 0;
       const hasDead = (acc.outbox_by_state.dead || 0) > 0;
-      const [devices, dead] = await Promise.all([
+      const [devices, dead, deployables] = await Promise.all([
         hasDevices ? api('/accelerator/v2/devices') : { devices: [] },
         hasDead ? api('/accelerator/v2/outbox?state=dead') : { outbox: [] },
+        // Which device sits on a tainted provider: its deployables name their resource provider.
+        hasDevices && state.taints.size ? api('/accelerator/v2/deployables') : { deployables: [] },
       ]);
+      state.deviceTaints = new Map();
+      for (const d of deployables.deployables) {
+        const taints = state.taints.get(d.rp_uuid);
+        if (taints && d.device_uuid) state.deviceTaints.set(d.device_uuid, [...(state.deviceTaints.get(d.device_uuid) || []), ...taints]);
+      }
       state.devices = devices.devices.sort((a, b) => a.hostname.localeCompare(b.hostname) || a.uuid.localeCompare(b.uuid));
       renderAccelerators(acc, dead.outbox);
       if (!state.lookupsLoaded) loadLookups().catch((err) => console.warn('filter options unavailable', err));
@@ -390,6 +549,7 @@
     $('filters').reset();
     readFilters();
   });
+  $('headroom-form').addEventListener('submit', (e) => { e.preventDefault(); runHeadroom(); });
   $('refresh-now').addEventListener('click', () => refresh());
   $('refresh-interval').addEventListener('change', (e) => {
     state.refreshSeconds = Number(e.target.value);

@@ -1,3 +1,4 @@
 export * from './placement.js';
 export * from './cyborg.js';
 export * from './ext.js';
+export * from './ext-counters.js';

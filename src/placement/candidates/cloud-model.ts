@@ -89,6 +89,11 @@ export class CloudModel {
     return this.seq >= 0;
   }
 
+  /** Providers held now. */
+  get size(): number {
+    return this.providers.size;
+  }
+
   /** The change seq the model reflects (what refreshStatement() reads past). */
   get appliedSeq(): number {
     return this.seq;

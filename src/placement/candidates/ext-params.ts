@@ -4,7 +4,9 @@
 // Any other `ext_` name is left in, so upstream's parser refuses it with its
 // usual 400 (a stock request never changes meaning).
 import type { Microversion } from '../../microversion.js';
+import { MV } from '../versions.js';
 import { invalidQuery } from './errors.js';
+import { parseFirstOf } from './first-of.js';
 import { type CandidateRequest, parseCandidateRequest } from './parse.js';
 
 /** A taint key: as Kubernetes label keys, an optional DNS prefix and `/`, then a name (1-63 of [A-Za-z0-9._-]). */
@@ -20,6 +22,15 @@ const EXT_PARAMS: Record<string, (values: string[], request: CandidateRequest) =
     }
     request.tolerate = [...new Set([...(request.tolerate ?? []), ...keys])];
   },
+  // Prioritized alternatives among granular groups (first-of.ts).
+  ext_first_of(values, request) {
+    request.firstOf = parseFirstOf(values, request.groups);
+  },
+};
+
+/** Extension parameters that need a microversion: below it they are left to upstream's parser, which refuses them as any unknown key. */
+const SINCE: Record<string, (mv: Microversion) => boolean> = {
+  ext_first_of: (mv) => mv.atLeast(MV.GRANULAR),
 };
 
 /** parseCandidateRequest, plus the extension parameters it knows. */
@@ -27,7 +38,7 @@ export function parseCandidateRequestWithExt(query: Record<string, string[]>, mv
   const stock: Record<string, string[]> = {};
   const ext: [string, string[]][] = [];
   for (const [key, values] of Object.entries(query)) {
-    if (Object.hasOwn(EXT_PARAMS, key)) ext.push([key, values]);
+    if (Object.hasOwn(EXT_PARAMS, key) && (SINCE[key]?.(mv) ?? true)) ext.push([key, values]);
     else stock[key] = values;
   }
   const request = parseCandidateRequest(stock, mv);

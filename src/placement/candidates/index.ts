@@ -26,7 +26,16 @@ import {
   type Usage,
 } from './research.js';
 import { excludedProviders } from './taints.js';
-import { CandidateSearch, RequestPicker, type AllocationRequest, type GenerationStrategy, type ResolvedGroup } from './search.js';
+import { candidateCountersOf, candidateCountersStatement, type LoadedCounters } from '../../ext/counters/sql.js';
+import { FirstOfSearch, variantsOf, type TreeSearch } from './first-of.js';
+import {
+  CandidateSearch,
+  RequestPicker,
+  type AllocationRequest,
+  type GenerationStrategy,
+  type ResolvedGroup,
+  type SearchInput,
+} from './search.js';
 
 export type { CandidatesBody } from './present/index.js';
 
@@ -89,14 +98,17 @@ function namesOf(request: CandidateRequest): RequestNames {
  * plus the classes each tree must offer.
  */
 function prefilterOf(request: CandidateRequest): TreePrefilter {
-  const only = request.groups.length === 1 ? request.groups[0]! : null;
+  // With ext_first_of a tree need not offer every group's classes, only those of one variant.
+  const variants = request.firstOf?.length ? variantsOf(request.groups, request.firstOf) : null;
+  const only = request.groups.length === 1 && !variants ? request.groups[0]! : null;
   return {
     requiredAnyOf: only?.requiredAnyOf ?? [],
     forbiddenTraits: only?.forbiddenTraits ?? [],
     memberOf: only?.memberOf ?? [],
     rootRequired: request.rootRequired,
     rootForbidden: request.rootForbidden,
-    everyClassInTree: only === null,
+    everyClassInTree: only === null && !variants,
+    ...(variants ? { someClassSetInTree: variants.map((groups) => [...new Set(groups.flatMap((g) => [...g.resources.keys()]))]) } : {}),
   };
 }
 
@@ -152,25 +164,16 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
   const preload = firstRoots !== null || !(stopsEarly && inChunks);
   const { first, loadTrees } = await research(reader, plan, firstRoots, preload);
   const { lookups, candidates, preloaded, truncatedAt } = first;
+  await readCounters(reader, candidates, names);
   const groups = resolveGroups(request, names, lookups);
 
   const roots = new Set(candidates.rootOf.values());
   for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);
-  const search = new CandidateSearch({
-    groups,
-    groupPolicy: request.groupPolicy,
-    sameSubtrees: request.sameSubtrees,
-    rootRequired: request.rootRequired,
-    rootForbidden: request.rootForbidden,
-    nestedAware: plan.nestedAware,
-    candidates,
-    // The attempt's own map (research made it for this request): the search adds loaded trees to it.
-    nodes: preloaded.nodes,
-    excluded: excludedProviders(lookups.taints, request.tolerate ?? NO_TOLERATIONS),
-  });
+  // The attempt's own map of nodes (research made it for this request): the search adds loaded trees to it.
+  const { search, covers } = treeSearchOf(plan, groups, candidates, preloaded.nodes, lookups);
   const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates, options.timeBudgetMs ?? 0);
   const anchors = [...roots]
-    .filter(coversEveryClass(candidates, groups))
+    .filter(covers)
     // Trees above the cut-off were not read: they cannot be judged yet.
     .filter((root) => truncatedAt === null || root <= truncatedAt)
     .sort((a, b) => a - b);
@@ -211,14 +214,57 @@ async function research(reader: BatchReader, plan: SearchPlan, firstRoots: numbe
   return { first, loadTrees: (roots) => loadTrees(reader, roots, first.usage) };
 }
 
+/**
+ * Shared counters (extension, issue 25): the research batch said whether the
+ * cloud has any; only then are those of the providers the request's classes
+ * consume read, in one more round trip (none on a cloud without counters).
+ */
+async function readCounters(reader: BatchReader, candidates: CandidateInventories, names: RequestNames): Promise<void> {
+  if (!candidates.countersPresent) return;
+  const [rows] = await reader.readBatch([candidateCountersStatement(names.classes)]);
+  candidates.counters = candidateCountersOf(rows);
+}
+
+/**
+ * The search of one request: CandidateSearch, or with ext_first_of one per
+ * variant tried tree by tree (first-of.ts); and the cheap cut of trees that
+ * cannot anchor a candidate. Device taints (the research batch's) leave the
+ * providers they exclude out of either.
+ */
+function treeSearchOf(
+  plan: SearchPlan,
+  groups: ResolvedGroup[],
+  candidates: CandidateInventories,
+  nodes: Map<number, ProviderNode>,
+  lookups: Lookups,
+): { search: TreeSearch; covers: (root: number) => boolean } {
+  const { request } = plan;
+  const input: SearchInput = {
+    groups,
+    groupPolicy: request.groupPolicy,
+    sameSubtrees: request.sameSubtrees,
+    rootRequired: request.rootRequired,
+    rootForbidden: request.rootForbidden,
+    nestedAware: plan.nestedAware,
+    candidates,
+    nodes,
+    excluded: excludedProviders(lookups.taints, request.tolerate ?? NO_TOLERATIONS),
+  };
+  if (!request.firstOf?.length) return { search: new CandidateSearch(input), covers: coversEveryClass(candidates, groups) };
+  const variants = variantsOf(groups, request.firstOf);
+  return { search: new FirstOfSearch(input, variants), covers: coversSomeVariant(candidates, variants) };
+}
+
 /** A search over every viable tree, each loaded: what headroom walks tree by tree. */
 export interface FullSearch {
-  search: CandidateSearch;
+  search: TreeSearch;
   /** Trees that can anchor a candidate, in stable (root id) order. */
   anchors: number[];
   nodes: Map<number, ProviderNode>;
   /** provider id -> class id -> inventory with its current usage (headroom adds its simulated claims to `used`). */
   inventories: CandidateInventories['byProvider'];
+  /** provider id -> shared counters with their current loads (headroom adds its simulated claims to `loads`). */
+  counters: Map<number, LoadedCounters>;
 }
 
 /** Research and a search over every viable tree, ignoring `limit` and the candidate cap (headroom). */
@@ -232,25 +278,16 @@ export async function searchEveryTree(
   const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), options };
   const { first, loadTrees } = await research(reader, plan, null, true);
   const { lookups, candidates, preloaded } = first;
+  await readCounters(reader, candidates, names);
   const groups = resolveGroups(request, names, lookups);
   const roots = new Set(candidates.rootOf.values());
   for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);
-  const anchors = [...roots].filter(coversEveryClass(candidates, groups)).sort((a, b) => a - b);
-  const search = new CandidateSearch({
-    groups,
-    groupPolicy: request.groupPolicy,
-    sameSubtrees: request.sameSubtrees,
-    rootRequired: request.rootRequired,
-    rootForbidden: request.rootForbidden,
-    nestedAware: plan.nestedAware,
-    candidates,
-    nodes: preloaded.nodes,
-    excluded: excludedProviders(lookups.taints, request.tolerate ?? NO_TOLERATIONS),
-  });
+  const { search, covers } = treeSearchOf(plan, groups, candidates, preloaded.nodes, lookups);
+  const anchors = [...roots].filter(covers).sort((a, b) => a - b);
   const sharingRoots = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
   const wanted = [...new Set([...sharingRoots, ...anchors])].filter((root) => !preloaded.roots.has(root));
   if (wanted.length) search.addTrees((await loadTrees(wanted)).values());
-  return { search, anchors, nodes: preloaded.nodes, inventories: candidates.byProvider };
+  return { search, anchors, nodes: preloaded.nodes, inventories: candidates.byProvider, counters: candidates.counters };
 }
 
 const NO_TOLERATIONS: readonly string[] = [];
@@ -326,6 +363,12 @@ export async function findAllocationCandidatesJson(
   serviceMetrics.candidatesReturned.observe([], chosen.length);
   if (cut) serviceMetrics.candidatesCut.inc([cut]);
   return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape);
+}
+
+/** coversEveryClass for ext_first_of: a tree that covers the classes of one variant may anchor a candidate. */
+function coversSomeVariant(candidates: CandidateInventories, variants: ResolvedGroup[][]): (root: number) => boolean {
+  const tests = variants.map((groups) => coversEveryClass(candidates, groups));
+  return (root) => tests.some((covers) => covers(root));
 }
 
 /**

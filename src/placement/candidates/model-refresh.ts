@@ -44,12 +44,15 @@ export function keepCloudModelFresh(
   maxProviders: number,
   everyMs: number,
   onError: (err: unknown) => void,
+  /** Runs after each refresh, before the next one may start (the warm-up on grown trees). */
+  afterRefresh?: () => Promise<void>,
 ): ModelRefresher {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
     refreshCloudModel(reader, maxProviders, Date.now())
+      .then(afterRefresh)
       .catch(onError)
       .finally(() => {
         running = false;

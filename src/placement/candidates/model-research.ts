@@ -8,6 +8,7 @@
 // from the model's guess (or a class was renamed: the model is read whole).
 import type { InStatement } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
+import { COUNTERS_PROBE, countersPresent } from '../../ext/counters/sql.js';
 import type { CloudModel, ModelProvider } from './cloud-model.js';
 import {
   lookupsOf,
@@ -71,6 +72,7 @@ export async function loadFromModel(
       ...(lookups ? [] : lookupStatements(names)),
       model.refreshStatement(),
       usageStatement(wanted, model),
+      COUNTERS_PROBE,
       taintStatement(),
     ];
     const results = await reader.readBatch(statements);
@@ -78,7 +80,7 @@ export async function loadFromModel(
       lookups = lookupsOf(results.slice(0, 4));
       model.learnAggregates(lookups.aggregateIdByUuid);
     }
-    const [refreshRows, usageRows, taintRows] = results.slice(-3);
+    const [refreshRows, usageRows, counterRows, taintRows] = results.slice(-4);
     lookups.taints = taintsOf(taintRows);
     const changed = model.apply(String(refreshRows!.rows[0]![0]), now);
     if (changed === 'oversize') return null;
@@ -87,7 +89,8 @@ export async function loadFromModel(
     scope = wanted === 'all' ? 'all' : new Set([...wanted, ...changed]);
     // After it: the trees the request really needs, with the names it named.
     const plan = planTrees(model, names.classes, amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots);
-    if (covers(scope, plan.reads)) return build(reader, model, lookups, usage, scope, plan, prefilter, amounts);
+    if (covers(scope, plan.reads))
+      return build(reader, model, lookups, usage, scope, plan, prefilter, amounts, countersPresent(counterRows));
   }
   // Four batches lost to concurrent tree changes: answer from the SQL engine.
   return null;
@@ -160,21 +163,22 @@ function planTrees(
       return traits !== undefined && prefilter.rootRequired.every((t) => traits.has(t));
     });
   }
+  // The classes no sharing provider offers: a tree must offer each with room for the smallest amount.
+  const unshared = (names: string[]) => names.filter((name) => !sharing.some((s) => s.inventories.some((inv) => inv.className === name)));
+  const offers = (members: readonly ModelProvider[], name: string) => {
+    const { smallest, largest } = amounts.get(name)!;
+    return members.some((m) =>
+      m.inventories.some((inv) => inv.className === name && inv.maxUnit >= smallest && inv.minUnit <= largest && inv.capacity >= smallest),
+    );
+  };
   if (prefilter.everyClassInTree) {
-    // The classes no sharing provider offers: every tree must offer each with room for the smallest amount.
-    const cover = classes.filter((name) => !sharing.some((s) => s.inventories.some((inv) => inv.className === name)));
-    if (cover.length) {
-      tests.push((_, members) =>
-        cover.every((name) => {
-          const { smallest, largest } = amounts.get(name)!;
-          return members.some((m) =>
-            m.inventories.some(
-              (inv) => inv.className === name && inv.maxUnit >= smallest && inv.minUnit <= largest && inv.capacity >= smallest,
-            ),
-          );
-        }),
-      );
-    }
+    const cover = unshared(classes);
+    if (cover.length) tests.push((_, members) => cover.every((name) => offers(members, name)));
+  }
+  if (prefilter.someClassSetInTree?.length) {
+    // ext_first_of: every class of one variant.
+    const sets = prefilter.someClassSetInTree.map(unshared);
+    if (sets.every((set) => set.length)) tests.push((_, members) => sets.some((set) => set.every((name) => offers(members, name))));
   }
   if (prefilter.rootForbidden.length) {
     tests.push((root) => {
@@ -227,6 +231,7 @@ function build(
   plan: TreePlan,
   prefilter: TreePrefilter,
   amounts: ReadonlyMap<string, { smallest: number; largest: number }>,
+  withCounters: boolean,
 ): Research {
   // Requested classes by id, with the smallest and largest amount asked.
   const wanted = new Map<number, { smallest: number; largest: number }>();
@@ -271,7 +276,7 @@ function build(
     const anchors = anchorsOf(model, sharing);
     if (anchors.size) anchorsOfSharing.set(id, anchors);
   }
-  const candidates: CandidateInventories = { byProvider, rootOf, anchorsOfSharing };
+  const candidates: CandidateInventories = { byProvider, rootOf, anchorsOfSharing, counters: new Map(), countersPresent: withCounters };
   // The model's providers serve as the request's nodes as they are: usage is looked up apart.
   const nodesOf = (roots: Iterable<number>) => {
     const nodes = new Map<number, ProviderNode>();

@@ -34,6 +34,12 @@ export interface CandidateRequest {
   sameSubtrees: string[][];
   /** Taint keys the request tolerates (extension `ext_tolerate`, ext-params.ts); absent for stock requests. */
   tolerate?: string[];
+  /**
+   * ext_first_of (extension, 1.25+; ext-params.ts): each list names suffixed
+   * groups in order of preference; per tree only the first that can be
+   * satisfied there (with every other group) is used. Absent for stock requests.
+   */
+  firstOf?: string[][];
 }
 
 const GROUP_PREFIXES = ['resources', 'required', 'member_of', 'in_tree'] as const;

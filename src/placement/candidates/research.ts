@@ -10,6 +10,7 @@
 import type { InStatement, ResultSet, Row } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
 import { capacityOf, capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
+import { COUNTERS_PROBE, countersPresent, type LoadedCounters } from '../../ext/counters/sql.js';
 import { columns, num, packedArray, SqlParams, type PackedRow } from './sql.js';
 import { taintsOf, taintStatement, type ProviderTaints } from './taints.js';
 
@@ -77,6 +78,10 @@ export interface CandidateInventories {
   rootOf: Map<number, number>;
   /** sharing provider id -> roots of the trees it shares with (its own tree included). */
   anchorsOfSharing: Map<number, Set<number>>;
+  /** Shared counters (extension) of the providers where a requested class consumes one; empty without counters. */
+  counters: Map<number, LoadedCounters>;
+  /** Whether the cloud has counters at all (the research batch's probe): index.ts then reads `counters`. */
+  countersPresent: boolean;
 }
 
 export const SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE';
@@ -167,6 +172,12 @@ export interface TreePrefilter {
    * still offer every requested class that no sharing provider offers.
    */
   everyClassInTree: boolean;
+  /**
+   * ext_first_of (first-of.ts): the classes of each variant; a tree must
+   * offer every class of one of them (that no sharing provider offers).
+   * Applied by the trees-in-memory engine; SQL alone leaves it to the search.
+   */
+  someClassSetInTree?: string[][];
 }
 
 /** An inventories row `i` as inventoryOf() reads it: limits, then current usage. */
@@ -377,8 +388,8 @@ export async function loadCandidates(
       args: { amounts: amountJson },
     },
   ];
-  statements.push(taintStatement());
-  const [classes, traitRows, aggRows, treeRows, invRows, anchorRows, taintRows] = await reader.readBatch(statements);
+  statements.push(COUNTERS_PROBE, taintStatement());
+  const [classes, traitRows, aggRows, treeRows, invRows, anchorRows, counterRows, taintRows] = await reader.readBatch(statements);
   const lookups = lookupsOf([classes!, traitRows!, aggRows!, treeRows!]);
   lookups.taints = taintsOf(taintRows);
   const byProvider = new Map<number, Map<number, Inventory>>();
@@ -424,7 +435,7 @@ export async function loadCandidates(
   }
   return {
     lookups,
-    candidates: { byProvider, rootOf, anchorsOfSharing },
+    candidates: { byProvider, rootOf, anchorsOfSharing, counters: new Map(), countersPresent: countersPresent(counterRows) },
     preloaded: { roots: new Set(scan.complete ?? []), nodes },
     truncatedAt: scan.truncatedAt ?? null,
     usage,

@@ -6,6 +6,7 @@
 // the whole cloud is never built. Semantics follow upstream placement's
 // allocation_candidate.py (_merge_candidates, group policy, same_subtree).
 import { capacityOf, fits } from '../capacity.js';
+import type { LoadedCounters } from '../../ext/counters/sql.js';
 import type { CandidateInventories, Inventory, ProviderNode } from './research.js';
 
 /** A request group with names resolved to ids. */
@@ -94,6 +95,8 @@ export class CandidateSearch {
   /** The state of the walks done at once (one at a time, so one state serves them all). */
   private readonly eagerWalk: Walk;
   private readonly excluded: ReadonlySet<number>;
+  /** Shared counters (extension) by provider id; null on a cloud without them, so stock searches pay nothing. */
+  private readonly counters: Map<number, LoadedCounters> | null;
 
   constructor(private readonly input: SearchInput) {
     const { groups } = input;
@@ -112,6 +115,8 @@ export class CandidateSearch {
       }
     }
     this.eagerWalk = { chosen: new Array<Choice>(groups.length), taken: new TakenAmounts(), isolated: new Set() };
+    const counters = input.candidates.counters;
+    this.counters = counters && counters.size > 0 ? counters : null;
     this.addTrees(input.nodes.values());
     for (const [sharing, anchors] of input.candidates.anchorsOfSharing) {
       const own = input.candidates.rootOf.get(sharing);
@@ -143,7 +148,32 @@ export class CandidateSearch {
 
   private fitsAmount(providerId: number, classId: number, amount: number): boolean {
     const inv = this.inventory(providerId, classId);
-    return inv !== undefined && fits(inv, inv.used, amount);
+    return (
+      inv !== undefined && fits(inv, inv.used, amount) && (this.counters === null || this.countersFit([{ providerId, classId, amount }]))
+    );
+  }
+
+  /**
+   * Whether `pieces` (several may share a provider) fit the shared counters
+   * of their providers beside current usage: the one condition counters add
+   * (counters/model.ts). Only called when the cloud has counters.
+   */
+  private countersFit(pieces: readonly Piece[], taken?: TakenAmounts): boolean {
+    const table = this.counters!;
+    for (let p = 0; p < pieces.length; p += 1) {
+      const providerId = pieces[p]!.providerId;
+      const counters = table.get(providerId);
+      if (!counters) continue;
+      const loads = counters.loads.slice();
+      const add = (classId: number, amount: number) => {
+        const perCounter = counters.consumption.get(classId);
+        if (perCounter) for (let i = 0; i < perCounter.length; i += 1) loads[i]! += amount * perCounter[i]!;
+      };
+      if (taken) taken.forEachOn(providerId, add);
+      else for (const piece of pieces) if (piece.providerId === providerId) add(piece.classId, piece.amount);
+      for (let i = 0; i < loads.length; i += 1) if (loads[i]! > counters.totals[i]!) return false;
+    }
+    return true;
   }
 
   private inAllAggregates(node: ProviderNode | undefined, memberOf: Set<number>[]): boolean {
@@ -225,6 +255,7 @@ export class CandidateSearch {
       for (const piece of pieces) if (!providers.includes(piece.providerId)) providers.push(piece.providerId);
       // Required traits may come from any provider used; forbidden ones from none.
       if (group.forbiddenTraits.length && this.anyProviderHasSome(providers, group.forbiddenTraits)) continue;
+      if (this.counters !== null && !this.countersFit(pieces)) continue;
       let required = true;
       for (const anyOf of group.requiredAnyOf) {
         if (!this.anyProviderHasSome(providers, anyOf)) {
@@ -251,6 +282,7 @@ export class CandidateSearch {
       pieces[i] = { providerId: node.id, classId, amount };
     }
     const providers = [node.id];
+    if (this.counters !== null && !this.countersFit(pieces)) return [];
     if (group.forbiddenTraits.length && this.anyProviderHasSome(providers, group.forbiddenTraits)) return [];
     for (const anyOf of group.requiredAnyOf) if (!this.anyProviderHasSome(providers, anyOf)) return [];
     return [{ suffix: group.suffix, pieces, providers }];
@@ -290,6 +322,7 @@ export class CandidateSearch {
       const [classId, amount] = resources[i]!;
       pieces[i] = { providerId: node.id, classId, amount };
     }
+    if (this.counters !== null && resources.length > 1 && !this.countersFit(pieces)) return;
     choices.push({ suffix: group.suffix, pieces, providers: [node.id] });
   }
 
@@ -393,6 +426,7 @@ export class CandidateSearch {
       const inv = this.inventory(piece.providerId, piece.classId);
       if (!inv || inv.used + piece.amount > capacityOf(inv) || piece.amount > inv.maxUnit) return null;
     }
+    if (this.counters !== null && !this.countersFit(pieces)) return null;
     // Before 1.29, one provider per tree was judged as each group was chosen (oneProviderPerTree).
     return { pieces, mappings };
   }
@@ -414,29 +448,8 @@ export class CandidateSearch {
    * `null` every few thousand steps of search, so that a caller can hand the
    * event loop to other requests during a long search.
    */
-  *requests(anchors: Iterable<number>, strategy: GenerationStrategy = 'depth-first'): Generator<AllocationRequest | null> {
-    if (strategy === 'depth-first') {
-      let visited = 0;
-      for (const anchor of anchors) {
-        if ((visited += 1) % 256 === 0) yield null;
-        yield* this.anchorRequests(anchor);
-      }
-      return;
-    }
-    let active = [...anchors].map((anchor) => this.anchorRequests(anchor));
-    while (active.length) {
-      const still: Generator<AllocationRequest | null>[] = [];
-      for (const tree of active) {
-        for (let next = tree.next(); !next.done; next = tree.next()) {
-          yield next.value;
-          if (next.value !== null) {
-            still.push(tree);
-            break;
-          }
-        }
-      }
-      active = still;
-    }
+  requests(anchors: Iterable<number>, strategy: GenerationStrategy = 'depth-first'): Generator<AllocationRequest | null> {
+    return requestsInOrder(anchors, strategy, (anchor) => this.anchorRequests(anchor));
   }
 
   /**
@@ -449,8 +462,12 @@ export class CandidateSearch {
     return null;
   }
 
-  /** The requests one anchor tree offers, in stable order (`dedupe`: each request once across anchors). */
-  private *anchorRequests(anchor: number, dedupe = true): Generator<AllocationRequest | null> {
+  /**
+   * The requests one anchor tree offers, in stable order (`dedupe`: each
+   * request once across anchors); also for first-of.ts, which tries several
+   * searches per tree.
+   */
+  *anchorRequests(anchor: number, dedupe = true): Generator<AllocationRequest | null> {
     if (!this.rootOk(anchor) || this.excluded.has(anchor)) return;
     const lists: Choice[][] = [];
     for (const group of this.input.groups) {
@@ -593,6 +610,10 @@ export class CandidateSearch {
       }
       taken.add(piece, piece.amount);
     }
+    if (this.counters !== null && !this.countersFit(pieces, taken)) {
+      this.release(taken, pieces);
+      return false;
+    }
     return true;
   }
 
@@ -645,6 +666,11 @@ class TakenAmounts {
       if (this.providers[i] === piece.providerId && this.classes[i] === piece.classId) return i;
     }
     return -1;
+  }
+
+  /** Calls `fn` with each (class, amount) taken on `providerId`. */
+  forEachOn(providerId: number, fn: (classId: number, amount: number) => void): void {
+    for (let i = 0; i < this.providers.length; i += 1) if (this.providers[i] === providerId) fn(this.classes[i]!, this.amounts[i]!);
   }
 
   of(piece: Piece): number {
@@ -750,6 +776,40 @@ function requestKey(request: AllocationRequest): string {
     .sort()
     .join(';');
   return `${pieces}|${mappings}`;
+}
+
+/**
+ * The requests of every anchor tree, `perTree` giving one tree's: tree by
+ * tree (depth-first), or one from each tree in turn (breadth-first). Yields
+ * `null` every 256 trees, so a caller can hand over the event loop.
+ */
+export function* requestsInOrder(
+  anchors: Iterable<number>,
+  strategy: GenerationStrategy,
+  perTree: (anchor: number) => Generator<AllocationRequest | null>,
+): Generator<AllocationRequest | null> {
+  if (strategy === 'depth-first') {
+    let visited = 0;
+    for (const anchor of anchors) {
+      if ((visited += 1) % 256 === 0) yield null;
+      yield* perTree(anchor);
+    }
+    return;
+  }
+  let active = [...anchors].map(perTree);
+  while (active.length) {
+    const still: Generator<AllocationRequest | null>[] = [];
+    for (const tree of active) {
+      for (let next = tree.next(); !next.done; next = tree.next()) {
+        yield next.value;
+        if (next.value !== null) {
+          still.push(tree);
+          break;
+        }
+      }
+    }
+    active = still;
+  }
 }
 
 /** How long a search runs before it lets other requests in. */

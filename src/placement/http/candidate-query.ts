@@ -5,19 +5,33 @@
 import type { QueryParam } from '../../http/route-table.js';
 import type { Microversion } from '../../microversion.js';
 import { allowedKeys } from '../candidates/parse.js';
+import { MV } from '../versions.js';
 
-/** The extension parameters GET /allocation_candidates (and headroom) accept, each only when given. */
-export const EXT_CANDIDATE_PARAMS: QueryParam[] = [
-  {
-    name: 'ext_tolerate',
-    description: 'extension: taint keys (KEY[,KEY...]) whose NoSchedule/NoExecute taints this request tolerates',
-  },
-];
+/** The extension parameters GET /allocation_candidates (and headroom, why-no-host) accept at `mv`, each only when given. */
+export function extCandidateParams(mv: Microversion): QueryParam[] {
+  return [
+    {
+      name: 'ext_tolerate',
+      description: 'extension: taint keys (KEY[,KEY...]) whose NoSchedule/NoExecute taints this request tolerates',
+    },
+    // Granular groups only (1.25+).
+    ...(mv.atLeast(MV.GRANULAR)
+      ? [
+          {
+            name: 'ext_first_of',
+            description:
+              'extension (docs/extensions-gpu.md): granular group suffixes in order of preference, e.g. _H100,_A100,_T4; per tree only ' +
+              'the first that can be satisfied there with every other group is used (mappings name it). Repeatable: independent choices.',
+          },
+        ]
+      : []),
+  ];
+}
 
 export const candidateQuery = (mv: Microversion): QueryParam[] => {
   const keys = allowedKeys(mv);
   return [
-    ...EXT_CANDIDATE_PARAMS,
+    ...extCandidateParams(mv),
     ...keys.plain.map((name) => ({ name })),
     ...keys.patterns.map((pattern) => {
       const numbered = pattern.includes('[1-9]');

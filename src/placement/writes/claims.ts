@@ -16,6 +16,8 @@
 import type { InValue } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
 import { commitGuarded, guardSql, placeholders, prebuiltGuard, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { exceededCounter } from '../../ext/counters/model.js';
+import { countersHoldSql } from '../../ext/counters/sql.js';
 import { amountFitsUnits, capacityOf, capacitySql, usedSql } from '../capacity.js';
 import type { ConsumerClaim } from '../repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../repo/consumers.js';
@@ -126,6 +128,23 @@ export function planClaims(
     }
   }
   for (const [k, amount] of requested) usageAfter.set(k, (usageAfter.get(k) ?? 0) + amount);
+  // Shared counters (extension, issue 25): a provider's counters must hold the usage the claim leaves.
+  for (const id of providerIds) {
+    const counters = snap.counters.get(id);
+    if (!counters) continue;
+    const over = exceededCounter(
+      counters,
+      (classId) => inventoryOf.get(key(id, classId))?.used ?? 0,
+      (classId) => usageAfter.get(key(id, classId)) ?? 0,
+    );
+    if (!over) continue;
+    const onProvider = entries.filter((entry) => entry.provider.id === id);
+    const e = onProvider.find((entry) => counters.consumption.has(snap.classIds.get(entry.resourceClass)!)) ?? onProvider[0]!;
+    serviceMetrics.capacityRefusals.inc([e.resourceClass]);
+    throw new ClaimRefused(
+      `Unable to create allocation for '${e.resourceClass}' on resource provider '${e.provider.uuid}'. The requested amount would exceed the capacity. (shared counter '${over.name}': ${over.load} of ${over.total})`,
+    );
+  }
 
   // 5. The write: owners, the consumers' allocations replaced, generations.
   const { now } = opts;
@@ -295,7 +314,7 @@ function newConsumerClaimStatements(claims: ConsumerClaim[], opts: ClaimOptions)
     }
   }
   statements.push(stmt(insertAllocationsByNameSql(entries), values));
-  statements.push(prebuiltGuard(claimFitsSql(uuids.length), [entries, ...uuids]));
+  statements.push(prebuiltGuard(claimFitsSql(uuids.length), [entries, ...uuids, ...uuids]));
   // Every provider that receives allocations moves on, as in planClaims.
   statements.push(stmt(bumpClaimedProvidersSql(providers.size), [now, ...providers]));
   return statements;
@@ -332,14 +351,16 @@ const insertAllocationsByNameSql = sqlByCount(
 /**
  * As of the write, every allocation of the consumers found its inventory
  * (their count is the entries sent), respects min_unit, max_unit and
- * step_size, and leaves usage within capacity.
+ * step_size, and leaves usage within capacity and every shared counter
+ * of their providers within its total (extension: free on a cloud without counters).
  */
 const claimFitsSql = sqlByCount((consumers) =>
   guardSql(`(SELECT count(*) = ? AND total(mine.used < i.min_unit OR mine.used > i.max_unit OR mine.used % i.step_size != 0
           OR ${usedSql('i')} > ${capacitySql('i')}) = 0
         FROM allocations mine JOIN inventories i
           ON i.resource_provider_id = mine.resource_provider_id AND i.resource_class_id = mine.resource_class_id
-        WHERE mine.consumer_id IN (${placeholders(consumers)}))`),
+        WHERE mine.consumer_id IN (${placeholders(consumers)}))
+      AND ${countersHoldSql(placeholders(consumers))}`),
 );
 
 // By uuid: the guard before it has made sure every named provider received its allocations.

@@ -28,6 +28,8 @@ import {
 } from '../../db/schema/index.js';
 import { commitGuarded, inList, LostRace, stmt, withRaceRetries, WriteContention, type WriteStatement } from '../../db/write-batch.js';
 import { ErrorCode, conflict } from '../../errors.js';
+import { providerCountersOf, providerCountersStatements } from '../../ext/counters/sql.js';
+import type { CounterTable } from '../../ext/counters/model.js';
 import { usedSql, type InventoryLimits } from '../capacity.js';
 
 /**
@@ -97,6 +99,8 @@ export interface Snapshot {
   classIds: Map<string, number>;
   consumers: Map<string, ConsumerState>;
   previous: PreviousAllocation[];
+  /** Shared counters of the providers read (extension, issue 25; empty on a cloud without them). */
+  counters: CounterTable;
 }
 
 const num = (row: Row, column: string): number => Number(row[column]);
@@ -120,7 +124,7 @@ export async function readSnapshot(
   consumerUuids: string[],
   classNames: string[] | null,
 ): Promise<Snapshot> {
-  const [providers, inventoryRows, classes, consumerRows, previous] = await store.readBatch([
+  const [providers, inventoryRows, classes, consumerRows, previous, ...counterRows] = await store.readBatch([
     {
       sql: `SELECT ${P.id}, ${P.uuid}, ${P.generation} FROM resource_providers WHERE ${P.uuid} IN (${inList(providerUuids)})`,
       args: providerUuids,
@@ -147,6 +151,7 @@ export async function readSnapshot(
         WHERE a.${A.consumerId} IN (${inList(consumerUuids)}) ORDER BY a.${A.id}`,
       args: consumerUuids,
     },
+    ...providerCountersStatements(providerUuids),
   ]);
   return {
     providers: new Map(
@@ -185,6 +190,7 @@ export async function readSnapshot(
       classId: num(r, A.resourceClassId),
       used: num(r, A.used),
     })),
+    counters: providerCountersOf(counterRows),
   };
 }
 

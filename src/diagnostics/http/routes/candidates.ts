@@ -1,5 +1,5 @@
 import { badQuery, queryParams } from '../../../http/validate.js';
-import { parseCandidateRequest } from '../../../placement/candidates/parse.js';
+import { parseCandidateRequestWithExt } from '../../../placement/candidates/ext-params.js';
 import { authorize, requireVersion, setCacheHeaders } from '../../../placement/http/middleware.js';
 import { DIAGNOSTICS_RULE } from '../../policy.js';
 import { diagnoseCandidates } from '../../why-no-host.js';
@@ -31,7 +31,7 @@ candidateDiagnosisRoutes.resource('/allocation_candidates', {
       const { host: hosts = [], ...query } = queryParams(c);
       if (hosts.length > MAX_HOSTS) throw badQuery(`at most ${MAX_HOSTS} host parameters`);
       if (hosts.some((h) => !h.trim() || h.length > 255)) throw badQuery('host must be a provider name or uuid (1-255 characters)');
-      const request = parseCandidateRequest(query, c.var.mv);
+      const request = parseCandidateRequestWithExt(query, c.var.mv);
       const { config, store, clock } = c.var.deps;
       const diagnosis = await diagnoseCandidates(
         {

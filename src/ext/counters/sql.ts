@@ -1,0 +1,121 @@
+// The SQL every path uses to read shared counters or guard them (model.ts
+// holds the rule itself). Each statement costs next to nothing on a cloud
+// without counters: an index probe or a scan of an empty table.
+import type { InStatement, ResultSet } from '@libsql/client';
+import { counterTableOf, type CounterTable, type ProviderCounters } from './model.js';
+
+/** Usage of a consumption row's (provider, class), through the (provider, class, used) index. */
+const USED = `(SELECT COALESCE(SUM(a.used), 0) FROM allocations a
+  WHERE a.resource_provider_id = cc.resource_provider_id AND a.resource_class_id = cc.resource_class_id)`;
+
+/**
+ * Whether any provider has counters: the one statement candidates add to
+ * their research batch (as cheap as `SELECT 1`); only when it says yes do
+ * they read candidateCountersStatement, one more round trip on a cloud with
+ * counters and none on a cloud without.
+ */
+export const COUNTERS_PROBE: InStatement = { sql: 'SELECT EXISTS (SELECT 1 FROM ext_provider_counters) AS present', args: [] };
+
+export const countersPresent = (result: ResultSet | undefined): boolean => Number(result?.rows[0]?.[0] ?? 0) === 1;
+
+/**
+ * For allocation candidates: the counters of every provider where a class the
+ * request names consumes a counter, with the current usage of each consuming
+ * class, as one JSON value (read in the research batch, so the same snapshot).
+ */
+export function candidateCountersStatement(classNames: string[]): InStatement {
+  return {
+    sql: `WITH p(id) AS MATERIALIZED (SELECT DISTINCT cc.resource_provider_id FROM ext_counter_consumption cc
+        WHERE cc.resource_class_id IN (SELECT id FROM resource_classes WHERE name IN (SELECT value FROM json_each(?))))
+      SELECT json_object(
+        'totals', (SELECT json_group_array(json_array(c.resource_provider_id, c.name, c.total))
+          FROM ext_provider_counters c WHERE c.resource_provider_id IN (SELECT id FROM p)),
+        'consumption', (SELECT json_group_array(json_array(cc.resource_provider_id, cc.resource_class_id, cc.counter, cc.amount, ${USED}))
+          FROM ext_counter_consumption cc WHERE cc.resource_provider_id IN (SELECT id FROM p)))`,
+    args: [JSON.stringify(classNames)],
+  };
+}
+
+/** A provider's counters with the load its current usage puts on each (candidates and headroom). */
+export interface LoadedCounters extends ProviderCounters {
+  loads: number[];
+}
+
+/** candidateCountersStatement's result: provider id -> counters and loads (empty on a cloud without counters). */
+export function candidateCountersOf(result: ResultSet | undefined): Map<number, LoadedCounters> {
+  const value = JSON.parse(String(result?.rows[0]?.[0] ?? '{}')) as {
+    totals?: [number, string, number][];
+    consumption?: [number, number, string, number, number][];
+  };
+  const totals = value.totals ?? [];
+  const consumption = value.consumption ?? [];
+  const out = new Map<number, LoadedCounters>();
+  if (totals.length === 0) return out;
+  const table = counterTableOf(
+    totals.map(([providerId, name, total]) => ({ providerId, name, total })),
+    consumption.map(([providerId, classId, counter, amount]) => ({ providerId, classId, counter, amount })),
+  );
+  const usage = new Map<string, number>();
+  for (const [providerId, classId, , , used] of consumption) usage.set(`${providerId}:${classId}`, used);
+  for (const [providerId, counters] of table) {
+    const loads = counters.totals.map(() => 0);
+    for (const [classId, perCounter] of counters.consumption) {
+      const used = usage.get(`${providerId}:${classId}`) ?? 0;
+      for (let i = 0; i < perCounter.length; i += 1) loads[i]! += used * perCounter[i]!;
+    }
+    out.set(providerId, { ...counters, loads });
+  }
+  return out;
+}
+
+/** For the claim path's read batch: the counters of the providers named by uuid (two statements). */
+export function providerCountersStatements(providerUuids: string[]): InStatement[] {
+  const list = JSON.stringify(providerUuids);
+  const ids = 'SELECT id FROM resource_providers WHERE uuid IN (SELECT value FROM json_each(?))';
+  return [
+    { sql: `SELECT resource_provider_id, name, total FROM ext_provider_counters WHERE resource_provider_id IN (${ids})`, args: [list] },
+    {
+      sql: `SELECT resource_provider_id, resource_class_id, counter, amount FROM ext_counter_consumption WHERE resource_provider_id IN (${ids})`,
+      args: [list],
+    },
+  ];
+}
+
+export function providerCountersOf([totals, consumption]: ResultSet[]): CounterTable {
+  return counterTableOf(
+    totals!.rows.map((r) => ({ providerId: Number(r.resource_provider_id), name: String(r.name), total: Number(r.total) })),
+    consumption!.rows.map((r) => ({
+      providerId: Number(r.resource_provider_id),
+      classId: Number(r.resource_class_id),
+      counter: String(r.counter),
+      amount: Number(r.amount),
+    })),
+  );
+}
+
+/**
+ * An SQL condition, true when no counter of a provider holding allocations of
+ * the consumers bound as `consumerPlaceholders` is over its total, as of the
+ * write: the one-batch claim's guard (claims.ts) includes it, so two racing
+ * writers can never both pass it inside their write transactions.
+ */
+export function countersHoldSql(consumerPlaceholders: string): string {
+  return `NOT EXISTS (SELECT 1 FROM ext_provider_counters c
+    WHERE c.resource_provider_id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id IN (${consumerPlaceholders}))
+      AND c.total < (SELECT COALESCE(SUM(cc.amount * ${USED}), 0) FROM ext_counter_consumption cc
+        WHERE cc.resource_provider_id = c.resource_provider_id AND cc.counter = c.name))`;
+}
+
+/** A provider's counters as JSON [[name, total, load], ...] for a provider row aliased `p` (the dashboard). */
+export const providerCountersJsonSql = (p: string): string => `(SELECT json_group_array(json_array(c.name, c.total,
+    (SELECT COALESCE(SUM(cc.amount * ${USED}), 0) FROM ext_counter_consumption cc
+      WHERE cc.resource_provider_id = c.resource_provider_id AND cc.counter = c.name)))
+  FROM ext_provider_counters c WHERE c.resource_provider_id = ${p}.id)`;
+
+/** Every provider whose counters are over their totals (the audit): provider uuid, counter, total, load. */
+export const OVER_COUNTERS_SQL = `SELECT p.uuid, c.name, c.total, (SELECT COALESCE(SUM(cc.amount * ${USED}), 0)
+    FROM ext_counter_consumption cc WHERE cc.resource_provider_id = c.resource_provider_id AND cc.counter = c.name) AS load
+  FROM ext_provider_counters c JOIN resource_providers p ON p.id = c.resource_provider_id
+  WHERE c.total < (SELECT COALESCE(SUM(cc.amount * ${USED}), 0)
+    FROM ext_counter_consumption cc WHERE cc.resource_provider_id = c.resource_provider_id AND cc.counter = c.name)
+  ORDER BY p.uuid, c.name`;

@@ -1,0 +1,178 @@
+// The dashboard's view of the extensions (issue 24) in a real browser
+// (Debian's chromium, playwright-core) against a real `npm start`: tainted
+// providers marked on their trees and their devices, the drain list, the
+// leases held (an expired one waiting for the sweep), and the headroom of a
+// request the operator types, each equal to what the /ext/ API answers.
+// Saves test-artifacts/dashboard-extensions.png. Skipped, saying why, where
+// chromium is absent.
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServerProcess, startServer } from '../helpers/node-server.js';
+import { CLOUD, seedCloud } from './seed.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const haveChromium = existsSync(CHROMIUM);
+const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts');
+const title = haveChromium
+  ? 'dashboard: taints, leases and headroom in chromium'
+  : `dashboard: taints, leases and headroom (SKIPPED: no browser at ${CHROMIUM}; apt-get install chromium or set CHROMIUM_PATH)`;
+if (!haveChromium) console.warn(`[dashboard-extensions-browser] ${title}`);
+
+const GPU_TAINT = { key: 'gpu.health/ecc', value: 'uncorrected', effect: 'NoSchedule', reason: '12 uncorrected ECC errors' };
+const DRAIN_TAINT = { key: 'maintenance', value: '', effect: 'NoSchedule', reason: 'BIOS update' };
+
+describe.skipIf(!haveChromium)(title, () => {
+  let dir: string;
+  let server: ServerProcess;
+  let browser: Browser;
+
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${server.url}${path}`, {
+      method,
+      headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? (JSON.parse(text) as unknown) : undefined;
+  };
+  const taint = async (uuid: string, taints: unknown[]) => {
+    const { generation } = (await call('GET', `/resource_providers/${uuid}`)) as { generation: number };
+    await call('PUT', `/ext/resource_providers/${uuid}/taints`, { resource_provider_generation: generation, taints });
+  };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'dashboard-ext-'));
+    [server, browser] = await Promise.all([
+      // No sweep while the test looks: the expired lease stays until the next sweep, as between two sweeps.
+      startServer(`file:${join(dir, 'placement.db')}`, { JOBS_SWEEP_INTERVAL_MS: '3600000' }),
+      chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }),
+    ]);
+    await seedCloud((method, path, body) =>
+      fetch(`${server.url}${path}`, {
+        method,
+        headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
+    await taint(CLOUD.gpu0.uuid, [GPU_TAINT]);
+    await taint(CLOUD.compute2.uuid, [DRAIN_TAINT]);
+    await call('PUT', `/ext/leases/${CLOUD.consumers.vm1}`, { seconds: 3600 });
+    await call('PUT', `/ext/leases/${CLOUD.consumers.vol}`, { seconds: 1 });
+    await new Promise((r) => setTimeout(r, 1_200)); // the second one expires
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const newPage = async (): Promise<Page> => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 1200 } });
+    page.on('pageerror', (err) => {
+      throw err;
+    });
+    await page.goto(`${server.url}/dashboard`);
+    await expect.poll(() => page.locator('.tree').count()).toBe(3);
+    return page;
+  };
+  const head = (page: Page, uuid: string) => page.locator(`.rp[data-uuid="${uuid}"] > .rp-body .rp-head`).first();
+
+  it('marks tainted providers (a tainted root: its whole tree), their devices, and lists the drain list', async () => {
+    const page = await newPage();
+    const gpu = head(page, CLOUD.gpu0.uuid);
+    expect(await gpu.locator('.badge.taint').innerText()).toMatch(/tainted gpu\.health\/ecc/i);
+    expect(await gpu.locator('.badge.taint').getAttribute('title')).toContain(
+      'gpu.health/ecc=uncorrected:NoSchedule (12 uncorrected ECC errors)',
+    );
+    expect(await page.locator(`.rp[data-uuid="${CLOUD.gpu0.uuid}"]`).getAttribute('class')).toContain('tainted');
+    // compute-1 itself is not tainted: only its GPU child is out of candidates.
+    expect(await head(page, CLOUD.compute1.uuid).locator('.badge.taint').count()).toBe(0);
+    const compute2 = head(page, CLOUD.compute2.uuid);
+    expect(await compute2.locator('.badge.taint').innerText()).toMatch(/tainted maintenance/i);
+    expect(await compute2.locator('.badge.taint').getAttribute('title')).toContain('Its whole tree takes part in no allocation candidate');
+    // The GPU device, whose deployable is the tainted provider.
+    expect(await page.locator('#devices tr', { hasText: 'A100' }).locator('.badge.taint').innerText()).toMatch(/tainted gpu\.health\/ecc/i);
+
+    // The drain list: as GET /ext/taints answers it.
+    const drain = (await call('GET', '/ext/taints')) as { taints: { resource_provider_uuid: string; consumers: string[] }[] };
+    expect(drain.taints).toHaveLength(2);
+    const rows = page.locator('#taints tbody tr');
+    expect(await rows.count()).toBe(2);
+    for (const entry of drain.taints) {
+      const row = page.locator(`#taints tr[data-uuid="${entry.resource_provider_uuid}"]`);
+      expect(await row.locator('td.num').innerText()).toBe(String(entry.consumers.length));
+    }
+    expect(await page.locator(`#taints tr[data-uuid="${CLOUD.compute2.uuid}"]`).innerText()).toMatch(
+      /compute-2\s+maintenance:NoSchedule\s+BIOS update\s+1/,
+    );
+    const consumers = new Set(drain.taints.flatMap((e) => e.consumers));
+    expect(await page.locator('#taints-count').innerText()).toBe(
+      `2 providers · ${consumers.size} consumer${consumers.size === 1 ? '' : 's'} still on them`,
+    );
+    // The drain list's provider button filters the trees to it.
+    await page.locator('#taints button.link', { hasText: 'compute-2' }).click();
+    await expect.poll(() => page.locator('.tree').count()).toBe(1);
+    await page.close();
+  });
+
+  it('lists the leases held, the expired one waiting for the sweep', async () => {
+    const page = await newPage();
+    expect(await page.locator('#leases-count').innerText()).toBe('2 leases held · 1 expired, released by the next sweep');
+    const expired = page.locator(`#leases tr[data-consumer="${CLOUD.consumers.vol}"]`);
+    expect(await expired.getAttribute('class')).toBe('expired');
+    expect(await expired.innerText()).toMatch(/expired \d+ s ago\s+1 s/);
+    expect(await page.locator(`#leases tr[data-consumer="${CLOUD.consumers.vm1}"]`).innerText()).toMatch(/in [\d,]+ s\s+3,600 s/);
+    await page.close();
+  });
+
+  it('counts the headroom of a typed request as GET /ext/headroom does, and shows its errors', async () => {
+    const page = await newPage();
+    const query = 'resources=VCPU:2,MEMORY_MB:512';
+    await page.fill('#headroom-query', `/allocation_candidates?${query}`);
+    await page.click('#headroom-form button[type=submit]');
+    await page.locator('#headroom .headline').waitFor();
+    const expected = (await call('GET', `/ext/headroom?${query}`)) as {
+      total: number;
+      trees: { root_provider_uuid: string; count: number }[];
+    };
+    expect(expected.total).toBeGreaterThan(0);
+    expect(Number(await page.locator('#headroom .headline').getAttribute('data-total'))).toBe(expected.total);
+    expect(await page.locator('#headroom .headline').innerText()).toContain(`${expected.total} more fit, in ${expected.trees.length} tree`);
+    for (const tree of expected.trees) {
+      expect(await page.locator(`#headroom tr[data-uuid="${tree.root_provider_uuid}"] td.num`).innerText()).toBe(
+        tree.count.toLocaleString('en-US'),
+      );
+    }
+    expect(await page.locator('#headroom').innerText()).not.toMatch(/null|undefined/);
+    // Named, not only by uuid; the tainted compute-2 is not among them.
+    expect(await page.locator('#headroom tbody').innerText()).toContain('compute-1');
+    expect(await page.locator(`#headroom tr[data-uuid="${CLOUD.compute2.uuid}"]`).count()).toBe(0);
+
+    // A request nothing can take.
+    await page.fill('#headroom-query', 'resources=VCPU:1000');
+    await page.click('#headroom-form button[type=submit]');
+    await expect.poll(() => page.locator('#headroom .headline').innerText()).toContain('Nothing fits');
+
+    // The parser's own error, as /allocation_candidates words it.
+    await page.fill('#headroom-query', 'resources=VCPU:x');
+    await page.click('#headroom-form button[type=submit]');
+    const res = await fetch(`${server.url}/ext/headroom?resources=VCPU:x`, {
+      headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest' },
+    });
+    expect(res.status).toBe(400);
+    const detail = ((await res.json()) as { errors: { detail: string }[] }).errors[0]!.detail;
+    await expect.poll(() => page.locator('#headroom-error').innerText()).toContain(detail.split('\n').at(-1)!.trim().slice(0, 40));
+
+    await page.fill('#headroom-query', query);
+    await page.click('#headroom-form button[type=submit]');
+    await expect.poll(() => page.locator('#headroom .headline').count()).toBe(1);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-extensions.png'), fullPage: true });
+    await page.close();
+  });
+});

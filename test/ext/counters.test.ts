@@ -1,0 +1,264 @@
+// Shared counters (issue 25): the /ext/ resource, and the capacity rule it
+// adds to claims (PUT/POST allocations, the one-batch claim, the reshaper)
+// and to allocation candidates, for a stock client.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { provider } from '../helpers/providers.js';
+import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { ensureClasses, h100Counters, migGpu } from './mig-h100.js';
+
+let app: TestApp;
+
+const PROJECT = crypto.randomUUID();
+const USER = crypto.randomUUID();
+
+async function claim(consumer: string, rp: string, resources: Record<string, number>, generation: number | null = null) {
+  return app.call('PUT', `/allocations/${consumer}`, {
+    body: {
+      allocations: { [rp]: { resources } },
+      project_id: PROJECT,
+      user_id: USER,
+      consumer_generation: generation,
+      consumer_type: 'INSTANCE',
+    },
+  });
+}
+
+async function candidateProviders(query: string, version = 'latest'): Promise<string[]> {
+  const res = await app.call('GET', `/allocation_candidates?${query}`, { version });
+  expect(res.status).toBe(200);
+  type Listed = { resource_provider: { uuid: string } }[];
+  const body = (await res.json()) as { allocation_requests: { allocations: Record<string, unknown> | Listed }[] };
+  // Before 1.12 allocations are a list.
+  return body.allocation_requests.flatMap((r) =>
+    Array.isArray(r.allocations) ? r.allocations.map((a) => a.resource_provider.uuid) : Object.keys(r.allocations),
+  );
+}
+
+describe('/ext/resource_providers/{uuid}/counters', () => {
+  beforeAll(async () => {
+    app = await makeTestApp();
+  });
+  afterAll(() => app.close());
+
+  it('reads back what was written, bumps the generation and shows the load', async () => {
+    const gpu = await migGpu(app);
+    const res = await app.call('GET', `/ext/resource_providers/${gpu}/counters`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as {
+      resource_provider_generation: number;
+      counters: object;
+      consumption: Record<string, object>;
+      load: object;
+    };
+    expect(body.counters).toEqual({ memory_slices: 8, compute_slices: 7 });
+    expect(body.consumption.CUSTOM_MIG_3G_40GB).toEqual({ memory_slices: 4, compute_slices: 3 });
+    expect(body.load).toEqual({ memory_slices: 0, compute_slices: 0 });
+    expect(body.resource_provider_generation).toBe(2);
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_3G_40GB: 1 })).status).toBe(204);
+    const after = (await (await app.call('GET', `/ext/resource_providers/${gpu}/counters`)).json()) as { load: object };
+    expect(after.load).toEqual({ memory_slices: 4, compute_slices: 3 });
+  });
+
+  it('refuses a stale generation (409 concurrent_update), an unknown provider (404), a class without inventory and an undeclared counter (400)', async () => {
+    const gpu = await migGpu(app);
+    const stale = await app.call('PUT', `/ext/resource_providers/${gpu}/counters`, { body: h100Counters(0) });
+    expect(stale.status).toBe(409);
+    expect((await errorOf(stale)).code).toBe('placement.concurrent_update');
+    const missing = await app.call('PUT', `/ext/resource_providers/${crypto.randomUUID()}/counters`, { body: h100Counters(0) });
+    expect(missing.status).toBe(404);
+    expect((await app.call('GET', `/ext/resource_providers/${crypto.randomUUID()}/counters`)).status).toBe(404);
+    await ensureClasses(app, ['CUSTOM_NOT_HERE']);
+    const noInventory = await app.call('PUT', `/ext/resource_providers/${gpu}/counters`, {
+      body: { resource_provider_generation: 2, counters: { a: 1 }, consumption: { CUSTOM_NOT_HERE: { a: 1 } } },
+    });
+    expect(noInventory.status).toBe(400);
+    expect((await errorOf(noInventory)).detail).toContain('CUSTOM_NOT_HERE');
+    const undeclared = await app.call('PUT', `/ext/resource_providers/${gpu}/counters`, {
+      body: { resource_provider_generation: 2, counters: { a: 1 }, consumption: { CUSTOM_MIG_1G_10GB: { b: 1 } } },
+    });
+    expect(undeclared.status).toBe(400);
+    const badBody = await app.call('PUT', `/ext/resource_providers/${gpu}/counters`, {
+      body: { resource_provider_generation: 2, counters: { a: -1 }, consumption: {} },
+    });
+    expect(badBody.status).toBe(400);
+    expect((await errorOf(badBody)).detail).toContain('JSON does not validate');
+  });
+
+  it('refuses counters the current allocations already exceed (409), and removes them with empty objects', async () => {
+    const gpu = await migGpu(app);
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_3G_40GB: 2 })).status).toBe(204);
+    const gen = (
+      (await (await app.call('GET', `/ext/resource_providers/${gpu}/counters`)).json()) as { resource_provider_generation: number }
+    ).resource_provider_generation;
+    const lower = h100Counters(gen);
+    lower.counters.compute_slices = 5;
+    const res = await app.call('PUT', `/ext/resource_providers/${gpu}/counters`, { body: lower });
+    expect(res.status).toBe(409);
+    expect((await errorOf(res)).detail).toContain('compute_slices');
+    const cleared = await app.call('PUT', `/ext/resource_providers/${gpu}/counters`, {
+      body: { resource_provider_generation: gen, counters: {}, consumption: {} },
+    });
+    expect(cleared.status).toBe(200);
+    expect(((await cleared.json()) as { counters: object }).counters).toEqual({});
+  });
+});
+
+// Both research engines: the trees kept in memory (default) and SQL alone (PLACEMENT_CANDIDATE_TREE_CACHE=0).
+describe.each([
+  ['trees in memory', '20000'],
+  ['SQL alone', '0'],
+])('the capacity rule with counters (%s)', (_engine, cache) => {
+  beforeAll(async () => {
+    app = await makeTestApp({ PLACEMENT_CANDIDATE_TREE_CACHE: cache });
+  });
+  afterAll(() => app.close());
+
+  it('claims: a 3g.40gb and a 4g.40gb fill the GPU; nothing more fits, whatever each profile inventory says', async () => {
+    const gpu = await migGpu(app);
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_4G_40GB: 1 })).status).toBe(204);
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_3G_40GB: 1 })).status).toBe(204);
+    // 1g.10gb has 7 in inventory and none used, but no slice is left.
+    const refused = await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_1G_10GB: 1 });
+    expect(refused.status).toBe(409);
+    expect((await errorOf(refused)).detail).toContain('would exceed the capacity');
+    // POST /allocations (the ordinary path) refuses it too.
+    const posted = await app.call('POST', '/allocations', {
+      body: {
+        [crypto.randomUUID()]: {
+          allocations: { [gpu]: { resources: { CUSTOM_MIG_1G_10GB: 1 } } },
+          project_id: PROJECT,
+          user_id: USER,
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        },
+      },
+    });
+    expect(posted.status).toBe(409);
+  });
+
+  it('claims: several profiles in one request add up on the counters', async () => {
+    const gpu = await migGpu(app);
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_3G_40GB: 2, CUSTOM_MIG_1G_10GB: 1 })).status).toBe(409);
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_3G_40GB: 1, CUSTOM_MIG_2G_20GB: 2 })).status).toBe(204);
+  });
+
+  it('candidates: a stock client asking resources=CUSTOM_MIG_3G_40GB:1 gets only GPUs where the profile still fits', async () => {
+    const busy = await migGpu(app);
+    const free = await migGpu(app);
+    const half = await migGpu(app);
+    expect((await claim(crypto.randomUUID(), busy, { CUSTOM_MIG_4G_40GB: 1, CUSTOM_MIG_2G_20GB: 1 })).status).toBe(204);
+    expect((await claim(crypto.randomUUID(), half, { CUSTOM_MIG_2G_20GB: 1 })).status).toBe(204);
+    for (const version of ['1.10', '1.29', 'latest']) {
+      const found = await candidateProviders('resources=CUSTOM_MIG_3G_40GB:1', version);
+      expect(found).toContain(free);
+      expect(found).toContain(half);
+      expect(found).not.toContain(busy);
+      // Two 3g.40gb: only the free GPU; the half-used one has 5 compute slices left but only 6 memory.
+      const two = await candidateProviders('resources=CUSTOM_MIG_3G_40GB:2', version);
+      expect(two).toContain(free);
+      expect(two).not.toContain(half);
+    }
+    // Granular groups on one GPU add up too (1.25+).
+    const both = await candidateProviders('resources1=CUSTOM_MIG_3G_40GB:1&resources2=CUSTOM_MIG_4G_40GB:1&group_policy=none');
+    expect(both).toContain(free);
+    expect(both).not.toContain(half);
+  });
+
+  it('a GPU nested under a compute node: the flavor request with VCPU finds it only while its profile fits', async () => {
+    const host = await provider(app, { inventory: { VCPU: { total: 64 }, MEMORY_MB: { total: 65536 } } });
+    const gpu = await migGpu(app, host);
+    const query = 'resources=VCPU:2,MEMORY_MB:1024&resources1=CUSTOM_MIG_7G_80GB:1&group_policy=none';
+    expect(await candidateProviders(query)).toContain(gpu);
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_1G_10GB: 1 })).status).toBe(204);
+    expect(await candidateProviders(query)).not.toContain(gpu);
+  });
+
+  it('the reshaper applies the counters to the allocations it moves', async () => {
+    const gpu = await migGpu(app);
+    const other = crypto.randomUUID();
+    expect((await claim(other, gpu, { CUSTOM_MIG_4G_40GB: 1 })).status).toBe(204);
+    const rp = (await (await app.call('GET', `/resource_providers/${gpu}`)).json()) as { generation: number };
+    const consumer = crypto.randomUUID();
+    const inventories = (await (await app.call('GET', `/resource_providers/${gpu}/inventories`)).json()) as { inventories: object };
+    const res = await app.call('POST', '/reshaper', {
+      body: {
+        inventories: { [gpu]: { resource_provider_generation: rp.generation, inventories: inventories.inventories } },
+        allocations: {
+          [consumer]: {
+            allocations: { [gpu]: { resources: { CUSTOM_MIG_7G_80GB: 1 } } },
+            project_id: PROJECT,
+            user_id: USER,
+            consumer_generation: null,
+            consumer_type: 'INSTANCE',
+          },
+        },
+      },
+    });
+    expect(res.status).toBe(409);
+    expect((await errorOf(res)).detail).toContain('shared counter');
+  });
+
+  it('deleting an inventory drops its consumption; deleting the provider drops its counters', async () => {
+    const gpu = await migGpu(app);
+    expect((await app.call('DELETE', `/resource_providers/${gpu}/inventories/CUSTOM_MIG_7G_80GB`)).status).toBe(204);
+    const body = (await (await app.call('GET', `/ext/resource_providers/${gpu}/counters`)).json()) as { consumption: object };
+    expect(Object.keys(body.consumption)).not.toContain('CUSTOM_MIG_7G_80GB');
+    expect((await app.call('DELETE', `/resource_providers/${gpu}`)).status).toBe(204);
+    const [rows] = await app.deps.store.readBatch([
+      {
+        sql: 'SELECT count(*) AS n FROM ext_counter_consumption c JOIN ext_provider_counters p USING (resource_provider_id) WHERE NOT EXISTS (SELECT 1 FROM resource_providers r WHERE r.id = c.resource_provider_id)',
+        args: [],
+      },
+    ]);
+    expect(Number(rows!.rows[0]!.n)).toBe(0);
+  });
+});
+
+describe('the audit', () => {
+  beforeAll(async () => {
+    app = await makeTestApp();
+  });
+  afterAll(() => app.close());
+
+  it('lists a provider whose allocations exceed its counters (written before the counters, then forced in the database)', async () => {
+    const gpu = await migGpu(app);
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_3G_40GB: 2 })).status).toBe(204);
+    const audit = async () =>
+      (await (await app.call('GET', '/diagnostics/audit?section=over_counter_providers')).json()) as {
+        summary: { over_counter_providers: number };
+        over_counter_providers: { items: { uuid: string; counters: { name: string; total: number; load: number }[] }[] };
+      };
+    expect((await audit()).summary.over_counter_providers).toBe(0);
+    await app.deps.store.writeBatch([
+      {
+        sql: "UPDATE ext_provider_counters SET total = 4 WHERE name = 'compute_slices' AND resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = ?)",
+        args: [gpu],
+      },
+    ]);
+    const report = await audit();
+    expect(report.summary.over_counter_providers).toBe(1);
+    expect(report.over_counter_providers.items).toEqual([{ uuid: gpu, counters: [{ name: 'compute_slices', total: 4, load: 6 }] }]);
+    // Usage over a counter may stay, but may not grow: releasing is allowed, adding is not.
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_1G_10GB: 1 })).status).toBe(409);
+  });
+});
+
+describe('the dashboard', () => {
+  beforeAll(async () => {
+    app = await makeTestApp();
+  });
+  afterAll(() => app.close());
+
+  it('shows each counter of a partitionable GPU with its load; other providers have none', async () => {
+    const gpu = await migGpu(app);
+    const plain = await provider(app, { inventory: { VCPU: { total: 4 } } });
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_3G_40GB: 1 })).status).toBe(204);
+    const res = await app.call('GET', '/dashboard/api/summary?per_page=100');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { providers: { trees: { uuid: string; counters?: object; over_capacity: boolean }[] } };
+    const shown = body.providers.trees.find((t) => t.uuid === gpu)!;
+    expect(shown.counters).toEqual({ compute_slices: { total: 7, load: 3 }, memory_slices: { total: 8, load: 4 } });
+    expect(shown.over_capacity).toBe(false);
+    expect(body.providers.trees.find((t) => t.uuid === plain)!.counters).toBeUndefined();
+  });
+});

@@ -1,0 +1,142 @@
+// ext_first_of (issue 25): prioritized alternatives among granular groups,
+// per tree. "An H100, else an A100, else a T4" on a cloud mixing them.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { provider } from '../helpers/providers.js';
+import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { ensureClasses } from './mig-h100.js';
+
+let app: TestApp;
+
+interface Answer {
+  allocation_requests: { allocations: Record<string, { resources: Record<string, number> }>; mappings?: Record<string, string[]> }[];
+}
+
+const GPUS = ['CUSTOM_GPU_H100', 'CUSTOM_GPU_A100', 'CUSTOM_GPU_T4'];
+const ASK =
+  'resources=VCPU:4&resources_H100=CUSTOM_GPU_H100:1&resources_A100=CUSTOM_GPU_A100:1&resources_T4=CUSTOM_GPU_T4:1' +
+  '&group_policy=none&ext_first_of=_H100,_A100,_T4';
+
+/** A compute node with one child GPU provider per class given: the root's uuid and the GPUs'. */
+async function host(gpus: string[]): Promise<{ root: string; gpu: Record<string, string> }> {
+  const root = await provider(app, { inventory: { VCPU: { total: 16 } } });
+  const gpu: Record<string, string> = {};
+  for (const rc of gpus) gpu[rc] = await provider(app, { parent: root, inventory: { [rc]: { total: 1 } } });
+  return { root, gpu };
+}
+
+async function candidates(query: string, version = 'latest'): Promise<Answer> {
+  const res = await app.call('GET', `/allocation_candidates?${query}`, { version });
+  expect(res.status, await res.clone().text()).toBe(200);
+  return (await res.json()) as Answer;
+}
+
+describe.each([
+  ['trees in memory', '20000'],
+  ['SQL alone', '0'],
+])('ext_first_of (%s)', (_engine, cache) => {
+  let h100: Awaited<ReturnType<typeof host>>;
+  let a100: Awaited<ReturnType<typeof host>>;
+  let t4: Awaited<ReturnType<typeof host>>;
+  let mixed: Awaited<ReturnType<typeof host>>;
+  let none: Awaited<ReturnType<typeof host>>;
+
+  beforeAll(async () => {
+    app = await makeTestApp({ PLACEMENT_CANDIDATE_TREE_CACHE: cache });
+    await ensureClasses(app, GPUS);
+    h100 = await host(['CUSTOM_GPU_H100']);
+    a100 = await host(['CUSTOM_GPU_A100']);
+    t4 = await host(['CUSTOM_GPU_T4']);
+    mixed = await host(['CUSTOM_GPU_T4', 'CUSTOM_GPU_A100', 'CUSTOM_GPU_H100']);
+    none = await host([]);
+  });
+  afterAll(() => app.close());
+
+  it('an H100, else an A100, else a T4: each host offers its best GPU, and mappings name the alternative used', async () => {
+    const answer = await candidates(ASK);
+    const byRoot = new Map<string, { suffixes: string[]; gpus: string[] }[]>();
+    for (const request of answer.allocation_requests) {
+      const mappings = request.mappings!;
+      const root = mappings['']![0]!;
+      const gpus = Object.values(request.allocations).flatMap((a) => Object.keys(a.resources).filter((rc) => GPUS.includes(rc)));
+      byRoot.set(root, [...(byRoot.get(root) ?? []), { suffixes: Object.keys(mappings).sort(), gpus }]);
+    }
+    expect(byRoot.get(h100.root)).toEqual([{ suffixes: ['', '_H100'], gpus: ['CUSTOM_GPU_H100'] }]);
+    expect(byRoot.get(a100.root)).toEqual([{ suffixes: ['', '_A100'], gpus: ['CUSTOM_GPU_A100'] }]);
+    expect(byRoot.get(t4.root)).toEqual([{ suffixes: ['', '_T4'], gpus: ['CUSTOM_GPU_T4'] }]);
+    // The host with all three: only the H100, the later alternatives ignored there.
+    expect(byRoot.get(mixed.root)).toEqual([{ suffixes: ['', '_H100'], gpus: ['CUSTOM_GPU_H100'] }]);
+    expect(byRoot.has(none.root)).toBe(false);
+    expect(answer.allocation_requests).toHaveLength(4);
+  });
+
+  it('a used H100 falls back to the next alternative on that host only', async () => {
+    const consumer = crypto.randomUUID();
+    const claimed = await app.call('PUT', `/allocations/${consumer}`, {
+      body: {
+        allocations: { [mixed.gpu.CUSTOM_GPU_H100!]: { resources: { CUSTOM_GPU_H100: 1 } } },
+        project_id: crypto.randomUUID(),
+        user_id: crypto.randomUUID(),
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
+    });
+    expect(claimed.status).toBe(204);
+    const answer = await candidates(ASK);
+    const onMixed = answer.allocation_requests.filter((r) => r.mappings![''][0] === mixed.root);
+    expect(onMixed.map((r) => Object.keys(r.mappings!).sort())).toEqual([['', '_A100']]);
+    expect(answer.allocation_requests.some((r) => r.mappings!['']![0] === h100.root && r.mappings!._H100)).toBe(true);
+    expect((await app.call('DELETE', `/allocations/${consumer}`)).status).toBe(204);
+  });
+
+  it('several ext_first_of are independent choices; limit counts the answer', async () => {
+    const answer = await candidates(
+      'resources_V=VCPU:4&resources_V2=VCPU:2&resources_H100=CUSTOM_GPU_H100:1&resources_T4=CUSTOM_GPU_T4:1' +
+        '&group_policy=none&ext_first_of=_V,_V2&ext_first_of=_T4,_H100&same_subtree=_V,_V2',
+    );
+    for (const request of answer.allocation_requests) {
+      const suffixes = Object.keys(request.mappings!).sort();
+      expect(suffixes).toContain('_V');
+      expect(suffixes.filter((s) => s === '_T4' || s === '_H100')).toHaveLength(1);
+    }
+    // The mixed host prefers its T4.
+    expect(answer.allocation_requests.filter((r) => r.mappings!._T4).length).toBe(2);
+    expect((await candidates(`${ASK}&limit=2`)).allocation_requests).toHaveLength(2);
+  });
+
+  it('without ext_first_of the three groups must all fit: only the mixed host', async () => {
+    const answer = await candidates(ASK.replace('&ext_first_of=_H100,_A100,_T4', ''));
+    expect(answer.allocation_requests.map((r) => r.mappings!['']![0])).toEqual([mixed.root]);
+  });
+
+  it('numbered groups before 1.33 work the same', async () => {
+    const answer = await candidates(
+      'resources=VCPU:4&resources1=CUSTOM_GPU_H100:1&resources2=CUSTOM_GPU_A100:1&group_policy=none&ext_first_of=1,2',
+      '1.29',
+    );
+    expect(answer.allocation_requests).toHaveLength(3);
+  });
+
+  it('refuses a bad suffix as upstream words same_subtree, the unsuffixed group, a repeat, and any microversion below 1.25', async () => {
+    const unknown = await app.call('GET', `/allocation_candidates?${ASK.replace('_H100,_A100', '_H100,_X')}`);
+    expect(unknown.status).toBe(400);
+    const error = await errorOf(unknown);
+    expect(error.detail).toContain("Real suffixes should be specified in `ext_first_of`: ['_X'] not found in");
+    expect(error.code).toBe('placement.query.bad_value');
+    const unsuffixed = await app.call('GET', `/allocation_candidates?${ASK},`);
+    expect(unsuffixed.status).toBe(400);
+    expect((await errorOf(unsuffixed)).detail).toContain('Empty string (unsuffixed group) can not be specified in `ext_first_of`');
+    const repeated = await app.call('GET', `/allocation_candidates?${ASK}&ext_first_of=_H100,_A100`);
+    expect(repeated.status).toBe(400);
+    const old = await app.call('GET', '/allocation_candidates?resources=VCPU:1&ext_first_of=1', { version: '1.24' });
+    expect(old.status).toBe(400);
+    expect((await errorOf(old)).detail).toContain("Additional properties are not allowed ('ext_first_of' was unexpected)");
+  });
+
+  it('the why-no-host diagnosis takes ext_first_of', async () => {
+    const res = await app.call('GET', `/diagnostics/allocation_candidates?${ASK}&host=${none.root}`);
+    expect(res.status).toBe(200);
+    const diagnosis = (await res.json()) as { allocation_requests: number; hosts: { fits: boolean }[] };
+    expect(diagnosis.allocation_requests).toBe(4);
+    expect(diagnosis.hosts[0]!.fits).toBe(false);
+  });
+});

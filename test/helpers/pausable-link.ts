@@ -1,0 +1,53 @@
+// A TCP relay whose traffic can be held: put between a sqld replica and its
+// primary's gRPC port, holding it makes the replica lag (it keeps answering
+// reads from what it has, and applies nothing new) until the link resumes.
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+export interface PausableLink {
+  /** Where the replica should connect (`--primary-grpc-url`). */
+  url: string;
+  hold(): void;
+  resume(): void;
+  stop(): void;
+}
+
+export async function startPausableLink(target: string): Promise<PausableLink> {
+  const upstream = new URL(target);
+  const sockets = new Set<Socket>();
+  /** Bytes held back while the link is held, with where they go, in arrival order. */
+  let waiting: [Socket, Buffer][] = [];
+  let held = false;
+  const relay = (from: Socket, to: Socket) => {
+    sockets.add(from);
+    from.on('data', (chunk: Buffer) => (held ? waiting.push([to, chunk]) : to.write(chunk)));
+    from.on('close', () => {
+      sockets.delete(from);
+      to.destroy();
+    });
+    from.on('error', () => from.destroy());
+  };
+  const server: Server = createServer((inbound) => {
+    const outbound = connect(Number(upstream.port), upstream.hostname);
+    relay(inbound, outbound);
+    relay(outbound, inbound);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('link has no port');
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    hold() {
+      held = true;
+    },
+    resume() {
+      held = false;
+      const queued = waiting;
+      waiting = [];
+      for (const [to, chunk] of queued) if (!to.destroyed) to.write(chunk);
+    },
+    stop() {
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
+}

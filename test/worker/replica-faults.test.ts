@@ -1,0 +1,73 @@
+// Worker mode with a replica that is down (nothing listens at its URL) or
+// slower than PLACEMENT_DB_READ_TIMEOUT_MS (a proxy holds its reads 1.5 s),
+// inside workerd: candidates come from the primary, equal to an instance
+// without a replica and including this isolate's own writes, and the
+// fallback is logged once and counted.
+import { describe, expect, inject, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { makeDeps } from '../../src/compose.js';
+import { loadConfig } from '../../src/config.js';
+import type { Logger } from '../../src/deps.js';
+import { openWorkerStore, prepareDatabase } from '../../src/entry/worker.js';
+
+/** An isolate's app on the shared primary; with `readUrl`, reading from that replica. */
+async function isolate(readUrl?: string) {
+  const warnings: string[] = [];
+  const log: Logger = { debug() {}, info() {}, warn: (msg) => warnings.push(msg), error() {} };
+  const config = loadConfig({
+    PLACEMENT_DB_URL: inject('replicaPrimaryUrl'),
+    ...(readUrl ? { PLACEMENT_DB_READ_URL: readUrl, PLACEMENT_DB_READ_TIMEOUT_MS: '300', PLACEMENT_DB_READ_RETRY_MS: '60000' } : {}),
+    PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',
+  });
+  const store = openWorkerStore(config, log);
+  await prepareDatabase(store.client);
+  const app = createApp(makeDeps(store, config, log));
+  const call = (method: string, path: string, body?: unknown) =>
+    app.request(path, {
+      method,
+      headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest', 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  return { store, call, warnings };
+}
+
+describe('Worker: a replica that is down or too slow', () => {
+  for (const [name, url] of [
+    ['down', () => 'http://127.0.0.1:1'],
+    ['slower than the timeout', () => inject('slowReplicaUrl')],
+  ] as const) {
+    it(`${name}: the primary answers, own writes included, one warning`, async () => {
+      const exact = await isolate();
+      const faulty = await isolate(url());
+      const rp = crypto.randomUUID();
+      expect((await faulty.call('POST', '/resource_providers', { name: `rp-${rp}`, uuid: rp })).status).toBe(200);
+      const inventory = { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } };
+      expect((await faulty.call('PUT', `/resource_providers/${rp}/inventories`, inventory)).status).toBe(200);
+      const query = `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`;
+      const started = Date.now();
+      const first = await faulty.call('GET', query);
+      const waited = Date.now() - started;
+      expect(first.status).toBe(200);
+      expect(await first.json()).toEqual(await (await exact.call('GET', query)).json());
+      expect(waited).toBeLessThan(1_500); // gave up at the timeout, not when the slow replica would answer
+      for (let i = 0; i < 3; i += 1) {
+        const claim = await faulty.call('PUT', `/allocations/${crypto.randomUUID()}`, {
+          allocations: { [rp]: { resources: { VCPU: 1 } } },
+          project_id: crypto.randomUUID(),
+          user_id: crypto.randomUUID(),
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        });
+        expect(claim.status).toBe(204);
+        const answer = (await (await faulty.call('GET', query)).json()) as {
+          provider_summaries: Record<string, { resources: { VCPU: { used: number } } }>;
+        };
+        expect(answer.provider_summaries[rp]?.resources.VCPU.used).toBe(i + 1);
+      }
+      expect(faulty.store.replica!.counts).toMatchObject({ replica: 0, unavailable: 4 });
+      expect(faulty.warnings).toEqual(['read replica failed: reading from the primary']);
+      faulty.store.close();
+      exact.store.close();
+    });
+  }
+});
