@@ -32,5 +32,6 @@ export class DomainError extends Error {
 }
 
 export const invalid = (message: string, code?: ErrorCode) => new DomainError('invalid', message, code);
+export const forbidden = (message: string, code?: ErrorCode) => new DomainError('forbidden', message, code);
 export const notFound = (message: string, code?: ErrorCode) => new DomainError('not_found', message, code);
 export const conflict = (message: string, code?: ErrorCode) => new DomainError('conflict', message, code);

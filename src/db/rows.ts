@@ -9,3 +9,17 @@ export function rowOf<T extends SQLiteTable>(table: T, row: Row): T['$inferSelec
   for (const [key, column] of Object.entries(getTableColumns(table))) out[key] = row[column.name] ?? null;
   return out as T['$inferSelect'];
 }
+
+/**
+ * A table's SQL column names by their schema keys, resolved once at load.
+ * Hand-written statements and their row decoders name columns through it
+ * (`` `SELECT ${P.generation} ...` ``, `num(row, P.generation)`), so renaming
+ * or dropping a column in the drizzle schema fails `npm run typecheck`
+ * instead of a query at run time; at run time they are the same constant
+ * strings as before.
+ */
+export function columnNames<T extends SQLiteTable>(table: T): { readonly [K in keyof T['_']['columns']]: string } {
+  const out: Record<string, string> = {};
+  for (const [key, column] of Object.entries(getTableColumns(table))) out[key] = column.name;
+  return out as { readonly [K in keyof T['_']['columns']]: string };
+}

@@ -88,7 +88,7 @@ export async function replaceProviderTaints(
     if (!(err instanceof LostRace)) throw err;
     const [provider] = await store.readBatch([{ sql: 'SELECT generation FROM resource_providers WHERE uuid = ?', args: [uuid] }]);
     if (!provider!.rows[0]) throw new ProviderNotFound(uuid);
-    throw new StaleProviderGeneration(uuid);
+    throw new StaleProviderGeneration(uuid, `resource provider ${uuid} changed`);
   }
 }
 

@@ -36,10 +36,6 @@ export class ApiError extends HTTPException {
   }
 }
 
-export const badRequest = (detail: string, code?: ErrorCode) => new ApiError(400, detail, { code });
-export const notFound = (detail: string, code?: ErrorCode) => new ApiError(404, detail, { code });
-export const conflict = (detail: string, code?: ErrorCode) => new ApiError(409, detail, { code });
-
 export const STATUS_TITLES: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',

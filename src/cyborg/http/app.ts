@@ -6,12 +6,7 @@ import { authenticate, parseTokenTable } from '../../http/auth.js';
 import type { AppEnv } from '../../http/env.js';
 import { requestId } from '../../http/request-id.js';
 import { cyborgHttp } from './profile.js';
-import { agentRoutes } from './routes/agent.js';
-import { attributeRoutes } from './routes/attributes.js';
-import { arqRoutes } from './routes/arqs.js';
-import { deviceProfileRoutes } from './routes/device-profiles.js';
-import { deviceRoutes } from './routes/devices.js';
-import { rootRoutes } from './routes/root.js';
+import { CYBORG_V2_ROUTES, rootRoutes } from './routes/index.js';
 
 export function createCyborgApp(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -29,12 +24,8 @@ export function createCyborgApp(deps: Deps): Hono<AppEnv> {
     }),
   );
   app.use(cyborgHttp.urlChecks());
-  app.route('/', rootRoutes);
-  app.route('/v2', deviceProfileRoutes);
-  app.route('/v2', arqRoutes);
-  app.route('/v2', deviceRoutes);
-  app.route('/v2', attributeRoutes);
-  app.route('/v2', agentRoutes);
+  app.route('/', rootRoutes.app);
+  for (const table of CYBORG_V2_ROUTES) app.route('/v2', table.app);
   app.notFound(cyborgHttp.notFound);
   app.onError(cyborgHttp.onError);
   return app;

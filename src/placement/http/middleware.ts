@@ -62,8 +62,3 @@ export function setCacheHeaders(c: AppContext, when?: string | Date | null): voi
   c.header('last-modified', valid.toUTCString());
   c.header('cache-control', 'no-cache');
 }
-
-/** A path parameter of the matched route (resource() loses Hono's path typing). */
-export function pathParam(c: AppContext, name: string): string {
-  return c.req.param(name) ?? '';
-}

@@ -12,22 +12,6 @@ export interface ConsumerClaim extends ConsumerClaimIdentity {
   allocations: Record<string, Record<string, number>>;
 }
 
-/**
- * Why a claim could not be written, in upstream's exception families; each
- * endpoint words the HTTP error its own way around `message`.
- * - unknown_class: a named resource class does not exist (400).
- * - invalid_inventory: no such inventory, unit constraints, or capacity (409).
- */
-export class AllocationFailure extends Error {
-  constructor(
-    readonly kind: 'unknown_class' | 'invalid_inventory',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'AllocationFailure';
-  }
-}
-
 export interface ConsumerAllocationRow {
   providerUuid: string;
   providerGeneration: number;

@@ -2,7 +2,6 @@
 // write shares. The writes themselves are writes/inventories.ts (and the
 // reshaper in writes/claims.ts).
 import { and, eq } from 'drizzle-orm';
-import { DomainError, ErrorCode } from '../../errors.js';
 import type { Db } from '../../db/client.js';
 import { inventories, resourceClasses } from '../../db/schema/index.js';
 import type { InventoryLimits } from '../capacity.js';
@@ -27,22 +26,6 @@ export const INVENTORY_DEFAULTS = {
   stepSize: 1,
   allocationRatio: 1.0,
 } as const;
-
-/**
- * 409 placement.inventory.inuse. `reason` is upstream's InventoryInUse text;
- * handlers that word the conflict differently re-wrap it with `prefixed`.
- */
-export class InventoryInUseError extends DomainError {
-  constructor(
-    readonly reason: string,
-    prefix?: string,
-  ) {
-    super('conflict', prefix ? `${prefix}: ${reason}` : reason, ErrorCode.INVENTORY_INUSE);
-  }
-  prefixed(prefix: string): InventoryInUseError {
-    return new InventoryInUseError(this.reason, prefix);
-  }
-}
 
 const inventoryColumns = {
   resourceClass: resourceClasses.name,

@@ -19,20 +19,22 @@ import { commitGuarded, guardSql, placeholders, prebuiltGuard, stmt, type WriteS
 import { exceededCounter } from '../../ext/counters/model.js';
 import { countersHoldSql } from '../../ext/counters/sql.js';
 import { amountFitsUnits, capacityOf, capacitySql, usedSql } from '../capacity.js';
-import { AllocationFailure, type ConsumerClaim } from '../repo/allocations.js';
+import type { ConsumerClaim } from '../repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../repo/consumers.js';
 import { GenerationPlan, key, placementWrite, readSnapshot, tryOneBatch, type InventoryState, type Snapshot } from './kernel.js';
-import { ConsumerGenerationMismatch, ProviderMissing } from './refusals.js';
+import { ClaimRefused, ConsumerGenerationMismatch, ProviderMissing, UnknownResourceClass, type ClaimEndpoint } from './refusals.js';
 import { serviceMetrics } from '../../observability/service.js';
 
 export interface ClaimOptions {
   /** 1.28+: consumer generations are compared. */
   requireGeneration: boolean;
   now: string;
+  /** The endpoint the claims come from, for the wording of its refusals. */
+  endpoint: ClaimEndpoint;
 }
 
-function invalidInventory(resourceClass: string, providerUuid: string): AllocationFailure {
-  return new AllocationFailure('invalid_inventory', `Inventory for '${resourceClass}' on resource provider '${providerUuid}' invalid.`);
+function invalidInventory(resourceClass: string, providerUuid: string): ClaimRefused {
+  return new ClaimRefused(`Inventory for '${resourceClass}' on resource provider '${providerUuid}' invalid.`);
 }
 
 /**
@@ -90,7 +92,9 @@ export function planClaims(
   );
   const classNames = [...new Set(entries.map((e) => e.resourceClass))];
   for (const name of classNames) {
-    if (!snap.classIds.has(name)) throw new AllocationFailure('unknown_class', `No such resource class ${name}.`);
+    if (!snap.classIds.has(name)) {
+      throw new UnknownResourceClass(name, opts.endpoint, entries.find((e) => e.resourceClass === name)!.consumer);
+    }
   }
 
   // 4. Inventory, unit constraints and capacity, against usage without the
@@ -113,14 +117,14 @@ export function planClaims(
     if (!inv) throw invalidInventory(e.resourceClass, e.provider.uuid);
     const prefix = `Unable to create allocation for '${e.resourceClass}' on resource provider '${e.provider.uuid}'.`;
     if (!amountFitsUnits(inv, e.amount)) {
-      throw new AllocationFailure('invalid_inventory', `${prefix} The requested amount would violate inventory constraints.`);
+      throw new ClaimRefused(`${prefix} The requested amount would violate inventory constraints.`);
     }
     const total = (requested.get(k) ?? 0) + e.amount;
     requested.set(k, total);
     // Over capacity is refused only where the request increases usage (upstream bug 2104040).
     if ((usageAfter.get(k) ?? 0) + total > capacityOf(inv) && total > (released.get(k) ?? 0)) {
       serviceMetrics.capacityRefusals.inc([e.resourceClass]);
-      throw new AllocationFailure('invalid_inventory', `${prefix} The requested amount would exceed the capacity.`);
+      throw new ClaimRefused(`${prefix} The requested amount would exceed the capacity.`);
     }
   }
   for (const [k, amount] of requested) usageAfter.set(k, (usageAfter.get(k) ?? 0) + amount);
@@ -137,8 +141,7 @@ export function planClaims(
     const onProvider = entries.filter((entry) => entry.provider.id === id);
     const e = onProvider.find((entry) => counters.consumption.has(snap.classIds.get(entry.resourceClass)!)) ?? onProvider[0]!;
     serviceMetrics.capacityRefusals.inc([e.resourceClass]);
-    throw new AllocationFailure(
-      'invalid_inventory',
+    throw new ClaimRefused(
       `Unable to create allocation for '${e.resourceClass}' on resource provider '${e.provider.uuid}'. The requested amount would exceed the capacity. (shared counter '${over.name}': ${over.load} of ${over.total})`,
     );
   }

@@ -31,8 +31,10 @@ import {
 } from './kernel.js';
 import type { InventoryInput } from '../repo/inventories.js';
 
+/** What a write does to the inventory: `replace` (PUT the collection), `clear` (DELETE it), one class added, updated or deleted. */
 export type InventoryChange =
   | { kind: 'replace'; records: Record<string, InventoryInput> }
+  | { kind: 'clear' }
   | { kind: 'add'; resourceClass: string; input: InventoryInput }
   | { kind: 'update'; resourceClass: string; input: InventoryInput }
   | { kind: 'delete'; resourceClass: string };
@@ -55,23 +57,36 @@ export interface InventoryReplacement {
 }
 
 /**
- * Applies the change `decide` returns for the provider as read. Throws
- * ProviderNotFound, InvalidInventoryInput (unknown class, updating a class
- * the provider lacks), InventoryExists, InventoryNotFound, InventoryInUse,
- * or whatever `decide` throws. With `replacement` (what `decide` would
- * return), one write batch is tried first.
+ * Replaces (or clears) the whole inventory: `replacement` (what `decide`
+ * would return, when the body alone says so) is first tried as one write
+ * batch; refused, the ordinary path decides and words it.
  */
-export async function writeProviderInventory(
+export async function replaceProviderInventory(
   store: DataStore,
   uuid: string,
   decide: (provider: ProviderState) => InventoryChange,
   now: string,
-  replacement?: InventoryReplacement,
+  replacement: InventoryReplacement | undefined,
 ): Promise<InventoryWriteResult> {
   if (replacement) {
     const granted = await tryOneBatch(store, oneBatchReplaceStatements(uuid, replacement, now));
     if (granted) return oneBatchResult(replacement, granted);
   }
+  return writeProviderInventory(store, uuid, decide, now);
+}
+
+/**
+ * Applies the change `decide` returns for the provider as read, and returns
+ * it with the outcome. Throws ProviderNotFound, InvalidInventoryInput
+ * (unknown class, updating a class the provider lacks), InventoryExists,
+ * InventoryNotFound, InventoryInUse, or whatever `decide` throws.
+ */
+export async function writeProviderInventory<C extends InventoryChange>(
+  store: DataStore,
+  uuid: string,
+  decide: (provider: ProviderState) => C,
+  now: string,
+): Promise<InventoryWriteResult & { change: C }> {
   return placementWrite(async () => {
     const snap = await readSnapshot(store, [uuid], [], null);
     const provider = snap.providers.get(uuid);
@@ -82,8 +97,9 @@ export async function writeProviderInventory(
     const overCapacity: string[] = [];
     const classId = (rc: string) => snap.classIds.get(rc);
 
-    if (change.kind === 'replace') {
-      const wanted = Object.keys(change.records);
+    if (change.kind === 'replace' || change.kind === 'clear') {
+      const wantedRecords = change.kind === 'replace' ? change.records : {};
+      const wanted = Object.keys(wantedRecords);
       const unknown = wanted.find((rc) => classId(rc) === undefined);
       if (unknown !== undefined) {
         throw new InvalidInventoryInput(
@@ -95,8 +111,9 @@ export async function writeProviderInventory(
       assertInventoryNotInUse(
         provider.uuid,
         removed.filter((i) => i.used > 0),
+        change.kind === 'replace' ? 'update conflict' : undefined,
       );
-      const records = wanted.map((rc) => ({ classId: classId(rc)!, input: change.records[rc]! }));
+      const records = wanted.map((rc) => ({ classId: classId(rc)!, input: wantedRecords[rc]! }));
       for (const [i, rc] of wanted.entries()) {
         const existing = current.get(records[i]!.classId);
         if (existing && existing.used > capacityOf(records[i]!.input)) overCapacity.push(rc);
@@ -138,6 +155,7 @@ export async function writeProviderInventory(
       assertInventoryNotInUse(
         provider.uuid,
         [existing].filter((i) => i.used > 0),
+        `Unable to delete inventory of class ${change.resourceClass}`,
       );
       statements.push(deleteInventoryClasses(provider.id, [existing.classId]));
     }
@@ -146,7 +164,7 @@ export async function writeProviderInventory(
     const gens = new GenerationPlan();
     gens.bump(provider);
     await commitGuarded(store, [...statements, ...gens.statements(now)]);
-    return { generation: provider.generation + 1, overCapacity };
+    return { generation: provider.generation + 1, overCapacity, change };
   });
 }
 
@@ -271,9 +289,13 @@ export function replaceInventoryStatements(
   return statements;
 }
 
-/** 409 inventory.inuse when classes to drop still have allocations; listed in class-id order, as upstream's GROUP BY. */
-export function assertInventoryNotInUse(providerUuid: string, inUse: { classId: number; resourceClass: string }[]): void {
+/**
+ * 409 inventory.inuse when classes to drop still have allocations; listed in
+ * class-id order, as upstream's GROUP BY; `prefix` is the endpoint's
+ * introduction of the conflict.
+ */
+export function assertInventoryNotInUse(providerUuid: string, inUse: { classId: number; resourceClass: string }[], prefix?: string): void {
   if (inUse.length === 0) return;
   const names = [...inUse].sort((a, b) => a.classId - b.classId).map((i) => i.resourceClass);
-  throw new InventoryInUse(`Inventory for '${names.join(', ')}' on resource provider '${providerUuid}' in use.`);
+  throw new InventoryInUse(`Inventory for '${names.join(', ')}' on resource provider '${providerUuid}' in use.`, prefix);
 }

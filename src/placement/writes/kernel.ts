@@ -15,6 +15,17 @@
 // read that words it).
 import type { ResultSet, Row } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
+import { columnNames } from '../../db/rows.js';
+import {
+  allocations,
+  consumers,
+  consumerTypes,
+  inventories,
+  projects,
+  resourceClasses,
+  resourceProviders,
+  users,
+} from '../../db/schema/index.js';
 import { commitGuarded, inList, LostRace, stmt, withRaceRetries, WriteContention, type WriteStatement } from '../../db/write-batch.js';
 import { ErrorCode, conflict } from '../../errors.js';
 import { providerCountersOf, providerCountersStatements } from '../../ext/counters/sql.js';
@@ -95,6 +106,17 @@ export interface Snapshot {
 const num = (row: Row, column: string): number => Number(row[column]);
 const str = (row: Row, column: string): string => String(row[column]);
 
+// The snapshot's columns, by the drizzle schema's names (a renamed column fails typecheck).
+const P = columnNames(resourceProviders);
+const I = columnNames(inventories);
+const RC = columnNames(resourceClasses);
+const C = columnNames(consumers);
+const A = columnNames(allocations);
+const EXTERNAL_ID = columnNames(projects).externalId;
+const USER_EXTERNAL_ID = columnNames(users).externalId;
+const TYPE_NAME = columnNames(consumerTypes).name;
+const INVENTORY_LIMITS = [I.total, I.reserved, I.minUnit, I.maxUnit, I.stepSize, I.allocationRatio].map((c) => `i.${c}`).join(', ');
+
 /** One read batch: the providers, their inventories with usage, the classes (all when `classNames` is null), the consumers. */
 export async function readSnapshot(
   store: DataStore,
@@ -102,56 +124,58 @@ export async function readSnapshot(
   consumerUuids: string[],
   classNames: string[] | null,
 ): Promise<Snapshot> {
-  const [providers, inventories, classes, consumers, previous, ...counterRows] = await store.readBatch([
-    { sql: `SELECT id, uuid, generation FROM resource_providers WHERE uuid IN (${inList(providerUuids)})`, args: providerUuids },
+  const [providers, inventoryRows, classes, consumerRows, previous, ...counterRows] = await store.readBatch([
     {
-      sql: `SELECT i.resource_provider_id, i.resource_class_id, rc.name, i.total, i.reserved, i.min_unit, i.max_unit,
-          i.step_size, i.allocation_ratio, ${usedSql('i')} AS used
-        FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
-        WHERE i.resource_provider_id IN (SELECT id FROM resource_providers WHERE uuid IN (${inList(providerUuids)}))`,
+      sql: `SELECT ${P.id}, ${P.uuid}, ${P.generation} FROM resource_providers WHERE ${P.uuid} IN (${inList(providerUuids)})`,
+      args: providerUuids,
+    },
+    {
+      sql: `SELECT i.${I.resourceProviderId}, i.${I.resourceClassId}, rc.${RC.name}, ${INVENTORY_LIMITS}, ${usedSql('i')} AS used
+        FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${I.resourceClassId}
+        WHERE i.${I.resourceProviderId} IN (SELECT ${P.id} FROM resource_providers WHERE ${P.uuid} IN (${inList(providerUuids)}))`,
       args: providerUuids,
     },
     classNames === null
-      ? { sql: 'SELECT id, name FROM resource_classes', args: [] }
-      : { sql: `SELECT id, name FROM resource_classes WHERE name IN (${inList(classNames)})`, args: classNames },
+      ? { sql: `SELECT ${RC.id}, ${RC.name} FROM resource_classes`, args: [] }
+      : { sql: `SELECT ${RC.id}, ${RC.name} FROM resource_classes WHERE ${RC.name} IN (${inList(classNames)})`, args: classNames },
     {
-      sql: `SELECT c.id, c.uuid, c.generation, p.external_id AS project, u.external_id AS user, ct.name AS type
-        FROM consumers c JOIN projects p ON p.id = c.project_id JOIN users u ON u.id = c.user_id
-        LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
-        WHERE c.uuid IN (${inList(consumerUuids)})`,
+      sql: `SELECT c.${C.id}, c.${C.uuid}, c.${C.generation}, p.${EXTERNAL_ID} AS project, u.${USER_EXTERNAL_ID} AS user, ct.${TYPE_NAME} AS type
+        FROM consumers c JOIN projects p ON p.id = c.${C.projectId} JOIN users u ON u.id = c.${C.userId}
+        LEFT JOIN consumer_types ct ON ct.id = c.${C.consumerTypeId}
+        WHERE c.${C.uuid} IN (${inList(consumerUuids)})`,
       args: consumerUuids,
     },
     {
-      sql: `SELECT a.consumer_id, a.resource_provider_id, p.uuid, p.generation, a.resource_class_id, a.used
-        FROM allocations a JOIN resource_providers p ON p.id = a.resource_provider_id
-        WHERE a.consumer_id IN (${inList(consumerUuids)}) ORDER BY a.id`,
+      sql: `SELECT a.${A.consumerId}, a.${A.resourceProviderId}, p.${P.uuid}, p.${P.generation}, a.${A.resourceClassId}, a.${A.used}
+        FROM allocations a JOIN resource_providers p ON p.${P.id} = a.${A.resourceProviderId}
+        WHERE a.${A.consumerId} IN (${inList(consumerUuids)}) ORDER BY a.${A.id}`,
       args: consumerUuids,
     },
     ...providerCountersStatements(providerUuids),
   ]);
   return {
     providers: new Map(
-      providers!.rows.map((r) => [str(r, 'uuid'), { id: num(r, 'id'), uuid: str(r, 'uuid'), generation: num(r, 'generation') }]),
+      providers!.rows.map((r) => [str(r, P.uuid), { id: num(r, P.id), uuid: str(r, P.uuid), generation: num(r, P.generation) }]),
     ),
-    inventories: inventories!.rows.map((r) => ({
-      providerId: num(r, 'resource_provider_id'),
-      classId: num(r, 'resource_class_id'),
-      resourceClass: str(r, 'name'),
-      total: num(r, 'total'),
-      reserved: num(r, 'reserved'),
-      minUnit: num(r, 'min_unit'),
-      maxUnit: num(r, 'max_unit'),
-      stepSize: num(r, 'step_size'),
-      allocationRatio: num(r, 'allocation_ratio'),
+    inventories: inventoryRows!.rows.map((r) => ({
+      providerId: num(r, I.resourceProviderId),
+      classId: num(r, I.resourceClassId),
+      resourceClass: str(r, RC.name),
+      total: num(r, I.total),
+      reserved: num(r, I.reserved),
+      minUnit: num(r, I.minUnit),
+      maxUnit: num(r, I.maxUnit),
+      stepSize: num(r, I.stepSize),
+      allocationRatio: num(r, I.allocationRatio),
       used: num(r, 'used'),
     })),
-    classIds: new Map(classes!.rows.map((r) => [str(r, 'name'), num(r, 'id')])),
+    classIds: new Map(classes!.rows.map((r) => [str(r, RC.name), num(r, RC.id)])),
     consumers: new Map(
-      consumers!.rows.map((r) => [
-        str(r, 'uuid'),
+      consumerRows!.rows.map((r) => [
+        str(r, C.uuid),
         {
-          id: num(r, 'id'),
-          generation: num(r, 'generation'),
+          id: num(r, C.id),
+          generation: num(r, C.generation),
           project: str(r, 'project'),
           user: str(r, 'user'),
           type: r.type === null || r.type === undefined ? null : str(r, 'type'),
@@ -159,12 +183,12 @@ export async function readSnapshot(
       ]),
     ),
     previous: previous!.rows.map((r) => ({
-      consumer: str(r, 'consumer_id'),
-      providerId: num(r, 'resource_provider_id'),
-      providerUuid: str(r, 'uuid'),
-      providerGeneration: num(r, 'generation'),
-      classId: num(r, 'resource_class_id'),
-      used: num(r, 'used'),
+      consumer: str(r, A.consumerId),
+      providerId: num(r, A.resourceProviderId),
+      providerUuid: str(r, P.uuid),
+      providerGeneration: num(r, P.generation),
+      classId: num(r, A.resourceClassId),
+      used: num(r, A.used),
     })),
     counters: providerCountersOf(counterRows),
   };

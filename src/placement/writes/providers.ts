@@ -53,10 +53,19 @@ export async function createProviderBatched(store: DataStore, input: NewProvider
     let parentId: number | null = null;
     if (input.parentUuid !== null) {
       if (input.parentUuid === input.uuid) {
-        throw new InvalidNewProvider('parent provider UUID cannot be same as UUID. Please choose a different parent provider UUID.');
+        throw new InvalidNewProvider(
+          input.name,
+          input.uuid,
+          'parent provider UUID cannot be same as UUID. Please choose a different parent provider UUID.',
+        );
       }
       const parent = parents!.rows[0];
-      if (!parent) throw new InvalidNewProvider('The specified parent provider UUID does not exist: parent provider UUID does not exist.');
+      if (!parent)
+        throw new InvalidNewProvider(
+          input.name,
+          input.uuid,
+          'The specified parent provider UUID does not exist: parent provider UUID does not exist.',
+        );
       parentId = Number(parent.id);
     }
     const results = await commitGuarded(store, createStatements(input, parentId === null ? null : { id: parentId }, now));
@@ -240,7 +249,7 @@ export async function deleteProviderBatched(store: DataStore, uuid: string): Pro
       },
     ]);
     const row = providers!.rows[0];
-    if (!row) throw new ProviderNotFound(uuid);
+    if (!row) throw new ProviderNotFound(uuid, true);
     if (Number(row.has_children)) throw new ProviderHasChildren(uuid);
     if (Number(row.has_allocations)) throw new ProviderInUse(uuid);
     const id = Number(row.id);

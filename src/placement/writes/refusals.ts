@@ -1,9 +1,43 @@
 // Why a Placement write was refused, as typed domain errors: the write model
-// (writes/claims.ts and the other writes/ modules) throws these. Each carries its
-// default problem and upstream error code, so placement's onError answers it
-// as is; an endpoint that words a refusal its own way catches the class and
-// rethrows (routes/allocations.ts, routes/reshaper.ts).
+// (writes/claims.ts and the other writes/ modules) throws these. Each carries
+// its problem kind, upstream's error code and upstream's exact wording for
+// the endpoint that asked (where upstream words one refusal differently per
+// endpoint, the write is told which endpoint it serves), so placement's
+// onError renders it as is and no route catches one.
 import { DomainError, ErrorCode } from '../../errors.js';
+
+/**
+ * Which endpoint a claim serves: upstream words an unknown resource class
+ * differently in each (POST /allocations, PUT /allocations/{consumer},
+ * POST /reshaper).
+ */
+export type ClaimEndpoint = 'allocations' | 'consumer_allocations' | 'reshaper';
+
+const UNKNOWN_CLASS_PREFIX: Record<ClaimEndpoint, (consumer: string) => string> = {
+  allocations: () => 'Unable to allocate inventory ',
+  consumer_allocations: (consumer) => `Unable to allocate inventory for consumer ${consumer}: `,
+  reshaper: () => 'malformed reshaper data: ',
+};
+
+/** A claim or a reshaper inventory names a resource class that does not exist (400). */
+export class UnknownResourceClass extends DomainError {
+  constructor(
+    readonly resourceClass: string,
+    endpoint: ClaimEndpoint,
+    consumer = '',
+  ) {
+    super('invalid', `${UNKNOWN_CLASS_PREFIX[endpoint](consumer)}No such resource class ${resourceClass}.`);
+    this.name = 'UnknownResourceClass';
+  }
+}
+
+/** A claim the inventory cannot take: no such inventory, unit constraints, or capacity (409). */
+export class ClaimRefused extends DomainError {
+  constructor(readonly reason: string) {
+    super('conflict', `Unable to allocate inventory: ${reason}`);
+    this.name = 'ClaimRefused';
+  }
+}
 
 /** A claim names a provider that does not exist (400). */
 export class ProviderMissing extends DomainError {
@@ -61,18 +95,27 @@ export class InvalidInventoryInput extends DomainError {
   }
 }
 
-/** Inventory of classes that still have allocations would be removed (409 inventory.inuse). */
+/**
+ * Inventory of classes that still have allocations would be removed (409
+ * inventory.inuse); `prefix` is how the endpoint introduces it upstream.
+ */
 export class InventoryInUse extends DomainError {
-  constructor(readonly reason: string) {
-    super('conflict', reason, ErrorCode.INVENTORY_INUSE);
+  constructor(
+    readonly reason: string,
+    prefix?: string,
+  ) {
+    super('conflict', prefix ? `${prefix}: ${reason}` : reason, ErrorCode.INVENTORY_INUSE);
     this.name = 'InventoryInUse';
   }
 }
 
-/** The provider named in the path does not exist (404). */
+/** The provider named in the path does not exist (404); a DELETE says so ("... found for delete"). */
 export class ProviderNotFound extends DomainError {
-  constructor(readonly uuid: string) {
-    super('not_found', `No resource provider with uuid ${uuid} found`);
+  constructor(
+    readonly uuid: string,
+    forDelete = false,
+  ) {
+    super('not_found', `No resource provider with uuid ${uuid} found${forDelete ? ' for delete' : ''}`);
     this.name = 'ProviderNotFound';
   }
 }
@@ -93,10 +136,13 @@ export class InventoryNotFound extends DomainError {
   }
 }
 
-/** The caller's provider generation is not the stored one; each endpoint words the 409 its own way. */
+/** The caller's provider generation is not the stored one (409 concurrent_update), worded as traits and aggregates upstream. */
 export class StaleProviderGeneration extends DomainError {
-  constructor(readonly uuid: string) {
-    super('conflict', `resource provider ${uuid} changed`, ErrorCode.CONCURRENT_UPDATE);
+  constructor(
+    readonly uuid: string,
+    message = "Resource provider's generation already changed. Please update the generation and try again.",
+  ) {
+    super('conflict', message, ErrorCode.CONCURRENT_UPDATE);
     this.name = 'StaleProviderGeneration';
   }
 }
@@ -122,8 +168,12 @@ export class DuplicateProvider extends DomainError {
 
 /** A provider cannot be created as asked (400 "Unable to create resource provider ..."). */
 export class InvalidNewProvider extends DomainError {
-  constructor(readonly reason: string) {
-    super('invalid', reason);
+  constructor(
+    readonly providerName: string,
+    readonly uuid: string,
+    readonly reason: string,
+  ) {
+    super('invalid', `Unable to create resource provider "${providerName}", ${uuid}: ${reason}`);
     this.name = 'InvalidNewProvider';
   }
 }

@@ -8,7 +8,7 @@ import { reservedCapacityProblem, type InventoryInput } from '../repo/inventorie
 import { claimedNames, dropEmptyConsumers, inventoryIndex, planClaims, type ClaimOptions } from './claims.js';
 import { assertInventoryNotInUse, replaceInventoryStatements } from './inventories.js';
 import { GenerationPlan, key, placementWrite, readSnapshot } from './kernel.js';
-import { InvalidInventoryInput, InventoryProviderMissing, ProviderGenerationMismatch } from './refusals.js';
+import { InvalidInventoryInput, InventoryProviderMissing, ProviderGenerationMismatch, UnknownResourceClass } from './refusals.js';
 
 export interface ProviderInventoryChange {
   providerUuid: string;
@@ -23,17 +23,9 @@ export interface ReshapeRequest {
   claims: ConsumerClaim[];
 }
 
-export interface ReshapeOptions extends ClaimOptions {
+export interface ReshapeOptions extends Omit<ClaimOptions, 'endpoint'> {
   /** 1.26+: reserved may equal total. */
   reservedMayEqualTotal: boolean;
-}
-
-/** A resource class named in the reshaper's inventories that does not exist (400 "malformed reshaper data"). */
-export class UnknownResourceClass extends Error {
-  constructor(readonly resourceClass: string) {
-    super(`No such resource class ${resourceClass}.`);
-    this.name = 'UnknownResourceClass';
-  }
 }
 
 /**
@@ -62,7 +54,7 @@ export async function reshape(store: DataStore, request: ReshapeRequest, opts: R
     }
     const inventoryClasses = [...new Set(request.inventories.flatMap((ch) => Object.keys(ch.records)))];
     const unknown = inventoryClasses.find((name) => !snap.classIds.has(name));
-    if (unknown) throw new UnknownResourceClass(unknown);
+    if (unknown) throw new UnknownResourceClass(unknown, 'reshaper');
 
     // Interim inventory: current classes overlaid with the requested ones.
     const gens = new GenerationPlan();
@@ -79,7 +71,7 @@ export async function reshape(store: DataStore, request: ReshapeRequest, opts: R
       gens.bump(rp);
     }
 
-    const { statements, usageAfter } = planClaims(snap, request.claims, interim, gens, opts);
+    const { statements, usageAfter } = planClaims(snap, request.claims, interim, gens, { ...opts, endpoint: 'reshaper' });
 
     // Final inventory, exactly as requested: removing a class still allocated is 409 inuse.
     const { now } = opts;
@@ -91,6 +83,7 @@ export async function reshape(store: DataStore, request: ReshapeRequest, opts: R
       assertInventoryNotInUse(
         rp.uuid,
         removed.filter((i) => (usageAfter.get(key(rp.id, i.classId)) ?? 0) > 0),
+        'update conflict',
       );
       const records = Object.entries(change.records).map(([rc, input]) => ({ classId: snap.classIds.get(rc)!, input }));
       statements.push(...replaceInventoryStatements(rp.id, removed, records, now));

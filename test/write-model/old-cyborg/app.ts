@@ -39,7 +39,7 @@ export function createOldCyborgApp(deps: Deps): Hono<AppEnv> {
     }),
   );
   app.use(cyborgHttp.urlChecks());
-  app.route('/', rootRoutes);
+  app.route('/', rootRoutes.app);
   app.route('/v2', deviceProfileRoutes);
   app.route('/v2', arqRoutes);
   app.route('/v2', deviceRoutes);

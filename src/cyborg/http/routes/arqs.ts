@@ -1,19 +1,8 @@
 // /v2/accelerator_requests: create, list (?instance=, ?bind_state=resolved),
 // show, PATCH bind/unbind (also on /{uuid}, as pecan routes it), delete.
-import { Hono } from 'hono';
+import { forbidden, invalid, notFound } from '../../../errors.js';
 import { isResolved } from '../../arq-state.js';
-import {
-  authorize,
-  cyborgError,
-  isAdmin,
-  projectScope,
-  queryList,
-  readCyborgBody,
-  resource,
-  selfLink,
-  type CyborgContext,
-  type CyborgEnv,
-} from '../profile.js';
+import { authorize, cyborgError, isAdmin, projectScope, queryList, readCyborgBody, selfLink, type CyborgContext } from '../profile.js';
 import { presentArq } from '../../present.js';
 import {
   createArqs,
@@ -28,11 +17,15 @@ import {
 import { BIND_PATHS, CreateArqBody, PatchArqsBody, PROJECT_PATH } from '../../schemas/arqs.js';
 import { ArqListQuery, parseQuery } from '../../schemas/queries.js';
 import { MV } from '../../versions.js';
+import { ArqDeleteQuery } from '../../schemas/queries.js';
+import { ArqListSchema, ArqSchema } from '../../schemas/responses.js';
+import { RouteTable, always, zodQuery } from '../../../http/route-table.js';
+import { cyborgHttp } from '../profile.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
-const badPatch = (reason: string) => cyborgError(400, `Couldn't apply patch. Reason: ${reason}`);
+const badPatch = (reason: string) => invalid(`Couldn't apply patch. Reason: ${reason}`);
 
-export const arqRoutes = new Hono<CyborgEnv>();
+export const arqRoutes = new RouteTable('accelerator', cyborgHttp);
 
 type Parsed = { op: 'add'; binds: BindRequest[] } | { op: 'remove'; uuids: string[] };
 
@@ -54,7 +47,7 @@ function parsePatch(c: CyborgContext, body: PatchArqsBody): Parsed {
             `Request not acceptable. The minimal required API version should be ${MV.ARQ_PROJECT_ID} to set project_id.`,
           );
         }
-        if (!isAdmin(c)) throw cyborgError(403, 'Only an admin may set project_id on an accelerator request.');
+        if (!isAdmin(c)) throw forbidden('Only an admin may set project_id on an accelerator request.');
       } else if (!(BIND_PATHS as readonly string[]).includes(p.path)) {
         throw badPatch(`invalid path ${p.path}`);
       }
@@ -92,8 +85,7 @@ function mayBind(c: CyborgContext): boolean {
 }
 
 const needsServiceToken = () =>
-  cyborgError(
-    403,
+  forbidden(
     'Binding, unbinding and deleting a bound accelerator request need an admin token or a service token (X-Service-Token) beside the user token.',
   );
 
@@ -117,7 +109,7 @@ async function patchArqs(c: CyborgContext): Promise<Response> {
 async function deleteArqs(c: CyborgContext, uuids: string[] | undefined, instance: string | undefined): Promise<Response> {
   authorize(c, 'cyborg:arq:delete');
   if ((uuids === undefined) === (instance === undefined)) {
-    throw cyborgError(400, 'Exactly one of the query parameters arqs and instance is needed.');
+    throw invalid('Exactly one of the query parameters arqs and instance is needed.');
   }
   const { deps } = c.var;
   const now = deps.clock().toISOString();
@@ -128,48 +120,91 @@ async function deleteArqs(c: CyborgContext, uuids: string[] | undefined, instanc
     return c.body(null, 204);
   }
   const missing = await deleteArqsByUuid(deps.store, uuids!, projectScope(c), now, mayBind(c) ? undefined : needsServiceToken);
-  if (missing.length) throw cyborgError(404, `Accelerator request(s) ${missing.join(', ')} could not be found.`);
+  if (missing.length) throw notFound(`Accelerator request(s) ${missing.join(', ')} could not be found.`);
   return c.body(null, 204);
 }
 
-resource(arqRoutes, '/accelerator_requests', {
-  GET: async (c) => {
-    authorize(c, 'cyborg:arq:get_all');
-    const { instance, bind_state: bindState } = parseQuery(ArqListQuery, c.req.query());
-    const rows = await listArqs(c.var.deps.store.db, { instance, project: projectScope(c) });
-    if (bindState === 'resolved' && instance !== undefined && rows.some((r) => !isResolved(r.arq.state))) {
-      return c.body(null, 423);
-    }
-    const shown = bindState === 'resolved' ? rows.filter((r) => isResolved(r.arq.state)) : rows;
-    return c.json({ arqs: shown.map((r) => presentArq(r, link(c))) });
+arqRoutes.resource('/accelerator_requests', {
+  GET: {
+    summary: 'List accelerator requests',
+    query: () => zodQuery(ArqListQuery),
+    responses: { 200: 'ARQs', 423: 'bind_state=resolved: some ARQ of the instance is still binding (no body)' },
+    bodyless: [423],
+    responseSchema: ArqListSchema,
+    responseName: 'ArqList',
+    handler: async (c) => {
+      authorize(c, 'cyborg:arq:get_all');
+      const { instance, bind_state: bindState } = parseQuery(ArqListQuery, c.req.query());
+      const rows = await listArqs(c.var.deps.store.db, { instance, project: projectScope(c) });
+      if (bindState === 'resolved' && instance !== undefined && rows.some((r) => !isResolved(r.arq.state))) {
+        return c.body(null, 423);
+      }
+      const shown = bindState === 'resolved' ? rows.filter((r) => isResolved(r.arq.state)) : rows;
+      return c.json({ arqs: shown.map((r) => presentArq(r, link(c))) });
+    },
   },
-  POST: async (c) => {
-    authorize(c, 'cyborg:arq:create');
-    const body = await readCyborgBody(c, CreateArqBody);
-    const { deps } = c.var;
-    const arqs = await createArqs(
-      deps.store,
-      body.device_profile_name,
-      c.var.credentials.projectId,
-      deps.newId,
-      deps.clock().toISOString(),
-      body.device_profile_group_id ?? undefined,
-    );
-    if (!arqs) throw cyborgError(404, `Device Profile not found with name=${body.device_profile_name}`);
-    return c.json({ arqs: arqs.map((arq) => presentArq({ arq, handle: null }, link(c))) }, 201);
+  POST: {
+    summary: 'Create accelerator requests',
+    body: always(CreateArqBody),
+    bodyName: 'CreateArqs',
+    responses: { 201: 'The ARQs' },
+    responseSchema: ArqListSchema,
+    responseName: 'ArqList',
+    handler: async (c) => {
+      authorize(c, 'cyborg:arq:create');
+      const body = await readCyborgBody(c, CreateArqBody);
+      const { deps } = c.var;
+      const arqs = await createArqs(
+        deps.store,
+        body.device_profile_name,
+        c.var.credentials.projectId,
+        deps.newId,
+        deps.clock().toISOString(),
+        body.device_profile_group_id ?? undefined,
+      );
+      if (!arqs) throw notFound(`Device Profile not found with name=${body.device_profile_name}`);
+      return c.json({ arqs: arqs.map((arq) => presentArq({ arq, handle: null }, link(c))) }, 201);
+    },
   },
-  PATCH: patchArqs,
-  DELETE: (c) => deleteArqs(c, queryList(c, 'arqs'), c.req.query('instance')),
+  PATCH: {
+    summary: 'Bind or unbind ARQs',
+    body: always(PatchArqsBody),
+    bodyName: 'PatchArqs',
+    responses: { 202: 'Accepted; binding runs asynchronously' },
+    handler: patchArqs,
+  },
+  DELETE: {
+    summary: 'Delete ARQs',
+    query: () => zodQuery(ArqDeleteQuery),
+    responses: { 204: 'Deleted' },
+    handler: (c) => deleteArqs(c, queryList(c, 'arqs'), c.req.query('instance')),
+  },
 });
 
-resource(arqRoutes, '/accelerator_requests/:uuid', {
-  GET: async (c) => {
-    authorize(c, 'cyborg:arq:get_one');
-    const uuid = c.req.param('uuid') ?? '';
-    const found = await findArq(c.var.deps.store.db, uuid, projectScope(c));
-    if (!found) throw cyborgError(404, `Accelerator request ${uuid} could not be found.`);
-    return c.json(presentArq(found, link(c)));
+arqRoutes.resource('/accelerator_requests/:uuid', {
+  GET: {
+    summary: 'Show an ARQ',
+    responses: { 200: 'The ARQ' },
+    responseSchema: ArqSchema,
+    responseName: 'Arq',
+    handler: async (c) => {
+      authorize(c, 'cyborg:arq:get_one');
+      const uuid = c.req.param('uuid');
+      const found = await findArq(c.var.deps.store.db, uuid, projectScope(c));
+      if (!found) throw notFound(`Accelerator request ${uuid} could not be found.`);
+      return c.json(presentArq(found, link(c)));
+    },
   },
-  PATCH: patchArqs,
-  DELETE: (c) => deleteArqs(c, [c.req.param('uuid') ?? ''], undefined),
+  PATCH: {
+    summary: 'Bind or unbind ARQs',
+    body: always(PatchArqsBody),
+    bodyName: 'PatchArqs',
+    responses: { 202: 'Accepted' },
+    handler: patchArqs,
+  },
+  DELETE: {
+    summary: 'Delete an ARQ',
+    responses: { 204: 'Deleted' },
+    handler: (c) => deleteArqs(c, [c.req.param('uuid')], undefined),
+  },
 });

@@ -1,51 +1,74 @@
 // /v2/device_profiles: create (list body), list (?name=), show by uuid (by name from 2.2), delete.
-import { Hono } from 'hono';
-import { authorize, cyborgError, queryList, readCyborgBody, resource, selfLink, type CyborgContext, type CyborgEnv } from '../profile.js';
+import { invalid, notFound } from '../../../errors.js';
+import { authorize, cyborgError, queryList, readCyborgBody, selfLink, type CyborgContext } from '../profile.js';
 import { presentDeviceProfile } from '../../present.js';
 import { createDeviceProfile, deleteDeviceProfiles, findDeviceProfile, listDeviceProfiles } from '../../repo/device-profiles.js';
 import { CreateDeviceProfileBody, parseGroups } from '../../schemas/device-profiles.js';
 import { MV } from '../../versions.js';
 import { isUuidLike } from '../../../uuid.js';
+import { DeviceProfileDeleteQuery, DeviceProfileListQuery } from '../../schemas/queries.js';
+import { DeviceProfileListSchema, DeviceProfileSchema, DeviceProfileShowSchema } from '../../schemas/responses.js';
+import { RouteTable, always, zodQuery } from '../../../http/route-table.js';
+import { cyborgHttp } from '../profile.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
 
-export const deviceProfileRoutes = new Hono<CyborgEnv>();
+export const deviceProfileRoutes = new RouteTable('accelerator', cyborgHttp);
 
-resource(deviceProfileRoutes, '/device_profiles', {
-  GET: async (c) => {
-    authorize(c, 'cyborg:device_profile:get_all');
-    const rows = await listDeviceProfiles(c.var.deps.store.db, queryList(c, 'name'));
-    return c.json({ device_profiles: rows.map((r) => presentDeviceProfile(r, link(c))) });
+deviceProfileRoutes.resource('/device_profiles', {
+  GET: {
+    summary: 'List device profiles',
+    query: () => zodQuery(DeviceProfileListQuery),
+    responses: { 200: 'Device profiles' },
+    responseSchema: DeviceProfileListSchema,
+    responseName: 'DeviceProfileList',
+    handler: async (c) => {
+      authorize(c, 'cyborg:device_profile:get_all');
+      const rows = await listDeviceProfiles(c.var.deps.store.db, queryList(c, 'name'));
+      return c.json({ device_profiles: rows.map((r) => presentDeviceProfile(r, link(c))) });
+    },
   },
-  POST: async (c) => {
-    authorize(c, 'cyborg:device_profile:create');
-    const [input] = await readCyborgBody(c, CreateDeviceProfileBody);
-    const groups = parseGroups(input!.groups);
-    const { deps } = c.var;
-    const row = await createDeviceProfile(
-      deps.store,
-      {
-        uuid: input!.uuid ?? deps.newId(),
-        name: input!.name,
-        description: input!.description ?? null,
-        groups,
-      },
-      deps.clock().toISOString(),
-    );
-    return c.json(presentDeviceProfile(row, link(c)), 201);
+  POST: {
+    summary: 'Create a device profile',
+    body: always(CreateDeviceProfileBody),
+    bodyName: 'CreateDeviceProfile',
+    responses: { 201: 'The profile' },
+    responseSchema: DeviceProfileSchema,
+    responseName: 'DeviceProfile',
+    handler: async (c) => {
+      authorize(c, 'cyborg:device_profile:create');
+      const [input] = await readCyborgBody(c, CreateDeviceProfileBody);
+      const groups = parseGroups(input!.groups);
+      const { deps } = c.var;
+      const row = await createDeviceProfile(
+        deps.store,
+        {
+          uuid: input!.uuid ?? deps.newId(),
+          name: input!.name,
+          description: input!.description ?? null,
+          groups,
+        },
+        deps.clock().toISOString(),
+      );
+      return c.json(presentDeviceProfile(row, link(c)), 201);
+    },
   },
-  DELETE: async (c) => {
-    authorize(c, 'cyborg:device_profile:delete');
-    const names = queryList(c, 'value');
-    if (!names?.length) throw cyborgError(400, 'Device profile names to delete are needed: ?value=name1,name2');
-    const missing = await deleteDeviceProfiles(c.var.deps.store, 'name', names);
-    if (missing.length) throw cyborgError(404, `Device Profile not found with name=${missing.join(',')}`);
-    return c.body(null, 204);
+  DELETE: {
+    summary: 'Delete device profiles by name',
+    query: () => zodQuery(DeviceProfileDeleteQuery),
+    responses: { 204: 'Deleted' },
+    handler: async (c) => {
+      authorize(c, 'cyborg:device_profile:delete');
+      const names = queryList(c, 'value');
+      if (!names?.length) throw invalid('Device profile names to delete are needed: ?value=name1,name2');
+      const missing = await deleteDeviceProfiles(c.var.deps.store, 'name', names);
+      if (missing.length) throw notFound(`Device Profile not found with name=${missing.join(',')}`);
+      return c.body(null, 204);
+    },
   },
 });
 
-async function lookup(c: CyborgContext) {
-  const key = c.req.param('key') ?? '';
+async function lookup(c: CyborgContext, key: string) {
   const isUuid = isUuidLike(key);
   if (!isUuid && !c.var.mv.atLeast(MV.PROFILE_BY_NAME)) {
     throw cyborgError(
@@ -54,20 +77,30 @@ async function lookup(c: CyborgContext) {
     );
   }
   const row = await findDeviceProfile(c.var.deps.store.db, isUuid ? { uuid: key } : { name: key });
-  if (!row) throw cyborgError(404, `Device Profile not found with ${isUuid ? 'uuid' : 'name'}=${key}`);
+  if (!row) throw notFound(`Device Profile not found with ${isUuid ? 'uuid' : 'name'}=${key}`);
   return row;
 }
 
-resource(deviceProfileRoutes, '/device_profiles/:key', {
-  GET: async (c) => {
-    authorize(c, 'cyborg:device_profile:get_one');
-    return c.json({ device_profile: presentDeviceProfile(await lookup(c), link(c)) });
+deviceProfileRoutes.resource('/device_profiles/:key', {
+  GET: {
+    summary: `Show a device profile (by uuid; by name from ${MV.PROFILE_BY_NAME})`,
+    responses: { 200: 'The profile' },
+    responseSchema: DeviceProfileShowSchema,
+    responseName: 'DeviceProfileShow',
+    handler: async (c) => {
+      authorize(c, 'cyborg:device_profile:get_one');
+      return c.json({ device_profile: presentDeviceProfile(await lookup(c, c.req.param('key')), link(c)) });
+    },
   },
-  DELETE: async (c) => {
-    authorize(c, 'cyborg:device_profile:delete');
-    const key = c.req.param('key') ?? '';
-    const missing = await deleteDeviceProfiles(c.var.deps.store, isUuidLike(key) ? 'uuid' : 'name', [key]);
-    if (missing.length) throw cyborgError(404, `Device Profile not found with uuid=${key}`);
-    return c.body(null, 204);
+  DELETE: {
+    summary: 'Delete a device profile',
+    responses: { 204: 'Deleted' },
+    handler: async (c) => {
+      authorize(c, 'cyborg:device_profile:delete');
+      const key = c.req.param('key');
+      const missing = await deleteDeviceProfiles(c.var.deps.store, isUuidLike(key) ? 'uuid' : 'name', [key]);
+      if (missing.length) throw notFound(`Device Profile not found with uuid=${key}`);
+      return c.body(null, 204);
+    },
   },
 });

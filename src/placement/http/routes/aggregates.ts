@@ -1,39 +1,50 @@
-// /resource_providers/{uuid}/aggregates (1.1+): a provider's aggregate
-// membership. From 1.19 both directions carry the provider generation and a
-// PUT is a compare-and-swap that bumps it; before, it is a bare list.
-import { Hono } from 'hono';
-import type { AppEnv } from '../../../http/env.js';
 import { readBody } from '../../../http/validate.js';
-import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, newest, requireVersion, setCacheHeaders } from '../middleware.js';
 import { normalizeUuid } from '../../../uuid.js';
 import { readProviderGeneration, replaceProviderAggregates } from '../../writes/aggregates.js';
 import { providerAggregates } from '../../repo/aggregates.js';
-import { generationConflict, isoNow, providerNotFound, requireProvider } from '../../repo/lookups.js';
-import { ProviderNotFound, StaleProviderGeneration } from '../../writes/refusals.js';
+import { isoNow, requireProvider } from '../../repo/lookups.js';
 import { putAggregatesSchema } from '../../schemas/aggregates.js';
 import type { AggregatesJson } from '../../schemas/responses.js';
+import { aggregatesResponseSchema } from '../../schemas/responses.js';
+import { MV } from '../../versions.js';
+import { RouteTable } from '../../../http/route-table.js';
+import { placementHttp } from '../profile.js';
 
-export const aggregateRoutes = new Hono<AppEnv>();
+export const aggregateRoutes = new RouteTable('placement', placementHttp);
 
-resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
-  GET: async (c) => {
-    requireVersion(c, 'AGGREGATES');
-    authorize(c, 'placement:resource_providers:aggregates:list');
-    const { db } = c.var.deps.store;
-    const rp = await requireProvider(db, pathParam(c, 'uuid'));
-    const rows = await providerAggregates(db, rp.id);
-    setCacheHeaders(c, newest(rp.updatedAt, ...rows.map((r) => r.createdAt)));
-    const body: AggregatesJson = { aggregates: rows.map((r) => r.uuid) };
-    if (atLeast(c, 'AGGREGATE_GENERATION')) body.resource_provider_generation = rp.generation;
-    return c.json(body);
+aggregateRoutes.resource('/resource_providers/:uuid/aggregates', {
+  GET: {
+    summary: "A provider's aggregates",
+    since: MV.AGGREGATES,
+    responses: { 200: 'Aggregates' },
+    response: aggregatesResponseSchema,
+    responseName: 'Aggregates',
+    handler: async (c) => {
+      requireVersion(c, 'AGGREGATES');
+      authorize(c, 'placement:resource_providers:aggregates:list');
+      const { db } = c.var.deps.store;
+      const rp = await requireProvider(db, c.req.param('uuid'));
+      const rows = await providerAggregates(db, rp.id);
+      setCacheHeaders(c, newest(rp.updatedAt, ...rows.map((r) => r.createdAt)));
+      const body: AggregatesJson = { aggregates: rows.map((r) => r.uuid) };
+      if (atLeast(c, 'AGGREGATE_GENERATION')) body.resource_provider_generation = rp.generation;
+      return c.json(body);
+    },
   },
-
-  PUT: async (c) => {
-    requireVersion(c, 'AGGREGATES');
-    authorize(c, 'placement:resource_providers:aggregates:update');
-    const { deps } = c.var;
-    const uuid = pathParam(c, 'uuid');
-    try {
+  PUT: {
+    summary: "Replace a provider's aggregates",
+    since: MV.AGGREGATES,
+    body: putAggregatesSchema,
+    bodyName: 'PutAggregates',
+    responses: { 200: 'Aggregates' },
+    response: aggregatesResponseSchema,
+    responseName: 'Aggregates',
+    handler: async (c) => {
+      requireVersion(c, 'AGGREGATES');
+      authorize(c, 'placement:resource_providers:aggregates:update');
+      const { deps } = c.var;
+      const uuid = c.req.param('uuid');
       // Upstream looks the provider up before it reads the body.
       const read = await readProviderGeneration(deps.store, uuid);
       const request = await readBody(c, putAggregatesSchema(c.var.mv));
@@ -48,12 +59,6 @@ resource(aggregateRoutes, '/resource_providers/:uuid/aggregates', {
       const body: AggregatesJson = { aggregates: uuids };
       if (withGeneration) body.resource_provider_generation = generation;
       return c.json(body);
-    } catch (err) {
-      if (err instanceof ProviderNotFound) throw providerNotFound(uuid);
-      if (err instanceof StaleProviderGeneration) {
-        throw generationConflict("Resource provider's generation already changed. Please update the generation and try again.");
-      }
-      throw err;
-    }
+    },
   },
 });

@@ -1,33 +1,42 @@
-// GET /allocation_candidates (1.10+): where a request's resources could be
-// claimed. Parsing lives in candidates/parse.ts, the search in candidates/.
-import { Hono } from 'hono';
-import type { AppEnv } from '../../../http/env.js';
 import { queryParams } from '../../../http/validate.js';
 import { findAllocationCandidatesJson } from '../../candidates/index.js';
 import { parseCandidateRequestWithExt } from '../../candidates/ext-params.js';
-import { authorize, requireVersion, resource, setCacheHeaders } from '../middleware.js';
+import { authorize, requireVersion, setCacheHeaders } from '../middleware.js';
+import { allocationCandidatesResponseSchema } from '../../schemas/responses.js';
+import { MV } from '../../versions.js';
+import { RouteTable } from '../../../http/route-table.js';
+import { placementHttp } from '../profile.js';
+import { candidateQuery } from '../candidate-query.js';
 
-export const allocationCandidateRoutes = new Hono<AppEnv>();
+export const allocationCandidateRoutes = new RouteTable('placement', placementHttp);
 
-resource(allocationCandidateRoutes, '/allocation_candidates', {
-  GET: async (c) => {
-    requireVersion(c, 'ALLOCATION_CANDIDATES');
-    authorize(c, 'placement:allocation_candidates:list');
-    const { config, store, clock } = c.var.deps;
-    // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
-    // Read near this instance (a replica where one is configured, never older than our own writes):
-    // a candidate a replica's lag made stale is refused by the claim, which is checked on the primary.
-    const json = await findAllocationCandidatesJson(store.nearby, parseCandidateRequestWithExt(queryParams(c), c.var.mv), c.var.mv, {
-      randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
-      maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
-      timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
-      treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
-      now: clock().getTime(),
-      generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-    });
-    // Candidates reflect usage right now, so they are never cacheable.
-    setCacheHeaders(c);
-    // Written as JSON bytes by the engine (present/json.ts): the same bytes c.json() would send.
-    return c.body(json, 200, { 'content-type': 'application/json' });
+allocationCandidateRoutes.resource('/allocation_candidates', {
+  GET: {
+    summary: 'Where a request fits',
+    since: MV.ALLOCATION_CANDIDATES,
+    query: candidateQuery,
+    responses: { 200: 'Allocation requests and provider summaries' },
+    response: allocationCandidatesResponseSchema,
+    responseName: 'AllocationCandidates',
+    handler: async (c) => {
+      requireVersion(c, 'ALLOCATION_CANDIDATES');
+      authorize(c, 'placement:allocation_candidates:list');
+      const { config, store, clock } = c.var.deps;
+      // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
+      // Read near this instance (a replica where one is configured, never older than our own writes):
+      // a candidate a replica's lag made stale is refused by the claim, which is checked on the primary.
+      const json = await findAllocationCandidatesJson(store.nearby, parseCandidateRequestWithExt(queryParams(c), c.var.mv), c.var.mv, {
+        randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
+        maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+        timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
+        treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
+        now: clock().getTime(),
+        generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+      });
+      // Candidates reflect usage right now, so they are never cacheable.
+      setCacheHeaders(c);
+      // Written as JSON bytes by the engine (present/json.ts): the same bytes c.json() would send.
+      return c.body(json, 200, { 'content-type': 'application/json' });
+    },
   },
 });

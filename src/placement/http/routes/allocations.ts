@@ -1,11 +1,10 @@
 // /allocations/{consumer_uuid} (GET, PUT, DELETE), POST /allocations (1.13)
 // and GET /resource_providers/{uuid}/allocations.
-import { Hono } from 'hono';
-import { ApiError, webobDetail } from '../../../http/api-error.js';
-import type { AppContext, AppEnv } from '../../../http/env.js';
+import { invalid, notFound } from '../../../errors.js';
+import type { AppContext } from '../../../http/env.js';
 import { readBody } from '../../../http/validate.js';
 import { parseUuidLike } from '../../../uuid.js';
-import { atLeast, authorize, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, requireVersion, setCacheHeaders } from '../middleware.js';
 import { allocationsLastModified, presentConsumerAllocations, presentProviderAllocations } from '../../present/allocations.js';
 import { allocationsForConsumer, allocationsForProvider, type ConsumerClaim } from '../../repo/allocations.js';
 import { deleteConsumerAllocations } from '../../writes/claims.js';
@@ -13,8 +12,12 @@ import { consumerViews } from '../../repo/consumers.js';
 import { claimFromBody, writeClaims } from '../claim-requests.js';
 import { findProvider } from '../../repo/lookups.js';
 import { postAllocationsSchema, isListForm, putAllocationsSchema } from '../../schemas/allocations.js';
+import { consumerAllocationsResponseSchema, providerAllocationsResponseSchema } from '../../schemas/responses.js';
+import { MV } from '../../versions.js';
+import { RouteTable } from '../../../http/route-table.js';
+import { placementHttp } from '../profile.js';
 
-export const allocationRoutes = new Hono<AppEnv>();
+export const allocationRoutes = new RouteTable('placement', placementHttp);
 
 async function putClaim(c: AppContext, uuid: string): Promise<ConsumerClaim> {
   const body = await readBody(c, putAllocationsSchema(c.var.mv));
@@ -28,14 +31,21 @@ async function putClaim(c: AppContext, uuid: string): Promise<ConsumerClaim> {
   return claimFromBody(c, uuid, body);
 }
 
-resource(allocationRoutes, '/allocations', {
-  POST: async (c) => {
-    requireVersion(c, 'POST_ALLOCATIONS');
-    authorize(c, 'placement:allocations:manage');
-    const body = await readBody(c, postAllocationsSchema(c.var.mv));
-    const claims = Object.entries(body).map(([uuid, part]) => claimFromBody(c, uuid, part));
-    await writeClaims(c, claims, 'Unable to allocate inventory ');
-    return c.body(null, 204);
+allocationRoutes.resource('/allocations', {
+  POST: {
+    summary: 'Claim for several consumers at once',
+    since: MV.POST_ALLOCATIONS,
+    body: postAllocationsSchema,
+    bodyName: 'PostAllocations',
+    responses: { 204: 'Claimed' },
+    handler: async (c) => {
+      requireVersion(c, 'POST_ALLOCATIONS');
+      authorize(c, 'placement:allocations:manage');
+      const body = await readBody(c, postAllocationsSchema(c.var.mv));
+      const claims = Object.entries(body).map(([uuid, part]) => claimFromBody(c, uuid, part));
+      await writeClaims(c, claims, 'allocations');
+      return c.body(null, 204);
+    },
   },
 });
 
@@ -45,56 +55,75 @@ resource(allocationRoutes, '/allocations', {
  * same path reads back what it wrote, whatever the case or dashes. Anything
  * else is looked up as given (it names no consumer).
  */
-const consumerOfPath = (c: AppContext) => {
-  const raw = pathParam(c, 'consumer_uuid');
-  return parseUuidLike(raw.trim()) ?? raw;
-};
+const consumerOfPath = (raw: string) => parseUuidLike(raw.trim()) ?? raw;
 
-resource(allocationRoutes, '/allocations/:consumer_uuid', {
-  GET: async (c) => {
-    authorize(c, 'placement:allocations:list');
-    const uuid = consumerOfPath(c);
-    const { db } = c.var.deps.store;
-    const rows = await allocationsForConsumer(db, uuid);
-    const consumer = rows.length > 0 ? (await consumerViews(db, [uuid])).get(uuid) : undefined;
-    setCacheHeaders(c, allocationsLastModified(rows));
-    return c.json(
-      presentConsumerAllocations(rows, consumer, {
-        withOwner: atLeast(c, 'ALLOC_DICT'),
-        withGeneration: atLeast(c, 'CONSUMER_GENERATION'),
-        withType: atLeast(c, 'CONSUMER_TYPES'),
-      }),
-    );
+allocationRoutes.resource('/allocations/:consumer_uuid', {
+  GET: {
+    summary: "A consumer's allocations",
+    responses: { 200: 'Allocations' },
+    response: consumerAllocationsResponseSchema,
+    responseName: 'ConsumerAllocations',
+    handler: async (c) => {
+      authorize(c, 'placement:allocations:list');
+      const uuid = consumerOfPath(c.req.param('consumer_uuid'));
+      const { db } = c.var.deps.store;
+      const rows = await allocationsForConsumer(db, uuid);
+      const consumer = rows.length > 0 ? (await consumerViews(db, [uuid])).get(uuid) : undefined;
+      setCacheHeaders(c, allocationsLastModified(rows));
+      return c.json(
+        presentConsumerAllocations(rows, consumer, {
+          withOwner: atLeast(c, 'ALLOC_DICT'),
+          withGeneration: atLeast(c, 'CONSUMER_GENERATION'),
+          withType: atLeast(c, 'CONSUMER_TYPES'),
+        }),
+      );
+    },
   },
-  PUT: async (c) => {
-    authorize(c, 'placement:allocations:update');
-    const raw = pathParam(c, 'consumer_uuid');
-    const uuid = parseUuidLike(raw.trim());
-    if (!uuid) throw new ApiError(400, webobDetail(400, `Malformed consumer_uuid: ${raw}`));
-    const claim = await putClaim(c, uuid);
-    await writeClaims(c, [claim], `Unable to allocate inventory for consumer ${uuid}: `);
-    return c.body(null, 204);
+  PUT: {
+    summary: "Replace a consumer's allocations",
+    body: putAllocationsSchema,
+    bodyName: 'PutAllocations',
+    responses: { 204: 'Claimed' },
+    handler: async (c) => {
+      authorize(c, 'placement:allocations:update');
+      const raw = c.req.param('consumer_uuid');
+      const uuid = parseUuidLike(raw.trim());
+      if (!uuid) throw invalid(`Malformed consumer_uuid: ${raw}`);
+      const claim = await putClaim(c, uuid);
+      await writeClaims(c, [claim], 'consumer_allocations');
+      return c.body(null, 204);
+    },
   },
-  DELETE: async (c) => {
-    authorize(c, 'placement:allocations:delete');
-    const uuid = consumerOfPath(c);
-    const removed = await deleteConsumerAllocations(c.var.deps.store, uuid);
-    if (!removed) throw new ApiError(404, webobDetail(404, `No allocations for consumer '${uuid}'`));
-    return c.body(null, 204);
+  DELETE: {
+    summary: "Delete a consumer's allocations",
+    responses: { 204: 'Deleted' },
+    handler: async (c) => {
+      authorize(c, 'placement:allocations:delete');
+      const uuid = consumerOfPath(c.req.param('consumer_uuid'));
+      const removed = await deleteConsumerAllocations(c.var.deps.store, uuid);
+      if (!removed) throw notFound(`No allocations for consumer '${uuid}'`);
+      return c.body(null, 204);
+    },
   },
 });
 
-resource(allocationRoutes, '/resource_providers/:uuid/allocations', {
-  GET: async (c) => {
-    authorize(c, 'placement:resource_providers:allocations:list');
-    const uuid = pathParam(c, 'uuid');
-    const { db } = c.var.deps.store;
-    const provider = await findProvider(db, uuid);
-    if (!provider) {
-      throw new ApiError(404, webobDetail(404, `Resource provider '${uuid}' not found: No resource provider with uuid ${uuid} found`));
-    }
-    const rows = await allocationsForProvider(db, provider.id);
-    setCacheHeaders(c, allocationsLastModified(rows));
-    return c.json(presentProviderAllocations(rows, provider.generation, atLeast(c, 'CONSUMER_GENERATION')));
+allocationRoutes.resource('/resource_providers/:uuid/allocations', {
+  GET: {
+    summary: 'Allocations against a provider',
+    responses: { 200: 'Allocations' },
+    response: providerAllocationsResponseSchema,
+    responseName: 'ProviderAllocations',
+    handler: async (c) => {
+      authorize(c, 'placement:resource_providers:allocations:list');
+      const uuid = c.req.param('uuid');
+      const { db } = c.var.deps.store;
+      const provider = await findProvider(db, uuid);
+      if (!provider) {
+        throw notFound(`Resource provider '${uuid}' not found: No resource provider with uuid ${uuid} found`);
+      }
+      const rows = await allocationsForProvider(db, provider.id);
+      setCacheHeaders(c, allocationsLastModified(rows));
+      return c.json(presentProviderAllocations(rows, provider.generation, atLeast(c, 'CONSUMER_GENERATION')));
+    },
   },
 });

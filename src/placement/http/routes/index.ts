@@ -10,8 +10,9 @@
 //   /allocation_candidates                         allocation-candidates.ts
 //   /reshaper                                      reshaper.ts
 // The accelerator (Cyborg v2) API is src/cyborg/http/routes/, mounted in src/app.ts.
-import { Hono } from 'hono';
-import type { AppEnv } from '../../../http/env.js';
+// Each file declares its routes in a RouteTable (src/http/route-table.ts); the
+// router and GET /openapi.json both read PLACEMENT_ROUTES, in this order.
+import { joinRoutes, type RouteTable } from '../../../http/route-table.js';
 import { aggregateRoutes } from './aggregates.js';
 import { allocationCandidateRoutes } from './allocation-candidates.js';
 import { allocationRoutes } from './allocations.js';
@@ -23,14 +24,17 @@ import { usageRoutes } from './usages.js';
 import { rootRoutes } from './root.js';
 import { traitRoutes } from './traits.js';
 
-export const placementRoutes = new Hono<AppEnv>();
-placementRoutes.route('/', rootRoutes);
-placementRoutes.route('/', resourceProviderRoutes);
-placementRoutes.route('/', aggregateRoutes);
-placementRoutes.route('/', traitRoutes);
-placementRoutes.route('/', allocationRoutes);
-placementRoutes.route('/', allocationCandidateRoutes);
-placementRoutes.route('/', inventoryRoutes);
-placementRoutes.route('/', reshaperRoutes);
-placementRoutes.route('/', resourceClassRoutes);
-placementRoutes.route('/', usageRoutes);
+export const PLACEMENT_ROUTES: RouteTable[] = [
+  rootRoutes,
+  resourceProviderRoutes,
+  aggregateRoutes,
+  traitRoutes,
+  allocationRoutes,
+  allocationCandidateRoutes,
+  inventoryRoutes,
+  reshaperRoutes,
+  resourceClassRoutes,
+  usageRoutes,
+];
+
+export const placementRoutes = joinRoutes(PLACEMENT_ROUTES);

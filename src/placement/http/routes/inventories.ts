@@ -4,20 +4,14 @@
 // one write batch that bumps the provider generation (writes/inventories.ts);
 // replacing the whole inventory with a valid body is first tried as one write
 // batch alone.
-import { Hono } from 'hono';
-import { ApiError, ErrorCode, webobDetail } from '../../../http/api-error.js';
-import type { AppContext, AppEnv } from '../../../http/env.js';
+import { conflict, ErrorCode, invalid, notFound } from '../../../errors.js';
+import type { AppContext } from '../../../http/env.js';
 import { readJson, validateBody } from '../../../http/validate.js';
-import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, newest, requireVersion, setCacheHeaders } from '../middleware.js';
 import { presentInventories, presentInventory, presentInventoryWithGeneration } from '../../present/inventories.js';
+import { findInventory, listInventories, reservedCapacityProblem, type InventoryInput } from '../../repo/inventories.js';
 import {
-  findInventory,
-  InventoryInUseError,
-  listInventories,
-  reservedCapacityProblem,
-  type InventoryInput,
-} from '../../repo/inventories.js';
-import {
+  replaceProviderInventory,
   writeProviderInventory,
   type InventoryChange,
   type InventoryReplacement,
@@ -25,7 +19,6 @@ import {
 } from '../../writes/inventories.js';
 import { isoNow, requireProvider } from '../../repo/lookups.js';
 import type { ProviderState } from '../../writes/kernel.js';
-import { InvalidInventoryInput, InventoryExists, InventoryInUse, InventoryNotFound, ProviderNotFound } from '../../writes/refusals.js';
 import {
   postInventorySchema,
   putInventoriesSchema,
@@ -33,15 +26,19 @@ import {
   toInventoryInput,
   toInventoryInputs,
 } from '../../schemas/inventories.js';
+import { inventoriesSchema, inventoryResponseSchema } from '../../schemas/responses.js';
+import { MV } from '../../versions.js';
+import { RouteTable, always } from '../../../http/route-table.js';
+import { placementHttp } from '../profile.js';
 
-export const inventoryRoutes = new Hono<AppEnv>();
+export const inventoryRoutes = new RouteTable('placement', placementHttp);
 
 const RULE = 'placement:resource_providers:inventories';
 
 /** Body generation must match the provider's, before anything else is tried. */
 function checkGeneration(provider: ProviderState, given: number): void {
   if (given !== provider.generation) {
-    throw new ApiError(409, webobDetail(409, 'resource provider generation conflict'), { code: ErrorCode.CONCURRENT_UPDATE });
+    throw conflict('resource provider generation conflict', ErrorCode.CONCURRENT_UPDATE);
   }
 }
 
@@ -49,7 +46,7 @@ function checkGeneration(provider: ProviderState, given: number): void {
 function checkCapacity(c: AppContext, provider: ProviderState, records: Record<string, InventoryInput>, verb: 'create' | 'update'): void {
   const problem = reservedCapacityProblem(provider, records, atLeast(c, 'RESERVED_EQUALS_TOTAL'));
   if (problem) {
-    throw new ApiError(400, webobDetail(400, `Unable to ${verb} inventory for resource provider ${provider.uuid}: ${problem}`));
+    throw invalid(`Unable to ${verb} inventory for resource provider ${provider.uuid}: ${problem}`);
   }
 }
 
@@ -59,25 +56,19 @@ function warnOverCapacity(c: AppContext, provider: string, classes: string[]): v
   }
 }
 
-/**
- * Runs one inventory write (see writeProviderInventory) and words its
- * refusals; `inUsePrefix` is how this endpoint introduces an in-use conflict.
- */
-async function writeInventory(
+/** Runs one inventory write of provider `uuid` (see writeProviderInventory): the outcome and the change decided. */
+function writeInventory<C extends InventoryChange>(c: AppContext, uuid: string, decide: (provider: ProviderState) => C) {
+  return writeProviderInventory(c.var.deps.store, uuid, decide, isoNow(c.var.deps.clock));
+}
+
+/** Replaces or clears the whole inventory of provider `uuid`, one write batch first when `replacement` allows. */
+function replaceInventory(
   c: AppContext,
+  uuid: string,
   decide: (provider: ProviderState) => InventoryChange,
-  inUsePrefix?: string,
-  replacement?: InventoryReplacement,
+  replacement: InventoryReplacement | undefined,
 ): Promise<InventoryWriteResult> {
-  try {
-    return await writeProviderInventory(c.var.deps.store, pathParam(c, 'uuid'), decide, isoNow(c.var.deps.clock), replacement);
-  } catch (err) {
-    if (err instanceof ProviderNotFound || err instanceof InventoryNotFound) throw new ApiError(404, webobDetail(404, err.message));
-    if (err instanceof InvalidInventoryInput) throw new ApiError(400, webobDetail(400, err.message));
-    if (err instanceof InventoryExists) throw new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.CONCURRENT_UPDATE });
-    if (err instanceof InventoryInUse) throw new InventoryInUseError(err.reason, inUsePrefix);
-    throw err;
-  }
+  return replaceProviderInventory(c.var.deps.store, uuid, decide, isoNow(c.var.deps.clock), replacement);
 }
 
 /**
@@ -86,101 +77,139 @@ async function writeInventory(
  * when the decision refuses the body (invalid, reserved above total), which
  * the ordinary path answers in upstream's order (404 first).
  */
-function replacementOf(c: AppContext, raw: unknown): InventoryReplacement | undefined {
+function replacementOf(c: AppContext, uuid: string, raw: unknown): InventoryReplacement | undefined {
   const body = putInventoriesSchema.safeParse(raw);
   if (!body.success) return undefined;
   const records = toInventoryInputs(body.data.inventories);
-  if (reservedCapacityProblem({ uuid: pathParam(c, 'uuid') }, records, atLeast(c, 'RESERVED_EQUALS_TOTAL'))) return undefined;
+  if (reservedCapacityProblem({ uuid }, records, atLeast(c, 'RESERVED_EQUALS_TOTAL'))) return undefined;
   return { generation: body.data.resource_provider_generation, records };
 }
 
-resource(inventoryRoutes, '/resource_providers/:uuid/inventories', {
-  GET: async (c) => {
-    authorize(c, `${RULE}:list`);
-    const { db } = c.var.deps.store;
-    const provider = await requireProvider(db, pathParam(c, 'uuid'));
-    const rows = await listInventories(db, provider.id);
-    setCacheHeaders(c, newest(...rows.flatMap((r) => [r.createdAt, r.updatedAt])));
-    return c.json(presentInventories(Object.fromEntries(rows.map((r) => [r.resourceClass, r])), provider.generation));
+inventoryRoutes.resource('/resource_providers/:uuid/inventories', {
+  GET: {
+    summary: "A provider's inventories",
+    responses: { 200: 'Inventories' },
+    responseSchema: inventoriesSchema,
+    responseName: 'Inventories',
+    handler: async (c) => {
+      authorize(c, `${RULE}:list`);
+      const { db } = c.var.deps.store;
+      const provider = await requireProvider(db, c.req.param('uuid'));
+      const rows = await listInventories(db, provider.id);
+      setCacheHeaders(c, newest(...rows.flatMap((r) => [r.createdAt, r.updatedAt])));
+      return c.json(presentInventories(Object.fromEntries(rows.map((r) => [r.resourceClass, r])), provider.generation));
+    },
   },
-
-  POST: async (c) => {
-    const raw = await readJson(c);
-    authorize(c, `${RULE}:create`);
-    let body: ReturnType<typeof postInventorySchema.parse> | undefined;
-    const { generation } = await writeInventory(c, (provider) => {
-      body = validateBody(postInventorySchema, raw);
-      const input = toInventoryInput(body);
-      checkCapacity(c, provider, { [body.resource_class]: input }, 'create');
-      return { kind: 'add', resourceClass: body.resource_class, input };
-    });
-    const added = body!;
-    setCacheHeaders(c, isoNow(c.var.deps.clock));
-    const location = new URL(`/resource_providers/${pathParam(c, 'uuid')}/inventories/${added.resource_class}`, c.req.url).toString();
-    c.header('location', location);
-    return c.json(presentInventoryWithGeneration(toInventoryInput(added), generation), 201);
+  POST: {
+    summary: 'Add one inventory',
+    body: always(postInventorySchema),
+    bodyName: 'PostInventory',
+    responses: { 201: 'The inventory' },
+    responseSchema: inventoryResponseSchema,
+    responseName: 'Inventory',
+    handler: async (c) => {
+      const raw = await readJson(c);
+      authorize(c, `${RULE}:create`);
+      const uuid = c.req.param('uuid');
+      const { generation, change } = await writeInventory(c, uuid, (provider) => {
+        const body = validateBody(postInventorySchema, raw);
+        const input = toInventoryInput(body);
+        checkCapacity(c, provider, { [body.resource_class]: input }, 'create');
+        return { kind: 'add', resourceClass: body.resource_class, input } as const;
+      });
+      setCacheHeaders(c, isoNow(c.var.deps.clock));
+      const location = new URL(`/resource_providers/${uuid}/inventories/${change.resourceClass}`, c.req.url).toString();
+      c.header('location', location);
+      return c.json(presentInventoryWithGeneration(change.input, generation), 201);
+    },
   },
-
-  PUT: async (c) => {
-    const raw = await readJson(c);
-    authorize(c, `${RULE}:update`);
-    let records: Record<string, InventoryInput> = {};
-    const decide = (provider: ProviderState): InventoryChange => {
-      const body = validateBody(putInventoriesSchema, raw);
-      checkGeneration(provider, body.resource_provider_generation);
-      records = toInventoryInputs(body.inventories);
-      checkCapacity(c, provider, records, 'update');
-      return { kind: 'replace', records };
-    };
-    const replacement = replacementOf(c, raw);
-    if (replacement) records = replacement.records;
-    const { generation, overCapacity } = await writeInventory(c, decide, 'update conflict', replacement);
-    warnOverCapacity(c, pathParam(c, 'uuid'), overCapacity);
-    setCacheHeaders(c, isoNow(c.var.deps.clock));
-    return c.json(presentInventories(records, generation));
+  PUT: {
+    summary: "Replace a provider's inventories",
+    body: always(putInventoriesSchema),
+    bodyName: 'PutInventories',
+    responses: { 200: 'Inventories' },
+    responseSchema: inventoriesSchema,
+    responseName: 'Inventories',
+    handler: async (c) => {
+      const raw = await readJson(c);
+      authorize(c, `${RULE}:update`);
+      let records: Record<string, InventoryInput> = {};
+      const decide = (provider: ProviderState): InventoryChange => {
+        const body = validateBody(putInventoriesSchema, raw);
+        checkGeneration(provider, body.resource_provider_generation);
+        records = toInventoryInputs(body.inventories);
+        checkCapacity(c, provider, records, 'update');
+        return { kind: 'replace', records };
+      };
+      const replacement = replacementOf(c, c.req.param('uuid'), raw);
+      if (replacement) records = replacement.records;
+      const { generation, overCapacity } = await replaceInventory(c, c.req.param('uuid'), decide, replacement);
+      warnOverCapacity(c, c.req.param('uuid'), overCapacity);
+      setCacheHeaders(c, isoNow(c.var.deps.clock));
+      return c.json(presentInventories(records, generation));
+    },
   },
-
-  DELETE: async (c) => {
-    requireVersion(c, 'DELETE_ALL_INVENTORY', 405);
-    authorize(c, `${RULE}:delete`);
-    await writeInventory(c, () => ({ kind: 'replace', records: {} }), undefined, { generation: undefined, records: {} });
-    return c.body(null, 204);
+  DELETE: {
+    summary: "Delete a provider's inventories",
+    since: MV.DELETE_ALL_INVENTORY,
+    responses: { 204: 'Deleted' },
+    handler: async (c) => {
+      requireVersion(c, 'DELETE_ALL_INVENTORY', 405);
+      authorize(c, `${RULE}:delete`);
+      await replaceInventory(c, c.req.param('uuid'), () => ({ kind: 'clear' }), { generation: undefined, records: {} });
+      return c.body(null, 204);
+    },
   },
 });
 
-resource(inventoryRoutes, '/resource_providers/:uuid/inventories/:resource_class', {
-  GET: async (c) => {
-    authorize(c, `${RULE}:show`);
-    const { db } = c.var.deps.store;
-    const provider = await requireProvider(db, pathParam(c, 'uuid'));
-    const rc = pathParam(c, 'resource_class');
-    const inv = await findInventory(db, provider.id, rc);
-    if (!inv) throw new ApiError(404, webobDetail(404, `No inventory of class ${rc} for ${provider.uuid}`));
-    setCacheHeaders(c, newest(inv.createdAt, inv.updatedAt));
-    return c.json(presentInventoryWithGeneration(inv, provider.generation));
+inventoryRoutes.resource('/resource_providers/:uuid/inventories/:resource_class', {
+  GET: {
+    summary: 'Show one inventory',
+    responses: { 200: 'The inventory' },
+    responseSchema: inventoryResponseSchema,
+    responseName: 'Inventory',
+    handler: async (c) => {
+      authorize(c, `${RULE}:show`);
+      const { db } = c.var.deps.store;
+      const provider = await requireProvider(db, c.req.param('uuid'));
+      const rc = c.req.param('resource_class');
+      const inv = await findInventory(db, provider.id, rc);
+      if (!inv) throw notFound(`No inventory of class ${rc} for ${provider.uuid}`);
+      setCacheHeaders(c, newest(inv.createdAt, inv.updatedAt));
+      return c.json(presentInventoryWithGeneration(inv, provider.generation));
+    },
   },
-
-  PUT: async (c) => {
-    const raw = await readJson(c);
-    authorize(c, `${RULE}:update`);
-    const rc = pathParam(c, 'resource_class');
-    let input: InventoryInput | undefined;
-    const { generation, overCapacity } = await writeInventory(c, (provider) => {
-      const body = validateBody(putInventorySchema, raw);
-      checkGeneration(provider, body.resource_provider_generation);
-      input = toInventoryInput(body);
-      checkCapacity(c, provider, { [rc]: input }, 'update');
-      return { kind: 'update', resourceClass: rc, input };
-    });
-    warnOverCapacity(c, pathParam(c, 'uuid'), overCapacity);
-    setCacheHeaders(c, isoNow(c.var.deps.clock));
-    return c.json({ resource_provider_generation: generation, ...presentInventory(input!) });
+  PUT: {
+    summary: 'Update one inventory',
+    body: always(putInventorySchema),
+    bodyName: 'PutInventory',
+    responses: { 200: 'The inventory' },
+    responseSchema: inventoryResponseSchema,
+    responseName: 'Inventory',
+    handler: async (c) => {
+      const raw = await readJson(c);
+      authorize(c, `${RULE}:update`);
+      const rc = c.req.param('resource_class');
+      const { generation, overCapacity, change } = await writeInventory(c, c.req.param('uuid'), (provider) => {
+        const body = validateBody(putInventorySchema, raw);
+        checkGeneration(provider, body.resource_provider_generation);
+        const input = toInventoryInput(body);
+        checkCapacity(c, provider, { [rc]: input }, 'update');
+        return { kind: 'update', resourceClass: rc, input } as const;
+      });
+      warnOverCapacity(c, c.req.param('uuid'), overCapacity);
+      setCacheHeaders(c, isoNow(c.var.deps.clock));
+      return c.json({ resource_provider_generation: generation, ...presentInventory(change.input) });
+    },
   },
-
-  DELETE: async (c) => {
-    authorize(c, `${RULE}:delete`);
-    const rc = pathParam(c, 'resource_class');
-    await writeInventory(c, () => ({ kind: 'delete', resourceClass: rc }), `Unable to delete inventory of class ${rc}`);
-    return c.body(null, 204);
+  DELETE: {
+    summary: 'Delete one inventory',
+    responses: { 204: 'Deleted' },
+    handler: async (c) => {
+      authorize(c, `${RULE}:delete`);
+      const rc = c.req.param('resource_class');
+      await writeInventory(c, c.req.param('uuid'), () => ({ kind: 'delete', resourceClass: rc }));
+      return c.body(null, 204);
+    },
   },
 });

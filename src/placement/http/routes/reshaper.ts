@@ -1,32 +1,34 @@
-// POST /reshaper (1.30): atomically move inventories and allocations.
-import { Hono } from 'hono';
-import { ApiError, ErrorCode, webobDetail } from '../../../http/api-error.js';
-import type { AppEnv } from '../../../http/env.js';
 import { readBody } from '../../../http/validate.js';
-import { atLeast, authorize, requireVersion, resource } from '../middleware.js';
-import { InventoryInUseError } from '../../repo/inventories.js';
+import { atLeast, authorize, requireVersion } from '../middleware.js';
 import { isoNow } from '../../repo/lookups.js';
-import { reshape, UnknownResourceClass, type ProviderInventoryChange } from '../../writes/reshape.js';
-import { InvalidInventoryInput, InventoryInUse, InventoryProviderMissing, ProviderGenerationMismatch } from '../../writes/refusals.js';
+import { reshape, type ProviderInventoryChange } from '../../writes/reshape.js';
 import { toInventoryInputs } from '../../schemas/inventories.js';
 import { reshaperSchema } from '../../schemas/reshaper.js';
-import { claimFailureToHttp, claimFromBody } from '../claim-requests.js';
+import { claimFromBody } from '../claim-requests.js';
+import { MV } from '../../versions.js';
+import { RouteTable } from '../../../http/route-table.js';
+import { placementHttp } from '../profile.js';
 
-export const reshaperRoutes = new Hono<AppEnv>();
+export const reshaperRoutes = new RouteTable('placement', placementHttp);
 
-resource(reshaperRoutes, '/reshaper', {
-  POST: async (c) => {
-    requireVersion(c, 'RESHAPER');
-    authorize(c, 'placement:reshaper:reshape');
-    const body = await readBody(c, reshaperSchema(c.var.mv));
-    const inventories: ProviderInventoryChange[] = Object.entries(body.inventories).map(([providerUuid, part]) => ({
-      providerUuid,
-      generation: part.resource_provider_generation,
-      records: toInventoryInputs(part.inventories),
-    }));
-    const claims = Object.entries(body.allocations).map(([uuid, part]) => claimFromBody(c, uuid, part));
-    const { deps } = c.var;
-    try {
+reshaperRoutes.resource('/reshaper', {
+  POST: {
+    summary: 'Move inventories and allocations atomically',
+    since: MV.RESHAPER,
+    body: reshaperSchema,
+    bodyName: 'Reshape',
+    responses: { 204: 'Reshaped' },
+    handler: async (c) => {
+      requireVersion(c, 'RESHAPER');
+      authorize(c, 'placement:reshaper:reshape');
+      const body = await readBody(c, reshaperSchema(c.var.mv));
+      const inventories: ProviderInventoryChange[] = Object.entries(body.inventories).map(([providerUuid, part]) => ({
+        providerUuid,
+        generation: part.resource_provider_generation,
+        records: toInventoryInputs(part.inventories),
+      }));
+      const claims = Object.entries(body.allocations).map(([uuid, part]) => claimFromBody(c, uuid, part));
+      const { deps } = c.var;
       await reshape(
         deps.store,
         { inventories, claims },
@@ -36,18 +38,7 @@ resource(reshaperRoutes, '/reshaper', {
           now: isoNow(deps.clock),
         },
       );
-    } catch (err) {
-      if (err instanceof InventoryProviderMissing) {
-        throw new ApiError(400, webobDetail(400, err.message), { code: ErrorCode.PROVIDER_NOT_FOUND });
-      }
-      if (err instanceof ProviderGenerationMismatch) {
-        throw new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.CONCURRENT_UPDATE });
-      }
-      if (err instanceof InvalidInventoryInput) throw new ApiError(400, webobDetail(400, err.message));
-      if (err instanceof UnknownResourceClass) throw new ApiError(400, webobDetail(400, `malformed reshaper data: ${err.message}`));
-      if (err instanceof InventoryInUse) throw new InventoryInUseError(err.reason, 'update conflict');
-      throw claimFailureToHttp(err, 'malformed reshaper data: ');
-    }
-    return c.body(null, 204);
+      return c.body(null, 204);
+    },
   },
 });

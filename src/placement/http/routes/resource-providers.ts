@@ -1,20 +1,23 @@
 // /resource_providers and /resource_providers/{uuid}: list with filters,
 // create, show, update (rename, re-parent from 1.37), delete.
-import { Hono } from 'hono';
-import { ApiError, ErrorCode, webobDetail } from '../../../http/api-error.js';
-import type { AppContext, AppEnv } from '../../../http/env.js';
+import { invalid } from '../../../errors.js';
+import type { AppContext } from '../../../http/env.js';
 import { badQuery, queryParams, readBody } from '../../../http/validate.js';
-import { atLeast, authorize, newest, pathParam, resource, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, newest, setCacheHeaders } from '../middleware.js';
 import { presentProvider } from '../../present/providers.js';
 import { isUuidLike, normalizeUuid } from '../../../uuid.js';
 import { parseMemberOf, parseRequired, parseResources, traitNames } from '../../query.js';
 import { isoNow, providerNotFound, resourceClassIdsByName, traitIdsByName } from '../../repo/lookups.js';
 import { createProviderBatched, deleteProviderBatched, updateProviderBatched } from '../../writes/providers.js';
-import { getProviderView, listProviders, type ProviderListFilter, type ProviderView } from '../../repo/providers.js';
-import { DuplicateProvider, InvalidNewProvider, ProviderNotFound } from '../../writes/refusals.js';
+import { getProviderView, listProviders, type ProviderListFilter } from '../../repo/providers.js';
 import { createProviderSchema, updateProviderSchema } from '../../schemas/providers.js';
+import { providerListResponseSchema, providerResponseSchema } from '../../schemas/responses.js';
+import { MV } from '../../versions.js';
+import { RouteTable, type QueryParam } from '../../../http/route-table.js';
+import { placementHttp } from '../profile.js';
+import type { Microversion } from '../../../microversion.js';
 
-export const resourceProviderRoutes = new Hono<AppEnv>();
+export const resourceProviderRoutes = new RouteTable('placement', placementHttp);
 
 /** What the create/update bodies carry, across their microversions. */
 interface ProviderBody {
@@ -24,7 +27,7 @@ interface ProviderBody {
 }
 
 /** Query parameters GET /resource_providers knows, by the version that added them. */
-export const LIST_PARAMS: [string, Parameters<typeof atLeast>[1] | null][] = [
+const LIST_PARAMS: [string, Parameters<typeof atLeast>[1] | null][] = [
   ['uuid', null],
   ['name', null],
   ['member_of', 'MEMBER_OF_LIST'],
@@ -32,6 +35,9 @@ export const LIST_PARAMS: [string, Parameters<typeof atLeast>[1] | null][] = [
   ['in_tree', 'NESTED'],
   ['required', 'RP_REQUIRED'],
 ];
+
+const providerListQuery = (mv: Microversion): QueryParam[] =>
+  LIST_PARAMS.filter(([, feature]) => !feature || mv.atLeast(MV[feature])).map(([name]) => ({ name }));
 
 async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
   const params = queryParams(c);
@@ -67,7 +73,7 @@ async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
     const names = traitNames(traits);
     const ids = await traitIdsByName(db, names);
     const missing = names.filter((n) => !ids.has(n));
-    if (missing.length) throw new ApiError(400, webobDetail(400, `No such trait(s): ${missing.join(', ')}.`));
+    if (missing.length) throw invalid(`No such trait(s): ${missing.join(', ')}.`);
     filter.traits = {
       required: traits.required.map((n) => ids.get(n)!),
       forbidden: traits.forbidden.map((n) => ids.get(n)!),
@@ -88,74 +94,88 @@ async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
   return filter;
 }
 
-resource(resourceProviderRoutes, '/resource_providers', {
-  GET: async (c) => {
-    authorize(c, 'placement:resource_providers:list');
-    const providers = await listProviders(c.var.deps.store.db, await parseListFilter(c));
-    setCacheHeaders(c, newest(...providers.flatMap((p) => [p.createdAt, p.updatedAt])));
-    return c.json({ resource_providers: providers.map((p) => presentProvider(p, c.var.mv)) });
+resourceProviderRoutes.resource('/resource_providers', {
+  GET: {
+    summary: 'List resource providers',
+    query: providerListQuery,
+    responses: { 200: 'Providers' },
+    response: providerListResponseSchema,
+    responseName: 'ResourceProviderList',
+    handler: async (c) => {
+      authorize(c, 'placement:resource_providers:list');
+      const providers = await listProviders(c.var.deps.store.db, await parseListFilter(c));
+      setCacheHeaders(c, newest(...providers.flatMap((p) => [p.createdAt, p.updatedAt])));
+      return c.json({ resource_providers: providers.map((p) => presentProvider(p, c.var.mv)) });
+    },
   },
-
-  POST: async (c) => {
-    authorize(c, 'placement:resource_providers:create');
-    const body: ProviderBody = await readBody(c, createProviderSchema(c.var.mv));
-    const { deps } = c.var;
-    const now = isoNow(deps.clock);
-    const uuid = body.uuid ? normalizeUuid(body.uuid) : deps.newId();
-    const parentUuid = body.parent_provider_uuid ?? null;
-    let created: ProviderView;
-    try {
-      created = await createProviderBatched(deps.store, { uuid, name: body.name, parentUuid }, now);
-    } catch (err) {
-      if (err instanceof DuplicateProvider) throw new ApiError(409, webobDetail(409, err.message), { code: ErrorCode.DUPLICATE_NAME });
-      if (err instanceof InvalidNewProvider) {
-        throw new ApiError(400, webobDetail(400, `Unable to create resource provider "${body.name}", ${uuid}: ${err.reason}`));
-      }
-      throw err;
-    }
-    c.header('location', new URL(`/resource_providers/${created.uuid}`, c.req.url).href);
-    if (!atLeast(c, 'POST_RP_RETURNS_BODY')) return c.body(null, 201);
-    setCacheHeaders(c, created.updatedAt ?? created.createdAt);
-    return c.json(presentProvider(created, c.var.mv), 200);
+  POST: {
+    summary: 'Create a resource provider',
+    body: createProviderSchema,
+    bodyName: 'CreateResourceProvider',
+    responses: { 200: 'Created; the provider (1.20+)', 201: 'Created, no body (before 1.20)' },
+    bodyless: [201],
+    response: (mv) => (mv.atLeast(MV.POST_RP_RETURNS_BODY) ? providerResponseSchema(mv) : undefined),
+    responseName: 'ResourceProvider',
+    handler: async (c) => {
+      authorize(c, 'placement:resource_providers:create');
+      const body: ProviderBody = await readBody(c, createProviderSchema(c.var.mv));
+      const { deps } = c.var;
+      const now = isoNow(deps.clock);
+      const uuid = body.uuid ? normalizeUuid(body.uuid) : deps.newId();
+      const parentUuid = body.parent_provider_uuid ?? null;
+      const created = await createProviderBatched(deps.store, { uuid, name: body.name, parentUuid }, now);
+      c.header('location', new URL(`/resource_providers/${created.uuid}`, c.req.url).href);
+      if (!atLeast(c, 'POST_RP_RETURNS_BODY')) return c.body(null, 201);
+      setCacheHeaders(c, created.updatedAt ?? created.createdAt);
+      return c.json(presentProvider(created, c.var.mv), 200);
+    },
   },
 });
 
-resource(resourceProviderRoutes, '/resource_providers/:uuid', {
-  GET: async (c) => {
-    authorize(c, 'placement:resource_providers:show');
-    const uuid = pathParam(c, 'uuid');
-    const rp = await getProviderView(c.var.deps.store.db, uuid);
-    if (!rp) throw providerNotFound(uuid);
-    setCacheHeaders(c, newest(rp.createdAt, rp.updatedAt));
-    return c.json(presentProvider(rp, c.var.mv));
+resourceProviderRoutes.resource('/resource_providers/:uuid', {
+  GET: {
+    summary: 'Show a resource provider',
+    responses: { 200: 'The provider' },
+    response: providerResponseSchema,
+    responseName: 'ResourceProvider',
+    handler: async (c) => {
+      authorize(c, 'placement:resource_providers:show');
+      const uuid = c.req.param('uuid');
+      const rp = await getProviderView(c.var.deps.store.db, uuid);
+      if (!rp) throw providerNotFound(uuid);
+      setCacheHeaders(c, newest(rp.createdAt, rp.updatedAt));
+      return c.json(presentProvider(rp, c.var.mv));
+    },
   },
-
-  PUT: async (c) => {
-    authorize(c, 'placement:resource_providers:update');
-    const body: ProviderBody = await readBody(c, updateProviderSchema(c.var.mv));
-    const { deps } = c.var;
-    const uuid = pathParam(c, 'uuid');
-    const updated = await updateProviderBatched(
-      deps.store,
-      uuid,
-      { name: body.name, parentUuid: body.parent_provider_uuid, allowReparent: atLeast(c, 'REPARENT') },
-      isoNow(deps.clock),
-    );
-    setCacheHeaders(c, newest(updated.createdAt, updated.updatedAt));
-    return c.json(presentProvider(updated, c.var.mv));
+  PUT: {
+    summary: 'Update a resource provider',
+    body: updateProviderSchema,
+    bodyName: 'UpdateResourceProvider',
+    responses: { 200: 'The provider' },
+    response: providerResponseSchema,
+    responseName: 'ResourceProvider',
+    handler: async (c) => {
+      authorize(c, 'placement:resource_providers:update');
+      const body: ProviderBody = await readBody(c, updateProviderSchema(c.var.mv));
+      const { deps } = c.var;
+      const uuid = c.req.param('uuid');
+      const updated = await updateProviderBatched(
+        deps.store,
+        uuid,
+        { name: body.name, parentUuid: body.parent_provider_uuid, allowReparent: atLeast(c, 'REPARENT') },
+        isoNow(deps.clock),
+      );
+      setCacheHeaders(c, newest(updated.createdAt, updated.updatedAt));
+      return c.json(presentProvider(updated, c.var.mv));
+    },
   },
-
-  DELETE: async (c) => {
-    authorize(c, 'placement:resource_providers:delete');
-    const uuid = pathParam(c, 'uuid');
-    try {
-      await deleteProviderBatched(c.var.deps.store, uuid);
-    } catch (err) {
-      if (err instanceof ProviderNotFound) {
-        throw new ApiError(404, webobDetail(404, `No resource provider with uuid ${uuid} found for delete`));
-      }
-      throw err;
-    }
-    return c.body(null, 204);
+  DELETE: {
+    summary: 'Delete a resource provider',
+    responses: { 204: 'Deleted' },
+    handler: async (c) => {
+      authorize(c, 'placement:resource_providers:delete');
+      await deleteProviderBatched(c.var.deps.store, c.req.param('uuid'));
+      return c.body(null, 204);
+    },
   },
 });

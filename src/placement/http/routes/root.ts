@@ -1,25 +1,32 @@
-// GET / — the version document. Public: no token, no policy.
-import { Hono } from 'hono';
-import type { AppEnv } from '../../../http/env.js';
-import { resource, setCacheHeaders } from '../middleware.js';
+import { setCacheHeaders } from '../middleware.js';
 import type { VersionDocumentJson } from '../../schemas/responses.js';
 import { MAX_VERSION, MIN_VERSION } from '../../versions.js';
+import { versionDocumentSchema } from '../../schemas/responses.js';
+import { RouteTable } from '../../../http/route-table.js';
+import { placementHttp } from '../profile.js';
 
-export const rootRoutes = new Hono<AppEnv>();
+export const rootRoutes = new RouteTable('placement', placementHttp);
 
-resource(rootRoutes, '/', {
-  GET: (c) => {
-    setCacheHeaders(c);
-    return c.json({
-      versions: [
-        {
-          id: 'v1.0',
-          max_version: MAX_VERSION,
-          min_version: MIN_VERSION,
-          status: 'CURRENT',
-          links: [{ rel: 'self', href: '' }],
-        },
-      ],
-    } satisfies VersionDocumentJson);
+rootRoutes.resource('/', {
+  GET: {
+    summary: 'Version document',
+    public: true,
+    responses: { 200: 'The supported microversions' },
+    responseSchema: versionDocumentSchema,
+    responseName: 'PlacementVersions',
+    handler: (c) => {
+      setCacheHeaders(c);
+      return c.json({
+        versions: [
+          {
+            id: 'v1.0',
+            max_version: MAX_VERSION,
+            min_version: MIN_VERSION,
+            status: 'CURRENT',
+            links: [{ rel: 'self', href: '' }],
+          },
+        ],
+      } satisfies VersionDocumentJson);
+    },
   },
 });

@@ -1,38 +1,19 @@
 // /traits, /traits/{name} and /resource_providers/{uuid}/traits (all 1.6+).
-import { Hono } from 'hono';
-import { ApiError, ErrorCode, webobDetail } from '../../../http/api-error.js';
-import type { AppContext, AppEnv } from '../../../http/env.js';
+import { conflict, invalid, notFound } from '../../../errors.js';
 import { badQuery, queryParams, readBody } from '../../../http/validate.js';
-import { authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../middleware.js';
+import { authorize, newest, requireVersion, setCacheHeaders } from '../middleware.js';
 import { isoNow, requireProvider } from '../../repo/lookups.js';
 import { deleteTraitBatched, ensureTraitBatched, replaceProviderTraits } from '../../writes/traits.js';
-import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from '../../writes/refusals.js';
 import { findTrait, listTraits, providerTraits, type TraitListFilter } from '../../repo/traits.js';
 import type { ProviderTraitsJson, TraitListJson } from '../../schemas/responses.js';
 import { isValidCustomTrait, putProviderTraitsSchema } from '../../schemas/traits.js';
 import { STANDARD_TRAITS } from '../../standard-names.generated.js';
+import { providerTraitsResponseSchema, traitListResponseSchema } from '../../schemas/responses.js';
+import { MV } from '../../versions.js';
+import { RouteTable, always, named } from '../../../http/route-table.js';
+import { placementHttp } from '../profile.js';
 
-export const traitRoutes = new Hono<AppEnv>();
-
-/** One read batch, one write batch (writes/traits.ts), refusals worded as upstream. */
-async function writeTraits(c: AppContext, expected: number | undefined, names: string[], now: string): Promise<number> {
-  try {
-    return await replaceProviderTraits(c.var.deps.store, pathParam(c, 'uuid'), expected, names, now);
-  } catch (err) {
-    if (err instanceof ProviderNotFound) throw new ApiError(404, webobDetail(404, err.message));
-    if (err instanceof StaleProviderGeneration) {
-      throw new ApiError(
-        409,
-        webobDetail(409, "Resource provider's generation already changed. Please update the generation and try again."),
-        {
-          code: ErrorCode.CONCURRENT_UPDATE,
-        },
-      );
-    }
-    if (err instanceof UnknownTraits) throw new ApiError(400, webobDetail(400, err.message));
-    throw err;
-  }
-}
+export const traitRoutes = new RouteTable('placement', placementHttp);
 
 const STANDARD = new Set(STANDARD_TRAITS);
 
@@ -53,12 +34,8 @@ function parseTraitListQuery(params: Record<string, string[]>): TraitListFilter 
         .map((n) => n.trim());
     else if (name.startsWith('startswith:')) filter.prefix = name.slice('startswith:'.length).trim();
     else {
-      throw new ApiError(
-        400,
-        webobDetail(
-          400,
-          `Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "${name}"`,
-        ),
+      throw invalid(
+        `Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "${name}"`,
       );
     }
   }
@@ -66,93 +43,130 @@ function parseTraitListQuery(params: Record<string, string[]>): TraitListFilter 
   const associated = params.associated?.at(-1)?.toLowerCase();
   if (associated !== undefined) {
     if (associated !== 'true' && associated !== 'false') {
-      throw new ApiError(400, webobDetail(400, 'The query parameter "associated" only accepts "true" or "false"'));
+      throw invalid('The query parameter "associated" only accepts "true" or "false"');
     }
     filter.associated = associated === 'true';
   }
   return filter;
 }
 
-resource(traitRoutes, '/traits', {
-  GET: async (c) => {
-    requireVersion(c, 'TRAITS');
-    authorize(c, 'placement:traits:list');
-    const rows = await listTraits(c.var.deps.store.db, parseTraitListQuery(queryParams(c)));
-    setCacheHeaders(c, newest(...rows.flatMap((r) => [r.createdAt, r.updatedAt])));
-    return c.json({ traits: rows.map((r) => r.name) } satisfies TraitListJson);
+traitRoutes.resource('/traits', {
+  GET: {
+    summary: 'List traits',
+    since: MV.TRAITS,
+    query: named(['name', 'in:NAME1,NAME2 or startswith:PREFIX'], ['associated', 'true or false']),
+    responses: { 200: 'Traits' },
+    responseSchema: traitListResponseSchema,
+    responseName: 'TraitList',
+    handler: async (c) => {
+      requireVersion(c, 'TRAITS');
+      authorize(c, 'placement:traits:list');
+      const rows = await listTraits(c.var.deps.store.db, parseTraitListQuery(queryParams(c)));
+      setCacheHeaders(c, newest(...rows.flatMap((r) => [r.createdAt, r.updatedAt])));
+      return c.json({ traits: rows.map((r) => r.name) } satisfies TraitListJson);
+    },
   },
 });
 
-resource(traitRoutes, '/traits/:name', {
-  GET: async (c) => {
-    requireVersion(c, 'TRAITS');
-    authorize(c, 'placement:traits:show');
-    const name = pathParam(c, 'name');
-    const trait = await findTrait(c.var.deps.store.db, name);
-    if (!trait) throw new ApiError(404, webobDetail(404, `No such trait(s): ${name}`));
-    setCacheHeaders(c, newest(trait.createdAt, trait.updatedAt));
-    return c.body(null, 204);
+traitRoutes.resource('/traits/:name', {
+  GET: {
+    summary: 'Whether a trait exists',
+    since: MV.TRAITS,
+    responses: { 204: 'It exists' },
+    handler: async (c) => {
+      requireVersion(c, 'TRAITS');
+      authorize(c, 'placement:traits:show');
+      const name = c.req.param('name');
+      const trait = await findTrait(c.var.deps.store.db, name);
+      if (!trait) throw notFound(`No such trait(s): ${name}`);
+      setCacheHeaders(c, newest(trait.createdAt, trait.updatedAt));
+      return c.body(null, 204);
+    },
   },
-
-  PUT: async (c) => {
-    requireVersion(c, 'TRAITS');
-    authorize(c, 'placement:traits:update');
-    const name = pathParam(c, 'name');
-    if (!isValidCustomTrait(name)) {
-      throw new ApiError(
-        400,
-        webobDetail(
-          400,
+  PUT: {
+    summary: 'Create a custom trait',
+    since: MV.TRAITS,
+    responses: { 201: 'Created', 204: 'Already there' },
+    bodyless: [201],
+    handler: async (c) => {
+      requireVersion(c, 'TRAITS');
+      authorize(c, 'placement:traits:update');
+      const name = c.req.param('name');
+      if (!isValidCustomTrait(name)) {
+        throw invalid(
           'The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"',
-        ),
-      );
-    }
-    const { deps } = c.var;
-    const trait = await ensureTraitBatched(deps.store, name, isoNow(deps.clock));
-    c.header('location', new URL(`/traits/${name}`, c.req.url).href);
-    setCacheHeaders(c, newest(trait.createdAt, trait.updatedAt));
-    return c.body(null, trait.created ? 201 : 204);
+        );
+      }
+      const { deps } = c.var;
+      const trait = await ensureTraitBatched(deps.store, name, isoNow(deps.clock));
+      c.header('location', new URL(`/traits/${name}`, c.req.url).href);
+      setCacheHeaders(c, newest(trait.createdAt, trait.updatedAt));
+      return c.body(null, trait.created ? 201 : 204);
+    },
   },
-
-  DELETE: async (c) => {
-    requireVersion(c, 'TRAITS');
-    authorize(c, 'placement:traits:delete');
-    const name = pathParam(c, 'name');
-    const outcome = await deleteTraitBatched(c.var.deps.store, name, STANDARD.has(name));
-    if (outcome === 'not_found') throw new ApiError(404, webobDetail(404, `No such trait(s): ${name}`));
-    if (outcome === 'standard') throw new ApiError(400, webobDetail(400, `Cannot delete standard trait ${name}.`));
-    if (outcome === 'in_use') throw new ApiError(409, webobDetail(409, `The trait ${name} is in use by a resource provider.`));
-    return c.body(null, 204);
+  DELETE: {
+    summary: 'Delete a custom trait',
+    since: MV.TRAITS,
+    responses: { 204: 'Deleted' },
+    handler: async (c) => {
+      requireVersion(c, 'TRAITS');
+      authorize(c, 'placement:traits:delete');
+      const name = c.req.param('name');
+      const outcome = await deleteTraitBatched(c.var.deps.store, name, STANDARD.has(name));
+      if (outcome === 'not_found') throw notFound(`No such trait(s): ${name}`);
+      if (outcome === 'standard') throw invalid(`Cannot delete standard trait ${name}.`);
+      if (outcome === 'in_use') throw conflict(`The trait ${name} is in use by a resource provider.`);
+      return c.body(null, 204);
+    },
   },
 });
 
-resource(traitRoutes, '/resource_providers/:uuid/traits', {
-  GET: async (c) => {
-    requireVersion(c, 'TRAITS');
-    authorize(c, 'placement:resource_providers:traits:list');
-    const { db } = c.var.deps.store;
-    const rp = await requireProvider(db, pathParam(c, 'uuid'));
-    const rows = await providerTraits(db, rp.id);
-    setCacheHeaders(c, newest(rp.updatedAt, ...rows.map((r) => r.createdAt)));
-    return c.json({ traits: rows.map((r) => r.name), resource_provider_generation: rp.generation } satisfies ProviderTraitsJson);
+traitRoutes.resource('/resource_providers/:uuid/traits', {
+  GET: {
+    summary: "A provider's traits",
+    since: MV.TRAITS,
+    responses: { 200: 'Traits' },
+    responseSchema: providerTraitsResponseSchema,
+    responseName: 'ProviderTraits',
+    handler: async (c) => {
+      requireVersion(c, 'TRAITS');
+      authorize(c, 'placement:resource_providers:traits:list');
+      const { db } = c.var.deps.store;
+      const rp = await requireProvider(db, c.req.param('uuid'));
+      const rows = await providerTraits(db, rp.id);
+      setCacheHeaders(c, newest(rp.updatedAt, ...rows.map((r) => r.createdAt)));
+      return c.json({ traits: rows.map((r) => r.name), resource_provider_generation: rp.generation } satisfies ProviderTraitsJson);
+    },
   },
-
-  PUT: async (c) => {
-    requireVersion(c, 'TRAITS');
-    authorize(c, 'placement:resource_providers:traits:update');
-    const body = await readBody(c, putProviderTraitsSchema);
-    const { deps } = c.var;
-    const now = isoNow(deps.clock);
-    const names = [...new Set(body.traits)];
-    const generation = await writeTraits(c, body.resource_provider_generation, names, now);
-    setCacheHeaders(c, now);
-    return c.json({ traits: names.sort(), resource_provider_generation: generation } satisfies ProviderTraitsJson);
+  PUT: {
+    summary: "Replace a provider's traits",
+    since: MV.TRAITS,
+    body: always(putProviderTraitsSchema),
+    bodyName: 'PutProviderTraits',
+    responses: { 200: 'Traits' },
+    responseSchema: providerTraitsResponseSchema,
+    responseName: 'ProviderTraits',
+    handler: async (c) => {
+      requireVersion(c, 'TRAITS');
+      authorize(c, 'placement:resource_providers:traits:update');
+      const body = await readBody(c, putProviderTraitsSchema);
+      const { deps } = c.var;
+      const now = isoNow(deps.clock);
+      const names = [...new Set(body.traits)];
+      const generation = await replaceProviderTraits(deps.store, c.req.param('uuid'), body.resource_provider_generation, names, now);
+      setCacheHeaders(c, now);
+      return c.json({ traits: names.sort(), resource_provider_generation: generation } satisfies ProviderTraitsJson);
+    },
   },
-
-  DELETE: async (c) => {
-    requireVersion(c, 'TRAITS');
-    authorize(c, 'placement:resource_providers:traits:delete');
-    await writeTraits(c, undefined, [], isoNow(c.var.deps.clock));
-    return c.body(null, 204);
+  DELETE: {
+    summary: "Remove a provider's traits",
+    since: MV.TRAITS,
+    responses: { 204: 'Removed' },
+    handler: async (c) => {
+      requireVersion(c, 'TRAITS');
+      authorize(c, 'placement:resource_providers:traits:delete');
+      await replaceProviderTraits(c.var.deps.store, c.req.param('uuid'), undefined, [], isoNow(c.var.deps.clock));
+      return c.body(null, 204);
+    },
   },
 });

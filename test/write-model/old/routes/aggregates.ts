@@ -4,7 +4,8 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../../../../src/http/env.js';
 import { readBody } from '../../../../src/http/validate.js';
-import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
+import { atLeast, authorize, newest, requireVersion, resource, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
+import { pathParam } from './path-param.js';
 import { normalizeUuid } from '../../../oracle-rules/uuid.js';
 import { providerAggregates, setProviderAggregates } from '../repo/aggregates.js';
 import { bumpGeneration, generationConflict, isoNow, requireProvider } from '../repo/lookups.js';

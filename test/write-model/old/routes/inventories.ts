@@ -6,7 +6,8 @@ import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../../../src/http/api-error.js';
 import type { AppContext, AppEnv } from '../../../../src/http/env.js';
 import { readJson, validateBody } from '../../../../src/http/validate.js';
-import { atLeast, authorize, newest, pathParam, requireVersion, resource, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
+import { atLeast, authorize, newest, requireVersion, resource, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
+import { pathParam } from './path-param.js';
 import {
   presentInventories, presentInventory, presentInventoryWithGeneration,
 } from '../../../../src/placement/present/inventories.js';
