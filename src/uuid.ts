@@ -30,3 +30,11 @@ export function normalizeUuid(value: string): string {
   if (uuid === null) throw new TypeError(`not uuid-like: ${value}`);
   return uuid;
 }
+
+/**
+ * The consumer a path names. PUT stores a uuid in its canonical form (as
+ * upstream's UUIDField does), so GET and DELETE look up that form too: the
+ * same path reads back what it wrote, whatever the case or dashes. Anything
+ * else is looked up as given (it names no consumer).
+ */
+export const consumerOfPath = (raw: string): string => parseUuidLike(raw.trim()) ?? raw;

@@ -3,7 +3,7 @@
 import { notFound } from '../../../errors.js';
 import { readBody } from '../../../http/validate.js';
 import { authorize } from '../../../placement/http/middleware.js';
-import { parseUuidLike } from '../../../uuid.js';
+import { consumerOfPath } from '../../../uuid.js';
 import { confirmLease, getLease, listLeases, putLease } from '../../leases.js';
 import { EXT_RULE } from '../../policy.js';
 import { putLeaseSchema } from '../../schemas.js';
@@ -12,9 +12,6 @@ import { RouteTable } from '../../../http/route-table.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 
 export const leaseRoutes = new RouteTable('diagnostics', placementHttp);
-
-/** The consumer a path names, in the canonical form allocations store it. */
-const consumerOfPath = (raw: string) => parseUuidLike(raw.trim()) ?? raw;
 
 leaseRoutes.resource('/leases', {
   GET: {

@@ -3,7 +3,7 @@
 import { invalid, notFound } from '../../../errors.js';
 import type { AppContext } from '../../../http/env.js';
 import { readBody } from '../../../http/validate.js';
-import { parseUuidLike } from '../../../uuid.js';
+import { consumerOfPath, parseUuidLike } from '../../../uuid.js';
 import { atLeast, authorize, requireVersion, setCacheHeaders } from '../middleware.js';
 import { allocationsLastModified, presentConsumerAllocations, presentProviderAllocations } from '../../present/allocations.js';
 import { allocationsForConsumer, allocationsForProvider, type ConsumerClaim } from '../../repo/allocations.js';
@@ -48,14 +48,6 @@ allocationRoutes.resource('/allocations', {
     },
   },
 });
-
-/**
- * The consumer a path names. PUT stores a uuid in its canonical form (as
- * upstream's UUIDField does), so GET and DELETE look up that form too: the
- * same path reads back what it wrote, whatever the case or dashes. Anything
- * else is looked up as given (it names no consumer).
- */
-const consumerOfPath = (raw: string) => parseUuidLike(raw.trim()) ?? raw;
 
 allocationRoutes.resource('/allocations/:consumer_uuid', {
   GET: {
