@@ -37,20 +37,12 @@ import { cloudflareQueue, type QueueProducer } from '../jobs/queue.js';
 import { runSweeps } from '../jobs/sweeps.js';
 import { configSummary } from '../observability/config-summary.js';
 import { isolateMetrics } from '../observability/source.js';
-import { warmUpEngine } from '../placement/candidates/engine-warm-up.js';
+import { warmUpIsolate } from './worker-warm-up.js';
 
-/**
- * Rounds of the candidates engine over a made-up cloud while the module is
- * evaluated (engine-warm-up.ts): the platform does that when it starts the
- * isolate, before a request arrives, so the first request finds the engine
- * compiled with type feedback instead of running it for the first time.
- * Measured (bench/worker-first.ts, flat-1000): the first answer's CPU 105-124
- * -> 44-69 ms; the start ~50-110 ms longer (`wrangler check startup`), well
- * within the platform's 1 s startup limit.
- */
-const ENGINE_WARM_UP_ROUNDS = 4;
-// No I/O here, only promises already settled: the module's evaluation waits for it. A failure only costs the warm-up.
-await warmUpEngine(ENGINE_WARM_UP_ROUNDS).catch(() => {});
+// The app and the candidates engine run once while the module is evaluated,
+// before the isolate's first request (worker-warm-up.ts). No I/O, only
+// promises that settle at once: the evaluation waits for them.
+await warmUpIsolate();
 
 /**
  * Bindings: string vars/secrets named as the Node environment (see

@@ -35,3 +35,10 @@ describe('engine warm-up without a database', () => {
     await expect(syntheticReader(1, 1).readBatch(['SELECT 1'])).rejects.toThrow(/no synthetic answer/);
   });
 });
+
+describe("the Worker's app warm-up (src/entry/worker-warm-up.ts)", () => {
+  it('runs the request path through without reaching a database: GET / and a refused candidates query', async () => {
+    const { warmUpApp } = await import('../../src/entry/worker-warm-up.js');
+    expect(await warmUpApp()).toEqual([200, 400]);
+  });
+});
