@@ -106,6 +106,8 @@ async function phase(label: string, work: () => Promise<unknown>): Promise<void>
   const { profile } = await send<{ profile: Profile }>('Profiler.stop');
   if (args.out) writeFileSync(join(args.out, `${label.replace(/\W+/g, '-')}.cpuprofile`), JSON.stringify(profile));
   summarise(label, profile, cpuMs);
+  const heap = await send<{ usedSize: number; totalSize: number }>('Runtime.getHeapUsage');
+  console.log(`  isolate heap after it: ${(heap.usedSize / 2 ** 20).toFixed(1)} MiB used of ${(heap.totalSize / 2 ** 20).toFixed(1)} MiB`);
 }
 
 try {
