@@ -171,7 +171,7 @@ export async function writeProviderInventory<C extends InventoryChange>(
 
 /** Classes of the provider's inventory that exist (an SQL condition on `alias`, taking the provider uuid). */
 const ownInventory = (alias: string) =>
-  `${alias}.resource_provider_id = ${PROVIDER_ID_BY_UUID} AND ${alias}.resource_class_id IN (SELECT ${RC.id} FROM resource_classes)`;
+  `${alias}.${INV.resourceProviderId} = ${PROVIDER_ID_BY_UUID} AND ${alias}.${INV.resourceClassId} IN (SELECT ${RC.id} FROM resource_classes)`;
 
 /**
  * The whole inventory of provider `uuid` replaced in one write batch, as the
@@ -185,7 +185,7 @@ function oneBatchReplaceStatements(uuid: string, replacement: InventoryReplaceme
   // Inventories whose class is not among `names` (all of them when there are none).
   const unwanted = (alias: string) =>
     names.length > 0
-      ? `${alias}.resource_class_id NOT IN (SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} IN (${placeholders(names.length)}))`
+      ? `${alias}.${INV.resourceClassId} NOT IN (SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} IN (${placeholders(names.length)}))`
       : 'true';
   const statements = [
     bumpProviderGeneration(uuid, replacement.generation, now),
