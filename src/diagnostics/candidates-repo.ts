@@ -5,17 +5,18 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { capacitySql, type InventoryLimits, usedSql } from '../placement/capacity.js';
+import { AGG, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../db/columns.js';
 
 /** provider uuid -> root provider uuid, for every provider with an inventory of one of `classNames`. */
 export async function providersWithClasses(db: Db, classNames: string[]): Promise<Map<string, string>> {
   if (!classNames.length) return new Map();
   const rows = await db.all<{ uuid: string; root_uuid: string }>(sql`
-    SELECT DISTINCT p.uuid, root.uuid AS root_uuid
+    SELECT DISTINCT p.${RP.uuid}, root.${RP.uuid} AS root_uuid
     FROM inventories i
-    JOIN resource_classes rc ON rc.id = i.resource_class_id
-    JOIN resource_providers p ON p.id = i.resource_provider_id
-    JOIN resource_providers root ON root.id = COALESCE(p.root_provider_id, p.id)
-    WHERE rc.name IN (SELECT value FROM json_each(${JSON.stringify(classNames)}))`);
+    JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+    JOIN resource_providers p ON p.${RP.id} = i.${INV.resourceProviderId}
+    JOIN resource_providers root ON root.${RP.id} = COALESCE(p.${RP.rootProviderId}, p.${RP.id})
+    WHERE rc.${RC.name} IN (SELECT value FROM json_each(${JSON.stringify(classNames)}))`);
   return new Map(rows.map((r) => [r.uuid, r.root_uuid]));
 }
 
@@ -23,9 +24,9 @@ export async function providersWithClasses(db: Db, classNames: string[]): Promis
 export async function rootsOf(db: Db, uuids: string[]): Promise<Map<string, string>> {
   if (!uuids.length) return new Map();
   const rows = await db.all<{ uuid: string; root_uuid: string }>(sql`
-    SELECT p.uuid, root.uuid AS root_uuid FROM resource_providers p
-    JOIN resource_providers root ON root.id = COALESCE(p.root_provider_id, p.id)
-    WHERE p.uuid IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
+    SELECT p.${RP.uuid}, root.${RP.uuid} AS root_uuid FROM resource_providers p
+    JOIN resource_providers root ON root.${RP.id} = COALESCE(p.${RP.rootProviderId}, p.${RP.id})
+    WHERE p.${RP.uuid} IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
   return new Map(rows.map((r) => [r.uuid, r.root_uuid]));
 }
 
@@ -40,10 +41,10 @@ export interface NamedTree {
 export async function findProviders(db: Db, namesOrUuids: string[]): Promise<NamedTree[]> {
   if (!namesOrUuids.length) return [];
   const rows = await db.all<{ uuid: string; name: string; root_uuid: string }>(sql`
-    SELECT p.uuid, p.name, root.uuid AS root_uuid FROM resource_providers p
-    JOIN resource_providers root ON root.id = COALESCE(p.root_provider_id, p.id)
-    WHERE p.uuid IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))
-       OR p.name IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))`);
+    SELECT p.${RP.uuid}, p.${RP.name}, root.${RP.uuid} AS root_uuid FROM resource_providers p
+    JOIN resource_providers root ON root.${RP.id} = COALESCE(p.${RP.rootProviderId}, p.${RP.id})
+    WHERE p.${RP.uuid} IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))
+       OR p.${RP.name} IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))`);
   const out: NamedTree[] = [];
   for (const asked of namesOrUuids) {
     const row = rows.find((r) => r.uuid === asked.toLowerCase() || r.name === asked);
@@ -77,14 +78,14 @@ export async function treeDetails(db: Db, rootUuid: string): Promise<TreeProvide
     traits: string | null;
     aggs: string | null;
   }>(sql`
-    SELECT p.id, p.uuid, p.name, p.id = root.id AS is_root,
-      (SELECT group_concat(t.name) FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
-        WHERE rt.resource_provider_id = p.id) AS traits,
-      (SELECT group_concat(pa.uuid) FROM resource_provider_aggregates ra JOIN placement_aggregates pa ON pa.id = ra.aggregate_id
-        WHERE ra.resource_provider_id = p.id) AS aggs
-    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.root_provider_id, p.id) = root.id
-    WHERE root.uuid = ${rootUuid}
-    ORDER BY p.id`);
+    SELECT p.${RP.id}, p.${RP.uuid}, p.${RP.name}, p.${RP.id} = root.${RP.id} AS is_root,
+      (SELECT group_concat(t.${TRAIT.name}) FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
+        WHERE rt.${RP_TRAIT.resourceProviderId} = p.${RP.id}) AS traits,
+      (SELECT group_concat(pa.${AGG.uuid}) FROM resource_provider_aggregates ra JOIN placement_aggregates pa ON pa.${AGG.id} = ra.${RP_AGG.aggregateId}
+        WHERE ra.${RP_AGG.resourceProviderId} = p.${RP.id}) AS aggs
+    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.${RP.rootProviderId}, p.${RP.id}) = root.${RP.id}
+    WHERE root.${RP.uuid} = ${rootUuid}
+    ORDER BY p.${RP.id}`);
   const inventories = await db.all<{
     provider_id: number;
     rc: string;
@@ -97,11 +98,11 @@ export async function treeDetails(db: Db, rootUuid: string): Promise<TreeProvide
     capacity: number;
     used: number;
   }>(sql`
-    SELECT i.resource_provider_id AS provider_id, rc.name AS rc, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,
-      i.allocation_ratio, ${sql.raw(capacitySql('i'))} AS capacity, ${sql.raw(usedSql('i'))} AS used
-    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.root_provider_id, p.id) = root.id
-    JOIN inventories i ON i.resource_provider_id = p.id JOIN resource_classes rc ON rc.id = i.resource_class_id
-    WHERE root.uuid = ${rootUuid}`);
+    SELECT i.${INV.resourceProviderId} AS provider_id, rc.${RC.name} AS rc, i.${INV.total}, i.${INV.reserved}, i.${INV.minUnit}, i.${INV.maxUnit}, i.${INV.stepSize},
+      i.${INV.allocationRatio}, ${sql.raw(capacitySql('i'))} AS capacity, ${sql.raw(usedSql('i'))} AS used
+    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.${RP.rootProviderId}, p.${RP.id}) = root.${RP.id}
+    JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id} JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+    WHERE root.${RP.uuid} = ${rootUuid}`);
   const byId = new Map(
     providers.map((p) => [
       p.id,
