@@ -108,7 +108,7 @@ const likeSubstring = (text: string): string => `%${text.replace(/[\\%_]/g, (ch)
 // A provider passes when every given condition holds; :x IS NULL skips one.
 const MATCHING = `matching AS MATERIALIZED (
   SELECT p.${RP.id}, p.${RP.rootProviderId} AS root_id FROM resource_providers p
-  WHERE (:${RP.name} IS NULL OR p.${RP.name} LIKE :${RP.name} ESCAPE '\\' OR p.${RP.uuid} = :name_exact)
+  WHERE (:name IS NULL OR p.${RP.name} LIKE :name ESCAPE '\\' OR p.${RP.uuid} = :name_exact)
     AND (:trait IS NULL OR EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
       WHERE rt.${RP_TRAIT.resourceProviderId} = p.${RP.id} AND t.${TRAIT.name} = :trait))
     AND (:aggregate IS NULL OR EXISTS (SELECT 1 FROM resource_provider_aggregates ra

@@ -117,7 +117,7 @@ export class CloudModel {
   refreshStatement(): InStatement {
     const everything = !this.loaded;
     // Driven from the change rows (seq index) so an unchanged cloud costs two index probes.
-    const changedRoots = `SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :${TREE_CHANGE.seq}`;
+    const changedRoots = `SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq`;
     // A cold load reads every tree, unless the cloud is over the cap (then nothing).
     const source = everything
       ? { from: 'resource_providers p', where: 'WHERE (SELECT count(*) FROM resource_providers) <= :cap' }

@@ -110,7 +110,7 @@ function usageStatement(scope: UsageScope, model: CloudModel): InStatement {
     GROUP BY a.resource_provider_id, a.resource_class_id)`;
   if (scope === 'all') return { sql: grouped('allocations a'), args: {} };
   return {
-    sql: `WITH roots(id) AS (SELECT value FROM json_each(:roots) UNION SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :${TREE_CHANGE.seq})
+    sql: `WITH roots(id) AS (SELECT value FROM json_each(:roots) UNION SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq)
       ${grouped(`roots r CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = r.id CROSS JOIN allocations a ON a.${ALLOC.resourceProviderId} = p.${RP.id}`)}`,
     args: { roots: JSON.stringify([...scope]), seq: model.appliedSeq },
   };
