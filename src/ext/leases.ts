@@ -110,7 +110,7 @@ export async function sweepExpiredLeases(store: DataStore, nowMs: number): Promi
       args: [nowMs, SWEEP_BATCH],
     },
   ]);
-  const leases = expired!.rows.map((r) => ({ uuid: String(r.consumer_uuid), expiresAtMs: Number(r.expires_at_ms) }));
+  const leases = expired!.rows.map((r) => ({ uuid: String(r[LEASE.consumerUuid]), expiresAtMs: Number(r[LEASE.expiresAtMs]) }));
   const now = new Date(nowMs).toISOString();
   const statements: WriteStatement[] = [
     stmt(
@@ -121,8 +121,8 @@ export async function sweepExpiredLeases(store: DataStore, nowMs: number): Promi
   ];
   // Still the lease that was read (not renewed: same expiry; not confirmed: still there).
   const same = `SELECT 1 FROM ext_leases l WHERE l.${LEASE.consumerUuid} = ? AND l.${LEASE.expiresAtMs} = ?`;
-  const current = `${same} AND l.consumer_generation = (SELECT ${CONSUMER.generation} FROM consumers WHERE ${CONSUMER.uuid} = l.consumer_uuid)`;
-  const moved = `${same} AND l.consumer_generation IS NOT (SELECT ${CONSUMER.generation} FROM consumers WHERE ${CONSUMER.uuid} = l.consumer_uuid)`;
+  const current = `${same} AND l.${LEASE.consumerGeneration} = (SELECT ${CONSUMER.generation} FROM consumers WHERE ${CONSUMER.uuid} = l.${LEASE.consumerUuid})`;
+  const moved = `${same} AND l.${LEASE.consumerGeneration} IS NOT (SELECT ${CONSUMER.generation} FROM consumers WHERE ${CONSUMER.uuid} = l.${LEASE.consumerUuid})`;
   for (const { uuid, expiresAtMs } of leases) {
     const lease = [uuid, expiresAtMs];
     statements.push(

@@ -44,13 +44,13 @@ const PROVIDER_ROW = columns(['id', 'uuid', 'parent_provider_id', 'root_provider
 const INVENTORY_ROW = columns(['rp', 'cls', 'name', 'total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'ratio']);
 
 /** The packed columns of PROVIDER_ROW for the providers aliased `p`. */
-const providerColumns = `p.id, p.uuid, p.parent_provider_id, p.root_provider_id,
+const providerColumns = `p.${RP.id}, p.${RP.uuid}, p.${RP.parentProviderId}, p.${RP.rootProviderId},
   (SELECT group_concat(name, char(31)) FROM (SELECT t.${TRAIT.name} FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
-    WHERE rt.${RP_TRAIT.resourceProviderId} = p.id ORDER BY rt.${RP_TRAIT.traitId})) AS traits,
-  (SELECT group_concat(ra.${RP_AGG.aggregateId}) FROM resource_provider_aggregates ra WHERE ra.${RP_AGG.resourceProviderId} = p.id) AS aggs`;
+    WHERE rt.${RP_TRAIT.resourceProviderId} = p.${RP.id} ORDER BY rt.${RP_TRAIT.traitId})) AS traits,
+  (SELECT group_concat(ra.${RP_AGG.aggregateId}) FROM resource_provider_aggregates ra WHERE ra.${RP_AGG.resourceProviderId} = p.${RP.id}) AS aggs`;
 
-const inventoryColumns = `i.resource_provider_id AS rp, i.resource_class_id AS cls, rc.name, i.total, i.reserved, i.min_unit,
-  i.max_unit, i.step_size, i.allocation_ratio AS ratio`;
+const inventoryColumns = `i.${INV.resourceProviderId} AS rp, i.${INV.resourceClassId} AS cls, rc.${RC.name}, i.${INV.total}, i.${INV.reserved}, i.${INV.minUnit},
+  i.${INV.maxUnit}, i.${INV.stepSize}, i.${INV.allocationRatio} AS ratio`;
 
 /** What one refresh statement returns, packed in one JSON value. */
 interface Refresh {
@@ -133,10 +133,10 @@ export class CloudModel {
             : `(SELECT json_group_array(root_id) FROM (${changedRoots}))`
         },
         'providers', (SELECT ${packedArray(PROVIDER_ROW)} FROM (
-          SELECT ${providerColumns} FROM ${source.from} ${source.where} ORDER BY p.id)),
+          SELECT ${providerColumns} FROM ${source.from} ${source.where} ORDER BY p.${RP.id})),
         'inventories', (SELECT ${packedArray(INVENTORY_ROW)} FROM (
           SELECT ${inventoryColumns} FROM ${source.from}
-            CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.id
+            CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id}
             JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
           ${source.where} ORDER BY i.${INV.resourceProviderId}, i.${INV.resourceClassId})))`,
       args: everything ? { cap: this.maxProviders } : { seq: this.seq },

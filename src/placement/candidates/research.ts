@@ -191,7 +191,7 @@ export interface TreePrefilter {
 }
 
 /** An inventories row `i` as inventoryOf() reads it: limits, then current usage. */
-const INVENTORY_ROW = `i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio AS ratio, ${usedSql('i')} AS used`;
+const INVENTORY_ROW = `i.${INV.total}, i.${INV.reserved}, i.${INV.minUnit}, i.${INV.maxUnit}, i.${INV.stepSize}, i.${INV.allocationRatio} AS ratio, ${usedSql('i')} AS used`;
 
 const SHARING_IDS = `SELECT rt.${RP_TRAIT.resourceProviderId} FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId} WHERE t.${TRAIT.name} = '${SHARES_TRAIT}'`;
 
@@ -284,7 +284,7 @@ function candidateSql(prefilter: TreePrefilter, firstRoots: number | null, param
   let where = '';
   if (prefilter.forbiddenTraits.length) {
     // A provider with a forbidden trait can never be used, sharing or not.
-    where = `AND p.id NOT IN (SELECT rt.${RP_TRAIT.resourceProviderId} FROM resource_provider_traits rt
+    where = `AND p.${RP.id} NOT IN (SELECT rt.${RP_TRAIT.resourceProviderId} FROM resource_provider_traits rt
         JOIN traits tt ON tt.${TRAIT.id} = rt.${RP_TRAIT.traitId} WHERE tt.${TRAIT.name} IN (SELECT value FROM ${json(prefilter.forbiddenTraits)}))`;
   }
   if (firstRoots !== null) {
@@ -332,7 +332,7 @@ export async function loadCandidates(
   const preload = preloadTrees && query.viableTrees;
   const rowSources = preload ? query.sources.slice(1) : query.sources;
   const wholeTrees = `tree_roots t CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = t.root_id`;
-  const fitsSomeGroup = `i.max_unit >= req.lo AND i.min_unit <= req.hi AND ${capacitySql('i')} - ${usedSql('i')} >= req.lo`;
+  const fitsSomeGroup = `i.${INV.maxUnit} >= req.lo AND i.${INV.minUnit} <= req.hi AND ${capacitySql('i')} - ${usedSql('i')} >= req.lo`;
   const statements: InStatement[] = [
     ...lookupStatements(names),
     {
@@ -356,9 +356,9 @@ export async function loadCandidates(
             FROM (${rowSources
               .map(
                 (source) => `
-              SELECT i.${INV.resourceProviderId} AS rp, i.${INV.resourceClassId} AS cls, p.root_provider_id AS root, ${INVENTORY_ROW}
+              SELECT i.${INV.resourceProviderId} AS rp, i.${INV.resourceClassId} AS cls, p.${RP.rootProviderId} AS root, ${INVENTORY_ROW}
               FROM ${source}
-              CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.id
+              CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id}
               CROSS JOIN req ON req.class_id = i.${INV.resourceClassId}
               WHERE ${fitsSomeGroup}
                 ${query.where}`,
@@ -367,16 +367,16 @@ export async function loadCandidates(
           'trees', ${
             preload
               ? `(SELECT ${packedArray(PROVIDER_ROW)} FROM (
-              SELECT ${providerColumns('p')} FROM ${wholeTrees} ORDER BY p.id))`
+              SELECT ${providerColumns('p')} FROM ${wholeTrees} ORDER BY p.${RP.id}))`
               : 'NULL'
           },
           'inventories', ${
             preload
               ? `(SELECT ${packedArray(TREE_INVENTORY_ROW)} FROM (
-              SELECT i.${INV.resourceProviderId} AS rp, rc.${RC.name}, i.${INV.resourceClassId} AS cls, p.root_provider_id AS root, ${INVENTORY_ROW},
-                COALESCE(${fitsSomeGroup} AND p.root_provider_id IN (SELECT root_id FROM viable) ${query.where}, 0) AS candidate
+              SELECT i.${INV.resourceProviderId} AS rp, rc.${RC.name}, i.${INV.resourceClassId} AS cls, p.${RP.rootProviderId} AS root, ${INVENTORY_ROW},
+                COALESCE(${fitsSomeGroup} AND p.${RP.rootProviderId} IN (SELECT root_id FROM viable) ${query.where}, 0) AS candidate
               FROM ${wholeTrees}
-              CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.id
+              CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id}
               JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
               LEFT JOIN req ON req.class_id = i.${INV.resourceClassId}))`
               : 'NULL'
