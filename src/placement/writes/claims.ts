@@ -182,19 +182,13 @@ export function planClaims(
     const existing = snap.consumers.get(claim.uuid);
     const project = claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID;
     const user = claim.userId ?? INCOMPLETE_CONSUMER_USER_ID;
-    const typeSql =
-      claim.consumerType !== undefined
-        ? `(SELECT ${CONSUMER_TYPE.id} FROM consumer_types WHERE ${CONSUMER_TYPE.name} = ?)`
-        : 'consumer_type_id';
     const typeArgs = claim.consumerType !== undefined ? [claim.consumerType] : [];
     const generation = touchedConsumers.has(claim.uuid) ? 1 : 0;
     if (existing) {
       // Compare-and-swap even when nothing changes: it proves the allocations just replaced are those read.
       statements.push(
         stmt(
-          `UPDATE consumers SET ${CONSUMER.projectId} = (SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ?),
-          ${CONSUMER.userId} = (SELECT ${USER.id} FROM users WHERE ${USER.externalId} = ?), ${CONSUMER.consumerTypeId} = ${typeSql},
-          ${CONSUMER.generation} = ?, ${CONSUMER.updatedAt} = ? WHERE ${CONSUMER.id} = ? AND ${CONSUMER.generation} = ?`,
+          claim.consumerType !== undefined ? UPDATE_CONSUMER.typed : UPDATE_CONSUMER.untyped,
           [project, user, ...typeArgs, existing.generation + generation, now, existing.id, existing.generation],
           { mustChange: true },
         ),
@@ -207,27 +201,32 @@ export function planClaims(
   return { statements, usageAfter };
 }
 
+// The statements of a claim that do not depend on its size, built once at load.
+const TYPE_BY_NAME = `(SELECT ${CONSUMER_TYPE.id} FROM consumer_types WHERE ${CONSUMER_TYPE.name} = ?)`;
+const updateConsumerSql = (typeSql: string) =>
+  `UPDATE consumers SET ${CONSUMER.projectId} = (SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ?),
+          ${CONSUMER.userId} = (SELECT ${USER.id} FROM users WHERE ${USER.externalId} = ?), ${CONSUMER.consumerTypeId} = ${typeSql},
+          ${CONSUMER.generation} = ?, ${CONSUMER.updatedAt} = ? WHERE ${CONSUMER.id} = ? AND ${CONSUMER.generation} = ?`;
+const UPDATE_CONSUMER = { typed: updateConsumerSql(TYPE_BY_NAME), untyped: updateConsumerSql(CONSUMER.consumerTypeId) };
+const INSERT_PROJECT = `INSERT OR IGNORE INTO projects (${PROJECT.externalId}, ${PROJECT.createdAt}, ${PROJECT.updatedAt}) VALUES (?, ?, ?)`;
+const INSERT_USER = `INSERT OR IGNORE INTO users (${USER.externalId}, ${USER.createdAt}, ${USER.updatedAt}) VALUES (?, ?, ?)`;
+const INSERT_CONSUMER_TYPE = `INSERT OR IGNORE INTO consumer_types (${CONSUMER_TYPE.name}, ${CONSUMER_TYPE.createdAt}, ${CONSUMER_TYPE.updatedAt}) VALUES (?, ?, ?)`;
+const insertConsumerSql = (typeSql: string) =>
+  `INSERT INTO consumers (${CONSUMER.uuid}, ${CONSUMER.projectId}, ${CONSUMER.userId}, ${CONSUMER.generation}, ${CONSUMER.consumerTypeId}, ${CONSUMER.createdAt}, ${CONSUMER.updatedAt})
+    VALUES (?, (SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ?), (SELECT ${USER.id} FROM users WHERE ${USER.externalId} = ?), ?,
+    ${typeSql}, ?, ?)`;
+const INSERT_CONSUMER = { typed: insertConsumerSql(TYPE_BY_NAME), untyped: insertConsumerSql('NULL') };
+const DELETE_CONSUMER_ALLOCATIONS = `DELETE FROM allocations WHERE ${ALLOC.consumerId} = ?`;
+const DELETE_CONSUMER = `DELETE FROM consumers WHERE ${CONSUMER.uuid} = ?`;
+
 /** Get-or-create the project, user and consumer type a claim names (the consumer row refers to them by name). */
 function ownerStatements(claim: ConsumerClaim, now: string): WriteStatement[] {
   const statements = [
-    stmt(`INSERT OR IGNORE INTO projects (${PROJECT.externalId}, ${PROJECT.createdAt}, ${PROJECT.updatedAt}) VALUES (?, ?, ?)`, [
-      claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID,
-      now,
-      now,
-    ]),
-    stmt(`INSERT OR IGNORE INTO users (${USER.externalId}, ${USER.createdAt}, ${USER.updatedAt}) VALUES (?, ?, ?)`, [
-      claim.userId ?? INCOMPLETE_CONSUMER_USER_ID,
-      now,
-      now,
-    ]),
+    stmt(INSERT_PROJECT, [claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID, now, now]),
+    stmt(INSERT_USER, [claim.userId ?? INCOMPLETE_CONSUMER_USER_ID, now, now]),
   ];
   if (claim.consumerType !== undefined) {
-    statements.push(
-      stmt(
-        `INSERT OR IGNORE INTO consumer_types (${CONSUMER_TYPE.name}, ${CONSUMER_TYPE.createdAt}, ${CONSUMER_TYPE.updatedAt}) VALUES (?, ?, ?)`,
-        [claim.consumerType, now, now],
-      ),
-    );
+    statements.push(stmt(INSERT_CONSUMER_TYPE, [claim.consumerType, now, now]));
   }
   return statements;
 }
@@ -236,9 +235,7 @@ function ownerStatements(claim: ConsumerClaim, now: string): WriteStatement[] {
 function insertConsumer(claim: ConsumerClaim, generation: number, now: string): WriteStatement {
   const typed = claim.consumerType !== undefined;
   return stmt(
-    `INSERT INTO consumers (${CONSUMER.uuid}, ${CONSUMER.projectId}, ${CONSUMER.userId}, ${CONSUMER.generation}, ${CONSUMER.consumerTypeId}, ${CONSUMER.createdAt}, ${CONSUMER.updatedAt})
-    VALUES (?, (SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ?), (SELECT ${USER.id} FROM users WHERE ${USER.externalId} = ?), ?,
-    ${typed ? `(SELECT ${CONSUMER_TYPE.id} FROM consumer_types WHERE ${CONSUMER_TYPE.name} = ?)` : 'NULL'}, ?, ?)`,
+    typed ? INSERT_CONSUMER.typed : INSERT_CONSUMER.untyped,
     [
       claim.uuid,
       claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID,
@@ -405,9 +402,9 @@ export async function claimAllocations(store: DataStore, claims: ConsumerClaim[]
  */
 export async function deleteConsumerAllocations(store: DataStore, consumerUuid: string): Promise<boolean> {
   const [removed] = await commitGuarded(store, [
-    stmt(`DELETE FROM allocations WHERE ${ALLOC.consumerId} = ?`, [consumerUuid]),
+    stmt(DELETE_CONSUMER_ALLOCATIONS, [consumerUuid]),
     // Without allocations now: placement keeps no consumer without allocations.
-    stmt(`DELETE FROM consumers WHERE ${CONSUMER.uuid} = ?`, [consumerUuid]),
+    stmt(DELETE_CONSUMER, [consumerUuid]),
   ]);
   return removed!.rowsAffected > 0;
 }

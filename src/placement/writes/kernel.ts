@@ -178,6 +178,12 @@ export async function readSnapshot(
 
 export const key = (providerId: number, classId: number) => `${providerId}:${classId}`;
 
+// The generation statements, built once at load.
+const BUMP_GENERATION = `UPDATE resource_providers SET ${RP.generation} = ?, ${RP.updatedAt} = ? WHERE ${RP.id} = ? AND ${RP.generation} = ?`;
+const BUMP_BY_UUID = `UPDATE resource_providers SET ${RP.generation} = ${RP.generation} + 1, ${RP.updatedAt} = ? WHERE ${RP.uuid} = ?`;
+const BUMP_BY_UUID_ANY = `${BUMP_BY_UUID} RETURNING ${RP.generation}`;
+const BUMP_BY_UUID_AT = `${BUMP_BY_UUID} AND ${RP.generation} = ? RETURNING ${RP.generation}`;
+
 /** Provider generations this write moves: provider id -> {read, next}. */
 export class GenerationPlan {
   readonly bumps = new Map<number, { read: number; next: number }>();
@@ -188,13 +194,9 @@ export class GenerationPlan {
   }
   statements(now: string): WriteStatement[] {
     return [...this.bumps].map(([id, { read, next }]) =>
-      stmt(
-        `UPDATE resource_providers SET ${RP.generation} = ?, ${RP.updatedAt} = ? WHERE ${RP.id} = ? AND ${RP.generation} = ?`,
-        [next, now, id, read],
-        {
-          mustChange: true,
-        },
-      ),
+      stmt(BUMP_GENERATION, [next, now, id, read], {
+        mustChange: true,
+      }),
     );
   }
 }
@@ -207,18 +209,10 @@ export class GenerationPlan {
  */
 export function bumpProviderGeneration(uuid: string, expected: number | undefined, now: string): WriteStatement {
   return expected === undefined
-    ? stmt(
-        `UPDATE resource_providers SET ${RP.generation} = ${RP.generation} + 1, ${RP.updatedAt} = ? WHERE ${RP.uuid} = ? RETURNING ${RP.generation}`,
-        [now, uuid],
-        {
-          mustChange: true,
-        },
-      )
-    : stmt(
-        `UPDATE resource_providers SET ${RP.generation} = ${RP.generation} + 1, ${RP.updatedAt} = ? WHERE ${RP.uuid} = ? AND ${RP.generation} = ? RETURNING ${RP.generation}`,
-        [now, uuid, expected],
-        { mustChange: true },
-      );
+    ? stmt(BUMP_BY_UUID_ANY, [now, uuid], {
+        mustChange: true,
+      })
+    : stmt(BUMP_BY_UUID_AT, [now, uuid, expected], { mustChange: true });
 }
 
 /** The new generation a bumpProviderGeneration statement returned. */
