@@ -72,18 +72,18 @@ export async function overCapacityProviders(db: Db, marker: string | null, limit
     used: number;
   }>(sql`WITH ${OVER_CAPACITY},
     page AS (
-      SELECT DISTINCT rp.${RP.id}, rp.${RP.uuid} FROM over JOIN resource_providers rp ON rp.${RP.id} = over.provider_id
+      SELECT DISTINCT rp.${sql.raw(RP.id)}, rp.${sql.raw(RP.uuid)} FROM over JOIN resource_providers rp ON rp.${sql.raw(RP.id)} = over.provider_id
       WHERE ${marker === null ? sql`1` : sql`rp.uuid > ${marker}`}
-      ORDER BY rp.${RP.uuid} LIMIT ${limit + 1}
+      ORDER BY rp.${sql.raw(RP.uuid)} LIMIT ${limit + 1}
     )
-    SELECT rp.${RP.id} AS provider_id, rp.${RP.uuid}, rp.${RP.name}, root.${RP.uuid} AS root_uuid, rc.${RC.name} AS rc,
+    SELECT rp.${sql.raw(RP.id)} AS provider_id, rp.${sql.raw(RP.uuid)}, rp.${sql.raw(RP.name)}, root.${sql.raw(RP.uuid)} AS root_uuid, rc.${sql.raw(RC.name)} AS rc,
            over.total, over.reserved, over.allocation_ratio, over.capacity, over.used
     FROM page
     JOIN over ON over.provider_id = page.id
-    JOIN resource_providers rp ON rp.${RP.id} = page.id
-    JOIN resource_providers root ON root.${RP.id} = COALESCE(rp.${RP.rootProviderId}, rp.${RP.id})
-    JOIN resource_classes rc ON rc.${RC.id} = over.class_id
-    ORDER BY rp.${RP.uuid}, rc.${RC.name}`);
+    JOIN resource_providers rp ON rp.${sql.raw(RP.id)} = page.id
+    JOIN resource_providers root ON root.${sql.raw(RP.id)} = COALESCE(rp.${sql.raw(RP.rootProviderId)}, rp.${sql.raw(RP.id)})
+    JOIN resource_classes rc ON rc.${sql.raw(RC.id)} = over.class_id
+    ORDER BY rp.${sql.raw(RP.uuid)}, rc.${sql.raw(RC.name)}`);
   const byId = new Map<number, OverCapacityProvider>();
   for (const r of rows) {
     let provider = byId.get(r.provider_id);
@@ -104,14 +104,14 @@ export async function overCapacityProviders(db: Db, marker: string | null, limit
   const ids = page.items.map(([id]) => id);
   if (ids.length) {
     const held = await db.all<{ provider_id: number; consumer_id: string; rc: string; used: number }>(sql`
-      SELECT a.${ALLOC.resourceProviderId} AS provider_id, a.${ALLOC.consumerId}, rc.${RC.name} AS rc, SUM(a.${ALLOC.used}) AS used
-      FROM allocations a JOIN resource_classes rc ON rc.${RC.id} = a.${ALLOC.resourceClassId}
-      WHERE a.${ALLOC.resourceProviderId} IN (${sql.join(
+      SELECT a.${sql.raw(ALLOC.resourceProviderId)} AS provider_id, a.${sql.raw(ALLOC.consumerId)}, rc.${sql.raw(RC.name)} AS rc, SUM(a.${sql.raw(ALLOC.used)}) AS used
+      FROM allocations a JOIN resource_classes rc ON rc.${sql.raw(RC.id)} = a.${sql.raw(ALLOC.resourceClassId)}
+      WHERE a.${sql.raw(ALLOC.resourceProviderId)} IN (${sql.join(
         ids.map((id) => sql`${id}`),
         sql`, `,
       )})
-      GROUP BY a.${ALLOC.resourceProviderId}, a.${ALLOC.consumerId}, rc.${RC.name}
-      ORDER BY a.${ALLOC.consumerId}, rc.${RC.name}`);
+      GROUP BY a.${sql.raw(ALLOC.resourceProviderId)}, a.${sql.raw(ALLOC.consumerId)}, rc.${sql.raw(RC.name)}
+      ORDER BY a.${sql.raw(ALLOC.consumerId)}, rc.${sql.raw(RC.name)}`);
     for (const h of held) {
       const provider = byId.get(h.provider_id)!;
       let consumer = provider.consumers.find((c) => c.consumerUuid === h.consumer_id);

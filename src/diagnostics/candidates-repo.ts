@@ -11,12 +11,12 @@ import { AGG, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../db/columns.js';
 export async function providersWithClasses(db: Db, classNames: string[]): Promise<Map<string, string>> {
   if (!classNames.length) return new Map();
   const rows = await db.all<{ uuid: string; root_uuid: string }>(sql`
-    SELECT DISTINCT p.${RP.uuid}, root.${RP.uuid} AS root_uuid
+    SELECT DISTINCT p.${sql.raw(RP.uuid)}, root.${sql.raw(RP.uuid)} AS root_uuid
     FROM inventories i
-    JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
-    JOIN resource_providers p ON p.${RP.id} = i.${INV.resourceProviderId}
-    JOIN resource_providers root ON root.${RP.id} = COALESCE(p.${RP.rootProviderId}, p.${RP.id})
-    WHERE rc.${RC.name} IN (SELECT value FROM json_each(${JSON.stringify(classNames)}))`);
+    JOIN resource_classes rc ON rc.${sql.raw(RC.id)} = i.${sql.raw(INV.resourceClassId)}
+    JOIN resource_providers p ON p.${sql.raw(RP.id)} = i.${sql.raw(INV.resourceProviderId)}
+    JOIN resource_providers root ON root.${sql.raw(RP.id)} = COALESCE(p.${sql.raw(RP.rootProviderId)}, p.${sql.raw(RP.id)})
+    WHERE rc.${sql.raw(RC.name)} IN (SELECT value FROM json_each(${JSON.stringify(classNames)}))`);
   return new Map(rows.map((r) => [r.uuid, r.root_uuid]));
 }
 
@@ -24,9 +24,9 @@ export async function providersWithClasses(db: Db, classNames: string[]): Promis
 export async function rootsOf(db: Db, uuids: string[]): Promise<Map<string, string>> {
   if (!uuids.length) return new Map();
   const rows = await db.all<{ uuid: string; root_uuid: string }>(sql`
-    SELECT p.${RP.uuid}, root.${RP.uuid} AS root_uuid FROM resource_providers p
-    JOIN resource_providers root ON root.${RP.id} = COALESCE(p.${RP.rootProviderId}, p.${RP.id})
-    WHERE p.${RP.uuid} IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
+    SELECT p.${sql.raw(RP.uuid)}, root.${sql.raw(RP.uuid)} AS root_uuid FROM resource_providers p
+    JOIN resource_providers root ON root.${sql.raw(RP.id)} = COALESCE(p.${sql.raw(RP.rootProviderId)}, p.${sql.raw(RP.id)})
+    WHERE p.${sql.raw(RP.uuid)} IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
   return new Map(rows.map((r) => [r.uuid, r.root_uuid]));
 }
 
@@ -41,10 +41,10 @@ export interface NamedTree {
 export async function findProviders(db: Db, namesOrUuids: string[]): Promise<NamedTree[]> {
   if (!namesOrUuids.length) return [];
   const rows = await db.all<{ uuid: string; name: string; root_uuid: string }>(sql`
-    SELECT p.${RP.uuid}, p.${RP.name}, root.${RP.uuid} AS root_uuid FROM resource_providers p
-    JOIN resource_providers root ON root.${RP.id} = COALESCE(p.${RP.rootProviderId}, p.${RP.id})
-    WHERE p.${RP.uuid} IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))
-       OR p.${RP.name} IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))`);
+    SELECT p.${sql.raw(RP.uuid)}, p.${sql.raw(RP.name)}, root.${sql.raw(RP.uuid)} AS root_uuid FROM resource_providers p
+    JOIN resource_providers root ON root.${sql.raw(RP.id)} = COALESCE(p.${sql.raw(RP.rootProviderId)}, p.${sql.raw(RP.id)})
+    WHERE p.${sql.raw(RP.uuid)} IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))
+       OR p.${sql.raw(RP.name)} IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))`);
   const out: NamedTree[] = [];
   for (const asked of namesOrUuids) {
     const row = rows.find((r) => r.uuid === asked.toLowerCase() || r.name === asked);
@@ -78,14 +78,14 @@ export async function treeDetails(db: Db, rootUuid: string): Promise<TreeProvide
     traits: string | null;
     aggs: string | null;
   }>(sql`
-    SELECT p.${RP.id}, p.${RP.uuid}, p.${RP.name}, p.${RP.id} = root.${RP.id} AS is_root,
-      (SELECT group_concat(t.${TRAIT.name}) FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
-        WHERE rt.${RP_TRAIT.resourceProviderId} = p.${RP.id}) AS traits,
-      (SELECT group_concat(pa.${AGG.uuid}) FROM resource_provider_aggregates ra JOIN placement_aggregates pa ON pa.${AGG.id} = ra.${RP_AGG.aggregateId}
-        WHERE ra.${RP_AGG.resourceProviderId} = p.${RP.id}) AS aggs
-    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.${RP.rootProviderId}, p.${RP.id}) = root.${RP.id}
-    WHERE root.${RP.uuid} = ${rootUuid}
-    ORDER BY p.${RP.id}`);
+    SELECT p.${sql.raw(RP.id)}, p.${sql.raw(RP.uuid)}, p.${sql.raw(RP.name)}, p.${sql.raw(RP.id)} = root.${sql.raw(RP.id)} AS is_root,
+      (SELECT group_concat(t.${sql.raw(TRAIT.name)}) FROM resource_provider_traits rt JOIN traits t ON t.${sql.raw(TRAIT.id)} = rt.${sql.raw(RP_TRAIT.traitId)}
+        WHERE rt.${sql.raw(RP_TRAIT.resourceProviderId)} = p.${sql.raw(RP.id)}) AS traits,
+      (SELECT group_concat(pa.${sql.raw(AGG.uuid)}) FROM resource_provider_aggregates ra JOIN placement_aggregates pa ON pa.${sql.raw(AGG.id)} = ra.${sql.raw(RP_AGG.aggregateId)}
+        WHERE ra.${sql.raw(RP_AGG.resourceProviderId)} = p.${sql.raw(RP.id)}) AS aggs
+    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.${sql.raw(RP.rootProviderId)}, p.${sql.raw(RP.id)}) = root.${sql.raw(RP.id)}
+    WHERE root.${sql.raw(RP.uuid)} = ${rootUuid}
+    ORDER BY p.${sql.raw(RP.id)}`);
   const inventories = await db.all<{
     provider_id: number;
     rc: string;
@@ -98,11 +98,11 @@ export async function treeDetails(db: Db, rootUuid: string): Promise<TreeProvide
     capacity: number;
     used: number;
   }>(sql`
-    SELECT i.${INV.resourceProviderId} AS provider_id, rc.${RC.name} AS rc, i.${INV.total}, i.${INV.reserved}, i.${INV.minUnit}, i.${INV.maxUnit}, i.${INV.stepSize},
-      i.${INV.allocationRatio}, ${sql.raw(capacitySql('i'))} AS capacity, ${sql.raw(usedSql('i'))} AS used
-    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.${RP.rootProviderId}, p.${RP.id}) = root.${RP.id}
-    JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id} JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
-    WHERE root.${RP.uuid} = ${rootUuid}`);
+    SELECT i.${sql.raw(INV.resourceProviderId)} AS provider_id, rc.${sql.raw(RC.name)} AS rc, i.${sql.raw(INV.total)}, i.${sql.raw(INV.reserved)}, i.${sql.raw(INV.minUnit)}, i.${sql.raw(INV.maxUnit)}, i.${sql.raw(INV.stepSize)},
+      i.${sql.raw(INV.allocationRatio)}, ${sql.raw(capacitySql('i'))} AS capacity, ${sql.raw(usedSql('i'))} AS used
+    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.${sql.raw(RP.rootProviderId)}, p.${sql.raw(RP.id)}) = root.${sql.raw(RP.id)}
+    JOIN inventories i ON i.${sql.raw(INV.resourceProviderId)} = p.${sql.raw(RP.id)} JOIN resource_classes rc ON rc.${sql.raw(RC.id)} = i.${sql.raw(INV.resourceClassId)}
+    WHERE root.${sql.raw(RP.uuid)} = ${rootUuid}`);
   const byId = new Map(
     providers.map((p) => [
       p.id,
