@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SlowFirstSequencer from './test/slow-first-sequencer.js';
 
 export default defineConfig({
   test: {
@@ -7,5 +8,11 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Two files at a time, on 2 cores too: many files wait on servers, clients and
+    // Keystone rather than compute, and one at a time left a core idle (12 minutes
+    // against under 10). Tests that compute hard carry timeouts that hold at twice
+    // the load (test/fuzz/hostile-fuzz.test.ts, test/lifecycle/start-refusals.test.ts).
+    maxWorkers: 2,
+    sequence: { sequencer: SlowFirstSequencer },
   },
 });

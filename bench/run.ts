@@ -65,13 +65,24 @@ const TIMEOUT_MS = Number(args.timeout) * 1000;
 // ------------------------------------------------------------ measuring ---
 
 type Figure =
-  | { kind: 'first'; first_ms: number; second_ms: number; first_cpu_ms: number | null; second_cpu_ms: number | null; candidates: number }
+  | {
+      kind: 'first';
+      first_ms: number;
+      second_ms: number;
+      first_cpu_ms: number | null;
+      second_cpu_ms: number | null;
+      candidates: number;
+      /** What timed them: `curl` (a new connection each, as perfload's `time curl`) or node:http when curl is missing. */
+      timer: 'curl' | 'node:http';
+    }
   | {
       kind: 'latency';
       median_ms: number;
       p95_ms: number;
       /** The server's CPU time per request (all its processes and threads), mean over the timed calls. */
       cpu_ms: number | null;
+      /** The same per request, its p95: a slow answer the server caused, or the machine's? */
+      cpu_p95_ms: number | null;
       candidates: number;
       kib: number;
       client_parse_ms: number;
@@ -97,6 +108,49 @@ async function timeGet(
   return { ms, candidates: parsed.allocation_requests.length, bytes: body.length, parseMs: performance.now() - parsing };
 }
 
+const CURL = spawnSync('curl', ['--version']).status === 0;
+
+/**
+ * One GET timed by curl, as perfload-runner.sh times its two requests: a
+ * process of its own and a new connection each (so with several server
+ * processes each request may land on another one), to the last byte; curl's
+ * own `time_total`, so the bench's client is not in the figure.
+ */
+async function curlGet(api: PlacementClient, query: string, version: string): Promise<{ ms: number; candidates: number }> {
+  const out = join(tmpdir(), `placement-bench-curl-${process.pid}.json`);
+  const run = await new Promise<{ status: number | null; stdout: string }>((resolve, reject) => {
+    const child = spawn(
+      'curl',
+      [
+        '-s',
+        '-o',
+        out,
+        '-w',
+        '%{http_code} %{time_total}',
+        '-H',
+        `x-auth-token: ${api.token}`,
+        '-H',
+        'accept: application/json',
+        '-H',
+        `openstack-api-version: placement ${version}`,
+        '--max-time',
+        String(TIMEOUT_MS / 1000),
+        `${api.base}/allocation_candidates?${query}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('exit', (status) => resolve({ status, stdout }));
+  });
+  const [code, seconds] = run.stdout.trim().split(' ');
+  const body = readFileSync(out, 'utf8');
+  rmSync(out, { force: true });
+  if (run.status !== 0 || code !== '200') throw new Error(`curl ${query}: exit ${run.status}, HTTP ${code}: ${body.slice(0, 300)}`);
+  return { ms: Number(seconds) * 1000, candidates: (JSON.parse(body) as { allocation_requests: unknown[] }).allocation_requests.length };
+}
+
 /** Server CPU time in ns so far (null: not measurable, e.g. --url without pids). */
 type CpuClock = () => number | null;
 
@@ -113,8 +167,9 @@ async function measure(api: PlacementClient, m: Measure, consumers: string[], cp
     if (m.kind === 'first') {
       // perfload's runners count the providers (GET /resource_providers) between loading and timing.
       await api.request('GET', '/resource_providers', { version: m.version });
-      const first = await withCpu(cpu, () => timeGet(api, m.query, m.version));
-      const second = await withCpu(cpu, () => timeGet(api, m.query, m.version));
+      const timed = CURL ? curlGet : timeGet;
+      const first = await withCpu(cpu, () => timed(api, m.query, m.version));
+      const second = await withCpu(cpu, () => timed(api, m.query, m.version));
       return {
         kind: 'first',
         first_ms: round(first.result.ms),
@@ -122,22 +177,35 @@ async function measure(api: PlacementClient, m: Measure, consumers: string[], cp
         first_cpu_ms: first.cpuMs,
         second_cpu_ms: second.cpuMs,
         candidates: first.result.candidates,
+        timer: CURL ? 'curl' : 'node:http',
       };
     }
     if (m.kind === 'latency') {
       await timeGet(api, m.query, m.version); // warm-up
       const runs: number[] = [];
-      const parses: number[] = [];
-      let last = { candidates: 0, bytes: 0 };
+      const bodies: Buffer[] = [];
       const cpuBefore = cpu();
       let cpuAfter: number | null = 0;
+      // The answers are parsed after the last one: a 460-714 KiB JSON.parse between two timed requests left
+      // the client's garbage collector to run during the next one (its wall time, not the service's).
+      const cpus: number[] = [];
       for (let i = 0; i < m.reps; i += 1) {
-        const r = await timeGet(api, m.query, m.version);
-        runs.push(r.ms);
-        parses.push(r.parseMs);
-        last = r;
+        const before = cpu();
+        const { ms, body } = await api.timedGet(`/allocation_candidates?${m.query}`, m.version);
+        const after = cpu();
+        runs.push(ms);
+        bodies.push(body);
+        if (before !== null && after !== null) cpus.push((after - before) / 1e6);
       }
       cpuAfter = cpu();
+      const parses: number[] = [];
+      let last = { candidates: 0, bytes: 0 };
+      for (const body of bodies) {
+        const parsing = performance.now();
+        const parsed = JSON.parse(body.toString('utf8')) as { allocation_requests: unknown[] };
+        parses.push(performance.now() - parsing);
+        last = { candidates: parsed.allocation_requests.length, bytes: body.length };
+      }
       runs.sort((a, b) => a - b);
       parses.sort((a, b) => a - b);
       return {
@@ -145,6 +213,14 @@ async function measure(api: PlacementClient, m: Measure, consumers: string[], cp
         median_ms: round(percentile(runs, 50)),
         p95_ms: round(percentile(runs, 95)),
         cpu_ms: cpuBefore === null || cpuAfter === null ? null : round((cpuAfter - cpuBefore) / 1e6 / m.reps),
+        cpu_p95_ms: cpus.length
+          ? round(
+              percentile(
+                cpus.sort((a, b) => a - b),
+                95,
+              ),
+            )
+          : null,
         candidates: last.candidates,
         kib: round(last.bytes / 1024),
         client_parse_ms: round(percentile(parses, 50)),
@@ -447,9 +523,9 @@ function show(f: Figure | undefined): string {
   if (!f) return '-';
   switch (f.kind) {
     case 'first':
-      return `${f.first_ms} / ${f.second_ms} ms${f.first_cpu_ms === null ? '' : `; server CPU ${f.first_cpu_ms} / ${f.second_cpu_ms} ms`} (${f.candidates} cand.)`;
+      return `${f.first_ms} / ${f.second_ms} ms (${f.timer})${f.first_cpu_ms === null ? '' : `; server CPU ${f.first_cpu_ms} / ${f.second_cpu_ms} ms`} (${f.candidates} cand.)`;
     case 'latency':
-      return `${f.median_ms} / ${f.p95_ms} ms${f.cpu_ms === null ? '' : `; server CPU ${f.cpu_ms} ms`} (${f.candidates} cand., ${f.kib} KiB; client JSON.parse ${f.client_parse_ms} ms)`;
+      return `${f.median_ms} / ${f.p95_ms} ms${f.cpu_ms === null ? '' : `; server CPU ${f.cpu_ms} ms (p95 ${f.cpu_p95_ms})`} (${f.candidates} cand., ${f.kib} KiB; client JSON.parse ${f.client_parse_ms} ms)`;
     case 'throughput':
       return `${f.req_per_s} req/s`;
     case 'claim':
@@ -529,10 +605,11 @@ function printScenario(s: Scenario, mine: SideResult, worker: SideResult | null,
 /** How to read the figures, printed before them (bench/README.md has the whole method). */
 const METHOD = [
   "cold: perfload's method, the first two answers of a freshly started service right after loading it (every server",
-  '  process fresh; Worker mode: a new isolate, whose first request also boots and reads the trees); warm: median / p95',
-  '  of 20 answers after one warm-up. Times run from sending the request to its last byte. server CPU: the CPU time of',
-  "  all the server's processes and threads while the request ran (schedstat): on a shared machine, compare cold with",
-  '  warm by it, not by wall time.',
+  '  process fresh; Worker mode: a new isolate, whose first request also boots and reads the trees), each timed by curl',
+  "  as perfload's runners time them (a new connection each); warm: median / p95 of 20 answers after one warm-up",
+  '  (node:http, kept-alive). Times run from sending the request to its last byte. server CPU: the CPU time of all the',
+  "  server's processes and threads while the request ran (schedstat; Worker mode: the workerd process running the",
+  "  Worker, not wrangler dev's proxy in front of it): on a shared machine, compare cold with warm by it, not by wall time.",
 ].join('\n');
 
 async function main(): Promise<void> {

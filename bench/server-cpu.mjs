@@ -4,7 +4,7 @@
 // loads placeload's flat cloud (1,010 providers) through the API when the
 // file is new, then times first answers and warm ones, with the server's
 // CPU from /proc/PID/task/*/schedstat (all its threads).
-//   node bench/server-cpu.mjs REPO /tmp/x.db [--reps 40] [--first 12] [--env K=V,K=V] [--node-args "--cpu-prof ..."]
+//   node bench/server-cpu.mjs REPO /tmp/x.db [--reps 40] [--first 12] [--env K=V,K=V] [--node-args "--cpu-prof ..."] [--query-add '&limit=10']
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import http from 'node:http';
@@ -27,7 +27,7 @@ const INV = {
   DISK_GB: { total: 8192, min_unit: 5, max_unit: 8192 },
   VCPU: { total: 32, min_unit: 1, max_unit: 16 },
 };
-const QUERY = `/allocation_candidates?resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of=${AGGS[0]}&required=${TRAITS[0]}`;
+const QUERY = `/allocation_candidates?resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of=${AGGS[0]}&required=${TRAITS[0]}${opt('--query-add', '')}`;
 const fresh = !existsSync(db.replace(/^file:/, ''));
 const child = spawn(
   'node',

@@ -38,6 +38,12 @@ import { runSweeps } from '../jobs/sweeps.js';
 import { configSummary } from '../observability/config-summary.js';
 import { isolateMetrics } from '../observability/source.js';
 import { RC, TRAIT } from '../db/columns.js';
+import { warmUpIsolate } from './worker-warm-up.js';
+
+// The app and the candidates engine run once while the module is evaluated,
+// before the isolate's first request (worker-warm-up.ts). No I/O, only
+// promises that settle at once: the evaluation waits for them.
+await warmUpIsolate();
 
 /**
  * Bindings: string vars/secrets named as the Node environment (see

@@ -1,9 +1,11 @@
 // The extensions' periodic work, registered with the job runner like the
 // accelerator API's (src/jobs/registry.ts): the lease sweep. It runs wherever
 // the sweeps run, once per service: the Node primary's timer (or the single
-// process), the Worker's scheduled handler.
+// process), the Worker's scheduled handler; counted in /metrics
+// (placement_lease_sweep_*_total) besides the audit's totals.
 import type { Deps } from '../deps.js';
 import type { JobModule } from '../jobs/registry.js';
+import { serviceMetrics } from '../observability/service.js';
 import { sweepExpiredLeases } from './leases.js';
 
 /** Releases expired leases; returns how many it released or dropped. Never throws: the other sweeps still run. */
@@ -12,9 +14,14 @@ export async function sweepLeases(deps: Deps): Promise<number> {
     const { released, dropped } = await sweepExpiredLeases(deps.store, deps.clock().getTime());
     if (released.length) deps.log.info('lease sweep released allocations', { consumers: released });
     if (dropped.length) deps.log.info('lease sweep dropped leases of rewritten consumers', { consumers: dropped });
+    // Counted after the sweep's one write batch committed (all or nothing); zeros keep every series present.
+    serviceMetrics.leaseSweepRuns.inc(['ok']);
+    serviceMetrics.leaseSweepReleased.inc([], released.length);
+    serviceMetrics.leaseSweepDropped.inc([], dropped.length);
     return released.length + dropped.length;
   } catch (err) {
     deps.log.error('lease sweep failed; the next sweep retries', { err: String(err) });
+    serviceMetrics.leaseSweepRuns.inc(['failed']);
     return 0;
   }
 }

@@ -81,6 +81,19 @@ export function createServiceMetrics() {
       [],
       'max',
     ),
+    leaseSweepRuns: registry.counter(
+      'placement_lease_sweep_runs_total',
+      'Lease sweeps run (extension: allocation leases), by outcome: ok, or failed (the next sweep retries).',
+      ['outcome'],
+    ),
+    leaseSweepReleased: registry.counter(
+      'placement_lease_sweep_released_total',
+      'Consumers whose expired, unconfirmed lease the sweep released: their allocations removed as DELETE /allocations/{consumer} removes them.',
+    ),
+    leaseSweepDropped: registry.counter(
+      'placement_lease_sweep_dropped_total',
+      'Expired leases the sweep let go without removing allocations, because their consumer was written after the lease was set.',
+    ),
     treeCacheRefreshes: registry.counter(
       'placement_tree_cache_refreshes_total',
       'Tree cache refreshes that re-read trees: full (a first load or a reload) or partial (only the trees that changed).',

@@ -1,10 +1,14 @@
 // Shared counters (issue 25): the /ext/ resource, and the capacity rule it
 // adds to claims (PUT/POST allocations, the one-batch claim, the reshaper)
 // and to allocation candidates, for a stock client.
+import type { InStatement } from '@libsql/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Microversion } from '../../src/http/microversion.js';
+import { findAllocationCandidates } from '../../src/placement/candidates/index.js';
+import { parseCandidateQueryString } from '../../src/placement/candidates/parse.js';
 import { provider } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
-import { ensureClasses, h100Counters, migGpu } from './mig-h100.js';
+import { ensureClasses, H100_PROFILES, h100Counters, migGpu } from './mig-h100.js';
 
 let app: TestApp;
 
@@ -162,6 +166,64 @@ describe.each([
     const both = await candidateProviders('resources1=CUSTOM_MIG_3G_40GB:1&resources2=CUSTOM_MIG_4G_40GB:1&group_policy=none');
     expect(both).toContain(free);
     expect(both).not.toContain(half);
+  });
+
+  it('candidates read the counters in their research batch: as many round trips as before the GPUs had counters, one snapshot', async () => {
+    // A cloud of its own: the GPUs start without counters.
+    const own = await makeTestApp({ PLACEMENT_CANDIDATE_TREE_CACHE: cache });
+    try {
+      await ensureClasses(own, Object.keys(H100_PROFILES));
+      const inventory = Object.fromEntries(Object.entries(H100_PROFILES).map(([rc, [, , most]]) => [rc, { total: most, max_unit: most }]));
+      const gpus = [await provider(own, { inventory }), await provider(own, { inventory })];
+      const batches: string[][] = [];
+      const reader = {
+        readBatch: (statements: InStatement[]) => {
+          batches.push(statements.map((s) => (typeof s === 'string' ? s : s.sql)));
+          return own.deps.store.readBatch(statements);
+        },
+      };
+      const mv = Microversion.parse('1.39')!;
+      const options = { randomize: false, maxCandidates: 0, treeCacheProviders: Number(cache), now: Date.now() };
+      const ask = async (query: string) => {
+        batches.length = 0;
+        const body = await findAllocationCandidates(reader, parseCandidateQueryString(query, mv), mv, options);
+        return { trips: batches.length, providers: body.allocation_requests.flatMap((r) => Object.keys(r.allocations)).sort() };
+      };
+      const query = 'resources=CUSTOM_MIG_3G_40GB:1';
+      await ask(query); // the trees kept in memory are read cold once
+      const without = await ask(query);
+      expect(without.providers).toEqual([...gpus].sort());
+      for (const gpu of gpus) {
+        const generation = ((await (await own.call('GET', `/resource_providers/${gpu}`)).json()) as { generation: number }).generation;
+        expect((await own.call('PUT', `/ext/resource_providers/${gpu}/counters`, { body: h100Counters(generation) })).status).toBe(200);
+      }
+      // 4g.40gb on one GPU: 3 compute slices and 4 memory slices left, room for one 3g.40gb, not two.
+      const busy = gpus[0]!;
+      const claimed = await own.call('PUT', `/allocations/${crypto.randomUUID()}`, {
+        body: {
+          allocations: { [busy]: { resources: { CUSTOM_MIG_4G_40GB: 1 } } },
+          project_id: PROJECT,
+          user_id: USER,
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        },
+      });
+      expect(claimed.status).toBe(204);
+      const withCounters = await ask(query);
+      expect(withCounters.providers).toEqual([...gpus].sort());
+      // Two 3g.40gb (6 compute slices): only the idle GPU, as its counters say.
+      const two = await ask('resources=CUSTOM_MIG_3G_40GB:2');
+      expect(two.providers).toEqual([gpus[1]]);
+      expect(withCounters.trips).toBe(without.trips);
+      expect(two.trips).toBe(without.trips);
+      if (cache !== '0') expect(withCounters.trips).toBe(1);
+      // The counters came in a batch that also read the candidates' usage: the same snapshot.
+      const counterBatches = batches.filter((b) => b.some((sql) => sql.includes('ext_counter_consumption')));
+      expect(counterBatches).toHaveLength(1);
+      expect(counterBatches[0]!.some((sql) => sql.includes('allocations a'))).toBe(true);
+    } finally {
+      own.close();
+    }
   });
 
   it('a GPU nested under a compute node: the flavor request with VCPU finds it only while its profile fits', async () => {

@@ -244,7 +244,11 @@ async function randomFuzz(rounds: number, seed: number) {
   expect(count(statuses, (s) => s >= 400)).toBeGreaterThan(rounds * CASES_PER_ROUND * 0.3);
 }
 
-describe('hostile input fuzz', () => {
+// Thousands of requests each: seconds alone, several times that when the suite's other
+// files compute beside them (two files run at a time). The timeout only catches a hang.
+const FUZZ_TIMEOUT = { timeout: 180_000 };
+
+describe('hostile input fuzz', FUZZ_TIMEOUT, () => {
   appFor({});
 
   it(`never fails, answers in the envelope and leaves data as it was (${ROUNDS} rounds x ${CASES_PER_ROUND} requests, seed ${SEED})`, () =>
@@ -311,7 +315,7 @@ describe('hostile input fuzz', () => {
   });
 });
 
-describe('hostile input fuzz in token mode, with CORS and a 4 KiB body limit', () => {
+describe('hostile input fuzz in token mode, with CORS and a 4 KiB body limit', FUZZ_TIMEOUT, () => {
   appFor({
     PLACEMENT_AUTH_STRATEGY: 'token',
     PLACEMENT_AUTH_TOKENS: JSON.stringify({

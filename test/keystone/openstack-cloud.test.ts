@@ -108,6 +108,18 @@ describe.skipIf(missing)(`placement-edge behind a real Keystone${missing ? ` (sk
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
     });
 
+  // One token of alice's, answered once (so cached) and then revoked; `at` is when Keystone
+  // revoked it. Shared by the two revocation tests; made by whichever runs first.
+  let revocation: Promise<{ token: string; at: number }> | undefined;
+  const revokedToken = () =>
+    (revocation ??= (async () => {
+      const token = await ks.token('alice', 'alice-pw', 'tenant-a');
+      expect((await call(`/usages?project_id=${ids['tenant-a']}`, token)).status).toBe(200);
+      const revoked = await ks.api('DELETE', '/auth/tokens', undefined, { 'x-subject-token': token });
+      expect(revoked.status).toBe(204);
+      return { token, at: Date.now() };
+    })());
+
   beforeAll(async () => {
     const t0 = Date.now();
     const step = (name: string) => {
@@ -186,6 +198,13 @@ describe.skipIf(missing)(`placement-edge behind a real Keystone${missing ? ` (sk
     expect(Object.keys((await accel.json()) as object)).toEqual(['error_message']);
     // The root document stays public, as upstream.
     expect((await call('/')).status).toBe(200);
+  });
+
+  it('keeps answering a revoked token from its cache until the cache time has passed', { timeout: 120_000 }, async () => {
+    const { token } = await revokedToken();
+    // keystonemiddleware's token_cache_time trade-off, as documented; the refusal once the
+    // cache time has passed is checked by a later test, so the wait overlaps the tests between.
+    expect((await call(`/usages?project_id=${ids['tenant-a']}`, token)).status).toBe(200);
   });
 
   it("Nova's report client ([placement] auth_type=password, endpoint from the catalog) reports a compute node", async () => {
@@ -398,15 +417,12 @@ describe.skipIf(missing)(`placement-edge behind a real Keystone${missing ? ` (sk
   });
 
   it('refuses a revoked token once the cache time has passed', async () => {
-    const token = await ks.token('alice', 'alice-pw', 'tenant-a');
-    const usages = `/usages?project_id=${ids['tenant-a']}`;
-    expect((await call(usages, token)).status).toBe(200);
-    const revoked = await ks.api('DELETE', '/auth/tokens', undefined, { 'x-subject-token': token });
-    expect(revoked.status).toBe(204);
-    // Cached: keystonemiddleware's token_cache_time trade-off, as documented.
-    expect((await call(usages, token)).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, (CACHE_SECONDS + 1) * 1000));
-    const refused = await call(usages, token);
+    const { token, at } = await revokedToken();
+    // The tests between the revocation and here take longer than the cache time on any
+    // machine; wait only for what is left of it, if anything.
+    const left = at + (CACHE_SECONDS + 1) * 1000 - Date.now();
+    if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
+    const refused = await call(`/usages?project_id=${ids['tenant-a']}`, token);
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toBe(`Keystone uri="${ks.url}"`);
   }, 120_000);

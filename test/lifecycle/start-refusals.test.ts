@@ -36,7 +36,7 @@ function start(env: Record<string, string>, args: string[] = []): Promise<Outcom
     execFile(
       process.execPath,
       ['--import', TSX_LOADER, ENTRY, ...args],
-      { cwd, env: { ...base, ...env }, timeout: 60_000 },
+      { cwd, env: { ...base, ...env }, timeout: 110_000 },
       (err, stdout, stderr) => {
         resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr, cwd });
       },
@@ -59,9 +59,13 @@ function expectOneLine(outcome: Outcome, setting: string): string {
   return line!;
 }
 
+// Several processes starting at once, each compiling the server: seconds alone, far longer
+// when the suite's other files compute beside them. The timeout only catches a hang.
+const STARTS = { timeout: 120_000 };
+
 // Each case is its own process in its own directory: they run side by side (the starts are
 // mostly Node and tsx loading, one core each).
-describe.concurrent('settings that cannot work', () => {
+describe.concurrent('settings that cannot work', STARTS, () => {
   it('token mode without tokens', async () => {
     const out = await start({ PLACEMENT_DB_URL: `file:${join(dir, 'a.db')}`, PLACEMENT_AUTH_STRATEGY: 'token' });
     expect(out.code).toBe(78);
@@ -110,7 +114,7 @@ describe.concurrent('settings that cannot work', () => {
   });
 });
 
-describe.concurrent('a machine the start cannot use', () => {
+describe.concurrent('a machine the start cannot use', STARTS, () => {
   let holder: Server;
   let port: number;
   beforeAll(async () => {
@@ -145,7 +149,7 @@ describe.concurrent('a machine the start cannot use', () => {
   });
 });
 
-describe.concurrent('--help and --version', () => {
+describe.concurrent('--help and --version', STARTS, () => {
   it('--help lists the settings and starts nothing: no ./data, no listening line', async () => {
     const out = await start({}, ['--help']);
     expect(out.code).toBe(0);
@@ -171,7 +175,7 @@ describe.concurrent('--help and --version', () => {
   });
 });
 
-it('a working configuration still starts (token mode with a token)', async () => {
+it('a working configuration still starts (token mode with a token)', STARTS, async () => {
   const server = await startServer(`file:${join(dir, 'ok.db')}`, {
     PLACEMENT_AUTH_STRATEGY: 'token',
     PLACEMENT_AUTH_TOKENS: JSON.stringify({ t: { roles: ['admin'] } }),

@@ -9,6 +9,7 @@ import { createDataStore } from '../../src/db/client.js';
 import { openNodeClient } from '../../src/db/node-client.js';
 import { countRoundTrips } from '../../src/db/round-trips.js';
 import { LostRace, withRaceRetries } from '../../src/db/write-batch.js';
+import { sweepLeases } from '../../src/ext/jobs.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { hasPromtool, NO_PROMETHEUS, parseSamples, promtoolCheck, type Sample, sampleValue } from '../helpers/prometheus-text.js';
 
@@ -203,6 +204,46 @@ describe('GET /metrics', () => {
     expect((await retries()) - before).toBe(2);
   });
 
+  it('counts lease sweeps (runs, failures) and the consumers they released or let go', async () => {
+    const counts = async () => {
+      const samples = await scrape();
+      return {
+        ok: sampleValue(samples, 'placement_lease_sweep_runs_total', { outcome: 'ok' }) ?? 0,
+        failed: sampleValue(samples, 'placement_lease_sweep_runs_total', { outcome: 'failed' }) ?? 0,
+        released: sampleValue(samples, 'placement_lease_sweep_released_total') ?? 0,
+        dropped: sampleValue(samples, 'placement_lease_sweep_dropped_total') ?? 0,
+      };
+    };
+    const before = await counts();
+    // Two leased consumers on cn2: one left alone, one rewritten after its lease was set.
+    const [idle, rewritten] = [crypto.randomUUID(), crypto.randomUUID()];
+    for (const consumer of [idle, rewritten]) {
+      await ok(
+        t.call('PUT', `/allocations/${consumer}`, {
+          body: { allocations: { [CN2]: { resources: { VCPU: 1 } } }, project_id: PROJECT, user_id: USER, consumer_generation: null },
+          version: '1.28',
+        }),
+      );
+      await ok(t.call('PUT', `/ext/leases/${consumer}`, { body: { seconds: 1 } }));
+    }
+    await ok(
+      t.call('PUT', `/allocations/${rewritten}`, {
+        body: { allocations: { [CN2]: { resources: { VCPU: 2 } } }, project_id: PROJECT, user_id: USER, consumer_generation: 1 },
+        version: '1.28',
+      }),
+    );
+    // An hour later: the sweep releases one consumer and lets the other's lease go.
+    const later = { ...t.deps, clock: () => new Date(Date.now() + 3600_000) };
+    expect(await sweepLeases(later)).toBe(2);
+    const swept = await counts();
+    expect(swept).toEqual({ ok: before.ok + 1, failed: before.failed, released: before.released + 1, dropped: before.dropped + 1 });
+    // A sweep that finds nothing counts as a run; one whose database read fails counts as failed.
+    await sweepLeases(later);
+    const gone = { ...t.deps.store, readBatch: () => Promise.reject(new Error('database unreachable')) };
+    expect(await sweepLeases({ ...later, store: gone })).toBe(0);
+    expect(await counts()).toEqual({ ...swept, ok: swept.ok + 1, failed: swept.failed + 1 });
+  });
+
   it('leaves the capacity gauges out when PLACEMENT_METRICS_CAPACITY=false', async () => {
     const off = await makeTestApp({ PLACEMENT_METRICS_CAPACITY: 'false' });
     try {
@@ -221,7 +262,9 @@ describe('GET /metrics', () => {
   });
 
   it.skipIf(!hasPromtool)(`passes promtool check metrics (${NO_PROMETHEUS})`, async () => {
+    await sweepLeases(t.deps); // the lease sweep's series, whichever test ran first
     const text = await (await t.app.request('/metrics')).text();
+    expect(text).toContain('placement_lease_sweep_released_total');
     const { problems } = promtoolCheck(text);
     // The one lint left is openstack-exporter's own name: a gauge ending in _total, kept so existing dashboards work.
     expect(problems).toEqual(['openstack_placement_resource_total non-counter metrics should not have "_total" suffix']);

@@ -26,7 +26,7 @@ import {
   type Usage,
 } from './research.js';
 import { excludedProviders } from './taints.js';
-import { candidateCountersOf, candidateCountersStatement, type LoadedCounters } from '../../ext/counters/sql.js';
+import type { LoadedCounters } from '../../ext/counters/sql.js';
 import { FirstOfSearch, variantsOf, type TreeSearch } from './first-of.js';
 import {
   CandidateSearch,
@@ -164,7 +164,6 @@ async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: num
   const preload = firstRoots !== null || !(stopsEarly && inChunks);
   const { first, loadTrees } = await research(reader, plan, firstRoots, preload);
   const { lookups, candidates, preloaded, truncatedAt } = first;
-  await readCounters(reader, candidates, names);
   const groups = resolveGroups(request, names, lookups);
 
   const roots = new Set(candidates.rootOf.values());
@@ -212,17 +211,6 @@ async function research(reader: BatchReader, plan: SearchPlan, firstRoots: numbe
   }
   const first = await loadCandidates(reader, names, names.amounts, prefilter, firstRoots, preload);
   return { first, loadTrees: (roots) => loadTrees(reader, roots, first.usage) };
-}
-
-/**
- * Shared counters (extension, issue 25): the research batch said whether the
- * cloud has any; only then are those of the providers the request's classes
- * consume read, in one more round trip (none on a cloud without counters).
- */
-async function readCounters(reader: BatchReader, candidates: CandidateInventories, names: RequestNames): Promise<void> {
-  if (!candidates.countersPresent) return;
-  const [rows] = await reader.readBatch([candidateCountersStatement(names.classes)]);
-  candidates.counters = candidateCountersOf(rows);
 }
 
 /**
@@ -278,7 +266,6 @@ export async function searchEveryTree(
   const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), options };
   const { first, loadTrees } = await research(reader, plan, null, true);
   const { lookups, candidates, preloaded } = first;
-  await readCounters(reader, candidates, names);
   const groups = resolveGroups(request, names, lookups);
   const roots = new Set(candidates.rootOf.values());
   for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);

@@ -8,7 +8,7 @@
 // from the model's guess (or a class was renamed: the model is read whole).
 import type { InStatement } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
-import { COUNTERS_PROBE, countersPresent } from '../../ext/counters/sql.js';
+import { candidateCountersOf, candidateCountersStatement, type LoadedCounters } from '../../ext/counters/sql.js';
 import type { CloudModel, ModelProvider } from './cloud-model.js';
 import {
   lookupsOf,
@@ -73,7 +73,7 @@ export async function loadFromModel(
       ...(lookups ? [] : lookupStatements(names)),
       model.refreshStatement(),
       usageStatement(wanted, model),
-      COUNTERS_PROBE,
+      candidateCountersStatement(names.classes),
       taintStatement(),
     ];
     const results = await reader.readBatch(statements);
@@ -91,7 +91,7 @@ export async function loadFromModel(
     // After it: the trees the request really needs, with the names it named.
     const plan = planTrees(model, names.classes, amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots);
     if (covers(scope, plan.reads))
-      return build(reader, model, lookups, usage, scope, plan, prefilter, amounts, countersPresent(counterRows));
+      return build(reader, model, lookups, usage, scope, plan, prefilter, amounts, candidateCountersOf(counterRows));
   }
   // Four batches lost to concurrent tree changes: answer from the SQL engine.
   return null;
@@ -232,7 +232,7 @@ function build(
   plan: TreePlan,
   prefilter: TreePrefilter,
   amounts: ReadonlyMap<string, { smallest: number; largest: number }>,
-  withCounters: boolean,
+  counters: Map<number, LoadedCounters>,
 ): Research {
   // Requested classes by id, with the smallest and largest amount asked.
   const wanted = new Map<number, { smallest: number; largest: number }>();
@@ -277,7 +277,7 @@ function build(
     const anchors = anchorsOf(model, sharing);
     if (anchors.size) anchorsOfSharing.set(id, anchors);
   }
-  const candidates: CandidateInventories = { byProvider, rootOf, anchorsOfSharing, counters: new Map(), countersPresent: withCounters };
+  const candidates: CandidateInventories = { byProvider, rootOf, anchorsOfSharing, counters };
   // The model's providers serve as the request's nodes as they are: usage is looked up apart.
   const nodesOf = (roots: Iterable<number>) => {
     const nodes = new Map<number, ProviderNode>();

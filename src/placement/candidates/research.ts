@@ -10,7 +10,7 @@
 import type { InStatement, ResultSet, Row } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
 import { capacityOf, capacitySql, usedSql, type InventoryLimits } from '../capacity.js';
-import { COUNTERS_PROBE, countersPresent, type LoadedCounters } from '../../ext/counters/sql.js';
+import { candidateCountersOf, candidateCountersStatement, type LoadedCounters } from '../../ext/counters/sql.js';
 import { columns, num, packedArray, SqlParams, type PackedRow } from './sql.js';
 import { taintsOf, taintStatement, type ProviderTaints } from './taints.js';
 import { AGG, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../../db/columns.js';
@@ -79,10 +79,8 @@ export interface CandidateInventories {
   rootOf: Map<number, number>;
   /** sharing provider id -> roots of the trees it shares with (its own tree included). */
   anchorsOfSharing: Map<number, Set<number>>;
-  /** Shared counters (extension) of the providers where a requested class consumes one; empty without counters. */
+  /** Shared counters (extension) of the providers where a requested class consumes one, read in the research batch; empty without counters. */
   counters: Map<number, LoadedCounters>;
-  /** Whether the cloud has counters at all (the research batch's probe): index.ts then reads `counters`. */
-  countersPresent: boolean;
 }
 
 export const SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE';
@@ -398,7 +396,7 @@ export async function loadCandidates(
       args: { amounts: amountJson },
     },
   ];
-  statements.push(COUNTERS_PROBE, taintStatement());
+  statements.push(candidateCountersStatement(names.classes), taintStatement());
   const [classes, traitRows, aggRows, treeRows, invRows, anchorRows, counterRows, taintRows] = await reader.readBatch(statements);
   const lookups = lookupsOf([classes!, traitRows!, aggRows!, treeRows!]);
   lookups.taints = taintsOf(taintRows);
@@ -445,7 +443,7 @@ export async function loadCandidates(
   }
   return {
     lookups,
-    candidates: { byProvider, rootOf, anchorsOfSharing, counters: new Map(), countersPresent: countersPresent(counterRows) },
+    candidates: { byProvider, rootOf, anchorsOfSharing, counters: candidateCountersOf(counterRows) },
     preloaded: { roots: new Set(scan.complete ?? []), nodes },
     truncatedAt: scan.truncatedAt ?? null,
     usage,

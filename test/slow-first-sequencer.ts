@@ -1,0 +1,30 @@
+// The Node suite runs two files at a time. Its longest files drive real
+// external parts (Keystone under uwsgi, the OpenStack clients, Placement
+// 8.0.0) and spend most of their time waiting on them; started first, they
+// overlap everything else instead of being the tail of the run on a clean
+// machine, where vitest has no timings of earlier runs and orders by file size.
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+const SLOW_FIRST = [
+  'test/keystone/openstack-cloud.test.ts',
+  'test/cyborg/cyborgclient.test.ts',
+  'test/admin/import-placement.test.ts',
+  'test/placement/openstack-cli.test.ts',
+  'test/fuzz/hostile-fuzz.test.ts',
+  'test/lifecycle/cluster-faults.test.ts',
+  'test/lifecycle/stop-drain.test.ts',
+  'test/dashboard/dashboard-browser.test.ts',
+];
+
+function rank(spec: TestSpecification): number {
+  const i = SLOW_FIRST.findIndex((file) => spec.moduleId.endsWith(file));
+  return i === -1 ? SLOW_FIRST.length : i;
+}
+
+export default class SlowFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    // Array.prototype.sort is stable: the rest keep vitest's own order.
+    return sorted.sort((a, b) => rank(a) - rank(b));
+  }
+}
