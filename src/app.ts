@@ -10,7 +10,7 @@ import { observeRequests } from './http/observe.js';
 import { carryTrace } from './http/trace.js';
 import { operationsRoutes } from './observability/http/routes/index.js';
 import { extRoutes } from './ext/http/routes/index.js';
-import { openApiDocument } from './openapi/document.js';
+import { openApiRoutes } from './openapi/routes.js';
 import { createPlacementApp } from './placement/http/app.js';
 
 /** Methods a fetch Request cannot be built with; @hono/node-server hands TRACE over as a GET whose method reads TRACE. */
@@ -41,7 +41,7 @@ export function createApp(deps: Deps): Hono {
   const root = new Hono();
   root.use(observeRequests(deps));
   root.route('/', operationsRoutes(deps));
-  root.get('/openapi.json', (c) => c.json(openApiDocument()));
+  root.route('/', openApiRoutes.app);
   root.mount('/accelerator', createCyborgApp(deps).fetch, { replaceRequest: requestBelow('/accelerator') });
   root.mount('/diagnostics', createPlacementApp(deps, diagnosticsRoutes).fetch, { replaceRequest: requestBelow('/diagnostics') });
   // The extensions (docs/extensions.md): Placement's middleware around their own routes.

@@ -9,6 +9,7 @@ import { copyFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { createClient } from '@libsql/client';
 import { AdminError } from './placement-reader.js';
+import { EPOCH } from '../db/columns.js';
 
 /** The path of a `file:` URL; AdminError for anything else. */
 export function filePathOf(dbUrl: string, what: string): string {
@@ -93,7 +94,7 @@ export async function restoreDatabase(dbUrl: string, backup: string, replace: bo
   // A process that still has the trees of the old file in memory reads them again.
   const client = createClient({ url: `file:${partial}` });
   try {
-    await client.execute('UPDATE placement_epoch SET token = lower(hex(randomblob(8)))');
+    await client.execute(`UPDATE placement_epoch SET ${EPOCH.token} = lower(hex(randomblob(8)))`);
   } finally {
     client.close();
   }

@@ -9,6 +9,7 @@ import type { Client, InStatement, InValue, Transaction } from '@libsql/client';
 import { MIN_CUSTOM_RESOURCE_CLASS_ID } from '../placement/repo/resource-classes.js';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
 import { AdminError, type Snapshot } from './placement-reader.js';
+import { AGG, ALLOC, CONSUMER, CONSUMER_TYPE, EPOCH, INV, PROJECT, RC, RP, RP_AGG, RP_TRAIT, TRAIT, USER } from '../db/columns.js';
 
 export interface ImportCounts {
   resourceClasses: number;
@@ -63,10 +64,10 @@ export async function describeTargetData(client: Client | Transaction): Promise<
   const counts = await client.batch([
     ...DATA_TABLES.map((t) => `SELECT '${t}' AS name, count(*) AS n FROM ${t}`),
     {
-      sql: 'SELECT ? AS name, count(*) AS n FROM resource_classes WHERE id >= ?',
+      sql: `SELECT ? AS name, count(*) AS n FROM resource_classes WHERE ${RC.id} >= ?`,
       args: ['custom resource_classes', MIN_CUSTOM_RESOURCE_CLASS_ID],
     },
-    "SELECT 'traits' AS name, name AS n FROM traits",
+    `SELECT 'traits' AS name, ${TRAIT.name} AS n FROM traits`,
   ]);
   const traitRows = counts.pop()!.rows;
   const customTraits = traitRows.filter((r) => !STANDARD_TRAIT_SET.has(String(r.n))).length;
@@ -122,8 +123,8 @@ export async function writeSnapshot(client: Client, snapshot: Snapshot, options:
       const standardTraits = [...STANDARD_TRAIT_SET];
       await tx.batch([
         ...DATA_TABLES.map((t) => `DELETE FROM ${t}`),
-        { sql: 'DELETE FROM resource_classes WHERE id >= ?', args: [MIN_CUSTOM_RESOURCE_CLASS_ID] },
-        { sql: `DELETE FROM traits WHERE name NOT IN (${standardTraits.map(() => '?').join(', ')})`, args: standardTraits },
+        { sql: `DELETE FROM resource_classes WHERE ${RC.id} >= ?`, args: [MIN_CUSTOM_RESOURCE_CLASS_ID] },
+        { sql: `DELETE FROM traits WHERE ${TRAIT.name} NOT IN (${standardTraits.map(() => '?').join(', ')})`, args: standardTraits },
       ]);
     }
 
@@ -132,17 +133,20 @@ export async function writeSnapshot(client: Client, snapshot: Snapshot, options:
     const newTraits = snapshot.traits.filter((t) => !STANDARD_TRAIT_SET.has(t));
     await runAll(tx, [
       ...inserts(
-        'INSERT INTO resource_classes (id, name)',
+        `INSERT INTO resource_classes (${RC.id}, ${RC.name})`,
         2,
         customClasses.map((name, i) => [MIN_CUSTOM_RESOURCE_CLASS_ID + i, name]),
       ),
       ...inserts(
-        'INSERT OR IGNORE INTO traits (name)',
+        `INSERT OR IGNORE INTO traits (${TRAIT.name})`,
         1,
         newTraits.map((name) => [name]),
       ),
     ]);
-    const [classRows, traitRows] = await tx.batch(['SELECT id, name FROM resource_classes', 'SELECT id, name FROM traits']);
+    const [classRows, traitRows] = await tx.batch([
+      `SELECT ${RC.id}, ${RC.name} FROM resource_classes`,
+      `SELECT ${TRAIT.id}, ${TRAIT.name} FROM traits`,
+    ]);
     const classId = new Map(classRows!.rows.map((r) => [String(r.name), Number(r.id)]));
     const traitId = new Map(traitRows!.rows.map((r) => [String(r.name), Number(r.id)]));
     const idOf = (map: Map<string, number>, kind: string, name: string): number => {
@@ -173,7 +177,7 @@ export async function writeSnapshot(client: Client, snapshot: Snapshot, options:
 
     const statements: InStatement[] = [
       ...inserts(
-        'INSERT INTO resource_providers (id, uuid, name, generation, parent_provider_id, root_provider_id)',
+        `INSERT INTO resource_providers (${RP.id}, ${RP.uuid}, ${RP.name}, ${RP.generation}, ${RP.parentProviderId}, ${RP.rootProviderId})`,
         6,
         snapshot.providers.map((p) => [
           providerId.get(p.uuid)!,
@@ -185,7 +189,7 @@ export async function writeSnapshot(client: Client, snapshot: Snapshot, options:
         ]),
       ),
       ...inserts(
-        'INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio)',
+        `INSERT INTO inventories (${INV.resourceProviderId}, ${INV.resourceClassId}, ${INV.total}, ${INV.reserved}, ${INV.minUnit}, ${INV.maxUnit}, ${INV.stepSize}, ${INV.allocationRatio})`,
         8,
         snapshot.providers.flatMap((p) =>
           Object.entries(p.inventories).map(([rc, inv]) => [
@@ -201,38 +205,42 @@ export async function writeSnapshot(client: Client, snapshot: Snapshot, options:
         ),
       ),
       ...inserts(
-        'INSERT INTO resource_provider_traits (resource_provider_id, trait_id)',
+        `INSERT INTO resource_provider_traits (${RP_TRAIT.resourceProviderId}, ${RP_TRAIT.traitId})`,
         2,
         snapshot.providers.flatMap((p) => p.traits.map((t) => [providerId.get(p.uuid)!, idOf(traitId, 'trait', t)])),
       ),
       ...inserts(
-        'INSERT INTO placement_aggregates (id, uuid)',
+        `INSERT INTO placement_aggregates (${AGG.id}, ${AGG.uuid})`,
         2,
         [...aggregateId].map(([uuid, id]) => [id, uuid]),
       ),
       ...inserts(
-        'INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)',
+        `INSERT INTO resource_provider_aggregates (${RP_AGG.resourceProviderId}, ${RP_AGG.aggregateId})`,
         2,
         snapshot.providers.flatMap((p) => p.aggregates.map((a) => [providerId.get(p.uuid)!, aggregateId.get(a)!])),
       ),
       ...inserts(
-        'INSERT INTO projects (id, external_id)',
+        `INSERT INTO projects (${PROJECT.id}, ${PROJECT.externalId})`,
         2,
         [...projectId].map(([external, id]) => [id, external]),
       ),
       ...inserts(
-        'INSERT INTO users (id, external_id)',
+        `INSERT INTO users (${USER.id}, ${USER.externalId})`,
         2,
         [...userId].map(([external, id]) => [id, external]),
       ),
       ...inserts(
-        'INSERT INTO consumer_types (id, name)',
+        `INSERT INTO consumer_types (${CONSUMER_TYPE.id}, ${CONSUMER_TYPE.name})`,
         2,
         [...typeId].map(([name, id]) => [id, name]),
       ),
-      ...inserts('INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id)', 5, consumerRows),
       ...inserts(
-        'INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)',
+        `INSERT INTO consumers (${CONSUMER.uuid}, ${CONSUMER.projectId}, ${CONSUMER.userId}, ${CONSUMER.generation}, ${CONSUMER.consumerTypeId})`,
+        5,
+        consumerRows,
+      ),
+      ...inserts(
+        `INSERT INTO allocations (${ALLOC.resourceProviderId}, ${ALLOC.consumerId}, ${ALLOC.resourceClassId}, ${ALLOC.used})`,
         4,
         snapshot.consumers.flatMap((c) =>
           Object.entries(c.allocations).flatMap(([rp, resources]) =>
@@ -241,7 +249,7 @@ export async function writeSnapshot(client: Client, snapshot: Snapshot, options:
         ),
       ),
       // A service already running on this database reads every tree again.
-      'UPDATE placement_epoch SET token = lower(hex(randomblob(8)))',
+      `UPDATE placement_epoch SET ${EPOCH.token} = lower(hex(randomblob(8)))`,
     ];
     await runAll(tx, statements, options.onProgress);
     await tx.commit();

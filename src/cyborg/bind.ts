@@ -18,6 +18,7 @@ import { ArqState, RESOLVED_EVENT_STATUS } from './arq-state.js';
 import type { ArqRow } from './repo/arqs.js';
 import { cyborgWrite } from './repo/write.js';
 import { readGroup, type ProfileGroup } from './schemas/device-profiles.js';
+import { ARQ, ATTACH_HANDLE, DEPLOYABLE, DEVICE } from '../db/columns.js';
 
 type Resolved = { arq: ArqRow; state: 'Bound' | 'BindFailed' };
 
@@ -56,19 +57,22 @@ function observeBinds(resolved: Resolved[], nowMs: number): void {
  */
 export async function runBindJob(store: DataStore, arqIds: number[], outboxId: number, now: string, nowMs: number): Promise<JobMessage[]> {
   const ids = { sql: placeholders(arqIds.length), args: arqIds };
-  const rpsOfJob = `SELECT device_rp_uuid FROM accelerator_requests WHERE id IN (${ids.sql}) AND ${stillBindStarted}`;
+  const rpsOfJob = `SELECT ${ARQ.deviceRpUuid} FROM accelerator_requests WHERE ${ARQ.id} IN (${ids.sql}) AND ${stillBindStarted}`;
   let committed: Resolved[] = [];
   const messages = await cyborgWrite(async () => {
     const [arqRows, deployableRows, freeRows] = await store.readBatch([
-      { sql: `SELECT * FROM accelerator_requests WHERE id IN (${ids.sql}) AND ${stillBindStarted} ORDER BY id`, args: ids.args },
       {
-        sql: `SELECT d.*, v.status AS device_status FROM deployables d JOIN devices v ON v.id = d.device_id
-          WHERE d.rp_uuid IN (${rpsOfJob}) ORDER BY d.id`,
+        sql: `SELECT * FROM accelerator_requests WHERE ${ARQ.id} IN (${ids.sql}) AND ${stillBindStarted} ORDER BY ${ARQ.id}`,
         args: ids.args,
       },
       {
-        sql: `SELECT * FROM attach_handles WHERE arq_id IS NULL
-          AND deployable_id IN (SELECT id FROM deployables WHERE rp_uuid IN (${rpsOfJob})) ORDER BY id`,
+        sql: `SELECT d.*, v.${DEVICE.status} AS device_status FROM deployables d JOIN devices v ON v.${DEVICE.id} = d.${DEPLOYABLE.deviceId}
+          WHERE d.${DEPLOYABLE.rpUuid} IN (${rpsOfJob}) ORDER BY d.${DEPLOYABLE.id}`,
+        args: ids.args,
+      },
+      {
+        sql: `SELECT * FROM attach_handles WHERE ${ATTACH_HANDLE.arqId} IS NULL
+          AND ${ATTACH_HANDLE.deployableId} IN (SELECT ${DEPLOYABLE.id} FROM deployables WHERE ${DEPLOYABLE.rpUuid} IN (${rpsOfJob})) ORDER BY ${ATTACH_HANDLE.id}`,
         args: ids.args,
       },
     ]);
@@ -82,7 +86,7 @@ export async function runBindJob(store: DataStore, arqIds: number[], outboxId: n
       const fail = () => {
         statements.push(
           stmt(
-            `UPDATE accelerator_requests SET state = ?, updated_at = ? WHERE id = ? AND ${stillBindStarted}`,
+            `UPDATE accelerator_requests SET ${ARQ.state} = ?, ${ARQ.updatedAt} = ? WHERE ${ARQ.id} = ? AND ${stillBindStarted}`,
             [ArqState.BIND_FAILED, now, arq.id],
             {
               mustChange: true,
@@ -113,12 +117,16 @@ export async function runBindJob(store: DataStore, arqIds: number[], outboxId: n
       taken.add(handle.id);
       statements.push(
         // Compare-and-swap on the handle (the unique index on arq_id backs it up) and on the ARQ's state.
-        stmt('UPDATE attach_handles SET arq_id = ?, updated_at = ? WHERE id = ? AND arq_id IS NULL', [arq.id, now, handle.id], {
-          mustChange: true,
-          racing: true,
-        }),
         stmt(
-          `UPDATE accelerator_requests SET state = ?, deployable_id = ?, attach_handle_id = ?, updated_at = ? WHERE id = ? AND ${stillBindStarted}`,
+          `UPDATE attach_handles SET ${ATTACH_HANDLE.arqId} = ?, ${ATTACH_HANDLE.updatedAt} = ? WHERE ${ATTACH_HANDLE.id} = ? AND ${ATTACH_HANDLE.arqId} IS NULL`,
+          [arq.id, now, handle.id],
+          {
+            mustChange: true,
+            racing: true,
+          },
+        ),
+        stmt(
+          `UPDATE accelerator_requests SET ${ARQ.state} = ?, ${ARQ.deployableId} = ?, ${ARQ.attachHandleId} = ?, ${ARQ.updatedAt} = ? WHERE ${ARQ.id} = ? AND ${stillBindStarted}`,
           [ArqState.BOUND, deployable.id, handle.id, now, arq.id],
           { mustChange: true },
         ),
@@ -145,16 +153,19 @@ export async function failStuckBinds(store: DataStore, cutoff: string, now: stri
   const messages = await cyborgWrite(async () => {
     const [stuckRows] = await store.readBatch([
       {
-        sql: `SELECT * FROM accelerator_requests WHERE ${stillBindStarted} AND bind_started_at <= ? ORDER BY id`,
+        sql: `SELECT * FROM accelerator_requests WHERE ${stillBindStarted} AND ${ARQ.bindStartedAt} <= ? ORDER BY ${ARQ.id}`,
         args: [cutoff],
       },
     ]);
     const stuck = stuckRows!.rows.map((r) => rowOf(acceleratorRequests, r));
     if (!stuck.length) return [];
     const statements = stuck.flatMap((arq) => [
-      stmt('UPDATE attach_handles SET arq_id = NULL, updated_at = ? WHERE arq_id = ?', [now, arq.id]),
+      stmt(`UPDATE attach_handles SET ${ATTACH_HANDLE.arqId} = NULL, ${ATTACH_HANDLE.updatedAt} = ? WHERE ${ATTACH_HANDLE.arqId} = ?`, [
+        now,
+        arq.id,
+      ]),
       stmt(
-        `UPDATE accelerator_requests SET state = ?, attach_handle_id = NULL, updated_at = ? WHERE id = ? AND ${stillBindStarted}`,
+        `UPDATE accelerator_requests SET ${ARQ.state} = ?, ${ARQ.attachHandleId} = NULL, ${ARQ.updatedAt} = ? WHERE ${ARQ.id} = ? AND ${stillBindStarted}`,
         [ArqState.BIND_FAILED, now, arq.id],
         { mustChange: true },
       ),

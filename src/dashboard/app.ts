@@ -10,11 +10,12 @@ import { ApiError } from '../http/api-error.js';
 import { authenticate, parseTokenTable } from '../http/auth.js';
 import type { AppEnv } from '../http/env.js';
 import { requestId } from '../http/request-id.js';
+import { RouteTable, TEXT_BODY, zodQuery } from '../http/route-table.js';
 import { authorize, placementHttp } from '../placement/http/profile.js';
 import { dashboardAsset, dashboardPage, type DashboardAsset } from './assets.js';
 import { presentSummary } from './present.js';
 import { readDashboardSummary } from '../diagnostics/dashboard-repo.js';
-import { SummaryQueryString, toSummaryQuery } from './schema.js';
+import { SummaryQueryString, SummaryResponse, toSummaryQuery } from './schema.js';
 
 // Only this service's own origin: the page loads nothing from elsewhere.
 const PAGE_HEADERS = {
@@ -31,6 +32,62 @@ function serve(c: Context<AppEnv>, asset: DashboardAsset): Response {
   return c.body(asset.body, 200, headers);
 }
 
+/** The dashboard's routes, below its mount point; '' is the mount point itself (/dashboard). */
+export const dashboardRoutes = new RouteTable('meta')
+  .resource('', {
+    GET: {
+      summary: 'The capacity dashboard (HTML page)',
+      public: true,
+      responses: { 200: 'The page', 304: 'Not modified' },
+      mediaTypes: ['text/html'],
+      responseSchema: TEXT_BODY,
+      responseName: 'Text',
+      handler: (c) => serve(c, dashboardPage(c.var.deps.config.PLACEMENT_AUTH_STRATEGY)),
+    },
+  })
+  .resource('/assets/:file', {
+    GET: {
+      summary: "The dashboard's script and stylesheet",
+      public: true,
+      responses: { 200: 'The asset', 304: 'Not modified' },
+      mediaTypes: ['text/javascript', 'text/css'],
+      responseSchema: TEXT_BODY,
+      responseName: 'Text',
+      handler: (c) => {
+        const file = c.req.param('file');
+        const asset = file === 'index.html' ? undefined : dashboardAsset(file);
+        if (!asset) return c.notFound();
+        return serve(c, asset);
+      },
+    },
+  })
+  .resource('/api/summary', {
+    GET: {
+      summary: 'Capacity summary behind the dashboard (admin): trees, totals, usage per project',
+      query: () => zodQuery(SummaryQueryString),
+      responses: { 200: 'The summary' },
+      responseSchema: SummaryResponse,
+      responseName: 'DashboardSummary',
+      handler: async (c) => {
+        authorize(c, 'admin_api');
+        const deps = c.var.deps;
+        const parsed = SummaryQueryString.safeParse(c.req.query());
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0]!;
+          const where = issue.path.length ? `'${issue.path.join('.')}'` : 'query';
+          throw new ApiError(400, `Invalid query string: ${where} ${issue.message}`);
+        }
+        const summary = await readDashboardSummary(deps.store.nearby, toSummaryQuery(parsed.data));
+        // Names where Keystone knows them, asked with the viewer's own token; ids alone otherwise.
+        const viewerToken = c.req.header('x-auth-token');
+        const projectIds = summary.projects.map((p) => p.projectId);
+        const projectNames = deps.projectNames && viewerToken ? await deps.projectNames.names(projectIds, viewerToken) : {};
+        c.header('cache-control', 'no-store');
+        return c.json(presentSummary(summary, parsed.data, deps.clock(), projectNames));
+      },
+    },
+  });
+
 export function createDashboardApp(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(async function injectDeps(c, next) {
@@ -38,14 +95,6 @@ export function createDashboardApp(deps: Deps): Hono<AppEnv> {
     await next();
   });
   app.use(requestId());
-
-  app.get('/', (c) => serve(c, dashboardPage(deps.config.PLACEMENT_AUTH_STRATEGY)));
-  app.get('/assets/:file', (c) => {
-    const asset = c.req.param('file') === 'index.html' ? undefined : dashboardAsset(c.req.param('file'));
-    if (!asset) return c.notFound();
-    return serve(c, asset);
-  });
-
   app.use(
     '/api/*',
     authenticate({
@@ -54,23 +103,7 @@ export function createDashboardApp(deps: Deps): Hono<AppEnv> {
       publicPaths: /(?!)/,
     }),
   );
-  app.get('/api/summary', async (c) => {
-    authorize(c, 'admin_api');
-    const parsed = SummaryQueryString.safeParse(c.req.query());
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const where = issue.path.length ? `'${issue.path.join('.')}'` : 'query';
-      throw new ApiError(400, `Invalid query string: ${where} ${issue.message}`);
-    }
-    const summary = await readDashboardSummary(deps.store.nearby, toSummaryQuery(parsed.data));
-    // Names where Keystone knows them, asked with the viewer's own token; ids alone otherwise.
-    const viewerToken = c.req.header('x-auth-token');
-    const projectIds = summary.projects.map((p) => p.projectId);
-    const projectNames = deps.projectNames && viewerToken ? await deps.projectNames.names(projectIds, viewerToken) : {};
-    c.header('cache-control', 'no-store');
-    return c.json(presentSummary(summary, parsed.data, deps.clock(), projectNames));
-  });
-
+  app.route('/', dashboardRoutes.app);
   app.notFound(placementHttp.notFound);
   app.onError(placementHttp.onError);
   return app;

@@ -15,13 +15,14 @@
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from './client.js';
 import { type ReplicaReadOutcome, reportReplicaRead, timed } from './observe.js';
+import { WRITE_MARK } from './columns.js';
 
 /** The statement a write batch ends with: raise the mark, and learn it. */
-export const RAISE_WRITE_MARK_SQL = 'UPDATE placement_write_marks SET mark = mark + 1 WHERE id = 1 RETURNING mark';
+export const RAISE_WRITE_MARK_SQL = `UPDATE placement_write_marks SET ${WRITE_MARK.mark} = ${WRITE_MARK.mark} + 1 WHERE ${WRITE_MARK.id} = 1 RETURNING ${WRITE_MARK.mark}`;
 export const RAISE_WRITE_MARK: InStatement = { sql: RAISE_WRITE_MARK_SQL, args: [] };
 
 /** The statement a replica read starts with: how far the replica has got. */
-const READ_WRITE_MARK: InStatement = { sql: 'SELECT mark FROM placement_write_marks WHERE id = 1', args: [] };
+const READ_WRITE_MARK: InStatement = { sql: `SELECT ${WRITE_MARK.mark} FROM placement_write_marks WHERE ${WRITE_MARK.id} = 1`, args: [] };
 
 export interface ReplicaLog {
   warn(msg: string, extra?: Record<string, unknown>): void;

@@ -23,3 +23,12 @@ export function columnNames<T extends SQLiteTable>(table: T): { readonly [K in k
   for (const [key, column] of Object.entries(getTableColumns(table))) out[key] = column.name;
   return out as { readonly [K in keyof T['_']['columns']]: string };
 }
+
+/** A row's column as a number or a string: the decoders of hand-written statements, `num(row, RP.generation)`. */
+export const num = (row: Record<string, unknown>, column: string): number => Number(row[column]);
+export const str = (row: Record<string, unknown>, column: string): string => String(row[column]);
+/** The same, null where the column is NULL. */
+export const numOrNull = (row: Record<string, unknown>, column: string): number | null =>
+  row[column] === null || row[column] === undefined ? null : Number(row[column]);
+export const strOrNull = (row: Record<string, unknown>, column: string): string | null =>
+  row[column] === null || row[column] === undefined ? null : String(row[column]);

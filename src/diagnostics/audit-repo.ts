@@ -10,6 +10,7 @@ import { allocations, consumers, consumerTypes, projects, users } from '../db/sc
 import { capacitySql } from '../placement/capacity.js';
 import { ArqState } from '../cyborg/arq-state.js';
 import type { InventoryUsage } from './dashboard-repo.js';
+import { ALLOC, INV, RC, RP } from '../db/columns.js';
 
 export interface Page<T> {
   items: T[];
@@ -43,12 +44,12 @@ export interface OverCapacityProvider {
 // or lowered the ratio (placement allows that and only warns).
 const OVER_CAPACITY = sql.raw(`
   over AS (
-    SELECT i.resource_provider_id AS provider_id, i.resource_class_id AS class_id, i.total, i.reserved,
-           i.allocation_ratio, ${capacitySql('i')} AS capacity, u.used
+    SELECT i.${INV.resourceProviderId} AS provider_id, i.${INV.resourceClassId} AS class_id, i.${INV.total}, i.${INV.reserved},
+           i.${INV.allocationRatio}, ${capacitySql('i')} AS capacity, u.used
     FROM inventories i
-    JOIN (SELECT resource_provider_id, resource_class_id, SUM(used) AS used FROM allocations
-          GROUP BY resource_provider_id, resource_class_id) u
-      ON u.resource_provider_id = i.resource_provider_id AND u.resource_class_id = i.resource_class_id
+    JOIN (SELECT ${ALLOC.resourceProviderId}, ${ALLOC.resourceClassId}, SUM(${ALLOC.used}) AS used FROM allocations
+          GROUP BY ${ALLOC.resourceProviderId}, ${ALLOC.resourceClassId}) u
+      ON u.resource_provider_id = i.${INV.resourceProviderId} AND u.resource_class_id = i.${INV.resourceClassId}
     WHERE u.used > ${capacitySql('i')}
   )`);
 
@@ -71,18 +72,18 @@ export async function overCapacityProviders(db: Db, marker: string | null, limit
     used: number;
   }>(sql`WITH ${OVER_CAPACITY},
     page AS (
-      SELECT DISTINCT rp.id, rp.uuid FROM over JOIN resource_providers rp ON rp.id = over.provider_id
+      SELECT DISTINCT rp.${sql.raw(RP.id)}, rp.${sql.raw(RP.uuid)} FROM over JOIN resource_providers rp ON rp.${sql.raw(RP.id)} = over.provider_id
       WHERE ${marker === null ? sql`1` : sql`rp.uuid > ${marker}`}
-      ORDER BY rp.uuid LIMIT ${limit + 1}
+      ORDER BY rp.${sql.raw(RP.uuid)} LIMIT ${limit + 1}
     )
-    SELECT rp.id AS provider_id, rp.uuid, rp.name, root.uuid AS root_uuid, rc.name AS rc,
+    SELECT rp.${sql.raw(RP.id)} AS provider_id, rp.${sql.raw(RP.uuid)}, rp.${sql.raw(RP.name)}, root.${sql.raw(RP.uuid)} AS root_uuid, rc.${sql.raw(RC.name)} AS rc,
            over.total, over.reserved, over.allocation_ratio, over.capacity, over.used
     FROM page
     JOIN over ON over.provider_id = page.id
-    JOIN resource_providers rp ON rp.id = page.id
-    JOIN resource_providers root ON root.id = COALESCE(rp.root_provider_id, rp.id)
-    JOIN resource_classes rc ON rc.id = over.class_id
-    ORDER BY rp.uuid, rc.name`);
+    JOIN resource_providers rp ON rp.${sql.raw(RP.id)} = page.id
+    JOIN resource_providers root ON root.${sql.raw(RP.id)} = COALESCE(rp.${sql.raw(RP.rootProviderId)}, rp.${sql.raw(RP.id)})
+    JOIN resource_classes rc ON rc.${sql.raw(RC.id)} = over.class_id
+    ORDER BY rp.${sql.raw(RP.uuid)}, rc.${sql.raw(RC.name)}`);
   const byId = new Map<number, OverCapacityProvider>();
   for (const r of rows) {
     let provider = byId.get(r.provider_id);
@@ -103,14 +104,14 @@ export async function overCapacityProviders(db: Db, marker: string | null, limit
   const ids = page.items.map(([id]) => id);
   if (ids.length) {
     const held = await db.all<{ provider_id: number; consumer_id: string; rc: string; used: number }>(sql`
-      SELECT a.resource_provider_id AS provider_id, a.consumer_id, rc.name AS rc, SUM(a.used) AS used
-      FROM allocations a JOIN resource_classes rc ON rc.id = a.resource_class_id
-      WHERE a.resource_provider_id IN (${sql.join(
+      SELECT a.${sql.raw(ALLOC.resourceProviderId)} AS provider_id, a.${sql.raw(ALLOC.consumerId)}, rc.${sql.raw(RC.name)} AS rc, SUM(a.${sql.raw(ALLOC.used)}) AS used
+      FROM allocations a JOIN resource_classes rc ON rc.${sql.raw(RC.id)} = a.${sql.raw(ALLOC.resourceClassId)}
+      WHERE a.${sql.raw(ALLOC.resourceProviderId)} IN (${sql.join(
         ids.map((id) => sql`${id}`),
         sql`, `,
       )})
-      GROUP BY a.resource_provider_id, a.consumer_id, rc.name
-      ORDER BY a.consumer_id, rc.name`);
+      GROUP BY a.${sql.raw(ALLOC.resourceProviderId)}, a.${sql.raw(ALLOC.consumerId)}, rc.${sql.raw(RC.name)}
+      ORDER BY a.${sql.raw(ALLOC.consumerId)}, rc.${sql.raw(RC.name)}`);
     for (const h of held) {
       const provider = byId.get(h.provider_id)!;
       let consumer = provider.consumers.find((c) => c.consumerUuid === h.consumer_id);

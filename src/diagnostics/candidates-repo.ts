@@ -5,17 +5,18 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { capacitySql, type InventoryLimits, usedSql } from '../placement/capacity.js';
+import { AGG, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../db/columns.js';
 
 /** provider uuid -> root provider uuid, for every provider with an inventory of one of `classNames`. */
 export async function providersWithClasses(db: Db, classNames: string[]): Promise<Map<string, string>> {
   if (!classNames.length) return new Map();
   const rows = await db.all<{ uuid: string; root_uuid: string }>(sql`
-    SELECT DISTINCT p.uuid, root.uuid AS root_uuid
+    SELECT DISTINCT p.${sql.raw(RP.uuid)}, root.${sql.raw(RP.uuid)} AS root_uuid
     FROM inventories i
-    JOIN resource_classes rc ON rc.id = i.resource_class_id
-    JOIN resource_providers p ON p.id = i.resource_provider_id
-    JOIN resource_providers root ON root.id = COALESCE(p.root_provider_id, p.id)
-    WHERE rc.name IN (SELECT value FROM json_each(${JSON.stringify(classNames)}))`);
+    JOIN resource_classes rc ON rc.${sql.raw(RC.id)} = i.${sql.raw(INV.resourceClassId)}
+    JOIN resource_providers p ON p.${sql.raw(RP.id)} = i.${sql.raw(INV.resourceProviderId)}
+    JOIN resource_providers root ON root.${sql.raw(RP.id)} = COALESCE(p.${sql.raw(RP.rootProviderId)}, p.${sql.raw(RP.id)})
+    WHERE rc.${sql.raw(RC.name)} IN (SELECT value FROM json_each(${JSON.stringify(classNames)}))`);
   return new Map(rows.map((r) => [r.uuid, r.root_uuid]));
 }
 
@@ -23,9 +24,9 @@ export async function providersWithClasses(db: Db, classNames: string[]): Promis
 export async function rootsOf(db: Db, uuids: string[]): Promise<Map<string, string>> {
   if (!uuids.length) return new Map();
   const rows = await db.all<{ uuid: string; root_uuid: string }>(sql`
-    SELECT p.uuid, root.uuid AS root_uuid FROM resource_providers p
-    JOIN resource_providers root ON root.id = COALESCE(p.root_provider_id, p.id)
-    WHERE p.uuid IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
+    SELECT p.${sql.raw(RP.uuid)}, root.${sql.raw(RP.uuid)} AS root_uuid FROM resource_providers p
+    JOIN resource_providers root ON root.${sql.raw(RP.id)} = COALESCE(p.${sql.raw(RP.rootProviderId)}, p.${sql.raw(RP.id)})
+    WHERE p.${sql.raw(RP.uuid)} IN (SELECT value FROM json_each(${JSON.stringify(uuids)}))`);
   return new Map(rows.map((r) => [r.uuid, r.root_uuid]));
 }
 
@@ -40,10 +41,10 @@ export interface NamedTree {
 export async function findProviders(db: Db, namesOrUuids: string[]): Promise<NamedTree[]> {
   if (!namesOrUuids.length) return [];
   const rows = await db.all<{ uuid: string; name: string; root_uuid: string }>(sql`
-    SELECT p.uuid, p.name, root.uuid AS root_uuid FROM resource_providers p
-    JOIN resource_providers root ON root.id = COALESCE(p.root_provider_id, p.id)
-    WHERE p.uuid IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))
-       OR p.name IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))`);
+    SELECT p.${sql.raw(RP.uuid)}, p.${sql.raw(RP.name)}, root.${sql.raw(RP.uuid)} AS root_uuid FROM resource_providers p
+    JOIN resource_providers root ON root.${sql.raw(RP.id)} = COALESCE(p.${sql.raw(RP.rootProviderId)}, p.${sql.raw(RP.id)})
+    WHERE p.${sql.raw(RP.uuid)} IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))
+       OR p.${sql.raw(RP.name)} IN (SELECT value FROM json_each(${JSON.stringify(namesOrUuids)}))`);
   const out: NamedTree[] = [];
   for (const asked of namesOrUuids) {
     const row = rows.find((r) => r.uuid === asked.toLowerCase() || r.name === asked);
@@ -77,14 +78,14 @@ export async function treeDetails(db: Db, rootUuid: string): Promise<TreeProvide
     traits: string | null;
     aggs: string | null;
   }>(sql`
-    SELECT p.id, p.uuid, p.name, p.id = root.id AS is_root,
-      (SELECT group_concat(t.name) FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
-        WHERE rt.resource_provider_id = p.id) AS traits,
-      (SELECT group_concat(pa.uuid) FROM resource_provider_aggregates ra JOIN placement_aggregates pa ON pa.id = ra.aggregate_id
-        WHERE ra.resource_provider_id = p.id) AS aggs
-    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.root_provider_id, p.id) = root.id
-    WHERE root.uuid = ${rootUuid}
-    ORDER BY p.id`);
+    SELECT p.${sql.raw(RP.id)}, p.${sql.raw(RP.uuid)}, p.${sql.raw(RP.name)}, p.${sql.raw(RP.id)} = root.${sql.raw(RP.id)} AS is_root,
+      (SELECT group_concat(t.${sql.raw(TRAIT.name)}) FROM resource_provider_traits rt JOIN traits t ON t.${sql.raw(TRAIT.id)} = rt.${sql.raw(RP_TRAIT.traitId)}
+        WHERE rt.${sql.raw(RP_TRAIT.resourceProviderId)} = p.${sql.raw(RP.id)}) AS traits,
+      (SELECT group_concat(pa.${sql.raw(AGG.uuid)}) FROM resource_provider_aggregates ra JOIN placement_aggregates pa ON pa.${sql.raw(AGG.id)} = ra.${sql.raw(RP_AGG.aggregateId)}
+        WHERE ra.${sql.raw(RP_AGG.resourceProviderId)} = p.${sql.raw(RP.id)}) AS aggs
+    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.${sql.raw(RP.rootProviderId)}, p.${sql.raw(RP.id)}) = root.${sql.raw(RP.id)}
+    WHERE root.${sql.raw(RP.uuid)} = ${rootUuid}
+    ORDER BY p.${sql.raw(RP.id)}`);
   const inventories = await db.all<{
     provider_id: number;
     rc: string;
@@ -97,11 +98,11 @@ export async function treeDetails(db: Db, rootUuid: string): Promise<TreeProvide
     capacity: number;
     used: number;
   }>(sql`
-    SELECT i.resource_provider_id AS provider_id, rc.name AS rc, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,
-      i.allocation_ratio, ${sql.raw(capacitySql('i'))} AS capacity, ${sql.raw(usedSql('i'))} AS used
-    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.root_provider_id, p.id) = root.id
-    JOIN inventories i ON i.resource_provider_id = p.id JOIN resource_classes rc ON rc.id = i.resource_class_id
-    WHERE root.uuid = ${rootUuid}`);
+    SELECT i.${sql.raw(INV.resourceProviderId)} AS provider_id, rc.${sql.raw(RC.name)} AS rc, i.${sql.raw(INV.total)}, i.${sql.raw(INV.reserved)}, i.${sql.raw(INV.minUnit)}, i.${sql.raw(INV.maxUnit)}, i.${sql.raw(INV.stepSize)},
+      i.${sql.raw(INV.allocationRatio)}, ${sql.raw(capacitySql('i'))} AS capacity, ${sql.raw(usedSql('i'))} AS used
+    FROM resource_providers root JOIN resource_providers p ON COALESCE(p.${sql.raw(RP.rootProviderId)}, p.${sql.raw(RP.id)}) = root.${sql.raw(RP.id)}
+    JOIN inventories i ON i.${sql.raw(INV.resourceProviderId)} = p.${sql.raw(RP.id)} JOIN resource_classes rc ON rc.${sql.raw(RC.id)} = i.${sql.raw(INV.resourceClassId)}
+    WHERE root.${sql.raw(RP.uuid)} = ${rootUuid}`);
   const byId = new Map(
     providers.map((p) => [
       p.id,

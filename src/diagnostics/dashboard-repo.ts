@@ -8,6 +8,7 @@ import type { InValue } from '@libsql/client';
 import type { BatchReader } from '../db/client.js';
 import { CAPACITY_BOUND, capacitySql, usedSql } from '../placement/capacity.js';
 import { providerCountersJsonSql } from '../ext/counters/sql.js';
+import { AGG, ALLOC, ARQ, CONSUMER, DEVICE, INV, OUTBOX, PROJECT, RC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../db/columns.js';
 
 export interface ProviderFilter {
   /** Substring of the name (case-insensitive), or an exact uuid. */
@@ -106,17 +107,17 @@ const likeSubstring = (text: string): string => `%${text.replace(/[\\%_]/g, (ch)
 
 // A provider passes when every given condition holds; :x IS NULL skips one.
 const MATCHING = `matching AS MATERIALIZED (
-  SELECT p.id, p.root_provider_id AS root_id FROM resource_providers p
-  WHERE (:name IS NULL OR p.name LIKE :name ESCAPE '\\' OR p.uuid = :name_exact)
-    AND (:trait IS NULL OR EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
-      WHERE rt.resource_provider_id = p.id AND t.name = :trait))
+  SELECT p.${RP.id}, p.${RP.rootProviderId} AS root_id FROM resource_providers p
+  WHERE (:name IS NULL OR p.${RP.name} LIKE :name ESCAPE '\\' OR p.${RP.uuid} = :name_exact)
+    AND (:trait IS NULL OR EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
+      WHERE rt.${RP_TRAIT.resourceProviderId} = p.${RP.id} AND t.${TRAIT.name} = :trait))
     AND (:aggregate IS NULL OR EXISTS (SELECT 1 FROM resource_provider_aggregates ra
-      JOIN placement_aggregates a ON a.id = ra.aggregate_id
-      WHERE ra.resource_provider_id = p.id AND a.uuid = :aggregate))
-    AND (:class IS NULL OR EXISTS (SELECT 1 FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
-      WHERE i.resource_provider_id = p.id AND rc.name = :class))
-    AND (:over IS NULL OR EXISTS (SELECT 1 FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
-      WHERE i.resource_provider_id = p.id AND (:class IS NULL OR rc.name = :class)
+      JOIN placement_aggregates a ON a.${AGG.id} = ra.${RP_AGG.aggregateId}
+      WHERE ra.${RP_AGG.resourceProviderId} = p.${RP.id} AND a.${AGG.uuid} = :aggregate))
+    AND (:class IS NULL OR EXISTS (SELECT 1 FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+      WHERE i.${INV.resourceProviderId} = p.${RP.id} AND rc.${RC.name} = :class))
+    AND (:over IS NULL OR EXISTS (SELECT 1 FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+      WHERE i.${INV.resourceProviderId} = p.${RP.id} AND (:class IS NULL OR rc.${RC.name} = :class)
         AND ${usedSql('i')} * 100.0 > :over * ${capacitySql('i')}))
 )`;
 
@@ -124,55 +125,55 @@ const MATCHING = `matching AS MATERIALIZED (
 // page still reports the totals.
 const PROVIDERS_PAGE = `WITH ${MATCHING},
   roots AS MATERIALIZED (SELECT DISTINCT root_id FROM matching),
-  page AS (SELECT r.root_id, rp.name AS root_name FROM roots r JOIN resource_providers rp ON rp.id = r.root_id
-    ORDER BY rp.name, rp.id LIMIT :limit OFFSET :offset)
+  page AS (SELECT r.root_id, rp.${RP.name} AS root_name FROM roots r JOIN resource_providers rp ON rp.${RP.id} = r.root_id
+    ORDER BY rp.${RP.name}, rp.${RP.id} LIMIT :limit OFFSET :offset)
 SELECT (SELECT count(*) FROM resource_providers), (SELECT count(*) FROM matching), (SELECT count(*) FROM roots),
   (SELECT json_group_array(json(row)) FROM (
-    SELECT json_array(p.uuid, p.name, p.generation, parent.uuid, root.uuid, p.id IN (SELECT id FROM matching),
-      json((SELECT json_group_array(json_array(rc.name, i.total, i.reserved, i.allocation_ratio, ${capacitySql('i')}, ${usedSql('i')}))
-        FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id WHERE i.resource_provider_id = p.id)),
-      json((SELECT json_group_array(t.name) FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
-        WHERE rt.resource_provider_id = p.id)),
-      json((SELECT json_group_array(a.uuid) FROM resource_provider_aggregates ra JOIN placement_aggregates a ON a.id = ra.aggregate_id
-        WHERE ra.resource_provider_id = p.id)),
+    SELECT json_array(p.uuid, p.name, p.generation, parent.${RP.uuid}, root.${RP.uuid}, p.id IN (SELECT ${RP.id} FROM matching),
+      json((SELECT json_group_array(json_array(rc.${RC.name}, i.${INV.total}, i.${INV.reserved}, i.${INV.allocationRatio}, ${capacitySql('i')}, ${usedSql('i')}))
+        FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId} WHERE i.${INV.resourceProviderId} = p.id)),
+      json((SELECT json_group_array(t.${TRAIT.name}) FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
+        WHERE rt.${RP_TRAIT.resourceProviderId} = p.id)),
+      json((SELECT json_group_array(a.${AGG.uuid}) FROM resource_provider_aggregates ra JOIN placement_aggregates a ON a.${AGG.id} = ra.${RP_AGG.aggregateId}
+        WHERE ra.${RP_AGG.resourceProviderId} = p.id)),
       json(${providerCountersJsonSql('p')})) AS row
     FROM page JOIN resource_providers p ON p.root_provider_id = page.root_id
-    JOIN resource_providers root ON root.id = page.root_id
-    LEFT JOIN resource_providers parent ON parent.id = p.parent_provider_id
+    JOIN resource_providers root ON root.${RP.id} = page.root_id
+    LEFT JOIN resource_providers parent ON parent.${RP.id} = p.parent_provider_id
     ORDER BY page.root_name, page.root_id, p.name))`;
 
 // LIMIT -1 keeps the per-inventory rows a streamed co-routine: flattened,
 // each inventory's usage would be summed once per reference (three times).
 // Capacities are summed as floats and held within the capacity bound: an
 // integer sum of huge capacities would overflow (SQLite raises an error).
-const CLASS_TOTALS = `SELECT rc.name, g.inventories, g.capacity, g.used, g.hot, g.over FROM (
-    SELECT resource_class_id, count(*) AS inventories,
+const CLASS_TOTALS = `SELECT rc.${RC.name}, g.inventories, g.capacity, g.used, g.hot, g.over FROM (
+    SELECT ${INV.resourceClassId}, count(*) AS inventories,
       MAX(-${CAPACITY_BOUND}, MIN(${CAPACITY_BOUND}, total(capacity))) AS capacity, sum(used) AS used,
       sum(used * 100.0 > :threshold * capacity) AS hot, sum(used > capacity) AS over
-    FROM (SELECT i.resource_class_id, ${capacitySql('i')} AS capacity, ${usedSql('i')} AS used
-      FROM inventories i ORDER BY i.resource_class_id LIMIT -1)
-    GROUP BY resource_class_id) g
-  JOIN resource_classes rc ON rc.id = g.resource_class_id
-  ORDER BY rc.name`;
+    FROM (SELECT i.${INV.resourceClassId}, ${capacitySql('i')} AS capacity, ${usedSql('i')} AS used
+      FROM inventories i ORDER BY i.${INV.resourceClassId} LIMIT -1)
+    GROUP BY ${INV.resourceClassId}) g
+  JOIN resource_classes rc ON rc.${RC.id} = g.${INV.resourceClassId}
+  ORDER BY rc.${RC.name}`;
 
-const PROJECTS_PAGE = `WITH active AS MATERIALIZED (SELECT pr.id, pr.external_id FROM projects pr
-    WHERE EXISTS (SELECT 1 FROM consumers c WHERE c.project_id = pr.id))
+const PROJECTS_PAGE = `WITH active AS MATERIALIZED (SELECT pr.${PROJECT.id}, pr.${PROJECT.externalId} FROM projects pr
+    WHERE EXISTS (SELECT 1 FROM consumers c WHERE c.${CONSUMER.projectId} = pr.${PROJECT.id}))
 SELECT (SELECT count(*) FROM active),
   (SELECT json_group_array(json(row)) FROM (
-    SELECT json_array(pa.external_id,
-      (SELECT count(*) FROM consumers c WHERE c.project_id = pa.id),
-      json((SELECT json_group_object(rc.name, used) FROM (
-        SELECT a.resource_class_id, sum(a.used) AS used FROM consumers c
-        JOIN allocations a ON a.consumer_id = c.uuid WHERE c.project_id = pa.id GROUP BY a.resource_class_id) per
-        JOIN resource_classes rc ON rc.id = per.resource_class_id))) AS row
-    FROM (SELECT * FROM active ORDER BY external_id LIMIT :limit OFFSET :offset) pa ORDER BY pa.external_id))`;
+    SELECT json_array(pa.${PROJECT.externalId},
+      (SELECT count(*) FROM consumers c WHERE c.${CONSUMER.projectId} = pa.${PROJECT.id}),
+      json((SELECT json_group_object(rc.${RC.name}, used) FROM (
+        SELECT a.${ALLOC.resourceClassId}, sum(a.${ALLOC.used}) AS used FROM consumers c
+        JOIN allocations a ON a.${ALLOC.consumerId} = c.${CONSUMER.uuid} WHERE c.${CONSUMER.projectId} = pa.${PROJECT.id} GROUP BY a.${ALLOC.resourceClassId}) per
+        JOIN resource_classes rc ON rc.${RC.id} = per.${ALLOC.resourceClassId}))) AS row
+    FROM (SELECT * FROM active ORDER BY ${PROJECT.externalId} LIMIT :limit OFFSET :offset) pa ORDER BY pa.${PROJECT.externalId}))`;
 
 // Per inventory, its use in percent of capacity (capacity 0 with usage: over
 // any threshold); per provider, its worst class. LIMIT -1: as CLASS_TOTALS.
 const ATTENTION = `WITH inv AS MATERIALIZED (
-    SELECT i.resource_provider_id AS id, rc.name AS class, i.total, i.reserved, i.allocation_ratio AS ratio,
+    SELECT i.${INV.resourceProviderId} AS id, rc.${RC.name} AS class, i.${INV.total}, i.${INV.reserved}, i.${INV.allocationRatio} AS ratio,
       ${capacitySql('i')} AS capacity, ${usedSql('i')} AS used
-    FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id ORDER BY i.resource_provider_id LIMIT -1),
+    FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId} ORDER BY i.${INV.resourceProviderId} LIMIT -1),
   rated AS (SELECT *, CASE WHEN capacity > 0 THEN used * 100.0 / capacity WHEN used > 0 THEN 1e308 ELSE 0 END AS percent FROM inv),
   worst AS (SELECT id, class, total, reserved, ratio, capacity, used, percent,
       max(used > capacity) OVER (PARTITION BY id) AS over,
@@ -181,14 +182,14 @@ const ATTENTION = `WITH inv AS MATERIALIZED (
   hot AS MATERIALIZED (SELECT * FROM worst WHERE rank = 1 AND (over = 1 OR percent > :threshold))
 SELECT (SELECT count(*) FROM hot),
   (SELECT json_group_array(json(row)) FROM (
-    SELECT json_array(p.uuid, p.name, CASE WHEN p.parent_provider_id IS NULL THEN NULL ELSE root.name END, h.over,
+    SELECT json_array(p.${RP.uuid}, p.${RP.name}, CASE WHEN p.${RP.parentProviderId} IS NULL THEN NULL ELSE root.${RP.name} END, h.over,
       h.class, h.total, h.reserved, h.ratio, h.capacity, h.used, min(h.percent, 1e9)) AS row
-    FROM hot h JOIN resource_providers p ON p.id = h.id JOIN resource_providers root ON root.id = p.root_provider_id
-    ORDER BY h.over DESC, h.percent DESC, p.name LIMIT :limit))`;
+    FROM hot h JOIN resource_providers p ON p.${RP.id} = h.id JOIN resource_providers root ON root.${RP.id} = p.${RP.rootProviderId}
+    ORDER BY h.over DESC, h.percent DESC, p.${RP.name} LIMIT :limit))`;
 
-const ACCELERATOR_COUNTS = `SELECT 'arq', state, count(*) FROM accelerator_requests GROUP BY state
-  UNION ALL SELECT 'outbox', state, count(*) FROM cyborg_outbox GROUP BY state
-  UNION ALL SELECT 'device', status, count(*) FROM devices GROUP BY status`;
+const ACCELERATOR_COUNTS = `SELECT 'arq', ${ARQ.state}, count(*) FROM accelerator_requests GROUP BY ${ARQ.state}
+  UNION ALL SELECT 'outbox', ${OUTBOX.state}, count(*) FROM cyborg_outbox GROUP BY ${OUTBOX.state}
+  UNION ALL SELECT 'device', ${DEVICE.status}, count(*) FROM devices GROUP BY ${DEVICE.status}`;
 
 const num = (v: unknown): number => Number(v ?? 0);
 

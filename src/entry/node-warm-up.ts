@@ -27,6 +27,7 @@ import { buildNodeDeps } from './node-service.js';
 import { keepCloudModelFresh, refreshCloudModel } from '../placement/candidates/model-refresh.js';
 import { warmUpOnModel } from '../placement/candidates/model-warm-up.js';
 import { cloudModelFor } from '../placement/candidates/cloud-model.js';
+import { AGG, INV, RC, RP, TRAIT } from '../db/columns.js';
 
 /**
  * CPU time at most for answers computed on the real trees: before listening,
@@ -247,11 +248,11 @@ async function writeSyntheticCloud(store: DataStore): Promise<void> {
   const now = new Date().toISOString();
   const uuid = (kind: number) => `printf('%08x-0000-4000-8000-%012x', ${kind}, n.i)`;
   const count = (n: number) => `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${n})`;
-  const cls = (name: string) => `(SELECT id FROM resource_classes WHERE name = '${name}')`;
-  const trait = (name: string) => `(SELECT id FROM traits WHERE name = '${name}')`;
-  const rp = (kind: number) => `(SELECT id FROM resource_providers WHERE uuid = ${uuid(kind)})`;
+  const cls = (name: string) => `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} = '${name}')`;
+  const trait = (name: string) => `(SELECT ${TRAIT.id} FROM traits WHERE ${TRAIT.name} = '${name}')`;
+  const rp = (kind: number) => `(SELECT ${RP.id} FROM resource_providers WHERE ${RP.uuid} = ${uuid(kind)})`;
   const inventory = (kind: number, name: string, total: number, min = 1, step = 1, max = total, reserved = 0) =>
-    `${count(kind < 2 ? FLAT_HOSTS : NESTED_TREES)} INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio, created_at)
+    `${count(kind < 2 ? FLAT_HOSTS : NESTED_TREES)} INSERT INTO inventories (${INV.resourceProviderId}, ${INV.resourceClassId}, ${INV.total}, ${INV.reserved}, ${INV.minUnit}, ${INV.maxUnit}, ${INV.stepSize}, ${INV.allocationRatio}, ${INV.createdAt})
       SELECT ${rp(kind)}, ${cls(name)}, ${total}, ${reserved}, ${min}, ${max}, ${step}, 1.0, '${now}' FROM n`;
   const link = (kind: number, table: 'traits' | 'aggregates', idSql: string) =>
     `${count(kind < 2 ? FLAT_HOSTS : NESTED_TREES)} INSERT INTO resource_provider_${table} (resource_provider_id, ${table === 'traits' ? 'trait_id' : 'aggregate_id'}, created_at)
@@ -267,19 +268,19 @@ async function writeSyntheticCloud(store: DataStore): Promise<void> {
     [8, 4],
   ];
   const providers = (kind: number, parent: number | null) =>
-    `${count(kind < 2 ? FLAT_HOSTS : NESTED_TREES)} INSERT INTO resource_providers (uuid, name, generation, created_at, updated_at, parent_provider_id, root_provider_id)
+    `${count(kind < 2 ? FLAT_HOSTS : NESTED_TREES)} INSERT INTO resource_providers (${RP.uuid}, ${RP.name}, ${RP.generation}, ${RP.createdAt}, ${RP.updatedAt}, ${RP.parentProviderId}, ${RP.rootProviderId})
       SELECT ${uuid(kind)}, ${uuid(kind)}, 2, '${now}', '${now}', ${parent === null ? 'NULL' : rp(parent)}, ${parent === null ? 'NULL' : rp(2)} FROM n`;
   await store.client.batch(
     [
-      `INSERT OR IGNORE INTO traits (name, created_at) VALUES ('CUSTOM_FOO', '${now}')`,
-      `INSERT INTO placement_aggregates (uuid, created_at) VALUES ('${AGGREGATE}', '${now}')`,
+      `INSERT OR IGNORE INTO traits (${TRAIT.name}, ${TRAIT.createdAt}) VALUES ('CUSTOM_FOO', '${now}')`,
+      `INSERT INTO placement_aggregates (${AGG.uuid}, ${AGG.createdAt}) VALUES ('${AGGREGATE}', '${now}')`,
       providers(1, null),
       ...nestedKinds.map(([kind, parent]) => providers(kind, parent)),
-      'UPDATE resource_providers SET root_provider_id = id WHERE root_provider_id IS NULL',
+      `UPDATE resource_providers SET ${RP.rootProviderId} = ${RP.id} WHERE ${RP.rootProviderId} IS NULL`,
       inventory(1, 'VCPU', 32, 1, 1, 16),
       inventory(1, 'MEMORY_MB', 8192, 128),
       inventory(1, 'DISK_GB', 8192, 5),
-      link(1, 'aggregates', `(SELECT id FROM placement_aggregates WHERE uuid = '${AGGREGATE}')`),
+      link(1, 'aggregates', `(SELECT ${AGG.id} FROM placement_aggregates WHERE ${AGG.uuid} = '${AGGREGATE}')`),
       link(1, 'traits', trait('HW_CPU_X86_AVX2')),
       inventory(2, 'DISK_GB', 20480),
       link(2, 'traits', trait('COMPUTE_VOLUME_MULTI_ATTACH')),

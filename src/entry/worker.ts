@@ -37,6 +37,7 @@ import { cloudflareQueue, type QueueProducer } from '../jobs/queue.js';
 import { runSweeps } from '../jobs/sweeps.js';
 import { configSummary } from '../observability/config-summary.js';
 import { isolateMetrics } from '../observability/source.js';
+import { RC, TRAIT } from '../db/columns.js';
 import { warmUpIsolate } from './worker-warm-up.js';
 
 // The app and the candidates engine run once while the module is evaluated,
@@ -107,8 +108,8 @@ async function alreadyPrepared(client: Client): Promise<boolean> {
     const [migration, classes, traits] = await client.batch(
       [
         'SELECT max(created_at) FROM __drizzle_migrations',
-        { sql: 'SELECT count(*) FROM resource_classes WHERE id < ?', args: [STANDARD_RESOURCE_CLASSES.length] },
-        "SELECT count(*) FROM traits WHERE name NOT LIKE 'CUSTOM\\_%' ESCAPE '\\'",
+        { sql: `SELECT count(*) FROM resource_classes WHERE ${RC.id} < ?`, args: [STANDARD_RESOURCE_CLASSES.length] },
+        `SELECT count(*) FROM traits WHERE ${TRAIT.name} NOT LIKE 'CUSTOM\\_%' ESCAPE '\\'`,
       ],
       'read',
     );

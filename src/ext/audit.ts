@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { DataStore } from '../db/client.js';
 import { leaseStats } from './leases.js';
+import { TAINT } from '../db/columns.js';
 
 export const ExtensionsAudit = z.object({
   leases: z.object({
@@ -22,7 +23,7 @@ export type ExtensionsAudit = z.infer<typeof ExtensionsAudit>;
 export async function extensionsAudit(store: DataStore, nowMs: number): Promise<ExtensionsAudit> {
   const [leases, [tainted]] = await Promise.all([
     leaseStats(store, nowMs),
-    store.readBatch([{ sql: 'SELECT count(DISTINCT resource_provider_id) AS n FROM ext_provider_taints', args: [] }]),
+    store.readBatch([{ sql: `SELECT count(DISTINCT ${TAINT.resourceProviderId}) AS n FROM ext_provider_taints`, args: [] }]),
   ]);
   return { leases, tainted_providers: Number(tainted!.rows[0]!.n) };
 }

@@ -13,6 +13,8 @@
 // consumer releases it at once, by trigger (drizzle/0006_ext_taints_leases.sql).
 import type { DataStore } from '../db/client.js';
 import { commitGuarded, stmt, type WriteStatement } from '../db/write-batch.js';
+import { ALLOC, CONSUMER, LEASE, SWEEP_STAT } from '../db/columns.js';
+import { strOrNull } from '../db/rows.js';
 
 export interface LeaseView {
   consumer_uuid: string;
@@ -24,14 +26,21 @@ export interface LeaseView {
   updated_at: string;
 }
 
-const LEASE_COLUMNS = 'consumer_uuid, consumer_generation, seconds, expires_at_ms, created_at, updated_at';
+const LEASE_COLUMNS = [
+  LEASE.consumerUuid,
+  LEASE.consumerGeneration,
+  LEASE.seconds,
+  LEASE.expiresAtMs,
+  LEASE.createdAt,
+  LEASE.updatedAt,
+].join(', ');
 const leaseOf = (r: Record<string, unknown>): LeaseView => ({
-  consumer_uuid: String(r.consumer_uuid),
-  seconds: Number(r.seconds),
-  expires_at: new Date(Number(r.expires_at_ms)).toISOString(),
-  consumer_generation: Number(r.consumer_generation),
-  created_at: String(r.created_at),
-  updated_at: String(r.updated_at),
+  consumer_uuid: String(r[LEASE.consumerUuid]),
+  seconds: Number(r[LEASE.seconds]),
+  expires_at: new Date(Number(r[LEASE.expiresAtMs])).toISOString(),
+  consumer_generation: Number(r[LEASE.consumerGeneration]),
+  created_at: String(r[LEASE.createdAt]),
+  updated_at: String(r[LEASE.updatedAt]),
 });
 
 /**
@@ -43,32 +52,36 @@ export async function putLease(store: DataStore, consumerUuid: string, seconds: 
   const now = new Date(nowMs).toISOString();
   const [, read] = await commitGuarded(store, [
     stmt(
-      `INSERT INTO ext_leases (${LEASE_COLUMNS}) SELECT c.uuid, c.generation, ?, ?, ?, ? FROM consumers c WHERE c.uuid = ?
-        AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.uuid)
-        ON CONFLICT (consumer_uuid) DO UPDATE SET consumer_generation = excluded.consumer_generation,
-          seconds = excluded.seconds, expires_at_ms = excluded.expires_at_ms, updated_at = excluded.updated_at`,
+      `INSERT INTO ext_leases (${LEASE_COLUMNS}) SELECT c.${CONSUMER.uuid}, c.${CONSUMER.generation}, ?, ?, ?, ? FROM consumers c WHERE c.${CONSUMER.uuid} = ?
+        AND EXISTS (SELECT 1 FROM allocations a WHERE a.${ALLOC.consumerId} = c.${CONSUMER.uuid})
+        ON CONFLICT (${LEASE.consumerUuid}) DO UPDATE SET ${LEASE.consumerGeneration} = excluded.${LEASE.consumerGeneration},
+          ${LEASE.seconds} = excluded.${LEASE.seconds}, ${LEASE.expiresAtMs} = excluded.${LEASE.expiresAtMs}, ${LEASE.updatedAt} = excluded.${LEASE.updatedAt}`,
       [seconds, nowMs + seconds * 1000, now, now, consumerUuid],
     ),
-    stmt(`SELECT ${LEASE_COLUMNS} FROM ext_leases WHERE consumer_uuid = ?`, [consumerUuid]),
+    stmt(`SELECT ${LEASE_COLUMNS} FROM ext_leases WHERE ${LEASE.consumerUuid} = ?`, [consumerUuid]),
   ]);
   const row = read!.rows[0];
   return row ? leaseOf(row) : null;
 }
 
 export async function getLease(store: DataStore, consumerUuid: string): Promise<LeaseView | null> {
-  const [read] = await store.readBatch([{ sql: `SELECT ${LEASE_COLUMNS} FROM ext_leases WHERE consumer_uuid = ?`, args: [consumerUuid] }]);
+  const [read] = await store.readBatch([
+    { sql: `SELECT ${LEASE_COLUMNS} FROM ext_leases WHERE ${LEASE.consumerUuid} = ?`, args: [consumerUuid] },
+  ]);
   const row = read!.rows[0];
   return row ? leaseOf(row) : null;
 }
 
 /** Confirms the allocations: the lease goes, they stay. False when there was no lease. */
 export async function confirmLease(store: DataStore, consumerUuid: string): Promise<boolean> {
-  const [deleted] = await commitGuarded(store, [stmt('DELETE FROM ext_leases WHERE consumer_uuid = ?', [consumerUuid])]);
+  const [deleted] = await commitGuarded(store, [stmt(`DELETE FROM ext_leases WHERE ${LEASE.consumerUuid} = ?`, [consumerUuid])]);
   return deleted!.rowsAffected > 0;
 }
 
 export async function listLeases(store: DataStore, limit = 1000): Promise<LeaseView[]> {
-  const [read] = await store.readBatch([{ sql: `SELECT ${LEASE_COLUMNS} FROM ext_leases ORDER BY expires_at_ms LIMIT ?`, args: [limit] }]);
+  const [read] = await store.readBatch([
+    { sql: `SELECT ${LEASE_COLUMNS} FROM ext_leases ORDER BY ${LEASE.expiresAtMs} LIMIT ?`, args: [limit] },
+  ]);
   return read!.rows.map((r) => leaseOf(r));
 }
 
@@ -91,36 +104,36 @@ export const SWEEP_BATCH = 200;
 export async function sweepExpiredLeases(store: DataStore, nowMs: number): Promise<SweepOutcome> {
   const [expired] = await store.readBatch([
     {
-      sql: `SELECT l.consumer_uuid, l.expires_at_ms, l.consumer_generation, c.generation AS current
-        FROM ext_leases l LEFT JOIN consumers c ON c.uuid = l.consumer_uuid
-        WHERE l.expires_at_ms <= ? ORDER BY l.expires_at_ms, l.consumer_uuid LIMIT ?`,
+      sql: `SELECT l.${LEASE.consumerUuid}, l.${LEASE.expiresAtMs}, l.${LEASE.consumerGeneration}, c.${CONSUMER.generation} AS current
+        FROM ext_leases l LEFT JOIN consumers c ON c.${CONSUMER.uuid} = l.${LEASE.consumerUuid}
+        WHERE l.${LEASE.expiresAtMs} <= ? ORDER BY l.${LEASE.expiresAtMs}, l.${LEASE.consumerUuid} LIMIT ?`,
       args: [nowMs, SWEEP_BATCH],
     },
   ]);
-  const leases = expired!.rows.map((r) => ({ uuid: String(r.consumer_uuid), expiresAtMs: Number(r.expires_at_ms) }));
+  const leases = expired!.rows.map((r) => ({ uuid: String(r[LEASE.consumerUuid]), expiresAtMs: Number(r[LEASE.expiresAtMs]) }));
   const now = new Date(nowMs).toISOString();
   const statements: WriteStatement[] = [
     stmt(
-      `INSERT INTO ext_sweep_stats (name, runs, last_run_at) VALUES ('leases', 1, ?)
-        ON CONFLICT (name) DO UPDATE SET runs = runs + 1, last_run_at = excluded.last_run_at`,
+      `INSERT INTO ext_sweep_stats (${SWEEP_STAT.name}, ${SWEEP_STAT.runs}, ${SWEEP_STAT.lastRunAt}) VALUES ('leases', 1, ?)
+        ON CONFLICT (${SWEEP_STAT.name}) DO UPDATE SET ${SWEEP_STAT.runs} = ${SWEEP_STAT.runs} + 1, ${SWEEP_STAT.lastRunAt} = excluded.${SWEEP_STAT.lastRunAt}`,
       [now],
     ),
   ];
   // Still the lease that was read (not renewed: same expiry; not confirmed: still there).
-  const same = 'SELECT 1 FROM ext_leases l WHERE l.consumer_uuid = ? AND l.expires_at_ms = ?';
-  const current = `${same} AND l.consumer_generation = (SELECT generation FROM consumers WHERE uuid = l.consumer_uuid)`;
-  const moved = `${same} AND l.consumer_generation IS NOT (SELECT generation FROM consumers WHERE uuid = l.consumer_uuid)`;
+  const same = `SELECT 1 FROM ext_leases l WHERE l.${LEASE.consumerUuid} = ? AND l.${LEASE.expiresAtMs} = ?`;
+  const current = `${same} AND l.${LEASE.consumerGeneration} = (SELECT ${CONSUMER.generation} FROM consumers WHERE ${CONSUMER.uuid} = l.${LEASE.consumerUuid})`;
+  const moved = `${same} AND l.${LEASE.consumerGeneration} IS NOT (SELECT ${CONSUMER.generation} FROM consumers WHERE ${CONSUMER.uuid} = l.${LEASE.consumerUuid})`;
   for (const { uuid, expiresAtMs } of leases) {
     const lease = [uuid, expiresAtMs];
     statements.push(
       stmt(
-        `UPDATE ext_sweep_stats SET released = released + EXISTS (${current}), dropped = dropped + EXISTS (${moved}) WHERE name = 'leases'`,
+        `UPDATE ext_sweep_stats SET ${SWEEP_STAT.released} = ${SWEEP_STAT.released} + EXISTS (${current}), ${SWEEP_STAT.dropped} = ${SWEEP_STAT.dropped} + EXISTS (${moved}) WHERE ${SWEEP_STAT.name} = 'leases'`,
         [...lease, ...lease],
       ),
       // As DELETE /allocations/{consumer}: the allocations, then the consumer (its lease goes with it, by trigger).
-      stmt(`DELETE FROM allocations WHERE consumer_id = ? AND EXISTS (${current})`, [uuid, ...lease]),
-      stmt(`DELETE FROM consumers WHERE uuid = ? AND EXISTS (${current}) RETURNING uuid`, [uuid, ...lease]),
-      stmt(`DELETE FROM ext_leases WHERE consumer_uuid = ? AND expires_at_ms = ? RETURNING consumer_uuid`, lease),
+      stmt(`DELETE FROM allocations WHERE ${ALLOC.consumerId} = ? AND EXISTS (${current})`, [uuid, ...lease]),
+      stmt(`DELETE FROM consumers WHERE ${CONSUMER.uuid} = ? AND EXISTS (${current}) RETURNING ${CONSUMER.uuid}`, [uuid, ...lease]),
+      stmt(`DELETE FROM ext_leases WHERE ${LEASE.consumerUuid} = ? AND ${LEASE.expiresAtMs} = ? RETURNING ${LEASE.consumerUuid}`, lease),
     );
   }
   if (!leases.length) return { released: [], dropped: [] };
@@ -148,20 +161,23 @@ export interface LeaseStats {
 export async function leaseStats(store: DataStore, nowMs: number): Promise<LeaseStats> {
   const [counts, stats] = await store.readBatch([
     {
-      sql: 'SELECT count(*) AS active, COALESCE(SUM(expires_at_ms <= ?), 0) AS expired FROM ext_leases',
+      sql: `SELECT count(*) AS active, COALESCE(SUM(${LEASE.expiresAtMs} <= ?), 0) AS expired FROM ext_leases`,
       args: [nowMs],
     },
-    { sql: "SELECT runs, released, dropped, binding_failures, last_run_at FROM ext_sweep_stats WHERE name = 'leases'", args: [] },
+    {
+      sql: `SELECT ${SWEEP_STAT.runs}, ${SWEEP_STAT.released}, ${SWEEP_STAT.dropped}, ${SWEEP_STAT.bindingFailures}, ${SWEEP_STAT.lastRunAt} FROM ext_sweep_stats WHERE ${SWEEP_STAT.name} = 'leases'`,
+      args: [],
+    },
   ]);
   const c = counts!.rows[0]!;
   const s = stats!.rows[0];
   return {
     active: Number(c.active),
     expired_unswept: Number(c.expired),
-    sweeps: Number(s?.runs ?? 0),
-    released: Number(s?.released ?? 0),
-    dropped: Number(s?.dropped ?? 0),
-    binding_failures: Number(s?.binding_failures ?? 0),
-    last_sweep_at: s?.last_run_at === null || s?.last_run_at === undefined ? null : String(s.last_run_at),
+    sweeps: Number(s?.[SWEEP_STAT.runs] ?? 0),
+    released: Number(s?.[SWEEP_STAT.released] ?? 0),
+    dropped: Number(s?.[SWEEP_STAT.dropped] ?? 0),
+    binding_failures: Number(s?.[SWEEP_STAT.bindingFailures] ?? 0),
+    last_sweep_at: s === undefined ? null : strOrNull(s, SWEEP_STAT.lastRunAt),
   };
 }

@@ -9,6 +9,7 @@ import { commitGuarded, LostRace, stmt, type WriteStatement } from '../db/write-
 import { bumpedGeneration, bumpProviderGeneration, PROVIDER_ID_BY_UUID } from '../placement/writes/kernel.js';
 import { ProviderNotFound, StaleProviderGeneration } from '../placement/writes/refusals.js';
 import type { Taint } from './schemas.js';
+import { ALLOC, RP, TAINT } from '../db/columns.js';
 
 export interface StoredTaint extends Taint {
   created_at: string;
@@ -19,21 +20,21 @@ export interface ProviderTaintsView {
   taints: StoredTaint[];
 }
 
-const TAINT_COLUMNS = 'key, value, effect, reason, created_at';
+const TAINT_COLUMNS = [TAINT.key, TAINT.value, TAINT.effect, TAINT.reason, TAINT.createdAt].join(', ');
 const taintOf = (r: Record<string, unknown>): StoredTaint => ({
-  key: String(r.key),
-  value: String(r.value),
-  effect: String(r.effect) as Taint['effect'],
-  reason: String(r.reason),
-  created_at: String(r.created_at),
+  key: String(r[TAINT.key]),
+  value: String(r[TAINT.value]),
+  effect: String(r[TAINT.effect]) as Taint['effect'],
+  reason: String(r[TAINT.reason]),
+  created_at: String(r[TAINT.createdAt]),
 });
 
 /** A provider's taints and generation, or null when there is no such provider. */
 export async function providerTaints(store: DataStore, uuid: string): Promise<ProviderTaintsView | null> {
   const [providers, taints] = await store.readBatch([
-    { sql: 'SELECT generation FROM resource_providers WHERE uuid = ?', args: [uuid] },
+    { sql: `SELECT ${RP.generation} FROM resource_providers WHERE ${RP.uuid} = ?`, args: [uuid] },
     {
-      sql: `SELECT ${TAINT_COLUMNS} FROM ext_provider_taints WHERE resource_provider_id = ${PROVIDER_ID_BY_UUID} ORDER BY key, effect`,
+      sql: `SELECT ${TAINT_COLUMNS} FROM ext_provider_taints WHERE ${TAINT.resourceProviderId} = ${PROVIDER_ID_BY_UUID} ORDER BY ${TAINT.key}, ${TAINT.effect}`,
       args: [uuid],
     },
   ]);
@@ -58,8 +59,8 @@ export async function replaceProviderTaints(
   const statements: WriteStatement[] = [
     bumpProviderGeneration(uuid, expectedGeneration, now),
     stmt(
-      `DELETE FROM ext_provider_taints WHERE resource_provider_id = ${PROVIDER_ID_BY_UUID}
-        AND (key, effect) NOT IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))`,
+      `DELETE FROM ext_provider_taints WHERE ${TAINT.resourceProviderId} = ${PROVIDER_ID_BY_UUID}
+        AND (${TAINT.key}, ${TAINT.effect}) NOT IN (SELECT json_extract(${TAINT.value}, '$[0]'), json_extract(${TAINT.value}, '$[1]') FROM json_each(?))`,
       [uuid, JSON.stringify(unique.map((t) => [t.key, t.effect]))],
     ),
   ];
@@ -67,16 +68,17 @@ export async function replaceProviderTaints(
   for (const t of unique) {
     statements.push(
       stmt(
-        `INSERT INTO ext_provider_taints (resource_provider_id, ${TAINT_COLUMNS}) VALUES (${PROVIDER_ID_BY_UUID}, ?, ?, ?, ?, ?)
-          ON CONFLICT (resource_provider_id, key, effect) DO UPDATE SET value = excluded.value, reason = excluded.reason`,
+        `INSERT INTO ext_provider_taints (${TAINT.resourceProviderId}, ${TAINT_COLUMNS}) VALUES (${PROVIDER_ID_BY_UUID}, ?, ?, ?, ?, ?)
+          ON CONFLICT (${TAINT.resourceProviderId}, ${TAINT.key}, ${TAINT.effect}) DO UPDATE SET ${TAINT.value} = excluded.${TAINT.value}, ${TAINT.reason} = excluded.${TAINT.reason}`,
         [uuid, t.key, t.value, t.effect, t.reason, now],
       ),
     );
   }
   statements.push(
-    stmt(`SELECT ${TAINT_COLUMNS} FROM ext_provider_taints WHERE resource_provider_id = ${PROVIDER_ID_BY_UUID} ORDER BY key, effect`, [
-      uuid,
-    ]),
+    stmt(
+      `SELECT ${TAINT_COLUMNS} FROM ext_provider_taints WHERE ${TAINT.resourceProviderId} = ${PROVIDER_ID_BY_UUID} ORDER BY ${TAINT.key}, ${TAINT.effect}`,
+      [uuid],
+    ),
   );
   try {
     const results = await commitGuarded(store, statements);
@@ -86,7 +88,9 @@ export async function replaceProviderTaints(
     };
   } catch (err) {
     if (!(err instanceof LostRace)) throw err;
-    const [provider] = await store.readBatch([{ sql: 'SELECT generation FROM resource_providers WHERE uuid = ?', args: [uuid] }]);
+    const [provider] = await store.readBatch([
+      { sql: `SELECT ${RP.generation} FROM resource_providers WHERE ${RP.uuid} = ?`, args: [uuid] },
+    ]);
     if (!provider!.rows[0]) throw new ProviderNotFound(uuid);
     throw new StaleProviderGeneration(uuid, `resource provider ${uuid} changed`);
   }
@@ -105,20 +109,20 @@ export interface DrainEntry {
 export async function drainList(store: DataStore): Promise<DrainEntry[]> {
   const [rows] = await store.readBatch([
     {
-      sql: `SELECT p.uuid, p.name, r.uuid AS root_uuid, t.key, t.value, t.effect, t.reason, t.created_at,
-          (SELECT json_group_array(consumer_id) FROM (SELECT DISTINCT a.consumer_id FROM allocations a
-            JOIN resource_providers ap ON ap.id = a.resource_provider_id
-            WHERE a.resource_provider_id = p.id OR (p.id = p.root_provider_id AND ap.root_provider_id = p.id)
-            ORDER BY a.consumer_id)) AS consumers
-        FROM ext_provider_taints t JOIN resource_providers p ON p.id = t.resource_provider_id
-        JOIN resource_providers r ON r.id = p.root_provider_id
-        ORDER BY p.uuid, t.key, t.effect`,
+      sql: `SELECT p.${RP.uuid}, p.${RP.name}, r.${RP.uuid} AS root_uuid, t.${TAINT.key}, t.${TAINT.value}, t.${TAINT.effect}, t.${TAINT.reason}, t.${TAINT.createdAt},
+          (SELECT json_group_array(${ALLOC.consumerId}) FROM (SELECT DISTINCT a.${ALLOC.consumerId} FROM allocations a
+            JOIN resource_providers ap ON ap.${RP.id} = a.${ALLOC.resourceProviderId}
+            WHERE a.${ALLOC.resourceProviderId} = p.${RP.id} OR (p.${RP.id} = p.${RP.rootProviderId} AND ap.${RP.rootProviderId} = p.${RP.id})
+            ORDER BY a.${ALLOC.consumerId})) AS consumers
+        FROM ext_provider_taints t JOIN resource_providers p ON p.${RP.id} = t.${TAINT.resourceProviderId}
+        JOIN resource_providers r ON r.${RP.id} = p.${RP.rootProviderId}
+        ORDER BY p.${RP.uuid}, t.${TAINT.key}, t.${TAINT.effect}`,
       args: [],
     },
   ]);
   return rows!.rows.map((r) => ({
-    resource_provider_uuid: String(r.uuid),
-    resource_provider_name: String(r.name),
+    resource_provider_uuid: String(r[RP.uuid]),
+    resource_provider_name: String(r[RP.name]),
     root_provider_uuid: String(r.root_uuid),
     taint: taintOf(r),
     consumers: JSON.parse(String(r.consumers ?? '[]')) as string[],

@@ -5,7 +5,7 @@
 // declaration, so neither can drift from the other. The path is a literal
 // type, so a handler's `c.req.param('uuid')` is checked against it.
 import { Hono, type Handler } from 'hono';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Microversion } from '../microversion.js';
 import type { AppEnv } from './env.js';
 import type { HttpKit } from './kit.js';
@@ -103,6 +103,9 @@ export function joinRoutes(tables: RouteTable[]): Hono<AppEnv> {
 export function operationsBelow(prefix: string, tables: RouteTable[]): Operation[] {
   return tables.flatMap((t) => t.operations.map((op) => ({ ...op, path: `${prefix}${op.path}` })));
 }
+
+/** A body that is text (the dashboard's page and assets, the metrics): one schema, so the document names it once. */
+export const TEXT_BODY = z.string();
 
 /** The same schema at every microversion. */
 export const always = (schema: z.ZodType) => () => schema;

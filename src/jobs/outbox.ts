@@ -10,6 +10,7 @@ import { rowOf } from '../db/rows.js';
 import { outbox } from '../db/schema/cyborg.js';
 import { commitGuarded, stmt, type WriteStatement } from '../db/write-batch.js';
 import type { JobMessage, JobTopic, PAYLOADS } from './messages.js';
+import { OUTBOX } from '../db/columns.js';
 
 export type OutboxRow = typeof outbox.$inferSelect;
 export type OutboxState = 'pending' | 'done' | 'dead';
@@ -23,12 +24,10 @@ export interface NewOutboxRow {
 
 export function newOutboxRow<T extends JobTopic>(topic: T, payload: z.infer<(typeof PAYLOADS)[T]>, nowMs: number): NewOutboxRow {
   return {
-    statement: stmt('INSERT INTO cyborg_outbox (topic, payload, next_attempt_at, created_at) VALUES (?, ?, ?, ?) RETURNING id', [
-      topic,
-      JSON.stringify(payload),
-      nowMs,
-      new Date(nowMs).toISOString(),
-    ]),
+    statement: stmt(
+      `INSERT INTO cyborg_outbox (${OUTBOX.topic}, ${OUTBOX.payload}, ${OUTBOX.nextAttemptAt}, ${OUTBOX.createdAt}) VALUES (?, ?, ?, ?) RETURNING ${OUTBOX.id}`,
+      [topic, JSON.stringify(payload), nowMs, new Date(nowMs).toISOString()],
+    ),
     message: (result) => ({ type: topic, outboxId: Number(result.rows[0]!.id) }) as JobMessage,
   };
 }
@@ -41,8 +40,8 @@ export function newOutboxRow<T extends JobTopic>(topic: T, payload: z.infer<(typ
 export async function claimOutbox(store: DataStore, id: number, nowMs: number, leaseMs: number): Promise<OutboxRow | undefined> {
   const [claimed] = await commitGuarded(store, [
     stmt(
-      `UPDATE cyborg_outbox SET attempts = attempts + 1, next_attempt_at = ?
-        WHERE id = ? AND state = 'pending' AND next_attempt_at <= ? RETURNING *`,
+      `UPDATE cyborg_outbox SET ${OUTBOX.attempts} = ${OUTBOX.attempts} + 1, ${OUTBOX.nextAttemptAt} = ?
+        WHERE ${OUTBOX.id} = ? AND ${OUTBOX.state} = 'pending' AND ${OUTBOX.nextAttemptAt} <= ? RETURNING *`,
       [nowMs + leaseMs, id, nowMs],
     ),
   ]);
@@ -52,7 +51,7 @@ export async function claimOutbox(store: DataStore, id: number, nowMs: number, l
 
 /** The statement that records an outcome: done (delivered) or dead (dead letter). */
 export function finishOutboxStatement(id: number, nowMs: number, state: 'done' | 'dead', lastError?: string): WriteStatement {
-  return stmt('UPDATE cyborg_outbox SET state = ?, last_error = ?, updated_at = ? WHERE id = ?', [
+  return stmt(`UPDATE cyborg_outbox SET ${OUTBOX.state} = ?, ${OUTBOX.lastError} = ?, ${OUTBOX.updatedAt} = ? WHERE ${OUTBOX.id} = ?`, [
     state,
     lastError ?? null,
     new Date(nowMs).toISOString(),
@@ -68,7 +67,7 @@ export async function finishOutbox(store: DataStore, id: number, nowMs: number, 
 /** One round trip: the row waits for its next attempt. */
 export async function retryOutboxAt(store: DataStore, id: number, nextAttemptAt: number, lastError: string, nowMs: number): Promise<void> {
   await commitGuarded(store, [
-    stmt('UPDATE cyborg_outbox SET next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?', [
+    stmt(`UPDATE cyborg_outbox SET ${OUTBOX.nextAttemptAt} = ?, ${OUTBOX.lastError} = ?, ${OUTBOX.updatedAt} = ? WHERE ${OUTBOX.id} = ?`, [
       nextAttemptAt,
       lastError,
       new Date(nowMs).toISOString(),
@@ -102,7 +101,9 @@ export const messageFor = (row: OutboxRow): JobMessage => ({ type: row.topic, ou
 
 /** Delivered rows older than the cutoff go; dead letters stay until an operator looks. One round trip. */
 export async function purgeDoneOutbox(store: DataStore, cutoffIso: string): Promise<number> {
-  const [gone] = await commitGuarded(store, [stmt("DELETE FROM cyborg_outbox WHERE state = 'done' AND updated_at < ?", [cutoffIso])]);
+  const [gone] = await commitGuarded(store, [
+    stmt(`DELETE FROM cyborg_outbox WHERE ${OUTBOX.state} = 'done' AND ${OUTBOX.updatedAt} < ?`, [cutoffIso]),
+  ]);
   return gone!.rowsAffected;
 }
 

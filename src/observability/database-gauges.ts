@@ -11,17 +11,17 @@ import { ArqState } from '../cyborg/arq-state.js';
 import type { BatchReader } from '../db/client.js';
 import { PAYLOADS } from '../jobs/messages.js';
 import type { FamilySnapshot, SeriesSnapshot } from './registry.js';
+import { ALLOC, ARQ, INV, OUTBOX, RC, RP } from '../db/columns.js';
 
-const CAPACITY = `SELECT p.name AS hostname, rc.name AS resourcetype, i.total, i.reserved, i.allocation_ratio,
-    COALESCE((SELECT SUM(a.used) FROM allocations a
-      WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id), 0) AS used
+const CAPACITY = `SELECT p.${RP.name} AS hostname, rc.${RC.name} AS resourcetype, i.${INV.total}, i.${INV.reserved}, i.${INV.allocationRatio},
+    COALESCE((SELECT SUM(a.${ALLOC.used}) FROM allocations a
+      WHERE a.${ALLOC.resourceProviderId} = i.${INV.resourceProviderId} AND a.${ALLOC.resourceClassId} = i.${INV.resourceClassId}), 0) AS used
   FROM inventories i
-  JOIN resource_providers p ON p.id = i.resource_provider_id
-  JOIN resource_classes rc ON rc.id = i.resource_class_id
-  ORDER BY p.name, rc.name`;
-const ARQS = 'SELECT state, count(*) AS n FROM accelerator_requests GROUP BY state ORDER BY state';
-const OUTBOX =
-  "SELECT topic, state, count(*) AS n FROM cyborg_outbox WHERE state IN ('pending', 'dead') GROUP BY topic, state ORDER BY topic, state";
+  JOIN resource_providers p ON p.${RP.id} = i.${INV.resourceProviderId}
+  JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+  ORDER BY p.${RP.name}, rc.${RC.name}`;
+const ARQ_COUNTS = `SELECT ${ARQ.state}, count(*) AS n FROM accelerator_requests GROUP BY ${ARQ.state} ORDER BY ${ARQ.state}`;
+const OUTBOX_COUNTS = `SELECT ${OUTBOX.topic}, ${OUTBOX.state}, count(*) AS n FROM cyborg_outbox WHERE ${OUTBOX.state} IN ('pending', 'dead') GROUP BY ${OUTBOX.topic}, ${OUTBOX.state} ORDER BY ${OUTBOX.topic}, ${OUTBOX.state}`;
 
 /** Every ARQ state is shown, 0 included, so a panel has a series to draw before the first ARQ. */
 const ARQ_STATES: string[] = Object.values(ArqState);
@@ -62,7 +62,7 @@ export interface DatabaseGaugeOptions {
 }
 
 export async function readDatabaseGauges(reader: BatchReader, options: DatabaseGaugeOptions): Promise<FamilySnapshot[]> {
-  const statements: InStatement[] = [ARQS, OUTBOX];
+  const statements: InStatement[] = [ARQ_COUNTS, OUTBOX_COUNTS];
   if (options.capacity) statements.push(CAPACITY);
   const [arqs, outbox, capacity] = await reader.readBatch(statements);
   const arqCount = new Map(arqs!.rows.map((r) => [String(r.state), Number(r.n)]));

@@ -10,7 +10,7 @@ import { MAX_VERSION as CYBORG_MAX, MIN_VERSION as CYBORG_MIN, VERSIONS as CYBOR
 import { Microversion } from '../microversion.js';
 import { PlacementErrorEnvelope } from '../placement/schemas/responses.js';
 import { MAX_VERSION, MIN_VERSION } from '../placement/versions.js';
-import { OPERATIONS, type ApiName, type Operation, type QueryParam } from './operations.js';
+import { allOperations, type ApiName, type Operation, type QueryParam } from './operations.js';
 
 type Json = Record<string, unknown>;
 
@@ -237,8 +237,9 @@ export function buildOpenApiDocument(): Json {
     const all = VERSIONS[op.api];
     return op.since ? all.filter((v) => Microversion.parse(v)!.atLeast(op.since!)) : all;
   };
-  builder.nameResponses(OPERATIONS.map((op) => ({ op, versions: versionsOf(op) })));
-  for (const op of OPERATIONS) {
+  const operations = allOperations();
+  builder.nameResponses(operations.map((op) => ({ op, versions: versionsOf(op) })));
+  for (const op of operations) {
     const all = VERSIONS[op.api];
     const apiMax = all[all.length - 1];
     const versions = versionsOf(op);

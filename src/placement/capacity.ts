@@ -1,5 +1,7 @@
 // Placement's capacity rule, used by allocations, the `resources` provider
 // filter and allocation candidates alike, so the three can never disagree.
+import { ALLOC, INV } from '../db/columns.js';
+
 export interface InventoryLimits {
   total: number;
   reserved: number;
@@ -29,11 +31,11 @@ export function capacityOf(inv: InventoryLimits): number {
  * a non-negative value, and reserved never exceeds total).
  */
 export const capacitySql = (alias: string): string =>
-  `MAX(-${CAPACITY_BOUND}, MIN(${CAPACITY_BOUND}, CAST((${alias}.total - ${alias}.reserved) * ${alias}.allocation_ratio AS INTEGER)))`;
+  `MAX(-${CAPACITY_BOUND}, MIN(${CAPACITY_BOUND}, CAST((${alias}.${INV.total} - ${alias}.${INV.reserved}) * ${alias}.${INV.allocationRatio} AS INTEGER)))`;
 
 /** Current usage of the inventories row aliased `alias`, summed through the (provider, class, used) index. */
-export const usedSql = (alias: string): string => `COALESCE((SELECT SUM(a.used) FROM allocations a
-  WHERE a.resource_provider_id = ${alias}.resource_provider_id AND a.resource_class_id = ${alias}.resource_class_id), 0)`;
+export const usedSql = (alias: string): string => `COALESCE((SELECT SUM(a.${ALLOC.used}) FROM allocations a
+  WHERE a.${ALLOC.resourceProviderId} = ${alias}.${INV.resourceProviderId} AND a.${ALLOC.resourceClassId} = ${alias}.${INV.resourceClassId}), 0)`;
 
 /** Whether one request of `amount` respects min_unit, max_unit and step_size. */
 export function amountFitsUnits(inv: InventoryLimits, amount: number): boolean {

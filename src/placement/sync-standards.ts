@@ -7,9 +7,13 @@
 // later one a no-op.
 import type { Client } from '@libsql/client';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from './standard-names.generated.js';
+import { RC, TRAIT } from '../db/columns.js';
 
 export async function syncStandards(client: Client): Promise<{ resourceClasses: number; traits: number }> {
-  const [classRows, traitRows] = await client.batch(['SELECT name FROM resource_classes', 'SELECT name FROM traits'], 'read');
+  const [classRows, traitRows] = await client.batch(
+    [`SELECT ${RC.name} FROM resource_classes`, `SELECT ${TRAIT.name} FROM traits`],
+    'read',
+  );
   const presentClasses = new Set(classRows!.rows.map((r) => String(r.name)));
   const presentTraits = new Set(traitRows!.rows.map((r) => String(r.name)));
   // Standard classes keep their positional ids.
@@ -18,10 +22,13 @@ export async function syncStandards(client: Client): Promise<{ resourceClasses: 
   if (classes.length === 0 && traits.length === 0) return { resourceClasses: 0, traits: 0 };
   const statements = [
     ...classes.map(({ id, name }) => ({
-      sql: 'INSERT INTO resource_classes (id, name) VALUES (?, ?) ON CONFLICT DO NOTHING',
+      sql: `INSERT INTO resource_classes (${RC.id}, ${RC.name}) VALUES (?, ?) ON CONFLICT DO NOTHING`,
       args: [id, name],
     })),
-    ...traits.map((name) => ({ sql: 'INSERT INTO traits (name) VALUES (?) ON CONFLICT (name) DO NOTHING', args: [name] })),
+    ...traits.map((name) => ({
+      sql: `INSERT INTO traits (${TRAIT.name}) VALUES (?) ON CONFLICT (${TRAIT.name}) DO NOTHING`,
+      args: [name],
+    })),
   ];
   const results = await client.batch(statements, 'write');
   const added = (from: number, to: number) => results.slice(from, to).reduce((sum, rs) => sum + rs.rowsAffected, 0);

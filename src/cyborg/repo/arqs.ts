@@ -17,6 +17,7 @@ import { ArqState, canTransition } from '../arq-state.js';
 import { arqCountForGroup, readGroup, type ProfileGroup } from '../schemas/device-profiles.js';
 import { profileGroups } from './device-profiles.js';
 import { cyborgWrite } from './write.js';
+import { ARQ, ATTACH_HANDLE, DEVICE_PROFILE } from '../../db/columns.js';
 
 export type ArqRow = typeof acceleratorRequests.$inferSelect;
 export type HandleRow = typeof attachHandles.$inferSelect;
@@ -46,7 +47,7 @@ export async function createArqs(
   onlyGroup?: number,
 ): Promise<ArqRow[] | undefined> {
   return cyborgWrite(async () => {
-    const [found] = await store.readBatch([{ sql: 'SELECT * FROM device_profiles WHERE name = ?', args: [profileName] }]);
+    const [found] = await store.readBatch([{ sql: `SELECT * FROM device_profiles WHERE ${DEVICE_PROFILE.name} = ?`, args: [profileName] }]);
     if (!found!.rows[0]) return undefined;
     const profile = rowOf(deviceProfiles, found!.rows[0]);
     const groups = profileGroups(profile);
@@ -72,10 +73,10 @@ export async function createArqs(
     });
     if (!rows.length) throw new DomainError('invalid', `Device profile ${profile.name} requests no resources.`);
     const [, inserted] = await commitGuarded(store, [
-      guard('EXISTS (SELECT 1 FROM device_profiles WHERE id = ?)', [profile.id]),
+      guard(`EXISTS (SELECT 1 FROM device_profiles WHERE ${DEVICE_PROFILE.id} = ?)`, [profile.id]),
       stmt(
-        `INSERT INTO accelerator_requests (uuid, state, device_profile_id, device_profile_name, device_profile_group_id,
-          device_profile_group, project_id, created_at) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} RETURNING *`,
+        `INSERT INTO accelerator_requests (${ARQ.uuid}, ${ARQ.state}, ${ARQ.deviceProfileId}, ${ARQ.deviceProfileName}, ${ARQ.deviceProfileGroupId},
+          ${ARQ.deviceProfileGroup}, ${ARQ.projectId}, ${ARQ.createdAt}) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} RETURNING *`,
         rows.flat(),
       ),
     ]);
@@ -172,10 +173,10 @@ export async function startBind(
   const providers = readProviderFacts([...new Set(reqs.map((r) => r.deviceRpUuid))]);
   return cyborgWrite(async () => {
     const [arqRows, otherRows, ...facts] = await store.readBatch([
-      { sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inList(uuids)})`, args: uuids },
+      { sql: `SELECT * FROM accelerator_requests WHERE ${ARQ.uuid} IN (${inList(uuids)})`, args: uuids },
       {
-        sql: `SELECT uuid, instance_uuid FROM accelerator_requests
-          WHERE instance_uuid IN (${inList(instances)}) AND uuid NOT IN (${inList(uuids)}) ORDER BY id`,
+        sql: `SELECT ${ARQ.uuid}, ${ARQ.instanceUuid} FROM accelerator_requests
+          WHERE ${ARQ.instanceUuid} IN (${inList(instances)}) AND ${ARQ.uuid} NOT IN (${inList(uuids)}) ORDER BY ${ARQ.id}`,
         args: [...instances, ...uuids],
       },
       ...providers.statements,
@@ -206,7 +207,7 @@ export async function startBind(
     const unchanged = [...new Set(fresh.map(({ req }) => req.deviceRpUuid))].map((rp) => providerUnchanged(providerFacts.get(rp)!));
     const stillFree = guard(
       [
-        `NOT EXISTS (SELECT 1 FROM accelerator_requests WHERE instance_uuid IN (${inList(freshInstances)}) AND uuid NOT IN (${inList(uuids)}))`,
+        `NOT EXISTS (SELECT 1 FROM accelerator_requests WHERE ${ARQ.instanceUuid} IN (${inList(freshInstances)}) AND ${ARQ.uuid} NOT IN (${inList(uuids)}))`,
         ...unchanged.map((u) => u.sql),
       ].join(' AND '),
       [...freshInstances, ...uuids, ...unchanged.flatMap((u) => u.args)],
@@ -216,8 +217,8 @@ export async function startBind(
       stillFree,
       ...fresh.map(({ arq, req }) =>
         stmt(
-          `UPDATE accelerator_requests SET state = ?, hostname = ?, device_rp_uuid = ?, instance_uuid = ?, project_id = ?,
-            bind_started_at = ?, updated_at = ? WHERE id = ? AND state = ?`,
+          `UPDATE accelerator_requests SET ${ARQ.state} = ?, ${ARQ.hostname} = ?, ${ARQ.deviceRpUuid} = ?, ${ARQ.instanceUuid} = ?, ${ARQ.projectId} = ?,
+            ${ARQ.bindStartedAt} = ?, ${ARQ.updatedAt} = ? WHERE ${ARQ.id} = ? AND ${ARQ.state} = ?`,
           [
             ArqState.BIND_STARTED,
             req.hostname,
@@ -241,10 +242,13 @@ export async function startBind(
 /** Frees the ARQ's handle and clears its binding: Unbound from any state (as upstream). The ARQ must still exist. */
 function unbindStatements(arq: ArqRow, now: string): WriteStatement[] {
   return [
-    stmt('UPDATE attach_handles SET arq_id = NULL, updated_at = ? WHERE arq_id = ?', [now, arq.id]),
+    stmt(`UPDATE attach_handles SET ${ATTACH_HANDLE.arqId} = NULL, ${ATTACH_HANDLE.updatedAt} = ? WHERE ${ATTACH_HANDLE.arqId} = ?`, [
+      now,
+      arq.id,
+    ]),
     stmt(
-      `UPDATE accelerator_requests SET state = ?, hostname = NULL, device_rp_uuid = NULL, instance_uuid = NULL, deployable_id = NULL,
-        attach_handle_id = NULL, bind_started_at = NULL, updated_at = ? WHERE id = ?`,
+      `UPDATE accelerator_requests SET ${ARQ.state} = ?, ${ARQ.hostname} = NULL, ${ARQ.deviceRpUuid} = NULL, ${ARQ.instanceUuid} = NULL, ${ARQ.deployableId} = NULL,
+        ${ARQ.attachHandleId} = NULL, ${ARQ.bindStartedAt} = NULL, ${ARQ.updatedAt} = ? WHERE ${ARQ.id} = ?`,
       [ArqState.UNBOUND, now, arq.id],
       { mustChange: true },
     ),
@@ -254,7 +258,9 @@ function unbindStatements(arq: ArqRow, now: string): WriteStatement[] {
 /** PATCH remove: 404 for the first ARQ not found, before anything changes. */
 export async function unbindArqs(store: DataStore, uuids: string[], project: string | null | undefined, now: string): Promise<void> {
   await cyborgWrite(async () => {
-    const [rows] = await store.readBatch([{ sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inList(uuids)})`, args: uuids }]);
+    const [rows] = await store.readBatch([
+      { sql: `SELECT * FROM accelerator_requests WHERE ${ARQ.uuid} IN (${inList(uuids)})`, args: uuids },
+    ]);
     const found = visible(rows!, project);
     const arqs = uuids.map((uuid) => {
       const arq = found.get(uuid);
@@ -275,9 +281,16 @@ export async function unbindArqs(store: DataStore, uuids: string[], project: str
  */
 function deleteStatements(rows: ArqRow[], now: string): WriteStatement[] {
   return [
-    ...rows.map((arq) => stmt('UPDATE attach_handles SET arq_id = NULL, updated_at = ? WHERE arq_id = ?', [now, arq.id])),
     ...rows.map((arq) =>
-      stmt('DELETE FROM accelerator_requests WHERE id = ? AND instance_uuid IS ?', [arq.id, arq.instanceUuid], { mustChange: true }),
+      stmt(`UPDATE attach_handles SET ${ATTACH_HANDLE.arqId} = NULL, ${ATTACH_HANDLE.updatedAt} = ? WHERE ${ATTACH_HANDLE.arqId} = ?`, [
+        now,
+        arq.id,
+      ]),
+    ),
+    ...rows.map((arq) =>
+      stmt(`DELETE FROM accelerator_requests WHERE ${ARQ.id} = ? AND ${ARQ.instanceUuid} IS ?`, [arq.id, arq.instanceUuid], {
+        mustChange: true,
+      }),
     ),
   ];
 }
@@ -294,7 +307,9 @@ export async function deleteArqsByUuid(
   refuseBound?: () => Error,
 ): Promise<string[]> {
   return cyborgWrite(async () => {
-    const [rows] = await store.readBatch([{ sql: `SELECT * FROM accelerator_requests WHERE uuid IN (${inList(uuids)})`, args: uuids }]);
+    const [rows] = await store.readBatch([
+      { sql: `SELECT * FROM accelerator_requests WHERE ${ARQ.uuid} IN (${inList(uuids)})`, args: uuids },
+    ]);
     const found = visible(rows!, project);
     const arqs = [...new Set(uuids)].flatMap((uuid) => (found.has(uuid) ? [found.get(uuid)!] : []));
     const missing = uuids.filter((uuid) => !found.has(uuid));
@@ -312,7 +327,7 @@ export async function deleteArqsByInstance(
 ): Promise<void> {
   await cyborgWrite(async () => {
     const [rows] = await store.readBatch([
-      { sql: 'SELECT * FROM accelerator_requests WHERE instance_uuid = ? ORDER BY id', args: [instance] },
+      { sql: `SELECT * FROM accelerator_requests WHERE ${ARQ.instanceUuid} = ? ORDER BY ${ARQ.id}`, args: [instance] },
     ]);
     const arqs = [...visible(rows!, project).values()];
     if (arqs.length) await commitGuarded(store, deleteStatements(arqs, now));

@@ -4,6 +4,7 @@ import type { DataStore, Db } from '../../db/client.js';
 import { attributes } from '../../db/schema/cyborg.js';
 import { commitGuarded, stmt } from '../../db/write-batch.js';
 import { rowOf } from '../../db/rows.js';
+import { ATTRIBUTE, DEPLOYABLE } from '../../db/columns.js';
 
 export type AttributeRow = typeof attributes.$inferSelect;
 
@@ -24,8 +25,8 @@ export async function createAttribute(
 ): Promise<AttributeRow | undefined> {
   const [inserted] = await commitGuarded(store, [
     stmt(
-      `INSERT INTO attributes (uuid, deployable_id, key, value, created_at)
-        SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM deployables WHERE id = ?) RETURNING *`,
+      `INSERT INTO attributes (${ATTRIBUTE.uuid}, ${ATTRIBUTE.deployableId}, ${ATTRIBUTE.key}, ${ATTRIBUTE.value}, ${ATTRIBUTE.createdAt})
+        SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM deployables WHERE ${DEPLOYABLE.id} = ?) RETURNING *`,
       [input.uuid, input.deployableId, input.key, input.value, now, input.deployableId],
     ),
   ]);
@@ -35,6 +36,6 @@ export async function createAttribute(
 
 /** One write batch; false when there was no such attribute. */
 export async function deleteAttribute(store: DataStore, uuid: string): Promise<boolean> {
-  const [removed] = await commitGuarded(store, [stmt('DELETE FROM attributes WHERE uuid = ?', [uuid])]);
+  const [removed] = await commitGuarded(store, [stmt(`DELETE FROM attributes WHERE ${ATTRIBUTE.uuid} = ?`, [uuid])]);
   return removed!.rowsAffected > 0;
 }

@@ -7,6 +7,7 @@ import { deviceProfiles } from '../../db/schema/cyborg.js';
 import type { ProfileGroup } from '../schemas/device-profiles.js';
 import { rowOf } from '../../db/rows.js';
 import { cyborgWrite } from './write.js';
+import { DEVICE_PROFILE } from '../../db/columns.js';
 
 export type DeviceProfileRow = typeof deviceProfiles.$inferSelect;
 export const profileGroups = (row: DeviceProfileRow): ProfileGroup[] => JSON.parse(row.groups) as ProfileGroup[];
@@ -19,16 +20,16 @@ export async function createDeviceProfile(
 ): Promise<DeviceProfileRow> {
   return cyborgWrite(async () => {
     const [byName, byUuid] = await store.readBatch([
-      { sql: 'SELECT id FROM device_profiles WHERE name = ?', args: [input.name] },
-      { sql: 'SELECT id FROM device_profiles WHERE uuid = ?', args: [input.uuid] },
+      { sql: `SELECT ${DEVICE_PROFILE.id} FROM device_profiles WHERE ${DEVICE_PROFILE.name} = ?`, args: [input.name] },
+      { sql: `SELECT ${DEVICE_PROFILE.id} FROM device_profiles WHERE ${DEVICE_PROFILE.uuid} = ?`, args: [input.uuid] },
     ]);
     if (byName!.rows.length) throw new DomainError('conflict', `Device Profile with name ${input.name} already exists.`);
     if (byUuid!.rows.length) throw new DomainError('conflict', `Device Profile with uuid ${input.uuid} already exists.`);
     // Inserted only if the name and uuid are still free: a concurrent creator makes it a lost race.
     const [inserted] = await commitGuarded(store, [
       stmt(
-        `INSERT INTO device_profiles (uuid, name, description, groups, created_at) SELECT ?, ?, ?, ?, ?
-          WHERE NOT EXISTS (SELECT 1 FROM device_profiles WHERE name = ? OR uuid = ?) RETURNING *`,
+        `INSERT INTO device_profiles (${DEVICE_PROFILE.uuid}, ${DEVICE_PROFILE.name}, ${DEVICE_PROFILE.description}, ${DEVICE_PROFILE.groups}, ${DEVICE_PROFILE.createdAt}) SELECT ?, ?, ?, ?, ?
+          WHERE NOT EXISTS (SELECT 1 FROM device_profiles WHERE ${DEVICE_PROFILE.name} = ? OR ${DEVICE_PROFILE.uuid} = ?) RETURNING *`,
         [input.uuid, input.name, input.description, JSON.stringify(input.groups), now, input.name, input.uuid],
         { mustChange: true },
       ),
@@ -55,7 +56,10 @@ export async function findDeviceProfile(db: Db, by: { uuid?: string; name?: stri
 export async function deleteDeviceProfiles(store: DataStore, by: 'name' | 'uuid', keys: string[]): Promise<string[]> {
   return cyborgWrite(async () => {
     const [found] = await store.readBatch([
-      { sql: `SELECT id, name, uuid FROM device_profiles WHERE ${by} IN (${placeholders(keys.length)})`, args: keys },
+      {
+        sql: `SELECT ${DEVICE_PROFILE.id}, ${DEVICE_PROFILE.name}, ${DEVICE_PROFILE.uuid} FROM device_profiles WHERE ${by} IN (${placeholders(keys.length)})`,
+        args: keys,
+      },
     ]);
     const rows = found!.rows.map((r) => ({ id: Number(r.id), key: String(r[by]) }));
     const missing = keys.filter((k) => !rows.some((r) => r.key === k));
@@ -63,7 +67,7 @@ export async function deleteDeviceProfiles(store: DataStore, by: 'name' | 'uuid'
     // Each delete must find its row: one deleted meanwhile is decided again (then not found).
     await commitGuarded(
       store,
-      rows.map((r) => stmt('DELETE FROM device_profiles WHERE id = ?', [r.id], { mustChange: true })),
+      rows.map((r) => stmt(`DELETE FROM device_profiles WHERE ${DEVICE_PROFILE.id} = ?`, [r.id], { mustChange: true })),
     );
     return [];
   });

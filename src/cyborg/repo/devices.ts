@@ -11,6 +11,7 @@ import type { JobMessage } from '../../jobs/messages.js';
 import { newOutboxRow, type NewOutboxRow } from '../../jobs/outbox.js';
 import type { HostDevicesReport, ProgrammedReport } from '../schemas/agent.js';
 import { cyborgWrite } from './write.js';
+import { ARQ, ATTACH_HANDLE, ATTRIBUTE, DEPLOYABLE, DEVICE } from '../../db/columns.js';
 
 export type DeviceRow = typeof devices.$inferSelect;
 export type DeployableRow = typeof deployables.$inferSelect;
@@ -41,7 +42,7 @@ export async function setDeviceStatus(
   now: string,
 ): Promise<DeviceRow | undefined> {
   const [updated] = await commitGuarded(store, [
-    stmt('UPDATE devices SET status = ?, updated_at = ? WHERE uuid = ? RETURNING *', [status, now, uuid]),
+    stmt(`UPDATE devices SET ${DEVICE.status} = ?, ${DEVICE.updatedAt} = ? WHERE ${DEVICE.uuid} = ? RETURNING *`, [status, now, uuid]),
   ]);
   const row = updated!.rows[0];
   return row ? rowOf(devices, row) : undefined;
@@ -148,8 +149,8 @@ interface HandleModel {
  */
 function waitingSql(rpUuids: Ref): Ref {
   return {
-    sql: `(SELECT coalesce(group_concat(id, ','), '') FROM (SELECT id FROM accelerator_requests
-      WHERE state = 'BindStarted' AND device_rp_uuid IN (${rpUuids.sql}) ORDER BY id))`,
+    sql: `(SELECT coalesce(group_concat(id, ','), '') FROM (SELECT ${ARQ.id} FROM accelerator_requests
+      WHERE ${ARQ.state} = 'BindStarted' AND ${ARQ.deviceRpUuid} IN (${rpUuids.sql}) ORDER BY ${ARQ.id}))`,
     args: rpUuids.args,
   };
 }
@@ -166,11 +167,11 @@ function hostStateSql(hostname: string, rpUuids: string[]): Ref {
   const waiting = waitingSql(inValues(rpUuids));
   return {
     sql: `(SELECT coalesce(group_concat(x, ' '), '') FROM (
-        SELECT 'v' || id AS x, 0 AS k, id AS o FROM devices WHERE hostname = ?
-        UNION ALL SELECT 'd' || d.id || '@' || d.device_id, 1, d.id FROM deployables d
-          JOIN devices v ON v.id = d.device_id WHERE v.hostname = ?
-        UNION ALL SELECT 'h' || h.id || '@' || h.deployable_id || ':' || coalesce(h.arq_id, '-'), 2, h.id FROM attach_handles h
-          JOIN deployables d ON d.id = h.deployable_id JOIN devices v ON v.id = d.device_id WHERE v.hostname = ?
+        SELECT 'v' || ${DEVICE.id} AS x, 0 AS k, ${DEVICE.id} AS o FROM devices WHERE ${DEVICE.hostname} = ?
+        UNION ALL SELECT 'd' || d.${DEPLOYABLE.id} || '@' || d.${DEPLOYABLE.deviceId}, 1, d.${DEPLOYABLE.id} FROM deployables d
+          JOIN devices v ON v.${DEVICE.id} = d.${DEPLOYABLE.deviceId} WHERE v.${DEVICE.hostname} = ?
+        UNION ALL SELECT 'h' || h.${ATTACH_HANDLE.id} || '@' || h.${ATTACH_HANDLE.deployableId} || ':' || coalesce(h.${ATTACH_HANDLE.arqId}, '-'), 2, h.${ATTACH_HANDLE.id} FROM attach_handles h
+          JOIN deployables d ON d.${DEPLOYABLE.id} = h.${ATTACH_HANDLE.deployableId} JOIN devices v ON v.${DEVICE.id} = d.${DEPLOYABLE.deviceId} WHERE v.${DEVICE.hostname} = ?
         ORDER BY k, o)) || '|' || ${waiting.sql}`,
     args: [hostname, hostname, hostname, ...waiting.args],
   };
@@ -199,19 +200,19 @@ export async function applyHostReport(
   return cyborgWrite(async () => {
     const [read, deviceRows, deployableRows, handleRows, waitingRows] = await store.readBatch([
       { sql: `SELECT ${state.sql} AS state`, args: state.args },
-      { sql: 'SELECT * FROM devices WHERE hostname = ? ORDER BY id', args: [hostname] },
+      { sql: `SELECT * FROM devices WHERE ${DEVICE.hostname} = ? ORDER BY ${DEVICE.id}`, args: [hostname] },
       {
-        sql: 'SELECT d.* FROM deployables d JOIN devices v ON v.id = d.device_id WHERE v.hostname = ? ORDER BY d.id',
+        sql: `SELECT d.* FROM deployables d JOIN devices v ON v.${DEVICE.id} = d.${DEPLOYABLE.deviceId} WHERE v.${DEVICE.hostname} = ? ORDER BY d.${DEPLOYABLE.id}`,
         args: [hostname],
       },
       {
-        sql: `SELECT h.* FROM attach_handles h JOIN deployables d ON d.id = h.deployable_id
-          JOIN devices v ON v.id = d.device_id WHERE v.hostname = ? ORDER BY h.id`,
+        sql: `SELECT h.* FROM attach_handles h JOIN deployables d ON d.${DEPLOYABLE.id} = h.${ATTACH_HANDLE.deployableId}
+          JOIN devices v ON v.${DEVICE.id} = d.${DEPLOYABLE.deviceId} WHERE v.${DEVICE.hostname} = ? ORDER BY h.${ATTACH_HANDLE.id}`,
         args: [hostname],
       },
       {
-        sql: `SELECT id, device_rp_uuid FROM accelerator_requests
-          WHERE state = 'BindStarted' AND device_rp_uuid IN (${inList(rpUuids)}) ORDER BY id`,
+        sql: `SELECT ${ARQ.id}, ${ARQ.deviceRpUuid} FROM accelerator_requests
+          WHERE ${ARQ.state} = 'BindStarted' AND ${ARQ.deviceRpUuid} IN (${inList(rpUuids)}) ORDER BY ${ARQ.id}`,
         args: rpUuids,
       },
     ]);
@@ -239,8 +240,8 @@ export async function applyHostReport(
     const dropDeployables = (refs: Ref[]) => {
       const list = refList(refs);
       statements.push(
-        stmt(`DELETE FROM attach_handles WHERE deployable_id IN (${list.sql})`, list.args),
-        stmt(`DELETE FROM attributes WHERE deployable_id IN (${list.sql})`, list.args),
+        stmt(`DELETE FROM attach_handles WHERE ${ATTACH_HANDLE.deployableId} IN (${list.sql})`, list.args),
+        stmt(`DELETE FROM attributes WHERE ${ATTRIBUTE.deployableId} IN (${list.sql})`, list.args),
       );
     };
     const keep = new Set<number>();
@@ -252,8 +253,8 @@ export async function applyHostReport(
         // A report without a status keeps the one an admin set (enable/disable).
         statements.push(
           stmt(
-            `UPDATE devices SET type = ?, vendor = ?, model = ?, std_board_info = ?, vendor_board_info = ?${dev.status ? ', status = ?' : ''},
-              updated_at = ? WHERE id = ?`,
+            `UPDATE devices SET ${DEVICE.type} = ?, ${DEVICE.vendor} = ?, ${DEVICE.model} = ?, ${DEVICE.stdBoardInfo} = ?, ${DEVICE.vendorBoardInfo} = ?${dev.status ? ', status = ?' : ''},
+              ${DEVICE.updatedAt} = ? WHERE ${DEVICE.id} = ?`,
             [...values, ...(dev.status ? [dev.status] : []), now, row.id],
           ),
         );
@@ -263,7 +264,7 @@ export async function applyHostReport(
         const uuid = newId();
         statements.push(
           stmt(
-            `INSERT INTO devices (type, vendor, model, std_board_info, vendor_board_info, status, uuid, hostname, host_key, created_at)
+            `INSERT INTO devices (${DEVICE.type}, ${DEVICE.vendor}, ${DEVICE.model}, ${DEVICE.stdBoardInfo}, ${DEVICE.vendorBoardInfo}, ${DEVICE.status}, ${DEVICE.uuid}, ${DEVICE.hostname}, ${DEVICE.hostKey}, ${DEVICE.createdAt})
               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
             [...values, dev.status ?? 'enabled', uuid, hostname, dev.key, now],
           ),
@@ -285,8 +286,8 @@ export async function applyHostReport(
           const ref = model.ref;
           statements.push(
             stmt(
-              `UPDATE deployables SET num_accelerators = ?, rp_uuid = ?, driver_name = ?, bitstream_id = ?, function_id = ?, updated_at = ?
-                WHERE id = ${ref.sql}`,
+              `UPDATE deployables SET ${DEPLOYABLE.numAccelerators} = ?, ${DEPLOYABLE.rpUuid} = ?, ${DEPLOYABLE.driverName} = ?, ${DEPLOYABLE.bitstreamId} = ?, ${DEPLOYABLE.functionId} = ?, ${DEPLOYABLE.updatedAt} = ?
+                WHERE ${DEPLOYABLE.id} = ${ref.sql}`,
               [...depValues, now, ...ref.args],
             ),
           );
@@ -295,7 +296,7 @@ export async function applyHostReport(
           const uuid = newId();
           statements.push(
             stmt(
-              `INSERT INTO deployables (num_accelerators, rp_uuid, driver_name, bitstream_id, function_id, uuid, device_id, name, created_at)
+              `INSERT INTO deployables (${DEPLOYABLE.numAccelerators}, ${DEPLOYABLE.rpUuid}, ${DEPLOYABLE.driverName}, ${DEPLOYABLE.bitstreamId}, ${DEPLOYABLE.functionId}, ${DEPLOYABLE.uuid}, ${DEPLOYABLE.deviceId}, ${DEPLOYABLE.name}, ${DEPLOYABLE.createdAt})
                 VALUES (?, ?, ?, ?, ?, ?, ${deviceRef.sql}, ?, ?)`,
               [...depValues, uuid, ...deviceRef.args, dep.name, now],
             ),
@@ -315,7 +316,7 @@ export async function applyHostReport(
             const uuid = newId();
             statements.push(
               stmt(
-                `INSERT INTO attach_handles (uuid, deployable_id, attach_type, attach_info, created_at) VALUES (?, ${model.ref.sql}, ?, ?, ?)`,
+                `INSERT INTO attach_handles (${ATTACH_HANDLE.uuid}, ${ATTACH_HANDLE.deployableId}, ${ATTACH_HANDLE.attachType}, ${ATTACH_HANDLE.attachInfo}, ${ATTACH_HANDLE.createdAt}) VALUES (?, ${model.ref.sql}, ?, ?, ?)`,
                 [uuid, ...model.ref.args, h.type, info, now],
               ),
             );
@@ -326,7 +327,7 @@ export async function applyHostReport(
         if (gone.length) {
           statements.push(
             stmt(
-              `DELETE FROM attach_handles WHERE uuid IN (${placeholders(gone.length)})`,
+              `DELETE FROM attach_handles WHERE ${ATTACH_HANDLE.uuid} IN (${placeholders(gone.length)})`,
               gone.map((h) => h.uuid),
             ),
           );
@@ -347,7 +348,7 @@ export async function applyHostReport(
       if (drop.length) {
         dropDeployables(drop.map((d) => d.ref));
         const list = refList(drop.map((d) => d.ref));
-        statements.push(stmt(`DELETE FROM deployables WHERE id IN (${list.sql})`, list.args));
+        statements.push(stmt(`DELETE FROM deployables WHERE ${DEPLOYABLE.id} IN (${list.sql})`, list.args));
         deployablesOf.set(
           row!.id,
           oldDeployables.filter((d) => !drop.includes(d)),
@@ -359,11 +360,11 @@ export async function applyHostReport(
       if (deps.some(isHeld)) continue; // still in use: removed by a later report once unbound
       if (deps.length) {
         dropDeployables(deps.map((d) => d.ref));
-        statements.push(stmt('DELETE FROM deployables WHERE device_id = ?', [old.id]));
+        statements.push(stmt(`DELETE FROM deployables WHERE ${DEPLOYABLE.deviceId} = ?`, [old.id]));
       }
-      statements.push(stmt('DELETE FROM devices WHERE id = ?', [old.id]));
+      statements.push(stmt(`DELETE FROM devices WHERE ${DEVICE.id} = ?`, [old.id]));
     }
-    statements.push(stmt('SELECT * FROM devices WHERE hostname = ? ORDER BY id', [hostname]));
+    statements.push(stmt(`SELECT * FROM devices WHERE ${DEVICE.hostname} = ? ORDER BY ${DEVICE.id}`, [hostname]));
     const results = await commitGuarded(store, statements);
     return {
       devices: results.at(-1)!.rows.map((r) => rowOf(devices, r)),
@@ -384,8 +385,8 @@ export async function recordProgrammed(
   now: string,
   nowMs: number,
 ): Promise<{ deployable: DeployableRow; deviceUuid: string; job?: JobMessage } | undefined> {
-  const findSql = 'SELECT d.*, v.uuid AS device_uuid FROM deployables d JOIN devices v ON v.id = d.device_id WHERE d.uuid = ?';
-  const waiting = waitingSql({ sql: 'SELECT rp_uuid FROM deployables WHERE uuid = ?', args: [uuid] });
+  const findSql = `SELECT d.*, v.${DEVICE.uuid} AS device_uuid FROM deployables d JOIN devices v ON v.${DEVICE.id} = d.${DEPLOYABLE.deviceId} WHERE d.${DEPLOYABLE.uuid} = ?`;
+  const waiting = waitingSql({ sql: `SELECT ${DEPLOYABLE.rpUuid} FROM deployables WHERE ${DEPLOYABLE.uuid} = ?`, args: [uuid] });
   return cyborgWrite(async () => {
     const [found, waitingRead] = await store.readBatch([
       { sql: findSql, args: [uuid] },
@@ -398,7 +399,7 @@ export async function recordProgrammed(
     const statements = [
       guard(`${waiting.sql} = ?`, [...waiting.args, waitingIds]),
       stmt(
-        'UPDATE deployables SET bitstream_id = ?, function_id = ?, updated_at = ? WHERE id = ?',
+        `UPDATE deployables SET ${DEPLOYABLE.bitstreamId} = ?, ${DEPLOYABLE.functionId} = ?, ${DEPLOYABLE.updatedAt} = ? WHERE ${DEPLOYABLE.id} = ?`,
         [report.bitstream_id ?? null, report.function_id ?? null, now, deployable.id],
         { mustChange: true },
       ),

@@ -9,6 +9,7 @@ import { invalid } from '../../errors.js';
 import { GenerationPlan, PROVIDER_ID_BY_UUID, placementWrite } from '../../placement/writes/kernel.js';
 import { InventoryInUse, ProviderGenerationMismatch, ProviderNotFound } from '../../placement/writes/refusals.js';
 import { counterLoads, counterTableOf, type ProviderCounters } from './model.js';
+import { ALLOC, COUNTER, COUNTER_USE, INV, RC, RP } from '../../db/columns.js';
 
 export interface CountersDocument {
   resource_provider_generation: number;
@@ -34,36 +35,39 @@ interface ProviderRead {
 async function readProvider(store: DataStore, uuid: string): Promise<ProviderRead> {
   const byUuid = PROVIDER_ID_BY_UUID;
   const [providers, inventories, totals, consumption] = await store.readBatch([
-    { sql: 'SELECT id, generation FROM resource_providers WHERE uuid = ?', args: [uuid] },
+    { sql: `SELECT ${RP.id}, ${RP.generation} FROM resource_providers WHERE ${RP.uuid} = ?`, args: [uuid] },
     {
-      sql: `SELECT rc.id, rc.name, COALESCE((SELECT SUM(a.used) FROM allocations a
-          WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id), 0) AS used
-        FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id WHERE i.resource_provider_id = ${byUuid} ORDER BY rc.id`,
+      sql: `SELECT rc.${RC.id}, rc.${RC.name}, COALESCE((SELECT SUM(a.${ALLOC.used}) FROM allocations a
+          WHERE a.${ALLOC.resourceProviderId} = i.${INV.resourceProviderId} AND a.${ALLOC.resourceClassId} = i.${INV.resourceClassId}), 0) AS used
+        FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId} WHERE i.${INV.resourceProviderId} = ${byUuid} ORDER BY rc.${RC.id}`,
       args: [uuid],
     },
-    { sql: `SELECT name, total FROM ext_provider_counters WHERE resource_provider_id = ${byUuid} ORDER BY name`, args: [uuid] },
     {
-      sql: `SELECT resource_class_id, counter, amount FROM ext_counter_consumption WHERE resource_provider_id = ${byUuid}`,
+      sql: `SELECT ${COUNTER.name}, ${COUNTER.total} FROM ext_provider_counters WHERE ${COUNTER.resourceProviderId} = ${byUuid} ORDER BY ${COUNTER.name}`,
+      args: [uuid],
+    },
+    {
+      sql: `SELECT ${COUNTER_USE.resourceClassId}, ${COUNTER_USE.counter}, ${COUNTER_USE.amount} FROM ext_counter_consumption WHERE ${COUNTER_USE.resourceProviderId} = ${byUuid}`,
       args: [uuid],
     },
   ]);
   const row = providers!.rows[0];
   if (!row) throw new ProviderNotFound(uuid);
-  const id = Number(row.id);
+  const id = Number(row[RP.id]);
   const table = counterTableOf(
-    totals!.rows.map((r) => ({ providerId: id, name: String(r.name), total: Number(r.total) })),
+    totals!.rows.map((r) => ({ providerId: id, name: String(r[COUNTER.name]), total: Number(r[COUNTER.total]) })),
     consumption!.rows.map((r) => ({
       providerId: id,
-      classId: Number(r.resource_class_id),
-      counter: String(r.counter),
-      amount: Number(r.amount),
+      classId: Number(r[COUNTER_USE.resourceClassId]),
+      counter: String(r[COUNTER_USE.counter]),
+      amount: Number(r[COUNTER_USE.amount]),
     })),
   );
   return {
     id,
-    generation: Number(row.generation),
+    generation: Number(row[RP.generation]),
     counters: table.get(id),
-    inventory: new Map(inventories!.rows.map((r) => [String(r.name), [Number(r.id), Number(r.used)]])),
+    inventory: new Map(inventories!.rows.map((r) => [String(r[RC.name]), [Number(r[RC.id]), Number(r.used)]])),
   };
 }
 
@@ -144,13 +148,13 @@ export async function putCounters(store: DataStore, uuid: string, doc: CountersD
       }
     }
     const statements: WriteStatement[] = [
-      stmt('DELETE FROM ext_provider_counters WHERE resource_provider_id = ?', [read.id]),
-      stmt('DELETE FROM ext_counter_consumption WHERE resource_provider_id = ?', [read.id]),
+      stmt(`DELETE FROM ext_provider_counters WHERE ${COUNTER.resourceProviderId} = ?`, [read.id]),
+      stmt(`DELETE FROM ext_counter_consumption WHERE ${COUNTER_USE.resourceProviderId} = ?`, [read.id]),
     ];
     if (names.length) {
       statements.push(
         stmt(
-          `INSERT INTO ext_provider_counters (resource_provider_id, name, total) VALUES ${names.map(() => '(?, ?, ?)').join(', ')}`,
+          `INSERT INTO ext_provider_counters (${COUNTER.resourceProviderId}, ${COUNTER.name}, ${COUNTER.total}) VALUES ${names.map(() => '(?, ?, ?)').join(', ')}`,
           names.flatMap((name) => [read.id, name, doc.counters[name]!]),
         ),
       );
@@ -161,7 +165,7 @@ export async function putCounters(store: DataStore, uuid: string, doc: CountersD
     if (rows.length) {
       statements.push(
         stmt(
-          `INSERT INTO ext_counter_consumption (resource_provider_id, resource_class_id, counter, amount) VALUES ${rows.map(() => '(?, ?, ?, ?)').join(', ')}`,
+          `INSERT INTO ext_counter_consumption (${COUNTER_USE.resourceProviderId}, ${COUNTER_USE.resourceClassId}, ${COUNTER_USE.counter}, ${COUNTER_USE.amount}) VALUES ${rows.map(() => '(?, ?, ?, ?)').join(', ')}`,
           rows.flatMap(([classId, counter, amount]) => [read.id, classId, counter, amount]),
         ),
       );

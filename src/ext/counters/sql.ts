@@ -3,10 +3,11 @@
 // without counters: an index probe or a scan of an empty table.
 import type { InStatement, ResultSet } from '@libsql/client';
 import { counterTableOf, type CounterTable, type ProviderCounters } from './model.js';
+import { ALLOC, COUNTER, COUNTER_USE, RC, RP } from '../../db/columns.js';
 
 /** Usage of a consumption row's (provider, class), through the (provider, class, used) index. */
-const USED = `(SELECT COALESCE(SUM(a.used), 0) FROM allocations a
-  WHERE a.resource_provider_id = cc.resource_provider_id AND a.resource_class_id = cc.resource_class_id)`;
+const USED = `(SELECT COALESCE(SUM(a.${ALLOC.used}), 0) FROM allocations a
+  WHERE a.${ALLOC.resourceProviderId} = cc.resource_provider_id AND a.${ALLOC.resourceClassId} = cc.resource_class_id)`;
 
 /**
  * For allocation candidates: the counters of every provider where a class the
@@ -19,13 +20,13 @@ const USED = `(SELECT COALESCE(SUM(a.used), 0) FROM allocations a
  */
 export function candidateCountersStatement(classNames: string[]): InStatement {
   return {
-    sql: `WITH p(id) AS MATERIALIZED (SELECT DISTINCT cc.resource_provider_id FROM ext_counter_consumption cc
-        WHERE cc.resource_class_id IN (SELECT id FROM resource_classes WHERE name IN (SELECT value FROM json_each(?))))
+    sql: `WITH p(id) AS MATERIALIZED (SELECT DISTINCT cc.${COUNTER_USE.resourceProviderId} FROM ext_counter_consumption cc
+        WHERE cc.${COUNTER_USE.resourceClassId} IN (SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} IN (SELECT value FROM json_each(?))))
       SELECT CASE WHEN EXISTS (SELECT 1 FROM ext_provider_counters) THEN json_object(
-        'totals', (SELECT json_group_array(json_array(c.resource_provider_id, c.name, c.total))
-          FROM ext_provider_counters c WHERE c.resource_provider_id IN (SELECT id FROM p)),
-        'consumption', (SELECT json_group_array(json_array(cc.resource_provider_id, cc.resource_class_id, cc.counter, cc.amount, ${USED}))
-          FROM ext_counter_consumption cc WHERE cc.resource_provider_id IN (SELECT id FROM p))) END`,
+        'totals', (SELECT json_group_array(json_array(c.${COUNTER.resourceProviderId}, c.${COUNTER.name}, c.${COUNTER.total}))
+          FROM ext_provider_counters c WHERE c.${COUNTER.resourceProviderId} IN (SELECT id FROM p)),
+        'consumption', (SELECT json_group_array(json_array(cc.${COUNTER_USE.resourceProviderId}, cc.${COUNTER_USE.resourceClassId}, cc.${COUNTER_USE.counter}, cc.${COUNTER_USE.amount}, ${USED}))
+          FROM ext_counter_consumption cc WHERE cc.${COUNTER_USE.resourceProviderId} IN (SELECT id FROM p))) END`,
     args: [JSON.stringify(classNames)],
   };
 }
@@ -65,11 +66,14 @@ export function candidateCountersOf(result: ResultSet | undefined): Map<number, 
 /** For the claim path's read batch: the counters of the providers named by uuid (two statements). */
 export function providerCountersStatements(providerUuids: string[]): InStatement[] {
   const list = JSON.stringify(providerUuids);
-  const ids = 'SELECT id FROM resource_providers WHERE uuid IN (SELECT value FROM json_each(?))';
+  const ids = `SELECT ${RP.id} FROM resource_providers WHERE ${RP.uuid} IN (SELECT value FROM json_each(?))`;
   return [
-    { sql: `SELECT resource_provider_id, name, total FROM ext_provider_counters WHERE resource_provider_id IN (${ids})`, args: [list] },
     {
-      sql: `SELECT resource_provider_id, resource_class_id, counter, amount FROM ext_counter_consumption WHERE resource_provider_id IN (${ids})`,
+      sql: `SELECT ${COUNTER.resourceProviderId}, ${COUNTER.name}, ${COUNTER.total} FROM ext_provider_counters WHERE ${COUNTER.resourceProviderId} IN (${ids})`,
+      args: [list],
+    },
+    {
+      sql: `SELECT ${COUNTER_USE.resourceProviderId}, ${COUNTER_USE.resourceClassId}, ${COUNTER_USE.counter}, ${COUNTER_USE.amount} FROM ext_counter_consumption WHERE ${COUNTER_USE.resourceProviderId} IN (${ids})`,
       args: [list],
     },
   ];
@@ -77,12 +81,16 @@ export function providerCountersStatements(providerUuids: string[]): InStatement
 
 export function providerCountersOf([totals, consumption]: ResultSet[]): CounterTable {
   return counterTableOf(
-    totals!.rows.map((r) => ({ providerId: Number(r.resource_provider_id), name: String(r.name), total: Number(r.total) })),
+    totals!.rows.map((r) => ({
+      providerId: Number(r[COUNTER.resourceProviderId]),
+      name: String(r[COUNTER.name]),
+      total: Number(r[COUNTER.total]),
+    })),
     consumption!.rows.map((r) => ({
-      providerId: Number(r.resource_provider_id),
-      classId: Number(r.resource_class_id),
-      counter: String(r.counter),
-      amount: Number(r.amount),
+      providerId: Number(r[COUNTER_USE.resourceProviderId]),
+      classId: Number(r[COUNTER_USE.resourceClassId]),
+      counter: String(r[COUNTER_USE.counter]),
+      amount: Number(r[COUNTER_USE.amount]),
     })),
   );
 }
@@ -95,21 +103,21 @@ export function providerCountersOf([totals, consumption]: ResultSet[]): CounterT
  */
 export function countersHoldSql(consumerPlaceholders: string): string {
   return `NOT EXISTS (SELECT 1 FROM ext_provider_counters c
-    WHERE c.resource_provider_id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id IN (${consumerPlaceholders}))
-      AND c.total < (SELECT COALESCE(SUM(cc.amount * ${USED}), 0) FROM ext_counter_consumption cc
-        WHERE cc.resource_provider_id = c.resource_provider_id AND cc.counter = c.name))`;
+    WHERE c.${COUNTER.resourceProviderId} IN (SELECT ${ALLOC.resourceProviderId} FROM allocations WHERE ${ALLOC.consumerId} IN (${consumerPlaceholders}))
+      AND c.${COUNTER.total} < (SELECT COALESCE(SUM(cc.${COUNTER_USE.amount} * ${USED}), 0) FROM ext_counter_consumption cc
+        WHERE cc.${COUNTER_USE.resourceProviderId} = c.${COUNTER.resourceProviderId} AND cc.${COUNTER_USE.counter} = c.${COUNTER.name}))`;
 }
 
 /** A provider's counters as JSON [[name, total, load], ...] for a provider row aliased `p` (the dashboard). */
-export const providerCountersJsonSql = (p: string): string => `(SELECT json_group_array(json_array(c.name, c.total,
-    (SELECT COALESCE(SUM(cc.amount * ${USED}), 0) FROM ext_counter_consumption cc
-      WHERE cc.resource_provider_id = c.resource_provider_id AND cc.counter = c.name)))
-  FROM ext_provider_counters c WHERE c.resource_provider_id = ${p}.id)`;
+export const providerCountersJsonSql = (p: string): string => `(SELECT json_group_array(json_array(c.${COUNTER.name}, c.${COUNTER.total},
+    (SELECT COALESCE(SUM(cc.${COUNTER_USE.amount} * ${USED}), 0) FROM ext_counter_consumption cc
+      WHERE cc.${COUNTER_USE.resourceProviderId} = c.${COUNTER.resourceProviderId} AND cc.${COUNTER_USE.counter} = c.${COUNTER.name})))
+  FROM ext_provider_counters c WHERE c.${COUNTER.resourceProviderId} = ${p}.id)`;
 
 /** Every provider whose counters are over their totals (the audit): provider uuid, counter, total, load. */
-export const OVER_COUNTERS_SQL = `SELECT p.uuid, c.name, c.total, (SELECT COALESCE(SUM(cc.amount * ${USED}), 0)
-    FROM ext_counter_consumption cc WHERE cc.resource_provider_id = c.resource_provider_id AND cc.counter = c.name) AS load
-  FROM ext_provider_counters c JOIN resource_providers p ON p.id = c.resource_provider_id
-  WHERE c.total < (SELECT COALESCE(SUM(cc.amount * ${USED}), 0)
-    FROM ext_counter_consumption cc WHERE cc.resource_provider_id = c.resource_provider_id AND cc.counter = c.name)
-  ORDER BY p.uuid, c.name`;
+export const OVER_COUNTERS_SQL = `SELECT p.${RP.uuid}, c.${COUNTER.name}, c.${COUNTER.total}, (SELECT COALESCE(SUM(cc.${COUNTER_USE.amount} * ${USED}), 0)
+    FROM ext_counter_consumption cc WHERE cc.${COUNTER_USE.resourceProviderId} = c.${COUNTER.resourceProviderId} AND cc.${COUNTER_USE.counter} = c.${COUNTER.name}) AS load
+  FROM ext_provider_counters c JOIN resource_providers p ON p.${RP.id} = c.${COUNTER.resourceProviderId}
+  WHERE c.${COUNTER.total} < (SELECT COALESCE(SUM(cc.${COUNTER_USE.amount} * ${USED}), 0)
+    FROM ext_counter_consumption cc WHERE cc.${COUNTER_USE.resourceProviderId} = c.${COUNTER.resourceProviderId} AND cc.${COUNTER_USE.counter} = c.${COUNTER.name})
+  ORDER BY p.${RP.uuid}, c.${COUNTER.name}`;

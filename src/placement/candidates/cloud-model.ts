@@ -11,6 +11,7 @@ import { serviceMetrics } from '../../observability/service.js';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
 import { SHARES_TRAIT, type SummaryTemplate } from './research.js';
 import { columns, num, packedArray, type PackedRow } from './sql.js';
+import { EPOCH, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT, TREE_CHANGE } from '../../db/columns.js';
 
 /** Root id the triggers use for a change that touches every tree (a class renamed or removed). */
 const EVERY_TREE = 0;
@@ -43,13 +44,13 @@ const PROVIDER_ROW = columns(['id', 'uuid', 'parent_provider_id', 'root_provider
 const INVENTORY_ROW = columns(['rp', 'cls', 'name', 'total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'ratio']);
 
 /** The packed columns of PROVIDER_ROW for the providers aliased `p`. */
-const providerColumns = `p.id, p.uuid, p.parent_provider_id, p.root_provider_id,
-  (SELECT group_concat(name, char(31)) FROM (SELECT t.name FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
-    WHERE rt.resource_provider_id = p.id ORDER BY rt.trait_id)) AS traits,
-  (SELECT group_concat(ra.aggregate_id) FROM resource_provider_aggregates ra WHERE ra.resource_provider_id = p.id) AS aggs`;
+const providerColumns = `p.${RP.id}, p.${RP.uuid}, p.${RP.parentProviderId}, p.${RP.rootProviderId},
+  (SELECT group_concat(name, char(31)) FROM (SELECT t.${TRAIT.name} FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
+    WHERE rt.${RP_TRAIT.resourceProviderId} = p.${RP.id} ORDER BY rt.${RP_TRAIT.traitId})) AS traits,
+  (SELECT group_concat(ra.${RP_AGG.aggregateId}) FROM resource_provider_aggregates ra WHERE ra.${RP_AGG.resourceProviderId} = p.${RP.id}) AS aggs`;
 
-const inventoryColumns = `i.resource_provider_id AS rp, i.resource_class_id AS cls, rc.name, i.total, i.reserved, i.min_unit,
-  i.max_unit, i.step_size, i.allocation_ratio AS ratio`;
+const inventoryColumns = `i.${INV.resourceProviderId} AS rp, i.${INV.resourceClassId} AS cls, rc.${RC.name}, i.${INV.total}, i.${INV.reserved}, i.${INV.minUnit},
+  i.${INV.maxUnit}, i.${INV.stepSize}, i.${INV.allocationRatio} AS ratio`;
 
 /** What one refresh statement returns, packed in one JSON value. */
 interface Refresh {
@@ -116,28 +117,28 @@ export class CloudModel {
   refreshStatement(): InStatement {
     const everything = !this.loaded;
     // Driven from the change rows (seq index) so an unchanged cloud costs two index probes.
-    const changedRoots = 'SELECT root_id FROM placement_tree_changes WHERE seq > :seq';
+    const changedRoots = `SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq`;
     // A cold load reads every tree, unless the cloud is over the cap (then nothing).
     const source = everything
       ? { from: 'resource_providers p', where: 'WHERE (SELECT count(*) FROM resource_providers) <= :cap' }
-      : { from: `(${changedRoots}) c CROSS JOIN resource_providers p ON p.root_provider_id = c.root_id`, where: '' };
+      : { from: `(${changedRoots}) c CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = c.root_id`, where: '' };
     return {
       sql: `SELECT json_object(
-        'epoch', (SELECT token FROM placement_epoch WHERE id = 1),
-        'seq', (SELECT MAX(seq) FROM placement_tree_changes),
+        'epoch', (SELECT ${EPOCH.token} FROM placement_epoch WHERE ${EPOCH.id} = 1),
+        'seq', (SELECT MAX(${TREE_CHANGE.seq}) FROM placement_tree_changes),
         'changed', ${
           everything
             ? `CASE WHEN (SELECT count(*) FROM resource_providers) <= :cap
-                THEN (SELECT json_group_array(id) FROM resource_providers WHERE id = root_provider_id) END`
+                THEN (SELECT json_group_array(${RP.id}) FROM resource_providers WHERE ${RP.id} = ${RP.rootProviderId}) END`
             : `(SELECT json_group_array(root_id) FROM (${changedRoots}))`
         },
         'providers', (SELECT ${packedArray(PROVIDER_ROW)} FROM (
-          SELECT ${providerColumns} FROM ${source.from} ${source.where} ORDER BY p.id)),
+          SELECT ${providerColumns} FROM ${source.from} ${source.where} ORDER BY p.${RP.id})),
         'inventories', (SELECT ${packedArray(INVENTORY_ROW)} FROM (
           SELECT ${inventoryColumns} FROM ${source.from}
-            CROSS JOIN inventories i ON i.resource_provider_id = p.id
-            JOIN resource_classes rc ON rc.id = i.resource_class_id
-          ${source.where} ORDER BY i.resource_provider_id, i.resource_class_id)))`,
+            CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id}
+            JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+          ${source.where} ORDER BY i.${INV.resourceProviderId}, i.${INV.resourceClassId})))`,
       args: everything ? { cap: this.maxProviders } : { seq: this.seq },
     };
   }

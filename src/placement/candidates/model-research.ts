@@ -25,6 +25,7 @@ import {
 } from './research.js';
 import { columns, num, type PackedRow } from './sql.js';
 import { taintsOf, taintStatement } from './taints.js';
+import { ALLOC, RP, TREE_CHANGE } from '../../db/columns.js';
 
 const USAGE_ROW = columns(['rp', 'cls', 'used']);
 
@@ -109,8 +110,8 @@ function usageStatement(scope: UsageScope, model: CloudModel): InStatement {
     GROUP BY a.resource_provider_id, a.resource_class_id)`;
   if (scope === 'all') return { sql: grouped('allocations a'), args: {} };
   return {
-    sql: `WITH roots(id) AS (SELECT value FROM json_each(:roots) UNION SELECT root_id FROM placement_tree_changes WHERE seq > :seq)
-      ${grouped('roots r CROSS JOIN resource_providers p ON p.root_provider_id = r.id CROSS JOIN allocations a ON a.resource_provider_id = p.id')}`,
+    sql: `WITH roots(id) AS (SELECT value FROM json_each(:roots) UNION SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq)
+      ${grouped(`roots r CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = r.id CROSS JOIN allocations a ON a.${ALLOC.resourceProviderId} = p.${RP.id}`)}`,
     args: { roots: JSON.stringify([...scope]), seq: model.appliedSeq },
   };
 }

@@ -12,6 +12,7 @@ import { MAX_VERSION } from '../versions.js';
 import { type CloudModel, cloudModelFor, type ModelProvider } from './cloud-model.js';
 import { findAllocationCandidatesJson } from './index.js';
 import { parseCandidateQueryString } from './parse.js';
+import { AGG } from '../../db/columns.js';
 
 const LATEST = Microversion.parse(MAX_VERSION)!;
 
@@ -56,7 +57,9 @@ async function queriesFor(reader: BatchReader, model: CloudModel): Promise<strin
   const filters: string[] = [];
   const aggregate = root.aggregates.values().next();
   if (!aggregate.done) {
-    const [rows] = await reader.readBatch([{ sql: 'SELECT uuid FROM placement_aggregates WHERE id = ?', args: [aggregate.value] }]);
+    const [rows] = await reader.readBatch([
+      { sql: `SELECT ${AGG.uuid} FROM placement_aggregates WHERE ${AGG.id} = ?`, args: [aggregate.value] },
+    ]);
     const uuid = rows?.rows[0]?.[0];
     if (typeof uuid === 'string') filters.push(`member_of=${uuid}`);
   }

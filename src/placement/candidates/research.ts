@@ -13,6 +13,7 @@ import { capacityOf, capacitySql, usedSql, type InventoryLimits } from '../capac
 import { candidateCountersOf, candidateCountersStatement, type LoadedCounters } from '../../ext/counters/sql.js';
 import { columns, num, packedArray, SqlParams, type PackedRow } from './sql.js';
 import { taintsOf, taintStatement, type ProviderTaints } from './taints.js';
+import { AGG, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../../db/columns.js';
 
 export interface Inventory extends InventoryLimits {
   used: number;
@@ -115,10 +116,19 @@ const ANCHOR_ROW = columns(['sharing_id', 'anchor_root']);
 export function lookupStatements(names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] }): InStatement[] {
   const nameLookup = (sql: string, values: string[]): InStatement => ({ sql, args: { names: JSON.stringify(values) } });
   return [
-    nameLookup('SELECT id, name FROM resource_classes WHERE name IN (SELECT value FROM json_each(:names))', names.classes),
-    nameLookup('SELECT id, name FROM traits WHERE name IN (SELECT value FROM json_each(:names))', names.traits),
-    nameLookup('SELECT id, uuid FROM placement_aggregates WHERE uuid IN (SELECT value FROM json_each(:names))', names.aggregates),
-    nameLookup('SELECT uuid, root_provider_id FROM resource_providers WHERE uuid IN (SELECT value FROM json_each(:names))', names.inTree),
+    nameLookup(
+      `SELECT ${RC.id}, ${RC.name} FROM resource_classes WHERE ${RC.name} IN (SELECT value FROM json_each(:names))`,
+      names.classes,
+    ),
+    nameLookup(`SELECT ${TRAIT.id}, ${TRAIT.name} FROM traits WHERE ${TRAIT.name} IN (SELECT value FROM json_each(:names))`, names.traits),
+    nameLookup(
+      `SELECT ${AGG.id}, ${AGG.uuid} FROM placement_aggregates WHERE ${AGG.uuid} IN (SELECT value FROM json_each(:names))`,
+      names.aggregates,
+    ),
+    nameLookup(
+      `SELECT ${RP.uuid}, ${RP.rootProviderId} FROM resource_providers WHERE ${RP.uuid} IN (SELECT value FROM json_each(:names))`,
+      names.inTree,
+    ),
   ];
 }
 
@@ -179,9 +189,9 @@ export interface TreePrefilter {
 }
 
 /** An inventories row `i` as inventoryOf() reads it: limits, then current usage. */
-const INVENTORY_ROW = `i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio AS ratio, ${usedSql('i')} AS used`;
+const INVENTORY_ROW = `i.${INV.total}, i.${INV.reserved}, i.${INV.minUnit}, i.${INV.maxUnit}, i.${INV.stepSize}, i.${INV.allocationRatio} AS ratio, ${usedSql('i')} AS used`;
 
-const SHARING_IDS = `SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id WHERE t.name = '${SHARES_TRAIT}'`;
+const SHARING_IDS = `SELECT rt.${RP_TRAIT.resourceProviderId} FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId} WHERE t.${TRAIT.name} = '${SHARES_TRAIT}'`;
 
 interface CandidateSql {
   /** Extra CTEs (leading comma included). */
@@ -213,85 +223,85 @@ function candidateSql(prefilter: TreePrefilter, firstRoots: number | null, param
   const rootTests: string[] = [];
   for (const anyOf of prefilter.requiredAnyOf) {
     const names = json(anyOf);
-    rootSets.push(`SELECT q.root_provider_id FROM resource_provider_traits qt
-        JOIN traits tt ON tt.id = qt.trait_id JOIN resource_providers q ON q.id = qt.resource_provider_id
-        WHERE tt.name IN (SELECT value FROM ${names})
-      UNION SELECT r.id FROM resource_providers r WHERE r.id = r.root_provider_id AND EXISTS (
-        SELECT 1 FROM resource_provider_traits st JOIN traits tt ON tt.id = st.trait_id
-        WHERE st.resource_provider_id IN (${SHARING_IDS}) AND tt.name IN (SELECT value FROM ${names}))`);
-    rootTests.push(`(EXISTS (SELECT 1 FROM resource_providers q CROSS JOIN resource_provider_traits qt ON qt.resource_provider_id = q.id
-        WHERE q.root_provider_id = r.id AND qt.trait_id IN (SELECT id FROM traits WHERE name IN (SELECT value FROM ${names})))
-      OR EXISTS (SELECT 1 FROM resource_provider_traits st JOIN traits tt ON tt.id = st.trait_id
-        WHERE st.resource_provider_id IN (${SHARING_IDS}) AND tt.name IN (SELECT value FROM ${names})))`);
+    rootSets.push(`SELECT q.${RP.rootProviderId} FROM resource_provider_traits qt
+        JOIN traits tt ON tt.${TRAIT.id} = qt.${RP_TRAIT.traitId} JOIN resource_providers q ON q.${RP.id} = qt.${RP_TRAIT.resourceProviderId}
+        WHERE tt.${TRAIT.name} IN (SELECT value FROM ${names})
+      UNION SELECT r.${RP.id} FROM resource_providers r WHERE r.${RP.id} = r.${RP.rootProviderId} AND EXISTS (
+        SELECT 1 FROM resource_provider_traits st JOIN traits tt ON tt.${TRAIT.id} = st.${RP_TRAIT.traitId}
+        WHERE st.${RP_TRAIT.resourceProviderId} IN (${SHARING_IDS}) AND tt.${TRAIT.name} IN (SELECT value FROM ${names}))`);
+    rootTests.push(`(EXISTS (SELECT 1 FROM resource_providers q CROSS JOIN resource_provider_traits qt ON qt.${RP_TRAIT.resourceProviderId} = q.${RP.id}
+        WHERE q.${RP.rootProviderId} = r.id AND qt.${RP_TRAIT.traitId} IN (SELECT ${TRAIT.id} FROM traits WHERE ${TRAIT.name} IN (SELECT value FROM ${names})))
+      OR EXISTS (SELECT 1 FROM resource_provider_traits st JOIN traits tt ON tt.${TRAIT.id} = st.${RP_TRAIT.traitId}
+        WHERE st.${RP_TRAIT.resourceProviderId} IN (${SHARING_IDS}) AND tt.${TRAIT.name} IN (SELECT value FROM ${names})))`);
   }
   for (const anyOf of prefilter.memberOf) {
     const uuids = json(anyOf);
-    rootSets.push(`SELECT q.root_provider_id FROM resource_provider_aggregates qa
-        JOIN placement_aggregates pa ON pa.id = qa.aggregate_id JOIN resource_providers q ON q.id = qa.resource_provider_id
-        WHERE pa.uuid IN (SELECT value FROM ${uuids})`);
-    rootTests.push(`EXISTS (SELECT 1 FROM resource_providers q CROSS JOIN resource_provider_aggregates qa ON qa.resource_provider_id = q.id
-        WHERE q.root_provider_id = r.id AND qa.aggregate_id IN (SELECT id FROM placement_aggregates WHERE uuid IN (SELECT value FROM ${uuids})))`);
+    rootSets.push(`SELECT q.${RP.rootProviderId} FROM resource_provider_aggregates qa
+        JOIN placement_aggregates pa ON pa.${AGG.id} = qa.${RP_AGG.aggregateId} JOIN resource_providers q ON q.${RP.id} = qa.${RP_AGG.resourceProviderId}
+        WHERE pa.${AGG.uuid} IN (SELECT value FROM ${uuids})`);
+    rootTests.push(`EXISTS (SELECT 1 FROM resource_providers q CROSS JOIN resource_provider_aggregates qa ON qa.${RP_AGG.resourceProviderId} = q.${RP.id}
+        WHERE q.${RP.rootProviderId} = r.id AND qa.${RP_AGG.aggregateId} IN (SELECT ${AGG.id} FROM placement_aggregates WHERE ${AGG.uuid} IN (SELECT value FROM ${uuids})))`);
   }
   for (const name of prefilter.rootRequired) {
     const trait = params.bind(name);
     rootSets.push(
-      `SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name = ${trait}`,
+      `SELECT rt.${RP_TRAIT.resourceProviderId} FROM resource_provider_traits rt JOIN traits tt ON tt.${TRAIT.id} = rt.${RP_TRAIT.traitId} WHERE tt.${TRAIT.name} = ${trait}`,
     );
-    rootTests.push(`EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id
-        WHERE rt.resource_provider_id = r.id AND tt.name = ${trait})`);
+    rootTests.push(`EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits tt ON tt.${TRAIT.id} = rt.${RP_TRAIT.traitId}
+        WHERE rt.${RP_TRAIT.resourceProviderId} = r.id AND tt.${TRAIT.name} = ${trait})`);
   }
   if (prefilter.everyClassInTree) {
     ctes += `, cover(class_id, lo, hi) AS MATERIALIZED (SELECT class_id, lo, hi FROM req WHERE NOT EXISTS (
-        SELECT 1 FROM inventories si WHERE si.resource_class_id = req.class_id AND si.resource_provider_id IN (${SHARING_IDS})))`;
+        SELECT 1 FROM inventories si WHERE si.${INV.resourceClassId} = req.class_id AND si.${INV.resourceProviderId} IN (${SHARING_IDS})))`;
     const offers = (inv: string, need: string) =>
-      `${inv}.max_unit >= ${need}.lo AND ${inv}.min_unit <= ${need}.hi AND ${capacitySql(inv)} >= ${need}.lo`;
+      `${inv}.${INV.maxUnit} >= ${need}.lo AND ${inv}.${INV.minUnit} <= ${need}.hi AND ${capacitySql(inv)} >= ${need}.lo`;
     // Trees found through the class with the fewest inventories, then checked
     // for the others; with nothing to check (all classes shared) every tree.
     rootSets.push(`SELECT dr.root FROM (
-        SELECT DISTINCT q.root_provider_id AS root FROM cover d
-          CROSS JOIN inventories di ON di.resource_class_id = d.class_id
-          CROSS JOIN resource_providers q ON q.id = di.resource_provider_id
+        SELECT DISTINCT q.${RP.rootProviderId} AS root FROM cover d
+          CROSS JOIN inventories di ON di.${INV.resourceClassId} = d.class_id
+          CROSS JOIN resource_providers q ON q.${RP.id} = di.${INV.resourceProviderId}
         WHERE d.class_id = (SELECT c.class_id FROM cover c
-            ORDER BY (SELECT count(*) FROM inventories x WHERE x.resource_class_id = c.class_id) LIMIT 1)
+            ORDER BY (SELECT count(*) FROM inventories x WHERE x.${INV.resourceClassId} = c.class_id) LIMIT 1)
           AND ${offers('di', 'd')}) dr
       WHERE NOT EXISTS (SELECT 1 FROM cover c WHERE NOT EXISTS (
-        SELECT 1 FROM resource_providers m CROSS JOIN inventories mi ON mi.resource_provider_id = m.id
-        WHERE m.root_provider_id = dr.root AND mi.resource_class_id = c.class_id AND ${offers('mi', 'c')}))
-      UNION ALL SELECT id FROM resource_providers WHERE id = root_provider_id AND NOT EXISTS (SELECT 1 FROM cover)`);
+        SELECT 1 FROM resource_providers m CROSS JOIN inventories mi ON mi.${INV.resourceProviderId} = m.${RP.id}
+        WHERE m.${RP.rootProviderId} = dr.root AND mi.${INV.resourceClassId} = c.class_id AND ${offers('mi', 'c')}))
+      UNION ALL SELECT ${RP.id} FROM resource_providers WHERE ${RP.id} = ${RP.rootProviderId} AND NOT EXISTS (SELECT 1 FROM cover)`);
     rootTests.push(`r.id IN (${rootSets[rootSets.length - 1]!})`);
   }
   let viable = rootSets.join(' INTERSECT ');
   if (prefilter.rootForbidden.length) {
     const forbidden = json(prefilter.rootForbidden);
-    if (!viable) viable = 'SELECT id FROM resource_providers WHERE id = root_provider_id';
-    viable += ` EXCEPT SELECT rt.resource_provider_id FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id
-        WHERE tt.name IN (SELECT value FROM ${forbidden})`;
-    rootTests.push(`NOT EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits tt ON tt.id = rt.trait_id
-        WHERE rt.resource_provider_id = r.id AND tt.name IN (SELECT value FROM ${forbidden}))`);
+    if (!viable) viable = `SELECT ${RP.id} FROM resource_providers WHERE ${RP.id} = ${RP.rootProviderId}`;
+    viable += ` EXCEPT SELECT rt.${RP_TRAIT.resourceProviderId} FROM resource_provider_traits rt JOIN traits tt ON tt.${TRAIT.id} = rt.${RP_TRAIT.traitId}
+        WHERE tt.${TRAIT.name} IN (SELECT value FROM ${forbidden})`;
+    rootTests.push(`NOT EXISTS (SELECT 1 FROM resource_provider_traits rt JOIN traits tt ON tt.${TRAIT.id} = rt.${RP_TRAIT.traitId}
+        WHERE rt.${RP_TRAIT.resourceProviderId} = r.id AND tt.${TRAIT.name} IN (SELECT value FROM ${forbidden}))`);
   }
   let where = '';
   if (prefilter.forbiddenTraits.length) {
     // A provider with a forbidden trait can never be used, sharing or not.
-    where = `AND p.id NOT IN (SELECT rt.resource_provider_id FROM resource_provider_traits rt
-        JOIN traits tt ON tt.id = rt.trait_id WHERE tt.name IN (SELECT value FROM ${json(prefilter.forbiddenTraits)}))`;
+    where = `AND p.${RP.id} NOT IN (SELECT rt.${RP_TRAIT.resourceProviderId} FROM resource_provider_traits rt
+        JOIN traits tt ON tt.${TRAIT.id} = rt.${RP_TRAIT.traitId} WHERE tt.${TRAIT.name} IN (SELECT value FROM ${json(prefilter.forbiddenTraits)}))`;
   }
   if (firstRoots !== null) {
     // Only the lowest viable roots: enough for a small limit, checked by the caller.
-    viable = `SELECT r.id FROM resource_providers r WHERE r.id = r.root_provider_id${rootTests
+    viable = `SELECT r.${RP.id} FROM resource_providers r WHERE r.${RP.id} = r.${RP.rootProviderId}${rootTests
       .map(
         (test) => `
         AND ${test}`,
       )
       .join('')}
-      ORDER BY r.id LIMIT ${Math.floor(firstRoots)}`;
+      ORDER BY r.${RP.id} LIMIT ${Math.floor(firstRoots)}`;
   }
   if (!viable) return { ...everyProvider, where };
   return {
     ctes: `${ctes}, viable(root_id) AS MATERIALIZED (${viable})`,
     sources: [
       // CROSS JOIN pins the order: SQLite would otherwise scan every inventory of the class.
-      'viable v CROSS JOIN resource_providers p ON p.root_provider_id = v.root_id',
-      `(SELECT * FROM resource_providers WHERE id IN (${SHARING_IDS})) p`,
+      `viable v CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = v.root_id`,
+      `(SELECT * FROM resource_providers WHERE ${RP.id} IN (${SHARING_IDS})) p`,
     ],
     where,
     viableTrees: true,
@@ -319,8 +329,8 @@ export async function loadCandidates(
   // rows then come from the same inventory rows, flagged.
   const preload = preloadTrees && query.viableTrees;
   const rowSources = preload ? query.sources.slice(1) : query.sources;
-  const wholeTrees = 'tree_roots t CROSS JOIN resource_providers p ON p.root_provider_id = t.root_id';
-  const fitsSomeGroup = `i.max_unit >= req.lo AND i.min_unit <= req.hi AND ${capacitySql('i')} - ${usedSql('i')} >= req.lo`;
+  const wholeTrees = `tree_roots t CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = t.root_id`;
+  const fitsSomeGroup = `i.${INV.maxUnit} >= req.lo AND i.${INV.minUnit} <= req.hi AND ${capacitySql('i')} - ${usedSql('i')} >= req.lo`;
   const statements: InStatement[] = [
     ...lookupStatements(names),
     {
@@ -329,14 +339,14 @@ export async function loadCandidates(
       // index: cost follows the rows read, not the allocations in the cloud
       // (100k allocations: 14 ms this way, 36 ms summing them all first).
       sql: `WITH req(class_id, lo, hi) AS MATERIALIZED (
-          SELECT rc.id, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]')
-          FROM json_each(${amountsParam}) j JOIN resource_classes rc ON rc.name = j.key)
+          SELECT rc.${RC.id}, json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]')
+          FROM json_each(${amountsParam}) j JOIN resource_classes rc ON rc.${RC.name} = j.key)
         ${query.ctes}${
           preload
             ? `,
         -- Trees read whole: the viable ones and those of sharing providers (their traits decide their use).
         tree_roots(root_id) AS MATERIALIZED (SELECT root_id FROM viable
-          UNION SELECT root_provider_id FROM resource_providers WHERE id IN (${SHARING_IDS}))`
+          UNION SELECT ${RP.rootProviderId} FROM resource_providers WHERE ${RP.id} IN (${SHARING_IDS}))`
             : ''
         }
         SELECT json_object(
@@ -344,10 +354,10 @@ export async function loadCandidates(
             FROM (${rowSources
               .map(
                 (source) => `
-              SELECT i.resource_provider_id AS rp, i.resource_class_id AS cls, p.root_provider_id AS root, ${INVENTORY_ROW}
+              SELECT i.${INV.resourceProviderId} AS rp, i.${INV.resourceClassId} AS cls, p.${RP.rootProviderId} AS root, ${INVENTORY_ROW}
               FROM ${source}
-              CROSS JOIN inventories i ON i.resource_provider_id = p.id
-              CROSS JOIN req ON req.class_id = i.resource_class_id
+              CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id}
+              CROSS JOIN req ON req.class_id = i.${INV.resourceClassId}
               WHERE ${fitsSomeGroup}
                 ${query.where}`,
               )
@@ -355,18 +365,18 @@ export async function loadCandidates(
           'trees', ${
             preload
               ? `(SELECT ${packedArray(PROVIDER_ROW)} FROM (
-              SELECT ${providerColumns('p')} FROM ${wholeTrees} ORDER BY p.id))`
+              SELECT ${providerColumns('p')} FROM ${wholeTrees} ORDER BY p.${RP.id}))`
               : 'NULL'
           },
           'inventories', ${
             preload
               ? `(SELECT ${packedArray(TREE_INVENTORY_ROW)} FROM (
-              SELECT i.resource_provider_id AS rp, rc.name, i.resource_class_id AS cls, p.root_provider_id AS root, ${INVENTORY_ROW},
-                COALESCE(${fitsSomeGroup} AND p.root_provider_id IN (SELECT root_id FROM viable) ${query.where}, 0) AS candidate
+              SELECT i.${INV.resourceProviderId} AS rp, rc.${RC.name}, i.${INV.resourceClassId} AS cls, p.${RP.rootProviderId} AS root, ${INVENTORY_ROW},
+                COALESCE(${fitsSomeGroup} AND p.${RP.rootProviderId} IN (SELECT root_id FROM viable) ${query.where}, 0) AS candidate
               FROM ${wholeTrees}
-              CROSS JOIN inventories i ON i.resource_provider_id = p.id
-              JOIN resource_classes rc ON rc.id = i.resource_class_id
-              LEFT JOIN req ON req.class_id = i.resource_class_id))`
+              CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id}
+              JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+              LEFT JOIN req ON req.class_id = i.${INV.resourceClassId}))`
               : 'NULL'
           },
           'complete', ${preload ? '(SELECT json_group_array(root_id) FROM tree_roots)' : 'NULL'},
@@ -374,15 +384,15 @@ export async function loadCandidates(
       args: params.args,
     },
     {
-      sql: `SELECT ${packedArray(ANCHOR_ROW)} FROM (SELECT DISTINCT mine.resource_provider_id AS sharing_id, anchor.root_provider_id AS anchor_root
+      sql: `SELECT ${packedArray(ANCHOR_ROW)} FROM (SELECT DISTINCT mine.${RP_AGG.resourceProviderId} AS sharing_id, anchor.${RP.rootProviderId} AS anchor_root
         FROM resource_provider_aggregates mine
-        JOIN resource_provider_aggregates other ON other.aggregate_id = mine.aggregate_id
-        JOIN resource_providers anchor ON anchor.id = other.resource_provider_id
-        WHERE mine.resource_provider_id IN (${SHARING_IDS})
+        JOIN resource_provider_aggregates other ON other.${RP_AGG.aggregateId} = mine.${RP_AGG.aggregateId}
+        JOIN resource_providers anchor ON anchor.${RP.id} = other.${RP_AGG.resourceProviderId}
+        WHERE mine.${RP_AGG.resourceProviderId} IN (${SHARING_IDS})
           -- Correlated on purpose: an IN list would read every inventory of the classes.
           AND EXISTS (
-            SELECT 1 FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
-            WHERE i.resource_provider_id = mine.resource_provider_id AND rc.name IN (SELECT key FROM json_each(:amounts))))`,
+            SELECT 1 FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+            WHERE i.${INV.resourceProviderId} = mine.${RP_AGG.resourceProviderId} AND rc.${RC.name} IN (SELECT key FROM json_each(:amounts))))`,
       args: { amounts: amountJson },
     },
   ];
@@ -441,10 +451,10 @@ export async function loadCandidates(
 }
 
 /** A provider's structure, traits (trait id order, as upstream lists them) and aggregate ids, as PROVIDER_ROW. */
-const providerColumns = (p: string) => `${p}.id, ${p}.uuid, ${p}.parent_provider_id, ${p}.root_provider_id,
-  (SELECT group_concat(name) FROM (SELECT t.name FROM resource_provider_traits rt JOIN traits t ON t.id = rt.trait_id
-    WHERE rt.resource_provider_id = ${p}.id ORDER BY rt.trait_id)) AS traits,
-  (SELECT group_concat(ra.aggregate_id) FROM resource_provider_aggregates ra WHERE ra.resource_provider_id = ${p}.id) AS aggs`;
+const providerColumns = (p: string) => `${p}.${RP.id}, ${p}.${RP.uuid}, ${p}.${RP.parentProviderId}, ${p}.${RP.rootProviderId},
+  (SELECT group_concat(name) FROM (SELECT t.${TRAIT.name} FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
+    WHERE rt.${RP_TRAIT.resourceProviderId} = ${p}.${RP.id} ORDER BY rt.${RP_TRAIT.traitId})) AS traits,
+  (SELECT group_concat(ra.${RP_AGG.aggregateId}) FROM resource_provider_aggregates ra WHERE ra.${RP_AGG.resourceProviderId} = ${p}.${RP.id}) AS aggs`;
 
 function nodeOf(row: PackedRow): ProviderNode {
   const at = PROVIDER_ROW.at;
@@ -470,19 +480,19 @@ export async function loadTrees(reader: BatchReader, rootIds: Iterable<number>, 
     {
       sql: `SELECT ${packedArray(PROVIDER_ROW)} FROM (SELECT ${providerColumns('p')}
         FROM resource_providers p
-        WHERE p.root_provider_id IN (SELECT value FROM json_each(:roots))
-        ORDER BY p.id)`,
+        WHERE p.${RP.rootProviderId} IN (SELECT value FROM json_each(:roots))
+        ORDER BY p.${RP.id})`,
       args,
     },
     {
       // Summaries need only capacity and usage; the search reads limits from round trip 1.
-      sql: `SELECT ${packedArray(SUMMARY_ROW)} FROM (SELECT i.resource_provider_id AS rp, i.resource_class_id AS cls, rc.name,
+      sql: `SELECT ${packedArray(SUMMARY_ROW)} FROM (SELECT i.${INV.resourceProviderId} AS rp, i.${INV.resourceClassId} AS cls, rc.${RC.name},
           ${capacitySql('i')} AS capacity,
           ${usedSql('i')} AS used
         FROM resource_providers p
-        JOIN inventories i ON i.resource_provider_id = p.id
-        JOIN resource_classes rc ON rc.id = i.resource_class_id
-        WHERE p.root_provider_id IN (SELECT value FROM json_each(:roots)))`,
+        JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id}
+        JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+        WHERE p.${RP.rootProviderId} IN (SELECT value FROM json_each(:roots)))`,
       args,
     },
   ]);

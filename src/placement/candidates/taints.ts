@@ -4,6 +4,7 @@
 // that keeps a provider out of candidates, and the request's tolerations
 // (`ext_tolerate`) turn them into the set of providers the search leaves out.
 import type { InStatement, ResultSet } from '@libsql/client';
+import { TAINT } from '../../db/columns.js';
 
 /** Effects that keep a provider out of allocation candidates (NoExecute implies NoSchedule, as in Kubernetes). */
 export const EXCLUDING_EFFECTS = ['NoSchedule', 'NoExecute'] as const;
@@ -12,8 +13,8 @@ export const EXCLUDING_EFFECTS = ['NoSchedule', 'NoExecute'] as const;
 export type ProviderTaints = Map<number, string[]>;
 
 export const taintStatement = (): InStatement => ({
-  sql: `SELECT COALESCE(json_group_array(json_array(resource_provider_id, key)), '[]') FROM ext_provider_taints
-    WHERE effect IN (${EXCLUDING_EFFECTS.map((e) => `'${e}'`).join(', ')})`,
+  sql: `SELECT COALESCE(json_group_array(json_array(${TAINT.resourceProviderId}, ${TAINT.key})), '[]') FROM ext_provider_taints
+    WHERE ${TAINT.effect} IN (${EXCLUDING_EFFECTS.map((e) => `'${e}'`).join(', ')})`,
   args: [],
 });
 

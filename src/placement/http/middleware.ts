@@ -1,7 +1,7 @@
 // Placement-wide request handling: the checks placement runs before routing
 // (content-length/content-type, Accept) and the helpers handlers use for
 // cache headers and version gates. Routing with 405 + Allow, policy checks,
-// negotiation and error rendering are the HTTP kit's (./http.ts).
+// negotiation and error rendering are the HTTP kit's (src/http/kit.ts).
 import { createMiddleware } from 'hono/factory';
 import { matchedRoutes } from 'hono/route';
 import { acceptsJson } from '../../http/accept.js';
@@ -10,7 +10,7 @@ import { placementError } from './render-errors.js';
 import { newest } from '../present/timestamps.js';
 import { MV, type Feature } from '../versions.js';
 
-export { authorize, resource } from './profile.js';
+export { authorize } from './profile.js';
 export { newest };
 
 /** Before routing, as upstream's wsgi filters: content-length must be an integer, a body needs a content type. */

@@ -5,6 +5,7 @@
 // guard re-checks in the caller's write batch that nothing read has changed.
 import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import { placeholders } from '../../db/write-batch.js';
+import { INV, RC, RP, RP_TRAIT, TRAIT } from '../../db/columns.js';
 
 export interface ProviderFacts {
   uuid: string;
@@ -27,18 +28,18 @@ export function readProviderFacts(uuids: string[]): ProviderFactsRead {
   const list = uuids.length > 0 ? placeholders(uuids.length) : 'NULL';
   const statements: InStatement[] = [
     {
-      sql: `SELECT p.uuid, p.generation, r.name AS root_name FROM resource_providers p
-        LEFT JOIN resource_providers r ON r.id = COALESCE(p.root_provider_id, p.id) WHERE p.uuid IN (${list})`,
+      sql: `SELECT p.${RP.uuid}, p.${RP.generation}, r.${RP.name} AS root_name FROM resource_providers p
+        LEFT JOIN resource_providers r ON r.${RP.id} = COALESCE(p.${RP.rootProviderId}, p.${RP.id}) WHERE p.${RP.uuid} IN (${list})`,
       args: uuids,
     },
     {
-      sql: `SELECT p.uuid, rc.name FROM inventories i JOIN resource_providers p ON p.id = i.resource_provider_id
-        JOIN resource_classes rc ON rc.id = i.resource_class_id WHERE p.uuid IN (${list})`,
+      sql: `SELECT p.${RP.uuid}, rc.${RC.name} FROM inventories i JOIN resource_providers p ON p.${RP.id} = i.${INV.resourceProviderId}
+        JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId} WHERE p.${RP.uuid} IN (${list})`,
       args: uuids,
     },
     {
-      sql: `SELECT p.uuid, t.name FROM resource_provider_traits pt JOIN resource_providers p ON p.id = pt.resource_provider_id
-        JOIN traits t ON t.id = pt.trait_id WHERE p.uuid IN (${list})`,
+      sql: `SELECT p.${RP.uuid}, t.${TRAIT.name} FROM resource_provider_traits pt JOIN resource_providers p ON p.${RP.id} = pt.${RP_TRAIT.resourceProviderId}
+        JOIN traits t ON t.${TRAIT.id} = pt.${RP_TRAIT.traitId} WHERE p.${RP.uuid} IN (${list})`,
       args: uuids,
     },
   ];
@@ -47,16 +48,16 @@ export function readProviderFacts(uuids: string[]): ProviderFactsRead {
     parse([providers, classes, traits]) {
       const facts = new Map<string, ProviderFacts>();
       for (const row of providers!.rows) {
-        facts.set(String(row.uuid), {
-          uuid: String(row.uuid),
-          generation: Number(row.generation),
+        facts.set(String(row[RP.uuid]), {
+          uuid: String(row[RP.uuid]),
+          generation: Number(row[RP.generation]),
           rootName: row.root_name === null || row.root_name === undefined ? null : String(row.root_name),
           resourceClasses: new Set(),
           traits: new Set(),
         });
       }
-      for (const row of classes!.rows) facts.get(String(row.uuid))?.resourceClasses.add(String(row.name));
-      for (const row of traits!.rows) facts.get(String(row.uuid))?.traits.add(String(row.name));
+      for (const row of classes!.rows) facts.get(String(row[RP.uuid]))?.resourceClasses.add(String(row[RC.name]));
+      for (const row of traits!.rows) facts.get(String(row[RP.uuid]))?.traits.add(String(row[TRAIT.name]));
       return facts;
     },
   };
@@ -69,7 +70,7 @@ export function readProviderFacts(uuids: string[]): ProviderFactsRead {
  */
 export function providerUnchanged(facts: Pick<ProviderFacts, 'uuid' | 'generation'>): { sql: string; args: InValue[] } {
   return {
-    sql: 'EXISTS (SELECT 1 FROM resource_providers WHERE uuid = ? AND generation = ?)',
+    sql: `EXISTS (SELECT 1 FROM resource_providers WHERE ${RP.uuid} = ? AND ${RP.generation} = ?)`,
     args: [facts.uuid, facts.generation],
   };
 }

@@ -8,6 +8,7 @@ import type { DataStore } from '../../db/client.js';
 import { commitGuarded, placeholders, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { placementWrite } from './kernel.js';
 import { ProviderNotFound, StaleProviderGeneration } from './refusals.js';
+import { AGG, RP, RP_AGG } from '../../db/columns.js';
 
 export interface ProviderGeneration {
   id: number;
@@ -16,10 +17,12 @@ export interface ProviderGeneration {
 
 /** One round trip: the provider's id and generation. Throws ProviderNotFound. */
 export async function readProviderGeneration(store: DataStore, uuid: string): Promise<ProviderGeneration> {
-  const [rows] = await store.readBatch([{ sql: 'SELECT id, generation FROM resource_providers WHERE uuid = ?', args: [uuid] }]);
+  const [rows] = await store.readBatch([
+    { sql: `SELECT ${RP.id}, ${RP.generation} FROM resource_providers WHERE ${RP.uuid} = ?`, args: [uuid] },
+  ]);
   const row = rows!.rows[0];
   if (!row) throw new ProviderNotFound(uuid);
-  return { id: Number(row.id), generation: Number(row.generation) };
+  return { id: Number(row[RP.id]), generation: Number(row[RP.generation]) };
 }
 
 /**
@@ -43,21 +46,21 @@ export async function replaceProviderAggregates(
     const next = expected !== undefined ? rp.generation + 1 : rp.generation;
     const statements: WriteStatement[] = [
       stmt(
-        'UPDATE resource_providers SET generation = ?, updated_at = CASE WHEN ? THEN ? ELSE updated_at END WHERE id = ? AND generation = ?',
+        `UPDATE resource_providers SET ${RP.generation} = ?, ${RP.updatedAt} = CASE WHEN ? THEN ? ELSE ${RP.updatedAt} END WHERE ${RP.id} = ? AND ${RP.generation} = ?`,
         [next, next !== rp.generation ? 1 : 0, now, rp.id, rp.generation],
         { mustChange: true },
       ),
-      stmt('DELETE FROM resource_provider_aggregates WHERE resource_provider_id = ?', [rp.id]),
+      stmt(`DELETE FROM resource_provider_aggregates WHERE ${RP_AGG.resourceProviderId} = ?`, [rp.id]),
     ];
     if (uuids.length > 0) {
       statements.push(
         stmt(
-          `INSERT OR IGNORE INTO placement_aggregates (uuid, created_at) VALUES ${uuids.map(() => '(?, ?)').join(', ')}`,
+          `INSERT OR IGNORE INTO placement_aggregates (${AGG.uuid}, ${AGG.createdAt}) VALUES ${uuids.map(() => '(?, ?)').join(', ')}`,
           uuids.flatMap((u) => [u, now]),
         ),
         stmt(
-          `INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id, created_at)
-          SELECT ?, id, ? FROM placement_aggregates WHERE uuid IN (${placeholders(uuids.length)})`,
+          `INSERT INTO resource_provider_aggregates (${RP_AGG.resourceProviderId}, ${RP_AGG.aggregateId}, ${RP_AGG.createdAt})
+          SELECT ?, ${AGG.id}, ? FROM placement_aggregates WHERE ${AGG.uuid} IN (${placeholders(uuids.length)})`,
           [rp.id, now, ...uuids],
         ),
       );

@@ -24,6 +24,7 @@ import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../
 import { GenerationPlan, key, placementWrite, readSnapshot, tryOneBatch, type InventoryState, type Snapshot } from './kernel.js';
 import { ClaimRefused, ConsumerGenerationMismatch, ProviderMissing, UnknownResourceClass, type ClaimEndpoint } from './refusals.js';
 import { serviceMetrics } from '../../observability/service.js';
+import { ALLOC, CONSUMER, CONSUMER_TYPE, INV, PROJECT, RC, RP, USER } from '../../db/columns.js';
 
 export interface ClaimOptions {
   /** 1.28+: consumer generations are compared. */
@@ -151,11 +152,11 @@ export function planClaims(
   const statements: WriteStatement[] = [];
   for (const claim of claims) statements.push(...ownerStatements(claim, now));
   const uuids = [...claimUuids];
-  statements.push(stmt(`DELETE FROM allocations WHERE consumer_id IN (${placeholders(uuids.length)})`, uuids));
+  statements.push(stmt(`DELETE FROM allocations WHERE ${ALLOC.consumerId} IN (${placeholders(uuids.length)})`, uuids));
   if (entries.length > 0) {
     statements.push(
       stmt(
-        `INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at) VALUES ${entries
+        `INSERT INTO allocations (${ALLOC.resourceProviderId}, ${ALLOC.consumerId}, ${ALLOC.resourceClassId}, ${ALLOC.used}, ${ALLOC.createdAt}, ${ALLOC.updatedAt}) VALUES ${entries
           .map(() => '(?, ?, ?, ?, ?, ?)')
           .join(', ')}`,
         entries.flatMap((e) => [e.provider.id, e.consumer, snap.classIds.get(e.resourceClass)!, e.amount, now, now]),
@@ -181,16 +182,13 @@ export function planClaims(
     const existing = snap.consumers.get(claim.uuid);
     const project = claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID;
     const user = claim.userId ?? INCOMPLETE_CONSUMER_USER_ID;
-    const typeSql = claim.consumerType !== undefined ? '(SELECT id FROM consumer_types WHERE name = ?)' : 'consumer_type_id';
     const typeArgs = claim.consumerType !== undefined ? [claim.consumerType] : [];
     const generation = touchedConsumers.has(claim.uuid) ? 1 : 0;
     if (existing) {
       // Compare-and-swap even when nothing changes: it proves the allocations just replaced are those read.
       statements.push(
         stmt(
-          `UPDATE consumers SET project_id = (SELECT id FROM projects WHERE external_id = ?),
-          user_id = (SELECT id FROM users WHERE external_id = ?), consumer_type_id = ${typeSql},
-          generation = ?, updated_at = ? WHERE id = ? AND generation = ?`,
+          claim.consumerType !== undefined ? UPDATE_CONSUMER.typed : UPDATE_CONSUMER.untyped,
           [project, user, ...typeArgs, existing.generation + generation, now, existing.id, existing.generation],
           { mustChange: true },
         ),
@@ -203,24 +201,32 @@ export function planClaims(
   return { statements, usageAfter };
 }
 
+// The statements of a claim that do not depend on its size, built once at load.
+const TYPE_BY_NAME = `(SELECT ${CONSUMER_TYPE.id} FROM consumer_types WHERE ${CONSUMER_TYPE.name} = ?)`;
+const updateConsumerSql = (typeSql: string) =>
+  `UPDATE consumers SET ${CONSUMER.projectId} = (SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ?),
+          ${CONSUMER.userId} = (SELECT ${USER.id} FROM users WHERE ${USER.externalId} = ?), ${CONSUMER.consumerTypeId} = ${typeSql},
+          ${CONSUMER.generation} = ?, ${CONSUMER.updatedAt} = ? WHERE ${CONSUMER.id} = ? AND ${CONSUMER.generation} = ?`;
+const UPDATE_CONSUMER = { typed: updateConsumerSql(TYPE_BY_NAME), untyped: updateConsumerSql(CONSUMER.consumerTypeId) };
+const INSERT_PROJECT = `INSERT OR IGNORE INTO projects (${PROJECT.externalId}, ${PROJECT.createdAt}, ${PROJECT.updatedAt}) VALUES (?, ?, ?)`;
+const INSERT_USER = `INSERT OR IGNORE INTO users (${USER.externalId}, ${USER.createdAt}, ${USER.updatedAt}) VALUES (?, ?, ?)`;
+const INSERT_CONSUMER_TYPE = `INSERT OR IGNORE INTO consumer_types (${CONSUMER_TYPE.name}, ${CONSUMER_TYPE.createdAt}, ${CONSUMER_TYPE.updatedAt}) VALUES (?, ?, ?)`;
+const insertConsumerSql = (typeSql: string) =>
+  `INSERT INTO consumers (${CONSUMER.uuid}, ${CONSUMER.projectId}, ${CONSUMER.userId}, ${CONSUMER.generation}, ${CONSUMER.consumerTypeId}, ${CONSUMER.createdAt}, ${CONSUMER.updatedAt})
+    VALUES (?, (SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ?), (SELECT ${USER.id} FROM users WHERE ${USER.externalId} = ?), ?,
+    ${typeSql}, ?, ?)`;
+const INSERT_CONSUMER = { typed: insertConsumerSql(TYPE_BY_NAME), untyped: insertConsumerSql('NULL') };
+const DELETE_CONSUMER_ALLOCATIONS = `DELETE FROM allocations WHERE ${ALLOC.consumerId} = ?`;
+const DELETE_CONSUMER = `DELETE FROM consumers WHERE ${CONSUMER.uuid} = ?`;
+
 /** Get-or-create the project, user and consumer type a claim names (the consumer row refers to them by name). */
 function ownerStatements(claim: ConsumerClaim, now: string): WriteStatement[] {
   const statements = [
-    stmt('INSERT OR IGNORE INTO projects (external_id, created_at, updated_at) VALUES (?, ?, ?)', [
-      claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID,
-      now,
-      now,
-    ]),
-    stmt('INSERT OR IGNORE INTO users (external_id, created_at, updated_at) VALUES (?, ?, ?)', [
-      claim.userId ?? INCOMPLETE_CONSUMER_USER_ID,
-      now,
-      now,
-    ]),
+    stmt(INSERT_PROJECT, [claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID, now, now]),
+    stmt(INSERT_USER, [claim.userId ?? INCOMPLETE_CONSUMER_USER_ID, now, now]),
   ];
   if (claim.consumerType !== undefined) {
-    statements.push(
-      stmt('INSERT OR IGNORE INTO consumer_types (name, created_at, updated_at) VALUES (?, ?, ?)', [claim.consumerType, now, now]),
-    );
+    statements.push(stmt(INSERT_CONSUMER_TYPE, [claim.consumerType, now, now]));
   }
   return statements;
 }
@@ -229,9 +235,7 @@ function ownerStatements(claim: ConsumerClaim, now: string): WriteStatement[] {
 function insertConsumer(claim: ConsumerClaim, generation: number, now: string): WriteStatement {
   const typed = claim.consumerType !== undefined;
   return stmt(
-    `INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at)
-    VALUES (?, (SELECT id FROM projects WHERE external_id = ?), (SELECT id FROM users WHERE external_id = ?), ?,
-    ${typed ? '(SELECT id FROM consumer_types WHERE name = ?)' : 'NULL'}, ?, ?)`,
+    typed ? INSERT_CONSUMER.typed : INSERT_CONSUMER.untyped,
     [
       claim.uuid,
       claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID,
@@ -250,8 +254,8 @@ export function dropEmptyConsumers(uuids: string[]): WriteStatement[] {
   if (uuids.length === 0) return [];
   return [
     stmt(
-      `DELETE FROM consumers WHERE uuid IN (${placeholders(uuids.length)})
-    AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = consumers.uuid)`,
+      `DELETE FROM consumers WHERE ${CONSUMER.uuid} IN (${placeholders(uuids.length)})
+    AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.${ALLOC.consumerId} = consumers.${CONSUMER.uuid})`,
       uuids,
     ),
   ];
@@ -343,9 +347,11 @@ function sqlByCount(build: (count: number) => string): (count: number) => string
 }
 
 const insertAllocationsByNameSql = sqlByCount(
-  (entries) => `INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at)
-      SELECT p.id, v.column2, rc.id, v.column5, ?, ? FROM (VALUES ${Array.from({ length: entries }, () => '(?, ?, ?, ?, ?)').join(', ')}) v
-      JOIN resource_providers p ON p.uuid = v.column3 JOIN resource_classes rc ON rc.name = v.column4 ORDER BY v.column1`,
+  (
+    entries,
+  ) => `INSERT INTO allocations (${ALLOC.resourceProviderId}, ${ALLOC.consumerId}, ${ALLOC.resourceClassId}, ${ALLOC.used}, ${ALLOC.createdAt}, ${ALLOC.updatedAt})
+      SELECT p.${RP.id}, v.column2, rc.${RC.id}, v.column5, ?, ? FROM (VALUES ${Array.from({ length: entries }, () => '(?, ?, ?, ?, ?)').join(', ')}) v
+      JOIN resource_providers p ON p.${RP.uuid} = v.column3 JOIN resource_classes rc ON rc.${RC.name} = v.column4 ORDER BY v.column1`,
 );
 
 /**
@@ -355,17 +361,18 @@ const insertAllocationsByNameSql = sqlByCount(
  * of their providers within its total (extension: free on a cloud without counters).
  */
 const claimFitsSql = sqlByCount((consumers) =>
-  guardSql(`(SELECT count(*) = ? AND total(mine.used < i.min_unit OR mine.used > i.max_unit OR mine.used % i.step_size != 0
+  guardSql(`(SELECT count(*) = ? AND total(mine.${ALLOC.used} < i.${INV.minUnit} OR mine.${ALLOC.used} > i.${INV.maxUnit} OR mine.${ALLOC.used} % i.${INV.stepSize} != 0
           OR ${usedSql('i')} > ${capacitySql('i')}) = 0
         FROM allocations mine JOIN inventories i
-          ON i.resource_provider_id = mine.resource_provider_id AND i.resource_class_id = mine.resource_class_id
-        WHERE mine.consumer_id IN (${placeholders(consumers)}))
+          ON i.${INV.resourceProviderId} = mine.${ALLOC.resourceProviderId} AND i.${INV.resourceClassId} = mine.${ALLOC.resourceClassId}
+        WHERE mine.${ALLOC.consumerId} IN (${placeholders(consumers)}))
       AND ${countersHoldSql(placeholders(consumers))}`),
 );
 
 // By uuid: the guard before it has made sure every named provider received its allocations.
 const bumpClaimedProvidersSql = sqlByCount(
-  (providers) => `UPDATE resource_providers SET generation = generation + 1, updated_at = ? WHERE uuid IN (${placeholders(providers)})`,
+  (providers) =>
+    `UPDATE resource_providers SET ${RP.generation} = ${RP.generation} + 1, ${RP.updatedAt} = ? WHERE ${RP.uuid} IN (${placeholders(providers)})`,
 );
 
 /**
@@ -395,9 +402,9 @@ export async function claimAllocations(store: DataStore, claims: ConsumerClaim[]
  */
 export async function deleteConsumerAllocations(store: DataStore, consumerUuid: string): Promise<boolean> {
   const [removed] = await commitGuarded(store, [
-    stmt('DELETE FROM allocations WHERE consumer_id = ?', [consumerUuid]),
+    stmt(DELETE_CONSUMER_ALLOCATIONS, [consumerUuid]),
     // Without allocations now: placement keeps no consumer without allocations.
-    stmt('DELETE FROM consumers WHERE uuid = ?', [consumerUuid]),
+    stmt(DELETE_CONSUMER, [consumerUuid]),
   ]);
   return removed!.rowsAffected > 0;
 }

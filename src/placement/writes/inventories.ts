@@ -30,6 +30,7 @@ import {
   type ProviderState,
 } from './kernel.js';
 import type { InventoryInput } from '../repo/inventories.js';
+import { INV, RC } from '../../db/columns.js';
 
 /** What a write does to the inventory: `replace` (PUT the collection), `clear` (DELETE it), one class added, updated or deleted. */
 export type InventoryChange =
@@ -170,7 +171,7 @@ export async function writeProviderInventory<C extends InventoryChange>(
 
 /** Classes of the provider's inventory that exist (an SQL condition on `alias`, taking the provider uuid). */
 const ownInventory = (alias: string) =>
-  `${alias}.resource_provider_id = ${PROVIDER_ID_BY_UUID} AND ${alias}.resource_class_id IN (SELECT id FROM resource_classes)`;
+  `${alias}.${INV.resourceProviderId} = ${PROVIDER_ID_BY_UUID} AND ${alias}.${INV.resourceClassId} IN (SELECT ${RC.id} FROM resource_classes)`;
 
 /**
  * The whole inventory of provider `uuid` replaced in one write batch, as the
@@ -184,14 +185,14 @@ function oneBatchReplaceStatements(uuid: string, replacement: InventoryReplaceme
   // Inventories whose class is not among `names` (all of them when there are none).
   const unwanted = (alias: string) =>
     names.length > 0
-      ? `${alias}.resource_class_id NOT IN (SELECT id FROM resource_classes WHERE name IN (${placeholders(names.length)}))`
+      ? `${alias}.${INV.resourceClassId} NOT IN (SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} IN (${placeholders(names.length)}))`
       : 'true';
   const statements = [
     bumpProviderGeneration(uuid, replacement.generation, now),
     // The inventory as it is before this write, for the over-capacity warning.
     stmt(
-      `SELECT rc.name, ${usedSql('i')} AS used FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
-      WHERE i.resource_provider_id = ${PROVIDER_ID_BY_UUID}`,
+      `SELECT rc.${RC.name}, ${usedSql('i')} AS used FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+      WHERE i.${INV.resourceProviderId} = ${PROVIDER_ID_BY_UUID}`,
       [uuid],
     ),
     // No class that still has allocations is removed (usage as of the write).
@@ -210,7 +211,7 @@ function oneBatchReplaceStatements(uuid: string, replacement: InventoryReplaceme
 
 /** The answer of a granted one-batch replacement: the generation it returned, the classes now over capacity. */
 function oneBatchResult(replacement: InventoryReplacement, results: ResultSet[]): InventoryWriteResult {
-  const usedBefore = new Map(results[1]!.rows.map((r) => [String(r.name), Number(r.used)]));
+  const usedBefore = new Map(results[1]!.rows.map((r) => [String(r[RC.name]), Number(r.used)]));
   const overCapacity = Object.entries(replacement.records)
     .filter(([name, input]) => {
       const used = usedBefore.get(name);
@@ -224,14 +225,14 @@ function oneBatchResult(replacement: InventoryReplacement, results: ResultSet[])
 // /resource_classes/{name}), or unknown to a one-batch write, inserts nothing,
 // and mustChange aborts the batch. The provider is named by id (read in the
 // snapshot) or by uuid (found as of the write); built once per form.
-const upsertInventorySql = (provider: string, classColumn: 'id' | 'name') =>
-  `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit,
-    step_size, allocation_ratio, created_at) SELECT ${provider}, id, ?, ?, ?, ?, ?, ?, ? FROM resource_classes WHERE ${classColumn} = ?
-  ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET total = excluded.total,
-    reserved = excluded.reserved, min_unit = excluded.min_unit, max_unit = excluded.max_unit,
-    step_size = excluded.step_size, allocation_ratio = excluded.allocation_ratio, updated_at = ?`;
-const UPSERT_BY_ID = upsertInventorySql('?', 'id');
-const UPSERT_BY_UUID_AND_NAME = upsertInventorySql(PROVIDER_ID_BY_UUID, 'name');
+const upsertInventorySql = (provider: string, classColumn: string) =>
+  `INSERT INTO inventories (${INV.resourceProviderId}, ${INV.resourceClassId}, ${INV.total}, ${INV.reserved}, ${INV.minUnit}, ${INV.maxUnit},
+    ${INV.stepSize}, ${INV.allocationRatio}, ${INV.createdAt}) SELECT ${provider}, ${RC.id}, ?, ?, ?, ?, ?, ?, ? FROM resource_classes WHERE ${classColumn} = ?
+  ON CONFLICT (${INV.resourceProviderId}, ${INV.resourceClassId}) DO UPDATE SET ${INV.total} = excluded.${INV.total},
+    ${INV.reserved} = excluded.${INV.reserved}, ${INV.minUnit} = excluded.${INV.minUnit}, ${INV.maxUnit} = excluded.${INV.maxUnit},
+    ${INV.stepSize} = excluded.${INV.stepSize}, ${INV.allocationRatio} = excluded.${INV.allocationRatio}, ${INV.updatedAt} = ?`;
+const UPSERT_BY_ID = upsertInventorySql('?', RC.id);
+const UPSERT_BY_UUID_AND_NAME = upsertInventorySql(PROVIDER_ID_BY_UUID, RC.name);
 
 /** Where an inventory record goes: ids read in a snapshot, or uuid and name resolved as of the write (one batch). */
 export type InventoryTarget = { providerId: number; classId: number } | { providerUuid: string; className: string };
@@ -259,10 +260,10 @@ export function upsertInventory(target: InventoryTarget, input: InventoryInput, 
 
 /** Removes the provider's inventory of these classes. */
 export function deleteInventoryClasses(providerId: number, classIds: number[]): WriteStatement {
-  return stmt(`DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id IN (${placeholders(classIds.length)})`, [
-    providerId,
-    ...classIds,
-  ]);
+  return stmt(
+    `DELETE FROM inventories WHERE ${INV.resourceProviderId} = ? AND ${INV.resourceClassId} IN (${placeholders(classIds.length)})`,
+    [providerId, ...classIds],
+  );
 }
 
 /**

@@ -13,19 +13,10 @@
 // which decides again and words the answer. So a write that the ordinary path
 // would grant takes 1 round trip, a refusal 2 (the refused batch, then the
 // read that words it).
-import type { ResultSet, Row } from '@libsql/client';
+import type { ResultSet } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
-import { columnNames } from '../../db/rows.js';
-import {
-  allocations,
-  consumers,
-  consumerTypes,
-  inventories,
-  projects,
-  resourceClasses,
-  resourceProviders,
-  users,
-} from '../../db/schema/index.js';
+import { ALLOC, CONSUMER, CONSUMER_TYPE, INV, PROJECT, RC, RP, USER } from '../../db/columns.js';
+import { num, str } from '../../db/rows.js';
 import { commitGuarded, inList, LostRace, stmt, withRaceRetries, WriteContention, type WriteStatement } from '../../db/write-batch.js';
 import { ErrorCode, conflict } from '../../errors.js';
 import { providerCountersOf, providerCountersStatements } from '../../ext/counters/sql.js';
@@ -103,19 +94,10 @@ export interface Snapshot {
   counters: CounterTable;
 }
 
-const num = (row: Row, column: string): number => Number(row[column]);
-const str = (row: Row, column: string): string => String(row[column]);
-
 // The snapshot's columns, by the drizzle schema's names (a renamed column fails typecheck).
-const P = columnNames(resourceProviders);
-const I = columnNames(inventories);
-const RC = columnNames(resourceClasses);
-const C = columnNames(consumers);
-const A = columnNames(allocations);
-const EXTERNAL_ID = columnNames(projects).externalId;
-const USER_EXTERNAL_ID = columnNames(users).externalId;
-const TYPE_NAME = columnNames(consumerTypes).name;
-const INVENTORY_LIMITS = [I.total, I.reserved, I.minUnit, I.maxUnit, I.stepSize, I.allocationRatio].map((c) => `i.${c}`).join(', ');
+const INVENTORY_LIMITS = [INV.total, INV.reserved, INV.minUnit, INV.maxUnit, INV.stepSize, INV.allocationRatio]
+  .map((c) => `i.${c}`)
+  .join(', ');
 
 /** One read batch: the providers, their inventories with usage, the classes (all when `classNames` is null), the consumers. */
 export async function readSnapshot(
@@ -126,56 +108,56 @@ export async function readSnapshot(
 ): Promise<Snapshot> {
   const [providers, inventoryRows, classes, consumerRows, previous, ...counterRows] = await store.readBatch([
     {
-      sql: `SELECT ${P.id}, ${P.uuid}, ${P.generation} FROM resource_providers WHERE ${P.uuid} IN (${inList(providerUuids)})`,
+      sql: `SELECT ${RP.id}, ${RP.uuid}, ${RP.generation} FROM resource_providers WHERE ${RP.uuid} IN (${inList(providerUuids)})`,
       args: providerUuids,
     },
     {
-      sql: `SELECT i.${I.resourceProviderId}, i.${I.resourceClassId}, rc.${RC.name}, ${INVENTORY_LIMITS}, ${usedSql('i')} AS used
-        FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${I.resourceClassId}
-        WHERE i.${I.resourceProviderId} IN (SELECT ${P.id} FROM resource_providers WHERE ${P.uuid} IN (${inList(providerUuids)}))`,
+      sql: `SELECT i.${INV.resourceProviderId}, i.${INV.resourceClassId}, rc.${RC.name}, ${INVENTORY_LIMITS}, ${usedSql('i')} AS used
+        FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+        WHERE i.${INV.resourceProviderId} IN (SELECT ${RP.id} FROM resource_providers WHERE ${RP.uuid} IN (${inList(providerUuids)}))`,
       args: providerUuids,
     },
     classNames === null
       ? { sql: `SELECT ${RC.id}, ${RC.name} FROM resource_classes`, args: [] }
       : { sql: `SELECT ${RC.id}, ${RC.name} FROM resource_classes WHERE ${RC.name} IN (${inList(classNames)})`, args: classNames },
     {
-      sql: `SELECT c.${C.id}, c.${C.uuid}, c.${C.generation}, p.${EXTERNAL_ID} AS project, u.${USER_EXTERNAL_ID} AS user, ct.${TYPE_NAME} AS type
-        FROM consumers c JOIN projects p ON p.id = c.${C.projectId} JOIN users u ON u.id = c.${C.userId}
-        LEFT JOIN consumer_types ct ON ct.id = c.${C.consumerTypeId}
-        WHERE c.${C.uuid} IN (${inList(consumerUuids)})`,
+      sql: `SELECT c.${CONSUMER.id}, c.${CONSUMER.uuid}, c.${CONSUMER.generation}, p.${PROJECT.externalId} AS project, u.${USER.externalId} AS user, ct.${CONSUMER_TYPE.name} AS type
+        FROM consumers c JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId} JOIN users u ON u.${USER.id} = c.${CONSUMER.userId}
+        LEFT JOIN consumer_types ct ON ct.${CONSUMER_TYPE.id} = c.${CONSUMER.consumerTypeId}
+        WHERE c.${CONSUMER.uuid} IN (${inList(consumerUuids)})`,
       args: consumerUuids,
     },
     {
-      sql: `SELECT a.${A.consumerId}, a.${A.resourceProviderId}, p.${P.uuid}, p.${P.generation}, a.${A.resourceClassId}, a.${A.used}
-        FROM allocations a JOIN resource_providers p ON p.${P.id} = a.${A.resourceProviderId}
-        WHERE a.${A.consumerId} IN (${inList(consumerUuids)}) ORDER BY a.${A.id}`,
+      sql: `SELECT a.${ALLOC.consumerId}, a.${ALLOC.resourceProviderId}, p.${RP.uuid}, p.${RP.generation}, a.${ALLOC.resourceClassId}, a.${ALLOC.used}
+        FROM allocations a JOIN resource_providers p ON p.${RP.id} = a.${ALLOC.resourceProviderId}
+        WHERE a.${ALLOC.consumerId} IN (${inList(consumerUuids)}) ORDER BY a.${ALLOC.id}`,
       args: consumerUuids,
     },
     ...providerCountersStatements(providerUuids),
   ]);
   return {
     providers: new Map(
-      providers!.rows.map((r) => [str(r, P.uuid), { id: num(r, P.id), uuid: str(r, P.uuid), generation: num(r, P.generation) }]),
+      providers!.rows.map((r) => [str(r, RP.uuid), { id: num(r, RP.id), uuid: str(r, RP.uuid), generation: num(r, RP.generation) }]),
     ),
     inventories: inventoryRows!.rows.map((r) => ({
-      providerId: num(r, I.resourceProviderId),
-      classId: num(r, I.resourceClassId),
+      providerId: num(r, INV.resourceProviderId),
+      classId: num(r, INV.resourceClassId),
       resourceClass: str(r, RC.name),
-      total: num(r, I.total),
-      reserved: num(r, I.reserved),
-      minUnit: num(r, I.minUnit),
-      maxUnit: num(r, I.maxUnit),
-      stepSize: num(r, I.stepSize),
-      allocationRatio: num(r, I.allocationRatio),
+      total: num(r, INV.total),
+      reserved: num(r, INV.reserved),
+      minUnit: num(r, INV.minUnit),
+      maxUnit: num(r, INV.maxUnit),
+      stepSize: num(r, INV.stepSize),
+      allocationRatio: num(r, INV.allocationRatio),
       used: num(r, 'used'),
     })),
     classIds: new Map(classes!.rows.map((r) => [str(r, RC.name), num(r, RC.id)])),
     consumers: new Map(
       consumerRows!.rows.map((r) => [
-        str(r, C.uuid),
+        str(r, CONSUMER.uuid),
         {
-          id: num(r, C.id),
-          generation: num(r, C.generation),
+          id: num(r, CONSUMER.id),
+          generation: num(r, CONSUMER.generation),
           project: str(r, 'project'),
           user: str(r, 'user'),
           type: r.type === null || r.type === undefined ? null : str(r, 'type'),
@@ -183,18 +165,24 @@ export async function readSnapshot(
       ]),
     ),
     previous: previous!.rows.map((r) => ({
-      consumer: str(r, A.consumerId),
-      providerId: num(r, A.resourceProviderId),
-      providerUuid: str(r, P.uuid),
-      providerGeneration: num(r, P.generation),
-      classId: num(r, A.resourceClassId),
-      used: num(r, A.used),
+      consumer: str(r, ALLOC.consumerId),
+      providerId: num(r, ALLOC.resourceProviderId),
+      providerUuid: str(r, RP.uuid),
+      providerGeneration: num(r, RP.generation),
+      classId: num(r, ALLOC.resourceClassId),
+      used: num(r, ALLOC.used),
     })),
     counters: providerCountersOf(counterRows),
   };
 }
 
 export const key = (providerId: number, classId: number) => `${providerId}:${classId}`;
+
+// The generation statements, built once at load.
+const BUMP_GENERATION = `UPDATE resource_providers SET ${RP.generation} = ?, ${RP.updatedAt} = ? WHERE ${RP.id} = ? AND ${RP.generation} = ?`;
+const BUMP_BY_UUID = `UPDATE resource_providers SET ${RP.generation} = ${RP.generation} + 1, ${RP.updatedAt} = ? WHERE ${RP.uuid} = ?`;
+const BUMP_BY_UUID_ANY = `${BUMP_BY_UUID} RETURNING ${RP.generation}`;
+const BUMP_BY_UUID_AT = `${BUMP_BY_UUID} AND ${RP.generation} = ? RETURNING ${RP.generation}`;
 
 /** Provider generations this write moves: provider id -> {read, next}. */
 export class GenerationPlan {
@@ -206,7 +194,7 @@ export class GenerationPlan {
   }
   statements(now: string): WriteStatement[] {
     return [...this.bumps].map(([id, { read, next }]) =>
-      stmt('UPDATE resource_providers SET generation = ?, updated_at = ? WHERE id = ? AND generation = ?', [next, now, id, read], {
+      stmt(BUMP_GENERATION, [next, now, id, read], {
         mustChange: true,
       }),
     );
@@ -221,18 +209,14 @@ export class GenerationPlan {
  */
 export function bumpProviderGeneration(uuid: string, expected: number | undefined, now: string): WriteStatement {
   return expected === undefined
-    ? stmt('UPDATE resource_providers SET generation = generation + 1, updated_at = ? WHERE uuid = ? RETURNING generation', [now, uuid], {
+    ? stmt(BUMP_BY_UUID_ANY, [now, uuid], {
         mustChange: true,
       })
-    : stmt(
-        'UPDATE resource_providers SET generation = generation + 1, updated_at = ? WHERE uuid = ? AND generation = ? RETURNING generation',
-        [now, uuid, expected],
-        { mustChange: true },
-      );
+    : stmt(BUMP_BY_UUID_AT, [now, uuid, expected], { mustChange: true });
 }
 
 /** The new generation a bumpProviderGeneration statement returned. */
-export const bumpedGeneration = (result: ResultSet): number => Number(result.rows[0]!.generation);
+export const bumpedGeneration = (result: ResultSet): number => num(result.rows[0]!, RP.generation);
 
 /** The id of the provider `uuid` as of the write (an SQL expression taking one argument). */
-export const PROVIDER_ID_BY_UUID = '(SELECT id FROM resource_providers WHERE uuid = ?)';
+export const PROVIDER_ID_BY_UUID = `(SELECT ${RP.id} FROM resource_providers WHERE ${RP.uuid} = ?)`;

@@ -27,6 +27,7 @@ import {
 } from './refusals.js';
 import { placementWrite, tryOneBatch } from './kernel.js';
 import type { NewProvider, ProviderView } from '../repo/providers.js';
+import { ALLOC, INV, RP, RP_AGG, RP_TRAIT } from '../../db/columns.js';
 
 /**
  * POST /resource_providers: first ONE write batch with nothing read
@@ -44,9 +45,9 @@ export async function createProviderBatched(store: DataStore, input: NewProvider
   }
   return placementWrite(async () => {
     const [byUuid, byName, parents] = await store.readBatch([
-      { sql: 'SELECT id FROM resource_providers WHERE uuid = ?', args: [input.uuid] },
-      { sql: 'SELECT id FROM resource_providers WHERE name = ?', args: [input.name] },
-      { sql: 'SELECT id FROM resource_providers WHERE uuid = ?', args: [input.parentUuid ?? ''] },
+      { sql: `SELECT ${RP.id} FROM resource_providers WHERE ${RP.uuid} = ?`, args: [input.uuid] },
+      { sql: `SELECT ${RP.id} FROM resource_providers WHERE ${RP.name} = ?`, args: [input.name] },
+      { sql: `SELECT ${RP.id} FROM resource_providers WHERE ${RP.uuid} = ?`, args: [input.parentUuid ?? ''] },
     ]);
     if (byUuid!.rows.length > 0) throw new DuplicateProvider('uuid', input.uuid);
     if (byName!.rows.length > 0) throw new DuplicateProvider('name', input.name);
@@ -66,7 +67,7 @@ export async function createProviderBatched(store: DataStore, input: NewProvider
           input.uuid,
           'The specified parent provider UUID does not exist: parent provider UUID does not exist.',
         );
-      parentId = Number(parent.id);
+      parentId = Number(parent[RP.id]);
     }
     const results = await commitGuarded(store, createStatements(input, parentId === null ? null : { id: parentId }, now));
     return createdView(input, results, now);
@@ -83,18 +84,18 @@ function createStatements(input: NewProvider, parent: { id: number } | { uuid: s
     parent === null
       ? [
           stmt(
-            `INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id, created_at, updated_at)
+            `INSERT INTO resource_providers (${RP.uuid}, ${RP.name}, ${RP.generation}, ${RP.parentProviderId}, ${RP.rootProviderId}, ${RP.createdAt}, ${RP.updatedAt})
           VALUES (?, ?, 0, NULL, NULL, ?, ?)`,
             [input.uuid, input.name, now, now],
             { racing: true },
           ),
-          stmt('UPDATE resource_providers SET root_provider_id = id WHERE uuid = ?', [input.uuid]),
+          stmt(`UPDATE resource_providers SET ${RP.rootProviderId} = ${RP.id} WHERE ${RP.uuid} = ?`, [input.uuid]),
         ]
       : [
           // The root is the parent's as of the write, whatever moved since the read.
           stmt(
-            `INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id, created_at, updated_at)
-          SELECT ?, ?, 0, p.id, COALESCE(p.root_provider_id, p.id), ?, ? FROM resource_providers p WHERE ${'id' in parent ? 'p.id' : 'p.uuid'} = ?`,
+            `INSERT INTO resource_providers (${RP.uuid}, ${RP.name}, ${RP.generation}, ${RP.parentProviderId}, ${RP.rootProviderId}, ${RP.createdAt}, ${RP.updatedAt})
+          SELECT ?, ?, 0, p.${RP.id}, COALESCE(p.${RP.rootProviderId}, p.${RP.id}), ?, ? FROM resource_providers p WHERE p.${'id' in parent ? RP.id : RP.uuid} = ?`,
             [input.uuid, input.name, now, now, 'id' in parent ? parent.id : parent.uuid],
             { racing: true, mustChange: true },
           ),
@@ -102,8 +103,8 @@ function createStatements(input: NewProvider, parent: { id: number } | { uuid: s
   return [
     ...insert,
     stmt(
-      `SELECT p.id, COALESCE(r.uuid, p.uuid) AS root_uuid FROM resource_providers p
-        LEFT JOIN resource_providers r ON r.id = p.root_provider_id WHERE p.uuid = ?`,
+      `SELECT p.${RP.id}, COALESCE(r.${RP.uuid}, p.${RP.uuid}) AS root_uuid FROM resource_providers p
+        LEFT JOIN resource_providers r ON r.${RP.id} = p.${RP.rootProviderId} WHERE p.${RP.uuid} = ?`,
       [input.uuid],
     ),
   ];
@@ -112,7 +113,7 @@ function createStatements(input: NewProvider, parent: { id: number } | { uuid: s
 function createdView(input: NewProvider, results: ResultSet[], now: string): ProviderView {
   const created = results.at(-1)!.rows[0]!;
   return {
-    id: Number(created.id),
+    id: Number(created[RP.id]),
     uuid: input.uuid,
     name: input.name,
     generation: 0,
@@ -125,31 +126,31 @@ function createdView(input: NewProvider, results: ResultSet[], now: string): Pro
 
 /** The provider whose id `start` (an SQL expression) gives, and every provider above it. */
 const ancestorsOf = (start: string) => `WITH RECURSIVE up(id, parent_id) AS (
-    SELECT id, parent_provider_id FROM resource_providers WHERE id = (${start})
-    UNION SELECT rp.id, rp.parent_provider_id FROM resource_providers rp JOIN up ON rp.id = up.parent_id
+    SELECT ${RP.id}, ${RP.parentProviderId} FROM resource_providers WHERE ${RP.id} = (${start})
+    UNION SELECT rp.${RP.id}, rp.${RP.parentProviderId} FROM resource_providers rp JOIN up ON rp.${RP.id} = up.parent_id
   ) SELECT id FROM up`;
 
 /** The provider and every provider below it. */
 const SUBTREE_OF = `WITH RECURSIVE sub(id) AS (
-    SELECT ? UNION SELECT rp.id FROM resource_providers rp JOIN sub ON rp.parent_provider_id = sub.id
+    SELECT ? UNION SELECT rp.${RP.id} FROM resource_providers rp JOIN sub ON rp.${RP.parentProviderId} = sub.id
   ) SELECT id FROM sub`;
 
-const VIEW_SQL = `SELECT p.id, p.uuid, p.name, p.generation, parent.uuid AS parent_uuid, COALESCE(root.uuid, p.uuid) AS root_uuid,
-    p.created_at, p.updated_at
-  FROM resource_providers p LEFT JOIN resource_providers parent ON parent.id = p.parent_provider_id
-  LEFT JOIN resource_providers root ON root.id = p.root_provider_id WHERE p.id = ?`;
+const VIEW_SQL = `SELECT p.${RP.id}, p.${RP.uuid}, p.${RP.name}, p.${RP.generation}, parent.${RP.uuid} AS parent_uuid, COALESCE(root.${RP.uuid}, p.${RP.uuid}) AS root_uuid,
+    p.${RP.createdAt}, p.${RP.updatedAt}
+  FROM resource_providers p LEFT JOIN resource_providers parent ON parent.${RP.id} = p.${RP.parentProviderId}
+  LEFT JOIN resource_providers root ON root.${RP.id} = p.${RP.rootProviderId} WHERE p.${RP.id} = ?`;
 
 function viewOf(row: Row): ProviderView {
   const text = (value: unknown) => (value === null || value === undefined ? null : String(value));
   return {
-    id: Number(row.id),
-    uuid: String(row.uuid),
-    name: String(row.name),
-    generation: Number(row.generation),
+    id: Number(row[RP.id]),
+    uuid: String(row[RP.uuid]),
+    name: String(row[RP.name]),
+    generation: Number(row[RP.generation]),
     parentProviderUuid: text(row.parent_uuid),
     rootProviderUuid: String(row.root_uuid),
-    createdAt: String(row.created_at),
-    updatedAt: text(row.updated_at),
+    createdAt: String(row[RP.createdAt]),
+    updatedAt: text(row[RP.updatedAt]),
   };
 }
 
@@ -170,20 +171,20 @@ export async function updateProviderBatched(store: DataStore, uuid: string, upda
   const newParentUuid = typeof update.parentUuid === 'string' ? update.parentUuid : '';
   return placementWrite(async () => {
     const [providers, named, parents, aboveParent] = await store.readBatch([
-      { sql: 'SELECT id, generation, parent_provider_id FROM resource_providers WHERE uuid = ?', args: [uuid] },
-      { sql: 'SELECT id FROM resource_providers WHERE name = ?', args: [update.name] },
-      { sql: 'SELECT id FROM resource_providers WHERE uuid = ?', args: [newParentUuid] },
-      { sql: ancestorsOf('SELECT id FROM resource_providers WHERE uuid = ?'), args: [newParentUuid] },
+      { sql: `SELECT ${RP.id}, ${RP.generation}, ${RP.parentProviderId} FROM resource_providers WHERE ${RP.uuid} = ?`, args: [uuid] },
+      { sql: `SELECT ${RP.id} FROM resource_providers WHERE ${RP.name} = ?`, args: [update.name] },
+      { sql: `SELECT ${RP.id} FROM resource_providers WHERE ${RP.uuid} = ?`, args: [newParentUuid] },
+      { sql: ancestorsOf(`SELECT ${RP.id} FROM resource_providers WHERE ${RP.uuid} = ?`), args: [newParentUuid] },
     ]);
     const row = providers!.rows[0];
     if (!row) throw new ProviderNotFound(uuid);
     const current = {
-      id: Number(row.id),
-      generation: Number(row.generation),
-      parentId: row.parent_provider_id === null ? null : Number(row.parent_provider_id),
+      id: Number(row[RP.id]),
+      generation: Number(row[RP.generation]),
+      parentId: row[RP.parentProviderId] === null ? null : Number(row[RP.parentProviderId]),
     };
     const holder = named!.rows[0];
-    if (holder && Number(holder.id) !== current.id) throw new DuplicateProvider('name', update.name);
+    if (holder && Number(holder[RP.id]) !== current.id) throw new DuplicateProvider('name', update.name);
 
     // undefined: the parent stays; null: becomes a root; a number: moves under that provider.
     let moveTo: number | null | undefined;
@@ -196,10 +197,11 @@ export async function updateProviderBatched(store: DataStore, uuid: string, upda
       if (update.parentUuid === uuid) throw fail('creating loop in the provider tree is not allowed.');
       const parent = parents!.rows[0];
       if (!parent) throw fail('parent provider UUID does not exist.');
-      const parentId = Number(parent.id);
+      const parentId = Number(parent[RP.id]);
       if (parentId !== current.parentId) {
         if (current.parentId !== null && !update.allowReparent) throw fail('re-parenting a provider is not currently allowed.');
-        if (aboveParent!.rows.some((r) => Number(r.id) === current.id)) throw fail('creating loop in the provider tree is not allowed.');
+        if (aboveParent!.rows.some((r) => Number(r[RP.id]) === current.id))
+          throw fail('creating loop in the provider tree is not allowed.');
         moveTo = parentId;
       }
     }
@@ -208,22 +210,29 @@ export async function updateProviderBatched(store: DataStore, uuid: string, upda
     if (typeof moveTo === 'number') {
       // The new parent is still there and still not below this provider.
       statements.push(
-        guard(`EXISTS (SELECT 1 FROM resource_providers WHERE id = ?) AND ? NOT IN (${ancestorsOf('?')})`, [moveTo, current.id, moveTo]),
+        guard(`EXISTS (SELECT 1 FROM resource_providers WHERE ${RP.id} = ?) AND ? NOT IN (${ancestorsOf('?')})`, [
+          moveTo,
+          current.id,
+          moveTo,
+        ]),
       );
     }
     const parentAfter = moveTo === undefined ? current.parentId : moveTo;
     statements.push(
       stmt(
-        `UPDATE resource_providers SET name = ?, updated_at = ?, parent_provider_id = ?
-          WHERE id = ? AND generation = ? AND parent_provider_id IS ?`,
+        `UPDATE resource_providers SET ${RP.name} = ?, ${RP.updatedAt} = ?, ${RP.parentProviderId} = ?
+          WHERE ${RP.id} = ? AND ${RP.generation} = ? AND ${RP.parentProviderId} IS ?`,
         [update.name, now, parentAfter, current.id, current.generation, current.parentId],
         { mustChange: true, racing: true },
       ),
     );
     if (moveTo !== undefined) {
-      const root = moveTo === null ? '?' : '(SELECT COALESCE(root_provider_id, id) FROM resource_providers WHERE id = ?)';
+      const root = moveTo === null ? '?' : `(SELECT COALESCE(${RP.rootProviderId}, ${RP.id}) FROM resource_providers WHERE ${RP.id} = ?)`;
       statements.push(
-        stmt(`UPDATE resource_providers SET root_provider_id = ${root} WHERE id IN (${SUBTREE_OF})`, [moveTo ?? current.id, current.id]),
+        stmt(`UPDATE resource_providers SET ${RP.rootProviderId} = ${root} WHERE ${RP.id} IN (${SUBTREE_OF})`, [
+          moveTo ?? current.id,
+          current.id,
+        ]),
       );
     }
     statements.push(stmt(VIEW_SQL, [current.id]));
@@ -241,10 +250,10 @@ export async function deleteProviderBatched(store: DataStore, uuid: string): Pro
   await placementWrite(async () => {
     const [providers] = await store.readBatch([
       {
-        sql: `SELECT p.id, p.generation,
-            EXISTS (SELECT 1 FROM resource_providers c WHERE c.parent_provider_id = p.id) AS has_children,
-            EXISTS (SELECT 1 FROM allocations a WHERE a.resource_provider_id = p.id) AS has_allocations
-          FROM resource_providers p WHERE p.uuid = ?`,
+        sql: `SELECT p.${RP.id}, p.${RP.generation},
+            EXISTS (SELECT 1 FROM resource_providers c WHERE c.${RP.parentProviderId} = p.${RP.id}) AS has_children,
+            EXISTS (SELECT 1 FROM allocations a WHERE a.${ALLOC.resourceProviderId} = p.${RP.id}) AS has_allocations
+          FROM resource_providers p WHERE p.${RP.uuid} = ?`,
         args: [uuid],
       },
     ]);
@@ -252,19 +261,19 @@ export async function deleteProviderBatched(store: DataStore, uuid: string): Pro
     if (!row) throw new ProviderNotFound(uuid, true);
     if (Number(row.has_children)) throw new ProviderHasChildren(uuid);
     if (Number(row.has_allocations)) throw new ProviderInUse(uuid);
-    const id = Number(row.id);
+    const id = Number(row[RP.id]);
     await commitGuarded(store, [
       // A child created or an allocation made since the read (a claim bumps the generation) aborts the batch.
       stmt(
-        `DELETE FROM resource_providers WHERE id = ? AND generation = ?
-          AND NOT EXISTS (SELECT 1 FROM resource_providers c WHERE c.parent_provider_id = ?)
-          AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.resource_provider_id = ?)`,
-        [id, Number(row.generation), id, id],
+        `DELETE FROM resource_providers WHERE ${RP.id} = ? AND ${RP.generation} = ?
+          AND NOT EXISTS (SELECT 1 FROM resource_providers c WHERE c.${RP.parentProviderId} = ?)
+          AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.${ALLOC.resourceProviderId} = ?)`,
+        [id, Number(row[RP.generation]), id, id],
         { mustChange: true },
       ),
-      stmt('DELETE FROM inventories WHERE resource_provider_id = ?', [id]),
-      stmt('DELETE FROM resource_provider_traits WHERE resource_provider_id = ?', [id]),
-      stmt('DELETE FROM resource_provider_aggregates WHERE resource_provider_id = ?', [id]),
+      stmt(`DELETE FROM inventories WHERE ${INV.resourceProviderId} = ?`, [id]),
+      stmt(`DELETE FROM resource_provider_traits WHERE ${RP_TRAIT.resourceProviderId} = ?`, [id]),
+      stmt(`DELETE FROM resource_provider_aggregates WHERE ${RP_AGG.resourceProviderId} = ?`, [id]),
     ]);
   });
 }

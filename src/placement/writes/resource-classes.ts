@@ -9,15 +9,16 @@ import type { DataStore } from '../../db/client.js';
 import { commitGuarded, stmt } from '../../db/write-batch.js';
 import { conflict, ErrorCode, invalid, notFound } from '../../errors.js';
 import { isStandard, MIN_CUSTOM_RESOURCE_CLASS_ID, type ResourceClassRow } from '../repo/resource-classes.js';
+import { ALLOC, INV, RC } from '../../db/columns.js';
 
-const ROW = 'SELECT id, name, created_at, updated_at FROM resource_classes';
+const ROW = `SELECT ${RC.id}, ${RC.name}, ${RC.createdAt}, ${RC.updatedAt} FROM resource_classes`;
 
 function rowOf(row: Row): ResourceClassRow {
   return {
-    id: Number(row.id),
-    name: String(row.name),
-    createdAt: String(row.created_at),
-    updatedAt: row.updated_at === null || row.updated_at === undefined ? null : String(row.updated_at),
+    id: Number(row[RC.id]),
+    name: String(row[RC.name]),
+    createdAt: String(row[RC.createdAt]),
+    updatedAt: row[RC.updatedAt] === null || row[RC.updatedAt] === undefined ? null : String(row[RC.updatedAt]),
   };
 }
 
@@ -34,9 +35,9 @@ export async function ensureResourceClassBatched(
 ): Promise<{ rc: ResourceClassRow; created: boolean }> {
   const [inserted, read] = await commitGuarded(store, [
     stmt(
-      `INSERT INTO resource_classes (id, name, created_at)
-        SELECT (SELECT max(coalesce(max(id), 0), ?) + 1 FROM resource_classes), ?, ?
-        WHERE NOT EXISTS (SELECT 1 FROM resource_classes WHERE name = ?)`,
+      `INSERT INTO resource_classes (${RC.id}, ${RC.name}, ${RC.createdAt})
+        SELECT (SELECT max(coalesce(max(${RC.id}), 0), ?) + 1 FROM resource_classes), ?, ?
+        WHERE NOT EXISTS (SELECT 1 FROM resource_classes WHERE ${RC.name} = ?)`,
       [MIN_CUSTOM_RESOURCE_CLASS_ID - 1, name, now, name],
     ),
     stmt(`${ROW} WHERE name = ?`, [name]),
@@ -55,8 +56,8 @@ export async function createResourceClassBatched(store: DataStore, name: string,
 export async function renameResourceClassBatched(store: DataStore, name: string, newName: string, now: string): Promise<ResourceClassRow> {
   const [renamed, read] = await commitGuarded(store, [
     stmt(
-      `UPDATE resource_classes SET name = ?, updated_at = ?
-        WHERE name = ? AND id >= ? AND name <> ? AND NOT EXISTS (SELECT 1 FROM resource_classes WHERE name = ?)`,
+      `UPDATE resource_classes SET ${RC.name} = ?, ${RC.updatedAt} = ?
+        WHERE ${RC.name} = ? AND ${RC.id} >= ? AND ${RC.name} <> ? AND NOT EXISTS (SELECT 1 FROM resource_classes WHERE ${RC.name} = ?)`,
       [newName, now, name, MIN_CUSTOM_RESOURCE_CLASS_ID, newName, newName],
     ),
     stmt(`${ROW} WHERE name IN (?, ?)`, [name, newName]),
@@ -74,9 +75,9 @@ export async function renameResourceClassBatched(store: DataStore, name: string,
 export async function deleteResourceClassBatched(store: DataStore, name: string): Promise<void> {
   const [deleted, read] = await commitGuarded(store, [
     stmt(
-      `DELETE FROM resource_classes WHERE name = ? AND id >= ?
-        AND NOT EXISTS (SELECT 1 FROM inventories i WHERE i.resource_class_id = resource_classes.id)
-        AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.resource_class_id = resource_classes.id)`,
+      `DELETE FROM resource_classes WHERE ${RC.name} = ? AND ${RC.id} >= ?
+        AND NOT EXISTS (SELECT 1 FROM inventories i WHERE i.${INV.resourceClassId} = resource_classes.${RC.id})
+        AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.${ALLOC.resourceClassId} = resource_classes.${RC.id})`,
       [name, MIN_CUSTOM_RESOURCE_CLASS_ID],
     ),
     stmt(`${ROW} WHERE name = ?`, [name]),

@@ -9,6 +9,7 @@ import type { DataStore } from '../../db/client.js';
 import { commitGuarded, guard, inList, placeholders, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { ProviderNotFound, StaleProviderGeneration, UnknownTraits } from './refusals.js';
 import { bumpedGeneration, bumpProviderGeneration, GenerationPlan, placementWrite, PROVIDER_ID_BY_UUID, tryOneBatch } from './kernel.js';
+import { RP, RP_TRAIT, TRAIT } from '../../db/columns.js';
 
 /**
  * Replaces the provider's traits with `names` and returns its new
@@ -26,24 +27,24 @@ export async function replaceProviderTraits(
   if (granted) return bumpedGeneration(granted[0]!);
   return placementWrite(async () => {
     const [providers, traits] = await store.readBatch([
-      { sql: 'SELECT id, generation FROM resource_providers WHERE uuid = ?', args: [uuid] },
-      { sql: `SELECT id, name FROM traits WHERE name IN (${inList(names)})`, args: names },
+      { sql: `SELECT ${RP.id}, ${RP.generation} FROM resource_providers WHERE ${RP.uuid} = ?`, args: [uuid] },
+      { sql: `SELECT ${TRAIT.id}, ${TRAIT.name} FROM traits WHERE ${TRAIT.name} IN (${inList(names)})`, args: names },
     ]);
     const row: Row | undefined = providers!.rows[0];
     if (!row) throw new ProviderNotFound(uuid);
-    const provider = { id: Number(row.id), generation: Number(row.generation) };
+    const provider = { id: Number(row[RP.id]), generation: Number(row[RP.generation]) };
     if (expectedGeneration !== undefined && provider.generation !== expectedGeneration) throw new StaleProviderGeneration(uuid);
-    const ids = new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)]));
+    const ids = new Map(traits!.rows.map((r) => [String(r[TRAIT.name]), Number(r[TRAIT.id])]));
     const missing = names.filter((n) => !ids.has(n));
     if (missing.length > 0) throw new UnknownTraits(missing);
-    const statements = [stmt('DELETE FROM resource_provider_traits WHERE resource_provider_id = ?', [provider.id])];
+    const statements = [stmt(`DELETE FROM resource_provider_traits WHERE ${RP_TRAIT.resourceProviderId} = ?`, [provider.id])];
     if (names.length > 0) {
       const traitIds = names.map((n) => ids.get(n)!);
       statements.push(
         // No trait deleted since the read (DELETE /traits/{name}): no link to a trait that is gone.
-        guard(`(SELECT count(*) FROM traits WHERE id IN (${placeholders(traitIds.length)})) = ?`, [...traitIds, traitIds.length]),
+        guard(`(SELECT count(*) FROM traits WHERE ${TRAIT.id} IN (${placeholders(traitIds.length)})) = ?`, [...traitIds, traitIds.length]),
         stmt(
-          `INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at) VALUES ${names.map(() => '(?, ?, ?)').join(', ')}`,
+          `INSERT INTO resource_provider_traits (${RP_TRAIT.resourceProviderId}, ${RP_TRAIT.traitId}, ${RP_TRAIT.createdAt}) VALUES ${names.map(() => '(?, ?, ?)').join(', ')}`,
           traitIds.flatMap((id) => [provider.id, id, now]),
         ),
       );
@@ -65,15 +66,15 @@ export async function replaceProviderTraits(
 function oneBatchTraitStatements(uuid: string, expectedGeneration: number | undefined, names: string[], now: string): WriteStatement[] {
   const statements = [
     bumpProviderGeneration(uuid, expectedGeneration, now),
-    stmt(`DELETE FROM resource_provider_traits WHERE resource_provider_id = ${PROVIDER_ID_BY_UUID}`, [uuid]),
+    stmt(`DELETE FROM resource_provider_traits WHERE ${RP_TRAIT.resourceProviderId} = ${PROVIDER_ID_BY_UUID}`, [uuid]),
   ];
   if (names.length > 0) {
     statements.push(
-      guard(`(SELECT count(*) FROM traits WHERE name IN (${placeholders(names.length)})) = ?`, [...names, names.length]),
+      guard(`(SELECT count(*) FROM traits WHERE ${TRAIT.name} IN (${placeholders(names.length)})) = ?`, [...names, names.length]),
       stmt(
-        `INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at)
-        SELECT ${PROVIDER_ID_BY_UUID}, t.id, ? FROM (VALUES ${names.map(() => '(?, ?)').join(', ')}) v
-        JOIN traits t ON t.name = v.column2 ORDER BY v.column1`,
+        `INSERT INTO resource_provider_traits (${RP_TRAIT.resourceProviderId}, ${RP_TRAIT.traitId}, ${RP_TRAIT.createdAt})
+        SELECT ${PROVIDER_ID_BY_UUID}, t.${TRAIT.id}, ? FROM (VALUES ${names.map(() => '(?, ?)').join(', ')}) v
+        JOIN traits t ON t.${TRAIT.name} = v.column2 ORDER BY v.column1`,
         [uuid, now, ...names.flatMap((name, i) => [i, name])],
       ),
     );
@@ -91,8 +92,8 @@ export async function ensureTraitBatched(
   now: string,
 ): Promise<{ created: boolean; createdAt: string | null; updatedAt: string | null }> {
   const [inserted, read] = await commitGuarded(store, [
-    stmt('INSERT OR IGNORE INTO traits (name, created_at) VALUES (?, ?)', [name, now]),
-    stmt('SELECT created_at, updated_at FROM traits WHERE name = ?', [name]),
+    stmt(`INSERT OR IGNORE INTO traits (${TRAIT.name}, ${TRAIT.createdAt}) VALUES (?, ?)`, [name, now]),
+    stmt(`SELECT ${TRAIT.createdAt}, ${TRAIT.updatedAt} FROM traits WHERE ${TRAIT.name} = ?`, [name]),
   ]);
   const row = read!.rows[0];
   const text = (value: unknown) => (value === null || value === undefined ? null : String(value));
@@ -108,15 +109,15 @@ export type TraitDeletion = 'deleted' | 'not_found' | 'standard' | 'in_use';
  * Standard traits are never deleted (only looked up, for 404 vs 400).
  */
 export async function deleteTraitBatched(store: DataStore, name: string, standard: boolean): Promise<TraitDeletion> {
-  const lookup = { sql: 'SELECT id FROM traits WHERE name = ?', args: [name] };
+  const lookup = { sql: `SELECT ${TRAIT.id} FROM traits WHERE ${TRAIT.name} = ?`, args: [name] };
   if (standard) {
     const [found] = await store.readBatch([lookup]);
     return found!.rows.length > 0 ? 'standard' : 'not_found';
   }
   const [deleted, found] = await commitGuarded(store, [
     stmt(
-      `DELETE FROM traits WHERE name = ?
-        AND NOT EXISTS (SELECT 1 FROM resource_provider_traits rpt WHERE rpt.trait_id = traits.id)`,
+      `DELETE FROM traits WHERE ${TRAIT.name} = ?
+        AND NOT EXISTS (SELECT 1 FROM resource_provider_traits rpt WHERE rpt.${RP_TRAIT.traitId} = traits.${TRAIT.id})`,
       [name],
     ),
     stmt(lookup.sql, lookup.args),

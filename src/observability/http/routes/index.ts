@@ -5,11 +5,13 @@
 // /healthz and /readyz need no token. /metrics is open in noauth2; otherwise
 // it takes an admin token or the scrape token (PLACEMENT_METRICS_TOKEN).
 import { Hono, type MiddlewareHandler } from 'hono';
+import { z } from 'zod';
 import { MIGRATIONS } from '../../../db/migrations.generated.js';
 import type { Deps } from '../../../deps.js';
 import { authenticate, parseTokenTable, TokenTable } from '../../../http/auth.js';
 import type { AppEnv } from '../../../http/env.js';
 import { requestId } from '../../../http/request-id.js';
+import { type Method, RouteTable, TEXT_BODY } from '../../../http/route-table.js';
 import { authorize, placementHttp } from '../../../placement/http/profile.js';
 import { readDatabaseGauges } from '../../database-gauges.js';
 import { checkReadiness } from '../../readiness.js';
@@ -41,6 +43,76 @@ const single = (name: string, help: string, value: number): FamilySnapshot => ({
   series: [{ labels: [], value }],
 });
 
+/** /healthz and /readyz: a status, and on a 503 the reason. */
+const HealthSchema = z.object({ status: z.string(), reason: z.string().optional() });
+
+/** The operator's routes; operationsRoutes(deps) puts the deps, a request id and (for /metrics) the scrape access before each. */
+export const operatorRoutes = new RouteTable('meta')
+  .resource('/healthz', {
+    GET: {
+      summary: 'Liveness: the process serves (reads nothing)',
+      public: true,
+      responses: { 200: 'Serving' },
+      responseSchema: HealthSchema,
+      responseName: 'Health',
+      handler: (c) => c.json({ status: 'ok' }, 200, NO_STORE),
+    },
+  })
+  .resource('/readyz', {
+    GET: {
+      summary: 'Readiness: the database answers, migrations are applied, standard names are synced (503 with the reason otherwise)',
+      public: true,
+      responses: { 200: 'Ready' },
+      responseSchema: HealthSchema,
+      responseName: 'Health',
+      handler: async (c) => {
+        const deps = c.var.deps;
+        const readiness = await checkReadiness(deps.store, MIGRATIONS);
+        if (readiness.ready) return c.json({ status: 'ready' }, 200, NO_STORE);
+        deps.log.warn('not ready', { reason: readiness.reason });
+        return c.json({ status: 'not ready', reason: readiness.reason }, 503, NO_STORE);
+      },
+    },
+  })
+  .resource('/metrics', {
+    GET: {
+      summary: 'Prometheus text exposition (open in noauth2; otherwise an admin token or PLACEMENT_METRICS_TOKEN)',
+      responses: { 200: 'The metrics' },
+      mediaTypes: ['text/plain'],
+      responseSchema: TEXT_BODY,
+      responseName: 'Text',
+      handler: async (c) => {
+        const deps = c.var.deps;
+        const [gathered, database] = await Promise.all([
+          deps.metricsSource.gather().catch((err: unknown) => err as Error),
+          readDatabaseGauges(deps.store, { capacity: deps.config.PLACEMENT_METRICS_CAPACITY }).then(
+            (families) => ({ families, up: 1 }),
+            (err: unknown) => {
+              deps.log.warn('metrics: the database gauges could not be read', { err: err instanceof Error ? err.message : String(err) });
+              return { families: [] as FamilySnapshot[], up: 0 };
+            },
+          ),
+        ]);
+        if (gathered instanceof Error) {
+          // Counters of some processes only would read as a reset: no answer is better.
+          deps.log.warn('metrics: the cluster counters could not be gathered', { err: gathered.message });
+          return c.text(`The server processes' counters could not be gathered: ${gathered.message}\n`, 503, NO_STORE);
+        }
+        const families = [
+          ...gathered.families,
+          single(
+            'placement_metrics_processes',
+            'Processes whose counters this scrape sums: 1 alone, the primary and its server processes in a Node cluster, 0 in a Worker isolate (which shows none).',
+            gathered.processes,
+          ),
+          single('placement_database_up', 'Whether this scrape could read the database gauges (1) or not (0).', database.up),
+          ...database.families,
+        ];
+        return c.body(renderText(families), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE, ...NO_STORE });
+      },
+    },
+  });
+
 export function operationsRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   // Per route, not app.use(): these routes join the root app, whose other requests they must not touch.
@@ -48,46 +120,11 @@ export function operationsRoutes(deps: Deps): Hono<AppEnv> {
     c.set('deps', deps);
     await next();
   };
-  const base = [injectDeps, requestId()] as const;
-
-  app.get('/healthz', ...base, (c) => c.json({ status: 'ok' }, 200, NO_STORE));
-
-  app.get('/readyz', ...base, async (c) => {
-    const readiness = await checkReadiness(deps.store, MIGRATIONS);
-    if (readiness.ready) return c.json({ status: 'ready' }, 200, NO_STORE);
-    deps.log.warn('not ready', { reason: readiness.reason });
-    return c.json({ status: 'not ready', reason: readiness.reason }, 503, NO_STORE);
-  });
-
-  app.get('/metrics', ...base, scrapeAccess(deps), async (c) => {
-    const [gathered, database] = await Promise.all([
-      deps.metricsSource.gather().catch((err: unknown) => err as Error),
-      readDatabaseGauges(deps.store, { capacity: deps.config.PLACEMENT_METRICS_CAPACITY }).then(
-        (families) => ({ families, up: 1 }),
-        (err: unknown) => {
-          deps.log.warn('metrics: the database gauges could not be read', { err: err instanceof Error ? err.message : String(err) });
-          return { families: [] as FamilySnapshot[], up: 0 };
-        },
-      ),
-    ]);
-    if (gathered instanceof Error) {
-      // Counters of some processes only would read as a reset: no answer is better.
-      deps.log.warn('metrics: the cluster counters could not be gathered', { err: gathered.message });
-      return c.text(`The server processes' counters could not be gathered: ${gathered.message}\n`, 503, NO_STORE);
-    }
-    const families = [
-      ...gathered.families,
-      single(
-        'placement_metrics_processes',
-        'Processes whose counters this scrape sums: 1 alone, the primary and its server processes in a Node cluster, 0 in a Worker isolate (which shows none).',
-        gathered.processes,
-      ),
-      single('placement_database_up', 'Whether this scrape could read the database gauges (1) or not (0).', database.up),
-      ...database.families,
-    ];
-    return c.body(renderText(families), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE, ...NO_STORE });
-  });
-
+  const ids = requestId();
+  const method = (m: Method) => m.toUpperCase();
+  for (const op of operatorRoutes.operations) app.on(method(op.method), op.path, injectDeps, ids);
+  app.on('GET', '/metrics', scrapeAccess(deps));
+  app.route('/', operatorRoutes.app);
   app.onError(placementHttp.onError);
   return app;
 }

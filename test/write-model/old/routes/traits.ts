@@ -3,7 +3,8 @@ import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../../../src/http/api-error.js';
 import type { AppEnv } from '../../../../src/http/env.js';
 import { badQuery, queryParams, readBody } from '../../../../src/http/validate.js';
-import { authorize, newest, requireVersion, resource, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
+import { authorize, newest, requireVersion, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
+import { resource } from '../../../../src/placement/http/profile.js';
 import { pathParam } from './path-param.js';
 import { bumpGeneration, isoNow, requireProvider, traitIdsByName } from '../repo/lookups.js';
 import {
