@@ -4,9 +4,10 @@
 // read, code not yet optimised), (c) the second, (d) warm ones; workerd's CPU
 // for each, and its memory.
 //   npx tsx bench/worker-first.ts [--boot-first] [--n 20]
-import http from 'node:http';
 import { parseArgs } from 'node:util';
+import { closeTimedConnections, PlacementClient } from './client.js';
 import { SCENARIOS } from './scenarios.js';
+import { PERFLOAD_VERSION } from './upstream.js';
 import { startWorkerMode } from './worker-mode.js';
 
 const { values: args } = parseArgs({
@@ -20,20 +21,9 @@ const scenario = SCENARIOS.find((s) => s.name === args.scenario);
 if (!scenario) throw new Error(`no scenario ${args.scenario}`);
 const query = scenario.measures.find((m) => m.kind === 'first')!.query;
 const server = await startWorkerMode(scenario.build());
-const agent = new http.Agent({ keepAlive: true });
-const get = (path: string) =>
-  new Promise<number>((resolve, reject) => {
-    const req = http.get(
-      `${server.url}${path}`,
-      { agent, headers: { 'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': 'placement latest' } },
-      (res) => {
-        let bytes = 0;
-        res.on('data', (c: Buffer) => (bytes += c.length));
-        res.on('end', () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`${path}: ${res.statusCode}`))));
-      },
-    );
-    req.on('error', reject);
-  });
+// The bench's own timed GET (node:http, kept-alive), as the main bench times the Worker; the answer's size.
+const client = new PlacementClient(server.url, 'admin', PERFLOAD_VERSION);
+const get = async (path: string) => (await client.timedGet(path, PERFLOAD_VERSION)).body.length;
 const timed = async (path: string) => {
   const cpu0 = server.cpuNs() ?? 0;
   const proxy0 = server.proxyCpuNs() ?? 0;
@@ -63,6 +53,6 @@ try {
   );
   console.log('memory:', JSON.stringify(server.memory()));
 } finally {
-  agent.destroy();
+  closeTimedConnections();
   await server.stop();
 }

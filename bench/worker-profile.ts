@@ -5,12 +5,13 @@
 // source file.
 //   npx tsx bench/worker-profile.ts [--scenario flat-1000] [--n 20] [--top 25] [--out DIR]
 import { cpSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { freePort } from '../test/helpers/sqld.js';
+import { closeTimedConnections, PlacementClient } from './client.js';
 import { SCENARIOS } from './scenarios.js';
+import { PERFLOAD_VERSION } from './upstream.js';
 import { startWorkerMode } from './worker-mode.js';
 
 const { values: args } = parseArgs({
@@ -54,20 +55,9 @@ const send = <T>(method: string, params: object = {}) =>
     ws.send(JSON.stringify({ id, method, params }));
   });
 
-const agent = new http.Agent({ keepAlive: true });
-const get = (path: string) =>
-  new Promise<number>((resolve, reject) => {
-    const req = http.get(
-      `${server.url}${path}`,
-      { agent, headers: { 'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': 'placement latest' } },
-      (res) => {
-        let bytes = 0;
-        res.on('data', (c: Buffer) => (bytes += c.length));
-        res.on('end', () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`${path}: ${res.statusCode}`))));
-      },
-    );
-    req.on('error', reject);
-  });
+// The bench's own timed GET (node:http, kept-alive), as the main bench times the Worker; the answer's size.
+const client = new PlacementClient(server.url, 'admin', PERFLOAD_VERSION);
+const get = async (path: string) => (await client.timedGet(path, PERFLOAD_VERSION)).body.length;
 
 function summarise(label: string, profile: Profile, cpuMs: number): void {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -125,6 +115,6 @@ try {
   if (args.out) cpSync('.wrangler/tmp', join(args.out, 'bundle'), { recursive: true });
 } finally {
   ws.close();
-  agent.destroy();
+  closeTimedConnections();
   await server.stop();
 }
