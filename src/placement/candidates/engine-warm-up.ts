@@ -7,8 +7,8 @@
 // a request arrives, so what runs here is not a request's CPU time.
 //
 // The reader below answers the statements of the in-memory model's research
-// batch (model-research.ts: name lookups, the tree refresh, usage, counters
-// probe, taints) for a perfload-shaped cloud, in the packed shapes the real
+// batch (model-research.ts: name lookups, the tree refresh, usage, shared
+// counters, taints) for a perfload-shaped cloud, in the packed shapes the real
 // statements return; the engine, its model, search and JSON writer are the
 // real ones. Its model is keyed by this reader, never by a real store's.
 import type { InStatement, ResultSet, Row } from '@libsql/client';
@@ -150,7 +150,8 @@ export function syntheticReader(hosts: number, trees: number): BatchReader {
       return result([row({ refresh: 'cap' in args ? everything : unchanged })]);
     }
     if (sql.includes('json_array(rp, cls, used)')) return result([row({ usage })]);
-    if (sql.includes('ext_provider_counters')) return result([row({ present: 0 })]);
+    // A cloud without counters: the statement's CASE has no branch to take (NULL), as in a real database.
+    if (sql.includes('ext_provider_counters')) return result([row({ counters: null })]);
     if (sql.includes('ext_provider_taints')) return result([row({ taints: '[]' })]);
     throw new Error(`engine warm-up: no synthetic answer for ${sql.slice(0, 80)}`);
   };
