@@ -5,7 +5,9 @@ import { keystoneSettingsProblem, type AppConfig } from './config.js';
 import { cyborgJobs } from './cyborg/jobs.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
+import { candidateCounters } from './ext/counters/candidates.js';
 import { extJobs } from './ext/jobs.js';
+import { taintFilter } from './ext/taints/filter.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
 import { KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
@@ -15,6 +17,8 @@ import { observeDatabase } from './db/observe.js';
 import { databaseObserver } from './observability/database.js';
 import { serviceMetrics } from './observability/service.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
+import { CandidateEngine } from './placement/candidates/engine.js';
+import type { CandidateMetrics } from './placement/candidates/index.js';
 import { placementPolicyRules } from './placement/policies.js';
 
 export interface DepsOptions {
@@ -30,6 +34,7 @@ export interface DepsOptions {
 
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
   observeDatabase(databaseObserver(serviceMetrics));
+  const clock = () => new Date();
   return {
     store,
     config,
@@ -39,7 +44,7 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
         overrides: options.policyOverrides,
       }),
     ),
-    clock: () => new Date(),
+    clock,
     newId: () => crypto.randomUUID(),
     log,
     jobs: options.jobs ?? outboxOnlyQueue,
@@ -47,6 +52,7 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     novaFetch: (input, init) => fetch(input, init),
     metrics: serviceMetrics,
     metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),
+    candidates: candidateEngine(config, serviceMetrics, () => clock().getTime()),
     keystone: config.PLACEMENT_AUTH_STRATEGY === 'keystone' ? keystoneValidator(config, options.keystoneFetch) : undefined,
     projectNames:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone' && config.PLACEMENT_KEYSTONE_AUTH_URL
@@ -57,6 +63,22 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
           })
         : undefined,
   };
+}
+
+/** The allocation-candidates engine of one app, with the read hooks the extensions install (device taints, shared counters). */
+export function candidateEngine(config: AppConfig, metrics: CandidateMetrics | undefined, now: () => number = Date.now): CandidateEngine {
+  return new CandidateEngine(
+    {
+      randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
+      maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+      timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
+      treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
+      generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+    },
+    [taintFilter, candidateCounters],
+    metrics,
+    now,
+  );
 }
 
 /** The validator for PLACEMENT_KEYSTONE_* (loadConfig() has checked them; a hand-built config is checked here). */

@@ -11,6 +11,7 @@ import type { JobQueue } from './jobs/queue.js';
 import type { JobRegistry } from './jobs/registry.js';
 import type { ServiceMetrics } from './observability/service.js';
 import type { MetricsSource } from './observability/source.js';
+import type { CandidateEngine } from './placement/candidates/engine.js';
 
 export interface Logger {
   debug(msg: string, extra?: Record<string, unknown>): void;
@@ -36,6 +37,8 @@ export interface Deps {
   metrics: ServiceMetrics;
   /** Whose counters GET /metrics shows: this process's, the Node cluster's, none (a Worker isolate). */
   metricsSource: MetricsSource;
+  /** The allocation-candidates engine of this app: its settings, tree cache and installed read hooks. */
+  candidates: CandidateEngine;
   /** PLACEMENT_AUTH_STRATEGY=keystone: validates tokens, one cache for every API of the app. */
   keystone?: KeystoneTokenValidator;
   /** Project names for the dashboard, where Keystone knows them (keystone auth only). */
