@@ -46,6 +46,17 @@ export interface ModelProvider {
   inventories: ModelInventory[];
 }
 
+/** A provider as CloudModel.of() takes it (traits in trait id order, inventories in class id order). */
+export interface ProviderSpec {
+  id: number;
+  uuid: string;
+  parentId: number | null;
+  rootId: number;
+  traits: readonly string[];
+  aggregates: readonly number[];
+  inventories: readonly Omit<ModelInventory, 'capacity'>[];
+}
+
 /** What the tree model counts into (Deps['metrics']). */
 export type TreeMetrics = Pick<Deps['metrics'], 'treeCacheProviders' | 'treeCacheRefreshes'>;
 
@@ -223,6 +234,42 @@ export class CloudModel {
     this.metrics?.treeCacheRefreshes.inc([wasLoaded ? 'partial' : 'full']);
     this.metrics?.treeCacheProviders.set([], this.providers.size);
     return changed;
+  }
+
+  /** A model of the given trees (providers in id order, each tree's root first): a made-up cloud, no database (the warm-up). */
+  static of(providers: readonly ProviderSpec[]): CloudModel {
+    const model = new CloudModel(Number.POSITIVE_INFINITY);
+    for (const spec of providers) {
+      // Field by field in the order addRows() writes them: the same object shapes as a real model's.
+      const inventories = spec.inventories.map((inv) => {
+        const inventory: ModelInventory = {
+          total: inv.total,
+          reserved: inv.reserved,
+          minUnit: inv.minUnit,
+          maxUnit: inv.maxUnit,
+          stepSize: inv.stepSize,
+          allocationRatio: inv.allocationRatio,
+          classId: inv.classId,
+          className: inv.className,
+          capacity: 0,
+        };
+        inventory.capacity = capacityOf(inventory);
+        return inventory;
+      });
+      model.addProvider({
+        id: spec.id,
+        uuid: spec.uuid,
+        uuidJson: UTF8.encode(JSON.stringify(spec.uuid)),
+        summaryTemplate: null,
+        parentId: spec.parentId,
+        rootId: spec.rootId,
+        traits: model.traitSet(spec.traits.join('\u001f')),
+        aggregates: model.aggregateSet(spec.aggregates.join(',')),
+        inventories,
+      });
+    }
+    model.seq = 0;
+    return model;
   }
 
   /** Providers and their inventories as packed rows (PROVIDER_ROW, INVENTORY_ROW); with `usage`, the rows' usage goes there. */

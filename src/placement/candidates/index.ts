@@ -17,11 +17,11 @@ import { badCandidateRequest } from './errors.js';
 import type { CandidateRequest } from './parse.js';
 import { presentCandidates, type CandidatesBody, type Presentation } from './present/index.js';
 import { candidatesJson } from './present/json.js';
-import { TreeCache } from './cloud-model.js';
+import { type CloudModel, TreeCache } from './cloud-model.js';
 import type { CandidateReadHook, HookStates } from './hooks.js';
 import type { CandidateInventories, Lookups, ProviderNode, TreePrefilter, Usage } from './research.js';
 import { anchorRoots, coversEveryClass, coversSomeVariant } from './rules.js';
-import { type RequestNames, type Research, researchCached, researchPartial } from './sources.js';
+import { type RequestNames, type Research, researchCached, researchOfModel, researchPartial } from './sources.js';
 import { FirstOfSearch, variantsOf, type TreeSearch } from './first-of.js';
 import {
   CandidateSearch,
@@ -152,6 +152,14 @@ interface SearchPlan {
  * else (or when the cache gives up) from a partial model of the trees the
  * prefilter keeps. `firstRoots`: only that many of the lowest viable trees.
  */
+/** Where one pass gets its research: the database (the requests), or a model given whole (the warm-up). */
+type ResearchSource = (plan: SearchPlan, firstRoots: number | null) => Promise<Research>;
+
+const fromDatabase =
+  (reader: BatchReader): ResearchSource =>
+  (plan, firstRoots) =>
+    research(reader, plan, firstRoots);
+
 async function research(reader: BatchReader, plan: SearchPlan, firstRoots: number | null): Promise<Research> {
   const { names, prefilter, options } = plan;
   const hooks = options.hooks ?? NO_HOOKS;
@@ -164,8 +172,8 @@ async function research(reader: BatchReader, plan: SearchPlan, firstRoots: numbe
 }
 
 /** Research, then the trees that can anchor a candidate (in stable order) with the search over them. */
-async function prepare(reader: BatchReader, plan: SearchPlan, firstRoots: number | null) {
-  const found = await research(reader, plan, firstRoots);
+async function prepare(source: ResearchSource, plan: SearchPlan, firstRoots: number | null) {
+  const found = await source(plan, firstRoots);
   const { candidates, preloaded, truncatedAt } = found;
   const groups = resolveGroups(plan.request, plan.names, found.lookups);
   // The research's own map of nodes: the search adds loaded trees to it.
@@ -183,9 +191,9 @@ async function prepare(reader: BatchReader, plan: SearchPlan, firstRoots: number
 }
 
 /** One research + search pass. */
-async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: number | null): Promise<Attempt> {
+async function searchOnce(source: ResearchSource, plan: SearchPlan, firstRoots: number | null): Promise<Attempt> {
   const { request, options } = plan;
-  const { found, search, anchors } = await prepare(reader, plan, firstRoots);
+  const { found, search, anchors } = await prepare(source, plan, firstRoots);
   const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates, options.timeBudgetMs ?? 0);
   if (anchors.length) await picker.offer(search.requests(anchors, options.generationStrategy));
   return {
@@ -256,7 +264,7 @@ export async function searchEveryTree(
     nestedAware: mv.atLeast(MV.AC_NESTED),
     options,
   };
-  const { found, search, anchors } = await prepare(reader, plan, null);
+  const { found, search, anchors } = await prepare(fromDatabase(reader), plan, null);
   return { search, anchors, nodes: found.preloaded.nodes, inventories: found.candidates.byProvider, hooks: found.hooks };
 }
 
@@ -274,7 +282,7 @@ interface Chosen {
 }
 
 async function chooseCandidates(
-  reader: BatchReader,
+  source: ResearchSource,
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
@@ -287,9 +295,9 @@ async function chooseCandidates(
   // Breadth-first takes one candidate per tree in turn: it needs every viable tree from the start.
   const breadthFirst = options.generationStrategy === 'breadth-first';
   const tryFirstRoots = request.limit !== null && !options.randomize && names.inTree.length === 0 && !breadthFirst;
-  let outcome = await searchOnce(reader, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null);
+  let outcome = await searchOnce(source, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null);
   // The lowest trees were already tried: plan every viable tree.
-  if (!outcome.complete) outcome = await searchOnce(reader, plan, null);
+  if (!outcome.complete) outcome = await searchOnce(source, plan, null);
   const { lookups, nodes, usage, chosen } = outcome;
   return {
     cut: outcome.cut,
@@ -315,7 +323,12 @@ export async function findAllocationCandidates(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<CandidatesBody> {
-  const { chosen, nodes, usage, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
+  const { chosen, nodes, usage, classNameById, requestedClasses, shape } = await chooseCandidates(
+    fromDatabase(reader),
+    request,
+    mv,
+    options,
+  );
   return presentCandidates(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }
 
@@ -327,12 +340,33 @@ export async function findAllocationCandidatesJson(
   options: CandidateOptions,
 ): Promise<Uint8Array<ArrayBuffer>> {
   const started = performance.now();
-  const { chosen, nodes, usage, classNameById, requestedClasses, shape, cut } = await chooseCandidates(reader, request, mv, options);
+  const chosen = await chooseCandidates(fromDatabase(reader), request, mv, options);
   const metrics = options.metrics;
   if (metrics) {
     metrics.candidatesDuration.observe([], (performance.now() - started) / 1000);
-    metrics.candidatesReturned.observe([], chosen.length);
-    if (cut) metrics.candidatesCut.inc([cut]);
+    metrics.candidatesReturned.observe([], chosen.chosen.length);
+    if (chosen.cut) metrics.candidatesCut.inc([chosen.cut]);
   }
+  return jsonOf(chosen);
+}
+
+/**
+ * The answer as JSON over a model given whole with its usage and names, with
+ * no database (the warm-up, warm-up.ts: the same code a request runs, from
+ * the rules on). No hooks run: nothing was read for them.
+ */
+export async function candidatesJsonFromModel(
+  model: CloudModel,
+  usage: Usage,
+  lookups: Lookups,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const source: ResearchSource = async (plan, firstRoots) => researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots);
+  return jsonOf(await chooseCandidates(source, request, mv, options));
+}
+
+function jsonOf({ chosen, nodes, usage, classNameById, requestedClasses, shape }: Chosen): Uint8Array<ArrayBuffer> {
   return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }

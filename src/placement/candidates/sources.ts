@@ -15,7 +15,7 @@
 import type { InStatement } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
 import { CloudModel } from './cloud-model.js';
-import { type CandidateReadHook, type HookStates, hookStatements, readHooks } from './hooks.js';
+import { type CandidateReadHook, HookStates, hookStatements, readHooks } from './hooks.js';
 import { treesStatement } from './prefilter.js';
 import {
   addUsage,
@@ -129,6 +129,21 @@ export async function researchPartial(
     prefilter,
     names.amounts,
     async (roots) => nodesOf(model, roots),
+  );
+}
+
+/** The research over a model given whole, with no database (the warm-up): nothing read, so no hook states. */
+export function researchOfModel(
+  model: CloudModel,
+  lookups: Lookups,
+  usage: Usage,
+  names: RequestNames,
+  prefilter: TreePrefilter,
+  firstRoots: number | null,
+): Research {
+  const plan = planTrees(model, names.classes, names.amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots);
+  return researchOf(model, lookups, new HookStates(), usage, plan, plan.truncatedAt, prefilter, names.amounts, async (roots) =>
+    nodesOf(model, roots),
   );
 }
 
