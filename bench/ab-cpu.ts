@@ -19,8 +19,25 @@ for (const root of sides) {
     parse: await import(`${root}/src/placement/candidates/parse.ts`),
     mv: await import(`${root}/src/http/microversion.ts`),
     claims: await import(`${root}/src/placement/writes/claims.ts`),
+    // Since issue 32 the engine takes its tree cache and read hooks from its app (Deps.candidates):
+    // the same as the route passes, so both sides read the same statements and keep trees alike.
+    compose: await import(`${root}/src/compose.ts`),
   });
 }
+/** The engine context of one side's app, where it has one (undefined before issue 32: a module cache, hooks built in). */
+// biome-ignore lint/suspicious/noExplicitAny: two checkouts' modules, loaded by path
+const contextOf = (m: any) => {
+  if (!m.compose.candidateEngine) return {};
+  const engine = m.compose.candidateEngine({
+    PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: false,
+    PLACEMENT_MAX_ALLOCATION_CANDIDATES: 0,
+    PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: 0,
+    PLACEMENT_CANDIDATE_TREE_CACHE: 100000,
+    PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY: 'depth-first',
+  });
+  return { trees: engine.trees, hooks: engine.hooks };
+};
+const contexts = mods.map(contextOf);
 const Q = 'resources=VCPU:1,MEMORY_MB:256,DISK_GB:10';
 const cpu = () => {
   const u = process.cpuUsage();
@@ -45,6 +62,7 @@ async function candidates(i: number, cache: number, n: number) {
       maxCandidates: 0,
       treeCacheProviders: cache,
       now: Date.now(),
+      ...contexts[i],
     });
     JSON.stringify(body);
   }
