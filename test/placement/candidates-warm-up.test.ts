@@ -3,6 +3,8 @@
 // does nothing a Worker forbids in its global scope (no timers, random values
 // or I/O), which here would throw.
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { candidateEngine } from '../../src/compose.js';
+import { loadConfig } from '../../src/config.js';
 import { warmUpCandidates } from '../../src/placement/candidates/warm-up.js';
 
 const forbidden = (what: string) => () => {
@@ -13,7 +15,8 @@ describe('the candidates warm-up', () => {
   afterEach(() => vi.restoreAllMocks());
 
   it('answers each of its queries with candidates, from the engine itself', async () => {
-    const done = await warmUpCandidates(2, 50, 10);
+    // With the hooks an app installs (taints, counters), as the entries call it.
+    const done = await warmUpCandidates(2, candidateEngine(loadConfig({}), undefined).hooks, 50, 10);
     expect(done.answers).toBe(18);
     // No answer is empty: the search and presentation really ran on each query.
     expect(done.smallest).toBeGreaterThan(500);
@@ -27,6 +30,6 @@ describe('the candidates warm-up', () => {
     vi.spyOn(crypto, 'randomUUID').mockImplementation(forbidden('crypto.randomUUID'));
     vi.spyOn(crypto, 'getRandomValues').mockImplementation(forbidden('crypto.getRandomValues'));
     vi.spyOn(globalThis, 'fetch').mockImplementation(forbidden('fetch'));
-    expect((await warmUpCandidates(1, 20, 4)).answers).toBe(9);
+    expect((await warmUpCandidates(1, [], 20, 4)).answers).toBe(9);
   });
 });

@@ -17,7 +17,7 @@ import { badCandidateRequest } from './errors.js';
 import type { CandidateRequest } from './parse.js';
 import { presentCandidates, type CandidatesBody, type Presentation } from './present/index.js';
 import { candidatesJson } from './present/json.js';
-import { type CloudModel, TreeCache } from './cloud-model.js';
+import { appTreeCache, type CloudModel, type TreeCache } from './cloud-model.js';
 import type { CandidateReadHook, HookStates } from './hooks.js';
 import type { CandidateInventories, Lookups, ProviderNode, TreePrefilter, Usage } from './research.js';
 import { anchorRoots, coversEveryClass, coversSomeVariant } from './rules.js';
@@ -164,7 +164,7 @@ async function research(reader: BatchReader, plan: SearchPlan, firstRoots: numbe
   const { names, prefilter, options } = plan;
   const hooks = options.hooks ?? NO_HOOKS;
   if (options.treeCacheProviders > 0) {
-    const model = (options.trees ?? new TreeCache(options.metrics)).modelFor(reader, options.treeCacheProviders);
+    const model = (options.trees ?? appTreeCache(options.metrics ?? null)).modelFor(reader, options.treeCacheProviders);
     const cached = await researchCached(reader, model, names, prefilter, firstRoots, options.now, hooks);
     if (cached) return cached;
   }
@@ -353,7 +353,7 @@ export async function findAllocationCandidatesJson(
 /**
  * The answer as JSON over a model given whole with its usage and names, with
  * no database (the warm-up, warm-up.ts: the same code a request runs, from
- * the rules on). No hooks run: nothing was read for them.
+ * the rules on). The hooks read as from a database where their tables are empty.
  */
 export async function candidatesJsonFromModel(
   model: CloudModel,
@@ -363,7 +363,9 @@ export async function candidatesJsonFromModel(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  const source: ResearchSource = async (plan, firstRoots) => researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots);
+  const hooks = options.hooks ?? NO_HOOKS;
+  const source: ResearchSource = async (plan, firstRoots) =>
+    researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots, hooks);
   return jsonOf(await chooseCandidates(source, request, mv, options));
 }
 

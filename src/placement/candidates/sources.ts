@@ -15,7 +15,7 @@
 import type { InStatement } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
 import { CloudModel } from './cloud-model.js';
-import { type CandidateReadHook, HookStates, hookStatements, readHooks } from './hooks.js';
+import { type CandidateReadHook, type HookStates, hookStatements, readHooks } from './hooks.js';
 import { treesStatement } from './prefilter.js';
 import {
   addUsage,
@@ -132,7 +132,10 @@ export async function researchPartial(
   );
 }
 
-/** The research over a model given whole, with no database (the warm-up): nothing read, so no hook states. */
+/**
+ * The research over a model given whole, with no database (the warm-up): the
+ * hooks read as from a database where their tables are empty.
+ */
 export function researchOfModel(
   model: CloudModel,
   lookups: Lookups,
@@ -140,9 +143,10 @@ export function researchOfModel(
   names: RequestNames,
   prefilter: TreePrefilter,
   firstRoots: number | null,
+  hooks: readonly CandidateReadHook[],
 ): Research {
   const plan = planTrees(model, names.classes, names.amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots);
-  return researchOf(model, lookups, new HookStates(), usage, plan, plan.truncatedAt, prefilter, names.amounts, async (roots) =>
+  return researchOf(model, lookups, readHooks(hooks, []), usage, plan, plan.truncatedAt, prefilter, names.amounts, async (roots) =>
     nodesOf(model, roots),
   );
 }

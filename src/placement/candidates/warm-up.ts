@@ -13,6 +13,7 @@ import { Microversion } from '../../microversion.js';
 import { STANDARD_RESOURCE_CLASSES } from '../standard-names.generated.js';
 import { MAX_VERSION } from '../versions.js';
 import { CloudModel, type ProviderSpec } from './cloud-model.js';
+import type { CandidateReadHook } from './hooks.js';
 import { type CandidateOptions, candidatesJsonFromModel } from './index.js';
 import { parseCandidateQueryString } from './parse.js';
 import { addUsage, type Lookups, type Usage } from './research.js';
@@ -117,8 +118,6 @@ const LOOKUPS: Lookups = {
   rootIdByProviderUuid: new Map(),
 };
 
-const OPTIONS: CandidateOptions = { randomize: false, maxCandidates: 0, treeCacheProviders: 0, now: 0 };
-
 export interface WarmUpDone {
   answers: number;
   bytes: number;
@@ -129,10 +128,14 @@ export interface WarmUpDone {
 /**
  * `rounds` rounds of the warm-up queries over a made-up cloud of `hosts`
  * flat hosts and `trees` nested trees (one round: 9 answers, ~20 ms of CPU
- * while cold, ~5 ms once warm), the answers computed and dropped. Throws if
- * the engine refuses one of its own queries (a test checks it does not).
+ * while cold, ~5 ms once warm), the answers computed and dropped. `hooks`:
+ * the app's installed read hooks (Deps.candidates.hooks), run as on a cloud
+ * without taints or counters, so the code they reach warms up as requests
+ * will run it. Throws if the engine refuses one of its own queries (a test
+ * checks it does not).
  */
-export async function warmUpCandidates(rounds = 1, hosts = 200, trees = 40): Promise<WarmUpDone> {
+export async function warmUpCandidates(rounds = 1, hooks: readonly CandidateReadHook[] = [], hosts = 200, trees = 40): Promise<WarmUpDone> {
+  const options: CandidateOptions = { randomize: false, maxCandidates: 0, treeCacheProviders: 0, now: 0, hooks };
   const { providers, usage } = madeUpCloud(hosts, trees);
   const model = CloudModel.of(providers);
   const requests = QUERIES.flatMap(([query, versions]) =>
@@ -146,7 +149,7 @@ export async function warmUpCandidates(rounds = 1, hosts = 200, trees = 40): Pro
   let smallest = Number.POSITIVE_INFINITY;
   for (let round = 0; round < rounds; round += 1) {
     for (const { mv, request } of requests) {
-      const size = (await candidatesJsonFromModel(model, usage, LOOKUPS, request, mv, OPTIONS)).length;
+      const size = (await candidatesJsonFromModel(model, usage, LOOKUPS, request, mv, options)).length;
       answers += 1;
       bytes += size;
       smallest = Math.min(smallest, size);
