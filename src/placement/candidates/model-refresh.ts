@@ -66,13 +66,8 @@ export async function refreshCloudModel(reader: BatchReader, maxProviders: numbe
 }
 
 /** @deprecated For the imitation warm-ups issue 32 deletes (start32): use Deps.candidates.keepFresh(). */
-export function keepCloudModelFresh(
+export const keepCloudModelFresh = (
   reader: BatchReader,
   maxProviders: number,
-  everyMs: number,
-  onError: (err: unknown) => void,
-  afterRefresh?: () => Promise<void>,
-): ModelRefresher {
-  if (maxProviders <= 0) return { stop: () => {} };
-  return keepTreeModelFresh(reader, cloudModelFor(reader, maxProviders), everyMs, onError, afterRefresh);
-}
+  ...rest: [everyMs: number, onError: (err: unknown) => void, afterRefresh?: () => Promise<void>]
+): ModelRefresher => (maxProviders > 0 ? keepTreeModelFresh(reader, cloudModelFor(reader, maxProviders), ...rest) : { stop: () => {} });
