@@ -29,7 +29,7 @@ import { MIGRATIONS } from '../db/migrations.generated.js';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
 import { syncStandards } from '../placement/sync-standards.js';
 import { makeDeps } from '../compose.js';
-import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
+import { consoleByLevel, consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
 import { STATUS_TITLES } from '../http/api-error.js';
 import { consume } from '../jobs/consume.js';
 import type { JobMessage } from '../jobs/messages.js';
@@ -154,7 +154,7 @@ export function openWorkerStore(config: AppConfig, log: Logger): DataStore {
 
 async function boot(env: WorkerEnv): Promise<Booted> {
   const config = loadConfig(environmentFromBindings(env));
-  const log = consoleLogger(config.LOG_LEVEL);
+  const log = consoleLogger(config.LOG_LEVEL, consoleByLevel);
   const store = openWorkerStore(config, log);
   await prepareDatabase(store.client);
   const overrides = config.PLACEMENT_POLICY_JSON ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON') : undefined;
