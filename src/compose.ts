@@ -78,6 +78,7 @@ export function keystoneValidator(config: AppConfig, fetcher?: typeof fetch): Ke
       cacheSize: config.PLACEMENT_KEYSTONE_TOKEN_CACHE_SIZE,
       timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
       wwwAuthenticateUri: config.PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI ?? authUrl,
+      onSignInFailure: (reason) => serviceMetrics.keystoneSignInFailures.inc([reason]),
     },
     fetcher,
   );
