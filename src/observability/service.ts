@@ -96,7 +96,7 @@ export function createServiceMetrics() {
     ),
     keystoneSignInFailures: registry.counter(
       'placement_keystone_sign_in_failures_total',
-      "Failed sign-ins of the service user to Keystone (PLACEMENT_AUTH_STRATEGY=keystone; without one, no token can be validated), by reason: refused (wrong PLACEMENT_KEYSTONE_* credentials) or unreachable (Keystone did not answer, or answered an error).",
+      'Failed sign-ins of the service user to Keystone (PLACEMENT_AUTH_STRATEGY=keystone; without one, no token can be validated), by reason: refused (wrong PLACEMENT_KEYSTONE_* credentials) or unreachable (Keystone did not answer, or answered an error).',
       ['reason'],
     ),
     treeCacheRefreshes: registry.counter(
