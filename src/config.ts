@@ -164,6 +164,21 @@ export const ConfigSchema = z.object({
   /** One JSON line per request, at this level ('off': none); shown when LOG_LEVEL lets the level through. */
   PLACEMENT_ACCESS_LOG: z.enum(['info', 'debug', 'off']).default('info'),
   /**
+   * Paths whose requests leave no access line (a comma-separated list, e.g.
+   * /healthz,/readyz,/metrics: probes and scrapes every few seconds); they are
+   * still counted in the metrics. Exact paths, without the query.
+   */
+  PLACEMENT_ACCESS_LOG_EXCLUDE: z
+    .string()
+    .default('')
+    .transform((list) =>
+      list
+        .split(',')
+        .map((path) => path.trim())
+        .filter((path) => path !== ''),
+    )
+    .pipe(z.array(z.string().regex(/^\//, 'a comma-separated list of paths, each starting with / (e.g. /healthz,/readyz,/metrics)'))),
+  /**
    * GET /metrics shows openstack-exporter's capacity gauges (four series per
    * inventory, read in one query per scrape); false for clouds too large to scrape.
    */

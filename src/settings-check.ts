@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { type AppConfig, ConfigSchema, DATABASE_URL_SCHEMES, DEFAULT_DATABASE_URL, databaseUrlScheme } from './config.js';
 import { TokenTableJson } from './http/auth.js';
+import { redactUrl } from './observability/config-summary.js';
 
 /** A setting that stops the start: what is wrong with it and how to fix it. */
 export class SettingProblem extends Error {
@@ -74,11 +75,6 @@ function checkTokens(config: AppConfig): void {
   if (Object.keys(table.data).length === 0) {
     throw new SettingProblem(key, 'PLACEMENT_AUTH_STRATEGY=token but the token table is empty, so every request would get 401', fix);
   }
-}
-
-/** A URL as it may be printed: a password in it (user:password@) replaced. */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/i, '$1***@');
 }
 
 /** What PLACEMENT_DB_URL may look like, for the fix of a wrong one. */
