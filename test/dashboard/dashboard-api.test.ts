@@ -244,7 +244,7 @@ describe('the sign-in form says where a token comes from', () => {
     try {
       const html = await (await keystoneApp.app.request('/dashboard')).text();
       expect(html).toContain('<meta name="placement-auth" content="keystone">');
-      expect(html).toMatch(/id="login-hint">[^<]*Keystone tokens[^]*<code>openstack token issue -f value -c id<\/code>/);
+      expect(html).toMatch(/id="login-hint">[^<]*Keystone tokens[\s\S]*<code>openstack token issue -f value -c id<\/code>/);
     } finally {
       keystoneApp.close();
     }
