@@ -81,6 +81,24 @@ describe.concurrent('PLACEMENT_DB_URL refusals name the cause and the fix that f
   });
 });
 
+it('npm run sync (docs/worker.md applies the migrations with it) says the same in one line', STARTS, async () => {
+  const port = await freePort();
+  const out = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', TSX_LOADER, join(ROOT, 'src', 'entry', 'cli.ts'), 'sync'],
+      { cwd: dir, env: { ...base(), PLACEMENT_DB_URL: `https://127.0.0.1:${port}` }, timeout: 110_000 },
+      (err, _out, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr }),
+    );
+  });
+  expect(out.code).toBe(1);
+  expect(out.stderr.trim()).toMatch(
+    new RegExp(
+      `^placement-edge sync: PLACEMENT_DB_URL: no libSQL server answers at https://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED.*\\. Fix: start the libSQL server`,
+    ),
+  );
+});
+
 it('the default database, ./data/placement.db, is still created for a new user', STARTS, async () => {
   const cwd = mkdtempSync(join(dir, 'new-user-'));
   const child = spawn(process.execPath, ['--import', TSX_LOADER, ENTRY], { cwd, env: base(), stdio: ['ignore', 'ignore', 'pipe'] });
