@@ -1,7 +1,7 @@
 // The settings a start cannot work with, each refused in ONE line that names
 // the variable and the fix (no stack, no secret echoed back). Runs before the
 // service opens anything (Node entries: it looks whether a database file's
-// directory exists). databaseFailure() words a database that would not open.
+// directory exists). A database that would not open: database-failure.ts.
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { type AppConfig, ConfigSchema, DATABASE_URL_SCHEMES, DEFAULT_DATABASE_URL, databaseUrlScheme } from './config.js';
@@ -122,46 +122,6 @@ function checkDatabaseUrl(env: Record<string, string | undefined>): void {
       `create it (mkdir -p ${dir}, writable by the service user) or correct the path in ${key}`,
     );
   }
-}
-
-/**
- * Why the database could not be opened, and the fix that fits: a libSQL
- * server that does not answer, one that refuses the token, or a file that
- * cannot be written or is not a placement-edge database.
- */
-export function databaseFailure(url: string, err: unknown): { problem: string; fix: string } {
-  const shown = redactUrl(url);
-  const message = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ');
-  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : undefined;
-  const causeText = cause ? `${(cause as NodeJS.ErrnoException).code ?? ''} ${cause.message}`.trim() : '';
-  if (databaseUrlScheme(url) !== 'file:') {
-    if (/\b(401|403)\b|unauthori[sz]ed|forbidden/i.test(message)) {
-      return {
-        problem: `the libSQL server at ${shown} refused the credentials (${message})`,
-        fix: 'set PLACEMENT_DB_AUTH_TOKEN to a token that server accepts (sqld: a JWT signed with its --auth-jwt-key-file key; Turso: turso db tokens create <database>)',
-      };
-    }
-    if (
-      message === 'fetch failed' ||
-      /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|timed? ?out|connect/i.test(`${message} ${causeText}`)
-    ) {
-      const badPort = /bad port/i.test(causeText);
-      return {
-        problem: `no libSQL server answers at ${shown} (${causeText || message})`,
-        fix: badPort
-          ? 'use another port: fetch refuses to connect to this one (a "bad port" of the Fetch standard)'
-          : 'start the libSQL server (sqld --http-listen-addr <host>:<port>) or correct the host and port in PLACEMENT_DB_URL; it must be reachable from this machine',
-      };
-    }
-    return {
-      problem: `the libSQL server at ${shown} answered with an error (${message})`,
-      fix: 'check that PLACEMENT_DB_URL is the libSQL server (sqld or Turso) placement-edge keeps its data in, and its log',
-    };
-  }
-  return {
-    problem: `cannot open the database ${shown} (${message})`,
-    fix: 'check that the file and its directory are writable, the volume is not full or read-only, and the file is a placement-edge database',
-  };
 }
 
 /** Schema defaults, shown in a fix. */

@@ -7,7 +7,8 @@ import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { ConfigSchema } from '../config.js';
 import { parsePolicyOverrides } from '../deps.js';
-import { databaseFailure, SettingProblem } from '../settings-check.js';
+import { databaseFailure } from '../database-failure.js';
+import { SettingProblem } from '../settings-check.js';
 import { VERSION } from '../version.js';
 
 /** Exit codes of a refused start: a setting (systemd's RestartPreventExitStatus) or the machine around it. */
