@@ -69,7 +69,7 @@ describe('/readyz and the sign-in metric against a real Keystone', () => {
     const app = await serviceApp(ADMIN_PASSWORD);
     expect(await readyz(app)).toEqual({ status: 200, body: { status: 'ready' } });
     await ks.stop();
-    const down = /the service cannot reach Keystone to validate tokens: Keystone at http:\/\/127\.0\.0\.1:\d+\/v3 did not answer/;
+    const down = /the service cannot validate tokens with Keystone: Keystone at http:\/\/127\.0\.0\.1:\d+\/v3 did not answer/;
     // The service had signed in before Keystone went away: not ready once the check runs again (at most 5 s later).
     await new Promise((r) => setTimeout(r, 5_100));
     const after = await readyz(app);
