@@ -35,8 +35,6 @@ export function startServerProcess(args: string[], dbUrl: string, env: Record<st
       PLACEMENT_AUTH_STRATEGY: 'noauth2',
       PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',
       LOG_LEVEL: 'info',
-      // No warm-up before listening (seconds of start-up on a busy machine); candidates-warm-start.test.ts covers it.
-      PLACEMENT_WARM_UP_MS: '0',
       ...env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -1,6 +1,7 @@
 // The operator's endpoints, outside the Placement and Cyborg APIs:
 //   GET /healthz   the process serves (no database access)
-//   GET /readyz    the database answers, migrations applied, standard names synced; 503 with the reason otherwise
+//   GET /readyz    the process is not warming (nor held otherwise), the database answers, migrations applied,
+//                  standard names synced; 503 with the reason otherwise
 //   GET /metrics   Prometheus text: the service's counters and the database gauges
 // /healthz and /readyz need no token. /metrics is open in noauth2; otherwise
 // it takes an admin token or the scrape token (PLACEMENT_METRICS_TOKEN).
@@ -14,7 +15,7 @@ import { requestId } from '../../../http/request-id.js';
 import { type Method, RouteTable, TEXT_BODY } from '../../../http/route-table.js';
 import { authorize, placementHttp } from '../../../placement/http/profile.js';
 import { readDatabaseGauges } from '../../database-gauges.js';
-import { checkReadiness } from '../../readiness.js';
+import { checkReadiness, WARMING } from '../../readiness.js';
 import { type FamilySnapshot, PROMETHEUS_CONTENT_TYPE, renderText } from '../../registry.js';
 
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -60,16 +61,20 @@ export const operatorRoutes = new RouteTable('meta')
   })
   .resource('/readyz', {
     GET: {
-      summary: 'Readiness: the database answers, migrations are applied, standard names are synced (503 with the reason otherwise)',
+      summary:
+        'Readiness: the process has warmed up, the database answers, migrations are applied, standard names are synced (503 with the reason otherwise)',
       public: true,
       responses: { 200: 'Ready' },
       responseSchema: HealthSchema,
       responseName: 'Health',
       handler: async (c) => {
         const deps = c.var.deps;
-        const readiness = await checkReadiness(deps.store, MIGRATIONS);
+        // The process's own holds first (warming: its database may not be prepared yet), then the database.
+        const held = deps.readiness.now();
+        const readiness = held.ready ? await checkReadiness(deps.store, MIGRATIONS) : held;
         if (readiness.ready) return c.json({ status: 'ready' }, 200, NO_STORE);
-        deps.log.warn('not ready', { reason: readiness.reason });
+        // Warming is the normal start, not worth a warning per probe.
+        if (readiness.reason !== WARMING) deps.log.warn('not ready', { reason: readiness.reason });
         return c.json({ status: 'not ready', reason: readiness.reason }, 503, NO_STORE);
       },
     },
