@@ -75,3 +75,22 @@ export function answerPrepared(prepared: Promise<void>): void {
     );
   });
 }
+
+interface ServerReadyMessage {
+  type: 'placement-server-ready';
+}
+
+/** In a forked server process: tells the primary this process has warmed up. */
+export function tellPrimaryReady(): void {
+  process.send?.({ type: 'placement-server-ready' } satisfies ServerReadyMessage);
+}
+
+/** In the cluster primary: calls `ready` once, when `count` server processes have warmed up. */
+export function whenServersReady(count: number, ready: () => void): void {
+  const warmed = new Set<number>();
+  cluster.on('message', (worker, msg: unknown) => {
+    if ((msg as { type?: unknown } | null)?.type !== 'placement-server-ready' || warmed.size >= count) return;
+    warmed.add(worker.id);
+    if (warmed.size === count) ready();
+  });
+}

@@ -27,7 +27,7 @@ import {
 import { buildNodeDeps } from './node-service.js';
 import { serveClusterMetrics } from '../observability/cluster.js';
 import { relayWriteMarks } from './write-marks-sharing.js';
-import { answerPrepared } from './database-gate.js';
+import { answerPrepared, whenServersReady } from './database-gate.js';
 import { prepareDatabase } from './prepare-database.js';
 
 /** Beyond the workers' own grace period, how long the primary waits before killing them. */
@@ -47,6 +47,7 @@ export const clusterCounters = { processesReplaced: 0 };
 const YOUNG_GENERATION_MB = 32;
 
 export async function runPrimary(config: AppConfig, processes: number): Promise<void> {
+  const started = performance.now();
   // A port taken or a database unwritable is told once, here. Only the
   // primary migrates and syncs, so no server process races it.
   try {
@@ -156,6 +157,10 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
     cluster.setupPrimary({ execArgv: [...process.execArgv, `--max-semi-space-size=${YOUNG_GENERATION_MB}`] });
   }
   relayWriteMarks();
+  // The first set of server processes warmed up: the service is ready (replacements later are not announced).
+  whenServersReady(processes, () =>
+    deps.log.info('placement-edge ready', { pid: process.pid, processes, ms: Math.round(performance.now() - started) }),
+  );
   const prepared = prepareDatabase(deps.store.client);
   answerPrepared(prepared);
   for (let i = 0; i < processes; i += 1) cluster.fork();

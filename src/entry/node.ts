@@ -27,7 +27,7 @@ import {
   refuseStart,
   serverArgs,
 } from './node-start.js';
-import { DatabaseGate, needsNoDatabase, preparedByPrimary } from './database-gate.js';
+import { DatabaseGate, needsNoDatabase, preparedByPrimary, tellPrimaryReady } from './database-gate.js';
 import { prepareDatabase } from './prepare-database.js';
 import { nodeWarmUp, runWarmUp } from './warm-up.js';
 import { WARMING } from '../observability/readiness.js';
@@ -155,8 +155,10 @@ async function serveHttp(): Promise<void> {
   refresher = keepTreesFresh(deps);
   deps.readiness.release('warming');
   const ready = { pid: process.pid, ms: Math.round(performance.now() - started) };
-  if (forked) deps.log.debug('server process ready', ready);
-  else deps.log.info('placement-edge ready', ready);
+  if (forked) {
+    deps.log.debug('server process ready', ready);
+    tellPrimaryReady();
+  } else deps.log.info('placement-edge ready', ready);
 }
 
 /**
