@@ -14,6 +14,7 @@ import { JobRegistry } from './jobs/registry.js';
 import { observeDatabase } from './db/observe.js';
 import { databaseObserver } from './observability/database.js';
 import { serviceMetrics } from './observability/service.js';
+import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
 import { placementPolicyRules } from './placement/policies.js';
 
@@ -47,6 +48,7 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     novaFetch: (input, init) => fetch(input, init),
     metrics: serviceMetrics,
     metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),
+    readiness: new ProcessReadiness(),
     keystone:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone'
         ? keystoneValidator(config, options.keystoneFetch, (reason) => serviceMetrics.keystoneSignInFailures.inc([reason]))

@@ -148,12 +148,6 @@ export const ConfigSchema = z.object({
    */
   PLACEMENT_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   /**
-   * Node mode: before a server process takes traffic it runs the real
-   * service over a small synthetic cloud for at most this much CPU time, so
-   * its first answers run optimised code (src/entry/node-warm-up.ts). 0 = none.
-   */
-  PLACEMENT_WARM_UP_MS: z.coerce.number().int().min(0).default(3000),
-  /**
    * Node mode on a database file: how often each server process brings its
    * provider trees in memory up to date with writes from any process, so the
    * first candidates request after a load does not read them. 0 = only when

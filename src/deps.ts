@@ -10,6 +10,7 @@ import type { PolicyEnforcer } from './http/policy.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { JobRegistry } from './jobs/registry.js';
 import type { ServiceMetrics } from './observability/service.js';
+import type { ProcessReadiness } from './observability/readiness.js';
 import type { MetricsSource } from './observability/source.js';
 
 export interface Logger {
@@ -36,6 +37,8 @@ export interface Deps {
   metrics: ServiceMetrics;
   /** Whose counters GET /metrics shows: this process's, the Node cluster's, none (a Worker isolate). */
   metricsSource: MetricsSource;
+  /** What this process holds against GET /readyz (warming at a Node start); none held by default. */
+  readiness: ProcessReadiness;
   /** PLACEMENT_AUTH_STRATEGY=keystone: validates tokens, one cache for every API of the app. */
   keystone?: KeystoneTokenValidator;
   /** Project names for the dashboard, where Keystone knows them (keystone auth only). */

@@ -11,7 +11,8 @@ import { makeDeps } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';
 import { createDataStore } from '../../src/db/client.js';
 import { consoleLogger } from '../../src/deps.js';
-import { environmentFromBindings, prepareDatabase } from '../../src/entry/worker.js';
+import { prepareDatabase } from '../../src/entry/prepare-database.js';
+import { environmentFromBindings } from '../../src/entry/worker.js';
 import { fakeKeystoneEnv } from '../helpers/fake-keystone.js';
 
 const keystoneUrl = inject('keystoneUrl');

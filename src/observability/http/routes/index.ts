@@ -1,7 +1,8 @@
 // The operator's endpoints, outside the Placement and Cyborg APIs:
 //   GET /healthz   the process serves (no database access)
-//   GET /readyz    the database answers, migrations applied, standard names synced, and (keystone
-//                  auth) the service user signs in to Keystone; 503 with the reason otherwise
+//   GET /readyz    the process is not warming (nor held otherwise), the database answers, migrations
+//                  applied, standard names synced, and (keystone auth) the service user signs in to
+//                  Keystone; 503 with the reason otherwise
 //   GET /metrics   Prometheus text: the service's counters and the database gauges
 // /healthz and /readyz need no token. /metrics is open in noauth2; otherwise
 // it takes an admin token or the scrape token (PLACEMENT_METRICS_TOKEN).
@@ -15,7 +16,7 @@ import { requestId } from '../../../http/request-id.js';
 import { type Method, RouteTable, TEXT_BODY } from '../../../http/route-table.js';
 import { authorize, placementHttp } from '../../../placement/http/profile.js';
 import { readDatabaseGauges } from '../../database-gauges.js';
-import { checkReadiness } from '../../readiness.js';
+import { checkReadiness, WARMING } from '../../readiness.js';
 import { type FamilySnapshot, PROMETHEUS_CONTENT_TYPE, renderText } from '../../registry.js';
 
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -62,13 +63,20 @@ export const operatorRoutes = new RouteTable('meta')
   .resource('/readyz', {
     GET: {
       summary:
-        'Readiness: the database answers, migrations are applied, standard names are synced, the service signs in to Keystone (keystone auth); 503 with the reason otherwise',
+        'Readiness: the process has warmed up, the database answers, migrations are applied, standard names are synced, the service signs in to Keystone (keystone auth); 503 with the reason otherwise',
       public: true,
       responses: { 200: 'Ready' },
       responseSchema: HealthSchema,
       responseName: 'Health',
       handler: async (c) => {
         const deps = c.var.deps;
+        // The process's own holds first (warming: its database may not be prepared yet), then the checks.
+        const held = deps.readiness.now();
+        if (!held.ready) {
+          // Warming is the normal start, not worth a warning per probe.
+          if (held.reason !== WARMING) deps.log.warn('not ready', { reason: held.reason });
+          return c.json({ status: 'not ready', reason: held.reason }, 503, NO_STORE);
+        }
         const checks = await Promise.all([checkReadiness(deps.store, MIGRATIONS), deps.keystone?.readiness() ?? { ready: true as const }]);
         const reasons = checks.flatMap((check) => (check.ready ? [] : [check.reason]));
         if (reasons.length === 0) return c.json({ status: 'ready' }, 200, NO_STORE);
