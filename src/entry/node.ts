@@ -4,7 +4,7 @@
 // (node-cluster.ts); otherwise it is the one server (node-server.ts).
 import cluster from 'node:cluster';
 import { consoleLogger } from '../deps.js';
-import { configSummary } from '../observability/config-summary.js';
+import { configSummary, startSummary } from '../observability/config-summary.js';
 import { checkSettings } from '../settings-check.js';
 import { refuseStart, serverArgs, serverProcessCount } from './node-start.js';
 
@@ -23,12 +23,10 @@ const config = (() => {
 })();
 const processes = serverProcessCount(config);
 if (cluster.isPrimary) {
-  consoleLogger(config.LOG_LEVEL).info('placement-edge starting', {
-    pid: process.pid,
-    node: process.version,
-    processes,
-    config: configSummary(config),
-  });
+  // One short line first (what starts, where), then every setting on a line of its own.
+  const log = consoleLogger(config.LOG_LEVEL);
+  log.info('placement-edge starting', startSummary(config, { pid: process.pid, node: process.version, processes }));
+  log.info('placement-edge configuration', { config: configSummary(config) });
 }
 // The code for either role is loaded only now: a cluster primary forks its
 // server processes first, and loads the service's code while they start.
