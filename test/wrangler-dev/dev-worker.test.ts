@@ -2,8 +2,12 @@
 // real sqld and the real `wrangler dev` (workerd). wrangler shows whatever
 // the Worker writes with console.error as `✘ [ERROR]`, so an info line on the
 // error stream, or an exception at module evaluation, reads as a failure:
-// neither may appear at start or on plain requests. The database is kept
-// between runs, and --fresh starts an empty one.
+// neither may appear at start or on plain requests. The warm-up hook
+// (src/entry/warm-up.ts) runs there after the isolate's first answer, never
+// at module evaluation (workerd refused the old one with "Disallowed
+// operation called within global scope", and the Worker test pool never
+// noticed): its debug line must appear, and a hook that throws logs an ERROR.
+// The database is kept between runs, and --fresh starts an empty one.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,8 +73,9 @@ describe('npm run dev:worker (real wrangler dev and sqld)', () => {
   const data = mkdtempSync(join(tmpdir(), 'dev-worker-'));
   afterAll(() => rmSync(data, { recursive: true, force: true }));
 
-  it('starts and answers plain requests with no [ERROR] line; info lines go to the log stream', async () => {
-    const dev = await startDevWorker(join(data, 'db'));
+  it('starts and answers plain requests with no [ERROR] line; info lines go to the log stream; the warm-up runs', async () => {
+    // At debug, to see the warm-up's line.
+    const dev = await startDevWorker(join(data, 'db'), ['--var', 'LOG_LEVEL:debug']);
     try {
       const created = await fetch(`${dev.url}/resource_providers`, {
         method: 'POST',
@@ -84,7 +89,8 @@ describe('npm run dev:worker (real wrangler dev and sqld)', () => {
         expect(res.status, path).toBe(200);
       }
       // The access lines are written after the answer: wait for the last one.
-      for (let i = 0; i < 40 && !dev.stdout().includes('"path":"/metrics"'); i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 40 && !(dev.stdout().includes('"path":"/metrics"') && dev.stdout().includes('"msg":"warmed up"')); i++)
+        await new Promise((r) => setTimeout(r, 100));
     } finally {
       await dev.stop();
     }
@@ -93,6 +99,11 @@ describe('npm run dev:worker (real wrangler dev and sqld)', () => {
     expect(dev.stdout()).toContain('"msg":"placement-edge isolate started"');
     expect(dev.stdout()).toContain('"path":"/resource_providers"');
     expect(dev.stderr()).not.toContain('"level":"info"');
+    // The warm-up ran, after the isolate's first answer (its access line), and did not throw.
+    const out = dev.stdout();
+    expect(out).toContain('"msg":"warmed up"');
+    expect(out.indexOf('"msg":"warmed up"')).toBeGreaterThan(out.indexOf('"msg":"request"'));
+    expect(`${out}${dev.stderr()}`).not.toMatch(/Disallowed operation|"msg":"warm-up failed/);
   }, 150_000);
 
   it('keeps its database between runs, and --fresh starts an empty one', async () => {
