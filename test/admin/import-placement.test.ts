@@ -284,7 +284,7 @@ describeWithPart(UPSTREAM_PLACEMENT_MISSING, 'placement-admin import from the re
     expect(badToken.code).toBe(1);
     // The first reads go out side by side: whichever is refused first is named.
     expect(badToken.stderr).toMatch(
-      /^placement-admin: the source \(.*\) refused the token \(HTTP 403 on GET \/(resource_classes|traits)\)/,
+      /^placement-admin: the source \(.*\) refused the token \(HTTP 403 on GET \/(resource_classes|traits|resource_providers)\)/,
     );
     expect(badToken.stderr.trim().split('\n')).toHaveLength(1);
 
