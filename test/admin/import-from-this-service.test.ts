@@ -8,31 +8,12 @@
 import { createServer, type Server } from 'node:http';
 import { getRequestListener } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isDataCommand, runDataCommand } from '../../src/admin/cli.js';
-import { openInProcessTarget } from '../../src/entry/admin-target.js';
+import { admin } from './admin-command.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { CLOUD, loadCloud } from './upstream-cloud.js';
 
 const PROVIDERS = [CLOUD.cn1, CLOUD.numa0, CLOUD.numa1, CLOUD.fpga0, CLOUD.cn2, CLOUD.shared];
 const CONSUMERS = [CLOUD.instance1, CLOUD.instance2, CLOUD.migration, CLOUD.untyped];
-
-async function admin(args: string[], env: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const [command, ...rest] = args;
-  if (!isDataCommand(command)) throw new Error(`not a data command: ${command}`);
-  const code = await runDataCommand(command, rest, {
-    out: (t) => {
-      out += `${t}\n`;
-    },
-    err: (t) => {
-      err += `${t}\n`;
-    },
-    env,
-    openTarget: openInProcessTarget,
-  });
-  return { code, out, err };
-}
 
 describe('placement-admin import from this service, every generation above 0', () => {
   let source: TestApp;

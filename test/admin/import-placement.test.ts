@@ -15,9 +15,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createClient } from '@libsql/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { isDataCommand, runDataCommand } from '../../src/admin/cli.js';
-import { openInProcessTarget } from '../../src/entry/admin-target.js';
 import { startServer } from '../helpers/node-server.js';
+import { admin } from './admin-command.js';
 import { describeWithPart, itWithPart } from '../helpers/parts.js';
 import {
   placementCall,
@@ -33,25 +32,6 @@ const NOVA_SCRIPT = join(import.meta.dirname, 'nova-switch.py');
 const NOVA_MISSING = existsSync('/usr/lib/python3/dist-packages/nova/scheduler/client/report.py')
   ? undefined
   : 'Debian package python3-nova is not installed';
-
-/** placement-admin in this process, its output captured. */
-async function admin(args: string[], env: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const [command, ...rest] = args;
-  if (!isDataCommand(command)) throw new Error(`not a data command: ${command}`);
-  const code = await runDataCommand(command, rest, {
-    out: (t) => {
-      out += `${t}\n`;
-    },
-    err: (t) => {
-      err += `${t}\n`;
-    },
-    env,
-    openTarget: openInProcessTarget,
-  });
-  return { code, out, err };
-}
 
 /** How many rows the target's data tables hold (0 also when the file was never created). */
 async function rowsIn(dbFile: string): Promise<number> {

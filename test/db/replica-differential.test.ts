@@ -11,7 +11,7 @@ import { type CountingProxy, startCountingProxy } from '../helpers/counting-prox
 import { type InventorySpec, provider } from '../helpers/providers.js';
 import { mulberry32 } from '../helpers/random.js';
 import { describeWithPart } from '../helpers/parts.js';
-import { SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
+import { replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const SEED = Number(process.env.REPLICA_DIFF_SEED ?? 2724);
@@ -182,26 +182,10 @@ describeWithPart(SQLD_MISSING, "candidates from a caught-up replica equal the pr
   });
 
   async function caughtUp(): Promise<void> {
-    const markAt = async (url: string) => {
-      const res = await fetch(`${url}/v2/pipeline`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          requests: [{ type: 'execute', stmt: { sql: 'SELECT mark FROM placement_write_marks' } }, { type: 'close' }],
-        }),
-      });
-      const body = (await res.json()) as { results: { response?: { result?: { rows: { value: string }[][] } } }[] };
-      return Number(body.results[0]?.response?.result?.rows[0]?.[0]?.value ?? -1);
-    };
     // The writer raises no mark (it has no replica): throwaway writes through the reader do, on the primary.
     expect((await reader.call('PUT', '/traits/CUSTOM_REPLICA_DIFF_SYNC')).status).toBe(201);
     expect((await reader.call('DELETE', '/traits/CUSTOM_REPLICA_DIFF_SYNC')).status).toBe(204);
-    const target = await markAt(primary.url);
-    for (let i = 0; i < 400; i++) {
-      if ((await markAt(replica.url)) >= target) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error('the replica did not catch up within 10 s');
+    await replicaCaughtUp(replica, primary);
   }
 
   it(`${ROUNDS} rounds of random writes, then ${QUERIES_PER_ROUND} random queries each (seed ${SEED})`, async () => {

@@ -18,7 +18,7 @@ import { type PausableLink, startPausableLink } from '../helpers/pausable-link.j
 import { describeWithPart, itWithPart } from '../helpers/parts.js';
 import { PROMTOOL_MISSING, parseSamples, promtoolCheck, type Sample, sampleValue } from '../helpers/prometheus-text.js';
 import { provider } from '../helpers/providers.js';
-import { SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
+import { replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld, writeMarkAt } from '../helpers/sqld.js';
 import type { TestApp } from '../helpers/test-app.js';
 
 const CANDIDATES = '/allocation_candidates?resources=VCPU:1,MEMORY_MB:64';
@@ -62,26 +62,6 @@ async function instance(env: Record<string, string>): Promise<Instance> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** The write mark a sqld server holds (how far it has got), straight over its HTTP API. */
-async function markAt(url: string): Promise<number> {
-  const res = await fetch(`${url}/v2/pipeline`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ requests: [{ type: 'execute', stmt: { sql: 'SELECT mark FROM placement_write_marks' } }, { type: 'close' }] }),
-  });
-  const body = (await res.json()) as { results: { response?: { result?: { rows: { value: string }[][] } } }[] };
-  return Number(body.results[0]?.response?.result?.rows[0]?.[0]?.value ?? -1);
-}
-
-async function caughtUp(replica: SqldServer, primary: SqldServer): Promise<void> {
-  const target = await markAt(primary.url);
-  for (let i = 0; i < 400; i++) {
-    if ((await markAt(replica.url)) >= target) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('the replica did not catch up within 10 s');
 }
 
 async function json(app: TestApp, path: string): Promise<unknown> {
@@ -142,7 +122,7 @@ describeWithPart(SQLD_MISSING, 'a replica that lags, answers slowly or dies', ()
   it('lagging: reads needing our writes go to the primary (counted "behind"), the replica serves again once caught up', async () => {
     const viaLag = await open({ PLACEMENT_DB_READ_URL: lagging.url });
     const counts = viaLag.deps.store.replica!.counts;
-    await caughtUp(lagging, primary);
+    await replicaCaughtUp(lagging, primary);
     expect(await json(viaLag, CANDIDATES)).toEqual(await json(exact, CANDIDATES));
     expect(counts.replica).toBeGreaterThan(0);
 
@@ -150,7 +130,7 @@ describeWithPart(SQLD_MISSING, 'a replica that lags, answers slowly or dies', ()
     const before = { ...counts, metrics: (await scrape(viaLag)).samples };
     // Our own writes while the replica cannot see them.
     const rp = await provider(viaLag, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 1024 } } });
-    expect(await markAt(lagging.url)).toBeLessThan(await markAt(primary.url)); // it really lags
+    expect(await writeMarkAt(lagging.url)).toBeLessThan(await writeMarkAt(primary.url)); // it really lags
     const inTree = `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`;
     for (let used = 0; used < 4; used += 1) {
       const answer = (await json(viaLag, inTree)) as { provider_summaries: Record<string, { resources: { VCPU: { used: number } } }> };
@@ -167,7 +147,7 @@ describeWithPart(SQLD_MISSING, 'a replica that lags, answers slowly or dies', ()
     expect(viaLag.logs.filter((l) => l.msg.startsWith('read replica'))).toEqual([]);
 
     link.resume();
-    await caughtUp(lagging, primary);
+    await replicaCaughtUp(lagging, primary);
     const served = counts.replica;
     expect(await json(viaLag, inTree)).toEqual(await json(exact, inTree));
     expect(counts.replica).toBe(served + 1);
@@ -210,7 +190,7 @@ describeWithPart(SQLD_MISSING, 'a replica that lags, answers slowly or dies', ()
   it('down (killed): answers come from the primary, one warning per episode, writes unaffected', async () => {
     const viaDoomed = await open({ PLACEMENT_DB_READ_URL: doomed.url, PLACEMENT_DB_READ_RETRY_MS: '50' });
     const counts = viaDoomed.deps.store.replica!.counts;
-    await caughtUp(doomed, primary);
+    await replicaCaughtUp(doomed, primary);
     const expected = await json(exact, CANDIDATES);
     expect(await json(viaDoomed, CANDIDATES)).toEqual(expected);
     expect(counts.replica).toBe(1);

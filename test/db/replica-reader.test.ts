@@ -37,6 +37,7 @@ describe('ReplicaReader', () => {
   let clock: number;
   let logs: { level: string; msg: string; extra?: Record<string, unknown> }[];
   let reported: ReplicaReadOutcome[];
+  let operations: string[];
   let marks: WriteMarks;
   let reader: ReplicaReader;
 
@@ -54,7 +55,12 @@ describe('ReplicaReader', () => {
     clock = 1_000;
     logs = [];
     reported = [];
-    const observer: DbObserver = { operation() {}, raceLost() {}, replicaRead: (outcome) => reported.push(outcome) };
+    operations = [];
+    const observer: DbObserver = {
+      operation: (name) => operations.push(name),
+      raceLost() {},
+      replicaRead: (outcome) => reported.push(outcome),
+    };
     observeDatabase(observer);
     // The replica as the reader sees it: down while `failing` is set.
     const flaky = new Proxy(replica, {
@@ -92,6 +98,7 @@ describe('ReplicaReader', () => {
     expect(reader.counts).toEqual({ replica: 1, behind: 0, unavailable: 0 });
     expect(primaryReads).toBe(0);
     expect(reported).toEqual(['replica']);
+    expect(operations).toEqual(['replica_read_batch']); // timed as a replica read (db_client_operation_duration_seconds)
   });
 
   it('sends the read to the primary, counted "behind", when the replica is one write behind', async () => {

@@ -7,7 +7,7 @@ import { type PausableLink, startPausableLink } from '../helpers/pausable-link.j
 import { startServer } from '../helpers/node-server.js';
 import { provider } from '../helpers/providers.js';
 import { describeWithPart } from '../helpers/parts.js';
-import { SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
+import { replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld, writeMarkAt } from '../helpers/sqld.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const CANDIDATES = '/allocation_candidates?resources=VCPU:1,MEMORY_MB:64';
@@ -27,28 +27,20 @@ describeWithPart(SQLD_MISSING, 'reads from a replica near the instance', () => {
   const hops = async () => ((await (await fetch(`${proxy.url}/__hops`)).json()) as { hops: number }).hops;
   const resetHops = () => fetch(`${proxy.url}/__hops`, { method: 'DELETE' });
 
-  /** The write mark a sqld server holds (how far it has got), straight over its HTTP API. */
-  const markAt = async (url: string) => {
-    const res = await fetch(`${url}/v2/pipeline`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        requests: [{ type: 'execute', stmt: { sql: 'SELECT mark FROM placement_write_marks' } }, { type: 'close' }],
-      }),
-    });
-    const body = (await res.json()) as { results: { response?: { result?: { rows: { value: string }[][] } } }[] };
-    return Number(body.results[0]?.response?.result?.rows[0]?.[0]?.value ?? -1);
-  };
-
   /** Waits until a replica has applied every write the primary has acknowledged so far. */
-  async function caughtUp(replica: SqldServer): Promise<void> {
-    const target = await markAt(primary.url);
-    for (let i = 0; i < 200; i++) {
-      if ((await markAt(replica.url)) >= target) return;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error('the replica did not catch up within 5 s');
-  }
+  const caughtUp = (replica: SqldServer) => replicaCaughtUp(replica, primary);
+
+  /** One new consumer claiming 1 VCPU on `rp`: one write batch. */
+  const claimOne = (app: TestApp, rp: string) =>
+    app.call('PUT', `/allocations/${crypto.randomUUID()}`, {
+      body: {
+        allocations: { [rp]: { resources: { VCPU: 1 } } },
+        project_id: crypto.randomUUID(),
+        user_id: crypto.randomUUID(),
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
+    });
 
   const body = async (app: TestApp, path: string) => {
     const res = await app.call('GET', path);
@@ -117,18 +109,9 @@ describeWithPart(SQLD_MISSING, 'reads from a replica near the instance', () => {
     link.hold();
     try {
       // One write: one claim, one write batch, the mark raised once.
-      const claim = await viaC.call('PUT', `/allocations/${crypto.randomUUID()}`, {
-        body: {
-          allocations: { [rp]: { resources: { VCPU: 1 } } },
-          project_id: crypto.randomUUID(),
-          user_id: crypto.randomUUID(),
-          consumer_generation: null,
-          consumer_type: 'INSTANCE',
-        },
-      });
-      expect(claim.status).toBe(204);
-      expect(viaC.deps.store.marks.last).toBe(await markAt(primary.url));
-      expect(await markAt(replicaC.url)).toBe(viaC.deps.store.marks.last - 1);
+      expect((await claimOne(viaC, rp)).status).toBe(204);
+      expect(viaC.deps.store.marks.last).toBe(await writeMarkAt(primary.url));
+      expect(await writeMarkAt(replicaC.url)).toBe(viaC.deps.store.marks.last - 1);
       const held = { ...counts };
       await resetHops();
       expect(await used()).toBe(1);
@@ -155,16 +138,7 @@ describeWithPart(SQLD_MISSING, 'reads from a replica near the instance', () => {
     const counts = viaA.deps.store.replica!.counts;
     const behindBefore = counts.behind;
     for (let used = 1; used <= 20; used += 1) {
-      const claim = await viaA.call('PUT', `/allocations/${crypto.randomUUID()}`, {
-        body: {
-          allocations: { [rp]: { resources: { VCPU: 1 } } },
-          project_id: crypto.randomUUID(),
-          user_id: crypto.randomUUID(),
-          consumer_generation: null,
-          consumer_type: 'INSTANCE',
-        },
-      });
-      expect(claim.status).toBe(204);
+      expect((await claimOne(viaA, rp)).status).toBe(204);
       const answer = (await body(viaA, query)) as { provider_summaries: Record<string, { resources: { VCPU: { used: number } } }> };
       expect(answer.provider_summaries[rp]!.resources.VCPU.used).toBe(used);
     }
