@@ -44,11 +44,15 @@ export const MODULES: Module[] = [
   },
   { name: 'first-of', mutate: ['src/placement/candidates/first-of.ts'], tests: ['test/ext/first-of.test.ts'] },
   { name: 'replica-reader', mutate: ['src/db/replica.ts'], tests: ['test/db/replica-reader.test.ts'] },
-  { name: 'token-cache', mutate: ['src/http/keystone/token-cache.ts'], tests: ['test/keystone/token-validation.test.ts'] },
+  {
+    name: 'token-cache',
+    mutate: ['src/http/keystone/token-cache.ts'],
+    tests: ['test/keystone/token-cache.test.ts', 'test/keystone/token-validation.test.ts'],
+  },
   {
     name: 'import',
     mutate: ['src/admin/placement-reader.ts', 'src/admin/import-writer.ts'],
-    tests: ['test/admin/import-writer.test.ts', 'test/admin/import-from-this-service.test.ts'],
+    tests: ['test/admin/placement-reader.test.ts', 'test/admin/import-writer.test.ts', 'test/admin/import-from-this-service.test.ts'],
   },
 ];
 
