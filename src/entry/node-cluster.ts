@@ -1,8 +1,9 @@
-// Node mode on several cores: the primary process prepares the database once
-// (migrations, standard names), runs the periodic sweeps (outbox drain, bind
-// timeouts, purge) so they run in one place, and forks PLACEMENT_WORKERS
+// Node mode on several cores: the primary process forks PLACEMENT_WORKERS
 // HTTP server processes sharing the port (node:cluster) and the WAL database
-// file. Reads run in parallel; writes stay serialised: each process queues
+// file, prepares the database once (migrations, standard names) while they
+// start (each listens at once and holds its database requests until the
+// primary says it is prepared: database-gate.ts), and runs the periodic
+// sweeps (outbox drain, bind timeouts, purge) so they run in one place. Reads run in parallel; writes stay serialised: each process queues
 // its own writers behind its in-process lock and SQLite's BEGIN IMMEDIATE +
 // busy timeout orders the processes (the race tests check the result).
 //
@@ -26,6 +27,8 @@ import {
 import { buildNodeDeps } from './node-service.js';
 import { serveClusterMetrics } from '../observability/cluster.js';
 import { relayWriteMarks } from './write-marks-sharing.js';
+import { answerPrepared, whenServersReady } from './database-gate.js';
+import { prepareDatabase } from './prepare-database.js';
 
 /** Beyond the workers' own grace period, how long the primary waits before killing them. */
 const SHUTDOWN_MARGIN_MS = 2000;
@@ -44,8 +47,9 @@ export const clusterCounters = { processesReplaced: 0 };
 const YOUNG_GENERATION_MB = 32;
 
 export async function runPrimary(config: AppConfig, processes: number): Promise<void> {
-  // Migrate and sync before any worker opens the file, so none of them races
-  // it; a port taken or a database unwritable is told once, here.
+  const started = performance.now();
+  // A port taken or a database unwritable is told once, here. Only the
+  // primary migrates and syncs, so no server process races it.
   try {
     checkPolicyFile(config.PLACEMENT_POLICY_FILE);
     checkDatabasePath(config.PLACEMENT_DB_URL);
@@ -55,11 +59,11 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   }
   let deps: Deps;
   try {
-    deps = await buildNodeDeps(config);
+    deps = await buildNodeDeps(config, undefined, { prepare: false });
   } catch (err) {
     refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err));
   }
-  const jobs = startNodeJobs(deps);
+  let jobs: { stop(): void } | undefined;
   serveClusterMetrics(deps.metrics);
   let stopping = false;
   let announced = false;
@@ -67,7 +71,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   const alive = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
 
   function exit(code: number): never {
-    jobs.stop();
+    jobs?.stop();
     deps.store.close();
     deps.log.info('placement-edge stopped', { pid: process.pid, code });
     process.exit(code);
@@ -79,7 +83,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
     if (stopping) return;
     stopping = true;
     deps.log.info('placement-edge stopping', { pid: process.pid, signal: signal ?? null, processes: alive().length });
-    jobs.stop();
+    jobs?.stop();
     deps.log.info('placement-edge stopping', { signal, processes: alive().length, grace_ms: config.PLACEMENT_SHUTDOWN_GRACE_MS });
     for (const worker of alive()) worker.process.kill('SIGTERM');
     if (alive().length === 0) exit(0);
@@ -153,7 +157,22 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
     cluster.setupPrimary({ execArgv: [...process.execArgv, `--max-semi-space-size=${YOUNG_GENERATION_MB}`] });
   }
   relayWriteMarks();
+  // The first set of server processes warmed up: the service is ready (replacements later are not announced).
+  whenServersReady(processes, () =>
+    deps.log.info('placement-edge ready', { pid: process.pid, processes, ms: Math.round(performance.now() - started) }),
+  );
+  const prepared = prepareDatabase(deps.store.client);
+  answerPrepared(prepared);
   for (let i = 0; i < processes; i += 1) cluster.fork();
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+  try {
+    await prepared;
+  } catch (err) {
+    // The server processes are told nothing more: they go with this process.
+    stopping = true;
+    for (const worker of alive()) worker.process.kill('SIGKILL');
+    refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err));
+  }
+  if (!stopping) jobs = startNodeJobs(deps);
 }

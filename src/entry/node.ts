@@ -14,9 +14,9 @@ import { runPrimary } from './node-cluster.js';
 import { shareWriteMarks } from './write-marks-sharing.js';
 import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
 import { buildNodeDeps, serverProcessCount } from './node-service.js';
-import { consoleLogger, type Logger } from '../deps.js';
+import { consoleLogger, type Deps, type Logger } from '../deps.js';
 import { clusterMetricsSource } from '../observability/cluster.js';
-import { configSummary } from '../observability/config-summary.js';
+import { configSummary, startSummary } from '../observability/config-summary.js';
 import { drainable } from './drain.js';
 import {
   checkDatabasePath,
@@ -27,7 +27,11 @@ import {
   refuseStart,
   serverArgs,
 } from './node-start.js';
-import { prepareForTraffic } from './node-warm-up.js';
+import { DatabaseGate, needsNoDatabase, preparedByPrimary, tellPrimaryReady } from './database-gate.js';
+import { prepareDatabase } from './prepare-database.js';
+import { nodeWarmUp, runWarmUp } from './warm-up.js';
+import { WARMING } from '../observability/readiness.js';
+import { keepCloudModelFresh } from '../placement/candidates/model-refresh.js';
 
 // --help and --version answer before anything is opened or created.
 const info = cluster.isPrimary ? serverArgs(process.argv.slice(2)) : null;
@@ -44,28 +48,25 @@ const config = (() => {
 })();
 const processes = serverProcessCount(config);
 if (cluster.isPrimary) {
-  consoleLogger(config.LOG_LEVEL).info('placement-edge starting', {
-    pid: process.pid,
-    node: process.version,
-    processes,
-    config: configSummary(config),
-  });
+  // One short line first (what starts, where), then every setting on a line of its own.
+  const log = consoleLogger(config.LOG_LEVEL);
+  log.info('placement-edge starting', startSummary(config, { pid: process.pid, node: process.version, processes }));
+  log.info('placement-edge configuration', { config: configSummary(config) });
 }
 if (cluster.isPrimary && processes > 1) await runPrimary(config, processes);
 else await serveHttp();
 
 async function serveHttp(): Promise<void> {
+  const started = performance.now();
   const forked = cluster.isWorker;
-  const deps = await openDeps(forked);
+  // Opened, not prepared: the migrations and the standard names (or, in a
+  // cluster, the primary's word that it applied them) come after listening.
+  const deps = await openDeps();
+  deps.readiness.hold('warming', WARMING);
   // A scrape shows the whole cluster: the primary sums every process's counters.
   if (forked) deps.metricsSource = clusterMetricsSource(deps.metrics);
-  // Accelerator bind jobs and Nova events: an in-process queue for the work
-  // this process commits; the sweeps run here only when no primary runs them.
-  const jobs = startNodeJobs(deps, { timers: !forked });
   shareWriteMarks(deps.store);
   const app = createApp(deps);
-  // Warm-up and the provider trees read before listening: first answers as fast as later ones.
-  const readiness = await prepareForTraffic(deps);
   const executionCtx = nodeExecutionContext(deps.log);
   // @hono/node-server's serve(), plus its errorHandler: a request it cannot
   // turn into a fetch Request (no Host header, a target like "*") gets a 400
@@ -74,6 +75,8 @@ async function serveHttp(): Promise<void> {
     hostname: config.HOST,
     errorHandler: unreadableRequest,
   });
+  // Requests that need the database wait here until it is prepared (database-gate.ts).
+  const gate = new DatabaseGate();
   // Node's own refusal of an HTTP/1.1 request without Host is an empty 400:
   // refuseWithoutHost answers it in the envelope instead.
   const timeout = config.PLACEMENT_REQUEST_TIMEOUT_MS;
@@ -88,7 +91,9 @@ async function serveHttp(): Promise<void> {
   };
   const server = createServer(serverOptions, (incoming, outgoing) => {
     drain.track(outgoing);
-    if (!refuseWithoutHost(incoming, outgoing)) void listener(incoming, outgoing);
+    if (refuseWithoutHost(incoming, outgoing)) return;
+    if (gate.isOpen || needsNoDatabase(incoming.method, incoming.url)) void listener(incoming, outgoing);
+    else void gate.passed().then(() => listener(incoming, outgoing));
   });
   const drain = drainable(server);
   server.once('error', (err) => {
@@ -98,11 +103,6 @@ async function serveHttp(): Promise<void> {
     // The primary probed the port before forking; losing it since is told once, by the primary.
     process.exit(EXIT_CANNOT_START);
   });
-  server.listen(config.PORT, config.HOST, () => {
-    const url = `http://${config.HOST}:${(server.address() as AddressInfo).port}`;
-    if (forked) deps.log.debug('server process listening', { url, pid: process.pid });
-    else deps.log.info('placement-edge listening', { url, db: config.PLACEMENT_DB_URL, processes: 1 });
-  });
 
   // What Node's HTTP parser refuses (unknown methods, oversized heads, bad
   // content-length) is answered in the API's envelope, not with a bare 400.
@@ -111,6 +111,8 @@ async function serveHttp(): Promise<void> {
   // Stop accepting, let requests in flight finish (each answered with
   // Connection: close) for at most the grace period, then close the database.
   let stopping = false;
+  let jobs: { stop(): void } | undefined;
+  let refresher: { stop(): void } | undefined;
   async function shutdown(signal: NodeJS.Signals) {
     if (stopping) return;
     stopping = true;
@@ -118,8 +120,8 @@ async function serveHttp(): Promise<void> {
     else deps.log.info('placement-edge stopping', { pid: process.pid, signal });
     const grace = config.PLACEMENT_SHUTDOWN_GRACE_MS;
     const { inFlight, cut } = await drain.drain(grace);
-    jobs.stop();
-    readiness.stop();
+    jobs?.stop();
+    refresher?.stop();
     deps.store.close();
     const fields = { signal, pid: process.pid, in_flight: inFlight, cut };
     if (cut > 0) deps.log.warn(`stopped after the ${grace} ms grace period, cutting requests in flight`, fields);
@@ -129,20 +131,62 @@ async function serveHttp(): Promise<void> {
   }
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
+
+  await new Promise<void>((resolve) =>
+    server.listen(config.PORT, config.HOST, () => {
+      const url = `http://${config.HOST}:${(server.address() as AddressInfo).port}`;
+      if (forked) deps.log.debug('server process listening', { url, pid: process.pid });
+      else deps.log.info('placement-edge listening', { url, db: config.PLACEMENT_DB_URL, processes: 1 });
+      resolve();
+    }),
+  );
+
+  // Warming, while requests are served: the database prepared (here, or by the primary) ...
+  if (forked) await preparedByPrimary();
+  else await prepareDatabase(deps.store.client).catch((err: unknown) => refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err)));
+  gate.open();
+  // ... accelerator bind jobs and Nova events: an in-process queue for the work
+  // this process commits; the sweeps run here only when no primary runs them ...
+  jobs = startNodeJobs(deps, { timers: !forked });
+  // ... the warm-up hook (warm-up.ts), and the trees kept current as any process writes.
+  await runWarmUp(nodeWarmUp, deps);
+  refresher = keepTreesFresh(deps);
+  deps.readiness.release('warming');
+  const ready = { pid: process.pid, ms: Math.round(performance.now() - started) };
+  if (forked) {
+    deps.log.debug('server process ready', ready);
+    tellPrimaryReady();
+  } else deps.log.info('placement-edge ready', ready);
 }
 
-/** The Deps, or the start refused in one line when the database cannot be opened. */
-async function openDeps(forked: boolean) {
-  // A forked worker finds the database prepared by the primary.
-  if (forked) return buildNodeDeps(config, undefined, { prepare: false });
-  try {
-    checkPolicyFile(config.PLACEMENT_POLICY_FILE);
-    checkDatabasePath(config.PLACEMENT_DB_URL);
-  } catch (err) {
-    return refuseStart(err);
+/**
+ * The provider trees kept in memory brought up to date every
+ * PLACEMENT_TREE_REFRESH_MS with writes from any process, so the first
+ * candidates request after a load reads none. A database file only: its
+ * batches run in call order, so a refresh and a request apply their
+ * snapshots in the order they were read.
+ */
+function keepTreesFresh({ config, log, store }: Deps): { stop(): void } | undefined {
+  const cap = config.PLACEMENT_CANDIDATE_TREE_CACHE;
+  if (config.PLACEMENT_TREE_REFRESH_MS === 0 || cap === 0 || !config.PLACEMENT_DB_URL.startsWith('file:')) return undefined;
+  return keepCloudModelFresh(store.nearby, cap, config.PLACEMENT_TREE_REFRESH_MS, (err) =>
+    log.warn('refreshing the provider trees failed', { err: String(err) }),
+  );
+}
+
+/** The Deps on the database opened (not yet prepared), or the start refused in one line when it cannot be opened. */
+async function openDeps(): Promise<Deps> {
+  // A forked worker finds the paths checked by the primary.
+  if (!cluster.isWorker) {
+    try {
+      checkPolicyFile(config.PLACEMENT_POLICY_FILE);
+      checkDatabasePath(config.PLACEMENT_DB_URL);
+    } catch (err) {
+      return refuseStart(err);
+    }
   }
   try {
-    return await buildNodeDeps(config);
+    return await buildNodeDeps(config, undefined, { prepare: false });
   } catch (err) {
     return refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err));
   }
