@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
-import { hasPrometheus, NO_PROMETHEUS, PROMETHEUS, parseSamples, type Sample, sampleValue } from '../helpers/prometheus-text.js';
+import { describeWithPart } from '../helpers/parts.js';
+import { PROMETHEUS, PROMETHEUS_MISSING, parseSamples, type Sample, sampleValue } from '../helpers/prometheus-text.js';
 import { freePort } from '../helpers/sqld.js';
 
 const WORKERS = 2;
@@ -111,7 +112,7 @@ describe('a cluster of server processes', () => {
   }, 200_000);
 });
 
-describe.skipIf(!hasPrometheus)(`a real Prometheus server (${NO_PROMETHEUS})`, () => {
+describeWithPart(PROMETHEUS_MISSING, 'a real Prometheus server', () => {
   let prometheus: ChildProcess | undefined;
   afterAll(() => {
     prometheus?.kill('SIGKILL');
