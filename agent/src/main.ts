@@ -277,12 +277,19 @@ export async function reportOnce(
   const uuidOf = (name: string) => known.get(name)?.uuid ?? providerUuid(name);
   const merged = mergeProviderConfigs(found.providers, configs, uuidOf, { startup });
   for (const conflict of merged.conflicts) log.warn(`ignored: ${conflict}`);
-  const synced = await syncTree(client, merged.providers, { ratios: ratioSettings(config), aggregates: config.aggregates, log });
-  const summary = { ...synced, ...(await reportGpuHealth(client, config, found.providers, uuidOf, log)) };
+  const synced = await syncTree(client, merged.providers, {
+    ratios: ratioSettings(config),
+    aggregates: config.aggregates,
+    computeNode: config.compute_node,
+    log,
+  });
+  // Devices whose provider another writer made are not this agent's to report.
+  const devices = found.providers.filter((p) => !synced.skipped.includes(p.name));
+  const summary = { ...synced, ...(await reportGpuHealth(client, config, devices, uuidOf, log)) };
   if (!config.report_accelerators) return { ...summary, accelerators: 'disabled' };
   try {
     // After the tree exists, so every deployable names a device provider Placement has.
-    const outcome = await reportAccelerators(client, found.host.hostname, found.providers, uuidOf);
+    const outcome = await reportAccelerators(client, found.host.hostname, devices, uuidOf);
     return { ...summary, accelerators: outcome };
   } catch (err) {
     // A plain OpenStack Placement has no accelerator API: keep reporting the tree.
