@@ -1,7 +1,7 @@
 // The settings a start cannot work with, each refused in ONE line that names
 // the variable and the fix (no stack, no secret echoed back). Runs before the
 // service opens anything; pure, so any entry can use it.
-import { type AppConfig, ConfigSchema } from './config.js';
+import { type AppConfig, ConfigSchema, novaSettingsProblem } from './config.js';
 import { TokenTableJson } from './http/auth.js';
 
 /** A setting that stops the start: what is wrong with it and how to fix it. */
@@ -98,5 +98,7 @@ export function checkSettings(env: Record<string, string | undefined>): AppConfi
     throw new SettingProblem(key, `invalid value${shown}: ${issue.message}`, fix);
   }
   checkTokens(parsed.data);
+  const nova = novaSettingsProblem(parsed.data);
+  if (nova) throw new SettingProblem(nova.setting, nova.problem, nova.fix);
   return parsed.data;
 }
