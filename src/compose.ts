@@ -9,7 +9,7 @@ import type { Deps, Logger } from './deps.js';
 import { extJobs } from './ext/jobs.js';
 import { KeystoneNovaIdentity } from './http/keystone/nova-identity.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
-import { KeystoneTokenValidator } from './http/keystone/validator.js';
+import { type KeystoneSettings, KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
@@ -50,7 +50,10 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     nova: novaIdentity(config, options.keystoneFetch),
     metrics: serviceMetrics,
     metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),
-    keystone: config.PLACEMENT_AUTH_STRATEGY === 'keystone' ? keystoneValidator(config, options.keystoneFetch) : undefined,
+    keystone:
+      config.PLACEMENT_AUTH_STRATEGY === 'keystone'
+        ? keystoneValidator(config, options.keystoneFetch, (reason) => serviceMetrics.keystoneSignInFailures.inc([reason]))
+        : undefined,
     projectNames:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone' && config.PLACEMENT_KEYSTONE_AUTH_URL
         ? new KeystoneProjectNames({
@@ -63,7 +66,11 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
 }
 
 /** The validator for PLACEMENT_KEYSTONE_* (loadConfig() has checked them; a hand-built config is checked here). */
-export function keystoneValidator(config: AppConfig, fetcher?: typeof fetch): KeystoneTokenValidator {
+export function keystoneValidator(
+  config: AppConfig,
+  fetcher?: typeof fetch,
+  onSignInFailure?: KeystoneSettings['onSignInFailure'],
+): KeystoneTokenValidator {
   const problem = keystoneSettingsProblem(config);
   if (problem) throw new Error(`invalid configuration: ${problem}`);
   const authUrl = config.PLACEMENT_KEYSTONE_AUTH_URL!;
@@ -81,6 +88,7 @@ export function keystoneValidator(config: AppConfig, fetcher?: typeof fetch): Ke
       cacheSize: config.PLACEMENT_KEYSTONE_TOKEN_CACHE_SIZE,
       timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
       wwwAuthenticateUri: config.PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI ?? authUrl,
+      onSignInFailure,
     },
     fetcher,
   );

@@ -45,11 +45,28 @@ export interface Deps {
   projectNames?: ProjectNameLookup;
 }
 
-export function consoleLogger(level: AppConfig['LOG_LEVEL']): Logger {
+/** Where a log line goes, by its level. */
+export type LogSink = (level: 'debug' | 'info' | 'warn' | 'error', line: string) => void;
+
+/** Node: every line on stderr (stdout stays free for a CLI's output; journald keeps both). */
+export const stderrSink: LogSink = (_level, line) => console.error(line);
+
+/**
+ * A Worker: each line on the console method of its level. wrangler dev and
+ * Workers Logs show console.error as an error (`✘ [ERROR]`) and console.warn
+ * as a warning, so info and debug lines go to console.log.
+ */
+export const consoleByLevel: LogSink = (level, line) => {
+  if (level === 'error') console.error(line);
+  else if (level === 'warn') console.warn(line);
+  else console.log(line);
+};
+
+export function consoleLogger(level: AppConfig['LOG_LEVEL'], sink: LogSink = stderrSink): Logger {
   const order = ['debug', 'info', 'warn', 'error', 'silent'];
   const min = order.indexOf(level);
   const at = (name: 'debug' | 'info' | 'warn' | 'error') => (msg: string, extra?: Record<string, unknown>) => {
-    if (order.indexOf(name) >= min) console.error(JSON.stringify({ time: new Date().toISOString(), level: name, msg, ...extra }));
+    if (order.indexOf(name) >= min) sink(name, JSON.stringify({ time: new Date().toISOString(), level: name, msg, ...extra }));
   };
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }

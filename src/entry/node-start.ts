@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { ConfigSchema } from '../config.js';
 import { parsePolicyOverrides } from '../deps.js';
+import { databaseFailure } from '../database-failure.js';
 import { SettingProblem } from '../settings-check.js';
 import { VERSION } from '../version.js';
 
@@ -115,14 +116,10 @@ export function checkPolicyFile(file: string | undefined): void {
   }
 }
 
-/** The database could not be opened or prepared although the path looked writable (a read-only mount, a full disk, a corrupt file). */
+/** The database could not be opened or prepared: the cause and its fix (settings-check.ts databaseFailure). */
 export function databaseOpenProblem(url: string, err: unknown): StartProblem {
-  const message = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ');
-  return new StartProblem(
-    'PLACEMENT_DB_URL',
-    `cannot open the database ${url} (${message})`,
-    'check that the file and its directory are writable, the volume is not full or read-only, and the file is a placement-edge database',
-  );
+  const { problem, fix } = databaseFailure(url, err);
+  return new StartProblem('PLACEMENT_DB_URL', problem, fix);
 }
 
 /** A listen error as the setting to change. */

@@ -16,7 +16,7 @@ import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableReque
 import { buildNodeDeps, serverProcessCount } from './node-service.js';
 import { consoleLogger, type Logger } from '../deps.js';
 import { clusterMetricsSource } from '../observability/cluster.js';
-import { configSummary } from '../observability/config-summary.js';
+import { configSummary, startSummary } from '../observability/config-summary.js';
 import { drainable } from './drain.js';
 import {
   checkDatabasePath,
@@ -44,12 +44,10 @@ const config = (() => {
 })();
 const processes = serverProcessCount(config);
 if (cluster.isPrimary) {
-  consoleLogger(config.LOG_LEVEL).info('placement-edge starting', {
-    pid: process.pid,
-    node: process.version,
-    processes,
-    config: configSummary(config),
-  });
+  // One short line first (what starts, where), then every setting on a line of its own.
+  const log = consoleLogger(config.LOG_LEVEL);
+  log.info('placement-edge starting', startSummary(config, { pid: process.pid, node: process.version, processes }));
+  log.info('placement-edge configuration', { config: configSummary(config) });
 }
 if (cluster.isPrimary && processes > 1) await runPrimary(config, processes);
 else await serveHttp();

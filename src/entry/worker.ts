@@ -23,13 +23,14 @@ import { z } from 'zod';
 import { createApp } from '../app.js';
 import { type AppConfig, loadConfig } from '../config.js';
 import { createDataStore, type DataStore } from '../db/client.js';
+import { databaseFailure } from '../database-failure.js';
 import { fetchWithTimeout } from '../db/replica.js';
 import { applyMigrations } from '../db/migrate.js';
 import { MIGRATIONS } from '../db/migrations.generated.js';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
 import { syncStandards } from '../placement/sync-standards.js';
 import { makeDeps } from '../compose.js';
-import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
+import { consoleByLevel, consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
 import { STATUS_TITLES } from '../http/api-error.js';
 import { consume } from '../jobs/consume.js';
 import type { JobMessage } from '../jobs/messages.js';
@@ -154,9 +155,12 @@ export function openWorkerStore(config: AppConfig, log: Logger): DataStore {
 
 async function boot(env: WorkerEnv): Promise<Booted> {
   const config = loadConfig(environmentFromBindings(env));
-  const log = consoleLogger(config.LOG_LEVEL);
+  const log = consoleLogger(config.LOG_LEVEL, consoleByLevel);
   const store = openWorkerStore(config, log);
-  await prepareDatabase(store.client);
+  await prepareDatabase(store.client).catch((err: unknown) => {
+    const { problem, fix } = databaseFailure(config.PLACEMENT_DB_URL, err, 'Cloudflare, over https on port 443');
+    throw new Error(`PLACEMENT_DB_URL: ${problem}. Fix: ${fix}`);
+  });
   const overrides = config.PLACEMENT_POLICY_JSON ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON') : undefined;
   // Without a JOBS binding the cron drain delivers (outboxOnlyQueue).
   const producer = BindingsSchema.parse(env).JOBS;

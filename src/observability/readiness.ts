@@ -11,7 +11,12 @@ const CLASSES_JSON = JSON.stringify(STANDARD_RESOURCE_CLASSES);
 const TRAITS_JSON = JSON.stringify(STANDARD_TRAITS);
 const PRESENT = (table: string) => `SELECT count(*) AS n FROM ${table} WHERE name IN (SELECT value FROM json_each(?))`;
 
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+/** The error's message, with its cause where it has one ("fetch failed" alone says nothing of why). */
+const messageOf = (err: unknown) => {
+  const message = err instanceof Error ? err.message : String(err);
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : undefined;
+  return cause && !message.includes(cause) ? `${message} (${cause})` : message;
+};
 
 export async function checkReadiness(reader: BatchReader, migrations: readonly MigrationFile[]): Promise<Readiness> {
   const needed = Math.max(...migrations.map((m) => m.when));

@@ -254,7 +254,8 @@ describe('GET /metrics', () => {
         }),
       );
       const samples = await scrape(off.app);
-      expect(samples.filter((s) => s.name.startsWith('openstack_placement_'))).toEqual([]);
+      expect(samples.filter((s) => s.name.startsWith('openstack_placement_resource_'))).toEqual([]);
+      expect(sampleValue(samples, 'openstack_placement_up')).toBe(1);
       expect(sampleValue(samples, 'placement_outbox_depth', { topic: 'bind' })).toBe(0);
     } finally {
       off.close();
