@@ -12,7 +12,7 @@ import { ratioSettings } from './ratios/index.js';
 import { PlacementClient, PlacementError, ServiceUnavailableError, type FetchLike } from './report/client.js';
 import { reportAccelerators, type AcceleratorOutcome } from './report/accelerators.js';
 import { placementConnection, type PlacementConnection } from './report/keystone-session.js';
-import { lookupProviders, syncTree, type SyncSummary } from './report/sync.js';
+import { lookupProviders, syncTree, writerOf, type SyncSummary } from './report/sync.js';
 import { VERSION } from '../../src/version.js';
 import { syncGpuTaints, type TaintOutcome } from './report/taints.js';
 import { parseNvidiaSmiXml, readNvidiaSmiXml, unhealthyReason } from './discover/gpu-health.js';
@@ -253,7 +253,10 @@ async function acceleratorsCommand(config: AgentConfig, io: Io): Promise<number>
       found.providers.map((p) => p.name),
     );
     const uuidOf = (name: string) => known.get(name)?.uuid ?? providerUuid(name);
-    const outcome = await reportAccelerators(client, found.host.hostname, found.providers, uuidOf);
+    // Beside nova-compute, devices whose provider another writer made are not the agent's to report.
+    const { ours } = await writerOf(client, found.providers, known, config.compute_node);
+    const devices = found.providers.filter((p) => p.parentName === undefined || ours(p));
+    const outcome = await reportAccelerators(client, found.host.hostname, devices, uuidOf);
     io.out(JSON.stringify({ host: found.host.hostname, ...outcome }));
     return 0;
   } catch (err) {

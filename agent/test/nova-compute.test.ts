@@ -96,7 +96,7 @@ async function tree(rootUuid: string) {
   return list.resource_providers;
 }
 
-function agent(args: string[], env: Record<string, string> = {}) {
+function agent(args: string[], env: Record<string, string> = {}, command: 'once' | 'accelerators' = 'once') {
   const requests: { method: string; path: string }[] = [];
   const out: string[] = [];
   const err: string[] = [];
@@ -106,7 +106,7 @@ function agent(args: string[], env: Record<string, string> = {}) {
     return svc.app.fetch(req);
   };
   const run = () =>
-    main(['once', '--endpoint', ENDPOINT, '--token', 'admin', ...args], {
+    main([command, '--endpoint', ENDPOINT, '--token', 'admin', ...args], {
       out: (t) => out.push(t),
       err: (t) => err.push(t),
       fetch: fetchLike,
@@ -196,6 +196,10 @@ describe('the agent beside nova-compute', () => {
       svc.call('GET', '/accelerator/v2/devices', { headers: { 'openstack-api-version': 'accelerator 2.0' } }),
     );
     expect(devices.devices.filter((d) => d.hostname === host)).toHaveLength(1);
+    // `placement-agent accelerators` alone reports the same single device.
+    const alone = agent(['--root', fixture('two-nvidia'), '--host', host], {}, 'accelerators');
+    expect(await alone.run(), alone.err.join('\n')).toBe(0);
+    expect(JSON.parse(alone.out[0]!)).toMatchObject({ host, devices: 1 });
   });
 
   it('compute_node: external waits for nova-compute: no provider is created while there is none', async () => {

@@ -109,6 +109,32 @@ export async function lookupProviders(client: PlacementClient, names: readonly s
   return found;
 }
 
+/**
+ * Who writes this host's providers this run: the compute node's writer (see
+ * ComputeNodeMode) and, per provider, whether the agent writes it (with another
+ * writer on the compute node, only the children the agent made itself: its uuid).
+ * Throws ComputeNodeMissingError for `external` while there is no compute node.
+ */
+export async function writerOf(
+  client: PlacementClient,
+  tree: readonly DiscoveredProvider[],
+  existing: ReadonlyMap<string, Provider>,
+  mode: ComputeNodeMode,
+): Promise<{ computeNode: 'agent' | 'external'; ours: (provider: DiscoveredProvider) => boolean }> {
+  const rootName = tree.find((p) => p.parentName === undefined)?.name;
+  const rootRecord = rootName === undefined ? undefined : existing.get(rootName);
+  if (mode === 'external' && rootName !== undefined && !rootRecord) throw new ComputeNodeMissingError(rootName);
+  const computeNode =
+    !rootRecord || mode === 'agent' ? 'agent' : mode === 'external' ? 'external' : await computeNodeOwner(client, rootRecord);
+  const ours = (provider: DiscoveredProvider) => {
+    if (computeNode === 'agent') return true;
+    if (provider.parentName === undefined) return false;
+    const record = existing.get(provider.name);
+    return !record || record.uuid === providerUuid(provider.name);
+  };
+  return { computeNode, ours };
+}
+
 export async function syncTree(client: PlacementClient, tree: readonly DiscoveredProvider[], options: SyncOptions): Promise<SyncSummary> {
   const log = options.log ?? silent;
   const summary: SyncSummary = {
@@ -126,22 +152,12 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
     client,
     tree.map((p) => p.name),
   );
-  const rootName = tree.find((p) => p.parentName === undefined)?.name;
-  const rootRecord = rootName === undefined ? undefined : existing.get(rootName);
-  const mode = options.computeNode ?? 'auto';
-  if (mode === 'external' && rootName !== undefined && !rootRecord) throw new ComputeNodeMissingError(rootName);
-  if (rootRecord && mode !== 'agent') summary.computeNode = mode === 'external' ? 'external' : await computeNodeOwner(client, rootRecord);
-  const external = summary.computeNode === 'external';
+  const { computeNode, ours } = await writerOf(client, tree, existing, options.computeNode ?? 'auto');
+  summary.computeNode = computeNode;
+  const external = computeNode === 'external';
   if (external && (options.aggregates?.length ?? 0) > 0) {
-    log.warn(`aggregates not written: nova-compute owns ${rootName} (Nova's host aggregates are mirrored to Placement)`);
+    log.warn(`aggregates not written: nova-compute owns the compute node (Nova's host aggregates are mirrored to Placement)`);
   }
-  /** Providers the agent writes this run: with another writer on the compute node, only those it made itself. */
-  const ours = (provider: DiscoveredProvider) => {
-    if (!external) return true;
-    if (provider.parentName === undefined) return false;
-    const record = existing.get(provider.name);
-    return !record || record.uuid === providerUuid(provider.name);
-  };
   const uuids = new Map<string, string>();
   for (const provider of tree) {
     const record = existing.get(provider.name);
