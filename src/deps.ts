@@ -3,6 +3,7 @@
 // composition root that builds a Deps is src/compose.ts.
 import { z } from 'zod';
 import type { AppConfig } from './config.js';
+import type { NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';
 import type { ProjectNameLookup } from './http/keystone/project-names.js';
 import type { KeystoneTokenValidator } from './http/keystone/validator.js';
@@ -33,6 +34,8 @@ export interface Deps {
   jobHandlers: JobRegistry;
   /** Outbound fetch for Nova events (tests pass a fake). */
   novaFetch: typeof fetch;
+  /** Where Nova is and the token events carry: NOVA_URL/NOVA_TOKEN, or the service's Keystone identity. */
+  nova: NovaIdentity;
   /** This process's metrics (HTTP, database, product), counted into by every layer. */
   metrics: ServiceMetrics;
   /** Whose counters GET /metrics shows: this process's, the Node cluster's, none (a Worker isolate). */
