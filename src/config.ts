@@ -191,10 +191,16 @@ export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   const parsed = ConfigSchema.safeParse(picked);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`invalid configuration: ${problems}`);
+    const names = [...new Set(parsed.error.issues.map((i) => String(i.path[0])))].join(', ');
+    throw new Error(`invalid configuration: ${problems}. Fix: correct ${names} or unset it for the default`);
   }
   const keystoneProblem = keystoneSettingsProblem(parsed.data);
-  if (keystoneProblem) throw new Error(`invalid configuration: ${keystoneProblem}`);
+  if (keystoneProblem) {
+    // In a Worker the password is a secret (wrangler secret put), the rest [vars] in wrangler.toml.
+    throw new Error(
+      `invalid configuration: ${keystoneProblem}. Fix: set it (the service user placement-edge validates tokens as; docs/keystone.md), or choose another PLACEMENT_AUTH_STRATEGY`,
+    );
+  }
   return parsed.data;
 }
 

@@ -80,30 +80,18 @@ describe('docs/worker.md, run as written', () => {
     const [http1, grpc1, http2] = [await freePort(), await freePort(), await freePort()];
     primaryUrl = `http://127.0.0.1:${http1}`;
     replicaUrl = `http://127.0.0.1:${http2}`;
-    children.push(
-      startBlock(
-        substitute(block('sqld-primary'), {
-          'sqld ': `${SQLD_BIN} `,
-          '/var/lib/sqld/placement': join(dir, 'primary'),
-          '127.0.0.1:8080': `127.0.0.1:${http1}`,
-          '0.0.0.0:5001': `127.0.0.1:${grpc1}`,
-        }),
-        dir,
-      ),
-    );
-    await waitHealthy(primaryUrl);
-    children.push(
-      startBlock(
-        substitute(block('sqld-replica'), {
-          'sqld ': `${SQLD_BIN} `,
-          '/var/lib/sqld/placement-replica': join(dir, 'replica'),
-          '127.0.0.1:8080': `127.0.0.1:${http2}`,
-          'http://db.example.com:5001': `http://127.0.0.1:${grpc1}`,
-        }),
-        dir,
-      ),
-    );
-    await waitHealthy(replicaUrl);
+    /** The document's sqld block NAME, on the test's port and data directory, once it answers. */
+    const startSqld = async (name: string, httpPort: number, values: Record<string, string>) => {
+      children.push(
+        startBlock(substitute(block(name), { 'sqld ': `${SQLD_BIN} `, '127.0.0.1:8080': `127.0.0.1:${httpPort}`, ...values }), dir),
+      );
+      await waitHealthy(`http://127.0.0.1:${httpPort}`);
+    };
+    await startSqld('sqld-primary', http1, { '/var/lib/sqld/placement': join(dir, 'primary'), '0.0.0.0:5001': `127.0.0.1:${grpc1}` });
+    await startSqld('sqld-replica', http2, {
+      '/var/lib/sqld/placement-replica': join(dir, 'replica'),
+      'http://db.example.com:5001': `http://127.0.0.1:${grpc1}`,
+    });
   }, 120_000);
 
   afterAll(() => {
