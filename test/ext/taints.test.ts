@@ -86,6 +86,19 @@ describe('/ext/resource_providers/{uuid}/taints', () => {
     expect(((await (await t.call('GET', `/ext/resource_providers/${root}/taints`)).json()) as { taints: unknown[] }).taints).toEqual(
       one.taints,
     );
+    // Another provider's taints, read and written in turn with these: each its own.
+    const [other] = await gpuHost();
+    const theirs = (await (await taint(other, [UNHEALTHY])).json()) as { taints: { key: string }[] };
+    expect(theirs.taints.map((x) => x.key)).toEqual([UNHEALTHY.key]);
+    for (const [uuid, taints] of [
+      [root, one.taints],
+      [other, theirs.taints],
+      [root, one.taints],
+    ] as const) {
+      expect(((await (await t.call('GET', `/ext/resource_providers/${uuid}/taints`)).json()) as { taints: unknown[] }).taints).toEqual(
+        taints,
+      );
+    }
   });
 
   it('lets exactly one of racing writers with one generation win', async () => {
