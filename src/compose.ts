@@ -5,6 +5,7 @@ import { keystoneSettingsProblem, type AppConfig } from './config.js';
 import { cyborgJobs } from './cyborg/jobs.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
+import { writeExtensions } from './ext/install.js';
 import { extJobs } from './ext/jobs.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
 import { KeystoneTokenValidator } from './http/keystone/validator.js';
@@ -13,9 +14,10 @@ import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
 import { observeDatabase } from './db/observe.js';
 import { databaseObserver } from './observability/database.js';
-import { serviceMetrics } from './observability/service.js';
+import { serviceMetrics, type ServiceMetrics } from './observability/service.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
 import { placementPolicyRules } from './placement/policies.js';
+import { writeHooks } from './placement/writes/hooks.js';
 
 export interface DepsOptions {
   /** Policy file overrides: rule name -> check string. */
@@ -26,10 +28,13 @@ export interface DepsOptions {
   metricsSource?: MetricsSource;
   /** How Keystone is reached (keystone auth); the global fetch without one. */
   keystoneFetch?: typeof fetch;
+  /** The app's metrics; this process's by default. */
+  metrics?: ServiceMetrics;
 }
 
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
-  observeDatabase(databaseObserver(serviceMetrics));
+  const metrics = options.metrics ?? serviceMetrics;
+  observeDatabase(databaseObserver(metrics));
   return {
     store,
     config,
@@ -45,8 +50,9 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     jobs: options.jobs ?? outboxOnlyQueue,
     jobHandlers: new JobRegistry([cyborgJobs, extJobs]),
     novaFetch: (input, init) => fetch(input, init),
-    metrics: serviceMetrics,
-    metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),
+    metrics,
+    writeHooks: writeHooks(writeExtensions),
+    metricsSource: options.metricsSource ?? processMetrics(metrics),
     keystone: config.PLACEMENT_AUTH_STRATEGY === 'keystone' ? keystoneValidator(config, options.keystoneFetch) : undefined,
     projectNames:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone' && config.PLACEMENT_KEYSTONE_AUTH_URL

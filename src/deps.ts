@@ -11,6 +11,7 @@ import type { JobQueue } from './jobs/queue.js';
 import type { JobRegistry } from './jobs/registry.js';
 import type { ServiceMetrics } from './observability/service.js';
 import type { MetricsSource } from './observability/source.js';
+import type { WriteHooks } from './placement/writes/hooks.js';
 
 export interface Logger {
   debug(msg: string, extra?: Record<string, unknown>): void;
@@ -32,8 +33,10 @@ export interface Deps {
   jobHandlers: JobRegistry;
   /** Outbound fetch for Nova events (tests pass a fake). */
   novaFetch: typeof fetch;
-  /** This process's metrics (HTTP, database, product), counted into by every layer. */
+  /** This app's metrics (HTTP, database, product), counted into by every layer. */
   metrics: ServiceMetrics;
+  /** What the installed extensions add to placement's writes (compose.ts installs them). */
+  writeHooks: WriteHooks;
   /** Whose counters GET /metrics shows: this process's, the Node cluster's, none (a Worker isolate). */
   metricsSource: MetricsSource;
   /** PLACEMENT_AUTH_STRATEGY=keystone: validates tokens, one cache for every API of the app. */

@@ -89,7 +89,7 @@ export async function writeProviderInventory<C extends InventoryChange>(
   now: string,
 ): Promise<InventoryWriteResult & { change: C }> {
   return placementWrite(async () => {
-    const snap = await readSnapshot(store, [uuid], [], null);
+    const snap = await readSnapshot(store, [uuid], [], null, null);
     const provider = snap.providers.get(uuid);
     if (!provider) throw new ProviderNotFound(uuid);
     const change = decide(provider);
