@@ -11,7 +11,7 @@ import { LeaseListResponse, LeaseResponse } from '../../responses.js';
 import { RouteTable } from '../../../http/route-table.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 
-export const leaseRoutes = new RouteTable('diagnostics', placementHttp);
+export const leaseRoutes = new RouteTable('extensions', placementHttp);
 
 leaseRoutes.resource('/leases', {
   GET: {

@@ -11,7 +11,7 @@ import { DrainListResponse, ProviderTaintsResponse } from '../../responses.js';
 import { RouteTable } from '../../../http/route-table.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 
-export const taintRoutes = new RouteTable('diagnostics', placementHttp);
+export const taintRoutes = new RouteTable('extensions', placementHttp);
 
 taintRoutes.resource('/resource_providers/:uuid/taints', {
   GET: {
