@@ -7,6 +7,7 @@ import { staticNovaIdentity, type NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
 import { candidateCounters } from './ext/counters/candidates.js';
+import { writeExtensions } from './ext/install.js';
 import { extJobs } from './ext/jobs.js';
 import { taintFilter } from './ext/taints/filter.js';
 import { KeystoneNovaIdentity } from './http/keystone/nova-identity.js';
@@ -15,14 +16,14 @@ import { type KeystoneSettings, KeystoneTokenValidator } from './http/keystone/v
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
-import { observeDatabase } from './db/observe.js';
 import { databaseObserver } from './observability/database.js';
-import { serviceMetrics } from './observability/service.js';
+import { createServiceMetrics, type ServiceMetrics } from './observability/service.js';
 import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
 import { CandidateEngine } from './placement/candidates/engine.js';
 import type { CandidateMetrics } from './placement/candidates/index.js';
 import { placementPolicyRules } from './placement/policies.js';
+import { writeHooks } from './placement/writes/hooks.js';
 
 export interface DepsOptions {
   /** Policy file overrides: rule name -> check string. */
@@ -33,10 +34,13 @@ export interface DepsOptions {
   metricsSource?: MetricsSource;
   /** How Keystone is reached (keystone auth); the global fetch without one. */
   keystoneFetch?: typeof fetch;
+  /** The app's metrics; a registry of its own by default (one app per process in production). */
+  metrics?: ServiceMetrics;
 }
 
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
-  observeDatabase(databaseObserver(serviceMetrics));
+  const metrics = options.metrics ?? createServiceMetrics();
+  store.watch.observer = databaseObserver(metrics);
   const clock = () => new Date();
   return {
     store,
@@ -54,13 +58,14 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     jobHandlers: new JobRegistry([cyborgJobs, extJobs]),
     novaFetch: (input, init) => fetch(input, init),
     nova: novaIdentity(config, options.keystoneFetch),
-    metrics: serviceMetrics,
-    metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),
-    candidates: candidateEngine(config, serviceMetrics, () => clock().getTime()),
+    metrics,
+    writeHooks: writeHooks(writeExtensions),
+    metricsSource: options.metricsSource ?? processMetrics(metrics),
+    candidates: candidateEngine(config, metrics, () => clock().getTime()),
     readiness: new ProcessReadiness(),
     keystone:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone'
-        ? keystoneValidator(config, options.keystoneFetch, (reason) => serviceMetrics.keystoneSignInFailures.inc([reason]))
+        ? keystoneValidator(config, options.keystoneFetch, (reason) => metrics.keystoneSignInFailures.inc([reason]))
         : undefined,
     projectNames:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone' && config.PLACEMENT_KEYSTONE_AUTH_URL

@@ -14,6 +14,7 @@ import type { ServiceMetrics } from './observability/service.js';
 import type { ProcessReadiness } from './observability/readiness.js';
 import type { MetricsSource } from './observability/source.js';
 import type { CandidateEngine } from './placement/candidates/engine.js';
+import type { WriteHooks } from './placement/writes/hooks.js';
 
 export interface Logger {
   debug(msg: string, extra?: Record<string, unknown>): void;
@@ -37,8 +38,10 @@ export interface Deps {
   novaFetch: typeof fetch;
   /** Where Nova is and the token events carry: NOVA_URL/NOVA_TOKEN, or the service's Keystone identity. */
   nova: NovaIdentity;
-  /** This process's metrics (HTTP, database, product), counted into by every layer. */
+  /** This app's metrics (HTTP, database, product), counted into by every layer. */
   metrics: ServiceMetrics;
+  /** What the installed extensions add to placement's writes (compose.ts installs them). */
+  writeHooks: WriteHooks;
   /** Whose counters GET /metrics shows: this process's, the Node cluster's, none (a Worker isolate). */
   metricsSource: MetricsSource;
   /** The allocation-candidates engine of this app: its settings, tree cache and installed read hooks. */

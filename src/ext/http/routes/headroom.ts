@@ -9,7 +9,7 @@ import { RouteTable } from '../../../http/route-table.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 
-export const headroomRoutes = new RouteTable('diagnostics', placementHttp);
+export const headroomRoutes = new RouteTable('extensions', placementHttp);
 
 headroomRoutes.resource('/headroom', {
   GET: {
