@@ -111,14 +111,8 @@ export class CloudModel {
 
   constructor(
     readonly maxProviders: number,
-    /** Settable once, by TreeCache's adoption of a model the old warm-ups made (see legacyCache). */
-    private metrics: TreeMetrics | null = null,
+    private readonly metrics: TreeMetrics | null = null,
   ) {}
-
-  /** @deprecated See legacyCache: a model the old warm-ups made, taken over by an app's cache, counts into its metrics. */
-  countInto(metrics: TreeMetrics | null): void {
-    this.metrics ??= metrics;
-  }
 
   /**
    * A request's own model of the trees it loaded (packed rows, inventories
@@ -424,43 +418,12 @@ function inventoryOf(
 export class TreeCache {
   private readonly models = new WeakMap<object, CloudModel>();
 
-  constructor(
-    private readonly metrics: TreeMetrics | null = null,
-    /** @deprecated See legacyCache: where to take a model over from, until the old warm-ups are gone. */
-    private readonly adoptFrom: TreeCache | null = null,
-  ) {}
+  constructor(private readonly metrics: TreeMetrics | null = null) {}
 
   /** The model kept for `reader`, made (empty) on first use or when the cap changed. */
   modelFor(reader: object, maxProviders: number): CloudModel {
     let model = this.models.get(reader);
-    if (!model || model.maxProviders !== maxProviders) {
-      model = this.adoptFrom?.kept(reader, maxProviders) ?? new CloudModel(maxProviders, this.metrics);
-      model.countInto(this.metrics);
-      this.models.set(reader, model);
-    }
+    if (!model || model.maxProviders !== maxProviders) this.models.set(reader, (model = new CloudModel(maxProviders, this.metrics)));
     return model;
   }
-
-  /** The model kept for `reader` with that cap, if any. */
-  kept(reader: object, maxProviders: number): CloudModel | undefined {
-    const model = this.models.get(reader);
-    return model?.maxProviders === maxProviders ? model : undefined;
-  }
 }
-
-/**
- * @deprecated Only the imitation warm-ups (entry/node-warm-up.ts,
- * candidates/model-warm-up.ts) and the refresher they start use it, and
- * issue 32 deletes them (start32), whose entries call Deps.candidates.refresh()
- * and keepFresh() instead. Until then an app's cache takes over the model they
- * read for the same database handle (so a Node server's first request finds
- * its trees read, as before): delete this, cloudModelFor, the adoption in
- * TreeCache and the old functions in model-refresh.ts with them.
- */
-const legacyCache = new TreeCache();
-
-/** The tree cache of one app: its own, taking over what the old warm-ups read (see legacyCache). */
-export const appTreeCache = (metrics: TreeMetrics | null): TreeCache => new TreeCache(metrics, legacyCache);
-
-/** @deprecated See legacyCache. */
-export const cloudModelFor = (store: object, maxProviders: number): CloudModel => legacyCache.modelFor(store, maxProviders);

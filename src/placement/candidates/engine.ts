@@ -3,7 +3,7 @@
 // Every caller (the route, headroom, why-no-host, the warm-up) takes its
 // CandidateOptions from here, so two apps in one process share nothing.
 import type { BatchReader } from '../../db/client.js';
-import { appTreeCache, type TreeCache } from './cloud-model.js';
+import { TreeCache } from './cloud-model.js';
 import type { CandidateReadHook } from './hooks.js';
 import type { CandidateMetrics, CandidateOptions } from './index.js';
 import { keepTreeModelFresh, type ModelRefresher, refreshTreeModel } from './model-refresh.js';
@@ -28,7 +28,7 @@ export class CandidateEngine {
     private readonly metrics: CandidateMetrics | undefined,
     private readonly clock: () => number = Date.now,
   ) {
-    this.trees = appTreeCache(metrics ?? null);
+    this.trees = new TreeCache(metrics ?? null);
   }
 
   /** The options of one request, now (`overrides`: what a caller changes, e.g. headroom's uncapped search). */

@@ -17,7 +17,7 @@ import { badCandidateRequest } from './errors.js';
 import type { CandidateRequest } from './parse.js';
 import { presentCandidates, type CandidatesBody, type Presentation } from './present/index.js';
 import { candidatesJson } from './present/json.js';
-import { appTreeCache, type CloudModel, type TreeCache } from './cloud-model.js';
+import { type CloudModel, TreeCache } from './cloud-model.js';
 import type { CandidateReadHook, HookStates } from './hooks.js';
 import type { CandidateInventories, Lookups, ProviderNode, TreePrefilter, Usage } from './research.js';
 import { anchorRoots, coversEveryClass, coversSomeVariant } from './rules.js';
@@ -164,7 +164,7 @@ async function research(reader: BatchReader, plan: SearchPlan, firstRoots: numbe
   const { names, prefilter, options } = plan;
   const hooks = options.hooks ?? NO_HOOKS;
   if (options.treeCacheProviders > 0) {
-    const model = (options.trees ?? appTreeCache(options.metrics ?? null)).modelFor(reader, options.treeCacheProviders);
+    const model = (options.trees ?? new TreeCache(options.metrics ?? null)).modelFor(reader, options.treeCacheProviders);
     const cached = await researchCached(reader, model, names, prefilter, firstRoots, options.now, hooks);
     if (cached) return cached;
   }

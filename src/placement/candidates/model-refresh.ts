@@ -5,7 +5,7 @@
 // reads the changes since the model's seq in its own batch: this only moves
 // that work off the request path, it never decides what a request sees.
 import type { BatchReader } from '../../db/client.js';
-import { type CloudModel, cloudModelFor } from './cloud-model.js';
+import type { CloudModel } from './cloud-model.js';
 import { prepareSummaryTemplates } from './present/json.js';
 
 /**
@@ -59,15 +59,3 @@ export function keepTreeModelFresh(
   timer.unref?.();
   return { stop: () => clearInterval(timer) };
 }
-
-/** @deprecated For the imitation warm-ups issue 32 deletes (start32): use Deps.candidates.refresh(). */
-export async function refreshCloudModel(reader: BatchReader, maxProviders: number, now: number): Promise<void> {
-  if (maxProviders > 0) await refreshTreeModel(reader, cloudModelFor(reader, maxProviders), now);
-}
-
-/** @deprecated For the imitation warm-ups issue 32 deletes (start32): use Deps.candidates.keepFresh(). */
-export const keepCloudModelFresh = (
-  reader: BatchReader,
-  maxProviders: number,
-  ...rest: [everyMs: number, onError: (err: unknown) => void, afterRefresh?: () => Promise<void>]
-): ModelRefresher => (maxProviders > 0 ? keepTreeModelFresh(reader, cloudModelFor(reader, maxProviders), ...rest) : { stop: () => {} });
