@@ -51,7 +51,8 @@ async function figures(t: TestApp) {
     cut: sampleValue(s, 'placement_allocation_candidates_cut_total', { reason: 'cap' }) ?? 0,
     treeCacheProviders: sampleValue(s, 'placement_tree_cache_providers') ?? 0,
     capacityRefusals: sampleValue(s, 'placement_capacity_refusals_total', { resource_class: 'VCPU' }) ?? 0,
-    readBatches: sampleValue(s, 'db_client_operation_duration_seconds_count', { db_system_name: 'sqlite', db_operation_name: 'read_batch' }) ?? 0,
+    readBatches:
+      sampleValue(s, 'db_client_operation_duration_seconds_count', { db_system_name: 'sqlite', db_operation_name: 'read_batch' }) ?? 0,
   };
 }
 
