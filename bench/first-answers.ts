@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createApp } from '../src/app.js';
-import { checkSettings } from '../src/settings-check.js';
+import { checkSettings } from '../src/entry/settings-check.js';
 import { buildNodeDeps } from '../src/entry/node-service.js';
 import { nodeWarmUp, runWarmUp } from '../src/entry/warm-up.js';
 import { FLAT_QUERY } from './upstream.js';

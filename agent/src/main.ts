@@ -13,7 +13,7 @@ import { PlacementClient, PlacementError, ServiceUnavailableError, type FetchLik
 import { reportAccelerators, type AcceleratorOutcome } from './report/accelerators.js';
 import { placementConnection, type PlacementConnection } from './report/keystone-session.js';
 import { lookupProviders, syncTree, writerOf, type SyncSummary } from './report/sync.js';
-import { VERSION } from '../../src/version.js';
+import { VERSION } from '../../src/shared/version.js';
 import { syncGpuTaints, type TaintOutcome } from './report/taints.js';
 import { parseNvidiaSmiXml, readNvidiaSmiXml, unhealthyReason } from './discover/gpu-health.js';
 import type { DiscoveredProvider } from './discover/types.js';

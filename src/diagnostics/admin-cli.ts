@@ -7,7 +7,7 @@
 // Responses are checked with the same zod schemas the server answers with.
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { VERSION } from '../version.js';
+import { VERSION } from '../shared/version.js';
 import { DATA_USAGE } from '../admin/cli.js';
 import { AUDIT_MAX_LIMIT, AUDIT_SECTIONS, AuditRepairsResult, AuditReport, type AuditRepairsRequest, type AuditSection } from './audit.js';
 

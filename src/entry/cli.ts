@@ -6,8 +6,8 @@ import { openNodeClient } from '../db/node-client.js';
 import { applyMigrations } from '../db/migrate.js';
 import { readMigrationsDir } from '../db/node-migrations.js';
 import { syncStandards } from '../placement/sync-standards.js';
-import { databaseFailure } from '../database-failure.js';
-import { checkSettings, SettingProblem } from '../settings-check.js';
+import { databaseFailure } from './database-failure.js';
+import { checkSettings, SettingProblem } from './settings-check.js';
 
 const [command] = process.argv.slice(2);
 if (command !== 'sync') {

@@ -1,5 +1,5 @@
 // What stops a Node-mode start before it serves: --help and --version, a
-// setting that cannot work (src/settings-check.ts), a database path it cannot
+// setting that cannot work (src/entry/settings-check.ts), a database path it cannot
 // write, a port it cannot listen on. Each ends the process with ONE line on
 // stderr naming the setting and the fix, and a non-zero exit code.
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
@@ -8,9 +8,9 @@ import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { type AppConfig, ConfigSchema } from '../config.js';
 import { parsePolicyOverrides } from '../deps.js';
-import { databaseFailure } from '../database-failure.js';
-import { SettingProblem } from '../settings-check.js';
-import { VERSION } from '../version.js';
+import { databaseFailure } from './database-failure.js';
+import { SettingProblem } from './settings-check.js';
+import { VERSION } from '../shared/version.js';
 
 /** Exit codes of a refused start: a setting (systemd's RestartPreventExitStatus) or the machine around it. */
 export const EXIT_BAD_SETTING = 78; // EX_CONFIG

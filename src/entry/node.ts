@@ -5,7 +5,7 @@
 import cluster from 'node:cluster';
 import { consoleLogger } from '../deps.js';
 import { configSummary, startSummary } from '../observability/config-summary.js';
-import { checkSettings } from '../settings-check.js';
+import { checkSettings } from './settings-check.js';
 import { refuseStart, serverArgs, serverProcessCount } from './node-start.js';
 
 // --help and --version answer before anything is opened or created.

@@ -23,7 +23,7 @@ import { z } from 'zod';
 import { createApp } from '../app.js';
 import { type AppConfig, loadConfig } from '../config.js';
 import { createDataStore, type DataStore } from '../db/client.js';
-import { databaseFailure } from '../database-failure.js';
+import { databaseFailure } from './database-failure.js';
 import { fetchWithTimeout } from '../db/replica.js';
 import { makeDeps } from '../compose.js';
 import { consoleByLevel, consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';

@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import { ApiError, webobDetail } from './api-error.js';
 import { BodyError, codePoint, readJsonBody, type BodyProblem } from './body.js';
 import type { AppContext } from './env.js';
-import { badQuery, failedValidating, pyRepr, validationMessage } from '../validation-messages.js';
+import { badQuery, failedValidating, pyRepr, validationMessage } from '../shared/validation-messages.js';
 
 export { badQuery, failedValidating, pyRepr, validationMessage };
 

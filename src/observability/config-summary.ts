@@ -2,7 +2,7 @@
 // A setting whose name says it holds a secret is replaced by "<redacted>",
 // and credentials inside URLs (user:password@, ?authToken=) are cut out.
 import type { AppConfig } from '../config.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../shared/version.js';
 
 const SECRET_NAME = /TOKEN|PASSWORD|SECRET|CREDENTIAL|PRIVATE|_KEY$/i;
 const SECRET_PARAM = /token|password|secret|key|credential/i;

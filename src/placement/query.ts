@@ -3,9 +3,9 @@
 // `in:` any-of from 1.39), `member_of` (aggregates, `in:` 1.3, repeats 1.24,
 // `!` 1.32) and `resources` (RC:AMOUNT lists). Errors are worded as upstream.
 import { DomainError } from '../errors.js';
-import { badQuery } from '../validation-messages.js';
+import { badQuery } from '../shared/validation-messages.js';
 import type { Microversion } from '../microversion.js';
-import { isUuidLike, normalizeUuid } from '../uuid.js';
+import { isUuidLike, normalizeUuid } from '../shared/uuid.js';
 import { MV } from './versions.js';
 
 export interface TraitFilter {

@@ -21,11 +21,28 @@ describe('import direction', () => {
     expect(layerOf('src/placement/repo/traits.ts')).toBe('domain');
     expect(layerOf('src/placement/candidates/search.ts')).toBe('domain');
     expect(layerOf('src/db/client.ts')).toBe('db');
+    expect(layerOf('src/shared/uuid.ts')).toBe('domain');
+    expect(layerOf('src/entry/settings-check.ts')).toBe('edge');
+    expect(layerOf('src/config.ts')).toBe('root');
+  });
+
+  it('keeps src/shared a leaf: it imports only itself and the loose files of src/', () => {
+    const ok = findViolationsIn({
+      'src/shared/validation-messages.ts': "import { DomainError } from '../errors.js';\nimport { x } from './uuid.js';",
+    });
+    expect(ok).toEqual([]);
+    const leak = findViolationsIn({ 'src/shared/uuid.ts': "import { MV } from '../placement/versions.js';" });
+    expect(leak.map((v) => v.rule)).toEqual(['a shared leaf imports a folder of src/']);
+    const edge = findViolationsIn({ 'src/shared/uuid.ts': "import { kit } from '../http/kit.js';" });
+    expect(edge.map((v) => v.rule)).toEqual(['a shared leaf imports a folder of src/']);
   });
 
   it('flags the kit importing an API module and error handling outside the kit', () => {
     const kitLeak = findViolationsIn({ 'src/http/kit.ts': "import { MV } from '../placement/versions.js';" });
     expect(kitLeak.map((v) => v.rule)).toEqual(['the HTTP kit imports an API or domain module']);
+    expect(findViolationsIn({ 'src/http/validate.ts': "import { pyRepr } from '../shared/validation-messages.js';" })).toEqual([]);
+    const kitShared = findViolationsIn({ 'src/http/kit.ts': "import { isUuidLike } from '../shared/uuid.js';" });
+    expect(kitShared.map((v) => v.rule)).toEqual(['the HTTP kit imports an API or domain module']);
     const ownOnError = findViolationsIn({ 'src/cyborg/http/profile.ts': "import { HTTPException } from 'hono/http-exception';" });
     expect(ownOnError.map((v) => v.rule)).toEqual(['handles HTTPException outside the HTTP kit']);
     const domainKit = findViolationsIn({ 'src/placement/query.ts': "import { httpKit } from '../http/kit.js';" });

@@ -5,7 +5,8 @@
 //           src/openapi/, src/dashboard/, and each API's own src/<api>/http/ (app, profile,
 //           middleware, error rendering, routes/)
 //   domain  every other folder of src/: src/placement/ (candidates/, writes/, repo/ ...),
-//           src/cyborg/, src/jobs/, src/diagnostics/ ...
+//           src/cyborg/, src/jobs/, src/diagnostics/ ..., and src/shared/ (the leaves every
+//           layer above db may use: uuid, version, validation messages)
 //   db      src/db/
 //   root    the other loose files of src/ (deps, config, compose, errors ...): composition
 //
@@ -14,7 +15,8 @@
 // a profile each declares, so it imports no API or domain module, only itself, the shared
 // leaves and the Deps type; and only the kit handles Hono's HTTPException (every error is
 // rendered by the kit's onError). A domain file may import the domain and db/, never Hono or
-// the edge. A db file imports only db/. A route file never imports another route file.
+// the edge. A shared file (src/shared/) imports only src/shared/ and the loose files of src/
+// (errors ...), never another folder: it stays a leaf. A db file imports only db/. A route file never imports another route file.
 // Within the domain: jobs/ runs what modules register and imports none of them, and the
 // accelerator API reads placement's data through placement's functions, not its tables.
 // Placement knows no extension: src/placement never imports src/ext (the extensions plug
@@ -44,7 +46,7 @@ export interface Violation {
 const HTTP_PACKAGES = /^(hono|hono\/.*|@hono\/.*)$/;
 
 /** What the HTTP kit may import besides itself: the shared leaves and the Deps type. */
-const KIT_IMPORTS = new Set(['src/errors.ts', 'src/microversion.ts', 'src/validation-messages.ts', 'src/deps.ts']);
+const KIT_IMPORTS = new Set(['src/errors.ts', 'src/microversion.ts', 'src/shared/validation-messages.ts', 'src/deps.ts']);
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -86,6 +88,8 @@ export function findViolationsIn(sources: Record<string, string>): Violation[] {
       const targetLayer = layerOf(target);
       if (layer === 'db' && targetLayer !== 'db') {
         violations.push({ file, imports: target, rule: `db imports ${targetLayer}` });
+      } else if (file.startsWith('src/shared/') && folderOf(target) !== undefined && !target.startsWith('src/shared/')) {
+        violations.push({ file, imports: target, rule: 'a shared leaf imports a folder of src/' });
       } else if (layer === 'domain' && targetLayer === 'edge') {
         violations.push({ file, imports: target, rule: 'domain imports edge' });
       } else if (file.startsWith('src/http/') && !target.startsWith('src/http/') && !KIT_IMPORTS.has(target)) {

@@ -355,7 +355,7 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
   );
 });
 
-// A setting that cannot work stops `npm start` with one line naming it (src/settings-check.ts).
+// A setting that cannot work stops `npm start` with one line naming it (src/entry/settings-check.ts).
 describe('PLACEMENT_NOVA_* settings that cannot work', () => {
   const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'esm', 'index.mjs')).href;
   const run = (env: Record<string, string>) =>

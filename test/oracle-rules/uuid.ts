@@ -1,4 +1,4 @@
-// Frozen copy of src/uuid.ts for the differential oracles (test/oracle-rules/README.md).
+// Frozen copy of src/shared/uuid.ts for the differential oracles (test/oracle-rules/README.md).
 // UUIDs as both APIs read them, in one place. Request bodies name providers
 // and consumers in the canonical form (jsonschema patterns); query values and
 // path segments may be any form oslo's uuidutils.is_uuid_like accepts, and

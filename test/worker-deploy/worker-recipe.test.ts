@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { createClient } from '@libsql/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config.js';
-import { checkSettings } from '../../src/settings-check.js';
+import { checkSettings } from '../../src/entry/settings-check.js';
 import { substitute } from '../keystone/readme-blocks.js';
 import { describeWithPart, missingUnless } from '../helpers/parts.js';
 import { freePort, SQLD_BIN } from '../helpers/sqld.js';

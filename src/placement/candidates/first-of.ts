@@ -5,7 +5,7 @@
 // the alternatives not chosen), tried tree by tree in order of preference, so
 // a request with three alternatives costs at most three searches of each
 // tree, and a tree that takes the first costs one.
-import { pyRepr } from '../../validation-messages.js';
+import { pyRepr } from '../../shared/validation-messages.js';
 import { badCandidateRequest } from './errors.js';
 import type { RequestGroup } from './parse.js';
 import type { ProviderNode } from './research.js';

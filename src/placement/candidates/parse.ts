@@ -2,8 +2,8 @@
 // (one per suffix) and request-wide parameters, per microversion, with
 // upstream's error wording (placement/lib.py RequestGroup/RequestWideParams
 // and the handler's jsonschema). Pure: no database, no hono.
-import { pyRepr } from '../../validation-messages.js';
-import { isUuidLike, normalizeUuid } from '../../uuid.js';
+import { pyRepr } from '../../shared/validation-messages.js';
+import { isUuidLike, normalizeUuid } from '../../shared/uuid.js';
 import { CANDIDATE_TRAITS, parseMemberOf, parsePlainTraits, parseResources, parseTraitQuery, type TraitQuery } from '../query.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';

@@ -2,9 +2,9 @@
 // one schema per microversion range as placement/schemas/allocation.py.
 // Messages follow jsonschema's wording because clients and tests match them.
 import { z } from 'zod';
-import { pyRepr } from '../../validation-messages.js';
+import { pyRepr } from '../../shared/validation-messages.js';
 import type { Microversion } from '../../microversion.js';
-import { UUID_PATTERN } from '../../uuid.js';
+import { UUID_PATTERN } from '../../shared/uuid.js';
 import { MV } from '../versions.js';
 
 export const RC_PATTERN = /^[A-Z0-9_]+$/;

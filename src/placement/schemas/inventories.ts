@@ -1,7 +1,7 @@
 // Request bodies of the inventory endpoints, as placement/schemas/inventory.py:
 // every field bounded by the database's integer range, unknown fields refused.
 import { z } from 'zod';
-import { pyRepr } from '../../validation-messages.js';
+import { pyRepr } from '../../shared/validation-messages.js';
 import { INVENTORY_DEFAULTS, MAX_INT, type InventoryInput } from '../repo/inventories.js';
 
 export const RC_NAME_PATTERN = /^[A-Z0-9_]+$/;

@@ -1,7 +1,7 @@
 // Request bodies for /resource_providers, per placement/schemas/resource_provider.py.
 import { z } from 'zod';
-import { pyRepr } from '../../validation-messages.js';
-import { isUuidLike } from '../../uuid.js';
+import { pyRepr } from '../../shared/validation-messages.js';
+import { isUuidLike } from '../../shared/uuid.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 

@@ -4,7 +4,7 @@
 // form, possibly empty).
 import { z } from 'zod';
 import type { Microversion } from '../../microversion.js';
-import { UUID_PATTERN } from '../../uuid.js';
+import { UUID_PATTERN } from '../../shared/uuid.js';
 import { patternRecord, reshaperAllocationsSchema } from './allocations.js';
 import { putInventoriesSchema } from './inventories.js';
 

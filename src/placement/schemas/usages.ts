@@ -2,7 +2,7 @@
 // required, user_id optional, consumer_type from 1.38; nothing else.
 import { z } from 'zod';
 import type { Microversion } from '../../microversion.js';
-import { badQuery, failedValidating, validationMessage } from '../../validation-messages.js';
+import { badQuery, failedValidating, validationMessage } from '../../shared/validation-messages.js';
 import { MV } from '../versions.js';
 
 const externalId = z.string().min(1).max(255);

@@ -5,7 +5,7 @@ import { presentDeviceProfile } from '../../present.js';
 import { createDeviceProfile, deleteDeviceProfiles, findDeviceProfile, listDeviceProfiles } from '../../repo/device-profiles.js';
 import { CreateDeviceProfileBody, parseGroups } from '../../schemas/device-profiles.js';
 import { MV } from '../../versions.js';
-import { isUuidLike } from '../../../uuid.js';
+import { isUuidLike } from '../../../shared/uuid.js';
 import { DeviceProfileDeleteQuery, DeviceProfileListQuery } from '../../schemas/queries.js';
 import { DeviceProfileListSchema, DeviceProfileSchema, DeviceProfileShowSchema } from '../../schemas/responses.js';
 import { RouteTable, always, zodQuery } from '../../../http/route-table.js';

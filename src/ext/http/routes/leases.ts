@@ -2,7 +2,7 @@
 // /ext/leases/{consumer_uuid}, and GET /ext/leases. Logic in ../leases.ts.
 import { notFound } from '../../../errors.js';
 import { readBody } from '../../../http/validate.js';
-import { consumerOfPath } from '../../../uuid.js';
+import { consumerOfPath } from '../../../shared/uuid.js';
 import { confirmLease, getLease, listLeases, putLease } from '../../leases.js';
 import { putLeaseSchema } from '../../schemas.js';
 import { LeaseListResponse, LeaseResponse } from '../../responses.js';

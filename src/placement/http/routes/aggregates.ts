@@ -1,6 +1,6 @@
 import { readBody } from '../../../http/validate.js';
 import { atLeast, authorize, newest, requireVersion, setCacheHeaders } from '../middleware.js';
-import { normalizeUuid } from '../../../uuid.js';
+import { normalizeUuid } from '../../../shared/uuid.js';
 import { readProviderGeneration, replaceProviderAggregates } from '../../writes/aggregates.js';
 import { providerAggregates } from '../../repo/aggregates.js';
 import { isoNow, requireProvider } from '../../repo/lookups.js';

@@ -3,7 +3,7 @@
 import { invalid, notFound } from '../../../errors.js';
 import type { AppContext } from '../../../http/env.js';
 import { readBody } from '../../../http/validate.js';
-import { consumerOfPath, parseUuidLike } from '../../../uuid.js';
+import { consumerOfPath, parseUuidLike } from '../../../shared/uuid.js';
 import { atLeast, authorize, requireVersion, setCacheHeaders } from '../middleware.js';
 import { allocationsLastModified, presentConsumerAllocations, presentProviderAllocations } from '../../present/allocations.js';
 import { allocationsForConsumer, allocationsForProvider, type ConsumerClaim } from '../../repo/allocations.js';

@@ -5,7 +5,7 @@ import type { AppContext } from '../../../http/env.js';
 import { badQuery, queryParams, readBody } from '../../../http/validate.js';
 import { atLeast, authorize, newest, setCacheHeaders } from '../middleware.js';
 import { presentProvider } from '../../present/providers.js';
-import { isUuidLike, normalizeUuid } from '../../../uuid.js';
+import { isUuidLike, normalizeUuid } from '../../../shared/uuid.js';
 import { parseMemberOf, parseRequired, parseResources, traitNames } from '../../query.js';
 import { isoNow, providerNotFound, resourceClassIdsByName, traitIdsByName } from '../../repo/lookups.js';
 import { createProviderBatched, deleteProviderBatched, updateProviderBatched } from '../../writes/providers.js';

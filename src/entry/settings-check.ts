@@ -11,9 +11,9 @@ import {
   DEFAULT_DATABASE_URL,
   databaseUrlScheme,
   novaSettingsProblem,
-} from './config.js';
-import { TokenTableJson } from './http/auth.js';
-import { redactUrl } from './observability/config-summary.js';
+} from '../config.js';
+import { TokenTableJson } from '../http/auth.js';
+import { redactUrl } from '../observability/config-summary.js';
 
 /** A setting that stops the start: what is wrong with it and how to fix it. */
 export class SettingProblem extends Error {

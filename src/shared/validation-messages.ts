@@ -4,7 +4,7 @@
 // read those strings. Pure text: the schemas (domain) and the HTTP edge's body
 // and query readers (src/http/validate.ts) share it.
 import type { z } from 'zod';
-import { DomainError } from './errors.js';
+import { DomainError } from '../errors.js';
 
 const REPR_MAX_STRING = 200;
 const REPR_MAX_ITEMS = 20;

@@ -2,8 +2,8 @@
 // libSQL server that does not answer, one that refuses the token, a file that
 // cannot be written) and the fix that fits it. No Node modules: the Node
 // start, `npm run sync` and the Worker's boot all use it.
-import { databaseUrlScheme } from './config.js';
-import { redactUrl } from './observability/config-summary.js';
+import { databaseUrlScheme } from '../config.js';
+import { redactUrl } from '../observability/config-summary.js';
 
 /**
  * Why the database could not be opened, and the fix that fits: a libSQL
