@@ -262,12 +262,18 @@ export const ConfigSchema = z.object({
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;
 
-export function loadConfig(env: Record<string, string | undefined>): AppConfig {
+/** The settings `env` sets, as ConfigSchema reads them: an empty value counts as unset. */
+export function pickSettings(env: Record<string, string | undefined>): Record<string, string> {
   const picked: Record<string, string> = {};
   for (const key of Object.keys(ConfigSchema.shape)) {
     const value = env[key];
     if (value !== undefined && value !== '') picked[key] = value;
   }
+  return picked;
+}
+
+export function loadConfig(env: Record<string, string | undefined>): AppConfig {
+  const picked = pickSettings(env);
   const parsed = ConfigSchema.safeParse(picked);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');

@@ -11,6 +11,7 @@ import {
   DEFAULT_DATABASE_URL,
   databaseUrlScheme,
   novaSettingsProblem,
+  pickSettings,
 } from '../config.js';
 import { TokenTableJson } from '../http/auth.js';
 import { redactUrl } from '../observability/config-summary.js';
@@ -142,11 +143,7 @@ const DEFAULTS = ConfigSchema.parse({}) as Record<string, unknown>;
 export function checkSettings(env: Record<string, string | undefined>): AppConfig {
   checkKeystone(env);
   checkDatabaseUrl(env);
-  const picked: Record<string, string> = {};
-  for (const key of Object.keys(ConfigSchema.shape)) {
-    const value = env[key];
-    if (value !== undefined && value !== '') picked[key] = value;
-  }
+  const picked = pickSettings(env);
   const parsed = ConfigSchema.safeParse(picked);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
