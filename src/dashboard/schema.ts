@@ -62,13 +62,23 @@ export interface DashboardProviderJson {
   matched: boolean;
   /** Some class's usage exceeds its capacity. */
   over_capacity: boolean;
-  resources: Record<string, { total: number; reserved: number; allocation_ratio: number; capacity: number; used: number; free: number }>;
+  resources: Record<string, z.infer<typeof Usage>>;
   traits: string[];
   aggregates: string[];
   /** Shared counters (extension): present only on a provider that has them. */
   counters?: Record<string, { total: number; load: number }>;
   children: DashboardProviderJson[];
 }
+
+/** One resource class's use on a provider (and, extended, the summary's worst class). */
+const Usage = z.object({
+  total: count,
+  reserved: count,
+  allocation_ratio: z.number(),
+  capacity: z.number().describe('(total - reserved) x allocation_ratio'),
+  used: count,
+  free: z.number(),
+});
 
 export const DashboardProvider: z.ZodType<DashboardProviderJson> = z
   .object({
@@ -78,17 +88,7 @@ export const DashboardProvider: z.ZodType<DashboardProviderJson> = z
     parent_provider_uuid: z.string().nullable(),
     matched: z.boolean(),
     over_capacity: z.boolean(),
-    resources: z.record(
-      z.string(),
-      z.object({
-        total: count,
-        reserved: count,
-        allocation_ratio: z.number(),
-        capacity: z.number().describe('(total - reserved) x allocation_ratio'),
-        used: count,
-        free: z.number(),
-      }),
-    ),
+    resources: z.record(z.string(), Usage),
     traits: z.array(z.string()),
     aggregates: z.array(z.string()),
     counters: z
@@ -100,15 +100,6 @@ export const DashboardProvider: z.ZodType<DashboardProviderJson> = z
     },
   })
   .meta({ id: 'DashboardProvider' });
-
-const Usage = z.object({
-  total: count,
-  reserved: count,
-  allocation_ratio: z.number(),
-  capacity: z.number().describe('(total - reserved) x allocation_ratio'),
-  used: count,
-  free: z.number(),
-});
 
 export const SummaryResponse = z.object({
   generated_at: z.string(),
