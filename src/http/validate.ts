@@ -25,33 +25,26 @@ const INCOMPLETE_BODY = 'The request body was not received completely.';
 
 /** Placement's wording of each body problem (413 for size, 400 otherwise). */
 function placementBodyError(problem: BodyProblem): ApiError {
+  const status = problem.kind === 'too-large' ? 413 : 400;
+  return new ApiError(status, webobDetail(status, placementBodyDetail(problem)));
+}
+
+function placementBodyDetail(problem: BodyProblem): string {
   switch (problem.kind) {
     case 'too-large':
-      return new ApiError(413, webobDetail(413, `The request body is larger than the limit of ${problem.limit} bytes.`));
+      return `The request body is larger than the limit of ${problem.limit} bytes.`;
     case 'malformed':
-      return new ApiError(400, webobDetail(400, `Malformed JSON: ${problem.message}`));
+      return `Malformed JSON: ${problem.message}`;
     case 'not-utf8':
-      return new ApiError(400, webobDetail(400, 'Malformed JSON: the body is not valid UTF-8'));
+      return 'Malformed JSON: the body is not valid UTF-8';
     case 'incomplete':
-      return new ApiError(400, webobDetail(400, INCOMPLETE_BODY));
+      return INCOMPLETE_BODY;
     case 'too-deep':
-      return new ApiError(400, webobDetail(400, `JSON does not validate: the body is nested deeper than ${problem.limit} levels`));
+      return `JSON does not validate: the body is nested deeper than ${problem.limit} levels`;
     case 'control-character':
-      return new ApiError(
-        400,
-        webobDetail(
-          400,
-          `JSON does not validate: ${pyRepr(problem.value)} contains the control character ${codePoint(problem.char)}; control characters are not allowed`,
-        ),
-      );
+      return `JSON does not validate: ${pyRepr(problem.value)} contains the control character ${codePoint(problem.char)}; control characters are not allowed`;
     case 'unpaired-surrogate':
-      return new ApiError(
-        400,
-        webobDetail(
-          400,
-          `JSON does not validate: ${pyRepr(problem.value)} contains the unpaired surrogate ${codePoint(problem.char)}; text must be valid Unicode`,
-        ),
-      );
+      return `JSON does not validate: ${pyRepr(problem.value)} contains the unpaired surrogate ${codePoint(problem.char)}; text must be valid Unicode`;
   }
 }
 
