@@ -7,6 +7,9 @@ import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
 import { writeExtensions } from './ext/install.js';
 import { extJobs } from './ext/jobs.js';
+import { limitsWrites } from './ext/limits/guard.js';
+import { limitsJobs } from './ext/limits/jobs.js';
+import { projectLimits } from './ext/limits/service.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
 import { KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
@@ -35,6 +38,7 @@ export interface DepsOptions {
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
   const metrics = options.metrics ?? serviceMetrics;
   observeDatabase(databaseObserver(metrics));
+  const limits = projectLimits(store, config, log, options.keystoneFetch);
   return {
     store,
     config,
@@ -48,10 +52,11 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     newId: () => crypto.randomUUID(),
     log,
     jobs: options.jobs ?? outboxOnlyQueue,
-    jobHandlers: new JobRegistry([cyborgJobs, extJobs]),
+    jobHandlers: new JobRegistry([cyborgJobs, extJobs, limitsJobs]),
     novaFetch: (input, init) => fetch(input, init),
     metrics,
-    writeHooks: writeHooks(writeExtensions),
+    writeHooks: writeHooks(limits ? [...writeExtensions, limitsWrites(limits, metrics)] : writeExtensions),
+    limits,
     metricsSource: options.metricsSource ?? processMetrics(metrics),
     keystone: config.PLACEMENT_AUTH_STRATEGY === 'keystone' ? keystoneValidator(config, options.keystoneFetch) : undefined,
     projectNames:

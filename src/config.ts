@@ -1,6 +1,7 @@
 // Service configuration, read from the environment (Node) or bindings
 // (Worker) and validated once. Names match the conformance contract.
 import { z } from 'zod';
+import { LIMITS_SETTINGS, limitsSettingsProblem } from './ext/limits/settings.js';
 
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'True', 'False']).transform((v) => ['true', '1', 'yes', 'True'].includes(v));
 
@@ -149,6 +150,8 @@ export const ConfigSchema = z.object({
   PLACEMENT_METRICS_CAPACITY: bool.default(true),
   /** A token Prometheus may scrape GET /metrics with (Authorization: Bearer), besides an admin token; noauth2 needs none. */
   PLACEMENT_METRICS_TOKEN: z.string().optional(),
+  /** Project limits enforced inside the claim (extension, src/ext/limits/settings.ts; docs/limits.md). */
+  ...LIMITS_SETTINGS,
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;
 
@@ -165,6 +168,8 @@ export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   }
   const keystoneProblem = keystoneSettingsProblem(parsed.data);
   if (keystoneProblem) throw new Error(`invalid configuration: ${keystoneProblem}`);
+  const limitsProblem = limitsSettingsProblem(parsed.data);
+  if (limitsProblem) throw new Error(`invalid configuration: ${limitsProblem.setting}: ${limitsProblem.problem}`);
   return parsed.data;
 }
 

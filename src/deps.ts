@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
+import type { ProjectLimits } from './ext/limits/service.js';
 import type { ProjectNameLookup } from './http/keystone/project-names.js';
 import type { KeystoneTokenValidator } from './http/keystone/validator.js';
 import type { PolicyEnforcer } from './http/policy.js';
@@ -43,6 +44,8 @@ export interface Deps {
   keystone?: KeystoneTokenValidator;
   /** Project names for the dashboard, where Keystone knows them (keystone auth only). */
   projectNames?: ProjectNameLookup;
+  /** PLACEMENT_LIMITS on: the project limits enforced inside the claim (extension, src/ext/limits). */
+  limits?: ProjectLimits;
 }
 
 export function consoleLogger(level: AppConfig['LOG_LEVEL']): Logger {

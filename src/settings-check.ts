@@ -2,6 +2,7 @@
 // the variable and the fix (no stack, no secret echoed back). Runs before the
 // service opens anything; pure, so any entry can use it.
 import { type AppConfig, ConfigSchema } from './config.js';
+import { limitsSettingsProblem } from './ext/limits/settings.js';
 import { TokenTableJson } from './http/auth.js';
 
 /** A setting that stops the start: what is wrong with it and how to fix it. */
@@ -98,5 +99,7 @@ export function checkSettings(env: Record<string, string | undefined>): AppConfi
     throw new SettingProblem(key, `invalid value${shown}: ${issue.message}`, fix);
   }
   checkTokens(parsed.data);
+  const limits = limitsSettingsProblem(parsed.data);
+  if (limits) throw new SettingProblem(limits.setting, limits.problem, limits.fix);
   return parsed.data;
 }

@@ -4,8 +4,9 @@
 // write) would answer with an error rolls that batch back, and the ordinary
 // path words the answer. Here: what each costs, a fault at every statement
 // of the batch, refusals, and races on the generation.
-import type { InStatement, ResultSet } from '@libsql/client';
+import type { InStatement } from '@libsql/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { countBatches as countStoreBatches } from '../helpers/count-batches.js';
 import { dumpPlacement, providerGeneration, seedProvider } from '../helpers/placement-seed.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -18,20 +19,7 @@ afterEach(() => t.close());
 const dump = () => dumpPlacement(t.deps);
 
 /** Counts the store's read and write batches from now on. */
-function countBatches(): { reads: number; writes: number } {
-  const { store } = t.deps;
-  const counts = { reads: 0, writes: 0 };
-  const [read, write] = [store.readBatch.bind(store), store.writeBatch.bind(store)];
-  store.readBatch = (statements: InStatement[]): Promise<ResultSet[]> => {
-    counts.reads += 1;
-    return read(statements);
-  };
-  store.writeBatch = (statements: InStatement[]): Promise<ResultSet[]> => {
-    counts.writes += 1;
-    return write(statements);
-  };
-  return counts;
-}
+const countBatches = () => countStoreBatches(t.deps.store);
 
 /** Makes the next write batch only fail at statement `index` (guards counted); returns its size once sent. */
 function failFirstWriteAt(index: number): () => number {

@@ -1,0 +1,241 @@
+// Project limits enforced inside the claim (issue 35), with static limits
+// (PLACEMENT_LIMITS=static) on the embedded file: what every claim path
+// refuses and grants, what counts, the relief of a lowered limit, the cost in
+// round trips, the answers of /ext/limits and the metric. Keystone as the
+// source, and racing instances on a libSQL server: limits-keystone.test.ts.
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { buildNodeDeps } from '../../src/entry/node-service.js';
+import { countBatches } from '../helpers/count-batches.js';
+import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+const P = 'aaaaaaaa-0000-4000-8000-00000000000a';
+const Q = 'bbbbbbbb-0000-4000-8000-00000000000b';
+const USER = 'cccccccc-0000-4000-8000-00000000000c';
+const LIMITS = JSON.stringify({ registered: { 'class:VCPU': 10, 'class:MEMORY_MB': 4096 }, projects: { [Q]: { 'class:VCPU': 3 } } });
+
+let t: TestApp;
+afterEach(() => t?.close());
+
+async function limitedApp(json = LIMITS, env: Record<string, string> = {}): Promise<TestApp> {
+  t = await makeTestApp({ PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: json, ...env });
+  await t.deps.limits!.start();
+  return t;
+}
+
+async function host(vcpu = 64, name = crypto.randomUUID()): Promise<string> {
+  const uuid = crypto.randomUUID();
+  expect((await t.call('POST', '/resource_providers', { body: { name, uuid } })).status).toBe(200);
+  const inventories = { VCPU: { total: vcpu }, MEMORY_MB: { total: 65536 }, DISK_GB: { total: 1000 } };
+  expect(
+    (await t.call('PUT', `/resource_providers/${uuid}/inventories`, { body: { resource_provider_generation: 0, inventories } })).status,
+  ).toBe(200);
+  return uuid;
+}
+
+const claimBody = (
+  rp: string,
+  resources: Record<string, number>,
+  opts: { project?: string; type?: string; generation?: number | null } = {},
+) => ({
+  allocations: { [rp]: { resources } },
+  project_id: opts.project ?? P,
+  user_id: USER,
+  consumer_generation: opts.generation === undefined ? null : opts.generation,
+  consumer_type: opts.type ?? 'INSTANCE',
+});
+
+const put = (consumer: string, body: unknown, version?: string) => t.call('PUT', `/allocations/${consumer}`, { body, version });
+
+async function report(project: string) {
+  const res = await t.call('GET', `/ext/limits?project_id=${project}`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as { limits: Record<string, { limit: number; usage: number; remaining: number }> };
+}
+
+describe('PLACEMENT_LIMITS=static', () => {
+  it('grants claims up to the registered limit and refuses the one that would cross it, in the error envelope', async () => {
+    await limitedApp();
+    const rp = await host();
+    for (let i = 0; i < 5; i++) expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 2 }))).status).toBe(204);
+    const refused = await put(crypto.randomUUID(), claimBody(rp, { VCPU: 1 }));
+    expect(refused.status).toBe(409);
+    const error = await errorOf(refused);
+    expect(error.code).toBe('placement.ext.limit_exceeded');
+    expect(error.detail).toContain(`project '${P}'`);
+    expect(error.detail).toContain("'VCPU'");
+    expect(error.detail).toContain('(limit 10, usage 10, requested 1)');
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 10, usage: 10, remaining: 0 });
+    // Another class of the same project, and another project, are unaffected.
+    expect((await put(crypto.randomUUID(), claimBody(rp, { DISK_GB: 50 }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 3 }, { project: Q }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 1 }, { project: Q }))).status).toBe(409);
+    expect((await report(Q)).limits.VCPU).toEqual({ limit: 3, usage: 3, remaining: 0 });
+    // The refusals are counted by class.
+    const metrics = await (await t.call('GET', '/metrics')).text();
+    expect(metrics).toMatch(/placement_limit_refusals_total\{resource_class="VCPU"\} [2-9]/);
+  });
+
+  it('counts INSTANCE and untyped consumers, not MIGRATION ones (a resize counts once)', async () => {
+    await limitedApp();
+    const rp = await host();
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 6 }))).status).toBe(204);
+    // The old flavor held by the migration consumer does not count.
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 6 }, { type: 'MIGRATION' }))).status).toBe(204);
+    // Untyped (before 1.38): counted.
+    const untyped = { allocations: { [rp]: { resources: { VCPU: 4 } } }, project_id: P, user_id: USER, consumer_generation: null };
+    expect((await put(crypto.randomUUID(), untyped, '1.37')).status).toBe(204);
+    expect((await put(crypto.randomUUID(), untyped, '1.37')).status).toBe(409);
+    expect((await report(P)).limits.VCPU!.usage).toBe(10);
+  });
+
+  it('counts what the settings say: PLACEMENT_LIMITS_CONSUMER_TYPES and PLACEMENT_LIMITS_COUNT_UNTYPED', async () => {
+    await limitedApp(LIMITS, { PLACEMENT_LIMITS_CONSUMER_TYPES: 'INSTANCE,MIGRATION', PLACEMENT_LIMITS_COUNT_UNTYPED: 'false' });
+    const rp = await host();
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 6 }, { type: 'MIGRATION' }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 5 }))).status).toBe(409);
+    const untyped = { allocations: { [rp]: { resources: { VCPU: 20 } } }, project_id: P, user_id: USER, consumer_generation: null };
+    expect((await put(crypto.randomUUID(), untyped, '1.37')).status).toBe(204);
+  });
+
+  it('a limit lowered below usage: what is held stays, shrinking and moving pass, growth is refused', async () => {
+    await limitedApp(JSON.stringify({ registered: { 'class:VCPU': 10 } }));
+    const [a, b] = [await host(), await host()];
+    const vm = crypto.randomUUID();
+    expect((await put(vm, claimBody(a, { VCPU: 8 }))).status).toBe(204);
+    // The operator lowers the limit to 4 (a new configuration, read at the next start).
+    const lowered = await buildNodeDeps(
+      loadConfig({
+        PLACEMENT_DB_URL: t.dbUrl,
+        PLACEMENT_LIMITS: 'static',
+        PLACEMENT_LIMITS_JSON: JSON.stringify({ registered: { 'class:VCPU': 4 } }),
+      }),
+      { debug() {}, info() {}, warn() {}, error() {} },
+    );
+    await lowered.limits!.refresh();
+    lowered.store.close();
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 4, usage: 8, remaining: -4 });
+    // Moving to another host, same size: accepted.
+    expect((await put(vm, claimBody(b, { VCPU: 8 }, { generation: 1 }))).status).toBe(204);
+    // Shrinking, still over: accepted.
+    expect((await put(vm, claimBody(b, { VCPU: 6 }, { generation: 2 }))).status).toBe(204);
+    // Growing: refused, whatever the host.
+    const grow = await put(vm, claimBody(a, { VCPU: 7 }, { generation: 3 }));
+    expect(grow.status).toBe(409);
+    expect((await errorOf(grow)).detail).toContain('(limit 4, usage 6, requested 1)');
+    // A new claim of the class: refused; of another class: granted.
+    expect((await put(crypto.randomUUID(), claimBody(a, { VCPU: 1 }))).status).toBe(409);
+    expect((await put(crypto.randomUUID(), claimBody(a, { MEMORY_MB: 1024 }))).status).toBe(204);
+    const listed = (await (await t.call('GET', '/ext/limits')).json()) as { projects: { project_id: string; limits: object }[] };
+    expect(listed.projects).toEqual([{ project_id: P, limits: { VCPU: { limit: 4, usage: 6, remaining: -2 } } }]);
+  });
+
+  it('POST /allocations and the reshaper are checked alike', async () => {
+    await limitedApp();
+    const rp = await host();
+    const [c1, c2] = [crypto.randomUUID(), crypto.randomUUID()];
+    const both = (vcpu: number) => ({
+      [c1]: {
+        allocations: { [rp]: { resources: { VCPU: vcpu } } },
+        project_id: P,
+        user_id: USER,
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
+      [c2]: {
+        allocations: { [rp]: { resources: { VCPU: vcpu } } },
+        project_id: P,
+        user_id: USER,
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
+    });
+    const over = await t.call('POST', '/allocations', { body: both(6) });
+    expect(over.status).toBe(409);
+    expect((await errorOf(over)).code).toBe('placement.ext.limit_exceeded');
+    expect((await t.call('POST', '/allocations', { body: both(5) })).status).toBe(204);
+    // The reshaper: moving c1's 5 VCPU to a child provider is not growth; adding 1 more is.
+    const generation = ((await (await t.call('GET', `/resource_providers/${rp}`)).json()) as { generation: number }).generation;
+    const reshape = (vcpu: number) =>
+      t.call('POST', '/reshaper', {
+        body: {
+          inventories: {
+            [rp]: {
+              resource_provider_generation: generation,
+              inventories: { VCPU: { total: 64 }, MEMORY_MB: { total: 65536 }, DISK_GB: { total: 1000 } },
+            },
+          },
+          allocations: {
+            [c1]: {
+              allocations: { [rp]: { resources: { VCPU: vcpu } } },
+              project_id: P,
+              user_id: USER,
+              consumer_generation: 1,
+              consumer_type: 'INSTANCE',
+            },
+          },
+        },
+      });
+    const grown = await reshape(6);
+    expect(grown.status).toBe(409);
+    expect((await errorOf(grown)).code).toBe('placement.ext.limit_exceeded');
+    expect((await reshape(4)).status).toBe(204);
+  });
+
+  it('a granted claim of a new consumer is still one write batch; a refused one is answered after one read', async () => {
+    await limitedApp();
+    const rp = await host();
+    let counts = countBatches(t.deps.store);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 10 }))).status).toBe(204);
+    expect(counts).toEqual({ reads: 0, writes: 1 });
+    counts = countBatches(t.deps.store);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 1 }))).status).toBe(409);
+    expect(counts).toEqual({ reads: 1, writes: 1 });
+  });
+
+  it('GET /ext/limits?project_id answers every limited class with its limit, usage and what remains', async () => {
+    await limitedApp();
+    const rp = await host();
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 3, MEMORY_MB: 1024 }, { project: Q }))).status).toBe(204);
+    expect(await report(Q)).toEqual({
+      project_id: Q,
+      limits: { MEMORY_MB: { limit: 4096, usage: 1024, remaining: 3072 }, VCPU: { limit: 3, usage: 3, remaining: 0 } },
+    });
+    const refreshed = await t.call('POST', '/ext/limits/refresh');
+    expect(refreshed.status).toBe(200);
+    expect(await refreshed.json()).toMatchObject({
+      source: 'PLACEMENT_LIMITS_JSON',
+      registered: { VCPU: 10, MEMORY_MB: 4096 },
+      projects: 1,
+    });
+    const bad = await t.call('GET', '/ext/limits?project=x');
+    expect(bad.status).toBe(400);
+  });
+});
+
+describe('PLACEMENT_LIMITS=off (the default)', () => {
+  it('installs no guard and answers /ext/limits 404: claims are as upstream', async () => {
+    t = await makeTestApp();
+    expect(t.deps.limits).toBeUndefined();
+    expect(t.deps.writeHooks.claimGuards.map((g) => g.name)).not.toContain('project limits');
+    const rp = await host();
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 64 }))).status).toBe(204);
+    const off = await t.call('GET', '/ext/limits');
+    expect(off.status).toBe(404);
+    expect((await errorOf(off)).detail).toContain('PLACEMENT_LIMITS=off');
+  });
+
+  it('refuses a start whose limits settings cannot work, naming the setting', () => {
+    expect(() => loadConfig({ PLACEMENT_LIMITS: 'static' })).toThrow(
+      /PLACEMENT_LIMITS_JSON: PLACEMENT_LIMITS=static but no limits are set/,
+    );
+    expect(() => loadConfig({ PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: '{"registered": {"VCPU": 1}}' })).toThrow(
+      /PLACEMENT_LIMITS_JSON: at registered.VCPU: .*class:<RESOURCE_CLASS>/,
+    );
+    expect(() => loadConfig({ PLACEMENT_LIMITS: 'keystone' })).toThrow(
+      /PLACEMENT_KEYSTONE_AUTH_URL: PLACEMENT_LIMITS=keystone reads the limits/,
+    );
+    expect(() => loadConfig({ PLACEMENT_LIMITS: 'quota' })).toThrow(/PLACEMENT_LIMITS/);
+    expect(() => loadConfig({ PLACEMENT_LIMITS_CONSUMER_TYPES: 'instance' })).toThrow(/PLACEMENT_LIMITS_CONSUMER_TYPES/);
+  });
+});
