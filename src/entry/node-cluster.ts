@@ -59,6 +59,8 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   } catch (err) {
     refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err));
   }
+  // Project limits (PLACEMENT_LIMITS): read once before forking; limits that cannot be read as configured refuse the start.
+  await deps.limits?.start().catch(refuseStart);
   const jobs = startNodeJobs(deps);
   serveClusterMetrics(deps.metrics);
   let stopping = false;

@@ -141,11 +141,15 @@ async function openDeps(forked: boolean) {
   } catch (err) {
     return refuseStart(err);
   }
+  let deps: Awaited<ReturnType<typeof buildNodeDeps>>;
   try {
-    return await buildNodeDeps(config);
+    deps = await buildNodeDeps(config);
   } catch (err) {
     return refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err));
   }
+  // Project limits (PLACEMENT_LIMITS): read once before serving; limits that cannot be read as configured refuse the start.
+  await deps.limits?.start().catch(refuseStart);
+  return deps;
 }
 
 /**

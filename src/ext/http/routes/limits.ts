@@ -5,7 +5,8 @@ import type { Deps } from '../../../deps.js';
 import { badQuery } from '../../../http/validate.js';
 import { RouteTable, zodQuery } from '../../../http/route-table.js';
 import { authorize } from '../../../placement/http/middleware.js';
-import { placementHttp } from '../../../placement/http/profile.js';
+import { PLACEMENT_API, placementHttp } from '../../../placement/http/profile.js';
+import { LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from '../../limits/keystone.js';
 import { LimitedProjectsResponse, LimitsQuery, LimitsRefreshResponse, ProjectLimitsResponse } from '../../limits/responses.js';
 import type { ProjectLimits } from '../../limits/service.js';
 import { EXT_RULE } from '../../policy.js';
@@ -46,7 +47,13 @@ limitRoutes.resource('/limits/refresh', {
     handler: async (c) => {
       authorize(c, EXT_RULE);
       const limits = limitsOf(c.var.deps);
-      const read = await limits.refresh();
+      const read = await limits.refresh().catch((err: unknown) => {
+        // The source did not give the limits: the last ones read stay in force.
+        if (err instanceof LimitsUnavailable || err instanceof LimitsAccessRefused || err instanceof LimitsMisconfigured) {
+          throw PLACEMENT_API.error(503, `The project limits were not read again; the last ones read stay in force: ${err.message}`);
+        }
+        throw err;
+      });
       return c.json({
         source: limits.describe(),
         read_at: c.var.deps.clock().toISOString(),

@@ -67,7 +67,9 @@ export const operatorRoutes = new RouteTable('meta')
       responseName: 'Health',
       handler: async (c) => {
         const deps = c.var.deps;
-        const readiness = await checkReadiness(deps.store, MIGRATIONS);
+        let readiness = await checkReadiness(deps.store, MIGRATIONS);
+        // Project limits (PLACEMENT_LIMITS): not read for two refresh intervals (Keystone down) says so; they stay enforced.
+        if (readiness.ready && deps.limits) readiness = await deps.limits.readiness();
         if (readiness.ready) return c.json({ status: 'ready' }, 200, NO_STORE);
         deps.log.warn('not ready', { reason: readiness.reason });
         return c.json({ status: 'not ready', reason: readiness.reason }, 503, NO_STORE);
