@@ -15,7 +15,6 @@ import { KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
-import { observeDatabase } from './db/observe.js';
 import { databaseObserver } from './observability/database.js';
 import { serviceMetrics, type ServiceMetrics } from './observability/service.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
@@ -37,7 +36,7 @@ export interface DepsOptions {
 
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
   const metrics = options.metrics ?? serviceMetrics;
-  observeDatabase(databaseObserver(metrics));
+  store.watch.observer = databaseObserver(metrics);
   const limits = projectLimits(store, config, log, options.keystoneFetch);
   return {
     store,

@@ -4,13 +4,14 @@
 // that declaration. Here a rule is changed in that one place (the app's
 // hooks carry the rules) and both paths answer the change: one-batch claims
 // (1.28+, a new consumer: one write batch, nothing read) and ordinary ones
-// (1.27: read, then write).
+// (1.27: read, then write). The removal rule (a class in use stays) is declared
+// there too and read by the inventory writes, the reshaper and the one-batch replace.
 import type { InStatement, ResultSet } from '@libsql/client';
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeExtensions } from '../../src/ext/install.js';
 import { writeHooks, type ClaimRule } from '../../src/placement/writes/hooks.js';
-import { brokenRule, brokenSql, CLAIM_RULES } from '../../src/placement/writes/rules.js';
+import { brokenRule, brokenSql, CLAIM_RULES, stillInUse, stillInUseSql } from '../../src/placement/writes/rules.js';
 import { seedProvider, usageOf } from '../helpers/placement-seed.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -114,6 +115,29 @@ describe('the declaration to both paths', () => {
         const [row] = (await t.deps.store.client.execute(sql)).rows;
         expect(Number(row!.broken) === 1, `amount ${amount}, usage ${used}`).toBe(ts !== undefined);
       }
+    }
+  });
+});
+
+describe('the removal rule (a class still in use is not removed)', () => {
+  it("decides alike in TypeScript (inventory writes, reshaper) and in the one-batch replace's SQL guard", async () => {
+    for (const used of [0, 1, 5]) {
+      await t.deps.store.client.execute('DELETE FROM allocations');
+      if (used > 0) {
+        await t.deps.store.client.execute({
+          sql: `INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)
+            SELECT ?, ?, id, ? FROM resource_classes WHERE name = 'VCPU'`,
+          args: [rp.id, randomUUID(), used],
+        });
+      }
+      const [row] = (
+        await t.deps.store.client.execute({
+          sql: `SELECT (${stillInUseSql('i')}) AS in_use FROM inventories i WHERE i.resource_provider_id = ?`,
+          args: [rp.id],
+        })
+      ).rows;
+      expect(Number(row!.in_use) === 1, `used ${used}`).toBe(stillInUse(used));
+      expect(stillInUse(used)).toBe(used > 0);
     }
   });
 });

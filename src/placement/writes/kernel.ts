@@ -8,7 +8,10 @@
 // inventories, providers, traits, aggregates, resource classes).
 //
 // One-batch writes (issue 13): every condition the ordinary path (read,
-// decide, write) would check is checked in SQL inside the write transaction;
+// decide, write) would check is checked in SQL inside the write transaction
+// (a rule that compares values is declared once, in rules.ts, and both the
+// decision and the SQL guard are derived from it; what an extension adds to
+// a claim comes from the hooks installed in the app, hooks.ts);
 // when one fails the batch rolls back and the caller takes the ordinary path,
 // which decides again and words the answer. So a write that the ordinary path
 // would grant takes 1 round trip, a refusal 2 (the refused batch, then the

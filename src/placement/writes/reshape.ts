@@ -7,6 +7,7 @@ import { reservedCapacityProblem, type InventoryInput } from '../repo/inventorie
 import { claimedNames, dropEmptyConsumers, everyBatchGuards, inventoryIndex, planClaims, type ClaimOptions } from './claims.js';
 import { assertInventoryNotInUse, replaceInventoryStatements } from './inventories.js';
 import { GenerationPlan, key, placementWrite, readSnapshot, type WriteDeps } from './kernel.js';
+import { stillInUse } from './rules.js';
 import { InvalidInventoryInput, InventoryProviderMissing, ProviderGenerationMismatch, UnknownResourceClass } from './refusals.js';
 
 export interface ProviderInventoryChange {
@@ -82,7 +83,7 @@ export async function reshape(deps: WriteDeps, request: ReshapeRequest, opts: Re
       const removed = current.filter((i) => !wanted.has(i.classId)).sort((a, b) => a.classId - b.classId);
       assertInventoryNotInUse(
         rp.uuid,
-        removed.filter((i) => (usageAfter.get(key(rp.id, i.classId)) ?? 0) > 0),
+        removed.filter((i) => stillInUse(usageAfter.get(key(rp.id, i.classId)) ?? 0)),
         'update conflict',
       );
       const records = Object.entries(change.records).map(([rc, input]) => ({ classId: snap.classIds.get(rc)!, input }));

@@ -37,6 +37,12 @@ export const CLAIM_RULES: readonly Rule<'constraints' | 'capacity'>[] = [
 /** An inventory class a write removes: no allocation may still use it. */
 export const REMOVAL_RULES: readonly Rule<'inUse'>[] = [{ left: 'usage', holds: '<=', right: 0, refusal: 'inUse' }];
 
+/** Whether an inventory class with `usage` may not be removed (REMOVAL_RULES, in TypeScript). */
+export const stillInUse = (usage: number): boolean => brokenRule(REMOVAL_RULES, { usage }) !== undefined;
+
+/** The same, in SQL, for the inventories row aliased `alias` (its usage as of the write). */
+export const stillInUseSql = (alias: string): string => brokenSql(REMOVAL_RULES, { inventory: alias });
+
 /** The values of one check, in TypeScript. */
 export interface RuleValues {
   amount?: number;

@@ -6,7 +6,7 @@ import { readBody } from '../../../http/validate.js';
 import { authorize } from '../../../placement/http/middleware.js';
 import { putTaintsSchema } from '../../schemas.js';
 import { EXT_RULE } from '../../policy.js';
-import { drainList, providerTaints, replaceProviderTaints } from '../../taints.js';
+import { drainList, providerTaints, replaceProviderTaints } from '../../taints/writes.js';
 import { DrainListResponse, ProviderTaintsResponse } from '../../responses.js';
 import { RouteTable } from '../../../http/route-table.js';
 import { placementHttp } from '../../../placement/http/profile.js';
