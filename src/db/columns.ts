@@ -39,3 +39,4 @@ export const LEASE = columnNames(t.extLeases);
 export const SWEEP_STAT = columnNames(t.extSweepStats);
 export const LIMIT = columnNames(t.extLimits);
 export const LIMIT_SYNC = columnNames(t.extLimitsSync);
+export const LIMIT_USAGE = columnNames(t.extLimitUsage);

@@ -44,7 +44,7 @@ export const MIGRATIONS: MigrationFile[] = [
   },
   {
     "tag": "0008_ext_limits",
-    "when": 1795832226929,
-    "sql": "CREATE TABLE `ext_limits` (\n\t`project` text NOT NULL,\n\t`resource_class` text NOT NULL,\n\t`resource_limit` integer NOT NULL,\n\tPRIMARY KEY(`project`, `resource_class`)\n);\n--> statement-breakpoint\nCREATE TABLE `ext_limits_sync` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`synced_at` integer NOT NULL,\n\t`source` text NOT NULL\n);\n"
+    "when": 1795834204384,
+    "sql": "CREATE TABLE `ext_limit_usage` (\n\t`project_id` integer NOT NULL,\n\t`resource_class_id` integer NOT NULL,\n\t`used` integer NOT NULL,\n\tPRIMARY KEY(`project_id`, `resource_class_id`)\n);\n--> statement-breakpoint\nCREATE TABLE `ext_limits` (\n\t`project` text NOT NULL,\n\t`resource_class` text NOT NULL,\n\t`resource_limit` integer NOT NULL,\n\tPRIMARY KEY(`project`, `resource_class`)\n);\n--> statement-breakpoint\nCREATE TABLE `ext_limits_sync` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`synced_at` integer NOT NULL,\n\t`source` text NOT NULL\n);\n"
   }
 ];

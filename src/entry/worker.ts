@@ -167,7 +167,10 @@ async function boot(env: WorkerEnv): Promise<Booted> {
     metricsSource: isolateMetrics,
   });
   // Project limits (PLACEMENT_LIMITS): the cron refreshes them; the first isolate of a database never read them reads them now.
-  if (deps.limits && (await deps.limits.readAt()) === null) await deps.limits.start();
+  if (deps.limits) {
+    await deps.limits.prepare();
+    if ((await deps.limits.readAt()) === null) await deps.limits.start();
+  }
   log.info('placement-edge isolate started', { config: configSummary(config) });
   return { app: createApp(deps), deps };
 }

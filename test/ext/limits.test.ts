@@ -213,6 +213,63 @@ describe('PLACEMENT_LIMITS=static', () => {
   });
 });
 
+describe('the usage ledger', () => {
+  /** The ledger, and the same counted from the allocations: equal after any write. */
+  async function ledgerAndCount() {
+    const { client } = t.deps.store;
+    const rows = async (sql: string) =>
+      (await client.execute(sql)).rows.map((r) => `${r.project_id}/${r.resource_class_id}=${r.used}`).sort();
+    return {
+      ledger: await rows('SELECT project_id, resource_class_id, used FROM ext_limit_usage WHERE used != 0'),
+      counted: await rows(`SELECT c.project_id, a.resource_class_id, sum(a.used) AS used FROM consumers c
+        JOIN allocations a ON a.consumer_id = c.uuid LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
+        WHERE ct.name IS NULL OR ct.name = 'INSTANCE' GROUP BY c.project_id, a.resource_class_id`),
+    };
+  }
+
+  it('equals the allocations of the consumers that count after every kind of write, and is counted again when installed', async () => {
+    await limitedApp(JSON.stringify({ registered: { 'class:VCPU': 1000 } }));
+    const [a, b] = [await host(), await host()];
+    const [vm, migration, old] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    const check = async (what: string) => {
+      const { ledger, counted } = await ledgerAndCount();
+      expect(ledger, what).toEqual(counted);
+    };
+    expect((await put(vm, claimBody(a, { VCPU: 4, MEMORY_MB: 512 }))).status).toBe(204);
+    expect((await put(migration, claimBody(b, { VCPU: 2 }, { type: 'MIGRATION' }))).status).toBe(204);
+    const untyped = { allocations: { [a]: { resources: { VCPU: 1 } } }, project_id: P, user_id: USER };
+    expect((await put(old, untyped, '1.27')).status).toBe(204);
+    await check('claims');
+    // Moved, resized, to another project, to another type.
+    expect((await put(vm, claimBody(b, { VCPU: 6, DISK_GB: 10 }, { generation: 1, project: Q }))).status).toBe(204);
+    await check('moved to another project');
+    expect((await put(vm, claimBody(b, { VCPU: 6 }, { generation: 2, project: Q, type: 'MIGRATION' }))).status).toBe(204);
+    await check('typed MIGRATION');
+    expect((await put(migration, claimBody(a, { VCPU: 3 }, { generation: 1 }))).status).toBe(204);
+    await check('typed INSTANCE');
+    // POST /allocations: one consumer emptied, one moved.
+    const both = {
+      [old]: { allocations: {}, project_id: P, user_id: USER, consumer_generation: 1, consumer_type: 'INSTANCE' },
+      [migration]: {
+        allocations: { [b]: { resources: { VCPU: 3 } } },
+        project_id: P,
+        user_id: USER,
+        consumer_generation: 2,
+        consumer_type: 'INSTANCE',
+      },
+    };
+    expect((await t.call('POST', '/allocations', { body: both })).status).toBe(204);
+    await check('POST /allocations');
+    expect((await t.call('DELETE', `/allocations/${migration}`)).status).toBe(204);
+    await check('DELETE /allocations');
+    // Installed again (another counting rule, then this one): counted again from the allocations.
+    await t.deps.store.client.execute('DELETE FROM ext_limit_usage');
+    await t.deps.store.client.execute('DROP TRIGGER ext_limit_usage_consumer_join');
+    await t.deps.limits!.prepare();
+    await check('installed again');
+  });
+});
+
 describe('PLACEMENT_LIMITS=off (the default)', () => {
   it('installs no guard and answers /ext/limits 404: claims are as upstream', async () => {
     t = await makeTestApp();

@@ -21,3 +21,19 @@ export const extLimitsSync = sqliteTable('ext_limits_sync', {
   syncedAt: integer('synced_at').notNull(),
   source: text('source').notNull(),
 });
+
+/**
+ * Each project's usage of each class by the consumers that count, kept by
+ * triggers the project limits install when they are on (their text depends
+ * on which consumer types count: src/ext/limits/sql.ts), so a claim's guard
+ * reads one row instead of summing the project's allocations.
+ */
+export const extLimitUsage = sqliteTable(
+  'ext_limit_usage',
+  {
+    projectId: integer('project_id').notNull(),
+    resourceClassId: integer('resource_class_id').notNull(),
+    used: integer('used').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.resourceClassId] })],
+);

@@ -7,6 +7,7 @@
 // the limits last read stay in force, and /readyz says so once two refresh
 // intervals have passed without a read.
 import type { DataStore } from '../../db/client.js';
+import { str } from '../../db/rows.js';
 import type { Logger } from '../../deps.js';
 import { SettingProblem } from '../../settings-check.js';
 import { KeystoneLimitsReader, LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from './keystone.js';
@@ -118,6 +119,7 @@ export class ProjectLimits {
    * database; otherwise those stay in force until it answers.
    */
   async start(): Promise<void> {
+    await this.prepare();
     try {
       await this.refresh();
     } catch (err) {
@@ -144,6 +146,20 @@ export class ProjectLimits {
         read_at: new Date(last.syncedAt).toISOString(),
       });
     }
+  }
+
+  /**
+   * Installs the usage ledger's triggers for this app's counting rule (and
+   * counts the ledger again) unless they are there already: one read when
+   * they are. Every app with limits on runs it before guarding claims.
+   */
+  async prepare(): Promise<void> {
+    const [installed] = await this.store.readBatch([LimitsSql.INSTALLED]);
+    const found = new Map(installed!.rows.map((r) => [str(r, 'name'), str(r, 'sql')]));
+    const same = found.size === this.sql.triggers.size && [...this.sql.triggers].every(([name, sql]) => found.get(name) === sql);
+    if (same) return;
+    await this.store.writeBatch(this.sql.installStatements([...found.keys()]));
+    this.log.info('project limits: usage ledger installed', { consumer_types: this.counting.types, untyped: this.counting.untyped });
   }
 
   /** Ready unless the limits in force were read more than two refresh intervals ago. */
@@ -174,7 +190,7 @@ export class ProjectLimits {
 
   /** GET /ext/limits?project_id=P: each class limited for P, its limit, usage and what remains. */
   async projectReport(project: string): Promise<ProjectLimitsReport> {
-    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfLimitedClasses(project)]);
+    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects([project])]);
     const used = usageTable(usage!);
     const limits: Record<string, ClassLimit> = {};
     for (const [rc, limit] of [...limitsOfProject(limitSetOfResult(rows!), project)].sort(([a], [b]) => a.localeCompare(b))) {
@@ -186,7 +202,7 @@ export class ProjectLimits {
 
   /** GET /ext/limits: the projects at or over a limit, with those classes only. */
   async atOrOverLimit(): Promise<ProjectLimitsReport[]> {
-    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfLimitedClasses()]);
+    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects()]);
     const limits = limitSetOfResult(rows!);
     const byProject = new Map<string, Record<string, ClassLimit>>();
     for (const [k, used] of usageTable(usage!)) {
