@@ -213,6 +213,28 @@ describe('PLACEMENT_LIMITS=static', () => {
   });
 });
 
+describe('ext_within_limits=true on GET /allocation_candidates', () => {
+  it("answers none when the request alone would cross the caller's project limit, and why-no-host says so", async () => {
+    await limitedApp();
+    const rp = await host();
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 8 }))).status).toBe(204);
+    const ask = async (query: string, path = '/allocation_candidates') =>
+      (await t.call('GET', `${path}?${query}`, { headers: { 'x-project-id': P } })).json() as Promise<Record<string, unknown>>;
+    const count = async (query: string) => ((await ask(query)).allocation_requests as unknown[]).length;
+    // Stock requests are as upstream: the limit is the claim's business.
+    expect(await count('resources=VCPU:3')).toBe(1);
+    expect(await count('resources=VCPU:3&ext_within_limits=false')).toBe(1);
+    expect(await count('resources=VCPU:2&ext_within_limits=true')).toBe(1);
+    expect(await count('resources=VCPU:3&ext_within_limits=true')).toBe(0);
+    // Every group counts: 2 + 1 crosses 10 with 8 in use.
+    expect(await count('resources1=VCPU:2&resources2=VCPU:1&group_policy=none&ext_within_limits=true')).toBe(0);
+    const diagnosis = await ask('resources=VCPU:3&ext_within_limits=true', '/diagnostics/allocation_candidates');
+    expect(diagnosis.allocation_requests).toBe(0);
+    expect(diagnosis.project_limit).toBe(`the request alone would cross project '${P}''s limit of VCPU (limit 10, usage 8, requested 3)`);
+    expect((await t.call('GET', '/allocation_candidates?resources=VCPU:1&ext_within_limits=yes')).status).toBe(400);
+  });
+});
+
 describe('the usage ledger', () => {
   /** The ledger, and the same counted from the allocations: equal after any write. */
   async function ledgerAndCount() {

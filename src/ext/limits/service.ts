@@ -45,6 +45,23 @@ export interface ProjectLimitsReport {
   limits: Record<string, ClassLimit>;
 }
 
+/** A request that would cross a project's limit of a class. */
+export interface LimitCrossing {
+  project: string;
+  resourceClass: string;
+  limit: number;
+  usage: number;
+  requested: number;
+}
+
+/** What a candidates request asks, per group (class -> amount). */
+export const requestedTotals = (request: { groups: readonly { resources: ReadonlyMap<string, number> }[] }) =>
+  request.groups.map((g) => g.resources);
+
+/** How a crossing reads, in the candidates' and the diagnosis' words. */
+export const crossingText = (c: LimitCrossing) =>
+  `the request alone would cross project '${c.project}''s limit of ${c.resourceClass} (limit ${c.limit}, usage ${c.usage}, requested ${c.requested})`;
+
 export interface LimitsConfig extends LimitsSettings, KeystoneCredentialSettings {
   PLACEMENT_KEYSTONE_USER_DOMAIN_NAME: string;
   PLACEMENT_KEYSTONE_TIMEOUT_MS: number;
@@ -186,6 +203,26 @@ export class ProjectLimits {
   async inForce(): Promise<LimitSet> {
     const [rows] = await this.store.readBatch([READ_LIMITS]);
     return limitSetOfResult(rows!);
+  }
+
+  /**
+   * The first class whose limit the request's groups (class -> amount each)
+   * alone would cross for `project`, with its limit and usage; null when it fits
+   * (ext_within_limits on GET /allocation_candidates).
+   */
+  async crossing(project: string, groups: readonly ReadonlyMap<string, number>[]): Promise<LimitCrossing | null> {
+    const requested = new Map<string, number>();
+    for (const group of groups) for (const [rc, amount] of group) requested.set(rc, (requested.get(rc) ?? 0) + amount);
+    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects([project])]);
+    const limits = limitsOfProject(limitSetOfResult(rows!), project);
+    const used = usageTable(usage!);
+    for (const [resourceClass, amount] of requested) {
+      const limit = limits.get(resourceClass);
+      if (limit === undefined || amount <= 0) continue;
+      const usageOf = used.get(usageKey(project, resourceClass)) ?? 0;
+      if (usageOf + amount > limit) return { project, resourceClass, limit, usage: usageOf, requested: amount };
+    }
+    return null;
   }
 
   /** GET /ext/limits?project_id=P: each class limited for P, its limit, usage and what remains. */
