@@ -11,12 +11,13 @@ import { limitsWrites } from './ext/limits/guard.js';
 import { limitsJobs } from './ext/limits/jobs.js';
 import { projectLimits } from './ext/limits/service.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
-import { KeystoneTokenValidator } from './http/keystone/validator.js';
+import { type KeystoneSettings, KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
 import { databaseObserver } from './observability/database.js';
 import { serviceMetrics, type ServiceMetrics } from './observability/service.js';
+import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
 import { placementPolicyRules } from './placement/policies.js';
 import { writeHooks } from './placement/writes/hooks.js';
@@ -57,7 +58,11 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     writeHooks: writeHooks(limits ? [...writeExtensions, limitsWrites(limits, metrics)] : writeExtensions),
     limits,
     metricsSource: options.metricsSource ?? processMetrics(metrics),
-    keystone: config.PLACEMENT_AUTH_STRATEGY === 'keystone' ? keystoneValidator(config, options.keystoneFetch) : undefined,
+    readiness: new ProcessReadiness(),
+    keystone:
+      config.PLACEMENT_AUTH_STRATEGY === 'keystone'
+        ? keystoneValidator(config, options.keystoneFetch, (reason) => metrics.keystoneSignInFailures.inc([reason]))
+        : undefined,
     projectNames:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone' && config.PLACEMENT_KEYSTONE_AUTH_URL
         ? new KeystoneProjectNames({
@@ -70,7 +75,11 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
 }
 
 /** The validator for PLACEMENT_KEYSTONE_* (loadConfig() has checked them; a hand-built config is checked here). */
-export function keystoneValidator(config: AppConfig, fetcher?: typeof fetch): KeystoneTokenValidator {
+export function keystoneValidator(
+  config: AppConfig,
+  fetcher?: typeof fetch,
+  onSignInFailure?: KeystoneSettings['onSignInFailure'],
+): KeystoneTokenValidator {
   const problem = keystoneSettingsProblem(config);
   if (problem) throw new Error(`invalid configuration: ${problem}`);
   const authUrl = config.PLACEMENT_KEYSTONE_AUTH_URL!;
@@ -88,6 +97,7 @@ export function keystoneValidator(config: AppConfig, fetcher?: typeof fetch): Ke
       cacheSize: config.PLACEMENT_KEYSTONE_TOKEN_CACHE_SIZE,
       timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
       wwwAuthenticateUri: config.PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI ?? authUrl,
+      onSignInFailure,
     },
     fetcher,
   );

@@ -3,12 +3,33 @@
 import { z } from 'zod';
 import { LIMITS_SETTINGS, limitsSettingsProblem } from './ext/limits/settings.js';
 
+/** Where a new user's database goes when PLACEMENT_DB_URL is not set (created with its directory). */
+export const DEFAULT_DATABASE_URL = 'file:./data/placement.db';
+
+/**
+ * The URL schemes of libSQL, the only database placement-edge speaks: an
+ * embedded file, or a libSQL server (sqld, Turso) over HTTP or WebSockets.
+ */
+export const DATABASE_URL_SCHEMES = ['file:', 'libsql:', 'http:', 'https:', 'ws:', 'wss:'] as const;
+
+/** The scheme of a database URL placement-edge can open (':memory:' counts as file:), else undefined. */
+export function databaseUrlScheme(url: string): (typeof DATABASE_URL_SCHEMES)[number] | undefined {
+  if (url === ':memory:') return 'file:';
+  const scheme = /^([a-z][a-z0-9+.-]*:)/i.exec(url)?.[1]?.toLowerCase();
+  return DATABASE_URL_SCHEMES.find((known) => known === scheme);
+}
+
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'True', 'False']).transform((v) => ['true', '1', 'yes', 'True'].includes(v));
 
 export const ConfigSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8778),
-  PLACEMENT_DB_URL: z.string().default('file:./data/placement.db'),
+  PLACEMENT_DB_URL: z
+    .string()
+    .refine((url) => databaseUrlScheme(url) !== undefined, {
+      message: `not a database URL placement-edge speaks (${DATABASE_URL_SCHEMES.join(', ')})`,
+    })
+    .default(DEFAULT_DATABASE_URL),
   PLACEMENT_DB_AUTH_TOKEN: z.string().optional(),
   /**
    * A libSQL replica near this instance (sqld started with --primary-grpc-url, a
@@ -128,12 +149,6 @@ export const ConfigSchema = z.object({
    */
   PLACEMENT_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   /**
-   * Node mode: before a server process takes traffic it runs the real
-   * service over a small synthetic cloud for at most this much CPU time, so
-   * its first answers run optimised code (src/entry/node-warm-up.ts). 0 = none.
-   */
-  PLACEMENT_WARM_UP_MS: z.coerce.number().int().min(0).default(3000),
-  /**
    * Node mode on a database file: how often each server process brings its
    * provider trees in memory up to date with writes from any process, so the
    * first candidates request after a load does not read them. 0 = only when
@@ -143,6 +158,21 @@ export const ConfigSchema = z.object({
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   /** One JSON line per request, at this level ('off': none); shown when LOG_LEVEL lets the level through. */
   PLACEMENT_ACCESS_LOG: z.enum(['info', 'debug', 'off']).default('info'),
+  /**
+   * Paths whose requests leave no access line (a comma-separated list, e.g.
+   * /healthz,/readyz,/metrics: probes and scrapes every few seconds); they are
+   * still counted in the metrics. Exact paths, without the query.
+   */
+  PLACEMENT_ACCESS_LOG_EXCLUDE: z
+    .string()
+    .default('')
+    .transform((list) =>
+      list
+        .split(',')
+        .map((path) => path.trim())
+        .filter((path) => path !== ''),
+    )
+    .pipe(z.array(z.string().regex(/^\//, 'a comma-separated list of paths, each starting with / (e.g. /healthz,/readyz,/metrics)'))),
   /**
    * GET /metrics shows openstack-exporter's capacity gauges (four series per
    * inventory, read in one query per scrape); false for clouds too large to scrape.
@@ -164,12 +194,19 @@ export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   const parsed = ConfigSchema.safeParse(picked);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`invalid configuration: ${problems}`);
+    const names = [...new Set(parsed.error.issues.map((i) => String(i.path[0])))].join(', ');
+    throw new Error(`invalid configuration: ${problems}. Fix: correct ${names} or unset it for the default`);
   }
   const keystoneProblem = keystoneSettingsProblem(parsed.data);
-  if (keystoneProblem) throw new Error(`invalid configuration: ${keystoneProblem}`);
+  if (keystoneProblem) {
+    // In a Worker the password is a secret (wrangler secret put), the rest [vars] in wrangler.toml.
+    throw new Error(
+      `invalid configuration: ${keystoneProblem}. Fix: set it (the service user placement-edge validates tokens as; docs/keystone.md), or choose another PLACEMENT_AUTH_STRATEGY`,
+    );
+  }
   const limitsProblem = limitsSettingsProblem(parsed.data);
-  if (limitsProblem) throw new Error(`invalid configuration: ${limitsProblem.setting}: ${limitsProblem.problem}`);
+  if (limitsProblem)
+    throw new Error(`invalid configuration: ${limitsProblem.setting}: ${limitsProblem.problem}. Fix: ${limitsProblem.fix}`);
   return parsed.data;
 }
 

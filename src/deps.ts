@@ -11,6 +11,7 @@ import type { PolicyEnforcer } from './http/policy.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { JobRegistry } from './jobs/registry.js';
 import type { ServiceMetrics } from './observability/service.js';
+import type { ProcessReadiness } from './observability/readiness.js';
 import type { MetricsSource } from './observability/source.js';
 import type { WriteHooks } from './placement/writes/hooks.js';
 
@@ -40,6 +41,8 @@ export interface Deps {
   writeHooks: WriteHooks;
   /** Whose counters GET /metrics shows: this process's, the Node cluster's, none (a Worker isolate). */
   metricsSource: MetricsSource;
+  /** What this process holds against GET /readyz (warming at a Node start); none held by default. */
+  readiness: ProcessReadiness;
   /** PLACEMENT_AUTH_STRATEGY=keystone: validates tokens, one cache for every API of the app. */
   keystone?: KeystoneTokenValidator;
   /** Project names for the dashboard, where Keystone knows them (keystone auth only). */
@@ -48,11 +51,28 @@ export interface Deps {
   limits?: ProjectLimits;
 }
 
-export function consoleLogger(level: AppConfig['LOG_LEVEL']): Logger {
+/** Where a log line goes, by its level. */
+export type LogSink = (level: 'debug' | 'info' | 'warn' | 'error', line: string) => void;
+
+/** Node: every line on stderr (stdout stays free for a CLI's output; journald keeps both). */
+export const stderrSink: LogSink = (_level, line) => console.error(line);
+
+/**
+ * A Worker: each line on the console method of its level. wrangler dev and
+ * Workers Logs show console.error as an error (`✘ [ERROR]`) and console.warn
+ * as a warning, so info and debug lines go to console.log.
+ */
+export const consoleByLevel: LogSink = (level, line) => {
+  if (level === 'error') console.error(line);
+  else if (level === 'warn') console.warn(line);
+  else console.log(line);
+};
+
+export function consoleLogger(level: AppConfig['LOG_LEVEL'], sink: LogSink = stderrSink): Logger {
   const order = ['debug', 'info', 'warn', 'error', 'silent'];
   const min = order.indexOf(level);
   const at = (name: 'debug' | 'info' | 'warn' | 'error') => (msg: string, extra?: Record<string, unknown>) => {
-    if (order.indexOf(name) >= min) console.error(JSON.stringify({ time: new Date().toISOString(), level: name, msg, ...extra }));
+    if (order.indexOf(name) >= min) sink(name, JSON.stringify({ time: new Date().toISOString(), level: name, msg, ...extra }));
   };
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }

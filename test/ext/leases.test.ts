@@ -108,6 +108,24 @@ describe('/ext/leases/{consumer_uuid}', () => {
     expect(audit.extensions.leases).toMatchObject({ active: 0, sweeps: 1, released: 1, dropped: 0, binding_failures: 0 });
   });
 
+  it('expires at expires_at to the millisecond: a sweep 1 ms before keeps it, a sweep at expires_at releases it', async () => {
+    const { consumer } = await claimed();
+    const set = await lease(consumer, 10);
+    const expiresAt = Date.parse(set.expires_at);
+    t.tick(expiresAt - 1 - t.deps.clock().getTime());
+    expect(t.deps.clock().getTime()).toBe(expiresAt - 1);
+    expect(await leaseStats(t.deps.store, t.deps.clock().getTime())).toMatchObject({ active: 1, expired_unswept: 0 });
+    expect(await sweep()).toEqual({ released: [], dropped: [] });
+    await runSweeps(t.deps);
+    expect(Object.keys(await allocationsOf(consumer))).toHaveLength(1);
+    expect((await t.call('GET', `/ext/leases/${consumer}`)).status).toBe(200);
+    t.tick(1);
+    expect(await leaseStats(t.deps.store, expiresAt)).toMatchObject({ active: 1, expired_unswept: 1 });
+    expect(await sweep()).toEqual({ released: [consumer], dropped: [] });
+    expect(await allocationsOf(consumer)).toEqual({});
+    expect((await t.call('GET', `/ext/leases/${consumer}`)).status).toBe(404);
+  });
+
   it('keeps allocations the consumer rewrote after the lease: only the lease goes', async () => {
     const { host, consumer } = await claimed();
     await lease(consumer, 10);

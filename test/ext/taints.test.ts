@@ -110,6 +110,22 @@ describe('/ext/resource_providers/{uuid}/taints', () => {
     expect(usedGpus(await candidates(t, query))).toEqual(new Set([g1]));
   });
 
+  it('a provider with two excluding taints stays out unless the request tolerates both', async () => {
+    const [root, g0, g1] = await gpuHost();
+    const DRAIN = { key: 'maintenance', value: '', effect: 'NoExecute', reason: 'BIOS update' };
+    expect((await taint(g1, [UNHEALTHY, DRAIN])).status).toBe(200);
+    const query = 'resources=VGPU:1';
+    expect(usedGpus(await candidates(t, query))).toEqual(new Set([g0]));
+    for (const tolerated of [UNHEALTHY.key, DRAIN.key]) {
+      // One of the two tolerated: the other still keeps g1 out.
+      expect(usedGpus(await candidates(t, `${query}&ext_tolerate=${tolerated}`)), tolerated).toEqual(new Set([g0]));
+      expect(countOf(await headroom(t, `${query}&ext_tolerate=${tolerated}`), root), tolerated).toBe(1);
+    }
+    const both = `${query}&ext_tolerate=${UNHEALTHY.key},${DRAIN.key}`;
+    expect(usedGpus(await candidates(t, both))).toEqual(new Set([g0, g1]));
+    expect(countOf(await headroom(t, both), root)).toBe(2);
+  });
+
   it('takes a tainted root out with its whole tree, sharing providers of that tree included', async () => {
     const [root, g0] = await gpuHost();
     const other = await provider(t, { inventory: { VCPU: { total: 8 } } });

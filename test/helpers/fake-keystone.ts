@@ -54,6 +54,10 @@ export class FakeKeystone {
   async handle(request: Request): Promise<Response> {
     const url = new URL(request.url);
     this.calls.push(`${request.method} ${url.pathname}`);
+    // The version document, as Keystone answers GET /v3 (the service's readiness check asks it).
+    if (url.pathname === '/v3' && request.method === 'GET') {
+      return Response.json({ version: { id: 'v3.14', status: 'stable', links: [{ rel: 'self', href: url.href }] } });
+    }
     if (url.pathname !== '/v3/auth/tokens') return new Response('{"error": {"code": 404}}', { status: 404 });
     if (request.method === 'POST') return this.passwordAuth(request);
     if (request.method === 'GET') return this.validate(request);

@@ -14,6 +14,8 @@ export class ServiceTokenSource {
     private readonly client: KeystoneClient,
     private readonly credentials: PasswordCredentials,
     private readonly now: () => number = () => Date.now(),
+    /** Told of each failed sign-in (refused credentials, Keystone not answering): a metric counts them. */
+    private readonly onFailure: (err: unknown) => void = () => {},
   ) {}
 
   /** A token with at least a minute left, renewed when needed. */
@@ -29,6 +31,11 @@ export class ServiceTokenSource {
     return this.current ?? this.renew();
   }
 
+  /** Signs in again now, whatever is held (a readiness check after a failure: Keystone may be back, or gone). */
+  async renewNow(): Promise<IssuedToken> {
+    return this.renew();
+  }
+
   private stale(held: IssuedToken): boolean {
     const left = held.identity.expiresAt - this.now();
     return left < RENEW_BEFORE_MS;
@@ -40,6 +47,10 @@ export class ServiceTokenSource {
       .then((issued) => {
         this.current = issued;
         return issued;
+      })
+      .catch((err: unknown) => {
+        this.onFailure(err);
+        throw err;
       })
       .finally(() => {
         this.pending = undefined;
