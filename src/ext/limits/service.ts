@@ -6,6 +6,7 @@
 // other sweeps (the Node primary's timer, the Worker's cron); Keystone down,
 // the limits last read stay in force, and /readyz says so once two refresh
 // intervals have passed without a read.
+import type { InStatement, ResultSet } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
 import { str } from '../../db/rows.js';
 import type { Logger } from '../../deps.js';
@@ -29,6 +30,8 @@ import {
 export interface LimitsSource {
   describe(): string;
   read(): Promise<LimitSet>;
+  /** Never fails to read (PLACEMENT_LIMITS_JSON): the limits cannot go stale. */
+  alwaysFresh?: boolean;
 }
 
 export type LimitsReadiness = { ready: true } | { ready: false; reason: string };
@@ -179,17 +182,24 @@ export class ProjectLimits {
     this.log.info('project limits: usage ledger installed', { consumer_types: this.counting.types, untyped: this.counting.untyped });
   }
 
-  /** Ready unless the limits in force were read more than two refresh intervals ago. */
-  async readiness(): Promise<LimitsReadiness> {
-    const [sync] = await this.store.readBatch([READ_SYNC]);
-    const last = syncOf(sync!);
-    if (last && this.now() - last.syncedAt <= 2 * this.refreshMs) return { ready: true };
-    const age = last ? `were read ${Math.round((this.now() - last.syncedAt) / 1000)} s ago` : 'were never read';
-    const why = this.lastError ? ` (${this.lastError})` : '';
-    return {
-      ready: false,
-      reason: `the project limits in force ${age} from ${this.source.describe()}, more than twice PLACEMENT_LIMITS_REFRESH_SECONDS${why}; they stay enforced`,
-    };
+  /** Ready unless the limits in force were read more than two refresh intervals ago: a read for /readyz's one batch (none for a source that cannot fail). */
+  readiness(): { statement: InStatement; judge(result: ResultSet): LimitsReadiness }[] {
+    if (this.source.alwaysFresh) return [];
+    return [
+      {
+        statement: READ_SYNC,
+        judge: (result) => {
+          const last = syncOf(result);
+          if (last && this.now() - last.syncedAt <= 2 * this.refreshMs) return { ready: true };
+          const age = last ? `were read ${Math.round((this.now() - last.syncedAt) / 1000)} s ago` : 'were never read';
+          const why = this.lastError ? ` (${this.lastError})` : '';
+          return {
+            ready: false,
+            reason: `the project limits in force ${age} from ${this.source.describe()}, more than twice PLACEMENT_LIMITS_REFRESH_SECONDS${why}; they stay enforced`,
+          };
+        },
+      },
+    ];
   }
 
   /** When the limits in force were last read (ISO 8601), null when never. */
@@ -269,7 +279,7 @@ function summary(limits: LimitSet): Record<string, unknown> {
 export function limitsSourceOf(config: LimitsConfig, fetcher?: typeof fetch): LimitsSource | undefined {
   if (config.PLACEMENT_LIMITS === 'static') {
     const limits = staticLimits(config.PLACEMENT_LIMITS_JSON ?? '{}');
-    return { describe: () => 'PLACEMENT_LIMITS_JSON', read: async () => limits };
+    return { describe: () => 'PLACEMENT_LIMITS_JSON', read: async () => limits, alwaysFresh: true };
   }
   if (config.PLACEMENT_LIMITS === 'keystone') {
     return new KeystoneLimitsReader({
