@@ -115,6 +115,10 @@ describe('PLACEMENT_LIMITS=static', () => {
     await lowered.limits!.refresh();
     lowered.store.close();
     expect((await report(P)).limits.VCPU).toEqual({ limit: 4, usage: 8, remaining: -4 });
+    // A migration consumer claimed over the limit: not counted, so granted, in one write batch.
+    const counts = countBatches(t.deps.store);
+    expect((await put(crypto.randomUUID(), claimBody(b, { VCPU: 1 }, { type: 'MIGRATION' }))).status).toBe(204);
+    expect(counts).toEqual({ reads: 0, writes: 1 });
     // Moving to another host, same size: accepted.
     expect((await put(vm, claimBody(b, { VCPU: 8 }, { generation: 1 }))).status).toBe(204);
     // Shrinking, still over: accepted.

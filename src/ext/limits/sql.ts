@@ -117,7 +117,7 @@ export class LimitsSql {
     return `NOT EXISTS (SELECT 1 FROM consumers c JOIN allocations mine ON mine.${ALLOC.consumerId} = c.${CONSUMER.uuid}
           JOIN ext_limit_usage u ON u.${U.projectId} = c.${CONSUMER.projectId} AND u.${U.resourceClassId} = mine.${ALLOC.resourceClassId}
           JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId} JOIN resource_classes rc ON rc.${RC.id} = mine.${ALLOC.resourceClassId}
-        WHERE c.${CONSUMER.uuid} IN (${consumers}) AND mine.${ALLOC.used} > 0
+        WHERE c.${CONSUMER.uuid} IN (${consumers}) AND mine.${ALLOC.used} > 0 AND ${this.counted}
           AND u.${U.used} > ${limitSql(`p.${PROJECT.externalId}`, `rc.${RC.name}`)})`;
   }
 
