@@ -16,7 +16,7 @@ import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
 import { databaseObserver } from './observability/database.js';
-import { serviceMetrics, type ServiceMetrics } from './observability/service.js';
+import { createServiceMetrics, type ServiceMetrics } from './observability/service.js';
 import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
 import { placementPolicyRules } from './placement/policies.js';
@@ -31,12 +31,12 @@ export interface DepsOptions {
   metricsSource?: MetricsSource;
   /** How Keystone is reached (keystone auth); the global fetch without one. */
   keystoneFetch?: typeof fetch;
-  /** The app's metrics; this process's by default. */
+  /** The app's metrics; a registry of its own by default (one app per process in production). */
   metrics?: ServiceMetrics;
 }
 
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
-  const metrics = options.metrics ?? serviceMetrics;
+  const metrics = options.metrics ?? createServiceMetrics();
   store.watch.observer = databaseObserver(metrics);
   const limits = projectLimits(store, config, log, options.keystoneFetch);
   return {

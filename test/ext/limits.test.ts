@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
-import { countBatches } from '../helpers/count-batches.js';
+import { countBatches } from '../write-model/count-batches.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const P = 'aaaaaaaa-0000-4000-8000-00000000000a';

@@ -1,14 +1,6 @@
-// Each write rule once (issue 32): a claim rule is declared in
-// src/placement/writes/rules.ts, and both the ordinary path's decision (read,
-// decide in TypeScript, write) and the one-batch claim's SQL guard come from
-// that declaration. Here a rule is changed in that one place (the app's
-// hooks carry the rules) and both paths answer the change: one-batch claims
-// (1.28+, a new consumer: one write batch, nothing read) and ordinary ones
-// (1.27: read, then write). The removal rule (a class in use stays) is declared
-// there too and read by the inventory writes, the reshaper and the one-batch replace.
-import type { InStatement, ResultSet } from '@libsql/client';
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { countBatches } from './count-batches.js';
 import { writeExtensions } from '../../src/ext/install.js';
 import { writeHooks, type ClaimRule } from '../../src/placement/writes/hooks.js';
 import { brokenRule, brokenSql, CLAIM_RULES, stillInUse, stillInUseSql } from '../../src/placement/writes/rules.js';
@@ -23,24 +15,9 @@ beforeEach(async () => {
 });
 afterEach(() => t.close());
 
-function countBatches(): { reads: number; writes: number } {
-  const { store } = t.deps;
-  const counts = { reads: 0, writes: 0 };
-  const [read, write] = [store.readBatch.bind(store), store.writeBatch.bind(store)];
-  store.readBatch = (statements: InStatement[]): Promise<ResultSet[]> => {
-    counts.reads += 1;
-    return read(statements);
-  };
-  store.writeBatch = (statements: InStatement[]): Promise<ResultSet[]> => {
-    counts.writes += 1;
-    return write(statements);
-  };
-  return counts;
-}
-
 /** Claims `vcpu` for a new consumer: `oneBatch` at 1.28 (consumer_generation null), else at 1.27 (the ordinary path). */
 async function claim(vcpu: number, oneBatch: boolean): Promise<{ status: number; reads: number; writes: number; detail?: string }> {
-  const counts = countBatches();
+  const counts = countBatches(t.deps.store);
   const body: Record<string, unknown> = {
     allocations: { [rp.uuid]: { resources: { VCPU: vcpu } } },
     project_id: randomUUID(),

@@ -4,12 +4,11 @@ import { notFound } from '../../../errors.js';
 import type { Deps } from '../../../deps.js';
 import { badQuery } from '../../../http/validate.js';
 import { RouteTable, zodQuery } from '../../../http/route-table.js';
-import { authorize } from '../../../placement/http/middleware.js';
 import { PLACEMENT_API, placementHttp } from '../../../placement/http/profile.js';
 import { LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from '../../limits/keystone.js';
 import { LimitedProjectsResponse, LimitsQuery, LimitsRefreshResponse, ProjectLimitsResponse } from '../../limits/responses.js';
 import type { ProjectLimits } from '../../limits/service.js';
-import { EXT_RULE } from '../../policy.js';
+import { adminOnly } from '../admin-only.js';
 
 export const limitRoutes = new RouteTable('extensions', placementHttp);
 
@@ -19,14 +18,13 @@ function limitsOf(deps: Deps): ProjectLimits {
 }
 
 limitRoutes.resource('/limits', {
-  GET: {
+  GET: adminOnly({
     summary: "Extension: the projects at or over a limit; with project_id, that project's limits, usage and what remains",
     query: () => zodQuery(LimitsQuery),
     responses: { 200: 'The projects at or over a limit, or one project' },
     response: () => ProjectLimitsResponse.or(LimitedProjectsResponse),
     responseName: 'ProjectLimits',
     handler: async (c) => {
-      authorize(c, EXT_RULE);
       const query = LimitsQuery.safeParse(c.req.query());
       if (!query.success) throw badQuery(`Invalid query string parameters: ${query.error.issues[0]!.message}`);
       const limits = limitsOf(c.var.deps);
@@ -35,17 +33,16 @@ limitRoutes.resource('/limits', {
       const [projects, readAt] = await Promise.all([limits.atOrOverLimit(), limits.readAt()]);
       return c.json({ source: limits.describe(), read_at: readAt, projects });
     },
-  },
+  }),
 });
 
 limitRoutes.resource('/limits/refresh', {
-  POST: {
+  POST: adminOnly({
     summary: 'Extension: read the project limits again now (Keystone or PLACEMENT_LIMITS_JSON) and put them in force',
     responses: { 200: 'The limits now in force' },
     responseSchema: LimitsRefreshResponse,
     responseName: 'LimitsRefresh',
     handler: async (c) => {
-      authorize(c, EXT_RULE);
       const limits = limitsOf(c.var.deps);
       const read = await limits.refresh().catch((err: unknown) => {
         // The source did not give the limits: the last ones read stay in force.
@@ -61,5 +58,5 @@ limitRoutes.resource('/limits/refresh', {
         projects: read.projects.size,
       });
     },
-  },
+  }),
 });

@@ -1,4 +1,4 @@
-// Counts a store's read and write batches (each one round trip) from the call on.
+// Counts a store's read and write batches (its round trips) from now on.
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { DataStore } from '../../src/db/client.js';
 
