@@ -11,6 +11,9 @@ import { writeExtensions } from './ext/install.js';
 import { extJobs } from './ext/jobs.js';
 import { taintFilter } from './ext/taints/filter.js';
 import { KeystoneNovaIdentity } from './http/keystone/nova-identity.js';
+import { limitsWrites } from './ext/limits/guard.js';
+import { limitsJobs } from './ext/limits/jobs.js';
+import { projectLimits } from './ext/limits/service.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
 import { type KeystoneSettings, KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
@@ -42,6 +45,7 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
   const metrics = options.metrics ?? createServiceMetrics();
   store.watch.observer = databaseObserver(metrics);
   const clock = () => new Date();
+  const limits = projectLimits(store, config, log, options.keystoneFetch);
   return {
     store,
     config,
@@ -55,11 +59,12 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     newId: () => crypto.randomUUID(),
     log,
     jobs: options.jobs ?? outboxOnlyQueue,
-    jobHandlers: new JobRegistry([cyborgJobs, extJobs]),
+    jobHandlers: new JobRegistry([cyborgJobs, extJobs, limitsJobs]),
     novaFetch: (input, init) => fetch(input, init),
     nova: novaIdentity(config, options.keystoneFetch),
     metrics,
-    writeHooks: writeHooks(writeExtensions),
+    writeHooks: writeHooks(limits ? [...writeExtensions, limitsWrites(limits, metrics)] : writeExtensions),
+    limits,
     metricsSource: options.metricsSource ?? processMetrics(metrics),
     candidates: candidateEngine(config, metrics, () => clock().getTime()),
     readiness: new ProcessReadiness(),

@@ -7,7 +7,8 @@ import { applyMigrations } from '../db/migrate.js';
 import { readMigrationsDir } from '../db/node-migrations.js';
 import { syncStandards } from '../placement/sync-standards.js';
 import { databaseFailure } from './database-failure.js';
-import { checkSettings, SettingProblem } from './settings-check.js';
+import { SettingProblem } from '../shared/setting-problem.js';
+import { checkSettings } from './settings-check.js';
 
 const [command] = process.argv.slice(2);
 if (command !== 'sync') {

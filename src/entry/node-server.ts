@@ -109,7 +109,11 @@ export async function serveHttp(config: AppConfig): Promise<void> {
 
   // Warming, while requests are served: the database prepared (here, or by the primary) ...
   if (forked) await preparedByPrimary();
-  else await prepareDatabase(deps.store.client).catch((err: unknown) => refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err)));
+  else {
+    await prepareDatabase(deps.store.client).catch((err: unknown) => refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err)));
+    // Project limits (PLACEMENT_LIMITS): the usage ledger installed and the limits read before any claim; unreadable as configured, the start is refused.
+    await deps.limits?.start().catch(refuseStart);
+  }
   gate.open();
   // ... accelerator bind jobs and Nova events: an in-process queue for the work
   // this process commits; the sweeps run here only when no primary runs them ...

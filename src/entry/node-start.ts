@@ -9,7 +9,7 @@ import { dirname, resolve } from 'node:path';
 import { type AppConfig, ConfigSchema } from '../config.js';
 import { parsePolicyOverrides } from '../deps.js';
 import { databaseFailure } from './database-failure.js';
-import { SettingProblem } from './settings-check.js';
+import { SettingProblem } from '../shared/setting-problem.js';
 import { VERSION } from '../shared/version.js';
 
 /** Exit codes of a refused start: a setting (systemd's RestartPreventExitStatus) or the machine around it. */

@@ -13,20 +13,10 @@ import {
   novaSettingsProblem,
   pickSettings,
 } from '../config.js';
+import { limitsSettingsProblem } from '../ext/limits/settings.js';
+import { SettingProblem } from '../shared/setting-problem.js';
 import { TokenTableJson } from '../http/auth.js';
 import { redactUrl } from '../observability/config-summary.js';
-
-/** A setting that stops the start: what is wrong with it and how to fix it. */
-export class SettingProblem extends Error {
-  constructor(
-    readonly setting: string,
-    problem: string,
-    readonly fix: string,
-  ) {
-    super(`${setting}: ${problem}. Fix: ${fix}`);
-    this.name = 'SettingProblem';
-  }
-}
 
 /** Values never repeated in a message. */
 const SECRET = /TOKEN|PASSWORD|SECRET/;
@@ -156,5 +146,7 @@ export function checkSettings(env: Record<string, string | undefined>): AppConfi
   checkTokens(parsed.data);
   const nova = novaSettingsProblem(parsed.data);
   if (nova) throw new SettingProblem(nova.setting, nova.problem, nova.fix);
+  const limits = limitsSettingsProblem(parsed.data);
+  if (limits) throw new SettingProblem(limits.setting, limits.problem, limits.fix);
   return parsed.data;
 }

@@ -142,6 +142,8 @@ export function planClaims(
     throw new ClaimRefused(`${prefix} The requested amount would exceed the capacity.`);
   }
   for (const [k, amount] of requested) usageAfter.set(k, (usageAfter.get(k) ?? 0) + amount);
+  // What the guards' grants hold on, checked as of the write (after its statements).
+  const checks: WriteStatement[] = [];
   if (snap.guards.length > 0) {
     const view: ClaimView = {
       claims,
@@ -152,10 +154,14 @@ export function planClaims(
       usedAfter: (providerId, classId) => usageAfter.get(key(providerId, classId)) ?? 0,
     };
     for (const decide of snap.guards) {
-      const refusal = decide(view);
-      if (!refusal) continue;
-      if (refusal.resourceClass !== undefined) deps.metrics.capacityRefusals.inc([refusal.resourceClass]);
-      throw refusal.error;
+      const decision = decide(view);
+      if (!decision) continue;
+      if ('checks' in decision) {
+        checks.push(...decision.checks);
+        continue;
+      }
+      if (decision.resourceClass !== undefined) deps.metrics.capacityRefusals.inc([decision.resourceClass]);
+      throw decision.error;
     }
   }
 
@@ -210,6 +216,7 @@ export function planClaims(
       statements.push(insertConsumer(claim, generation, now));
     }
   }
+  statements.push(...checks);
   return { statements, usageAfter };
 }
 
@@ -370,7 +377,7 @@ export async function claimAllocations(deps: WriteDeps, claims: ConsumerClaim[],
   const names = claimedNames(claims);
   const uuids = claims.map((c) => c.uuid);
   await placementWrite(async () => {
-    const snap = await readSnapshot(store, names.providers, uuids, names.classes, writeHooks);
+    const snap = await readSnapshot(store, names.providers, uuids, names.classes, writeHooks, claims);
     const gens = new GenerationPlan();
     const { statements } = planClaims(deps, snap, claims, inventoryIndex(snap.inventories), gens, opts);
     await commitGuarded(store, [

@@ -21,7 +21,7 @@
 // triggers (drizzle/0006, 0007), so every path that deletes (the kernel, the
 // lease sweep, a restore) cascades alike, and the kernel needs no hook for it.
 import type { InStatement, ResultSet } from '@libsql/client';
-import { guardSql, placeholders } from '../../db/write-batch.js';
+import { guardSql, placeholders, type WriteStatement } from '../../db/write-batch.js';
 import type { ConsumerClaim } from '../repo/allocations.js';
 import type { ConsumerState, ProviderState } from './kernel.js';
 import { CLAIM_RULES, claimRulesHoldSql, type Rule } from './rules.js';
@@ -54,14 +54,24 @@ export interface ClaimRefusal {
   resourceClass?: string;
 }
 
+/**
+ * A guard's grant that holds only while what it read still holds (a
+ * project's usage across providers): checks (guard() statements) added to the
+ * ordinary path's write batch after the claim's writes, so as of the write; a
+ * failing one is a lost race, and the claim is decided again from a fresh snapshot.
+ */
+export interface ClaimGrant {
+  checks: WriteStatement[];
+}
+
 /** The decision a guard makes on its part of a snapshot: null grants. */
-export type ClaimDecision = (claim: ClaimView) => ClaimRefusal | null;
+export type ClaimDecision = (claim: ClaimView) => ClaimRefusal | ClaimGrant | null;
 
 export interface ClaimGuard {
   /** For messages and tests. */
   readonly name: string;
-  /** Statements read beside placement's own in the claim's snapshot, for the providers and consumers it names. */
-  snapshotStatements(providerUuids: string[], consumerUuids: string[]): InStatement[];
+  /** Statements read beside placement's own in the claim's snapshot, for the providers, consumers and claims (their projects) it names. */
+  snapshotStatements(providerUuids: string[], consumerUuids: string[], claims: readonly ConsumerClaim[]): InStatement[];
   /** The decision on their results (as many as snapshotStatements returned, in order). */
   decider(results: ResultSet[]): ClaimDecision;
   /**
@@ -136,8 +146,9 @@ export function guardSnapshot(
   hooks: WriteHooks,
   providerUuids: string[],
   consumerUuids: string[],
+  claims: readonly ConsumerClaim[],
 ): { statements: InStatement[]; deciders(results: ResultSet[]): ClaimDecision[] } {
-  const parts = hooks.claimGuards.map((g) => g.snapshotStatements(providerUuids, consumerUuids));
+  const parts = hooks.claimGuards.map((g) => g.snapshotStatements(providerUuids, consumerUuids, claims));
   return {
     statements: parts.flat(),
     deciders: (results) => {

@@ -23,6 +23,7 @@ import { num, str } from '../../db/rows.js';
 import { commitGuarded, inList, LostRace, stmt, withRaceRetries, WriteContention, type WriteStatement } from '../../db/write-batch.js';
 import { ErrorCode, conflict } from '../../errors.js';
 import { usedSql, type InventoryLimits } from '../capacity.js';
+import type { ConsumerClaim } from '../repo/allocations.js';
 import { guardSnapshot, type ClaimDecision, type WriteHooks } from './hooks.js';
 
 /** What the write model needs of the app (Deps has them): the store, the installed hooks, the metrics it counts into. */
@@ -116,7 +117,7 @@ const INVENTORY_LIMITS = [INV.total, INV.reserved, INV.minUnit, INV.maxUnit, INV
 /**
  * One read batch: the providers, their inventories with usage, the classes
  * (all when `classNames` is null), the consumers, and what the claim guards
- * of `hooks` read (none when null: a write that claims nothing).
+ * of `hooks` read for `claims` (none when null: a write that claims nothing).
  */
 export async function readSnapshot(
   store: DataStore,
@@ -124,8 +125,9 @@ export async function readSnapshot(
   consumerUuids: string[],
   classNames: string[] | null,
   hooks: WriteHooks | null,
+  claims: readonly ConsumerClaim[] = [],
 ): Promise<Snapshot> {
-  const extension = hooks ? guardSnapshot(hooks, providerUuids, consumerUuids) : null;
+  const extension = hooks ? guardSnapshot(hooks, providerUuids, consumerUuids, claims) : null;
   const [providers, inventoryRows, classes, consumerRows, previous, ...guardRows] = await store.readBatch([
     {
       sql: `SELECT ${RP.id}, ${RP.uuid}, ${RP.generation} FROM resource_providers WHERE ${RP.uuid} IN (${inList(providerUuids)})`,

@@ -44,7 +44,7 @@ export async function reshape(deps: WriteDeps, request: ReshapeRequest, opts: Re
   const classNames = [...new Set([...request.inventories.flatMap((c) => Object.keys(c.records)), ...claimed.classes])];
   const consumerUuids = request.claims.map((c) => c.uuid);
   await placementWrite(async () => {
-    const snap = await readSnapshot(store, providerUuids, consumerUuids, classNames, writeHooks);
+    const snap = await readSnapshot(store, providerUuids, consumerUuids, classNames, writeHooks, request.claims);
     // Every provider exists at the generation the caller saw, with sane input.
     for (const change of request.inventories) {
       const rp = snap.providers.get(change.providerUuid);

@@ -3,6 +3,7 @@ import { parseCandidateRequestWithExt } from '../../../placement/candidates/ext-
 import { authorize, requireVersion, setCacheHeaders } from '../../../placement/http/middleware.js';
 import { DIAGNOSTICS_RULE } from '../../policy.js';
 import { diagnoseCandidates } from '../../why-no-host.js';
+import { crossingText, requestedTotals } from '../../../ext/limits/service.js';
 import { Diagnosis } from '../../why-no-host.js';
 import { MV } from '../../../placement/versions.js';
 import { RouteTable } from '../../../http/route-table.js';
@@ -42,8 +43,13 @@ candidateDiagnosisRoutes.resource('/allocation_candidates', {
         c.var.mv,
         hosts,
       );
+      // ext_within_limits=true (project limits): the candidates answer none when the request alone crosses the caller's limit.
+      const crossing =
+        request.withinLimits && c.var.credentials.projectId !== null
+          ? await c.var.deps.limits?.crossing(c.var.credentials.projectId, requestedTotals(request))
+          : null;
       setCacheHeaders(c);
-      return c.json(diagnosis);
+      return c.json(crossing ? { ...diagnosis, allocation_requests: 0, project_limit: crossingText(crossing) } : diagnosis);
     },
   },
 });
