@@ -6,7 +6,7 @@
 //           middleware, error rendering, routes/)
 //   domain  every other folder of src/: src/placement/ (candidates/, writes/, repo/ ...),
 //           src/cyborg/, src/jobs/, src/diagnostics/ ..., and src/shared/ (the leaves every
-//           layer above db may use: uuid, version, validation messages)
+//           layer above db may use: uuid, version, validation messages, SettingProblem)
 //   db      src/db/
 //   root    the other loose files of src/ (deps, config, compose, errors ...): composition
 //
