@@ -49,7 +49,7 @@ export function computeScenario(ctx: () => CloudContext, count = 4): void {
   const check = () => expectPlacementMatchesServers(ctx().sdk, ctx().placement);
   const hostOf = async (id: string) => (await ctx().sdk.compute<Server>('get_server', [id])).compute_host;
 
-  it(`boots ${count} servers on compute1 and compute2`, STEP, async () => {
+  it(`boots ${count} servers (compute3 disabled)`, STEP, async () => {
     const { sdk, cloud } = ctx();
     await sdk.setEnabled('compute3', false);
     small = await flavor(sdk, 'm1.small', 1, 128, 1);
@@ -65,7 +65,8 @@ export function computeScenario(ctx: () => CloudContext, count = 4): void {
     }
     for (const id of ids) await sdk.waitActive(id);
     const servers = await check();
-    expect(new Set(servers.map((s) => s.compute_host))).toEqual(new Set(['compute1', 'compute2']));
+    // Where each goes is the scheduler's choice (equal hosts tie); never compute3.
+    for (const s of servers) expect(['compute1', 'compute2']).toContain(s.compute_host);
   });
 
   it('resizes a server and confirms: the new flavor on the new host, the migration holds nothing', STEP, async () => {
