@@ -36,7 +36,7 @@ const timed = async (path: string) => {
 const f = (x: { cpu: number; proxy: number; wall: number }) =>
   `${x.cpu.toFixed(1)} cpu (+ wrangler's proxy ${x.proxy.toFixed(1)}) / ${x.wall.toFixed(1)} wall ms`;
 try {
-  // workerd's start: the runtime, the bundle's evaluation (the engine warm-up included), before any request.
+  // workerd's start: the runtime, the bundle's evaluation, before any request.
   console.log(
     `workerd CPU before the first request: ${((server.cpuNs() ?? 0) / 1e6).toFixed(1)} ms (+ proxy ${((server.proxyCpuNs() ?? 0) / 1e6).toFixed(1)})`,
   );

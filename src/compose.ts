@@ -1,19 +1,22 @@
 // The composition root: builds a complete Deps from an opened store and the
 // configuration. Both entries (Node, Worker), the CLI and tests call it; it is
 // the one place that knows which API modules exist (their policies, their jobs).
-import { keystoneSettingsProblem, type AppConfig } from './config.js';
+import { keystoneSettingsProblem, novaSettingsProblem, type AppConfig } from './config.js';
 import { cyborgJobs } from './cyborg/jobs.js';
+import { staticNovaIdentity, type NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
 import { extJobs } from './ext/jobs.js';
+import { KeystoneNovaIdentity } from './http/keystone/nova-identity.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
-import { KeystoneTokenValidator } from './http/keystone/validator.js';
+import { type KeystoneSettings, KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
 import { observeDatabase } from './db/observe.js';
 import { databaseObserver } from './observability/database.js';
 import { serviceMetrics } from './observability/service.js';
+import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
 import { placementPolicyRules } from './placement/policies.js';
 
@@ -45,9 +48,14 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     jobs: options.jobs ?? outboxOnlyQueue,
     jobHandlers: new JobRegistry([cyborgJobs, extJobs]),
     novaFetch: (input, init) => fetch(input, init),
+    nova: novaIdentity(config, options.keystoneFetch),
     metrics: serviceMetrics,
     metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),
-    keystone: config.PLACEMENT_AUTH_STRATEGY === 'keystone' ? keystoneValidator(config, options.keystoneFetch) : undefined,
+    readiness: new ProcessReadiness(),
+    keystone:
+      config.PLACEMENT_AUTH_STRATEGY === 'keystone'
+        ? keystoneValidator(config, options.keystoneFetch, (reason) => serviceMetrics.keystoneSignInFailures.inc([reason]))
+        : undefined,
     projectNames:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone' && config.PLACEMENT_KEYSTONE_AUTH_URL
         ? new KeystoneProjectNames({
@@ -60,7 +68,11 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
 }
 
 /** The validator for PLACEMENT_KEYSTONE_* (loadConfig() has checked them; a hand-built config is checked here). */
-export function keystoneValidator(config: AppConfig, fetcher?: typeof fetch): KeystoneTokenValidator {
+export function keystoneValidator(
+  config: AppConfig,
+  fetcher?: typeof fetch,
+  onSignInFailure?: KeystoneSettings['onSignInFailure'],
+): KeystoneTokenValidator {
   const problem = keystoneSettingsProblem(config);
   if (problem) throw new Error(`invalid configuration: ${problem}`);
   const authUrl = config.PLACEMENT_KEYSTONE_AUTH_URL!;
@@ -78,6 +90,53 @@ export function keystoneValidator(config: AppConfig, fetcher?: typeof fetch): Ke
       cacheSize: config.PLACEMENT_KEYSTONE_TOKEN_CACHE_SIZE,
       timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
       wwwAuthenticateUri: config.PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI ?? authUrl,
+      onSignInFailure,
+    },
+    fetcher,
+  );
+}
+
+/**
+ * Who the service is towards Nova (PLACEMENT_NOVA_*, README "Configuration"):
+ * NOVA_URL + NOVA_TOKEN when both are set or no Keystone identity exists;
+ * otherwise a Keystone user (PLACEMENT_NOVA_USERNAME, else the service's own
+ * PLACEMENT_KEYSTONE_* user) whose catalog names Nova unless NOVA_URL does.
+ */
+export function novaIdentity(config: AppConfig, fetcher?: typeof fetch): NovaIdentity {
+  const problem = novaSettingsProblem(config);
+  if (problem) throw new Error(`invalid configuration: ${problem.setting}: ${problem.problem}`);
+  const staticOnly = config.NOVA_URL !== undefined && config.NOVA_TOKEN !== undefined;
+  const user = config.PLACEMENT_NOVA_USERNAME;
+  const keystone = config.PLACEMENT_AUTH_STRATEGY === 'keystone';
+  if (staticOnly || (!user && !keystone)) return staticNovaIdentity(config.NOVA_URL, config.NOVA_TOKEN);
+  const credentials = user
+    ? {
+        username: user,
+        password: config.PLACEMENT_NOVA_PASSWORD!,
+        projectName: config.PLACEMENT_NOVA_PROJECT_NAME!,
+        userDomainName: config.PLACEMENT_NOVA_USER_DOMAIN_NAME,
+        projectDomainName: config.PLACEMENT_NOVA_PROJECT_DOMAIN_NAME,
+      }
+    : {
+        username: config.PLACEMENT_KEYSTONE_USERNAME!,
+        password: config.PLACEMENT_KEYSTONE_PASSWORD!,
+        projectName: config.PLACEMENT_KEYSTONE_PROJECT_NAME!,
+        userDomainName: config.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
+        projectDomainName: config.PLACEMENT_KEYSTONE_PROJECT_DOMAIN_NAME,
+      };
+  if (!user) {
+    const keystoneProblem = keystoneSettingsProblem(config);
+    if (keystoneProblem) throw new Error(`invalid configuration: ${keystoneProblem}`);
+  }
+  return new KeystoneNovaIdentity(
+    {
+      authUrl: (user ? config.PLACEMENT_NOVA_AUTH_URL : undefined) ?? config.PLACEMENT_KEYSTONE_AUTH_URL!,
+      credentials,
+      timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
+      interfaces: config.PLACEMENT_NOVA_VALID_INTERFACES,
+      region: config.PLACEMENT_NOVA_REGION_NAME,
+      url: config.NOVA_URL,
+      token: config.NOVA_TOKEN,
     },
     fetcher,
   );

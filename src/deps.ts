@@ -3,6 +3,7 @@
 // composition root that builds a Deps is src/compose.ts.
 import { z } from 'zod';
 import type { AppConfig } from './config.js';
+import type { NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';
 import type { ProjectNameLookup } from './http/keystone/project-names.js';
 import type { KeystoneTokenValidator } from './http/keystone/validator.js';
@@ -10,6 +11,7 @@ import type { PolicyEnforcer } from './http/policy.js';
 import type { JobQueue } from './jobs/queue.js';
 import type { JobRegistry } from './jobs/registry.js';
 import type { ServiceMetrics } from './observability/service.js';
+import type { ProcessReadiness } from './observability/readiness.js';
 import type { MetricsSource } from './observability/source.js';
 
 export interface Logger {
@@ -32,21 +34,42 @@ export interface Deps {
   jobHandlers: JobRegistry;
   /** Outbound fetch for Nova events (tests pass a fake). */
   novaFetch: typeof fetch;
+  /** Where Nova is and the token events carry: NOVA_URL/NOVA_TOKEN, or the service's Keystone identity. */
+  nova: NovaIdentity;
   /** This process's metrics (HTTP, database, product), counted into by every layer. */
   metrics: ServiceMetrics;
   /** Whose counters GET /metrics shows: this process's, the Node cluster's, none (a Worker isolate). */
   metricsSource: MetricsSource;
+  /** What this process holds against GET /readyz (warming at a Node start); none held by default. */
+  readiness: ProcessReadiness;
   /** PLACEMENT_AUTH_STRATEGY=keystone: validates tokens, one cache for every API of the app. */
   keystone?: KeystoneTokenValidator;
   /** Project names for the dashboard, where Keystone knows them (keystone auth only). */
   projectNames?: ProjectNameLookup;
 }
 
-export function consoleLogger(level: AppConfig['LOG_LEVEL']): Logger {
+/** Where a log line goes, by its level. */
+export type LogSink = (level: 'debug' | 'info' | 'warn' | 'error', line: string) => void;
+
+/** Node: every line on stderr (stdout stays free for a CLI's output; journald keeps both). */
+export const stderrSink: LogSink = (_level, line) => console.error(line);
+
+/**
+ * A Worker: each line on the console method of its level. wrangler dev and
+ * Workers Logs show console.error as an error (`✘ [ERROR]`) and console.warn
+ * as a warning, so info and debug lines go to console.log.
+ */
+export const consoleByLevel: LogSink = (level, line) => {
+  if (level === 'error') console.error(line);
+  else if (level === 'warn') console.warn(line);
+  else console.log(line);
+};
+
+export function consoleLogger(level: AppConfig['LOG_LEVEL'], sink: LogSink = stderrSink): Logger {
   const order = ['debug', 'info', 'warn', 'error', 'silent'];
   const min = order.indexOf(level);
   const at = (name: 'debug' | 'info' | 'warn' | 'error') => (msg: string, extra?: Record<string, unknown>) => {
-    if (order.indexOf(name) >= min) console.error(JSON.stringify({ time: new Date().toISOString(), level: name, msg, ...extra }));
+    if (order.indexOf(name) >= min) sink(name, JSON.stringify({ time: new Date().toISOString(), level: name, msg, ...extra }));
   };
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }

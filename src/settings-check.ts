@@ -1,8 +1,19 @@
 // The settings a start cannot work with, each refused in ONE line that names
 // the variable and the fix (no stack, no secret echoed back). Runs before the
-// service opens anything; pure, so any entry can use it.
-import { type AppConfig, ConfigSchema } from './config.js';
+// service opens anything (Node entries: it looks whether a database file's
+// directory exists). A database that would not open: database-failure.ts.
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import {
+  type AppConfig,
+  ConfigSchema,
+  DATABASE_URL_SCHEMES,
+  DEFAULT_DATABASE_URL,
+  databaseUrlScheme,
+  novaSettingsProblem,
+} from './config.js';
 import { TokenTableJson } from './http/auth.js';
+import { redactUrl } from './observability/config-summary.js';
 
 /** A setting that stops the start: what is wrong with it and how to fix it. */
 export class SettingProblem extends Error {
@@ -73,6 +84,53 @@ function checkTokens(config: AppConfig): void {
   }
 }
 
+/** What PLACEMENT_DB_URL may look like, for the fix of a wrong one. */
+const DATABASE_URL_EXAMPLES =
+  'file:/var/lib/placement-edge/placement.db (an embedded file; unset for file:./data/placement.db), http://127.0.0.1:8080 (a local sqld) or libsql://<database>-<organization>.turso.io (Turso, with PLACEMENT_DB_AUTH_TOKEN)';
+
+/** The file a file: URL names, or undefined for an in-memory database. */
+export function databaseFilePath(url: string): string | undefined {
+  if (!url.startsWith('file:')) return undefined;
+  let raw = url.slice('file:'.length).split('?')[0]!;
+  if (raw.startsWith('//')) raw = raw.slice(2); // file:///var/lib/... names /var/lib/...
+  if (!raw || raw.includes(':memory:')) return undefined;
+  return resolve(raw);
+}
+
+/**
+ * PLACEMENT_DB_URL: a scheme libSQL speaks, and, when a file: URL is set
+ * explicitly, a directory that exists. The default is created for a new
+ * user; a path someone typed is not, or a typo would serve a new, empty cloud.
+ */
+function checkDatabaseUrl(env: Record<string, string | undefined>): void {
+  const url = env.PLACEMENT_DB_URL?.trim();
+  if (!url) return;
+  const key = 'PLACEMENT_DB_URL';
+  if (databaseUrlScheme(url) === undefined) {
+    const scheme = /^([a-z][a-z0-9+.-]*:)/i.exec(url)?.[1];
+    const what = scheme ? `the scheme ${scheme} is not one placement-edge speaks` : `${JSON.stringify(redactUrl(url))} is not a URL`;
+    const copy = /^(postgres|postgresql|mysql|mysql\+pymysql):/i.test(url)
+      ? '; to bring a Placement on MySQL or PostgreSQL over, use placement-admin import --from (README "Import, backup, restore, upgrade")'
+      : '';
+    throw new SettingProblem(
+      key,
+      `${what}: it keeps its data in libSQL (SQLite) and opens ${DATABASE_URL_SCHEMES.join(', ')} URLs`,
+      `set ${key} to ${DATABASE_URL_EXAMPLES}${copy}`,
+    );
+  }
+  if (url === DEFAULT_DATABASE_URL) return;
+  const path = databaseFilePath(url);
+  if (!path) return;
+  const dir = dirname(path);
+  if (!existsSync(dir)) {
+    throw new SettingProblem(
+      key,
+      `the directory ${dir} of the database file does not exist (not created: a mistyped path would start an empty cloud)`,
+      `create it (mkdir -p ${dir}, writable by the service user) or correct the path in ${key}`,
+    );
+  }
+}
+
 /** Schema defaults, shown in a fix. */
 const DEFAULTS = ConfigSchema.parse({}) as Record<string, unknown>;
 
@@ -83,6 +141,7 @@ const DEFAULTS = ConfigSchema.parse({}) as Record<string, unknown>;
  */
 export function checkSettings(env: Record<string, string | undefined>): AppConfig {
   checkKeystone(env);
+  checkDatabaseUrl(env);
   const picked: Record<string, string> = {};
   for (const key of Object.keys(ConfigSchema.shape)) {
     const value = env[key];
@@ -98,5 +157,7 @@ export function checkSettings(env: Record<string, string | undefined>): AppConfi
     throw new SettingProblem(key, `invalid value${shown}: ${issue.message}`, fix);
   }
   checkTokens(parsed.data);
+  const nova = novaSettingsProblem(parsed.data);
+  if (nova) throw new SettingProblem(nova.setting, nova.problem, nova.fix);
   return parsed.data;
 }

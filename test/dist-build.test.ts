@@ -28,6 +28,8 @@ beforeAll(async () => {
   await buildDist(installed);
   mkdirSync(join(installed, 'node_modules'));
   for (const name of EXTERNAL_PACKAGES) symlinkSync(join(ROOT, 'node_modules', name), join(installed, 'node_modules', name));
+  // A database path set explicitly must exist (settings-check.ts): the operator creates it, as the unit's StateDirectory does.
+  mkdirSync(join(work, 'var'));
   server = await startServerProcess([join(installed, 'server.mjs')], `file:${join(work, 'var', 'placement.db')}`, {}, installed);
 }, 60_000);
 

@@ -13,12 +13,22 @@ export function dashboardAsset(file: string): DashboardAsset | undefined {
   return Object.hasOwn(DASHBOARD_ASSETS, file) ? DASHBOARD_ASSETS[file] : undefined;
 }
 
-/** The page, told which auth strategy the service runs so it knows whether to ask for a token. */
-export function dashboardPage(authStrategy: 'noauth2' | 'token' | 'keystone'): DashboardAsset {
+type AuthStrategy = 'noauth2' | 'token' | 'keystone';
+
+/** Where the sign-in form tells an operator to get a token, per auth strategy (HTML). */
+export const LOGIN_HINTS: Record<AuthStrategy, string> = {
+  keystone:
+    'This service takes Keystone tokens. Get one as an administrator with the OpenStack CLI, <code>openstack token issue -f value -c id</code> (your usual <code>OS_*</code> variables or <code>clouds.yaml</code>, scoped to a project where you have the admin role), and paste it here; it lasts as long as Keystone lets tokens live (an hour by default).',
+  token: 'This service takes the tokens of <code>PLACEMENT_AUTH_TOKENS</code>: paste one whose roles include <code>admin</code>.',
+  noauth2: 'This service runs without authentication (noauth2).',
+};
+
+/** The page, told which auth strategy the service runs so it knows whether to ask for a token, and how to get one. */
+export function dashboardPage(authStrategy: AuthStrategy): DashboardAsset {
   const page = DASHBOARD_ASSETS['index.html']!;
   return {
     contentType: page.contentType,
     etag: page.etag.replace(/"$/, `-${authStrategy}"`),
-    body: page.body.replace('__AUTH_STRATEGY__', authStrategy),
+    body: page.body.replace('__AUTH_STRATEGY__', authStrategy).replace('__AUTH_HINT__', LOGIN_HINTS[authStrategy]),
   };
 }

@@ -1,23 +1,21 @@
 // Node-mode wiring: open the libSQL database, apply migrations, sync the
-// standard names, and build the Deps createApp() needs. Shared by the
-// server entry, the CLI, tests and the benchmark.
+// standard names (prepare-database.ts), and build the Deps createApp() needs.
+// Shared by the server entry (which prepares after it listens), the CLI,
+// tests and the benchmark.
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import type { AppConfig } from '../config.js';
 import { createClient } from '@libsql/client';
 import { createDataStore, type DataStore, type ReplicaConnection } from '../db/client.js';
 import { fetchWithTimeout } from '../db/replica.js';
-import { applyMigrations } from '../db/migrate.js';
 import { openNodeBatchRunner, openNodeClient } from '../db/node-client.js';
-import { MIGRATIONS } from '../db/migrations.generated.js';
-import { syncStandards } from '../placement/sync-standards.js';
+import { prepareDatabase } from './prepare-database.js';
 import { makeDeps } from '../compose.js';
 import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
 import { InProcessQueue } from '../jobs/queue.js';
 import { isStorageFull } from '../db/storage-full.js';
 
 export interface OpenOptions {
-  /** Apply migrations and sync standard names (false in forked workers: the primary did it). */
+  /** Apply migrations and sync standard names (false where the caller does it: the server entry, after it listens). */
   prepare?: boolean;
 }
 
@@ -27,12 +25,7 @@ export async function openStore(
   log: Logger = consoleLogger(config.LOG_LEVEL),
 ): Promise<DataStore> {
   const client = await openNodeClient(config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN);
-  if (prepare) {
-    // The bundled copy of drizzle/ (a test keeps it current), so the built
-    // dist/server.mjs needs no migrations folder beside it.
-    await applyMigrations(client, MIGRATIONS);
-    await syncStandards(client);
-  }
+  if (prepare) await prepareDatabase(client);
   return createDataStore(client, openNodeBatchRunner(config.PLACEMENT_DB_URL), openReplica(config, log), log);
 }
 
@@ -58,13 +51,4 @@ export async function buildNodeDeps(
   // A full disk is logged once per episode by the store, not per job.
   const jobs = new InProcessQueue((err) => isStorageFull(err) || log.error('job failed', { err: String(err) }));
   return makeDeps(await openStore(config, options, log), config, log, { policyOverrides: overrides, jobs });
-}
-
-/**
- * How many server processes to run: PLACEMENT_WORKERS, or one per core when
- * it is 0. An in-memory database exists only inside one process, so it gets one.
- */
-export function serverProcessCount(config: AppConfig, cores = availableParallelism()): number {
-  if (/^file::memory:|^:memory:/.test(config.PLACEMENT_DB_URL)) return 1;
-  return config.PLACEMENT_WORKERS > 0 ? config.PLACEMENT_WORKERS : Math.max(1, cores);
 }

@@ -4,9 +4,11 @@
 // stderr naming the setting and the fix, and a non-zero exit code.
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { ConfigSchema } from '../config.js';
+import { type AppConfig, ConfigSchema } from '../config.js';
 import { parsePolicyOverrides } from '../deps.js';
+import { databaseFailure } from '../database-failure.js';
 import { SettingProblem } from '../settings-check.js';
 import { VERSION } from '../version.js';
 
@@ -115,14 +117,10 @@ export function checkPolicyFile(file: string | undefined): void {
   }
 }
 
-/** The database could not be opened or prepared although the path looked writable (a read-only mount, a full disk, a corrupt file). */
+/** The database could not be opened or prepared: the cause and its fix (settings-check.ts databaseFailure). */
 export function databaseOpenProblem(url: string, err: unknown): StartProblem {
-  const message = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ');
-  return new StartProblem(
-    'PLACEMENT_DB_URL',
-    `cannot open the database ${url} (${message})`,
-    'check that the file and its directory are writable, the volume is not full or read-only, and the file is a placement-edge database',
-  );
+  const { problem, fix } = databaseFailure(url, err);
+  return new StartProblem('PLACEMENT_DB_URL', problem, fix);
 }
 
 /** A listen error as the setting to change. */
@@ -157,4 +155,13 @@ export function probePort(host: string, port: number): Promise<void> {
     probe.once('error', (err) => reject(listenProblem(err, host, port) ?? err));
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolvePromise()));
   });
+}
+
+/**
+ * How many server processes to run: PLACEMENT_WORKERS, or one per core when
+ * it is 0. An in-memory database exists only inside one process, so it gets one.
+ */
+export function serverProcessCount(config: AppConfig, cores = availableParallelism()): number {
+  if (/^file::memory:|^:memory:/.test(config.PLACEMENT_DB_URL)) return 1;
+  return config.PLACEMENT_WORKERS > 0 ? config.PLACEMENT_WORKERS : Math.max(1, cores);
 }

@@ -18,18 +18,15 @@ import type {
   Request as WorkerRequest,
   Response as WorkerResponse,
 } from '@cloudflare/workers-types/index';
-import { createClient, type Client } from '@libsql/client/web';
+import { createClient } from '@libsql/client/web';
 import { z } from 'zod';
 import { createApp } from '../app.js';
 import { type AppConfig, loadConfig } from '../config.js';
 import { createDataStore, type DataStore } from '../db/client.js';
+import { databaseFailure } from '../database-failure.js';
 import { fetchWithTimeout } from '../db/replica.js';
-import { applyMigrations } from '../db/migrate.js';
-import { MIGRATIONS } from '../db/migrations.generated.js';
-import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
-import { syncStandards } from '../placement/sync-standards.js';
 import { makeDeps } from '../compose.js';
-import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
+import { consoleByLevel, consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
 import { STATUS_TITLES } from '../http/api-error.js';
 import { consume } from '../jobs/consume.js';
 import type { JobMessage } from '../jobs/messages.js';
@@ -37,13 +34,12 @@ import { cloudflareQueue, type QueueProducer } from '../jobs/queue.js';
 import { runSweeps } from '../jobs/sweeps.js';
 import { configSummary } from '../observability/config-summary.js';
 import { isolateMetrics } from '../observability/source.js';
-import { RC, TRAIT } from '../db/columns.js';
-import { warmUpIsolate } from './worker-warm-up.js';
+import { prepareDatabase } from './prepare-database.js';
+import { runWarmUp, workerWarmUp } from './warm-up.js';
 
-// The app and the candidates engine run once while the module is evaluated,
-// before the isolate's first request (worker-warm-up.ts). No I/O, only
-// promises that settle at once: the evaluation waits for them.
-await warmUpIsolate();
+// Nothing runs at module evaluation but these definitions: workerd forbids
+// random values, timers and I/O in global scope. The warm-up hook runs after
+// the isolate's first answer (warmUpOnce).
 
 /**
  * Bindings: string vars/secrets named as the Node environment (see
@@ -80,48 +76,18 @@ interface Booted {
   deps: Deps;
 }
 let ready: Promise<Booted> | undefined;
+let warming: Promise<boolean> | undefined;
 
 /**
- * Migrations and the standard-name sync, safe when several isolates start at
- * once on a new database. Every new isolate runs this before its first
- * answer: a database already prepared is recognised in one read-only round
- * trip (the write transaction of the migrations check and the read of every
- * name took several, and the transaction queued isolates behind each other).
+ * The warm-up hook (warm-up.ts), once per isolate, after the answer that
+ * triggered it has been handed back (a timer, allowed in a request): that
+ * request does not wait for it, the later ones find it done. A failure is
+ * logged as an error.
  */
-export async function prepareDatabase(client: Client): Promise<void> {
-  if (await alreadyPrepared(client)) return;
-  await applyMigrations(client, MIGRATIONS);
-  await syncStandards(client);
-}
-
-const LATEST_MIGRATION = Math.max(...MIGRATIONS.map((m) => m.when));
-
-/**
- * Every bundled migration applied, and the standard names all there: the
- * classes by their positional ids, the traits by count (standard names are
- * only ever added upstream, so a database with exactly as many non-custom
- * traits holds exactly these; one with more came from a newer release and
- * takes the full check). False when in doubt: the full check is idempotent.
- */
-async function alreadyPrepared(client: Client): Promise<boolean> {
-  try {
-    const [migration, classes, traits] = await client.batch(
-      [
-        'SELECT max(created_at) FROM __drizzle_migrations',
-        { sql: `SELECT count(*) FROM resource_classes WHERE ${RC.id} < ?`, args: [STANDARD_RESOURCE_CLASSES.length] },
-        `SELECT count(*) FROM traits WHERE ${TRAIT.name} NOT LIKE 'CUSTOM\\_%' ESCAPE '\\'`,
-      ],
-      'read',
-    );
-    return (
-      Number(migration!.rows[0]![0] ?? -1) >= LATEST_MIGRATION &&
-      Number(classes!.rows[0]![0]) === STANDARD_RESOURCE_CLASSES.length &&
-      Number(traits!.rows[0]![0]) === STANDARD_TRAITS.length
-    );
-  } catch {
-    // No bookkeeping table yet: a new database.
-    return false;
-  }
+function warmUpOnce(deps: Deps, ctx: ExecutionContext): void {
+  if (warming) return;
+  warming = new Promise((resolve) => setTimeout(resolve, 0)).then(() => runWarmUp(workerWarmUp, deps));
+  ctx.waitUntil(warming);
 }
 
 /**
@@ -154,9 +120,12 @@ export function openWorkerStore(config: AppConfig, log: Logger): DataStore {
 
 async function boot(env: WorkerEnv): Promise<Booted> {
   const config = loadConfig(environmentFromBindings(env));
-  const log = consoleLogger(config.LOG_LEVEL);
+  const log = consoleLogger(config.LOG_LEVEL, consoleByLevel);
   const store = openWorkerStore(config, log);
-  await prepareDatabase(store.client);
+  await prepareDatabase(store.client).catch((err: unknown) => {
+    const { problem, fix } = databaseFailure(config.PLACEMENT_DB_URL, err, 'Cloudflare, over https on port 443');
+    throw new Error(`PLACEMENT_DB_URL: ${problem}. Fix: ${fix}`);
+  });
   const overrides = config.PLACEMENT_POLICY_JSON ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON') : undefined;
   // Without a JOBS binding the cron drain delivers (outboxOnlyQueue).
   const producer = BindingsSchema.parse(env).JOBS;
@@ -202,8 +171,9 @@ const asWorkerResponse = (response: Response): WorkerResponse => response as unk
 export default {
   async fetch(request, env, ctx) {
     let app: App;
+    let deps: Deps;
     try {
-      ({ app } = await booted(env));
+      ({ app, deps } = await booted(env));
     } catch (err) {
       // The bindings may be what failed: log as consoleLogger does, without it.
       const reason = err instanceof Error ? err.message : String(err);
@@ -212,7 +182,9 @@ export default {
       );
       return asWorkerResponse(bootFailure());
     }
-    return asWorkerResponse(await app.fetch(asFetchRequest(request), env, ctx));
+    const response = await app.fetch(asFetchRequest(request), env, ctx);
+    warmUpOnce(deps, ctx);
+    return asWorkerResponse(response);
   },
 
   async queue(batch: MessageBatch<JobMessage>, env) {

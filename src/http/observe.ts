@@ -70,8 +70,10 @@ export function observeRequests(deps: Deps): MiddlewareHandler {
   const level = deps.config.PLACEMENT_ACCESS_LOG;
   // Nothing is built for a line LOG_LEVEL would drop (and no body is copied to count its bytes).
   const shown = level !== 'off' && LEVELS.indexOf(level) >= LEVELS.indexOf(deps.config.LOG_LEVEL);
-  const write = !shown ? null : level === 'debug' ? log.debug : log.info;
+  const writeLine = !shown ? null : level === 'debug' ? log.debug : log.info;
+  const excluded = new Set(deps.config.PLACEMENT_ACCESS_LOG_EXCLUDE);
   return async function observeRequestsMiddleware(c, next) {
+    const write = excluded.has(c.req.path) ? null : writeLine;
     const started = performance.now();
     const trace = startTrace(c.req.raw);
     const method = methodLabel(c.req.method);

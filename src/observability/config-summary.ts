@@ -2,6 +2,7 @@
 // A setting whose name says it holds a secret is replaced by "<redacted>",
 // and credentials inside URLs (user:password@, ?authToken=) are cut out.
 import type { AppConfig } from '../config.js';
+import { VERSION } from '../version.js';
 
 const SECRET_NAME = /TOKEN|PASSWORD|SECRET|CREDENTIAL|PRIVATE|_KEY$/i;
 const SECRET_PARAM = /token|password|secret|key|credential/i;
@@ -25,4 +26,18 @@ export function configSummary(config: AppConfig | Record<string, unknown>): Reco
     else summary[key] = value;
   }
   return summary;
+}
+
+/**
+ * The start line: what starts and where, short enough to read at a glance
+ * (the full configuration follows on a line of its own).
+ */
+export function startSummary(config: AppConfig, process: { pid: number; node: string; processes: number }): Record<string, unknown> {
+  return {
+    version: VERSION,
+    ...process,
+    address: `${config.HOST}:${config.PORT}`,
+    db: redactUrl(config.PLACEMENT_DB_URL),
+    auth: config.PLACEMENT_AUTH_STRATEGY,
+  };
 }

@@ -1,17 +1,55 @@
-// GET /readyz's check, in one read batch (one round trip): the database
-// answers, every migration this build bundles is applied, and the standard
-// resource classes and traits are synced. Each failure names its reason.
+// GET /readyz's answer:
+//  - ProcessReadiness: what this process knows keeps it from serving well,
+//    as named holds (`warming` from a Node start until the database is
+//    prepared and the warm-up is done; any other part may add its own).
+//    Checked first, without I/O; the first hold's reason is the answer.
+//  - then the active checks (the route runs them together: this database
+//    check, and Keystone's sign-in where it is used).
+//  - checkReadiness: the database, in one read batch (one round trip): it
+//    answers, every migration this build bundles is applied, and the
+//    standard resource classes and traits are synced. Each failure names its reason.
 import type { BatchReader } from '../db/client.js';
 import type { MigrationFile } from '../db/migrate.js';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
 
 export type Readiness = { ready: true } | { ready: false; reason: string };
 
+/** The reason /readyz gives while a Node process starts (until its database is prepared and its warm-up is done). */
+export const WARMING = 'warming';
+
+/**
+ * A process's own holds on readiness, by name: `hold(name, reason)` sets or
+ * replaces one, `release(name)` lifts it. Ready when none is held; the
+ * reason given is the earliest hold's. A new one holds nothing (a test app,
+ * a Worker isolate): the entry that starts a process adds `warming`.
+ */
+export class ProcessReadiness {
+  readonly #holds = new Map<string, string>();
+
+  hold(name: string, reason: string): void {
+    this.#holds.set(name, reason);
+  }
+
+  release(name: string): void {
+    this.#holds.delete(name);
+  }
+
+  now(): Readiness {
+    for (const reason of this.#holds.values()) return { ready: false, reason };
+    return { ready: true };
+  }
+}
+
 const CLASSES_JSON = JSON.stringify(STANDARD_RESOURCE_CLASSES);
 const TRAITS_JSON = JSON.stringify(STANDARD_TRAITS);
 const PRESENT = (table: string) => `SELECT count(*) AS n FROM ${table} WHERE name IN (SELECT value FROM json_each(?))`;
 
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+/** The error's message, with its cause where it has one ("fetch failed" alone says nothing of why). */
+const messageOf = (err: unknown) => {
+  const message = err instanceof Error ? err.message : String(err);
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : undefined;
+  return cause && !message.includes(cause) ? `${message} (${cause})` : message;
+};
 
 export async function checkReadiness(reader: BatchReader, migrations: readonly MigrationFile[]): Promise<Readiness> {
   const needed = Math.max(...migrations.map((m) => m.when));

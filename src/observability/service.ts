@@ -94,6 +94,11 @@ export function createServiceMetrics() {
       'placement_lease_sweep_dropped_total',
       'Expired leases the sweep let go without removing allocations, because their consumer was written after the lease was set.',
     ),
+    keystoneSignInFailures: registry.counter(
+      'placement_keystone_sign_in_failures_total',
+      'Failed sign-ins of the service user to Keystone (PLACEMENT_AUTH_STRATEGY=keystone; without one, no token can be validated), by reason: refused (wrong PLACEMENT_KEYSTONE_* credentials) or unreachable (Keystone did not answer, or answered an error).',
+      ['reason'],
+    ),
     treeCacheRefreshes: registry.counter(
       'placement_tree_cache_refreshes_total',
       'Tree cache refreshes that re-read trees: full (a first load or a reload) or partial (only the trees that changed).',

@@ -3,7 +3,6 @@
 // refuses after the providers went in) leaves the target exactly as it was,
 // even with --replace; and a standard class this service does not know is
 // refused before anything is opened.
-import { existsSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeSnapshot } from '../../src/admin/import-writer.js';
 import { applyMigrations } from '../../src/db/migrate.js';
@@ -11,7 +10,8 @@ import { MIGRATIONS } from '../../src/db/migrations.generated.js';
 import { openNodeClient } from '../../src/db/node-client.js';
 import { syncStandards } from '../../src/placement/sync-standards.js';
 import { openInProcessTarget } from '../../src/entry/admin-target.js';
-import { SQLD_BIN, startSqld } from '../helpers/sqld.js';
+import { describeWithPart } from '../helpers/parts.js';
+import { SQLD_MISSING, startSqld } from '../helpers/sqld.js';
 import type { ConsumerSnap, Snapshot } from '../../src/admin/placement-reader.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -100,7 +100,7 @@ describe('import writer', () => {
   });
 });
 
-describe.skipIf(!existsSync(SQLD_BIN))('import writer on a libSQL server (sqld)', () => {
+describeWithPart(SQLD_MISSING, 'import writer on a libSQL server (sqld)', () => {
   it('writes in one transaction over the network, refuses once it holds data, and rolls back a failed --replace', async () => {
     const sqld = await startSqld();
     const client = await openNodeClient(sqld.url);

@@ -1,6 +1,6 @@
 // The real client: Debian's python3-cyborgclient (OSC plugin) against
 // `npm start`, with the endpoint on the command line as CLIENT-REQUESTS.md
-// describes. Skipped, saying which package is missing, where the `openstack`
+// describes. Fails, saying which package is missing, where the `openstack`
 // CLI (python3-openstackclient) or its accelerator plugin (python3-cyborgclient)
 // is not installed: the CLI alone would fail every command with "unknown command".
 import { execFile, spawnSync } from 'node:child_process';
@@ -8,22 +8,22 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
+import { describeWithPart } from '../helpers/parts.js';
 
 const run = promisify(execFile);
 const OPENSTACK = '/usr/bin/openstack';
 const missing = !existsSync(OPENSTACK)
-  ? 'python3-openstackclient'
+  ? 'Debian package python3-openstackclient is not installed'
   : spawnSync('/usr/bin/python3', ['-c', 'import cyborgclient.osc.plugin'], { stdio: 'ignore' }).status !== 0
-    ? 'python3-cyborgclient'
+    ? 'Debian package python3-cyborgclient is not installed'
     : null;
-if (missing) console.warn(`cyborgclient.test.ts: skipped, ${missing} is not installed (.ci/run installs it)`);
 const ROOT = '11111111-1111-4111-8111-111111111111';
 const FPGA = '22222222-2222-4222-8222-222222222222';
 const INSTANCE = '506220bc-18f2-4294-9b29-80267a021dc0';
 
-describe.skipIf(missing !== null)(`python3-cyborgclient against npm start${missing ? ` (skipped: ${missing} not installed)` : ''}`, () => {
+describeWithPart(missing, 'python3-cyborgclient against npm start', () => {
   let server: ServerProcess;
   let dir: string;
   beforeAll(async () => {

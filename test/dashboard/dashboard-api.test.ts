@@ -231,3 +231,33 @@ describe('token mode', () => {
     expect(good.status).toBe(200);
   });
 });
+
+describe('the sign-in form says where a token comes from', () => {
+  it('keystone: the OpenStack CLI command that issues one; token mode: PLACEMENT_AUTH_TOKENS', async () => {
+    const keystoneApp = await makeTestApp({
+      PLACEMENT_AUTH_STRATEGY: 'keystone',
+      PLACEMENT_KEYSTONE_AUTH_URL: 'http://127.0.0.1:1/v3',
+      PLACEMENT_KEYSTONE_USERNAME: 'placement',
+      PLACEMENT_KEYSTONE_PASSWORD: 'placement-pw',
+      PLACEMENT_KEYSTONE_PROJECT_NAME: 'service',
+    });
+    try {
+      const html = await (await keystoneApp.app.request('/dashboard')).text();
+      expect(html).toContain('<meta name="placement-auth" content="keystone">');
+      expect(html).toMatch(/id="login-hint">[^<]*Keystone tokens[\s\S]*<code>openstack token issue -f value -c id<\/code>/);
+    } finally {
+      keystoneApp.close();
+    }
+    const tokenApp = await makeTestApp({
+      PLACEMENT_AUTH_STRATEGY: 'token',
+      PLACEMENT_AUTH_TOKENS: JSON.stringify({ t: { roles: ['admin'] } }),
+    });
+    try {
+      const html = await (await tokenApp.app.request('/dashboard')).text();
+      expect(html).toContain('<code>PLACEMENT_AUTH_TOKENS</code>');
+      expect(html).not.toContain('openstack token issue');
+    } finally {
+      tokenApp.close();
+    }
+  });
+});

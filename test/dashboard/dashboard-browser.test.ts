@@ -1,25 +1,21 @@
 // The dashboard in a real browser: Debian's chromium (no browser download;
 // `.ci/run` installs the package) driven by playwright-core against real
 // `npm start` servers seeded through the public API. Saves a screenshot to
-// test-artifacts/dashboard.png. Skipped, saying why, where chromium is absent.
+// test-artifacts/dashboard.png. Fails, naming the package, where chromium is absent.
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
+import { describeWithPart } from '../helpers/parts.js';
 import { CLOUD, STORAGE_TRAITS, seedCloud } from './seed.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const haveChromium = existsSync(CHROMIUM);
+const noChromium = existsSync(CHROMIUM) ? undefined : `Debian package chromium (no browser at ${CHROMIUM}; or set CHROMIUM_PATH)`;
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts');
-const title = haveChromium
-  ? 'dashboard in chromium'
-  : `dashboard in chromium (SKIPPED: no browser at ${CHROMIUM}; apt-get install chromium or set CHROMIUM_PATH)`;
 
-if (!haveChromium) console.warn(`[dashboard-browser] ${title}`);
-
-describe.skipIf(!haveChromium)(title, () => {
+describeWithPart(noChromium, 'dashboard in chromium', () => {
   let dir: string;
   let noauth: ServerProcess;
   let tokenMode: ServerProcess;

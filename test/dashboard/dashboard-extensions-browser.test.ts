@@ -3,28 +3,25 @@
 // providers marked on their trees and their devices, the drain list, the
 // leases held (an expired one waiting for the sweep), and the headroom of a
 // request the operator types, each equal to what the /ext/ API answers.
-// Saves test-artifacts/dashboard-extensions.png. Skipped, saying why, where
-// chromium is absent.
+// Saves test-artifacts/dashboard-extensions.png. Fails, naming the package,
+// where chromium is absent.
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type ServerProcess, startServer } from '../helpers/node-server.js';
+import { describeWithPart } from '../helpers/parts.js';
 import { CLOUD, seedCloud } from './seed.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const haveChromium = existsSync(CHROMIUM);
+const noChromium = existsSync(CHROMIUM) ? undefined : `Debian package chromium (no browser at ${CHROMIUM}; or set CHROMIUM_PATH)`;
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts');
-const title = haveChromium
-  ? 'dashboard: taints, leases and headroom in chromium'
-  : `dashboard: taints, leases and headroom (SKIPPED: no browser at ${CHROMIUM}; apt-get install chromium or set CHROMIUM_PATH)`;
-if (!haveChromium) console.warn(`[dashboard-extensions-browser] ${title}`);
 
 const GPU_TAINT = { key: 'gpu.health/ecc', value: 'uncorrected', effect: 'NoSchedule', reason: '12 uncorrected ECC errors' };
 const DRAIN_TAINT = { key: 'maintenance', value: '', effect: 'NoSchedule', reason: 'BIOS update' };
 
-describe.skipIf(!haveChromium)(title, () => {
+describeWithPart(noChromium, 'dashboard: taints, leases and headroom in chromium', () => {
   let dir: string;
   let server: ServerProcess;
   let browser: Browser;

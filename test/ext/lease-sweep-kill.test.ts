@@ -7,9 +7,12 @@
 // A real `npm start` process (src/entry/node.ts) on a database file: 1,200
 // consumers, each holding one VCPU on each of 16 providers, with expired
 // leases (6 sweep batches of 200), plus 50 confirmed and 50 rewritten after
-// their lease. The sweep runs every 20 ms, so sweeps run back to back; each
-// life of the process is killed at a random moment (0-60 ms) after its first
-// sweep logged a release, i.e. while the next batches are being read and written.
+// their lease. The sweep runs every 20 ms, so sweeps run back to back. Once a
+// life of the process logs its first release, the test takes the database's
+// write lock (a barrier: the sweep's next write waits for it, or the write
+// already under way finishes first), then kills the process at a random
+// moment (0-60 ms) later, so every life dies with sweep work left however
+// loaded the machine is, while a batch is being read, written or waited on.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,7 +47,6 @@ const SERVER_ENV = {
   PLACEMENT_AUTH_STRATEGY: 'noauth2',
   PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',
   LOG_LEVEL: 'info',
-  PLACEMENT_WARM_UP_MS: '0',
   PLACEMENT_WORKERS: '1',
   JOBS_SWEEP_INTERVAL_MS: '20',
 };
@@ -187,10 +189,21 @@ describe('a server process killed in the middle of the lease sweep', () => {
 
   const start = () => startServer(`file:${file}`, SERVER_ENV);
 
+  /** Holds the database's write lock (BEGIN IMMEDIATE) until the returned function is called. */
+  const holdWriteLock = async (): Promise<() => void> => {
+    const client = createClient({ url: `file:${file}` });
+    const tx = await client.transaction('write');
+    return () => {
+      tx.close(); // rolls back: nothing was written
+      client.close();
+    };
+  };
+
   /**
-   * Starts the server process and kills it (SIGKILL) `delayMs` after its log first shows a sweep
-   * that released or dropped something: watched from spawn, since the sweep timer starts before
-   * the server listens. Resolves with whether a sweep was seen before `giveUpMs`.
+   * Starts the server process and, once its log first shows a sweep that released or dropped
+   * something (watched from spawn, since the sweep timer starts before the server listens), holds
+   * the write lock so that no further sweep batch can commit, and kills it (SIGKILL) `delayMs`
+   * later. Resolves with whether a sweep was seen before `giveUpMs`.
    */
   const killMidSweep = (delayMs: number, giveUpMs: number) =>
     new Promise<boolean>((resolve, reject) => {
@@ -203,6 +216,7 @@ describe('a server process killed in the middle of the lease sweep', () => {
       live.add(child);
       let swept = false;
       let log = '';
+      let releaseLock: (() => void) | undefined;
       const kill = () => child.kill('SIGKILL');
       const timer = setTimeout(kill, giveUpMs);
       child.stderr.setEncoding('utf8');
@@ -211,20 +225,22 @@ describe('a server process killed in the middle of the lease sweep', () => {
         if (!swept && /lease sweep (released|dropped)/.test(chunk)) {
           swept = true;
           clearTimeout(timer);
-          setTimeout(kill, delayMs);
+          holdWriteLock().then(
+            (release) => {
+              releaseLock = release;
+              setTimeout(kill, delayMs);
+            },
+            (err: unknown) => {
+              kill();
+              reject(err);
+            },
+          );
         }
       });
       child.once('exit', (code, signal) => {
         live.delete(child);
         clearTimeout(timer);
-        console.log(
-          swept,
-          log.length,
-          log
-            .split('\n')
-            .map((l) => l.slice(0, 120))
-            .join('\n'),
-        );
+        releaseLock?.();
         if (signal === 'SIGKILL') resolve(swept);
         else reject(new Error(`the server exited by itself (${code}):\n${log}`));
       });
@@ -236,7 +252,7 @@ describe('a server process killed in the middle of the lease sweep', () => {
     const progress: number[] = [];
     let previous = 0;
     for (let kill = 0; kill < MAX_KILLS; kill += 1) {
-      const swept = await killMidSweep(Math.floor(random() * 60), 20_000);
+      const swept = await killMidSweep(Math.floor(random() * 60), 60_000);
       const { released } = checkWhole(await snapshot(file));
       expect(released).toBeGreaterThanOrEqual(previous);
       progress.push(released);
@@ -244,7 +260,8 @@ describe('a server process killed in the middle of the lease sweep', () => {
       if (!swept || released === LEASED) break;
     }
     console.log(`lease-sweep-kill.test.ts: released after each SIGKILL: ${progress.join(', ')} of ${LEASED}`);
-    // Killed with sweep work left at least twice; and each life's last batch either committed whole or not at all.
+    // Killed with sweep work left at least twice (the barrier leaves each life at most two batches past
+    // its first); and each life's last batch either committed whole or not at all.
     expect(progress.filter((released) => released > 0 && released < LEASED).length).toBeGreaterThanOrEqual(2);
     expect(progress.every((released) => released % SWEEP_BATCH === 0 || released === LEASED)).toBe(true);
 

@@ -22,6 +22,8 @@ export class FakeKeystone {
   readonly calls: string[] = [];
   /** While true every request fails as a refused connection would. */
   down = false;
+  /** The catalog in the tokens password authentication issues (v3's shape). */
+  catalog: { type: string; endpoints: { interface: string; url: string; region_id: string }[] }[] = [];
   private readonly users = new Map<string, Required<Pick<FakeUser, 'expiresAt'>> & FakeUser>();
   private readonly serviceTokens = new Map<string, number>();
   private issued = 0;
@@ -54,6 +56,10 @@ export class FakeKeystone {
   async handle(request: Request): Promise<Response> {
     const url = new URL(request.url);
     this.calls.push(`${request.method} ${url.pathname}`);
+    // The version document, as Keystone answers GET /v3 (the service's readiness check asks it).
+    if (url.pathname === '/v3' && request.method === 'GET') {
+      return Response.json({ version: { id: 'v3.14', status: 'stable', links: [{ rel: 'self', href: url.href }] } });
+    }
     if (url.pathname !== '/v3/auth/tokens') return new Response('{"error": {"code": 404}}', { status: 404 });
     if (request.method === 'POST') return this.passwordAuth(request);
     if (request.method === 'GET') return this.validate(request);
@@ -71,10 +77,14 @@ export class FakeKeystone {
     const token = `svc-${++this.issued}`;
     const expiresAt = this.now() + this.serviceTokenMs;
     this.serviceTokens.set(token, expiresAt);
-    return Response.json(this.tokenBody({ userId: 'placement-user', projectId: 'service-project', roles: ['service'], expiresAt }), {
-      status: 201,
-      headers: { 'x-subject-token': token },
-    });
+    const issued = this.tokenBody({ userId: 'placement-user', projectId: 'service-project', roles: ['service'], expiresAt });
+    return Response.json(
+      { token: { ...issued.token, catalog: this.catalog } },
+      {
+        status: 201,
+        headers: { 'x-subject-token': token },
+      },
+    );
   }
 
   private validate(request: Request): Response {

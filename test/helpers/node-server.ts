@@ -6,14 +6,14 @@ import { join } from 'node:path';
 export interface ServerProcess {
   url: string;
   child: ChildProcess;
-  /** What the server wrote to stderr until it listened. */
+  /** What the server wrote to stderr until it had warmed up. */
   startLog: string;
   stop(): Promise<void>;
 }
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
-/** Starts src/entry/node.ts on a free port against `dbUrl`; resolves once it listens. */
+/** Starts src/entry/node.ts on a free port against `dbUrl`; resolves once it listens and has warmed up. */
 export function startServer(dbUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
   return startServerProcess(
     [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'src', 'entry', 'node.ts')],
@@ -35,8 +35,6 @@ export function startServerProcess(args: string[], dbUrl: string, env: Record<st
       PLACEMENT_AUTH_STRATEGY: 'noauth2',
       PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',
       LOG_LEVEL: 'info',
-      // No warm-up before listening (seconds of start-up on a busy machine); candidates-warm-start.test.ts covers it.
-      PLACEMENT_WARM_UP_MS: '0',
       ...env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -49,6 +47,7 @@ export function startServerProcess(args: string[], dbUrl: string, env: Record<st
     });
   return new Promise((resolve, reject) => {
     let log = '';
+    const logsInfo = ['debug', 'info'].includes(env.LOG_LEVEL ?? 'info');
     const timer = setTimeout(() => {
       void stop();
       reject(new Error(`server did not start:\n${log}`));
@@ -57,7 +56,9 @@ export function startServerProcess(args: string[], dbUrl: string, env: Record<st
     child.stderr!.on('data', (chunk: string) => {
       log += chunk;
       const match = /"url":"(http:\/\/[^"]+)"/.exec(log);
-      if (match) {
+      // Listening comes before the database is prepared: started means warmed up (the one
+      // `placement-edge ready` line, also in a cluster), as systemd waits for /readyz.
+      if (match && (log.includes('"msg":"placement-edge ready"') || !logsInfo)) {
         clearTimeout(timer);
         resolve({ url: match[1]!, child, startLog: log, stop });
       }

@@ -36,9 +36,9 @@ export function sampleValue(samples: Sample[], name: string, labels: Record<stri
 
 export const PROMTOOL = '/usr/bin/promtool';
 export const PROMETHEUS = '/usr/bin/prometheus';
-export const hasPromtool = existsSync(PROMTOOL);
-export const hasPrometheus = existsSync(PROMETHEUS);
-export const NO_PROMETHEUS = 'needs Debian package prometheus (/usr/bin/promtool, /usr/bin/prometheus): apt-get install prometheus';
+/** Why promtool / the Prometheus server cannot run here (for describeWithPart), or undefined when they can. */
+export const PROMTOOL_MISSING = existsSync(PROMTOOL) ? undefined : `Debian package prometheus (${PROMTOOL} not found)`;
+export const PROMETHEUS_MISSING = existsSync(PROMETHEUS) ? undefined : `Debian package prometheus (${PROMETHEUS} not found)`;
 
 /** `promtool check metrics` on `text`: its exit status and the problems it lists. */
 export function promtoolCheck(text: string): { status: number; problems: string[] } {

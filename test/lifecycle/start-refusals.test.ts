@@ -52,7 +52,7 @@ const lines = (text: string) => text.split('\n').filter((l) => l.trim() !== '');
  * when the refusal comes from the machine (port, path) rather than a setting.
  */
 function expectOneLine(outcome: Outcome, setting: string): string {
-  const [line, ...more] = lines(outcome.stderr).filter((l) => !l.includes('"msg":"placement-edge starting"'));
+  const [line, ...more] = lines(outcome.stderr).filter((l) => !/"msg":"placement-edge (starting|configuration)"/.test(l));
   expect(more, outcome.stderr).toEqual([]);
   expect(line).toMatch(new RegExp(`^placement-edge: cannot start: ${setting}: .+ Fix: .+`));
   expect(outcome.stderr).not.toMatch(/\n\s+at |SyntaxError|ZodError/);

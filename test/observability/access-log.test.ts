@@ -106,6 +106,19 @@ describe('access lines', () => {
     expect(off.lines.filter((l) => l.msg === 'request')).toEqual([]);
     off.close();
   });
+
+  it('leaves out the paths of PLACEMENT_ACCESS_LOG_EXCLUDE (probes, scrapes), and only those', async () => {
+    const quiet = await loggedApp({ PLACEMENT_ACCESS_LOG_EXCLUDE: '/healthz, /readyz,/metrics' });
+    for (const path of ['/healthz', '/readyz', '/metrics', '/metrics?x=1', '/resource_providers']) {
+      await (await quiet.app.request(path, { headers: { 'x-auth-token': 'admin' } })).arrayBuffer();
+    }
+    const [line, ...more] = await quiet.accessLines(1);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(more).toEqual([]);
+    expect(line!.extra.path).toBe('/resource_providers');
+    quiet.close();
+    expect(() => loadConfig({ PLACEMENT_ACCESS_LOG_EXCLUDE: 'healthz' })).toThrow(/PLACEMENT_ACCESS_LOG_EXCLUDE.*starting with \//);
+  });
 });
 
 describe('log lines', () => {
@@ -192,14 +205,21 @@ describe('a Node server', () => {
     }
   });
 
-  it('logs the configuration it starts with', async () => {
+  it('logs one short start line, then the configuration it starts with', async () => {
     const server = await startServer(`file:${join(dir, 'start.db')}`, { PLACEMENT_WORKERS: '1', NOVA_TOKEN: 'nova-s3cret' });
     await server.stop();
-    // The start line came before the listening line the helper waited for; it names the settings in force.
-    expect(server.startLog).toContain('"msg":"placement-edge starting"');
-    const start = JSON.parse(server.startLog.split('\n').find((l) => l.includes('placement-edge starting'))!) as {
-      config: Record<string, unknown>;
-    };
-    expect(start.config).toMatchObject({ PLACEMENT_WORKERS: 1, NOVA_TOKEN: REDACTED, PLACEMENT_ACCESS_LOG: 'info' });
+    // Both came before the listening line the helper waited for: first the short line, then the settings in force.
+    const lines = server.startLog.split('\n').filter((l) => l.startsWith('{'));
+    const first = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(first).toMatchObject({
+      msg: 'placement-edge starting',
+      processes: 1,
+      auth: 'noauth2',
+      address: expect.stringMatching(/^127\.0\.0\.1:/),
+    });
+    expect(lines[0]!.length).toBeLessThan(300);
+    const configuration = JSON.parse(lines[1]!) as { msg: string; config: Record<string, unknown> };
+    expect(configuration.msg).toBe('placement-edge configuration');
+    expect(configuration.config).toMatchObject({ PLACEMENT_WORKERS: 1, NOVA_TOKEN: REDACTED, PLACEMENT_ACCESS_LOG: 'info' });
   });
 });

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
-import { hasPrometheus, NO_PROMETHEUS, PROMETHEUS, parseSamples, type Sample, sampleValue } from '../helpers/prometheus-text.js';
+import { describeWithPart } from '../helpers/parts.js';
+import { PROMETHEUS, PROMETHEUS_MISSING, parseSamples, type Sample, sampleValue } from '../helpers/prometheus-text.js';
 import { freePort } from '../helpers/sqld.js';
 
 const WORKERS = 2;
@@ -111,7 +112,7 @@ describe('a cluster of server processes', () => {
   }, 200_000);
 });
 
-describe.skipIf(!hasPrometheus)(`a real Prometheus server (${NO_PROMETHEUS})`, () => {
+describeWithPart(PROMETHEUS_MISSING, 'a real Prometheus server', () => {
   let prometheus: ChildProcess | undefined;
   afterAll(() => {
     prometheus?.kill('SIGKILL');
@@ -162,6 +163,9 @@ describe.skipIf(!hasPrometheus)(`a real Prometheus server (${NO_PROMETHEUS})`, (
         expect(total?.value[1]).toBe('24');
         const [ratio] = await query('openstack_placement_resource_allocation_ratio{hostname="cn-prom"}');
         expect(ratio?.value[1]).toBe('2');
+        // openstack-exporter's liveness gauge, what its dashboards discover the service by.
+        const [live] = await query('openstack_placement_up{job="placement"}');
+        expect(live?.value[1]).toBe('1');
         const [listedByPrometheus] = await query(
           'sum(http_server_request_duration_seconds_count{http_route="/resource_providers",http_request_method="GET"})',
         );

@@ -1,21 +1,17 @@
-// What a Node-mode server process does before and beside its requests so its
-// first answers are as fast as later ones (src/entry/node-warm-up.ts,
+// What a Node-mode server process does beside its requests so its first
+// answers are as fast as later ones (the warm-up hook of src/entry/warm-up.ts,
 // candidates/model-refresh.ts): the trees read and their answer summaries
 // built ahead of the first request change nothing in any answer, leave the
-// request no tree to read, follow another process's writes without a request
-// asking, and the warm-up really exercises the engine on both perfload shapes.
-import { readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// request no tree to read, and follow another process's writes without a
+// request asking.
 import type { InStatement } from '@libsql/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Deps } from '../../src/deps.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
-import { warmUp } from '../../src/entry/node-warm-up.js';
 import { cloudModelFor } from '../../src/placement/candidates/cloud-model.js';
 import { keepCloudModelFresh, refreshCloudModel } from '../../src/placement/candidates/model-refresh.js';
-import { warmUpOnModel } from '../../src/placement/candidates/model-warm-up.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -93,43 +89,6 @@ describe('trees read and summaries built before the first request', () => {
     }
   });
 
-  it("runs the engine on the real trees (a query shaped like the cloud's most common tree) and changes nothing", async () => {
-    const warmed = await otherProcess(app);
-    const cold = await otherProcess(app);
-    try {
-      const state = async () =>
-        (
-          await app.deps.store.client.execute(
-            `SELECT (SELECT MAX(seq) FROM placement_tree_changes), (SELECT count(*) FROM allocations),
-              (SELECT count(*) FROM consumers), (SELECT group_concat(generation) FROM resource_providers)`,
-          )
-        ).rows[0];
-      const before = await state();
-      await refreshCloudModel(warmed.deps.store, CACHE, Date.now());
-      const done = await warmUpOnModel(warmed.deps.store, CACHE, 10_000, 2);
-      // Two rounds of one query: the most common tree here is a flat host (no child group to ask for).
-      expect(done.answers).toBe(2);
-      expect(await state()).toEqual(before);
-      for (const [query, version] of QUERIES) {
-        const path = `/allocation_candidates?${query}`;
-        expect(await warmed.get(path, version)).toBe(await cold.get(path, version));
-      }
-    } finally {
-      warmed.close();
-      cold.close();
-    }
-  });
-
-  it('does nothing on an empty or uncached cloud', async () => {
-    const empty = await makeTestApp();
-    try {
-      expect(await warmUpOnModel(empty.deps.store, CACHE, 10_000)).toEqual({ answers: 0, cpuMs: 0 });
-      expect(await warmUpOnModel(app.deps.store, 0, 10_000)).toEqual({ answers: 0, cpuMs: 0 });
-    } finally {
-      empty.close();
-    }
-  });
-
   it('keeps the trees current as another process writes, with no request asking', async () => {
     const watcher = await otherProcess(app);
     const refresher = keepCloudModelFresh(watcher.deps.store, CACHE, 5, (err) => {
@@ -156,19 +115,5 @@ describe('trees read and summaries built before the first request', () => {
       refresher.stop();
       watcher.close();
     }
-  });
-});
-
-describe('the warm-up before a process listens', () => {
-  it('runs the real app over both perfload shapes and leaves nothing behind', async () => {
-    const before = readdirSync(tmpdir()).filter((d) => d.startsWith(`placement-warm-up-${process.pid}-`));
-    const done = await warmUp(loadConfig({ PLACEMENT_WARM_UP_MS: '1', LOG_LEVEL: 'silent' }));
-    // One round at least, whatever the budget: 400 placeload-like hosts plus the 5 written
-    // through the API, and 2 candidates per nested tree (numa1 with each of its FPGAs).
-    expect(done.rounds).toBe(1);
-    expect(done.flatCandidates).toBe(405);
-    expect(done.nestedCandidates).toBe(200);
-    const after = readdirSync(tmpdir()).filter((d) => d.startsWith(`placement-warm-up-${process.pid}-`));
-    expect(after.filter((d) => !before.includes(d))).toEqual([]);
   });
 });

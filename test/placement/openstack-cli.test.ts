@@ -1,18 +1,24 @@
 // The real client: Debian's python3-openstackclient + python3-osc-placement
-// against `npm start`, unchanged (.ci/run installs them). Skipped where the
-// `openstack` CLI is not installed.
+// against `npm start`, unchanged (.ci/run installs them). Fails, naming the
+// package, where either is not installed.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
+import { describeWithPart, missingUnless } from '../helpers/parts.js';
 
 const run = promisify(execFile);
 const OPENSTACK = '/usr/bin/openstack';
 
-describe.skipIf(!existsSync(OPENSTACK))('openstack CLI (osc-placement) against npm start', () => {
+const missing = missingUnless(
+  [OPENSTACK, '/usr/lib/python3/dist-packages/osc_placement'],
+  'Debian packages python3-openstackclient and python3-osc-placement',
+);
+
+describeWithPart(missing, 'openstack CLI (osc-placement) against npm start', () => {
   let server: ServerProcess;
   let dir: string;
   const osc = async (...args: string[]): Promise<unknown> => {

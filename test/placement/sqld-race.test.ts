@@ -2,9 +2,8 @@
 // would be) talk to one sqld over libSQL's HTTP protocol and race claims on
 // one provider. No in-process lock is shared between them; only the
 // database's write transaction keeps the pool from being overcommitted.
-import { existsSync } from 'node:fs';
 import { createClient } from '@libsql/client/web';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createDataStore } from '../../src/db/client.js';
@@ -12,14 +11,15 @@ import { applyMigrations } from '../../src/db/migrate.js';
 import { MIGRATIONS } from '../../src/db/migrations.generated.js';
 import { syncStandards } from '../../src/placement/sync-standards.js';
 import { makeDeps } from '../../src/compose.js';
-import { SQLD_BIN, startSqld, type Sqld } from '../helpers/sqld.js';
+import { describeWithPart } from '../helpers/parts.js';
+import { SQLD_MISSING, startSqld, type Sqld } from '../helpers/sqld.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 const RP = '5a1c0d9e-0000-4000-8000-00000000c0de';
 const POOL = 5;
 const ATTEMPTS = 16;
 
-describe.skipIf(!existsSync(SQLD_BIN))('two isolates racing claims against sqld', () => {
+describeWithPart(SQLD_MISSING, 'two isolates racing claims against sqld', () => {
   let sqld: Sqld;
   let apps: ReturnType<typeof createApp>[];
 

@@ -1,6 +1,6 @@
 // How the Worker turns its bindings into the Node-style configuration.
-import { describe, expect, it } from 'vitest';
-import { bootFailure, environmentFromBindings } from '../../src/entry/worker.js';
+import { describe, expect, it, vi } from 'vitest';
+import worker, { bootFailure, environmentFromBindings } from '../../src/entry/worker.js';
 
 describe('Worker bindings', () => {
   it('accepts LIBSQL_URL / LIBSQL_AUTH_TOKEN as the database binding', () => {
@@ -34,5 +34,23 @@ describe('Worker bindings', () => {
     const body = (await res.json()) as { errors: { status: number; title: string; request_id: string }[] };
     expect(body.errors[0]).toMatchObject({ status: 503, title: 'Service Unavailable' });
     expect(body.errors[0]?.request_id).toMatch(/^req-[0-9a-f-]{36}$/);
+  });
+
+  it('logs why a start failed and the fix: a libSQL server that does not answer, named with its URL', async () => {
+    const logged: string[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((line: string) => logged.push(line));
+    try {
+      // Nothing listens on port 9 of this machine (discard).
+      const env = { PLACEMENT_DB_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'silent' };
+      const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
+      const res = await worker.fetch(new Request('http://edge.test/resource_providers') as never, env, ctx as never);
+      expect(res.status).toBe(503);
+    } finally {
+      spy.mockRestore();
+    }
+    const line = JSON.parse(logged.find((l) => l.includes('failed to start'))!) as { err: string };
+    expect(line.err).toMatch(
+      /^PLACEMENT_DB_URL: no libSQL server answers at http:\/\/127\.0\.0\.1:9 .*Fix: .*reachable from Cloudflare, over https on port 443$/,
+    );
   });
 });

@@ -5,7 +5,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { MIGRATIONS } from '../../src/db/migrations.generated.js';
 import { countRoundTrips } from '../../src/db/round-trips.js';
 import { syncStandards } from '../../src/placement/sync-standards.js';
-import { prepareDatabase } from '../../src/entry/worker.js';
+import { prepareDatabase } from '../../src/entry/prepare-database.js';
 
 describe('first start on an empty database', () => {
   it('lets racing isolates all finish migrating and syncing', async () => {

@@ -11,15 +11,16 @@ import { makeDeps } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';
 import { createDataStore } from '../../src/db/client.js';
 import { consoleLogger } from '../../src/deps.js';
-import { environmentFromBindings, prepareDatabase } from '../../src/entry/worker.js';
+import { prepareDatabase } from '../../src/entry/prepare-database.js';
+import { environmentFromBindings } from '../../src/entry/worker.js';
 import { fakeKeystoneEnv } from '../helpers/fake-keystone.js';
 
 const keystoneUrl = inject('keystoneUrl');
 const control = new URL(keystoneUrl).origin;
 
-async function bootWorkerApp() {
+async function bootWorkerApp(bindings: Record<string, string> = {}) {
   const config = loadConfig(
-    environmentFromBindings({ PLACEMENT_DB_URL: inject('sqldUrl'), LOG_LEVEL: 'silent', ...fakeKeystoneEnv(keystoneUrl) }),
+    environmentFromBindings({ PLACEMENT_DB_URL: inject('sqldUrl'), LOG_LEVEL: 'silent', ...fakeKeystoneEnv(keystoneUrl), ...bindings }),
   );
   const client = createClient({ url: config.PLACEMENT_DB_URL, concurrency: Number.MAX_SAFE_INTEGER });
   await prepareDatabase(client);
@@ -67,5 +68,18 @@ describe('keystone strategy in workerd', () => {
     } finally {
       await fetch(`${control}/__down`, { method: 'PUT', body: JSON.stringify({ down: false }) });
     }
+  });
+
+  it('/readyz is 503 naming the refused sign-in with a wrong PLACEMENT_KEYSTONE_PASSWORD, 200 with the right one', async () => {
+    const readyz = async (app: Awaited<ReturnType<typeof bootWorkerApp>>) => {
+      const res = await app.fetch(new Request('http://edge.test/readyz'));
+      return { status: res.status, body: (await res.json()) as { status: string; reason?: string } };
+    };
+    const wrong = await readyz(await bootWorkerApp({ PLACEMENT_KEYSTONE_PASSWORD: 'not-the-password' }));
+    expect(wrong.status).toBe(503);
+    expect(wrong.body.reason).toMatch(
+      /^the service cannot sign in to Keystone: .*HTTP 401; check PLACEMENT_KEYSTONE_USERNAME, PLACEMENT_KEYSTONE_PASSWORD/,
+    );
+    expect(await readyz(await bootWorkerApp())).toEqual({ status: 200, body: { status: 'ready' } });
   });
 });

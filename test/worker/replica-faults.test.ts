@@ -17,7 +17,8 @@ import { createApp } from '../../src/app.js';
 import { makeDeps } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';
 import type { Logger } from '../../src/deps.js';
-import { openWorkerStore, prepareDatabase } from '../../src/entry/worker.js';
+import { prepareDatabase } from '../../src/entry/prepare-database.js';
+import { openWorkerStore } from '../../src/entry/worker.js';
 
 /** An isolate's app on the shared primary; with `readUrl`, reading from that replica. */
 async function isolate(readUrl?: string) {

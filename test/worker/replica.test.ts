@@ -5,7 +5,8 @@ import { describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { makeDeps } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';
-import { openWorkerStore, prepareDatabase } from '../../src/entry/worker.js';
+import { prepareDatabase } from '../../src/entry/prepare-database.js';
+import { openWorkerStore } from '../../src/entry/worker.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 const hops = async () => ((await (await fetch(inject('replicaPrimaryHopsUrl'))).json()) as { hops: number }).hops;

@@ -420,6 +420,95 @@ describe('the write path answers and stores exactly as the frozen pre-issue-13 o
     }, 120_000);
   }
 
+  // Capacity's edges, which whole ratios never reach: (total - reserved) * allocation_ratio with a
+  // fraction, floored (never rounded), against units of step_size between min_unit and max_unit.
+  // Each case fills one inventory claim by claim to one past its capacity, tries amounts the units
+  // refuse, then shrinks the ratio to half a unit below and above what is used. (total - reserved) is a
+  // power of two, so every capacity here is exact in binary.
+  const EDGES = [
+    { total: 3, reserved: 0, allocation_ratio: 1.5, step_size: 1, min_unit: 1, max_unit: 3 }, // 4.5
+    { total: 5, reserved: 1, allocation_ratio: 2.625, step_size: 3, min_unit: 3, max_unit: 9 }, // 10.5
+    { total: 11, reserved: 3, allocation_ratio: 0.6875, step_size: 2, min_unit: 2, max_unit: 4 }, // 5.5
+    { total: 1, reserved: 0, allocation_ratio: 0.5, step_size: 1, min_unit: 1, max_unit: 1 }, // 0.5
+    { total: 20, reserved: 4, allocation_ratio: 0.40625, step_size: 1, min_unit: 2, max_unit: 5 }, // 6.5
+    { total: 6, reserved: 2, allocation_ratio: 1.875, step_size: 7, min_unit: 7, max_unit: 7 }, // 7.5
+  ];
+  it('inventories with fractional allocation ratios, reserved and step sizes: claims up to capacity and past it, units, shrinking', async () => {
+    const rp = PROVIDERS[0]!;
+    const consumer = (i: number) => uuidOf(4, i);
+    const claim = (i: number, amount: number) => ({
+      method: 'PUT',
+      path: `/allocations/${consumer(i)}`,
+      version: 'latest',
+      body: {
+        allocations: { [rp]: { resources: { VCPU: amount } } },
+        project_id: 'p-one',
+        user_id: 'u-one',
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
+    });
+    const inventory = async (record: Record<string, number>) => {
+      const generation = (
+        (await pair.both({ method: 'GET', path: `/resource_providers/${rp}`, version: 'latest' }, 'edge')).body as {
+          generation: number;
+        }
+      ).generation;
+      const body = { resource_provider_generation: generation, inventories: { VCPU: record } };
+      return pair.both(
+        { method: 'PUT', path: `/resource_providers/${rp}/inventories`, version: 'latest', body },
+        `edge ${JSON.stringify(record)}`,
+      );
+    };
+    for (const edge of EDGES) {
+      const where = `edge ${JSON.stringify(edge)}`;
+      await reset();
+      await pair.both({ method: 'POST', path: '/resource_providers', body: { name: 'edge', uuid: rp }, version: 'latest' }, where);
+      expect((await inventory(edge)).status, where).toBe(200);
+      const capacity = Math.floor((edge.total - edge.reserved) * edge.allocation_ratio);
+      // The smallest amount the units allow: a multiple of step_size, at least min_unit.
+      const unit = Math.ceil(edge.min_unit / edge.step_size) * edge.step_size;
+      let used = 0;
+      const granted: number[] = [];
+      let n = 0;
+      const statuses: number[] = [];
+      // On the empty inventory, amounts the units refuse (not a step, below min_unit, above max_unit),
+      // and max_unit itself where it fits.
+      const refused = [edge.step_size > 1 ? unit + 1 : 0, edge.min_unit - 1, edge.max_unit + edge.step_size];
+      for (const amount of refused.filter((a) => a > 0)) {
+        expect((await pair.both(claim(n++, amount), where)).status, `${where} amount ${amount}`).toBe(409);
+      }
+      if (edge.max_unit <= capacity) {
+        expect((await pair.both(claim(n, edge.max_unit), where)).status, `${where} max_unit`).toBe(204);
+        await pair.both({ method: 'DELETE', path: `/allocations/${consumer(n++)}`, version: 'latest' }, where);
+      }
+      // Claim by claim, one unit each, until one is refused.
+      for (;;) {
+        const res = await pair.both(claim(n, unit), where);
+        statuses.push(res.status);
+        if (res.status !== 204) break;
+        granted.push(n++);
+        used += unit;
+      }
+      expect(used, where).toBe(Math.floor(capacity / unit) * unit);
+      expect(statuses.at(-1), where).toBe(409);
+      // Release one claim, claim its amount again at exactly the capacity that is left.
+      if (used > 0) {
+        const again = granted[0]!;
+        expect((await pair.both({ method: 'DELETE', path: `/allocations/${consumer(again)}`, version: 'latest' }, where)).status).toBe(204);
+        expect((await pair.both(claim(again, unit), where)).status, where).toBe(204);
+      }
+      // The ratio shrunk to half a unit below what is used (accepted, as upstream: the provider is then over
+      // capacity), where a claim is refused, then to half a unit above it, where a claim of one unit still is.
+      const span = edge.total - edge.reserved;
+      for (const shrunk of used > 0 ? [used - 0.5, used + 0.5] : [used + 0.5]) {
+        expect((await inventory({ ...edge, allocation_ratio: shrunk / span })).status, `${where} shrunk to ${shrunk}`).toBe(200);
+        expect((await pair.both(claim(n++, unit), where)).status, `${where} shrunk to ${shrunk}`).toBe(409);
+      }
+      expect(await dump(pair.live), where).toEqual(await dump(pair.old));
+    }
+  }, 60_000);
+
   it('reaches successes and each kind of refusal', () => {
     // The generator must reach successes and each kind of refusal, or the comparison proves little.
     const seen = [...statuses.keys()];

@@ -131,6 +131,13 @@ export class KeystoneClient {
     return parsed.data;
   }
 
+  /** Keystone answers its v3 version document (GET /v3): reachable and serving; else KeystoneUnavailable. */
+  async ping(): Promise<void> {
+    const res = await this.call('', { method: 'GET', headers: { accept: 'application/json' } });
+    await res.body?.cancel();
+    if (res.status !== 200) throw new KeystoneUnavailable(`Keystone at ${this.base} answered GET /v3 with HTTP ${res.status}`);
+  }
+
   /** v3 password authentication, project-scoped (keystoneauth's `password` plugin). */
   async passwordAuth(credentials: PasswordCredentials): Promise<IssuedToken> {
     const body = {

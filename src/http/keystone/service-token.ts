@@ -3,17 +3,26 @@
 // many callers ask at once. The CLI can use it alone for --os-* options.
 import type { IssuedToken, KeystoneClient, PasswordCredentials } from './client.js';
 
-/** Renew this long before expiry (keystoneauth renews 30 s before; a slow Keystone gets more room). */
+/**
+ * Renew this long before expiry (keystoneauth renews 30 s before; a slow
+ * Keystone gets more room), or after half the token's life where Keystone
+ * issues tokens shorter than two minutes (`[token] expiration`), so a
+ * short-lived token is still used, not renewed on every call.
+ */
 const RENEW_BEFORE_MS = 60_000;
 
 export class ServiceTokenSource {
   private current: IssuedToken | undefined;
+  /** When the held token was received (its life is measured from then, on this clock). */
+  private receivedAt = 0;
   private pending: Promise<IssuedToken> | undefined;
 
   constructor(
     private readonly client: KeystoneClient,
     private readonly credentials: PasswordCredentials,
     private readonly now: () => number = () => Date.now(),
+    /** Told of each failed sign-in (refused credentials, Keystone not answering): a metric counts them. */
+    private readonly onFailure: (err: unknown) => void = () => {},
   ) {}
 
   /** A token with at least a minute left, renewed when needed. */
@@ -29,9 +38,15 @@ export class ServiceTokenSource {
     return this.current ?? this.renew();
   }
 
+  /** Signs in again now, whatever is held (a readiness check after a failure: Keystone may be back, or gone). */
+  async renewNow(): Promise<IssuedToken> {
+    return this.renew();
+  }
+
   private stale(held: IssuedToken): boolean {
+    const life = held.identity.expiresAt - this.receivedAt;
     const left = held.identity.expiresAt - this.now();
-    return left < RENEW_BEFORE_MS;
+    return left < Math.min(RENEW_BEFORE_MS, life / 2);
   }
 
   private renew(): Promise<IssuedToken> {
@@ -39,7 +54,12 @@ export class ServiceTokenSource {
       .passwordAuth(this.credentials)
       .then((issued) => {
         this.current = issued;
+        this.receivedAt = this.now();
         return issued;
+      })
+      .catch((err: unknown) => {
+        this.onFailure(err);
+        throw err;
       })
       .finally(() => {
         this.pending = undefined;

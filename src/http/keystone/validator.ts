@@ -25,7 +25,18 @@ export interface KeystoneSettings {
   timeoutMs: number;
   /** Where a refused client is sent to get a token (www_authenticate_uri). */
   wwwAuthenticateUri: string;
+  /** Called at each failed sign-in of the service user: Keystone refused it, or did not answer. */
+  onSignInFailure?: (reason: SignInFailure) => void;
 }
+
+/** Why the service could not sign in: its credentials were refused, or Keystone could not be asked. */
+export type SignInFailure = 'refused' | 'unreachable';
+
+/** Whether the service can sign in to Keystone now, and if not, why (for GET /readyz). */
+export type KeystoneReadiness = { ready: true } | { ready: false; reason: string };
+
+/** A failed sign-in is tried again by /readyz at most this often; until then its reason stands. */
+const RECHECK_MS = 5_000;
 
 export class KeystoneTokenValidator {
   readonly wwwAuthenticate: string;
@@ -33,6 +44,10 @@ export class KeystoneTokenValidator {
   private readonly serviceToken: ServiceTokenSource;
   private readonly cache: TokenCache;
   private readonly inFlight = new Map<string, Promise<Verdict>>();
+  /** The last failure to reach or sign in to Keystone, until a call to it succeeds again. */
+  private problem: { reason: string; at: number } | undefined;
+  /** When readiness last found Keystone answering. */
+  private lastReady: number | undefined;
 
   constructor(
     settings: KeystoneSettings,
@@ -41,8 +56,50 @@ export class KeystoneTokenValidator {
   ) {
     this.wwwAuthenticate = `Keystone uri="${settings.wwwAuthenticateUri}"`;
     this.client = new KeystoneClient(settings.authUrl, fetcher, settings.timeoutMs);
-    this.serviceToken = new ServiceTokenSource(this.client, settings.credentials, now);
+    const onSignInFailure = settings.onSignInFailure ?? (() => {});
+    this.serviceToken = new ServiceTokenSource(this.client, settings.credentials, now, (err) =>
+      onSignInFailure(err instanceof KeystoneCredentialsRefused ? 'refused' : 'unreachable'),
+    );
     this.cache = new TokenCache(settings.cacheSeconds * 1000, settings.cacheSize, now);
+  }
+
+  /**
+   * Whether tokens can be validated now: the service user signs in (its token
+   * held, or a new one got) and Keystone answers. Keystone is asked at most
+   * every RECHECK_MS; until then the last answer stands. After a failure the
+   * check is a new sign-in (a wrong password stays wrong; Keystone may be back).
+   */
+  async readiness(): Promise<KeystoneReadiness> {
+    const now = this.now();
+    const known = this.problem;
+    if (known && now - known.at < RECHECK_MS) return { ready: false, reason: known.reason };
+    if (!known && this.lastReady !== undefined && now - this.lastReady < RECHECK_MS) return { ready: true };
+    try {
+      if (known) await this.serviceToken.renewNow();
+      else {
+        await this.serviceToken.token();
+        await this.client.ping();
+      }
+      this.problem = undefined;
+      this.lastReady = now;
+      return { ready: true };
+    } catch (err) {
+      return { ready: false, reason: this.note(err) };
+    }
+  }
+
+  /** Records a failure to reach or sign in to Keystone (kept for readiness); its reason. */
+  private note(err: unknown): string {
+    const refused = err instanceof KeystoneCredentialsRefused || err instanceof ServiceTokenRefused;
+    if (!(refused || err instanceof KeystoneUnavailable)) return err instanceof Error ? err.message : String(err);
+    const cause = err instanceof KeystoneUnavailable && err.cause instanceof KeystoneCredentialsRefused ? err.cause : err;
+    const reason =
+      cause instanceof KeystoneCredentialsRefused
+        ? `the service cannot sign in to Keystone: ${cause.message}; check PLACEMENT_KEYSTONE_USERNAME, PLACEMENT_KEYSTONE_PASSWORD, PLACEMENT_KEYSTONE_PROJECT_NAME and their domains`
+        : `the service cannot validate tokens with Keystone: ${(err as Error).message}`;
+    this.problem = { reason, at: this.now() };
+    this.lastReady = undefined;
+    return reason;
   }
 
   /** Tokens whose verdicts are remembered now. */
@@ -69,6 +126,17 @@ export class KeystoneTokenValidator {
   }
 
   private async ask(token: string): Promise<Verdict> {
+    try {
+      const verdict = await this.askKeystone(token);
+      this.problem = undefined;
+      return verdict;
+    } catch (err) {
+      this.note(err);
+      throw err;
+    }
+  }
+
+  private async askKeystone(token: string): Promise<Verdict> {
     try {
       let service = await this.serviceToken.token();
       let verdict: Verdict;

@@ -1,6 +1,8 @@
 // The operator's endpoints, outside the Placement and Cyborg APIs:
 //   GET /healthz   the process serves (no database access)
-//   GET /readyz    the database answers, migrations applied, standard names synced; 503 with the reason otherwise
+//   GET /readyz    the process is not warming (nor held otherwise), the database answers, migrations
+//                  applied, standard names synced, and (keystone auth) the service user signs in to
+//                  Keystone; 503 with the reason otherwise
 //   GET /metrics   Prometheus text: the service's counters and the database gauges
 // /healthz and /readyz need no token. /metrics is open in noauth2; otherwise
 // it takes an admin token or the scrape token (PLACEMENT_METRICS_TOKEN).
@@ -14,7 +16,7 @@ import { requestId } from '../../../http/request-id.js';
 import { type Method, RouteTable, TEXT_BODY } from '../../../http/route-table.js';
 import { authorize, placementHttp } from '../../../placement/http/profile.js';
 import { readDatabaseGauges } from '../../database-gauges.js';
-import { checkReadiness } from '../../readiness.js';
+import { checkReadiness, WARMING } from '../../readiness.js';
 import { type FamilySnapshot, PROMETHEUS_CONTENT_TYPE, renderText } from '../../registry.js';
 
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -60,17 +62,27 @@ export const operatorRoutes = new RouteTable('meta')
   })
   .resource('/readyz', {
     GET: {
-      summary: 'Readiness: the database answers, migrations are applied, standard names are synced (503 with the reason otherwise)',
+      summary:
+        'Readiness: the process has warmed up, the database answers, migrations are applied, standard names are synced, the service signs in to Keystone (keystone auth); 503 with the reason otherwise',
       public: true,
       responses: { 200: 'Ready' },
       responseSchema: HealthSchema,
       responseName: 'Health',
       handler: async (c) => {
         const deps = c.var.deps;
-        const readiness = await checkReadiness(deps.store, MIGRATIONS);
-        if (readiness.ready) return c.json({ status: 'ready' }, 200, NO_STORE);
-        deps.log.warn('not ready', { reason: readiness.reason });
-        return c.json({ status: 'not ready', reason: readiness.reason }, 503, NO_STORE);
+        // The process's own holds first (warming: its database may not be prepared yet), then the checks.
+        const held = deps.readiness.now();
+        if (!held.ready) {
+          // Warming is the normal start, not worth a warning per probe.
+          if (held.reason !== WARMING) deps.log.warn('not ready', { reason: held.reason });
+          return c.json({ status: 'not ready', reason: held.reason }, 503, NO_STORE);
+        }
+        const checks = await Promise.all([checkReadiness(deps.store, MIGRATIONS), deps.keystone?.readiness() ?? { ready: true as const }]);
+        const reasons = checks.flatMap((check) => (check.ready ? [] : [check.reason]));
+        if (reasons.length === 0) return c.json({ status: 'ready' }, 200, NO_STORE);
+        const reason = reasons.join('; ');
+        deps.log.warn('not ready', { reason });
+        return c.json({ status: 'not ready', reason }, 503, NO_STORE);
       },
     },
   })
@@ -106,6 +118,12 @@ export const operatorRoutes = new RouteTable('meta')
             gathered.processes,
           ),
           single('placement_database_up', 'Whether this scrape could read the database gauges (1) or not (0).', database.up),
+          // openstack-exporter's liveness gauge of the placement service, which its Grafana dashboards and alerts read.
+          single(
+            'openstack_placement_up',
+            "Whether the placement service answered this scrape's resource gauges (1) or not (0), as openstack-exporter's gauge of the same name.",
+            database.up,
+          ),
           ...database.families,
         ];
         return c.body(renderText(families), 200, { 'content-type': PROMETHEUS_CONTENT_TYPE, ...NO_STORE });

@@ -1,0 +1,153 @@
+// `npm run mutation [-- NAME...]`: StrykerJS over the modules that carry the
+// service's rules, one module at a time (concurrency 1: the machine is
+// shared), each mutated file run against only the tests that cover it. Not in
+// CI (too slow). Prints, and writes to reports/mutation/summary.md, the score
+// per module and every surviving mutant (file:line, mutator, replacement) to
+// kill with a test or to list as equivalent in docs/testing.md.
+//
+// The file lists follow the source tree: when a module moves (the write side
+// in src/placement/writes/, the taint filter), update its entry here.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { z } from 'zod';
+
+interface Module {
+  name: string;
+  mutate: string[];
+  tests: string[];
+  /** Only the tests whose names match (vitest's -t), where a file's other tests do not concern the module. */
+  testNames?: string;
+}
+
+export const MODULES: Module[] = [
+  {
+    name: 'capacity',
+    mutate: ['src/placement/capacity.ts'],
+    tests: ['test/placement/capacity-edges.test.ts', 'test/write-model/differential.test.ts', 'test/placement/over-capacity.test.ts'],
+    testNames: 'capacity at its edges|fractional|after|over-capacity',
+  },
+  {
+    name: 'write-kernel-claims',
+    mutate: ['src/placement/writes/kernel.ts', 'src/placement/writes/claims.ts'],
+    tests: ['test/placement/allocations.test.ts', 'test/write-model/one-batch.test.ts', 'test/placement/over-capacity.test.ts'],
+  },
+  {
+    name: 'taints',
+    mutate: ['src/placement/candidates/taints.ts', 'src/ext/taints.ts'],
+    tests: ['test/ext/taints.test.ts'],
+  },
+  { name: 'leases', mutate: ['src/ext/leases.ts'], tests: ['test/ext/leases.test.ts'] },
+  {
+    name: 'counters',
+    mutate: ['src/ext/counters/model.ts', 'src/ext/counters/repo.ts', 'src/ext/counters/sql.ts', 'src/ext/counters/audit.ts'],
+    tests: ['test/ext/counters.test.ts', 'test/ext/counters-property.test.ts'],
+  },
+  { name: 'first-of', mutate: ['src/placement/candidates/first-of.ts'], tests: ['test/ext/first-of.test.ts'] },
+  { name: 'replica-reader', mutate: ['src/db/replica.ts'], tests: ['test/db/replica-reader.test.ts'] },
+  {
+    name: 'token-cache',
+    mutate: ['src/http/keystone/token-cache.ts'],
+    tests: ['test/keystone/token-cache.test.ts', 'test/keystone/token-validation.test.ts'],
+  },
+  {
+    name: 'import',
+    mutate: ['src/admin/placement-reader.ts', 'src/admin/import-writer.ts'],
+    tests: ['test/admin/placement-reader.test.ts', 'test/admin/import-writer.test.ts', 'test/admin/import-from-this-service.test.ts'],
+  },
+];
+
+// The parts of a mutation-testing-report-schema report this summary reads.
+const Report = z.object({
+  files: z.record(
+    z.string(),
+    z.object({
+      source: z.string(),
+      mutants: z.array(
+        z.object({
+          id: z.string(),
+          mutatorName: z.string(),
+          replacement: z.string().optional(),
+          status: z.string(),
+          location: z.object({ start: z.object({ line: z.number(), column: z.number() }) }),
+        }),
+      ),
+    }),
+  ),
+});
+
+interface Score {
+  name: string;
+  killed: number;
+  survived: number;
+  noCoverage: number;
+  timeout: number;
+  errors: number;
+  score: number;
+  survivors: string[];
+}
+
+function summarise(name: string): Score {
+  const report = Report.parse(JSON.parse(readFileSync(`reports/mutation/${name}.json`, 'utf8')));
+  const s: Score = { name, killed: 0, survived: 0, noCoverage: 0, timeout: 0, errors: 0, score: 0, survivors: [] };
+  for (const [file, { source, mutants }] of Object.entries(report.files)) {
+    const lines = source.split('\n');
+    for (const m of mutants) {
+      if (m.status === 'Killed') s.killed += 1;
+      else if (m.status === 'Timeout') s.timeout += 1;
+      else if (m.status === 'Survived' || m.status === 'NoCoverage') {
+        if (m.status === 'Survived') s.survived += 1;
+        else s.noCoverage += 1;
+        const line = m.location.start.line;
+        s.survivors.push(
+          `${file}:${line} ${m.status} ${m.mutatorName}: ${lines[line - 1]?.trim().slice(0, 100)}  ->  ${(m.replacement ?? '').replace(/\s+/g, ' ').slice(0, 80)}`,
+        );
+      } else s.errors += 1;
+    }
+  }
+  const detected = s.killed + s.timeout;
+  s.score = (100 * detected) / Math.max(1, detected + s.survived + s.noCoverage);
+  return s;
+}
+
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((n) => !MODULES.some((m) => m.name === n));
+if (unknown.length) {
+  console.error(`npm run mutation: no module ${unknown.join(', ')}; modules: ${MODULES.map((m) => m.name).join(', ')}`);
+  process.exit(2);
+}
+mkdirSync('reports/mutation', { recursive: true });
+const scores: Score[] = [];
+let failed = false;
+for (const module of MODULES.filter((m) => !wanted.length || wanted.includes(m.name))) {
+  const started = Date.now();
+  console.log(`\n== ${module.name}: ${module.mutate.join(', ')} against ${module.tests.join(', ')}`);
+  const run = spawnSync('npx', ['stryker', 'run', 'stryker.config.mjs'], {
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      MUTATION_NAME: module.name,
+      MUTATE: module.mutate.join(','),
+      MUTATION_TESTS: module.tests.join(','),
+      MUTATION_TEST_NAMES: module.testNames ?? '',
+    },
+  });
+  if (run.status !== 0) {
+    console.error(`npm run mutation: stryker failed on ${module.name} (exit ${run.status})`);
+    failed = true;
+    continue;
+  }
+  const score = summarise(module.name);
+  scores.push(score);
+  console.log(`== ${module.name}: ${score.score.toFixed(1)}% in ${Math.round((Date.now() - started) / 1000)} s`);
+}
+
+const table = [
+  '| module | score | killed | timeout | survived | no coverage |',
+  '| --- | --- | --- | --- | --- | --- |',
+  ...scores.map((s) => `| ${s.name} | ${s.score.toFixed(1)}% | ${s.killed} | ${s.timeout} | ${s.survived} | ${s.noCoverage} |`),
+];
+const survivors = scores.flatMap((s) => (s.survivors.length ? [`\n### ${s.name}\n`, ...s.survivors.map((l) => `- ${l}`)] : []));
+const summary = [`# Mutation testing, ${new Date().toISOString()}`, '', ...table, '', '## Surviving mutants', ...survivors, ''].join('\n');
+writeFileSync(`reports/mutation/summary-${wanted.join('-') || 'all'}.md`, summary);
+console.log(`\n${summary}`);
+process.exit(failed ? 1 : 0);

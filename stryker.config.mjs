@@ -1,0 +1,17 @@
+// StrykerJS for one module at a time: scripts/mutation.ts sets MUTATE (the
+// files to mutate), MUTATION_TESTS (the only tests run against them, read by
+// vitest.mutation.config.ts) and MUTATION_NAME (where the report goes).
+const name = process.env.MUTATION_NAME ?? 'adhoc';
+export default {
+  mutate: (process.env.MUTATE ?? '').split(',').filter(Boolean),
+  testRunner: 'vitest',
+  vitest: { configFile: 'vitest.mutation.config.ts', related: false },
+  coverageAnalysis: 'perTest',
+  concurrency: 1,
+  timeoutMS: 30_000,
+  reporters: ['clear-text', 'json'],
+  jsonReporter: { fileName: `reports/mutation/${name}.json` },
+  clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: 'always',
+};

@@ -1,0 +1,70 @@
+// A Node-mode start, observed over HTTP on a real process: it listens before
+// its database is prepared, answers `GET /` and `/healthz` at once, says 503
+// `warming` on /readyz until it is warm, holds the requests that need the
+// database (never refuses them) and answers them once it is; then /readyz
+// says ready. The preparation is kept waiting the way it can be in the field:
+// the service's libSQL server (a real sqld, new database) does not answer yet
+// (the link to it is held) while the service starts.
+//
+// (An embedded file whose write lock another process holds cannot show it:
+// libSQL's embedded driver waits for a lock inside the call, so the whole
+// process waits with it, for up to its 10 s busy timeout.)
+import { afterEach, describe, expect, it } from 'vitest';
+import { type PausableLink, startPausableLink } from '../helpers/pausable-link.js';
+import { type SqldServer, startSqld } from '../helpers/sqld.js';
+import { ADMIN_HEADERS, type Running, spawnServer, until } from './processes.js';
+
+let sqld: SqldServer | undefined;
+let link: PausableLink | undefined;
+let server: Running | undefined;
+
+afterEach(async () => {
+  if (server && server.child.exitCode === null) {
+    server.child.kill('SIGTERM');
+    await server.exited;
+  }
+  server = undefined;
+  link?.stop();
+  sqld?.stop();
+});
+
+describe.each([1, 2])('PLACEMENT_WORKERS=%i: a start while the database cannot be prepared yet', (workers) => {
+  it('listens, answers / and /healthz, says warming, holds database requests, then serves them and is ready', async () => {
+    sqld = await startSqld();
+    link = await startPausableLink(sqld.url);
+    link.hold();
+    server = await spawnServer({ PLACEMENT_DB_URL: link.url, PLACEMENT_WORKERS: String(workers) });
+    const get = (path: string) => fetch(`${server!.url}${path}`, { headers: ADMIN_HEADERS });
+
+    const root = await get('/');
+    expect(root.status).toBe(200);
+    expect(((await root.json()) as { versions: unknown[] }).versions).toHaveLength(1);
+    expect((await get('/healthz')).status).toBe(200);
+    const warming = await get('/readyz');
+    expect(warming.status).toBe(503);
+    expect(await warming.json()).toEqual({ status: 'not ready', reason: 'warming' });
+
+    // Sent now, answered once the database is prepared: not refused, not failed.
+    let answeredAt = 0;
+    const held = get('/resource_providers').then(async (res) => {
+      answeredAt = Date.now();
+      return { status: res.status, body: await res.json() };
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(answeredAt).toBe(0);
+    const releasedAt = Date.now();
+    link.resume();
+
+    expect(await held).toEqual({ status: 200, body: { resource_providers: [] } });
+    expect(answeredAt).toBeGreaterThanOrEqual(releasedAt);
+    expect(await until(async () => (await get('/readyz')).status === 200, 20_000)).toBe(true);
+    expect(await (await get('/readyz')).json()).toEqual({ status: 'ready' });
+    // The start told in order; warming is no warning.
+    const log = server.log();
+    expect(log).not.toContain('"msg":"not ready"');
+    expect(log.indexOf('"msg":"placement-edge listening"')).toBeGreaterThan(-1);
+    // Told once, also by a cluster's primary once every server process has warmed up.
+    expect(await until(() => server!.log().includes('"msg":"placement-edge ready"'), 10_000)).toBe(true);
+    expect(server.log().indexOf('"msg":"placement-edge ready"')).toBeGreaterThan(server.log().indexOf('"msg":"placement-edge listening"'));
+  }, 90_000);
+});
