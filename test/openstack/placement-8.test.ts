@@ -1,10 +1,11 @@
 // The same steps on OpenStack Placement 8.0.0 (Debian's placement-api under uwsgi with
 // keystonemiddleware), side by side with placement-edge.test.ts, driven as a user would (openstacksdk):
 // the cloud of scripts/openstack-cloud.ts, the compute scenario and the capacity race of
-// scenarios.ts. A Debian package the cloud needs that is not installed fails this file
-// (.ci/run installs them).
-import { afterAll, beforeAll, describe } from 'vitest';
-import { type Cloud, startCloud } from '../../scripts/openstack-cloud.js';
+// scenarios.ts. A Debian package the cloud needs that is not installed fails this file,
+// naming it (test/helpers/parts.ts; .ci/run installs them).
+import { afterAll, beforeAll } from 'vitest';
+import { type Cloud, cloudMissing, startCloud } from '../../scripts/openstack-cloud.js';
+import { describeWithPart } from '../helpers/parts.js';
 import { PlacementReader, SdkSession } from './cloud-session.js';
 import { type CloudContext, computeScenario, raceScenario } from './scenarios.js';
 
@@ -14,7 +15,7 @@ const ctx = () => {
   return context;
 };
 
-describe('a real Nova on OpenStack Placement 8.0.0', () => {
+describeWithPart(cloudMissing(), 'a real Nova on OpenStack Placement 8.0.0', () => {
   let cloud: Cloud | undefined;
   beforeAll(async () => {
     const t0 = Date.now();
