@@ -434,34 +434,7 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
       await run('/usr/bin/placement-manage', ['--config-file', join(pdir, 'placement.conf'), 'db', 'sync'], {
         env: { ...process.env, OS_PLACEMENT_CONFIG_DIR: pdir },
       });
-      const d = daemon(
-        'placement',
-        UWSGI,
-        [
-          '--plugin',
-          'python3',
-          '--http-socket',
-          `127.0.0.1:${placementPort}`,
-          '--add-header',
-          'Connection: close',
-          '--wsgi-file',
-          '/usr/bin/placement-api',
-          '--master',
-          '--processes',
-          '2',
-          '--threads',
-          '1',
-          '--lazy-apps',
-          '--die-on-term',
-          '--buffer-size',
-          '65535',
-          '--socket-timeout',
-          '120',
-          '--need-app',
-        ],
-        { OS_PLACEMENT_CONFIG_DIR: pdir },
-        pdir,
-      );
+      const d = daemon('placement', UWSGI, uwsgiArgs(placementPort, '/usr/bin/placement-api'), { OS_PLACEMENT_CONFIG_DIR: pdir }, pdir);
       await waitFor('Placement 8.0.0', httpUp(`${placementUrl}/`), 180_000, exited(d));
     }
     step(`placement (${placement === 'edge' ? 'placement-edge' : 'Placement 8.0.0'})`);
@@ -547,35 +520,7 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
     step('Nova databases (api_db sync, cells, db sync: begun beside Keystone; glance db_sync too)');
 
     const novaEnv = { OS_NOVA_CONFIG_DIR: ndir };
-    const api = daemon(
-      'nova-api',
-      UWSGI,
-      [
-        '--plugin',
-        'python3',
-        '--http-socket',
-        `127.0.0.1:${novaPort}`,
-        '--add-header',
-        'Connection: close',
-        '--wsgi-file',
-        '/usr/bin/nova-api-wsgi',
-        '--master',
-        '--processes',
-        '2',
-        '--threads',
-        '1',
-        '--enable-threads',
-        '--lazy-apps',
-        '--die-on-term',
-        '--buffer-size',
-        '65535',
-        '--socket-timeout',
-        '120',
-        '--need-app',
-      ],
-      novaEnv,
-      ndir,
-    );
+    const api = daemon('nova-api', UWSGI, uwsgiArgs(novaPort, '/usr/bin/nova-api-wsgi'), novaEnv, ndir);
     const conductor = daemon('nova-conductor', '/usr/bin/nova-conductor', ['--config-file', novaConf], {}, ndir);
     const scheduler = daemon('nova-scheduler', '/usr/bin/nova-scheduler', ['--config-file', novaConf], {}, ndir);
     const computeConf = (h: ComputeHost) => {
@@ -713,6 +658,19 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
     if (dead && err instanceof Error && !err.message.includes(dead)) err.message += `\n(also: ${dead})`;
     throw err;
   }
+}
+
+/**
+ * uwsgi serving `wsgiFile` on 127.0.0.1:PORT: 2 processes of 1 thread (the app loaded in each,
+ * exiting when it cannot load), `Connection: close` said (uwsgi closes each connection), and
+ * time for requests on a loaded machine.
+ */
+function uwsgiArgs(port: number, wsgiFile: string): string[] {
+  return [
+    ...['--plugin', 'python3', '--http-socket', `127.0.0.1:${port}`, '--add-header', 'Connection: close'],
+    ...['--wsgi-file', wsgiFile, '--master', '--processes', '2', '--threads', '1', '--enable-threads', '--lazy-apps'],
+    ...['--die-on-term', '--buffer-size', '65535', '--socket-timeout', '120', '--need-app'],
+  ];
 }
 
 async function registerCatalog(ks: Keystone, passwords: Cloud['passwords'], services: [user: string, type: string, url: string][]) {

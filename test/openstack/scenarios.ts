@@ -1,14 +1,15 @@
 // The scenarios test/openstack/*.test.ts run against a cloud of scripts/openstack-cloud.ts,
 // the same steps whichever placement service it has: each registers its steps as tests of
 // the describe it is called in, in order, sharing the servers they made.
-import { expect, it } from 'vitest';
-import { type Cloud, RACE_ROOM } from '../../scripts/openstack-cloud.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type Cloud, cloudMissing, type PlacementKind, RACE_ROOM, startCloud } from '../../scripts/openstack-cloud.js';
+import { describeWithPart } from '../helpers/parts.js';
 import {
   eventually,
   expectNoProviderOverCapacity,
   expectPlacementMatchesServers,
-  type PlacementReader,
-  type SdkSession,
+  PlacementReader,
+  SdkSession,
   type Server,
 } from './cloud-session.js';
 
@@ -19,6 +20,32 @@ export interface CloudContext {
 }
 
 const STEP = { timeout: 600_000 };
+
+/**
+ * A describe block around one cloud with `placement`: started before its steps (a missing
+ * Debian package fails the block, naming it: test/helpers/parts.ts), stopped after them.
+ */
+export function describeCloud(placement: PlacementKind, title: string, steps: (ctx: () => CloudContext) => void): void {
+  let context: CloudContext | undefined;
+  const ctx = () => {
+    if (!context) throw new Error('the cloud did not start');
+    return context;
+  };
+  describeWithPart(cloudMissing(), title, () => {
+    let cloud: Cloud | undefined;
+    beforeAll(async () => {
+      const t0 = Date.now();
+      cloud = await startCloud({ placement, log: (line) => console.log(line) });
+      console.log(`openstack-cloud: ${title}: cloud started in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      context = { cloud, sdk: new SdkSession(cloud.adminEnv), placement: new PlacementReader(cloud) };
+    }, 900_000);
+    afterAll(async () => {
+      context?.sdk.close();
+      await cloud?.stop();
+    }, 120_000);
+    steps(ctx);
+  });
+}
 
 async function flavor(sdk: SdkSession, name: string, vcpus: number, ram: number, disk: number): Promise<string> {
   const existing = await sdk.compute<{ id: string } | null>('find_flavor', [name], { ignore_missing: true });
