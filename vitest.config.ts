@@ -4,7 +4,8 @@ import SlowFirstSequencer from './test/slow-first-sequencer.js';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'agent/test/**/*.test.ts'],
-    exclude: ['test/worker/**', 'node_modules/**'],
+    // test/openstack/ is its own step (vitest.openstack.config.ts): a whole cloud per file.
+    exclude: ['test/worker/**', 'test/openstack/**', 'node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
