@@ -11,7 +11,8 @@
 // process waits with it, for up to its 10 s busy timeout.)
 import { afterEach, describe, expect, it } from 'vitest';
 import { type PausableLink, startPausableLink } from '../helpers/pausable-link.js';
-import { type SqldServer, startSqld } from '../helpers/sqld.js';
+import { describeWithPart } from '../helpers/parts.js';
+import { SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
 import { ADMIN_HEADERS, type Running, spawnServer, until } from './processes.js';
 
 let sqld: SqldServer | undefined;
@@ -28,43 +29,47 @@ afterEach(async () => {
   sqld?.stop();
 });
 
-describe.each([1, 2])('PLACEMENT_WORKERS=%i: a start while the database cannot be prepared yet', (workers) => {
-  it('listens, answers / and /healthz, says warming, holds database requests, then serves them and is ready', async () => {
-    sqld = await startSqld();
-    link = await startPausableLink(sqld.url);
-    link.hold();
-    server = await spawnServer({ PLACEMENT_DB_URL: link.url, PLACEMENT_WORKERS: String(workers) });
-    const get = (path: string) => fetch(`${server!.url}${path}`, { headers: ADMIN_HEADERS });
+describeWithPart(SQLD_MISSING, 'a start observed over HTTP', () => {
+  describe.each([1, 2])('PLACEMENT_WORKERS=%i: a start while the database cannot be prepared yet', (workers) => {
+    it('listens, answers / and /healthz, says warming, holds database requests, then serves them and is ready', async () => {
+      sqld = await startSqld();
+      link = await startPausableLink(sqld.url);
+      link.hold();
+      server = await spawnServer({ PLACEMENT_DB_URL: link.url, PLACEMENT_WORKERS: String(workers) });
+      const get = (path: string) => fetch(`${server!.url}${path}`, { headers: ADMIN_HEADERS });
 
-    const root = await get('/');
-    expect(root.status).toBe(200);
-    expect(((await root.json()) as { versions: unknown[] }).versions).toHaveLength(1);
-    expect((await get('/healthz')).status).toBe(200);
-    const warming = await get('/readyz');
-    expect(warming.status).toBe(503);
-    expect(await warming.json()).toEqual({ status: 'not ready', reason: 'warming' });
+      const root = await get('/');
+      expect(root.status).toBe(200);
+      expect(((await root.json()) as { versions: unknown[] }).versions).toHaveLength(1);
+      expect((await get('/healthz')).status).toBe(200);
+      const warming = await get('/readyz');
+      expect(warming.status).toBe(503);
+      expect(await warming.json()).toEqual({ status: 'not ready', reason: 'warming' });
 
-    // Sent now, answered once the database is prepared: not refused, not failed.
-    let answeredAt = 0;
-    const held = get('/resource_providers').then(async (res) => {
-      answeredAt = Date.now();
-      return { status: res.status, body: await res.json() };
-    });
-    await new Promise((r) => setTimeout(r, 300));
-    expect(answeredAt).toBe(0);
-    const releasedAt = Date.now();
-    link.resume();
+      // Sent now, answered once the database is prepared: not refused, not failed.
+      let answeredAt = 0;
+      const held = get('/resource_providers').then(async (res) => {
+        answeredAt = Date.now();
+        return { status: res.status, body: await res.json() };
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(answeredAt).toBe(0);
+      const releasedAt = Date.now();
+      link.resume();
 
-    expect(await held).toEqual({ status: 200, body: { resource_providers: [] } });
-    expect(answeredAt).toBeGreaterThanOrEqual(releasedAt);
-    expect(await until(async () => (await get('/readyz')).status === 200, 20_000)).toBe(true);
-    expect(await (await get('/readyz')).json()).toEqual({ status: 'ready' });
-    // The start told in order; warming is no warning.
-    const log = server.log();
-    expect(log).not.toContain('"msg":"not ready"');
-    expect(log.indexOf('"msg":"placement-edge listening"')).toBeGreaterThan(-1);
-    // Told once, also by a cluster's primary once every server process has warmed up.
-    expect(await until(() => server!.log().includes('"msg":"placement-edge ready"'), 10_000)).toBe(true);
-    expect(server.log().indexOf('"msg":"placement-edge ready"')).toBeGreaterThan(server.log().indexOf('"msg":"placement-edge listening"'));
-  }, 90_000);
+      expect(await held).toEqual({ status: 200, body: { resource_providers: [] } });
+      expect(answeredAt).toBeGreaterThanOrEqual(releasedAt);
+      expect(await until(async () => (await get('/readyz')).status === 200, 20_000)).toBe(true);
+      expect(await (await get('/readyz')).json()).toEqual({ status: 'ready' });
+      // The start told in order; warming is no warning.
+      const log = server.log();
+      expect(log).not.toContain('"msg":"not ready"');
+      expect(log.indexOf('"msg":"placement-edge listening"')).toBeGreaterThan(-1);
+      // Told once, also by a cluster's primary once every server process has warmed up.
+      expect(await until(() => server!.log().includes('"msg":"placement-edge ready"'), 10_000)).toBe(true);
+      expect(server.log().indexOf('"msg":"placement-edge ready"')).toBeGreaterThan(
+        server.log().indexOf('"msg":"placement-edge listening"'),
+      );
+    }, 90_000);
+  });
 });
