@@ -5,13 +5,15 @@
 //   /ext/resource_providers/{uuid}/taints, /ext/taints taints.ts
 //   /ext/resource_providers/{uuid}/counters            counters.ts (inventory policies: the agent writes them)
 //   /ext/leases[/{consumer_uuid}]                      leases.ts
+//   /ext/gang_candidates, /ext/gangs                   gangs.ts (docs/gangs.md)
 import { joinRoutes, type RouteTable } from '../../../http/route-table.js';
 import { counterRoutes } from './counters.js';
+import { gangRoutes } from './gangs.js';
 import { headroomRoutes } from './headroom.js';
 import { leaseRoutes } from './leases.js';
 import { taintRoutes } from './taints.js';
 
 /** Read by the router and by GET /openapi.json, in this order. */
-export const EXT_ROUTES: RouteTable[] = [headroomRoutes, taintRoutes, counterRoutes, leaseRoutes];
+export const EXT_ROUTES: RouteTable[] = [headroomRoutes, taintRoutes, counterRoutes, leaseRoutes, gangRoutes];
 
 export const extRoutes = joinRoutes(EXT_ROUTES);
