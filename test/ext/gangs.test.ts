@@ -182,3 +182,46 @@ describe('POST /ext/gangs', () => {
     expect((await gangCandidates(t, 'count=1&resources=VCPU:2')).gangs).toEqual([]);
   });
 });
+
+describe('GET /ext/headroom?count=N', () => {
+  it('counts per domain how many more gangs of N distinct hosts fit, proved by claiming them', async () => {
+    // Rack 0: 3 hosts taking 2 members each -> 3 gangs of 2; rack 1: 2 hosts taking 1 -> 1 gang; rack 2: 1 host -> none.
+    const aggs = uuids(3);
+    const hosts: string[][] = [[], [], []];
+    for (let h = 0; h < 3; h += 1) hosts[0]!.push(await provider(t, { inventory: { VCPU: { total: 4 } }, aggregates: [aggs[0]!] }));
+    for (let h = 0; h < 2; h += 1) hosts[1]!.push(await provider(t, { inventory: { VCPU: { total: 3 } }, aggregates: [aggs[1]!] }));
+    hosts[2]!.push(await provider(t, { inventory: { VCPU: { total: 8 } }, aggregates: [aggs[2]!] }));
+    const res = await t.call('GET', '/ext/headroom?count=2&resources=VCPU:2');
+    expect(res.status, await res.clone().text()).toBe(200);
+    const body = (await res.json()) as { count: number; domains: { domain: string; gangs: number }[]; total: number };
+    expect(body.count).toBe(2);
+    expect(body.total).toBe(3 * 2 + 2 * 1 + 4);
+    expect(body.domains).toEqual([
+      { domain: aggs[0], gangs: 3 },
+      { domain: aggs[1], gangs: 1 },
+    ]);
+    for (const [i, expected] of [3, 1].entries()) {
+      let claimed = 0;
+      for (;;) {
+        const found = await gangCandidates(t, `count=2&resources=VCPU:2&ext_domain_member_of=in:${aggs[i]}`);
+        if (!found.gangs.length) break;
+        expect((await claimGang(t, found.gangs[0]!)).status).toBe(204);
+        claimed += 1;
+      }
+      expect(claimed).toBe(expected);
+    }
+    const after = (await (await t.call('GET', '/ext/headroom?count=2&resources=VCPU:2')).json()) as { domains: unknown[] };
+    expect(after.domains).toEqual([]);
+    expect((await t.call('GET', '/ext/headroom?count=0&resources=VCPU:2')).status).toBe(400);
+  });
+
+  it('gangsThatFit: k gangs need k x N slots, at most k on one host', async () => {
+    const { gangsThatFit } = await import('../../src/ext/gangs/headroom.js');
+    expect(gangsThatFit([1, 1, 2], 2)).toBe(2);
+    expect(gangsThatFit([5, 0, 1], 2)).toBe(1);
+    expect(gangsThatFit([3, 3, 3, 3], 4)).toBe(3);
+    expect(gangsThatFit([9], 1)).toBe(9);
+    expect(gangsThatFit([9], 2)).toBe(0);
+    expect(gangsThatFit([], 2)).toBe(0);
+  });
+});

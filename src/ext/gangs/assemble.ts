@@ -1,11 +1,12 @@
 // Gangs out of one answer of the candidates engine (pure): each candidate is
 // tied to its host (the root of the tree it runs on, not a sharing provider),
-// then per domain the first candidate of each host is taken, in the engine's
-// order, while the members so far still fit together (amounts of several
-// members on one provider, a sharing provider, add up against the summaries'
-// capacity and usage), until `count` members. A domain's "free hosts" are
-// the hosts where one member fits now; the tightest domain (fewest left free
-// after the gang) comes first, then the domain's uuid.
+// then per domain one candidate per host is taken, the hosts with the most
+// room first (byRoom), each host's candidates in the engine's order, while the
+// members so far still fit together (amounts of several members on one
+// provider, a sharing provider, add up against the summaries' capacity and
+// usage), until `count` members. A domain's "free hosts" are the hosts where
+// one member fits now; the tightest domain (fewest left free after the gang)
+// comes first, then the domain's uuid.
 import type { CandidatesBody } from '../../placement/candidates/index.js';
 import type { DictAllocationRequestJson } from '../../placement/schemas/responses.js';
 import type { DomainFacts } from './domains.js';
@@ -79,8 +80,7 @@ export function assembleGang(
   const taken = new Set<string>();
   const added = new Map<string, number>(); // "provider class" -> amount the members so far add to its usage
   const members: MemberRequest[] = [];
-  for (const { request, host } of candidates) {
-    if (host === null || !inDomain(host)) continue;
+  for (const { request, host } of byRoom(candidates, inDomain, summaries)) {
     hosts.add(host);
     if (members.length === count || taken.has(host)) continue;
     if (!fitsWith(request.allocations, added, summaries)) continue;
@@ -96,6 +96,41 @@ export function assembleGang(
     provider_summaries: summariesOf(members, taken, summaries),
     freeAfter: hosts.size - count,
   };
+}
+
+/**
+ * The domain's candidates, the hosts with the most room first (how many
+ * members like their first candidate they could still take), each host's
+ * candidates in the engine's order, ties in the engine's order: a gang on the
+ * emptiest hosts leaves the partly used ones for smaller requests and the
+ * most room for the next gangs (three hosts taking two members each hold
+ * three gangs of two, not two).
+ */
+function byRoom(
+  candidates: readonly Candidate[],
+  inDomain: (host: string) => boolean,
+  summaries: Readonly<Record<string, Summary>>,
+): { request: MemberRequest; host: string }[] {
+  const room = new Map<string, number>();
+  const mine: { request: MemberRequest; host: string; index: number }[] = [];
+  candidates.forEach(({ request, host }, index) => {
+    if (host === null || !inDomain(host)) return;
+    if (!room.has(host)) room.set(host, roomOf(request.allocations, summaries));
+    mine.push({ request, host, index });
+  });
+  return mine.sort((a, b) => room.get(b.host)! - room.get(a.host)! || a.index - b.index);
+}
+
+/** How many times the summaries' free capacity takes these allocations. */
+function roomOf(allocations: Allocations, summaries: Readonly<Record<string, Summary>>): number {
+  let times = Number.POSITIVE_INFINITY;
+  for (const [uuid, { resources }] of Object.entries(allocations)) {
+    for (const [rc, amount] of Object.entries(resources)) {
+      const r = summaries[uuid]?.resources[rc];
+      if (r && amount > 0) times = Math.min(times, Math.floor((r.capacity - r.used) / amount));
+    }
+  }
+  return Number.isFinite(times) ? times : 0;
 }
 
 function fitsWith(allocations: Allocations, added: ReadonlyMap<string, number>, summaries: Readonly<Record<string, Summary>>): boolean {
