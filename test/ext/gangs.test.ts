@@ -146,6 +146,22 @@ describe('POST /ext/gangs', () => {
     }
   });
 
+  it('refuses a gang whose members are not all inside the domain it names, before writing anything', async () => {
+    const { aggs, hosts } = await racks([2, 1]);
+    const gang = (await gangCandidates(t, `count=2&resources=VCPU:1&ext_domain_member_of=in:${aggs[0]}`)).gangs[0]!;
+    const outsider = { allocations: { [hosts[1]![0]!]: { resources: { VCPU: 1 } } } };
+    const split = { ...gang, allocation_requests: [gang.allocation_requests[0]!, outsider] };
+    const consumers = uuids(2);
+    const res = await claimGang(t, split, {}, consumers);
+    expect(res.status).toBe(400);
+    expect((await errorOf(res)).detail).toContain(consumers[1]);
+    for (const consumer of consumers) {
+      const allocs = (await (await t.call('GET', `/allocations/${consumer}`)).json()) as { allocations: object };
+      expect(allocs.allocations).toEqual({});
+    }
+    expect((await claimGang(t, gang)).status).toBe(204);
+  });
+
   it('refuses a member with a stale consumer generation, names it, and writes nothing', async () => {
     await racks([2]);
     const gang = (await gangCandidates(t, 'count=2&resources=VCPU:1')).gangs[0]!;

@@ -3,8 +3,9 @@
 // naming a provider or a generation, not the consumer), and one lease on the
 // whole gang. The claim itself is POST /allocations' own write (one guarded
 // batch for every member: capacity guards, generation checks), called by the route.
-import { conflict, DomainError } from '../../errors.js';
-import type { DataStore } from '../../db/client.js';
+import { conflict, DomainError, invalid } from '../../errors.js';
+import type { BatchReader, DataStore } from '../../db/client.js';
+import { readDomainFacts } from './domains.js';
 import { putLease } from '../leases.js';
 import type { PostGangBody } from './schemas.js';
 
@@ -31,4 +32,22 @@ export async function leaseGang(store: DataStore, consumers: readonly string[], 
     if (lease) expires = lease.expires_at;
   }
   return expires;
+}
+
+/**
+ * With a `domain`, every member must run on a host (a non-sharing provider's
+ * root) that is a member of that aggregate: a gang split across domains is
+ * refused before anything is written (400 naming the member).
+ */
+export async function checkGangDomain(reader: BatchReader, domain: string, members: PostGangBody['members']): Promise<void> {
+  const providers = [...new Set(Object.values(members).flatMap((m) => Object.keys(m.allocations)))];
+  const { rootsOf, providers: facts } = await readDomainFacts(reader, [domain], providers);
+  const roots = rootsOf.get(domain) ?? new Set<string>();
+  for (const [uuid, m] of Object.entries(members)) {
+    const inside = Object.keys(m.allocations).some((rp) => {
+      const f = facts.get(rp);
+      return f !== undefined && !f.sharing && roots.has(f.root);
+    });
+    if (!inside) throw invalid(`Gang not claimed (nothing written): member ${uuid} is not on a host of domain ${domain}`);
+  }
 }

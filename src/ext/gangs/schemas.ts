@@ -12,7 +12,13 @@ const MAX_LEASE_SECONDS = 7 * 24 * 3600;
 /** POST /ext/gangs: every member as one consumer of POST /allocations at 1.38, all claimed or none. */
 export const postGangSchema = z
   .object({
-    domain: z.string().min(1).max(255).nullable().optional().describe('the domain the gang was found in (informative)'),
+    domain: z
+      .string()
+      .min(1)
+      .max(255)
+      .nullable()
+      .optional()
+      .describe('the aggregate every member must be inside (400 otherwise); null or absent: no check'),
     members: postAllocationsV1_38,
     lease_seconds: z.int().min(1).max(MAX_LEASE_SECONDS).optional().describe('one allocation lease on every member, same expiry'),
   })

@@ -11,7 +11,7 @@ import { RouteTable } from '../../../http/route-table.js';
 import type { QueryParam } from '../../../http/route-table.js';
 import type { Microversion } from '../../../microversion.js';
 import { findGangs } from '../../gangs/index.js';
-import { leaseGang, refusalOfGang } from '../../gangs/claim.js';
+import { checkGangDomain, leaseGang, refusalOfGang } from '../../gangs/claim.js';
 import { GangLeaseResponse, gangCandidatesResponseSchema, postGangSchema } from '../../gangs/schemas.js';
 import { EXT_RULE } from '../../policy.js';
 import type { AppContext } from '../../../http/env.js';
@@ -70,6 +70,8 @@ gangRoutes.resource('/gangs', {
       authorize(c, EXT_RULE);
       const body = await readBody(c, postGangSchema);
       const claims = Object.entries(body.members).map(([uuid, part]) => claimFromBody(c, uuid, part));
+      // On the primary: the domain's members as of now (a replica's lag must not let a split gang through).
+      if (body.domain) await checkGangDomain(c.var.deps.store, body.domain, body.members);
       try {
         await writeClaims(c, claims, 'allocations');
       } catch (err) {
