@@ -16,6 +16,9 @@ export default defineConfig({
           // Accelerator jobs: Nova events go to the fake Nova of fake-nova-setup.ts.
           NOVA_URL: `${inject('novaUrl')}/v2.1`,
           NOVA_TOKEN: 'nova-secret',
+          // Project limits (test/worker/limits.test.ts) on a class of that file's own, so no other file meets them.
+          PLACEMENT_LIMITS: 'static',
+          PLACEMENT_LIMITS_JSON: JSON.stringify({ registered: { 'class:CUSTOM_LIMITS_WORKER': 3 } }),
         },
       },
     })),

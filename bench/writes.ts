@@ -1,5 +1,5 @@
 // npm run bench:writes [-- --url http://host:port] [--compare http://other:port]
-//   [--providers 200] [--clients 10] [--claims 2000] [--version 1.38]
+//   [--providers 200] [--clients 10] [--claims 2000] [--version 1.38] [--limits off|on|both]
 //
 // Write throughput, Node mode (issue 13): CLIENTS concurrent clients claim
 // (PUT /allocations/{new consumer}, 1 VCPU + 256 MEMORY_MB on a random
@@ -8,7 +8,11 @@
 // checks that the usage summed over every provider equals the claims granted
 // (and is zero after the deletes). Without --url it starts a fresh local
 // server on a temporary database. --compare runs the same against another
-// Placement API (e.g. upstream on PostgreSQL) and prints both.
+// Placement API (e.g. upstream on PostgreSQL) and prints both. --limits on
+// starts the local server with project limits (PLACEMENT_LIMITS=static, a
+// VCPU and a MEMORY_MB limit the run never reaches, so every claim pays for
+// the guard and none is refused); both: a server without, then one with,
+// alternated --rounds times (default 1), for the cost of the guard.
 //
 // Figures are only comparable on the same, otherwise idle, machine.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -29,8 +33,13 @@ const { values: args } = parseArgs({
     claims: { type: 'string', default: '2000' },
     version: { type: 'string', default: '1.38' },
     token: { type: 'string', default: 'admin' },
+    limits: { type: 'string', default: 'off' },
+    rounds: { type: 'string', default: '1' },
   },
 });
+if (!['off', 'on', 'both'].includes(args.limits!)) throw new Error('--limits is off, on or both');
+/** Limits every claim is checked against and none reaches (the project claims 1 VCPU and 256 MEMORY_MB per claim). */
+const UNREACHED_LIMITS = JSON.stringify({ registered: { 'class:VCPU': 1_000_000, 'class:MEMORY_MB': 1_000_000_000 } });
 const PROVIDERS = Number(args.providers);
 const CLIENTS = Number(args.clients);
 const CLAIMS = Number(args.claims);
@@ -105,7 +114,7 @@ function processTreeCpuMs(pid: number): number | undefined {
   return total;
 }
 
-async function startLocalServer(): Promise<{ url: string; pid: number | undefined; stop: () => void }> {
+async function startLocalServer(limits = false): Promise<{ url: string; pid: number | undefined; stop: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-bench-writes-'));
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
@@ -115,6 +124,7 @@ async function startLocalServer(): Promise<{ url: string; pid: number | undefine
       PORT: String(port),
       PLACEMENT_DB_URL: `file:${join(dir, 'placement.db')}`,
       LOG_LEVEL: 'warn',
+      ...(limits ? { PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: UNREACHED_LIMITS } : {}),
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -234,13 +244,29 @@ async function scenario(base: string, serverPid?: number): Promise<Result> {
   };
 }
 
-const local = args.url ? null : await startLocalServer();
-try {
-  const targets: [string, string][] = [['this', args.url ?? local!.url]];
-  if (args.compare) targets.push(['compare', args.compare]);
-  console.log(`write throughput: ${CLIENTS} clients, ${CLAIMS} claims then deletes, ${PROVIDERS} providers, placement ${VERSION}`);
+async function localRows(): Promise<Record<string, Result & { url: string }>> {
   const rows: Record<string, Result & { url: string }> = {};
-  for (const [name, url] of targets) rows[name] = { url, ...(await scenario(url, name === 'this' ? local?.pid : undefined)) };
+  const kinds = args.limits === 'both' ? [false, true] : [args.limits === 'on'];
+  for (let round = 1; round <= Number(args.rounds); round += 1) {
+    for (const limits of kinds) {
+      const server = await startLocalServer(limits);
+      try {
+        const name = `${limits ? 'limits on' : 'limits off'}${Number(args.rounds) > 1 ? ` #${round}` : ''}`;
+        rows[name] = { url: server.url, ...(await scenario(server.url, server.pid)) };
+      } finally {
+        server.stop();
+      }
+    }
+  }
+  return rows;
+}
+
+try {
+  console.log(`write throughput: ${CLIENTS} clients, ${CLAIMS} claims then deletes, ${PROVIDERS} providers, placement ${VERSION}`);
+  const rows: Record<string, Result & { url: string }> = args.url
+    ? { this: { url: args.url, ...(await scenario(args.url)) } }
+    : await localRows();
+  if (args.compare) rows.compare = { url: args.compare, ...(await scenario(args.compare)) };
   console.table(rows);
   if (Object.values(rows).some((r) => !r.ok)) {
     console.error('usage does not equal the claims granted');
@@ -248,5 +274,4 @@ try {
   }
 } finally {
   for (const agent of Object.values(agents)) agent.destroy();
-  local?.stop();
 }

@@ -6,19 +6,27 @@ import { cyborgJobs } from './cyborg/jobs.js';
 import { staticNovaIdentity, type NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
+import { candidateCounters } from './ext/counters/candidates.js';
+import { writeExtensions } from './ext/install.js';
 import { extJobs } from './ext/jobs.js';
+import { taintFilter } from './ext/taints/filter.js';
 import { KeystoneNovaIdentity } from './http/keystone/nova-identity.js';
+import { limitsWrites } from './ext/limits/guard.js';
+import { limitsJobs } from './ext/limits/jobs.js';
+import { projectLimits } from './ext/limits/service.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
 import { type KeystoneSettings, KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
-import { observeDatabase } from './db/observe.js';
 import { databaseObserver } from './observability/database.js';
-import { serviceMetrics } from './observability/service.js';
+import { createServiceMetrics, type ServiceMetrics } from './observability/service.js';
 import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
+import { CandidateEngine } from './placement/candidates/engine.js';
+import type { CandidateMetrics } from './placement/candidates/index.js';
 import { placementPolicyRules } from './placement/policies.js';
+import { writeHooks } from './placement/writes/hooks.js';
 
 export interface DepsOptions {
   /** Policy file overrides: rule name -> check string. */
@@ -29,10 +37,15 @@ export interface DepsOptions {
   metricsSource?: MetricsSource;
   /** How Keystone is reached (keystone auth); the global fetch without one. */
   keystoneFetch?: typeof fetch;
+  /** The app's metrics; a registry of its own by default (one app per process in production). */
+  metrics?: ServiceMetrics;
 }
 
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
-  observeDatabase(databaseObserver(serviceMetrics));
+  const metrics = options.metrics ?? createServiceMetrics();
+  store.watch.observer = databaseObserver(metrics);
+  const clock = () => new Date();
+  const limits = projectLimits(store, config, log, options.keystoneFetch);
   return {
     store,
     config,
@@ -42,19 +55,22 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
         overrides: options.policyOverrides,
       }),
     ),
-    clock: () => new Date(),
+    clock,
     newId: () => crypto.randomUUID(),
     log,
     jobs: options.jobs ?? outboxOnlyQueue,
-    jobHandlers: new JobRegistry([cyborgJobs, extJobs]),
+    jobHandlers: new JobRegistry([cyborgJobs, extJobs, limitsJobs]),
     novaFetch: (input, init) => fetch(input, init),
     nova: novaIdentity(config, options.keystoneFetch),
-    metrics: serviceMetrics,
-    metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),
+    metrics,
+    writeHooks: writeHooks(limits ? [...writeExtensions, limitsWrites(limits, metrics)] : writeExtensions),
+    limits,
+    metricsSource: options.metricsSource ?? processMetrics(metrics),
+    candidates: candidateEngine(config, metrics, () => clock().getTime()),
     readiness: new ProcessReadiness(),
     keystone:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone'
-        ? keystoneValidator(config, options.keystoneFetch, (reason) => serviceMetrics.keystoneSignInFailures.inc([reason]))
+        ? keystoneValidator(config, options.keystoneFetch, (reason) => metrics.keystoneSignInFailures.inc([reason]))
         : undefined,
     projectNames:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone' && config.PLACEMENT_KEYSTONE_AUTH_URL
@@ -65,6 +81,22 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
           })
         : undefined,
   };
+}
+
+/** The allocation-candidates engine of one app, with the read hooks the extensions install (device taints, shared counters). */
+export function candidateEngine(config: AppConfig, metrics: CandidateMetrics | undefined, now: () => number = Date.now): CandidateEngine {
+  return new CandidateEngine(
+    {
+      randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
+      maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+      timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
+      treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
+      generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+    },
+    [taintFilter, candidateCounters],
+    metrics,
+    now,
+  );
 }
 
 /** The validator for PLACEMENT_KEYSTONE_* (loadConfig() has checked them; a hand-built config is checked here). */

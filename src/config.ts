@@ -1,6 +1,7 @@
 // Service configuration, read from the environment (Node) or bindings
 // (Worker) and validated once. Names match the conformance contract.
 import { z } from 'zod';
+import { LIMITS_SETTINGS, limitsSettingsProblem } from './ext/limits/settings.js';
 
 /** Where a new user's database goes when PLACEMENT_DB_URL is not set (created with its directory). */
 export const DEFAULT_DATABASE_URL = 'file:./data/placement.db';
@@ -259,6 +260,8 @@ export const ConfigSchema = z.object({
   PLACEMENT_METRICS_CAPACITY: bool.default(true),
   /** A token Prometheus may scrape GET /metrics with (Authorization: Bearer), besides an admin token; noauth2 needs none. */
   PLACEMENT_METRICS_TOKEN: z.string().optional(),
+  /** Project limits enforced inside the claim (extension, src/ext/limits/settings.ts; docs/limits.md). */
+  ...LIMITS_SETTINGS,
 });
 export type AppConfig = z.infer<typeof ConfigSchema>;
 
@@ -283,6 +286,9 @@ export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   }
   const novaProblem = novaSettingsProblem(parsed.data);
   if (novaProblem) throw new Error(`invalid configuration: ${novaProblem.setting}: ${novaProblem.problem}`);
+  const limitsProblem = limitsSettingsProblem(parsed.data);
+  if (limitsProblem)
+    throw new Error(`invalid configuration: ${limitsProblem.setting}: ${limitsProblem.problem}. Fix: ${limitsProblem.fix}`);
   return parsed.data;
 }
 

@@ -12,6 +12,7 @@ import {
   databaseUrlScheme,
   novaSettingsProblem,
 } from './config.js';
+import { limitsSettingsProblem } from './ext/limits/settings.js';
 import { TokenTableJson } from './http/auth.js';
 import { redactUrl } from './observability/config-summary.js';
 
@@ -159,5 +160,7 @@ export function checkSettings(env: Record<string, string | undefined>): AppConfi
   checkTokens(parsed.data);
   const nova = novaSettingsProblem(parsed.data);
   if (nova) throw new SettingProblem(nova.setting, nova.problem, nova.fix);
+  const limits = limitsSettingsProblem(parsed.data);
+  if (limits) throw new SettingProblem(limits.setting, limits.problem, limits.fix);
   return parsed.data;
 }

@@ -37,3 +37,6 @@ export const COUNTER_USE = columnNames(t.extCounterConsumption);
 export const TAINT = columnNames(t.extProviderTaints);
 export const LEASE = columnNames(t.extLeases);
 export const SWEEP_STAT = columnNames(t.extSweepStats);
+export const LIMIT = columnNames(t.extLimits);
+export const LIMIT_SYNC = columnNames(t.extLimitsSync);
+export const LIMIT_USAGE = columnNames(t.extLimitUsage);

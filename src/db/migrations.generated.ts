@@ -41,5 +41,10 @@ export const MIGRATIONS: MigrationFile[] = [
     "tag": "0007_ext_counters",
     "when": 1795646559528,
     "sql": "CREATE TABLE `ext_counter_consumption` (\n\t`resource_provider_id` integer NOT NULL,\n\t`resource_class_id` integer NOT NULL,\n\t`counter` text NOT NULL,\n\t`amount` integer NOT NULL,\n\tPRIMARY KEY(`resource_provider_id`, `resource_class_id`, `counter`)\n);\n--> statement-breakpoint\nCREATE INDEX `ext_counter_consumption_class_idx` ON `ext_counter_consumption` (`resource_class_id`);--> statement-breakpoint\nCREATE TABLE `ext_provider_counters` (\n\t`resource_provider_id` integer NOT NULL,\n\t`name` text NOT NULL,\n\t`total` integer NOT NULL,\n\tPRIMARY KEY(`resource_provider_id`, `name`)\n);\n--> statement-breakpoint\n-- A provider's counters go with it; a consumption row with its inventory (src/db/schema/ext-counters.ts).\nCREATE TRIGGER `ext_counters_provider_delete` AFTER DELETE ON `resource_providers` BEGIN\n  DELETE FROM ext_provider_counters WHERE resource_provider_id = OLD.id;\n  DELETE FROM ext_counter_consumption WHERE resource_provider_id = OLD.id;\nEND;\n--> statement-breakpoint\nCREATE TRIGGER `ext_counters_inventory_delete` AFTER DELETE ON `inventories` BEGIN\n  DELETE FROM ext_counter_consumption WHERE resource_provider_id = OLD.resource_provider_id AND resource_class_id = OLD.resource_class_id;\nEND;\n"
+  },
+  {
+    "tag": "0008_ext_limits",
+    "when": 1795834204384,
+    "sql": "CREATE TABLE `ext_limit_usage` (\n\t`project_id` integer NOT NULL,\n\t`resource_class_id` integer NOT NULL,\n\t`used` integer NOT NULL,\n\tPRIMARY KEY(`project_id`, `resource_class_id`)\n);\n--> statement-breakpoint\nCREATE TABLE `ext_limits` (\n\t`project` text NOT NULL,\n\t`resource_class` text NOT NULL,\n\t`resource_limit` integer NOT NULL,\n\tPRIMARY KEY(`project`, `resource_class`)\n);\n--> statement-breakpoint\nCREATE TABLE `ext_limits_sync` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`synced_at` integer NOT NULL,\n\t`source` text NOT NULL\n);\n"
   }
 ];

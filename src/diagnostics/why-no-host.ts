@@ -64,6 +64,12 @@ export const Diagnosis = z.object({
   sharing_providers: z.number().int().describe('providers used in a candidate of another tree than their own'),
   hosts: z.array(HostVerdict),
   unknown_hosts: z.array(z.string()),
+  project_limit: z
+    .string()
+    .optional()
+    .describe(
+      "ext_within_limits=true: the caller's project limit the request alone would cross, so GET /allocation_candidates answers none",
+    ),
 });
 export type Diagnosis = z.infer<typeof Diagnosis>;
 

@@ -24,6 +24,7 @@ import {
   refuseStart,
 } from './node-start.js';
 import { serveClusterMetrics } from '../observability/cluster.js';
+import { SettingProblem } from '../settings-check.js';
 import { relayWriteMarks } from './write-marks-sharing.js';
 import { answerPrepared, whenServersReady } from './database-gate.js';
 
@@ -166,7 +167,8 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
     // The server processes are told nothing more: they go with this process.
     stopping = true;
     for (const worker of alive()) worker.process.kill('SIGKILL');
-    refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err));
+    // Project limits that cannot be read as configured name their own setting.
+    refuseStart(err instanceof SettingProblem ? err : databaseOpenProblem(config.PLACEMENT_DB_URL, err));
   }
   if (stopping) return;
   serveClusterMetrics(deps.metrics);
@@ -179,5 +181,7 @@ async function openAndPrepare(config: AppConfig, log: Logger): Promise<Deps> {
   const [{ buildNodeDeps }, { prepareDatabase }] = await Promise.all([import('./node-service.js'), import('./prepare-database.js')]);
   const deps = await buildNodeDeps(config, log, { prepare: false });
   await prepareDatabase(deps.store.client);
+  // Project limits (PLACEMENT_LIMITS): the usage ledger installed and the limits read once before any server process claims.
+  await deps.limits?.start();
   return deps;
 }

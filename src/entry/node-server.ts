@@ -13,7 +13,6 @@ import type { Deps, Logger } from '../deps.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
 import { clusterMetricsSource } from '../observability/cluster.js';
 import { WARMING } from '../observability/readiness.js';
-import { keepCloudModelFresh } from '../placement/candidates/model-refresh.js';
 import { DatabaseGate, needsNoDatabase, preparedByPrimary, tellPrimaryReady } from './database-gate.js';
 import { drainable } from './drain.js';
 import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
@@ -110,7 +109,11 @@ export async function serveHttp(config: AppConfig): Promise<void> {
 
   // Warming, while requests are served: the database prepared (here, or by the primary) ...
   if (forked) await preparedByPrimary();
-  else await prepareDatabase(deps.store.client).catch((err: unknown) => refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err)));
+  else {
+    await prepareDatabase(deps.store.client).catch((err: unknown) => refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err)));
+    // Project limits (PLACEMENT_LIMITS): the usage ledger installed and the limits read before any claim; unreadable as configured, the start is refused.
+    await deps.limits?.start().catch(refuseStart);
+  }
   gate.open();
   // ... accelerator bind jobs and Nova events: an in-process queue for the work
   // this process commits; the sweeps run here only when no primary runs them ...
@@ -133,10 +136,10 @@ export async function serveHttp(config: AppConfig): Promise<void> {
  * batches run in call order, so a refresh and a request apply their
  * snapshots in the order they were read.
  */
-function keepTreesFresh({ config, log, store }: Deps): { stop(): void } | undefined {
-  const cap = config.PLACEMENT_CANDIDATE_TREE_CACHE;
-  if (config.PLACEMENT_TREE_REFRESH_MS === 0 || cap === 0 || !config.PLACEMENT_DB_URL.startsWith('file:')) return undefined;
-  return keepCloudModelFresh(store.nearby, cap, config.PLACEMENT_TREE_REFRESH_MS, (err) =>
+function keepTreesFresh({ config, log, store, candidates }: Deps): { stop(): void } | undefined {
+  if (config.PLACEMENT_TREE_REFRESH_MS === 0 || config.PLACEMENT_CANDIDATE_TREE_CACHE === 0 || !config.PLACEMENT_DB_URL.startsWith('file:'))
+    return undefined;
+  return candidates.keepFresh(store.nearby, config.PLACEMENT_TREE_REFRESH_MS, (err) =>
     log.warn('refreshing the provider trees failed', { err: String(err) }),
   );
 }

@@ -1,12 +1,14 @@
-// GET /readyz's answer. Two parts:
+// GET /readyz's answer:
 //  - ProcessReadiness: what this process knows keeps it from serving well,
-//    as named holds (`warming` from the start until the database is prepared
-//    and the warm-up is done; other parts add their own, e.g. a Keystone
-//    sign-in that fails). Checked first, without I/O; the first hold's reason
-//    is the answer.
+//    as named holds (`warming` from a Node start until the database is
+//    prepared and the warm-up is done; any other part may add its own).
+//    Checked first, without I/O; the first hold's reason is the answer.
+//  - then the active checks (the route runs them together: this database
+//    check, and Keystone's sign-in where it is used).
 //  - checkReadiness: the database, in one read batch (one round trip): it
 //    answers, every migration this build bundles is applied, and the
 //    standard resource classes and traits are synced. Each failure names its reason.
+import type { InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../db/client.js';
 import type { MigrationFile } from '../db/migrate.js';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
@@ -33,11 +35,6 @@ export class ProcessReadiness {
     this.#holds.delete(name);
   }
 
-  /** Whether `name` is held now. */
-  holds(name: string): boolean {
-    return this.#holds.has(name);
-  }
-
   now(): Readiness {
     for (const reason of this.#holds.values()) return { ready: false, reason };
     return { ready: true };
@@ -55,17 +52,30 @@ const messageOf = (err: unknown) => {
   return cause && !message.includes(cause) ? `${message} (${cause})` : message;
 };
 
-export async function checkReadiness(reader: BatchReader, migrations: readonly MigrationFile[]): Promise<Readiness> {
+/** A part's own check, read in the same batch (so readiness stays one round trip): its statement and its judgement of the result. */
+export interface ReadinessRead {
+  statement: InStatement;
+  judge(result: ResultSet): Readiness;
+}
+
+export async function checkReadiness(
+  reader: BatchReader,
+  migrations: readonly MigrationFile[],
+  also: readonly ReadinessRead[] = [],
+): Promise<Readiness> {
   const needed = Math.max(...migrations.map((m) => m.when));
   let applied: number | null;
   let classes: number;
   let traits: number;
+  let others: ResultSet[];
   try {
-    const [journal, classRows, traitRows] = await reader.readBatch([
+    const [journal, classRows, traitRows, ...rest] = await reader.readBatch([
       'SELECT MAX(created_at) AS applied FROM __drizzle_migrations',
       { sql: PRESENT('resource_classes'), args: [CLASSES_JSON] },
       { sql: PRESENT('traits'), args: [TRAITS_JSON] },
+      ...also.map((a) => a.statement),
     ]);
+    others = rest;
     const last = journal!.rows[0]?.applied;
     applied = last === null || last === undefined ? null : Number(last);
     classes = Number(classRows!.rows[0]!.n);
@@ -86,6 +96,10 @@ export async function checkReadiness(reader: BatchReader, migrations: readonly M
       ready: false,
       reason: `the standard names are not synced: ${classes} of ${STANDARD_RESOURCE_CLASSES.length} resource classes, ${traits} of ${STANDARD_TRAITS.length} traits`,
     };
+  }
+  for (const [i, read] of also.entries()) {
+    const judged = read.judge(others[i]!);
+    if (!judged.ready) return judged;
   }
   return { ready: true };
 }

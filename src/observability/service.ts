@@ -69,6 +69,11 @@ export function createServiceMetrics() {
       'Allocation claims refused because they would exceed a provider capacity, by resource class.',
       ['resource_class'],
     ),
+    limitRefusals: registry.counter(
+      'placement_limit_refusals_total',
+      "Allocation claims refused because they would raise a project's usage of a resource class over its limit (extension: project limits), by resource class.",
+      ['resource_class'],
+    ),
     bindDuration: registry.histogram(
       'cyborg_arq_bind_duration_seconds',
       'Time from an accelerator request entering BindStarted to its bind outcome (Bound or BindFailed).',

@@ -1,7 +1,7 @@
 // The dashboard's view of the extensions (issue 24) in a real browser
 // (Debian's chromium, playwright-core) against a real `npm start`: tainted
 // providers marked on their trees and their devices, the drain list, the
-// leases held (an expired one waiting for the sweep), and the headroom of a
+// leases held (an expired one waiting for the sweep), the projects at a limit, and the headroom of a
 // request the operator types, each equal to what the /ext/ API answers.
 // Saves test-artifacts/dashboard-extensions.png. Fails, naming the package,
 // where chromium is absent.
@@ -45,7 +45,12 @@ describeWithPart(noChromium, 'dashboard: taints, leases and headroom in chromium
     dir = mkdtempSync(join(tmpdir(), 'dashboard-ext-'));
     [server, browser] = await Promise.all([
       // No sweep while the test looks: the expired lease stays until the next sweep, as between two sweeps.
-      startServer(`file:${join(dir, 'placement.db')}`, { JOBS_SWEEP_INTERVAL_MS: '3600000' }),
+      // Project limits: project-alpha's 10 VCPU reach the registered limit, project-beta's 6 do not.
+      startServer(`file:${join(dir, 'placement.db')}`, {
+        JOBS_SWEEP_INTERVAL_MS: '3600000',
+        PLACEMENT_LIMITS: 'static',
+        PLACEMENT_LIMITS_JSON: JSON.stringify({ registered: { 'class:VCPU': 10 } }),
+      }),
       chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }),
     ]);
     await seedCloud((method, path, body) =>
@@ -124,6 +129,15 @@ describeWithPart(noChromium, 'dashboard: taints, leases and headroom in chromium
     expect(await expired.getAttribute('class')).toBe('expired');
     expect(await expired.innerText()).toMatch(/expired \d+ s ago\s+1 s/);
     expect(await page.locator(`#leases tr[data-consumer="${CLOUD.consumers.vm1}"]`).innerText()).toMatch(/in [\d,]+ s\s+3,600 s/);
+    await page.close();
+  });
+
+  it('lists the projects at or over a limit, as GET /ext/limits answers', async () => {
+    const page = await newPage();
+    const answer = (await call('GET', '/ext/limits')) as { projects: { project_id: string }[] };
+    expect(answer.projects.map((p) => p.project_id)).toEqual(['project-alpha']);
+    expect(await page.locator('#limits-count').innerText()).toMatch(/^1 project at or over a limit · from PLACEMENT_LIMITS_JSON, read /);
+    expect(await page.locator('#limits tr[data-project="project-alpha"]').innerText()).toMatch(/project-alpha\s+VCPU\s+10\s+10/);
     await page.close();
   });
 

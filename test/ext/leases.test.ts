@@ -126,6 +126,45 @@ describe('/ext/leases/{consumer_uuid}', () => {
     expect((await t.call('GET', `/ext/leases/${consumer}`)).status).toBe(404);
   });
 
+  it('sweeps several leases in one batch, each with its own outcome, and records when it ran', async () => {
+    expect(await leaseStats(t.deps.store, t.deps.clock().getTime())).toEqual({
+      active: 0,
+      expired_unswept: 0,
+      sweeps: 0,
+      released: 0,
+      dropped: 0,
+      binding_failures: 0,
+      last_sweep_at: null,
+    });
+    const a = await claimed();
+    const b = await claimed();
+    const shown = [await lease(a.consumer, 10), await lease(b.consumer, 10)];
+    // Each lease read back as its own (two statements of the same text, two consumers).
+    for (const [i, { consumer }] of [a, b].entries()) {
+      expect(await (await t.call('GET', `/ext/leases/${consumer}`)).json()).toEqual(shown[i]);
+    }
+    const rewrite = await t.call('PUT', `/allocations/${b.consumer}`, {
+      body: {
+        allocations: { [b.host]: { resources: { VCPU: 1 } } },
+        project_id: PROJECT,
+        user_id: USER,
+        consumer_generation: 1,
+        consumer_type: 'INSTANCE',
+      },
+    });
+    expect(rewrite.status).toBe(204);
+    t.tick(10_000);
+    const at = t.deps.clock().toISOString();
+    expect(await sweep()).toEqual({ released: [a.consumer], dropped: [b.consumer] });
+    expect(await leaseStats(t.deps.store, t.deps.clock().getTime())).toMatchObject({
+      active: 0,
+      sweeps: 1,
+      released: 1,
+      dropped: 1,
+      last_sweep_at: at,
+    });
+  });
+
   it('keeps allocations the consumer rewrote after the lease: only the lease goes', async () => {
     const { host, consumer } = await claimed();
     await lease(consumer, 10);
@@ -172,6 +211,8 @@ describe('/ext/leases/{consumer_uuid}', () => {
       afterNextRead(() => race(consumer, host));
       const outcome = await sweep();
       expect(outcome.released, name).toEqual([]);
+      // A rewrite makes the lease moot (dropped); a confirm or a renew leaves nothing for this sweep to do.
+      expect(outcome.dropped, name).toEqual(name === 'rewrite' ? [consumer] : []);
       expect(Object.keys(await allocationsOf(consumer)), name).toEqual([host]);
     }
   });

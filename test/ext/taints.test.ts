@@ -55,7 +55,10 @@ describe('/ext/resource_providers/{uuid}/taints', () => {
       body: { resource_provider_generation: 1, taints: [] },
     });
     expect(stale.status).toBe(409);
-    expect((await errorOf(stale)).code).toBe('placement.concurrent_update');
+    const staleError = await errorOf(stale);
+    expect(staleError.code).toBe('placement.concurrent_update');
+    expect(staleError.detail).toContain(`resource provider ${root} changed`);
+    expect((await t.call('GET', `/ext/resource_providers/${crypto.randomUUID()}/taints`)).status).toBe(404);
     const missing = await t.call('PUT', `/ext/resource_providers/${crypto.randomUUID()}/taints`, {
       body: { resource_provider_generation: 0, taints: [] },
     });
@@ -70,6 +73,32 @@ describe('/ext/resource_providers/{uuid}/taints', () => {
     expect(
       (await t.call('GET', `/ext/resource_providers/${root}/taints`, { headers: { 'x-roles': 'member', 'x-auth-token': 'user' } })).status,
     ).toBe(403);
+  });
+
+  it('replaces the whole set: a taint left out goes, one kept keeps when it began', async () => {
+    const [root] = await gpuHost();
+    const DRAIN = { key: 'maintenance', value: '', effect: 'NoSchedule', reason: 'BIOS update' };
+    const both = (await (await taint(root, [UNHEALTHY, DRAIN])).json()) as { taints: { key: string; created_at: string }[] };
+    expect(both.taints.map((x) => x.key)).toEqual([UNHEALTHY.key, DRAIN.key].sort());
+    await new Promise((resolve) => setTimeout(resolve, 5)); // a later created_at for anything written anew
+    const one = (await (await taint(root, [DRAIN])).json()) as { taints: { key: string; created_at: string }[] };
+    expect(one.taints).toEqual([{ ...DRAIN, created_at: both.taints.find((x) => x.key === DRAIN.key)!.created_at }]);
+    expect(((await (await t.call('GET', `/ext/resource_providers/${root}/taints`)).json()) as { taints: unknown[] }).taints).toEqual(
+      one.taints,
+    );
+    // Another provider's taints, read and written in turn with these: each its own.
+    const [other] = await gpuHost();
+    const theirs = (await (await taint(other, [UNHEALTHY])).json()) as { taints: { key: string }[] };
+    expect(theirs.taints.map((x) => x.key)).toEqual([UNHEALTHY.key]);
+    for (const [uuid, taints] of [
+      [root, one.taints],
+      [other, theirs.taints],
+      [root, one.taints],
+    ] as const) {
+      expect(((await (await t.call('GET', `/ext/resource_providers/${uuid}/taints`)).json()) as { taints: unknown[] }).taints).toEqual(
+        taints,
+      );
+    }
   });
 
   it('lets exactly one of racing writers with one generation win', async () => {

@@ -4,17 +4,15 @@
 // service unable to serve: /readyz is 503 with the reason (it was 200 while
 // every request got 503), and placement_keystone_sign_in_failures_total counts
 // the failed sign-ins. A real Keystone (test/helpers/keystone.ts).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
 import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
+import { describeWithPart } from '../helpers/parts.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
-
-const missing = keystoneMissing();
-if (missing) throw new Error(`test/keystone/readiness.test.ts needs a real Keystone: ${missing}`);
 
 const SCRAPE = 'scrape-token';
 
-describe('/readyz and the sign-in metric against a real Keystone', () => {
+describeWithPart(keystoneMissing(), '/readyz and the sign-in metric against a real Keystone', () => {
   let ks: Keystone;
   const apps: TestApp[] = [];
   beforeAll(async () => {

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bindBody, FPGA_RP, fpgaHostReport, fpgaProfile, HOST, makeCyborgApp, ROOT_RP, type CyborgTestApp } from '../cyborg/helpers.js';
 import { openApiChecker, type OpenApiChecker, type OpenApiDoc } from '../helpers/openapi-check.js';
+import { makeTestApp } from '../helpers/test-app.js';
 
 type Json = Record<string, unknown>;
 
@@ -354,6 +355,36 @@ describe('live answers match GET /openapi.json', () => {
     };
     const members = { [crypto.randomUUID()]: { ...member, consumer_generation: null, consumer_type: 'INSTANCE' } };
     await documented(await send('POST', '/ext/gangs', { members, lease_seconds: 60 }), 'post', '/ext/gangs');
+  });
+
+  it('extensions: project limits (PLACEMENT_LIMITS=static)', async () => {
+    const limited = await makeTestApp({ PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: '{"registered": {"class:VCPU": 1}}' });
+    try {
+      await limited.deps.limits!.start();
+      const host = crypto.randomUUID();
+      expect((await limited.call('POST', '/resource_providers', { body: { name: `limits-${host}`, uuid: host } })).status).toBe(200);
+      await limited.call('PUT', `/resource_providers/${host}/inventories`, {
+        body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } },
+      });
+      const project = crypto.randomUUID();
+      const claim = () =>
+        limited.call('PUT', `/allocations/${crypto.randomUUID()}`, {
+          body: {
+            allocations: { [host]: { resources: { VCPU: 1 } } },
+            project_id: project,
+            user_id: project,
+            consumer_generation: null,
+            consumer_type: 'INSTANCE',
+          },
+        });
+      expect((await claim()).status).toBe(204);
+      await documented(await claim(), 'put', '/allocations/{consumer_uuid}');
+      await documented(await limited.call('GET', `/ext/limits?project_id=${project}`), 'get', '/ext/limits');
+      await documented(await limited.call('GET', '/ext/limits'), 'get', '/ext/limits');
+      await documented(await limited.call('POST', '/ext/limits/refresh'), 'post', '/ext/limits/refresh');
+    } finally {
+      limited.close();
+    }
   });
 
   it('saw an answer of every documented operation that has a body', () => {

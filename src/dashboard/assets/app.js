@@ -380,6 +380,24 @@
       : h('div', { class: 'empty' }, list ? 'No allocation is waiting to be confirmed.' : 'The extensions API did not answer.'));
   }
 
+  /** Projects at or over a limit (extension: project limits, GET /ext/limits); null when the limits are off. */
+  function renderLimits(answer) {
+    const projects = answer ? answer.projects : [];
+    $('limits-count').textContent = answer
+      ? `${plural(projects.length, 'project')} at or over a limit · from ${answer.source}${answer.read_at ? `, read ${new Date(answer.read_at).toLocaleTimeString()}` : ''}`
+      : 'off';
+    const rows = projects.flatMap((p) => Object.entries(p.limits).map(([rc, l]) => ({ project: p.project_id, rc, ...l })));
+    $('limits').replaceChildren(rows.length
+      ? h('table', { class: 'list limits' },
+        h('thead', null, h('tr', null, h('th', null, 'project'), h('th', null, 'class'), h('th', { class: 'num' }, 'usage'), h('th', { class: 'num' }, 'limit'))),
+        h('tbody', null, rows.slice(0, LEASES_SHOWN).map((r) => h('tr', { class: r.usage > r.limit ? 'expired' : '', 'data-project': r.project },
+          h('td', { class: 'uuid' }, r.project),
+          h('td', null, r.rc),
+          h('td', { class: 'num' }, fmt(r.usage)),
+          h('td', { class: 'num' }, fmt(r.limit))))))
+      : h('div', { class: 'empty' }, answer ? 'No project is at a limit.' : 'Project limits are off (PLACEMENT_LIMITS).'));
+  }
+
   /** Names of the trees a headroom answer counts: from the page, else one GET each. */
   async function providerNames(uuids) {
     await Promise.all(uuids.filter((u) => !state.names.has(u)).map(async (u) => {
@@ -464,7 +482,9 @@
     state.loading = true;
     $('status').textContent = 'refreshing…';
     try {
-      const [summary, drain, leases] = await Promise.all([api(summaryUrl()), optional('/ext/taints'), optional('/ext/leases')]);
+      const [summary, drain, leases, limits] = await Promise.all([
+        api(summaryUrl()), optional('/ext/taints'), optional('/ext/leases'), optional('/ext/limits'),
+      ]);
       state.taints = taintMap(drain);
       showMain();
       renderAttention(summary.attention, summary.threshold_percent);
@@ -473,6 +493,7 @@
       renderProjects(summary.projects);
       renderTaints(drain);
       renderLeases(leases, Date.parse(summary.generated_at));
+      renderLimits(limits);
       if (!state.painted) {
         state.painted = true;
         // After the next frame: when the first page of trees is on screen (read by bench/dashboard.ts).

@@ -2,3 +2,4 @@ export * from './placement.js';
 export * from './cyborg.js';
 export * from './ext.js';
 export * from './ext-counters.js';
+export * from './ext-limits.js';

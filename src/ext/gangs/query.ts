@@ -37,6 +37,8 @@ function positiveInt(raw: string, key: string, max: number): number {
 
 /** Splits the query into the gang's parameters and what the engine parses (every other key). */
 export function parseGangQuery(query: Record<string, string[]>, countRequired = true): { gang: GangQuery; rest: Record<string, string[]> } {
+  // A gang crosses a project's limit N times over: POST /ext/gangs enforces limits in the claim, the search does not pretend to.
+  if (query.ext_within_limits) throw bad("'ext_within_limits' is not taken here: POST /ext/gangs checks project limits in the claim");
   const rawCount = single(query, 'count');
   if (rawCount === undefined && countRequired) throw bad("'count' is required (the number of hosts of the gang)");
   const count = rawCount === undefined ? 1 : positiveInt(rawCount, 'count', MAX_GANG);

@@ -22,6 +22,12 @@ const EXT_PARAMS: Record<string, (values: string[], request: CandidateRequest) =
     }
     request.tolerate = [...new Set([...(request.tolerate ?? []), ...keys])];
   },
+  // Project limits (src/ext/limits): the route answers none when the request alone would cross the caller's limit.
+  ext_within_limits(values, request) {
+    const value = values.at(-1)!;
+    if (value !== 'true' && value !== 'false') throw invalidQuery(`ext_within_limits: '${value.slice(0, 20)}' is not true or false`);
+    request.withinLimits = value === 'true';
+  },
   // Prioritized alternatives among granular groups (first-of.ts).
   ext_first_of(values, request) {
     request.firstOf = parseFirstOf(values, request.groups);

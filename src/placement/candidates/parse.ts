@@ -40,6 +40,8 @@ export interface CandidateRequest {
    * satisfied there (with every other group) is used. Absent for stock requests.
    */
   firstOf?: string[][];
+  /** ext_within_limits=true (extension, project limits; ext-params.ts): none when the request alone would cross the caller's project limit. */
+  withinLimits?: boolean;
 }
 
 const GROUP_PREFIXES = ['resources', 'required', 'member_of', 'in_tree'] as const;

@@ -3,6 +3,7 @@ import { parseCandidateRequestWithExt } from '../../../placement/candidates/ext-
 import { authorize, requireVersion, setCacheHeaders } from '../../../placement/http/middleware.js';
 import { DIAGNOSTICS_RULE } from '../../policy.js';
 import { diagnoseCandidates } from '../../why-no-host.js';
+import { crossingText, requestedTotals } from '../../../ext/limits/service.js';
 import { Diagnosis } from '../../why-no-host.js';
 import { MV } from '../../../placement/versions.js';
 import { RouteTable } from '../../../http/route-table.js';
@@ -32,25 +33,23 @@ candidateDiagnosisRoutes.resource('/allocation_candidates', {
       if (hosts.length > MAX_HOSTS) throw badQuery(`at most ${MAX_HOSTS} host parameters`);
       if (hosts.some((h) => !h.trim() || h.length > 255)) throw badQuery('host must be a provider name or uuid (1-255 characters)');
       const request = parseCandidateRequestWithExt(query, c.var.mv);
-      const { config, store, clock } = c.var.deps;
+      const { store, candidates } = c.var.deps;
       const diagnosis = await diagnoseCandidates(
         {
           store,
-          options: {
-            randomize: false,
-            maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
-            timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
-            treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
-            now: clock().getTime(),
-            generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-          },
+          options: candidates.options({ randomize: false }),
         },
         request,
         c.var.mv,
         hosts,
       );
+      // ext_within_limits=true (project limits): the candidates answer none when the request alone crosses the caller's limit.
+      const crossing =
+        request.withinLimits && c.var.credentials.projectId !== null
+          ? await c.var.deps.limits?.crossing(c.var.credentials.projectId, requestedTotals(request))
+          : null;
       setCacheHeaders(c);
-      return c.json(diagnosis);
+      return c.json(crossing ? { ...diagnosis, allocation_requests: 0, project_limit: crossingText(crossing) } : diagnosis);
     },
   },
 });

@@ -26,17 +26,8 @@ export const gangQuery = (mv: Microversion): QueryParam[] => [
   ...candidateQuery(mv),
 ];
 
-/** The engine's options of this request (one place to change when the engine moves into Deps). */
-const candidateOptions = (c: AppContext) => {
-  const { config, clock } = c.var.deps;
-  return {
-    randomize: false,
-    maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
-    timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
-    treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
-    now: clock().getTime(),
-  };
-};
+/** The engine's options of this request: the app's (settings, tree cache, read hooks: taints, counters). */
+const candidateOptions = (c: AppContext) => c.var.deps.candidates.options();
 
 gangRoutes.resource('/gang_candidates', {
   GET: {

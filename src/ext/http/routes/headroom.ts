@@ -10,7 +10,7 @@ import { RouteTable } from '../../../http/route-table.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 
-export const headroomRoutes = new RouteTable('diagnostics', placementHttp);
+export const headroomRoutes = new RouteTable('extensions', placementHttp);
 
 headroomRoutes.resource('/headroom', {
   GET: {
@@ -28,15 +28,10 @@ headroomRoutes.resource('/headroom', {
     handler: async (c) => {
       requireVersion(c, 'ALLOCATION_CANDIDATES');
       authorize(c, EXT_RULE);
-      const { config, store, clock } = c.var.deps;
+      const { store, candidates } = c.var.deps;
       const query = queryParams(c);
-      const options = {
-        randomize: false,
-        maxCandidates: 0,
-        timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
-        treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
-        now: clock().getTime(),
-      };
+      // Every viable tree, whatever the candidate cap, in stable order.
+      const options = candidates.options({ randomize: false, maxCandidates: 0 });
       c.header('cache-control', 'no-cache');
       // count=N (gangs, docs/gangs.md): how many more gangs of N fit per domain, beside the per-tree counts.
       if (query.count) return c.json(await findGangHeadroom(store.nearby, query, c.var.mv, options));

@@ -77,7 +77,11 @@ export const operatorRoutes = new RouteTable('meta')
           if (held.reason !== WARMING) deps.log.warn('not ready', { reason: held.reason });
           return c.json({ status: 'not ready', reason: held.reason }, 503, NO_STORE);
         }
-        const checks = await Promise.all([checkReadiness(deps.store, MIGRATIONS), deps.keystone?.readiness() ?? { ready: true as const }]);
+        const checks = await Promise.all([
+          // Project limits (PLACEMENT_LIMITS): not read for two refresh intervals (Keystone down) says so; they stay enforced.
+          checkReadiness(deps.store, MIGRATIONS, deps.limits?.readiness()),
+          deps.keystone?.readiness() ?? { ready: true as const },
+        ]);
         const reasons = checks.flatMap((check) => (check.ready ? [] : [check.reason]));
         if (reasons.length === 0) return c.json({ status: 'ready' }, 200, NO_STORE);
         const reason = reasons.join('; ');

@@ -1,4 +1,6 @@
+import type { Deps } from '../../../deps.js';
 import { queryParams } from '../../../http/validate.js';
+import type { CandidateRequest } from '../../candidates/parse.js';
 import { findAllocationCandidatesJson } from '../../candidates/index.js';
 import { parseCandidateRequestWithExt } from '../../candidates/ext-params.js';
 import { authorize, requireVersion, setCacheHeaders } from '../middleware.js';
@@ -21,18 +23,17 @@ allocationCandidateRoutes.resource('/allocation_candidates', {
     handler: async (c) => {
       requireVersion(c, 'ALLOCATION_CANDIDATES');
       authorize(c, 'placement:allocation_candidates:list');
-      const { config, store, clock } = c.var.deps;
+      const { store, candidates } = c.var.deps;
       // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
       // Read near this instance (a replica where one is configured, never older than our own writes):
       // a candidate a replica's lag made stale is refused by the claim, which is checked on the primary.
-      const json = await findAllocationCandidatesJson(store.nearby, parseCandidateRequestWithExt(queryParams(c), c.var.mv), c.var.mv, {
-        randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
-        maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
-        timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
-        treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
-        now: clock().getTime(),
-        generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-      });
+      const request = parseCandidateRequestWithExt(queryParams(c), c.var.mv);
+      // ext_within_limits=true (project limits, docs/limits.md): none when the request alone would cross the caller's limit.
+      if (request.withinLimits && (await crossesLimit(c.var.deps, c.var.credentials.projectId, request))) {
+        setCacheHeaders(c);
+        return c.json({ allocation_requests: [], provider_summaries: {} });
+      }
+      const json = await findAllocationCandidatesJson(store.nearby, request, c.var.mv, candidates.options());
       // Candidates reflect usage right now, so they are never cacheable.
       setCacheHeaders(c);
       // Written as JSON bytes by the engine (present/json.ts): the same bytes c.json() would send.
@@ -40,3 +41,14 @@ allocationCandidateRoutes.resource('/allocation_candidates', {
     },
   },
 });
+
+/** Whether the request alone would cross `project`'s limits (Deps.limits: the extension, installed by compose.ts). */
+async function crossesLimit(deps: Deps, project: string | null, request: CandidateRequest): Promise<boolean> {
+  if (!deps.limits || project === null) return false;
+  return (
+    (await deps.limits.crossing(
+      project,
+      request.groups.map((g) => g.resources),
+    )) !== null
+  );
+}

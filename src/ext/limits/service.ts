@@ -1,0 +1,303 @@
+// Project limits (extension, issue 35): one per app, in Deps (both runtimes;
+// no module state). It reads the limits from their source (Keystone's unified
+// limits, or PLACEMENT_LIMITS_JSON) and writes them to the database
+// (ext_limits), where every instance's claims read them inside their write
+// transaction (guard.ts). The periodic refresh runs once per service, with the
+// other sweeps (the Node primary's timer, the Worker's cron); Keystone down,
+// the limits last read stay in force, and /readyz says so once two refresh
+// intervals have passed without a read.
+import type { InStatement, ResultSet } from '@libsql/client';
+import type { DataStore } from '../../db/client.js';
+import { str } from '../../db/rows.js';
+import type { Logger } from '../../deps.js';
+import { SettingProblem } from '../../settings-check.js';
+import { KeystoneLimitsReader, LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from './keystone.js';
+import { limitsOfProject, sameLimits, staticLimits, type LimitSet } from './model.js';
+import type { KeystoneCredentialSettings, LimitsSettings } from './settings.js';
+import {
+  type Counting,
+  LimitsSql,
+  READ_LIMITS,
+  READ_SYNC,
+  limitSetOfResult,
+  syncOf,
+  usageKey,
+  usageTable,
+  writeLimitsStatements,
+} from './sql.js';
+
+/** Where the limits come from. */
+export interface LimitsSource {
+  describe(): string;
+  read(): Promise<LimitSet>;
+  /** Never fails to read (PLACEMENT_LIMITS_JSON): the limits cannot go stale. */
+  alwaysFresh?: boolean;
+}
+
+export type LimitsReadiness = { ready: true } | { ready: false; reason: string };
+
+/** One limited class of a project: its limit, the usage that counts, what is left (negative when over). */
+export interface ClassLimit {
+  limit: number;
+  usage: number;
+  remaining: number;
+}
+
+export interface ProjectLimitsReport {
+  project_id: string;
+  limits: Record<string, ClassLimit>;
+}
+
+/** A request that would cross a project's limit of a class. */
+export interface LimitCrossing {
+  project: string;
+  resourceClass: string;
+  limit: number;
+  usage: number;
+  requested: number;
+}
+
+/** What a candidates request asks, per group (class -> amount). */
+export const requestedTotals = (request: { groups: readonly { resources: ReadonlyMap<string, number> }[] }) =>
+  request.groups.map((g) => g.resources);
+
+/** How a crossing reads, in the candidates' and the diagnosis' words. */
+export const crossingText = (c: LimitCrossing) =>
+  `the request alone would cross project '${c.project}''s limit of ${c.resourceClass} (limit ${c.limit}, usage ${c.usage}, requested ${c.requested})`;
+
+export interface LimitsConfig extends LimitsSettings, KeystoneCredentialSettings {
+  PLACEMENT_KEYSTONE_USER_DOMAIN_NAME: string;
+  PLACEMENT_KEYSTONE_TIMEOUT_MS: number;
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+export class ProjectLimits {
+  readonly sql: LimitsSql;
+  /** Which consumers a project's usage counts. */
+  readonly counting: Counting;
+  readonly refreshMs: number;
+  private lastAttempt = Number.NEGATIVE_INFINITY;
+  private lastError: string | undefined;
+  /** What this app last wrote to the table (rewritten only when the source changes). */
+  private written: LimitSet | undefined;
+
+  constructor(
+    private readonly store: DataStore,
+    private readonly source: LimitsSource,
+    settings: Pick<
+      LimitsSettings,
+      'PLACEMENT_LIMITS_REFRESH_SECONDS' | 'PLACEMENT_LIMITS_CONSUMER_TYPES' | 'PLACEMENT_LIMITS_COUNT_UNTYPED'
+    >,
+    private readonly log: Logger,
+    private readonly now: () => number,
+  ) {
+    this.counting = { types: settings.PLACEMENT_LIMITS_CONSUMER_TYPES, untyped: settings.PLACEMENT_LIMITS_COUNT_UNTYPED };
+    this.sql = new LimitsSql(this.counting);
+    this.refreshMs = settings.PLACEMENT_LIMITS_REFRESH_SECONDS * 1000;
+  }
+
+  describe(): string {
+    return this.source.describe();
+  }
+
+  /** Reads the limits from the source and puts them in force. Throws what the source threw (the last limits stay). */
+  async refresh(): Promise<LimitSet> {
+    this.lastAttempt = this.now();
+    let limits: LimitSet;
+    try {
+      limits = await this.source.read();
+    } catch (err) {
+      this.lastError = messageOf(err);
+      throw err;
+    }
+    const changed = !this.written || !sameLimits(this.written, limits);
+    await this.store.writeBatch(writeLimitsStatements(changed ? limits : null, this.now(), this.source.describe()));
+    if (changed) this.log.info('project limits in force', { source: this.source.describe(), limits: summary(limits) });
+    this.written = limits;
+    this.lastError = undefined;
+    return limits;
+  }
+
+  /** The periodic refresh (a sweep): when the interval has passed since the last try. Never throws. */
+  async refreshIfDue(): Promise<number> {
+    if (this.now() - this.lastAttempt < this.refreshMs) return 0;
+    try {
+      await this.refresh();
+      return 1;
+    } catch (err) {
+      this.log.warn('project limits not refreshed; the last limits read stay in force', { err: messageOf(err) });
+      return 0;
+    }
+  }
+
+  /**
+   * The start's first read. Refuses the start (SettingProblem) when the
+   * limits cannot be read as configured: the service user without the reader
+   * role on the system, a service or region that does not resolve. Keystone
+   * not answering is refused only when no limits were ever read into this
+   * database; otherwise those stay in force until it answers.
+   */
+  async start(): Promise<void> {
+    await this.prepare();
+    try {
+      await this.refresh();
+    } catch (err) {
+      if (err instanceof LimitsAccessRefused) {
+        throw new SettingProblem(
+          'PLACEMENT_KEYSTONE_USERNAME',
+          `PLACEMENT_LIMITS=keystone cannot read the limits: ${err.message}`,
+          'give the service user the reader role on the system, or set PLACEMENT_LIMITS=off',
+        );
+      }
+      if (err instanceof LimitsMisconfigured) throw new SettingProblem(err.setting, err.message, `correct ${err.setting}`);
+      if (!(err instanceof LimitsUnavailable)) throw err;
+      const [sync] = await this.store.readBatch([READ_SYNC]);
+      const last = syncOf(sync!);
+      if (!last) {
+        throw new SettingProblem(
+          'PLACEMENT_KEYSTONE_AUTH_URL',
+          `PLACEMENT_LIMITS=keystone and no limits were ever read: ${err.message}`,
+          'start it when Keystone answers, or set PLACEMENT_LIMITS=off',
+        );
+      }
+      this.log.warn('project limits not read at start; those read before stay in force', {
+        err: err.message,
+        read_at: new Date(last.syncedAt).toISOString(),
+      });
+    }
+  }
+
+  /**
+   * Installs the usage ledger's triggers for this app's counting rule (and
+   * counts the ledger again) unless they are there already: one read when
+   * they are. Every app with limits on runs it before guarding claims.
+   */
+  async prepare(): Promise<void> {
+    const [installed] = await this.store.readBatch([LimitsSql.INSTALLED]);
+    const found = new Map(installed!.rows.map((r) => [str(r, 'name'), str(r, 'sql')]));
+    const same = found.size === this.sql.triggers.size && [...this.sql.triggers].every(([name, sql]) => found.get(name) === sql);
+    if (same) return;
+    await this.store.writeBatch(this.sql.installStatements([...found.keys()]));
+    this.log.info('project limits: usage ledger installed', { consumer_types: this.counting.types, untyped: this.counting.untyped });
+  }
+
+  /** Ready unless the limits in force were read more than two refresh intervals ago: a read for /readyz's one batch (none for a source that cannot fail). */
+  readiness(): { statement: InStatement; judge(result: ResultSet): LimitsReadiness }[] {
+    if (this.source.alwaysFresh) return [];
+    return [
+      {
+        statement: READ_SYNC,
+        judge: (result) => {
+          const last = syncOf(result);
+          if (last && this.now() - last.syncedAt <= 2 * this.refreshMs) return { ready: true };
+          const age = last ? `were read ${Math.round((this.now() - last.syncedAt) / 1000)} s ago` : 'were never read';
+          const why = this.lastError ? ` (${this.lastError})` : '';
+          return {
+            ready: false,
+            reason: `the project limits in force ${age} from ${this.source.describe()}, more than twice PLACEMENT_LIMITS_REFRESH_SECONDS${why}; they stay enforced`,
+          };
+        },
+      },
+    ];
+  }
+
+  /** When the limits in force were last read (ISO 8601), null when never. */
+  async readAt(): Promise<string | null> {
+    const [sync] = await this.store.readBatch([READ_SYNC]);
+    const last = syncOf(sync!);
+    return last ? new Date(last.syncedAt).toISOString() : null;
+  }
+
+  /** The limits in force, as the claims read them. */
+  async inForce(): Promise<LimitSet> {
+    const [rows] = await this.store.readBatch([READ_LIMITS]);
+    return limitSetOfResult(rows!);
+  }
+
+  /**
+   * The first class whose limit the request's groups (class -> amount each)
+   * alone would cross for `project`, with its limit and usage; null when it fits
+   * (ext_within_limits on GET /allocation_candidates).
+   */
+  async crossing(project: string, groups: readonly ReadonlyMap<string, number>[]): Promise<LimitCrossing | null> {
+    const requested = new Map<string, number>();
+    for (const group of groups) for (const [rc, amount] of group) requested.set(rc, (requested.get(rc) ?? 0) + amount);
+    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects([project])]);
+    const limits = limitsOfProject(limitSetOfResult(rows!), project);
+    const used = usageTable(usage!);
+    for (const [resourceClass, amount] of requested) {
+      const limit = limits.get(resourceClass);
+      if (limit === undefined || amount <= 0) continue;
+      const usageOf = used.get(usageKey(project, resourceClass)) ?? 0;
+      if (usageOf + amount > limit) return { project, resourceClass, limit, usage: usageOf, requested: amount };
+    }
+    return null;
+  }
+
+  /** GET /ext/limits?project_id=P: each class limited for P, its limit, usage and what remains. */
+  async projectReport(project: string): Promise<ProjectLimitsReport> {
+    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects([project])]);
+    const used = usageTable(usage!);
+    const limits: Record<string, ClassLimit> = {};
+    for (const [rc, limit] of [...limitsOfProject(limitSetOfResult(rows!), project)].sort(([a], [b]) => a.localeCompare(b))) {
+      const usageOf = used.get(usageKey(project, rc)) ?? 0;
+      limits[rc] = { limit, usage: usageOf, remaining: limit - usageOf };
+    }
+    return { project_id: project, limits };
+  }
+
+  /** GET /ext/limits: the projects at or over a limit, with those classes only. */
+  async atOrOverLimit(): Promise<ProjectLimitsReport[]> {
+    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects()]);
+    const limits = limitSetOfResult(rows!);
+    const byProject = new Map<string, Record<string, ClassLimit>>();
+    for (const [k, used] of usageTable(usage!)) {
+      const [project, rc] = k.split('\u0000') as [string, string];
+      const limit = limitsOfProject(limits, project).get(rc);
+      if (limit === undefined || used < limit) continue;
+      const classes = byProject.get(project) ?? {};
+      classes[rc] = { limit, usage: used, remaining: limit - used };
+      byProject.set(project, classes);
+    }
+    // A limit of 0 is reached without any usage.
+    for (const [project, classes] of limits.projects) {
+      for (const [rc, limit] of classes) {
+        if (limit !== 0 || byProject.get(project)?.[rc]) continue;
+        byProject.set(project, { ...byProject.get(project), [rc]: { limit, usage: 0, remaining: 0 } });
+      }
+    }
+    return [...byProject].sort(([a], [b]) => a.localeCompare(b)).map(([project_id, classes]) => ({ project_id, limits: classes }));
+  }
+}
+
+function summary(limits: LimitSet): Record<string, unknown> {
+  return { registered: Object.fromEntries(limits.registered), project_overrides: limits.projects.size };
+}
+
+/** The source PLACEMENT_LIMITS names (undefined when off). */
+export function limitsSourceOf(config: LimitsConfig, fetcher?: typeof fetch): LimitsSource | undefined {
+  if (config.PLACEMENT_LIMITS === 'static') {
+    const limits = staticLimits(config.PLACEMENT_LIMITS_JSON ?? '{}');
+    return { describe: () => 'PLACEMENT_LIMITS_JSON', read: async () => limits, alwaysFresh: true };
+  }
+  if (config.PLACEMENT_LIMITS === 'keystone') {
+    return new KeystoneLimitsReader({
+      authUrl: config.PLACEMENT_KEYSTONE_AUTH_URL!,
+      username: config.PLACEMENT_KEYSTONE_USERNAME!,
+      password: config.PLACEMENT_KEYSTONE_PASSWORD!,
+      userDomainName: config.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
+      service: config.PLACEMENT_LIMITS_SERVICE,
+      region: config.PLACEMENT_LIMITS_REGION,
+      timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
+      fetcher,
+    });
+  }
+  return undefined;
+}
+
+/** The app's project limits (PLACEMENT_LIMITS), or undefined when off. */
+export function projectLimits(store: DataStore, config: LimitsConfig, log: Logger, fetcher?: typeof fetch): ProjectLimits | undefined {
+  const source = limitsSourceOf(config, fetcher);
+  return source ? new ProjectLimits(store, source, config, log, () => Date.now()) : undefined;
+}

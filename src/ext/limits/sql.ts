@@ -1,0 +1,224 @@
+// Project limits in SQL (extension, issue 35): the limits table
+// (drizzle/0008), the ledger of each project's usage by the consumers that
+// count (ext_limit_usage, kept by triggers: a claim's guard reads one row per
+// class, whatever the size of the project), and the conditions the write
+// kernel checks inside a claim's write transaction (guard.ts). Which
+// consumers count is a setting, fixed per app, so it is part of the
+// statements' and the triggers' text, built once.
+import type { InStatement, ResultSet } from '@libsql/client';
+import { ALLOC, CONSUMER, CONSUMER_TYPE, LIMIT, LIMIT_SYNC, LIMIT_USAGE, PROJECT, RC } from '../../db/columns.js';
+import { guard, inList, type WriteStatement } from '../../db/write-batch.js';
+import { num, str } from '../../db/rows.js';
+import { limitSetOf, REGISTERED, rowsOf, type LimitRow, type LimitSet } from './model.js';
+
+/** Which consumers a project's usage counts: these types, and untyped ones when `untyped`. */
+export interface Counting {
+  types: readonly string[];
+  untyped: boolean;
+}
+
+/** The effective limit of (project, class) as of the statement: the project's own, else the registered default. */
+const limitSql = (project: string, resourceClass: string) =>
+  `COALESCE((SELECT l.${LIMIT.resourceLimit} FROM ext_limits l WHERE l.${LIMIT.project} = ${project} AND l.${LIMIT.resourceClass} = ${resourceClass}),
+            (SELECT l.${LIMIT.resourceLimit} FROM ext_limits l WHERE l.${LIMIT.project} = '' AND l.${LIMIT.resourceClass} = ${resourceClass}))`;
+
+/** The ledger's usage of (project id, class id), SQL expressions, as of the statement (0 without a row). */
+const ledgerSql = (projectId: string, classId: string) =>
+  `COALESCE((SELECT u.${LIMIT_USAGE.used} FROM ext_limit_usage u WHERE u.${LIMIT_USAGE.projectId} = ${projectId} AND u.${LIMIT_USAGE.resourceClassId} = ${classId}), 0)`;
+
+const U = LIMIT_USAGE;
+/** Adds (sign '+') or takes away ('-') the allocations of consumer row `row` (NEW or OLD) to or from its project's ledger. */
+const moveConsumerSql = (row: 'NEW' | 'OLD', sign: '+' | '-') =>
+  `INSERT INTO ext_limit_usage (${U.projectId}, ${U.resourceClassId}, ${U.used})
+      SELECT ${row}.${CONSUMER.projectId}, a.${ALLOC.resourceClassId}, ${sign}sum(a.${ALLOC.used}) FROM allocations a
+      WHERE a.${ALLOC.consumerId} = ${row}.${CONSUMER.uuid} GROUP BY a.${ALLOC.resourceClassId}
+      ON CONFLICT (${U.projectId}, ${U.resourceClassId}) DO UPDATE SET ${U.used} = ${U.used} + excluded.${U.used};`;
+/** Adds or takes away allocation row `row` to or from its consumer's project, when the consumer counts. */
+const moveAllocationSql = (row: 'NEW' | 'OLD', sign: '+' | '-', counted: string) =>
+  `INSERT INTO ext_limit_usage (${U.projectId}, ${U.resourceClassId}, ${U.used})
+      SELECT c.${CONSUMER.projectId}, ${row}.${ALLOC.resourceClassId}, ${sign}${row}.${ALLOC.used} FROM consumers c
+      WHERE c.${CONSUMER.uuid} = ${row}.${ALLOC.consumerId} AND ${counted}
+      ON CONFLICT (${U.projectId}, ${U.resourceClassId}) DO UPDATE SET ${U.used} = ${U.used} + excluded.${U.used};`;
+
+/** The statements of one app's counting rule, built once. */
+export class LimitsSql {
+  /** True for a consumer `c` that counts. */
+  readonly counted: string;
+  /**
+   * The ledger's triggers (name -> CREATE TRIGGER text): every write of
+   * allocations or consumers, by any path (claims, deletes, the lease sweep,
+   * an import), keeps each project's usage of each class by the consumers
+   * that count. Consumer rows are written before or after their allocations
+   * depending on the path, so both sides move the ledger.
+   */
+  readonly triggers: ReadonlyMap<string, string>;
+
+  constructor(counting: Counting) {
+    const countedRow = (row: string) => {
+      // Consumer types are A-Z, 0-9 and _ (settings.ts): safe as literals.
+      const typed =
+        counting.types.length > 0
+          ? `${row}.${CONSUMER.consumerTypeId} IN (SELECT ${CONSUMER_TYPE.id} FROM consumer_types WHERE ${CONSUMER_TYPE.name} IN (${counting.types.map((t) => `'${t}'`).join(', ')}))`
+          : 'false';
+      return counting.untyped ? `(${row}.${CONSUMER.consumerTypeId} IS NULL OR ${typed})` : `(${typed})`;
+    };
+    this.counted = countedRow('c');
+    const trigger = (name: string, event: string, body: string, when?: string) =>
+      [name, `CREATE TRIGGER ${name} AFTER ${event}${when ? ` WHEN ${when}` : ''} BEGIN\n  ${body}\nEND`] as const;
+    this.triggers = new Map([
+      trigger('ext_limit_usage_allocation_insert', 'INSERT ON allocations', moveAllocationSql('NEW', '+', this.counted)),
+      trigger('ext_limit_usage_allocation_delete', 'DELETE ON allocations', moveAllocationSql('OLD', '-', this.counted)),
+      trigger(
+        'ext_limit_usage_allocation_update',
+        `UPDATE OF ${ALLOC.used}, ${ALLOC.consumerId}, ${ALLOC.resourceClassId} ON allocations`,
+        `${moveAllocationSql('OLD', '-', this.counted)}\n  ${moveAllocationSql('NEW', '+', this.counted)}`,
+      ),
+      trigger('ext_limit_usage_consumer_insert', 'INSERT ON consumers', moveConsumerSql('NEW', '+'), countedRow('NEW')),
+      trigger('ext_limit_usage_consumer_delete', 'DELETE ON consumers', moveConsumerSql('OLD', '-'), countedRow('OLD')),
+      trigger(
+        'ext_limit_usage_consumer_leave',
+        `UPDATE OF ${CONSUMER.projectId}, ${CONSUMER.consumerTypeId} ON consumers`,
+        moveConsumerSql('OLD', '-'),
+        countedRow('OLD'),
+      ),
+      trigger(
+        'ext_limit_usage_consumer_join',
+        `UPDATE OF ${CONSUMER.projectId}, ${CONSUMER.consumerTypeId} ON consumers`,
+        moveConsumerSql('NEW', '+'),
+        countedRow('NEW'),
+      ),
+    ]);
+  }
+
+  /** The triggers installed now, to compare with this.triggers. */
+  static readonly INSTALLED: InStatement =
+    "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'ext\\_limit\\_usage\\_%' ESCAPE '\\'";
+
+  /** Puts this app's triggers in place of any others and counts the ledger again from the allocations, in one transaction. */
+  installStatements(installed: readonly string[]): InStatement[] {
+    return [
+      ...installed.map((name) => `DROP TRIGGER IF EXISTS ${name}`),
+      ...this.triggers.values(),
+      'DELETE FROM ext_limit_usage',
+      `INSERT INTO ext_limit_usage (${U.projectId}, ${U.resourceClassId}, ${U.used})
+        SELECT c.${CONSUMER.projectId}, a.${ALLOC.resourceClassId}, sum(a.${ALLOC.used}) FROM consumers c
+        JOIN allocations a ON a.${ALLOC.consumerId} = c.${CONSUMER.uuid} WHERE ${this.counted}
+        GROUP BY c.${CONSUMER.projectId}, a.${ALLOC.resourceClassId}`,
+    ];
+  }
+
+  /**
+   * The one-batch claim's condition (its consumers are all new, so any amount
+   * they hold raises their project's usage): for every (project, class) the
+   * consumers bound as `consumers` hold, with a limit, the project's usage as
+   * of the write is within it.
+   */
+  newConsumersWithinLimitsSql(consumers: string): string {
+    return `NOT EXISTS (SELECT 1 FROM consumers c JOIN allocations mine ON mine.${ALLOC.consumerId} = c.${CONSUMER.uuid}
+          JOIN ext_limit_usage u ON u.${U.projectId} = c.${CONSUMER.projectId} AND u.${U.resourceClassId} = mine.${ALLOC.resourceClassId}
+          JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId} JOIN resource_classes rc ON rc.${RC.id} = mine.${ALLOC.resourceClassId}
+        WHERE c.${CONSUMER.uuid} IN (${consumers}) AND mine.${ALLOC.used} > 0 AND ${this.counted}
+          AND u.${U.used} > ${limitSql(`p.${PROJECT.externalId}`, `rc.${RC.name}`)})`;
+  }
+
+  /**
+   * The ordinary path's check of a grant that raises usage: for every
+   * [project, class] of the bound JSON list, the project's usage as of the
+   * write is within the limit in force (a limit removed meanwhile fails it:
+   * the claim is decided again).
+   */
+  raisedWithinLimits(raised: readonly (readonly [string, string])[]): WriteStatement {
+    const project = "json_extract(j.value, '$[0]')";
+    const resourceClass = "json_extract(j.value, '$[1]')";
+    return guard(
+      `NOT EXISTS (SELECT 1 FROM json_each(?) j
+          WHERE NOT (${ledgerSql(`(SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ${project})`, `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} = ${resourceClass})`)} <= ${limitSql(project, resourceClass)}))`,
+      [JSON.stringify(raised)],
+    );
+  }
+
+  /**
+   * A claim's snapshot: the limits of `projects`, their usage of every class,
+   * and what the claimed consumers hold now, by project and class, among
+   * the consumers that count.
+   */
+  snapshot(projects: readonly string[], consumers: readonly string[]): InStatement[] {
+    const named = [REGISTERED, ...projects];
+    return [
+      {
+        sql: `SELECT ${LIMIT.project}, ${LIMIT.resourceClass}, ${LIMIT.resourceLimit} FROM ext_limits WHERE ${LIMIT.project} IN (${inList(named)})`,
+        args: named,
+      },
+      this.usageOfProjects(projects),
+      {
+        sql: `SELECT p.${PROJECT.externalId} AS project, rc.${RC.name} AS rc, total(a.${ALLOC.used}) AS used
+          FROM consumers c JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId}
+          JOIN allocations a ON a.${ALLOC.consumerId} = c.${CONSUMER.uuid}
+          JOIN resource_classes rc ON rc.${RC.id} = a.${ALLOC.resourceClassId}
+          WHERE c.${CONSUMER.uuid} IN (${inList(consumers)}) AND ${this.counted}
+          GROUP BY p.${PROJECT.externalId}, rc.${RC.name}`,
+        args: [...consumers],
+      },
+    ];
+  }
+
+  /** The ledger of `projects` (every project when undefined), by project and class name. */
+  usageOfProjects(projects?: readonly string[]): InStatement {
+    return {
+      sql: `SELECT p.${PROJECT.externalId} AS project, rc.${RC.name} AS rc, u.${U.used} AS used
+        FROM ext_limit_usage u JOIN projects p ON p.${PROJECT.id} = u.${U.projectId} JOIN resource_classes rc ON rc.${RC.id} = u.${U.resourceClassId}
+        WHERE u.${U.used} != 0${projects === undefined ? '' : ` AND p.${PROJECT.externalId} IN (${inList(projects)})`}`,
+      args: projects === undefined ? [] : [...projects],
+    };
+  }
+}
+
+/** (project, class) -> amount, from rows of project, rc, used. */
+export function usageTable(result: ResultSet): Map<string, number> {
+  return new Map(result.rows.map((r) => [usageKey(str(r, 'project'), str(r, 'rc')), num(r, 'used')]));
+}
+
+export const usageKey = (project: string, resourceClass: string) => `${project}\u0000${resourceClass}`;
+
+/** The limits as rows read from the table. */
+export function limitSetOfResult(result: ResultSet): LimitSet {
+  return limitSetOf(
+    result.rows.map((r) => ({
+      project: str(r, LIMIT.project),
+      resourceClass: str(r, LIMIT.resourceClass),
+      limit: num(r, LIMIT.resourceLimit),
+    })),
+  );
+}
+
+export const READ_LIMITS: InStatement = `SELECT ${LIMIT.project}, ${LIMIT.resourceClass}, ${LIMIT.resourceLimit} FROM ext_limits`;
+export const READ_SYNC: InStatement = `SELECT ${LIMIT_SYNC.syncedAt}, ${LIMIT_SYNC.source} FROM ext_limits_sync WHERE ${LIMIT_SYNC.id} = 1`;
+
+/** When the limits were last read, and from where; null before the first read. */
+export function syncOf(result: ResultSet): { syncedAt: number; source: string } | null {
+  const row = result.rows[0];
+  return row ? { syncedAt: num(row, LIMIT_SYNC.syncedAt), source: str(row, LIMIT_SYNC.source) } : null;
+}
+
+/** The table replaced by `limits` (when `rows` differ from what it holds), and the time of this read. */
+export function writeLimitsStatements(limits: LimitSet | null, syncedAt: number, source: string): InStatement[] {
+  const statements: InStatement[] = [];
+  if (limits) {
+    statements.push('DELETE FROM ext_limits');
+    const rows: LimitRow[] = rowsOf(limits);
+    // In slices: SQLite binds at most 32766 values per statement.
+    for (let at = 0; at < rows.length; at += 1000) {
+      const slice = rows.slice(at, at + 1000);
+      statements.push({
+        sql: `INSERT INTO ext_limits (${LIMIT.project}, ${LIMIT.resourceClass}, ${LIMIT.resourceLimit}) VALUES ${slice.map(() => '(?, ?, ?)').join(', ')}`,
+        args: slice.flatMap((r) => [r.project, r.resourceClass, r.limit]),
+      });
+    }
+  }
+  statements.push({
+    sql: `INSERT INTO ext_limits_sync (${LIMIT_SYNC.id}, ${LIMIT_SYNC.syncedAt}, ${LIMIT_SYNC.source}) VALUES (1, ?, ?)
+      ON CONFLICT (${LIMIT_SYNC.id}) DO UPDATE SET ${LIMIT_SYNC.syncedAt} = excluded.${LIMIT_SYNC.syncedAt}, ${LIMIT_SYNC.source} = excluded.${LIMIT_SYNC.source}`,
+    args: [syncedAt, source],
+  });
+  return statements;
+}

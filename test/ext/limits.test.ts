@@ -1,0 +1,324 @@
+// Project limits enforced inside the claim (issue 35), with static limits
+// (PLACEMENT_LIMITS=static) on the embedded file: what every claim path
+// refuses and grants, what counts, the relief of a lowered limit, the cost in
+// round trips, the answers of /ext/limits and the metric. Keystone as the
+// source, and racing instances on a libSQL server: limits-keystone.test.ts.
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { buildNodeDeps } from '../../src/entry/node-service.js';
+import { countBatches } from '../write-model/count-batches.js';
+import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+const P = 'aaaaaaaa-0000-4000-8000-00000000000a';
+const Q = 'bbbbbbbb-0000-4000-8000-00000000000b';
+const USER = 'cccccccc-0000-4000-8000-00000000000c';
+const LIMITS = JSON.stringify({ registered: { 'class:VCPU': 10, 'class:MEMORY_MB': 4096 }, projects: { [Q]: { 'class:VCPU': 3 } } });
+
+let t: TestApp;
+afterEach(() => t?.close());
+
+async function limitedApp(json = LIMITS, env: Record<string, string> = {}): Promise<TestApp> {
+  t = await makeTestApp({ PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: json, ...env });
+  await t.deps.limits!.start();
+  return t;
+}
+
+async function host(vcpu = 64, name = crypto.randomUUID()): Promise<string> {
+  const uuid = crypto.randomUUID();
+  expect((await t.call('POST', '/resource_providers', { body: { name, uuid } })).status).toBe(200);
+  const inventories = { VCPU: { total: vcpu }, MEMORY_MB: { total: 65536 }, DISK_GB: { total: 1000 } };
+  expect(
+    (await t.call('PUT', `/resource_providers/${uuid}/inventories`, { body: { resource_provider_generation: 0, inventories } })).status,
+  ).toBe(200);
+  return uuid;
+}
+
+const claimBody = (
+  rp: string,
+  resources: Record<string, number>,
+  opts: { project?: string; type?: string; generation?: number | null } = {},
+) => ({
+  allocations: { [rp]: { resources } },
+  project_id: opts.project ?? P,
+  user_id: USER,
+  consumer_generation: opts.generation === undefined ? null : opts.generation,
+  consumer_type: opts.type ?? 'INSTANCE',
+});
+
+const put = (consumer: string, body: unknown, version?: string) => t.call('PUT', `/allocations/${consumer}`, { body, version });
+
+async function report(project: string) {
+  const res = await t.call('GET', `/ext/limits?project_id=${project}`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as { limits: Record<string, { limit: number; usage: number; remaining: number }> };
+}
+
+describe('PLACEMENT_LIMITS=static', () => {
+  it('grants claims up to the registered limit and refuses the one that would cross it, in the error envelope', async () => {
+    await limitedApp();
+    const rp = await host();
+    for (let i = 0; i < 5; i++) expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 2 }))).status).toBe(204);
+    const refused = await put(crypto.randomUUID(), claimBody(rp, { VCPU: 1 }));
+    expect(refused.status).toBe(409);
+    const error = await errorOf(refused);
+    expect(error.code).toBe('placement.ext.limit_exceeded');
+    expect(error.detail).toContain(`project '${P}'`);
+    expect(error.detail).toContain("'VCPU'");
+    expect(error.detail).toContain('(limit 10, usage 10, requested 1)');
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 10, usage: 10, remaining: 0 });
+    // Another class of the same project, and another project, are unaffected.
+    expect((await put(crypto.randomUUID(), claimBody(rp, { DISK_GB: 50 }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 3 }, { project: Q }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 1 }, { project: Q }))).status).toBe(409);
+    expect((await report(Q)).limits.VCPU).toEqual({ limit: 3, usage: 3, remaining: 0 });
+    // The refusals are counted by class.
+    const metrics = await (await t.call('GET', '/metrics')).text();
+    expect(metrics).toMatch(/placement_limit_refusals_total\{resource_class="VCPU"\} [2-9]/);
+  });
+
+  it('counts INSTANCE and untyped consumers, not MIGRATION ones (a resize counts once)', async () => {
+    await limitedApp();
+    const rp = await host();
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 6 }))).status).toBe(204);
+    // The old flavor held by the migration consumer does not count.
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 6 }, { type: 'MIGRATION' }))).status).toBe(204);
+    // Untyped (before 1.38): counted.
+    const untyped = { allocations: { [rp]: { resources: { VCPU: 4 } } }, project_id: P, user_id: USER, consumer_generation: null };
+    expect((await put(crypto.randomUUID(), untyped, '1.37')).status).toBe(204);
+    expect((await put(crypto.randomUUID(), untyped, '1.37')).status).toBe(409);
+    expect((await report(P)).limits.VCPU!.usage).toBe(10);
+  });
+
+  it('counts what the settings say: PLACEMENT_LIMITS_CONSUMER_TYPES and PLACEMENT_LIMITS_COUNT_UNTYPED', async () => {
+    await limitedApp(LIMITS, { PLACEMENT_LIMITS_CONSUMER_TYPES: 'INSTANCE,MIGRATION', PLACEMENT_LIMITS_COUNT_UNTYPED: 'false' });
+    const rp = await host();
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 6 }, { type: 'MIGRATION' }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 5 }))).status).toBe(409);
+    const untyped = { allocations: { [rp]: { resources: { VCPU: 20 } } }, project_id: P, user_id: USER, consumer_generation: null };
+    expect((await put(crypto.randomUUID(), untyped, '1.37')).status).toBe(204);
+  });
+
+  it('a limit lowered below usage: what is held stays, shrinking and moving pass, growth is refused', async () => {
+    await limitedApp(JSON.stringify({ registered: { 'class:VCPU': 10 } }));
+    const [a, b] = [await host(), await host()];
+    const vm = crypto.randomUUID();
+    expect((await put(vm, claimBody(a, { VCPU: 8 }))).status).toBe(204);
+    // The operator lowers the limit to 4 (a new configuration, read at the next start).
+    const lowered = await buildNodeDeps(
+      loadConfig({
+        PLACEMENT_DB_URL: t.dbUrl,
+        PLACEMENT_LIMITS: 'static',
+        PLACEMENT_LIMITS_JSON: JSON.stringify({ registered: { 'class:VCPU': 4 } }),
+      }),
+      { debug() {}, info() {}, warn() {}, error() {} },
+    );
+    await lowered.limits!.refresh();
+    lowered.store.close();
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 4, usage: 8, remaining: -4 });
+    // A migration consumer claimed over the limit: not counted, so granted, in one write batch.
+    const counts = countBatches(t.deps.store);
+    expect((await put(crypto.randomUUID(), claimBody(b, { VCPU: 1 }, { type: 'MIGRATION' }))).status).toBe(204);
+    expect(counts).toEqual({ reads: 0, writes: 1 });
+    // Moving to another host, same size: accepted.
+    expect((await put(vm, claimBody(b, { VCPU: 8 }, { generation: 1 }))).status).toBe(204);
+    // Shrinking, still over: accepted.
+    expect((await put(vm, claimBody(b, { VCPU: 6 }, { generation: 2 }))).status).toBe(204);
+    // Growing: refused, whatever the host.
+    const grow = await put(vm, claimBody(a, { VCPU: 7 }, { generation: 3 }));
+    expect(grow.status).toBe(409);
+    expect((await errorOf(grow)).detail).toContain('(limit 4, usage 6, requested 1)');
+    // A new claim of the class: refused; of another class: granted.
+    expect((await put(crypto.randomUUID(), claimBody(a, { VCPU: 1 }))).status).toBe(409);
+    expect((await put(crypto.randomUUID(), claimBody(a, { MEMORY_MB: 1024 }))).status).toBe(204);
+    const listed = (await (await t.call('GET', '/ext/limits')).json()) as { projects: { project_id: string; limits: object }[] };
+    expect(listed.projects).toEqual([{ project_id: P, limits: { VCPU: { limit: 4, usage: 6, remaining: -2 } } }]);
+  });
+
+  it('POST /allocations and the reshaper are checked alike', async () => {
+    await limitedApp();
+    const rp = await host();
+    const [c1, c2] = [crypto.randomUUID(), crypto.randomUUID()];
+    const both = (vcpu: number) => ({
+      [c1]: {
+        allocations: { [rp]: { resources: { VCPU: vcpu } } },
+        project_id: P,
+        user_id: USER,
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
+      [c2]: {
+        allocations: { [rp]: { resources: { VCPU: vcpu } } },
+        project_id: P,
+        user_id: USER,
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
+    });
+    const over = await t.call('POST', '/allocations', { body: both(6) });
+    expect(over.status).toBe(409);
+    expect((await errorOf(over)).code).toBe('placement.ext.limit_exceeded');
+    expect((await t.call('POST', '/allocations', { body: both(5) })).status).toBe(204);
+    // The reshaper: moving c1's 5 VCPU to a child provider is not growth; adding 1 more is.
+    const generation = ((await (await t.call('GET', `/resource_providers/${rp}`)).json()) as { generation: number }).generation;
+    const reshape = (vcpu: number) =>
+      t.call('POST', '/reshaper', {
+        body: {
+          inventories: {
+            [rp]: {
+              resource_provider_generation: generation,
+              inventories: { VCPU: { total: 64 }, MEMORY_MB: { total: 65536 }, DISK_GB: { total: 1000 } },
+            },
+          },
+          allocations: {
+            [c1]: {
+              allocations: { [rp]: { resources: { VCPU: vcpu } } },
+              project_id: P,
+              user_id: USER,
+              consumer_generation: 1,
+              consumer_type: 'INSTANCE',
+            },
+          },
+        },
+      });
+    const grown = await reshape(6);
+    expect(grown.status).toBe(409);
+    expect((await errorOf(grown)).code).toBe('placement.ext.limit_exceeded');
+    expect((await reshape(4)).status).toBe(204);
+  });
+
+  it('a granted claim of a new consumer is still one write batch; a refused one is answered after one read', async () => {
+    await limitedApp();
+    const rp = await host();
+    let counts = countBatches(t.deps.store);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 10 }))).status).toBe(204);
+    expect(counts).toEqual({ reads: 0, writes: 1 });
+    counts = countBatches(t.deps.store);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 1 }))).status).toBe(409);
+    expect(counts).toEqual({ reads: 1, writes: 1 });
+  });
+
+  it('GET /ext/limits?project_id answers every limited class with its limit, usage and what remains', async () => {
+    await limitedApp();
+    const rp = await host();
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 3, MEMORY_MB: 1024 }, { project: Q }))).status).toBe(204);
+    expect(await report(Q)).toEqual({
+      project_id: Q,
+      limits: { MEMORY_MB: { limit: 4096, usage: 1024, remaining: 3072 }, VCPU: { limit: 3, usage: 3, remaining: 0 } },
+    });
+    const refreshed = await t.call('POST', '/ext/limits/refresh');
+    expect(refreshed.status).toBe(200);
+    expect(await refreshed.json()).toMatchObject({
+      source: 'PLACEMENT_LIMITS_JSON',
+      registered: { VCPU: 10, MEMORY_MB: 4096 },
+      projects: 1,
+    });
+    const bad = await t.call('GET', '/ext/limits?project=x');
+    expect(bad.status).toBe(400);
+  });
+});
+
+describe('ext_within_limits=true on GET /allocation_candidates', () => {
+  it("answers none when the request alone would cross the caller's project limit, and why-no-host says so", async () => {
+    await limitedApp();
+    const rp = await host();
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 8 }))).status).toBe(204);
+    const ask = async (query: string, path = '/allocation_candidates') =>
+      (await t.call('GET', `${path}?${query}`, { headers: { 'x-project-id': P } })).json() as Promise<Record<string, unknown>>;
+    const count = async (query: string) => ((await ask(query)).allocation_requests as unknown[]).length;
+    // Stock requests are as upstream: the limit is the claim's business.
+    expect(await count('resources=VCPU:3')).toBe(1);
+    expect(await count('resources=VCPU:3&ext_within_limits=false')).toBe(1);
+    expect(await count('resources=VCPU:2&ext_within_limits=true')).toBe(1);
+    expect(await count('resources=VCPU:3&ext_within_limits=true')).toBe(0);
+    // Every group counts: 2 + 1 crosses 10 with 8 in use.
+    expect(await count('resources1=VCPU:2&resources2=VCPU:1&group_policy=none&ext_within_limits=true')).toBe(0);
+    const diagnosis = await ask('resources=VCPU:3&ext_within_limits=true', '/diagnostics/allocation_candidates');
+    expect(diagnosis.allocation_requests).toBe(0);
+    expect(diagnosis.project_limit).toBe(`the request alone would cross project '${P}''s limit of VCPU (limit 10, usage 8, requested 3)`);
+    expect((await t.call('GET', '/allocation_candidates?resources=VCPU:1&ext_within_limits=yes')).status).toBe(400);
+  });
+});
+
+describe('the usage ledger', () => {
+  /** The ledger, and the same counted from the allocations: equal after any write. */
+  async function ledgerAndCount() {
+    const { client } = t.deps.store;
+    const rows = async (sql: string) =>
+      (await client.execute(sql)).rows.map((r) => `${r.project_id}/${r.resource_class_id}=${r.used}`).sort();
+    return {
+      ledger: await rows('SELECT project_id, resource_class_id, used FROM ext_limit_usage WHERE used != 0'),
+      counted: await rows(`SELECT c.project_id, a.resource_class_id, sum(a.used) AS used FROM consumers c
+        JOIN allocations a ON a.consumer_id = c.uuid LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
+        WHERE ct.name IS NULL OR ct.name = 'INSTANCE' GROUP BY c.project_id, a.resource_class_id`),
+    };
+  }
+
+  it('equals the allocations of the consumers that count after every kind of write, and is counted again when installed', async () => {
+    await limitedApp(JSON.stringify({ registered: { 'class:VCPU': 1000 } }));
+    const [a, b] = [await host(), await host()];
+    const [vm, migration, old] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    const check = async (what: string) => {
+      const { ledger, counted } = await ledgerAndCount();
+      expect(ledger, what).toEqual(counted);
+    };
+    expect((await put(vm, claimBody(a, { VCPU: 4, MEMORY_MB: 512 }))).status).toBe(204);
+    expect((await put(migration, claimBody(b, { VCPU: 2 }, { type: 'MIGRATION' }))).status).toBe(204);
+    const untyped = { allocations: { [a]: { resources: { VCPU: 1 } } }, project_id: P, user_id: USER };
+    expect((await put(old, untyped, '1.27')).status).toBe(204);
+    await check('claims');
+    // Moved, resized, to another project, to another type.
+    expect((await put(vm, claimBody(b, { VCPU: 6, DISK_GB: 10 }, { generation: 1, project: Q }))).status).toBe(204);
+    await check('moved to another project');
+    expect((await put(vm, claimBody(b, { VCPU: 6 }, { generation: 2, project: Q, type: 'MIGRATION' }))).status).toBe(204);
+    await check('typed MIGRATION');
+    expect((await put(migration, claimBody(a, { VCPU: 3 }, { generation: 1 }))).status).toBe(204);
+    await check('typed INSTANCE');
+    // POST /allocations: one consumer emptied, one moved.
+    const both = {
+      [old]: { allocations: {}, project_id: P, user_id: USER, consumer_generation: 1, consumer_type: 'INSTANCE' },
+      [migration]: {
+        allocations: { [b]: { resources: { VCPU: 3 } } },
+        project_id: P,
+        user_id: USER,
+        consumer_generation: 2,
+        consumer_type: 'INSTANCE',
+      },
+    };
+    expect((await t.call('POST', '/allocations', { body: both })).status).toBe(204);
+    await check('POST /allocations');
+    expect((await t.call('DELETE', `/allocations/${migration}`)).status).toBe(204);
+    await check('DELETE /allocations');
+    // Installed again (another counting rule, then this one): counted again from the allocations.
+    await t.deps.store.client.execute('DELETE FROM ext_limit_usage');
+    await t.deps.store.client.execute('DROP TRIGGER ext_limit_usage_consumer_join');
+    await t.deps.limits!.prepare();
+    await check('installed again');
+  });
+});
+
+describe('PLACEMENT_LIMITS=off (the default)', () => {
+  it('installs no guard and answers /ext/limits 404: claims are as upstream', async () => {
+    t = await makeTestApp();
+    expect(t.deps.limits).toBeUndefined();
+    expect(t.deps.writeHooks.claimGuards.map((g) => g.name)).not.toContain('project limits');
+    const rp = await host();
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 64 }))).status).toBe(204);
+    const off = await t.call('GET', '/ext/limits');
+    expect(off.status).toBe(404);
+    expect((await errorOf(off)).detail).toContain('PLACEMENT_LIMITS=off');
+  });
+
+  it('refuses a start whose limits settings cannot work, naming the setting', () => {
+    expect(() => loadConfig({ PLACEMENT_LIMITS: 'static' })).toThrow(
+      /PLACEMENT_LIMITS_JSON: PLACEMENT_LIMITS=static but no limits are set/,
+    );
+    expect(() => loadConfig({ PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: '{"registered": {"VCPU": 1}}' })).toThrow(
+      /PLACEMENT_LIMITS_JSON: at registered.VCPU: .*class:<RESOURCE_CLASS>/,
+    );
+    expect(() => loadConfig({ PLACEMENT_LIMITS: 'keystone' })).toThrow(
+      /PLACEMENT_KEYSTONE_AUTH_URL: PLACEMENT_LIMITS=keystone reads the limits/,
+    );
+    expect(() => loadConfig({ PLACEMENT_LIMITS: 'quota' })).toThrow(/PLACEMENT_LIMITS/);
+    expect(() => loadConfig({ PLACEMENT_LIMITS_CONSUMER_TYPES: 'instance' })).toThrow(/PLACEMENT_LIMITS_CONSUMER_TYPES/);
+  });
+});

@@ -1,0 +1,53 @@
+// Project limits inside workerd against sqld (issue 35): the isolate's boot
+// installs the usage ledger and reads the limits (PLACEMENT_LIMITS=static in
+// vitest.worker.config.ts, on a class only this file uses), claims past the
+// limit get placement's 409 limit_exceeded, and /ext/limits answers.
+import { env } from 'cloudflare:workers';
+import { exports } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+
+const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
+const RC = 'CUSTOM_LIMITS_WORKER';
+
+function call(method: string, path: string, body?: unknown): Promise<Response> {
+  const headers: Record<string, string> = {
+    'x-auth-token': 'admin',
+    accept: 'application/json',
+    'openstack-api-version': 'placement latest',
+  };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  return worker.fetch(
+    new Request(`http://placement.test${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
+  );
+}
+
+describe('project limits in Worker mode', () => {
+  it('grants claims up to the limit and refuses the next with placement.ext.limit_exceeded', async () => {
+    expect((env as Record<string, unknown>).PLACEMENT_LIMITS).toBe('static');
+    expect((await call('PUT', `/resource_classes/${RC}`)).status).toBeLessThan(300);
+    const rp = crypto.randomUUID();
+    expect((await call('POST', '/resource_providers', { name: `limits-${rp}`, uuid: rp })).status).toBe(200);
+    const inv = await call('PUT', `/resource_providers/${rp}/inventories`, {
+      resource_provider_generation: 0,
+      inventories: { [RC]: { total: 10 } },
+    });
+    expect(inv.status).toBe(200);
+    const project = crypto.randomUUID();
+    const claim = () =>
+      call('PUT', `/allocations/${crypto.randomUUID()}`, {
+        allocations: { [rp]: { resources: { [RC]: 1 } } },
+        project_id: project,
+        user_id: project,
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      });
+    const answers = await Promise.all(Array.from({ length: 6 }, () => claim()));
+    expect(answers.filter((r) => r.status === 204)).toHaveLength(3);
+    for (const refused of answers.filter((r) => r.status !== 204)) {
+      expect(refused.status).toBe(409);
+      expect(((await refused.json()) as { errors: { code: string }[] }).errors[0]!.code).toBe('placement.ext.limit_exceeded');
+    }
+    const shown = await call('GET', `/ext/limits?project_id=${project}`);
+    expect(await shown.json()).toEqual({ project_id: project, limits: { [RC]: { limit: 3, usage: 3, remaining: 0 } } });
+  });
+});
