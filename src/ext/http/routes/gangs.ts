@@ -16,7 +16,7 @@ import { GangLeaseResponse, gangCandidatesResponseSchema, postGangSchema } from 
 import { EXT_RULE } from '../../policy.js';
 import type { AppContext } from '../../../http/env.js';
 
-export const gangRoutes = new RouteTable('diagnostics', placementHttp);
+export const gangRoutes = new RouteTable('extensions', placementHttp);
 
 /** The gang's own parameters, then every /allocation_candidates parameter (`limit` counts gangs here). */
 export const gangQuery = (mv: Microversion): QueryParam[] => [
