@@ -219,12 +219,10 @@ async function run(strategy: Strategy, stream: Arrival[]): Promise<Outcome> {
         const i = next++;
         if (i >= stream.length) return;
         const a = stream[i]!;
-        for (let j = live.length - 1; j >= 0; j -= 1) {
-          if (live[j]!.leaves <= i) {
-            const [job] = live.splice(j, 1);
-            await release(call, job!.consumers);
-          }
-        }
+        // Jobs due to leave, taken off the shared list before any await (the other clients share it).
+        const leaving: string[] = [];
+        for (let j = live.length - 1; j >= 0; j -= 1) if (live[j]!.leaves <= i) leaving.push(...live.splice(j, 1)[0]!.consumers);
+        await release(call, leaving);
         const consumers = await place(call, strategy, a, o);
         if (a.count === 1) {
           if (consumers) {
