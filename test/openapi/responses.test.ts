@@ -341,6 +341,20 @@ describe('live answers match GET /openapi.json', () => {
     await documented(await send('GET', '/ext/leases'), 'get', '/ext/leases');
     await documented(await send('DELETE', lease), 'delete', '/ext/leases/{consumer_uuid}');
     await documented(await send('GET', lease), 'get', '/ext/leases/{consumer_uuid}');
+    const gangs = (await documented(
+      await send('GET', '/ext/gang_candidates?count=1&resources=VCPU:1&ext_domain=any'),
+      'get',
+      '/ext/gang_candidates',
+    )) as {
+      gangs: { allocation_requests: { allocations: Json }[] }[];
+    };
+    const member = {
+      allocations: gangs.gangs[0]!.allocation_requests[0]!.allocations,
+      project_id: crypto.randomUUID(),
+      user_id: crypto.randomUUID(),
+    };
+    const members = { [crypto.randomUUID()]: { ...member, consumer_generation: null, consumer_type: 'INSTANCE' } };
+    await documented(await send('POST', '/ext/gangs', { members, lease_seconds: 60 }), 'post', '/ext/gangs');
   });
 
   it('extensions: project limits (PLACEMENT_LIMITS=static)', async () => {

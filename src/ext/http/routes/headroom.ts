@@ -2,6 +2,7 @@ import { queryParams } from '../../../http/validate.js';
 import { parseCandidateRequestWithExt } from '../../../placement/candidates/ext-params.js';
 import { authorize, requireVersion } from '../../../placement/http/middleware.js';
 import { findHeadroom } from '../../headroom.js';
+import { findGangHeadroom } from '../../gangs/headroom.js';
 import { EXT_RULE } from '../../policy.js';
 import { MV } from '../../../placement/versions.js';
 import { HeadroomResponse } from '../../responses.js';
@@ -15,7 +16,12 @@ headroomRoutes.resource('/headroom', {
   GET: {
     summary: 'Extension: per tree, how many first-candidate claims of this request fit now (any allocation-candidates query)',
     since: MV.ALLOCATION_CANDIDATES,
-    query: candidateQuery,
+    query: (mv) => [
+      { name: 'count', description: 'extension (docs/gangs.md): gangs of N hosts - also count per domain how many more fit' },
+      { name: 'ext_domain', description: "with count: 'aggregate' (default) or 'any'" },
+      { name: 'ext_domain_member_of', description: 'with count: in:AGG1,AGG2 - only these aggregates' },
+      ...candidateQuery(mv),
+    ],
     responses: { 200: 'Counts per tree and their total' },
     responseSchema: HeadroomResponse,
     responseName: 'Headroom',
@@ -23,10 +29,13 @@ headroomRoutes.resource('/headroom', {
       requireVersion(c, 'ALLOCATION_CANDIDATES');
       authorize(c, EXT_RULE);
       const { store, candidates } = c.var.deps;
+      const query = queryParams(c);
       // Every viable tree, whatever the candidate cap, in stable order.
       const options = candidates.options({ randomize: false, maxCandidates: 0 });
-      const headroom = await findHeadroom(store.nearby, parseCandidateRequestWithExt(queryParams(c), c.var.mv), c.var.mv, options);
       c.header('cache-control', 'no-cache');
+      // count=N (gangs, docs/gangs.md): how many more gangs of N fit per domain, beside the per-tree counts.
+      if (query.count) return c.json(await findGangHeadroom(store.nearby, query, c.var.mv, options));
+      const headroom = await findHeadroom(store.nearby, parseCandidateRequestWithExt(query, c.var.mv), c.var.mv, options);
       return c.json(headroom);
     },
   },

@@ -6,14 +6,16 @@
 //   /ext/resource_providers/{uuid}/counters            counters.ts (inventory policies: the agent writes them)
 //   /ext/leases[/{consumer_uuid}]                      leases.ts
 //   /ext/limits, /ext/limits/refresh                   limits.ts (project limits, docs/limits.md)
+//   /ext/gang_candidates, /ext/gangs                   gangs.ts (docs/gangs.md)
 import { joinRoutes, type RouteTable } from '../../../http/route-table.js';
 import { counterRoutes } from './counters.js';
+import { gangRoutes } from './gangs.js';
 import { headroomRoutes } from './headroom.js';
 import { leaseRoutes } from './leases.js';
 import { limitRoutes } from './limits.js';
 import { taintRoutes } from './taints.js';
 
 /** Read by the router and by GET /openapi.json, in this order. */
-export const EXT_ROUTES: RouteTable[] = [headroomRoutes, taintRoutes, counterRoutes, leaseRoutes, limitRoutes];
+export const EXT_ROUTES: RouteTable[] = [headroomRoutes, taintRoutes, counterRoutes, leaseRoutes, limitRoutes, gangRoutes];
 
 export const extRoutes = joinRoutes(EXT_ROUTES);

@@ -1,0 +1,81 @@
+// Gangs (docs/gangs.md): N hosts at once, each on a different root, all
+// inside one domain (an aggregate), or none. Built on the candidates engine's
+// public answer: one search of the whole query (every group, trait, taint,
+// toleration, shared counter, ext_first_of as /allocation_candidates applies
+// them), then the candidates are grouped by the domains of their hosts and
+// one per host is taken while the members fit together (assemble.ts).
+import type { BatchReader } from '../../db/client.js';
+import type { Microversion } from '../../microversion.js';
+import { type CandidateOptions, findAllocationCandidates } from '../../placement/candidates/index.js';
+import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
+import { assembleGang, candidatesOf, type Gang, type RankedGang, rankGangs, usedProviders } from './assemble.js';
+import { readDomainFacts } from './domains.js';
+import { parseGangQuery } from './query.js';
+
+export { parseGangQuery, type GangQuery } from './query.js';
+export type { Gang } from './assemble.js';
+
+export interface GangAnswer {
+  gangs: Gang[];
+  /** Only when the engine's candidate cap or time budget cut the search: a domain may have more room than found. */
+  incomplete?: true;
+}
+
+/** The options the gang search runs the engine with: stable order, one candidate per tree in turn (a cap cuts hosts evenly). */
+export function gangSearchOptions(options: CandidateOptions): CandidateOptions {
+  return { ...options, randomize: false, generationStrategy: 'breadth-first' };
+}
+
+/** What a gang search found, before ranking: every domain's gang (or none) and whether the search was cut. */
+export interface DomainSearch {
+  gangs: RankedGang[];
+  /** Per domain (null: ext_domain=any), how many hosts can take one member now. */
+  hostsPerDomain: Map<string | null, number>;
+  incomplete: boolean;
+}
+
+/** Searches every domain for a gang of `count` (`query`: the whole GET query, gang parameters included). */
+export async function searchDomains(
+  reader: BatchReader,
+  query: Record<string, string[]>,
+  mv: Microversion,
+  options: CandidateOptions,
+  countRequired = true,
+): Promise<DomainSearch & { gang: ReturnType<typeof parseGangQuery>['gang'] }> {
+  const { gang, rest } = parseGangQuery(query, countRequired);
+  const request = parseCandidateRequestWithExt(rest, mv);
+  request.limit = null;
+  const opts = gangSearchOptions(options);
+  const started = Date.now();
+  const body = await findAllocationCandidates(reader, request, mv, opts);
+  const cut =
+    (opts.maxCandidates > 0 && body.allocation_requests.length >= opts.maxCandidates) ||
+    (opts.timeBudgetMs !== undefined && opts.timeBudgetMs > 0 && Date.now() - started >= opts.timeBudgetMs);
+  const facts = await readDomainFacts(reader, gang.domain === 'any' ? [] : gang.domains, usedProviders(body));
+  const candidates = candidatesOf(body, facts);
+  const gangs: RankedGang[] = [];
+  const hostsPerDomain = new Map<string | null, number>();
+  const domains: [string | null, (host: string) => boolean][] =
+    gang.domain === 'any' ? [[null, () => true]] : [...facts.rootsOf].map(([agg, roots]) => [agg, (host: string) => roots.has(host)]);
+  for (const [domain, inDomain] of domains) {
+    const hosts = new Set<string>();
+    for (const c of candidates) if (c.host !== null && inDomain(c.host)) hosts.add(c.host);
+    hostsPerDomain.set(domain, hosts.size);
+    if (hosts.size < gang.count) continue;
+    const found = assembleGang(domain, candidates, inDomain, gang.count, body.provider_summaries);
+    if (found) gangs.push(found);
+  }
+  return { gang, gangs, hostsPerDomain, incomplete: cut };
+}
+
+/** GET /ext/gang_candidates: at most `limit` gangs, the tightest domain first. */
+export async function findGangs(
+  reader: BatchReader,
+  query: Record<string, string[]>,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<GangAnswer> {
+  const { gang, gangs, incomplete } = await searchDomains(reader, query, mv, options);
+  const ranked = rankGangs(gangs, gang);
+  return incomplete ? { gangs: ranked, incomplete: true } : { gangs: ranked };
+}
