@@ -2,7 +2,7 @@
 // taken out of the query before the rest goes to the candidates engine's own
 // parser, which rejects keys it does not know. Pure.
 import { invalid } from '../../errors.js';
-import { isUuidLike, normalizeUuid } from '../../uuid.js';
+import { isUuidLike, normalizeUuid } from '../../shared/uuid.js';
 
 /** Most members one gang may ask for. */
 export const MAX_GANG = 1000;
