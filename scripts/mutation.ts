@@ -40,7 +40,7 @@ export const MODULES: Module[] = [
   {
     name: 'counters',
     mutate: ['src/ext/counters/model.ts', 'src/ext/counters/repo.ts', 'src/ext/counters/sql.ts', 'src/ext/counters/audit.ts'],
-    tests: ['test/ext/counters.test.ts', 'test/ext/counters-property.test.ts'],
+    tests: ['test/ext/counters.test.ts', 'test/ext/counters-property.test.ts', 'test/ext/gpu-extensions-combined.test.ts'],
   },
   { name: 'first-of', mutate: ['src/placement/candidates/first-of.ts'], tests: ['test/ext/first-of.test.ts'] },
   { name: 'replica-reader', mutate: ['src/db/replica.ts'], tests: ['test/db/replica-reader.test.ts'] },
