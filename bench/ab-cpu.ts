@@ -19,8 +19,28 @@ for (const root of sides) {
     parse: await import(`${root}/src/placement/candidates/parse.ts`),
     mv: await import(`${root}/src/http/microversion.ts`),
     claims: await import(`${root}/src/placement/writes/claims.ts`),
+    // Since issue 32 the engine takes its tree cache and read hooks from its app (Deps.candidates):
+    // the same as the route passes, so both sides read the same statements and keep trees alike.
+    compose: await import(`${root}/src/compose.ts`),
+    // Since issue 32 a claim takes the app's write hooks and metrics beside the store (absent before).
+    hooks: await import(`${root}/src/placement/writes/hooks.ts`).catch(() => null),
+    install: await import(`${root}/src/ext/install.ts`).catch(() => null),
   });
 }
+/** The engine context of one side's app, where it has one (undefined before issue 32: a module cache, hooks built in). */
+// biome-ignore lint/suspicious/noExplicitAny: two checkouts' modules, loaded by path
+const contextOf = (m: any) => {
+  if (!m.compose.candidateEngine) return {};
+  const engine = m.compose.candidateEngine({
+    PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: false,
+    PLACEMENT_MAX_ALLOCATION_CANDIDATES: 0,
+    PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: 0,
+    PLACEMENT_CANDIDATE_TREE_CACHE: 100000,
+    PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY: 'depth-first',
+  });
+  return { trees: engine.trees, hooks: engine.hooks };
+};
+const contexts = mods.map(contextOf);
 const Q = 'resources=VCPU:1,MEMORY_MB:256,DISK_GB:10';
 const cpu = () => {
   const u = process.cpuUsage();
@@ -33,6 +53,11 @@ const dbs = sides.map((_, i) => {
   return createClient({ url: `file:${p}` });
 });
 const stores = mods.map((m, i) => m.client.createDataStore(dbs[i]));
+const claimTargets = mods.map((m, i) =>
+  m.hooks
+    ? { store: stores[i], writeHooks: m.hooks.writeHooks(m.install.writeExtensions), metrics: { capacityRefusals: { inc() {} } } }
+    : stores[i],
+);
 const readers = mods.map((m, i) => m.client.clientReader(dbs[i]));
 const uuids = (await dbs[0].execute('SELECT uuid FROM resource_providers ORDER BY id LIMIT 300')).rows.map((r) => String(r.uuid));
 async function candidates(i: number, cache: number, n: number) {
@@ -45,6 +70,7 @@ async function candidates(i: number, cache: number, n: number) {
       maxCandidates: 0,
       treeCacheProviders: cache,
       now: Date.now(),
+      ...contexts[i],
     });
     JSON.stringify(body);
   }
@@ -58,7 +84,7 @@ async function claims(i: number, n: number, ordinary: boolean) {
     const uuid = `00000000-0000-4000-8000-${String(++seq).padStart(12, '0')}`;
     const rp = uuids[k % uuids.length];
     await m.claims.claimAllocations(
-      stores[i],
+      claimTargets[i],
       [{ uuid, projectId: 'p', userId: 'u', generation: ordinary ? undefined : null, allocations: { [rp]: { VCPU: 1, MEMORY_MB: 256 } } }],
       { requireGeneration: !ordinary, now: new Date().toISOString(), endpoint: 'PUT /allocations/{consumer_uuid}' },
     );

@@ -388,7 +388,7 @@ async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
   // Ready when it answers and every server process has started (the port
   // answers as soon as the first one listens).
   const { loadConfig } = await import('../src/config.js');
-  const { serverProcessCount } = await import('../src/entry/node-service.js');
+  const { serverProcessCount } = await import('../src/entry/node-start.js');
   const workers = serverProcessCount(loadConfig({ PLACEMENT_WORKERS: args.workers }));
   const expected = workers > 1 ? workers + 1 : 1;
   // Every server process must be up (each listens at once, but on a busy machine forking and loading take a while).

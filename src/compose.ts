@@ -1,22 +1,29 @@
 // The composition root: builds a complete Deps from an opened store and the
 // configuration. Both entries (Node, Worker), the CLI and tests call it; it is
 // the one place that knows which API modules exist (their policies, their jobs).
-import { keystoneSettingsProblem, type AppConfig } from './config.js';
+import { keystoneSettingsProblem, novaSettingsProblem, type AppConfig } from './config.js';
 import { cyborgJobs } from './cyborg/jobs.js';
+import { staticNovaIdentity, type NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
+import { candidateCounters } from './ext/counters/candidates.js';
+import { writeExtensions } from './ext/install.js';
 import { extJobs } from './ext/jobs.js';
+import { taintFilter } from './ext/taints/filter.js';
+import { KeystoneNovaIdentity } from './http/keystone/nova-identity.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
 import { type KeystoneSettings, KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
-import { observeDatabase } from './db/observe.js';
 import { databaseObserver } from './observability/database.js';
-import { serviceMetrics } from './observability/service.js';
+import { createServiceMetrics, type ServiceMetrics } from './observability/service.js';
 import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
+import { CandidateEngine } from './placement/candidates/engine.js';
+import type { CandidateMetrics } from './placement/candidates/index.js';
 import { placementPolicyRules } from './placement/policies.js';
+import { writeHooks } from './placement/writes/hooks.js';
 
 export interface DepsOptions {
   /** Policy file overrides: rule name -> check string. */
@@ -27,10 +34,14 @@ export interface DepsOptions {
   metricsSource?: MetricsSource;
   /** How Keystone is reached (keystone auth); the global fetch without one. */
   keystoneFetch?: typeof fetch;
+  /** The app's metrics; a registry of its own by default (one app per process in production). */
+  metrics?: ServiceMetrics;
 }
 
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
-  observeDatabase(databaseObserver(serviceMetrics));
+  const metrics = options.metrics ?? createServiceMetrics();
+  store.watch.observer = databaseObserver(metrics);
+  const clock = () => new Date();
   return {
     store,
     config,
@@ -40,18 +51,21 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
         overrides: options.policyOverrides,
       }),
     ),
-    clock: () => new Date(),
+    clock,
     newId: () => crypto.randomUUID(),
     log,
     jobs: options.jobs ?? outboxOnlyQueue,
     jobHandlers: new JobRegistry([cyborgJobs, extJobs]),
     novaFetch: (input, init) => fetch(input, init),
-    metrics: serviceMetrics,
-    metricsSource: options.metricsSource ?? processMetrics(serviceMetrics),
+    nova: novaIdentity(config, options.keystoneFetch),
+    metrics,
+    writeHooks: writeHooks(writeExtensions),
+    metricsSource: options.metricsSource ?? processMetrics(metrics),
+    candidates: candidateEngine(config, metrics, () => clock().getTime()),
     readiness: new ProcessReadiness(),
     keystone:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone'
-        ? keystoneValidator(config, options.keystoneFetch, (reason) => serviceMetrics.keystoneSignInFailures.inc([reason]))
+        ? keystoneValidator(config, options.keystoneFetch, (reason) => metrics.keystoneSignInFailures.inc([reason]))
         : undefined,
     projectNames:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone' && config.PLACEMENT_KEYSTONE_AUTH_URL
@@ -62,6 +76,22 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
           })
         : undefined,
   };
+}
+
+/** The allocation-candidates engine of one app, with the read hooks the extensions install (device taints, shared counters). */
+export function candidateEngine(config: AppConfig, metrics: CandidateMetrics | undefined, now: () => number = Date.now): CandidateEngine {
+  return new CandidateEngine(
+    {
+      randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
+      maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+      timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
+      treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
+      generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+    },
+    [taintFilter, candidateCounters],
+    metrics,
+    now,
+  );
 }
 
 /** The validator for PLACEMENT_KEYSTONE_* (loadConfig() has checked them; a hand-built config is checked here). */
@@ -88,6 +118,52 @@ export function keystoneValidator(
       timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
       wwwAuthenticateUri: config.PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI ?? authUrl,
       onSignInFailure,
+    },
+    fetcher,
+  );
+}
+
+/**
+ * Who the service is towards Nova (PLACEMENT_NOVA_*, README "Configuration"):
+ * NOVA_URL + NOVA_TOKEN when both are set or no Keystone identity exists;
+ * otherwise a Keystone user (PLACEMENT_NOVA_USERNAME, else the service's own
+ * PLACEMENT_KEYSTONE_* user) whose catalog names Nova unless NOVA_URL does.
+ */
+export function novaIdentity(config: AppConfig, fetcher?: typeof fetch): NovaIdentity {
+  const problem = novaSettingsProblem(config);
+  if (problem) throw new Error(`invalid configuration: ${problem.setting}: ${problem.problem}`);
+  const staticOnly = config.NOVA_URL !== undefined && config.NOVA_TOKEN !== undefined;
+  const user = config.PLACEMENT_NOVA_USERNAME;
+  const keystone = config.PLACEMENT_AUTH_STRATEGY === 'keystone';
+  if (staticOnly || (!user && !keystone)) return staticNovaIdentity(config.NOVA_URL, config.NOVA_TOKEN);
+  const credentials = user
+    ? {
+        username: user,
+        password: config.PLACEMENT_NOVA_PASSWORD!,
+        projectName: config.PLACEMENT_NOVA_PROJECT_NAME!,
+        userDomainName: config.PLACEMENT_NOVA_USER_DOMAIN_NAME,
+        projectDomainName: config.PLACEMENT_NOVA_PROJECT_DOMAIN_NAME,
+      }
+    : {
+        username: config.PLACEMENT_KEYSTONE_USERNAME!,
+        password: config.PLACEMENT_KEYSTONE_PASSWORD!,
+        projectName: config.PLACEMENT_KEYSTONE_PROJECT_NAME!,
+        userDomainName: config.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
+        projectDomainName: config.PLACEMENT_KEYSTONE_PROJECT_DOMAIN_NAME,
+      };
+  if (!user) {
+    const keystoneProblem = keystoneSettingsProblem(config);
+    if (keystoneProblem) throw new Error(`invalid configuration: ${keystoneProblem}`);
+  }
+  return new KeystoneNovaIdentity(
+    {
+      authUrl: (user ? config.PLACEMENT_NOVA_AUTH_URL : undefined) ?? config.PLACEMENT_KEYSTONE_AUTH_URL!,
+      credentials,
+      timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
+      interfaces: config.PLACEMENT_NOVA_VALID_INTERFACES,
+      region: config.PLACEMENT_NOVA_REGION_NAME,
+      url: config.NOVA_URL,
+      token: config.NOVA_TOKEN,
     },
     fetcher,
   );

@@ -20,6 +20,85 @@ export function databaseUrlScheme(url: string): (typeof DATABASE_URL_SCHEMES)[nu
 
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'True', 'False']).transform((v) => ['true', '1', 'yes', 'True'].includes(v));
 
+// --- Nova's identity for accelerator events (issue 31): Cyborg's [nova] section. ---
+const NOVA_INTERFACES = ['public', 'internal', 'admin'] as const;
+
+/**
+ * Who the service is towards Nova when it sends accelerator-request-bound
+ * events, and where Nova is: with a Keystone identity (PLACEMENT_AUTH_STRATEGY=keystone,
+ * or a PLACEMENT_NOVA_* user of its own) the `compute` endpoint comes from the
+ * catalog of that identity's token and each event carries that token, renewed
+ * before it expires and once more on a 401. NOVA_URL / NOVA_TOKEN override
+ * the catalog and the token (and are the only way in the other modes).
+ */
+export const novaIdentitySettings = {
+  /** keystoneauth's valid_interfaces: catalog interfaces tried in order (Cyborg's [nova] default internal,public). */
+  PLACEMENT_NOVA_VALID_INTERFACES: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(NOVA_INTERFACES, { message: `each one of ${NOVA_INTERFACES.join(', ')} (comma separated)` })).min(1))
+    .default(['internal', 'public']),
+  /** The catalog region of Nova's endpoint; any region when unset. */
+  PLACEMENT_NOVA_REGION_NAME: z.string().optional(),
+  /** A Keystone user of its own for Nova ([nova] auth_type=password); without one, the PLACEMENT_KEYSTONE_* user. */
+  PLACEMENT_NOVA_AUTH_URL: z.string().optional(),
+  PLACEMENT_NOVA_USERNAME: z.string().optional(),
+  PLACEMENT_NOVA_PASSWORD: z.string().optional(),
+  PLACEMENT_NOVA_PROJECT_NAME: z.string().optional(),
+  PLACEMENT_NOVA_USER_DOMAIN_NAME: z.string().default('Default'),
+  PLACEMENT_NOVA_PROJECT_DOMAIN_NAME: z.string().default('Default'),
+};
+
+type NovaIdentityConfig = Pick<
+  AppConfig,
+  keyof typeof novaIdentitySettings | 'PLACEMENT_AUTH_STRATEGY' | 'PLACEMENT_KEYSTONE_AUTH_URL' | 'NOVA_URL'
+>;
+
+/** The first PLACEMENT_NOVA_* (or NOVA_URL) setting that cannot work, named, with what to do. */
+export function novaSettingsProblem(config: NovaIdentityConfig): { setting: string; problem: string; fix: string } | undefined {
+  const url = /^https?:\/\/[^/\s]+/;
+  if (config.NOVA_URL !== undefined && !url.test(config.NOVA_URL)) {
+    return { setting: 'NOVA_URL', problem: 'not an http(s) URL', fix: "set Nova's compute API URL, e.g. http://controller:8774/v2.1" };
+  }
+  const user = config.PLACEMENT_NOVA_USERNAME;
+  for (const name of ['PLACEMENT_NOVA_PASSWORD', 'PLACEMENT_NOVA_PROJECT_NAME', 'PLACEMENT_NOVA_AUTH_URL'] as const) {
+    if (!user && config[name] !== undefined) {
+      return {
+        setting: 'PLACEMENT_NOVA_USERNAME',
+        problem: `${name} is set but no user`,
+        fix: 'set PLACEMENT_NOVA_USERNAME, or unset the other PLACEMENT_NOVA_* credentials',
+      };
+    }
+  }
+  if (!user) return undefined;
+  for (const name of ['PLACEMENT_NOVA_PASSWORD', 'PLACEMENT_NOVA_PROJECT_NAME'] as const) {
+    if (!config[name]) return { setting: name, problem: 'required with PLACEMENT_NOVA_USERNAME', fix: `set ${name}` };
+  }
+  const authUrl =
+    config.PLACEMENT_NOVA_AUTH_URL ?? (config.PLACEMENT_AUTH_STRATEGY === 'keystone' ? config.PLACEMENT_KEYSTONE_AUTH_URL : undefined);
+  if (!authUrl) {
+    return {
+      setting: 'PLACEMENT_NOVA_AUTH_URL',
+      problem: 'required with PLACEMENT_NOVA_USERNAME unless PLACEMENT_AUTH_STRATEGY=keystone',
+      fix: "set Keystone's v3 URL, e.g. http://controller:5000/v3",
+    };
+  }
+  if (!url.test(authUrl)) {
+    return {
+      setting: 'PLACEMENT_NOVA_AUTH_URL',
+      problem: `not an http(s) URL: ${JSON.stringify(authUrl)}`,
+      fix: "set Keystone's v3 URL, e.g. http://controller:5000/v3",
+    };
+  }
+  return undefined;
+}
+// --- end of Nova's identity ---
+
 export const ConfigSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8778),
@@ -117,6 +196,7 @@ export const ConfigSchema = z.object({
   PLACEMENT_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1).default(30_000),
   NOVA_URL: z.string().optional(),
   NOVA_TOKEN: z.string().optional(),
+  ...novaIdentitySettings,
   /**
    * Cyborg 2026.1 (CVE-2026-40214) lets only an admin or a caller with a service
    * token bind, unbind and delete bound ARQs; true lets project members do it
@@ -191,10 +271,18 @@ export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   const parsed = ConfigSchema.safeParse(picked);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-    throw new Error(`invalid configuration: ${problems}`);
+    const names = [...new Set(parsed.error.issues.map((i) => String(i.path[0])))].join(', ');
+    throw new Error(`invalid configuration: ${problems}. Fix: correct ${names} or unset it for the default`);
   }
   const keystoneProblem = keystoneSettingsProblem(parsed.data);
-  if (keystoneProblem) throw new Error(`invalid configuration: ${keystoneProblem}`);
+  if (keystoneProblem) {
+    // In a Worker the password is a secret (wrangler secret put), the rest [vars] in wrangler.toml.
+    throw new Error(
+      `invalid configuration: ${keystoneProblem}. Fix: set it (the service user placement-edge validates tokens as; docs/keystone.md), or choose another PLACEMENT_AUTH_STRATEGY`,
+    );
+  }
+  const novaProblem = novaSettingsProblem(parsed.data);
+  if (novaProblem) throw new Error(`invalid configuration: ${novaProblem.setting}: ${novaProblem.problem}`);
   return parsed.data;
 }
 

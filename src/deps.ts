@@ -3,6 +3,7 @@
 // composition root that builds a Deps is src/compose.ts.
 import { z } from 'zod';
 import type { AppConfig } from './config.js';
+import type { NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';
 import type { ProjectNameLookup } from './http/keystone/project-names.js';
 import type { KeystoneTokenValidator } from './http/keystone/validator.js';
@@ -12,6 +13,8 @@ import type { JobRegistry } from './jobs/registry.js';
 import type { ServiceMetrics } from './observability/service.js';
 import type { ProcessReadiness } from './observability/readiness.js';
 import type { MetricsSource } from './observability/source.js';
+import type { CandidateEngine } from './placement/candidates/engine.js';
+import type { WriteHooks } from './placement/writes/hooks.js';
 
 export interface Logger {
   debug(msg: string, extra?: Record<string, unknown>): void;
@@ -33,10 +36,16 @@ export interface Deps {
   jobHandlers: JobRegistry;
   /** Outbound fetch for Nova events (tests pass a fake). */
   novaFetch: typeof fetch;
-  /** This process's metrics (HTTP, database, product), counted into by every layer. */
+  /** Where Nova is and the token events carry: NOVA_URL/NOVA_TOKEN, or the service's Keystone identity. */
+  nova: NovaIdentity;
+  /** This app's metrics (HTTP, database, product), counted into by every layer. */
   metrics: ServiceMetrics;
+  /** What the installed extensions add to placement's writes (compose.ts installs them). */
+  writeHooks: WriteHooks;
   /** Whose counters GET /metrics shows: this process's, the Node cluster's, none (a Worker isolate). */
   metricsSource: MetricsSource;
+  /** The allocation-candidates engine of this app: its settings, tree cache and installed read hooks. */
+  candidates: CandidateEngine;
   /** What this process holds against GET /readyz (warming at a Node start); none held by default. */
   readiness: ProcessReadiness;
   /** PLACEMENT_AUTH_STRATEGY=keystone: validates tokens, one cache for every API of the app. */

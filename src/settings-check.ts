@@ -4,7 +4,14 @@
 // directory exists). A database that would not open: database-failure.ts.
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { type AppConfig, ConfigSchema, DATABASE_URL_SCHEMES, DEFAULT_DATABASE_URL, databaseUrlScheme } from './config.js';
+import {
+  type AppConfig,
+  ConfigSchema,
+  DATABASE_URL_SCHEMES,
+  DEFAULT_DATABASE_URL,
+  databaseUrlScheme,
+  novaSettingsProblem,
+} from './config.js';
 import { TokenTableJson } from './http/auth.js';
 import { redactUrl } from './observability/config-summary.js';
 
@@ -150,5 +157,7 @@ export function checkSettings(env: Record<string, string | undefined>): AppConfi
     throw new SettingProblem(key, `invalid value${shown}: ${issue.message}`, fix);
   }
   checkTokens(parsed.data);
+  const nova = novaSettingsProblem(parsed.data);
+  if (nova) throw new SettingProblem(nova.setting, nova.problem, nova.fix);
   return parsed.data;
 }

@@ -43,6 +43,14 @@ export const AgentConfigSchema = z
     provider_config_location: z.string().default('/etc/placement-agent/provider_config'),
     /** files writable by others than the agent's user: warn (default: Nova starts with them) or refuse */
     provider_config_permissions: z.enum(['refuse', 'warn']).default('warn'),
+    /**
+     * Who writes the compute node provider (named as the host): `agent` (this
+     * agent, as on a host without Nova), `external` (nova-compute: the agent
+     * never writes its inventory, traits or aggregates and only keeps the
+     * accelerator children it made), or `auto` (external where the provider is
+     * nova-compute's: not made by the agent and carrying Nova's COMPUTE_* traits).
+     */
+    compute_node: z.enum(['auto', 'agent', 'external']).default('auto'),
     /** aggregates the compute node is put in (added, never removed) */
     aggregates: z.preprocess(
       (v) =>

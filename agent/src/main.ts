@@ -12,7 +12,7 @@ import { ratioSettings } from './ratios/index.js';
 import { PlacementClient, PlacementError, ServiceUnavailableError, type FetchLike } from './report/client.js';
 import { reportAccelerators, type AcceleratorOutcome } from './report/accelerators.js';
 import { placementConnection, type PlacementConnection } from './report/keystone-session.js';
-import { lookupProviders, syncTree, type SyncSummary } from './report/sync.js';
+import { lookupProviders, syncTree, writerOf, type SyncSummary } from './report/sync.js';
 import { VERSION } from '../../src/version.js';
 import { syncGpuTaints, type TaintOutcome } from './report/taints.js';
 import { parseNvidiaSmiXml, readNvidiaSmiXml, unhealthyReason } from './discover/gpu-health.js';
@@ -253,7 +253,10 @@ async function acceleratorsCommand(config: AgentConfig, io: Io): Promise<number>
       found.providers.map((p) => p.name),
     );
     const uuidOf = (name: string) => known.get(name)?.uuid ?? providerUuid(name);
-    const outcome = await reportAccelerators(client, found.host.hostname, found.providers, uuidOf);
+    // Beside nova-compute, devices whose provider another writer made are not the agent's to report.
+    const { ours } = await writerOf(client, found.providers, known, config.compute_node);
+    const devices = found.providers.filter((p) => p.parentName === undefined || ours(p));
+    const outcome = await reportAccelerators(client, found.host.hostname, devices, uuidOf);
     io.out(JSON.stringify({ host: found.host.hostname, ...outcome }));
     return 0;
   } catch (err) {
@@ -277,12 +280,19 @@ export async function reportOnce(
   const uuidOf = (name: string) => known.get(name)?.uuid ?? providerUuid(name);
   const merged = mergeProviderConfigs(found.providers, configs, uuidOf, { startup });
   for (const conflict of merged.conflicts) log.warn(`ignored: ${conflict}`);
-  const synced = await syncTree(client, merged.providers, { ratios: ratioSettings(config), aggregates: config.aggregates, log });
-  const summary = { ...synced, ...(await reportGpuHealth(client, config, found.providers, uuidOf, log)) };
+  const synced = await syncTree(client, merged.providers, {
+    ratios: ratioSettings(config),
+    aggregates: config.aggregates,
+    computeNode: config.compute_node,
+    log,
+  });
+  // Devices whose provider another writer made are not this agent's to report.
+  const devices = found.providers.filter((p) => !synced.skipped.includes(p.name));
+  const summary = { ...synced, ...(await reportGpuHealth(client, config, devices, uuidOf, log)) };
   if (!config.report_accelerators) return { ...summary, accelerators: 'disabled' };
   try {
     // After the tree exists, so every deployable names a device provider Placement has.
-    const outcome = await reportAccelerators(client, found.host.hostname, found.providers, uuidOf);
+    const outcome = await reportAccelerators(client, found.host.hostname, devices, uuidOf);
     return { ...summary, accelerators: outcome };
   } catch (err) {
     // A plain OpenStack Placement has no accelerator API: keep reporting the tree.

@@ -8,6 +8,7 @@
 // each is read whole with GET /allocations/{consumer} (project, user,
 // consumer type from 1.38, generation from 1.28).
 import { z } from 'zod';
+import { inventorySchema, type InventoryJson } from '../placement/schemas/responses.js';
 
 /** The oldest microversion the import accepts: consumer generations (1.28) and trees (1.14) are readable. */
 export const MIN_SOURCE_VERSION = '1.28';
@@ -24,14 +25,8 @@ export interface PlacementEndpoint {
   fetch: typeof fetch;
 }
 
-export interface InventorySnap {
-  total: number;
-  reserved: number;
-  min_unit: number;
-  max_unit: number;
-  step_size: number;
-  allocation_ratio: number;
-}
+/** One inventory record as placement answers it (GET .../inventories), the schema the reader parses with. */
+export type InventorySnap = InventoryJson;
 
 export interface ProviderSnap {
   uuid: string;
@@ -102,15 +97,10 @@ const Providers = z.object({
     }),
   ),
 });
-const Inventory = z.object({
-  total: z.number().int(),
-  reserved: z.number().int(),
-  min_unit: z.number().int(),
-  max_unit: z.number().int(),
-  step_size: z.number().int(),
-  allocation_ratio: z.number(),
+const ProviderInventories = z.object({
+  resource_provider_generation: z.number().int(),
+  inventories: z.record(z.string(), inventorySchema),
 });
-const ProviderInventories = z.object({ resource_provider_generation: z.number().int(), inventories: z.record(z.string(), Inventory) });
 const ProviderTraits = z.object({ resource_provider_generation: z.number().int(), traits: z.array(z.string()) });
 const ProviderAggregates = z.object({ resource_provider_generation: z.number().int(), aggregates: z.array(z.string()) });
 const Resources = z.record(z.string(), z.number().int());

@@ -8,11 +8,11 @@
 // from BindStarted, so two jobs racing for the last free handles cannot both
 // win: the loser is decided again on what the winner left.
 import type { DataStore } from '../db/client.js';
+import type { Deps } from '../deps.js';
 import { rowOf } from '../db/rows.js';
 import { acceleratorRequests, attachHandles, deployables } from '../db/schema/cyborg.js';
 import { commitGuarded, placeholders, stmt, type WriteStatement } from '../db/write-batch.js';
 import type { JobMessage, NovaEventPayload } from '../jobs/messages.js';
-import { serviceMetrics } from '../observability/service.js';
 import { finishOutboxStatement, newOutboxRow, type NewOutboxRow } from '../jobs/outbox.js';
 import { ArqState, RESOLVED_EVENT_STATUS } from './arq-state.js';
 import type { ArqRow } from './repo/arqs.js';
@@ -42,11 +42,14 @@ async function commitWithOutbox(store: DataStore, statements: WriteStatement[], 
 
 const stillBindStarted = "state = 'BindStarted'";
 
+/** What a bind needs of the app: its store, and the metrics it counts outcomes into. */
+export type BindDeps = Pick<Deps, 'store' | 'metrics'>;
+
 /** Counts the outcomes a committed batch decided, each with its time since the bind started. */
-function observeBinds(resolved: Resolved[], nowMs: number): void {
+function observeBinds(metrics: BindDeps['metrics'], resolved: Resolved[], nowMs: number): void {
   for (const { arq, state } of resolved) {
     const started = arq.bindStartedAt ? Date.parse(arq.bindStartedAt) : Number.NaN;
-    if (Number.isFinite(started)) serviceMetrics.bindDuration.observe([state], Math.max(0, nowMs - started) / 1000);
+    if (Number.isFinite(started)) metrics.bindDuration.observe([state], Math.max(0, nowMs - started) / 1000);
   }
 }
 
@@ -55,7 +58,8 @@ function observeBinds(resolved: Resolved[], nowMs: number): void {
  * `outboxId` done in the same batch; returns the Nova event messages to send
  * after commit.
  */
-export async function runBindJob(store: DataStore, arqIds: number[], outboxId: number, now: string, nowMs: number): Promise<JobMessage[]> {
+export async function runBindJob(deps: BindDeps, arqIds: number[], outboxId: number, now: string, nowMs: number): Promise<JobMessage[]> {
+  const { store } = deps;
   const ids = { sql: placeholders(arqIds.length), args: arqIds };
   const rpsOfJob = `SELECT ${ARQ.deviceRpUuid} FROM accelerator_requests WHERE ${ARQ.id} IN (${ids.sql}) AND ${stillBindStarted}`;
   let committed: Resolved[] = [];
@@ -139,7 +143,7 @@ export async function runBindJob(store: DataStore, arqIds: number[], outboxId: n
     committed = resolved;
     return sent;
   });
-  observeBinds(committed, nowMs);
+  observeBinds(deps.metrics, committed, nowMs);
   return messages;
 }
 
@@ -148,7 +152,8 @@ export async function runBindJob(store: DataStore, arqIds: number[], outboxId: n
  * a failed event. One read batch, which is all it costs when nothing is stuck,
  * and one write batch.
  */
-export async function failStuckBinds(store: DataStore, cutoff: string, now: string, nowMs: number): Promise<JobMessage[]> {
+export async function failStuckBinds(deps: BindDeps, cutoff: string, now: string, nowMs: number): Promise<JobMessage[]> {
+  const { store } = deps;
   let committed: Resolved[] = [];
   const messages = await cyborgWrite(async () => {
     const [stuckRows] = await store.readBatch([
@@ -175,6 +180,6 @@ export async function failStuckBinds(store: DataStore, cutoff: string, now: stri
     committed = resolved;
     return sent;
   });
-  observeBinds(committed, nowMs);
+  observeBinds(deps.metrics, committed, nowMs);
   return messages;
 }

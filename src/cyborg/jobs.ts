@@ -12,7 +12,7 @@ import { sendNovaEvents } from './nova-events.js';
 async function runBind(deps: Deps, row: OutboxRow): Promise<ConsumeResult> {
   const payload = BindPayload.parse(JSON.parse(row.payload));
   const nowMs = deps.clock().getTime();
-  const events = await runBindJob(deps.store, payload.arqIds, row.id, new Date(nowMs).toISOString(), nowMs);
+  const events = await runBindJob(deps, payload.arqIds, row.id, new Date(nowMs).toISOString(), nowMs);
   for (const event of events) {
     await deps.jobs.send(event).catch((err: unknown) => deps.log.warn('queue send failed; the drain will deliver', { err: String(err) }));
   }
@@ -22,10 +22,7 @@ async function runBind(deps: Deps, row: OutboxRow): Promise<ConsumeResult> {
 async function deliverNovaEvent(deps: Deps, row: OutboxRow): Promise<ConsumeResult> {
   const payload = NovaEventPayload.parse(JSON.parse(row.payload));
   const { config } = deps;
-  const result = await sendNovaEvents(
-    { url: config.NOVA_URL, token: config.NOVA_TOKEN, timeoutMs: config.NOVA_TIMEOUT_MS, fetch: deps.novaFetch },
-    payload,
-  );
+  const result = await sendNovaEvents(deps.nova, { timeoutMs: config.NOVA_TIMEOUT_MS, fetch: deps.novaFetch }, payload);
   const after = deps.clock().getTime();
   if (result.delivered) {
     await finishOutbox(deps.store, row.id, after, 'done', result.note);
@@ -45,7 +42,7 @@ async function deliverNovaEvent(deps: Deps, row: OutboxRow): Promise<ConsumeResu
 export async function sweepBindingTimeouts(deps: Deps): Promise<number> {
   const nowMs = deps.clock().getTime();
   const cutoff = new Date(nowMs - deps.config.ARQ_BINDING_TIMEOUT * 1000).toISOString();
-  const events = await failStuckBinds(deps.store, cutoff, new Date(nowMs).toISOString(), nowMs);
+  const events = await failStuckBinds(deps, cutoff, new Date(nowMs).toISOString(), nowMs);
   for (const event of events) await deps.jobs.send(event);
   return events.length;
 }

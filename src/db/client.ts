@@ -3,7 +3,7 @@
 // several repo calls into one atomic write.
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
-import { timed } from './observe.js';
+import { DbWatch } from './observe.js';
 import { markOf, RAISE_WRITE_MARK, RAISE_WRITE_MARK_SQL, ReplicaReader, type ReplicaOptions, WriteMarks } from './replica.js';
 import * as schema from './schema/index.js';
 import { type StorageLog, watchWrite } from './storage-full.js';
@@ -59,6 +59,8 @@ export interface DataStore extends BatchReader {
   replica?: ReplicaReader;
   /** The mark of this instance's latest write (kept only while a replica is configured). */
   marks: WriteMarks;
+  /** Who hears of this store's operations and lost races (the app's metrics, set by the composition root). */
+  watch: DbWatch;
   close(): void;
 }
 
@@ -99,21 +101,22 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
           return result;
         })
     : <T>(fn: (tx: Tx) => Promise<T>) => db.transaction(fn);
-  const timedRead = (statements: InStatement[]) => timed('read_batch', () => readBatch(statements));
-  const replicaReader = replica ? new ReplicaReader(replica.client, { readBatch: timedRead }, marks, replica) : undefined;
+  const watch = new DbWatch();
+  const timedRead = (statements: InStatement[]) => watch.timed('read_batch', () => readBatch(statements));
+  const replicaReader = replica ? new ReplicaReader(replica.client, { readBatch: timedRead }, marks, replica, watch) : undefined;
   const store: DataStore = {
     db,
     client,
     writeTx: (fn) =>
       watchWrite(
-        lock.run(() => timed('transaction', () => writeTx(fn))),
+        lock.run(() => watch.timed('transaction', () => writeTx(fn))),
         log,
       ),
     readBatch: timedRead,
     // Timed once the lock is held: the wait behind other writers is not the database's.
     writeBatch: (statements) =>
       watchWrite(
-        lock.run(() => timed('write_batch', () => writeBatch(statements))),
+        lock.run(() => watch.timed('write_batch', () => writeBatch(statements))),
         log,
       ),
     // Without a replica, the store itself, so the tree model kept per reader (candidates/cloud-model.ts) is shared.
@@ -122,6 +125,7 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
     },
     ...(replicaReader ? { replica: replicaReader } : {}),
     marks,
+    watch,
     close: () => {
       batches?.close();
       client.close();

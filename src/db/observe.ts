@@ -1,7 +1,8 @@
-// What the database layer reports to whoever watches it (the service's
-// metrics, wired by the composition root): how long each operation took and
-// which writes lost a race. db/ imports nothing outside itself, so the
-// watcher is registered here rather than imported.
+// What the database layer reports to whoever watches it (the app's metrics,
+// wired by the composition root): how long each operation took and which
+// writes lost a race. db/ imports nothing outside itself, so the watcher is
+// registered rather than imported: one per store (DataStore.watch), so two
+// apps in one process, each on its own store, count into their own metrics.
 
 /** `replica_read_batch`: one read batch sent to the read replica (PLACEMENT_DB_READ_URL), answered or not. */
 export type DbOperation = 'read_batch' | 'write_batch' | 'transaction' | 'replica_read_batch';
@@ -18,33 +19,31 @@ export interface DbObserver {
   replicaRead(outcome: ReplicaReadOutcome): void;
 }
 
-let observer: DbObserver | undefined;
-
-/** Registers the process's database observer (one per process; a later call replaces it). */
-export function observeDatabase(next: DbObserver | undefined): void {
-  observer = next;
-}
-
-/** Runs `fn`, reporting its duration as one `name` operation. */
-export async function timed<T>(name: DbOperation, fn: () => Promise<T>): Promise<T> {
-  const watching = observer;
-  if (!watching) return fn();
-  const started = performance.now();
-  try {
-    return await fn();
-  } finally {
-    watching.operation(name, (performance.now() - started) / 1000);
-  }
-}
-
 const WRITTEN_TABLE = /^\s*(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+[`"[]?(\w+)/i;
 
-/** Reports a lost race on the statement `sql`. */
-export function reportLostRace(sql: string): void {
-  observer?.raceLost(WRITTEN_TABLE.exec(sql)?.[1]?.toLowerCase() ?? 'check');
-}
+/** One store's watcher, if any (none until the composition root sets `observer`). */
+export class DbWatch {
+  observer: DbObserver | undefined;
 
-/** Reports who answered one replica-eligible read. */
-export function reportReplicaRead(outcome: ReplicaReadOutcome): void {
-  observer?.replicaRead(outcome);
+  /** Runs `fn`, reporting its duration as one `name` operation. */
+  async timed<T>(name: DbOperation, fn: () => Promise<T>): Promise<T> {
+    const watching = this.observer;
+    if (!watching) return fn();
+    const started = performance.now();
+    try {
+      return await fn();
+    } finally {
+      watching.operation(name, (performance.now() - started) / 1000);
+    }
+  }
+
+  /** Reports a lost race on the statement `sql`. */
+  lostRace(sql: string): void {
+    this.observer?.raceLost(WRITTEN_TABLE.exec(sql)?.[1]?.toLowerCase() ?? 'check');
+  }
+
+  /** Reports who answered one replica-eligible read. */
+  replicaRead(outcome: ReplicaReadOutcome): void {
+    this.observer?.replicaRead(outcome);
+  }
 }

@@ -14,7 +14,7 @@
 // the primary for `retryMs`, then is tried again; each episode is logged once.
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from './client.js';
-import { type ReplicaReadOutcome, reportReplicaRead, timed } from './observe.js';
+import type { DbWatch, ReplicaReadOutcome } from './observe.js';
 import { WRITE_MARK } from './columns.js';
 
 /** The statement a write batch ends with: raise the mark, and learn it. */
@@ -81,6 +81,7 @@ export class ReplicaReader implements BatchReader {
     private readonly primary: BatchReader,
     private readonly marks: WriteMarks,
     private readonly options: ReplicaOptions,
+    private readonly watch?: DbWatch,
   ) {
     this.now = options.now ?? Date.now;
   }
@@ -94,7 +95,8 @@ export class ReplicaReader implements BatchReader {
     let results: ResultSet[];
     try {
       // Timed like the primary's batches (db_client_operation_duration_seconds), failures and timeouts included.
-      results = await timed('replica_read_batch', () => this.replica.batch([READ_WRITE_MARK, ...statements], 'read'));
+      const read = () => this.replica.batch([READ_WRITE_MARK, ...statements], 'read');
+      results = await (this.watch ? this.watch.timed('replica_read_batch', read) : read());
     } catch (err) {
       if (this.restingUntil === 0) {
         this.options.log.warn('read replica failed: reading from the primary', { err: String(err), retry_ms: this.options.retryMs });
@@ -118,7 +120,7 @@ export class ReplicaReader implements BatchReader {
   /** Counted here (tests) and reported to the metrics (placement_db_replica_reads_total). */
   private count(outcome: ReplicaReadOutcome): void {
     this.counts[outcome] += 1;
-    reportReplicaRead(outcome);
+    this.watch?.replicaRead(outcome);
   }
 }
 

@@ -17,7 +17,7 @@
 // Types only: the Worker bundle must not pull in the Node client.
 import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { DataStore } from './client.js';
-import { reportLostRace } from './observe.js';
+import type { DbWatch } from './observe.js';
 
 /** A statement of a guarded write batch. */
 export interface WriteStatement {
@@ -56,7 +56,11 @@ const CHANGED_GUARD = "SELECT json(CASE WHEN changes() = 0 THEN 'lost race' ELSE
 
 /** Another writer changed what this write was decided on; re-read and decide again. */
 export class LostRace extends Error {
-  constructor(readonly statement: string) {
+  /** `watch`: the store's, told when the write is decided again. */
+  constructor(
+    readonly statement: string,
+    readonly watch?: DbWatch,
+  ) {
     super(`lost a write race at: ${statement}`);
     this.name = 'LostRace';
   }
@@ -94,9 +98,9 @@ export async function commitGuarded(store: DataStore, statements: WriteStatement
     const index = failedStatementIndex(err);
     if (index !== undefined && index < owner.length) {
       const at = owner[index]!;
-      if (at < 0) throw new LostRace(statements[-1 - at]!.sql);
+      if (at < 0) throw new LostRace(statements[-1 - at]!.sql, store.watch);
       const failed = statements[at]!;
-      if (failed.check || (failed.racing && isConstraintFailure(err))) throw new LostRace(failed.sql);
+      if (failed.check || (failed.racing && isConstraintFailure(err))) throw new LostRace(failed.sql, store.watch);
     }
     throw err;
   }
@@ -130,7 +134,7 @@ export async function withRaceRetries<T>(attempt: () => Promise<T>): Promise<T> 
       return await attempt();
     } catch (err) {
       if (!(err instanceof LostRace)) throw err;
-      reportLostRace(err.statement);
+      err.watch?.lostRace(err.statement);
       if (tries >= MAX_WRITE_ATTEMPTS) throw new WriteContention(tries);
       // A little jitter so two losers do not collide again in lockstep.
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * tries));

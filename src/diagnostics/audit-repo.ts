@@ -6,8 +6,9 @@ import { and, asc, count, eq, gt, inArray, isNotNull, lte, notExists, sql } from
 import type { InStatement, InValue } from '@libsql/client';
 import type { Db } from '../db/client.js';
 import { acceleratorRequests, outbox } from '../db/schema/cyborg.js';
-import { allocations, consumers, consumerTypes, projects, users } from '../db/schema/placement.js';
+import { allocations, consumers } from '../db/schema/placement.js';
 import { capacitySql } from '../placement/capacity.js';
+import { OWNER_FIELDS, withOwners } from '../placement/repo/consumers.js';
 import { ArqState } from '../cyborg/arq-state.js';
 import type { InventoryUsage } from './dashboard-repo.js';
 import { ALLOC, INV, RC, RP } from '../db/columns.js';
@@ -145,20 +146,18 @@ export async function countEmptyConsumers(db: Db): Promise<number> {
 
 /** Consumers left with no allocation (placement deletes those; a crash or an old bug can leave one). */
 export async function emptyConsumers(db: Db, marker: string | null, limit: number): Promise<Page<EmptyConsumer>> {
-  const rows = await db
-    .select({
-      uuid: consumers.uuid,
-      projectId: projects.externalId,
-      userId: users.externalId,
-      consumerType: consumerTypes.name,
-      generation: consumers.generation,
-      createdAt: consumers.createdAt,
-      updatedAt: consumers.updatedAt,
-    })
-    .from(consumers)
-    .innerJoin(projects, eq(projects.id, consumers.projectId))
-    .innerJoin(users, eq(users.id, consumers.userId))
-    .leftJoin(consumerTypes, eq(consumerTypes.id, consumers.consumerTypeId))
+  const rows = await withOwners(
+    db
+      .select({
+        uuid: consumers.uuid,
+        ...OWNER_FIELDS,
+        generation: consumers.generation,
+        createdAt: consumers.createdAt,
+        updatedAt: consumers.updatedAt,
+      })
+      .from(consumers)
+      .$dynamic(),
+  )
     .where(and(holdsNoAllocation(db), marker === null ? undefined : gt(consumers.uuid, marker)))
     .orderBy(asc(consumers.uuid))
     .limit(limit + 1);

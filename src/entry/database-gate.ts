@@ -64,7 +64,7 @@ export function preparedByPrimary(): Promise<void> {
 }
 
 /** In the cluster primary: tells each server process that asks, once `prepared` has resolved. */
-export function answerPrepared(prepared: Promise<void>): void {
+export function answerPrepared(prepared: Promise<unknown>): void {
   cluster.on('message', (worker, msg: unknown) => {
     if (!isPrepared(msg) || msg.done) return;
     void prepared.then(

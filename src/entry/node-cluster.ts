@@ -13,8 +13,7 @@
 // passed to a worker killed at that moment were never answered nor closed.
 import cluster, { type Worker } from 'node:cluster';
 import type { AppConfig } from '../config.js';
-import type { Deps } from '../deps.js';
-import { startNodeJobs } from '../jobs/node-runner.js';
+import { consoleLogger, type Deps, type Logger } from '../deps.js';
 import {
   checkDatabasePath,
   checkPolicyFile,
@@ -24,11 +23,9 @@ import {
   probePort,
   refuseStart,
 } from './node-start.js';
-import { buildNodeDeps } from './node-service.js';
 import { serveClusterMetrics } from '../observability/cluster.js';
 import { relayWriteMarks } from './write-marks-sharing.js';
 import { answerPrepared, whenServersReady } from './database-gate.js';
-import { prepareDatabase } from './prepare-database.js';
 
 /** Beyond the workers' own grace period, how long the primary waits before killing them. */
 const SHUTDOWN_MARGIN_MS = 2000;
@@ -48,8 +45,7 @@ const YOUNG_GENERATION_MB = 32;
 
 export async function runPrimary(config: AppConfig, processes: number): Promise<void> {
   const started = performance.now();
-  // A port taken or a database unwritable is told once, here. Only the
-  // primary migrates and syncs, so no server process races it.
+  // A port taken or a database path unwritable is told once, here.
   try {
     checkPolicyFile(config.PLACEMENT_POLICY_FILE);
     checkDatabasePath(config.PLACEMENT_DB_URL);
@@ -57,14 +53,12 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   } catch (err) {
     refuseStart(err);
   }
-  let deps: Deps;
-  try {
-    deps = await buildNodeDeps(config, undefined, { prepare: false });
-  } catch (err) {
-    refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err));
-  }
+  const log = consoleLogger(config.LOG_LEVEL);
+  // The server processes start first; this process loads the service's code
+  // and prepares the database meanwhile (only it migrates and syncs, so no
+  // server process races it), and tells each one when it is done.
+  let deps: Deps | undefined;
   let jobs: { stop(): void } | undefined;
-  serveClusterMetrics(deps.metrics);
   let stopping = false;
   let announced = false;
   const listening = new Set<number>();
@@ -72,8 +66,8 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
 
   function exit(code: number): never {
     jobs?.stop();
-    deps.store.close();
-    deps.log.info('placement-edge stopped', { pid: process.pid, code });
+    deps?.store.close();
+    log.info('placement-edge stopped', { pid: process.pid, code });
     process.exit(code);
   }
 
@@ -82,14 +76,14 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   function shutdown(signal?: NodeJS.Signals): void {
     if (stopping) return;
     stopping = true;
-    deps.log.info('placement-edge stopping', { pid: process.pid, signal: signal ?? null, processes: alive().length });
+    log.info('placement-edge stopping', { pid: process.pid, signal: signal ?? null, processes: alive().length });
     jobs?.stop();
-    deps.log.info('placement-edge stopping', { signal, processes: alive().length, grace_ms: config.PLACEMENT_SHUTDOWN_GRACE_MS });
+    log.info('placement-edge stopping', { signal, processes: alive().length, grace_ms: config.PLACEMENT_SHUTDOWN_GRACE_MS });
     for (const worker of alive()) worker.process.kill('SIGTERM');
     if (alive().length === 0) exit(0);
     setTimeout(() => {
       const left = alive();
-      if (left.length) deps.log.warn('server processes outlived the grace period; killing them', { pids: left.map((w) => w.process.pid) });
+      if (left.length) log.warn('server processes outlived the grace period; killing them', { pids: left.map((w) => w.process.pid) });
       for (const worker of left) worker.process.kill('SIGKILL');
       exit(0);
     }, config.PLACEMENT_SHUTDOWN_GRACE_MS + SHUTDOWN_MARGIN_MS).unref();
@@ -99,7 +93,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
     const now = () => {
       if (stopping) return;
       clusterCounters.processesReplaced += 1;
-      deps.log.error('server process exited; starting another', {
+      log.error('server process exited; starting another', {
         pid: worker.process.pid,
         code,
         signal,
@@ -115,7 +109,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
     listening.add(worker.id);
     if (announced) return;
     announced = true;
-    deps.log.info('placement-edge listening', {
+    log.info('placement-edge listening', {
       url: `http://${config.HOST}:${address.port}`,
       db: config.PLACEMENT_DB_URL,
       processes,
@@ -130,7 +124,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
     // A worker that lost the port (or met a setting) since the probe would
     // fail again: stop the service with its exit code.
     if (!hadListened && (code === EXIT_CANNOT_START || code === EXIT_BAD_SETTING)) {
-      deps.log.error('a server process could not start; stopping', { pid: worker.process.pid, code });
+      log.error('a server process could not start; stopping', { pid: worker.process.pid, code });
       stopping = true;
       for (const other of alive()) other.process.kill('SIGTERM');
       exit(code);
@@ -159,20 +153,31 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   relayWriteMarks();
   // The first set of server processes warmed up: the service is ready (replacements later are not announced).
   whenServersReady(processes, () =>
-    deps.log.info('placement-edge ready', { pid: process.pid, processes, ms: Math.round(performance.now() - started) }),
+    log.info('placement-edge ready', { pid: process.pid, processes, ms: Math.round(performance.now() - started) }),
   );
-  const prepared = prepareDatabase(deps.store.client);
+  const prepared = openAndPrepare(config, log);
   answerPrepared(prepared);
   for (let i = 0; i < processes; i += 1) cluster.fork();
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
   try {
-    await prepared;
+    deps = await prepared;
   } catch (err) {
     // The server processes are told nothing more: they go with this process.
     stopping = true;
     for (const worker of alive()) worker.process.kill('SIGKILL');
     refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err));
   }
-  if (!stopping) jobs = startNodeJobs(deps);
+  if (stopping) return;
+  serveClusterMetrics(deps.metrics);
+  const { startNodeJobs } = await import('../jobs/node-runner.js');
+  jobs = startNodeJobs(deps);
+}
+
+/** The primary's Deps on the database, prepared; the service's code is loaded here, after the fork. */
+async function openAndPrepare(config: AppConfig, log: Logger): Promise<Deps> {
+  const [{ buildNodeDeps }, { prepareDatabase }] = await Promise.all([import('./node-service.js'), import('./prepare-database.js')]);
+  const deps = await buildNodeDeps(config, log, { prepare: false });
+  await prepareDatabase(deps.store.client);
+  return deps;
 }

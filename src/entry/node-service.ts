@@ -3,7 +3,6 @@
 // Shared by the server entry (which prepares after it listens), the CLI,
 // tests and the benchmark.
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import type { AppConfig } from '../config.js';
 import { createClient } from '@libsql/client';
 import { createDataStore, type DataStore, type ReplicaConnection } from '../db/client.js';
@@ -52,13 +51,4 @@ export async function buildNodeDeps(
   // A full disk is logged once per episode by the store, not per job.
   const jobs = new InProcessQueue((err) => isStorageFull(err) || log.error('job failed', { err: String(err) }));
   return makeDeps(await openStore(config, options, log), config, log, { policyOverrides: overrides, jobs });
-}
-
-/**
- * How many server processes to run: PLACEMENT_WORKERS, or one per core when
- * it is 0. An in-memory database exists only inside one process, so it gets one.
- */
-export function serverProcessCount(config: AppConfig, cores = availableParallelism()): number {
-  if (/^file::memory:|^:memory:/.test(config.PLACEMENT_DB_URL)) return 1;
-  return config.PLACEMENT_WORKERS > 0 ? config.PLACEMENT_WORKERS : Math.max(1, cores);
 }

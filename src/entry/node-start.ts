@@ -4,8 +4,9 @@
 // stderr naming the setting and the fix, and a non-zero exit code.
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { ConfigSchema } from '../config.js';
+import { type AppConfig, ConfigSchema } from '../config.js';
 import { parsePolicyOverrides } from '../deps.js';
 import { databaseFailure } from '../database-failure.js';
 import { SettingProblem } from '../settings-check.js';
@@ -154,4 +155,13 @@ export function probePort(host: string, port: number): Promise<void> {
     probe.once('error', (err) => reject(listenProblem(err, host, port) ?? err));
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolvePromise()));
   });
+}
+
+/**
+ * How many server processes to run: PLACEMENT_WORKERS, or one per core when
+ * it is 0. An in-memory database exists only inside one process, so it gets one.
+ */
+export function serverProcessCount(config: AppConfig, cores = availableParallelism()): number {
+  if (/^file::memory:|^:memory:/.test(config.PLACEMENT_DB_URL)) return 1;
+  return config.PLACEMENT_WORKERS > 0 ? config.PLACEMENT_WORKERS : Math.max(1, cores);
 }

@@ -21,6 +21,7 @@ import { type CandidateOptions, searchEveryTree } from '../placement/candidates/
 import type { CandidateRequest } from '../placement/candidates/parse.js';
 import type { AllocationRequest } from '../placement/candidates/search.js';
 import type { Inventory } from '../placement/candidates/research.js';
+import { candidateCounters } from './counters/candidates.js';
 import type { LoadedCounters } from './counters/sql.js';
 
 export interface TreeHeadroom {
@@ -45,7 +46,9 @@ export async function findHeadroom(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<Headroom> {
-  const { search, anchors, nodes, inventories, counters } = await searchEveryTree(reader, request, mv, options);
+  const { search, anchors, nodes, inventories, hooks } = await searchEveryTree(reader, request, mv, options);
+  // The shared counters' loads as the search's batch read them (none where counters are not installed).
+  const counters = hooks.get(candidateCounters) ?? NO_COUNTERS;
   const deadline = options.timeBudgetMs ? Date.now() + options.timeBudgetMs : Number.POSITIVE_INFINITY;
   let sliceStart = Date.now();
   const trees: TreeHeadroom[] = [];
@@ -90,6 +93,8 @@ export async function findHeadroom(
   }
   return incomplete ? { total, trees, incomplete: true } : { total, trees };
 }
+
+const NO_COUNTERS: Map<number, LoadedCounters> = new Map();
 
 function inventoryOf(inventories: Map<number, Map<number, Inventory>>, providerId: number, classId: number): Inventory {
   return inventories.get(providerId)!.get(classId)!;

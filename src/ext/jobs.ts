@@ -5,7 +5,6 @@
 // (placement_lease_sweep_*_total) besides the audit's totals.
 import type { Deps } from '../deps.js';
 import type { JobModule } from '../jobs/registry.js';
-import { serviceMetrics } from '../observability/service.js';
 import { sweepExpiredLeases } from './leases.js';
 
 /** Releases expired leases; returns how many it released or dropped. Never throws: the other sweeps still run. */
@@ -15,13 +14,13 @@ export async function sweepLeases(deps: Deps): Promise<number> {
     if (released.length) deps.log.info('lease sweep released allocations', { consumers: released });
     if (dropped.length) deps.log.info('lease sweep dropped leases of rewritten consumers', { consumers: dropped });
     // Counted after the sweep's one write batch committed (all or nothing); zeros keep every series present.
-    serviceMetrics.leaseSweepRuns.inc(['ok']);
-    serviceMetrics.leaseSweepReleased.inc([], released.length);
-    serviceMetrics.leaseSweepDropped.inc([], dropped.length);
+    deps.metrics.leaseSweepRuns.inc(['ok']);
+    deps.metrics.leaseSweepReleased.inc([], released.length);
+    deps.metrics.leaseSweepDropped.inc([], dropped.length);
     return released.length + dropped.length;
   } catch (err) {
     deps.log.error('lease sweep failed; the next sweep retries', { err: String(err) });
-    serviceMetrics.leaseSweepRuns.inc(['failed']);
+    deps.metrics.leaseSweepRuns.inc(['failed']);
     return 0;
   }
 }

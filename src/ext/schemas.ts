@@ -1,7 +1,7 @@
 // Bodies of the /ext/ resources (docs/extensions.md), checked with zod at the edge.
 import { z } from 'zod';
 import { TAINT_KEY } from '../placement/candidates/ext-params.js';
-import { EXCLUDING_EFFECTS } from '../placement/candidates/taints.js';
+import { EXCLUDING_EFFECTS } from './taints/filter.js';
 
 export const TAINT_EFFECTS = EXCLUDING_EFFECTS;
 

@@ -11,7 +11,7 @@ import type { AppEnv } from './env.js';
 import type { HttpKit } from './kit.js';
 
 /** Which API an operation belongs to: its microversion header and error envelope. */
-export type ApiName = 'placement' | 'accelerator' | 'diagnostics' | 'meta';
+export type ApiName = 'placement' | 'accelerator' | 'diagnostics' | 'extensions' | 'meta';
 export type Method = 'get' | 'put' | 'post' | 'patch' | 'delete';
 type Verb = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
 

@@ -1,9 +1,10 @@
-// GET /readyz's answer. Two parts:
+// GET /readyz's answer:
 //  - ProcessReadiness: what this process knows keeps it from serving well,
-//    as named holds (`warming` from the start until the database is prepared
-//    and the warm-up is done; other parts add their own, e.g. a Keystone
-//    sign-in that fails). Checked first, without I/O; the first hold's reason
-//    is the answer.
+//    as named holds (`warming` from a Node start until the database is
+//    prepared and the warm-up is done; any other part may add its own).
+//    Checked first, without I/O; the first hold's reason is the answer.
+//  - then the active checks (the route runs them together: this database
+//    check, and Keystone's sign-in where it is used).
 //  - checkReadiness: the database, in one read batch (one round trip): it
 //    answers, every migration this build bundles is applied, and the
 //    standard resource classes and traits are synced. Each failure names its reason.
@@ -31,11 +32,6 @@ export class ProcessReadiness {
 
   release(name: string): void {
     this.#holds.delete(name);
-  }
-
-  /** Whether `name` is held now. */
-  holds(name: string): boolean {
-    return this.#holds.has(name);
   }
 
   now(): Readiness {

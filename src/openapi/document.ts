@@ -25,6 +25,7 @@ function placementVersions(): string[] {
 const VERSIONS: Record<ApiName, string[]> = {
   placement: placementVersions(),
   diagnostics: placementVersions(),
+  extensions: placementVersions(),
   accelerator: [...CYBORG_VERSIONS],
   meta: [],
 };
@@ -215,18 +216,21 @@ function queryParameters(op: Operation, versions: string[], apiMax: string | und
 const ERROR_RESPONSE: Record<ApiName, string> = {
   placement: 'PlacementError',
   diagnostics: 'PlacementError',
+  extensions: 'PlacementError',
   accelerator: 'CyborgError',
   meta: 'PlacementError',
 };
 const VERSION_HEADER: Partial<Record<ApiName, string>> = {
   placement: 'PlacementVersion',
   diagnostics: 'PlacementVersion',
+  extensions: 'PlacementVersion',
   accelerator: 'AcceleratorVersion',
 };
 const TAGS: Record<ApiName, string> = {
   placement: 'Placement',
   accelerator: 'Accelerator (Cyborg v2)',
   diagnostics: 'Diagnostics',
+  extensions: 'Extensions',
   meta: 'Meta',
 };
 

@@ -3,7 +3,7 @@
 // fails this test, and so does a listed leak that is gone (delete its line).
 import { describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
-import { findViolations, findViolationsIn, importsOf, layerOf } from './layers.js';
+import { findViolations, findViolationsIn, folderCycles, importsOf, layerOf } from './layers.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -30,6 +30,31 @@ describe('import direction', () => {
     expect(ownOnError.map((v) => v.rule)).toEqual(['handles HTTPException outside the HTTP kit']);
     const domainKit = findViolationsIn({ 'src/placement/query.ts': "import { httpKit } from '../http/kit.js';" });
     expect(domainKit.map((v) => v.rule)).toEqual(['domain imports edge']);
+  });
+
+  it('flags placement importing an extension: extensions plug into its hooks', () => {
+    const found = findViolationsIn({ 'src/placement/writes/claims.ts': "import { countersHoldSql } from '../../ext/counters/sql.js';" });
+    expect(found.map((v) => v.rule)).toEqual(['placement imports an extension']);
+    const installed = findViolationsIn({
+      'src/ext/counters/claim-guard.ts': "import type { ClaimGuard } from '../../placement/writes/hooks.js';",
+    });
+    expect(installed).toEqual([]);
+  });
+
+  it('flags every import that closes a cycle of src/ folders, however long, and nothing else', () => {
+    const sources = {
+      'src/a/one.ts': "import { b } from '../b/two.js';",
+      'src/b/two.ts': "import { c } from '../c/three.js';\nimport { d } from '../d/four.js';",
+      'src/c/three.ts': "import type { A } from '../a/one.js';",
+      'src/d/four.ts': "import { config } from '../config.js';",
+      'src/config.ts': "import { a } from './a/one.js';",
+    };
+    expect(folderCycles(sources).map((v) => `${v.file} -> ${v.imports}: ${v.rule}`)).toEqual([
+      'src/a/one.ts -> src/b/two.ts: folder cycle: a, b, c',
+      'src/b/two.ts -> src/c/three.ts: folder cycle: a, b, c',
+      'src/c/three.ts -> src/a/one.ts: folder cycle: a, b, c',
+    ]);
+    expect(folderCycles({ 'src/a/one.ts': "import { b } from '../b/two.js';", 'src/b/two.ts': "import { x } from './x.js';" })).toEqual([]);
   });
 
   it('finds static, re-exported and dynamic imports', () => {

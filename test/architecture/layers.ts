@@ -17,6 +17,10 @@
 // the edge. A db file imports only db/. A route file never imports another route file.
 // Within the domain: jobs/ runs what modules register and imports none of them, and the
 // accelerator API reads placement's data through placement's functions, not its tables.
+// Placement knows no extension: src/placement never imports src/ext (the extensions plug
+// into its hooks, installed by the composition root). And the folders of src/ form no
+// cycle: where src/a imports src/b, nothing in src/b leads back to src/a (each import
+// that closes a cycle is a violation, named with the folders of its cycle).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, posix, relative } from 'node:path';
 
@@ -90,10 +94,71 @@ export function findViolationsIn(sources: Record<string, string>): Violation[] {
         violations.push({ file, imports: target, rule: 'jobs imports an API module' });
       } else if (file.startsWith('src/cyborg/') && target === 'src/db/schema/placement.ts') {
         violations.push({ file, imports: target, rule: "cyborg reads placement's tables" });
+      } else if (file.startsWith('src/placement/') && target.startsWith('src/ext/')) {
+        violations.push({ file, imports: target, rule: 'placement imports an extension' });
       } else if (/\/routes\//.test(file) && /\/routes\//.test(target) && !target.endsWith('/routes/index.ts')) {
         if (!file.endsWith('/routes/index.ts')) violations.push({ file, imports: target, rule: 'route imports route' });
       }
     }
   }
+  violations.push(...folderCycles(sources));
   return violations.sort((a, b) => `${a.file} ${a.imports}`.localeCompare(`${b.file} ${b.imports}`));
+}
+
+/** The top-level folder of src/ a file is in (src/placement/writes/x.ts: placement), none for a loose file of src/. */
+const folderOf = (file: string): string | undefined => /^src\/([^/]+)\//.exec(file)?.[1];
+
+/**
+ * Every import from one folder of src/ to another that lies on a cycle of
+ * folders (Tarjan's strongly connected components over the folder graph).
+ */
+export function folderCycles(sources: Record<string, string>): Violation[] {
+  const imports: { file: string; target: string; from: string; to: string }[] = [];
+  const edges = new Map<string, Set<string>>();
+  for (const [file, source] of Object.entries(sources)) {
+    const from = folderOf(file);
+    if (!from) continue;
+    for (const spec of importsOf(source)) {
+      if (!spec.startsWith('.')) continue;
+      const target = posix.join(posix.dirname(file), spec).replace(/\.js$/, '.ts');
+      const to = folderOf(target);
+      if (!to || to === from) continue;
+      imports.push({ file, target, from, to });
+      if (!edges.has(from)) edges.set(from, new Set());
+      edges.get(from)!.add(to);
+    }
+  }
+  const component = new Map<string, string[]>();
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const visit = (node: string): void => {
+    index.set(node, index.size);
+    low.set(node, index.get(node)!);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of edges.get(node) ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(low.get(node)!, index.get(next)!));
+      }
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const members: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      members.push(member);
+    } while (member !== node);
+    members.sort();
+    if (members.length > 1) for (const m of members) component.set(m, members);
+  };
+  for (const node of edges.keys()) if (!index.has(node)) visit(node);
+  return imports
+    .filter(({ from, to }) => component.has(from) && component.get(from) === component.get(to))
+    .map(({ file, target, from }) => ({ file, imports: target, rule: `folder cycle: ${component.get(from)!.join(', ')}` }));
 }

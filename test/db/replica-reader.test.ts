@@ -7,7 +7,7 @@
 // logged once. The marks' bookkeeping and the replica's fetch timeout too.
 import { type Client, createClient, type InStatement } from '@libsql/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type DbObserver, observeDatabase, type ReplicaReadOutcome } from '../../src/db/observe.js';
+import { type DbObserver, DbWatch, type ReplicaReadOutcome } from '../../src/db/observe.js';
 import { fetchWithTimeout, markOf, RAISE_WRITE_MARK, ReplicaReader, WriteMarks } from '../../src/db/replica.js';
 
 const WHO = { sql: 'SELECT who FROM whoami', args: [] } satisfies InStatement;
@@ -61,7 +61,8 @@ describe('ReplicaReader', () => {
       raceLost() {},
       replicaRead: (outcome) => reported.push(outcome),
     };
-    observeDatabase(observer);
+    const watch = new DbWatch();
+    watch.observer = observer;
     // The replica as the reader sees it: down while `failing` is set.
     const flaky = new Proxy(replica, {
       get(target, key, receiver) {
@@ -82,12 +83,12 @@ describe('ReplicaReader', () => {
       },
       marks,
       { retryMs: 500, log: { warn: log('warn'), info: log('info') }, now: () => clock },
+      watch,
     );
     marks.saw(7);
   });
 
   afterEach(() => {
-    observeDatabase(undefined);
     replica.close();
     primary.close();
   });

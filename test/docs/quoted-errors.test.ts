@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { KeystoneTokenValidator } from '../../src/http/keystone/validator.js';
+import { FakeKeystone, SERVICE_USER } from '../helpers/fake-keystone.js';
 import { freePort } from '../helpers/sqld.js';
 import { makeTestApp } from '../helpers/test-app.js';
 
@@ -84,6 +86,29 @@ const REAL: Record<string, () => Promise<string>> = {
   'db-server-not-answering': async () => {
     const port = await freePort();
     return (await refusal({ PLACEMENT_DB_URL: `http://127.0.0.1:${port}` })).split(String(port)).join('8080');
+  },
+  // /readyz's reason (the same code in both runtimes), from a Keystone that refuses the password.
+  'keystone-sign-in-refused': async () => {
+    const authUrl = 'http://controller:5000/v3';
+    const validator = new KeystoneTokenValidator(
+      {
+        authUrl,
+        credentials: {
+          username: SERVICE_USER.username,
+          password: 'not-the-password',
+          projectName: SERVICE_USER.project,
+          userDomainName: 'Default',
+          projectDomainName: 'Default',
+        },
+        cacheSeconds: 300,
+        cacheSize: 10,
+        timeoutMs: 1000,
+        wwwAuthenticateUri: authUrl,
+      },
+      new FakeKeystone().fetch,
+    );
+    const readiness = await validator.readiness();
+    return readiness.ready ? 'ready' : readiness.reason;
   },
   'keystone-unavailable-detail': async () => {
     const port = await freePort();

@@ -183,7 +183,8 @@ describe.each([
         },
       };
       const mv = Microversion.parse('1.39')!;
-      const options = { randomize: false, maxCandidates: 0, treeCacheProviders: Number(cache), now: Date.now() };
+      // The app's engine: its tree cache and the read hooks compose.ts installs (shared counters among them).
+      const options = own.deps.candidates.options({ randomize: false, maxCandidates: 0 });
       const ask = async (query: string) => {
         batches.length = 0;
         const body = await findAllocationCandidates(reader, parseCandidateQueryString(query, mv), mv, options);

@@ -22,6 +22,8 @@ export class FakeKeystone {
   readonly calls: string[] = [];
   /** While true every request fails as a refused connection would. */
   down = false;
+  /** The catalog in the tokens password authentication issues (v3's shape). */
+  catalog: { type: string; endpoints: { interface: string; url: string; region_id: string }[] }[] = [];
   private readonly users = new Map<string, Required<Pick<FakeUser, 'expiresAt'>> & FakeUser>();
   private readonly serviceTokens = new Map<string, number>();
   private issued = 0;
@@ -75,10 +77,14 @@ export class FakeKeystone {
     const token = `svc-${++this.issued}`;
     const expiresAt = this.now() + this.serviceTokenMs;
     this.serviceTokens.set(token, expiresAt);
-    return Response.json(this.tokenBody({ userId: 'placement-user', projectId: 'service-project', roles: ['service'], expiresAt }), {
-      status: 201,
-      headers: { 'x-subject-token': token },
-    });
+    const issued = this.tokenBody({ userId: 'placement-user', projectId: 'service-project', roles: ['service'], expiresAt });
+    return Response.json(
+      { token: { ...issued.token, catalog: this.catalog } },
+      {
+        status: 201,
+        headers: { 'x-subject-token': token },
+      },
+    );
   }
 
   private validate(request: Request): Response {

@@ -60,7 +60,12 @@ export interface Keystone {
   close(): Promise<void>;
 }
 
-function keystoneConf(dir: string): string {
+export interface KeystoneOptions {
+  /** `[token] expiration`: how long a token Keystone issues lives (default 3600 s). */
+  tokenExpirationSeconds?: number;
+}
+
+function keystoneConf(dir: string, options: KeystoneOptions): string {
   return [
     '[DEFAULT]',
     `log_file = ${join(dir, 'keystone.log')}`,
@@ -68,7 +73,7 @@ function keystoneConf(dir: string): string {
     `connection = sqlite:///${join(dir, 'keystone.db')}`,
     '[token]',
     'provider = fernet',
-    'expiration = 3600',
+    `expiration = ${options.tokenExpirationSeconds ?? 3600}`,
     '[fernet_tokens]',
     `key_repository = ${join(dir, 'fernet-keys')}`,
     '[fernet_receipts]',
@@ -99,14 +104,14 @@ async function waitForKeystone(url: string, child: ChildProcess, log: () => stri
 }
 
 /** Sets up and starts a Keystone: about 8 s of CPU, mostly Python importing Keystone twice. */
-export async function startKeystone(): Promise<Keystone> {
+export async function startKeystone(options: KeystoneOptions = {}): Promise<Keystone> {
   const missing = keystoneMissing();
   if (missing) throw new Error(missing);
   const dir = mkdtempSync(join(tmpdir(), 'keystone-'));
   mkdirSync(join(dir, 'fernet-keys'));
   mkdirSync(join(dir, 'credential-keys'));
   const conf = join(dir, 'keystone.conf');
-  writeFileSync(conf, keystoneConf(dir));
+  writeFileSync(conf, keystoneConf(dir, options));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}/v3`;
   const t0 = Date.now();
@@ -190,10 +195,12 @@ export async function startKeystone(): Promise<Keystone> {
     if (res.status !== 201) throw new Error(`Keystone refused ${user}: ${res.status} ${await res.text()}`);
     return res.headers.get('x-subject-token')!;
   };
-  let admin: string | undefined;
+  // Renewed after half its life, for a Keystone issuing short-lived tokens.
+  const adminLifeMs = ((options.tokenExpirationSeconds ?? 3600) * 1000) / 2;
+  let admin: { token: string; at: number } | undefined;
   const adminToken = async () => {
-    admin ??= await token('admin', ADMIN_PASSWORD, 'admin');
-    return admin;
+    if (!admin || Date.now() - admin.at > adminLifeMs) admin = { at: Date.now(), token: await token('admin', ADMIN_PASSWORD, 'admin') };
+    return admin.token;
   };
   return {
     url,

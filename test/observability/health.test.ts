@@ -97,6 +97,22 @@ describe('GET /readyz', () => {
     deps.store.close();
   });
 
+  it("answers the process's own holds first, earliest first, without reading the database; ready once all are released", async () => {
+    const { app, counted, deps } = await countedApp('held.db');
+    await applyMigrations(counted.client, MIGRATIONS);
+    deps.readiness.hold('warming', 'warming');
+    deps.readiness.hold('other', 'another part is not ready');
+    counted.reset();
+    expect(await readyz(app)).toEqual({ status: 503, body: { status: 'not ready', reason: 'warming' } });
+    expect(counted.count()).toBe(0);
+    deps.readiness.release('warming');
+    expect(await readyz(app)).toEqual({ status: 503, body: { status: 'not ready', reason: 'another part is not ready' } });
+    deps.readiness.release('other');
+    // Then the database decides: here the standard names were never synced.
+    expect((await readyz(app)).body.reason).toMatch(/^the standard names are not synced/);
+    deps.store.close();
+  });
+
   it('answers 503 when the database does not answer', async () => {
     const { app, deps } = await countedApp('closed.db');
     deps.store.close();

@@ -200,7 +200,8 @@ describe('GET /metrics', () => {
     let attempts = 0;
     await withRaceRetries(async () => {
       attempts += 1;
-      if (attempts < 3) throw new LostRace('UPDATE resource_providers SET generation = generation + 1 WHERE id = ? AND generation = ?');
+      if (attempts < 3)
+        throw new LostRace('UPDATE resource_providers SET generation = generation + 1 WHERE id = ? AND generation = ?', t.deps.store.watch);
     });
     expect((await retries()) - before).toBe(2);
   });

@@ -163,6 +163,9 @@ describeWithPart(PROMETHEUS_MISSING, 'a real Prometheus server', () => {
         expect(total?.value[1]).toBe('24');
         const [ratio] = await query('openstack_placement_resource_allocation_ratio{hostname="cn-prom"}');
         expect(ratio?.value[1]).toBe('2');
+        // openstack-exporter's liveness gauge, what its dashboards discover the service by.
+        const [live] = await query('openstack_placement_up{job="placement"}');
+        expect(live?.value[1]).toBe('1');
         const [listedByPrometheus] = await query(
           'sum(http_server_request_duration_seconds_count{http_route="/resource_providers",http_request_method="GET"})',
         );

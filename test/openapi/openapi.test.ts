@@ -131,6 +131,17 @@ describe('GET /openapi.json', () => {
     expect(mounts).toEqual(['/*', '/*', '/accelerator/*', '/dashboard/*', '/diagnostics/*', '/ext/*']);
   });
 
+  it('names each API apart: the extensions under /ext are their own, not the diagnostics', () => {
+    const tagsUnder = (prefix: string) =>
+      new Set(
+        Object.entries(doc.paths)
+          .filter(([path]) => path.startsWith(prefix))
+          .flatMap(([, item]) => Object.values(item).flatMap((op) => (op as { tags: string[] }).tags)),
+      );
+    expect([...tagsUnder('/ext/')]).toEqual(['Extensions']);
+    expect([...tagsUnder('/diagnostics/')]).toEqual(['Diagnostics']);
+  });
+
   it('needs no token, and the version documents are public too', () => {
     expect(doc.paths['/openapi.json']!.get!.security).toEqual([]);
     expect(doc.paths['/']!.get!.security).toEqual([]);

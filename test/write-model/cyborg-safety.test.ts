@@ -259,7 +259,7 @@ describe('faults between the read and the write batch, or inside the write batch
       expect(res.status, `${method} ${path}`).toBe(500);
       expect(await dump(), `${method} ${path}`).toEqual(before);
     }
-    await expect(runBindJob(t.deps.store, [1, 2], job!.outboxId, '2026-01-01T00:00:00Z', 0)).rejects.toThrow('injected crash');
+    await expect(runBindJob(t.deps, [1, 2], job!.outboxId, '2026-01-01T00:00:00Z', 0)).rejects.toThrow('injected crash');
     restore();
     expect(await dump()).toEqual(before);
   });
@@ -278,7 +278,7 @@ describe('faults between the read and the write batch, or inside the write batch
         what: 'bind job',
         run: async () => {
           const [job] = await pendingMessages();
-          return runBindJob(t.deps.store, [1], job!.outboxId, '2026-01-01T00:00:00Z', 0).then(
+          return runBindJob(t.deps, [1], job!.outboxId, '2026-01-01T00:00:00Z', 0).then(
             () => 200,
             (err: unknown) => (String(err).includes('concurrently') ? 409 : 500),
           );
@@ -301,7 +301,7 @@ describe('faults between the read and the write batch, or inside the write batch
     // Without a fault, both go through.
     expect((await t.acc('PUT', `/hosts/${HOST}/devices`, { body: report(3, 3) })).status).toBe(200);
     const [job] = await pendingMessages();
-    expect(await runBindJob(t.deps.store, [1], job!.outboxId, '2026-01-01T00:00:00Z', 0)).toHaveLength(1);
+    expect(await runBindJob(t.deps, [1], job!.outboxId, '2026-01-01T00:00:00Z', 0)).toHaveLength(1);
     expect(await arqStates()).toEqual(['Bound:1']);
   });
 });

@@ -4,8 +4,9 @@
 // write) would answer with an error rolls that batch back, and the ordinary
 // path words the answer. Here: what each costs, a fault at every statement
 // of the batch, refusals, and races on the generation.
-import type { InStatement, ResultSet } from '@libsql/client';
+import type { InStatement } from '@libsql/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { countBatches } from './count-batches.js';
 import { dumpPlacement, providerGeneration, seedProvider } from '../helpers/placement-seed.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -16,22 +17,6 @@ beforeEach(async () => {
 afterEach(() => t.close());
 
 const dump = () => dumpPlacement(t.deps);
-
-/** Counts the store's read and write batches from now on. */
-function countBatches(): { reads: number; writes: number } {
-  const { store } = t.deps;
-  const counts = { reads: 0, writes: 0 };
-  const [read, write] = [store.readBatch.bind(store), store.writeBatch.bind(store)];
-  store.readBatch = (statements: InStatement[]): Promise<ResultSet[]> => {
-    counts.reads += 1;
-    return read(statements);
-  };
-  store.writeBatch = (statements: InStatement[]): Promise<ResultSet[]> => {
-    counts.writes += 1;
-    return write(statements);
-  };
-  return counts;
-}
 
 /** Makes the next write batch only fail at statement `index` (guards counted); returns its size once sent. */
 function failFirstWriteAt(index: number): () => number {
@@ -194,7 +179,7 @@ const WRITES: OneBatchWrite[] = [
 describe('a one-batch provider write', () => {
   it.each(WRITES)('$name: one write batch, nothing read', async (write) => {
     const { send, granted } = await write.prepare();
-    const counts = countBatches();
+    const counts = countBatches(t.deps.store);
     const res = await send();
     expect(counts).toEqual({ reads: 0, writes: 1 });
     await granted(res);
@@ -208,7 +193,7 @@ describe('a one-batch provider write', () => {
     for (let index = 0; index < size; index += 1) {
       const { send, granted } = await write.prepare();
       const before = await dump();
-      const counts = countBatches();
+      const counts = countBatches(t.deps.store);
       const sizeOf = failFirstWriteAt(index);
       const res = await send();
       size = sizeOf();
@@ -231,7 +216,7 @@ describe('a one-batch provider write', () => {
 describe('refusals: the batch rolls back, the ordinary path words the answer', () => {
   async function refused(send: () => Promise<Response>): Promise<Response> {
     const before = await dump();
-    const counts = countBatches();
+    const counts = countBatches(t.deps.store);
     const res = await send();
     expect(counts).toEqual({ reads: 1, writes: 1 });
     expect(await dump()).toEqual(before);
@@ -278,7 +263,7 @@ describe('refusals: the batch rolls back, the ordinary path words the answer', (
     expect((await t.call('PUT', `/allocations/${crypto.randomUUID()}`, { body: claim })).status).toBe(204);
     const warnings: unknown[] = [];
     t.deps.log.warn = (message: string, fields?: Record<string, unknown>) => warnings.push({ message, ...fields });
-    const counts = countBatches();
+    const counts = countBatches(t.deps.store);
     const res = await t.call('PUT', `/resource_providers/${uuid}/inventories`, {
       body: { resource_provider_generation: 4, inventories: { VCPU: { total: 4 }, DISK_GB: { total: 1 } } },
     });
@@ -424,10 +409,10 @@ describe('claims at every microversion stay within 2 round trips', () => {
         body: { allocations: { [uuid]: { resources: { VCPU: vcpu } } }, project_id: 'p', user_id: 'u' },
         version: '1.27',
       });
-    let counts = countBatches();
+    let counts = countBatches(t.deps.store);
     expect((await claim(1)).status).toBe(204);
     expect(counts).toEqual({ reads: 1, writes: 1 });
-    counts = countBatches();
+    counts = countBatches(t.deps.store);
     expect((await claim(2)).status).toBe(204);
     expect(counts).toEqual({ reads: 1, writes: 1 });
     const held = await json(await t.call('GET', `/allocations/${consumer}`));
@@ -436,7 +421,7 @@ describe('claims at every microversion stay within 2 round trips', () => {
 
   it('from 1.28, a new consumer (consumer_generation null) is one write batch', async () => {
     const uuid = await busyProvider();
-    const counts = countBatches();
+    const counts = countBatches(t.deps.store);
     const res = await t.call('PUT', `/allocations/${crypto.randomUUID()}`, {
       body: {
         allocations: { [uuid]: { resources: { VCPU: 1 } } },

@@ -1,6 +1,9 @@
 // Brings placement in line with the host: providers (parents first),
 // inventories, traits and aggregates; writes only what differs and retries a
 // 409 generation conflict by re-reading the provider and recomputing.
+// One writer per provider: where nova-compute made the compute node provider
+// (or `compute_node: external`), the agent writes none of it and only keeps
+// the accelerator children it made itself (computeNodeOwner below).
 import type { DiscoveredProvider, InventoryFields } from '../discover/types.js';
 import { providerUuid } from '../discover/uuid.js';
 import { chooseAllocationRatio, isRatioClass, type RatioClass, type RatioSettings } from '../ratios/index.js';
@@ -22,8 +25,28 @@ export interface Logger {
   warn(msg: string): void;
 }
 
+/**
+ * Who writes the compute node provider: `agent` (the agent, as without Nova),
+ * `external` (nova-compute: the agent never writes it), or `auto` (external
+ * where computeNodeOwner finds nova-compute's provider, else the agent).
+ */
+export type ComputeNodeMode = 'auto' | 'agent' | 'external';
+
+/** `compute_node: external` and Placement has no provider named as the host yet. */
+export class ComputeNodeMissingError extends Error {
+  constructor(readonly provider: string) {
+    super(
+      `no compute node provider named ${provider} in Placement: with compute_node external the agent waits for nova-compute to create it ` +
+        '(check nova-compute runs on this host with this host name, or set compute_node: agent)',
+    );
+    this.name = 'ComputeNodeMissingError';
+  }
+}
+
 export interface SyncOptions {
   ratios: Record<RatioClass, RatioSettings>;
+  /** Who writes the compute node provider (default auto). */
+  computeNode?: ComputeNodeMode;
   /** aggregates for the compute node: added when missing, never removed */
   aggregates?: readonly string[];
   /** traits the agent owns: one that is no longer discovered is removed */
@@ -41,11 +64,37 @@ export interface SyncSummary {
   countersUpdated: string[];
   deleted: string[];
   conflictsRetried: number;
+  /** Who wrote the compute node provider this run: the agent, or another writer (nova-compute) it left alone. */
+  computeNode: 'agent' | 'external';
+  /** Providers of this host's devices that another writer made (a name the agent would give, another uuid): left alone. */
+  skipped: string[];
 }
 
 const DEFAULT_OWNED_PREFIXES = ['HW_CPU_', 'HW_ARCH_', 'CUSTOM_GPU_', 'CUSTOM_FPGA_'];
 const INVENTORY_FIELDS = ['total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'allocation_ratio'] as const;
 const silent: Logger = { info() {}, warn() {} };
+
+/**
+ * Nova's capability traits: nova-compute puts COMPUTE_* traits of its virt
+ * driver (COMPUTE_NET_ATTACH_INTERFACE, COMPUTE_IMAGE_TYPE_RAW, COMPUTE_ACCELERATORS, ...)
+ * and COMPUTE_STATUS_DISABLED on its compute node; of that namespace the agent
+ * writes COMPUTE_NODE only.
+ */
+const isNovaTrait = (trait: string) => trait.startsWith('COMPUTE_') && trait !== 'COMPUTE_NODE';
+
+/**
+ * Whether another writer owns the compute node provider `record` (named as
+ * the host): the agent did not make it (every provider the agent makes has the
+ * uuid providerUuid(name); nova-compute's has its compute node's uuid) and it
+ * carries Nova's capability traits. Both, so an empty provider an operator
+ * made for the agent is still the agent's, and the agent's own provider stays
+ * its own whatever traits an operator adds.
+ */
+export async function computeNodeOwner(client: PlacementClient, record: Provider): Promise<'agent' | 'external'> {
+  if (record.uuid === providerUuid(record.name)) return 'agent';
+  const { body } = await client.request<ProviderTraits>('GET', `/resource_providers/${record.uuid}/traits`);
+  return (body.traits ?? []).some(isNovaTrait) ? 'external' : 'agent';
+}
 
 const enc = encodeURIComponent;
 
@@ -60,6 +109,32 @@ export async function lookupProviders(client: PlacementClient, names: readonly s
   return found;
 }
 
+/**
+ * Who writes this host's providers this run: the compute node's writer (see
+ * ComputeNodeMode) and, per provider, whether the agent writes it (with another
+ * writer on the compute node, only the children the agent made itself: its uuid).
+ * Throws ComputeNodeMissingError for `external` while there is no compute node.
+ */
+export async function writerOf(
+  client: PlacementClient,
+  tree: readonly DiscoveredProvider[],
+  existing: ReadonlyMap<string, Provider>,
+  mode: ComputeNodeMode,
+): Promise<{ computeNode: 'agent' | 'external'; ours: (provider: DiscoveredProvider) => boolean }> {
+  const rootName = tree.find((p) => p.parentName === undefined)?.name;
+  const rootRecord = rootName === undefined ? undefined : existing.get(rootName);
+  if (mode === 'external' && rootName !== undefined && !rootRecord) throw new ComputeNodeMissingError(rootName);
+  const computeNode =
+    !rootRecord || mode === 'agent' ? 'agent' : mode === 'external' ? 'external' : await computeNodeOwner(client, rootRecord);
+  const ours = (provider: DiscoveredProvider) => {
+    if (computeNode === 'agent') return true;
+    if (provider.parentName === undefined) return false;
+    const record = existing.get(provider.name);
+    return !record || record.uuid === providerUuid(provider.name);
+  };
+  return { computeNode, ours };
+}
+
 export async function syncTree(client: PlacementClient, tree: readonly DiscoveredProvider[], options: SyncOptions): Promise<SyncSummary> {
   const log = options.log ?? silent;
   const summary: SyncSummary = {
@@ -70,16 +145,28 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
     countersUpdated: [],
     deleted: [],
     conflictsRetried: 0,
+    computeNode: 'agent',
+    skipped: [],
   };
   const existing = await lookupProviders(
     client,
     tree.map((p) => p.name),
   );
+  const { computeNode, ours } = await writerOf(client, tree, existing, options.computeNode ?? 'auto');
+  summary.computeNode = computeNode;
+  const external = computeNode === 'external';
+  if (external && (options.aggregates?.length ?? 0) > 0) {
+    log.warn(`aggregates not written: nova-compute owns the compute node (Nova's host aggregates are mirrored to Placement)`);
+  }
   const uuids = new Map<string, string>();
   for (const provider of tree) {
     const record = existing.get(provider.name);
     if (record) {
       uuids.set(provider.name, record.uuid);
+      if (!ours(provider) && provider.parentName !== undefined) {
+        summary.skipped.push(provider.name);
+        log.warn(`left ${provider.name} alone: another writer made it (uuid ${record.uuid})`);
+      }
       continue;
     }
     const uuid = providerUuid(provider.name);
@@ -98,6 +185,7 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
   const retries = options.maxConflictRetries ?? 5;
   const owned = options.ownedTraitPrefixes ?? DEFAULT_OWNED_PREFIXES;
   for (const provider of tree) {
+    if (!ours(provider)) continue;
     const uuid = uuids.get(provider.name)!;
     const onConflict = () => {
       summary.conflictsRetried++;
@@ -129,7 +217,10 @@ export async function syncTree(client: PlacementClient, tree: readonly Discovere
     const rootUuid = uuids.get(root.name)!;
     const { body } = await client.request<ProviderList>('GET', `/resource_providers?in_tree=${rootUuid}`);
     const wanted = new Set(tree.map((p) => p.name));
-    const stale = (body.resource_providers ?? []).filter((p) => !wanted.has(p.name) && p.name.startsWith(`${root.name}_pci_`)).reverse();
+    // With another writer on the compute node, only children the agent made (its uuids) are its to delete.
+    const stale = (body.resource_providers ?? [])
+      .filter((p) => !wanted.has(p.name) && p.name.startsWith(`${root.name}_pci_`) && (!external || p.uuid === providerUuid(p.name)))
+      .reverse();
     for (const provider of stale) {
       try {
         await client.request('DELETE', `/resource_providers/${provider.uuid}`);

@@ -3,11 +3,18 @@
 // many callers ask at once. The CLI can use it alone for --os-* options.
 import type { IssuedToken, KeystoneClient, PasswordCredentials } from './client.js';
 
-/** Renew this long before expiry (keystoneauth renews 30 s before; a slow Keystone gets more room). */
+/**
+ * Renew this long before expiry (keystoneauth renews 30 s before; a slow
+ * Keystone gets more room), or after half the token's life where Keystone
+ * issues tokens shorter than two minutes (`[token] expiration`), so a
+ * short-lived token is still used, not renewed on every call.
+ */
 const RENEW_BEFORE_MS = 60_000;
 
 export class ServiceTokenSource {
   private current: IssuedToken | undefined;
+  /** When the held token was received (its life is measured from then, on this clock). */
+  private receivedAt = 0;
   private pending: Promise<IssuedToken> | undefined;
 
   constructor(
@@ -37,8 +44,9 @@ export class ServiceTokenSource {
   }
 
   private stale(held: IssuedToken): boolean {
+    const life = held.identity.expiresAt - this.receivedAt;
     const left = held.identity.expiresAt - this.now();
-    return left < RENEW_BEFORE_MS;
+    return left < Math.min(RENEW_BEFORE_MS, life / 2);
   }
 
   private renew(): Promise<IssuedToken> {
@@ -46,6 +54,7 @@ export class ServiceTokenSource {
       .passwordAuth(this.credentials)
       .then((issued) => {
         this.current = issued;
+        this.receivedAt = this.now();
         return issued;
       })
       .catch((err: unknown) => {

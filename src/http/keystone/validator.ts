@@ -96,7 +96,7 @@ export class KeystoneTokenValidator {
     const reason =
       cause instanceof KeystoneCredentialsRefused
         ? `the service cannot sign in to Keystone: ${cause.message}; check PLACEMENT_KEYSTONE_USERNAME, PLACEMENT_KEYSTONE_PASSWORD, PLACEMENT_KEYSTONE_PROJECT_NAME and their domains`
-        : `the service cannot reach Keystone to validate tokens: ${(err as Error).message}`;
+        : `the service cannot validate tokens with Keystone: ${(err as Error).message}`;
     this.problem = { reason, at: this.now() };
     this.lastReady = undefined;
     return reason;

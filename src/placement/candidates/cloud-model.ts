@@ -1,15 +1,21 @@
-// The cloud's provider trees held in memory between requests: structure,
-// traits, aggregates and inventory limits, never usage. Usage changes with
-// every claim and is read fresh by each request; the trees change rarely and
-// are re-read tree by tree: triggers (drizzle/0003_tree_changes.sql) raise a
-// root's `seq` in placement_tree_changes on every write to one of its
-// providers, inventories, traits or aggregates, and each request's read batch
-// carries the trees whose seq passed the model's. The batch is one snapshot,
-// so the trees and the usage a request sees always belong together.
+// The provider-tree model, the candidates engine's only input: structure,
+// traits, aggregates and inventory limits of provider trees, never usage.
+// Two kinds of the same model:
+// - the shared cache (one per app and database handle, TreeCache), held
+//   between requests while the cloud fits PLACEMENT_CANDIDATE_TREE_CACHE.
+//   Usage changes with every claim and is read fresh by each request; the
+//   trees change rarely and are re-read tree by tree: triggers
+//   (drizzle/0003_tree_changes.sql) raise a root's `seq` in
+//   placement_tree_changes on every write to one of its providers,
+//   inventories, traits or aggregates, and each request's read batch carries
+//   the trees whose seq passed the model's. The batch is one snapshot, so the
+//   trees and the usage a request sees always belong together.
+// - a partial model of one request (CloudModel.partial): exactly the trees
+//   the SQL prefilter keeps (prefilter.ts), for clouds over the cache's size.
 import type { InStatement } from '@libsql/client';
-import { serviceMetrics } from '../../observability/service.js';
+import type { Deps } from '../../deps.js';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
-import { SHARES_TRAIT, type SummaryTemplate } from './research.js';
+import { addUsage, SHARES_TRAIT, type SummaryTemplate, type Usage } from './research.js';
 import { columns, num, packedArray, type PackedRow } from './sql.js';
 import { EPOCH, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT, TREE_CHANGE } from '../../db/columns.js';
 
@@ -40,16 +46,35 @@ export interface ModelProvider {
   inventories: ModelInventory[];
 }
 
-const PROVIDER_ROW = columns(['id', 'uuid', 'parent_provider_id', 'root_provider_id', 'traits', 'aggs']);
-const INVENTORY_ROW = columns(['rp', 'cls', 'name', 'total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'ratio']);
+/** A provider as CloudModel.of() takes it (traits in trait id order, inventories in class id order). */
+export interface ProviderSpec {
+  id: number;
+  uuid: string;
+  parentId: number | null;
+  rootId: number;
+  traits: readonly string[];
+  aggregates: readonly number[];
+  inventories: readonly Omit<ModelInventory, 'capacity'>[];
+}
+
+/** What the tree model counts into (Deps['metrics']). */
+export type TreeMetrics = Pick<Deps['metrics'], 'treeCacheProviders' | 'treeCacheRefreshes'>;
+
+export const PROVIDER_ROW = columns(['id', 'uuid', 'parent_provider_id', 'root_provider_id', 'traits', 'aggs']);
+const LIMIT_COLUMNS = ['rp', 'cls', 'name', 'total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'ratio'] as const;
+/** An inventory as the cache reads it (never usage). */
+const CACHED_INVENTORY_ROW = columns(LIMIT_COLUMNS);
+/** An inventory as a partial model reads it: the same columns, then its current usage. */
+export const INVENTORY_ROW = columns([...LIMIT_COLUMNS, 'used']);
 
 /** The packed columns of PROVIDER_ROW for the providers aliased `p`. */
-const providerColumns = `p.${RP.id}, p.${RP.uuid}, p.${RP.parentProviderId}, p.${RP.rootProviderId},
+export const providerColumns = `p.${RP.id}, p.${RP.uuid}, p.${RP.parentProviderId}, p.${RP.rootProviderId},
   (SELECT group_concat(name, char(31)) FROM (SELECT t.${TRAIT.name} FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
     WHERE rt.${RP_TRAIT.resourceProviderId} = p.${RP.id} ORDER BY rt.${RP_TRAIT.traitId})) AS traits,
   (SELECT group_concat(ra.${RP_AGG.aggregateId}) FROM resource_provider_aggregates ra WHERE ra.${RP_AGG.resourceProviderId} = p.${RP.id}) AS aggs`;
 
-const inventoryColumns = `i.${INV.resourceProviderId} AS rp, i.${INV.resourceClassId} AS cls, rc.${RC.name}, i.${INV.total}, i.${INV.reserved}, i.${INV.minUnit},
+/** The packed columns of INVENTORY_ROW but `used` for the inventories aliased `i` (`rc`: their class). */
+export const inventoryColumns = `i.${INV.resourceProviderId} AS rp, i.${INV.resourceClassId} AS cls, rc.${RC.name}, i.${INV.total}, i.${INV.reserved}, i.${INV.minUnit},
   i.${INV.maxUnit}, i.${INV.stepSize}, i.${INV.allocationRatio} AS ratio`;
 
 /** What one refresh statement returns, packed in one JSON value. */
@@ -84,7 +109,21 @@ export class CloudModel {
    */
   readonly knownAggregates = new Map<string, number>();
 
-  constructor(readonly maxProviders: number) {}
+  constructor(
+    readonly maxProviders: number,
+    private readonly metrics: TreeMetrics | null = null,
+  ) {}
+
+  /**
+   * A request's own model of the trees it loaded (packed rows, inventories
+   * with their usage, which goes into `usage`): the same model, never refreshed.
+   */
+  static partial(providers: PackedRow[], inventories: PackedRow[], usage: Usage): CloudModel {
+    const model = new CloudModel(Number.POSITIVE_INFINITY);
+    model.addRows(providers, inventories, usage);
+    model.seq = 0;
+    return model;
+  }
 
   get loaded(): boolean {
     return this.seq >= 0;
@@ -134,7 +173,7 @@ export class CloudModel {
         },
         'providers', (SELECT ${packedArray(PROVIDER_ROW)} FROM (
           SELECT ${providerColumns} FROM ${source.from} ${source.where} ORDER BY p.${RP.id})),
-        'inventories', (SELECT ${packedArray(INVENTORY_ROW)} FROM (
+        'inventories', (SELECT ${packedArray(CACHED_INVENTORY_ROW)} FROM (
           SELECT ${inventoryColumns} FROM ${source.from}
             CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id}
             JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
@@ -152,7 +191,7 @@ export class CloudModel {
     const refresh = JSON.parse(packed) as Refresh;
     const wasLoaded = this.loaded;
     if (refresh.changed === null) {
-      serviceMetrics.treeCacheProviders.set([], 0);
+      this.metrics?.treeCacheProviders.set([], 0);
       this.clear();
       this.oversizeUntil = now + 60_000;
       return 'oversize';
@@ -178,9 +217,54 @@ export class CloudModel {
       return 'reload';
     }
     for (const root of changed) this.dropTree(root);
+    this.addRows(refresh.providers, refresh.inventories, null);
+    // Shared sets of trees since dropped are let go once they outnumber the providers.
+    if (this.traitSets.size + this.aggregateSets.size > 2 * this.providers.size + 64) {
+      this.traitSets.clear();
+      this.aggregateSets.clear();
+    }
+    this.seq = seq;
+    this.epoch = refresh.epoch;
+    if (this.providers.size > this.maxProviders) {
+      this.clear();
+      this.oversizeUntil = now + 60_000;
+      this.metrics?.treeCacheProviders.set([], 0);
+      return 'oversize';
+    }
+    this.metrics?.treeCacheRefreshes.inc([wasLoaded ? 'partial' : 'full']);
+    this.metrics?.treeCacheProviders.set([], this.providers.size);
+    return changed;
+  }
+
+  /** A model of the given trees (providers in id order, each tree's root first): a made-up cloud, no database (the warm-up). */
+  static of(providers: readonly ProviderSpec[]): CloudModel {
+    const model = new CloudModel(Number.POSITIVE_INFINITY);
+    for (const spec of providers) {
+      // Through inventoryOf(), as addRows(): the same object shapes as a real model's.
+      const inventories = spec.inventories.map((inv) =>
+        inventoryOf(inv.total, inv.reserved, inv.minUnit, inv.maxUnit, inv.stepSize, inv.allocationRatio, inv.classId, inv.className),
+      );
+      model.addProvider({
+        id: spec.id,
+        uuid: spec.uuid,
+        uuidJson: UTF8.encode(JSON.stringify(spec.uuid)),
+        summaryTemplate: null,
+        parentId: spec.parentId,
+        rootId: spec.rootId,
+        traits: model.traitSet(spec.traits.join('\u001f')),
+        aggregates: model.aggregateSet(spec.aggregates.join(',')),
+        inventories,
+      });
+    }
+    model.seq = 0;
+    return model;
+  }
+
+  /** Providers and their inventories as packed rows (PROVIDER_ROW, INVENTORY_ROW); with `usage`, the rows' usage goes there. */
+  private addRows(providers: PackedRow[], inventories: PackedRow[], usage: Usage | null): void {
     const fresh = new Map<number, ModelProvider>();
     const p = PROVIDER_ROW.at;
-    for (const row of refresh.providers) {
+    for (const row of providers) {
       const traits = row[p.traits];
       const aggs = row[p.aggs];
       const provider: ModelProvider = {
@@ -197,40 +281,25 @@ export class CloudModel {
       fresh.set(provider.id, provider);
     }
     const i = INVENTORY_ROW.at;
-    for (const row of refresh.inventories) {
-      // Written out field by field: V8 reads objects built by spreading
-      // another one many times slower, and the search reads these per request.
-      const inventory: ModelInventory = {
-        total: num(row[i.total]),
-        reserved: num(row[i.reserved]),
-        minUnit: num(row[i.min_unit]),
-        maxUnit: num(row[i.max_unit]),
-        stepSize: num(row[i.step_size]),
-        allocationRatio: num(row[i.ratio]),
-        classId: num(row[i.cls]),
-        className: String(row[i.name]),
-        capacity: 0,
-      };
-      inventory.capacity = capacityOf(inventory);
-      fresh.get(num(row[i.rp]))?.inventories.push(inventory);
+    for (const row of inventories) {
+      const inventory = inventoryOf(
+        num(row[i.total]),
+        num(row[i.reserved]),
+        num(row[i.min_unit]),
+        num(row[i.max_unit]),
+        num(row[i.step_size]),
+        num(row[i.ratio]),
+        num(row[i.cls]),
+        String(row[i.name]),
+      );
+      const rp = num(row[i.rp]);
+      fresh.get(rp)?.inventories.push(inventory);
+      if (usage) {
+        const used = num(row[i.used] ?? 0);
+        if (used !== 0) addUsage(usage, rp, inventory.classId, used);
+      }
     }
     for (const provider of fresh.values()) this.addProvider(provider);
-    // Shared sets of trees since dropped are let go once they outnumber the providers.
-    if (this.traitSets.size + this.aggregateSets.size > 2 * this.providers.size + 64) {
-      this.traitSets.clear();
-      this.aggregateSets.clear();
-    }
-    this.seq = seq;
-    this.epoch = refresh.epoch;
-    if (this.providers.size > this.maxProviders) {
-      this.clear();
-      this.oversizeUntil = now + 60_000;
-      serviceMetrics.treeCacheProviders.set([], 0);
-      return 'oversize';
-    }
-    serviceMetrics.treeCacheRefreshes.inc([wasLoaded ? 'partial' : 'full']);
-    serviceMetrics.treeCacheProviders.set([], this.providers.size);
-    return changed;
   }
 
   provider(id: number): ModelProvider | undefined {
@@ -321,11 +390,40 @@ export class CloudModel {
 
 const EMPTY: ReadonlySet<number> = new Set();
 
-/** One model per database handle (a DataStore lives as long as its process or isolate). */
-const models = new WeakMap<object, CloudModel>();
+/**
+ * An inventory of the model, written out field by field in one order: V8
+ * reads objects built by spreading another one many times slower, and the
+ * search reads these per request.
+ */
+function inventoryOf(
+  total: number,
+  reserved: number,
+  minUnit: number,
+  maxUnit: number,
+  stepSize: number,
+  allocationRatio: number,
+  classId: number,
+  className: string,
+): ModelInventory {
+  const inventory: ModelInventory = { total, reserved, minUnit, maxUnit, stepSize, allocationRatio, classId, className, capacity: 0 };
+  inventory.capacity = capacityOf(inventory);
+  return inventory;
+}
 
-export function cloudModelFor(store: object, maxProviders: number): CloudModel {
-  let model = models.get(store);
-  if (!model || model.maxProviders !== maxProviders) models.set(store, (model = new CloudModel(maxProviders)));
-  return model;
+/**
+ * The shared tree models of one app (Deps.candidates): one per database
+ * handle it reads (a DataStore lives as long as its process or isolate), so
+ * two apps in one process share nothing.
+ */
+export class TreeCache {
+  private readonly models = new WeakMap<object, CloudModel>();
+
+  constructor(private readonly metrics: TreeMetrics | null = null) {}
+
+  /** The model kept for `reader`, made (empty) on first use or when the cap changed. */
+  modelFor(reader: object, maxProviders: number): CloudModel {
+    let model = this.models.get(reader);
+    if (!model || model.maxProviders !== maxProviders) this.models.set(reader, (model = new CloudModel(maxProviders, this.metrics)));
+    return model;
+  }
 }

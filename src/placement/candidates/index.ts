@@ -1,32 +1,27 @@
 // GET /allocation_candidates, end to end below HTTP (see README.md here):
 //   1. names: every class, trait, aggregate and in_tree provider the request names;
-//   2. research: load candidate inventories and the viable trees (research.ts;
-//      1-2 round trips as a rule, 4 at most);
+//   2. the provider-tree model, the engine's only input, and one read batch
+//      (sources.ts): the shared cache while the cloud fits, else a partial
+//      model of the trees the SQL prefilter keeps; the rules over it
+//      (rules.ts) decide the viable trees, candidate rows and sharing
+//      anchors, the installed hooks (hooks.ts) what they exclude and what
+//      capacity they add (1-2 round trips as a rule, 4 at most);
 //   3. search: one choice per group per tree, in stable order (search.ts),
 //      kept by a RequestPicker that applies `limit` and the candidate cap;
 //   4. present: the answer's shape for the microversion (present/).
 import type { BatchReader } from '../../db/client.js';
+import type { Deps } from '../../deps.js';
 import type { Microversion } from '../../microversion.js';
-import { serviceMetrics } from '../../observability/service.js';
 import { MV } from '../versions.js';
 import { badCandidateRequest } from './errors.js';
 import type { CandidateRequest } from './parse.js';
 import { presentCandidates, type CandidatesBody, type Presentation } from './present/index.js';
 import { candidatesJson } from './present/json.js';
-import { cloudModelFor } from './cloud-model.js';
-import { loadFromModel } from './model-research.js';
-import {
-  loadCandidates,
-  loadTrees,
-  type CandidateInventories,
-  type Lookups,
-  type ProviderNode,
-  type Research,
-  type TreePrefilter,
-  type Usage,
-} from './research.js';
-import { excludedProviders } from './taints.js';
-import type { LoadedCounters } from '../../ext/counters/sql.js';
+import { type CloudModel, TreeCache } from './cloud-model.js';
+import type { CandidateReadHook, HookStates } from './hooks.js';
+import type { CandidateInventories, Lookups, ProviderNode, TreePrefilter, Usage } from './research.js';
+import { anchorRoots, coversEveryClass, coversSomeVariant } from './rules.js';
+import { type RequestNames, type Research, researchCached, researchOfModel, researchPartial } from './sources.js';
 import { FirstOfSearch, variantsOf, type TreeSearch } from './first-of.js';
 import {
   CandidateSearch,
@@ -38,6 +33,12 @@ import {
 } from './search.js';
 
 export type { CandidatesBody } from './present/index.js';
+
+/** What the engine counts into (Deps['metrics']). */
+export type CandidateMetrics = Pick<
+  Deps['metrics'],
+  'candidatesDuration' | 'candidatesReturned' | 'candidatesCut' | 'treeCacheProviders' | 'treeCacheRefreshes'
+>;
 
 export interface CandidateOptions {
   randomize: boolean;
@@ -51,16 +52,12 @@ export interface CandidateOptions {
   now: number;
   /** Tree by tree (default), or one candidate from each tree in turn. */
   generationStrategy?: GenerationStrategy;
-}
-
-/** Everything the request names, each once, and the amounts asked per class. */
-interface RequestNames {
-  classes: string[];
-  traits: string[];
-  aggregates: string[];
-  inTree: string[];
-  /** Smallest and largest amount per class across groups: rows that fit neither stay in SQL. */
-  amounts: Map<string, { smallest: number; largest: number }>;
+  /** The app's tree cache (Deps.candidates); without one, the call reads into a cache of its own. */
+  trees?: TreeCache;
+  /** The read hooks the composition root installed (Deps.candidates: taints, counters); none without. */
+  hooks?: readonly CandidateReadHook[];
+  /** Where the answer's figures are counted (Deps.metrics); nowhere without. */
+  metrics?: CandidateMetrics;
 }
 
 function namesOf(request: CandidateRequest): RequestNames {
@@ -94,7 +91,7 @@ function namesOf(request: CandidateRequest): RequestNames {
 
 /**
  * With one group every candidate row serves it, so its tree-level
- * conditions can prune in SQL; with several, only request-wide ones can,
+ * conditions can prune trees (in SQL and over the model); with several, only request-wide ones can,
  * plus the classes each tree must offer.
  */
 function prefilterOf(request: CandidateRequest): TreePrefilter {
@@ -136,7 +133,7 @@ interface Attempt {
   nodes: Map<number, ProviderNode>;
   usage: Usage;
   chosen: AllocationRequest[];
-  /** False when only the lowest trees were read and they could not fill the answer. */
+  /** False when only the lowest trees were planned and they could not fill the answer. */
   complete: boolean;
   /** The search stopped at the cap or the time budget. */
   cut: 'cap' | 'time_budget' | null;
@@ -151,82 +148,79 @@ interface SearchPlan {
 }
 
 /**
- * One research + search pass. `firstRoots`: read only that many of the
- * lowest viable trees (a small stable-order limit usually fills from them).
- * `inChunks`: with a stable-order limit and trees not preloaded, load and
- * search the lowest trees first and the rest only if the limit is not met.
+ * The research of a request: from the shared cache when the cloud fits it,
+ * else (or when the cache gives up) from a partial model of the trees the
+ * prefilter keeps. `firstRoots`: only that many of the lowest viable trees.
  */
-async function searchOnce(reader: BatchReader, plan: SearchPlan, firstRoots: number | null, inChunks: boolean): Promise<Attempt> {
-  const { request, names, options } = plan;
-  const stopsEarly = request.limit !== null && !options.randomize;
-  // Viable trees come whole with the candidates (one round trip) unless a
-  // limit may stop after a first chunk of an unbounded viable set.
-  const preload = firstRoots !== null || !(stopsEarly && inChunks);
-  const { first, loadTrees } = await research(reader, plan, firstRoots, preload);
-  const { lookups, candidates, preloaded, truncatedAt } = first;
-  const groups = resolveGroups(request, names, lookups);
+/** Where one pass gets its research: the database (the requests), or a model given whole (the warm-up). */
+type ResearchSource = (plan: SearchPlan, firstRoots: number | null) => Promise<Research>;
 
-  const roots = new Set(candidates.rootOf.values());
-  for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);
-  // The attempt's own map of nodes (research made it for this request): the search adds loaded trees to it.
-  const { search, covers } = treeSearchOf(plan, groups, candidates, preloaded.nodes, lookups);
-  const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates, options.timeBudgetMs ?? 0);
-  const anchors = [...roots]
-    .filter(covers)
-    // Trees above the cut-off were not read: they cannot be judged yet.
-    .filter((root) => truncatedAt === null || root <= truncatedAt)
-    .sort((a, b) => a - b);
-  // Trees not preloaded: with a limit and stable order, the first few are
-  // loaded alone, as they usually fill the limit; the rest, if needed, in
-  // one more query (a fixed count of round trips: each is a network hop at
-  // the edge).
-  let chunkSize = stopsEarly && inChunks && !preloaded.roots.size ? Math.max(64, request.limit! * 4) : anchors.length;
-  const nodes = preloaded.nodes;
-  // Sharing providers' own trees come with the first chunk: their traits decide their use.
-  const loadedRoots = new Set(preloaded.roots);
-  let pending = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
-  for (let start = 0; start < anchors.length && !picker.done; start += chunkSize, chunkSize = anchors.length) {
-    const chunk = anchors.slice(start, start + chunkSize);
-    const wanted = [...new Set([...pending, ...chunk])].filter((root) => !loadedRoots.has(root));
-    pending = [];
-    const loaded = wanted.length ? await loadTrees(wanted) : new Map<number, ProviderNode>();
-    for (const root of wanted) loadedRoots.add(root);
-    search.addTrees(loaded.values()); // into `nodes` too
-    await picker.offer(search.requests(chunk, options.generationStrategy));
+const fromDatabase =
+  (reader: BatchReader): ResearchSource =>
+  (plan, firstRoots) =>
+    research(reader, plan, firstRoots);
+
+async function research(reader: BatchReader, plan: SearchPlan, firstRoots: number | null): Promise<Research> {
+  const { names, prefilter, options } = plan;
+  const hooks = options.hooks ?? NO_HOOKS;
+  if (options.treeCacheProviders > 0) {
+    const model = (options.trees ?? new TreeCache(options.metrics ?? null)).modelFor(reader, options.treeCacheProviders);
+    const cached = await researchCached(reader, model, names, prefilter, firstRoots, options.now, hooks);
+    if (cached) return cached;
   }
-  return { lookups, nodes, usage: first.usage, chosen: picker.result(), complete: truncatedAt === null || picker.done, cut: picker.cutBy };
+  return researchPartial(reader, names, prefilter, firstRoots, hooks);
 }
 
-/**
- * The research context from the trees kept in memory when the cloud fits the
- * cache (model-research.ts), else from SQL alone (research.ts): the same
- * FirstLoad either way, and a loader for trees outside it.
- */
-async function research(reader: BatchReader, plan: SearchPlan, firstRoots: number | null, preload: boolean): Promise<Research> {
-  const { names, prefilter, options } = plan;
-  if (options.treeCacheProviders > 0) {
-    const model = cloudModelFor(reader, options.treeCacheProviders);
-    const viaModel = await loadFromModel(reader, model, names, names.amounts, prefilter, firstRoots, options.now);
-    if (viaModel) return viaModel;
-  }
-  const first = await loadCandidates(reader, names, names.amounts, prefilter, firstRoots, preload);
-  return { first, loadTrees: (roots) => loadTrees(reader, roots, first.usage) };
+/** Research, then the trees that can anchor a candidate (in stable order) with the search over them. */
+async function prepare(source: ResearchSource, plan: SearchPlan, firstRoots: number | null) {
+  const found = await source(plan, firstRoots);
+  const { candidates, preloaded, truncatedAt } = found;
+  const groups = resolveGroups(plan.request, plan.names, found.lookups);
+  // The research's own map of nodes: the search adds loaded trees to it.
+  const { search, covers } = treeSearchOf(plan, groups, candidates, preloaded.nodes, found.hooks);
+  const anchors = [...anchorRoots(candidates)]
+    .filter(covers)
+    // Trees above the cut-off were not planned: they cannot be judged yet.
+    .filter((root) => truncatedAt === null || root <= truncatedAt)
+    .sort((a, b) => a - b);
+  // Sharing providers' own trees come along: their traits decide their use.
+  const sharingRoots = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
+  const wanted = [...new Set([...sharingRoots, ...anchors])].filter((root) => !preloaded.roots.has(root));
+  if (wanted.length) search.addTrees((await found.loadTrees(wanted)).values()); // into preloaded.nodes too
+  return { found, search, anchors };
+}
+
+/** One research + search pass. */
+async function searchOnce(source: ResearchSource, plan: SearchPlan, firstRoots: number | null): Promise<Attempt> {
+  const { request, options } = plan;
+  const { found, search, anchors } = await prepare(source, plan, firstRoots);
+  const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates, options.timeBudgetMs ?? 0);
+  if (anchors.length) await picker.offer(search.requests(anchors, options.generationStrategy));
+  return {
+    lookups: found.lookups,
+    nodes: found.preloaded.nodes,
+    usage: found.usage,
+    chosen: picker.result(),
+    complete: found.truncatedAt === null || picker.done,
+    cut: picker.cutBy,
+  };
 }
 
 /**
  * The search of one request: CandidateSearch, or with ext_first_of one per
  * variant tried tree by tree (first-of.ts); and the cheap cut of trees that
- * cannot anchor a candidate. Device taints (the research batch's) leave the
- * providers they exclude out of either.
+ * cannot anchor a candidate. The installed hooks leave the providers they
+ * exclude out of either and add their capacity condition.
  */
 function treeSearchOf(
   plan: SearchPlan,
   groups: ResolvedGroup[],
   candidates: CandidateInventories,
   nodes: Map<number, ProviderNode>,
-  lookups: Lookups,
+  states: HookStates,
 ): { search: TreeSearch; covers: (root: number) => boolean } {
   const { request } = plan;
+  const hooks = plan.options.hooks ?? NO_HOOKS;
   const input: SearchInput = {
     groups,
     groupPolicy: request.groupPolicy,
@@ -236,7 +230,8 @@ function treeSearchOf(
     nestedAware: plan.nestedAware,
     candidates,
     nodes,
-    excluded: excludedProviders(lookups.taints, request.tolerate ?? NO_TOLERATIONS),
+    excluded: states.excluded(hooks, request),
+    capacity: states.capacityRule(hooks),
   };
   if (!request.firstOf?.length) return { search: new CandidateSearch(input), covers: coversEveryClass(candidates, groups) };
   const variants = variantsOf(groups, request.firstOf);
@@ -251,8 +246,8 @@ export interface FullSearch {
   nodes: Map<number, ProviderNode>;
   /** provider id -> class id -> inventory with its current usage (headroom adds its simulated claims to `used`). */
   inventories: CandidateInventories['byProvider'];
-  /** provider id -> shared counters with their current loads (headroom adds its simulated claims to `loads`). */
-  counters: Map<number, LoadedCounters>;
+  /** What the installed hooks read (headroom reads the shared counters' loads back). */
+  hooks: HookStates;
 }
 
 /** Research and a search over every viable tree, ignoring `limit` and the candidate cap (headroom). */
@@ -262,22 +257,18 @@ export async function searchEveryTree(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<FullSearch> {
-  const names = namesOf(request);
-  const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), options };
-  const { first, loadTrees } = await research(reader, plan, null, true);
-  const { lookups, candidates, preloaded } = first;
-  const groups = resolveGroups(request, names, lookups);
-  const roots = new Set(candidates.rootOf.values());
-  for (const anchors of candidates.anchorsOfSharing.values()) for (const root of anchors) roots.add(root);
-  const { search, covers } = treeSearchOf(plan, groups, candidates, preloaded.nodes, lookups);
-  const anchors = [...roots].filter(covers).sort((a, b) => a - b);
-  const sharingRoots = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
-  const wanted = [...new Set([...sharingRoots, ...anchors])].filter((root) => !preloaded.roots.has(root));
-  if (wanted.length) search.addTrees((await loadTrees(wanted)).values());
-  return { search, anchors, nodes: preloaded.nodes, inventories: candidates.byProvider, counters: candidates.counters };
+  const plan: SearchPlan = {
+    request,
+    names: namesOf(request),
+    prefilter: prefilterOf(request),
+    nestedAware: mv.atLeast(MV.AC_NESTED),
+    options,
+  };
+  const { found, search, anchors } = await prepare(fromDatabase(reader), plan, null);
+  return { search, anchors, nodes: found.preloaded.nodes, inventories: found.candidates.byProvider, hooks: found.hooks };
 }
 
-const NO_TOLERATIONS: readonly string[] = [];
+const NO_HOOKS: readonly CandidateReadHook[] = [];
 
 /** What a request chose, with what its presentation needs. */
 interface Chosen {
@@ -291,23 +282,22 @@ interface Chosen {
 }
 
 async function chooseCandidates(
-  reader: BatchReader,
+  source: ResearchSource,
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<Chosen> {
   const names = namesOf(request);
   const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), options };
-  // A small stable-order limit first reads only the lowest viable trees; if
+  // A small stable-order limit first plans only the lowest viable trees; if
   // they cannot fill the limit, the search runs again in full. (The cap keeps
   // a prefix of the same stable order, so it changes nothing here.)
   // Breadth-first takes one candidate per tree in turn: it needs every viable tree from the start.
   const breadthFirst = options.generationStrategy === 'breadth-first';
   const tryFirstRoots = request.limit !== null && !options.randomize && names.inTree.length === 0 && !breadthFirst;
-  let outcome = await searchOnce(reader, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null, !breadthFirst);
-  // The lowest trees were already tried: load the rest in one go.
-  if (!outcome.complete) outcome = await searchOnce(reader, plan, null, false);
-
+  let outcome = await searchOnce(source, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null);
+  // The lowest trees were already tried: plan every viable tree.
+  if (!outcome.complete) outcome = await searchOnce(source, plan, null);
   const { lookups, nodes, usage, chosen } = outcome;
   return {
     cut: outcome.cut,
@@ -333,7 +323,12 @@ export async function findAllocationCandidates(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<CandidatesBody> {
-  const { chosen, nodes, usage, classNameById, requestedClasses, shape } = await chooseCandidates(reader, request, mv, options);
+  const { chosen, nodes, usage, classNameById, requestedClasses, shape } = await chooseCandidates(
+    fromDatabase(reader),
+    request,
+    mv,
+    options,
+  );
   return presentCandidates(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }
 
@@ -345,49 +340,35 @@ export async function findAllocationCandidatesJson(
   options: CandidateOptions,
 ): Promise<Uint8Array<ArrayBuffer>> {
   const started = performance.now();
-  const { chosen, nodes, usage, classNameById, requestedClasses, shape, cut } = await chooseCandidates(reader, request, mv, options);
-  serviceMetrics.candidatesDuration.observe([], (performance.now() - started) / 1000);
-  serviceMetrics.candidatesReturned.observe([], chosen.length);
-  if (cut) serviceMetrics.candidatesCut.inc([cut]);
-  return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape);
-}
-
-/** coversEveryClass for ext_first_of: a tree that covers the classes of one variant may anchor a candidate. */
-function coversSomeVariant(candidates: CandidateInventories, variants: ResolvedGroup[][]): (root: number) => boolean {
-  const tests = variants.map((groups) => coversEveryClass(candidates, groups));
-  return (root) => tests.some((covers) => covers(root));
+  const chosen = await chooseCandidates(fromDatabase(reader), request, mv, options);
+  const metrics = options.metrics;
+  if (metrics) {
+    metrics.candidatesDuration.observe([], (performance.now() - started) / 1000);
+    metrics.candidatesReturned.observe([], chosen.chosen.length);
+    if (chosen.cut) metrics.candidatesCut.inc([chosen.cut]);
+  }
+  return jsonOf(chosen);
 }
 
 /**
- * A tree can only anchor a candidate if its own providers plus the sharing
- * providers it is anchored to offer every requested class: a cheap cut made
- * before any tree is loaded.
+ * The answer as JSON over a model given whole with its usage and names, with
+ * no database (the warm-up, warm-up.ts: the same code a request runs, from
+ * the rules on). The hooks read as from a database where their tables are empty.
  */
-function coversEveryClass(candidates: CandidateInventories, groups: ResolvedGroup[]): (root: number) => boolean {
-  const needed = [...new Set(groups.flatMap((g) => g.resources.map(([classId]) => classId)))];
-  // One bit per class in a number (30 classes per mask; a request naming more takes several).
-  const masks: ((root: number) => boolean)[] = [];
-  for (let start = 0; start < needed.length; start += 30) masks.push(coversClasses(candidates, needed.slice(start, start + 30)));
-  return (root) => masks.every((covers) => covers(root));
+export async function candidatesJsonFromModel(
+  model: CloudModel,
+  usage: Usage,
+  lookups: Lookups,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const hooks = options.hooks ?? NO_HOOKS;
+  const source: ResearchSource = async (plan, firstRoots) =>
+    researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots, hooks);
+  return jsonOf(await chooseCandidates(source, request, mv, options));
 }
 
-/** coversEveryClass for up to 30 classes: their bits OR-ed per root, no Set per tree (a full answer at N=5000 made 5,000). */
-function coversClasses(candidates: CandidateInventories, classes: number[]): (root: number) => boolean {
-  const bitOf = new Map(classes.map((classId, i) => [classId, 1 << i]));
-  const all = (1 << classes.length) - 1;
-  const offered = new Map<number, number>();
-  const maskOf = (perClass: ReadonlyMap<number, unknown> | undefined) => {
-    let mask = 0;
-    if (perClass) for (const classId of perClass.keys()) mask |= bitOf.get(classId) ?? 0;
-    return mask;
-  };
-  for (const [providerId, perClass] of candidates.byProvider) {
-    const root = candidates.rootOf.get(providerId)!;
-    offered.set(root, (offered.get(root) ?? 0) | maskOf(perClass));
-  }
-  for (const [sharing, anchors] of candidates.anchorsOfSharing) {
-    const mask = maskOf(candidates.byProvider.get(sharing));
-    for (const anchor of anchors) offered.set(anchor, (offered.get(anchor) ?? 0) | mask);
-  }
-  return (root) => (offered.get(root) ?? 0) === all;
+function jsonOf({ chosen, nodes, usage, classNameById, requestedClasses, shape }: Chosen): Uint8Array<ArrayBuffer> {
+  return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }

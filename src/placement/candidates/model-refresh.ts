@@ -1,20 +1,18 @@
-// Keeps the trees in memory (cloud-model.ts) current between requests, so a
-// process's first candidates request after a load (perfload's timed curl, a
-// scheduler's first question after hosts report in) finds them read already
-// instead of reading the whole cloud itself. Every request still reads the
-// changes since the model's seq in its own batch: this only moves that work
-// off the request path, it never decides what a request sees.
+// Keeps the app's tree cache (cloud-model.ts) current between requests, so
+// a process's first candidates request after a load (perfload's timed curl, a
+// scheduler's first question after hosts report in) finds the trees read
+// already instead of reading the whole cloud itself. Every request still
+// reads the changes since the model's seq in its own batch: this only moves
+// that work off the request path, it never decides what a request sees.
 import type { BatchReader } from '../../db/client.js';
-import { cloudModelFor } from './cloud-model.js';
+import type { CloudModel } from './cloud-model.js';
 import { prepareSummaryTemplates } from './present/json.js';
 
 /**
  * Reads the trees changed since the model's last refresh (all of them the
  * first time) and prepares their providers' answer summaries.
  */
-export async function refreshCloudModel(reader: BatchReader, maxProviders: number, now: number): Promise<void> {
-  if (maxProviders <= 0) return;
-  const model = cloudModelFor(reader, maxProviders);
+export async function refreshTreeModel(reader: BatchReader, model: CloudModel, now: number): Promise<void> {
   // A change to every tree (a class renamed) clears the model: read it whole once more.
   for (let attempt = 0; attempt < 2; attempt += 1) {
     if (!model.usable(now)) return;
@@ -39,25 +37,25 @@ export interface ModelRefresher {
  * run in call order (Node mode's embedded file): a refresh and a request
  * then apply their snapshots in the order they were read.
  */
-export function keepCloudModelFresh(
+export function keepTreeModelFresh(
   reader: BatchReader,
-  maxProviders: number,
+  model: CloudModel,
   everyMs: number,
   onError: (err: unknown) => void,
-  /** Runs after each refresh, before the next one may start (the warm-up on grown trees). */
+  /** Runs after each refresh, before the next one may start. */
   afterRefresh?: () => Promise<void>,
 ): ModelRefresher {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    refreshCloudModel(reader, maxProviders, Date.now())
+    refreshTreeModel(reader, model, Date.now())
       .then(afterRefresh)
       .catch(onError)
       .finally(() => {
         running = false;
       });
   }, everyMs);
-  timer.unref();
+  timer.unref?.();
   return { stop: () => clearInterval(timer) };
 }

@@ -6,7 +6,7 @@
 // the whole cloud is never built. Semantics follow upstream placement's
 // allocation_candidate.py (_merge_candidates, group policy, same_subtree).
 import { capacityOf, fits } from '../capacity.js';
-import type { LoadedCounters } from '../../ext/counters/sql.js';
+import type { CapacityRule, Piece } from './hooks.js';
 import type { CandidateInventories, Inventory, ProviderNode } from './research.js';
 
 /** A request group with names resolved to ids. */
@@ -34,20 +34,18 @@ export interface SearchInput {
   candidates: CandidateInventories;
   nodes: Map<number, ProviderNode>;
   /**
-   * Providers a device taint keeps out (extension, taints.ts): never a
+   * Providers the installed hooks keep out (device taints, hooks.ts): never a
    * choice, and a root here takes its whole tree out. Empty on a cloud without taints.
    */
   excluded?: ReadonlySet<number>;
+  /** The installed hooks' capacity condition (shared counters, hooks.ts); null or absent where none constrains anything. */
+  capacity?: CapacityRule | null;
 }
 
 /** The order candidates are produced in (upstream's allocation_candidates_generation_strategy). */
 export type GenerationStrategy = 'depth-first' | 'breadth-first';
 
-export interface Piece {
-  providerId: number;
-  classId: number;
-  amount: number;
-}
+export type { Piece } from './hooks.js';
 
 /** One group's share of an allocation request. */
 interface Choice {
@@ -95,8 +93,8 @@ export class CandidateSearch {
   /** The state of the walks done at once (one at a time, so one state serves them all). */
   private readonly eagerWalk: Walk;
   private readonly excluded: ReadonlySet<number>;
-  /** Shared counters (extension) by provider id; null on a cloud without them, so stock searches pay nothing. */
-  private readonly counters: Map<number, LoadedCounters> | null;
+  /** The hooks' capacity condition (shared counters); null on a cloud without any, so stock searches pay nothing. */
+  private readonly counters: CapacityRule | null;
 
   constructor(private readonly input: SearchInput) {
     const { groups } = input;
@@ -115,8 +113,7 @@ export class CandidateSearch {
       }
     }
     this.eagerWalk = { chosen: new Array<Choice>(groups.length), taken: new TakenAmounts(), isolated: new Set() };
-    const counters = input.candidates.counters;
-    this.counters = counters && counters.size > 0 ? counters : null;
+    this.counters = input.capacity ?? null;
     this.addTrees(input.nodes.values());
     for (const [sharing, anchors] of input.candidates.anchorsOfSharing) {
       const own = input.candidates.rootOf.get(sharing);
@@ -153,27 +150,9 @@ export class CandidateSearch {
     );
   }
 
-  /**
-   * Whether `pieces` (several may share a provider) fit the shared counters
-   * of their providers beside current usage: the one condition counters add
-   * (counters/model.ts). Only called when the cloud has counters.
-   */
+  /** Whether `pieces` (several may share a provider) meet the hooks' capacity condition. Only called when there is one. */
   private countersFit(pieces: readonly Piece[], taken?: TakenAmounts): boolean {
-    const table = this.counters!;
-    for (let p = 0; p < pieces.length; p += 1) {
-      const providerId = pieces[p]!.providerId;
-      const counters = table.get(providerId);
-      if (!counters) continue;
-      const loads = counters.loads.slice();
-      const add = (classId: number, amount: number) => {
-        const perCounter = counters.consumption.get(classId);
-        if (perCounter) for (let i = 0; i < perCounter.length; i += 1) loads[i]! += amount * perCounter[i]!;
-      };
-      if (taken) taken.forEachOn(providerId, add);
-      else for (const piece of pieces) if (piece.providerId === providerId) add(piece.classId, piece.amount);
-      for (let i = 0; i < loads.length; i += 1) if (loads[i]! > counters.totals[i]!) return false;
-    }
-    return true;
+    return this.counters!.fits(pieces, taken);
   }
 
   private inAllAggregates(node: ProviderNode | undefined, memberOf: Set<number>[]): boolean {

@@ -12,7 +12,7 @@ import type { ClaimEndpoint } from '../writes/refusals.js';
 /** Writes claims: one read batch, one guarded write batch (see writes/claims.ts); refusals come worded for `endpoint`. */
 export async function writeClaims(c: AppContext, claims: ConsumerClaim[], endpoint: ClaimEndpoint): Promise<void> {
   const { deps } = c.var;
-  await claimAllocations(deps.store, claims, {
+  await claimAllocations(deps, claims, {
     requireGeneration: atLeast(c, 'CONSUMER_GENERATION'),
     now: isoNow(deps.clock),
     endpoint,

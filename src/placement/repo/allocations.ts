@@ -21,19 +21,21 @@ export interface ConsumerAllocationRow {
   updatedAt: string | null;
 }
 
+/** What every allocation row read shows of itself: its class (joined), amount and times. */
+const ALLOCATION_FIELDS = {
+  resourceClass: resourceClasses.name,
+  used: allocations.used,
+  createdAt: allocations.createdAt,
+  updatedAt: allocations.updatedAt,
+};
+const classOfAllocation = eq(resourceClasses.id, allocations.resourceClassId);
+
 export async function allocationsForConsumer(db: Db, consumerUuid: string): Promise<ConsumerAllocationRow[]> {
   return db
-    .select({
-      providerUuid: resourceProviders.uuid,
-      providerGeneration: resourceProviders.generation,
-      resourceClass: resourceClasses.name,
-      used: allocations.used,
-      createdAt: allocations.createdAt,
-      updatedAt: allocations.updatedAt,
-    })
+    .select({ providerUuid: resourceProviders.uuid, providerGeneration: resourceProviders.generation, ...ALLOCATION_FIELDS })
     .from(allocations)
     .innerJoin(resourceProviders, eq(resourceProviders.id, allocations.resourceProviderId))
-    .innerJoin(resourceClasses, eq(resourceClasses.id, allocations.resourceClassId))
+    .innerJoin(resourceClasses, classOfAllocation)
     .where(eq(allocations.consumerId, consumerUuid))
     .orderBy(asc(allocations.id));
 }
@@ -49,16 +51,9 @@ export interface ProviderAllocationRow {
 
 export async function allocationsForProvider(db: Db, providerId: number): Promise<ProviderAllocationRow[]> {
   return db
-    .select({
-      consumerUuid: allocations.consumerId,
-      consumerGeneration: consumers.generation,
-      resourceClass: resourceClasses.name,
-      used: allocations.used,
-      createdAt: allocations.createdAt,
-      updatedAt: allocations.updatedAt,
-    })
+    .select({ consumerUuid: allocations.consumerId, consumerGeneration: consumers.generation, ...ALLOCATION_FIELDS })
     .from(allocations)
-    .innerJoin(resourceClasses, eq(resourceClasses.id, allocations.resourceClassId))
+    .innerJoin(resourceClasses, classOfAllocation)
     .leftJoin(consumers, eq(consumers.uuid, allocations.consumerId))
     .where(eq(allocations.resourceProviderId, providerId))
     .orderBy(asc(allocations.id));

@@ -1,6 +1,7 @@
 // Consumers and the project, user and consumer-type records they point at,
 // as read; writes/claims.ts writes them with the allocations.
 import { eq, inArray } from 'drizzle-orm';
+import type { SQLiteSelect } from 'drizzle-orm/sqlite-core';
 import type { Db } from '../../db/client.js';
 import { consumers, consumerTypes, projects, users } from '../../db/schema/index.js';
 
@@ -26,23 +27,26 @@ export interface ConsumerView {
   consumerType: string;
 }
 
+/** A consumer's owners by name (joined by withOwners): project, user and type (null before 1.38). */
+export const OWNER_FIELDS = { projectId: projects.externalId, userId: users.externalId, consumerType: consumerTypes.name };
+
+/** A select from consumers, joined with their project, user and (optional) consumer type. */
+export function withOwners<T extends SQLiteSelect>(query: T) {
+  return query
+    .innerJoin(projects, eq(projects.id, consumers.projectId))
+    .innerJoin(users, eq(users.id, consumers.userId))
+    .leftJoin(consumerTypes, eq(consumerTypes.id, consumers.consumerTypeId));
+}
+
 /** Consumers with their project, user and type names, keyed by uuid. */
 export async function consumerViews(db: Db, uuids: string[]): Promise<Map<string, ConsumerView>> {
   if (uuids.length === 0) return new Map();
-  const rows = await db
-    .select({
-      id: consumers.id,
-      uuid: consumers.uuid,
-      generation: consumers.generation,
-      projectId: projects.externalId,
-      userId: users.externalId,
-      consumerType: consumerTypes.name,
-    })
-    .from(consumers)
-    .innerJoin(projects, eq(projects.id, consumers.projectId))
-    .innerJoin(users, eq(users.id, consumers.userId))
-    .leftJoin(consumerTypes, eq(consumerTypes.id, consumers.consumerTypeId))
-    .where(inArray(consumers.uuid, uuids));
+  const rows = await withOwners(
+    db
+      .select({ id: consumers.id, uuid: consumers.uuid, generation: consumers.generation, ...OWNER_FIELDS })
+      .from(consumers)
+      .$dynamic(),
+  ).where(inArray(consumers.uuid, uuids));
   return new Map(rows.map((r) => [r.uuid, { ...r, consumerType: r.consumerType ?? UNKNOWN_CONSUMER_TYPE }]));
 }
 

@@ -15,16 +15,23 @@
 // new one, its INSERT failing UNIQUE) proves nobody changed its allocations.
 import type { InValue } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
-import { commitGuarded, guardSql, placeholders, prebuiltGuard, stmt, type WriteStatement } from '../../db/write-batch.js';
-import { exceededCounter } from '../../ext/counters/model.js';
-import { countersHoldSql } from '../../ext/counters/sql.js';
-import { amountFitsUnits, capacityOf, capacitySql, usedSql } from '../capacity.js';
+import { commitGuarded, guard, placeholders, prebuiltGuard, stmt, type WriteStatement } from '../../db/write-batch.js';
 import type { ConsumerClaim } from '../repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../repo/consumers.js';
-import { GenerationPlan, key, placementWrite, readSnapshot, tryOneBatch, type InventoryState, type Snapshot } from './kernel.js';
+import { sqlByCount, type ClaimEntry, type ClaimView, type WriteHooks } from './hooks.js';
+import {
+  GenerationPlan,
+  key,
+  placementWrite,
+  readSnapshot,
+  tryOneBatch,
+  type InventoryState,
+  type Snapshot,
+  type WriteDeps,
+} from './kernel.js';
 import { ClaimRefused, ConsumerGenerationMismatch, ProviderMissing, UnknownResourceClass, type ClaimEndpoint } from './refusals.js';
-import { serviceMetrics } from '../../observability/service.js';
-import { ALLOC, CONSUMER, CONSUMER_TYPE, INV, PROJECT, RC, RP, USER } from '../../db/columns.js';
+import { brokenRule } from './rules.js';
+import { ALLOC, CONSUMER, CONSUMER_TYPE, PROJECT, RC, RP, USER } from '../../db/columns.js';
 
 export interface ClaimOptions {
   /** 1.28+: consumer generations are compared. */
@@ -44,9 +51,10 @@ function invalidInventory(resourceClass: string, providerUuid: string): ClaimRef
  * statements that write them, plus the usage they leave per (provider, class).
  * Order of checks (and so of errors) follows upstream: providers exist,
  * consumers and their generations, resource classes exist, inventory and
- * capacity.
+ * the claim rules (rules.ts); then the installed claim guards (hooks.ts).
  */
 export function planClaims(
+  deps: Pick<WriteDeps, 'writeHooks' | 'metrics'>,
   snap: Snapshot,
   claims: ConsumerClaim[],
   inventoryOf: Map<string, InventoryState>,
@@ -81,7 +89,7 @@ export function planClaims(
   }
 
   // 3. Resource classes exist, first unknown one in body order.
-  const entries = claims.flatMap((claim) =>
+  const bodyEntries = claims.flatMap((claim) =>
     Object.entries(claim.allocations).flatMap(([providerUuid, resources]) =>
       Object.entries(resources).map(([resourceClass, amount]) => ({
         consumer: claim.uuid,
@@ -91,12 +99,13 @@ export function planClaims(
       })),
     ),
   );
-  const classNames = [...new Set(entries.map((e) => e.resourceClass))];
+  const classNames = [...new Set(bodyEntries.map((e) => e.resourceClass))];
   for (const name of classNames) {
     if (!snap.classIds.has(name)) {
-      throw new UnknownResourceClass(name, opts.endpoint, entries.find((e) => e.resourceClass === name)!.consumer);
+      throw new UnknownResourceClass(name, opts.endpoint, bodyEntries.find((e) => e.resourceClass === name)!.consumer);
     }
   }
+  const entries: ClaimEntry[] = bodyEntries.map((e) => ({ ...e, classId: snap.classIds.get(e.resourceClass)! }));
 
   // 4. Inventory, unit constraints and capacity, against usage without the
   //    consumers' old allocations and with every earlier entry of this request.
@@ -112,39 +121,42 @@ export function planClaims(
     throw invalidInventory(classNames.join(', '), [...new Set(uuids)].join(', '));
   }
   const requested = new Map<string, number>();
+  const { claimRules } = deps.writeHooks;
+  // Over capacity is refused only where the request increases usage (upstream bug 2104040).
+  const notRaising = claimRules.filter((rule) => rule.refusal !== 'capacity');
   for (const e of entries) {
-    const k = key(e.provider.id, snap.classIds.get(e.resourceClass)!);
+    const k = key(e.provider.id, e.classId);
     const inv = inventoryOf.get(k);
     if (!inv) throw invalidInventory(e.resourceClass, e.provider.uuid);
-    const prefix = `Unable to create allocation for '${e.resourceClass}' on resource provider '${e.provider.uuid}'.`;
-    if (!amountFitsUnits(inv, e.amount)) {
-      throw new ClaimRefused(`${prefix} The requested amount would violate inventory constraints.`);
-    }
     const total = (requested.get(k) ?? 0) + e.amount;
     requested.set(k, total);
-    // Over capacity is refused only where the request increases usage (upstream bug 2104040).
-    if ((usageAfter.get(k) ?? 0) + total > capacityOf(inv) && total > (released.get(k) ?? 0)) {
-      serviceMetrics.capacityRefusals.inc([e.resourceClass]);
-      throw new ClaimRefused(`${prefix} The requested amount would exceed the capacity.`);
-    }
+    const broken = brokenRule(total > (released.get(k) ?? 0) ? claimRules : notRaising, {
+      amount: e.amount,
+      usage: (usageAfter.get(k) ?? 0) + total,
+      inventory: inv,
+    });
+    if (!broken) continue;
+    const prefix = `Unable to create allocation for '${e.resourceClass}' on resource provider '${e.provider.uuid}'.`;
+    if (broken.refusal === 'constraints') throw new ClaimRefused(`${prefix} The requested amount would violate inventory constraints.`);
+    deps.metrics.capacityRefusals.inc([e.resourceClass]);
+    throw new ClaimRefused(`${prefix} The requested amount would exceed the capacity.`);
   }
   for (const [k, amount] of requested) usageAfter.set(k, (usageAfter.get(k) ?? 0) + amount);
-  // Shared counters (extension, issue 25): a provider's counters must hold the usage the claim leaves.
-  for (const id of providerIds) {
-    const counters = snap.counters.get(id);
-    if (!counters) continue;
-    const over = exceededCounter(
-      counters,
-      (classId) => inventoryOf.get(key(id, classId))?.used ?? 0,
-      (classId) => usageAfter.get(key(id, classId)) ?? 0,
-    );
-    if (!over) continue;
-    const onProvider = entries.filter((entry) => entry.provider.id === id);
-    const e = onProvider.find((entry) => counters.consumption.has(snap.classIds.get(entry.resourceClass)!)) ?? onProvider[0]!;
-    serviceMetrics.capacityRefusals.inc([e.resourceClass]);
-    throw new ClaimRefused(
-      `Unable to create allocation for '${e.resourceClass}' on resource provider '${e.provider.uuid}'. The requested amount would exceed the capacity. (shared counter '${over.name}': ${over.load} of ${over.total})`,
-    );
+  if (snap.guards.length > 0) {
+    const view: ClaimView = {
+      claims,
+      entries,
+      providerIds,
+      consumers: snap.consumers,
+      usedBefore: (providerId, classId) => inventoryOf.get(key(providerId, classId))?.used ?? 0,
+      usedAfter: (providerId, classId) => usageAfter.get(key(providerId, classId)) ?? 0,
+    };
+    for (const decide of snap.guards) {
+      const refusal = decide(view);
+      if (!refusal) continue;
+      if (refusal.resourceClass !== undefined) deps.metrics.capacityRefusals.inc([refusal.resourceClass]);
+      throw refusal.error;
+    }
   }
 
   // 5. The write: owners, the consumers' allocations replaced, generations.
@@ -159,7 +171,7 @@ export function planClaims(
         `INSERT INTO allocations (${ALLOC.resourceProviderId}, ${ALLOC.consumerId}, ${ALLOC.resourceClassId}, ${ALLOC.used}, ${ALLOC.createdAt}, ${ALLOC.updatedAt}) VALUES ${entries
           .map(() => '(?, ?, ?, ?, ?, ?)')
           .join(', ')}`,
-        entries.flatMap((e) => [e.provider.id, e.consumer, snap.classIds.get(e.resourceClass)!, e.amount, now, now]),
+        entries.flatMap((e) => [e.provider.id, e.consumer, e.classId, e.amount, now, now]),
       ),
     );
   }
@@ -291,7 +303,7 @@ export function inventoryIndex(inventories: InventoryState[]): Map<string, Inven
  * (an existing consumer expected, a microversion without consumer
  * generations, or allocations removed).
  */
-function newConsumerClaimStatements(claims: ConsumerClaim[], opts: ClaimOptions): WriteStatement[] | null {
+function newConsumerClaimStatements(hooks: WriteHooks, claims: ConsumerClaim[], opts: ClaimOptions): WriteStatement[] | null {
   // Only a consumer the client says is new (consumer_generation null, 1.28+): before 1.28 a PUT
   // replaces whatever the consumer holds, and trying the insert first would cost 3 round trips.
   const uuids: string[] = [];
@@ -318,7 +330,8 @@ function newConsumerClaimStatements(claims: ConsumerClaim[], opts: ClaimOptions)
     }
   }
   statements.push(stmt(insertAllocationsByNameSql(entries), values));
-  statements.push(prebuiltGuard(claimFitsSql(uuids.length), [entries, ...uuids, ...uuids]));
+  const perGuard = hooks.claimGuards.flatMap(() => uuids);
+  statements.push(prebuiltGuard(hooks.claimFitsSql(uuids.length), [entries, ...uuids, ...perGuard]));
   // Every provider that receives allocations moves on, as in planClaims.
   statements.push(stmt(bumpClaimedProvidersSql(providers.size), [now, ...providers]));
   return statements;
@@ -329,44 +342,12 @@ function hasAllocations(claim: ConsumerClaim): boolean {
   return false;
 }
 
-/**
- * An SQL text per count of bound values, built once: a claim sends the same
- * few shapes over and over, and the same string each time is found in the
- * prepared-statement cache without hashing and comparing it anew.
- */
-function sqlByCount(build: (count: number) => string): (count: number) => string {
-  const built = new Map<number, string>();
-  return (count) => {
-    let sql = built.get(count);
-    if (sql === undefined) {
-      sql = build(count);
-      if (built.size < 64) built.set(count, sql);
-    }
-    return sql;
-  };
-}
-
 const insertAllocationsByNameSql = sqlByCount(
   (
     entries,
   ) => `INSERT INTO allocations (${ALLOC.resourceProviderId}, ${ALLOC.consumerId}, ${ALLOC.resourceClassId}, ${ALLOC.used}, ${ALLOC.createdAt}, ${ALLOC.updatedAt})
       SELECT p.${RP.id}, v.column2, rc.${RC.id}, v.column5, ?, ? FROM (VALUES ${Array.from({ length: entries }, () => '(?, ?, ?, ?, ?)').join(', ')}) v
       JOIN resource_providers p ON p.${RP.uuid} = v.column3 JOIN resource_classes rc ON rc.${RC.name} = v.column4 ORDER BY v.column1`,
-);
-
-/**
- * As of the write, every allocation of the consumers found its inventory
- * (their count is the entries sent), respects min_unit, max_unit and
- * step_size, and leaves usage within capacity and every shared counter
- * of their providers within its total (extension: free on a cloud without counters).
- */
-const claimFitsSql = sqlByCount((consumers) =>
-  guardSql(`(SELECT count(*) = ? AND total(mine.${ALLOC.used} < i.${INV.minUnit} OR mine.${ALLOC.used} > i.${INV.maxUnit} OR mine.${ALLOC.used} % i.${INV.stepSize} != 0
-          OR ${usedSql('i')} > ${capacitySql('i')}) = 0
-        FROM allocations mine JOIN inventories i
-          ON i.${INV.resourceProviderId} = mine.${ALLOC.resourceProviderId} AND i.${INV.resourceClassId} = mine.${ALLOC.resourceClassId}
-        WHERE mine.${ALLOC.consumerId} IN (${placeholders(consumers)}))
-      AND ${countersHoldSql(placeholders(consumers))}`),
 );
 
 // By uuid: the guard before it has made sure every named provider received its allocations.
@@ -380,19 +361,41 @@ const bumpClaimedProvidersSql = sqlByCount(
  * placement's AllocationList.replace_all(): one read batch, one write batch;
  * a claim of new consumers that fits is one write batch alone.
  */
-export async function claimAllocations(store: DataStore, claims: ConsumerClaim[], opts: ClaimOptions): Promise<void> {
+export async function claimAllocations(deps: WriteDeps, claims: ConsumerClaim[], opts: ClaimOptions): Promise<void> {
   if (claims.length === 0) return;
-  const fast = newConsumerClaimStatements(claims, opts);
+  const { store, writeHooks } = deps;
+  const fast = newConsumerClaimStatements(writeHooks, claims, opts);
   // Not granted as sent (or raced): the ordinary path decides and words it.
   if (fast && (await tryOneBatch(store, fast))) return;
   const names = claimedNames(claims);
   const uuids = claims.map((c) => c.uuid);
   await placementWrite(async () => {
-    const snap = await readSnapshot(store, names.providers, uuids, names.classes);
+    const snap = await readSnapshot(store, names.providers, uuids, names.classes, writeHooks);
     const gens = new GenerationPlan();
-    const { statements } = planClaims(snap, claims, inventoryIndex(snap.inventories), gens, opts);
-    await commitGuarded(store, [...statements, ...gens.statements(opts.now), ...dropEmptyConsumers(uuids)]);
+    const { statements } = planClaims(deps, snap, claims, inventoryIndex(snap.inventories), gens, opts);
+    await commitGuarded(store, [
+      ...statements,
+      ...gens.statements(opts.now),
+      ...everyBatchGuards(writeHooks, uuids),
+      ...dropEmptyConsumers(uuids),
+    ]);
   });
+}
+
+/**
+ * The ordinary path's guard for the claim guards that provider generations do
+ * not protect (hooks.ts), as of the write: refused, the claim is decided again.
+ */
+export function everyBatchGuards(hooks: WriteHooks, uuids: string[]): WriteStatement[] {
+  const condition = hooks.everyBatchHoldsSql(uuids.length);
+  if (condition === '') return [];
+  const guards = hooks.claimGuards.filter((g) => g.beyondProviderGenerations);
+  return [
+    guard(
+      condition,
+      guards.flatMap(() => uuids),
+    ),
+  ];
 }
 
 /**

@@ -30,6 +30,7 @@ import {
   type ProviderState,
 } from './kernel.js';
 import type { InventoryInput } from '../repo/inventories.js';
+import { stillInUse, stillInUseSql } from './rules.js';
 import { INV, RC } from '../../db/columns.js';
 
 /** What a write does to the inventory: `replace` (PUT the collection), `clear` (DELETE it), one class added, updated or deleted. */
@@ -89,7 +90,7 @@ export async function writeProviderInventory<C extends InventoryChange>(
   now: string,
 ): Promise<InventoryWriteResult & { change: C }> {
   return placementWrite(async () => {
-    const snap = await readSnapshot(store, [uuid], [], null);
+    const snap = await readSnapshot(store, [uuid], [], null, null);
     const provider = snap.providers.get(uuid);
     if (!provider) throw new ProviderNotFound(uuid);
     const change = decide(provider);
@@ -111,7 +112,7 @@ export async function writeProviderInventory<C extends InventoryChange>(
       const removed = snap.inventories.filter((i) => !wantedIds.has(i.classId));
       assertInventoryNotInUse(
         provider.uuid,
-        removed.filter((i) => i.used > 0),
+        removed.filter((i) => stillInUse(i.used)),
         change.kind === 'replace' ? 'update conflict' : undefined,
       );
       const records = wanted.map((rc) => ({ classId: classId(rc)!, input: wantedRecords[rc]! }));
@@ -155,7 +156,7 @@ export async function writeProviderInventory<C extends InventoryChange>(
       }
       assertInventoryNotInUse(
         provider.uuid,
-        [existing].filter((i) => i.used > 0),
+        [existing].filter((i) => stillInUse(i.used)),
         `Unable to delete inventory of class ${change.resourceClass}`,
       );
       statements.push(deleteInventoryClasses(provider.id, [existing.classId]));
@@ -196,7 +197,7 @@ function oneBatchReplaceStatements(uuid: string, replacement: InventoryReplaceme
       [uuid],
     ),
     // No class that still has allocations is removed (usage as of the write).
-    guard(`NOT EXISTS (SELECT 1 FROM inventories i WHERE ${ownInventory('i')} AND ${unwanted('i')} AND ${usedSql('i')} > 0)`, [
+    guard(`NOT EXISTS (SELECT 1 FROM inventories i WHERE ${ownInventory('i')} AND ${unwanted('i')} AND ${stillInUseSql('i')})`, [
       uuid,
       ...names,
     ]),

@@ -8,7 +8,10 @@
 // inventories, providers, traits, aggregates, resource classes).
 //
 // One-batch writes (issue 13): every condition the ordinary path (read,
-// decide, write) would check is checked in SQL inside the write transaction;
+// decide, write) would check is checked in SQL inside the write transaction
+// (a rule that compares values is declared once, in rules.ts, and both the
+// decision and the SQL guard are derived from it; what an extension adds to
+// a claim comes from the hooks installed in the app, hooks.ts);
 // when one fails the batch rolls back and the caller takes the ordinary path,
 // which decides again and words the answer. So a write that the ordinary path
 // would grant takes 1 round trip, a refusal 2 (the refused batch, then the
@@ -19,9 +22,20 @@ import { ALLOC, CONSUMER, CONSUMER_TYPE, INV, PROJECT, RC, RP, USER } from '../.
 import { num, str } from '../../db/rows.js';
 import { commitGuarded, inList, LostRace, stmt, withRaceRetries, WriteContention, type WriteStatement } from '../../db/write-batch.js';
 import { ErrorCode, conflict } from '../../errors.js';
-import { providerCountersOf, providerCountersStatements } from '../../ext/counters/sql.js';
-import type { CounterTable } from '../../ext/counters/model.js';
 import { usedSql, type InventoryLimits } from '../capacity.js';
+import { guardSnapshot, type ClaimDecision, type WriteHooks } from './hooks.js';
+
+/** What the write model needs of the app (Deps has them): the store, the installed hooks, the metrics it counts into. */
+export interface WriteDeps {
+  store: DataStore;
+  writeHooks: WriteHooks;
+  metrics: WriteMetrics;
+}
+
+/** The write model's metrics (a part of Deps.metrics). */
+export interface WriteMetrics {
+  capacityRefusals: { inc(labels: string[]): void };
+}
 
 /**
  * Runs one read-decide-write attempt until it does not lose a race; when it
@@ -90,8 +104,8 @@ export interface Snapshot {
   classIds: Map<string, number>;
   consumers: Map<string, ConsumerState>;
   previous: PreviousAllocation[];
-  /** Shared counters of the providers read (extension, issue 25; empty on a cloud without them). */
-  counters: CounterTable;
+  /** The installed claim guards' decisions on what they read in this snapshot (hooks.ts), in install order. */
+  guards: ClaimDecision[];
 }
 
 // The snapshot's columns, by the drizzle schema's names (a renamed column fails typecheck).
@@ -99,14 +113,20 @@ const INVENTORY_LIMITS = [INV.total, INV.reserved, INV.minUnit, INV.maxUnit, INV
   .map((c) => `i.${c}`)
   .join(', ');
 
-/** One read batch: the providers, their inventories with usage, the classes (all when `classNames` is null), the consumers. */
+/**
+ * One read batch: the providers, their inventories with usage, the classes
+ * (all when `classNames` is null), the consumers, and what the claim guards
+ * of `hooks` read (none when null: a write that claims nothing).
+ */
 export async function readSnapshot(
   store: DataStore,
   providerUuids: string[],
   consumerUuids: string[],
   classNames: string[] | null,
+  hooks: WriteHooks | null,
 ): Promise<Snapshot> {
-  const [providers, inventoryRows, classes, consumerRows, previous, ...counterRows] = await store.readBatch([
+  const extension = hooks ? guardSnapshot(hooks, providerUuids, consumerUuids) : null;
+  const [providers, inventoryRows, classes, consumerRows, previous, ...guardRows] = await store.readBatch([
     {
       sql: `SELECT ${RP.id}, ${RP.uuid}, ${RP.generation} FROM resource_providers WHERE ${RP.uuid} IN (${inList(providerUuids)})`,
       args: providerUuids,
@@ -133,7 +153,7 @@ export async function readSnapshot(
         WHERE a.${ALLOC.consumerId} IN (${inList(consumerUuids)}) ORDER BY a.${ALLOC.id}`,
       args: consumerUuids,
     },
-    ...providerCountersStatements(providerUuids),
+    ...(extension?.statements ?? []),
   ]);
   return {
     providers: new Map(
@@ -172,7 +192,7 @@ export async function readSnapshot(
       classId: num(r, ALLOC.resourceClassId),
       used: num(r, ALLOC.used),
     })),
-    counters: providerCountersOf(counterRows),
+    guards: extension?.deciders(guardRows) ?? [],
   };
 }
 

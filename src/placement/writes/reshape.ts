@@ -1,13 +1,13 @@
 // POST /reshaper in the write model (kernel.ts): inventories and allocations
 // moved across providers at once, decided from ONE snapshot against the claim
 // rules of claims.ts and written in ONE guarded batch.
-import type { DataStore } from '../../db/client.js';
 import { commitGuarded } from '../../db/write-batch.js';
 import type { ConsumerClaim } from '../repo/allocations.js';
 import { reservedCapacityProblem, type InventoryInput } from '../repo/inventories.js';
-import { claimedNames, dropEmptyConsumers, inventoryIndex, planClaims, type ClaimOptions } from './claims.js';
+import { claimedNames, dropEmptyConsumers, everyBatchGuards, inventoryIndex, planClaims, type ClaimOptions } from './claims.js';
 import { assertInventoryNotInUse, replaceInventoryStatements } from './inventories.js';
-import { GenerationPlan, key, placementWrite, readSnapshot } from './kernel.js';
+import { GenerationPlan, key, placementWrite, readSnapshot, type WriteDeps } from './kernel.js';
+import { stillInUse } from './rules.js';
 import { InvalidInventoryInput, InventoryProviderMissing, ProviderGenerationMismatch, UnknownResourceClass } from './refusals.js';
 
 export interface ProviderInventoryChange {
@@ -37,13 +37,14 @@ export interface ReshapeOptions extends Omit<ClaimOptions, 'endpoint'> {
  * the usage the claims leave) and written in one batch. Each provider's
  * generation moves as upstream's three steps move it.
  */
-export async function reshape(store: DataStore, request: ReshapeRequest, opts: ReshapeOptions): Promise<void> {
+export async function reshape(deps: WriteDeps, request: ReshapeRequest, opts: ReshapeOptions): Promise<void> {
+  const { store, writeHooks } = deps;
   const claimed = claimedNames(request.claims);
   const providerUuids = [...new Set([...request.inventories.map((c) => c.providerUuid), ...claimed.providers])];
   const classNames = [...new Set([...request.inventories.flatMap((c) => Object.keys(c.records)), ...claimed.classes])];
   const consumerUuids = request.claims.map((c) => c.uuid);
   await placementWrite(async () => {
-    const snap = await readSnapshot(store, providerUuids, consumerUuids, classNames);
+    const snap = await readSnapshot(store, providerUuids, consumerUuids, classNames, writeHooks);
     // Every provider exists at the generation the caller saw, with sane input.
     for (const change of request.inventories) {
       const rp = snap.providers.get(change.providerUuid);
@@ -71,7 +72,7 @@ export async function reshape(store: DataStore, request: ReshapeRequest, opts: R
       gens.bump(rp);
     }
 
-    const { statements, usageAfter } = planClaims(snap, request.claims, interim, gens, { ...opts, endpoint: 'reshaper' });
+    const { statements, usageAfter } = planClaims(deps, snap, request.claims, interim, gens, { ...opts, endpoint: 'reshaper' });
 
     // Final inventory, exactly as requested: removing a class still allocated is 409 inuse.
     const { now } = opts;
@@ -82,13 +83,18 @@ export async function reshape(store: DataStore, request: ReshapeRequest, opts: R
       const removed = current.filter((i) => !wanted.has(i.classId)).sort((a, b) => a.classId - b.classId);
       assertInventoryNotInUse(
         rp.uuid,
-        removed.filter((i) => (usageAfter.get(key(rp.id, i.classId)) ?? 0) > 0),
+        removed.filter((i) => stillInUse(usageAfter.get(key(rp.id, i.classId)) ?? 0)),
         'update conflict',
       );
       const records = Object.entries(change.records).map(([rc, input]) => ({ classId: snap.classIds.get(rc)!, input }));
       statements.push(...replaceInventoryStatements(rp.id, removed, records, now));
       gens.bump(rp);
     }
-    await commitGuarded(store, [...statements, ...gens.statements(now), ...dropEmptyConsumers(consumerUuids)]);
+    await commitGuarded(store, [
+      ...statements,
+      ...gens.statements(now),
+      ...everyBatchGuards(writeHooks, consumerUuids),
+      ...dropEmptyConsumers(consumerUuids),
+    ]);
   });
 }

@@ -26,10 +26,7 @@ async function runBind(deps: Deps, row: OutboxRow): Promise<ConsumeResult> {
 async function deliverNovaEvent(deps: Deps, row: OutboxRow): Promise<ConsumeResult> {
   const payload = NovaEventPayload.parse(JSON.parse(row.payload));
   const { config } = deps;
-  const result = await sendNovaEvents(
-    { url: config.NOVA_URL, token: config.NOVA_TOKEN, timeoutMs: config.NOVA_TIMEOUT_MS, fetch: deps.novaFetch },
-    payload,
-  );
+  const result = await sendNovaEvents(deps.nova, { timeoutMs: config.NOVA_TIMEOUT_MS, fetch: deps.novaFetch }, payload);
   const after = deps.clock().getTime();
   if (result.delivered) {
     await deps.store.writeTx((tx) => finishOutbox(tx, row.id, after, 'done', result.note));

@@ -32,18 +32,11 @@ candidateDiagnosisRoutes.resource('/allocation_candidates', {
       if (hosts.length > MAX_HOSTS) throw badQuery(`at most ${MAX_HOSTS} host parameters`);
       if (hosts.some((h) => !h.trim() || h.length > 255)) throw badQuery('host must be a provider name or uuid (1-255 characters)');
       const request = parseCandidateRequestWithExt(query, c.var.mv);
-      const { config, store, clock } = c.var.deps;
+      const { store, candidates } = c.var.deps;
       const diagnosis = await diagnoseCandidates(
         {
           store,
-          options: {
-            randomize: false,
-            maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
-            timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
-            treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
-            now: clock().getTime(),
-            generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-          },
+          options: candidates.options({ randomize: false }),
         },
         request,
         c.var.mv,

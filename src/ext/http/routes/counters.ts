@@ -11,7 +11,7 @@ import { isoNow } from '../../../placement/repo/lookups.js';
 import { getCounters, putCounters } from '../../counters/repo.js';
 import { countersResponseSchema, putCountersSchema } from '../../schemas.js';
 
-export const counterRoutes = new RouteTable('diagnostics', placementHttp);
+export const counterRoutes = new RouteTable('extensions', placementHttp);
 
 // Shared counters of partitionable devices (docs/extensions-gpu.md); the inventory policies guard them.
 counterRoutes.resource('/resource_providers/:uuid/counters', {

@@ -9,7 +9,7 @@ import { RouteTable } from '../../../http/route-table.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 
-export const headroomRoutes = new RouteTable('diagnostics', placementHttp);
+export const headroomRoutes = new RouteTable('extensions', placementHttp);
 
 headroomRoutes.resource('/headroom', {
   GET: {
@@ -22,14 +22,10 @@ headroomRoutes.resource('/headroom', {
     handler: async (c) => {
       requireVersion(c, 'ALLOCATION_CANDIDATES');
       authorize(c, EXT_RULE);
-      const { config, store, clock } = c.var.deps;
-      const headroom = await findHeadroom(store.nearby, parseCandidateRequestWithExt(queryParams(c), c.var.mv), c.var.mv, {
-        randomize: false,
-        maxCandidates: 0,
-        timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
-        treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
-        now: clock().getTime(),
-      });
+      const { store, candidates } = c.var.deps;
+      // Every viable tree, whatever the candidate cap, in stable order.
+      const options = candidates.options({ randomize: false, maxCandidates: 0 });
+      const headroom = await findHeadroom(store.nearby, parseCandidateRequestWithExt(queryParams(c), c.var.mv), c.var.mv, options);
       c.header('cache-control', 'no-cache');
       return c.json(headroom);
     },

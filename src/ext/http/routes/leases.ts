@@ -2,47 +2,44 @@
 // /ext/leases/{consumer_uuid}, and GET /ext/leases. Logic in ../leases.ts.
 import { notFound } from '../../../errors.js';
 import { readBody } from '../../../http/validate.js';
-import { authorize } from '../../../placement/http/middleware.js';
 import { consumerOfPath } from '../../../uuid.js';
 import { confirmLease, getLease, listLeases, putLease } from '../../leases.js';
-import { EXT_RULE } from '../../policy.js';
 import { putLeaseSchema } from '../../schemas.js';
 import { LeaseListResponse, LeaseResponse } from '../../responses.js';
 import { RouteTable } from '../../../http/route-table.js';
+import { adminOnly } from '../admin-only.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 
-export const leaseRoutes = new RouteTable('diagnostics', placementHttp);
+export const leaseRoutes = new RouteTable('extensions', placementHttp);
 
 leaseRoutes.resource('/leases', {
-  GET: {
+  GET: adminOnly({
     summary: 'Extension: the allocation leases held, soonest expiry first',
     responses: { 200: 'Leases' },
     responseSchema: LeaseListResponse,
     responseName: 'LeaseList',
     handler: async (c) => {
-      authorize(c, EXT_RULE);
       c.header('cache-control', 'no-cache');
       return c.json({ leases: await listLeases(c.var.deps.store) });
     },
-  },
+  }),
 });
 
 leaseRoutes.resource('/leases/:consumer_uuid', {
-  GET: {
+  GET: adminOnly({
     summary: "Extension: a consumer's allocation lease",
     responses: { 200: 'The lease' },
     responseSchema: LeaseResponse,
     responseName: 'Lease',
     handler: async (c) => {
-      authorize(c, EXT_RULE);
       const uuid = consumerOfPath(c.req.param('consumer_uuid'));
       const lease = await getLease(c.var.deps.store, uuid);
       if (!lease) throw notFound(`No lease for consumer '${uuid}'`);
       c.header('cache-control', 'no-cache');
       return c.json(lease);
     },
-  },
-  PUT: {
+  }),
+  PUT: adminOnly({
     summary: "Extension: put or renew a lease on a consumer's current allocations",
     body: () => putLeaseSchema,
     bodyName: 'PutLease',
@@ -50,7 +47,6 @@ leaseRoutes.resource('/leases/:consumer_uuid', {
     responseSchema: LeaseResponse,
     responseName: 'Lease',
     handler: async (c) => {
-      authorize(c, EXT_RULE);
       const uuid = consumerOfPath(c.req.param('consumer_uuid'));
       const { seconds } = await readBody(c, putLeaseSchema);
       const { deps } = c.var;
@@ -58,15 +54,14 @@ leaseRoutes.resource('/leases/:consumer_uuid', {
       if (!lease) throw notFound(`No allocations for consumer '${uuid}'`);
       return c.json(lease);
     },
-  },
-  DELETE: {
+  }),
+  DELETE: adminOnly({
     summary: 'Extension: confirm the allocations (the lease goes, they stay)',
     responses: { 204: 'Confirmed' },
     handler: async (c) => {
-      authorize(c, EXT_RULE);
       const uuid = consumerOfPath(c.req.param('consumer_uuid'));
       if (!(await confirmLease(c.var.deps.store, uuid))) throw notFound(`No lease for consumer '${uuid}'`);
       return c.body(null, 204);
     },
-  },
+  }),
 });

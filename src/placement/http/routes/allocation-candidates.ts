@@ -21,18 +21,12 @@ allocationCandidateRoutes.resource('/allocation_candidates', {
     handler: async (c) => {
       requireVersion(c, 'ALLOCATION_CANDIDATES');
       authorize(c, 'placement:allocation_candidates:list');
-      const { config, store, clock } = c.var.deps;
+      const { store, candidates } = c.var.deps;
       // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
       // Read near this instance (a replica where one is configured, never older than our own writes):
       // a candidate a replica's lag made stale is refused by the claim, which is checked on the primary.
-      const json = await findAllocationCandidatesJson(store.nearby, parseCandidateRequestWithExt(queryParams(c), c.var.mv), c.var.mv, {
-        randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
-        maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
-        timeBudgetMs: config.PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS,
-        treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
-        now: clock().getTime(),
-        generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-      });
+      const request = parseCandidateRequestWithExt(queryParams(c), c.var.mv);
+      const json = await findAllocationCandidatesJson(store.nearby, request, c.var.mv, candidates.options());
       // Candidates reflect usage right now, so they are never cacheable.
       setCacheHeaders(c);
       // Written as JSON bytes by the engine (present/json.ts): the same bytes c.json() would send.

@@ -30,7 +30,7 @@ reshaperRoutes.resource('/reshaper', {
       const claims = Object.entries(body.allocations).map(([uuid, part]) => claimFromBody(c, uuid, part));
       const { deps } = c.var;
       await reshape(
-        deps.store,
+        deps,
         { inventories, claims },
         {
           requireGeneration: atLeast(c, 'CONSUMER_GENERATION'),

@@ -3,13 +3,13 @@
 // A replace is one write batch with nothing read (the provider generation's
 // compare-and-swap, as a provider's traits), which also reads the result
 // back: refused, one read words the answer (404, or 409 for a stale generation). The candidate engine reads
-// the taints in its own batch (placement/candidates/taints.ts).
-import type { DataStore } from '../db/client.js';
-import { commitGuarded, LostRace, stmt, type WriteStatement } from '../db/write-batch.js';
-import { bumpedGeneration, bumpProviderGeneration, PROVIDER_ID_BY_UUID } from '../placement/writes/kernel.js';
-import { ProviderNotFound, StaleProviderGeneration } from '../placement/writes/refusals.js';
-import type { Taint } from './schemas.js';
-import { ALLOC, RP, TAINT } from '../db/columns.js';
+// the taints in its own batch (the filter beside this file).
+import type { DataStore } from '../../db/client.js';
+import { commitGuarded, LostRace, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { bumpedGeneration, bumpProviderGeneration, PROVIDER_ID_BY_UUID } from '../../placement/writes/kernel.js';
+import { ProviderNotFound, StaleProviderGeneration } from '../../placement/writes/refusals.js';
+import type { Taint } from '../schemas.js';
+import { ALLOC, RP, TAINT } from '../../db/columns.js';
 
 export interface StoredTaint extends Taint {
   created_at: string;

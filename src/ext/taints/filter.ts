@@ -1,9 +1,11 @@
-// Device taints (extension, docs/extensions.md) as the candidate engine sees
-// them: one statement at the end of each research batch (no extra round
-// trip; an empty indexed table on a cloud without taints) reads every taint
-// that keeps a provider out of candidates, and the request's tolerations
-// (`ext_tolerate`) turn them into the set of providers the search leaves out.
+// Device taints (extension, docs/extensions.md) as the candidates engine sees
+// them: a read hook (placement/candidates/hooks.ts) the composition root
+// installs. Its statement joins each read batch of a request (no extra round
+// trip; an empty indexed table on a cloud without taints) and reads every
+// taint that keeps a provider out of candidates; the request's tolerations
+// (`ext_tolerate`) turn them into the providers the search leaves out.
 import type { InStatement, ResultSet } from '@libsql/client';
+import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
 import { TAINT } from '../../db/columns.js';
 
 /** Effects that keep a provider out of allocation candidates (NoExecute implies NoSchedule, as in Kubernetes). */
@@ -12,13 +14,13 @@ export const EXCLUDING_EFFECTS = ['NoSchedule', 'NoExecute'] as const;
 /** provider id -> keys of its excluding taints. */
 export type ProviderTaints = Map<number, string[]>;
 
-export const taintStatement = (): InStatement => ({
+const taintStatement = (): InStatement => ({
   sql: `SELECT COALESCE(json_group_array(json_array(${TAINT.resourceProviderId}, ${TAINT.key})), '[]') FROM ext_provider_taints
     WHERE ${TAINT.effect} IN (${EXCLUDING_EFFECTS.map((e) => `'${e}'`).join(', ')})`,
   args: [],
 });
 
-export function taintsOf(result: ResultSet | undefined): ProviderTaints {
+function taintsOf(result: ResultSet | undefined): ProviderTaints {
   const taints: ProviderTaints = new Map();
   const rows = JSON.parse(String(result?.rows[0]?.[0] ?? '[]')) as [number, string][];
   for (const [provider, key] of rows) {
@@ -35,3 +37,12 @@ export function excludedProviders(taints: ProviderTaints, tolerate: readonly str
   for (const [provider, keys] of taints) if (keys.some((key) => !tolerate.includes(key))) excluded.add(provider);
   return excluded;
 }
+
+const NO_TOLERATIONS: readonly string[] = [];
+
+export const taintFilter: CandidateReadHook<ProviderTaints> = {
+  name: 'device taints',
+  statement: taintStatement,
+  read: taintsOf,
+  excludeProviders: (taints, request) => excludedProviders(taints, request.tolerate ?? NO_TOLERATIONS),
+};

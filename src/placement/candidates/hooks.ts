@@ -1,0 +1,98 @@
+// What an extension may add to the candidates engine's read (issue 32): the
+// engine defines these hooks and calls them; src/ext implements them (device
+// taints, shared counters) and the composition root (src/compose.ts) installs
+// them. Nothing in this folder imports src/ext.
+import type { InStatement, ResultSet } from '@libsql/client';
+import type { CandidateRequest } from './parse.js';
+
+/** One piece of a candidate: an amount of a class on a provider. */
+export interface Piece {
+  providerId: number;
+  classId: number;
+  amount: number;
+}
+
+/** Amounts a search walk has taken so far, by provider (several groups may use one provider). */
+export interface TakenView {
+  forEachOn(providerId: number, visit: (classId: number, amount: number) => void): void;
+}
+
+/** A capacity condition beside the inventories' own (shared counters: several classes draw on one counter). */
+export interface CapacityRule {
+  /**
+   * Whether `pieces` fit beside current usage. With `taken`, what the walk
+   * holds on each piece's provider is what must fit (it includes the pieces).
+   */
+  fits(pieces: readonly Piece[], taken?: TakenView): boolean;
+}
+
+/**
+ * A read-side extension of GET /allocation_candidates (and of what runs its
+ * search: headroom, why-no-host). Its statement joins every read batch the
+ * request makes, so it costs no round trip and reads the same snapshot as
+ * the trees and their usage.
+ */
+export interface CandidateReadHook<State = unknown> {
+  /** A name for errors and tests. */
+  readonly name: string;
+  /** The statement, given the class names the request asks for. */
+  statement(classNames: readonly string[]): InStatement;
+  /** Its result, read back. */
+  read(result: ResultSet | undefined): State;
+  /** Providers the request leaves out: never a choice, and a root here takes its whole tree out. */
+  excludeProviders?(state: State, request: CandidateRequest): ReadonlySet<number>;
+  /** A capacity condition the search applies to every choice; null when it constrains nothing (the usual cloud). */
+  capacityRule?(state: State): CapacityRule | null;
+}
+
+/** What the installed hooks read in one batch, by hook (headroom reads the counters' state back). */
+export class HookStates {
+  private readonly states = new Map<CandidateReadHook, unknown>();
+
+  set<State>(hook: CandidateReadHook<State>, state: State): void {
+    this.states.set(hook as CandidateReadHook, state);
+  }
+
+  get<State>(hook: CandidateReadHook<State>): State | undefined {
+    return this.states.get(hook as CandidateReadHook) as State | undefined;
+  }
+
+  /** The union of every hook's excluded providers (empty without any). */
+  excluded(hooks: readonly CandidateReadHook[], request: CandidateRequest): ReadonlySet<number> {
+    let excluded: Set<number> | null = null;
+    for (const hook of hooks) {
+      if (!hook.excludeProviders) continue;
+      const some = hook.excludeProviders(this.states.get(hook), request);
+      if (!some.size) continue;
+      excluded ??= new Set();
+      for (const id of some) excluded.add(id);
+    }
+    return excluded ?? NONE;
+  }
+
+  /** Every hook's capacity rule, as one; null when none constrains anything (the search then pays nothing). */
+  capacityRule(hooks: readonly CandidateReadHook[]): CapacityRule | null {
+    const rules: CapacityRule[] = [];
+    for (const hook of hooks) {
+      const rule = hook.capacityRule?.(this.states.get(hook));
+      if (rule) rules.push(rule);
+    }
+    if (rules.length <= 1) return rules[0] ?? null;
+    return { fits: (pieces, taken) => rules.every((rule) => rule.fits(pieces, taken)) };
+  }
+}
+
+const NONE: ReadonlySet<number> = new Set();
+
+/** The hooks' statements, to append to a read batch. */
+export const hookStatements = (hooks: readonly CandidateReadHook[], classNames: readonly string[]): InStatement[] =>
+  hooks.map((hook) => hook.statement(classNames));
+
+/** Reads the hooks' results (the batch's last `hooks.length` results). */
+export function readHooks(hooks: readonly CandidateReadHook[], results: readonly (ResultSet | undefined)[]): HookStates {
+  const states = new HookStates();
+  hooks.forEach((hook, i) => {
+    states.set(hook, hook.read(results[i]));
+  });
+  return states;
+}

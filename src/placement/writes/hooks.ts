@@ -1,0 +1,152 @@
+// The write kernel's extension points (issue 32): what an extension adds to a
+// claim, declared here and called by claims.ts and reshape.ts; src/ext
+// implements them and the composition root (src/compose.ts) installs them per
+// app (Deps.writeHooks). src/placement never imports an extension.
+//
+// A claim guard adds, without a round trip of its own:
+//   - statements to the claim's snapshot (the same read batch, so the same snapshot);
+//   - the ordinary path's decision on what it read (after placement's own
+//     checks, so upstream's order of errors is kept): a refusal carries the
+//     guard's own error, with its own status and code;
+//   - an SQL condition on the claim as written, checked inside the write
+//     transaction: in the one-batch claim's guard always (refused, the claim
+//     takes the ordinary path, which decides and words it), and in the ordinary
+//     path's write batch too when the provider generations' compare-and-swap
+//     does not protect what the guard read (a project's usage across providers):
+//     refused there, the claim is decided again from a fresh snapshot. So two
+//     racing writers never both pass it.
+//
+// What a delete cascades to an extension's rows (a provider's taints and
+// counters, a consumer's lease) is declared by the extension's migration as
+// triggers (drizzle/0006, 0007), so every path that deletes (the kernel, the
+// lease sweep, a restore) cascades alike, and the kernel needs no hook for it.
+import type { InStatement, ResultSet } from '@libsql/client';
+import { guardSql, placeholders } from '../../db/write-batch.js';
+import type { ConsumerClaim } from '../repo/allocations.js';
+import type { ConsumerState, ProviderState } from './kernel.js';
+import { CLAIM_RULES, claimRulesHoldSql, type Rule } from './rules.js';
+
+/** One allocation of a claim, in body order. */
+export interface ClaimEntry {
+  consumer: string;
+  provider: ProviderState;
+  resourceClass: string;
+  classId: number;
+  amount: number;
+}
+
+/** What a claim leaves, as the ordinary path decided it, for a guard to judge. */
+export interface ClaimView {
+  claims: readonly ConsumerClaim[];
+  entries: readonly ClaimEntry[];
+  /** Providers that receive allocations, first appearance first. */
+  providerIds: readonly number[];
+  /** The claimed consumers as read (absent: new). */
+  consumers: ReadonlyMap<string, ConsumerState>;
+  /** Usage of (provider, class) by every consumer, as read, and as the claim leaves it. */
+  usedBefore(providerId: number, classId: number): number;
+  usedAfter(providerId: number, classId: number): number;
+}
+
+/** A guard's refusal: the error answered; `resourceClass` counts it among the capacity refusals of that class. */
+export interface ClaimRefusal {
+  error: Error;
+  resourceClass?: string;
+}
+
+/** The decision a guard makes on its part of a snapshot: null grants. */
+export type ClaimDecision = (claim: ClaimView) => ClaimRefusal | null;
+
+export interface ClaimGuard {
+  /** For messages and tests. */
+  readonly name: string;
+  /** Statements read beside placement's own in the claim's snapshot, for the providers and consumers it names. */
+  snapshotStatements(providerUuids: string[], consumerUuids: string[]): InStatement[];
+  /** The decision on their results (as many as snapshotStatements returned, in order). */
+  decider(results: ResultSet[]): ClaimDecision;
+  /**
+   * An SQL condition, true when the claim as written may stand, as of the
+   * write; `consumers` is a placeholder list bound to the claimed consumers' uuids.
+   */
+  holdsSql(consumers: string): string;
+  /** What the guard reads is not protected by the providers' generations: its condition guards every claim batch. */
+  beyondProviderGenerations?: boolean;
+}
+
+/** What one extension adds to the write kernel. */
+export interface WriteExtension {
+  claimGuards?: ClaimGuard[];
+}
+
+/** A claim rule (rules.ts): what it refuses is worded by claims.ts. */
+export type ClaimRule = Rule<'constraints' | 'capacity'>;
+
+/** The hooks installed in one app, with the claim rules they are checked beside. */
+export interface WriteHooks {
+  readonly claimGuards: readonly ClaimGuard[];
+  readonly claimRules: readonly ClaimRule[];
+  /**
+   * The one-batch claim's guard statement for `consumers` new consumers:
+   * the claim rules, then every guard's condition; bound to the count of
+   * entries, then the consumers' uuids once per part (built once per count).
+   */
+  claimFitsSql(consumers: number): string;
+  /** The conditions of the guards beyond the providers' generations, ANDed ('' when none), for the ordinary path's batch. */
+  everyBatchHoldsSql(consumers: number): string;
+}
+
+/**
+ * An SQL text per count of bound values, built once: a claim sends the same
+ * few shapes over and over, and the same string each time is found in the
+ * prepared-statement cache without hashing and comparing it anew.
+ */
+export function sqlByCount(build: (count: number) => string): (count: number) => string {
+  const built = new Map<number, string>();
+  return (count) => {
+    let sql = built.get(count);
+    if (sql === undefined) {
+      sql = build(count);
+      if (built.size < 64) built.set(count, sql);
+    }
+    return sql;
+  };
+}
+
+const conditionsOf = (guards: readonly ClaimGuard[], count: number) => guards.map((g) => `(${g.holdsSql(placeholders(count))})`);
+
+/**
+ * The hooks of `extensions`, in the order given (a refusal of an earlier one
+ * is answered first), beside `rules` (placement's own; a test passes others).
+ */
+export function writeHooks(extensions: readonly WriteExtension[], rules: readonly ClaimRule[] = CLAIM_RULES): WriteHooks {
+  const claimGuards = extensions.flatMap((e) => e.claimGuards ?? []);
+  const everyBatch = claimGuards.filter((g) => g.beyondProviderGenerations);
+  return {
+    claimGuards,
+    claimRules: rules,
+    claimFitsSql: sqlByCount((count) =>
+      guardSql([claimRulesHoldSql(rules, placeholders(count)), ...conditionsOf(claimGuards, count)].join('\n      AND ')),
+    ),
+    everyBatchHoldsSql: sqlByCount((count) => conditionsOf(everyBatch, count).join(' AND ')),
+  };
+}
+
+/** The statements the guards add to a snapshot, and how to split their results back. */
+export function guardSnapshot(
+  hooks: WriteHooks,
+  providerUuids: string[],
+  consumerUuids: string[],
+): { statements: InStatement[]; deciders(results: ResultSet[]): ClaimDecision[] } {
+  const parts = hooks.claimGuards.map((g) => g.snapshotStatements(providerUuids, consumerUuids));
+  return {
+    statements: parts.flat(),
+    deciders: (results) => {
+      let at = 0;
+      return hooks.claimGuards.map((g, i) => {
+        const mine = results.slice(at, at + parts[i]!.length);
+        at += parts[i]!.length;
+        return g.decider(mine);
+      });
+    },
+  };
+}

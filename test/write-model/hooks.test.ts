@@ -1,0 +1,123 @@
+// The write kernel's claim guards (issue 32, placement/writes/hooks.ts), with
+// the kind of guard the next issues install: a per-project VCPU limit that
+// reads the project's usage across providers (what no provider generation
+// protects) and refuses with a 409 code of its own. Installed into one app's
+// Deps, it reads in the claim's snapshot, decides on the ordinary path, and
+// guards the write batch of both paths, so racing claims of one project on
+// different providers never pass the limit together.
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ALLOC, CONSUMER, PROJECT, RC } from '../../src/db/columns.js';
+import { writeExtensions } from '../../src/ext/install.js';
+import { conflict } from '../../src/errors.js';
+import { writeHooks, type ClaimGuard } from '../../src/placement/writes/hooks.js';
+import { seedProvider } from '../helpers/placement-seed.js';
+import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+const LIMIT = 4;
+const VCPU_ID = `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} = 'VCPU')`;
+
+/** A project may hold at most LIMIT VCPU, over every provider. */
+const projectLimit: ClaimGuard = {
+  name: 'project VCPU limit',
+  snapshotStatements: (_providers, consumers) => [
+    {
+      // Each project's VCPU usage by consumers other than those claimed (their allocations are replaced).
+      sql: `SELECT p.${PROJECT.externalId} AS project, SUM(a.${ALLOC.used}) AS used FROM allocations a
+        JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId} JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId}
+        WHERE a.${ALLOC.resourceClassId} = ${VCPU_ID} AND a.${ALLOC.consumerId} NOT IN (SELECT value FROM json_each(?))
+        GROUP BY p.${PROJECT.externalId}`,
+      args: [JSON.stringify(consumers)],
+    },
+  ],
+  decider: ([usage]) => {
+    const used = new Map(usage!.rows.map((r) => [String(r.project), Number(r.used)]));
+    return (claim) => {
+      const wanted = new Map<string, number>();
+      for (const c of claim.claims) {
+        const vcpu = Object.values(c.allocations).reduce((sum, resources) => sum + (resources.VCPU ?? 0), 0);
+        const project = c.projectId ?? '';
+        wanted.set(project, (wanted.get(project) ?? used.get(project) ?? 0) + vcpu);
+      }
+      for (const [project, total] of wanted) {
+        if (total > LIMIT)
+          return { error: conflict(`Project ${project} would hold ${total} VCPU, over its limit ${LIMIT}.`, 'ext.limits.over_limit') };
+      }
+      return null;
+    };
+  },
+  holdsSql: (consumers) => `NOT EXISTS (SELECT 1 FROM allocations a JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId}
+    WHERE a.${ALLOC.resourceClassId} = ${VCPU_ID}
+      AND c.${CONSUMER.projectId} IN (SELECT ${CONSUMER.projectId} FROM consumers WHERE ${CONSUMER.uuid} IN (${consumers}))
+    GROUP BY c.${CONSUMER.projectId} HAVING SUM(a.${ALLOC.used}) > ${LIMIT})`,
+  beyondProviderGenerations: true,
+};
+
+let t: TestApp;
+let providers: string[];
+beforeEach(async () => {
+  t = await makeTestApp();
+  providers = [];
+  for (let i = 0; i < 4; i += 1) providers.push((await seedProvider(t.deps, { VCPU: { total: 1000, maxUnit: 16 } })).uuid);
+  t.deps.writeHooks = writeHooks([...writeExtensions, { claimGuards: [projectLimit] }]);
+});
+afterEach(() => t.close());
+
+const claim = (project: string, provider: string, vcpu: number, version: string) =>
+  t.call('PUT', `/allocations/${randomUUID()}`, {
+    version,
+    body: {
+      allocations: { [provider]: { resources: { VCPU: vcpu } } },
+      project_id: project,
+      user_id: 'u',
+      ...(version === '1.27' ? {} : { consumer_generation: null }),
+    },
+  });
+
+async function projectUsage(project: string): Promise<number> {
+  const res = await t.call('GET', `/usages?project_id=${project}`, { version: '1.9' });
+  return ((await res.json()) as { usages: Record<string, number> }).usages.VCPU ?? 0;
+}
+
+describe('a claim guard installed into the write kernel', () => {
+  for (const version of ['1.28', '1.27']) {
+    it(`refuses, at ${version}, a claim over the project's limit with its own 409 code, across providers`, async () => {
+      const project = randomUUID();
+      expect((await claim(project, providers[0]!, 3, version)).status).toBe(204);
+      const refused = await claim(project, providers[1]!, 2, version);
+      expect(refused.status).toBe(409);
+      expect(await errorOf(refused)).toMatchObject({ code: 'ext.limits.over_limit', detail: expect.stringContaining('over its limit 4') });
+      expect((await claim(project, providers[1]!, 1, version)).status).toBe(204);
+      expect((await claim(randomUUID(), providers[1]!, 4, version)).status).toBe(204);
+      expect(await projectUsage(project)).toBe(4);
+    });
+  }
+
+  it('never lets racing claims of one project on different providers pass the limit together (both paths)', async () => {
+    for (const version of ['1.27', '1.28']) {
+      for (let round = 0; round < 5; round += 1) {
+        const project = randomUUID();
+        const answers = await Promise.all(providers.map((rp) => claim(project, rp, 3, version)));
+        const statuses = answers.map((r) => r.status).sort();
+        expect(statuses, `${version} round ${round}`).toEqual([204, 409, 409, 409]);
+        for (const r of answers.filter((a) => a.status === 409)) expect((await errorOf(r)).code).toBe('ext.limits.over_limit');
+        expect(await projectUsage(project)).toBe(3);
+      }
+    }
+  });
+
+  it('belongs to the app it was installed in: another app claims past the limit', async () => {
+    const other = await makeTestApp();
+    try {
+      const rp = (await seedProvider(other.deps, { VCPU: { total: 16 } })).uuid;
+      const res = await other.call('PUT', `/allocations/${randomUUID()}`, {
+        version: '1.28',
+        body: { allocations: { [rp]: { resources: { VCPU: 8 } } }, project_id: 'p', user_id: 'u', consumer_generation: null },
+      });
+      expect(res.status).toBe(204);
+      expect(other.deps.writeHooks.claimGuards.map((g) => g.name)).toEqual(['shared counters']);
+    } finally {
+      other.close();
+    }
+  });
+});
