@@ -5,10 +5,10 @@
 // per module and every surviving mutant (file:line, mutator, replacement) to
 // kill with a test or to list as equivalent in docs/testing.md.
 //
-// The file lists follow the source tree: when a module moves (the write side
-// in src/placement/writes/, the taint filter), update its entry here.
+// The file lists follow the source tree: when a module moves, update its
+// entry here (the run refuses a list that names a file no longer there).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { z } from 'zod';
 
 interface Module {
@@ -28,19 +28,26 @@ export const MODULES: Module[] = [
   },
   {
     name: 'write-kernel-claims',
-    mutate: ['src/placement/writes/kernel.ts', 'src/placement/writes/claims.ts'],
+    mutate: ['src/placement/writes/kernel.ts', 'src/placement/writes/claims.ts', 'src/placement/writes/rules.ts'],
     tests: ['test/placement/allocations.test.ts', 'test/write-model/one-batch.test.ts', 'test/placement/over-capacity.test.ts'],
   },
   {
     name: 'taints',
-    mutate: ['src/placement/candidates/taints.ts', 'src/ext/taints.ts'],
+    mutate: ['src/ext/taints/filter.ts', 'src/ext/taints/writes.ts'],
     tests: ['test/ext/taints.test.ts'],
   },
   { name: 'leases', mutate: ['src/ext/leases.ts'], tests: ['test/ext/leases.test.ts'] },
   {
     name: 'counters',
-    mutate: ['src/ext/counters/model.ts', 'src/ext/counters/repo.ts', 'src/ext/counters/sql.ts', 'src/ext/counters/audit.ts'],
-    tests: ['test/ext/counters.test.ts', 'test/ext/counters-property.test.ts'],
+    mutate: [
+      'src/ext/counters/model.ts',
+      'src/ext/counters/repo.ts',
+      'src/ext/counters/sql.ts',
+      'src/ext/counters/audit.ts',
+      'src/ext/counters/candidates.ts',
+      'src/ext/counters/claim-guard.ts',
+    ],
+    tests: ['test/ext/counters.test.ts', 'test/ext/counters-property.test.ts', 'test/ext/gpu-extensions-combined.test.ts'],
   },
   { name: 'first-of', mutate: ['src/placement/candidates/first-of.ts'], tests: ['test/ext/first-of.test.ts'] },
   { name: 'replica-reader', mutate: ['src/db/replica.ts'], tests: ['test/db/replica-reader.test.ts'] },
@@ -113,6 +120,11 @@ const wanted = process.argv.slice(2);
 const unknown = wanted.filter((n) => !MODULES.some((m) => m.name === n));
 if (unknown.length) {
   console.error(`npm run mutation: no module ${unknown.join(', ')}; modules: ${MODULES.map((m) => m.name).join(', ')}`);
+  process.exit(2);
+}
+const gone = MODULES.flatMap((m) => [...m.mutate, ...m.tests].filter((f) => !existsSync(f)).map((f) => `${m.name}: ${f}`));
+if (gone.length) {
+  console.error(`npm run mutation: files named in scripts/mutation.ts are gone (moved?): ${gone.join('; ')}`);
   process.exit(2);
 }
 mkdirSync('reports/mutation', { recursive: true });

@@ -5,10 +5,9 @@
 // generation included. verify cannot catch a reader that loses generations
 // (it reads both sides with the same reader), so this compares the API's own
 // answers, not two snapshots.
-import { createServer, type Server } from 'node:http';
-import { getRequestListener } from '@hono/node-server';
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { admin } from './admin-command.js';
+import { admin, serve } from './admin-command.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { CLOUD, loadCloud } from './upstream-cloud.js';
 
@@ -31,11 +30,7 @@ describe('placement-admin import from this service, every generation above 0', (
 
   beforeAll(async () => {
     source = await makeTestApp();
-    server = createServer(getRequestListener(source.app.fetch));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const address = server.address();
-    if (!address || typeof address === 'string') throw new Error('no port');
-    url = `http://127.0.0.1:${address.port}`;
+    ({ url, server } = await serve(source.app));
     await loadCloud(url);
     // One more write on each provider and consumer, so no generation is 0 or 1 by chance.
     for (const uuid of PROVIDERS) {

@@ -4,8 +4,7 @@
 // operator gets (the token refused, an HTTP error, not JSON, an unexpected
 // answer, unreachable after one retry, too old a microversion, a provider that
 // keeps changing, a consumer on a provider the source did not list).
-import { createServer, type Server } from 'node:http';
-import { getRequestListener } from '@hono/node-server';
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AdminError,
@@ -18,6 +17,7 @@ import {
   versionAtLeast,
 } from '../../src/admin/placement-reader.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { serve } from './admin-command.js';
 import { CLOUD, loadCloud } from './upstream-cloud.js';
 import { z } from 'zod';
 
@@ -43,11 +43,7 @@ describe('the import reader', () => {
 
   beforeAll(async () => {
     source = await makeTestApp();
-    server = createServer(getRequestListener(source.app.fetch));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const address = server.address();
-    if (!address || typeof address === 'string') throw new Error('no port');
-    base = `http://127.0.0.1:${address.port}`;
+    ({ url: base, server } = await serve(source.app));
     await loadCloud(base);
   }, 60_000);
 

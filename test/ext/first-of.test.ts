@@ -132,6 +132,39 @@ describe.each([
     expect((await errorOf(old)).detail).toContain("Additional properties are not allowed ('ext_first_of' was unexpected)");
   });
 
+  it('words every refusal exactly, trims spaces, and caps the combinations at 64', async () => {
+    const refusal = async (query: string) => {
+      const res = await app.call('GET', `/allocation_candidates?${query}`);
+      expect(res.status, query).toBe(400);
+      return errorOf(res);
+    };
+    const base = ASK.replace('&ext_first_of=_H100,_A100,_T4', '');
+    expect((await candidates(`${base}&ext_first_of=_H100, _A100 ,_T4`)).allocation_requests.length).toBeGreaterThan(0);
+    for (const query of [`${base}&ext_first_of=_H100,,_T4`, `${base}&ext_first_of=_H100,_X`, `${base}&ext_first_of=_H100,_H100`]) {
+      expect((await refusal(query)).code, query).toBe('placement.query.bad_value');
+    }
+    expect((await refusal(`${base}&ext_first_of=_H100,_X,_Y`)).detail).toContain(
+      "Real suffixes should be specified in `ext_first_of`: ['_X', '_Y'] not found in ['', '_H100', '_A100', '_T4'].",
+    );
+    // Repeated in one list, or across lists: named once each.
+    expect((await refusal(`${base}&ext_first_of=_H100,_A100,_H100,_A100`)).detail).toContain(
+      "A group may be named once in `ext_first_of`: ['_H100', '_A100'].",
+    );
+    expect((await refusal(`${base}&ext_first_of=_H100,_A100&ext_first_of=_T4,_A100`)).detail).toContain(
+      "A group may be named once in `ext_first_of`: ['_A100'].",
+    );
+    // 4 x 4 x 4 = 64 combinations are accepted, 4 x 4 x 5 = 80 are not.
+    const groups = (lists: number[]) => {
+      const names = lists.map((n, l) => Array.from({ length: n }, (_, i) => `_L${l}G${i}`));
+      const resources = names.flat().map((s) => `resources${s}=VCPU:1`);
+      return `${resources.join('&')}&group_policy=none&${names.map((list) => `ext_first_of=${list.join(',')}`).join('&')}`;
+    };
+    expect((await app.call('GET', `/allocation_candidates?${groups([4, 4, 4])}`)).status).toBe(200);
+    expect((await refusal(groups([4, 4, 5]))).detail).toContain(
+      '`ext_first_of` may combine at most 64 alternatives; these lists combine 80.',
+    );
+  });
+
   it('the why-no-host diagnosis takes ext_first_of', async () => {
     const res = await app.call('GET', `/diagnostics/allocation_candidates?${ASK}&host=${none.root}`);
     expect(res.status).toBe(200);

@@ -44,6 +44,20 @@ async function claimed(): Promise<{ host: string; consumer: string }> {
 
 const sweep = () => sweepExpiredLeases(t.deps.store, t.deps.clock().getTime());
 
+/** The consumer (generation 1) rewrites its allocations to `vcpu` VCPU on `host`, after its lease was set. */
+async function rewrite(consumer: string, host: string, vcpu: number): Promise<void> {
+  const res = await t.call('PUT', `/allocations/${consumer}`, {
+    body: {
+      allocations: { [host]: { resources: { VCPU: vcpu } } },
+      project_id: PROJECT,
+      user_id: USER,
+      consumer_generation: 1,
+      consumer_type: 'INSTANCE',
+    },
+  });
+  expect(res.status).toBe(204);
+}
+
 /** Runs `action` once, right after the next read batch (between the sweep's read and its write). */
 function afterNextRead(action: () => Promise<void>): void {
   const { store } = t.deps;
@@ -143,16 +157,7 @@ describe('/ext/leases/{consumer_uuid}', () => {
     for (const [i, { consumer }] of [a, b].entries()) {
       expect(await (await t.call('GET', `/ext/leases/${consumer}`)).json()).toEqual(shown[i]);
     }
-    const rewrite = await t.call('PUT', `/allocations/${b.consumer}`, {
-      body: {
-        allocations: { [b.host]: { resources: { VCPU: 1 } } },
-        project_id: PROJECT,
-        user_id: USER,
-        consumer_generation: 1,
-        consumer_type: 'INSTANCE',
-      },
-    });
-    expect(rewrite.status).toBe(204);
+    await rewrite(b.consumer, b.host, 1);
     t.tick(10_000);
     const at = t.deps.clock().toISOString();
     expect(await sweep()).toEqual({ released: [a.consumer], dropped: [b.consumer] });
@@ -168,16 +173,7 @@ describe('/ext/leases/{consumer_uuid}', () => {
   it('keeps allocations the consumer rewrote after the lease: only the lease goes', async () => {
     const { host, consumer } = await claimed();
     await lease(consumer, 10);
-    const rewrite = await t.call('PUT', `/allocations/${consumer}`, {
-      body: {
-        allocations: { [host]: { resources: { VCPU: 3 } } },
-        project_id: PROJECT,
-        user_id: USER,
-        consumer_generation: 1,
-        consumer_type: 'INSTANCE',
-      },
-    });
-    expect(rewrite.status).toBe(204);
+    await rewrite(consumer, host, 3);
     t.tick(10_000);
     expect(await sweep()).toEqual({ released: [], dropped: [consumer] });
     expect(await allocationsOf(consumer)).toEqual({ [host]: expect.objectContaining({ resources: { VCPU: 3 } }) });
