@@ -398,7 +398,6 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
 
     // The placement service.
     if (placement === 'edge') {
-      const novaToken = await ks.token('nova', passwords.nova, 'service');
       edge = await startServer(`file:${join(dir, 'placement-edge.db')}`, {
         PORT: String(placementPort),
         PLACEMENT_AUTH_STRATEGY: 'keystone',
@@ -409,9 +408,12 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
         PLACEMENT_KEYSTONE_TIMEOUT_MS: '60000',
         PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'true',
         PLACEMENT_WORKERS: '1',
-        // Accelerator-request events to nova-api, with a token of Nova's service user.
-        NOVA_URL: novaUrl,
-        NOVA_TOKEN: novaToken,
+        // Accelerator-request events: to the `compute` endpoint of the catalog, as user `nova`
+        // (Cyborg's [nova] section; Nova's policy wants the admin role for external events).
+        PLACEMENT_NOVA_USERNAME: 'nova',
+        PLACEMENT_NOVA_PASSWORD: passwords.nova,
+        PLACEMENT_NOVA_PROJECT_NAME: 'service',
+        PLACEMENT_NOVA_REGION_NAME: 'RegionOne',
         LOG_LEVEL: 'info',
       });
       appendFileSync(join(dir, 'pids'), `${edge.child.pid}\n`);
