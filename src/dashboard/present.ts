@@ -113,6 +113,10 @@ export function presentSummary(
         usages: p.usages,
       })),
     },
+    domains: {
+      total: s.totalDomains,
+      items: s.domains.map((d) => ({ uuid: d.uuid, hosts: d.hosts, free_hosts: d.freeHosts, free_host_names: d.freeHostNames })),
+    },
     accelerators: {
       arqs_by_state: s.arqsByState,
       outbox_by_state: s.outboxByState,

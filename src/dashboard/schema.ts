@@ -153,6 +153,19 @@ export const SummaryResponse = z.object({
       }),
     ),
   }),
+  domains: z
+    .object({
+      total: count.describe('aggregates with at least one host (a root provider that is not a sharing provider) as member'),
+      items: z.array(
+        z.object({
+          uuid: z.string().describe("the aggregate's uuid"),
+          hosts: count,
+          free_hosts: count.describe('hosts with no allocation anywhere in their tree'),
+          free_host_names: z.array(z.string()).describe('the free hosts by name, at most 20'),
+        }),
+      ),
+    })
+    .describe('gang domains (docs/gangs.md), most free hosts first, at most 50'),
   accelerators: z.object({
     arqs_by_state: z.record(z.string(), count),
     outbox_by_state: z.record(z.string(), count),

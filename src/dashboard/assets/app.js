@@ -398,6 +398,23 @@
       : h('div', { class: 'empty' }, answer ? 'No project is at a limit.' : 'Project limits are off (PLACEMENT_LIMITS).'));
   }
 
+  /** Aggregates as gang domains: their hosts, how many are free (no allocation in the tree), the free ones by name. */
+  function renderDomains(domains) {
+    const { items, total } = domains;
+    $('domains-count').textContent = total
+      ? `${plural(total, 'aggregate')} with hosts${total > items.length ? ` · the ${items.length} with most free hosts shown` : ''}`
+      : '';
+    $('domains').replaceChildren(items.length
+      ? h('table', { class: 'list domains' },
+        h('thead', null, h('tr', null, h('th', null, 'aggregate'), h('th', { class: 'num' }, 'hosts'), h('th', { class: 'num' }, 'free'), h('th', null, 'free hosts'))),
+        h('tbody', null, items.map((d) => h('tr', { 'data-aggregate': d.uuid },
+          h('td', null, h('button', { type: 'button', class: 'link uuid', title: `show the trees in ${d.uuid}`, onclick: () => setFilter('aggregate', d.uuid) }, d.uuid)),
+          h('td', { class: 'num' }, fmt(d.hosts)),
+          h('td', { class: 'num' }, fmt(d.free_hosts)),
+          h('td', { class: 'muted small' }, d.free_host_names.join(', ') + (d.free_hosts > d.free_host_names.length ? ', …' : ''))))))
+      : h('div', { class: 'empty' }, 'No aggregate has a host: gangs have no domain (GET /ext/gang_candidates?ext_domain=any still works).'));
+  }
+
   /** Names of the trees a headroom answer counts: from the page, else one GET each. */
   async function providerNames(uuids) {
     await Promise.all(uuids.filter((u) => !state.names.has(u)).map(async (u) => {
@@ -494,6 +511,7 @@
       renderTaints(drain);
       renderLeases(leases, Date.parse(summary.generated_at));
       renderLimits(limits);
+      renderDomains(summary.domains);
       if (!state.painted) {
         state.painted = true;
         // After the next frame: when the first page of trees is on screen (read by bench/dashboard.ts).

@@ -12,7 +12,7 @@ import { assembleGang, candidatesOf, type Gang, type RankedGang, rankGangs, used
 import { readDomainFacts } from './domains.js';
 import { parseGangQuery } from './query.js';
 
-export { parseGangQuery, type GangQuery } from './query.js';
+export { GANG_KEYS, parseGangQuery, type GangQuery } from './query.js';
 export type { Gang } from './assemble.js';
 
 export interface GangAnswer {
@@ -31,6 +31,10 @@ export interface DomainSearch {
   gangs: RankedGang[];
   /** Per domain (null: ext_domain=any), how many hosts can take one member now. */
   hostsPerDomain: Map<string | null, number>;
+  /** Aggregate uuid -> its root members (the domains searched; empty with ext_domain=any). */
+  domainRoots: Map<string, Set<string>>;
+  /** The hosts (root uuids) that can take one member now, in any domain. */
+  fittingHosts: Set<string>;
   incomplete: boolean;
 }
 
@@ -54,18 +58,20 @@ export async function searchDomains(
   const facts = await readDomainFacts(reader, gang.domain === 'any' ? [] : gang.domains, usedProviders(body));
   const candidates = candidatesOf(body, facts);
   const gangs: RankedGang[] = [];
+  const fittingHosts = new Set<string>();
+  for (const c of candidates) if (c.host !== null) fittingHosts.add(c.host);
   const hostsPerDomain = new Map<string | null, number>();
   const domains: [string | null, (host: string) => boolean][] =
     gang.domain === 'any' ? [[null, () => true]] : [...facts.rootsOf].map(([agg, roots]) => [agg, (host: string) => roots.has(host)]);
   for (const [domain, inDomain] of domains) {
     const hosts = new Set<string>();
-    for (const c of candidates) if (c.host !== null && inDomain(c.host)) hosts.add(c.host);
+    for (const host of fittingHosts) if (inDomain(host)) hosts.add(host);
     hostsPerDomain.set(domain, hosts.size);
     if (hosts.size < gang.count) continue;
     const found = assembleGang(domain, candidates, inDomain, gang.count, body.provider_summaries);
     if (found) gangs.push(found);
   }
-  return { gang, gangs, hostsPerDomain, incomplete: cut };
+  return { gang, gangs, hostsPerDomain, domainRoots: gang.domain === 'any' ? new Map() : facts.rootsOf, fittingHosts, incomplete: cut };
 }
 
 /** GET /ext/gang_candidates: at most `limit` gangs, the tightest domain first. */

@@ -4,7 +4,8 @@ import { authorize, requireVersion, setCacheHeaders } from '../../../placement/h
 import { DIAGNOSTICS_RULE } from '../../policy.js';
 import { diagnoseCandidates } from '../../why-no-host.js';
 import { crossingText, requestedTotals } from '../../../ext/limits/service.js';
-import { Diagnosis } from '../../why-no-host.js';
+import { diagnoseGang, GangAwareDiagnosis } from '../../gang-diagnosis.js';
+import { GANG_KEYS, parseGangQuery } from '../../../ext/gangs/index.js';
 import { MV } from '../../../placement/versions.js';
 import { RouteTable } from '../../../http/route-table.js';
 import { placementHttp } from '../../../placement/http/profile.js';
@@ -22,9 +23,12 @@ candidateDiagnosisRoutes.resource('/allocation_candidates', {
     query: (mv) => [
       ...candidateQuery(mv),
       { name: 'host', description: 'a provider name or uuid whose tree to explain (repeatable, at most 50)' },
+      { name: 'count', description: 'extension (1.25+): explain a gang of this many hosts, as GET /ext/gang_candidates searches it' },
+      { name: 'ext_domain', description: "extension, with count: 'aggregate' (default) or 'any'" },
+      { name: 'ext_domain_member_of', description: 'extension, with count: in:AGG1,AGG2 - only these aggregates may be domains' },
     ],
-    responses: { 200: 'Counts after each constraint, and a verdict per host' },
-    responseSchema: Diagnosis,
+    responses: { 200: 'Counts after each constraint, a verdict per host, and with count the gang verdict' },
+    responseSchema: GangAwareDiagnosis,
     responseName: 'Diagnosis',
     handler: async (c) => {
       requireVersion(c, 'ALLOCATION_CANDIDATES');
@@ -32,17 +36,18 @@ candidateDiagnosisRoutes.resource('/allocation_candidates', {
       const { host: hosts = [], ...query } = queryParams(c);
       if (hosts.length > MAX_HOSTS) throw badQuery(`at most ${MAX_HOSTS} host parameters`);
       if (hosts.some((h) => !h.trim() || h.length > 255)) throw badQuery('host must be a provider name or uuid (1-255 characters)');
-      const request = parseCandidateRequestWithExt(query, c.var.mv);
       const { store, candidates } = c.var.deps;
-      const diagnosis = await diagnoseCandidates(
-        {
-          store,
-          options: candidates.options({ randomize: false }),
-        },
-        request,
-        c.var.mv,
-        hosts,
-      );
+      const ctx = { store, options: candidates.options({ randomize: false }) };
+      if (GANG_KEYS.some((key) => key !== 'limit' && key in query)) {
+        // A gang (docs/gangs.md): its parameters as GET /ext/gang_candidates takes them; `limit` counts gangs there.
+        if (!c.var.mv.atLeast(MV.GRANULAR)) throw badQuery('count (a gang) needs microversion 1.25 or later');
+        const { gang, rest } = parseGangQuery(query);
+        const member = parseCandidateRequestWithExt(rest, c.var.mv);
+        setCacheHeaders(c);
+        return c.json(await diagnoseGang(ctx, query, member, gang, c.var.mv, hosts));
+      }
+      const request = parseCandidateRequestWithExt(query, c.var.mv);
+      const diagnosis = await diagnoseCandidates(ctx, request, c.var.mv, hosts);
       // ext_within_limits=true (project limits): the candidates answer none when the request alone crosses the caller's limit.
       const crossing =
         request.withinLimits && c.var.credentials.projectId !== null
