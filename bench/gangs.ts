@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { buildNodeDeps } from '../src/entry/node-service.js';
+import { mulberry32 as rng } from '../test/helpers/random.js';
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -30,17 +31,6 @@ const GPUS = 4;
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 const PROJECT = 'a0000000-0000-4000-8000-000000000001';
 const USER = 'a0000000-0000-4000-8000-000000000002';
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Arrival {
   /** 1: a single server; 2-16: a gang. */

@@ -11,20 +11,10 @@ import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { ensureClasses } from './mig-h100.js';
+import { mulberry32 as rng } from '../helpers/random.js';
 
 const SEEDS = Number(process.env.COUNTER_PROPERTY_SEEDS ?? 6);
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Layout {
   /** provider uuid -> class -> total */

@@ -12,18 +12,7 @@ import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
 import { claim } from './helpers.js';
 import { type GangAnswer, gangCandidates } from './gangs-helpers.js';
-
-/** A deterministic generator (mulberry32), so a failure names its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 as rng } from '../helpers/random.js';
 
 interface Host {
   uuid: string;
