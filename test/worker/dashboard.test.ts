@@ -3,20 +3,10 @@
 // the summary reads over libSQL HTTP in one database round trip.
 import { exports } from 'cloudflare:workers';
 import { describe, expect, inject, it } from 'vitest';
+import { adminCall } from './admin-call.js';
 
 const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
-
-function call(method: string, path: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = {
-    'x-auth-token': 'admin',
-    accept: 'application/json',
-    'openstack-api-version': 'placement latest',
-  };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  return worker.fetch(
-    new Request(`http://edge.test${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
-  );
-}
+const call = adminCall;
 
 async function ok(res: Promise<Response>): Promise<Response> {
   const r = await res;

@@ -3,23 +3,12 @@
 // released by the Worker's scheduled handler (the cron sweep). The database is
 // shared with the other worker files: everything here uses its own providers.
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
-import { env, exports } from 'cloudflare:workers';
+import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import workerModule from '../../src/entry/worker.js';
+import { adminCall } from './admin-call.js';
 
-const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
-
-function call(method: string, path: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = {
-    'x-auth-token': 'admin',
-    accept: 'application/json',
-    'openstack-api-version': 'placement latest',
-  };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  return worker.fetch(
-    new Request(`http://placement.test${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
-  );
-}
+const call = adminCall;
 
 /** A root with a CUSTOM class of its own (so other files' providers never match) and `gpus` children. */
 async function host(rc: string, gpus: number): Promise<{ root: string; children: string[] }> {

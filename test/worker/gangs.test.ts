@@ -4,22 +4,10 @@
 // and why-no-host then names the rack and what each host lacks.
 // The database is shared with the other worker files: a CUSTOM class and an
 // aggregate of its own keep other files' providers out.
-import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { adminCall } from './admin-call.js';
 
-const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
-
-function call(method: string, path: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = {
-    'x-auth-token': 'admin',
-    accept: 'application/json',
-    'openstack-api-version': 'placement latest',
-  };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  return worker.fetch(
-    new Request(`http://placement.test${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
-  );
-}
+const call = adminCall;
 
 const suffix = () => crypto.randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase();
 

@@ -3,23 +3,11 @@
 // vitest.worker.config.ts, on a class only this file uses), claims past the
 // limit get placement's 409 limit_exceeded, and /ext/limits answers.
 import { env } from 'cloudflare:workers';
-import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { adminCall } from './admin-call.js';
 
-const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
 const RC = 'CUSTOM_LIMITS_WORKER';
-
-function call(method: string, path: string, body?: unknown): Promise<Response> {
-  const headers: Record<string, string> = {
-    'x-auth-token': 'admin',
-    accept: 'application/json',
-    'openstack-api-version': 'placement latest',
-  };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  return worker.fetch(
-    new Request(`http://placement.test${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
-  );
-}
+const call = adminCall;
 
 describe('project limits in Worker mode', () => {
   it('grants claims up to the limit and refuses the next with placement.ext.limit_exceeded', async () => {
