@@ -173,3 +173,32 @@ describe.each([
     expect(diagnosis.hosts[0]!.fits).toBe(false);
   });
 });
+
+describe('ext_first_of on a tree whose preferred variant is a long search that finds nothing', () => {
+  beforeAll(async () => {
+    app = await makeTestApp();
+  });
+  afterAll(() => app.close());
+
+  it('still falls back to the next alternative (the search hands over the event loop on the way)', async () => {
+    await ensureClasses(app, ['CUSTOM_FO_X', 'CUSTOM_FO_Z', 'CUSTOM_FO_T']);
+    const root = await provider(app);
+    const left = await provider(app, { parent: root });
+    const right = await provider(app, { parent: root });
+    // 64 x 64 pairs for _A and _B, none in one subtree: more than 4,096 steps of search for nothing.
+    for (let i = 0; i < 64; i += 1) {
+      await provider(app, { parent: left, inventory: { CUSTOM_FO_X: { total: 1 } } });
+      await provider(app, { parent: right, inventory: { CUSTOM_FO_Z: { total: 1 } } });
+    }
+    const t = await provider(app, { parent: root, inventory: { CUSTOM_FO_T: { total: 1 } } });
+    const query =
+      'resources_A=CUSTOM_FO_X:1&resources_B=CUSTOM_FO_Z:1&resources_T=CUSTOM_FO_T:1' +
+      '&group_policy=none&same_subtree=_A,_B&ext_first_of=_B,_T';
+    const answer = await candidates(query);
+    expect(answer.allocation_requests).toHaveLength(64);
+    for (const request of answer.allocation_requests) {
+      expect(Object.keys(request.mappings!).sort()).toEqual(['_A', '_T']);
+      expect(request.mappings!._T).toEqual([t]);
+    }
+  });
+});
