@@ -369,14 +369,22 @@ describe('counters at their edges', () => {
     expect((await claim(crypto.randomUUID(), rp, { CUSTOM_CTR_A: 3, CUSTOM_CTR_B: 3 })).status).toBe(204);
     gen += 1;
 
-    const noInventory = await put({ resource_provider_generation: gen, counters: { a: 1 }, consumption: { CUSTOM_CTR_NONE: { a: 1 } } });
+    const noInventory = await put({
+      resource_provider_generation: gen,
+      counters: { a: 1 },
+      consumption: { CUSTOM_CTR_NONE: { a: 1 }, VCPU: { a: 1 } },
+    });
     expect(noInventory.status).toBe(400);
     expect((await errorOf(noInventory)).detail).toContain(
-      `No inventory of class(es) CUSTOM_CTR_NONE on resource provider ${rp}: counters can only be consumed by inventory the provider has.`,
+      `No inventory of class(es) CUSTOM_CTR_NONE, VCPU on resource provider ${rp}: counters can only be consumed by inventory the provider has.`,
     );
-    const undeclared = await put({ resource_provider_generation: gen, counters: { a: 1 }, consumption: { CUSTOM_CTR_A: { beta: 1 } } });
+    const undeclared = await put({
+      resource_provider_generation: gen,
+      counters: { a: 1 },
+      consumption: { CUSTOM_CTR_A: { beta: 1, gamma: 1 } },
+    });
     expect(undeclared.status).toBe(400);
-    expect((await errorOf(undeclared)).detail).toContain('Consumption of CUSTOM_CTR_A names undeclared counter(s): beta.');
+    expect((await errorOf(undeclared)).detail).toContain('Consumption of CUSTOM_CTR_A names undeclared counter(s): beta, gamma.');
     const exceeded = await put({
       resource_provider_generation: gen,
       counters: { zeta: 5, alpha: 5 },
@@ -395,6 +403,37 @@ describe('counters at their edges', () => {
       consumption: { CUSTOM_CTR_B: { beta: 1 } },
       load: { beta: 3 },
     });
+
+    // A claim over the counter names the class on that provider that consumes it, not one on another provider.
+    const other = await provider(app, { inventory: { CUSTOM_CTR_B: { total: 8 } } });
+    const posted = await app.call('POST', '/allocations', {
+      body: {
+        [crypto.randomUUID()]: {
+          allocations: { [other]: { resources: { CUSTOM_CTR_B: 1 } }, [rp]: { resources: { CUSTOM_CTR_A: 1, CUSTOM_CTR_B: 3 } } },
+          project_id: PROJECT,
+          user_id: USER,
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        },
+      },
+    });
+    expect(posted.status).toBe(409);
+    expect((await errorOf(posted)).detail).toContain(
+      `Unable to create allocation for 'CUSTOM_CTR_B' on resource provider '${rp}'. The requested amount would exceed the capacity. (shared counter 'beta': 6 of 5)`,
+    );
+
+    // Back to a counter it had before: nothing of the old consumption is left behind.
+    const back = await put({ resource_provider_generation: gen + 1, counters: { zeta: 6 }, consumption: { CUSTOM_CTR_B: { zeta: 2 } } });
+    expect(back.status).toBe(200);
+    expect(await countersOf(rp)).toEqual({
+      resource_provider_generation: gen + 2,
+      counters: { zeta: 6 },
+      consumption: { CUSTOM_CTR_B: { zeta: 2 } },
+      load: { zeta: 6 },
+    });
+    // A class the counters do not meter is offered on a provider whose counter is full; the metered one is not.
+    expect(await candidateProviders('resources=CUSTOM_CTR_A:1')).toContain(rp);
+    expect(await candidateProviders('resources=CUSTOM_CTR_B:1')).not.toContain(rp);
   });
 
   it('a consumer that exists may grow to fill a counter exactly, not past it, and may keep usage on a counter lowered below it', async () => {
