@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provider } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { countOf, headroom } from './helpers.js';
 import { ensureClasses } from './mig-h100.js';
 
 let app: TestApp;
@@ -160,9 +161,18 @@ describe.each([
       return `${resources.join('&')}&group_policy=none&${names.map((list) => `ext_first_of=${list.join(',')}`).join('&')}`;
     };
     expect((await app.call('GET', `/allocation_candidates?${groups([4, 4, 4])}`)).status).toBe(200);
-    expect((await refusal(groups([4, 4, 5]))).detail).toContain(
-      '`ext_first_of` may combine at most 64 alternatives; these lists combine 80.',
-    );
+    const capped = await refusal(groups([4, 4, 5]));
+    expect(capped.detail).toContain('`ext_first_of` may combine at most 64 alternatives; these lists combine 80.');
+    expect(capped.code).toBe('placement.query.bad_value');
+  });
+
+  it('headroom counts, per host, the claims of the best alternative that fits there', async () => {
+    const body = await headroom(app, ASK);
+    // One claim on a host with one GPU, whichever alternative it is; three on the mixed host (its H100, then
+    // its A100, then its T4); none on the host without a GPU.
+    for (const host of [h100, a100, t4]) expect(countOf(body, host.root)).toBe(1);
+    expect(countOf(body, mixed.root)).toBe(3);
+    expect(countOf(body, none.root)).toBe(0);
   });
 
   it('the why-no-host diagnosis takes ext_first_of', async () => {
