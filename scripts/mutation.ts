@@ -49,7 +49,12 @@ export const MODULES: Module[] = [
     ],
     tests: ['test/ext/counters.test.ts', 'test/ext/counters-property.test.ts', 'test/ext/gpu-extensions-combined.test.ts'],
   },
-  { name: 'first-of', mutate: ['src/placement/candidates/first-of.ts'], tests: ['test/ext/first-of.test.ts'] },
+  {
+    name: 'first-of',
+    mutate: ['src/placement/candidates/first-of.ts'],
+    // gpu-extensions-combined: headroom with ext_first_of, the one caller of FirstOfSearch.firstRequestOf.
+    tests: ['test/ext/first-of.test.ts', 'test/ext/gpu-extensions-combined.test.ts'],
+  },
   { name: 'replica-reader', mutate: ['src/db/replica.ts'], tests: ['test/db/replica-reader.test.ts'] },
   {
     name: 'token-cache',

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Microversion } from '../../src/http/microversion.js';
 import { findAllocationCandidates } from '../../src/placement/candidates/index.js';
 import { parseCandidateQueryString } from '../../src/placement/candidates/parse.js';
+import { countBatches } from '../write-model/count-batches.js';
 import { provider } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { ensureClasses, H100_PROFILES, h100Counters, migGpu } from './mig-h100.js';
@@ -323,5 +324,205 @@ describe('the dashboard', () => {
     expect(shown.counters).toEqual({ compute_slices: { total: 7, load: 3 }, memory_slices: { total: 8, load: 4 } });
     expect(shown.over_capacity).toBe(false);
     expect(body.providers.trees.find((t) => t.uuid === plain)!.counters).toBeUndefined();
+  });
+});
+
+describe('counters at their edges', () => {
+  beforeAll(async () => {
+    app = await makeTestApp();
+  });
+  afterAll(() => app.close());
+
+  const generationOf = async (rp: string) =>
+    ((await (await app.call('GET', `/resource_providers/${rp}`)).json()) as { generation: number }).generation;
+  const countersOf = async (rp: string) =>
+    (await (await app.call('GET', `/ext/resource_providers/${rp}/counters`)).json()) as {
+      counters: object;
+      consumption: Record<string, object>;
+      load: object;
+    };
+  const forceTotal = (rp: string, name: string, total: number) =>
+    app.deps.store.writeBatch([
+      {
+        sql: 'UPDATE ext_provider_counters SET total = ? WHERE name = ? AND resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = ?)',
+        args: [total, name, rp],
+      },
+    ]);
+
+  it('words each refusal of a counters document exactly, lists classes in class order, and replaces what was there', async () => {
+    await ensureClasses(app, ['CUSTOM_CTR_A', 'CUSTOM_CTR_B', 'CUSTOM_CTR_NONE']);
+    const rp = await provider(app, { inventory: { CUSTOM_CTR_A: { total: 8 }, CUSTOM_CTR_B: { total: 8 } } });
+    const put = (body: object) => app.call('PUT', `/ext/resource_providers/${rp}/counters`, { body });
+    let gen = await generationOf(rp);
+    const first = await put({
+      resource_provider_generation: gen,
+      counters: { zeta: 4, alpha: 4 },
+      consumption: { CUSTOM_CTR_B: { zeta: 1 }, CUSTOM_CTR_A: { alpha: 1 } },
+    });
+    expect(first.status).toBe(200);
+    const view = (await first.json()) as { resource_provider_generation: number; consumption: Record<string, object> };
+    expect(view.resource_provider_generation).toBe(gen + 1);
+    // A counter a class does not consume is not shown as 0; classes come in class order, not body order.
+    expect(view.consumption).toEqual({ CUSTOM_CTR_A: { alpha: 1 }, CUSTOM_CTR_B: { zeta: 1 } });
+    expect(Object.keys(view.consumption)).toEqual(['CUSTOM_CTR_A', 'CUSTOM_CTR_B']);
+    gen += 1;
+    expect((await claim(crypto.randomUUID(), rp, { CUSTOM_CTR_A: 3, CUSTOM_CTR_B: 3 })).status).toBe(204);
+    gen += 1;
+
+    const noInventory = await put({
+      resource_provider_generation: gen,
+      counters: { a: 1 },
+      consumption: { CUSTOM_CTR_NONE: { a: 1 }, VCPU: { a: 1 } },
+    });
+    expect(noInventory.status).toBe(400);
+    expect((await errorOf(noInventory)).detail).toContain(
+      `No inventory of class(es) CUSTOM_CTR_NONE, VCPU on resource provider ${rp}: counters can only be consumed by inventory the provider has.`,
+    );
+    const undeclared = await put({
+      resource_provider_generation: gen,
+      counters: { a: 1 },
+      consumption: { CUSTOM_CTR_A: { beta: 1, gamma: 1 } },
+    });
+    expect(undeclared.status).toBe(400);
+    expect((await errorOf(undeclared)).detail).toContain('Consumption of CUSTOM_CTR_A names undeclared counter(s): beta, gamma.');
+    const exceeded = await put({
+      resource_provider_generation: gen,
+      counters: { zeta: 5, alpha: 5 },
+      consumption: { CUSTOM_CTR_A: { zeta: 1, alpha: 1 }, CUSTOM_CTR_B: { zeta: 1, alpha: 1 } },
+    });
+    expect(exceeded.status).toBe(409);
+    expect((await errorOf(exceeded)).detail).toContain(
+      `Counter(s) alpha (6 in use), zeta (6 in use) of resource provider ${rp} would be exceeded by its current allocations.`,
+    );
+
+    const replaced = await put({ resource_provider_generation: gen, counters: { beta: 5 }, consumption: { CUSTOM_CTR_B: { beta: 1 } } });
+    expect(replaced.status).toBe(200);
+    expect(await countersOf(rp)).toEqual({
+      resource_provider_generation: gen + 1,
+      counters: { beta: 5 },
+      consumption: { CUSTOM_CTR_B: { beta: 1 } },
+      load: { beta: 3 },
+    });
+
+    // A claim over the counter names the class on that provider that consumes it, not one on another provider.
+    const other = await provider(app, { inventory: { CUSTOM_CTR_B: { total: 8 } } });
+    const posted = await app.call('POST', '/allocations', {
+      body: {
+        [crypto.randomUUID()]: {
+          allocations: { [other]: { resources: { CUSTOM_CTR_B: 1 } }, [rp]: { resources: { CUSTOM_CTR_A: 1, CUSTOM_CTR_B: 3 } } },
+          project_id: PROJECT,
+          user_id: USER,
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        },
+      },
+    });
+    expect(posted.status).toBe(409);
+    expect((await errorOf(posted)).detail).toContain(
+      `Unable to create allocation for 'CUSTOM_CTR_B' on resource provider '${rp}'. The requested amount would exceed the capacity. (shared counter 'beta': 6 of 5)`,
+    );
+
+    // Back to a counter it had before: nothing of the old consumption is left behind.
+    const back = await put({ resource_provider_generation: gen + 1, counters: { zeta: 6 }, consumption: { CUSTOM_CTR_B: { zeta: 2 } } });
+    expect(back.status).toBe(200);
+    expect(await countersOf(rp)).toEqual({
+      resource_provider_generation: gen + 2,
+      counters: { zeta: 6 },
+      consumption: { CUSTOM_CTR_B: { zeta: 2 } },
+      load: { zeta: 6 },
+    });
+    // A class the counters do not meter is offered on a provider whose counter is full; the metered one is not.
+    expect(await candidateProviders('resources=CUSTOM_CTR_A:1')).toContain(rp);
+    expect(await candidateProviders('resources=CUSTOM_CTR_B:1')).not.toContain(rp);
+  });
+
+  it('a consumer that exists may grow to fill a counter exactly, not past it, and may keep usage on a counter lowered below it', async () => {
+    const gpu = await migGpu(app);
+    const consumer = crypto.randomUUID();
+    expect((await claim(consumer, gpu, { CUSTOM_MIG_2G_20GB: 3 })).status).toBe(204);
+    // 6 memory and 6 compute slices; one 1g.10gb fills compute (7 of 7).
+    expect((await claim(consumer, gpu, { CUSTOM_MIG_2G_20GB: 3, CUSTOM_MIG_1G_10GB: 1 }, 1)).status).toBe(204);
+    const over = await claim(consumer, gpu, { CUSTOM_MIG_2G_20GB: 3, CUSTOM_MIG_1G_10GB: 2 }, 2);
+    expect(over.status).toBe(409);
+    expect((await errorOf(over)).detail).toContain(
+      // The first class in the body that consumes the counter is named.
+      `Unable to create allocation for 'CUSTOM_MIG_2G_20GB' on resource provider '${gpu}'. The requested amount would exceed the capacity. (shared counter 'compute_slices': 8 of 7)`,
+    );
+    await forceTotal(gpu, 'compute_slices', 5);
+    // The same usage again (7 on a counter now 5): allowed, as upstream lets usage stay over a lowered inventory.
+    expect((await claim(consumer, gpu, { CUSTOM_MIG_1G_10GB: 1, CUSTOM_MIG_2G_20GB: 3 }, 2)).status).toBe(204);
+    expect((await claim(consumer, gpu, { CUSTOM_MIG_2G_20GB: 3, CUSTOM_MIG_1G_10GB: 2 }, 3)).status).toBe(409);
+  });
+
+  it("a new consumer's claim on a GPU with counters is one write batch", async () => {
+    const gpu = await migGpu(app);
+    const batches = countBatches(app.deps.store);
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_3G_40GB: 1 })).status).toBe(204);
+    expect(batches.writes).toBe(1);
+  });
+
+  it('consumption left without its counters (edited in the database) is ignored by the view and by claims', async () => {
+    const gpu = await migGpu(app);
+    await app.deps.store.writeBatch([
+      {
+        sql: "DELETE FROM ext_provider_counters WHERE name = 'compute_slices' AND resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = ?)",
+        args: [gpu],
+      },
+    ]);
+    const partly = await countersOf(gpu);
+    expect(partly.counters).toEqual({ memory_slices: 8 });
+    expect(partly.consumption.CUSTOM_MIG_3G_40GB).toEqual({ memory_slices: 4 });
+    await app.deps.store.writeBatch([
+      {
+        sql: 'DELETE FROM ext_provider_counters WHERE resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = ?)',
+        args: [gpu],
+      },
+    ]);
+    expect(await countersOf(gpu)).toEqual({ counters: {}, consumption: {}, load: {}, resource_provider_generation: expect.any(Number) });
+    const consumer = crypto.randomUUID();
+    expect((await claim(consumer, gpu, { CUSTOM_MIG_7G_80GB: 1 })).status).toBe(204);
+    expect((await claim(consumer, gpu, { CUSTOM_MIG_7G_80GB: 1, CUSTOM_MIG_4G_40GB: 1 }, 1)).status).toBe(204);
+  });
+});
+
+describe('the audit, page by page', () => {
+  beforeAll(async () => {
+    app = await makeTestApp();
+  });
+  afterAll(() => app.close());
+
+  it('pages the providers over a counter by uuid', async () => {
+    const over: string[] = [];
+    for (let i = 0; i < 2; i += 1) {
+      const gpu = await migGpu(app);
+      expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_3G_40GB: 2 })).status).toBe(204);
+      await app.deps.store.writeBatch([
+        {
+          sql: "UPDATE ext_provider_counters SET total = 4 WHERE name = 'compute_slices' AND resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = ?)",
+          args: [gpu],
+        },
+      ]);
+      over.push(gpu);
+    }
+    over.sort();
+    type Page = {
+      summary: { over_counter_providers: number };
+      over_counter_providers: { items: { uuid: string }[]; next_marker: string | null };
+    };
+    const page = async (query: string) =>
+      (await (await app.call('GET', `/diagnostics/audit?section=over_counter_providers&${query}`)).json()) as Page;
+    const all = await page('limit=2');
+    expect(all.summary.over_counter_providers).toBe(2);
+    expect(all.over_counter_providers.items.map((p) => p.uuid)).toEqual(over);
+    expect(all.over_counter_providers.next_marker).toBeNull();
+    const one = await page('limit=1');
+    expect(one.summary.over_counter_providers).toBe(2);
+    expect(one.over_counter_providers.items.map((p) => p.uuid)).toEqual([over[0]]);
+    expect(one.over_counter_providers.next_marker).toBe(over[0]);
+    const two = await page(`limit=1&marker=${over[0]}`);
+    expect(two.over_counter_providers.items.map((p) => p.uuid)).toEqual([over[1]]);
+    expect(two.over_counter_providers.next_marker).toBeNull();
+    const after = await page(`limit=1&marker=${over[1]}`);
+    expect(after.over_counter_providers.items).toEqual([]);
   });
 });

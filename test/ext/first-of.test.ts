@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provider } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { countOf, headroom } from './helpers.js';
 import { ensureClasses } from './mig-h100.js';
 
 let app: TestApp;
@@ -160,9 +161,18 @@ describe.each([
       return `${resources.join('&')}&group_policy=none&${names.map((list) => `ext_first_of=${list.join(',')}`).join('&')}`;
     };
     expect((await app.call('GET', `/allocation_candidates?${groups([4, 4, 4])}`)).status).toBe(200);
-    expect((await refusal(groups([4, 4, 5]))).detail).toContain(
-      '`ext_first_of` may combine at most 64 alternatives; these lists combine 80.',
-    );
+    const capped = await refusal(groups([4, 4, 5]));
+    expect(capped.detail).toContain('`ext_first_of` may combine at most 64 alternatives; these lists combine 80.');
+    expect(capped.code).toBe('placement.query.bad_value');
+  });
+
+  it('headroom counts, per host, the claims of the best alternative that fits there', async () => {
+    const body = await headroom(app, ASK);
+    // One claim on a host with one GPU, whichever alternative it is; three on the mixed host (its H100, then
+    // its A100, then its T4); none on the host without a GPU.
+    for (const host of [h100, a100, t4]) expect(countOf(body, host.root)).toBe(1);
+    expect(countOf(body, mixed.root)).toBe(3);
+    expect(countOf(body, none.root)).toBe(0);
   });
 
   it('the why-no-host diagnosis takes ext_first_of', async () => {
@@ -171,5 +181,34 @@ describe.each([
     const diagnosis = (await res.json()) as { allocation_requests: number; hosts: { fits: boolean }[] };
     expect(diagnosis.allocation_requests).toBe(4);
     expect(diagnosis.hosts[0]!.fits).toBe(false);
+  });
+});
+
+describe('ext_first_of on a tree whose preferred variant is a long search that finds nothing', () => {
+  beforeAll(async () => {
+    app = await makeTestApp();
+  });
+  afterAll(() => app.close());
+
+  it('still falls back to the next alternative (the search hands over the event loop on the way)', async () => {
+    await ensureClasses(app, ['CUSTOM_FO_X', 'CUSTOM_FO_Z', 'CUSTOM_FO_T']);
+    const root = await provider(app);
+    const left = await provider(app, { parent: root });
+    const right = await provider(app, { parent: root });
+    // 64 x 64 pairs for _A and _B, none in one subtree: more than 4,096 steps of search for nothing.
+    for (let i = 0; i < 64; i += 1) {
+      await provider(app, { parent: left, inventory: { CUSTOM_FO_X: { total: 1 } } });
+      await provider(app, { parent: right, inventory: { CUSTOM_FO_Z: { total: 1 } } });
+    }
+    const t = await provider(app, { parent: root, inventory: { CUSTOM_FO_T: { total: 1 } } });
+    const query =
+      'resources_A=CUSTOM_FO_X:1&resources_B=CUSTOM_FO_Z:1&resources_T=CUSTOM_FO_T:1' +
+      '&group_policy=none&same_subtree=_A,_B&ext_first_of=_B,_T';
+    const answer = await candidates(query);
+    expect(answer.allocation_requests).toHaveLength(64);
+    for (const request of answer.allocation_requests) {
+      expect(Object.keys(request.mappings!).sort()).toEqual(['_A', '_T']);
+      expect(request.mappings!._T).toEqual([t]);
+    }
   });
 });

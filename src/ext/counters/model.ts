@@ -25,12 +25,6 @@ export function counterLoads(counters: ProviderCounters, usageOf: (classId: numb
   return loads;
 }
 
-/** Whether `loads` (by counter index) are all within the totals. */
-export function withinCounters(counters: ProviderCounters, loads: readonly number[]): boolean {
-  for (let i = 0; i < loads.length; i += 1) if (loads[i]! > counters.totals[i]!) return false;
-  return true;
-}
-
 /**
  * The first counter a change of usage from `before` to `after` leaves over
  * its total while raising its load (a counter already over, say after an
@@ -49,18 +43,6 @@ export function exceededCounter(
       return { name: counters.names[i]!, total: counters.totals[i]!, load: will[i]! };
   }
   return null;
-}
-
-/** How many more units of `classId` fit the counters beside the loads (Infinity when the class consumes none). */
-export function unitsLeft(counters: ProviderCounters, loads: readonly number[], classId: number): number {
-  const perCounter = counters.consumption.get(classId);
-  if (!perCounter) return Number.POSITIVE_INFINITY;
-  let left = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < perCounter.length; i += 1) {
-    const per = perCounter[i]!;
-    if (per > 0) left = Math.min(left, Math.floor((counters.totals[i]! - loads[i]!) / per));
-  }
-  return Math.max(0, left);
 }
 
 /** Rows as stored (ext_provider_counters, ext_counter_consumption) to a CounterTable. */
