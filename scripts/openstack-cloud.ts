@@ -38,7 +38,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
-import { ADMIN_PASSWORD, freePort, keystoneMissing, type Keystone, startKeystone } from '../test/helpers/keystone.js';
+import { adminCliEnv, freePort, keystoneMissing, type Keystone, startKeystone } from '../test/helpers/keystone.js';
 import { startServer, type ServerProcess } from '../test/helpers/node-server.js';
 import { type NeutronStandIn, startNeutronStandIn } from '../test/openstack/neutron-standin.js';
 
@@ -545,17 +545,7 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
     const glance = daemons.find((d) => d.name === 'glance')!;
     await waitFor('nova-api', httpUp(`${novaUrl}/`), 300_000, exited(api));
     step('nova-api answering');
-    const adminEnv = {
-      OS_AUTH_URL: ks.url,
-      OS_IDENTITY_API_VERSION: '3',
-      OS_USERNAME: 'admin',
-      OS_PASSWORD: ADMIN_PASSWORD,
-      OS_PROJECT_NAME: 'admin',
-      OS_USER_DOMAIN_NAME: 'Default',
-      OS_PROJECT_DOMAIN_NAME: 'Default',
-      OS_REGION_NAME: 'RegionOne',
-      OS_INTERFACE: 'public',
-    };
+    const adminEnv = { ...adminCliEnv(ks.url), OS_INTERFACE: 'public' };
     await waitFor('glance-api', httpUp(`${glanceUrl}/`), 300_000, exited(glance));
     // Glance's image API, as `openstack image create --file` calls it (without a CLI start-up).
     const adminToken = await ks.adminToken();

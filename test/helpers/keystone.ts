@@ -21,6 +21,20 @@ const PYTHON = '/usr/bin/python3';
 const SETUP = join(import.meta.dirname, 'keystone-setup.py');
 export const ADMIN_PASSWORD = 'keystone-admin-pw';
 
+/** The `openstack` CLI's environment for the admin of the Keystone at `authUrl` (project admin, RegionOne). */
+export function adminCliEnv(authUrl: string): Record<string, string> {
+  return {
+    OS_AUTH_URL: authUrl,
+    OS_IDENTITY_API_VERSION: '3',
+    OS_USERNAME: 'admin',
+    OS_PASSWORD: ADMIN_PASSWORD,
+    OS_PROJECT_NAME: 'admin',
+    OS_USER_DOMAIN_NAME: 'Default',
+    OS_PROJECT_DOMAIN_NAME: 'Default',
+    OS_REGION_NAME: 'RegionOne',
+  };
+}
+
 /** Why a real Keystone cannot run here (naming the Debian package), or undefined when it can. */
 export function keystoneMissing(): string | undefined {
   if (!existsSync(KEYSTONE_MANAGE) || !existsSync(KEYSTONE_WSGI))

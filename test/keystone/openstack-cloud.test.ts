@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { main as agentMain } from '../../agent/src/main.js';
 import { fpgaHostReport } from '../cyborg/helpers.js';
-import { ADMIN_PASSWORD, freePort, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
+import { ADMIN_PASSWORD, adminCliEnv, freePort, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { envLines, readmeBlock, substitute } from './readme-blocks.js';
@@ -68,16 +68,7 @@ describeWithPart(missing, 'placement-edge behind a real Keystone', () => {
     return out;
   }
 
-  const adminEnv = () => ({
-    OS_AUTH_URL: ks.url,
-    OS_IDENTITY_API_VERSION: '3',
-    OS_USERNAME: 'admin',
-    OS_PASSWORD: ADMIN_PASSWORD,
-    OS_PROJECT_NAME: 'admin',
-    OS_USER_DOMAIN_NAME: 'Default',
-    OS_PROJECT_DOMAIN_NAME: 'Default',
-    OS_REGION_NAME: 'RegionOne',
-  });
+  const adminEnv = () => adminCliEnv(ks.url);
 
   const keystoneJson = async (method: string, path: string, body?: unknown) => {
     const res = await ks.api(method, path, body);
