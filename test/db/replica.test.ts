@@ -92,6 +92,8 @@ describeWithPart(SQLD_MISSING, 'reads from a replica near the instance', () => {
     expect(await hops()).toBeGreaterThan(1);
   });
 
+  // Three catch-up waits of up to 20 s each (replicaCaughtUp): on a loaded CI machine the
+  // default 30 s ran out before any of them could say which one was slow.
   it('reads its own write when the replica is held exactly one write behind: the read goes to the primary, counted "behind"', async () => {
     const rp = await provider(viaC, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 1024 } } });
     const query = `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`;
@@ -130,7 +132,7 @@ describeWithPart(SQLD_MISSING, 'reads from a replica near the instance', () => {
     expect(await hops()).toBe(0);
     expect(counts.replica).toBeGreaterThan(resumed.replica);
     expect(counts.behind).toBe(resumed.behind);
-  });
+  }, 90_000);
 
   it('reads its own writes: each claim shows in the next candidates at once, whether or not the replica has caught up', async () => {
     const rp = await provider(viaA, { inventory: { VCPU: { total: 40 }, MEMORY_MB: { total: 4096 } } });

@@ -88,6 +88,8 @@ export async function startSqldPair(): Promise<{ primary: SqldServer; replica: S
 export async function writeMarkAt(url: string): Promise<number> {
   const res = await fetch(`${url}/v2/pipeline`, {
     method: 'POST',
+    // A hung sqld fails here, naming itself, instead of running a test into its timeout.
+    signal: AbortSignal.timeout(10_000),
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ requests: [{ type: 'execute', stmt: { sql: 'SELECT mark FROM placement_write_marks' } }, { type: 'close' }] }),
   });
@@ -95,12 +97,19 @@ export async function writeMarkAt(url: string): Promise<number> {
   return Number(body.results[0]?.response?.result?.rows[0]?.[0]?.value ?? -1);
 }
 
-/** Waits until `replica` has applied every write `primary` has acknowledged so far (up to 10 s). */
-export async function replicaCaughtUp(replica: SqldServer, primary: SqldServer): Promise<void> {
+/**
+ * Waits until `replica` has applied every write `primary` has acknowledged so far.
+ * Bounded by the clock, not by a count of polls: on a loaded CI machine each poll is
+ * slower, and a count of 400 polls outlasted the test's own timeout.
+ */
+export async function replicaCaughtUp(replica: SqldServer, primary: SqldServer, withinMs = 20_000): Promise<void> {
   const target = await writeMarkAt(primary.url);
-  for (let i = 0; i < 400; i++) {
-    if ((await writeMarkAt(replica.url)) >= target) return;
+  const deadline = Date.now() + withinMs;
+  let seen = -1;
+  while (Date.now() < deadline) {
+    seen = await writeMarkAt(replica.url);
+    if (seen >= target) return;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new Error('the replica did not catch up within 10 s');
+  throw new Error(`the replica at ${replica.url} did not catch up within ${withinMs} ms: it holds mark ${seen}, the primary ${target}`);
 }
