@@ -39,6 +39,8 @@ export const MODULES: Module[] = [
       'test/placement/reshaper.test.ts',
       'test/write-model/one-batch.test.ts',
       'test/write-model/rules.test.ts',
+      // The claim guards' path (what an extension's guard is shown, refusals, grants with checks).
+      'test/write-model/hooks.test.ts',
       'test/write-model/safety.test.ts',
       'test/write-model/differential.test.ts',
     ],
