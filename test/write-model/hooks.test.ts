@@ -198,7 +198,11 @@ describe('what the write kernel hands a claim guard, and what it does with the a
     t.deps.writeHooks = writeHooks([...writeExtensions, { claimGuards: [w.guard] }]);
     const before = await capacityRefusals();
     const res = await put(consumer, providers[0]!, 2, 1);
-    expect(await errorOf(res)).toMatchObject({ status: 409, code: 'ext.test.witness', detail: expect.stringContaining('the witness says no') });
+    expect(await errorOf(res)).toMatchObject({
+      status: 409,
+      code: 'ext.test.witness',
+      detail: expect.stringContaining('the witness says no'),
+    });
     expect((await capacityRefusals()) - before).toBe(1);
     expect(await projectUsage('p-w')).toBe(1);
   });
