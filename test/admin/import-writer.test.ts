@@ -5,6 +5,7 @@
 // refused before anything is opened.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeSnapshot } from '../../src/admin/import-writer.js';
+import { STANDARD_TRAITS } from '../../src/placement/standard-names.generated.js';
 import { applyMigrations } from '../../src/db/migrate.js';
 import { MIGRATIONS } from '../../src/db/migrations.generated.js';
 import { openNodeClient } from '../../src/db/node-client.js';
@@ -93,8 +94,8 @@ describe('import writer', () => {
   });
 
   it('refuses a standard resource class it does not know, writing nothing', async () => {
-    await expect(writeSnapshot(t.deps.store.client, snapshot([], ['VCPU', 'QUANTUM_FLUX']))).rejects.toThrow(
-      /standard resource classes this service does not know .*QUANTUM_FLUX/,
+    await expect(writeSnapshot(t.deps.store.client, snapshot([], ['VCPU', 'QUANTUM_FLUX', 'WARP_CORE']))).rejects.toThrow(
+      'the source has standard resource classes this service does not know (upgrade it first): QUANTUM_FLUX, WARP_CORE',
     );
     expect(await providerNames()).toEqual([]);
   });
@@ -109,6 +110,8 @@ const SHARED = 'b1000000-0000-4000-8000-000000000003';
 const AGG_ONE = 'a9000000-0000-4000-8000-000000000001';
 const AGG_TWO = 'a9000000-0000-4000-8000-000000000002';
 const BULK = 450;
+// 24 standard traits on each bulk provider: over 10,000 rows, more statements than one round trip sends.
+const BULK_TRAITS = STANDARD_TRAITS.filter((name) => name.startsWith('HW_CPU_X86_')).slice(0, 24);
 const bulkUuid = (i: number) => `b2000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
 const inventory = (total: number, more: Partial<InventorySnap> = {}): InventorySnap => ({
   total,
@@ -182,7 +185,7 @@ const cloud = (): Snapshot => ({
       aggregates: [AGG_TWO, AGG_ONE],
     }),
     ...Array.from({ length: BULK }, (_, i) =>
-      provider(bulkUuid(i), `bulk-${i}`, { inventories: { CUSTOM_SILVER: inventory(1) }, traits: ['CUSTOM_SLOW'] }),
+      provider(bulkUuid(i), `bulk-${i}`, { inventories: { CUSTOM_SILVER: inventory(1) }, traits: ['CUSTOM_SLOW', ...BULK_TRAITS] }),
     ),
   ],
   consumers: CLOUD_CONSUMERS,
@@ -213,12 +216,12 @@ describe('import writer, the whole cloud', () => {
       providers: BULK + 3,
       inventories: BULK + 4,
       aggregates: 2,
-      providerTraits: BULK + 5,
+      providerTraits: BULK * (1 + BULK_TRAITS.length) + 5,
       consumers: 3,
       allocations: 6,
     });
-    // Progress climbs to its total and says each step once.
-    expect(progress.length).toBeGreaterThan(0);
+    // Progress climbs to its total in steps (more than one round trip) and says each step once.
+    expect(progress.length).toBeGreaterThan(1);
     const total = progress[0]![1];
     expect(progress.at(-1)).toEqual([total, total]);
     for (const [i, [done, of]] of progress.entries()) {
@@ -331,6 +334,12 @@ describe('import writer, the whole cloud', () => {
         'the source uses the resource class CUSTOM_GOLD but does not list it; stop its writers and run again',
         (s) => {
           s.resourceClasses = s.resourceClasses.filter((c) => c !== 'CUSTOM_GOLD');
+        },
+      ],
+      [
+        'the source uses the resource class CUSTOM_GHOST but does not list it; stop its writers and run again',
+        (s) => {
+          s.consumers = [{ ...CLOUD_CONSUMERS[0]!, allocations: { [ROOT]: { CUSTOM_GHOST: 1 } } }];
         },
       ],
       [
