@@ -1,5 +1,6 @@
 // Gangs (docs/gangs.md): GET /ext/gang_candidates (N hosts inside one domain)
-// and POST /ext/gangs (every member claimed in one write batch, or none).
+// and POST /ext/gangs (every member claimed in one write batch, or none,
+// with its lease in that batch).
 // Logic in ../../gangs/.
 import { queryParams, readBody } from '../../../http/validate.js';
 import { authorize, requireVersion, setCacheHeaders } from '../../../placement/http/middleware.js';
@@ -11,7 +12,7 @@ import { RouteTable } from '../../../http/route-table.js';
 import type { QueryParam } from '../../../http/route-table.js';
 import type { Microversion } from '../../../microversion.js';
 import { findGangs } from '../../gangs/index.js';
-import { checkGangDomain, leaseGang, refusalOfGang } from '../../gangs/claim.js';
+import { checkGangDomain, gangLease, refusalOfGang } from '../../gangs/claim.js';
 import { GangLeaseResponse, gangCandidatesResponseSchema, postGangSchema } from '../../gangs/schemas.js';
 import { EXT_RULE } from '../../policy.js';
 import type { AppContext } from '../../../http/env.js';
@@ -63,15 +64,15 @@ gangRoutes.resource('/gangs', {
       const claims = Object.entries(body.members).map(([uuid, part]) => claimFromBody(c, uuid, part));
       // On the primary: the domain's members as of now (a replica's lag must not let a split gang through).
       if (body.domain) await checkGangDomain(c.var.deps.store, body.domain, body.members);
+      const consumers = Object.keys(body.members);
+      const lease = body.lease_seconds === undefined ? null : gangLease(consumers, body.lease_seconds, c.var.deps.clock().getTime());
       try {
-        await writeClaims(c, claims, 'allocations');
+        await writeClaims(c, claims, 'allocations', lease?.statements);
       } catch (err) {
         throw refusalOfGang(err, body.members);
       }
-      if (body.lease_seconds === undefined) return c.body(null, 204);
-      const { deps } = c.var;
-      const expires = await leaseGang(deps.store, Object.keys(body.members), body.lease_seconds, deps.clock().getTime());
-      return c.json({ consumers: Object.keys(body.members), lease_seconds: body.lease_seconds, expires_at: expires });
+      if (lease === null) return c.body(null, 204);
+      return c.json({ consumers, lease_seconds: body.lease_seconds, expires_at: lease.expiresAt });
     },
   },
 });
