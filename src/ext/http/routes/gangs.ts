@@ -3,7 +3,7 @@
 // with its lease in that batch).
 // Logic in ../../gangs/.
 import { queryParams, readBody } from '../../../http/validate.js';
-import { authorize, requireVersion, setCacheHeaders } from '../../../placement/http/middleware.js';
+import { authorize, setCacheHeaders } from '../../../placement/http/middleware.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 import { claimFromBody, writeClaims } from '../../../placement/http/claim-requests.js';
 import { placementHttp } from '../../../placement/http/profile.js';
@@ -39,7 +39,6 @@ gangRoutes.resource('/gang_candidates', {
     response: gangCandidatesResponseSchema,
     responseName: 'GangCandidates',
     handler: async (c) => {
-      requireVersion(c, 'GRANULAR');
       authorize(c, EXT_RULE);
       const answer = await findGangs(c.var.deps.store.nearby, queryParams(c), c.var.mv, candidateOptions(c));
       setCacheHeaders(c);
@@ -58,7 +57,6 @@ gangRoutes.resource('/gangs', {
     responseSchema: GangLeaseResponse,
     responseName: 'GangLease',
     handler: async (c) => {
-      requireVersion(c, 'CONSUMER_TYPES');
       authorize(c, EXT_RULE);
       const body = await readBody(c, postGangSchema);
       const claims = Object.entries(body.members).map(([uuid, part]) => claimFromBody(c, uuid, part));
