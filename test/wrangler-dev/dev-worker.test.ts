@@ -123,5 +123,33 @@ describeWithPart(
         await fresh.stop();
       }
     }, 200_000);
+
+    it('a read replica that refuses connections: the primary answers, one warning in the log format, no uncaught exception', async () => {
+      // Nothing listens there. workerd run with --verbose (the Worker test pool) prints
+      // "uncaught exception; source = Uncaught (in promise) ... Network connection lost"
+      // for any refused fetch, handled or not; wrangler dev shows a user only the Worker's own lines.
+      const replica = `http://127.0.0.1:${await freePort()}`;
+      const dev = await startDevWorker(join(data, 'db'), ['--var', `PLACEMENT_DB_READ_URL:${replica}`]);
+      try {
+        for (let i = 0; i < 3; i += 1) {
+          const res = await fetch(`${dev.url}/allocation_candidates?resources=VCPU:1`, { headers });
+          await res.arrayBuffer();
+          expect(res.status).toBe(200);
+        }
+        for (let i = 0; i < 40 && !dev.stdout().includes('"path":"/allocation_candidates"'); i++)
+          await new Promise((r) => setTimeout(r, 100));
+      } finally {
+        await dev.stop();
+      }
+      const shown = `${dev.stdout()}\n${dev.stderr()}`;
+      expect(shown).not.toMatch(/uncaught exception|Uncaught \(in promise\)|Connection refused/i);
+      expect(errorLines(shown)).toEqual([]);
+      // The failure is the service's one warning, in its own log format, naming the error.
+      const lines = shown.split('\n');
+      const warnings = lines.filter((line) => line.includes('"msg":"read replica failed: reading from the primary"'));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/"level":"warn".*"err":"Error: Network connection lost\."/);
+      expect(lines.filter((line) => line.includes('Network connection lost'))).toEqual(warnings);
+    }, 150_000);
   },
 );
