@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { KeystoneUser } from './keystone-credentials.js';
 
 const run = promisify(execFile);
 
@@ -69,10 +70,10 @@ export interface Keystone {
   /** A JSON call to the identity API as the bootstrap admin that must succeed (status < 300); its body ({} for 204). */
   json<T>(method: string, path: string, body?: unknown): Promise<T>;
   /**
-   * A user `user` (password `<user>-pw`) holding `roles` on project `project`, in the Default
-   * domain; the project and any role Keystone lacks (such as `service`) are made when missing.
+   * `user` (keystone-credentials.ts: name, password, project) made, holding `roles` on its project,
+   * in the Default domain; the project and any role Keystone lacks (such as `service`) are made when missing.
    */
-  projectUser(project: string, user: string, roles: string[]): Promise<{ projectId: string; userId: string; password: string }>;
+  projectUser(user: KeystoneUser, roles: string[]): Promise<{ projectId: string; userId: string }>;
   /** The end of uwsgi's output (its request log and errors), for a failing test's message. */
   serverLog(): string;
   /** Stops uwsgi (the test of Keystone going down mid-run); the files stay until close(). */
@@ -234,14 +235,13 @@ export async function startKeystone(options: KeystoneOptions = {}): Promise<Keys
     if (res.status >= 300) throw new Error(`Keystone ${method} ${path}: ${res.status} ${await res.text()}`);
     return (res.status === 204 ? {} : await res.json()) as T;
   };
-  const projectUser = async (project: string, user: string, roles: string[]) => {
+  const projectUser = async ({ username, password, project }: KeystoneUser, roles: string[]) => {
     const found = await json<{ projects: { id: string }[] }>('GET', `/projects?name=${encodeURIComponent(project)}&domain_id=default`);
     const projectId =
       found.projects[0]?.id ??
       (await json<{ project: { id: string } }>('POST', '/projects', { project: { name: project, domain_id: 'default' } })).project.id;
-    const password = `${user}-pw`;
-    const userId = (await json<{ user: { id: string } }>('POST', '/users', { user: { name: user, domain_id: 'default', password } })).user
-      .id;
+    const userId = (await json<{ user: { id: string } }>('POST', '/users', { user: { name: username, domain_id: 'default', password } }))
+      .user.id;
     const known = (await json<{ roles: { id: string; name: string }[] }>('GET', '/roles')).roles;
     for (const role of roles) {
       const roleId =
@@ -249,7 +249,7 @@ export async function startKeystone(options: KeystoneOptions = {}): Promise<Keys
         (await json<{ role: { id: string } }>('POST', '/roles', { role: { name: role } })).role.id;
       await json('PUT', `/projects/${projectId}/users/${userId}/roles/${roleId}`);
     }
-    return { projectId, userId, password };
+    return { projectId, userId };
   };
   return {
     url,

@@ -1,5 +1,5 @@
 // The Keystone strategy's own parts against a real Keystone (Debian's
-// python3-keystone, test/helpers/keystone.ts) issuing 30 s tokens, where
+// python3-keystone, test/helpers/keystone.ts) issuing 45 s tokens, where
 // token-validation.test.ts uses the fake: one Keystone request for concurrent
 // requests with one new token (shared validation); the cache's bound
 // (PLACEMENT_KEYSTONE_TOKEN_CACHE_SIZE), an evicted token asked again and
@@ -11,14 +11,16 @@
 // counted on the way to it: every answer is the real Keystone's.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { keystoneValidator } from '../../src/compose.js';
-import { KeystoneClient, type PasswordCredentials, ServiceTokenRefused } from '../../src/http/keystone/client.js';
+import { KeystoneClient, ServiceTokenRefused } from '../../src/http/keystone/client.js';
 import { ServiceTokenSource } from '../../src/http/keystone/service-token.js';
 import { KeystoneTokenValidator } from '../../src/http/keystone/validator.js';
 import { ADMIN_PASSWORD, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
+import { keystoneEnv, PROJECT_USER, passwordCredentials, SERVICE_USER } from '../helpers/keystone-credentials.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
-const TOKEN_LIFE_S = 30;
+// Long enough for the cache test's ten Keystone requests at seconds each on a loaded machine (30 s was cut close).
+const TOKEN_LIFE_S = 45;
 const VALIDATE = 'GET /v3/auth/tokens';
 const SIGN_IN = 'POST /v3/auth/tokens';
 const sleepUntil = (at: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
@@ -37,44 +39,33 @@ function countingFetch() {
 
 describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keystone (${TOKEN_LIFE_S} s tokens)`, () => {
   let ks: Keystone;
-  let service: PasswordCredentials;
-  let alice: { projectId: string; password: string };
-  let servicePassword: string;
+  let alice: { projectId: string };
   /** alice's token, got before the tests: expired by the last one. */
   let early: { token: string; expiredAfter: number };
   /** The app in keystone mode, signed in before the tests; its Keystone requests counted. */
   let t: TestApp;
   let appCalls: ReturnType<typeof countingFetch>;
 
+  const aliceToken = () => ks.token(PROJECT_USER.username, PROJECT_USER.password, PROJECT_USER.project);
+  /** A token of the service's user: with the service role, also an X-Service-Token (Nova's [service_user] in a cloud). */
+  const serviceToken = () => ks.token(SERVICE_USER.username, SERVICE_USER.password, SERVICE_USER.project);
+
   beforeAll(async () => {
     ks = await startKeystone({ tokenExpirationSeconds: TOKEN_LIFE_S });
-    // The service's own user; its token, with the service role, is also the X-Service-Token
-    // (Nova's [service_user] in a cloud: any user with the service role).
-    const placement = await ks.projectUser('service', 'placement', ['service']);
-    servicePassword = placement.password;
-    alice = await ks.projectUser('tenant-a', 'alice', ['member', 'reader']);
-    service = {
-      username: 'placement',
-      password: placement.password,
-      projectName: 'service',
-      userDomainName: 'Default',
-      projectDomainName: 'Default',
-    };
-    early = { token: await ks.token('alice', alice.password, 'tenant-a'), expiredAfter: Date.now() + TOKEN_LIFE_S * 1000 };
-    t = await makeTestApp({
-      PLACEMENT_AUTH_STRATEGY: 'keystone',
-      PLACEMENT_KEYSTONE_AUTH_URL: ks.url,
-      PLACEMENT_KEYSTONE_USERNAME: 'placement',
-      PLACEMENT_KEYSTONE_PASSWORD: placement.password,
-      PLACEMENT_KEYSTONE_PROJECT_NAME: 'service',
-      // Keystone under uwsgi takes seconds per request on a loaded machine.
-      PLACEMENT_KEYSTONE_TIMEOUT_MS: '30000',
-      PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'true',
-    });
+    await ks.projectUser(SERVICE_USER, ['service']);
+    alice = await ks.projectUser(PROJECT_USER, ['member', 'reader']);
+    early = { token: await aliceToken(), expiredAfter: Date.now() + TOKEN_LIFE_S * 1000 };
+    t = await makeTestApp(
+      keystoneEnv(ks.url, {
+        // Keystone under uwsgi takes seconds per request on a loaded machine.
+        PLACEMENT_KEYSTONE_TIMEOUT_MS: '30000',
+        PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'true',
+      }),
+    );
     appCalls = countingFetch();
     t.deps.keystone = keystoneValidator(t.deps.config, appCalls.fetch);
     const signedIn = await t.app.request(`/usages?project_id=${alice.projectId}`, {
-      headers: { 'x-auth-token': await ks.token('alice', alice.password, 'tenant-a'), 'openstack-api-version': 'placement 1.39' },
+      headers: { 'x-auth-token': await aliceToken(), 'openstack-api-version': 'placement 1.39' },
     });
     expect(signedIn.status).toBe(200);
   }, 240_000);
@@ -85,10 +76,9 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
 
   const validatorOf = (fetcher: typeof fetch, cacheSize: number) =>
     new KeystoneTokenValidator(
-      { authUrl: ks.url, credentials: service, cacheSeconds: 300, cacheSize, timeoutMs: 30_000, wwwAuthenticateUri: ks.url },
+      { authUrl: ks.url, credentials: passwordCredentials(), cacheSeconds: 300, cacheSize, timeoutMs: 30_000, wwwAuthenticateUri: ks.url },
       fetcher,
     );
-  const aliceToken = () => ks.token('alice', alice.password, 'tenant-a');
 
   it('asks Keystone once for concurrent requests with one new token; holds at most the cache size, an evicted token asked again and still valid', async () => {
     const calls = countingFetch();
@@ -121,7 +111,7 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
 
   it('the service token is kept while fresh and renewed past half its life; Keystone takes the new one', async () => {
     const sourceCalls = countingFetch();
-    const source = new ServiceTokenSource(new KeystoneClient(ks.url, sourceCalls.fetch), service);
+    const source = new ServiceTokenSource(new KeystoneClient(ks.url, sourceCalls.fetch), passwordCredentials());
     const first = { issued: await source.token(), receivedAt: Date.now() };
     expect(first.issued.identity.expiresAt - first.receivedAt).toBeLessThanOrEqual(TOKEN_LIFE_S * 1000);
     expect((await source.token()).token).toBe(first.issued.token);
@@ -147,7 +137,7 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     const admin = await ks.token('admin', ADMIN_PASSWORD, 'admin');
     expect((await bind({ 'x-auth-token': user, 'x-service-token': admin })).status).toBe(403);
     // A service token with the service role: past the check, to the empty body's 400.
-    const nova = await ks.token('placement', servicePassword, 'service');
+    const nova = await serviceToken();
     expect((await bind({ 'x-auth-token': user, 'x-service-token': nova })).status).toBe(400);
     const bad = await bind({ 'x-auth-token': user, 'x-service-token': 'gAAAAAB-not-a-token' });
     expect(bad.status).toBe(401);
@@ -158,7 +148,7 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     await sleepUntil(early.expiredAfter + 1_000);
     const usages = (headers: Record<string, string>) =>
       t.app.request(`/usages?project_id=${alice.projectId}`, { headers: { 'openstack-api-version': 'placement 1.39', ...headers } });
-    const nova = await ks.token('placement', servicePassword, 'service');
+    const nova = await serviceToken();
     const admin = await ks.token('admin', ADMIN_PASSWORD, 'admin');
     const alone = await usages({ 'x-auth-token': early.token });
     expect(alone.status).toBe(401);

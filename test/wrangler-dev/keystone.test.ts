@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type DevWorker, startDevWorker } from '../helpers/dev-worker.js';
 import { ADMIN_PASSWORD, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
+import { keystoneEnv, PROJECT_USER, SERVICE_USER } from '../helpers/keystone-credentials.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { SQLD_MISSING } from '../helpers/sqld.js';
 
@@ -27,17 +28,18 @@ describeWithPart(keystoneMissing() ?? SQLD_MISSING, 'the Keystone strategy in wr
   const data = mkdtempSync(join(tmpdir(), 'dev-worker-keystone-'));
   let ks: Keystone;
   let dev: DevWorker;
-  let alice: { projectId: string; userId: string; password: string };
-  let servicePassword: string;
+  let alice: { projectId: string; userId: string };
   /** alice's token from an application credential expiring SHORT_LIFE_MS after it was made. */
   let short: { token: string; expiresAt: number };
 
+  const aliceToken = () => ks.token(PROJECT_USER.username, PROJECT_USER.password, PROJECT_USER.project);
+
   beforeAll(async () => {
     ks = await startKeystone();
-    servicePassword = (await ks.projectUser('service', 'placement', ['service'])).password;
-    alice = await ks.projectUser('tenant-a', 'alice', ['member', 'reader']);
+    await ks.projectUser(SERVICE_USER, ['service']);
+    alice = await ks.projectUser(PROJECT_USER, ['member', 'reader']);
     // alice makes the credential with her own token; Keystone caps its tokens' expiry to its own.
-    const own = await ks.token('alice', alice.password, 'tenant-a');
+    const own = await aliceToken();
     const made = await fetch(`${ks.url}/users/${alice.userId}/application_credentials`, {
       method: 'POST',
       headers: { 'x-auth-token': own, 'content-type': 'application/json' },
@@ -57,18 +59,16 @@ describeWithPart(keystoneMissing() ?? SQLD_MISSING, 'the Keystone strategy in wr
     short = { token: auth.headers.get('x-subject-token')!, expiresAt: Date.parse(body.token.expires_at) };
     expect(short.expiresAt - Date.now()).toBeLessThan(SHORT_LIFE_MS);
 
+    // The strategy goes in the environment (scripts/dev-worker.sh passes it on), the rest as --var.
+    const { PLACEMENT_AUTH_STRATEGY, ...vars } = keystoneEnv(ks.url, {
+      PLACEMENT_KEYSTONE_TOKEN_CACHE_SECONDS: String(CACHE_SECONDS),
+      // Keystone under uwsgi takes seconds per request on a loaded machine.
+      PLACEMENT_KEYSTONE_TIMEOUT_MS: '30000',
+    });
     dev = await startDevWorker(
       join(data, 'db'),
-      [
-        ['PLACEMENT_KEYSTONE_AUTH_URL', ks.url],
-        ['PLACEMENT_KEYSTONE_USERNAME', 'placement'],
-        ['PLACEMENT_KEYSTONE_PASSWORD', servicePassword],
-        ['PLACEMENT_KEYSTONE_PROJECT_NAME', 'service'],
-        ['PLACEMENT_KEYSTONE_TOKEN_CACHE_SECONDS', String(CACHE_SECONDS)],
-        // Keystone under uwsgi takes seconds per request on a loaded machine.
-        ['PLACEMENT_KEYSTONE_TIMEOUT_MS', '30000'],
-      ].flatMap(([name, value]) => ['--var', `${name}:${value}`]),
-      { PLACEMENT_AUTH_STRATEGY: 'keystone' },
+      Object.entries(vars).flatMap(([name, value]) => ['--var', `${name}:${value}`]),
+      { PLACEMENT_AUTH_STRATEGY: PLACEMENT_AUTH_STRATEGY! },
     );
   }, 240_000);
   afterAll(async () => {
@@ -94,7 +94,7 @@ describeWithPart(keystoneMissing() ?? SQLD_MISSING, 'the Keystone strategy in wr
     }
     const admin = await ks.token('admin', ADMIN_PASSWORD, 'admin');
     expect((await call('/resource_providers', { 'x-auth-token': admin })).status).toBe(200);
-    const reader = await ks.token('alice', alice.password, 'tenant-a');
+    const reader = await aliceToken();
     expect((await call(usages(), { 'x-auth-token': reader })).status).toBe(200);
     // A project member may not list providers (admin only), nor read another project's usages.
     expect((await call('/resource_providers', { 'x-auth-token': reader })).status).toBe(403);
@@ -102,7 +102,7 @@ describeWithPart(keystoneMissing() ?? SQLD_MISSING, 'the Keystone strategy in wr
   }, 60_000);
 
   it('a revoked token is refused once the cache time has passed', async () => {
-    const token = await ks.token('alice', alice.password, 'tenant-a');
+    const token = await aliceToken();
     expect((await call(usages(), { 'x-auth-token': token })).status).toBe(200);
     const cachedAt = Date.now();
     expect((await ks.api('DELETE', '/auth/tokens', undefined, { 'x-subject-token': token })).status).toBe(204);
@@ -113,8 +113,8 @@ describeWithPart(keystoneMissing() ?? SQLD_MISSING, 'the Keystone strategy in wr
   }, 60_000);
 
   it('X-Service-Token counts with the service role; beside one, an expired user token is accepted, alone it is refused', async () => {
-    const user = await ks.token('alice', alice.password, 'tenant-a');
-    const service = await ks.token('placement', servicePassword, 'service');
+    const user = await aliceToken();
+    const service = await ks.token(SERVICE_USER.username, SERVICE_USER.password, SERVICE_USER.project);
     const bind = (headers: Record<string, string>) => call('/accelerator/v2/accelerator_requests', headers, { method: 'PATCH', body: {} });
     expect((await bind({ 'x-auth-token': user })).status).toBe(403);
     expect((await bind({ 'x-auth-token': user, 'x-service-token': service })).status).toBe(400);
