@@ -11,9 +11,9 @@
 // counted on the way to it: every answer is the real Keystone's.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { keystoneValidator } from '../../src/compose.js';
+import { loadConfig } from '../../src/config.js';
 import { KeystoneClient, ServiceTokenRefused } from '../../src/http/keystone/client.js';
 import { ServiceTokenSource } from '../../src/http/keystone/service-token.js';
-import { KeystoneTokenValidator } from '../../src/http/keystone/validator.js';
 import { ADMIN_PASSWORD, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
 import { keystoneEnv, PROJECT_USER, passwordCredentials, SERVICE_USER } from '../helpers/keystone-credentials.js';
 import { describeWithPart } from '../helpers/parts.js';
@@ -74,15 +74,11 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     await ks?.close();
   });
 
-  const validatorOf = (fetcher: typeof fetch, cacheSize: number) =>
-    new KeystoneTokenValidator(
-      { authUrl: ks.url, credentials: passwordCredentials(), cacheSeconds: 300, cacheSize, timeoutMs: 30_000, wwwAuthenticateUri: ks.url },
-      fetcher,
-    );
-
   it('asks Keystone once for concurrent requests with one new token; holds at most the cache size, an evicted token asked again and still valid', async () => {
     const calls = countingFetch();
-    const validator = validatorOf(calls.fetch, 2);
+    // The validator the service builds from its settings, with a cache of two tokens.
+    const config = loadConfig(keystoneEnv(ks.url, { PLACEMENT_KEYSTONE_TOKEN_CACHE_SIZE: '2', PLACEMENT_KEYSTONE_TIMEOUT_MS: '30000' }));
+    const validator = keystoneValidator(config, calls.fetch);
     const [t1, t2, t3] = [await aliceToken(), await aliceToken(), await aliceToken()];
     const concurrent = await Promise.all(Array.from({ length: 8 }, () => validator.validate(t1)));
     expect(concurrent.every((v) => v.valid && v.identity.projectId === alice.projectId)).toBe(true);
