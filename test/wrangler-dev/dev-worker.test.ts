@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { startDevWorker } from '../helpers/dev-worker.js';
 import { describeWithPart, missingUnless } from '../helpers/parts.js';
-import { SQLD_BIN } from '../helpers/sqld.js';
+import { freePort, SQLD_BIN } from '../helpers/sqld.js';
 
 const headers = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39', 'content-type': 'application/json' };
 const PROVIDER = '2c0f9e2e-8a5b-4a4e-9a55-3f1c6b1d0e11';
