@@ -41,6 +41,8 @@ export const MODULES: Module[] = [
       'test/write-model/rules.test.ts',
       // The claim guards' path (what an extension's guard is shown, refusals, grants with checks).
       'test/write-model/hooks.test.ts',
+      // What an extension writes alongside a claim, in the claim's own batch (a gang's leases).
+      'test/ext/gangs.test.ts',
       'test/write-model/safety.test.ts',
       'test/write-model/differential.test.ts',
     ],
