@@ -127,7 +127,7 @@ describe('a claim guard installed into the write kernel', () => {
 
 /** A guard that shows what the kernel hands it (its ClaimView) and answers what the test says. */
 function witness(answer: (view: ClaimView) => ReturnType<ClaimDecision>) {
-  const seen: { consumers: Record<string, Omit<ConsumerState, 'id'>>; before: number; after: number }[] = [];
+  const seen: { consumers: Record<string, Omit<ConsumerState, 'id'>>; before: number; after: number; elsewhere: number[] }[] = [];
   const g: ClaimGuard = {
     name: 'witness',
     snapshotStatements: () => [],
@@ -137,6 +137,8 @@ function witness(answer: (view: ClaimView) => ReturnType<ClaimDecision>) {
         consumers: Object.fromEntries([...view.consumers].map(([uuid, { id: _, ...state }]) => [uuid, state])),
         before: view.usedBefore(e.provider.id, e.classId),
         after: view.usedAfter(e.provider.id, e.classId),
+        // A (provider, class) without inventory there: no usage, before or after.
+        elsewhere: [view.usedBefore(e.provider.id, -1), view.usedAfter(e.provider.id, -1)],
       });
       return answer(view);
     },
@@ -164,10 +166,12 @@ describe('what the write kernel hands a claim guard, and what it does with the a
         ...extra,
       },
     });
-  const capacityRefusals = async () =>
-    sampleValue(parseSamples(await (await t.app.request('/metrics')).text()), 'placement_capacity_refusals_total', {
-      resource_class: 'VCPU',
-    }) ?? 0;
+  /** Capacity refusals of VCPU, and of every class together. */
+  const capacityRefusals = async () => {
+    const samples = parseSamples(await (await t.app.request('/metrics')).text());
+    const all = samples.filter((s) => s.name === 'placement_capacity_refusals_total').reduce((sum, s) => sum + s.value, 0);
+    return { vcpu: sampleValue(samples, 'placement_capacity_refusals_total', { resource_class: 'VCPU' }) ?? 0, all };
+  };
 
   it('the claimed consumers as read (project, user, type) and the usage before and after the claim', async () => {
     const w = witness(() => null);
@@ -183,14 +187,15 @@ describe('what the write kernel hands a claim guard, and what it does with the a
     expect((await put(untyped, rp, 4, 1)).status).toBe(204);
     expect(w.seen).toEqual([
       // 3 + 2 + 1 held; the typed consumer's 2 replaced by 5.
-      { consumers: { [typed]: { generation: 1, project: 'p-w', user: 'u-w', type: 'INSTANCE' } }, before: 6, after: 9 },
-      { consumers: { [untyped]: { generation: 1, project: 'p-w', user: 'u-w', type: null } }, before: 9, after: 12 },
+      { consumers: { [typed]: { generation: 1, project: 'p-w', user: 'u-w', type: 'INSTANCE' } }, before: 6, after: 9, elsewhere: [0, 0] },
+      { consumers: { [untyped]: { generation: 1, project: 'p-w', user: 'u-w', type: null } }, before: 9, after: 12, elsewhere: [0, 0] },
     ]);
   });
 
-  it("a refusal answers the guard's error and, naming a class, counts among that class's capacity refusals; nothing is written", async () => {
+  it("a refusal answers the guard's error and, naming a class, counts among that class's capacity refusals (else none); nothing is written", async () => {
+    let naming = true;
     const w = witness((view) => ({
-      resourceClass: view.entries[0]!.resourceClass,
+      ...(naming ? { resourceClass: view.entries[0]!.resourceClass } : {}),
       error: conflict('the witness says no', 'ext.test.witness'),
     }));
     const consumer = randomUUID();
@@ -203,7 +208,10 @@ describe('what the write kernel hands a claim guard, and what it does with the a
       code: 'ext.test.witness',
       detail: expect.stringContaining('the witness says no'),
     });
-    expect((await capacityRefusals()) - before).toBe(1);
+    expect(await capacityRefusals()).toEqual({ vcpu: before.vcpu + 1, all: before.all + 1 });
+    naming = false;
+    expect((await put(consumer, providers[0]!, 2, 1)).status).toBe(409);
+    expect(await capacityRefusals()).toEqual({ vcpu: before.vcpu + 1, all: before.all + 1 });
     expect(await projectUsage('p-w')).toBe(1);
   });
 
