@@ -18,13 +18,25 @@ const LIMITS = { uncorrectedEcc: 0, retiredPages: 16 };
 describe('nvidia-smi -q -x health', () => {
   it('reads the real H100 as healthy and the variant as unhealthy, by threshold', () => {
     const [healthy] = parseNvidiaSmiXml(readFileSync(join(fixture('h100-host'), 'nvidia-smi-q.xml'), 'utf8'));
-    expect(healthy).toEqual({ pciAddress: '0000:00:06.0', uncorrectedEcc: 0, retiredPages: 0 });
+    expect(healthy).toEqual({ pciAddress: '0000:00:06.0', uncorrectedEcc: 0, retiredPages: 0, remapPending: false, remapFailed: false });
     expect(unhealthyReason(healthy!, LIMITS)).toBeNull();
     const [sick] = parseNvidiaSmiXml(readFileSync(join(fixture('h100-host-unhealthy'), 'nvidia-smi-q.xml'), 'utf8'));
-    expect(sick).toEqual({ pciAddress: '0000:00:06.0', uncorrectedEcc: 3, retiredPages: 2 });
+    expect(sick).toEqual({ pciAddress: '0000:00:06.0', uncorrectedEcc: 3, retiredPages: 2, remapPending: false, remapFailed: false });
     expect(unhealthyReason(sick!, LIMITS)).toBe('3 uncorrected ECC errors (threshold 0)');
     expect(unhealthyReason(sick!, { uncorrectedEcc: 5, retiredPages: 1 })).toBe('2 retired pages (threshold 1)');
     expect(unhealthyReason(sick!, { uncorrectedEcc: 3, retiredPages: 2 })).toBeNull();
+  });
+
+  it('reads the real H200 (captured on a lent machine) as healthy, and a pending or failed row remap as unhealthy whatever the thresholds', () => {
+    const xml = readFileSync(join(fixture('h200-real-run'), 'nvidia-smi-q.xml'), 'utf8');
+    const [h200] = parseNvidiaSmiXml(xml);
+    expect(h200).toEqual({ pciAddress: '0000:00:06.0', uncorrectedEcc: 0, retiredPages: 0, remapPending: false, remapFailed: false });
+    expect(unhealthyReason(h200!, LIMITS)).toBeNull();
+    const generous = { uncorrectedEcc: 1000, retiredPages: 1000 };
+    const [pending] = parseNvidiaSmiXml(xml.replace(/<remapped_row_pending>No</, '<remapped_row_pending>Yes<'));
+    expect(unhealthyReason(pending!, generous)).toBe('a row remap is pending (reset the GPU to apply it)');
+    const [failed] = parseNvidiaSmiXml(xml.replace(/<remapped_row_failure>No</, '<remapped_row_failure>Yes<'));
+    expect(unhealthyReason(failed!, generous)).toBe('row remapping failed (the GPU needs service)');
   });
 });
 

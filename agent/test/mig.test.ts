@@ -3,13 +3,14 @@
 // h100-mig/: the real H100 capture of ../shared/fixtures/h100-host with MIG
 // mode on, profiles and placements from NVIDIA's published H100 80GB table),
 // and reported into a live service where any mix of profiles that fits can
-// be claimed and nothing more. No H100 was lent: the real-device check is open.
+// be claimed and nothing more. The driver's own output was checked on a lent
+// H200 (fixture h200-real-run/, captured 2026-11-28): its profiles parse the same way.
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTestApp, type TestApp } from '../../test/helpers/test-app.js';
 import { loadAgentConfig } from '../src/config.js';
 import { discover } from '../src/discover/index.js';
-import { migResourceClass, parseGpuInstanceProfiles, parseProfilePlacements } from '../src/discover/mig.js';
+import { migLayout, migResourceClass, parseGpuInstanceProfiles, parseMigModes, parseProfilePlacements } from '../src/discover/mig.js';
 import { providerUuid } from '../src/discover/uuid.js';
 import { ratioSettings } from '../src/ratios/index.js';
 import { PlacementClient } from '../src/report/client.js';
@@ -33,6 +34,37 @@ const TABLE: Record<string, [number, number, number]> = {
 };
 
 describe('MIG discovery', () => {
+  it("parses a real H200's nvidia-smi mig -lgip / -lgipp (driver 580.159.04) into its profiles, inventories and slice counters", () => {
+    const real = (file: string) => readFileSync(fixture(`h200-real-run/${file}`), 'utf8');
+    const profiles = parseGpuInstanceProfiles(real('nvidia-smi-mig-lgip.txt')).get(0)!;
+    expect(profiles.map((p) => [p.name, p.id, p.instances])).toEqual([
+      ['1g.18gb', 19, 7],
+      ['1g.18gb+me', 20, 1],
+      ['1g.35gb', 15, 4],
+      ['2g.35gb', 14, 3],
+      ['3g.71gb', 9, 2],
+      ['4g.71gb', 5, 1],
+      ['7g.141gb', 0, 1],
+    ]);
+    const layout = migLayout(profiles, parseProfilePlacements(real('nvidia-smi-mig-lgipp.txt')).get(0)!)!;
+    expect(Object.fromEntries(Object.entries(layout.inventories).map(([rc, inv]) => [rc, inv.total]))).toEqual({
+      CUSTOM_MIG_1G_18GB: 7,
+      CUSTOM_MIG_1G_18GB_ME: 1,
+      CUSTOM_MIG_1G_35GB: 4,
+      CUSTOM_MIG_2G_35GB: 3,
+      CUSTOM_MIG_3G_71GB: 2,
+      CUSTOM_MIG_4G_71GB: 1,
+      CUSTOM_MIG_7G_141GB: 1,
+    });
+    expect(layout.counters).toEqual({ compute_slices: 7, memory_slices: 8 });
+    expect(layout.consumption.CUSTOM_MIG_3G_71GB).toEqual({ compute_slices: 3, memory_slices: 4 });
+    // That machine had MIG mode off (nobody may switch it): its GPU is reported whole, as the real run did.
+    expect([...parseMigModes(real('nvidia-smi-mig-mode.csv')).entries()]).toEqual([['0000:00:06.0', { index: 0, enabled: false }]]);
+    const run = JSON.parse(real('discover.json')) as { providers: { inventories: Record<string, { total: number }> }[] };
+    expect(run.providers.flatMap((p) => Object.keys(p.inventories)).filter((rc) => rc.startsWith('CUSTOM_MIG_'))).toEqual([]);
+    expect(run.providers.some((p) => p.inventories.PGPU?.total === 1)).toBe(true);
+  });
+
   it('parses nvidia-smi mig -lgip and -lgipp as the driver prints them', () => {
     const profiles = parseGpuInstanceProfiles(readFileSync(fixture('h100-mig/nvidia-smi-mig-lgip.txt'), 'utf8')).get(0)!;
     expect(profiles.map((p) => [p.name, p.id, p.instances])).toEqual([

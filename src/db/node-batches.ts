@@ -54,15 +54,24 @@ export function openBatchRunner(path: string, busyTimeoutMs: number): BatchRunne
   // lock a claim holds through COMMIT is held half as long (measured: COMMIT
   // 183 -> 106 us on average).
   db.exec('PRAGMA wal_autocheckpoint=10000');
-  const cache = new Map<string, CachedStatement>();
+  // Per statement text, its prepared statements by how many positional
+  // arguments a batch passes (index count + 1; 0: named arguments). A prepared
+  // statement keeps its bindings from one run to the next, and a run binds
+  // only the positional arguments it is given: sent with one argument fewer,
+  // it would bind the last run's value where @libsql/client (a statement
+  // prepared anew each time) binds NULL. A statement only ever run with the
+  // same count rebinds every argument it ever bound; libsql binds every named
+  // parameter of a run, NULL when absent.
+  const cache = new Map<string, CachedStatement[]>();
 
-  const prepared = (sql: string): CachedStatement => {
+  const prepared = (sql: string, slot: number): CachedStatement => {
     const hit = cache.get(sql);
     if (hit) {
       // Least recently used goes first: re-insert on use.
       cache.delete(sql);
       cache.set(sql, hit);
-      return hit;
+      const entry = hit[slot];
+      if (entry) return entry;
     }
     const statement = db.prepare(sql);
     statement.safeIntegers(true);
@@ -73,13 +82,18 @@ export function openBatchRunner(path: string, busyTimeoutMs: number): BatchRunne
       const columns = defs.map((d) => d.name);
       entry = { statement, columns, columnTypes: defs.map((d) => d.type ?? ''), makeRow: rowFactory(columns) };
     }
-    cache.set(sql, entry);
-    if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+    if (hit) hit[slot] = entry;
+    else {
+      const bySlot: CachedStatement[] = [];
+      bySlot[slot] = entry;
+      cache.set(sql, bySlot);
+      if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+    }
     return entry;
   };
 
   const run = (sql: string, args: unknown[] | Record<string, unknown>): ResultSet => {
-    const { statement, makeRow, columns, columnTypes } = prepared(sql);
+    const { statement, makeRow, columns, columnTypes } = prepared(sql, Array.isArray(args) ? args.length + 1 : 0);
     if (makeRow) {
       const rows = (statement.all(args) as unknown[][]).map((values) => makeRow(values.map(fromSql)));
       return resultSet(columns, columnTypes, rows, 0, undefined);
@@ -118,7 +132,7 @@ export function openBatchRunner(path: string, busyTimeoutMs: number): BatchRunne
 
   function execute(sql: string): void {
     try {
-      prepared(sql).statement.run([]);
+      prepared(sql, 1).statement.run([]);
     } catch (err) {
       throw libsqlError(err);
     }

@@ -5,7 +5,7 @@
 import type { Server, ServerResponse } from 'node:http';
 
 export interface DrainOutcome {
-  /** Requests in flight when the stop began. */
+  /** Requests in flight during the stop: those it found, and those that arrived since on connections still open. */
   inFlight: number;
   /** Requests still unanswered when the grace period ended (their connections were cut). */
   cut: number;
@@ -21,6 +21,7 @@ export interface Drainable {
 export function drainable(server: Server): Drainable {
   const active = new Set<ServerResponse>();
   let stopping = false;
+  let arrivedWhileStopping = 0;
 
   const closeAfter = (res: ServerResponse) => {
     // A response whose head went out before the stop said keep-alive: its
@@ -33,23 +34,29 @@ export function drainable(server: Server): Drainable {
     track(res) {
       active.add(res);
       res.once('close', () => active.delete(res));
-      if (stopping) closeAfter(res);
+      if (stopping) {
+        arrivedWhileStopping += 1;
+        closeAfter(res);
+      }
     },
     drain(graceMs) {
       stopping = true;
-      const inFlight = active.size;
+      const found = active.size;
       for (const res of active) closeAfter(res);
+      // A request whose head was still on its way when the stop began is in flight too:
+      // without it the log could say "0 in flight, 1 cut".
+      const inFlight = () => found + arrivedWhileStopping;
       return new Promise((resolve) => {
         const timer = setTimeout(() => {
           const cut = active.size;
           server.closeAllConnections();
-          resolve({ inFlight, cut });
+          resolve({ inFlight: inFlight(), cut });
         }, graceMs);
         // close() stops accepting and closes the idle connections; its
         // callback runs when the last connection has closed.
         server.close(() => {
           clearTimeout(timer);
-          resolve({ inFlight, cut: 0 });
+          resolve({ inFlight: inFlight(), cut: 0 });
         });
       });
     },

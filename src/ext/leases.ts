@@ -44,20 +44,34 @@ const leaseOf = (r: Record<string, unknown>): LeaseView => ({
 });
 
 /**
+ * The statement that puts or renews the lease of `consumerUuid`: it expires
+ * `seconds` after `nowMs` and covers the consumer as it is as of the write;
+ * nothing when the consumer holds no allocations then. Written alone
+ * (putLease) or inside a claim's own batch (a gang's lease, POST /ext/gangs),
+ * where it sees the claim's writes before it.
+ */
+export function leaseStatement(consumerUuid: string, seconds: number, nowMs: number): WriteStatement {
+  const now = new Date(nowMs).toISOString();
+  return stmt(
+    `INSERT INTO ext_leases (${LEASE_COLUMNS}) SELECT c.${CONSUMER.uuid}, c.${CONSUMER.generation}, ?, ?, ?, ? FROM consumers c WHERE c.${CONSUMER.uuid} = ?
+        AND EXISTS (SELECT 1 FROM allocations a WHERE a.${ALLOC.consumerId} = c.${CONSUMER.uuid})
+        ON CONFLICT (${LEASE.consumerUuid}) DO UPDATE SET ${LEASE.consumerGeneration} = excluded.${LEASE.consumerGeneration},
+          ${LEASE.seconds} = excluded.${LEASE.seconds}, ${LEASE.expiresAtMs} = excluded.${LEASE.expiresAtMs}, ${LEASE.updatedAt} = excluded.${LEASE.updatedAt}`,
+    [seconds, leaseExpiryMs(seconds, nowMs), now, now, consumerUuid],
+  );
+}
+
+/** When a lease set at `nowMs` for `seconds` expires. */
+export const leaseExpiryMs = (seconds: number, nowMs: number): number => nowMs + seconds * 1000;
+
+/**
  * Puts or renews the lease (one write batch): it expires `seconds` from now
  * and covers the consumer as it is now. Null when the consumer holds no
  * allocations (placement keeps no consumer without them).
  */
 export async function putLease(store: DataStore, consumerUuid: string, seconds: number, nowMs: number): Promise<LeaseView | null> {
-  const now = new Date(nowMs).toISOString();
   const [, read] = await commitGuarded(store, [
-    stmt(
-      `INSERT INTO ext_leases (${LEASE_COLUMNS}) SELECT c.${CONSUMER.uuid}, c.${CONSUMER.generation}, ?, ?, ?, ? FROM consumers c WHERE c.${CONSUMER.uuid} = ?
-        AND EXISTS (SELECT 1 FROM allocations a WHERE a.${ALLOC.consumerId} = c.${CONSUMER.uuid})
-        ON CONFLICT (${LEASE.consumerUuid}) DO UPDATE SET ${LEASE.consumerGeneration} = excluded.${LEASE.consumerGeneration},
-          ${LEASE.seconds} = excluded.${LEASE.seconds}, ${LEASE.expiresAtMs} = excluded.${LEASE.expiresAtMs}, ${LEASE.updatedAt} = excluded.${LEASE.updatedAt}`,
-      [seconds, nowMs + seconds * 1000, now, now, consumerUuid],
-    ),
+    leaseStatement(consumerUuid, seconds, nowMs),
     stmt(`SELECT ${LEASE_COLUMNS} FROM ext_leases WHERE ${LEASE.consumerUuid} = ?`, [consumerUuid]),
   ]);
   const row = read!.rows[0];

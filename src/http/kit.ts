@@ -105,6 +105,8 @@ export interface HttpKit {
   resource(app: Hono<AppEnv>, path: string, handlers: Partial<Record<MethodName, Handler<AppEnv>>>): void;
   /** 403 unless the caller passes `rule`; the default target is the caller's own project and user. */
   authorize(c: AppContext, rule: string, target?: Target): void;
+  /** A route that does not exist below microversion `since` answers 404 (or 405), as placement's version_handler does. */
+  requireVersion(c: AppContext, since: string, status?: 404 | 405): void;
   onError: ErrorHandler<AppEnv>;
   notFound: NotFoundHandler<AppEnv>;
 }
@@ -172,6 +174,12 @@ export function httpKit(api: ApiProfile): HttpKit {
       const allowed =
         inScope && api.policy.enforcer(c).enforce(rule, creds, target ?? { project_id: creds.projectId, user_id: creds.userId });
       if (!allowed) throw api.error(403, api.policy.denied(rule));
+    },
+
+    requireVersion(c, since, status = 404) {
+      if (c.var.mv.atLeast(since)) return;
+      if (status === 405) throw api.error(405, `The method ${c.req.method} is not allowed for this resource.`);
+      throw api.error(404, 'The resource could not be found.');
     },
 
     onError(err, c) {

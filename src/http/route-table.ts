@@ -28,8 +28,10 @@ export interface QueryParam {
 /** What the document says about one operation. */
 export interface OperationDoc {
   summary: string;
-  /** The operation answers 404 (or 405) below this microversion. */
+  /** The operation exists from this microversion: below it the route table answers 404 (or `belowSince`) before the handler runs. */
   since?: string;
+  /** What the operation answers below `since` when not 404: 405 where the path has other methods then (DELETE inventories before 1.5). */
+  belowSince?: 405;
   /** No token needed. */
   public?: boolean;
   /** The request body schema at a microversion; undefined where it takes none. */
@@ -76,19 +78,30 @@ export class RouteTable {
 
   constructor(
     readonly api: ApiName,
-    private readonly kit?: Pick<HttpKit, 'resource'>,
+    private readonly kit?: Pick<HttpKit, 'resource' | 'requireVersion'>,
   ) {}
 
   resource<P extends string>(path: P, verbs: Verbs<P>): this {
     const handlers: Partial<Record<Verb, Handler<AppEnv, P>>> = {};
     for (const [verb, route] of Object.entries(verbs) as [Verb, Route<P>][]) {
       const { handler, ...doc } = route;
-      handlers[verb] = handler;
+      handlers[verb] = this.gated(route, handler);
       this.operations.push({ api: this.api, method: verb.toLowerCase() as Method, path, ...doc });
     }
     if (this.kit) this.kit.resource(this.app, path, handlers as Partial<Record<Verb, Handler<AppEnv>>>);
     else for (const [verb, handler] of Object.entries(handlers)) this.app.on(verb, path, handler);
     return this;
+  }
+
+  /** `handler`, run only from the route's `since` on (the API's 404 or 405 below it). */
+  private gated<P extends string>({ since, belowSince }: OperationDoc, handler: Handler<AppEnv, P>): Handler<AppEnv, P> {
+    if (since === undefined) return handler;
+    const kit = this.kit;
+    if (!kit) throw new Error(`a ${this.api} route with since ${since} needs the API's kit to refuse older microversions`);
+    return (c, next) => {
+      kit.requireVersion(c, since, belowSince);
+      return handler(c, next);
+    };
   }
 }
 

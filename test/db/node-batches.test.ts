@@ -80,6 +80,21 @@ describe('cached-statement batches', () => {
     ]);
   });
 
+  it("binds NULL where a batch leaves an argument out, as the client does, not the cached statement's last value", async () => {
+    const select = (args: (string | number)[]): InStatement => ({ sql: 'SELECT ? AS a, ? AS b', args });
+    const reads = [select([1, 2]), select([3]), select([])];
+    const expected = (await client.batch(reads, 'read')).map(observable);
+    expect(expected.map((r) => r.rows[0]!.byIndex)).toEqual([
+      [1, 2],
+      [3, null],
+      [null, null],
+    ]);
+    expect((await runner.readBatch(reads)).map(observable)).toEqual(expected);
+    const insert = (args: (string | number)[]): InStatement => ({ sql: 'INSERT INTO t (name, amount) VALUES (?, ?)', args });
+    await runner.writeBatch([insert(['c', 5]), insert(['d'])]);
+    expect((await client.execute("SELECT amount FROM t WHERE name = 'd'")).rows[0]!.amount).toBeNull();
+  });
+
   it('refuses integers a JavaScript number cannot hold, as the client does', async () => {
     await client.execute('INSERT INTO t (name, amount) VALUES (?, ?)', ['huge', 2n ** 60n]);
     const read = [{ sql: 'SELECT amount FROM t WHERE name = ?', args: ['huge'] }];

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KeystoneTokenValidator } from '../../src/http/keystone/validator.js';
-import { FakeKeystone, SERVICE_USER } from '../helpers/fake-keystone.js';
+import { FakeKeystone } from '../helpers/fake-keystone.js';
+import { passwordCredentials, SERVICE_USER } from '../helpers/keystone-credentials.js';
 import { freePort } from '../helpers/sqld.js';
 import { makeTestApp } from '../helpers/test-app.js';
 
@@ -93,13 +94,7 @@ const REAL: Record<string, () => Promise<string>> = {
     const validator = new KeystoneTokenValidator(
       {
         authUrl,
-        credentials: {
-          username: SERVICE_USER.username,
-          password: 'not-the-password',
-          projectName: SERVICE_USER.project,
-          userDomainName: 'Default',
-          projectDomainName: 'Default',
-        },
+        credentials: passwordCredentials(SERVICE_USER, 'not-the-password'),
         cacheSeconds: 300,
         cacheSize: 10,
         timeoutMs: 1000,

@@ -4,8 +4,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
-import { claim } from './helpers.js';
+import { claim, PROJECT, USER } from './helpers.js';
 import { claimGang, gangCandidates, hostsOf } from './gangs-helpers.js';
+import { countBatches } from '../write-model/count-batches.js';
 
 let t: TestApp;
 beforeEach(async () => {
@@ -188,6 +189,46 @@ describe('POST /ext/gangs', () => {
     const swept = await sweepExpiredLeases(t.deps.store, Date.parse(body.expires_at) + 1);
     expect(swept.released.sort()).toEqual(consumers);
     expect((await gangCandidates(t, 'count=3&resources=VCPU:4')).gangs).toHaveLength(1);
+  });
+
+  it("writes the lease in the claim's own batch: a lease that cannot be written leaves no member claimed", async () => {
+    await racks([2]);
+    const gang = (await gangCandidates(t, 'count=2&resources=VCPU:1')).gangs[0]!;
+    const leased = uuids(2);
+    const writes = countBatches(t.deps.store);
+    expect((await claimGang(t, gang, { lease_seconds: 60 }, leased)).status).toBe(200);
+    expect(writes.writes).toBe(1);
+    // A crash between the claim and its lease, as the store sees it: the lease's write fails.
+    await t.deps.store.writeBatch(
+      ['INSERT', 'UPDATE'].map(
+        (op) => `CREATE TRIGGER no_lease_${op} BEFORE ${op} ON ext_leases BEGIN SELECT RAISE(ABORT, 'lease refused'); END`,
+      ),
+    );
+    const usedBy = async (consumer: string) =>
+      ((await (await t.call('GET', `/allocations/${consumer}`)).json()) as { allocations: Record<string, { resources: { VCPU: number } }> })
+        .allocations;
+    // New members (the one-batch claim).
+    const consumers = uuids(2);
+    expect((await claimGang(t, gang, { lease_seconds: 60 }, consumers)).status).toBe(500);
+    for (const consumer of consumers) expect(await usedBy(consumer)).toEqual({});
+    // Members rewritten (the ordinary path: read, decide, write).
+    const members = Object.fromEntries(
+      leased.map((uuid, i) => {
+        const host = Object.keys(gang.allocation_requests[i]!.allocations)[0]!;
+        return [
+          uuid,
+          {
+            allocations: { [host]: { resources: { VCPU: 2 } } },
+            project_id: PROJECT,
+            user_id: USER,
+            consumer_generation: 1,
+            consumer_type: 'INSTANCE',
+          },
+        ];
+      }),
+    );
+    expect((await t.call('POST', '/ext/gangs', { body: { members, lease_seconds: 60 } })).status).toBe(500);
+    for (const consumer of leased) expect(Object.values(await usedBy(consumer)).map((a) => a.resources.VCPU)).toEqual([1]);
   });
 
   it('racing gang claims on the same hosts never overcommit: exactly one wins', async () => {

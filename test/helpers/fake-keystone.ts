@@ -4,6 +4,7 @@
 // test/worker/fake-keystone-setup.ts serves this over HTTP). Everything
 // else is tested against the real one (test/keystone/openstack-cloud.test.ts).
 // The bodies are shaped as Keystone 22's.
+import { keystoneEnv, SERVICE_USER } from './keystone-credentials.js';
 
 export interface FakeUser {
   userId: string;
@@ -14,8 +15,6 @@ export interface FakeUser {
   /** ms since the epoch; default an hour from when it was added. */
   expiresAt?: number;
 }
-
-export const SERVICE_USER = { username: 'placement', password: 'placement-pw', project: 'service' };
 
 export class FakeKeystone {
   /** Requests seen, as "METHOD /path". */
@@ -118,13 +117,4 @@ export class FakeKeystone {
 }
 
 /** PLACEMENT_KEYSTONE_* for the fake's service user. */
-export function fakeKeystoneEnv(authUrl: string, extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    PLACEMENT_AUTH_STRATEGY: 'keystone',
-    PLACEMENT_KEYSTONE_AUTH_URL: authUrl,
-    PLACEMENT_KEYSTONE_USERNAME: SERVICE_USER.username,
-    PLACEMENT_KEYSTONE_PASSWORD: SERVICE_USER.password,
-    PLACEMENT_KEYSTONE_PROJECT_NAME: SERVICE_USER.project,
-    ...extra,
-  };
-}
+export const fakeKeystoneEnv = (authUrl: string, extra: Record<string, string> = {}): Record<string, string> => keystoneEnv(authUrl, extra);

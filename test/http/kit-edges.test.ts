@@ -3,6 +3,8 @@
 // to the shared code cannot move either API's wire format.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { Microversion } from '../../src/microversion.js';
+import { MV } from '../../src/placement/versions.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -156,5 +158,33 @@ describe('not found', () => {
       body: placementBody(404, 'Not Found', 'The resource could not be found.', 'The resource could not be found.'),
     });
     expect((await answer(await get('/accelerator/v2/nope'))).body).toBe(cyborgBody('The resource could not be found.'));
+  });
+});
+
+describe("a route's `since`", () => {
+  it('every operation that states one answers 404 (or its 405) one microversion below it, before its handler runs', async () => {
+    const { allOperations } = await import('../../src/openapi/operations.js');
+    const gated = allOperations().filter((op) => op.since !== undefined);
+    expect(gated.length).toBeGreaterThan(20);
+    for (const op of gated) {
+      const [major, minor] = op.since!.split('.').map(Number);
+      const below = `${major}.${minor! - 1}`;
+      const path = op.path.replace(/:[a-z_]+/g, (name) => (name === ':uuid' ? crypto.randomUUID() : 'CUSTOM_GATED'));
+      const method = op.method.toUpperCase();
+      const got = await answer(await get(path, { ...ADMIN, 'openstack-api-version': `placement ${below}` }, method));
+      const headers = { vary: 'openstack-api-version', 'openstack-api-version': `placement ${below}` };
+      const code = Microversion.parse(below)!.atLeast(MV.ERROR_CODES) ? 'placement.undefined_code' : undefined;
+      const body =
+        op.belowSince === 405
+          ? placementBody(
+              405,
+              'Method Not Allowed',
+              'The method specified is not allowed for this resource.',
+              `The method ${method} is not allowed for this resource.`,
+              code,
+            )
+          : placementBody(404, 'Not Found', 'The resource could not be found.', 'The resource could not be found.', code);
+      expect(got, `${method} ${op.path} at ${below}`).toEqual({ status: op.belowSince ?? 404, headers, body });
+    }
   });
 });

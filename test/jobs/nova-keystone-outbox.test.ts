@@ -7,9 +7,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listOutbox } from '../../src/jobs/outbox.js';
 import { drainOutbox } from '../../src/jobs/sweeps.js';
-import { KeystoneNovaIdentity } from '../../src/http/keystone/nova-identity.js';
 import { bindBody, fpgaProfile, makeCyborgApp, seedHost, type CyborgTestApp } from '../cyborg/helpers.js';
-import { FakeKeystone, SERVICE_USER } from '../helpers/fake-keystone.js';
+import { FakeKeystone } from '../helpers/fake-keystone.js';
+import { novaIdentity, passwordCredentials, SERVICE_USER } from '../helpers/keystone-credentials.js';
 
 const NOVA = 'http://nova.test/v2.1';
 
@@ -19,21 +19,8 @@ describe('Nova events with a Keystone identity, through the outbox', () => {
   const delivered: { instance: string; token: string | null }[] = [];
 
   const useIdentity = (password: string) => {
-    t.deps.nova = new KeystoneNovaIdentity(
-      {
-        authUrl: 'http://keystone.test/v3',
-        credentials: {
-          username: SERVICE_USER.username,
-          password,
-          projectName: SERVICE_USER.project,
-          userDomainName: 'Default',
-          projectDomainName: 'Default',
-        },
-        timeoutMs: 1000,
-        interfaces: ['internal', 'public'],
-      },
-      ks.fetch,
-      () => t.deps.clock().getTime(),
+    t.deps.nova = novaIdentity('http://keystone.test/v3', { credentials: passwordCredentials(SERVICE_USER, password) }, ks.fetch, () =>
+      t.deps.clock().getTime(),
     );
   };
 

@@ -19,13 +19,15 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendNovaEvents } from '../../src/cyborg/nova-events.js';
-import { KeystoneNovaIdentity } from '../../src/http/keystone/nova-identity.js';
 import { bindBody, FPGA_RP, fpgaProfile, HOST, seedHost } from '../cyborg/helpers.js';
-import { FakeKeystone, SERVICE_USER } from '../helpers/fake-keystone.js';
+import { FakeKeystone } from '../helpers/fake-keystone.js';
+import { type KeystoneUser, keystoneEnv, novaIdentity, passwordCredentials, SERVICE_USER } from '../helpers/keystone-credentials.js';
 import { freePort, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 
 const TOKEN_LIFE_S = 60;
+/** The separate Nova user (PLACEMENT_NOVA_*), beside the service's own. */
+const NOVA_USER: KeystoneUser = { username: 'cyborg-nova', password: 'cyborg-nova-pw', project: SERVICE_USER.project };
 const ROOT = join(import.meta.dirname, '..', '..');
 
 /** What the stand-in saw: each accepted delivery, each refused token. */
@@ -129,12 +131,13 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
       roles.find((r) => r.name === 'service')?.id ??
       (await keystoneJson<{ role: { id: string } }>('POST', '/roles', { role: { name: 'service' } })).role.id;
     const project = (
-      await keystoneJson<{ project: { id: string } }>('POST', '/projects', { project: { name: 'service', domain_id: 'default' } })
+      await keystoneJson<{ project: { id: string } }>('POST', '/projects', {
+        project: { name: SERVICE_USER.project, domain_id: 'default' },
+      })
     ).project.id;
-    for (const name of ['placement', 'cyborg-nova']) {
-      const user = (
-        await keystoneJson<{ user: { id: string } }>('POST', '/users', { user: { name, domain_id: 'default', password: `${name}-pw` } })
-      ).user.id;
+    for (const { username: name, password } of [SERVICE_USER, NOVA_USER]) {
+      const user = (await keystoneJson<{ user: { id: string } }>('POST', '/users', { user: { name, domain_id: 'default', password } })).user
+        .id;
       await keystoneJson('PUT', `/projects/${project}/users/${user}/roles/${service}`);
     }
     // Nova in the catalog: RegionOne internal is the stand-in; RegionOne public and RegionTwo internal lead nowhere.
@@ -160,11 +163,7 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
   /** `npm start` in keystone mode on its own database, with `env` on top. */
   async function start(name: string, env: Record<string, string>) {
     const server = await startServer(`file:${join(dir, `${name}.db`)}`, {
-      PLACEMENT_AUTH_STRATEGY: 'keystone',
-      PLACEMENT_KEYSTONE_AUTH_URL: ks.url,
-      PLACEMENT_KEYSTONE_USERNAME: 'placement',
-      PLACEMENT_KEYSTONE_PASSWORD: 'placement-pw',
-      PLACEMENT_KEYSTONE_PROJECT_NAME: 'service',
+      ...keystoneEnv(ks.url),
       // Keystone answers in seconds on a loaded machine.
       PLACEMENT_KEYSTONE_TIMEOUT_MS: '60000',
       PLACEMENT_WORKERS: '1',
@@ -219,23 +218,7 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
 
   /** The Nova identity of the `cyborg-nova` user, in process (as makeDeps builds it). */
   const novaUser = (interfaces: string[], region?: string, now?: () => number) =>
-    new KeystoneNovaIdentity(
-      {
-        authUrl: ks.url,
-        credentials: {
-          username: 'cyborg-nova',
-          password: 'cyborg-nova-pw',
-          projectName: 'service',
-          userDomainName: 'Default',
-          projectDomainName: 'Default',
-        },
-        timeoutMs: 60_000,
-        interfaces,
-        region,
-      },
-      undefined,
-      now,
-    );
+    novaIdentity(ks.url, { credentials: passwordCredentials(NOVA_USER), timeoutMs: 60_000, interfaces, region }, undefined, now);
 
   /**
    * The first delivery Nova accepted for `instance`. At least once: a delivery
@@ -257,9 +240,9 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
     { timeout: 600_000 },
     async () => {
       const svc = await start('own-user', {
-        PLACEMENT_NOVA_USERNAME: 'cyborg-nova',
-        PLACEMENT_NOVA_PASSWORD: 'cyborg-nova-pw',
-        PLACEMENT_NOVA_PROJECT_NAME: 'service',
+        PLACEMENT_NOVA_USERNAME: NOVA_USER.username,
+        PLACEMENT_NOVA_PASSWORD: NOVA_USER.password,
+        PLACEMENT_NOVA_PROJECT_NAME: NOVA_USER.project,
         PLACEMENT_NOVA_REGION_NAME: 'RegionOne',
       });
       const instances = [
@@ -396,22 +379,7 @@ describe('the Nova token of a Keystone issuing short-lived tokens', () => {
     const clock = { now: Date.now() };
     const ks = new FakeKeystone(60_000, () => clock.now);
     ks.catalog = [{ type: 'compute', endpoints: [{ interface: 'internal', region_id: 'RegionOne', url: 'http://nova.test/v2.1' }] }];
-    const identity = new KeystoneNovaIdentity(
-      {
-        authUrl: 'http://keystone.test/v3',
-        credentials: {
-          username: SERVICE_USER.username,
-          password: SERVICE_USER.password,
-          projectName: SERVICE_USER.project,
-          userDomainName: 'Default',
-          projectDomainName: 'Default',
-        },
-        timeoutMs: 1000,
-        interfaces: ['internal', 'public'],
-      },
-      ks.fetch,
-      () => clock.now,
-    );
+    const identity = novaIdentity('http://keystone.test/v3', {}, ks.fetch, () => clock.now);
     const signIns = () => ks.count('POST /v3/auth/tokens');
     expect(await identity.access()).toEqual({ url: 'http://nova.test/v2.1', token: 'svc-1' });
     clock.now += 29_000;

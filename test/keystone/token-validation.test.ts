@@ -8,7 +8,8 @@ import { keystoneValidator } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';
 import { KeystoneUnavailable } from '../../src/http/keystone/client.js';
 import { KeystoneTokenValidator } from '../../src/http/keystone/validator.js';
-import { FakeKeystone, fakeKeystoneEnv, SERVICE_USER } from '../helpers/fake-keystone.js';
+import { FakeKeystone, fakeKeystoneEnv } from '../helpers/fake-keystone.js';
+import { passwordCredentials } from '../helpers/keystone-credentials.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const AUTH_URL = 'http://keystone.test:5000/v3';
@@ -19,13 +20,7 @@ function validatorFor(ks: FakeKeystone, clock: { now: number }, opts: { cacheSec
   return new KeystoneTokenValidator(
     {
       authUrl: AUTH_URL,
-      credentials: {
-        username: SERVICE_USER.username,
-        password: SERVICE_USER.password,
-        projectName: SERVICE_USER.project,
-        userDomainName: 'Default',
-        projectDomainName: 'Default',
-      },
+      credentials: passwordCredentials(),
       cacheSeconds: opts.cacheSeconds ?? 300,
       cacheSize: opts.cacheSize ?? 100,
       timeoutMs: 1000,

@@ -124,6 +124,8 @@ export interface RawExchange {
   socket: Socket;
   /** Resolves with all the server sent, once it closed the connection. */
   closed: Promise<string>;
+  /** What the server has sent so far. */
+  received(): string;
 }
 
 /** A raw connection that sends `data`; what comes back is collected until the server closes it. */
@@ -131,7 +133,7 @@ export function rawConnection(port: number, data: string): Promise<RawExchange> 
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () => {
       socket.write(data);
-      resolve({ socket, closed });
+      resolve({ socket, closed, received: () => received });
     });
     let received = '';
     socket.setEncoding('latin1');

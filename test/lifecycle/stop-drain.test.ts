@@ -7,7 +7,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_HEADERS, accepting, descendants, isAlive, type Running, rawConnection, spawnServer, until } from './processes.js';
+import {
+  ADMIN_HEADERS,
+  accepting,
+  descendants,
+  isAlive,
+  type RawExchange,
+  type Running,
+  rawConnection,
+  spawnServer,
+  until,
+} from './processes.js';
 
 let dir: string;
 beforeAll(() => {
@@ -19,6 +29,15 @@ const head = (method: string, path: string, extra: Record<string, string | numbe
   `${method} ${path} HTTP/1.1\r\nhost: localhost\r\n${Object.entries({ ...ADMIN_HEADERS, ...extra })
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('')}\r\n`;
+
+/**
+ * Waits until the server holds the request of `exchange` (sent with `expect: 100-continue`):
+ * Node answers "100 Continue" as it hands the request to the service, so from then on the
+ * request is in flight, however loaded the machine (a fixed wait was not enough at load 18).
+ */
+async function inFlight(exchange: RawExchange): Promise<void> {
+  expect(await until(() => exchange.received().includes('100 Continue'), 20_000)).toBe(true);
+}
 
 async function newProvider(server: Running): Promise<string> {
   const uuid = crypto.randomUUID();
@@ -42,10 +61,9 @@ async function stopWithRequestInFlight(server: Running, signalled: () => void): 
   const split = Math.floor(body.length / 2);
   const put = await rawConnection(
     server.port,
-    head('PUT', `/resource_providers/${rp}/inventories`, { 'content-length': body.length }) + body.slice(0, split),
+    head('PUT', `/resource_providers/${rp}/inventories`, { 'content-length': body.length, expect: '100-continue' }) + body.slice(0, split),
   );
-  // The server has the request (its head) before the signal.
-  await new Promise((r) => setTimeout(r, 500));
+  await inFlight(put);
 
   signalled();
   // The idle connection is closed, and no new one is accepted...
@@ -54,7 +72,7 @@ async function stopWithRequestInFlight(server: Running, signalled: () => void): 
   // ...while the request in flight is answered in full, and told the connection closes.
   put.socket.write(body.slice(split));
   const answer = await put.closed;
-  expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+  expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
   expect(answer.toLowerCase()).toContain('connection: close');
   expect(answer).toContain('"VCPU"');
 }
@@ -91,9 +109,9 @@ describe('one server process', () => {
     const rp = await newProvider(server);
     const stuck = await rawConnection(
       server.port,
-      `${head('PUT', `/resource_providers/${rp}/inventories`, { 'content-length': 500 })}{"resource_`,
+      `${head('PUT', `/resource_providers/${rp}/inventories`, { 'content-length': 500, expect: '100-continue' })}{"resource_`,
     );
-    await new Promise((r) => setTimeout(r, 500));
+    await inFlight(stuck);
     const signalled = Date.now();
     server.child.kill('SIGINT');
     expect((await server.exited).code).toBe(0);

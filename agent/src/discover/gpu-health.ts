@@ -1,7 +1,10 @@
 // GPU health from `nvidia-smi -q -x`: per GPU (by PCI address), the
 // uncorrected ECC errors since the driver was loaded on the board
 // (aggregate: DRAM uncorrectable + SRAM parity + SRAM SEC-DED) and the pages
-// retired (single-bit + double-bit) or rows remapped for uncorrectable errors.
+// retired (single-bit + double-bit) or rows remapped for uncorrectable errors;
+// and, on GPUs that remap rows (A100, H100, H200), a remap still pending (it
+// takes effect at the next GPU reset) or one that failed (the board needs
+// service): either makes the GPU unhealthy whatever the thresholds.
 // A fixture root may hold a recorded `nvidia-smi-q.xml`; on the real root the
 // tool runs (absent or failing: no facts, never an error).
 import { execFile } from 'node:child_process';
@@ -12,6 +15,10 @@ export interface GpuHealth {
   pciAddress: string;
   uncorrectedEcc: number;
   retiredPages: number;
+  /** `remapped_row_pending` Yes: a row remap waits for a GPU reset. */
+  remapPending: boolean;
+  /** `remapped_row_failure` Yes: the GPU could not remap a row. */
+  remapFailed: boolean;
 }
 
 export interface HealthThresholds {
@@ -46,6 +53,7 @@ export function parseNvidiaSmiXml(xml: string): GpuHealth[] {
     const body = match[2]!;
     const aggregate = section(section(body, 'ecc_errors'), 'aggregate');
     const retired = section(body, 'retired_pages');
+    const remapped = section(body, 'remapped_rows');
     gpus.push({
       pciAddress: sysfsAddress(match[1]!),
       uncorrectedEcc: sumOf(aggregate, [
@@ -54,7 +62,9 @@ export function parseNvidiaSmiXml(xml: string): GpuHealth[] {
         'sram_uncorrectable_secded',
         'sram_uncorrectable',
       ]),
-      retiredPages: sumOf(retired, ['retired_count']) + sumOf(section(body, 'remapped_rows'), ['remapped_row_unc']),
+      retiredPages: sumOf(retired, ['retired_count']) + sumOf(remapped, ['remapped_row_unc']),
+      remapPending: /<remapped_row_pending>\s*Yes\s*</.test(remapped),
+      remapFailed: /<remapped_row_failure>\s*Yes\s*</.test(remapped),
     });
   }
   return gpus;
@@ -66,6 +76,8 @@ export function unhealthyReason(gpu: GpuHealth, limits: HealthThresholds): strin
   if (gpu.uncorrectedEcc > limits.uncorrectedEcc)
     reasons.push(`${gpu.uncorrectedEcc} uncorrected ECC errors (threshold ${limits.uncorrectedEcc})`);
   if (gpu.retiredPages > limits.retiredPages) reasons.push(`${gpu.retiredPages} retired pages (threshold ${limits.retiredPages})`);
+  if (gpu.remapFailed) reasons.push('row remapping failed (the GPU needs service)');
+  if (gpu.remapPending) reasons.push('a row remap is pending (reset the GPU to apply it)');
   return reasons.length ? reasons.join('; ') : null;
 }
 

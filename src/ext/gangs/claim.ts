@@ -1,12 +1,13 @@
 // POST /ext/gangs, the domain side: which member a refused gang claim is
 // about (the write path refuses the whole batch with placement's message,
 // naming a provider or a generation, not the consumer), and one lease on the
-// whole gang. The claim itself is POST /allocations' own write (one guarded
+// whole gang, written in the claim's own batch. The claim itself is POST /allocations' own write (one guarded
 // batch for every member: capacity guards, generation checks), called by the route.
 import { conflict, DomainError, invalid } from '../../errors.js';
-import type { BatchReader, DataStore } from '../../db/client.js';
+import type { BatchReader } from '../../db/client.js';
+import type { ClaimAlongside } from '../../placement/writes/hooks.js';
 import { readDomainFacts } from './domains.js';
-import { putLease } from '../leases.js';
+import { leaseExpiryMs, leaseStatement } from '../leases.js';
 import type { PostGangBody } from './schemas.js';
 
 /** The write path's refusal, reworded to name the member(s) it concerns; other errors unchanged. */
@@ -24,14 +25,16 @@ export function refusalOfGang(err: unknown, members: PostGangBody['members']): u
   return conflict(`Gang not claimed (nothing written): ${who}: ${err.message}`, err.code);
 }
 
-/** One lease on every member, one expiry: the sweep releases them together (docs/gangs.md). */
-export async function leaseGang(store: DataStore, consumers: readonly string[], seconds: number, nowMs: number): Promise<string> {
-  let expires = '';
-  for (const uuid of consumers) {
-    const lease = await putLease(store, uuid, seconds, nowMs);
-    if (lease) expires = lease.expires_at;
-  }
-  return expires;
+/**
+ * One lease on every member, one expiry (the sweep releases them together,
+ * docs/gangs.md): statements for the claim's own write batch, so the gang is
+ * never claimed without its lease.
+ */
+export function gangLease(consumers: readonly string[], seconds: number, nowMs: number): { statements: ClaimAlongside; expiresAt: string } {
+  return {
+    statements: consumers.map((uuid) => leaseStatement(uuid, seconds, nowMs)),
+    expiresAt: new Date(leaseExpiryMs(seconds, nowMs)).toISOString(),
+  };
 }
 
 /**

@@ -8,14 +8,24 @@ import { claimAllocations } from '../writes/claims.js';
 import { isoNow } from '../repo/lookups.js';
 import type { ConsumerAllocationsBody } from '../schemas/allocations.js';
 import type { ClaimEndpoint } from '../writes/refusals.js';
+import type { ClaimAlongside } from '../writes/hooks.js';
 
-/** Writes claims: one read batch, one guarded write batch (see writes/claims.ts); refusals come worded for `endpoint`. */
-export async function writeClaims(c: AppContext, claims: ConsumerClaim[], endpoint: ClaimEndpoint): Promise<void> {
+/**
+ * Writes claims: one read batch, one guarded write batch (see writes/claims.ts);
+ * refusals come worded for `endpoint`; `alongside` is written in that batch.
+ */
+export async function writeClaims(
+  c: AppContext,
+  claims: ConsumerClaim[],
+  endpoint: ClaimEndpoint,
+  alongside?: ClaimAlongside,
+): Promise<void> {
   const { deps } = c.var;
   await claimAllocations(deps, claims, {
     requireGeneration: atLeast(c, 'CONSUMER_GENERATION'),
     now: isoNow(deps.clock),
     endpoint,
+    alongside,
   });
 }
 

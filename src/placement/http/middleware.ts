@@ -1,6 +1,7 @@
 // Placement-wide request handling: the checks placement runs before routing
 // (content-length/content-type, Accept) and the helpers handlers use for
-// cache headers and version gates. Routing with 405 + Allow, policy checks,
+// cache headers and microversion checks (a route's own minimum microversion,
+// its `since`, is enforced by the route table). Routing with 405 + Allow, policy checks,
 // negotiation and error rendering are the HTTP kit's (src/http/kit.ts).
 import { createMiddleware } from 'hono/factory';
 import { matchedRoutes } from 'hono/route';
@@ -42,16 +43,6 @@ export function placementAcceptCheck() {
 
 export function atLeast(c: AppContext, feature: Feature): boolean {
   return c.var.mv.atLeast(MV[feature]);
-}
-
-/** Routes that do not exist below a microversion answer 404 (or 405), as version_handler does. */
-export function requireVersion(c: AppContext, feature: Feature, status: 404 | 405 = 404): void {
-  if (!atLeast(c, feature)) {
-    if (status === 405) {
-      throw placementError(405, `The method ${c.req.method} is not allowed for this resource.`);
-    }
-    throw placementError(404, 'The resource could not be found.');
-  }
 }
 
 /** last-modified / cache-control from 1.15. `when` is the newest timestamp involved, or now. */

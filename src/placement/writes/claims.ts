@@ -18,7 +18,7 @@ import type { DataStore } from '../../db/client.js';
 import { commitGuarded, guard, placeholders, prebuiltGuard, stmt, type WriteStatement } from '../../db/write-batch.js';
 import type { ConsumerClaim } from '../repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../repo/consumers.js';
-import { sqlByCount, type ClaimEntry, type ClaimView, type WriteHooks } from './hooks.js';
+import { sqlByCount, type ClaimAlongside, type ClaimEntry, type ClaimView, type WriteHooks } from './hooks.js';
 import {
   GenerationPlan,
   key,
@@ -39,6 +39,8 @@ export interface ClaimOptions {
   now: string;
   /** The endpoint the claims come from, for the wording of its refusals. */
   endpoint: ClaimEndpoint;
+  /** What an extension writes with this claim, in its own batch (hooks.ts ClaimAlongside). */
+  alongside?: ClaimAlongside;
 }
 
 function invalidInventory(resourceClass: string, providerUuid: string): ClaimRefused {
@@ -340,7 +342,7 @@ function newConsumerClaimStatements(hooks: WriteHooks, claims: ConsumerClaim[], 
   const perGuard = hooks.claimGuards.flatMap(() => uuids);
   statements.push(prebuiltGuard(hooks.claimFitsSql(uuids.length), [entries, ...uuids, ...perGuard]));
   // Every provider that receives allocations moves on, as in planClaims.
-  statements.push(stmt(bumpClaimedProvidersSql(providers.size), [now, ...providers]));
+  statements.push(stmt(bumpClaimedProvidersSql(providers.size), [now, ...providers]), ...(opts.alongside ?? []));
   return statements;
 }
 
@@ -366,7 +368,8 @@ const bumpClaimedProvidersSql = sqlByCount(
 /**
  * Replaces the allocations of every consumer in `claims`, atomically, as
  * placement's AllocationList.replace_all(): one read batch, one write batch;
- * a claim of new consumers that fits is one write batch alone.
+ * a claim of new consumers that fits is one write batch alone. The
+ * statements of `opts.alongside` end that write batch, whichever it is.
  */
 export async function claimAllocations(deps: WriteDeps, claims: ConsumerClaim[], opts: ClaimOptions): Promise<void> {
   if (claims.length === 0) return;
@@ -385,6 +388,7 @@ export async function claimAllocations(deps: WriteDeps, claims: ConsumerClaim[],
       ...gens.statements(opts.now),
       ...everyBatchGuards(writeHooks, uuids),
       ...dropEmptyConsumers(uuids),
+      ...(opts.alongside ?? []),
     ]);
   });
 }

@@ -16,6 +16,9 @@
 //     refused there, the claim is decided again from a fresh snapshot. So two
 //     racing writers never both pass it.
 //
+// A caller may also add statements to one claim's own batch (ClaimAlongside),
+// what an extension must write with that claim or not at all (a gang's lease).
+//
 // What a delete cascades to an extension's rows (a provider's taints and
 // counters, a consumer's lease) is declared by the extension's migration as
 // triggers (drizzle/0006, 0007), so every path that deletes (the kernel, the
@@ -63,6 +66,15 @@ export interface ClaimRefusal {
 export interface ClaimGrant {
   checks: WriteStatement[];
 }
+
+/**
+ * What a caller writes with one claim, in the claim's own write batch after
+ * its writes (so they see the claimed consumers and allocations): rows of an
+ * extension that must stand or fall with the claim, as a gang's lease (POST
+ * /ext/gangs). A failing one fails the claim: nothing is written. Unlike a
+ * guard, these belong to one request, not to every claim of the app.
+ */
+export type ClaimAlongside = readonly WriteStatement[];
 
 /** The decision a guard makes on its part of a snapshot: null grants. */
 export type ClaimDecision = (claim: ClaimView) => ClaimRefusal | ClaimGrant | null;

@@ -1,6 +1,6 @@
 import { badQuery, queryParams } from '../../../http/validate.js';
 import { parseCandidateRequestWithExt } from '../../../placement/candidates/ext-params.js';
-import { authorize, requireVersion, setCacheHeaders } from '../../../placement/http/middleware.js';
+import { authorize, setCacheHeaders } from '../../../placement/http/middleware.js';
 import { DIAGNOSTICS_RULE } from '../../policy.js';
 import { diagnoseCandidates } from '../../why-no-host.js';
 import { crossingText, requestedTotals } from '../../../ext/limits/service.js';
@@ -31,7 +31,6 @@ candidateDiagnosisRoutes.resource('/allocation_candidates', {
     responseSchema: GangAwareDiagnosis,
     responseName: 'Diagnosis',
     handler: async (c) => {
-      requireVersion(c, 'ALLOCATION_CANDIDATES');
       authorize(c, DIAGNOSTICS_RULE);
       const { host: hosts = [], ...query } = queryParams(c);
       if (hosts.length > MAX_HOSTS) throw badQuery(`at most ${MAX_HOSTS} host parameters`);

@@ -1,8 +1,9 @@
 // Gangs (docs/gangs.md): GET /ext/gang_candidates (N hosts inside one domain)
-// and POST /ext/gangs (every member claimed in one write batch, or none).
+// and POST /ext/gangs (every member claimed in one write batch, or none,
+// with its lease in that batch).
 // Logic in ../../gangs/.
 import { queryParams, readBody } from '../../../http/validate.js';
-import { authorize, requireVersion, setCacheHeaders } from '../../../placement/http/middleware.js';
+import { authorize, setCacheHeaders } from '../../../placement/http/middleware.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 import { claimFromBody, writeClaims } from '../../../placement/http/claim-requests.js';
 import { placementHttp } from '../../../placement/http/profile.js';
@@ -11,7 +12,7 @@ import { RouteTable } from '../../../http/route-table.js';
 import type { QueryParam } from '../../../http/route-table.js';
 import type { Microversion } from '../../../microversion.js';
 import { findGangs } from '../../gangs/index.js';
-import { checkGangDomain, leaseGang, refusalOfGang } from '../../gangs/claim.js';
+import { checkGangDomain, gangLease, refusalOfGang } from '../../gangs/claim.js';
 import { GangLeaseResponse, gangCandidatesResponseSchema, postGangSchema } from '../../gangs/schemas.js';
 import { EXT_RULE } from '../../policy.js';
 import type { AppContext } from '../../../http/env.js';
@@ -38,7 +39,6 @@ gangRoutes.resource('/gang_candidates', {
     response: gangCandidatesResponseSchema,
     responseName: 'GangCandidates',
     handler: async (c) => {
-      requireVersion(c, 'GRANULAR');
       authorize(c, EXT_RULE);
       const answer = await findGangs(c.var.deps.store.nearby, queryParams(c), c.var.mv, candidateOptions(c));
       setCacheHeaders(c);
@@ -57,21 +57,20 @@ gangRoutes.resource('/gangs', {
     responseSchema: GangLeaseResponse,
     responseName: 'GangLease',
     handler: async (c) => {
-      requireVersion(c, 'CONSUMER_TYPES');
       authorize(c, EXT_RULE);
       const body = await readBody(c, postGangSchema);
       const claims = Object.entries(body.members).map(([uuid, part]) => claimFromBody(c, uuid, part));
       // On the primary: the domain's members as of now (a replica's lag must not let a split gang through).
       if (body.domain) await checkGangDomain(c.var.deps.store, body.domain, body.members);
+      const consumers = Object.keys(body.members);
+      const lease = body.lease_seconds === undefined ? null : gangLease(consumers, body.lease_seconds, c.var.deps.clock().getTime());
       try {
-        await writeClaims(c, claims, 'allocations');
+        await writeClaims(c, claims, 'allocations', lease?.statements);
       } catch (err) {
         throw refusalOfGang(err, body.members);
       }
-      if (body.lease_seconds === undefined) return c.body(null, 204);
-      const { deps } = c.var;
-      const expires = await leaseGang(deps.store, Object.keys(body.members), body.lease_seconds, deps.clock().getTime());
-      return c.json({ consumers: Object.keys(body.members), lease_seconds: body.lease_seconds, expires_at: expires });
+      if (lease === null) return c.body(null, 204);
+      return c.json({ consumers, lease_seconds: body.lease_seconds, expires_at: lease.expiresAt });
     },
   },
 });

@@ -1,6 +1,6 @@
 import { queryParams } from '../../../http/validate.js';
 import { parseCandidateRequestWithExt } from '../../../placement/candidates/ext-params.js';
-import { authorize, requireVersion } from '../../../placement/http/middleware.js';
+import { authorize } from '../../../placement/http/middleware.js';
 import { findHeadroom } from '../../headroom.js';
 import { findGangHeadroom } from '../../gangs/headroom.js';
 import { EXT_RULE } from '../../policy.js';
@@ -26,7 +26,6 @@ headroomRoutes.resource('/headroom', {
     responseSchema: HeadroomResponse,
     responseName: 'Headroom',
     handler: async (c) => {
-      requireVersion(c, 'ALLOCATION_CANDIDATES');
       authorize(c, EXT_RULE);
       const { store, candidates } = c.var.deps;
       const query = queryParams(c);

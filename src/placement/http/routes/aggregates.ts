@@ -1,5 +1,5 @@
 import { readBody } from '../../../http/validate.js';
-import { atLeast, authorize, newest, requireVersion, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, newest, setCacheHeaders } from '../middleware.js';
 import { normalizeUuid } from '../../../shared/uuid.js';
 import { readProviderGeneration, replaceProviderAggregates } from '../../writes/aggregates.js';
 import { providerAggregates } from '../../repo/aggregates.js';
@@ -21,7 +21,6 @@ aggregateRoutes.resource('/resource_providers/:uuid/aggregates', {
     response: aggregatesResponseSchema,
     responseName: 'Aggregates',
     handler: async (c) => {
-      requireVersion(c, 'AGGREGATES');
       authorize(c, 'placement:resource_providers:aggregates:list');
       const { db } = c.var.deps.store;
       const rp = await requireProvider(db, c.req.param('uuid'));
@@ -41,7 +40,6 @@ aggregateRoutes.resource('/resource_providers/:uuid/aggregates', {
     response: aggregatesResponseSchema,
     responseName: 'Aggregates',
     handler: async (c) => {
-      requireVersion(c, 'AGGREGATES');
       authorize(c, 'placement:resource_providers:aggregates:update');
       const { deps } = c.var;
       const uuid = c.req.param('uuid');

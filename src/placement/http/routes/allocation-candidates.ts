@@ -3,7 +3,7 @@ import { queryParams } from '../../../http/validate.js';
 import type { CandidateRequest } from '../../candidates/parse.js';
 import { findAllocationCandidatesJson } from '../../candidates/index.js';
 import { parseCandidateRequestWithExt } from '../../candidates/ext-params.js';
-import { authorize, requireVersion, setCacheHeaders } from '../middleware.js';
+import { authorize, setCacheHeaders } from '../middleware.js';
 import { allocationCandidatesResponseSchema } from '../../schemas/responses.js';
 import { MV } from '../../versions.js';
 import { RouteTable } from '../../../http/route-table.js';
@@ -21,7 +21,6 @@ allocationCandidateRoutes.resource('/allocation_candidates', {
     response: allocationCandidatesResponseSchema,
     responseName: 'AllocationCandidates',
     handler: async (c) => {
-      requireVersion(c, 'ALLOCATION_CANDIDATES');
       authorize(c, 'placement:allocation_candidates:list');
       const { store, candidates } = c.var.deps;
       // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.

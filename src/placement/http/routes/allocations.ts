@@ -4,7 +4,7 @@ import { invalid, notFound } from '../../../errors.js';
 import type { AppContext } from '../../../http/env.js';
 import { readBody } from '../../../http/validate.js';
 import { consumerOfPath, parseUuidLike } from '../../../shared/uuid.js';
-import { atLeast, authorize, requireVersion, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, setCacheHeaders } from '../middleware.js';
 import { allocationsLastModified, presentConsumerAllocations, presentProviderAllocations } from '../../present/allocations.js';
 import { allocationsForConsumer, allocationsForProvider, type ConsumerClaim } from '../../repo/allocations.js';
 import { deleteConsumerAllocations } from '../../writes/claims.js';
@@ -39,7 +39,6 @@ allocationRoutes.resource('/allocations', {
     bodyName: 'PostAllocations',
     responses: { 204: 'Claimed' },
     handler: async (c) => {
-      requireVersion(c, 'POST_ALLOCATIONS');
       authorize(c, 'placement:allocations:manage');
       const body = await readBody(c, postAllocationsSchema(c.var.mv));
       const claims = Object.entries(body).map(([uuid, part]) => claimFromBody(c, uuid, part));

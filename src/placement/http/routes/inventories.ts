@@ -7,7 +7,7 @@
 import { conflict, ErrorCode, invalid, notFound } from '../../../errors.js';
 import type { AppContext } from '../../../http/env.js';
 import { readJson, validateBody } from '../../../http/validate.js';
-import { atLeast, authorize, newest, requireVersion, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, newest, setCacheHeaders } from '../middleware.js';
 import { presentInventories, presentInventory, presentInventoryWithGeneration } from '../../present/inventories.js';
 import { findInventory, listInventories, reservedCapacityProblem, type InventoryInput } from '../../repo/inventories.js';
 import {
@@ -152,9 +152,9 @@ inventoryRoutes.resource('/resource_providers/:uuid/inventories', {
   DELETE: {
     summary: "Delete a provider's inventories",
     since: MV.DELETE_ALL_INVENTORY,
+    belowSince: 405,
     responses: { 204: 'Deleted' },
     handler: async (c) => {
-      requireVersion(c, 'DELETE_ALL_INVENTORY', 405);
       authorize(c, `${RULE}:delete`);
       await replaceInventory(c, c.req.param('uuid'), () => ({ kind: 'clear' }), { generation: undefined, records: {} });
       return c.body(null, 204);

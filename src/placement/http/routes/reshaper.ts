@@ -1,5 +1,5 @@
 import { readBody } from '../../../http/validate.js';
-import { atLeast, authorize, requireVersion } from '../middleware.js';
+import { atLeast, authorize } from '../middleware.js';
 import { isoNow } from '../../repo/lookups.js';
 import { reshape, type ProviderInventoryChange } from '../../writes/reshape.js';
 import { toInventoryInputs } from '../../schemas/inventories.js';
@@ -19,7 +19,6 @@ reshaperRoutes.resource('/reshaper', {
     bodyName: 'Reshape',
     responses: { 204: 'Reshaped' },
     handler: async (c) => {
-      requireVersion(c, 'RESHAPER');
       authorize(c, 'placement:reshaper:reshape');
       const body = await readBody(c, reshaperSchema(c.var.mv));
       const inventories: ProviderInventoryChange[] = Object.entries(body.inventories).map(([providerUuid, part]) => ({

@@ -3,7 +3,7 @@
 // Each write is one libSQL round trip (writes/resource-classes.ts).
 import type { AppContext } from '../../../http/env.js';
 import { readJson, validateBody } from '../../../http/validate.js';
-import { atLeast, authorize, newest, requireVersion, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, newest, setCacheHeaders } from '../middleware.js';
 import { presentResourceClass, resourceClassPath } from '../../present/resource-classes.js';
 import {
   createResourceClassBatched,
@@ -32,7 +32,6 @@ resourceClassRoutes.resource('/resource_classes', {
     responseSchema: resourceClassListSchema,
     responseName: 'ResourceClassList',
     handler: async (c) => {
-      requireVersion(c, 'RESOURCE_CLASSES');
       authorize(c, `${RULE}:list`);
       const rows = await listResourceClasses(c.var.deps.store.db);
       setCacheHeaders(c, newest(...rows.flatMap((r) => [r.createdAt, r.updatedAt])));
@@ -47,7 +46,6 @@ resourceClassRoutes.resource('/resource_classes', {
     responses: { 201: 'Created' },
     bodyless: [201],
     handler: async (c) => {
-      requireVersion(c, 'RESOURCE_CLASSES');
       const raw = await readJson(c);
       authorize(c, `${RULE}:create`);
       const { name } = validateBody(resourceClassBodySchema, raw);
@@ -66,7 +64,6 @@ resourceClassRoutes.resource('/resource_classes/:name', {
     responseSchema: resourceClassSchema,
     responseName: 'ResourceClass',
     handler: async (c) => {
-      requireVersion(c, 'RESOURCE_CLASSES');
       authorize(c, `${RULE}:show`);
       const rc = await requireResourceClass(c.var.deps.store.db, c.req.param('name'));
       setCacheHeaders(c, newest(rc.createdAt, rc.updatedAt));
@@ -83,7 +80,6 @@ resourceClassRoutes.resource('/resource_classes/:name', {
     response: (mv) => (mv.atLeast(MV.RC_PUT_CREATES) ? undefined : resourceClassSchema),
     responseName: 'ResourceClass',
     handler: async (c) => {
-      requireVersion(c, 'RESOURCE_CLASSES');
       const { store, clock } = c.var.deps;
       if (atLeast(c, 'RC_PUT_CREATES')) {
         authorize(c, `${RULE}:update`);
@@ -104,7 +100,6 @@ resourceClassRoutes.resource('/resource_classes/:name', {
     since: MV.RESOURCE_CLASSES,
     responses: { 204: 'Deleted' },
     handler: async (c) => {
-      requireVersion(c, 'RESOURCE_CLASSES');
       authorize(c, `${RULE}:delete`);
       await deleteResourceClassBatched(c.var.deps.store, c.req.param('name'));
       return c.body(null, 204);

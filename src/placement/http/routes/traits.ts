@@ -1,7 +1,7 @@
 // /traits, /traits/{name} and /resource_providers/{uuid}/traits (all 1.6+).
 import { conflict, invalid, notFound } from '../../../errors.js';
 import { badQuery, queryParams, readBody } from '../../../http/validate.js';
-import { authorize, newest, requireVersion, setCacheHeaders } from '../middleware.js';
+import { authorize, newest, setCacheHeaders } from '../middleware.js';
 import { isoNow, requireProvider } from '../../repo/lookups.js';
 import { deleteTraitBatched, ensureTraitBatched, replaceProviderTraits } from '../../writes/traits.js';
 import { findTrait, listTraits, providerTraits, type TraitListFilter } from '../../repo/traits.js';
@@ -59,7 +59,6 @@ traitRoutes.resource('/traits', {
     responseSchema: traitListResponseSchema,
     responseName: 'TraitList',
     handler: async (c) => {
-      requireVersion(c, 'TRAITS');
       authorize(c, 'placement:traits:list');
       const rows = await listTraits(c.var.deps.store.db, parseTraitListQuery(queryParams(c)));
       setCacheHeaders(c, newest(...rows.flatMap((r) => [r.createdAt, r.updatedAt])));
@@ -74,7 +73,6 @@ traitRoutes.resource('/traits/:name', {
     since: MV.TRAITS,
     responses: { 204: 'It exists' },
     handler: async (c) => {
-      requireVersion(c, 'TRAITS');
       authorize(c, 'placement:traits:show');
       const name = c.req.param('name');
       const trait = await findTrait(c.var.deps.store.db, name);
@@ -89,7 +87,6 @@ traitRoutes.resource('/traits/:name', {
     responses: { 201: 'Created', 204: 'Already there' },
     bodyless: [201],
     handler: async (c) => {
-      requireVersion(c, 'TRAITS');
       authorize(c, 'placement:traits:update');
       const name = c.req.param('name');
       if (!isValidCustomTrait(name)) {
@@ -109,7 +106,6 @@ traitRoutes.resource('/traits/:name', {
     since: MV.TRAITS,
     responses: { 204: 'Deleted' },
     handler: async (c) => {
-      requireVersion(c, 'TRAITS');
       authorize(c, 'placement:traits:delete');
       const name = c.req.param('name');
       const outcome = await deleteTraitBatched(c.var.deps.store, name, STANDARD.has(name));
@@ -129,7 +125,6 @@ traitRoutes.resource('/resource_providers/:uuid/traits', {
     responseSchema: providerTraitsResponseSchema,
     responseName: 'ProviderTraits',
     handler: async (c) => {
-      requireVersion(c, 'TRAITS');
       authorize(c, 'placement:resource_providers:traits:list');
       const { db } = c.var.deps.store;
       const rp = await requireProvider(db, c.req.param('uuid'));
@@ -147,7 +142,6 @@ traitRoutes.resource('/resource_providers/:uuid/traits', {
     responseSchema: providerTraitsResponseSchema,
     responseName: 'ProviderTraits',
     handler: async (c) => {
-      requireVersion(c, 'TRAITS');
       authorize(c, 'placement:resource_providers:traits:update');
       const body = await readBody(c, putProviderTraitsSchema);
       const { deps } = c.var;
@@ -163,7 +157,6 @@ traitRoutes.resource('/resource_providers/:uuid/traits', {
     since: MV.TRAITS,
     responses: { 204: 'Removed' },
     handler: async (c) => {
-      requireVersion(c, 'TRAITS');
       authorize(c, 'placement:resource_providers:traits:delete');
       await replaceProviderTraits(c.var.deps.store, c.req.param('uuid'), undefined, [], isoNow(c.var.deps.clock));
       return c.body(null, 204);

@@ -1,5 +1,5 @@
 import { queryParams } from '../../../http/validate.js';
-import { atLeast, authorize, requireVersion, setCacheHeaders } from '../middleware.js';
+import { atLeast, authorize, setCacheHeaders } from '../middleware.js';
 import { presentProviderUsages, presentTypedUsages } from '../../present/usages.js';
 import { requireProvider } from '../../repo/lookups.js';
 import { providerUsages, totalUsages, usagesByConsumerType } from '../../repo/usages.js';
@@ -39,7 +39,6 @@ usageRoutes.resource('/usages', {
     response: usagesResponseSchema,
     responseName: 'Usages',
     handler: async (c) => {
-      requireVersion(c, 'USAGES');
       const query = parseUsagesQuery(queryParams(c), c.var.mv);
       // A project reader may see its own project's usage: the target is the queried project.
       authorize(c, 'placement:usages', { project_id: query.projectId });

@@ -4,7 +4,8 @@ import { Hono } from 'hono';
 import { ApiError, webobDetail } from '../../../../src/http/api-error.js';
 import type { AppContext, AppEnv } from '../../../../src/http/env.js';
 import { readBody } from '../../../../src/http/validate.js';
-import { atLeast, authorize, requireVersion, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
+import { atLeast, authorize, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
+import { requireVersion } from './require-version.js';
 import { resource } from '../../../../src/placement/http/profile.js';
 import { pathParam } from './path-param.js';
 import {

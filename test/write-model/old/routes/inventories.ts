@@ -6,7 +6,8 @@ import { Hono } from 'hono';
 import { ApiError, ErrorCode, webobDetail } from '../../../../src/http/api-error.js';
 import type { AppContext, AppEnv } from '../../../../src/http/env.js';
 import { readJson, validateBody } from '../../../../src/http/validate.js';
-import { atLeast, authorize, newest, requireVersion, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
+import { atLeast, authorize, newest, setCacheHeaders } from '../../../../src/placement/http/middleware.js';
+import { requireVersion } from './require-version.js';
 import { resource } from '../../../../src/placement/http/profile.js';
 import { pathParam } from './path-param.js';
 import {
