@@ -5,14 +5,14 @@
 // and 10 warm answers, with the CPU time of every server process apart.
 // Checkouts alternate round by round, so the machine's load hits both alike.
 //   npx tsx bench/cold-probe.ts --scenario nested-200 --rounds 3 ROOT [ROOT ...]
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort } from '../test/helpers/sqld.js';
 import { httpLoad } from './cloud.js';
 import { closeTimedConnections, PlacementClient } from './client.js';
+import { processTree, spawnNodeServer, treeCpuNs } from './processes.js';
 import { SCENARIOS } from './scenarios.js';
 
 const { values: args, positionals: roots } = parseArgs({
@@ -29,37 +29,9 @@ if (!roots.length) roots.push(process.cwd());
 const scenario = SCENARIOS.find((s) => s.name === args.scenario)!;
 const first = scenario.measures.find((m) => m.kind === 'first')!;
 
-function threadsCpuNs(pid: number): number {
-  let total = 0;
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`))
-      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-  } catch {
-    /* gone */
-  }
-  return total;
-}
-
+/** The server processes below `root` (the primary and its workers). */
 function serverPids(root: number): number[] {
-  const all = readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .map((d) => {
-      try {
-        return { pid: Number(d), ppid: Number(readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) };
-      } catch {
-        return { pid: Number(d), ppid: -1 };
-      }
-    });
-  const tree = new Set([root]);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const p of all)
-      if (tree.has(p.ppid) && !tree.has(p.pid)) {
-        tree.add(p.pid);
-        grew = true;
-      }
-  }
-  return [...tree].filter((pid) => {
+  return [...processTree([root])].filter((pid) => {
     try {
       return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('src/entry/node.ts');
     } catch {
@@ -68,7 +40,7 @@ function serverPids(root: number): number[] {
   });
 }
 
-const cpuOf = (pids: number[]) => pids.map(threadsCpuNs);
+const cpuOf = (pids: number[]) => pids.map((pid) => treeCpuNs([pid]) ?? 0);
 const diffMs = (a: number[], b: number[]) => b.map((v, i) => Math.round((v - a[i]!) / 1e4) / 100);
 
 function curl(url: string, version: string): number {
@@ -90,20 +62,7 @@ function curl(url: string, version: string): number {
 async function round(root: string): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'cold-probe-'));
   const db = join(dir, 'p.db');
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      PLACEMENT_DB_URL: `file:${db}`,
-      LOG_LEVEL: 'warn',
-      ...(args.workers ? { PLACEMENT_WORKERS: args.workers } : {}),
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
+  const { child, url } = await spawnNodeServer(db, { cwd: root, ...(args.workers ? { workers: args.workers } : {}) });
   const api = new PlacementClient(url, 'admin', '1.36', 120_000);
   try {
     for (const deadline = Date.now() + 300_000; ; ) {

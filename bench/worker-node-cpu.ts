@@ -1,19 +1,10 @@
-// A warm Worker answer's CPU against a warm Node answer's on the same cloud
-// (issue 32, item 7), measured alternately so a busy machine's load hits
-// both alike: one Node server process (PLACEMENT_WORKERS=1, a database file)
-// and `wrangler dev` (workerd on sqld) per wrangler config given, each holding
-// the scenario's cloud (directLoad), warmed, then rounds of `--per` full
-// answers to each in turn. CPU per answer: the Node process's threads, the
-// workerd process running the Worker (not wrangler dev's proxy); medians.
-//   npx tsx bench/worker-node-cpu.ts [--scenario flat-1000] [--rounds 6] [--per 10] [--configs wrangler.toml,other.toml]
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort } from '../test/helpers/sqld.js';
 import { closeTimedConnections, PlacementClient } from './client.js';
 import { directLoad } from './cloud.js';
+import { spawnNodeServer, treeCpuNs } from './processes.js';
 import { SCENARIOS } from './scenarios.js';
 import { startWorkerMode, type WorkerServer } from './worker-mode.js';
 
@@ -31,13 +22,6 @@ const scenario = SCENARIOS.find((s) => s.name === args.scenario)!;
 const first = scenario.measures.find((m) => m.kind === 'first')!;
 const cloud = scenario.build();
 
-function cpuNsOf(pid: number): number {
-  let total = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`))
-    total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-  return total;
-}
-
 interface Target {
   name: string;
   url: string;
@@ -53,19 +37,7 @@ async function startNode(): Promise<Target> {
   const store = await openStore(loadConfig({ PLACEMENT_DB_URL: `file:${db}` }));
   await directLoad(store.client, cloud);
   store.close();
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      PLACEMENT_DB_URL: `file:${db}`,
-      LOG_LEVEL: 'warn',
-      PLACEMENT_WORKERS: '1',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
+  const { child, url } = await spawnNodeServer(db, { workers: '1' });
   for (const deadline = Date.now() + 120_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 200))) {
     try {
       if ((await fetch(`${url}/readyz`)).status === 200) break;
@@ -76,7 +48,7 @@ async function startNode(): Promise<Target> {
   return {
     name: 'Node',
     url,
-    cpuNs: () => cpuNsOf(child.pid!),
+    cpuNs: () => treeCpuNs([child.pid!]),
     stop: async () => {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));

@@ -4,29 +4,13 @@
 // every kind of value and argument; a failing statement gives the client's
 // error with its index; a server without the v3 pipeline is read through the
 // client. Writes stay with the client.
-import { createClient, type Client, type InStatement, LibsqlBatchError, type ResultSet } from '@libsql/client';
+import { createClient, type Client, type InStatement, LibsqlBatchError } from '@libsql/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchConnection } from '../../src/db/client.js';
 import { hranaReads, pipelineUrl } from '../../src/db/hrana-reads.js';
 import { describeWithPart } from '../helpers/parts.js';
+import { observable } from '../helpers/result-sets.js';
 import { SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
-
-/** What a caller can observe of a result set: its rows by name, by index, enumerated, and its counters. */
-function observable(rs: ResultSet) {
-  return {
-    columns: rs.columns,
-    columnTypes: rs.columnTypes,
-    rowsAffected: rs.rowsAffected,
-    lastInsertRowid: rs.lastInsertRowid,
-    rows: rs.rows.map((row) => ({
-      keys: Object.keys(row),
-      byName: Object.fromEntries(rs.columns.map((c) => [c, row[c]])),
-      byIndex: Array.from({ length: row.length }, (_, i) => row[i]),
-      json: JSON.stringify(row),
-    })),
-    json: JSON.stringify(rs),
-  };
-}
 
 describeWithPart(SQLD_MISSING, 'read batches over the hrana v3 pipeline', () => {
   let sqld: SqldServer;
