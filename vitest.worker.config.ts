@@ -26,6 +26,8 @@ export default defineConfig({
   test: {
     include: ['test/worker/**/*.test.ts'],
     globalSetup: ['test/worker/global-setup.ts', 'test/worker/fake-nova-setup.ts', 'test/worker/fake-keystone-setup.ts'],
+    // A rejection or error nobody handled fails the test it happened in.
+    setupFiles: ['test/worker/no-unhandled.ts'],
     // The suite runs beside the Node suite's files: an isolate's first request (migrations,
     // the cloud read) took over 10 s at load 15. The timeouts catch hangs, not slowness.
     testTimeout: 60_000,

@@ -7,6 +7,9 @@
 //    same consumer Node's in-process queue calls. The dead-letter queue only
 //    logs: the outbox row stays the record and the cron drain re-sends it.
 //  - scheduled (cron): binding-timeout sweep + outbox drain (jobs/sweeps.ts).
+// No handler leaves a failure to the runtime (an "Uncaught" line in the
+// Worker's logs): a start that fails, a sweep that fails and a job that fails
+// are each logged once in the service's log format.
 //
 // Workers types come from the module form of @cloudflare/workers-types (no
 // globals, so they do not clash with Node's in the shared tsconfig). workerd
@@ -32,7 +35,7 @@ import { STATUS_TITLES } from '../http/api-error.js';
 import { consume } from '../jobs/consume.js';
 import type { JobMessage } from '../jobs/messages.js';
 import { cloudflareQueue, type QueueProducer } from '../jobs/queue.js';
-import { runSweeps } from '../jobs/sweeps.js';
+import { runSweepsLogged } from '../jobs/sweeps.js';
 import { configSummary } from '../observability/config-summary.js';
 import { isolateMetrics } from '../observability/source.js';
 import { prepareDatabase } from './prepare-database.js';
@@ -155,6 +158,23 @@ function booted(env: WorkerEnv): Promise<Booted> {
   return ready;
 }
 
+/**
+ * The isolate's app, or null when it could not start: the reason is logged as
+ * an error, in the service's log format (without the logger: the bindings may
+ * be what failed), and no handler throws it to the runtime.
+ */
+async function bootedOrLogged(env: WorkerEnv): Promise<Booted | null> {
+  try {
+    return await booted(env);
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    console.error(
+      JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'placement-edge worker failed to start', err: reason }),
+    );
+    return null;
+  }
+}
+
 /** A boot failure (bad bindings, libSQL unreachable) in the API's error envelope; the reason stays in the log. */
 export function bootFailure(): Response {
   const status = 503;
@@ -177,25 +197,19 @@ const asWorkerResponse = (response: Response): WorkerResponse => response as unk
 
 export default {
   async fetch(request, env, ctx) {
-    let app: App;
-    let deps: Deps;
-    try {
-      ({ app, deps } = await booted(env));
-    } catch (err) {
-      // The bindings may be what failed: log as consoleLogger does, without it.
-      const reason = err instanceof Error ? err.message : String(err);
-      console.error(
-        JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'placement-edge worker failed to start', err: reason }),
-      );
-      return asWorkerResponse(bootFailure());
-    }
+    const started = await bootedOrLogged(env);
+    if (!started) return asWorkerResponse(bootFailure());
+    const { app, deps } = started;
     const response = await app.fetch(asFetchRequest(request), env, ctx);
     warmUpOnce(deps, ctx);
     return asWorkerResponse(response);
   },
 
   async queue(batch: MessageBatch<JobMessage>, env) {
-    const { deps } = await booted(env);
+    const started = await bootedOrLogged(env);
+    // The queue delivers the batch again later.
+    if (!started) return batch.retryAll();
+    const { deps } = started;
     if (batch.queue.endsWith('-dlq')) {
       for (const msg of batch.messages) {
         deps.log.error('job reached the dead-letter queue; the outbox drain keeps retrying it', { body: JSON.stringify(msg.body) });
@@ -217,7 +231,8 @@ export default {
   },
 
   async scheduled(_controller, env, ctx: ExecutionContext) {
-    const { deps } = await booted(env);
-    ctx.waitUntil(runSweeps(deps));
+    // A failure is logged; the next trigger tries again.
+    const started = await bootedOrLogged(env);
+    if (started) ctx.waitUntil(runSweepsLogged(started.deps));
   },
 } satisfies ExportedHandler<WorkerEnv, JobMessage>;

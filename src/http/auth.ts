@@ -11,7 +11,9 @@
 // A service token (X-Service-Token, as keystonemiddleware reads it) rides
 // beside the user's token: its roles become credentials.serviceRoles. In
 // token mode it is any configured token (its roles); in noauth2 its roles are
-// X-Service-Roles, the header keystonemiddleware sets for a valid one.
+// X-Service-Roles, the header keystonemiddleware sets for a valid one. In
+// keystone mode, beside a valid service token with the service role, an
+// expired (not revoked) user token still authenticates (allow_expired).
 import { createMiddleware } from 'hono/factory';
 import { z } from 'zod';
 import { ApiError, webobDetail } from './api-error.js';
@@ -110,9 +112,13 @@ async function keystoneCredentials(headers: Headers, keystone: KeystoneTokenVali
     serviceToken === null ? undefined : keystone.validate(serviceToken),
   ]);
   // As keystonemiddleware: a service token that does not authenticate fails the request.
-  if (!user.valid || service?.valid === false) return null;
-  const { identity } = user;
+  if (service?.valid === false) return null;
   const serviceRoles = service?.valid && service.identity.roles.some((r) => r.toLowerCase() === SERVICE_ROLE) ? service.identity.roles : [];
+  // keystonemiddleware's allow_expired: beside a service token with the service role, a user token that
+  // has expired still authenticates (Nova finishing a long operation a user started), not a revoked one.
+  const checked = !user.valid && serviceRoles.length > 0 ? await keystone.validate(token, { allowExpired: true }) : user;
+  if (!checked.valid) return null;
+  const { identity } = checked;
   return {
     userId: identity.userId,
     projectId: identity.projectId,

@@ -1,11 +1,10 @@
 // Node mode: the in-process queue (built with the Deps by buildNodeDeps)
 // starts consuming with consume(), plus a timer that runs the sweeps. Returns a
 // stop function (tests and shutdown use it).
-import { isStorageFull } from '../db/storage-full.js';
 import type { Deps } from '../deps.js';
 import { consume } from './consume.js';
 import { InProcessQueue } from './queue.js';
-import { runSweeps } from './sweeps.js';
+import { runSweepsLogged } from './sweeps.js';
 
 export interface NodeJobs {
   queue: InProcessQueue;
@@ -22,12 +21,9 @@ export function startNodeJobs(deps: Deps, opts: { intervalMs?: number; timers?: 
     timer = setInterval(() => {
       if (busy) return;
       busy = true;
-      runSweeps(deps)
-        // A full disk is logged once per episode by the store, not at every sweep.
-        .catch((err: unknown) => isStorageFull(err) || deps.log.error('sweep failed', { err: String(err) }))
-        .finally(() => {
-          busy = false;
-        });
+      void runSweepsLogged(deps).finally(() => {
+        busy = false;
+      });
     }, opts.intervalMs ?? deps.config.JOBS_SWEEP_INTERVAL_MS);
     timer.unref?.();
   }

@@ -3,6 +3,7 @@
 // past ARQ_BINDING_TIMEOUT), then re-sending due outbox rows to the queue and
 // purging old delivered rows. Each step reads first and takes the write lock
 // only when it has work.
+import { isStorageFull } from '../db/storage-full.js';
 import type { Deps } from '../deps.js';
 import { dueOutbox, hasDoneOutboxBefore, messageFor, purgeDoneOutbox } from './outbox.js';
 
@@ -25,4 +26,18 @@ export async function runSweeps(deps: Deps): Promise<void> {
   for (const sweep of deps.jobHandlers.sweeps) await sweep(deps);
   await drainOutbox(deps);
   await purgeDelivered(deps);
+}
+
+/**
+ * runSweeps for a timer (Node) or a cron trigger (Worker): a failure is logged
+ * as an error and the next run tries again; never thrown, so nothing is left
+ * rejected in the background. A full disk is logged once per episode by the
+ * store, not at every sweep.
+ */
+export async function runSweepsLogged(deps: Deps): Promise<void> {
+  try {
+    await runSweeps(deps);
+  } catch (err) {
+    if (!isStorageFull(err)) deps.log.error('sweep failed', { err: String(err) });
+  }
 }

@@ -15,6 +15,9 @@ export interface KeystoneUser {
 /** The service's own user: `placement` in project `service`. */
 export const SERVICE_USER: KeystoneUser = { username: 'placement', password: 'placement-pw', project: 'service' };
 
+/** A project's user in the real-Keystone tests: `alice`, a member and reader of project `tenant-a`. */
+export const PROJECT_USER: KeystoneUser = { username: 'alice', password: 'alice-pw', project: 'tenant-a' };
+
 /** `user`'s password credentials, user and project in the Default domain (`password` instead of its own: a refused sign-in). */
 export function passwordCredentials(user: KeystoneUser = SERVICE_USER, password = user.password): PasswordCredentials {
   return { username: user.username, password, projectName: user.project, userDomainName: 'Default', projectDomainName: 'Default' };

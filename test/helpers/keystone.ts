@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { KeystoneUser } from './keystone-credentials.js';
 
 const run = promisify(execFile);
 
@@ -66,6 +67,13 @@ export interface Keystone {
   adminToken(): Promise<string>;
   /** A JSON call to the identity API as the bootstrap admin. */
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
+  /** A JSON call to the identity API as the bootstrap admin that must succeed (status < 300); its body ({} for 204). */
+  json<T>(method: string, path: string, body?: unknown): Promise<T>;
+  /**
+   * `user` (keystone-credentials.ts: name, password, project) made, holding `roles` on its project,
+   * in the Default domain; the project and any role Keystone lacks (such as `service`) are made when missing.
+   */
+  projectUser(user: KeystoneUser, roles: string[]): Promise<{ projectId: string; userId: string }>;
   /** The end of uwsgi's output (its request log and errors), for a failing test's message. */
   serverLog(): string;
   /** Stops uwsgi (the test of Keystone going down mid-run); the files stay until close(). */
@@ -216,18 +224,41 @@ export async function startKeystone(options: KeystoneOptions = {}): Promise<Keys
     if (!admin || Date.now() - admin.at > adminLifeMs) admin = { at: Date.now(), token: await token('admin', ADMIN_PASSWORD, 'admin') };
     return admin.token;
   };
+  const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${url}${path}`, {
+      method,
+      headers: { 'x-auth-token': await adminToken(), 'content-type': 'application/json', ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  const json = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await api(method, path, body);
+    if (res.status >= 300) throw new Error(`Keystone ${method} ${path}: ${res.status} ${await res.text()}`);
+    return (res.status === 204 ? {} : await res.json()) as T;
+  };
+  const projectUser = async ({ username, password, project }: KeystoneUser, roles: string[]) => {
+    const found = await json<{ projects: { id: string }[] }>('GET', `/projects?name=${encodeURIComponent(project)}&domain_id=default`);
+    const projectId =
+      found.projects[0]?.id ??
+      (await json<{ project: { id: string } }>('POST', '/projects', { project: { name: project, domain_id: 'default' } })).project.id;
+    const userId = (await json<{ user: { id: string } }>('POST', '/users', { user: { name: username, domain_id: 'default', password } }))
+      .user.id;
+    const known = (await json<{ roles: { id: string; name: string }[] }>('GET', '/roles')).roles;
+    for (const role of roles) {
+      const roleId =
+        known.find((r) => r.name === role)?.id ??
+        (await json<{ role: { id: string } }>('POST', '/roles', { role: { name: role } })).role.id;
+      await json('PUT', `/projects/${projectId}/users/${userId}/roles/${roleId}`);
+    }
+    return { projectId, userId };
+  };
   return {
     url,
     dir,
     token,
     adminToken,
-    async api(method, path, body, headers = {}) {
-      return fetch(`${url}${path}`, {
-        method,
-        headers: { 'x-auth-token': await adminToken(), 'content-type': 'application/json', ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    },
+    api,
+    json,
+    projectUser,
     serverLog: () => output,
     stop,
     async close() {

@@ -3,7 +3,8 @@
 // both by an explicit drain and by Node's sweep timer.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startNodeJobs } from '../../src/jobs/node-runner.js';
-import { drainOutbox } from '../../src/jobs/sweeps.js';
+import { JobRegistry } from '../../src/jobs/registry.js';
+import { drainOutbox, runSweepsLogged } from '../../src/jobs/sweeps.js';
 import { bindBody, fpgaProfile, makeCyborgApp, seedHost, type CyborgTestApp } from '../cyborg/helpers.js';
 
 describe('outbox recovery', () => {
@@ -59,5 +60,33 @@ describe('outbox recovery', () => {
     } finally {
       timed.stop();
     }
+  });
+
+  it('a sweep that fails is logged once as an error, and the next run tries again (Node timer, Worker cron)', async () => {
+    const errors: { msg: string; extra?: Record<string, unknown> }[] = [];
+    let failing = true;
+    const deps = {
+      ...t.deps,
+      log: { ...t.deps.log, error: (msg: string, extra?: Record<string, unknown>) => errors.push({ msg, extra }) },
+      jobHandlers: new JobRegistry([
+        {
+          handlers: {},
+          sweeps: [
+            async () => {
+              if (failing) throw new Error('the database went away');
+              return 0;
+            },
+          ],
+        },
+      ]),
+    };
+    await expect(runSweepsLogged(deps)).resolves.toBeUndefined();
+    expect(errors).toEqual([{ msg: 'sweep failed', extra: { err: 'Error: the database went away' } }]);
+    failing = false;
+    const uuid = await bindWithLostSend();
+    await runSweepsLogged(deps);
+    await t.jobs.queue.idle();
+    expect(delivered).toEqual([uuid]);
+    expect(errors).toHaveLength(1);
   });
 });

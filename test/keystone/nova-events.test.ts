@@ -111,12 +111,6 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
   let dead: string;
   const servers: ServerProcess[] = [];
 
-  const keystoneJson = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await ks.api(method, path, body);
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-    return (res.status === 204 ? {} : await res.json()) as T;
-  };
-
   beforeAll(async () => {
     // A missing part fails the run, naming the Debian package (never a skip).
     if (missing) throw new Error(`test/keystone/nova-events.test.ts needs a real Keystone: ${missing}`);
@@ -126,30 +120,17 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
     // Where nothing listens: an endpoint the service must not pick.
     dead = `http://127.0.0.1:${await freePort()}/v2.1`;
 
-    const roles = (await keystoneJson<{ roles: { id: string; name: string }[] }>('GET', '/roles')).roles;
-    const service =
-      roles.find((r) => r.name === 'service')?.id ??
-      (await keystoneJson<{ role: { id: string } }>('POST', '/roles', { role: { name: 'service' } })).role.id;
-    const project = (
-      await keystoneJson<{ project: { id: string } }>('POST', '/projects', {
-        project: { name: SERVICE_USER.project, domain_id: 'default' },
-      })
-    ).project.id;
-    for (const { username: name, password } of [SERVICE_USER, NOVA_USER]) {
-      const user = (await keystoneJson<{ user: { id: string } }>('POST', '/users', { user: { name, domain_id: 'default', password } })).user
-        .id;
-      await keystoneJson('PUT', `/projects/${project}/users/${user}/roles/${service}`);
-    }
+    for (const user of [SERVICE_USER, NOVA_USER]) await ks.projectUser(user, ['service']);
     // Nova in the catalog: RegionOne internal is the stand-in; RegionOne public and RegionTwo internal lead nowhere.
-    await keystoneJson('POST', '/regions', { region: { id: 'RegionTwo' } });
-    const compute = (await keystoneJson<{ service: { id: string } }>('POST', '/services', { service: { name: 'nova', type: 'compute' } }))
+    await ks.json('POST', '/regions', { region: { id: 'RegionTwo' } });
+    const compute = (await ks.json<{ service: { id: string } }>('POST', '/services', { service: { name: 'nova', type: 'compute' } }))
       .service.id;
     for (const [iface, region, url] of [
       ['public', 'RegionOne', dead],
       ['internal', 'RegionTwo', dead],
       ['internal', 'RegionOne', nova.url],
     ] as const) {
-      await keystoneJson('POST', '/endpoints', { endpoint: { service_id: compute, interface: iface, region_id: region, url } });
+      await ks.json('POST', '/endpoints', { endpoint: { service_id: compute, interface: iface, region_id: region, url } });
     }
   }, 600_000);
 

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { main as agentMain } from '../../agent/src/main.js';
 import { fpgaHostReport } from '../cyborg/helpers.js';
 import { ADMIN_PASSWORD, adminCliEnv, freePort, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
+import { PROJECT_USER } from '../helpers/keystone-credentials.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { envLines, readmeBlock, substitute } from './readme-blocks.js';
@@ -70,23 +71,6 @@ describeWithPart(missing, 'placement-edge behind a real Keystone', () => {
 
   const adminEnv = () => adminCliEnv(ks.url);
 
-  const keystoneJson = async (method: string, path: string, body?: unknown) => {
-    const res = await ks.api(method, path, body);
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-    return res.status === 204 ? {} : ((await res.json()) as Record<string, { id: string }>);
-  };
-
-  /** A project with a user holding `roles` on it. */
-  async function projectUser(project: string, user: string, roles: string[]) {
-    ids[project] = (await keystoneJson('POST', '/projects', { project: { name: project, domain_id: 'default' } })).project!.id;
-    ids[user] = (await keystoneJson('POST', '/users', { user: { name: user, domain_id: 'default', password: `${user}-pw` } })).user!.id;
-    const all = (await keystoneJson('GET', '/roles')) as unknown as { roles: { id: string; name: string }[] };
-    for (const role of roles) {
-      const id = all.roles.find((r) => r.name === role)!.id;
-      await keystoneJson('PUT', `/projects/${ids[project]}/users/${ids[user]}/roles/${id}`);
-    }
-  }
-
   const call = (path: string, token?: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
     fetch(`${placementUrl}${path}`, {
       method: init.method ?? 'GET',
@@ -104,7 +88,7 @@ describeWithPart(missing, 'placement-edge behind a real Keystone', () => {
   let revocation: Promise<{ token: string; at: number }> | undefined;
   const revokedToken = () =>
     (revocation ??= (async () => {
-      const token = await ks.token('alice', 'alice-pw', 'tenant-a');
+      const token = await ks.token(PROJECT_USER.username, PROJECT_USER.password, PROJECT_USER.project);
       expect((await call(`/usages?project_id=${ids['tenant-a']}`, token)).status).toBe(200);
       const revoked = await ks.api('DELETE', '/auth/tokens', undefined, { 'x-subject-token': token });
       expect(revoked.status).toBe(204);
@@ -137,7 +121,9 @@ describeWithPart(missing, 'placement-edge behind a real Keystone', () => {
     await openstackSession(commands, adminEnv());
     step('catalog registered');
     // alice: a member and reader of tenant-a (one project and user: Keystone is slow on a loaded machine).
-    await projectUser('tenant-a', 'alice', ['member', 'reader']);
+    const alice = await ks.projectUser(PROJECT_USER, ['member', 'reader']);
+    ids['tenant-a'] = alice.projectId;
+    ids.alice = alice.userId;
     ids['tenant-b'] = crypto.randomUUID().replaceAll('-', '');
     step('test users created');
 
@@ -163,10 +149,8 @@ describeWithPart(missing, 'placement-edge behind a real Keystone', () => {
   });
 
   it('registers both services and their endpoints in the catalog with the README commands', { timeout: 120_000 }, async () => {
-    const services = (await keystoneJson('GET', '/services')) as unknown as { services: { id: string; type: string }[] };
-    const endpoints = (await keystoneJson('GET', '/endpoints')) as unknown as {
-      endpoints: { service_id: string; interface: string; url: string }[];
-    };
+    const services = await ks.json<{ services: { id: string; type: string }[] }>('GET', '/services');
+    const endpoints = await ks.json<{ endpoints: { service_id: string; interface: string; url: string }[] }>('GET', '/endpoints');
     const urlsOf = (type: string) => {
       const service = services.services.find((s) => s.type === type)!;
       return endpoints.endpoints.filter((e) => e.service_id === service.id).map((e) => `${e.interface} ${e.url}`);
@@ -372,7 +356,7 @@ describeWithPart(missing, 'placement-edge behind a real Keystone', () => {
   }, 300_000);
 
   it("a project reader reads its own project's usages and is refused another's (secure RBAC)", { timeout: 120_000 }, async () => {
-    const reader = await ks.token('alice', 'alice-pw', 'tenant-a');
+    const reader = await ks.token(PROJECT_USER.username, PROJECT_USER.password, PROJECT_USER.project);
     const own = await call(`/usages?project_id=${ids['tenant-a']}`, reader);
     expect(own.status).toBe(200);
     expect(await own.json()).toHaveProperty('usages');
@@ -420,7 +404,7 @@ describeWithPart(missing, 'placement-edge behind a real Keystone', () => {
 
   // Last: Keystone does not come back.
   it('keeps serving cached tokens when Keystone stops, and answers 503 for new ones', async () => {
-    const cached = await ks.token('alice', 'alice-pw', 'tenant-a');
+    const cached = await ks.token(PROJECT_USER.username, PROJECT_USER.password, PROJECT_USER.project);
     const fresh = await ks.token('nova', values.NOVA_PASS!, 'service');
     const usages = `/usages?project_id=${ids['tenant-a']}`;
     expect((await call(usages, cached)).status).toBe(200);

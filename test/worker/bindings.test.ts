@@ -53,4 +53,32 @@ describe('Worker bindings', () => {
       /^PLACEMENT_DB_URL: no libSQL server answers at http:\/\/127\.0\.0\.1:9 .*Fix: .*reachable from Cloudflare, over https on port 443$/,
     );
   });
+
+  it('a cron trigger or a queue batch that finds the Worker unable to start: logged once each, nothing thrown to the runtime', async () => {
+    const logged: string[] = [];
+    const spy = vi.spyOn(console, 'error').mockImplementation((line: string) => logged.push(line));
+    const retried: string[] = [];
+    try {
+      const env = { PLACEMENT_DB_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'silent' };
+      const waited: Promise<unknown>[] = [];
+      const ctx = { waitUntil: (p: Promise<unknown>) => waited.push(p), passThroughOnException: () => {}, props: {} };
+      const handlers = worker as unknown as {
+        scheduled(controller: unknown, env: unknown, ctx: unknown): Promise<void>;
+        queue(batch: unknown, env: unknown, ctx: unknown): Promise<void>;
+      };
+      await handlers.scheduled({ cron: '* * * * *', scheduledTime: Date.now(), noRetry() {} }, env, ctx);
+      const batch = { queue: 'placement-edge-jobs', messages: [], retryAll: () => retried.push('all'), ackAll() {} };
+      await handlers.queue(batch, env, ctx);
+      await Promise.all(waited);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(retried).toEqual(['all']);
+    const failures = logged.map((l) => JSON.parse(l) as { level: string; msg: string; err: string });
+    expect(failures.map((f) => [f.level, f.msg])).toEqual([
+      ['error', 'placement-edge worker failed to start'],
+      ['error', 'placement-edge worker failed to start'],
+    ]);
+    expect(failures[0]!.err).toMatch(/^PLACEMENT_DB_URL: no libSQL server answers at http:\/\/127\.0\.0\.1:9 /);
+  });
 });

@@ -1,9 +1,10 @@
 // Keystone auth inside workerd: the Worker's own boot pieces (bindings ->
 // config, libSQL over HTTP, makeDeps) with PLACEMENT_AUTH_STRATEGY=keystone,
 // validating over workerd's fetch against the fake Keystone of
-// fake-keystone-setup.ts (no real Keystone runs in workerd; the real one is
-// tested in Node mode, test/keystone/openstack-cloud.test.ts). Counts the
-// round trips: one for a new token, none for a cached one.
+// fake-keystone-setup.ts, for what the real one cannot show cheaply: it
+// counts the round trips (one for a new token, none for a cached one) and
+// goes down on demand. workerd against the real Keystone is
+// test/wrangler-dev/keystone.test.ts (`wrangler dev`).
 import { createClient } from '@libsql/client/web';
 import { describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../src/app.js';

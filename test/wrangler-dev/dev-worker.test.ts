@@ -8,60 +8,13 @@
 // operation called within global scope", and the Worker test pool never
 // noticed): its debug line must appear, and a hook that throws logs an ERROR.
 // The database is kept between runs, and --fresh starts an empty one.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
+import { startDevWorker } from '../helpers/dev-worker.js';
 import { describeWithPart, missingUnless } from '../helpers/parts.js';
 import { freePort, SQLD_BIN } from '../helpers/sqld.js';
-
-const ROOT = join(import.meta.dirname, '..', '..');
-
-/** wrangler colours its labels; the test reads what a terminal would show. */
-const plain = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '');
-
-interface DevWorker {
-  url: string;
-  stdout(): string;
-  stderr(): string;
-  stop(): Promise<void>;
-}
-
-async function startDevWorker(data: string, args: string[] = []): Promise<DevWorker> {
-  const port = await freePort();
-  const child: ChildProcess = spawn('bash', ['scripts/dev-worker.sh', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: String(port), PLACEMENT_DEV_WORKER_DATA: data, CI: '1', NO_COLOR: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let out = '';
-  let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGTERM');
-    await exited;
-  };
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`dev:worker exited (${child.exitCode}):\n${plain(out)}\n${plain(err)}`);
-    try {
-      if ((await fetch(`${url}/`)).ok) break;
-    } catch {
-      /* not up yet */
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`dev:worker did not answer at ${url}:\n${plain(out)}\n${plain(err)}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return { url, stdout: () => plain(out), stderr: () => plain(err), stop };
-}
 
 const headers = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39', 'content-type': 'application/json' };
 const PROVIDER = '2c0f9e2e-8a5b-4a4e-9a55-3f1c6b1d0e11';
@@ -123,5 +76,33 @@ describeWithPart(
         await fresh.stop();
       }
     }, 200_000);
+
+    it('a read replica that refuses connections: the primary answers, one warning in the log format, no uncaught exception', async () => {
+      // Nothing listens there. workerd run with --verbose (the Worker test pool) prints
+      // "uncaught exception; source = Uncaught (in promise) ... Network connection lost"
+      // for any refused fetch, handled or not; wrangler dev shows a user only the Worker's own lines.
+      const replica = `http://127.0.0.1:${await freePort()}`;
+      const dev = await startDevWorker(join(data, 'db'), ['--var', `PLACEMENT_DB_READ_URL:${replica}`]);
+      try {
+        for (let i = 0; i < 3; i += 1) {
+          const res = await fetch(`${dev.url}/allocation_candidates?resources=VCPU:1`, { headers });
+          await res.arrayBuffer();
+          expect(res.status).toBe(200);
+        }
+        for (let i = 0; i < 40 && !dev.stdout().includes('"path":"/allocation_candidates"'); i++)
+          await new Promise((r) => setTimeout(r, 100));
+      } finally {
+        await dev.stop();
+      }
+      const shown = `${dev.stdout()}\n${dev.stderr()}`;
+      expect(shown).not.toMatch(/uncaught exception|Uncaught \(in promise\)|Connection refused/i);
+      expect(errorLines(shown)).toEqual([]);
+      // The failure is the service's one warning, in its own log format, naming the error.
+      const lines = shown.split('\n');
+      const warnings = lines.filter((line) => line.includes('"msg":"read replica failed: reading from the primary"'));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/"level":"warn".*"err":"Error: Network connection lost\."/);
+      expect(lines.filter((line) => line.includes('Network connection lost'))).toEqual(warnings);
+    }, 150_000);
   },
 );

@@ -181,9 +181,12 @@ export class KeystoneClient {
    * Validates `subject` with the service's own token (GET /v3/auth/tokens, no
    * catalog). Unknown, expired and revoked tokens are `{valid: false}`; a
    * refused service token throws ServiceTokenRefused so the caller renews it.
+   * With `allowExpired` (keystonemiddleware's, beside a service token with the
+   * service role) Keystone also answers a token that has expired, within its
+   * `[token] allow_expired_window`: the identity then has `expiresAt` in the past.
    */
-  async validate(serviceToken: string, subject: string): Promise<Validation> {
-    const res = await this.call('/auth/tokens?nocatalog', {
+  async validate(serviceToken: string, subject: string, allowExpired = false): Promise<Validation> {
+    const res = await this.call(`/auth/tokens?nocatalog${allowExpired ? '&allow_expired=1' : ''}`, {
       method: 'GET',
       headers: { 'x-auth-token': serviceToken, 'x-subject-token': subject, accept: 'application/json' },
     });

@@ -107,27 +107,34 @@ export class KeystoneTokenValidator {
     return this.cache.size;
   }
 
-  /** The verdict on `token`; throws KeystoneUnavailable when Keystone cannot say and nothing is remembered. */
-  async validate(token: string): Promise<Verdict> {
+  /**
+   * The verdict on `token`; throws KeystoneUnavailable when Keystone cannot say and nothing is remembered.
+   * With `allowExpired` (a user token beside a service token with the service role, as keystonemiddleware
+   * does) a token that has expired is still valid: Keystone is asked with allow_expired, past a remembered
+   * refusal, and such a verdict is not remembered (the cache keeps no token past its expiry).
+   */
+  async validate(token: string, options: { allowExpired?: boolean } = {}): Promise<Verdict> {
+    const allowExpired = options.allowExpired === true;
     const digest = await tokenDigest(token);
     const known = this.cache.get(digest);
-    if (known) return known;
-    let asking = this.inFlight.get(digest);
+    if (known && (known.valid || !allowExpired)) return known;
+    const key = allowExpired ? `${digest} allow_expired` : digest;
+    let asking = this.inFlight.get(key);
     if (!asking) {
-      asking = this.ask(token)
+      asking = this.ask(token, allowExpired)
         .then((verdict) => {
           this.cache.set(digest, verdict);
           return verdict;
         })
-        .finally(() => this.inFlight.delete(digest));
-      this.inFlight.set(digest, asking);
+        .finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, asking);
     }
     return asking;
   }
 
-  private async ask(token: string): Promise<Verdict> {
+  private async ask(token: string, allowExpired: boolean): Promise<Verdict> {
     try {
-      const verdict = await this.askKeystone(token);
+      const verdict = await this.askKeystone(token, allowExpired);
       this.problem = undefined;
       return verdict;
     } catch (err) {
@@ -136,19 +143,19 @@ export class KeystoneTokenValidator {
     }
   }
 
-  private async askKeystone(token: string): Promise<Verdict> {
+  private async askKeystone(token: string, allowExpired: boolean): Promise<Verdict> {
     try {
       let service = await this.serviceToken.token();
       let verdict: Verdict;
       try {
-        verdict = await this.client.validate(service.token, token);
+        verdict = await this.client.validate(service.token, token, allowExpired);
       } catch (err) {
         if (!(err instanceof ServiceTokenRefused)) throw err;
         // Our own token was revoked or expired early: one fresh one, one more try.
         service = await this.serviceToken.renewAfterRefusal(service.token);
-        verdict = await this.client.validate(service.token, token);
+        verdict = await this.client.validate(service.token, token, allowExpired);
       }
-      if (verdict.valid && verdict.identity.expiresAt <= this.now()) return { valid: false };
+      if (!allowExpired && verdict.valid && verdict.identity.expiresAt <= this.now()) return { valid: false };
       return verdict;
     } catch (err) {
       if (err instanceof KeystoneCredentialsRefused) throw new KeystoneUnavailable(err.message, { cause: err });
