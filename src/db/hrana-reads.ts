@@ -58,7 +58,8 @@ export function pipelineUrl(url: string): string | null {
   const tls = parsed.searchParams.get('tls');
   const scheme = { 'libsql:': tls === '0' ? 'http:' : 'https:', 'https:': 'https:', 'http:': 'http:' }[parsed.protocol];
   if (!scheme || parsed.username || parsed.password) return null;
-  // Other query parameters (authToken, tls) are the client's options, not the server's.
+  // The query holds the client's options, not the server's: only those this reader honours too.
+  for (const key of parsed.searchParams.keys()) if (key !== 'tls' && key !== 'authToken') return null;
   const path = parsed.pathname.endsWith('/') ? parsed.pathname : `${parsed.pathname}/`;
   return `${scheme}//${parsed.host}${path}v3/pipeline`;
 }
@@ -75,7 +76,9 @@ export function hranaReads(
 ): BatchConnection {
   let endpoint = pipelineUrl(url);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (authToken) headers.authorization = `Bearer ${authToken}`;
+  // As the client: the token given, else the URL's authToken.
+  const token = authToken || (endpoint ? new URL(url).searchParams.get('authToken') : null);
+  if (token) headers.authorization = `Bearer ${token}`;
 
   const readBatch = async (statements: InStatement[]): Promise<ResultSet[]> => {
     if (endpoint === null) return client.batch(statements, 'read');

@@ -89,5 +89,37 @@ describe('the pipeline URL of a libSQL server URL', () => {
     expect(pipelineUrl('libsql://db-org.turso.io?authToken=x')).toBe('https://db-org.turso.io/v3/pipeline');
     expect(pipelineUrl('libsql://127.0.0.1:8080?tls=0')).toBe('http://127.0.0.1:8080/v3/pipeline');
     expect(pipelineUrl('wss://db-org.turso.io')).toBeNull();
+    // A client option this reader does not honour: the client reads.
+    expect(pipelineUrl('libsql://db-org.turso.io?intMode=bigint')).toBeNull();
+  });
+
+  it("sends the token given, else the URL's authToken, as the client does", async () => {
+    const sent: (string | null)[] = [];
+    const answer = () =>
+      new Response(
+        JSON.stringify({
+          results: [
+            {
+              type: 'ok',
+              response: {
+                type: 'batch',
+                result: {
+                  step_results: [{}, { cols: [], rows: [], affected_row_count: 0 }, {}, null],
+                  step_errors: [null, null, null, null],
+                },
+              },
+            },
+          ],
+        }),
+      );
+    const recording: typeof fetch = async (_input, init) => {
+      sent.push(new Headers(init?.headers).get('authorization'));
+      return answer();
+    };
+    const unused = {} as Client;
+    await hranaReads(unused, 'libsql://db.example?authToken=from-url', undefined, recording).readBatch(['SELECT 1']);
+    await hranaReads(unused, 'libsql://db.example?authToken=from-url', 'given', recording).readBatch(['SELECT 1']);
+    await hranaReads(unused, 'http://127.0.0.1:1', undefined, recording).readBatch(['SELECT 1']);
+    expect(sent).toEqual(['Bearer from-url', 'Bearer given', null]);
   });
 });
