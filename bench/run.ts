@@ -8,7 +8,7 @@
 // --compare, for another Placement-compatible service, side by side.
 // Method and sources: bench/README.md.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,8 +16,8 @@ import { directLoad, httpLoad, httpUnload, type Cloud } from './cloud.js';
 import { closeTimedConnections, PlacementClient, pool, TimeoutError } from './client.js';
 import { QUICK, SCENARIOS, type Measure, type Scenario } from './scenarios.js';
 import { CLAIM_CONSUMER_TYPE, CLAIM_VERSION } from './upstream.js';
-import { freePort } from '../test/helpers/sqld.js';
 import { startWorkerMode, workerModeAvailable } from './worker-mode.js';
+import { processTree, spawnNodeServer, treeCpuNs } from './processes.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -262,49 +262,6 @@ async function measure(api: PlacementClient, m: Measure, consumers: string[], cp
 
 // ------------------------------------------------------- process memory ---
 
-/** `pids` and every process below them (Linux /proc). */
-function processTree(pids: number[]): Set<number> {
-  const all = readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .flatMap((d) => {
-      try {
-        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-        return [{ pid: Number(d), ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) }];
-      } catch {
-        return [];
-      }
-    });
-  const tree = new Set(pids);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const p of all)
-      if (tree.has(p.ppid) && !tree.has(p.pid)) {
-        tree.add(p.pid);
-        grew = true;
-      }
-  }
-  return tree;
-}
-
-/**
- * CPU time (ns) `pids` and every process below them have used so far: the
- * first field of each thread's /proc/PID/task/TID/schedstat (time on a CPU,
- * in ns). Unlike wall time it barely moves when other programs share the
- * cores, so a cold answer's cost can be told from a busy machine's queueing.
- */
-function treeCpuNs(pids: number[]): number | null {
-  let total = 0;
-  for (const pid of processTree(pids)) {
-    try {
-      for (const tid of readdirSync(`/proc/${pid}/task`))
-        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      /* gone */
-    }
-  }
-  return total || null;
-}
-
 /** Node processes running the server entry below `pid` (the primary and its workers). */
 function serverProcesses(pid: number): number {
   let count = 0;
@@ -371,19 +328,7 @@ async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
   const started = performance.now();
   await prepareDb(dbFile, cloud);
   const directLoadS = round((performance.now() - started) / 1000);
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      PLACEMENT_DB_URL: `file:${dbFile}`,
-      LOG_LEVEL: 'warn',
-      ...(args.workers ? { PLACEMENT_WORKERS: args.workers } : {}),
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
+  const { child, url } = await spawnNodeServer(dbFile, args.workers ? { workers: args.workers } : {});
   const api = new PlacementClient(url, args.token!);
   // Ready when it answers and every server process has started (the port
   // answers as soon as the first one listens).

@@ -13,6 +13,7 @@
 // Only for a file database: an in-memory one exists on one connection only.
 import { LibsqlBatchError, LibsqlError, type InArgs, type InStatement, type InValue, type ResultSet, type Row } from '@libsql/client';
 import Database from 'libsql';
+import { resultSet, rowFactory } from './result-rows.js';
 
 type Connection = InstanceType<typeof Database>;
 type Prepared = ReturnType<Connection['prepare']>;
@@ -192,71 +193,6 @@ function fromSql(value: unknown): unknown {
     return Number(value);
   }
   if (value instanceof Buffer) return value.buffer;
-  return value;
-}
-
-/**
- * Rows as @libsql/client makes them (named columns enumerable, indices and
- * length not), built from one shared prototype per statement instead of one
- * defineProperty per value.
- */
-function rowFactory(columns: string[]): (values: unknown[]) => Row {
-  const plainNames = new Set(columns).size === columns.length && columns.every((c) => !/^\d+$/.test(c) && c !== 'length');
-  if (!plainNames) return (values) => definedRow(values, columns);
-  const proto: object = Object.create(Object.prototype);
-  for (const [i, name] of columns.entries()) {
-    Object.defineProperty(proto, i, {
-      get(this: Record<string, unknown>) {
-        return this[name];
-      },
-    });
-  }
-  Object.defineProperty(proto, 'length', { value: columns.length });
-  return (values) => {
-    const row = Object.create(proto) as Record<string, unknown>;
-    for (let i = 0; i < columns.length; i += 1) row[columns[i]!] = values[i];
-    return row as Row;
-  };
-}
-
-/** @libsql/client's own construction, for duplicate or numeric column names. */
-function definedRow(values: unknown[], columns: string[]): Row {
-  const row = {};
-  Object.defineProperty(row, 'length', { value: values.length });
-  values.forEach((value, i) => {
-    Object.defineProperty(row, i, { value });
-    const column = columns[i]!;
-    if (!Object.hasOwn(row, column)) Object.defineProperty(row, column, { value, enumerable: true, configurable: true, writable: true });
-  });
-  return row as Row;
-}
-
-function resultSet(
-  columns: string[],
-  columnTypes: string[],
-  rows: Row[],
-  rowsAffected: number,
-  lastInsertRowid: bigint | undefined,
-): ResultSet {
-  return {
-    columns,
-    columnTypes,
-    rows,
-    rowsAffected,
-    lastInsertRowid,
-    toJSON: () => ({
-      columns,
-      columnTypes,
-      rows: rows.map((r) => Array.from(r as ArrayLike<unknown>, valueToJson)),
-      rowsAffected,
-      lastInsertRowid: lastInsertRowid?.toString() ?? null,
-    }),
-  };
-}
-
-function valueToJson(value: unknown): unknown {
-  if (typeof value === 'bigint') return String(value);
-  if (value instanceof ArrayBuffer) return Buffer.from(value).toString('base64');
   return value;
 }
 

@@ -19,7 +19,7 @@ import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableReque
 import { buildNodeDeps } from './node-service.js';
 import { checkDatabasePath, checkPolicyFile, databaseOpenProblem, EXIT_CANNOT_START, listenProblem, refuseStart } from './node-start.js';
 import { prepareDatabase } from './prepare-database.js';
-import { nodeWarmUp, runWarmUp } from './warm-up.js';
+import { nodeRewarm, nodeWarmUp, runWarmUp } from './warm-up.js';
 import { shareWriteMarks } from './write-marks-sharing.js';
 
 export async function serveHttp(config: AppConfig): Promise<void> {
@@ -132,15 +132,21 @@ export async function serveHttp(config: AppConfig): Promise<void> {
 /**
  * The provider trees kept in memory brought up to date every
  * PLACEMENT_TREE_REFRESH_MS with writes from any process, so the first
- * candidates request after a load reads none. A database file only: its
+ * candidates request after a load reads none, and the engine re-warmed over
+ * them when they take a shape this process has not answered over (a cloud
+ * loaded after the start: nodeRewarm). A database file only: its
  * batches run in call order, so a refresh and a request apply their
  * snapshots in the order they were read.
  */
-function keepTreesFresh({ config, log, store, candidates }: Deps): { stop(): void } | undefined {
+function keepTreesFresh(deps: Deps): { stop(): void } | undefined {
+  const { config, log, store } = deps;
   if (config.PLACEMENT_TREE_REFRESH_MS === 0 || config.PLACEMENT_CANDIDATE_TREE_CACHE === 0 || !config.PLACEMENT_DB_URL.startsWith('file:'))
     return undefined;
-  return candidates.keepFresh(store.nearby, config.PLACEMENT_TREE_REFRESH_MS, (err) =>
-    log.warn('refreshing the provider trees failed', { err: String(err) }),
+  return deps.candidates.keepFresh(
+    store.nearby,
+    config.PLACEMENT_TREE_REFRESH_MS,
+    (err) => log.warn('refreshing the provider trees failed', { err: String(err) }),
+    () => nodeRewarm(deps),
   );
 }
 

@@ -26,6 +26,7 @@ import { z } from 'zod';
 import { createApp } from '../app.js';
 import { type AppConfig, loadConfig } from '../config.js';
 import { createDataStore, type DataStore } from '../db/client.js';
+import { hranaReads } from '../db/hrana-reads.js';
 import { databaseFailure } from './database-failure.js';
 import { fetchWithTimeout } from '../db/replica.js';
 import { makeDeps } from '../compose.js';
@@ -118,7 +119,8 @@ export function openWorkerStore(config: AppConfig, log: Logger): DataStore {
         log,
       }
     : undefined;
-  return createDataStore(client, undefined, replica);
+  // Read batches in one pipeline request of their own (db/hrana-reads.ts); writes through the client.
+  return createDataStore(client, hranaReads(client, config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN), replica);
 }
 
 async function boot(env: WorkerEnv): Promise<Booted> {

@@ -4,10 +4,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createClient, LibsqlBatchError, type Client, type InStatement, type ResultSet } from '@libsql/client';
+import { createClient, LibsqlBatchError, type Client, type InStatement } from '@libsql/client';
 import Database from 'libsql';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openBatchRunner, type BatchRunner } from '../../src/db/node-batches.js';
+import { observable } from '../helpers/result-sets.js';
 
 let dir: string;
 let path: string;
@@ -34,23 +35,6 @@ afterEach(() => {
   client.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** What a caller can observe of a result set: its rows by name, by index, enumerated, and its counters. */
-function observable(rs: ResultSet) {
-  return {
-    columns: rs.columns,
-    columnTypes: rs.columnTypes,
-    rowsAffected: rs.rowsAffected,
-    lastInsertRowid: rs.lastInsertRowid,
-    rows: rs.rows.map((row) => ({
-      keys: Object.keys(row),
-      byName: Object.fromEntries(rs.columns.map((c) => [c, row[c]])),
-      byIndex: Array.from({ length: row.length }, (_, i) => row[i]),
-      json: JSON.stringify(row),
-    })),
-    json: JSON.stringify(rs),
-  };
-}
 
 describe('cached-statement batches', () => {
   it('answer reads and writes exactly as @libsql/client does, the second time (cached) too', async () => {

@@ -3,13 +3,14 @@
 // candidates/model-refresh.ts): the trees read and their answer summaries
 // built ahead of the first request change nothing in any answer, leave the
 // request no tree to read, and follow another process's writes without a
-// request asking.
+// request asking, re-warming the engine when the trees take a new shape.
 import type { InStatement } from '@libsql/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Deps } from '../../src/deps.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
+import { nodeRewarm } from '../../src/entry/warm-up.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -111,6 +112,65 @@ describe('trees read and summaries built before the first request', () => {
       expect(await watcher.get(path)).toBe(await res.text());
     } finally {
       refresher.stop();
+      watcher.close();
+    }
+  });
+
+  it('re-warms once the trees take a shape the process has not answered over, not when only amounts change', async () => {
+    const watcher = await otherProcess(app);
+    // As a server process: the trees read by the warm-up at its start, then kept fresh.
+    await watcher.deps.candidates.refresh(watcher.deps.store);
+    const rewarms: number[] = [];
+    const refresher = watcher.deps.candidates.keepFresh(
+      watcher.deps.store,
+      5,
+      (err) => {
+        throw err;
+      },
+      async () => {
+        rewarms.push(Date.now());
+      },
+    );
+    const settled = async (count: number) => {
+      for (let i = 0; i < 400 && rewarms.length < count; i += 1) await new Promise((r) => setTimeout(r, 5));
+      // A few more refreshes: no other re-warm comes.
+      await new Promise((r) => setTimeout(r, 60));
+      return rewarms.length;
+    };
+    try {
+      // The trees held at the start were warmed over: nothing to do.
+      expect(await settled(0)).toBe(0);
+      // A tree of a new shape (a root with a PGPU child): one re-warm.
+      const host = await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } });
+      await provider(app, { parent: host, inventory: { PGPU: { total: 1 } } });
+      expect(await settled(1)).toBe(1);
+      // Another tree of that shape, and an inventory's total changed: no new shape, no re-warm.
+      const other = await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } });
+      await provider(app, { parent: other, inventory: { PGPU: { total: 1 } } });
+      const res = await app.call('PUT', `/resource_providers/${host}/inventories`, {
+        body: { resource_provider_generation: 1, inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 4096 } } },
+      });
+      expect(res.status).toBe(200);
+      expect(await settled(2)).toBe(1);
+    } finally {
+      refresher.stop();
+      watcher.close();
+    }
+  });
+
+  it('re-warms through the real path without changing an answer (a query naming what the cloud lacks is dropped)', async () => {
+    const watcher = await otherProcess(app);
+    try {
+      const path = `/allocation_candidates?${QUERIES[2]![0]}`;
+      const before = await watcher.get(path);
+      const counted = () => JSON.stringify(watcher.deps.metrics.candidatesReturned.snapshot());
+      const answersCounted = counted();
+      await nodeRewarm(watcher.deps);
+      // Not counted as answers.
+      expect(counted()).toBe(answersCounted);
+      expect(await watcher.get(path)).toBe(before);
+      expect(before).toBe(await (await app.call('GET', path)).text());
+    } finally {
       watcher.close();
     }
   });

@@ -54,10 +54,14 @@ export class CandidateEngine {
     if (cap > 0) await refreshTreeModel(reader, this.trees.modelFor(reader, cap), this.clock());
   }
 
-  /** Refreshes the cache every `everyMs` off the request path (Node mode); a no-op with the cache off or `everyMs` 0. */
-  keepFresh(reader: BatchReader, everyMs: number, onError: (err: unknown) => void): ModelRefresher {
+  /**
+   * Refreshes the cache every `everyMs` off the request path (Node mode), and
+   * runs `rewarm` when the trees took a new shape (model-refresh.ts); a no-op
+   * with the cache off or `everyMs` 0.
+   */
+  keepFresh(reader: BatchReader, everyMs: number, onError: (err: unknown) => void, rewarm?: () => Promise<void>): ModelRefresher {
     const cap = this.settings.treeCacheProviders;
     if (cap <= 0 || everyMs <= 0) return { stop: () => {} };
-    return keepTreeModelFresh(reader, this.trees.modelFor(reader, cap), everyMs, onError);
+    return keepTreeModelFresh(reader, this.trees.modelFor(reader, cap), everyMs, onError, rewarm);
   }
 }

@@ -5,25 +5,74 @@
 // reads the changes since the model's seq in its own batch: this only moves
 // that work off the request path, it never decides what a request sees.
 import type { BatchReader } from '../../db/client.js';
-import type { CloudModel } from './cloud-model.js';
+import type { CloudModel, ModelProvider } from './cloud-model.js';
 import { prepareSummaryTemplates } from './present/json.js';
+
+const NONE: ReadonlySet<number> = new Set();
 
 /**
  * Reads the trees changed since the model's last refresh (all of them the
- * first time) and prepares their providers' answer summaries.
+ * first time) and prepares their providers' answer summaries. Returns the
+ * roots re-read (none when nothing changed or the cloud is over the cap).
  */
-export async function refreshTreeModel(reader: BatchReader, model: CloudModel, now: number): Promise<void> {
+export async function refreshTreeModel(reader: BatchReader, model: CloudModel, now: number): Promise<ReadonlySet<number>> {
   // A change to every tree (a class renamed) clears the model: read it whole once more.
   for (let attempt = 0; attempt < 2; attempt += 1) {
-    if (!model.usable(now)) return;
+    if (!model.usable(now)) return NONE;
+    const seq = model.appliedSeq;
     const [result] = await reader.readBatch([model.refreshStatement()]);
     const changed = model.apply(String(result!.rows[0]![0]), now);
-    if (changed === 'oversize') return;
+    if (changed === 'oversize') return NONE;
     if (changed === 'reload') continue;
+    if (model.appliedSeq === seq) return NONE;
     const lookup = { get: (id: number) => model.provider(id) };
     for (const root of changed) prepareSummaryTemplates(model.tree(root), lookup);
-    return;
+    return changed;
   }
+  return NONE;
+}
+
+/**
+ * The shapes of the trees a process has answered over: a tree's providers
+ * (parent's place in the tree, classes, traits, whether in an aggregate),
+ * never amounts, and the cloud's size by powers of two. A new shape or size
+ * means new code paths and object shapes for V8 (and a heap the load grew):
+ * a fresh process's first answer over a cloud loaded after its start cost
+ * 3-6x a warm one (issue 32) until something ran the engine over it.
+ * Inventory totals, usage and renames change no shape.
+ */
+export class TreeShapes {
+  private readonly seen = new Set<string>();
+  private sizeBucket = -1;
+
+  /** Notes the shapes of `roots` (all of them: every root of the model); true when one is new or the size crossed a power of two. */
+  observe(model: CloudModel, roots: Iterable<number>): boolean {
+    let changed = false;
+    const bucket = model.size === 0 ? 0 : Math.floor(Math.log2(model.size)) + 1;
+    if (bucket !== this.sizeBucket) {
+      // Only growth warrants a re-warm: a shrinking cloud runs paths already warm.
+      changed = bucket > this.sizeBucket && this.sizeBucket >= 0;
+      this.sizeBucket = bucket;
+    }
+    // A bound on what a cloud of ever-new shapes could hold: forget and start over.
+    if (this.seen.size > 4096) this.seen.clear();
+    for (const root of roots) {
+      const shape = shapeOf(model.tree(root));
+      if (shape === '' || this.seen.has(shape)) continue;
+      this.seen.add(shape);
+      changed = true;
+    }
+    return changed;
+  }
+}
+
+function shapeOf(tree: readonly ModelProvider[]): string {
+  let shape = '';
+  for (const p of tree) {
+    const parent = p.parentId === null ? -1 : tree.findIndex((q) => q.id === p.parentId);
+    shape += `${parent}|${p.inventories.map((i) => i.className).join(',')}|${[...p.traits].join(',')}|${p.aggregates.size > 0 ? 1 : 0};`;
+  }
+  return shape;
 }
 
 export interface ModelRefresher {
@@ -36,21 +85,42 @@ export interface ModelRefresher {
  * database are picked up, not only this one's. For databases whose batches
  * run in call order (Node mode's embedded file): a refresh and a request
  * then apply their snapshots in the order they were read.
+ *
+ * `rewarm`, when given, runs after a refresh once the trees took a shape
+ * (or size) this process has not answered over (TreeShapes): when the
+ * writes settle (a refresh that finds nothing new), or while they go on, at
+ * most once per REWARM_EVERY_MS, so the first answer after a load finds the
+ * engine compiled for the cloud it now holds. No refresh starts while it
+ * runs; it must hand the event loop back between its answers itself.
  */
 export function keepTreeModelFresh(
   reader: BatchReader,
   model: CloudModel,
   everyMs: number,
   onError: (err: unknown) => void,
-  /** Runs after each refresh, before the next one may start. */
-  afterRefresh?: () => Promise<void>,
+  rewarm?: () => Promise<void>,
 ): ModelRefresher {
   let running = false;
+  const shapes = new TreeShapes();
+  // The trees already held (read by the warm-up at start) are what the process warmed over.
+  shapes.observe(model, model.roots());
+  let pending = false;
+  let lastRewarm = 0;
+  const tick = async () => {
+    const changed = await refreshTreeModel(reader, model, Date.now());
+    if (!rewarm) return;
+    if (changed.size > 0 && shapes.observe(model, changed)) pending = true;
+    const now = Date.now();
+    if (pending && (changed.size === 0 || now - lastRewarm >= REWARM_EVERY_MS)) {
+      pending = false;
+      await rewarm();
+      lastRewarm = Date.now();
+    }
+  };
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    refreshTreeModel(reader, model, Date.now())
-      .then(afterRefresh)
+    tick()
       .catch(onError)
       .finally(() => {
         running = false;
@@ -59,3 +129,6 @@ export function keepTreeModelFresh(
   timer.unref?.();
   return { stop: () => clearInterval(timer) };
 }
+
+/** While writes go on, the shortest time between two re-warms. */
+export const REWARM_EVERY_MS = 1000;

@@ -48,6 +48,16 @@ const QUERIES: [query: string, versions: string[]][] = [
   ['resources=VCPU:1,MEMORY_MB:256,IPV4_ADDRESS:1', [MAX_VERSION, '1.21']],
 ];
 
+/**
+ * The same queries for a real cloud (the re-warm after a load, src/entry/warm-up.ts):
+ * without the made-up aggregate, which a real cloud does not have. A query
+ * naming a class or trait the cloud lacks is refused at once (400), cheaply.
+ */
+export function realCloudQueries(): { query: string; version: string }[] {
+  const madeUp = `&member_of=${AGGREGATES[0]!.uuid}`;
+  return QUERIES.flatMap(([query, versions]) => versions.map((version) => ({ query: query.replace(madeUp, ''), version })));
+}
+
 type Inventory = [name: string, total: number, reserved: number, min: number, max: number, step: number];
 
 /** `hosts` placeload hosts, `trees` nested perfload trees, one provider sharing IPv4 addresses with the hosts of aggregate 2. */
