@@ -13,7 +13,8 @@ import { syncStandards } from '../../src/placement/sync-standards.js';
 import { openInProcessTarget } from '../../src/entry/admin-target.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { SQLD_MISSING, startSqld } from '../helpers/sqld.js';
-import type { ConsumerSnap, InventorySnap, ProviderSnap, Snapshot } from '../../src/admin/placement-reader.js';
+import type { ConsumerSnap, ProviderSnap, Snapshot } from '../../src/admin/placement-reader.js';
+import { snapshotInventory } from '../helpers/snapshot-inventory.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const RP = 'a1000000-0000-4000-8000-000000000001';
@@ -113,15 +114,7 @@ const BULK = 450;
 // 24 standard traits on each bulk provider: over 10,000 rows, more statements than one round trip sends.
 const BULK_TRAITS = STANDARD_TRAITS.filter((name) => name.startsWith('HW_CPU_X86_')).slice(0, 24);
 const bulkUuid = (i: number) => `b2000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
-const inventory = (total: number, more: Partial<InventorySnap> = {}): InventorySnap => ({
-  total,
-  reserved: 0,
-  min_unit: 1,
-  max_unit: total,
-  step_size: 1,
-  allocation_ratio: 1,
-  ...more,
-});
+const inventory = snapshotInventory;
 const provider = (uuid: string, name: string, more: Partial<ProviderSnap>): ProviderSnap => ({
   uuid,
   name,
