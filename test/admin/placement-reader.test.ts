@@ -116,6 +116,28 @@ describe('the import reader', () => {
     expect(snap.consumers.every((c) => c.consumerType === null)).toBe(true);
   });
 
+  it('reads the same snapshot from a source that lists traits, aggregates and allocations in another order', async () => {
+    // --verify compares two Placements' snapshots: each may answer its lists in its own order.
+    const reversed: Override = async (path, real) => {
+      if (!/^\/(traits|resource_providers\/[^/?]+\/(traits|aggregates|allocations))$/.test(path)) return undefined;
+      const body = (await (await real()).json()) as Record<string, unknown>;
+      for (const [k, v] of Object.entries(body)) {
+        if (Array.isArray(v)) body[k] = [...v].reverse();
+        else if (k === 'allocations' && v && typeof v === 'object') body[k] = Object.fromEntries(Object.entries(v).reverse());
+      }
+      return json(body);
+    };
+    const straight = await readPlacement(endpoint());
+    const other = await readPlacement(endpoint(reversed));
+    expect(straight.traits.length).toBeGreaterThan(1);
+    // Lists of more than one on some provider, or the order could not differ.
+    expect(straight.providers.some((p) => p.traits.length > 1)).toBe(true);
+    expect(straight.providers.some((p) => p.aggregates.length > 1)).toBe(true);
+    expect(straight.providers.some((p) => Object.keys(p.allocations).length > 1)).toBe(true);
+    expect(other).toEqual(straight);
+    expect(other.consumers.map((c) => c.uuid)).toEqual(straight.consumers.map((c) => c.uuid));
+  });
+
   it('refuses a source older than 1.28', async () => {
     const old = endpoint((path) => (path === '/' ? json({ versions: [{ max_version: '1.27', min_version: '1.0' }] }) : undefined));
     await expect(negotiateVersion(old)).rejects.toThrow(
