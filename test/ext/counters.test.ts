@@ -237,6 +237,52 @@ describe.each([
     expect(await candidateProviders(query)).not.toContain(gpu);
   });
 
+  it('candidates: a profile the counters leave unmetered rides along with a metered one on the same GPU', async () => {
+    const gpu = await migGpu(app);
+    const generation = ((await (await app.call('GET', `/resource_providers/${gpu}`)).json()) as { generation: number }).generation;
+    const { CUSTOM_MIG_1G_10GB: _unmetered, ...metered } = h100Counters(generation).consumption;
+    const put = await app.call('PUT', `/ext/resource_providers/${gpu}/counters`, {
+      body: { ...h100Counters(generation), consumption: metered },
+    });
+    expect(put.status).toBe(200);
+    const query = 'resources=CUSTOM_MIG_3G_40GB:1,CUSTOM_MIG_1G_10GB:1';
+    expect(await candidateProviders(query)).toContain(gpu);
+    // Granular groups on the GPU: the walk holds both profiles at once.
+    expect(await candidateProviders('resources1=CUSTOM_MIG_3G_40GB:1&resources2=CUSTOM_MIG_1G_10GB:1&group_policy=none')).toContain(gpu);
+    // 7 of 1g.10gb, unmetered, leave the counters whole: a 4g.40gb and a 3g.40gb still fill them, then nothing fits.
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_1G_10GB: 7 })).status).toBe(204);
+    expect((await claim(crypto.randomUUID(), gpu, { CUSTOM_MIG_4G_40GB: 1, CUSTOM_MIG_3G_40GB: 1 })).status).toBe(204);
+    expect(await candidateProviders('resources=CUSTOM_MIG_1G_20GB:1')).not.toContain(gpu);
+  });
+
+  it("candidates: one request on two GPUs of a host counts each GPU's counters against its own pieces only", async () => {
+    const host = await provider(app, { inventory: { VCPU: { total: 64 } } });
+    const first = await migGpu(app, host);
+    const second = await migGpu(app, host);
+    // A 4g.40gb takes 4 of 7 compute slices: one per GPU fits, two on one GPU would not (nor does the inventory allow it).
+    for (const policy of ['isolate', 'none']) {
+      const res = await app.call(
+        'GET',
+        `/allocation_candidates?resources=VCPU:1&resources1=CUSTOM_MIG_4G_40GB:1&resources2=CUSTOM_MIG_4G_40GB:1&group_policy=${policy}`,
+      );
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { allocation_requests: { allocations: Record<string, { resources: Record<string, number> }> }[] };
+      const onHost = body.allocation_requests.filter((r) => host in r.allocations);
+      // Group 1 on either GPU, group 2 on the other.
+      expect(onHost).toHaveLength(2);
+      for (const r of onHost) {
+        expect(Object.keys(r.allocations).sort()).toEqual([host, first, second].sort());
+        expect(r.allocations[first]!.resources).toEqual({ CUSTOM_MIG_4G_40GB: 1 });
+        expect(r.allocations[second]!.resources).toEqual({ CUSTOM_MIG_4G_40GB: 1 });
+      }
+    }
+    // Once one GPU holds a 4g.40gb, the pair no longer fits on the host.
+    expect((await claim(crypto.randomUUID(), first, { CUSTOM_MIG_4G_40GB: 1 })).status).toBe(204);
+    expect(
+      await candidateProviders('resources=VCPU:1&resources1=CUSTOM_MIG_4G_40GB:1&resources2=CUSTOM_MIG_4G_40GB:1&group_policy=none'),
+    ).not.toContain(host);
+  });
+
   it('the reshaper applies the counters to the allocations it moves', async () => {
     const gpu = await migGpu(app);
     const other = crypto.randomUUID();
@@ -463,6 +509,12 @@ describe('counters at their edges', () => {
 
   it('consumption left without its counters (edited in the database) is ignored by the view and by claims', async () => {
     const gpu = await migGpu(app);
+    // 7g.80gb consumes compute slices alone: once that counter is gone, nothing of its consumption is left to show.
+    const doc = h100Counters(await generationOf(gpu));
+    const put = await app.call('PUT', `/ext/resource_providers/${gpu}/counters`, {
+      body: { ...doc, consumption: { ...doc.consumption, CUSTOM_MIG_7G_80GB: { compute_slices: 7 } } },
+    });
+    expect(put.status).toBe(200);
     await app.deps.store.writeBatch([
       {
         sql: "DELETE FROM ext_provider_counters WHERE name = 'compute_slices' AND resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = ?)",
@@ -471,7 +523,13 @@ describe('counters at their edges', () => {
     ]);
     const partly = await countersOf(gpu);
     expect(partly.counters).toEqual({ memory_slices: 8 });
-    expect(partly.consumption.CUSTOM_MIG_3G_40GB).toEqual({ memory_slices: 4 });
+    expect(partly.consumption).toEqual(
+      Object.fromEntries(
+        Object.entries(H100_PROFILES)
+          .filter(([rc]) => rc !== 'CUSTOM_MIG_7G_80GB')
+          .map(([rc, [memory]]) => [rc, { memory_slices: memory }]),
+      ),
+    );
     await app.deps.store.writeBatch([
       {
         sql: 'DELETE FROM ext_provider_counters WHERE resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = ?)',
