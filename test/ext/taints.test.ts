@@ -139,6 +139,23 @@ describe('/ext/resource_providers/{uuid}/taints', () => {
     expect(usedGpus(await candidates(t, query))).toEqual(new Set([g1]));
   });
 
+  it('answers a database failure during the write as a server error, not as a generation conflict, and changes nothing', async () => {
+    const [, gpu] = await gpuHost();
+    expect((await taint(gpu, [UNHEALTHY])).status).toBe(200);
+    const before = await (await t.call('GET', `/ext/resource_providers/${gpu}/taints`)).json();
+    const { store } = t.deps;
+    const write = store.writeBatch;
+    // The DELETE after the generation's compare-and-swap and its guard fails, as on a broken database.
+    store.writeBatch = async (statements) => write(statements.map((s, i) => (i === 2 ? "SELECT json('injected failure')" : s)));
+    try {
+      const res = await taint(gpu, []);
+      expect(res.status).toBe(500);
+    } finally {
+      store.writeBatch = write;
+    }
+    expect(await (await t.call('GET', `/ext/resource_providers/${gpu}/taints`)).json()).toEqual(before);
+  });
+
   it('a provider with two excluding taints stays out unless the request tolerates both', async () => {
     const [root, g0, g1] = await gpuHost();
     const DRAIN = { key: 'maintenance', value: '', effect: 'NoExecute', reason: 'BIOS update' };
