@@ -40,7 +40,8 @@ async function loggedApp(env: Record<string, string> = {}) {
   const app = createApp(deps);
   /** The access lines, once `n` have been written (the bytes of a body without content-length are counted in the background). */
   const accessLines = async (n: number) => {
-    await vi.waitFor(() => expect(lines.filter((l) => l.msg === 'request').length).toBeGreaterThanOrEqual(n));
+    // vi.waitFor gives up after 1 s by default: too short for a loaded machine.
+    await vi.waitFor(() => expect(lines.filter((l) => l.msg === 'request').length).toBeGreaterThanOrEqual(n), { timeout: 20_000 });
     return lines.filter((l) => l.msg === 'request');
   };
   return { app, lines, accessLines, close: () => deps.store.close() };
@@ -181,7 +182,7 @@ describe('a Node server', () => {
         headers: { 'x-auth-token': 'admin-s3cret', 'x-openstack-request-id': GLOBAL_ID },
       });
       const body = await res.arrayBuffer();
-      await vi.waitFor(() => expect(log).toContain('"msg":"request"'));
+      await vi.waitFor(() => expect(log).toContain('"msg":"request"'), { timeout: 20_000 });
       await server.stop();
       const lines = log
         .trim()
