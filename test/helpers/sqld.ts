@@ -58,7 +58,9 @@ export async function startSqld(options: SqldOptions = {}): Promise<SqldServer> 
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   };
-  for (let i = 0; i < 100; i++) {
+  // Bounded by the clock: on a loaded machine sqld takes seconds to answer, and 100 polls counted no time.
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
     try {
       if ((await fetch(`${url}/health`)).ok) return { url, grpcUrl, child, stop };
     } catch {
@@ -67,7 +69,7 @@ export async function startSqld(options: SqldOptions = {}): Promise<SqldServer> 
     await new Promise((r) => setTimeout(r, 100));
   }
   stop();
-  throw new Error(`sqld did not come up at ${url}`);
+  throw new Error(`sqld did not come up at ${url} within 30 s`);
 }
 
 /** A primary and one replica of it, as a site near an instance would run them. */
