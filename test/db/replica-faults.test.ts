@@ -104,7 +104,7 @@ describeWithPart(SQLD_MISSING, 'a replica that lags, answers slowly or dies', ()
 
   beforeAll(async () => {
     primary = await startSqld({ grpc: true });
-    link = await startPausableLink(primary.grpcUrl!);
+    link = await startPausableLink(primary.grpcUrl!, { only: 'answers' });
     [lagging, doomed] = await Promise.all([startSqld({ primaryGrpcUrl: link.url }), startSqld({ primaryGrpcUrl: primary.grpcUrl })]);
     slow = await startCountingProxy(doomed.url, { hold: true });
     exact = await open({});
