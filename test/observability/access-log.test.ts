@@ -204,7 +204,7 @@ describe('a Node server', () => {
     } finally {
       await server.stop();
     }
-  });
+  }, 90_000); // a server start (tsx, seconds of CPU): 10 s at load 12 against the default 30 s
 
   it('logs one short start line, then the configuration it starts with', async () => {
     const server = await startServer(`file:${join(dir, 'start.db')}`, { PLACEMENT_WORKERS: '1', NOVA_TOKEN: 'nova-s3cret' });
@@ -222,5 +222,5 @@ describe('a Node server', () => {
     const configuration = JSON.parse(lines[1]!) as { msg: string; config: Record<string, unknown> };
     expect(configuration.msg).toBe('placement-edge configuration');
     expect(configuration.config).toMatchObject({ PLACEMENT_WORKERS: 1, NOVA_TOKEN: REDACTED, PLACEMENT_ACCESS_LOG: 'info' });
-  });
+  }, 90_000);
 });
