@@ -9,7 +9,11 @@ export default {
   coverageAnalysis: 'perTest',
   concurrency: 1,
   timeoutMS: 30_000,
-  reporters: ['clear-text', 'json'],
+  reporters: ['clear-text', 'json', 'progress-append-only'],
+  // Keeps each mutant's result in reports/mutation/NAME.incremental.json: a re-run tests again only
+  // the mutants whose code or covering tests changed (--force tests them all).
+  incremental: true,
+  incrementalFile: `reports/mutation/${name}.incremental.json`,
   jsonReporter: { fileName: `reports/mutation/${name}.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
   tempDirName: '.stryker-tmp',

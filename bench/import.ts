@@ -25,7 +25,6 @@ import { createClient, type InStatement, type InValue } from '@libsql/client';
 import { countsOf, writeSnapshot } from '../src/admin/import-writer.js';
 import {
   type ConsumerSnap,
-  type InventorySnap,
   type PlacementEndpoint,
   type ProviderSnap,
   readPlacement,
@@ -37,6 +36,7 @@ import { MIGRATIONS } from '../src/db/migrations.generated.js';
 import { openNodeClient } from '../src/db/node-client.js';
 import { syncStandards } from '../src/placement/sync-standards.js';
 import { STANDARD_RESOURCE_CLASSES } from '../src/placement/standard-names.generated.js';
+import { snapshotInventory } from '../test/helpers/snapshot-inventory.js';
 import { startUpstreamPlacement, UPSTREAM_PLACEMENT_MISSING } from '../test/helpers/upstream-placement.js';
 
 const { values: args } = parseArgs({
@@ -72,15 +72,7 @@ function inserts(head: string, rows: InValue[][]): InStatement[] {
   return out;
 }
 
-const inventory = (total: number, extra: Partial<InventorySnap> = {}): InventorySnap => ({
-  total,
-  reserved: 0,
-  min_unit: 1,
-  max_unit: total,
-  step_size: 1,
-  allocation_ratio: 1,
-  ...extra,
-});
+const inventory = snapshotInventory;
 
 /** The bench cloud as the snapshot an import of it reads (trees of 4, two allocations per consumer). */
 export function benchCloud(providerCount: number, consumerCount: number): Snapshot {

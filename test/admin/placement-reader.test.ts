@@ -103,7 +103,9 @@ describe('the import reader', () => {
     const last = (phase: string) => progress.filter((p) => p.phase === phase).at(-1);
     expect(progress[0]).toEqual({ phase: 'providers', done: 0, total: 6 });
     expect(last('providers')).toEqual({ phase: 'providers', done: 6, total: 6 });
+    expect(progress.find((p) => p.phase === 'consumers')).toEqual({ phase: 'consumers', done: 0, total: 4 });
     expect(last('consumers')).toEqual({ phase: 'consumers', done: 4, total: 4 });
+    expect(progress.filter((p) => !['providers', 'consumers', 'usages'].includes(p.phase))).toEqual([]);
     expect(last('usages')).toEqual({ phase: 'usages', done: 3, total: 3 });
   });
 
@@ -114,6 +116,30 @@ describe('the import reader', () => {
     expect(snap.providers.every((p) => p.usages === undefined)).toBe(true);
     // Before 1.38 there are no consumer types to read.
     expect(snap.consumers.every((c) => c.consumerType === null)).toBe(true);
+  });
+
+  it('reads the same snapshot from a source that lists traits, aggregates and allocations in another order', async () => {
+    // --verify compares two Placements' snapshots: each may answer its lists in its own order.
+    const reversed: Override = async (path, real) => {
+      if (!/^\/(traits|resource_providers\/[^/?]+\/(traits|aggregates|allocations))$/.test(path)) return undefined;
+      const body = (await (await real()).json()) as Record<string, unknown>;
+      for (const [k, v] of Object.entries(body)) {
+        if (Array.isArray(v)) body[k] = [...v].reverse();
+        else if (k === 'allocations' && v && typeof v === 'object') body[k] = Object.fromEntries(Object.entries(v).reverse());
+      }
+      return json(body);
+    };
+    // With usages, and no progress asked for; the projects read are the consumers' own.
+    const straight = await readPlacement(endpoint(), { usages: true });
+    const other = await readPlacement(endpoint(reversed), { usages: true });
+    expect(Object.keys(straight.projectUsages!).sort()).toEqual([...new Set(straight.consumers.map((c) => c.projectId))].sort());
+    expect(straight.traits.length).toBeGreaterThan(1);
+    // Lists of more than one on some provider, or the order could not differ.
+    expect(straight.providers.some((p) => p.traits.length > 1)).toBe(true);
+    expect(straight.providers.some((p) => p.aggregates.length > 1)).toBe(true);
+    expect(straight.providers.some((p) => Object.keys(p.allocations).length > 1)).toBe(true);
+    expect(other).toEqual(straight);
+    expect(other.consumers.map((c) => c.uuid)).toEqual(straight.consumers.map((c) => c.uuid));
   });
 
   it('refuses a source older than 1.28', async () => {
@@ -146,6 +172,23 @@ describe('the import reader', () => {
       new AdminError('the source answered HTTP 500 to GET /traits: boom later'),
     );
     expect(await fail(() => new Response('', { status: 502 }))).toEqual(new AdminError('the source answered HTTP 502 to GET /traits'));
+    // One line, trimmed, and at most 120 characters of what the source said.
+    expect(await fail(() => new Response('\n  spaced out \n', { status: 500 }))).toEqual(
+      new AdminError('the source answered HTTP 500 to GET /traits: spaced out'),
+    );
+    expect(await fail(() => new Response('y'.repeat(300), { status: 500 }))).toEqual(
+      new AdminError(`the source answered HTTP 500 to GET /traits: ${'y'.repeat(120)}`),
+    );
+    expect(await fail(() => new Response(`<p>${'x'.repeat(300)}`))).toEqual(
+      new AdminError(`the source answered GET /traits with something that is not JSON: <p>${'x'.repeat(117)}`),
+    );
+    // An error envelope's first error speaks for it.
+    expect(await fail(() => json({ errors: [{ detail: 'first' }, { detail: 'second' }] }, 409))).toEqual(
+      new AdminError('the source answered HTTP 409 to GET /traits: first'),
+    );
+    await expect(negotiateVersion(endpoint((path) => (path === '/' ? json({ versions: [] }) : undefined)))).rejects.toThrow(
+      /^the source answered GET \/ unexpectedly: versions: /,
+    );
     expect(await fail(() => new Response('<html>\n<b>hi</b>'))).toEqual(
       new AdminError('the source answered GET /traits with something that is not JSON: <html> <b>hi</b>'),
     );
@@ -191,6 +234,10 @@ describe('the import reader', () => {
       new AdminError(`cannot reach the source at ${base}: fetch failed: connect ECONNREFUSED 127.0.0.1:1`),
     );
     expect(attempts).toBe(2);
+    const causeless = endpoint(() => Promise.reject(new TypeError('fetch failed')));
+    await expect(getJson(causeless, '/traits', z.unknown())).rejects.toThrow(
+      new AdminError(`cannot reach the source at ${base}: fetch failed`),
+    );
     const plain = endpoint(() => Promise.reject('socket hang up'));
     await expect(getJson(plain, '/traits', z.unknown())).rejects.toThrow(
       new AdminError(`cannot reach the source at ${base}: socket hang up`),

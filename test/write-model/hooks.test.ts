@@ -9,8 +9,11 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ALLOC, CONSUMER, PROJECT, RC } from '../../src/db/columns.js';
 import { writeExtensions } from '../../src/ext/install.js';
+import { guard } from '../../src/db/write-batch.js';
 import { conflict } from '../../src/errors.js';
-import { writeHooks, type ClaimGuard } from '../../src/placement/writes/hooks.js';
+import { writeHooks, type ClaimDecision, type ClaimGuard, type ClaimView } from '../../src/placement/writes/hooks.js';
+import type { ConsumerState } from '../../src/placement/writes/kernel.js';
+import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
 import { seedProvider } from '../helpers/placement-seed.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -119,5 +122,110 @@ describe('a claim guard installed into the write kernel', () => {
     } finally {
       other.close();
     }
+  });
+});
+
+/** A guard that shows what the kernel hands it (its ClaimView) and answers what the test says. */
+function witness(answer: (view: ClaimView) => ReturnType<ClaimDecision>) {
+  const seen: { consumers: Record<string, Omit<ConsumerState, 'id'>>; before: number; after: number; elsewhere: number[] }[] = [];
+  const g: ClaimGuard = {
+    name: 'witness',
+    snapshotStatements: () => [],
+    decider: () => (view) => {
+      const e = view.entries[0]!;
+      seen.push({
+        consumers: Object.fromEntries([...view.consumers].map(([uuid, { id: _, ...state }]) => [uuid, state])),
+        before: view.usedBefore(e.provider.id, e.classId),
+        after: view.usedAfter(e.provider.id, e.classId),
+        // A (provider, class) without inventory there: no usage, before or after.
+        elsewhere: [view.usedBefore(e.provider.id, -1), view.usedAfter(e.provider.id, -1)],
+      });
+      return answer(view);
+    },
+    holdsSql: () => '1',
+  };
+  return { guard: g, seen };
+}
+
+describe('what the write kernel hands a claim guard, and what it does with the answer', () => {
+  const put = (
+    consumer: string,
+    rp: string,
+    vcpu: number,
+    generation: number | null,
+    extra: Record<string, unknown> = {},
+    version = '1.28',
+  ) =>
+    t.call('PUT', `/allocations/${consumer}`, {
+      version,
+      body: {
+        allocations: { [rp]: { resources: { VCPU: vcpu } } },
+        project_id: 'p-w',
+        user_id: 'u-w',
+        consumer_generation: generation,
+        ...extra,
+      },
+    });
+  /** Capacity refusals of VCPU, and of every class together. */
+  const capacityRefusals = async () => {
+    const samples = parseSamples(await (await t.app.request('/metrics')).text());
+    const all = samples.filter((s) => s.name === 'placement_capacity_refusals_total').reduce((sum, s) => sum + s.value, 0);
+    return { vcpu: sampleValue(samples, 'placement_capacity_refusals_total', { resource_class: 'VCPU' }) ?? 0, all };
+  };
+
+  it('the claimed consumers as read (project, user, type) and the usage before and after the claim', async () => {
+    const w = witness(() => null);
+    t.deps.writeHooks = writeHooks([...writeExtensions, { claimGuards: [w.guard] }]);
+    const rp = providers[0]!;
+    const [typed, untyped] = [randomUUID(), randomUUID()];
+    expect((await put(randomUUID(), rp, 3, null)).status).toBe(204);
+    expect((await put(typed, rp, 2, null, { consumer_type: 'INSTANCE' }, '1.38')).status).toBe(204);
+    expect((await put(untyped, rp, 1, null)).status).toBe(204);
+    // New consumers take the one-batch path (no snapshot, no decision): nothing seen yet.
+    expect(w.seen).toEqual([]);
+    expect((await put(typed, rp, 5, 1, { consumer_type: 'INSTANCE', project_id: 'p-new' }, '1.38')).status).toBe(204);
+    expect((await put(untyped, rp, 4, 1)).status).toBe(204);
+    expect(w.seen).toEqual([
+      // 3 + 2 + 1 held; the typed consumer's 2 replaced by 5.
+      { consumers: { [typed]: { generation: 1, project: 'p-w', user: 'u-w', type: 'INSTANCE' } }, before: 6, after: 9, elsewhere: [0, 0] },
+      { consumers: { [untyped]: { generation: 1, project: 'p-w', user: 'u-w', type: null } }, before: 9, after: 12, elsewhere: [0, 0] },
+    ]);
+  });
+
+  it("a refusal answers the guard's error and, naming a class, counts among that class's capacity refusals (else none); nothing is written", async () => {
+    let naming = true;
+    const w = witness((view) => ({
+      ...(naming ? { resourceClass: view.entries[0]!.resourceClass } : {}),
+      error: conflict('the witness says no', 'ext.test.witness'),
+    }));
+    const consumer = randomUUID();
+    expect((await put(consumer, providers[0]!, 1, null)).status).toBe(204);
+    t.deps.writeHooks = writeHooks([...writeExtensions, { claimGuards: [w.guard] }]);
+    const before = await capacityRefusals();
+    const res = await put(consumer, providers[0]!, 2, 1);
+    expect(await errorOf(res)).toMatchObject({
+      status: 409,
+      code: 'ext.test.witness',
+      detail: expect.stringContaining('the witness says no'),
+    });
+    expect(await capacityRefusals()).toEqual({ vcpu: before.vcpu + 1, all: before.all + 1 });
+    naming = false;
+    expect((await put(consumer, providers[0]!, 2, 1)).status).toBe(409);
+    expect(await capacityRefusals()).toEqual({ vcpu: before.vcpu + 1, all: before.all + 1 });
+    expect(await projectUsage('p-w')).toBe(1);
+  });
+
+  it('a grant with checks: the checks run in the write batch, and one that fails there is a lost race (decided again, then 409 concurrent_update)', async () => {
+    let holds = true;
+    const w = witness(() => ({ checks: [guard(holds ? '1' : '0')] }));
+    const consumer = randomUUID();
+    expect((await put(consumer, providers[0]!, 1, null)).status).toBe(204);
+    t.deps.writeHooks = writeHooks([...writeExtensions, { claimGuards: [w.guard] }]);
+    expect((await put(consumer, providers[0]!, 2, 1)).status).toBe(204);
+    holds = false;
+    const res = await put(consumer, providers[0]!, 3, 2);
+    expect(await errorOf(res)).toMatchObject({ status: 409, code: 'placement.concurrent_update' });
+    expect(w.seen.length).toBeGreaterThan(2);
+    expect(await projectUsage('p-w')).toBe(2);
   });
 });

@@ -78,6 +78,22 @@ describe('a claim rule, declared once', () => {
   });
 });
 
+describe('a rule list with nothing in it', () => {
+  it('refuses nothing on either path: 20 VCPU on an inventory of 16 with max_unit 4 are granted', async () => {
+    useRules([]);
+    expect(await claim(20, true)).toMatchObject({ status: 204, writes: 1, reads: 0 });
+    expect(await claim(20, false)).toMatchObject({ status: 204, writes: 1, reads: 1 });
+    expect(await usageOf(t.deps, rp.id)).toEqual({ VCPU: 40 });
+  });
+});
+
+describe('a rule that names a value the check was not given', () => {
+  it('fails loudly, naming the operand, in TypeScript and in SQL', () => {
+    expect(() => brokenRule(CLAIM_RULES, { amount: 1, usage: 1 })).toThrow('rule operand minUnit needs an inventory');
+    expect(() => brokenSql(CLAIM_RULES, { inventory: 'i' })).toThrow('rule operand amount has no SQL here');
+  });
+});
+
 describe('the declaration to both paths', () => {
   it('states each comparison in TypeScript and SQL alike', async () => {
     const inventory = { total: 16, reserved: 0, minUnit: 2, maxUnit: 8, stepSize: 2, allocationRatio: 1 };

@@ -95,6 +95,27 @@ describe('a write that loses a race between its read and its write batch', () =>
     expect(await usageOf(t.deps, rp.id)).toEqual({ VCPU: 1 });
   });
 
+  it('sees the consumer moved meanwhile to another provider: 409 with its generation, the other move kept', async () => {
+    const consumer = await existingConsumer();
+    const [a, b] = [await seedProvider(t.deps, { VCPU: { total: 8 } }), await seedProvider(t.deps, { VCPU: { total: 8 } })];
+    let interfered = false;
+    afterEachRead(async () => {
+      if (interfered) return;
+      interfered = true;
+      // Another writer moves the consumer (generation 1) to provider a after this claim read it.
+      expect((await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(a.uuid, 1, 1) })).status).toBe(204);
+    });
+    // No provider both claims write to: only the consumer's own generation tells them apart.
+    const res = await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(b.uuid, 2, 1) });
+    expect(res.status).toBe(409);
+    expect(await errorOf(res)).toMatchObject({
+      code: 'placement.concurrent_update',
+      detail: expect.stringContaining('expected 2 but got 1'),
+    });
+    expect(await usageOf(t.deps, a.id)).toEqual({ VCPU: 1 });
+    expect(await usageOf(t.deps, b.id)).toEqual({});
+  });
+
   it('gives up after a bounded number of lost races with 409 concurrent_update, writing nothing', async () => {
     const rp = await seedProvider(t.deps, { VCPU: { total: 64 } });
     const target = await existingConsumer();
@@ -111,7 +132,10 @@ describe('a write that loses a race between its read and its write batch', () =>
     });
     const res = await t.call('PUT', `/allocations/${target}`, { body: claimBody(rp.uuid, 1, 1) });
     expect(res.status).toBe(409);
-    expect(await errorOf(res)).toMatchObject({ code: 'placement.concurrent_update' });
+    expect(await errorOf(res)).toMatchObject({
+      code: 'placement.concurrent_update',
+      detail: expect.stringContaining('Another thread concurrently updated the data. Please retry your update'),
+    });
     expect(await usageOf(t.deps, rp.id)).toEqual({ VCPU: MAX_WRITE_ATTEMPTS });
     expect(await (await t.call('GET', `/allocations/${target}`)).json()).toEqual(held);
     expect(reads()).toBe(MAX_WRITE_ATTEMPTS); // the interfering claims are new consumers: no reads

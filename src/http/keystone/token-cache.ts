@@ -44,16 +44,12 @@ export class TokenCache {
   }
 
   set(digest: string, verdict: Verdict): void {
-    if (this.cacheMs <= 0 || this.maxEntries <= 0) return;
+    // A cache time of 0 keeps nothing (`until` is not after now); a size of 0 keeps nothing (the loop below).
     const now = this.now();
     const until = Math.min(now + this.cacheMs, verdict.valid ? verdict.identity.expiresAt : Number.POSITIVE_INFINITY);
     if (until <= now) return;
     this.entries.delete(digest);
     this.entries.set(digest, { verdict, until });
-    while (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest === undefined) break;
-      this.entries.delete(oldest);
-    }
+    while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
   }
 }

@@ -320,7 +320,6 @@ function newConsumerClaimStatements(hooks: WriteHooks, claims: ConsumerClaim[], 
     if (claim.generation !== null || !hasAllocations(claim)) return null;
     uuids.push(claim.uuid);
   }
-  if (uuids.length > 1 && new Set(uuids).size !== uuids.length) return null;
   const { now } = opts;
   const statements: WriteStatement[] = [];
   // A consumer with allocations starts at generation 1, as in planClaims.
