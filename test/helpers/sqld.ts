@@ -95,7 +95,9 @@ export async function writeMarkAt(url: string, timeoutMs = 10_000): Promise<numb
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ requests: [{ type: 'execute', stmt: { sql: 'SELECT mark FROM placement_write_marks' } }, { type: 'close' }] }),
   });
-  const body = (await res.json()) as { results: { response?: { result?: { rows: { value: string }[][] } } }[] };
+  const text = await res.text();
+  const body = JSON.parse(text) as { results?: { response?: { result?: { rows: { value: string }[][] } } }[] };
+  if (!res.ok || !body.results) throw new Error(`${url} answered the write mark's read with HTTP ${res.status}: ${text.slice(0, 300)}`);
   return Number(body.results[0]?.response?.result?.rows[0]?.[0]?.value ?? -1);
 }
 
