@@ -14,6 +14,9 @@ export default defineConfig({
     // against under 10). Tests that compute hard carry timeouts that hold at twice
     // the load (test/fuzz/hostile-fuzz.test.ts, test/lifecycle/start-refusals.test.ts).
     maxWorkers: 2,
+    // expect.poll gives up after 1 s by default: on a loaded machine a page or a server
+    // takes longer than that to show what it will show. A poll still fails, after 20 s.
+    expect: { poll: { timeout: 20_000 } },
     sequence: { sequencer: SlowFirstSequencer },
   },
 });

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 import { placementCall } from '../helpers/upstream-placement.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -75,7 +76,9 @@ describe('placement-admin backup and restore', () => {
       }
     };
     const clients = Array.from({ length: 6 }, (_, n) => client(n));
-    await new Promise((r) => setTimeout(r, 1500));
+    // Claims acknowledged in numbers before the backup begins: counted, not a fixed 1.5 s
+    // (fewer land in it on a loaded machine).
+    await waitUntil('30 claims acknowledged before the backup', () => acked.length >= 30 || refused > 0, 30_000);
 
     const began = Date.now();
     const ackedBefore = acked.filter((a) => a.at < began);

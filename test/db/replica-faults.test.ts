@@ -18,7 +18,7 @@ import { type PausableLink, startPausableLink } from '../helpers/pausable-link.j
 import { describeWithPart, itWithPart } from '../helpers/parts.js';
 import { PROMTOOL_MISSING, parseSamples, promtoolCheck, type Sample, sampleValue } from '../helpers/prometheus-text.js';
 import { provider } from '../helpers/providers.js';
-import { replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld, writeMarkAt } from '../helpers/sqld.js';
+import { heldReplicaMarkAt, replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld, writeMarkAt } from '../helpers/sqld.js';
 import type { TestApp } from '../helpers/test-app.js';
 
 const CANDIDATES = '/allocation_candidates?resources=VCPU:1,MEMORY_MB:64';
@@ -104,7 +104,7 @@ describeWithPart(SQLD_MISSING, 'a replica that lags, answers slowly or dies', ()
 
   beforeAll(async () => {
     primary = await startSqld({ grpc: true });
-    link = await startPausableLink(primary.grpcUrl!);
+    link = await startPausableLink(primary.grpcUrl!, { only: 'answers' });
     [lagging, doomed] = await Promise.all([startSqld({ primaryGrpcUrl: link.url }), startSqld({ primaryGrpcUrl: primary.grpcUrl })]);
     slow = await startCountingProxy(doomed.url, { hold: true });
     exact = await open({});
@@ -127,30 +127,35 @@ describeWithPart(SQLD_MISSING, 'a replica that lags, answers slowly or dies', ()
     expect(counts.replica).toBeGreaterThan(0);
 
     link.hold();
-    const before = { ...counts, metrics: (await scrape(viaLag)).samples };
-    // Our own writes while the replica cannot see them.
-    const rp = await provider(viaLag, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 1024 } } });
-    expect(await writeMarkAt(lagging.url)).toBeLessThan(await writeMarkAt(primary.url)); // it really lags
-    const inTree = `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`;
-    for (let used = 0; used < 4; used += 1) {
-      const answer = (await json(viaLag, inTree)) as { provider_summaries: Record<string, { resources: { VCPU: { used: number } } }> };
-      expect(answer.provider_summaries[rp]!.resources.VCPU.used).toBe(used);
-      expect(answer).toEqual(await json(exact, inTree));
-      expect((await viaLag.call('PUT', `/allocations/${crypto.randomUUID()}`, { body: claimBody(rp, 1) })).status).toBe(204);
-    }
-    expect(await json(viaLag, inTree)).toEqual({ allocation_requests: [], provider_summaries: {} });
-    expect(counts.behind - before.behind).toBeGreaterThanOrEqual(5);
-    expect(counts.replica).toBe(before.replica);
-    const after = (await scrape(viaLag)).samples;
-    expect(replicaReads(after, 'behind') - replicaReads(before.metrics, 'behind')).toBe(counts.behind - before.behind);
-    // Lag is not a failure: nothing logged, the replica is not rested.
-    expect(viaLag.logs.filter((l) => l.msg.startsWith('read replica'))).toEqual([]);
+    try {
+      const before = { ...counts, metrics: (await scrape(viaLag)).samples };
+      // Our own writes while the replica cannot see them.
+      const rp = await provider(viaLag, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 1024 } } });
+      expect(await heldReplicaMarkAt(lagging)).toBeLessThan(await writeMarkAt(primary.url)); // it really lags
+      const inTree = `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`;
+      for (let used = 0; used < 4; used += 1) {
+        const answer = (await json(viaLag, inTree)) as { provider_summaries: Record<string, { resources: { VCPU: { used: number } } }> };
+        expect(answer.provider_summaries[rp]!.resources.VCPU.used).toBe(used);
+        expect(answer).toEqual(await json(exact, inTree));
+        expect((await viaLag.call('PUT', `/allocations/${crypto.randomUUID()}`, { body: claimBody(rp, 1) })).status).toBe(204);
+      }
+      expect(await json(viaLag, inTree)).toEqual({ allocation_requests: [], provider_summaries: {} });
+      expect(counts.behind - before.behind).toBeGreaterThanOrEqual(5);
+      expect(counts.replica).toBe(before.replica);
+      const after = (await scrape(viaLag)).samples;
+      expect(replicaReads(after, 'behind') - replicaReads(before.metrics, 'behind')).toBe(counts.behind - before.behind);
+      // Lag is not a failure: nothing logged, the replica is not rested.
+      expect(viaLag.logs.filter((l) => l.msg.startsWith('read replica'))).toEqual([]);
 
-    link.resume();
-    await replicaCaughtUp(lagging, primary);
-    const served = counts.replica;
-    expect(await json(viaLag, inTree)).toEqual(await json(exact, inTree));
-    expect(counts.replica).toBe(served + 1);
+      link.resume();
+      await replicaCaughtUp(lagging, primary);
+      const served = counts.replica;
+      expect(await json(viaLag, inTree)).toEqual(await json(exact, inTree));
+      expect(counts.replica).toBe(served + 1);
+    } finally {
+      // A failure above must not leave the link held for the file's other tests (resuming twice is harmless).
+      link.resume();
+    }
   }, 60_000);
 
   it('slow beyond PLACEMENT_DB_READ_TIMEOUT_MS: the primary answers after the timeout, and reads skip the replica while it rests', async () => {

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bindBody, FPGA_RP, fpgaProfile, makeCyborgApp, seedHost, startFakeNova, type CyborgTestApp } from '../cyborg/helpers.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const run = promisify(execFile);
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'placement-admin.js');
@@ -117,7 +118,7 @@ describe('placement-admin audit', () => {
     expect(stdout).toContain('Applied: re-send 1 dead letter(s)');
 
     // The re-sent event reaches Nova; the audit is clean afterwards.
-    for (let i = 0; i < 100 && nova.calls.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil('the re-sent event to reach Nova', () => nova.calls.length > 0);
     expect(nova.calls.flatMap((c) => c.events.map((e) => e.tag))).toEqual([deadArq]);
     const after = await admin('audit', '--endpoint', server.url, '--json');
     expect(after.code).toBe(1);

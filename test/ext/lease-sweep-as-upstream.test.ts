@@ -20,6 +20,7 @@ import {
   UPSTREAM_PLACEMENT_MISSING,
   type UpstreamPlacement,
 } from '../helpers/upstream-placement.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const ROOT = 'b1000000-0000-4000-8000-000000000001';
 const CHILD = 'b1000000-0000-4000-8000-000000000002';
@@ -115,12 +116,12 @@ describeWithPart(UPSTREAM_PLACEMENT_MISSING, "an expired lease releases as upstr
     await onUpstream('DELETE', `/allocations/${LEASED}`);
     await onOurs('PUT', `/ext/leases/${LEASED}`, { seconds: 1 });
     // The server's own sweep (every 100 ms) releases it once the second has passed.
-    for (let i = 0; ; i++) {
-      const { allocations } = (await onOurs('GET', `/allocations/${LEASED}`)) as { allocations: object };
-      if (Object.keys(allocations).length === 0) break;
-      if (i > 100) throw new Error('the sweep did not release the expired lease within 10 s');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil(
+      "the server's sweep to release the expired lease's allocations",
+      async () => Object.keys(((await onOurs('GET', `/allocations/${LEASED}`)) as { allocations: object }).allocations).length === 0,
+      30_000,
+      100,
+    );
     const after = { upstream: await observe(onUpstream), ours: await observe(onOurs) };
     expect(after.ours).toEqual(after.upstream);
     // Upstream bumps no provider generation when allocations are deleted; neither does the sweep.

@@ -25,6 +25,7 @@ import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { SWEEP_BATCH } from '../../src/ext/leases.js';
 import { type ServerProcess, startServer } from '../helpers/node-server.js';
 import { mulberry32 } from '../helpers/random.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const LEASED = 1_200;
 const CONFIRMED = 50;
@@ -269,12 +270,17 @@ describe('a server process killed in the middle of the lease sweep', () => {
     server = await start();
     try {
       let leases: { active: number; expired_unswept: number; released: number; dropped: number } | undefined;
-      for (let i = 0; i < 200; i++) {
-        const res = await fetch(`${server.url}/diagnostics/audit`, { headers: { 'x-auth-token': 'admin' } });
-        leases = ((await res.json()) as { extensions: { leases: typeof leases } }).extensions.leases;
-        if (leases!.active === 0) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      // Bounded by the clock, not 200 audits: each audit and sweep is slower on a loaded machine.
+      await waitUntil(
+        'the next run to sweep every expired lease (the audit counting no active lease)',
+        async () => {
+          const res = await fetch(`${server!.url}/diagnostics/audit`, { headers: { 'x-auth-token': 'admin' } });
+          leases = ((await res.json()) as { extensions: { leases: typeof leases } }).extensions.leases;
+          return leases!.active === 0;
+        },
+        90_000,
+        100,
+      );
       expect(leases).toMatchObject({ active: 0, expired_unswept: 0, released: LEASED, dropped: REWRITTEN });
       const usages = async (rp: string) =>
         (

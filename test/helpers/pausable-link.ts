@@ -1,6 +1,10 @@
 // A TCP relay whose traffic can be held: put between a sqld replica and its
 // primary's gRPC port, holding it makes the replica lag (it keeps answering
 // reads from what it has, and applies nothing new) until the link resumes.
+// For a replica, hold only what the primary sends (`{ only: 'answers' }`): with
+// its own requests held too, a sqld replica on a loaded machine stopped answering
+// SQL at all (past 30 s, three runs in three at load ~9), so a test could no longer
+// see it lag; holding only the primary's side it lags and answers (five runs in five).
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
 export interface PausableLink {
@@ -11,15 +15,15 @@ export interface PausableLink {
   stop(): void;
 }
 
-export async function startPausableLink(target: string): Promise<PausableLink> {
+export async function startPausableLink(target: string, opts: { only?: 'answers' } = {}): Promise<PausableLink> {
   const upstream = new URL(target);
   const sockets = new Set<Socket>();
   /** Bytes held back while the link is held, with where they go, in arrival order. */
   let waiting: [Socket, Buffer][] = [];
   let held = false;
-  const relay = (from: Socket, to: Socket) => {
+  const relay = (from: Socket, to: Socket, holdable: boolean) => {
     sockets.add(from);
-    from.on('data', (chunk: Buffer) => (held ? waiting.push([to, chunk]) : to.write(chunk)));
+    from.on('data', (chunk: Buffer) => (held && holdable ? waiting.push([to, chunk]) : to.write(chunk)));
     from.on('close', () => {
       sockets.delete(from);
       to.destroy();
@@ -28,8 +32,8 @@ export async function startPausableLink(target: string): Promise<PausableLink> {
   };
   const server: Server = createServer((inbound) => {
     const outbound = connect(Number(upstream.port), upstream.hostname);
-    relay(inbound, outbound);
-    relay(outbound, inbound);
+    relay(inbound, outbound, opts.only !== 'answers');
+    relay(outbound, inbound, true);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();

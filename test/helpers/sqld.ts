@@ -58,7 +58,9 @@ export async function startSqld(options: SqldOptions = {}): Promise<SqldServer> 
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   };
-  for (let i = 0; i < 100; i++) {
+  // Bounded by the clock: on a loaded machine sqld takes seconds to answer, and 100 polls counted no time.
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
     try {
       if ((await fetch(`${url}/health`)).ok) return { url, grpcUrl, child, stop };
     } catch {
@@ -67,7 +69,7 @@ export async function startSqld(options: SqldOptions = {}): Promise<SqldServer> 
     await new Promise((r) => setTimeout(r, 100));
   }
   stop();
-  throw new Error(`sqld did not come up at ${url}`);
+  throw new Error(`sqld did not come up at ${url} within 30 s`);
 }
 
 /** A primary and one replica of it, as a site near an instance would run them. */
@@ -85,16 +87,37 @@ export async function startSqldPair(): Promise<{ primary: SqldServer; replica: S
 }
 
 /** The write mark a sqld server holds (how far it has got; -1 without one), straight over its HTTP API. */
-export async function writeMarkAt(url: string): Promise<number> {
+export async function writeMarkAt(url: string, timeoutMs = 10_000): Promise<number> {
   const res = await fetch(`${url}/v2/pipeline`, {
     method: 'POST',
     // A hung sqld fails here, naming itself, instead of running a test into its timeout.
-    signal: AbortSignal.timeout(10_000),
+    signal: AbortSignal.timeout(timeoutMs),
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ requests: [{ type: 'execute', stmt: { sql: 'SELECT mark FROM placement_write_marks' } }, { type: 'close' }] }),
   });
-  const body = (await res.json()) as { results: { response?: { result?: { rows: { value: string }[][] } } }[] };
+  const text = await res.text();
+  const body = JSON.parse(text) as { results?: { response?: { result?: { rows: { value: string }[][] } } }[] };
+  if (!res.ok || !body.results) throw new Error(`${url} answered the write mark's read with HTTP ${res.status}: ${text.slice(0, 300)}`);
   return Number(body.results[0]?.response?.result?.rows[0]?.[0]?.value ?? -1);
+}
+
+/**
+ * The write mark of a replica that lags on purpose (its link held) or was just resumed
+ * (SIGCONT), asked until it answers, each try dropped after `tryMs`. On a loaded machine
+ * such a sqld replica can leave a request hanging while the next one answers at once
+ * (seen at load ~9: a first request past 10 s, the next in 24-831 ms).
+ */
+export async function heldReplicaMarkAt(replica: SqldServer, withinMs = 30_000, tryMs = 2_000): Promise<number> {
+  const deadline = Date.now() + withinMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      return await writeMarkAt(replica.url, tryMs);
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw new Error(`the replica at ${replica.url} answered no SQL request within ${withinMs} ms (${String(last)})`);
 }
 
 /**

@@ -6,6 +6,7 @@ import { startNodeJobs } from '../../src/jobs/node-runner.js';
 import { JobRegistry } from '../../src/jobs/registry.js';
 import { drainOutbox, runSweepsLogged } from '../../src/jobs/sweeps.js';
 import { bindBody, fpgaProfile, makeCyborgApp, seedHost, type CyborgTestApp } from '../cyborg/helpers.js';
+import { waitUntil } from '../helpers/wait.js';
 
 describe('outbox recovery', () => {
   let t: CyborgTestApp;
@@ -55,7 +56,7 @@ describe('outbox recovery', () => {
     t.jobs.stop();
     const timed = startNodeJobs(t.deps, { intervalMs: 10 });
     try {
-      for (let i = 0; i < 200 && delivered.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await waitUntil('the sweep timer to deliver the lost send', () => delivered.length > 0);
       expect(delivered).toEqual([uuid]);
     } finally {
       timed.stop();

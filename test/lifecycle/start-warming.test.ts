@@ -60,13 +60,15 @@ describeWithPart(SQLD_MISSING, 'a start observed over HTTP', () => {
       expect(await held).toEqual({ status: 200, body: { resource_providers: [] } });
       expect(answeredAt).toBeGreaterThanOrEqual(releasedAt);
       expect(await until(async () => (await get('/readyz')).status === 200, 20_000)).toBe(true);
-      expect(await (await get('/readyz')).json()).toEqual({ status: 'ready' });
+      // Told once, also by a cluster's primary once every server process has warmed up. Only then
+      // does every process answer ready: one ready answer came from one process, and on a loaded
+      // machine the other can still be warming (a second probe found it so).
+      expect(await until(() => server!.log().includes('"msg":"placement-edge ready"'), 20_000)).toBe(true);
+      for (let i = 0; i < 2 * workers; i += 1) expect(await (await get('/readyz')).json()).toEqual({ status: 'ready' });
       // The start told in order; warming is no warning.
       const log = server.log();
       expect(log).not.toContain('"msg":"not ready"');
       expect(log.indexOf('"msg":"placement-edge listening"')).toBeGreaterThan(-1);
-      // Told once, also by a cluster's primary once every server process has warmed up.
-      expect(await until(() => server!.log().includes('"msg":"placement-edge ready"'), 10_000)).toBe(true);
       expect(server.log().indexOf('"msg":"placement-edge ready"')).toBeGreaterThan(
         server.log().indexOf('"msg":"placement-edge listening"'),
       );

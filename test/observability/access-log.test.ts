@@ -40,7 +40,8 @@ async function loggedApp(env: Record<string, string> = {}) {
   const app = createApp(deps);
   /** The access lines, once `n` have been written (the bytes of a body without content-length are counted in the background). */
   const accessLines = async (n: number) => {
-    await vi.waitFor(() => expect(lines.filter((l) => l.msg === 'request').length).toBeGreaterThanOrEqual(n));
+    // vi.waitFor gives up after 1 s by default: too short for a loaded machine.
+    await vi.waitFor(() => expect(lines.filter((l) => l.msg === 'request').length).toBeGreaterThanOrEqual(n), { timeout: 20_000 });
     return lines.filter((l) => l.msg === 'request');
   };
   return { app, lines, accessLines, close: () => deps.store.close() };
@@ -181,7 +182,7 @@ describe('a Node server', () => {
         headers: { 'x-auth-token': 'admin-s3cret', 'x-openstack-request-id': GLOBAL_ID },
       });
       const body = await res.arrayBuffer();
-      await vi.waitFor(() => expect(log).toContain('"msg":"request"'));
+      await vi.waitFor(() => expect(log).toContain('"msg":"request"'), { timeout: 20_000 });
       await server.stop();
       const lines = log
         .trim()
@@ -203,7 +204,7 @@ describe('a Node server', () => {
     } finally {
       await server.stop();
     }
-  });
+  }, 90_000); // a server start (tsx, seconds of CPU): 10 s at load 12 against the default 30 s
 
   it('logs one short start line, then the configuration it starts with', async () => {
     const server = await startServer(`file:${join(dir, 'start.db')}`, { PLACEMENT_WORKERS: '1', NOVA_TOKEN: 'nova-s3cret' });
@@ -221,5 +222,5 @@ describe('a Node server', () => {
     const configuration = JSON.parse(lines[1]!) as { msg: string; config: Record<string, unknown> };
     expect(configuration.msg).toBe('placement-edge configuration');
     expect(configuration.config).toMatchObject({ PLACEMENT_WORKERS: 1, NOVA_TOKEN: REDACTED, PLACEMENT_ACCESS_LOG: 'info' });
-  });
+  }, 90_000);
 });

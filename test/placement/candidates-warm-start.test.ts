@@ -13,6 +13,7 @@ import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { nodeRewarm } from '../../src/entry/warm-up.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 const sqlOf = (statement: InStatement): string => (typeof statement === 'string' ? statement : statement.sql);
@@ -98,7 +99,8 @@ describe('trees read and summaries built before the first request', () => {
       const latestSeq = async () =>
         Number((await app.deps.store.client.execute('SELECT MAX(seq) AS s FROM placement_tree_changes')).rows[0]!.s);
       const caughtUp = async () => {
-        for (let i = 0; i < 400 && model.appliedSeq !== (await latestSeq()); i += 1) await new Promise((r) => setTimeout(r, 5));
+        const latest = await latestSeq();
+        await waitUntil(`the watcher's trees to apply change ${latest} (at ${model.appliedSeq})`, () => model.appliedSeq === latest);
         return model.appliedSeq;
       };
       expect(await caughtUp()).toBe(await latestSeq());
@@ -121,6 +123,15 @@ describe('trees read and summaries built before the first request', () => {
     // As a server process: the trees read by the warm-up at its start, then kept fresh.
     await watcher.deps.candidates.refresh(watcher.deps.store);
     const rewarms: number[] = [];
+    // The refreshes are counted as they read (one read batch each), so the test waits for
+    // refreshes that happened, however slowly a loaded machine runs the timer.
+    let refreshes = 0;
+    const readBatch = watcher.deps.store.readBatch;
+    watcher.deps.store.readBatch = (statements) => {
+      refreshes += 1;
+      return readBatch(statements);
+    };
+    const model = watcher.deps.candidates.trees.modelFor(watcher.deps.store, CACHE);
     const refresher = watcher.deps.candidates.keepFresh(
       watcher.deps.store,
       5,
@@ -131,19 +142,21 @@ describe('trees read and summaries built before the first request', () => {
         rewarms.push(Date.now());
       },
     );
-    const settled = async (count: number) => {
-      for (let i = 0; i < 400 && rewarms.length < count; i += 1) await new Promise((r) => setTimeout(r, 5));
-      // A few more refreshes: no other re-warm comes.
-      await new Promise((r) => setTimeout(r, 60));
+    /** The re-warms once the watcher has read every change written so far and refreshed three more times (a due re-warm runs on the first quiet one, before the next starts). */
+    const settled = async () => {
+      const latest = Number((await app.deps.store.client.execute('SELECT MAX(seq) AS s FROM placement_tree_changes')).rows[0]!.s);
+      await waitUntil(`the watcher's trees to apply change ${latest} (at ${model.appliedSeq})`, () => model.appliedSeq === latest);
+      const seen = refreshes;
+      await waitUntil(`three more refreshes of the watcher's trees (${refreshes - seen} so far)`, () => refreshes >= seen + 3);
       return rewarms.length;
     };
     try {
       // The trees held at the start were warmed over: nothing to do.
-      expect(await settled(0)).toBe(0);
+      expect(await settled()).toBe(0);
       // A tree of a new shape (a root with a PGPU child): one re-warm.
       const host = await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } });
       await provider(app, { parent: host, inventory: { PGPU: { total: 1 } } });
-      expect(await settled(1)).toBe(1);
+      expect(await settled()).toBe(1);
       // Another tree of that shape, and an inventory's total changed: no new shape, no re-warm.
       const other = await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } });
       await provider(app, { parent: other, inventory: { PGPU: { total: 1 } } });
@@ -151,7 +164,7 @@ describe('trees read and summaries built before the first request', () => {
         body: { resource_provider_generation: 1, inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 4096 } } },
       });
       expect(res.status).toBe(200);
-      expect(await settled(2)).toBe(1);
+      expect(await settled()).toBe(1);
     } finally {
       refresher.stop();
       watcher.close();

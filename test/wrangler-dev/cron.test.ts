@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type DevWorker, startDevWorker } from '../helpers/dev-worker.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { SQLD_MISSING } from '../helpers/sqld.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const headers = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39', 'content-type': 'application/json' };
 
@@ -65,7 +66,7 @@ describeWithPart(SQLD_MISSING, "the Worker's cron in wrangler dev (real workerd 
     const cron = await fetch(`${dev.url}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent('* * * * *')}`);
     expect(cron.status, await cron.text()).toBe(200);
     // The sweep runs under the event's waitUntil, which may end after the answer: look until it shows.
-    for (let i = 0; i < 100 && (await usages()).VCPU !== 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    await waitUntil("the cron's sweep to release the expired lease's VCPU", async () => (await usages()).VCPU === 0, 30_000, 100);
     expect(await usages()).toEqual({ VCPU: 0 });
     expect((await call('GET', `/allocations/${consumer}`)).status).toBe(200);
     expect(((await (await call('GET', `/allocations/${consumer}`)).json()) as { allocations: object }).allocations).toEqual({});

@@ -15,6 +15,7 @@ import { afterAll, expect, it } from 'vitest';
 import { startDevWorker } from '../helpers/dev-worker.js';
 import { describeWithPart, missingUnless } from '../helpers/parts.js';
 import { freePort, SQLD_BIN } from '../helpers/sqld.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const headers = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39', 'content-type': 'application/json' };
 const PROVIDER = '2c0f9e2e-8a5b-4a4e-9a55-3f1c6b1d0e11';
@@ -45,8 +46,12 @@ describeWithPart(
           expect(res.status, path).toBe(200);
         }
         // The access lines are written after the answer: wait for the last one.
-        for (let i = 0; i < 40 && !(dev.stdout().includes('"path":"/metrics"') && dev.stdout().includes('"msg":"warmed up"')); i++)
-          await new Promise((r) => setTimeout(r, 100));
+        await waitUntil(
+          "wrangler dev's access line for /metrics and its warm-up line",
+          () => dev.stdout().includes('"path":"/metrics"') && dev.stdout().includes('"msg":"warmed up"'),
+          30_000,
+          100,
+        );
       } finally {
         await dev.stop();
       }
@@ -89,8 +94,12 @@ describeWithPart(
           await res.arrayBuffer();
           expect(res.status).toBe(200);
         }
-        for (let i = 0; i < 40 && !dev.stdout().includes('"path":"/allocation_candidates"'); i++)
-          await new Promise((r) => setTimeout(r, 100));
+        await waitUntil(
+          "wrangler dev's access line for /allocation_candidates",
+          () => dev.stdout().includes('"path":"/allocation_candidates"'),
+          30_000,
+          100,
+        );
       } finally {
         await dev.stop();
       }
