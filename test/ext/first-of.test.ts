@@ -182,6 +182,27 @@ describe.each([
     expect(diagnosis.allocation_requests).toBe(4);
     expect(diagnosis.hosts[0]!.fits).toBe(false);
   });
+
+  it("a provider shared through a host's aggregate serves the unsuffixed group beside the alternative chosen there", async () => {
+    // Without the tree cache the shared provider's own tree is not among the first loaded (it
+    // anchors nothing): the search takes it in afterwards, into every alternative's search.
+    const aggregate = crypto.randomUUID();
+    const root = await provider(app, { inventory: { VCPU: { total: 16 } }, aggregates: [aggregate] });
+    const gpu = await provider(app, { parent: root, inventory: { CUSTOM_GPU_T4: { total: 1 } } });
+    const disk = await provider(app, {
+      inventory: { DISK_GB: { total: 100 } },
+      traits: ['MISC_SHARES_VIA_AGGREGATE', 'STORAGE_DISK_SSD'],
+      aggregates: [aggregate],
+    });
+    // The shared provider's trait decides: its node (loaded after the first batch) must be known.
+    const answer = await candidates(
+      'resources=VCPU:4,DISK_GB:10&required=STORAGE_DISK_SSD&resources_H100=CUSTOM_GPU_H100:1&resources_T4=CUSTOM_GPU_T4:1' +
+        '&group_policy=none&ext_first_of=_H100,_T4',
+    );
+    expect(answer.allocation_requests.map((r) => r.allocations)).toEqual([
+      { [root]: { resources: { VCPU: 4 } }, [disk]: { resources: { DISK_GB: 10 } }, [gpu]: { resources: { CUSTOM_GPU_T4: 1 } } },
+    ]);
+  });
 });
 
 describe('ext_first_of on a tree whose preferred variant is a long search that finds nothing', () => {
