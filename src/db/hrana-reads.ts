@@ -19,7 +19,7 @@
 // the client for good.
 import { type Client, type InStatement, type InValue, LibsqlBatchError, LibsqlError, type ResultSet, type Row } from '@libsql/client';
 import type { BatchConnection } from './client.js';
-import { resultSet, rowFactory } from './result-rows.js';
+import { base64Of, resultSet, rowFactory } from './result-rows.js';
 
 type HranaValue =
   | { type: 'null' }
@@ -143,14 +143,8 @@ function hranaValue(value: InValue): HranaValue {
   if (typeof value === 'bigint') return { type: 'integer', value: String(value) };
   if (typeof value === 'boolean') return { type: 'integer', value: value ? '1' : '0' };
   if (value instanceof Date) return { type: 'float', value: value.valueOf() };
-  if (value instanceof ArrayBuffer || value instanceof Uint8Array) {
-    let binary = '';
-    for (const byte of new Uint8Array(
-      value instanceof ArrayBuffer ? value : value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength),
-    ))
-      binary += String.fromCharCode(byte);
-    return { type: 'blob', base64: btoa(binary) };
-  }
+  if (value instanceof ArrayBuffer) return { type: 'blob', base64: base64Of(new Uint8Array(value)) };
+  if (value instanceof Uint8Array) return { type: 'blob', base64: base64Of(value) };
   throw new TypeError('Unsupported type of value');
 }
 

@@ -65,10 +65,13 @@ export function resultSet(
 
 function valueToJson(value: unknown): unknown {
   if (typeof value === 'bigint') return String(value);
-  if (value instanceof ArrayBuffer) {
-    let binary = '';
-    for (const byte of new Uint8Array(value)) binary += String.fromCharCode(byte);
-    return btoa(binary);
-  }
+  if (value instanceof ArrayBuffer) return base64Of(new Uint8Array(value));
   return value;
+}
+
+/** Bytes as base64, with what both runtimes have (no Node Buffer in a Worker). */
+export function base64Of(bytes: Uint8Array): string {
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
 }
