@@ -13,7 +13,7 @@ import type { Deps } from '../deps.js';
 import { Microversion } from '../microversion.js';
 import { findAllocationCandidatesJson } from '../placement/candidates/index.js';
 import { parseCandidateQueryString } from '../placement/candidates/parse.js';
-import { realCloudQueries, warmUpCandidates } from '../placement/candidates/warm-up.js';
+import { realCloudRequests, warmUpCandidates } from '../placement/candidates/warm-up.js';
 import { DomainError } from '../errors.js';
 import { MAX_VERSION } from '../placement/versions.js';
 
@@ -79,12 +79,9 @@ const REWARM_CAP = 1000;
 export async function nodeRewarm({ store, candidates }: Deps): Promise<void> {
   const cap = candidates.settings.maxCandidates;
   const options = candidates.options({ metrics: undefined, maxCandidates: cap > 0 && cap < REWARM_CAP ? cap : REWARM_CAP });
-  const queries = realCloudQueries().map(({ query, version }) => {
-    const mv = Microversion.parse(version)!;
-    return { mv, request: parseCandidateQueryString(query, mv) };
-  });
+  const requests = realCloudRequests();
   for (let round = 0; round < REWARM_ROUNDS; round += 1)
-    for (const { mv, request } of queries) {
+    for (const { mv, request } of requests) {
       await nextTurn();
       await findAllocationCandidatesJson(store.nearby, request, mv, { ...options, now: Date.now() }).catch(refusedOnly);
     }

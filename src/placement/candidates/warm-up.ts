@@ -15,7 +15,7 @@ import { MAX_VERSION } from '../versions.js';
 import { CloudModel, type ProviderSpec } from './cloud-model.js';
 import type { CandidateReadHook } from './hooks.js';
 import { type CandidateOptions, candidatesJsonFromModel } from './index.js';
-import { parseCandidateQueryString } from './parse.js';
+import { type CandidateRequest, parseCandidateQueryString } from './parse.js';
 import { addUsage, type Lookups, type Usage } from './research.js';
 
 const AGGREGATES = [
@@ -53,9 +53,24 @@ const QUERIES: [query: string, versions: string[]][] = [
  * without the made-up aggregate, which a real cloud does not have. A query
  * naming a class or trait the cloud lacks is refused at once (400), cheaply.
  */
-export function realCloudQueries(): { query: string; version: string }[] {
+export function realCloudRequests(): WarmUpRequest[] {
   const madeUp = `&member_of=${AGGREGATES[0]!.uuid}`;
-  return QUERIES.flatMap(([query, versions]) => versions.map((version) => ({ query: query.replace(madeUp, ''), version })));
+  return parsed(QUERIES.map(([query, versions]) => [query.replace(madeUp, ''), versions]));
+}
+
+interface WarmUpRequest {
+  mv: Microversion;
+  request: CandidateRequest;
+}
+
+/** Each query parsed at each of its microversions. */
+function parsed(queries: [query: string, versions: string[]][]): WarmUpRequest[] {
+  return queries.flatMap(([query, versions]) =>
+    versions.map((version) => {
+      const mv = Microversion.parse(version)!;
+      return { mv, request: parseCandidateQueryString(query, mv) };
+    }),
+  );
 }
 
 type Inventory = [name: string, total: number, reserved: number, min: number, max: number, step: number];
@@ -148,12 +163,7 @@ export async function warmUpCandidates(rounds = 1, hooks: readonly CandidateRead
   const options: CandidateOptions = { randomize: false, maxCandidates: 0, treeCacheProviders: 0, now: 0, hooks };
   const { providers, usage } = madeUpCloud(hosts, trees);
   const model = CloudModel.of(providers);
-  const requests = QUERIES.flatMap(([query, versions]) =>
-    versions.map((version) => {
-      const mv = Microversion.parse(version)!;
-      return { mv, request: parseCandidateQueryString(query, mv) };
-    }),
-  );
+  const requests = parsed(QUERIES);
   let answers = 0;
   let bytes = 0;
   let smallest = Number.POSITIVE_INFINITY;
