@@ -3,6 +3,7 @@
 // several repo calls into one atomic write.
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
+import { CommitGroups, type GroupOutcome } from './group-commit.js';
 import { DbWatch } from './observe.js';
 import { markOf, RAISE_WRITE_MARK, RAISE_WRITE_MARK_SQL, ReplicaReader, type ReplicaOptions, WriteMarks } from './replica.js';
 import * as schema from './schema/index.js';
@@ -68,6 +69,8 @@ export interface DataStore extends BatchReader {
 export interface BatchConnection {
   readBatch(statements: InStatement[]): Promise<ResultSet[]>;
   writeBatch(statements: InStatement[]): Promise<ResultSet[]>;
+  /** Where present, concurrent write batches share commits through it (db/group-commit.ts). */
+  writeGroup?(batches: InStatement[][]): Promise<GroupOutcome[]>;
   close(): void;
 }
 
@@ -80,8 +83,14 @@ export interface ReplicaConnection extends ReplicaOptions {
 export function createDataStore(client: Client, batches?: BatchConnection, replica?: ReplicaConnection, log?: StorageLog): DataStore {
   const db = drizzle(client, { schema });
   const lock = new Mutex();
+  const watch = new DbWatch();
   const readBatch = batches ? (s: InStatement[]) => batches.readBatch(s) : (s: InStatement[]) => client.batch(s, 'read');
-  const runWriteBatch = batches ? (s: InStatement[]) => batches.writeBatch(s) : (s: InStatement[]) => client.batch(s, 'write');
+  const groups = batches?.writeGroup ? commitGroups(batches.writeGroup.bind(batches), lock, watch) : undefined;
+  const runWriteBatch = groups
+    ? (s: InStatement[]) => groups.write(s)
+    : batches
+      ? (s: InStatement[]) => batches.writeBatch(s)
+      : (s: InStatement[]) => client.batch(s, 'write');
   // With a replica, every write also raises the write mark and learns it (one
   // more statement, same round trip), so replica reads can tell whether they
   // are as fresh as our writes. Without one, writes are exactly as before.
@@ -101,7 +110,6 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
           return result;
         })
     : <T>(fn: (tx: Tx) => Promise<T>) => db.transaction(fn);
-  const watch = new DbWatch();
   const timedRead = (statements: InStatement[]) => watch.timed('read_batch', () => readBatch(statements));
   const replicaReader = replica ? new ReplicaReader(replica.client, { readBatch: timedRead }, marks, replica, watch) : undefined;
   const store: DataStore = {
@@ -114,11 +122,14 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
       ),
     readBatch: timedRead,
     // Timed once the lock is held: the wait behind other writers is not the database's.
-    writeBatch: (statements) =>
-      watchWrite(
-        lock.run(() => watch.timed('write_batch', () => writeBatch(statements))),
-        log,
-      ),
+    // A shared commit takes the lock and is timed itself (commitGroups).
+    writeBatch: groups
+      ? (statements) => watchWrite(writeBatch(statements), log)
+      : (statements) =>
+          watchWrite(
+            lock.run(() => watch.timed('write_batch', () => writeBatch(statements))),
+            log,
+          ),
     // Without a replica, the store itself, so the tree model kept per reader (candidates/cloud-model.ts) is shared.
     get nearby(): BatchReader {
       return replicaReader ?? store;
@@ -133,4 +144,23 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
     },
   };
   return store;
+}
+
+/**
+ * Write batches that share commits: each group waits for the lock writeTx
+ * holds, and counts as one write_batch per batch in it, each taking the
+ * group's time (what its writer waited for).
+ */
+function commitGroups(writeGroup: (batches: InStatement[][]) => Promise<GroupOutcome[]>, lock: Mutex, watch: DbWatch): CommitGroups {
+  return new CommitGroups((group) =>
+    lock.run(async () => {
+      const started = performance.now();
+      try {
+        return await writeGroup(group);
+      } finally {
+        const seconds = (performance.now() - started) / 1000;
+        for (let i = 0; i < group.length; i += 1) watch.observer?.operation('write_batch', seconds);
+      }
+    }),
+  );
 }

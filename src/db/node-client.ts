@@ -2,7 +2,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createClient, type Client } from '@libsql/client';
-import { openBatchRunner, type BatchRunner } from './node-batches.js';
+import type { BatchConnection } from './client.js';
+import { openBatchRunner } from './node-batches.js';
 
 /** How long a writer in *another* process waits on SQLite's lock. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -21,13 +22,17 @@ export async function openNodeClient(url: string, authToken?: string): Promise<C
 
 /**
  * The cached-statement batch runner for a file database (see
- * db/node-batches.ts), or undefined where the client must run batches
+ * db/node-batches.ts), its concurrent write batches sharing commits when
+ * `groupCommit` is set (db/group-commit.ts), or undefined where the client must run batches
  * itself: an in-memory database (one connection only), a URL with options,
  * a remote server.
  */
-export function openNodeBatchRunner(url: string): BatchRunner | undefined {
+export function openNodeBatchRunner(url: string, { groupCommit = false }: { groupCommit?: boolean } = {}): BatchConnection | undefined {
   if (!url.startsWith('file:')) return undefined;
   const path = url.slice('file:'.length);
   if (!path || path.includes(':memory:') || path.includes('?') || path.startsWith('//')) return undefined;
-  return openBatchRunner(path, BUSY_TIMEOUT_MS);
+  const runner = openBatchRunner(path, BUSY_TIMEOUT_MS);
+  if (groupCommit) return runner;
+  // Every write batch commits on its own.
+  return { readBatch: runner.readBatch, writeBatch: runner.writeBatch, close: runner.close };
 }
