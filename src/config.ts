@@ -125,6 +125,13 @@ export const ConfigSchema = z.object({
   PLACEMENT_DB_READ_TIMEOUT_MS: z.coerce.number().int().min(1).default(2000),
   /** After a replica fails, reads go to the primary for this many ms before it is tried again. */
   PLACEMENT_DB_READ_RETRY_MS: z.coerce.number().int().min(0).default(5000),
+  /**
+   * Node mode on a file database: the write batches one process receives
+   * while it serves a turn of its event loop share one transaction and one
+   * COMMIT, each batch in a savepoint of its own (db/group-commit.ts). false:
+   * every write batch commits alone.
+   */
+  PLACEMENT_GROUP_COMMIT: bool.default(true),
   PLACEMENT_AUTH_STRATEGY: z.enum(['noauth2', 'token', 'keystone']).default('noauth2'),
   /** token mode: JSON {"<token>": {"roles": [...], "project_id": "...", "user_id": "..."}} */
   PLACEMENT_AUTH_TOKENS: z.string().optional(),

@@ -26,7 +26,12 @@ export async function openStore(
 ): Promise<DataStore> {
   const client = await openNodeClient(config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN);
   if (prepare) await prepareDatabase(client);
-  return createDataStore(client, openNodeBatchRunner(config.PLACEMENT_DB_URL), openReplica(config, log), log);
+  return createDataStore(
+    client,
+    openNodeBatchRunner(config.PLACEMENT_DB_URL, { groupCommit: config.PLACEMENT_GROUP_COMMIT }),
+    openReplica(config, log),
+    log,
+  );
 }
 
 /** The read replica's client, where PLACEMENT_DB_READ_URL names one (db/replica.ts). */
