@@ -132,6 +132,14 @@ export const ConfigSchema = z.object({
    * every write batch commits alone.
    */
   PLACEMENT_GROUP_COMMIT: bool.default(true),
+  /**
+   * Node mode on a file database: when a commit reaches the disk. normal: it
+   * survives the process's crash; the OS crashing or the power failing may
+   * lose the last ones (the WAL is synced at checkpoints). full: each COMMIT
+   * is synced before any write it holds is answered (one fsync per shared
+   * commit, PLACEMENT_GROUP_COMMIT).
+   */
+  PLACEMENT_DB_SYNCHRONOUS: z.enum(['normal', 'full']).default('normal'),
   PLACEMENT_AUTH_STRATEGY: z.enum(['noauth2', 'token', 'keystone']).default('noauth2'),
   /** token mode: JSON {"<token>": {"roles": [...], "project_id": "...", "user_id": "..."}} */
   PLACEMENT_AUTH_TOKENS: z.string().optional(),

@@ -27,6 +27,17 @@ interface CachedStatement {
   columnTypes: string[];
 }
 
+/**
+ * When a commit reaches the disk (SQLite's synchronous, in WAL mode):
+ * normal, a commit survives the process's crash and the WAL is synced at
+ * checkpoints, so the OS crashing or the power failing may lose the last
+ * commits; full, every COMMIT is synced before it returns (one fsync per
+ * commit, which group commit shares among the batches of a group).
+ */
+export type Synchronous = 'normal' | 'full';
+
+export const synchronousPragma = (mode: Synchronous): string => `PRAGMA synchronous=${mode === 'full' ? 'FULL' : 'NORMAL'}`;
+
 /** Distinct statement texts kept prepared; the write model uses a few dozen. */
 const CACHE_LIMIT = 512;
 
@@ -53,9 +64,13 @@ export interface BatchRunner {
  * would sleep the whole event loop for 1 ms and more on every collision,
  * when the other writer needs well under a millisecond.
  */
-export function openBatchRunner(path: string, busyTimeoutMs: number): BatchRunner {
+export function openBatchRunner(
+  path: string,
+  busyTimeoutMs: number,
+  { synchronous = 'normal' }: { synchronous?: Synchronous } = {},
+): BatchRunner {
   const db = new Database(path, { timeout: 0 } as ConstructorParameters<typeof Database>[1]);
-  db.exec('PRAGMA synchronous=NORMAL');
+  db.exec(synchronousPragma(synchronous));
   // Checkpoint (copy the WAL back into the file, with an fsync) every ~40 MB
   // of WAL instead of SQLite's 4 MB: claims rewrite the same hot pages, so a
   // checkpoint ten times rarer copies far fewer pages in all, and the write

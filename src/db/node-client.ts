@@ -3,18 +3,18 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createClient, type Client } from '@libsql/client';
 import type { BatchConnection } from './client.js';
-import { openBatchRunner } from './node-batches.js';
+import { openBatchRunner, type Synchronous, synchronousPragma } from './node-batches.js';
 
 /** How long a writer in *another* process waits on SQLite's lock. */
 const BUSY_TIMEOUT_MS = 10_000;
 
-export async function openNodeClient(url: string, authToken?: string): Promise<Client> {
+export async function openNodeClient(url: string, authToken?: string, synchronous: Synchronous = 'normal'): Promise<Client> {
   if (url.startsWith('file:')) {
     const path = url.slice('file:'.length);
     if (path && path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const client = createClient({ url, timeout: BUSY_TIMEOUT_MS } as Parameters<typeof createClient>[0]);
     await client.execute('PRAGMA journal_mode=WAL');
-    await client.execute('PRAGMA synchronous=NORMAL');
+    await client.execute(synchronousPragma(synchronous));
     return client;
   }
   return createClient({ url, authToken });
@@ -27,11 +27,14 @@ export async function openNodeClient(url: string, authToken?: string): Promise<C
  * itself: an in-memory database (one connection only), a URL with options,
  * a remote server.
  */
-export function openNodeBatchRunner(url: string, { groupCommit = false }: { groupCommit?: boolean } = {}): BatchConnection | undefined {
+export function openNodeBatchRunner(
+  url: string,
+  { groupCommit = false, synchronous = 'normal' }: { groupCommit?: boolean; synchronous?: Synchronous } = {},
+): BatchConnection | undefined {
   if (!url.startsWith('file:')) return undefined;
   const path = url.slice('file:'.length);
   if (!path || path.includes(':memory:') || path.includes('?') || path.startsWith('//')) return undefined;
-  const runner = openBatchRunner(path, BUSY_TIMEOUT_MS);
+  const runner = openBatchRunner(path, BUSY_TIMEOUT_MS, { synchronous });
   if (groupCommit) return runner;
   // Every write batch commits on its own.
   return { readBatch: runner.readBatch, writeBatch: runner.writeBatch, close: runner.close };

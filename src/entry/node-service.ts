@@ -24,11 +24,14 @@ export async function openStore(
   { prepare = true }: OpenOptions = {},
   log: Logger = consoleLogger(config.LOG_LEVEL),
 ): Promise<DataStore> {
-  const client = await openNodeClient(config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN);
+  const client = await openNodeClient(config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN, config.PLACEMENT_DB_SYNCHRONOUS);
   if (prepare) await prepareDatabase(client);
   return createDataStore(
     client,
-    openNodeBatchRunner(config.PLACEMENT_DB_URL, { groupCommit: config.PLACEMENT_GROUP_COMMIT }),
+    openNodeBatchRunner(config.PLACEMENT_DB_URL, {
+      groupCommit: config.PLACEMENT_GROUP_COMMIT,
+      synchronous: config.PLACEMENT_DB_SYNCHRONOUS,
+    }),
     openReplica(config, log),
     log,
   );
