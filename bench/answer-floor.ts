@@ -6,7 +6,8 @@
 // the same server stack. After the cloud is loaded and 30 answers warm it,
 // rounds of each alternate; the figure is the server process's CPU per
 // answer (all its threads, from /proc/PID/task/*/schedstat, nanoseconds),
-// medians over the rounds. --cpu-prof FILE: afterwards, 100 more answers
+// medians over the rounds; and the server's RSS once it answers (at rest,
+// the made-up warm-up done) and after the runs. --cpu-prof FILE: afterwards, 100 more answers
 // under V8's profiler (node:inspector in the server), the profile written to
 // FILE and its top functions by self time printed.
 //   npx tsx bench/answer-floor.ts [--scenario flat-1000|nested-200] [--rounds 10] [--per-round 20] [--cpu-prof DIR] [--env K=V,...]
@@ -130,6 +131,12 @@ function printTop(profile: CpuProfile): void {
   console.log(`self time by function:\n${top(fns, 30)}\nself time by file:\n${top(files, 15)}`);
 }
 
+/** Resident memory of `pid`, MiB. */
+function rssMiB(pid: number): number {
+  const kib = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Math.round(Number(kib) / 1024);
+}
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function measure(): Promise<void> {
@@ -158,6 +165,8 @@ async function measure(): Promise<void> {
       child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
     });
     const api = new PlacementClient(`http://127.0.0.1:${port}`, 'admin', '1.36', 300_000);
+    await api.request('GET', '/');
+    const rssAtRest = rssMiB(child.pid!);
     await httpLoad(api, scenario.build(), 16, scenario.preheat);
     const path = `/allocation_candidates?${full.query}`;
     const get = async (p: string) => (await api.timedGet(p, full.version)).body.length;
@@ -196,6 +205,8 @@ async function measure(): Promise<void> {
         answer_cpu_ms: Number(answer.toFixed(3)),
         floor_cpu_ms: Number(floor.toFixed(3)),
         ratio: Number((answer / floor).toFixed(2)),
+        rss_mib_at_rest: rssAtRest,
+        rss_mib_after: rssMiB(pid),
         rounds: answerMs.length,
         per_round: perRound,
         answer_rounds: answerMs.map((x) => Number(x.toFixed(2))),
