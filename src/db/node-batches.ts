@@ -242,8 +242,10 @@ export function openBatchRunner(
       let shared: GroupOutcome[] | undefined;
       try {
         shared = await retryWhileBusy(() => group(batches));
-      } catch {
-        // The write lock never came, or BEGIN itself failed: each batch on its own finds out why.
+      } catch (error) {
+        // The write lock did not come within the busy timeout: each batch would have waited as long in vain.
+        if (isBusy(error)) return batches.map(() => ({ error }));
+        // BEGIN itself failed: each batch on its own finds out why.
       }
       return shared ?? writeAlone(batches);
     },

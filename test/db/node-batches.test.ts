@@ -194,4 +194,23 @@ describe('write groups (one shared commit)', () => {
     expect((await pending).every((o) => 'results' in o)).toBe(true);
     expect((await client.execute("SELECT amount FROM t WHERE name = 'a'")).rows[0]!.amount).toBe(51);
   });
+
+  it('answers every batch of the group SQLITE_BUSY, nothing written, once the busy timeout has passed', async () => {
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const outcomes = await runner.writeGroup([
+        [{ sql: 'DELETE FROM t', args: [] }],
+        [{ sql: "INSERT INTO t (name) VALUES ('z')", args: [] }],
+      ]);
+      expect(outcomes).toEqual([
+        { error: expect.objectContaining({ code: 'SQLITE_BUSY' }) },
+        { error: expect.objectContaining({ code: 'SQLITE_BUSY' }) },
+      ]);
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect(await names()).toEqual(['a', 'b']);
+  });
 });
