@@ -7,7 +7,8 @@ import { openBatchRunner, type BatchRunner } from './node-batches.js';
 /** How long a writer in *another* process waits on SQLite's lock. */
 const BUSY_TIMEOUT_MS = 10_000;
 
-export async function openNodeClient(url: string, authToken?: string): Promise<Client> {
+/** `fetch`: what a remote server's client sends its requests with (a time limit, db/replica.ts fetchWithTimeout). */
+export async function openNodeClient(url: string, authToken?: string, fetch?: typeof globalThis.fetch): Promise<Client> {
   if (url.startsWith('file:')) {
     const path = url.slice('file:'.length);
     if (path && path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -16,7 +17,7 @@ export async function openNodeClient(url: string, authToken?: string): Promise<C
     await client.execute('PRAGMA synchronous=NORMAL');
     return client;
   }
-  return createClient({ url, authToken });
+  return createClient({ url, authToken, ...(fetch ? { fetch } : {}) });
 }
 
 /**

@@ -13,7 +13,7 @@ import type { Deps, Logger } from '../deps.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
 import { clusterMetricsSource } from '../observability/cluster.js';
 import { WARMING } from '../observability/readiness.js';
-import { DatabaseGate, needsNoDatabase, preparedByPrimary, tellPrimaryReady } from './database-gate.js';
+import { DatabaseGate, needsNoDatabase, preparedByPrimary, startRefusedAnswer, tellPrimaryReady } from './database-gate.js';
 import { drainable } from './drain.js';
 import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
 import { buildNodeDeps } from './node-service.js';
@@ -59,7 +59,11 @@ export async function serveHttp(config: AppConfig): Promise<void> {
     drain.track(outgoing);
     if (refuseWithoutHost(incoming, outgoing)) return;
     if (gate.isOpen || needsNoDatabase(incoming.method, incoming.url)) void listener(incoming, outgoing);
-    else void gate.passed().then(() => listener(incoming, outgoing));
+    else
+      void gate.passed().then(
+        () => listener(incoming, outgoing),
+        (refused: Error) => gate.answering(() => startRefusedAnswer(outgoing, refused.message)),
+      );
   });
   const drain = drainable(server);
   server.once('error', (err) => {
@@ -110,7 +114,12 @@ export async function serveHttp(config: AppConfig): Promise<void> {
   // Warming, while requests are served: the database prepared (here, or by the primary) ...
   if (forked) await preparedByPrimary();
   else {
-    await prepareDatabase(deps.store.client).catch((err: unknown) => refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err)));
+    await prepareDatabase(deps.store.client).catch(async (err: unknown) => {
+      // A database that does not answer stops the start within its deadline: the requests waiting for it first get their 503.
+      const problem = databaseOpenProblem(config.PLACEMENT_DB_URL, err);
+      await gate.refuse(new Error(`The service could not start: ${problem.message}`));
+      return refuseStart(problem);
+    });
     // Project limits (PLACEMENT_LIMITS): the usage ledger installed and the limits read before any claim; unreadable as configured, the start is refused.
     await deps.limits?.start().catch(refuseStart);
   }

@@ -8,6 +8,7 @@ import { createClient } from '@libsql/client';
 import { createDataStore, type DataStore, type ReplicaConnection } from '../db/client.js';
 import { fetchWithTimeout } from '../db/replica.js';
 import { openNodeBatchRunner, openNodeClient } from '../db/node-client.js';
+import { clientRequestLimitMs, databaseDeadline } from './database-deadline.js';
 import { prepareDatabase } from './prepare-database.js';
 import { makeDeps } from '../compose.js';
 import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
@@ -24,9 +25,21 @@ export async function openStore(
   { prepare = true }: OpenOptions = {},
   log: Logger = consoleLogger(config.LOG_LEVEL),
 ): Promise<DataStore> {
-  const client = await openNodeClient(config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN);
-  if (prepare) await prepareDatabase(client);
-  return createDataStore(client, openNodeBatchRunner(config.PLACEMENT_DB_URL), openReplica(config, log), log);
+  const client = await openNodeClient(
+    config.PLACEMENT_DB_URL,
+    config.PLACEMENT_DB_AUTH_TOKEN,
+    fetchWithTimeout(clientRequestLimitMs(config)),
+  );
+  const store = createDataStore(
+    client,
+    openNodeBatchRunner(config.PLACEMENT_DB_URL),
+    openReplica(config, log),
+    log,
+    databaseDeadline(config),
+  );
+  // Prepared through the store's client: within the deadlines too.
+  if (prepare) await prepareDatabase(store.client);
+  return store;
 }
 
 /** The read replica's client, where PLACEMENT_DB_READ_URL names one (db/replica.ts). */

@@ -7,6 +7,7 @@
 // and behind any writer holding the database's lock).
 import type { Client } from '@libsql/client';
 import { RC, TRAIT } from '../db/columns.js';
+import { isDatabaseTimeout } from '../db/deadline.js';
 import { applyMigrations } from '../db/migrate.js';
 import { MIGRATIONS } from '../db/migrations.generated.js';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
@@ -44,7 +45,9 @@ async function alreadyPrepared(client: Client): Promise<boolean> {
       Number(classes!.rows[0]![0]) === STANDARD_RESOURCE_CLASSES.length &&
       Number(traits!.rows[0]![0]) === STANDARD_TRAITS.length
     );
-  } catch {
+  } catch (err) {
+    // A database that does not answer is not a new one: the start stops here, within the read deadline.
+    if (isDatabaseTimeout(err)) throw err;
     // No bookkeeping table yet: a new database.
     return false;
   }

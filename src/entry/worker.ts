@@ -27,6 +27,7 @@ import { createApp } from '../app.js';
 import { type AppConfig, loadConfig } from '../config.js';
 import { createDataStore, type DataStore } from '../db/client.js';
 import { hranaReads } from '../db/hrana-reads.js';
+import { clientRequestLimitMs, databaseDeadline } from './database-deadline.js';
 import { databaseFailure } from './database-failure.js';
 import { fetchWithTimeout } from '../db/replica.js';
 import { makeDeps } from '../compose.js';
@@ -102,10 +103,13 @@ export function openWorkerStore(config: AppConfig, log: Logger): DataStore {
   // No client-side limit on concurrent requests: libSQL's default (20) queues the next one and starts it
   // from the code of whichever request finishes first, I/O on behalf of another request, which workerd
   // refuses: the queued request hung (seen with 24 concurrent binds in test/worker/accelerator-queue.test.ts).
+  // Each request to the server closed a little after the longest deadline (database-deadline.ts).
+  const limited = fetchWithTimeout(clientRequestLimitMs(config));
   const client = createClient({
     url: config.PLACEMENT_DB_URL,
     authToken: config.PLACEMENT_DB_AUTH_TOKEN,
     concurrency: Number.MAX_SAFE_INTEGER,
+    fetch: limited,
   });
   const replica = config.PLACEMENT_DB_READ_URL
     ? {
@@ -120,7 +124,14 @@ export function openWorkerStore(config: AppConfig, log: Logger): DataStore {
       }
     : undefined;
   // Read batches in one pipeline request of their own (db/hrana-reads.ts); writes through the client.
-  return createDataStore(client, hranaReads(client, config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN), replica);
+  // Every call given up at its deadline (db/deadline.ts).
+  return createDataStore(
+    client,
+    hranaReads(client, config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN, limited),
+    replica,
+    undefined,
+    databaseDeadline(config),
+  );
 }
 
 async function boot(env: WorkerEnv): Promise<Booted> {

@@ -15,6 +15,41 @@ import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standar
 
 export type Readiness = { ready: true } | { ready: false; reason: string };
 
+/**
+ * /readyz answers within a second, whatever its checks wait on: a load
+ * balancer's probe must come back to take an instance whose database (or
+ * Keystone) does not answer out of rotation.
+ */
+export const READINESS_WITHIN_MS = 800;
+
+/** `check`'s verdict, or `late()`'s once `ms` have passed without one. */
+export async function verdictWithin(check: Promise<Readiness>, ms: number, late: () => Readiness): Promise<Readiness> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expiry = new Promise<Readiness>((resolve) => {
+    timer = setTimeout(() => resolve(late()), ms);
+  });
+  try {
+    return await Promise.race([check, expiry]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** What the database's deadlines know of it (db/deadline.ts), for the reason of a check that got no answer. */
+export interface DatabaseAnswers {
+  database: string;
+  answeredAt: number | undefined;
+}
+
+/** The reason /readyz gives when the database check got no answer within `ms`: which database, and when it last answered. */
+export function databaseSilent(answers: DatabaseAnswers | undefined, ms: number, now = Date.now()): Readiness {
+  const database = answers?.database ?? 'PLACEMENT_DB_URL';
+  const last = answers?.answeredAt;
+  const since =
+    last === undefined ? 'it has not answered since this process started' : `it last answered ${((now - last) / 1000).toFixed(1)} s ago`;
+  return { ready: false, reason: `the database does not answer: ${database} gave no answer within ${ms} ms; ${since}` };
+}
+
 /** The reason /readyz gives while a Node process starts (until its database is prepared and its warm-up is done). */
 export const WARMING = 'warming';
 

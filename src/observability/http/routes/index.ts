@@ -16,7 +16,7 @@ import { requestId } from '../../../http/request-id.js';
 import { type Method, RouteTable, TEXT_BODY } from '../../../http/route-table.js';
 import { authorize, placementHttp } from '../../../placement/http/profile.js';
 import { readDatabaseGauges } from '../../database-gauges.js';
-import { checkReadiness, WARMING } from '../../readiness.js';
+import { checkReadiness, databaseSilent, READINESS_WITHIN_MS, verdictWithin, WARMING } from '../../readiness.js';
 import { type FamilySnapshot, PROMETHEUS_CONTENT_TYPE, renderText } from '../../registry.js';
 
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -77,10 +77,18 @@ export const operatorRoutes = new RouteTable('meta')
           if (held.reason !== WARMING) deps.log.warn('not ready', { reason: held.reason });
           return c.json({ status: 'not ready', reason: held.reason }, 503, NO_STORE);
         }
+        // Each check within a second (READINESS_WITHIN_MS): one that gets no answer says so instead of holding the probe.
         const checks = await Promise.all([
           // Project limits (PLACEMENT_LIMITS): not read for two refresh intervals (Keystone down) says so; they stay enforced.
-          checkReadiness(deps.store, MIGRATIONS, deps.limits?.readiness()),
-          deps.keystone?.readiness() ?? { ready: true as const },
+          verdictWithin(checkReadiness(deps.store, MIGRATIONS, deps.limits?.readiness()), READINESS_WITHIN_MS, () =>
+            databaseSilent(deps.store.deadline, READINESS_WITHIN_MS),
+          ),
+          deps.keystone
+            ? verdictWithin(deps.keystone.readiness(), READINESS_WITHIN_MS, () => ({
+                ready: false,
+                reason: `Keystone does not answer: the service's sign-in got no answer within ${READINESS_WITHIN_MS} ms`,
+              }))
+            : { ready: true as const },
         ]);
         const reasons = checks.flatMap((check) => (check.ready ? [] : [check.reason]));
         if (reasons.length === 0) return c.json({ status: 'ready' }, 200, NO_STORE);
