@@ -36,9 +36,19 @@ export class DatabaseGate {
     this.#opened();
   }
 
-  /** Resolves once the database is prepared; rejects when the start is refused (the database does not answer). */
+  /** Resolves once the database is prepared; rejects when the start is refused. */
   passed(): Promise<void> {
     return this.#ready;
+  }
+
+  /** True once the database is prepared, false when `ms` pass first; rejects when the start is refused. */
+  passedWithin(ms: number): Promise<boolean> {
+    if (!Number.isFinite(ms)) return this.#ready.then(() => true);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    return Promise.race([this.#ready.then(() => true), late]).finally(() => clearTimeout(timer));
   }
 
   /**

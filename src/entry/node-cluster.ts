@@ -178,9 +178,13 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
 
 /** The primary's Deps on the database, prepared; the service's code is loaded here, after the fork. */
 async function openAndPrepare(config: AppConfig, log: Logger): Promise<Deps> {
-  const [{ buildNodeDeps }, { prepareDatabase }] = await Promise.all([import('./node-service.js'), import('./prepare-database.js')]);
+  const [{ buildNodeDeps }, { prepareDatabase, prepareWhenAnswered }] = await Promise.all([
+    import('./node-service.js'),
+    import('./prepare-database.js'),
+  ]);
   const deps = await buildNodeDeps(config, log, { prepare: false });
-  await prepareDatabase(deps.store.client);
+  // A database that does not answer is waited for; the server processes' /readyz name it meanwhile.
+  await prepareWhenAnswered(() => prepareDatabase(deps.store.client), log);
   // Project limits (PLACEMENT_LIMITS): the usage ledger installed and the limits read once before any server process claims.
   await deps.limits?.start();
   return deps;

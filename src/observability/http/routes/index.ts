@@ -70,19 +70,24 @@ export const operatorRoutes = new RouteTable('meta')
       responseName: 'Health',
       handler: async (c) => {
         const deps = c.var.deps;
+        // Each check within a second (READINESS_WITHIN_MS): one that gets no answer says so instead of holding the probe.
+        const database = (also?: ReturnType<NonNullable<typeof deps.limits>['readiness']>) =>
+          verdictWithin(checkReadiness(deps.store, MIGRATIONS, also, deps.store.deadline), READINESS_WITHIN_MS, () =>
+            databaseSilent(deps.store.deadline, READINESS_WITHIN_MS),
+          );
         // The process's own holds first (warming: its database may not be prepared yet), then the checks.
         const held = deps.readiness.now();
         if (!held.ready) {
+          // Warming only while the start can go on: a database that does not answer is named instead.
+          const silent = held.reason === WARMING ? await database() : undefined;
+          const reason = silent && !silent.ready && silent.silent ? silent.reason : held.reason;
           // Warming is the normal start, not worth a warning per probe.
-          if (held.reason !== WARMING) deps.log.warn('not ready', { reason: held.reason });
-          return c.json({ status: 'not ready', reason: held.reason }, 503, NO_STORE);
+          if (reason !== WARMING) deps.log.warn('not ready', { reason });
+          return c.json({ status: 'not ready', reason }, 503, NO_STORE);
         }
-        // Each check within a second (READINESS_WITHIN_MS): one that gets no answer says so instead of holding the probe.
         const checks = await Promise.all([
           // Project limits (PLACEMENT_LIMITS): not read for two refresh intervals (Keystone down) says so; they stay enforced.
-          verdictWithin(checkReadiness(deps.store, MIGRATIONS, deps.limits?.readiness()), READINESS_WITHIN_MS, () =>
-            databaseSilent(deps.store.deadline, READINESS_WITHIN_MS),
-          ),
+          database(deps.limits?.readiness()),
           deps.keystone
             ? verdictWithin(deps.keystone.readiness(), READINESS_WITHIN_MS, () => ({
                 ready: false,
