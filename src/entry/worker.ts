@@ -26,6 +26,7 @@ import { z } from 'zod';
 import { createApp } from '../app.js';
 import { type AppConfig, loadConfig } from '../config.js';
 import { createDataStore, type DataStore } from '../db/client.js';
+import { databaseTimeoutIn } from '../db/deadline.js';
 import { hranaReads } from '../db/hrana-reads.js';
 import { clientRequestLimitMs, databaseDeadline } from './database-deadline.js';
 import { databaseFailure } from './database-failure.js';
@@ -140,7 +141,7 @@ async function boot(env: WorkerEnv): Promise<Booted> {
   const store = openWorkerStore(config, log);
   await prepareDatabase(store.client).catch((err: unknown) => {
     const { problem, fix } = databaseFailure(config.PLACEMENT_DB_URL, err, 'Cloudflare, over https on port 443');
-    throw new Error(`PLACEMENT_DB_URL: ${problem}. Fix: ${fix}`);
+    throw new Error(`PLACEMENT_DB_URL: ${problem}. Fix: ${fix}`, { cause: err });
   });
   const overrides = config.PLACEMENT_POLICY_JSON ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON') : undefined;
   // Without a JOBS binding the cron drain delivers (outboxOnlyQueue).
@@ -174,10 +175,11 @@ function booted(env: WorkerEnv): Promise<Booted> {
  * an error, in the service's log format (without the logger: the bindings may
  * be what failed), and no handler throws it to the runtime.
  */
-async function bootedOrLogged(env: WorkerEnv): Promise<Booted | null> {
+async function bootedOrLogged(env: WorkerEnv, failed?: (err: unknown) => void): Promise<Booted | null> {
   try {
     return await booted(env);
   } catch (err) {
+    failed?.(err);
     const reason = err instanceof Error ? err.message : String(err);
     console.error(
       JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'placement-edge worker failed to start', err: reason }),
@@ -186,15 +188,22 @@ async function bootedOrLogged(env: WorkerEnv): Promise<Booted | null> {
   }
 }
 
-/** A boot failure (bad bindings, libSQL unreachable) in the API's error envelope; the reason stays in the log. */
-export function bootFailure(): Response {
+/**
+ * A boot failure (bad bindings, libSQL unreachable) in the API's error
+ * envelope; the reason stays in the log, except a database that did not
+ * answer in time, which the answer names (db/deadline.ts words it without secrets).
+ */
+export function bootFailure(err?: unknown): Response {
+  const silent = databaseTimeoutIn(err);
   const status = 503;
   const body = {
     errors: [
       {
         status,
         title: STATUS_TITLES[status] ?? 'Service Unavailable',
-        detail: 'The service could not start (configuration or database); see the Worker logs.',
+        detail: silent
+          ? `The service could not start: ${silent.message} See the Worker logs.`
+          : 'The service could not start (configuration or database); see the Worker logs.',
         request_id: `req-${crypto.randomUUID()}`,
       },
     ],
@@ -208,8 +217,11 @@ const asWorkerResponse = (response: Response): WorkerResponse => response as unk
 
 export default {
   async fetch(request, env, ctx) {
-    const started = await bootedOrLogged(env);
-    if (!started) return asWorkerResponse(bootFailure());
+    let why: unknown;
+    const started = await bootedOrLogged(env, (err) => {
+      why = err;
+    });
+    if (!started) return asWorkerResponse(bootFailure(why));
     const { app, deps } = started;
     const response = await app.fetch(asFetchRequest(request), env, ctx);
     warmUpOnce(deps, ctx);
