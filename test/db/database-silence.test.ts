@@ -249,3 +249,38 @@ describeWithPart(SQLD_MISSING, 'Node mode, chaos: clients claim while the link i
     }
   }, 120_000);
 });
+
+describeWithPart(SQLD_MISSING, 'Node mode: a read replica that accepts and answers nothing', () => {
+  it('candidates fall back to the primary within PLACEMENT_DB_READ_TIMEOUT_MS, equal to the primary’s answer', async () => {
+    const sqld = await startSqld();
+    // The "replica" is the primary itself behind the link: the same data, so the answers must be equal.
+    const link = await startPausableLink(sqld.url);
+    const exact = await makeTestApp({ PLACEMENT_DB_URL: sqld.url, ...DEADLINES });
+    const viaReplica = await makeTestApp({
+      PLACEMENT_DB_URL: sqld.url,
+      PLACEMENT_DB_READ_URL: link.url,
+      PLACEMENT_DB_READ_RETRY_MS: '60000',
+      ...DEADLINES,
+    });
+    try {
+      const rp = await provider(exact, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } });
+      const query = `/allocation_candidates?resources=VCPU:1,MEMORY_MB:64&in_tree=${rp}`;
+      const expected = await (await exact.call('GET', query)).json();
+      expect(await (await viaReplica.call('GET', query)).json()).toEqual(expected);
+      expect(viaReplica.deps.store.replica!.counts.replica).toBe(1);
+      link.hold();
+      const { res, ms } = await timed(viaReplica.call('GET', query));
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual(expected);
+      expect(ms).toBeGreaterThanOrEqual(READ_MS - 50);
+      expect(ms).toBeLessThan(READ_MS + SLACK_MS);
+      expect(viaReplica.deps.store.replica!.counts).toMatchObject({ replica: 1, unavailable: 1 });
+    } finally {
+      link.resume();
+      exact.close();
+      viaReplica.close();
+      link.stop();
+      sqld.stop();
+    }
+  }, 60_000);
+});
