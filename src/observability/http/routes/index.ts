@@ -78,8 +78,9 @@ export const operatorRoutes = new RouteTable('meta')
         // The process's own holds first (warming: its database may not be prepared yet), then the checks.
         const held = deps.readiness.now();
         if (!held.ready) {
-          // Warming only while the start can go on: a database that does not answer is named instead.
-          const silent = held.reason === WARMING ? await database() : undefined;
+          // Warming only while the start can go on: a libSQL server that does not answer is named instead
+          // (an embedded file cannot be silent: its holds are answered without reading it).
+          const silent = held.reason === WARMING && deps.store.deadline ? await database() : undefined;
           const reason = silent && !silent.ready && silent.silent ? silent.reason : held.reason;
           // Warming is the normal start, not worth a warning per probe.
           if (reason !== WARMING) deps.log.warn('not ready', { reason });
