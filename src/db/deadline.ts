@@ -162,8 +162,8 @@ const isRead = (statement: InStatement | string): boolean => READS.test(typeof s
  */
 export function clientWithDeadlines(client: Client, deadline: DatabaseDeadline): Client {
   return new Proxy(client, {
-    get(target, prop, receiver) {
-      const value: unknown = Reflect.get(target, prop, receiver);
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop);
       if (typeof value !== 'function') return value;
       const fn = value as (...args: unknown[]) => Promise<unknown>;
       switch (prop) {
@@ -194,8 +194,8 @@ export function clientWithDeadlines(client: Client, deadline: DatabaseDeadline):
 
 function transactionWithDeadlines(tx: Transaction, deadline: DatabaseDeadline): Transaction {
   return new Proxy(tx, {
-    get(target, prop, receiver) {
-      const value: unknown = Reflect.get(target, prop, receiver);
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop);
       if (typeof value !== 'function') return value;
       const fn = value as (...args: unknown[]) => Promise<unknown>;
       switch (prop) {

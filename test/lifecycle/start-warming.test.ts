@@ -85,3 +85,44 @@ describeWithPart(SQLD_MISSING, 'a start observed over HTTP', () => {
     }, 90_000);
   });
 });
+
+describeWithPart(SQLD_MISSING, 'a start against a database that does not answer for longer than a request waits', () => {
+  it('serves / and /readyz (503 naming PLACEMENT_DB_URL), answers 503 to the rest within the write deadline, and goes on once it answers', async () => {
+    sqld = await startSqld();
+    link = await startPausableLink(sqld.url);
+    link.hold();
+    const WRITE_MS = 1_000;
+    server = await spawnServer({
+      PLACEMENT_DB_URL: link.url,
+      PLACEMENT_WORKERS: '1',
+      PLACEMENT_DB_READ_TIMEOUT_MS: '500',
+      PLACEMENT_DB_WRITE_TIMEOUT_MS: String(WRITE_MS),
+    });
+    const get = (path: string) => fetch(`${server!.url}${path}`, { headers: ADMIN_HEADERS });
+    try {
+      expect((await get('/')).status).toBe(200);
+      const started = Date.now();
+      const refused = await get('/resource_providers');
+      const waited = Date.now() - started;
+      expect(refused.status).toBe(503);
+      const { errors } = (await refused.json()) as { errors: { detail: string }[] };
+      expect(errors[0]!.detail).toContain(
+        `The database does not answer: PLACEMENT_DB_URL (${link.url}) has not answered since this process started`,
+      );
+      expect(waited).toBeGreaterThanOrEqual(WRITE_MS - 50);
+      expect(waited).toBeLessThan(WRITE_MS + 2_000);
+      const ready = await get('/readyz');
+      expect(ready.status).toBe(503);
+      expect(((await ready.json()) as { reason: string }).reason).toContain(`PLACEMENT_DB_URL (${link.url}) gave no answer`);
+      // Still there: it waits for the database, told once.
+      expect(server.child.exitCode).toBeNull();
+      expect(await until(() => server!.log().includes('the database does not answer: the start waits for it'), 20_000)).toBe(true);
+    } finally {
+      link.resume();
+    }
+    expect(await until(async () => (await get('/readyz')).status === 200, 30_000)).toBe(true);
+    expect((await get('/resource_providers')).status).toBe(200);
+    expect(server.log()).toContain('the database answers again: the start goes on');
+    expect(server.log().match(/the start waits for it/g)).toHaveLength(1);
+  }, 90_000);
+});
