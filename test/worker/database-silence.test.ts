@@ -16,8 +16,8 @@ import { prepareDatabase } from '../../src/entry/prepare-database.js';
 import worker, { openWorkerStore } from '../../src/entry/worker.js';
 import { waitUntil } from '../helpers/wait.js';
 
-const READ_MS = 800;
-const WRITE_MS = 1_500;
+const READ_MS = 1_000;
+const WRITE_MS = 2_000;
 /** "A little": the request's own work and a loaded machine's scheduling, beyond the deadline. */
 const SLACK_MS = 1_500;
 const DEADLINES = { PLACEMENT_DB_READ_TIMEOUT_MS: String(READ_MS), PLACEMENT_DB_WRITE_TIMEOUT_MS: String(WRITE_MS) };
