@@ -57,7 +57,6 @@ export class DatabaseDeadline {
   readonly writeMs: number;
   private readonly now: () => number;
   #answeredAt: number | undefined;
-  #timedOutAt: number | undefined;
 
   constructor(settings: DeadlineSettings) {
     this.database = settings.database;
@@ -69,11 +68,6 @@ export class DatabaseDeadline {
   /** When the database last answered a call (epoch ms), if it has since this process started. */
   get answeredAt(): number | undefined {
     return this.#answeredAt;
-  }
-
-  /** Whether the latest call that ended was given up at its deadline (and nothing has answered since). */
-  get silent(): boolean {
-    return this.#timedOutAt !== undefined && (this.#answeredAt === undefined || this.#answeredAt < this.#timedOutAt);
   }
 
   /** A read: given up after readMs. */
@@ -120,7 +114,6 @@ export class DatabaseDeadline {
   }
 
   private timeout(operation: 'read' | 'write', ms: number, outcome: WriteOutcome): DatabaseTimeout {
-    this.#timedOutAt = this.now();
     return new DatabaseTimeout(operation, outcome, this.database, ms);
   }
 

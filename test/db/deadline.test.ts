@@ -25,7 +25,6 @@ describe('database deadlines', () => {
     expect(err).toMatchObject({ operation: 'read', outcome: 'not_written', timeoutMs: 50, code: 'PLACEMENT_DB_TIMEOUT' });
     expect(err.message).toContain('PLACEMENT_DB_URL (http://db.example:8080) gave no answer within 50 ms');
     expect(err.message).toContain('Nothing was written');
-    expect(d.silent).toBe(true);
     expect(d.answeredAt).toBeUndefined();
   });
 
@@ -38,10 +37,9 @@ describe('database deadlines', () => {
   it('an answer, or an error the database sent, counts as answering', async () => {
     const d = deadline();
     await failure(d.read(never));
+    expect(d.answeredAt).toBeUndefined();
     await expect(d.read(() => Promise.reject(new Error('SQLITE_ERROR')))).rejects.toThrow('SQLITE_ERROR');
-    expect(d.silent).toBe(false);
-    const at = d.answeredAt;
-    expect(at).toBeTypeOf('number');
+    expect(d.answeredAt).toBeTypeOf('number');
     expect(await d.read(() => Promise.resolve(7))).toBe(7);
   });
 
