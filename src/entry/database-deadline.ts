@@ -2,7 +2,8 @@
 // settings: a libSQL server has them, an embedded file needs none. Both
 // entries (Node and the Worker) build theirs here.
 import { type AppConfig, databaseUrlScheme } from '../config.js';
-import { DatabaseDeadline } from '../db/deadline.js';
+import type { Client } from '@libsql/client';
+import { clientWithDeadlines, DatabaseDeadline } from '../db/deadline.js';
 import { redactUrl } from '../observability/config-summary.js';
 
 export function databaseDeadline(config: AppConfig): DatabaseDeadline | undefined {
@@ -12,6 +13,23 @@ export function databaseDeadline(config: AppConfig): DatabaseDeadline | undefine
     readMs: config.PLACEMENT_DB_READ_TIMEOUT_MS,
     writeMs: config.PLACEMENT_DB_WRITE_TIMEOUT_MS,
   });
+}
+
+/**
+ * The read replica's client with the read deadline on each call (a ws:
+ * replica has no fetch to time out): a replica that does not answer in time
+ * sends the read to the primary (db/replica.ts).
+ */
+export function replicaWithDeadline(config: AppConfig, client: Client): Client {
+  const url = config.PLACEMENT_DB_READ_URL ?? '';
+  return clientWithDeadlines(
+    client,
+    new DatabaseDeadline({
+      database: `PLACEMENT_DB_READ_URL (${redactUrl(url)})`,
+      readMs: config.PLACEMENT_DB_READ_TIMEOUT_MS,
+      writeMs: config.PLACEMENT_DB_READ_TIMEOUT_MS,
+    }),
+  );
 }
 
 /**

@@ -8,7 +8,7 @@ import { createClient } from '@libsql/client';
 import { createDataStore, type DataStore, type ReplicaConnection } from '../db/client.js';
 import { fetchWithTimeout } from '../db/replica.js';
 import { openNodeBatchRunner, openNodeClient } from '../db/node-client.js';
-import { clientRequestLimitMs, databaseDeadline } from './database-deadline.js';
+import { clientRequestLimitMs, databaseDeadline, replicaWithDeadline } from './database-deadline.js';
 import { prepareDatabase } from './prepare-database.js';
 import { makeDeps } from '../compose.js';
 import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
@@ -45,11 +45,14 @@ export async function openStore(
 /** The read replica's client, where PLACEMENT_DB_READ_URL names one (db/replica.ts). */
 function openReplica(config: AppConfig, log: Logger): ReplicaConnection | undefined {
   if (!config.PLACEMENT_DB_READ_URL) return undefined;
-  const client = createClient({
-    url: config.PLACEMENT_DB_READ_URL,
-    authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
-    fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
-  });
+  const client = replicaWithDeadline(
+    config,
+    createClient({
+      url: config.PLACEMENT_DB_READ_URL,
+      authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
+      fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
+    }),
+  );
   return { client, retryMs: config.PLACEMENT_DB_READ_RETRY_MS, log };
 }
 

@@ -28,7 +28,7 @@ import { type AppConfig, loadConfig } from '../config.js';
 import { createDataStore, type DataStore } from '../db/client.js';
 import { databaseTimeoutIn } from '../db/deadline.js';
 import { hranaReads } from '../db/hrana-reads.js';
-import { clientRequestLimitMs, databaseDeadline } from './database-deadline.js';
+import { clientRequestLimitMs, databaseDeadline, replicaWithDeadline } from './database-deadline.js';
 import { databaseFailure } from './database-failure.js';
 import { fetchWithTimeout } from '../db/replica.js';
 import { makeDeps } from '../compose.js';
@@ -114,12 +114,15 @@ export function openWorkerStore(config: AppConfig, log: Logger): DataStore {
   });
   const replica = config.PLACEMENT_DB_READ_URL
     ? {
-        client: createClient({
-          url: config.PLACEMENT_DB_READ_URL,
-          authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
-          concurrency: Number.MAX_SAFE_INTEGER,
-          fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
-        }),
+        client: replicaWithDeadline(
+          config,
+          createClient({
+            url: config.PLACEMENT_DB_READ_URL,
+            authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
+            concurrency: Number.MAX_SAFE_INTEGER,
+            fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
+          }),
+        ),
         retryMs: config.PLACEMENT_DB_READ_RETRY_MS,
         log,
       }
