@@ -74,22 +74,25 @@ function build() {
   }
 }
 
+/** The service from its sources through tsx, as before the bundle: where it cannot be built. */
+async function fromSources() {
+  // process.argv[1] stays this launcher: a cluster primary's server processes come through here too.
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import(pathToFileURL(join(ROOT, 'src', 'entry', 'node.ts')).href);
+}
+
 const prepare = process.argv[2] === '--prepare';
 let bundle = freshBundle();
 if (!bundle) {
   const missing = buildToolsMissing();
-  if (missing) {
-    if (prepare) {
-      say(`not building the server for npm start: ${missing} (a production install: use npm run build's dist/server.mjs)`);
-      process.exit(0);
-    }
+  if (missing && prepare) {
+    say(`not building the server for npm start: ${missing} (a production install: use npm run build's dist/server.mjs)`);
+  } else if (missing) {
     say(
       `${missing}, so the server cannot be bundled: starting it from the sources through tsx (slower; dist/server.mjs from npm run build starts fastest)`,
     );
-    // process.argv[1] stays this launcher: a cluster primary's server processes come through here too.
-    const { register } = await import('tsx/esm/api');
-    register();
-    await import(pathToFileURL(join(ROOT, 'src', 'entry', 'node.ts')).href);
+    await fromSources();
   } else {
     const started = performance.now();
     say(
@@ -97,9 +100,18 @@ if (!bundle) {
         ? 'the sources changed since the last start: bundling the server again (esbuild) ...'
         : 'bundling the server from the sources for the first start (esbuild) ...',
     );
-    build();
-    say(`bundled in ${Math.round(performance.now() - started)} ms (${BUNDLE})`);
-    bundle = BUNDLE;
+    try {
+      build();
+      say(`bundled in ${Math.round(performance.now() - started)} ms (${BUNDLE})`);
+      bundle = BUNDLE;
+    } catch (err) {
+      // Never a failed install for it (the next start tries again), nor a start refused for it.
+      say(`bundling failed: ${err instanceof Error ? err.message : String(err)}`);
+      if (!prepare) {
+        say('starting the server from the sources through tsx instead');
+        await fromSources();
+      }
+    }
   }
 }
 if (bundle && !prepare) {

@@ -121,6 +121,15 @@ describe('npm start from a bundle of the current sources', () => {
     expect(fresh.log).not.toMatch(/bundling/);
   }, 300_000);
 
+  it('a bundle that cannot be written: says so and serves from the sources through tsx', async () => {
+    const blocker = join(scratch, 'a-file');
+    writeFileSync(blocker, '');
+    const { log, version } = await startAndAsk(join(blocker, 'cache'));
+    expect(log).toMatch(/bundling failed: /);
+    expect(log).toMatch(/starting the server from the sources through tsx instead/);
+    expect(version).toBe('1.39');
+  }, 180_000);
+
   it('a production install without esbuild: prepare builds nothing, says why, and succeeds', () => {
     const empty = mkdtempSync(join(ROOT, 'node_modules', '.cache', 'placement-edge-test-'));
     try {
