@@ -5,24 +5,52 @@
 // batch for every member: capacity guards, generation checks), called by the route.
 import { conflict, DomainError, invalid } from '../../errors.js';
 import type { BatchReader } from '../../db/client.js';
+import { CONSUMER } from '../../db/columns.js';
 import type { ClaimAlongside } from '../../placement/writes/hooks.js';
+import { ConsumerGenerationMismatch } from '../../placement/writes/refusals.js';
 import { readDomainFacts } from './domains.js';
 import { leaseExpiryMs, leaseStatement } from '../leases.js';
 import type { PostGangBody } from './schemas.js';
 
-/** The write path's refusal, reworded to name the member(s) it concerns; other errors unchanged. */
-export function refusalOfGang(err: unknown, members: PostGangBody['members']): unknown {
+/**
+ * The write path's refusal, reworded to name the member(s) it concerns; other errors unchanged.
+ * `stale`: for a consumer generation conflict, the members whose generation is not the stored one
+ * (staleMembers), which the write path's message (placement's, naming no consumer) cannot tell.
+ */
+export function refusalOfGang(err: unknown, members: PostGangBody['members'], stale: readonly string[] = []): unknown {
   if (!(err instanceof DomainError) || err.problem !== 'conflict') return err;
   const named = Object.entries(members)
     .filter(([uuid, part]) => err.message.includes(uuid) || Object.keys(part.allocations).some((rp) => err.message.includes(rp)))
     .map(([uuid]) => uuid);
   const generation = /expected (\S+) but got (\S+)/.exec(err.message);
-  if (!named.length && generation) {
+  if (!named.length && stale.length) named.push(...stale);
+  else if (!named.length && generation) {
     const got = generation[2] === 'null' ? null : Number(generation[2]);
     for (const [uuid, part] of Object.entries(members)) if ((part.consumer_generation ?? null) === got) named.push(uuid);
   }
   const who = named.length ? `member ${named.join(', member ')}` : 'a member';
   return conflict(`Gang not claimed (nothing written): ${who}: ${err.message}`, err.code);
+}
+
+/** refusalOfGang, with the stale members read when the write path refused a consumer generation. */
+export async function gangRefusal(reader: BatchReader, err: unknown, members: PostGangBody['members']): Promise<unknown> {
+  const stale = err instanceof ConsumerGenerationMismatch ? await staleMembers(reader, members) : [];
+  return refusalOfGang(err, members, stale);
+}
+
+/** The members whose consumer generation is not the one stored now (null: no such consumer yet). */
+export async function staleMembers(reader: BatchReader, members: PostGangBody['members']): Promise<string[]> {
+  const [rows] = await reader.readBatch([
+    {
+      sql: `SELECT ${CONSUMER.uuid} AS uuid, ${CONSUMER.generation} AS generation FROM consumers
+        WHERE ${CONSUMER.uuid} IN (SELECT value FROM json_each(?))`,
+      args: [JSON.stringify(Object.keys(members))],
+    },
+  ]);
+  const stored = new Map(rows!.rows.map((row) => [String(row.uuid), Number(row.generation)]));
+  return Object.entries(members)
+    .filter(([uuid, part]) => (stored.get(uuid) ?? null) !== (part.consumer_generation ?? null))
+    .map(([uuid]) => uuid);
 }
 
 /**
@@ -40,12 +68,25 @@ export function gangLease(consumers: readonly string[], seconds: number, nowMs: 
 /**
  * With a `domain`, every member must run on a host (a non-sharing provider's
  * root) that is a member of that aggregate: a gang split across domains is
- * refused before anything is written (400 naming the member).
+ * refused before anything is written (400 naming the member). A domain no host
+ * is in, and a provider that does not exist, are said as such.
  */
 export async function checkGangDomain(reader: BatchReader, domain: string, members: PostGangBody['members']): Promise<void> {
   const providers = [...new Set(Object.values(members).flatMap((m) => Object.keys(m.allocations)))];
   const { rootsOf, providers: facts } = await readDomainFacts(reader, [domain], providers);
-  const roots = rootsOf.get(domain) ?? new Set<string>();
+  for (const [uuid, m] of Object.entries(members)) {
+    const unknown = Object.keys(m.allocations).find((rp) => !facts.has(rp));
+    if (unknown)
+      throw invalid(
+        `Gang not claimed (nothing written): member ${uuid}: Allocation for resource provider '${unknown}' that does not exist.`,
+      );
+  }
+  const roots = rootsOf.get(domain);
+  if (!roots) {
+    throw invalid(
+      `Gang not claimed (nothing written): domain ${domain} is not an aggregate any host is in (no root provider is a member of it)`,
+    );
+  }
   for (const [uuid, m] of Object.entries(members)) {
     const inside = Object.keys(m.allocations).some((rp) => {
       const f = facts.get(rp);

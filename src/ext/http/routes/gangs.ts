@@ -12,7 +12,7 @@ import { RouteTable } from '../../../http/route-table.js';
 import type { QueryParam } from '../../../http/route-table.js';
 import type { Microversion } from '../../../microversion.js';
 import { findGangs } from '../../gangs/index.js';
-import { checkGangDomain, gangLease, refusalOfGang } from '../../gangs/claim.js';
+import { checkGangDomain, gangLease, gangRefusal } from '../../gangs/claim.js';
 import { GangLeaseResponse, gangCandidatesResponseSchema, postGangSchema } from '../../gangs/schemas.js';
 import { EXT_RULE } from '../../policy.js';
 import type { AppContext } from '../../../http/env.js';
@@ -67,7 +67,7 @@ gangRoutes.resource('/gangs', {
       try {
         await writeClaims(c, claims, 'allocations', lease?.statements);
       } catch (err) {
-        throw refusalOfGang(err, body.members);
+        throw await gangRefusal(c.var.deps.store, err, body.members);
       }
       if (lease === null) return c.body(null, 204);
       return c.json({ consumers, lease_seconds: body.lease_seconds, expires_at: lease.expiresAt });
