@@ -14,15 +14,15 @@
 // Shared counters (issue 25) bound the repeats as capacity does, and
 // ext_first_of counts, per tree, the claims of the alternative a scheduler
 // would get each time (an H100 while one fits, then the A100 ...).
-import type { BatchReader } from '../db/client.js';
-import type { Microversion } from '../microversion.js';
-import { capacityOf } from '../placement/capacity.js';
-import { type CandidateOptions, searchEveryTree } from '../placement/candidates/index.js';
-import type { CandidateRequest } from '../placement/candidates/parse.js';
-import type { AllocationRequest } from '../placement/candidates/search.js';
-import type { Inventory } from '../placement/candidates/research.js';
-import { candidateCounters } from './counters/candidates.js';
-import type { LoadedCounters } from './counters/sql.js';
+import type { BatchReader } from '../../db/client.js';
+import type { Microversion } from '../../microversion.js';
+import { capacityOf } from '../../placement/capacity.js';
+import { type CandidateOptions, searchEveryTree } from '../../placement/candidates/index.js';
+import type { CandidateRequest } from '../../placement/candidates/parse.js';
+import type { AllocationRequest } from '../../placement/candidates/search.js';
+import type { Inventory } from '../../placement/candidates/research.js';
+import { candidateCounters } from '../counters/candidates.js';
+import type { LoadedCounters } from '../counters/sql.js';
 
 export interface TreeHeadroom {
   root_provider_uuid: string;
