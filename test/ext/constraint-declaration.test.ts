@@ -11,13 +11,7 @@ import { openStore } from '../../src/entry/node-service.js';
 import { counters } from '../../src/ext/counters/extension.js';
 import { COUNTERS } from '../../src/ext/counters/declaration.js';
 import type { Extension } from '../../src/extension.js';
-import {
-  constraintGuard,
-  constraintReadHook,
-  holdsSql,
-  overBoundSql,
-  type ProviderConstraint,
-} from '../../src/placement/constraints.js';
+import { constraintGuard, constraintReadHook, holdsSql, overBoundSql, type ProviderConstraint } from '../../src/placement/constraints.js';
 import { COUNTER_USE } from '../../src/db/columns.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -40,7 +34,12 @@ const holder = randomUUID();
 const call = (app: ReturnType<typeof createApp>, method: string, path: string, body?: unknown) =>
   app.request(path, {
     method,
-    headers: { 'x-auth-token': 'admin', 'openstack-api-version': `placement ${body === undefined ? 'latest' : '1.28'}`, 'content-type': 'application/json', accept: 'application/json' },
+    headers: {
+      'x-auth-token': 'admin',
+      'openstack-api-version': `placement ${body === undefined ? 'latest' : '1.28'}`,
+      'content-type': 'application/json',
+      accept: 'application/json',
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 
@@ -97,7 +96,8 @@ describe('one change to the counters declaration', () => {
   });
 
   it("changes the audit's query", async () => {
-    const over = async (declaration: ProviderConstraint) => (await t.deps.store.readBatch([{ sql: overBoundSql(declaration), args: [] }]))[0]!.rows;
+    const over = async (declaration: ProviderConstraint) =>
+      (await t.deps.store.readBatch([{ sql: overBoundSql(declaration), args: [] }]))[0]!.rows;
     expect(await over(COUNTERS)).toHaveLength(0);
     expect((await over(DOUBLED)).map((r) => [r.uuid, r.name, r.total, r.load])).toEqual([[host, 'mem', 8, 10]]);
   });
