@@ -185,7 +185,7 @@ async function openAndPrepare(config: AppConfig, log: Logger): Promise<Deps> {
   const deps = await buildNodeDeps(config, log, { prepare: false });
   // A database that does not answer is waited for; the server processes' /readyz name it meanwhile.
   await prepareWhenAnswered(() => prepareDatabase(deps.store.client), log);
-  // Project limits (PLACEMENT_LIMITS): the usage ledger installed and the limits read once before any server process claims.
-  await deps.limits?.start();
+  // The extensions' own start, once before any server process claims (project limits: read).
+  await deps.extensions.start();
   return deps;
 }

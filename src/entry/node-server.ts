@@ -128,8 +128,8 @@ export async function serveHttp(config: AppConfig): Promise<void> {
       await gate.refuse(new Error(`The service could not start: ${problem.message}`));
       return refuseStart(problem);
     });
-    // Project limits (PLACEMENT_LIMITS): the usage ledger installed and the limits read before any claim; unreadable as configured, the start is refused.
-    await deps.limits?.start().catch(refuseStart);
+    // The extensions' own start, before any claim (project limits: read, or the start refused as configured).
+    await deps.extensions.start().catch(refuseStart);
   }
   gate.open();
   // ... accelerator bind jobs and Nova events: an in-process queue for the work

@@ -9,7 +9,7 @@ import { CONSUMER } from '../../db/columns.js';
 import type { ClaimAlongside } from '../../placement/writes/hooks.js';
 import { ConsumerGenerationMismatch } from '../../placement/writes/refusals.js';
 import { readDomainFacts } from './domains.js';
-import { leaseExpiryMs, leaseStatement } from '../leases.js';
+import { leaseExpiryMs, leaseStatement } from '../leases/leases.js';
 import type { PostGangBody } from './schemas.js';
 
 /**

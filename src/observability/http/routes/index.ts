@@ -16,7 +16,7 @@ import { requestId } from '../../../http/request-id.js';
 import { type Method, RouteTable, TEXT_BODY } from '../../../http/route-table.js';
 import { authorize, placementHttp } from '../../../placement/http/profile.js';
 import { readDatabaseGauges } from '../../database-gauges.js';
-import { checkReadiness, databaseSilent, READINESS_WITHIN_MS, verdictWithin, WARMING } from '../../readiness.js';
+import { checkReadiness, databaseSilent, READINESS_WITHIN_MS, type ReadinessRead, verdictWithin, WARMING } from '../../readiness.js';
 import { type FamilySnapshot, PROMETHEUS_CONTENT_TYPE, renderText } from '../../registry.js';
 
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -71,7 +71,7 @@ export const operatorRoutes = new RouteTable('meta')
       handler: async (c) => {
         const deps = c.var.deps;
         // Each check within a second (READINESS_WITHIN_MS): one that gets no answer says so instead of holding the probe.
-        const database = (also?: ReturnType<NonNullable<typeof deps.limits>['readiness']>) =>
+        const database = (also?: readonly ReadinessRead[]) =>
           verdictWithin(checkReadiness(deps.store, MIGRATIONS, also, deps.store.deadline), READINESS_WITHIN_MS, () =>
             databaseSilent(deps.store.deadline, READINESS_WITHIN_MS),
           );
@@ -87,8 +87,8 @@ export const operatorRoutes = new RouteTable('meta')
           return c.json({ status: 'not ready', reason }, 503, NO_STORE);
         }
         const checks = await Promise.all([
-          // Project limits (PLACEMENT_LIMITS): not read for two refresh intervals (Keystone down) says so; they stay enforced.
-          database(deps.limits?.readiness()),
+          // The extensions' own checks (project limits: not read for two refresh intervals says so).
+          database(deps.extensions.readiness()),
           deps.keystone
             ? verdictWithin(deps.keystone.readiness(), READINESS_WITHIN_MS, () => ({
                 ready: false,

@@ -14,15 +14,16 @@
 // Shared counters (issue 25) bound the repeats as capacity does, and
 // ext_first_of counts, per tree, the claims of the alternative a scheduler
 // would get each time (an H100 while one fits, then the A100 ...).
-import type { BatchReader } from '../db/client.js';
-import type { Microversion } from '../microversion.js';
-import { capacityOf } from '../placement/capacity.js';
-import { type CandidateOptions, searchEveryTree } from '../placement/candidates/index.js';
-import type { CandidateRequest } from '../placement/candidates/parse.js';
-import type { AllocationRequest } from '../placement/candidates/search.js';
-import type { Inventory } from '../placement/candidates/research.js';
-import { candidateCounters } from './counters/candidates.js';
-import type { LoadedCounters } from './counters/sql.js';
+import type { BatchReader } from '../../db/client.js';
+import type { Microversion } from '../../microversion.js';
+import { capacityOf } from '../../placement/capacity.js';
+import { type CandidateOptions, searchEveryTree } from '../../placement/candidates/index.js';
+import type { CandidateRequest } from '../../placement/candidates/parse.js';
+import type { AllocationRequest } from '../../placement/candidates/search.js';
+import type { Inventory } from '../../placement/candidates/research.js';
+import { candidateCounters } from '../counters/candidates.js';
+import { addLoad, type LoadedKeys as LoadedCounters } from '../../placement/constraints.js';
+import { TimeBudget } from '../../placement/candidates/time-budget.js';
 
 export interface TreeHeadroom {
   root_provider_uuid: string;
@@ -36,10 +37,6 @@ export interface Headroom {
   incomplete?: true;
 }
 
-/** How long the walk runs before it lets other requests in (as the candidate search does). */
-const SLICE_MS = 50;
-const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
-
 export async function findHeadroom(
   reader: BatchReader,
   request: CandidateRequest,
@@ -49,8 +46,8 @@ export async function findHeadroom(
   const { search, anchors, nodes, inventories, hooks } = await searchEveryTree(reader, request, mv, options);
   // The shared counters' loads as the search's batch read them (none where counters are not installed).
   const counters = hooks.get(candidateCounters) ?? NO_COUNTERS;
-  const deadline = options.timeBudgetMs ? Date.now() + options.timeBudgetMs : Number.POSITIVE_INFINITY;
-  let sliceStart = Date.now();
+  // The candidates' time budget, shared with the event loop as their search shares it.
+  const budget = new TimeBudget(options.timeBudgetMs);
   const trees: TreeHeadroom[] = [];
   let total = 0;
   let incomplete = false;
@@ -73,14 +70,9 @@ export async function findHeadroom(
         loaded.push([c, added]);
       }
       count += times;
-      const now = Date.now();
-      if (now >= deadline) {
+      if (await budget.spent()) {
         incomplete = true;
         break;
-      }
-      if (now - sliceStart >= SLICE_MS) {
-        await yieldToEventLoop();
-        sliceStart = Date.now();
       }
     }
     for (const [inv, amount] of taken) inv.used -= amount;
@@ -123,11 +115,10 @@ function counterUse(claim: AllocationRequest, counters: Map<number, LoadedCounte
   const use = new Map<LoadedCounters, number[]>();
   for (const piece of claim.pieces) {
     const c = counters.get(piece.providerId);
-    const perCounter = c?.consumption.get(piece.classId);
-    if (!c || !perCounter) continue;
+    if (!c?.weights.has(piece.classId)) continue;
     let units = use.get(c);
-    if (!units) use.set(c, (units = c.totals.map(() => 0)));
-    for (let i = 0; i < perCounter.length; i += 1) units[i]! += piece.amount * perCounter[i]!;
+    if (!units) use.set(c, (units = c.bounds.map(() => 0)));
+    addLoad(c, units, piece.classId, piece.amount);
   }
   return [...use];
 }
@@ -137,7 +128,7 @@ function counterRepeats(perClaim: [LoadedCounters, number[]][]): number {
   let times = Number.POSITIVE_INFINITY;
   for (const [c, units] of perClaim) {
     for (let i = 0; i < units.length; i += 1) {
-      if (units[i]! > 0) times = Math.min(times, Math.floor((c.totals[i]! - c.loads[i]!) / units[i]!));
+      if (units[i]! > 0) times = Math.min(times, Math.floor((c.bounds[i]! - c.loads[i]!) / units[i]!));
     }
   }
   // The search found the claim fits once.
