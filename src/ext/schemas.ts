@@ -27,7 +27,7 @@ export const MAX_LEASE_SECONDS = 7 * 24 * 3600;
 
 export const putLeaseSchema = z.object({ seconds: z.int().min(1).max(MAX_LEASE_SECONDS) }).strict();
 
-// Shared counters of partitionable devices (issue 25): PUT /ext/resource_providers/{uuid}/counters.
+// Shared counters of partitionable devices (docs/extensions-gpu.md): PUT /ext/resource_providers/{uuid}/counters.
 
 /** Counter names as Kubernetes' DRA names counters (a DNS label), up to 63 characters. */
 export const COUNTER_NAME = /^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$/;

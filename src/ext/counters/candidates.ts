@@ -1,4 +1,4 @@
-// Shared counters (issue 25) as the candidates engine sees them: a read hook
+// Shared counters (docs/extensions-gpu.md) as the candidates engine sees them: a read hook
 // (placement/candidates/hooks.ts) installed by the composition root. Its
 // statement joins the request's read batch (no extra round trip, the same
 // snapshot as the trees' usage) and its capacity rule is the one condition

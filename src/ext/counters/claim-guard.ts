@@ -1,4 +1,4 @@
-// Shared counters on the write side (extension, issue 25), as the write
+// Shared counters on the write side (extension, docs/extensions-gpu.md), as the write
 // kernel's claim guard (placement/writes/hooks.ts): the claim's snapshot reads
 // the counters of the providers it names, the ordinary path refuses a claim
 // that would push a counter over its total (model.ts holds the rule), and the

@@ -1,4 +1,4 @@
-// Shared counters (extension, issue 25): the one capacity condition every
+// Shared counters (extension, docs/extensions-gpu.md): the one capacity condition every
 // path applies (candidates, claims, the reshaper, the audit, headroom, the
 // dashboard), kept here so they can never disagree. On a provider with
 // counters, for each counter: sum over classes of usage x consumption <= total.

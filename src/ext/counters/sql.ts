@@ -15,8 +15,8 @@ const USED = `(SELECT COALESCE(SUM(a.${ALLOC.used}), 0) FROM allocations a
  * class, as one JSON value. It is one statement of the research batch (both
  * engines), so a cloud with counters answers in as many round trips as one
  * without, from one snapshot. On a cloud without counters the CASE stops at
- * the empty table, so it costs what the `EXISTS` probe it replaced did
- * (Node mode's cached statement: ~10 us, as `SELECT 1`; ungated ~30 us).
+ * the empty table, so it costs what the `EXISTS` probe it replaced did: as
+ * little as `SELECT 1` (docs/performance.md#figures-behind-the-code).
  */
 export function candidateCountersStatement(classNames: string[]): InStatement {
   return {

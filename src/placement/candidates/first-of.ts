@@ -1,4 +1,4 @@
-// ext_first_of=_A,_B,... (extension, issue 25; KEP-4816's prioritized list
+// ext_first_of=_A,_B,... (extension, docs/extensions-gpu.md; KEP-4816's prioritized list
 // on Placement's granular groups): per tree, only the first alternative that
 // can be satisfied there, with every other group of the request, is used.
 // One search per combination of alternatives (a variant: the request without

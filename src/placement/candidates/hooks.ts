@@ -1,4 +1,4 @@
-// What an extension may add to the candidates engine's read (issue 32): the
+// What an extension may add to the candidates engine's read: the
 // engine defines these hooks and calls them; src/ext implements them (device
 // taints, shared counters) and the composition root (src/compose.ts) installs
 // them. Nothing in this folder imports src/ext.
