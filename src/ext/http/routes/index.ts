@@ -7,7 +7,7 @@
 //   /ext/leases[/{consumer_uuid}]                      leases.ts
 //   /ext/limits, /ext/limits/refresh                   limits.ts (project limits, docs/limits.md)
 //   /ext/gang_candidates, /ext/gangs                   gangs.ts (docs/gangs.md)
-import { joinRoutes, type RouteTable } from '../../../http/route-table.js';
+import type { RouteTable } from '../../../http/route-table.js';
 import { counterRoutes } from './counters.js';
 import { gangRoutes } from './gangs.js';
 import { headroomRoutes } from './headroom.js';
@@ -17,5 +17,3 @@ import { taintRoutes } from './taints.js';
 
 /** Read by the router and by GET /openapi.json, in this order. */
 export const EXT_ROUTES: RouteTable[] = [headroomRoutes, taintRoutes, counterRoutes, leaseRoutes, limitRoutes, gangRoutes];
-
-export const extRoutes = joinRoutes(EXT_ROUTES);
