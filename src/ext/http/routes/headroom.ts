@@ -1,9 +1,8 @@
 import { queryParams } from '../../../http/validate.js';
 import { parseCandidateRequestWithExt } from '../../../placement/candidates/ext-params.js';
-import { authorize } from '../../../placement/http/middleware.js';
 import { findHeadroom } from '../../headroom.js';
 import { findGangHeadroom } from '../../gangs/headroom.js';
-import { EXT_RULE } from '../../policy.js';
+import { adminOnly } from '../admin-only.js';
 import { MV } from '../../../placement/versions.js';
 import { HeadroomResponse } from '../../responses.js';
 import { RouteTable } from '../../../http/route-table.js';
@@ -13,7 +12,7 @@ import { candidateQuery } from '../../../placement/http/candidate-query.js';
 export const headroomRoutes = new RouteTable('extensions', placementHttp);
 
 headroomRoutes.resource('/headroom', {
-  GET: {
+  GET: adminOnly({
     summary: 'Extension: per tree, how many first-candidate claims of this request fit now (any allocation-candidates query)',
     since: MV.ALLOCATION_CANDIDATES,
     query: (mv) => [
@@ -26,7 +25,6 @@ headroomRoutes.resource('/headroom', {
     responseSchema: HeadroomResponse,
     responseName: 'Headroom',
     handler: async (c) => {
-      authorize(c, EXT_RULE);
       const { store, candidates } = c.var.deps;
       const query = queryParams(c);
       // Every viable tree, whatever the candidate cap, in stable order.
@@ -37,5 +35,5 @@ headroomRoutes.resource('/headroom', {
       const headroom = await findHeadroom(store.nearby, parseCandidateRequestWithExt(query, c.var.mv), c.var.mv, options);
       return c.json(headroom);
     },
-  },
+  }),
 });

@@ -1,6 +1,6 @@
-// The extensions (docs/extensions.md), mounted at /ext with Placement's
-// middleware (microversion, auth, error envelope) by src/app.ts. Admin only:
-// every route passes EXT_RULE (placement's `admin_api`; a policy file may override it).
+// The extensions (docs/extensions.md), served at /ext under Placement's
+// middleware (microversion, auth, error envelope): src/openapi/mounts.ts. Admin only:
+// every route but the counters' is wrapped in adminOnly (../admin-only.ts): EXT_RULE, placement's `admin_api` (a policy file may override it).
 //   /ext/headroom                                      headroom.ts
 //   /ext/resource_providers/{uuid}/taints, /ext/taints taints.ts
 //   /ext/resource_providers/{uuid}/counters            counters.ts (inventory policies: the agent writes them)
