@@ -6,7 +6,7 @@
 // providers' generation compare-and-swap protects what it read, since only a
 // claim, a reshape or an inventory change moves usage on a provider.
 import type { ClaimGuard, WriteExtension } from '../../placement/writes/hooks.js';
-import { ClaimRefused } from '../../placement/writes/refusals.js';
+import { ClaimRefused, consumersOn } from '../../placement/writes/refusals.js';
 import { exceededCounter } from './model.js';
 import { countersHoldSql, providerCountersOf, providerCountersStatements } from './sql.js';
 
@@ -31,6 +31,7 @@ export const countersClaimGuard: ClaimGuard = {
           resourceClass: e.resourceClass,
           error: new ClaimRefused(
             `Unable to create allocation for '${e.resourceClass}' on resource provider '${e.provider.uuid}'. The requested amount would exceed the capacity. (shared counter '${over.name}': ${over.load} of ${over.total})`,
+            consumersOn(claim.claims, [e.provider.uuid]),
           ),
         };
       }
