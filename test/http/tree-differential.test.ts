@@ -42,7 +42,7 @@ function paths(): string[] {
   for (const edge of edges) for (const tail of ['', '/', '//', '/nope', '/nope/', 'x', '//v2']) filled.add(`${edge}${tail}` || '/');
   for (const path of [...filled]) {
     if (path.length > 1) filled.add(`${path}/`);
-    filled.add(`${path}?limit=1&resources=VCPU:1`);
+    if (/candidates|headroom|usages|resource_providers$/.test(path)) filled.add(`${path}?limit=1&resources=VCPU:1`);
   }
   return [...filled];
 }
@@ -114,6 +114,6 @@ describe('one Hono tree against the APIs mounted as apps of their own', () => {
         }
       }
     }
-    expect(compared).toBeGreaterThan(10_000);
+    expect(compared).toBeGreaterThan(5_000);
   }, 300_000);
 });
