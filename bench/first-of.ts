@@ -1,5 +1,5 @@
 // npm run bench:first-of: what ext_first_of costs next to the plain requests
-// it replaces (issue 25: "a request with three alternatives costs at most
+// it replaces (docs/extensions-gpu.md: "a request with three alternatives costs at most
 // about three plain requests"). Warm, in one process, through
 // findAllocationCandidates on a temporary database: 1,200 compute hosts
 // (VCPU), 300 with an H100 child, 300 an A100, 300 a T4, 100 with all three,

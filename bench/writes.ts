@@ -1,7 +1,7 @@
 // npm run bench:writes [-- --url http://host:port] [--compare http://other:port]
 //   [--providers 200] [--clients 10] [--claims 2000] [--version 1.38] [--limits off|on|both]
 //
-// Write throughput, Node mode (issue 13): CLIENTS concurrent clients claim
+// Write throughput, Node mode (docs/write-model.md): CLIENTS concurrent clients claim
 // (PUT /allocations/{new consumer}, 1 VCPU + 256 MEMORY_MB on a random
 // provider) until CLAIMS claims were sent, then delete every granted
 // consumer (DELETE /allocations/{c}). Prints claims/s and deletes/s, and

@@ -21,7 +21,7 @@ export function databaseUrlScheme(url: string): (typeof DATABASE_URL_SCHEMES)[nu
 
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'True', 'False']).transform((v) => ['true', '1', 'yes', 'True'].includes(v));
 
-// --- Nova's identity for accelerator events (issue 31): Cyborg's [nova] section. ---
+// --- Nova's identity for accelerator events (docs/keystone.md, Events to Nova): Cyborg's [nova] section. ---
 const NOVA_INTERFACES = ['public', 'internal', 'admin'] as const;
 
 /**

@@ -52,7 +52,7 @@ export interface ProviderRow {
   inventories: InventoryUsage[];
   traits: string[];
   aggregates: string[];
-  /** Shared counters (extension, issue 25) with their load now; empty for most providers. */
+  /** Shared counters (extension, docs/extensions-gpu.md) with their load now; empty for most providers. */
   counters: { name: string; total: number; load: number }[];
 }
 

@@ -146,8 +146,8 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   // Frozen by the first setupPrimary() or fork().
   if (config.PLACEMENT_CLUSTER_SCHEDULING === 'os') cluster.schedulingPolicy = cluster.SCHED_NONE;
   // A full candidates answer allocates a few MB of short-lived objects: a
-  // larger young generation scavenges less often (~15% less CPU per answer
-  // at N=1000), unless the operator chose a size.
+  // larger young generation scavenges less often (less CPU per answer:
+  // docs/performance.md#figures-behind-the-code), unless the operator chose a size.
   if (!process.execArgv.some((arg) => arg.startsWith('--max-semi-space-size'))) {
     cluster.setupPrimary({ execArgv: [...process.execArgv, `--max-semi-space-size=${YOUNG_GENERATION_MB}`] });
   }

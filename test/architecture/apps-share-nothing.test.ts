@@ -1,4 +1,4 @@
-// Dependencies explicit (issue 32): everything an app counts into, caches or
+// Dependencies explicit: everything an app counts into, caches or
 // runs with reaches its code through its Deps, one per app, so two apps built
 // in one process with different settings and different databases share
 // nothing: neither metrics (HTTP, database, candidates, tree cache, capacity

@@ -170,7 +170,10 @@ describe('POST /ext/gangs', () => {
     expect((await claim(t, gang.allocation_requests[1]!.allocations, second)).status).toBe(204);
     const res = await claimGang(t, gang, {}, [first!, second!]);
     expect(res.status).toBe(409);
-    expect((await errorOf(res)).detail).toContain(second);
+    // The write kernel says which entry broke the claim: the member whose generation is stale, not every member that sent the same one.
+    const detail = (await errorOf(res)).detail;
+    expect(detail).toContain(`member ${second}:`);
+    expect(detail).not.toContain(first);
     const allocs = (await (await t.call('GET', `/allocations/${first}`)).json()) as { allocations: object };
     expect(allocs.allocations).toEqual({});
   });

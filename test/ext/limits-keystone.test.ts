@@ -1,4 +1,4 @@
-// Project limits from a real Keystone's unified limits (issue 35), enforced
+// Project limits from a real Keystone's unified limits (docs/limits.md), enforced
 // inside the claim by two service instances on one libSQL server (sqld), as
 // two Worker isolates or two hosts would run: many one-VCPU claims racing
 // for one project are granted exactly its limit (the registered default, or

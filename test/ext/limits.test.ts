@@ -1,4 +1,4 @@
-// Project limits enforced inside the claim (issue 35), with static limits
+// Project limits enforced inside the claim (docs/limits.md), with static limits
 // (PLACEMENT_LIMITS=static) on the embedded file: what every claim path
 // refuses and grants, what counts, the relief of a lowered limit, the cost in
 // round trips, the answers of /ext/limits and the metric. Keystone as the

@@ -121,7 +121,7 @@ describe('live answers match GET /openapi.json', () => {
     });
     await placement('DELETE', `/resource_providers/${OLD}/traits`, rp('/traits'), '1.6');
 
-    // Extension: shared counters (issue 25), on an inventory the child has.
+    // Extension: shared counters (docs/extensions-gpu.md), on an inventory the child has.
     const counters = await placement('GET', `/ext/resource_providers/${CHILD}/counters`, '/ext/resource_providers/{uuid}/counters', '1.39');
     const childInventory = Object.keys(
       (await placement('GET', `/resource_providers/${CHILD}/inventories`, rp('/inventories'), '1.39')).inventories as Json,

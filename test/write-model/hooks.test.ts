@@ -1,4 +1,4 @@
-// The write kernel's claim guards (issue 32, placement/writes/hooks.ts), with
+// The write kernel's claim guards (placement/writes/hooks.ts), with
 // the kind of guard the next issues install: a per-project VCPU limit that
 // reads the project's usage across providers (what no provider generation
 // protects) and refuses with a 409 code of its own. Installed into one app's

@@ -1,4 +1,4 @@
-// Project limits (extension, issue 35): the limits in force, as last read
+// Project limits (extension, docs/limits.md): the limits in force, as last read
 // from Keystone (or PLACEMENT_LIMITS_JSON), in the database so that every
 // instance's claims are guarded by the same limits inside their write
 // transaction, and the limits stay in force while Keystone is down or after a

@@ -1,56 +1,28 @@
 // POST /ext/gangs, the domain side: which member a refused gang claim is
-// about (the write path refuses the whole batch with placement's message,
-// naming a provider or a generation, not the consumer), and one lease on the
-// whole gang, written in the claim's own batch. The claim itself is POST /allocations' own write (one guarded
-// batch for every member: capacity guards, generation checks), called by the route.
+// about (the write path refuses the whole batch with placement's message and
+// names the consumers of the claim its refusal concerns), and one lease on
+// the whole gang, written in the claim's own batch. The claim itself is POST
+// /allocations' own write (one guarded batch for every member: capacity
+// guards, generation checks), called by the route.
 import { conflict, DomainError, invalid } from '../../errors.js';
 import type { BatchReader } from '../../db/client.js';
 import { CONSUMER } from '../../db/columns.js';
 import type { ClaimAlongside } from '../../placement/writes/hooks.js';
-import { ConsumerGenerationMismatch } from '../../placement/writes/refusals.js';
+import { ClaimRefused, ConsumerGenerationMismatch } from '../../placement/writes/refusals.js';
 import { readDomainFacts } from './domains.js';
 import { leaseExpiryMs, leaseStatement } from '../leases/leases.js';
 import type { PostGangBody } from './schemas.js';
 
 /**
- * The write path's refusal, reworded to name the member(s) it concerns; other errors unchanged.
- * `stale`: for a consumer generation conflict, the members whose generation is not the stored one
- * (staleMembers), which the write path's message (placement's, naming no consumer) cannot tell.
+ * The write path's refusal, reworded to name the member(s) it concerns (the refusal carries the
+ * consumers of the claim it is about); other errors unchanged.
  */
-export function refusalOfGang(err: unknown, members: PostGangBody['members'], stale: readonly string[] = []): unknown {
+export function refusalOfGang(err: unknown, members: PostGangBody['members']): unknown {
   if (!(err instanceof DomainError) || err.problem !== 'conflict') return err;
-  const named = Object.entries(members)
-    .filter(([uuid, part]) => err.message.includes(uuid) || Object.keys(part.allocations).some((rp) => err.message.includes(rp)))
-    .map(([uuid]) => uuid);
-  const generation = /expected (\S+) but got (\S+)/.exec(err.message);
-  if (!named.length && stale.length) named.push(...stale);
-  else if (!named.length && generation) {
-    const got = generation[2] === 'null' ? null : Number(generation[2]);
-    for (const [uuid, part] of Object.entries(members)) if ((part.consumer_generation ?? null) === got) named.push(uuid);
-  }
+  const concerned = new Set(err instanceof ClaimRefused || err instanceof ConsumerGenerationMismatch ? err.consumers : []);
+  const named = Object.keys(members).filter((uuid) => concerned.has(uuid));
   const who = named.length ? `member ${named.join(', member ')}` : 'a member';
   return conflict(`Gang not claimed (nothing written): ${who}: ${err.message}`, err.code);
-}
-
-/** refusalOfGang, with the stale members read when the write path refused a consumer generation. */
-export async function gangRefusal(reader: BatchReader, err: unknown, members: PostGangBody['members']): Promise<unknown> {
-  const stale = err instanceof ConsumerGenerationMismatch ? await staleMembers(reader, members) : [];
-  return refusalOfGang(err, members, stale);
-}
-
-/** The members whose consumer generation is not the one stored now (null: no such consumer yet). */
-export async function staleMembers(reader: BatchReader, members: PostGangBody['members']): Promise<string[]> {
-  const [rows] = await reader.readBatch([
-    {
-      sql: `SELECT ${CONSUMER.uuid} AS uuid, ${CONSUMER.generation} AS generation FROM consumers
-        WHERE ${CONSUMER.uuid} IN (SELECT value FROM json_each(?))`,
-      args: [JSON.stringify(Object.keys(members))],
-    },
-  ]);
-  const stored = new Map(rows!.rows.map((row) => [String(row.uuid), Number(row.generation)]));
-  return Object.entries(members)
-    .filter(([uuid, part]) => (stored.get(uuid) ?? null) !== (part.consumer_generation ?? null))
-    .map(([uuid]) => uuid);
 }
 
 /**

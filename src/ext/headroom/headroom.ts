@@ -11,7 +11,7 @@
 // first candidate (a flat host: one; eight GPUs: eight), not one per claim.
 // Each tree is counted from the usage as it is now, on its own: capacity of a
 // sharing provider that several trees reach is counted in each of them.
-// Shared counters (issue 25) bound the repeats as capacity does, and
+// Shared counters (docs/extensions-gpu.md) bound the repeats as capacity does, and
 // ext_first_of counts, per tree, the claims of the alternative a scheduler
 // would get each time (an H100 while one fits, then the A100 ...).
 import type { BatchReader } from '../../db/client.js';

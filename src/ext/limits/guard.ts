@@ -1,4 +1,4 @@
-// Project limits on the write side (extension, issue 35), as the write
+// Project limits on the write side (extension, docs/limits.md), as the write
 // kernel's claim guard (placement/writes/hooks.ts), so every claim path
 // (PUT /allocations/{c}, POST /allocations, POST /reshaper) is checked in its
 // own write transaction, with no round trip of its own:

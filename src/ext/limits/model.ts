@@ -1,4 +1,4 @@
-// Project limits (extension, issue 35), as Keystone's unified limits name
+// Project limits (extension, docs/limits.md), as Keystone's unified limits name
 // them: a registered limit is every project's default for a resource, a
 // project limit overrides it for one project. Resource names
 // `class:<RESOURCE_CLASS>` (oslo.limit's and Nova's convention) apply to that

@@ -1,4 +1,4 @@
-// Project limits (extension, issue 35): one per app, in Deps (both runtimes;
+// Project limits (extension, docs/limits.md): one per app, in Deps (both runtimes;
 // no module state). It reads the limits from their source (Keystone's unified
 // limits, or PLACEMENT_LIMITS_JSON) and writes them to the database
 // (ext_limits), where every instance's claims read them inside their write

@@ -1,4 +1,4 @@
-// Project limits in SQL (extension, issue 35): the limits table
+// Project limits in SQL (extension, docs/limits.md): the limits table
 // (drizzle/0008), the ledger of each project's usage by the consumers that
 // count (ext_limit_usage, kept by triggers: a claim's guard reads one row per
 // class, whatever the size of the project), and the conditions the write

@@ -1,4 +1,4 @@
-// The write kernel's extension points (issue 32): what an extension adds to a
+// The write kernel's extension points: what an extension adds to a
 // claim, declared here and called by claims.ts and reshape.ts; src/ext
 // implements them and the composition root (src/compose.ts) installs them per
 // app (Deps.writeHooks). src/placement never imports an extension.

@@ -1,4 +1,4 @@
-// /ext/resource_providers/{uuid}/counters (issue 25): a partitionable
+// /ext/resource_providers/{uuid}/counters (docs/extensions-gpu.md): a partitionable
 // device's shared counters and what each resource class consumes of them
 // (logic in ../). Any microversion. Unlike the other /ext routes
 // it passes the inventory policies, not EXT_RULE: the agent that reports a

@@ -3,7 +3,7 @@
 // with its lease in that batch).
 // Logic in ../.
 import { queryParams, readBody } from '../../../http/validate.js';
-import { authorize, setCacheHeaders } from '../../../placement/http/middleware.js';
+import { setCacheHeaders } from '../../../placement/http/middleware.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 import { claimFromBody, writeClaims } from '../../../placement/http/claim-requests.js';
 import { placementHttp } from '../../../placement/http/profile.js';
@@ -12,9 +12,9 @@ import { RouteTable } from '../../../http/route-table.js';
 import type { QueryParam } from '../../../http/route-table.js';
 import type { Microversion } from '../../../microversion.js';
 import { findGangs } from '../index.js';
-import { checkGangDomain, gangLease, gangRefusal } from '../claim.js';
+import { checkGangDomain, gangLease, refusalOfGang } from '../claim.js';
 import { GangLeaseResponse, gangCandidatesResponseSchema, postGangSchema } from '../schemas.js';
-import { EXT_RULE } from '../../policy.js';
+import { adminOnly } from '../../http/admin-only.js';
 import type { AppContext } from '../../../http/env.js';
 
 export const gangRoutes = new RouteTable('extensions', placementHttp);
@@ -31,7 +31,7 @@ export const gangQuery = (mv: Microversion): QueryParam[] => [
 const candidateOptions = (c: AppContext) => c.var.deps.candidates.options();
 
 gangRoutes.resource('/gang_candidates', {
-  GET: {
+  GET: adminOnly({
     summary: 'Extension: gangs of `count` hosts for an allocation-candidates query, each inside one domain, tightest domain first',
     since: MV.GRANULAR,
     query: gangQuery,
@@ -39,16 +39,15 @@ gangRoutes.resource('/gang_candidates', {
     response: gangCandidatesResponseSchema,
     responseName: 'GangCandidates',
     handler: async (c) => {
-      authorize(c, EXT_RULE);
       const answer = await findGangs(c.var.deps.store.nearby, queryParams(c), c.var.mv, candidateOptions(c));
       setCacheHeaders(c);
       return c.json(answer);
     },
-  },
+  }),
 });
 
 gangRoutes.resource('/gangs', {
-  POST: {
+  POST: adminOnly({
     summary: 'Extension: claim every member of a gang in one write batch, or none (409 names the member)',
     since: MV.CONSUMER_TYPES,
     body: () => postGangSchema,
@@ -57,7 +56,6 @@ gangRoutes.resource('/gangs', {
     responseSchema: GangLeaseResponse,
     responseName: 'GangLease',
     handler: async (c) => {
-      authorize(c, EXT_RULE);
       const body = await readBody(c, postGangSchema);
       const claims = Object.entries(body.members).map(([uuid, part]) => claimFromBody(c, uuid, part));
       // On the primary: the domain's members as of now (a replica's lag must not let a split gang through).
@@ -67,10 +65,10 @@ gangRoutes.resource('/gangs', {
       try {
         await writeClaims(c, claims, 'allocations', lease?.statements);
       } catch (err) {
-        throw await gangRefusal(c.var.deps.store, err, body.members);
+        throw refusalOfGang(err, body.members);
       }
       if (lease === null) return c.body(null, 204);
       return c.json({ consumers, lease_seconds: body.lease_seconds, expires_at: lease.expiresAt });
     },
-  },
+  }),
 });

@@ -1,8 +1,7 @@
 import { queryParams } from '../../../http/validate.js';
-import { authorize } from '../../../placement/http/middleware.js';
 import { findHeadroom } from '../headroom.js';
 import { findGangHeadroom } from '../../gangs/headroom.js';
-import { EXT_RULE } from '../../policy.js';
+import { adminOnly } from '../../http/admin-only.js';
 import { MV } from '../../../placement/versions.js';
 import { HeadroomResponse } from '../schemas.js';
 import { RouteTable } from '../../../http/route-table.js';
@@ -12,7 +11,7 @@ import { candidateQuery } from '../../../placement/http/candidate-query.js';
 export const headroomRoutes = new RouteTable('extensions', placementHttp);
 
 headroomRoutes.resource('/headroom', {
-  GET: {
+  GET: adminOnly({
     summary: 'Extension: per tree, how many first-candidate claims of this request fit now (any allocation-candidates query)',
     since: MV.ALLOCATION_CANDIDATES,
     query: (mv) => [
@@ -25,7 +24,6 @@ headroomRoutes.resource('/headroom', {
     responseSchema: HeadroomResponse,
     responseName: 'Headroom',
     handler: async (c) => {
-      authorize(c, EXT_RULE);
       const { store, candidates } = c.var.deps;
       const query = queryParams(c);
       // Every viable tree, whatever the candidate cap, in stable order.
@@ -36,5 +34,5 @@ headroomRoutes.resource('/headroom', {
       const headroom = await findHeadroom(store.nearby, candidates.parse(query, c.var.mv), c.var.mv, options);
       return c.json(headroom);
     },
-  },
+  }),
 });

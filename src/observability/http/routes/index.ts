@@ -48,7 +48,7 @@ const single = (name: string, help: string, value: number): FamilySnapshot => ({
 /** /healthz and /readyz: a status, and on a 503 the reason. */
 const HealthSchema = z.object({ status: z.string(), reason: z.string().optional() });
 
-/** The operator's routes; operationsRoutes(deps) puts the deps, a request id and (for /metrics) the scrape access before each. */
+/** The operator's routes; createOperatorApp puts a request id and (for /metrics) the scrape access before each. */
 export const operatorRoutes = new RouteTable('meta')
   .resource('/healthz', {
     GET: {
@@ -149,18 +149,15 @@ export const operatorRoutes = new RouteTable('meta')
     },
   });
 
-export function operationsRoutes(deps: Deps): Hono<AppEnv> {
+/** The operator's routes (src/app.ts hands them over) with a request id and, for /metrics, the scrape access before each. */
+export function createOperatorApp(deps: Deps, routes: Hono<AppEnv>): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   // Per route, not app.use(): these routes join the root app, whose other requests they must not touch.
-  const injectDeps: MiddlewareHandler<AppEnv> = async function injectDeps(c, next) {
-    c.set('deps', deps);
-    await next();
-  };
   const ids = requestId();
   const method = (m: Method) => m.toUpperCase();
-  for (const op of operatorRoutes.operations) app.on(method(op.method), op.path, injectDeps, ids);
+  for (const op of operatorRoutes.operations) app.on(method(op.method), op.path, ids);
   app.on('GET', '/metrics', scrapeAccess(deps));
-  app.route('/', operatorRoutes.app);
+  app.route('/', routes);
   app.onError(placementHttp.onError);
   return app;
 }
