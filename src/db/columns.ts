@@ -40,3 +40,6 @@ export const SWEEP_STAT = columnNames(t.extSweepStats);
 export const LIMIT = columnNames(t.extLimits);
 export const LIMIT_SYNC = columnNames(t.extLimitsSync);
 export const LIMIT_USAGE = columnNames(t.extLimitUsage);
+export const HOLD = columnNames(t.extHolds);
+export const HOLD_AMOUNT = columnNames(t.extHoldAmounts);
+export const HOLD_DRAW = columnNames(t.extHoldDraws);
