@@ -4,6 +4,7 @@
 // claims) is one more entry here, not one more path through the core.
 import type { WriteExtension } from '../placement/writes/hooks.js';
 import { countersWrites } from './counters/claim-guard.js';
+import { holdsWrites } from './holds/claim-guard.js';
 
 /** What the write kernel runs beside placement's own rules, in order (an earlier refusal is answered first). */
-export const writeExtensions: readonly WriteExtension[] = [countersWrites];
+export const writeExtensions: readonly WriteExtension[] = [countersWrites, holdsWrites];

@@ -6,6 +6,7 @@
 import type { Deps } from '../deps.js';
 import type { JobModule } from '../jobs/registry.js';
 import { sweepExpiredLeases } from './leases.js';
+import { sweepEndedHolds } from './holds/sweep.js';
 
 /** Releases expired leases; returns how many it released or dropped. Never throws: the other sweeps still run. */
 export async function sweepLeases(deps: Deps): Promise<number> {
@@ -25,4 +26,16 @@ export async function sweepLeases(deps: Deps): Promise<number> {
   }
 }
 
-export const extJobs: JobModule = { handlers: {}, sweeps: [sweepLeases] };
+/** Ends the holds whose window is over, releasing what was drawn from those with end_action=release. Never throws. */
+export async function sweepHolds(deps: Deps): Promise<number> {
+  try {
+    const { ended, released } = await sweepEndedHolds(deps.store, deps.clock().getTime());
+    if (ended.length) deps.log.info('hold sweep ended holds', { holds: ended, released });
+    return ended.length;
+  } catch (err) {
+    deps.log.error('hold sweep failed; the next sweep retries', { err: String(err) });
+    return 0;
+  }
+}
+
+export const extJobs: JobModule = { handlers: {}, sweeps: [sweepLeases, sweepHolds] };

@@ -40,7 +40,7 @@ interface State {
 function horizon(s: State): number {
   let h = s.now + 1;
   for (const x of s.holds) h = Math.max(h, x.startMs + 1, x.endMs + 1);
-  for (const a of s.allocations) if (a.endsAtMs !== FOREVER) h = Math.max(h, a.endsAtMs + 1);
+  for (const a of s.allocations) if (a.endsAtMs !== FOREVER) h = Math.max(h, a.endsAtMs + 2);
   return h;
 }
 
@@ -51,7 +51,7 @@ function oracleLoads(s: Pick<State, 'allocations' | 'holds'>, t: number): Map<Ke
   const active = s.holds.filter((h) => h.startMs <= t && t < h.endMs);
   const drawn = new Map<string, number>();
   for (const a of s.allocations) {
-    if (t >= a.endsAtMs) continue;
+    if (t > a.endsAtMs) continue;
     const from = active.find((h) => h.id === a.holdId && h.amounts.has(a.key));
     if (from) drawn.set(`${from.id}|${a.key}`, (drawn.get(`${from.id}|${a.key}`) ?? 0) + a.amount);
     else add(a.key, a.amount);

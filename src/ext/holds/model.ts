@@ -7,7 +7,7 @@
 // The rule, per (provider, class), at every instant t of every hold's window
 // from now on:
 //   allocations that still exist at t (none has a lease: forever; a lease:
-//   until its expiry), except those drawn from a hold active at t,
+//   until its expiry, inclusive), except those drawn from a hold active at t,
 //   + for each hold active at t: its amount (or what is drawn from it, if more)
 //   <= capacity.
 // Only increases happen at a hold's start (allocations only end as time
@@ -58,7 +58,9 @@ export interface World {
 }
 
 const activeAt = (hold: Hold, t: number): boolean => hold.startMs <= t && t < hold.endMs;
-const aliveAt = (a: Allocation, t: number): boolean => t < a.endsAtMs;
+// An allocation still counts at the instant it ends: the sweep removes it only then (or later), so a
+// claim must end before a window's start, not at it, to use what the window holds.
+const aliveAt = (a: Allocation, t: number): boolean => t <= a.endsAtMs;
 
 /**
  * The load of `key` at instant `t`: allocations alive then, those drawn from
@@ -210,7 +212,7 @@ export function earliestStart(world: World, amounts: ReadonlyMap<Key, number>, d
   // The load only falls at a hold's end or an allocation's end: the only starts worth trying after `from`.
   const starts = new Set<number>([from]);
   for (const h of world.holds) if (h.endMs > from && h.endMs !== FOREVER) starts.add(h.endMs);
-  for (const a of world.allocations) if (a.endsAtMs > from && a.endsAtMs !== FOREVER) starts.add(a.endsAtMs);
+  for (const a of world.allocations) if (a.endsAtMs >= from && a.endsAtMs !== FOREVER) starts.add(a.endsAtMs + 1);
   const rises = world.holds.map((h) => h.startMs);
   for (const s of [...starts].sort((a, b) => a - b)) {
     const end = s + durationMs;

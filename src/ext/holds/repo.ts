@@ -7,7 +7,7 @@ import type { BatchReader, DataStore } from '../../db/client.js';
 import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, LEASE, PROJECT, RC, RP } from '../../db/columns.js';
 import { commitGuarded, guard, inList, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { capacitySql } from '../../placement/capacity.js';
-import { type Allocation, type EndAction, FOREVER, type Hold, type Key, keyOf, type World } from './model.js';
+import { type Allocation, drawnEndMs, type EndAction, FOREVER, type Hold, type Key, keyOf, type World } from './model.js';
 
 /** A hold as stored, with its providers' uuids and classes' names. */
 export interface StoredHold extends Hold {
@@ -64,7 +64,10 @@ const holdsOnProvidersSql = (count: number) => `SELECT ${HOLD_FIELDS} FROM ${HOL
  * while the lease covers the consumer as it is: a rewrite since makes it
  * forever) and the hold it is drawn from (on the same terms).
  */
-const allocationsOnProvidersSql = (count: number) => `SELECT a.${ALLOC.consumerId} AS consumer, pr.${PROJECT.externalId} AS project,
+const allocationsOnProvidersSql = (
+  count: number,
+  heldOnly = false,
+) => `SELECT a.${ALLOC.consumerId} AS consumer, pr.${PROJECT.externalId} AS project,
     p.${RP.uuid} AS provider, rc.${RC.name} AS resource_class, a.${ALLOC.used} AS used,
     CASE WHEN l.${LEASE.consumerGeneration} = c.${CONSUMER.generation} THEN l.${LEASE.expiresAtMs} END AS ends_at_ms,
     CASE WHEN d.${HOLD_DRAW.consumerGeneration} = c.${CONSUMER.generation} THEN d.${HOLD_DRAW.holdUuid} END AS hold
@@ -74,31 +77,42 @@ const allocationsOnProvidersSql = (count: number) => `SELECT a.${ALLOC.consumerI
   JOIN resource_classes rc ON rc.${RC.id} = a.${ALLOC.resourceClassId}
   LEFT JOIN ext_leases l ON l.${LEASE.consumerUuid} = a.${ALLOC.consumerId}
   LEFT JOIN ext_hold_draws d ON d.${HOLD_DRAW.consumerUuid} = a.${ALLOC.consumerId}
-  WHERE a.${ALLOC.resourceProviderId} IN ${providerIdsIn(count)}`;
+  WHERE a.${ALLOC.resourceProviderId} IN ${providerIdsIn(count)}${heldOnly ? ` AND ${isHeld('a', ALLOC.resourceProviderId, ALLOC.resourceClassId)}` : ''}`;
+
+/** Whether some stored hold holds the (provider, class) of the row aliased `alias`. */
+const isHeld = (alias: string, provider: string, resourceClass: string) =>
+  `EXISTS (SELECT 1 FROM ext_hold_amounts ha WHERE ha.${HOLD_AMOUNT.resourceProviderId} = ${alias}.${provider} AND ha.${HOLD_AMOUNT.resourceClassId} = ${alias}.${resourceClass})`;
 
 const capacitiesSql = (
   count: number,
+  heldOnly = false,
 ) => `SELECT p.${RP.uuid} AS provider, rc.${RC.name} AS resource_class, ${capacitySql('i')} AS capacity, p.${RP.generation} AS generation
   FROM inventories i JOIN resource_providers p ON p.${RP.id} = i.${INV.resourceProviderId}
   JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
-  WHERE i.${INV.resourceProviderId} IN ${providerIdsIn(count)}`;
+  WHERE i.${INV.resourceProviderId} IN ${providerIdsIn(count)}${heldOnly ? ` AND ${isHeld('i', INV.resourceProviderId, INV.resourceClassId)}` : ''}`;
 
 const providerGenerationsSql = (count: number) =>
   `SELECT ${RP.uuid} AS provider, ${RP.generation} AS generation FROM resource_providers WHERE ${RP.uuid} IN (${inList(Array(count))})`;
 
-/** The statements that read a World around `providers` at `nowMs`, in one batch (worldOf reads them back). */
-export function worldStatements(providers: readonly string[], nowMs: number): InStatement[] {
+/**
+ * The statements that read a World around `providers` at `nowMs`, in one
+ * batch (worldOf reads them back). `heldOnly`: only the (provider, class)
+ * pairs some hold holds (a claim's guard: nothing else matters to it, and a
+ * cloud without holds reads nothing).
+ */
+export function worldStatements(providers: readonly string[], nowMs: number, heldOnly = false): InStatement[] {
   const ids = [...providers];
   return [
     { sql: holdsOnProvidersSql(ids.length), args: [nowMs, ...ids] },
-    { sql: allocationsOnProvidersSql(ids.length), args: ids },
-    { sql: capacitiesSql(ids.length), args: ids },
+    { sql: allocationsOnProvidersSql(ids.length, heldOnly), args: ids },
+    { sql: capacitiesSql(ids.length, heldOnly), args: ids },
     { sql: providerGenerationsSql(ids.length), args: ids },
   ];
 }
 
 export interface ReadWorld {
   world: World;
+  /** Every hold the statements read (some may be over at the World's instant). */
   holds: StoredHold[];
   /** Each provider's generation as read (absent: no such provider). */
   generations: Map<string, number>;
@@ -107,20 +121,29 @@ export interface ReadWorld {
 /** The World read by worldStatements' results. */
 export function worldOf(results: readonly ResultSet[], nowMs: number): ReadWorld {
   const [holdRows, allocationRows, capacityRows, generationRows] = results;
-  const holds = holdsOf(holdRows!);
-  const allocations: Allocation[] = allocationRows!.rows.map((r) => ({
-    consumer: String(r.consumer),
-    project: String(r.project),
-    key: keyOf(String(r.provider), String(r.resource_class)),
-    amount: Number(r.used),
-    endsAtMs: r.ends_at_ms === null ? FOREVER : Number(r.ends_at_ms),
-    holdId: r.hold === null ? null : String(r.hold),
-  }));
+  // Every hold read (what a guard compares as of the write), and those not over at `nowMs` (what the model sees).
+  const stored = holdsOf(holdRows!);
+  const holds = stored.filter((h) => h.endMs > nowMs);
+  const byId = new Map(holds.map((h) => [h.id, h]));
+  const allocations: Allocation[] = allocationRows!.rows.map((r) => {
+    const holdId = r.hold === null ? null : String(r.hold);
+    const leased = r.ends_at_ms === null ? FOREVER : Number(r.ends_at_ms);
+    const from = holdId === null ? undefined : byId.get(holdId);
+    return {
+      consumer: String(r.consumer),
+      project: String(r.project),
+      key: keyOf(String(r.provider), String(r.resource_class)),
+      amount: Number(r.used),
+      // Drawn from a hold that releases them: they end at its end at the latest.
+      endsAtMs: from ? drawnEndMs(from, leased) : leased,
+      holdId,
+    };
+  });
   const capacity = new Map<Key, number>(
     capacityRows!.rows.map((r) => [keyOf(String(r.provider), String(r.resource_class)), Number(r.capacity)]),
   );
-  const generations = new Map(generationRows!.rows.map((r) => [String(r.provider), Number(r.generation)]));
-  return { world: { nowMs, capacity, allocations, holds }, holds, generations };
+  const generations = new Map((generationRows?.rows ?? []).map((r) => [String(r.provider), Number(r.generation)]));
+  return { world: { nowMs, capacity, allocations, holds }, holds: stored, generations };
 }
 
 export async function readWorld(reader: BatchReader, providers: readonly string[], nowMs: number): Promise<ReadWorld> {
