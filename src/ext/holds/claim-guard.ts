@@ -24,7 +24,7 @@ import { conflict, invalid } from '../../errors.js';
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.js';
 import type { ClaimGuard, ClaimParams, ClaimView, WriteExtension } from '../../placement/writes/hooks.js';
-import { leaseStatement } from '../leases.js';
+import { leaseStatement } from '../leases/leases.js';
 import { allocationsOf, type Claim, type ClaimRefusal, FOREVER, type Key, keyOf, refuseClaim, splitKey, type World } from './model.js';
 import { sameHoldsGuard, worldOf, worldStatements } from './repo.js';
 

@@ -14,9 +14,9 @@ import {
   listHoldsQuery,
   patchHoldSchema,
   postHoldSchema,
-} from '../../holds/schemas.js';
-import { availability, createHold, deleteHold, findHolds, getHold, type HoldDeps, patchHold, presentHold } from '../../holds/service.js';
-import { adminOnly } from '../admin-only.js';
+} from '../schemas.js';
+import { availability, createHold, deleteHold, findHolds, getHold, type HoldDeps, patchHold, presentHold } from '../service.js';
+import { adminOnly } from '../../http/admin-only.js';
 
 export const holdRoutes = new RouteTable('extensions', placementHttp);
 
