@@ -4,12 +4,15 @@
 // guard and claim parameters (claim-guard.ts), the end of a hold (sweep.ts,
 // jobs.ts) and its routes (http/routes.ts).
 import type { Extension } from '../../extension.js';
+import { heldCapacityHook, holdParam, untilParam } from './candidates.js';
 import { holdsWrites } from './claim-guard.js';
 import { holdRoutes } from './http/routes.js';
 import { sweepHolds } from './jobs.js';
 
 export const holds: Extension = {
   name: 'holds',
+  params: [untilParam, holdParam],
+  read: [heldCapacityHook()],
   writes: holdsWrites,
   jobs: { handlers: {}, sweeps: [sweepHolds] },
   routes: [holdRoutes],
