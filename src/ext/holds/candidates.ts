@@ -10,7 +10,7 @@ import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, LEASE, RC } from '.
 import { inList } from '../../db/write-batch.js';
 import { capacitySql } from '../../placement/capacity.js';
 import { invalidQuery } from '../../placement/candidates/errors.js';
-import { type CandidateParam, type CandidateReadHook, type CapacityRule, extParam, type Piece } from '../../placement/candidates/hooks.js';
+import { type CandidateParam, type CandidateReadHook, type CapacityRule, extParam } from '../../placement/candidates/hooks.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import { type Allocation, type Claim, drawnEndMs, type EndAction, FOREVER, type Hold, type Key, refuseClaim, type World } from './model.js';
 
@@ -45,103 +45,103 @@ export const holdParam: CandidateParam<string> = {
 const untilMsOf = (until: Until | undefined, nowMs: number): number =>
   until === undefined ? FOREVER : 'atMs' in until ? until.atMs : nowMs + until.inSeconds * 1000;
 
-/** What the statement read: the World on held (provider id, class id) pairs, at the instant it was read. */
+/** What the statement read, by held (provider id, class id) pair: a World of that pair alone (the rule is per pair). */
 export interface HeldState {
-  world: World;
+  nowMs: number;
+  pairs: Map<number, World>;
 }
 
+/** A (provider id, class id) pair as one number (class ids stay far below a million). */
+const pairOf = (providerId: number, classId: number): number => providerId * 1_000_000 + classId;
 const pairKey = (providerId: number, classId: number): Key => `${providerId} ${classId}`;
 
 /**
- * One statement, three kinds of rows: every hold's amounts of the asked
- * classes ('h'), the allocations on those held pairs with their ends and
- * draws ('a'), and those pairs' capacities ('c').
+ * One statement: every hold not over of the asked classes, one row per
+ * amount with the pair's capacity ('h'), then the allocations on those
+ * pairs with their ends and draws ('a'). Driven by the holds' rows: a cloud
+ * without holds reads nothing.
  */
-function heldStatement(classNames: readonly string[]): InStatement {
+function heldStatement(classNames: readonly string[], nowMs: number): InStatement {
   const classes = `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} IN (${inList(classNames)}))`;
-  const held = (alias: string, provider: string, resourceClass: string) =>
-    `EXISTS (SELECT 1 FROM ext_hold_amounts x WHERE x.${HOLD_AMOUNT.resourceProviderId} = ${alias}.${provider} AND x.${HOLD_AMOUNT.resourceClassId} = ${alias}.${resourceClass})`;
+  const holdsNotOver = `ext_hold_amounts ha JOIN ext_holds h ON h.${HOLD.uuid} = ha.${HOLD_AMOUNT.holdUuid} AND h.${HOLD.endMs} > ?
+      WHERE ha.${HOLD_AMOUNT.resourceClassId} IN ${classes}`;
   return {
     sql: `SELECT 'h' AS kind, h.${HOLD.uuid} AS id, h.${HOLD.projectId} AS project, h.${HOLD.startMs} AS s, h.${HOLD.endMs} AS e, h.${HOLD.endAction} AS action,
-        ha.${HOLD_AMOUNT.resourceProviderId} AS rp, ha.${HOLD_AMOUNT.resourceClassId} AS rc, ha.${HOLD_AMOUNT.amount} AS n
-      FROM ext_hold_amounts ha JOIN ext_holds h ON h.${HOLD.uuid} = ha.${HOLD_AMOUNT.holdUuid} WHERE ha.${HOLD_AMOUNT.resourceClassId} IN ${classes}
+        ha.${HOLD_AMOUNT.resourceProviderId} AS rp, ha.${HOLD_AMOUNT.resourceClassId} AS rc, ha.${HOLD_AMOUNT.amount} AS n,
+        (SELECT ${capacitySql('i')} FROM inventories i WHERE i.${INV.resourceProviderId} = ha.${HOLD_AMOUNT.resourceProviderId} AND i.${INV.resourceClassId} = ha.${HOLD_AMOUNT.resourceClassId}) AS cap
+      FROM ${holdsNotOver}
     UNION ALL
     SELECT 'a', a.${ALLOC.consumerId}, CASE WHEN d.${HOLD_DRAW.consumerGeneration} = c.${CONSUMER.generation} THEN d.${HOLD_DRAW.holdUuid} END,
         CASE WHEN l.${LEASE.consumerGeneration} = c.${CONSUMER.generation} THEN l.${LEASE.expiresAtMs} END, NULL, NULL,
-        a.${ALLOC.resourceProviderId}, a.${ALLOC.resourceClassId}, a.${ALLOC.used}
-      FROM allocations a JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId}
-      LEFT JOIN ext_leases l ON l.${LEASE.consumerUuid} = a.${ALLOC.consumerId} LEFT JOIN ext_hold_draws d ON d.${HOLD_DRAW.consumerUuid} = a.${ALLOC.consumerId}
-      WHERE a.${ALLOC.resourceClassId} IN ${classes} AND ${held('a', ALLOC.resourceProviderId, ALLOC.resourceClassId)}
-    UNION ALL
-    SELECT 'c', NULL, NULL, NULL, NULL, NULL, i.${INV.resourceProviderId}, i.${INV.resourceClassId}, ${capacitySql('i')}
-      FROM inventories i WHERE i.${INV.resourceClassId} IN ${classes} AND ${held('i', INV.resourceProviderId, INV.resourceClassId)}`,
-    args: [...classNames, ...classNames, ...classNames],
+        a.${ALLOC.resourceProviderId}, a.${ALLOC.resourceClassId}, a.${ALLOC.used}, NULL
+      FROM (SELECT DISTINCT ha.${HOLD_AMOUNT.resourceProviderId} AS rp, ha.${HOLD_AMOUNT.resourceClassId} AS rc FROM ${holdsNotOver}) hp
+      JOIN allocations a ON a.${ALLOC.resourceProviderId} = hp.rp AND a.${ALLOC.resourceClassId} = hp.rc
+      JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId}
+      LEFT JOIN ext_leases l ON l.${LEASE.consumerUuid} = a.${ALLOC.consumerId} LEFT JOIN ext_hold_draws d ON d.${HOLD_DRAW.consumerUuid} = a.${ALLOC.consumerId}`,
+    args: [nowMs, ...classNames, nowMs, ...classNames],
   };
 }
 
 function stateOf(result: ResultSet | undefined, nowMs: number): HeldState | null {
   if (!result || result.rows.length === 0) return null;
-  const holds = new Map<string, Hold & { amounts: Map<Key, number> }>();
-  const rawAllocations: { consumer: string; key: Key; amount: number; leased: number; holdId: string | null }[] = [];
-  const capacity = new Map<Key, number>();
+  const pairs = new Map<number, World & { holds: Hold[]; allocations: Allocation[]; capacity: Map<Key, number> }>();
+  const holdsById = new Map<string, Hold>();
   for (const r of result.rows) {
-    const key = pairKey(Number(r.rp), Number(r.rc));
+    const providerId = Number(r.rp);
+    const classId = Number(r.rc);
+    const pair = pairOf(providerId, classId);
+    const key = pairKey(providerId, classId);
+    let world = pairs.get(pair);
+    if (!world) {
+      world = { nowMs, capacity: new Map(), allocations: [], holds: [] };
+      pairs.set(pair, world);
+    }
     if (r.kind === 'h') {
-      if (Number(r.e) <= nowMs) continue;
-      const id = String(r.id);
-      let h = holds.get(id);
-      if (!h) {
-        h = {
-          id,
-          project: String(r.project),
-          startMs: Number(r.s),
-          endMs: Number(r.e),
-          endAction: String(r.action) as EndAction,
-          amounts: new Map(),
-        };
-        holds.set(id, h);
-      }
-      h.amounts.set(key, Number(r.n));
-    } else if (r.kind === 'a') {
-      rawAllocations.push({
+      const hold: Hold = {
+        id: String(r.id),
+        project: String(r.project),
+        startMs: Number(r.s),
+        endMs: Number(r.e),
+        endAction: String(r.action) as EndAction,
+        amounts: new Map([[key, Number(r.n)]]),
+      };
+      holdsById.set(hold.id, hold);
+      world.holds.push(hold);
+      world.capacity.set(key, r.cap === null ? 0 : Number(r.cap));
+    } else {
+      const holdId = r.project === null ? null : String(r.project);
+      const leased = r.s === null ? FOREVER : Number(r.s);
+      const from = holdId === null ? undefined : holdsById.get(holdId);
+      world.allocations.push({
         consumer: String(r.id),
+        project: '',
         key,
         amount: Number(r.n),
-        leased: r.s === null ? FOREVER : Number(r.s),
-        holdId: r.project === null ? null : String(r.project),
+        endsAtMs: from ? drawnEndMs(from, leased) : leased,
+        holdId,
       });
-    } else capacity.set(key, Number(r.n));
+    }
   }
-  if (holds.size === 0) return null;
-  const allocations: Allocation[] = rawAllocations.map((a) => {
-    const from = a.holdId === null ? undefined : holds.get(a.holdId);
-    return {
-      consumer: a.consumer,
-      project: '',
-      key: a.key,
-      amount: a.amount,
-      endsAtMs: from ? drawnEndMs(from, a.leased) : a.leased,
-      holdId: a.holdId,
-    };
-  });
-  return { world: { nowMs, capacity, allocations, holds: [...holds.values()] } };
+  return { nowMs, pairs };
 }
 
 /**
- * The most a claim on `key` may add there (the largest amount refuseClaim
- * admits, found by bisection: admission only gets harder as the amount grows).
+ * The most a claim may add on the one pair of `world` (the largest amount
+ * refuseClaim admits, by bisection: admission only gets harder as the amount grows).
  */
-function allowanceOf(world: World, key: Key, untilMs: number, hold: Hold | undefined): number {
+function allowanceOf(world: World, untilMs: number, holdId: string | undefined): number {
+  const [key, capacity] = [...world.capacity][0]!;
+  const hold = holdId === undefined ? undefined : world.holds.find((h) => h.id === holdId);
   const admits = (amount: number) =>
     refuseClaim(world, {
       consumer: '',
       project: hold?.project ?? '',
       amounts: new Map([[key, amount]]),
       untilMs,
-      holdId: hold?.id ?? null,
+      holdId: holdId ?? null,
     } satisfies Claim) === null;
   let low = 0;
-  let high = Math.max(0, world.capacity.get(key) ?? 0);
+  let high = Math.max(0, capacity);
   if (admits(high)) return high;
   while (high - low > 1) {
     const mid = Math.floor((low + high) / 2);
@@ -152,47 +152,44 @@ function allowanceOf(world: World, key: Key, untilMs: number, hold: Hold | undef
 }
 
 /** The rule for one request: pieces on held pairs within their allowance; with ext_hold, only on what the hold holds. */
-function ruleFor(state: HeldState, request: CandidateRequest): CapacityRule | null {
-  const { world } = state;
-  const untilMs = untilMsOf(extParam(request, untilParam), world.nowMs);
+function ruleFor(state: HeldState, request: CandidateRequest): CapacityRule {
+  const untilMs = untilMsOf(extParam(request, untilParam), state.nowMs);
   const holdId = extParam(request, holdParam);
-  const hold = holdId === undefined ? undefined : world.holds.find((h) => h.id === holdId);
-  const held = new Set(world.holds.flatMap((h) => [...h.amounts.keys()]));
-  const allowances = new Map<Key, number>();
-  const allowance = (key: Key) => {
-    let a = allowances.get(key);
+  const allowances = new Map<number, number>();
+  const allowance = (pair: number, world: World) => {
+    let a = allowances.get(pair);
     if (a === undefined) {
-      a = allowanceOf(world, key, untilMs, hold);
-      allowances.set(key, a);
+      a = allowanceOf(world, untilMs, holdId);
+      allowances.set(pair, a);
     }
     return a;
   };
-  const within = (pieces: readonly Piece[], taken?: Parameters<CapacityRule['fits']>[1]) => {
-    const asked = new Map<Key, number>();
-    for (const p of pieces) {
-      const key = pairKey(p.providerId, p.classId);
-      if (holdId !== undefined && !hold?.amounts.has(key)) return false;
-      if (held.has(key)) asked.set(key, taken ? 0 : (asked.get(key) ?? 0) + p.amount);
-    }
-    if (taken) {
-      for (const key of asked.keys()) {
-        const [providerId, classId] = key.split(' ').map(Number);
-        taken.forEachOn(providerId!, (c, amount) => {
-          if (c === classId) asked.set(key, (asked.get(key) ?? 0) + amount);
-        });
+  const drawsFrom = (world: World | undefined) => world !== undefined && world.holds.some((h) => h.id === holdId);
+  return {
+    fits(pieces, taken) {
+      for (const p of pieces) {
+        const pair = pairOf(p.providerId, p.classId);
+        const world = state.pairs.get(pair);
+        if (holdId !== undefined && !drawsFrom(world)) return false;
+        if (world === undefined) continue;
+        let amount = 0;
+        if (taken) {
+          taken.forEachOn(p.providerId, (classId, n) => {
+            if (classId === p.classId) amount += n;
+          });
+        } else for (const q of pieces) if (q.providerId === p.providerId && q.classId === p.classId) amount += q.amount;
+        if (amount > allowance(pair, world)) return false;
       }
-    }
-    for (const [key, amount] of asked) if (amount > allowance(key)) return false;
-    return true;
+      return true;
+    },
   };
-  return { fits: within };
 }
 
 /** The read hook; `now` is the engine's clock (the request's instant). */
 export function heldCapacityHook(now: () => number = Date.now): CandidateReadHook<HeldState | null> {
   return {
     name: 'holds',
-    statement: heldStatement,
+    statement: (classNames) => heldStatement(classNames, now()),
     read: (result) => stateOf(result, now()),
     capacityRule: (state, request) => {
       if (state) return ruleFor(state, request);
