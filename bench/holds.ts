@@ -3,7 +3,7 @@
 // into the file, as `npm run bench` loads it), in process (app.request), the
 // perfload query with limit=50 is timed with no hold and with 1,000 holds
 // (one to four of the query's classes on a random provider each, windows
-// from an hour to a week ahead), alternating A, B, A, B so that the load of
+// from an hour to a week ahead), alternating A B, B A, ... so that the load of
 // the machine falls on both alike. Warm: 3 requests first, then the median
 // and p95 of each round. The read batch has the holds' one statement in both
 // (it reads nothing without holds).
@@ -82,11 +82,14 @@ try {
   const path = `/allocation_candidates?${FLAT_QUERY}&limit=50`;
   const without: number[] = [];
   const withHolds: number[] = [];
+  // A B, then B A: neither side always runs first.
   for (let round = 0; round < ROUNDS; round += 1) {
-    await dropHolds();
-    without.push(...(await timed(app, path)));
-    await insertHolds();
-    withHolds.push(...(await timed(app, path)));
+    const sides = round % 2 === 0 ? (['none', 'holds'] as const) : (['holds', 'none'] as const);
+    for (const side of sides) {
+      await dropHolds();
+      if (side === 'holds') await insertHolds();
+      (side === 'holds' ? withHolds : without).push(...(await timed(app, path)));
+    }
   }
   const a = stats(without);
   const b = stats(withHolds);

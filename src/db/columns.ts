@@ -43,3 +43,4 @@ export const LIMIT_USAGE = columnNames(t.extLimitUsage);
 export const HOLD = columnNames(t.extHolds);
 export const HOLD_AMOUNT = columnNames(t.extHoldAmounts);
 export const HOLD_DRAW = columnNames(t.extHoldDraws);
+export const HOLD_EPOCH = columnNames(t.extHoldsEpoch);

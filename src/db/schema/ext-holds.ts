@@ -55,3 +55,15 @@ export const extHoldDraws = sqliteTable(
   },
   (t) => [index('ext_hold_draws_hold_idx').on(t.holdUuid)],
 );
+
+/**
+ * One row: what the candidates' read hook compares with the state it keeps
+ * (src/ext/holds/candidates.ts). `epoch` moves with every change a hold's
+ * rule reads (holds, draws, leases, allocations and inventories of held
+ * pairs: triggers in drizzle/0009); `database` tells one database from another.
+ */
+export const extHoldsEpoch = sqliteTable('ext_holds_epoch', {
+  id: integer('id').primaryKey(),
+  epoch: integer('epoch').notNull(),
+  database: text('database').notNull(),
+});

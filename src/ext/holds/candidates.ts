@@ -6,8 +6,7 @@
 // be admitted (model.ts refuseClaim): held capacity is offered to a request
 // that ends before the window, or draws from the hold, and to no other.
 import type { InStatement, ResultSet } from '@libsql/client';
-import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, LEASE, RC } from '../../db/columns.js';
-import { inList } from '../../db/write-batch.js';
+import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, HOLD_EPOCH, INV, LEASE } from '../../db/columns.js';
 import { capacitySql } from '../../placement/capacity.js';
 import { invalidQuery } from '../../placement/candidates/errors.js';
 import { type CandidateParam, type CandidateReadHook, type CapacityRule, extParam } from '../../placement/candidates/hooks.js';
@@ -47,8 +46,17 @@ const untilMsOf = (until: Until | undefined, nowMs: number): number =>
 
 /** What the statement read, by held (provider id, class id) pair: a World of that pair alone (the rule is per pair). */
 export interface HeldState {
-  nowMs: number;
   pairs: Map<number, World>;
+  /** A stock request's allowance per pair (no ext_until, no ext_hold), and until when it stands (the pair's next change). */
+  stock: Map<number, { allowance: number; untilMs: number; sinceMs: number }>;
+}
+
+/** The next instant after `nowMs` at which the pair's rule changes: a hold's start or end, an allocation's end. */
+function nextChangeMs(world: World, nowMs: number): number {
+  let next = FOREVER;
+  for (const h of world.holds) for (const t of [h.startMs, h.endMs]) if (t > nowMs && t < next) next = t;
+  for (const a of world.allocations) if (a.endsAtMs >= nowMs && a.endsAtMs + 1 < next) next = a.endsAtMs + 1;
+  return next;
 }
 
 /** A (provider id, class id) pair as one number (class ids stay far below a million). */
@@ -56,44 +64,48 @@ const pairOf = (providerId: number, classId: number): number => providerId * 1_0
 const pairKey = (providerId: number, classId: number): Key => `${providerId} ${classId}`;
 
 /**
- * One statement: every hold not over of the asked classes, one row per
- * amount with the pair's capacity ('h'), then the allocations on those
- * pairs with their ends and draws ('a'). Driven by the holds' rows: a cloud
- * without holds reads nothing.
+ * One statement: the database's holds epoch ('v', with whether it differs
+ * from the epoch the hook last kept), and only when it differs, every stored
+ * hold, one row per amount with the pair's capacity ('h'), then the
+ * allocations on held pairs with their ends and draws ('a'). So while
+ * nothing a hold's rule reads has changed, it reads one row.
  */
-function heldStatement(classNames: readonly string[], nowMs: number): InStatement {
-  const classes = `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} IN (${inList(classNames)}))`;
-  const holdsNotOver = `ext_hold_amounts ha JOIN ext_holds h ON h.${HOLD.uuid} = ha.${HOLD_AMOUNT.holdUuid} AND h.${HOLD.endMs} > ?
-      WHERE ha.${HOLD_AMOUNT.resourceClassId} IN ${classes}`;
+function heldStatement(kept: { database: string; epoch: number } | null): InStatement {
+  const moved = `NOT EXISTS (SELECT 1 FROM ext_holds_epoch WHERE ${HOLD_EPOCH.epoch} = ? AND ${HOLD_EPOCH.database} = ?)`;
+  const keptArgs = [kept?.epoch ?? -1, kept?.database ?? ''];
   return {
-    sql: `SELECT 'h' AS kind, h.${HOLD.uuid} AS id, h.${HOLD.projectId} AS project, h.${HOLD.startMs} AS s, h.${HOLD.endMs} AS e, h.${HOLD.endAction} AS action,
-        ha.${HOLD_AMOUNT.resourceProviderId} AS rp, ha.${HOLD_AMOUNT.resourceClassId} AS rc, ha.${HOLD_AMOUNT.amount} AS n,
-        (SELECT ${capacitySql('i')} FROM inventories i WHERE i.${INV.resourceProviderId} = ha.${HOLD_AMOUNT.resourceProviderId} AND i.${INV.resourceClassId} = ha.${HOLD_AMOUNT.resourceClassId}) AS cap
-      FROM ${holdsNotOver}
+    sql: `SELECT 'v' AS kind, ${HOLD_EPOCH.epoch} AS id, ${HOLD_EPOCH.database} AS project, ${moved} AS s, NULL AS e, NULL AS action, NULL AS rp, NULL AS rc, NULL AS n, NULL AS cap
+      FROM ext_holds_epoch
+    UNION ALL
+    SELECT 'h', h.${HOLD.uuid}, h.${HOLD.projectId}, h.${HOLD.startMs}, h.${HOLD.endMs}, h.${HOLD.endAction},
+        ha.${HOLD_AMOUNT.resourceProviderId}, ha.${HOLD_AMOUNT.resourceClassId}, ha.${HOLD_AMOUNT.amount},
+        (SELECT ${capacitySql('i')} FROM inventories i WHERE i.${INV.resourceProviderId} = ha.${HOLD_AMOUNT.resourceProviderId} AND i.${INV.resourceClassId} = ha.${HOLD_AMOUNT.resourceClassId})
+      FROM ext_hold_amounts ha JOIN ext_holds h ON h.${HOLD.uuid} = ha.${HOLD_AMOUNT.holdUuid} WHERE ${moved}
     UNION ALL
     SELECT 'a', a.${ALLOC.consumerId}, CASE WHEN d.${HOLD_DRAW.consumerGeneration} = c.${CONSUMER.generation} THEN d.${HOLD_DRAW.holdUuid} END,
         CASE WHEN l.${LEASE.consumerGeneration} = c.${CONSUMER.generation} THEN l.${LEASE.expiresAtMs} END, NULL, NULL,
         a.${ALLOC.resourceProviderId}, a.${ALLOC.resourceClassId}, a.${ALLOC.used}, NULL
-      FROM (SELECT DISTINCT ha.${HOLD_AMOUNT.resourceProviderId} AS rp, ha.${HOLD_AMOUNT.resourceClassId} AS rc FROM ${holdsNotOver}) hp
+      FROM (SELECT DISTINCT ${HOLD_AMOUNT.resourceProviderId} AS rp, ${HOLD_AMOUNT.resourceClassId} AS rc FROM ext_hold_amounts WHERE ${moved}) hp
       JOIN allocations a ON a.${ALLOC.resourceProviderId} = hp.rp AND a.${ALLOC.resourceClassId} = hp.rc
       JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId}
       LEFT JOIN ext_leases l ON l.${LEASE.consumerUuid} = a.${ALLOC.consumerId} LEFT JOIN ext_hold_draws d ON d.${HOLD_DRAW.consumerUuid} = a.${ALLOC.consumerId}`,
-    args: [nowMs, ...classNames, nowMs, ...classNames],
+    args: [...keptArgs, ...keptArgs, ...keptArgs],
   };
 }
 
-function stateOf(result: ResultSet | undefined, nowMs: number): HeldState | null {
-  if (!result || result.rows.length === 0) return null;
+/** The state of the 'h' and 'a' rows; null without holds. */
+function stateOf(rows: ResultSet['rows']): HeldState | null {
   const pairs = new Map<number, World & { holds: Hold[]; allocations: Allocation[]; capacity: Map<Key, number> }>();
   const holdsById = new Map<string, Hold>();
-  for (const r of result.rows) {
+  for (const r of rows) {
+    if (r.kind === 'v') continue;
     const providerId = Number(r.rp);
     const classId = Number(r.rc);
     const pair = pairOf(providerId, classId);
     const key = pairKey(providerId, classId);
     let world = pairs.get(pair);
     if (!world) {
-      world = { nowMs, capacity: new Map(), allocations: [], holds: [] };
+      world = { nowMs: 0, capacity: new Map(), allocations: [], holds: [] };
       pairs.set(pair, world);
     }
     if (r.kind === 'h') {
@@ -122,8 +134,11 @@ function stateOf(result: ResultSet | undefined, nowMs: number): HeldState | null
       });
     }
   }
-  return { nowMs, pairs };
+  return pairs.size > 0 ? { pairs, stock: new Map() } : null;
 }
+
+/** The state kept for an epoch was dropped before its read came back: offer nothing held, to anyone. */
+const UNKNOWN: HeldState = { pairs: new Map(), stock: new Map() };
 
 /**
  * The most a claim may add on the one pair of `world` (the largest amount
@@ -152,19 +167,26 @@ function allowanceOf(world: World, untilMs: number, holdId: string | undefined):
 }
 
 /** The rule for one request: pieces on held pairs within their allowance; with ext_hold, only on what the hold holds. */
-function ruleFor(state: HeldState, request: CandidateRequest): CapacityRule {
-  const untilMs = untilMsOf(extParam(request, untilParam), state.nowMs);
+function ruleFor(state: HeldState, request: CandidateRequest, nowMs: number): CapacityRule {
+  if (state === UNKNOWN) return { fits: () => false };
+  const untilMs = untilMsOf(extParam(request, untilParam), nowMs);
   const holdId = extParam(request, holdParam);
   const allowances = new Map<number, number>();
+  const stock = untilMs === FOREVER && holdId === undefined;
   const allowance = (pair: number, world: World) => {
     let a = allowances.get(pair);
-    if (a === undefined) {
-      a = allowanceOf(world, untilMs, holdId);
-      allowances.set(pair, a);
+    if (a !== undefined) return a;
+    // A stock request's allowance stands until the pair's next change: kept with the epoch's state.
+    const known = stock ? state.stock.get(pair) : undefined;
+    if (known && known.sinceMs <= nowMs && nowMs < known.untilMs) a = known.allowance;
+    else {
+      a = allowanceOf({ ...world, nowMs }, untilMs, holdId);
+      if (stock) state.stock.set(pair, { allowance: a, sinceMs: nowMs, untilMs: nextChangeMs(world, nowMs) });
     }
+    allowances.set(pair, a);
     return a;
   };
-  const drawsFrom = (world: World | undefined) => world !== undefined && world.holds.some((h) => h.id === holdId);
+  const drawsFrom = (world: World | undefined) => world?.holds.some((h) => h.id === holdId) === true;
   return {
     fits(pieces, taken) {
       for (const p of pieces) {
@@ -185,14 +207,37 @@ function ruleFor(state: HeldState, request: CandidateRequest): CapacityRule {
   };
 }
 
-/** The read hook; `now` is the engine's clock (the request's instant). */
+/** Epochs' states kept (a process may serve several databases, and requests overlap). */
+const KEPT_STATES = 16;
+
+/**
+ * The read hook; `now` is the engine's clock (the request's instant). It
+ * keeps the state of the last epochs it read, per database, so that a
+ * request reads the holds again only after something they depend on changed.
+ */
 export function heldCapacityHook(now: () => number = Date.now): CandidateReadHook<HeldState | null> {
+  const kept = new Map<string, HeldState | null>();
+  let last: { database: string; epoch: number } | null = null;
   return {
     name: 'holds',
-    statement: (classNames) => heldStatement(classNames, now()),
-    read: (result) => stateOf(result, now()),
+    statement: () => heldStatement(last),
+    read: (result) => {
+      const version = result?.rows[0];
+      if (!result || !version || version.kind !== 'v') return null;
+      const current = { database: String(version.project), epoch: Number(version.id) };
+      const key = `${current.database}:${current.epoch}`;
+      let state = kept.get(key);
+      if (Number(version.s) === 1) {
+        state = stateOf(result.rows);
+        kept.delete(key);
+        kept.set(key, state);
+        if (kept.size > KEPT_STATES) kept.delete(kept.keys().next().value!);
+      } else if (state === undefined) state = UNKNOWN;
+      last = current;
+      return state;
+    },
     capacityRule: (state, request) => {
-      if (state) return ruleFor(state, request);
+      if (state) return ruleFor(state, request, now());
       // No hold: only a request that draws from one is constrained (it has nothing to draw from).
       return extParam(request, holdParam) === undefined ? null : { fits: () => false };
     },
