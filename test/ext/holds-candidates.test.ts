@@ -70,6 +70,29 @@ describe('backfill in GET /allocation_candidates', () => {
     expect(await candidatesText(query)).toBe(stockBefore);
   });
 
+  it('follows every change the rule reads: a claim on a held provider, an edit of the hold, its removal', async () => {
+    const big = await provider(t, { inventory: { PGPU: { total: 16 } } });
+    const query = `resources=PGPU:4&in_tree=${big}`;
+    const start = Date.now() + HOUR;
+    const res = await t.call('POST', '/ext/holds', {
+      body: { project_id: PROJECT, start: at(start), end: at(start + HOUR), allocations: { [big]: { resources: { PGPU: 8 } } } },
+    });
+    const hold = (await res.json()) as { uuid: string };
+    expect(await count(query)).toBe(1);
+    expect((await claim(t, { [big]: { resources: { PGPU: 4 } } })).status).toBe(204);
+    expect(await count(query)).toBe(1);
+    expect((await claim(t, { [big]: { resources: { PGPU: 4 } } })).status).toBe(204);
+    expect(await count(query)).toBe(0);
+    expect(await count(`${query}&ext_until=600`)).toBe(1);
+    const edited = await t.call('PATCH', `/ext/holds/${hold.uuid}`, {
+      body: { generation: 1, allocations: { [big]: { resources: { PGPU: 4 } } } },
+    });
+    expect(edited.status).toBe(200);
+    expect(await count(query)).toBe(1);
+    expect((await t.call('DELETE', `/ext/holds/${hold.uuid}`)).status).toBe(204);
+    expect(await count(`resources=PGPU:8&in_tree=${big}`)).toBe(1);
+  });
+
   it("offers to ext_hold inside the window only the hold's providers, up to what is left of it", async () => {
     const query = 'resources=PGPU:1&limit=100';
     const id = await holdOn(hosts.slice(0, 3), Date.now() - 1000, Date.now() + HOUR);
