@@ -41,3 +41,7 @@ export const LIMIT = columnNames(t.extLimits);
 export const LIMIT_SYNC = columnNames(t.extLimitsSync);
 export const LIMIT_USAGE = columnNames(t.extLimitUsage);
 export const LIMIT_COUNTING = columnNames(t.extLimitCounting);
+export const HOLD = columnNames(t.extHolds);
+export const HOLD_AMOUNT = columnNames(t.extHoldAmounts);
+export const HOLD_DRAW = columnNames(t.extHoldDraws);
+export const HOLD_EPOCH = columnNames(t.extHoldsEpoch);

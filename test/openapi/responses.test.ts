@@ -388,6 +388,35 @@ describe('live answers match GET /openapi.json', () => {
     }
   });
 
+  it('extensions: holds and their availability', async () => {
+    const host = crypto.randomUUID();
+    expect((await t.call('POST', '/resource_providers', { body: { name: `holds-${host}`, uuid: host } })).status).toBe(200);
+    await t.call('PUT', `/resource_providers/${host}/inventories`, {
+      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } },
+    });
+    const project = crypto.randomUUID();
+    const consumer = crypto.randomUUID();
+    const body = {
+      allocations: { [host]: { resources: { VCPU: 1 } } },
+      project_id: project,
+      user_id: project,
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
+    };
+    expect((await t.call('PUT', `/allocations/${consumer}`, { body })).status).toBe(204);
+    const start = new Date(Date.now() + 3600_000).toISOString();
+    const end = new Date(Date.now() + 7200_000).toISOString();
+    const made = await t.call('POST', '/ext/holds', {
+      body: { project_id: project, start, end, allocations: { [host]: { resources: { VCPU: 2 } } } },
+    });
+    expect(made.status).toBe(201);
+    const hold = (await documented(made, 'post', '/ext/holds')) as Json;
+    await documented(await t.call('GET', `/ext/holds/${hold.uuid}`), 'get', '/ext/holds/{uuid}');
+    await documented(await t.call('PATCH', `/ext/holds/${hold.uuid}`, { body: { generation: 1, end } }), 'patch', '/ext/holds/{uuid}');
+    await documented(await t.call('GET', `/ext/holds?project_id=${project}`), 'get', '/ext/holds');
+    await documented(await t.call('GET', '/ext/holds/availability?resources=VCPU:1&duration=60'), 'get', '/ext/holds/availability');
+  });
+
   it('saw an answer of every documented operation that has a body', () => {
     const withBody: string[] = [];
     for (const [path, item] of Object.entries(doc.paths)) {

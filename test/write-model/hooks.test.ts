@@ -117,7 +117,7 @@ describe('a claim guard installed into the write kernel', () => {
         body: { allocations: { [rp]: { resources: { VCPU: 8 } } }, project_id: 'p', user_id: 'u', consumer_generation: null },
       });
       expect(res.status).toBe(204);
-      expect(other.deps.writeHooks.claimGuards.map((g) => g.name)).toEqual(['shared counters']);
+      expect(other.deps.writeHooks.claimGuards.map((g) => g.name)).toEqual(['shared counters', 'holds']);
     } finally {
       other.close();
     }

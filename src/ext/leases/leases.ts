@@ -48,16 +48,22 @@ const leaseOf = (r: Record<string, unknown>): LeaseView => ({
  * `seconds` after `nowMs` and covers the consumer as it is as of the write;
  * nothing when the consumer holds no allocations then. Written alone
  * (putLease) or inside a claim's own batch (a gang's lease, POST /ext/gangs),
- * where it sees the claim's writes before it.
+ * where it sees the claim's writes before it. `expiresAtMs`: an exact expiry
+ * instead (a claim's ext_until, docs/holds.md).
  */
-export function leaseStatement(consumerUuid: string, seconds: number, nowMs: number): WriteStatement {
+export function leaseStatement(
+  consumerUuid: string,
+  seconds: number,
+  nowMs: number,
+  expiresAtMs = leaseExpiryMs(seconds, nowMs),
+): WriteStatement {
   const now = new Date(nowMs).toISOString();
   return stmt(
     `INSERT INTO ext_leases (${LEASE_COLUMNS}) SELECT c.${CONSUMER.uuid}, c.${CONSUMER.generation}, ?, ?, ?, ? FROM consumers c WHERE c.${CONSUMER.uuid} = ?
         AND EXISTS (SELECT 1 FROM allocations a WHERE a.${ALLOC.consumerId} = c.${CONSUMER.uuid})
         ON CONFLICT (${LEASE.consumerUuid}) DO UPDATE SET ${LEASE.consumerGeneration} = excluded.${LEASE.consumerGeneration},
           ${LEASE.seconds} = excluded.${LEASE.seconds}, ${LEASE.expiresAtMs} = excluded.${LEASE.expiresAtMs}, ${LEASE.updatedAt} = excluded.${LEASE.updatedAt}`,
-    [seconds, leaseExpiryMs(seconds, nowMs), now, now, consumerUuid],
+    [seconds, expiresAtMs, now, now, consumerUuid],
   );
 }
 

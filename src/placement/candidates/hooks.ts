@@ -85,8 +85,8 @@ export interface CandidateReadHook<State = unknown> {
   read(result: ResultSet | undefined): State;
   /** Providers the request leaves out: never a choice, and a root here takes its whole tree out. */
   excludeProviders?(state: State, request: CandidateRequest): ReadonlySet<number>;
-  /** A capacity condition the search applies to every choice; null when it constrains nothing (the usual cloud). */
-  capacityRule?(state: State): CapacityRule | null;
+  /** A capacity condition the search applies to every choice of `request`; null when it constrains nothing (the usual cloud). */
+  capacityRule?(state: State, request: CandidateRequest): CapacityRule | null;
 }
 
 /** What the installed hooks read in one batch, by hook (headroom reads the counters' state back). */
@@ -115,10 +115,10 @@ export class HookStates {
   }
 
   /** Every hook's capacity rule, as one; null when none constrains anything (the search then pays nothing). */
-  capacityRule(hooks: readonly CandidateReadHook[]): CapacityRule | null {
+  capacityRule(hooks: readonly CandidateReadHook[], request: CandidateRequest): CapacityRule | null {
     const rules: CapacityRule[] = [];
     for (const hook of hooks) {
-      const rule = hook.capacityRule?.(this.states.get(hook));
+      const rule = hook.capacityRule?.(this.states.get(hook), request);
       if (rule) rules.push(rule);
     }
     if (rules.length <= 1) return rules[0] ?? null;

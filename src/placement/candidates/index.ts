@@ -233,7 +233,7 @@ function treeSearchOf(
     candidates,
     nodes,
     excluded: states.excluded(hooks, request),
-    capacity: states.capacityRule(hooks),
+    capacity: states.capacityRule(hooks, request),
   };
   if (!request.alternatives?.length) return { search: new CandidateSearch(input), covers: coversEveryClass(candidates, groups) };
   const variants = variantsOf(groups, request.alternatives);

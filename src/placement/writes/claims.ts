@@ -48,7 +48,11 @@ export interface ClaimOptions {
   endpoint: ClaimEndpoint;
   /** What an extension writes with this claim, in its own batch (hooks.ts ClaimAlongside). */
   alongside?: ClaimAlongside;
+  /** The request's `ext_` parameters, for the claim guards (hooks.ts ClaimParams). */
+  params?: ReadonlyMap<string, string>;
 }
+
+const NO_PARAMS: ReadonlyMap<string, string> = new Map();
 
 function invalidInventory(resourceClass: string, providerUuids: readonly string[], claims: readonly ConsumerClaim[]): ClaimRefused {
   return new ClaimRefused(
@@ -165,6 +169,8 @@ export function planClaims(
       entries,
       providerIds,
       consumers: snap.consumers,
+      now: opts.now,
+      params: opts.params ?? NO_PARAMS,
       usedBefore: (providerId, classId) => inventoryOf.get(key(providerId, classId))?.used ?? 0,
       usedAfter: (providerId, classId) => usageAfter.get(key(providerId, classId)) ?? 0,
     };
