@@ -60,7 +60,7 @@ export const extHoldDraws = sqliteTable(
  * One row: what the candidates' read hook compares with the state it keeps
  * (src/ext/holds/candidates.ts). `epoch` moves with every change a hold's
  * rule reads (holds, draws, leases, allocations and inventories of held
- * pairs: triggers in drizzle/0009); `database` tells one database from another.
+ * pairs: triggers in drizzle/0010); `database` tells one database from another.
  */
 export const extHoldsEpoch = sqliteTable('ext_holds_epoch', {
   id: integer('id').primaryKey(),
