@@ -1,7 +1,7 @@
 // A/B of two checkouts' candidates engines with the tree cache off (PLACEMENT_CANDIDATE_TREE_CACHE=0,
 // as every cloud over the cache's size) on copies of one database: the bench's flat query (full
 // answer, as JSON bytes) and its limit=10, alternated round by round; wall and CPU per answer (medians).
-// Issue 32: N=100,000 with the cache off no slower than before the one read model.
+// What it checks: at N=100,000 (over the cache's size) the engine is no slower than a base checkout.
 //   npx tsx bench/ab-cache-off.ts --make DB            # the flat-100k scenario's cloud, loaded straight into DB
 //   npx tsx bench/ab-cache-off.ts BASE HEAD DB [ROUNDS]
 import { createClient } from '@libsql/client';

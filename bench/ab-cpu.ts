@@ -1,4 +1,4 @@
-// CPU A/B of two checkouts in one process (issue 23: typed statements must cost nothing):
+// CPU A/B of two checkouts in one process (for instance: typed column names, src/db/columns.ts, must cost nothing):
 // each checkout's candidates engine (SQL alone and trees in memory) and claims (one-batch and
 // ordinary path) on copies of one flat cloud, alternated round by round, CPU per operation.
 //   npx tsx bench/ab-cpu.ts BASE_CHECKOUT HEAD_CHECKOUT FLAT_DB [ROUNDS]
@@ -19,15 +19,15 @@ for (const root of sides) {
     parse: await import(`${root}/src/placement/candidates/parse.ts`),
     mv: await import(`${root}/src/http/microversion.ts`),
     claims: await import(`${root}/src/placement/writes/claims.ts`),
-    // Since issue 32 the engine takes its tree cache and read hooks from its app (Deps.candidates):
+    // A newer checkout's engine takes its tree cache and read hooks from its app (Deps.candidates):
     // the same as the route passes, so both sides read the same statements and keep trees alike.
     compose: await import(`${root}/src/compose.ts`),
-    // Since issue 32 a claim takes the app's write hooks and metrics beside the store (absent before).
+    // A newer checkout's claim takes the app's write hooks and metrics beside the store (absent before).
     hooks: await import(`${root}/src/placement/writes/hooks.ts`).catch(() => null),
     install: await import(`${root}/src/ext/install.ts`).catch(() => null),
   });
 }
-/** The engine context of one side's app, where it has one (undefined before issue 32: a module cache, hooks built in). */
+/** The engine context of one side's app, where it has one (undefined in an older one: a module cache, hooks built in). */
 // biome-ignore lint/suspicious/noExplicitAny: two checkouts' modules, loaded by path
 const contextOf = (m: any) => {
   if (!m.compose.candidateEngine) return {};
@@ -41,6 +41,9 @@ const contextOf = (m: any) => {
   return { trees: engine.trees, hooks: engine.hooks };
 };
 const contexts = mods.map(contextOf);
+/** The write extensions an app installs by default: ext/install.ts's list before the extensions were objects, compose.ts EXTENSIONS' since. */
+// biome-ignore lint/suspicious/noExplicitAny: two checkouts' modules, loaded by path
+const writeExtensionsOf = (m: any) => m.install?.writeExtensions ?? m.compose.EXTENSIONS.flatMap((e: any) => (e.writes ? [e.writes] : []));
 const Q = 'resources=VCPU:1,MEMORY_MB:256,DISK_GB:10';
 const cpu = () => {
   const u = process.cpuUsage();
@@ -55,7 +58,7 @@ const dbs = sides.map((_, i) => {
 const stores = mods.map((m, i) => m.client.createDataStore(dbs[i]));
 const claimTargets = mods.map((m, i) =>
   m.hooks
-    ? { store: stores[i], writeHooks: m.hooks.writeHooks(m.install.writeExtensions), metrics: { capacityRefusals: { inc() {} } } }
+    ? { store: stores[i], writeHooks: m.hooks.writeHooks(writeExtensionsOf(m)), metrics: { capacityRefusals: { inc() {} } } }
     : stores[i],
 );
 const readers = mods.map((m, i) => m.client.clientReader(dbs[i]));

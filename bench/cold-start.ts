@@ -1,7 +1,7 @@
 // How fast a Node-mode service starts, and comes back after a crash, timed from
 // outside as an operator sees it (new connection per probe, every 10 ms):
 //   start:  spawn -> first `GET /` 200 -> first `GET /readyz` 200, for
-//           `npm start` (npm + tsx), `node --import tsx src/entry/node.ts`
+//           `npm start` (npm + scripts/start.mjs, running its cached bundle), `node --import tsx src/entry/node.ts`
 //           and the built `node dist/server.mjs`; the first start on a new
 //           database, then restarts on the same file.
 //   crash:  PLACEMENT_WORKERS=2; a server process SIGKILLed -> its
@@ -242,7 +242,7 @@ function findNode(pid: number): number {
   while (frontier.length) {
     const p = frontier.shift()!;
     for (const c of children(p)) {
-      if (readFileSync(`/proc/${c}/cmdline`, 'utf8').includes('src/entry/node.ts')) return c;
+      if (/scripts\/start\.mjs|src\/entry\/node\.ts/.test(readFileSync(`/proc/${c}/cmdline`, 'utf8'))) return c;
       frontier.push(c);
     }
   }

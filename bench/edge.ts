@@ -1,6 +1,6 @@
 // npm run bench:edge [-- --delay 20] [--reps 5]
 //
-// Worker mode at the edge (issue 13): `wrangler dev` serves the Worker
+// Worker mode at the edge (docs/worker.md): `wrangler dev` serves the Worker
 // against sqld through a proxy that holds every database request for
 // --delay ms (the hop to a distant libSQL primary) and counts them. Prints,
 // per operation (Placement writes, then the accelerator API's), the database

@@ -1,7 +1,7 @@
 // In one Node process: the same app on the same cloud over the embedded file
 // database and over libSQL's HTTP client to sqld (what the Worker uses),
 // alternated, CPU per warm full answer: how much of a Worker answer's extra
-// CPU is its database client rather than its runtime (issue 32, item 7).
+// CPU is its database client rather than its runtime.
 //   node --import tsx bench/http-client-cpu.ts [--scenario nested-200] [--rounds 6] [--per 10]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

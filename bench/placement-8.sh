@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # OpenStack Placement 8.0.0 (Debian's placement-api) to run the bench beside, set up as
-# issue 22 measured it: its own PostgreSQL (a private cluster in a temporary folder, on a
+# the bench's cold and warm figures were measured against it: its own PostgreSQL (a private cluster in a temporary folder, on a
 # unix socket only), uwsgi with 2 processes x 4 threads, noauth2, on a free loopback port.
 #
 #   bench/placement-8.sh start     # prints PLACEMENT_URL=... PLACEMENT_PIDS=... PLACEMENT_DIR=...

@@ -1,6 +1,6 @@
 // npm run bench:replica [-- --delay 40] [--hosts 1000] [--reps 30] [--warm 5]
 //
-// Reads near the instance (issue 27), Node mode. A real sqld primary sits
+// Reads near the instance (docs/beyond-one-machine.md), Node mode. A real sqld primary sits
 // behind a proxy that holds every database request for --delay ms (a primary
 // in another region), with a real sqld replica of it on this machine. Three
 // `npm start` instances are timed side by side on the same data:

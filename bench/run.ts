@@ -3,7 +3,7 @@
 //
 // Times GET /allocation_candidates (and a claim cycle) on the clouds
 // OpenStack Placement's own perfload jobs load (bench/upstream.ts), the wide
-// device trees of issue 12 and N=100,000, for this project's Node server
+// device trees of upstream bugs 2070257/2126751 and N=100,000, for this project's Node server
 // (started on a temporary database per scenario, unless --url) and, with
 // --compare, for another Placement-compatible service, side by side.
 // Method and sources: bench/README.md.

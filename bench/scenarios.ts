@@ -1,6 +1,6 @@
 // The bench's scenarios: upstream's perfload clouds (flat N=1000/5000/100,000,
-// nested 1000 trees and the issue's 200), the wide device trees of issue 12 (upstream bugs 2070257
-// and 2126751), and this project's older, lighter cloud (not upstream's).
+// nested 1000 trees and 200 of them), the wide device trees of upstream bugs 2070257
+// and 2126751, and this project's older, lighter cloud (not upstream's).
 import type { Cloud, ProviderSpec } from './cloud.js';
 import { AGGS, NESTED_AGG, QUERY_A, QUERY_E } from './queries.js';
 import {

@@ -2,7 +2,7 @@
 //   [--providers 200] [--clients 10] [--claims 2000] [--version 1.38] [--limits off|on|both]
 //   [--group-commit on|off|both] [--synchronous normal|full] [--rounds 1]
 //
-// Write throughput, Node mode (issue 13): CLIENTS concurrent clients claim
+// Write throughput, Node mode (docs/write-model.md): CLIENTS concurrent clients claim
 // (PUT /allocations/{new consumer}, 1 VCPU + 256 MEMORY_MB on a random
 // provider) until CLAIMS claims were sent, then delete every granted
 // consumer (DELETE /allocations/{c}). Prints claims/s and deletes/s, and

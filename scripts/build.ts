@@ -43,10 +43,11 @@ export interface BuildResult {
   files: string[];
 }
 
-export async function buildDist(outdir = join(ROOT, 'dist')): Promise<BuildResult> {
-  const options: BuildOptions = {
+/** esbuild's options for `entryPoints` into `outdir`: the same for dist/ and for `npm start`'s bundle. */
+function bundleOptions(entryPoints: Record<string, string>, outdir: string): BuildOptions {
+  return {
     absWorkingDir: ROOT,
-    entryPoints: ENTRY_POINTS,
+    entryPoints,
     outdir,
     outExtension: { '.js': '.mjs' },
     bundle: true,
@@ -67,7 +68,10 @@ export async function buildDist(outdir = join(ROOT, 'dist')): Promise<BuildResul
     legalComments: 'none',
     logLevel: 'warning',
   };
-  await build(options);
+}
+
+export async function buildDist(outdir = join(ROOT, 'dist')): Promise<BuildResult> {
+  await build(bundleOptions(ENTRY_POINTS, outdir));
 
   const rootPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; engines: Record<string, string> };
   writeFileSync(join(outdir, 'package.json'), `${JSON.stringify(distPackage(rootPackage), null, 2)}\n`);
@@ -98,7 +102,22 @@ function distPackage(root: { version: string; engines: Record<string, string> })
   };
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+/**
+ * `npm start`'s bundle (scripts/start.mjs): the server alone into `outdir`/server.mjs, and
+ * `outdir`/inputs.json listing the files it was built from outside node_modules (from esbuild's
+ * metafile), so a start can tell whether the sources changed since.
+ */
+export async function buildStartBundle(outdir: string): Promise<void> {
+  const result = await build({ ...bundleOptions({ server: ENTRY_POINTS.server }, outdir), metafile: true });
+  const inputs = Object.keys(result.metafile.inputs)
+    .filter((path) => !path.startsWith('node_modules/'))
+    .sort();
+  writeFileSync(join(outdir, 'inputs.json'), `${JSON.stringify(inputs)}\n`);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1] && process.argv[2] === '--start-bundle') {
+  await buildStartBundle(process.argv[3]!);
+} else if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const started = performance.now();
   const { files } = await buildDist();
   console.log(`built ${files.map((f) => f.slice(ROOT.length)).join(', ')} in ${Math.round(performance.now() - started)} ms`);

@@ -133,6 +133,18 @@ export interface Cloud {
   timings: [step: string, seconds: number][];
   /** Runs `nova-manage ARGS`; resolves with its exit code and output (it does not throw on a non-zero exit). */
   novaManage(args: string[]): Promise<{ code: number; output: string }>;
+  /**
+   * Stops every Nova service (nova-api, nova-conductor, nova-scheduler, each nova-compute) /
+   * starts them again, resolving once nova-api answers: a cut-over's "stop Nova, ..., restart".
+   */
+  stopNova(): Promise<void>;
+  startNova(): Promise<void>;
+  /**
+   * Starts placement-edge as this cloud's would be (Keystone mode, user `placement`) on the
+   * database file `dbFile`, on a free port; resolves with its URL once it is ready. Stopped
+   * with the cloud. The catalog is left as it is.
+   */
+  startPlacementEdge(dbFile: string): Promise<string>;
   /** Stops one compute host's nova-compute (SIGKILL: a host that dies) / starts it again. */
   killCompute(host: string): Promise<void>;
   startCompute(host: string): Promise<void>;
@@ -208,7 +220,7 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
   };
   let keystone: Keystone | undefined;
   let neutron: NeutronStandIn | undefined;
-  let edge: ServerProcess | undefined;
+  const edges: ServerProcess[] = [];
   const pgBin = postgresBin()!;
   const pgDir = join(dir, 'pg');
   const asPostgres = (cmd: string, args: string[]) =>
@@ -248,7 +260,7 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
     watchdog.kill('SIGKILL');
     await Promise.all(daemons.map(stopDaemon));
     if (rabbit.epmd) await run('/usr/bin/epmd', ['-port', String(rabbit.epmd), '-kill']).catch(() => {});
-    await edge?.stop();
+    await Promise.all(edges.map((e) => e.stop()));
     await neutron?.close();
     await keystone?.close();
     if (pgStarted) await asPostgres(join(pgBin, 'pg_ctl'), ['-D', join(pgDir, 'data'), '-m', 'immediate', 'stop']).catch(() => {});
@@ -396,10 +408,10 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
       service_token_roles_required: true,
     });
 
-    // The placement service.
-    if (placement === 'edge') {
-      edge = await startServer(`file:${join(dir, 'placement-edge.db')}`, {
-        PORT: String(placementPort),
+    /** placement-edge in Keystone mode on `dbFile`, its request log in logs/LOGNAME.log. */
+    const startEdge = async (dbFile: string, port: number, logName: string): Promise<ServerProcess> => {
+      const server = await startServer(`file:${dbFile}`, {
+        PORT: String(port),
         PLACEMENT_AUTH_STRATEGY: 'keystone',
         PLACEMENT_KEYSTONE_AUTH_URL: ks.url,
         PLACEMENT_KEYSTONE_USERNAME: 'placement',
@@ -416,11 +428,18 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
         PLACEMENT_NOVA_REGION_NAME: 'RegionOne',
         LOG_LEVEL: 'info',
       });
-      appendFileSync(join(dir, 'pids'), `${edge.child.pid}\n`);
+      edges.push(server);
+      appendFileSync(join(dir, 'pids'), `${server.child.pid}\n`);
       // Its request log, for a failing test's message.
-      const edgeLog = join(logs, 'placement.log');
-      writeFileSync(edgeLog, edge.startLog);
-      edge.child.stderr?.on('data', (chunk: Buffer) => appendTail(edgeLog, chunk));
+      const edgeLog = join(logs, `${logName}.log`);
+      writeFileSync(edgeLog, server.startLog);
+      server.child.stderr?.on('data', (chunk: Buffer) => appendTail(edgeLog, chunk));
+      return server;
+    };
+
+    // The placement service.
+    if (placement === 'edge') {
+      await startEdge(join(dir, 'placement-edge.db'), placementPort, 'placement');
     } else {
       const pdir = join(dir, 'placement');
       mkdirSync(pdir);
@@ -522,9 +541,13 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
     step('Nova databases (api_db sync, cells, db sync: begun beside Keystone; glance db_sync too)');
 
     const novaEnv = { OS_NOVA_CONFIG_DIR: ndir };
-    const api = daemon('nova-api', UWSGI, uwsgiArgs(novaPort, '/usr/bin/nova-api-wsgi'), novaEnv, ndir);
-    const conductor = daemon('nova-conductor', '/usr/bin/nova-conductor', ['--config-file', novaConf], {}, ndir);
-    const scheduler = daemon('nova-scheduler', '/usr/bin/nova-scheduler', ['--config-file', novaConf], {}, ndir);
+    const controllers = () => ({
+      api: daemon('nova-api', UWSGI, uwsgiArgs(novaPort, '/usr/bin/nova-api-wsgi'), novaEnv, ndir),
+      conductor: daemon('nova-conductor', '/usr/bin/nova-conductor', ['--config-file', novaConf], {}, ndir),
+      scheduler: daemon('nova-scheduler', '/usr/bin/nova-scheduler', ['--config-file', novaConf], {}, ndir),
+    });
+    let nova = controllers();
+    const { api } = nova;
     const computeConf = (h: ComputeHost) => {
       const file = join(ndir, `${h.host}.conf`);
       mkdirSync(join(ndir, h.host, 'instances'), { recursive: true });
@@ -569,7 +592,7 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
 
     // Every compute host up in Nova and its provider in placement, then mapped to cell1.
     const alive = () => {
-      for (const d of [conductor, scheduler, ...computes.values()]) {
+      for (const d of [nova.conductor, nova.scheduler, ...computes.values()]) {
         const dead = exited(d)();
         if (dead) return `${d.name} ${dead}`;
       }
@@ -624,6 +647,19 @@ export async function startCloud(options: CloudOptions = {}): Promise<Cloud> {
           if (typeof e.code !== 'number') throw err;
           return { code: e.code, output: (e.stdout ?? '') + (e.stderr ?? '') };
         }
+      },
+      async stopNova() {
+        await Promise.all([nova.api, nova.conductor, nova.scheduler, ...computes.values()].map(stopDaemon));
+      },
+      async startNova() {
+        nova = controllers();
+        for (const h of COMPUTE_HOSTS) startCompute(h);
+        await waitFor('nova-api (again)', httpUp(`${novaUrl}/`), 300_000, exited(nova.api));
+      },
+      async startPlacementEdge(dbFile) {
+        const port = await freePort();
+        await startEdge(dbFile, port, `placement-edge-${port}`);
+        return `http://127.0.0.1:${port}`;
       },
       async killCompute(host) {
         const d = computes.get(host);

@@ -1,53 +1,70 @@
-// createApp(deps): the one app both runtimes serve. The accelerator (Cyborg)
-// API lives under /accelerator, the capacity dashboard under /dashboard;
-// everything else is the Placement API.
-import { Hono } from 'hono';
+// createApp(deps): the one app both runtimes serve, one Hono tree. Each API
+// is a branch composed with route(): its own middleware stack and its own
+// onError (so its own error envelope), at the paths src/openapi/mounts.ts
+// states once. The accelerator (Cyborg) API lives under /accelerator, the
+// capacity dashboard under /dashboard; Placement's stack serves everything
+// else, /diagnostics and /ext included, and is joined last: its middleware
+// matches every path, so the other branches must have answered before it.
+import { Hono, type MiddlewareHandler } from 'hono';
 import type { Deps } from './deps.js';
 import { createCyborgApp } from './cyborg/http/app.js';
 import { createDashboardApp } from './dashboard/app.js';
-import { diagnosticsRoutes } from './diagnostics/http/routes/index.js';
+import type { AppEnv } from './http/env.js';
 import { observeRequests } from './http/observe.js';
-import { carryTrace } from './http/trace.js';
-import { operationsRoutes } from './observability/http/routes/index.js';
-import { extRoutes } from './ext/http/routes/index.js';
-import { openApiRoutes } from './openapi/routes.js';
+import { createOperatorApp } from './observability/http/routes/index.js';
+import { mountsWith, type Mount, type Stack } from './openapi/mounts.js';
 import { createPlacementApp } from './placement/http/app.js';
 
-/** Methods a fetch Request cannot be built with; @hono/node-server hands TRACE over as a GET whose method reads TRACE. */
-const FETCH_FORBIDDEN = new Set(['TRACE', 'TRACK', 'CONNECT']);
+/** Each stack around its routes, given at their full paths; `roots`: the prefixes of its mounts, its own root first. */
+const STACKS: Record<Stack, (deps: Deps, routes: Hono<AppEnv>, roots: readonly string[]) => Hono<AppEnv>> = {
+  none: (_deps, routes) => routes,
+  operator: (deps, routes) => createOperatorApp(deps, routes),
+  accelerator: (deps, routes, roots) => createCyborgApp(deps, routes, roots[0]!),
+  dashboard: (deps, routes, roots) => createDashboardApp(deps, routes, roots[0]!),
+  placement: (deps, routes, roots) => createPlacementApp(deps, routes, roots),
+};
+
+/** The order the branches join the tree: Placement's, whose middleware matches every path, last. */
+const JOIN_ORDER: readonly Stack[] = ['operator', 'none', 'accelerator', 'dashboard', 'placement'];
 
 /**
- * The request a sub-app mounted at `prefix` sees: the same request, its path
- * without the prefix. Unlike mount()'s default it also carries TRACE, so the
- * sub-app answers it with its 405 and Allow instead of a 500.
+ * A mount's tables at their full paths. A table's root ('/') answers at the
+ * prefix with and without a trailing slash (`/accelerator`, `/accelerator/`),
+ * as it did when each API was an app of its own.
  */
-export function requestBelow(prefix: string): (request: Request) => Request {
-  return (request) => {
-    const url = new URL(request.url);
-    url.pathname = url.pathname.slice(prefix.length) || '/';
-    const method = request.method;
-    let carried: Request;
-    if (!FETCH_FORBIDDEN.has(method.toUpperCase())) carried = new Request(url, request);
-    else {
-      carried = new Request(url, { method: 'GET', headers: request.headers, signal: request.signal });
-      Object.defineProperty(carried, 'method', { get: () => method });
+function routesOf(mounts: readonly Mount[]): Hono<AppEnv> {
+  const routes = new Hono<AppEnv>();
+  for (const { prefix, tables } of mounts) {
+    for (const table of tables) {
+      routes.route(prefix || '/', table.app);
+      if (!prefix) continue;
+      const root = new Hono<AppEnv>();
+      for (const r of table.app.routes) if (r.path === '/') root.on(r.method, '/', r.handler);
+      if (root.routes.length) routes.route(`${prefix}/`, root);
     }
-    carryTrace(request, carried, prefix);
-    return carried;
-  };
+  }
+  return routes;
 }
 
-export function createApp(deps: Deps): Hono {
-  const root = new Hono();
+export function createApp(deps: Deps): Hono<AppEnv> {
+  const root = new Hono<AppEnv>();
   root.use(observeRequests(deps));
-  root.route('/', operationsRoutes(deps));
-  root.route('/', openApiRoutes.app);
-  root.mount('/accelerator', createCyborgApp(deps).fetch, { replaceRequest: requestBelow('/accelerator') });
-  root.mount('/diagnostics', createPlacementApp(deps, diagnosticsRoutes).fetch, { replaceRequest: requestBelow('/diagnostics') });
-  // The extensions (docs/extensions.md): Placement's middleware around their own routes.
-  root.mount('/ext', createPlacementApp(deps, extRoutes).fetch, { replaceRequest: requestBelow('/ext') });
-  root.mount('/dashboard', createDashboardApp(deps).fetch, { replaceRequest: requestBelow('/dashboard') });
-  // At "/" the path stays as it is: the request goes through unchanged.
-  root.mount('/', createPlacementApp(deps).fetch, { replaceRequest: false });
+  root.use(async function injectDeps(c, next) {
+    c.set('deps', deps);
+    await next();
+  } satisfies MiddlewareHandler<AppEnv>);
+  // The extensions' routes are this app's own (an app built without one does not serve it).
+  const everyMount = mountsWith(deps.extensions.routes());
+  for (const stack of JOIN_ORDER) {
+    const mounts = everyMount.filter((m) => m.stack === stack);
+    root.route(
+      '/',
+      STACKS[stack](
+        deps,
+        routesOf(mounts),
+        mounts.map((m) => m.prefix),
+      ),
+    );
+  }
   return root;
 }

@@ -21,7 +21,7 @@ export function databaseUrlScheme(url: string): (typeof DATABASE_URL_SCHEMES)[nu
 
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'True', 'False']).transform((v) => ['true', '1', 'yes', 'True'].includes(v));
 
-// --- Nova's identity for accelerator events (issue 31): Cyborg's [nova] section. ---
+// --- Nova's identity for accelerator events (docs/keystone.md, Events to Nova): Cyborg's [nova] section. ---
 const NOVA_INTERFACES = ['public', 'internal', 'admin'] as const;
 
 /**
@@ -121,8 +121,18 @@ export const ConfigSchema = z.object({
     .regex(/^(libsql|https?|wss?):\/\//, 'a libSQL server URL (libsql://, http://, https://, ws://, wss://)')
     .optional(),
   PLACEMENT_DB_READ_AUTH_TOKEN: z.string().optional(),
-  /** A replica read not answered within this many ms is answered by the primary. */
+  /**
+   * A read of a libSQL server not answered within this many ms is given up: a
+   * replica's is answered by the primary, the primary's ends its request with
+   * 503 naming the database (docs/operations.md "The database does not answer").
+   */
   PLACEMENT_DB_READ_TIMEOUT_MS: z.coerce.number().int().min(1).default(2000),
+  /**
+   * A write to a libSQL server not answered within this many ms (its wait
+   * behind this process's other writes included) is given up: 503 naming the
+   * database, saying whether it was sent (its outcome then unknown) or not.
+   */
+  PLACEMENT_DB_WRITE_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   /** After a replica fails, reads go to the primary for this many ms before it is tried again. */
   PLACEMENT_DB_READ_RETRY_MS: z.coerce.number().int().min(0).default(5000),
   /**

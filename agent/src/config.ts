@@ -40,7 +40,8 @@ export const AgentConfigSchema = z
     initial_cpu_allocation_ratio: ratio.default(16.0),
     initial_ram_allocation_ratio: ratio.default(1.5),
     initial_disk_allocation_ratio: ratio.default(1.0),
-    provider_config_location: z.string().default('/etc/placement-agent/provider_config'),
+    /** unset: DEFAULT_PROVIDER_CONFIG_LOCATION where it exists, else none (and no warning: nothing was asked for) */
+    provider_config_location: z.string().optional(),
     /** files writable by others than the agent's user: warn (default: Nova starts with them) or refuse */
     provider_config_permissions: z.enum(['refuse', 'warn']).default('warn'),
     /**
@@ -77,6 +78,9 @@ export const AgentConfigSchema = z
   .strict();
 
 export type AgentConfig = z.infer<typeof AgentConfigSchema>;
+
+/** Where provider configs are read from when `provider_config_location` is not set (read only if it exists). */
+export const DEFAULT_PROVIDER_CONFIG_LOCATION = '/etc/placement-agent/provider_config';
 export const CONFIG_KEYS = Object.keys(AgentConfigSchema.shape) as (keyof AgentConfig)[];
 
 export class ConfigError extends Error {}

@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadAgentConfig, ConfigError, type AgentConfig } from './config.js';
+import { loadAgentConfig, ConfigError, DEFAULT_PROVIDER_CONFIG_LOCATION, type AgentConfig } from './config.js';
 import { discover, type Discovery } from './discover/index.js';
 import { providerUuid } from './discover/uuid.js';
 import { formatProblem, loadProviderConfigs, providerConfigsAsJson, type ConfiguredProvider } from './provider-config/load.js';
@@ -36,7 +36,7 @@ const USAGE = `usage: placement-agent <command> [options] | --help | --version
   accelerators --endpoint URL [--token T]
                                          only the accelerator report (after \`once\` created the tree)
   run  [--interval SECONDS]              report periodically until SIGTERM/SIGINT
-common: --config FILE (or PLACEMENT_AGENT_CONFIG), --host NAME, --root DIR;
+common: --config FILE (or PLACEMENT_AGENT_CONFIG), --host NAME, --root DIR, --max-attempts N (once, accelerators);
 environment PLACEMENT_AGENT_<KEY> sets any config key (ENDPOINT, TOKEN, ...)`;
 
 const defaultSleep = (ms: number, signal?: AbortSignal) =>
@@ -67,6 +67,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
         endpoint: { type: 'string' },
         token: { type: 'string' },
         interval: { type: 'string' },
+        'max-attempts': { type: 'string' },
         'strict-permissions': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'V' },
@@ -104,6 +105,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
         endpoint: values.endpoint,
         token: values.token,
         interval_seconds: values.interval,
+        max_attempts: values['max-attempts'],
       },
     });
   } catch (err) {
@@ -198,7 +200,7 @@ async function reportCommand(command: 'once' | 'run', config: AgentConfig, io: I
   if (typeof connection === 'number') return connection;
   const log = { info: (m: string) => io.err(`info: ${m}`), warn: (m: string) => io.err(`warning: ${m}`) };
   // Provider configs are read once, at startup; a bad one stops the agent.
-  const loaded = loadProviderConfigs(config.provider_config_location, { permissions: config.provider_config_permissions });
+  const loaded = providerConfigsOf(config);
   for (const w of loaded.warnings) log.warn(formatProblem(w));
   if (loaded.errors.length > 0) {
     for (const e of loaded.errors) io.err(`error: ${formatProblem(e)}`);
@@ -223,7 +225,10 @@ async function reportCommand(command: 'once' | 'run', config: AgentConfig, io: I
       } else if (err instanceof ServiceUnavailableError) {
         failures++;
         log.warn(`placement unavailable (${err.message})`);
-        if (command === 'once' && failures >= config.max_attempts) return 3;
+        if (command === 'once' && failures >= config.max_attempts) {
+          io.err(gaveUp(connection.endpoint, failures, err));
+          return 3;
+        }
       } else {
         io.err(`error: ${(err as Error).message}`);
         if (command === 'once') return 1;
@@ -260,9 +265,29 @@ async function acceleratorsCommand(config: AgentConfig, io: Io): Promise<number>
     io.out(JSON.stringify({ host: found.host.hostname, ...outcome }));
     return 0;
   } catch (err) {
+    if (err instanceof ServiceUnavailableError) {
+      io.err(gaveUp(connection.endpoint, 1, err));
+      return 3;
+    }
     io.err(`error: ${(err as Error).message}`);
-    return err instanceof ServiceUnavailableError ? 3 : 1;
+    return 1;
   }
+}
+
+/** The last line of a run that gave up on an unreachable or unavailable placement: where it was, how often it was tried. */
+function gaveUp(endpoint: string, attempts: number, err: Error): string {
+  return `error: placement at ${endpoint} did not answer (${err.message}); gave up after ${attempts} attempt${attempts === 1 ? '' : 's'} (max_attempts, --max-attempts)`;
+}
+
+/**
+ * The provider configs to apply: from `provider_config_location` when set (a missing
+ * directory is then warned about, as Nova does), else from the default location only where it
+ * exists: an agent nobody gave provider configs says nothing about them.
+ */
+function providerConfigsOf(config: AgentConfig): ReturnType<typeof loadProviderConfigs> {
+  const dir = config.provider_config_location ?? DEFAULT_PROVIDER_CONFIG_LOCATION;
+  if (config.provider_config_location === undefined && !existsSync(dir)) return { files: [], providers: [], errors: [], warnings: [] };
+  return loadProviderConfigs(dir, { permissions: config.provider_config_permissions });
 }
 
 export async function reportOnce(

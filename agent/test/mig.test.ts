@@ -1,4 +1,4 @@
-// MIG (issue 25): an H100 in MIG mode is discovered as one provider with an
+// MIG (docs/extensions-gpu.md): an H100 in MIG mode is discovered as one provider with an
 // inventory per GPU instance profile and shared counters (fixture
 // h100-mig/: the real H100 capture of ../shared/fixtures/h100-host with MIG
 // mode on, profiles and placements from NVIDIA's published H100 80GB table),

@@ -1,4 +1,4 @@
-// One writer per provider (issue 31 item 3): beside nova-compute the agent
+// One writer per provider: beside nova-compute the agent
 // never writes the compute node provider nova-compute made; it only keeps the
 // accelerator children it made. The tree is first created through this
 // service's API as nova-compute's report client creates it (its microversions:

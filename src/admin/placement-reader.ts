@@ -12,6 +12,8 @@ import { inventorySchema, type InventoryJson } from '../placement/schemas/respon
 
 /** The oldest microversion the import accepts: consumer generations (1.28) and trees (1.14) are readable. */
 export const MIN_SOURCE_VERSION = '1.28';
+/** The microversion of a project's usages for --verify: the last before consumer types (see readSnapshot). */
+const PROJECT_USAGES_VERSION = '1.37';
 /** The newest microversion this reader understands. */
 export const MAX_READER_VERSION = '1.39';
 
@@ -306,8 +308,12 @@ export async function readPlacement(ep: PlacementEndpoint, options: ReadOptions 
   if (options.usages) {
     const projects = [...new Set([...consumers.map((c) => c.projectId), ...(options.extraProjects ?? [])])].sort();
     done = 0;
+    // Per class, not per consumer type (1.38): Placement 8.0.0 on PostgreSQL answers 500 to a
+    // project's usages at 1.38+ (a GROUP BY PostgreSQL refuses). Both sides are read alike, and
+    // each consumer's type is compared with its allocations.
+    const usagesVersion = lowerVersion(version, PROJECT_USAGES_VERSION);
     const usages = await mapLimit(projects, concurrency, async (project) => {
-      const body = await getJson(ep, `/usages?project_id=${encodeURIComponent(project)}`, z.object({ usages: z.unknown() }), version);
+      const body = await getJson(ep, `/usages?project_id=${encodeURIComponent(project)}`, z.object({ usages: z.unknown() }), usagesVersion);
       options.onProgress?.({ phase: 'usages', done: ++done, total: projects.length });
       return [project, body.usages] as const;
     });

@@ -1,4 +1,4 @@
-// The capacity dashboard, mounted at /dashboard by createApp():
+// The capacity dashboard, served at /dashboard (src/openapi/mounts.ts):
 //   GET /dashboard                the page (told the auth strategy)
 //   GET /dashboard/assets/<file>  its script and stylesheet (bundled strings)
 //   GET /dashboard/api/summary    admin-only read model, one DB round trip
@@ -56,7 +56,7 @@ export const dashboardRoutes = new RouteTable('meta')
       handler: (c) => {
         const file = c.req.param('file');
         const asset = file === 'index.html' ? undefined : dashboardAsset(file);
-        if (!asset) return c.notFound();
+        if (!asset) return placementHttp.notFound(c);
         return serve(c, asset);
       },
     },
@@ -88,23 +88,20 @@ export const dashboardRoutes = new RouteTable('meta')
     },
   });
 
-export function createDashboardApp(deps: Deps): Hono<AppEnv> {
+/** The dashboard's stack around its routes, which src/app.ts hands over at their paths below `root` (/dashboard). */
+export function createDashboardApp(deps: Deps, routes: Hono<AppEnv>, root: string): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.use(async function injectDeps(c, next) {
-    c.set('deps', deps);
-    await next();
-  });
-  app.use(requestId());
+  app.use(`${root}/*`, requestId());
   app.use(
-    '/api/*',
+    `${root}/api/*`,
     authenticate({
       strategy: deps.config.PLACEMENT_AUTH_STRATEGY,
       tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS),
       publicPaths: /(?!)/,
     }),
   );
-  app.route('/', dashboardRoutes.app);
-  app.notFound(placementHttp.notFound);
+  app.route('/', routes);
+  app.all(`${root}/*`, placementHttp.notFound);
   app.onError(placementHttp.onError);
   return app;
 }

@@ -3,6 +3,7 @@
 // several repo calls into one atomic write.
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
+import { clientWithDeadlines, type DatabaseDeadline, readsWithDeadline } from './deadline.js';
 import { CommitGroups, type GroupOutcome } from './group-commit.js';
 import { DbWatch } from './observe.js';
 import { markOf, RAISE_WRITE_MARK, RAISE_WRITE_MARK_SQL, ReplicaReader, type ReplicaOptions, WriteMarks } from './replica.js';
@@ -62,6 +63,8 @@ export interface DataStore extends BatchReader {
   marks: WriteMarks;
   /** Who hears of this store's operations and lost races (the app's metrics, set by the composition root). */
   watch: DbWatch;
+  /** The deadlines of a database reached over the network (db/deadline.ts); none for an embedded file. */
+  deadline?: DatabaseDeadline;
   close(): void;
 }
 
@@ -79,18 +82,32 @@ export interface ReplicaConnection extends ReplicaOptions {
   client: Client;
 }
 
-/** `log` hears of a full disk under the database, once per episode (db/storage-full.ts). */
-export function createDataStore(client: Client, batches?: BatchConnection, replica?: ReplicaConnection, log?: StorageLog): DataStore {
+/**
+ * `log` hears of a full disk under the database, once per episode (db/storage-full.ts).
+ * With `deadline`, every call to the database is given up at its deadline (db/deadline.ts).
+ */
+export function createDataStore(
+  rawClient: Client,
+  rawBatches?: BatchConnection,
+  replica?: ReplicaConnection,
+  log?: StorageLog,
+  deadline?: DatabaseDeadline,
+): DataStore {
+  const client = deadline ? clientWithDeadlines(rawClient, deadline) : rawClient;
+  const batches = deadline && rawBatches ? readsWithDeadline(rawBatches, deadline) : rawBatches;
   const db = drizzle(client, { schema });
   const lock = new Mutex();
   const watch = new DbWatch();
+  // A write waits behind the lock and runs within one deadline, where there is one.
+  const locked = <T>(send: () => Promise<T>): Promise<T> => (deadline ? deadline.queued(lock, send) : lock.run(send));
   const readBatch = batches ? (s: InStatement[]) => batches.readBatch(s) : (s: InStatement[]) => client.batch(s, 'read');
-  const groups = batches?.writeGroup ? commitGroups(batches.writeGroup.bind(batches), lock, watch) : undefined;
+  const groups = batches?.writeGroup ? commitGroups(batches.writeGroup.bind(batches), locked, watch) : undefined;
+  // Inside `locked`, which holds the write deadline: the raw client's batch, not timed twice.
   const runWriteBatch = groups
     ? (s: InStatement[]) => groups.write(s)
     : batches
       ? (s: InStatement[]) => batches.writeBatch(s)
-      : (s: InStatement[]) => client.batch(s, 'write');
+      : (s: InStatement[]) => rawClient.batch(s, 'write');
   // With a replica, every write also raises the write mark and learns it (one
   // more statement, same round trip), so replica reads can tell whether they
   // are as fresh as our writes. Without one, writes are exactly as before.
@@ -117,7 +134,7 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
     client,
     writeTx: (fn) =>
       watchWrite(
-        lock.run(() => watch.timed('transaction', () => writeTx(fn))),
+        locked(() => watch.timed('transaction', () => writeTx(fn))),
         log,
       ),
     readBatch: timedRead,
@@ -127,7 +144,7 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
       ? (statements) => watchWrite(writeBatch(statements), log)
       : (statements) =>
           watchWrite(
-            lock.run(() => watch.timed('write_batch', () => writeBatch(statements))),
+            locked(() => watch.timed('write_batch', () => writeBatch(statements))),
             log,
           ),
     // Without a replica, the store itself, so the tree model kept per reader (candidates/cloud-model.ts) is shared.
@@ -137,9 +154,10 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
     ...(replicaReader ? { replica: replicaReader } : {}),
     marks,
     watch,
+    ...(deadline ? { deadline } : {}),
     close: () => {
       batches?.close();
-      client.close();
+      rawClient.close();
       replica?.client.close();
     },
   };
@@ -148,12 +166,16 @@ export function createDataStore(client: Client, batches?: BatchConnection, repli
 
 /**
  * Write batches that share commits: each group waits for the lock writeTx
- * holds, and counts as one write_batch per batch in it, each taking the
+ * holds (within the write deadline, where there is one), and counts as one write_batch per batch in it, each taking the
  * group's time (what its writer waited for).
  */
-function commitGroups(writeGroup: (batches: InStatement[][]) => Promise<GroupOutcome[]>, lock: Mutex, watch: DbWatch): CommitGroups {
+function commitGroups(
+  writeGroup: (batches: InStatement[][]) => Promise<GroupOutcome[]>,
+  locked: <T>(send: () => Promise<T>) => Promise<T>,
+  watch: DbWatch,
+): CommitGroups {
   return new CommitGroups((group) =>
-    lock.run(async () => {
+    locked(async () => {
       const started = performance.now();
       try {
         return await writeGroup(group);

@@ -74,8 +74,8 @@ export function openBatchRunner(
   // Checkpoint (copy the WAL back into the file, with an fsync) every ~40 MB
   // of WAL instead of SQLite's 4 MB: claims rewrite the same hot pages, so a
   // checkpoint ten times rarer copies far fewer pages in all, and the write
-  // lock a claim holds through COMMIT is held half as long (measured: COMMIT
-  // 183 -> 106 us on average).
+  // lock a claim holds through COMMIT is held about half as long
+  // (docs/performance.md#figures-behind-the-code).
   db.exec('PRAGMA wal_autocheckpoint=10000');
   // Per statement text, its prepared statements by how many positional
   // arguments a batch passes (index count + 1; 0: named arguments). A prepared

@@ -8,7 +8,16 @@ import { openBatchRunner, type Synchronous, synchronousPragma } from './node-bat
 /** How long a writer in *another* process waits on SQLite's lock. */
 const BUSY_TIMEOUT_MS = 10_000;
 
-export async function openNodeClient(url: string, authToken?: string, synchronous: Synchronous = 'normal'): Promise<Client> {
+/**
+ * `fetch`: what a remote server's client sends its requests with (a time limit, db/replica.ts fetchWithTimeout).
+ * `synchronous`: when a file database's commits reach the disk (db/node-batches.ts).
+ */
+export async function openNodeClient(
+  url: string,
+  authToken?: string,
+  fetch?: typeof globalThis.fetch,
+  synchronous: Synchronous = 'normal',
+): Promise<Client> {
   if (url.startsWith('file:')) {
     const path = url.slice('file:'.length);
     if (path && path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -17,7 +26,7 @@ export async function openNodeClient(url: string, authToken?: string, synchronou
     await client.execute(synchronousPragma(synchronous));
     return client;
   }
-  return createClient({ url, authToken });
+  return createClient({ url, authToken, ...(fetch ? { fetch } : {}) });
 }
 
 /**

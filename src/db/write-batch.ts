@@ -1,4 +1,4 @@
-// The write model (issue 13): read everything a write depends on in ONE
+// The write model (docs/write-model.md): read everything a write depends on in ONE
 // read batch, decide in TypeScript, then commit in ONE atomic write batch
 // whose statements are guarded by what was read. Each batch is one round
 // trip to libSQL, a network hop at the edge; an interactive transaction would

@@ -18,7 +18,7 @@ export const AUDIT_SECTIONS = [
   'stuck_arqs',
   'bound_arqs_without_allocation',
   'dead_letters',
-  // Extension (issue 25): providers whose shared counters are exceeded.
+  // Extension (docs/extensions-gpu.md): providers whose shared counters are exceeded.
   'over_counter_providers',
 ] as const;
 export type AuditSection = (typeof AUDIT_SECTIONS)[number];

@@ -3,6 +3,7 @@
 // cannot be written) and the fix that fits it. No Node modules: the Node
 // start, `npm run sync` and the Worker's boot all use it.
 import { databaseUrlScheme } from '../config.js';
+import { databaseTimeoutIn } from '../db/deadline.js';
 import { redactUrl } from '../observability/config-summary.js';
 
 /**
@@ -15,6 +16,13 @@ export function databaseFailure(url: string, err: unknown, reachableFrom = 'this
   const message = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ');
   const cause = err instanceof Error && err.cause instanceof Error ? err.cause : undefined;
   const causeText = cause ? `${(cause as { code?: string }).code ?? ''} ${cause.message}`.trim() : '';
+  const silent = databaseTimeoutIn(err);
+  if (silent) {
+    return {
+      problem: `the libSQL server at ${shown} does not answer (no answer within ${silent.timeoutMs} ms)`,
+      fix: `check that server and the network path to it (a firewall dropping packets, a proxy, a hung server); PLACEMENT_DB_READ_TIMEOUT_MS and PLACEMENT_DB_WRITE_TIMEOUT_MS set how long each call waits; it must be reachable from ${reachableFrom}`,
+    };
+  }
   if (databaseUrlScheme(url) !== 'file:') {
     if (/\b(401|403)\b|unauthori[sz]ed|forbidden/i.test(message)) {
       return {

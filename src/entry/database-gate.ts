@@ -7,13 +7,25 @@
 // In a cluster the primary prepares the database once while its server
 // processes start; each asks it (IPC) whether it is done, and is told when it is.
 import cluster from 'node:cluster';
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { STATUS_TITLES } from '../http/api-error.js';
 
 export class DatabaseGate {
   #open = false;
   #opened!: () => void;
-  readonly #ready = new Promise<void>((resolve) => {
+  #refused!: (reason: Error) => void;
+  readonly #ready = new Promise<void>((resolve, reject) => {
     this.#opened = resolve;
+    this.#refused = reject;
   });
+  /** Answers being sent to the requests that waited when the start was refused. */
+  readonly #answering = new Set<Promise<void>>();
+
+  constructor() {
+    // Nobody may be waiting when the start is refused.
+    this.#ready.catch(() => {});
+  }
 
   get isOpen(): boolean {
     return this.#open;
@@ -24,10 +36,51 @@ export class DatabaseGate {
     this.#opened();
   }
 
-  /** Resolves once the database is prepared. */
+  /** Resolves once the database is prepared; rejects when the start is refused. */
   passed(): Promise<void> {
     return this.#ready;
   }
+
+  /** True once the database is prepared, false when `ms` pass first; rejects when the start is refused. */
+  passedWithin(ms: number): Promise<boolean> {
+    if (!Number.isFinite(ms)) return this.#ready.then(() => true);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    return Promise.race([this.#ready.then(() => true), late]).finally(() => clearTimeout(timer));
+  }
+
+  /**
+   * The start is refused: each waiting request is answered 503 in the
+   * envelope (`answer` sends it) before the process stops; resolves once
+   * they are sent, or after a second at most.
+   */
+  async refuse(reason: Error): Promise<void> {
+    this.#refused(reason);
+    // The waiting requests' handlers run on the next turns, and add their answers.
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.race([Promise.all(this.#answering), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+  }
+
+  /** Sends one refused request's answer, tracked until it is written. */
+  answering(send: () => Promise<void>): void {
+    const sent = send().catch(() => {});
+    this.#answering.add(sent);
+  }
+}
+
+/** The answer to a request that waited for a database the start gave up on: 503 in the envelope both APIs read. */
+export function startRefusedAnswer(outgoing: ServerResponse, detail: string): Promise<void> {
+  const status = 503;
+  const body = JSON.stringify({
+    errors: [{ status, title: STATUS_TITLES[status] ?? 'Service Unavailable', detail, request_id: `req-${randomUUID()}` }],
+  });
+  return new Promise((resolve) => {
+    if (outgoing.headersSent || outgoing.writableEnded) return resolve();
+    outgoing.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' });
+    outgoing.end(body, () => resolve());
+  });
 }
 
 const NO_DATABASE = new Set(['/', '/healthz', '/readyz']);

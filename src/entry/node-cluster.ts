@@ -146,8 +146,8 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   // Frozen by the first setupPrimary() or fork().
   if (config.PLACEMENT_CLUSTER_SCHEDULING === 'os') cluster.schedulingPolicy = cluster.SCHED_NONE;
   // A full candidates answer allocates a few MB of short-lived objects: a
-  // larger young generation scavenges less often (~15% less CPU per answer
-  // at N=1000), unless the operator chose a size.
+  // larger young generation scavenges less often (less CPU per answer:
+  // docs/performance.md#figures-behind-the-code), unless the operator chose a size.
   if (!process.execArgv.some((arg) => arg.startsWith('--max-semi-space-size'))) {
     cluster.setupPrimary({ execArgv: [...process.execArgv, `--max-semi-space-size=${YOUNG_GENERATION_MB}`] });
   }
@@ -178,10 +178,14 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
 
 /** The primary's Deps on the database, prepared; the service's code is loaded here, after the fork. */
 async function openAndPrepare(config: AppConfig, log: Logger): Promise<Deps> {
-  const [{ buildNodeDeps }, { prepareDatabase }] = await Promise.all([import('./node-service.js'), import('./prepare-database.js')]);
+  const [{ buildNodeDeps }, { prepareDatabase, prepareWhenAnswered }] = await Promise.all([
+    import('./node-service.js'),
+    import('./prepare-database.js'),
+  ]);
   const deps = await buildNodeDeps(config, log, { prepare: false });
-  await prepareDatabase(deps.store.client);
-  // Project limits (PLACEMENT_LIMITS): the usage ledger installed and the limits read once before any server process claims.
-  await deps.limits?.start();
+  // A database that does not answer is waited for; the server processes' /readyz name it meanwhile.
+  await prepareWhenAnswered(() => prepareDatabase(deps.store.client), log);
+  // The extensions' own start, once before any server process claims (project limits: read).
+  await deps.extensions.start();
   return deps;
 }

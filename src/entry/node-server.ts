@@ -13,12 +13,12 @@ import type { Deps, Logger } from '../deps.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
 import { clusterMetricsSource } from '../observability/cluster.js';
 import { WARMING } from '../observability/readiness.js';
-import { DatabaseGate, needsNoDatabase, preparedByPrimary, tellPrimaryReady } from './database-gate.js';
+import { DatabaseGate, needsNoDatabase, preparedByPrimary, startRefusedAnswer, tellPrimaryReady } from './database-gate.js';
 import { drainable } from './drain.js';
 import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
 import { buildNodeDeps } from './node-service.js';
 import { checkDatabasePath, checkPolicyFile, databaseOpenProblem, EXIT_CANNOT_START, listenProblem, refuseStart } from './node-start.js';
-import { prepareDatabase } from './prepare-database.js';
+import { prepareDatabase, prepareWhenAnswered } from './prepare-database.js';
 import { nodeRewarm, nodeWarmUp, runWarmUp } from './warm-up.js';
 import { shareWriteMarks } from './write-marks-sharing.js';
 
@@ -41,8 +41,15 @@ export async function serveHttp(config: AppConfig): Promise<void> {
     hostname: config.HOST,
     errorHandler: unreadableRequest,
   });
-  // Requests that need the database wait here until it is prepared (database-gate.ts).
+  // Requests that need the database wait here until it is prepared (database-gate.ts): a
+  // database reached over the network, for as long as a write may wait for it, then 503 naming it.
   const gate = new DatabaseGate();
+  const silence = deps.store.deadline;
+  const waitAtGateMs = silence ? silence.writeMs : Number.POSITIVE_INFINITY;
+  const notPreparedYet = () =>
+    `The database does not answer: ${silence?.database ?? 'PLACEMENT_DB_URL'} ${
+      silence?.answeredAt === undefined ? 'has not answered since this process started' : 'is not prepared yet'
+    }, and this request waited ${waitAtGateMs} ms for it. Nothing was written; try again later.`;
   // Node's own refusal of an HTTP/1.1 request without Host is an empty 400:
   // refuseWithoutHost answers it in the envelope instead.
   const timeout = config.PLACEMENT_REQUEST_TIMEOUT_MS;
@@ -59,7 +66,11 @@ export async function serveHttp(config: AppConfig): Promise<void> {
     drain.track(outgoing);
     if (refuseWithoutHost(incoming, outgoing)) return;
     if (gate.isOpen || needsNoDatabase(incoming.method, incoming.url)) void listener(incoming, outgoing);
-    else void gate.passed().then(() => listener(incoming, outgoing));
+    else
+      void gate.passedWithin(waitAtGateMs).then(
+        (passed) => (passed ? listener(incoming, outgoing) : gate.answering(() => startRefusedAnswer(outgoing, notPreparedYet()))),
+        (refused: Error) => gate.answering(() => startRefusedAnswer(outgoing, refused.message)),
+      );
   });
   const drain = drainable(server);
   server.once('error', (err) => {
@@ -110,9 +121,15 @@ export async function serveHttp(config: AppConfig): Promise<void> {
   // Warming, while requests are served: the database prepared (here, or by the primary) ...
   if (forked) await preparedByPrimary();
   else {
-    await prepareDatabase(deps.store.client).catch((err: unknown) => refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err)));
-    // Project limits (PLACEMENT_LIMITS): the usage ledger installed and the limits read before any claim; unreadable as configured, the start is refused.
-    await deps.limits?.start().catch(refuseStart);
+    // A database that does not answer is waited for (/readyz names it, requests get 503); one that refuses stops the start.
+    await prepareWhenAnswered(() => prepareDatabase(deps.store.client), deps.log).catch(async (err: unknown) => {
+      // The requests waiting for it first get their 503.
+      const problem = databaseOpenProblem(config.PLACEMENT_DB_URL, err);
+      await gate.refuse(new Error(`The service could not start: ${problem.message}`));
+      return refuseStart(problem);
+    });
+    // The extensions' own start, before any claim (project limits: read, or the start refused as configured).
+    await deps.extensions.start().catch(refuseStart);
   }
   gate.open();
   // ... accelerator bind jobs and Nova events: an in-process queue for the work

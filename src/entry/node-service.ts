@@ -8,6 +8,7 @@ import { createClient } from '@libsql/client';
 import { createDataStore, type DataStore, type ReplicaConnection } from '../db/client.js';
 import { fetchWithTimeout } from '../db/replica.js';
 import { openNodeBatchRunner, openNodeClient } from '../db/node-client.js';
+import { clientRequestLimitMs, databaseDeadline, replicaWithDeadline } from './database-deadline.js';
 import { prepareDatabase } from './prepare-database.js';
 import { makeDeps } from '../compose.js';
 import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
@@ -24,9 +25,13 @@ export async function openStore(
   { prepare = true }: OpenOptions = {},
   log: Logger = consoleLogger(config.LOG_LEVEL),
 ): Promise<DataStore> {
-  const client = await openNodeClient(config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN, config.PLACEMENT_DB_SYNCHRONOUS);
-  if (prepare) await prepareDatabase(client);
-  return createDataStore(
+  const client = await openNodeClient(
+    config.PLACEMENT_DB_URL,
+    config.PLACEMENT_DB_AUTH_TOKEN,
+    fetchWithTimeout(clientRequestLimitMs(config)),
+    config.PLACEMENT_DB_SYNCHRONOUS,
+  );
+  const store = createDataStore(
     client,
     openNodeBatchRunner(config.PLACEMENT_DB_URL, {
       groupCommit: config.PLACEMENT_GROUP_COMMIT,
@@ -34,17 +39,24 @@ export async function openStore(
     }),
     openReplica(config, log),
     log,
+    databaseDeadline(config),
   );
+  // Prepared through the store's client: within the deadlines too.
+  if (prepare) await prepareDatabase(store.client);
+  return store;
 }
 
 /** The read replica's client, where PLACEMENT_DB_READ_URL names one (db/replica.ts). */
 function openReplica(config: AppConfig, log: Logger): ReplicaConnection | undefined {
   if (!config.PLACEMENT_DB_READ_URL) return undefined;
-  const client = createClient({
-    url: config.PLACEMENT_DB_READ_URL,
-    authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
-    fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
-  });
+  const client = replicaWithDeadline(
+    config,
+    createClient({
+      url: config.PLACEMENT_DB_READ_URL,
+      authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
+      fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
+    }),
+  );
   return { client, retryMs: config.PLACEMENT_DB_READ_RETRY_MS, log };
 }
 

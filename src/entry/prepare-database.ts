@@ -7,6 +7,7 @@
 // and behind any writer holding the database's lock).
 import type { Client } from '@libsql/client';
 import { RC, TRAIT } from '../db/columns.js';
+import { databaseTimeoutIn, isDatabaseTimeout } from '../db/deadline.js';
 import { applyMigrations } from '../db/migrate.js';
 import { MIGRATIONS } from '../db/migrations.generated.js';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
@@ -44,8 +45,45 @@ async function alreadyPrepared(client: Client): Promise<boolean> {
       Number(classes!.rows[0]![0]) === STANDARD_RESOURCE_CLASSES.length &&
       Number(traits!.rows[0]![0]) === STANDARD_TRAITS.length
     );
-  } catch {
+  } catch (err) {
+    // A database that does not answer is not a new one: the start stops here, within the read deadline.
+    if (isDatabaseTimeout(err)) throw err;
     // No bookkeeping table yet: a new database.
     return false;
+  }
+}
+
+/** Who hears that the start waits for a database that does not answer. */
+export interface SilenceLog {
+  warn(msg: string, extra?: Record<string, unknown>): void;
+  info(msg: string, extra?: Record<string, unknown>): void;
+}
+
+/**
+ * Runs `prepare` until the database answers: each attempt ends at the
+ * deadlines (db/deadline.ts), and one that got no answer is tried again
+ * after `pauseMs`, told once per episode (/readyz names the database
+ * meanwhile: it probes it itself). Any other failure (a refused connection, a refused token) is
+ * thrown: that start stops with its line.
+ */
+export async function prepareWhenAnswered(prepare: () => Promise<void>, log: SilenceLog, pauseMs = 1_000): Promise<void> {
+  let silentSince: number | undefined;
+  for (;;) {
+    try {
+      await prepare();
+      if (silentSince !== undefined) log.info('the database answers again: the start goes on', { silent_ms: Date.now() - silentSince });
+      return;
+    } catch (err) {
+      const silent = databaseTimeoutIn(err);
+      if (!silent) throw err;
+      if (silentSince === undefined) {
+        silentSince = Date.now();
+        log.warn(`the database does not answer: the start waits for it; / and /readyz answer, other requests get 503`, {
+          database: silent.database,
+          err: silent.message,
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
   }
 }

@@ -20,17 +20,17 @@ import { MAX_VERSION } from '../placement/versions.js';
 export type WarmUp = (deps: Deps) => Promise<void> | void;
 
 /**
- * Rounds of the engine's warm-up (9 answers each). Measured on flat-1000 in
- * fresh Node processes (loaded 2-core machine): the first full answer costs
- * 48-51 ms of CPU with none against 4-5 ms warm; after 10 rounds (~350 ms of
- * CPU, before readiness, not before the first answer) about 15 ms.
+ * Rounds of the engine's warm-up (9 answers each), run before readiness but
+ * not before the first answer: enough that a first full answer no longer pays
+ * for V8's compiling, few enough to keep the start short (the figures behind
+ * both counts: docs/performance.md#figures-behind-the-code).
  */
 const NODE_ROUNDS = 10;
 /**
  * Then a few small requests through the real path (the app's tree cache, the
  * read batch's statements, the hooks) on the real database: one candidate
- * each, whatever the cloud's size. Measured as above: the first full answer
- * then costs ~5 ms of CPU, as a warm one (11-18 ms after the made-up rounds alone).
+ * each, whatever the cloud's size. The made-up rounds alone leave the real
+ * path's own code cold; after these the first full answer costs what a warm one does.
  */
 const NODE_REAL_REQUESTS = 5;
 const REAL_QUERY = 'resources=VCPU:1&limit=1';
@@ -62,8 +62,8 @@ export const nodeWarmUp: WarmUp = async ({ store, candidates }) => {
 /**
  * Rounds of the re-warm (warm-up.ts's queries over the real trees, full
  * answers up to REWARM_CAP candidates) once the trees took a new shape after
- * the start (nested-200 loaded after the start: the first answer cost 29 ms
- * of CPU against 5.5 ms warm; after 3 answers of its query, ~11 ms).
+ * the start: a cloud loaded after the start otherwise makes its first answer
+ * pay for V8's compiling (docs/performance.md#figures-behind-the-code).
  */
 const REWARM_ROUNDS = 3;
 /** At most this many candidates per re-warm answer: enough to compile every path, bounded on a large cloud. */
@@ -101,8 +101,7 @@ export const workerWarmUp: WarmUp = async ({ candidates }) => {
  * The engine's warm-up one round at a time, handing the event loop back
  * between rounds: its answers resolve as microtasks, so without a real turn
  * `GET /`, `/healthz` and requests arriving meanwhile would wait for every
- * round (measured: a fresh process's first answer 3.8-5.5 s instead of 1-1.8 s
- * under load). The turn comes from the entry: the engine's module stays free
+ * round, seconds under load. The turn comes from the entry: the engine's module stays free
  * of timers (it may be evaluated in a Worker's global scope).
  */
 async function roundsYielding(rounds: number, hooks: Deps['candidates']['hooks'], turn: () => Promise<void>): Promise<void> {

@@ -26,7 +26,9 @@ import { z } from 'zod';
 import { createApp } from '../app.js';
 import { type AppConfig, loadConfig } from '../config.js';
 import { createDataStore, type DataStore } from '../db/client.js';
+import { databaseTimeoutIn } from '../db/deadline.js';
 import { hranaReads } from '../db/hrana-reads.js';
+import { clientRequestLimitMs, databaseDeadline, replicaWithDeadline } from './database-deadline.js';
 import { databaseFailure } from './database-failure.js';
 import { fetchWithTimeout } from '../db/replica.js';
 import { makeDeps } from '../compose.js';
@@ -102,25 +104,38 @@ export function openWorkerStore(config: AppConfig, log: Logger): DataStore {
   // No client-side limit on concurrent requests: libSQL's default (20) queues the next one and starts it
   // from the code of whichever request finishes first, I/O on behalf of another request, which workerd
   // refuses: the queued request hung (seen with 24 concurrent binds in test/worker/accelerator-queue.test.ts).
+  // Each request to the server closed a little after the longest deadline (database-deadline.ts).
+  const limited = fetchWithTimeout(clientRequestLimitMs(config));
   const client = createClient({
     url: config.PLACEMENT_DB_URL,
     authToken: config.PLACEMENT_DB_AUTH_TOKEN,
     concurrency: Number.MAX_SAFE_INTEGER,
+    fetch: limited,
   });
   const replica = config.PLACEMENT_DB_READ_URL
     ? {
-        client: createClient({
-          url: config.PLACEMENT_DB_READ_URL,
-          authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
-          concurrency: Number.MAX_SAFE_INTEGER,
-          fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
-        }),
+        client: replicaWithDeadline(
+          config,
+          createClient({
+            url: config.PLACEMENT_DB_READ_URL,
+            authToken: config.PLACEMENT_DB_READ_AUTH_TOKEN,
+            concurrency: Number.MAX_SAFE_INTEGER,
+            fetch: fetchWithTimeout(config.PLACEMENT_DB_READ_TIMEOUT_MS),
+          }),
+        ),
         retryMs: config.PLACEMENT_DB_READ_RETRY_MS,
         log,
       }
     : undefined;
   // Read batches in one pipeline request of their own (db/hrana-reads.ts); writes through the client.
-  return createDataStore(client, hranaReads(client, config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN), replica);
+  // Every call given up at its deadline (db/deadline.ts).
+  return createDataStore(
+    client,
+    hranaReads(client, config.PLACEMENT_DB_URL, config.PLACEMENT_DB_AUTH_TOKEN, limited),
+    replica,
+    undefined,
+    databaseDeadline(config),
+  );
 }
 
 async function boot(env: WorkerEnv): Promise<Booted> {
@@ -129,7 +144,7 @@ async function boot(env: WorkerEnv): Promise<Booted> {
   const store = openWorkerStore(config, log);
   await prepareDatabase(store.client).catch((err: unknown) => {
     const { problem, fix } = databaseFailure(config.PLACEMENT_DB_URL, err, 'Cloudflare, over https on port 443');
-    throw new Error(`PLACEMENT_DB_URL: ${problem}. Fix: ${fix}`);
+    throw new Error(`PLACEMENT_DB_URL: ${problem}. Fix: ${fix}`, { cause: err });
   });
   const overrides = config.PLACEMENT_POLICY_JSON ? parsePolicyOverrides(config.PLACEMENT_POLICY_JSON, 'PLACEMENT_POLICY_JSON') : undefined;
   // Without a JOBS binding the cron drain delivers (outboxOnlyQueue).
@@ -140,11 +155,8 @@ async function boot(env: WorkerEnv): Promise<Booted> {
     // Each scrape lands on some isolate: its own counters would read as resets. The database gauges are complete.
     metricsSource: isolateMetrics,
   });
-  // Project limits (PLACEMENT_LIMITS): the cron refreshes them; the first isolate of a database never read them reads them now.
-  if (deps.limits) {
-    await deps.limits.prepare();
-    if ((await deps.limits.readAt()) === null) await deps.limits.start();
-  }
+  // The extensions' own start (project limits: the first isolate of a database that never read them reads them now).
+  await deps.extensions.startIsolate();
   log.info('placement-edge isolate started', { config: configSummary(config) });
   return { app: createApp(deps), deps };
 }
@@ -163,10 +175,11 @@ function booted(env: WorkerEnv): Promise<Booted> {
  * an error, in the service's log format (without the logger: the bindings may
  * be what failed), and no handler throws it to the runtime.
  */
-async function bootedOrLogged(env: WorkerEnv): Promise<Booted | null> {
+async function bootedOrLogged(env: WorkerEnv, failed?: (err: unknown) => void): Promise<Booted | null> {
   try {
     return await booted(env);
   } catch (err) {
+    failed?.(err);
     const reason = err instanceof Error ? err.message : String(err);
     console.error(
       JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'placement-edge worker failed to start', err: reason }),
@@ -175,15 +188,22 @@ async function bootedOrLogged(env: WorkerEnv): Promise<Booted | null> {
   }
 }
 
-/** A boot failure (bad bindings, libSQL unreachable) in the API's error envelope; the reason stays in the log. */
-export function bootFailure(): Response {
+/**
+ * A boot failure (bad bindings, libSQL unreachable) in the API's error
+ * envelope; the reason stays in the log, except a database that did not
+ * answer in time, which the answer names (db/deadline.ts words it without secrets).
+ */
+export function bootFailure(err?: unknown): Response {
+  const silent = databaseTimeoutIn(err);
   const status = 503;
   const body = {
     errors: [
       {
         status,
         title: STATUS_TITLES[status] ?? 'Service Unavailable',
-        detail: 'The service could not start (configuration or database); see the Worker logs.',
+        detail: silent
+          ? `The service could not start: ${silent.message} See the Worker logs.`
+          : 'The service could not start (configuration or database); see the Worker logs.',
         request_id: `req-${crypto.randomUUID()}`,
       },
     ],
@@ -197,8 +217,11 @@ const asWorkerResponse = (response: Response): WorkerResponse => response as unk
 
 export default {
   async fetch(request, env, ctx) {
-    const started = await bootedOrLogged(env);
-    if (!started) return asWorkerResponse(bootFailure());
+    let why: unknown;
+    const started = await bootedOrLogged(env, (err) => {
+      why = err;
+    });
+    if (!started) return asWorkerResponse(bootFailure(why));
     const { app, deps } = started;
     const response = await app.fetch(asFetchRequest(request), env, ctx);
     warmUpOnce(deps, ctx);

@@ -3,6 +3,7 @@ import type { Context } from 'hono';
 import type { Deps } from '../deps.js';
 import type { Microversion } from './microversion.js';
 import type { Credentials } from './policy.js';
+import type { RequestTrace } from './trace.js';
 
 export interface AppVariables {
   deps: Deps;
@@ -10,6 +11,8 @@ export interface AppVariables {
   /** Set by the microversion middleware of the API that serves the request. */
   mv: Microversion;
   credentials: Credentials;
+  /** Set by the root app's first middleware (observe.ts) for every request. */
+  trace: RequestTrace;
 }
 
 export type AppEnv = { Variables: AppVariables };

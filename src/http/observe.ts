@@ -11,7 +11,8 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import type { Deps } from '../deps.js';
-import { type RequestTrace, startTrace } from './trace.js';
+import type { AppEnv } from './env.js';
+import { startTrace } from './trace.js';
 
 /** HTTP methods kept as they are in http_request_method; any other is "_OTHER" (OpenTelemetry's rule, so labels stay bounded). */
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
@@ -22,13 +23,12 @@ const LEVELS = ['debug', 'info', 'warn', 'error', 'silent'];
 const templates = new Map<string, string>();
 
 /** A route as OpenStack's API references write it: '/resource_providers/{uuid}' for Hono's '/resource_providers/:uuid'. */
-export function routeLabel(prefix: string, path: string): string {
-  const key = `${prefix}${path}`;
-  let label = templates.get(key);
+export function routeLabel(path: string): string {
+  let label = templates.get(path);
   if (label === undefined) {
-    label = key.replace(/:([A-Za-z0-9_]+)(\{[^}]*\})?\??/g, '{$1}');
+    label = path.replace(/:([A-Za-z0-9_]+)(\{[^}]*\})?\??/g, '{$1}');
     if (label.length > 1 && label.endsWith('/')) label = label.slice(0, -1);
-    if (templates.size < 1000) templates.set(key, label);
+    if (templates.size < 1000) templates.set(path, label);
   }
   return label;
 }
@@ -54,18 +54,17 @@ const lengthOf = (value: unknown): number | null => {
   return Number.isFinite(n) && n >= 0 ? n : null;
 };
 
-/** The route of a request served by the root app itself (/metrics, /healthz ...), or what the API app that served it matched. */
-function routeOf(c: Context, trace: RequestTrace): string | null {
-  if (trace.route !== null) return routeLabel(trace.prefix, trace.route);
+/** The route template matched: the last route matched that is not a middleware's wildcard (the endpoint, even when a check refused the request). */
+function routeOf(c: Context): string | null {
   const routes = matchedRoutes(c);
   for (let i = routes.length - 1; i >= 0; i -= 1) {
     const path = routes[i]!.path;
-    if (!path.endsWith('*')) return routeLabel('', path);
+    if (!path.endsWith('*')) return routeLabel(path);
   }
   return null;
 }
 
-export function observeRequests(deps: Deps): MiddlewareHandler {
+export function observeRequests(deps: Deps): MiddlewareHandler<AppEnv> {
   const { metrics, log } = deps;
   const level = deps.config.PLACEMENT_ACCESS_LOG;
   // Nothing is built for a line LOG_LEVEL would drop (and no body is copied to count its bytes).
@@ -76,6 +75,7 @@ export function observeRequests(deps: Deps): MiddlewareHandler {
     const write = excluded.has(c.req.path) ? null : writeLine;
     const started = performance.now();
     const trace = startTrace(c.req.raw);
+    c.set('trace', trace);
     const method = methodLabel(c.req.method);
     const active = metrics.httpActive.labels(method);
     active.inc();
@@ -91,7 +91,7 @@ export function observeRequests(deps: Deps): MiddlewareHandler {
     const record = () => {
       active.dec();
       seconds = (performance.now() - started) / 1000;
-      route = routeOf(c, trace);
+      route = routeOf(c);
       metrics.httpDuration.labels(method, route ?? '', String(res.status)).observe(seconds);
     };
     const logLine = (bytes: number | null, aborted: boolean) =>

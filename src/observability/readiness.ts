@@ -10,10 +10,46 @@
 //    standard resource classes and traits are synced. Each failure names its reason.
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../db/client.js';
+import { databaseTimeoutIn } from '../db/deadline.js';
 import type { MigrationFile } from '../db/migrate.js';
 import { STANDARD_RESOURCE_CLASSES, STANDARD_TRAITS } from '../placement/standard-names.generated.js';
 
-export type Readiness = { ready: true } | { ready: false; reason: string };
+export type Readiness = { ready: true } | { ready: false; reason: string; silent?: true };
+
+/**
+ * /readyz answers within a second, whatever its checks wait on: a load
+ * balancer's probe must come back to take an instance whose database (or
+ * Keystone) does not answer out of rotation.
+ */
+export const READINESS_WITHIN_MS = 500;
+
+/** `check`'s verdict, or `late()`'s once `ms` have passed without one. */
+export async function verdictWithin(check: Promise<Readiness>, ms: number, late: () => Readiness): Promise<Readiness> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expiry = new Promise<Readiness>((resolve) => {
+    timer = setTimeout(() => resolve(late()), ms);
+  });
+  try {
+    return await Promise.race([check, expiry]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** What the database's deadlines know of it (db/deadline.ts), for the reason of a check that got no answer. */
+export interface DatabaseAnswers {
+  database: string;
+  answeredAt: number | undefined;
+}
+
+/** The reason /readyz gives when the database check got no answer within `ms`: which database, and when it last answered. */
+export function databaseSilent(answers: DatabaseAnswers | undefined, ms: number, now = Date.now()): Readiness {
+  const database = answers?.database ?? 'PLACEMENT_DB_URL';
+  const last = answers?.answeredAt;
+  const since =
+    last === undefined ? 'it has not answered since this process started' : `it last answered ${((now - last) / 1000).toFixed(1)} s ago`;
+  return { ready: false, reason: `the database does not answer: ${database} gave no answer within ${ms} ms; ${since}`, silent: true };
+}
 
 /** The reason /readyz gives while a Node process starts (until its database is prepared and its warm-up is done). */
 export const WARMING = 'warming';
@@ -62,6 +98,7 @@ export async function checkReadiness(
   reader: BatchReader,
   migrations: readonly MigrationFile[],
   also: readonly ReadinessRead[] = [],
+  answers?: DatabaseAnswers,
 ): Promise<Readiness> {
   const needed = Math.max(...migrations.map((m) => m.when));
   let applied: number | null;
@@ -81,6 +118,8 @@ export async function checkReadiness(
     classes = Number(classRows!.rows[0]!.n);
     traits = Number(traitRows!.rows[0]!.n);
   } catch (err) {
+    const silent = databaseTimeoutIn(err);
+    if (silent) return databaseSilent(answers, silent.timeoutMs);
     const message = messageOf(err);
     // A table of the schema is missing: the statement naming it failed the batch.
     if (/no such table/i.test(message))

@@ -37,6 +37,11 @@ export function createServiceMetrics() {
       'Reads that may come from the read replica (PLACEMENT_DB_READ_URL), by who answered: replica; or the primary, because the replica had not caught up with the writes of this instance (behind) or failed, timed out or rests after a failure (unavailable).',
       ['outcome'],
     ),
+    databaseDeadlines: registry.counter(
+      'placement_db_deadline_requests_total',
+      'Requests answered 503 because a database call was given up at its deadline (PLACEMENT_DB_READ_TIMEOUT_MS, PLACEMENT_DB_WRITE_TIMEOUT_MS), by operation (read, write) and what is known of the write: not_written, or unknown (sent, not answered).',
+      ['operation', 'outcome'],
+    ),
     candidatesDuration: registry.histogram(
       'placement_allocation_candidates_search_duration_seconds',
       'Time GET /allocation_candidates spent finding its candidates (research, search), per answer.',

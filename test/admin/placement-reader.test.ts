@@ -109,6 +109,28 @@ describe('the import reader', () => {
     expect(last('usages')).toEqual({ phase: 'usages', done: 3, total: 3 });
   });
 
+  it("reads a project's usages per class (1.37), which Placement 8.0.0 on PostgreSQL answers (it fails them at 1.38+)", async () => {
+    const asked: string[] = [];
+    const postgres8: PlacementEndpoint = {
+      ...endpoint(),
+      fetch: async (input, init) => {
+        const path = String(input).slice(base.length);
+        const version = new Headers(init?.headers).get('openstack-api-version') ?? '';
+        if (path.startsWith('/usages?')) {
+          asked.push(version);
+          if (versionAtLeast(version.replace('placement ', ''), '1.38')) {
+            return json({ errors: [{ status: 500, title: 'Internal Server Error', detail: '(psycopg2.errors.GroupingError)' }] }, 500);
+          }
+        }
+        return fetch(input, init);
+      },
+    };
+    const snap = await readPlacement(postgres8, { usages: true });
+    expect(snap.version).not.toBe('1.37');
+    expect(new Set(asked)).toEqual(new Set(['placement 1.37']));
+    expect(Object.values(snap.projectUsages!).some((u) => Object.keys(u as object).includes('VCPU'))).toBe(true);
+  });
+
   it('reads no usages unless asked, and caps the microversion', async () => {
     const snap = await readPlacement(endpoint(), { maxVersion: '1.30' });
     expect(snap.version).toBe('1.30');

@@ -1,6 +1,6 @@
 // The differential tests' oracles (test/write-model/old/, test/write-model/old-cyborg/,
 // test/placement/candidates-reference/) must not run the live domain rules they are
-// compared with, or a regression in a rule would pass the differential unseen (issue 26).
+// compared with, or a regression in a rule would pass the differential unseen.
 // They import frozen copies (test/oracle-rules/) and, from src/, only the harness both
 // sides share: the database, the HTTP plumbing, wire schemas and presenters, the job
 // plumbing and the live routes the old app falls back to for the reads it does not own.

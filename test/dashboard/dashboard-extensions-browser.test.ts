@@ -1,4 +1,4 @@
-// The dashboard's view of the extensions (issue 24) in a real browser
+// The dashboard's view of the extensions (docs/extensions.md) in a real browser
 // (Debian's chromium, playwright-core) against a real `npm start`: tainted
 // providers marked on their trees and their devices, the drain list, the
 // leases held (an expired one waiting for the sweep), the projects at a limit, and the headroom of a

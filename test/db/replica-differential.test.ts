@@ -8,8 +8,8 @@
 // every kind of write through replication.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type CountingProxy, startCountingProxy } from '../helpers/counting-proxy.js';
-import { type InventorySpec, provider } from '../helpers/providers.js';
-import { mulberry32 } from '../helpers/random.js';
+import { provider, randomInventory } from '../helpers/providers.js';
+import { random, type Random } from '../helpers/random.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
@@ -23,32 +23,8 @@ const SHARED = ['DISK_GB', 'IPV4_ADDRESS'] as const;
 const TRAITS = ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE', 'CUSTOM_A', 'CUSTOM_B'] as const;
 const AGGREGATES = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
 
-function rng(seed: number) {
-  const next = mulberry32(seed);
-  const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
-  const pick = <T>(list: readonly T[]): T => list[int(0, list.length - 1)]!;
-  const chance = (p: number) => next() < p;
-  const some = <T>(list: readonly T[], max: number): T[] => {
-    const n = int(1, Math.min(max, list.length));
-    return [...list].sort(() => next() - 0.5).slice(0, n);
-  };
-  return { int, pick, chance, some };
-}
-type Rng = ReturnType<typeof rng>;
-
-function inventory(r: Rng, classes: readonly string[]): InventorySpec {
-  const spec: InventorySpec = {};
-  for (const name of r.some(classes, 3)) {
-    const total = r.pick([1, 2, 4, 8, 16]);
-    spec[name] = {
-      total,
-      reserved: r.chance(0.2) ? r.int(0, Math.min(2, total)) : 0,
-      allocation_ratio: r.pick([1, 1, 1.5, 2]),
-      step_size: r.chance(0.1) ? 2 : 1,
-    };
-  }
-  return spec;
-}
+/** Inventories without unit rules but for a step size now and then. */
+const inventory = (r: Random, classes: readonly string[]) => randomInventory(r, classes, { units: false, stepChance: 0.1 });
 
 interface Cloud {
   providers: string[];
@@ -61,7 +37,7 @@ async function generationOf(app: TestApp, uuid: string): Promise<number | null> 
 }
 
 /** One random write (a refusal is fine: it must change nothing on either side). */
-async function mutate(app: TestApp, r: Rng, cloud: Cloud): Promise<void> {
+async function mutate(app: TestApp, r: Random, cloud: Cloud): Promise<void> {
   const kind = r.int(0, 7);
   const target = r.pick(cloud.providers);
   const current = await generationOf(app, target);
@@ -116,7 +92,7 @@ async function mutate(app: TestApp, r: Rng, cloud: Cloud): Promise<void> {
   }
 }
 
-function randomQuery(r: Rng, cloud: Cloud): { query: string; version: string } {
+function randomQuery(r: Random, cloud: Cloud): { query: string; version: string } {
   const minor = r.int(10, 39);
   const params: [string, string][] = [];
   const resources = () =>
@@ -189,7 +165,7 @@ describeWithPart(SQLD_MISSING, "candidates from a caught-up replica equal the pr
   }
 
   it(`${ROUNDS} rounds of random writes, then ${QUERIES_PER_ROUND} random queries each (seed ${SEED})`, async () => {
-    const r = rng(SEED);
+    const r = random(SEED);
     await writer.call('PUT', '/traits/CUSTOM_A');
     await writer.call('PUT', '/traits/CUSTOM_B');
     const cloud: Cloud = { providers: [], consumers: [] };

@@ -5,21 +5,15 @@
 // primary's and include this instance's own writes; each fallback is logged
 // once per episode and counted in /metrics (placement_db_replica_reads_total,
 // replica reads timed as db_client_operation_duration_seconds).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
 import type { Logger } from '../../src/deps.js';
-import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { type CountingProxy, startCountingProxy } from '../helpers/counting-proxy.js';
 import { type PausableLink, startPausableLink } from '../helpers/pausable-link.js';
 import { describeWithPart, itWithPart } from '../helpers/parts.js';
 import { PROMTOOL_MISSING, parseSamples, promtoolCheck, type Sample, sampleValue } from '../helpers/prometheus-text.js';
 import { provider } from '../helpers/providers.js';
 import { heldReplicaMarkAt, replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld, writeMarkAt } from '../helpers/sqld.js';
-import type { TestApp } from '../helpers/test-app.js';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const CANDIDATES = '/allocation_candidates?resources=VCPU:1,MEMORY_MB:64';
 
@@ -29,7 +23,6 @@ interface Instance extends TestApp {
 
 /** An instance (app + deps) whose log lines are kept, as buildNodeDeps wires the replica's log. */
 async function instance(env: Record<string, string>): Promise<Instance> {
-  const dir = mkdtempSync(join(tmpdir(), 'replica-faults-'));
   const logs: { level: string; msg: string }[] = [];
   const keep =
     (level: string) =>
@@ -37,31 +30,7 @@ async function instance(env: Record<string, string>): Promise<Instance> {
       logs.push({ level, msg });
     };
   const log: Logger = { debug: keep('debug'), info: keep('info'), warn: keep('warn'), error: keep('error') };
-  const config = loadConfig({ PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false', ...env });
-  const deps = await buildNodeDeps(config, log);
-  const app = createApp(deps);
-  return {
-    app,
-    deps,
-    dbUrl: config.PLACEMENT_DB_URL,
-    dir,
-    logs,
-    call(method, path, opts = {}) {
-      const headers: Record<string, string> = {
-        'x-auth-token': 'admin',
-        accept: 'application/json',
-        'openstack-api-version': `placement ${opts.version ?? 'latest'}`,
-        ...opts.headers,
-      };
-      const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-      if (body) headers['content-type'] = 'application/json';
-      return Promise.resolve(app.request(path, { method, headers, body }));
-    },
-    close() {
-      deps.store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return { ...(await makeTestApp(env, log)), logs };
 }
 
 async function json(app: TestApp, path: string): Promise<unknown> {
@@ -221,7 +190,7 @@ describeWithPart(SQLD_MISSING, 'a replica that lags, answers slowly or dies', ()
   }, 60_000);
 
   itWithPart(PROMTOOL_MISSING, "the replica's metrics pass promtool check metrics", async () => {
-    // Each app counts into its own metrics (issue 32): the episodes above are spread over the instances.
+    // Each app counts into its own metrics: the episodes above are spread over the instances.
     const scrapes = await Promise.all(opened.map((app) => scrape(app)));
     for (const outcome of ['replica', 'behind', 'unavailable'])
       expect(

@@ -2,6 +2,7 @@
 // real sqld primary and real sqld replicas of it (--primary-grpc-url), with a
 // counting proxy in front of the primary so the tests see which reads reach it.
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { instanceClaim, usedIn } from '../helpers/claims.js';
 import { type CountingProxy, startCountingProxy } from '../helpers/counting-proxy.js';
 import { type PausableLink, startPausableLink } from '../helpers/pausable-link.js';
 import { startServer } from '../helpers/node-server.js';
@@ -247,13 +248,7 @@ describeWithPart(SQLD_MISSING, 'several server processes on one replica', () => 
         ).status,
       ).toBe(200);
       for (let used = 1; used <= 20; used += 1) {
-        const claim = await send('PUT', `/allocations/${crypto.randomUUID()}`, {
-          allocations: { [rp]: { resources: { VCPU: 1 } } },
-          project_id: crypto.randomUUID(),
-          user_id: crypto.randomUUID(),
-          consumer_generation: null,
-          consumer_type: 'INSTANCE',
-        });
+        const claim = await send('PUT', `/allocations/${crypto.randomUUID()}`, instanceClaim(rp, { VCPU: 1 }));
         expect(claim.status).toBe(204);
         // The next process may be another one: the mark relay (src/entry/write-marks-sharing.ts) is
         // one IPC hop behind the write, so a read racing it is asked again after the hop (bounded
@@ -263,9 +258,7 @@ describeWithPart(SQLD_MISSING, 'several server processes on one replica', () => 
         for (let attempt = 0; seen !== used && (attempt === 0 || Date.now() < deadline); attempt += 1) {
           if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 50));
           const answer = await send('GET', `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`);
-          const summaries = (JSON.parse(answer.body) as { provider_summaries: Record<string, { resources: { VCPU: { used: number } } }> })
-            .provider_summaries;
-          seen = summaries[rp]?.resources.VCPU.used ?? -1;
+          seen = usedIn(JSON.parse(answer.body), rp, 'VCPU') ?? -1;
           expect(seen).toBeLessThanOrEqual(used);
         }
         expect(seen).toBe(used);

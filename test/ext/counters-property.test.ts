@@ -1,4 +1,4 @@
-// Shared counters against a brute-force oracle (issue 25): random counter
+// Shared counters against a brute-force oracle (docs/extensions-gpu.md): random counter
 // layouts, random claims and releases from racing clients (two apps, each
 // with its own connection to one database file, several requests in flight
 // on each), and a watcher reading snapshots throughout: no snapshot ever shows
@@ -11,7 +11,7 @@ import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { ensureClasses } from './mig-h100.js';
-import { mulberry32 as rng } from '../helpers/random.js';
+import { random as seeded, type Random } from '../helpers/random.js';
 
 const SEEDS = Number(process.env.COUNTER_PROPERTY_SEEDS ?? 6);
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
@@ -70,20 +70,20 @@ const CLASSES = ['CUSTOM_PART_A', 'CUSTOM_PART_B', 'CUSTOM_PART_C'];
 const COUNTERS = ['slices', 'memory', 'engines'];
 const owner = { project_id: crypto.randomUUID(), user_id: crypto.randomUUID(), consumer_type: 'INSTANCE' };
 
-async function buildLayout(app: TestApp, random: () => number): Promise<Layout> {
+async function buildLayout(app: TestApp, r: Random): Promise<Layout> {
   const layout: Layout = { inventory: new Map(), counters: new Map(), consumption: new Map() };
-  const providers = 1 + Math.floor(random() * 3);
+  const providers = r.int(1, 3);
   for (let p = 0; p < providers; p += 1) {
-    const classes = CLASSES.filter(() => random() < 0.8);
+    const classes = CLASSES.filter(() => r.chance(0.8));
     if (!classes.length) classes.push(CLASSES[0]!);
-    const inventory = new Map(classes.map((rc) => [rc, 1 + Math.floor(random() * 6)]));
+    const inventory = new Map(classes.map((rc) => [rc, r.int(1, 6)]));
     const uuid = await provider(app, {
       inventory: Object.fromEntries([...inventory].map(([rc, total]) => [rc, { total, max_unit: total }])),
     });
     layout.inventory.set(uuid, inventory);
-    const counters = new Map(COUNTERS.filter(() => random() < 0.7).map((name) => [name, Math.floor(random() * 9)]));
+    const counters = new Map(COUNTERS.filter(() => r.chance(0.7)).map((name) => [name, r.below(9)]));
     const consumption = new Map(
-      classes.map((rc) => [rc, new Map([...counters.keys()].filter(() => random() < 0.8).map((name) => [name, Math.floor(random() * 4)]))]),
+      classes.map((rc) => [rc, new Map([...counters.keys()].filter(() => r.chance(0.8)).map((name) => [name, r.below(4)]))]),
     );
     layout.counters.set(uuid, counters);
     layout.consumption.set(uuid, consumption);
@@ -100,12 +100,12 @@ async function buildLayout(app: TestApp, random: () => number): Promise<Layout> 
   return layout;
 }
 
-function randomClaim(layout: Layout, random: () => number): { rp: string; resources: Record<string, number> } {
+function randomClaim(layout: Layout, r: Random): { rp: string; resources: Record<string, number> } {
   const rps = [...layout.inventory.keys()];
-  const rp = rps[Math.floor(random() * rps.length)]!;
+  const rp = r.pick(rps);
   const classes = [...layout.inventory.get(rp)!.keys()];
   const resources: Record<string, number> = {};
-  for (const rc of classes) if (random() < 0.6) resources[rc] = 1 + Math.floor(random() * 2);
+  for (const rc of classes) if (r.chance(0.6)) resources[rc] = r.int(1, 2);
   if (!Object.keys(resources).length) resources[classes[0]!] = 1;
   return { rp, resources };
 }
@@ -143,8 +143,8 @@ describe('shared counters: racing clients never exceed a counter; quiet answers 
 
   for (let seed = 1; seed <= SEEDS; seed += 1) {
     it(`seed ${seed}`, async () => {
-      const random = rng(seed * 7919);
-      const layout = await buildLayout(app, random);
+      const r = seeded(seed * 7919);
+      const layout = await buildLayout(app, r);
       const held = new Map<string, { rp: string; generation: number }>();
       let stop = false;
       const violations: string[] = [];
@@ -160,17 +160,17 @@ describe('shared counters: racing clients never exceed a counter; quiet answers 
       // ordinary path; POST /allocations: the ordinary path) or a release, on either app.
       const client = async (target: TestApp['app'], ops: number) => {
         for (let i = 0; i < ops; i += 1) {
-          const roll = random();
+          const roll = r.next();
           const mine = [...held.keys()];
           if (roll < 0.25 && mine.length) {
-            const consumer = mine[Math.floor(random() * mine.length)]!;
+            const consumer = r.pick(mine);
             held.delete(consumer);
             await send(target, 'DELETE', `/allocations/${consumer}`);
             continue;
           }
-          const { rp, resources } = randomClaim(layout, random);
+          const { rp, resources } = randomClaim(layout, r);
           if (roll < 0.45 && mine.length) {
-            const consumer = mine[Math.floor(random() * mine.length)]!;
+            const consumer = r.pick(mine);
             const current = held.get(consumer);
             if (!current) continue;
             const res = await send(target, 'PUT', `/allocations/${consumer}`, {
@@ -206,10 +206,10 @@ describe('shared counters: racing clients never exceed a counter; quiet answers 
       // Quiet: each claim is granted exactly when the oracle says it fits; candidates list exactly the providers that fit.
       let usage = await usageOf(app);
       for (let i = 0; i < 25; i += 1) {
-        const { rp, resources } = randomClaim(layout, random);
+        const { rp, resources } = randomClaim(layout, r);
         const after = plus(usage, rp, resources);
         const consumer = crypto.randomUUID();
-        const res = await send(random() < 0.5 ? app.app : second, 'PUT', `/allocations/${consumer}`, {
+        const res = await send(r.chance(0.5) ? app.app : second, 'PUT', `/allocations/${consumer}`, {
           allocations: { [rp]: { resources } },
           consumer_generation: null,
           ...owner,
@@ -218,8 +218,8 @@ describe('shared counters: racing clients never exceed a counter; quiet answers 
           holds(layout, after) ? 204 : 409,
         );
         if (res.status === 204) usage = after;
-        if (random() < 0.3) {
-          const query = Object.entries(randomClaim(layout, random).resources)
+        if (r.chance(0.3)) {
+          const query = Object.entries(randomClaim(layout, r).resources)
             .map(([rc, n]) => `${rc}:${n}`)
             .join(',');
           const asked = Object.fromEntries(query.split(',').map((p) => [p.split(':')[0]!, Number(p.split(':')[1])]));

@@ -1,4 +1,4 @@
-// Shared counters (issue 25): the /ext/ resource, and the capacity rule it
+// Shared counters (docs/extensions-gpu.md): the /ext/ resource, and the capacity rule it
 // adds to claims (PUT/POST allocations, the one-batch claim, the reshaper)
 // and to allocation candidates, for a stock client.
 import type { InStatement } from '@libsql/client';

@@ -1,4 +1,4 @@
-// ext_first_of (issue 25): prioritized alternatives among granular groups,
+// ext_first_of (docs/extensions-gpu.md): prioritized alternatives among granular groups,
 // per tree. "An H100, else an A100, else a T4" on a cloud mixing them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provider } from '../helpers/providers.js';

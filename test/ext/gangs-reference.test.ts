@@ -12,7 +12,7 @@ import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
 import { claim } from './helpers.js';
 import { type GangAnswer, gangCandidates } from './gangs-helpers.js';
-import { mulberry32 as rng } from '../helpers/random.js';
+import { random, type Random } from '../helpers/random.js';
 
 interface Host {
   uuid: string;
@@ -48,22 +48,21 @@ const QUERIES_PER_CLOUD = 50;
 let t: TestApp;
 const clouds: Cloud[] = [];
 
-async function buildCloud(r: () => number): Promise<Cloud> {
-  const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
-  const aggs = Array.from({ length: int(1, 3) }, () => crypto.randomUUID());
+async function buildCloud(r: Random): Promise<Cloud> {
+  const aggs = Array.from({ length: r.int(1, 3) }, () => crypto.randomUUID());
   const hosts: Host[] = [];
-  for (let i = int(2, 7); i > 0; i -= 1) {
-    const inAggs = aggs.filter(() => r() < 0.6);
-    const vcpu = int(1, 8);
-    const mem = 1024 * int(1, 4);
-    const fast = r() < 0.5;
+  for (let i = r.int(2, 7); i > 0; i -= 1) {
+    const inAggs = aggs.filter(() => r.chance(0.6));
+    const vcpu = r.int(1, 8);
+    const mem = 1024 * r.int(1, 4);
+    const fast = r.chance(0.5);
     const uuid = await provider(t, {
       inventory: { VCPU: { total: vcpu }, MEMORY_MB: { total: mem } },
       aggregates: inAggs,
       ...(fast ? { traits: ['CUSTOM_FAST'] } : {}),
     });
-    const vcpuUsed = r() < 0.5 ? int(0, vcpu) : 0;
-    const memUsed = r() < 0.5 ? 512 * int(0, mem / 512) : 0;
+    const vcpuUsed = r.chance(0.5) ? r.int(0, vcpu) : 0;
+    const memUsed = r.chance(0.5) ? 512 * r.int(0, mem / 512) : 0;
     if (vcpuUsed || memUsed) {
       const resources: Record<string, number> = {};
       if (vcpuUsed) resources.VCPU = vcpuUsed;
@@ -73,11 +72,11 @@ async function buildCloud(r: () => number): Promise<Cloud> {
     hosts.push({ uuid, aggs: inAggs, vcpu, vcpuUsed, mem, memUsed, fast });
   }
   let pool: Pool | null = null;
-  if (r() < 0.5) {
-    const agg = aggs[int(0, aggs.length - 1)]!;
-    const disk = 10 * int(1, 8);
+  if (r.chance(0.5)) {
+    const agg = aggs[r.int(0, aggs.length - 1)]!;
+    const disk = 10 * r.int(1, 8);
     const uuid = await provider(t, { inventory: { DISK_GB: { total: disk } }, traits: ['MISC_SHARES_VIA_AGGREGATE'], aggregates: [agg] });
-    const used = r() < 0.5 ? 10 * int(0, disk / 10) : 0;
+    const used = r.chance(0.5) ? 10 * r.int(0, disk / 10) : 0;
     if (used) expect((await claim(t, { [uuid]: { resources: { DISK_GB: used } } })).status).toBe(204);
     pool = { uuid, agg, disk, used };
   }
@@ -151,25 +150,24 @@ function checkGang(cloud: Cloud, ask: Ask, gang: GangAnswer['gangs'][number]): v
 
 beforeAll(async () => {
   t = await makeTestApp();
-  const r = rng(36);
+  const r = random(36);
   for (let i = 0; i < CLOUDS; i += 1) clouds.push(await buildCloud(r));
 }, 60_000);
 afterAll(() => t.close());
 
 describe('gang_candidates against every subset of hosts', () => {
   it(`agrees on ${CLOUDS * QUERIES_PER_CLOUD} random gangs over ${CLOUDS} random clouds`, async () => {
-    const r = rng(3636);
-    const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
+    const r = random(3636);
     let fitting = 0;
     let cases = 0;
     for (const [c, cloud] of clouds.entries()) {
       for (let q = 0; q < QUERIES_PER_CLOUD; q += 1) {
         const ask: Ask = {
-          count: int(1, 4),
-          vcpu: int(1, 4),
-          mem: [0, 512, 1024, 2048][int(0, 3)]!,
-          disk: cloud.pool && r() < 0.5 ? 10 * int(1, 3) : 0,
-          fast: r() < 0.3,
+          count: r.int(1, 4),
+          vcpu: r.int(1, 4),
+          mem: [0, 512, 1024, 2048][r.int(0, 3)]!,
+          disk: cloud.pool && r.chance(0.5) ? 10 * r.int(1, 3) : 0,
+          fast: r.chance(0.3),
         };
         const query = queryOf(cloud, ask);
         const answer = await gangCandidates(t, query);

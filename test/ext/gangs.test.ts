@@ -170,7 +170,10 @@ describe('POST /ext/gangs', () => {
     expect((await claim(t, gang.allocation_requests[1]!.allocations, second)).status).toBe(204);
     const res = await claimGang(t, gang, {}, [first!, second!]);
     expect(res.status).toBe(409);
-    expect((await errorOf(res)).detail).toContain(second);
+    // The write kernel says which entry broke the claim: the member whose generation is stale, not every member that sent the same one.
+    const detail = (await errorOf(res)).detail;
+    expect(detail).toContain(`member ${second}:`);
+    expect(detail).not.toContain(first);
     const allocs = (await (await t.call('GET', `/allocations/${first}`)).json()) as { allocations: object };
     expect(allocs.allocations).toEqual({});
   });
@@ -185,7 +188,7 @@ describe('POST /ext/gangs', () => {
     const leases = (await (await t.call('GET', '/ext/leases')).json()) as { leases: { consumer_uuid: string; expires_at: string }[] };
     expect(leases.leases.map((l) => l.consumer_uuid).sort()).toEqual(consumers);
     expect(new Set(leases.leases.map((l) => l.expires_at))).toEqual(new Set([body.expires_at]));
-    const { sweepExpiredLeases } = await import('../../src/ext/leases.js');
+    const { sweepExpiredLeases } = await import('../../src/ext/leases/leases.js');
     const swept = await sweepExpiredLeases(t.deps.store, Date.parse(body.expires_at) + 1);
     expect(swept.released.sort()).toEqual(consumers);
     expect((await gangCandidates(t, 'count=3&resources=VCPU:4')).gangs).toHaveLength(1);

@@ -1,4 +1,4 @@
-// Issue 25's extensions beside issue 24's: shared counters with device taints
+// The GPU extensions (docs/extensions-gpu.md) beside the others (docs/extensions.md): shared counters with device taints
 // (a tainted MIG GPU is out of candidates even where its profile fits, and
 // ext_tolerate brings it back), and headroom applying both the counters and
 // ext_first_of. Both engines (trees in memory, SQL alone).

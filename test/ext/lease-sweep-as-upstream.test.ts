@@ -1,5 +1,5 @@
 // An expired lease releases a consumer "exactly as DELETE /allocations/{consumer}
-// would" (issue 24), and DELETE is upstream's: the same scenario runs on the
+// would" (docs/extensions.md), and DELETE is upstream's: the same scenario runs on the
 // real OpenStack Placement 8.0.0 (Debian's placement-api under uwsgi), where
 // the consumer is deleted with DELETE, and on a real `npm start`, where the
 // lease sweep releases it. What a client can see afterwards must match:

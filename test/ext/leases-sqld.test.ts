@@ -4,9 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Deps } from '../../src/deps.js';
-import { sweepExpiredLeases } from '../../src/ext/leases.js';
+import { sweepExpiredLeases } from '../../src/ext/leases/leases.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { startSqld, type Sqld } from '../helpers/sqld.js';
+import { instanceClaim } from '../helpers/claims.js';
 
 let sqld: Sqld | undefined;
 let deps: Deps;
@@ -36,13 +37,7 @@ describe('lease sweep on sqld', () => {
     expect((await call('POST', '/resource_providers', { name: host, uuid: host })).status).toBe(200);
     await call('PUT', `/resource_providers/${host}/inventories`, { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } });
     const consumer = crypto.randomUUID();
-    const claim = await call('PUT', `/allocations/${consumer}`, {
-      allocations: { [host]: { resources: { VCPU: 1 } } },
-      consumer_generation: null,
-      project_id: crypto.randomUUID(),
-      user_id: crypto.randomUUID(),
-      consumer_type: 'INSTANCE',
-    });
+    const claim = await call('PUT', `/allocations/${consumer}`, instanceClaim(host, { VCPU: 1 }));
     expect(claim.status).toBe(204);
     expect((await call('PUT', `/ext/leases/${consumer}`, { seconds: 1 })).status).toBe(200);
     const outcome = await sweepExpiredLeases(deps.store, Date.now() + 2000);

@@ -1,7 +1,7 @@
 // Nova's own clients (Debian's python3-nova: the scheduler's report client and
 // nova/accelerator/cyborg.py, driven by mig-nova-clients.py as Nova's API,
 // scheduler and conductor call them) booting instances with a MIG profile
-// device profile against `npm start` (issue 25): each 3g.40gb lands on a GPU
+// device profile against `npm start` (docs/extensions-gpu.md): each 3g.40gb lands on a GPU
 // whose slices still allow it, and once none does Nova gets no candidate
 // (NoValidHost). Fails, naming the package, where python3-nova is not installed.
 import { execFile, spawnSync } from 'node:child_process';

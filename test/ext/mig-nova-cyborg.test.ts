@@ -1,6 +1,6 @@
 // The Nova + Cyborg boot flow (as test/cyborg/nova-sequence.test.ts drives
 // it: Nova's calls with its headers, a real HTTP server playing Nova) with a
-// MIG profile device profile (issue 25): a stock Nova asks for
+// MIG profile device profile (docs/extensions-gpu.md): a stock Nova asks for
 // resources_<group>=CUSTOM_MIG_3G_40GB:1, claims the first candidate, and
 // Cyborg binds the ARQ to that GPU; once no GPU has the slices for the
 // profile, the scheduler gets no candidate and the claim is refused.

@@ -11,6 +11,7 @@
 // FUZZ_ROUNDS / FUZZ_CASES / FUZZ_SEED widen a run by hand; the defaults keep
 // it to a few seconds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { random } from '../helpers/random.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import {
   createFixtures,
@@ -18,7 +19,6 @@ import {
   everyValueReplaced,
   type Fixtures,
   type FuzzRequest,
-  random,
   spoil,
   templates,
   versionHeader,
@@ -227,7 +227,7 @@ async function randomFuzz(rounds: number, seed: number) {
   for (let round = 0; round < rounds && failures.length < 10; round++) {
     const fixtures = await createFixtures(t, round);
     for (let i = 0; i < CASES_PER_ROUND && failures.length < 10; i++) {
-      const index = rng.int(templates(fixtures, 0).length);
+      const index = rng.below(templates(fixtures, 0).length);
       let base = templates(fixtures, 0)[index]!;
       if (JSON.stringify(base.body ?? null).includes('resource_provider_generation')) {
         base = templates(fixtures, await generationOf(fixtures.root))[index]!;

@@ -5,20 +5,7 @@
 // strings and path segments, bad headers and methods).
 import { fpgaHostReport } from '../cyborg/helpers.js';
 import type { TestApp } from '../helpers/test-app.js';
-import { mulberry32 } from '../helpers/random.js';
-
-/** mulberry32: small, fast and the same on every run for a seed. */
-export function random(seed: number) {
-  const next = mulberry32(seed);
-  const int = (n: number) => Math.floor(next() * n);
-  return {
-    next,
-    int,
-    pick: <T>(items: readonly T[]): T => items[int(items.length)]!,
-    chance: (p: number) => next() < p,
-  };
-}
-export type Random = ReturnType<typeof random>;
+import type { Random } from '../helpers/random.js';
 
 /** One request as the fuzz sends it; the body is text or raw bytes. */
 export interface FuzzRequest {
@@ -220,7 +207,7 @@ export function templates(f: Fixtures, generation: number): Template[] {
       body: { resource_provider_generation: generation, traits: [f.customTrait, 'HW_CPU_X86_AVX'] },
     }),
     P('DELETE', `/resource_providers/{${rp}}/traits`),
-    // Extension (issue 25): shared counters.
+    // Extension (docs/extensions-gpu.md): shared counters.
     P('GET', `/ext/resource_providers/{${rp}}/counters`),
     P('PUT', `/ext/resource_providers/{${rp}}/counters`, {
       body: {
@@ -556,7 +543,7 @@ function spoilValue(rng: Random, body: unknown): unknown {
   const places = slots(copy);
   if (!places.length || rng.chance(0.08)) return rng.pick(HOSTILE_VALUES);
   const { holder, key } = rng.pick(places);
-  const kind = rng.int(10);
+  const kind = rng.below(10);
   if (kind < 3) {
     (holder as Record<string | number, unknown>)[key] = sameKind(rng, (holder as Record<string | number, unknown>)[key]);
   } else if (kind < 6) {
@@ -572,7 +559,7 @@ function spoilValue(rng: Random, body: unknown): unknown {
   } else if (kind < 9 && !Array.isArray(holder)) {
     holder[rng.pick(['extra', 'id', 'generation', 'uuid', 'links', '__proto__'])] = clone(rng.pick(HOSTILE_VALUES));
   } else if (Array.isArray(holder)) {
-    holder.push(...(Array.from({ length: rng.int(3) + 1 }, () => clone(rng.pick(HOSTILE_VALUES))) as unknown[]));
+    holder.push(...(Array.from({ length: rng.below(3) + 1 }, () => clone(rng.pick(HOSTILE_VALUES))) as unknown[]));
   } else {
     (holder as Record<string, unknown>)[key as string] = [holder[key as string]];
   }
@@ -599,7 +586,7 @@ const NUMBER_LITERALS = [
 
 /** A change to the JSON text itself: literals JSON.stringify never writes, duplicate keys, truncation, garbage. */
 function spoilText(rng: Random, text: string): string {
-  switch (rng.int(9)) {
+  switch (rng.below(9)) {
     case 0: {
       const numbers = [...text.matchAll(/(?<=[:[,])-?\d+(\.\d+)?/g)];
       if (!numbers.length) return `${text}${rng.pick(NUMBER_LITERALS)}`;
@@ -616,7 +603,7 @@ function spoilText(rng: Random, text: string): string {
         : text.replace(/}$/, `,"${m[1]}":${JSON.stringify(rng.pick(HOSTILE_VALUES))}}`);
     }
     case 2:
-      return text.slice(0, rng.int(text.length + 1));
+      return text.slice(0, rng.below(text.length + 1));
     case 3:
       return text + rng.pick(['x', '}', ']', ',', ' garbage', '\u0000', '{}']);
     case 4:
@@ -844,27 +831,27 @@ export function spoil(rng: Random, base: Template): FuzzRequest {
   let body: string | Uint8Array | undefined;
   let jsonBody = t.body;
 
-  const mutations = 1 + rng.int(3);
+  const mutations = 1 + rng.below(3);
   let textSpoil: ((s: string) => string) | undefined;
   let bytesSpoil = false;
   for (let m = 0; m < mutations; m++) {
-    const area = rng.int(10);
+    const area = rng.below(10);
     if (area < 4 && t.body !== undefined) {
       if (rng.chance(0.6)) jsonBody = spoilValue(rng, jsonBody);
       else if (rng.chance(0.8)) textSpoil = (s) => spoilText(rng, s);
       else bytesSpoil = true;
     } else if (area < 6) {
       if (rng.chance(0.3)) rawQuery = [];
-      const n = 1 + rng.int(3);
+      const n = 1 + rng.below(3);
       for (let i = 0; i < n; i++) {
-        const kind = rng.int(4);
+        const kind = rng.below(4);
         if (kind === 0 && t.query.length) {
           // The same key again, another value.
           const [k] = rng.pick(t.query);
           rawQuery.push(`${encodeURIComponent(k)}=${encode(asText(rng.pick(HOSTILE_VALUES)))}`);
         } else if (kind === 1 && rawQuery.length) {
           // A known key's value replaced (empty, hostile, or %-garbage).
-          const i2 = rng.int(rawQuery.length);
+          const i2 = rng.below(rawQuery.length);
           const key = rawQuery[i2]!.split('=')[0]!;
           rawQuery[i2] = `${key}=${rng.pick(['', ' ', '%ZZ', '%FF', encode(asText(rng.pick(HOSTILE_VALUES)))])}`;
         } else {
@@ -872,13 +859,13 @@ export function spoil(rng: Random, base: Template): FuzzRequest {
         }
       }
     } else if (area < 8) {
-      const kind = rng.int(6);
+      const kind = rng.below(6);
       if (kind === 5) t.segments = rng.pick(ODD_PATHS).split('/').slice(1);
       else if (kind < 3 && t.params.length) t.segments[rng.pick(t.params)] = rng.pick(ODD_SEGMENTS);
       else if (kind === 3) t.segments.push(rng.pick(['', 'extra', '..', '%2F']));
-      else t.segments.splice(1 + rng.int(t.segments.length), 0, rng.pick(['', 'x', '%2E']));
+      else t.segments.splice(1 + rng.below(t.segments.length), 0, rng.pick(['', 'x', '%2E']));
     } else if (area < 9) {
-      const kind = rng.int(10);
+      const kind = rng.below(10);
       if (kind === 0) delete headers['x-auth-token'];
       else if (kind === 1) headers['x-auth-token'] = rng.pick(['', 'user', 'user:project', 'admin:', ':', '\u00ff']);
       else if (kind === 2) {

@@ -85,6 +85,8 @@ export interface Keystone {
 export interface KeystoneOptions {
   /** `[token] expiration`: how long a token Keystone issues lives (default 3600 s). */
   tokenExpirationSeconds?: number;
+  /** The loopback port to listen on (default a free one). */
+  port?: number;
 }
 
 function keystoneConf(dir: string, options: KeystoneOptions): string {
@@ -134,7 +136,7 @@ export async function startKeystone(options: KeystoneOptions = {}): Promise<Keys
   mkdirSync(join(dir, 'credential-keys'));
   const conf = join(dir, 'keystone.conf');
   writeFileSync(conf, keystoneConf(dir, options));
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}/v3`;
   const t0 = Date.now();
   const step = (name: string) => {

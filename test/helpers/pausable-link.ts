@@ -5,6 +5,7 @@
 // its own requests held too, a sqld replica on a loaded machine stopped answering
 // SQL at all (past 30 s, three runs in three at load ~9), so a test could no longer
 // see it lag; holding only the primary's side it lags and answers (five runs in five).
+import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
 export interface PausableLink {
@@ -54,4 +55,21 @@ export async function startPausableLink(target: string, opts: { only?: 'answers'
       server.close();
     },
   };
+}
+
+/**
+ * Holds and resumes `link` over HTTP (POST /hold, POST /resume), for tests
+ * that run where the link's process is not (inside workerd).
+ */
+export async function startLinkControl(link: PausableLink): Promise<{ url: string; stop(): void }> {
+  const server = createHttpServer((req, res) => {
+    if (req.method === 'POST' && req.url === '/hold') link.hold();
+    else if (req.method === 'POST' && req.url === '/resume') link.resume();
+    else return res.writeHead(404).end();
+    res.writeHead(204).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('link control has no port');
+  return { url: `http://127.0.0.1:${address.port}`, stop: () => server.close() };
 }

@@ -1,6 +1,7 @@
 // Builds providers over the API for candidate tests: inventory, traits and
 // aggregates as given, each write with the generation it expects.
 import { expect } from 'vitest';
+import type { Random } from './random.js';
 import type { TestApp } from './test-app.js';
 
 export type InventorySpec = Record<
@@ -14,6 +15,25 @@ export type InventorySpec = Record<
     step_size?: number;
   }
 >;
+
+/**
+ * An inventory of one to three of `classes`, random totals, reserved and ratios; with `units`, random
+ * min_unit and max_unit too. Draws from `r` in the order written, so a seed replays the same clouds.
+ */
+export function randomInventory(r: Random, classes: readonly string[], { units = true, stepChance = 0.15 } = {}): InventorySpec {
+  const spec: InventorySpec = {};
+  for (const name of r.some(classes, 3)) {
+    const total = r.pick([1, 2, 4, 8, 16]);
+    spec[name] = {
+      total,
+      reserved: r.chance(0.2) ? r.int(0, Math.min(2, total)) : 0,
+      allocation_ratio: r.pick([1, 1, 1.5, 2]),
+      ...(units ? { min_unit: r.chance(0.15) ? 2 : 1, max_unit: r.chance(0.2) ? Math.max(2, Math.floor(total / 2)) : total * 2 } : {}),
+      step_size: r.chance(stepChance) ? 2 : 1,
+    };
+  }
+  return spec;
+}
 
 export interface ProviderSpec {
   parent?: string;

@@ -9,3 +9,35 @@ export function mulberry32(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** The random choices the generators of the differential and property tests make, all from one stream. */
+export interface Random {
+  /** The stream itself, in [0, 1). */
+  next: () => number;
+  /** A whole number in [0, n). */
+  below: (n: number) => number;
+  /** A whole number in [lo, hi], both included. */
+  int: (lo: number, hi: number) => number;
+  pick: <T>(list: readonly T[]) => T;
+  chance: (p: number) => boolean;
+  /** One to `max` distinct elements of `list`, in a shuffled order. */
+  some: <T>(list: readonly T[], max: number) => T[];
+}
+
+/**
+ * Generators over a seed (a fresh mulberry32) or over a stream a test already draws from. Each
+ * draws exactly one number from the stream per call (`some`: one for its count, then its shuffle),
+ * so a seed replays the same cases whichever helper a test was written with.
+ */
+export function random(seedOrStream: number | (() => number)): Random {
+  const next = typeof seedOrStream === 'number' ? mulberry32(seedOrStream) : seedOrStream;
+  const below = (n: number) => Math.floor(next() * n);
+  const int = (lo: number, hi: number) => lo + below(hi - lo + 1);
+  const pick = <T>(list: readonly T[]): T => list[below(list.length)]!;
+  const chance = (p: number) => next() < p;
+  const some = <T>(list: readonly T[], max: number): T[] => {
+    const n = int(1, Math.min(max, list.length));
+    return [...list].sort(() => next() - 0.5).slice(0, n);
+  };
+  return { next, below, int, pick, chance, some };
+}

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp } from '../../src/app.js';
 import { loadConfig, type AppConfig } from '../../src/config.js';
-import type { Deps } from '../../src/deps.js';
+import type { Deps, Logger } from '../../src/deps.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
 
 export interface TestApp {
@@ -20,20 +20,20 @@ export interface TestApp {
 
 const silent = process.env.TEST_LOG ? console : { debug() {}, info() {}, warn() {}, error() {} };
 
-export async function makeTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+/** `env` may name another database (PLACEMENT_DB_URL); `log` receives the app's log lines. */
+export async function makeTestApp(env: Record<string, string> = {}, log: Logger = silent): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-test-'));
-  const dbUrl = `file:${join(dir, 'placement.db')}`;
   const config: AppConfig = loadConfig({
-    PLACEMENT_DB_URL: dbUrl,
+    PLACEMENT_DB_URL: `file:${join(dir, 'placement.db')}`,
     PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',
     ...env,
   });
-  const deps = await buildNodeDeps(config, silent);
+  const deps = await buildNodeDeps(config, log);
   const app = createApp(deps);
   return {
     app,
     deps,
-    dbUrl,
+    dbUrl: config.PLACEMENT_DB_URL,
     dir,
     call(method, path, opts = {}) {
       const headers: Record<string, string> = {

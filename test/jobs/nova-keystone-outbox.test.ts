@@ -1,4 +1,4 @@
-// Nova events with a Keystone identity through the outbox (issue 31 item 2):
+// Nova events with a Keystone identity through the outbox (docs/keystone.md):
 // when no token or no endpoint can be had (Keystone down, the Nova user's
 // password refused), the attempt fails like Nova down and the event waits in
 // the outbox, retried with backoff and dead-lettered with the reason, never

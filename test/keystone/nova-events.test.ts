@@ -1,5 +1,5 @@
 // Accelerator events reach Nova with the service's own Keystone identity
-// (issue 31 item 2), against a real Keystone (Debian's python3-keystone under
+// (docs/keystone.md), against a real Keystone (Debian's python3-keystone under
 // uwsgi, test/helpers/keystone.ts) whose tokens live 60 s ([token]
 // expiration = 60). A small HTTP server stands in for nova-api's
 // os-server-external-events: it is registered as the `compute` endpoint of the

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bindBody, FPGA_RP, fpgaHostReport, fpgaProfile, HOST, makeCyborgApp, ROOT_RP, type CyborgTestApp } from '../cyborg/helpers.js';
 import { openApiChecker, type OpenApiChecker, type OpenApiDoc } from '../helpers/openapi-check.js';
 import { makeTestApp } from '../helpers/test-app.js';
+import { LIMITS } from '../../src/ext/limits/service.js';
 
 type Json = Record<string, unknown>;
 
@@ -120,7 +121,7 @@ describe('live answers match GET /openapi.json', () => {
     });
     await placement('DELETE', `/resource_providers/${OLD}/traits`, rp('/traits'), '1.6');
 
-    // Extension: shared counters (issue 25), on an inventory the child has.
+    // Extension: shared counters (docs/extensions-gpu.md), on an inventory the child has.
     const counters = await placement('GET', `/ext/resource_providers/${CHILD}/counters`, '/ext/resource_providers/{uuid}/counters', '1.39');
     const childInventory = Object.keys(
       (await placement('GET', `/resource_providers/${CHILD}/inventories`, rp('/inventories'), '1.39')).inventories as Json,
@@ -360,7 +361,7 @@ describe('live answers match GET /openapi.json', () => {
   it('extensions: project limits (PLACEMENT_LIMITS=static)', async () => {
     const limited = await makeTestApp({ PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: '{"registered": {"class:VCPU": 1}}' });
     try {
-      await limited.deps.limits!.start();
+      await limited.deps.extensions.state(LIMITS)!.start();
       const host = crypto.randomUUID();
       expect((await limited.call('POST', '/resource_providers', { body: { name: `limits-${host}`, uuid: host } })).status).toBe(200);
       await limited.call('PUT', `/resource_providers/${host}/inventories`, {
@@ -385,6 +386,35 @@ describe('live answers match GET /openapi.json', () => {
     } finally {
       limited.close();
     }
+  });
+
+  it('extensions: holds and their availability', async () => {
+    const host = crypto.randomUUID();
+    expect((await t.call('POST', '/resource_providers', { body: { name: `holds-${host}`, uuid: host } })).status).toBe(200);
+    await t.call('PUT', `/resource_providers/${host}/inventories`, {
+      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } },
+    });
+    const project = crypto.randomUUID();
+    const consumer = crypto.randomUUID();
+    const body = {
+      allocations: { [host]: { resources: { VCPU: 1 } } },
+      project_id: project,
+      user_id: project,
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
+    };
+    expect((await t.call('PUT', `/allocations/${consumer}`, { body })).status).toBe(204);
+    const start = new Date(Date.now() + 3600_000).toISOString();
+    const end = new Date(Date.now() + 7200_000).toISOString();
+    const made = await t.call('POST', '/ext/holds', {
+      body: { project_id: project, start, end, allocations: { [host]: { resources: { VCPU: 2 } } } },
+    });
+    expect(made.status).toBe(201);
+    const hold = (await documented(made, 'post', '/ext/holds')) as Json;
+    await documented(await t.call('GET', `/ext/holds/${hold.uuid}`), 'get', '/ext/holds/{uuid}');
+    await documented(await t.call('PATCH', `/ext/holds/${hold.uuid}`, { body: { generation: 1, end } }), 'patch', '/ext/holds/{uuid}');
+    await documented(await t.call('GET', `/ext/holds?project_id=${project}`), 'get', '/ext/holds');
+    await documented(await t.call('GET', '/ext/holds/availability?resources=VCPU:1&duration=60'), 'get', '/ext/holds/availability');
   });
 
   it('saw an answer of every documented operation that has a body', () => {

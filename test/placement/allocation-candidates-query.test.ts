@@ -181,7 +181,7 @@ describe('several groups: trees pruned by the classes they offer', () => {
       });
       return { trips: counted.count(), count: body.allocation_requests.length };
     };
-    // No tree condition: every tree, read whole with its usage in the one batch (issue 32: one read model;
+    // No tree condition: every tree, read whole with its usage in the one batch (the one read model;
     // the SQL engine it replaced read the candidate rows, then their trees, in 2).
     expect(await tripsFor('resources=VCPU:1,MEMORY_MB:1')).toEqual({ trips: 1, count: 72 });
     // The lowest trees come whole with their candidate rows.

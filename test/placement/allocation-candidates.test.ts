@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { PROJECT as project, USER as user } from '../helpers/claims.js';
 
 interface Summary {
   resources: Record<string, { capacity: number; used: number }>;
@@ -25,9 +26,6 @@ beforeAll(async () => {
   t = await makeTestApp();
 });
 afterAll(() => t.close());
-
-const project = 'b7d8c0a4-4c1b-4c53-9c0a-0d1f6c1f0a01';
-const user = 'c2a1f6e0-1b9b-4d6e-9a57-3d5f6a7b8c02';
 
 async function candidates(app: TestApp, query: string, version = 'latest'): Promise<Candidates> {
   const res = await app.call('GET', `/allocation_candidates?${query}`, { version });

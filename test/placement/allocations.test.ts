@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { providerGeneration, seedProvider, usageOf } from '../helpers/placement-seed.js';
+import { PROJECT as project, USER as user } from '../helpers/claims.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -8,8 +9,6 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const project = 'b7d8c0a4-4c1b-4c53-9c0a-0d1f6c1f0a01';
-const user = 'c2a1f6e0-1b9b-4d6e-9a57-3d5f6a7b8c02';
 const uuid = () => crypto.randomUUID();
 
 describe('PUT /allocations/{consumer}', () => {

@@ -1,4 +1,4 @@
-// Differential test for the allocation-candidates engine (issue 12): random
+// Differential test for the allocation-candidates engine: random
 // clouds (nested trees, sharing providers, traits, aggregates, allocations,
 // inventories with reserved/ratio/min/max/step) and thousands of random
 // queries over microversions 1.10..1.39, answered by the live engine over
@@ -13,27 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../../src/errors.js';
 import { ApiError, PROBLEM_STATUS, webobDetail } from '../../src/http/api-error.js';
 import { Microversion } from '../../src/http/microversion.js';
-import { provider, type InventorySpec } from '../helpers/providers.js';
+import { provider, randomInventory } from '../helpers/providers.js';
 import { findAllocationCandidates as findLive } from '../../src/placement/candidates/index.js';
 import { parseCandidateQueryString as parseLive } from '../../src/placement/candidates/parse.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { findAllocationCandidates } from './candidates-reference/index.js';
 import { parseCandidateQueryString } from './candidates-reference/parse.js';
-import { mulberry32 } from '../helpers/random.js';
-
-/** Small seeded PRNG (mulberry32): a failing seed replays exactly the same queries. */
-function rng(seed: number) {
-  const next = mulberry32(seed);
-  const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
-  const pick = <T>(list: readonly T[]): T => list[int(0, list.length - 1)]!;
-  const chance = (p: number) => next() < p;
-  const some = <T>(list: readonly T[], max: number): T[] => {
-    const n = int(1, Math.min(max, list.length));
-    return [...list].sort(() => next() - 0.5).slice(0, n);
-  };
-  return { next, int, pick, chance, some };
-}
-type Rng = ReturnType<typeof rng>;
+import { random, type Random } from '../helpers/random.js';
 
 const CLASSES = ['VCPU', 'MEMORY_MB', 'DISK_GB', 'SRIOV_NET_VF', 'CUSTOM_LEAF'] as const;
 const SHARED_CLASSES = ['DISK_GB', 'IPV4_ADDRESS'] as const;
@@ -48,23 +34,7 @@ interface Cloud {
   consumers: string[];
 }
 
-function randomInventory(r: Rng, classes: readonly string[]): InventorySpec {
-  const inventory: InventorySpec = {};
-  for (const name of r.some(classes, 3)) {
-    const total = r.pick([1, 2, 4, 8, 16]);
-    inventory[name] = {
-      total,
-      reserved: r.chance(0.2) ? r.int(0, Math.min(2, total)) : 0,
-      allocation_ratio: r.pick([1, 1, 1.5, 2]),
-      min_unit: r.chance(0.15) ? 2 : 1,
-      max_unit: r.chance(0.2) ? Math.max(2, Math.floor(total / 2)) : total * 2,
-      step_size: r.chance(0.15) ? 2 : 1,
-    };
-  }
-  return inventory;
-}
-
-async function buildCloud(app: TestApp, r: Rng): Promise<Cloud> {
+async function buildCloud(app: TestApp, r: Random): Promise<Cloud> {
   await app.call('PUT', '/resource_classes/CUSTOM_LEAF');
   const providers: string[] = [];
   const made = async (parent: string | undefined, depth: number): Promise<void> => {
@@ -111,7 +81,7 @@ const generations: Generations = {
 };
 
 /** One random write of any kind the in-memory trees must follow (refusals are fine: they must change nothing). */
-async function mutate(app: TestApp, r: Rng, cloud: Cloud): Promise<string> {
+async function mutate(app: TestApp, r: Random, cloud: Cloud): Promise<string> {
   const target = r.pick(cloud.providers);
   const generation = await generations.of(app, target);
   const kind = r.int(0, 9);
@@ -191,7 +161,7 @@ async function mutate(app: TestApp, r: Rng, cloud: Cloud): Promise<string> {
   }
 }
 
-function randomQuery(r: Rng, cloud: Cloud, minor: number): string {
+function randomQuery(r: Random, cloud: Cloud, minor: number): string {
   const params: [string, string][] = [];
   const resources = () =>
     r
@@ -308,7 +278,7 @@ describe('allocation candidates: live engine vs frozen reference', () => {
     describe(`cloud seed ${seed}`, () => {
       let app: TestApp;
       let cloud: Cloud;
-      const r = rng(seed);
+      const r = random(seed);
       beforeAll(async () => {
         // One cloud outgrows a small tree cache: its queries move to the SQL engine mid-run.
         app = await makeTestApp({

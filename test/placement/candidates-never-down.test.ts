@@ -1,4 +1,4 @@
-// Issue 12 section 3: no single allocation-candidates request may take the
+// No single allocation-candidates request may take the
 // service down or hold every other request up. The request below (one root,
 // 12 children of 8 CUSTOM_LEAF each, six groups of 1 with group_policy=none:
 // ~3M candidates) used to exhaust the V8 heap.

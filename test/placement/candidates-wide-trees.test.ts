@@ -1,4 +1,4 @@
-// Issue 12 section 2 (upstream bugs 2070257 and 2126751): hosts with many
+// Wide device trees (upstream bugs 2070257 and 2126751): hosts with many
 // one-PGPU children asked for one PGPU per group with group_policy=isolate.
 // The search cuts a combination at its first bad choice and checks that the
 // groups still to place can each get a child of their own, so a limited

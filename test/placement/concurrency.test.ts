@@ -15,9 +15,8 @@ import { providerGeneration, seedProvider, usageOf } from '../helpers/placement-
 import { describeWithPart } from '../helpers/parts.js';
 import { SQLD_MISSING, startSqld } from '../helpers/sqld.js';
 import { makeTestApp } from '../helpers/test-app.js';
+import { PROJECT as project, USER as user } from '../helpers/claims.js';
 
-const project = 'b7d8c0a4-4c1b-4c53-9c0a-0d1f6c1f0a01';
-const user = 'c2a1f6e0-1b9b-4d6e-9a57-3d5f6a7b8c02';
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 interface Outcome {

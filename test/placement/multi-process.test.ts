@@ -3,42 +3,16 @@
 // writes stay exact (racing claims grant exactly the capacity; racing binds
 // get distinct devices and Nova hears of each exactly once), a crashed
 // process is replaced, and stopping the server leaves no process behind.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bindBody, fpgaProfile, seedHost, startFakeNova } from '../cyborg/helpers.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
+import { descendants } from '../lifecycle/processes.js';
+import { PROJECT as project, USER as user } from '../helpers/claims.js';
 
 const WORKERS = 3;
-const project = 'b7d8c0a4-4c1b-4c53-9c0a-0d1f6c1f0a01';
-const user = 'c2a1f6e0-1b9b-4d6e-9a57-3d5f6a7b8c02';
-
-/** The live processes below `pid`, with their parent (from /proc). */
-function descendants(pid: number): { pid: number; ppid: number; cmd: string }[] {
-  const all = readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .flatMap((d) => {
-      try {
-        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8').replaceAll('\0', ' ');
-        return [{ pid: Number(d), ppid, cmd }];
-      } catch {
-        return []; // gone meanwhile
-      }
-    });
-  const found: typeof all = [];
-  const frontier = [pid];
-  while (frontier.length) {
-    const parent = frontier.pop()!;
-    for (const p of all.filter((q) => q.ppid === parent)) {
-      found.push(p);
-      frontier.push(p.pid);
-    }
-  }
-  return found;
-}
 
 /** The node processes running the server entry: the primary and its HTTP workers. */
 const serverProcesses = (server: ServerProcess) =>

@@ -1,14 +1,24 @@
-// One admin request to the Worker under test (its default export inside
-// workerd), at the latest microversion, with a JSON body when one is given.
+// One request to the Worker under test (its default export inside workerd),
+// as admin at the latest microversion unless told otherwise, with a JSON body
+// when one is given.
 import { exports } from 'cloudflare:workers';
 
-const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
+export const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
 
-export function adminCall(method: string, path: string, body?: unknown): Promise<Response> {
+export interface CallOptions {
+  /** The placement microversion (default latest). */
+  version?: string;
+  /** The x-auth-token (default admin). */
+  token?: string;
+  headers?: Record<string, string>;
+}
+
+export function adminCall(method: string, path: string, body?: unknown, options: CallOptions = {}): Promise<Response> {
   const headers: Record<string, string> = {
-    'x-auth-token': 'admin',
+    'x-auth-token': options.token ?? 'admin',
     accept: 'application/json',
-    'openstack-api-version': 'placement latest',
+    'openstack-api-version': `placement ${options.version ?? 'latest'}`,
+    ...options.headers,
   };
   if (body !== undefined) headers['content-type'] = 'application/json';
   return worker.fetch(

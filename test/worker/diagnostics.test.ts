@@ -1,26 +1,10 @@
 // Operator diagnostics inside workerd against sqld: the audit and its repairs,
 // the same routes as Node mode. The database is shared with the other worker
 // files, so assertions look for this file's own providers and consumers.
-import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { adminCall, worker } from './admin-call.js';
 
-const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
-
-function call(method: string, path: string, body?: unknown, token = 'admin'): Promise<Response> {
-  const headers: Record<string, string> = {
-    'x-auth-token': token,
-    accept: 'application/json',
-    'openstack-api-version': 'placement latest',
-  };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  return worker.fetch(
-    new Request(`http://placement.test${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }),
-  );
-}
+const call = (method: string, path: string, body?: unknown, token = 'admin'): Promise<Response> => adminCall(method, path, body, { token });
 
 interface Audit {
   summary: Record<string, number>;

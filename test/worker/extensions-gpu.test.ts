@@ -1,4 +1,4 @@
-// Issue 25 inside workerd against sqld: shared counters (the /ext/ resource,
+// The GPU extensions (docs/extensions-gpu.md) inside workerd against sqld: shared counters (the /ext/ resource,
 // claims on both paths, candidates) and ext_first_of, the same routes as
 // Node mode. The database is shared with the other worker files: this file
 // uses its own resource classes and looks only at its own providers.

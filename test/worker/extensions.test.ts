@@ -7,6 +7,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import workerModule from '../../src/entry/worker.js';
 import { adminCall } from './admin-call.js';
+import { instanceClaim } from '../helpers/claims.js';
 
 const call = adminCall;
 
@@ -59,13 +60,7 @@ describe('extensions in workerd', { timeout: 120_000 }, () => {
     const rc = `CUSTOM_EXT_${suffix()}`;
     const { children } = await host(rc, 1);
     const consumer = crypto.randomUUID();
-    const claim = await call('PUT', `/allocations/${consumer}`, {
-      allocations: { [children[0]!]: { resources: { [rc]: 1 } } },
-      consumer_generation: null,
-      project_id: crypto.randomUUID(),
-      user_id: crypto.randomUUID(),
-      consumer_type: 'INSTANCE',
-    });
+    const claim = await call('PUT', `/allocations/${consumer}`, instanceClaim(children[0]!, { [rc]: 1 }));
     expect(claim.status).toBe(204);
     expect((await call('PUT', `/ext/leases/${consumer}`, { seconds: 1 })).status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 1100));

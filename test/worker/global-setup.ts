@@ -3,6 +3,7 @@
 // proxy that counts database round trips (sqldHopsUrl).
 import type { TestProject } from 'vitest/node';
 import { startCountingProxy } from '../helpers/counting-proxy.js';
+import { startLinkControl, startPausableLink } from '../helpers/pausable-link.js';
 import { startSqld, startSqldPair } from '../helpers/sqld.js';
 
 declare module 'vitest' {
@@ -18,6 +19,9 @@ declare module 'vitest' {
     replicaUrl: string;
     /** The same replica behind a proxy that holds each read 1.5 s: slower than a short PLACEMENT_DB_READ_TIMEOUT_MS. */
     slowReplicaUrl: string;
+    /** A sqld of its own behind a link that can be held (accepts, answers nothing): POST <silentControlUrl>/hold, /resume. */
+    silentLinkUrl: string;
+    silentControlUrl: string;
   }
 }
 
@@ -29,6 +33,13 @@ export async function setup(project: TestProject): Promise<void> {
   const pairProxy = await startCountingProxy(pair.primary.url);
   const slowReplica = await startCountingProxy(pair.replica.url, { delayMs: 1_500 });
   servers.push(main, fresh, pair, proxy, pairProxy, slowReplica);
+  // test/worker/database-silence.test.ts: the Worker's database held and restored from inside workerd.
+  const silent = await startSqld();
+  const link = await startPausableLink(silent.url);
+  const control = await startLinkControl(link);
+  servers.push(silent, link, control);
+  project.provide('silentLinkUrl', link.url);
+  project.provide('silentControlUrl', control.url);
   project.provide('replicaPrimaryUrl', pairProxy.url);
   project.provide('replicaPrimaryHopsUrl', `${pairProxy.url}/__hops`);
   project.provide('replicaUrl', pair.replica.url);

@@ -1,4 +1,4 @@
-// Project limits inside workerd against sqld (issue 35): the isolate's boot
+// Project limits inside workerd against sqld (docs/limits.md): the isolate's boot
 // installs the usage ledger and reads the limits (PLACEMENT_LIMITS=static in
 // vitest.worker.config.ts, on a class only this file uses), claims past the
 // limit get placement's 409 limit_exceeded, and /ext/limits answers.

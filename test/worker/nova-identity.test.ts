@@ -1,5 +1,5 @@
-// Nova events with the service's Keystone identity inside workerd (issue 31
-// item 2): the Worker's boot pieces (bindings -> config, makeDeps) in keystone
+// Nova events with the service's Keystone identity inside workerd (docs/keystone.md,
+// Events to Nova): the Worker's boot pieces (bindings -> config, makeDeps) in keystone
 // mode without NOVA_URL/NOVA_TOKEN find Nova's `compute` endpoint in the
 // catalog of the service's token and deliver an event there with that token,
 // over workerd's fetch. The fake Keystone (fake-keystone-setup.ts) issues the

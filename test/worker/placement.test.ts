@@ -1,25 +1,9 @@
 // The Placement API inside workerd, on sqld: the same endpoints as Node mode.
-import { exports } from 'cloudflare:workers';
 import { describe, expect, inject, it } from 'vitest';
+import { adminCall } from './admin-call.js';
 
-const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
-
-function call(method: string, path: string, body?: unknown, version = 'latest', extra: Record<string, string> = {}): Promise<Response> {
-  const headers: Record<string, string> = {
-    'x-auth-token': 'admin',
-    accept: 'application/json',
-    'openstack-api-version': `placement ${version}`,
-    ...extra,
-  };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  return worker.fetch(
-    new Request(`http://placement.test${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }),
-  );
-}
+const call = (method: string, path: string, body?: unknown, version = 'latest', headers: Record<string, string> = {}): Promise<Response> =>
+  adminCall(method, path, body, { version, headers });
 
 type Json = Record<string, unknown> & { errors?: { code?: string; status: number }[] };
 const json = async (res: Response) => (await res.json()) as Json;

@@ -7,32 +7,18 @@
 // fails the test on one; it also explains workerd's "uncaught exception ...
 // Network connection lost" info lines that the refused replica causes).
 import { describe, expect, inject, it } from 'vitest';
-import { createApp } from '../../src/app.js';
-import { makeDeps } from '../../src/compose.js';
-import { loadConfig } from '../../src/config.js';
 import type { Logger } from '../../src/deps.js';
-import { prepareDatabase } from '../../src/entry/prepare-database.js';
-import { openWorkerStore } from '../../src/entry/worker.js';
+import { instanceClaim, usedIn } from '../helpers/claims.js';
+import { replicaIsolate } from './replica-isolate.js';
 
 /** An isolate's app on the shared primary; with `readUrl`, reading from that replica. */
 async function isolate(readUrl?: string) {
   const warnings: string[] = [];
   const log: Logger = { debug() {}, info() {}, warn: (msg) => warnings.push(msg), error() {} };
-  const config = loadConfig({
-    PLACEMENT_DB_URL: inject('replicaPrimaryUrl'),
-    ...(readUrl ? { PLACEMENT_DB_READ_URL: readUrl, PLACEMENT_DB_READ_TIMEOUT_MS: '300', PLACEMENT_DB_READ_RETRY_MS: '60000' } : {}),
-    PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',
-  });
-  const store = openWorkerStore(config, log);
-  await prepareDatabase(store.client);
-  const app = createApp(makeDeps(store, config, log));
-  const call = (method: string, path: string, body?: unknown) =>
-    app.request(path, {
-      method,
-      headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest', 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  return { store, call, warnings };
+  const env: Record<string, string> = readUrl
+    ? { PLACEMENT_DB_READ_URL: readUrl, PLACEMENT_DB_READ_TIMEOUT_MS: '300', PLACEMENT_DB_READ_RETRY_MS: '60000' }
+    : {};
+  return { ...(await replicaIsolate(env, log)), warnings };
 }
 
 describe('Worker: a replica that is down or too slow', () => {
@@ -55,18 +41,9 @@ describe('Worker: a replica that is down or too slow', () => {
       expect(await first.json()).toEqual(await (await exact.call('GET', query)).json());
       expect(waited).toBeLessThan(1_500); // gave up at the timeout, not when the slow replica would answer
       for (let i = 0; i < 3; i += 1) {
-        const claim = await faulty.call('PUT', `/allocations/${crypto.randomUUID()}`, {
-          allocations: { [rp]: { resources: { VCPU: 1 } } },
-          project_id: crypto.randomUUID(),
-          user_id: crypto.randomUUID(),
-          consumer_generation: null,
-          consumer_type: 'INSTANCE',
-        });
+        const claim = await faulty.call('PUT', `/allocations/${crypto.randomUUID()}`, instanceClaim(rp, { VCPU: 1 }));
         expect(claim.status).toBe(204);
-        const answer = (await (await faulty.call('GET', query)).json()) as {
-          provider_summaries: Record<string, { resources: { VCPU: { used: number } } }>;
-        };
-        expect(answer.provider_summaries[rp]?.resources.VCPU.used).toBe(i + 1);
+        expect(usedIn(await (await faulty.call('GET', query)).json(), rp, 'VCPU')).toBe(i + 1);
       }
       expect(faulty.store.replica!.counts).toMatchObject({ replica: 0, unavailable: 4 });
       expect(faulty.warnings).toEqual(['read replica failed: reading from the primary']);

@@ -15,7 +15,7 @@ import { JobRegistry } from '../../src/jobs/registry.js';
 import { runSweeps } from '../../src/jobs/sweeps.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { consumeOld, createOldCyborgApp, oldCyborgJobs, runSweepsOld } from './old-cyborg/app.js';
-import { mulberry32 } from '../helpers/random.js';
+import { mulberry32, random, type Random } from '../helpers/random.js';
 
 const SEQUENCES = Number(process.env.CYBORG_DIFF_SEQUENCES ?? 24);
 const STEPS = Number(process.env.CYBORG_DIFF_STEPS ?? 60);
@@ -143,19 +143,9 @@ class Pair {
 
 class Generator {
   constructor(
-    private readonly rnd: () => number,
+    private readonly r: Random,
     private readonly pair: Pair,
   ) {}
-
-  private int(n: number): number {
-    return Math.floor(this.rnd() * n);
-  }
-  private pick<T>(list: readonly T[]): T {
-    return list[this.int(list.length)]!;
-  }
-  private chance(p: number): boolean {
-    return this.rnd() < p;
-  }
 
   private async list<T>(path: string, key: string): Promise<T[]> {
     const res = await this.pair.both({ method: 'GET', path }, 'read');
@@ -165,36 +155,36 @@ class Generator {
   private report(host: string): unknown {
     const rps = DEVICE_RPS.filter((_, i) => RP_HOST[i] === host);
     const devices = [];
-    const keys = ['0000:0c:00.0', '0000:0d:00.0', '0000:0e:00.0'].filter(() => this.chance(0.6));
+    const keys = ['0000:0c:00.0', '0000:0d:00.0', '0000:0e:00.0'].filter(() => this.r.chance(0.6));
     for (const key of keys) {
       const deployables = [];
-      for (let d = 0, n = this.int(3); d < n; d++) {
+      for (let d = 0, n = this.r.below(3); d < n; d++) {
         // Names repeat now and then, as a sloppy agent might send them.
-        const name = `${host}-${key.slice(5, 7)}-${this.int(2)}`;
+        const name = `${host}-${key.slice(5, 7)}-${this.r.below(2)}`;
         const handles = [];
-        for (let h = 0, m = this.int(4); h < m; h++)
-          handles.push({ type: 'PCI', info: { bus: key.slice(5, 7), function: String(this.int(4)) } });
+        for (let h = 0, m = this.r.below(4); h < m; h++)
+          handles.push({ type: 'PCI', info: { bus: key.slice(5, 7), function: String(this.r.below(4)) } });
         deployables.push({
           name,
           num_accelerators: handles.length,
-          rp_uuid: this.chance(0.8) ? this.pick(rps) : null,
-          driver_name: this.chance(0.5) ? 'intel' : null,
-          bitstream_id: this.chance(0.3) ? this.pick(['bs-1', 'bs-2']) : null,
+          rp_uuid: this.r.chance(0.8) ? this.r.pick(rps) : null,
+          driver_name: this.r.chance(0.5) ? 'intel' : null,
+          bitstream_id: this.r.chance(0.3) ? this.r.pick(['bs-1', 'bs-2']) : null,
           attach_handles: handles,
         });
       }
-      const device: Record<string, unknown> = { key, type: 'FPGA', vendor: '0x8086', model: this.pick(['a10', 's10']), deployables };
-      if (this.chance(0.2)) device.status = this.pick(['enabled', 'maintaining']);
+      const device: Record<string, unknown> = { key, type: 'FPGA', vendor: '0x8086', model: this.r.pick(['a10', 's10']), deployables };
+      if (this.r.chance(0.2)) device.status = this.r.pick(['enabled', 'maintaining']);
       devices.push(device);
     }
     return { devices };
   }
 
   private group(): Record<string, string> {
-    const group: Record<string, string> = { 'resources:FPGA': String(1 + this.int(2)) };
-    if (this.chance(0.4)) group['trait:CUSTOM_FPGA_A'] = this.pick(['required', 'forbidden']);
-    if (this.chance(0.2)) group['accel:bitstream_id'] = this.pick(['bs-1', 'bs-2']);
-    if (this.chance(0.05)) group['accel:function_id'] = 'fn-1';
+    const group: Record<string, string> = { 'resources:FPGA': String(1 + this.r.below(2)) };
+    if (this.r.chance(0.4)) group['trait:CUSTOM_FPGA_A'] = this.r.pick(['required', 'forbidden']);
+    if (this.r.chance(0.2)) group['accel:bitstream_id'] = this.r.pick(['bs-1', 'bs-2']);
+    if (this.r.chance(0.05)) group['accel:function_id'] = 'fn-1';
     return group;
   }
 
@@ -203,64 +193,65 @@ class Generator {
   }
 
   async next(): Promise<Request | 'jobs' | 'sweep'> {
-    const r = this.rnd();
-    if (r < 0.12) return { method: 'PUT', path: `/hosts/${this.pick([...HOSTS, 'cn-a'])}/devices`, body: this.report(this.pick(HOSTS)) };
+    const r = this.r.next();
+    if (r < 0.12)
+      return { method: 'PUT', path: `/hosts/${this.r.pick([...HOSTS, 'cn-a'])}/devices`, body: this.report(this.r.pick(HOSTS)) };
     if (r < 0.2) {
-      const groups = Array.from({ length: 1 + this.int(2) }, () => this.group());
-      const profile: Record<string, unknown> = { name: this.pick(PROFILES), groups };
-      if (this.chance(0.2)) profile.uuid = uuidOf(5, this.int(2));
+      const groups = Array.from({ length: 1 + this.r.below(2) }, () => this.group());
+      const profile: Record<string, unknown> = { name: this.r.pick(PROFILES), groups };
+      if (this.r.chance(0.2)) profile.uuid = uuidOf(5, this.r.below(2));
       return { method: 'POST', path: '/device_profiles', body: [profile] };
     }
     if (r < 0.25) {
-      if (this.chance(0.5)) return { method: 'DELETE', path: `/device_profiles/${this.pick(PROFILES)}` };
-      return { method: 'DELETE', path: `/device_profiles?value=${this.pick(PROFILES)},${this.pick(PROFILES)}` };
+      if (this.r.chance(0.5)) return { method: 'DELETE', path: `/device_profiles/${this.r.pick(PROFILES)}` };
+      return { method: 'DELETE', path: `/device_profiles?value=${this.r.pick(PROFILES)},${this.r.pick(PROFILES)}` };
     }
     if (r < 0.37) {
-      const body: Record<string, unknown> = { device_profile_name: this.chance(0.9) ? this.pick(PROFILES) : 'dp-none' };
-      if (this.chance(0.15)) body.device_profile_group_id = this.int(3);
+      const body: Record<string, unknown> = { device_profile_name: this.r.chance(0.9) ? this.r.pick(PROFILES) : 'dp-none' };
+      if (this.r.chance(0.15)) body.device_profile_group_id = this.r.below(3);
       return { method: 'POST', path: '/accelerator_requests', body };
     }
     if (r < 0.55) {
       const arqs = await this.arqUuids();
       const body: Record<string, unknown> = {};
-      for (let i = 0, n = 1 + this.int(2); i < n; i++) {
-        const uuid = arqs.length && this.chance(0.95) ? this.pick(arqs) : uuidOf(6, 1);
-        const rp = this.int(DEVICE_RPS.length);
+      for (let i = 0, n = 1 + this.r.below(2); i < n; i++) {
+        const uuid = arqs.length && this.r.chance(0.95) ? this.r.pick(arqs) : uuidOf(6, 1);
+        const rp = this.r.below(DEVICE_RPS.length);
         body[uuid] = [
-          { path: '/hostname', op: 'add', value: this.chance(0.9) ? RP_HOST[rp] : this.pick(HOSTS) },
-          { path: '/device_rp_uuid', op: 'add', value: this.chance(0.95) ? DEVICE_RPS[rp] : uuidOf(6, 2) },
-          { path: '/instance_uuid', op: 'add', value: this.pick(INSTANCES) },
+          { path: '/hostname', op: 'add', value: this.r.chance(0.9) ? RP_HOST[rp] : this.r.pick(HOSTS) },
+          { path: '/device_rp_uuid', op: 'add', value: this.r.chance(0.95) ? DEVICE_RPS[rp] : uuidOf(6, 2) },
+          { path: '/instance_uuid', op: 'add', value: this.r.pick(INSTANCES) },
         ];
       }
       return { method: 'PATCH', path: '/accelerator_requests', body };
     }
     if (r < 0.6) {
       const arqs = await this.arqUuids();
-      const uuid = arqs.length && this.chance(0.9) ? this.pick(arqs) : uuidOf(6, 1);
+      const uuid = arqs.length && this.r.chance(0.9) ? this.r.pick(arqs) : uuidOf(6, 1);
       return { method: 'PATCH', path: `/accelerator_requests/${uuid}`, body: { [uuid]: [{ path: '/hostname', op: 'remove' }] } };
     }
     if (r < 0.66) {
       const arqs = await this.arqUuids();
-      if (this.chance(0.3)) return { method: 'DELETE', path: `/accelerator_requests?instance=${this.pick(INSTANCES)}` };
-      const some = arqs.length ? [this.pick(arqs), ...(this.chance(0.3) ? [this.pick(arqs)] : [])] : [];
-      if (!some.length || this.chance(0.1)) some.push(uuidOf(6, 3));
+      if (this.r.chance(0.3)) return { method: 'DELETE', path: `/accelerator_requests?instance=${this.r.pick(INSTANCES)}` };
+      const some = arqs.length ? [this.r.pick(arqs), ...(this.r.chance(0.3) ? [this.r.pick(arqs)] : [])] : [];
+      if (!some.length || this.r.chance(0.1)) some.push(uuidOf(6, 3));
       return { method: 'DELETE', path: `/accelerator_requests?arqs=${some.join(',')}` };
     }
     if (r < 0.71) {
-      if (this.chance(0.6))
-        return { method: 'POST', path: '/attributes', body: { deployable_id: String(1 + this.int(8)), key: 'rc', value: 'FPGA' } };
+      if (this.r.chance(0.6))
+        return { method: 'POST', path: '/attributes', body: { deployable_id: String(1 + this.r.below(8)), key: 'rc', value: 'FPGA' } };
       const attrs = await this.list<{ uuid: string }>('/attributes', 'attributes');
-      return { method: 'DELETE', path: `/attributes/${attrs.length ? this.pick(attrs).uuid : uuidOf(6, 4)}` };
+      return { method: 'DELETE', path: `/attributes/${attrs.length ? this.r.pick(attrs).uuid : uuidOf(6, 4)}` };
     }
     if (r < 0.76) {
       const devices = await this.list<{ uuid: string }>('/devices', 'devices');
-      const uuid = devices.length && this.chance(0.9) ? this.pick(devices).uuid : uuidOf(6, 5);
-      return { method: 'POST', path: `/devices/${uuid}/${this.pick(['enable', 'disable'])}` };
+      const uuid = devices.length && this.r.chance(0.9) ? this.r.pick(devices).uuid : uuidOf(6, 5);
+      return { method: 'POST', path: `/devices/${uuid}/${this.r.pick(['enable', 'disable'])}` };
     }
     if (r < 0.82) {
       const deployables = await this.list<{ uuid: string }>('/deployables', 'deployables');
-      const uuid = deployables.length && this.chance(0.9) ? this.pick(deployables).uuid : uuidOf(6, 6);
-      return { method: 'PUT', path: `/deployables/${uuid}/programmed`, body: { bitstream_id: this.pick(['bs-1', 'bs-2', null]) } };
+      const uuid = deployables.length && this.r.chance(0.9) ? this.r.pick(deployables).uuid : uuidOf(6, 6);
+      return { method: 'PUT', path: `/deployables/${uuid}/programmed`, body: { bitstream_id: this.r.pick(['bs-1', 'bs-2', null]) } };
     }
     if (r < 0.96) return 'jobs';
     return 'sweep';
@@ -308,7 +299,7 @@ describe('the accelerator write path answers and stores exactly as the frozen pr
         const seedValue = FIRST_SEED + s;
         const rnd = mulberry32(seedValue);
         await seed();
-        const gen = new Generator(rnd, pair);
+        const gen = new Generator(random(rnd), pair);
         for (let step = 0; step < STEPS; step += 1) {
           const where = `seed ${seedValue} step ${step}`;
           const op = await gen.next();

@@ -3,7 +3,7 @@
 // delivery, sweeps), concurrent binds that must grant exactly the attach
 // handles there are, and faults injected between the read and the write batch
 // or inside the write batch, which must leave every table as it was.
-import { createClient, type InStatement, type ResultSet } from '@libsql/client';
+import { createClient } from '@libsql/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runBindJob } from '../../src/cyborg/bind.js';
 import { sweepBindingTimeouts } from '../../src/cyborg/jobs.js';
@@ -14,6 +14,7 @@ import type { JobMessage } from '../../src/jobs/messages.js';
 import { listOutbox } from '../../src/jobs/outbox.js';
 import { drainOutbox, purgeDelivered } from '../../src/jobs/sweeps.js';
 import { bindBody, FPGA_RP, fpgaProfile, HOST, makeCyborgApp, seedHost, type CyborgTestApp } from '../cyborg/helpers.js';
+import { crashAfterRead, failEachWriteStatement } from '../helpers/store-faults.js';
 
 let t: CyborgTestApp;
 beforeEach(async () => {
@@ -177,35 +178,6 @@ describe('concurrent binds', () => {
 });
 
 describe('faults between the read and the write batch, or inside the write batch', () => {
-  /** Fails every write batch at statement `index` (guards counted); returns the batch sizes seen. */
-  function failWritesAt(index: number): { sizes: number[]; restore: () => void } {
-    const { store } = t.deps;
-    const write = store.writeBatch;
-    const sizes: number[] = [];
-    store.writeBatch = async (statements: InStatement[]) => {
-      sizes.push(statements.length);
-      return write(statements.map((s, i) => (i === index ? "SELECT json('injected failure')" : s)));
-    };
-    return {
-      sizes,
-      restore: () => {
-        store.writeBatch = write;
-      },
-    };
-  }
-
-  function crashAfterRead(): () => void {
-    const { store } = t.deps;
-    const read = store.readBatch;
-    store.readBatch = async (statements: InStatement[]): Promise<ResultSet[]> => {
-      await read(statements);
-      throw new Error('injected crash between read and write');
-    };
-    return () => {
-      store.readBatch = read;
-    };
-  }
-
   const report = (handles: number, extra = 0) => ({
     devices: [
       {
@@ -244,7 +216,7 @@ describe('faults between the read and the write batch, or inside the write batch
     expect((await t.acc('PATCH', '/accelerator_requests', { body: bindBody(bound!, crypto.randomUUID()) })).status).toBe(202);
     const [job] = await pendingMessages();
     const before = await dump();
-    const restore = crashAfterRead();
+    const restore = crashAfterRead(t.deps.store);
     const requests: [string, string, unknown?][] = [
       ['PUT', `/hosts/${HOST}/devices`, report(3, 2)],
       ['POST', '/device_profiles', fpgaProfile('another')],
@@ -286,16 +258,11 @@ describe('faults between the read and the write batch, or inside the write batch
       },
     ];
     for (const { what, run } of cases) {
-      let size = 1;
-      for (let index = 0; index < size; index += 1) {
-        const fault = failWritesAt(index);
-        const status = await run();
-        fault.restore();
-        size = fault.sizes[0]!;
+      const size = await failEachWriteStatement(t.deps.store, run, async (status, index, size) => {
         // A failed statement is a 500; a failed guard reads as a lost race, decided again until it gives up (409).
         expect([409, 500], `${what}: failing statement ${index}`).toContain(status);
         expect(await dump(), `${what}: failing statement ${index} of ${size}`).toEqual(before);
-      }
+      });
       expect(size, what).toBeGreaterThan(4);
     }
     // Without a fault, both go through.

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { createOldWritePathApp } from './old/app.js';
-import { mulberry32 } from '../helpers/random.js';
+import { mulberry32, random, type Random } from '../helpers/random.js';
 
 const SEQUENCES = Number(process.env.DIFF_SEQUENCES ?? 40);
 const STEPS = Number(process.env.DIFF_STEPS ?? 40);
@@ -111,56 +111,46 @@ async function dump(app: TestApp): Promise<Record<string, unknown[]>> {
 /** Random write requests, with generations read from the live app (fresh, stale or wrong). */
 class Generator {
   constructor(
-    private readonly rnd: () => number,
+    private readonly r: Random,
     private readonly pair: Pair,
   ) {}
 
-  private int(n: number): number {
-    return Math.floor(this.rnd() * n);
-  }
-  private pick<T>(list: readonly T[]): T {
-    return list[this.int(list.length)]!;
-  }
-  private chance(p: number): boolean {
-    return this.rnd() < p;
-  }
-
   private some<T>(list: readonly T[], max: number): T[] {
-    const n = 1 + this.int(max);
-    return [...new Set(Array.from({ length: n }, () => this.pick(list)))];
+    const n = 1 + this.r.below(max);
+    return [...new Set(Array.from({ length: n }, () => this.r.pick(list)))];
   }
 
   private provider(): string {
-    return this.chance(0.04) ? MISSING_PROVIDER : this.pick(PROVIDERS);
+    return this.r.chance(0.04) ? MISSING_PROVIDER : this.r.pick(PROVIDERS);
   }
   private resourceClass(): string {
-    return this.chance(0.04) ? UNKNOWN_CLASS : this.pick(CLASSES);
+    return this.r.chance(0.04) ? UNKNOWN_CLASS : this.r.pick(CLASSES);
   }
 
   private amount(): number {
-    const r = this.rnd();
-    if (r < 0.6) return 1 + this.int(4);
-    if (r < 0.9) return 1 + this.int(16);
-    return 1 + this.int(200); // over capacity or max_unit
+    const r = this.r.next();
+    if (r < 0.6) return 1 + this.r.below(4);
+    if (r < 0.9) return 1 + this.r.below(16);
+    return 1 + this.r.below(200); // over capacity or max_unit
   }
 
   private resources(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const rc of this.some(CLASSES, 2)) out[this.chance(0.05) ? UNKNOWN_CLASS : rc] = this.amount();
+    for (const rc of this.some(CLASSES, 2)) out[this.r.chance(0.05) ? UNKNOWN_CLASS : rc] = this.amount();
     return out;
   }
 
   private allocationsDict(allowEmpty: boolean): Record<string, { resources: Record<string, number> }> {
-    if (allowEmpty && this.chance(0.12)) return {};
+    if (allowEmpty && this.r.chance(0.12)) return {};
     const out: Record<string, { resources: Record<string, number> }> = {};
-    for (let i = 0, n = 1 + this.int(2); i < n; i += 1) out[this.provider()] = { resources: this.resources() };
+    for (let i = 0, n = 1 + this.r.below(2); i < n; i += 1) out[this.provider()] = { resources: this.resources() };
     return out;
   }
 
   private async consumerGeneration(uuid: string): Promise<number | null> {
     const res = await this.pair.both({ method: 'GET', path: `/allocations/${uuid}`, version: 'latest' }, 'read consumer');
     const current = (res.body as { consumer_generation?: number | null }).consumer_generation ?? null;
-    const r = this.rnd();
+    const r = this.r.next();
     if (r < 0.75) return current;
     if (r < 0.85) return null;
     if (r < 0.95) return current === null ? 0 : current - 1;
@@ -170,105 +160,105 @@ class Generator {
   private async providerGeneration(uuid: string): Promise<number> {
     const res = await this.pair.both({ method: 'GET', path: `/resource_providers/${uuid}`, version: 'latest' }, 'read provider');
     const current = res.status === 200 ? (res.body as { generation: number }).generation : 0;
-    return this.chance(0.85) ? current : current + this.pick([-1, 1, 2]);
+    return this.r.chance(0.85) ? current : current + this.r.pick([-1, 1, 2]);
   }
 
   private async consumerPart(uuid: string, version: string, allowEmpty: boolean): Promise<Record<string, unknown>> {
     const part: Record<string, unknown> = {
       allocations: this.allocationsDict(allowEmpty),
-      project_id: this.pick(PROJECTS),
-      user_id: this.pick(USERS),
+      project_id: this.r.pick(PROJECTS),
+      user_id: this.r.pick(USERS),
     };
     if (version === '1.28' || version === '1.33' || version === '1.38' || version === 'latest') {
       part.consumer_generation = await this.consumerGeneration(uuid);
     }
-    if (version === '1.38' || version === 'latest') part.consumer_type = this.pick(TYPES);
+    if (version === '1.38' || version === 'latest') part.consumer_type = this.r.pick(TYPES);
     return part;
   }
 
   private inventoryRecords(): Record<string, Record<string, number>> {
     const out: Record<string, Record<string, number>> = {};
     for (const rc of this.some(CLASSES, 3)) {
-      const total = this.pick([1, 4, 8, 16, 64]);
+      const total = this.r.pick([1, 4, 8, 16, 64]);
       const rec: Record<string, number> = { total };
-      if (this.chance(0.3)) rec.reserved = this.int(total + 1);
-      if (this.chance(0.3)) rec.allocation_ratio = this.pick([0.5, 1, 1.5, 4]);
-      if (this.chance(0.15)) rec.max_unit = this.pick([2, 8, 64]);
-      if (this.chance(0.1)) rec.step_size = this.pick([1, 2]);
-      out[this.chance(0.03) ? UNKNOWN_CLASS : rc] = rec;
+      if (this.r.chance(0.3)) rec.reserved = this.r.below(total + 1);
+      if (this.r.chance(0.3)) rec.allocation_ratio = this.r.pick([0.5, 1, 1.5, 4]);
+      if (this.r.chance(0.15)) rec.max_unit = this.r.pick([2, 8, 64]);
+      if (this.r.chance(0.1)) rec.step_size = this.r.pick([1, 2]);
+      out[this.r.chance(0.03) ? UNKNOWN_CLASS : rc] = rec;
     }
     return out;
   }
 
   /** Providers, resource classes and traits themselves: create, update, delete. */
   private async catalogueChange(): Promise<Request> {
-    const r = this.rnd();
+    const r = this.r.next();
     if (r < 0.3) {
       const rp = this.provider();
-      const version = this.pick(['1.0', '1.14', '1.36', '1.37', 'latest']);
-      const name = this.pick([`diff-${rp}`, `diff-${rp}`, `diff-${this.pick(PROVIDERS)}`, `renamed-${this.int(3)}`]);
+      const version = this.r.pick(['1.0', '1.14', '1.36', '1.37', 'latest']);
+      const name = this.r.pick([`diff-${rp}`, `diff-${rp}`, `diff-${this.r.pick(PROVIDERS)}`, `renamed-${this.r.below(3)}`]);
       const body: Record<string, unknown> = { name };
-      if (version !== '1.0' || this.chance(0.1)) {
-        const parent = this.rnd();
+      if (version !== '1.0' || this.r.chance(0.1)) {
+        const parent = this.r.next();
         if (parent < 0.2) body.parent_provider_uuid = null;
         else if (parent < 0.85) body.parent_provider_uuid = this.provider();
       }
       return { method: 'PUT', path: `/resource_providers/${rp}`, body, version };
     }
-    if (r < 0.42) return { method: 'DELETE', path: `/resource_providers/${this.provider()}`, version: this.pick(['1.0', 'latest']) };
+    if (r < 0.42) return { method: 'DELETE', path: `/resource_providers/${this.provider()}`, version: this.r.pick(['1.0', 'latest']) };
     if (r < 0.55) {
       // Brings deleted providers back, sometimes as children.
-      const rp = this.pick(PROVIDERS);
+      const rp = this.r.pick(PROVIDERS);
       const body: Record<string, unknown> = { name: `diff-${rp}`, uuid: rp };
-      if (this.chance(0.4)) body.parent_provider_uuid = this.provider();
+      if (this.r.chance(0.4)) body.parent_provider_uuid = this.provider();
       return { method: 'POST', path: '/resource_providers', body, version: 'latest' };
     }
-    if (r < 0.65) return { method: 'POST', path: '/resource_classes', body: { name: this.pick(CUSTOM_CLASSES) }, version: 'latest' };
+    if (r < 0.65) return { method: 'POST', path: '/resource_classes', body: { name: this.r.pick(CUSTOM_CLASSES) }, version: 'latest' };
     if (r < 0.75) {
-      const name = this.pick(CUSTOM_CLASSES);
-      if (this.chance(0.5)) return { method: 'PUT', path: `/resource_classes/${name}`, version: this.pick(['1.7', 'latest']) };
-      const from = this.chance(0.1) ? this.pick(['VCPU', UNKNOWN_CLASS]) : name;
-      return { method: 'PUT', path: `/resource_classes/${from}`, body: { name: this.pick(CUSTOM_CLASSES) }, version: '1.6' };
+      const name = this.r.pick(CUSTOM_CLASSES);
+      if (this.r.chance(0.5)) return { method: 'PUT', path: `/resource_classes/${name}`, version: this.r.pick(['1.7', 'latest']) };
+      const from = this.r.chance(0.1) ? this.r.pick(['VCPU', UNKNOWN_CLASS]) : name;
+      return { method: 'PUT', path: `/resource_classes/${from}`, body: { name: this.r.pick(CUSTOM_CLASSES) }, version: '1.6' };
     }
     if (r < 0.85) {
-      const name = this.chance(0.15) ? this.pick(['VCPU', UNKNOWN_CLASS]) : this.pick(CUSTOM_CLASSES);
+      const name = this.r.chance(0.15) ? this.r.pick(['VCPU', UNKNOWN_CLASS]) : this.r.pick(CUSTOM_CLASSES);
       return { method: 'DELETE', path: `/resource_classes/${name}`, version: 'latest' };
     }
-    if (r < 0.92) return { method: 'PUT', path: `/traits/${this.pick(CUSTOM_TRAITS)}`, version: 'latest' };
-    if (this.chance(0.5)) {
+    if (r < 0.92) return { method: 'PUT', path: `/traits/${this.r.pick(CUSTOM_TRAITS)}`, version: 'latest' };
+    if (this.r.chance(0.5)) {
       // Puts the custom trait in use first (compared too), so deleting it is refused.
       await this.pair.both({ method: 'PUT', path: '/traits/CUSTOM_TONE', version: 'latest' }, 'trait in use');
-      const rp = this.pick(PROVIDERS);
+      const rp = this.r.pick(PROVIDERS);
       const body = { resource_provider_generation: await this.providerGeneration(rp), traits: ['CUSTOM_TONE'] };
       await this.pair.both({ method: 'PUT', path: `/resource_providers/${rp}/traits`, body, version: 'latest' }, 'trait in use');
     }
     // Mostly CUSTOM_TONE, the custom trait providers get (in use or not); a standard one; an unknown one.
-    const trait = this.pick(['CUSTOM_TONE', 'CUSTOM_TONE', 'CUSTOM_TTWO', 'STORAGE_DISK_SSD', 'CUSTOM_NOTRAIT']);
+    const trait = this.r.pick(['CUSTOM_TONE', 'CUSTOM_TONE', 'CUSTOM_TTWO', 'STORAGE_DISK_SSD', 'CUSTOM_NOTRAIT']);
     return { method: 'DELETE', path: `/traits/${trait}`, version: 'latest' };
   }
 
   async next(): Promise<Request> {
-    if (this.chance(0.2)) return await this.catalogueChange();
-    const r = this.rnd();
+    if (this.r.chance(0.2)) return await this.catalogueChange();
+    const r = this.r.next();
     if (r < 0.34) {
-      const version = this.pick(VERSIONS);
-      const uuid = this.pick(CONSUMERS);
+      const version = this.r.pick(VERSIONS);
+      const uuid = this.r.pick(CONSUMERS);
       if (version === '1.0' || version === '1.8') {
         const allocations = Object.entries(this.allocationsDict(false)).map(([rp, { resources }]) => ({
           resource_provider: { uuid: rp },
           resources,
         }));
         const body: Record<string, unknown> = { allocations };
-        if (version === '1.8') Object.assign(body, { project_id: this.pick(PROJECTS), user_id: this.pick(USERS) });
+        if (version === '1.8') Object.assign(body, { project_id: this.r.pick(PROJECTS), user_id: this.r.pick(USERS) });
         return { method: 'PUT', path: `/allocations/${uuid}`, body, version };
       }
       const body = await this.consumerPart(uuid, version, true);
-      if (this.chance(0.25)) {
+      if (this.r.chance(0.25)) {
         // Rewrite what the consumer holds, maybe shrunk: over-capacity relief lets that through.
         const held = await this.pair.both({ method: 'GET', path: `/allocations/${uuid}`, version: 'latest' }, 'read consumer');
         const current = (held.body as { allocations: Record<string, { resources: Record<string, number> }> }).allocations;
         if (Object.keys(current).length > 0) {
-          const shrink = this.chance(0.3);
+          const shrink = this.r.chance(0.3);
           body.allocations = Object.fromEntries(
             Object.entries(current).map(([rp, { resources }]) => [
               rp,
@@ -282,26 +272,26 @@ class Generator {
       return { method: 'PUT', path: `/allocations/${uuid}`, body, version };
     }
     if (r < 0.52) {
-      const version = this.pick(['1.13', '1.28', '1.38', 'latest']);
+      const version = this.r.pick(['1.13', '1.28', '1.38', 'latest']);
       const body: Record<string, unknown> = {};
       for (const uuid of this.some(CONSUMERS, 3)) body[uuid] = await this.consumerPart(uuid, version, true);
       return { method: 'POST', path: '/allocations', body, version };
     }
-    if (r < 0.62) return { method: 'DELETE', path: `/allocations/${this.pick(CONSUMERS)}`, version: 'latest' };
+    if (r < 0.62) return { method: 'DELETE', path: `/allocations/${this.r.pick(CONSUMERS)}`, version: 'latest' };
     if (r < 0.72) {
-      const rp = this.pick(PROVIDERS);
+      const rp = this.r.pick(PROVIDERS);
       return {
         method: 'PUT',
         path: `/resource_providers/${rp}/inventories`,
-        version: this.pick(['1.0', '1.26', 'latest']),
+        version: this.r.pick(['1.0', '1.26', 'latest']),
         body: { resource_provider_generation: await this.providerGeneration(rp), inventories: this.inventoryRecords() },
       };
     }
     if (r < 0.77) {
-      const rp = this.pick(r < 0.755 ? PROVIDERS : [MISSING_PROVIDER]);
+      const rp = this.r.pick(r < 0.755 ? PROVIDERS : [MISSING_PROVIDER]);
       const path = `/resource_providers/${rp}/aggregates`;
       const aggregates = this.some(AGGREGATES, 3);
-      if (this.chance(0.3)) return { method: 'PUT', path, version: '1.1', body: aggregates };
+      if (this.r.chance(0.3)) return { method: 'PUT', path, version: '1.1', body: aggregates };
       return {
         method: 'PUT',
         path,
@@ -310,16 +300,16 @@ class Generator {
       };
     }
     if (r < 0.8) {
-      const rp = this.pick(PROVIDERS);
+      const rp = this.r.pick(PROVIDERS);
       const path = `/resource_providers/${rp}/traits`;
-      if (this.chance(0.2)) return { method: 'DELETE', path, version: 'latest' };
-      const traits = this.some(TRAITS, 3).map((name) => (this.chance(0.05) ? 'CUSTOM_NO_SUCH_TRAIT' : name));
+      if (this.r.chance(0.2)) return { method: 'DELETE', path, version: 'latest' };
+      const traits = this.some(TRAITS, 3).map((name) => (this.r.chance(0.05) ? 'CUSTOM_NO_SUCH_TRAIT' : name));
       return { method: 'PUT', path, version: 'latest', body: { resource_provider_generation: await this.providerGeneration(rp), traits } };
     }
     if (r < 0.86) {
-      const rp = this.pick(PROVIDERS);
+      const rp = this.r.pick(PROVIDERS);
       const rc = this.resourceClass();
-      const verb = this.pick(['PUT', 'POST', 'DELETE'] as const);
+      const verb = this.r.pick(['PUT', 'POST', 'DELETE'] as const);
       const generation = await this.providerGeneration(rp);
       if (verb === 'DELETE') return { method: 'DELETE', path: `/resource_providers/${rp}/inventories/${rc}`, version: 'latest' };
       const record = { ...(this.inventoryRecords()[CLASSES[0]!] ?? { total: 8 }), resource_provider_generation: generation };
@@ -332,16 +322,16 @@ class Generator {
         };
       return { method: 'PUT', path: `/resource_providers/${rp}/inventories/${rc}`, version: 'latest', body: record };
     }
-    const version = this.pick(['1.30', '1.38', 'latest']);
+    const version = this.r.pick(['1.30', '1.38', 'latest']);
     const inventories: Record<string, unknown> = {};
     for (const rp of this.some(PROVIDERS, 2)) {
-      inventories[this.chance(0.03) ? MISSING_PROVIDER : rp] = {
+      inventories[this.r.chance(0.03) ? MISSING_PROVIDER : rp] = {
         resource_provider_generation: await this.providerGeneration(rp),
         inventories: this.inventoryRecords(),
       };
     }
     const allocations: Record<string, unknown> = {};
-    if (this.chance(0.85)) {
+    if (this.r.chance(0.85)) {
       for (const uuid of this.some(CONSUMERS, 2)) allocations[uuid] = await this.consumerPart(uuid, version, true);
     }
     return { method: 'POST', path: '/reshaper', version, body: { inventories, allocations } };
@@ -408,7 +398,7 @@ describe('the write path answers and stores exactly as the frozen pre-issue-13 o
         const rnd = mulberry32(seedValue);
         await reset();
         await seed(rnd);
-        const gen = new Generator(rnd, pair);
+        const gen = new Generator(random(rnd), pair);
         for (let step = 0; step < STEPS; step += 1) {
           const req = await gen.next();
           const res = await pair.both(req, `seed ${seedValue} step ${step}`);

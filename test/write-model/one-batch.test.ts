@@ -1,4 +1,4 @@
-// The one-batch provider writes (issue 13): POST /resource_providers, PUT and
+// The one-batch provider writes (docs/write-model.md): POST /resource_providers, PUT and
 // DELETE .../inventories, PUT and DELETE .../traits are one guarded write
 // batch with nothing read first; anything the ordinary path (read, decide,
 // write) would answer with an error rolls that batch back, and the ordinary

@@ -7,6 +7,7 @@ import type { InStatement, ResultSet } from '@libsql/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_WRITE_ATTEMPTS } from '../../src/db/write-batch.js';
 import { dumpPlacement, seedProvider, usageOf } from '../helpers/placement-seed.js';
+import { failEachWriteStatement, onceBeforeWrite } from '../helpers/store-faults.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const owner = { project_id: 'p-safety', user_id: 'u-safety' };
@@ -76,16 +77,9 @@ describe('a write that loses a race between its read and its write batch', () =>
     const rp = await seedProvider(t.deps, { VCPU: { total: 8 } });
     const consumer = crypto.randomUUID();
     // The other writer gets in just before this claim's write batch.
-    const { store } = t.deps;
-    const write = store.writeBatch;
-    let interfered = false;
-    store.writeBatch = async (statements: InStatement[]) => {
-      if (!interfered) {
-        interfered = true;
-        expect((await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 1, null) })).status).toBe(204);
-      }
-      return write(statements);
-    };
+    onceBeforeWrite(t.deps.store, async () => {
+      expect((await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 1, null) })).status).toBe(204);
+    });
     const res = await t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 3, null) });
     expect(res.status).toBe(409);
     expect(await errorOf(res)).toMatchObject({
@@ -155,22 +149,12 @@ describe('a write that loses a race between its read and its write batch', () =>
 });
 
 describe('a failure inside the write batch', () => {
-  /** Makes every write batch fail at statement `index` (guards counted) until restored. */
-  function failWritesAt(index: number): { sizes: number[]; restore: () => void } {
-    const { store } = t.deps;
-    const write = store.writeBatch;
-    const sizes: number[] = [];
-    store.writeBatch = async (statements: InStatement[]) => {
-      sizes.push(statements.length);
-      return write(statements.map((s, i) => (i === index ? "SELECT json('injected failure')" : s)));
-    };
-    return {
-      sizes,
-      restore: () => {
-        store.writeBatch = write;
-      },
-    };
-  }
+  /** A failed statement is a 500; a failed guard reads as a lost race, retried until 409 concurrent_update. */
+  const leavesNothing = (before: unknown) => async (res: Response, index: number, size: number) => {
+    if (res.status === 409) expect(await errorOf(res)).toMatchObject({ code: 'placement.concurrent_update' });
+    else expect(res.status, `failing statement ${index}`).toBe(500);
+    expect(await dump(), `failing statement ${index} of ${size}`).toEqual(before);
+  };
 
   it('leaves the database exactly as before, whichever statement fails', async () => {
     const [a, b] = [
@@ -194,18 +178,7 @@ describe('a failure inside the write batch', () => {
           [leaving]: { ...claimBody(a.uuid, 1, 1), allocations: {} },
         },
       });
-    const before = await dump();
-    let size = 1;
-    for (let index = 0; index < size; index += 1) {
-      const fault = failWritesAt(index);
-      const res = await move();
-      fault.restore();
-      size = fault.sizes[0]!;
-      // A failed statement is a 500; a failed guard reads as a lost race, retried until 409 concurrent_update.
-      if (res.status === 409) expect(await errorOf(res)).toMatchObject({ code: 'placement.concurrent_update' });
-      else expect(res.status, `failing statement ${index}`).toBe(500);
-      expect(await dump(), `failing statement ${index} of ${size}`).toEqual(before);
-    }
+    const size = await failEachWriteStatement(t.deps.store, move, leavesNothing(await dump()));
     expect(size).toBeGreaterThan(10);
     // Without a fault, the same request goes through.
     expect((await move()).status).toBe(204);
@@ -217,22 +190,20 @@ describe('a failure inside the write batch', () => {
     const rp = await seedProvider(t.deps, { VCPU: { total: 8 } });
     const claim = (consumer: string) => t.call('PUT', `/allocations/${consumer}`, { body: claimBody(rp.uuid, 3, null) });
     const before = await dump();
-    let size = 1;
-    for (let index = 0; index < size; index += 1) {
+    const claimNew = async () => {
       const consumer = crypto.randomUUID();
-      const fault = failWritesAt(index);
-      const res = await claim(consumer);
-      fault.restore();
-      size = fault.sizes[0]!;
+      return { consumer, res: await claim(consumer) };
+    };
+    const size = await failEachWriteStatement(t.deps.store, claimNew, async ({ consumer, res }, index, size) => {
       if (res.status === 204) {
         // The one-batch claim failed at a guard and the ordinary path (whose batch the fault missed) granted it.
         expect(await usageOf(t.deps, rp.id), `failing statement ${index}`).toEqual({ VCPU: 3 });
         expect((await t.call('DELETE', `/allocations/${consumer}`)).status).toBe(204);
-        continue;
+        return;
       }
       expect([409, 500], `failing statement ${index}`).toContain(res.status);
       expect(await dump(), `failing statement ${index} of ${size}`).toEqual(before);
-    }
+    });
     expect(size).toBeGreaterThan(5);
     // A claim that does not fit is refused with the ordinary path's words, and writes nothing.
     expect((await claim(crypto.randomUUID())).status).toBe(204);
@@ -266,17 +237,7 @@ describe('a failure inside the write batch', () => {
       () => t.call('DELETE', `/resource_providers/${other.uuid}`),
     ];
     for (const send of requests) {
-      const before = await dump();
-      let size = 1;
-      for (let index = 0; index < size; index += 1) {
-        const fault = failWritesAt(index);
-        const res = await send();
-        fault.restore();
-        size = fault.sizes[0]!;
-        if (res.status === 409) expect(await errorOf(res)).toMatchObject({ code: 'placement.concurrent_update' });
-        else expect(res.status, `failing statement ${index}`).toBe(500);
-        expect(await dump(), `failing statement ${index} of ${size}`).toEqual(before);
-      }
+      const size = await failEachWriteStatement(t.deps.store, send, leavesNothing(await dump()));
       expect(size).toBeGreaterThan(2);
     }
     // Without a fault, the same requests go through.
@@ -403,16 +364,9 @@ describe('providers, classes and traits changed between the read and the write b
   it('a provider trait deleted before the one-batch write is refused: no link to a trait that is gone', async () => {
     const rp = await seedProvider(t.deps, {});
     expect((await t.call('PUT', '/traits/CUSTOM_GONE')).status).toBe(201);
-    const { store } = t.deps;
-    const write = store.writeBatch;
-    let interfered = false;
-    store.writeBatch = async (statements: InStatement[]) => {
-      if (!interfered) {
-        interfered = true;
-        expect((await t.call('DELETE', '/traits/CUSTOM_GONE')).status).toBe(204);
-      }
-      return write(statements);
-    };
+    onceBeforeWrite(t.deps.store, async () => {
+      expect((await t.call('DELETE', '/traits/CUSTOM_GONE')).status).toBe(204);
+    });
     const res = await t.call('PUT', `/resource_providers/${rp.uuid}/traits`, {
       body: { resource_provider_generation: 0, traits: ['CUSTOM_GONE', 'HW_CPU_X86_AVX2'] },
     });

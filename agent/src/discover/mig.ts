@@ -1,4 +1,4 @@
-// MIG (issue 25): an NVIDIA GPU with MIG mode on is reported as one provider
+// MIG (docs/extensions-gpu.md): an NVIDIA GPU with MIG mode on is reported as one provider
 // with an inventory per GPU instance profile (CUSTOM_MIG_3G_40GB: as many as
 // the driver says fit) and shared counters, so Placement lets any mix of
 // profiles that fits the GPU's slices be claimed: compute_slices (the "Ng"

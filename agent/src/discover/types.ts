@@ -37,7 +37,7 @@ export interface DiscoveredProvider {
   inventories: Record<string, InventoryFields>;
   traits: string[];
   device?: DeviceFacts;
-  /** Shared counters (issue 25: a MIG-mode GPU), written to /ext/resource_providers/{uuid}/counters. */
+  /** Shared counters (a MIG-mode GPU; docs/extensions-gpu.md), written to /ext/resource_providers/{uuid}/counters. */
   counters?: { counters: Record<string, number>; consumption: Record<string, Record<string, number>> };
 }
 

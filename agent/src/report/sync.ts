@@ -340,7 +340,7 @@ interface StoredCounters {
   consumption: Record<string, Record<string, number>>;
 }
 
-/** The provider's shared counters as discovered (issue 25): written only when they differ from what is stored. */
+/** The provider's shared counters as discovered (docs/extensions-gpu.md): written only when they differ from what is stored. */
 async function syncCounters(client: PlacementClient, uuid: string, wanted: NonNullable<DiscoveredProvider['counters']>): Promise<boolean> {
   const { body } = await client.request<StoredCounters>('GET', `/ext/resource_providers/${uuid}/counters`);
   const canonical = (v: unknown) =>

@@ -1,4 +1,4 @@
-// Shared counters of partitionable devices (extension, issue 25; KEP-4815's
+// Shared counters of partitionable devices (extension, docs/extensions-gpu.md; KEP-4815's
 // idea on Placement's data): a provider may declare counters (an H100's 7
 // compute slices, 8 memory slices) and how many units of each counter one
 // unit of a resource class consumes. The capacity rule then also requires,

@@ -3,3 +3,4 @@ export * from './cyborg.js';
 export * from './ext.js';
 export * from './ext-counters.js';
 export * from './ext-limits.js';
+export * from './ext-holds.js';

@@ -1,8 +1,11 @@
-// The audit's view of shared counters (extension, issue 25): providers whose
+// The audit's view of shared counters (extension, docs/extensions-gpu.md): providers whose
 // allocations exceed a counter (possible only through writes made before the
 // counters were set, or by editing the database): listed, never repaired.
 import type { DataStore } from '../../db/client.js';
-import { OVER_COUNTERS_SQL } from './sql.js';
+import { overBoundSql } from '../../placement/constraints.js';
+import { COUNTERS } from './declaration.js';
+
+const OVER_COUNTERS_SQL = overBoundSql(COUNTERS);
 
 export interface OverCounterProvider {
   uuid: string;

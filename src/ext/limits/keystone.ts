@@ -1,4 +1,4 @@
-// Reading Keystone's unified limits (extension, issue 35) as oslo.limit reads
+// Reading Keystone's unified limits (extension, docs/limits.md) as oslo.limit reads
 // them: with a SYSTEM-scoped token of the service user (a project-scoped
 // token sees only its own project's limits), GET /v3/registered_limits and
 // GET /v3/limits for one service (resolved by name, type or id through

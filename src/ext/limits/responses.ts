@@ -1,4 +1,4 @@
-// The answers and queries of /ext/limits (extension, issue 35), as zod
+// The answers and queries of /ext/limits (extension, docs/limits.md), as zod
 // schemas: GET /openapi.json describes them from here, and the handlers
 // validate their queries with them.
 import { z } from 'zod';

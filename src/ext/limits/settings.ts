@@ -1,4 +1,4 @@
-// Project limits (extension, issue 35): the settings, validated with the rest
+// Project limits (extension, docs/limits.md): the settings, validated with the rest
 // of the configuration (src/config.ts spreads LIMITS_SETTINGS into its
 // schema), and the one check a start makes of them together
 // (limitsSettingsProblem). Off by default: a stock deployment installs no

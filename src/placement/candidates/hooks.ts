@@ -1,9 +1,53 @@
-// What an extension may add to the candidates engine's read (issue 32): the
-// engine defines these hooks and calls them; src/ext implements them (device
-// taints, shared counters) and the composition root (src/compose.ts) installs
-// them. Nothing in this folder imports src/ext.
+// What an extension may add to the candidates engine: query parameters, a
+// read beside the trees (providers left out, a capacity rule) and a gate that
+// answers a request with none before any search. The engine defines these
+// hooks and calls them; src/ext implements them and the composition root
+// (src/compose.ts) installs them. Nothing in this folder imports src/ext.
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { CandidateRequest } from './parse.js';
+
+/**
+ * A query parameter an extension adds to GET /allocation_candidates (and to
+ * what takes the same query: headroom, why-no-host, gangs). Taken out of the
+ * query before upstream's parser sees it; any `ext_` name no installed
+ * extension declares is left in, so upstream's parser refuses it with its
+ * usual 400 (a stock request never changes meaning).
+ */
+export interface CandidateParam<T = unknown> {
+  /** The query key, `ext_...`. */
+  readonly name: string;
+  /** The microversion it needs: below it the key is left to upstream's parser, which refuses it as any unknown key. */
+  readonly since?: string;
+  /** What GET /openapi.json says of it; a parameter without one is accepted but not listed. */
+  readonly description?: string;
+  /**
+   * Its value, from every value the query gives it and the stock request
+   * parsed so far (throws invalidQuery or badCandidateRequest, errors.ts).
+   * Kept on the request's `ext`, under `name` (extParam reads it back).
+   */
+  parse(values: string[], request: CandidateRequest): T;
+}
+
+/** What the request carries for `param` (undefined when not given). */
+export const extParam = <T>(request: CandidateRequest, param: CandidateParam<T>): T | undefined =>
+  request.ext?.get(param.name) as T | undefined;
+
+/** Who asks: the gates' context. */
+export interface Caller {
+  projectId: string | null;
+}
+
+/**
+ * A request an extension answers with no candidates at all, before any search
+ * (project limits: the request alone would cross the caller's limit).
+ */
+export interface CandidateGate {
+  readonly name: string;
+  /** The key why-no-host reports the refusal under. */
+  readonly diagnosisKey: string;
+  /** Why this request gets none; null: the search goes on. */
+  refusal(request: CandidateRequest, caller: Caller): Promise<string | null>;
+}
 
 /** One piece of a candidate: an amount of a class on a provider. */
 export interface Piece {
@@ -41,8 +85,8 @@ export interface CandidateReadHook<State = unknown> {
   read(result: ResultSet | undefined): State;
   /** Providers the request leaves out: never a choice, and a root here takes its whole tree out. */
   excludeProviders?(state: State, request: CandidateRequest): ReadonlySet<number>;
-  /** A capacity condition the search applies to every choice; null when it constrains nothing (the usual cloud). */
-  capacityRule?(state: State): CapacityRule | null;
+  /** A capacity condition the search applies to every choice of `request`; null when it constrains nothing (the usual cloud). */
+  capacityRule?(state: State, request: CandidateRequest): CapacityRule | null;
 }
 
 /** What the installed hooks read in one batch, by hook (headroom reads the counters' state back). */
@@ -71,10 +115,10 @@ export class HookStates {
   }
 
   /** Every hook's capacity rule, as one; null when none constrains anything (the search then pays nothing). */
-  capacityRule(hooks: readonly CandidateReadHook[]): CapacityRule | null {
+  capacityRule(hooks: readonly CandidateReadHook[], request: CandidateRequest): CapacityRule | null {
     const rules: CapacityRule[] = [];
     for (const hook of hooks) {
-      const rule = hook.capacityRule?.(this.states.get(hook));
+      const rule = hook.capacityRule?.(this.states.get(hook), request);
       if (rule) rules.push(rule);
     }
     if (rules.length <= 1) return rules[0] ?? null;

@@ -37,8 +37,9 @@ export async function refreshTreeModel(reader: BatchReader, model: CloudModel, n
  * (parent's place in the tree, classes, traits, whether in an aggregate),
  * never amounts, and the cloud's size by powers of two. A new shape or size
  * means new code paths and object shapes for V8 (and a heap the load grew):
- * a fresh process's first answer over a cloud loaded after its start cost
- * 3-6x a warm one (issue 32) until something ran the engine over it.
+ * a fresh process's first answer over a cloud loaded after its start costs
+ * several times a warm one until something ran the engine over it
+ * (docs/performance.md#figures-behind-the-code).
  * Inventory totals, usage and renames change no shape.
  */
 export class TreeShapes {

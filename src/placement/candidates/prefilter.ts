@@ -13,7 +13,7 @@
 // (computed once, for a full answer: intersections over small indexed
 // tables), and as a test of one root `r` (a stable-order limit reads only the
 // lowest viable roots: SQLite walks roots in id order and stops there, so the
-// cost follows the roots read, not the cloud: 100k roots, ~0.3 ms instead of ~230 ms).
+// cost follows the roots read, not the cloud's size).
 import type { InStatement } from '@libsql/client';
 import { capacitySql, usedSql } from '../capacity.js';
 import { INVENTORY_ROW, inventoryColumns, PROVIDER_ROW, providerColumns } from './cloud-model.js';

@@ -1,7 +1,6 @@
 // The engine's warm-up: a fresh process (or Worker isolate) answers its first
 // candidates requests many times slower than later ones while V8 compiles the
-// engine (measured without any warm-up, flat-1000: first answer 55 ms of
-// server CPU and warm ones 15 ms for 20 answers, against 5-6 ms once warm).
+// engine (docs/performance.md#figures-behind-the-code).
 // This feeds the engine a made-up provider-tree model directly (CloudModel.of:
 // no database, no imitated statement rows) and runs the same code a request
 // runs from the rules on (candidatesJsonFromModel): rules, search, JSON
@@ -152,8 +151,8 @@ export interface WarmUpDone {
 
 /**
  * `rounds` rounds of the warm-up queries over a made-up cloud of `hosts`
- * flat hosts and `trees` nested trees (one round: 9 answers, ~20 ms of CPU
- * while cold, ~5 ms once warm), the answers computed and dropped. `hooks`:
+ * flat hosts and `trees` nested trees (one round: 9 answers), the answers
+ * computed and dropped. `hooks`:
  * the app's installed read hooks (Deps.candidates.hooks), run as on a cloud
  * without taints or counters, so the code they reach warms up as requests
  * will run it. Throws if the engine refuses one of its own queries (a test

@@ -1,5 +1,6 @@
-// The Placement API as one Hono app. Each resource's routes live in
-// routes/<resource>.ts; this file only orders middleware and mounts them.
+// Placement's middleware stack, around its own routes and the routes that
+// answer in its envelope (/diagnostics, /ext): src/app.ts hands them over,
+// already at their paths, and serves the result as one branch of its tree.
 import { Hono } from 'hono';
 import type { Deps } from '../../deps.js';
 import { authenticate, parseTokenTable } from '../../http/auth.js';
@@ -8,18 +9,14 @@ import type { AppEnv } from '../../http/env.js';
 import { requestId } from '../../http/request-id.js';
 import { placementHttp } from './profile.js';
 import { placementAcceptCheck, placementContentChecks } from './middleware.js';
-import { placementRoutes } from './routes/index.js';
 
 /**
- * `routes` defaults to the Placement API; the operator diagnostics reuse the
- * same middleware stack (microversion, auth, envelope) around their own routes.
+ * `roots` are the paths the routes are mounted at ('' for Placement's own):
+ * each answers without a token (Placement's version document; below the
+ * others, a 404), and every path not routed answers Placement's 404.
  */
-export function createPlacementApp(deps: Deps, routes: Hono<AppEnv> = placementRoutes): Hono<AppEnv> {
+export function createPlacementApp(deps: Deps, routes: Hono<AppEnv>, roots: readonly string[] = ['']): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.use(async function injectDeps(c, next) {
-    c.set('deps', deps);
-    await next();
-  });
   app.use(requestId());
   const { PLACEMENT_CORS_ALLOWED_ORIGIN: origin, PLACEMENT_CORS_ALLOW_HEADERS: allowHeaders } = deps.config;
   if (origin) {
@@ -36,14 +33,14 @@ export function createPlacementApp(deps: Deps, routes: Hono<AppEnv> = placementR
     authenticate({
       strategy: deps.config.PLACEMENT_AUTH_STRATEGY,
       tokens: parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS),
-      publicPaths: /^\/?$/,
+      publicPaths: new RegExp(`^(${roots.join('|')})/?$`),
     }),
   );
   app.use(placementContentChecks());
   app.use(placementHttp.urlChecks());
   app.use(placementAcceptCheck());
   app.route('/', routes);
-  app.notFound(placementHttp.notFound);
+  app.all('*', placementHttp.notFound);
   app.onError(placementHttp.onError);
   return app;
 }

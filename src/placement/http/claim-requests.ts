@@ -8,7 +8,8 @@ import { claimAllocations } from '../writes/claims.js';
 import { isoNow } from '../repo/lookups.js';
 import type { ConsumerAllocationsBody } from '../schemas/allocations.js';
 import type { ClaimEndpoint } from '../writes/refusals.js';
-import type { ClaimAlongside } from '../writes/hooks.js';
+import type { ClaimAlongside, ClaimParams } from '../writes/hooks.js';
+import { invalid } from '../../errors.js';
 
 /**
  * Writes claims: one read batch, one guarded write batch (see writes/claims.ts);
@@ -21,12 +22,38 @@ export async function writeClaims(
   alongside?: ClaimAlongside,
 ): Promise<void> {
   const { deps } = c.var;
+  const now = isoNow(deps.clock);
+  const params = claimParams(c, deps.writeHooks.claimParams);
+  let all = alongside;
+  if (params.size > 0) {
+    const nowMs = Date.parse(now);
+    all = [...deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs)), ...(alongside ?? [])];
+  }
   await claimAllocations(deps, claims, {
     requireGeneration: atLeast(c, 'CONSUMER_GENERATION'),
-    now: isoNow(deps.clock),
+    now,
     endpoint,
-    alongside,
+    alongside: all,
+    params,
   });
+}
+
+/**
+ * The request's `ext_` query parameters (upstream takes none on a claim):
+ * each must be one an installed extension declares (400 otherwise), once.
+ */
+function claimParams(c: AppContext, declared: readonly ClaimParams[]): ReadonlyMap<string, string> {
+  const params = new Map<string, string>();
+  const url = c.req.url;
+  if (!url.includes('ext_')) return params;
+  for (const [name, values] of Object.entries(c.req.queries())) {
+    if (!name.startsWith('ext_')) continue;
+    if (!declared.some((p) => p.names.includes(name)))
+      throw invalid(`Invalid query string parameters: '${name}' is not a parameter of this request`);
+    if (values.length !== 1) throw invalid(`Invalid query string parameters: '${name}' given more than once`);
+    params.set(name, values[0]!.trim());
+  }
+  return params;
 }
 
 /** A consumer's part of a dict-form body as a claim, with the fields this microversion knows. */

@@ -29,7 +29,14 @@ import {
   type Snapshot,
   type WriteDeps,
 } from './kernel.js';
-import { ClaimRefused, ConsumerGenerationMismatch, ProviderMissing, UnknownResourceClass, type ClaimEndpoint } from './refusals.js';
+import {
+  ClaimRefused,
+  ConsumerGenerationMismatch,
+  consumersOn,
+  ProviderMissing,
+  UnknownResourceClass,
+  type ClaimEndpoint,
+} from './refusals.js';
 import { brokenRule } from './rules.js';
 import { ALLOC, CONSUMER, CONSUMER_TYPE, PROJECT, RC, RP, USER } from '../../db/columns.js';
 
@@ -41,10 +48,17 @@ export interface ClaimOptions {
   endpoint: ClaimEndpoint;
   /** What an extension writes with this claim, in its own batch (hooks.ts ClaimAlongside). */
   alongside?: ClaimAlongside;
+  /** The request's `ext_` parameters, for the claim guards (hooks.ts ClaimParams). */
+  params?: ReadonlyMap<string, string>;
 }
 
-function invalidInventory(resourceClass: string, providerUuid: string): ClaimRefused {
-  return new ClaimRefused(`Inventory for '${resourceClass}' on resource provider '${providerUuid}' invalid.`);
+const NO_PARAMS: ReadonlyMap<string, string> = new Map();
+
+function invalidInventory(resourceClass: string, providerUuids: readonly string[], claims: readonly ConsumerClaim[]): ClaimRefused {
+  return new ClaimRefused(
+    `Inventory for '${resourceClass}' on resource provider '${providerUuids.join(', ')}' invalid.`,
+    consumersOn(claims, providerUuids),
+  );
 }
 
 /**
@@ -85,8 +99,9 @@ export function planClaims(
   if (opts.requireGeneration) {
     for (const claim of claims) {
       const existing = snap.consumers.get(claim.uuid);
-      if (existing && existing.generation !== claim.generation) throw new ConsumerGenerationMismatch(existing.generation, claim.generation);
-      if (!existing && claim.generation !== null) throw new ConsumerGenerationMismatch(null, claim.generation);
+      if (existing && existing.generation !== claim.generation)
+        throw new ConsumerGenerationMismatch(existing.generation, claim.generation, claim.uuid);
+      if (!existing && claim.generation !== null) throw new ConsumerGenerationMismatch(null, claim.generation, claim.uuid);
     }
   }
 
@@ -120,7 +135,7 @@ export function planClaims(
       .map((e) => e.provider)
       .filter((p) => lacking.includes(p.id))
       .map((p) => p.uuid);
-    throw invalidInventory(classNames.join(', '), [...new Set(uuids)].join(', '));
+    throw invalidInventory(classNames.join(', '), [...new Set(uuids)], claims);
   }
   const requested = new Map<string, number>();
   const { claimRules } = deps.writeHooks;
@@ -129,7 +144,7 @@ export function planClaims(
   for (const e of entries) {
     const k = key(e.provider.id, e.classId);
     const inv = inventoryOf.get(k);
-    if (!inv) throw invalidInventory(e.resourceClass, e.provider.uuid);
+    if (!inv) throw invalidInventory(e.resourceClass, [e.provider.uuid], claims);
     const total = (requested.get(k) ?? 0) + e.amount;
     requested.set(k, total);
     const broken = brokenRule(total > (released.get(k) ?? 0) ? claimRules : notRaising, {
@@ -139,9 +154,11 @@ export function planClaims(
     });
     if (!broken) continue;
     const prefix = `Unable to create allocation for '${e.resourceClass}' on resource provider '${e.provider.uuid}'.`;
-    if (broken.refusal === 'constraints') throw new ClaimRefused(`${prefix} The requested amount would violate inventory constraints.`);
+    const concerned = consumersOn(claims, [e.provider.uuid]);
+    if (broken.refusal === 'constraints')
+      throw new ClaimRefused(`${prefix} The requested amount would violate inventory constraints.`, concerned);
     deps.metrics.capacityRefusals.inc([e.resourceClass]);
-    throw new ClaimRefused(`${prefix} The requested amount would exceed the capacity.`);
+    throw new ClaimRefused(`${prefix} The requested amount would exceed the capacity.`, concerned);
   }
   for (const [k, amount] of requested) usageAfter.set(k, (usageAfter.get(k) ?? 0) + amount);
   // What the guards' grants hold on, checked as of the write (after its statements).
@@ -152,6 +169,8 @@ export function planClaims(
       entries,
       providerIds,
       consumers: snap.consumers,
+      now: opts.now,
+      params: opts.params ?? NO_PARAMS,
       usedBefore: (providerId, classId) => inventoryOf.get(key(providerId, classId))?.used ?? 0,
       usedAfter: (providerId, classId) => usageAfter.get(key(providerId, classId)) ?? 0,
     };

@@ -1,4 +1,4 @@
-// The write kernel's extension points (issue 32): what an extension adds to a
+// The write kernel's extension points: what an extension adds to a
 // claim, declared here and called by claims.ts and reshape.ts; src/ext
 // implements them and the composition root (src/compose.ts) installs them per
 // app (Deps.writeHooks). src/placement never imports an extension.
@@ -46,6 +46,10 @@ export interface ClaimView {
   providerIds: readonly number[];
   /** The claimed consumers as read (absent: new). */
   consumers: ReadonlyMap<string, ConsumerState>;
+  /** When the claim is written (ISO 8601), by the app's clock. */
+  now: string;
+  /** The request's extension parameters (`ext_` names, as sent), for the guards whose extension declared them. */
+  params: ReadonlyMap<string, string>;
   /** Usage of (provider, class) by every consumer, as read, and as the claim leaves it. */
   usedBefore(providerId: number, classId: number): number;
   usedAfter(providerId: number, classId: number): number;
@@ -95,9 +99,21 @@ export interface ClaimGuard {
   beyondProviderGenerations?: boolean;
 }
 
+/**
+ * The `ext_` query parameters an extension takes on a claim (PUT
+ * /allocations/{c}, POST /allocations), and what a claim with them writes in
+ * its own batch (ClaimAlongside): parsed here, so a malformed one is refused
+ * (a DomainError) before anything is read or written.
+ */
+export interface ClaimParams {
+  readonly names: readonly string[];
+  alongside(params: ReadonlyMap<string, string>, claims: readonly ConsumerClaim[], nowMs: number): ClaimAlongside;
+}
+
 /** What one extension adds to the write kernel. */
 export interface WriteExtension {
   claimGuards?: ClaimGuard[];
+  claimParams?: ClaimParams;
 }
 
 /** A claim rule (rules.ts): what it refuses is worded by claims.ts. */
@@ -115,6 +131,8 @@ export interface WriteHooks {
   claimFitsSql(consumers: number): string;
   /** The conditions of the guards beyond the providers' generations, ANDed ('' when none), for the ordinary path's batch. */
   everyBatchHoldsSql(consumers: number): string;
+  /** The extensions' claim parameters (none: a claim takes no `ext_` parameter). */
+  readonly claimParams: readonly ClaimParams[];
 }
 
 /**
@@ -145,6 +163,7 @@ export function writeHooks(extensions: readonly WriteExtension[], rules: readonl
   const everyBatch = claimGuards.filter((g) => g.beyondProviderGenerations);
   return {
     claimGuards,
+    claimParams: extensions.flatMap((e) => (e.claimParams ? [e.claimParams] : [])),
     claimRules: rules,
     claimFitsSql: sqlByCount((count) =>
       guardSql([claimRulesHoldSql(rules, placeholders(count)), ...conditionsOf(claimGuards, count)].join('\n      AND ')),

@@ -7,7 +7,7 @@
 // One module per resource sits beside this one (claims, reshape,
 // inventories, providers, traits, aggregates, resource classes).
 //
-// One-batch writes (issue 13): every condition the ordinary path (read,
+// One-batch writes (docs/write-model.md): every condition the ordinary path (read,
 // decide, write) would check is checked in SQL inside the write transaction
 // (a rule that compares values is declared once, in rules.ts, and both the
 // decision and the SQL guard are derived from it; what an extension adds to

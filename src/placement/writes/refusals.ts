@@ -31,9 +31,25 @@ export class UnknownResourceClass extends DomainError {
   }
 }
 
+/**
+ * The consumers of a claim that allocate on any of `providerUuids`: those a
+ * refusal about those providers concerns (a request claiming for several
+ * consumers, as POST /ext/gangs, names them from the refusal).
+ */
+export function consumersOn(
+  claims: readonly { uuid: string; allocations: Record<string, unknown> }[],
+  providerUuids: readonly string[],
+): string[] {
+  return claims.filter((claim) => providerUuids.some((uuid) => uuid in claim.allocations)).map((claim) => claim.uuid);
+}
+
 /** A claim the inventory cannot take: no such inventory, unit constraints, or capacity (409). */
 export class ClaimRefused extends DomainError {
-  constructor(readonly reason: string) {
+  constructor(
+    readonly reason: string,
+    /** The consumers of the request the refusal concerns (consumersOn the providers it names). */
+    readonly consumers: readonly string[] = [],
+  ) {
     super('conflict', `Unable to allocate inventory: ${reason}`);
     this.name = 'ClaimRefused';
   }
@@ -49,13 +65,17 @@ export class ProviderMissing extends DomainError {
 
 /** The caller's consumer generation is not the stored one (409 concurrent_update). */
 export class ConsumerGenerationMismatch extends DomainError {
+  /** The consumer of the request whose generation it is. */
+  readonly consumers: readonly string[];
   constructor(
     readonly expected: number | null,
     readonly got: number | null | undefined,
+    consumer: string,
   ) {
     const show = (g: number | null | undefined) => (g === null || g === undefined ? 'null' : String(g));
     super('conflict', `consumer generation conflict - expected ${show(expected)} but got ${show(got)}`, ErrorCode.CONCURRENT_UPDATE);
     this.name = 'ConsumerGenerationMismatch';
+    this.consumers = [consumer];
   }
 }
 

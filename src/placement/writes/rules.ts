@@ -1,4 +1,4 @@
-// Each write rule once (issue 32): a rule is declared here as data (which
+// Each write rule once: a rule is declared here as data (which
 // values, which comparison, which refusal) and both paths are derived from
 // the declaration: the ordinary path's decision in TypeScript (brokenRule)
 // and the one-batch path's guard in SQL (brokenSql), checked inside the write

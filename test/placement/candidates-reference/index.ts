@@ -1,5 +1,5 @@
 // FROZEN COPY of src/placement/candidates/ as it was before the engine rebuild
-// (issue 12): the oracle of test/placement/candidates-differential.test.ts.
+//: the oracle of test/placement/candidates-differential.test.ts.
 // Do not improve it; change it only to mirror a deliberate semantic fix made to
 // the live engine, and say so in the commit.
 // GET /allocation_candidates, end to end below HTTP: resolve names, load the

@@ -3,11 +3,9 @@
 // passes DIAGNOSTICS_RULE.
 //   /diagnostics/audit, /diagnostics/audit/repairs      audit.ts
 //   /diagnostics/allocation_candidates                  candidates.ts ("why no host")
-import { joinRoutes, type RouteTable } from '../../../http/route-table.js';
+import type { RouteTable } from '../../../http/route-table.js';
 import { auditRoutes } from './audit.js';
 import { candidateDiagnosisRoutes } from './candidates.js';
 
 /** Read by the router and by GET /openapi.json, in this order. */
 export const DIAGNOSTICS_ROUTES: RouteTable[] = [auditRoutes, candidateDiagnosisRoutes];
-
-export const diagnosticsRoutes = joinRoutes(DIAGNOSTICS_ROUTES);

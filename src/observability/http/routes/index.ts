@@ -16,7 +16,7 @@ import { requestId } from '../../../http/request-id.js';
 import { type Method, RouteTable, TEXT_BODY } from '../../../http/route-table.js';
 import { authorize, placementHttp } from '../../../placement/http/profile.js';
 import { readDatabaseGauges } from '../../database-gauges.js';
-import { checkReadiness, WARMING } from '../../readiness.js';
+import { checkReadiness, databaseSilent, READINESS_WITHIN_MS, type ReadinessRead, verdictWithin, WARMING } from '../../readiness.js';
 import { type FamilySnapshot, PROMETHEUS_CONTENT_TYPE, renderText } from '../../registry.js';
 
 const NO_STORE = { 'cache-control': 'no-store' };
@@ -48,7 +48,7 @@ const single = (name: string, help: string, value: number): FamilySnapshot => ({
 /** /healthz and /readyz: a status, and on a 503 the reason. */
 const HealthSchema = z.object({ status: z.string(), reason: z.string().optional() });
 
-/** The operator's routes; operationsRoutes(deps) puts the deps, a request id and (for /metrics) the scrape access before each. */
+/** The operator's routes; createOperatorApp puts a request id and (for /metrics) the scrape access before each. */
 export const operatorRoutes = new RouteTable('meta')
   .resource('/healthz', {
     GET: {
@@ -70,17 +70,31 @@ export const operatorRoutes = new RouteTable('meta')
       responseName: 'Health',
       handler: async (c) => {
         const deps = c.var.deps;
+        // Each check within a second (READINESS_WITHIN_MS): one that gets no answer says so instead of holding the probe.
+        const database = (also?: readonly ReadinessRead[]) =>
+          verdictWithin(checkReadiness(deps.store, MIGRATIONS, also, deps.store.deadline), READINESS_WITHIN_MS, () =>
+            databaseSilent(deps.store.deadline, READINESS_WITHIN_MS),
+          );
         // The process's own holds first (warming: its database may not be prepared yet), then the checks.
         const held = deps.readiness.now();
         if (!held.ready) {
+          // Warming only while the start can go on: a libSQL server that does not answer is named instead
+          // (an embedded file cannot be silent: its holds are answered without reading it).
+          const silent = held.reason === WARMING && deps.store.deadline ? await database() : undefined;
+          const reason = silent && !silent.ready && silent.silent ? silent.reason : held.reason;
           // Warming is the normal start, not worth a warning per probe.
-          if (held.reason !== WARMING) deps.log.warn('not ready', { reason: held.reason });
-          return c.json({ status: 'not ready', reason: held.reason }, 503, NO_STORE);
+          if (reason !== WARMING) deps.log.warn('not ready', { reason });
+          return c.json({ status: 'not ready', reason }, 503, NO_STORE);
         }
         const checks = await Promise.all([
-          // Project limits (PLACEMENT_LIMITS): not read for two refresh intervals (Keystone down) says so; they stay enforced.
-          checkReadiness(deps.store, MIGRATIONS, deps.limits?.readiness()),
-          deps.keystone?.readiness() ?? { ready: true as const },
+          // The extensions' own checks (project limits: not read for two refresh intervals says so).
+          database(deps.extensions.readiness()),
+          deps.keystone
+            ? verdictWithin(deps.keystone.readiness(), READINESS_WITHIN_MS, () => ({
+                ready: false,
+                reason: `Keystone does not answer: the service's sign-in got no answer within ${READINESS_WITHIN_MS} ms`,
+              }))
+            : { ready: true as const },
         ]);
         const reasons = checks.flatMap((check) => (check.ready ? [] : [check.reason]));
         if (reasons.length === 0) return c.json({ status: 'ready' }, 200, NO_STORE);
@@ -135,18 +149,15 @@ export const operatorRoutes = new RouteTable('meta')
     },
   });
 
-export function operationsRoutes(deps: Deps): Hono<AppEnv> {
+/** The operator's routes (src/app.ts hands them over) with a request id and, for /metrics, the scrape access before each. */
+export function createOperatorApp(deps: Deps, routes: Hono<AppEnv>): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   // Per route, not app.use(): these routes join the root app, whose other requests they must not touch.
-  const injectDeps: MiddlewareHandler<AppEnv> = async function injectDeps(c, next) {
-    c.set('deps', deps);
-    await next();
-  };
   const ids = requestId();
   const method = (m: Method) => m.toUpperCase();
-  for (const op of operatorRoutes.operations) app.on(method(op.method), op.path, injectDeps, ids);
+  for (const op of operatorRoutes.operations) app.on(method(op.method), op.path, ids);
   app.on('GET', '/metrics', scrapeAccess(deps));
-  app.route('/', operatorRoutes.app);
+  app.route('/', routes);
   app.onError(placementHttp.onError);
   return app;
 }

@@ -2,9 +2,10 @@
 // byte what JSON.stringify(presentCandidates(...)) gives, UTF-8 encoded: a
 // full answer at N=5000 would otherwise build ~25,000 objects (most keyed by
 // uuid, which V8 keeps as slow dictionaries) only for JSON.stringify to walk
-// them again. Bytes rather than text: a nested-200 answer is 714 KiB made of
-// ~50,000 pieces, and as a string it is a tree of as many pieces that must be
-// flattened and encoded again to reach the socket (~1.5 ms of CPU per answer).
+// them again. Bytes rather than text: a large answer is tens of thousands of
+// pieces, and as a string it is a tree of as many pieces that must be
+// flattened and encoded again to reach the socket (what that cost:
+// docs/performance.md#figures-behind-the-code).
 // Every fixed piece (provider uuids, class names, summary templates) is
 // encoded once and copied. The differential test checks both spellings agree.
 import { type ProviderNode, type SummaryTemplate, type Usage, usedOf } from '../research.js';

@@ -1,0 +1,136 @@
+// GET /ext/headroom: for each provider tree, how many times in a row the
+// request could be claimed now if every claim took the tree's first
+// candidate in stable order (what a scheduler taking the first answer gets),
+// whatever `limit` or the candidate cap. The search is the candidates
+// engine's own (same parser, rules, taints), run over every viable tree.
+//
+// Why it is fast: after a claim of the first candidate, every candidate
+// before it is still impossible (usage only grew) and it stays first while
+// it fits, so one search step stands for floor((capacity - used) / amount)
+// claims, the fewest over its pieces. A tree costs one search per distinct
+// first candidate (a flat host: one; eight GPUs: eight), not one per claim.
+// Each tree is counted from the usage as it is now, on its own: capacity of a
+// sharing provider that several trees reach is counted in each of them.
+// Shared counters (docs/extensions-gpu.md) bound the repeats as capacity does, and
+// ext_first_of counts, per tree, the claims of the alternative a scheduler
+// would get each time (an H100 while one fits, then the A100 ...).
+import type { BatchReader } from '../../db/client.js';
+import type { Microversion } from '../../microversion.js';
+import { capacityOf } from '../../placement/capacity.js';
+import { type CandidateOptions, searchEveryTree } from '../../placement/candidates/index.js';
+import type { CandidateRequest } from '../../placement/candidates/parse.js';
+import type { AllocationRequest } from '../../placement/candidates/search.js';
+import type { Inventory } from '../../placement/candidates/research.js';
+import { candidateCounters } from '../counters/candidates.js';
+import { addLoad, type LoadedKeys as LoadedCounters } from '../../placement/constraints.js';
+import { TimeBudget } from '../../placement/candidates/time-budget.js';
+
+export interface TreeHeadroom {
+  root_provider_uuid: string;
+  count: number;
+}
+
+export interface Headroom {
+  total: number;
+  trees: TreeHeadroom[];
+  /** Present (true) only when the search ran out of PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: counts are then lower bounds. */
+  incomplete?: true;
+}
+
+export async function findHeadroom(
+  reader: BatchReader,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<Headroom> {
+  const { search, anchors, nodes, inventories, hooks } = await searchEveryTree(reader, request, mv, options);
+  // The shared counters' loads as the search's batch read them (none where counters are not installed).
+  const counters = hooks.get(candidateCounters) ?? NO_COUNTERS;
+  // The candidates' time budget, shared with the event loop as their search shares it.
+  const budget = new TimeBudget(options.timeBudgetMs);
+  const trees: TreeHeadroom[] = [];
+  let total = 0;
+  let incomplete = false;
+  for (const anchor of anchors) {
+    let count = 0;
+    // Each tree from the usage as it is now: its simulated claims are undone after it (a sharing provider serves several trees).
+    const taken: [Inventory, number][] = [];
+    const loaded: [LoadedCounters, number[]][] = [];
+    for (let claim = search.firstRequestOf(anchor); claim; claim = search.firstRequestOf(anchor)) {
+      const perClaim = counterUse(claim, counters);
+      const times = Math.min(repeatsOf(claim, inventories), counterRepeats(perClaim));
+      for (const piece of claim.pieces) {
+        const inv = inventoryOf(inventories, piece.providerId, piece.classId);
+        inv.used += piece.amount * times;
+        taken.push([inv, piece.amount * times]);
+      }
+      for (const [c, use] of perClaim) {
+        const added = use.map((units) => units * times);
+        for (let i = 0; i < added.length; i += 1) c.loads[i]! += added[i];
+        loaded.push([c, added]);
+      }
+      count += times;
+      if (await budget.spent()) {
+        incomplete = true;
+        break;
+      }
+    }
+    for (const [inv, amount] of taken) inv.used -= amount;
+    for (const [c, added] of loaded) for (let i = 0; i < added.length; i += 1) c.loads[i]! -= added[i];
+    if (count > 0) {
+      trees.push({ root_provider_uuid: nodes.get(anchor)!.uuid, count });
+      total += count;
+    }
+    if (incomplete) break;
+  }
+  return incomplete ? { total, trees, incomplete: true } : { total, trees };
+}
+
+const NO_COUNTERS: Map<number, LoadedCounters> = new Map();
+
+function inventoryOf(inventories: Map<number, Map<number, Inventory>>, providerId: number, classId: number): Inventory {
+  return inventories.get(providerId)!.get(classId)!;
+}
+
+/**
+ * How many times in a row `claim` (just found to fit) fits: each piece's
+ * amount (the groups' amounts on one provider and class, added up) within
+ * what is left of its capacity. Min/max unit and step size are the same at
+ * every repeat, so capacity alone decides.
+ */
+function repeatsOf(claim: AllocationRequest, inventories: Map<number, Map<number, Inventory>>): number {
+  let times = Number.POSITIVE_INFINITY;
+  for (const piece of claim.pieces) {
+    if (piece.amount <= 0) continue;
+    const inv = inventoryOf(inventories, piece.providerId, piece.classId);
+    times = Math.min(times, Math.floor((capacityOf(inv) - inv.used) / piece.amount));
+  }
+  // The search found the claim fits once; a request of no amounts (not possible: one group has resources) counts once.
+  return Number.isFinite(times) ? Math.max(1, times) : 1;
+}
+
+/** What one claim puts on each shared counter of the providers it uses (none on a cloud without counters). */
+function counterUse(claim: AllocationRequest, counters: Map<number, LoadedCounters>): [LoadedCounters, number[]][] {
+  if (counters.size === 0) return [];
+  const use = new Map<LoadedCounters, number[]>();
+  for (const piece of claim.pieces) {
+    const c = counters.get(piece.providerId);
+    if (!c?.weights.has(piece.classId)) continue;
+    let units = use.get(c);
+    if (!units) use.set(c, (units = c.bounds.map(() => 0)));
+    addLoad(c, units, piece.classId, piece.amount);
+  }
+  return [...use];
+}
+
+/** How many times in a row a claim's counter use fits what its counters have left (Infinity without counters). */
+function counterRepeats(perClaim: [LoadedCounters, number[]][]): number {
+  let times = Number.POSITIVE_INFINITY;
+  for (const [c, units] of perClaim) {
+    for (let i = 0; i < units.length; i += 1) {
+      if (units[i]! > 0) times = Math.min(times, Math.floor((c.bounds[i]! - c.loads[i]!) / units[i]!));
+    }
+  }
+  // The search found the claim fits once.
+  return Math.max(1, times);
+}

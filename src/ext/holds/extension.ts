@@ -1,0 +1,19 @@
+// Holds (docs/holds.md): capacity held for a project over a future window,
+// backfill before it (ext_until) and drawing from it (ext_hold). The whole
+// extension: the rule (model.ts), its rows (repo.ts, drizzle/0010), the claim
+// guard and claim parameters (claim-guard.ts), the end of a hold (sweep.ts,
+// jobs.ts) and its routes (http/routes.ts).
+import type { Extension } from '../../extension.js';
+import { heldCapacityHook, holdParam, untilParam } from './candidates.js';
+import { holdsWrites } from './claim-guard.js';
+import { holdRoutes } from './http/routes.js';
+import { sweepHolds } from './jobs.js';
+
+export const holds: Extension = {
+  name: 'holds',
+  params: [untilParam, holdParam],
+  read: [heldCapacityHook()],
+  writes: holdsWrites,
+  jobs: { handlers: {}, sweeps: [sweepHolds] },
+  routes: [holdRoutes],
+};

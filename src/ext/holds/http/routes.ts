@@ -1,0 +1,108 @@
+// Holds (docs/holds.md): POST/GET /ext/holds, GET/PATCH/DELETE
+// /ext/holds/{uuid}, GET /ext/holds/availability. Logic in ../../holds/.
+import type { z } from 'zod';
+import { badQuery, readBody } from '../../../http/validate.js';
+import { RouteTable, zodQuery } from '../../../http/route-table.js';
+import type { AppContext } from '../../../http/env.js';
+import { placementHttp } from '../../../placement/http/profile.js';
+import { consumerOfPath } from '../../../shared/uuid.js';
+import {
+  AvailabilityResponse,
+  availabilityQuery,
+  HoldListResponse,
+  HoldResponse,
+  listHoldsQuery,
+  patchHoldSchema,
+  postHoldSchema,
+} from '../schemas.js';
+import { availability, createHold, deleteHold, findHolds, getHold, type HoldDeps, patchHold, presentHold } from '../service.js';
+import { adminOnly } from '../../http/admin-only.js';
+
+export const holdRoutes = new RouteTable('extensions', placementHttp);
+
+const holdDeps = (c: AppContext): HoldDeps => {
+  const { deps } = c.var;
+  return { store: deps.store, nowMs: () => deps.clock().getTime(), newId: deps.newId };
+};
+
+function parsedQuery<S extends z.ZodType>(c: AppContext, schema: S): z.infer<S> {
+  const query = schema.safeParse(c.req.query());
+  if (!query.success) throw badQuery(`Invalid query string parameters: ${query.error.issues[0]!.message}`);
+  return query.data;
+}
+
+holdRoutes.resource('/holds', {
+  GET: adminOnly({
+    summary: 'Extension: holds, by project and by an instant their window covers, soonest start first',
+    query: () => zodQuery(listHoldsQuery),
+    responses: { 200: 'Holds' },
+    responseSchema: HoldListResponse,
+    responseName: 'HoldList',
+    handler: async (c) => {
+      const filter = parsedQuery(c, listHoldsQuery);
+      c.header('cache-control', 'no-cache');
+      return c.json({ holds: (await findHolds(holdDeps(c), filter)).map(presentHold) });
+    },
+  }),
+  POST: adminOnly({
+    summary: 'Extension: hold capacity for a project over a window (409 placement.ext.hold_unsatisfiable when it does not fit)',
+    body: () => postHoldSchema,
+    bodyName: 'PostHold',
+    responses: { 201: 'The hold' },
+    responseSchema: HoldResponse,
+    responseName: 'Hold',
+    handler: async (c) => {
+      const body = await readBody(c, postHoldSchema);
+      return c.json(presentHold(await createHold(holdDeps(c), body)), 201);
+    },
+  }),
+});
+
+holdRoutes.resource('/holds/availability', {
+  GET: adminOnly({
+    summary:
+      'Extension: the earliest start at which one provider can take `resources` for `duration` seconds, beside what is allocated and held',
+    query: () => zodQuery(availabilityQuery),
+    responses: { 200: 'The earliest start, or null' },
+    responseSchema: AvailabilityResponse,
+    responseName: 'HoldAvailability',
+    handler: async (c) => {
+      const query = parsedQuery(c, availabilityQuery);
+      c.header('cache-control', 'no-cache');
+      return c.json(await availability(holdDeps(c), query));
+    },
+  }),
+});
+
+holdRoutes.resource('/holds/:uuid', {
+  GET: adminOnly({
+    summary: 'Extension: a hold',
+    responses: { 200: 'The hold' },
+    responseSchema: HoldResponse,
+    responseName: 'Hold',
+    handler: async (c) => {
+      c.header('cache-control', 'no-cache');
+      return c.json(presentHold(await getHold(holdDeps(c), consumerOfPath(c.req.param('uuid')))));
+    },
+  }),
+  PATCH: adminOnly({
+    summary: 'Extension: edit a hold at the generation read (its window, amounts, flags); admitted again as a new one',
+    body: () => patchHoldSchema,
+    bodyName: 'PatchHold',
+    responses: { 200: 'The hold' },
+    responseSchema: HoldResponse,
+    responseName: 'Hold',
+    handler: async (c) => {
+      const body = await readBody(c, patchHoldSchema);
+      return c.json(presentHold(await patchHold(holdDeps(c), consumerOfPath(c.req.param('uuid')), body)));
+    },
+  }),
+  DELETE: adminOnly({
+    summary: 'Extension: remove a hold (claims drawn from it stay, as ordinary claims)',
+    responses: { 204: 'Removed' },
+    handler: async (c) => {
+      await deleteHold(holdDeps(c), consumerOfPath(c.req.param('uuid')));
+      return c.body(null, 204);
+    },
+  }),
+});

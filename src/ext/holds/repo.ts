@@ -1,0 +1,335 @@
+// Holds' data access (docs/holds.md): what the model needs read in one batch
+// (the holds on some providers, the allocations on what they hold with their
+// ends, the capacities), and the writes of a hold, each one guarded batch
+// that stands only while what its decision read still holds. No HTTP here.
+import type { InStatement, InValue, ResultSet } from '@libsql/client';
+import type { BatchReader, DataStore } from '../../db/client.js';
+import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, LEASE, PROJECT, RC, RP } from '../../db/columns.js';
+import { commitGuarded, guard, inList, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { capacitySql } from '../../placement/capacity.js';
+import { type Allocation, drawnEndMs, type EndAction, FOREVER, type Hold, type Key, keyOf, type World } from './model.js';
+
+/** A hold as stored, with its providers' uuids and classes' names. */
+export interface StoredHold extends Hold {
+  generation: number;
+  ignoreAllocations: boolean;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const HOLD_FIELDS = `h.${HOLD.uuid} AS uuid, h.${HOLD.projectId} AS project, h.${HOLD.startMs} AS start_ms, h.${HOLD.endMs} AS end_ms,
+  h.${HOLD.endAction} AS end_action, h.${HOLD.ignoreAllocations} AS ignore_allocations, h.${HOLD.generation} AS generation,
+  h.${HOLD.createdAt} AS created_at, h.${HOLD.updatedAt} AS updated_at,
+  p.${RP.uuid} AS provider, rc.${RC.name} AS resource_class, ha.${HOLD_AMOUNT.amount} AS amount`;
+const HOLD_JOINS = `ext_holds h JOIN ext_hold_amounts ha ON ha.${HOLD_AMOUNT.holdUuid} = h.${HOLD.uuid}
+  JOIN resource_providers p ON p.${RP.id} = ha.${HOLD_AMOUNT.resourceProviderId}
+  JOIN resource_classes rc ON rc.${RC.id} = ha.${HOLD_AMOUNT.resourceClassId}`;
+
+/** Holds from rows of HOLD_FIELDS (one row per amount), in first-seen order. */
+export function holdsOf(result: ResultSet): StoredHold[] {
+  const holds = new Map<string, StoredHold & { amounts: Map<Key, number> }>();
+  for (const r of result.rows) {
+    const uuid = String(r.uuid);
+    let h = holds.get(uuid);
+    if (!h) {
+      h = {
+        id: uuid,
+        project: String(r.project),
+        startMs: Number(r.start_ms),
+        endMs: Number(r.end_ms),
+        endAction: String(r.end_action) as EndAction,
+        ignoreAllocations: Number(r.ignore_allocations) === 1,
+        generation: Number(r.generation),
+        createdAt: String(r.created_at),
+        updatedAt: String(r.updated_at),
+        amounts: new Map(),
+      };
+      holds.set(uuid, h);
+    }
+    h.amounts.set(keyOf(String(r.provider), String(r.resource_class)), Number(r.amount));
+  }
+  return [...holds.values()];
+}
+
+/** The providers named by uuid, as an SQL set of ids. */
+const providerIdsIn = (count: number) => `(SELECT ${RP.id} FROM resource_providers WHERE ${RP.uuid} IN (${inList(Array(count))}))`;
+
+/** Holds not over at `nowMs` that hold anything on the providers. */
+const holdsOnProvidersSql = (count: number) => `SELECT ${HOLD_FIELDS} FROM ${HOLD_JOINS}
+  WHERE h.${HOLD.endMs} > ? AND h.${HOLD.uuid} IN (SELECT x.${HOLD_AMOUNT.holdUuid} FROM ext_hold_amounts x WHERE x.${HOLD_AMOUNT.resourceProviderId} IN ${providerIdsIn(count)})
+  ORDER BY h.${HOLD.uuid}`;
+
+/**
+ * The allocations on the providers, each with its end (its lease's expiry
+ * while the lease covers the consumer as it is: a rewrite since makes it
+ * forever) and the hold it is drawn from (on the same terms).
+ */
+const allocationsOnProvidersSql = (
+  count: number,
+  heldOnly = false,
+) => `SELECT a.${ALLOC.consumerId} AS consumer, pr.${PROJECT.externalId} AS project,
+    p.${RP.uuid} AS provider, rc.${RC.name} AS resource_class, a.${ALLOC.used} AS used,
+    CASE WHEN l.${LEASE.consumerGeneration} = c.${CONSUMER.generation} THEN l.${LEASE.expiresAtMs} END AS ends_at_ms,
+    CASE WHEN d.${HOLD_DRAW.consumerGeneration} = c.${CONSUMER.generation} THEN d.${HOLD_DRAW.holdUuid} END AS hold
+  FROM allocations a JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId}
+  JOIN projects pr ON pr.${PROJECT.id} = c.${CONSUMER.projectId}
+  JOIN resource_providers p ON p.${RP.id} = a.${ALLOC.resourceProviderId}
+  JOIN resource_classes rc ON rc.${RC.id} = a.${ALLOC.resourceClassId}
+  LEFT JOIN ext_leases l ON l.${LEASE.consumerUuid} = a.${ALLOC.consumerId}
+  LEFT JOIN ext_hold_draws d ON d.${HOLD_DRAW.consumerUuid} = a.${ALLOC.consumerId}
+  WHERE a.${ALLOC.resourceProviderId} IN ${providerIdsIn(count)}${heldOnly ? ` AND ${isHeld('a', ALLOC.resourceProviderId, ALLOC.resourceClassId)}` : ''}`;
+
+/** Whether some stored hold holds the (provider, class) of the row aliased `alias`. */
+const isHeld = (alias: string, provider: string, resourceClass: string) =>
+  `EXISTS (SELECT 1 FROM ext_hold_amounts ha WHERE ha.${HOLD_AMOUNT.resourceProviderId} = ${alias}.${provider} AND ha.${HOLD_AMOUNT.resourceClassId} = ${alias}.${resourceClass})`;
+
+const capacitiesSql = (
+  count: number,
+  heldOnly = false,
+) => `SELECT p.${RP.uuid} AS provider, rc.${RC.name} AS resource_class, ${capacitySql('i')} AS capacity, p.${RP.generation} AS generation
+  FROM inventories i JOIN resource_providers p ON p.${RP.id} = i.${INV.resourceProviderId}
+  JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+  WHERE i.${INV.resourceProviderId} IN ${providerIdsIn(count)}${heldOnly ? ` AND ${isHeld('i', INV.resourceProviderId, INV.resourceClassId)}` : ''}`;
+
+const providerGenerationsSql = (count: number) =>
+  `SELECT ${RP.uuid} AS provider, ${RP.generation} AS generation FROM resource_providers WHERE ${RP.uuid} IN (${inList(Array(count))})`;
+
+/**
+ * The statements that read a World around `providers` at `nowMs`, in one
+ * batch (worldOf reads them back). `heldOnly`: only the (provider, class)
+ * pairs some hold holds (a claim's guard: nothing else matters to it, and a
+ * cloud without holds reads nothing).
+ */
+export function worldStatements(providers: readonly string[], nowMs: number, heldOnly = false): InStatement[] {
+  const ids = [...providers];
+  return [
+    { sql: holdsOnProvidersSql(ids.length), args: [nowMs, ...ids] },
+    { sql: allocationsOnProvidersSql(ids.length, heldOnly), args: ids },
+    { sql: capacitiesSql(ids.length, heldOnly), args: ids },
+    { sql: providerGenerationsSql(ids.length), args: ids },
+  ];
+}
+
+export interface ReadWorld {
+  world: World;
+  /** Every hold the statements read (some may be over at the World's instant). */
+  holds: StoredHold[];
+  /** Each provider's generation as read (absent: no such provider). */
+  generations: Map<string, number>;
+}
+
+/** The World read by worldStatements' results. */
+export function worldOf(results: readonly ResultSet[], nowMs: number): ReadWorld {
+  const [holdRows, allocationRows, capacityRows, generationRows] = results;
+  // Every hold read (what a guard compares as of the write), and those not over at `nowMs` (what the model sees).
+  const stored = holdsOf(holdRows!);
+  const holds = stored.filter((h) => h.endMs > nowMs);
+  const byId = new Map(holds.map((h) => [h.id, h]));
+  const allocations: Allocation[] = allocationRows!.rows.map((r) => {
+    const holdId = r.hold === null ? null : String(r.hold);
+    const leased = r.ends_at_ms === null ? FOREVER : Number(r.ends_at_ms);
+    const from = holdId === null ? undefined : byId.get(holdId);
+    return {
+      consumer: String(r.consumer),
+      project: String(r.project),
+      key: keyOf(String(r.provider), String(r.resource_class)),
+      amount: Number(r.used),
+      // Drawn from a hold that releases them: they end at its end at the latest.
+      endsAtMs: from ? drawnEndMs(from, leased) : leased,
+      holdId,
+    };
+  });
+  const capacity = new Map<Key, number>(
+    capacityRows!.rows.map((r) => [keyOf(String(r.provider), String(r.resource_class)), Number(r.capacity)]),
+  );
+  const generations = new Map((generationRows?.rows ?? []).map((r) => [String(r.provider), Number(r.generation)]));
+  return { world: { nowMs, capacity, allocations, holds }, holds: stored, generations };
+}
+
+export async function readWorld(reader: BatchReader, providers: readonly string[], nowMs: number): Promise<ReadWorld> {
+  return worldOf(await reader.readBatch(worldStatements(providers, nowMs)), nowMs);
+}
+
+/**
+ * The holds not over at `nowMs` on the providers, as one text (uuid and
+ * generation of each, in uuid order), in SQL as of a write; holdsFingerprint
+ * gives the same from what was read. Equal: no hold was added, edited or
+ * removed there since the read.
+ */
+export const holdsFingerprintSql = (count: number, exceptHold: boolean) => `(SELECT coalesce(group_concat(f, ','), '') FROM (
+    SELECT h.${HOLD.uuid} || ':' || h.${HOLD.generation} AS f FROM ext_holds h
+    WHERE h.${HOLD.endMs} > ? ${exceptHold ? `AND h.${HOLD.uuid} <> ?` : ''}
+      AND h.${HOLD.uuid} IN (SELECT x.${HOLD_AMOUNT.holdUuid} FROM ext_hold_amounts x WHERE x.${HOLD_AMOUNT.resourceProviderId} IN ${providerIdsIn(count)})
+    ORDER BY h.${HOLD.uuid}))`;
+
+export const holdsFingerprint = (holds: readonly StoredHold[]): string =>
+  holds
+    .map((h) => `${h.id}:${h.generation}`)
+    .sort()
+    .join(',');
+
+/** A guard: the holds on `providers` are still those read (but `exceptHold`, the one being written). */
+export function sameHoldsGuard(
+  providers: readonly string[],
+  nowMs: number,
+  read: readonly StoredHold[],
+  exceptHold?: string,
+): WriteStatement {
+  const others = exceptHold === undefined ? read : read.filter((h) => h.id !== exceptHold);
+  const args: InValue[] = exceptHold === undefined ? [nowMs, ...providers] : [nowMs, exceptHold, ...providers];
+  return guard(`${holdsFingerprintSql(providers.length, exceptHold !== undefined)} = ?`, [...args, holdsFingerprint(others)]);
+}
+
+/** A guard: the providers are still at the generations read (no claim, no inventory change since). */
+export function sameGenerationsGuard(generations: ReadonlyMap<string, number>): WriteStatement {
+  const pairs = [...generations];
+  const condition = pairs.map(() => `(SELECT ${RP.generation} FROM resource_providers WHERE ${RP.uuid} = ?) = ?`).join(' AND ');
+  return guard(condition || '1', pairs.flat());
+}
+
+export interface HoldRow {
+  uuid: string;
+  projectId: string;
+  startMs: number;
+  endMs: number;
+  endAction: EndAction;
+  ignoreAllocations: boolean;
+  amounts: ReadonlyMap<Key, number>;
+}
+
+/** The statements that write a hold's amounts (by provider uuid and class name). */
+function amountStatements(uuid: string, amounts: ReadonlyMap<Key, number>): WriteStatement[] {
+  const out: WriteStatement[] = [];
+  for (const [key, amount] of amounts) {
+    const at = key.indexOf(' ');
+    out.push(
+      stmt(
+        `INSERT INTO ext_hold_amounts (${HOLD_AMOUNT.holdUuid}, ${HOLD_AMOUNT.resourceProviderId}, ${HOLD_AMOUNT.resourceClassId}, ${HOLD_AMOUNT.amount})
+          SELECT ?, p.${RP.id}, rc.${RC.id}, ? FROM resource_providers p, resource_classes rc WHERE p.${RP.uuid} = ? AND rc.${RC.name} = ?`,
+        [uuid, amount, key.slice(0, at), key.slice(at + 1)],
+        { mustChange: true },
+      ),
+    );
+  }
+  return out;
+}
+
+/** Writes a new hold, provided `guards` (what its admission read) still hold, in one batch. */
+export async function insertHold(store: DataStore, hold: HoldRow, now: string, guards: WriteStatement[]): Promise<void> {
+  await commitGuarded(store, [
+    ...guards,
+    stmt(
+      `INSERT INTO ext_holds (${HOLD.uuid}, ${HOLD.projectId}, ${HOLD.startMs}, ${HOLD.endMs}, ${HOLD.endAction}, ${HOLD.ignoreAllocations}, ${HOLD.generation}, ${HOLD.createdAt}, ${HOLD.updatedAt})
+        VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+      [hold.uuid, hold.projectId, hold.startMs, hold.endMs, hold.endAction, hold.ignoreAllocations ? 1 : 0, now, now],
+    ),
+    ...amountStatements(hold.uuid, hold.amounts),
+  ]);
+}
+
+/** Replaces a hold at `generation` (its window, flags and amounts), bumping it; guarded as insertHold. */
+export async function replaceHold(
+  store: DataStore,
+  hold: HoldRow,
+  generation: number,
+  now: string,
+  guards: WriteStatement[],
+): Promise<void> {
+  await commitGuarded(store, [
+    ...guards,
+    stmt(
+      `UPDATE ext_holds SET ${HOLD.startMs} = ?, ${HOLD.endMs} = ?, ${HOLD.endAction} = ?, ${HOLD.ignoreAllocations} = ?, ${HOLD.generation} = ${HOLD.generation} + 1, ${HOLD.updatedAt} = ?
+        WHERE ${HOLD.uuid} = ? AND ${HOLD.generation} = ?`,
+      [hold.startMs, hold.endMs, hold.endAction, hold.ignoreAllocations ? 1 : 0, now, hold.uuid, generation],
+      { mustChange: true },
+    ),
+    stmt(`DELETE FROM ext_hold_amounts WHERE ${HOLD_AMOUNT.holdUuid} = ?`, [hold.uuid]),
+    ...amountStatements(hold.uuid, hold.amounts),
+  ]);
+}
+
+/** Removes a hold (its amounts and draws go by trigger); with `generation`, only at that generation. False when nothing went. */
+export async function removeHold(store: DataStore, uuid: string, generation?: number): Promise<boolean> {
+  const [deleted] = await commitGuarded(store, [
+    generation === undefined
+      ? stmt(`DELETE FROM ext_holds WHERE ${HOLD.uuid} = ?`, [uuid])
+      : stmt(`DELETE FROM ext_holds WHERE ${HOLD.uuid} = ? AND ${HOLD.generation} = ?`, [uuid, generation]),
+  ]);
+  return deleted!.rowsAffected > 0;
+}
+
+export async function findHold(reader: BatchReader, uuid: string): Promise<StoredHold | null> {
+  const [rows] = await reader.readBatch([{ sql: `SELECT ${HOLD_FIELDS} FROM ${HOLD_JOINS} WHERE h.${HOLD.uuid} = ?`, args: [uuid] }]);
+  return holdsOf(rows!)[0] ?? null;
+}
+
+/** Holds, by project and/or active at an instant, soonest start first. */
+export async function listHolds(
+  reader: BatchReader,
+  filter: { projectId?: string; activeAtMs?: number },
+  limit = 1000,
+): Promise<StoredHold[]> {
+  const where: string[] = [];
+  const args: InValue[] = [];
+  if (filter.projectId !== undefined) {
+    where.push(`h.${HOLD.projectId} = ?`);
+    args.push(filter.projectId);
+  }
+  if (filter.activeAtMs !== undefined) {
+    where.push(`h.${HOLD.startMs} <= ? AND ? < h.${HOLD.endMs}`);
+    args.push(filter.activeAtMs, filter.activeAtMs);
+  }
+  const [rows] = await reader.readBatch([
+    {
+      sql: `SELECT ${HOLD_FIELDS} FROM ${HOLD_JOINS} WHERE h.${HOLD.uuid} IN (SELECT h.${HOLD.uuid} FROM ext_holds h ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY h.${HOLD.startMs}, h.${HOLD.uuid} LIMIT ?) ORDER BY h.${HOLD.startMs}, h.${HOLD.uuid}`,
+      args: [...args, limit],
+    },
+  ]);
+  return holdsOf(rows!);
+}
+
+/** What a hold's amounts name that does not exist: unknown providers, unknown classes, and pairs without inventory. */
+export async function unknownNames(
+  reader: BatchReader,
+  amounts: ReadonlyMap<Key, number>,
+): Promise<{ providers: string[]; classes: string[]; withoutInventory: Key[] }> {
+  const keys = [...amounts.keys()];
+  const providers = [...new Set(keys.map((k) => k.slice(0, k.indexOf(' '))))];
+  const classes = [...new Set(keys.map((k) => k.slice(k.indexOf(' ') + 1)))];
+  const [p, c, i] = await reader.readBatch([
+    { sql: `SELECT ${RP.uuid} AS uuid FROM resource_providers WHERE ${RP.uuid} IN (${inList(providers)})`, args: providers },
+    { sql: `SELECT ${RC.name} AS name FROM resource_classes WHERE ${RC.name} IN (${inList(classes)})`, args: classes },
+    { sql: capacitiesSql(providers.length), args: providers },
+  ]);
+  const knownProviders = new Set(p!.rows.map((r) => String(r.uuid)));
+  const knownClasses = new Set(c!.rows.map((r) => String(r.name)));
+  const inventories = new Set(i!.rows.map((r) => keyOf(String(r.provider), String(r.resource_class))));
+  return {
+    providers: providers.filter((x) => !knownProviders.has(x)),
+    classes: classes.filter((x) => !knownClasses.has(x)),
+    withoutInventory: keys.filter((k) => !inventories.has(k)),
+  };
+}
+
+/** Whether placement knows the project (some consumer of it was ever written). */
+export async function projectKnown(reader: BatchReader, projectId: string): Promise<boolean> {
+  const [rows] = await reader.readBatch([{ sql: `SELECT 1 FROM projects WHERE ${PROJECT.externalId} = ?`, args: [projectId] }]);
+  return rows!.rows.length > 0;
+}
+
+/** Providers with inventory of every class of `classes` (in the tree of `inTree`, when given), in id order. */
+export async function providersWith(reader: BatchReader, classes: readonly string[], inTree?: string): Promise<string[]> {
+  const tree =
+    inTree === undefined
+      ? ''
+      : `AND p.${RP.rootProviderId} = (SELECT t.${RP.rootProviderId} FROM resource_providers t WHERE t.${RP.uuid} = ?)`;
+  const [rows] = await reader.readBatch([
+    {
+      sql: `SELECT p.${RP.uuid} AS uuid FROM resource_providers p WHERE (SELECT count(*) FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+          WHERE i.${INV.resourceProviderId} = p.${RP.id} AND rc.${RC.name} IN (${inList(classes)})) = ? ${tree} ORDER BY p.${RP.id}`,
+      args: [...classes, classes.length, ...(inTree === undefined ? [] : [inTree])],
+    },
+  ]);
+  return rows!.rows.map((r) => String(r.uuid));
+}

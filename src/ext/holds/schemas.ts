@@ -1,0 +1,83 @@
+// The wire shapes of /ext/holds (docs/holds.md), as zod schemas: request
+// bodies and query, and the answers (GET /openapi.json describes them from here).
+import { z } from 'zod';
+
+const RESOURCE_CLASS = /^[A-Z0-9_]+$/;
+const UUID = /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/;
+/** RFC 3339 with an offset or Z, as placement writes times. */
+const instant = z.iso.datetime({ offset: true }).describe('RFC 3339 time');
+const amount = z
+  .int()
+  .min(1)
+  .max(2 ** 31 - 1);
+
+export const heldAllocationsSchema = z
+  .record(z.string().regex(UUID), z.object({ resources: z.record(z.string().regex(RESOURCE_CLASS), amount) }).strict())
+  .refine(
+    (a) => Object.keys(a).length > 0 && Object.values(a).every((p) => Object.keys(p.resources).length > 0),
+    'hold at least one resource',
+  );
+
+export const postHoldSchema = z
+  .object({
+    project_id: z.string().min(1).max(255),
+    start: instant,
+    end: instant,
+    allocations: heldAllocationsSchema,
+    end_action: z.enum(['release', 'keep']).default('release'),
+    ignore_allocations: z.boolean().default(false),
+  })
+  .strict();
+export type PostHoldBody = z.infer<typeof postHoldSchema>;
+
+/** PATCH: the generation read, and what changes (the rest stays). */
+export const patchHoldSchema = z
+  .object({
+    generation: z.int().min(1),
+    start: instant.optional(),
+    end: instant.optional(),
+    allocations: heldAllocationsSchema.optional(),
+    end_action: z.enum(['release', 'keep']).optional(),
+    ignore_allocations: z.boolean().optional(),
+  })
+  .strict();
+export type PatchHoldBody = z.infer<typeof patchHoldSchema>;
+
+export const listHoldsQuery = z
+  .object({
+    project_id: z.string().min(1).max(255).optional(),
+    active_at: instant.optional(),
+  })
+  .strict();
+
+export const availabilityQuery = z
+  .object({
+    resources: z.string().regex(/^[A-Z0-9_]+:[1-9][0-9]*(,[A-Z0-9_]+:[1-9][0-9]*)*$/, 'resources as RC:N[,RC:N...]'),
+    duration: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(366 * 24 * 3600),
+    after: instant.optional(),
+    in_tree: z.string().regex(UUID).optional(),
+  })
+  .strict();
+
+export const HoldResponse = z.object({
+  uuid: z.string(),
+  project_id: z.string(),
+  start: z.string(),
+  end: z.string(),
+  end_action: z.enum(['release', 'keep']),
+  ignore_allocations: z.boolean(),
+  generation: z.int(),
+  allocations: z.record(z.string(), z.object({ resources: z.record(z.string(), z.int()) })),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export const HoldListResponse = z.object({ holds: z.array(HoldResponse) });
+export const AvailabilityResponse = z.object({
+  start: z.string().nullable().describe('the earliest start, null when the resources never fit'),
+  end: z.string().nullable(),
+  resource_provider_uuid: z.string().nullable(),
+});

@@ -1,0 +1,241 @@
+// Holds' verbs (docs/holds.md): check the input, read what the model needs,
+// decide with the model, write in one guarded batch (retried from a fresh
+// read when a claim or another hold got in between). Bad input is refused
+// before anything is written; no HTTP here (routes in ../http/routes/holds.ts).
+import type { DataStore } from '../../db/client.js';
+import { conflict, invalid, notFound } from '../../errors.js';
+import { placementWrite } from '../../placement/writes/kernel.js';
+import { earliestStart, type Hold, type Key, keyOf, refuseHold, splitKey, type Violation } from './model.js';
+import {
+  findHold,
+  type HoldRow,
+  insertHold,
+  listHolds,
+  projectKnown,
+  providersWith,
+  readWorld,
+  removeHold,
+  replaceHold,
+  sameGenerationsGuard,
+  sameHoldsGuard,
+  type StoredHold,
+  unknownNames,
+} from './repo.js';
+import type { PatchHoldBody, PostHoldBody } from './schemas.js';
+
+export const HOLD_UNSATISFIABLE = 'placement.ext.hold_unsatisfiable';
+
+export interface HoldDeps {
+  store: DataStore;
+  nowMs(): number;
+  newId(): string;
+}
+
+/** A hold on the wire. */
+export function presentHold(h: StoredHold) {
+  const allocations: Record<string, { resources: Record<string, number> }> = {};
+  for (const [key, amount] of h.amounts) {
+    const { provider, resourceClass } = splitKey(key);
+    (allocations[provider] ??= { resources: {} }).resources[resourceClass] = amount;
+  }
+  return {
+    uuid: h.id,
+    project_id: h.project,
+    start: new Date(h.startMs).toISOString(),
+    end: new Date(h.endMs).toISOString(),
+    end_action: h.endAction,
+    ignore_allocations: h.ignoreAllocations,
+    generation: h.generation,
+    allocations,
+    created_at: h.createdAt,
+    updated_at: h.updatedAt,
+  };
+}
+
+const amountsOf = (allocations: PostHoldBody['allocations']): Map<Key, number> => {
+  const amounts = new Map<Key, number>();
+  for (const [provider, { resources }] of Object.entries(allocations)) {
+    for (const [resourceClass, amount] of Object.entries(resources)) amounts.set(keyOf(provider.toLowerCase(), resourceClass), amount);
+  }
+  return amounts;
+};
+
+const providersOf = (amounts: ReadonlyMap<Key, number>): string[] => [...new Set([...amounts.keys()].map((k) => splitKey(k).provider))];
+
+function unsatisfiable(v: Violation): Error {
+  const { provider, resourceClass } = splitKey(v.key);
+  return conflict(
+    `Hold not admitted: '${resourceClass}' on resource provider '${provider}' would be over capacity at ${new Date(v.atMs).toISOString()} ` +
+      `(${v.load} held and allocated of ${v.capacity})`,
+    HOLD_UNSATISFIABLE,
+  );
+}
+
+/** The window's checks: a start before its end, an end not past. */
+function checkWindow(startMs: number, endMs: number, nowMs: number): void {
+  if (endMs <= startMs)
+    throw invalid(`A hold's end (${new Date(endMs).toISOString()}) must come after its start (${new Date(startMs).toISOString()})`);
+  if (endMs <= nowMs) throw invalid(`A hold's window must not be over: its end ${new Date(endMs).toISOString()} is in the past`);
+}
+
+/** What the amounts name exists, each pair has inventory, and no amount exceeds its capacity (it could never fit). */
+async function checkAmounts(store: DataStore, amounts: ReadonlyMap<Key, number>, nowMs: number): Promise<void> {
+  const unknown = await unknownNames(store, amounts);
+  if (unknown.providers.length) throw invalid(`No such resource provider: ${unknown.providers.join(', ')}`);
+  if (unknown.classes.length) throw invalid(`No such resource class: ${unknown.classes.join(', ')}`);
+  if (unknown.withoutInventory.length) {
+    const { provider, resourceClass } = splitKey(unknown.withoutInventory[0]!);
+    throw invalid(`Resource provider '${provider}' has no inventory of '${resourceClass}' to hold`);
+  }
+  const { world } = await readWorld(store, providersOf(amounts), nowMs);
+  for (const [key, amount] of amounts) {
+    const capacity = world.capacity.get(key) ?? 0;
+    if (amount > capacity) {
+      const { provider, resourceClass } = splitKey(key);
+      throw invalid(`A hold of ${amount} '${resourceClass}' on resource provider '${provider}' is bigger than its capacity (${capacity})`);
+    }
+  }
+}
+
+/**
+ * Admits `row` (new, or replacing the stored hold of its uuid at
+ * `generation`) and writes it: read, decide, write guarded by what was read
+ * (the providers' generations: no claim since; the holds there: no other hold
+ * written since), retried from a fresh read when one moved.
+ */
+async function admit(deps: HoldDeps, row: HoldRow, generation?: number): Promise<StoredHold> {
+  const providers = providersOf(row.amounts);
+  await placementWrite(async () => {
+    const nowMs = deps.nowMs();
+    const read = await readWorld(deps.store, providers, nowMs);
+    const hold: Hold = {
+      id: row.uuid,
+      project: row.projectId,
+      startMs: row.startMs,
+      endMs: row.endMs,
+      amounts: row.amounts,
+      endAction: row.endAction,
+    };
+    const refusal = refuseHold(read.world, hold, row.ignoreAllocations);
+    if (refusal) throw unsatisfiable(refusal.violation);
+    const guards = [sameGenerationsGuard(read.generations), sameHoldsGuard(providers, nowMs, read.holds, row.uuid)];
+    const now = new Date(nowMs).toISOString();
+    if (generation === undefined) await insertHold(deps.store, row, now, guards);
+    else await replaceHold(deps.store, row, generation, now, guards);
+  });
+  const stored = await findHold(deps.store, row.uuid);
+  if (!stored) throw conflict(`Hold ${row.uuid} was removed meanwhile`, 'placement.concurrent_update');
+  return stored;
+}
+
+const timeOf = (rfc3339: string): number => Date.parse(rfc3339);
+
+export async function createHold(deps: HoldDeps, body: PostHoldBody): Promise<StoredHold> {
+  const nowMs = deps.nowMs();
+  const startMs = timeOf(body.start);
+  const endMs = timeOf(body.end);
+  checkWindow(startMs, endMs, nowMs);
+  if (!(await projectKnown(deps.store, body.project_id)))
+    throw invalid(`Unknown project '${body.project_id}': placement has no consumer of it`);
+  const amounts = amountsOf(body.allocations);
+  await checkAmounts(deps.store, amounts, nowMs);
+  return admit(deps, {
+    uuid: deps.newId(),
+    projectId: body.project_id,
+    startMs,
+    endMs,
+    endAction: body.end_action,
+    ignoreAllocations: body.ignore_allocations,
+    amounts,
+  });
+}
+
+export async function getHold(deps: HoldDeps, uuid: string): Promise<StoredHold> {
+  const hold = await findHold(deps.store, uuid);
+  if (!hold) throw notFound(`No hold ${uuid}`);
+  return hold;
+}
+
+/** Edits a hold at the generation the caller read (stale: 409 concurrent_update); the edited hold is admitted as a new one would be. */
+export async function patchHold(deps: HoldDeps, uuid: string, body: PatchHoldBody): Promise<StoredHold> {
+  const old = await getHold(deps, uuid);
+  if (old.generation !== body.generation) {
+    throw conflict(`Hold ${uuid} is at generation ${old.generation}, not ${body.generation}: read it again`, 'placement.concurrent_update');
+  }
+  const nowMs = deps.nowMs();
+  const startMs = body.start === undefined ? old.startMs : timeOf(body.start);
+  const endMs = body.end === undefined ? old.endMs : timeOf(body.end);
+  checkWindow(startMs, endMs, nowMs);
+  const amounts = body.allocations === undefined ? old.amounts : amountsOf(body.allocations);
+  if (body.allocations !== undefined) await checkAmounts(deps.store, amounts, nowMs);
+  try {
+    return await admit(
+      deps,
+      {
+        uuid,
+        projectId: old.project,
+        startMs,
+        endMs,
+        endAction: body.end_action ?? old.endAction,
+        ignoreAllocations: body.ignore_allocations ?? old.ignoreAllocations,
+        amounts,
+      },
+      body.generation,
+    );
+  } catch (err) {
+    // The hold changed or went between the read and the write (mustChange on its generation).
+    const now = await findHold(deps.store, uuid);
+    if (!now || now.generation !== body.generation)
+      throw conflict(`Hold ${uuid} changed meanwhile: read it again`, 'placement.concurrent_update');
+    throw err;
+  }
+}
+
+export async function deleteHold(deps: HoldDeps, uuid: string): Promise<void> {
+  if (!(await removeHold(deps.store, uuid))) throw notFound(`No hold ${uuid}`);
+}
+
+export async function findHolds(deps: HoldDeps, filter: { project_id?: string; active_at?: string }): Promise<StoredHold[]> {
+  return listHolds(deps.store, {
+    projectId: filter.project_id,
+    activeAtMs: filter.active_at === undefined ? undefined : timeOf(filter.active_at),
+  });
+}
+
+/**
+ * The earliest start at or after `after` (now at the latest) at which one
+ * provider holding every class asked (in the tree `inTree`, when given) can
+ * take `resources` for `durationMs`: the first such start over the providers.
+ */
+export async function availability(
+  deps: HoldDeps,
+  query: { resources: string; duration: number; after?: string; in_tree?: string },
+): Promise<{ start: string | null; end: string | null; resource_provider_uuid: string | null }> {
+  const nowMs = deps.nowMs();
+  const afterMs = Math.max(nowMs, query.after === undefined ? nowMs : timeOf(query.after));
+  const asked = new Map<string, number>();
+  for (const part of query.resources.split(',')) {
+    const [rc, n] = part.split(':');
+    if (asked.has(rc!)) throw invalid(`Resource class ${rc} is named twice in resources`);
+    asked.set(rc!, Number(n));
+  }
+  const durationMs = query.duration * 1000;
+  let best: { start: number; provider: string } | null = null;
+  const candidates = await providersWith(deps.store, [...asked.keys()], query.in_tree);
+  for (let i = 0; i < candidates.length; i += 400) {
+    const chunk = candidates.slice(i, i + 400);
+    const { world } = await readWorld(deps.store, chunk, nowMs);
+    for (const provider of chunk) {
+      const amounts = new Map([...asked].map(([rc, n]) => [keyOf(provider, rc), n]));
+      const start = earliestStart(world, amounts, durationMs, afterMs);
+      if (start !== null && (best === null || start < best.start)) best = { start, provider };
+    }
+    if (best !== null && best.start === afterMs) break;
+  }
+  if (!best) return { start: null, end: null, resource_provider_uuid: null };
+  return {
+    start: new Date(best.start).toISOString(),
+    end: new Date(best.start + durationMs).toISOString(),
+    resource_provider_uuid: best.provider,
+  };
+}

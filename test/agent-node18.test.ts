@@ -1,0 +1,85 @@
+// The host agent on Debian 12's Node (18): the bundled dist/placement-agent.mjs (`npm run build`),
+// run by Node 18 (the npm package `node@18`, as `npx -y node@18`: the npm registry or its
+// cache), reports a fixture host with its FPGA to server.mjs. Only the bundle is promised to run
+// on 18; the checkout (tsx, vitest) needs Node 20.
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { buildDist, EXTERNAL_PACKAGES } from '../scripts/build.js';
+import { startServerProcess, type ServerProcess } from './helpers/node-server.js';
+import { describeWithPart } from './helpers/parts.js';
+
+const ROOT = join(import.meta.dirname, '..');
+const run = promisify(execFile);
+const HEADERS = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39' };
+const NODE_18 = ['-y', 'node@18'];
+
+/** Node 18's own version, or why it cannot run here. */
+async function node18(): Promise<{ version?: string; missing?: string }> {
+  try {
+    const { stdout } = await run('npx', [...NODE_18, '--version'], { timeout: 240_000 });
+    return { version: stdout.trim() };
+  } catch (err) {
+    return { missing: `Node 18 (npx -y node@18: the npm package node@18, from the registry or npm's cache): ${(err as Error).message}` };
+  }
+}
+
+const found = await node18();
+
+describeWithPart(found.missing, 'the bundled agent on Node 18', () => {
+  let work: string;
+  let installed: string;
+  let server: ServerProcess | undefined;
+
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), 'placement-agent-node18-'));
+    installed = join(work, 'opt');
+    await buildDist(installed);
+    mkdirSync(join(installed, 'node_modules'));
+    for (const name of EXTERNAL_PACKAGES) symlinkSync(join(ROOT, 'node_modules', name), join(installed, 'node_modules', name));
+    mkdirSync(join(work, 'var'));
+    server = await startServerProcess([join(installed, 'server.mjs')], `file:${join(work, 'var', 'placement.db')}`, {}, installed);
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('placement-agent.mjs once, run by Node 18, reports the FPGA host and its device', async () => {
+    expect(found.version).toMatch(/^v18\./);
+    const agent = await run(
+      'npx',
+      [
+        ...NODE_18,
+        join(installed, 'placement-agent.mjs'),
+        'once',
+        '--endpoint',
+        server!.url,
+        '--token',
+        'admin',
+        '--root',
+        join(ROOT, 'agent', 'test', 'fixtures', 'fpga'),
+        '--host',
+        'compute1',
+      ],
+      { cwd: installed, env: { ...process.env, PLACEMENT_AGENT_INSTANCES_PATH: work }, timeout: 120_000 },
+    );
+    expect(agent.stderr).not.toMatch(/error/i);
+    const byName = (await (await fetch(`${server!.url}/resource_providers?name=compute1`, { headers: HEADERS })).json()) as {
+      resource_providers: { uuid: string }[];
+    };
+    expect(byName.resource_providers).toHaveLength(1);
+    const tree = (await (
+      await fetch(`${server!.url}/resource_providers?in_tree=${byName.resource_providers[0]!.uuid}`, { headers: HEADERS })
+    ).json()) as {
+      resource_providers: { name: string }[];
+    };
+    expect(tree.resource_providers.length).toBeGreaterThan(1);
+    const devices = (await (await fetch(`${server!.url}/accelerator/v2/devices`, { headers: HEADERS })).json()) as { devices: unknown[] };
+    expect(devices.devices).toHaveLength(1);
+  }, 180_000);
+});

@@ -1,0 +1,234 @@
+// Claims beside holds (docs/holds.md), through the API on a virtual clock:
+// outsiders never get held capacity of a window that has begun or will begin
+// unless their claim ends before it (ext_until, enforced by a lease written
+// in the claim's batch); the hold's project draws from it (ext_hold) inside
+// its window, on its providers, up to its amount; racing claims at the
+// window's start leave the hold's project all of it; end_action=release
+// removes the drawn claims at the first sweep after the end.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { buildNodeDeps } from '../../src/entry/node-service.js';
+import { runSweeps } from '../../src/jobs/sweeps.js';
+import { provider } from '../helpers/providers.js';
+import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+const T0 = Date.parse('2030-01-01T00:00:00Z');
+const HOUR = 3600_000;
+const at = (ms: number) => new Date(ms).toISOString();
+const HELD_FOR = '11111111-0000-4000-8000-000000000001';
+const OTHER = '22222222-0000-4000-8000-000000000002';
+
+let t: TestApp;
+let now = T0;
+let gpu: string;
+
+beforeEach(async () => {
+  t = await makeTestApp();
+  now = T0;
+  t.deps.clock = () => new Date(now);
+  gpu = await provider(t, { inventory: { PGPU: { total: 16 }, VCPU: { total: 64 } } });
+  expect((await claimOn(t, HELD_FOR, { VCPU: 1 })).status).toBe(204);
+});
+afterEach(() => t.close());
+
+function claimOn(
+  app: TestApp,
+  project: string,
+  resources: Record<string, number>,
+  query = '',
+  consumer = crypto.randomUUID(),
+): Promise<Response> {
+  return app.call('PUT', `/allocations/${consumer}${query}`, {
+    body: {
+      allocations: { [gpu]: { resources } },
+      project_id: project,
+      user_id: project,
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
+    },
+  });
+}
+
+async function hold(amount: number, startMs: number, endMs: number, endAction: 'release' | 'keep' = 'release'): Promise<string> {
+  const res = await t.call('POST', '/ext/holds', {
+    body: {
+      project_id: HELD_FOR,
+      start: at(startMs),
+      end: at(endMs),
+      end_action: endAction,
+      allocations: { [gpu]: { resources: { PGPU: amount } } },
+    },
+  });
+  expect(res.status, await res.clone().text()).toBe(201);
+  return ((await res.json()) as { uuid: string }).uuid;
+}
+
+async function usage(project: string): Promise<number> {
+  const res = await t.call('GET', `/usages?project_id=${project}`, { version: '1.9' });
+  return ((await res.json()) as { usages: Record<string, number> }).usages.PGPU ?? 0;
+}
+
+describe('backfill before a window', () => {
+  it('offers held capacity only to a claim that ends before the window starts, and writes its lease', async () => {
+    await hold(12, T0 + 2 * HOUR, T0 + 4 * HOUR);
+    // Without an end it would still hold the GPUs at the window's start.
+    const lasting = await claimOn(t, OTHER, { PGPU: 5 });
+    expect(lasting.status).toBe(409);
+    expect((await errorOf(lasting)).code).toBe('placement.ext.capacity_held');
+    expect((await claimOn(t, OTHER, { PGPU: 4 })).status).toBe(204);
+    // Ending at the start is too late; a minute before is not.
+    expect((await claimOn(t, OTHER, { PGPU: 12 }, `?ext_until=${at(T0 + 2 * HOUR)}`)).status).toBe(409);
+    const backfill = crypto.randomUUID();
+    expect((await claimOn(t, OTHER, { PGPU: 12 }, `?ext_until=${at(T0 + 2 * HOUR - 60_000)}`, backfill)).status).toBe(204);
+    const lease = await t.call('GET', `/ext/leases/${backfill}`);
+    expect(lease.status).toBe(200);
+    expect(await lease.json()).toMatchObject({ expires_at: at(T0 + 2 * HOUR - 60_000) });
+    // Seconds from now work too; nothing is left before the window.
+    expect((await claimOn(t, OTHER, { PGPU: 1 }, '?ext_until=60')).status).toBe(409);
+  });
+
+  it('writes a lease with ext_until where nothing is held (the one-batch claim), and refuses a malformed one', async () => {
+    const consumer = crypto.randomUUID();
+    expect((await claimOn(t, OTHER, { PGPU: 16 }, '?ext_until=600', consumer)).status).toBe(204);
+    expect(await (await t.call('GET', `/ext/leases/${consumer}`)).json()).toMatchObject({ expires_at: at(T0 + 600_000) });
+    for (const bad of ['?ext_until=soon', `?ext_until=${at(T0 - 1000)}`, '?ext_hold=nope', '?ext_other=1']) {
+      const res = await claimOn(t, OTHER, { VCPU: 1 }, bad);
+      expect(res.status, bad).toBe(400);
+    }
+    // Refused before anything was written.
+    expect(await usage(OTHER)).toBe(16);
+  });
+});
+
+describe('drawing from a hold', () => {
+  it("is the hold's project's, inside its window, on what it holds, up to its amount", async () => {
+    const id = await hold(8, T0 + HOUR, T0 + 2 * HOUR);
+    const early = await claimOn(t, HELD_FOR, { PGPU: 1 }, `?ext_hold=${id}`);
+    expect(early.status).toBe(409);
+    expect((await errorOf(early)).code).toBe('placement.ext.hold_draw_refused');
+    now = T0 + HOUR;
+    expect((await claimOn(t, OTHER, { PGPU: 1 }, `?ext_hold=${id}`)).status).toBe(409);
+    expect((await claimOn(t, HELD_FOR, { VCPU: 1 }, `?ext_hold=${id}`)).status).toBe(409);
+    expect((await claimOn(t, HELD_FOR, { PGPU: 5 }, `?ext_hold=${id}`)).status).toBe(204);
+    expect((await claimOn(t, HELD_FOR, { PGPU: 3 }, `?ext_hold=${id}`)).status).toBe(204);
+    const over = await claimOn(t, HELD_FOR, { PGPU: 1 }, `?ext_hold=${id}`);
+    expect(over.status).toBe(409);
+    expect((await errorOf(over)).detail).toContain('has 0 of 8');
+    // The drawn 8 are the hold's use, not on top of it: the other 8 are free for anyone.
+    expect((await claimOn(t, OTHER, { PGPU: 8 })).status).toBe(204);
+    expect((await claimOn(t, OTHER, { PGPU: 1 })).status).toBe(409);
+  });
+});
+
+describe('racing at the window start', () => {
+  it('leaves all 16 held units to the hold: 16 drawn claims granted, 32 outsiders refused, nothing over capacity', async () => {
+    const id = await hold(16, T0 + HOUR, T0 + 2 * HOUR);
+    now = T0 + HOUR;
+    // A second app on the same database: two connections writing at once.
+    const other = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: t.dbUrl, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), {
+      debug() {},
+      info() {},
+      warn() {},
+      error() {},
+    });
+    other.clock = () => new Date(now);
+    const second: TestApp = { ...t, deps: other, app: createApp(other) };
+    second.call = (method, path, opts = {}) =>
+      Promise.resolve(
+        second.app.request(path, {
+          method,
+          headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest', 'content-type': 'application/json' },
+          body: JSON.stringify(opts.body),
+        }),
+      );
+    try {
+      const outsiders = Array.from({ length: 32 }, (_, i) => claimOn(i % 2 ? t : second, OTHER, { PGPU: 1 }));
+      const drawn = Array.from({ length: 16 }, (_, i) => claimOn(i % 2 ? second : t, HELD_FOR, { PGPU: 1 }, `?ext_hold=${id}`));
+      const [o, d] = await Promise.all([Promise.all(outsiders), Promise.all(drawn)]);
+      expect(o.filter((r) => r.status === 204).length).toBe(0);
+      expect(d.filter((r) => r.status === 204).length).toBe(16);
+      expect(await usage(HELD_FOR)).toBe(16);
+      expect(await usage(OTHER)).toBe(0);
+    } finally {
+      other.store.close();
+    }
+  });
+});
+
+describe('holds racing claims and holds', () => {
+  it('a hold of everything and 16 lasting claims at once: never both, and two holds of 10 of 16: one', async () => {
+    const other = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: t.dbUrl, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), {
+      debug() {},
+      info() {},
+      warn() {},
+      error() {},
+    });
+    other.clock = () => new Date(now);
+    const second: TestApp = { ...t, deps: other, app: createApp(other) };
+    second.call = (method, path, opts = {}) =>
+      Promise.resolve(
+        second.app.request(path, {
+          method,
+          headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest', 'content-type': 'application/json' },
+          body: JSON.stringify(opts.body),
+        }),
+      );
+    const holdBody = (amount: number) => ({
+      project_id: HELD_FOR,
+      start: at(T0 + HOUR),
+      end: at(T0 + 2 * HOUR),
+      allocations: { [gpu]: { resources: { PGPU: amount } } },
+    });
+    try {
+      const [hold, ...claims] = await Promise.all([
+        second.call('POST', '/ext/holds', { body: holdBody(16) }),
+        ...Array.from({ length: 16 }, (_, i) => claimOn(i % 2 ? t : second, OTHER, { PGPU: 1 })),
+      ]);
+      const granted = claims.filter((r) => r.status === 204).length;
+      if (hold!.status === 201) expect(granted).toBe(0);
+      else {
+        expect(hold!.status).toBe(409);
+        expect(granted).toBeGreaterThan(0);
+      }
+      expect(await usage(OTHER)).toBe(granted);
+      // Clear the ground, then two holds that do not fit together.
+      for (const h of ((await (await t.call('GET', '/ext/holds')).json()) as { holds: { uuid: string }[] }).holds) {
+        await t.call('DELETE', `/ext/holds/${h.uuid}`);
+      }
+      const consumers = (
+        (await (await t.call('GET', `/resource_providers/${gpu}/allocations`)).json()) as { allocations: Record<string, unknown> }
+      ).allocations;
+      for (const c of Object.keys(consumers)) await t.call('DELETE', `/allocations/${c}`);
+      const both = await Promise.all([
+        t.call('POST', '/ext/holds', { body: holdBody(10) }),
+        second.call('POST', '/ext/holds', { body: holdBody(10) }),
+      ]);
+      expect(both.map((r) => r.status).sort()).toEqual([201, 409]);
+    } finally {
+      other.store.close();
+    }
+  });
+});
+
+describe('the end of a hold', () => {
+  it('end_action=release: the drawn claims are gone at the first sweep after the end; keep: they stay', async () => {
+    const released = await hold(8, T0 + HOUR, T0 + 2 * HOUR, 'release');
+    const kept = await hold(8, T0 + HOUR, T0 + 2 * HOUR, 'keep');
+    now = T0 + HOUR;
+    const a = crypto.randomUUID();
+    const b = crypto.randomUUID();
+    expect((await claimOn(t, HELD_FOR, { PGPU: 8 }, `?ext_hold=${released}`, a)).status).toBe(204);
+    expect((await claimOn(t, HELD_FOR, { PGPU: 8 }, `?ext_hold=${kept}`, b)).status).toBe(204);
+    now = T0 + 2 * HOUR - 1;
+    await runSweeps(t.deps);
+    expect(await usage(HELD_FOR)).toBe(16);
+    now = T0 + 2 * HOUR;
+    await runSweeps(t.deps);
+    expect((await t.call('GET', `/allocations/${a}`)).status).toBe(200);
+    expect(((await (await t.call('GET', `/allocations/${a}`)).json()) as { allocations: object }).allocations).toEqual({});
+    expect(await usage(HELD_FOR)).toBe(8);
+    expect((await t.call('GET', `/ext/holds/${released}`)).status).toBe(404);
+    expect((await t.call('GET', `/ext/holds/${kept}`)).status).toBe(404);
+  });
+});
