@@ -41,7 +41,7 @@ const { values: args } = parseArgs({
     token: { type: 'string', default: 'admin' },
     limits: { type: 'string', default: 'off' },
     rounds: { type: 'string', default: '1' },
-    'group-commit': { type: 'string', default: 'on' },
+    'group-commit': { type: 'string', default: 'off' },
     synchronous: { type: 'string', default: 'normal' },
   },
 });

@@ -138,10 +138,12 @@ export const ConfigSchema = z.object({
   /**
    * Node mode on a file database: the write batches one process receives
    * while it serves a turn of its event loop share one transaction and one
-   * COMMIT, each batch in a savepoint of its own (db/group-commit.ts). false:
-   * every write batch commits alone.
+   * COMMIT, each batch in a savepoint of its own (db/group-commit.ts). Off by
+   * default: claims racing for one provider then read the same generation
+   * within a turn and all but one lose the race and retry, so under such a
+   * hot spot some run out of retries (409) where each committing alone won.
    */
-  PLACEMENT_GROUP_COMMIT: bool.default(true),
+  PLACEMENT_GROUP_COMMIT: bool.default(false),
   /**
    * Node mode on a file database: when a commit reaches the disk. normal: it
    * survives the process's crash; the OS crashing or the power failing may
