@@ -1,0 +1,280 @@
+// What if (docs/simulate.md): POST /ext/simulate and GET /ext/defrag. Both
+// read the cloud once (snapshot.ts, one read batch), work on a copy of it
+// (world.ts) and ask the candidates engine over that copy
+// (engine-adapter.ts): the same parser, rules, taints and search that will
+// later decide, and nothing written.
+import { z } from 'zod';
+import type { BatchReader } from '../../db/client.js';
+import type { Microversion } from '../../microversion.js';
+import type { CandidateOptions } from '../../placement/candidates/index.js';
+import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
+import type { Headroom } from '../headroom.js';
+import { gangsThatFit } from '../gangs/headroom.js';
+import { parseGangQuery } from '../gangs/query.js';
+import { applyChanges, type ChangeReport, changeSchema, isSharing, type RemovedPlacement } from './changes.js';
+import { candidatesOver, type EngineView, engineView, headroomOver } from './engine-adapter.js';
+import { readWorld } from './snapshot.js';
+import {
+  type AllocationsBody,
+  allocationsBody,
+  amountsOf,
+  copyWorld,
+  dashboardFigures,
+  type DashboardFigures,
+  type OverCapacity,
+  overCapacity,
+  type UsageTable,
+  usageOf,
+  type World,
+  type WorldAllocation,
+} from './world.js';
+import { capacityOf } from '../../placement/capacity.js';
+
+export { defragPlan, type DefragPlan } from './defrag.js';
+
+/** Most displaced consumers given a place to go (the rest are counted). */
+export const MAX_PLACED = 1000;
+
+export const simulateSchema = z.strictObject({
+  changes: z.array(changeSchema).max(1000),
+  queries: z.array(z.strictObject({ name: z.string().min(1).max(255), query: z.string().max(65_536) })).max(20),
+  /** The dashboard's "nearly full" threshold (its `over`), for the attention figures. */
+  threshold_percent: z.number().min(0).max(1000).default(80),
+});
+export type SimulateBody = z.infer<typeof simulateSchema>;
+
+export interface QueryHeadroom {
+  total: number;
+  /** Trees with room for at least one. */
+  trees: number;
+  /** With count=N (gangs): per domain, how many more gangs of N distinct hosts fit. */
+  domains?: { domain: string | null; gangs: number }[];
+}
+
+export interface DisplacedConsumer {
+  consumer_uuid: string;
+  reason: 'over_capacity' | 'tree_removed';
+  /** Where it is now (after the changes: a resized consumer at its new size). */
+  from: AllocationsBody;
+  /** Where it could go: the first candidate for its resources, the consumers before it placed first; null when none. */
+  could_go: AllocationsBody | null;
+}
+
+export interface SimulationAnswer {
+  changes: ChangeReport[];
+  queries: { name: string; query: string; before: QueryHeadroom; after: QueryHeadroom }[];
+  displaced: DisplacedConsumer[];
+  /** Displaced consumers beyond MAX_PLACED, not given a place. */
+  displaced_not_placed?: number;
+  removed_consumers: string[];
+  over_capacity: { before: OverCapacity[]; after: OverCapacity[] };
+  dashboard: { before: DashboardFigures; after: DashboardFigures };
+}
+
+/** A query string as the routes read one (every key's values, trimmed). */
+export function queryRecord(query: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [key, value] of new URLSearchParams(query.startsWith('?') ? query.slice(1) : query)) (out[key] ??= []).push(value.trim());
+  return out;
+}
+
+interface ParsedQuery {
+  name: string;
+  query: string;
+  request: ReturnType<typeof parseCandidateRequestWithExt>;
+  gang: ReturnType<typeof parseGangQuery>['gang'] | null;
+}
+
+function parseQuery(name: string, query: string, mv: Microversion): ParsedQuery {
+  const record = queryRecord(query);
+  if (record.count) {
+    const { gang, rest } = parseGangQuery(record);
+    return { name, query, request: parseCandidateRequestWithExt(rest, mv), gang };
+  }
+  return { name, query, request: parseCandidateRequestWithExt(record, mv), gang: null };
+}
+
+async function measure(view: EngineView, world: World, usage: UsageTable, q: ParsedQuery, mv: Microversion, options: CandidateOptions) {
+  const headroom: Headroom = await headroomOver(view, usage, q.request, mv, options);
+  const answer: QueryHeadroom = { total: headroom.total, trees: headroom.trees.length };
+  if (q.gang) answer.domains = gangDomains(world, headroom, q.gang);
+  return { answer, headroom };
+}
+
+/** As GET /ext/headroom?count=N (gangs/headroom.ts), with the domains read from the world. */
+function gangDomains(world: World, headroom: Headroom, gang: NonNullable<ParsedQuery['gang']>): NonNullable<QueryHeadroom['domains']> {
+  const perTree = new Map(headroom.trees.map((t) => [t.root_provider_uuid, t.count]));
+  if (gang.domain === 'any') {
+    const gangs = gangsThatFit([...perTree.values()], gang.count);
+    return gangs > 0 ? [{ domain: null, gangs }] : [];
+  }
+  const uuidOfAggregate = new Map([...world.aggregateIdByUuid].map(([uuid, id]) => [id, uuid]));
+  const rootsOf = new Map<string, Set<string>>();
+  for (const p of world.providers.values()) {
+    if (p.id !== p.rootId) continue;
+    for (const agg of p.aggregates) {
+      const uuid = uuidOfAggregate.get(agg);
+      if (uuid === undefined || (gang.domains && !gang.domains.includes(uuid))) continue;
+      let roots = rootsOf.get(uuid);
+      if (!roots) rootsOf.set(uuid, (roots = new Set()));
+      roots.add(p.uuid);
+    }
+  }
+  const domains: NonNullable<QueryHeadroom['domains']> = [];
+  for (const [domain, roots] of rootsOf) {
+    const gangs = gangsThatFit(
+      [...roots].map((root) => perTree.get(root) ?? 0),
+      gang.count,
+    );
+    if (gangs > 0) domains.push({ domain, gangs });
+  }
+  return domains.sort((a, b) => b.gangs - a.gangs || (a.domain ?? '').localeCompare(b.domain ?? ''));
+}
+
+/**
+ * The consumers that no longer fit where they are: on each inventory over
+ * capacity after the changes, the fewest consumers (largest amount there
+ * first, then by uuid) whose leaving brings it within capacity.
+ */
+function overCapacityConsumers(world: World, usage: UsageTable): string[] {
+  const out = new Set<string>();
+  const onInventory = new Map<string, { uuid: string; used: number }[]>();
+  for (const c of world.consumers.values()) {
+    for (const a of c.allocations) {
+      const key = `${a.providerId}:${a.classId}`;
+      const list = onInventory.get(key);
+      if (list) list.push({ uuid: c.uuid, used: a.used });
+      else onInventory.set(key, [{ uuid: c.uuid, used: a.used }]);
+    }
+  }
+  for (const p of world.providers.values()) {
+    for (const inv of p.inventories) {
+      let used = usage.get(p.id)?.get(inv.classId) ?? 0;
+      const capacity = capacityOf(inv);
+      if (used <= capacity) continue;
+      const here = (onInventory.get(`${p.id}:${inv.classId}`) ?? []).sort((a, b) => b.used - a.used || (a.uuid < b.uuid ? -1 : 1));
+      for (const c of here) {
+        if (used <= capacity) break;
+        if (out.has(c.uuid)) {
+          used -= c.used;
+          continue;
+        }
+        out.add(c.uuid);
+        used -= c.used;
+      }
+    }
+  }
+  return [...out].sort();
+}
+
+/** A single-group request for exactly what a consumer holds (its amounts per class), at the latest microversion's rules. */
+export function resourcesQuery(amounts: ReadonlyMap<string, number>): string {
+  return `resources=${[...amounts]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([name, amount]) => `${name}:${amount}`)
+    .join(',')}`;
+}
+
+/** Allocations from a candidate's answer (provider uuid -> resources) as the world's rows. */
+export function allocationsFromBody(world: World, body: AllocationsBody): WorldAllocation[] {
+  const idOfUuid = new Map([...world.providers.values()].map((p) => [p.uuid, p.id]));
+  const rows: WorldAllocation[] = [];
+  for (const [uuid, { resources }] of Object.entries(body)) {
+    for (const [name, used] of Object.entries(resources))
+      rows.push({ providerId: idOfUuid.get(uuid)!, classId: world.classIdByName.get(name)!, used });
+  }
+  return rows;
+}
+
+async function placeDisplaced(
+  world: World,
+  view: EngineView,
+  displaced: { uuid: string; reason: DisplacedConsumer['reason']; from: AllocationsBody; amounts: Map<string, number> }[],
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<DisplacedConsumer[]> {
+  // The displaced leave first; then each takes the first candidate for its resources, in turn.
+  const placing = copyWorld(world);
+  for (const d of displaced) {
+    const c = placing.consumers.get(d.uuid);
+    if (c) c.allocations = [];
+  }
+  const usage = usageOf(placing);
+  const out: DisplacedConsumer[] = [];
+  for (const d of displaced) {
+    const request = parseCandidateRequestWithExt(queryRecord(`${resourcesQuery(d.amounts)}&limit=1`), mv);
+    const body = await candidatesOver(view, usage, request, mv, options);
+    const first = body.allocation_requests[0] as { allocations: AllocationsBody } | undefined;
+    if (first) {
+      for (const a of allocationsFromBody(placing, first.allocations)) {
+        let perClass = usage.get(a.providerId);
+        if (!perClass) usage.set(a.providerId, (perClass = new Map()));
+        perClass.set(a.classId, (perClass.get(a.classId) ?? 0) + a.used);
+      }
+    }
+    out.push({ consumer_uuid: d.uuid, reason: d.reason, from: d.from, could_go: first ? first.allocations : null });
+  }
+  return out;
+}
+
+export async function simulate(
+  reader: BatchReader,
+  body: SimulateBody,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<SimulationAnswer> {
+  // Queries are checked before anything is read: a query placement would refuse is refused with its words.
+  const queries = body.queries.map((q) => parseQuery(q.name, q.query, mv));
+  const before = await readWorld(reader);
+  return simulateOver(before, body, queries, mv, options);
+}
+
+async function simulateOver(
+  before: World,
+  body: SimulateBody,
+  queries: ParsedQuery[],
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<SimulationAnswer> {
+  const after = copyWorld(before);
+  const { reports, removed } = applyChanges(after, body.changes);
+  const [viewBefore, viewAfter] = [engineView(before), engineView(after)];
+  const [usageBefore, usageAfter] = [usageOf(before), usageOf(after)];
+  const answers: SimulationAnswer['queries'] = [];
+  for (const q of queries) {
+    const b = await measure(viewBefore, before, usageBefore, q, mv, options);
+    const a = await measure(viewAfter, after, usageAfter, q, mv, options);
+    answers.push({ name: q.name, query: q.query, before: b.answer, after: a.answer });
+  }
+  const displaced = [
+    ...removed
+      .filter((r): r is RemovedPlacement & { reason: 'tree_removed' } => r.reason === 'tree_removed')
+      .map((r) => ({ uuid: r.consumer_uuid, reason: r.reason, from: r.from, amounts: amountsOfBody(r.from) })),
+    ...overCapacityConsumers(after, usageAfter).map((uuid) => {
+      const c = after.consumers.get(uuid)!;
+      return { uuid, reason: 'over_capacity' as const, from: allocationsBody(after, c.allocations), amounts: amountsOf(after, c) };
+    }),
+  ];
+  const placed = await placeDisplaced(after, viewAfter, displaced.slice(0, MAX_PLACED), mv, options);
+  return {
+    changes: reports,
+    queries: answers,
+    displaced: placed,
+    ...(displaced.length > MAX_PLACED ? { displaced_not_placed: displaced.length - MAX_PLACED } : {}),
+    removed_consumers: removed.filter((r) => r.reason === 'consumer_removed').map((r) => r.consumer_uuid),
+    over_capacity: { before: overCapacity(before, usageBefore), after: overCapacity(after, usageAfter) },
+    dashboard: {
+      before: dashboardFigures(before, body.threshold_percent, usageBefore),
+      after: dashboardFigures(after, body.threshold_percent, usageAfter),
+    },
+  };
+}
+
+function amountsOfBody(body: AllocationsBody): Map<string, number> {
+  const amounts = new Map<string, number>();
+  for (const { resources } of Object.values(body))
+    for (const [name, n] of Object.entries(resources)) amounts.set(name, (amounts.get(name) ?? 0) + n);
+  return amounts;
+}
+
+export { isSharing };
