@@ -7,6 +7,9 @@ import { z } from 'zod';
 import { invalid, notFound } from '../../errors.js';
 import { TAINT_KEY } from '../../placement/candidates/ext-params.js';
 import { SHARES_TRAIT } from '../../placement/candidates/research.js';
+import type { Microversion } from '../../microversion.js';
+import { reservedCapacityProblem } from '../../placement/repo/inventories.js';
+import { MV } from '../../placement/versions.js';
 import { type AllocationsBody, allocationsBody, amountsOf, type World, type WorldProvider } from './world.js';
 
 const MAX_INT = 2_147_483_647;
@@ -82,7 +85,11 @@ function classId(world: World, name: string): number {
 }
 
 /** Applies the changes in order to `world` (a copy); returns what each touched and the placements it took away. */
-export function applyChanges(world: World, changes: readonly Change[]): { reports: ChangeReport[]; removed: RemovedPlacement[] } {
+export function applyChanges(
+  world: World,
+  changes: readonly Change[],
+  mv: Microversion,
+): { reports: ChangeReport[]; removed: RemovedPlacement[] } {
   const reports: ChangeReport[] = [];
   const removed: RemovedPlacement[] = [];
   let nextId = Math.max(0, ...world.providers.keys()) + 1;
@@ -144,12 +151,10 @@ export function applyChanges(world: World, changes: readonly Change[]): { report
             if (change.providers) throw invalid(`No inventory of class ${change.resource_class} found for resource provider ${p.uuid}`);
             continue;
           }
-          const next = { total: change.total ?? inv.total, reserved: change.reserved ?? inv.reserved };
-          if (next.reserved > next.total) {
-            throw invalid(
-              `Unable to update inventory for resource provider ${p.uuid}: Invalid inventory for '${change.resource_class}' on resource provider '${p.uuid}'. The reserved value is greater than total.`,
-            );
-          }
+          const next = { ...inv, total: change.total ?? inv.total, reserved: change.reserved ?? inv.reserved };
+          // As PUT /resource_providers/{uuid}/inventories/{class} words it, per microversion.
+          const problem = reservedCapacityProblem(p, { [change.resource_class]: next }, mv.atLeast(MV.RESERVED_EQUALS_TOTAL));
+          if (problem) throw invalid(`Unable to update inventory for resource provider ${p.uuid}: ${problem}`);
           inv.total = next.total;
           inv.reserved = next.reserved;
           if (change.allocation_ratio !== undefined) inv.allocationRatio = change.allocation_ratio;

@@ -40,6 +40,8 @@ export const simulateSchema = z.strictObject({
   queries: z.array(z.strictObject({ name: z.string().min(1).max(255), query: z.string().max(65_536) })).max(20),
   /** The dashboard's "nearly full" threshold (its `over`), for the attention figures. */
   threshold_percent: z.number().min(0).max(1000).default(80),
+  /** Also answer each query's count per tree (root uuid), before and after. */
+  per_tree: z.boolean().default(false),
 });
 export type SimulateBody = z.infer<typeof simulateSchema>;
 
@@ -49,6 +51,8 @@ export interface QueryHeadroom {
   trees: number;
   /** With count=N (gangs): per domain, how many more gangs of N distinct hosts fit. */
   domains?: { domain: string | null; gangs: number }[];
+  /** With per_tree: true, the count of every tree with room, as GET /ext/headroom lists them. */
+  per_tree?: { root_provider_uuid: string; count: number }[];
 }
 
 export interface DisplacedConsumer {
@@ -94,9 +98,18 @@ function parseQuery(name: string, query: string, mv: Microversion): ParsedQuery 
   return { name, query, request: parseCandidateRequestWithExt(record, mv), gang: null };
 }
 
-async function measure(view: EngineView, world: World, usage: UsageTable, q: ParsedQuery, mv: Microversion, options: CandidateOptions) {
+async function measure(
+  view: EngineView,
+  world: World,
+  usage: UsageTable,
+  q: ParsedQuery,
+  mv: Microversion,
+  options: CandidateOptions,
+  perTree: boolean,
+) {
   const headroom: Headroom = await headroomOver(view, usage, q.request, mv, options);
   const answer: QueryHeadroom = { total: headroom.total, trees: headroom.trees.length };
+  if (perTree) answer.per_tree = headroom.trees;
   if (q.gang) answer.domains = gangDomains(world, headroom, q.gang);
   return { answer, headroom };
 }
@@ -237,13 +250,13 @@ async function simulateOver(
   options: CandidateOptions,
 ): Promise<SimulationAnswer> {
   const after = copyWorld(before);
-  const { reports, removed } = applyChanges(after, body.changes);
+  const { reports, removed } = applyChanges(after, body.changes, mv);
   const [viewBefore, viewAfter] = [engineView(before), engineView(after)];
   const [usageBefore, usageAfter] = [usageOf(before), usageOf(after)];
   const answers: SimulationAnswer['queries'] = [];
   for (const q of queries) {
-    const b = await measure(viewBefore, before, usageBefore, q, mv, options);
-    const a = await measure(viewAfter, after, usageAfter, q, mv, options);
+    const b = await measure(viewBefore, before, usageBefore, q, mv, options, body.per_tree);
+    const a = await measure(viewAfter, after, usageAfter, q, mv, options, body.per_tree);
     answers.push({ name: q.name, query: q.query, before: b.answer, after: a.answer });
   }
   const displaced = [
