@@ -265,7 +265,7 @@ function randomChanges(r: Rng, specs: Spec[], consumers: ConsumerView[]): Change
       const to = Object.fromEntries(Object.entries(from).map(([cls, n]) => [cls, r.pick([n, n * 2, n + 1, Math.max(1, n - 1)])]));
       changes.push({ op: kind, from, to });
     }
-    if (kind === 'remove_consumers' && consumers.length && !changes.some((c) => c.op === 'resize'))
+    if (kind === 'remove_consumers' && consumers.length && !changes.some((c) => c.op === 'resize' || c.op === 'remove_consumers'))
       changes.push({ op: kind, consumers: [r.pick(consumers).uuid] });
   }
   // A change naming nothing is refused; the random cases keep to changes that name something.
