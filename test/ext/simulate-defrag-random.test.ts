@@ -88,7 +88,10 @@ describe('GET /ext/defrag over random clouds', () => {
       for (let h = 0; h < hostCount; h += 1) {
         if (nested) {
           const root = await provider(app);
-          const children = [await provider(app, { parent: root, inventory: { VGPU: { total: 4 } } }), await provider(app, { parent: root, inventory: { VGPU: { total: 4 } } })];
+          const children = [
+            await provider(app, { parent: root, inventory: { VGPU: { total: 4 } } }),
+            await provider(app, { parent: root, inventory: { VGPU: { total: 4 } } }),
+          ];
           hosts.push(root);
           gpusOf.push(children);
         } else {
@@ -141,7 +144,9 @@ describe('GET /ext/defrag over random clouds', () => {
       t.close();
       t = null;
     }
-    console.info(`defrag random: ${feasible} feasible plans applied (${moved} with moves), ${optimal} at the optimum, ${offByOne} one move over`);
+    console.info(
+      `defrag random: ${feasible} feasible plans applied (${moved} with moves), ${optimal} at the optimum, ${offByOne} one move over`,
+    );
     expect(moved).toBeGreaterThan(CASES / 5);
   }, 1_800_000);
 });

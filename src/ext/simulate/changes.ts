@@ -71,7 +71,7 @@ function selected(world: World, change: { providers?: string[]; aggregate?: stri
   if (given !== 1) throw invalid(`change ${index}: name exactly one of 'providers', 'aggregate' or 'trait'`);
   if (change.providers) return change.providers.map((ref) => providerByRef(world, ref));
   if (change.trait !== undefined) {
-    if (!world.traitIdByName.has(change.trait)) throw invalid(`No such trait(s): ${change.trait}`);
+    if (!world.traitIdByName.has(change.trait)) throw invalid(`No such trait(s): ${change.trait}.`);
     return [...world.providers.values()].filter((p) => p.traits.includes(change.trait!));
   }
   const aggregateId = world.aggregateIdByUuid.get(change.aggregate!);
