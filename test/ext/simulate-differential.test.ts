@@ -449,7 +449,8 @@ describe('POST /ext/simulate equals the change made for real', () => {
   it(`over ${CASES} random clouds and changes`, async () => {
     let compared = 0;
     let displacedClaimed = 0;
-    for (let seed = 1; seed <= CASES; seed += 1) {
+    // Seeds until CASES cases have changes to compare (a few random draws name none).
+    for (let seed = 1; compared < CASES; seed += 1) {
       const r = rng(seed);
       t = await makeTestApp();
       const app = t;
@@ -513,7 +514,6 @@ describe('POST /ext/simulate equals the change made for real', () => {
       t.close();
       t = null;
     }
-    expect(compared).toBeGreaterThan(CASES * 0.8);
     console.info(`simulate differential: ${compared} cases compared, ${displacedClaimed} displaced consumers re-placed for real`);
   }, 3_600_000);
 });

@@ -59,7 +59,8 @@ export function engineView(world: World): EngineView {
       aggregateIdByUuid: world.aggregateIdByUuid,
       rootIdByProviderUuid,
     },
-    hooks: [worldTaints(world.taints)],
+    // A copy: the world may be changed after its view is made (a simulation measures before, then applies its changes).
+    hooks: [worldTaints(new Map(world.taints))],
   };
 }
 

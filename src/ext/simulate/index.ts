@@ -5,7 +5,7 @@
 // later decide, and nothing written.
 import { z } from 'zod';
 import type { BatchReader } from '../../db/client.js';
-import type { Microversion } from '../../microversion.js';
+import { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
 import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
 import type { Headroom } from '../headroom.js';
@@ -13,12 +13,12 @@ import { gangsThatFit } from '../gangs/headroom.js';
 import { parseGangQuery } from '../gangs/query.js';
 import { applyChanges, type ChangeReport, changeSchema, isSharing, type RemovedPlacement } from './changes.js';
 import { candidatesOver, type EngineView, engineView, headroomOver } from './engine-adapter.js';
+import { MAX_VERSION } from '../../placement/versions.js';
 import { readWorld } from './snapshot.js';
 import {
   type AllocationsBody,
   allocationsBody,
   amountsOf,
-  copyWorld,
   dashboardFigures,
   type DashboardFigures,
   type OverCapacity,
@@ -34,6 +34,9 @@ export { defragPlan, type DefragPlan } from './defrag.js';
 
 /** Most displaced consumers given a place to go (the rest are counted). */
 export const MAX_PLACED = 1000;
+
+/** Where the displaced could go is asked at the latest microversion (allocations keyed by provider). */
+const LATEST = Microversion.parse(MAX_VERSION)!;
 
 export const simulateSchema = z.strictObject({
   changes: z.array(changeSchema).max(1000),
@@ -100,7 +103,7 @@ function parseQuery(name: string, query: string, mv: Microversion): ParsedQuery 
 
 async function measure(
   view: EngineView,
-  world: World,
+  domains: DomainRoots,
   usage: UsageTable,
   q: ParsedQuery,
   mv: Microversion,
@@ -110,29 +113,37 @@ async function measure(
   const headroom: Headroom = await headroomOver(view, usage, q.request, mv, options);
   const answer: QueryHeadroom = { total: headroom.total, trees: headroom.trees.length };
   if (perTree) answer.per_tree = headroom.trees;
-  if (q.gang) answer.domains = gangDomains(world, headroom, q.gang);
+  if (q.gang) answer.domains = gangDomains(domains, headroom, q.gang);
   return { answer, headroom };
 }
 
-/** As GET /ext/headroom?count=N (gangs/headroom.ts), with the domains read from the world. */
-function gangDomains(world: World, headroom: Headroom, gang: NonNullable<ParsedQuery['gang']>): NonNullable<QueryHeadroom['domains']> {
-  const perTree = new Map(headroom.trees.map((t) => [t.root_provider_uuid, t.count]));
-  if (gang.domain === 'any') {
-    const gangs = gangsThatFit([...perTree.values()], gang.count);
-    return gangs > 0 ? [{ domain: null, gangs }] : [];
-  }
+/** Aggregate uuid -> its root members (hosts), as gangs/domains.ts reads them. */
+type DomainRoots = Map<string, Set<string>>;
+
+function gangDomainsOf(world: World): DomainRoots {
   const uuidOfAggregate = new Map([...world.aggregateIdByUuid].map(([uuid, id]) => [id, uuid]));
-  const rootsOf = new Map<string, Set<string>>();
+  const rootsOf: DomainRoots = new Map();
   for (const p of world.providers.values()) {
     if (p.id !== p.rootId) continue;
     for (const agg of p.aggregates) {
       const uuid = uuidOfAggregate.get(agg);
-      if (uuid === undefined || (gang.domains && !gang.domains.includes(uuid))) continue;
+      if (uuid === undefined) continue;
       let roots = rootsOf.get(uuid);
       if (!roots) rootsOf.set(uuid, (roots = new Set()));
       roots.add(p.uuid);
     }
   }
+  return rootsOf;
+}
+
+/** As GET /ext/headroom?count=N (gangs/headroom.ts), over the world's domains. */
+function gangDomains(all: DomainRoots, headroom: Headroom, gang: NonNullable<ParsedQuery['gang']>): NonNullable<QueryHeadroom['domains']> {
+  const perTree = new Map(headroom.trees.map((t) => [t.root_provider_uuid, t.count]));
+  if (gang.domain === 'any') {
+    const gangs = gangsThatFit([...perTree.values()], gang.count);
+    return gangs > 0 ? [{ domain: null, gangs }] : [];
+  }
+  const rootsOf = gang.domains ? new Map([...all].filter(([uuid]) => gang.domains!.includes(uuid))) : all;
   const domains: NonNullable<QueryHeadroom['domains']> = [];
   for (const [domain, roots] of rootsOf) {
     const gangs = gangsThatFit(
@@ -189,8 +200,11 @@ export function resourcesQuery(amounts: ReadonlyMap<string, number>): string {
 }
 
 /** Allocations from a candidate's answer (provider uuid -> resources) as the world's rows. */
-export function allocationsFromBody(world: World, body: AllocationsBody): WorldAllocation[] {
-  const idOfUuid = new Map([...world.providers.values()].map((p) => [p.uuid, p.id]));
+export function allocationsFromBody(
+  world: World,
+  body: AllocationsBody,
+  idOfUuid: ReadonlyMap<string, number> = new Map([...world.providers.values()].map((p) => [p.uuid, p.id])),
+): WorldAllocation[] {
   const rows: WorldAllocation[] = [];
   for (const [uuid, { resources }] of Object.entries(body)) {
     for (const [name, used] of Object.entries(resources))
@@ -201,30 +215,28 @@ export function allocationsFromBody(world: World, body: AllocationsBody): WorldA
 
 async function placeDisplaced(
   world: World,
+  usageAfter: UsageTable,
   view: EngineView,
   displaced: { uuid: string; reason: DisplacedConsumer['reason']; from: AllocationsBody; amounts: Map<string, number> }[],
-  mv: Microversion,
   options: CandidateOptions,
 ): Promise<DisplacedConsumer[]> {
   // The displaced leave first; then each takes the first candidate for its resources, in turn.
-  const placing = copyWorld(world);
-  for (const d of displaced) {
-    const c = placing.consumers.get(d.uuid);
-    if (c) c.allocations = [];
-  }
-  const usage = usageOf(placing);
+  const usage: UsageTable = new Map([...usageAfter].map(([id, perClass]) => [id, new Map(perClass)]));
+  const take = (rows: readonly WorldAllocation[], sign: 1 | -1) => {
+    for (const a of rows) {
+      let perClass = usage.get(a.providerId);
+      if (!perClass) usage.set(a.providerId, (perClass = new Map()));
+      perClass.set(a.classId, (perClass.get(a.classId) ?? 0) + sign * a.used);
+    }
+  };
+  for (const d of displaced) take(world.consumers.get(d.uuid)?.allocations ?? [], -1);
+  const idOfUuid = new Map([...world.providers.values()].map((p) => [p.uuid, p.id]));
   const out: DisplacedConsumer[] = [];
   for (const d of displaced) {
-    const request = parseCandidateRequestWithExt(queryRecord(`${resourcesQuery(d.amounts)}&limit=1`), mv);
-    const body = await candidatesOver(view, usage, request, mv, options);
+    const request = parseCandidateRequestWithExt(queryRecord(`${resourcesQuery(d.amounts)}&limit=1`), LATEST);
+    const body = await candidatesOver(view, usage, request, LATEST, options);
     const first = body.allocation_requests[0] as { allocations: AllocationsBody } | undefined;
-    if (first) {
-      for (const a of allocationsFromBody(placing, first.allocations)) {
-        let perClass = usage.get(a.providerId);
-        if (!perClass) usage.set(a.providerId, (perClass = new Map()));
-        perClass.set(a.classId, (perClass.get(a.classId) ?? 0) + a.used);
-      }
-    }
+    if (first) take(allocationsFromBody(world, first.allocations, idOfUuid), 1);
     out.push({ consumer_uuid: d.uuid, reason: d.reason, from: d.from, could_go: first ? first.allocations : null });
   }
   return out;
@@ -243,43 +255,45 @@ export async function simulate(
 }
 
 async function simulateOver(
-  before: World,
+  world: World,
   body: SimulateBody,
   queries: ParsedQuery[],
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<SimulationAnswer> {
-  const after = copyWorld(before);
-  const { reports, removed } = applyChanges(after, body.changes, mv);
-  const [viewBefore, viewAfter] = [engineView(before), engineView(after)];
-  const [usageBefore, usageAfter] = [usageOf(before), usageOf(after)];
+  // Everything about the cloud as it is, then the changes applied to the world in place (it is this request's own copy).
+  const viewBefore = engineView(world);
+  const usageBefore = usageOf(world);
+  const overBefore = overCapacity(world, usageBefore);
+  const dashboardBefore = dashboardFigures(world, body.threshold_percent, usageBefore);
+  const domainsBefore = gangDomainsOf(world);
+  const { reports, removed } = applyChanges(world, body.changes, mv);
+  const viewAfter = engineView(world);
+  const usageAfter = usageOf(world);
   const answers: SimulationAnswer['queries'] = [];
   for (const q of queries) {
-    const b = await measure(viewBefore, before, usageBefore, q, mv, options, body.per_tree);
-    const a = await measure(viewAfter, after, usageAfter, q, mv, options, body.per_tree);
+    const b = await measure(viewBefore, domainsBefore, usageBefore, q, mv, options, body.per_tree);
+    const a = await measure(viewAfter, gangDomainsOf(world), usageAfter, q, mv, options, body.per_tree);
     answers.push({ name: q.name, query: q.query, before: b.answer, after: a.answer });
   }
   const displaced = [
     ...removed
       .filter((r): r is RemovedPlacement & { reason: 'tree_removed' } => r.reason === 'tree_removed')
       .map((r) => ({ uuid: r.consumer_uuid, reason: r.reason, from: r.from, amounts: amountsOfBody(r.from) })),
-    ...overCapacityConsumers(after, usageAfter).map((uuid) => {
-      const c = after.consumers.get(uuid)!;
-      return { uuid, reason: 'over_capacity' as const, from: allocationsBody(after, c.allocations), amounts: amountsOf(after, c) };
+    ...overCapacityConsumers(world, usageAfter).map((uuid) => {
+      const c = world.consumers.get(uuid)!;
+      return { uuid, reason: 'over_capacity' as const, from: allocationsBody(world, c.allocations), amounts: amountsOf(world, c) };
     }),
   ];
-  const placed = await placeDisplaced(after, viewAfter, displaced.slice(0, MAX_PLACED), mv, options);
+  const placed = await placeDisplaced(world, usageAfter, viewAfter, displaced.slice(0, MAX_PLACED), options);
   return {
     changes: reports,
     queries: answers,
     displaced: placed,
     ...(displaced.length > MAX_PLACED ? { displaced_not_placed: displaced.length - MAX_PLACED } : {}),
     removed_consumers: removed.filter((r) => r.reason === 'consumer_removed').map((r) => r.consumer_uuid),
-    over_capacity: { before: overCapacity(before, usageBefore), after: overCapacity(after, usageAfter) },
-    dashboard: {
-      before: dashboardFigures(before, body.threshold_percent, usageBefore),
-      after: dashboardFigures(after, body.threshold_percent, usageAfter),
-    },
+    over_capacity: { before: overBefore, after: overCapacity(world, usageAfter) },
+    dashboard: { before: dashboardBefore, after: dashboardFigures(world, body.threshold_percent, usageAfter) },
   };
 }
 
