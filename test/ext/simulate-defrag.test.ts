@@ -75,7 +75,7 @@ describe('GET /ext/defrag', () => {
       const real = await t.call('GET', `/allocation_candidates?${query}`);
       const planned = await t.call('GET', `/ext/defrag?${query}`);
       expect(planned.status).toBe(real.status);
-      const strip = (b: { errors: { request_id?: string }[] }) => b.errors.map(({ request_id: _, ...e }) => e);
+      const strip = (b: unknown) => (b as { errors: { request_id?: string }[] }).errors.map(({ request_id: _, ...e }) => e);
       expect(strip(await planned.json())).toEqual(strip(await real.json()));
     }
     expect((await t.call('GET', '/ext/defrag?resources=VGPU:1&max_moves=x')).status).toBe(400);
