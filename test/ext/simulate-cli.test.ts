@@ -160,6 +160,17 @@ queries:
     expect(out).toMatch(/m1\.large\s+40\s+68\s+\+28/);
   });
 
+  it('defrag on the sample cloud: one move empties a GPU host for an 8-GPU job', async () => {
+    const res = await t.call('GET', '/ext/defrag?resources=VGPU:8&count=1&max_moves=2');
+    const plan = (await res.json()) as { feasible: boolean; moves: { consumer_uuid: string; from: object; to: object }[] };
+    if (process.env.SIMULATE_DOCS) console.info(JSON.stringify(plan, null, 2));
+    expect(plan.feasible).toBe(true);
+    expect(plan.moves).toHaveLength(1);
+    // gpu2 holds one job: it goes to the fullest GPU host with room (gpu3: 5 free), leaving gpu2 whole.
+    expect(Object.keys(plan.moves[0]!.from)).toEqual([uuidOf.get('gpu2')]);
+    expect(Object.keys(plan.moves[0]!.to)).toEqual([uuidOf.get('gpu3')]);
+  });
+
   it('names a bad file before sending anything', async () => {
     expect((await cli('changes: [{op: resize}]\nqueries: []\n')).code).toBe(2);
     expect((await cli('changes: [\n')).code).toBe(2);

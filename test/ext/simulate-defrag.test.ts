@@ -36,7 +36,7 @@ describe('GET /ext/defrag', () => {
     const { hosts } = await volcano([7, 6, 7]);
     expect(await candidates(t, 'resources=VGPU:4')).toEqual([]);
     const plan = await defrag(t, 'resources=VGPU:4&count=1&max_moves=3');
-    expect(plan).toMatchObject({ feasible: true, candidates_before: 0, candidates_after: 1, resources_moved: 2 });
+    expect(plan).toMatchObject({ feasible: true, candidates_before: 0, candidates_after: 1, resources_moved: { VGPU: 2 } });
     expect(plan.moves).toHaveLength(2);
     for (const move of plan.moves) {
       expect(Object.keys(move.from)).toEqual([hosts[1]]);

@@ -24,7 +24,7 @@ export interface Plan {
   candidates_after: number;
   feasible: boolean;
   moves: Move[];
-  resources_moved: number;
+  resources_moved: Record<string, number>;
 }
 
 export async function defrag(t: TestApp, query: string): Promise<Plan> {

@@ -60,7 +60,8 @@ export interface DefragPlan {
   /** Whether the plan reaches `count` within max_moves; false: no moves (none found). */
   feasible: boolean;
   moves: DefragMove[];
-  resources_moved: number;
+  /** Units moved per class, added up over the moves. */
+  resources_moved: Record<string, number>;
 }
 
 interface DefragParams {
@@ -258,6 +259,13 @@ class Planner {
   }
 }
 
+function movedPerClass(moves: readonly DefragMove[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of moves)
+    for (const { resources } of Object.values(m.from)) for (const [cls, n] of Object.entries(resources)) out[cls] = (out[cls] ?? 0) + n;
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)));
+}
+
 /** Fewest moves reaching `need` gain (then fewest units): a knapsack over one eviction per target. */
 function choose(options: Map<number, Eviction[]>, need: number, maxMoves: number): [number, Eviction][] | null {
   interface State {
@@ -325,10 +333,7 @@ export async function planOver(
     candidates_after: after,
     feasible,
     moves,
-    resources_moved: moves.reduce(
-      (sum, m) => sum + Object.values(m.from).reduce((s, r) => s + Object.values(r.resources).reduce((a, b) => a + b, 0), 0),
-      0,
-    ),
+    resources_moved: movedPerClass(moves),
   });
   if (before >= params.count) return answer([], before, true);
   if (params.maxMoves === 0) return answer([], before, false);

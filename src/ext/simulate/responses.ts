@@ -69,5 +69,5 @@ export const DefragResponse = z.object({
       to: Allocations,
     }),
   ),
-  resources_moved: z.int(),
+  resources_moved: z.record(z.string(), z.int()).describe('units moved per class, over every move'),
 });
