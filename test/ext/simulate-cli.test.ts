@@ -92,7 +92,12 @@ async function cli(yaml: string, ...flags: string[]): Promise<{ code: number; ou
     },
     fetch: async (input, init) => t.app.fetch(new Request(input, init)),
   });
-  if (process.env.SIMULATE_DOCS) console.info(`$ placement-admin simulate ... \n${yaml}\n${out}${err}`);
+  if (process.env.SIMULATE_DOCS) {
+    // The docs show host names where the CLI prints provider uuids.
+    let named = out;
+    for (const [name, uuid] of uuidOf) named = named.replaceAll(uuid, name);
+    console.info(`$ placement-admin simulate ...\n${yaml}\n${named}${err}`);
+  }
   return { code, out, err };
 }
 
@@ -114,6 +119,9 @@ queries:
     expect(out).toContain('Consumers that would no longer fit where they are: 2');
     expect(out).toContain(uuidOf.get('cn1')!);
     expect(out).toContain(uuidOf.get('cn3')!);
+    // Where they could go, in turn: cn4 (8 VCPU free after its own resize), then cn6 (empty); cn5 is full.
+    expect(out).toContain(uuidOf.get('cn4')!);
+    expect(out).toContain(uuidOf.get('cn6')!);
   });
 
   it('question 2: rack 7 goes into maintenance; do GPU gangs of two still fit?', async () => {
