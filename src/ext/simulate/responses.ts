@@ -9,6 +9,10 @@ const Headroom = z.object({
     .array(z.object({ domain: z.string().nullable(), gangs: z.int().min(1) }))
     .optional()
     .describe('with count=N: gangs per domain'),
+  per_tree: z
+    .array(z.object({ root_provider_uuid: z.string(), count: z.int().min(1) }))
+    .optional()
+    .describe('with per_tree: true, every tree with room'),
 });
 const OverCapacity = z.object({ resource_provider_uuid: z.string(), resource_class: z.string(), capacity: z.number(), used: z.number() });
 const Dashboard = z.object({
