@@ -14,7 +14,6 @@ import { loadConfig } from '../src/config.js';
 import { buildNodeDeps } from '../src/entry/node-service.js';
 import { Microversion } from '../src/microversion.js';
 import { findAllocationCandidates } from '../src/placement/candidates/index.js';
-import { parseCandidateRequestWithExt } from '../src/placement/candidates/ext-params.js';
 
 const GPUS = ['CUSTOM_GPU_H100', 'CUSTOM_GPU_A100', 'CUSTOM_GPU_T4'];
 const dir = mkdtempSync(join(tmpdir(), 'bench-first-of-'));
@@ -79,7 +78,7 @@ for (const [engine, cache] of [
     for (const limit of ['', '&limit=10']) {
       const params: Record<string, string[]> = {};
       for (const [key, value] of new URLSearchParams(query + limit)) (params[key] ??= []).push(value);
-      const request = parseCandidateRequestWithExt(params, mv);
+      const request = deps.candidates.parse(params, mv);
       const times: number[] = [];
       const cpu: number[] = [];
       let count = 0;

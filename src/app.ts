@@ -9,7 +9,7 @@ import { diagnosticsRoutes } from './diagnostics/http/routes/index.js';
 import { observeRequests } from './http/observe.js';
 import { carryTrace } from './http/trace.js';
 import { operationsRoutes } from './observability/http/routes/index.js';
-import { extRoutes } from './ext/http/routes/index.js';
+import { joinRoutes } from './http/route-table.js';
 import { openApiRoutes } from './openapi/routes.js';
 import { createPlacementApp } from './placement/http/app.js';
 
@@ -45,7 +45,7 @@ export function createApp(deps: Deps): Hono {
   root.mount('/accelerator', createCyborgApp(deps).fetch, { replaceRequest: requestBelow('/accelerator') });
   root.mount('/diagnostics', createPlacementApp(deps, diagnosticsRoutes).fetch, { replaceRequest: requestBelow('/diagnostics') });
   // The extensions (docs/extensions.md): Placement's middleware around their own routes.
-  root.mount('/ext', createPlacementApp(deps, extRoutes).fetch, { replaceRequest: requestBelow('/ext') });
+  root.mount('/ext', createPlacementApp(deps, joinRoutes(deps.extensions.routes())).fetch, { replaceRequest: requestBelow('/ext') });
   root.mount('/dashboard', createDashboardApp(deps).fetch, { replaceRequest: requestBelow('/dashboard') });
   // At "/" the path stays as it is: the request goes through unchanged.
   root.mount('/', createPlacementApp(deps).fetch, { replaceRequest: false });

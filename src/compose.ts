@@ -1,19 +1,23 @@
 // The composition root: builds a complete Deps from an opened store and the
 // configuration. Both entries (Node, Worker), the CLI and tests call it; it is
-// the one place that knows which API modules exist (their policies, their jobs).
+// the one place that knows which API modules exist (their policies, their jobs)
+// and which extensions are installed (EXTENSIONS).
 import { keystoneSettingsProblem, novaSettingsProblem, type AppConfig } from './config.js';
 import { cyborgJobs } from './cyborg/jobs.js';
 import { staticNovaIdentity, type NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
-import { candidateCounters } from './ext/counters/candidates.js';
-import { writeExtensions } from './ext/install.js';
-import { extJobs } from './ext/jobs.js';
-import { taintFilter } from './ext/taints/filter.js';
+import { counters } from './ext/counters/extension.js';
+import { firstOf } from './ext/first-of/extension.js';
+import { gangs } from './ext/gangs/extension.js';
+import { headroom } from './ext/headroom/extension.js';
+import { leases } from './ext/leases/extension.js';
+import { simulate } from './ext/simulate/extension.js';
+import { limits } from './ext/limits/extension.js';
+import { taints } from './ext/taints/extension.js';
+import { type Extension, InstalledExtensions } from './extension.js';
+import type { RouteTable } from './http/route-table.js';
 import { KeystoneNovaIdentity } from './http/keystone/nova-identity.js';
-import { limitsWrites } from './ext/limits/guard.js';
-import { limitsJobs } from './ext/limits/jobs.js';
-import { projectLimits } from './ext/limits/service.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
 import { type KeystoneSettings, KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
@@ -23,10 +27,21 @@ import { databaseObserver } from './observability/database.js';
 import { createServiceMetrics, type ServiceMetrics } from './observability/service.js';
 import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
-import { CandidateEngine } from './placement/candidates/engine.js';
+import { type CandidateExtensions, CandidateEngine } from './placement/candidates/engine.js';
 import type { CandidateMetrics } from './placement/candidates/index.js';
 import { placementPolicyRules } from './placement/policies.js';
 import { writeHooks } from './placement/writes/hooks.js';
+
+/**
+ * The extensions this service installs, in order: one line each (src/ext/README.md).
+ * The order is the order of their routes under /ext and in GET /openapi.json,
+ * of their parameters there, of their read hooks in a candidates read batch,
+ * of their claim guards (an earlier refusal is answered first) and of their sweeps.
+ */
+export const EXTENSIONS: readonly Extension[] = [headroom, taints, counters, leases, limits, gangs, firstOf, simulate];
+
+/** The routes of every extension this service ships, for GET /openapi.json (a Deps' own: deps.extensions.routes()). */
+export const EXTENSION_ROUTES: readonly RouteTable[] = EXTENSIONS.flatMap((e) => e.routes ?? []);
 
 export interface DepsOptions {
   /** Policy file overrides: rule name -> check string. */
@@ -39,13 +54,21 @@ export interface DepsOptions {
   keystoneFetch?: typeof fetch;
   /** The app's metrics; a registry of its own by default (one app per process in production). */
   metrics?: ServiceMetrics;
+  /** The extensions installed in this app; EXTENSIONS by default (a test builds one without some). */
+  extensions?: readonly Extension[];
 }
 
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
   const metrics = options.metrics ?? createServiceMetrics();
   store.watch.observer = databaseObserver(metrics);
   const clock = () => new Date();
-  const limits = projectLimits(store, config, log, options.keystoneFetch);
+  const extensions = InstalledExtensions.setUp(options.extensions ?? EXTENSIONS, {
+    store,
+    config,
+    log,
+    metrics,
+    keystoneFetch: options.keystoneFetch,
+  });
   return {
     store,
     config,
@@ -59,14 +82,14 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     newId: () => crypto.randomUUID(),
     log,
     jobs: options.jobs ?? outboxOnlyQueue,
-    jobHandlers: new JobRegistry([cyborgJobs, extJobs, limitsJobs]),
+    jobHandlers: new JobRegistry([cyborgJobs, ...extensions.jobs()]),
     novaFetch: (input, init) => fetch(input, init),
     nova: novaIdentity(config, options.keystoneFetch),
     metrics,
-    writeHooks: writeHooks(limits ? [...writeExtensions, limitsWrites(limits, metrics)] : writeExtensions),
-    limits,
+    writeHooks: writeHooks(extensions.writes()),
+    extensions,
     metricsSource: options.metricsSource ?? processMetrics(metrics),
-    candidates: candidateEngine(config, metrics, () => clock().getTime()),
+    candidates: candidateEngine(config, metrics, () => clock().getTime(), extensions.candidates()),
     readiness: new ProcessReadiness(),
     keystone:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone'
@@ -83,8 +106,13 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
   };
 }
 
-/** The allocation-candidates engine of one app, with the read hooks the extensions install (device taints, shared counters). */
-export function candidateEngine(config: AppConfig, metrics: CandidateMetrics | undefined, now: () => number = Date.now): CandidateEngine {
+/** The allocation-candidates engine of one app, with what the installed extensions add (by default, EXTENSIONS' static parts). */
+export function candidateEngine(
+  config: AppConfig,
+  metrics: CandidateMetrics | undefined,
+  now: () => number = Date.now,
+  extensions: CandidateExtensions = staticCandidateExtensions(EXTENSIONS),
+): CandidateEngine {
   return new CandidateEngine(
     {
       randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
@@ -93,11 +121,18 @@ export function candidateEngine(config: AppConfig, metrics: CandidateMetrics | u
       treeCacheProviders: config.PLACEMENT_CANDIDATE_TREE_CACHE,
       generationStrategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
     },
-    [taintFilter, candidateCounters],
+    extensions,
     metrics,
     now,
   );
 }
+
+/** What `list` adds to the candidates engine without being set up for an app (its gates need that). */
+const staticCandidateExtensions = (list: readonly Extension[]): CandidateExtensions => ({
+  params: list.flatMap((e) => e.params ?? []),
+  hooks: list.flatMap((e) => e.read ?? []),
+  gates: [],
+});
 
 /** The validator for PLACEMENT_KEYSTONE_* (loadConfig() has checked them; a hand-built config is checked here). */
 export function keystoneValidator(

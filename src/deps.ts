@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';
-import type { ProjectLimits } from './ext/limits/service.js';
+import type { InstalledExtensions } from './extension.js';
 import type { ProjectNameLookup } from './http/keystone/project-names.js';
 import type { KeystoneTokenValidator } from './http/keystone/validator.js';
 import type { PolicyEnforcer } from './http/policy.js';
@@ -53,8 +53,8 @@ export interface Deps {
   keystone?: KeystoneTokenValidator;
   /** Project names for the dashboard, where Keystone knows them (keystone auth only). */
   projectNames?: ProjectNameLookup;
-  /** PLACEMENT_LIMITS on: the project limits enforced inside the claim (extension, src/ext/limits). */
-  limits?: ProjectLimits;
+  /** The extensions installed in this app, set up (compose.ts EXTENSIONS; src/ext/README.md). */
+  extensions: InstalledExtensions;
 }
 
 /** Where a log line goes, by its level. */

@@ -7,7 +7,8 @@
 import type { InValue } from '@libsql/client';
 import type { BatchReader } from '../db/client.js';
 import { CAPACITY_BOUND, capacitySql, usedSql } from '../placement/capacity.js';
-import { providerCountersJsonSql } from '../ext/counters/sql.js';
+import { COUNTERS } from '../ext/counters/declaration.js';
+import { keysJsonSql } from '../placement/constraints.js';
 import { AGG, ALLOC, ARQ, CONSUMER, DEVICE, INV, OUTBOX, PROJECT, RC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../db/columns.js';
 
 export interface ProviderFilter {
@@ -152,7 +153,7 @@ SELECT (SELECT count(*) FROM resource_providers), (SELECT count(*) FROM matching
         WHERE rt.${RP_TRAIT.resourceProviderId} = p.id)),
       json((SELECT json_group_array(a.${AGG.uuid}) FROM resource_provider_aggregates ra JOIN placement_aggregates a ON a.${AGG.id} = ra.${RP_AGG.aggregateId}
         WHERE ra.${RP_AGG.resourceProviderId} = p.id)),
-      json(${providerCountersJsonSql('p')})) AS row
+      json(${keysJsonSql(COUNTERS, 'p')})) AS row
     FROM page JOIN resource_providers p ON p.root_provider_id = page.root_id
     JOIN resource_providers root ON root.${RP.id} = page.root_id
     LEFT JOIN resource_providers parent ON parent.${RP.id} = p.parent_provider_id

@@ -216,13 +216,13 @@ export async function diagnoseCandidates(
     rootRequired: [],
     rootForbidden: [],
     sameSubtrees: [],
-    // Extensions: the tolerations hold from the first stage; ext_first_of among the groups added so far.
-    ...(request.tolerate ? { tolerate: request.tolerate } : {}),
+    // The extensions' parameters hold from the first stage; the alternatives among the groups added so far.
+    ...(request.ext ? { ext: request.ext } : {}),
   };
   let last: { body: CandidatesBody; providers: string[][] } | null = null;
   for (const stage of stagesOf(request, working)) {
     stage.apply();
-    if (request.firstOf) working.firstOf = firstOfAmong(request.firstOf, working.groups);
+    if (request.alternatives) working.alternatives = alternativesAmong(request.alternatives, working.groups);
     const body = await findAllocationCandidates(ctx.store.nearby, working, mv, options);
     const providers = providersOf(body);
     const unknown = [...new Set(providers.flat())].filter((uuid) => !rootOf.has(uuid));
@@ -272,8 +272,8 @@ export async function diagnoseCandidates(
   };
 }
 
-/** ext_first_of lists restricted to the groups of `groups` (lists left empty dropped). */
-function firstOfAmong(lists: string[][], groups: RequestGroup[]): string[][] {
+/** Lists of alternatives restricted to the groups of `groups` (lists left empty dropped). */
+function alternativesAmong(lists: string[][], groups: RequestGroup[]): string[][] {
   const present = new Set(groups.map((g) => g.suffix));
   return lists.map((list) => list.filter((s) => present.has(s))).filter((list) => list.length > 0);
 }

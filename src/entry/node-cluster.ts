@@ -181,7 +181,7 @@ async function openAndPrepare(config: AppConfig, log: Logger): Promise<Deps> {
   const [{ buildNodeDeps }, { prepareDatabase }] = await Promise.all([import('./node-service.js'), import('./prepare-database.js')]);
   const deps = await buildNodeDeps(config, log, { prepare: false });
   await prepareDatabase(deps.store.client);
-  // Project limits (PLACEMENT_LIMITS): the usage ledger installed and the limits read once before any server process claims.
-  await deps.limits?.start();
+  // The extensions' own start, once before any server process claims (project limits: read).
+  await deps.extensions.start();
   return deps;
 }

@@ -111,8 +111,8 @@ export async function serveHttp(config: AppConfig): Promise<void> {
   if (forked) await preparedByPrimary();
   else {
     await prepareDatabase(deps.store.client).catch((err: unknown) => refuseStart(databaseOpenProblem(config.PLACEMENT_DB_URL, err)));
-    // Project limits (PLACEMENT_LIMITS): the usage ledger installed and the limits read before any claim; unreadable as configured, the start is refused.
-    await deps.limits?.start().catch(refuseStart);
+    // The extensions' own start, before any claim (project limits: read, or the start refused as configured).
+    await deps.extensions.start().catch(refuseStart);
   }
   gate.open();
   // ... accelerator bind jobs and Nova events: an in-process queue for the work

@@ -140,11 +140,8 @@ async function boot(env: WorkerEnv): Promise<Booted> {
     // Each scrape lands on some isolate: its own counters would read as resets. The database gauges are complete.
     metricsSource: isolateMetrics,
   });
-  // Project limits (PLACEMENT_LIMITS): the cron refreshes them; the first isolate of a database never read them reads them now.
-  if (deps.limits) {
-    await deps.limits.prepare();
-    if ((await deps.limits.readAt()) === null) await deps.limits.start();
-  }
+  // The extensions' own start (project limits: the first isolate of a database that never read them reads them now).
+  await deps.extensions.startIsolate();
   log.info('placement-edge isolate started', { config: configSummary(config) });
   return { app: createApp(deps), deps };
 }

@@ -3,7 +3,7 @@
 // out of candidates (the drain list itself is GET /ext/taints).
 import { z } from 'zod';
 import type { DataStore } from '../db/client.js';
-import { leaseStats } from './leases.js';
+import { leaseStats } from './leases/leases.js';
 import { TAINT } from '../db/columns.js';
 
 export const ExtensionsAudit = z.object({

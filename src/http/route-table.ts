@@ -23,6 +23,8 @@ export interface QueryParam {
   required?: boolean;
   /** Keys matched by pattern (granular request groups), as a regex source. */
   pattern?: string;
+  /** A place for the installed extensions' parameters of a candidates query: the document lists those there. */
+  extensionParams?: true;
 }
 
 /** What the document says about one operation. */

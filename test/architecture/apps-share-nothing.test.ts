@@ -6,7 +6,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conflict } from '../../src/errors.js';
-import { writeExtensions } from '../../src/ext/install.js';
 import { writeHooks, type ClaimGuard } from '../../src/placement/writes/hooks.js';
 import { parseSamples, type Sample, sampleValue } from '../helpers/prometheus-text.js';
 import { seedProvider } from '../helpers/placement-seed.js';
@@ -105,7 +104,7 @@ describe('two apps in one process', () => {
       holdsSql: () => 'false',
     };
     const installed = a.deps.writeHooks;
-    a.deps.writeHooks = writeHooks([...writeExtensions, { claimGuards: [refuseAll] }]);
+    a.deps.writeHooks = writeHooks([...a.deps.extensions.writes(), { claimGuards: [refuseAll] }]);
     try {
       expect((await claim(a, aProviders[1]!, 1)).status).toBe(409);
       expect((await claim(b, bProviders[1]!, 1)).status).toBe(204);

@@ -24,6 +24,9 @@ describe('import direction', () => {
     expect(layerOf('src/shared/uuid.ts')).toBe('domain');
     expect(layerOf('src/entry/settings-check.ts')).toBe('edge');
     expect(layerOf('src/config.ts')).toBe('root');
+    expect(layerOf('src/ext/taints/http/routes.ts')).toBe('edge');
+    expect(layerOf('src/ext/taints/filter.ts')).toBe('domain');
+    expect(layerOf('src/ext/taints/extension.ts')).toBe('root');
   });
 
   it('keeps src/shared a leaf: it imports only itself and the loose files of src/', () => {

@@ -2,13 +2,15 @@
 // Used by test/architecture/import-direction.test.ts (and `npm run lint`).
 //
 //   edge    the app factory src/app.ts and the HTTP folders: src/entry/, src/http/ (the kit),
-//           src/openapi/, src/dashboard/, and each API's own src/<api>/http/ (app, profile,
-//           middleware, error rendering, routes/)
+//           src/openapi/, src/dashboard/, each API's own src/<api>/http/ (app, profile,
+//           middleware, error rendering, routes/) and each extension's src/ext/<name>/http/
 //   domain  every other folder of src/: src/placement/ (candidates/, writes/, repo/ ...),
 //           src/cyborg/, src/jobs/, src/diagnostics/ ..., and src/shared/ (the leaves every
 //           layer above db may use: uuid, version, validation messages, SettingProblem)
 //   db      src/db/
-//   root    the other loose files of src/ (deps, config, compose, errors ...): composition
+//   root    the other loose files of src/ (deps, config, compose, errors ...): composition,
+//           and each extension's own composition, src/ext/<name>/extension.ts (its one object,
+//           src/extension.ts: its hooks from the domain beside its routes from its http/)
 //
 // A file's folder alone decides its layer: there is no list of exceptions.
 // An edge file may import anything, except the HTTP kit (src/http/): it serves both APIs from
@@ -28,10 +30,14 @@ import { join, posix, relative } from 'node:path';
 
 export type Layer = 'edge' | 'domain' | 'db' | 'root';
 
-const EDGE_FOLDERS = /^src\/(entry|http|openapi|dashboard|[^/]+\/http)\//;
+const EDGE_FOLDERS = /^src\/(entry|http|openapi|dashboard|[^/]+\/http|ext\/[^/]+\/http)\//;
+
+/** An extension's one object (src/extension.ts): it composes its own layers, as compose.ts does the service's. */
+const EXTENSION_OBJECT = /^src\/ext\/[^/]+\/extension\.ts$/;
 
 export function layerOf(file: string): Layer {
   if (file === 'src/app.ts' || EDGE_FOLDERS.test(file)) return 'edge';
+  if (EXTENSION_OBJECT.test(file)) return 'root';
   if (file.startsWith('src/db/')) return 'db';
   if (/^src\/[^/]+\//.test(file)) return 'domain';
   return 'root';

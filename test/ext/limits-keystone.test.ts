@@ -16,7 +16,8 @@ import { createDataStore } from '../../src/db/client.js';
 import { applyMigrations } from '../../src/db/migrate.js';
 import { MIGRATIONS } from '../../src/db/migrations.generated.js';
 import type { Deps } from '../../src/deps.js';
-import { limitsJobs } from '../../src/ext/limits/jobs.js';
+import { limits as limitsExtension } from '../../src/ext/limits/extension.js';
+import { LIMITS } from '../../src/ext/limits/service.js';
 import { syncStandards } from '../../src/placement/sync-standards.js';
 import { ADMIN_PASSWORD, startKeystone, type Keystone } from '../helpers/keystone.js';
 import { startSqld, type Sqld } from '../helpers/sqld.js';
@@ -167,11 +168,11 @@ async function race(project: string, count: number, offset = 0): Promise<string[
 describe('PLACEMENT_LIMITS=keystone against a real Keystone, two instances on one sqld', () => {
   it('refuses the start, naming the role, while the service user cannot read the limits; starts once it has the reader role on the system', async () => {
     const deps = instances[0]!.deps;
-    await expect(deps.limits!.start()).rejects.toThrow(
+    await expect(deps.extensions.state(LIMITS)!.start()).rejects.toThrow(
       /PLACEMENT_KEYSTONE_USERNAME: .*openstack role add --user placement --user-domain Default --system all reader/,
     );
     await ks('PUT', `/system/users/${ids.user}/roles/${ids.reader}`);
-    await deps.limits!.start();
+    await deps.extensions.state(LIMITS)!.start();
     const shown = (await (await call(instances[1]!.app, 'GET', `/ext/limits?project_id=${ids.overridden}`)).json()) as object;
     expect(shown).toEqual({ project_id: ids.overridden, limits: { VCPU: { limit: 4, usage: 0, remaining: 4 } } });
     for (let i = 0; i < 4; i++) {
@@ -243,7 +244,7 @@ describe('PLACEMENT_LIMITS=keystone against a real Keystone, two instances on on
       registered_limits: [{ service_id: ids.service, region_id: 'RegionOne', resource_name: 'class:DISK_GB', default_limit: 3 }],
     });
     await new Promise((resolve) => setTimeout(resolve, 1_100));
-    expect(await limitsJobs.sweeps[0]!(instances[1]!.deps)).toBe(1);
+    expect(await limitsExtension.jobs!.sweeps[0]!(instances[1]!.deps)).toBe(1);
     const project = crypto.randomUUID();
     const disk = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
@@ -268,7 +269,7 @@ describe('PLACEMENT_LIMITS=keystone against a real Keystone, two instances on on
     expect(await race(crypto.randomUUID(), 4)).toHaveLength(4);
     // Two refresh intervals (1 s each here) without a read.
     await new Promise((resolve) => setTimeout(resolve, 2_100));
-    expect(await limitsJobs.sweeps[0]!(instances[0]!.deps)).toBe(0);
+    expect(await limitsExtension.jobs!.sweeps[0]!(instances[0]!.deps)).toBe(0);
     const ready = await call(instances[0]!.app, 'GET', '/readyz');
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { reason: string }).reason).toMatch(/project limits in force were read \d+ s ago .*they stay enforced/);

@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
+import { LIMITS as LIMITS_STATE } from '../../src/ext/limits/service.js';
 import { countBatches } from '../write-model/count-batches.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -19,7 +20,7 @@ afterEach(() => t?.close());
 
 async function limitedApp(json = LIMITS, env: Record<string, string> = {}): Promise<TestApp> {
   t = await makeTestApp({ PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: json, ...env });
-  await t.deps.limits!.start();
+  await t.deps.extensions.state(LIMITS_STATE)!.start();
   return t;
 }
 
@@ -112,7 +113,7 @@ describe('PLACEMENT_LIMITS=static', () => {
       }),
       { debug() {}, info() {}, warn() {}, error() {} },
     );
-    await lowered.limits!.refresh();
+    await lowered.extensions.state(LIMITS_STATE)!.refresh();
     lowered.store.close();
     expect((await report(P)).limits.VCPU).toEqual({ limit: 4, usage: 8, remaining: -4 });
     // A migration consumer claimed over the limit: not counted, so granted, in one write batch.
@@ -291,7 +292,7 @@ describe('the usage ledger', () => {
     // Installed again (another counting rule, then this one): counted again from the allocations.
     await t.deps.store.client.execute('DELETE FROM ext_limit_usage');
     await t.deps.store.client.execute('DROP TRIGGER ext_limit_usage_consumer_join');
-    await t.deps.limits!.prepare();
+    await t.deps.extensions.state(LIMITS_STATE)!.prepare();
     await check('installed again');
   });
 });
@@ -299,7 +300,7 @@ describe('the usage ledger', () => {
 describe('PLACEMENT_LIMITS=off (the default)', () => {
   it('installs no guard and answers /ext/limits 404: claims are as upstream', async () => {
     t = await makeTestApp();
-    expect(t.deps.limits).toBeUndefined();
+    expect(t.deps.extensions.state(LIMITS_STATE)).toBeUndefined();
     expect(t.deps.writeHooks.claimGuards.map((g) => g.name)).not.toContain('project limits');
     const rp = await host();
     expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 64 }))).status).toBe(204);

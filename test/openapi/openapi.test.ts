@@ -9,7 +9,7 @@ import { createApp } from '../../src/app.js';
 import { createCyborgApp } from '../../src/cyborg/http/app.js';
 import { createDashboardApp } from '../../src/dashboard/app.js';
 import { diagnosticsRoutes } from '../../src/diagnostics/http/routes/index.js';
-import { extRoutes } from '../../src/ext/http/routes/index.js';
+import { joinRoutes } from '../../src/http/route-table.js';
 import { Microversion } from '../../src/http/microversion.js';
 import { createPlacementApp } from '../../src/placement/http/app.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
@@ -41,7 +41,7 @@ function servedRoutes(): Set<string> {
     ['', createApp(deps)],
     ['/accelerator', createCyborgApp(deps)],
     ['/diagnostics', createPlacementApp(deps, diagnosticsRoutes)],
-    ['/ext', createPlacementApp(deps, extRoutes)],
+    ['/ext', createPlacementApp(deps, joinRoutes(deps.extensions.routes()))],
     ['/dashboard', createDashboardApp(deps)],
     ['', createPlacementApp(deps)],
   ];

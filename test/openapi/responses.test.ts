@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bindBody, FPGA_RP, fpgaHostReport, fpgaProfile, HOST, makeCyborgApp, ROOT_RP, type CyborgTestApp } from '../cyborg/helpers.js';
 import { openApiChecker, type OpenApiChecker, type OpenApiDoc } from '../helpers/openapi-check.js';
 import { makeTestApp } from '../helpers/test-app.js';
+import { LIMITS } from '../../src/ext/limits/service.js';
 
 type Json = Record<string, unknown>;
 
@@ -374,7 +375,7 @@ describe('live answers match GET /openapi.json', () => {
   it('extensions: project limits (PLACEMENT_LIMITS=static)', async () => {
     const limited = await makeTestApp({ PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: '{"registered": {"class:VCPU": 1}}' });
     try {
-      await limited.deps.limits!.start();
+      await limited.deps.extensions.state(LIMITS)!.start();
       const host = crypto.randomUUID();
       expect((await limited.call('POST', '/resource_providers', { body: { name: `limits-${host}`, uuid: host } })).status).toBe(200);
       await limited.call('PUT', `/resource_providers/${host}/inventories`, {

@@ -8,7 +8,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ALLOC, CONSUMER, PROJECT, RC } from '../../src/db/columns.js';
-import { writeExtensions } from '../../src/ext/install.js';
 import { guard } from '../../src/db/write-batch.js';
 import { conflict } from '../../src/errors.js';
 import { writeHooks, type ClaimDecision, type ClaimGuard, type ClaimView } from '../../src/placement/writes/hooks.js';
@@ -62,7 +61,7 @@ beforeEach(async () => {
   t = await makeTestApp();
   providers = [];
   for (let i = 0; i < 4; i += 1) providers.push((await seedProvider(t.deps, { VCPU: { total: 1000, maxUnit: 16 } })).uuid);
-  t.deps.writeHooks = writeHooks([...writeExtensions, { claimGuards: [projectLimit] }]);
+  t.deps.writeHooks = writeHooks([...t.deps.extensions.writes(), { claimGuards: [projectLimit] }]);
 });
 afterEach(() => t.close());
 
@@ -175,7 +174,7 @@ describe('what the write kernel hands a claim guard, and what it does with the a
 
   it('the claimed consumers as read (project, user, type) and the usage before and after the claim', async () => {
     const w = witness(() => null);
-    t.deps.writeHooks = writeHooks([...writeExtensions, { claimGuards: [w.guard] }]);
+    t.deps.writeHooks = writeHooks([...t.deps.extensions.writes(), { claimGuards: [w.guard] }]);
     const rp = providers[0]!;
     const [typed, untyped] = [randomUUID(), randomUUID()];
     expect((await put(randomUUID(), rp, 3, null)).status).toBe(204);
@@ -200,7 +199,7 @@ describe('what the write kernel hands a claim guard, and what it does with the a
     }));
     const consumer = randomUUID();
     expect((await put(consumer, providers[0]!, 1, null)).status).toBe(204);
-    t.deps.writeHooks = writeHooks([...writeExtensions, { claimGuards: [w.guard] }]);
+    t.deps.writeHooks = writeHooks([...t.deps.extensions.writes(), { claimGuards: [w.guard] }]);
     const before = await capacityRefusals();
     const res = await put(consumer, providers[0]!, 2, 1);
     expect(await errorOf(res)).toMatchObject({
@@ -220,7 +219,7 @@ describe('what the write kernel hands a claim guard, and what it does with the a
     const w = witness(() => ({ checks: [guard(holds ? '1' : '0')] }));
     const consumer = randomUUID();
     expect((await put(consumer, providers[0]!, 1, null)).status).toBe(204);
-    t.deps.writeHooks = writeHooks([...writeExtensions, { claimGuards: [w.guard] }]);
+    t.deps.writeHooks = writeHooks([...t.deps.extensions.writes(), { claimGuards: [w.guard] }]);
     expect((await put(consumer, providers[0]!, 2, 1)).status).toBe(204);
     holds = false;
     const res = await put(consumer, providers[0]!, 3, 2);

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { countBatches } from './count-batches.js';
-import { writeExtensions } from '../../src/ext/install.js';
 import { writeHooks, type ClaimRule } from '../../src/placement/writes/hooks.js';
 import { brokenRule, brokenSql, CLAIM_RULES, stillInUse, stillInUseSql } from '../../src/placement/writes/rules.js';
 import { seedProvider, usageOf } from '../helpers/placement-seed.js';
@@ -31,7 +30,7 @@ async function claim(vcpu: number, oneBatch: boolean): Promise<{ status: number;
 
 /** The app's claim rules replaced by `rules` (the extensions kept). */
 const useRules = (rules: readonly ClaimRule[]) => {
-  t.deps.writeHooks = writeHooks(writeExtensions, rules);
+  t.deps.writeHooks = writeHooks(t.deps.extensions.writes(), rules);
 };
 
 const isMaxUnit = (rule: ClaimRule) => rule.left === 'amount' && rule.right === 'maxUnit';

@@ -2,7 +2,10 @@
 // allocations exceed a counter (possible only through writes made before the
 // counters were set, or by editing the database): listed, never repaired.
 import type { DataStore } from '../../db/client.js';
-import { OVER_COUNTERS_SQL } from './sql.js';
+import { overBoundSql } from '../../placement/constraints.js';
+import { COUNTERS } from './declaration.js';
+
+const OVER_COUNTERS_SQL = overBoundSql(COUNTERS);
 
 export interface OverCounterProvider {
   uuid: string;

@@ -8,7 +8,7 @@ import { commitGuarded, stmt, type WriteStatement } from '../../db/write-batch.j
 import { invalid } from '../../errors.js';
 import { GenerationPlan, PROVIDER_ID_BY_UUID, placementWrite } from '../../placement/writes/kernel.js';
 import { InventoryInUse, ProviderGenerationMismatch, ProviderNotFound } from '../../placement/writes/refusals.js';
-import { counterLoads, counterTableOf, type ProviderCounters } from './model.js';
+import { keyTableOf, loadsOf, type ProviderKeys } from '../../placement/constraints.js';
 import { ALLOC, COUNTER, COUNTER_USE, INV, RC, RP } from '../../db/columns.js';
 
 export interface CountersDocument {
@@ -27,7 +27,7 @@ export interface CountersView extends CountersDocument {
 interface ProviderRead {
   id: number;
   generation: number;
-  counters: ProviderCounters | undefined;
+  counters: ProviderKeys | undefined;
   /** class name -> [class id, usage] for every inventory of the provider. */
   inventory: Map<string, [number, number]>;
 }
@@ -54,13 +54,13 @@ async function readProvider(store: DataStore, uuid: string): Promise<ProviderRea
   const row = providers!.rows[0];
   if (!row) throw new ProviderNotFound(uuid);
   const id = Number(row[RP.id]);
-  const table = counterTableOf(
-    totals!.rows.map((r) => ({ providerId: id, name: String(r[COUNTER.name]), total: Number(r[COUNTER.total]) })),
+  const table = keyTableOf(
+    totals!.rows.map((r) => ({ providerId: id, name: String(r[COUNTER.name]), bound: Number(r[COUNTER.total]) })),
     consumption!.rows.map((r) => ({
       providerId: id,
       classId: Number(r[COUNTER_USE.resourceClassId]),
-      counter: String(r[COUNTER_USE.counter]),
-      amount: Number(r[COUNTER_USE.amount]),
+      key: String(r[COUNTER_USE.counter]),
+      weight: Number(r[COUNTER_USE.amount]),
     })),
   );
   return {
@@ -79,12 +79,12 @@ function viewOf(read: ProviderRead): CountersView {
   const load: Record<string, number> = {};
   const c = read.counters;
   if (c) {
-    const loads = counterLoads(c, (classId) => usedOf.get(classId) ?? 0);
+    const loads = loadsOf(c, (classId) => usedOf.get(classId) ?? 0);
     c.names.forEach((name, i) => {
-      counters[name] = c.totals[i]!;
+      counters[name] = c.bounds[i]!;
       load[name] = loads[i]!;
     });
-    for (const [classId, perCounter] of [...c.consumption].sort((a, b) => a[0] - b[0])) {
+    for (const [classId, perCounter] of [...c.weights].sort((a, b) => a[0] - b[0])) {
       const entry: Record<string, number> = {};
       perCounter.forEach((amount, i) => {
         if (amount > 0) entry[c.names[i]!] = amount;
@@ -124,22 +124,22 @@ export async function putCounters(store: DataStore, uuid: string, doc: CountersD
       const unknown = Object.keys(perCounter).filter((name) => !(name in doc.counters));
       if (unknown.length) throw invalid(`Consumption of ${rc} names undeclared counter(s): ${unknown.join(', ')}.`);
     }
-    const table = counterTableOf(
-      names.map((name) => ({ providerId: read.id, name, total: doc.counters[name]! })),
+    const table = keyTableOf(
+      names.map((name) => ({ providerId: read.id, name, bound: doc.counters[name]! })),
       classes.flatMap((rc) =>
         Object.entries(doc.consumption[rc]!).map(([counter, amount]) => ({
           providerId: read.id,
           classId: read.inventory.get(rc)![0],
-          counter,
-          amount,
+          key: counter,
+          weight: amount,
         })),
       ),
     );
     const counters = table.get(read.id);
     if (counters) {
       const usedOf = new Map([...read.inventory.values()]);
-      const loads = counterLoads(counters, (classId) => usedOf.get(classId) ?? 0);
-      const over = names.filter((_, i) => loads[i]! > counters.totals[i]!);
+      const loads = loadsOf(counters, (classId) => usedOf.get(classId) ?? 0);
+      const over = names.filter((_, i) => loads[i]! > counters.bounds[i]!);
       if (over.length) {
         // As upstream refuses to remove inventory still allocated (409 inventory.inuse).
         throw new InventoryInUse(

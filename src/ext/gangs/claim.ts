@@ -7,7 +7,7 @@ import { conflict, DomainError, invalid } from '../../errors.js';
 import type { BatchReader } from '../../db/client.js';
 import type { ClaimAlongside } from '../../placement/writes/hooks.js';
 import { readDomainFacts } from './domains.js';
-import { leaseExpiryMs, leaseStatement } from '../leases.js';
+import { leaseExpiryMs, leaseStatement } from '../leases/leases.js';
 import type { PostGangBody } from './schemas.js';
 
 /** The write path's refusal, reworded to name the member(s) it concerns; other errors unchanged. */

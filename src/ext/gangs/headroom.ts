@@ -9,7 +9,7 @@ import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
 import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
-import { type Headroom, findHeadroom } from '../headroom.js';
+import { type Headroom, findHeadroom } from '../headroom/headroom.js';
 import { readDomainFacts } from './domains.js';
 import { parseGangQuery } from './query.js';
 
@@ -45,7 +45,7 @@ export async function findGangHeadroom(
   options: CandidateOptions,
 ): Promise<GangHeadroom> {
   const { gang, rest } = parseGangQuery(query);
-  const headroom = await findHeadroom(reader, parseCandidateRequestWithExt(rest, mv), mv, options);
+  const headroom = await findHeadroom(reader, parseCandidateRequestWithExt(rest, mv, options.params), mv, options);
   const perTree = new Map(headroom.trees.map((t) => [t.root_provider_uuid, t.count]));
   const domains: DomainHeadroom[] = [];
   if (gang.domain === 'any') {

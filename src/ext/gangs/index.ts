@@ -47,7 +47,7 @@ export async function searchDomains(
   countRequired = true,
 ): Promise<DomainSearch & { gang: ReturnType<typeof parseGangQuery>['gang'] }> {
   const { gang, rest } = parseGangQuery(query, countRequired);
-  const request = parseCandidateRequestWithExt(rest, mv);
+  const request = parseCandidateRequestWithExt(rest, mv, options.params);
   request.limit = null;
   const opts = gangSearchOptions(options);
   const started = Date.now();

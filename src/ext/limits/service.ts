@@ -6,6 +6,7 @@
 // other sweeps (the Node primary's timer, the Worker's cron); Keystone down,
 // the limits last read stay in force, and /readyz says so once two refresh
 // intervals have passed without a read.
+import { stateKey } from '../../extension.js';
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
 import { str } from '../../db/rows.js';
@@ -295,6 +296,9 @@ export function limitsSourceOf(config: LimitsConfig, fetcher?: typeof fetch): Li
   }
   return undefined;
 }
+
+/** The app's project limits, as its routes and jobs read them back (Deps.extensions.state). */
+export const LIMITS = stateKey<ProjectLimits>('limits');
 
 /** The app's project limits (PLACEMENT_LIMITS), or undefined when off. */
 export function projectLimits(store: DataStore, config: LimitsConfig, log: Logger, fetcher?: typeof fetch): ProjectLimits | undefined {

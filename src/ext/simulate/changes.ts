@@ -5,7 +5,7 @@
 // (a selector matching no provider, a resize matching no consumer) 400.
 import { z } from 'zod';
 import { invalid, notFound } from '../../errors.js';
-import { TAINT_KEY } from '../../placement/candidates/ext-params.js';
+import { TAINT_KEY } from '../taints/params.js';
 import { SHARES_TRAIT } from '../../placement/candidates/research.js';
 import type { Microversion } from '../../microversion.js';
 import { reservedCapacityProblem } from '../../placement/repo/inventories.js';

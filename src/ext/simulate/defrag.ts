@@ -16,10 +16,9 @@ import type { BatchReader } from '../../db/client.js';
 import { invalid } from '../../errors.js';
 import { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
-import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import { MAX_VERSION } from '../../placement/versions.js';
-import { candidatesOver, type EngineView, engineView } from './engine-adapter.js';
+import { candidatesOver, type EngineView, engineView, type WhatIfEngine } from './engine-adapter.js';
 import { readWorld } from './snapshot.js';
 import {
   type AllocationsBody,
@@ -83,7 +82,11 @@ function intParam(query: Record<string, string[]>, key: string, fallback: number
 }
 
 /** Splits the defrag parameters off the query; the rest is an allocation-candidates query (its errors are the engine's own). */
-export function parseDefragQuery(query: Record<string, string[]>, mv: Microversion): { params: DefragParams; request: CandidateRequest } {
+export function parseDefragQuery(
+  query: Record<string, string[]>,
+  mv: Microversion,
+  engine: WhatIfEngine,
+): { params: DefragParams; request: CandidateRequest } {
   const params: DefragParams = {
     count: intParam(query, 'count', 1, 100_000),
     maxMoves: intParam(query, 'max_moves', 3, MAX_MOVES),
@@ -94,7 +97,7 @@ export function parseDefragQuery(query: Record<string, string[]>, mv: Microversi
   }
   const rest: Record<string, string[]> = {};
   for (const [key, values] of Object.entries(query)) if (!(DEFRAG_KEYS as readonly string[]).includes(key)) rest[key] = values;
-  const request = parseCandidateRequestWithExt(rest, mv);
+  const request = engine.parse(rest, mv);
   request.limit = null;
   return { params, request };
 }
@@ -133,9 +136,10 @@ class Planner {
     private readonly world: World,
     private readonly request: CandidateRequest,
     private readonly mv: Microversion,
-    private readonly options: CandidateOptions,
+    private readonly engine: WhatIfEngine,
+    private readonly options: CandidateOptions = engine.options(),
   ) {
-    this.view = engineView(world);
+    this.view = engineView(world, engine.hooks);
     for (const p of world.providers.values()) this.rootOfUuid.set(p.uuid, p.rootId);
     this.sharingRoots = new Set(
       [...world.providers.values()].filter((p) => p.traits.includes('MISC_SHARES_VIA_AGGREGATE')).map((p) => p.rootId),
@@ -166,7 +170,7 @@ class Planner {
       const providers = new Map([...this.world.providers].filter(([, p]) => p.rootId === root || this.sharingRoots.has(p.rootId)));
       const taints = new Map([...this.world.taints].filter(([id]) => providers.has(id)));
       sub = {
-        view: engineView({ ...this.world, providers, taints }),
+        view: engineView({ ...this.world, providers, taints }, this.engine.hooks),
         uuids: new Set([...providers.values()].filter((p) => p.rootId === root).map((p) => p.uuid)),
       };
       this.subViews.set(root, sub);
@@ -215,7 +219,7 @@ class Planner {
   async destination(consumer: WorldConsumer, usage: UsageTable, avoid: ReadonlySet<number>): Promise<WorldAllocation[] | null> {
     const amounts = amountsOf(this.world, consumer);
     const query = `resources=${[...amounts].map(([name, n]) => `${name}:${n}`).join(',')}`;
-    const request = parseCandidateRequestWithExt(Object.fromEntries([...new URLSearchParams(query)].map(([k, v]) => [k, [v]])), LATEST);
+    const request = this.engine.parse(Object.fromEntries([...new URLSearchParams(query)].map(([k, v]) => [k, [v]])), LATEST);
     const trial = copyUsage(usage);
     addAllocations(trial, consumer.allocations, -1);
     const body = await candidatesOver(this.view, trial, request, LATEST, this.options);
@@ -309,11 +313,11 @@ export async function defragPlan(
   reader: BatchReader,
   query: Record<string, string[]>,
   mv: Microversion,
-  options: CandidateOptions,
+  engine: WhatIfEngine,
 ): Promise<DefragPlan> {
-  const { params, request } = parseDefragQuery(query, mv);
+  const { params, request } = parseDefragQuery(query, mv, engine);
   const world = await readWorld(reader);
-  return planOver(world, request, params, mv, options);
+  return planOver(world, request, params, mv, engine);
 }
 
 export async function planOver(
@@ -321,9 +325,9 @@ export async function planOver(
   request: CandidateRequest,
   params: DefragParams,
   mv: Microversion,
-  options: CandidateOptions,
+  engine: WhatIfEngine,
 ): Promise<DefragPlan> {
-  const planner = new Planner(world, request, mv, options);
+  const planner = new Planner(world, request, mv, engine);
   const usage = usageOf(world);
   const before = await planner.count(usage);
   const answer = (moves: DefragMove[], after: number, feasible: boolean): DefragPlan => ({

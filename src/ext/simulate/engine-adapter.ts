@@ -1,12 +1,15 @@
 // The one place the what-if extension meets the candidates engine: a World
 // (world.ts) becomes the engine's input (its provider-tree model, usage and
 // name lookups, CloudModel.of: no database), and the engine's own answers
-// (allocation candidates, headroom) are asked over it. The world's taints
-// reach the engine as a read hook whose state is the world's, in place of
-// the installed taint hook that reads the database. When the engine becomes
-// one object with one answer, this file is what changes.
+// (allocation candidates, headroom) are asked over it, with the app's
+// installed read hooks: each reads what it would read from a database where
+// its tables are empty, but the device taints' hook, which reads the world's
+// taints (so a taint change, and ext_tolerate, act as the installed
+// extension makes them act; an app without the taints extension ignores them,
+// as its real answers do). This file is what changes with the engine's API.
 import type { Microversion } from '../../microversion.js';
 import { CloudModel, type ProviderSpec } from '../../placement/candidates/cloud-model.js';
+import type { CandidateEngine } from '../../placement/candidates/engine.js';
 import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
 import {
   type CandidateOptions,
@@ -16,9 +19,12 @@ import {
 } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import type { Lookups, Usage } from '../../placement/candidates/research.js';
-import { type Headroom, headroomOfSearch } from '../headroom.js';
-import { excludedProviders, type ProviderTaints } from '../taints/filter.js';
+import { type Headroom, headroomOfSearch } from '../headroom/headroom.js';
+import { taintFilter } from '../taints/filter.js';
 import { type UsageTable, usageOf, type World } from './world.js';
+
+/** What a what-if answer takes from the app's engine: its parser (with the installed extensions' parameters), options and read hooks. */
+export type WhatIfEngine = Pick<CandidateEngine, 'parse' | 'options' | 'hooks'>;
 
 /** A world as the engine reads it; the model is built once, the usage may be replaced (a plan's moves). */
 export interface EngineView {
@@ -27,17 +33,17 @@ export interface EngineView {
   hooks: readonly CandidateReadHook[];
 }
 
-/** The world's taints as a read hook: the same exclusion rule as the installed one (taints/filter.ts), over the world's taints. */
-function worldTaints(taints: ProviderTaints): CandidateReadHook<ProviderTaints> {
-  return {
-    name: 'device taints (what-if)',
-    statement: () => ({ sql: 'SELECT 1', args: [] }),
-    read: () => taints,
-    excludeProviders: (state, request) => excludedProviders(state, request.tolerate ?? []),
-  };
+/** The app's installed read hooks, each reading the world's state instead of the database's. */
+function worldHooks(installed: readonly CandidateReadHook[], world: World): CandidateReadHook[] {
+  // A copy: the world may be changed after its view is made (a simulation measures before, then applies its changes).
+  const taints = new Map(world.taints);
+  return installed.map((hook) => ({
+    ...hook,
+    read: hook === (taintFilter as CandidateReadHook) ? () => taints : () => hook.read(undefined),
+  }));
 }
 
-export function engineView(world: World): EngineView {
+export function engineView(world: World, installed: readonly CandidateReadHook[]): EngineView {
   const specs: ProviderSpec[] = [...world.providers.values()]
     .sort((a, b) => a.id - b.id)
     .map((p) => ({
@@ -59,8 +65,7 @@ export function engineView(world: World): EngineView {
       aggregateIdByUuid: world.aggregateIdByUuid,
       rootIdByProviderUuid,
     },
-    // A copy: the world may be changed after its view is made (a simulation measures before, then applies its changes).
-    hooks: [worldTaints(new Map(world.taints))],
+    hooks: worldHooks(installed, world),
   };
 }
 

@@ -7,12 +7,12 @@ import { z } from 'zod';
 import type { BatchReader } from '../../db/client.js';
 import { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
-import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
-import type { Headroom } from '../headroom.js';
+import type { CandidateRequest } from '../../placement/candidates/parse.js';
+import type { Headroom } from '../headroom/headroom.js';
 import { gangsThatFit } from '../gangs/headroom.js';
 import { parseGangQuery } from '../gangs/query.js';
 import { applyChanges, type ChangeReport, changeSchema, isSharing, type RemovedPlacement } from './changes.js';
-import { candidatesOver, type EngineView, engineView, headroomOver } from './engine-adapter.js';
+import { candidatesOver, type EngineView, engineView, headroomOver, type WhatIfEngine } from './engine-adapter.js';
 import { MAX_VERSION } from '../../placement/versions.js';
 import { readWorld } from './snapshot.js';
 import {
@@ -88,17 +88,17 @@ export function queryRecord(query: string): Record<string, string[]> {
 interface ParsedQuery {
   name: string;
   query: string;
-  request: ReturnType<typeof parseCandidateRequestWithExt>;
+  request: CandidateRequest;
   gang: ReturnType<typeof parseGangQuery>['gang'] | null;
 }
 
-function parseQuery(name: string, query: string, mv: Microversion): ParsedQuery {
+function parseQuery(name: string, query: string, mv: Microversion, engine: WhatIfEngine): ParsedQuery {
   const record = queryRecord(query);
   if (record.count) {
     const { gang, rest } = parseGangQuery(record);
-    return { name, query, request: parseCandidateRequestWithExt(rest, mv), gang };
+    return { name, query, request: engine.parse(rest, mv), gang };
   }
-  return { name, query, request: parseCandidateRequestWithExt(record, mv), gang: null };
+  return { name, query, request: engine.parse(record, mv), gang: null };
 }
 
 async function measure(
@@ -218,6 +218,7 @@ async function placeDisplaced(
   usageAfter: UsageTable,
   view: EngineView,
   displaced: { uuid: string; reason: DisplacedConsumer['reason']; from: AllocationsBody; amounts: Map<string, number> }[],
+  engine: WhatIfEngine,
   options: CandidateOptions,
 ): Promise<DisplacedConsumer[]> {
   // The displaced leave first; then each takes the first candidate for its resources, in turn.
@@ -233,7 +234,7 @@ async function placeDisplaced(
   const idOfUuid = new Map([...world.providers.values()].map((p) => [p.uuid, p.id]));
   const out: DisplacedConsumer[] = [];
   for (const d of displaced) {
-    const request = parseCandidateRequestWithExt(queryRecord(`${resourcesQuery(d.amounts)}&limit=1`), LATEST);
+    const request = engine.parse(queryRecord(`${resourcesQuery(d.amounts)}&limit=1`), LATEST);
     const body = await candidatesOver(view, usage, request, LATEST, options);
     const first = body.allocation_requests[0] as { allocations: AllocationsBody } | undefined;
     if (first) take(allocationsFromBody(world, first.allocations, idOfUuid), 1);
@@ -242,16 +243,11 @@ async function placeDisplaced(
   return out;
 }
 
-export async function simulate(
-  reader: BatchReader,
-  body: SimulateBody,
-  mv: Microversion,
-  options: CandidateOptions,
-): Promise<SimulationAnswer> {
+export async function simulate(reader: BatchReader, body: SimulateBody, mv: Microversion, engine: WhatIfEngine): Promise<SimulationAnswer> {
   // Queries are checked before anything is read: a query placement would refuse is refused with its words.
-  const queries = body.queries.map((q) => parseQuery(q.name, q.query, mv));
+  const queries = body.queries.map((q) => parseQuery(q.name, q.query, mv, engine));
   const before = await readWorld(reader);
-  return simulateOver(before, body, queries, mv, options);
+  return simulateOver(before, body, queries, mv, engine);
 }
 
 async function simulateOver(
@@ -259,16 +255,17 @@ async function simulateOver(
   body: SimulateBody,
   queries: ParsedQuery[],
   mv: Microversion,
-  options: CandidateOptions,
+  engine: WhatIfEngine,
 ): Promise<SimulationAnswer> {
   // Everything about the cloud as it is, then the changes applied to the world in place (it is this request's own copy).
-  const viewBefore = engineView(world);
+  const options = engine.options();
+  const viewBefore = engineView(world, engine.hooks);
   const usageBefore = usageOf(world);
   const overBefore = overCapacity(world, usageBefore);
   const dashboardBefore = dashboardFigures(world, body.threshold_percent, usageBefore);
   const domainsBefore = gangDomainsOf(world);
   const { reports, removed } = applyChanges(world, body.changes, mv);
-  const viewAfter = engineView(world);
+  const viewAfter = engineView(world, engine.hooks);
   const usageAfter = usageOf(world);
   const answers: SimulationAnswer['queries'] = [];
   for (const q of queries) {
@@ -285,7 +282,7 @@ async function simulateOver(
       return { uuid, reason: 'over_capacity' as const, from: allocationsBody(world, c.allocations), amounts: amountsOf(world, c) };
     }),
   ];
-  const placed = await placeDisplaced(world, usageAfter, viewAfter, displaced.slice(0, MAX_PLACED), options);
+  const placed = await placeDisplaced(world, usageAfter, viewAfter, displaced.slice(0, MAX_PLACED), engine, options);
   return {
     changes: reports,
     queries: answers,

@@ -5,8 +5,9 @@
 // taint that keeps a provider out of candidates; the request's tolerations
 // (`ext_tolerate`) turn them into the providers the search leaves out.
 import type { InStatement, ResultSet } from '@libsql/client';
-import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
+import { type CandidateReadHook, extParam } from '../../placement/candidates/hooks.js';
 import { TAINT } from '../../db/columns.js';
+import { tolerateParam } from './params.js';
 
 /** Effects that keep a provider out of allocation candidates (NoExecute implies NoSchedule, as in Kubernetes). */
 export const EXCLUDING_EFFECTS = ['NoSchedule', 'NoExecute'] as const;
@@ -44,5 +45,5 @@ export const taintFilter: CandidateReadHook<ProviderTaints> = {
   name: 'device taints',
   statement: taintStatement,
   read: taintsOf,
-  excludeProviders: (taints, request) => excludedProviders(taints, request.tolerate ?? NO_TOLERATIONS),
+  excludeProviders: (taints, request) => excludedProviders(taints, extParam(request, tolerateParam) ?? NO_TOLERATIONS),
 };

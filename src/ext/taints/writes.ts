@@ -8,7 +8,7 @@ import type { DataStore } from '../../db/client.js';
 import { commitGuarded, LostRace, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { bumpedGeneration, bumpProviderGeneration, PROVIDER_ID_BY_UUID } from '../../placement/writes/kernel.js';
 import { ProviderNotFound, StaleProviderGeneration } from '../../placement/writes/refusals.js';
-import type { Taint } from '../schemas.js';
+import type { Taint } from './schemas.js';
 import { ALLOC, RP, TAINT } from '../../db/columns.js';
 
 export interface StoredTaint extends Taint {

@@ -1,9 +1,53 @@
-// What an extension may add to the candidates engine's read (issue 32): the
-// engine defines these hooks and calls them; src/ext implements them (device
-// taints, shared counters) and the composition root (src/compose.ts) installs
-// them. Nothing in this folder imports src/ext.
+// What an extension may add to the candidates engine: query parameters, a
+// read beside the trees (providers left out, a capacity rule) and a gate that
+// answers a request with none before any search. The engine defines these
+// hooks and calls them; src/ext implements them and the composition root
+// (src/compose.ts) installs them. Nothing in this folder imports src/ext.
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { CandidateRequest } from './parse.js';
+
+/**
+ * A query parameter an extension adds to GET /allocation_candidates (and to
+ * what takes the same query: headroom, why-no-host, gangs). Taken out of the
+ * query before upstream's parser sees it; any `ext_` name no installed
+ * extension declares is left in, so upstream's parser refuses it with its
+ * usual 400 (a stock request never changes meaning).
+ */
+export interface CandidateParam<T = unknown> {
+  /** The query key, `ext_...`. */
+  readonly name: string;
+  /** The microversion it needs: below it the key is left to upstream's parser, which refuses it as any unknown key. */
+  readonly since?: string;
+  /** What GET /openapi.json says of it; a parameter without one is accepted but not listed. */
+  readonly description?: string;
+  /**
+   * Its value, from every value the query gives it and the stock request
+   * parsed so far (throws invalidQuery or badCandidateRequest, errors.ts).
+   * Kept on the request's `ext`, under `name` (extParam reads it back).
+   */
+  parse(values: string[], request: CandidateRequest): T;
+}
+
+/** What the request carries for `param` (undefined when not given). */
+export const extParam = <T>(request: CandidateRequest, param: CandidateParam<T>): T | undefined =>
+  request.ext?.get(param.name) as T | undefined;
+
+/** Who asks: the gates' context. */
+export interface Caller {
+  projectId: string | null;
+}
+
+/**
+ * A request an extension answers with no candidates at all, before any search
+ * (project limits: the request alone would cross the caller's limit).
+ */
+export interface CandidateGate {
+  readonly name: string;
+  /** The key why-no-host reports the refusal under. */
+  readonly diagnosisKey: string;
+  /** Why this request gets none; null: the search goes on. */
+  refusal(request: CandidateRequest, caller: Caller): Promise<string | null>;
+}
 
 /** One piece of a candidate: an amount of a class on a provider. */
 export interface Piece {

@@ -18,7 +18,7 @@ import type { CandidateRequest } from './parse.js';
 import { presentCandidates, type CandidatesBody, type Presentation } from './present/index.js';
 import { candidatesJson } from './present/json.js';
 import { type CloudModel, TreeCache } from './cloud-model.js';
-import type { CandidateReadHook, HookStates } from './hooks.js';
+import type { CandidateParam, CandidateReadHook, HookStates } from './hooks.js';
 import type { CandidateInventories, Lookups, ProviderNode, TreePrefilter, Usage } from './research.js';
 import { anchorRoots, coversEveryClass, coversSomeVariant } from './rules.js';
 import { type RequestNames, type Research, researchCached, researchOfModel, researchPartial } from './sources.js';
@@ -58,6 +58,8 @@ export interface CandidateOptions {
   hooks?: readonly CandidateReadHook[];
   /** Where the answer's figures are counted (Deps.metrics); nowhere without. */
   metrics?: CandidateMetrics;
+  /** The installed extensions' query parameters (Deps.candidates), for a caller that parses a query with these options (gangs); none without. */
+  params?: ReadonlyMap<string, CandidateParam>;
 }
 
 function namesOf(request: CandidateRequest): RequestNames {
@@ -95,8 +97,8 @@ function namesOf(request: CandidateRequest): RequestNames {
  * plus the classes each tree must offer.
  */
 function prefilterOf(request: CandidateRequest): TreePrefilter {
-  // With ext_first_of a tree need not offer every group's classes, only those of one variant.
-  const variants = request.firstOf?.length ? variantsOf(request.groups, request.firstOf) : null;
+  // With alternatives a tree need not offer every group's classes, only those of one variant.
+  const variants = request.alternatives?.length ? variantsOf(request.groups, request.alternatives) : null;
   const only = request.groups.length === 1 && !variants ? request.groups[0]! : null;
   return {
     requiredAnyOf: only?.requiredAnyOf ?? [],
@@ -207,7 +209,7 @@ async function searchOnce(source: ResearchSource, plan: SearchPlan, firstRoots: 
 }
 
 /**
- * The search of one request: CandidateSearch, or with ext_first_of one per
+ * The search of one request: CandidateSearch, or with alternatives one per
  * variant tried tree by tree (first-of.ts); and the cheap cut of trees that
  * cannot anchor a candidate. The installed hooks leave the providers they
  * exclude out of either and add their capacity condition.
@@ -233,8 +235,8 @@ function treeSearchOf(
     excluded: states.excluded(hooks, request),
     capacity: states.capacityRule(hooks),
   };
-  if (!request.firstOf?.length) return { search: new CandidateSearch(input), covers: coversEveryClass(candidates, groups) };
-  const variants = variantsOf(groups, request.firstOf);
+  if (!request.alternatives?.length) return { search: new CandidateSearch(input), covers: coversEveryClass(candidates, groups) };
+  const variants = variantsOf(groups, request.alternatives);
   return { search: new FirstOfSearch(input, variants), covers: coversSomeVariant(candidates, variants) };
 }
 

@@ -32,16 +32,15 @@ export interface CandidateRequest {
   rootRequired: string[];
   rootForbidden: string[];
   sameSubtrees: string[][];
-  /** Taint keys the request tolerates (extension `ext_tolerate`, ext-params.ts); absent for stock requests. */
-  tolerate?: string[];
   /**
-   * ext_first_of (extension, 1.25+; ext-params.ts): each list names suffixed
+   * Prioritized alternatives among the suffixed groups: each list names
    * groups in order of preference; per tree only the first that can be
-   * satisfied there (with every other group) is used. Absent for stock requests.
+   * satisfied there (with every other group) is used. Set by an extension's
+   * parameter (hooks.ts CandidateParam); absent for stock requests.
    */
-  firstOf?: string[][];
-  /** ext_within_limits=true (extension, project limits; ext-params.ts): none when the request alone would cross the caller's project limit. */
-  withinLimits?: boolean;
+  alternatives?: string[][];
+  /** The installed extensions' parameters given with the request, parsed, by parameter name (hooks.ts extParam); absent for stock requests. */
+  ext?: ReadonlyMap<string, unknown>;
 }
 
 const GROUP_PREFIXES = ['resources', 'required', 'member_of', 'in_tree'] as const;

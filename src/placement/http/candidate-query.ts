@@ -5,33 +5,18 @@
 import type { QueryParam } from '../../http/route-table.js';
 import type { Microversion } from '../../microversion.js';
 import { allowedKeys } from '../candidates/parse.js';
-import { MV } from '../versions.js';
 
-/** The extension parameters GET /allocation_candidates (and headroom, why-no-host) accept at `mv`, each only when given. */
-export function extCandidateParams(mv: Microversion): QueryParam[] {
-  return [
-    {
-      name: 'ext_tolerate',
-      description: 'extension: taint keys (KEY[,KEY...]) whose NoSchedule/NoExecute taints this request tolerates',
-    },
-    // Granular groups only (1.25+).
-    ...(mv.atLeast(MV.GRANULAR)
-      ? [
-          {
-            name: 'ext_first_of',
-            description:
-              'extension (docs/extensions-gpu.md): granular group suffixes in order of preference, e.g. _H100,_A100,_T4; per tree only ' +
-              'the first that can be satisfied there with every other group is used (mappings name it). Repeatable: independent choices.',
-          },
-        ]
-      : []),
-  ];
-}
+/**
+ * Where the installed extensions' parameters (hooks.ts CandidateParam) stand
+ * in the list: the document (src/openapi/operations.ts) puts them here, as
+ * the engine takes them from the extensions the composition root installs.
+ */
+export const EXTENSION_PARAMS: QueryParam = { name: 'ext_*', extensionParams: true };
 
 export const candidateQuery = (mv: Microversion): QueryParam[] => {
   const keys = allowedKeys(mv);
   return [
-    ...extCandidateParams(mv),
+    EXTENSION_PARAMS,
     ...keys.plain.map((name) => ({ name })),
     ...keys.patterns.map((pattern) => {
       const numbered = pattern.includes('[1-9]');

@@ -1,9 +1,7 @@
 import { badQuery, queryParams } from '../../../http/validate.js';
-import { parseCandidateRequestWithExt } from '../../../placement/candidates/ext-params.js';
 import { authorize, setCacheHeaders } from '../../../placement/http/middleware.js';
 import { DIAGNOSTICS_RULE } from '../../policy.js';
 import { diagnoseCandidates } from '../../why-no-host.js';
-import { crossingText, requestedTotals } from '../../../ext/limits/service.js';
 import { diagnoseGang, GangAwareDiagnosis } from '../../gang-diagnosis.js';
 import { GANG_KEYS, parseGangQuery } from '../../../ext/gangs/index.js';
 import { MV } from '../../../placement/versions.js';
@@ -41,19 +39,16 @@ candidateDiagnosisRoutes.resource('/allocation_candidates', {
         // A gang (docs/gangs.md): its parameters as GET /ext/gang_candidates takes them; `limit` counts gangs there.
         if (!c.var.mv.atLeast(MV.GRANULAR)) throw badQuery('count (a gang) needs microversion 1.25 or later');
         const { gang, rest } = parseGangQuery(query);
-        const member = parseCandidateRequestWithExt(rest, c.var.mv);
+        const member = candidates.parse(rest, c.var.mv);
         setCacheHeaders(c);
         return c.json(await diagnoseGang(ctx, query, member, gang, c.var.mv, hosts));
       }
-      const request = parseCandidateRequestWithExt(query, c.var.mv);
+      const request = candidates.parse(query, c.var.mv);
       const diagnosis = await diagnoseCandidates(ctx, request, c.var.mv, hosts);
-      // ext_within_limits=true (project limits): the candidates answer none when the request alone crosses the caller's limit.
-      const crossing =
-        request.withinLimits && c.var.credentials.projectId !== null
-          ? await c.var.deps.limits?.crossing(c.var.credentials.projectId, requestedTotals(request))
-          : null;
+      // An installed gate answers none (project limits: the request alone crosses the caller's limit): said under the gate's key.
+      const refused = await candidates.refusal(request, { projectId: c.var.credentials.projectId });
       setCacheHeaders(c);
-      return c.json(crossing ? { ...diagnosis, allocation_requests: 0, project_limit: crossingText(crossing) } : diagnosis);
+      return c.json(refused ? { ...diagnosis, allocation_requests: 0, [refused.gate.diagnosisKey]: refused.reason } : diagnosis);
     },
   },
 });

@@ -78,8 +78,8 @@ export const operatorRoutes = new RouteTable('meta')
           return c.json({ status: 'not ready', reason: held.reason }, 503, NO_STORE);
         }
         const checks = await Promise.all([
-          // Project limits (PLACEMENT_LIMITS): not read for two refresh intervals (Keystone down) says so; they stay enforced.
-          checkReadiness(deps.store, MIGRATIONS, deps.limits?.readiness()),
+          // The extensions' own checks (project limits: not read for two refresh intervals says so).
+          checkReadiness(deps.store, MIGRATIONS, deps.extensions.readiness()),
           deps.keystone?.readiness() ?? { ready: true as const },
         ]);
         const reasons = checks.flatMap((check) => (check.ready ? [] : [check.reason]));

@@ -1,8 +1,5 @@
-import type { Deps } from '../../../deps.js';
 import { queryParams } from '../../../http/validate.js';
-import type { CandidateRequest } from '../../candidates/parse.js';
 import { findAllocationCandidatesJson } from '../../candidates/index.js';
-import { parseCandidateRequestWithExt } from '../../candidates/ext-params.js';
 import { authorize, setCacheHeaders } from '../middleware.js';
 import { allocationCandidatesResponseSchema } from '../../schemas/responses.js';
 import { MV } from '../../versions.js';
@@ -26,9 +23,9 @@ allocationCandidateRoutes.resource('/allocation_candidates', {
       // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
       // Read near this instance (a replica where one is configured, never older than our own writes):
       // a candidate a replica's lag made stale is refused by the claim, which is checked on the primary.
-      const request = parseCandidateRequestWithExt(queryParams(c), c.var.mv);
-      // ext_within_limits=true (project limits, docs/limits.md): none when the request alone would cross the caller's limit.
-      if (request.withinLimits && (await crossesLimit(c.var.deps, c.var.credentials.projectId, request))) {
+      const request = candidates.parse(queryParams(c), c.var.mv);
+      // An installed extension may answer none before any search (project limits: the request alone crosses the caller's limit).
+      if (await candidates.refusal(request, { projectId: c.var.credentials.projectId })) {
         setCacheHeaders(c);
         return c.json({ allocation_requests: [], provider_summaries: {} });
       }
@@ -40,14 +37,3 @@ allocationCandidateRoutes.resource('/allocation_candidates', {
     },
   },
 });
-
-/** Whether the request alone would cross `project`'s limits (Deps.limits: the extension, installed by compose.ts). */
-async function crossesLimit(deps: Deps, project: string | null, request: CandidateRequest): Promise<boolean> {
-  if (!deps.limits || project === null) return false;
-  return (
-    (await deps.limits.crossing(
-      project,
-      request.groups.map((g) => g.resources),
-    )) !== null
-  );
-}

@@ -1,11 +1,10 @@
 import { queryParams } from '../../../http/validate.js';
-import { parseCandidateRequestWithExt } from '../../../placement/candidates/ext-params.js';
 import { authorize } from '../../../placement/http/middleware.js';
-import { findHeadroom } from '../../headroom.js';
+import { findHeadroom } from '../headroom.js';
 import { findGangHeadroom } from '../../gangs/headroom.js';
 import { EXT_RULE } from '../../policy.js';
 import { MV } from '../../../placement/versions.js';
-import { HeadroomResponse } from '../../responses.js';
+import { HeadroomResponse } from '../schemas.js';
 import { RouteTable } from '../../../http/route-table.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
@@ -34,7 +33,7 @@ headroomRoutes.resource('/headroom', {
       c.header('cache-control', 'no-cache');
       // count=N (gangs, docs/gangs.md): how many more gangs of N fit per domain, beside the per-tree counts.
       if (query.count) return c.json(await findGangHeadroom(store.nearby, query, c.var.mv, options));
-      const headroom = await findHeadroom(store.nearby, parseCandidateRequestWithExt(query, c.var.mv), c.var.mv, options);
+      const headroom = await findHeadroom(store.nearby, candidates.parse(query, c.var.mv), c.var.mv, options);
       return c.json(headroom);
     },
   },

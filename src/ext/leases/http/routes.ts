@@ -3,11 +3,10 @@
 import { notFound } from '../../../errors.js';
 import { readBody } from '../../../http/validate.js';
 import { consumerOfPath } from '../../../shared/uuid.js';
-import { confirmLease, getLease, listLeases, putLease } from '../../leases.js';
-import { putLeaseSchema } from '../../schemas.js';
-import { LeaseListResponse, LeaseResponse } from '../../responses.js';
+import { confirmLease, getLease, listLeases, putLease } from '../leases.js';
+import { LeaseListResponse, LeaseResponse, putLeaseSchema } from '../schemas.js';
 import { RouteTable } from '../../../http/route-table.js';
-import { adminOnly } from '../admin-only.js';
+import { adminOnly } from '../../http/admin-only.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 
 export const leaseRoutes = new RouteTable('extensions', placementHttp);

@@ -1,13 +1,12 @@
 // Device taints: GET/PUT /ext/resource_providers/{uuid}/taints (generation
 // checked, bumps the generation, as a provider's traits) and GET /ext/taints
-// (the drain list). Logic in ../../taints/writes.ts.
+// (the drain list). Logic in ../writes.ts.
 import { notFound } from '../../../errors.js';
 import { readBody } from '../../../http/validate.js';
-import { putTaintsSchema } from '../../schemas.js';
-import { drainList, providerTaints, replaceProviderTaints } from '../../taints/writes.js';
-import { DrainListResponse, ProviderTaintsResponse } from '../../responses.js';
+import { DrainListResponse, ProviderTaintsResponse, putTaintsSchema } from '../schemas.js';
+import { drainList, providerTaints, replaceProviderTaints } from '../writes.js';
 import { RouteTable } from '../../../http/route-table.js';
-import { adminOnly } from '../admin-only.js';
+import { adminOnly } from '../../http/admin-only.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 
 export const taintRoutes = new RouteTable('extensions', placementHttp);

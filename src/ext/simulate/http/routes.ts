@@ -1,15 +1,15 @@
 // What if (docs/simulate.md): POST /ext/simulate (changes applied to a copy
 // of the cloud, headroom and the dashboard's figures before and after) and
 // GET /ext/defrag (a plan of moves after which a query has K candidates).
-// Nothing is written. Logic in ../../simulate/.
+// Nothing is written. Logic in ../.
 import { queryParams, readBody } from '../../../http/validate.js';
 import { RouteTable } from '../../../http/route-table.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { MV } from '../../../placement/versions.js';
-import { adminOnly } from '../admin-only.js';
-import { defragPlan, simulate, simulateSchema } from '../../simulate/index.js';
-import { DefragResponse, SimulationResponse } from '../../simulate/responses.js';
+import { adminOnly } from '../../http/admin-only.js';
+import { defragPlan, simulate, simulateSchema } from '../index.js';
+import { DefragResponse, SimulationResponse } from '../responses.js';
 
 export const simulateRoutes = new RouteTable('extensions', placementHttp);
 
@@ -27,7 +27,7 @@ simulateRoutes.resource('/simulate', {
       const body = await readBody(c, simulateSchema);
       const { store, candidates } = c.var.deps;
       c.header('cache-control', 'no-cache');
-      return c.json(await simulate(store.nearby, body, c.var.mv, candidates.options()));
+      return c.json(await simulate(store.nearby, body, c.var.mv, candidates));
     },
   }),
 });
@@ -48,7 +48,7 @@ simulateRoutes.resource('/defrag', {
     handler: async (c) => {
       const { store, candidates } = c.var.deps;
       c.header('cache-control', 'no-cache');
-      return c.json(await defragPlan(store.nearby, queryParams(c), c.var.mv, candidates.options()));
+      return c.json(await defragPlan(store.nearby, queryParams(c), c.var.mv, candidates));
     },
   }),
 });

@@ -1,6 +1,6 @@
 // /ext/resource_providers/{uuid}/counters (issue 25): a partitionable
 // device's shared counters and what each resource class consumes of them
-// (logic in ../../counters/). Any microversion. Unlike the other /ext routes
+// (logic in ../). Any microversion. Unlike the other /ext routes
 // it passes the inventory policies, not EXT_RULE: the agent that reports a
 // GPU's inventory reports its counters with the same credentials.
 import { always, RouteTable } from '../../../http/route-table.js';
@@ -8,8 +8,8 @@ import { readBody } from '../../../http/validate.js';
 import { authorize, setCacheHeaders } from '../../../placement/http/middleware.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { isoNow } from '../../../placement/repo/lookups.js';
-import { getCounters, putCounters } from '../../counters/repo.js';
-import { countersResponseSchema, putCountersSchema } from '../../schemas.js';
+import { getCounters, putCounters } from '../repo.js';
+import { countersResponseSchema, putCountersSchema } from '../schemas.js';
 
 export const counterRoutes = new RouteTable('extensions', placementHttp);
 

@@ -1,20 +1,21 @@
 // Project limits: GET /ext/limits[?project_id=P] and POST /ext/limits/refresh.
-// Logic in ../../limits/service.ts.
+// Logic in ../service.ts.
 import { notFound } from '../../../errors.js';
 import type { Deps } from '../../../deps.js';
 import { badQuery } from '../../../http/validate.js';
 import { RouteTable, zodQuery } from '../../../http/route-table.js';
 import { PLACEMENT_API, placementHttp } from '../../../placement/http/profile.js';
-import { LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from '../../limits/keystone.js';
-import { LimitedProjectsResponse, LimitsQuery, LimitsRefreshResponse, ProjectLimitsResponse } from '../../limits/responses.js';
-import type { ProjectLimits } from '../../limits/service.js';
-import { adminOnly } from '../admin-only.js';
+import { LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from '../keystone.js';
+import { LimitedProjectsResponse, LimitsQuery, LimitsRefreshResponse, ProjectLimitsResponse } from '../responses.js';
+import { LIMITS, type ProjectLimits } from '../service.js';
+import { adminOnly } from '../../http/admin-only.js';
 
 export const limitRoutes = new RouteTable('extensions', placementHttp);
 
 function limitsOf(deps: Deps): ProjectLimits {
-  if (!deps.limits) throw notFound('Project limits are off (PLACEMENT_LIMITS=off).');
-  return deps.limits;
+  const limits = deps.extensions.state(LIMITS);
+  if (!limits) throw notFound('Project limits are off (PLACEMENT_LIMITS=off).');
+  return limits;
 }
 
 limitRoutes.resource('/limits', {

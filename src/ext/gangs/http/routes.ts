@@ -1,7 +1,7 @@
 // Gangs (docs/gangs.md): GET /ext/gang_candidates (N hosts inside one domain)
 // and POST /ext/gangs (every member claimed in one write batch, or none,
 // with its lease in that batch).
-// Logic in ../../gangs/.
+// Logic in ../.
 import { queryParams, readBody } from '../../../http/validate.js';
 import { authorize, setCacheHeaders } from '../../../placement/http/middleware.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
@@ -11,9 +11,9 @@ import { MV } from '../../../placement/versions.js';
 import { RouteTable } from '../../../http/route-table.js';
 import type { QueryParam } from '../../../http/route-table.js';
 import type { Microversion } from '../../../microversion.js';
-import { findGangs } from '../../gangs/index.js';
-import { checkGangDomain, gangLease, refusalOfGang } from '../../gangs/claim.js';
-import { GangLeaseResponse, gangCandidatesResponseSchema, postGangSchema } from '../../gangs/schemas.js';
+import { findGangs } from '../index.js';
+import { checkGangDomain, gangLease, refusalOfGang } from '../claim.js';
+import { GangLeaseResponse, gangCandidatesResponseSchema, postGangSchema } from '../schemas.js';
 import { EXT_RULE } from '../../policy.js';
 import type { AppContext } from '../../../http/env.js';
 

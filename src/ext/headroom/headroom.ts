@@ -14,15 +14,15 @@
 // Shared counters (issue 25) bound the repeats as capacity does, and
 // ext_first_of counts, per tree, the claims of the alternative a scheduler
 // would get each time (an H100 while one fits, then the A100 ...).
-import type { BatchReader } from '../db/client.js';
-import type { Microversion } from '../microversion.js';
-import { capacityOf } from '../placement/capacity.js';
-import { type CandidateOptions, type FullSearch, searchEveryTree } from '../placement/candidates/index.js';
-import type { CandidateRequest } from '../placement/candidates/parse.js';
-import type { AllocationRequest } from '../placement/candidates/search.js';
-import type { Inventory } from '../placement/candidates/research.js';
-import { candidateCounters } from './counters/candidates.js';
-import type { LoadedCounters } from './counters/sql.js';
+import type { BatchReader } from '../../db/client.js';
+import type { Microversion } from '../../microversion.js';
+import { capacityOf } from '../../placement/capacity.js';
+import { type CandidateOptions, type FullSearch, searchEveryTree } from '../../placement/candidates/index.js';
+import type { CandidateRequest } from '../../placement/candidates/parse.js';
+import type { AllocationRequest } from '../../placement/candidates/search.js';
+import type { Inventory } from '../../placement/candidates/research.js';
+import { candidateCounters } from '../counters/candidates.js';
+import { addLoad, type LoadedKeys as LoadedCounters } from '../../placement/constraints.js';
 
 export interface TreeHeadroom {
   root_provider_uuid: string;
@@ -128,11 +128,10 @@ function counterUse(claim: AllocationRequest, counters: Map<number, LoadedCounte
   const use = new Map<LoadedCounters, number[]>();
   for (const piece of claim.pieces) {
     const c = counters.get(piece.providerId);
-    const perCounter = c?.consumption.get(piece.classId);
-    if (!c || !perCounter) continue;
+    if (!c?.weights.has(piece.classId)) continue;
     let units = use.get(c);
-    if (!units) use.set(c, (units = c.totals.map(() => 0)));
-    for (let i = 0; i < perCounter.length; i += 1) units[i]! += piece.amount * perCounter[i]!;
+    if (!units) use.set(c, (units = c.bounds.map(() => 0)));
+    addLoad(c, units, piece.classId, piece.amount);
   }
   return [...use];
 }
@@ -142,7 +141,7 @@ function counterRepeats(perClaim: [LoadedCounters, number[]][]): number {
   let times = Number.POSITIVE_INFINITY;
   for (const [c, units] of perClaim) {
     for (let i = 0; i < units.length; i += 1) {
-      if (units[i]! > 0) times = Math.min(times, Math.floor((c.totals[i]! - c.loads[i]!) / units[i]!));
+      if (units[i]! > 0) times = Math.min(times, Math.floor((c.bounds[i]! - c.loads[i]!) / units[i]!));
     }
   }
   // The search found the claim fits once.

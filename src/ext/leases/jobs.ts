@@ -1,10 +1,9 @@
-// The extensions' periodic work, registered with the job runner like the
-// accelerator API's (src/jobs/registry.ts): the lease sweep. It runs wherever
+// The leases' periodic work, registered with the job runner like the
+// accelerator API's (src/jobs/registry.ts; extension.ts): the lease sweep. It runs wherever
 // the sweeps run, once per service: the Node primary's timer (or the single
 // process), the Worker's scheduled handler; counted in /metrics
 // (placement_lease_sweep_*_total) besides the audit's totals.
-import type { Deps } from '../deps.js';
-import type { JobModule } from '../jobs/registry.js';
+import type { Deps } from '../../deps.js';
 import { sweepExpiredLeases } from './leases.js';
 
 /** Releases expired leases; returns how many it released or dropped. Never throws: the other sweeps still run. */
@@ -24,5 +23,3 @@ export async function sweepLeases(deps: Deps): Promise<number> {
     return 0;
   }
 }
-
-export const extJobs: JobModule = { handlers: {}, sweeps: [sweepLeases] };

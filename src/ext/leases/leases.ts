@@ -11,10 +11,10 @@
 // read (same expiry: not renewed, not confirmed) and the consumer is still at
 // the lease's generation (not rewritten). A failed ARQ bind of a leased
 // consumer releases it at once, by trigger (drizzle/0006_ext_taints_leases.sql).
-import type { DataStore } from '../db/client.js';
-import { commitGuarded, stmt, type WriteStatement } from '../db/write-batch.js';
-import { ALLOC, CONSUMER, LEASE, SWEEP_STAT } from '../db/columns.js';
-import { strOrNull } from '../db/rows.js';
+import type { DataStore } from '../../db/client.js';
+import { commitGuarded, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { ALLOC, CONSUMER, LEASE, SWEEP_STAT } from '../../db/columns.js';
+import { strOrNull } from '../../db/rows.js';
 
 export interface LeaseView {
   consumer_uuid: string;

@@ -1,0 +1,19 @@
+// The body and answers of /ext/leases, checked with zod at the edge; GET
+// /openapi.json describes them from here.
+import { z } from 'zod';
+
+/** Longest lease: 7 days (a lease is for the gap between claim and build, not for parking capacity). */
+export const MAX_LEASE_SECONDS = 7 * 24 * 3600;
+
+export const putLeaseSchema = z.object({ seconds: z.int().min(1).max(MAX_LEASE_SECONDS) }).strict();
+
+export const LeaseResponse = z.object({
+  consumer_uuid: z.string(),
+  seconds: z.int(),
+  expires_at: z.string(),
+  consumer_generation: z.int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const LeaseListResponse = z.object({ leases: z.array(LeaseResponse) });

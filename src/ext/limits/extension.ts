@@ -1,0 +1,36 @@
+// Project limits enforced inside the claim (docs/limits.md): PLACEMENT_LIMITS
+// names where they are read from (off: not set up; the parameter is still
+// taken, and acts on nothing). The whole extension: its parameter and gate
+// (params.ts), its claim guard (guard.ts), its source and ledger (service.ts,
+// keystone.ts, sql.ts), its periodic refresh and its routes (http/routes.ts).
+import { type Extension, withState } from '../../extension.js';
+import { limitsWrites } from './guard.js';
+import { limitRoutes } from './http/routes.js';
+import { withinLimitsGate, withinLimitsParam } from './params.js';
+import { LIMITS, projectLimits } from './service.js';
+
+export const limits: Extension = {
+  name: LIMITS.extension,
+  params: [withinLimitsParam],
+  routes: [limitRoutes],
+  // Read again once PLACEMENT_LIMITS_REFRESH_SECONDS have passed since the last try, where the sweeps run (once per service).
+  jobs: { handlers: {}, sweeps: [withState(LIMITS, (state) => state.refreshIfDue())] },
+  setUp({ store, config, log, metrics, keystoneFetch }) {
+    const state = projectLimits(store, config, log, keystoneFetch);
+    if (!state) return null;
+    return {
+      state,
+      writes: limitsWrites(state, metrics),
+      gates: [withinLimitsGate(state)],
+      // The usage ledger installed and the limits read before any claim; unreadable as configured, the start is refused.
+      start: () => state.start(),
+      // The cron refreshes them; the first isolate of a database never read them reads them now.
+      startIsolate: async () => {
+        await state.prepare();
+        if ((await state.readAt()) === null) await state.start();
+      },
+      // Not read for two refresh intervals (Keystone down) says so; they stay enforced.
+      readiness: () => state.readiness(),
+    };
+  },
+};

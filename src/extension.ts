@@ -1,0 +1,144 @@
+// What an extension is: one object, exported by its folder (src/ext/<name>/
+// extension.ts), that says everything the extension adds to the service. The
+// composition root (src/compose.ts EXTENSIONS) lists them; each part is
+// installed where it plugs in: query parameters, read hooks and gates into
+// the candidates engine, claim guards into the write kernel, jobs into the
+// job runner, routes under /ext. The hooks themselves are declared by the
+// parts that call them (placement/candidates/hooks.ts, placement/writes/
+// hooks.ts, jobs/registry.ts, http/route-table.ts); this file only gathers
+// them, so that Deps names no extension type. How to add one: src/ext/README.md.
+import type { AppConfig } from './config.js';
+import type { DataStore } from './db/client.js';
+import type { Deps, Logger } from './deps.js';
+import type { RouteTable } from './http/route-table.js';
+import type { JobModule } from './jobs/registry.js';
+import type { ReadinessRead } from './observability/readiness.js';
+import type { ServiceMetrics } from './observability/service.js';
+import type { CandidateExtensions } from './placement/candidates/engine.js';
+import type { CandidateGate, CandidateParam, CandidateReadHook } from './placement/candidates/hooks.js';
+import type { WriteExtension } from './placement/writes/hooks.js';
+
+/** What an extension may read while it is set up for one app. */
+export interface ExtensionContext {
+  store: DataStore;
+  config: AppConfig;
+  log: Logger;
+  metrics: ServiceMetrics;
+  /** How Keystone is reached; the global fetch without one. */
+  keystoneFetch?: typeof fetch;
+}
+
+/** What an extension builds for one app from its store and settings (project limits: the limits' source and ledger). */
+export interface ExtensionRuntime {
+  /** What its routes and jobs read back through Deps.extensions.state() (a StateKey of the extension). */
+  readonly state?: unknown;
+  /** Claim guards built with the app's state (in the kernel after the static ones of earlier extensions). */
+  readonly writes?: WriteExtension;
+  /** Candidate gates built with the app's state. */
+  readonly gates?: readonly CandidateGate[];
+  /** Before the first claim of a Node service (its one process or the cluster's primary); a failure refuses the start. */
+  start?(): Promise<void>;
+  /** At a Worker isolate's start (the cron does the periodic work). */
+  startIsolate?(): Promise<void>;
+  /** Its own checks, read in GET /readyz's one batch. */
+  readiness?(): ReadinessRead[];
+}
+
+export interface Extension {
+  /** Unique among the installed ones; names its state. */
+  readonly name: string;
+  /** Query parameters of GET /allocation_candidates (and headroom, why-no-host, gangs), with their grammar. */
+  readonly params?: readonly CandidateParam[];
+  /** What it reads beside the trees in every candidates read batch. */
+  readonly read?: readonly CandidateReadHook[];
+  /** What it adds to every claim (guards that need no per-app state). */
+  readonly writes?: WriteExtension;
+  /** Outbox handlers and sweeps. */
+  readonly jobs?: JobModule;
+  /** Its routes, mounted under /ext (admin only) and listed by GET /openapi.json. */
+  readonly routes?: readonly RouteTable[];
+  /** What it builds per app; null where the app's settings turn it off. */
+  setUp?(context: ExtensionContext): ExtensionRuntime | null;
+}
+
+/** The type of what an extension keeps per app, named by the extension (StateKey<ProjectLimits>('limits')). */
+export interface StateKey<T> {
+  readonly extension: string;
+  /** Never set: carries T. */
+  readonly type?: T;
+}
+
+export const stateKey = <T>(extension: string): StateKey<T> => ({ extension });
+
+/** The extensions installed in one app (Deps.extensions), set up, with what each part of the service takes from them. */
+export class InstalledExtensions {
+  private readonly runtimes: ReadonlyMap<string, ExtensionRuntime>;
+
+  private constructor(
+    readonly list: readonly Extension[],
+    runtimes: Map<string, ExtensionRuntime>,
+  ) {
+    this.runtimes = runtimes;
+  }
+
+  /** Sets up `list` for one app, in order. */
+  static setUp(list: readonly Extension[], context: ExtensionContext): InstalledExtensions {
+    const runtimes = new Map<string, ExtensionRuntime>();
+    const names = new Set<string>();
+    for (const extension of list) {
+      if (names.has(extension.name)) throw new Error(`two extensions named ${extension.name}`);
+      names.add(extension.name);
+      const runtime = extension.setUp?.(context);
+      if (runtime) runtimes.set(extension.name, runtime);
+    }
+    return new InstalledExtensions(list, runtimes);
+  }
+
+  /** What the candidates engine takes: parameters, read hooks, gates, in installation order. */
+  candidates(): CandidateExtensions {
+    return {
+      params: this.list.flatMap((e) => e.params ?? []),
+      hooks: this.list.flatMap((e) => e.read ?? []),
+      gates: this.list.flatMap((e) => this.runtimes.get(e.name)?.gates ?? []),
+    };
+  }
+
+  /** What the write kernel runs beside placement's own rules, in order (an earlier refusal is answered first). */
+  writes(): WriteExtension[] {
+    return this.list.flatMap((e) => [e.writes, this.runtimes.get(e.name)?.writes].filter((w) => w !== undefined));
+  }
+
+  jobs(): JobModule[] {
+    return this.list.flatMap((e) => (e.jobs ? [e.jobs] : []));
+  }
+
+  routes(): RouteTable[] {
+    return this.list.flatMap((e) => e.routes ?? []);
+  }
+
+  /** What `key`'s extension keeps in this app; undefined where it is not installed or its settings turn it off. */
+  state<T>(key: StateKey<T>): T | undefined {
+    return this.runtimes.get(key.extension)?.state as T | undefined;
+  }
+
+  /** Starts each (a Node service); the first failure refuses the start. */
+  async start(): Promise<void> {
+    for (const runtime of this.runtimes.values()) await runtime.start?.();
+  }
+
+  async startIsolate(): Promise<void> {
+    for (const runtime of this.runtimes.values()) await runtime.startIsolate?.();
+  }
+
+  readiness(): ReadinessRead[] {
+    return [...this.runtimes.values()].flatMap((runtime) => runtime.readiness?.() ?? []);
+  }
+}
+
+/** A sweep that runs with `key`'s state, and counts nothing where the extension is off in the app. */
+export const withState =
+  <T>(key: StateKey<T>, sweep: (state: T, deps: Deps) => Promise<number>) =>
+  async (deps: Deps): Promise<number> => {
+    const state = deps.extensions.state(key);
+    return state === undefined ? 0 : sweep(state, deps);
+  };

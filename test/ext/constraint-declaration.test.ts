@@ -1,0 +1,108 @@
+// A capacity constraint is declared once (ext/counters/declaration.ts) and
+// every path is derived from it (placement/constraints.ts). Here one change
+// to the declaration (each unit weighs twice on the counter) changes all
+// four: the candidates' capacity rule, the ordinary claim's decision, the
+// one-batch claim's SQL guard and the audit's query, on one database.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { EXTENSIONS, makeDeps } from '../../src/compose.js';
+import { openStore } from '../../src/entry/node-service.js';
+import { counters } from '../../src/ext/counters/extension.js';
+import { COUNTERS } from '../../src/ext/counters/declaration.js';
+import type { Extension } from '../../src/extension.js';
+import {
+  constraintGuard,
+  constraintReadHook,
+  holdsSql,
+  overBoundSql,
+  type ProviderConstraint,
+} from '../../src/placement/constraints.js';
+import { COUNTER_USE } from '../../src/db/columns.js';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** The one change: a unit of a class weighs twice what the provider's consumption says. */
+const DOUBLED: ProviderConstraint = { ...COUNTERS, weights: { ...COUNTERS.weights, weight: (cc) => `2 * ${cc}.${COUNTER_USE.amount}` } };
+
+const countersOf = (declaration: ProviderConstraint): Extension => ({
+  ...counters,
+  read: [constraintReadHook(declaration)],
+  writes: { claimGuards: [constraintGuard(declaration)] },
+});
+
+let t: TestApp;
+let doubled: ReturnType<typeof createApp>;
+let host: string;
+const holder = randomUUID();
+
+const call = (app: ReturnType<typeof createApp>, method: string, path: string, body?: unknown) =>
+  app.request(path, {
+    method,
+    headers: { 'x-auth-token': 'admin', 'openstack-api-version': `placement ${body === undefined ? 'latest' : '1.28'}`, 'content-type': 'application/json', accept: 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+const claim = (consumer: string, amount: number, generation: number | null) => ({
+  allocations: { [host]: { resources: { CUSTOM_SLICE: amount } } },
+  project_id: 'p',
+  user_id: 'u',
+  consumer_generation: generation,
+});
+
+beforeAll(async () => {
+  t = await makeTestApp();
+  const list = EXTENSIONS.map((e) => (e === counters ? countersOf(DOUBLED) : e));
+  doubled = createApp(makeDeps(await openStore(t.deps.config, { prepare: false }, silent), t.deps.config, silent, { extensions: list }));
+  host = randomUUID();
+  expect((await t.call('PUT', '/resource_classes/CUSTOM_SLICE')).status).toBe(201);
+  expect((await t.call('POST', '/resource_providers', { body: { name: 'gpu', uuid: host } })).status).toBe(200);
+  const inventory = { resource_provider_generation: 0, inventories: { CUSTOM_SLICE: { total: 10 } } };
+  expect((await t.call('PUT', `/resource_providers/${host}/inventories`, { body: inventory })).status).toBe(200);
+  // One counter of 8 that each slice consumes once: 5 slices held load it to 5 (doubled: 10, over its 8).
+  const document = { resource_provider_generation: 1, counters: { mem: 8 }, consumption: { CUSTOM_SLICE: { mem: 1 } } };
+  expect((await t.call('PUT', `/ext/resource_providers/${host}/counters`, { body: document })).status).toBe(200);
+  expect((await t.call('PUT', `/allocations/${holder}`, { body: claim(holder, 5, null), version: '1.28' })).status).toBe(204);
+});
+afterAll(() => t.close());
+
+describe('one change to the counters declaration', () => {
+  it("changes the candidates' capacity rule", async () => {
+    const listed = async (app: ReturnType<typeof createApp>) =>
+      Object.keys(
+        ((await (await call(app, 'GET', '/allocation_candidates?resources=CUSTOM_SLICE:1')).json()) as { provider_summaries: object })
+          .provider_summaries,
+      );
+    expect(await listed(t.app)).toEqual([host]);
+    expect(await listed(doubled)).toEqual([]);
+  });
+
+  it("changes the ordinary claim's decision (a consumer that grows)", async () => {
+    const refused = await call(doubled, 'PUT', `/allocations/${holder}`, claim(holder, 6, 1));
+    expect(refused.status).toBe(409);
+    expect(await refused.text()).toContain("(shared counter 'mem': 12 of 8)");
+  });
+
+  it("changes the one-batch claim's guard (SQL, as of the write)", async () => {
+    const holds = async (declaration: ProviderConstraint) => {
+      const [result] = await t.deps.store.readBatch([{ sql: `SELECT ${holdsSql(declaration, '?')} AS ok`, args: [holder] }]);
+      return Number(result!.rows[0]!.ok);
+    };
+    expect(await holds(COUNTERS)).toBe(1);
+    expect(await holds(DOUBLED)).toBe(0);
+    // Through the app: a new consumer's claim, refused in the doubled app only.
+    const fresh = randomUUID();
+    expect((await call(doubled, 'PUT', `/allocations/${fresh}`, claim(fresh, 1, null))).status).toBe(409);
+  });
+
+  it("changes the audit's query", async () => {
+    const over = async (declaration: ProviderConstraint) => (await t.deps.store.readBatch([{ sql: overBoundSql(declaration), args: [] }]))[0]!.rows;
+    expect(await over(COUNTERS)).toHaveLength(0);
+    expect((await over(DOUBLED)).map((r) => [r.uuid, r.name, r.total, r.load])).toEqual([[host, 'mem', 8, 10]]);
+  });
+
+  it('leaves the declared app as it was: the same claims pass there', async () => {
+    expect((await t.call('PUT', `/allocations/${holder}`, { body: claim(holder, 6, 1), version: '1.28' })).status).toBe(204);
+  });
+});

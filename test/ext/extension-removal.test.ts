@@ -1,0 +1,90 @@
+// An extension is one folder and one line in compose.ts EXTENSIONS: an app
+// built without it answers upstream's API as upstream does, and refuses the
+// extension's query parameters with upstream's 400 for an unknown key. Here
+// three apps share one database: every extension, none, and all but taints.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { EXTENSIONS, makeDeps } from '../../src/compose.js';
+import { openStore } from '../../src/entry/node-service.js';
+import { taints } from '../../src/ext/taints/extension.js';
+import { seedProvider } from '../helpers/placement-seed.js';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+
+let full: TestApp;
+let bare: ReturnType<typeof createApp>;
+let withoutTaints: ReturnType<typeof createApp>;
+let host: string;
+
+beforeAll(async () => {
+  full = await makeTestApp();
+  const built = async (extensions: typeof EXTENSIONS) =>
+    createApp(makeDeps(await openStore(full.deps.config, { prepare: false }, silent), full.deps.config, silent, { extensions }));
+  bare = await built([]);
+  withoutTaints = await built(EXTENSIONS.filter((e) => e !== taints));
+  host = (await seedProvider(full.deps, { VCPU: { total: 8, maxUnit: 8 } }, { name: 'host' })).uuid;
+  await seedProvider(full.deps, { VCPU: { total: 4, maxUnit: 4 } }, { name: 'other' });
+});
+afterAll(() => full.close());
+
+const get = (app: ReturnType<typeof createApp>, path: string, version = 'latest') =>
+  app.request(path, { headers: { 'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': `placement ${version}` } });
+
+/** An error body without its request id (each request has its own). */
+const errorBody = async (res: Response) => {
+  const body = (await res.json()) as { errors: Record<string, unknown>[] };
+  return body.errors.map(({ request_id: _, ...rest }) => rest);
+};
+
+describe('an app built without an extension', () => {
+  it("answers upstream's queries byte for byte as the app with every extension does", async () => {
+    for (const [path, version] of [
+      ['/allocation_candidates?resources=VCPU:1', 'latest'],
+      ['/allocation_candidates?resources=VCPU:4&limit=1', '1.16'],
+      ['/allocation_candidates?resources1=VCPU:2&resources2=VCPU:2&group_policy=none', '1.25'],
+      ['/resource_providers', 'latest'],
+    ] as const) {
+      const [a, b] = await Promise.all([get(full.app, path, version), get(bare, path, version)]);
+      expect(b.status, path).toBe(a.status);
+      expect(await b.text(), path).toBe(await a.text());
+    }
+  });
+
+  it("refuses each extension's parameter with upstream's 400 for an unknown key", async () => {
+    for (const [param, value] of [
+      ['ext_tolerate', 'maintenance'],
+      ['ext_within_limits', 'true'],
+      ['ext_first_of', '_A'],
+    ]) {
+      const path = `/allocation_candidates?resources_A=VCPU:1&${param}=${value}`;
+      const taken = await get(full.app, path);
+      expect(taken.status, param).toBe(200);
+      const refused = await get(bare, path);
+      expect(refused.status, param).toBe(400);
+      // Upstream's answer to any key it does not know, here one the full app does not know either.
+      const unknown = await get(full.app, `/allocation_candidates?resources_A=VCPU:1&${param}x=${value}`);
+      expect(unknown.status).toBe(400);
+      expect(JSON.stringify(await errorBody(refused))).toBe(JSON.stringify(await errorBody(unknown)).replaceAll(`${param}x`, param));
+    }
+  });
+
+  it('without taints: a tainted provider stays a candidate, ext_tolerate is refused, /ext/taints is gone; the other extensions stay', async () => {
+    const { generation } = (await (await full.call('GET', `/resource_providers/${host}`)).json()) as { generation: number };
+    const put = await full.call('PUT', `/ext/resource_providers/${host}/taints`, {
+      body: { resource_provider_generation: generation, taints: [{ key: 'maintenance', effect: 'NoSchedule' }] },
+    });
+    expect(put.status).toBe(200);
+    const providers = async (app: ReturnType<typeof createApp>) =>
+      Object.keys(
+        ((await (await get(app, '/allocation_candidates?resources=VCPU:1')).json()) as { provider_summaries: object }).provider_summaries,
+      );
+    expect(await providers(full.app)).not.toContain(host);
+    expect(await providers(withoutTaints)).toContain(host);
+    expect((await get(withoutTaints, '/allocation_candidates?resources=VCPU:1&ext_tolerate=maintenance')).status).toBe(400);
+    expect((await get(withoutTaints, '/ext/taints')).status).toBe(404);
+    expect((await get(full.app, '/ext/taints')).status).toBe(200);
+    expect((await get(withoutTaints, '/ext/leases')).status).toBe(200);
+    expect((await get(withoutTaints, '/allocation_candidates?resources_A=VCPU:1&ext_first_of=_A')).status).toBe(200);
+  });
+});
