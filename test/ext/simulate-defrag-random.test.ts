@@ -147,6 +147,6 @@ describe('GET /ext/defrag over random clouds', () => {
     console.info(
       `defrag random: ${feasible} feasible plans applied (${moved} with moves), ${optimal} at the optimum, ${offByOne} one move over`,
     );
-    expect(moved).toBeGreaterThan(CASES / 5);
+    expect(moved).toBeGreaterThan(CASES / 8);
   }, 1_800_000);
 });

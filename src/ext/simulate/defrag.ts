@@ -18,7 +18,7 @@ import { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import { MAX_VERSION } from '../../placement/versions.js';
-import { candidatesOver, type EngineView, engineView, type WhatIfEngine } from './engine-adapter.js';
+import { candidatesOver, type EngineView, engineView, headroomOver, type WhatIfEngine } from './engine-adapter.js';
 import { readWorld } from './snapshot.js';
 import {
   type AllocationsBody,
@@ -29,6 +29,7 @@ import {
   type World,
   type WorldAllocation,
   type WorldConsumer,
+  type WorldProvider,
 } from './world.js';
 
 const LATEST = Microversion.parse(MAX_VERSION)!;
@@ -36,6 +37,8 @@ const LATEST = Microversion.parse(MAX_VERSION)!;
 const MAX_TARGETS = 64;
 /** Subsets of a target's consumers tried exhaustively up to this size. */
 const EXHAUSTIVE = 4;
+/** Candidates weighed as a consumer's destination. */
+const DESTINATIONS = 256;
 /** Most moves a plan may be asked for. */
 export const MAX_MOVES = 64;
 
@@ -109,15 +112,40 @@ function uuidsOf(request: unknown): string[] {
   return Object.keys(allocations as object);
 }
 
-function addAllocations(usage: UsageTable, rows: readonly WorldAllocation[], sign: 1 | -1): void {
+/**
+ * A usage table that reads through to `base` and keeps its own copy of only
+ * the providers a trial changes: a trial move costs what it touches, not a
+ * copy of the whole cloud's usage (the engine only reads it with get()).
+ */
+class UsageOverlay extends Map<number, Map<number, number>> {
+  constructor(private readonly base: UsageTable) {
+    super();
+  }
+
+  override get(providerId: number): Map<number, number> | undefined {
+    return super.get(providerId) ?? this.base.get(providerId);
+  }
+
+  override has(providerId: number): boolean {
+    return super.has(providerId) || this.base.has(providerId);
+  }
+
+  /** This overlay's own per-class map of the provider, copied from the base on first write. */
+  own(providerId: number): Map<number, number> {
+    let perClass = super.get(providerId);
+    if (!perClass) super.set(providerId, (perClass = new Map(this.base.get(providerId) ?? [])));
+    return perClass;
+  }
+}
+
+function addAllocations(usage: UsageOverlay, rows: readonly WorldAllocation[], sign: 1 | -1): void {
   for (const a of rows) {
-    let perClass = usage.get(a.providerId);
-    if (!perClass) usage.set(a.providerId, (perClass = new Map()));
+    const perClass = usage.own(a.providerId);
     perClass.set(a.classId, (perClass.get(a.classId) ?? 0) + sign * a.used);
   }
 }
 
-const copyUsage = (usage: UsageTable): UsageTable => new Map([...usage].map(([id, perClass]) => [id, new Map(perClass)]));
+const copyUsage = (usage: UsageTable): UsageOverlay => new UsageOverlay(usage);
 const unitsOf = (c: WorldConsumer): number => c.allocations.reduce((sum, a) => sum + a.used, 0);
 
 interface Eviction {
@@ -131,6 +159,9 @@ class Planner {
   private readonly subViews = new Map<number, { view: EngineView; uuids: Set<string> }>();
   private readonly rootOfUuid = new Map<string, number>();
   private readonly sharingRoots: Set<number>;
+  /** Providers by root, and those of the sharing providers' trees (every sub-model carries them). */
+  private readonly treeOf = new Map<number, WorldProvider[]>();
+  private readonly sharingTrees: WorldProvider[];
 
   constructor(
     private readonly world: World,
@@ -144,31 +175,38 @@ class Planner {
     this.sharingRoots = new Set(
       [...world.providers.values()].filter((p) => p.traits.includes('MISC_SHARES_VIA_AGGREGATE')).map((p) => p.rootId),
     );
+    for (const p of world.providers.values()) {
+      const tree = this.treeOf.get(p.rootId);
+      if (tree) tree.push(p);
+      else this.treeOf.set(p.rootId, [p]);
+    }
+    this.sharingTrees = [...this.sharingRoots].flatMap((root) => this.treeOf.get(root) ?? []);
   }
 
   async count(usage: UsageTable): Promise<number> {
     return (await candidatesOver(this.view, usage, this.request, this.mv, this.options)).allocation_requests.length;
   }
 
-  /** Trees (roots) that anchor some candidate under `usage`, with how many. */
-  async perTree(usage: UsageTable, view = this.view): Promise<Map<number, number>> {
-    const body = await candidatesOver(view, usage, this.request, this.mv, this.options);
-    const counts = new Map<number, number>();
-    for (const r of body.allocation_requests) {
-      const roots = new Set(uuidsOf(r).map((u) => this.rootOfUuid.get(u)!));
-      // A candidate belongs to its host tree: the tree that is not only a sharing provider's (or its only tree).
-      const own = [...roots].filter((root) => !this.sharingRoots.has(root));
-      for (const root of own.length ? own : roots) counts.set(root, (counts.get(root) ?? 0) + 1);
-    }
-    return counts;
+  /**
+   * Trees (roots) that can take the query under `usage`, with how many claims of it
+   * (the engine's headroom: a tree is listed exactly when it anchors a candidate).
+   */
+  async perTree(usage: UsageTable): Promise<Map<number, number>> {
+    const headroom = await headroomOver(this.view, usage, this.request, this.mv, this.options);
+    return new Map(headroom.trees.map((t) => [this.rootOfUuid.get(t.root_provider_uuid)!, t.count]));
   }
 
   /** Candidates the query has on `root`'s tree under `usage` (a model of that tree and the sharing providers only). */
   async countIn(root: number, usage: UsageTable): Promise<number> {
     let sub = this.subViews.get(root);
     if (!sub) {
-      const providers = new Map([...this.world.providers].filter(([, p]) => p.rootId === root || this.sharingRoots.has(p.rootId)));
-      const taints = new Map([...this.world.taints].filter(([id]) => providers.has(id)));
+      const providers = new Map<number, WorldProvider>();
+      for (const p of [...(this.treeOf.get(root) ?? []), ...this.sharingTrees]) providers.set(p.id, p);
+      const taints = new Map<number, string[]>();
+      for (const id of providers.keys()) {
+        const keys = this.world.taints.get(id);
+        if (keys) taints.set(id, keys);
+      }
       sub = {
         view: engineView({ ...this.world, providers, taints }, this.engine.hooks),
         uuids: new Set([...providers.values()].filter((p) => p.rootId === root).map((p) => p.uuid)),
@@ -218,7 +256,8 @@ class Planner {
    */
   async destination(consumer: WorldConsumer, usage: UsageTable, avoid: ReadonlySet<number>): Promise<WorldAllocation[] | null> {
     const amounts = amountsOf(this.world, consumer);
-    const query = `resources=${[...amounts].map(([name, n]) => `${name}:${n}`).join(',')}`;
+    // The first DESTINATIONS candidates in stable order are weighed (best fit among them).
+    const query = `resources=${[...amounts].map(([name, n]) => `${name}:${n}`).join(',')}&limit=${DESTINATIONS}`;
     const request = this.engine.parse(Object.fromEntries([...new URLSearchParams(query)].map(([k, v]) => [k, [v]])), LATEST);
     const trial = copyUsage(usage);
     addAllocations(trial, consumer.allocations, -1);
@@ -342,7 +381,7 @@ export async function planOver(
   if (before >= params.count) return answer([], before, true);
   if (params.maxMoves === 0) return answer([], before, false);
   const movable = [...world.consumers.values()].filter((c) => c.allocations.length > 0 && (params.moveLeased || !c.leased));
-  // Targets: trees that could take the query were every movable consumer gone.
+  // Targets: trees that could take more of the query were every movable consumer gone.
   const fixed = copyUsage(usage);
   for (const c of movable) addAllocations(fixed, c.allocations, -1);
   const possible = await planner.perTree(fixed);
