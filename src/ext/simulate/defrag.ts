@@ -355,7 +355,7 @@ export async function defragPlan(
   engine: WhatIfEngine,
 ): Promise<DefragPlan> {
   const { params, request } = parseDefragQuery(query, mv, engine);
-  const world = await readWorld(reader);
+  const world = await readWorld(reader, engine.hooks);
   return planOver(world, request, params, mv, engine);
 }
 

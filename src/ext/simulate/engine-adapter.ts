@@ -2,11 +2,12 @@
 // (world.ts) becomes the engine's input (its provider-tree model, usage and
 // name lookups, CloudModel.of: no database), and the engine's own answers
 // (allocation candidates, headroom) are asked over it, with the app's
-// installed read hooks: each reads what it would read from a database where
-// its tables are empty, but the device taints' hook, which reads the world's
-// taints (so a taint change, and ext_tolerate, act as the installed
-// extension makes them act; an app without the taints extension ignores them,
-// as its real answers do). This file is what changes with the engine's API.
+// installed read hooks: each reads its own statement's result from the
+// snapshot, but the device taints' hook reads the world's taints (a taint
+// change, and ext_tolerate, act as the installed extension makes them act;
+// an app without it ignores them, as its real answers do) and the shared
+// counters' computes its loads from the world's usage. This file is what
+// changes with the engine's API.
 import type { Microversion } from '../../microversion.js';
 import { CloudModel, type ProviderSpec } from '../../placement/candidates/cloud-model.js';
 import type { CandidateEngine } from '../../placement/candidates/engine.js';
@@ -20,6 +21,8 @@ import {
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import type { Lookups, Usage } from '../../placement/candidates/research.js';
 import { type Headroom, headroomOfSearch } from '../headroom/headroom.js';
+import { loadsOf, type LoadedKeys } from '../../placement/constraints.js';
+import { candidateCounters } from '../counters/candidates.js';
 import { taintFilter } from '../taints/filter.js';
 import { type UsageTable, usageOf, type World } from './world.js';
 
@@ -30,17 +33,40 @@ export type WhatIfEngine = Pick<CandidateEngine, 'parse' | 'options' | 'hooks'>;
 export interface EngineView {
   model: CloudModel;
   lookups: Lookups;
-  hooks: readonly CandidateReadHook[];
+  /** The installed read hooks as they read this world under `usage`. */
+  hooksFor(usage: UsageTable): CandidateReadHook[];
 }
 
-/** The app's installed read hooks, each reading the world's state instead of the database's. */
-function worldHooks(installed: readonly CandidateReadHook[], world: World): CandidateReadHook[] {
-  // A copy: the world may be changed after its view is made (a simulation measures before, then applies its changes).
-  const taints = new Map(world.taints);
-  return installed.map((hook) => ({
-    ...hook,
-    read: hook === (taintFilter as CandidateReadHook) ? () => taints : () => hook.read(undefined),
-  }));
+/**
+ * The app's installed read hooks over a world and a usage table: the device
+ * taints' reads the world's taints, the shared counters' its bounds and
+ * weights as the snapshot read them with loads from `usage`, any other its
+ * own statement's result from the snapshot.
+ */
+function worldHooks(installed: readonly CandidateReadHook[], world: World, usage: UsageTable): CandidateReadHook[] {
+  return installed.map((hook) => {
+    const result = world.hookResults.get(hook);
+    let read: () => unknown = () => hook.read(result);
+    if (hook === (taintFilter as CandidateReadHook)) read = () => world.taints;
+    if (hook === (candidateCounters as CandidateReadHook)) {
+      const table = candidateCounters.read(result);
+      read = () => countersUnder(table, usage);
+    }
+    const replacement = { ...hook, read };
+    installedHookOf.set(replacement, hook);
+    return replacement;
+  });
+}
+
+/** Each replacement hook's installed one: what headroom looks its state up by (the counters' loads). */
+const installedHookOf = new WeakMap<CandidateReadHook, CandidateReadHook>();
+
+/** The counters' loads as `usage` puts them (headroom adds its simulated claims to a fresh copy each time). */
+function countersUnder(table: ReadonlyMap<number, LoadedKeys>, usage: UsageTable): Map<number, LoadedKeys> {
+  const out = new Map<number, LoadedKeys>();
+  for (const [providerId, keys] of table)
+    out.set(providerId, { ...keys, loads: loadsOf(keys, (classId) => usage.get(providerId)?.get(classId) ?? 0) });
+  return out;
 }
 
 export function engineView(world: World, installed: readonly CandidateReadHook[]): EngineView {
@@ -55,6 +81,8 @@ export function engineView(world: World, installed: readonly CandidateReadHook[]
       aggregates: p.aggregates,
       inventories: [...p.inventories].sort((a, b) => a.classId - b.classId),
     }));
+  // The view keeps the taints as they are now: the world may be changed after (a simulation measures before, then applies its changes).
+  const frozen: World = { ...world, taints: new Map(world.taints) };
   const rootIdByProviderUuid = new Map<string, number>();
   for (const p of world.providers.values()) rootIdByProviderUuid.set(p.uuid, p.rootId);
   return {
@@ -65,12 +93,12 @@ export function engineView(world: World, installed: readonly CandidateReadHook[]
       aggregateIdByUuid: world.aggregateIdByUuid,
       rootIdByProviderUuid,
     },
-    hooks: worldHooks(installed, world),
+    hooksFor: (usage) => worldHooks(installed, frozen, usage),
   };
 }
 
 /** Options for a what-if answer: stable order, no cap, no time budget, the world's hooks, no tree cache. */
-function whatIfOptions(view: EngineView, options: CandidateOptions): CandidateOptions {
+function whatIfOptions(view: EngineView, usage: UsageTable, options: CandidateOptions): CandidateOptions {
   return {
     ...options,
     randomize: false,
@@ -78,7 +106,7 @@ function whatIfOptions(view: EngineView, options: CandidateOptions): CandidateOp
     timeBudgetMs: 0,
     treeCacheProviders: 0,
     generationStrategy: 'depth-first',
-    hooks: view.hooks,
+    hooks: view.hooksFor(usage),
     trees: undefined,
     metrics: undefined,
   };
@@ -91,8 +119,14 @@ export async function headroomOver(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<Headroom> {
-  const opts = whatIfOptions(view, options);
-  return headroomOfSearch(await searchEveryTreeOfModel(view.model, usage as Usage, view.lookups, request, mv, opts), opts);
+  const opts = whatIfOptions(view, usage, options);
+  const full = await searchEveryTreeOfModel(view.model, usage as Usage, view.lookups, request, mv, opts);
+  // Headroom reads the counters' state back by the installed hook.
+  for (const hook of opts.hooks ?? []) {
+    const installed = installedHookOf.get(hook);
+    if (installed) full.hooks.set(installed, full.hooks.get(hook));
+  }
+  return headroomOfSearch(full, opts);
 }
 
 export async function candidatesOver(
@@ -102,7 +136,7 @@ export async function candidatesOver(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<CandidatesBody> {
-  return candidatesFromModel(view.model, usage as Usage, view.lookups, request, mv, whatIfOptions(view, options));
+  return candidatesFromModel(view.model, usage as Usage, view.lookups, request, mv, whatIfOptions(view, usage, options));
 }
 
 export { usageOf };

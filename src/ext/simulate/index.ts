@@ -246,7 +246,7 @@ async function placeDisplaced(
 export async function simulate(reader: BatchReader, body: SimulateBody, mv: Microversion, engine: WhatIfEngine): Promise<SimulationAnswer> {
   // Queries are checked before anything is read: a query placement would refuse is refused with its words.
   const queries = body.queries.map((q) => parseQuery(q.name, q.query, mv, engine));
-  const before = await readWorld(reader);
+  const before = await readWorld(reader, engine.hooks);
   return simulateOver(before, body, queries, mv, engine);
 }
 

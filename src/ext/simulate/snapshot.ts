@@ -1,10 +1,12 @@
 // What a simulation or a defragmentation plan starts from: the whole cloud
-// read in ONE read batch (one snapshot): providers, inventories, every
-// allocation by consumer, the consumers' owners and generations, the
-// excluding taints, the leases, and every class, trait and aggregate name.
+// read in ONE read batch (one snapshot; the class names just before it):
+// providers, inventories, every allocation by consumer, the consumers'
+// owners and generations, the excluding taints, the leases, every class,
+// trait and aggregate name, and the installed read hooks' own statements.
 // Read only: nothing here writes, so every generation stays as it was.
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
+import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
 import { AGG, ALLOC, CONSUMER, CONSUMER_TYPE, INV, LEASE, PROJECT, RC, RP, TAINT, TRAIT, USER } from '../../db/columns.js';
 import { inventoryColumns, providerColumns } from '../../placement/candidates/cloud-model.js';
 import { type Columns, columns, num, packedArray, type PackedRow } from '../../placement/candidates/sql.js';
@@ -54,11 +56,18 @@ const STATEMENTS: InStatement[] = [
 
 const rowsOf = (result: ResultSet | undefined): PackedRow[] => JSON.parse(String(result?.rows[0]?.[0] ?? '[]')) as PackedRow[];
 
-/** The cloud as it is now, as a World the simulation may change (a copy: the database is never written). */
-export async function readWorld(reader: BatchReader): Promise<World> {
-  const [providers, inventories, allocations, consumers, taints, leases, classes, traits, aggregates] = (await reader.readBatch(
-    STATEMENTS,
-  )) as ResultSet[];
+/**
+ * The cloud as it is now, as a World the simulation may change (a copy: the
+ * database is never written), with what the app's installed read hooks read
+ * (their own statements, for every class) in the same snapshot.
+ */
+export async function readWorld(reader: BatchReader, hooks: readonly CandidateReadHook[]): Promise<World> {
+  // The class names first (a hook's statement takes them): a small read, before the snapshot.
+  const [names] = await reader.readBatch([{ sql: `SELECT ${RC.name} AS name FROM resource_classes`, args: [] }]);
+  const classNames = names!.rows.map((r) => String(r.name));
+  const results = await reader.readBatch([...STATEMENTS, ...hooks.map((hook) => hook.statement(classNames))]);
+  const [providers, inventories, allocations, consumers, taints, leases, classes, traits, aggregates] = results as ResultSet[];
+  const hookResults = new Map(hooks.map((hook, i) => [hook, results[STATEMENTS.length + i]]));
   const byId = new Map<number, WorldProvider>();
   const p = PROVIDER.at;
   for (const r of rowsOf(providers)) {
@@ -124,5 +133,6 @@ export async function readWorld(reader: BatchReader): Promise<World> {
     classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
     traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
     aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
+    hookResults,
   };
 }

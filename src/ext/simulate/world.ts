@@ -2,7 +2,9 @@
 // consumers with their allocations, taints and names, as plain data a change
 // may rewrite. Read from the database once (snapshot.ts), copied per use,
 // never written back.
+import type { ResultSet } from '@libsql/client';
 import { capacityOf, type InventoryLimits } from '../../placement/capacity.js';
+import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
 
 export interface WorldInventory extends InventoryLimits {
   classId: number;
@@ -48,6 +50,8 @@ export interface World {
   classIdByName: Map<string, number>;
   traitIdByName: Map<string, number>;
   aggregateIdByUuid: Map<string, number>;
+  /** What the app's installed read hooks read in the snapshot (their own statements), by hook. */
+  hookResults: Map<CandidateReadHook, ResultSet | undefined>;
 }
 
 /** A deep copy, so a simulation never changes what it was given. */
@@ -63,6 +67,7 @@ export function copyWorld(world: World): World {
     classIdByName: world.classIdByName,
     traitIdByName: world.traitIdByName,
     aggregateIdByUuid: world.aggregateIdByUuid,
+    hookResults: world.hookResults,
   };
 }
 
