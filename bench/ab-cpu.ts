@@ -41,6 +41,9 @@ const contextOf = (m: any) => {
   return { trees: engine.trees, hooks: engine.hooks };
 };
 const contexts = mods.map(contextOf);
+/** The write extensions an app installs by default: ext/install.ts's list before the extensions were objects, compose.ts EXTENSIONS' since. */
+// biome-ignore lint/suspicious/noExplicitAny: two checkouts' modules, loaded by path
+const writeExtensionsOf = (m: any) => m.install?.writeExtensions ?? m.compose.EXTENSIONS.flatMap((e: any) => (e.writes ? [e.writes] : []));
 const Q = 'resources=VCPU:1,MEMORY_MB:256,DISK_GB:10';
 const cpu = () => {
   const u = process.cpuUsage();
@@ -55,7 +58,7 @@ const dbs = sides.map((_, i) => {
 const stores = mods.map((m, i) => m.client.createDataStore(dbs[i]));
 const claimTargets = mods.map((m, i) =>
   m.hooks
-    ? { store: stores[i], writeHooks: m.hooks.writeHooks(m.install.writeExtensions), metrics: { capacityRefusals: { inc() {} } } }
+    ? { store: stores[i], writeHooks: m.hooks.writeHooks(writeExtensionsOf(m)), metrics: { capacityRefusals: { inc() {} } } }
     : stores[i],
 );
 const readers = mods.map((m, i) => m.client.clientReader(dbs[i]));

@@ -40,3 +40,4 @@ export const SWEEP_STAT = columnNames(t.extSweepStats);
 export const LIMIT = columnNames(t.extLimits);
 export const LIMIT_SYNC = columnNames(t.extLimitsSync);
 export const LIMIT_USAGE = columnNames(t.extLimitUsage);
+export const LIMIT_COUNTING = columnNames(t.extLimitCounting);

@@ -67,7 +67,7 @@ describe('import direction', () => {
       'src/b/two.ts': "import { c } from '../c/three.js';\nimport { d } from '../d/four.js';",
       'src/c/three.ts': "import type { A } from '../a/one.js';",
       'src/d/four.ts': "import { config } from '../config.js';",
-      'src/config.ts': "import { a } from './a/one.js';",
+      'src/config.ts': "import { z } from 'zod';",
     };
     expect(folderCycles(sources).map((v) => `${v.file} -> ${v.imports}: ${v.rule}`)).toEqual([
       'src/a/one.ts -> src/b/two.ts: folder cycle: a, b, c',
@@ -75,6 +75,27 @@ describe('import direction', () => {
       'src/c/three.ts -> src/a/one.ts: folder cycle: a, b, c',
     ]);
     expect(folderCycles({ 'src/a/one.ts': "import { b } from '../b/two.js';", 'src/b/two.ts': "import { x } from './x.js';" })).toEqual([]);
+  });
+
+  it('counts the loose files of src/ in the cycles, but for the composition types, which import types only and no extension', () => {
+    // The cycle the Deps of old had: an extension typed by deps.ts, deps.ts typed by the extension's class.
+    const throughConfig = folderCycles({
+      'src/ext/limits/settings.ts': "import type { AppConfig } from '../../config.js';",
+      'src/config.ts': "import { LIMITS_SETTINGS } from './ext/limits/settings.js';",
+    });
+    expect(throughConfig.map((v) => `${v.file} -> ${v.imports}: ${v.rule}`)).toEqual([
+      'src/ext/limits/settings.ts -> src/config.ts: folder cycle: config.ts, ext',
+      'src/config.ts -> src/ext/limits/settings.ts: folder cycle: config.ts, ext',
+    ]);
+    const hub = {
+      'src/deps.ts': "import type { JobRegistry } from './jobs/registry.js';\nimport type { InstalledExtensions } from './extension.js';",
+      'src/jobs/registry.ts': "import type { Deps } from '../deps.js';",
+    };
+    expect(findViolationsIn(hub)).toEqual([]);
+    const named = findViolationsIn({ 'src/deps.ts': "import type { ProjectLimits } from './ext/limits/service.js';" });
+    expect(named.map((v) => v.rule)).toEqual(['the composition types name an extension']);
+    const value = findViolationsIn({ 'src/extension.ts': "import { stateKey } from './placement/keys.js';" });
+    expect(value.map((v) => v.rule)).toEqual(['the composition types import a value']);
   });
 
   it('finds static, re-exported and dynamic imports', () => {

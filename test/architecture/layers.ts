@@ -24,7 +24,11 @@
 // Placement knows no extension: src/placement never imports src/ext (the extensions plug
 // into its hooks, installed by the composition root). And the folders of src/ form no
 // cycle: where src/a imports src/b, nothing in src/b leads back to src/a (each import
-// that closes a cycle is a violation, named with the folders of its cycle).
+// that closes a cycle is a violation, named with the folders of its cycle). The loose
+// files of src/ are in that graph too, each on its own (config.ts importing an extension
+// that imports config.ts is a cycle), but for the composition types, deps.ts and
+// extension.ts: they type every part of the service (Deps, Extension) and every part
+// takes them, so they import types only, and never an extension's (Deps names none).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, posix, relative } from 'node:path';
 
@@ -50,6 +54,15 @@ export interface Violation {
 }
 
 const HTTP_PACKAGES = /^(hono|hono\/.*|@hono\/.*)$/;
+
+/** The types every part takes (Deps, Extension): type-only imports, no extension's, outside the cycle check. */
+const COMPOSITION_TYPES = new Set(['src/deps.ts', 'src/extension.ts']);
+
+/** Relative imports that bring values, not only types (`import type`, `export type` are left out). */
+function valueImportsOf(source: string): string[] {
+  const pattern = /(?:^|\n)\s*(?:import|export)(?!\s+type\b)\b[^'"]*?\bfrom\s*['"](\.[^'"]+)['"]/g;
+  return [...source.matchAll(pattern)].map((m) => m[1]!);
+}
 
 /** What the HTTP kit may import besides itself: the shared leaves and the Deps type. */
 const KIT_IMPORTS = new Set(['src/errors.ts', 'src/microversion.ts', 'src/shared/validation-messages.ts', 'src/deps.ts']);
@@ -81,6 +94,11 @@ export function findViolationsIn(sources: Record<string, string>): Violation[] {
   const violations: Violation[] = [];
   for (const [file, source] of Object.entries(sources)) {
     const layer = layerOf(file);
+    if (COMPOSITION_TYPES.has(file)) {
+      for (const spec of valueImportsOf(source)) {
+        violations.push({ file, imports: posix.join(posix.dirname(file), spec), rule: 'the composition types import a value' });
+      }
+    }
     for (const spec of importsOf(source)) {
       if (!spec.startsWith('.')) {
         if ((layer === 'domain' || layer === 'db') && HTTP_PACKAGES.test(spec)) {
@@ -106,6 +124,8 @@ export function findViolationsIn(sources: Record<string, string>): Violation[] {
         violations.push({ file, imports: target, rule: "cyborg reads placement's tables" });
       } else if (file.startsWith('src/placement/') && target.startsWith('src/ext/')) {
         violations.push({ file, imports: target, rule: 'placement imports an extension' });
+      } else if (COMPOSITION_TYPES.has(file) && target.startsWith('src/ext/')) {
+        violations.push({ file, imports: target, rule: 'the composition types name an extension' });
       } else if (/\/routes\//.test(file) && /\/routes\//.test(target) && !target.endsWith('/routes/index.ts')) {
         if (!file.endsWith('/routes/index.ts')) violations.push({ file, imports: target, rule: 'route imports route' });
       }
@@ -118,6 +138,9 @@ export function findViolationsIn(sources: Record<string, string>): Violation[] {
 /** The top-level folder of src/ a file is in (src/placement/writes/x.ts: placement), none for a loose file of src/. */
 const folderOf = (file: string): string | undefined => /^src\/([^/]+)\//.exec(file)?.[1];
 
+/** A node of the cycle graph: a file's folder, or a loose file of src/ itself (by its name: config.ts). */
+const nodeOf = (file: string): string | undefined => folderOf(file) ?? (/^src\/[^/]+\.ts$/.test(file) ? file.slice(4) : undefined);
+
 /**
  * Every import from one folder of src/ to another that lies on a cycle of
  * folders (Tarjan's strongly connected components over the folder graph).
@@ -126,12 +149,12 @@ export function folderCycles(sources: Record<string, string>): Violation[] {
   const imports: { file: string; target: string; from: string; to: string }[] = [];
   const edges = new Map<string, Set<string>>();
   for (const [file, source] of Object.entries(sources)) {
-    const from = folderOf(file);
-    if (!from) continue;
+    const from = nodeOf(file);
+    if (!from || COMPOSITION_TYPES.has(file)) continue;
     for (const spec of importsOf(source)) {
       if (!spec.startsWith('.')) continue;
       const target = posix.join(posix.dirname(file), spec).replace(/\.js$/, '.ts');
-      const to = folderOf(target);
+      const to = nodeOf(target);
       if (!to || to === from) continue;
       imports.push({ file, target, from, to });
       if (!edges.has(from)) edges.set(from, new Set());

@@ -11,13 +11,7 @@ import { openStore } from '../../src/entry/node-service.js';
 import { counters } from '../../src/ext/counters/extension.js';
 import { COUNTERS } from '../../src/ext/counters/declaration.js';
 import type { Extension } from '../../src/extension.js';
-import {
-  constraintGuard,
-  constraintReadHook,
-  holdsSql,
-  overBoundSql,
-  type ProviderConstraint,
-} from '../../src/placement/constraints.js';
+import { constraintGuard, constraintReadHook, holdsSql, overBoundSql, type ProviderConstraint } from '../../src/placement/constraints.js';
 import { COUNTER_USE } from '../../src/db/columns.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -40,11 +34,16 @@ const holder = randomUUID();
 const call = (app: ReturnType<typeof createApp>, method: string, path: string, body?: unknown) =>
   app.request(path, {
     method,
-    headers: { 'x-auth-token': 'admin', 'openstack-api-version': `placement ${body === undefined ? 'latest' : '1.28'}`, 'content-type': 'application/json', accept: 'application/json' },
+    headers: {
+      'x-auth-token': 'admin',
+      'openstack-api-version': `placement ${body === undefined ? 'latest' : '1.28'}`,
+      'content-type': 'application/json',
+      accept: 'application/json',
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 
-const claim = (consumer: string, amount: number, generation: number | null) => ({
+const claim = (amount: number, generation: number | null) => ({
   allocations: { [host]: { resources: { CUSTOM_SLICE: amount } } },
   project_id: 'p',
   user_id: 'u',
@@ -63,7 +62,7 @@ beforeAll(async () => {
   // One counter of 8 that each slice consumes once: 5 slices held load it to 5 (doubled: 10, over its 8).
   const document = { resource_provider_generation: 1, counters: { mem: 8 }, consumption: { CUSTOM_SLICE: { mem: 1 } } };
   expect((await t.call('PUT', `/ext/resource_providers/${host}/counters`, { body: document })).status).toBe(200);
-  expect((await t.call('PUT', `/allocations/${holder}`, { body: claim(holder, 5, null), version: '1.28' })).status).toBe(204);
+  expect((await t.call('PUT', `/allocations/${holder}`, { body: claim(5, null), version: '1.28' })).status).toBe(204);
 });
 afterAll(() => t.close());
 
@@ -79,7 +78,7 @@ describe('one change to the counters declaration', () => {
   });
 
   it("changes the ordinary claim's decision (a consumer that grows)", async () => {
-    const refused = await call(doubled, 'PUT', `/allocations/${holder}`, claim(holder, 6, 1));
+    const refused = await call(doubled, 'PUT', `/allocations/${holder}`, claim(6, 1));
     expect(refused.status).toBe(409);
     expect(await refused.text()).toContain("(shared counter 'mem': 12 of 8)");
   });
@@ -93,16 +92,17 @@ describe('one change to the counters declaration', () => {
     expect(await holds(DOUBLED)).toBe(0);
     // Through the app: a new consumer's claim, refused in the doubled app only.
     const fresh = randomUUID();
-    expect((await call(doubled, 'PUT', `/allocations/${fresh}`, claim(fresh, 1, null))).status).toBe(409);
+    expect((await call(doubled, 'PUT', `/allocations/${fresh}`, claim(1, null))).status).toBe(409);
   });
 
   it("changes the audit's query", async () => {
-    const over = async (declaration: ProviderConstraint) => (await t.deps.store.readBatch([{ sql: overBoundSql(declaration), args: [] }]))[0]!.rows;
+    const over = async (declaration: ProviderConstraint) =>
+      (await t.deps.store.readBatch([{ sql: overBoundSql(declaration), args: [] }]))[0]!.rows;
     expect(await over(COUNTERS)).toHaveLength(0);
     expect((await over(DOUBLED)).map((r) => [r.uuid, r.name, r.total, r.load])).toEqual([[host, 'mem', 8, 10]]);
   });
 
   it('leaves the declared app as it was: the same claims pass there', async () => {
-    expect((await t.call('PUT', `/allocations/${holder}`, { body: claim(holder, 6, 1), version: '1.28' })).status).toBe(204);
+    expect((await t.call('PUT', `/allocations/${holder}`, { body: claim(6, 1), version: '1.28' })).status).toBe(204);
   });
 });

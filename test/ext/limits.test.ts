@@ -289,9 +289,9 @@ describe('the usage ledger', () => {
     await check('POST /allocations');
     expect((await t.call('DELETE', `/allocations/${migration}`)).status).toBe(204);
     await check('DELETE /allocations');
-    // Installed again (another counting rule, then this one): counted again from the allocations.
+    // Put in force again (another counting rule, then this one): counted again from the allocations.
     await t.deps.store.client.execute('DELETE FROM ext_limit_usage');
-    await t.deps.store.client.execute('DROP TRIGGER ext_limit_usage_consumer_join');
+    await t.deps.store.client.execute("DELETE FROM ext_limit_counting WHERE consumer_type = 'INSTANCE'");
     await t.deps.extensions.state(LIMITS_STATE)!.prepare();
     await check('installed again');
   });

@@ -24,9 +24,8 @@ export const extLimitsSync = sqliteTable('ext_limits_sync', {
 
 /**
  * Each project's usage of each class by the consumers that count, kept by
- * triggers the project limits install when they are on (their text depends
- * on which consumer types count: src/ext/limits/sql.ts), so a claim's guard
- * reads one row instead of summing the project's allocations.
+ * the triggers of drizzle/0009 (src/ext/limits/sql.ts ledgerTriggers), so a
+ * claim's guard reads one row instead of summing the project's allocations.
  */
 export const extLimitUsage = sqliteTable(
   'ext_limit_usage',
@@ -37,3 +36,13 @@ export const extLimitUsage = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.projectId, t.resourceClassId] })],
 );
+
+/**
+ * Which consumers a project's usage counts (PLACEMENT_LIMITS_CONSUMER_TYPES,
+ * PLACEMENT_LIMITS_COUNT_UNTYPED): a row per consumer type, '' for consumers
+ * without one. Empty until limits are first on: the ledger's triggers then
+ * cost one probe of this table.
+ */
+export const extLimitCounting = sqliteTable('ext_limit_counting', {
+  consumerType: text('consumer_type').primaryKey(),
+});

@@ -6,7 +6,7 @@
 // one per host is taken while the members fit together (assemble.ts).
 import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
-import { type CandidateOptions, findAllocationCandidates } from '../../placement/candidates/index.js';
+import { type CandidateOptions, searchCandidates } from '../../placement/candidates/index.js';
 import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
 import { assembleGang, candidatesOf, type Gang, type RankedGang, rankGangs, usedProviders } from './assemble.js';
 import { readDomainFacts } from './domains.js';
@@ -50,11 +50,9 @@ export async function searchDomains(
   const request = parseCandidateRequestWithExt(rest, mv, options.params);
   request.limit = null;
   const opts = gangSearchOptions(options);
-  const started = Date.now();
-  const body = await findAllocationCandidates(reader, request, mv, opts);
-  const cut =
-    (opts.maxCandidates > 0 && body.allocation_requests.length >= opts.maxCandidates) ||
-    (opts.timeBudgetMs !== undefined && opts.timeBudgetMs > 0 && Date.now() - started >= opts.timeBudgetMs);
+  // The engine says whether its search stopped early (the candidate cap, the time budget): the gangs are then a lower bound.
+  const { body, stopped } = await searchCandidates(reader, request, mv, opts);
+  const cut = stopped !== null;
   const facts = await readDomainFacts(reader, gang.domain === 'any' ? [] : gang.domains, usedProviders(body));
   const candidates = candidatesOf(body, facts);
   const gangs: RankedGang[] = [];

@@ -6,7 +6,7 @@ import type { Microversion } from '../../microversion.js';
 import { postAllocationsV1_38 } from '../../placement/schemas/allocations.js';
 import { allocationCandidatesResponseSchema } from '../../placement/schemas/responses.js';
 
-/** Longest gang lease, as a lease on one consumer (src/ext/schemas.ts). */
+/** Longest gang lease, as a lease on one consumer (src/ext/leases/schemas.ts). */
 const MAX_LEASE_SECONDS = 7 * 24 * 3600;
 
 /** POST /ext/gangs: every member as one consumer of POST /allocations at 1.38, all claimed or none. */

@@ -23,6 +23,7 @@ import type { AllocationRequest } from '../../placement/candidates/search.js';
 import type { Inventory } from '../../placement/candidates/research.js';
 import { candidateCounters } from '../counters/candidates.js';
 import { addLoad, type LoadedKeys as LoadedCounters } from '../../placement/constraints.js';
+import { TimeBudget } from '../../placement/candidates/time-budget.js';
 
 export interface TreeHeadroom {
   root_provider_uuid: string;
@@ -35,10 +36,6 @@ export interface Headroom {
   /** Present (true) only when the search ran out of PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: counts are then lower bounds. */
   incomplete?: true;
 }
-
-/** How long the walk runs before it lets other requests in (as the candidate search does). */
-const SLICE_MS = 50;
-const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 export async function findHeadroom(
   reader: BatchReader,
@@ -54,8 +51,8 @@ export async function headroomOfSearch(full: FullSearch, options: CandidateOptio
   const { search, anchors, nodes, inventories, hooks } = full;
   // The shared counters' loads as the search's batch read them (none where counters are not installed).
   const counters = hooks.get(candidateCounters) ?? NO_COUNTERS;
-  const deadline = options.timeBudgetMs ? Date.now() + options.timeBudgetMs : Number.POSITIVE_INFINITY;
-  let sliceStart = Date.now();
+  // The candidates' time budget, shared with the event loop as their search shares it.
+  const budget = new TimeBudget(options.timeBudgetMs);
   const trees: TreeHeadroom[] = [];
   let total = 0;
   let incomplete = false;
@@ -78,14 +75,9 @@ export async function headroomOfSearch(full: FullSearch, options: CandidateOptio
         loaded.push([c, added]);
       }
       count += times;
-      const now = Date.now();
-      if (now >= deadline) {
+      if (await budget.spent()) {
         incomplete = true;
         break;
-      }
-      if (now - sliceStart >= SLICE_MS) {
-        await yieldToEventLoop();
-        sliceStart = Date.now();
       }
     }
     for (const [inv, amount] of taken) inv.used -= amount;

@@ -19,7 +19,7 @@
 import { conflict } from '../../errors.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.js';
 import type { ClaimGuard, ClaimView, WriteExtension } from '../../placement/writes/hooks.js';
-import { limitOf } from './model.js';
+import { crossesLimit, limitOf } from './model.js';
 import type { ProjectLimits } from './service.js';
 import { limitSetOfResult, usageKey, usageTable } from './sql.js';
 
@@ -62,9 +62,9 @@ export function limitsClaimGuard(limits: ProjectLimits, metrics: LimitMetrics): 
           if (limit === undefined) continue;
           const before = usage.get(k) ?? 0;
           const after = before - (held.get(k) ?? 0) + amount;
-          if (after <= before) continue;
-          if (after <= limit) {
-            raised.push([project, resourceClass]);
+          if (!crossesLimit(before, after, limit)) {
+            // A grant that raises usage holds only while the usage as of the write stays within the limit.
+            if (after > before) raised.push([project, resourceClass]);
             continue;
           }
           metrics.limitRefusals.inc([resourceClass]);

@@ -25,17 +25,24 @@ export interface LimitSet {
 
 export const EMPTY_LIMITS: LimitSet = { registered: new Map(), projects: new Map() };
 
-/** The limit of `resourceClass` for `project`: its own, else the registered default, else none. */
+/** The limit of `resourceClass` for `project`: its own, else the registered default, else none (in SQL: sql.ts limitSql). */
 export function limitOf(limits: LimitSet, project: string, resourceClass: string): number | undefined {
   return limits.projects.get(project)?.get(resourceClass) ?? limits.registered.get(resourceClass);
 }
 
-/** The classes limited for `project`, with their limit. */
+/** The classes limited for `project`, with their limit (limitOf for each class limited anywhere for it). */
 export function limitsOfProject(limits: LimitSet, project: string): Map<string, number> {
-  const out = new Map(limits.registered);
-  for (const [rc, limit] of limits.projects.get(project) ?? []) out.set(rc, limit);
-  return out;
+  const classes = new Set([...limits.registered.keys(), ...(limits.projects.get(project)?.keys() ?? [])]);
+  return new Map([...classes].map((rc) => [rc, limitOf(limits, project, rc)!]));
 }
+
+/**
+ * The limit rule: a change of a project's usage of a class from `before` to
+ * `after` is refused when it takes usage over the limit while raising it (a
+ * limit lowered below usage: what is held stays, shrinking and moving pass,
+ * growth is refused). In SQL: sql.ts overLimitSql, the same comparison as of the write.
+ */
+export const crossesLimit = (before: number, after: number, limit: number): boolean => after > limit && after > before;
 
 /** One row of the limits table: project '' is the registered default. */
 export interface LimitRow {

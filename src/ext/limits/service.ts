@@ -9,15 +9,18 @@
 import { stateKey } from '../../extension.js';
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
+import { LIMIT_COUNTING } from '../../db/columns.js';
 import { str } from '../../db/rows.js';
 import type { Logger } from '../../deps.js';
 import { SettingProblem } from '../../shared/setting-problem.js';
 import { KeystoneLimitsReader, LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from './keystone.js';
-import { limitsOfProject, sameLimits, staticLimits, type LimitSet } from './model.js';
+import { crossesLimit, limitsOfProject, sameLimits, staticLimits, type LimitSet } from './model.js';
 import type { KeystoneCredentialSettings, LimitsSettings } from './settings.js';
 import {
   type Counting,
+  countingRows,
   LimitsSql,
+  READ_COUNTING,
   READ_LIMITS,
   READ_SYNC,
   limitSetOfResult,
@@ -170,17 +173,17 @@ export class ProjectLimits {
   }
 
   /**
-   * Installs the usage ledger's triggers for this app's counting rule (and
-   * counts the ledger again) unless they are there already: one read when
-   * they are. Every app with limits on runs it before guarding claims.
+   * Puts this app's counting rule in force (and counts the ledger again)
+   * unless it is already: one read when it is. The ledger's triggers come
+   * from the migrations (drizzle/0009); every app with limits on runs this
+   * before guarding claims.
    */
   async prepare(): Promise<void> {
-    const [installed] = await this.store.readBatch([LimitsSql.INSTALLED]);
-    const found = new Map(installed!.rows.map((r) => [str(r, 'name'), str(r, 'sql')]));
-    const same = found.size === this.sql.triggers.size && [...this.sql.triggers].every(([name, sql]) => found.get(name) === sql);
-    if (same) return;
-    await this.store.writeBatch(this.sql.installStatements([...found.keys()]));
-    this.log.info('project limits: usage ledger installed', { consumer_types: this.counting.types, untyped: this.counting.untyped });
+    const [counting] = await this.store.readBatch([READ_COUNTING]);
+    const inForce = counting!.rows.map((r) => str(r, LIMIT_COUNTING.consumerType));
+    if (JSON.stringify(inForce) === JSON.stringify(countingRows(this.counting))) return;
+    await this.store.writeBatch(this.sql.countingStatements());
+    this.log.info('project limits: usage ledger counted', { consumer_types: this.counting.types, untyped: this.counting.untyped });
   }
 
   /** Ready unless the limits in force were read more than two refresh intervals ago: a read for /readyz's one batch (none for a source that cannot fail). */
@@ -229,9 +232,9 @@ export class ProjectLimits {
     const used = usageTable(usage!);
     for (const [resourceClass, amount] of requested) {
       const limit = limits.get(resourceClass);
-      if (limit === undefined || amount <= 0) continue;
+      if (limit === undefined) continue;
       const usageOf = used.get(usageKey(project, resourceClass)) ?? 0;
-      if (usageOf + amount > limit) return { project, resourceClass, limit, usage: usageOf, requested: amount };
+      if (crossesLimit(usageOf, usageOf + amount, limit)) return { project, resourceClass, limit, usage: usageOf, requested: amount };
     }
     return null;
   }

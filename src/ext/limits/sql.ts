@@ -6,7 +6,17 @@
 // consumers count is a setting, fixed per app, so it is part of the
 // statements' and the triggers' text, built once.
 import type { InStatement, ResultSet } from '@libsql/client';
-import { ALLOC, CONSUMER, CONSUMER_TYPE, LIMIT, LIMIT_SYNC, LIMIT_USAGE, PROJECT, RC } from '../../db/columns.js';
+import {
+  ALLOC,
+  CONSUMER,
+  CONSUMER_TYPE,
+  LIMIT,
+  LIMIT_COUNTING as COUNTING,
+  LIMIT_SYNC,
+  LIMIT_USAGE,
+  PROJECT,
+  RC,
+} from '../../db/columns.js';
 import { guard, inList, type WriteStatement } from '../../db/write-batch.js';
 import { num, str } from '../../db/rows.js';
 import { limitSetOf, REGISTERED, rowsOf, type LimitRow, type LimitSet } from './model.js';
@@ -21,6 +31,9 @@ export interface Counting {
 const limitSql = (project: string, resourceClass: string) =>
   `COALESCE((SELECT l.${LIMIT.resourceLimit} FROM ext_limits l WHERE l.${LIMIT.project} = ${project} AND l.${LIMIT.resourceClass} = ${resourceClass}),
             (SELECT l.${LIMIT.resourceLimit} FROM ext_limits l WHERE l.${LIMIT.project} = '' AND l.${LIMIT.resourceClass} = ${resourceClass}))`;
+
+/** The limit rule as of the write (model.ts crossesLimit): `usage`, as the write leaves it, over the limit in force; a raise is what the caller checks. */
+const overLimitSql = (usage: string, project: string, resourceClass: string) => `${usage} > ${limitSql(project, resourceClass)}`;
 
 /** The ledger's usage of (project id, class id), SQL expressions, as of the statement (0 without a row). */
 const ledgerSql = (projectId: string, classId: string) =>
@@ -40,65 +53,81 @@ const moveAllocationSql = (row: 'NEW' | 'OLD', sign: '+' | '-', counted: string)
       WHERE c.${CONSUMER.uuid} = ${row}.${ALLOC.consumerId} AND ${counted}
       ON CONFLICT (${U.projectId}, ${U.resourceClassId}) DO UPDATE SET ${U.used} = ${U.used} + excluded.${U.used};`;
 
+/**
+ * Which consumers count, as data: a row per counted consumer type, '' for
+ * consumers without a type (ext_limit_counting, drizzle/0009). The triggers
+ * and every statement below read it, so the triggers are the migration's,
+ * the same for every app, and a setting changes rows, not DDL.
+ */
+const UNTYPED = '';
+const countedSql = (row: string) =>
+  `((${row}.${CONSUMER.consumerTypeId} IS NULL AND EXISTS (SELECT 1 FROM ext_limit_counting k WHERE k.${COUNTING.consumerType} = '${UNTYPED}'))
+      OR ${row}.${CONSUMER.consumerTypeId} IN (SELECT ct.${CONSUMER_TYPE.id} FROM consumer_types ct JOIN ext_limit_counting k ON k.${COUNTING.consumerType} = ct.${CONSUMER_TYPE.name}))`;
+
+/** Any consumer counts: with nothing counted (limits never on) the allocations' triggers cost one probe of an empty table. */
+const ANY_COUNTED = 'EXISTS (SELECT 1 FROM ext_limit_counting)';
+
+/**
+ * The ledger's triggers (name -> CREATE TRIGGER text), created by
+ * drizzle/0009 (test/ext/limits-ledger.test.ts checks the migration holds
+ * exactly these): every write of allocations or consumers, by any path
+ * (claims, deletes, the lease sweep, an import), keeps each project's usage
+ * of each class by the consumers that count. Consumer rows are written
+ * before or after their allocations depending on the path, so both sides
+ * move the ledger.
+ */
+export function ledgerTriggers(): ReadonlyMap<string, string> {
+  const counted = countedSql('c');
+  const trigger = (name: string, event: string, body: string, when: string) =>
+    [name, `CREATE TRIGGER ${name} AFTER ${event} WHEN ${when} BEGIN\n  ${body}\nEND`] as const;
+  return new Map([
+    trigger('ext_limit_usage_allocation_insert', 'INSERT ON allocations', moveAllocationSql('NEW', '+', counted), ANY_COUNTED),
+    trigger('ext_limit_usage_allocation_delete', 'DELETE ON allocations', moveAllocationSql('OLD', '-', counted), ANY_COUNTED),
+    trigger(
+      'ext_limit_usage_allocation_update',
+      `UPDATE OF ${ALLOC.used}, ${ALLOC.consumerId}, ${ALLOC.resourceClassId} ON allocations`,
+      `${moveAllocationSql('OLD', '-', counted)}\n  ${moveAllocationSql('NEW', '+', counted)}`,
+      ANY_COUNTED,
+    ),
+    trigger('ext_limit_usage_consumer_insert', 'INSERT ON consumers', moveConsumerSql('NEW', '+'), countedSql('NEW')),
+    trigger('ext_limit_usage_consumer_delete', 'DELETE ON consumers', moveConsumerSql('OLD', '-'), countedSql('OLD')),
+    trigger(
+      'ext_limit_usage_consumer_leave',
+      `UPDATE OF ${CONSUMER.projectId}, ${CONSUMER.consumerTypeId} ON consumers`,
+      moveConsumerSql('OLD', '-'),
+      countedSql('OLD'),
+    ),
+    trigger(
+      'ext_limit_usage_consumer_join',
+      `UPDATE OF ${CONSUMER.projectId}, ${CONSUMER.consumerTypeId} ON consumers`,
+      moveConsumerSql('NEW', '+'),
+      countedSql('NEW'),
+    ),
+  ]);
+}
+
+/** The counting rule's rows ('' for untyped consumers), in a stable order. */
+export const countingRows = (counting: Counting): string[] =>
+  [...new Set([...(counting.untyped ? [UNTYPED] : []), ...counting.types])].sort();
+
+/** The counting rule in force (prepare() compares it with the app's). */
+export const READ_COUNTING: InStatement = `SELECT ${COUNTING.consumerType} FROM ext_limit_counting ORDER BY ${COUNTING.consumerType}`;
+
 /** The statements of one app's counting rule, built once. */
 export class LimitsSql {
   /** True for a consumer `c` that counts. */
-  readonly counted: string;
-  /**
-   * The ledger's triggers (name -> CREATE TRIGGER text): every write of
-   * allocations or consumers, by any path (claims, deletes, the lease sweep,
-   * an import), keeps each project's usage of each class by the consumers
-   * that count. Consumer rows are written before or after their allocations
-   * depending on the path, so both sides move the ledger.
-   */
-  readonly triggers: ReadonlyMap<string, string>;
+  readonly counted = countedSql('c');
 
-  constructor(counting: Counting) {
-    const countedRow = (row: string) => {
-      // Consumer types are A-Z, 0-9 and _ (settings.ts): safe as literals.
-      const typed =
-        counting.types.length > 0
-          ? `${row}.${CONSUMER.consumerTypeId} IN (SELECT ${CONSUMER_TYPE.id} FROM consumer_types WHERE ${CONSUMER_TYPE.name} IN (${counting.types.map((t) => `'${t}'`).join(', ')}))`
-          : 'false';
-      return counting.untyped ? `(${row}.${CONSUMER.consumerTypeId} IS NULL OR ${typed})` : `(${typed})`;
-    };
-    this.counted = countedRow('c');
-    const trigger = (name: string, event: string, body: string, when?: string) =>
-      [name, `CREATE TRIGGER ${name} AFTER ${event}${when ? ` WHEN ${when}` : ''} BEGIN\n  ${body}\nEND`] as const;
-    this.triggers = new Map([
-      trigger('ext_limit_usage_allocation_insert', 'INSERT ON allocations', moveAllocationSql('NEW', '+', this.counted)),
-      trigger('ext_limit_usage_allocation_delete', 'DELETE ON allocations', moveAllocationSql('OLD', '-', this.counted)),
-      trigger(
-        'ext_limit_usage_allocation_update',
-        `UPDATE OF ${ALLOC.used}, ${ALLOC.consumerId}, ${ALLOC.resourceClassId} ON allocations`,
-        `${moveAllocationSql('OLD', '-', this.counted)}\n  ${moveAllocationSql('NEW', '+', this.counted)}`,
-      ),
-      trigger('ext_limit_usage_consumer_insert', 'INSERT ON consumers', moveConsumerSql('NEW', '+'), countedRow('NEW')),
-      trigger('ext_limit_usage_consumer_delete', 'DELETE ON consumers', moveConsumerSql('OLD', '-'), countedRow('OLD')),
-      trigger(
-        'ext_limit_usage_consumer_leave',
-        `UPDATE OF ${CONSUMER.projectId}, ${CONSUMER.consumerTypeId} ON consumers`,
-        moveConsumerSql('OLD', '-'),
-        countedRow('OLD'),
-      ),
-      trigger(
-        'ext_limit_usage_consumer_join',
-        `UPDATE OF ${CONSUMER.projectId}, ${CONSUMER.consumerTypeId} ON consumers`,
-        moveConsumerSql('NEW', '+'),
-        countedRow('NEW'),
-      ),
-    ]);
-  }
+  constructor(readonly counting: Counting) {}
 
-  /** The triggers installed now, to compare with this.triggers. */
-  static readonly INSTALLED: InStatement =
-    "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'ext\\_limit\\_usage\\_%' ESCAPE '\\'";
-
-  /** Puts this app's triggers in place of any others and counts the ledger again from the allocations, in one transaction. */
-  installStatements(installed: readonly string[]): InStatement[] {
+  /** Puts this app's counting rule in force and counts the ledger again from the allocations, in one transaction. */
+  countingStatements(): InStatement[] {
+    const rows = countingRows(this.counting);
     return [
-      ...installed.map((name) => `DROP TRIGGER IF EXISTS ${name}`),
-      ...this.triggers.values(),
+      'DELETE FROM ext_limit_counting',
+      ...(rows.length
+        ? [{ sql: `INSERT INTO ext_limit_counting (${COUNTING.consumerType}) VALUES ${rows.map(() => '(?)').join(', ')}`, args: rows }]
+        : []),
       'DELETE FROM ext_limit_usage',
       `INSERT INTO ext_limit_usage (${U.projectId}, ${U.resourceClassId}, ${U.used})
         SELECT c.${CONSUMER.projectId}, a.${ALLOC.resourceClassId}, sum(a.${ALLOC.used}) FROM consumers c
@@ -118,7 +147,7 @@ export class LimitsSql {
           JOIN ext_limit_usage u ON u.${U.projectId} = c.${CONSUMER.projectId} AND u.${U.resourceClassId} = mine.${ALLOC.resourceClassId}
           JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId} JOIN resource_classes rc ON rc.${RC.id} = mine.${ALLOC.resourceClassId}
         WHERE c.${CONSUMER.uuid} IN (${consumers}) AND mine.${ALLOC.used} > 0 AND ${this.counted}
-          AND u.${U.used} > ${limitSql(`p.${PROJECT.externalId}`, `rc.${RC.name}`)})`;
+          AND ${overLimitSql(`u.${U.used}`, `p.${PROJECT.externalId}`, `rc.${RC.name}`)})`;
   }
 
   /**
@@ -132,7 +161,7 @@ export class LimitsSql {
     const resourceClass = "json_extract(j.value, '$[1]')";
     return guard(
       `NOT EXISTS (SELECT 1 FROM json_each(?) j
-          WHERE NOT (${ledgerSql(`(SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ${project})`, `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} = ${resourceClass})`)} <= ${limitSql(project, resourceClass)}))`,
+          WHERE ${overLimitSql(ledgerSql(`(SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ${project})`, `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} = ${resourceClass})`), project, resourceClass)})`,
       [JSON.stringify(raised)],
     );
   }

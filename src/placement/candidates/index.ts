@@ -347,20 +347,36 @@ async function chooseCandidates(
   };
 }
 
-/** The answer as an object (callers that look into it: why-no-host, tests). */
+/** The engine's answer: the candidates chosen, and why the search stopped before it had seen them all (null: it saw them all, or a limit). */
+export interface CandidatesAnswer {
+  body: CandidatesBody;
+  stopped: 'cap' | 'time_budget' | null;
+}
+
+/** The answer as an object, with why the search stopped (callers that look into it: gangs, why-no-host, tests). */
+export async function searchCandidates(
+  reader: BatchReader,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<CandidatesAnswer> {
+  const { chosen, nodes, usage, classNameById, requestedClasses, shape, cut } = await chooseCandidates(
+    fromDatabase(reader),
+    request,
+    mv,
+    options,
+  );
+  return { body: presentCandidates(chosen, nodes, usage, classNameById, requestedClasses, shape), stopped: cut };
+}
+
+/** The answer's body alone. */
 export async function findAllocationCandidates(
   reader: BatchReader,
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<CandidatesBody> {
-  const { chosen, nodes, usage, classNameById, requestedClasses, shape } = await chooseCandidates(
-    fromDatabase(reader),
-    request,
-    mv,
-    options,
-  );
-  return presentCandidates(chosen, nodes, usage, classNameById, requestedClasses, shape);
+  return (await searchCandidates(reader, request, mv, options)).body;
 }
 
 /** The same answer as JSON (UTF-8 bytes), written directly (the route's path: no object graph to build and walk). */

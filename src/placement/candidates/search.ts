@@ -5,6 +5,7 @@
 // `limit` stops the work early and the cartesian product of
 // the whole cloud is never built. Semantics follow upstream placement's
 // allocation_candidate.py (_merge_candidates, group policy, same_subtree).
+import { TimeBudget } from './time-budget.js';
 import { capacityOf, fits } from '../capacity.js';
 import type { CapacityRule, Piece } from './hooks.js';
 import type { CandidateInventories, Inventory, ProviderNode } from './research.js';
@@ -792,11 +793,6 @@ export function* requestsInOrder(
 }
 
 /** How long a search runs before it lets other requests in. */
-const SLICE_MS = 50;
-
-/** setTimeout(0) exists in Node and in Workers alike (setImmediate does not). */
-const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
-
 /**
  * Keeps at most `limit` requests as they are offered. Stable order keeps the
  * first ones and is done at `limit`; random order keeps a uniform sample
@@ -805,8 +801,8 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve
 export class RequestPicker {
   private readonly kept: AllocationRequest[] = [];
   private offered = 0;
-  /** When the search gives up and answers with what it has (the time budget). */
-  private readonly deadline: number;
+  /** When the search gives up and answers with what it has. */
+  private readonly budget: TimeBudget;
   private outOfTime = false;
 
   constructor(
@@ -815,7 +811,7 @@ export class RequestPicker {
     private readonly cap: number,
     timeBudgetMs = 0,
   ) {
-    this.deadline = timeBudgetMs > 0 ? Date.now() + timeBudgetMs : Number.POSITIVE_INFINITY;
+    this.budget = new TimeBudget(timeBudgetMs);
   }
 
   get done(): boolean {
@@ -826,23 +822,14 @@ export class RequestPicker {
     );
   }
 
-  /**
-   * Takes requests until done. A long search gives the event loop back every
-   * `SLICE_MS`, so one pathological request cannot stall the others.
-   */
+  /** Takes requests until done; a long search shares the event loop (time-budget.ts). */
   async offer(source: Iterable<AllocationRequest | null>): Promise<void> {
     if (this.done) return;
-    let sliceStart = Date.now();
     for (const request of source) {
       if (request === null) {
-        const now = Date.now();
-        if (now >= this.deadline) {
+        if (await this.budget.spent()) {
           this.outOfTime = true;
           return;
-        }
-        if (now - sliceStart >= SLICE_MS) {
-          await yieldToEventLoop();
-          sliceStart = Date.now();
         }
         continue;
       }
