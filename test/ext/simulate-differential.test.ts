@@ -312,6 +312,8 @@ async function measure(app: TestApp): Promise<{ queries: Measured[]; over: OverR
       trees: { root_provider_uuid: string; count: number }[];
       domains?: Measured['domains'];
     };
+    // A search cut by the time budget (a loaded machine) gives lower bounds, not figures to compare.
+    expect((h as { incomplete?: true }).incomplete, query).toBeUndefined();
     queries.push({ total: h.total, trees: h.trees.length, per_tree: h.trees, ...(h.domains ? { domains: h.domains } : {}) });
   }
   const summary = (await ok(await app.call('GET', '/dashboard/api/summary?per_page=200'))) as {
@@ -450,7 +452,7 @@ describe('POST /ext/simulate equals the change made for real', () => {
     let compared = 0;
     let displacedClaimed = 0;
     // Seeds until CASES cases have changes to compare (a few random draws name none).
-    for (let seed = 1; compared < CASES; seed += 1) {
+    for (let seed = Number(process.env.SIMULATE_FIRST_SEED ?? 1); compared < CASES; seed += 1) {
       const r = rng(seed);
       t = await makeTestApp();
       const app = t;
