@@ -4,6 +4,8 @@
 // round trips, the answers of /ext/limits and the metric. Keystone as the
 // source, and racing instances on a libSQL server: limits-keystone.test.ts.
 import { afterEach, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { makeDeps } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { countBatches } from '../write-model/count-batches.js';
@@ -214,6 +216,112 @@ describe('PLACEMENT_LIMITS=static', () => {
     });
     const bad = await t.call('GET', '/ext/limits?project=x');
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('where the limits come from', () => {
+  const KEYSTONE = 'http://keystone.invalid:5000/v3';
+  /** A Keystone serving a registered class:VCPU limit of `vcpu` to the service user, or down (every call fails as fetch does). */
+  function keystoneLimits(state: { up: boolean; vcpu: number }): typeof fetch {
+    return async (input) => {
+      if (!state.up) throw new TypeError('fetch failed');
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      if (url.pathname === '/v3/auth/tokens') {
+        return Response.json(
+          { token: { expires_at: new Date(Date.now() + 3_600_000).toISOString() } },
+          {
+            status: 201,
+            headers: { 'x-subject-token': 'system-token' },
+          },
+        );
+      }
+      if (url.pathname === '/v3/services') return Response.json({ services: [{ id: 'nova-id', name: 'nova', type: 'compute' }] });
+      if (url.pathname === '/v3/registered_limits') {
+        return Response.json({ registered_limits: [{ resource_name: 'class:VCPU', default_limit: state.vcpu, region_id: null }] });
+      }
+      if (url.pathname === '/v3/limits') return Response.json({ limits: [] });
+      return new Response(null, { status: 404 });
+    };
+  }
+
+  const keystoneConfig = (dbUrl: string) =>
+    loadConfig({
+      PLACEMENT_DB_URL: dbUrl,
+      PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',
+      PLACEMENT_LIMITS: 'keystone',
+      PLACEMENT_KEYSTONE_AUTH_URL: KEYSTONE,
+      PLACEMENT_KEYSTONE_USERNAME: 'placement',
+      PLACEMENT_KEYSTONE_PASSWORD: 'pw',
+    });
+
+  const admin = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest' };
+
+  it('a switch from static to an unreachable Keystone is refused at start; nothing names Keystone as the source of the static limits', async () => {
+    await limitedApp(JSON.stringify({ registered: { 'class:VCPU': 2 } }));
+    const rp = await host();
+    const keystone = { up: false, vcpu: 5 };
+    const deps = makeDeps(
+      t.deps.store,
+      keystoneConfig(t.dbUrl),
+      { debug() {}, info() {}, warn() {}, error() {} },
+      {
+        keystoneFetch: keystoneLimits(keystone),
+      },
+    );
+    const switched = createApp(deps);
+
+    await expect(deps.limits!.start()).rejects.toThrow(
+      /^PLACEMENT_KEYSTONE_AUTH_URL: PLACEMENT_LIMITS=keystone and the limits in this database were read from PLACEMENT_LIMITS_JSON, not from it: Keystone at http:\/\/keystone.invalid:5000\/v3, service nova did not answer/,
+    );
+    // Every probe of the switched instance says whose limits are in force, and is not ready.
+    for (let probe = 0; probe < 2; probe++) {
+      const ready = await switched.request('/readyz');
+      expect(ready.status).toBe(503);
+      const reason = ((await ready.json()) as { reason: string }).reason;
+      expect(reason).toContain('the project limits in force were read from PLACEMENT_LIMITS_JSON, not from Keystone at');
+    }
+    const listed = (await (await switched.request('/ext/limits', { headers: admin })).json()) as { source: string; read_at: string };
+    expect(listed.source).toBe('PLACEMENT_LIMITS_JSON');
+    expect((await switched.request('/ext/limits/refresh', { method: 'POST', headers: admin })).status).toBe(503);
+
+    // Keystone answers: the start goes through, its limits are in force and named as Keystone's.
+    keystone.up = true;
+    await deps.limits!.start();
+    expect((await switched.request('/readyz')).status).toBe(200);
+    const now = (await (await switched.request('/ext/limits', { headers: admin })).json()) as { source: string };
+    expect(now.source).toBe('Keystone at http://keystone.invalid:5000/v3, service nova');
+    for (let i = 0; i < 5; i++) expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 1 }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 1 }))).status).toBe(409);
+
+    // The static instance reads its own limits again: they replace Keystone's, though they did not change since it last wrote them.
+    await t.deps.limits!.refresh();
+    expect(((await (await t.call('GET', '/ext/limits')).json()) as { source: string }).source).toBe('PLACEMENT_LIMITS_JSON');
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 2, usage: 5, remaining: -3 });
+    const ready = await switched.request('/readyz');
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { reason: string }).reason).toContain('read from PLACEMENT_LIMITS_JSON, not from Keystone at');
+    // ... and Keystone's, unchanged since, replace them again at its next read.
+    await deps.limits!.refresh();
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 5, usage: 5, remaining: 0 });
+    expect((await switched.request('/readyz')).status).toBe(200);
+  });
+
+  it('a database never given limits: a Keystone start that cannot read them is refused', async () => {
+    t = await makeTestApp();
+    const deps = makeDeps(
+      t.deps.store,
+      keystoneConfig(t.dbUrl),
+      { debug() {}, info() {}, warn() {}, error() {} },
+      {
+        keystoneFetch: keystoneLimits({ up: false, vcpu: 1 }),
+      },
+    );
+    await expect(deps.limits!.start()).rejects.toThrow(/PLACEMENT_LIMITS=keystone and no limits were ever read: Keystone at/);
+    const ready = await createApp(deps).request('/readyz');
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { reason: string }).reason).toMatch(
+      /^no project limits were ever read from Keystone at .* did not answer/,
+    );
   });
 });
 
