@@ -188,6 +188,58 @@ describe('PLACEMENT_LIMITS=static', () => {
     expect((await reshape(4)).status).toBe(204);
   });
 
+  it('an existing consumer resized to exactly its project limit is granted, one more is refused (the ordinary path)', async () => {
+    await limitedApp();
+    const [a, b] = [await host(), await host()];
+    const [vm, other] = [crypto.randomUUID(), crypto.randomUUID()];
+    expect((await put(vm, claimBody(a, { VCPU: 4 }))).status).toBe(204);
+    expect((await put(other, claimBody(a, { VCPU: 2 }))).status).toBe(204);
+    // A resize is a claim of a consumer that holds allocations: decided after a read, never the one-batch claim.
+    const counts = countBatches(t.deps.store);
+    expect((await put(vm, claimBody(b, { VCPU: 8 }, { generation: 1 }))).status).toBe(204);
+    expect(counts.reads).toBeGreaterThan(0);
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 10, usage: 10, remaining: 0 });
+    const past = await put(vm, claimBody(b, { VCPU: 9 }, { generation: 2 }));
+    expect(past.status).toBe(409);
+    expect((await errorOf(past)).detail).toContain('(limit 10, usage 10, requested 1)');
+    // Both consumers replaced at once (POST /allocations): to exactly the limit, then one past it.
+    const replace = (vmVcpu: number, otherVcpu: number, generations: [number, number]) =>
+      t.call('POST', '/allocations', {
+        body: {
+          [vm]: claimBody(a, { VCPU: vmVcpu }, { generation: generations[0] }),
+          [other]: claimBody(b, { VCPU: otherVcpu }, { generation: generations[1] }),
+        },
+      });
+    expect((await replace(3, 7, [2, 1])).status).toBe(204);
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 10, usage: 10, remaining: 0 });
+    const swapPast = await replace(4, 7, [3, 2]);
+    expect(swapPast.status).toBe(409);
+    expect((await errorOf(swapPast)).detail).toContain('(limit 10, usage 10, requested 1)');
+    // The project limit of Q (3), overriding the registered 10: exactly 3 by a resize, then 4 refused.
+    const q = crypto.randomUUID();
+    expect((await put(q, claimBody(a, { VCPU: 1 }, { project: Q }))).status).toBe(204);
+    expect((await put(q, claimBody(a, { VCPU: 3 }, { project: Q, generation: 1 }))).status).toBe(204);
+    expect((await put(q, claimBody(a, { VCPU: 4 }, { project: Q, generation: 2 }))).status).toBe(409);
+  });
+
+  it('a claim of an unlimited class beside a limited one at its limit is refused, new consumer or resize', async () => {
+    // VCPU limited, DISK_GB not: the check goes on past a class without a limit.
+    await limitedApp(JSON.stringify({ registered: { 'class:VCPU': 4 } }));
+    const rp = await host();
+    const vm = crypto.randomUUID();
+    expect((await put(vm, claimBody(rp, { DISK_GB: 10, VCPU: 4 }))).status).toBe(204);
+    const fresh = await put(crypto.randomUUID(), claimBody(rp, { DISK_GB: 10, VCPU: 1 }));
+    expect(fresh.status).toBe(409);
+    expect((await errorOf(fresh)).detail).toContain("'VCPU'");
+    const resized = await put(vm, claimBody(rp, { DISK_GB: 20, VCPU: 5 }, { generation: 1 }));
+    expect(resized.status).toBe(409);
+    expect((await errorOf(resized)).detail).toContain('(limit 4, usage 4, requested 1)');
+    // The unlimited class alone still grows.
+    expect((await put(vm, claimBody(rp, { DISK_GB: 500, VCPU: 4 }, { generation: 1 }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { DISK_GB: 400 }))).status).toBe(204);
+    expect((await report(P)).limits).toEqual({ VCPU: { limit: 4, usage: 4, remaining: 0 } });
+  });
+
   it('a granted claim of a new consumer is still one write batch; a refused one is answered after one read', async () => {
     await limitedApp();
     const rp = await host();
