@@ -8,6 +8,7 @@ import { createApp } from '../../src/app.js';
 import { makeDeps } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
+import { KeystoneLimitsReader } from '../../src/ext/limits/keystone.js';
 import { countBatches } from '../write-model/count-batches.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -279,8 +280,16 @@ describe('where the limits come from', () => {
       if (!state.up) throw new TypeError('fetch failed');
       const url = new URL(input instanceof Request ? input.url : String(input));
       if (url.pathname === '/v3/auth/tokens') {
+        const expires_at = new Date(Date.now() + 3_600_000).toISOString();
         return Response.json(
-          { token: { expires_at: new Date(Date.now() + 3_600_000).toISOString() } },
+          {
+            token: {
+              expires_at,
+              user: { id: 'placement-id', domain: { id: 'default' } },
+              system: { all: true },
+              roles: [{ name: 'reader' }],
+            },
+          },
           {
             status: 201,
             headers: { 'x-subject-token': 'system-token' },
@@ -356,6 +365,60 @@ describe('where the limits come from', () => {
     await deps.limits!.refresh();
     expect((await report(P)).limits.VCPU).toEqual({ limit: 5, usage: 5, remaining: 0 });
     expect((await switched.request('/readyz')).status).toBe(200);
+  });
+
+  it("the system token is held as the service's other Keystone tokens are: used for half a short life, renewed once after a refusal", async () => {
+    const clock = { now: Date.now() };
+    const signIns: string[] = [];
+    const refuse = new Set<string>();
+    const keystone: typeof fetch = async (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      if (url.pathname === '/v3/auth/tokens') {
+        const scope = (JSON.parse(String(init?.body)) as { auth: { scope: object } }).auth.scope;
+        expect(scope).toEqual({ system: { all: true } });
+        const token = `system-${signIns.length + 1}`;
+        signIns.push(token);
+        const expires_at = new Date(clock.now + 30_000).toISOString();
+        return Response.json(
+          {
+            token: {
+              expires_at,
+              user: { id: 'placement-id', domain: { id: 'default' } },
+              system: { all: true },
+              roles: [{ name: 'reader' }],
+            },
+          },
+          { status: 201, headers: { 'x-subject-token': token } },
+        );
+      }
+      const token = new Headers(init?.headers).get('x-auth-token') ?? '';
+      if (refuse.delete(token)) return new Response(null, { status: 401 });
+      if (url.pathname === '/v3/services') return Response.json({ services: [{ id: 'nova-id', name: 'nova', type: 'compute' }] });
+      if (url.pathname === '/v3/registered_limits') return Response.json({ registered_limits: [] });
+      if (url.pathname === '/v3/limits') return Response.json({ limits: [] });
+      return new Response(null, { status: 404 });
+    };
+    const reader = new KeystoneLimitsReader({
+      authUrl: KEYSTONE,
+      username: 'placement',
+      password: 'pw',
+      userDomainName: 'Default',
+      service: 'nova',
+      timeoutMs: 1000,
+      fetcher: keystone,
+      now: () => clock.now,
+    });
+    await reader.read();
+    clock.now += 14_000; // 16 s of 30 left: still used
+    await reader.read();
+    expect(signIns).toHaveLength(1);
+    clock.now += 2_000; // 14 s left, under half its life: renewed before it expires
+    await reader.read();
+    expect(signIns).toHaveLength(2);
+    // Keystone refuses the held token (revoked): one new sign-in, and the read goes through.
+    refuse.add('system-2');
+    await reader.read();
+    expect(signIns).toHaveLength(3);
   });
 
   it('a database never given limits: a Keystone start that cannot read them is refused', async () => {

@@ -2,9 +2,21 @@
 // them: with a SYSTEM-scoped token of the service user (a project-scoped
 // token sees only its own project's limits), GET /v3/registered_limits and
 // GET /v3/limits for one service (resolved by name, type or id through
-// GET /v3/services) and, when given, one region. Over any `fetch` (Node or
-// workerd); no Hono, no database.
+// GET /v3/services) and, when given, one region. Through the service's one
+// Keystone client and token source (src/http/keystone/: the same renewal as
+// token validation and Nova's identity), over any `fetch` (Node or workerd);
+// no Hono, no database. Here: what the answers mean for the limits, and the
+// errors a start or a refresh words.
 import { z } from 'zod';
+import {
+  KeystoneClient,
+  KeystoneCredentialsRefused,
+  KeystoneForbidden,
+  KeystoneUnavailable,
+  ServiceTokenRefused,
+  v3Url,
+} from '../../http/keystone/client.js';
+import { ServiceTokenSource } from '../../http/keystone/service-token.js';
 import { classOfResourceName, type LimitSet } from './model.js';
 
 /** The role assignment the service user needs, as oslo.limit documents it. */
@@ -65,28 +77,22 @@ const ProjectLimits = z.object({
     }),
   ),
 });
-const IssuedToken = z.object({ token: z.object({ expires_at: z.string() }) });
-
-/** Renew the system token this long before it expires. */
-const RENEW_BEFORE_MS = 60_000;
-
 export class KeystoneLimitsReader {
   private readonly base: string;
-  private readonly fetcher: typeof fetch;
-  private readonly now: () => number;
-  private token: { value: string; expiresAt: number } | undefined;
+  private readonly client: KeystoneClient;
+  private readonly systemToken: ServiceTokenSource;
   private serviceId: string | undefined;
 
   constructor(private readonly options: KeystoneLimitsOptions) {
-    const trimmed = options.authUrl.replace(/\/+$/, '');
-    this.base = /\/v3$/.test(trimmed) ? trimmed : `${trimmed}/v3`;
-    this.fetcher = options.fetcher ?? ((input, init) => fetch(input, init));
-    this.now = options.now ?? (() => Date.now());
+    this.base = v3Url(options.authUrl);
+    this.client = new KeystoneClient(options.authUrl, options.fetcher, options.timeoutMs, this.describe());
+    const { username, password, userDomainName } = options;
+    this.systemToken = new ServiceTokenSource(this.client, { username, password, userDomainName, system: 'all' }, options.now);
   }
 
   /** Where the limits come from, for messages. */
   describe(): string {
-    return `Keystone at ${this.base}, service ${this.options.service}${this.options.region ? `, region ${this.options.region}` : ''}`;
+    return `Keystone at ${v3Url(this.options.authUrl)}, service ${this.options.service}${this.options.region ? `, region ${this.options.region}` : ''}`;
   }
 
   /** The registered and project limits of the service (and region), by resource class. */
@@ -141,71 +147,35 @@ export class KeystoneLimitsReader {
     return this.serviceId;
   }
 
-  private async call(path: string, init: RequestInit): Promise<Response> {
+  /** GET /v3{path} with the system token; refused once (revoked, or expired early), signed in again and asked once more. */
+  private async get<T>(path: string, schema: z.ZodType<T>): Promise<T> {
     try {
-      return await this.fetcher(`${this.base}${path}`, { ...init, signal: AbortSignal.timeout(this.options.timeoutMs) });
+      const held = await this.systemToken.token();
+      try {
+        return await this.client.read(path, held.token, schema);
+      } catch (err) {
+        if (!(err instanceof ServiceTokenRefused)) throw err;
+        const renewed = await this.systemToken.renewAfterRefusal(held.token);
+        return await this.client.read(path, renewed.token, schema);
+      }
     } catch (err) {
-      throw new LimitsUnavailable(`${this.describe()} did not answer: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw this.limitsError(err, `GET /v3${path.split('?')[0]}`);
     }
   }
 
-  private async get<T>(path: string, schema: z.ZodType<T>, retried = false): Promise<T> {
-    const token = await this.systemToken();
-    const res = await this.call(path, { method: 'GET', headers: { 'x-auth-token': token, accept: 'application/json' } });
-    if (res.status === 401 && !retried) {
-      // Revoked or expired early: sign in again, once.
-      await res.body?.cancel();
-      this.token = undefined;
-      return this.get(path, schema, true);
+  /** The client's error, as a start or a refresh words it. */
+  private limitsError(err: unknown, what: string): unknown {
+    const role = `give the user the reader role on the system: ${READER_ROLE_COMMAND(this.options.username, this.options.userDomainName)}`;
+    if (err instanceof KeystoneCredentialsRefused) {
+      return new LimitsAccessRefused(`${err.message}: check PLACEMENT_KEYSTONE_PASSWORD, and ${role}`);
     }
-    if (res.status === 401 || res.status === 403) {
-      await res.body?.cancel();
-      throw new LimitsAccessRefused(
-        `${this.describe()} does not let user ${this.options.username} read GET /v3${path.split('?')[0]} (HTTP ${res.status}): give it the reader role on the system: ${this.roleCommand()}`,
+    if (err instanceof KeystoneForbidden || err instanceof ServiceTokenRefused) {
+      const status = err instanceof KeystoneForbidden ? 403 : 401;
+      return new LimitsAccessRefused(
+        `${this.describe()} does not let user ${this.options.username} read ${what} (HTTP ${status}): ${role}`,
       );
     }
-    if (res.status !== 200) {
-      await res.body?.cancel();
-      throw new LimitsUnavailable(`${this.describe()} answered GET /v3${path.split('?')[0]} with HTTP ${res.status}`);
-    }
-    const parsed = schema.safeParse(await res.json().catch(() => undefined));
-    if (!parsed.success)
-      throw new LimitsUnavailable(`${this.describe()} answered GET /v3${path.split('?')[0]} with a body that is not v3's`);
-    return parsed.data;
-  }
-
-  private roleCommand(): string {
-    return READER_ROLE_COMMAND(this.options.username, this.options.userDomainName);
-  }
-
-  /** A system-scoped token of the service user (password authentication), renewed before it expires. */
-  private async systemToken(): Promise<string> {
-    if (this.token && this.token.expiresAt - this.now() > RENEW_BEFORE_MS) return this.token.value;
-    const { username, password, userDomainName } = this.options;
-    const res = await this.call('/auth/tokens?nocatalog', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({
-        auth: {
-          identity: { methods: ['password'], password: { user: { name: username, domain: { name: userDomainName }, password } } },
-          scope: { system: { all: true } },
-        },
-      }),
-    });
-    if (res.status === 401 || res.status === 403 || res.status === 404) {
-      await res.body?.cancel();
-      // Keystone answers 401 alike for a wrong password and for a user without any role on the system.
-      throw new LimitsAccessRefused(
-        `Keystone at ${this.base} refused a system-scoped token to user ${username} (domain ${userDomainName}) (HTTP ${res.status}): check PLACEMENT_KEYSTONE_PASSWORD, and give the user the reader role on the system: ${this.roleCommand()}`,
-      );
-    }
-    const value = res.headers.get('x-subject-token');
-    const body = IssuedToken.safeParse(await res.json().catch(() => undefined));
-    if (res.status !== 201 || !value || !body.success) {
-      throw new LimitsUnavailable(`Keystone at ${this.base} answered the service user's sign-in with HTTP ${res.status}`);
-    }
-    const expiresAt = Date.parse(body.data.token.expires_at);
-    this.token = { value, expiresAt: Number.isNaN(expiresAt) ? this.now() + RENEW_BEFORE_MS * 2 : expiresAt };
-    return value;
+    if (err instanceof KeystoneUnavailable) return new LimitsUnavailable(err.message, { cause: err });
+    return err;
   }
 }
