@@ -9,7 +9,7 @@ import { makeDeps } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { KeystoneLimitsReader, LimitsMisconfigured } from '../../src/ext/limits/keystone.js';
-import { ProjectLimits } from '../../src/ext/limits/service.js';
+import { limitsSourceOf, ProjectLimits } from '../../src/ext/limits/service.js';
 import { countBatches } from '../write-model/count-batches.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -247,7 +247,7 @@ describe('PLACEMENT_LIMITS=static', () => {
     await limitedApp(
       JSON.stringify({
         registered: { 'class:VCPU': 4, 'class:MEMORY_MB': 1024 },
-        projects: { [Q]: { 'class:VCPU': 2 }, [zero]: { 'class:DISK_GB': 0 } },
+        projects: { [Q]: { 'class:VCPU': 2 }, [zero]: { 'class:DISK_GB': 0 }, [USER]: { 'class:VCPU': 10 } },
       }),
     );
     const rp = await host();
@@ -376,11 +376,18 @@ describe('where the limits come from', () => {
     }
     const listed = (await (await switched.request('/ext/limits', { headers: admin })).json()) as { source: string; read_at: string };
     expect(listed.source).toBe('PLACEMENT_LIMITS_JSON');
+    // What a Worker isolate asks before it starts: no limits read from its own source.
+    expect(await deps.limits!.readAt()).toBeNull();
     expect((await switched.request('/ext/limits/refresh', { method: 'POST', headers: admin })).status).toBe(503);
 
     // Keystone answers: the start goes through, its limits are in force and named as Keystone's.
     keystone.up = true;
     await deps.limits!.start();
+    expect(await deps.limits!.readAt()).not.toBeNull();
+    // Keystone gone again: a start on limits Keystone gave goes through, and they stay in force.
+    keystone.up = false;
+    await deps.limits!.start();
+    keystone.up = true;
     expect((await switched.request('/readyz')).status).toBe(200);
     const now = (await (await switched.request('/ext/limits', { headers: admin })).json()) as { source: string };
     expect(now.source).toBe('Keystone at http://keystone.invalid:5000/v3, service nova');
@@ -699,6 +706,29 @@ describe('where the limits come from', () => {
     expect(await limits.refreshIfDue()).toBe(1);
     expect(await ready()).toEqual({ ready: true });
     expect(await limits.readAt()).toBe(new Date(clock.now).toISOString());
+    // Another instance on the same database, which has not tried Keystone itself: the age alone.
+    const later = { now: clock.now + 20_001 };
+    const other = new ProjectLimits(t.deps.store, reader(keystoneLimits(state)), settings, log, () => later.now);
+    const [check] = other.readiness();
+    expect(check!.judge((await t.deps.store.readBatch([check!.statement]))[0]!)).toEqual({
+      ready: false,
+      reason:
+        'the project limits in force were read 20 s ago from Keystone at http://keystone.invalid:5000/v3, service nova, more than twice PLACEMENT_LIMITS_REFRESH_SECONDS; they stay enforced',
+    });
+  });
+
+  it('static limits never go stale: ready however long ago they were read', async () => {
+    await limitedApp();
+    const clock = { now: Date.now() + 3_600_000 };
+    const settings = {
+      PLACEMENT_LIMITS_REFRESH_SECONDS: 1,
+      PLACEMENT_LIMITS_CONSUMER_TYPES: ['INSTANCE'],
+      PLACEMENT_LIMITS_COUNT_UNTYPED: true,
+    };
+    const source = limitsSourceOf(t.deps.config)!;
+    const limits = new ProjectLimits(t.deps.store, source, settings, { debug() {}, info() {}, warn() {}, error() {} }, () => clock.now);
+    const [check] = limits.readiness();
+    expect(check!.judge((await t.deps.store.readBatch([check!.statement]))[0]!)).toEqual({ ready: true });
   });
 
   it('a database never given limits: a Keystone start that cannot read them is refused', async () => {
@@ -712,6 +742,7 @@ describe('where the limits come from', () => {
       },
     );
     await expect(deps.limits!.start()).rejects.toThrow(/PLACEMENT_LIMITS=keystone and no limits were ever read: Keystone at/);
+    expect(await deps.limits!.readAt()).toBeNull();
     const ready = await createApp(deps).request('/readyz');
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { reason: string }).reason).toMatch(

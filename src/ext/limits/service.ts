@@ -241,12 +241,6 @@ export class ProjectLimits {
     return last?.source === this.source.describe() ? last.readAt : null;
   }
 
-  /** The limits in force, as the claims read them. */
-  async inForce(): Promise<LimitSet> {
-    const [rows] = await this.store.readBatch([READ_LIMITS]);
-    return limitSetOfResult(rows!);
-  }
-
   /**
    * The first class whose limit the request's groups (class -> amount each)
    * alone would cross for `project`, with its limit and usage; null when it fits
