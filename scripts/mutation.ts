@@ -82,7 +82,7 @@ export const MODULES: Module[] = [
   },
   {
     name: 'limits',
-    mutate: ['src/ext/limits/service.ts', 'src/ext/limits/guard.ts', 'src/ext/limits/keystone.ts'],
+    mutate: ['src/ext/limits/service.ts', 'src/ext/limits/guard.ts', 'src/ext/http/keystone-limits.ts'],
     // Static limits and a Keystone stand-in (fetch); the real Keystone's limits-keystone.test.ts starts
     // Keystone and sqld, too slow to run once per mutant.
     tests: ['test/ext/limits.test.ts'],

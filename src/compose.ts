@@ -14,6 +14,7 @@ import { KeystoneNovaIdentity } from './http/keystone/nova-identity.js';
 import { limitsWrites } from './ext/limits/guard.js';
 import { limitsJobs } from './ext/limits/jobs.js';
 import { projectLimits } from './ext/limits/service.js';
+import { KeystoneLimitsReader } from './ext/http/keystone-limits.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
 import { type KeystoneSettings, KeystoneTokenValidator } from './http/keystone/validator.js';
 import { PolicyEnforcer } from './http/policy.js';
@@ -45,7 +46,23 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
   const metrics = options.metrics ?? createServiceMetrics();
   store.watch.observer = databaseObserver(metrics);
   const clock = () => new Date();
-  const limits = projectLimits(store, config, log, options.keystoneFetch);
+  const limits = projectLimits(
+    store,
+    config,
+    log,
+    config.PLACEMENT_LIMITS === 'keystone'
+      ? new KeystoneLimitsReader({
+          authUrl: config.PLACEMENT_KEYSTONE_AUTH_URL!,
+          username: config.PLACEMENT_KEYSTONE_USERNAME!,
+          password: config.PLACEMENT_KEYSTONE_PASSWORD!,
+          userDomainName: config.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
+          service: config.PLACEMENT_LIMITS_SERVICE,
+          region: config.PLACEMENT_LIMITS_REGION,
+          timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
+          fetcher: options.keystoneFetch,
+        })
+      : undefined,
+  );
   return {
     store,
     config,

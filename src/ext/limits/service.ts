@@ -11,7 +11,7 @@ import type { DataStore } from '../../db/client.js';
 import { str } from '../../db/rows.js';
 import type { Logger } from '../../deps.js';
 import { SettingProblem } from '../../shared/setting-problem.js';
-import { KeystoneLimitsReader, LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from './keystone.js';
+import { LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from './keystone.js';
 import { limitsOfProject, sameLimits, staticLimits, type LimitSet } from './model.js';
 import type { KeystoneCredentialSettings, LimitsSettings } from './settings.js';
 import {
@@ -302,28 +302,20 @@ function summary(limits: LimitSet): Record<string, unknown> {
 }
 
 /** The source PLACEMENT_LIMITS names (undefined when off). */
-export function limitsSourceOf(config: LimitsConfig, fetcher?: typeof fetch): LimitsSource | undefined {
+export function limitsSourceOf(config: LimitsConfig, keystone?: LimitsSource): LimitsSource | undefined {
   if (config.PLACEMENT_LIMITS === 'static') {
     const limits = staticLimits(config.PLACEMENT_LIMITS_JSON ?? '{}');
     return { describe: () => 'PLACEMENT_LIMITS_JSON', read: async () => limits, alwaysFresh: true };
   }
   if (config.PLACEMENT_LIMITS === 'keystone') {
-    return new KeystoneLimitsReader({
-      authUrl: config.PLACEMENT_KEYSTONE_AUTH_URL!,
-      username: config.PLACEMENT_KEYSTONE_USERNAME!,
-      password: config.PLACEMENT_KEYSTONE_PASSWORD!,
-      userDomainName: config.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
-      service: config.PLACEMENT_LIMITS_SERVICE,
-      region: config.PLACEMENT_LIMITS_REGION,
-      timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
-      fetcher,
-    });
+    if (!keystone) throw new Error('PLACEMENT_LIMITS=keystone: no Keystone reader was given (compose.ts builds it)');
+    return keystone;
   }
   return undefined;
 }
 
-/** The app's project limits (PLACEMENT_LIMITS), or undefined when off. */
-export function projectLimits(store: DataStore, config: LimitsConfig, log: Logger, fetcher?: typeof fetch): ProjectLimits | undefined {
-  const source = limitsSourceOf(config, fetcher);
+/** The app's project limits (PLACEMENT_LIMITS), or undefined when off; `keystone` reads them for PLACEMENT_LIMITS=keystone. */
+export function projectLimits(store: DataStore, config: LimitsConfig, log: Logger, keystone?: LimitsSource): ProjectLimits | undefined {
+  const source = limitsSourceOf(config, keystone);
   return source ? new ProjectLimits(store, source, config, log, () => Date.now()) : undefined;
 }
