@@ -5,6 +5,7 @@
 // keystone.ts, sql.ts), its periodic refresh and its routes (http/routes.ts).
 import { type Extension, withState } from '../../extension.js';
 import { limitsWrites } from './guard.js';
+import { KeystoneLimitsReader } from './http/keystone-limits.js';
 import { limitRoutes } from './http/routes.js';
 import { withinLimitsGate, withinLimitsParam } from './params.js';
 import { LIMITS, projectLimits } from './service.js';
@@ -16,7 +17,21 @@ export const limits: Extension = {
   // Read again once PLACEMENT_LIMITS_REFRESH_SECONDS have passed since the last try, where the sweeps run (once per service).
   jobs: { handlers: {}, sweeps: [withState(LIMITS, (state) => state.refreshIfDue())] },
   setUp({ store, config, log, metrics, keystoneFetch }) {
-    const state = projectLimits(store, config, log, keystoneFetch);
+    // PLACEMENT_LIMITS=keystone: read through the service's one Keystone client (settings checked at start).
+    const keystone =
+      config.PLACEMENT_LIMITS === 'keystone'
+        ? new KeystoneLimitsReader({
+            authUrl: config.PLACEMENT_KEYSTONE_AUTH_URL!,
+            username: config.PLACEMENT_KEYSTONE_USERNAME!,
+            password: config.PLACEMENT_KEYSTONE_PASSWORD!,
+            userDomainName: config.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
+            service: config.PLACEMENT_LIMITS_SERVICE,
+            region: config.PLACEMENT_LIMITS_REGION,
+            timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
+            fetcher: keystoneFetch,
+          })
+        : undefined;
+    const state = projectLimits(store, config, log, keystone);
     if (!state) return null;
     return {
       state,
