@@ -365,7 +365,7 @@ describe('where the limits come from', () => {
     );
     const switched = createApp(deps);
 
-    await expect(deps.limits!.start()).rejects.toThrow(
+    await expect(deps.extensions.state(LIMITS_STATE)!.start()).rejects.toThrow(
       /^PLACEMENT_KEYSTONE_AUTH_URL: PLACEMENT_LIMITS=keystone and the limits in this database were read from PLACEMENT_LIMITS_JSON, not from it: Keystone at http:\/\/keystone.invalid:5000\/v3, service nova did not answer/,
     );
     // Every probe of the switched instance says whose limits are in force, and is not ready.
@@ -378,16 +378,16 @@ describe('where the limits come from', () => {
     const listed = (await (await switched.request('/ext/limits', { headers: admin })).json()) as { source: string; read_at: string };
     expect(listed.source).toBe('PLACEMENT_LIMITS_JSON');
     // What a Worker isolate asks before it starts: no limits read from its own source.
-    expect(await deps.limits!.readAt()).toBeNull();
+    expect(await deps.extensions.state(LIMITS_STATE)!.readAt()).toBeNull();
     expect((await switched.request('/ext/limits/refresh', { method: 'POST', headers: admin })).status).toBe(503);
 
     // Keystone answers: the start goes through, its limits are in force and named as Keystone's.
     keystone.up = true;
-    await deps.limits!.start();
-    expect(await deps.limits!.readAt()).not.toBeNull();
+    await deps.extensions.state(LIMITS_STATE)!.start();
+    expect(await deps.extensions.state(LIMITS_STATE)!.readAt()).not.toBeNull();
     // Keystone gone again: a start on limits Keystone gave goes through, and they stay in force.
     keystone.up = false;
-    await deps.limits!.start();
+    await deps.extensions.state(LIMITS_STATE)!.start();
     keystone.up = true;
     expect((await switched.request('/readyz')).status).toBe(200);
     const now = (await (await switched.request('/ext/limits', { headers: admin })).json()) as { source: string };
@@ -396,14 +396,14 @@ describe('where the limits come from', () => {
     expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 1 }))).status).toBe(409);
 
     // The static instance reads its own limits again: they replace Keystone's, though they did not change since it last wrote them.
-    await t.deps.limits!.refresh();
+    await t.deps.extensions.state(LIMITS_STATE)!.refresh();
     expect(((await (await t.call('GET', '/ext/limits')).json()) as { source: string }).source).toBe('PLACEMENT_LIMITS_JSON');
     expect((await report(P)).limits.VCPU).toEqual({ limit: 2, usage: 5, remaining: -3 });
     const ready = await switched.request('/readyz');
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { reason: string }).reason).toContain('read from PLACEMENT_LIMITS_JSON, not from Keystone at');
     // ... and Keystone's, unchanged since, replace them again at its next read.
-    await deps.limits!.refresh();
+    await deps.extensions.state(LIMITS_STATE)!.refresh();
     expect((await report(P)).limits.VCPU).toEqual({ limit: 5, usage: 5, remaining: 0 });
     expect((await switched.request('/readyz')).status).toBe(200);
   });
@@ -608,7 +608,9 @@ describe('where the limits come from', () => {
         keystoneFetch: registeredTwice.fetcher,
       },
     );
-    await expect(deps.limits!.start()).rejects.toThrow(/^PLACEMENT_LIMITS_REGION: .*\. Fix: correct PLACEMENT_LIMITS_REGION$/);
+    await expect(deps.extensions.state(LIMITS_STATE)!.start()).rejects.toThrow(
+      /^PLACEMENT_LIMITS_REGION: .*\. Fix: correct PLACEMENT_LIMITS_REGION$/,
+    );
   });
 
   it('a service user Keystone refuses, or lets read nothing: the start and POST /ext/limits/refresh name the role', async () => {
@@ -626,10 +628,13 @@ describe('where the limits come from', () => {
       );
       return {
         deps,
-        error: await deps.limits!.start().then(
-          () => '',
-          (e: unknown) => (e as Error).message,
-        ),
+        error: await deps.extensions
+          .state(LIMITS_STATE)!
+          .start()
+          .then(
+            () => '',
+            (e: unknown) => (e as Error).message,
+          ),
       };
     };
     expect((await startWith(limitsKeystone({ signIn: 401 }))).error).toBe(
@@ -659,7 +664,7 @@ describe('where the limits come from', () => {
         },
       ),
     );
-    expect(deps.limits).toBeDefined();
+    expect(deps.extensions.state(LIMITS_STATE)).toBeDefined();
     for (const words of ['answered GET /v3/registered_limits with HTTP 500', `read GET /v3/registered_limits (HTTP 403): ${role}`]) {
       const refresh = await app.request('/ext/limits/refresh', { method: 'POST', headers: admin });
       expect(refresh.status).toBe(503);
@@ -742,10 +747,10 @@ describe('where the limits come from', () => {
         keystoneFetch: keystoneLimits({ up: false, vcpu: 1 }),
       },
     );
-    await expect(deps.limits!.start()).rejects.toThrow(
+    await expect(deps.extensions.state(LIMITS_STATE)!.start()).rejects.toThrow(
       /PLACEMENT_LIMITS=keystone and no limits were ever read: Keystone at .* did not answer: fetch failed\. Fix: start it when Keystone answers, or set PLACEMENT_LIMITS=off$/,
     );
-    expect(await deps.limits!.readAt()).toBeNull();
+    expect(await deps.extensions.state(LIMITS_STATE)!.readAt()).toBeNull();
     const ready = await createApp(deps).request('/readyz');
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { reason: string }).reason).toMatch(

@@ -14,7 +14,7 @@ import { str } from '../../db/rows.js';
 import type { Logger } from '../../deps.js';
 import { SettingProblem } from '../../shared/setting-problem.js';
 import { LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from './keystone.js';
-import { limitsOfProject, sameLimits, staticLimits, type LimitSet } from './model.js';
+import { crossesLimit, limitsOfProject, sameLimits, staticLimits, type LimitSet } from './model.js';
 import type { KeystoneCredentialSettings, LimitsSettings } from './settings.js';
 import {
   type Counting,
