@@ -1,0 +1,113 @@
+// Preemption priorities: PUT / GET / DELETE /ext/consumers/{uuid}/priority
+// and /ext/priorities[/{project_id}] (project defaults). Rows in ../priorities.ts.
+import { notFound } from '../../../errors.js';
+import { RouteTable } from '../../../http/route-table.js';
+import { readBody } from '../../../http/validate.js';
+import { placementHttp } from '../../../placement/http/profile.js';
+import { consumerOfPath } from '../../../shared/uuid.js';
+import { adminOnly } from '../../http/admin-only.js';
+import {
+  deleteConsumerPriority,
+  deleteProjectPriority,
+  getConsumerPriority,
+  getProjectPriority,
+  listProjectPriorities,
+  putConsumerPriority,
+  putProjectPriority,
+} from '../priorities.js';
+import { ConsumerPriorityResponse, ProjectPriorityListResponse, ProjectPriorityResponse, putPrioritySchema } from '../schemas.js';
+
+export const priorityRoutes = new RouteTable('extensions', placementHttp);
+
+priorityRoutes.resource('/consumers/:consumer_uuid/priority', {
+  GET: adminOnly({
+    summary: "Extension: a consumer's preemption priority (its own, or its project's default)",
+    responses: { 200: 'The priority' },
+    responseSchema: ConsumerPriorityResponse,
+    responseName: 'ConsumerPriority',
+    handler: async (c) => {
+      const uuid = consumerOfPath(c.req.param('consumer_uuid'));
+      const priority = await getConsumerPriority(c.var.deps.store, uuid);
+      if (!priority) throw notFound(`Consumer '${uuid}' has no priority (not preemptible) or does not exist`);
+      c.header('cache-control', 'no-cache');
+      return c.json(priority);
+    },
+  }),
+  PUT: adminOnly({
+    summary: "Extension: set a consumer's preemption priority (it becomes preemptible by higher ones)",
+    body: () => putPrioritySchema,
+    bodyName: 'PutPriority',
+    responses: { 200: 'The priority' },
+    responseSchema: ConsumerPriorityResponse,
+    responseName: 'ConsumerPriority',
+    handler: async (c) => {
+      const uuid = consumerOfPath(c.req.param('consumer_uuid'));
+      const { priority } = await readBody(c, putPrioritySchema);
+      const { deps } = c.var;
+      const put = await putConsumerPriority(deps.store, uuid, priority, deps.clock().getTime());
+      if (!put) throw notFound(`No consumer '${uuid}'`);
+      return c.json(put);
+    },
+  }),
+  DELETE: adminOnly({
+    summary: "Extension: remove a consumer's own priority (its project's default applies again)",
+    responses: { 204: 'Removed' },
+    handler: async (c) => {
+      const uuid = consumerOfPath(c.req.param('consumer_uuid'));
+      if (!(await deleteConsumerPriority(c.var.deps.store, uuid))) throw notFound(`Consumer '${uuid}' has no priority of its own`);
+      return c.body(null, 204);
+    },
+  }),
+});
+
+priorityRoutes.resource('/priorities', {
+  GET: adminOnly({
+    summary: "Extension: projects' default preemption priorities",
+    responses: { 200: 'Project defaults' },
+    responseSchema: ProjectPriorityListResponse,
+    responseName: 'ProjectPriorityList',
+    handler: async (c) => {
+      c.header('cache-control', 'no-cache');
+      return c.json({ priorities: await listProjectPriorities(c.var.deps.store) });
+    },
+  }),
+});
+
+priorityRoutes.resource('/priorities/:project_id', {
+  GET: adminOnly({
+    summary: "Extension: a project's default preemption priority",
+    responses: { 200: 'The default' },
+    responseSchema: ProjectPriorityResponse,
+    responseName: 'ProjectPriority',
+    handler: async (c) => {
+      const project = c.req.param('project_id');
+      const found = await getProjectPriority(c.var.deps.store, project);
+      if (!found) throw notFound(`Project '${project}' has no default priority`);
+      c.header('cache-control', 'no-cache');
+      return c.json(found);
+    },
+  }),
+  PUT: adminOnly({
+    summary: "Extension: set a project's default preemption priority (its consumers without one become preemptible)",
+    body: () => putPrioritySchema,
+    bodyName: 'PutPriority',
+    responses: { 200: 'The default' },
+    responseSchema: ProjectPriorityResponse,
+    responseName: 'ProjectPriority',
+    handler: async (c) => {
+      const project = c.req.param('project_id');
+      const { priority } = await readBody(c, putPrioritySchema);
+      const { deps } = c.var;
+      return c.json(await putProjectPriority(deps.store, project, priority, deps.clock().getTime()));
+    },
+  }),
+  DELETE: adminOnly({
+    summary: "Extension: remove a project's default priority",
+    responses: { 204: 'Removed' },
+    handler: async (c) => {
+      const project = c.req.param('project_id');
+      if (!(await deleteProjectPriority(c.var.deps.store, project))) throw notFound(`Project '${project}' has no default priority`);
+      return c.body(null, 204);
+    },
+  }),
+});
