@@ -24,3 +24,31 @@ export const ProjectPriorityResponse = z.object({
 });
 
 export const ProjectPriorityListResponse = z.object({ priorities: z.array(ProjectPriorityResponse) });
+
+/** ext_priority: the preemptor's priority, one integer in the priorities' range. */
+export const preemptorPriorityParam = z.coerce.number().pipe(priorityValue);
+
+const Resources = z.record(z.string(), z.object({ resources: z.record(z.string(), z.int()) }));
+
+export const VictimResponse = z.object({
+  consumer_uuid: z.string(),
+  project_id: z.string(),
+  priority: z.int(),
+  consumer_generation: z.int(),
+  frees: Resources,
+});
+
+export const VictimCostResponse = z.object({
+  highest_priority: z.int(),
+  priority_sum: z.int(),
+  victims: z.int(),
+  left_over: z.int(),
+});
+
+export const PreemptionCandidatesResponse = z.object({
+  allocation_requests: z.array(
+    z.looseObject({ victims: z.array(VictimResponse), cost: VictimCostResponse, method: z.enum(['exact', 'greedy']) }),
+  ),
+  provider_summaries: z.record(z.string(), z.unknown()),
+  preemption: z.object({ priority: z.int(), exact_limit: z.int(), methods: z.array(z.enum(['exact', 'greedy'])) }),
+});

@@ -1,8 +1,13 @@
 // Preemption priorities: PUT / GET / DELETE /ext/consumers/{uuid}/priority
-// and /ext/priorities[/{project_id}] (project defaults). Rows in ../priorities.ts.
+// and /ext/priorities[/{project_id}] (project defaults), rows in ../priorities.ts;
+// GET /ext/preemption_candidates, the search in ../search.ts.
 import { notFound } from '../../../errors.js';
 import { RouteTable } from '../../../http/route-table.js';
-import { readBody } from '../../../http/validate.js';
+import { queryParams, readBody } from '../../../http/validate.js';
+import { invalidQuery } from '../../../placement/candidates/errors.js';
+import { candidateQuery } from '../../../placement/http/candidate-query.js';
+import { MV } from '../../../placement/versions.js';
+import { findPreemptionCandidates } from '../search.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { consumerOfPath } from '../../../shared/uuid.js';
 import { adminOnly } from '../../http/admin-only.js';
@@ -15,7 +20,16 @@ import {
   putConsumerPriority,
   putProjectPriority,
 } from '../priorities.js';
-import { ConsumerPriorityResponse, ProjectPriorityListResponse, ProjectPriorityResponse, putPrioritySchema } from '../schemas.js';
+import {
+  ConsumerPriorityResponse,
+  MAX_PRIORITY,
+  MIN_PRIORITY,
+  PreemptionCandidatesResponse,
+  ProjectPriorityListResponse,
+  ProjectPriorityResponse,
+  preemptorPriorityParam,
+  putPrioritySchema,
+} from '../schemas.js';
 
 export const priorityRoutes = new RouteTable('extensions', placementHttp);
 
@@ -108,6 +122,38 @@ priorityRoutes.resource('/priorities/:project_id', {
       const project = c.req.param('project_id');
       if (!(await deleteProjectPriority(c.var.deps.store, project))) throw notFound(`Project '${project}' has no default priority`);
       return c.body(null, 204);
+    },
+  }),
+});
+
+export const preemptionCandidateRoutes = new RouteTable('extensions', placementHttp);
+
+preemptionCandidateRoutes.resource('/preemption_candidates', {
+  GET: adminOnly({
+    summary:
+      'Extension: allocation candidates for a preemptor of priority ext_priority, each with the lower-priority consumers to evict (fewest first) and their cost',
+    since: MV.ALLOCATION_CANDIDATES,
+    query: (mv) => [
+      {
+        name: 'ext_priority',
+        description: "extension (docs/preemption.md): the preemptor's priority; only consumers below it are evicted",
+      },
+      ...candidateQuery(mv),
+    ],
+    responses: { 200: 'Candidates with their victims' },
+    responseSchema: PreemptionCandidatesResponse,
+    responseName: 'PreemptionCandidates',
+    handler: async (c) => {
+      const { ext_priority: given, ...query } = queryParams(c);
+      if (!given || given.length !== 1) throw invalidQuery("'ext_priority' is required, once");
+      const priority = preemptorPriorityParam.safeParse(given[0]);
+      if (!priority.success) throw invalidQuery(`'ext_priority' must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY}`);
+      const { store, candidates } = c.var.deps;
+      const request = candidates.parse(query, c.var.mv);
+      c.header('cache-control', 'no-cache');
+      return c.json(
+        await findPreemptionCandidates(store.nearby, request, priority.data, c.var.mv, candidates.options({ randomize: false })),
+      );
     },
   }),
 });
