@@ -156,6 +156,61 @@ describe('racing at the window start', () => {
   });
 });
 
+describe('holds racing claims and holds', () => {
+  it('a hold of everything and 16 lasting claims at once: never both, and two holds of 10 of 16: one', async () => {
+    const other = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: t.dbUrl, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), {
+      debug() {},
+      info() {},
+      warn() {},
+      error() {},
+    });
+    other.clock = () => new Date(now);
+    const second: TestApp = { ...t, deps: other, app: createApp(other) };
+    second.call = (method, path, opts = {}) =>
+      Promise.resolve(
+        second.app.request(path, {
+          method,
+          headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest', 'content-type': 'application/json' },
+          body: JSON.stringify(opts.body),
+        }),
+      );
+    const holdBody = (amount: number) => ({
+      project_id: HELD_FOR,
+      start: at(T0 + HOUR),
+      end: at(T0 + 2 * HOUR),
+      allocations: { [gpu]: { resources: { PGPU: amount } } },
+    });
+    try {
+      const [hold, ...claims] = await Promise.all([
+        second.call('POST', '/ext/holds', { body: holdBody(16) }),
+        ...Array.from({ length: 16 }, (_, i) => claimOn(i % 2 ? t : second, OTHER, { PGPU: 1 })),
+      ]);
+      const granted = claims.filter((r) => r.status === 204).length;
+      if (hold!.status === 201) expect(granted).toBe(0);
+      else {
+        expect(hold!.status).toBe(409);
+        expect(granted).toBeGreaterThan(0);
+      }
+      expect(await usage(OTHER)).toBe(granted);
+      // Clear the ground, then two holds that do not fit together.
+      for (const h of ((await (await t.call('GET', '/ext/holds')).json()) as { holds: { uuid: string }[] }).holds) {
+        await t.call('DELETE', `/ext/holds/${h.uuid}`);
+      }
+      const consumers = (
+        (await (await t.call('GET', `/resource_providers/${gpu}/allocations`)).json()) as { allocations: Record<string, unknown> }
+      ).allocations;
+      for (const c of Object.keys(consumers)) await t.call('DELETE', `/allocations/${c}`);
+      const both = await Promise.all([
+        t.call('POST', '/ext/holds', { body: holdBody(10) }),
+        second.call('POST', '/ext/holds', { body: holdBody(10) }),
+      ]);
+      expect(both.map((r) => r.status).sort()).toEqual([201, 409]);
+    } finally {
+      other.store.close();
+    }
+  });
+});
+
 describe('the end of a hold', () => {
   it('end_action=release: the drawn claims are gone at the first sweep after the end; keep: they stay', async () => {
     const released = await hold(8, T0 + HOUR, T0 + 2 * HOUR, 'release');
