@@ -2,9 +2,9 @@
 // search for candidates that evict the fewest, and preemptions. The whole
 // extension: rows (priorities.ts), routes (http/routes.ts).
 import type { Extension } from '../../extension.js';
-import { preemptionCandidateRoutes, priorityRoutes } from './http/routes.js';
+import { preemptionCandidateRoutes, preemptionRoutes, priorityRoutes } from './http/routes.js';
 
 export const preemption: Extension = {
   name: 'preemption',
-  routes: [priorityRoutes, preemptionCandidateRoutes],
+  routes: [priorityRoutes, preemptionCandidateRoutes, preemptionRoutes],
 };

@@ -1,7 +1,8 @@
 // Preemption priorities: PUT / GET / DELETE /ext/consumers/{uuid}/priority
 // and /ext/priorities[/{project_id}] (project defaults), rows in ../priorities.ts;
 // GET /ext/preemption_candidates, the search in ../search.ts.
-import { notFound } from '../../../errors.js';
+import { invalid, notFound } from '../../../errors.js';
+import { createPreemption, findPreemption } from '../preemptions.js';
 import { RouteTable } from '../../../http/route-table.js';
 import { queryParams, readBody } from '../../../http/validate.js';
 import { invalidQuery } from '../../../placement/candidates/errors.js';
@@ -25,6 +26,8 @@ import {
   MAX_PRIORITY,
   MIN_PRIORITY,
   PreemptionCandidatesResponse,
+  PreemptionResponse,
+  postPreemptionSchema,
   ProjectPriorityListResponse,
   ProjectPriorityResponse,
   preemptorPriorityParam,
@@ -154,6 +157,45 @@ preemptionCandidateRoutes.resource('/preemption_candidates', {
       return c.json(
         await findPreemptionCandidates(store.nearby, request, priority.data, c.var.mv, candidates.options({ randomize: false })),
       );
+    },
+  }),
+});
+
+export const preemptionRoutes = new RouteTable('extensions', placementHttp);
+
+preemptionRoutes.resource('/preemptions', {
+  POST: adminOnly({
+    summary:
+      "Extension: evict the victims (each leased for grace_seconds) and hold what they free for the preemptor's project (a nomination: claim it with ext_hold), in one write",
+    body: () => postPreemptionSchema,
+    bodyName: 'PostPreemption',
+    responses: { 201: 'The preemption' },
+    responseSchema: PreemptionResponse,
+    responseName: 'Preemption',
+    handler: async (c) => {
+      const body = await readBody(c, postPreemptionSchema);
+      const { deps } = c.var;
+      const priority = body.preemptor.priority ?? (await getProjectPriority(deps.store, body.preemptor.project_id))?.priority;
+      if (priority === undefined)
+        throw invalid(`The preemptor has no priority: give preemptor.priority or a default for project '${body.preemptor.project_id}'`);
+      const made = await createPreemption({ store: deps.store, nowMs: () => deps.clock().getTime(), newId: deps.newId }, body, priority);
+      return c.json(made, 201);
+    },
+  }),
+});
+
+preemptionRoutes.resource('/preemptions/:id', {
+  GET: adminOnly({
+    summary: 'Extension: a preemption, its victims and its nomination',
+    responses: { 200: 'The preemption' },
+    responseSchema: PreemptionResponse,
+    responseName: 'Preemption',
+    handler: async (c) => {
+      const id = c.req.param('id');
+      const found = await findPreemption(c.var.deps.store, id);
+      if (!found) throw notFound(`No preemption '${id}'`);
+      c.header('cache-control', 'no-cache');
+      return c.json(found);
     },
   }),
 });
