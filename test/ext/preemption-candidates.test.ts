@@ -92,6 +92,43 @@ describe('GET /ext/preemption_candidates', () => {
     expect((await search('resources=VCPU:8&ext_priority=100')).allocation_requests).toEqual([]);
   });
 
+  it('counts what an earlier preemption nominated, and does not offer its victims again', async () => {
+    const host = await provider(t, { inventory: { VCPU: { total: 8 } } });
+    const a = await consumerOn(host, { VCPU: 4 }, 1);
+    const b = await consumerOn(host, { VCPU: 4 }, 2);
+    const made = await t.call('POST', '/ext/preemptions', {
+      body: {
+        preemptor: {
+          consumer_uuid: crypto.randomUUID(),
+          project_id: PROJECT,
+          priority: 10,
+          allocations: { [host]: { resources: { VCPU: 4 } } },
+        },
+        victims: [a],
+        grace_seconds: 60,
+      },
+    });
+    expect(made.status).toBe(201);
+    const body = await search('resources=VCPU:4&ext_priority=10');
+    expect(body.allocation_requests.map((r) => r.victims.map((v) => v.consumer_uuid))).toEqual([[b]]);
+    // Once a is gone its room is still nominated: no victim-free request.
+    expect((await t.call('DELETE', `/allocations/${a}`)).status).toBe(204);
+    expect((await search('resources=VCPU:4&ext_priority=10')).allocation_requests.map((r) => r.victims.length)).toEqual([1]);
+  });
+
+  it('above 16 evictable consumers in a tree goes greedy, says so, and still evicts a minimal set', async () => {
+    const host = await provider(t, { inventory: { VCPU: { total: 40 } } });
+    const held = new Map<string, number>();
+    for (let i = 0; i < 20; i += 1) held.set(await consumerOn(host, { VCPU: 2 }, i % 3), 2);
+    const body = await search('resources=VCPU:5&ext_priority=10');
+    const [only] = body.allocation_requests;
+    expect(only!.method).toBe('greedy');
+    expect(body.preemption.methods).toEqual(['greedy']);
+    // 5 VCPU need three of the 2-VCPU consumers, all of the lowest priority.
+    expect(only!.victims.map((v) => v.priority)).toEqual([0, 0, 0]);
+    expect(only!.cost).toEqual({ highest_priority: 0, priority_sum: 0, victims: 3, left_over: 1 });
+  });
+
   it('takes a project default', async () => {
     const host = await provider(t, { inventory: { VCPU: { total: 4 } } });
     const spot = '6b4e8a0c-0000-4000-8000-0000000000aa';

@@ -109,6 +109,19 @@ describe('POST /ext/preemptions', () => {
     expect(await count('ext_preemption_victims')).toBe(1);
   });
 
+  it('counts an earlier nomination: a second preemptor with other victims does not get the same room', async () => {
+    const host = await provider(t, { inventory: { VCPU: { total: 8 } } });
+    await victimOn(host, 4, null);
+    const a = await victimOn(host, 2, 1);
+    const b = await victimOn(host, 2, 1);
+    expect((await t.call('POST', '/ext/preemptions', { body: body(host, [a], 2) })).status).toBe(201);
+    // b frees 2, but a's 2 are nominated already: 4 does not fit.
+    const second = await t.call('POST', '/ext/preemptions', { body: body(host, [b], 4) });
+    expect(second.status).toBe(400);
+    expect((await errorOf(second)).detail).toContain('does not fit');
+    expect((await t.call('POST', '/ext/preemptions', { body: body(host, [b], 2) })).status).toBe(201);
+  });
+
   describe('refuses bad input and writes nothing', () => {
     let host: string;
     let low: string;

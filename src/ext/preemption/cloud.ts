@@ -23,7 +23,7 @@ const packed = (cols: Columns<string>, from: string, args: InValue[] = []): InSt
   args,
 });
 
-function statements(priority: number): InStatement[] {
+function statements(priority: number, nowMs: number): InStatement[] {
   return [
     packed(PROVIDER, `SELECT ${providerColumns} FROM resource_providers p ORDER BY p.${RP.id}`),
     packed(
@@ -45,6 +45,17 @@ function statements(priority: number): InStatement[] {
         ORDER BY e.uuid, a.${ALLOC.id}`,
       [priority],
     ),
+    // Committed elsewhere: victims of earlier preemptions (going) and holds not yet over (nominations among them).
+    packed(
+      USAGE,
+      `SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, -SUM(a.${ALLOC.used}) AS used FROM allocations a
+        JOIN ext_preemption_victims v ON v.${PREEMPTION_VICTIM.consumerUuid} = a.${ALLOC.consumerId}
+        GROUP BY a.${ALLOC.resourceProviderId}, a.${ALLOC.resourceClassId}
+      UNION ALL
+      SELECT x.resource_provider_id AS rp, x.resource_class_id AS cls, SUM(x.amount) AS used FROM ext_hold_amounts x
+        JOIN ext_holds h ON h.uuid = x.hold_uuid WHERE h.end_ms > ? GROUP BY x.resource_provider_id, x.resource_class_id`,
+      [nowMs],
+    ),
     { sql: `SELECT ${RC.id} AS id, ${RC.name} AS name FROM resource_classes`, args: [] },
     { sql: `SELECT ${TRAIT.id} AS id, ${TRAIT.name} AS name FROM traits`, args: [] },
     { sql: `SELECT ${AGG.id} AS id, ${AGG.uuid} AS uuid FROM placement_aggregates`, args: [] },
@@ -63,8 +74,10 @@ export interface EvictableConsumer {
 export interface PreemptionCloud {
   model: CloudModel;
   lookups: Lookups;
-  /** provider id -> class id -> units allocated now. */
+  /** provider id -> class id -> units allocated now (what the summaries show). */
   usage: Usage;
+  /** What the search counts as taken: usage less earlier victims' (going), plus holds' amounts (nominations among them). */
+  taken: Usage;
   evictable: EvictableConsumer[];
   classNameById: Map<number, string>;
   uuidById: Map<number, string>;
@@ -75,9 +88,9 @@ export interface PreemptionCloud {
 
 const rowsOf = (result: ResultSet | undefined): PackedRow[] => JSON.parse(String(result?.rows[0]?.[0] ?? '[]')) as PackedRow[];
 
-export async function readPreemptionCloud(reader: BatchReader, priority: number): Promise<PreemptionCloud> {
-  const [providers, inventories, usageRows, eligible, classes, traits, aggregates] = (await reader.readBatch(
-    statements(priority),
+export async function readPreemptionCloud(reader: BatchReader, priority: number, nowMs: number): Promise<PreemptionCloud> {
+  const [providers, inventories, usageRows, eligible, committed, classes, traits, aggregates] = (await reader.readBatch(
+    statements(priority, nowMs),
   )) as ResultSet[];
   const specs = new Map<number, ProviderSpec & { inventories: ProviderSpec['inventories'][number][] }>();
   const p = PROVIDER.at;
@@ -113,6 +126,9 @@ export async function readPreemptionCloud(reader: BatchReader, priority: number)
     if (!perClass) usage.set(rp, (perClass = new Map()));
     perClass.set(num(r[u.cls]), num(r[u.used]));
   }
+  // What the search counts as taken: usage, less the victims already going, plus what holds hold.
+  const taken: Usage = new Map([...usage].map(([rp, perClass]) => [rp, new Map(perClass)]));
+  for (const r of rowsOf(committed)) addTo(taken, num(r[u.rp]), num(r[u.cls]), num(r[u.used]));
   const byConsumer = new Map<string, EvictableConsumer>();
   const e = ELIGIBLE.at;
   for (const r of rowsOf(eligible)) {
@@ -134,10 +150,18 @@ export async function readPreemptionCloud(reader: BatchReader, priority: number)
       rootIdByProviderUuid: new Map(list.map((s) => [s.uuid, s.rootId])),
     },
     usage,
+    taken,
     evictable: [...byConsumer.values()],
     classNameById: new Map(classes!.rows.map((r) => [Number(r.id), String(r.name)])),
     uuidById: new Map(list.map((s) => [s.id, s.uuid])),
     rootById: new Map(list.map((s) => [s.id, s.rootId])),
     capacity: new Map(list.flatMap((s) => s.inventories.map((inv): [string, number] => [resourceKey(s.id, inv.classId), capacityOf(inv)]))),
   };
+}
+
+/** Adds `units` (negative: takes them out) to what `usage` holds for the provider and class. */
+export function addTo(usage: Usage, providerId: number, classId: number, units: number): void {
+  let perClass = usage.get(providerId);
+  if (!perClass) usage.set(providerId, (perClass = new Map()));
+  perClass.set(classId, (perClass.get(classId) ?? 0) + units);
 }

@@ -53,12 +53,24 @@ interface PairRead {
   className: string;
   capacity: number;
   used: number;
+  /** Held by victims of earlier preemptions: going, their capacity already nominated. */
+  going: number;
+  /** Held by holds not yet over (earlier nominations among them). */
+  held: number;
   generation: number;
 }
 
+/**
+ * What holds not yet over hold on the pair of provider p and class rc (an
+ * earlier nomination among them): its amount counts beside the allocations
+ * that stay, conservatively (a claim drawn from it counts twice).
+ */
+const HELD_SQL = `(SELECT COALESCE(SUM(x.amount), 0) FROM ext_hold_amounts x JOIN ext_holds h ON h.uuid = x.hold_uuid
+  WHERE h.end_ms > ? AND x.resource_provider_id = p.${RP.id} AND x.resource_class_id = rc.${RC.id})`;
+
 const rowsOf = (r: ResultSet | undefined) => r?.rows ?? [];
 
-async function readFor(store: DataStore, body: PostPreemptionBody): Promise<{ victims: VictimRead[]; pairs: PairRead[] }> {
+async function readFor(store: DataStore, body: PostPreemptionBody, nowMs: number): Promise<{ victims: VictimRead[]; pairs: PairRead[] }> {
   const victims = body.victims;
   const pairs = Object.entries(body.preemptor.allocations).flatMap(([rp, { resources }]) => Object.keys(resources).map((cls) => [rp, cls]));
   const [consumers, effective, taken, allocations, capacities] = await store.readBatch([
@@ -79,11 +91,14 @@ async function readFor(store: DataStore, body: PostPreemptionBody): Promise<{ vi
     },
     {
       sql: `SELECT p.${RP.uuid} AS rp, rc.${RC.name} AS cls, p.${RP.generation} AS generation, i.total, i.reserved, i.allocation_ratio AS ratio,
-          (SELECT COALESCE(SUM(a.used), 0) FROM allocations a WHERE a.resource_provider_id = p.${RP.id} AND a.resource_class_id = rc.${RC.id}) AS used
+          (SELECT COALESCE(SUM(a.used), 0) FROM allocations a WHERE a.resource_provider_id = p.${RP.id} AND a.resource_class_id = rc.${RC.id}) AS used,
+          (SELECT COALESCE(SUM(a.used), 0) FROM allocations a JOIN ext_preemption_victims v ON v.${PREEMPTION_VICTIM.consumerUuid} = a.consumer_id
+            WHERE a.resource_provider_id = p.${RP.id} AND a.resource_class_id = rc.${RC.id}) AS going,
+          ${HELD_SQL} AS held
         FROM json_each(?) w JOIN resource_providers p ON p.${RP.uuid} = json_extract(w.value, '$[0]')
         JOIN resource_classes rc ON rc.${RC.name} = json_extract(w.value, '$[1]')
         JOIN inventories i ON i.resource_provider_id = p.${RP.id} AND i.resource_class_id = rc.${RC.id}`,
-      args: [JSON.stringify(pairs)],
+      args: [nowMs, JSON.stringify(pairs)],
     },
   ]);
   const generations = new Map(rowsOf(consumers).map((r) => [String(r.uuid), Number(r.generation)]));
@@ -117,6 +132,8 @@ async function readFor(store: DataStore, body: PostPreemptionBody): Promise<{ vi
         stepSize: 1,
       }),
       used: Number(r.used),
+      going: Number(r.going),
+      held: Number(r.held),
       generation: Number(r.generation),
     })),
   };
@@ -139,10 +156,9 @@ function decide(body: PostPreemptionBody, priority: number, read: { victims: Vic
       generations.set(rp, pair.generation);
       let freed = 0;
       for (const v of read.victims) freed += v.frees[rp]?.resources[cls] ?? 0;
-      if (pair.used - freed + amount > pair.capacity)
-        throw invalid(
-          `The preemptor does not fit even with its victims gone: ${cls} on ${rp} needs ${amount}, ${pair.capacity - pair.used + freed} would be free`,
-        );
+      const free = pair.capacity - (pair.used - pair.going - freed + pair.held);
+      if (amount > free)
+        throw invalid(`The preemptor does not fit even with its victims gone: ${cls} on ${rp} needs ${amount}, ${free} would be free`);
     }
   }
   // A victim that frees nothing the preemptor uses would be evicted for nothing.
@@ -168,9 +184,9 @@ export async function createPreemption(deps: PreemptionDeps, body: PostPreemptio
   const holdUuid = deps.newId();
   try {
     await withRaceRetries(async () => {
-      const read = await readFor(deps.store, body);
-      const generations = decide(body, priority, read);
       const nowMs = deps.nowMs();
+      const read = await readFor(deps.store, body, nowMs);
+      const generations = decide(body, priority, read);
       const now = new Date(nowMs).toISOString();
       const leasedUntil = leaseExpiryMs(body.grace_seconds, nowMs);
       const amounts = new Map<string, number>();
@@ -182,6 +198,15 @@ export async function createPreemption(deps: PreemptionDeps, body: PostPreemptio
         ),
         ...[...generations].map(([rp, generation]) =>
           guard(`(SELECT ${RP.generation} FROM resource_providers WHERE ${RP.uuid} = ?) = ?`, [rp, generation]),
+        ),
+        // No hold written on these pairs since the read (a nomination of a concurrent preemption).
+        ...read.pairs.map((pair) =>
+          guard(
+            `(SELECT COALESCE(SUM(x.amount), 0) FROM ext_hold_amounts x JOIN ext_holds h ON h.uuid = x.hold_uuid
+              JOIN resource_providers p ON p.${RP.id} = x.resource_provider_id JOIN resource_classes rc ON rc.${RC.id} = x.resource_class_id
+              WHERE h.end_ms > ? AND p.${RP.uuid} = ? AND rc.${RC.name} = ?) = ?`,
+            [nowMs, pair.providerUuid, pair.className, pair.held],
+          ),
         ),
         stmt(
           `INSERT INTO ext_preemptions (${PREEMPTION.id}, ${PREEMPTION.preemptorConsumerUuid}, ${PREEMPTION.preemptorProject}, ${PREEMPTION.priority},

@@ -10,16 +10,18 @@
 // greedy with reverse minimization). Requests needing none come first, then
 // by the victims' cost. Placement's own rules (traits, aggregates, nesting,
 // units, suffixes) are the engine's; the read hooks' state (taints, holds,
-// counters) is read as empty here and applied again by the claim itself.
+// counters) is read as empty here and applied again by the claim itself;
+// what holds hold (earlier nominations among them) counts as taken, and the
+// victims of earlier preemptions as going.
 import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
 import { type CandidateOptions, type CandidatesBody, type FullSearch, searchEveryTreeOfModel } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import { presentCandidates } from '../../placement/candidates/present/index.js';
-import { addUsage, type Usage } from '../../placement/candidates/research.js';
+import type { Usage } from '../../placement/candidates/research.js';
 import type { AllocationRequest } from '../../placement/candidates/search.js';
 import { MV } from '../../placement/versions.js';
-import { type EvictableConsumer, type PreemptionCloud, readPreemptionCloud } from './cloud.js';
+import { addTo, type EvictableConsumer, type PreemptionCloud, readPreemptionCloud } from './cloud.js';
 import {
   chooseVictims,
   compareChoices,
@@ -63,8 +65,9 @@ export async function findPreemptionCandidates(
   priority: number,
   mv: Microversion,
   options: CandidateOptions,
+  nowMs: number,
 ): Promise<PreemptionCandidatesBody> {
-  const cloud = await readPreemptionCloud(reader, priority);
+  const cloud = await readPreemptionCloud(reader, priority, nowMs);
   const { judged, nodes } = await judgeEveryTree(cloud, request, mv, options);
   judged.sort((a, b) => compareChoices(a.choice, b.choice) || a.root - b.root);
   const kept = request.limit === null ? judged : judged.slice(0, request.limit);
@@ -78,7 +81,7 @@ async function judgeEveryTree(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<{ judged: Judged[]; nodes: FullSearch['nodes'] }> {
-  const relaxed = relaxedUsage(cloud.usage, cloud.evictable);
+  const relaxed = relaxedUsage(cloud.taken, cloud.evictable);
   const full = await searchEveryTreeOfModel(cloud.model, relaxed, cloud.lookups, { ...request, limit: null }, mv, {
     ...options,
     randomize: false,
@@ -107,7 +110,7 @@ async function judgeEveryTree(
 /** Usage with every evictable consumer's allocations taken out. */
 function relaxedUsage(usage: Usage, evictable: readonly EvictableConsumer[]): Usage {
   const relaxed: Usage = new Map([...usage].map(([rp, perClass]) => [rp, new Map(perClass)]));
-  for (const consumer of evictable) for (const a of consumer.allocations) addUsage(relaxed, a.providerId, a.classId, -a.used);
+  for (const consumer of evictable) for (const a of consumer.allocations) addTo(relaxed, a.providerId, a.classId, -a.used);
   return relaxed;
 }
 
@@ -142,7 +145,7 @@ function shortfallOf(found: AllocationRequest, cloud: PreemptionCloud): Map<Reso
   const shortfall = new Map<ResourceKey, number>();
   for (const piece of found.pieces) {
     const key = resourceKey(piece.providerId, piece.classId);
-    const used = cloud.usage.get(piece.providerId)?.get(piece.classId) ?? 0;
+    const used = cloud.taken.get(piece.providerId)?.get(piece.classId) ?? 0;
     const short = used + amounts.get(key)! - (cloud.capacity.get(key) ?? 0);
     if (short > 0) shortfall.set(key, short);
   }

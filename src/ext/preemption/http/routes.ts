@@ -155,7 +155,14 @@ preemptionCandidateRoutes.resource('/preemption_candidates', {
       const request = candidates.parse(query, c.var.mv);
       c.header('cache-control', 'no-cache');
       return c.json(
-        await findPreemptionCandidates(store.nearby, request, priority.data, c.var.mv, candidates.options({ randomize: false })),
+        await findPreemptionCandidates(
+          store.nearby,
+          request,
+          priority.data,
+          c.var.mv,
+          candidates.options({ randomize: false }),
+          c.var.deps.clock().getTime(),
+        ),
       );
     },
   }),
