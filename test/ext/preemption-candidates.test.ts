@@ -80,6 +80,10 @@ describe('GET /ext/preemption_candidates', () => {
     expect(body.provider_summaries[full]).toMatchObject({ resources: { VCPU: { capacity: 8, used: 8 } } });
     // limit keeps the best.
     expect((await search('resources=VCPU:4&ext_priority=10&limit=2')).allocation_requests).toHaveLength(2);
+    // limit=1: the victim-free host alone (the stock search fills it).
+    const one = await search('resources=VCPU:4&ext_priority=10&limit=1');
+    expect(one.allocation_requests.map((r) => [Object.keys(r.allocations)[0], r.victims, r.cost.victims])).toEqual([[free, [], 0]]);
+    expect(Object.keys(one.provider_summaries)).toEqual([free]);
   });
 
   it('never evicts at or above P, nor a consumer without a priority', async () => {

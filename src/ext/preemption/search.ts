@@ -15,7 +15,13 @@
 // victims of earlier preemptions as going.
 import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
-import { type CandidateOptions, type CandidatesBody, type FullSearch, searchEveryTreeOfModel } from '../../placement/candidates/index.js';
+import {
+  type CandidateOptions,
+  type CandidatesBody,
+  type FullSearch,
+  findAllocationCandidates,
+  searchEveryTreeOfModel,
+} from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import { presentCandidates } from '../../placement/candidates/present/index.js';
 import type { Usage } from '../../placement/candidates/research.js';
@@ -26,6 +32,7 @@ import {
   chooseVictims,
   compareChoices,
   EXACT_LIMIT,
+  NO_VICTIMS_COST,
   type Eligible,
   type Method,
   type ResourceKey,
@@ -67,6 +74,11 @@ export async function findPreemptionCandidates(
   options: CandidateOptions,
   nowMs: number,
 ): Promise<PreemptionCandidatesBody> {
+  // Victim-free requests come first: when the stock search alone fills `limit`, it is the answer.
+  if (request.limit !== null) {
+    const stock = await findAllocationCandidates(reader, request, mv, options);
+    if (stock.allocation_requests.length >= request.limit) return withoutVictims(stock, priority);
+  }
   const cloud = await readPreemptionCloud(reader, priority, nowMs);
   const { judged, nodes } = await judgeEveryTree(cloud, request, mv, options);
   judged.sort((a, b) => compareChoices(a.choice, b.choice) || a.root - b.root);
@@ -182,6 +194,20 @@ function present(
     }),
     provider_summaries: body.provider_summaries,
     preemption: { priority, exact_limit: EXACT_LIMIT, methods: [...new Set(judged.map((j) => j.method))].sort() },
+  };
+}
+
+/** The stock answer as a preemption answer: every request without victims. */
+function withoutVictims(stock: CandidatesBody, priority: number): PreemptionCandidatesBody {
+  return {
+    allocation_requests: stock.allocation_requests.map((shown) => ({
+      ...shown,
+      victims: [],
+      cost: NO_VICTIMS_COST,
+      method: 'exact' as const,
+    })),
+    provider_summaries: stock.provider_summaries,
+    preemption: { priority, exact_limit: EXACT_LIMIT, methods: stock.allocation_requests.length ? ['exact'] : [] },
   };
 }
 

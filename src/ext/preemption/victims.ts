@@ -113,30 +113,54 @@ export function chooseVictims(
   return method === 'exact' ? exactly(shortfall, useful) : greedily(shortfall, useful);
 }
 
-function exactly(shortfall: ReadonlyMap<ResourceKey, number>, useful: readonly Eligible[]): VictimChoice {
+function exactly(shortfall: ReadonlyMap<ResourceKey, number>, eligible: readonly Eligible[]): VictimChoice {
+  // In id order: among sets equal on every cost figure, the one whose lowest differing member comes first wins (compareIds).
+  const useful = [...eligible].sort(byId);
   const keys = [...shortfall.keys()];
   const needs = keys.map((k) => shortfall.get(k)!);
   const n = useful.length;
   const k = keys.length;
-  // freed[mask * k + j]: what the subset `mask` frees on key j, built from the subset without its lowest member.
-  const freed = new Float64Array((1 << n) * k);
+  const size = 1 << n;
+  // Per subset, built from the subset without its lowest member: what it frees per key, its highest priority, sum and count.
+  const freed = new Float64Array(size * k);
+  const highest = new Float64Array(size).fill(-1);
+  const sum = new Float64Array(size);
+  const count = new Uint8Array(size);
   const uses = useful.map((v) => keys.map((key) => v.uses.get(key) ?? 0));
-  let best: VictimChoice | null = null;
-  for (let mask = 1; mask < 1 << n; mask += 1) {
+  let best = -1;
+  let bestLeft = 0;
+  for (let mask = 1; mask < size; mask += 1) {
     const low = 31 - Math.clz32(mask & -mask);
     const rest = mask & (mask - 1);
+    const p = useful[low]!.priority;
+    highest[mask] = Math.max(highest[rest]!, p);
+    sum[mask] = sum[rest]! + p;
+    count[mask] = count[rest]! + 1;
     let fits = true;
+    let left = 0;
     for (let j = 0; j < k; j += 1) {
       const f = freed[rest * k + j]! + uses[low]![j]!;
       freed[mask * k + j] = f;
       if (f < needs[j]!) fits = false;
+      left += f - needs[j]!;
     }
     if (!fits) continue;
-    const victims = useful.filter((_, i) => mask & (1 << i));
-    const choice = { victims, cost: costOf(victims, shortfall) };
-    if (!best || compareChoices(choice, best) < 0) best = choice;
+    if (best < 0 || ranksBefore(mask, left, best, bestLeft)) {
+      best = mask;
+      bestLeft = left;
+    }
   }
-  return best!;
+  const victims = useful.filter((_, i) => best & (1 << i));
+  return { victims, cost: costOf(victims, shortfall) };
+
+  function ranksBefore(a: number, leftA: number, b: number, leftB: number): boolean {
+    if (highest[a] !== highest[b]) return highest[a]! < highest[b]!;
+    if (sum[a] !== sum[b]) return sum[a]! < sum[b]!;
+    if (count[a] !== count[b]) return count[a]! < count[b]!;
+    if (leftA !== leftB) return leftA < leftB;
+    const differ = a ^ b;
+    return (differ & -differ & a) !== 0;
+  }
 }
 
 function greedily(shortfall: ReadonlyMap<ResourceKey, number>, useful: readonly Eligible[]): VictimChoice {
