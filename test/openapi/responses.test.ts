@@ -431,6 +431,53 @@ describe('live answers match GET /openapi.json', () => {
     await documented(await t.call('GET', '/ext/holds/availability?resources=VCPU:1&duration=60'), 'get', '/ext/holds/availability');
   });
 
+  it('extensions: priorities, preemption candidates and preemptions', async () => {
+    const host = crypto.randomUUID();
+    expect((await t.call('POST', '/resource_providers', { body: { name: `preempt-${host}`, uuid: host } })).status).toBe(200);
+    await t.call('PUT', `/resource_providers/${host}/inventories`, {
+      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } },
+    });
+    const project = crypto.randomUUID();
+    const victim = crypto.randomUUID();
+    const body = {
+      allocations: { [host]: { resources: { VCPU: 4 } } },
+      project_id: project,
+      user_id: project,
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
+    };
+    expect((await t.call('PUT', `/allocations/${victim}`, { body })).status).toBe(204);
+    await documented(await t.call('PUT', `/ext/priorities/${project}`, { body: { priority: 0 } }), 'put', '/ext/priorities/{project_id}');
+    await documented(await t.call('GET', `/ext/priorities/${project}`), 'get', '/ext/priorities/{project_id}');
+    await documented(await t.call('GET', '/ext/priorities'), 'get', '/ext/priorities');
+    await documented(
+      await t.call('PUT', `/ext/consumers/${victim}/priority`, { body: { priority: 1 } }),
+      'put',
+      '/ext/consumers/{consumer_uuid}/priority',
+    );
+    await documented(await t.call('GET', `/ext/consumers/${victim}/priority`), 'get', '/ext/consumers/{consumer_uuid}/priority');
+    await documented(
+      await t.call('GET', `/ext/preemption_candidates?resources=VCPU:2&in_tree=${host}&ext_priority=5`),
+      'get',
+      '/ext/preemption_candidates',
+    );
+    const made = await t.call('POST', '/ext/preemptions', {
+      body: {
+        preemptor: {
+          consumer_uuid: crypto.randomUUID(),
+          project_id: project,
+          priority: 5,
+          allocations: { [host]: { resources: { VCPU: 2 } } },
+        },
+        victims: [victim],
+        grace_seconds: 30,
+      },
+    });
+    expect(made.status).toBe(201);
+    const preemption = (await documented(made, 'post', '/ext/preemptions')) as Json;
+    await documented(await t.call('GET', `/ext/preemptions/${preemption.id}`), 'get', '/ext/preemptions/{id}');
+  });
+
   it('saw an answer of every documented operation that has a body', () => {
     const withBody: string[] = [];
     for (const [path, item] of Object.entries(doc.paths)) {
