@@ -7,6 +7,8 @@ import {
   newSite,
   type PrimaryState,
   primaryLoad,
+  rebalance,
+  rebalanceTarget,
   replay,
   setSlice,
   sliceRemaining,
@@ -105,5 +107,25 @@ describe('replay on the primary', () => {
     expect([...p.allocations.values()]).toEqual([{ consumer: 'c2', project: 'p', amounts: new Map([['rp', 1]]), site: 'a' }]);
     // drawn from the slice: the primary's load is still the slice, not slice + claim
     expect(primaryLoad(p).get('rp')).toBe(4);
+  });
+});
+
+describe('rebalancing while connected', () => {
+  it('asks for more below the low watermark, gives back above the high one, never below what is drawn', () => {
+    const p = primary();
+    setSlice(p, 'a', { capacity: new Map([['rp', 4]]), limits: new Map() });
+    const site = newSite('a', p.slices.get('a')!);
+    const marks = { low: 0.25, high: 0.75, step: 2 };
+    expect(rebalanceTarget(site, marks)?.capacity.get('rp')).toBe(2); // all 4 left: give 2 back
+    claimAtSite(site, { consumer: 'c1', project: 'q', amounts: new Map([['rp', 4]]) }, 'k1', () => false);
+    expect(rebalanceTarget(site, marks)?.capacity.get('rp')).toBe(6); // none left: ask for 2 more
+    expect(rebalance(p, site, marks)).toBeNull();
+    expect(primaryLoad(p).get('rp')).toBe(6);
+    expect(sliceRemaining(site).capacity.get('rp')).toBe(2);
+    // the primary admits it like any slice: refused where it does not fit
+    claimOnPrimary(p, { consumer: 'x', project: 'q', amounts: new Map([['rp', 4]]), site: null });
+    claimAtSite(site, { consumer: 'c2', project: 'q', amounts: new Map([['rp', 2]]) }, 'k2', () => false);
+    expect(rebalance(p, site, marks)).toEqual({ kind: 'capacity', key: 'rp' });
+    expect(site.slice.capacity.get('rp')).toBe(6);
   });
 });

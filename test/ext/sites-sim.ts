@@ -21,6 +21,7 @@ import {
   type JournalEntry,
   newSite,
   type PrimaryState,
+  rebalance,
   refreshFromPrimary,
   replay,
   type SiteState,
@@ -47,7 +48,9 @@ export type Step =
   | { kind: 'claim'; at: string | null; project: string; provider: string; amount: number }
   | { kind: 'delete'; at: string | null; pick: number }
   | { kind: 'crash_mid_replay'; site: string; after: number }
-  | { kind: 'duplicate_replay'; site: string };
+  | { kind: 'duplicate_replay'; site: string }
+  | { kind: 'rebalance'; site: string }
+  | { kind: 'primary_shrinks'; site: string };
 
 export function scenario(seed: number, steps: number): Step[] {
   const r = random(seed);
@@ -60,7 +63,9 @@ export function scenario(seed: number, steps: number): Step[] {
     else if (roll < 0.21) out.push({ kind: 'restore', site });
     else if (roll < 0.24) out.push({ kind: 'crash_mid_replay', site, after: r.int(0, 4) });
     else if (roll < 0.27) out.push({ kind: 'duplicate_replay', site });
-    else if (roll < 0.37) out.push({ kind: 'delete', at: r.chance(0.7) ? site : null, pick: r.below(1000) });
+    else if (roll < 0.31) out.push({ kind: 'rebalance', site });
+    else if (roll < 0.33) out.push({ kind: 'primary_shrinks', site });
+    else if (roll < 0.43) out.push({ kind: 'delete', at: r.chance(0.7) ? site : null, pick: r.below(1000) });
     else {
       const atSite = r.chance(0.75);
       out.push({
@@ -92,6 +97,8 @@ export interface Outcome {
   lost: number;
   /** Whether a replay applied twice left the primary exactly as once. */
   duplicateReplaysIdempotent: boolean;
+  /** Slices changed by a connected site's rebalance. */
+  rebalanced: number;
 }
 
 interface Truth {
@@ -108,9 +115,13 @@ interface Strategy {
   link(site: string, up: boolean, now: number): void;
   crashMidReplay(site: string, after: number): void;
   duplicateReplay(site: string): void;
+  /** A connected site asks for more or gives some back (escrow's demarcation; Kingbird has none). */
+  rebalance(site: string): void;
+  /** The operator shrinks a site's slice on the primary, whether or not the site can be reached. */
+  primaryShrinks(site: string): void;
   /** What the primary records, after every site healed. */
   primaryConsumers(): Set<string>;
-  counters: { conflicts: number; grantedCutOff: number; sliceExhausted: number; duplicatesIdempotent: boolean };
+  counters: { conflicts: number; grantedCutOff: number; sliceExhausted: number; duplicatesIdempotent: boolean; rebalanced: number };
 }
 
 const one = (provider: string, amount: number): Amounts => new Map([[provider, amount]]);
@@ -133,16 +144,20 @@ const serialized = (p: PrimaryState) =>
   });
 
 class Escrow implements Strategy {
+  constructor(readonly unsafeShrinkWhileCut = false) {
+    this.setUp();
+  }
+
   readonly primary = freshPrimary();
   readonly sites = new Map<string, SiteState>();
   readonly up = new Map<string, boolean>();
   readonly lastContact = new Map<string, number>();
   /** Every entry ever journaled per site (what a retried request could carry again). */
   readonly everJournaled = new Map<string, JournalEntry[]>();
-  counters = { conflicts: 0, grantedCutOff: 0, sliceExhausted: 0, duplicatesIdempotent: true };
+  counters = { conflicts: 0, grantedCutOff: 0, sliceExhausted: 0, duplicatesIdempotent: true, rebalanced: 0 };
   private keys = 0;
 
-  constructor() {
+  private setUp(): void {
     for (const site of SITES) {
       const refusal = setSlice(this.primary, site, {
         capacity: new Map(providersOf(site).map((rp) => [rp, SLICE])),
@@ -225,6 +240,26 @@ class Escrow implements Strategy {
     if (result.applied > 0 || serialized(this.primary) !== before) this.counters.duplicatesIdempotent = false;
   }
 
+  rebalance(site: string): void {
+    if (!this.up.get(site)) return; // a cut-off site cannot ask
+    const refusal = rebalance(this.primary, this.sites.get(site)!, WATERMARKS);
+    if (refusal === null) this.counters.rebalanced++;
+  }
+
+  /**
+   * The operator shrinks a slice on the primary. Safe only where the site hears of it: while the
+   * site is cut off the primary keeps the slice (what a PUT does then: see docs/sites.md); the
+   * unsafe variant, shrinking anyway, is what `unsafeShrinkWhileCut` turns on.
+   */
+  primaryShrinks(site: string): void {
+    if (!this.up.get(site) && !this.unsafeShrinkWhileCut) return;
+    const slice = this.primary.slices.get(site)!;
+    const capacity = new Map([...slice.capacity].map(([k, v]) => [k, Math.max(0, v - 4)] as const));
+    if (setSlice(this.primary, site, { capacity, limits: slice.limits }) === null && this.up.get(site)) {
+      refreshFromPrimary(this.sites.get(site)!, this.primary);
+    }
+  }
+
   primaryConsumers(): Set<string> {
     for (const site of SITES) this.link(site, true, Number.POSITIVE_INFINITY);
     return new Set(this.primary.allocations.keys());
@@ -249,7 +284,7 @@ class Kingbird implements Strategy {
   readonly synced = new Map<string, { usage: Map<string, number>; regionLimit: Map<string, number> }>();
   /** Per site: what it granted while cut off, not yet pushed. */
   readonly local = new Map<string, Map<string, Allocation>>();
-  counters = { conflicts: 0, grantedCutOff: 0, sliceExhausted: 0, duplicatesIdempotent: true };
+  counters = { conflicts: 0, grantedCutOff: 0, sliceExhausted: 0, duplicatesIdempotent: true, rebalanced: 0 };
 
   constructor() {
     for (const site of SITES) {
@@ -320,6 +355,8 @@ class Kingbird implements Strategy {
 
   crashMidReplay(): void {}
   duplicateReplay(): void {}
+  rebalance(): void {}
+  primaryShrinks(): void {}
 
   primaryConsumers(): Set<string> {
     for (const site of SITES) if (!this.up.get(site)) this.link(site, true, Number.POSITIVE_INFINITY);
@@ -327,11 +364,12 @@ class Kingbird implements Strategy {
   }
 }
 
-export type StrategyName = 'escrow' | 'kingbird';
+export type StrategyName = 'escrow' | 'escrow-unsafe-shrink' | 'kingbird';
+const WATERMARKS = { low: 0.25, high: 0.75, step: 2 };
 
 /** Plays one scenario under one strategy, checking the truth after every step. */
 export function play(steps: readonly Step[], strategyName: StrategyName): Outcome {
-  const strategy: Strategy = strategyName === 'escrow' ? new Escrow() : new Kingbird();
+  const strategy: Strategy = strategyName === 'kingbird' ? new Kingbird() : new Escrow(strategyName === 'escrow-unsafe-shrink');
   const truth: Truth = { live: new Map() };
   let now = 0;
   let next = 0;
@@ -344,6 +382,7 @@ export function play(steps: readonly Step[], strategyName: StrategyName): Outcom
     sliceExhausted: 0,
     lost: 0,
     duplicateReplaysIdempotent: true,
+    rebalanced: 0,
   };
   const cut = new Set<string>();
   for (const step of steps) {
@@ -380,6 +419,12 @@ export function play(steps: readonly Step[], strategyName: StrategyName): Outcom
       case 'duplicate_replay':
         strategy.duplicateReplay(step.site);
         break;
+      case 'rebalance':
+        strategy.rebalance(step.site);
+        break;
+      case 'primary_shrinks':
+        strategy.primaryShrinks(step.site);
+        break;
     }
     const byProvider = new Map<string, number>();
     const byProject = new Map<string, number>();
@@ -398,6 +443,7 @@ export function play(steps: readonly Step[], strategyName: StrategyName): Outcom
   outcome.grantedCutOff = strategy.counters.grantedCutOff;
   outcome.sliceExhausted = strategy.counters.sliceExhausted;
   outcome.duplicateReplaysIdempotent = strategy.counters.duplicatesIdempotent;
+  outcome.rebalanced = strategy.counters.rebalanced;
   return outcome;
 }
 

@@ -281,3 +281,49 @@ export function refreshFromPrimary(s: SiteState, p: PrimaryState): void {
   if (slice) s.slice = slice;
   s.drawn = new Map([...p.allocations.values()].filter((a) => a.site === s.site).map((a) => [a.consumer, a]));
 }
+
+// ---- rebalancing while connected (demarcation) ----
+
+export interface Watermarks {
+  /** Below this share of its slice left (per key), a site asks for `step` more. */
+  low: number;
+  /** Above this share left, it gives `step` back. */
+  high: number;
+  step: number;
+}
+
+/**
+ * The slice a connected site asks for: per key, `step` more where what is left is below the low
+ * watermark, `step` less where it is above the high one, never below what the site has drawn.
+ * Null: nothing to change. Only a connected site asks: the primary never shrinks the slice of a
+ * site it cannot reach, since it does not know what the site granted meanwhile.
+ */
+export function rebalanceTarget(s: SiteState, marks: Watermarks): Slice | null {
+  const left = sliceRemaining(s).capacity;
+  const capacity = new Map(s.slice.capacity);
+  let changed = false;
+  for (const [k, size] of s.slice.capacity) {
+    const remaining = left.get(k) ?? 0;
+    const drawn = size - remaining;
+    if (remaining < marks.low * size || size === 0) {
+      capacity.set(k, size + marks.step);
+      changed = true;
+    } else if (remaining > marks.high * size) {
+      const next = Math.max(drawn, size - marks.step);
+      if (next !== size) {
+        capacity.set(k, next);
+        changed = true;
+      }
+    }
+  }
+  return changed ? { capacity, limits: s.slice.limits } : null;
+}
+
+/** A connected site's rebalance: the primary admits the new slice (a hold edit, refused where it does not fit) and the site takes it. */
+export function rebalance(p: PrimaryState, s: SiteState, marks: Watermarks): Refusal | null {
+  const target = rebalanceTarget(s, marks);
+  if (target === null) return null;
+  const refusal = setSlice(p, s.site, target);
+  if (refusal === null) s.slice = target;
+  return refusal;
+}
