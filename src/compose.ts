@@ -13,6 +13,7 @@ import { gangs } from './ext/gangs/extension.js';
 import { headroom } from './ext/headroom/extension.js';
 import { holds } from './ext/holds/extension.js';
 import { leases } from './ext/leases/extension.js';
+import { simulate } from './ext/simulate/extension.js';
 import { limits } from './ext/limits/extension.js';
 import { sites } from './ext/sites/extension.js';
 import { taints } from './ext/taints/extension.js';
@@ -39,7 +40,7 @@ import { writeHooks } from './placement/writes/hooks.js';
  * of their parameters there, of their read hooks in a candidates read batch,
  * of their claim guards (an earlier refusal is answered first) and of their sweeps.
  */
-export const EXTENSIONS: readonly Extension[] = [headroom, taints, counters, leases, limits, gangs, firstOf, holds, sites];
+export const EXTENSIONS: readonly Extension[] = [headroom, taints, counters, leases, limits, gangs, firstOf, holds, simulate, sites];
 
 /** The routes of every extension this service ships, for GET /openapi.json (a Deps' own: deps.extensions.routes()). */
 export const EXTENSION_ROUTES: readonly RouteTable[] = EXTENSIONS.flatMap((e) => e.routes ?? []);

@@ -356,6 +356,20 @@ describe('live answers match GET /openapi.json', () => {
     };
     const members = { [crypto.randomUUID()]: { ...member, consumer_generation: null, consumer_type: 'INSTANCE' } };
     await documented(await send('POST', '/ext/gangs', { members, lease_seconds: 60 }), 'post', '/ext/gangs');
+    // What if (docs/simulate.md): a flavor change that displaces the server, and a plan.
+    const simulation = {
+      changes: [
+        { op: 'set_inventory', providers: [host], resource_class: 'VCPU', total: 1 },
+        { op: 'add_copies', of: host, count: 1 },
+      ],
+      queries: [
+        { name: 'one', query: 'resources=VCPU:1' },
+        { name: 'gangs', query: 'resources=VCPU:1&count=2' },
+      ],
+      per_tree: true,
+    };
+    await documented(await send('POST', '/ext/simulate', simulation), 'post', '/ext/simulate');
+    await documented(await send('GET', '/ext/defrag?resources=VCPU:4'), 'get', '/ext/defrag');
   });
 
   it('extensions: project limits (PLACEMENT_LIMITS=static)', async () => {
