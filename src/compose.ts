@@ -16,6 +16,7 @@ import { leases } from './ext/leases/extension.js';
 import { simulate } from './ext/simulate/extension.js';
 import { preemption } from './ext/preemption/extension.js';
 import { limits } from './ext/limits/extension.js';
+import { sites } from './ext/sites/extension.js';
 import { taints } from './ext/taints/extension.js';
 import { type Extension, InstalledExtensions } from './extension.js';
 import type { RouteTable } from './http/route-table.js';
@@ -40,7 +41,19 @@ import { writeHooks } from './placement/writes/hooks.js';
  * of their parameters there, of their read hooks in a candidates read batch,
  * of their claim guards (an earlier refusal is answered first) and of their sweeps.
  */
-export const EXTENSIONS: readonly Extension[] = [headroom, taints, counters, leases, limits, gangs, firstOf, holds, preemption, simulate];
+export const EXTENSIONS: readonly Extension[] = [
+  headroom,
+  taints,
+  counters,
+  leases,
+  limits,
+  gangs,
+  firstOf,
+  holds,
+  preemption,
+  simulate,
+  sites,
+];
 
 /** The routes of every extension this service ships, for GET /openapi.json (a Deps' own: deps.extensions.routes()). */
 export const EXTENSION_ROUTES: readonly RouteTable[] = EXTENSIONS.flatMap((e) => e.routes ?? []);

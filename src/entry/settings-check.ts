@@ -14,6 +14,7 @@ import {
   pickSettings,
 } from '../config.js';
 import { limitsSettingsProblem } from '../ext/limits/settings.js';
+import { sitesSettingsProblem } from '../ext/sites/settings.js';
 import { SettingProblem } from '../shared/setting-problem.js';
 import { TokenTableJson } from '../http/auth.js';
 import { redactUrl } from '../observability/config-summary.js';
@@ -133,6 +134,8 @@ const DEFAULTS = ConfigSchema.parse({}) as Record<string, unknown>;
 export function checkSettings(env: Record<string, string | undefined>): AppConfig {
   checkKeystone(env);
   checkDatabaseUrl(env);
+  const site = sitesSettingsProblem(env);
+  if (site) throw site;
   const picked = pickSettings(env);
   const parsed = ConfigSchema.safeParse(picked);
   if (!parsed.success) {

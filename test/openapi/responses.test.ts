@@ -478,6 +478,24 @@ describe('live answers match GET /openapi.json', () => {
     await documented(await t.call('GET', `/ext/preemptions/${preemption.id}`), 'get', '/ext/preemptions/{id}');
   });
 
+  it("extensions: an edge site's slice", async () => {
+    const host = crypto.randomUUID();
+    const aggregate = crypto.randomUUID();
+    expect((await t.call('POST', '/resource_providers', { body: { name: `site-${host}`, uuid: host } })).status).toBe(200);
+    await t.call('PUT', `/resource_providers/${host}/inventories`, {
+      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } },
+    });
+    await t.call('PUT', `/resource_providers/${host}/aggregates`, {
+      body: { resource_provider_generation: 1, aggregates: [aggregate] },
+    });
+    const put = await t.call('PUT', '/ext/sites/site-openapi', {
+      body: { aggregate, capacity: { [host]: { resources: { VCPU: 2 } } } },
+    });
+    expect(put.status).toBe(200);
+    await documented(put, 'put', '/ext/sites/{site}');
+    await documented(await t.call('GET', '/ext/sites/site-openapi'), 'get', '/ext/sites/{site}');
+  });
+
   it('saw an answer of every documented operation that has a body', () => {
     const withBody: string[] = [];
     for (const [path, item] of Object.entries(doc.paths)) {
