@@ -232,3 +232,34 @@ describe('the end of a hold', () => {
     expect((await t.call('GET', `/ext/holds/${kept}`)).status).toBe(404);
   });
 });
+
+describe('leases renewed or confirmed beside holds (/ext/leases)', () => {
+  it('refuses confirming a backfill claim or renewing it past the window, naming the hold; keeps what breaks nothing', async () => {
+    const id = await hold(12, T0 + 2 * HOUR, T0 + 4 * HOUR);
+    const backfill = crypto.randomUUID();
+    expect((await claimOn(t, OTHER, { PGPU: 12 }, `?ext_until=${at(T0 + HOUR)}`, backfill)).status).toBe(204);
+    // Confirmed, it would last forever: into the window.
+    const confirm = await t.call('DELETE', `/ext/leases/${backfill}`);
+    expect(confirm.status).toBe(409);
+    const refused = await errorOf(confirm);
+    expect(refused.code).toBe('placement.ext.capacity_held');
+    expect(refused.detail).toContain(id);
+    // Renewed past the window's start (3 hours from now) it would too; renewed to end before it, it does not.
+    const past = await t.call('PUT', `/ext/leases/${backfill}`, { body: { seconds: 3 * 3600 } });
+    expect(past.status).toBe(409);
+    expect((await errorOf(past)).detail).toContain(id);
+    const within = await t.call('PUT', `/ext/leases/${backfill}`, { body: { seconds: 3600 + 1800 } });
+    expect(within.status, await within.clone().text()).toBe(200);
+    expect(await within.json()).toMatchObject({ expires_at: at(T0 + HOUR + 1800_000) });
+    // Nothing refused was written: the lease is the renewed one.
+    expect(await (await t.call('GET', `/ext/leases/${backfill}`)).json()).toMatchObject({ expires_at: at(T0 + HOUR + 1800_000) });
+    // A lease whose claim fits beside the hold is confirmed and renewed freely.
+    const small = crypto.randomUUID();
+    expect((await claimOn(t, OTHER, { PGPU: 3 }, '?ext_until=600', small)).status).toBe(204);
+    expect((await t.call('PUT', `/ext/leases/${small}`, { body: { seconds: 5 * 3600 } })).status).toBe(200);
+    expect((await t.call('DELETE', `/ext/leases/${small}`)).status).toBe(204);
+    // Once the hold is gone, the backfill claim may last.
+    expect((await t.call('DELETE', `/ext/holds/${id}`)).status).toBe(204);
+    expect((await t.call('DELETE', `/ext/leases/${backfill}`)).status).toBe(204);
+  });
+});
