@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { runSweeps } from '../../src/jobs/sweeps.js';
 import { provider } from '../helpers/providers.js';
+import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
@@ -261,5 +262,24 @@ describe('leases renewed or confirmed beside holds (/ext/leases)', () => {
     // Once the hold is gone, the backfill claim may last.
     expect((await t.call('DELETE', `/ext/holds/${id}`)).status).toBe(204);
     expect((await t.call('DELETE', `/ext/leases/${backfill}`)).status).toBe(204);
+  });
+});
+
+describe('holds in GET /metrics', () => {
+  it('shows per class what is held ahead of and in its window, and what is drawn from it', async () => {
+    const scrape = async () => parseSamples(await (await t.call('GET', '/metrics')).text());
+    const id = await hold(10, T0 + HOUR, T0 + 2 * HOUR);
+    let samples = await scrape();
+    expect(sampleValue(samples, 'placement_ext_held', { resourcetype: 'PGPU', window: 'upcoming' })).toBe(10);
+    expect(sampleValue(samples, 'placement_ext_held', { resourcetype: 'PGPU', window: 'active' })).toBeUndefined();
+    now = T0 + HOUR;
+    expect((await claimOn(t, HELD_FOR, { PGPU: 4 }, `?ext_hold=${id}`)).status).toBe(204);
+    samples = await scrape();
+    expect(sampleValue(samples, 'placement_ext_held', { resourcetype: 'PGPU', window: 'active' })).toBe(10);
+    expect(sampleValue(samples, 'placement_ext_held_drawn', { resourcetype: 'PGPU' })).toBe(4);
+    now = T0 + 2 * HOUR;
+    samples = await scrape();
+    expect(sampleValue(samples, 'placement_ext_held', { resourcetype: 'PGPU', window: 'active' })).toBeUndefined();
+    expect(sampleValue(samples, 'placement_ext_held_drawn', { resourcetype: 'PGPU' })).toBeUndefined();
   });
 });
