@@ -283,3 +283,33 @@ describe('holds in GET /metrics', () => {
     expect(sampleValue(samples, 'placement_ext_held_drawn', { resourcetype: 'PGPU' })).toBeUndefined();
   });
 });
+
+describe('holds in the audit (GET /diagnostics/audit)', () => {
+  it('reports where allocations that will exist and the holds exceed capacity, naming the hold', async () => {
+    const audit = async () =>
+      ((await (await t.call('GET', '/diagnostics/audit')).json()) as { extensions: { holds: Record<string, unknown> } }).extensions.holds;
+    const lasting = crypto.randomUUID();
+    expect((await claimOn(t, OTHER, { PGPU: 10 }, '', lasting)).status).toBe(204);
+    const fits = await hold(6, T0 + HOUR, T0 + 2 * HOUR);
+    expect(await audit()).toEqual({ active: 0, upcoming: 1, violation_count: 0, violations: [] });
+    // Admitted over the lasting claim (the operator says it will be gone): the rule is broken until it is.
+    const res = await t.call('POST', '/ext/holds', {
+      body: {
+        project_id: HELD_FOR,
+        start: at(T0 + HOUR),
+        end: at(T0 + 2 * HOUR),
+        ignore_allocations: true,
+        allocations: { [gpu]: { resources: { PGPU: 4 } } },
+      },
+    });
+    expect(res.status, await res.clone().text()).toBe(201);
+    const ignoring = ((await res.json()) as { uuid: string }).uuid;
+    const broken = await audit();
+    expect(broken).toMatchObject({ upcoming: 2, violation_count: 1 });
+    expect(broken.violations).toEqual([
+      { resource_provider_uuid: gpu, resource_class: 'PGPU', at: at(T0 + HOUR), load: 20, capacity: 16, holds: [fits, ignoring].sort() },
+    ]);
+    expect((await t.call('DELETE', `/allocations/${lasting}`)).status).toBe(204);
+    expect(await audit()).toMatchObject({ violation_count: 0, violations: [] });
+  });
+});
