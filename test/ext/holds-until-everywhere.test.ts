@@ -93,3 +93,26 @@ async function gangBody(gang: Parameters<typeof claimGang>[1]): Promise<Record<s
   }
   return { domain: gang.domain, members };
 }
+
+describe('a hold from an allocation-candidates query with count', () => {
+  const post = (body: Record<string, unknown>) =>
+    t.call('POST', '/ext/holds', {
+      body: { project_id: PROJECT, start: new Date(start).toISOString(), end: new Date(start + HOUR).toISOString(), ...body },
+    });
+
+  it('pins the providers placement picks, as a gang search would, and refuses what does not fit', async () => {
+    // HELD hosts are held over the window already: HOSTS - HELD are left.
+    const res = await post({ query: `resources=PGPU:1&count=${HOSTS - HELD}&ext_domain=any` });
+    expect(res.status, await res.clone().text()).toBe(201);
+    const body = (await res.json()) as { allocations: Record<string, { resources: Record<string, number> }> };
+    expect(Object.keys(body.allocations)).toHaveLength(HOSTS - HELD);
+    for (const a of Object.values(body.allocations)) expect(a.resources).toEqual({ PGPU: 1 });
+    // Nothing is left for another in the window.
+    const none = await post({ query: 'resources=PGPU:1&count=1&ext_domain=any' });
+    expect(none.status).toBe(409);
+    expect(await none.json()).toMatchObject({ errors: [{ code: 'placement.ext.hold_unsatisfiable' }] });
+    // One form only.
+    const both = await post({ query: 'resources=PGPU:1&count=1', allocations: body.allocations });
+    expect(both.status).toBe(400);
+  });
+});
