@@ -265,6 +265,16 @@ describe('leases renewed or confirmed beside holds (/ext/leases)', () => {
   });
 });
 
+describe('leases confirmed at once beside a hold', () => {
+  it('two confirms that each fit alone but not together: one passes, one is refused', async () => {
+    await hold(12, T0 + 2 * HOUR, T0 + 4 * HOUR);
+    const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
+    for (const c of [a, b]) expect((await claimOn(t, OTHER, { PGPU: 3 }, `?ext_until=${at(T0 + HOUR)}`, c)).status).toBe(204);
+    const both = await Promise.all([a, b].map((c) => t.call('DELETE', `/ext/leases/${c}`)));
+    expect(both.map((r) => r.status).sort()).toEqual([204, 409]);
+  });
+});
+
 describe('holds in GET /metrics', () => {
   it('shows per class what is held ahead of and in its window, and what is drawn from it', async () => {
     const scrape = async () => parseSamples(await (await t.call('GET', '/metrics')).text());
