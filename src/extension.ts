@@ -12,6 +12,7 @@ import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
 import type { RouteTable } from './http/route-table.js';
 import type { JobModule } from './jobs/registry.js';
+import type { GaugeRead } from './observability/database-gauges.js';
 import type { ReadinessRead } from './observability/readiness.js';
 import type { ServiceMetrics } from './observability/service.js';
 import type { CandidateExtensions } from './placement/candidates/engine.js';
@@ -57,6 +58,8 @@ export interface Extension {
   readonly jobs?: JobModule;
   /** Its routes, mounted under /ext (admin only) and listed by GET /openapi.json. */
   readonly routes?: readonly RouteTable[];
+  /** Its gauges in GET /metrics, read in the scrape's one database batch. */
+  readonly gauges?: GaugeRead;
   /** What it builds per app; null where the app's settings turn it off. */
   setUp?(context: ExtensionContext): ExtensionRuntime | null;
 }
@@ -114,6 +117,10 @@ export class InstalledExtensions {
 
   routes(): RouteTable[] {
     return this.list.flatMap((e) => e.routes ?? []);
+  }
+
+  gauges(): GaugeRead[] {
+    return this.list.flatMap((e) => (e.gauges ? [e.gauges] : []));
   }
 
   /** What `key`'s extension keeps in this app; undefined where it is not installed or its settings turn it off. */

@@ -1,8 +1,10 @@
 // What the audit (GET /diagnostics/audit) shows of the extensions: the lease
 // sweep's counters and the leases held, and how many providers a taint keeps
-// out of candidates (the drain list itself is GET /ext/taints).
+// out of candidates (the drain list itself is GET /ext/taints), and the
+// holds with where their rule is broken.
 import { z } from 'zod';
 import type { DataStore } from '../db/client.js';
+import { HoldsAudit, holdsAudit } from './holds/audit.js';
 import { leaseStats } from './leases/leases.js';
 import { TAINT } from '../db/columns.js';
 
@@ -17,13 +19,15 @@ export const ExtensionsAudit = z.object({
     last_sweep_at: z.string().nullable(),
   }),
   tainted_providers: z.int().describe('providers with a taint (GET /ext/taints lists them with their consumers)'),
+  holds: HoldsAudit.describe('the holds (docs/holds.md) and where their rule is broken (reported, never repaired)'),
 });
 export type ExtensionsAudit = z.infer<typeof ExtensionsAudit>;
 
 export async function extensionsAudit(store: DataStore, nowMs: number): Promise<ExtensionsAudit> {
-  const [leases, [tainted]] = await Promise.all([
+  const [leases, [tainted], holds] = await Promise.all([
     leaseStats(store, nowMs),
     store.readBatch([{ sql: `SELECT count(DISTINCT ${TAINT.resourceProviderId}) AS n FROM ext_provider_taints`, args: [] }]),
+    holdsAudit(store, nowMs),
   ]);
-  return { leases, tainted_providers: Number(tainted!.rows[0]!.n) };
+  return { leases, tainted_providers: Number(tainted!.rows[0]!.n), holds };
 }

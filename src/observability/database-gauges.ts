@@ -56,15 +56,37 @@ function capacityFamilies(rows: ResultSet): FamilySnapshot[] {
   );
 }
 
+/** An extension's gauges read from the database (Extension.gauges): its statements join the scrape's one read batch. */
+export interface GaugeRead {
+  statements(nowMs: number): InStatement[];
+  /** Its families from its statements' results, in order. */
+  families(results: ResultSet[]): FamilySnapshot[];
+}
+
 export interface DatabaseGaugeOptions {
   /** openstack_placement_resource_* (PLACEMENT_METRICS_CAPACITY): four series per inventory, off for clouds too large to scrape. */
   capacity: boolean;
+  /** The installed extensions' gauges, read at `nowMs`. */
+  extensions?: readonly GaugeRead[];
+  nowMs?: number;
 }
 
 export async function readDatabaseGauges(reader: BatchReader, options: DatabaseGaugeOptions): Promise<FamilySnapshot[]> {
   const statements: InStatement[] = [ARQ_COUNTS, OUTBOX_COUNTS];
   if (options.capacity) statements.push(CAPACITY);
-  const [arqs, outbox, capacity] = await reader.readBatch(statements);
+  const own = statements.length;
+  const nowMs = options.nowMs ?? Date.now();
+  const parts = (options.extensions ?? []).map((g) => ({ read: g, statements: g.statements(nowMs) }));
+  for (const part of parts) statements.push(...part.statements);
+  const results = await reader.readBatch(statements);
+  const [arqs, outbox] = results;
+  const capacity = options.capacity ? results[2] : undefined;
+  let at = own;
+  const extensionFamilies = parts.flatMap(({ read, statements: mine }) => {
+    const slice = results.slice(at, at + mine.length);
+    at += mine.length;
+    return read.families(slice);
+  });
   const arqCount = new Map(arqs!.rows.map((r) => [String(r.state), Number(r.n)]));
   const states = [...new Set([...ARQ_STATES, ...arqCount.keys()])];
   const outboxCount = new Map(outbox!.rows.map((r) => [`${String(r.topic)} ${String(r.state)}`, Number(r.n)]));
@@ -91,5 +113,6 @@ export async function readDatabaseGauges(reader: BatchReader, options: DatabaseG
       byTopic('dead'),
     ),
     ...(capacity ? capacityFamilies(capacity) : []),
+    ...extensionFamilies,
   ];
 }

@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { runSweeps } from '../../src/jobs/sweeps.js';
 import { provider } from '../helpers/providers.js';
+import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
@@ -230,5 +231,95 @@ describe('the end of a hold', () => {
     expect(await usage(HELD_FOR)).toBe(8);
     expect((await t.call('GET', `/ext/holds/${released}`)).status).toBe(404);
     expect((await t.call('GET', `/ext/holds/${kept}`)).status).toBe(404);
+  });
+});
+
+describe('leases renewed or confirmed beside holds (/ext/leases)', () => {
+  it('refuses confirming a backfill claim or renewing it past the window, naming the hold; keeps what breaks nothing', async () => {
+    const id = await hold(12, T0 + 2 * HOUR, T0 + 4 * HOUR);
+    const backfill = crypto.randomUUID();
+    expect((await claimOn(t, OTHER, { PGPU: 12 }, `?ext_until=${at(T0 + HOUR)}`, backfill)).status).toBe(204);
+    // Confirmed, it would last forever: into the window.
+    const confirm = await t.call('DELETE', `/ext/leases/${backfill}`);
+    expect(confirm.status).toBe(409);
+    const refused = await errorOf(confirm);
+    expect(refused.code).toBe('placement.ext.capacity_held');
+    expect(refused.detail).toContain(id);
+    // Renewed past the window's start (3 hours from now) it would too; renewed to end before it, it does not.
+    const past = await t.call('PUT', `/ext/leases/${backfill}`, { body: { seconds: 3 * 3600 } });
+    expect(past.status).toBe(409);
+    expect((await errorOf(past)).detail).toContain(id);
+    const within = await t.call('PUT', `/ext/leases/${backfill}`, { body: { seconds: 3600 + 1800 } });
+    expect(within.status, await within.clone().text()).toBe(200);
+    expect(await within.json()).toMatchObject({ expires_at: at(T0 + HOUR + 1800_000) });
+    // Nothing refused was written: the lease is the renewed one.
+    expect(await (await t.call('GET', `/ext/leases/${backfill}`)).json()).toMatchObject({ expires_at: at(T0 + HOUR + 1800_000) });
+    // A lease whose claim fits beside the hold is confirmed and renewed freely.
+    const small = crypto.randomUUID();
+    expect((await claimOn(t, OTHER, { PGPU: 3 }, '?ext_until=600', small)).status).toBe(204);
+    expect((await t.call('PUT', `/ext/leases/${small}`, { body: { seconds: 5 * 3600 } })).status).toBe(200);
+    expect((await t.call('DELETE', `/ext/leases/${small}`)).status).toBe(204);
+    // Once the hold is gone, the backfill claim may last.
+    expect((await t.call('DELETE', `/ext/holds/${id}`)).status).toBe(204);
+    expect((await t.call('DELETE', `/ext/leases/${backfill}`)).status).toBe(204);
+  });
+});
+
+describe('leases confirmed at once beside a hold', () => {
+  it('two confirms that each fit alone but not together: one passes, one is refused', async () => {
+    await hold(12, T0 + 2 * HOUR, T0 + 4 * HOUR);
+    const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
+    for (const c of [a, b]) expect((await claimOn(t, OTHER, { PGPU: 3 }, `?ext_until=${at(T0 + HOUR)}`, c)).status).toBe(204);
+    const both = await Promise.all([a, b].map((c) => t.call('DELETE', `/ext/leases/${c}`)));
+    expect(both.map((r) => r.status).sort()).toEqual([204, 409]);
+  });
+});
+
+describe('holds in GET /metrics', () => {
+  it('shows per class what is held ahead of and in its window, and what is drawn from it', async () => {
+    const scrape = async () => parseSamples(await (await t.call('GET', '/metrics')).text());
+    const id = await hold(10, T0 + HOUR, T0 + 2 * HOUR);
+    let samples = await scrape();
+    expect(sampleValue(samples, 'placement_ext_held', { resourcetype: 'PGPU', window: 'upcoming' })).toBe(10);
+    expect(sampleValue(samples, 'placement_ext_held', { resourcetype: 'PGPU', window: 'active' })).toBeUndefined();
+    now = T0 + HOUR;
+    expect((await claimOn(t, HELD_FOR, { PGPU: 4 }, `?ext_hold=${id}`)).status).toBe(204);
+    samples = await scrape();
+    expect(sampleValue(samples, 'placement_ext_held', { resourcetype: 'PGPU', window: 'active' })).toBe(10);
+    expect(sampleValue(samples, 'placement_ext_held_drawn', { resourcetype: 'PGPU' })).toBe(4);
+    now = T0 + 2 * HOUR;
+    samples = await scrape();
+    expect(sampleValue(samples, 'placement_ext_held', { resourcetype: 'PGPU', window: 'active' })).toBeUndefined();
+    expect(sampleValue(samples, 'placement_ext_held_drawn', { resourcetype: 'PGPU' })).toBeUndefined();
+  });
+});
+
+describe('holds in the audit (GET /diagnostics/audit)', () => {
+  it('reports where allocations that will exist and the holds exceed capacity, naming the hold', async () => {
+    const audit = async () =>
+      ((await (await t.call('GET', '/diagnostics/audit')).json()) as { extensions: { holds: Record<string, unknown> } }).extensions.holds;
+    const lasting = crypto.randomUUID();
+    expect((await claimOn(t, OTHER, { PGPU: 10 }, '', lasting)).status).toBe(204);
+    const fits = await hold(6, T0 + HOUR, T0 + 2 * HOUR);
+    expect(await audit()).toEqual({ active: 0, upcoming: 1, violation_count: 0, violations: [] });
+    // Admitted over the lasting claim (the operator says it will be gone): the rule is broken until it is.
+    const res = await t.call('POST', '/ext/holds', {
+      body: {
+        project_id: HELD_FOR,
+        start: at(T0 + HOUR),
+        end: at(T0 + 2 * HOUR),
+        ignore_allocations: true,
+        allocations: { [gpu]: { resources: { PGPU: 4 } } },
+      },
+    });
+    expect(res.status, await res.clone().text()).toBe(201);
+    const ignoring = ((await res.json()) as { uuid: string }).uuid;
+    const broken = await audit();
+    expect(broken).toMatchObject({ upcoming: 2, violation_count: 1 });
+    expect(broken.violations).toEqual([
+      { resource_provider_uuid: gpu, resource_class: 'PGPU', at: at(T0 + HOUR), load: 20, capacity: 16, holds: [fits, ignoring].sort() },
+    ]);
+    expect((await t.call('DELETE', `/allocations/${lasting}`)).status).toBe(204);
+    expect(await audit()).toMatchObject({ violation_count: 0, violations: [] });
   });
 });

@@ -26,6 +26,7 @@ import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.j
 import type { ClaimGuard, ClaimParams, ClaimView, WriteExtension } from '../../placement/writes/hooks.js';
 import { leaseStatement } from '../leases/leases.js';
 import { allocationsOf, type Claim, type ClaimRefusal, FOREVER, type Key, keyOf, refuseClaim, splitKey, type World } from './model.js';
+import { holdsEndGuard } from './end-guard.js';
 import { sameHoldsGuard, worldOf, worldStatements } from './repo.js';
 
 export const CAPACITY_HELD = 'placement.ext.capacity_held';
@@ -173,4 +174,4 @@ export const holdsClaimGuard: ClaimGuard = {
       WHERE mine.${ALLOC.consumerId} IN (${consumers}))`,
 };
 
-export const holdsWrites: WriteExtension = { claimGuards: [holdsClaimGuard], claimParams: holdClaimParams };
+export const holdsWrites: WriteExtension = { claimGuards: [holdsClaimGuard], claimParams: holdClaimParams, endGuards: [holdsEndGuard] };

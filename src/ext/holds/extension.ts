@@ -6,6 +6,7 @@
 import type { Extension } from '../../extension.js';
 import { heldCapacityHook, holdParam, untilParam } from './candidates.js';
 import { holdsWrites } from './claim-guard.js';
+import { holdGauges } from './gauges.js';
 import { holdRoutes } from './http/routes.js';
 import { sweepHolds } from './jobs.js';
 
@@ -16,4 +17,5 @@ export const holds: Extension = {
   writes: holdsWrites,
   jobs: { handlers: {}, sweeps: [sweepHolds] },
   routes: [holdRoutes],
+  gauges: holdGauges,
 };

@@ -224,3 +224,28 @@ export function earliestStart(world: World, amounts: ReadonlyMap<Key, number>, d
   }
   return null;
 }
+
+/**
+ * Whether the allocations of `consumer` may be made to end at `endsAtMs`
+ * instead (a lease renewed to a new expiry, or confirmed: FOREVER): null
+ * grants. Refused only where the rule is then broken at an instant where the
+ * consumer's later end raises the load (an earlier end is always granted).
+ * A claim drawn from a hold that releases it still ends at the hold's end.
+ */
+export function refuseEndChange(world: World, consumer: string, endsAtMs: number): Violation | null {
+  const byId = new Map(world.holds.map((h) => [h.id, h]));
+  const keys = new Set<Key>();
+  const allocations = world.allocations.map((a) => {
+    if (a.consumer !== consumer) return a;
+    keys.add(a.key);
+    const from = a.holdId === null ? undefined : byId.get(a.holdId);
+    return { ...a, endsAtMs: from ? drawnEndMs(from, endsAtMs) : endsAtMs };
+  });
+  const after: World = { ...world, allocations };
+  for (const v of violations(after, keys)) if (loadAt(world, v.key, v.atMs) < v.load) return v;
+  return null;
+}
+
+/** The holds active at `atMs` that hold `key`: those a violation there breaks. */
+export const holdsAt = (holds: readonly Hold[], key: Key, atMs: number): Hold[] =>
+  holds.filter((h) => activeAt(h, atMs) && h.amounts.has(key));

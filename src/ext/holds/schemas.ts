@@ -30,6 +30,19 @@ export const postHoldSchema = z
   .strict();
 export type PostHoldBody = z.infer<typeof postHoldSchema>;
 
+/**
+ * POST /ext/holds as sent: explicit `allocations`, or `query`, an
+ * allocation-candidates query with `count` (as GET /ext/gang_candidates takes
+ * it, ext_domain allowed) from which placement picks the providers.
+ */
+export const postHoldRequestSchema = postHoldSchema
+  .extend({
+    allocations: heldAllocationsSchema.optional(),
+    query: z.string().min(1).max(4096).describe('an allocation-candidates query with count, e.g. resources=PGPU:8&count=4').optional(),
+  })
+  .strict()
+  .refine((b) => (b.allocations === undefined) !== (b.query === undefined), 'give exactly one of allocations and query');
+
 /** PATCH: the generation read, and what changes (the rest stays). */
 export const patchHoldSchema = z
   .object({

@@ -73,14 +73,22 @@ export const leaseExpiryMs = (seconds: number, nowMs: number): number => nowMs +
 /**
  * Puts or renews the lease (one write batch): it expires `seconds` from now
  * and covers the consumer as it is now. Null when the consumer holds no
- * allocations (placement keeps no consumer without them).
+ * allocations (placement keeps no consumer without them). `checks` (what the
+ * end guards granted it on) go first in its batch.
  */
-export async function putLease(store: DataStore, consumerUuid: string, seconds: number, nowMs: number): Promise<LeaseView | null> {
-  const [, read] = await commitGuarded(store, [
+export async function putLease(
+  store: DataStore,
+  consumerUuid: string,
+  seconds: number,
+  nowMs: number,
+  checks: readonly WriteStatement[] = [],
+): Promise<LeaseView | null> {
+  const results = await commitGuarded(store, [
+    ...checks,
     leaseStatement(consumerUuid, seconds, nowMs),
     stmt(`SELECT ${LEASE_COLUMNS} FROM ext_leases WHERE ${LEASE.consumerUuid} = ?`, [consumerUuid]),
   ]);
-  const row = read!.rows[0];
+  const row = results[results.length - 1]!.rows[0];
   return row ? leaseOf(row) : null;
 }
 
@@ -92,10 +100,13 @@ export async function getLease(store: DataStore, consumerUuid: string): Promise<
   return row ? leaseOf(row) : null;
 }
 
-/** Confirms the allocations: the lease goes, they stay. False when there was no lease. */
-export async function confirmLease(store: DataStore, consumerUuid: string): Promise<boolean> {
-  const [deleted] = await commitGuarded(store, [stmt(`DELETE FROM ext_leases WHERE ${LEASE.consumerUuid} = ?`, [consumerUuid])]);
-  return deleted!.rowsAffected > 0;
+/**
+ * Confirms the allocations: the lease goes, they stay. False when there was
+ * no lease. `checks` (what the end guards granted it on) go first in its batch.
+ */
+export async function confirmLease(store: DataStore, consumerUuid: string, checks: readonly WriteStatement[] = []): Promise<boolean> {
+  const results = await commitGuarded(store, [...checks, stmt(`DELETE FROM ext_leases WHERE ${LEASE.consumerUuid} = ?`, [consumerUuid])]);
+  return results[results.length - 1]!.rowsAffected > 0;
 }
 
 export async function listLeases(store: DataStore, limit = 1000): Promise<LeaseView[]> {

@@ -24,6 +24,7 @@
 // triggers (drizzle/0006, 0007), so every path that deletes (the kernel, the
 // lease sweep, a restore) cascades alike, and the kernel needs no hook for it.
 import type { InStatement, ResultSet } from '@libsql/client';
+import type { BatchReader } from '../../db/client.js';
 import { guardSql, placeholders, type WriteStatement } from '../../db/write-batch.js';
 import type { ConsumerClaim } from '../repo/allocations.js';
 import type { ConsumerState, ProviderState } from './kernel.js';
@@ -110,10 +111,30 @@ export interface ClaimParams {
   alongside(params: ReadonlyMap<string, string>, claims: readonly ConsumerClaim[], nowMs: number): ClaimAlongside;
 }
 
+/** A change to when a consumer's allocations end, made outside a claim (a lease renewed or confirmed: /ext/leases). */
+export interface EndChange {
+  consumer: string;
+  /** The new end: a lease's expiry, or forever (Infinity) once confirmed. */
+  endsAtMs: number;
+  nowMs: number;
+}
+
+/**
+ * A guard on an EndChange, for a rule that reads when allocations end
+ * (holds): it reads what it needs, then refuses (its own error) or grants
+ * with checks (guard() statements) that go first in the change's own write
+ * batch, so a change that raced a claim or a hold is refused as of the write.
+ */
+export interface EndChangeGuard {
+  readonly name: string;
+  decide(reader: BatchReader, change: EndChange): Promise<ClaimRefusal | ClaimGrant | null>;
+}
+
 /** What one extension adds to the write kernel. */
 export interface WriteExtension {
   claimGuards?: ClaimGuard[];
   claimParams?: ClaimParams;
+  endGuards?: EndChangeGuard[];
 }
 
 /** A claim rule (rules.ts): what it refuses is worded by claims.ts. */
@@ -133,6 +154,8 @@ export interface WriteHooks {
   everyBatchHoldsSql(consumers: number): string;
   /** The extensions' claim parameters (none: a claim takes no `ext_` parameter). */
   readonly claimParams: readonly ClaimParams[];
+  /** The guards on a change of when allocations end. */
+  readonly endGuards: readonly EndChangeGuard[];
 }
 
 /**
@@ -164,6 +187,7 @@ export function writeHooks(extensions: readonly WriteExtension[], rules: readonl
   return {
     claimGuards,
     claimParams: extensions.flatMap((e) => (e.claimParams ? [e.claimParams] : [])),
+    endGuards: extensions.flatMap((e) => e.endGuards ?? []),
     claimRules: rules,
     claimFitsSql: sqlByCount((count) =>
       guardSql([claimRulesHoldSql(rules, placeholders(count)), ...conditionsOf(claimGuards, count)].join('\n      AND ')),
@@ -191,4 +215,15 @@ export function guardSnapshot(
       });
     },
   };
+}
+
+/** Every end guard's decision on `change`, in order: the first refusal's error is thrown; else the grants' checks. */
+export async function endChangeChecks(hooks: WriteHooks, reader: BatchReader, change: EndChange): Promise<WriteStatement[]> {
+  const checks: WriteStatement[] = [];
+  for (const g of hooks.endGuards) {
+    const decision = await g.decide(reader, change);
+    if (decision && 'error' in decision) throw decision.error;
+    if (decision) checks.push(...decision.checks);
+  }
+  return checks;
 }

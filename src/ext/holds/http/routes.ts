@@ -13,9 +13,10 @@ import {
   HoldResponse,
   listHoldsQuery,
   patchHoldSchema,
-  postHoldSchema,
+  postHoldRequestSchema,
 } from '../schemas.js';
 import { availability, createHold, deleteHold, findHolds, getHold, type HoldDeps, patchHold, presentHold } from '../service.js';
+import { pickHeld } from '../pick.js';
 import { adminOnly } from '../../http/admin-only.js';
 
 export const holdRoutes = new RouteTable('extensions', placementHttp);
@@ -46,14 +47,16 @@ holdRoutes.resource('/holds', {
   }),
   POST: adminOnly({
     summary: 'Extension: hold capacity for a project over a window (409 placement.ext.hold_unsatisfiable when it does not fit)',
-    body: () => postHoldSchema,
+    body: () => postHoldRequestSchema,
     bodyName: 'PostHold',
     responses: { 201: 'The hold' },
     responseSchema: HoldResponse,
     responseName: 'Hold',
     handler: async (c) => {
-      const body = await readBody(c, postHoldSchema);
-      return c.json(presentHold(await createHold(holdDeps(c), body)), 201);
+      const { query, allocations, ...body } = await readBody(c, postHoldRequestSchema);
+      // A query: placement picks the providers now, as a gang search would, and pins them.
+      const held = allocations ?? (await pickHeld(c.var.deps.store, query!, c.var.mv, c.var.deps.candidates.options({ randomize: false })));
+      return c.json(presentHold(await createHold(holdDeps(c), { ...body, allocations: held })), 201);
     },
   }),
 });

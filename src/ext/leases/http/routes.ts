@@ -3,7 +3,9 @@
 import { notFound } from '../../../errors.js';
 import { readBody } from '../../../http/validate.js';
 import { consumerOfPath } from '../../../shared/uuid.js';
-import { confirmLease, getLease, listLeases, putLease } from '../leases.js';
+import { withRaceRetries } from '../../../db/write-batch.js';
+import { endChangeChecks } from '../../../placement/writes/hooks.js';
+import { confirmLease, getLease, leaseExpiryMs, listLeases, putLease } from '../leases.js';
 import { LeaseListResponse, LeaseResponse, putLeaseSchema } from '../schemas.js';
 import { RouteTable } from '../../../http/route-table.js';
 import { adminOnly } from '../../http/admin-only.js';
@@ -49,7 +51,16 @@ leaseRoutes.resource('/leases/:consumer_uuid', {
       const uuid = consumerOfPath(c.req.param('consumer_uuid'));
       const { seconds } = await readBody(c, putLeaseSchema);
       const { deps } = c.var;
-      const lease = await putLease(deps.store, uuid, seconds, deps.clock().getTime());
+      // Checked by the rules that read when allocations end (holds): one may refuse it, naming what it breaks.
+      const lease = await withRaceRetries(async () => {
+        const nowMs = deps.clock().getTime();
+        const checks = await endChangeChecks(deps.writeHooks, deps.store, {
+          consumer: uuid,
+          endsAtMs: leaseExpiryMs(seconds, nowMs),
+          nowMs,
+        });
+        return putLease(deps.store, uuid, seconds, nowMs, checks);
+      });
       if (!lease) throw notFound(`No allocations for consumer '${uuid}'`);
       return c.json(lease);
     },
@@ -59,7 +70,17 @@ leaseRoutes.resource('/leases/:consumer_uuid', {
     responses: { 204: 'Confirmed' },
     handler: async (c) => {
       const uuid = consumerOfPath(c.req.param('consumer_uuid'));
-      if (!(await confirmLease(c.var.deps.store, uuid))) throw notFound(`No lease for consumer '${uuid}'`);
+      const { deps } = c.var;
+      // Confirmed, the allocations last forever: the rules that read when they end (holds) may refuse it.
+      const confirmed = await withRaceRetries(async () => {
+        const checks = await endChangeChecks(deps.writeHooks, deps.store, {
+          consumer: uuid,
+          endsAtMs: Number.POSITIVE_INFINITY,
+          nowMs: deps.clock().getTime(),
+        });
+        return confirmLease(deps.store, uuid, checks);
+      });
+      if (!confirmed) throw notFound(`No lease for consumer '${uuid}'`);
       return c.body(null, 204);
     },
   }),

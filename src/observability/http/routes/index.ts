@@ -115,7 +115,11 @@ export const operatorRoutes = new RouteTable('meta')
         const deps = c.var.deps;
         const [gathered, database] = await Promise.all([
           deps.metricsSource.gather().catch((err: unknown) => err as Error),
-          readDatabaseGauges(deps.store, { capacity: deps.config.PLACEMENT_METRICS_CAPACITY }).then(
+          readDatabaseGauges(deps.store, {
+            capacity: deps.config.PLACEMENT_METRICS_CAPACITY,
+            extensions: deps.extensions.gauges(),
+            nowMs: deps.clock().getTime(),
+          }).then(
             (families) => ({ families, up: 1 }),
             (err: unknown) => {
               deps.log.warn('metrics: the database gauges could not be read', { err: err instanceof Error ? err.message : String(err) });
