@@ -326,7 +326,10 @@ async function prepareDb(dbFile: string, cloud: Cloud | null, consumers = 0): Pr
   }
 }
 
-/** `count` consumers of one project and user, each 1 VCPU + 64 MEMORY_MB on provider (i mod providers): one statement per table. */
+/**
+ * `count` consumers of one project and user, each 5 DISK_GB + 128 MEMORY_MB (the placeload inventory's min_units) on
+ * provider (i mod providers), leaving room for the measured request: one statement per table.
+ */
 async function loadConsumers(client: Client, count: number): Promise<void> {
   const tx = await client.transaction('write');
   try {
@@ -339,8 +342,8 @@ async function loadConsumers(client: Client, count: number): Promise<void> {
       args: [count],
     });
     for (const [rc, used] of [
-      ['VCPU', 1],
-      ['MEMORY_MB', 64],
+      ['DISK_GB', 5],
+      ['MEMORY_MB', 128],
     ] as const)
       await tx.execute({
         sql: `WITH p AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k FROM resource_providers),

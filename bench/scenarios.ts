@@ -38,7 +38,7 @@ export interface Scenario {
   workerMode?: boolean;
   /** The local server may be loaded straight into its database file (bench/cloud.ts directLoad). */
   directLoadLocal?: boolean;
-  /** Consumers written straight into the file after the cloud (directLoadLocal only): 1 VCPU + 64 MEMORY_MB each, spread over the providers. */
+  /** Consumers written straight into the file after the cloud (directLoadLocal only), spread over the providers (bench/run.ts loadConsumers). */
   consumers?: number;
   measures: Measure[];
 }
