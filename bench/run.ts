@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { directLoad, httpLoad, httpUnload, type Cloud } from './cloud.js';
 import { closeTimedConnections, PlacementClient, pool, TimeoutError } from './client.js';
+import type { Client } from '@libsql/client';
 import { QUICK, SCENARIOS, type Measure, type Scenario } from './scenarios.js';
 import { CLAIM_CONSUMER_TYPE, CLAIM_VERSION } from './upstream.js';
 import { startWorkerMode, workerModeAvailable } from './worker-mode.js';
@@ -308,26 +309,63 @@ interface LocalServer {
   dir: string;
   dbFile: string;
   directLoadS: number;
+  /** From spawning the server to every process answering. */
+  readyS: number;
 }
 
 /** Prepares a temporary database (migrations, standard names) and optionally writes the cloud into it. */
-async function prepareDb(dbFile: string, cloud: Cloud | null): Promise<void> {
+async function prepareDb(dbFile: string, cloud: Cloud | null, consumers = 0): Promise<void> {
   const { loadConfig } = await import('../src/config.js');
   const { openStore } = await import('../src/entry/node-service.js');
   const store = await openStore(loadConfig({ PLACEMENT_DB_URL: `file:${dbFile}` }));
   try {
     if (cloud) await directLoad(store.client, cloud);
+    if (consumers) await loadConsumers(store.client, consumers);
   } finally {
     store.close();
   }
 }
 
-async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
+/**
+ * `count` consumers of one project and user, each 5 DISK_GB + 128 MEMORY_MB (the placeload inventory's min_units) on
+ * provider (i mod providers), leaving room for the measured request: one statement per table.
+ */
+async function loadConsumers(client: Client, count: number): Promise<void> {
+  const tx = await client.transaction('write');
+  try {
+    await tx.execute("INSERT INTO projects (external_id) VALUES ('bench-project')");
+    await tx.execute("INSERT INTO users (external_id) VALUES ('bench-user')");
+    await tx.execute({
+      sql: `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
+            INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id)
+            SELECT printf('c0000000-0000-4000-8000-%012d', i), (SELECT id FROM projects), (SELECT id FROM users), 1, NULL FROM n`,
+      args: [count],
+    });
+    for (const [rc, used] of [
+      ['DISK_GB', 5],
+      ['MEMORY_MB', 128],
+    ] as const)
+      await tx.execute({
+        sql: `WITH p AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k FROM resource_providers),
+                   pc AS (SELECT count(*) AS n FROM resource_providers)
+              INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)
+              SELECT p.id, c.uuid, (SELECT id FROM resource_classes WHERE name = ?), ?
+              FROM consumers c JOIN p ON p.k = (c.id - 1) % (SELECT n FROM pc)`,
+        args: [rc, used],
+      });
+    await tx.commit();
+  } finally {
+    tx.close();
+  }
+}
+
+async function startLocal(cloud: Cloud | null, consumers = 0): Promise<LocalServer> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-bench-'));
   const dbFile = join(dir, 'placement.db');
   const started = performance.now();
-  await prepareDb(dbFile, cloud);
+  await prepareDb(dbFile, cloud, consumers);
   const directLoadS = round((performance.now() - started) / 1000);
+  const spawned = performance.now();
   const { child, url } = await spawnNodeServer(dbFile, args.workers ? { workers: args.workers } : {});
   const api = new PlacementClient(url, args.token!);
   // Ready when it answers and every server process has started (the port
@@ -342,7 +380,7 @@ async function startLocal(cloud: Cloud | null): Promise<LocalServer> {
       await api.request('GET', '/resource_providers?name=ready-check', { timeoutMs: 2000 });
       if (serverProcesses(child.pid!) >= expected) {
         for (let j = 0; j < 2 * expected; j += 1) await api.request('GET', '/', { timeoutMs: 10_000 });
-        return { url, child, dir, dbFile, directLoadS };
+        return { url, child, dir, dbFile, directLoadS, readyS: round((performance.now() - spawned) / 1000) };
       }
     } catch {
       /* not listening yet */
@@ -377,6 +415,8 @@ function inProcessCheck(dbFile: string): unknown {
 interface SideResult {
   target: string;
   load_s: number;
+  /** The local server's start to ready (every process answering), after the load. */
+  ready_s?: number;
   loaded_by: 'http' | 'direct-db';
   figures: Figure[];
   memory: ReturnType<typeof treeRss>;
@@ -385,7 +425,7 @@ interface SideResult {
 
 async function runLocal(s: Scenario, cloud: Cloud): Promise<SideResult> {
   const direct = Boolean(s.directLoadLocal) && !args.url;
-  const server = args.url ? null : await startLocal(direct ? cloud : null);
+  const server = args.url ? null : await startLocal(direct ? cloud : null, direct ? s.consumers : 0);
   const api = new PlacementClient(args.url ?? server!.url, args.token!, '1.36', TIMEOUT_MS);
   const consumers: string[] = [];
   try {
@@ -398,6 +438,7 @@ async function runLocal(s: Scenario, cloud: Cloud): Promise<SideResult> {
     const result: SideResult = {
       target: args.url ?? `this project, Node mode (${args.workers ?? 'default'} workers, temp db)`,
       load_s: loadS,
+      ...(server ? { ready_s: server.readyS } : {}),
       loaded_by: direct ? 'direct-db' : 'http',
       figures,
       memory: server ? treeRss([server.child.pid!]) : null,
@@ -524,7 +565,7 @@ function printScenario(s: Scenario, mine: SideResult, worker: SideResult | null,
   ]);
   rows.push([
     'load',
-    `${mine.load_s} s (${mine.loaded_by})`,
+    `${mine.load_s} s (${mine.loaded_by})${mine.ready_s === undefined ? '' : `; start to ready ${mine.ready_s} s`}`,
     ...(worker ? [`${worker.load_s} s (${worker.loaded_by}, with wrangler's start)`] : []),
     ...(other ? [`${other.load_s} s (${other.loaded_by})`, '-'] : []),
   ]);

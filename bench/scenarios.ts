@@ -38,6 +38,8 @@ export interface Scenario {
   workerMode?: boolean;
   /** The local server may be loaded straight into its database file (bench/cloud.ts directLoad). */
   directLoadLocal?: boolean;
+  /** Consumers written straight into the file after the cloud (directLoadLocal only), spread over the providers (bench/run.ts loadConsumers). */
+  consumers?: number;
   measures: Measure[];
 }
 
@@ -206,6 +208,28 @@ const light: Scenario = {
   ],
 };
 
+/**
+ * Scale (not perfload's): N providers loaded straight into the file, a full
+ * and a limit=10 answer (10 samples each) and a claim cycle; with `consumers`,
+ * that many consumers already allocated across them.
+ */
+function scale(n: number, consumers = 0): Scenario {
+  const total = n + PLACELOAD_PREHEAT;
+  return {
+    name: consumers ? `scale-${n / 1000}k-${consumers / 1_000_000}m-consumers` : `scale-${n / 1000}k`,
+    title: `scale: flat N=${n.toLocaleString('en')} placeload providers${consumers ? `, ${consumers.toLocaleString('en')} consumers on them` : ''} (direct load)`,
+    upstream: false,
+    build: () => repeat(total, (i) => [placeloadProvider(uuid(), i)]),
+    directLoadLocal: true,
+    ...(consumers ? { consumers } : {}),
+    measures: [
+      { kind: 'latency', label: `full answer (${total} candidates)`, query: FLAT_QUERY, version: FLAT_VERSION, reps: 10 },
+      { kind: 'latency', label: 'limit=10', query: `${FLAT_QUERY}&limit=10`, version: FLAT_VERSION, reps: 10 },
+      { kind: 'claim', label: 'claim cycle (GET limit=5 + PUT)', query: FLAT_QUERY, version: FLAT_VERSION, cycles: 20 },
+    ],
+  };
+}
+
 export const SCENARIOS: Scenario[] = [
   flat(PERFLOAD_COUNT, { requests: AB_REQUESTS, cycles: FLAT_ALLOCATIONS, full: true }),
   nested(200, " (the issue's size; upstream loads 1000)"),
@@ -215,6 +239,9 @@ export const SCENARIOS: Scenario[] = [
   flat(5000, { requests: 100, cycles: 20, full: true }),
   flat(100_000, { requests: 0, cycles: 0, full: false, direct: true }),
   light,
+  scale(10_000),
+  scale(100_000),
+  scale(20_000, 1_000_000),
 ];
 
 /** `npm run bench` with no --scenarios. */

@@ -41,7 +41,7 @@ const { values: args } = parseArgs({
     token: { type: 'string', default: 'admin' },
     limits: { type: 'string', default: 'off' },
     rounds: { type: 'string', default: '1' },
-    'group-commit': { type: 'string', default: 'off' },
+    'group-commit': { type: 'string', default: 'on' },
     synchronous: { type: 'string', default: 'normal' },
   },
 });

@@ -138,12 +138,11 @@ export const ConfigSchema = z.object({
   /**
    * Node mode on a file database: the write batches one process receives
    * while it serves a turn of its event loop share one transaction and one
-   * COMMIT, each batch in a savepoint of its own (db/group-commit.ts). Off by
-   * default: claims racing for one provider then read the same generation
-   * within a turn and all but one lose the race and retry, so under such a
-   * hot spot some run out of retries (409) where each committing alone won.
+   * COMMIT, each batch in a savepoint of its own (db/group-commit.ts). Writes
+   * that lose a race (claims on one provider decided in the same turn) retry
+   * in turns (db/write-batch.ts), so a hot provider costs retries, not 409s.
    */
-  PLACEMENT_GROUP_COMMIT: bool.default(false),
+  PLACEMENT_GROUP_COMMIT: bool.default(true),
   /**
    * Node mode on a file database: when a commit reaches the disk. normal: it
    * survives the process's crash; the OS crashing or the power failing may

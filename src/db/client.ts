@@ -63,6 +63,8 @@ export interface DataStore extends BatchReader {
   marks: WriteMarks;
   /** Who hears of this store's operations and lost races (the app's metrics, set by the composition root). */
   watch: DbWatch;
+  /** The writes of this process that lost a race try again through these, one at a time (db/write-batch.ts). */
+  retryTurns?: Mutex;
   /** The deadlines of a database reached over the network (db/deadline.ts); none for an embedded file. */
   deadline?: DatabaseDeadline;
   close(): void;
@@ -154,6 +156,7 @@ export function createDataStore(
     ...(replicaReader ? { replica: replicaReader } : {}),
     marks,
     watch,
+    retryTurns: new Mutex(),
     ...(deadline ? { deadline } : {}),
     close: () => {
       batches?.close();

@@ -54,12 +54,21 @@ export const prebuiltGuard = (sql: string, args: InValue[] = []): WriteStatement
 // changes() is per connection and a batch runs on one connection, in order.
 const CHANGED_GUARD = "SELECT json(CASE WHEN changes() = 0 THEN 'lost race' ELSE '0' END)";
 
+/** Runs functions one at a time, in arrival order (the store's Mutex). */
+export interface Turns {
+  run<T>(fn: () => Promise<T>): Promise<T>;
+}
+
 /** Another writer changed what this write was decided on; re-read and decide again. */
 export class LostRace extends Error {
-  /** `watch`: the store's, told when the write is decided again. */
+  /**
+   * `watch`: the store's, told when the write is decided again. `retryTurns`:
+   * the store's, through which the write's further attempts take turns.
+   */
   constructor(
     readonly statement: string,
     readonly watch?: DbWatch,
+    readonly retryTurns?: Turns,
   ) {
     super(`lost a write race at: ${statement}`);
     this.name = 'LostRace';
@@ -98,9 +107,9 @@ export async function commitGuarded(store: DataStore, statements: WriteStatement
     const index = failedStatementIndex(err);
     if (index !== undefined && index < owner.length) {
       const at = owner[index]!;
-      if (at < 0) throw new LostRace(statements[-1 - at]!.sql, store.watch);
+      if (at < 0) throw new LostRace(statements[-1 - at]!.sql, store.watch, store.retryTurns);
       const failed = statements[at]!;
-      if (failed.check || (failed.racing && isConstraintFailure(err))) throw new LostRace(failed.sql, store.watch);
+      if (failed.check || (failed.racing && isConstraintFailure(err))) throw new LostRace(failed.sql, store.watch, store.retryTurns);
     }
     throw err;
   }
@@ -127,14 +136,26 @@ export const MAX_WRITE_ATTEMPTS = 8;
  * Runs `attempt` (read, decide, commitGuarded) until it does not lose a race,
  * at most MAX_WRITE_ATTEMPTS times; then WriteContention. Domain errors from
  * the decision pass through on the first attempt that raises them.
+ *
+ * After a loss, the attempts run through the store's retry turns: the writes
+ * of this process that lost a race read, decide and commit one after another,
+ * so they no longer race each other. Without that, N writes on one provider
+ * decided in one turn of the event loop (or committed in one shared commit,
+ * db/group-commit.ts) leave N-1 losers that re-read together and lose
+ * together again, one winner a round, until some give up. Within a turn a
+ * retry can lose only to a first attempt or another process. An attempt must
+ * not run withRaceRetries on the same store inside itself (the turns are not
+ * reentrant).
  */
 export async function withRaceRetries<T>(attempt: () => Promise<T>): Promise<T> {
+  let turns: Turns | undefined;
   for (let tries = 1; ; tries += 1) {
     try {
-      return await attempt();
+      return await (turns ? turns.run(attempt) : attempt());
     } catch (err) {
       if (!(err instanceof LostRace)) throw err;
       err.watch?.lostRace(err.statement);
+      turns ??= err.retryTurns;
       if (tries >= MAX_WRITE_ATTEMPTS) throw new WriteContention(tries);
       // A little jitter so two losers do not collide again in lockstep.
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 2 * tries));
