@@ -1,22 +1,25 @@
 // Project limits enforced inside the claim (docs/limits.md): PLACEMENT_LIMITS
 // names where they are read from (off: not set up; the parameter is still
 // taken, and acts on nothing). The whole extension: its parameter and gate
-// (params.ts), its claim guard (guard.ts), its source and ledger (service.ts,
+// (params.ts), its rule declared once (declaration.ts), its claim guard (guard.ts), its source and ledger (service.ts,
 // keystone.ts, sql.ts), its periodic refresh and its routes (http/routes.ts).
 import { type Extension, withState } from '../../extension.js';
+import type { ProjectConstraint } from '../../placement/constraints.js';
+import { PROJECT_LIMITS } from './declaration.js';
 import { limitsWrites } from './guard.js';
 import { limitRoutes } from './http/routes.js';
 import { withinLimitsGate, withinLimitsParam } from './params.js';
 import { LIMITS, projectLimits } from './service.js';
 
-export const limits: Extension = {
+/** The extension enforcing `declaration` (the project limits' own; a test declares another). */
+export const limitsExtension = (declaration: ProjectConstraint): Extension => ({
   name: LIMITS.extension,
   params: [withinLimitsParam],
   routes: [limitRoutes],
   // Read again once PLACEMENT_LIMITS_REFRESH_SECONDS have passed since the last try, where the sweeps run (once per service).
   jobs: { handlers: {}, sweeps: [withState(LIMITS, (state) => state.refreshIfDue())] },
   setUp({ store, config, log, metrics, keystoneFetch }) {
-    const state = projectLimits(store, config, log, keystoneFetch);
+    const state = projectLimits(store, config, log, keystoneFetch, declaration);
     if (!state) return null;
     return {
       state,
@@ -33,4 +36,6 @@ export const limits: Extension = {
       readiness: () => state.readiness(),
     };
   },
-};
+});
+
+export const limits = limitsExtension(PROJECT_LIMITS);

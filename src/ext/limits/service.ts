@@ -14,21 +14,22 @@ import { str } from '../../db/rows.js';
 import type { Logger } from '../../deps.js';
 import { SettingProblem } from '../../shared/setting-problem.js';
 import { KeystoneLimitsReader, LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from './keystone.js';
-import { crossesLimit, limitsOfProject, sameLimits, staticLimits, type LimitSet } from './model.js';
-import type { KeystoneCredentialSettings, LimitsSettings } from './settings.js';
 import {
-  type Counting,
-  countingRows,
-  LimitsSql,
-  READ_COUNTING,
-  READ_LIMITS,
-  READ_SYNC,
-  limitSetOfResult,
-  syncOf,
-  usageKey,
-  usageTable,
-  writeLimitsStatements,
-} from './sql.js';
+  atOrOverBound,
+  type ProjectConstraint,
+  type ProjectKeyReport,
+  projectBoundsOf,
+  projectBoundsStatement,
+  projectCrossing,
+  projectKey,
+  projectReport,
+  projectUsageOf,
+  projectUsageStatement,
+} from '../../placement/constraints.js';
+import { PROJECT_LIMITS } from './declaration.js';
+import { sameLimits, staticLimits, type LimitSet } from './model.js';
+import type { KeystoneCredentialSettings, LimitsSettings } from './settings.js';
+import { type Counting, countingRows, LimitsSql, READ_COUNTING, READ_SYNC, syncOf, writeLimitsStatements } from './sql.js';
 
 /** Where the limits come from. */
 export interface LimitsSource {
@@ -95,6 +96,8 @@ export class ProjectLimits {
     >,
     private readonly log: Logger,
     private readonly now: () => number,
+    /** The limit rule, as declared (a test declares another). */
+    readonly declaration: ProjectConstraint = PROJECT_LIMITS,
   ) {
     this.counting = { types: settings.PLACEMENT_LIMITS_CONSUMER_TYPES, untyped: settings.PLACEMENT_LIMITS_COUNT_UNTYPED };
     this.sql = new LimitsSql(this.counting);
@@ -215,8 +218,19 @@ export class ProjectLimits {
 
   /** The limits in force, as the claims read them. */
   async inForce(): Promise<LimitSet> {
-    const [rows] = await this.store.readBatch([READ_LIMITS]);
-    return limitSetOfResult(rows!);
+    const [rows] = await this.store.readBatch([projectBoundsStatement(this.declaration)]);
+    const bounds = projectBoundsOf(this.declaration, rows!);
+    return { registered: bounds.defaults, projects: bounds.projects };
+  }
+
+  /** The limits of `project` (every project's when undefined) and their usage, as the claims read them. */
+  private async boundsAndUsage(project?: string) {
+    const projects = project === undefined ? undefined : [project];
+    const [rows, usage] = await this.store.readBatch([
+      projectBoundsStatement(this.declaration, projects),
+      projectUsageStatement(this.declaration, projects),
+    ]);
+    return { bounds: projectBoundsOf(this.declaration, rows!), usage: projectUsageOf(usage!) };
   }
 
   /**
@@ -227,53 +241,39 @@ export class ProjectLimits {
   async crossing(project: string, groups: readonly ReadonlyMap<string, number>[]): Promise<LimitCrossing | null> {
     const requested = new Map<string, number>();
     for (const group of groups) for (const [rc, amount] of group) requested.set(rc, (requested.get(rc) ?? 0) + amount);
-    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects([project])]);
-    const limits = limitsOfProject(limitSetOfResult(rows!), project);
-    const used = usageTable(usage!);
-    for (const [resourceClass, amount] of requested) {
-      const limit = limits.get(resourceClass);
-      if (limit === undefined) continue;
-      const usageOf = used.get(usageKey(project, resourceClass)) ?? 0;
-      if (crossesLimit(usageOf, usageOf + amount, limit)) return { project, resourceClass, limit, usage: usageOf, requested: amount };
-    }
-    return null;
+    const { bounds, usage } = await this.boundsAndUsage(project);
+    const change = [...requested].map(([rc, amount]): [string, { before: number; after: number }] => {
+      const before = usage.get(projectKey(project, rc)) ?? 0;
+      return [rc, { before, after: before + amount }];
+    });
+    const crossing = projectCrossing(bounds, usage, project, change);
+    return (
+      crossing && {
+        project,
+        resourceClass: crossing.resourceClass,
+        limit: crossing.bound,
+        usage: crossing.usage,
+        requested: crossing.requested,
+      }
+    );
   }
 
   /** GET /ext/limits?project_id=P: each class limited for P, its limit, usage and what remains. */
   async projectReport(project: string): Promise<ProjectLimitsReport> {
-    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects([project])]);
-    const used = usageTable(usage!);
-    const limits: Record<string, ClassLimit> = {};
-    for (const [rc, limit] of [...limitsOfProject(limitSetOfResult(rows!), project)].sort(([a], [b]) => a.localeCompare(b))) {
-      const usageOf = used.get(usageKey(project, rc)) ?? 0;
-      limits[rc] = { limit, usage: usageOf, remaining: limit - usageOf };
-    }
-    return { project_id: project, limits };
+    const { bounds, usage } = await this.boundsAndUsage(project);
+    return { project_id: project, limits: classLimits(projectReport(bounds, usage, project)) };
   }
 
   /** GET /ext/limits: the projects at or over a limit, with those classes only. */
   async atOrOverLimit(): Promise<ProjectLimitsReport[]> {
-    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects()]);
-    const limits = limitSetOfResult(rows!);
-    const byProject = new Map<string, Record<string, ClassLimit>>();
-    for (const [k, used] of usageTable(usage!)) {
-      const [project, rc] = k.split('\u0000') as [string, string];
-      const limit = limitsOfProject(limits, project).get(rc);
-      if (limit === undefined || used < limit) continue;
-      const classes = byProject.get(project) ?? {};
-      classes[rc] = { limit, usage: used, remaining: limit - used };
-      byProject.set(project, classes);
-    }
-    // A limit of 0 is reached without any usage.
-    for (const [project, classes] of limits.projects) {
-      for (const [rc, limit] of classes) {
-        if (limit !== 0 || byProject.get(project)?.[rc]) continue;
-        byProject.set(project, { ...byProject.get(project), [rc]: { limit, usage: 0, remaining: 0 } });
-      }
-    }
-    return [...byProject].sort(([a], [b]) => a.localeCompare(b)).map(([project_id, classes]) => ({ project_id, limits: classes }));
+    const { bounds, usage } = await this.boundsAndUsage();
+    return atOrOverBound(bounds, usage).map(([project_id, classes]) => ({ project_id, limits: classLimits(Object.entries(classes)) }));
   }
 }
+
+/** The audit's keys in the limits' words. */
+const classLimits = (keys: Iterable<[string, ProjectKeyReport]>): Record<string, ClassLimit> =>
+  Object.fromEntries([...keys].map(([rc, { bound, usage, remaining }]) => [rc, { limit: bound, usage, remaining }]));
 
 function summary(limits: LimitSet): Record<string, unknown> {
   return { registered: Object.fromEntries(limits.registered), project_overrides: limits.projects.size };
@@ -304,7 +304,13 @@ export function limitsSourceOf(config: LimitsConfig, fetcher?: typeof fetch): Li
 export const LIMITS = stateKey<ProjectLimits>('limits');
 
 /** The app's project limits (PLACEMENT_LIMITS), or undefined when off. */
-export function projectLimits(store: DataStore, config: LimitsConfig, log: Logger, fetcher?: typeof fetch): ProjectLimits | undefined {
+export function projectLimits(
+  store: DataStore,
+  config: LimitsConfig,
+  log: Logger,
+  fetcher?: typeof fetch,
+  declaration: ProjectConstraint = PROJECT_LIMITS,
+): ProjectLimits | undefined {
   const source = limitsSourceOf(config, fetcher);
-  return source ? new ProjectLimits(store, source, config, log, () => Date.now()) : undefined;
+  return source ? new ProjectLimits(store, source, config, log, () => Date.now(), declaration) : undefined;
 }
