@@ -9,17 +9,19 @@ import { PROJECT_LIMITS } from './declaration.js';
 import { limitsWrites } from './guard.js';
 import { limitRoutes } from './http/routes.js';
 import { withinLimitsGate, withinLimitsParam } from './params.js';
-import { LIMITS, projectLimits } from './service.js';
+import { LIMITS, limitsConfigOf, projectLimits } from './service.js';
+import { LIMITS_SETTINGS, limitsSettingsProblem } from './settings.js';
 
 /** The extension enforcing `declaration` (the project limits' own; a test declares another). */
 export const limitsExtension = (declaration: ProjectConstraint): Extension => ({
   name: LIMITS.extension,
+  settings: { shape: LIMITS_SETTINGS, problem: (config) => limitsSettingsProblem(limitsConfigOf(config)) },
   params: [withinLimitsParam],
   routes: [limitRoutes],
   // Read again once PLACEMENT_LIMITS_REFRESH_SECONDS have passed since the last try, where the sweeps run (once per service).
   jobs: { handlers: {}, sweeps: [withState(LIMITS, (state) => state.refreshIfDue())] },
   setUp({ store, config, log, metrics, keystoneFetch }) {
-    const state = projectLimits(store, config, log, keystoneFetch, declaration);
+    const state = projectLimits(store, limitsConfigOf(config), log, keystoneFetch, declaration);
     if (!state) return null;
     return {
       state,

@@ -75,6 +75,9 @@ export interface LimitsConfig extends LimitsSettings, KeystoneCredentialSettings
   PLACEMENT_KEYSTONE_TIMEOUT_MS: number;
 }
 
+/** The limits' settings in an app's configuration: loadConfig() parsed them with LIMITS_SETTINGS (this extension's Extension.settings). */
+export const limitsConfigOf = (config: Readonly<Record<string, unknown>>): LimitsConfig => config as unknown as LimitsConfig;
+
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export class ProjectLimits {
