@@ -5,17 +5,14 @@
 // guard, the candidates' rule (ext_within_limits) and the audit (GET /ext/limits).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.js';
-import { EXTENSIONS, makeDeps } from '../../src/compose.js';
 import { LIMIT } from '../../src/db/columns.js';
-import { openStore } from '../../src/entry/node-service.js';
 import { PROJECT_LIMITS } from '../../src/ext/limits/declaration.js';
 import { limits, limitsExtension } from '../../src/ext/limits/extension.js';
 import { LIMITS as LIMITS_STATE } from '../../src/ext/limits/service.js';
 import { type ProjectConstraint, projectConstraintGuard } from '../../src/placement/constraints.js';
+import { type App, adminRequest, siblingApp } from '../helpers/sibling-app.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
-const silent = { debug() {}, info() {}, warn() {}, error() {} };
 const P = 'aaaaaaaa-0000-4000-8000-00000000000a';
 
 /** The one change: every limit counts twice what the source says. */
@@ -25,22 +22,12 @@ const DOUBLED: ProjectConstraint = {
 };
 
 let t: TestApp;
-let doubled: ReturnType<typeof createApp>;
+let doubled: App;
 let host: string;
 const holder = randomUUID();
 
-const call = (app: ReturnType<typeof createApp>, method: string, path: string, body?: unknown) =>
-  app.request(path, {
-    method,
-    headers: {
-      'x-auth-token': 'admin',
-      'x-project-id': P,
-      'openstack-api-version': `placement ${body === undefined ? 'latest' : '1.38'}`,
-      'content-type': 'application/json',
-      accept: 'application/json',
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const call = (app: App, method: string, path: string, body?: unknown) =>
+  adminRequest(app, method, path, body, { bodyVersion: '1.38', headers: { 'x-project-id': P } });
 
 const claim = (vcpu: number, generation: number | null) => ({
   allocations: { [host]: { resources: { VCPU: vcpu } } },
@@ -54,10 +41,9 @@ beforeAll(async () => {
   // A registered limit of 2 VCPU (doubled: 4).
   t = await makeTestApp({ PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: JSON.stringify({ registered: { 'class:VCPU': 2 } }) });
   await t.deps.extensions.state(LIMITS_STATE)!.start();
-  const list = EXTENSIONS.map((e) => (e === limits ? limitsExtension(DOUBLED) : e));
-  const deps = makeDeps(await openStore(t.deps.config, { prepare: false }, silent), t.deps.config, silent, { extensions: list });
-  await deps.extensions.state(LIMITS_STATE)!.start();
-  doubled = createApp(deps);
+  const sibling = await siblingApp(t, (e) => (e === limits ? limitsExtension(DOUBLED) : e));
+  await sibling.deps.extensions.state(LIMITS_STATE)!.start();
+  doubled = sibling.app;
   host = randomUUID();
   expect((await t.call('POST', '/resource_providers', { body: { name: 'host', uuid: host } })).status).toBe(200);
   const inventory = { resource_provider_generation: 0, inventories: { VCPU: { total: 64 } } };
@@ -80,7 +66,7 @@ describe('one change to the project limits declaration', () => {
   });
 
   it("changes the candidates' rule (ext_within_limits)", async () => {
-    const count = async (app: ReturnType<typeof createApp>) =>
+    const count = async (app: App) =>
       (
         (await (await call(app, 'GET', '/allocation_candidates?resources=VCPU:1&ext_within_limits=true')).json()) as {
           allocation_requests: unknown[];
@@ -91,11 +77,10 @@ describe('one change to the project limits declaration', () => {
   });
 
   it("changes the audit's answer", async () => {
-    const report = async (app: ReturnType<typeof createApp>) => (await call(app, 'GET', `/ext/limits?project_id=${P}`)).json();
+    const report = async (app: App) => (await call(app, 'GET', `/ext/limits?project_id=${P}`)).json();
     expect(await report(t.app)).toEqual({ project_id: P, limits: { VCPU: { limit: 2, usage: 3, remaining: -1 } } });
     expect(await report(doubled)).toEqual({ project_id: P, limits: { VCPU: { limit: 4, usage: 3, remaining: 1 } } });
-    const over = async (app: ReturnType<typeof createApp>) =>
-      (await (await call(app, 'GET', '/ext/limits')).json()) as { projects?: unknown[] };
+    const over = async (app: App) => (await (await call(app, 'GET', '/ext/limits')).json()) as { projects?: unknown[] };
     expect(JSON.stringify(await over(t.app))).toContain(P);
     expect(JSON.stringify(await over(doubled))).not.toContain(P);
   });
