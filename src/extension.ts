@@ -1,9 +1,9 @@
 // What an extension is: one object, exported by its folder (src/ext/<name>/
 // extension.ts), that says everything the extension adds to the service. The
-// composition root (src/compose.ts EXTENSIONS) lists them; each part is
-// installed where it plugs in: query parameters, read hooks and gates into
-// the candidates engine, claim guards into the write kernel, jobs into the
-// job runner, routes under /ext. The hooks themselves are declared by the
+// list in src/extensions.ts (EXTENSIONS) names them and the composition root
+// (src/compose.ts) installs them; each part is installed where it plugs in:
+// query parameters, read hooks and gates into the candidates engine, claim
+// guards into the write kernel, jobs into the job runner, routes under /ext. The hooks themselves are declared by the
 // parts that call them (placement/candidates/hooks.ts, placement/writes/
 // hooks.ts, jobs/registry.ts, http/route-table.ts); this file only gathers
 // them, so that Deps names no extension type. How to add one: src/ext/README.md.

@@ -1,4 +1,4 @@
-// An extension is one folder and one line in compose.ts EXTENSIONS: an app
+// An extension is one folder and one line in src/extensions.ts EXTENSIONS: an app
 // built without it answers upstream's API as upstream does, and refuses the
 // extension's query parameters with upstream's 400 for an unknown key. Here
 // three apps share one database: every extension, none, and all but taints.
