@@ -1,5 +1,6 @@
 // npm run bench:writes [-- --url http://host:port] [--compare http://other:port]
 //   [--providers 200] [--clients 10] [--claims 2000] [--version 1.38] [--limits off|on|both]
+//   [--group-commit on|off|both] [--synchronous normal|full] [--rounds 1]
 //
 // Write throughput, Node mode (docs/write-model.md): CLIENTS concurrent clients claim
 // (PUT /allocations/{new consumer}, 1 VCPU + 256 MEMORY_MB on a random
@@ -13,12 +14,17 @@
 // VCPU and a MEMORY_MB limit the run never reaches, so every claim pays for
 // the guard and none is refused); both: a server without, then one with,
 // alternated --rounds times (default 1), for the cost of the guard.
+// --group-commit: the local server's PLACEMENT_GROUP_COMMIT (both: with and
+// without, alternated each round). Before the runs it measures the disk's
+// fsync floor where the database lives (4 KiB written and fdatasync'd, again
+// and again for a second: the most commits per second a writer that syncs
+// each commit could make) and prints claims/s against it.
 //
 // Figures are only comparable on the same, otherwise idle, machine.
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import https from 'node:https';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -35,8 +41,12 @@ const { values: args } = parseArgs({
     token: { type: 'string', default: 'admin' },
     limits: { type: 'string', default: 'off' },
     rounds: { type: 'string', default: '1' },
+    'group-commit': { type: 'string', default: 'off' },
+    synchronous: { type: 'string', default: 'normal' },
   },
 });
+if (!['off', 'on', 'both'].includes(args['group-commit']!)) throw new Error('--group-commit is off, on or both');
+if (!['normal', 'full'].includes(args.synchronous!)) throw new Error('--synchronous is normal or full');
 if (!['off', 'on', 'both'].includes(args.limits!)) throw new Error('--limits is off, on or both');
 /** Limits every claim is checked against and none reaches (the project claims 1 VCPU and 256 MEMORY_MB per claim). */
 const UNREACHED_LIMITS = JSON.stringify({ registered: { 'class:VCPU': 1_000_000, 'class:MEMORY_MB': 1_000_000_000 } });
@@ -114,7 +124,33 @@ function processTreeCpuMs(pid: number): number | undefined {
   return total;
 }
 
-async function startLocalServer(limits = false): Promise<{ url: string; pid: number | undefined; stop: () => void }> {
+/**
+ * Synced writes per second on the file system under tmpdir() (where the
+ * local server's database goes): 4 KiB written at the same place and
+ * fdatasync'd, for `seconds`. A writer that syncs every commit makes at most
+ * this many commits per second.
+ */
+function fsyncFloor(seconds = 1): { fsyncsPerSecond: number; msPerFsync: number } {
+  const dir = mkdtempSync(join(tmpdir(), 'placement-bench-fsync-'));
+  const fd = openSync(join(dir, 'probe'), 'w');
+  const page = Buffer.alloc(4096, 7);
+  try {
+    let count = 0;
+    const started = performance.now();
+    while (performance.now() - started < seconds * 1000) {
+      writeSync(fd, page, 0, page.length, 0);
+      fdatasyncSync(fd);
+      count += 1;
+    }
+    const elapsed = (performance.now() - started) / 1000;
+    return { fsyncsPerSecond: Math.round(count / elapsed), msPerFsync: Number(((elapsed * 1000) / count).toFixed(3)) };
+  } finally {
+    closeSync(fd);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function startLocalServer(limits = false, groupCommit = true): Promise<{ url: string; pid: number | undefined; stop: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-bench-writes-'));
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
@@ -124,6 +160,8 @@ async function startLocalServer(limits = false): Promise<{ url: string; pid: num
       PORT: String(port),
       PLACEMENT_DB_URL: `file:${join(dir, 'placement.db')}`,
       LOG_LEVEL: 'warn',
+      PLACEMENT_GROUP_COMMIT: String(groupCommit),
+      PLACEMENT_DB_SYNCHRONOUS: args.synchronous!,
       ...(limits ? { PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: UNREACHED_LIMITS } : {}),
     },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -247,14 +285,17 @@ async function scenario(base: string, serverPid?: number): Promise<Result> {
 async function localRows(): Promise<Record<string, Result & { url: string }>> {
   const rows: Record<string, Result & { url: string }> = {};
   const kinds = args.limits === 'both' ? [false, true] : [args.limits === 'on'];
+  const grouping = args['group-commit'] === 'both' ? [true, false] : [args['group-commit'] === 'on'];
   for (let round = 1; round <= Number(args.rounds); round += 1) {
     for (const limits of kinds) {
-      const server = await startLocalServer(limits);
-      try {
-        const name = `${limits ? 'limits on' : 'limits off'}${Number(args.rounds) > 1 ? ` #${round}` : ''}`;
-        rows[name] = { url: server.url, ...(await scenario(server.url, server.pid)) };
-      } finally {
-        server.stop();
+      for (const groupCommit of grouping) {
+        const server = await startLocalServer(limits, groupCommit);
+        try {
+          const name = `${limits ? 'limits on' : 'limits off'}, group commit ${groupCommit ? 'on' : 'off'}${Number(args.rounds) > 1 ? ` #${round}` : ''}`;
+          rows[name] = { url: server.url, ...(await scenario(server.url, server.pid)) };
+        } finally {
+          server.stop();
+        }
       }
     }
   }
@@ -262,11 +303,23 @@ async function localRows(): Promise<Record<string, Result & { url: string }>> {
 }
 
 try {
-  console.log(`write throughput: ${CLIENTS} clients, ${CLAIMS} claims then deletes, ${PROVIDERS} providers, placement ${VERSION}`);
+  console.log(
+    `write throughput: ${CLIENTS} clients, ${CLAIMS} claims then deletes, ${PROVIDERS} providers, placement ${VERSION}, synchronous=${args.synchronous}`,
+  );
+  const floorBefore = args.url ? undefined : fsyncFloor();
   const rows: Record<string, Result & { url: string }> = args.url
     ? { this: { url: args.url, ...(await scenario(args.url)) } }
     : await localRows();
   if (args.compare) rows.compare = { url: args.compare, ...(await scenario(args.compare)) };
+  const floorAfter = args.url ? undefined : fsyncFloor();
+  if (floorBefore && floorAfter) {
+    const floor = Math.round((floorBefore.fsyncsPerSecond + floorAfter.fsyncsPerSecond) / 2);
+    console.log(
+      `fsync floor under ${tmpdir()}: ${floorBefore.fsyncsPerSecond} / ${floorAfter.fsyncsPerSecond} synced 4 KiB writes per second (before / after the runs; ${floorBefore.msPerFsync} / ${floorAfter.msPerFsync} ms each)`,
+    );
+    for (const row of Object.values(rows) as (Result & { claimsPerFsync?: number })[])
+      row.claimsPerFsync = Number((row.claimsPerSecond / floor).toFixed(2));
+  }
   console.table(rows);
   if (Object.values(rows).some((r) => !r.ok)) {
     console.error('usage does not equal the claims granted');

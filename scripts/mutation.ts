@@ -81,6 +81,20 @@ export const MODULES: Module[] = [
     tests: ['test/keystone/token-cache.test.ts', 'test/keystone/token-validation.test.ts'],
   },
   {
+    name: 'limits',
+    mutate: ['src/ext/limits/service.ts', 'src/ext/limits/guard.ts', 'src/ext/http/keystone-limits.ts'],
+    // Static limits and a Keystone stand-in (fetch); the real Keystone's limits-keystone.test.ts starts
+    // Keystone and sqld, too slow to run once per mutant.
+    tests: ['test/ext/limits.test.ts'],
+  },
+  {
+    name: 'keystone-client',
+    mutate: ['src/http/keystone/client.ts', 'src/http/keystone/service-token.ts'],
+    // The fake Keystone's tests (validation, renewal, refusals) and the limits' system-scoped reader.
+    tests: ['test/keystone/token-validation.test.ts', 'test/ext/limits.test.ts'],
+  },
+  { name: 'headroom', mutate: ['src/ext/headroom.ts'], tests: ['test/ext/headroom.test.ts'] },
+  {
     name: 'import-reader',
     mutate: ['src/admin/placement-reader.ts'],
     tests: ['test/admin/placement-reader.test.ts', 'test/admin/import-from-this-service.test.ts'],

@@ -139,6 +139,23 @@ export const ConfigSchema = z.object({
   PLACEMENT_DB_WRITE_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
   /** After a replica fails, reads go to the primary for this many ms before it is tried again. */
   PLACEMENT_DB_READ_RETRY_MS: z.coerce.number().int().min(0).default(5000),
+  /**
+   * Node mode on a file database: the write batches one process receives
+   * while it serves a turn of its event loop share one transaction and one
+   * COMMIT, each batch in a savepoint of its own (db/group-commit.ts). Off by
+   * default: claims racing for one provider then read the same generation
+   * within a turn and all but one lose the race and retry, so under such a
+   * hot spot some run out of retries (409) where each committing alone won.
+   */
+  PLACEMENT_GROUP_COMMIT: bool.default(false),
+  /**
+   * Node mode on a file database: when a commit reaches the disk. normal: it
+   * survives the process's crash; the OS crashing or the power failing may
+   * lose the last ones (the WAL is synced at checkpoints). full: each COMMIT
+   * is synced before any write it holds is answered (one fsync per shared
+   * commit, PLACEMENT_GROUP_COMMIT).
+   */
+  PLACEMENT_DB_SYNCHRONOUS: z.enum(['normal', 'full']).default('normal'),
   PLACEMENT_AUTH_STRATEGY: z.enum(['noauth2', 'token', 'keystone']).default('noauth2'),
   /** token mode: JSON {"<token>": {"roles": [...], "project_id": "...", "user_id": "..."}} */
   PLACEMENT_AUTH_TOKENS: z.string().optional(),

@@ -9,6 +9,9 @@ import { headroom } from './ext/headroom/extension.js';
 import { holds } from './ext/holds/extension.js';
 import { leases } from './ext/leases/extension.js';
 import { limits } from './ext/limits/extension.js';
+import { preemption } from './ext/preemption/extension.js';
+import { simulate } from './ext/simulate/extension.js';
+import { sites } from './ext/sites/extension.js';
 import { taints } from './ext/taints/extension.js';
 import type { Extension } from './extension.js';
 
@@ -18,4 +21,16 @@ import type { Extension } from './extension.js';
  * of their parameters there, of their read hooks in a candidates read batch,
  * of their claim guards (an earlier refusal is answered first) and of their sweeps.
  */
-export const EXTENSIONS: readonly Extension[] = [headroom, taints, counters, leases, limits, gangs, firstOf, holds];
+export const EXTENSIONS: readonly Extension[] = [
+  headroom,
+  taints,
+  counters,
+  leases,
+  limits,
+  gangs,
+  firstOf,
+  holds,
+  preemption,
+  simulate,
+  sites,
+];

@@ -4,6 +4,7 @@
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import { drizzle, type LibSQLDatabase } from 'drizzle-orm/libsql';
 import { clientWithDeadlines, type DatabaseDeadline, readsWithDeadline } from './deadline.js';
+import { CommitGroups, type GroupOutcome } from './group-commit.js';
 import { DbWatch } from './observe.js';
 import { markOf, RAISE_WRITE_MARK, RAISE_WRITE_MARK_SQL, ReplicaReader, type ReplicaOptions, WriteMarks } from './replica.js';
 import * as schema from './schema/index.js';
@@ -71,6 +72,8 @@ export interface DataStore extends BatchReader {
 export interface BatchConnection {
   readBatch(statements: InStatement[]): Promise<ResultSet[]>;
   writeBatch(statements: InStatement[]): Promise<ResultSet[]>;
+  /** Where present, concurrent write batches share commits through it (db/group-commit.ts). */
+  writeGroup?(batches: InStatement[][]): Promise<GroupOutcome[]>;
   close(): void;
 }
 
@@ -94,11 +97,17 @@ export function createDataStore(
   const batches = deadline && rawBatches ? readsWithDeadline(rawBatches, deadline) : rawBatches;
   const db = drizzle(client, { schema });
   const lock = new Mutex();
+  const watch = new DbWatch();
   // A write waits behind the lock and runs within one deadline, where there is one.
   const locked = <T>(send: () => Promise<T>): Promise<T> => (deadline ? deadline.queued(lock, send) : lock.run(send));
   const readBatch = batches ? (s: InStatement[]) => batches.readBatch(s) : (s: InStatement[]) => client.batch(s, 'read');
+  const groups = batches?.writeGroup ? commitGroups(batches.writeGroup.bind(batches), locked, watch) : undefined;
   // Inside `locked`, which holds the write deadline: the raw client's batch, not timed twice.
-  const runWriteBatch = batches ? (s: InStatement[]) => batches.writeBatch(s) : (s: InStatement[]) => rawClient.batch(s, 'write');
+  const runWriteBatch = groups
+    ? (s: InStatement[]) => groups.write(s)
+    : batches
+      ? (s: InStatement[]) => batches.writeBatch(s)
+      : (s: InStatement[]) => rawClient.batch(s, 'write');
   // With a replica, every write also raises the write mark and learns it (one
   // more statement, same round trip), so replica reads can tell whether they
   // are as fresh as our writes. Without one, writes are exactly as before.
@@ -118,7 +127,6 @@ export function createDataStore(
           return result;
         })
     : <T>(fn: (tx: Tx) => Promise<T>) => db.transaction(fn);
-  const watch = new DbWatch();
   const timedRead = (statements: InStatement[]) => watch.timed('read_batch', () => readBatch(statements));
   const replicaReader = replica ? new ReplicaReader(replica.client, { readBatch: timedRead }, marks, replica, watch) : undefined;
   const store: DataStore = {
@@ -131,11 +139,14 @@ export function createDataStore(
       ),
     readBatch: timedRead,
     // Timed once the lock is held: the wait behind other writers is not the database's.
-    writeBatch: (statements) =>
-      watchWrite(
-        locked(() => watch.timed('write_batch', () => writeBatch(statements))),
-        log,
-      ),
+    // A shared commit takes the lock and is timed itself (commitGroups).
+    writeBatch: groups
+      ? (statements) => watchWrite(writeBatch(statements), log)
+      : (statements) =>
+          watchWrite(
+            locked(() => watch.timed('write_batch', () => writeBatch(statements))),
+            log,
+          ),
     // Without a replica, the store itself, so the tree model kept per reader (candidates/cloud-model.ts) is shared.
     get nearby(): BatchReader {
       return replicaReader ?? store;
@@ -151,4 +162,27 @@ export function createDataStore(
     },
   };
   return store;
+}
+
+/**
+ * Write batches that share commits: each group waits for the lock writeTx
+ * holds (within the write deadline, where there is one), and counts as one write_batch per batch in it, each taking the
+ * group's time (what its writer waited for).
+ */
+function commitGroups(
+  writeGroup: (batches: InStatement[][]) => Promise<GroupOutcome[]>,
+  locked: <T>(send: () => Promise<T>) => Promise<T>,
+  watch: DbWatch,
+): CommitGroups {
+  return new CommitGroups((group) =>
+    locked(async () => {
+      const started = performance.now();
+      try {
+        return await writeGroup(group);
+      } finally {
+        const seconds = (performance.now() - started) / 1000;
+        for (let i = 0; i < group.length; i += 1) watch.observer?.operation('write_batch', seconds);
+      }
+    }),
+  );
 }

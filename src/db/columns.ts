@@ -45,3 +45,9 @@ export const HOLD = columnNames(t.extHolds);
 export const HOLD_AMOUNT = columnNames(t.extHoldAmounts);
 export const HOLD_DRAW = columnNames(t.extHoldDraws);
 export const HOLD_EPOCH = columnNames(t.extHoldsEpoch);
+
+// Preemption (docs/preemption.md).
+export const CONSUMER_PRIORITY = columnNames(t.extConsumerPriorities);
+export const PROJECT_PRIORITY = columnNames(t.extProjectPriorities);
+export const PREEMPTION = columnNames(t.extPreemptions);
+export const PREEMPTION_VICTIM = columnNames(t.extPreemptionVictims);

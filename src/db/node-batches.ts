@@ -13,6 +13,7 @@
 // Only for a file database: an in-memory one exists on one connection only.
 import { LibsqlBatchError, LibsqlError, type InArgs, type InStatement, type InValue, type ResultSet, type Row } from '@libsql/client';
 import Database from 'libsql';
+import type { GroupOutcome } from './group-commit.js';
 import { resultSet, rowFactory } from './result-rows.js';
 
 type Connection = InstanceType<typeof Database>;
@@ -26,12 +27,29 @@ interface CachedStatement {
   columnTypes: string[];
 }
 
+/**
+ * When a commit reaches the disk (SQLite's synchronous, in WAL mode):
+ * normal, a commit survives the process's crash and the WAL is synced at
+ * checkpoints, so the OS crashing or the power failing may lose the last
+ * commits; full, every COMMIT is synced before it returns (one fsync per
+ * commit, which group commit shares among the batches of a group).
+ */
+export type Synchronous = 'normal' | 'full';
+
+export const synchronousPragma = (mode: Synchronous): string => `PRAGMA synchronous=${mode === 'full' ? 'FULL' : 'NORMAL'}`;
+
 /** Distinct statement texts kept prepared; the write model uses a few dozen. */
 const CACHE_LIMIT = 512;
 
 export interface BatchRunner {
   readBatch(statements: InStatement[]): Promise<ResultSet[]>;
   writeBatch(statements: InStatement[]): Promise<ResultSet[]>;
+  /**
+   * The batches in one transaction and one COMMIT, each in a SAVEPOINT of its
+   * own: one outcome per batch, in order, each what it would have been had
+   * the batch run alone after the ones before it (db/group-commit.ts).
+   */
+  writeGroup(batches: InStatement[][]): Promise<GroupOutcome[]>;
   close(): void;
 }
 
@@ -46,9 +64,13 @@ export interface BatchRunner {
  * would sleep the whole event loop for 1 ms and more on every collision,
  * when the other writer needs well under a millisecond.
  */
-export function openBatchRunner(path: string, busyTimeoutMs: number): BatchRunner {
+export function openBatchRunner(
+  path: string,
+  busyTimeoutMs: number,
+  { synchronous = 'normal' }: { synchronous?: Synchronous } = {},
+): BatchRunner {
   const db = new Database(path, { timeout: 0 } as ConstructorParameters<typeof Database>[1]);
-  db.exec('PRAGMA synchronous=NORMAL');
+  db.exec(synchronousPragma(synchronous));
   // Checkpoint (copy the WAL back into the file, with an fsync) every ~40 MB
   // of WAL instead of SQLite's 4 MB: claims rewrite the same hot pages, so a
   // checkpoint ten times rarer copies far fewer pages in all, and the write
@@ -103,31 +125,76 @@ export function openBatchRunner(path: string, busyTimeoutMs: number): BatchRunne
     return resultSet([], [], [], info.changes, BigInt(info.lastInsertRowid));
   };
 
+  const runAll = (statements: InStatement[]): ResultSet[] => {
+    const results: ResultSet[] = [];
+    for (let i = 0; i < statements.length; i += 1) {
+      const s = statements[i]!;
+      const [sql, args] = typeof s === 'string' ? [s, []] : [s.sql, argsOf(s.args)];
+      try {
+        results.push(run(sql, args));
+      } catch (err) {
+        throw batchError(err, i);
+      }
+    }
+    return results;
+  };
+
   const batch = (begin: string, statements: InStatement[]): ResultSet[] => {
     execute(begin);
     try {
-      const results: ResultSet[] = [];
-      for (let i = 0; i < statements.length; i += 1) {
-        const s = statements[i]!;
-        const [sql, args] = typeof s === 'string' ? [s, []] : [s.sql, argsOf(s.args)];
-        try {
-          results.push(run(sql, args));
-        } catch (err) {
-          throw batchError(err, i);
-        }
-      }
+      const results = runAll(statements);
       execute('COMMIT');
       return results;
     } finally {
-      if (db.inTransaction) {
-        // A failed ROLLBACK (SQLite has already rolled back on some errors)
-        // must not hide the error that made the batch fail.
+      rollbackIfOpen();
+    }
+  };
+
+  // A failed ROLLBACK (SQLite has already rolled back on some errors) must
+  // not hide the error that made the batch fail.
+  function rollbackIfOpen(): void {
+    if (!db.inTransaction) return;
+    try {
+      execute('ROLLBACK');
+    } catch {
+      // the batch's own outcome is what the caller needs
+    }
+  }
+
+  /**
+   * The batches under one BEGIN IMMEDIATE ... COMMIT, each in a savepoint: a
+   * failing batch is rolled back to its savepoint and answers its own error;
+   * the others go on. Undefined when the group cannot commit as a whole (its
+   * COMMIT failed, or an error ended the whole transaction, as SQLITE_FULL
+   * may): nothing of it is written then. Throws SQLITE_BUSY (nothing written)
+   * when another process holds the write lock.
+   */
+  const group = (batches: InStatement[][]): GroupOutcome[] | undefined => {
+    execute('BEGIN IMMEDIATE');
+    try {
+      const outcomes: GroupOutcome[] = [];
+      for (const statements of batches) {
+        execute('SAVEPOINT grouped_batch');
         try {
-          execute('ROLLBACK');
-        } catch {
-          // the batch's own outcome is what the caller needs
+          outcomes.push({ results: runAll(statements) });
+          execute('RELEASE grouped_batch');
+        } catch (err) {
+          if (isBusy(err)) throw err;
+          if (!db.inTransaction) return undefined;
+          execute('ROLLBACK TO grouped_batch');
+          execute('RELEASE grouped_batch');
+          outcomes.push({ error: err });
         }
       }
+      try {
+        execute('COMMIT');
+      } catch (err) {
+        if (isBusy(err)) throw err;
+        return undefined;
+      }
+      return outcomes;
+    } finally {
+      rollbackIfOpen();
     }
   };
 
@@ -139,22 +206,49 @@ export function openBatchRunner(path: string, busyTimeoutMs: number): BatchRunne
     }
   }
 
-  const retryWhileBusy = async (begin: string, statements: InStatement[]): Promise<ResultSet[]> => {
+  const retryWhileBusy = async <T>(attempt: () => T): Promise<T> => {
     const started = performance.now();
-    for (let attempt = 0; ; attempt += 1) {
+    for (let tries = 0; ; tries += 1) {
       try {
-        return batch(begin, statements);
+        return attempt();
       } catch (err) {
         if (!isBusy(err) || performance.now() - started > busyTimeoutMs) throw err;
         // The other writer is usually done within a turn or two of the loop.
-        await (attempt < 16 ? new Promise((resolve) => setImmediate(resolve)) : new Promise((resolve) => setTimeout(resolve, 1)));
+        await (tries < 16 ? new Promise((resolve) => setImmediate(resolve)) : new Promise((resolve) => setTimeout(resolve, 1)));
       }
     }
   };
 
+  const writeBatch = (statements: InStatement[]) => retryWhileBusy(() => batch('BEGIN IMMEDIATE', statements));
+
+  /** A group that cannot commit as a whole runs again one batch at a time, so each gets the answer it would have had alone. */
+  const writeAlone = async (batches: InStatement[][]): Promise<GroupOutcome[]> => {
+    const outcomes: GroupOutcome[] = [];
+    for (const statements of batches) {
+      try {
+        outcomes.push({ results: await writeBatch(statements) });
+      } catch (error) {
+        outcomes.push({ error });
+      }
+    }
+    return outcomes;
+  };
+
   return {
-    readBatch: (statements) => retryWhileBusy('BEGIN TRANSACTION READONLY', statements),
-    writeBatch: (statements) => retryWhileBusy('BEGIN IMMEDIATE', statements),
+    readBatch: (statements) => retryWhileBusy(() => batch('BEGIN TRANSACTION READONLY', statements)),
+    writeBatch,
+    writeGroup: async (batches) => {
+      if (batches.length === 1) return writeAlone(batches);
+      let shared: GroupOutcome[] | undefined;
+      try {
+        shared = await retryWhileBusy(() => group(batches));
+      } catch (error) {
+        // The write lock did not come within the busy timeout: each batch would have waited as long in vain.
+        if (isBusy(error)) return batches.map(() => ({ error }));
+        // BEGIN itself failed: each batch on its own finds out why.
+      }
+      return shared ?? writeAlone(batches);
+    },
     close: () => {
       cache.clear();
       if (db.open) db.close();

@@ -29,10 +29,14 @@ export async function openStore(
     config.PLACEMENT_DB_URL,
     config.PLACEMENT_DB_AUTH_TOKEN,
     fetchWithTimeout(clientRequestLimitMs(config)),
+    config.PLACEMENT_DB_SYNCHRONOUS,
   );
   const store = createDataStore(
     client,
-    openNodeBatchRunner(config.PLACEMENT_DB_URL),
+    openNodeBatchRunner(config.PLACEMENT_DB_URL, {
+      groupCommit: config.PLACEMENT_GROUP_COMMIT,
+      synchronous: config.PLACEMENT_DB_SYNCHRONOUS,
+    }),
     openReplica(config, log),
     log,
     databaseDeadline(config),

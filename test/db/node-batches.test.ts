@@ -140,3 +140,77 @@ describe('cached-statement batches', () => {
     expect((await client.execute('SELECT count(*) AS n FROM t')).rows[0]!.n).toBe(2);
   });
 });
+
+describe('write groups (one shared commit)', () => {
+  const names = async () => (await client.execute('SELECT name FROM t ORDER BY id')).rows.map((r) => r.name);
+
+  it('answers each batch on its own: a failing one is rolled back alone, with its statement index', async () => {
+    const outcomes = await runner.writeGroup([
+      [{ sql: 'INSERT INTO t (name) VALUES (?)', args: ['c'] }],
+      [
+        { sql: 'INSERT INTO t (name) VALUES (?)', args: ['d'] },
+        { sql: 'INSERT INTO t (name) VALUES (?)', args: ['a'] },
+      ],
+      [{ sql: 'SELECT count(*) AS n FROM t', args: [] }],
+    ]);
+    expect(outcomes).toHaveLength(3);
+    expect(outcomes[0]).toMatchObject({ results: [{ rowsAffected: 1, lastInsertRowid: 3n }] });
+    expect(outcomes[1]).toMatchObject({
+      error: { statementIndex: 1, code: 'SQLITE_CONSTRAINT', extendedCode: 'SQLITE_CONSTRAINT_UNIQUE' },
+    });
+    expect(outcomes[1]).toHaveProperty('error');
+    expect((outcomes[1] as { error: unknown }).error).toBeInstanceOf(LibsqlBatchError);
+    // The third sees the first's row and none of the second's.
+    expect(outcomes[2]).toMatchObject({ results: [{ rows: [{ n: 3 }] }] });
+    expect(await names()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('an error that ends the whole transaction (a trigger RAISE(ROLLBACK)) costs the others nothing: each runs again alone', async () => {
+    await client.execute("CREATE TRIGGER no_x BEFORE INSERT ON t WHEN NEW.name = 'x' BEGIN SELECT RAISE(ROLLBACK, 'no x'); END");
+    const outcomes = await runner.writeGroup([
+      [{ sql: 'INSERT INTO t (name) VALUES (?)', args: ['c'] }],
+      [{ sql: 'INSERT INTO t (name) VALUES (?)', args: ['x'] }],
+      [{ sql: 'INSERT INTO t (name) VALUES (?)', args: ['e'] }],
+    ]);
+    expect(outcomes.map((o) => ('error' in o ? 'error' : 'ok'))).toEqual(['ok', 'error', 'ok']);
+    expect((outcomes[1] as { error: Error }).error.message).toContain('no x');
+    expect(await names()).toEqual(['a', 'b', 'c', 'e']);
+  });
+
+  it('waits for another process holding the write lock, then commits the whole group', async () => {
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    other.exec("UPDATE t SET amount = 5 WHERE name = 'a'");
+    const pending = runner.writeGroup([
+      [{ sql: "UPDATE t SET amount = amount * 10 WHERE name = 'a'", args: [] }],
+      [{ sql: "UPDATE t SET amount = amount + 1 WHERE name = 'a'", args: [] }],
+    ]);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      other.exec('COMMIT');
+    } finally {
+      other.close();
+    }
+    expect((await pending).every((o) => 'results' in o)).toBe(true);
+    expect((await client.execute("SELECT amount FROM t WHERE name = 'a'")).rows[0]!.amount).toBe(51);
+  });
+
+  it('answers every batch of the group SQLITE_BUSY, nothing written, once the busy timeout has passed', async () => {
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const outcomes = await runner.writeGroup([
+        [{ sql: 'DELETE FROM t', args: [] }],
+        [{ sql: "INSERT INTO t (name) VALUES ('z')", args: [] }],
+      ]);
+      expect(outcomes).toEqual([
+        { error: expect.objectContaining({ code: 'SQLITE_BUSY' }) },
+        { error: expect.objectContaining({ code: 'SQLITE_BUSY' }) },
+      ]);
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect(await names()).toEqual(['a', 'b']);
+  });
+});

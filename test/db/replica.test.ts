@@ -10,6 +10,8 @@ import { provider } from '../helpers/providers.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { heldReplicaMarkAt, replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld, writeMarkAt } from '../helpers/sqld.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { waitUntil } from '../helpers/wait.js';
+import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
 
 const CANDIDATES = '/allocation_candidates?resources=VCPU:1,MEMORY_MB:64';
 const READ_TIMEOUT_MS = 5_000;
@@ -269,4 +271,79 @@ describeWithPart(SQLD_MISSING, 'several server processes on one replica', () => 
       primary.stop();
     }
   }, 120_000);
+
+  it("with the replica held behind, each process reads the other's writes: only the relayed mark can send the read to the primary", async () => {
+    const primary = await startSqld({ grpc: true });
+    // The replica's only way to the primary: held, it applies nothing new, so it cannot catch up by itself.
+    const link = await startPausableLink(primary.grpcUrl!, { only: 'answers' });
+    const replica = await startSqld({ primaryGrpcUrl: link.url });
+    const server = await startServer(primary.url, {
+      PLACEMENT_WORKERS: '2',
+      PLACEMENT_DB_READ_URL: replica.url,
+      PLACEMENT_DB_READ_TIMEOUT_MS: String(READ_TIMEOUT_MS),
+    });
+    // A new connection per request: the cluster hands them to its two processes in turn.
+    const send = async (method: string, path: string, payload?: unknown) => {
+      const res = await fetch(`${server.url}${path}`, {
+        method,
+        headers: {
+          'x-auth-token': 'admin',
+          'content-type': 'application/json',
+          'openstack-api-version': 'placement 1.39',
+          connection: 'close',
+        },
+        body: payload === undefined ? undefined : JSON.stringify(payload),
+      });
+      return { status: res.status, body: (await res.text()) || 'null' };
+    };
+    try {
+      const rp = crypto.randomUUID();
+      expect((await send('POST', '/resource_providers', { name: `rp-${rp}`, uuid: rp })).status).toBe(200);
+      const inventories = { resource_provider_generation: 0, inventories: { VCPU: { total: 64 } } };
+      expect((await send('PUT', `/resource_providers/${rp}/inventories`, inventories)).status).toBe(200);
+      const usedNow = async () => {
+        const answer = await send('GET', `/allocation_candidates?resources=VCPU:1&in_tree=${rp}`);
+        const summaries = (JSON.parse(answer.body) as { provider_summaries: Record<string, { resources: { VCPU: { used: number } } }> })
+          .provider_summaries;
+        return summaries[rp]?.resources.VCPU.used ?? -1;
+      };
+      const replicaReads = async (outcome: string) => {
+        const text = (await send('GET', '/metrics')).body;
+        return sampleValue(parseSamples(text), 'placement_db_replica_reads_total', { outcome }) ?? 0;
+      };
+      for (let used = 1; used <= 4; used += 1) {
+        await replicaCaughtUp(replica, primary);
+        link.hold();
+        try {
+          const claim = await send('PUT', `/allocations/${crypto.randomUUID()}`, {
+            allocations: { [rp]: { resources: { VCPU: 1 } } },
+            project_id: crypto.randomUUID(),
+            user_id: crypto.randomUUID(),
+            consumer_generation: null,
+            consumer_type: 'INSTANCE',
+          });
+          expect(claim.status).toBe(204);
+          const written = await writeMarkAt(primary.url);
+          // The relay is one IPC hop behind the write: the first read may race it.
+          await waitUntil(`a read seeing ${used} VCPU used`, async () => (await usedNow()) === used);
+          // Then ten reads at once, which the cluster spreads over both processes: every one sees the claim, and
+          // none was answered by the replica (each process knew the replica was behind). Without the relay, the
+          // process that did not write would answer from the held replica, which lacks the claim.
+          const before = { behind: await replicaReads('behind'), replica: await replicaReads('replica') };
+          expect(await Promise.all(Array.from({ length: 10 }, usedNow))).toEqual(Array(10).fill(used));
+          expect(await replicaReads('replica')).toBe(before.replica);
+          expect(await replicaReads('behind')).toBe(before.behind + 10);
+          // Still held: the fresh reads were not the replica's.
+          expect(await heldReplicaMarkAt(replica)).toBeLessThan(written);
+        } finally {
+          link.resume();
+        }
+      }
+    } finally {
+      await server.stop();
+      link.stop();
+      replica.stop();
+      primary.stop();
+    }
+  }, 180_000);
 });

@@ -46,6 +46,27 @@ describe('GET /ext/headroom', () => {
     expect(await proveByClaiming('resources=VCPU:3,MEMORY_MB:1024', b, [b])).toBe(1);
   });
 
+  it('rounds down at fractional allocation ratios: whole claims of what (total - reserved) x ratio leaves', async () => {
+    // a: 7 x 1.5 = 10.5, capacity 10; b: 10 x 0.75 = 7.5, capacity 7; c: (5 - 1) x 1.9 = 7.6, capacity 7, one used.
+    const a = await provider(t, { inventory: { VCPU: { total: 7, allocation_ratio: 1.5 } } });
+    const b = await provider(t, { inventory: { VCPU: { total: 10, allocation_ratio: 0.75 } } });
+    const c = await provider(t, { inventory: { VCPU: { total: 5, reserved: 1, allocation_ratio: 1.9 } } });
+    expect((await claim(t, { [c]: { resources: { VCPU: 1 } } })).status).toBe(204);
+    const counts = async (query: string) => {
+      const body = await headroom(t, query);
+      return [countOf(body, a), countOf(body, b), countOf(body, c), body.total];
+    };
+    // VCPU:4: a 10/4 = 2.5 -> 2; b 7/4 = 1.75 -> 1; c 6/4 = 1.5 -> 1.
+    expect(await counts('resources=VCPU:4')).toEqual([2, 1, 1, 4]);
+    // VCPU:2: a 5; b 7/2 = 3.5 -> 3; c 6/2 = 3.
+    expect(await counts('resources=VCPU:2')).toEqual([5, 3, 3, 11]);
+    // VCPU:3: a 10/3 -> 3; b 7/3 -> 2; c 6/3 = 2.
+    expect(await counts('resources=VCPU:3')).toEqual([3, 2, 2, 7]);
+    expect(await proveByClaiming('resources=VCPU:4', a, [a])).toBe(2);
+    expect(await proveByClaiming('resources=VCPU:2', b, [b])).toBe(3);
+    expect(await proveByClaiming('resources=VCPU:4', c, [c])).toBe(1);
+  });
+
   it('walks a nested tree child by child, as the first candidate moves', async () => {
     const root = await provider(t);
     const numa0 = await provider(t, { parent: root, inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 2048 } } });

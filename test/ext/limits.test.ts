@@ -4,9 +4,13 @@
 // round trips, the answers of /ext/limits and the metric. Keystone as the
 // source, and racing instances on a libSQL server: limits-keystone.test.ts.
 import { afterEach, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { makeDeps } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
-import { LIMITS as LIMITS_STATE } from '../../src/ext/limits/service.js';
+import { KeystoneLimitsReader } from '../../src/ext/limits/http/keystone-limits.js';
+import { LimitsMisconfigured } from '../../src/ext/limits/keystone.js';
+import { LIMITS as LIMITS_STATE, limitsConfigOf, limitsSourceOf, ProjectLimits } from '../../src/ext/limits/service.js';
 import { countBatches } from '../write-model/count-batches.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -187,6 +191,90 @@ describe('PLACEMENT_LIMITS=static', () => {
     expect((await reshape(4)).status).toBe(204);
   });
 
+  it('an existing consumer resized to exactly its project limit is granted, one more is refused (the ordinary path)', async () => {
+    await limitedApp();
+    const [a, b] = [await host(), await host()];
+    const [vm, other] = [crypto.randomUUID(), crypto.randomUUID()];
+    expect((await put(vm, claimBody(a, { VCPU: 4 }))).status).toBe(204);
+    expect((await put(other, claimBody(a, { VCPU: 2 }))).status).toBe(204);
+    // A resize is a claim of a consumer that holds allocations: decided after a read, never the one-batch claim.
+    const counts = countBatches(t.deps.store);
+    expect((await put(vm, claimBody(b, { VCPU: 8 }, { generation: 1 }))).status).toBe(204);
+    expect(counts.reads).toBeGreaterThan(0);
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 10, usage: 10, remaining: 0 });
+    const past = await put(vm, claimBody(b, { VCPU: 9 }, { generation: 2 }));
+    expect(past.status).toBe(409);
+    expect((await errorOf(past)).detail).toContain('(limit 10, usage 10, requested 1)');
+    // Both consumers replaced at once (POST /allocations): to exactly the limit, then one past it.
+    const replace = (vmVcpu: number, otherVcpu: number, generations: [number, number]) =>
+      t.call('POST', '/allocations', {
+        body: {
+          [vm]: claimBody(a, { VCPU: vmVcpu }, { generation: generations[0] }),
+          [other]: claimBody(b, { VCPU: otherVcpu }, { generation: generations[1] }),
+        },
+      });
+    expect((await replace(3, 7, [2, 1])).status).toBe(204);
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 10, usage: 10, remaining: 0 });
+    const swapPast = await replace(4, 7, [3, 2]);
+    expect(swapPast.status).toBe(409);
+    expect((await errorOf(swapPast)).detail).toContain('(limit 10, usage 10, requested 1)');
+    // The project limit of Q (3), overriding the registered 10: exactly 3 by a resize, then 4 refused.
+    const q = crypto.randomUUID();
+    expect((await put(q, claimBody(a, { VCPU: 1 }, { project: Q }))).status).toBe(204);
+    expect((await put(q, claimBody(a, { VCPU: 3 }, { project: Q, generation: 1 }))).status).toBe(204);
+    expect((await put(q, claimBody(a, { VCPU: 4 }, { project: Q, generation: 2 }))).status).toBe(409);
+  });
+
+  it('a claim of an unlimited class beside a limited one at its limit is refused, new consumer or resize', async () => {
+    // VCPU limited, DISK_GB not: the check goes on past a class without a limit.
+    await limitedApp(JSON.stringify({ registered: { 'class:VCPU': 4 } }));
+    const rp = await host();
+    const vm = crypto.randomUUID();
+    expect((await put(vm, claimBody(rp, { DISK_GB: 10, VCPU: 4 }))).status).toBe(204);
+    const fresh = await put(crypto.randomUUID(), claimBody(rp, { DISK_GB: 10, VCPU: 1 }));
+    expect(fresh.status).toBe(409);
+    expect((await errorOf(fresh)).detail).toContain("'VCPU'");
+    const resized = await put(vm, claimBody(rp, { DISK_GB: 20, VCPU: 5 }, { generation: 1 }));
+    expect(resized.status).toBe(409);
+    expect((await errorOf(resized)).detail).toContain('(limit 4, usage 4, requested 1)');
+    // The unlimited class alone still grows.
+    expect((await put(vm, claimBody(rp, { DISK_GB: 500, VCPU: 4 }, { generation: 1 }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { DISK_GB: 400 }))).status).toBe(204);
+    expect((await report(P)).limits).toEqual({ VCPU: { limit: 4, usage: 4, remaining: 0 } });
+  });
+
+  it("GET /ext/limits lists the projects at or over a limit (a limit of 0 without usage too), in project order; one project's classes in name order", async () => {
+    const zero = '00000000-0000-4000-8000-000000000000';
+    await limitedApp(
+      JSON.stringify({
+        registered: { 'class:VCPU': 4, 'class:MEMORY_MB': 1024 },
+        projects: { [Q]: { 'class:VCPU': 2 }, [zero]: { 'class:DISK_GB': 0 }, [USER]: { 'class:VCPU': 10 } },
+      }),
+    );
+    const rp = await host();
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 2 }, { project: Q }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 4, MEMORY_MB: 1024 }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 3 }, { project: USER }))).status).toBe(204);
+    const listed = (await (await t.call('GET', '/ext/limits')).json()) as { projects: { project_id: string; limits: object }[] };
+    expect(listed.projects).toEqual([
+      { project_id: zero, limits: { DISK_GB: { limit: 0, usage: 0, remaining: 0 } } },
+      { project_id: P, limits: { MEMORY_MB: { limit: 1024, usage: 1024, remaining: 0 }, VCPU: { limit: 4, usage: 4, remaining: 0 } } },
+      { project_id: Q, limits: { VCPU: { limit: 2, usage: 2, remaining: 0 } } },
+    ]);
+    expect(listed.projects.map((p) => p.project_id)).toEqual([zero, P, Q]);
+    expect(Object.keys((await report(P)).limits)).toEqual(['MEMORY_MB', 'VCPU']);
+  });
+
+  it('a MIGRATION consumer resized while its project is at the limit is granted: it does not count', async () => {
+    await limitedApp(JSON.stringify({ registered: { 'class:VCPU': 4 } }));
+    const rp = await host();
+    const migration = crypto.randomUUID();
+    expect((await put(migration, claimBody(rp, { VCPU: 2 }, { type: 'MIGRATION' }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 4 }))).status).toBe(204);
+    expect((await put(migration, claimBody(rp, { VCPU: 6 }, { type: 'MIGRATION', generation: 1 }))).status).toBe(204);
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 4, usage: 4, remaining: 0 });
+  });
+
   it('a granted claim of a new consumer is still one write batch; a refused one is answered after one read', async () => {
     await limitedApp();
     const rp = await host();
@@ -215,6 +303,459 @@ describe('PLACEMENT_LIMITS=static', () => {
     });
     const bad = await t.call('GET', '/ext/limits?project=x');
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('where the limits come from', () => {
+  const KEYSTONE = 'http://keystone.invalid:5000/v3';
+  /** A Keystone serving a registered class:VCPU limit of `vcpu` to the service user, or down (every call fails as fetch does). */
+  function keystoneLimits(state: { up: boolean; vcpu: number }): typeof fetch {
+    return async (input) => {
+      if (!state.up) throw new TypeError('fetch failed');
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      if (url.pathname === '/v3/auth/tokens') {
+        const expires_at = new Date(Date.now() + 3_600_000).toISOString();
+        return Response.json(
+          {
+            token: {
+              expires_at,
+              user: { id: 'placement-id', domain: { id: 'default' } },
+              system: { all: true },
+              roles: [{ name: 'reader' }],
+            },
+          },
+          {
+            status: 201,
+            headers: { 'x-subject-token': 'system-token' },
+          },
+        );
+      }
+      if (url.pathname === '/v3/services') return Response.json({ services: [{ id: 'nova-id', name: 'nova', type: 'compute' }] });
+      if (url.pathname === '/v3/registered_limits') {
+        return Response.json({ registered_limits: [{ resource_name: 'class:VCPU', default_limit: state.vcpu, region_id: null }] });
+      }
+      if (url.pathname === '/v3/limits') return Response.json({ limits: [] });
+      return new Response(null, { status: 404 });
+    };
+  }
+
+  const keystoneConfig = (dbUrl: string) =>
+    loadConfig({
+      PLACEMENT_DB_URL: dbUrl,
+      PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',
+      PLACEMENT_LIMITS: 'keystone',
+      PLACEMENT_KEYSTONE_AUTH_URL: KEYSTONE,
+      PLACEMENT_KEYSTONE_USERNAME: 'placement',
+      PLACEMENT_KEYSTONE_PASSWORD: 'pw',
+    });
+
+  const admin = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest' };
+
+  it('a switch from static to an unreachable Keystone is refused at start; nothing names Keystone as the source of the static limits', async () => {
+    await limitedApp(JSON.stringify({ registered: { 'class:VCPU': 2 } }));
+    const rp = await host();
+    const keystone = { up: false, vcpu: 5 };
+    const deps = makeDeps(
+      t.deps.store,
+      keystoneConfig(t.dbUrl),
+      { debug() {}, info() {}, warn() {}, error() {} },
+      {
+        keystoneFetch: keystoneLimits(keystone),
+      },
+    );
+    const switched = createApp(deps);
+
+    await expect(deps.extensions.state(LIMITS_STATE)!.start()).rejects.toThrow(
+      /^PLACEMENT_KEYSTONE_AUTH_URL: PLACEMENT_LIMITS=keystone and the limits in this database were read from PLACEMENT_LIMITS_JSON, not from it: Keystone at http:\/\/keystone.invalid:5000\/v3, service nova did not answer/,
+    );
+    // Every probe of the switched instance says whose limits are in force, and is not ready.
+    for (let probe = 0; probe < 2; probe++) {
+      const ready = await switched.request('/readyz');
+      expect(ready.status).toBe(503);
+      const reason = ((await ready.json()) as { reason: string }).reason;
+      expect(reason).toContain('the project limits in force were read from PLACEMENT_LIMITS_JSON, not from Keystone at');
+    }
+    const listed = (await (await switched.request('/ext/limits', { headers: admin })).json()) as { source: string; read_at: string };
+    expect(listed.source).toBe('PLACEMENT_LIMITS_JSON');
+    // What a Worker isolate asks before it starts: no limits read from its own source.
+    expect(await deps.extensions.state(LIMITS_STATE)!.readAt()).toBeNull();
+    expect((await switched.request('/ext/limits/refresh', { method: 'POST', headers: admin })).status).toBe(503);
+
+    // Keystone answers: the start goes through, its limits are in force and named as Keystone's.
+    keystone.up = true;
+    await deps.extensions.state(LIMITS_STATE)!.start();
+    expect(await deps.extensions.state(LIMITS_STATE)!.readAt()).not.toBeNull();
+    // Keystone gone again: a start on limits Keystone gave goes through, and they stay in force.
+    keystone.up = false;
+    await deps.extensions.state(LIMITS_STATE)!.start();
+    keystone.up = true;
+    expect((await switched.request('/readyz')).status).toBe(200);
+    const now = (await (await switched.request('/ext/limits', { headers: admin })).json()) as { source: string };
+    expect(now.source).toBe('Keystone at http://keystone.invalid:5000/v3, service nova');
+    for (let i = 0; i < 5; i++) expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 1 }))).status).toBe(204);
+    expect((await put(crypto.randomUUID(), claimBody(rp, { VCPU: 1 }))).status).toBe(409);
+
+    // The static instance reads its own limits again: they replace Keystone's, though they did not change since it last wrote them.
+    await t.deps.extensions.state(LIMITS_STATE)!.refresh();
+    expect(((await (await t.call('GET', '/ext/limits')).json()) as { source: string }).source).toBe('PLACEMENT_LIMITS_JSON');
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 2, usage: 5, remaining: -3 });
+    const ready = await switched.request('/readyz');
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { reason: string }).reason).toContain('read from PLACEMENT_LIMITS_JSON, not from Keystone at');
+    // ... and Keystone's, unchanged since, replace them again at its next read.
+    await deps.extensions.state(LIMITS_STATE)!.refresh();
+    expect((await report(P)).limits.VCPU).toEqual({ limit: 5, usage: 5, remaining: 0 });
+    expect((await switched.request('/readyz')).status).toBe(200);
+  });
+
+  it("the system token is held as the service's other Keystone tokens are: used for half a short life, renewed once after a refusal", async () => {
+    const clock = { now: Date.now() };
+    const signIns: string[] = [];
+    const refuse = new Set<string>();
+    const keystone: typeof fetch = async (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      if (url.pathname === '/v3/auth/tokens') {
+        const scope = (JSON.parse(String(init?.body)) as { auth: { scope: object } }).auth.scope;
+        expect(scope).toEqual({ system: { all: true } });
+        const token = `system-${signIns.length + 1}`;
+        signIns.push(token);
+        const expires_at = new Date(clock.now + 30_000).toISOString();
+        return Response.json(
+          {
+            token: {
+              expires_at,
+              user: { id: 'placement-id', domain: { id: 'default' } },
+              system: { all: true },
+              roles: [{ name: 'reader' }],
+            },
+          },
+          { status: 201, headers: { 'x-subject-token': token } },
+        );
+      }
+      const token = new Headers(init?.headers).get('x-auth-token') ?? '';
+      if (refuse.delete(token)) return new Response(null, { status: 401 });
+      if (url.pathname === '/v3/services') return Response.json({ services: [{ id: 'nova-id', name: 'nova', type: 'compute' }] });
+      if (url.pathname === '/v3/registered_limits') return Response.json({ registered_limits: [] });
+      if (url.pathname === '/v3/limits') return Response.json({ limits: [] });
+      return new Response(null, { status: 404 });
+    };
+    const reader = new KeystoneLimitsReader({
+      authUrl: KEYSTONE,
+      username: 'placement',
+      password: 'pw',
+      userDomainName: 'Default',
+      service: 'nova',
+      timeoutMs: 1000,
+      fetcher: keystone,
+      now: () => clock.now,
+    });
+    await reader.read();
+    clock.now += 14_000; // 16 s of 30 left: still used
+    await reader.read();
+    expect(signIns).toHaveLength(1);
+    clock.now += 2_000; // 14 s left, under half its life: renewed before it expires
+    await reader.read();
+    expect(signIns).toHaveLength(2);
+    // Keystone refuses the held token (revoked): one new sign-in, and the read goes through.
+    refuse.add('system-2');
+    await reader.read();
+    expect(signIns).toHaveLength(3);
+  });
+
+  /** A Keystone serving `services` and the limits given, recording each query; `answers` overrides a path's status. */
+  function limitsKeystone(options: {
+    services?: { id: string; name: string; type: string }[];
+    registered?: { resource_name: string; default_limit: number; region_id?: string | null }[];
+    limits?: { resource_name: string; resource_limit: number; project_id?: string | null }[];
+    signIn?: number;
+    answers?: Record<string, number[]>;
+  }) {
+    const asked: string[] = [];
+    const fetcher: typeof fetch = async (input) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      asked.push(`${url.pathname}${url.search}`);
+      if (url.pathname === '/v3/auth/tokens') {
+        if (options.signIn) return new Response(null, { status: options.signIn });
+        const expires_at = new Date(Date.now() + 3_600_000).toISOString();
+        return Response.json(
+          { token: { expires_at, user: { id: 'placement-id', domain: { id: 'default' } }, system: { all: true }, roles: [] } },
+          { status: 201, headers: { 'x-subject-token': `system-${asked.length}` } },
+        );
+      }
+      const status = options.answers?.[url.pathname]?.shift();
+      if (status) return new Response(null, { status });
+      if (url.pathname === '/v3/services')
+        return Response.json({ services: options.services ?? [{ id: 'nova-id', name: 'nova', type: 'compute' }] });
+      if (url.pathname === '/v3/registered_limits') return Response.json({ registered_limits: options.registered ?? [] });
+      if (url.pathname === '/v3/limits') return Response.json({ limits: options.limits ?? [] });
+      return new Response(null, { status: 404 });
+    };
+    return { asked, fetcher };
+  }
+
+  const reader = (fetcher: typeof fetch, service = 'nova', region?: string) =>
+    new KeystoneLimitsReader({
+      authUrl: `${KEYSTONE}/`,
+      username: 'placement',
+      password: 'pw',
+      userDomainName: 'Default',
+      service,
+      region,
+      timeoutMs: 1000,
+      fetcher,
+    });
+
+  const plain = (limits: { registered: ReadonlyMap<string, number>; projects: ReadonlyMap<string, ReadonlyMap<string, number>> }) => ({
+    registered: Object.fromEntries(limits.registered),
+    projects: Object.fromEntries([...limits.projects].map(([p, classes]) => [p, Object.fromEntries(classes)])),
+  });
+
+  it("reads the service's limits (by name, type or id; in the region named), project limits beside registered ones, only class: names of projects", async () => {
+    const keystone = limitsKeystone({
+      services: [
+        { id: 'glance-id', name: 'glance', type: 'image' },
+        { id: 'nova-id', name: 'nova', type: 'compute' },
+      ],
+      registered: [
+        { resource_name: 'class:VCPU', default_limit: 10 },
+        { resource_name: 'servers', default_limit: 5 },
+        { resource_name: 'class:not_a_class', default_limit: 1 },
+      ],
+      limits: [
+        { resource_name: 'class:VCPU', resource_limit: 4, project_id: P },
+        { resource_name: 'class:MEMORY_MB', resource_limit: 512, project_id: P },
+        { resource_name: 'class:VCPU', resource_limit: 3, project_id: Q },
+        { resource_name: 'class:VCPU', resource_limit: 1, project_id: null },
+        { resource_name: 'servers', resource_limit: 2, project_id: P },
+      ],
+    });
+    const expected = { registered: { VCPU: 10 }, projects: { [P]: { VCPU: 4, MEMORY_MB: 512 }, [Q]: { VCPU: 3 } } };
+    const byName = reader(keystone.fetcher, 'nova', 'RegionOne');
+    expect(plain(await byName.read())).toEqual(expected);
+    expect(plain(await byName.read())).toEqual(expected);
+    // The service is resolved once; the region, when named, narrows both lists.
+    expect(keystone.asked.filter((a) => a.startsWith('/v3/services'))).toHaveLength(1);
+    expect(keystone.asked).toContain('/v3/registered_limits?service_id=nova-id&region_id=RegionOne');
+    expect(keystone.asked).toContain('/v3/limits?service_id=nova-id&region_id=RegionOne');
+    for (const service of ['compute', 'nova-id']) {
+      const other = limitsKeystone({
+        services: [
+          { id: 'nova-id', name: 'nova', type: 'compute' },
+          { id: 'x', name: 'x', type: 'x' },
+        ],
+      });
+      await reader(other.fetcher, service).read();
+      expect(other.asked).toContain('/v3/registered_limits?service_id=nova-id');
+    }
+    // A service whose id is another's name: the id wins.
+    const ids = limitsKeystone({
+      services: [
+        { id: 'a', name: 'nova', type: 'compute' },
+        { id: 'nova', name: 'other', type: 'other' },
+      ],
+    });
+    await reader(ids.fetcher).read();
+    expect(ids.asked).toContain('/v3/registered_limits?service_id=nova');
+  });
+
+  it('refuses limits that cannot be read as configured, naming the setting: no such service, two of that name, a limit repeated across regions', async () => {
+    const refusal = async (keystone: ReturnType<typeof limitsKeystone>, service = 'nova') => {
+      const err = await reader(keystone.fetcher, service)
+        .read()
+        .then(
+          () => undefined,
+          (e: unknown) => e as LimitsMisconfigured,
+        );
+      expect(err).toBeInstanceOf(LimitsMisconfigured);
+      return `${err!.setting}: ${err!.message}`;
+    };
+    expect(await refusal(limitsKeystone({}), 'cinder')).toBe(
+      'PLACEMENT_LIMITS_SERVICE: Keystone at http://keystone.invalid:5000/v3 has no services named "cinder" (by id, name or type): nova (compute)',
+    );
+    const two = limitsKeystone({
+      services: [
+        { id: 'a', name: 'nova', type: 'compute' },
+        { id: 'b', name: 'nova', type: 'compute2' },
+      ],
+    });
+    expect(await refusal(two)).toBe(
+      'PLACEMENT_LIMITS_SERVICE: Keystone at http://keystone.invalid:5000/v3 has 2 services named "nova" (by id, name or type): nova (compute), nova (compute2)',
+    );
+    expect(await refusal(limitsKeystone({ services: [] }))).toMatch(/has no services named "nova" \(by id, name or type\): none$/);
+    const registeredTwice = limitsKeystone({
+      registered: [
+        { resource_name: 'class:VCPU', default_limit: 10, region_id: 'RegionOne' },
+        { resource_name: 'class:VCPU', default_limit: 20, region_id: 'RegionTwo' },
+      ],
+    });
+    expect(await refusal(registeredTwice)).toBe(
+      'PLACEMENT_LIMITS_REGION: Keystone at http://keystone.invalid:5000/v3, service nova has more than one registered limit for class:VCPU (one per region): name the region whose limits apply',
+    );
+    const projectTwice = limitsKeystone({
+      limits: [
+        { resource_name: 'class:VCPU', resource_limit: 1, project_id: P },
+        { resource_name: 'class:VCPU', resource_limit: 2, project_id: P },
+      ],
+    });
+    expect(await refusal(projectTwice)).toContain(`has more than one limit of project ${P} for class:VCPU (one per region)`);
+    // At start: the setting named, as every setting that cannot work.
+    t = await makeTestApp();
+    const deps = makeDeps(
+      t.deps.store,
+      keystoneConfig(t.dbUrl),
+      { debug() {}, info() {}, warn() {}, error() {} },
+      {
+        keystoneFetch: registeredTwice.fetcher,
+      },
+    );
+    await expect(deps.extensions.state(LIMITS_STATE)!.start()).rejects.toThrow(
+      /^PLACEMENT_LIMITS_REGION: .*\. Fix: correct PLACEMENT_LIMITS_REGION$/,
+    );
+  });
+
+  it('a service user Keystone refuses, or lets read nothing: the start and POST /ext/limits/refresh name the role', async () => {
+    t = await makeTestApp();
+    const role =
+      'give the user the reader role on the system: openstack role add --user placement --user-domain Default --system all reader';
+    const startWith = async (keystone: ReturnType<typeof limitsKeystone>) => {
+      const deps = makeDeps(
+        t.deps.store,
+        keystoneConfig(t.dbUrl),
+        { debug() {}, info() {}, warn() {}, error() {} },
+        {
+          keystoneFetch: keystone.fetcher,
+        },
+      );
+      return {
+        deps,
+        error: await deps.extensions
+          .state(LIMITS_STATE)!
+          .start()
+          .then(
+            () => '',
+            (e: unknown) => (e as Error).message,
+          ),
+      };
+    };
+    expect((await startWith(limitsKeystone({ signIn: 401 }))).error).toBe(
+      `PLACEMENT_KEYSTONE_USERNAME: PLACEMENT_LIMITS=keystone cannot read the limits: Keystone at http://keystone.invalid:5000/v3, service nova refused user placement (domain Default) a system-scoped token: HTTP 401: check PLACEMENT_KEYSTONE_PASSWORD, and ${role}. Fix: give the service user the reader role on the system, or set PLACEMENT_LIMITS=off`,
+    );
+    expect((await startWith(limitsKeystone({ answers: { '/v3/services': [403] } }))).error).toContain(
+      `Keystone at http://keystone.invalid:5000/v3, service nova does not let user placement read GET /v3/services (HTTP 403): ${role}`,
+    );
+    // Refused twice (a new sign-in did not help): the role again.
+    expect((await startWith(limitsKeystone({ answers: { '/v3/registered_limits': [401, 401] } }))).error).toContain(
+      `does not let user placement read GET /v3/registered_limits (HTTP 401): ${role}`,
+    );
+    // Refused once: a new sign-in, and the start goes through.
+    const once = limitsKeystone({ answers: { '/v3/limits': [401] } });
+    expect((await startWith(once)).error).toBe('');
+    expect(once.asked.filter((a) => a.startsWith('/v3/auth/tokens'))).toHaveLength(2);
+    // Read once; then Keystone fails: refresh answers 503 with Keystone's words, the limits read stay.
+    const failing = limitsKeystone({ answers: { '/v3/registered_limits': [500, 403] } });
+    const { deps } = await startWith(limitsKeystone({}));
+    const app = createApp(
+      makeDeps(
+        t.deps.store,
+        keystoneConfig(t.dbUrl),
+        { debug() {}, info() {}, warn() {}, error() {} },
+        {
+          keystoneFetch: failing.fetcher,
+        },
+      ),
+    );
+    expect(deps.extensions.state(LIMITS_STATE)).toBeDefined();
+    for (const words of ['answered GET /v3/registered_limits with HTTP 500', `read GET /v3/registered_limits (HTTP 403): ${role}`]) {
+      const refresh = await app.request('/ext/limits/refresh', { method: 'POST', headers: admin });
+      expect(refresh.status).toBe(503);
+      const detail = ((await refresh.json()) as { errors: { detail: string }[] }).errors[0]!.detail;
+      expect(detail).toContain('The project limits were not read again; the last ones read stay in force: Keystone at');
+      expect(detail).toContain(words);
+    }
+  });
+
+  it('readiness: limits older than two refresh intervals are named with their age, source and the last error; the periodic refresh reads them when due', async () => {
+    t = await makeTestApp();
+    const clock = { now: Date.now() };
+    const state = { up: true, vcpu: 5 };
+    const warnings: string[] = [];
+    const log = { debug() {}, info() {}, warn: (msg: string) => void warnings.push(msg), error() {} };
+    const settings = {
+      PLACEMENT_LIMITS_REFRESH_SECONDS: 10,
+      PLACEMENT_LIMITS_CONSUMER_TYPES: ['INSTANCE'],
+      PLACEMENT_LIMITS_COUNT_UNTYPED: true,
+    };
+    const limits = new ProjectLimits(t.deps.store, reader(keystoneLimits(state)), settings, log, () => clock.now);
+    const ready = async () => {
+      const [check] = limits.readiness();
+      const [result] = await t.deps.store.readBatch([check!.statement]);
+      return check!.judge(result!);
+    };
+    await limits.start();
+    expect(await ready()).toEqual({ ready: true });
+    expect(await limits.refreshIfDue()).toBe(0);
+    clock.now += 10_000;
+    state.up = false;
+    expect(await limits.refreshIfDue()).toBe(0);
+    expect(warnings).toEqual(['project limits not refreshed; the last limits read stay in force']);
+    expect(await limits.refreshIfDue()).toBe(0);
+    expect(warnings).toHaveLength(1);
+    clock.now += 10_000;
+    expect(await ready()).toEqual({ ready: true });
+    clock.now += 1;
+    expect(await ready()).toEqual({
+      ready: false,
+      reason:
+        'the project limits in force were read 20 s ago from Keystone at http://keystone.invalid:5000/v3, service nova, more than twice PLACEMENT_LIMITS_REFRESH_SECONDS (Keystone at http://keystone.invalid:5000/v3, service nova did not answer: fetch failed); they stay enforced',
+    });
+    state.up = true;
+    expect(await limits.refreshIfDue()).toBe(1);
+    expect(await ready()).toEqual({ ready: true });
+    expect(await limits.readAt()).toBe(new Date(clock.now).toISOString());
+    // Another instance on the same database, which has not tried Keystone itself: the age alone.
+    const later = { now: clock.now + 20_001 };
+    const other = new ProjectLimits(t.deps.store, reader(keystoneLimits(state)), settings, log, () => later.now);
+    const [check] = other.readiness();
+    expect(check!.judge((await t.deps.store.readBatch([check!.statement]))[0]!)).toEqual({
+      ready: false,
+      reason:
+        'the project limits in force were read 20 s ago from Keystone at http://keystone.invalid:5000/v3, service nova, more than twice PLACEMENT_LIMITS_REFRESH_SECONDS; they stay enforced',
+    });
+  });
+
+  it('static limits never go stale: ready however long ago they were read', async () => {
+    await limitedApp();
+    const clock = { now: Date.now() + 3_600_000 };
+    const settings = {
+      PLACEMENT_LIMITS_REFRESH_SECONDS: 1,
+      PLACEMENT_LIMITS_CONSUMER_TYPES: ['INSTANCE'],
+      PLACEMENT_LIMITS_COUNT_UNTYPED: true,
+    };
+    const source = limitsSourceOf(limitsConfigOf(t.deps.config))!;
+    const limits = new ProjectLimits(t.deps.store, source, settings, { debug() {}, info() {}, warn() {}, error() {} }, () => clock.now);
+    const [check] = limits.readiness();
+    expect(check!.judge((await t.deps.store.readBatch([check!.statement]))[0]!)).toEqual({ ready: true });
+  });
+
+  it('a database never given limits: a Keystone start that cannot read them is refused', async () => {
+    t = await makeTestApp();
+    const deps = makeDeps(
+      t.deps.store,
+      keystoneConfig(t.dbUrl),
+      { debug() {}, info() {}, warn() {}, error() {} },
+      {
+        keystoneFetch: keystoneLimits({ up: false, vcpu: 1 }),
+      },
+    );
+    await expect(deps.extensions.state(LIMITS_STATE)!.start()).rejects.toThrow(
+      /PLACEMENT_LIMITS=keystone and no limits were ever read: Keystone at .* did not answer: fetch failed\. Fix: start it when Keystone answers, or set PLACEMENT_LIMITS=off$/,
+    );
+    expect(await deps.extensions.state(LIMITS_STATE)!.readAt()).toBeNull();
+    const ready = await createApp(deps).request('/readyz');
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { reason: string }).reason).toMatch(
+      /^no project limits were ever read from Keystone at .* did not answer/,
+    );
   });
 });
 

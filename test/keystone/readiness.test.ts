@@ -3,12 +3,18 @@
 // a wrong PLACEMENT_KEYSTONE_PASSWORD or a Keystone that is down makes the
 // service unable to serve: /readyz is 503 with the reason (it was 200 while
 // every request got 503), and placement_keystone_sign_in_failures_total counts
-// the failed sign-ins. A real Keystone (test/helpers/keystone.ts).
+// the failed sign-ins; it stays 503 on every probe while the sign-in keeps
+// failing, and turns 200 once it works again. A real Keystone
+// (test/helpers/keystone.ts).
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { makeDeps } from '../../src/compose.js';
+import { keystoneEnv, type KeystoneUser } from '../helpers/keystone-credentials.js';
 import { ADMIN_PASSWORD, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
 import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const SCRAPE = 'scrape-token';
 
@@ -48,6 +54,85 @@ describeWithPart(keystoneMissing(), '/readyz and the sign-in metric against a re
     expect(res.status).toBe(200);
     return sampleValue(parseSamples(await res.text()), 'placement_keystone_sign_in_failures_total', { reason }) ?? 0;
   };
+
+  /** Probes /readyz until `enough` holds, each probe 503 with a reason matching `reason`; how many probes. */
+  async function notReadyUntil(app: TestApp['app'], reason: RegExp, what: string, enough: () => Promise<boolean>): Promise<number> {
+    let probes = 0;
+    await waitUntil(
+      what,
+      async () => {
+        const res = await app.request('/readyz');
+        probes += 1;
+        expect(res.status).toBe(503);
+        expect(((await res.json()) as { reason: string }).reason).toMatch(reason);
+        return enough();
+      },
+      60_000,
+      200,
+    );
+    return probes;
+  }
+
+  const failuresOf = async (app: TestApp['app'], reason: string) => {
+    const res = await app.request('/metrics', { headers: { authorization: `Bearer ${SCRAPE}` } });
+    return sampleValue(parseSamples(await res.text()), 'placement_keystone_sign_in_failures_total', { reason }) ?? 0;
+  };
+
+  it('a refused sign-in: 503 on every probe, checked again with a new sign-in, until the password is right; then 200', async () => {
+    const user: KeystoneUser = { username: 'readiness-probe', password: 'the-new-password', project: 'readiness' };
+    const { userId } = await ks.projectUser(user, ['service']);
+    const t = await makeTestApp(
+      keystoneEnv(
+        ks.url,
+        { PLACEMENT_KEYSTONE_TIMEOUT_MS: '30000', PLACEMENT_METRICS_TOKEN: SCRAPE },
+        { ...user, password: 'the-old-password' },
+      ),
+    );
+    apps.push(t);
+    const before = await failuresOf(t.app, 'refused');
+    // Past the first refusal and a second sign-in (each after the last answer's 5 s), every probe 503.
+    const probes = await notReadyUntil(t.app, /the service cannot sign in to Keystone: .*HTTP 401/, 'two refused sign-ins', async () => {
+      return (await failuresOf(t.app, 'refused')) >= before + 2;
+    });
+    expect(probes).toBeGreaterThan(2);
+    // The operator sets the password the service has: ready at the next check.
+    await ks.json('PATCH', `/users/${userId}`, { user: { password: 'the-old-password' } });
+    await waitUntil('ready once the sign-in works', async () => (await t.app.request('/readyz')).status === 200, 60_000, 200);
+    expect(await (await t.app.request('/readyz')).json()).toEqual({ status: 'ready' });
+  }, 180_000);
+
+  it('Keystone down after a sign-in: 503 on every probe, though the service still holds a token, until Keystone answers again; then 200', async () => {
+    const base = await makeTestApp({
+      PLACEMENT_AUTH_STRATEGY: 'keystone',
+      PLACEMENT_KEYSTONE_AUTH_URL: ks.url,
+      PLACEMENT_KEYSTONE_USERNAME: 'admin',
+      PLACEMENT_KEYSTONE_PASSWORD: ADMIN_PASSWORD,
+      PLACEMENT_KEYSTONE_PROJECT_NAME: 'admin',
+      PLACEMENT_KEYSTONE_TIMEOUT_MS: '30000',
+      PLACEMENT_METRICS_TOKEN: SCRAPE,
+    });
+    apps.push(base);
+    // The service's way to Keystone, cut as a stopped Keystone or a lost route is: the connection fails.
+    let cut = false;
+    const keystoneFetch: typeof fetch = (input, init) => (cut ? Promise.reject(new TypeError('fetch failed')) : fetch(input, init));
+    const app = createApp(makeDeps(base.deps.store, base.deps.config, { debug() {}, info() {}, warn() {}, error() {} }, { keystoneFetch }));
+    expect((await app.request('/readyz')).status).toBe(200);
+    cut = true;
+    // At most one check's 5 s may still answer the last ready; from the first 503 on, every probe is 503,
+    // through two more sign-ins that find Keystone gone.
+    await waitUntil('not ready once Keystone is gone', async () => (await app.request('/readyz')).status === 503, 60_000, 200);
+    const before = await failuresOf(app, 'unreachable');
+    await notReadyUntil(
+      app,
+      /the service cannot validate tokens with Keystone: Keystone at .* did not answer/,
+      'two sign-ins finding Keystone gone',
+      async () => {
+        return (await failuresOf(app, 'unreachable')) >= before + 2;
+      },
+    );
+    cut = false;
+    await waitUntil('ready once Keystone answers', async () => (await app.request('/readyz')).status === 200, 60_000, 200);
+  }, 180_000);
 
   it('a wrong PLACEMENT_KEYSTONE_PASSWORD: 503 naming the refused sign-in and the settings to check, counted', async () => {
     const app = await serviceApp('not-the-password');

@@ -128,8 +128,12 @@ describe('one server process', () => {
 describe('npm start with PLACEMENT_WORKERS=2', () => {
   it('SIGTERM to npm: every process drains and exits, nothing left listening', async () => {
     const server = await spawnServer({ PLACEMENT_DB_URL: `file:${join(dir, 'npm.db')}`, PLACEMENT_WORKERS: '2' }, { npm: true });
-    const nodes = () => descendants(server.child.pid!).filter((p) => p.cmd.includes('src/entry/node.ts'));
-    // npm execs node (the primary) in its shell; wait for both workers.
+    // npm execs node (the primary: scripts/start.mjs) in its shell; the workers it forks run the start bundle (server.mjs), or the sources where none could be built.
+    const nodes = () =>
+      descendants(server.child.pid!).filter((p) =>
+        ['scripts/start.mjs', 'server.mjs', 'src/entry/node.ts'].some((entry) => p.cmd.includes(entry)),
+      );
+    // Wait for both workers.
     expect(await until(() => nodes().length === 3, 60_000)).toBe(true);
     const processes = nodes();
     await stopWithRequestInFlight(server, () => server.child.kill('SIGTERM'));

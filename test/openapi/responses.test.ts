@@ -356,6 +356,20 @@ describe('live answers match GET /openapi.json', () => {
     };
     const members = { [crypto.randomUUID()]: { ...member, consumer_generation: null, consumer_type: 'INSTANCE' } };
     await documented(await send('POST', '/ext/gangs', { members, lease_seconds: 60 }), 'post', '/ext/gangs');
+    // What if (docs/simulate.md): a flavor change that displaces the server, and a plan.
+    const simulation = {
+      changes: [
+        { op: 'set_inventory', providers: [host], resource_class: 'VCPU', total: 1 },
+        { op: 'add_copies', of: host, count: 1 },
+      ],
+      queries: [
+        { name: 'one', query: 'resources=VCPU:1' },
+        { name: 'gangs', query: 'resources=VCPU:1&count=2' },
+      ],
+      per_tree: true,
+    };
+    await documented(await send('POST', '/ext/simulate', simulation), 'post', '/ext/simulate');
+    await documented(await send('GET', '/ext/defrag?resources=VCPU:4'), 'get', '/ext/defrag');
   });
 
   it('extensions: project limits (PLACEMENT_LIMITS=static)', async () => {
@@ -415,6 +429,71 @@ describe('live answers match GET /openapi.json', () => {
     await documented(await t.call('PATCH', `/ext/holds/${hold.uuid}`, { body: { generation: 1, end } }), 'patch', '/ext/holds/{uuid}');
     await documented(await t.call('GET', `/ext/holds?project_id=${project}`), 'get', '/ext/holds');
     await documented(await t.call('GET', '/ext/holds/availability?resources=VCPU:1&duration=60'), 'get', '/ext/holds/availability');
+  });
+
+  it('extensions: priorities, preemption candidates and preemptions', async () => {
+    const host = crypto.randomUUID();
+    expect((await t.call('POST', '/resource_providers', { body: { name: `preempt-${host}`, uuid: host } })).status).toBe(200);
+    await t.call('PUT', `/resource_providers/${host}/inventories`, {
+      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } },
+    });
+    const project = crypto.randomUUID();
+    const victim = crypto.randomUUID();
+    const body = {
+      allocations: { [host]: { resources: { VCPU: 4 } } },
+      project_id: project,
+      user_id: project,
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
+    };
+    expect((await t.call('PUT', `/allocations/${victim}`, { body })).status).toBe(204);
+    await documented(await t.call('PUT', `/ext/priorities/${project}`, { body: { priority: 0 } }), 'put', '/ext/priorities/{project_id}');
+    await documented(await t.call('GET', `/ext/priorities/${project}`), 'get', '/ext/priorities/{project_id}');
+    await documented(await t.call('GET', '/ext/priorities'), 'get', '/ext/priorities');
+    await documented(
+      await t.call('PUT', `/ext/consumers/${victim}/priority`, { body: { priority: 1 } }),
+      'put',
+      '/ext/consumers/{consumer_uuid}/priority',
+    );
+    await documented(await t.call('GET', `/ext/consumers/${victim}/priority`), 'get', '/ext/consumers/{consumer_uuid}/priority');
+    await documented(
+      await t.call('GET', `/ext/preemption_candidates?resources=VCPU:2&in_tree=${host}&ext_priority=5`),
+      'get',
+      '/ext/preemption_candidates',
+    );
+    const made = await t.call('POST', '/ext/preemptions', {
+      body: {
+        preemptor: {
+          consumer_uuid: crypto.randomUUID(),
+          project_id: project,
+          priority: 5,
+          allocations: { [host]: { resources: { VCPU: 2 } } },
+        },
+        victims: [victim],
+        grace_seconds: 30,
+      },
+    });
+    expect(made.status).toBe(201);
+    const preemption = (await documented(made, 'post', '/ext/preemptions')) as Json;
+    await documented(await t.call('GET', `/ext/preemptions/${preemption.id}`), 'get', '/ext/preemptions/{id}');
+  });
+
+  it("extensions: an edge site's slice", async () => {
+    const host = crypto.randomUUID();
+    const aggregate = crypto.randomUUID();
+    expect((await t.call('POST', '/resource_providers', { body: { name: `site-${host}`, uuid: host } })).status).toBe(200);
+    await t.call('PUT', `/resource_providers/${host}/inventories`, {
+      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4 } } },
+    });
+    await t.call('PUT', `/resource_providers/${host}/aggregates`, {
+      body: { resource_provider_generation: 1, aggregates: [aggregate] },
+    });
+    const put = await t.call('PUT', '/ext/sites/site-openapi', {
+      body: { aggregate, capacity: { [host]: { resources: { VCPU: 2 } } } },
+    });
+    expect(put.status).toBe(200);
+    await documented(put, 'put', '/ext/sites/{site}');
+    await documented(await t.call('GET', '/ext/sites/site-openapi'), 'get', '/ext/sites/{site}');
   });
 
   it('saw an answer of every documented operation that has a body', () => {

@@ -4,3 +4,4 @@ export * from './ext.js';
 export * from './ext-counters.js';
 export * from './ext-limits.js';
 export * from './ext-holds.js';
+export * from './ext-preemption.js';

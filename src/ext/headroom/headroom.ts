@@ -17,7 +17,7 @@
 import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
 import { capacityOf } from '../../placement/capacity.js';
-import { type CandidateOptions, searchEveryTree } from '../../placement/candidates/index.js';
+import { type CandidateOptions, type FullSearch, searchEveryTree } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import type { AllocationRequest } from '../../placement/candidates/search.js';
 import type { Inventory } from '../../placement/candidates/research.js';
@@ -43,7 +43,12 @@ export async function findHeadroom(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<Headroom> {
-  const { search, anchors, nodes, inventories, hooks } = await searchEveryTree(reader, request, mv, options);
+  return headroomOfSearch(await searchEveryTree(reader, request, mv, options), options);
+}
+
+/** Headroom from a search over every viable tree (the database's, or a what-if model's: ./simulate). */
+export async function headroomOfSearch(full: FullSearch, options: CandidateOptions): Promise<Headroom> {
+  const { search, anchors, nodes, inventories, hooks } = full;
   // The shared counters' loads as the search's batch read them (none where counters are not installed).
   const counters = hooks.get(candidateCounters) ?? NO_COUNTERS;
   // The candidates' time budget, shared with the event loop as their search shares it.

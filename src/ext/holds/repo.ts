@@ -216,15 +216,23 @@ function amountStatements(uuid: string, amounts: ReadonlyMap<Key, number>): Writ
 
 /** Writes a new hold, provided `guards` (what its admission read) still hold, in one batch. */
 export async function insertHold(store: DataStore, hold: HoldRow, now: string, guards: WriteStatement[]): Promise<void> {
-  await commitGuarded(store, [
-    ...guards,
+  await commitGuarded(store, [...guards, ...holdInsertStatements(hold, now)]);
+}
+
+/**
+ * The statements that write a new hold and its amounts, for a batch of the
+ * caller's (insertHold; a preemption's nomination, written beside its
+ * victims' leases, docs/preemption.md). Admission is the caller's.
+ */
+export function holdInsertStatements(hold: HoldRow, now: string): WriteStatement[] {
+  return [
     stmt(
       `INSERT INTO ext_holds (${HOLD.uuid}, ${HOLD.projectId}, ${HOLD.startMs}, ${HOLD.endMs}, ${HOLD.endAction}, ${HOLD.ignoreAllocations}, ${HOLD.generation}, ${HOLD.createdAt}, ${HOLD.updatedAt})
         VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`,
       [hold.uuid, hold.projectId, hold.startMs, hold.endMs, hold.endAction, hold.ignoreAllocations ? 1 : 0, now, now],
     ),
     ...amountStatements(hold.uuid, hold.amounts),
-  ]);
+  ];
 }
 
 /** Replaces a hold at `generation` (its window, flags and amounts), bumping it; guarded as insertHold. */

@@ -52,7 +52,7 @@ export function presentHold(h: StoredHold) {
   };
 }
 
-const amountsOf = (allocations: PostHoldBody['allocations']): Map<Key, number> => {
+export const amountsOf = (allocations: PostHoldBody['allocations']): Map<Key, number> => {
   const amounts = new Map<Key, number>();
   for (const [provider, { resources }] of Object.entries(allocations)) {
     for (const [resourceClass, amount] of Object.entries(resources)) amounts.set(keyOf(provider.toLowerCase(), resourceClass), amount);
@@ -238,4 +238,34 @@ export async function availability(
     end: new Date(best.start + durationMs).toISOString(),
     resource_provider_uuid: best.provider,
   };
+}
+
+/** The end of a hold without one (a site's slice): the last instant an RFC 3339 time can name. */
+export const OPEN_END_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * The one open-ended hold of `owner` (a project name no consumer uses, such as `site:<id>`):
+ * created, or replaced with `amounts`, from now on, admitted by the same rule as any hold, so
+ * nothing but what is drawn from it can use it. Used by edge sites (docs/sites.md).
+ */
+export async function putOwnedHold(deps: HoldDeps, owner: string, amounts: ReadonlyMap<Key, number>): Promise<StoredHold> {
+  const nowMs = deps.nowMs();
+  await checkAmounts(deps.store, amounts, nowMs);
+  const [existing] = await listHolds(deps.store, { projectId: owner });
+  const row = {
+    uuid: existing?.id ?? deps.newId(),
+    projectId: owner,
+    startMs: existing?.startMs ?? nowMs,
+    endMs: OPEN_END_MS,
+    endAction: 'keep' as const,
+    ignoreAllocations: false,
+    amounts,
+  };
+  return admit(deps, row, existing?.generation);
+}
+
+/** The open-ended hold of `owner`, or null. */
+export async function ownedHold(deps: HoldDeps, owner: string): Promise<StoredHold | null> {
+  const [existing] = await listHolds(deps.store, { projectId: owner });
+  return existing ?? null;
 }

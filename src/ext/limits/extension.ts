@@ -7,6 +7,7 @@ import { type Extension, withState } from '../../extension.js';
 import type { ProjectConstraint } from '../../placement/constraints.js';
 import { PROJECT_LIMITS } from './declaration.js';
 import { limitsWrites } from './guard.js';
+import { KeystoneLimitsReader } from './http/keystone-limits.js';
 import { limitRoutes } from './http/routes.js';
 import { withinLimitsGate, withinLimitsParam } from './params.js';
 import { LIMITS, limitsConfigOf, projectLimits } from './service.js';
@@ -21,7 +22,22 @@ export const limitsExtension = (declaration: ProjectConstraint): Extension => ({
   // Read again once PLACEMENT_LIMITS_REFRESH_SECONDS have passed since the last try, where the sweeps run (once per service).
   jobs: { handlers: {}, sweeps: [withState(LIMITS, (state) => state.refreshIfDue())] },
   setUp({ store, config, log, metrics, keystoneFetch }) {
-    const state = projectLimits(store, limitsConfigOf(config), log, keystoneFetch, declaration);
+    const settings = limitsConfigOf(config);
+    // PLACEMENT_LIMITS=keystone: read through the service's one Keystone client (settings checked at start).
+    const keystone =
+      settings.PLACEMENT_LIMITS === 'keystone'
+        ? new KeystoneLimitsReader({
+            authUrl: settings.PLACEMENT_KEYSTONE_AUTH_URL!,
+            username: settings.PLACEMENT_KEYSTONE_USERNAME!,
+            password: settings.PLACEMENT_KEYSTONE_PASSWORD!,
+            userDomainName: settings.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
+            service: settings.PLACEMENT_LIMITS_SERVICE,
+            region: settings.PLACEMENT_LIMITS_REGION,
+            timeoutMs: settings.PLACEMENT_KEYSTONE_TIMEOUT_MS,
+            fetcher: keystoneFetch,
+          })
+        : undefined;
+    const state = projectLimits(store, settings, log, keystone, declaration);
     if (!state) return null;
     return {
       state,

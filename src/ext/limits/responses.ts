@@ -15,7 +15,7 @@ export const ProjectLimitsResponse = z.object({
 });
 
 export const LimitedProjectsResponse = z.object({
-  source: z.string().describe('where the limits come from'),
+  source: z.string().describe('where the limits in force were read from (before the first read, where they will be)'),
   read_at: z.string().nullable().describe('when the limits in force were last read (null: never)'),
   projects: z.array(ProjectLimitsResponse).describe('the projects at or over a limit, with those classes only'),
 });

@@ -13,7 +13,7 @@ import { LIMIT_COUNTING } from '../../db/columns.js';
 import { str } from '../../db/rows.js';
 import type { Logger } from '../../deps.js';
 import { SettingProblem } from '../../shared/setting-problem.js';
-import { KeystoneLimitsReader, LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from './keystone.js';
+import { LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from './keystone.js';
 import {
   atOrOverBound,
   type ProjectConstraint,
@@ -29,7 +29,16 @@ import {
 import { PROJECT_LIMITS } from './declaration.js';
 import { sameLimits, staticLimits, type LimitSet } from './model.js';
 import type { KeystoneCredentialSettings, LimitsSettings } from './settings.js';
-import { type Counting, countingRows, LimitsSql, READ_COUNTING, READ_SYNC, syncOf, writeLimitsStatements } from './sql.js';
+import {
+  type Counting,
+  countingRows,
+  LimitsSql,
+  READ_COUNTING,
+  READ_SYNC,
+  syncOf,
+  touchSyncStatement,
+  writeLimitsStatements,
+} from './sql.js';
 
 /** Where the limits come from. */
 export interface LimitsSource {
@@ -40,6 +49,12 @@ export interface LimitsSource {
 }
 
 export type LimitsReadiness = { ready: true } | { ready: false; reason: string };
+
+/** Where the limits in force were read from, and when (ISO 8601). */
+export interface LimitsProvenance {
+  source: string;
+  readAt: string;
+}
 
 /** One limited class of a project: its limit, the usage that counts, what is left (negative when over). */
 export interface ClassLimit {
@@ -87,7 +102,7 @@ export class ProjectLimits {
   readonly refreshMs: number;
   private lastAttempt = Number.NEGATIVE_INFINITY;
   private lastError: string | undefined;
-  /** What this app last wrote to the table (rewritten only when the source changes). */
+  /** What this app last wrote to the table (rewritten when the source's limits change, or the table holds another source's). */
   private written: LimitSet | undefined;
 
   constructor(
@@ -121,9 +136,14 @@ export class ProjectLimits {
       this.lastError = messageOf(err);
       throw err;
     }
-    const changed = !this.written || !sameLimits(this.written, limits);
-    await this.store.writeBatch(writeLimitsStatements(changed ? limits : null, this.now(), this.source.describe()));
-    if (changed) this.log.info('project limits in force', { source: this.source.describe(), limits: summary(limits) });
+    const source = this.source.describe();
+    const unchanged = this.written !== undefined && sameLimits(this.written, limits);
+    // Unchanged, only the time of the read is written, and only over this source's own stamp.
+    const touched = unchanged && (await this.store.writeBatch([touchSyncStatement(this.now(), source)]))[0]!.rowsAffected === 1;
+    if (!touched) {
+      await this.store.writeBatch(writeLimitsStatements(limits, this.now(), source));
+      this.log.info('project limits in force', { source, limits: summary(limits) });
+    }
     this.written = limits;
     this.lastError = undefined;
     return limits;
@@ -145,8 +165,10 @@ export class ProjectLimits {
    * The start's first read. Refuses the start (SettingProblem) when the
    * limits cannot be read as configured: the service user without the reader
    * role on the system, a service or region that does not resolve. Keystone
-   * not answering is refused only when no limits were ever read into this
-   * database; otherwise those stay in force until it answers.
+   * not answering is refused when the database holds no limits read from
+   * this source (none at all, or another source's, such as
+   * PLACEMENT_LIMITS_JSON before a switch to keystone: never enforced as
+   * Keystone's); otherwise those read before stay in force until it answers.
    */
   async start(): Promise<void> {
     await this.prepare();
@@ -164,10 +186,11 @@ export class ProjectLimits {
       if (!(err instanceof LimitsUnavailable)) throw err;
       const [sync] = await this.store.readBatch([READ_SYNC]);
       const last = syncOf(sync!);
-      if (!last) {
+      if (last?.source !== this.source.describe()) {
+        const held = last ? `the limits in this database were read from ${last.source}, not from it` : 'no limits were ever read';
         throw new SettingProblem(
           'PLACEMENT_KEYSTONE_AUTH_URL',
-          `PLACEMENT_LIMITS=keystone and no limits were ever read: ${err.message}`,
+          `PLACEMENT_LIMITS=keystone and ${held}: ${err.message}`,
           'start it when Keystone answers, or set PLACEMENT_LIMITS=off',
         );
       }
@@ -192,38 +215,48 @@ export class ProjectLimits {
     this.log.info('project limits: usage ledger counted', { consumer_types: this.counting.types, untyped: this.counting.untyped });
   }
 
-  /** Ready unless the limits in force were read more than two refresh intervals ago: a read for /readyz's one batch (none for a source that cannot fail). */
+  /**
+   * A read for /readyz's one batch: ready when the limits in force were read
+   * from this app's source, within two refresh intervals (a source that
+   * cannot fail, PLACEMENT_LIMITS_JSON, does not go stale). Each reason names
+   * the source the limits in force came from, never another.
+   */
   readiness(): { statement: InStatement; judge(result: ResultSet): LimitsReadiness }[] {
-    if (this.source.alwaysFresh) return [];
+    const ours = this.source.describe();
     return [
       {
         statement: READ_SYNC,
         judge: (result) => {
           const last = syncOf(result);
-          if (last && this.now() - last.syncedAt <= 2 * this.refreshMs) return { ready: true };
-          const age = last ? `were read ${Math.round((this.now() - last.syncedAt) / 1000)} s ago` : 'were never read';
           const why = this.lastError ? ` (${this.lastError})` : '';
+          if (!last) return { ready: false, reason: `no project limits were ever read from ${ours}${why}` };
+          if (last.source !== ours) {
+            return {
+              ready: false,
+              reason: `the project limits in force were read from ${last.source}, not from ${ours} (PLACEMENT_LIMITS)${why}`,
+            };
+          }
+          if (this.source.alwaysFresh || this.now() - last.syncedAt <= 2 * this.refreshMs) return { ready: true };
           return {
             ready: false,
-            reason: `the project limits in force ${age} from ${this.source.describe()}, more than twice PLACEMENT_LIMITS_REFRESH_SECONDS${why}; they stay enforced`,
+            reason: `the project limits in force were read ${Math.round((this.now() - last.syncedAt) / 1000)} s ago from ${last.source}, more than twice PLACEMENT_LIMITS_REFRESH_SECONDS${why}; they stay enforced`,
           };
         },
       },
     ];
   }
 
-  /** When the limits in force were last read (ISO 8601), null when never. */
-  async readAt(): Promise<string | null> {
+  /** Where the limits in force were read from and when; null before any read. */
+  async provenance(): Promise<LimitsProvenance | null> {
     const [sync] = await this.store.readBatch([READ_SYNC]);
     const last = syncOf(sync!);
-    return last ? new Date(last.syncedAt).toISOString() : null;
+    return last ? { source: last.source, readAt: new Date(last.syncedAt).toISOString() } : null;
   }
 
-  /** The limits in force, as the claims read them. */
-  async inForce(): Promise<LimitSet> {
-    const [rows] = await this.store.readBatch([projectBoundsStatement(this.declaration)]);
-    const bounds = projectBoundsOf(this.declaration, rows!);
-    return { registered: bounds.defaults, projects: bounds.projects };
+  /** When the limits in force were last read from this app's source (ISO 8601); null when they were not (never read, or another source's). */
+  async readAt(): Promise<string | null> {
+    const last = await this.provenance();
+    return last?.source === this.source.describe() ? last.readAt : null;
   }
 
   /** The limits of `project` (every project's when undefined) and their usage, as the claims read them. */
@@ -283,22 +316,14 @@ function summary(limits: LimitSet): Record<string, unknown> {
 }
 
 /** The source PLACEMENT_LIMITS names (undefined when off). */
-export function limitsSourceOf(config: LimitsConfig, fetcher?: typeof fetch): LimitsSource | undefined {
+export function limitsSourceOf(config: LimitsConfig, keystone?: LimitsSource): LimitsSource | undefined {
   if (config.PLACEMENT_LIMITS === 'static') {
     const limits = staticLimits(config.PLACEMENT_LIMITS_JSON ?? '{}');
     return { describe: () => 'PLACEMENT_LIMITS_JSON', read: async () => limits, alwaysFresh: true };
   }
   if (config.PLACEMENT_LIMITS === 'keystone') {
-    return new KeystoneLimitsReader({
-      authUrl: config.PLACEMENT_KEYSTONE_AUTH_URL!,
-      username: config.PLACEMENT_KEYSTONE_USERNAME!,
-      password: config.PLACEMENT_KEYSTONE_PASSWORD!,
-      userDomainName: config.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
-      service: config.PLACEMENT_LIMITS_SERVICE,
-      region: config.PLACEMENT_LIMITS_REGION,
-      timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
-      fetcher,
-    });
+    if (!keystone) throw new Error('PLACEMENT_LIMITS=keystone: no Keystone reader was given (compose.ts builds it)');
+    return keystone;
   }
   return undefined;
 }
@@ -306,14 +331,14 @@ export function limitsSourceOf(config: LimitsConfig, fetcher?: typeof fetch): Li
 /** The app's project limits, as its routes and jobs read them back (Deps.extensions.state). */
 export const LIMITS = stateKey<ProjectLimits>('limits');
 
-/** The app's project limits (PLACEMENT_LIMITS), or undefined when off. */
+/** The app's project limits (PLACEMENT_LIMITS), or undefined when off; `keystone` reads them for PLACEMENT_LIMITS=keystone. */
 export function projectLimits(
   store: DataStore,
   config: LimitsConfig,
   log: Logger,
-  fetcher?: typeof fetch,
+  keystone?: LimitsSource,
   declaration: ProjectConstraint = PROJECT_LIMITS,
 ): ProjectLimits | undefined {
-  const source = limitsSourceOf(config, fetcher);
+  const source = limitsSourceOf(config, keystone);
   return source ? new ProjectLimits(store, source, config, log, () => Date.now(), declaration) : undefined;
 }

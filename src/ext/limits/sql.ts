@@ -121,20 +121,21 @@ export function syncOf(result: ResultSet): { syncedAt: number; source: string } 
   return row ? { syncedAt: num(row, LIMIT_SYNC.syncedAt), source: str(row, LIMIT_SYNC.source) } : null;
 }
 
-/** The table replaced by `limits` (when `rows` differ from what it holds), and the time of this read. */
-export function writeLimitsStatements(limits: LimitSet | null, syncedAt: number, source: string): InStatement[] {
-  const statements: InStatement[] = [];
-  if (limits) {
-    statements.push('DELETE FROM ext_limits');
-    const rows: LimitRow[] = rowsOf(limits);
-    // In slices: SQLite binds at most 32766 values per statement.
-    for (let at = 0; at < rows.length; at += 1000) {
-      const slice = rows.slice(at, at + 1000);
-      statements.push({
-        sql: `INSERT INTO ext_limits (${LIMIT.project}, ${LIMIT.resourceClass}, ${LIMIT.resourceLimit}) VALUES ${slice.map(() => '(?, ?, ?)').join(', ')}`,
-        args: slice.flatMap((r) => [r.project, r.resourceClass, r.limit]),
-      });
-    }
+/**
+ * The table replaced by `limits`, stamped with their source and the time of
+ * this read, in one batch: the stamp (ext_limits_sync) names where every row
+ * of the table came from.
+ */
+export function writeLimitsStatements(limits: LimitSet, syncedAt: number, source: string): InStatement[] {
+  const statements: InStatement[] = ['DELETE FROM ext_limits'];
+  const rows: LimitRow[] = rowsOf(limits);
+  // In slices: SQLite binds at most 32766 values per statement.
+  for (let at = 0; at < rows.length; at += 1000) {
+    const slice = rows.slice(at, at + 1000);
+    statements.push({
+      sql: `INSERT INTO ext_limits (${LIMIT.project}, ${LIMIT.resourceClass}, ${LIMIT.resourceLimit}) VALUES ${slice.map(() => '(?, ?, ?)').join(', ')}`,
+      args: slice.flatMap((r) => [r.project, r.resourceClass, r.limit]),
+    });
   }
   statements.push({
     sql: `INSERT INTO ext_limits_sync (${LIMIT_SYNC.id}, ${LIMIT_SYNC.syncedAt}, ${LIMIT_SYNC.source}) VALUES (1, ?, ?)
@@ -142,4 +143,16 @@ export function writeLimitsStatements(limits: LimitSet | null, syncedAt: number,
     args: [syncedAt, source],
   });
   return statements;
+}
+
+/**
+ * The time of a read that found the limits unchanged, only when the table
+ * holds limits from `source` (no row changes otherwise: another source's
+ * limits are then replaced by writeLimitsStatements).
+ */
+export function touchSyncStatement(syncedAt: number, source: string): InStatement {
+  return {
+    sql: `UPDATE ext_limits_sync SET ${LIMIT_SYNC.syncedAt} = ? WHERE ${LIMIT_SYNC.id} = 1 AND ${LIMIT_SYNC.source} = ?`,
+    args: [syncedAt, source],
+  };
 }

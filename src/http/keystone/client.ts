@@ -1,7 +1,11 @@
 // Keystone's identity API v3, as much as a service needs: password
-// authentication (POST /v3/auth/tokens) and token validation (GET
-// /v3/auth/tokens with X-Subject-Token), over any `fetch` (Node or workerd).
-// No Hono here: the CLI imports the password part too.
+// authentication, project- or system-scoped (POST /v3/auth/tokens), token
+// validation (GET /v3/auth/tokens with X-Subject-Token) and reading a
+// resource with the service's token (the limits: GET /v3/registered_limits),
+// over any `fetch` (Node or workerd). The one client of every Keystone user in
+// the service: token validation, Nova's identity and the project limits, each
+// with its own ServiceTokenSource (service-token.ts: one renewal rule). No
+// Hono here: the CLI imports the password part too.
 import { z } from 'zod';
 
 /** Keystone could not be asked (refused connection, timeout, 5xx, an unreadable answer): not the token's fault. */
@@ -71,13 +75,32 @@ export interface IssuedToken {
   catalog: CatalogEntry[];
 }
 
-/** keystoneauth's v3 password plugin options (the [keystone_authtoken] / [placement] names). */
-export interface PasswordCredentials {
+/** A user and its password, in its domain. */
+export interface UserCredentials {
   username: string;
   password: string;
   userDomainName: string;
+}
+
+/** keystoneauth's v3 password plugin options (the [keystone_authtoken] / [placement] names): a project-scoped token. */
+export interface PasswordCredentials extends UserCredentials {
   projectName: string;
   projectDomainName: string;
+}
+
+/** The same user signing in for a system-scoped token (oslo.limit's `system_scope = all`): what reads every project's limits. */
+export interface SystemCredentials extends UserCredentials {
+  system: 'all';
+}
+
+export type SignInCredentials = PasswordCredentials | SystemCredentials;
+
+/** Keystone does not let the token read a resource (HTTP 403): a role is missing. */
+export class KeystoneForbidden extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'KeystoneForbidden';
+  }
 }
 
 export type Validation = { valid: true; identity: TokenIdentity } | { valid: false };
@@ -106,20 +129,24 @@ export function v3Url(authUrl: string): string {
 
 export class KeystoneClient {
   private readonly base: string;
+  /** Who is asked, in messages ("Keystone at <url>", or what a caller says it asks for). */
+  readonly label: string;
 
   constructor(
     authUrl: string,
     private readonly fetcher: typeof fetch = (input, init) => fetch(input, init),
     private readonly timeoutMs = 10_000,
+    label?: string,
   ) {
     this.base = v3Url(authUrl);
+    this.label = label ?? `Keystone at ${this.base}`;
   }
 
   private async call(path: string, init: RequestInit): Promise<Response> {
     try {
       return await this.fetcher(`${this.base}${path}`, { ...init, signal: AbortSignal.timeout(this.timeoutMs) });
     } catch (err) {
-      throw new KeystoneUnavailable(`Keystone at ${this.base} did not answer: ${err instanceof Error ? err.message : String(err)}`, {
+      throw new KeystoneUnavailable(`${this.label} did not answer: ${err instanceof Error ? err.message : String(err)}`, {
         cause: err,
       });
     }
@@ -127,7 +154,7 @@ export class KeystoneClient {
 
   private async tokenBody(res: Response): Promise<TokenBody> {
     const parsed = TokenBody.safeParse(await res.json().catch(() => undefined));
-    if (!parsed.success) throw new KeystoneUnavailable(`Keystone at ${this.base} answered a token body that is not v3's`);
+    if (!parsed.success) throw new KeystoneUnavailable(`${this.label} answered a token body that is not v3's`);
     return parsed.data;
   }
 
@@ -135,11 +162,12 @@ export class KeystoneClient {
   async ping(): Promise<void> {
     const res = await this.call('', { method: 'GET', headers: { accept: 'application/json' } });
     await res.body?.cancel();
-    if (res.status !== 200) throw new KeystoneUnavailable(`Keystone at ${this.base} answered GET /v3 with HTTP ${res.status}`);
+    if (res.status !== 200) throw new KeystoneUnavailable(`${this.label} answered GET /v3 with HTTP ${res.status}`);
   }
 
-  /** v3 password authentication, project-scoped (keystoneauth's `password` plugin). */
-  async passwordAuth(credentials: PasswordCredentials): Promise<IssuedToken> {
+  /** v3 password authentication (keystoneauth's `password` plugin), project-scoped, or system-scoped for SystemCredentials. */
+  async passwordAuth(credentials: SignInCredentials): Promise<IssuedToken> {
+    const system = 'system' in credentials;
     const body = {
       auth: {
         identity: {
@@ -148,7 +176,9 @@ export class KeystoneClient {
             user: { name: credentials.username, domain: { name: credentials.userDomainName }, password: credentials.password },
           },
         },
-        scope: { project: { name: credentials.projectName, domain: { name: credentials.projectDomainName } } },
+        scope: system
+          ? { system: { all: true } }
+          : { project: { name: credentials.projectName, domain: { name: credentials.projectDomainName } } },
       },
     };
     const res = await this.call('/auth/tokens', {
@@ -158,17 +188,18 @@ export class KeystoneClient {
     });
     if (res.status === 401 || res.status === 403 || res.status === 404) {
       await res.body?.cancel();
+      // Keystone answers 401 alike for a wrong password and for a user without any role on the scope.
+      const scope = system ? 'a system-scoped token' : `for project ${credentials.projectName} (domain ${credentials.projectDomainName})`;
       throw new KeystoneCredentialsRefused(
-        `Keystone at ${this.base} refused user ${credentials.username} (domain ${credentials.userDomainName}) ` +
-          `for project ${credentials.projectName} (domain ${credentials.projectDomainName}): HTTP ${res.status}`,
+        `${this.label} refused user ${credentials.username} (domain ${credentials.userDomainName}) ${scope}: HTTP ${res.status}`,
       );
     }
     if (res.status !== 201 && res.status !== 200) {
       await res.body?.cancel();
-      throw new KeystoneUnavailable(`Keystone at ${this.base} answered password authentication with HTTP ${res.status}`);
+      throw new KeystoneUnavailable(`${this.label} answered password authentication with HTTP ${res.status}`);
     }
     const token = res.headers.get('x-subject-token');
-    if (!token) throw new KeystoneUnavailable(`Keystone at ${this.base} issued a token without X-Subject-Token`);
+    if (!token) throw new KeystoneUnavailable(`${this.label} issued a token without X-Subject-Token`);
     const parsed = await this.tokenBody(res);
     const catalog = (parsed.token.catalog ?? []).map((entry) => ({
       type: entry.type,
@@ -197,10 +228,30 @@ export class KeystoneClient {
     if (res.status === 401) throw new ServiceTokenRefused();
     if (res.status === 403) {
       throw new KeystoneUnavailable(
-        `Keystone at ${this.base} does not let the service user validate tokens (HTTP 403): give it the service (or admin) role`,
+        `${this.label} does not let the service user validate tokens (HTTP 403): give it the service (or admin) role`,
       );
     }
-    throw new KeystoneUnavailable(`Keystone at ${this.base} answered token validation with HTTP ${res.status}`);
+    throw new KeystoneUnavailable(`${this.label} answered token validation with HTTP ${res.status}`);
+  }
+
+  /**
+   * GET /v3{path} with `token`, its JSON body as `schema` reads it. 401:
+   * ServiceTokenRefused (the caller renews its token and asks once more);
+   * 403: KeystoneForbidden; any other answer but 200, or a body that is not
+   * v3's: KeystoneUnavailable.
+   */
+  async read<T>(path: string, token: string, schema: z.ZodType<T>): Promise<T> {
+    const what = `GET /v3${path.split('?')[0]}`;
+    const res = await this.call(path, { method: 'GET', headers: { 'x-auth-token': token, accept: 'application/json' } });
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      if (res.status === 401) throw new ServiceTokenRefused();
+      if (res.status === 403) throw new KeystoneForbidden(`${this.label} does not let the token read ${what} (HTTP 403)`);
+      throw new KeystoneUnavailable(`${this.label} answered ${what} with HTTP ${res.status}`);
+    }
+    const parsed = schema.safeParse(await res.json().catch(() => undefined));
+    if (!parsed.success) throw new KeystoneUnavailable(`${this.label} answered ${what} with a body that is not v3's`);
+    return parsed.data;
   }
 }
 

@@ -1,7 +1,9 @@
 // A service user's own Keystone token (keystoneauth's password plugin): got
 // on first use, renewed before it expires, one request to Keystone however
-// many callers ask at once. The CLI can use it alone for --os-* options.
-import type { IssuedToken, KeystoneClient, PasswordCredentials } from './client.js';
+// many callers ask at once. Every Keystone user of the service holds its token
+// here (token validation, Nova's identity, the system-scoped limits reader):
+// one renewal rule. The CLI can use it alone for --os-* options.
+import type { IssuedToken, KeystoneClient, SignInCredentials } from './client.js';
 
 /**
  * Renew this long before expiry (keystoneauth renews 30 s before; a slow
@@ -19,7 +21,7 @@ export class ServiceTokenSource {
 
   constructor(
     private readonly client: KeystoneClient,
-    private readonly credentials: PasswordCredentials,
+    private readonly credentials: SignInCredentials,
     private readonly now: () => number = () => Date.now(),
     /** Told of each failed sign-in (refused credentials, Keystone not answering): a metric counts them. */
     private readonly onFailure: (err: unknown) => void = () => {},

@@ -259,6 +259,35 @@ export async function searchEveryTree(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<FullSearch> {
+  return fullSearchOf(fromDatabase(reader), request, mv, options);
+}
+
+/**
+ * searchEveryTree over a model given whole with its usage and names, no
+ * database (what-if: a copy of the cloud with changes applied). The hooks
+ * read as from a database where their tables are empty; a caller passes hooks
+ * whose read() returns the state it wants applied.
+ */
+export async function searchEveryTreeOfModel(
+  model: CloudModel,
+  usage: Usage,
+  lookups: Lookups,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<FullSearch> {
+  const hooks = options.hooks ?? NO_HOOKS;
+  const source: ResearchSource = async (plan, firstRoots) =>
+    researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots, hooks);
+  return fullSearchOf(source, request, mv, options);
+}
+
+async function fullSearchOf(
+  source: ResearchSource,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<FullSearch> {
   const plan: SearchPlan = {
     request,
     names: namesOf(request),
@@ -266,7 +295,7 @@ export async function searchEveryTree(
     nestedAware: mv.atLeast(MV.AC_NESTED),
     options,
   };
-  const { found, search, anchors } = await prepare(fromDatabase(reader), plan, null);
+  const { found, search, anchors } = await prepare(source, plan, null);
   return { search, anchors, nodes: found.preloaded.nodes, inventories: found.candidates.byProvider, hooks: found.hooks };
 }
 
@@ -385,6 +414,22 @@ export async function candidatesJsonFromModel(
   const source: ResearchSource = async (plan, firstRoots) =>
     researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots, hooks);
   return jsonOf(await chooseCandidates(source, request, mv, options));
+}
+
+/** The answer as an object over a model given whole (what-if): as candidatesJsonFromModel, without the JSON. */
+export async function candidatesFromModel(
+  model: CloudModel,
+  usage: Usage,
+  lookups: Lookups,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<CandidatesBody> {
+  const hooks = options.hooks ?? NO_HOOKS;
+  const source: ResearchSource = async (plan, firstRoots) =>
+    researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots, hooks);
+  const { chosen, nodes, classNameById, requestedClasses, shape } = await chooseCandidates(source, request, mv, options);
+  return presentCandidates(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }
 
 function jsonOf({ chosen, nodes, usage, classNameById, requestedClasses, shape }: Chosen): Uint8Array<ArrayBuffer> {

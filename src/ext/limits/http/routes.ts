@@ -31,8 +31,9 @@ limitRoutes.resource('/limits', {
       const limits = limitsOf(c.var.deps);
       c.header('cache-control', 'no-cache');
       if (query.data.project_id !== undefined) return c.json(await limits.projectReport(query.data.project_id));
-      const [projects, readAt] = await Promise.all([limits.atOrOverLimit(), limits.readAt()]);
-      return c.json({ source: limits.describe(), read_at: readAt, projects });
+      const [projects, read] = await Promise.all([limits.atOrOverLimit(), limits.provenance()]);
+      // The source the limits in force came from (before any read, the one they will be read from).
+      return c.json({ source: read?.source ?? limits.describe(), read_at: read?.readAt ?? null, projects });
     },
   }),
 });

@@ -1,0 +1,248 @@
+// Which consumers to evict so that one allocation request fits: the pure
+// rule, with no database and no engine (search.ts feeds it).
+//
+// A request fits once, on every (provider, class) it uses, what the evicted
+// consumers free covers its shortfall (usage + amount - capacity). Victim sets
+// are ranked by (highest victim priority, sum of priorities, number of
+// victims, units left over beyond the shortfall, then the victims' ids): the
+// best set of that order is always minimal (dropping a victim never raises
+// the highest priority or the sum, and lowers the count). Up to EXACT_LIMIT
+// eligible consumers it is found by enumerating every subset; above, greedily
+// under the lowest priority bound that can cover it (Kueue's order, lowest
+// priority first, and two set-cover greedies: most covered per priority, most
+// covered), each then minimized in reverse (Kueue's: each victim, highest
+// priority and last taken first, is dropped while the rest still covers the
+// shortfall, which leaves a minimal set), the best of the three kept.
+
+/** Where a shortfall or a consumer's use lies: "providerId:classId". */
+export type ResourceKey = string;
+
+export const resourceKey = (providerId: number, classId: number): ResourceKey => `${providerId}:${classId}`;
+
+export interface Eligible {
+  consumer: string;
+  priority: number;
+  /** Units it holds per resource key (only keys that matter to the request need be present). */
+  uses: ReadonlyMap<ResourceKey, number>;
+}
+
+export interface VictimCost {
+  highest_priority: number;
+  priority_sum: number;
+  victims: number;
+  left_over: number;
+}
+
+export interface VictimChoice {
+  victims: Eligible[];
+  cost: VictimCost;
+}
+
+/** Most eligible consumers a tree may hold for the search to enumerate every subset. */
+export const EXACT_LIMIT = 16;
+
+export const NO_VICTIMS_COST: VictimCost = { highest_priority: -1, priority_sum: 0, victims: 0, left_over: 0 };
+
+/** Negative: `a` ranks before `b` (the stated order; the victims' ids break ties). */
+export function compareChoices(a: VictimChoice, b: VictimChoice): number {
+  return (
+    a.cost.highest_priority - b.cost.highest_priority ||
+    a.cost.priority_sum - b.cost.priority_sum ||
+    a.cost.victims - b.cost.victims ||
+    a.cost.left_over - b.cost.left_over ||
+    compareIds(a.victims, b.victims)
+  );
+}
+
+function compareIds(a: readonly Eligible[], b: readonly Eligible[]): number {
+  const x = a.map((v) => v.consumer).sort();
+  const y = b.map((v) => v.consumer).sort();
+  for (let i = 0; i < Math.min(x.length, y.length); i += 1) {
+    if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
+  }
+  return x.length - y.length;
+}
+
+export function costOf(victims: readonly Eligible[], shortfall: ReadonlyMap<ResourceKey, number>): VictimCost {
+  let highest = -1;
+  let sum = 0;
+  for (const v of victims) {
+    highest = Math.max(highest, v.priority);
+    sum += v.priority;
+  }
+  let leftOver = 0;
+  for (const [key, need] of shortfall) {
+    let freed = 0;
+    for (const v of victims) freed += v.uses.get(key) ?? 0;
+    leftOver += freed - need;
+  }
+  return { highest_priority: highest, priority_sum: sum, victims: victims.length, left_over: leftOver };
+}
+
+/** Whether evicting `victims` covers every shortfall. */
+export function covers(victims: readonly Eligible[], shortfall: ReadonlyMap<ResourceKey, number>): boolean {
+  for (const [key, need] of shortfall) {
+    let freed = 0;
+    for (const v of victims) freed += v.uses.get(key) ?? 0;
+    if (freed < need) return false;
+  }
+  return true;
+}
+
+/** Whether no victim can be dropped with the rest still covering the shortfall. */
+export function isMinimal(victims: readonly Eligible[], shortfall: ReadonlyMap<ResourceKey, number>): boolean {
+  return victims.every((_, i) => !covers([...victims.slice(0, i), ...victims.slice(i + 1)], shortfall));
+}
+
+export type Method = 'exact' | 'greedy';
+
+/**
+ * The best victim set for a shortfall, among `eligible` (each already below
+ * the preemptor's priority); null when evicting them all does not cover it.
+ * `method` says how: exact (every subset) or greedy with reverse minimization.
+ */
+export function chooseVictims(
+  shortfall: ReadonlyMap<ResourceKey, number>,
+  eligible: readonly Eligible[],
+  method: Method,
+): VictimChoice | null {
+  if (shortfall.size === 0) return { victims: [], cost: NO_VICTIMS_COST };
+  // Only a consumer that frees something short can be in a minimal set.
+  const useful = eligible.filter((v) => [...shortfall.keys()].some((key) => (v.uses.get(key) ?? 0) > 0));
+  if (!covers(useful, shortfall)) return null;
+  return method === 'exact' ? exactly(shortfall, useful) : greedily(shortfall, useful);
+}
+
+function exactly(shortfall: ReadonlyMap<ResourceKey, number>, eligible: readonly Eligible[]): VictimChoice {
+  // In id order: among sets equal on every cost figure, the one whose lowest differing member comes first wins (compareIds).
+  const useful = [...eligible].sort(byId);
+  const keys = [...shortfall.keys()];
+  const needs = keys.map((k) => shortfall.get(k)!);
+  const n = useful.length;
+  const k = keys.length;
+  const size = 1 << n;
+  // Per subset, built from the subset without its lowest member: what it frees per key, its highest priority, sum and count.
+  const freed = new Float64Array(size * k);
+  const highest = new Float64Array(size).fill(-1);
+  const sum = new Float64Array(size);
+  const count = new Uint8Array(size);
+  const uses = useful.map((v) => keys.map((key) => v.uses.get(key) ?? 0));
+  let best = -1;
+  let bestLeft = 0;
+  for (let mask = 1; mask < size; mask += 1) {
+    const low = 31 - Math.clz32(mask & -mask);
+    const rest = mask & (mask - 1);
+    const p = useful[low]!.priority;
+    highest[mask] = Math.max(highest[rest]!, p);
+    sum[mask] = sum[rest]! + p;
+    count[mask] = count[rest]! + 1;
+    let fits = true;
+    let left = 0;
+    for (let j = 0; j < k; j += 1) {
+      const f = freed[rest * k + j]! + uses[low]![j]!;
+      freed[mask * k + j] = f;
+      if (f < needs[j]!) fits = false;
+      left += f - needs[j]!;
+    }
+    if (!fits) continue;
+    if (best < 0 || ranksBefore(mask, left, best, bestLeft)) {
+      best = mask;
+      bestLeft = left;
+    }
+  }
+  const victims = useful.filter((_, i) => best & (1 << i));
+  return { victims, cost: costOf(victims, shortfall) };
+
+  function ranksBefore(a: number, leftA: number, b: number, leftB: number): boolean {
+    if (highest[a] !== highest[b]) return highest[a]! < highest[b]!;
+    if (sum[a] !== sum[b]) return sum[a]! < sum[b]!;
+    if (count[a] !== count[b]) return count[a]! < count[b]!;
+    if (leftA !== leftB) return leftA < leftB;
+    const differ = a ^ b;
+    return (differ & -differ & a) !== 0;
+  }
+}
+
+function greedily(shortfall: ReadonlyMap<ResourceKey, number>, useful: readonly Eligible[]): VictimChoice {
+  // The lowest priority bound whose consumers cover the shortfall: no set may go above it.
+  const bounds = [...new Set(useful.map((v) => v.priority))].sort((a, b) => a - b);
+  const bound = bounds.find((p) =>
+    covers(
+      useful.filter((v) => v.priority <= p),
+      shortfall,
+    ),
+  )!;
+  const within = useful.filter((v) => v.priority <= bound);
+  // Three orders, each minimized in reverse; the best of them by the stated order.
+  const byPriority = [...within].sort(
+    (a, b) => a.priority - b.priority || usefulness(b, shortfall) - usefulness(a, shortfall) || byId(a, b),
+  );
+  const choices = [
+    minimized(fillInOrder(byPriority, shortfall), shortfall),
+    minimized(
+      fillByScore(within, shortfall, (gain, v) => gain / (v.priority + 1)),
+      shortfall,
+    ),
+    minimized(
+      fillByScore(within, shortfall, (gain) => gain),
+      shortfall,
+    ),
+  ].map((victims) => ({ victims, cost: costOf(victims, shortfall) }));
+  return choices.reduce((best, c) => (compareChoices(c, best) < 0 ? c : best));
+}
+
+const byId = (a: Eligible, b: Eligible) => (a.consumer < b.consumer ? -1 : a.consumer > b.consumer ? 1 : 0);
+
+/** How much of the shortfall a consumer covers, each key as a share of what is still needed. */
+function usefulness(v: Eligible, needed: ReadonlyMap<ResourceKey, number>): number {
+  let share = 0;
+  for (const [key, need] of needed) if (need > 0) share += Math.min(v.uses.get(key) ?? 0, need) / need;
+  return share;
+}
+
+/** Kueue's order: take consumers in `order` until the shortfall is covered. */
+function fillInOrder(order: readonly Eligible[], shortfall: ReadonlyMap<ResourceKey, number>): Eligible[] {
+  const chosen: Eligible[] = [];
+  for (const v of order) {
+    chosen.push(v);
+    if (covers(chosen, shortfall)) break;
+  }
+  return chosen;
+}
+
+/** Set-cover greedy: each step takes the consumer of the best score for what is still short. */
+function fillByScore(
+  pool: readonly Eligible[],
+  shortfall: ReadonlyMap<ResourceKey, number>,
+  score: (gain: number, v: Eligible) => number,
+): Eligible[] {
+  const left = new Map(shortfall);
+  const rest = [...pool];
+  const chosen: Eligible[] = [];
+  while ([...left.values()].some((n) => n > 0) && rest.length) {
+    let bestAt = 0;
+    let bestScore = Number.NEGATIVE_INFINITY;
+    rest.forEach((v, i) => {
+      const s = score(usefulness(v, left), v);
+      if (s > bestScore || (s === bestScore && byId(v, rest[bestAt]!) < 0)) {
+        bestScore = s;
+        bestAt = i;
+      }
+    });
+    const [v] = rest.splice(bestAt, 1);
+    chosen.push(v!);
+    for (const [key, need] of left) left.set(key, need - (v!.uses.get(key) ?? 0));
+  }
+  return chosen;
+}
+
+/** Reverse minimization: the highest priority first (the last taken among equals), each dropped while the rest still covers. */
+function minimized(chosen: readonly Eligible[], shortfall: ReadonlyMap<ResourceKey, number>): Eligible[] {
+  const kept = [...chosen];
+  const tryOrder = chosen.map((v, i) => ({ v, i })).sort((a, b) => b.v.priority - a.v.priority || b.i - a.i);
+  for (const { v } of tryOrder) {
+    const without = kept.filter((k) => k !== v);
+    if (covers(without, shortfall)) kept.splice(kept.indexOf(v), 1);
+  }
+  return kept;
+}

@@ -1,0 +1,142 @@
+// The one place the what-if extension meets the candidates engine: a World
+// (world.ts) becomes the engine's input (its provider-tree model, usage and
+// name lookups, CloudModel.of: no database), and the engine's own answers
+// (allocation candidates, headroom) are asked over it, with the app's
+// installed read hooks: each reads its own statement's result from the
+// snapshot, but the device taints' hook reads the world's taints (a taint
+// change, and ext_tolerate, act as the installed extension makes them act;
+// an app without it ignores them, as its real answers do) and the shared
+// counters' computes its loads from the world's usage. This file is what
+// changes with the engine's API.
+import type { Microversion } from '../../microversion.js';
+import { CloudModel, type ProviderSpec } from '../../placement/candidates/cloud-model.js';
+import type { CandidateEngine } from '../../placement/candidates/engine.js';
+import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
+import {
+  type CandidateOptions,
+  type CandidatesBody,
+  candidatesFromModel,
+  searchEveryTreeOfModel,
+} from '../../placement/candidates/index.js';
+import type { CandidateRequest } from '../../placement/candidates/parse.js';
+import type { Lookups, Usage } from '../../placement/candidates/research.js';
+import { type Headroom, headroomOfSearch } from '../headroom/headroom.js';
+import { loadsOf, type LoadedKeys } from '../../placement/constraints.js';
+import { candidateCounters } from '../counters/candidates.js';
+import { taintFilter } from '../taints/filter.js';
+import { type UsageTable, usageOf, type World } from './world.js';
+
+/** What a what-if answer takes from the app's engine: its parser (with the installed extensions' parameters), options and read hooks. */
+export type WhatIfEngine = Pick<CandidateEngine, 'parse' | 'options' | 'hooks'>;
+
+/** A world as the engine reads it; the model is built once, the usage may be replaced (a plan's moves). */
+export interface EngineView {
+  model: CloudModel;
+  lookups: Lookups;
+  /** The installed read hooks as they read this world under `usage`. */
+  hooksFor(usage: UsageTable): CandidateReadHook[];
+}
+
+/**
+ * The app's installed read hooks over a world and a usage table: the device
+ * taints' reads the world's taints, the shared counters' its bounds and
+ * weights as the snapshot read them with loads from `usage`, any other its
+ * own statement's result from the snapshot.
+ */
+function worldHooks(installed: readonly CandidateReadHook[], world: World, usage: UsageTable): CandidateReadHook[] {
+  return installed.map((hook) => {
+    const result = world.hookResults.get(hook);
+    let read: () => unknown = () => hook.read(result);
+    if (hook === (taintFilter as CandidateReadHook)) read = () => world.taints;
+    if (hook === (candidateCounters as CandidateReadHook)) {
+      const table = candidateCounters.read(result);
+      read = () => countersUnder(table, usage);
+    }
+    const replacement = { ...hook, read };
+    installedHookOf.set(replacement, hook);
+    return replacement;
+  });
+}
+
+/** Each replacement hook's installed one: what headroom looks its state up by (the counters' loads). */
+const installedHookOf = new WeakMap<CandidateReadHook, CandidateReadHook>();
+
+/** The counters' loads as `usage` puts them (headroom adds its simulated claims to a fresh copy each time). */
+function countersUnder(table: ReadonlyMap<number, LoadedKeys>, usage: UsageTable): Map<number, LoadedKeys> {
+  const out = new Map<number, LoadedKeys>();
+  for (const [providerId, keys] of table)
+    out.set(providerId, { ...keys, loads: loadsOf(keys, (classId) => usage.get(providerId)?.get(classId) ?? 0) });
+  return out;
+}
+
+export function engineView(world: World, installed: readonly CandidateReadHook[]): EngineView {
+  const specs: ProviderSpec[] = [...world.providers.values()]
+    .sort((a, b) => a.id - b.id)
+    .map((p) => ({
+      id: p.id,
+      uuid: p.uuid,
+      parentId: p.parentId,
+      rootId: p.rootId,
+      traits: p.traits,
+      aggregates: p.aggregates,
+      inventories: [...p.inventories].sort((a, b) => a.classId - b.classId),
+    }));
+  // The view keeps the taints as they are now: the world may be changed after (a simulation measures before, then applies its changes).
+  const frozen: World = { ...world, taints: new Map(world.taints) };
+  const rootIdByProviderUuid = new Map<string, number>();
+  for (const p of world.providers.values()) rootIdByProviderUuid.set(p.uuid, p.rootId);
+  return {
+    model: CloudModel.of(specs),
+    lookups: {
+      classIdByName: world.classIdByName,
+      traitIdByName: world.traitIdByName,
+      aggregateIdByUuid: world.aggregateIdByUuid,
+      rootIdByProviderUuid,
+    },
+    hooksFor: (usage) => worldHooks(installed, frozen, usage),
+  };
+}
+
+/** Options for a what-if answer: stable order, no cap, no time budget, the world's hooks, no tree cache. */
+function whatIfOptions(view: EngineView, usage: UsageTable, options: CandidateOptions): CandidateOptions {
+  return {
+    ...options,
+    randomize: false,
+    maxCandidates: 0,
+    timeBudgetMs: 0,
+    treeCacheProviders: 0,
+    generationStrategy: 'depth-first',
+    hooks: view.hooksFor(usage),
+    trees: undefined,
+    metrics: undefined,
+  };
+}
+
+export async function headroomOver(
+  view: EngineView,
+  usage: UsageTable,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<Headroom> {
+  const opts = whatIfOptions(view, usage, options);
+  const full = await searchEveryTreeOfModel(view.model, usage as Usage, view.lookups, request, mv, opts);
+  // Headroom reads the counters' state back by the installed hook.
+  for (const hook of opts.hooks ?? []) {
+    const installed = installedHookOf.get(hook);
+    if (installed) full.hooks.set(installed, full.hooks.get(hook));
+  }
+  return headroomOfSearch(full, opts);
+}
+
+export async function candidatesOver(
+  view: EngineView,
+  usage: UsageTable,
+  request: CandidateRequest,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<CandidatesBody> {
+  return candidatesFromModel(view.model, usage as Usage, view.lookups, request, mv, whatIfOptions(view, usage, options));
+}
+
+export { usageOf };

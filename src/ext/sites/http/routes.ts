@@ -1,0 +1,51 @@
+// Edge sites on the primary (docs/sites.md): PUT/GET /ext/sites/{site}. Logic in ../service.ts.
+import { invalid } from '../../../errors.js';
+import { readBody } from '../../../http/validate.js';
+import { RouteTable } from '../../../http/route-table.js';
+import type { AppContext } from '../../../http/env.js';
+import { placementHttp } from '../../../placement/http/profile.js';
+import type { HoldDeps } from '../../holds/service.js';
+import { adminOnly } from '../../http/admin-only.js';
+import { putSiteSchema, SITE_ID, SiteResponse } from '../schemas.js';
+import { getSite, presentSite, putSite } from '../service.js';
+
+export const siteRoutes = new RouteTable('extensions', placementHttp);
+
+const holdDeps = (c: AppContext): HoldDeps => {
+  const { deps } = c.var;
+  return { store: deps.store, nowMs: () => deps.clock().getTime(), newId: deps.newId };
+};
+
+function siteOf(c: AppContext): string {
+  const site = c.req.param('site') ?? '';
+  if (!SITE_ID.test(site)) throw invalid(`Invalid site '${site}': letters, digits, '_', '.', '-', at most 64`);
+  return site;
+}
+
+siteRoutes.resource('/sites/:site', {
+  GET: adminOnly({
+    summary: "Extension: an edge site's capacity slice (the open-ended hold owned by the site)",
+    responses: { 200: 'The site' },
+    responseSchema: SiteResponse,
+    responseName: 'Site',
+    handler: async (c) => {
+      const site = siteOf(c);
+      c.header('cache-control', 'no-cache');
+      return c.json(presentSite(site, await getSite(holdDeps(c), site)));
+    },
+  }),
+  PUT: adminOnly({
+    summary:
+      "Extension: set an edge site's capacity slice on providers of its aggregate (409 placement.ext.hold_unsatisfiable when it does not fit)",
+    body: () => putSiteSchema,
+    bodyName: 'PutSite',
+    responses: { 200: 'The site' },
+    responseSchema: SiteResponse,
+    responseName: 'Site',
+    handler: async (c) => {
+      const site = siteOf(c);
+      const body = await readBody(c, putSiteSchema);
+      return c.json(presentSite(site, await putSite(holdDeps(c), site, body)));
+    },
+  }),
+});

@@ -1,0 +1,25 @@
+// The wire shapes of /ext/sites (docs/sites.md), as zod schemas.
+import { z } from 'zod';
+import { heldAllocationsSchema } from '../holds/schemas.js';
+
+const UUID = /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/;
+
+/** A site's name: what PLACEMENT_SITE says on the site's instance. */
+export const SITE_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+export const putSiteSchema = z
+  .object({
+    /** The site's providers: every provider of the slice must be a member. */
+    aggregate: z.string().regex(UUID),
+    /** Its capacity slice: held for the site alone, with no end. */
+    capacity: heldAllocationsSchema,
+  })
+  .strict();
+export type PutSiteBody = z.infer<typeof putSiteSchema>;
+
+export const SiteResponse = z.object({
+  site: z.string(),
+  hold_uuid: z.string(),
+  generation: z.number(),
+  capacity: z.record(z.string(), z.object({ resources: z.record(z.string(), z.number()) })),
+});

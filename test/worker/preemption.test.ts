@@ -1,0 +1,70 @@
+// Preemption inside workerd against sqld (docs/preemption.md): a priority,
+// the search naming the victim, the one-batch preemption, an outsider refused
+// the nominated capacity once the victim is gone, and the preemptor's draw.
+// The database is shared with the other worker files: everything here uses
+// its own class, provider and project.
+import { describe, expect, it } from 'vitest';
+import { adminCall as call } from './admin-call.js';
+
+const suffix = () => crypto.randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase();
+
+describe('preemption in workerd', { timeout: 120_000 }, () => {
+  it('search, preempt, refuse an outsider, draw', async () => {
+    const rc = `CUSTOM_PREEMPT_${suffix()}`;
+    expect((await call('PUT', `/resource_classes/${rc}`)).status).toBeLessThan(300);
+    const host = crypto.randomUUID();
+    expect((await call('POST', '/resource_providers', { name: `preempt-${host}`, uuid: host })).status).toBe(200);
+    expect(
+      (
+        await call('PUT', `/resource_providers/${host}/inventories`, {
+          resource_provider_generation: 0,
+          inventories: { [rc]: { total: 4 } },
+        })
+      ).status,
+    ).toBe(200);
+    const claim = (resources: number, owner: string, consumer = crypto.randomUUID(), query = '') =>
+      call('PUT', `/allocations/${consumer}${query}`, {
+        allocations: { [host]: { resources: { [rc]: resources } } },
+        consumer_generation: null,
+        project_id: owner,
+        user_id: owner,
+        consumer_type: 'INSTANCE',
+      });
+    const spot = crypto.randomUUID();
+    const victim = crypto.randomUUID();
+    expect((await claim(4, spot, victim)).status).toBe(204);
+    expect((await call('PUT', `/ext/priorities/${spot}`, { priority: 0 })).status).toBe(200);
+    const found = (await (await call('GET', `/ext/preemption_candidates?resources=${rc}:4&ext_priority=10`)).json()) as {
+      allocation_requests: { victims: { consumer_uuid: string }[] }[];
+    };
+    expect(found.allocation_requests.map((r) => r.victims.map((v) => v.consumer_uuid))).toEqual([[victim]]);
+    const project = crypto.randomUUID();
+    const preemptor = crypto.randomUUID();
+    const made = await call('POST', '/ext/preemptions', {
+      preemptor: { consumer_uuid: preemptor, project_id: project, priority: 10, allocations: { [host]: { resources: { [rc]: 4 } } } },
+      victims: [victim],
+      grace_seconds: 60,
+    });
+    expect(made.status).toBe(201);
+    const { id, hold_uuid } = (await made.json()) as { id: string; hold_uuid: string };
+    expect(
+      (
+        await call('POST', '/ext/preemptions', {
+          preemptor: {
+            consumer_uuid: crypto.randomUUID(),
+            project_id: project,
+            priority: 10,
+            allocations: { [host]: { resources: { [rc]: 4 } } },
+          },
+          victims: [victim],
+          grace_seconds: 60,
+        })
+      ).status,
+    ).toBe(409);
+    expect((await call('DELETE', `/allocations/${victim}`)).status).toBe(204);
+    expect((await claim(1, crypto.randomUUID())).status).toBe(409);
+    expect((await claim(4, project, preemptor, `?ext_hold=${hold_uuid}`)).status).toBe(204);
+    const shown = (await (await call('GET', `/ext/preemptions/${id}`)).json()) as { victims: { consumer_uuid: string }[] };
+    expect(shown.victims.map((v) => v.consumer_uuid)).toEqual([victim]);
+  });
+});
