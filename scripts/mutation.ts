@@ -70,7 +70,7 @@ export const MODULES: Module[] = [
   },
   {
     name: 'first-of',
-    mutate: ['src/placement/candidates/first-of.ts'],
+    mutate: ['src/placement/candidates/alternatives.ts'],
     // gpu-extensions-combined: headroom with ext_first_of, the one caller of FirstOfSearch.firstRequestOf.
     tests: ['test/ext/first-of.test.ts', 'test/ext/gpu-extensions-combined.test.ts'],
   },

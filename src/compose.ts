@@ -7,17 +7,6 @@ import { cyborgJobs } from './cyborg/jobs.js';
 import { staticNovaIdentity, type NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
-import { counters } from './ext/counters/extension.js';
-import { firstOf } from './ext/first-of/extension.js';
-import { gangs } from './ext/gangs/extension.js';
-import { headroom } from './ext/headroom/extension.js';
-import { holds } from './ext/holds/extension.js';
-import { leases } from './ext/leases/extension.js';
-import { simulate } from './ext/simulate/extension.js';
-import { preemption } from './ext/preemption/extension.js';
-import { limits } from './ext/limits/extension.js';
-import { sites } from './ext/sites/extension.js';
-import { taints } from './ext/taints/extension.js';
 import { type Extension, InstalledExtensions } from './extension.js';
 import type { RouteTable } from './http/route-table.js';
 import { KeystoneNovaIdentity } from './http/keystone/nova-identity.js';
@@ -35,25 +24,9 @@ import type { CandidateMetrics } from './placement/candidates/index.js';
 import { placementPolicyRules } from './placement/policies.js';
 import { writeHooks } from './placement/writes/hooks.js';
 
-/**
- * The extensions this service installs, in order: one line each (src/ext/README.md).
- * The order is the order of their routes under /ext and in GET /openapi.json,
- * of their parameters there, of their read hooks in a candidates read batch,
- * of their claim guards (an earlier refusal is answered first) and of their sweeps.
- */
-export const EXTENSIONS: readonly Extension[] = [
-  headroom,
-  taints,
-  counters,
-  leases,
-  limits,
-  gangs,
-  firstOf,
-  holds,
-  preemption,
-  simulate,
-  sites,
-];
+import { EXTENSIONS } from './extensions.js';
+
+export { EXTENSIONS };
 
 /** The routes of every extension this service ships, for GET /openapi.json (a Deps' own: deps.extensions.routes()). */
 export const EXTENSION_ROUTES: readonly RouteTable[] = EXTENSIONS.flatMap((e) => e.routes ?? []);

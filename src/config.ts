@@ -1,7 +1,8 @@
 // Service configuration, read from the environment (Node) or bindings
 // (Worker) and validated once. Names match the conformance contract.
 import { z } from 'zod';
-import { LIMITS_SETTINGS, limitsSettingsProblem } from './ext/limits/settings.js';
+import type { ExtensionSettingProblem } from './extension.js';
+import { EXTENSIONS } from './extensions.js';
 
 /** Where a new user's database goes when PLACEMENT_DB_URL is not set (created with its directory). */
 export const DEFAULT_DATABASE_URL = 'file:./data/placement.db';
@@ -99,6 +100,9 @@ export function novaSettingsProblem(config: NovaIdentityConfig): { setting: stri
   return undefined;
 }
 // --- end of Nova's identity ---
+
+/** Every shipped extension's settings, beside the service's own. */
+const EXTENSION_SETTINGS: z.ZodRawShape = Object.assign({}, ...EXTENSIONS.map((e) => e.settings?.shape ?? {}));
 
 export const ConfigSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
@@ -286,10 +290,11 @@ export const ConfigSchema = z.object({
   PLACEMENT_METRICS_CAPACITY: bool.default(true),
   /** A token Prometheus may scrape GET /metrics with (Authorization: Bearer), besides an admin token; noauth2 needs none. */
   PLACEMENT_METRICS_TOKEN: z.string().optional(),
-  /** Project limits enforced inside the claim (extension, src/ext/limits/settings.ts; docs/limits.md). */
-  ...LIMITS_SETTINGS,
+  /** The settings of the extensions this service ships (each in its folder: Extension.settings). */
+  ...EXTENSION_SETTINGS,
 });
-export type AppConfig = z.infer<typeof ConfigSchema>;
+/** The configuration: the service's own settings, typed; an extension reads its own through its settings' schema (Extension.settings). */
+export type AppConfig = z.infer<typeof ConfigSchema> & Readonly<Record<string, unknown>>;
 
 /** The settings `env` sets, as ConfigSchema reads them: an empty value counts as unset. */
 export function pickSettings(env: Record<string, string | undefined>): Record<string, string> {
@@ -318,10 +323,19 @@ export function loadConfig(env: Record<string, string | undefined>): AppConfig {
   }
   const novaProblem = novaSettingsProblem(parsed.data);
   if (novaProblem) throw new Error(`invalid configuration: ${novaProblem.setting}: ${novaProblem.problem}`);
-  const limitsProblem = limitsSettingsProblem(parsed.data);
-  if (limitsProblem)
-    throw new Error(`invalid configuration: ${limitsProblem.setting}: ${limitsProblem.problem}. Fix: ${limitsProblem.fix}`);
+  const extensionProblem = extensionSettingsProblem(parsed.data);
+  if (extensionProblem)
+    throw new Error(`invalid configuration: ${extensionProblem.setting}: ${extensionProblem.problem}. Fix: ${extensionProblem.fix}`);
   return parsed.data;
+}
+
+/** The first shipped extension's setting that cannot work with the rest, or undefined. */
+export function extensionSettingsProblem(config: AppConfig): ExtensionSettingProblem | undefined {
+  for (const extension of EXTENSIONS) {
+    const problem = extension.settings?.problem?.(config);
+    if (problem) return problem;
+  }
+  return undefined;
 }
 
 const KEYSTONE_REQUIRED = [

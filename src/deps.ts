@@ -53,7 +53,7 @@ export interface Deps {
   keystone?: KeystoneTokenValidator;
   /** Project names for the dashboard, where Keystone knows them (keystone auth only). */
   projectNames?: ProjectNameLookup;
-  /** The extensions installed in this app, set up (compose.ts EXTENSIONS; src/ext/README.md). */
+  /** The extensions installed in this app, set up (src/extensions.ts EXTENSIONS; src/ext/README.md). */
   extensions: InstalledExtensions;
 }
 

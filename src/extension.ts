@@ -1,12 +1,13 @@
 // What an extension is: one object, exported by its folder (src/ext/<name>/
 // extension.ts), that says everything the extension adds to the service. The
-// composition root (src/compose.ts EXTENSIONS) lists them; each part is
-// installed where it plugs in: query parameters, read hooks and gates into
-// the candidates engine, claim guards into the write kernel, jobs into the
-// job runner, routes under /ext. The hooks themselves are declared by the
+// list in src/extensions.ts (EXTENSIONS) names them and the composition root
+// (src/compose.ts) installs them; each part is installed where it plugs in:
+// query parameters, read hooks and gates into the candidates engine, claim
+// guards into the write kernel, jobs into the job runner, routes under /ext. The hooks themselves are declared by the
 // parts that call them (placement/candidates/hooks.ts, placement/writes/
 // hooks.ts, jobs/registry.ts, http/route-table.ts); this file only gathers
 // them, so that Deps names no extension type. How to add one: src/ext/README.md.
+import type { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
@@ -45,9 +46,25 @@ export interface ExtensionRuntime {
   readiness?(): ReadinessRead[];
 }
 
+/** A setting that cannot work with the rest: which, what is wrong, how to fix it. */
+export interface ExtensionSettingProblem {
+  setting: string;
+  problem: string;
+  fix: string;
+}
+
+/** An extension's settings (environment variables), validated with the rest of the configuration (src/config.ts). */
+export interface ExtensionSettings {
+  readonly shape: z.ZodRawShape;
+  /** The first of them that cannot work, given the whole configuration as parsed; undefined when all can. */
+  problem?(config: AppConfig): ExtensionSettingProblem | undefined;
+}
+
 export interface Extension {
   /** Unique among the installed ones; names its state. */
   readonly name: string;
+  /** Its settings: part of every app's configuration, whether or not an app installs it. */
+  readonly settings?: ExtensionSettings;
   /** Query parameters of GET /allocation_candidates (and headroom, why-no-host, gangs), with their grammar. */
   readonly params?: readonly CandidateParam[];
   /** What it reads beside the trees in every candidates read batch. */

@@ -154,55 +154,52 @@ const isRead = (statement: InStatement | string): boolean => READS.test(typeof s
  * commit, the outcome is unknown).
  */
 export function clientWithDeadlines(client: Client, deadline: DatabaseDeadline): Client {
-  return new Proxy(client, {
-    get(target, prop) {
-      const value: unknown = Reflect.get(target, prop);
-      if (typeof value !== 'function') return value;
-      const fn = value as (...args: unknown[]) => Promise<unknown>;
-      switch (prop) {
-        case 'execute':
-          return (...args: unknown[]) => {
-            const call = () => fn.apply(target, args);
-            return isRead(args[0] as InStatement) ? deadline.read(call) : deadline.write(call);
-          };
-        case 'batch':
-          return (...args: unknown[]) => {
-            const call = () => fn.apply(target, args);
-            return args[1] === 'read' ? deadline.read(call) : deadline.write(call);
-          };
-        case 'executeMultiple':
-        case 'migrate':
-          return (...args: unknown[]) => deadline.write(() => fn.apply(target, args));
-        case 'transaction':
-          return async (...args: unknown[]) => {
-            const tx = (await deadline.write(() => fn.apply(target, args), 'not_written')) as Transaction;
-            return transactionWithDeadlines(tx, deadline);
-          };
-        default:
-          return fn.bind(target);
-      }
-    },
+  return withMethods(client, (prop, call) => {
+    switch (prop) {
+      case 'execute':
+        return (...args) => (isRead(args[0] as InStatement) ? deadline.read(() => call(args)) : deadline.write(() => call(args)));
+      case 'batch':
+        return (...args) => (args[1] === 'read' ? deadline.read(() => call(args)) : deadline.write(() => call(args)));
+      case 'executeMultiple':
+      case 'migrate':
+        return (...args) => deadline.write(() => call(args));
+      case 'transaction':
+        return async (...args) =>
+          transactionWithDeadlines((await deadline.write(() => call(args), 'not_written')) as Transaction, deadline);
+      default:
+        return undefined;
+    }
   });
 }
 
 function transactionWithDeadlines(tx: Transaction, deadline: DatabaseDeadline): Transaction {
-  return new Proxy(tx, {
-    get(target, prop) {
-      const value: unknown = Reflect.get(target, prop);
+  return withMethods(tx, (prop, call) => {
+    switch (prop) {
+      case 'execute':
+      case 'batch':
+      case 'executeMultiple':
+      case 'rollback':
+        // Uncommitted: whatever it did is undone when the server drops the transaction.
+        return (...args) => deadline.write(() => call(args), 'not_written');
+      case 'commit':
+        return (...args) => deadline.write(() => call(args), 'unknown');
+      default:
+        return undefined;
+    }
+  });
+}
+
+/** `target` with the methods `wrap` replaces (given how to call the original); the others as they are. */
+function withMethods<T extends object>(
+  target: T,
+  wrap: (prop: string | symbol, call: (args: unknown[]) => Promise<unknown>) => ((...args: unknown[]) => Promise<unknown>) | undefined,
+): T {
+  return new Proxy(target, {
+    get(object, prop) {
+      const value: unknown = Reflect.get(object, prop);
       if (typeof value !== 'function') return value;
       const fn = value as (...args: unknown[]) => Promise<unknown>;
-      switch (prop) {
-        case 'execute':
-        case 'batch':
-        case 'executeMultiple':
-        case 'rollback':
-          // Uncommitted: whatever it did is undone when the server drops the transaction.
-          return (...args: unknown[]) => deadline.write(() => fn.apply(target, args), 'not_written');
-        case 'commit':
-          return (...args: unknown[]) => deadline.write(() => fn.apply(target, args), 'unknown');
-        default:
-          return fn.bind(target);
-      }
+      return wrap(prop, (args) => fn.apply(object, args)) ?? fn.bind(object);
     },
   });
 }

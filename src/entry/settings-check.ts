@@ -10,11 +10,10 @@ import {
   DATABASE_URL_SCHEMES,
   DEFAULT_DATABASE_URL,
   databaseUrlScheme,
+  extensionSettingsProblem,
   novaSettingsProblem,
   pickSettings,
 } from '../config.js';
-import { limitsSettingsProblem } from '../ext/limits/settings.js';
-import { sitesSettingsProblem } from '../ext/sites/settings.js';
 import { SettingProblem } from '../shared/setting-problem.js';
 import { TokenTableJson } from '../http/auth.js';
 import { redactUrl } from '../observability/config-summary.js';
@@ -134,8 +133,6 @@ const DEFAULTS = ConfigSchema.parse({}) as Record<string, unknown>;
 export function checkSettings(env: Record<string, string | undefined>): AppConfig {
   checkKeystone(env);
   checkDatabaseUrl(env);
-  const site = sitesSettingsProblem(env);
-  if (site) throw site;
   const picked = pickSettings(env);
   const parsed = ConfigSchema.safeParse(picked);
   if (!parsed.success) {
@@ -149,7 +146,7 @@ export function checkSettings(env: Record<string, string | undefined>): AppConfi
   checkTokens(parsed.data);
   const nova = novaSettingsProblem(parsed.data);
   if (nova) throw new SettingProblem(nova.setting, nova.problem, nova.fix);
-  const limits = limitsSettingsProblem(parsed.data);
-  if (limits) throw new SettingProblem(limits.setting, limits.problem, limits.fix);
+  const extension = extensionSettingsProblem(parsed.data);
+  if (extension) throw new SettingProblem(extension.setting, extension.problem, extension.fix);
   return parsed.data;
 }

@@ -7,16 +7,30 @@
 // installs what is derived here; changing the declaration changes every
 // path (test/ext/constraint-declaration.test.ts).
 //
-// A constraint is linear, over keys of a provider: for each key,
+// A constraint is linear, over keys of a provider (ProviderConstraint): for
+// each key,
 //   load = sum over the provider's classes of usage(class) x weight(class, key)
-// must stay within the key's bound; a change of usage is refused only when it
-// raises a load over its bound (a key already over, after an operator lowered
-// it, may stay over while its load does not grow: upstream bug 2104040).
+// must stay within the key's bound; or over keys of a project
+// (ProjectConstraint: key = project x class, load = the project's usage of
+// the class by the consumers that count). Either way a change of usage is
+// refused only when it raises a load over its bound (raisesOverBound: a key
+// already over, after an operator lowered it, may stay over while its load
+// does not grow: upstream bug 2104040).
 import type { InStatement, ResultSet } from '@libsql/client';
-import { ALLOC, RC, RP } from '../db/columns.js';
+import { ALLOC, CONSUMER, PROJECT, RC, RP } from '../db/columns.js';
+import { num, str } from '../db/rows.js';
+import { guard, inList, type WriteStatement } from '../db/write-batch.js';
 import type { CandidateReadHook, CapacityRule, Piece, TakenView } from './candidates/hooks.js';
-import type { ClaimGuard } from './writes/hooks.js';
+import type { ConsumerClaim } from './repo/allocations.js';
+import { INCOMPLETE_CONSUMER_PROJECT_ID } from './repo/consumers.js';
+import type { ClaimGuard, ClaimRefusal, ClaimView } from './writes/hooks.js';
 import { ClaimRefused } from './writes/refusals.js';
+
+/** The rule of every constraint: a change of a key's load from `before` to `after` is refused when it takes the load over `bound` while raising it. */
+export const raisesOverBound = (before: number, after: number, bound: number): boolean => after > bound && after > before;
+
+/** The same rule in SQL, as of a write that raises the load (a new consumer's, or a raise the ordinary path granted). */
+const overBoundCondition = (load: string, bound: string): string => `${load} > ${bound}`;
 
 /** Column names and expressions of a declaration's tables (an expression is given the row's alias). */
 export interface ProviderConstraint {
@@ -71,7 +85,7 @@ export function exceededKey(
   const was = loadsOf(keys, before);
   const will = loadsOf(keys, after);
   for (let i = 0; i < will.length; i += 1) {
-    if (will[i]! > keys.bounds[i]! && will[i]! > was[i]!) return { name: keys.names[i]!, bound: keys.bounds[i]!, load: will[i]! };
+    if (raisesOverBound(was[i]!, will[i]!, keys.bounds[i]!)) return { name: keys.names[i]!, bound: keys.bounds[i]!, load: will[i]! };
   }
   return null;
 }
@@ -134,13 +148,13 @@ const loadSql = (d: ProviderConstraint, b: string) => {
 export const holdsSql = (d: ProviderConstraint, consumers: string): string =>
   `NOT EXISTS (SELECT 1 FROM ${d.bounds.table} b
     WHERE b.${d.bounds.provider} IN (SELECT ${ALLOC.resourceProviderId} FROM allocations WHERE ${ALLOC.consumerId} IN (${consumers}))
-      AND ${d.bounds.bound('b')} < ${loadSql(d, 'b')})`;
+      AND ${overBoundCondition(loadSql(d, 'b'), d.bounds.bound('b'))})`;
 
 /** Every key over its bound (the audit): provider uuid, name, total (the bound), load; by provider uuid, then key. */
 export const overBoundSql = (d: ProviderConstraint): string =>
   `SELECT p.${RP.uuid}, b.${d.bounds.key} AS name, ${d.bounds.bound('b')} AS total, ${loadSql(d, 'b')} AS load
   FROM ${d.bounds.table} b JOIN resource_providers p ON p.${RP.id} = b.${d.bounds.provider}
-  WHERE ${d.bounds.bound('b')} < ${loadSql(d, 'b')}
+  WHERE ${overBoundCondition(loadSql(d, 'b'), d.bounds.bound('b'))}
   ORDER BY p.${RP.uuid}, b.${d.bounds.key}`;
 
 /** A provider's keys as JSON [[name, bound, load], ...] for a provider row aliased `p` (the dashboard). */
@@ -266,4 +280,258 @@ export function constraintGuard(d: ProviderConstraint): ClaimGuard {
     },
     holdsSql: (consumers) => holdsSql(d, consumers),
   };
+}
+
+// ---- keys of a project ------------------------------------------------------------
+
+/**
+ * A constraint keyed by project and class: the project's usage of the class,
+ * by the consumers that count, stays within the bound of (project, class),
+ * the project's own bound, else every project's default (the row of
+ * `everyProject`). The usage is a ledger kept by the extension's migration
+ * (triggers), so a claim reads one row per class, whatever the size of the project.
+ */
+export interface ProjectConstraint {
+  /** For messages and tests. */
+  readonly name: string;
+  /** Rows of `table` (project external id, class name, bound); project `everyProject` is every project's default. */
+  readonly bounds: { table: string; project: string; resourceClass: string; bound: (row: string) => string; everyProject: string };
+  /** The ledger: rows of `table` (project id, class id, used). */
+  readonly usage: { table: string; project: string; resourceClass: string; used: (row: string) => string };
+  /** SQL: true for a consumers row aliased `c` whose allocations count. */
+  counted(c: string): string;
+}
+
+/** The bounds in force: every project's defaults, and each project's own (class name -> bound). */
+export interface ProjectBounds {
+  defaults: ReadonlyMap<string, number>;
+  projects: ReadonlyMap<string, ReadonlyMap<string, number>>;
+}
+
+/** The bound of (project, class): the project's own, else the default, else none. */
+export function projectBoundOf(bounds: ProjectBounds, project: string, resourceClass: string): number | undefined {
+  return bounds.projects.get(project)?.get(resourceClass) ?? bounds.defaults.get(resourceClass);
+}
+
+/** The classes bounded for `project`, with their bound. */
+export function boundsOfProject(bounds: ProjectBounds, project: string): Map<string, number> {
+  const classes = new Set([...bounds.defaults.keys(), ...(bounds.projects.get(project)?.keys() ?? [])]);
+  return new Map([...classes].map((rc) => [rc, projectBoundOf(bounds, project, rc)!]));
+}
+
+/** The same resolution in SQL, as of the statement, for a project (external id) and class name given as SQL expressions. */
+const projectBoundSql = (d: ProjectConstraint, project: string, resourceClass: string) => {
+  const b = d.bounds;
+  const row = (who: string) =>
+    `(SELECT ${b.bound('l')} FROM ${b.table} l WHERE l.${b.project} = ${who} AND l.${b.resourceClass} = ${resourceClass})`;
+  return `COALESCE(${row(project)},\n            ${row(`'${b.everyProject}'`)})`;
+};
+
+/** The ledger's usage of (project id, class id), SQL expressions, as of the statement (0 without a row). */
+const projectUsageSql = (d: ProjectConstraint, projectId: string, classId: string) => {
+  const u = d.usage;
+  return `COALESCE((SELECT ${u.used('u')} FROM ${u.table} u WHERE u.${u.project} = ${projectId} AND u.${u.resourceClass} = ${classId}), 0)`;
+};
+
+/** The bounds of `projects` and the defaults (every project's when undefined), as projectBoundsOf reads them. */
+export function projectBoundsStatement(d: ProjectConstraint, projects?: readonly string[]): InStatement {
+  const b = d.bounds;
+  const named = projects === undefined ? undefined : [b.everyProject, ...projects];
+  return {
+    sql: `SELECT l.${b.project} AS project, l.${b.resourceClass} AS rc, ${b.bound('l')} AS bound FROM ${b.table} l${named ? ` WHERE l.${b.project} IN (${inList(named)})` : ''}`,
+    args: named ?? [],
+  };
+}
+
+export function projectBoundsOf(d: ProjectConstraint, result: ResultSet): ProjectBounds {
+  const defaults = new Map<string, number>();
+  const projects = new Map<string, Map<string, number>>();
+  for (const r of result.rows) {
+    const project = str(r, 'project');
+    if (project === d.bounds.everyProject) defaults.set(str(r, 'rc'), num(r, 'bound'));
+    else {
+      const classes = projects.get(project) ?? new Map<string, number>();
+      classes.set(str(r, 'rc'), num(r, 'bound'));
+      projects.set(project, classes);
+    }
+  }
+  return { defaults, projects };
+}
+
+/** The ledger of `projects` (every project when undefined), by project and class name, as projectUsageOf reads it. */
+export function projectUsageStatement(d: ProjectConstraint, projects?: readonly string[]): InStatement {
+  const u = d.usage;
+  return {
+    sql: `SELECT p.${PROJECT.externalId} AS project, rc.${RC.name} AS rc, ${u.used('u')} AS used
+        FROM ${u.table} u JOIN projects p ON p.${PROJECT.id} = u.${u.project} JOIN resource_classes rc ON rc.${RC.id} = u.${u.resourceClass}
+        WHERE ${u.used('u')} != 0${projects === undefined ? '' : ` AND p.${PROJECT.externalId} IN (${inList(projects)})`}`,
+    args: projects === undefined ? [] : [...projects],
+  };
+}
+
+/** (project, class) -> amount, from rows of project, rc, used. */
+export function projectUsageOf(result: ResultSet): Map<string, number> {
+  return new Map(result.rows.map((r) => [projectKey(str(r, 'project'), str(r, 'rc')), num(r, 'used')]));
+}
+
+export const projectKey = (project: string, resourceClass: string) => `${project}\u0000${resourceClass}`;
+
+/** A (project, class) whose bound a change would cross: the bound, the usage before, and what the change adds. */
+export interface ProjectCrossing {
+  project: string;
+  resourceClass: string;
+  bound: number;
+  usage: number;
+  requested: number;
+}
+
+/** The first class a project's usage would cross its bound of when it changes by `change` (class -> amount; the candidates' rule and the claim's decision). */
+export function projectCrossing(
+  bounds: ProjectBounds,
+  usage: ReadonlyMap<string, number>,
+  project: string,
+  change: Iterable<readonly [string, { before: number; after: number }]>,
+): ProjectCrossing | null {
+  for (const [resourceClass, { before, after }] of change) {
+    const bound = projectBoundOf(bounds, project, resourceClass);
+    if (bound === undefined) continue;
+    if (raisesOverBound(before, after, bound))
+      return { project, resourceClass, bound, usage: usage.get(projectKey(project, resourceClass)) ?? 0, requested: after - before };
+  }
+  return null;
+}
+
+/** One bounded class of a project as the audit reports it: bound, usage, what remains (negative when over). */
+export interface ProjectKeyReport {
+  bound: number;
+  usage: number;
+  remaining: number;
+}
+
+/** The audit: each bounded class of `project`, by class name. */
+export function projectReport(bounds: ProjectBounds, usage: ReadonlyMap<string, number>, project: string): [string, ProjectKeyReport][] {
+  return [...boundsOfProject(bounds, project)]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([rc, bound]) => {
+      const used = usage.get(projectKey(project, rc)) ?? 0;
+      return [rc, { bound, usage: used, remaining: bound - used }];
+    });
+}
+
+/** The audit: every (project, class) at or over its bound (a bound of 0 is reached without usage), by project. */
+export function atOrOverBound(bounds: ProjectBounds, usage: ReadonlyMap<string, number>): [string, Record<string, ProjectKeyReport>][] {
+  const byProject = new Map<string, Record<string, ProjectKeyReport>>();
+  for (const [k, used] of usage) {
+    const [project, rc] = k.split('\u0000') as [string, string];
+    const bound = projectBoundOf(bounds, project, rc);
+    if (bound === undefined || used < bound) continue;
+    const classes = byProject.get(project) ?? {};
+    classes[rc] = { bound, usage: used, remaining: bound - used };
+    byProject.set(project, classes);
+  }
+  for (const [project, classes] of bounds.projects) {
+    for (const [rc, bound] of classes) {
+      if (bound !== 0 || byProject.get(project)?.[rc]) continue;
+      byProject.set(project, { ...byProject.get(project), [rc]: { bound, usage: 0, remaining: 0 } });
+    }
+  }
+  return [...byProject].sort(([a], [b]) => a.localeCompare(b));
+}
+
+const projectOf = (claim: { projectId?: string | null }) => claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID;
+
+/** How a project guard words and counts its refusal, and which consumer types count (the TypeScript side of `counted`). */
+export interface ProjectGuardTerms {
+  counts(consumerType: string | null): boolean;
+  refusal(crossing: ProjectCrossing): ClaimRefusal;
+}
+
+/**
+ * The write kernel's guard of a project constraint: the snapshot reads the
+ * bounds of the claimed projects, their usage and what the claimed consumers
+ * hold now; the ordinary path refuses a claim that raises a project's usage
+ * of a class over its bound, and a grant that raises usage adds a check to
+ * the write batch (the usage as of the write still within the bound), since
+ * the providers' generations do not protect a project's usage across
+ * providers: two racing claims never both pass. The one-batch claim's
+ * condition checks, as of the write, every (project, class) its new
+ * consumers hold (all of it raises).
+ */
+export function projectConstraintGuard(d: ProjectConstraint, terms: ProjectGuardTerms): ClaimGuard {
+  const counted = d.counted('c');
+  const u = d.usage;
+  return {
+    name: d.name,
+    snapshotStatements: (_providers, consumers, claims) => {
+      const projects = [...new Set(claims.map(projectOf))];
+      return [
+        projectBoundsStatement(d, projects),
+        projectUsageStatement(d, projects),
+        {
+          sql: `SELECT p.${PROJECT.externalId} AS project, rc.${RC.name} AS rc, total(a.${ALLOC.used}) AS used
+          FROM consumers c JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId}
+          JOIN allocations a ON a.${ALLOC.consumerId} = c.${CONSUMER.uuid}
+          JOIN resource_classes rc ON rc.${RC.id} = a.${ALLOC.resourceClassId}
+          WHERE c.${CONSUMER.uuid} IN (${inList(consumers)}) AND ${counted}
+          GROUP BY p.${PROJECT.externalId}, rc.${RC.name}`,
+          args: [...consumers],
+        },
+      ];
+    },
+    decider: ([boundRows, usageRows, heldRows]) => {
+      const bounds = projectBoundsOf(d, boundRows!);
+      const usage = projectUsageOf(usageRows!);
+      const held = projectUsageOf(heldRows!);
+      return (view: ClaimView) => {
+        // What the claim asks, per (its consumers' project, class), among the consumers that count.
+        const asked = new Map<string, { project: string; resourceClass: string; amount: number }>();
+        const byConsumer = new Map(view.claims.map((c): [string, ConsumerClaim] => [c.uuid, c]));
+        for (const entry of view.entries) {
+          const claim = byConsumer.get(entry.consumer)!;
+          if (!terms.counts(claim.consumerType ?? view.consumers.get(claim.uuid)?.type ?? null)) continue;
+          const project = projectOf(claim);
+          const k = projectKey(project, entry.resourceClass);
+          const sum = asked.get(k) ?? { project, resourceClass: entry.resourceClass, amount: 0 };
+          sum.amount += entry.amount;
+          asked.set(k, sum);
+        }
+        const raised: [string, string][] = [];
+        for (const [k, { project, resourceClass, amount }] of asked) {
+          if (projectBoundOf(bounds, project, resourceClass) === undefined) continue;
+          const before = usage.get(k) ?? 0;
+          const after = before - (held.get(k) ?? 0) + amount;
+          const crossing = projectCrossing(bounds, usage, project, [[resourceClass, { before, after }]]);
+          if (crossing) return terms.refusal(crossing);
+          // A grant that raises usage holds only while the usage as of the write stays within the bound.
+          if (after > before) raised.push([project, resourceClass]);
+        }
+        return raised.length > 0 ? { checks: [raisedWithinBoundsCheck(d, raised)] } : null;
+      };
+    },
+    holdsSql: (consumers) => `NOT EXISTS (SELECT 1 FROM consumers c JOIN allocations mine ON mine.${ALLOC.consumerId} = c.${CONSUMER.uuid}
+          JOIN ${u.table} u ON u.${u.project} = c.${CONSUMER.projectId} AND u.${u.resourceClass} = mine.${ALLOC.resourceClassId}
+          JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId} JOIN resource_classes rc ON rc.${RC.id} = mine.${ALLOC.resourceClassId}
+        WHERE c.${CONSUMER.uuid} IN (${consumers}) AND mine.${ALLOC.used} > 0 AND ${counted}
+          AND ${overBoundCondition(u.used('u'), projectBoundSql(d, `p.${PROJECT.externalId}`, `rc.${RC.name}`))})`,
+  };
+}
+
+/**
+ * The ordinary path's check of a grant that raises usage: for every
+ * [project, class] of the bound JSON list, the project's usage as of the
+ * write is within the bound in force (a bound removed meanwhile fails it: the
+ * claim is decided again).
+ */
+function raisedWithinBoundsCheck(d: ProjectConstraint, raised: readonly (readonly [string, string])[]): WriteStatement {
+  const project = "json_extract(j.value, '$[0]')";
+  const resourceClass = "json_extract(j.value, '$[1]')";
+  const usage = projectUsageSql(
+    d,
+    `(SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ${project})`,
+    `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} = ${resourceClass})`,
+  );
+  return guard(
+    `NOT EXISTS (SELECT 1 FROM json_each(?) j\n          WHERE ${overBoundCondition(usage, projectBoundSql(d, project, resourceClass))})`,
+    [JSON.stringify(raised)],
+  );
 }

@@ -5,17 +5,13 @@
 // one-batch claim's SQL guard and the audit's query, on one database.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.js';
-import { EXTENSIONS, makeDeps } from '../../src/compose.js';
-import { openStore } from '../../src/entry/node-service.js';
 import { counters } from '../../src/ext/counters/extension.js';
 import { COUNTERS } from '../../src/ext/counters/declaration.js';
 import type { Extension } from '../../src/extension.js';
 import { constraintGuard, constraintReadHook, holdsSql, overBoundSql, type ProviderConstraint } from '../../src/placement/constraints.js';
 import { COUNTER_USE } from '../../src/db/columns.js';
+import { type App, adminRequest, siblingApp } from '../helpers/sibling-app.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
-
-const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** The one change: a unit of a class weighs twice what the provider's consumption says. */
 const DOUBLED: ProviderConstraint = { ...COUNTERS, weights: { ...COUNTERS.weights, weight: (cc) => `2 * ${cc}.${COUNTER_USE.amount}` } };
@@ -27,21 +23,11 @@ const countersOf = (declaration: ProviderConstraint): Extension => ({
 });
 
 let t: TestApp;
-let doubled: ReturnType<typeof createApp>;
+let doubled: App;
 let host: string;
 const holder = randomUUID();
 
-const call = (app: ReturnType<typeof createApp>, method: string, path: string, body?: unknown) =>
-  app.request(path, {
-    method,
-    headers: {
-      'x-auth-token': 'admin',
-      'openstack-api-version': `placement ${body === undefined ? 'latest' : '1.28'}`,
-      'content-type': 'application/json',
-      accept: 'application/json',
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const call = (app: App, method: string, path: string, body?: unknown) => adminRequest(app, method, path, body);
 
 const claim = (amount: number, generation: number | null) => ({
   allocations: { [host]: { resources: { CUSTOM_SLICE: amount } } },
@@ -52,8 +38,7 @@ const claim = (amount: number, generation: number | null) => ({
 
 beforeAll(async () => {
   t = await makeTestApp();
-  const list = EXTENSIONS.map((e) => (e === counters ? countersOf(DOUBLED) : e));
-  doubled = createApp(makeDeps(await openStore(t.deps.config, { prepare: false }, silent), t.deps.config, silent, { extensions: list }));
+  doubled = (await siblingApp(t, (e) => (e === counters ? countersOf(DOUBLED) : e))).app;
   host = randomUUID();
   expect((await t.call('PUT', '/resource_classes/CUSTOM_SLICE')).status).toBe(201);
   expect((await t.call('POST', '/resource_providers', { body: { name: 'gpu', uuid: host } })).status).toBe(200);
@@ -68,7 +53,7 @@ afterAll(() => t.close());
 
 describe('one change to the counters declaration', () => {
   it("changes the candidates' capacity rule", async () => {
-    const listed = async (app: ReturnType<typeof createApp>) =>
+    const listed = async (app: App) =>
       Object.keys(
         ((await (await call(app, 'GET', '/allocation_candidates?resources=CUSTOM_SLICE:1')).json()) as { provider_summaries: object })
           .provider_summaries,

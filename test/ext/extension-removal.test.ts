@@ -1,4 +1,4 @@
-// An extension is one folder and one line in compose.ts EXTENSIONS: an app
+// An extension is one folder and one line in src/extensions.ts EXTENSIONS: an app
 // built without it answers upstream's API as upstream does, and refuses the
 // extension's query parameters with upstream's 400 for an unknown key. Here
 // three apps share one database: every extension, none, and all but taints.
@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { EXTENSIONS, makeDeps } from '../../src/compose.js';
 import { openStore } from '../../src/entry/node-service.js';
+import { ConfigSchema, loadConfig } from '../../src/config.js';
+import { counters } from '../../src/ext/counters/extension.js';
+import { limits } from '../../src/ext/limits/extension.js';
 import { taints } from '../../src/ext/taints/extension.js';
 import { seedProvider } from '../helpers/placement-seed.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
@@ -15,6 +18,7 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} };
 let full: TestApp;
 let bare: ReturnType<typeof createApp>;
 let withoutTaints: ReturnType<typeof createApp>;
+let withoutLimitsAndCounters: ReturnType<typeof createApp>;
 let host: string;
 
 beforeAll(async () => {
@@ -23,6 +27,7 @@ beforeAll(async () => {
     createApp(makeDeps(await openStore(full.deps.config, { prepare: false }, silent), full.deps.config, silent, { extensions }));
   bare = await built([]);
   withoutTaints = await built(EXTENSIONS.filter((e) => e !== taints));
+  withoutLimitsAndCounters = await built(EXTENSIONS.filter((e) => e !== limits && e !== counters));
   host = (await seedProvider(full.deps, { VCPU: { total: 8, maxUnit: 8 } }, { name: 'host' })).uuid;
   await seedProvider(full.deps, { VCPU: { total: 4, maxUnit: 4 } }, { name: 'other' });
 });
@@ -86,5 +91,34 @@ describe('an app built without an extension', () => {
     expect((await get(full.app, '/ext/taints')).status).toBe(200);
     expect((await get(withoutTaints, '/ext/leases')).status).toBe(200);
     expect((await get(withoutTaints, '/allocation_candidates?resources_A=VCPU:1&ext_first_of=_A')).status).toBe(200);
+  });
+
+  it('without limits and counters: their routes are gone and ext_within_limits is refused; the other extensions stay', async () => {
+    // (GET /ext/limits answers 404 in an app whose PLACEMENT_LIMITS is off, as here: the parameter is what shows limits are in.)
+    const counted = `/ext/resource_providers/${host}/counters`;
+    expect((await get(full.app, counted)).status).toBe(200);
+    expect((await get(withoutLimitsAndCounters, counted)).status).toBe(404);
+    expect((await get(full.app, '/allocation_candidates?resources=VCPU:1&ext_within_limits=true')).status).toBe(200);
+    expect((await get(withoutLimitsAndCounters, '/allocation_candidates?resources=VCPU:1&ext_within_limits=true')).status).toBe(400);
+    expect((await get(withoutLimitsAndCounters, '/ext/taints')).status).toBe(200);
+    const [a, b] = await Promise.all([
+      get(full.app, '/allocation_candidates?resources=VCPU:1'),
+      get(withoutLimitsAndCounters, '/allocation_candidates?resources=VCPU:1'),
+    ]);
+    expect(await b.text()).toBe(await a.text());
+  });
+});
+
+describe("an extension's settings are part of its object", () => {
+  it("the configuration takes each shipped extension's settings from it, and its check of them", () => {
+    const names = Object.keys(limits.settings!.shape);
+    expect(names).toContain('PLACEMENT_LIMITS');
+    for (const name of names) expect(Object.keys(ConfigSchema.shape), name).toContain(name);
+    expect(loadConfig({ PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: '{"registered": {"class:VCPU": 2}}' }).PLACEMENT_LIMITS).toBe(
+      'static',
+    );
+    expect(() => loadConfig({ PLACEMENT_LIMITS: 'static' })).toThrow(
+      /PLACEMENT_LIMITS_JSON: PLACEMENT_LIMITS=static but no limits are set/,
+    );
   });
 });

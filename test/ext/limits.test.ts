@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { KeystoneLimitsReader } from '../../src/ext/limits/http/keystone-limits.js';
 import { LimitsMisconfigured } from '../../src/ext/limits/keystone.js';
-import { LIMITS as LIMITS_STATE, limitsSourceOf, ProjectLimits } from '../../src/ext/limits/service.js';
+import { LIMITS as LIMITS_STATE, limitsConfigOf, limitsSourceOf, ProjectLimits } from '../../src/ext/limits/service.js';
 import { countBatches } from '../write-model/count-batches.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -731,7 +731,7 @@ describe('where the limits come from', () => {
       PLACEMENT_LIMITS_CONSUMER_TYPES: ['INSTANCE'],
       PLACEMENT_LIMITS_COUNT_UNTYPED: true,
     };
-    const source = limitsSourceOf(t.deps.config)!;
+    const source = limitsSourceOf(limitsConfigOf(t.deps.config))!;
     const limits = new ProjectLimits(t.deps.store, source, settings, { debug() {}, info() {}, warn() {}, error() {} }, () => clock.now);
     const [check] = limits.readiness();
     expect(check!.judge((await t.deps.store.readBatch([check!.statement]))[0]!)).toEqual({ ready: true });

@@ -1,6 +1,6 @@
 // ext_first_of=_A,_B,... (1.25+; KEP-4816's prioritized list on Placement's
 // granular groups): the request's alternatives (CandidateRequest.alternatives,
-// which the engine searches: placement/candidates/first-of.ts). Suffixes of
+// which the engine searches: placement/candidates/alternatives.ts). Suffixes of
 // real groups, worded as upstream words same_subtree's; a group may be an
 // alternative in one list only. Repeatable: independent choices.
 import { pyRepr } from '../../shared/validation-messages.js';

@@ -1,37 +1,43 @@
 // Project limits enforced inside the claim (docs/limits.md): PLACEMENT_LIMITS
 // names where they are read from (off: not set up; the parameter is still
 // taken, and acts on nothing). The whole extension: its parameter and gate
-// (params.ts), its claim guard (guard.ts), its source and ledger (service.ts,
+// (params.ts), its rule declared once (declaration.ts), its claim guard (guard.ts), its source and ledger (service.ts,
 // keystone.ts, sql.ts), its periodic refresh and its routes (http/routes.ts).
 import { type Extension, withState } from '../../extension.js';
+import type { ProjectConstraint } from '../../placement/constraints.js';
+import { PROJECT_LIMITS } from './declaration.js';
 import { limitsWrites } from './guard.js';
 import { KeystoneLimitsReader } from './http/keystone-limits.js';
 import { limitRoutes } from './http/routes.js';
 import { withinLimitsGate, withinLimitsParam } from './params.js';
-import { LIMITS, projectLimits } from './service.js';
+import { LIMITS, limitsConfigOf, projectLimits } from './service.js';
+import { LIMITS_SETTINGS, limitsSettingsProblem } from './settings.js';
 
-export const limits: Extension = {
+/** The extension enforcing `declaration` (the project limits' own; a test declares another). */
+export const limitsExtension = (declaration: ProjectConstraint): Extension => ({
   name: LIMITS.extension,
+  settings: { shape: LIMITS_SETTINGS, problem: (config) => limitsSettingsProblem(limitsConfigOf(config)) },
   params: [withinLimitsParam],
   routes: [limitRoutes],
   // Read again once PLACEMENT_LIMITS_REFRESH_SECONDS have passed since the last try, where the sweeps run (once per service).
   jobs: { handlers: {}, sweeps: [withState(LIMITS, (state) => state.refreshIfDue())] },
   setUp({ store, config, log, metrics, keystoneFetch }) {
+    const settings = limitsConfigOf(config);
     // PLACEMENT_LIMITS=keystone: read through the service's one Keystone client (settings checked at start).
     const keystone =
-      config.PLACEMENT_LIMITS === 'keystone'
+      settings.PLACEMENT_LIMITS === 'keystone'
         ? new KeystoneLimitsReader({
-            authUrl: config.PLACEMENT_KEYSTONE_AUTH_URL!,
-            username: config.PLACEMENT_KEYSTONE_USERNAME!,
-            password: config.PLACEMENT_KEYSTONE_PASSWORD!,
-            userDomainName: config.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
-            service: config.PLACEMENT_LIMITS_SERVICE,
-            region: config.PLACEMENT_LIMITS_REGION,
-            timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_MS,
+            authUrl: settings.PLACEMENT_KEYSTONE_AUTH_URL!,
+            username: settings.PLACEMENT_KEYSTONE_USERNAME!,
+            password: settings.PLACEMENT_KEYSTONE_PASSWORD!,
+            userDomainName: settings.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
+            service: settings.PLACEMENT_LIMITS_SERVICE,
+            region: settings.PLACEMENT_LIMITS_REGION,
+            timeoutMs: settings.PLACEMENT_KEYSTONE_TIMEOUT_MS,
             fetcher: keystoneFetch,
           })
         : undefined;
-    const state = projectLimits(store, config, log, keystone);
+    const state = projectLimits(store, settings, log, keystone, declaration);
     if (!state) return null;
     return {
       state,
@@ -48,4 +54,6 @@ export const limits: Extension = {
       readiness: () => state.readiness(),
     };
   },
-};
+});
+
+export const limits = limitsExtension(PROJECT_LIMITS);

@@ -23,27 +23,6 @@ export interface LimitSet {
   projects: ReadonlyMap<string, ReadonlyMap<string, number>>;
 }
 
-export const EMPTY_LIMITS: LimitSet = { registered: new Map(), projects: new Map() };
-
-/** The limit of `resourceClass` for `project`: its own, else the registered default, else none (in SQL: sql.ts limitSql). */
-export function limitOf(limits: LimitSet, project: string, resourceClass: string): number | undefined {
-  return limits.projects.get(project)?.get(resourceClass) ?? limits.registered.get(resourceClass);
-}
-
-/** The classes limited for `project`, with their limit (limitOf for each class limited anywhere for it). */
-export function limitsOfProject(limits: LimitSet, project: string): Map<string, number> {
-  const classes = new Set([...limits.registered.keys(), ...(limits.projects.get(project)?.keys() ?? [])]);
-  return new Map([...classes].map((rc) => [rc, limitOf(limits, project, rc)!]));
-}
-
-/**
- * The limit rule: a change of a project's usage of a class from `before` to
- * `after` is refused when it takes usage over the limit while raising it (a
- * limit lowered below usage: what is held stays, shrinking and moving pass,
- * growth is refused). In SQL: sql.ts overLimitSql, the same comparison as of the write.
- */
-export const crossesLimit = (before: number, after: number, limit: number): boolean => after > limit && after > before;
-
 /** One row of the limits table: project '' is the registered default. */
 export interface LimitRow {
   project: string;
@@ -59,20 +38,6 @@ export function rowsOf(limits: LimitSet): LimitRow[] {
     for (const [resourceClass, limit] of classes) rows.push({ project, resourceClass, limit });
   }
   return rows.sort((a, b) => a.project.localeCompare(b.project) || a.resourceClass.localeCompare(b.resourceClass));
-}
-
-export function limitSetOf(rows: readonly LimitRow[]): LimitSet {
-  const registered = new Map<string, number>();
-  const projects = new Map<string, Map<string, number>>();
-  for (const row of rows) {
-    if (row.project === REGISTERED) registered.set(row.resourceClass, row.limit);
-    else {
-      const classes = projects.get(row.project) ?? new Map<string, number>();
-      classes.set(row.resourceClass, row.limit);
-      projects.set(row.project, classes);
-    }
-  }
-  return { registered, projects };
 }
 
 /** The same limits, whatever the order they were listed in. */

@@ -14,20 +14,29 @@ import { str } from '../../db/rows.js';
 import type { Logger } from '../../deps.js';
 import { SettingProblem } from '../../shared/setting-problem.js';
 import { LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from './keystone.js';
-import { crossesLimit, limitsOfProject, sameLimits, staticLimits, type LimitSet } from './model.js';
+import {
+  atOrOverBound,
+  type ProjectConstraint,
+  type ProjectKeyReport,
+  projectBoundsOf,
+  projectBoundsStatement,
+  projectCrossing,
+  projectKey,
+  projectReport,
+  projectUsageOf,
+  projectUsageStatement,
+} from '../../placement/constraints.js';
+import { PROJECT_LIMITS } from './declaration.js';
+import { sameLimits, staticLimits, type LimitSet } from './model.js';
 import type { KeystoneCredentialSettings, LimitsSettings } from './settings.js';
 import {
   type Counting,
   countingRows,
   LimitsSql,
   READ_COUNTING,
-  READ_LIMITS,
   READ_SYNC,
-  limitSetOfResult,
   syncOf,
   touchSyncStatement,
-  usageKey,
-  usageTable,
   writeLimitsStatements,
 } from './sql.js';
 
@@ -81,6 +90,9 @@ export interface LimitsConfig extends LimitsSettings, KeystoneCredentialSettings
   PLACEMENT_KEYSTONE_TIMEOUT_MS: number;
 }
 
+/** The limits' settings in an app's configuration: loadConfig() parsed them with LIMITS_SETTINGS (this extension's Extension.settings). */
+export const limitsConfigOf = (config: Readonly<Record<string, unknown>>): LimitsConfig => config as unknown as LimitsConfig;
+
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export class ProjectLimits {
@@ -102,6 +114,8 @@ export class ProjectLimits {
     >,
     private readonly log: Logger,
     private readonly now: () => number,
+    /** The limit rule, as declared (a test declares another). */
+    readonly declaration: ProjectConstraint = PROJECT_LIMITS,
   ) {
     this.counting = { types: settings.PLACEMENT_LIMITS_CONSUMER_TYPES, untyped: settings.PLACEMENT_LIMITS_COUNT_UNTYPED };
     this.sql = new LimitsSql(this.counting);
@@ -245,6 +259,16 @@ export class ProjectLimits {
     return last?.source === this.source.describe() ? last.readAt : null;
   }
 
+  /** The limits of `project` (every project's when undefined) and their usage, as the claims read them. */
+  private async boundsAndUsage(project?: string) {
+    const projects = project === undefined ? undefined : [project];
+    const [rows, usage] = await this.store.readBatch([
+      projectBoundsStatement(this.declaration, projects),
+      projectUsageStatement(this.declaration, projects),
+    ]);
+    return { bounds: projectBoundsOf(this.declaration, rows!), usage: projectUsageOf(usage!) };
+  }
+
   /**
    * The first class whose limit the request's groups (class -> amount each)
    * alone would cross for `project`, with its limit and usage; null when it fits
@@ -253,53 +277,39 @@ export class ProjectLimits {
   async crossing(project: string, groups: readonly ReadonlyMap<string, number>[]): Promise<LimitCrossing | null> {
     const requested = new Map<string, number>();
     for (const group of groups) for (const [rc, amount] of group) requested.set(rc, (requested.get(rc) ?? 0) + amount);
-    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects([project])]);
-    const limits = limitsOfProject(limitSetOfResult(rows!), project);
-    const used = usageTable(usage!);
-    for (const [resourceClass, amount] of requested) {
-      const limit = limits.get(resourceClass);
-      if (limit === undefined) continue;
-      const usageOf = used.get(usageKey(project, resourceClass)) ?? 0;
-      if (crossesLimit(usageOf, usageOf + amount, limit)) return { project, resourceClass, limit, usage: usageOf, requested: amount };
-    }
-    return null;
+    const { bounds, usage } = await this.boundsAndUsage(project);
+    const change = [...requested].map(([rc, amount]): [string, { before: number; after: number }] => {
+      const before = usage.get(projectKey(project, rc)) ?? 0;
+      return [rc, { before, after: before + amount }];
+    });
+    const crossing = projectCrossing(bounds, usage, project, change);
+    return (
+      crossing && {
+        project,
+        resourceClass: crossing.resourceClass,
+        limit: crossing.bound,
+        usage: crossing.usage,
+        requested: crossing.requested,
+      }
+    );
   }
 
   /** GET /ext/limits?project_id=P: each class limited for P, its limit, usage and what remains. */
   async projectReport(project: string): Promise<ProjectLimitsReport> {
-    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects([project])]);
-    const used = usageTable(usage!);
-    const limits: Record<string, ClassLimit> = {};
-    for (const [rc, limit] of [...limitsOfProject(limitSetOfResult(rows!), project)].sort(([a], [b]) => a.localeCompare(b))) {
-      const usageOf = used.get(usageKey(project, rc)) ?? 0;
-      limits[rc] = { limit, usage: usageOf, remaining: limit - usageOf };
-    }
-    return { project_id: project, limits };
+    const { bounds, usage } = await this.boundsAndUsage(project);
+    return { project_id: project, limits: classLimits(projectReport(bounds, usage, project)) };
   }
 
   /** GET /ext/limits: the projects at or over a limit, with those classes only. */
   async atOrOverLimit(): Promise<ProjectLimitsReport[]> {
-    const [rows, usage] = await this.store.readBatch([READ_LIMITS, this.sql.usageOfProjects()]);
-    const limits = limitSetOfResult(rows!);
-    const byProject = new Map<string, Record<string, ClassLimit>>();
-    for (const [k, used] of usageTable(usage!)) {
-      const [project, rc] = k.split('\u0000') as [string, string];
-      const limit = limitsOfProject(limits, project).get(rc);
-      if (limit === undefined || used < limit) continue;
-      const classes = byProject.get(project) ?? {};
-      classes[rc] = { limit, usage: used, remaining: limit - used };
-      byProject.set(project, classes);
-    }
-    // A limit of 0 is reached without any usage.
-    for (const [project, classes] of limits.projects) {
-      for (const [rc, limit] of classes) {
-        if (limit !== 0 || byProject.get(project)?.[rc]) continue;
-        byProject.set(project, { ...byProject.get(project), [rc]: { limit, usage: 0, remaining: 0 } });
-      }
-    }
-    return [...byProject].sort(([a], [b]) => a.localeCompare(b)).map(([project_id, classes]) => ({ project_id, limits: classes }));
+    const { bounds, usage } = await this.boundsAndUsage();
+    return atOrOverBound(bounds, usage).map(([project_id, classes]) => ({ project_id, limits: classLimits(Object.entries(classes)) }));
   }
 }
+
+/** The audit's keys in the limits' words. */
+const classLimits = (keys: Iterable<[string, ProjectKeyReport]>): Record<string, ClassLimit> =>
+  Object.fromEntries([...keys].map(([rc, { bound, usage, remaining }]) => [rc, { limit: bound, usage, remaining }]));
 
 function summary(limits: LimitSet): Record<string, unknown> {
   return { registered: Object.fromEntries(limits.registered), project_overrides: limits.projects.size };
@@ -322,7 +332,13 @@ export function limitsSourceOf(config: LimitsConfig, keystone?: LimitsSource): L
 export const LIMITS = stateKey<ProjectLimits>('limits');
 
 /** The app's project limits (PLACEMENT_LIMITS), or undefined when off; `keystone` reads them for PLACEMENT_LIMITS=keystone. */
-export function projectLimits(store: DataStore, config: LimitsConfig, log: Logger, keystone?: LimitsSource): ProjectLimits | undefined {
+export function projectLimits(
+  store: DataStore,
+  config: LimitsConfig,
+  log: Logger,
+  keystone?: LimitsSource,
+  declaration: ProjectConstraint = PROJECT_LIMITS,
+): ProjectLimits | undefined {
   const source = limitsSourceOf(config, keystone);
-  return source ? new ProjectLimits(store, source, config, log, () => Date.now()) : undefined;
+  return source ? new ProjectLimits(store, source, config, log, () => Date.now(), declaration) : undefined;
 }

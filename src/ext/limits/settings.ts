@@ -1,6 +1,6 @@
 // Project limits (extension, docs/limits.md): the settings, validated with the rest
-// of the configuration (src/config.ts spreads LIMITS_SETTINGS into its
-// schema), and the one check a start makes of them together
+// of the configuration (the extension's `settings`, which src/config.ts adds to
+// its schema), and the one check a start makes of them together
 // (limitsSettingsProblem). Off by default: a stock deployment installs no
 // guard and reads no limit.
 import { z } from 'zod';

@@ -1,43 +1,19 @@
 // Project limits in SQL (extension, docs/limits.md): the limits table
 // (drizzle/0008), the ledger of each project's usage by the consumers that
 // count (ext_limit_usage, kept by triggers: a claim's guard reads one row per
-// class, whatever the size of the project), and the conditions the write
-// kernel checks inside a claim's write transaction (guard.ts). Which
-// consumers count is a setting, fixed per app, so it is part of the
-// statements' and the triggers' text, built once.
+// class, whatever the size of the project) and which consumers count. The
+// limit rule's own statements are derived from the declaration
+// (declaration.ts, placement/constraints.ts).
 import type { InStatement, ResultSet } from '@libsql/client';
-import {
-  ALLOC,
-  CONSUMER,
-  CONSUMER_TYPE,
-  LIMIT,
-  LIMIT_COUNTING as COUNTING,
-  LIMIT_SYNC,
-  LIMIT_USAGE,
-  PROJECT,
-  RC,
-} from '../../db/columns.js';
-import { guard, inList, type WriteStatement } from '../../db/write-batch.js';
+import { ALLOC, CONSUMER, CONSUMER_TYPE, LIMIT, LIMIT_COUNTING as COUNTING, LIMIT_SYNC, LIMIT_USAGE } from '../../db/columns.js';
 import { num, str } from '../../db/rows.js';
-import { limitSetOf, REGISTERED, rowsOf, type LimitRow, type LimitSet } from './model.js';
+import { rowsOf, type LimitRow, type LimitSet } from './model.js';
 
 /** Which consumers a project's usage counts: these types, and untyped ones when `untyped`. */
 export interface Counting {
   types: readonly string[];
   untyped: boolean;
 }
-
-/** The effective limit of (project, class) as of the statement: the project's own, else the registered default. */
-const limitSql = (project: string, resourceClass: string) =>
-  `COALESCE((SELECT l.${LIMIT.resourceLimit} FROM ext_limits l WHERE l.${LIMIT.project} = ${project} AND l.${LIMIT.resourceClass} = ${resourceClass}),
-            (SELECT l.${LIMIT.resourceLimit} FROM ext_limits l WHERE l.${LIMIT.project} = '' AND l.${LIMIT.resourceClass} = ${resourceClass}))`;
-
-/** The limit rule as of the write (model.ts crossesLimit): `usage`, as the write leaves it, over the limit in force; a raise is what the caller checks. */
-const overLimitSql = (usage: string, project: string, resourceClass: string) => `${usage} > ${limitSql(project, resourceClass)}`;
-
-/** The ledger's usage of (project id, class id), SQL expressions, as of the statement (0 without a row). */
-const ledgerSql = (projectId: string, classId: string) =>
-  `COALESCE((SELECT u.${LIMIT_USAGE.used} FROM ext_limit_usage u WHERE u.${LIMIT_USAGE.projectId} = ${projectId} AND u.${LIMIT_USAGE.resourceClassId} = ${classId}), 0)`;
 
 const U = LIMIT_USAGE;
 /** Adds (sign '+') or takes away ('-') the allocations of consumer row `row` (NEW or OLD) to or from its project's ledger. */
@@ -60,7 +36,7 @@ const moveAllocationSql = (row: 'NEW' | 'OLD', sign: '+' | '-', counted: string)
  * the same for every app, and a setting changes rows, not DDL.
  */
 const UNTYPED = '';
-const countedSql = (row: string) =>
+export const countedSql = (row: string) =>
   `((${row}.${CONSUMER.consumerTypeId} IS NULL AND EXISTS (SELECT 1 FROM ext_limit_counting k WHERE k.${COUNTING.consumerType} = '${UNTYPED}'))
       OR ${row}.${CONSUMER.consumerTypeId} IN (SELECT ct.${CONSUMER_TYPE.id} FROM consumer_types ct JOIN ext_limit_counting k ON k.${COUNTING.consumerType} = ct.${CONSUMER_TYPE.name}))`;
 
@@ -135,92 +111,8 @@ export class LimitsSql {
         GROUP BY c.${CONSUMER.projectId}, a.${ALLOC.resourceClassId}`,
     ];
   }
-
-  /**
-   * The one-batch claim's condition (its consumers are all new, so any amount
-   * they hold raises their project's usage): for every (project, class) the
-   * consumers bound as `consumers` hold, with a limit, the project's usage as
-   * of the write is within it.
-   */
-  newConsumersWithinLimitsSql(consumers: string): string {
-    return `NOT EXISTS (SELECT 1 FROM consumers c JOIN allocations mine ON mine.${ALLOC.consumerId} = c.${CONSUMER.uuid}
-          JOIN ext_limit_usage u ON u.${U.projectId} = c.${CONSUMER.projectId} AND u.${U.resourceClassId} = mine.${ALLOC.resourceClassId}
-          JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId} JOIN resource_classes rc ON rc.${RC.id} = mine.${ALLOC.resourceClassId}
-        WHERE c.${CONSUMER.uuid} IN (${consumers}) AND mine.${ALLOC.used} > 0 AND ${this.counted}
-          AND ${overLimitSql(`u.${U.used}`, `p.${PROJECT.externalId}`, `rc.${RC.name}`)})`;
-  }
-
-  /**
-   * The ordinary path's check of a grant that raises usage: for every
-   * [project, class] of the bound JSON list, the project's usage as of the
-   * write is within the limit in force (a limit removed meanwhile fails it:
-   * the claim is decided again).
-   */
-  raisedWithinLimits(raised: readonly (readonly [string, string])[]): WriteStatement {
-    const project = "json_extract(j.value, '$[0]')";
-    const resourceClass = "json_extract(j.value, '$[1]')";
-    return guard(
-      `NOT EXISTS (SELECT 1 FROM json_each(?) j
-          WHERE ${overLimitSql(ledgerSql(`(SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ${project})`, `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} = ${resourceClass})`), project, resourceClass)})`,
-      [JSON.stringify(raised)],
-    );
-  }
-
-  /**
-   * A claim's snapshot: the limits of `projects`, their usage of every class,
-   * and what the claimed consumers hold now, by project and class, among
-   * the consumers that count.
-   */
-  snapshot(projects: readonly string[], consumers: readonly string[]): InStatement[] {
-    const named = [REGISTERED, ...projects];
-    return [
-      {
-        sql: `SELECT ${LIMIT.project}, ${LIMIT.resourceClass}, ${LIMIT.resourceLimit} FROM ext_limits WHERE ${LIMIT.project} IN (${inList(named)})`,
-        args: named,
-      },
-      this.usageOfProjects(projects),
-      {
-        sql: `SELECT p.${PROJECT.externalId} AS project, rc.${RC.name} AS rc, total(a.${ALLOC.used}) AS used
-          FROM consumers c JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId}
-          JOIN allocations a ON a.${ALLOC.consumerId} = c.${CONSUMER.uuid}
-          JOIN resource_classes rc ON rc.${RC.id} = a.${ALLOC.resourceClassId}
-          WHERE c.${CONSUMER.uuid} IN (${inList(consumers)}) AND ${this.counted}
-          GROUP BY p.${PROJECT.externalId}, rc.${RC.name}`,
-        args: [...consumers],
-      },
-    ];
-  }
-
-  /** The ledger of `projects` (every project when undefined), by project and class name. */
-  usageOfProjects(projects?: readonly string[]): InStatement {
-    return {
-      sql: `SELECT p.${PROJECT.externalId} AS project, rc.${RC.name} AS rc, u.${U.used} AS used
-        FROM ext_limit_usage u JOIN projects p ON p.${PROJECT.id} = u.${U.projectId} JOIN resource_classes rc ON rc.${RC.id} = u.${U.resourceClassId}
-        WHERE u.${U.used} != 0${projects === undefined ? '' : ` AND p.${PROJECT.externalId} IN (${inList(projects)})`}`,
-      args: projects === undefined ? [] : [...projects],
-    };
-  }
 }
 
-/** (project, class) -> amount, from rows of project, rc, used. */
-export function usageTable(result: ResultSet): Map<string, number> {
-  return new Map(result.rows.map((r) => [usageKey(str(r, 'project'), str(r, 'rc')), num(r, 'used')]));
-}
-
-export const usageKey = (project: string, resourceClass: string) => `${project}\u0000${resourceClass}`;
-
-/** The limits as rows read from the table. */
-export function limitSetOfResult(result: ResultSet): LimitSet {
-  return limitSetOf(
-    result.rows.map((r) => ({
-      project: str(r, LIMIT.project),
-      resourceClass: str(r, LIMIT.resourceClass),
-      limit: num(r, LIMIT.resourceLimit),
-    })),
-  );
-}
-
-export const READ_LIMITS: InStatement = `SELECT ${LIMIT.project}, ${LIMIT.resourceClass}, ${LIMIT.resourceLimit} FROM ext_limits`;
 export const READ_SYNC: InStatement = `SELECT ${LIMIT_SYNC.syncedAt}, ${LIMIT_SYNC.source} FROM ext_limits_sync WHERE ${LIMIT_SYNC.id} = 1`;
 
 /** When the limits were last read, and from where; null before the first read. */

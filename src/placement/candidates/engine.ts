@@ -66,13 +66,13 @@ export class CandidateEngine {
 
   /** The options of one request, now (`overrides`: what a caller changes, e.g. headroom's uncapped search). */
   options(overrides: Partial<CandidateOptions> = {}): CandidateOptions {
-    const { settings } = this;
+    const { randomize, maxCandidates, timeBudgetMs, treeCacheProviders, generationStrategy } = this.settings;
     return {
-      randomize: settings.randomize,
-      maxCandidates: settings.maxCandidates,
-      timeBudgetMs: settings.timeBudgetMs,
-      treeCacheProviders: settings.treeCacheProviders,
-      generationStrategy: settings.generationStrategy,
+      randomize,
+      maxCandidates,
+      timeBudgetMs,
+      treeCacheProviders,
+      generationStrategy,
       now: this.clock(),
       trees: this.trees,
       hooks: this.hooks,

@@ -22,7 +22,7 @@ import type { CandidateParam, CandidateReadHook, HookStates } from './hooks.js';
 import type { CandidateInventories, Lookups, ProviderNode, TreePrefilter, Usage } from './research.js';
 import { anchorRoots, coversEveryClass, coversSomeVariant } from './rules.js';
 import { type RequestNames, type Research, researchCached, researchOfModel, researchPartial } from './sources.js';
-import { FirstOfSearch, variantsOf, type TreeSearch } from './first-of.js';
+import { AlternativesSearch, variantsOf, type TreeSearch } from './alternatives.js';
 import {
   CandidateSearch,
   RequestPicker,
@@ -210,7 +210,7 @@ async function searchOnce(source: ResearchSource, plan: SearchPlan, firstRoots: 
 
 /**
  * The search of one request: CandidateSearch, or with alternatives one per
- * variant tried tree by tree (first-of.ts); and the cheap cut of trees that
+ * variant tried tree by tree (alternatives.ts); and the cheap cut of trees that
  * cannot anchor a candidate. The installed hooks leave the providers they
  * exclude out of either and add their capacity condition.
  */
@@ -237,7 +237,7 @@ function treeSearchOf(
   };
   if (!request.alternatives?.length) return { search: new CandidateSearch(input), covers: coversEveryClass(candidates, groups) };
   const variants = variantsOf(groups, request.alternatives);
-  return { search: new FirstOfSearch(input, variants), covers: coversSomeVariant(candidates, variants) };
+  return { search: new AlternativesSearch(input, variants), covers: coversSomeVariant(candidates, variants) };
 }
 
 /** A search over every viable tree, each loaded: what headroom walks tree by tree. */

@@ -121,7 +121,7 @@ export interface TreePrefilter {
    */
   everyClassInTree: boolean;
   /**
-   * Alternatives (first-of.ts): the classes of each variant; a tree must
+   * Alternatives (alternatives.ts): the classes of each variant; a tree must
    * offer every class of one of them (that no sharing provider offers).
    * Applied by the rules over the model; the SQL prefilter leaves it to them.
    */

@@ -78,7 +78,7 @@ export function planTrees(
     if (cover.length) tests.push((_, members) => cover.every((name) => offers(members, name)));
   }
   if (prefilter.someClassSetInTree?.length) {
-    // Alternatives (first-of.ts): every class of one variant.
+    // Alternatives (alternatives.ts): every class of one variant.
     const sets = prefilter.someClassSetInTree.map(unshared);
     if (sets.every((set) => set.length)) tests.push((_, members) => sets.some((set) => set.every((name) => offers(members, name))));
   }
@@ -190,7 +190,7 @@ export function anchorRoots(candidates: CandidateInventories): Set<number> {
   return roots;
 }
 
-/** coversEveryClass for alternatives (first-of.ts): a tree that covers the classes of one variant may anchor a candidate. */
+/** coversEveryClass for alternatives (alternatives.ts): a tree that covers the classes of one variant may anchor a candidate. */
 export function coversSomeVariant(candidates: CandidateInventories, variants: ResolvedGroup[][]): (root: number) => boolean {
   const tests = variants.map((groups) => coversEveryClass(candidates, groups));
   return (root) => tests.some((covers) => covers(root));

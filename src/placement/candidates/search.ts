@@ -444,7 +444,7 @@ export class CandidateSearch {
 
   /**
    * The requests one anchor tree offers, in stable order (`dedupe`: each
-   * request once across anchors); also for first-of.ts, which tries several
+   * request once across anchors); also for alternatives.ts, which tries several
    * searches per tree.
    */
   *anchorRequests(anchor: number, dedupe = true): Generator<AllocationRequest | null> {

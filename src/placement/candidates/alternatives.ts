@@ -35,7 +35,7 @@ export interface TreeSearch {
   firstRequestOf(anchor: number): AllocationRequest | null;
 }
 
-export class FirstOfSearch implements TreeSearch {
+export class AlternativesSearch implements TreeSearch {
   private readonly searches: CandidateSearch[];
 
   constructor(input: SearchInput, variants: ResolvedGroup[][]) {
