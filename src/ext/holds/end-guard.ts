@@ -6,7 +6,7 @@
 // granted where it would not. The grant checks, first in the lease's own write
 // batch, that the holds epoch is still the one read: any claim, hold, lease or
 // inventory change on held capacity since moves it (drizzle/0010's triggers).
-import { ALLOC, HOLD_EPOCH, RP } from '../../db/columns.js';
+import { ALLOC, HOLD_AMOUNT, HOLD_EPOCH, RP } from '../../db/columns.js';
 import { guard } from '../../db/write-batch.js';
 import { conflict } from '../../errors.js';
 import type { EndChangeGuard } from '../../placement/writes/hooks.js';
@@ -18,18 +18,25 @@ export const LEASE_BREAKS_HOLD = 'placement.ext.capacity_held';
 export const holdsEndGuard: EndChangeGuard = {
   name: 'holds',
   decide: async (reader, change) => {
-    const [providers, epoch] = await reader.readBatch([
+    const [providers, epoch, held] = await reader.readBatch([
       {
         sql: `SELECT DISTINCT p.${RP.uuid} AS uuid FROM allocations a JOIN resource_providers p ON p.${RP.id} = a.${ALLOC.resourceProviderId}
           WHERE a.${ALLOC.consumerId} = ?`,
         args: [change.consumer],
       },
       { sql: `SELECT ${HOLD_EPOCH.epoch} AS epoch FROM ext_holds_epoch`, args: [] },
+      // Whether any hold is on the consumer's providers at all: most lease changes meet none, and need not read the providers' usage.
+      {
+        sql: `SELECT 1 FROM ext_hold_amounts WHERE ${HOLD_AMOUNT.resourceProviderId} IN
+          (SELECT ${ALLOC.resourceProviderId} FROM allocations WHERE ${ALLOC.consumerId} = ?) LIMIT 1`,
+        args: [change.consumer],
+      },
     ]);
     const uuids = providers!.rows.map((r) => String(r.uuid));
     const read = Number(epoch!.rows[0]?.epoch ?? 0);
+    // A hold written after this read moves the epoch, so the check below refuses the write and it is decided again.
     const unchanged = { checks: [guard(`(SELECT ${HOLD_EPOCH.epoch} FROM ext_holds_epoch) = ?`, [read])] };
-    if (!uuids.length) return unchanged;
+    if (!uuids.length || held!.rows.length === 0) return unchanged;
     // Read after the epoch: a change between the two reads fails the check, never passes stale.
     const { world } = await readWorld(reader, uuids, change.nowMs);
     if (!world.holds.length) return unchanged;
