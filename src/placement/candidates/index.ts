@@ -262,6 +262,12 @@ export async function searchEveryTree(
   return fullSearchOf(fromDatabase(reader), request, mv, options);
 }
 
+/** The research of a model given whole with its usage and names, no database: the hooks read as from one whose tables are empty. */
+function modelSource(model: CloudModel, usage: Usage, lookups: Lookups, options: CandidateOptions): ResearchSource {
+  const hooks = options.hooks ?? NO_HOOKS;
+  return async (plan, firstRoots) => researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots, hooks);
+}
+
 /**
  * searchEveryTree over a model given whole with its usage and names, no
  * database (what-if: a copy of the cloud with changes applied). The hooks
@@ -276,10 +282,7 @@ export async function searchEveryTreeOfModel(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<FullSearch> {
-  const hooks = options.hooks ?? NO_HOOKS;
-  const source: ResearchSource = async (plan, firstRoots) =>
-    researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots, hooks);
-  return fullSearchOf(source, request, mv, options);
+  return fullSearchOf(modelSource(model, usage, lookups, options), request, mv, options);
 }
 
 async function fullSearchOf(
@@ -410,10 +413,7 @@ export async function candidatesJsonFromModel(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  const hooks = options.hooks ?? NO_HOOKS;
-  const source: ResearchSource = async (plan, firstRoots) =>
-    researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots, hooks);
-  return jsonOf(await chooseCandidates(source, request, mv, options));
+  return jsonOf(await chooseCandidates(modelSource(model, usage, lookups, options), request, mv, options));
 }
 
 /** The answer as an object over a model given whole (what-if): as candidatesJsonFromModel, without the JSON. */
@@ -425,10 +425,12 @@ export async function candidatesFromModel(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<CandidatesBody> {
-  const hooks = options.hooks ?? NO_HOOKS;
-  const source: ResearchSource = async (plan, firstRoots) =>
-    researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots, hooks);
-  const { chosen, nodes, classNameById, requestedClasses, shape } = await chooseCandidates(source, request, mv, options);
+  const { chosen, nodes, classNameById, requestedClasses, shape } = await chooseCandidates(
+    modelSource(model, usage, lookups, options),
+    request,
+    mv,
+    options,
+  );
   return presentCandidates(chosen, nodes, usage, classNameById, requestedClasses, shape);
 }
 
