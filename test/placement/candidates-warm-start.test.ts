@@ -126,10 +126,27 @@ describe('trees read and summaries built before the first request', () => {
     // The refreshes are counted as they read (one read batch each), so the test waits for
     // refreshes that happened, however slowly a loaded machine runs the timer.
     let refreshes = 0;
+    // While a tree is being written (a root, then its inventory, then its child) the watcher reads
+    // nothing, so it meets each tree whole, never one of the half-built shapes on the way (each of
+    // those would be a shape of its own, and a re-warm, whenever a refresh fell between two writes).
+    let unseen: Promise<void> | undefined;
     const readBatch = watcher.deps.store.readBatch;
-    watcher.deps.store.readBatch = (statements) => {
+    watcher.deps.store.readBatch = async (statements) => {
+      while (unseen) await unseen;
       refreshes += 1;
       return readBatch(statements);
+    };
+    const unseenWhile = async (write: () => Promise<void>) => {
+      let done!: () => void;
+      unseen = new Promise((resolve) => {
+        done = resolve;
+      });
+      try {
+        await write();
+      } finally {
+        unseen = undefined;
+        done();
+      }
     };
     const model = watcher.deps.candidates.trees.modelFor(watcher.deps.store, CACHE);
     const refresher = watcher.deps.candidates.keepFresh(
@@ -154,12 +171,17 @@ describe('trees read and summaries built before the first request', () => {
       // The trees held at the start were warmed over: nothing to do.
       expect(await settled()).toBe(0);
       // A tree of a new shape (a root with a PGPU child): one re-warm.
-      const host = await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } });
-      await provider(app, { parent: host, inventory: { PGPU: { total: 1 } } });
+      let host = '';
+      await unseenWhile(async () => {
+        host = await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } });
+        await provider(app, { parent: host, inventory: { PGPU: { total: 1 } } });
+      });
       expect(await settled()).toBe(1);
       // Another tree of that shape, and an inventory's total changed: no new shape, no re-warm.
-      const other = await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } });
-      await provider(app, { parent: other, inventory: { PGPU: { total: 1 } } });
+      await unseenWhile(async () => {
+        const other = await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } } });
+        await provider(app, { parent: other, inventory: { PGPU: { total: 1 } } });
+      });
       const res = await app.call('PUT', `/resource_providers/${host}/inventories`, {
         body: { resource_provider_generation: 1, inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 4096 } } },
       });
