@@ -18,8 +18,7 @@ import { databaseObserver } from './observability/database.js';
 import { createServiceMetrics, type ServiceMetrics } from './observability/service.js';
 import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
-import { type CandidateExtensions, CandidateEngine } from './placement/candidates/engine.js';
-import type { CandidateMetrics } from './placement/candidates/index.js';
+import { type CandidateExtensions, CandidateEngine, type CandidateMetrics } from './placement/candidates/index.js';
 import { placementPolicyRules } from './placement/policies.js';
 import { writeHooks } from './placement/writes/hooks.js';
 

@@ -18,7 +18,7 @@ import type { JobModule } from './jobs/registry.js';
 import type { GaugeRead } from './observability/database-gauges.js';
 import type { ReadinessRead } from './observability/readiness.js';
 import type { ServiceMetrics } from './observability/service.js';
-import type { CandidateExtensions } from './placement/candidates/engine.js';
+import type { CandidateExtensions } from './placement/candidates/index.js';
 import type { CandidateGate, CandidateParam, CandidateReadHook } from './placement/candidates/hooks.js';
 import type { WriteExtension } from './placement/writes/hooks.js';
 
