@@ -10,7 +10,7 @@ import { sweepExpiredLeases } from '../../src/ext/leases/leases.js';
 import { sweepEndedHolds } from '../../src/ext/holds/sweep.js';
 import { provider } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
-import { PROJECT, USER } from './helpers.js';
+import { preemptionHelpers } from './helpers.js';
 
 let t: TestApp;
 beforeEach(async () => {
@@ -39,23 +39,7 @@ async function events(query = ''): Promise<Page> {
   return (await res.json()) as Page;
 }
 
-async function claimAs(
-  consumer: string,
-  allocations: Record<string, { resources: Record<string, number> }>,
-  project = PROJECT,
-  query = '',
-) {
-  return t.call('PUT', `/allocations/${consumer}${query}`, {
-    body: { allocations, project_id: project, user_id: USER, consumer_generation: null, consumer_type: 'INSTANCE' },
-  });
-}
-
-async function victimOn(host: string, vcpu: number, priority: number | null): Promise<string> {
-  const consumer = crypto.randomUUID();
-  expect((await claimAs(consumer, { [host]: { resources: { VCPU: vcpu } } })).status).toBe(204);
-  if (priority !== null) expect((await t.call('PUT', `/ext/consumers/${consumer}/priority`, { body: { priority } })).status).toBe(200);
-  return consumer;
-}
+const { claimAs, victimOn } = preemptionHelpers(() => t);
 
 const preemptionBody = (host: string, victims: string[], vcpu: number, preemptor: string = crypto.randomUUID()) => ({
   preemptor: {

@@ -60,3 +60,23 @@ export async function claimFirstUntilFull(
     if (granted > 500) throw new Error('runaway claim loop');
   }
 }
+
+/**
+ * Claims as a scheduler does (PUT /allocations/{c}, `query` after the path), and
+ * victims for preemption: a claim of `vcpu` on `host` with a priority of its own
+ * (null: none, not preemptible). `app` is read at each call (a test's fresh app).
+ */
+export function preemptionHelpers(app: () => TestApp) {
+  const claimAs = (consumer: string, allocations: Allocations, project = PROJECT, query = ''): Promise<Response> =>
+    app().call('PUT', `/allocations/${consumer}${query}`, {
+      body: { allocations, project_id: project, user_id: USER, consumer_generation: null, consumer_type: 'INSTANCE' },
+    });
+  const victimOn = async (host: string, vcpu: number, priority: number | null): Promise<string> => {
+    const consumer = crypto.randomUUID();
+    expect((await claimAs(consumer, { [host]: { resources: { VCPU: vcpu } } })).status).toBe(204);
+    if (priority !== null)
+      expect((await app().call('PUT', `/ext/consumers/${consumer}/priority`, { body: { priority } })).status).toBe(200);
+    return consumer;
+  };
+  return { claimAs, victimOn };
+}
