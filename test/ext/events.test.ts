@@ -182,17 +182,22 @@ describe('GET /ext/events', () => {
     await append('other.thing', { n: 2 });
     await append('preemption.victim_released', { n: 3 });
     await append('preemptionish.x', { n: 4 });
+    // A prefix is matched as written: `_` is no wildcard.
+    await append('a_b.c', { n: 5 });
+    await append('axb.c', { n: 6 });
     const all = await events();
-    expect(all.events.map((e) => e.body.n)).toEqual([1, 2, 3, 4]);
+    expect(all.events.map((e) => e.body.n)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect((await events('?kind=a_b')).events.map((e) => e.body.n)).toEqual([5]);
     const seq = all.events.map((e) => e.seq);
     const preemption = await events('?kind=preemption');
     expect(preemption.events.map((e) => e.body.n)).toEqual([1, 3]);
-    expect(preemption.next_after).toBe(seq[3]);
+    expect(preemption.next_after).toBe(seq[5]);
     expect((await events('?kind=other,preemption.created')).events.map((e) => e.body.n)).toEqual([1, 2]);
     const first = await events('?limit=2');
     expect(first.events.map((e) => e.body.n)).toEqual([1, 2]);
     expect(first.next_after).toBe(seq[1]);
     expect((await events(`?after=${first.next_after}&limit=2`)).events.map((e) => e.body.n)).toEqual([3, 4]);
+    expect((await events(`?after=${seq[3]}`)).events.map((e) => e.body.n)).toEqual([5, 6]);
   });
 
   it('a long poll waits for the first event and answers when one comes', { timeout: 40_000 }, async () => {

@@ -40,7 +40,7 @@ export async function readEvents(reader: BatchReader, query: EventQuery): Promis
   const [found, bounds] = await reader.readBatch([
     {
       sql: `SELECT ${EVENT.seq}, ${EVENT.kind}, ${EVENT.atMs}, ${EVENT.body} FROM ext_events WHERE ${EVENT.seq} > ?
-        AND (json_array_length(?) = 0 OR EXISTS (SELECT 1 FROM json_each(?) k WHERE ${EVENT.kind} = k.value OR ${EVENT.kind} LIKE k.value || '.%'))
+        AND (json_array_length(?) = 0 OR EXISTS (SELECT 1 FROM json_each(?) k WHERE ${EVENT.kind} = k.value OR substr(${EVENT.kind}, 1, length(k.value) + 1) = k.value || '.'))
         ORDER BY ${EVENT.seq} LIMIT ?`,
       args: [query.after, JSON.stringify(query.kinds), JSON.stringify(query.kinds), query.limit],
     },
