@@ -83,8 +83,21 @@ export class Reaper {
   /** Runs until stopped (or, with `once`, until nothing is left to do); 0 when stopped cleanly. */
   async run(): Promise<number> {
     const { signal } = this.options;
-    await this.restore();
     let failures = 0;
+    // Placement may be down at the start too: the preemptions under way are read once it answers.
+    for (;;) {
+      try {
+        await this.restore();
+        break;
+      } catch (err) {
+        if (!(err instanceof ServiceUnavailableError)) throw err;
+        if (signal?.aborted) return 0;
+        failures += 1;
+        this.options.warn(`placement unavailable (${err.message}); trying again`);
+        await this.options.sleep(Math.min(30_000, 1000 * 2 ** (failures - 1)), signal);
+        this.underWay.clear();
+      }
+    }
     while (!signal?.aborted) {
       let page: z.infer<typeof EventPage>;
       try {
