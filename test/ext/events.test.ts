@@ -6,6 +6,7 @@
 import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventStatement, sweepOldEvents } from '../../src/ext/events/events.js';
+import { events as eventsExtension } from '../../src/ext/events/extension.js';
 import { sweepExpiredLeases } from '../../src/ext/leases/leases.js';
 import { sweepEndedHolds } from '../../src/ext/holds/sweep.js';
 import { provider } from '../helpers/providers.js';
@@ -120,6 +121,10 @@ describe('preemption events', () => {
     const b = await victimOn(host, 4, 1);
     const preemptor = crypto.randomUUID();
     const made = await preempt(host, [a, b], 8, preemptor);
+    // Deleting a consumer that is no victim reports nothing.
+    const other = await provider(t, { inventory: { VCPU: { total: 8 } } });
+    const bystander = await victimOn(other, 4, 1);
+    expect((await t.call('DELETE', `/allocations/${bystander}`)).status).toBe(204);
     // The owner deletes a (as Nova does for a deleted server); b is left to the lease sweep.
     expect((await t.call('DELETE', `/allocations/${a}`)).status).toBe(204);
     const swept = await sweepExpiredLeases(t.deps.store, Date.parse(made.victims_leased_until));
@@ -249,6 +254,23 @@ describe('GET /ext/events', () => {
     await append('test.after', { n: 4 });
     const [after] = (await events()).events;
     expect(after!.seq).toBeGreaterThan(page.next_after);
+  });
+
+  it('the sweep the extension registers keeps PLACEMENT_EXT_EVENTS_RETENTION_HOURS', async () => {
+    const app = await makeTestApp({ PLACEMENT_EXT_EVENTS_RETENTION_HOURS: '2' });
+    try {
+      const now = Date.now();
+      await app.deps.store.writeBatch([
+        eventStatement('test.old', {}, now - 3 * 3_600_000),
+        eventStatement('test.new', {}, now - 3_600_000),
+      ]);
+      const [sweep] = eventsExtension.jobs!.sweeps;
+      expect(await sweep!({ ...app.deps, clock: () => new Date(now) })).toBe(1);
+      const page = (await (await app.call('GET', '/ext/events')).json()) as Page;
+      expect(page.events.map((e) => e.kind)).toEqual(['test.new']);
+    } finally {
+      app.close();
+    }
   });
 
   it('survives a restart: the events, and the next sequence after them', async () => {
