@@ -11,15 +11,13 @@ import { sweepExpiredLeases } from '../../src/ext/leases/leases.js';
 import { sweepEndedHolds } from '../../src/ext/holds/sweep.js';
 import { provider } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
-import { preemptionHelpers } from './helpers.js';
+import { PREEMPTOR_PROJECT, preemptionBody, preemptionHelpers } from './helpers.js';
 
 let t: TestApp;
 beforeEach(async () => {
   t = await makeTestApp();
 });
 afterEach(() => t.close());
-
-const PREEMPTOR_PROJECT = '6b4e8a0c-0000-4000-8000-0000000000bb';
 
 interface Event {
   seq: number;
@@ -42,17 +40,6 @@ async function events(query = ''): Promise<Page> {
 
 const { claimAs, victimOn } = preemptionHelpers(() => t);
 
-const preemptionBody = (host: string, victims: string[], vcpu: number, preemptor: string = crypto.randomUUID()) => ({
-  preemptor: {
-    consumer_uuid: preemptor,
-    project_id: PREEMPTOR_PROJECT,
-    priority: 10,
-    allocations: { [host]: { resources: { VCPU: vcpu } } },
-  },
-  victims,
-  grace_seconds: 30,
-});
-
 interface Preemption {
   id: string;
   hold_uuid: string;
@@ -61,7 +48,7 @@ interface Preemption {
 }
 
 async function preempt(host: string, victims: string[], vcpu: number, preemptor?: string): Promise<Preemption> {
-  const res = await t.call('POST', '/ext/preemptions', { body: preemptionBody(host, victims, vcpu, preemptor) });
+  const res = await t.call('POST', '/ext/preemptions', { body: preemptionBody(host, victims, vcpu, 10, preemptor) });
   expect(res.status, await res.clone().text()).toBe(201);
   return (await res.json()) as Preemption;
 }

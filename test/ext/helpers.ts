@@ -80,3 +80,24 @@ export function preemptionHelpers(app: () => TestApp) {
   };
   return { claimAs, victimOn };
 }
+
+/** The project preemptors of the preemption tests claim for. */
+export const PREEMPTOR_PROJECT = '6b4e8a0c-0000-4000-8000-0000000000bb';
+
+/** A body of POST /ext/preemptions: `vcpu` on `host` for the preemptor, `victims` evicted, 30 s of grace. */
+export const preemptionBody = (
+  host: string,
+  victims: string[],
+  vcpu = 8,
+  priority: number | null = 10,
+  preemptor: string = crypto.randomUUID(),
+) => ({
+  preemptor: {
+    consumer_uuid: preemptor,
+    project_id: PREEMPTOR_PROJECT,
+    priority: priority ?? undefined,
+    allocations: { [host]: { resources: { VCPU: vcpu } } },
+  },
+  victims,
+  grace_seconds: 30,
+});

@@ -5,15 +5,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
-import { preemptionHelpers } from './helpers.js';
+import { PREEMPTOR_PROJECT, preemptionBody, preemptionHelpers } from './helpers.js';
 
 let t: TestApp;
 beforeEach(async () => {
   t = await makeTestApp();
 });
 afterEach(() => t.close());
-
-const PREEMPTOR_PROJECT = '6b4e8a0c-0000-4000-8000-0000000000bb';
 
 const { claimAs, victimOn } = preemptionHelpers(() => t);
 
@@ -22,16 +20,7 @@ async function count(table: string): Promise<number> {
   return Number(r!.rows[0]!.n);
 }
 
-const body = (host: string, victims: string[], vcpu = 8, priority: number | null = 10, preemptor = crypto.randomUUID()) => ({
-  preemptor: {
-    consumer_uuid: preemptor,
-    project_id: PREEMPTOR_PROJECT,
-    priority: priority ?? undefined,
-    allocations: { [host]: { resources: { VCPU: vcpu } } },
-  },
-  victims,
-  grace_seconds: 30,
-});
+const body = preemptionBody;
 
 interface Preemption {
   id: string;
