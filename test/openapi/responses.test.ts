@@ -476,6 +476,7 @@ describe('live answers match GET /openapi.json', () => {
     expect(made.status).toBe(201);
     const preemption = (await documented(made, 'post', '/ext/preemptions')) as Json;
     await documented(await t.call('GET', `/ext/preemptions/${preemption.id}`), 'get', '/ext/preemptions/{id}');
+    await documented(await t.call('GET', '/ext/events?kind=preemption'), 'get', '/ext/events');
   });
 
   it("extensions: an edge site's slice", async () => {
