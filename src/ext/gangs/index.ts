@@ -6,11 +6,11 @@
 // one per host is taken while the members fit together (assemble.ts).
 import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
-import { type CandidateOptions, searchCandidates } from '../../placement/candidates/index.js';
+import { type CandidateOptions, type CandidatesBody, searchCandidates } from '../../placement/candidates/index.js';
 import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
 import { assembleGang, candidatesOf, type Gang, type RankedGang, rankGangs, usedProviders } from './assemble.js';
 import { readDomainFacts } from './domains.js';
-import { parseGangQuery } from './query.js';
+import { type GangQuery, parseGangQuery } from './query.js';
 
 export { GANG_KEYS, parseGangQuery, type GangQuery } from './query.js';
 export type { Gang } from './assemble.js';
@@ -52,7 +52,15 @@ export async function searchDomains(
   const opts = gangSearchOptions(options);
   // The engine says whether its search stopped early (the candidate cap, the time budget): the gangs are then a lower bound.
   const { body, stopped } = await searchCandidates(reader, request, mv, opts);
-  const cut = stopped !== null;
+  return { gang, ...(await gangsOfAnswer(reader, gang, body, stopped !== null)) };
+}
+
+/**
+ * Every domain's gang out of one answer of the engine (a search with `limit`
+ * null, gangSearchOptions), whichever usage it searched with (availability:
+ * the usage of a future window). `cut`: the search stopped early.
+ */
+export async function gangsOfAnswer(reader: BatchReader, gang: GangQuery, body: CandidatesBody, cut: boolean): Promise<DomainSearch> {
   const facts = await readDomainFacts(reader, gang.domain === 'any' ? [] : gang.domains, usedProviders(body));
   const candidates = candidatesOf(body, facts);
   const gangs: RankedGang[] = [];
@@ -69,7 +77,7 @@ export async function searchDomains(
     const found = assembleGang(domain, candidates, inDomain, gang.count, body.provider_summaries);
     if (found) gangs.push(found);
   }
-  return { gang, gangs, hostsPerDomain, domainRoots: gang.domain === 'any' ? new Map() : facts.rootsOf, fittingHosts, incomplete: cut };
+  return { gangs, hostsPerDomain, domainRoots: gang.domain === 'any' ? new Map() : facts.rootsOf, fittingHosts, incomplete: cut };
 }
 
 /** GET /ext/gang_candidates: at most `limit` gangs, the tightest domain first. */
