@@ -101,3 +101,24 @@ export const AvailabilityResponse = z.object({
     .describe("what fits from start: one allocation request, or a gang's count members"),
   domain: z.string().nullable().optional().describe("a gang's domain (null with ext_domain=any)"),
 });
+
+const TimelineHoldResponse = z.object({
+  uuid: z.string(),
+  project_id: z.string(),
+  start: z.string(),
+  end: z.string(),
+  end_action: z.string(),
+  resources: z
+    .record(z.string(), z.object({ held: z.int(), drawn: z.int() }))
+    .describe('per class: held, and used by claims drawn from it now'),
+});
+export const HoldsTimelineResponse = z.object({
+  now: z.string(),
+  groups: z.array(
+    z.object({
+      aggregate_uuid: z.string().nullable().describe('null: providers in no aggregate'),
+      providers: z.array(z.object({ uuid: z.string(), name: z.string(), holds: z.array(TimelineHoldResponse) })),
+    }),
+  ),
+  truncated: z.literal(true).optional(),
+});

@@ -11,6 +11,7 @@ import {
   availabilityTimes,
   HoldListResponse,
   HoldResponse,
+  HoldsTimelineResponse,
   listHoldsQuery,
   patchHoldSchema,
   postHoldRequestSchema,
@@ -18,6 +19,7 @@ import {
 import { createHold, deleteHold, findHolds, getHold, type HoldDeps, patchHold, presentHold } from '../service.js';
 import { pickHeld } from '../pick.js';
 import { findAvailability } from '../availability.js';
+import { holdsTimeline } from '../timeline.js';
 import { gangQuery } from '../../gangs/http/routes.js';
 import { adminOnly } from '../../http/admin-only.js';
 
@@ -83,6 +85,21 @@ holdRoutes.resource('/holds/availability', {
       return c.json(
         await findAvailability(deps.store, deps.candidates, c.var.mv, query, { durationMs: times.data.duration * 1000, afterMs, nowMs }),
       );
+    },
+  }),
+});
+
+holdRoutes.resource('/holds/timeline', {
+  GET: adminOnly({
+    summary:
+      "Extension: holds not over, per aggregate and provider, with each window and what is held and drawn (the dashboard's time line)",
+    responses: { 200: 'The time line' },
+    responseSchema: HoldsTimelineResponse,
+    responseName: 'HoldsTimeline',
+    handler: async (c) => {
+      const { deps } = c.var;
+      c.header('cache-control', 'no-store');
+      return c.json(await holdsTimeline(deps.store.nearby, deps.clock().getTime()));
     },
   }),
 });
