@@ -109,7 +109,7 @@ describe('GET /allocation_candidates with and without the holds extension', () =
       expect(a.counts.reads).toBeGreaterThan(0);
       expect(a.counts.reads).toBe(b.counts.reads);
       expect(a.counts.writes).toBe(0);
-      a.counts.readSizes.forEach((size, i) => expect(size - b.counts.readSizes[i]!).toBeLessThanOrEqual(1));
+      for (const [i, size] of a.counts.readSizes.entries()) expect(size - b.counts.readSizes[i]!).toBeLessThanOrEqual(1);
       expect(a.counts.readSizes.reduce((x, y) => x + y, 0) - b.counts.readSizes.reduce((x, y) => x + y, 0)).toBe(a.counts.reads);
       return { full: a, bare: b };
     };
