@@ -9,15 +9,14 @@
 // the greatest load over [s, e) is the greatest at s and at the events inside,
 // and the earliest start is `from` or an event. Pure: no SQL, no engine.
 import type { Usage } from '../../placement/candidates/research.js';
-import { type Allocation, FOREVER, type Hold, type Key, loadAt, splitKey } from './model.js';
+import { type Allocation, FOREVER, type Hold, type Key, loadAt, splitKey, type World } from './model.js';
 
 /** A (provider id, class id) pair as a model Key. */
 export const pairKey = (providerId: number, classId: number): Key => `${providerId} ${classId}`;
 
 /** The load of one pair over time: its allocations and the holds that hold it, and the instants it changes. */
 interface PairTimeline {
-  providerId: number;
-  classId: number;
+  key: Key;
   world: { allocations: Allocation[]; holds: Hold[] };
   /** Instants the load may change at, ascending. */
   events: number[];
@@ -25,8 +24,8 @@ interface PairTimeline {
 
 /** The cloud over time: what never changes (pairs without a hold or an allocation that ends), and the pairs that do. */
 export interface Calendar {
-  /** Usage of the pairs whose load is the same at every instant from now on. */
-  steady: Usage;
+  /** Load of the pairs whose load is the same at every instant from now on. */
+  steady: Map<Key, number>;
   timelines: PairTimeline[];
 }
 
@@ -45,31 +44,26 @@ export function calendarOf(allocations: readonly Allocation[], holds: readonly H
   for (const h of live) for (const key of h.amounts.keys()) pair(key).holds.push(h);
   // An allocation changes its pair's load when it ends, or when it is drawn from a hold (its use counted as the hold's).
   for (const a of allocations) if (a.endsAtMs !== FOREVER || a.holdId !== null) pair(a.key);
-  const steady: Usage = new Map();
+  const steady = new Map<Key, number>();
   for (const a of allocations) {
     const p = changing.get(a.key);
     if (p) p.allocations.push(a);
-    else {
-      const { providerId, classId } = idsOf(a.key);
-      add(steady, providerId, classId, a.amount);
-    }
+    else steady.set(a.key, (steady.get(a.key) ?? 0) + a.amount);
   }
   const timelines: PairTimeline[] = [];
   for (const [key, world] of changing) {
     const events = new Set<number>();
     for (const h of world.holds) for (const t of [h.startMs, h.endMs]) if (t > nowMs && t !== FOREVER) events.add(t);
     for (const a of world.allocations) if (a.endsAtMs !== FOREVER && a.endsAtMs + 1 > nowMs) events.add(a.endsAtMs + 1);
-    timelines.push({ ...idsOf(key), world, events: [...events].sort((x, y) => x - y) });
+    timelines.push({ key, world, events: [...events].sort((x, y) => x - y) });
   }
   return { steady, timelines };
 }
 
-function idsOf(key: Key): { providerId: number; classId: number } {
+/** Adds `amount` to the usage of a pairKey's (provider id, class id). */
+function add(usage: Usage, key: Key, amount: number): void {
   const { provider, resourceClass } = splitKey(key);
-  return { providerId: Number(provider), classId: Number(resourceClass) };
-}
-
-function add(usage: Usage, providerId: number, classId: number, amount: number): void {
+  const [providerId, classId] = [Number(provider), Number(resourceClass)];
   let perClass = usage.get(providerId);
   if (!perClass) usage.set(providerId, (perClass = new Map()));
   perClass.set(classId, (perClass.get(classId) ?? 0) + amount);
@@ -77,7 +71,7 @@ function add(usage: Usage, providerId: number, classId: number, amount: number):
 
 /** The greatest load of one pair over [s, e). */
 function greatestLoad(timeline: PairTimeline, s: number, e: number): number {
-  const key = pairKey(timeline.providerId, timeline.classId);
+  const { key } = timeline;
   let most = loadAt(timeline.world, key, s);
   for (const t of timeline.events) {
     if (t <= s) continue;
@@ -92,11 +86,12 @@ export function loadsOver(calendar: Calendar, s: number, e: number): number[] {
   return calendar.timelines.map((t) => greatestLoad(t, s, e));
 }
 
-/** The usage the engine searches with for [s, e): the steady pairs', and each changing pair's greatest load (`loads`: loadsOver). */
+/** The usage the engine searches with for [s, e) (keys: pairKey): the steady pairs', and each changing pair's greatest load (`loads`: loadsOver). */
 export function usageOf(calendar: Calendar, loads: readonly number[]): Usage {
-  const usage: Usage = new Map([...calendar.steady].map(([rp, perClass]) => [rp, new Map(perClass)]));
+  const usage: Usage = new Map();
+  for (const [key, load] of calendar.steady) add(usage, key, load);
   calendar.timelines.forEach((t, i) => {
-    if (loads[i]! > 0) add(usage, t.providerId, t.classId, loads[i]!);
+    if (loads[i]! > 0) add(usage, t.key, loads[i]!);
   });
   return usage;
 }
@@ -134,6 +129,29 @@ export async function earliestFit<T>(
     if (found !== null) return { startMs: s, found };
     refused.push(loads);
     if (refused.length > KEPT_REFUSALS) refused.shift();
+  }
+  return null;
+}
+
+/**
+ * The earliest start at or after `afterMs` (and now) at which `amounts`, on
+ * given (provider, class) pairs, fit for `durationMs` beside what exists and
+ * is held (as a claim with ext_until at its end would be admitted then), or
+ * null when never (more than capacity). The calendar's answer without the
+ * engine: test/ext/holds-history.test.ts checks it against its oracle.
+ */
+export function earliestStart(world: World, amounts: ReadonlyMap<Key, number>, durationMs: number, afterMs: number): number | null {
+  for (const [key, amount] of amounts) if (amount > (world.capacity.get(key) ?? 0)) return null;
+  const calendar = calendarOf(world.allocations, world.holds, world.nowMs);
+  const index = new Map(calendar.timelines.map((t, i) => [t.key, i]));
+  for (const s of startsFrom(calendar, Math.max(afterMs, world.nowMs))) {
+    const loads = loadsOver(calendar, s, s + durationMs);
+    const fits = [...amounts].every(([key, amount]) => {
+      const i = index.get(key);
+      const load = i === undefined ? (calendar.steady.get(key) ?? 0) : loads[i]!;
+      return load + amount <= (world.capacity.get(key) ?? 0);
+    });
+    if (fits) return s;
   }
   return null;
 }
