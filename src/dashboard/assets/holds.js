@@ -3,7 +3,8 @@
 // the soonest start to the latest end; each bar says what its hold holds and
 // what claims drawn from it use now; a line marks now. Self-contained: it
 // reloads whenever the page's own refresh finishes (the status line says
-// "updated"), with the page's token. Loaded as a module script.
+// "updated"), with the page's token. Loaded as a module script (before
+// app.js, so it watches the status line before the first refresh ends).
 (() => {
   const TOKEN_KEY = 'placement-edge.dashboard.token';
   const AUTH = document.querySelector('meta[name="placement-auth"]').content;

@@ -9,7 +9,7 @@ import type { Microversion } from '../../microversion.js';
 import { type CandidateOptions, type CandidatesBody, searchCandidates } from '../../placement/candidates/index.js';
 import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
 import { assembleGang, candidatesOf, type Gang, type RankedGang, rankGangs, usedProviders } from './assemble.js';
-import { readDomainFacts } from './domains.js';
+import { type DomainFacts, readDomainFacts } from './domains.js';
 import { type GangQuery, parseGangQuery } from './query.js';
 
 export { GANG_KEYS, parseGangQuery, type GangQuery } from './query.js';
@@ -52,16 +52,12 @@ export async function searchDomains(
   const opts = gangSearchOptions(options);
   // The engine says whether its search stopped early (the candidate cap, the time budget): the gangs are then a lower bound.
   const { body, stopped } = await searchCandidates(reader, request, mv, opts);
-  return { gang, ...(await gangsOfAnswer(reader, gang, body, stopped !== null)) };
+  const facts = await readDomainFacts(reader, gang.domain === 'any' ? [] : gang.domains, usedProviders(body));
+  return { gang, ...domainSearchOf(body, facts, gang, stopped !== null) };
 }
 
-/**
- * Every domain's gang out of one answer of the engine (a search with `limit`
- * null, gangSearchOptions), whichever usage it searched with (availability:
- * the usage of a future window). `cut`: the search stopped early.
- */
-export async function gangsOfAnswer(reader: BatchReader, gang: GangQuery, body: CandidatesBody, cut: boolean): Promise<DomainSearch> {
-  const facts = await readDomainFacts(reader, gang.domain === 'any' ? [] : gang.domains, usedProviders(body));
+/** The gangs of one engine answer, given the domains' facts (pure: a what-if copy of the cloud gives its own, ext/simulate). */
+export function domainSearchOf(body: CandidatesBody, facts: DomainFacts, gang: GangQuery, cut: boolean): DomainSearch {
   const candidates = candidatesOf(body, facts);
   const gangs: RankedGang[] = [];
   const fittingHosts = new Set<string>();
