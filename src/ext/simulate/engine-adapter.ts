@@ -5,8 +5,9 @@
 // installed read hooks: each reads its own statement's result from the
 // snapshot, but the device taints' hook reads the world's taints (a taint
 // change, and ext_tolerate, act as the installed extension makes them act;
-// an app without it ignores them, as its real answers do) and the shared
-// counters' computes its loads from the world's usage. This file is what
+// an app without it ignores them, as its real answers do), the shared
+// counters' computes its loads from the world's usage, and the holds' reads
+// the world's holds (held.ts). This file is what
 // changes with the engine's API.
 import type { Microversion } from '../../microversion.js';
 import { CloudModel, type ProviderSpec } from '../../placement/candidates/cloud-model.js';
@@ -24,6 +25,8 @@ import { type Headroom, headroomOfSearch } from '../headroom/headroom.js';
 import { loadsOf, type LoadedKeys } from '../../placement/constraints.js';
 import { candidateCounters } from '../counters/candidates.js';
 import { taintFilter } from '../taints/filter.js';
+import { type HeldState, heldCapacityHook } from '../holds/candidates.js';
+import { HELD_HOOK, heldStateOf } from './held.js';
 import { type UsageTable, usageOf, type World } from './world.js';
 
 /** What a what-if answer takes from the app's engine: its parser (with the installed extensions' parameters), options and read hooks. */
@@ -43,7 +46,7 @@ export interface EngineView {
  * weights as the snapshot read them with loads from `usage`, any other its
  * own statement's result from the snapshot.
  */
-function worldHooks(installed: readonly CandidateReadHook[], world: World, usage: UsageTable): CandidateReadHook[] {
+function worldHooks(installed: readonly CandidateReadHook[], world: World, usage: UsageTable, held: Held): CandidateReadHook[] {
   return installed.map((hook) => {
     const result = world.hookResults.get(hook);
     let read: () => unknown = () => hook.read(result);
@@ -52,7 +55,7 @@ function worldHooks(installed: readonly CandidateReadHook[], world: World, usage
       const table = candidateCounters.read(result);
       read = () => countersUnder(table, usage);
     }
-    const replacement = { ...hook, read };
+    const replacement = hook === HELD_HOOK ? { ...hook, read: () => held.state, capacityRule: held.rule } : { ...hook, read };
     installedHookOf.set(replacement, hook);
     return replacement;
   });
@@ -69,7 +72,13 @@ function countersUnder(table: ReadonlyMap<number, LoadedKeys>, usage: UsageTable
   return out;
 }
 
-export function engineView(world: World, installed: readonly CandidateReadHook[]): EngineView {
+/** The holds' state over a world, and their capacity rule judged at one instant (the installed hook's clock without one). */
+interface Held {
+  state: HeldState | null;
+  rule: CandidateReadHook['capacityRule'];
+}
+
+export function engineView(world: World, installed: readonly CandidateReadHook[], nowMs?: number): EngineView {
   const specs: ProviderSpec[] = [...world.providers.values()]
     .sort((a, b) => a.id - b.id)
     .map((p) => ({
@@ -83,6 +92,11 @@ export function engineView(world: World, installed: readonly CandidateReadHook[]
     }));
   // The view keeps the taints as they are now: the world may be changed after (a simulation measures before, then applies its changes).
   const frozen: World = { ...world, taints: new Map(world.taints) };
+  // So do the holds' state (held capacity, as the holds hook would read it from this world).
+  const held: Held = {
+    state: HELD_HOOK && installed.includes(HELD_HOOK) ? heldStateOf(world) : null,
+    rule: (nowMs === undefined ? HELD_HOOK : (heldCapacityHook(() => nowMs) as CandidateReadHook))?.capacityRule,
+  };
   const rootIdByProviderUuid = new Map<string, number>();
   for (const p of world.providers.values()) rootIdByProviderUuid.set(p.uuid, p.rootId);
   return {
@@ -93,7 +107,7 @@ export function engineView(world: World, installed: readonly CandidateReadHook[]
       aggregateIdByUuid: world.aggregateIdByUuid,
       rootIdByProviderUuid,
     },
-    hooksFor: (usage) => worldHooks(installed, frozen, usage),
+    hooksFor: (usage) => worldHooks(installed, frozen, usage, held),
   };
 }
 
@@ -135,8 +149,12 @@ export async function candidatesOver(
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
+  generationStrategy: CandidateOptions['generationStrategy'] = 'depth-first',
 ): Promise<CandidatesBody> {
-  return candidatesFromModel(view.model, usage as Usage, view.lookups, request, mv, whatIfOptions(view, usage, options));
+  return candidatesFromModel(view.model, usage as Usage, view.lookups, request, mv, {
+    ...whatIfOptions(view, usage, options),
+    generationStrategy,
+  });
 }
 
 export { usageOf };

@@ -5,6 +5,7 @@
 // later decide, and nothing written.
 import { z } from 'zod';
 import type { BatchReader } from '../../db/client.js';
+import type { WriteHooks } from '../../placement/writes/hooks.js';
 import { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
@@ -243,11 +244,19 @@ async function placeDisplaced(
   return out;
 }
 
-export async function simulate(reader: BatchReader, body: SimulateBody, mv: Microversion, engine: WhatIfEngine): Promise<SimulationAnswer> {
+/** What a simulation takes from the app besides the database: its engine, claim rules and uuids (Deps). */
+export interface SimulationDeps {
+  engine: WhatIfEngine;
+  writeHooks: WriteHooks;
+  newId(): string;
+}
+
+export async function simulate(reader: BatchReader, body: SimulateBody, mv: Microversion, deps: SimulationDeps): Promise<SimulationAnswer> {
+  const { engine } = deps;
   // Queries are checked before anything is read: a query placement would refuse is refused with its words.
   const queries = body.queries.map((q) => parseQuery(q.name, q.query, mv, engine));
   const before = await readWorld(reader, engine.hooks);
-  return simulateOver(before, body, queries, mv, engine);
+  return simulateOver(before, body, queries, mv, deps);
 }
 
 async function simulateOver(
@@ -255,17 +264,25 @@ async function simulateOver(
   body: SimulateBody,
   queries: ParsedQuery[],
   mv: Microversion,
-  engine: WhatIfEngine,
+  deps: SimulationDeps,
 ): Promise<SimulationAnswer> {
+  const { engine } = deps;
   // Everything about the cloud as it is, then the changes applied to the world in place (it is this request's own copy).
+  // One instant for the whole simulation: a hold's window, a gang's lease and every query's held capacity are judged at it.
   const options = engine.options();
-  const viewBefore = engineView(world, engine.hooks);
+  const viewBefore = engineView(world, engine.hooks, options.now);
   const usageBefore = usageOf(world);
   const overBefore = overCapacity(world, usageBefore);
   const dashboardBefore = dashboardFigures(world, body.threshold_percent, usageBefore);
   const domainsBefore = gangDomainsOf(world);
-  const { reports, removed } = applyChanges(world, body.changes, mv);
-  const viewAfter = engineView(world, engine.hooks);
+  const { reports, removed } = await applyChanges(world, body.changes, {
+    engine,
+    writeHooks: deps.writeHooks,
+    mv,
+    nowMs: options.now,
+    newId: deps.newId,
+  });
+  const viewAfter = engineView(world, engine.hooks, options.now);
   const usageAfter = usageOf(world);
   const answers: SimulationAnswer['queries'] = [];
   for (const q of queries) {
