@@ -20,6 +20,7 @@ import {
   type AllocationsBody,
   allocationsBody,
   amountsOf,
+  copyWorld,
   dashboardFigures,
   type DashboardFigures,
   type OverCapacity,
@@ -232,13 +233,28 @@ async function placeDisplaced(
     }
   };
   for (const d of displaced) take(world.consumers.get(d.uuid)?.allocations ?? [], -1);
+  // Holds' rule reads where each consumer is: with holds, the view follows the displaced (gone, then each where it went, with no end).
+  const followed = world.holds.length > 0 ? copyWorld(world) : null;
+  const move = (uuid: string, rows: WorldAllocation[]) => {
+    const c = followed?.consumers.get(uuid);
+    if (c) Object.assign(c, { allocations: rows, leaseEndsAtMs: null, drawnFrom: null });
+  };
+  for (const d of displaced) move(d.uuid, []);
+  let current = followed ? engineView(followed, engine.hooks, options.now) : view;
   const idOfUuid = new Map([...world.providers.values()].map((p) => [p.uuid, p.id]));
   const out: DisplacedConsumer[] = [];
   for (const d of displaced) {
     const request = engine.parse(queryRecord(`${resourcesQuery(d.amounts)}&limit=1`), LATEST);
-    const body = await candidatesOver(view, usage, request, LATEST, options);
+    const body = await candidatesOver(current, usage, request, LATEST, options);
     const first = body.allocation_requests[0] as { allocations: AllocationsBody } | undefined;
-    if (first) take(allocationsFromBody(world, first.allocations, idOfUuid), 1);
+    if (first) {
+      const rows = allocationsFromBody(world, first.allocations, idOfUuid);
+      take(rows, 1);
+      if (followed) {
+        move(d.uuid, rows);
+        current = engineView(followed, engine.hooks, options.now);
+      }
+    }
     out.push({ consumer_uuid: d.uuid, reason: d.reason, from: d.from, could_go: first ? first.allocations : null });
   }
   return out;
