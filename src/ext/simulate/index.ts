@@ -222,6 +222,7 @@ async function placeDisplaced(
   displaced: { uuid: string; reason: DisplacedConsumer['reason']; from: AllocationsBody; amounts: Map<string, number> }[],
   engine: WhatIfEngine,
   options: CandidateOptions,
+  nowMs: number,
 ): Promise<DisplacedConsumer[]> {
   // The displaced leave first; then each takes the first candidate for its resources, in turn.
   const usage: UsageTable = new Map([...usageAfter].map(([id, perClass]) => [id, new Map(perClass)]));
@@ -240,7 +241,7 @@ async function placeDisplaced(
     if (c) Object.assign(c, { allocations: rows, leaseEndsAtMs: null, drawnFrom: null });
   };
   for (const d of displaced) move(d.uuid, []);
-  let current = followed ? engineView(followed, engine.hooks, options.now) : view;
+  let current = followed ? engineView(followed, engine.hooks, nowMs) : view;
   const idOfUuid = new Map([...world.providers.values()].map((p) => [p.uuid, p.id]));
   const out: DisplacedConsumer[] = [];
   for (const d of displaced) {
@@ -252,7 +253,7 @@ async function placeDisplaced(
       take(rows, 1);
       if (followed) {
         move(d.uuid, rows);
-        current = engineView(followed, engine.hooks, options.now);
+        current = engineView(followed, engine.hooks, nowMs);
       }
     }
     out.push({ consumer_uuid: d.uuid, reason: d.reason, from: d.from, could_go: first ? first.allocations : null });
@@ -260,11 +261,13 @@ async function placeDisplaced(
   return out;
 }
 
-/** What a simulation takes from the app besides the database: its engine, claim rules and uuids (Deps). */
+/** What a simulation takes from the app besides the database: its engine, claim rules, uuids, and now by its clock (Deps). */
 export interface SimulationDeps {
   engine: WhatIfEngine;
   writeHooks: WriteHooks;
   newId(): string;
+  /** The one instant the whole simulation is judged at, as the real requests take theirs (Deps.clock). */
+  nowMs: number;
 }
 
 export async function simulate(reader: BatchReader, body: SimulateBody, mv: Microversion, deps: SimulationDeps): Promise<SimulationAnswer> {
@@ -285,8 +288,9 @@ async function simulateOver(
   const { engine } = deps;
   // Everything about the cloud as it is, then the changes applied to the world in place (it is this request's own copy).
   // One instant for the whole simulation: a hold's window, a gang's lease and every query's held capacity are judged at it.
+  const { nowMs } = deps;
   const options = engine.options();
-  const viewBefore = engineView(world, engine.hooks, options.now);
+  const viewBefore = engineView(world, engine.hooks, nowMs);
   const usageBefore = usageOf(world);
   const overBefore = overCapacity(world, usageBefore);
   const dashboardBefore = dashboardFigures(world, body.threshold_percent, usageBefore);
@@ -295,10 +299,10 @@ async function simulateOver(
     engine,
     writeHooks: deps.writeHooks,
     mv,
-    nowMs: options.now,
+    nowMs,
     newId: deps.newId,
   });
-  const viewAfter = engineView(world, engine.hooks, options.now);
+  const viewAfter = engineView(world, engine.hooks, nowMs);
   const usageAfter = usageOf(world);
   const answers: SimulationAnswer['queries'] = [];
   for (const q of queries) {
@@ -315,7 +319,7 @@ async function simulateOver(
       return { uuid, reason: 'over_capacity' as const, from: allocationsBody(world, c.allocations), amounts: amountsOf(world, c) };
     }),
   ];
-  const placed = await placeDisplaced(world, usageAfter, viewAfter, displaced.slice(0, MAX_PLACED), engine, options);
+  const placed = await placeDisplaced(world, usageAfter, viewAfter, displaced.slice(0, MAX_PLACED), engine, options, nowMs);
   return {
     changes: reports,
     queries: answers,

@@ -25,9 +25,9 @@ simulateRoutes.resource('/simulate', {
     responseName: 'Simulation',
     handler: async (c) => {
       const body = await readBody(c, simulateSchema);
-      const { store, candidates, writeHooks, newId } = c.var.deps;
+      const { store, candidates, writeHooks, newId, clock } = c.var.deps;
       c.header('cache-control', 'no-cache');
-      return c.json(await simulate(store.nearby, body, c.var.mv, { engine: candidates, writeHooks, newId }));
+      return c.json(await simulate(store.nearby, body, c.var.mv, { engine: candidates, writeHooks, newId, nowMs: clock().getTime() }));
     },
   }),
 });
