@@ -244,8 +244,7 @@ const HOUR = 3600_000;
 const HOLD_QUERIES = ['resources=VCPU:1&count=2', 'resources=VCPU:2&ext_domain=any', 'resources=VGPU:1&count=2&ext_domain=any'];
 
 /** A hold: a window active now or from the next hour, on one inventory or by a gang query (POST /ext/holds' body). */
-function randomHold(r: Rng, withInventory: Spec[]): Change {
-  const now = Date.now();
+function randomHold(r: Rng, withInventory: Spec[], now: number): Change {
   const [start, end] = r.chance(0.5) ? [now - HOUR, now + 2 * HOUR] : [now + HOUR, now + 3 * HOUR];
   const hold: Record<string, unknown> = { project_id: PROJECT, start: new Date(start).toISOString(), end: new Date(end).toISOString() };
   if (r.chance(0.3)) hold.end_action = 'keep';
@@ -279,7 +278,7 @@ function randomGang(r: Rng, offers: Allocations[]): Change | null {
   };
 }
 
-function randomChanges(r: Rng, specs: Spec[], consumers: ConsumerView[], offers: Allocations[]): Change[] {
+function randomChanges(r: Rng, specs: Spec[], consumers: ConsumerView[], offers: Allocations[], now: number): Change[] {
   const changes: Change[] = [];
   const roots = specs.filter((s) => s.parent === null);
   const withInventory = specs.filter((s) => Object.keys(s.inventory).length);
@@ -297,7 +296,7 @@ function randomChanges(r: Rng, specs: Spec[], consumers: ConsumerView[], offers:
       'add_hold',
       'add_gang',
     ]);
-    if (kind === 'add_hold') changes.push(randomHold(r, withInventory));
+    if (kind === 'add_hold') changes.push(randomHold(r, withInventory, now));
     if (kind === 'add_gang') {
       const gang = randomGang(r, offers);
       if (gang) changes.push(gang);
@@ -566,8 +565,11 @@ describe('POST /ext/simulate equals the change made for real', () => {
       // No time budget: the reference answers are never cut short, however loaded the machine.
       t = await makeTestApp({ PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: '0' });
       const app = t;
+      // One instant for the case: the simulation and the real requests (a hold's window checked at now, a gang's lease) take the same.
+      const now = Date.now();
+      app.deps.clock = () => new Date(now);
       const specs = await randomCloud(app, r);
-      const changes = randomChanges(r, specs, await consumersOf(app), await offersOf(app));
+      const changes = randomChanges(r, specs, await consumersOf(app), await offersOf(app), now);
       if (!changes.length) {
         t.close();
         t = null;
