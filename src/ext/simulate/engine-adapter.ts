@@ -38,6 +38,8 @@ export interface EngineView {
   lookups: Lookups;
   /** The installed read hooks as they read this world under `usage`. */
   hooksFor(usage: UsageTable): CandidateReadHook[];
+  /** The same view, its holds' state read from `world` (consumers moved since: the model is not built again). */
+  withHoldsOf(world: World): EngineView;
 }
 
 /**
@@ -93,22 +95,22 @@ export function engineView(world: World, installed: readonly CandidateReadHook[]
   // The view keeps the taints as they are now: the world may be changed after (a simulation measures before, then applies its changes).
   const frozen: World = { ...world, taints: new Map(world.taints) };
   // So do the holds' state (held capacity, as the holds hook would read it from this world).
-  const held: Held = {
-    state: HELD_HOOK && installed.includes(HELD_HOOK) ? heldStateOf(world) : null,
-    rule: (nowMs === undefined ? HELD_HOOK : (heldCapacityHook(() => nowMs) as CandidateReadHook))?.capacityRule,
-  };
+  const holdsInstalled = HELD_HOOK !== undefined && installed.includes(HELD_HOOK);
+  const rule = (nowMs === undefined ? HELD_HOOK : (heldCapacityHook(() => nowMs) as CandidateReadHook))?.capacityRule;
   const rootIdByProviderUuid = new Map<string, number>();
   for (const p of world.providers.values()) rootIdByProviderUuid.set(p.uuid, p.rootId);
-  return {
-    model: CloudModel.of(specs),
-    lookups: {
-      classIdByName: world.classIdByName,
-      traitIdByName: world.traitIdByName,
-      aggregateIdByUuid: world.aggregateIdByUuid,
-      rootIdByProviderUuid,
-    },
-    hooksFor: (usage) => worldHooks(installed, frozen, usage, held),
+  const model = CloudModel.of(specs);
+  const lookups: Lookups = {
+    classIdByName: world.classIdByName,
+    traitIdByName: world.traitIdByName,
+    aggregateIdByUuid: world.aggregateIdByUuid,
+    rootIdByProviderUuid,
   };
+  const withHoldsOf = (holdsWorld: World): EngineView => {
+    const held: Held = { state: holdsInstalled ? heldStateOf(holdsWorld) : null, rule };
+    return { model, lookups, hooksFor: (usage) => worldHooks(installed, frozen, usage, held), withHoldsOf };
+  };
+  return withHoldsOf(world);
 }
 
 /** Options for a what-if answer: stable order, no cap, no time budget, the world's hooks, no tree cache. */

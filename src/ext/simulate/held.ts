@@ -50,6 +50,7 @@ function capacityAt(world: World, providerId: number, classId: number): number |
  * one's kept states are untouched. Null without holds, as the hook answers.
  */
 export function heldStateOf(world: World): HeldState | null {
+  if (world.holds.length === 0) return null;
   const rows: Record<string, Value>[] = [
     { kind: 'v', id: 1, project: 'what-if', s: 1, e: null, action: null, rp: null, rc: null, n: null, cap: null },
   ];

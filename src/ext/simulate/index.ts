@@ -222,7 +222,6 @@ async function placeDisplaced(
   displaced: { uuid: string; reason: DisplacedConsumer['reason']; from: AllocationsBody; amounts: Map<string, number> }[],
   engine: WhatIfEngine,
   options: CandidateOptions,
-  nowMs: number,
 ): Promise<DisplacedConsumer[]> {
   // The displaced leave first; then each takes the first candidate for its resources, in turn.
   const usage: UsageTable = new Map([...usageAfter].map(([id, perClass]) => [id, new Map(perClass)]));
@@ -241,7 +240,8 @@ async function placeDisplaced(
     if (c) Object.assign(c, { allocations: rows, leaseEndsAtMs: null, drawnFrom: null });
   };
   for (const d of displaced) move(d.uuid, []);
-  let current = followed ? engineView(followed, engine.hooks, nowMs) : view;
+  let current = followed ? view.withHoldsOf(followed) : view;
+  const held = new Set(world.holds.flatMap((h) => h.amounts.map((a) => `${a.providerId} ${a.classId}`)));
   const idOfUuid = new Map([...world.providers.values()].map((p) => [p.uuid, p.id]));
   const out: DisplacedConsumer[] = [];
   for (const d of displaced) {
@@ -253,7 +253,8 @@ async function placeDisplaced(
       take(rows, 1);
       if (followed) {
         move(d.uuid, rows);
-        current = engineView(followed, engine.hooks, nowMs);
+        // Only a placement on held capacity changes what the holds' rule reads.
+        if (rows.some((a) => held.has(`${a.providerId} ${a.classId}`))) current = view.withHoldsOf(followed);
       }
     }
     out.push({ consumer_uuid: d.uuid, reason: d.reason, from: d.from, could_go: first ? first.allocations : null });
@@ -319,7 +320,7 @@ async function simulateOver(
       return { uuid, reason: 'over_capacity' as const, from: allocationsBody(world, c.allocations), amounts: amountsOf(world, c) };
     }),
   ];
-  const placed = await placeDisplaced(world, usageAfter, viewAfter, displaced.slice(0, MAX_PLACED), engine, options, nowMs);
+  const placed = await placeDisplaced(world, usageAfter, viewAfter, displaced.slice(0, MAX_PLACED), engine, options);
   return {
     changes: reports,
     queries: answers,
