@@ -49,6 +49,7 @@ describe('GET /dashboard', () => {
       '/dashboard/assets/holds.js',
       '/dashboard/assets/app.css',
       '/dashboard/assets/app.js',
+      '/dashboard/assets/what-if.js',
     ]);
     expect((await t.app.request('/dashboard/')).status).toBe(200);
   });

@@ -61,7 +61,7 @@ export const amountsOf = (allocations: PostHoldBody['allocations']): Map<Key, nu
 
 const providersOf = (amounts: ReadonlyMap<Key, number>): string[] => [...new Set([...amounts.keys()].map((k) => splitKey(k).provider))];
 
-function unsatisfiable(v: Violation): Error {
+export function unsatisfiable(v: Violation): Error {
   const { provider, resourceClass } = splitKey(v.key);
   return conflict(
     `Hold not admitted: '${resourceClass}' on resource provider '${provider}' would be over capacity at ${new Date(v.atMs).toISOString()} ` +
@@ -71,7 +71,7 @@ function unsatisfiable(v: Violation): Error {
 }
 
 /** The window's checks: a start before its end, an end not past. */
-function checkWindow(startMs: number, endMs: number, nowMs: number): void {
+export function checkWindow(startMs: number, endMs: number, nowMs: number): void {
   if (endMs <= startMs)
     throw invalid(`A hold's end (${new Date(endMs).toISOString()}) must come after its start (${new Date(startMs).toISOString()})`);
   if (endMs <= nowMs) throw invalid(`A hold's window must not be over: its end ${new Date(endMs).toISOString()} is in the past`);
@@ -79,22 +79,33 @@ function checkWindow(startMs: number, endMs: number, nowMs: number): void {
 
 /** What the amounts name exists, each pair has inventory, and no amount exceeds its capacity (it could never fit). */
 async function checkAmounts(store: DataStore, amounts: ReadonlyMap<Key, number>, nowMs: number): Promise<void> {
-  const unknown = await unknownNames(store, amounts);
+  refuseUnknownNames(await unknownNames(store, amounts));
+  const { world } = await readWorld(store, providersOf(amounts), nowMs);
+  refuseOversized(amounts, world.capacity);
+}
+
+/** The names a hold's amounts give that do not exist (pure: what-if checks its copy of the cloud with it, ext/simulate). */
+export function refuseUnknownNames(unknown: { providers: string[]; classes: string[]; withoutInventory: Key[] }): void {
   if (unknown.providers.length) throw invalid(`No such resource provider: ${unknown.providers.join(', ')}`);
   if (unknown.classes.length) throw invalid(`No such resource class: ${unknown.classes.join(', ')}`);
   if (unknown.withoutInventory.length) {
     const { provider, resourceClass } = splitKey(unknown.withoutInventory[0]!);
     throw invalid(`Resource provider '${provider}' has no inventory of '${resourceClass}' to hold`);
   }
-  const { world } = await readWorld(store, providersOf(amounts), nowMs);
+}
+
+/** An amount bigger than its pair's capacity could never fit. */
+export function refuseOversized(amounts: ReadonlyMap<Key, number>, capacity: ReadonlyMap<Key, number>): void {
   for (const [key, amount] of amounts) {
-    const capacity = world.capacity.get(key) ?? 0;
-    if (amount > capacity) {
+    const cap = capacity.get(key) ?? 0;
+    if (amount > cap) {
       const { provider, resourceClass } = splitKey(key);
-      throw invalid(`A hold of ${amount} '${resourceClass}' on resource provider '${provider}' is bigger than its capacity (${capacity})`);
+      throw invalid(`A hold of ${amount} '${resourceClass}' on resource provider '${provider}' is bigger than its capacity (${cap})`);
     }
   }
 }
+
+export const unknownProject = (project: string): Error => invalid(`Unknown project '${project}': placement has no consumer of it`);
 
 /**
  * Admits `row` (new, or replacing the stored hold of its uuid at
@@ -134,8 +145,7 @@ export async function createHold(deps: HoldDeps, body: PostHoldBody): Promise<St
   const startMs = timeOf(body.start);
   const endMs = timeOf(body.end);
   checkWindow(startMs, endMs, nowMs);
-  if (!(await projectKnown(deps.store, body.project_id)))
-    throw invalid(`Unknown project '${body.project_id}': placement has no consumer of it`);
+  if (!(await projectKnown(deps.store, body.project_id))) throw unknownProject(body.project_id);
   const amounts = amountsOf(body.allocations);
   await checkAmounts(deps.store, amounts, nowMs);
   return admit(deps, {
