@@ -88,7 +88,12 @@ export interface PreemptionCloud {
 
 const rowsOf = (result: ResultSet | undefined): PackedRow[] => JSON.parse(String(result?.rows[0]?.[0] ?? '[]')) as PackedRow[];
 
-export async function readPreemptionCloud(reader: BatchReader, priority: number, nowMs: number): Promise<PreemptionCloud> {
+export async function readPreemptionCloud(
+  reader: BatchReader,
+  priority: number,
+  nowMs: number,
+  _options?: unknown,
+): Promise<PreemptionCloud> {
   const [providers, inventories, usageRows, eligible, committed, classes, traits, aggregates] = (await reader.readBatch(
     statements(priority, nowMs),
   )) as ResultSet[];

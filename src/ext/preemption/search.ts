@@ -79,7 +79,17 @@ export async function findPreemptionCandidates(
     const stock = await findAllocationCandidates(reader, request, mv, options);
     if (stock.allocation_requests.length >= request.limit) return withoutVictims(stock, priority);
   }
-  const cloud = await readPreemptionCloud(reader, priority, nowMs);
+  return answerOver(await readPreemptionCloud(reader, priority, nowMs, options), request, priority, mv, options);
+}
+
+/** The answer over a cloud read for priority `priority`: every tree's requests judged, the best first. */
+export async function answerOver(
+  cloud: PreemptionCloud,
+  request: CandidateRequest,
+  priority: number,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<PreemptionCandidatesBody> {
   const { judged, nodes } = await judgeEveryTree(cloud, request, mv, options);
   judged.sort((a, b) => compareChoices(a.choice, b.choice) || a.root - b.root);
   const kept = request.limit === null ? judged : judged.slice(0, request.limit);
@@ -135,7 +145,7 @@ function byRoot(cloud: PreemptionCloud): Map<number, Eligible[]> {
     for (const a of consumer.allocations) {
       const key = resourceKey(a.providerId, a.classId);
       uses.set(key, (uses.get(key) ?? 0) + a.used);
-      trees.add(cloud.rootById.get(a.providerId)!);
+      trees.add(cloud.model.provider(a.providerId)!.rootId);
     }
     const eligible: Eligible = { consumer: consumer.uuid, priority: consumer.priority, uses };
     for (const root of trees) {
@@ -145,6 +155,12 @@ function byRoot(cloud: PreemptionCloud): Map<number, Eligible[]> {
     }
   }
   return roots;
+}
+
+/** What a provider offers of a class: (total - reserved) * allocation ratio; 0 without an inventory. */
+function capacityOf(cloud: PreemptionCloud, providerId: number, classId: number): number {
+  for (const inventory of cloud.model.provider(providerId)?.inventories ?? []) if (inventory.classId === classId) return inventory.capacity;
+  return 0;
 }
 
 /** Per (provider, class) the request uses: how much more than what is free now it needs. */
@@ -158,7 +174,7 @@ function shortfallOf(found: AllocationRequest, cloud: PreemptionCloud): Map<Reso
   for (const piece of found.pieces) {
     const key = resourceKey(piece.providerId, piece.classId);
     const used = cloud.taken.get(piece.providerId)?.get(piece.classId) ?? 0;
-    const short = used + amounts.get(key)! - (cloud.capacity.get(key) ?? 0);
+    const short = used + amounts.get(key)! - capacityOf(cloud, piece.providerId, piece.classId);
     if (short > 0) shortfall.set(key, short);
   }
   return shortfall;
@@ -214,7 +230,7 @@ function withoutVictims(stock: CandidatesBody, priority: number): PreemptionCand
 function victimView(consumer: EvictableConsumer, cloud: PreemptionCloud): VictimView {
   const frees: VictimView['frees'] = {};
   for (const a of consumer.allocations) {
-    const resources = (frees[cloud.uuidById.get(a.providerId)!] ??= { resources: {} }).resources;
+    const resources = (frees[cloud.model.provider(a.providerId)!.uuid] ??= { resources: {} }).resources;
     const name = cloud.classNameById.get(a.classId)!;
     resources[name] = (resources[name] ?? 0) + a.used;
   }
