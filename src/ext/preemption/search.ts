@@ -140,15 +140,13 @@ function relaxedUsage(usage: Usage, evictable: readonly EvictableConsumer[]): Us
 function byRoot(cloud: PreemptionCloud): Map<number, Eligible[]> {
   const roots = new Map<number, Eligible[]>();
   for (const consumer of cloud.evictable) {
-    const uses = new Map<ResourceKey, number>();
-    const trees = new Set<number>();
+    const eligible: Eligible = { consumer: consumer.uuid, priority: consumer.priority, uses: consumer.uses };
+    let first = -1;
     for (const a of consumer.allocations) {
-      const key = resourceKey(a.providerId, a.classId);
-      uses.set(key, (uses.get(key) ?? 0) + a.used);
-      trees.add(cloud.model.provider(a.providerId)!.rootId);
-    }
-    const eligible: Eligible = { consumer: consumer.uuid, priority: consumer.priority, uses };
-    for (const root of trees) {
+      const root = cloud.model.provider(a.providerId)!.rootId;
+      // Most consumers sit on one tree: only a second one needs the list searched.
+      if (root === first || (first !== -1 && roots.get(root)?.at(-1) === eligible)) continue;
+      if (first === -1) first = root;
       const list = roots.get(root);
       if (list) list.push(eligible);
       else roots.set(root, [eligible]);
@@ -202,7 +200,8 @@ function present(
       withMappings: mv.atLeast(MV.MAPPINGS),
     },
   );
-  const byUuid = new Map(cloud.evictable.map((c) => [c.uuid, c]));
+  const shown = new Set(judged.flatMap((j) => j.choice.victims.map((v) => v.consumer)));
+  const byUuid = new Map(cloud.evictable.filter((c) => shown.has(c.uuid)).map((c) => [c.uuid, c]));
   return {
     allocation_requests: body.allocation_requests.map((shown, i) => {
       const { choice, method } = judged[i]!;
