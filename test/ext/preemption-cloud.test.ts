@@ -8,14 +8,22 @@
 // byte, the answer over a reference cloud built from the whole cloud read at
 // once (simulate's snapshot) with the rules of docs/preemption.md applied
 // here: evictable = effective priority below P and not already a victim;
-// taken = usage less the victims' plus what live holds hold.
+// taken = usage less the victims' plus what live holds hold. And in every
+// answer: never a victim at or above P (nor one not evictable), never a
+// request with victims while a victim-free one exists (victim-free first,
+// and a limit cuts requests with victims before any victim-free one). The
+// route's answer (the stock search's first pass, then the judged answer, the
+// whole stock search only when it might fill the limit) equals the answer as
+// it was before: the stock search when it fills the limit, else the judged
+// one; on small clouds and on clouds of more trees than that first pass.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Microversion } from '../../src/microversion.js';
 import { CloudModel } from '../../src/placement/candidates/cloud-model.js';
 import type { Usage } from '../../src/placement/candidates/research.js';
 import { type PreemptionCloud, readPreemptionCloud } from '../../src/ext/preemption/cloud.js';
-import { answerOver } from '../../src/ext/preemption/search.js';
-import { resourceKey } from '../../src/ext/preemption/victims.js';
+import { answerOver, findPreemptionCandidates } from '../../src/ext/preemption/search.js';
+import { EXACT_LIMIT, NO_VICTIMS_COST, resourceKey } from '../../src/ext/preemption/victims.js';
+import { findAllocationCandidates } from '../../src/placement/candidates/index.js';
 import { readWorld } from '../../src/ext/simulate/snapshot.js';
 import { provider } from '../helpers/providers.js';
 import { random, type Random } from '../helpers/random.js';
@@ -92,6 +100,7 @@ async function referenceCloud(priority: number, nowMs: number): Promise<Preempti
     taken,
     evictable,
     classNameById: new Map([...world.classIdByName].map(([name, id]) => [id, name])),
+    held: holds!.rows.length > 0,
   };
 }
 
@@ -133,7 +142,7 @@ async function addConsumer(r: Random, cloud: Cloud): Promise<void> {
   if (r.chance(0.3)) await t.call('PUT', `/ext/consumers/${consumer}/priority`, { body: { priority: r.int(0, 12) } });
 }
 
-async function makeCloud(r: Random): Promise<Cloud> {
+async function makeCloud(r: Random, size = { hosts: [2, 6], consumers: [6, 24] }): Promise<Cloud> {
   const cloud: Cloud = { hosts: [], sharing: null, consumers: new Map() };
   const shared = r.chance(0.4);
   if (shared) {
@@ -143,7 +152,7 @@ async function makeCloud(r: Random): Promise<Cloud> {
       aggregates: [AGGREGATE],
     });
   }
-  for (let h = 0; h < r.int(2, 6); h += 1) {
+  for (let h = 0; h < r.int(size.hosts[0]!, size.hosts[1]!); h += 1) {
     const root = await provider(t, {
       inventory: { VCPU: { total: r.pick([4, 8, 12, 16]) }, MEMORY_MB: { total: 1024 * r.pick([4, 8, 16]) } },
       traits: r.chance(0.4) ? ['CUSTOM_FAST'] : [],
@@ -152,7 +161,7 @@ async function makeCloud(r: Random): Promise<Cloud> {
     const child = r.chance(0.3) ? await provider(t, { parent: root, inventory: { VCPU: { total: r.pick([2, 4]) } } }) : null;
     cloud.hosts.push({ root, child });
   }
-  for (let c = 0; c < r.int(6, 24); c += 1) await addConsumer(r, cloud);
+  for (let c = 0; c < r.int(size.consumers[0]!, size.consumers[1]!); c += 1) await addConsumer(r, cloud);
   await t.call('PUT', `/ext/priorities/${SPOT}`, { body: { priority: r.int(0, 3) } });
   if (r.chance(0.7)) await t.call('PUT', `/ext/priorities/${BATCH}`, { body: { priority: r.int(2, 8) } });
   return cloud;
@@ -260,22 +269,9 @@ describe('the preemption search over what readPreemptionCloud reads', () => {
         const r = random(seed * 7919);
         const cloud = await makeCloud(r);
         for (let step = 0; step < 100; step += 1) {
-          if (r.chance(0.35)) await change(r, cloud);
-          const priority = r.int(0, 12);
-          const request = t.deps.candidates.parse(randomQuery(r, cloud), mv);
-          const options = t.deps.candidates.options({ randomize: false });
-          const nowMs = Date.now();
-          const got = await answerOver(
-            await readPreemptionCloud(t.deps.store.nearby, priority, nowMs, options),
-            request,
-            priority,
-            mv,
-            options,
-          );
-          const expected = await answerOver(await referenceCloud(priority, nowMs), request, priority, mv, options);
-          expect(JSON.stringify(got), `seed ${seed} step ${step}`).toBe(JSON.stringify(expected));
+          const outcome = await searchAndCompare(r, cloud, `seed ${seed} step ${step}`);
           searches += 1;
-          if (got.allocation_requests.some((a) => a.victims.length > 0)) withVictims += 1;
+          if (outcome.withVictims) withVictims += 1;
         }
         await clear(cloud);
       }
@@ -283,4 +279,82 @@ describe('the preemption search over what readPreemptionCloud reads', () => {
       expect(withVictims).toBeGreaterThan(searches / 5);
     },
   );
+
+  it(
+    "answers as it always did on clouds of more trees than the stock search's first pass (the whole stock search tried only when it might fill the limit)",
+    { timeout: 180_000 },
+    async () => {
+      let quickMissed = 0;
+      for (let seed = 101; seed <= 102; seed += 1) {
+        const r = random(seed * 7919);
+        const cloud = await makeCloud(r, { hosts: [70, 80], consumers: [80, 140] });
+        for (let step = 0; step < 60; step += 1) {
+          const outcome = await searchAndCompare(r, cloud, `seed ${seed} step ${step}`, true);
+          if (outcome.quickMissed) quickMissed += 1;
+        }
+        await clear(cloud);
+      }
+      expect(quickMissed).toBeGreaterThan(10);
+    },
+  );
 });
+
+/** One random search (after a random write, sometimes), compared; `limited`: always with a limit. */
+async function searchAndCompare(
+  r: Random,
+  cloud: Cloud,
+  label: string,
+  limited = false,
+): Promise<{ withVictims: boolean; quickMissed: boolean }> {
+  if (r.chance(0.35)) await change(r, cloud);
+  const priority = r.int(0, 12);
+  const query = randomQuery(r, cloud);
+  if (limited) query.limit ??= [String(r.int(1, 6))];
+  const request = t.deps.candidates.parse(query, mv);
+  const options = t.deps.candidates.options({ randomize: false });
+  const nowMs = Date.now();
+  const got = await answerOver(await readPreemptionCloud(t.deps.store.nearby, priority, nowMs, options), request, priority, mv, options);
+  const reference = await referenceCloud(priority, nowMs);
+  const expected = await answerOver(reference, request, priority, mv, options);
+  expect(JSON.stringify(got), label).toBe(JSON.stringify(expected));
+  // Never a victim at or above P, nor one the reference does not count evictable.
+  const evictable = new Map(reference.evictable.map((c) => [c.uuid, c.priority]));
+  for (const v of got.allocation_requests.flatMap((a) => a.victims)) {
+    expect(v.priority, label).toBeLessThan(priority);
+    expect(evictable.get(v.consumer_uuid), label).toBe(v.priority);
+  }
+  // Never a request with victims while a victim-free one exists: they come first, and a limit cuts them first.
+  const firstWithVictims = got.allocation_requests.findIndex((a) => a.victims.length > 0);
+  if (firstWithVictims >= 0) {
+    expect(
+      got.allocation_requests.slice(firstWithVictims).every((a) => a.victims.length > 0),
+      label,
+    ).toBe(true);
+    const all = await answerOver(reference, { ...request, limit: null }, priority, mv, options);
+    expect(all.allocation_requests.filter((a) => a.victims.length === 0).length, label).toBe(firstWithVictims);
+  }
+  // The route's whole answer (a stock first pass, then the judged one, the whole stock search only when it might fill the
+  // limit) against the answer as it always was: the stock search when it fills the limit, else the judged one.
+  let quickMissed = false;
+  if (request.limit !== null) {
+    const route = await findPreemptionCandidates(t.deps.store.nearby, request, priority, mv, options, nowMs);
+    const stock = await findAllocationCandidates(t.deps.store.nearby, request, mv, options);
+    const quick = await findAllocationCandidates(t.deps.store.nearby, request, mv, { ...options, firstPassOnly: true });
+    quickMissed = quick.allocation_requests.length < request.limit;
+    const before =
+      stock.allocation_requests.length >= request.limit
+        ? {
+            allocation_requests: stock.allocation_requests.map((shown) => ({
+              ...shown,
+              victims: [],
+              cost: NO_VICTIMS_COST,
+              method: 'exact',
+            })),
+            provider_summaries: stock.provider_summaries,
+            preemption: { priority, exact_limit: EXACT_LIMIT, methods: stock.allocation_requests.length ? ['exact'] : [] },
+          }
+        : expected;
+    expect(JSON.stringify(route), `${label}: the route`).toBe(JSON.stringify(before));
+  }
+  return { withVictims: got.allocation_requests.some((a) => a.victims.length > 0), quickMissed };
+}

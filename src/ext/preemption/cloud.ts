@@ -59,6 +59,8 @@ export interface PreemptionCloud {
   taken: Usage;
   evictable: EvictableConsumer[];
   classNameById: Map<number, string>;
+  /** Whether any hold not yet over holds something (the stock search's rule for them is not `taken`'s). */
+  held: boolean;
 }
 
 /** Most reads before the search answers over what it has (the index then a little newer than the usage). */
@@ -301,6 +303,7 @@ function cloudOf(model: CloudModel, index: AllocationIndex, usage: Usage, result
     taken,
     evictable,
     classNameById: new Map(classes!.rows.map((r) => [Number(r.id), String(r.name)])),
+    held: holds!.rows.length > 0,
   };
 }
 

@@ -74,12 +74,24 @@ export async function findPreemptionCandidates(
   options: CandidateOptions,
   nowMs: number,
 ): Promise<PreemptionCandidatesBody> {
-  // Victim-free requests come first: when the stock search alone fills `limit`, it is the answer.
-  if (request.limit !== null) {
-    const stock = await findAllocationCandidates(reader, request, mv, options);
-    if (stock.allocation_requests.length >= request.limit) return withoutVictims(stock, priority);
+  // Victim-free requests come first: when the stock search alone fills `limit`, it is the answer. Its
+  // first pass over the lowest trees is tried first; the whole stock search only when the judged
+  // answer shows it might fill the limit: without holds, the stock search's victim-free requests are
+  // among the judged ones (it counts the victims going as taken and applies the read hooks, this one
+  // neither); with holds their rule is the holds' own, and the stock search runs as it always did.
+  const stockFills = async (firstPassOnly: boolean): Promise<CandidatesBody | null> => {
+    const stock = await findAllocationCandidates(reader, request, mv, { ...options, firstPassOnly });
+    return stock.allocation_requests.length >= request.limit! ? stock : null;
+  };
+  const quick = request.limit === null ? null : await stockFills(true);
+  if (quick) return withoutVictims(quick, priority);
+  const cloud = await readPreemptionCloud(reader, priority, nowMs, options);
+  const { judged, nodes, capped } = await judgeEveryTree(cloud, request, mv, options);
+  if (request.limit !== null && (cloud.held || capped || judged.filter((j) => j.choice.victims.length === 0).length >= request.limit)) {
+    const stock = await stockFills(false);
+    if (stock) return withoutVictims(stock, priority);
   }
-  return answerOver(await readPreemptionCloud(reader, priority, nowMs, options), request, priority, mv, options);
+  return ordered(cloud, nodes, judged, request, priority, mv);
 }
 
 /** The answer over a cloud read for priority `priority`: every tree's requests judged, the best first. */
@@ -91,6 +103,17 @@ export async function answerOver(
   options: CandidateOptions,
 ): Promise<PreemptionCandidatesBody> {
   const { judged, nodes } = await judgeEveryTree(cloud, request, mv, options);
+  return ordered(cloud, nodes, judged, request, priority, mv);
+}
+
+function ordered(
+  cloud: PreemptionCloud,
+  nodes: FullSearch['nodes'],
+  judged: Judged[],
+  request: CandidateRequest,
+  priority: number,
+  mv: Microversion,
+): PreemptionCandidatesBody {
   judged.sort((a, b) => compareChoices(a.choice, b.choice) || a.root - b.root);
   const kept = request.limit === null ? judged : judged.slice(0, request.limit);
   return present(cloud, nodes, kept, request, priority, mv);
@@ -102,7 +125,7 @@ async function judgeEveryTree(
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
-): Promise<{ judged: Judged[]; nodes: FullSearch['nodes'] }> {
+): Promise<{ judged: Judged[]; nodes: FullSearch['nodes']; capped: boolean }> {
   const relaxed = relaxedUsage(cloud.taken, cloud.evictable);
   const full = await searchEveryTreeOfModel(cloud.model, relaxed, cloud.lookups, { ...request, limit: null }, mv, {
     ...options,
@@ -114,6 +137,7 @@ async function judgeEveryTree(
   });
   const evictableByRoot = byRoot(cloud);
   const judged: Judged[] = [];
+  let capped = false;
   for (const root of full.anchors) {
     const evictable = evictableByRoot.get(root) ?? [];
     const method: Method = evictable.length <= EXACT_LIMIT ? 'exact' : 'greedy';
@@ -123,10 +147,13 @@ async function judgeEveryTree(
       const choice = chooseVictims(shortfallOf(found, cloud), evictable, method);
       if (choice) judged.push({ request: found, choice, method, root });
       seen += 1;
-      if (seen >= REQUESTS_PER_TREE) break;
+      if (seen >= REQUESTS_PER_TREE) {
+        capped = true;
+        break;
+      }
     }
   }
-  return { judged, nodes: full.nodes };
+  return { judged, nodes: full.nodes, capped };
 }
 
 /** Usage with every evictable consumer's allocations taken out. */
