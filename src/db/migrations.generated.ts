@@ -61,5 +61,10 @@ export const MIGRATIONS: MigrationFile[] = [
     "tag": "0011_ext_preemption",
     "when": 1795941716142,
     "sql": "CREATE TABLE `ext_consumer_priorities` (\n\t`consumer_uuid` text PRIMARY KEY NOT NULL,\n\t`priority` integer NOT NULL,\n\t`created_at` text NOT NULL,\n\t`updated_at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE TABLE `ext_preemption_victims` (\n\t`consumer_uuid` text PRIMARY KEY NOT NULL,\n\t`preemption_id` text NOT NULL,\n\t`consumer_generation` integer NOT NULL,\n\t`priority` integer NOT NULL,\n\t`resources` text NOT NULL\n);\n--> statement-breakpoint\nCREATE INDEX `ext_preemption_victims_preemption_idx` ON `ext_preemption_victims` (`preemption_id`);--> statement-breakpoint\nCREATE TABLE `ext_preemptions` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`preemptor_consumer_uuid` text NOT NULL,\n\t`preemptor_project` text NOT NULL,\n\t`priority` integer NOT NULL,\n\t`hold_id` text,\n\t`grace_seconds` integer NOT NULL,\n\t`created_at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE TABLE `ext_project_priorities` (\n\t`project_external_id` text PRIMARY KEY NOT NULL,\n\t`priority` integer NOT NULL,\n\t`created_at` text NOT NULL,\n\t`updated_at` text NOT NULL\n);\n--> statement-breakpoint\nCREATE TRIGGER `ext_priorities_consumer_delete` AFTER DELETE ON `consumers` BEGIN\n  DELETE FROM ext_consumer_priorities WHERE consumer_uuid = OLD.uuid;\nEND;\n"
+  },
+  {
+    "tag": "0012_ext_site_replays",
+    "when": 1795946874901,
+    "sql": "CREATE TABLE `ext_site_replays` (\n\t`site` text NOT NULL,\n\t`seq` integer NOT NULL,\n\t`idem_key` text NOT NULL,\n\t`applied_at` text NOT NULL,\n\tPRIMARY KEY(`site`, `seq`)\n);\n"
   }
 ];

@@ -1,13 +1,16 @@
-// Edge sites on the primary (docs/sites.md): PUT/GET /ext/sites/{site}. Logic in ../service.ts.
-import { invalid } from '../../../errors.js';
+// Edge sites (docs/sites.md): PUT/GET /ext/sites/{site} on the primary (logic in ../service.ts);
+// GET /ext/site on a site instance (site mode: ../site-mode.ts).
+import { invalid, notFound } from '../../../errors.js';
 import { readBody } from '../../../http/validate.js';
 import { RouteTable } from '../../../http/route-table.js';
 import type { AppContext } from '../../../http/env.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import type { HoldDeps } from '../../holds/service.js';
 import { adminOnly } from '../../http/admin-only.js';
-import { putSiteSchema, SITE_ID, SiteResponse } from '../schemas.js';
+import { putSiteSchema, SITE_ID, SiteResponse, SiteStatusResponse } from '../schemas.js';
+import { SITE_STATE } from '../runtime.js';
 import { getSite, presentSite, putSite } from '../service.js';
+import type { SiteStatus } from '../site-mode.js';
 
 export const siteRoutes = new RouteTable('extensions', placementHttp);
 
@@ -46,6 +49,36 @@ siteRoutes.resource('/sites/:site', {
       const site = siteOf(c);
       const body = await readBody(c, putSiteSchema);
       return c.json(presentSite(site, await putSite(holdDeps(c), site, body)));
+    },
+  }),
+});
+
+/** GET /ext/site on the wire. */
+const presentStatus = (s: SiteStatus) => ({
+  site: s.site,
+  link: s.link,
+  since: s.since,
+  primary_last_answered: s.primaryLastAnswered,
+  slice: s.slice,
+  slice_remaining: s.sliceRemaining,
+  journal_depth: s.journalDepth,
+  last_replayed_seq: s.lastReplayedSeq,
+  replay_conflicts: s.replayConflicts,
+  refreshed_at: s.refreshedAt,
+});
+
+siteRoutes.resource('/site', {
+  GET: adminOnly({
+    summary:
+      "Extension: this site instance's link to the primary (connected or partitioned, since when), its slice and what is left of it, its journal's depth and last replayed entry",
+    responses: { 200: 'The site' },
+    responseSchema: SiteStatusResponse,
+    responseName: 'SiteStatus',
+    handler: async (c) => {
+      const runtime = c.var.deps.extensions.state(SITE_STATE);
+      if (!runtime) throw notFound('This instance is not a site (PLACEMENT_SITE is not set)');
+      c.header('cache-control', 'no-cache');
+      return c.json(presentStatus(await runtime.mode.status()));
     },
   }),
 });
