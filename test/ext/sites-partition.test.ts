@@ -109,6 +109,10 @@ describe('a site cut off from the primary', () => {
 
     link!.hold();
     await waitUntil('the site counts itself partitioned', async () => (await siteStatus()).link === 'partitioned');
+    const metrics = await call(SITE, 'GET', '/metrics');
+    const text = await metrics.text();
+    expect(metrics.status, text.slice(0, 300)).toBe(200);
+    expect(text).toMatch(/^placement_ext_site_partitioned\{site="site-a"\} 1$/m);
     const ready = await call(SITE, 'GET', '/readyz');
     expect(ready.status).toBe(503);
     expect(await ready.text()).toMatch(/partitioned/);
@@ -169,6 +173,10 @@ describe('a site cut off from the primary', () => {
     expect(healed.replay_conflicts).toBe(0);
     expect(healed.last_replayed_seq).toBe(10);
     expect((await call(SITE, 'GET', '/readyz')).status).toBe(200);
+    const after = await (await call(SITE, 'GET', '/metrics')).text();
+    expect(after).toMatch(/^placement_ext_site_partitioned\{site="site-a"\} 0$/m);
+    expect(after).toMatch(/^placement_ext_site_journal_depth\{site="site-a"\} 0$/m);
+    expect(after).toMatch(/^placement_ext_site_last_replayed_seq\{site="site-a"\} 10$/m);
     // Every acknowledged claim is on the primary, drawn from the slice: capacity exactly used.
     expect(await used(PRIMARY, host)).toBe(16);
     for (const consumer of mine) {
