@@ -103,9 +103,12 @@ describe('a site cut off from the primary', () => {
     await site.extensions.start(site);
     await waitUntil('the site has read its slice', async () => (await siteStatus()).slice[host]?.resources.VCPU === 8);
     expect((await siteStatus()).link).toBe('connected');
-    // Connected, a claim goes to the primary as any (outside the slice).
-    expect((await call(SITE, 'PUT', `/allocations/${crypto.randomUUID()}`, instanceClaim(host, { VCPU: 1 }))).status).toBe(204);
+    // Connected, a claim goes to the primary, drawn from the slice; one off the slice is an ordinary one.
+    const connected = crypto.randomUUID();
+    expect((await call(SITE, 'PUT', `/allocations/${connected}`, instanceClaim(host, { VCPU: 1 }))).status).toBe(204);
+    expect((await call(SITE, 'PUT', `/allocations/${crypto.randomUUID()}`, instanceClaim(elsewhere, { VCPU: 1 }))).status).toBe(204);
     expect(await used(PRIMARY, host)).toBe(1);
+    expect((await siteStatus()).slice_remaining[host]!.resources.VCPU).toBe(7);
 
     link!.hold();
     await waitUntil('the site counts itself partitioned', async () => (await siteStatus()).link === 'partitioned');
@@ -118,8 +121,8 @@ describe('a site cut off from the primary', () => {
     expect(await ready.text()).toMatch(/partitioned/);
 
     // Within the slice: granted locally; beyond: slice_exhausted, distinct from capacity refusals.
-    const mine: string[] = [];
-    for (let i = 0; i < 8; i++) {
+    const mine: string[] = [connected];
+    for (let i = 0; i < 7; i++) {
       const consumer = crypto.randomUUID();
       const res = await call(SITE, 'PUT', `/allocations/${consumer}`, instanceClaim(host, { VCPU: 1 }));
       expect(res.status, await res.clone().text()).toBe(204);
@@ -141,7 +144,7 @@ describe('a site cut off from the primary', () => {
     expect(inventory.status).toBe(503);
     // Deletes of its own consumers, and reads of them, are local.
     expect((await call(SITE, 'DELETE', `/allocations/${mine.pop()}`)).status).toBe(204);
-    const read = await call(SITE, 'GET', `/allocations/${mine[0]}`);
+    const read = await call(SITE, 'GET', `/allocations/${connected}`);
     expect(read.status).toBe(200);
     expect(
       ((await read.json()) as { allocations: Record<string, { resources: { VCPU: number } }> }).allocations[host]!.resources.VCPU,
@@ -150,9 +153,9 @@ describe('a site cut off from the primary', () => {
     expect((await call(SITE, 'POST', '/allocations', { [again]: instanceClaim(host, { VCPU: 1 }) })).status).toBe(204);
     mine.push(again);
     expect((await siteStatus()).slice_remaining[host]!.resources.VCPU).toBe(0);
-    expect((await siteStatus()).journal_depth).toBe(10);
+    expect((await siteStatus()).journal_depth).toBe(9);
 
-    // The primary, meanwhile, never gets the slice: 16 - 8 held - 1 claimed = 7 more, then 409.
+    // The primary, meanwhile, never gets the slice: 16 - 8 held = 8 more, then 409.
     let granted = 0;
     for (;;) {
       const res = await call(PRIMARY, 'PUT', `/allocations/${crypto.randomUUID()}`, instanceClaim(host, { VCPU: 1 }));
@@ -162,7 +165,7 @@ describe('a site cut off from the primary', () => {
       }
       granted += 1;
     }
-    expect(granted).toBe(7);
+    expect(granted).toBe(8);
 
     link!.resume();
     await waitUntil('the journal is replayed and the site connected', async () => {
@@ -171,12 +174,12 @@ describe('a site cut off from the primary', () => {
     });
     const healed = await siteStatus();
     expect(healed.replay_conflicts).toBe(0);
-    expect(healed.last_replayed_seq).toBe(10);
+    expect(healed.last_replayed_seq).toBe(9);
     expect((await call(SITE, 'GET', '/readyz')).status).toBe(200);
     const after = await (await call(SITE, 'GET', '/metrics')).text();
     expect(after).toMatch(/^placement_ext_site_partitioned\{site="site-a"\} 0$/m);
     expect(after).toMatch(/^placement_ext_site_journal_depth\{site="site-a"\} 0$/m);
-    expect(after).toMatch(/^placement_ext_site_last_replayed_seq\{site="site-a"\} 10$/m);
+    expect(after).toMatch(/^placement_ext_site_last_replayed_seq\{site="site-a"\} 9$/m);
     // Every acknowledged claim is on the primary, drawn from the slice: capacity exactly used.
     expect(await used(PRIMARY, host)).toBe(16);
     for (const consumer of mine) {
@@ -186,13 +189,13 @@ describe('a site cut off from the primary', () => {
 
     // A replay twice is a replay once: the entries made pending again are found applied.
     const runtime = site.extensions.state(SITE_STATE)!;
-    expect((await runtime.local.journal()).map((e) => e.outcome)).toEqual(Array(10).fill('applied'));
+    expect((await runtime.local.journal()).map((e) => e.outcome)).toEqual(Array(9).fill('applied'));
     // As a crash between the primary's commit and the local mark leaves them: pending again.
     const file = createClient({ url: `file:${join(dir, 'site-a.db')}` });
     await file.execute('UPDATE site_journal SET replayed_at = NULL, outcome = NULL');
     file.close();
     await waitUntil('the entries are replayed again', async () => (await runtime.local.depth()) === 0);
-    expect((await runtime.local.journal()).map((e) => e.outcome)).toEqual(Array(10).fill('duplicate'));
+    expect((await runtime.local.journal()).map((e) => e.outcome)).toEqual(Array(9).fill('duplicate'));
     expect(await used(PRIMARY, host)).toBe(16);
     expect((await siteStatus()).replay_conflicts).toBe(0);
   });

@@ -176,6 +176,12 @@ export class LocalSiteFile {
     return num(results[results.length - 1]!.rows[0]!.seq);
   }
 
+  /** Consumers drawn from the slice on the primary while connected (or perhaps: a claim whose outcome is unknown). */
+  async remember(consumers: SiteConsumer[]): Promise<void> {
+    await this.ready;
+    if (consumers.length > 0) await this.client.batch(consumers.map(consumerRow), 'write');
+  }
+
   /** The entries the primary has not applied yet, in order. */
   async pending(): Promise<JournalEntry[]> {
     await this.ready;

@@ -18,7 +18,7 @@ import type { ConsumerClaim } from '../../placement/repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../../placement/repo/consumers.js';
 import { claimAllocations } from '../../placement/writes/claims.js';
 import type { WriteDeps } from '../../placement/writes/kernel.js';
-import { ClaimRefused, ConsumerGenerationMismatch } from '../../placement/writes/refusals.js';
+import { type ClaimEndpoint, ClaimRefused, ConsumerGenerationMismatch } from '../../placement/writes/refusals.js';
 import { brokenRule, CLAIM_RULES } from '../../placement/writes/rules.js';
 import { type Key, keyOf } from '../holds/model.js';
 import { type HoldDeps, ownedHold, putOwnedHold } from '../holds/service.js';
@@ -234,12 +234,64 @@ export class SiteMode {
     this.depth = Math.max(0, this.depth - 1);
   }
 
-  /** The primary's view of the slice into the local file (only with nothing left to replay). */
+  /**
+   * The primary's view of the slice into the local file (only with nothing left to replay), read and
+   * written in one turn: a connected draw between the two would otherwise be forgotten.
+   */
   private async refresh(): Promise<void> {
-    const view = await readSiteView(this.options.primary, this.owner);
     await this.turns.run(async () => {
       if (this.partitioned || (await this.options.local.depth()) > 0) return;
+      const view = await readSiteView(this.options.primary, this.owner);
       await this.options.local.refresh(view, this.now());
+    });
+  }
+
+  /**
+   * A connected site's claim on its slice: on the primary, drawn from the site's hold (ext_hold), so
+   * the slice tracks what the site uses and the watermarks mean something. False where it is not all
+   * on the slice or the primary refuses it: the ordinary claim then decides, as on any instance. The
+   * consumer is recorded in the local file at once, and also where the outcome is unknown (the
+   * primary did not answer): a site that is cut off next counts it as drawn, never less than the truth.
+   */
+  drawConnected(claims: ConsumerClaim[], requireGeneration: boolean, endpoint: ClaimEndpoint): Promise<boolean> {
+    const deps = this.writeDeps;
+    if (!deps || this.partitioned) return Promise.resolve(false);
+    return this.turns.run(async () => {
+      if (this.partitioned) return false;
+      const snap = await this.options.local.snapshot();
+      const slice = new Set(snap.slice.map((e) => keyOf(e.provider, e.resourceClass)));
+      const onSlice = claims.every((c) =>
+        Object.entries(c.allocations).every(([provider, resources]) =>
+          Object.keys(resources).every((rc) => slice.has(keyOf(provider, rc))),
+        ),
+      );
+      if (snap.holdUuid === null || !onSlice || claims.every((c) => Object.keys(c.allocations).length === 0)) return false;
+      const nowMs = this.now();
+      const params = new Map([['ext_hold', snap.holdUuid]]);
+      const alongside = deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs));
+      const consumers = new Map(snap.consumers.map((c) => [c.uuid, c]));
+      const after = claims
+        .filter((c) => Object.keys(c.allocations).length > 0)
+        .map((c): SiteConsumer => {
+          const existing = consumers.get(c.uuid);
+          return {
+            uuid: c.uuid,
+            project: c.projectId ?? existing?.project ?? INCOMPLETE_CONSUMER_PROJECT_ID,
+            user: c.userId ?? existing?.user ?? INCOMPLETE_CONSUMER_USER_ID,
+            consumerType: c.consumerType ?? existing?.consumerType ?? null,
+            generation: (existing?.generation ?? 0) + 1,
+            allocations: c.allocations,
+          };
+        });
+      try {
+        await claimAllocations(deps, claims, { requireGeneration, now: iso(nowMs), endpoint, alongside, params });
+      } catch (err) {
+        if (err instanceof DomainError) return false;
+        await this.options.local.remember(after);
+        throw err;
+      }
+      await this.options.local.remember(after);
+      return true;
     });
   }
 

@@ -3,14 +3,16 @@
 // /allocations) and deletes of the slice's consumers are decided by the site
 // (../site-mode.ts), a slice's consumer is read from the local file, GET
 // /ext/site answers as ever, and every other request is answered 503 naming
-// the partition. Connected, every request passes through untouched.
+// the partition. Connected, a claim all on the slice is drawn from it on the
+// primary; every other request passes through untouched.
 import type { MiddlewareHandler } from 'hono';
 import { ApiError } from '../../../http/api-error.js';
-import type { AppEnv } from '../../../http/env.js';
+import type { AppContext, AppEnv } from '../../../http/env.js';
 import { readBody } from '../../../http/validate.js';
 import { claimFromBody, putClaim } from '../../../placement/http/claim-requests.js';
 import { atLeast, authorize } from '../../../placement/http/middleware.js';
 import { presentConsumerAllocations } from '../../../placement/present/allocations.js';
+import type { ConsumerClaim } from '../../../placement/repo/allocations.js';
 import { postAllocationsSchema } from '../../../placement/schemas/allocations.js';
 import { consumerOfPath, parseUuidLike } from '../../../shared/uuid.js';
 import { invalid } from '../../../errors.js';
@@ -20,9 +22,43 @@ const CONSUMER_PATH = /^\/allocations\/([^/]+)$/;
 
 const unavailable = (err: SiteCutOff) => new ApiError(503, err.message, { code: SITE_PARTITIONED });
 
+/**
+ * Connected: a claim all on the site's slice is drawn from it on the primary (true: written), so the
+ * slice tracks what the site uses; anything else, or a claim the primary refuses that way, is left to
+ * the ordinary route (false), which reads the body again (read here from a copy).
+ */
+async function drawnWhileConnected(c: AppContext, mode: SiteMode): Promise<boolean> {
+  const { method, path } = c.req;
+  const consumerPath = CONSUMER_PATH.exec(path)?.[1];
+  const post = method === 'POST' && path === '/allocations' && atLeast(c, 'POST_ALLOCATIONS');
+  const put = method === 'PUT' && consumerPath !== undefined;
+  if ((!post && !put) || c.req.url.includes('ext_')) return false;
+  const original = c.req.raw;
+  let claims: ConsumerClaim[];
+  try {
+    c.req.raw = original.clone();
+    if (post) {
+      authorize(c, 'placement:allocations:manage');
+      const body = await readBody(c, postAllocationsSchema(c.var.mv));
+      claims = Object.entries(body).map(([uuid, part]) => claimFromBody(c, uuid, part));
+    } else {
+      authorize(c, 'placement:allocations:update');
+      const uuid = parseUuidLike(decodeURIComponent(consumerPath!).trim());
+      if (!uuid) return false;
+      claims = [await putClaim(c, uuid)];
+    }
+  } catch {
+    // The route answers it, in its own words.
+    return false;
+  } finally {
+    c.req.raw = original;
+  }
+  return mode.drawConnected(claims, atLeast(c, 'CONSUMER_GENERATION'), post ? 'allocations' : 'consumer_allocations');
+}
+
 export function siteModeMiddleware(mode: SiteMode): MiddlewareHandler<AppEnv> {
   return async function siteMode(c, next) {
-    if (!mode.partitioned) return next();
+    if (!mode.partitioned) return (await drawnWhileConnected(c, mode)) ? c.body(null, 204) : next();
     const { method, path } = c.req;
     if (path === '/ext/site') return next();
     try {
