@@ -81,11 +81,16 @@ export class LocalSiteFile {
   /** The tables made (every call waits for it; a file that cannot be made fails them all, and the start). */
   readonly ready: Promise<void>;
 
-  constructor(path: string) {
+  /**
+   * `synchronous`: FULL (the default) syncs every commit, so an acknowledged claim outlives a power
+   * cut; NORMAL (WAL) outlives a crash of the process only (the random-history checker uses it).
+   */
+  constructor(path: string, synchronous: 'FULL' | 'NORMAL' = 'FULL') {
     const client = createClient({ url: `file:${path}` });
     this.client = client;
     this.ready = (async () => {
       await client.execute('PRAGMA journal_mode = WAL');
+      await client.execute(`PRAGMA synchronous = ${synchronous}`);
       await client.batch(SCHEMA, 'write');
     })();
     this.ready.catch(() => undefined);
