@@ -6,3 +6,4 @@ export * from './ext-limits.js';
 export * from './ext-holds.js';
 export * from './ext-preemption.js';
 export * from './ext-events.js';
+export * from './ext-sites.js';

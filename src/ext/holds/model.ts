@@ -150,6 +150,12 @@ export function allocationsOf(claim: Claim, holds: readonly Hold[]): Allocation[
 }
 
 /**
+ * A site's slice (the hold owned by `site:<site>`, docs/sites.md) is drawn by the site's
+ * consumers, whatever their project: a claim must still name it (ext_hold) to draw from it.
+ */
+const drawnByAnyProject = (hold: Hold): boolean => hold.project.startsWith('site:');
+
+/**
  * Whether `claim` may be written in `world`: null grants. A claim drawn from
  * a hold must be the hold's project, inside its window, on what it holds,
  * within its amount; then no claim may leave the rule broken on a pair it
@@ -162,7 +168,7 @@ export function refuseClaim(world: World, claim: Claim): ClaimRefusal | null {
     const holdId = claim.holdId;
     const hold = world.holds.find((h) => h.id === holdId);
     if (!hold) return { reason: 'unknown_hold', holdId };
-    if (hold.project !== claim.project) return { reason: 'not_hold_project', holdId, project: claim.project };
+    if (hold.project !== claim.project && !drawnByAnyProject(hold)) return { reason: 'not_hold_project', holdId, project: claim.project };
     if (!activeAt(hold, nowMs)) return { reason: 'outside_window', holdId };
     for (const [key, asked] of claim.amounts) {
       const amount = hold.amounts.get(key);
