@@ -102,6 +102,26 @@ function makeForm(r: Random, cloud: Cloud): Form {
   return { pieces, mappings, slots: r.chance(0.05) ? slots + 1 : slots };
 }
 
+/** Forms, some alike but for which providers hold the pieces or satisfy the groups (one answer's candidates differ so). */
+function makeForms(r: Random, cloud: Cloud): Form[] {
+  const forms = Array.from({ length: r.int(1, 3) }, () => makeForm(r, cloud));
+  if (r.chance(0.5)) {
+    const like = forms[0]!;
+    forms.push({ ...like, mappings: like.mappings.map(([suffix, slots]) => [suffix, slots.map(() => r.below(like.slots))]) });
+  }
+  if (r.chance(0.5)) {
+    // The same classes and amounts, on other providers of the request.
+    const like = forms[0]!;
+    const moved = like.pieces.map((piece) => ({ ...piece, slot: r.below(like.slots) }));
+    // A provider's class appears once in a request.
+    const pieces = moved.filter(
+      (piece, i) => !moved.some((other, j) => j < i && other.slot === piece.slot && other.classId === piece.classId),
+    );
+    forms.push({ ...like, pieces });
+  }
+  return forms;
+}
+
 function makeRequest(r: Random, cloud: Cloud, form: Form): AllocationRequest | null {
   const root = r.pick(cloud.roots);
   const tree = treeOf(cloud, root);
@@ -141,6 +161,9 @@ function makeUsage(r: Random, cloud: Cloud, usage: Usage = new Map()): Usage {
   return usage;
 }
 
+/** Class names given so far by renames: each new, as two classes never share a name. */
+let renames = 0;
+
 /** One of the changes between two answers that the kept bytes must follow. */
 function change(r: Random, cloud: Cloud, usage: Usage): Usage {
   const what = r.int(0, 5);
@@ -158,7 +181,8 @@ function change(r: Random, cloud: Cloud, usage: Usage): Usage {
   } else if (what === 3) {
     // A class renamed: the request's names change with it.
     const classId = r.pick([...cloud.classNameById.keys()]);
-    cloud.classNameById = new Map(cloud.classNameById).set(classId, `CUSTOM_R${r.int(0, 99)}`);
+    renames += 1;
+    cloud.classNameById = new Map(cloud.classNameById).set(classId, `CUSTOM_RENAMED_${renames}`);
   } else if (what === 4) {
     return new Map();
   }
@@ -174,7 +198,7 @@ describe('the candidates JSON writer that keeps bytes between answers', () => {
       const cloud = makeCloud(r);
       let usage = makeUsage(r, cloud);
       let shape = makeShape(r);
-      let forms = Array.from({ length: r.int(1, 3) }, () => makeForm(r, cloud));
+      let forms = makeForms(r, cloud);
       let requested = new Set(r.some(CLASS_NAMES, 3));
       let chosen: AllocationRequest[] = [];
       for (let round = 0; round < 12; round += 1) {
@@ -196,7 +220,7 @@ describe('the candidates JSON writer that keeps bytes between answers', () => {
         usage = change(r, cloud, usage);
         if (r.chance(0.15)) shape = makeShape(r);
         if (r.chance(0.15)) requested = new Set(r.some(CLASS_NAMES, 3));
-        if (r.chance(0.15)) forms = Array.from({ length: r.int(1, 3) }, () => makeForm(r, cloud));
+        if (r.chance(0.15)) forms = makeForms(r, cloud);
       }
     }
     expect(answers).toBe(3600);
