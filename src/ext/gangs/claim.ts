@@ -6,7 +6,6 @@
 // guards, generation checks), called by the route.
 import { conflict, DomainError, invalid } from '../../errors.js';
 import type { BatchReader } from '../../db/client.js';
-import { CONSUMER } from '../../db/columns.js';
 import type { ClaimAlongside } from '../../placement/writes/hooks.js';
 import { ClaimRefused, ConsumerGenerationMismatch } from '../../placement/writes/refusals.js';
 import { type DomainFacts, readDomainFacts } from './domains.js';
