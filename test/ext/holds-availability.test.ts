@@ -339,6 +339,22 @@ describe('GET /ext/holds/availability over nested trees', () => {
     expect((await ask('resources=VCPU:4&count=3&duration=600')).start).toBeNull();
   });
 
+  it("leaves a tainted tree out, as the candidates do, unless the query tolerates the taint's key", async () => {
+    await leased({ [host]: { resources: { VCPU: 8 } } }, 3600);
+    const spare = await provider(t, { inventory: { VCPU: { total: 8 } } });
+    const { generation } = (await (await t.call('GET', `/resource_providers/${spare}`)).json()) as { generation: number };
+    const tainted = await t.call('PUT', `/ext/resource_providers/${spare}/taints`, {
+      body: { resource_provider_generation: generation, taints: [{ key: 'maintenance', value: '', effect: 'NoSchedule', reason: 'BIOS' }] },
+    });
+    expect(tainted.status, await tainted.clone().text()).toBe(200);
+    // The host is busy for an hour and the spare is tainted: after the lease.
+    expect(await ask('resources=VCPU:4&duration=600')).toMatchObject({ start: at(T0 + HOUR + 1), resource_provider_uuid: host });
+    expect(await ask('resources=VCPU:4&duration=600&ext_tolerate=maintenance')).toMatchObject({
+      start: at(T0),
+      resource_provider_uuid: spare,
+    });
+  });
+
   it.each([
     ['no duration', 'resources=VCPU:1'],
     ['a duration of 0', 'resources=VCPU:1&duration=0'],
