@@ -262,7 +262,8 @@ interface Answer {
   domain?: string | null;
 }
 
-describe('GET /ext/holds/availability over nested trees', () => {
+// The trees from the engine's warm tree model (default), and read whole into a model of the request's own (cache off).
+describe.each(['20000', '0'])('GET /ext/holds/availability over nested trees (tree cache %s)', (cache) => {
   let t: TestApp;
   let now = T0;
   let host: string;
@@ -272,7 +273,7 @@ describe('GET /ext/holds/availability over nested trees', () => {
   let aggregate: string;
 
   beforeEach(async () => {
-    t = await makeTestApp();
+    t = await makeTestApp({ PLACEMENT_CANDIDATE_TREE_CACHE: cache });
     now = T0;
     t.deps.clock = () => new Date(now);
     aggregate = crypto.randomUUID();

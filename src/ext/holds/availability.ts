@@ -176,12 +176,13 @@ export async function findAvailability(
   // Holds' own hook judges claims as of now; the calendar's usage counts every hold over the window instead.
   const hooks = engine.hooks.filter((hook) => hook.name !== 'holds');
   const classNames = [...new Set(request.groups.flatMap((g) => [...g.resources.keys()]))];
-  const cloud = await readCloudCalendar(reader, window.nowMs, hooks, classNames);
+  const base = engine.options();
+  const cloud = await readCloudCalendar(reader, window.nowMs, hooks, classNames, base);
   const fit = await earliestCandidate(
     cloud,
     request,
     mv,
-    engine.options(),
+    base,
     { fromMs: Math.max(window.nowMs, window.afterMs), durationMs: window.durationMs },
     gangQuery ? { query: gangQuery.gang, reader } : undefined,
   );
