@@ -2,9 +2,10 @@
 // (placement/writes/hooks.ts), so every claim path (PUT /allocations/{c},
 // POST /allocations, POST /reshaper) is checked in its own write batch with no
 // round trip of its own:
-//  - the one-batch claim: a condition as of the write, that no hold holds a
-//    (provider, class) the claimed consumers now use; where one does, the
-//    claim takes the ordinary path, which decides with the model;
+//  - the one-batch claim: a condition as of the write, that every (provider,
+//    class) the claimed consumers now use has room for all its allocations
+//    and every hold on it at once (more than the rule asks); where one has
+//    not, or the claim draws from a hold, the ordinary path decides with the model;
 //  - the ordinary path: the snapshot reads the holds on the claimed
 //    providers, the allocations on what they hold (with their ends and draws)
 //    and the capacities; the model decides (model.ts refuseClaim); a grant
@@ -18,7 +19,8 @@
 // trusted; `ext_hold` records the claim as drawn from the hold (in the same
 // batch, with a condition that it only uses what the hold holds).
 import type { InValue } from '@libsql/client';
-import { ALLOC, CONSUMER, HOLD_AMOUNT, HOLD_DRAW } from '../../db/columns.js';
+import { ALLOC, CONSUMER, HOLD_AMOUNT, HOLD_DRAW, INV } from '../../db/columns.js';
+import { capacitySql, usedSql } from '../../placement/capacity.js';
 import { guard, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { conflict, invalid } from '../../errors.js';
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
@@ -75,6 +77,8 @@ export const holdClaimParams: ClaimParams = {
     }
     return statements;
   },
+  // A draw is granted by the model alone (the hold's project, window and amount).
+  asSent: (params) => !params.has('ext_hold'),
 };
 
 /** Records the consumer, as written, as drawn from the hold, only where every allocation of it is on what the hold holds. */
@@ -168,10 +172,14 @@ export const holdsClaimGuard: ClaimGuard = {
     }
     return check;
   },
-  // As of the write, no hold holds what the claimed consumers use: the one-batch claim stands; otherwise the ordinary path decides.
-  holdsSql: (consumers) => `NOT EXISTS (SELECT 1 FROM allocations mine JOIN ext_hold_amounts ha
-      ON ha.${HOLD_AMOUNT.resourceProviderId} = mine.${ALLOC.resourceProviderId} AND ha.${HOLD_AMOUNT.resourceClassId} = mine.${ALLOC.resourceClassId}
-      WHERE mine.${ALLOC.consumerId} IN (${consumers}))`,
+  // As of the write, every (provider, class) the claimed consumers use keeps room for every hold on it
+  // beside all its allocations, whatever their windows and ends: a bound above the rule's load at any
+  // instant, so a claim it grants the model would grant; where it does not, the ordinary path decides.
+  holdsSql: (consumers) => `NOT EXISTS (SELECT 1 FROM allocations mine JOIN inventories i
+      ON i.${INV.resourceProviderId} = mine.${ALLOC.resourceProviderId} AND i.${INV.resourceClassId} = mine.${ALLOC.resourceClassId}
+      WHERE mine.${ALLOC.consumerId} IN (${consumers})
+        AND ${usedSql('i')} + (SELECT total(ha.${HOLD_AMOUNT.amount}) FROM ext_hold_amounts ha
+          WHERE ha.${HOLD_AMOUNT.resourceProviderId} = mine.${ALLOC.resourceProviderId} AND ha.${HOLD_AMOUNT.resourceClassId} = mine.${ALLOC.resourceClassId}) > ${capacitySql('i')})`,
 };
 
 export const holdsWrites: WriteExtension = { claimGuards: [holdsClaimGuard], claimParams: holdClaimParams, endGuards: [holdsEndGuard] };

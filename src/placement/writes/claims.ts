@@ -392,7 +392,9 @@ const bumpClaimedProvidersSql = sqlByCount(
 export async function claimAllocations(deps: WriteDeps, claims: ConsumerClaim[], opts: ClaimOptions): Promise<void> {
   if (claims.length === 0) return;
   const { store, writeHooks } = deps;
-  const fast = newConsumerClaimStatements(writeHooks, claims, opts);
+  const params = opts.params ?? NO_PARAMS;
+  const asSent = writeHooks.claimParams.every((p) => p.asSent?.(params) ?? true);
+  const fast = asSent ? newConsumerClaimStatements(writeHooks, claims, opts) : null;
   // Not granted as sent (or raced): the ordinary path decides and words it.
   if (fast && (await tryOneBatch(store, fast))) return;
   const names = claimedNames(claims);

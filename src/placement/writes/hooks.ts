@@ -109,6 +109,8 @@ export interface ClaimGuard {
 export interface ClaimParams {
   readonly names: readonly string[];
   alongside(params: ReadonlyMap<string, string>, claims: readonly ConsumerClaim[], nowMs: number): ClaimAlongside;
+  /** Whether a claim with these parameters may be granted as sent (the one-batch claim); false where only the guards' decision can grant it. */
+  asSent?(params: ReadonlyMap<string, string>): boolean;
 }
 
 /** A change to when a consumer's allocations end, made outside a claim (a lease renewed or confirmed: /ext/leases). */
