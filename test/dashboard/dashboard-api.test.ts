@@ -45,6 +45,8 @@ describe('GET /dashboard', () => {
     expect(html).toContain('<meta name="placement-auth" content="noauth2">');
     const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
     expect(urls.filter((u) => !u.startsWith('data:'))).toEqual([
+      '/dashboard/assets/holds.css',
+      '/dashboard/assets/holds.js',
       '/dashboard/assets/app.css',
       '/dashboard/assets/app.js',
       '/dashboard/assets/what-if.js',

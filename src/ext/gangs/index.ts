@@ -7,7 +7,7 @@
 import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
 import { type CandidateOptions, type CandidatesBody, searchCandidates } from '../../placement/candidates/index.js';
-import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
+import { parseCandidateRequestWithExt } from '../../placement/candidates/parse.js';
 import { assembleGang, candidatesOf, type Gang, type RankedGang, rankGangs, usedProviders } from './assemble.js';
 import { type DomainFacts, readDomainFacts } from './domains.js';
 import { type GangQuery, parseGangQuery } from './query.js';

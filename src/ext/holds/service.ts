@@ -5,14 +5,13 @@
 import type { DataStore } from '../../db/client.js';
 import { conflict, invalid, notFound } from '../../errors.js';
 import { placementWrite } from '../../placement/writes/kernel.js';
-import { earliestStart, type Hold, type Key, keyOf, refuseHold, splitKey, type Violation } from './model.js';
+import { type Hold, type Key, keyOf, refuseHold, splitKey, type Violation } from './model.js';
 import {
   findHold,
   type HoldRow,
   insertHold,
   listHolds,
   projectKnown,
-  providersWith,
   readWorld,
   removeHold,
   replaceHold,
@@ -210,44 +209,6 @@ export async function findHolds(deps: HoldDeps, filter: { project_id?: string; a
     projectId: filter.project_id,
     activeAtMs: filter.active_at === undefined ? undefined : timeOf(filter.active_at),
   });
-}
-
-/**
- * The earliest start at or after `after` (now at the latest) at which one
- * provider holding every class asked (in the tree `inTree`, when given) can
- * take `resources` for `durationMs`: the first such start over the providers.
- */
-export async function availability(
-  deps: HoldDeps,
-  query: { resources: string; duration: number; after?: string; in_tree?: string },
-): Promise<{ start: string | null; end: string | null; resource_provider_uuid: string | null }> {
-  const nowMs = deps.nowMs();
-  const afterMs = Math.max(nowMs, query.after === undefined ? nowMs : timeOf(query.after));
-  const asked = new Map<string, number>();
-  for (const part of query.resources.split(',')) {
-    const [rc, n] = part.split(':');
-    if (asked.has(rc!)) throw invalid(`Resource class ${rc} is named twice in resources`);
-    asked.set(rc!, Number(n));
-  }
-  const durationMs = query.duration * 1000;
-  let best: { start: number; provider: string } | null = null;
-  const candidates = await providersWith(deps.store, [...asked.keys()], query.in_tree);
-  for (let i = 0; i < candidates.length; i += 400) {
-    const chunk = candidates.slice(i, i + 400);
-    const { world } = await readWorld(deps.store, chunk, nowMs);
-    for (const provider of chunk) {
-      const amounts = new Map([...asked].map(([rc, n]) => [keyOf(provider, rc), n]));
-      const start = earliestStart(world, amounts, durationMs, afterMs);
-      if (start !== null && (best === null || start < best.start)) best = { start, provider };
-    }
-    if (best !== null && best.start === afterMs) break;
-  }
-  if (!best) return { start: null, end: null, resource_provider_uuid: null };
-  return {
-    start: new Date(best.start).toISOString(),
-    end: new Date(best.start + durationMs).toISOString(),
-    resource_provider_uuid: best.provider,
-  };
 }
 
 /** The end of a hold without one (a site's slice): the last instant an RFC 3339 time can name. */

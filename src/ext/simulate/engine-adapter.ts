@@ -11,7 +11,7 @@
 // changes with the engine's API.
 import type { Microversion } from '../../microversion.js';
 import { CloudModel, type ProviderSpec } from '../../placement/candidates/cloud-model.js';
-import type { CandidateEngine } from '../../placement/candidates/engine.js';
+import type { CandidateEngine } from '../../placement/candidates/index.js';
 import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
 import {
   type CandidateOptions,

@@ -1,11 +1,10 @@
 // Edge sites on the primary (docs/sites.md): PUT/GET /ext/sites/{site}. Logic in ../service.ts.
 import { invalid } from '../../../errors.js';
-import { readBody } from '../../../http/validate.js';
 import { RouteTable } from '../../../http/route-table.js';
 import type { AppContext } from '../../../http/env.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import type { HoldDeps } from '../../holds/service.js';
-import { adminOnly } from '../../http/admin-only.js';
+import { adminJson } from '../../http/admin-only.js';
 import { putSiteSchema, SITE_ID, SiteResponse } from '../schemas.js';
 import { getSite, presentSite, putSite } from '../service.js';
 
@@ -22,30 +21,26 @@ function siteOf(c: AppContext): string {
   return site;
 }
 
+const SITE = { description: 'The site', name: 'Site', schema: SiteResponse };
+
 siteRoutes.resource('/sites/:site', {
-  GET: adminOnly({
+  GET: adminJson({
     summary: "Extension: an edge site's capacity slice (the open-ended hold owned by the site)",
-    responses: { 200: 'The site' },
-    responseSchema: SiteResponse,
-    responseName: 'Site',
-    handler: async (c) => {
+    answer: SITE,
+    fresh: true,
+    run: async (c) => {
       const site = siteOf(c);
-      c.header('cache-control', 'no-cache');
-      return c.json(presentSite(site, await getSite(holdDeps(c), site)));
+      return presentSite(site, await getSite(holdDeps(c), site));
     },
   }),
-  PUT: adminOnly({
+  PUT: adminJson({
     summary:
       "Extension: set an edge site's capacity slice on providers of its aggregate (409 placement.ext.hold_unsatisfiable when it does not fit)",
-    body: () => putSiteSchema,
-    bodyName: 'PutSite',
-    responses: { 200: 'The site' },
-    responseSchema: SiteResponse,
-    responseName: 'Site',
-    handler: async (c) => {
+    body: { name: 'PutSite', schema: putSiteSchema },
+    answer: SITE,
+    run: async (c, body) => {
       const site = siteOf(c);
-      const body = await readBody(c, putSiteSchema);
-      return c.json(presentSite(site, await putSite(holdDeps(c), site, body)));
+      return presentSite(site, await putSite(holdDeps(c), site, body));
     },
   }),
 });
