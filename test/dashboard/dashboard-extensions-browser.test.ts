@@ -5,61 +5,34 @@
 // request the operator types, each equal to what the /ext/ API answers.
 // Saves test-artifacts/dashboard-extensions.png. Fails, naming the package,
 // where chromium is absent.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type ServerProcess, startServer } from '../helpers/node-server.js';
 import { describeWithPart } from '../helpers/parts.js';
-import { CLOUD, seedCloud } from './seed.js';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const noChromium = existsSync(CHROMIUM) ? undefined : `Debian package chromium (no browser at ${CHROMIUM}; or set CHROMIUM_PATH)`;
-const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts');
+import { CLOUD } from './seed.js';
+import { ARTIFACTS, noChromium, type SeededDashboard, seededDashboard } from './seeded-browser.js';
 
 const GPU_TAINT = { key: 'gpu.health/ecc', value: 'uncorrected', effect: 'NoSchedule', reason: '12 uncorrected ECC errors' };
 const DRAIN_TAINT = { key: 'maintenance', value: '', effect: 'NoSchedule', reason: 'BIOS update' };
 
 describeWithPart(noChromium, 'dashboard: taints, leases and headroom in chromium', () => {
-  let dir: string;
-  let server: ServerProcess;
-  let browser: Browser;
-
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return text ? (JSON.parse(text) as unknown) : undefined;
-  };
+  let dashboard: SeededDashboard;
+  const call = (method: string, path: string, body?: unknown) => dashboard.call(method, path, body);
+  const newPage = (): Promise<Page> => dashboard.newPage();
   const taint = async (uuid: string, taints: unknown[]) => {
     const { generation } = (await call('GET', `/resource_providers/${uuid}`)) as { generation: number };
     await call('PUT', `/ext/resource_providers/${uuid}/taints`, { resource_provider_generation: generation, taints });
   };
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'dashboard-ext-'));
-    [server, browser] = await Promise.all([
-      // No sweep while the test looks: the expired lease stays until the next sweep, as between two sweeps.
-      // Project limits: project-alpha's 10 VCPU reach the registered limit, project-beta's 6 do not.
-      startServer(`file:${join(dir, 'placement.db')}`, {
-        JOBS_SWEEP_INTERVAL_MS: '3600000',
-        PLACEMENT_LIMITS: 'static',
-        PLACEMENT_LIMITS_JSON: JSON.stringify({ registered: { 'class:VCPU': 10 } }),
-      }),
-      chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }),
-    ]);
-    await seedCloud((method, path, body) =>
-      fetch(`${server.url}${path}`, {
-        method,
-        headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-    );
+    // No sweep while the test looks: the expired lease stays until the next sweep, as between two sweeps.
+    // Project limits: project-alpha's 10 VCPU reach the registered limit, project-beta's 6 do not.
+    dashboard = await seededDashboard('dashboard-ext-', {
+      JOBS_SWEEP_INTERVAL_MS: '3600000',
+      PLACEMENT_LIMITS: 'static',
+      PLACEMENT_LIMITS_JSON: JSON.stringify({ registered: { 'class:VCPU': 10 } }),
+    });
     await taint(CLOUD.gpu0.uuid, [GPU_TAINT]);
     await taint(CLOUD.compute2.uuid, [DRAIN_TAINT]);
     await call('PUT', `/ext/leases/${CLOUD.consumers.vm1}`, { seconds: 3600 });
@@ -68,20 +41,9 @@ describeWithPart(noChromium, 'dashboard: taints, leases and headroom in chromium
   }, 90_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await server?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await dashboard?.close();
   });
 
-  const newPage = async (): Promise<Page> => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 1200 } });
-    page.on('pageerror', (err) => {
-      throw err;
-    });
-    await page.goto(`${server.url}/dashboard`);
-    await expect.poll(() => page.locator('.tree').count()).toBe(3);
-    return page;
-  };
   const head = (page: Page, uuid: string) => page.locator(`.rp[data-uuid="${uuid}"] > .rp-body .rp-head`).first();
 
   it('marks tainted providers (a tainted root: its whole tree), their devices, and lists the drain list', async () => {
@@ -183,7 +145,7 @@ describeWithPart(noChromium, 'dashboard: taints, leases and headroom in chromium
     // The parser's own error, as /allocation_candidates words it.
     await page.fill('#headroom-query', 'resources=VCPU:x');
     await page.click('#headroom-form button[type=submit]');
-    const res = await fetch(`${server.url}/ext/headroom?resources=VCPU:x`, {
+    const res = await fetch(`${dashboard.server.url}/ext/headroom?resources=VCPU:x`, {
       headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest' },
     });
     expect(res.status).toBe(400);

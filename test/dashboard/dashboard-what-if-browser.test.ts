@@ -5,18 +5,12 @@
 // consumers that would no longer fit and where they could go), with nothing
 // written. Saves test-artifacts/dashboard-what-if.png. Fails, naming the
 // package, where chromium is absent.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type ServerProcess, startServer } from '../helpers/node-server.js';
 import { describeWithPart } from '../helpers/parts.js';
-import { CLOUD, seedCloud } from './seed.js';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const noChromium = existsSync(CHROMIUM) ? undefined : `Debian package chromium (no browser at ${CHROMIUM}; or set CHROMIUM_PATH)`;
-const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts');
+import { CLOUD } from './seed.js';
+import { ARTIFACTS, noChromium, type SeededDashboard, seededDashboard } from './seeded-browser.js';
 
 interface Answer {
   queries: { before: { total: number }; after: { total: number } }[];
@@ -25,51 +19,17 @@ interface Answer {
 }
 
 describeWithPart(noChromium, 'dashboard: the what-if panel in chromium', () => {
-  let dir: string;
-  let server: ServerProcess;
-  let browser: Browser;
-
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return text ? (JSON.parse(text) as unknown) : undefined;
-  };
+  let dashboard: SeededDashboard;
+  const call = (method: string, path: string, body?: unknown) => dashboard.call(method, path, body);
+  const newPage = () => dashboard.newPage(1400);
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'dashboard-what-if-'));
-    [server, browser] = await Promise.all([
-      startServer(`file:${join(dir, 'placement.db')}`, { JOBS_SWEEP_INTERVAL_MS: '3600000' }),
-      chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }),
-    ]);
-    await seedCloud((method, path, body) =>
-      fetch(`${server.url}${path}`, {
-        method,
-        headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-    );
+    dashboard = await seededDashboard('dashboard-what-if-', { JOBS_SWEEP_INTERVAL_MS: '3600000' });
   }, 90_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await server?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await dashboard?.close();
   });
-
-  const newPage = async (): Promise<Page> => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
-    page.on('pageerror', (err) => {
-      throw err;
-    });
-    await page.goto(`${server.url}/dashboard`);
-    await expect.poll(() => page.locator('.tree').count()).toBe(3);
-    return page;
-  };
 
   it("shows a ratio change's simulated answer: headroom and figures before and after, who no longer fits, nothing written", async () => {
     const page = await newPage();

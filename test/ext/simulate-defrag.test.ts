@@ -69,12 +69,11 @@ describe('GET /ext/defrag', () => {
     expect(plan.moves).toHaveLength(1);
   });
 
-  // Known gap, kept executable: the planner only evicts from target hosts to destinations outside
-  // them, so it misses plans that first move a small consumer INTO a target to make room elsewhere
-  // for a large one. Optimum here (brute force): 3 moves, 2 VGPU host-1 -> host-0, 1 VGPU host-0 ->
-  // host-1, 2 VGPU host-1 -> host-0; the planner answers no plan. Found by the random test once its
-  // draws changed; when the planner learns this, `it.fails` fails and this becomes a plain `it`.
-  it.fails('finds a plan that moves a consumer into the host it frees (known gap: it does not)', async () => {
+  // The planner evicts from target hosts to hosts outside them; when none has room, a smaller
+  // consumer may first move INTO the target to make room elsewhere. Optimum here (brute force): 3
+  // moves, 2 VGPU host-1 -> host-0, 1 VGPU host-0 -> host-1, 2 VGPU host-1 -> host-0 (found by the
+  // random test once its draws changed; the planner answered no plan before it learnt this).
+  it('finds a plan that moves a consumer into the host it frees', async () => {
     const sizes = [5, 8, 8, 5];
     const hosts: string[] = [];
     for (const total of sizes) hosts.push(await provider(t, { inventory: { VGPU: { total } } }));
@@ -97,6 +96,8 @@ describe('GET /ext/defrag', () => {
     const plan = await defrag(t, 'resources=VGPU:6&count=2&max_moves=3');
     expect(plan.feasible).toBe(true);
     expect(plan.moves.length).toBeLessThanOrEqual(3);
+    await applyPlan(t, plan);
+    expect(await candidates(t, 'resources=VGPU:6')).toHaveLength(2);
   });
 
   it('refuses what /allocation_candidates refuses, with the same answer', async () => {

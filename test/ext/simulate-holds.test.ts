@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { claim, PROJECT, USER } from './helpers.js';
+import { type OpenApiDoc, openApiChecker } from '../helpers/openapi-check.js';
 import { everyRow } from './simulate-helpers.js';
 
 const HOUR = 3600_000;
@@ -107,7 +108,14 @@ describe('holds and gangs as what-if changes', () => {
     const rows = await everyRow(t.deps.store.client);
     const res = await simulate(changes);
     expect(res.status, await res.clone().text()).toBe(200);
-    const answer = (await res.json()) as Answer;
+    // The answer as GET /openapi.json documents it (changes[].hold and changes[].gang included).
+    const doc = (await (await t.app.request('/openapi.json')).json()) as OpenApiDoc;
+    const answer = (await openApiChecker(doc).documented(res, 'post', '/ext/simulate')) as Answer;
+    expect(answer.changes.map((c) => Object.keys(c.hold ?? c.gang ?? {}).sort())).toEqual([
+      ['allocations', 'uuid'],
+      ['allocations', 'uuid'],
+      ['consumers', 'expires_at'],
+    ]);
     expect(await everyRow(t.deps.store.client)).toEqual(rows);
     expect(answer.queries.map((q) => shape(q.before))).toEqual(await measured());
 

@@ -310,6 +310,44 @@ function movedPerClass(moves: readonly DefragMove[]): Record<string, number> {
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
+/** Most consumers tried as the one that makes room (the smallest first). */
+const MAKE_ROOM_TRIES = 16;
+
+/**
+ * A smaller movable consumer, outside the targets, that can move into `target`
+ * (costing it no candidate now) so that `consumer` then finds a destination
+ * where it was: its move (applied by the caller); null when none.
+ */
+async function makeRoom(
+  planner: Planner,
+  consumer: WorldConsumer,
+  target: number,
+  movable: readonly WorldConsumer[],
+  evicted: ReadonlySet<WorldConsumer>,
+  moving: UsageTable,
+  avoid: ReadonlySet<number>,
+  roots: readonly number[],
+  world: World,
+): Promise<{ consumer: WorldConsumer; to: WorldAllocation[] } | null> {
+  const rootsOf = (c: WorldConsumer) => new Set(c.allocations.map((a) => world.providers.get(a.providerId)?.rootId));
+  const others = new Set(roots.filter((root) => root !== target));
+  const small = movable
+    .filter(
+      (c) => !evicted.has(c) && unitsOf(c) < unitsOf(consumer) && ![...rootsOf(c)].some((root) => root === undefined || avoid.has(root)),
+    )
+    .sort((a, b) => unitsOf(a) - unitsOf(b) || (a.uuid < b.uuid ? -1 : 1))
+    .slice(0, MAKE_ROOM_TRIES);
+  for (const c of small) {
+    const to = await planner.destination(c, moving, others);
+    if (!to) continue;
+    const trial = copyUsage(moving);
+    addAllocations(trial, c.allocations, -1);
+    addAllocations(trial, to, 1);
+    if (await planner.destination(consumer, trial, avoid)) return { consumer: c, to };
+  }
+  return null;
+}
+
 /** Fewest moves reaching `need` gain (then fewest units): a knapsack over one eviction per target. */
 function choose(options: Map<number, Eviction[]>, need: number, maxMoves: number): [number, Eviction][] | null {
   interface State {
@@ -414,31 +452,47 @@ export async function planOver(
     if (found.length) evictions.set(root, found);
   }
   const need = params.count - before;
+  const allRoots = [...new Set([...world.providers.values()].map((p) => p.rootId))];
   for (let attempt = 0; attempt < 8 && evictions.size; attempt += 1) {
     const picks = choose(evictions, need, params.maxMoves);
     if (!picks) break;
     const avoid = new Set(picks.map(([root]) => root));
     const moving = copyUsage(usage);
     const moves: DefragMove[] = [];
+    const move = (consumer: WorldConsumer, from: readonly WorldAllocation[], to: WorldAllocation[]) => {
+      addAllocations(moving, from, -1);
+      addAllocations(moving, to, 1);
+      moves.push({
+        consumer_uuid: consumer.uuid,
+        project_id: consumer.projectId,
+        user_id: consumer.userId,
+        consumer_type: consumer.consumerType,
+        consumer_generation: consumer.generation,
+        from: allocationsBody(world, from),
+        to: allocationsBody(world, to),
+      });
+    };
+    const evicted = new Set(picks.flatMap(([, e]) => e.consumers));
+    let spare = params.maxMoves - evicted.size;
     let failedAt: number | null = null;
     for (const [root, eviction] of picks) {
       for (const consumer of [...eviction.consumers].sort((a, b) => unitsOf(b) - unitsOf(a) || (a.uuid < b.uuid ? -1 : 1))) {
-        const to = await planner.destination(consumer, moving, avoid);
+        let to = await planner.destination(consumer, moving, avoid);
+        if (!to && spare > 0) {
+          // No room outside the targets: a smaller consumer may make room by moving into this target first.
+          const swap = await makeRoom(planner, consumer, root, movable, evicted, moving, avoid, allRoots, world);
+          if (swap) {
+            move(swap.consumer, swap.consumer.allocations, swap.to);
+            evicted.add(swap.consumer);
+            spare -= 1;
+            to = await planner.destination(consumer, moving, avoid);
+          }
+        }
         if (!to) {
           failedAt = root;
           break;
         }
-        addAllocations(moving, consumer.allocations, -1);
-        addAllocations(moving, to, 1);
-        moves.push({
-          consumer_uuid: consumer.uuid,
-          project_id: consumer.projectId,
-          user_id: consumer.userId,
-          consumer_type: consumer.consumerType,
-          consumer_generation: consumer.generation,
-          from: allocationsBody(world, consumer.allocations),
-          to: allocationsBody(world, to),
-        });
+        move(consumer, consumer.allocations, to);
       }
       if (failedAt !== null) break;
     }

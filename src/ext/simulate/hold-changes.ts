@@ -123,18 +123,7 @@ function claimSnapshot(world: World, claims: readonly ConsumerClaim[], writeHook
   for (const p of world.providers.values()) {
     if (!named.has(p.uuid)) continue;
     for (const inv of p.inventories)
-      inventories.push({
-        providerId: p.id,
-        classId: inv.classId,
-        resourceClass: inv.className,
-        total: inv.total,
-        reserved: inv.reserved,
-        minUnit: inv.minUnit,
-        maxUnit: inv.maxUnit,
-        stepSize: inv.stepSize,
-        allocationRatio: inv.allocationRatio,
-        used: usage.get(p.id)?.get(inv.classId) ?? 0,
-      });
+      inventories.push({ ...inv, providerId: p.id, resourceClass: inv.className, used: usage.get(p.id)?.get(inv.classId) ?? 0 });
   }
   const consumers: Snapshot['consumers'] = new Map();
   const previous: Snapshot['previous'] = [];
