@@ -10,13 +10,12 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { KeystoneUser } from './keystone-credentials.js';
+import { UWSGI, UWSGI_PYTHON3, uwsgiHttpArgs } from './uwsgi.js';
 
 const run = promisify(execFile);
 
 const KEYSTONE_MANAGE = '/usr/bin/keystone-manage';
 const KEYSTONE_WSGI = '/usr/bin/keystone-wsgi-public';
-const UWSGI = '/usr/bin/uwsgi';
-const UWSGI_PYTHON3 = '/usr/lib/uwsgi/plugins/python3_plugin.so';
 /** Debian's interpreter, where python3-keystone lives (not a python3 earlier on PATH). */
 const PYTHON = '/usr/bin/python3';
 const SETUP = join(import.meta.dirname, 'keystone-setup.py');
@@ -155,17 +154,7 @@ export async function startKeystone(options: KeystoneOptions = {}): Promise<Keys
   const child = spawn(
     UWSGI,
     [
-      '--plugin',
-      'python3',
-      '--http-socket',
-      `127.0.0.1:${port}`,
-      // uwsgi closes each connection after its answer: say so, or a client reusing the
-      // connection for a POST fails (RemoteDisconnected, and POSTs are not retried).
-      '--add-header',
-      'Connection: close',
-      '--wsgi-file',
-      KEYSTONE_WSGI,
-      '--master',
+      ...uwsgiHttpArgs(port, KEYSTONE_WSGI),
       // One process, one thread: a sqlite connection opened in one thread and closed by
       // another keeps its lock. The app is loaded in the worker itself (--lazy-apps), so no
       // connection is shared across the fork.
