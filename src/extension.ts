@@ -7,12 +7,14 @@
 // parts that call them (placement/candidates/hooks.ts, placement/writes/
 // hooks.ts, jobs/registry.ts, http/route-table.ts); this file only gathers
 // them, so that Deps names no extension type. How to add one: src/ext/README.md.
+import type { MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
 import type { AuditCheck } from './diagnostics/audit.js';
 import type { DashboardProviderPart } from './diagnostics/dashboard-repo.js';
+import type { AppEnv } from './http/env.js';
 import type { RouteTable } from './http/route-table.js';
 import type { JobModule } from './jobs/registry.js';
 import type { GaugeRead } from './observability/database-gauges.js';
@@ -40,12 +42,14 @@ export interface ExtensionRuntime {
   readonly writes?: WriteExtension;
   /** Candidate gates built with the app's state. */
   readonly gates?: readonly CandidateGate[];
-  /** Before the first claim of a Node service (its one process or the cluster's primary); a failure refuses the start. */
-  start?(): Promise<void>;
+  /** Before the first claim of a Node service (its one process or the cluster's primary), with the app's Deps; a failure refuses the start. */
+  start?(deps: Deps): Promise<void>;
   /** At a Worker isolate's start (the cron does the periodic work). */
   startIsolate?(): Promise<void>;
   /** Its own checks, read in GET /readyz's one batch. */
   readiness?(): ReadinessRead[];
+  /** Placement's requests pass through it after authentication, before the routes (site mode: a cut-off site's claims). */
+  readonly middleware?: MiddlewareHandler<AppEnv>;
 }
 
 /** A setting that cannot work with the rest: which, what is wrong, how to fix it. */
@@ -148,8 +152,13 @@ export class InstalledExtensions {
   }
 
   /** Starts each (a Node service); the first failure refuses the start. */
-  async start(): Promise<void> {
-    for (const runtime of this.runtimes.values()) await runtime.start?.();
+  async start(deps: Deps): Promise<void> {
+    for (const runtime of this.runtimes.values()) await runtime.start?.(deps);
+  }
+
+  /** What placement's requests pass through before its routes, in order (none without an extension that asks). */
+  middleware(): MiddlewareHandler<AppEnv>[] {
+    return [...this.runtimes.values()].flatMap((runtime) => (runtime.middleware ? [runtime.middleware] : []));
   }
 
   async startIsolate(): Promise<void> {

@@ -3,6 +3,7 @@
 // validates their settings with its own (src/config.ts); removing one is
 // deleting its folder and its line here.
 import { counters } from './ext/counters/extension.js';
+import { events } from './ext/events/extension.js';
 import { firstOf } from './ext/first-of/extension.js';
 import { gangs } from './ext/gangs/extension.js';
 import { headroom } from './ext/headroom/extension.js';
@@ -32,6 +33,7 @@ export const EXTENSIONS: readonly Extension[] = [
   firstOf,
   holds,
   preemption,
+  events,
   simulate,
   sites,
 ];

@@ -45,9 +45,13 @@ export const HOLD = columnNames(t.extHolds);
 export const HOLD_AMOUNT = columnNames(t.extHoldAmounts);
 export const HOLD_DRAW = columnNames(t.extHoldDraws);
 export const HOLD_EPOCH = columnNames(t.extHoldsEpoch);
+export const SITE_REPLAY = columnNames(t.extSiteReplays);
 
 // Preemption (docs/preemption.md).
 export const CONSUMER_PRIORITY = columnNames(t.extConsumerPriorities);
 export const PROJECT_PRIORITY = columnNames(t.extProjectPriorities);
 export const PREEMPTION = columnNames(t.extPreemptions);
 export const PREEMPTION_VICTIM = columnNames(t.extPreemptionVictims);
+
+// The events stream (docs/events.md).
+export const EVENT = columnNames(t.extEvents);

@@ -186,6 +186,6 @@ async function openAndPrepare(config: AppConfig, log: Logger): Promise<Deps> {
   // A database that does not answer is waited for; the server processes' /readyz name it meanwhile.
   await prepareWhenAnswered(() => prepareDatabase(deps.store.client), log);
   // The extensions' own start, once before any server process claims (project limits: read).
-  await deps.extensions.start();
+  await deps.extensions.start(deps);
   return deps;
 }

@@ -129,7 +129,7 @@ export async function serveHttp(config: AppConfig): Promise<void> {
       return refuseStart(problem);
     });
     // The extensions' own start, before any claim (project limits: read, or the start refused as configured).
-    await deps.extensions.start().catch(refuseStart);
+    await deps.extensions.start(deps).catch(refuseStart);
   }
   gate.open();
   // ... accelerator bind jobs and Nova events: an in-process queue for the work

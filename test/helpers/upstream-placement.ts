@@ -8,10 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './sqld.js';
-import { UWSGI, UWSGI_PYTHON3, uwsgiHttpArgs } from './uwsgi.js';
 
 const WSGI_SCRIPT = '/usr/bin/placement-api';
 const PLACEMENT_MANAGE = '/usr/bin/placement-manage';
+const UWSGI = '/usr/bin/uwsgi';
+const UWSGI_PYTHON3 = '/usr/lib/uwsgi/plugins/python3_plugin.so';
 
 function missing(): string | undefined {
   if (!existsSync(WSGI_SCRIPT) || !existsSync(PLACEMENT_MANAGE))
@@ -64,7 +65,16 @@ export async function startUpstreamPlacement(options: UpstreamOptions = {}): Pro
   const child: ChildProcess = spawn(
     UWSGI,
     [
-      ...uwsgiHttpArgs(port, WSGI_SCRIPT),
+      '--plugin',
+      'python3',
+      '--http-socket',
+      `127.0.0.1:${port}`,
+      // As Debian's placement-api-uwsgi.ini: uwsgi's http-socket does not keep connections alive, so say so.
+      '--add-header',
+      'Connection: close',
+      '--wsgi-file',
+      WSGI_SCRIPT,
+      '--master',
       '--processes',
       String(options.processes ?? 1),
       '--threads',

@@ -4,7 +4,15 @@
 // validated against the schema the document gives for its operation, status
 // and microversion. The last test checks that every documented operation with
 // a body was seen, so a new route cannot go without a checked schema.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { buildNodeDeps } from '../../src/entry/node-service.js';
+import { SITE_STATE } from '../../src/ext/sites/runtime.js';
+import { startSqld } from '../helpers/sqld.js';
 import { bindBody, FPGA_RP, fpgaHostReport, fpgaProfile, HOST, makeCyborgApp, ROOT_RP, type CyborgTestApp } from '../cyborg/helpers.js';
 import { openApiChecker, type OpenApiChecker, type OpenApiDoc } from '../helpers/openapi-check.js';
 import { makeTestApp } from '../helpers/test-app.js';
@@ -429,6 +437,7 @@ describe('live answers match GET /openapi.json', () => {
     await documented(await t.call('PATCH', `/ext/holds/${hold.uuid}`, { body: { generation: 1, end } }), 'patch', '/ext/holds/{uuid}');
     await documented(await t.call('GET', `/ext/holds?project_id=${project}`), 'get', '/ext/holds');
     await documented(await t.call('GET', '/ext/holds/availability?resources=VCPU:1&duration=60'), 'get', '/ext/holds/availability');
+    await documented(await t.call('GET', '/ext/holds/timeline'), 'get', '/ext/holds/timeline');
   });
 
   it('extensions: priorities, preemption candidates and preemptions', async () => {
@@ -476,6 +485,7 @@ describe('live answers match GET /openapi.json', () => {
     expect(made.status).toBe(201);
     const preemption = (await documented(made, 'post', '/ext/preemptions')) as Json;
     await documented(await t.call('GET', `/ext/preemptions/${preemption.id}`), 'get', '/ext/preemptions/{id}');
+    await documented(await t.call('GET', '/ext/events?kind=preemption'), 'get', '/ext/events');
   });
 
   it("extensions: an edge site's slice", async () => {
@@ -494,6 +504,30 @@ describe('live answers match GET /openapi.json', () => {
     expect(put.status).toBe(200);
     await documented(put, 'put', '/ext/sites/{site}');
     await documented(await t.call('GET', '/ext/sites/site-openapi'), 'get', '/ext/sites/{site}');
+    // A site instance (site mode needs a libSQL server as its primary: sqld here).
+    const sqld = await startSqld();
+    const dir = mkdtempSync(join(tmpdir(), 'site-openapi-'));
+    const site = await buildNodeDeps(
+      loadConfig({
+        PLACEMENT_DB_URL: sqld.url,
+        PLACEMENT_SITE: 'site-openapi',
+        PLACEMENT_SITE_DB_PATH: join(dir, 'site.db'),
+        PLACEMENT_WORKERS: '1',
+      }),
+      { debug() {}, info() {}, warn() {}, error() {} },
+    );
+    try {
+      const res = await createApp(site).request('/ext/site', {
+        headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest' },
+      });
+      expect(res.status).toBe(200);
+      await documented(res, 'get', '/ext/site');
+    } finally {
+      site.extensions.state(SITE_STATE)?.stop();
+      site.store.close();
+      sqld.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('saw an answer of every documented operation that has a body', () => {

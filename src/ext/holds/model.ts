@@ -150,6 +150,12 @@ export function allocationsOf(claim: Claim, holds: readonly Hold[]): Allocation[
 }
 
 /**
+ * A site's slice (the hold owned by `site:<site>`, docs/sites.md) is drawn by the site's
+ * consumers, whatever their project: a claim must still name it (ext_hold) to draw from it.
+ */
+const drawnByAnyProject = (hold: Hold): boolean => hold.project.startsWith('site:');
+
+/**
  * Whether `claim` may be written in `world`: null grants. A claim drawn from
  * a hold must be the hold's project, inside its window, on what it holds,
  * within its amount; then no claim may leave the rule broken on a pair it
@@ -162,7 +168,7 @@ export function refuseClaim(world: World, claim: Claim): ClaimRefusal | null {
     const holdId = claim.holdId;
     const hold = world.holds.find((h) => h.id === holdId);
     if (!hold) return { reason: 'unknown_hold', holdId };
-    if (hold.project !== claim.project) return { reason: 'not_hold_project', holdId, project: claim.project };
+    if (hold.project !== claim.project && !drawnByAnyProject(hold)) return { reason: 'not_hold_project', holdId, project: claim.project };
     if (!activeAt(hold, nowMs)) return { reason: 'outside_window', holdId };
     for (const [key, asked] of claim.amounts) {
       const amount = hold.amounts.get(key);
@@ -197,30 +203,6 @@ export function refuseHold(world: World, hold: Hold, ignoreAllocations = false):
   const withIt: World = { ...without, holds: [...without.holds, hold] };
   for (const v of violations(withIt, new Set(hold.amounts.keys()))) {
     if (loadAt(without, v.key, v.atMs) < v.load) return { violation: v };
-  }
-  return null;
-}
-
-/**
- * The earliest start at or after `afterMs` (and now) at which `amounts` fit
- * for `durationMs` beside what exists and is held (as a claim with ext_until
- * at its end would be admitted then), or null when never (more than capacity).
- */
-export function earliestStart(world: World, amounts: ReadonlyMap<Key, number>, durationMs: number, afterMs: number): number | null {
-  for (const [key, amount] of amounts) if (amount > (world.capacity.get(key) ?? 0)) return null;
-  const from = Math.max(afterMs, world.nowMs);
-  // The load only falls at a hold's end or an allocation's end: the only starts worth trying after `from`.
-  const starts = new Set<number>([from]);
-  for (const h of world.holds) if (h.endMs > from && h.endMs !== FOREVER) starts.add(h.endMs);
-  for (const a of world.allocations) if (a.endsAtMs >= from && a.endsAtMs !== FOREVER) starts.add(a.endsAtMs + 1);
-  const rises = world.holds.map((h) => h.startMs);
-  for (const s of [...starts].sort((a, b) => a - b)) {
-    const end = s + durationMs;
-    const instants = [s, ...rises.filter((r) => r > s && r < end)];
-    const fits = [...amounts].every(([key, amount]) =>
-      instants.every((t) => loadAt(world, key, t) + amount <= (world.capacity.get(key) ?? 0)),
-    );
-    if (fits) return s;
   }
   return null;
 }

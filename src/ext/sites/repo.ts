@@ -1,5 +1,9 @@
-// Edge sites' reads (docs/sites.md): which providers are members of an aggregate.
+// Edge sites on the primary (docs/sites.md): which providers are members of an aggregate;
+// what a site keeps of its slice (readSiteView); the replayed journal entries (ext_site_replays).
 import type { BatchReader } from '../../db/client.js';
+import { ALLOC, CONSUMER, CONSUMER_TYPE, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, PROJECT, RC, RP, SITE_REPLAY, USER } from '../../db/columns.js';
+import { stmt, type WriteStatement } from '../../db/write-batch.js';
+import type { SiteConsumer, SiteView } from './local.js';
 
 /** Of `providers` (uuids), those that are not members of `aggregate` (a uuid), unknown ones included. */
 export async function providersOutside(reader: BatchReader, aggregate: string, providers: readonly string[]): Promise<string[]> {
@@ -16,3 +20,84 @@ export async function providersOutside(reader: BatchReader, aggregate: string, p
   const inside = new Set(rows!.rows.map((r) => String(r.uuid)));
   return providers.filter((p) => !inside.has(p));
 }
+
+/** The slice's hold, what it holds (with the inventories' unit constraints) and the consumers drawn from it, in one snapshot. */
+export async function readSiteView(reader: BatchReader, owner: string): Promise<SiteView> {
+  const [hold, amounts, drawn] = await reader.readBatch([
+    {
+      sql: `SELECT ${HOLD.uuid} AS uuid, ${HOLD.generation} AS generation FROM ext_holds WHERE ${HOLD.projectId} = ? LIMIT 1`,
+      args: [owner],
+    },
+    {
+      sql: `SELECT p.${RP.uuid} AS provider, rc.${RC.name} AS rc, ha.${HOLD_AMOUNT.amount} AS amount,
+          COALESCE(i.${INV.minUnit}, 1) AS min_unit, COALESCE(i.${INV.maxUnit}, ha.${HOLD_AMOUNT.amount}) AS max_unit, COALESCE(i.${INV.stepSize}, 1) AS step_size
+        FROM ext_holds h JOIN ext_hold_amounts ha ON ha.${HOLD_AMOUNT.holdUuid} = h.${HOLD.uuid}
+        JOIN resource_providers p ON p.${RP.id} = ha.${HOLD_AMOUNT.resourceProviderId}
+        JOIN resource_classes rc ON rc.${RC.id} = ha.${HOLD_AMOUNT.resourceClassId}
+        LEFT JOIN inventories i ON i.${INV.resourceProviderId} = ha.${HOLD_AMOUNT.resourceProviderId} AND i.${INV.resourceClassId} = ha.${HOLD_AMOUNT.resourceClassId}
+        WHERE h.${HOLD.projectId} = ?`,
+      args: [owner],
+    },
+    // A draw counts while it is the consumer's as written (same generation), as the holds rule reads it.
+    {
+      sql: `SELECT c.${CONSUMER.uuid} AS consumer, pr.${PROJECT.externalId} AS project, u.${USER.externalId} AS user_id, ct.${CONSUMER_TYPE.name} AS consumer_type,
+          c.${CONSUMER.generation} AS generation, p.${RP.uuid} AS provider, rc.${RC.name} AS rc, a.${ALLOC.used} AS used
+        FROM ext_holds h JOIN ext_hold_draws d ON d.${HOLD_DRAW.holdUuid} = h.${HOLD.uuid}
+        JOIN consumers c ON c.${CONSUMER.uuid} = d.${HOLD_DRAW.consumerUuid} AND c.${CONSUMER.generation} = d.${HOLD_DRAW.consumerGeneration}
+        JOIN projects pr ON pr.${PROJECT.id} = c.${CONSUMER.projectId}
+        JOIN users u ON u.${USER.id} = c.${CONSUMER.userId}
+        LEFT JOIN consumer_types ct ON ct.${CONSUMER_TYPE.id} = c.${CONSUMER.consumerTypeId}
+        JOIN allocations a ON a.${ALLOC.consumerId} = c.${CONSUMER.uuid}
+        JOIN resource_providers p ON p.${RP.id} = a.${ALLOC.resourceProviderId}
+        JOIN resource_classes rc ON rc.${RC.id} = a.${ALLOC.resourceClassId}
+        WHERE h.${HOLD.projectId} = ?`,
+      args: [owner],
+    },
+  ]);
+  const h = hold!.rows[0];
+  const consumers = new Map<string, SiteConsumer>();
+  for (const r of drawn!.rows) {
+    const uuid = String(r.consumer);
+    let c = consumers.get(uuid);
+    if (!c) {
+      c = {
+        uuid,
+        project: String(r.project),
+        user: String(r.user_id),
+        consumerType: r.consumer_type === null ? null : String(r.consumer_type),
+        generation: Number(r.generation),
+        allocations: {},
+      };
+      consumers.set(uuid, c);
+    }
+    (c.allocations[String(r.provider)] ??= {})[String(r.rc)] = Number(r.used);
+  }
+  return {
+    holdUuid: h ? String(h.uuid) : null,
+    holdGeneration: h ? Number(h.generation) : null,
+    slice: amounts!.rows.map((r) => ({
+      provider: String(r.provider),
+      resourceClass: String(r.rc),
+      amount: Number(r.amount),
+      minUnit: Number(r.min_unit),
+      maxUnit: Number(r.max_unit),
+      stepSize: Number(r.step_size),
+    })),
+    consumers: [...consumers.values()],
+  };
+}
+
+/** Whether the primary has applied entry `seq` of `site`'s journal. */
+export async function replayApplied(reader: BatchReader, site: string, seq: number): Promise<boolean> {
+  const [rs] = await reader.readBatch([
+    { sql: `SELECT 1 FROM ext_site_replays WHERE ${SITE_REPLAY.site} = ? AND ${SITE_REPLAY.seq} = ?`, args: [site, seq] },
+  ]);
+  return rs!.rows.length > 0;
+}
+
+/** The statement that records entry `seq` applied, in the entry's own write batch (a second one fails the batch: primary key). */
+export const replayRecord = (site: string, seq: number, idemKey: string, now: string): WriteStatement =>
+  stmt(
+    `INSERT INTO ext_site_replays (${SITE_REPLAY.site}, ${SITE_REPLAY.seq}, ${SITE_REPLAY.idemKey}, ${SITE_REPLAY.appliedAt}) VALUES (?, ?, ?, ?)`,
+    [site, seq, idemKey, now],
+  );

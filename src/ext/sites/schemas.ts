@@ -23,3 +23,19 @@ export const SiteResponse = z.object({
   generation: z.number(),
   capacity: z.record(z.string(), z.object({ resources: z.record(z.string(), z.number()) })),
 });
+
+const bySliceKey = z.record(z.string(), z.object({ resources: z.record(z.string(), z.number()) }));
+
+/** GET /ext/site: a site instance's link to the primary, its slice and its journal. */
+export const SiteStatusResponse = z.object({
+  site: z.string(),
+  link: z.enum(['connected', 'partitioned']),
+  since: z.string(),
+  primary_last_answered: z.string().nullable(),
+  slice: bySliceKey,
+  slice_remaining: bySliceKey,
+  journal_depth: z.number(),
+  last_replayed_seq: z.number(),
+  replay_conflicts: z.number(),
+  refreshed_at: z.string().nullable(),
+});

@@ -84,6 +84,8 @@ export interface CandidateOptions {
   metrics?: CandidateMetrics;
   /** The installed extensions' query parameters (Deps.candidates), for a caller that parses a query with these options (gangs); none without. */
   params?: ReadonlyMap<string, CandidateParam>;
+  /** With a limit: answer from the first pass over the lowest trees even when it falls short (preemption tries it first). */
+  firstPassOnly?: boolean;
 }
 
 function namesOf(request: CandidateRequest): RequestNames {
@@ -355,7 +357,7 @@ async function chooseCandidates(
   const tryFirstRoots = request.limit !== null && !options.randomize && names.inTree.length === 0 && !breadthFirst;
   let outcome = await searchOnce(source, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null);
   // The lowest trees were already tried: plan every viable tree.
-  if (!outcome.complete) outcome = await searchOnce(source, plan, null);
+  if (!outcome.complete && !options.firstPassOnly) outcome = await searchOnce(source, plan, null);
   const { lookups, nodes, usage, chosen } = outcome;
   return {
     cut: outcome.cut,

@@ -39,6 +39,7 @@ export function createPlacementApp(deps: Deps, routes: Hono<AppEnv>, roots: read
   app.use(placementContentChecks());
   app.use(placementHttp.urlChecks());
   app.use(placementAcceptCheck());
+  for (const middleware of deps.extensions.middleware()) app.use(middleware);
   app.route('/', routes);
   app.all('*', placementHttp.notFound);
   app.onError(placementHttp.onError);

@@ -6,7 +6,8 @@ import { atLeast } from './middleware.js';
 import type { ConsumerClaim } from '../repo/allocations.js';
 import { claimAllocations } from '../writes/claims.js';
 import { isoNow } from '../repo/lookups.js';
-import type { ConsumerAllocationsBody } from '../schemas/allocations.js';
+import { type ConsumerAllocationsBody, isListForm, putAllocationsSchema } from '../schemas/allocations.js';
+import { readBody } from '../../http/validate.js';
 import type { ClaimEndpoint } from '../writes/refusals.js';
 import type { ClaimAlongside, ClaimParams } from '../writes/hooks.js';
 import { invalid } from '../../errors.js';
@@ -68,4 +69,17 @@ export function claimFromBody(c: AppContext, uuid: string, body: ConsumerAllocat
     generation: atLeast(c, 'CONSUMER_GENERATION') ? (body.consumer_generation ?? null) : undefined,
     consumerType: atLeast(c, 'CONSUMER_TYPES') ? body.consumer_type : undefined,
   };
+}
+
+/** PUT /allocations/{uuid}'s body as a claim, in either form this microversion takes. */
+export async function putClaim(c: AppContext, uuid: string): Promise<ConsumerClaim> {
+  const body = await readBody(c, putAllocationsSchema(c.var.mv));
+  if (isListForm(body)) {
+    // 1.0-1.11: a list of {resource_provider: {uuid}, resources}; project and user from 1.8.
+    const allocations: ConsumerClaim['allocations'] = {};
+    for (const item of body.allocations) allocations[item.resource_provider.uuid] = item.resources;
+    const owner = 'project_id' in body ? body : { project_id: undefined, user_id: undefined };
+    return { uuid, allocations, projectId: owner.project_id, userId: owner.user_id };
+  }
+  return claimFromBody(c, uuid, body);
 }

@@ -1,12 +1,15 @@
-// Edge sites on the primary (docs/sites.md): PUT/GET /ext/sites/{site}. Logic in ../service.ts.
+// Edge sites (docs/sites.md): PUT/GET /ext/sites/{site} on the primary (logic in ../service.ts);
+// GET /ext/site on a site instance (site mode: ../site-mode.ts).
 import { invalid } from '../../../errors.js';
 import { RouteTable } from '../../../http/route-table.js';
 import type { AppContext } from '../../../http/env.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import type { HoldDeps } from '../../holds/service.js';
 import { adminJson } from '../../http/admin-only.js';
-import { putSiteSchema, SITE_ID, SiteResponse } from '../schemas.js';
+import { putSiteSchema, SITE_ID, SiteResponse, SiteStatusResponse } from '../schemas.js';
+import { SITE_STATE } from '../runtime.js';
 import { getSite, presentSite, putSite } from '../service.js';
+import type { SiteStatus } from '../site-mode.js';
 
 export const siteRoutes = new RouteTable('extensions', placementHttp);
 
@@ -41,6 +44,34 @@ siteRoutes.resource('/sites/:site', {
     run: async (c, body) => {
       const site = siteOf(c);
       return presentSite(site, await putSite(holdDeps(c), site, body));
+    },
+  }),
+});
+
+/** GET /ext/site on the wire. */
+const presentStatus = (s: SiteStatus) => ({
+  site: s.site,
+  link: s.link,
+  since: s.since,
+  primary_last_answered: s.primaryLastAnswered,
+  slice: s.slice,
+  slice_remaining: s.sliceRemaining,
+  journal_depth: s.journalDepth,
+  last_replayed_seq: s.lastReplayedSeq,
+  replay_conflicts: s.replayConflicts,
+  refreshed_at: s.refreshedAt,
+});
+
+siteRoutes.resource('/site', {
+  GET: adminJson({
+    summary:
+      "Extension: this site instance's link to the primary (connected or partitioned, since when), its slice and what is left of it, its journal's depth and last replayed entry",
+    answer: { description: 'The site', name: 'SiteStatus', schema: SiteStatusResponse },
+    fresh: true,
+    missing: () => 'This instance is not a site (PLACEMENT_SITE is not set)',
+    run: async (c) => {
+      const runtime = c.var.deps.extensions.state(SITE_STATE);
+      return runtime ? presentStatus(await runtime.mode.status()) : undefined;
     },
   }),
 });

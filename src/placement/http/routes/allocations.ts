@@ -1,35 +1,22 @@
 // /allocations/{consumer_uuid} (GET, PUT, DELETE), POST /allocations (1.13)
 // and GET /resource_providers/{uuid}/allocations.
 import { invalid, notFound } from '../../../errors.js';
-import type { AppContext } from '../../../http/env.js';
 import { readBody } from '../../../http/validate.js';
 import { consumerOfPath, parseUuidLike } from '../../../shared/uuid.js';
 import { atLeast, authorize, setCacheHeaders } from '../middleware.js';
 import { allocationsLastModified, presentConsumerAllocations, presentProviderAllocations } from '../../present/allocations.js';
-import { allocationsForConsumer, allocationsForProvider, type ConsumerClaim } from '../../repo/allocations.js';
+import { allocationsForConsumer, allocationsForProvider } from '../../repo/allocations.js';
 import { deleteConsumerAllocations } from '../../writes/claims.js';
 import { consumerViews } from '../../repo/consumers.js';
-import { claimFromBody, writeClaims } from '../claim-requests.js';
+import { claimFromBody, putClaim, writeClaims } from '../claim-requests.js';
 import { findProvider } from '../../repo/lookups.js';
-import { postAllocationsSchema, isListForm, putAllocationsSchema } from '../../schemas/allocations.js';
+import { postAllocationsSchema, putAllocationsSchema } from '../../schemas/allocations.js';
 import { consumerAllocationsResponseSchema, providerAllocationsResponseSchema } from '../../schemas/responses.js';
 import { MV } from '../../versions.js';
 import { RouteTable, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../profile.js';
 
 export const allocationRoutes = new RouteTable('placement', placementHttp);
-
-async function putClaim(c: AppContext, uuid: string): Promise<ConsumerClaim> {
-  const body = await readBody(c, putAllocationsSchema(c.var.mv));
-  if (isListForm(body)) {
-    // 1.0-1.11: a list of {resource_provider: {uuid}, resources}; project and user from 1.8.
-    const allocations: ConsumerClaim['allocations'] = {};
-    for (const item of body.allocations) allocations[item.resource_provider.uuid] = item.resources;
-    const owner = 'project_id' in body ? body : { project_id: undefined, user_id: undefined };
-    return { uuid, allocations, projectId: owner.project_id, userId: owner.user_id };
-  }
-  return claimFromBody(c, uuid, body);
-}
 
 allocationRoutes.resource('/allocations', {
   POST: {

@@ -1,0 +1,476 @@
+// Site mode (docs/sites.md): an instance started with PLACEMENT_SITE serves
+// one site. Connected, it is an ordinary instance on the primary, and it
+// keeps a copy of its slice (the hold owned by `site:<site>`, the inventories'
+// unit constraints there, the consumers drawn from it) in its local file.
+// When the primary has not answered for PLACEMENT_SITE_PARTITION_AFTER_MS it
+// is partitioned: claims on its providers are decided here, within what is
+// left of the slice, by placement's own claim rules (rules.ts), and written
+// with a journal entry in one local write batch before they are acknowledged.
+// When the primary answers again the journal is replayed in order, each entry
+// drawn from the slice's hold in one write batch on the primary with the row
+// that marks it applied (ext_site_replays), so a replay twice is a replay once
+// and one cut short by a crash resumes; then the site is connected again.
+// Connected, it rebalances its slice by watermarks (demarcation). No HTTP here.
+import type { DataStore, Mutex as MutexType } from '../../db/client.js';
+import { Mutex } from '../../db/client.js';
+import { DomainError } from '../../errors.js';
+import type { ConsumerClaim } from '../../placement/repo/allocations.js';
+import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../../placement/repo/consumers.js';
+import { claimAllocations } from '../../placement/writes/claims.js';
+import type { WriteDeps } from '../../placement/writes/kernel.js';
+import { type ClaimEndpoint, ClaimRefused, ConsumerGenerationMismatch } from '../../placement/writes/refusals.js';
+import { brokenRule, CLAIM_RULES } from '../../placement/writes/rules.js';
+import { type Key, keyOf } from '../holds/model.js';
+import { type HoldDeps, ownedHold, putOwnedHold } from '../holds/service.js';
+import { type LocalSiteFile, type SiteConsumer, type SliceEntry, usedBy } from './local.js';
+import { readSiteView, replayApplied, replayRecord } from './repo.js';
+import type { SiteSettings } from './settings.js';
+
+export const SLICE_EXHAUSTED = 'placement.ext.slice_exhausted';
+export const SITE_PARTITIONED = 'placement.ext.site_partitioned';
+
+/** What a cut-off site cannot decide alone: answered 503, naming the partition. */
+export class SiteCutOff extends Error {
+  readonly code = SITE_PARTITIONED;
+  constructor(message: string) {
+    super(message);
+    this.name = 'SiteCutOff';
+  }
+}
+
+export type SiteLink = 'connected' | 'partitioned';
+
+export interface SiteLog {
+  info(msg: string, extra?: Record<string, unknown>): void;
+  warn(msg: string, extra?: Record<string, unknown>): void;
+  error(msg: string, extra?: Record<string, unknown>): void;
+}
+
+/** What GET /ext/site, /metrics and /readyz say of the site. */
+export interface SiteStatus {
+  site: string;
+  link: SiteLink;
+  since: string;
+  primaryLastAnswered: string | null;
+  slice: Record<string, { resources: Record<string, number> }>;
+  sliceRemaining: Record<string, { resources: Record<string, number> }>;
+  journalDepth: number;
+  lastReplayedSeq: number;
+  replayConflicts: number;
+  refreshedAt: string | null;
+}
+
+/** Where the site's figures go as they change (/metrics). */
+export interface SiteGauges {
+  changed(status: SiteStatus): void;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function byProvider(
+  values: Iterable<[Key, number]>,
+  entries: readonly SliceEntry[],
+): Record<string, { resources: Record<string, number> }> {
+  const out: Record<string, { resources: Record<string, number> }> = {};
+  const amounts = new Map(values);
+  for (const e of entries)
+    (out[e.provider] ??= { resources: {} }).resources[e.resourceClass] = amounts.get(keyOf(e.provider, e.resourceClass)) ?? 0;
+  return out;
+}
+
+export interface SiteModeOptions {
+  settings: SiteSettings;
+  primary: DataStore;
+  local: LocalSiteFile;
+  log: SiteLog;
+  nowMs?: () => number;
+  newId?: () => string;
+  gauges?: SiteGauges;
+}
+
+export class SiteMode {
+  readonly site: string;
+  private link: SiteLink = 'connected';
+  private sinceMs: number;
+  private lastAnswerMs: number | null = null;
+  private startedMs: number;
+  private probing = false;
+  private timer: ReturnType<typeof setInterval> | undefined;
+  /** Local decisions, replays and the switch back to connected, one at a time. */
+  private readonly turns: MutexType = new Mutex();
+  private writeDeps: WriteDeps | undefined;
+  private depth = 0;
+  private lastReplayed = 0;
+  private conflicts = 0;
+  private readonly now: () => number;
+  private readonly newId: () => string;
+  /** Called whenever the link changes (readiness). */
+  onLinkChange?: (link: SiteLink, status: SiteStatus) => void;
+
+  constructor(private readonly options: SiteModeOptions) {
+    this.site = options.settings.site;
+    this.now = options.nowMs ?? Date.now;
+    this.newId = options.newId ?? (() => crypto.randomUUID());
+    this.startedMs = this.now();
+    this.sinceMs = this.startedMs;
+  }
+
+  get owner(): string {
+    return `site:${this.site}`;
+  }
+
+  get partitioned(): boolean {
+    return this.link === 'partitioned';
+  }
+
+  /** Starts probing the primary; `deps` writes the replays (the app's write hooks: the same guards as any claim). */
+  async start(deps: WriteDeps): Promise<void> {
+    this.writeDeps = deps;
+    this.depth = await this.options.local.depth();
+    this.lastReplayed = (await this.options.local.snapshot()).lastReplayed;
+    this.timer = setInterval(() => void this.tick(), this.options.settings.probeMs);
+    this.timer.unref?.();
+    await this.tick();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One probe of the primary: its answer heals, refreshes and rebalances; its silence, long enough, partitions. */
+  async tick(): Promise<void> {
+    this.judge();
+    if (this.probing) return;
+    this.probing = true;
+    try {
+      await this.options.primary.readBatch([{ sql: 'SELECT 1', args: [] }]);
+      this.lastAnswerMs = this.now();
+      // The file's own count: entries left by a crash mid-replay (or made pending again) are replayed too.
+      this.depth = await this.options.local.depth();
+      if (this.partitioned || this.depth > 0) await this.heal();
+      else {
+        await this.refresh();
+        await this.rebalance();
+      }
+    } catch (err) {
+      this.judge();
+      if (!(err instanceof DomainError)) return;
+      this.options.log.warn('site: a refresh or rebalance was refused', { site: this.site, err: err.message });
+    } finally {
+      this.probing = false;
+      await this.report();
+    }
+  }
+
+  /** Partitioned once the primary has been silent for PLACEMENT_SITE_PARTITION_AFTER_MS. */
+  private judge(): void {
+    if (this.link !== 'connected') return;
+    const silentSince = this.lastAnswerMs ?? this.startedMs;
+    if (this.now() - silentSince < this.options.settings.partitionAfterMs) return;
+    this.link = 'partitioned';
+    this.sinceMs = this.now();
+    this.options.log.warn('site: the primary does not answer: partitioned, claiming within the slice', {
+      site: this.site,
+      silent_ms: this.now() - silentSince,
+    });
+    void this.report(true);
+  }
+
+  /** Replays the journal, then (nothing left, under the turns so no local claim slips in between) back to connected. */
+  private async heal(): Promise<void> {
+    for (;;) {
+      const pending = await this.options.local.pending();
+      const hold = (await this.options.local.snapshot()).holdUuid;
+      for (const entry of pending) await this.turns.run(() => this.replayOne(entry, hold));
+      const done = await this.turns.run(async () => {
+        this.depth = await this.options.local.depth();
+        if (this.depth > 0) return false;
+        if (this.link === 'partitioned') {
+          this.link = 'connected';
+          this.sinceMs = this.now();
+          this.options.log.info('site: the primary answers: journal replayed, connected', {
+            site: this.site,
+            last_replayed: this.lastReplayed,
+          });
+          await this.report(true);
+        }
+        return true;
+      });
+      if (done) break;
+    }
+    await this.refresh();
+  }
+
+  /** One journal entry on the primary, at most once: skipped where ext_site_replays has it. */
+  private async replayOne(entry: Awaited<ReturnType<LocalSiteFile['pending']>>[number], holdUuid: string | null): Promise<void> {
+    const deps = this.writeDeps;
+    if (!deps) throw new Error('site mode not started');
+    const { primary, local } = this.options;
+    let outcome = 'applied';
+    if (await replayApplied(primary, this.site, entry.seq)) outcome = 'duplicate';
+    else {
+      const nowMs = this.now();
+      const params = new Map<string, string>(entry.kind === 'claim' && holdUuid ? [['ext_hold', holdUuid]] : []);
+      const claims = entry.claims.map((c) => ({ ...c, generation: undefined }));
+      const alongside = [
+        ...(params.size > 0 ? deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs)) : []),
+        replayRecord(this.site, entry.seq, entry.idemKey, iso(nowMs)),
+      ];
+      try {
+        await claimAllocations(deps, claims, { requireGeneration: false, now: iso(nowMs), endpoint: 'allocations', alongside, params });
+      } catch (err) {
+        // A replay racing another replay of the same entry loses on ext_site_replays' key: applied once.
+        if (await replayApplied(primary, this.site, entry.seq)) outcome = 'duplicate';
+        else if (err instanceof DomainError) {
+          outcome = `refused: ${err.message}`;
+          this.conflicts += 1;
+          this.options.log.error('site: the primary refused a journal entry', { site: this.site, seq: entry.seq, err: err.message });
+        } else throw err;
+      }
+    }
+    await local.replayed(entry.seq, this.now(), outcome);
+    this.lastReplayed = Math.max(this.lastReplayed, entry.seq);
+    this.depth = Math.max(0, this.depth - 1);
+  }
+
+  /**
+   * The primary's view of the slice into the local file (only with nothing left to replay), read and
+   * written in one turn: a connected draw between the two would otherwise be forgotten.
+   */
+  private async refresh(): Promise<void> {
+    await this.turns.run(async () => {
+      if (this.partitioned || (await this.options.local.depth()) > 0) return;
+      const view = await readSiteView(this.options.primary, this.owner);
+      await this.options.local.refresh(view, this.now());
+    });
+  }
+
+  /**
+   * A connected site's claim on its slice: on the primary, drawn from the site's hold (ext_hold), so
+   * the slice tracks what the site uses and the watermarks mean something. False where it is not all
+   * on the slice or the primary refuses it: the ordinary claim then decides, as on any instance. The
+   * consumer is recorded in the local file at once, and also where the outcome is unknown (the
+   * primary did not answer): a site that is cut off next counts it as drawn, never less than the truth.
+   */
+  drawConnected(claims: ConsumerClaim[], requireGeneration: boolean, endpoint: ClaimEndpoint): Promise<boolean> {
+    const deps = this.writeDeps;
+    if (!deps || this.partitioned) return Promise.resolve(false);
+    return this.turns.run(async () => {
+      if (this.partitioned) return false;
+      const snap = await this.options.local.snapshot();
+      const slice = new Set(snap.slice.map((e) => keyOf(e.provider, e.resourceClass)));
+      const onSlice = claims.every((c) =>
+        Object.entries(c.allocations).every(([provider, resources]) =>
+          Object.keys(resources).every((rc) => slice.has(keyOf(provider, rc))),
+        ),
+      );
+      if (snap.holdUuid === null || !onSlice || claims.every((c) => Object.keys(c.allocations).length === 0)) return false;
+      const nowMs = this.now();
+      const params = new Map([['ext_hold', snap.holdUuid]]);
+      const alongside = deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs));
+      const consumers = new Map(snap.consumers.map((c) => [c.uuid, c]));
+      const after = claims
+        .filter((c) => Object.keys(c.allocations).length > 0)
+        .map((c): SiteConsumer => {
+          const existing = consumers.get(c.uuid);
+          return {
+            uuid: c.uuid,
+            project: c.projectId ?? existing?.project ?? INCOMPLETE_CONSUMER_PROJECT_ID,
+            user: c.userId ?? existing?.user ?? INCOMPLETE_CONSUMER_USER_ID,
+            consumerType: c.consumerType ?? existing?.consumerType ?? null,
+            generation: (existing?.generation ?? 0) + 1,
+            allocations: c.allocations,
+          };
+        });
+      try {
+        await claimAllocations(deps, claims, { requireGeneration, now: iso(nowMs), endpoint, alongside, params });
+      } catch (err) {
+        if (err instanceof DomainError) return false;
+        await this.options.local.remember(after);
+        throw err;
+      }
+      await this.options.local.remember(after);
+      return true;
+    });
+  }
+
+  /**
+   * Demarcation: per (provider, class), below the low watermark of the slice
+   * left it asks for `step` more, above the high one it gives `step` back (never
+   * below what is drawn): one edit of its hold, admitted by the holds rule on the
+   * primary like any, at the generation the site last read (another edit since: nothing).
+   */
+  private async rebalance(): Promise<void> {
+    const { lowWatermark, highWatermark, rebalanceStep } = this.options.settings;
+    if (rebalanceStep === 0) return;
+    const snap = await this.options.local.snapshot();
+    if (snap.holdUuid === null || snap.slice.length === 0) return;
+    const used = usedBy(snap.consumers);
+    const target = new Map<Key, number>();
+    let changed = false;
+    for (const e of snap.slice) {
+      const key = keyOf(e.provider, e.resourceClass);
+      const drawn = used.get(key) ?? 0;
+      const left = e.amount - drawn;
+      let amount = e.amount;
+      if (left < lowWatermark * e.amount) amount = e.amount + rebalanceStep;
+      else if (left > highWatermark * e.amount) amount = Math.max(drawn, 1, e.amount - rebalanceStep);
+      if (amount !== e.amount) changed = true;
+      target.set(key, amount);
+    }
+    if (!changed) return;
+    const holdDeps: HoldDeps = { store: this.options.primary, nowMs: this.now, newId: this.newId };
+    const current = await ownedHold(holdDeps, this.owner);
+    if (!current || current.generation !== snap.holdGeneration) return;
+    try {
+      await putOwnedHold(holdDeps, this.owner, target);
+    } catch (err) {
+      if (!(err instanceof DomainError)) throw err;
+      // More does not fit beside the others: the slice stays as it is.
+      this.options.log.info('site: rebalancing refused', { site: this.site, err: err.message });
+      return;
+    }
+    await this.refresh();
+  }
+
+  /**
+   * Claims decided here while partitioned: within the slice left on every
+   * (provider, class), by placement's claim rules with the slice as the
+   * capacity; written with their journal entry in one local batch. Returns
+   * false where the site is connected again (the primary decides).
+   */
+  claim(claims: ConsumerClaim[], requireGeneration: boolean): Promise<boolean> {
+    return this.turns.run(async () => {
+      if (!this.partitioned) return false;
+      const snap = await this.options.local.snapshot();
+      const consumers = new Map(snap.consumers.map((c) => [c.uuid, c]));
+      const claimed = new Set(claims.map((c) => c.uuid));
+      const used = usedBy(snap.consumers.filter((c) => !claimed.has(c.uuid)));
+      const slice = new Map(snap.slice.map((e) => [keyOf(e.provider, e.resourceClass), e]));
+      const providers = new Set(snap.slice.map((e) => e.provider));
+      if (requireGeneration) {
+        for (const claim of claims) {
+          const existing = consumers.get(claim.uuid);
+          if (existing && existing.generation !== claim.generation)
+            throw new ConsumerGenerationMismatch(existing.generation, claim.generation ?? null, claim.uuid);
+          if (!existing && claim.generation !== null && claim.generation !== undefined)
+            throw new ConsumerGenerationMismatch(null, claim.generation, claim.uuid);
+        }
+      }
+      const requested = new Map<Key, number>();
+      for (const claim of claims) {
+        for (const [provider, resources] of Object.entries(claim.allocations)) {
+          if (!providers.has(provider)) throw this.cutOff(`resource provider ${provider} is outside the site's slice`);
+          for (const [rc, amount] of Object.entries(resources)) {
+            const key = keyOf(provider, rc);
+            const entry = slice.get(key);
+            const total = (requested.get(key) ?? 0) + amount;
+            requested.set(key, total);
+            const drawn = used.get(key) ?? 0;
+            const broken = brokenRule(CLAIM_RULES, {
+              amount,
+              usage: drawn + total,
+              inventory: {
+                total: entry?.amount ?? 0,
+                reserved: 0,
+                allocationRatio: 1,
+                minUnit: entry?.minUnit ?? 1,
+                maxUnit: entry?.maxUnit ?? amount,
+                stepSize: entry?.stepSize ?? 1,
+              },
+            });
+            if (broken?.refusal === 'constraints')
+              throw new ClaimRefused(
+                `Unable to create allocation for '${rc}' on resource provider '${provider}'. The requested amount would violate inventory constraints.`,
+                [claim.uuid],
+              );
+            if (broken)
+              throw new DomainError(
+                'conflict',
+                `Site ${this.site} is cut off from the primary and its slice has ${Math.max(0, (entry?.amount ?? 0) - drawn - total + amount)} of ${entry?.amount ?? 0} '${rc}' left on resource provider '${provider}', not ${amount}`,
+                SLICE_EXHAUSTED,
+              );
+          }
+        }
+      }
+      const after: SiteConsumer[] = [];
+      const removed: string[] = [];
+      for (const claim of claims) {
+        if (Object.keys(claim.allocations).length === 0) {
+          removed.push(claim.uuid);
+          continue;
+        }
+        const existing = consumers.get(claim.uuid);
+        after.push({
+          uuid: claim.uuid,
+          project: claim.projectId ?? existing?.project ?? INCOMPLETE_CONSUMER_PROJECT_ID,
+          user: claim.userId ?? existing?.user ?? INCOMPLETE_CONSUMER_USER_ID,
+          consumerType: claim.consumerType ?? existing?.consumerType ?? null,
+          generation: (existing?.generation ?? 0) + 1,
+          allocations: claim.allocations,
+        });
+      }
+      const journaled = claims.map((c) => ({
+        ...c,
+        projectId: after.find((a) => a.uuid === c.uuid)?.project ?? c.projectId,
+        userId: after.find((a) => a.uuid === c.uuid)?.user ?? c.userId,
+      }));
+      await this.options.local.record('claim', journaled, after, removed, `${this.site}:${this.newId()}`, this.now());
+      this.depth += 1;
+      return true;
+    });
+  }
+
+  /** DELETE /allocations/{c} while partitioned: a consumer of the slice only (others are the primary's). False: connected again. */
+  remove(uuid: string): Promise<boolean> {
+    return this.turns.run(async () => {
+      if (!this.partitioned) return false;
+      const snap = await this.options.local.snapshot();
+      if (!snap.consumers.some((c) => c.uuid === uuid)) throw this.cutOff(`consumer ${uuid} is not drawn from the site's slice`);
+      await this.options.local.record('delete', [{ uuid, allocations: {} }], [], [uuid], `${this.site}:${this.newId()}`, this.now());
+      this.depth += 1;
+      return true;
+    });
+  }
+
+  /** A consumer of the slice as the site knows it (partitioned reads), or undefined. */
+  async consumer(uuid: string): Promise<SiteConsumer | undefined> {
+    return (await this.options.local.snapshot()).consumers.find((c) => c.uuid === uuid);
+  }
+
+  /** What a cut-off site answers for what only the primary decides. */
+  cutOff(what: string): SiteCutOff {
+    return new SiteCutOff(
+      `Site ${this.site} is cut off from the primary since ${iso(this.sinceMs)} (partitioned): ${what}; only the primary can decide it. ` +
+        "Claims and deletes of consumers within the site's slice are decided locally meanwhile.",
+    );
+  }
+
+  async status(): Promise<SiteStatus> {
+    const snap = await this.options.local.snapshot();
+    const used = usedBy(snap.consumers);
+    const amounts = snap.slice.map((e): [Key, number] => [keyOf(e.provider, e.resourceClass), e.amount]);
+    const remaining = amounts.map(([k, a]): [Key, number] => [k, a - (used.get(k) ?? 0)]);
+    return {
+      site: this.site,
+      link: this.link,
+      since: iso(this.sinceMs),
+      primaryLastAnswered: this.lastAnswerMs === null ? null : iso(this.lastAnswerMs),
+      slice: byProvider(amounts, snap.slice),
+      sliceRemaining: byProvider(remaining, snap.slice),
+      journalDepth: this.depth,
+      lastReplayedSeq: this.lastReplayed,
+      replayConflicts: this.conflicts,
+      refreshedAt: snap.refreshedAt === null ? null : iso(snap.refreshedAt),
+    };
+  }
+
+  private async report(linkChanged = false): Promise<void> {
+    if (!this.options.gauges && !(linkChanged && this.onLinkChange)) return;
+    const status = await this.status().catch(() => undefined);
+    if (!status) return;
+    this.options.gauges?.changed(status);
+    if (linkChanged) this.onLinkChange?.(this.link, status);
+  }
+}

@@ -1,0 +1,315 @@
+// The real site-mode code (SiteMode, its local file, the journal's replay
+// through the write kernel on a real primary database) over random
+// histories (docs/sites.md): a primary and three sites whose links are cut
+// and restored, claims and deletes at each site and at the primary, links
+// cut mid-replay (some after the primary committed an entry, before the site
+// heard of it), sites "crashed" (their in-memory state dropped, their local
+// file kept) and entries replayed twice, on a virtual clock. After every step:
+// what has been acknowledged (the truth, kept apart from the code) is within
+// every provider's capacity; after the final heal the primary holds exactly
+// the truth: no acknowledged claim lost, none applied twice.
+// SITES_CHECKER_RUNS sets the number of histories (1,000 for the figure in docs/sites.md).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient } from '@libsql/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DataStore } from '../../src/db/client.js';
+import { DomainError } from '../../src/errors.js';
+import { keyOf } from '../../src/ext/holds/model.js';
+import { putOwnedHold } from '../../src/ext/holds/service.js';
+import { LocalSiteFile } from '../../src/ext/sites/local.js';
+import type { SiteSettings } from '../../src/ext/sites/settings.js';
+import { SiteCutOff, SiteMode } from '../../src/ext/sites/site-mode.js';
+import type { ConsumerClaim } from '../../src/placement/repo/allocations.js';
+import { claimAllocations } from '../../src/placement/writes/claims.js';
+import { seedProvider } from '../helpers/placement-seed.js';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+
+const RUNS = Number(process.env.SITES_CHECKER_RUNS ?? 15);
+const STEPS = 60;
+const CAPACITY = 16;
+const SLICE = 6;
+const PARTITION_AFTER = 1_000;
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** A site's link to the primary: cut, or cut after `writesLeft` more writes (the last one committed first where `commitThenCut`). */
+interface Link {
+  cut: boolean;
+  writesLeft: number | null;
+  commitThenCut: boolean;
+}
+
+function linked(store: DataStore, link: Link): DataStore {
+  const check = () => {
+    if (link.cut) throw new Error('link cut');
+  };
+  const write = async <T>(send: () => Promise<T>): Promise<T> => {
+    check();
+    if (link.writesLeft !== null) {
+      if (link.writesLeft === 0) {
+        link.cut = true;
+        link.writesLeft = null;
+        if (link.commitThenCut) await send();
+        throw new Error('link cut mid-write');
+      }
+      link.writesLeft -= 1;
+    }
+    return send();
+  };
+  return {
+    ...store,
+    readBatch: async (s) => {
+      check();
+      return store.readBatch(s);
+    },
+    writeBatch: (s) => write(() => store.writeBatch(s)),
+    writeTx: (fn) => write(() => store.writeTx(fn)),
+    close: () => {},
+  };
+}
+
+/** A random number generator with a seed (mulberry32), so a failing history can be run again. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+let t: TestApp;
+let dir = '';
+beforeAll(async () => {
+  t = await makeTestApp();
+  dir = mkdtempSync(join(tmpdir(), 'site-checker-'));
+});
+afterAll(() => {
+  t.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface Site {
+  name: string;
+  /** The consumers it created: the ones it may replace (another writer's consumer, taken while cut off, is last-replay-wins). */
+  created: Set<string>;
+  path: string;
+  providers: string[];
+  link: Link;
+  store: DataStore;
+  local: LocalSiteFile;
+  mode: SiteMode;
+}
+
+const totals = {
+  histories: 0,
+  steps: 0,
+  siteGrants: 0,
+  sliceRefusals: 0,
+  replayed: 0,
+  duplicates: 0,
+  crashes: 0,
+  overCapacity: 0,
+  lost: 0,
+  extra: 0,
+};
+
+async function runHistory(seed: number): Promise<void> {
+  const random = rng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  let clock = 1_700_000_000_000;
+  const nowMs = () => clock;
+  const writeDeps = { store: t.deps.store, writeHooks: t.deps.writeHooks, metrics: t.deps.metrics };
+  const capacity = new Map<string, number>();
+  /** The truth: every acknowledged claim not deleted since, by consumer. */
+  const truth = new Map<string, Record<string, Record<string, number>>>();
+  const sites: Site[] = [];
+  const settingsOf = (name: string, path: string): SiteSettings => ({
+    site: name,
+    dbPath: path,
+    partitionAfterMs: PARTITION_AFTER,
+    probeMs: 1_000_000_000,
+    lowWatermark: 0.25,
+    highWatermark: 0.75,
+    rebalanceStep: 2,
+  });
+  const open = async (s: Omit<Site, 'local' | 'mode'>): Promise<Site> => {
+    const local = new LocalSiteFile(s.path, 'NORMAL');
+    const mode = new SiteMode({ settings: settingsOf(s.name, s.path), primary: s.store, local, log: silent, nowMs });
+    await mode.start({ ...writeDeps, store: s.store }).catch(() => undefined);
+    return { ...s, local, mode };
+  };
+  for (let i = 0; i < 3; i++) {
+    const name = `h${seed}-s${i}`;
+    const providers: string[] = [];
+    for (let p = 0; p < 2; p++) {
+      const { uuid } = await seedProvider(t.deps, { VCPU: { total: CAPACITY } });
+      providers.push(uuid);
+      capacity.set(uuid, CAPACITY);
+    }
+    await putOwnedHold(
+      { store: t.deps.store, nowMs, newId: () => crypto.randomUUID() },
+      `site:${name}`,
+      new Map(providers.map((p) => [keyOf(p, 'VCPU'), SLICE])),
+    );
+    const link: Link = { cut: false, writesLeft: null, commitThenCut: false };
+    const store = linked(t.deps.store, link);
+    sites.push(await open({ name, created: new Set(), path: join(dir, `${name}.db`), providers, link, store }));
+  }
+  const everyProvider = sites.flatMap((s) => s.providers);
+
+  const checkTruth = () => {
+    const load = new Map<string, number>();
+    for (const allocations of truth.values())
+      for (const [p, r] of Object.entries(allocations)) load.set(p, (load.get(p) ?? 0) + (r.VCPU ?? 0));
+    for (const [p, n] of load) if (n > capacity.get(p)!) totals.overCapacity += 1;
+  };
+  const claimOf = (provider: string, amount: number): ConsumerClaim => ({
+    uuid: crypto.randomUUID(),
+    allocations: { [provider]: { VCPU: amount } },
+    projectId: pick(['p1', 'p2']),
+    userId: 'u',
+  });
+
+  for (let step = 0; step < STEPS; step++) {
+    clock += Math.floor(random() * 900);
+    const site = pick(sites);
+    const roll = random();
+    if (roll < 0.12) {
+      site.link.cut = !site.link.cut;
+    } else if (roll < 0.45) {
+      // A claim at the site: on its slice mostly, sometimes replacing one of its consumers.
+      const own = [...site.created].filter((c) => truth.has(c));
+      const claim = claimOf(random() < 0.9 ? pick(site.providers) : pick(everyProvider), 1 + Math.floor(random() * 3));
+      if (own.length > 0 && random() < 0.2) claim.uuid = pick(own);
+      try {
+        let done = await site.mode.claim([claim], false);
+        if (done) totals.siteGrants += 1;
+        else done = await site.mode.drawConnected([claim], false, 'allocations');
+        if (!done)
+          await claimAllocations({ ...writeDeps, store: site.store }, [claim], {
+            requireGeneration: false,
+            now: new Date(clock).toISOString(),
+            endpoint: 'allocations',
+          });
+        truth.set(claim.uuid, claim.allocations);
+        site.created.add(claim.uuid);
+      } catch (err) {
+        if (err instanceof DomainError && err.code === 'placement.ext.slice_exhausted') totals.sliceRefusals += 1;
+        else if (!(err instanceof DomainError || err instanceof SiteCutOff || (err instanceof Error && /link cut/.test(err.message))))
+          throw err;
+      }
+    } else if (roll < 0.55) {
+      // A delete at the site of one of its consumers.
+      const own = [...truth.keys()].filter((c) => Object.keys(truth.get(c)!).some((p) => site.providers.includes(p)));
+      if (own.length === 0) continue;
+      const consumer = pick(own);
+      try {
+        if (!(await site.mode.remove(consumer)))
+          await claimAllocations({ ...writeDeps, store: site.store }, [{ uuid: consumer, allocations: {} }], {
+            requireGeneration: false,
+            now: new Date(clock).toISOString(),
+            endpoint: 'allocations',
+          });
+        truth.delete(consumer);
+      } catch (err) {
+        if (!(err instanceof SiteCutOff || (err instanceof Error && /link cut/.test(err.message)))) throw err;
+      }
+    } else if (roll < 0.75) {
+      // A claim, or a delete, at the primary (which always reaches its database).
+      if (random() < 0.7) {
+        const claim = claimOf(pick(everyProvider), 1 + Math.floor(random() * 4));
+        try {
+          await claimAllocations(writeDeps, [claim], {
+            requireGeneration: false,
+            now: new Date(clock).toISOString(),
+            endpoint: 'allocations',
+          });
+          truth.set(claim.uuid, claim.allocations);
+        } catch (err) {
+          if (!(err instanceof DomainError)) throw err;
+        }
+      } else if (truth.size > 0) {
+        // Only what the primary has (a delete of anything else is its 404).
+        const consumer = pick([...truth.keys()]);
+        const [held] = await t.deps.store.readBatch([{ sql: 'SELECT 1 FROM allocations WHERE consumer_id = ?', args: [consumer] }]);
+        if (held!.rows.length === 0) continue;
+        await claimAllocations(writeDeps, [{ uuid: consumer, allocations: {} }], {
+          requireGeneration: false,
+          now: new Date(clock).toISOString(),
+          endpoint: 'allocations',
+        });
+        truth.delete(consumer);
+      }
+    } else if (roll < 0.8) {
+      // A link restored and cut again mid-replay (after the primary committed, sometimes), then the site crashes.
+      site.link.cut = false;
+      site.link.writesLeft = Math.floor(random() * 3);
+      site.link.commitThenCut = random() < 0.5;
+      await site.mode.tick();
+      site.mode.stop();
+      site.local.close();
+      totals.crashes += 1;
+      site.link.writesLeft = null;
+      sites[sites.indexOf(site)] = await open(site);
+    } else if (roll < 0.85) {
+      // Entries already applied made pending again: replayed twice.
+      const file = createClient({ url: `file:${site.path}` });
+      await file.execute("UPDATE site_journal SET replayed_at = NULL, outcome = NULL WHERE outcome = 'applied' AND abs(random()) % 2 = 0");
+      file.close();
+    }
+    // Every site probes: partitioned after PARTITION_AFTER of silence, healed when the link answers.
+    for (const s of sites) await s.mode.tick();
+    totals.steps += 1;
+    checkTruth();
+  }
+  // The final heal: every link restored, every journal replayed.
+  for (const s of sites) s.link.cut = false;
+  for (let round = 0; round < 5; round++) for (const s of sites) await s.mode.tick();
+  for (const s of sites) {
+    const status = await s.mode.status();
+    expect(status.link, `history ${seed}`).toBe('connected');
+    expect(status.journalDepth, `history ${seed}`).toBe(0);
+    for (const entry of await s.local.journal()) {
+      if (entry.outcome === 'duplicate') totals.duplicates += 1;
+      else totals.replayed += 1;
+      expect(entry.outcome?.startsWith('refused'), `history ${seed}: ${entry.outcome}`).toBe(false);
+    }
+  }
+  // The primary holds exactly the truth.
+  const [rows] = await t.deps.store.readBatch([
+    {
+      sql: `SELECT a.consumer_id AS c, p.uuid AS p, a.used AS n FROM allocations a JOIN resource_providers p ON p.id = a.resource_provider_id
+        WHERE p.uuid IN (${everyProvider.map(() => '?').join(', ')})`,
+      args: everyProvider,
+    },
+  ]);
+  const onPrimary = new Map<string, Record<string, Record<string, number>>>();
+  for (const r of rows!.rows)
+    ((onPrimary.get(String(r.c)) ?? onPrimary.set(String(r.c), {}).get(String(r.c))!)[String(r.p)] ??= {}).VCPU = Number(r.n);
+  for (const [consumer, allocations] of truth) {
+    if (JSON.stringify(onPrimary.get(consumer)) !== JSON.stringify(allocations)) totals.lost += 1;
+  }
+  for (const consumer of onPrimary.keys()) if (!truth.has(consumer)) totals.extra += 1;
+  for (const s of sites) {
+    s.mode.stop();
+    s.local.close();
+  }
+  totals.histories += 1;
+}
+
+describe('site mode over random histories', () => {
+  it(`never promises more than capacity, loses nothing and applies nothing twice (${RUNS} histories)`, async () => {
+    for (let seed = 1; seed <= RUNS; seed++) await runHistory(seed);
+    if (process.env.SITES_CHECKER_RUNS) console.log(JSON.stringify(totals));
+    expect(totals.histories).toBe(RUNS);
+    expect(totals.siteGrants).toBeGreaterThan(0);
+    expect(totals.crashes).toBeGreaterThan(0);
+    expect(totals.overCapacity).toBe(0);
+    expect(totals.lost).toBe(0);
+    expect(totals.extra).toBe(0);
+  }, 600_000);
+});

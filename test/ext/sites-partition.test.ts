@@ -1,0 +1,202 @@
+// Site mode against a real primary (sqld), the site's link to it held and
+// resumed (docs/sites.md): cut off, the site grants claims within its slice
+// from its local file and refuses those beyond it with slice_exhausted, while
+// the primary never gets the slice; what only the primary decides is 503.
+// Resumed, the journal replays with no conflict, and a replay twice is once.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createClient } from '@libsql/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import type { Deps } from '../../src/deps.js';
+import { buildNodeDeps } from '../../src/entry/node-service.js';
+import { SITE_STATE } from '../../src/ext/sites/runtime.js';
+import { instanceClaim } from '../helpers/claims.js';
+import { type PausableLink, startPausableLink } from '../helpers/pausable-link.js';
+import { type Sqld, startSqld } from '../helpers/sqld.js';
+import { waitUntil } from '../helpers/wait.js';
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+const AGG_A = 'aaaaaaaa-0000-4000-8000-0000000000a1';
+
+let sqld: Sqld | undefined;
+let link: PausableLink | undefined;
+let dir = '';
+const apps: { deps: Deps; app: ReturnType<typeof createApp> }[] = [];
+
+const siteEnv = () => ({
+  PLACEMENT_SITE: 'site-a',
+  PLACEMENT_SITE_DB_PATH: join(dir, 'site-a.db'),
+  PLACEMENT_WORKERS: '1',
+  PLACEMENT_SITE_PARTITION_AFTER_MS: '800',
+  PLACEMENT_SITE_PROBE_MS: '150',
+  PLACEMENT_DB_READ_TIMEOUT_MS: '400',
+  PLACEMENT_DB_WRITE_TIMEOUT_MS: '400',
+});
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'site-'));
+  sqld = await startSqld();
+  link = await startPausableLink(sqld.url);
+  const primary = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: sqld.url, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), silent);
+  apps.push({ deps: primary, app: createApp(primary) });
+});
+afterAll(() => {
+  for (const { deps } of apps) {
+    deps.extensions.state(SITE_STATE)?.stop();
+    deps.store.close();
+  }
+  link?.stop();
+  sqld?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const PRIMARY = 0;
+const SITE = 1;
+
+const call = (at: number, method: string, path: string, body?: unknown, version = 'latest') =>
+  apps[at]!.app.request(path, {
+    method,
+    headers: { 'x-auth-token': 'admin', 'openstack-api-version': `placement ${version}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+interface SiteAnswer {
+  link: string;
+  slice: Record<string, { resources: Record<string, number> }>;
+  slice_remaining: Record<string, { resources: Record<string, number> }>;
+  journal_depth: number;
+  last_replayed_seq: number;
+  replay_conflicts: number;
+}
+const siteStatus = async () => (await (await call(SITE, 'GET', '/ext/site')).json()) as SiteAnswer;
+
+async function provider(vcpu: number, aggregate?: string): Promise<string> {
+  const uuid = crypto.randomUUID();
+  expect((await call(PRIMARY, 'POST', '/resource_providers', { name: uuid, uuid })).status).toBe(200);
+  await call(PRIMARY, 'PUT', `/resource_providers/${uuid}/inventories`, {
+    resource_provider_generation: 0,
+    inventories: { VCPU: { total: vcpu } },
+  });
+  if (aggregate)
+    await call(PRIMARY, 'PUT', `/resource_providers/${uuid}/aggregates`, { resource_provider_generation: 1, aggregates: [aggregate] });
+  return uuid;
+}
+
+const used = async (at: number, host: string) =>
+  ((await (await call(at, 'GET', `/resource_providers/${host}/usages`)).json()) as { usages: { VCPU: number } }).usages.VCPU;
+
+describe('a site cut off from the primary', () => {
+  it('claims within its slice, refuses beyond it, and replays its journal once healed', async () => {
+    const host = await provider(16, AGG_A);
+    const elsewhere = await provider(16);
+    const put = await call(PRIMARY, 'PUT', '/ext/sites/site-a', { aggregate: AGG_A, capacity: { [host]: { resources: { VCPU: 8 } } } });
+    expect(put.status, await put.clone().text()).toBe(200);
+
+    const site = await buildNodeDeps(
+      loadConfig({ PLACEMENT_DB_URL: link!.url, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false', ...siteEnv() }),
+      silent,
+    );
+    apps.push({ deps: site, app: createApp(site) });
+    await site.extensions.start(site);
+    await waitUntil('the site has read its slice', async () => (await siteStatus()).slice[host]?.resources.VCPU === 8);
+    expect((await siteStatus()).link).toBe('connected');
+    // Connected, a claim goes to the primary, drawn from the slice; one off the slice is an ordinary one.
+    const connected = crypto.randomUUID();
+    expect((await call(SITE, 'PUT', `/allocations/${connected}`, instanceClaim(host, { VCPU: 1 }))).status).toBe(204);
+    expect((await call(SITE, 'PUT', `/allocations/${crypto.randomUUID()}`, instanceClaim(elsewhere, { VCPU: 1 }))).status).toBe(204);
+    expect(await used(PRIMARY, host)).toBe(1);
+    expect((await siteStatus()).slice_remaining[host]!.resources.VCPU).toBe(7);
+
+    link!.hold();
+    await waitUntil('the site counts itself partitioned', async () => (await siteStatus()).link === 'partitioned');
+    const metrics = await call(SITE, 'GET', '/metrics');
+    const text = await metrics.text();
+    expect(metrics.status, text.slice(0, 300)).toBe(200);
+    expect(text).toMatch(/^placement_ext_site_partitioned\{site="site-a"\} 1$/m);
+    const ready = await call(SITE, 'GET', '/readyz');
+    expect(ready.status).toBe(503);
+    expect(await ready.text()).toMatch(/partitioned/);
+
+    // Within the slice: granted locally; beyond: slice_exhausted, distinct from capacity refusals.
+    const mine: string[] = [connected];
+    for (let i = 0; i < 7; i++) {
+      const consumer = crypto.randomUUID();
+      const res = await call(SITE, 'PUT', `/allocations/${consumer}`, instanceClaim(host, { VCPU: 1 }));
+      expect(res.status, await res.clone().text()).toBe(204);
+      mine.push(consumer);
+    }
+    const beyond = await call(SITE, 'PUT', `/allocations/${crypto.randomUUID()}`, instanceClaim(host, { VCPU: 1 }));
+    expect(beyond.status).toBe(409);
+    expect(((await beyond.json()) as { errors: { code: string }[] }).errors[0]!.code).toBe('placement.ext.slice_exhausted');
+    // What only the primary decides: 503 naming the partition.
+    const outside = await call(SITE, 'PUT', `/allocations/${crypto.randomUUID()}`, instanceClaim(elsewhere, { VCPU: 1 }));
+    expect(outside.status).toBe(503);
+    const outsideBody = (await outside.json()) as { errors: { code: string; detail: string }[] };
+    expect(outsideBody.errors[0]!.code).toBe('placement.ext.site_partitioned');
+    expect(outsideBody.errors[0]!.detail).toMatch(/cut off from the primary/);
+    const inventory = await call(SITE, 'PUT', `/resource_providers/${host}/inventories`, {
+      resource_provider_generation: 2,
+      inventories: { VCPU: { total: 32 } },
+    });
+    expect(inventory.status).toBe(503);
+    // Deletes of its own consumers, and reads of them, are local.
+    expect((await call(SITE, 'DELETE', `/allocations/${mine.pop()}`)).status).toBe(204);
+    const read = await call(SITE, 'GET', `/allocations/${connected}`);
+    expect(read.status).toBe(200);
+    expect(
+      ((await read.json()) as { allocations: Record<string, { resources: { VCPU: number } }> }).allocations[host]!.resources.VCPU,
+    ).toBe(1);
+    const again = crypto.randomUUID();
+    expect((await call(SITE, 'POST', '/allocations', { [again]: instanceClaim(host, { VCPU: 1 }) })).status).toBe(204);
+    mine.push(again);
+    expect((await siteStatus()).slice_remaining[host]!.resources.VCPU).toBe(0);
+    expect((await siteStatus()).journal_depth).toBe(9);
+
+    // The primary, meanwhile, never gets the slice: 16 - 8 held = 8 more, then 409.
+    let granted = 0;
+    for (;;) {
+      const res = await call(PRIMARY, 'PUT', `/allocations/${crypto.randomUUID()}`, instanceClaim(host, { VCPU: 1 }));
+      if (res.status !== 204) {
+        expect(res.status).toBe(409);
+        break;
+      }
+      granted += 1;
+    }
+    expect(granted).toBe(8);
+
+    link!.resume();
+    await waitUntil('the journal is replayed and the site connected', async () => {
+      const s = await siteStatus();
+      return s.link === 'connected' && s.journal_depth === 0;
+    });
+    const healed = await siteStatus();
+    expect(healed.replay_conflicts).toBe(0);
+    expect(healed.last_replayed_seq).toBe(9);
+    expect((await call(SITE, 'GET', '/readyz')).status).toBe(200);
+    const after = await (await call(SITE, 'GET', '/metrics')).text();
+    expect(after).toMatch(/^placement_ext_site_partitioned\{site="site-a"\} 0$/m);
+    expect(after).toMatch(/^placement_ext_site_journal_depth\{site="site-a"\} 0$/m);
+    expect(after).toMatch(/^placement_ext_site_last_replayed_seq\{site="site-a"\} 9$/m);
+    // Every acknowledged claim is on the primary, drawn from the slice: capacity exactly used.
+    expect(await used(PRIMARY, host)).toBe(16);
+    for (const consumer of mine) {
+      const res = (await (await call(PRIMARY, 'GET', `/allocations/${consumer}`)).json()) as { allocations: Record<string, unknown> };
+      expect(Object.keys(res.allocations)).toEqual([host]);
+    }
+
+    // A replay twice is a replay once: the entries made pending again are found applied.
+    const runtime = site.extensions.state(SITE_STATE)!;
+    expect((await runtime.local.journal()).map((e) => e.outcome)).toEqual(Array(9).fill('applied'));
+    // As a crash between the primary's commit and the local mark leaves them: pending again.
+    const file = createClient({ url: `file:${join(dir, 'site-a.db')}` });
+    await file.execute('UPDATE site_journal SET replayed_at = NULL, outcome = NULL');
+    file.close();
+    await waitUntil('the entries are replayed again', async () => (await runtime.local.depth()) === 0);
+    expect((await runtime.local.journal()).map((e) => e.outcome)).toEqual(Array(9).fill('duplicate'));
+    expect(await used(PRIMARY, host)).toBe(16);
+    expect((await siteStatus()).replay_conflicts).toBe(0);
+  });
+});
