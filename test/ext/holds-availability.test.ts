@@ -262,7 +262,8 @@ interface Answer {
   domain?: string | null;
 }
 
-describe('GET /ext/holds/availability over nested trees', () => {
+// The trees from the engine's warm tree model (default), and read whole into a model of the request's own (cache off).
+describe.each(['20000', '0'])('GET /ext/holds/availability over nested trees (tree cache %s)', (cache) => {
   let t: TestApp;
   let now = T0;
   let host: string;
@@ -272,7 +273,7 @@ describe('GET /ext/holds/availability over nested trees', () => {
   let aggregate: string;
 
   beforeEach(async () => {
-    t = await makeTestApp();
+    t = await makeTestApp({ PLACEMENT_CANDIDATE_TREE_CACHE: cache });
     now = T0;
     t.deps.clock = () => new Date(now);
     aggregate = crypto.randomUUID();
@@ -337,6 +338,22 @@ describe('GET /ext/holds/availability over nested trees', () => {
     const any = await ask('resources=VCPU:4&count=2&ext_domain=any&duration=600');
     expect(any).toMatchObject({ start: at(T0 + HOUR / 2 + 1), domain: null });
     expect((await ask('resources=VCPU:4&count=3&duration=600')).start).toBeNull();
+  });
+
+  it("leaves a tainted tree out, as the candidates do, unless the query tolerates the taint's key", async () => {
+    await leased({ [host]: { resources: { VCPU: 8 } } }, 3600);
+    const spare = await provider(t, { inventory: { VCPU: { total: 8 } } });
+    const { generation } = (await (await t.call('GET', `/resource_providers/${spare}`)).json()) as { generation: number };
+    const tainted = await t.call('PUT', `/ext/resource_providers/${spare}/taints`, {
+      body: { resource_provider_generation: generation, taints: [{ key: 'maintenance', value: '', effect: 'NoSchedule', reason: 'BIOS' }] },
+    });
+    expect(tainted.status, await tainted.clone().text()).toBe(200);
+    // The host is busy for an hour and the spare is tainted: after the lease.
+    expect(await ask('resources=VCPU:4&duration=600')).toMatchObject({ start: at(T0 + HOUR + 1), resource_provider_uuid: host });
+    expect(await ask('resources=VCPU:4&duration=600&ext_tolerate=maintenance')).toMatchObject({
+      start: at(T0),
+      resource_provider_uuid: spare,
+    });
   });
 
   it.each([

@@ -101,6 +101,7 @@ async function referenceCloud(priority: number, nowMs: number): Promise<Preempti
     evictable,
     classNameById: new Map([...world.classIdByName].map(([name, id]) => [id, name])),
     held: holds!.rows.length > 0,
+    derived: {},
   };
 }
 

@@ -95,6 +95,33 @@ function modelOptions(base: CandidateOptions, hooks: CandidateReadHook[], gang: 
   return gang ? gangSearchOptions(options) : { ...options, generationStrategy: 'depth-first' };
 }
 
+/**
+ * A necessary condition the engine's own rules start from (its candidate
+ * rows): every class asked is offered somewhere with room for the smallest
+ * amount asked of it. Checked before each search, so the starts where
+ * nothing can fit cost no search. Always true with ext_first_of (a class
+ * need not be in every variant) or a class the cloud does not know (the
+ * engine words the error).
+ */
+function candidateRowsCheck(cloud: CloudCalendar, request: CandidateRequest): (usage: Usage) => boolean {
+  const smallest = new Map<number, number>();
+  for (const group of request.groups)
+    for (const [name, amount] of group.resources) {
+      const classId = cloud.lookups.classIdByName.get(name);
+      if (classId === undefined) return () => true;
+      smallest.set(classId, Math.min(amount, smallest.get(classId) ?? amount));
+    }
+  if (request.alternatives?.length) return () => true;
+  const rows = new Map<number, { providerId: number; capacity: number }[]>([...smallest.keys()].map((c) => [c, []]));
+  for (const root of cloud.model.roots())
+    for (const provider of cloud.model.tree(root))
+      for (const inv of provider.inventories) rows.get(inv.classId)?.push({ providerId: provider.id, capacity: inv.capacity });
+  return (usage) =>
+    [...smallest].every(([classId, amount]) =>
+      rows.get(classId)!.some((r) => r.capacity - (usage.get(r.providerId)?.get(classId) ?? 0) >= amount),
+    );
+}
+
 /** What fits from the earliest start found: the requests, and a gang's domain. */
 export interface Fit {
   requests: AvailabilityAnswer['allocation_requests'];
@@ -115,7 +142,9 @@ export async function earliestCandidate(
   gang?: { query: GangQuery; reader: BatchReader },
 ): Promise<{ startMs: number; found: Fit } | null> {
   const asked: CandidateRequest = { ...request, limit: gang ? null : 1 };
+  const mayFit = candidateRowsCheck(cloud, request);
   return earliestFit(cloud.calendar, window.fromMs, window.durationMs, async (usage): Promise<Fit | null> => {
+    if (!mayFit(usage)) return null;
     const options = modelOptions(base, hooksUnder(cloud, usage), gang !== undefined);
     const body = await candidatesFromModel(cloud.model, usage, cloud.lookups, asked, mv, options);
     if (!gang) return body.allocation_requests.length ? { requests: requestsOf(body).slice(0, 1) } : null;
@@ -147,12 +176,13 @@ export async function findAvailability(
   // Holds' own hook judges claims as of now; the calendar's usage counts every hold over the window instead.
   const hooks = engine.hooks.filter((hook) => hook.name !== 'holds');
   const classNames = [...new Set(request.groups.flatMap((g) => [...g.resources.keys()]))];
-  const cloud = await readCloudCalendar(reader, window.nowMs, hooks, classNames);
+  const base = engine.options();
+  const cloud = await readCloudCalendar(reader, window.nowMs, hooks, classNames, base);
   const fit = await earliestCandidate(
     cloud,
     request,
     mv,
-    engine.options(),
+    base,
     { fromMs: Math.max(window.nowMs, window.afterMs), durationMs: window.durationMs },
     gangQuery ? { query: gangQuery.gang, reader } : undefined,
   );

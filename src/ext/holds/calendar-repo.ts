@@ -1,21 +1,22 @@
 // What availability reads (docs/holds.md), in ONE read batch (one snapshot):
-// every provider tree with its inventories (the candidates engine's model,
-// built whole: CloudModel.of), every class, trait and aggregate name, the
-// allocations summed by (provider, class, end, hold drawn from), the holds
-// not over, and the statements of the read hooks the caller passes (their
-// state as of now: device taints, shared counters' bounds). No HTTP here.
+// the provider trees with their inventories (the candidates engine's warm tree
+// model, moved on by the same refresh statement a request's batch carries; a
+// cloud over the cache's cap, or a cache switched off, read whole into a model
+// of this request's own), every class, trait and aggregate name, the
+// allocations summed by (provider, class, end, hold drawn from), the holds not
+// over, and the statements of the read hooks the caller passes (their state as
+// of now: device taints, shared counters' bounds). No HTTP here.
 import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
-import { AGG, ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, LEASE, RC, RP, TRAIT } from '../../db/columns.js';
-import { CloudModel, inventoryColumns, type ProviderSpec, providerColumns } from '../../placement/candidates/cloud-model.js';
+import { AGG, ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, LEASE, RC, TRAIT } from '../../db/columns.js';
+import { CloudModel } from '../../placement/candidates/cloud-model.js';
 import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
+import type { CandidateOptions } from '../../placement/candidates/index.js';
 import type { Lookups } from '../../placement/candidates/research.js';
 import { type Columns, columns, num, packedArray, type PackedRow } from '../../placement/candidates/sql.js';
 import { type Calendar, calendarOf, pairKey } from './calendar.js';
 import { type Allocation, drawnEndMs, type EndAction, FOREVER, type Hold } from './model.js';
 
-const PROVIDER = columns(['id', 'uuid', 'parent_provider_id', 'root_provider_id', 'traits', 'aggs']);
-const INVENTORY = columns(['rp', 'cls', 'name', 'total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'ratio']);
 const ALLOCATED = columns(['rp', 'cls', 'used', 'ends', 'hold']);
 const HELD = columns(['uuid', 'project', 'start_ms', 'end_ms', 'end_action', 'rp', 'cls', 'amount']);
 
@@ -24,14 +25,9 @@ const packed = (cols: Columns<string>, from: string, args: InValue[] = []): InSt
   args,
 });
 
-function statements(nowMs: number): InStatement[] {
+function statements(model: CloudModel, nowMs: number): InStatement[] {
   return [
-    packed(PROVIDER, `SELECT ${providerColumns} FROM resource_providers p ORDER BY p.${RP.id}`),
-    packed(
-      INVENTORY,
-      `SELECT ${inventoryColumns} FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
-        ORDER BY i.${INV.resourceProviderId}, i.${INV.resourceClassId}`,
-    ),
+    model.refreshStatement(),
     // A lease or a draw counts while it covers the consumer as it is (a rewrite since makes the claim lasting and undrawn), as repo.ts reads them.
     packed(
       ALLOCATED,
@@ -69,37 +65,6 @@ export interface CloudCalendar {
 
 const rowsOf = (result: ResultSet | undefined): PackedRow[] => JSON.parse(String(result?.rows[0]?.[0] ?? '[]')) as PackedRow[];
 
-/** The specs of the providers and inventories read (for CloudModel.of). */
-function specsOf(providers: ResultSet | undefined, inventories: ResultSet | undefined): ProviderSpec[] {
-  const specs = new Map<number, ProviderSpec & { inventories: ProviderSpec['inventories'][number][] }>();
-  const p = PROVIDER.at;
-  for (const r of rowsOf(providers)) {
-    specs.set(num(r[p.id]), {
-      id: num(r[p.id]),
-      uuid: String(r[p.uuid]),
-      parentId: r[p.parent_provider_id] === null ? null : num(r[p.parent_provider_id]),
-      rootId: num(r[p.root_provider_id]),
-      traits: r[p.traits] === null ? [] : String(r[p.traits]).split('\u001f'),
-      aggregates: r[p.aggs] === null ? [] : String(r[p.aggs]).split(',').map(Number),
-      inventories: [],
-    });
-  }
-  const i = INVENTORY.at;
-  for (const r of rowsOf(inventories)) {
-    specs.get(num(r[i.rp]))?.inventories.push({
-      classId: num(r[i.cls]),
-      className: String(r[i.name]),
-      total: num(r[i.total]),
-      reserved: num(r[i.reserved]),
-      minUnit: num(r[i.min_unit]),
-      maxUnit: num(r[i.max_unit]),
-      stepSize: num(r[i.step_size]),
-      allocationRatio: num(r[i.ratio]),
-    });
-  }
-  return [...specs.values()];
-}
-
 /** The holds read, their amounts keyed by (provider id, class id). */
 function holdsOf(result: ResultSet | undefined): Hold[] {
   const holds = new Map<string, Hold & { amounts: Map<string, number> }>();
@@ -129,14 +94,49 @@ export async function readCloudCalendar(
   nowMs: number,
   hooks: readonly CandidateReadHook[],
   classNames: readonly string[],
+  options: CandidateOptions,
 ): Promise<CloudCalendar> {
-  const own = statements(nowMs);
-  const results = await reader.readBatch([...own, ...hooks.map((hook) => hook.statement(classNames))]);
-  const [providers, inventories, allocated, held, classes, traits, aggregates] = results;
-  const holds = holdsOf(held);
+  const cached = options.treeCacheProviders > 0 ? (options.trees?.modelFor(reader, options.treeCacheProviders) ?? null) : null;
+  let model = cached?.usable(options.now) ? cached : wholeCloudModel();
+  for (;;) {
+    const own = statements(model, nowMs);
+    const results = await reader.readBatch([...own, ...hooks.map((hook) => hook.statement(classNames))]);
+    const [refresh, allocated, held, classes, traits, aggregates] = results;
+    const changed = model.apply(String(refresh!.rows[0]![0]), options.now);
+    if (changed === 'oversize') {
+      model = wholeCloudModel();
+      continue;
+    }
+    if (changed === 'reload') continue;
+    const holds = holdsOf(held);
+    const hookResults = new Map<CandidateReadHook, ResultSet | undefined>();
+    hooks.forEach((hook, i) => {
+      hookResults.set(hook, results[own.length + i]);
+    });
+    const rootIdByProviderUuid = new Map<string, number>();
+    for (const root of model.roots()) for (const p of model.tree(root)) rootIdByProviderUuid.set(p.uuid, root);
+    return {
+      model,
+      lookups: {
+        classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
+        traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
+        aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
+        rootIdByProviderUuid,
+      },
+      calendar: calendarOf(allocationsOf(allocated, holds), holds, nowMs),
+      hookResults,
+    };
+  }
+}
+
+/** A model of this request's own, read whole (the cache is off, or the cloud is over its cap). */
+const wholeCloudModel = () => new CloudModel(Number.MAX_SAFE_INTEGER);
+
+/** The allocations read, each ending at its lease's expiry, or at its hold's end where that releases it. */
+function allocationsOf(result: ResultSet | undefined, holds: readonly Hold[]): Allocation[] {
   const byId = new Map(holds.map((h) => [h.id, h]));
   const a = ALLOCATED.at;
-  const allocations: Allocation[] = rowsOf(allocated).map((r) => {
+  return rowsOf(result).map((r) => {
     const holdId = r[a.hold] === null ? null : String(r[a.hold]);
     const leased = r[a.ends] === null ? FOREVER : num(r[a.ends]);
     const from = holdId === null ? undefined : byId.get(holdId);
@@ -145,25 +145,8 @@ export async function readCloudCalendar(
       project: '',
       key: pairKey(num(r[a.rp]), num(r[a.cls])),
       amount: num(r[a.used]),
-      // Drawn from a hold that releases them: they end at its end at the latest.
       endsAtMs: from ? drawnEndMs(from, leased) : leased,
       holdId,
     };
   });
-  const specs = specsOf(providers, inventories);
-  const hookResults = new Map<CandidateReadHook, ResultSet | undefined>();
-  hooks.forEach((hook, i) => {
-    hookResults.set(hook, results[own.length + i]);
-  });
-  return {
-    model: CloudModel.of(specs),
-    lookups: {
-      classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
-      traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
-      aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
-      rootIdByProviderUuid: new Map(specs.map((s) => [s.uuid, s.rootId])),
-    },
-    calendar: calendarOf(allocations, holds, nowMs),
-    hookResults,
-  };
 }

@@ -17,9 +17,10 @@ export const pairKey = (providerId: number, classId: number): Key => `${provider
 /** The load of one pair over time: its allocations and the holds that hold it, and the instants it changes. */
 interface PairTimeline {
   key: Key;
-  world: { allocations: Allocation[]; holds: Hold[] };
-  /** Instants the load may change at, ascending. */
+  /** Instants the load may change at after now, ascending. */
   events: number[];
+  /** The load from now until the first event, then from each event until the next (one more than `events`). */
+  loads: number[];
 }
 
 /** The cloud over time: what never changes (pairs without a hold or an allocation that ends), and the pairs that do. */
@@ -55,7 +56,8 @@ export function calendarOf(allocations: readonly Allocation[], holds: readonly H
     const events = new Set<number>();
     for (const h of world.holds) for (const t of [h.startMs, h.endMs]) if (t > nowMs && t !== FOREVER) events.add(t);
     for (const a of world.allocations) if (a.endsAtMs !== FOREVER && a.endsAtMs + 1 > nowMs) events.add(a.endsAtMs + 1);
-    timelines.push({ key, world, events: [...events].sort((x, y) => x - y) });
+    const sorted = [...events].sort((x, y) => x - y);
+    timelines.push({ key, events: sorted, loads: [nowMs, ...sorted].map((t) => loadAt(world, key, t)) });
   }
   return { steady, timelines };
 }
@@ -69,15 +71,19 @@ function add(usage: Usage, key: Key, amount: number): void {
   perClass.set(classId, (perClass.get(classId) ?? 0) + amount);
 }
 
-/** The greatest load of one pair over [s, e). */
+/** The greatest load of one pair over [s, e) (s at now or later). */
 function greatestLoad(timeline: PairTimeline, s: number, e: number): number {
-  const { key } = timeline;
-  let most = loadAt(timeline.world, key, s);
-  for (const t of timeline.events) {
-    if (t <= s) continue;
-    if (t >= e) break;
-    most = Math.max(most, loadAt(timeline.world, key, t));
+  const { events, loads } = timeline;
+  // The piece s falls in: after the last event at or before s.
+  let low = 0;
+  let high = events.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (events[mid]! <= s) low = mid + 1;
+    else high = mid;
   }
+  let most = loads[low]!;
+  for (let i = low; i < events.length && events[i]! < e; i += 1) most = Math.max(most, loads[i + 1]!);
   return most;
 }
 

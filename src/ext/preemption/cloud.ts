@@ -36,7 +36,7 @@ import { CloudModel } from '../../placement/candidates/cloud-model.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
 import type { Lookups, Usage } from '../../placement/candidates/research.js';
 import { num, type PackedRow } from '../../placement/candidates/sql.js';
-import { type ResourceKey, resourceKey } from './victims.js';
+import { type Eligible, type ResourceKey, resourceKey } from './victims.js';
 
 /** A consumer the preemptor may evict, with everything it holds (in allocation id order). */
 export interface EvictableConsumer {
@@ -61,6 +61,19 @@ export interface PreemptionCloud {
   classNameById: Map<number, string>;
   /** Whether any hold not yet over holds something (the stock search's rule for them is not `taken`'s). */
   held: boolean;
+  /**
+   * What the search derives from the above alone (search.ts fills it), kept with them: a later
+   * request that reads the same allocations, priorities, victims, holds and trees for a priority
+   * that leaves the same consumers evictable finds it filled. Never changed once filled.
+   */
+  derived: Derived;
+}
+
+export interface Derived {
+  /** `taken` with every evictable consumer's allocations taken out. */
+  relaxed?: Usage;
+  /** The evictable consumers of each tree, as the victim rule takes them. */
+  byRoot?: Map<number, Eligible[]>;
 }
 
 /** Most reads before the search answers over what it has (the index then a little newer than the usage). */
@@ -91,11 +104,24 @@ class AllocationIndex {
   private readonly signatures = new Map<number, string>();
   private readonly byProvider = new Map<number, { consumer: string; allocation: IndexedAllocation }[]>();
   readonly consumers = new Map<string, IndexedConsumer>();
+  /** Moves on with every change to the rows held. */
+  version = 0;
+  /** The last usage read, as read and as parsed: an unchanged cloud reads the same text (its rows, so the version, unchanged). */
+  usageRead: { text: string; usage: Usage; signatures: Map<number, string> } | null = null;
+  /** The last cloud's evictable consumers, taken usage and derived figures, with what they were made of. */
+  lastCloud: {
+    key: string;
+    evictable: EvictableConsumer[];
+    taken: Usage;
+    rootIdByProviderUuid: Map<string, number>;
+    derived: Derived;
+  } | null = null;
 
   clear(): void {
     this.signatures.clear();
     this.byProvider.clear();
     this.consumers.clear();
+    this.version += 1;
   }
 
   /** Providers whose allocations differ from `signatures` (one read): those to read again. */
@@ -108,6 +134,8 @@ class AllocationIndex {
 
   /** The providers' allocations replaced by `rows` (ROW columns, in id order); a provider without rows is empty. */
   replace(providers: readonly number[], rows: readonly PackedRow[]): void {
+    this.version += 1;
+    // Each touched consumer gets new lists: a cloud read before keeps the ones it has.
     const touched = new Set<IndexedConsumer>();
     for (const rp of providers) {
       for (const { consumer, allocation } of this.byProvider.get(rp) ?? []) {
@@ -132,6 +160,7 @@ class AllocationIndex {
       if (!indexed) this.consumers.set(uuid, (indexed = { uuid, project: null, generation: 0, allocations: [], uses: new Map() }));
       indexed.project = row[at.project] === null ? null : String(row[at.project]);
       indexed.generation = num(row[at.generation] ?? 0);
+      if (!touched.has(indexed)) indexed.allocations = [...indexed.allocations];
       indexed.allocations.push(allocation);
       touched.add(indexed);
       const list = this.byProvider.get(allocation.providerId);
@@ -237,7 +266,9 @@ export async function readPreemptionCloud(
       index.clear();
       index.epoch = token;
     }
-    const { usage, signatures } = usageOf(JSON.parse(String(usageRows!.rows[0]![0])) as PackedRow[]);
+    const text = String(usageRows!.rows[0]![0]);
+    if (index.usageRead?.text !== text) index.usageRead = { text, ...usageOf(JSON.parse(text) as PackedRow[]) };
+    const { usage, signatures } = index.usageRead;
     let stale = index.stale(signatures);
     if (stale.length > 0) {
       const [rows] = await reader.readBatch([{ sql: ROWS_SQL, args: { providers: JSON.stringify(stale) } }]);
@@ -269,12 +300,56 @@ function cloudOf(model: CloudModel, index: AllocationIndex, usage: Usage, result
   const [, , , own, defaults, victims, holds, classes, traits, aggregates] = results;
   const ownPriority = new Map(own!.rows.map((r) => [String(r.uuid), Number(r.priority)]));
   const projectPriority = new Map(defaults!.rows.map((r) => [String(r.project), Number(r.priority)]));
-  const going = new Set(victims!.rows.map((r) => String(r.uuid)));
+  // What the evictable consumers and the taken usage are made of; the priority only by the priorities below it.
+  const below = [...new Set([...ownPriority.values(), ...projectPriority.values()])].filter((p) => p < priority).sort((a, b) => a - b);
+  const key = JSON.stringify([
+    index.version,
+    model.appliedSeq,
+    below,
+    own!.rows.map((r) => [r.uuid, r.priority]),
+    defaults!.rows.map((r) => [r.project, r.priority]),
+    victims!.rows.map((r) => r.uuid),
+    holds!.rows.map((r) => [r.rp, r.cls, r.used]),
+  ]);
+  if (index.lastCloud?.key !== key) {
+    const rootIdByProviderUuid = new Map<string, number>();
+    for (const root of model.roots()) for (const p of model.tree(root)) rootIdByProviderUuid.set(p.uuid, root);
+    const made = evictableAndTaken(index, usage, ownPriority, projectPriority, victims!, holds!, priority);
+    index.lastCloud = { key, ...made, rootIdByProviderUuid, derived: {} };
+  }
+  const { evictable, taken, rootIdByProviderUuid, derived } = index.lastCloud;
+  return {
+    model,
+    lookups: {
+      classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
+      traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
+      aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
+      rootIdByProviderUuid,
+    },
+    usage,
+    taken,
+    evictable,
+    classNameById: new Map(classes!.rows.map((r) => [Number(r.id), String(r.name)])),
+    held: holds!.rows.length > 0,
+    derived,
+  };
+}
+
+function evictableAndTaken(
+  index: AllocationIndex,
+  usage: Usage,
+  ownPriority: ReadonlyMap<string, number>,
+  projectPriority: ReadonlyMap<string, number>,
+  victims: ResultSet,
+  holds: ResultSet,
+  priority: number,
+): { evictable: EvictableConsumer[]; taken: Usage } {
+  const going = new Set(victims.rows.map((r) => String(r.uuid)));
   // What the search counts as taken: usage, less the victims already going, plus what holds hold.
   const taken: Usage =
-    going.size === 0 && holds!.rows.length === 0 ? usage : new Map([...usage].map(([rp, perClass]) => [rp, new Map(perClass)]));
+    going.size === 0 && holds.rows.length === 0 ? usage : new Map([...usage].map(([rp, perClass]) => [rp, new Map(perClass)]));
   for (const uuid of going) for (const a of index.consumers.get(uuid)?.allocations ?? []) addTo(taken, a.providerId, a.classId, -a.used);
-  for (const r of holds!.rows) addTo(taken, Number(r.rp), Number(r.cls), Number(r.used));
+  for (const r of holds.rows) addTo(taken, Number(r.rp), Number(r.cls), Number(r.used));
   const evictable: EvictableConsumer[] = [];
   for (const consumer of index.consumers.values()) {
     if (consumer.project === null) continue;
@@ -289,22 +364,7 @@ function cloudOf(model: CloudModel, index: AllocationIndex, usage: Usage, result
       uses: consumer.uses,
     });
   }
-  const rootIdByProviderUuid = new Map<string, number>();
-  for (const root of model.roots()) for (const p of model.tree(root)) rootIdByProviderUuid.set(p.uuid, root);
-  return {
-    model,
-    lookups: {
-      classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
-      traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
-      aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
-      rootIdByProviderUuid,
-    },
-    usage,
-    taken,
-    evictable,
-    classNameById: new Map(classes!.rows.map((r) => [Number(r.id), String(r.name)])),
-    held: holds!.rows.length > 0,
-  };
+  return { evictable, taken };
 }
 
 /** Adds `units` (negative: takes them out) to what `usage` holds for the provider and class. */

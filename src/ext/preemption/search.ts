@@ -87,11 +87,14 @@ export async function findPreemptionCandidates(
   if (quick) return withoutVictims(quick, priority);
   const cloud = await readPreemptionCloud(reader, priority, nowMs, options);
   const { judged, nodes, capped } = await judgeEveryTree(cloud, request, mv, options);
-  if (request.limit !== null && (cloud.held || capped || judged.filter((j) => j.choice.victims.length === 0).length >= request.limit)) {
+  const victimFree = judged.filter((j) => j.choice.victims.length === 0).length;
+  // Presented before any other read: the trees kept in memory may move on meanwhile.
+  const answer = ordered(cloud, nodes, judged, request, priority, mv);
+  if (request.limit !== null && (cloud.held || capped || victimFree >= request.limit)) {
     const stock = await stockFills(false);
     if (stock) return withoutVictims(stock, priority);
   }
-  return ordered(cloud, nodes, judged, request, priority, mv);
+  return answer;
 }
 
 /** The answer over a cloud read for priority `priority`: every tree's requests judged, the best first. */
@@ -114,9 +117,24 @@ function ordered(
   priority: number,
   mv: Microversion,
 ): PreemptionCandidatesBody {
-  judged.sort((a, b) => compareChoices(a.choice, b.choice) || a.root - b.root);
-  const kept = request.limit === null ? judged : judged.slice(0, request.limit);
+  const order = (a: Judged, b: Judged) => compareChoices(a.choice, b.choice) || a.root - b.root;
+  const kept = request.limit === null ? judged.sort(order) : firstInOrder(judged, request.limit, order);
   return present(cloud, nodes, kept, request, priority, mv);
+}
+
+/** The first `n` of `items` as a stable sort by `order` would put them, without sorting them all. */
+function firstInOrder<T>(items: readonly T[], n: number, order: (a: T, b: T) => number): T[] {
+  const first: T[] = [];
+  if (n <= 0) return first;
+  for (const item of items) {
+    if (first.length === n && order(item, first[n - 1]!) >= 0) continue;
+    // After every one it does not rank before: equals keep the order they came in.
+    let at = first.length;
+    while (at > 0 && order(item, first[at - 1]!) < 0) at -= 1;
+    first.splice(at, 0, item);
+    if (first.length > n) first.pop();
+  }
+  return first;
 }
 
 /** Every tree's requests over the cloud without the evictable consumers, each with its best victim set under the real usage. */
@@ -126,7 +144,8 @@ async function judgeEveryTree(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<{ judged: Judged[]; nodes: FullSearch['nodes']; capped: boolean }> {
-  const relaxed = relaxedUsage(cloud.taken, cloud.evictable);
+  cloud.derived.relaxed ??= relaxedUsage(cloud.taken, cloud.evictable);
+  const relaxed = cloud.derived.relaxed;
   const full = await searchEveryTreeOfModel(cloud.model, relaxed, cloud.lookups, { ...request, limit: null }, mv, {
     ...options,
     randomize: false,
@@ -135,7 +154,8 @@ async function judgeEveryTree(
     trees: undefined,
     metrics: undefined,
   });
-  const evictableByRoot = byRoot(cloud);
+  cloud.derived.byRoot ??= byRoot(cloud);
+  const evictableByRoot = cloud.derived.byRoot;
   const judged: Judged[] = [];
   let capped = false;
   for (const root of full.anchors) {
