@@ -13,7 +13,7 @@ import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
 import type { AuditCheck } from './diagnostics/audit.js';
-import type { DashboardProviderPart } from './diagnostics/dashboard-repo.js';
+import type { DashboardProviderPart, DashboardSection } from './diagnostics/dashboard-repo.js';
 import type { AppEnv } from './http/env.js';
 import type { RouteTable } from './http/route-table.js';
 import type { JobModule } from './jobs/registry.js';
@@ -86,7 +86,7 @@ export interface Extension {
   /** What the admin audit (GET /diagnostics/audit) reports of it, read in the audit's one batch of the extensions. */
   readonly audit?: AuditCheck;
   /** What the capacity dashboard (GET /dashboard/api/summary) shows of it, read in the summary's one batch. */
-  readonly dashboard?: { readonly provider?: DashboardProviderPart };
+  readonly dashboard?: { readonly provider?: DashboardProviderPart; readonly sections?: readonly DashboardSection[] };
   /** What it builds per app; null where the app's settings turn it off. */
   setUp?(context: ExtensionContext): ExtensionRuntime | null;
 }

@@ -14,7 +14,7 @@ import { RouteTable, TEXT_BODY, zodQuery } from '../http/route-table.js';
 import { authorize, placementHttp } from '../placement/http/profile.js';
 import { dashboardAsset, dashboardPage, type DashboardAsset } from './assets.js';
 import { presentSummary } from './present.js';
-import { type DashboardProviderPart, readDashboardSummary } from '../diagnostics/dashboard-repo.js';
+import { type DashboardExtensions, readDashboardSummary } from '../diagnostics/dashboard-repo.js';
 import { SummaryQueryString, summaryResponseSchema, toSummaryQuery } from './schema.js';
 
 // Only this service's own origin: the page loads nothing from elsewhere.
@@ -33,7 +33,7 @@ function serve(c: Context<AppEnv>, asset: DashboardAsset): Response {
 }
 
 /** The dashboard's routes, below its mount point ('' is the mount point itself, /dashboard), with what the installed extensions show. */
-export const dashboardRoutes = (parts: readonly DashboardProviderPart[]) =>
+export const dashboardRoutes = (extensions: DashboardExtensions) =>
   new RouteTable('meta')
     .resource('', {
       GET: {
@@ -67,7 +67,7 @@ export const dashboardRoutes = (parts: readonly DashboardProviderPart[]) =>
         summary: 'Capacity summary behind the dashboard (admin): trees, totals, usage per project',
         query: () => zodQuery(SummaryQueryString),
         responses: { 200: 'The summary' },
-        responseSchema: summaryResponseSchema(parts),
+        responseSchema: summaryResponseSchema(extensions),
         responseName: 'DashboardSummary',
         handler: async (c) => {
           authorize(c, 'admin_api');
@@ -78,13 +78,13 @@ export const dashboardRoutes = (parts: readonly DashboardProviderPart[]) =>
             const where = issue.path.length ? `'${issue.path.join('.')}'` : 'query';
             throw new ApiError(400, `Invalid query string: ${where} ${issue.message}`);
           }
-          const summary = await readDashboardSummary(deps.store.nearby, toSummaryQuery(parsed.data), parts);
+          const summary = await readDashboardSummary(deps.store.nearby, toSummaryQuery(parsed.data), extensions);
           // Names where Keystone knows them, asked with the viewer's own token; ids alone otherwise.
           const viewerToken = c.req.header('x-auth-token');
           const projectIds = summary.projects.map((p) => p.projectId);
           const projectNames = deps.projectNames && viewerToken ? await deps.projectNames.names(projectIds, viewerToken) : {};
           c.header('cache-control', 'no-store');
-          return c.json(presentSummary(summary, parsed.data, deps.clock(), projectNames, parts));
+          return c.json(presentSummary(summary, parsed.data, deps.clock(), projectNames, extensions));
         },
       },
     });

@@ -1,6 +1,12 @@
 // The dashboard summary as JSON: snake_case like the APIs it sits beside,
 // provider rows nested into trees.
-import type { DashboardProviderPart, DashboardSummary, InventoryUsage, ProviderRow } from '../diagnostics/dashboard-repo.js';
+import type {
+  DashboardExtensions,
+  DashboardProviderPart,
+  DashboardSummary,
+  InventoryUsage,
+  ProviderRow,
+} from '../diagnostics/dashboard-repo.js';
 import { DEFAULT_THRESHOLD_PERCENT, type DashboardProviderJson, type SummaryQueryString, type SummaryResponse } from './schema.js';
 
 type PresentedProvider = DashboardProviderJson;
@@ -58,7 +64,7 @@ export function presentSummary(
   q: SummaryQueryString,
   now: Date,
   projectNames: Record<string, string> = {},
-  parts: readonly DashboardProviderPart[] = [],
+  extensions: DashboardExtensions = { providers: [], sections: [] },
 ): SummaryResponse {
   const threshold = q.over ?? DEFAULT_THRESHOLD_PERCENT;
   return {
@@ -89,7 +95,7 @@ export function presentSummary(
       total_providers: s.totalProviders,
       matching_providers: s.matchingProviders,
       total_trees: s.totalTrees,
-      trees: presentTrees(s.providers, parts),
+      trees: presentTrees(s.providers, extensions.providers),
     },
     resource_classes: Object.fromEntries(
       s.classes.map((c) => [
@@ -115,10 +121,7 @@ export function presentSummary(
         usages: p.usages,
       })),
     },
-    domains: {
-      total: s.totalDomains,
-      items: s.domains.map((d) => ({ uuid: d.uuid, hosts: d.hosts, free_hosts: d.freeHosts, free_host_names: d.freeHostNames })),
-    },
+    ...s.sections,
     accelerators: {
       arqs_by_state: s.arqsByState,
       outbox_by_state: s.outboxByState,

@@ -1,6 +1,6 @@
 // The dashboard summary's query string, checked at the edge.
 import { z } from 'zod';
-import type { DashboardProviderPart, SummaryQuery } from '../diagnostics/dashboard-repo.js';
+import type { DashboardExtensions, DashboardProviderPart, SummaryQuery } from '../diagnostics/dashboard-repo.js';
 
 /** Where a class counts as nearly full when the request names no `over`. */
 export const DEFAULT_THRESHOLD_PERCENT = 80;
@@ -102,8 +102,8 @@ function dashboardProvider(parts: readonly DashboardProviderPart[]): z.ZodType<D
   return provider;
 }
 
-/** The summary's schema, given the extensions' parts. */
-export const summaryResponseSchema = (parts: readonly DashboardProviderPart[]) =>
+/** The summary's schema, given what the installed extensions add. */
+export const summaryResponseSchema = (extensions: DashboardExtensions) =>
   z.object({
     generated_at: z.string(),
     threshold_percent: z.number(),
@@ -127,7 +127,7 @@ export const summaryResponseSchema = (parts: readonly DashboardProviderPart[]) =
       total_providers: count,
       matching_providers: count,
       total_trees: count,
-      trees: z.array(dashboardProvider(parts)).describe('root providers of the page, children nested'),
+      trees: z.array(dashboardProvider(extensions.providers)).describe('root providers of the page, children nested'),
     }),
     resource_classes: z.record(
       z.string(),
@@ -156,23 +156,12 @@ export const summaryResponseSchema = (parts: readonly DashboardProviderPart[]) =
         }),
       ),
     }),
-    domains: z
-      .object({
-        total: count.describe('aggregates with at least one host (a root provider that is not a sharing provider) as member'),
-        items: z.array(
-          z.object({
-            uuid: z.string().describe("the aggregate's uuid"),
-            hosts: count,
-            free_hosts: count.describe('hosts with no allocation anywhere in their tree'),
-            free_host_names: z.array(z.string()).describe('the free hosts by name, at most 20'),
-          }),
-        ),
-      })
-      .describe('gang domains (docs/gangs.md), most free hosts first, at most 50'),
+    ...Object.fromEntries(extensions.sections.map((section) => [section.key, section.schema])),
     accelerators: z.object({
       arqs_by_state: z.record(z.string(), count),
       outbox_by_state: z.record(z.string(), count),
       devices_by_status: z.record(z.string(), count),
     }),
   });
-export type SummaryResponse = z.infer<ReturnType<typeof summaryResponseSchema>>;
+/** The summary; the extensions' sections are under their keys. */
+export type SummaryResponse = z.infer<ReturnType<typeof summaryResponseSchema>> & Record<string, unknown>;

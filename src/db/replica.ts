@@ -14,7 +14,7 @@
 // the primary for `retryMs`, then is tried again; each episode is logged once.
 import type { Client, InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from './client.js';
-import type { DbWatch, ReplicaReadOutcome } from './observe.js';
+import type { DbWatch, ReplicaReadOutcome } from './client.js';
 import { WRITE_MARK } from './columns.js';
 
 /** The statement a write batch ends with: raise the mark, and learn it. */

@@ -17,7 +17,7 @@
 // Types only: the Worker bundle must not pull in the Node client.
 import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { DataStore } from './client.js';
-import type { DbWatch } from './observe.js';
+import type { DbWatch } from './client.js';
 
 /** A statement of a guarded write batch. */
 export interface WriteStatement {

@@ -4,11 +4,29 @@
 // per-project usage; accelerator and outbox counts. The public APIs would
 // need a request per provider for inventories and usages (20,000 requests for
 // 10,000 providers) and cannot list projects at all, hence this read model.
-import type { InValue } from '@libsql/client';
+import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { z } from 'zod';
 import type { BatchReader } from '../db/client.js';
 import { CAPACITY_BOUND, capacitySql, usedSql } from '../placement/capacity.js';
 import { AGG, ALLOC, ARQ, CONSUMER, DEVICE, INV, OUTBOX, PROJECT, RC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../db/columns.js';
+
+/** A section an extension adds to the dashboard's summary (Extension.dashboard's sections), after `projects`. */
+export interface DashboardSection {
+  /** Its key in GET /dashboard/api/summary. */
+  readonly key: string;
+  /** Its schema, described (GET /openapi.json). */
+  readonly schema: z.ZodType;
+  /** Its statements in the summary's one read batch. */
+  statements(query: SummaryQuery): InStatement[];
+  /** Its value, as the answer carries it, from its statements' results. */
+  value(results: ResultSet[]): unknown;
+}
+
+/** What the installed extensions add to the dashboard. */
+export interface DashboardExtensions {
+  providers: readonly DashboardProviderPart[];
+  sections: readonly DashboardSection[];
+}
 
 /** What an extension shows on each provider of the dashboard (Extension.dashboard's provider). */
 export interface DashboardProviderPart {
@@ -95,20 +113,6 @@ export interface AttentionRow {
   worst: InventoryUsage & { percent: number };
 }
 
-/** A domain (docs/gangs.md): an aggregate with hosts (root providers that are not sharing providers) as members. */
-export interface DomainRow {
-  uuid: string;
-  hosts: number;
-  /** Hosts with no allocation anywhere in their tree: a whole host for a gang member or any plain request that fits it. */
-  freeHosts: number;
-  /** The free hosts' names, by name, at most DOMAIN_HOST_NAMES. */
-  freeHostNames: string[];
-}
-
-/** Domains listed (most free hosts first) and free host names per domain. */
-export const DOMAIN_LIMIT = 50;
-export const DOMAIN_HOST_NAMES = 20;
-
 /** The trouble list's length: the dashboard shows the worst first. */
 export const ATTENTION_LIMIT = 20;
 
@@ -126,8 +130,8 @@ export interface DashboardSummary {
   arqsByState: Record<string, number>;
   outboxByState: Record<string, number>;
   devicesByStatus: Record<string, number>;
-  domains: DomainRow[];
-  totalDomains: number;
+  /** Each installed extension's section (DashboardSection), by key, in the sections' order. */
+  sections: Record<string, unknown>;
 }
 
 /** LIKE pattern for a literal substring. */
@@ -223,24 +227,6 @@ const ACCELERATOR_COUNTS = `SELECT 'arq', ${ARQ.state}, count(*) FROM accelerato
   UNION ALL SELECT 'outbox', ${OUTBOX.state}, count(*) FROM cyborg_outbox GROUP BY ${OUTBOX.state}
   UNION ALL SELECT 'device', ${DEVICE.status}, count(*) FROM devices GROUP BY ${DEVICE.status}`;
 
-// Per aggregate, its hosts: root members that are not sharing providers
-// (MISC_SHARES_VIA_AGGREGATE), free when no provider of the tree holds an allocation.
-const DOMAINS = `WITH hosts AS MATERIALIZED (
-    SELECT a.${AGG.uuid} AS agg, r.${RP.name} AS name,
-      NOT EXISTS (SELECT 1 FROM allocations al JOIN resource_providers p ON p.${RP.id} = al.${ALLOC.resourceProviderId}
-        WHERE p.${RP.rootProviderId} = r.${RP.id}) AS free
-    FROM resource_provider_aggregates ra JOIN placement_aggregates a ON a.${AGG.id} = ra.${RP_AGG.aggregateId}
-    JOIN resource_providers r ON r.${RP.id} = ra.${RP_AGG.resourceProviderId}
-    WHERE r.${RP.rootProviderId} = r.${RP.id} AND NOT EXISTS (SELECT 1 FROM resource_provider_traits rt
-      JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
-      WHERE rt.${RP_TRAIT.resourceProviderId} = r.${RP.id} AND t.${TRAIT.name} = 'MISC_SHARES_VIA_AGGREGATE')),
-  domains AS MATERIALIZED (SELECT agg, count(*) AS hosts, sum(free) AS free FROM hosts GROUP BY agg)
-SELECT (SELECT count(*) FROM domains),
-  (SELECT json_group_array(json(row)) FROM (
-    SELECT json_array(d.agg, d.hosts, d.free,
-      json((SELECT json_group_array(name) FROM (SELECT h.name FROM hosts h WHERE h.agg = d.agg AND h.free ORDER BY h.name LIMIT :names)))) AS row
-    FROM domains d ORDER BY d.free DESC, d.agg LIMIT :limit))`;
-
 const num = (v: unknown): number => Number(v ?? 0);
 
 type PackedInventory = [string, number, number, number, number, number];
@@ -252,8 +238,10 @@ type PackedAttention = [string, string, string | null, number, string, number, n
 export async function readDashboardSummary(
   reader: BatchReader,
   query: SummaryQuery,
-  parts: readonly DashboardProviderPart[] = [],
+  extensions: DashboardExtensions = { providers: [], sections: [] },
 ): Promise<DashboardSummary> {
+  const parts = extensions.providers;
+  const sectionStatements = extensions.sections.map((section) => section.statements(query));
   const { filter } = query;
   const filterArgs: Record<string, InValue> = {
     name: filter.name ? likeSubstring(filter.name) : null,
@@ -263,14 +251,18 @@ export async function readDashboardSummary(
     class: filter.resourceClass ?? null,
     over: filter.overPercent ?? null,
   };
-  const [providerSet, classSet, projectSet, acceleratorSet, attentionSet, domainSet] = await reader.readBatch([
+  const [providerSet, classSet, projectSet, acceleratorSet, attentionSet, ...sectionSets] = await reader.readBatch([
     { sql: providersPage(parts), args: { ...filterArgs, limit: query.limit, offset: query.offset } },
     { sql: CLASS_TOTALS, args: { threshold: query.thresholdPercent } },
     { sql: PROJECTS_PAGE, args: { limit: query.projectLimit, offset: query.projectOffset } },
     { sql: ACCELERATOR_COUNTS, args: [] },
     { sql: ATTENTION, args: { threshold: query.thresholdPercent, limit: ATTENTION_LIMIT } },
-    { sql: DOMAINS, args: { limit: DOMAIN_LIMIT, names: DOMAIN_HOST_NAMES } },
+    ...sectionStatements.flat(),
   ]);
+  let next = 0;
+  const sections = Object.fromEntries(
+    extensions.sections.map((section, i) => [section.key, section.value(sectionSets.slice(next, (next += sectionStatements[i]!.length)))]),
+  );
 
   const head = providerSet!.rows[0]!;
   const packed = JSON.parse(String(head[3] ?? '[]')) as PackedProvider[];
@@ -330,11 +322,6 @@ export async function readDashboardSummary(
     }),
   );
 
-  const domainHead = domainSet!.rows[0]!;
-  const domains = (JSON.parse(String(domainHead[1] ?? '[]')) as [string, number, number, string[]][]).map(
-    ([uuid, hosts, freeHosts, names]): DomainRow => ({ uuid, hosts, freeHosts, freeHostNames: names }),
-  );
-
   return {
     attention,
     attentionTotal: num(attentionHead[0]),
@@ -348,7 +335,6 @@ export async function readDashboardSummary(
     arqsByState: counts.arq,
     outboxByState: counts.outbox,
     devicesByStatus: counts.device,
-    domains,
-    totalDomains: num(domainHead[0]),
+    sections,
   };
 }

@@ -1,5 +1,5 @@
-// The database layer's reports (db/observe.ts) as the service's metrics.
-import type { DbObserver, DbOperation } from '../db/observe.js';
+// The database layer's reports (db/client.ts: DbObserver) as the service's metrics.
+import type { DbObserver, DbOperation } from '../db/client.js';
 import type { HistogramChild } from './registry.js';
 import type { ServiceMetrics } from './service.js';
 

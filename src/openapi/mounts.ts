@@ -27,7 +27,10 @@ export interface Mount {
 export function mountsWith(extensions: readonly Extension[]): readonly Mount[] {
   const extensionRoutes = extensions.flatMap((e) => e.routes ?? []);
   const audits = extensions.flatMap((e) => (e.audit ? [e.audit] : []));
-  const dashboard = extensions.flatMap((e) => e.dashboard?.provider ?? []);
+  const dashboard = {
+    providers: extensions.flatMap((e) => e.dashboard?.provider ?? []),
+    sections: extensions.flatMap((e) => e.dashboard?.sections ?? []),
+  };
   return [
     { stack: 'placement', prefix: '', tables: PLACEMENT_ROUTES },
     { stack: 'accelerator', prefix: '/accelerator', tables: [cyborgRootRoutes] },

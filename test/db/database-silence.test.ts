@@ -15,6 +15,7 @@ import { provider } from '../helpers/providers.js';
 import { SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { waitUntil } from '../helpers/wait.js';
+import { instanceClaim } from '../helpers/claims.js';
 
 const READ_MS = 1_000;
 const WRITE_MS = 2_000;
@@ -22,13 +23,7 @@ const WRITE_MS = 2_000;
 const SLACK_MS = 1_500;
 const DEADLINES = { PLACEMENT_DB_READ_TIMEOUT_MS: String(READ_MS), PLACEMENT_DB_WRITE_TIMEOUT_MS: String(WRITE_MS) };
 
-const claimBody = (rp: string) => ({
-  allocations: { [rp]: { resources: { VCPU: 1, MEMORY_MB: 64 } } },
-  project_id: crypto.randomUUID(),
-  user_id: crypto.randomUUID(),
-  consumer_generation: null,
-  consumer_type: 'INSTANCE',
-});
+const claimBody = (rp: string) => instanceClaim(rp, { VCPU: 1, MEMORY_MB: 64 });
 
 async function timed(request: Promise<Response>): Promise<{ res: Response; ms: number }> {
   const started = performance.now();

@@ -7,7 +7,7 @@
 // logged once. The marks' bookkeeping and the replica's fetch timeout too.
 import { type Client, createClient, type InStatement } from '@libsql/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type DbObserver, DbWatch, type ReplicaReadOutcome } from '../../src/db/observe.js';
+import { type DbObserver, DbWatch, type ReplicaReadOutcome } from '../../src/db/client.js';
 import { fetchWithTimeout, markOf, RAISE_WRITE_MARK, ReplicaReader, WriteMarks } from '../../src/db/replica.js';
 
 const WHO = { sql: 'SELECT who FROM whoami', args: [] } satisfies InStatement;

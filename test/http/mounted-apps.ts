@@ -88,7 +88,13 @@ function dashboardApp(deps: Deps): Hono<AppEnv> {
   app.use(requestId());
   const tokens = parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS);
   app.use('/api/*', authenticate({ strategy: deps.config.PLACEMENT_AUTH_STRATEGY, tokens, publicPaths: /(?!)/ }));
-  app.route('/', dashboardRoutes(deps.extensions.list.flatMap((e) => e.dashboard?.provider ?? [])).app);
+  app.route(
+    '/',
+    dashboardRoutes({
+      providers: deps.extensions.list.flatMap((e) => e.dashboard?.provider ?? []),
+      sections: deps.extensions.list.flatMap((e) => e.dashboard?.sections ?? []),
+    }).app,
+  );
   app.notFound(placementHttp.notFound);
   app.onError(placementHttp.onError);
   return app;

@@ -27,6 +27,25 @@ async function tree() {
   return { root, child, consumer };
 }
 
+/** POST /reshaper at 1.30: VCPU's inventory moved from `root` to `child`, the consumer's allocations rewritten as `allocations`. */
+function moveVcpuToChild(
+  root: string,
+  child: string,
+  consumer: string,
+  allocations: Record<string, { resources: Record<string, number> }>,
+) {
+  return t.call('POST', '/reshaper', {
+    version: '1.30',
+    body: {
+      inventories: {
+        [root]: { resource_provider_generation: 1, inventories: { DISK_GB: { total: 100 } } },
+        [child]: { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } },
+      },
+      allocations: { [consumer]: { allocations, project_id: project, user_id: user, consumer_generation: 1 } },
+    },
+  });
+}
+
 async function snapshot(ids: number[]) {
   const inv = await t.deps.store.db.query.inventories.findMany();
   return {
@@ -40,22 +59,9 @@ async function snapshot(ids: number[]) {
 describe('POST /reshaper', () => {
   it('moves VCPU inventory and its allocations from root to child atomically', async () => {
     const { root, child, consumer } = await tree();
-    const res = await t.call('POST', '/reshaper', {
-      version: '1.30',
-      body: {
-        inventories: {
-          [root.uuid]: { resource_provider_generation: 1, inventories: { DISK_GB: { total: 100 } } },
-          [child.uuid]: { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } },
-        },
-        allocations: {
-          [consumer]: {
-            allocations: { [root.uuid]: { resources: { DISK_GB: 10 } }, [child.uuid]: { resources: { VCPU: 4 } } },
-            project_id: project,
-            user_id: user,
-            consumer_generation: 1,
-          },
-        },
-      },
+    const res = await moveVcpuToChild(root.uuid, child.uuid, consumer, {
+      [root.uuid]: { resources: { DISK_GB: 10 } },
+      [child.uuid]: { resources: { VCPU: 4 } },
     });
     expect(res.status).toBe(204);
     expect(await usageOf(t.deps, root.id)).toEqual({ DISK_GB: 10 });
@@ -70,24 +76,8 @@ describe('POST /reshaper', () => {
   it('rolls everything back when the final inventory would strand allocations', async () => {
     const { root, child, consumer } = await tree();
     const before = await snapshot([root.id, child.id]);
-    const res = await t.call('POST', '/reshaper', {
-      version: '1.30',
-      body: {
-        inventories: {
-          // VCPU disappears from the root although the consumer keeps VCPU there.
-          [root.uuid]: { resource_provider_generation: 1, inventories: { DISK_GB: { total: 100 } } },
-          [child.uuid]: { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } },
-        },
-        allocations: {
-          [consumer]: {
-            allocations: { [root.uuid]: { resources: { VCPU: 4, DISK_GB: 10 } } },
-            project_id: project,
-            user_id: user,
-            consumer_generation: 1,
-          },
-        },
-      },
-    });
+    // VCPU disappears from the root although the consumer keeps VCPU there.
+    const res = await moveVcpuToChild(root.uuid, child.uuid, consumer, { [root.uuid]: { resources: { VCPU: 4, DISK_GB: 10 } } });
     expect(res.status).toBe(409);
     expect(await errorOf(res)).toMatchObject({ code: 'placement.inventory.inuse' });
     expect(await snapshot([root.id, child.id])).toEqual(before);

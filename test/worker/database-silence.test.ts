@@ -15,6 +15,7 @@ import type { Logger } from '../../src/deps.js';
 import { prepareDatabase } from '../../src/entry/prepare-database.js';
 import worker, { openWorkerStore } from '../../src/entry/worker.js';
 import { waitUntil } from '../helpers/wait.js';
+import { instanceClaim } from '../helpers/claims.js';
 
 const READ_MS = 1_000;
 const WRITE_MS = 2_000;
@@ -44,13 +45,7 @@ async function isolate() {
 }
 type Isolate = Awaited<ReturnType<typeof isolate>>;
 
-const claimBody = (rp: string) => ({
-  allocations: { [rp]: { resources: { VCPU: 1, MEMORY_MB: 64 } } },
-  project_id: crypto.randomUUID(),
-  user_id: crypto.randomUUID(),
-  consumer_generation: null,
-  consumer_type: 'INSTANCE',
-});
+const claimBody = (rp: string) => instanceClaim(rp, { VCPU: 1, MEMORY_MB: 64 });
 
 const detailOf = async (res: Response) => ((await res.json()) as { errors: { detail: string }[] }).errors[0]!.detail;
 
