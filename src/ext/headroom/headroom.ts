@@ -75,10 +75,12 @@ export async function headroomOfSearch(full: FullSearch, options: CandidateOptio
         loaded.push([c, added]);
       }
       count += times;
-      if (await budget.spent()) {
+      const step = budget.step();
+      if (step === 'spent') {
         incomplete = true;
         break;
       }
+      if (step === 'pause') await budget.pause();
     }
     for (const [inv, amount] of taken) inv.used -= amount;
     for (const [c, added] of loaded) for (let i = 0; i < added.length; i += 1) c.loads[i]! -= added[i];

@@ -39,11 +39,4 @@ export class TimeBudget {
     await yieldToEventLoop();
     this.sliceStart = this.clock();
   }
-
-  /** step() and pause() in one, for a caller whose steps are few: true when the budget is spent. */
-  async spent(): Promise<boolean> {
-    const step = this.step();
-    if (step === 'pause') await this.pause();
-    return step === 'spent';
-  }
 }

@@ -1,6 +1,9 @@
 // FROZEN COPY of src/placement/candidates/present/json.ts as it was before
 // the answer's bytes were kept per provider between answers: the oracle of
 // test/placement/candidates-json-differential.test.ts. Do not improve it.
+// Changed from the original only so that it runs nothing live: the shapes it
+// reads are declared here, and it keeps its summary templates in a WeakMap of
+// its own instead of on the nodes, where the live writer keeps its.
 // The answer of presentCandidates() written straight to JSON bytes, byte for
 // byte what JSON.stringify(presentCandidates(...)) gives, UTF-8 encoded: a
 // full answer at N=5000 would otherwise build ~25,000 objects (most keyed by
@@ -11,9 +14,40 @@
 // docs/performance.md#figures-behind-the-code).
 // Every fixed piece (provider uuids, class names, summary templates) is
 // encoded once and copied. The differential test checks both spellings agree.
-import { type ProviderNode, type SummaryTemplate, type Usage, usedOf } from '../../../src/placement/candidates/research.js';
-import type { AllocationRequest, Piece } from '../../../src/placement/candidates/search.js';
-import type { Presentation } from '../../../src/placement/candidates/present/index.js';
+interface ProviderNode {
+  id: number;
+  uuid: string;
+  parentId: number | null;
+  rootId: number;
+  traits: Set<string>;
+  inventories: { classId: number; className: string; capacity: number }[];
+  uuidJson?: Uint8Array;
+}
+interface SummaryTemplate {
+  shape: string;
+  parts: Uint8Array[];
+  classIds: number[];
+}
+type Usage = Map<number, Map<number, number>>;
+const usedOf = (usage: Usage, providerId: number, classId: number): number => usage.get(providerId)?.get(classId) ?? 0;
+interface Piece {
+  providerId: number;
+  classId: number;
+  amount: number;
+}
+interface AllocationRequest {
+  pieces: Piece[];
+  mappings: Map<string, number[]>;
+}
+interface Presentation {
+  nestedAware: boolean;
+  allResources: boolean;
+  withTraits: boolean;
+  dictShape: boolean;
+  withMappings: boolean;
+}
+/** This copy's summary templates, by node. */
+const templates = new WeakMap<ProviderNode, SummaryTemplate>();
 
 const encoder = new TextEncoder();
 const utf8 = (text: string): Uint8Array => encoder.encode(text);
@@ -256,10 +290,6 @@ function isIndex(key: string): boolean {
   return index;
 }
 
-/** The presentation of every microversion from 1.29 (nested-aware, traits, all resources): what schedulers ask with. */
-const CURRENT_SHAPE = { nestedAware: true, withTraits: true, allResources: true } as const;
-const CURRENT_SHAPE_KEY = shapeKeyOf(CURRENT_SHAPE, new Set());
-
 function shapeKeyOf(
   shape: Pick<Presentation, 'nestedAware' | 'withTraits' | 'allResources'>,
   requestedClasses: ReadonlySet<string>,
@@ -267,17 +297,6 @@ function shapeKeyOf(
   return `${Number(shape.nestedAware)}${Number(shape.withTraits)}${shape.allResources ? '*' : [...requestedClasses].join(',')}`;
 }
 
-/**
- * Builds the summary templates of the current presentation for providers
- * that have none, ahead of the first answer that names them (the trees kept
- * in memory do this as they are refreshed, off the request path: for 1,000
- * providers it was most of a fresh process's first full answer).
- */
-export function prepareSummaryTemplates(providers: Iterable<ProviderNode>, nodes: NodeLookup): void {
-  for (const node of providers)
-    if (!node.summaryTemplate) node.summaryTemplate = summaryTemplate(node, nodes, EMPTY_CLASSES, CURRENT_SHAPE, CURRENT_SHAPE_KEY);
-}
-const EMPTY_CLASSES: ReadonlySet<string> = new Set();
 
 /** What a summary needs of the other nodes: its parent's and root's uuid. */
 type NodeLookup = Pick<ReadonlyMap<number, ProviderNode>, 'get'>;
@@ -326,10 +345,10 @@ function summaries(
   let first = true;
   for (const node of nodes.values()) {
     if (shape.nestedAware ? !usedRoots.has(node.rootId) : !usedProviders.has(node.id)) continue;
-    let template = node.summaryTemplate;
+    let template = templates.get(node);
     if (!template || template.shape !== shapeKey) {
       template = summaryTemplate(node, nodes, requestedClasses, shape, shapeKey);
-      node.summaryTemplate = template;
+      templates.set(node, template);
     }
     if (!first) out.char(COMMA);
     first = false;
