@@ -128,16 +128,20 @@ describe('GET /ext/headroom beside holds', () => {
 
   it(`equals the claims granted one after another on ${CASES} random small clouds with holds, leases and draws`, async () => {
     const r = random(4242);
-    const classes = ['VCPU', 'MEMORY_MB'];
+    let drawnCases = 0;
+    let heldCases = 0;
     for (let n = 0; n < CASES; n += 1) {
       // Each cloud on a day of its own: the clock only moves forward, earlier clouds' holds long over.
       const base = T0 + (n + 2) * DAY;
       now = base;
       const hosts: string[] = [];
+      const totals = new Map<string, Resources>();
       for (let i = r.int(1, 2); i > 0; i -= 1) {
-        const inventory: Record<string, { total: number }> = { VCPU: { total: r.int(1, 8) } };
-        if (r.chance(0.5)) inventory.MEMORY_MB = { total: r.int(1, 8) };
-        hosts.push(await provider(t, { inventory }));
+        const total: Resources = { VCPU: r.int(1, 8) };
+        if (r.chance(0.5)) total.MEMORY_MB = r.int(1, 8);
+        const host = await provider(t, { inventory: Object.fromEntries(Object.entries(total).map(([name, n]) => [name, { total: n }])) });
+        hosts.push(host);
+        totals.set(host, total);
       }
       const amountsOn = (max: number): Resources => {
         const resources: Resources = { VCPU: r.int(1, max) };
@@ -148,29 +152,31 @@ describe('GET /ext/headroom beside holds', () => {
       for (let i = r.below(4); i > 0; i -= 1) {
         await claimOn(r.pick(hosts), OTHER, amountsOn(3), r.chance(0.5) ? { untilMs: untilFrom(now) } : {});
       }
-      const holds: { id: string; hosts: string[] }[] = [];
-      for (let i = r.below(3); i > 0; i -= 1) {
-        const on = r.some(hosts, 2);
+      // Holds of a class each host has, up to its total (some still refused: the claims above are in the way).
+      const holds: { id: string; startMs: number; held: Map<string, string> }[] = [];
+      for (let i = r.int(0, 2); i > 0; i -= 1) {
+        const held = new Map(r.some(hosts, 2).map((rp) => [rp, r.pick(Object.keys(totals.get(rp)!))]));
         const startMs = base + r.pick([10 * MINUTE, HOUR, 2 * HOUR]);
-        const allocations = Object.fromEntries(on.map((rp) => [rp, { [r.pick(classes)]: r.int(1, 6) }]));
+        const allocations = Object.fromEntries([...held].map(([rp, name]) => [rp, { [name]: r.int(1, totals.get(rp)![name]!) }]));
         const res = await holdOf(allocations, startMs, startMs + r.pick([30 * MINUTE, HOUR, 3 * HOUR]), {
           end_action: r.pick(['release', 'keep']),
           ignore_allocations: r.chance(0.2),
         });
-        if (res.status === 201) holds.push({ id: ((await res.json()) as { uuid: string }).uuid, hosts: on });
+        if (res.status === 201) holds.push({ id: ((await res.json()) as { uuid: string }).uuid, startMs, held });
       }
-      if (r.chance(0.6)) now = base + r.pick([0, 20 * MINUTE, 70 * MINUTE, 150 * MINUTE, 5 * HOUR]);
-      for (let i = holds.length > 0 ? r.below(3) : 0; i > 0; i -= 1) {
-        const hold = r.pick(holds);
-        await claimOn(r.pick(hold.hosts), HOLDER, amountsOn(2), {
-          holdId: hold.id,
-          ...(r.chance(0.3) ? { untilMs: untilFrom(now) } : {}),
-        });
-      }
-      // The request: lasting, ending at some time, or drawn from a hold (by its project).
-      const resources = amountsOn(3);
+      // The request: lasting, ending at some time, or drawn from a hold (by its project, on what it holds).
       const mode = r.pick(['lasting', 'until', 'hold'] as const);
       const hold = mode === 'hold' && holds.length > 0 ? r.pick(holds) : undefined;
+      // Time moves: a draw mostly inside its hold's window, else anywhere before, in or after the windows.
+      const later = base + r.pick([0, 20 * MINUTE, 70 * MINUTE, 150 * MINUTE, 5 * HOUR]);
+      if (hold && r.chance(0.8)) now = hold.startMs + r.pick([0, 10 * MINUTE]);
+      else if (r.chance(0.6)) now = later;
+      for (let i = holds.length > 0 ? r.below(3) : 0; i > 0; i -= 1) {
+        const from = r.pick(holds);
+        const [rp, name] = r.pick([...from.held]);
+        await claimOn(rp, HOLDER, { [name]: r.int(1, 2) }, { holdId: from.id, ...(r.chance(0.3) ? { untilMs: untilFrom(now) } : {}) });
+      }
+      const resources = hold ? { [r.pick([...hold.held.values()])]: r.int(1, 3) } : amountsOn(3);
       const terms: Terms = mode === 'until' ? { untilMs: untilFrom(now) } : hold ? { holdId: hold.id } : {};
       const project = hold ? HOLDER : OTHER;
       const counted = await headroomOf(resources, terms);
@@ -178,8 +184,13 @@ describe('GET /ext/headroom beside holds', () => {
         const expected = counted.get(host) ?? 0;
         const granted = await grantedInARow(host, project, resources, terms);
         expect(granted, `case ${n}: ${JSON.stringify({ resources, terms, hosts: hosts.length, holds: holds.length })}`).toBe(expected);
+        if (holds.length > 0 && granted > 0) heldCases += 1;
+        if (hold && granted > 0) drawnCases += 1;
       }
     }
+    // The random clouds reach what they are for: counts beside holds, and draws from them.
+    expect(heldCases).toBeGreaterThan(CASES / 10);
+    expect(drawnCases).toBeGreaterThan(CASES / 30);
   }, 600_000);
 });
 
