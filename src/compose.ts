@@ -52,7 +52,7 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     metrics,
     keystoneFetch: options.keystoneFetch,
   });
-  return {
+  const deps: Deps = {
     store,
     config,
     policy: new PolicyEnforcer(
@@ -72,7 +72,8 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
     writeHooks: writeHooks(extensions.writes()),
     extensions,
     metricsSource: options.metricsSource ?? processMetrics(metrics),
-    candidates: candidateEngine(config, metrics, () => clock().getTime(), extensions.candidates()),
+    // The app's clock as it is at each request (a test or a what-if may replace deps.clock).
+    candidates: candidateEngine(config, metrics, () => deps.clock().getTime(), extensions.candidates()),
     readiness: new ProcessReadiness(),
     keystone:
       config.PLACEMENT_AUTH_STRATEGY === 'keystone'
@@ -87,6 +88,7 @@ export function makeDeps(store: DataStore, config: AppConfig, log: Logger, optio
           })
         : undefined,
   };
+  return deps;
 }
 
 /** The allocation-candidates engine of one app, with what the installed extensions add (by default, EXTENSIONS' static parts). */

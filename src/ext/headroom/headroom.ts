@@ -11,7 +11,10 @@
 // first candidate (a flat host: one; eight GPUs: eight), not one per claim.
 // Each tree is counted from the usage as it is now, on its own: capacity of a
 // sharing provider that several trees reach is counted in each of them.
-// Shared counters (docs/extensions-gpu.md) bound the repeats as capacity does, and
+// Shared counters (docs/extensions-gpu.md) bound the repeats as capacity does;
+// so does a hook's room on a pair (holds: what claims of this request, with
+// its ext_until or ext_hold, may still add there), made the capacity the
+// repeats divide, so that every later search step sees it too; and
 // ext_first_of counts, per tree, the claims of the alternative a scheduler
 // would get each time (an H100 while one fits, then the A100 ...).
 import type { BatchReader } from '../../db/client.js';
@@ -19,6 +22,7 @@ import type { Microversion } from '../../microversion.js';
 import { capacityOf } from '../../placement/capacity.js';
 import { type CandidateOptions, type FullSearch, searchEveryTree } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
+import type { CapacityRule } from '../../placement/candidates/hooks.js';
 import type { AllocationRequest } from '../../placement/candidates/search.js';
 import type { Inventory } from '../../placement/candidates/research.js';
 import { candidateCounters } from '../counters/candidates.js';
@@ -48,7 +52,7 @@ export async function findHeadroom(
 
 /** Headroom from a search over every viable tree (the database's, or a what-if model's: ./simulate). */
 export async function headroomOfSearch(full: FullSearch, options: CandidateOptions): Promise<Headroom> {
-  const { search, anchors, nodes, inventories, hooks } = full;
+  const { search, anchors, nodes, inventories, hooks, capacity } = full;
   // The shared counters' loads as the search's batch read them (none where counters are not installed).
   const counters = hooks.get(candidateCounters) ?? NO_COUNTERS;
   // The candidates' time budget, shared with the event loop as their search shares it.
@@ -56,44 +60,73 @@ export async function headroomOfSearch(full: FullSearch, options: CandidateOptio
   const trees: TreeHeadroom[] = [];
   let total = 0;
   let incomplete = false;
-  for (const anchor of anchors) {
-    let count = 0;
-    // Each tree from the usage as it is now: its simulated claims are undone after it (a sharing provider serves several trees).
-    const taken: [Inventory, number][] = [];
-    const loaded: [LoadedCounters, number[]][] = [];
-    for (let claim = search.firstRequestOf(anchor); claim; claim = search.firstRequestOf(anchor)) {
-      const perClaim = counterUse(claim, counters);
-      const times = Math.min(repeatsOf(claim, inventories), counterRepeats(perClaim));
-      for (const piece of claim.pieces) {
-        const inv = inventoryOf(inventories, piece.providerId, piece.classId);
-        inv.used += piece.amount * times;
-        taken.push([inv, piece.amount * times]);
+  // Usage standing for what a hook's room leaves out of each pair's capacity, undone at the end.
+  const bounded = new Map<Inventory, number>();
+  try {
+    for (const anchor of anchors) {
+      let count = 0;
+      // Each tree from the usage as it is now: its simulated claims are undone after it (a sharing provider serves several trees).
+      const taken: [Inventory, number][] = [];
+      const loaded: [LoadedCounters, number[]][] = [];
+      for (let claim = search.firstRequestOf(anchor); claim; claim = search.firstRequestOf(anchor)) {
+        if (capacity?.room) boundByRoom(claim, inventories, capacity, bounded);
+        const perClaim = counterUse(claim, counters);
+        const times = Math.min(repeatsOf(claim, inventories), counterRepeats(perClaim));
+        for (const piece of claim.pieces) {
+          const inv = inventoryOf(inventories, piece.providerId, piece.classId);
+          inv.used += piece.amount * times;
+          taken.push([inv, piece.amount * times]);
+        }
+        for (const [c, use] of perClaim) {
+          const added = use.map((units) => units * times);
+          for (let i = 0; i < added.length; i += 1) c.loads[i]! += added[i];
+          loaded.push([c, added]);
+        }
+        count += times;
+        const step = budget.step();
+        if (step === 'spent') {
+          incomplete = true;
+          break;
+        }
+        if (step === 'pause') await budget.pause();
       }
-      for (const [c, use] of perClaim) {
-        const added = use.map((units) => units * times);
-        for (let i = 0; i < added.length; i += 1) c.loads[i]! += added[i];
-        loaded.push([c, added]);
+      for (const [inv, amount] of taken) inv.used -= amount;
+      for (const [c, added] of loaded) for (let i = 0; i < added.length; i += 1) c.loads[i]! -= added[i];
+      if (count > 0) {
+        trees.push({ root_provider_uuid: nodes.get(anchor)!.uuid, count });
+        total += count;
       }
-      count += times;
-      const step = budget.step();
-      if (step === 'spent') {
-        incomplete = true;
-        break;
-      }
-      if (step === 'pause') await budget.pause();
+      if (incomplete) break;
     }
-    for (const [inv, amount] of taken) inv.used -= amount;
-    for (const [c, added] of loaded) for (let i = 0; i < added.length; i += 1) c.loads[i]! -= added[i];
-    if (count > 0) {
-      trees.push({ root_provider_uuid: nodes.get(anchor)!.uuid, count });
-      total += count;
-    }
-    if (incomplete) break;
+  } finally {
+    for (const [inv, amount] of bounded) inv.used -= amount;
   }
   return incomplete ? { total, trees, incomplete: true } : { total, trees };
 }
 
 const NO_COUNTERS: Map<number, LoadedCounters> = new Map();
+
+/**
+ * On each pair of `claim` met for the first time, the hook's room becomes its
+ * capacity: usage is added for what the room leaves out. A pair is first met
+ * before any repeat lands on it (each tree's repeats are undone after it), so
+ * the room is counted from the usage the batch read, as the rule counts it.
+ */
+function boundByRoom(
+  claim: AllocationRequest,
+  inventories: Map<number, Map<number, Inventory>>,
+  rule: CapacityRule,
+  bounded: Map<Inventory, number>,
+): void {
+  for (const piece of claim.pieces) {
+    const inv = inventoryOf(inventories, piece.providerId, piece.classId);
+    if (bounded.has(inv)) continue;
+    const room = rule.room?.(piece.providerId, piece.classId);
+    const outside = room === undefined ? 0 : Math.max(0, capacityOf(inv) - inv.used - room);
+    inv.used += outside;
+    bounded.set(inv, outside);
+  }
+}
 
 function inventoryOf(inventories: Map<number, Map<number, Inventory>>, providerId: number, classId: number): Inventory {
   return inventories.get(providerId)!.get(classId)!;

@@ -188,6 +188,12 @@ function ruleFor(state: HeldState, request: CandidateRequest, nowMs: number): Ca
   };
   const drawsFrom = (world: World | undefined) => world?.holds.some((h) => h.id === holdId) === true;
   return {
+    // The allowance bounds what successive claims of this request add up to (admitting a then b is admitting a + b).
+    room(providerId, classId) {
+      const pair = pairOf(providerId, classId);
+      const world = state.pairs.get(pair);
+      return world === undefined ? undefined : allowance(pair, world);
+    },
     fits(pieces, taken) {
       for (const p of pieces) {
         const pair = pairOf(p.providerId, p.classId);
@@ -211,11 +217,13 @@ function ruleFor(state: HeldState, request: CandidateRequest, nowMs: number): Ca
 const KEPT_STATES = 16;
 
 /**
- * The read hook; `now` is the engine's clock (the request's instant). It
- * keeps the state of the last epochs it read, per database, so that a
- * request reads the holds again only after something they depend on changed.
+ * The read hook. Its rule judges at the request's instant on the app's clock
+ * (the engine passes it), as the claim guard does; `now`, when given, replaces
+ * it (a what-if judged at an instant of its own). It keeps the state of the
+ * last epochs it read, per database, so that a request reads the holds again
+ * only after something they depend on changed.
  */
-export function heldCapacityHook(now: () => number = Date.now): CandidateReadHook<HeldState | null> {
+export function heldCapacityHook(now?: () => number): CandidateReadHook<HeldState | null> {
   const kept = new Map<string, HeldState | null>();
   let last: { database: string; epoch: number } | null = null;
   return {
@@ -236,8 +244,8 @@ export function heldCapacityHook(now: () => number = Date.now): CandidateReadHoo
       last = current;
       return state;
     },
-    capacityRule: (state, request) => {
-      if (state) return ruleFor(state, request, now());
+    capacityRule: (state, request, nowMs) => {
+      if (state) return ruleFor(state, request, now ? now() : nowMs);
       // No hold: only a request that draws from one is constrained (it has nothing to draw from).
       return extParam(request, holdParam) === undefined ? null : { fits: () => false };
     },

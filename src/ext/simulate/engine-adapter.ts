@@ -74,7 +74,7 @@ function countersUnder(table: ReadonlyMap<number, LoadedKeys>, usage: UsageTable
   return out;
 }
 
-/** The holds' state over a world, and their capacity rule judged at one instant (the installed hook's clock without one). */
+/** The holds' state over a world, and their capacity rule judged at one instant (without one, the request's instant on the app's clock). */
 interface Held {
   state: HeldState | null;
   rule: CandidateReadHook['capacityRule'];

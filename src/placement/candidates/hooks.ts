@@ -68,6 +68,12 @@ export interface CapacityRule {
    * holds on each piece's provider is what must fit (it includes the pieces).
    */
   fits(pieces: readonly Piece[], taken?: TakenView): boolean;
+  /**
+   * Where the rule bounds a pair by amount alone: the most that successive
+   * claims of this request may add on (provider, class) beside the usage the
+   * batch read (headroom repeats a claim within it); undefined where it does not.
+   */
+  room?(providerId: number, classId: number): number | undefined;
 }
 
 /**
@@ -85,8 +91,12 @@ export interface CandidateReadHook<State = unknown> {
   read(result: ResultSet | undefined): State;
   /** Providers the request leaves out: never a choice, and a root here takes its whole tree out. */
   excludeProviders?(state: State, request: CandidateRequest): ReadonlySet<number>;
-  /** A capacity condition the search applies to every choice of `request`; null when it constrains nothing (the usual cloud). */
-  capacityRule?(state: State, request: CandidateRequest): CapacityRule | null;
+  /**
+   * A capacity condition the search applies to every choice of `request`,
+   * judged at `nowMs` (the request's instant, on the app's clock); null when
+   * it constrains nothing (the usual cloud).
+   */
+  capacityRule?(state: State, request: CandidateRequest, nowMs: number): CapacityRule | null;
 }
 
 /** What the installed hooks read in one batch, by hook (headroom reads the counters' state back). */
@@ -115,14 +125,24 @@ export class HookStates {
   }
 
   /** Every hook's capacity rule, as one; null when none constrains anything (the search then pays nothing). */
-  capacityRule(hooks: readonly CandidateReadHook[], request: CandidateRequest): CapacityRule | null {
+  capacityRule(hooks: readonly CandidateReadHook[], request: CandidateRequest, nowMs: number): CapacityRule | null {
     const rules: CapacityRule[] = [];
     for (const hook of hooks) {
-      const rule = hook.capacityRule?.(this.states.get(hook), request);
+      const rule = hook.capacityRule?.(this.states.get(hook), request, nowMs);
       if (rule) rules.push(rule);
     }
     if (rules.length <= 1) return rules[0] ?? null;
-    return { fits: (pieces, taken) => rules.every((rule) => rule.fits(pieces, taken)) };
+    return {
+      fits: (pieces, taken) => rules.every((rule) => rule.fits(pieces, taken)),
+      room(providerId, classId) {
+        let least: number | undefined;
+        for (const rule of rules) {
+          const room = rule.room?.(providerId, classId);
+          if (room !== undefined && (least === undefined || room < least)) least = room;
+        }
+        return least;
+      },
+    };
   }
 }
 

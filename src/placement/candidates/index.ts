@@ -26,6 +26,7 @@ import {
   type CandidateParam,
   type CandidateReadHook,
   type Caller,
+  type CapacityRule,
   type HookStates,
   hookStatements,
   readHooks,
@@ -205,7 +206,7 @@ async function prepare(source: ResearchSource, plan: SearchPlan, firstRoots: num
   const { candidates, preloaded, truncatedAt } = found;
   const groups = resolveGroups(plan.request, plan.names, found.lookups);
   // The research's own map of nodes: the search adds loaded trees to it.
-  const { search, covers } = treeSearchOf(plan, groups, candidates, preloaded.nodes, found.hooks);
+  const { search, covers, capacity } = treeSearchOf(plan, groups, candidates, preloaded.nodes, found.hooks);
   const anchors = [...anchorRoots(candidates)]
     .filter(covers)
     // Trees above the cut-off were not planned: they cannot be judged yet.
@@ -215,7 +216,7 @@ async function prepare(source: ResearchSource, plan: SearchPlan, firstRoots: num
   const sharingRoots = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
   const wanted = [...new Set([...sharingRoots, ...anchors])].filter((root) => !preloaded.roots.has(root));
   if (wanted.length) search.addTrees((await found.loadTrees(wanted)).values()); // into preloaded.nodes too
-  return { found, search, anchors };
+  return { found, search, anchors, capacity };
 }
 
 /** One research + search pass. */
@@ -246,7 +247,7 @@ function treeSearchOf(
   candidates: CandidateInventories,
   nodes: Map<number, ProviderNode>,
   states: HookStates,
-): { search: TreeSearch; covers: (root: number) => boolean } {
+): { search: TreeSearch; covers: (root: number) => boolean; capacity: CapacityRule | null } {
   const { request } = plan;
   const hooks = plan.options.hooks ?? NO_HOOKS;
   const input: SearchInput = {
@@ -259,11 +260,12 @@ function treeSearchOf(
     candidates,
     nodes,
     excluded: states.excluded(hooks, request),
-    capacity: states.capacityRule(hooks, request),
+    capacity: states.capacityRule(hooks, request, plan.options.now),
   };
-  if (!request.alternatives?.length) return { search: new CandidateSearch(input), covers: coversEveryClass(candidates, groups) };
+  const capacity = input.capacity ?? null;
+  if (!request.alternatives?.length) return { search: new CandidateSearch(input), covers: coversEveryClass(candidates, groups), capacity };
   const variants = variantsOf(groups, request.alternatives);
-  return { search: new AlternativesSearch(input, variants), covers: coversSomeVariant(candidates, variants) };
+  return { search: new AlternativesSearch(input, variants), covers: coversSomeVariant(candidates, variants), capacity };
 }
 
 /** A search over every viable tree, each loaded: what headroom walks tree by tree. */
@@ -276,6 +278,8 @@ export interface FullSearch {
   inventories: CandidateInventories['byProvider'];
   /** What the installed hooks read (headroom reads the shared counters' loads back). */
   hooks: HookStates;
+  /** The hooks' capacity rule of the request (headroom repeats a claim within its room); null when none constrains it. */
+  capacity: CapacityRule | null;
 }
 
 /** Research and a search over every viable tree, ignoring `limit` and the candidate cap (headroom). */
@@ -324,8 +328,8 @@ async function fullSearchOf(
     nestedAware: mv.atLeast(MV.AC_NESTED),
     options,
   };
-  const { found, search, anchors } = await prepare(source, plan, null);
-  return { search, anchors, nodes: found.preloaded.nodes, inventories: found.candidates.byProvider, hooks: found.hooks };
+  const { found, search, anchors, capacity } = await prepare(source, plan, null);
+  return { search, anchors, nodes: found.preloaded.nodes, inventories: found.candidates.byProvider, hooks: found.hooks, capacity };
 }
 
 const NO_HOOKS: readonly CandidateReadHook[] = [];
