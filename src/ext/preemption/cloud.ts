@@ -74,6 +74,8 @@ export interface Derived {
   relaxed?: Usage;
   /** The evictable consumers of each tree, as the victim rule takes them. */
   byRoot?: Map<number, Eligible[]>;
+  /** The evictable consumers by uuid. */
+  byUuid?: Map<string, EvictableConsumer>;
 }
 
 /** Most reads before the search answers over what it has (the index then a little newer than the usage). */
@@ -108,6 +110,8 @@ class AllocationIndex {
   version = 0;
   /** The last usage read, as read and as parsed: an unchanged cloud reads the same text (its rows, so the version, unchanged). */
   usageRead: { text: string; usage: Usage; signatures: Map<number, string> } | null = null;
+  /** The last names read (classes, traits, aggregates), as read and as parsed: the maps are never changed once made. */
+  namesRead: ({ text: string } & Names) | null = null;
   /** The last cloud's evictable consumers, taken usage and derived figures, with what they were made of. */
   lastCloud: {
     key: string;
@@ -234,9 +238,14 @@ function statements(model: CloudModel, nowMs: number): InStatement[] {
         GROUP BY x.${HOLD_AMOUNT.resourceProviderId}, x.${HOLD_AMOUNT.resourceClassId}`,
       args: [nowMs],
     },
-    { sql: `SELECT ${RC.id} AS id, ${RC.name} AS name FROM resource_classes`, args: [] },
-    { sql: `SELECT ${TRAIT.id} AS id, ${TRAIT.name} AS name FROM traits`, args: [] },
-    { sql: `SELECT ${AGG.id} AS id, ${AGG.uuid} AS uuid FROM placement_aggregates`, args: [] },
+    // The names as one row of text: a cloud's hundreds of traits cost one row, and unchanged text is not parsed again.
+    {
+      sql: `SELECT json_array(
+        (SELECT COALESCE(json_group_array(json_array(${RC.id}, ${RC.name})), json('[]')) FROM resource_classes),
+        (SELECT COALESCE(json_group_array(json_array(${TRAIT.id}, ${TRAIT.name})), json('[]')) FROM traits),
+        (SELECT COALESCE(json_group_array(json_array(${AGG.id}, ${AGG.uuid})), json('[]')) FROM placement_aggregates))`,
+      args: [],
+    },
   ];
 }
 
@@ -296,8 +305,27 @@ function usageOf(rows: readonly PackedRow[]): { usage: Usage; signatures: Map<nu
   return { usage, signatures: new Map([...parts].map(([rp, list]) => [rp, list.join(' ')])) };
 }
 
+interface Names {
+  classIdByName: Map<string, number>;
+  classNameById: Map<number, string>;
+  traitIdByName: Map<string, number>;
+  aggregateIdByUuid: Map<string, number>;
+}
+
+function namesOf([classes, traits, aggregates]: [PackedRow[], PackedRow[], PackedRow[]]): Names {
+  return {
+    classIdByName: new Map(classes.map(([id, name]) => [String(name), num(id)])),
+    classNameById: new Map(classes.map(([id, name]) => [num(id), String(name)])),
+    traitIdByName: new Map(traits.map(([id, name]) => [String(name), num(id)])),
+    aggregateIdByUuid: new Map(aggregates.map(([id, uuid]) => [String(uuid), num(id)])),
+  };
+}
+
 function cloudOf(model: CloudModel, index: AllocationIndex, usage: Usage, results: ResultSet[], priority: number): PreemptionCloud {
-  const [, , , own, defaults, victims, holds, classes, traits, aggregates] = results;
+  const [, , , own, defaults, victims, holds, names] = results;
+  const text = String(names!.rows[0]![0]);
+  if (index.namesRead?.text !== text) index.namesRead = { text, ...namesOf(JSON.parse(text) as [PackedRow[], PackedRow[], PackedRow[]]) };
+  const { classIdByName, classNameById, traitIdByName, aggregateIdByUuid } = index.namesRead;
   const ownPriority = new Map(own!.rows.map((r) => [String(r.uuid), Number(r.priority)]));
   const projectPriority = new Map(defaults!.rows.map((r) => [String(r.project), Number(r.priority)]));
   // What the evictable consumers and the taken usage are made of; the priority only by the priorities below it.
@@ -320,16 +348,11 @@ function cloudOf(model: CloudModel, index: AllocationIndex, usage: Usage, result
   const { evictable, taken, rootIdByProviderUuid, derived } = index.lastCloud;
   return {
     model,
-    lookups: {
-      classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
-      traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
-      aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
-      rootIdByProviderUuid,
-    },
+    lookups: { classIdByName, traitIdByName, aggregateIdByUuid, rootIdByProviderUuid },
     usage,
     taken,
     evictable,
-    classNameById: new Map(classes!.rows.map((r) => [Number(r.id), String(r.name)])),
+    classNameById,
     held: holds!.rows.length > 0,
     derived,
   };

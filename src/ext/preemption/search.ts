@@ -29,6 +29,7 @@ import type { AllocationRequest } from '../../placement/candidates/search.js';
 import { MV } from '../../placement/versions.js';
 import { addTo, type EvictableConsumer, type PreemptionCloud, readPreemptionCloud } from './cloud.js';
 import {
+  byId,
   chooseVictims,
   compareChoices,
   EXACT_LIMIT,
@@ -199,6 +200,8 @@ function byRoot(cloud: PreemptionCloud): Map<number, Eligible[]> {
       else roots.set(root, [eligible]);
     }
   }
+  // In id order, as the exact rule takes them (it then needs no sorted copy per request).
+  for (const list of roots.values()) list.sort(byId);
   return roots;
 }
 
@@ -210,17 +213,20 @@ function capacityOf(cloud: PreemptionCloud, providerId: number, classId: number)
 
 /** Per (provider, class) the request uses: how much more than what is free now it needs. */
 function shortfallOf(found: AllocationRequest, cloud: PreemptionCloud): Map<ResourceKey, number> {
-  const amounts = new Map<ResourceKey, number>();
-  for (const piece of found.pieces) {
-    const key = resourceKey(piece.providerId, piece.classId);
-    amounts.set(key, (amounts.get(key) ?? 0) + piece.amount);
-  }
   const shortfall = new Map<ResourceKey, number>();
-  for (const piece of found.pieces) {
-    const key = resourceKey(piece.providerId, piece.classId);
-    const used = cloud.taken.get(piece.providerId)?.get(piece.classId) ?? 0;
-    const short = used + amounts.get(key)! - capacityOf(cloud, piece.providerId, piece.classId);
-    if (short > 0) shortfall.set(key, short);
+  const pieces = found.pieces;
+  // A request has few pieces: each (provider, class) is summed at its first piece, without a map of keys.
+  for (let i = 0; i < pieces.length; i += 1) {
+    const { providerId, classId } = pieces[i]!;
+    let first = true;
+    for (let j = 0; j < i && first; j += 1) first = pieces[j]!.providerId !== providerId || pieces[j]!.classId !== classId;
+    if (!first) continue;
+    let amount = 0;
+    for (let j = i; j < pieces.length; j += 1)
+      if (pieces[j]!.providerId === providerId && pieces[j]!.classId === classId) amount += pieces[j]!.amount;
+    const used = cloud.taken.get(providerId)?.get(classId) ?? 0;
+    const short = used + amount - capacityOf(cloud, providerId, classId);
+    if (short > 0) shortfall.set(resourceKey(providerId, classId), short);
   }
   return shortfall;
 }
@@ -247,8 +253,8 @@ function present(
       withMappings: mv.atLeast(MV.MAPPINGS),
     },
   );
-  const shown = new Set(judged.flatMap((j) => j.choice.victims.map((v) => v.consumer)));
-  const byUuid = new Map(cloud.evictable.filter((c) => shown.has(c.uuid)).map((c) => [c.uuid, c]));
+  cloud.derived.byUuid ??= new Map(cloud.evictable.map((c) => [c.uuid, c]));
+  const byUuid = cloud.derived.byUuid;
   return {
     allocation_requests: body.allocation_requests.map((shown, i) => {
       const { choice, method } = judged[i]!;

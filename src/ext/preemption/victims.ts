@@ -64,12 +64,27 @@ function sortedIds(victims: readonly Eligible[]): string[] {
 }
 
 function compareIds(a: readonly Eligible[], b: readonly Eligible[]): number {
+  // The exact rule's sets come in id order: compared in place, without a sorted copy.
+  if (inIdOrder(a) && inIdOrder(b)) {
+    for (let i = 0; i < Math.min(a.length, b.length); i += 1) {
+      const x = a[i]!.consumer;
+      const y = b[i]!.consumer;
+      if (x !== y) return x < y ? -1 : 1;
+    }
+    return a.length - b.length;
+  }
   const x = sortedIds(a);
   const y = sortedIds(b);
   for (let i = 0; i < Math.min(x.length, y.length); i += 1) {
     if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
   }
   return x.length - y.length;
+}
+
+/** Whether the consumers come in id order (each id after the one before). */
+export function inIdOrder(consumers: readonly Eligible[]): boolean {
+  for (let i = 1; i < consumers.length; i += 1) if (consumers[i - 1]!.consumer >= consumers[i]!.consumer) return false;
+  return true;
 }
 
 export function costOf(victims: readonly Eligible[], shortfall: ReadonlyMap<ResourceKey, number>): VictimCost {
@@ -118,14 +133,22 @@ export function chooseVictims(
   if (shortfall.size === 0) return { victims: [], cost: NO_VICTIMS_COST };
   // Only a consumer that frees something short can be in a minimal set.
   const short = [...shortfall.keys()];
-  const useful = eligible.filter((v) => short.some((key) => (v.uses.get(key) ?? 0) > 0));
+  const useful: Eligible[] = [];
+  for (const v of eligible) {
+    for (const key of short) {
+      if ((v.uses.get(key) ?? 0) > 0) {
+        useful.push(v);
+        break;
+      }
+    }
+  }
   if (!covers(useful, shortfall)) return null;
   return method === 'exact' ? exactly(shortfall, useful) : greedily(shortfall, useful);
 }
 
 function exactly(shortfall: ReadonlyMap<ResourceKey, number>, eligible: readonly Eligible[]): VictimChoice {
   // In id order: among sets equal on every cost figure, the one whose lowest differing member comes first wins (compareIds).
-  const useful = [...eligible].sort(byId);
+  const useful = inIdOrder(eligible) ? eligible : [...eligible].sort(byId);
   const keys = [...shortfall.keys()];
   const needs = keys.map((k) => shortfall.get(k)!);
   const kinds = kindsOf(useful, keys);
@@ -144,15 +167,16 @@ interface Kind {
 }
 
 function kindsOf(useful: readonly Eligible[], keys: readonly ResourceKey[]): Kind[] {
-  const kinds = new Map<string, Kind>();
-  useful.forEach((v, i) => {
+  // A cloud of a few flavors has few kinds: each consumer is matched against them in turn.
+  const kinds: Kind[] = [];
+  for (let i = 0; i < useful.length; i += 1) {
+    const v = useful[i]!;
     const uses = keys.map((key) => v.uses.get(key) ?? 0);
-    const name = `${v.priority}|${uses.join(',')}`;
-    const kind = kinds.get(name);
+    const kind = kinds.find((k) => k.priority === v.priority && k.uses.every((u, j) => u === uses[j]));
     if (kind) kind.members.push(i);
-    else kinds.set(name, { priority: v.priority, uses, members: [i] });
-  });
-  return [...kinds.values()];
+    else kinds.push({ priority: v.priority, uses, members: [i] });
+  }
+  return kinds;
 }
 
 /**
@@ -214,7 +238,10 @@ function byKinds(kinds: readonly Kind[], needs: readonly number[]): number[] {
 
 /** The first `counts[g]` members of each kind, in id order. */
 function membersOf(kinds: readonly Kind[], counts: readonly number[]): number[] {
-  return kinds.flatMap((kind, g) => kind.members.slice(0, counts[g])).sort((a, b) => a - b);
+  const members: number[] = [];
+  for (let g = 0; g < kinds.length; g += 1) for (let i = 0; i < counts[g]!; i += 1) members.push(kinds[g]!.members[i]!);
+  // Of one kind they are already in order.
+  return counts.filter((c) => c > 0).length > 1 ? members.sort((a, b) => a - b) : members;
 }
 
 /** Of two sets of one size (indices in id order), whether the lowest member in only one of them is in `ours`. */
@@ -297,7 +324,7 @@ function greedily(shortfall: ReadonlyMap<ResourceKey, number>, useful: readonly 
   return choices.reduce((best, c) => (compareChoices(c, best) < 0 ? c : best));
 }
 
-const byId = (a: Eligible, b: Eligible) => (a.consumer < b.consumer ? -1 : a.consumer > b.consumer ? 1 : 0);
+export const byId = (a: Eligible, b: Eligible) => (a.consumer < b.consumer ? -1 : a.consumer > b.consumer ? 1 : 0);
 
 /** How much of the shortfall a consumer covers, each key as a share of what is still needed. */
 function usefulness(v: Eligible, needed: ReadonlyMap<ResourceKey, number>): number {
