@@ -36,7 +36,7 @@ import { CloudModel } from '../../placement/candidates/cloud-model.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
 import type { Lookups, Usage } from '../../placement/candidates/research.js';
 import { num, type PackedRow } from '../../placement/candidates/sql.js';
-import { type Eligible, type ResourceKey, resourceKey } from './victims.js';
+import { type Eligible, type ResourceKey, resourceKey, type UseStats } from './victims.js';
 
 /** A consumer the preemptor may evict, with everything it holds (in allocation id order). */
 export interface EvictableConsumer {
@@ -76,6 +76,8 @@ export interface Derived {
   byRoot?: Map<number, Eligible[]>;
   /** The evictable consumers by uuid. */
   byUuid?: Map<string, EvictableConsumer>;
+  /** Per tree (by root id), what its evictable consumers hold per resource (the cost bound's figures), filled as trees are judged. */
+  statsByRoot?: UseStats[];
 }
 
 /** Most reads before the search answers over what it has (the index then a little newer than the usage). */

@@ -120,6 +120,93 @@ export function isMinimal(victims: readonly Eligible[], shortfall: ReadonlyMap<R
 
 export type Method = 'exact' | 'greedy';
 
+/** What every victim set covering a shortfall costs at least, figure by figure, and the lowest id any can hold. */
+export interface CostBound {
+  cost: VictimCost;
+  lowestId: string;
+}
+
+/** Per resource, what the consumers using it hold there and who they are (a tree's, computed once per cloud). */
+export interface UseStats {
+  byKey: Map<ResourceKey, { most: number; all: number; divisor: number; lowestPriority: number; lowestId: string }>;
+  /** The sum of every priority below zero. */
+  negatives: number;
+}
+
+export function useStatsOf(eligible: readonly Eligible[]): UseStats {
+  const byKey: UseStats['byKey'] = new Map();
+  let negatives = 0;
+  for (const v of eligible) {
+    if (v.priority < 0) negatives += v.priority;
+    for (const [key, units] of v.uses) {
+      if (units <= 0) continue;
+      const stats = byKey.get(key);
+      if (!stats) {
+        byKey.set(key, { most: units, all: units, divisor: units, lowestPriority: v.priority, lowestId: v.consumer });
+        continue;
+      }
+      stats.most = Math.max(stats.most, units);
+      stats.all += units;
+      stats.divisor = gcd(stats.divisor, units);
+      stats.lowestPriority = Math.min(stats.lowestPriority, v.priority);
+      if (v.consumer < stats.lowestId) stats.lowestId = v.consumer;
+    }
+  }
+  return { byKey, negatives };
+}
+
+/**
+ * A lower bound on each figure of every covering victim set among the consumers of `stats` (so on
+ * the best one's, whichever method finds it); null when evicting them all does not cover the
+ * shortfall (the rule finds no set). Highest priority: the lowest of the consumers using a short
+ * resource; count: on each short resource, its need over the most one consumer frees there; sum:
+ * that many at the lowest priority (priorities below zero: all of those); left over: on each short
+ * resource, what the least multiple of its units' common divisor at or above the need exceeds it by.
+ */
+export function costBound(shortfall: ReadonlyMap<ResourceKey, number>, stats: UseStats): CostBound | null {
+  let lowestPriority = Number.POSITIVE_INFINITY;
+  let lowestId: string | null = null;
+  let victims = 0;
+  let leftOver = 0;
+  for (const [key, need] of shortfall) {
+    const held = stats.byKey.get(key);
+    if (!held || held.all < need) return null;
+    lowestPriority = Math.min(lowestPriority, held.lowestPriority);
+    if (lowestId === null || held.lowestId < lowestId) lowestId = held.lowestId;
+    victims = Math.max(victims, Math.ceil(need / held.most));
+    // Whole units: each freed amount is a multiple of the divisor.
+    if (Number.isInteger(need) && Number.isInteger(held.divisor)) leftOver += Math.ceil(need / held.divisor) * held.divisor - need;
+  }
+  if (lowestId === null) return null;
+  const sum = lowestPriority >= 0 ? victims * lowestPriority : stats.negatives;
+  return { cost: { highest_priority: lowestPriority, priority_sum: sum, victims, left_over: leftOver }, lowestId };
+}
+
+function gcd(a: number, b: number): number {
+  if (!Number.isInteger(a) || !Number.isInteger(b)) return 1;
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+
+/**
+ * Whether every covering set of bound `bound` ranks strictly after `choice` (a set with victims):
+ * the bound above it at the first figure where they differ (each figure of a set is at least its
+ * bound's), or the same figures and the bound's lowest id above the choice's lowest (ids decide,
+ * the lowest first). Otherwise the set may rank before or tie, and is to be judged.
+ */
+export function ranksAfter(bound: CostBound, choice: VictimChoice): boolean {
+  const a = bound.cost;
+  const b = choice.cost;
+  if (choice.victims.length === 0) return false;
+  if (a.highest_priority !== b.highest_priority) return a.highest_priority > b.highest_priority;
+  if (a.priority_sum !== b.priority_sum) return a.priority_sum > b.priority_sum;
+  if (a.victims !== b.victims) return a.victims > b.victims;
+  if (a.left_over !== b.left_over) return a.left_over > b.left_over;
+  let lowest = choice.victims[0]!.consumer;
+  for (const v of choice.victims) if (v.consumer < lowest) lowest = v.consumer;
+  return bound.lowestId > lowest;
+}
+
 /**
  * The best victim set for a shortfall, among `eligible` (each already below
  * the preemptor's priority); null when evicting them all does not cover it.
