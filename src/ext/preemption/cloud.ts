@@ -112,6 +112,8 @@ class AllocationIndex {
   version = 0;
   /** The last usage read, as read and as parsed: an unchanged cloud reads the same text (its rows, so the version, unchanged). */
   usageRead: { text: string; usage: Usage; signatures: Map<number, string> } | null = null;
+  /** The allocations' stamp when `usageRead` was read (the last id given out, how many there are): the same stamp, the same rows. */
+  usageStamp: { lastId: number; count: number } | null = null;
   /** The last names read (classes, traits, aggregates), as read and as parsed: the maps are never changed once made. */
   namesRead: ({ text: string } & Names) | null = null;
   /** The last cloud's evictable consumers, taken usage and derived figures, with what they were made of. */
@@ -219,10 +221,19 @@ const ROWS_SQL = `SELECT COALESCE(json_group_array(json_array(id, rp, consumer, 
     LEFT JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId} LEFT JOIN projects pr ON pr.${PROJECT.id} = c.${CONSUMER.projectId}
     ORDER BY a.${ALLOC.id})`;
 
-function statements(model: CloudModel, nowMs: number): InStatement[] {
+/**
+ * The allocations' stamp, and the usage only when the stamp differs from the one given: ids only grow
+ * (AUTOINCREMENT: the last one given out moves on with every insert) and allocations are only inserted
+ * and deleted, never updated (a claim rewrites a consumer's allocations whole), so an unchanged last id
+ * and count mean unchanged rows, and the grouped read of every allocation is skipped.
+ */
+const STAMPED_USAGE_SQL = `SELECT last_id, count, CASE WHEN last_id = :lastId AND count = :count THEN NULL ELSE (${USAGE_SQL}) END AS usage
+  FROM (SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'allocations'), 0) AS last_id, (SELECT COUNT(*) FROM allocations) AS count)`;
+
+function statements(model: CloudModel, nowMs: number, stamp: AllocationIndex['usageStamp']): InStatement[] {
   return [
     model.refreshStatement(),
-    { sql: USAGE_SQL, args: [] },
+    { sql: STAMPED_USAGE_SQL, args: { lastId: stamp?.lastId ?? -1, count: stamp?.count ?? -1 } },
     { sql: `SELECT ${EPOCH.token} AS token FROM placement_epoch WHERE ${EPOCH.id} = 1`, args: [] },
     {
       sql: `SELECT ${CONSUMER_PRIORITY.consumerUuid} AS uuid, ${CONSUMER_PRIORITY.priority} AS priority FROM ext_consumer_priorities`,
@@ -263,7 +274,7 @@ export async function readPreemptionCloud(
   const cached = options.treeCacheProviders > 0 ? (options.trees?.modelFor(reader, options.treeCacheProviders) ?? null) : null;
   let model = cached?.usable(options.now) ? cached : wholeCloudModel();
   for (let attempt = 1; ; attempt += 1) {
-    const results = (await reader.readBatch(statements(model, nowMs))) as ResultSet[];
+    const results = (await reader.readBatch(statements(model, nowMs, index.usageRead ? index.usageStamp : null))) as ResultSet[];
     const [refresh, usageRows, epoch] = results;
     const changed = model.apply(String(refresh!.rows[0]![0]), options.now);
     if (changed === 'oversize') {
@@ -273,12 +284,21 @@ export async function readPreemptionCloud(
     if (changed === 'reload') continue;
     const seq = model.appliedSeq;
     const token = epoch!.rows[0] ? String(epoch!.rows[0].token) : null;
+    const stamped = usageRows!.rows[0]!;
     if (token !== index.epoch) {
       index.clear();
       index.epoch = token;
+      // Another database: its usage is read whole, whatever its stamp.
+      index.usageRead = null;
+      index.usageStamp = null;
+      if (stamped.usage === null) continue;
     }
-    const text = String(usageRows!.rows[0]![0]);
-    if (index.usageRead?.text !== text) index.usageRead = { text, ...usageOf(JSON.parse(text) as PackedRow[]) };
+    if (stamped.usage !== null) {
+      const text = String(stamped.usage);
+      if (index.usageRead?.text !== text) index.usageRead = { text, ...usageOf(JSON.parse(text) as PackedRow[]) };
+      index.usageStamp = { lastId: Number(stamped.last_id), count: Number(stamped.count) };
+    }
+    if (!index.usageRead) continue;
     const { usage, signatures } = index.usageRead;
     let stale = index.stale(signatures);
     if (stale.length > 0) {
