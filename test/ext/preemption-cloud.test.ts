@@ -318,6 +318,11 @@ async function searchAndCompare(
   const reference = await referenceCloud(priority, nowMs);
   const expected = await answerOver(reference, request, priority, mv, options);
   expect(JSON.stringify(got), label).toBe(JSON.stringify(expected));
+  // With a limit (trees that cannot make it are not judged), the first of the whole answer, every tree judged.
+  if (request.limit !== null) {
+    const whole = await answerOver(reference, { ...request, limit: null }, priority, mv, options);
+    expect(JSON.stringify(expected.allocation_requests), label).toBe(JSON.stringify(whole.allocation_requests.slice(0, request.limit)));
+  }
   // Never a victim at or above P, nor one the reference does not count evictable.
   const evictable = new Map(reference.evictable.map((c) => [c.uuid, c.priority]));
   for (const v of got.allocation_requests.flatMap((a) => a.victims)) {

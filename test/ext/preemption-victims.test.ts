@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import {
   chooseVictims,
   compareChoices,
+  costBound,
   costOf,
   covers,
   type Eligible,
@@ -14,6 +15,8 @@ import {
   type ResourceKey,
   type VictimChoice,
   type VictimCost,
+  ranksAfter,
+  useStatsOf,
 } from '../../src/ext/preemption/victims.js';
 
 /** A small seeded generator (mulberry32), so a failure names its seed and replays. */
@@ -197,6 +200,18 @@ describe('victims, exact, against every subset', () => {
         expected && { ...expected, victims: expected.victims.map((v) => v.consumer).sort() },
       );
       if (new Set(tree.eligible.map((v) => `${v.priority}|${[...v.uses].join()}`)).size < tree.eligible.length) alike += 1;
+      // The cost bound the search skips trees by: null exactly when no set covers, else at or below the best set on
+      // every figure, and never ranking after the best set (a tree with the best is never skipped).
+      const bound = costBound(tree.shortfall, useStatsOf(tree.eligible));
+      expect(bound === null, `seed ${seed}`).toBe(expected === null);
+      if (bound && expected) {
+        const { cost } = expected;
+        expect(bound.cost.highest_priority, `seed ${seed}`).toBeLessThanOrEqual(cost.highest_priority);
+        expect(bound.cost.priority_sum, `seed ${seed}`).toBeLessThanOrEqual(cost.priority_sum);
+        expect(bound.cost.victims, `seed ${seed}`).toBeLessThanOrEqual(cost.victims);
+        expect(bound.cost.left_over, `seed ${seed}`).toBeLessThanOrEqual(cost.left_over);
+        expect(ranksAfter(bound, expected), `seed ${seed}`).toBe(false);
+      }
     }
     expect(alike).toBeGreaterThan(1000);
   });

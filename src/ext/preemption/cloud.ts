@@ -36,7 +36,7 @@ import { CloudModel } from '../../placement/candidates/cloud-model.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
 import type { Lookups, Usage } from '../../placement/candidates/research.js';
 import { num, type PackedRow } from '../../placement/candidates/sql.js';
-import { type Eligible, type ResourceKey, resourceKey } from './victims.js';
+import { type Eligible, type ResourceKey, resourceKey, type UseStats } from './victims.js';
 
 /** A consumer the preemptor may evict, with everything it holds (in allocation id order). */
 export interface EvictableConsumer {
@@ -74,6 +74,10 @@ export interface Derived {
   relaxed?: Usage;
   /** The evictable consumers of each tree, as the victim rule takes them. */
   byRoot?: Map<number, Eligible[]>;
+  /** The evictable consumers by uuid. */
+  byUuid?: Map<string, EvictableConsumer>;
+  /** Per tree (by root id), what its evictable consumers hold per resource (the cost bound's figures), filled as trees are judged. */
+  statsByRoot?: UseStats[];
 }
 
 /** Most reads before the search answers over what it has (the index then a little newer than the usage). */
@@ -108,6 +112,10 @@ class AllocationIndex {
   version = 0;
   /** The last usage read, as read and as parsed: an unchanged cloud reads the same text (its rows, so the version, unchanged). */
   usageRead: { text: string; usage: Usage; signatures: Map<number, string> } | null = null;
+  /** The allocations' stamp when `usageRead` was read (the last id given out, how many there are): the same stamp, the same rows. */
+  usageStamp: { lastId: number; count: number } | null = null;
+  /** The last names read (classes, traits, aggregates), as read and as parsed: the maps are never changed once made. */
+  namesRead: ({ text: string } & Names) | null = null;
   /** The last cloud's evictable consumers, taken usage and derived figures, with what they were made of. */
   lastCloud: {
     key: string;
@@ -213,10 +221,19 @@ const ROWS_SQL = `SELECT COALESCE(json_group_array(json_array(id, rp, consumer, 
     LEFT JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId} LEFT JOIN projects pr ON pr.${PROJECT.id} = c.${CONSUMER.projectId}
     ORDER BY a.${ALLOC.id})`;
 
-function statements(model: CloudModel, nowMs: number): InStatement[] {
+/**
+ * The allocations' stamp, and the usage only when the stamp differs from the one given: ids only grow
+ * (AUTOINCREMENT: the last one given out moves on with every insert) and allocations are only inserted
+ * and deleted, never updated (a claim rewrites a consumer's allocations whole), so an unchanged last id
+ * and count mean unchanged rows, and the grouped read of every allocation is skipped.
+ */
+const STAMPED_USAGE_SQL = `SELECT last_id, count, CASE WHEN last_id = :lastId AND count = :count THEN NULL ELSE (${USAGE_SQL}) END AS usage
+  FROM (SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'allocations'), 0) AS last_id, (SELECT COUNT(*) FROM allocations) AS count)`;
+
+function statements(model: CloudModel, nowMs: number, stamp: AllocationIndex['usageStamp']): InStatement[] {
   return [
     model.refreshStatement(),
-    { sql: USAGE_SQL, args: [] },
+    { sql: STAMPED_USAGE_SQL, args: { lastId: stamp?.lastId ?? -1, count: stamp?.count ?? -1 } },
     { sql: `SELECT ${EPOCH.token} AS token FROM placement_epoch WHERE ${EPOCH.id} = 1`, args: [] },
     {
       sql: `SELECT ${CONSUMER_PRIORITY.consumerUuid} AS uuid, ${CONSUMER_PRIORITY.priority} AS priority FROM ext_consumer_priorities`,
@@ -234,9 +251,14 @@ function statements(model: CloudModel, nowMs: number): InStatement[] {
         GROUP BY x.${HOLD_AMOUNT.resourceProviderId}, x.${HOLD_AMOUNT.resourceClassId}`,
       args: [nowMs],
     },
-    { sql: `SELECT ${RC.id} AS id, ${RC.name} AS name FROM resource_classes`, args: [] },
-    { sql: `SELECT ${TRAIT.id} AS id, ${TRAIT.name} AS name FROM traits`, args: [] },
-    { sql: `SELECT ${AGG.id} AS id, ${AGG.uuid} AS uuid FROM placement_aggregates`, args: [] },
+    // The names as one row of text: a cloud's hundreds of traits cost one row, and unchanged text is not parsed again.
+    {
+      sql: `SELECT json_array(
+        (SELECT COALESCE(json_group_array(json_array(${RC.id}, ${RC.name})), json('[]')) FROM resource_classes),
+        (SELECT COALESCE(json_group_array(json_array(${TRAIT.id}, ${TRAIT.name})), json('[]')) FROM traits),
+        (SELECT COALESCE(json_group_array(json_array(${AGG.id}, ${AGG.uuid})), json('[]')) FROM placement_aggregates))`,
+      args: [],
+    },
   ];
 }
 
@@ -252,7 +274,7 @@ export async function readPreemptionCloud(
   const cached = options.treeCacheProviders > 0 ? (options.trees?.modelFor(reader, options.treeCacheProviders) ?? null) : null;
   let model = cached?.usable(options.now) ? cached : wholeCloudModel();
   for (let attempt = 1; ; attempt += 1) {
-    const results = (await reader.readBatch(statements(model, nowMs))) as ResultSet[];
+    const results = (await reader.readBatch(statements(model, nowMs, index.usageRead ? index.usageStamp : null))) as ResultSet[];
     const [refresh, usageRows, epoch] = results;
     const changed = model.apply(String(refresh!.rows[0]![0]), options.now);
     if (changed === 'oversize') {
@@ -262,12 +284,21 @@ export async function readPreemptionCloud(
     if (changed === 'reload') continue;
     const seq = model.appliedSeq;
     const token = epoch!.rows[0] ? String(epoch!.rows[0].token) : null;
+    const stamped = usageRows!.rows[0]!;
     if (token !== index.epoch) {
       index.clear();
       index.epoch = token;
+      // Another database: its usage is read whole, whatever its stamp.
+      index.usageRead = null;
+      index.usageStamp = null;
+      if (stamped.usage === null) continue;
     }
-    const text = String(usageRows!.rows[0]![0]);
-    if (index.usageRead?.text !== text) index.usageRead = { text, ...usageOf(JSON.parse(text) as PackedRow[]) };
+    if (stamped.usage !== null) {
+      const text = String(stamped.usage);
+      if (index.usageRead?.text !== text) index.usageRead = { text, ...usageOf(JSON.parse(text) as PackedRow[]) };
+      index.usageStamp = { lastId: Number(stamped.last_id), count: Number(stamped.count) };
+    }
+    if (!index.usageRead) continue;
     const { usage, signatures } = index.usageRead;
     let stale = index.stale(signatures);
     if (stale.length > 0) {
@@ -296,8 +327,27 @@ function usageOf(rows: readonly PackedRow[]): { usage: Usage; signatures: Map<nu
   return { usage, signatures: new Map([...parts].map(([rp, list]) => [rp, list.join(' ')])) };
 }
 
+interface Names {
+  classIdByName: Map<string, number>;
+  classNameById: Map<number, string>;
+  traitIdByName: Map<string, number>;
+  aggregateIdByUuid: Map<string, number>;
+}
+
+function namesOf([classes, traits, aggregates]: [PackedRow[], PackedRow[], PackedRow[]]): Names {
+  return {
+    classIdByName: new Map(classes.map(([id, name]) => [String(name), num(id)])),
+    classNameById: new Map(classes.map(([id, name]) => [num(id), String(name)])),
+    traitIdByName: new Map(traits.map(([id, name]) => [String(name), num(id)])),
+    aggregateIdByUuid: new Map(aggregates.map(([id, uuid]) => [String(uuid), num(id)])),
+  };
+}
+
 function cloudOf(model: CloudModel, index: AllocationIndex, usage: Usage, results: ResultSet[], priority: number): PreemptionCloud {
-  const [, , , own, defaults, victims, holds, classes, traits, aggregates] = results;
+  const [, , , own, defaults, victims, holds, names] = results;
+  const text = String(names!.rows[0]![0]);
+  if (index.namesRead?.text !== text) index.namesRead = { text, ...namesOf(JSON.parse(text) as [PackedRow[], PackedRow[], PackedRow[]]) };
+  const { classIdByName, classNameById, traitIdByName, aggregateIdByUuid } = index.namesRead;
   const ownPriority = new Map(own!.rows.map((r) => [String(r.uuid), Number(r.priority)]));
   const projectPriority = new Map(defaults!.rows.map((r) => [String(r.project), Number(r.priority)]));
   // What the evictable consumers and the taken usage are made of; the priority only by the priorities below it.
@@ -320,16 +370,11 @@ function cloudOf(model: CloudModel, index: AllocationIndex, usage: Usage, result
   const { evictable, taken, rootIdByProviderUuid, derived } = index.lastCloud;
   return {
     model,
-    lookups: {
-      classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
-      traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
-      aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
-      rootIdByProviderUuid,
-    },
+    lookups: { classIdByName, traitIdByName, aggregateIdByUuid, rootIdByProviderUuid },
     usage,
     taken,
     evictable,
-    classNameById: new Map(classes!.rows.map((r) => [Number(r.id), String(r.name)])),
+    classNameById,
     held: holds!.rows.length > 0,
     derived,
   };

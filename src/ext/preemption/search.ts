@@ -29,8 +29,12 @@ import type { AllocationRequest } from '../../placement/candidates/search.js';
 import { MV } from '../../placement/versions.js';
 import { addTo, type EvictableConsumer, type PreemptionCloud, readPreemptionCloud } from './cloud.js';
 import {
+  byId,
   chooseVictims,
   compareChoices,
+  costBound,
+  ranksAfter,
+  useStatsOf,
   EXACT_LIMIT,
   NO_VICTIMS_COST,
   type Eligible,
@@ -86,10 +90,9 @@ export async function findPreemptionCandidates(
   const quick = request.limit === null ? null : await stockFills(true);
   if (quick) return withoutVictims(quick, priority);
   const cloud = await readPreemptionCloud(reader, priority, nowMs, options);
-  const { judged, nodes, capped } = await judgeEveryTree(cloud, request, mv, options);
-  const victimFree = judged.filter((j) => j.choice.victims.length === 0).length;
+  const { kept, nodes, capped, victimFree } = await judgeEveryTree(cloud, request, mv, options);
   // Presented before any other read: the trees kept in memory may move on meanwhile.
-  const answer = ordered(cloud, nodes, judged, request, priority, mv);
+  const answer = present(cloud, nodes, kept, request, priority, mv);
   if (request.limit !== null && (cloud.held || capped || victimFree >= request.limit)) {
     const stock = await stockFills(false);
     if (stock) return withoutVictims(stock, priority);
@@ -105,36 +108,35 @@ export async function answerOver(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<PreemptionCandidatesBody> {
-  const { judged, nodes } = await judgeEveryTree(cloud, request, mv, options);
-  return ordered(cloud, nodes, judged, request, priority, mv);
-}
-
-function ordered(
-  cloud: PreemptionCloud,
-  nodes: FullSearch['nodes'],
-  judged: Judged[],
-  request: CandidateRequest,
-  priority: number,
-  mv: Microversion,
-): PreemptionCandidatesBody {
-  const order = (a: Judged, b: Judged) => compareChoices(a.choice, b.choice) || a.root - b.root;
-  const kept = request.limit === null ? judged.sort(order) : firstInOrder(judged, request.limit, order);
+  const { kept, nodes } = await judgeEveryTree(cloud, request, mv, options);
   return present(cloud, nodes, kept, request, priority, mv);
 }
 
-/** The first `n` of `items` as a stable sort by `order` would put them, without sorting them all. */
-function firstInOrder<T>(items: readonly T[], n: number, order: (a: T, b: T) => number): T[] {
-  const first: T[] = [];
-  if (n <= 0) return first;
-  for (const item of items) {
-    if (first.length === n && order(item, first[n - 1]!) >= 0) continue;
+const byCostThenTree = (a: Judged, b: Judged) => compareChoices(a.choice, b.choice) || a.root - b.root;
+
+/** The first `n` of what is offered, as a stable sort by `order` would put them, without sorting them all. */
+class FirstInOrder<T> {
+  readonly items: T[] = [];
+
+  constructor(
+    private readonly n: number,
+    private readonly order: (a: T, b: T) => number,
+  ) {}
+
+  /** The last of the first `n`, once there are `n`: what a newcomer must rank before. */
+  get last(): T | undefined {
+    return this.n > 0 && this.items.length === this.n ? this.items[this.n - 1] : undefined;
+  }
+
+  offer(item: T): void {
+    const first = this.items;
+    if (this.n <= 0 || (first.length === this.n && this.order(item, first[this.n - 1]!) >= 0)) return;
     // After every one it does not rank before: equals keep the order they came in.
     let at = first.length;
-    while (at > 0 && order(item, first[at - 1]!) < 0) at -= 1;
+    while (at > 0 && this.order(item, first[at - 1]!) < 0) at -= 1;
     first.splice(at, 0, item);
-    if (first.length > n) first.pop();
+    if (first.length > this.n) first.pop();
   }
-  return first;
 }
 
 /** Every tree's requests over the cloud without the evictable consumers, each with its best victim set under the real usage. */
@@ -143,7 +145,7 @@ async function judgeEveryTree(
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
-): Promise<{ judged: Judged[]; nodes: FullSearch['nodes']; capped: boolean }> {
+): Promise<{ kept: Judged[]; nodes: FullSearch['nodes']; capped: boolean; victimFree: number }> {
   cloud.derived.relaxed ??= relaxedUsage(cloud.taken, cloud.evictable);
   const relaxed = cloud.derived.relaxed;
   const full = await searchEveryTreeOfModel(cloud.model, relaxed, cloud.lookups, { ...request, limit: null }, mv, {
@@ -156,16 +158,34 @@ async function judgeEveryTree(
   });
   cloud.derived.byRoot ??= byRoot(cloud);
   const evictableByRoot = cloud.derived.byRoot;
+  cloud.derived.statsByRoot ??= [];
+  const statsByRoot = cloud.derived.statsByRoot;
+  // With a limit only the first `limit` are kept, and a tree none of whose victim sets can rank
+  // before the last of them is not judged (its victim-free requests always are).
+  const first = request.limit === null ? null : new FirstInOrder<Judged>(request.limit, byCostThenTree);
   const judged: Judged[] = [];
   let capped = false;
+  let victimFree = 0;
   for (const root of full.anchors) {
     const evictable = evictableByRoot.get(root) ?? [];
     const method: Method = evictable.length <= EXACT_LIMIT ? 'exact' : 'greedy';
     let seen = 0;
     for (const found of full.search.requests([root])) {
       if (!found) continue;
-      const choice = chooseVictims(shortfallOf(found, cloud), evictable, method);
-      if (choice) judged.push({ request: found, choice, method, root });
+      const shortfall = shortfallOf(found, cloud);
+      const last = first?.last;
+      let choice: VictimChoice | null;
+      if (last && shortfall.size > 0) {
+        // Judged only if some victim set might rank before the last kept: its cost bound does not rank after it.
+        const bound = costBound(shortfall, (statsByRoot[root] ??= useStatsOf(evictable)));
+        choice = bound && !ranksAfter(bound, last.choice) ? chooseVictims(shortfall, evictable, method) : null;
+      } else choice = chooseVictims(shortfall, evictable, method);
+      if (choice) {
+        if (choice.victims.length === 0) victimFree += 1;
+        const item = { request: found, choice, method, root };
+        if (first) first.offer(item);
+        else judged.push(item);
+      }
       seen += 1;
       if (seen >= REQUESTS_PER_TREE) {
         capped = true;
@@ -173,7 +193,7 @@ async function judgeEveryTree(
       }
     }
   }
-  return { judged, nodes: full.nodes, capped };
+  return { kept: first ? first.items : judged.sort(byCostThenTree), nodes: full.nodes, capped, victimFree };
 }
 
 /** Usage with every evictable consumer's allocations taken out. */
@@ -199,6 +219,8 @@ function byRoot(cloud: PreemptionCloud): Map<number, Eligible[]> {
       else roots.set(root, [eligible]);
     }
   }
+  // In id order, as the exact rule takes them (it then needs no sorted copy per request).
+  for (const list of roots.values()) list.sort(byId);
   return roots;
 }
 
@@ -210,17 +232,20 @@ function capacityOf(cloud: PreemptionCloud, providerId: number, classId: number)
 
 /** Per (provider, class) the request uses: how much more than what is free now it needs. */
 function shortfallOf(found: AllocationRequest, cloud: PreemptionCloud): Map<ResourceKey, number> {
-  const amounts = new Map<ResourceKey, number>();
-  for (const piece of found.pieces) {
-    const key = resourceKey(piece.providerId, piece.classId);
-    amounts.set(key, (amounts.get(key) ?? 0) + piece.amount);
-  }
   const shortfall = new Map<ResourceKey, number>();
-  for (const piece of found.pieces) {
-    const key = resourceKey(piece.providerId, piece.classId);
-    const used = cloud.taken.get(piece.providerId)?.get(piece.classId) ?? 0;
-    const short = used + amounts.get(key)! - capacityOf(cloud, piece.providerId, piece.classId);
-    if (short > 0) shortfall.set(key, short);
+  const pieces = found.pieces;
+  // A request has few pieces: each (provider, class) is summed at its first piece, without a map of keys.
+  for (let i = 0; i < pieces.length; i += 1) {
+    const { providerId, classId } = pieces[i]!;
+    let first = true;
+    for (let j = 0; j < i && first; j += 1) first = pieces[j]!.providerId !== providerId || pieces[j]!.classId !== classId;
+    if (!first) continue;
+    let amount = 0;
+    for (let j = i; j < pieces.length; j += 1)
+      if (pieces[j]!.providerId === providerId && pieces[j]!.classId === classId) amount += pieces[j]!.amount;
+    const used = cloud.taken.get(providerId)?.get(classId) ?? 0;
+    const short = used + amount - capacityOf(cloud, providerId, classId);
+    if (short > 0) shortfall.set(resourceKey(providerId, classId), short);
   }
   return shortfall;
 }
@@ -247,8 +272,8 @@ function present(
       withMappings: mv.atLeast(MV.MAPPINGS),
     },
   );
-  const shown = new Set(judged.flatMap((j) => j.choice.victims.map((v) => v.consumer)));
-  const byUuid = new Map(cloud.evictable.filter((c) => shown.has(c.uuid)).map((c) => [c.uuid, c]));
+  cloud.derived.byUuid ??= new Map(cloud.evictable.map((c) => [c.uuid, c]));
+  const byUuid = cloud.derived.byUuid;
   return {
     allocation_requests: body.allocation_requests.map((shown, i) => {
       const { choice, method } = judged[i]!;

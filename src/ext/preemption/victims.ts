@@ -64,12 +64,27 @@ function sortedIds(victims: readonly Eligible[]): string[] {
 }
 
 function compareIds(a: readonly Eligible[], b: readonly Eligible[]): number {
+  // The exact rule's sets come in id order: compared in place, without a sorted copy.
+  if (inIdOrder(a) && inIdOrder(b)) {
+    for (let i = 0; i < Math.min(a.length, b.length); i += 1) {
+      const x = a[i]!.consumer;
+      const y = b[i]!.consumer;
+      if (x !== y) return x < y ? -1 : 1;
+    }
+    return a.length - b.length;
+  }
   const x = sortedIds(a);
   const y = sortedIds(b);
   for (let i = 0; i < Math.min(x.length, y.length); i += 1) {
     if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
   }
   return x.length - y.length;
+}
+
+/** Whether the consumers come in id order (each id after the one before). */
+export function inIdOrder(consumers: readonly Eligible[]): boolean {
+  for (let i = 1; i < consumers.length; i += 1) if (consumers[i - 1]!.consumer >= consumers[i]!.consumer) return false;
+  return true;
 }
 
 export function costOf(victims: readonly Eligible[], shortfall: ReadonlyMap<ResourceKey, number>): VictimCost {
@@ -105,6 +120,93 @@ export function isMinimal(victims: readonly Eligible[], shortfall: ReadonlyMap<R
 
 export type Method = 'exact' | 'greedy';
 
+/** What every victim set covering a shortfall costs at least, figure by figure, and the lowest id any can hold. */
+export interface CostBound {
+  cost: VictimCost;
+  lowestId: string;
+}
+
+/** Per resource, what the consumers using it hold there and who they are (a tree's, computed once per cloud). */
+export interface UseStats {
+  byKey: Map<ResourceKey, { most: number; all: number; divisor: number; lowestPriority: number; lowestId: string }>;
+  /** The sum of every priority below zero. */
+  negatives: number;
+}
+
+export function useStatsOf(eligible: readonly Eligible[]): UseStats {
+  const byKey: UseStats['byKey'] = new Map();
+  let negatives = 0;
+  for (const v of eligible) {
+    if (v.priority < 0) negatives += v.priority;
+    for (const [key, units] of v.uses) {
+      if (units <= 0) continue;
+      const stats = byKey.get(key);
+      if (!stats) {
+        byKey.set(key, { most: units, all: units, divisor: units, lowestPriority: v.priority, lowestId: v.consumer });
+        continue;
+      }
+      stats.most = Math.max(stats.most, units);
+      stats.all += units;
+      stats.divisor = gcd(stats.divisor, units);
+      stats.lowestPriority = Math.min(stats.lowestPriority, v.priority);
+      if (v.consumer < stats.lowestId) stats.lowestId = v.consumer;
+    }
+  }
+  return { byKey, negatives };
+}
+
+/**
+ * A lower bound on each figure of every covering victim set among the consumers of `stats` (so on
+ * the best one's, whichever method finds it); null when evicting them all does not cover the
+ * shortfall (the rule finds no set). Highest priority: the lowest of the consumers using a short
+ * resource; count: on each short resource, its need over the most one consumer frees there; sum:
+ * that many at the lowest priority (priorities below zero: all of those); left over: on each short
+ * resource, what the least multiple of its units' common divisor at or above the need exceeds it by.
+ */
+export function costBound(shortfall: ReadonlyMap<ResourceKey, number>, stats: UseStats): CostBound | null {
+  let lowestPriority = Number.POSITIVE_INFINITY;
+  let lowestId: string | null = null;
+  let victims = 0;
+  let leftOver = 0;
+  for (const [key, need] of shortfall) {
+    const held = stats.byKey.get(key);
+    if (!held || held.all < need) return null;
+    lowestPriority = Math.min(lowestPriority, held.lowestPriority);
+    if (lowestId === null || held.lowestId < lowestId) lowestId = held.lowestId;
+    victims = Math.max(victims, Math.ceil(need / held.most));
+    // Whole units: each freed amount is a multiple of the divisor.
+    if (Number.isInteger(need) && Number.isInteger(held.divisor)) leftOver += Math.ceil(need / held.divisor) * held.divisor - need;
+  }
+  if (lowestId === null) return null;
+  const sum = lowestPriority >= 0 ? victims * lowestPriority : stats.negatives;
+  return { cost: { highest_priority: lowestPriority, priority_sum: sum, victims, left_over: leftOver }, lowestId };
+}
+
+function gcd(a: number, b: number): number {
+  if (!Number.isInteger(a) || !Number.isInteger(b)) return 1;
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+
+/**
+ * Whether every covering set of bound `bound` ranks strictly after `choice` (a set with victims):
+ * the bound above it at the first figure where they differ (each figure of a set is at least its
+ * bound's), or the same figures and the bound's lowest id above the choice's lowest (ids decide,
+ * the lowest first). Otherwise the set may rank before or tie, and is to be judged.
+ */
+export function ranksAfter(bound: CostBound, choice: VictimChoice): boolean {
+  const a = bound.cost;
+  const b = choice.cost;
+  if (choice.victims.length === 0) return false;
+  if (a.highest_priority !== b.highest_priority) return a.highest_priority > b.highest_priority;
+  if (a.priority_sum !== b.priority_sum) return a.priority_sum > b.priority_sum;
+  if (a.victims !== b.victims) return a.victims > b.victims;
+  if (a.left_over !== b.left_over) return a.left_over > b.left_over;
+  let lowest = choice.victims[0]!.consumer;
+  for (const v of choice.victims) if (v.consumer < lowest) lowest = v.consumer;
+  return bound.lowestId > lowest;
+}
+
 /**
  * The best victim set for a shortfall, among `eligible` (each already below
  * the preemptor's priority); null when evicting them all does not cover it.
@@ -118,14 +220,22 @@ export function chooseVictims(
   if (shortfall.size === 0) return { victims: [], cost: NO_VICTIMS_COST };
   // Only a consumer that frees something short can be in a minimal set.
   const short = [...shortfall.keys()];
-  const useful = eligible.filter((v) => short.some((key) => (v.uses.get(key) ?? 0) > 0));
+  const useful: Eligible[] = [];
+  for (const v of eligible) {
+    for (const key of short) {
+      if ((v.uses.get(key) ?? 0) > 0) {
+        useful.push(v);
+        break;
+      }
+    }
+  }
   if (!covers(useful, shortfall)) return null;
   return method === 'exact' ? exactly(shortfall, useful) : greedily(shortfall, useful);
 }
 
 function exactly(shortfall: ReadonlyMap<ResourceKey, number>, eligible: readonly Eligible[]): VictimChoice {
   // In id order: among sets equal on every cost figure, the one whose lowest differing member comes first wins (compareIds).
-  const useful = [...eligible].sort(byId);
+  const useful = inIdOrder(eligible) ? eligible : [...eligible].sort(byId);
   const keys = [...shortfall.keys()];
   const needs = keys.map((k) => shortfall.get(k)!);
   const kinds = kindsOf(useful, keys);
@@ -144,15 +254,16 @@ interface Kind {
 }
 
 function kindsOf(useful: readonly Eligible[], keys: readonly ResourceKey[]): Kind[] {
-  const kinds = new Map<string, Kind>();
-  useful.forEach((v, i) => {
+  // A cloud of a few flavors has few kinds: each consumer is matched against them in turn.
+  const kinds: Kind[] = [];
+  for (let i = 0; i < useful.length; i += 1) {
+    const v = useful[i]!;
     const uses = keys.map((key) => v.uses.get(key) ?? 0);
-    const name = `${v.priority}|${uses.join(',')}`;
-    const kind = kinds.get(name);
+    const kind = kinds.find((k) => k.priority === v.priority && k.uses.every((u, j) => u === uses[j]));
     if (kind) kind.members.push(i);
-    else kinds.set(name, { priority: v.priority, uses, members: [i] });
-  });
-  return [...kinds.values()];
+    else kinds.push({ priority: v.priority, uses, members: [i] });
+  }
+  return kinds;
 }
 
 /**
@@ -214,7 +325,10 @@ function byKinds(kinds: readonly Kind[], needs: readonly number[]): number[] {
 
 /** The first `counts[g]` members of each kind, in id order. */
 function membersOf(kinds: readonly Kind[], counts: readonly number[]): number[] {
-  return kinds.flatMap((kind, g) => kind.members.slice(0, counts[g])).sort((a, b) => a - b);
+  const members: number[] = [];
+  for (let g = 0; g < kinds.length; g += 1) for (let i = 0; i < counts[g]!; i += 1) members.push(kinds[g]!.members[i]!);
+  // Of one kind they are already in order.
+  return counts.filter((c) => c > 0).length > 1 ? members.sort((a, b) => a - b) : members;
 }
 
 /** Of two sets of one size (indices in id order), whether the lowest member in only one of them is in `ours`. */
@@ -297,7 +411,7 @@ function greedily(shortfall: ReadonlyMap<ResourceKey, number>, useful: readonly 
   return choices.reduce((best, c) => (compareChoices(c, best) < 0 ? c : best));
 }
 
-const byId = (a: Eligible, b: Eligible) => (a.consumer < b.consumer ? -1 : a.consumer > b.consumer ? 1 : 0);
+export const byId = (a: Eligible, b: Eligible) => (a.consumer < b.consumer ? -1 : a.consumer > b.consumer ? 1 : 0);
 
 /** How much of the shortfall a consumer covers, each key as a share of what is still needed. */
 function usefulness(v: Eligible, needed: ReadonlyMap<ResourceKey, number>): number {
