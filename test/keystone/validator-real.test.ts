@@ -106,9 +106,7 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     ]);
   }, 60_000);
 
-  // The tests below run side by side: each waits on a token's life (half of the service's, the whole of
-  // alice's early one) with its own tokens and counts; the one above counts Keystone's answers to it alone.
-  it.concurrent('the service token is kept while fresh and renewed past half its life; Keystone takes the new one', async () => {
+  it('the service token is kept while fresh and renewed past half its life; Keystone takes the new one', async () => {
     const sourceCalls = countingFetch();
     const source = new ServiceTokenSource(new KeystoneClient(ks.url, sourceCalls.fetch), passwordCredentials());
     const first = { issued: await source.token(), receivedAt: Date.now() };
@@ -123,7 +121,7 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     expect(validated.valid).toBe(true);
   }, 60_000);
 
-  it.concurrent('X-Service-Token counts with the service role only, and a bad one refuses the request', async () => {
+  it('X-Service-Token counts with the service role only, and a bad one refuses the request', async () => {
     const bind = (headers: Record<string, string>) =>
       t.app.request('/accelerator/v2/accelerator_requests', {
         method: 'PATCH',
@@ -143,7 +141,7 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     expect(bad.headers.get('www-authenticate')).toBe(`Keystone uri="${ks.url}"`);
   }, 60_000);
 
-  it.concurrent('an expired user token: refused alone or beside a token without the service role, accepted beside a service token; a revoked one refused', async () => {
+  it('an expired user token: refused alone or beside a token without the service role, accepted beside a service token; a revoked one refused', async () => {
     await sleepUntil(early.expiredAfter + 1_000);
     const usages = (headers: Record<string, string>) =>
       t.app.request(`/usages?project_id=${alice.projectId}`, { headers: { 'openstack-api-version': 'placement 1.39', ...headers } });
