@@ -22,8 +22,8 @@ import { type ClaimEndpoint, ClaimRefused, ConsumerGenerationMismatch } from '..
 import { brokenRule, CLAIM_RULES } from '../../placement/writes/rules.js';
 import { type Key, keyOf } from '../holds/model.js';
 import { type HoldDeps, ownedHold, putOwnedHold } from '../holds/service.js';
-import { type LocalSiteFile, type SiteConsumer, type SliceEntry, usedBy } from './local.js';
-import { readSiteView, replayApplied, replayRecord } from './repo.js';
+import { type JournalEntry, type LocalSiteFile, type SiteConsumer, type SliceEntry, usedBy } from './local.js';
+import { appliedSince, readSiteView, replayApplied, replayRecord } from './repo.js';
 import type { SiteSettings } from './settings.js';
 
 export const SLICE_EXHAUSTED = 'placement.ext.slice_exhausted';
@@ -179,12 +179,31 @@ export class SiteMode {
 
   /** Replays the journal, then (nothing left, under the turns so no local claim slips in between) back to connected. */
   private async heal(): Promise<void> {
+    const { primary, local } = this.options;
     for (;;) {
-      const pending = await this.options.local.pending();
-      const hold = (await this.options.local.snapshot()).holdUuid;
-      for (const entry of pending) await this.turns.run(() => this.replayOne(entry, hold));
+      const pending = await local.pending();
+      const hold = (await local.snapshot()).holdUuid;
+      // What the primary has applied already (a crash after its commit, before the local mark): one read.
+      const applied = pending.length > 0 ? await appliedSince(primary, this.site, pending[0]!.seq) : new Set<number>();
+      // Marked done in groups: an entry applied but not yet marked is found applied next time (idempotent).
+      const marks: { seq: number; outcome: string }[] = [];
+      const flush = async () => {
+        if (marks.length === 0) return;
+        const batch = marks.splice(0);
+        await local.replayed(batch, this.now());
+        this.lastReplayed = Math.max(this.lastReplayed, ...batch.map((m) => m.seq));
+        this.depth = Math.max(0, this.depth - batch.length);
+      };
+      try {
+        for (const entry of pending) {
+          marks.push({ seq: entry.seq, outcome: await this.turns.run(() => this.replayOne(entry, hold, applied.has(entry.seq))) });
+          if (marks.length >= 64) await flush();
+        }
+      } finally {
+        await flush();
+      }
       const done = await this.turns.run(async () => {
-        this.depth = await this.options.local.depth();
+        this.depth = await local.depth();
         if (this.depth > 0) return false;
         if (this.link === 'partitioned') {
           this.link = 'connected';
@@ -202,36 +221,29 @@ export class SiteMode {
     await this.refresh();
   }
 
-  /** One journal entry on the primary, at most once: skipped where ext_site_replays has it. */
-  private async replayOne(entry: Awaited<ReturnType<LocalSiteFile['pending']>>[number], holdUuid: string | null): Promise<void> {
+  /** One journal entry on the primary, at most once (ext_site_replays' key): what became of it. */
+  private async replayOne(entry: JournalEntry, holdUuid: string | null, knownApplied: boolean): Promise<string> {
     const deps = this.writeDeps;
     if (!deps) throw new Error('site mode not started');
-    const { primary, local } = this.options;
-    let outcome = 'applied';
-    if (await replayApplied(primary, this.site, entry.seq)) outcome = 'duplicate';
-    else {
-      const nowMs = this.now();
-      const params = new Map<string, string>(entry.kind === 'claim' && holdUuid ? [['ext_hold', holdUuid]] : []);
-      const claims = entry.claims.map((c) => ({ ...c, generation: undefined }));
-      const alongside = [
-        ...(params.size > 0 ? deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs)) : []),
-        replayRecord(this.site, entry.seq, entry.idemKey, iso(nowMs)),
-      ];
-      try {
-        await claimAllocations(deps, claims, { requireGeneration: false, now: iso(nowMs), endpoint: 'allocations', alongside, params });
-      } catch (err) {
-        // A replay racing another replay of the same entry loses on ext_site_replays' key: applied once.
-        if (await replayApplied(primary, this.site, entry.seq)) outcome = 'duplicate';
-        else if (err instanceof DomainError) {
-          outcome = `refused: ${err.message}`;
-          this.conflicts += 1;
-          this.options.log.error('site: the primary refused a journal entry', { site: this.site, seq: entry.seq, err: err.message });
-        } else throw err;
-      }
+    if (knownApplied) return 'duplicate';
+    const nowMs = this.now();
+    const params = new Map<string, string>(entry.kind === 'claim' && holdUuid ? [['ext_hold', holdUuid]] : []);
+    const claims = entry.claims.map((c) => ({ ...c, generation: undefined }));
+    const alongside = [
+      ...(params.size > 0 ? deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs)) : []),
+      replayRecord(this.site, entry.seq, entry.idemKey, iso(nowMs)),
+    ];
+    try {
+      await claimAllocations(deps, claims, { requireGeneration: false, now: iso(nowMs), endpoint: 'allocations', alongside, params });
+      return 'applied';
+    } catch (err) {
+      // A replay racing another replay of the same entry loses on ext_site_replays' key: applied once.
+      if (await replayApplied(this.options.primary, this.site, entry.seq)) return 'duplicate';
+      if (!(err instanceof DomainError)) throw err;
+      this.conflicts += 1;
+      this.options.log.error('site: the primary refused a journal entry', { site: this.site, seq: entry.seq, err: err.message });
+      return `refused: ${err.message}`;
     }
-    await local.replayed(entry.seq, this.now(), outcome);
-    this.lastReplayed = Math.max(this.lastReplayed, entry.seq);
-    this.depth = Math.max(0, this.depth - 1);
   }
 
   /**
@@ -304,34 +316,43 @@ export class SiteMode {
   private async rebalance(): Promise<void> {
     const { lowWatermark, highWatermark, rebalanceStep } = this.options.settings;
     if (rebalanceStep === 0) return;
-    const snap = await this.options.local.snapshot();
-    if (snap.holdUuid === null || snap.slice.length === 0) return;
-    const used = usedBy(snap.consumers);
-    const target = new Map<Key, number>();
-    let changed = false;
-    for (const e of snap.slice) {
-      const key = keyOf(e.provider, e.resourceClass);
-      const drawn = used.get(key) ?? 0;
-      const left = e.amount - drawn;
-      let amount = e.amount;
-      if (left < lowWatermark * e.amount) amount = e.amount + rebalanceStep;
-      else if (left > highWatermark * e.amount) amount = Math.max(drawn, 1, e.amount - rebalanceStep);
-      if (amount !== e.amount) changed = true;
-      target.set(key, amount);
-    }
-    if (!changed) return;
-    const holdDeps: HoldDeps = { store: this.options.primary, nowMs: this.now, newId: this.newId };
-    const current = await ownedHold(holdDeps, this.owner);
-    if (!current || current.generation !== snap.holdGeneration) return;
-    try {
-      await putOwnedHold(holdDeps, this.owner, target);
-    } catch (err) {
-      if (!(err instanceof DomainError)) throw err;
-      // More does not fit beside the others: the slice stays as it is.
-      this.options.log.info('site: rebalancing refused', { site: this.site, err: err.message });
-      return;
-    }
-    await this.refresh();
+    const asked = await this.turns.run(async () => {
+      if (this.partitioned) return false;
+      const snap = await this.options.local.snapshot();
+      if (snap.holdUuid === null || snap.slice.length === 0) return false;
+      const used = usedBy(snap.consumers);
+      const target = new Map<Key, number>();
+      let changed = false;
+      for (const e of snap.slice) {
+        const key = keyOf(e.provider, e.resourceClass);
+        const drawn = used.get(key) ?? 0;
+        const left = e.amount - drawn;
+        let amount = e.amount;
+        if (left < lowWatermark * e.amount) amount = e.amount + rebalanceStep;
+        else if (left > highWatermark * e.amount) amount = Math.max(drawn, 1, e.amount - rebalanceStep);
+        if (amount !== e.amount) changed = true;
+        target.set(key, amount);
+      }
+      if (!changed) return false;
+      const holdDeps: HoldDeps = { store: this.options.primary, nowMs: this.now, newId: this.newId };
+      const current = await ownedHold(holdDeps, this.owner);
+      if (!current || current.generation !== snap.holdGeneration) return false;
+      // What shrinks is taken from the local slice first, what grows only once the primary has
+      // admitted it: whatever becomes of the edit (refused, or no answer), the site never counts on
+      // more than the primary holds for it.
+      const smaller = snap.slice.map((e) => ({ ...e, amount: Math.min(e.amount, target.get(keyOf(e.provider, e.resourceClass))!) }));
+      await this.options.local.setSlice(smaller);
+      try {
+        await putOwnedHold(holdDeps, this.owner, target);
+      } catch (err) {
+        if (!(err instanceof DomainError)) throw err;
+        // More does not fit beside the others: the slice stays as it is.
+        this.options.log.info('site: rebalancing refused', { site: this.site, err: err.message });
+        return false;
+      }
+      return true;
+    });
+    if (asked) await this.refresh();
   }
 
   /**
