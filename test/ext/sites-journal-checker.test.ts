@@ -24,6 +24,7 @@ import { SiteCutOff, SiteMode } from '../../src/ext/sites/site-mode.js';
 import type { ConsumerClaim } from '../../src/placement/repo/allocations.js';
 import { claimAllocations } from '../../src/placement/writes/claims.js';
 import { seedProvider } from '../helpers/placement-seed.js';
+import { mulberry32 } from '../helpers/random.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const RUNS = Number(process.env.SITES_CHECKER_RUNS ?? 15);
@@ -69,18 +70,6 @@ function linked(store: DataStore, link: Link): DataStore {
   };
 }
 
-/** A random number generator with a seed (mulberry32), so a failing history can be run again. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 let t: TestApp;
 let dir = '';
 beforeAll(async () => {
@@ -118,7 +107,7 @@ const totals = {
 };
 
 async function runHistory(seed: number): Promise<void> {
-  const random = rng(seed);
+  const random = mulberry32(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
   let clock = 1_700_000_000_000;
   const nowMs = () => clock;

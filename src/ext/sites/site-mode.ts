@@ -13,6 +13,7 @@
 // Connected, it rebalances its slice by watermarks (demarcation). No HTTP here.
 import type { DataStore, Mutex as MutexType } from '../../db/client.js';
 import { Mutex } from '../../db/client.js';
+import type { Logger } from '../../deps.js';
 import { DomainError } from '../../errors.js';
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../../placement/repo/consumers.js';
@@ -39,12 +40,6 @@ export class SiteCutOff extends Error {
 }
 
 export type SiteLink = 'connected' | 'partitioned';
-
-export interface SiteLog {
-  info(msg: string, extra?: Record<string, unknown>): void;
-  warn(msg: string, extra?: Record<string, unknown>): void;
-  error(msg: string, extra?: Record<string, unknown>): void;
-}
 
 /** What GET /ext/site, /metrics and /readyz say of the site. */
 export interface SiteStatus {
@@ -78,11 +73,28 @@ function byProvider(
   return out;
 }
 
+/** The consumers `claims` leave with allocations, as the site records them (owner kept where a claim names none). */
+function consumersAfter(claims: readonly ConsumerClaim[], known: ReadonlyMap<string, SiteConsumer>): SiteConsumer[] {
+  return claims
+    .filter((c) => Object.keys(c.allocations).length > 0)
+    .map((c) => {
+      const existing = known.get(c.uuid);
+      return {
+        uuid: c.uuid,
+        project: c.projectId ?? existing?.project ?? INCOMPLETE_CONSUMER_PROJECT_ID,
+        user: c.userId ?? existing?.user ?? INCOMPLETE_CONSUMER_USER_ID,
+        consumerType: c.consumerType ?? existing?.consumerType ?? null,
+        generation: (existing?.generation ?? 0) + 1,
+        allocations: c.allocations,
+      };
+    });
+}
+
 export interface SiteModeOptions {
   settings: SiteSettings;
   primary: DataStore;
   local: LocalSiteFile;
-  log: SiteLog;
+  log: Logger;
   nowMs?: () => number;
   newId?: () => string;
   gauges?: SiteGauges;
@@ -282,19 +294,7 @@ export class SiteMode {
       const params = new Map([['ext_hold', snap.holdUuid]]);
       const alongside = deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs));
       const consumers = new Map(snap.consumers.map((c) => [c.uuid, c]));
-      const after = claims
-        .filter((c) => Object.keys(c.allocations).length > 0)
-        .map((c): SiteConsumer => {
-          const existing = consumers.get(c.uuid);
-          return {
-            uuid: c.uuid,
-            project: c.projectId ?? existing?.project ?? INCOMPLETE_CONSUMER_PROJECT_ID,
-            user: c.userId ?? existing?.user ?? INCOMPLETE_CONSUMER_USER_ID,
-            consumerType: c.consumerType ?? existing?.consumerType ?? null,
-            generation: (existing?.generation ?? 0) + 1,
-            allocations: c.allocations,
-          };
-        });
+      const after = consumersAfter(claims, consumers);
       try {
         await claimAllocations(deps, claims, { requireGeneration, now: iso(nowMs), endpoint, alongside, params });
       } catch (err) {
@@ -415,23 +415,8 @@ export class SiteMode {
           }
         }
       }
-      const after: SiteConsumer[] = [];
-      const removed: string[] = [];
-      for (const claim of claims) {
-        if (Object.keys(claim.allocations).length === 0) {
-          removed.push(claim.uuid);
-          continue;
-        }
-        const existing = consumers.get(claim.uuid);
-        after.push({
-          uuid: claim.uuid,
-          project: claim.projectId ?? existing?.project ?? INCOMPLETE_CONSUMER_PROJECT_ID,
-          user: claim.userId ?? existing?.user ?? INCOMPLETE_CONSUMER_USER_ID,
-          consumerType: claim.consumerType ?? existing?.consumerType ?? null,
-          generation: (existing?.generation ?? 0) + 1,
-          allocations: claim.allocations,
-        });
-      }
+      const after = consumersAfter(claims, consumers);
+      const removed = claims.filter((c) => Object.keys(c.allocations).length === 0).map((c) => c.uuid);
       const journaled = claims.map((c) => ({
         ...c,
         projectId: after.find((a) => a.uuid === c.uuid)?.project ?? c.projectId,
