@@ -54,7 +54,7 @@ export function createApp(deps: Deps): Hono<AppEnv> {
     await next();
   } satisfies MiddlewareHandler<AppEnv>);
   // The extensions' routes are this app's own (an app built without one does not serve it).
-  const everyMount = mountsWith(deps.extensions.routes());
+  const everyMount = mountsWith(deps.extensions.list);
   for (const stack of JOIN_ORDER) {
     const mounts = everyMount.filter((m) => m.stack === stack);
     root.route(

@@ -8,7 +8,6 @@ import { staticNovaIdentity, type NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
 import { type Extension, InstalledExtensions } from './extension.js';
-import type { RouteTable } from './http/route-table.js';
 import { KeystoneNovaIdentity } from './http/keystone/nova-identity.js';
 import { KeystoneProjectNames } from './http/keystone/project-names.js';
 import { type KeystoneSettings, KeystoneTokenValidator } from './http/keystone/validator.js';
@@ -19,17 +18,13 @@ import { databaseObserver } from './observability/database.js';
 import { createServiceMetrics, type ServiceMetrics } from './observability/service.js';
 import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
-import { type CandidateExtensions, CandidateEngine } from './placement/candidates/engine.js';
-import type { CandidateMetrics } from './placement/candidates/index.js';
+import { type CandidateExtensions, CandidateEngine, type CandidateMetrics } from './placement/candidates/index.js';
 import { placementPolicyRules } from './placement/policies.js';
 import { writeHooks } from './placement/writes/hooks.js';
 
 import { EXTENSIONS } from './extensions.js';
 
 export { EXTENSIONS };
-
-/** The routes of every extension this service ships, for GET /openapi.json (a Deps' own: deps.extensions.routes()). */
-export const EXTENSION_ROUTES: readonly RouteTable[] = EXTENSIONS.flatMap((e) => e.routes ?? []);
 
 export interface DepsOptions {
   /** Policy file overrides: rule name -> check string. */

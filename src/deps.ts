@@ -14,7 +14,7 @@ import type { JobRegistry } from './jobs/registry.js';
 import type { ServiceMetrics } from './observability/service.js';
 import type { ProcessReadiness } from './observability/readiness.js';
 import type { MetricsSource } from './observability/source.js';
-import type { CandidateEngine } from './placement/candidates/engine.js';
+import type { CandidateEngine } from './placement/candidates/index.js';
 import type { WriteHooks } from './placement/writes/hooks.js';
 
 export interface Logger {

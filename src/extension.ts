@@ -12,13 +12,15 @@ import type { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
+import type { AuditCheck } from './diagnostics/audit.js';
+import type { DashboardProviderPart } from './diagnostics/dashboard-repo.js';
 import type { AppEnv } from './http/env.js';
 import type { RouteTable } from './http/route-table.js';
 import type { JobModule } from './jobs/registry.js';
 import type { GaugeRead } from './observability/database-gauges.js';
 import type { ReadinessRead } from './observability/readiness.js';
 import type { ServiceMetrics } from './observability/service.js';
-import type { CandidateExtensions } from './placement/candidates/engine.js';
+import type { CandidateExtensions } from './placement/candidates/index.js';
 import type { CandidateGate, CandidateParam, CandidateReadHook } from './placement/candidates/hooks.js';
 import type { WriteExtension } from './placement/writes/hooks.js';
 
@@ -81,6 +83,10 @@ export interface Extension {
   readonly routes?: readonly RouteTable[];
   /** Its gauges in GET /metrics, read in the scrape's one database batch. */
   readonly gauges?: GaugeRead;
+  /** What the admin audit (GET /diagnostics/audit) reports of it, read in the audit's one batch of the extensions. */
+  readonly audit?: AuditCheck;
+  /** What the capacity dashboard (GET /dashboard/api/summary) shows of it, read in the summary's one batch. */
+  readonly dashboard?: { readonly provider?: DashboardProviderPart };
   /** What it builds per app; null where the app's settings turn it off. */
   setUp?(context: ExtensionContext): ExtensionRuntime | null;
 }
@@ -134,10 +140,6 @@ export class InstalledExtensions {
 
   jobs(): JobModule[] {
     return this.list.flatMap((e) => (e.jobs ? [e.jobs] : []));
-  }
-
-  routes(): RouteTable[] {
-    return this.list.flatMap((e) => e.routes ?? []);
   }
 
   gauges(): GaugeRead[] {

@@ -3,6 +3,7 @@
 // validates their settings with its own (src/config.ts); removing one is
 // deleting its folder and its line here.
 import { counters } from './ext/counters/extension.js';
+import { events } from './ext/events/extension.js';
 import { firstOf } from './ext/first-of/extension.js';
 import { gangs } from './ext/gangs/extension.js';
 import { headroom } from './ext/headroom/extension.js';
@@ -19,18 +20,20 @@ import type { Extension } from './extension.js';
  * The extensions this service installs, in order: one line each (src/ext/README.md).
  * The order is the order of their routes under /ext and in GET /openapi.json,
  * of their parameters there, of their read hooks in a candidates read batch,
- * of their claim guards (an earlier refusal is answered first) and of their sweeps.
+ * of their claim guards (an earlier refusal is answered first), of their sweeps
+ * and of their entries in the audit's report.
  */
 export const EXTENSIONS: readonly Extension[] = [
   headroom,
+  leases,
   taints,
   counters,
-  leases,
   limits,
   gangs,
   firstOf,
   holds,
   preemption,
+  events,
   simulate,
   sites,
 ];

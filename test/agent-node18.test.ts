@@ -3,6 +3,8 @@
 // cache), reports a fixture host with its FPGA to server.mjs. Only the bundle is promised to run
 // on 18; the checkout (tsx, vitest) needs Node 20.
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -81,5 +83,81 @@ describeWithPart(found.missing, 'the bundled agent on Node 18', () => {
     expect(tree.resource_providers.length).toBeGreaterThan(1);
     const devices = (await (await fetch(`${server!.url}/accelerator/v2/devices`, { headers: HEADERS })).json()) as { devices: unknown[] };
     expect(devices.devices).toHaveLength(1);
+  }, 180_000);
+
+  it('placement-agent.mjs reaper --once, run by Node 18, deletes the victims through Nova and releases the nomination', async () => {
+    const call = async (method: string, path: string, body?: unknown) =>
+      fetch(`${server!.url}${path}`, {
+        method,
+        headers: { ...HEADERS, 'openstack-api-version': 'placement latest', 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const host = crypto.randomUUID();
+    expect((await call('POST', '/resource_providers', { name: `spot-${host}`, uuid: host })).status).toBe(200);
+    expect(
+      (
+        await call('PUT', `/resource_providers/${host}/inventories`, {
+          resource_provider_generation: 0,
+          inventories: { VCPU: { total: 2 } },
+        })
+      ).status,
+    ).toBe(200);
+    const spot = crypto.randomUUID();
+    const victims = [crypto.randomUUID(), crypto.randomUUID()];
+    for (const v of victims) {
+      const claimed = await call('PUT', `/allocations/${v}`, {
+        allocations: { [host]: { resources: { VCPU: 1 } } },
+        project_id: spot,
+        user_id: spot,
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      });
+      expect(claimed.status).toBe(204);
+    }
+    expect((await call('PUT', `/ext/priorities/${spot}`, { priority: 0 })).status).toBe(200);
+    const made = await call('POST', '/ext/preemptions', {
+      preemptor: {
+        consumer_uuid: crypto.randomUUID(),
+        project_id: crypto.randomUUID(),
+        priority: 10,
+        allocations: { [host]: { resources: { VCPU: 2 } } },
+      },
+      victims,
+      grace_seconds: 60,
+    });
+    expect(made.status).toBe(201);
+    // Nova, as the reaper sees it: a deleted server's allocations freed, as its compute host does.
+    const deleted: string[] = [];
+    const nova = createServer((req, res) => {
+      const id = /^\/v2\.1\/servers\/([0-9a-f-]+)$/.exec(req.url ?? '')?.[1];
+      if (req.method !== 'DELETE' || !id) return res.writeHead(404).end();
+      deleted.push(id);
+      void call('DELETE', `/allocations/${id}`).then(() => res.writeHead(204).end());
+    });
+    await new Promise<void>((resolve) => nova.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = nova.address() as AddressInfo;
+      const reaper = await run('npx', [...NODE_18, join(installed, 'placement-agent.mjs'), 'reaper', '--once'], {
+        cwd: installed,
+        env: {
+          ...process.env,
+          PLACEMENT_AGENT_ENDPOINT: server!.url,
+          PLACEMENT_AGENT_TOKEN: 'admin',
+          PLACEMENT_AGENT_COMPUTE_ENDPOINT: `http://127.0.0.1:${port}/v2.1`,
+          PLACEMENT_AGENT_REAPER_STATE_FILE: join(work, 'reaper-state.json'),
+        },
+        timeout: 120_000,
+      });
+      expect(reaper.stderr).not.toMatch(/error|warning/i);
+      const actions = reaper.stdout
+        .trim()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { action: string }).action);
+      expect(actions.filter((a) => a === 'delete_server')).toHaveLength(2);
+      expect(actions).toContain('nomination_released');
+      expect(deleted.sort()).toEqual([...victims].sort());
+    } finally {
+      nova.close();
+    }
   }, 180_000);
 });

@@ -6,10 +6,17 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const SLOW_FIRST = [
-  'test/keystone/openstack-cloud.test.ts',
-  // Most of a minute waiting for a 45 s token to expire: overlapped, it costs the run nothing.
+  // Over a minute waiting for a 60 s token to expire: overlapped, it costs the run nothing.
+  'test/keystone/nova-events.test.ts',
+  // Most of a minute waiting for a 45 s token to expire.
   'test/keystone/validator-real.test.ts',
+  'test/keystone/openstack-cloud.test.ts',
+  // Compute-bound: beside the files above, which mostly wait, it has a core to itself.
+  'test/ext/simulate-differential.test.ts',
+  'test/keystone/readiness.test.ts',
   'test/cyborg/cyborgclient.test.ts',
+  'test/keystone/nova-token-renewal.test.ts',
+  'test/wrangler-dev/keystone.test.ts',
   'test/admin/import-placement.test.ts',
   'test/placement/openstack-cli.test.ts',
   'test/fuzz/hostile-fuzz.test.ts',

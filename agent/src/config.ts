@@ -74,6 +74,21 @@ export const AgentConfigSchema = z
     gpu_retired_pages_threshold: z.coerce.number().int().min(0).default(16),
     /** attempts for `once` before giving up when the service is down */
     max_attempts: z.coerce.number().int().min(1).default(5),
+    /** reaper: Nova's compute endpoint (unset: the Keystone catalog's `compute` on `interface`) */
+    compute_endpoint: z.url().optional(),
+    /** reaper: where it remembers the last event it handled and the preemptions under way (restarts resume there) */
+    reaper_state_file: z.string().min(1).default('/var/lib/placement-agent/reaper-state.json'),
+    /** reaper: how long one read of the events stream waits for an event (a long poll, at most 60) */
+    reaper_wait_seconds: z.coerce.number().int().min(0).max(60).default(30),
+    /**
+     * reaper: once every victim of a preemption is gone, remove its nomination so the freed capacity
+     * is placement's to give again (Nova, unchanged, cannot claim with ext_hold); false: leave it
+     * for a preemptor that claims with ext_hold
+     */
+    reaper_release_nominations: z.preprocess(
+      (v) => (typeof v === 'string' ? !/^(0|false|no|off)$/i.test(v.trim()) : v),
+      z.boolean().default(true),
+    ),
   })
   .strict();
 

@@ -11,7 +11,9 @@ import { mergeProviderConfigs, ProviderConfigConflictError } from './provider-co
 import { ratioSettings } from './ratios/index.js';
 import { PlacementClient, PlacementError, ServiceUnavailableError, type FetchLike } from './report/client.js';
 import { reportAccelerators, type AcceleratorOutcome } from './report/accelerators.js';
-import { placementConnection, type PlacementConnection } from './report/keystone-session.js';
+import { placementConnection, type PlacementConnection, serviceConnection, type ServiceConnection } from './report/keystone-session.js';
+import { NovaServers } from './reaper/nova.js';
+import { Reaper } from './reaper/reaper.js';
 import { lookupProviders, syncTree, writerOf, type SyncSummary } from './report/sync.js';
 import { VERSION } from '../../src/shared/version.js';
 import { syncGpuTaints, type TaintOutcome } from './report/taints.js';
@@ -36,6 +38,8 @@ const USAGE = `usage: placement-agent <command> [options] | --help | --version
   accelerators --endpoint URL [--token T]
                                          only the accelerator report (after \`once\` created the tree)
   run  [--interval SECONDS]              report periodically until SIGTERM/SIGINT
+  reaper [--once]                        delete preempted servers through Nova (events stream of
+                                         placement-edge, docs/preemption.md) until SIGTERM/SIGINT
 common: --config FILE (or PLACEMENT_AGENT_CONFIG), --host NAME, --root DIR, --max-attempts N (once, accelerators);
 environment PLACEMENT_AGENT_<KEY> sets any config key (ENDPOINT, TOKEN, ...)`;
 
@@ -69,6 +73,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
         interval: { type: 'string' },
         'max-attempts': { type: 'string' },
         'strict-permissions': { type: 'boolean' },
+        once: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'V' },
       },
@@ -121,6 +126,8 @@ export async function main(argv: string[], io: Io): Promise<number> {
       return reportCommand(command, config, io);
     case 'accelerators':
       return acceleratorsCommand(config, io);
+    case 'reaper':
+      return reaperCommand(config, Boolean(values.once), io);
     default:
       io.err(`unknown command ${command}\n${USAGE}`);
       return 2;
@@ -269,6 +276,42 @@ async function acceleratorsCommand(config: AgentConfig, io: Io): Promise<number>
       io.err(gaveUp(connection.endpoint, 1, err));
       return 3;
     }
+    io.err(`error: ${(err as Error).message}`);
+    return 1;
+  }
+}
+
+/** The reaper (agent/src/reaper/): placement's events stream in, Nova's server deletes out; one JSON line per action on stdout. */
+async function reaperCommand(config: AgentConfig, once: boolean, io: Io): Promise<number> {
+  const connection = await connect(config, io);
+  if (typeof connection === 'number') return connection;
+  const fetchLike = io.fetch ?? ((request: Request) => fetch(request));
+  let compute: ServiceConnection | string;
+  try {
+    compute = await serviceConnection(config, fetchLike, 'compute', config.compute_endpoint);
+  } catch (err) {
+    io.err(`error: ${(err as Error).message}`);
+    return (err as Error).name === 'KeystoneUnavailable' ? 3 : 2;
+  }
+  if (typeof compute === 'string') {
+    io.err(`${compute} (compute_endpoint)`);
+    return 2;
+  }
+  const reaper = new Reaper({
+    placement: new PlacementClient({ endpoint: connection.endpoint, tokenSource: connection.token, fetch: io.fetch }),
+    nova: new NovaServers(compute, fetchLike),
+    stateFile: config.reaper_state_file,
+    waitSeconds: config.reaper_wait_seconds,
+    releaseNominations: config.reaper_release_nominations,
+    log: (entry) => io.out(JSON.stringify({ at: new Date().toISOString(), ...entry })),
+    warn: (message) => io.err(`warning: ${message}`),
+    sleep: io.sleep ?? defaultSleep,
+    signal: io.signal,
+    once,
+  });
+  try {
+    return await reaper.run();
+  } catch (err) {
     io.err(`error: ${(err as Error).message}`);
     return 1;
   }

@@ -14,8 +14,8 @@ import { RouteTable, TEXT_BODY, zodQuery } from '../http/route-table.js';
 import { authorize, placementHttp } from '../placement/http/profile.js';
 import { dashboardAsset, dashboardPage, type DashboardAsset } from './assets.js';
 import { presentSummary } from './present.js';
-import { readDashboardSummary } from '../diagnostics/dashboard-repo.js';
-import { SummaryQueryString, SummaryResponse, toSummaryQuery } from './schema.js';
+import { type DashboardProviderPart, readDashboardSummary } from '../diagnostics/dashboard-repo.js';
+import { SummaryQueryString, summaryResponseSchema, toSummaryQuery } from './schema.js';
 
 // Only this service's own origin: the page loads nothing from elsewhere.
 const PAGE_HEADERS = {
@@ -32,61 +32,62 @@ function serve(c: Context<AppEnv>, asset: DashboardAsset): Response {
   return c.body(asset.body, 200, headers);
 }
 
-/** The dashboard's routes, below its mount point; '' is the mount point itself (/dashboard). */
-export const dashboardRoutes = new RouteTable('meta')
-  .resource('', {
-    GET: {
-      summary: 'The capacity dashboard (HTML page)',
-      public: true,
-      responses: { 200: 'The page', 304: 'Not modified' },
-      mediaTypes: ['text/html'],
-      responseSchema: TEXT_BODY,
-      responseName: 'Text',
-      handler: (c) => serve(c, dashboardPage(c.var.deps.config.PLACEMENT_AUTH_STRATEGY)),
-    },
-  })
-  .resource('/assets/:file', {
-    GET: {
-      summary: "The dashboard's script and stylesheet",
-      public: true,
-      responses: { 200: 'The asset', 304: 'Not modified' },
-      mediaTypes: ['text/javascript', 'text/css'],
-      responseSchema: TEXT_BODY,
-      responseName: 'Text',
-      handler: (c) => {
-        const file = c.req.param('file');
-        const asset = file === 'index.html' ? undefined : dashboardAsset(file);
-        if (!asset) return placementHttp.notFound(c);
-        return serve(c, asset);
+/** The dashboard's routes, below its mount point ('' is the mount point itself, /dashboard), with what the installed extensions show. */
+export const dashboardRoutes = (parts: readonly DashboardProviderPart[]) =>
+  new RouteTable('meta')
+    .resource('', {
+      GET: {
+        summary: 'The capacity dashboard (HTML page)',
+        public: true,
+        responses: { 200: 'The page', 304: 'Not modified' },
+        mediaTypes: ['text/html'],
+        responseSchema: TEXT_BODY,
+        responseName: 'Text',
+        handler: (c) => serve(c, dashboardPage(c.var.deps.config.PLACEMENT_AUTH_STRATEGY)),
       },
-    },
-  })
-  .resource('/api/summary', {
-    GET: {
-      summary: 'Capacity summary behind the dashboard (admin): trees, totals, usage per project',
-      query: () => zodQuery(SummaryQueryString),
-      responses: { 200: 'The summary' },
-      responseSchema: SummaryResponse,
-      responseName: 'DashboardSummary',
-      handler: async (c) => {
-        authorize(c, 'admin_api');
-        const deps = c.var.deps;
-        const parsed = SummaryQueryString.safeParse(c.req.query());
-        if (!parsed.success) {
-          const issue = parsed.error.issues[0]!;
-          const where = issue.path.length ? `'${issue.path.join('.')}'` : 'query';
-          throw new ApiError(400, `Invalid query string: ${where} ${issue.message}`);
-        }
-        const summary = await readDashboardSummary(deps.store.nearby, toSummaryQuery(parsed.data));
-        // Names where Keystone knows them, asked with the viewer's own token; ids alone otherwise.
-        const viewerToken = c.req.header('x-auth-token');
-        const projectIds = summary.projects.map((p) => p.projectId);
-        const projectNames = deps.projectNames && viewerToken ? await deps.projectNames.names(projectIds, viewerToken) : {};
-        c.header('cache-control', 'no-store');
-        return c.json(presentSummary(summary, parsed.data, deps.clock(), projectNames));
+    })
+    .resource('/assets/:file', {
+      GET: {
+        summary: "The dashboard's script and stylesheet",
+        public: true,
+        responses: { 200: 'The asset', 304: 'Not modified' },
+        mediaTypes: ['text/javascript', 'text/css'],
+        responseSchema: TEXT_BODY,
+        responseName: 'Text',
+        handler: (c) => {
+          const file = c.req.param('file');
+          const asset = file === 'index.html' ? undefined : dashboardAsset(file);
+          if (!asset) return placementHttp.notFound(c);
+          return serve(c, asset);
+        },
       },
-    },
-  });
+    })
+    .resource('/api/summary', {
+      GET: {
+        summary: 'Capacity summary behind the dashboard (admin): trees, totals, usage per project',
+        query: () => zodQuery(SummaryQueryString),
+        responses: { 200: 'The summary' },
+        responseSchema: summaryResponseSchema(parts),
+        responseName: 'DashboardSummary',
+        handler: async (c) => {
+          authorize(c, 'admin_api');
+          const deps = c.var.deps;
+          const parsed = SummaryQueryString.safeParse(c.req.query());
+          if (!parsed.success) {
+            const issue = parsed.error.issues[0]!;
+            const where = issue.path.length ? `'${issue.path.join('.')}'` : 'query';
+            throw new ApiError(400, `Invalid query string: ${where} ${issue.message}`);
+          }
+          const summary = await readDashboardSummary(deps.store.nearby, toSummaryQuery(parsed.data), parts);
+          // Names where Keystone knows them, asked with the viewer's own token; ids alone otherwise.
+          const viewerToken = c.req.header('x-auth-token');
+          const projectIds = summary.projects.map((p) => p.projectId);
+          const projectNames = deps.projectNames && viewerToken ? await deps.projectNames.names(projectIds, viewerToken) : {};
+          c.header('cache-control', 'no-store');
+          return c.json(presentSummary(summary, parsed.data, deps.clock(), projectNames, parts));
+        },
+      },
+    });
 
 /** The dashboard's stack around its routes, which src/app.ts hands over at their paths below `root` (/dashboard). */
 export function createDashboardApp(deps: Deps, routes: Hono<AppEnv>, root: string): Hono<AppEnv> {

@@ -1,6 +1,6 @@
 // The dashboard summary as JSON: snake_case like the APIs it sits beside,
 // provider rows nested into trees.
-import type { DashboardSummary, InventoryUsage, ProviderRow } from '../diagnostics/dashboard-repo.js';
+import type { DashboardProviderPart, DashboardSummary, InventoryUsage, ProviderRow } from '../diagnostics/dashboard-repo.js';
 import { DEFAULT_THRESHOLD_PERCENT, type DashboardProviderJson, type SummaryQueryString, type SummaryResponse } from './schema.js';
 
 type PresentedProvider = DashboardProviderJson;
@@ -20,21 +20,22 @@ const presentResources = (inventories: InventoryUsage[]): PresentedProvider['res
     ]),
   );
 
-/** Flat rows (roots first, in page order) to nested trees. */
-function presentTrees(rows: ProviderRow[]): PresentedProvider[] {
+/** Flat rows (roots first, in page order) to nested trees, with what the installed extensions show of each. */
+function presentTrees(rows: ProviderRow[], parts: readonly DashboardProviderPart[]): PresentedProvider[] {
   const byUuid = new Map<string, PresentedProvider>();
   for (const r of rows) {
+    const shown = parts.map((part, i) => [part.key, part.present(r.extensions[i])] as const);
     byUuid.set(r.uuid, {
       uuid: r.uuid,
       name: r.name,
       generation: r.generation,
       parent_provider_uuid: r.parentUuid,
       matched: r.matched,
-      over_capacity: r.inventories.some((i) => i.used > i.capacity) || r.counters.some((c) => c.load > c.total),
+      over_capacity: r.inventories.some((i) => i.used > i.capacity) || shown.some(([, s]) => s?.over),
       resources: presentResources(r.inventories),
       traits: r.traits,
       aggregates: r.aggregates,
-      ...(r.counters.length ? { counters: Object.fromEntries(r.counters.map((c) => [c.name, { total: c.total, load: c.load }])) } : {}),
+      ...Object.fromEntries(shown.flatMap(([key, s]) => (s ? [[key, s.value]] : []))),
       children: [],
     });
   }
@@ -57,6 +58,7 @@ export function presentSummary(
   q: SummaryQueryString,
   now: Date,
   projectNames: Record<string, string> = {},
+  parts: readonly DashboardProviderPart[] = [],
 ): SummaryResponse {
   const threshold = q.over ?? DEFAULT_THRESHOLD_PERCENT;
   return {
@@ -87,7 +89,7 @@ export function presentSummary(
       total_providers: s.totalProviders,
       matching_providers: s.matchingProviders,
       total_trees: s.totalTrees,
-      trees: presentTrees(s.providers),
+      trees: presentTrees(s.providers, parts),
     },
     resource_classes: Object.fromEntries(
       s.classes.map((c) => [

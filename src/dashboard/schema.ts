@@ -1,6 +1,6 @@
 // The dashboard summary's query string, checked at the edge.
 import { z } from 'zod';
-import type { SummaryQuery } from '../diagnostics/dashboard-repo.js';
+import type { DashboardProviderPart, SummaryQuery } from '../diagnostics/dashboard-repo.js';
 
 /** Where a class counts as nearly full when the request names no `over`. */
 export const DEFAULT_THRESHOLD_PERCENT = 80;
@@ -65,9 +65,9 @@ export interface DashboardProviderJson {
   resources: Record<string, z.infer<typeof Usage>>;
   traits: string[];
   aggregates: string[];
-  /** Shared counters (extension): present only on a provider that has them. */
-  counters?: Record<string, { total: number; load: number }>;
   children: DashboardProviderJson[];
+  /** What the installed extensions show of it (DashboardProviderPart), under their keys. */
+  [extension: string]: unknown;
 }
 
 /** One resource class's use on a provider (and, extended, the summary's worst class). */
@@ -80,96 +80,99 @@ const Usage = z.object({
   free: z.number(),
 });
 
-export const DashboardProvider: z.ZodType<DashboardProviderJson> = z
-  .object({
-    uuid: z.string(),
-    name: z.string(),
-    generation: count,
-    parent_provider_uuid: z.string().nullable(),
-    matched: z.boolean(),
-    over_capacity: z.boolean(),
-    resources: z.record(z.string(), Usage),
-    traits: z.array(z.string()),
-    aggregates: z.array(z.string()),
-    counters: z
-      .record(z.string(), z.object({ total: count, load: count.describe('sum over classes of usage x consumption') }))
-      .optional()
-      .describe('shared counters (extension: partitionable devices), only on a provider that has them'),
-    get children() {
-      return z.array(DashboardProvider);
-    },
-  })
-  .meta({ id: 'DashboardProvider' });
-
-export const SummaryResponse = z.object({
-  generated_at: z.string(),
-  threshold_percent: z.number(),
-  attention: z
+/** A provider with its children, and what the installed extensions show of it. */
+function dashboardProvider(parts: readonly DashboardProviderPart[]): z.ZodType<DashboardProviderJson> {
+  const provider: z.ZodType<DashboardProviderJson> = z
     .object({
-      total: count.describe('providers over capacity or used above threshold_percent in some class'),
-      items: z.array(
-        z.object({
-          uuid: z.string(),
-          name: z.string(),
-          root_name: z.string().nullable().describe("the tree's root, for a child provider"),
-          over_capacity: z.boolean(),
-          worst: Usage.extend({ resource_class: z.string(), percent: z.number().describe('used / capacity x 100') }),
-        }),
-      ),
+      uuid: z.string(),
+      name: z.string(),
+      generation: count,
+      parent_provider_uuid: z.string().nullable(),
+      matched: z.boolean(),
+      over_capacity: z.boolean(),
+      resources: z.record(z.string(), Usage),
+      traits: z.array(z.string()),
+      aggregates: z.array(z.string()),
+      ...Object.fromEntries(parts.map((part) => [part.key, part.schema])),
+      get children() {
+        return z.array(provider);
+      },
     })
-    .describe('the most used providers first (over capacity first), at most 20'),
-  providers: z.object({
-    page: count,
-    per_page: count,
-    total_providers: count,
-    matching_providers: count,
-    total_trees: count,
-    trees: z.array(DashboardProvider).describe('root providers of the page, children nested'),
-  }),
-  resource_classes: z.record(
-    z.string(),
-    z.object({
-      providers: count,
-      capacity: z.number(),
-      used: count,
-      free: z.number(),
-      over_threshold: count.describe('providers whose usage of this class is above threshold_percent'),
-      over_capacity: count.describe('providers whose usage of this class exceeds capacity'),
+    .meta({ id: 'DashboardProvider' });
+  return provider;
+}
+
+/** The summary's schema, given the extensions' parts. */
+export const summaryResponseSchema = (parts: readonly DashboardProviderPart[]) =>
+  z.object({
+    generated_at: z.string(),
+    threshold_percent: z.number(),
+    attention: z
+      .object({
+        total: count.describe('providers over capacity or used above threshold_percent in some class'),
+        items: z.array(
+          z.object({
+            uuid: z.string(),
+            name: z.string(),
+            root_name: z.string().nullable().describe("the tree's root, for a child provider"),
+            over_capacity: z.boolean(),
+            worst: Usage.extend({ resource_class: z.string(), percent: z.number().describe('used / capacity x 100') }),
+          }),
+        ),
+      })
+      .describe('the most used providers first (over capacity first), at most 20'),
+    providers: z.object({
+      page: count,
+      per_page: count,
+      total_providers: count,
+      matching_providers: count,
+      total_trees: count,
+      trees: z.array(dashboardProvider(parts)).describe('root providers of the page, children nested'),
     }),
-  ),
-  projects: z.object({
-    page: count,
-    per_page: count,
-    total: count,
-    items: z.array(
+    resource_classes: z.record(
+      z.string(),
       z.object({
-        project_id: z.string(),
-        project_name: z
-          .string()
-          .nullable()
-          .describe("Keystone's name for the project, where the service uses Keystone and the viewer may read it"),
-        consumers: count,
-        usages: z.record(z.string(), count),
+        providers: count,
+        capacity: z.number(),
+        used: count,
+        free: z.number(),
+        over_threshold: count.describe('providers whose usage of this class is above threshold_percent'),
+        over_capacity: count.describe('providers whose usage of this class exceeds capacity'),
       }),
     ),
-  }),
-  domains: z
-    .object({
-      total: count.describe('aggregates with at least one host (a root provider that is not a sharing provider) as member'),
+    projects: z.object({
+      page: count,
+      per_page: count,
+      total: count,
       items: z.array(
         z.object({
-          uuid: z.string().describe("the aggregate's uuid"),
-          hosts: count,
-          free_hosts: count.describe('hosts with no allocation anywhere in their tree'),
-          free_host_names: z.array(z.string()).describe('the free hosts by name, at most 20'),
+          project_id: z.string(),
+          project_name: z
+            .string()
+            .nullable()
+            .describe("Keystone's name for the project, where the service uses Keystone and the viewer may read it"),
+          consumers: count,
+          usages: z.record(z.string(), count),
         }),
       ),
-    })
-    .describe('gang domains (docs/gangs.md), most free hosts first, at most 50'),
-  accelerators: z.object({
-    arqs_by_state: z.record(z.string(), count),
-    outbox_by_state: z.record(z.string(), count),
-    devices_by_status: z.record(z.string(), count),
-  }),
-});
-export type SummaryResponse = z.infer<typeof SummaryResponse>;
+    }),
+    domains: z
+      .object({
+        total: count.describe('aggregates with at least one host (a root provider that is not a sharing provider) as member'),
+        items: z.array(
+          z.object({
+            uuid: z.string().describe("the aggregate's uuid"),
+            hosts: count,
+            free_hosts: count.describe('hosts with no allocation anywhere in their tree'),
+            free_host_names: z.array(z.string()).describe('the free hosts by name, at most 20'),
+          }),
+        ),
+      })
+      .describe('gang domains (docs/gangs.md), most free hosts first, at most 50'),
+    accelerators: z.object({
+      arqs_by_state: z.record(z.string(), count),
+      outbox_by_state: z.record(z.string(), count),
+      devices_by_status: z.record(z.string(), count),
+    }),
+  });
+export type SummaryResponse = z.infer<ReturnType<typeof summaryResponseSchema>>;

@@ -52,3 +52,6 @@ export const CONSUMER_PRIORITY = columnNames(t.extConsumerPriorities);
 export const PROJECT_PRIORITY = columnNames(t.extProjectPriorities);
 export const PREEMPTION = columnNames(t.extPreemptions);
 export const PREEMPTION_VICTIM = columnNames(t.extPreemptionVictims);
+
+// The events stream (docs/events.md).
+export const EVENT = columnNames(t.extEvents);

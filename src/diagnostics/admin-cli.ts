@@ -14,7 +14,18 @@ import { VERSION } from '../shared/version.js';
 import { DATA_USAGE } from '../admin/cli.js';
 import { simulateSchema } from '../ext/simulate/index.js';
 import { SimulationResponse } from '../ext/simulate/responses.js';
-import { AUDIT_MAX_LIMIT, AUDIT_SECTIONS, AuditRepairsResult, AuditReport, type AuditRepairsRequest, type AuditSection } from './audit.js';
+import {
+  AUDIT_MAX_LIMIT,
+  AUDIT_SECTIONS,
+  type AuditCheck,
+  auditPageOf,
+  AuditRepairsResult,
+  type AuditRepairsRequest,
+  type AuditReport,
+  auditReportSchema,
+  type AuditSection,
+  auditSections,
+} from './audit.js';
 
 export interface AdminIo {
   out(text: string): void;
@@ -22,6 +33,8 @@ export interface AdminIo {
   /** Asks a yes/no question; undefined when not interactive (then --fix applies after the dry run). */
   confirm?: (question: string) => Promise<boolean>;
   fetch?: typeof fetch;
+  /** The extensions' audit checks: their sections' schemas, titles and tables (none: the service's own sections only). */
+  audits?: readonly AuditCheck[];
 }
 
 /** Exit codes, for a monitoring check: nothing found, something to repair, a usage error, no answer. */
@@ -92,18 +105,20 @@ async function request<S extends z.ZodType>(
 
 /** Every page of every section, merged into one report. */
 async function fetchFullReport(io: AdminIo, base: string, token: string, limit: number): Promise<AuditReport> {
-  const report = await request(io, base, token, 'GET', `/diagnostics/audit?limit=${limit}`, AuditReport);
-  for (const section of AUDIT_SECTIONS) {
-    let marker = report[section]?.next_marker ?? null;
+  const checks = io.audits ?? [];
+  const schema = auditReportSchema(checks);
+  const report: AuditReport = await request(io, base, token, 'GET', `/diagnostics/audit?limit=${limit}`, schema);
+  for (const section of auditSections(checks)) {
+    const first = auditPageOf(report, section);
+    let marker = first?.next_marker ?? null;
     while (marker !== null) {
       const query = new URLSearchParams({ section, marker, limit: String(limit) });
-      const next = await request(io, base, token, 'GET', `/diagnostics/audit?${query}`, AuditReport);
-      const page = next[section];
+      const page = auditPageOf(await request(io, base, token, 'GET', `/diagnostics/audit?${query}`, schema), section);
       if (!page) break;
-      (report[section]!.items as unknown[]).push(...page.items);
+      first!.items.push(...page.items);
       marker = page.next_marker;
     }
-    if (report[section]) report[section]!.next_marker = null;
+    if (first) first.next_marker = null;
   }
   return report;
 }
@@ -124,10 +139,9 @@ const TITLES: Record<AuditSection, string> = {
   stuck_arqs: 'ARQs stuck in BindStarted past the binding timeout',
   bound_arqs_without_allocation: 'Bound ARQs whose instance holds no allocation',
   dead_letters: 'Dead-letter events',
-  over_counter_providers: 'Providers whose shared counters are exceeded',
 };
 
-export function formatReport(report: AuditReport): string[] {
+export function formatReport(report: AuditReport, checks: readonly AuditCheck[] = []): string[] {
   const lines = [`Audit at ${report.generated_at} (binding timeout ${report.binding_timeout_s}s)`];
   for (const section of AUDIT_SECTIONS) {
     const total = report.summary[section];
@@ -199,16 +213,6 @@ export function formatReport(report: AuditReport): string[] {
           ),
         );
         break;
-      case 'over_counter_providers':
-        lines.push(
-          ...table(
-            ['PROVIDER', 'COUNTER', 'LOAD', 'TOTAL'],
-            (report.over_counter_providers?.items ?? []).flatMap((p) =>
-              p.counters.map((c) => [p.uuid, c.name, String(c.load), String(c.total)]),
-            ),
-          ),
-        );
-        break;
       case 'dead_letters':
         lines.push(
           ...table(
@@ -223,6 +227,12 @@ export function formatReport(report: AuditReport): string[] {
         );
         break;
     }
+  }
+  for (const findings of checks.flatMap((c) => c.findings ?? [])) {
+    const total = report.summary[findings.name] ?? 0;
+    lines.push('', `${findings.title}: ${total}`);
+    if (total > 0)
+      lines.push(...table(findings.table.headers, (auditPageOf(report, findings.name)?.items ?? []).flatMap(findings.table.rows)));
   }
   return lines;
 }
@@ -260,7 +270,7 @@ async function audit(args: string[], io: AdminIo): Promise<number> {
 
   const report = await fetchFullReport(io, base, token, limit);
   const output: { report: AuditReport; dry_run?: AuditRepairsResult; applied?: AuditRepairsResult } = { report };
-  if (!values.json) io.out(formatReport(report).join('\n'));
+  if (!values.json) io.out(formatReport(report, io.audits).join('\n'));
   if (values.fix) {
     const targets: AuditRepairsRequest = {
       dry_run: true,
@@ -286,7 +296,7 @@ async function audit(args: string[], io: AdminIo): Promise<number> {
     }
   }
   if (values.json) io.out(JSON.stringify(output, null, 2));
-  const found = AUDIT_SECTIONS.reduce((sum, section) => sum + report.summary[section], 0);
+  const found = auditSections(io.audits ?? []).reduce((sum, section) => sum + (report.summary[section] ?? 0), 0);
   const repaired = (output.applied?.deleted_empty_consumers.length ?? 0) + (output.applied?.resent_dead_letters.length ?? 0);
   return found - repaired > 0 ? EXIT.problems : EXIT.clean;
 }

@@ -4,43 +4,87 @@
 // deleting consumers that hold nothing and re-sending dead-lettered events.
 // Over-capacity providers and ARQ findings are only reported: fixing them
 // means moving or deleting workloads, which is the operator's call.
+//
+// The extensions add their own checks (Extension.audit, an AuditCheck): their
+// statements join one read batch, their entries fill the report's
+// `extensions` object and their sections are paged like the service's own.
+import type { InStatement, ResultSet } from '@libsql/client';
 import { z } from 'zod';
-import type { DataStore } from '../db/client.js';
+import type { BatchReader, DataStore } from '../db/client.js';
 import { JobMessage } from '../jobs/messages.js';
 import type { JobQueue } from '../jobs/queue.js';
-import { ExtensionsAudit, extensionsAudit } from '../ext/audit.js';
-import { overCounterProviders } from '../ext/counters/audit.js';
 import * as repo from './audit-repo.js';
 
+/** The service's own sections; the extensions' follow them (in the summary, `section` and the CLI). */
 export const AUDIT_SECTIONS = [
   'over_capacity_providers',
   'empty_consumers',
   'stuck_arqs',
   'bound_arqs_without_allocation',
   'dead_letters',
-  // Extension (docs/extensions-gpu.md): providers whose shared counters are exceeded.
-  'over_counter_providers',
 ] as const;
 export type AuditSection = (typeof AUDIT_SECTIONS)[number];
 
 export const AUDIT_MAX_LIMIT = 1000;
 
-/** Query of GET /diagnostics/audit. A marker continues one section, so it needs `section`. */
-export const AuditQuery = z
-  .strictObject({
-    section: z.enum(AUDIT_SECTIONS).optional(),
-    marker: z.string().min(1).max(255).optional(),
-    limit: z.coerce.number().int().min(1).max(AUDIT_MAX_LIMIT).default(100),
-  })
-  .refine((q) => q.marker === undefined || q.section !== undefined, {
-    message: 'marker requires section',
-    path: ['marker'],
-  })
-  .refine((q) => q.section !== 'dead_letters' || q.marker === undefined || /^\d+$/.test(q.marker), {
-    message: 'a dead_letters marker is an id',
-    path: ['marker'],
-  });
-export type AuditQuery = z.infer<typeof AuditQuery>;
+/** A value of the report's `extensions` object: what an extension reports of itself. */
+export interface AuditEntry {
+  /** Its key in `extensions`. */
+  readonly name: string;
+  /** Its schema, described (GET /openapi.json). */
+  readonly schema: z.ZodType;
+  /** Its statements in the extensions' one read batch, at `nowMs`. */
+  statements(nowMs: number): InStatement[];
+  /** Its value from its statements' results; `reader` for what they lead it to read next. */
+  value(results: ResultSet[], reader: BatchReader, nowMs: number): unknown;
+}
+
+/** A paged list of findings an extension adds beside the service's own sections. */
+export interface AuditFindings<Item> {
+  /** A value of `section`, the key of its total in `summary` and of its page in the report. */
+  readonly name: string;
+  /** Its heading in placement-admin audit. */
+  readonly title: string;
+  readonly item: z.ZodType<Item>;
+  readonly description: string;
+  statements(nowMs: number): InStatement[];
+  /** Every finding, in marker order, from its statements' results. */
+  items(results: ResultSet[]): Item[];
+  /** Where a page ending with `item` is continued (a finding's marker sorts after the markers before it). */
+  marker(item: Item): string;
+  /** Its findings as placement-admin prints them. */
+  readonly table: { headers: string[]; rows(item: Item): string[][] };
+}
+
+/** What one extension adds to the audit (Extension.audit). */
+export interface AuditCheck {
+  readonly entries?: readonly AuditEntry[];
+  readonly findings?: readonly AuditFindings<unknown>[];
+}
+
+/** Every section name: the service's own, then the extensions' findings. */
+export const auditSections = (checks: readonly AuditCheck[]): string[] => [
+  ...AUDIT_SECTIONS,
+  ...checks.flatMap((c) => c.findings ?? []).map((f) => f.name),
+];
+
+/** Query of GET /diagnostics/audit, given the installed checks. A marker continues one section, so it needs `section`. */
+export const auditQuery = (checks: readonly AuditCheck[]) =>
+  z
+    .strictObject({
+      section: z.enum(auditSections(checks) as [string, ...string[]]).optional(),
+      marker: z.string().min(1).max(255).optional(),
+      limit: z.coerce.number().int().min(1).max(AUDIT_MAX_LIMIT).default(100),
+    })
+    .refine((q) => q.marker === undefined || q.section !== undefined, {
+      message: 'marker requires section',
+      path: ['marker'],
+    })
+    .refine((q) => q.section !== 'dead_letters' || q.marker === undefined || /^\d+$/.test(q.marker), {
+      message: 'a dead_letters marker is an id',
+      path: ['marker'],
+    });
+export type AuditQuery = z.infer<ReturnType<typeof auditQuery>>;
 
 const Iso = z.string().describe('ISO 8601 timestamp');
 const pageOf = <T extends z.ZodType>(item: T) =>
@@ -99,37 +143,49 @@ const DeadLetter = z.object({
   updated_at: Iso.nullable(),
 });
 
-export const AuditReport = z.object({
-  generated_at: Iso,
-  binding_timeout_s: z.number().int(),
-  summary: z
-    .object({
-      over_capacity_providers: z.number().int(),
-      empty_consumers: z.number().int(),
-      stuck_arqs: z.number().int(),
-      bound_arqs_without_allocation: z.number().int(),
-      dead_letters: z.number().int(),
-      over_counter_providers: z.number().int(),
-    })
-    .describe('totals over the whole database, not just this page'),
-  over_capacity_providers: pageOf(OverCapacityProvider).optional(),
-  empty_consumers: pageOf(EmptyConsumer).optional(),
-  stuck_arqs: pageOf(StuckArq).optional(),
-  bound_arqs_without_allocation: pageOf(ArqFinding).optional(),
-  dead_letters: pageOf(DeadLetter).optional(),
-  over_counter_providers: pageOf(
-    z.object({
-      uuid: z.string(),
-      counters: z.array(
-        z.object({ name: z.string(), total: z.number().int(), load: z.number().int().describe('sum over classes of usage x consumption') }),
-      ),
-    }),
-  )
-    .optional()
-    .describe('providers whose allocations exceed a shared counter (docs/extensions-gpu.md); listed, never repaired'),
-  extensions: ExtensionsAudit.describe('the extensions (docs/extensions.md): the lease sweep and the taints in force'),
-});
-export type AuditReport = z.infer<typeof AuditReport>;
+const count = z.number().int();
+
+/** The report's schema, given the installed checks: the service's sections, then the extensions' findings and entries. */
+export function auditReportSchema(checks: readonly AuditCheck[]) {
+  const findings = checks.flatMap((c) => c.findings ?? []);
+  const entries = checks.flatMap((c) => c.entries ?? []);
+  return z.object({
+    generated_at: Iso,
+    binding_timeout_s: count,
+    summary: z
+      .object({
+        over_capacity_providers: count,
+        empty_consumers: count,
+        stuck_arqs: count,
+        bound_arqs_without_allocation: count,
+        dead_letters: count,
+        ...Object.fromEntries(findings.map((f) => [f.name, count])),
+      })
+      .describe('totals over the whole database, not just this page'),
+    over_capacity_providers: pageOf(OverCapacityProvider).optional(),
+    empty_consumers: pageOf(EmptyConsumer).optional(),
+    stuck_arqs: pageOf(StuckArq).optional(),
+    bound_arqs_without_allocation: pageOf(ArqFinding).optional(),
+    dead_letters: pageOf(DeadLetter).optional(),
+    ...Object.fromEntries(findings.map((f) => [f.name, pageOf(f.item).optional().describe(f.description)])),
+    extensions: z
+      .object(Object.fromEntries(entries.map((e) => [e.name, e.schema])))
+      .describe('the extensions (docs/extensions.md): the lease sweep and the taints in force'),
+  });
+}
+
+/** A page of one section. */
+export interface AuditPage<Item = unknown> {
+  items: Item[];
+  next_marker: string | null;
+}
+
+/** The report; the extensions' findings are pages under their names (auditPageOf). */
+export type AuditReport = z.infer<ReturnType<typeof auditReportSchema>> & { summary: Record<string, number> };
+
+/** The page of `section` in `report`, if it holds one. */
+export const auditPageOf = (report: AuditReport, section: string): AuditPage | undefined =>
+  (report as unknown as Record<string, AuditPage | undefined>)[section];
 
 export interface AuditContext {
   store: DataStore;
@@ -156,25 +212,40 @@ const arqView = (a: repo.ArqFinding) => ({
   updated_at: a.updatedAt,
 });
 
+/** The extensions' checks, their statements in one read batch: their entries, and each findings list whole. */
+async function readChecks(reader: BatchReader, checks: readonly AuditCheck[], nowMs: number) {
+  const entries = checks.flatMap((c) => c.entries ?? []);
+  const findings = checks.flatMap((c) => c.findings ?? []);
+  const statements = [...entries, ...findings].map((read) => read.statements(nowMs));
+  const results = statements.some((s) => s.length) ? await reader.readBatch(statements.flat()) : [];
+  let next = 0;
+  const own = statements.map((s) => results.slice(next, (next += s.length)));
+  const values = await Promise.all(entries.map((entry, i) => entry.value(own[i]!, reader, nowMs)));
+  return {
+    entries: Object.fromEntries(entries.map((entry, i) => [entry.name, values[i]])),
+    findings: findings.map((list, i) => ({ list, all: list.items(own[entries.length + i]!) })),
+  };
+}
+
 /** The report: totals for every section, and a page of each asked-for section (all when none is named). */
-export async function auditReport(ctx: AuditContext, query: AuditQuery): Promise<AuditReport> {
+export async function auditReport(ctx: AuditContext, query: AuditQuery, checks: readonly AuditCheck[] = []): Promise<AuditReport> {
   const db = ctx.store.db;
   const nowMs = ctx.now.getTime();
   const cutoff = new Date(nowMs - ctx.bindingTimeoutS * 1000).toISOString();
-  const wanted = (s: AuditSection) => query.section === undefined || query.section === s;
+  const wanted = (s: string) => query.section === undefined || query.section === s;
   const marker = query.marker ?? null;
   const { limit } = query;
 
-  const [overCapacity, empty, stuck, bound, dead, overCounters] = await Promise.all([
+  const [overCapacity, empty, stuck, bound, dead, extensions] = await Promise.all([
     repo.countOverCapacityProviders(db),
     repo.countEmptyConsumers(db),
     repo.countStuckArqs(db, cutoff),
     repo.countBoundArqsWithoutAllocation(db),
     repo.countDeadLetters(db),
-    overCounterProviders(ctx.store, query.section === 'over_counter_providers' ? marker : null, limit),
+    readChecks(ctx.store, checks, nowMs),
   ]);
-  const report: AuditReport = {
-    extensions: await extensionsAudit(ctx.store, nowMs),
+  const report = {
+    extensions: extensions.entries,
     generated_at: ctx.now.toISOString(),
     binding_timeout_s: ctx.bindingTimeoutS,
     summary: {
@@ -183,11 +254,15 @@ export async function auditReport(ctx: AuditContext, query: AuditQuery): Promise
       stuck_arqs: stuck,
       bound_arqs_without_allocation: bound,
       dead_letters: dead,
-      over_counter_providers: overCounters.total,
-    },
-  };
-  if (wanted('over_counter_providers')) {
-    report.over_counter_providers = { items: overCounters.items, next_marker: overCounters.nextMarker };
+    } as Record<string, number>,
+  } as AuditReport;
+  const pages = report as unknown as Record<string, AuditPage>;
+  for (const { list, all } of extensions.findings) {
+    report.summary[list.name] = all.length;
+    if (!wanted(list.name)) continue;
+    const after = query.section === list.name && marker !== null ? all.filter((item) => list.marker(item) > marker) : all;
+    const items = after.slice(0, limit);
+    pages[list.name] = { items, next_marker: after.length > limit ? list.marker(items.at(-1)) : null };
   }
   if (wanted('over_capacity_providers')) {
     const page = await repo.overCapacityProviders(db, marker, limit);

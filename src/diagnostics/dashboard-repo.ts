@@ -5,11 +5,22 @@
 // need a request per provider for inventories and usages (20,000 requests for
 // 10,000 providers) and cannot list projects at all, hence this read model.
 import type { InValue } from '@libsql/client';
+import type { z } from 'zod';
 import type { BatchReader } from '../db/client.js';
 import { CAPACITY_BOUND, capacitySql, usedSql } from '../placement/capacity.js';
-import { COUNTERS } from '../ext/counters/declaration.js';
-import { keysJsonSql } from '../placement/constraints.js';
 import { AGG, ALLOC, ARQ, CONSUMER, DEVICE, INV, OUTBOX, PROJECT, RC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../db/columns.js';
+
+/** What an extension shows on each provider of the dashboard (Extension.dashboard's provider). */
+export interface DashboardProviderPart {
+  /** Its key in a provider of GET /dashboard/api/summary, present only where it has something to show. */
+  readonly key: string;
+  /** That key's schema, optional and described (GET /openapi.json). */
+  readonly schema: z.ZodType;
+  /** An SQL expression of its JSON for the provider aliased `provider`, packed into the page's one statement. */
+  jsonSql(provider: string): string;
+  /** Its value for one provider from that JSON (undefined: nothing to show), and whether the provider is over capacity by it. */
+  present(json: unknown): { value: unknown; over: boolean } | undefined;
+}
 
 export interface ProviderFilter {
   /** Substring of the name (case-insensitive), or an exact uuid. */
@@ -52,8 +63,8 @@ export interface ProviderRow {
   inventories: InventoryUsage[];
   traits: string[];
   aggregates: string[];
-  /** Shared counters (extension, docs/extensions-gpu.md) with their load now; empty for most providers. */
-  counters: { name: string; total: number; load: number }[];
+  /** Each installed extension's JSON for it (DashboardProviderPart.jsonSql), in the parts' order. */
+  extensions: unknown[];
 }
 
 export interface ClassTotals {
@@ -140,7 +151,7 @@ const MATCHING = `matching AS MATERIALIZED (
 
 // One row: the counts and the page's providers packed as JSON, so an empty
 // page still reports the totals.
-const PROVIDERS_PAGE = `WITH ${MATCHING},
+const providersPage = (parts: readonly DashboardProviderPart[]) => `WITH ${MATCHING},
   roots AS MATERIALIZED (SELECT DISTINCT root_id FROM matching),
   page AS (SELECT r.root_id, rp.${RP.name} AS root_name FROM roots r JOIN resource_providers rp ON rp.${RP.id} = r.root_id
     ORDER BY rp.${RP.name}, rp.${RP.id} LIMIT :limit OFFSET :offset)
@@ -152,8 +163,12 @@ SELECT (SELECT count(*) FROM resource_providers), (SELECT count(*) FROM matching
       json((SELECT json_group_array(t.${TRAIT.name}) FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId}
         WHERE rt.${RP_TRAIT.resourceProviderId} = p.id)),
       json((SELECT json_group_array(a.${AGG.uuid}) FROM resource_provider_aggregates ra JOIN placement_aggregates a ON a.${AGG.id} = ra.${RP_AGG.aggregateId}
-        WHERE ra.${RP_AGG.resourceProviderId} = p.id)),
-      json(${keysJsonSql(COUNTERS, 'p')})) AS row
+        WHERE ra.${RP_AGG.resourceProviderId} = p.id))${parts
+          .map(
+            (part) => `,
+      json(${part.jsonSql('p')})`,
+          )
+          .join('')}) AS row
     FROM page JOIN resource_providers p ON p.root_provider_id = page.root_id
     JOIN resource_providers root ON root.${RP.id} = page.root_id
     LEFT JOIN resource_providers parent ON parent.${RP.id} = p.parent_provider_id
@@ -229,23 +244,16 @@ SELECT (SELECT count(*) FROM domains),
 const num = (v: unknown): number => Number(v ?? 0);
 
 type PackedInventory = [string, number, number, number, number, number];
-type PackedProvider = [
-  string,
-  string,
-  number,
-  string | null,
-  string,
-  number,
-  PackedInventory[],
-  string[],
-  string[],
-  [string, number, number][],
-];
+type PackedProvider = [string, string, number, string | null, string, number, PackedInventory[], string[], string[], ...unknown[]];
 type PackedProject = [string, number, Record<string, number> | null];
 type PackedAttention = [string, string, string | null, number, string, number, number, number, number, number, number];
 
 /** One read batch; `reader` is the store's nearby reader, so a replica answers where one is configured. */
-export async function readDashboardSummary(reader: BatchReader, query: SummaryQuery): Promise<DashboardSummary> {
+export async function readDashboardSummary(
+  reader: BatchReader,
+  query: SummaryQuery,
+  parts: readonly DashboardProviderPart[] = [],
+): Promise<DashboardSummary> {
   const { filter } = query;
   const filterArgs: Record<string, InValue> = {
     name: filter.name ? likeSubstring(filter.name) : null,
@@ -256,7 +264,7 @@ export async function readDashboardSummary(reader: BatchReader, query: SummaryQu
     over: filter.overPercent ?? null,
   };
   const [providerSet, classSet, projectSet, acceleratorSet, attentionSet, domainSet] = await reader.readBatch([
-    { sql: PROVIDERS_PAGE, args: { ...filterArgs, limit: query.limit, offset: query.offset } },
+    { sql: providersPage(parts), args: { ...filterArgs, limit: query.limit, offset: query.offset } },
     { sql: CLASS_TOTALS, args: { threshold: query.thresholdPercent } },
     { sql: PROJECTS_PAGE, args: { limit: query.projectLimit, offset: query.projectOffset } },
     { sql: ACCELERATOR_COUNTS, args: [] },
@@ -267,7 +275,7 @@ export async function readDashboardSummary(reader: BatchReader, query: SummaryQu
   const head = providerSet!.rows[0]!;
   const packed = JSON.parse(String(head[3] ?? '[]')) as PackedProvider[];
   const providers = packed.map(
-    ([uuid, name, generation, parentUuid, rootUuid, matched, inv, traits, aggregates, counters]): ProviderRow => ({
+    ([uuid, name, generation, parentUuid, rootUuid, matched, inv, traits, aggregates, ...extensions]): ProviderRow => ({
       uuid,
       name,
       generation,
@@ -286,7 +294,7 @@ export async function readDashboardSummary(reader: BatchReader, query: SummaryQu
         .sort((a, b) => a.resourceClass.localeCompare(b.resourceClass)),
       traits: traits.sort(),
       aggregates: aggregates.sort(),
-      counters: (counters ?? []).map(([name, total, load]) => ({ name, total, load })).sort((a, b) => a.name.localeCompare(b.name)),
+      extensions,
     }),
   );
 

@@ -25,4 +25,9 @@ process.exitCode = isDataCommand(command)
       // Loaded only for --verify: the whole app is not needed to import, back up or restore.
       openTarget: async (dbUrl, authToken) => (await import('./admin-target.js')).openInProcessTarget(dbUrl, authToken),
     })
-  : await main(process.argv.slice(2), { ...io, confirm: process.stdin.isTTY ? confirm : undefined });
+  : await main(process.argv.slice(2), {
+      ...io,
+      confirm: process.stdin.isTTY ? confirm : undefined,
+      // What the shipped extensions add to the audit's report (its sections, titles and tables).
+      audits: (await import('../extensions.js')).EXTENSIONS.flatMap((e) => (e.audit ? [e.audit] : [])),
+    });

@@ -4,11 +4,13 @@
 // the handlers from it and the document (src/openapi/) reads the same
 // declaration, so neither can drift from the other. The path is a literal
 // type, so a handler's `c.req.param('uuid')` is checked against it.
-import { Hono, type Handler } from 'hono';
+import { type Context, Hono, type Handler } from 'hono';
+import { notFound } from '../errors.js';
 import { z } from 'zod';
 import type { Microversion } from '../microversion.js';
 import type { AppEnv } from './env.js';
 import type { HttpKit } from './kit.js';
+import { readBody } from './validate.js';
 
 /** Which API an operation belongs to: its microversion header and error envelope. */
 export type ApiName = 'placement' | 'accelerator' | 'diagnostics' | 'extensions' | 'meta';
@@ -105,6 +107,57 @@ export class RouteTable {
       return handler(c, next);
     };
   }
+}
+
+/** The document's part of an answer with a JSON body: its status and meaning, its component name, its schema (or one per microversion). */
+export function answers(
+  status: number,
+  description: string,
+  name: string,
+  schema: z.ZodType | ((mv: Microversion) => z.ZodType | undefined),
+): Pick<OperationDoc, 'responses' | 'responseSchema' | 'response' | 'responseName'> {
+  const body = typeof schema === 'function' ? { response: schema } : { responseSchema: schema };
+  return { responses: { [status]: description }, ...body, responseName: name };
+}
+
+/** What a JSON operation answers: status (200 unless said), its meaning, and the body's component name and schema (none for 204). */
+export interface Answer {
+  status?: 200 | 201 | 204;
+  description: string;
+  name?: string;
+  schema?: z.ZodType;
+}
+
+/** One JSON operation declared as data around the work it does (json()). */
+export interface JsonOperation<P extends string, B> extends Pick<OperationDoc, 'summary' | 'since' | 'query'> {
+  /** Its JSON body: component name and schema, checked (in placement's wording) before `run`. */
+  body?: { name: string; schema: z.ZodType<B> };
+  answer: Answer;
+  /** It answers the state now: clients revalidate (cache-control: no-cache). */
+  fresh?: true;
+  /** Where `run` finds nothing (null, undefined or false): the 404's detail. */
+  missing?: (c: Context<AppEnv, P>) => string;
+  /** The work: from the request (and its checked body) to the answer's body. */
+  run(c: Context<AppEnv, P>, body: B): Promise<unknown>;
+}
+
+/** The route of a JSON operation: reads the body, runs, answers JSON (or 204), with the document's part from the same declaration. */
+export function json<P extends string, B = undefined>(op: JsonOperation<P, B>): Route<P> {
+  const { body, answer, fresh, missing, run, ...doc } = op;
+  const status = answer.status ?? 200;
+  return {
+    ...doc,
+    ...(body ? { body: always(body.schema), bodyName: body.name } : {}),
+    responses: { [status]: answer.description },
+    ...(answer.schema ? { responseSchema: answer.schema, responseName: answer.name } : {}),
+    handler: async (c) => {
+      const input = body ? await readBody(c, body.schema) : (undefined as B);
+      const result = await run(c, input);
+      if (missing && (result === undefined || result === null || result === false)) throw notFound(missing(c));
+      if (fresh) c.header('cache-control', 'no-cache');
+      return status === 204 ? c.body(null, 204) : c.json(result, status);
+    },
+  };
 }
 
 /** One app serving every table, mounted in order. */

@@ -6,7 +6,8 @@
 // serves /diagnostics and /ext).
 import { CYBORG_V2_ROUTES, rootRoutes as cyborgRootRoutes } from '../cyborg/http/routes/index.js';
 import { dashboardRoutes } from '../dashboard/app.js';
-import { DIAGNOSTICS_ROUTES } from '../diagnostics/http/routes/index.js';
+import { diagnosticsRoutes } from '../diagnostics/http/routes/index.js';
+import type { Extension } from '../extension.js';
 import type { RouteTable } from '../http/route-table.js';
 import { operatorRoutes } from '../observability/http/routes/index.js';
 import { PLACEMENT_ROUTES } from '../placement/http/routes/index.js';
@@ -22,17 +23,20 @@ export interface Mount {
   tables: readonly RouteTable[];
 }
 
-/** Every mount, with the extensions' routes an app installs (its Deps' own; every shipped one for the document). */
-export function mountsWith(extensionRoutes: readonly RouteTable[]): readonly Mount[] {
+/** Every mount, with what the extensions an app installs add (its Deps' own; every shipped one for the document). */
+export function mountsWith(extensions: readonly Extension[]): readonly Mount[] {
+  const extensionRoutes = extensions.flatMap((e) => e.routes ?? []);
+  const audits = extensions.flatMap((e) => (e.audit ? [e.audit] : []));
+  const dashboard = extensions.flatMap((e) => e.dashboard?.provider ?? []);
   return [
     { stack: 'placement', prefix: '', tables: PLACEMENT_ROUTES },
     { stack: 'accelerator', prefix: '/accelerator', tables: [cyborgRootRoutes] },
     { stack: 'accelerator', prefix: '/accelerator/v2', tables: CYBORG_V2_ROUTES },
-    { stack: 'placement', prefix: '/diagnostics', tables: DIAGNOSTICS_ROUTES },
+    { stack: 'placement', prefix: '/diagnostics', tables: diagnosticsRoutes(audits) },
     // The extensions (docs/extensions.md).
     { stack: 'placement', prefix: '/ext', tables: extensionRoutes },
     // The capacity dashboard, this document, health and metrics.
-    { stack: 'dashboard', prefix: '/dashboard', tables: [dashboardRoutes] },
+    { stack: 'dashboard', prefix: '/dashboard', tables: [dashboardRoutes(dashboard)] },
     { stack: 'none', prefix: '', tables: [openApiRoutes] },
     { stack: 'operator', prefix: '', tables: [operatorRoutes] },
   ];

@@ -5,7 +5,7 @@
 // handler validates with; document.ts samples those at every microversion
 // to find the ranges. Collected on first use: this document's own route
 // (./routes.ts) is one of them, and its handler imports the document.
-import { EXTENSIONS, EXTENSION_ROUTES } from '../compose.js';
+import { EXTENSIONS } from '../compose.js';
 import { operationsBelow, type Operation } from '../http/route-table.js';
 import { mountsWith } from './mounts.js';
 
@@ -14,7 +14,7 @@ export type { ApiName, Method, Operation, QueryParam } from '../http/route-table
 let operations: Operation[] | undefined;
 
 export function allOperations(): Operation[] {
-  operations ??= mountsWith(EXTENSION_ROUTES)
+  operations ??= mountsWith(EXTENSIONS)
     .flatMap((mount) => operationsBelow(mount.prefix, [...mount.tables]))
     .map(withExtensionParams);
   return operations;

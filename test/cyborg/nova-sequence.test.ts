@@ -20,6 +20,18 @@ type Arq = {
   hostname: string | null;
 };
 
+/** An ARQ of a profile that needs bitstream bits-1, bound to INSTANCE: the bind waits for the device to be programmed. */
+async function bindBitstreamArq(t: CyborgTestApp): Promise<Arq> {
+  await t.acc('POST', '/device_profiles', { body: fpgaProfile('dp-bits', { 'accel:bitstream_id': 'bits-1' }) });
+  const created = (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-bits' } })).json()) as {
+    arqs: Arq[];
+  };
+  const arq = created.arqs[0]!;
+  await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq.uuid, INSTANCE) });
+  await t.jobs.queue.idle();
+  return arq;
+}
+
 describe('Nova boot sequence', () => {
   let t: CyborgTestApp;
   let nova: Awaited<ReturnType<typeof startFakeNova>>;
@@ -104,23 +116,13 @@ describe('Nova boot sequence', () => {
   });
 
   it('answers 423 for bind_state=resolved while a bind is still running', async () => {
-    await t.acc('POST', '/device_profiles', { body: fpgaProfile('dp-bits', { 'accel:bitstream_id': 'bits-1' }) });
-    const arq = (
-      (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-bits' } })).json()) as { arqs: Arq[] }
-    ).arqs[0]!;
-    await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq.uuid, INSTANCE) });
-    await t.jobs.queue.idle();
+    const arq = await bindBitstreamArq(t);
     expect(((await t.acc('GET', `/accelerator_requests/${arq.uuid}`).then((r) => r.json())) as Arq).state).toBe('BindStarted');
     expect((await t.acc('GET', `/accelerator_requests?instance=${INSTANCE}&bind_state=resolved`)).status).toBe(423);
   });
 
   it('fails a bind stuck past arq_binding_timeout and sends a failed event', async () => {
-    await t.acc('POST', '/device_profiles', { body: fpgaProfile('dp-bits', { 'accel:bitstream_id': 'bits-1' }) });
-    const arq = (
-      (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-bits' } })).json()) as { arqs: Arq[] }
-    ).arqs[0]!;
-    await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq.uuid, INSTANCE) });
-    await t.jobs.queue.idle();
+    const arq = await bindBitstreamArq(t);
     t.tick(299_000);
     expect(await sweepBindingTimeouts(t.deps)).toBe(0);
     t.tick(2_000);
@@ -132,12 +134,7 @@ describe('Nova boot sequence', () => {
   });
 
   it('binds a bitstream ARQ once the agent reports the device programmed', async () => {
-    await t.acc('POST', '/device_profiles', { body: fpgaProfile('dp-bits', { 'accel:bitstream_id': 'bits-1' }) });
-    const arq = (
-      (await (await t.acc('POST', '/accelerator_requests', { body: { device_profile_name: 'dp-bits' } })).json()) as { arqs: Arq[] }
-    ).arqs[0]!;
-    await t.acc('PATCH', '/accelerator_requests', { body: bindBody(arq.uuid, INSTANCE) });
-    await t.jobs.queue.idle();
+    const arq = await bindBitstreamArq(t);
     expect(nova.calls).toHaveLength(0);
     const { deployables } = (await (await t.acc('GET', '/deployables')).json()) as { deployables: { uuid: string; rp_uuid: string }[] };
     expect(deployables[0]!.rp_uuid).toBe(FPGA_RP);

@@ -44,7 +44,13 @@ describe('GET /dashboard', () => {
     const html = await res.text();
     expect(html).toContain('<meta name="placement-auth" content="noauth2">');
     const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
-    expect(urls.filter((u) => !u.startsWith('data:'))).toEqual(['/dashboard/assets/app.css', '/dashboard/assets/app.js']);
+    expect(urls.filter((u) => !u.startsWith('data:'))).toEqual([
+      '/dashboard/assets/holds.css',
+      '/dashboard/assets/holds.js',
+      '/dashboard/assets/app.css',
+      '/dashboard/assets/app.js',
+      '/dashboard/assets/what-if.js',
+    ]);
     expect((await t.app.request('/dashboard/')).status).toBe(200);
   });
 

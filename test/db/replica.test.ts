@@ -17,6 +17,21 @@ const CANDIDATES = '/allocation_candidates?resources=VCPU:1,MEMORY_MB:64';
 const READ_TIMEOUT_MS = 5_000;
 const READ_RETRY_MS = 1_000;
 
+/** Requests to `base` as admin at 1.39, a new connection each: a cluster hands them to its processes in turn. */
+const sender = (base: string) => async (method: string, path: string, payload?: unknown) => {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      'x-auth-token': 'admin',
+      'content-type': 'application/json',
+      'openstack-api-version': 'placement 1.39',
+      connection: 'close',
+    },
+    body: payload === undefined ? undefined : JSON.stringify(payload),
+  });
+  return { status: res.status, body: (await res.text()) || 'null' };
+};
+
 describeWithPart(SQLD_MISSING, 'reads from a replica near the instance', () => {
   let primary: SqldServer;
   let replicaA: SqldServer;
@@ -226,19 +241,7 @@ describeWithPart(SQLD_MISSING, 'several server processes on one replica', () => 
     const replica = await startSqld({ primaryGrpcUrl: primary.grpcUrl });
     const server = await startServer(primary.url, { PLACEMENT_WORKERS: '2', PLACEMENT_DB_READ_URL: replica.url });
     try {
-      const send = async (method: string, path: string, payload?: unknown) => {
-        const res = await fetch(`${server.url}${path}`, {
-          method,
-          headers: {
-            'x-auth-token': 'admin',
-            'content-type': 'application/json',
-            'openstack-api-version': 'placement 1.39',
-            connection: 'close',
-          },
-          body: payload === undefined ? undefined : JSON.stringify(payload),
-        });
-        return { status: res.status, body: (await res.text()) || 'null' };
-      };
+      const send = sender(server.url);
       const rp = crypto.randomUUID();
       expect((await send('POST', '/resource_providers', { name: `rp-${rp}`, uuid: rp })).status).toBe(200);
       expect(
@@ -282,20 +285,7 @@ describeWithPart(SQLD_MISSING, 'several server processes on one replica', () => 
       PLACEMENT_DB_READ_URL: replica.url,
       PLACEMENT_DB_READ_TIMEOUT_MS: String(READ_TIMEOUT_MS),
     });
-    // A new connection per request: the cluster hands them to its two processes in turn.
-    const send = async (method: string, path: string, payload?: unknown) => {
-      const res = await fetch(`${server.url}${path}`, {
-        method,
-        headers: {
-          'x-auth-token': 'admin',
-          'content-type': 'application/json',
-          'openstack-api-version': 'placement 1.39',
-          connection: 'close',
-        },
-        body: payload === undefined ? undefined : JSON.stringify(payload),
-      });
-      return { status: res.status, body: (await res.text()) || 'null' };
-    };
+    const send = sender(server.url);
     try {
       const rp = crypto.randomUUID();
       expect((await send('POST', '/resource_providers', { name: `rp-${rp}`, uuid: rp })).status).toBe(200);

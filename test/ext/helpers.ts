@@ -60,3 +60,44 @@ export async function claimFirstUntilFull(
     if (granted > 500) throw new Error('runaway claim loop');
   }
 }
+
+/**
+ * Claims as a scheduler does (PUT /allocations/{c}, `query` after the path), and
+ * victims for preemption: a claim of `vcpu` on `host` with a priority of its own
+ * (null: none, not preemptible). `app` is read at each call (a test's fresh app).
+ */
+export function preemptionHelpers(app: () => TestApp) {
+  const claimAs = (consumer: string, allocations: Allocations, project = PROJECT, query = ''): Promise<Response> =>
+    app().call('PUT', `/allocations/${consumer}${query}`, {
+      body: { allocations, project_id: project, user_id: USER, consumer_generation: null, consumer_type: 'INSTANCE' },
+    });
+  const victimOn = async (host: string, vcpu: number, priority: number | null): Promise<string> => {
+    const consumer = crypto.randomUUID();
+    expect((await claimAs(consumer, { [host]: { resources: { VCPU: vcpu } } })).status).toBe(204);
+    if (priority !== null)
+      expect((await app().call('PUT', `/ext/consumers/${consumer}/priority`, { body: { priority } })).status).toBe(200);
+    return consumer;
+  };
+  return { claimAs, victimOn };
+}
+
+/** The project preemptors of the preemption tests claim for. */
+export const PREEMPTOR_PROJECT = '6b4e8a0c-0000-4000-8000-0000000000bb';
+
+/** A body of POST /ext/preemptions: `vcpu` on `host` for the preemptor, `victims` evicted, 30 s of grace. */
+export const preemptionBody = (
+  host: string,
+  victims: string[],
+  vcpu = 8,
+  priority: number | null = 10,
+  preemptor: string = crypto.randomUUID(),
+) => ({
+  preemptor: {
+    consumer_uuid: preemptor,
+    project_id: PREEMPTOR_PROJECT,
+    priority: priority ?? undefined,
+    allocations: { [host]: { resources: { VCPU: vcpu } } },
+  },
+  victims,
+  grace_seconds: 30,
+});

@@ -4,7 +4,9 @@
 // sweep removing what has ended only some time after). The oracle walks every tick from
 // now to past the last finite instant, with its own load arithmetic, and
 // decides each write by comparing loads tick by tick; the model
-// (src/ext/holds/model.ts) checks only the instants where a bound rises.
+// (src/ext/holds/model.ts) checks only the instants where a bound rises, and
+// the calendar (calendar.ts, what availability searches with) answers the
+// earliest start of explicit amounts from its events.
 // Every decision must agree, and after every step, at every tick, every
 // (provider, class) must be within capacity: allocations alive then plus
 // the unconsumed part of every hold active then.
@@ -12,7 +14,6 @@ import { describe, expect, it } from 'vitest';
 import {
   type Allocation,
   type Claim,
-  earliestStart,
   FOREVER,
   type Hold,
   type Key,
@@ -21,6 +22,7 @@ import {
   refuseHold,
   type World,
 } from '../../src/ext/holds/model.js';
+import { earliestStart } from '../../src/ext/holds/calendar.js';
 import { mulberry32 } from '../helpers/random.js';
 
 const HISTORIES = Number(process.env.HOLDS_HISTORIES ?? 1000);

@@ -134,6 +134,39 @@ describe('a hold over HTTP', () => {
     expect(await holdsListed()).toEqual([]);
   });
 
+  it('refuses edits that overlap (two at one generation: one wins), a stale one and a bad window, leaving the hold as the winner wrote it', async () => {
+    const made = (await (await postHold(holdBody(4, T0 + HOUR, T0 + 2 * HOUR))).json()) as { uuid: string };
+    const edit = (body: Record<string, unknown>) => t.call('PATCH', `/ext/holds/${made.uuid}`, { body: { generation: 1, ...body } });
+    const racing = await Promise.all([edit({ end: at(T0 + 3 * HOUR) }), edit({ allocations: { [gpu]: { resources: { PGPU: 6 } } } })]);
+    expect(racing.map((r) => r.status).sort()).toEqual([200, 409]);
+    const lost = racing.find((r) => r.status === 409)!;
+    expect((await errorOf(lost)).code).toBe('placement.concurrent_update');
+    const won = (await racing.find((r) => r.status === 200)!.json()) as Record<string, unknown>;
+    const stored = async () => (await t.call('GET', `/ext/holds/${made.uuid}`)).json();
+    expect(won).toMatchObject({ generation: 2 });
+    expect(await stored()).toEqual(won);
+    // Stale, an end before the start, a window moved into the past: refused, nothing changed.
+    for (const [body, status, words] of [
+      [{ end: at(T0 + 4 * HOUR) }, 409, 'is at generation 2, not 1'],
+      [{ generation: 2, end: at(T0 + HOUR / 2) }, 400, 'must come after its start'],
+      [{ generation: 2, start: at(T0 - 3 * HOUR), end: at(T0 - 2 * HOUR) }, 400, 'in the past'],
+      [{ generation: 2, allocations: { [gpu]: { resources: { PGPU: 17 } } } }, 400, 'bigger than its capacity (16)'],
+      [{ generation: 2, allocations: { [crypto.randomUUID()]: { resources: { PGPU: 1 } } } }, 400, 'No such resource provider'],
+    ] as const) {
+      const res = await edit(body);
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      expect((await errorOf(res)).detail).toContain(words);
+      expect(await stored()).toEqual(won);
+    }
+  });
+
+  it('refuses a hold of a query bigger than the cloud (409 hold_unsatisfiable) and writes nothing', async () => {
+    const res = await postHold({ ...holdBody(1, T0 + HOUR, T0 + 2 * HOUR), allocations: undefined, query: 'resources=PGPU:17&count=1' });
+    expect(res.status).toBe(409);
+    expect((await errorOf(res)).code).toBe('placement.ext.hold_unsatisfiable');
+    expect(await holdsListed()).toEqual([]);
+  });
+
   it('refuses an edit that would not fit, and leaves the hold as it was', async () => {
     const a = (await (await postHold(holdBody(8, T0 + HOUR, T0 + 2 * HOUR))).json()) as { uuid: string };
     expect((await postHold(holdBody(8, T0 + HOUR, T0 + 2 * HOUR))).status).toBe(201);

@@ -75,6 +75,9 @@ function instanceConfig(limits: 'keystone' | 'off') {
     PLACEMENT_KEYSTONE_AUTH_URL: keystone.url,
     PLACEMENT_KEYSTONE_USERNAME: SERVICE_USER,
     PLACEMENT_KEYSTONE_PASSWORD: SERVICE_PASSWORD,
+    // Keystone under uwsgi takes seconds per request on a loaded machine: a periodic read past the
+    // default 10 s failed, and the sweep that should have read the new limit reported none read.
+    PLACEMENT_KEYSTONE_TIMEOUT_MS: '30000',
   });
 }
 

@@ -58,6 +58,20 @@ async function report(project: string) {
   return (await res.json()) as { limits: Record<string, { limit: number; usage: number; remaining: number }> };
 }
 
+/** Keystone's answer to the service user's system-scoped sign-in: `token`, expiring at `expiresMs`. */
+const systemToken = (token: string, expiresMs: number): Response =>
+  Response.json(
+    {
+      token: {
+        expires_at: new Date(expiresMs).toISOString(),
+        user: { id: 'placement-id', domain: { id: 'default' } },
+        system: { all: true },
+        roles: [{ name: 'reader' }],
+      },
+    },
+    { status: 201, headers: { 'x-subject-token': token } },
+  );
+
 describe('PLACEMENT_LIMITS=static', () => {
   it('grants claims up to the registered limit and refuses the one that would cross it, in the error envelope', async () => {
     await limitedApp();
@@ -314,21 +328,7 @@ describe('where the limits come from', () => {
       if (!state.up) throw new TypeError('fetch failed');
       const url = new URL(input instanceof Request ? input.url : String(input));
       if (url.pathname === '/v3/auth/tokens') {
-        const expires_at = new Date(Date.now() + 3_600_000).toISOString();
-        return Response.json(
-          {
-            token: {
-              expires_at,
-              user: { id: 'placement-id', domain: { id: 'default' } },
-              system: { all: true },
-              roles: [{ name: 'reader' }],
-            },
-          },
-          {
-            status: 201,
-            headers: { 'x-subject-token': 'system-token' },
-          },
-        );
+        return systemToken('system-token', Date.now() + 3_600_000);
       }
       if (url.pathname === '/v3/services') return Response.json({ services: [{ id: 'nova-id', name: 'nova', type: 'compute' }] });
       if (url.pathname === '/v3/registered_limits') {
@@ -419,18 +419,7 @@ describe('where the limits come from', () => {
         expect(scope).toEqual({ system: { all: true } });
         const token = `system-${signIns.length + 1}`;
         signIns.push(token);
-        const expires_at = new Date(clock.now + 30_000).toISOString();
-        return Response.json(
-          {
-            token: {
-              expires_at,
-              user: { id: 'placement-id', domain: { id: 'default' } },
-              system: { all: true },
-              roles: [{ name: 'reader' }],
-            },
-          },
-          { status: 201, headers: { 'x-subject-token': token } },
-        );
+        return systemToken(token, clock.now + 30_000);
       }
       const token = new Headers(init?.headers).get('x-auth-token') ?? '';
       if (refuse.delete(token)) return new Response(null, { status: 401 });

@@ -6,11 +6,13 @@
 import { describe, expect, it } from 'vitest';
 import {
   chooseVictims,
+  compareChoices,
   costOf,
   covers,
   type Eligible,
   isMinimal,
   type ResourceKey,
+  type VictimChoice,
   type VictimCost,
 } from '../../src/ext/preemption/victims.js';
 
@@ -146,6 +148,57 @@ describe('victims, exact (at most 12 eligible per tree)', () => {
     }
     // The cases exercise the rule: most trees need victims.
     expect(withVictims).toBeGreaterThan(250);
+  });
+});
+
+/** A tree filled from a few flavors (many consumers alike, as in a cloud of a few instance sizes), some consumers unlike any other. */
+function flavoredTree(random: () => number): Tree {
+  const int = (n: number) => Math.floor(random() * n);
+  const keys = Array.from({ length: 1 + int(3) }, (_, i) => `1:${i}`);
+  const flavors = Array.from({ length: 1 + int(3) }, () => ({
+    priority: int(4),
+    uses: new Map(keys.filter((_, i) => i === 0 || random() < 0.7).map((k): [ResourceKey, number] => [k, 1 + int(4)])),
+  }));
+  const eligible: Eligible[] = [];
+  for (let c = 0; c < 1 + int(12); c += 1) {
+    const flavor = random() < 0.8 ? flavors[int(flavors.length)]! : { priority: int(4), uses: new Map([[keys[0]!, 1 + int(6)]]) };
+    // Ids in no particular order against the draw.
+    eligible.push({ consumer: `c${String(int(1000)).padStart(3, '0')}-${c}`, priority: flavor.priority, uses: flavor.uses });
+  }
+  const shortfall = new Map(keys.filter(() => random() < 0.8).map((k): [ResourceKey, number] => [k, 1 + int(10)]));
+  return { shortfall, eligible };
+}
+
+/** The rule as stated: the first of every covering subset by compareChoices (the cost, then the victims' ids). */
+function firstOfEverySubset(tree: Tree): VictimChoice | null {
+  let best: VictimChoice | null = null;
+  for (let mask = 1; mask < 1 << tree.eligible.length; mask += 1) {
+    const victims = tree.eligible.filter((_, i) => mask & (1 << i));
+    if (!covers(victims, tree.shortfall)) continue;
+    const choice = { victims, cost: costOf(victims, tree.shortfall) };
+    if (!best || compareChoices(choice, best) < 0) best = choice;
+  }
+  return best;
+}
+
+describe('victims, exact, against every subset', () => {
+  it('chooses the very set the stated order puts first (ties by id) on 3,000 trees of alike and unlike consumers', () => {
+    let alike = 0;
+    for (let seed = 1; seed <= 3000; seed += 1) {
+      const random = rng(seed);
+      const tree =
+        seed % 3 === 0
+          ? randomTree(random, 1 + Math.floor(random() * 12), 1 + Math.floor(random() * 3), 8 + Math.floor(random() * 24))
+          : flavoredTree(random);
+      if (tree.shortfall.size === 0) continue;
+      const chosen = chooseVictims(tree.shortfall, tree.eligible, 'exact');
+      const expected = firstOfEverySubset(tree);
+      expect(chosen && { ...chosen, victims: chosen.victims.map((v) => v.consumer).sort() }, `seed ${seed}`).toEqual(
+        expected && { ...expected, victims: expected.victims.map((v) => v.consumer).sort() },
+      );
+      if (new Set(tree.eligible.map((v) => `${v.priority}|${[...v.uses].join()}`)).size < tree.eligible.length) alike += 1;
+    }
+    expect(alike).toBeGreaterThan(1000);
   });
 });
 

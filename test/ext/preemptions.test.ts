@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
-import { PROJECT, USER } from './helpers.js';
+import { PREEMPTOR_PROJECT, preemptionBody, preemptionHelpers } from './helpers.js';
 
 let t: TestApp;
 beforeEach(async () => {
@@ -13,41 +13,14 @@ beforeEach(async () => {
 });
 afterEach(() => t.close());
 
-const PREEMPTOR_PROJECT = '6b4e8a0c-0000-4000-8000-0000000000bb';
-
-async function claimAs(
-  consumer: string,
-  allocations: Record<string, { resources: Record<string, number> }>,
-  project = PROJECT,
-  query = '',
-): Promise<Response> {
-  return t.call('PUT', `/allocations/${consumer}${query}`, {
-    body: { allocations, project_id: project, user_id: USER, consumer_generation: null, consumer_type: 'INSTANCE' },
-  });
-}
-
-async function victimOn(host: string, vcpu: number, priority: number | null): Promise<string> {
-  const consumer = crypto.randomUUID();
-  expect((await claimAs(consumer, { [host]: { resources: { VCPU: vcpu } } })).status).toBe(204);
-  if (priority !== null) expect((await t.call('PUT', `/ext/consumers/${consumer}/priority`, { body: { priority } })).status).toBe(200);
-  return consumer;
-}
+const { claimAs, victimOn } = preemptionHelpers(() => t);
 
 async function count(table: string): Promise<number> {
   const [r] = await t.deps.store.readBatch([{ sql: `SELECT COUNT(*) AS n FROM ${table}`, args: [] }]);
   return Number(r!.rows[0]!.n);
 }
 
-const body = (host: string, victims: string[], vcpu = 8, priority: number | null = 10, preemptor = crypto.randomUUID()) => ({
-  preemptor: {
-    consumer_uuid: preemptor,
-    project_id: PREEMPTOR_PROJECT,
-    priority: priority ?? undefined,
-    allocations: { [host]: { resources: { VCPU: vcpu } } },
-  },
-  victims,
-  grace_seconds: 30,
-});
+const body = preemptionBody;
 
 interface Preemption {
   id: string;

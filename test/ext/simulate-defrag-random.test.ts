@@ -79,7 +79,8 @@ describe('GET /ext/defrag over random clouds', () => {
     for (let seed = 1; seed <= CASES + Math.floor(CASES / 3); seed += 1) {
       const r = rng(seed * 7919);
       const nested = seed > CASES;
-      t = await makeTestApp();
+      // No search time budget: the candidates a plan is checked against are never cut short by load.
+      t = await makeTestApp({ PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: '0' });
       const app = t;
       const cloud: Flat = { size: [], consumers: [] };
       const hosts: string[] = [];

@@ -4,7 +4,12 @@
 // what the service answers once the same changes are really made in the
 // test's scratch database; every displaced consumer's `could_go` is then
 // claimed for real, in order, and each claim is granted (a null one has no
-// candidate). Each simulation leaves every row and generation as it was.
+// candidate). Changes include holds and gangs (POST /ext/holds, POST
+// /ext/gangs): a simulation refused is compared with the real requests'
+// refusal, status, code and words. Each simulation leaves every row and
+// generation as it was. Every uuid comes from the seed, and the reference
+// app has no search time budget, so a case answers the same on any machine
+// under any load.
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { PROJECT, USER } from './helpers.js';
@@ -17,6 +22,8 @@ const TAINT = 'example.com/maintenance';
 
 const QUERIES = [
   'resources=VCPU:2,MEMORY_MB:1024',
+  'resources=VCPU:1&ext_until=1800',
+  'resources=VGPU:1&ext_until=1800',
   'resources=VGPU:2',
   'resources=VCPU:1&required=HW_CPU_X86_AVX2',
   'resources=VCPU:1,DISK_GB:10',
@@ -61,6 +68,15 @@ function rng(seed: number) {
     int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
     pick: <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!,
     chance: (p: number) => next() < p,
+    /** A v4-shaped uuid from the seed: a failing seed builds the same cloud again, uuid order included. */
+    uuid: () =>
+      [8, 4, 4, 4, 12]
+        .map((n, part) =>
+          Array.from({ length: n }, (_, i) =>
+            part === 2 && i === 0 ? '4' : part === 3 && i === 0 ? '89ab'[Math.floor(next() * 4)] : Math.floor(next() * 16).toString(16),
+          ).join(''),
+        )
+        .join('-'),
   };
 }
 type Rng = ReturnType<typeof rng>;
@@ -119,7 +135,7 @@ async function randomCloud(app: TestApp, r: Rng): Promise<Spec[]> {
   const specs: Spec[] = [];
   const trees = r.int(2, 5);
   for (let i = 0; i < trees; i += 1) {
-    const uuid = crypto.randomUUID();
+    const uuid = r.uuid();
     const traits = r.chance(0.5) ? ['HW_CPU_X86_AVX2'] : [];
     const aggregates = [...(r.chance(0.6) ? [AGG_A] : []), ...(r.chance(0.4) ? [AGG_B] : [])];
     if (r.chance(0.6)) {
@@ -131,7 +147,7 @@ async function randomCloud(app: TestApp, r: Rng): Promise<Spec[]> {
       specs.push({ uuid, name: `host-${i}`, parent: null, inventory: {}, traits, aggregates });
       for (let n = 0; n < 2; n += 1) {
         specs.push({
-          uuid: crypto.randomUUID(),
+          uuid: r.uuid(),
           name: `host-${i}-numa${n}`,
           parent: uuid,
           inventory: { VCPU: inv(r.int(1, 6), r), MEMORY_MB: inv(r.pick([1024, 2048]), r) },
@@ -140,7 +156,7 @@ async function randomCloud(app: TestApp, r: Rng): Promise<Spec[]> {
         });
       }
       specs.push({
-        uuid: crypto.randomUUID(),
+        uuid: r.uuid(),
         name: `host-${i}-gpu`,
         parent: uuid,
         inventory: { VGPU: inv(r.int(2, 8), r) },
@@ -151,7 +167,7 @@ async function randomCloud(app: TestApp, r: Rng): Promise<Spec[]> {
   }
   if (r.chance(0.4)) {
     specs.push({
-      uuid: crypto.randomUUID(),
+      uuid: r.uuid(),
       name: 'shared-disk',
       parent: null,
       inventory: { DISK_GB: inv(r.pick([30, 100]), r) },
@@ -181,13 +197,25 @@ async function randomCloud(app: TestApp, r: Rng): Promise<Spec[]> {
     if (!body.allocation_requests.length) continue;
     const allocations = r.pick(body.allocation_requests).allocations;
     await ok(
-      await app.call('PUT', `/allocations/${crypto.randomUUID()}`, {
+      await app.call('PUT', `/allocations/${r.uuid()}`, {
         body: { allocations, project_id: PROJECT, user_id: USER, consumer_generation: null, consumer_type: 'INSTANCE' },
       }),
       204,
     );
   }
   return specs;
+}
+
+/** Places the cloud offers now for one VCPU or one VGPU (a gang's members take them). */
+async function offersOf(app: TestApp): Promise<Allocations[]> {
+  const out: Allocations[] = [];
+  for (const resources of ['VCPU:1,MEMORY_MB:512', 'VGPU:1']) {
+    const body = (await ok(await app.call('GET', `/allocation_candidates?resources=${resources}`))) as {
+      allocation_requests: { allocations: Allocations }[];
+    };
+    out.push(...body.allocation_requests.map((a) => a.allocations));
+  }
+  return out;
 }
 
 async function generationOf(app: TestApp, uuid: string): Promise<number> {
@@ -212,13 +240,67 @@ async function consumersOf(app: TestApp): Promise<ConsumerView[]> {
 
 type Change = Record<string, unknown> & { op: string };
 
-function randomChanges(r: Rng, specs: Spec[], consumers: ConsumerView[]): Change[] {
+const HOUR = 3600_000;
+const HOLD_QUERIES = ['resources=VCPU:1&count=2', 'resources=VCPU:2&ext_domain=any', 'resources=VGPU:1&count=2&ext_domain=any'];
+
+/** A hold: a window active now or from the next hour, on one inventory or by a gang query (POST /ext/holds' body). */
+function randomHold(r: Rng, withInventory: Spec[], now: number): Change {
+  const [start, end] = r.chance(0.5) ? [now - HOUR, now + 2 * HOUR] : [now + HOUR, now + 3 * HOUR];
+  const hold: Record<string, unknown> = { project_id: PROJECT, start: new Date(start).toISOString(), end: new Date(end).toISOString() };
+  if (r.chance(0.3)) hold.end_action = 'keep';
+  if (r.chance(0.2)) hold.ignore_allocations = true;
+  if (r.chance(0.3)) hold.query = r.pick(HOLD_QUERIES);
+  else {
+    const p = r.pick(withInventory);
+    const cls = r.pick(Object.keys(p.inventory));
+    const i = p.inventory[cls]!;
+    const capacity = Math.floor((i.total - i.reserved) * i.allocation_ratio);
+    hold.allocations = { [p.uuid]: { resources: { [cls]: r.int(1, Math.max(1, capacity)) } } };
+  }
+  return { op: 'add_hold', hold };
+}
+
+/** A gang of one or two new consumers on places the cloud offered before the changes (POST /ext/gangs' body). */
+function randomGang(r: Rng, offers: Allocations[]): Change | null {
+  if (!offers.length) return null;
+  const members: Record<string, unknown> = {};
+  for (let m = r.int(1, 2); m > 0; m -= 1)
+    members[r.uuid()] = {
+      allocations: r.pick(offers),
+      project_id: PROJECT,
+      user_id: USER,
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
+    };
+  return {
+    op: 'add_gang',
+    gang: { members, ...(r.chance(0.4) ? { lease_seconds: 600 } : {}), ...(r.chance(0.3) ? { domain: AGG_A } : {}) },
+  };
+}
+
+function randomChanges(r: Rng, specs: Spec[], consumers: ConsumerView[], offers: Allocations[], now: number): Change[] {
   const changes: Change[] = [];
   const roots = specs.filter((s) => s.parent === null);
   const withInventory = specs.filter((s) => Object.keys(s.inventory).length);
   const n = r.int(1, 3);
   for (let i = 0; i < n; i += 1) {
-    const kind = r.pick(['add_copies', 'remove_trees', 'set_inventory', 'set_inventory', 'taint', 'resize', 'remove_consumers']);
+    const kind = r.pick([
+      'add_copies',
+      'remove_trees',
+      'set_inventory',
+      'set_inventory',
+      'taint',
+      'resize',
+      'remove_consumers',
+      'add_hold',
+      'add_hold',
+      'add_gang',
+    ]);
+    if (kind === 'add_hold') changes.push(randomHold(r, withInventory, now));
+    if (kind === 'add_gang') {
+      const gang = randomGang(r, offers);
+      if (gang) changes.push(gang);
+    }
     if (kind === 'add_copies') changes.push({ op: kind, of: r.pick([r.pick(roots).uuid, r.pick(roots).name]), count: r.int(1, 3) });
     if (kind === 'remove_trees') {
       const root = r.pick(roots);
@@ -350,14 +432,37 @@ async function measure(app: TestApp): Promise<{ queries: Measured[]; over: OverR
   };
 }
 
-/** The changes made for real, through the API (a resize in place, which placement refuses over capacity, as an UPDATE of the rows). */
-async function applyForReal(app: TestApp, specs: Spec[], changes: Change[], answer: SimAnswer): Promise<void> {
+/** The error envelope without its request id. */
+async function problem(res: Response): Promise<{ status: number; errors: unknown[] }> {
+  const body = (await res.json()) as { errors: { request_id?: string }[] };
+  return { status: res.status, errors: body.errors.map(({ request_id: _, ...e }) => e) };
+}
+
+/**
+ * The changes made for real, through the API (a resize in place, which placement refuses over capacity, as an UPDATE of the rows),
+ * until a hold or a gang is refused: that refusal (null when every change was made). `answer`: null when the simulation refused.
+ */
+async function applyForReal(
+  app: TestApp,
+  specs: Spec[],
+  changes: Change[],
+  answer: SimAnswer | null,
+): Promise<{ status: number; errors: unknown[] } | null> {
   const byRef = (ref: string) => specs.find((s) => s.uuid === ref || s.name === ref)!;
   for (const [index, change] of changes.entries()) {
-    if (change.op === 'add_copies') {
+    if (change.op === 'add_hold' || change.op === 'add_gang') {
+      const res = await app.call('POST', change.op === 'add_hold' ? '/ext/holds' : '/ext/gangs', {
+        body: change.op === 'add_hold' ? change.hold : change.gang,
+      });
+      if (res.status >= 400) return problem(res);
+      expect(res.status, await res.clone().text()).toBeLessThan(300);
+    } else if (change.op === 'add_copies') {
       const source = byRef(change.of as string);
       const tree = specs.filter((s) => s.uuid === source.uuid || s.parent === source.uuid);
-      for (const copy of answer.changes[index]!.copies!) {
+      const copies =
+        answer?.changes[index]?.copies ??
+        Array.from({ length: change.count as number }, () => Object.fromEntries(tree.map((s) => [s.uuid, crypto.randomUUID()])));
+      for (const copy of copies) {
         const added = tree.map((s) => ({
           ...s,
           uuid: copy[s.uuid]!,
@@ -439,6 +544,7 @@ async function applyForReal(app: TestApp, specs: Spec[], changes: Change[], answ
       for (const uuid of change.consumers as string[]) await ok(await app.call('DELETE', `/allocations/${uuid}`), 204);
     }
   }
+  return null;
 }
 
 /** Sorted per-tree lists compare as the same set. */
@@ -450,14 +556,20 @@ const normalized = (m: Measured) => ({
 describe('POST /ext/simulate equals the change made for real', () => {
   it(`over ${CASES} random clouds and changes`, async () => {
     let compared = 0;
+    let refused = 0;
     let displacedClaimed = 0;
+    const kinds = new Map<string, number>();
     // Seeds until CASES cases have changes to compare (a few random draws name none).
     for (let seed = Number(process.env.SIMULATE_FIRST_SEED ?? 1); compared < CASES; seed += 1) {
       const r = rng(seed);
-      t = await makeTestApp();
+      // No time budget: the reference answers are never cut short, however loaded the machine.
+      t = await makeTestApp({ PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: '0' });
       const app = t;
+      // One instant for the case: the simulation and the real requests (a hold's window checked at now, a gang's lease) take the same.
+      const now = Date.now();
+      app.deps.clock = () => new Date(now);
       const specs = await randomCloud(app, r);
-      const changes = randomChanges(r, specs, await consumersOf(app));
+      const changes = randomChanges(r, specs, await consumersOf(app), await offersOf(app), now);
       if (!changes.length) {
         t.close();
         t = null;
@@ -469,8 +581,18 @@ describe('POST /ext/simulate equals the change made for real', () => {
         body: { changes, queries: QUERIES.map((query, i) => ({ name: `q${i}`, query })), per_tree: true, threshold_percent: 80 },
       });
       const context = `seed ${seed}: ${JSON.stringify(changes)}`;
-      const answer = (await ok(res)) as SimAnswer;
       expect(await everyRow(app.deps.store.client), context).toEqual(rowsBefore);
+      for (const c of changes) kinds.set(c.op, (kinds.get(c.op) ?? 0) + 1);
+      if (res.status >= 400) {
+        // Refused (a hold or a gang that does not fit, a gang outside its domain): the real requests are refused alike, at that change.
+        expect(await applyForReal(app, specs, changes, null), context).toEqual(await problem(res));
+        refused += 1;
+        compared += 1;
+        t.close();
+        t = null;
+        continue;
+      }
+      const answer = (await ok(res)) as SimAnswer;
       // Before: the simulation's own copy answers as the service does today.
       expect(
         answer.queries.map((q) => normalized(q.before)),
@@ -478,7 +600,7 @@ describe('POST /ext/simulate equals the change made for real', () => {
       ).toEqual(before.queries.map(normalized));
       expect(answer.over_capacity.before, context).toEqual(before.over);
       expect(answer.dashboard.before, context).toEqual(before.dashboard);
-      await applyForReal(app, specs, changes, answer);
+      expect(await applyForReal(app, specs, changes, answer), context).toBeNull();
       const after = await measure(app);
       expect(
         answer.queries.map((q) => normalized(q.after)),
@@ -516,6 +638,8 @@ describe('POST /ext/simulate equals the change made for real', () => {
       t.close();
       t = null;
     }
-    console.info(`simulate differential: ${compared} cases compared, ${displacedClaimed} displaced consumers re-placed for real`);
+    console.info(
+      `simulate differential: ${compared} cases compared (${refused} refused alike), ${displacedClaimed} displaced consumers re-placed for real; changes: ${JSON.stringify(Object.fromEntries(kinds))}`,
+    );
   }, 3_600_000);
 });

@@ -259,6 +259,21 @@ describe('an allocation candidate search whose combinations are all refused late
     expect(picker.result()).toHaveLength(1);
   });
 
+  it('gives the event loop back while it searches, so a long search does not stall other requests', async () => {
+    function* endless(): Generator<AllocationRequest | null> {
+      for (;;) yield null;
+    }
+    let otherWorkRan = false;
+    setTimeout(() => {
+      otherWorkRan = true;
+    }, 0);
+    const picker = new RequestPicker(null, false, 0, 300);
+    await picker.offer(endless());
+    // A search that never gave the loop back would end before the timer above could run.
+    expect(otherWorkRan).toBe(true);
+    expect(picker.done).toBe(true);
+  });
+
   it('before 1.29, eight groups on twenty sibling children answer in full, well within the budget', async () => {
     // Before 1.29 a candidate may use one provider per tree: all eight groups
     // on one child. Judged only once all eight were chosen, this walked 20^8

@@ -8,7 +8,7 @@ import { CYBORG_V2_ROUTES, rootRoutes as cyborgRootRoutes } from '../../src/cybo
 import { cyborgHttp } from '../../src/cyborg/http/profile.js';
 import { dashboardRoutes } from '../../src/dashboard/app.js';
 import type { Deps } from '../../src/deps.js';
-import { DIAGNOSTICS_ROUTES } from '../../src/diagnostics/http/routes/index.js';
+import { diagnosticsRoutes } from '../../src/diagnostics/http/routes/index.js';
 import { authenticate, parseTokenTable } from '../../src/http/auth.js';
 import { corsFilter } from '../../src/http/cors.js';
 import type { AppEnv } from '../../src/http/env.js';
@@ -88,7 +88,7 @@ function dashboardApp(deps: Deps): Hono<AppEnv> {
   app.use(requestId());
   const tokens = parseTokenTable(deps.config.PLACEMENT_AUTH_TOKENS);
   app.use('/api/*', authenticate({ strategy: deps.config.PLACEMENT_AUTH_STRATEGY, tokens, publicPaths: /(?!)/ }));
-  app.route('/', dashboardRoutes.app);
+  app.route('/', dashboardRoutes(deps.extensions.list.flatMap((e) => e.dashboard?.provider ?? [])).app);
   app.notFound(placementHttp.notFound);
   app.onError(placementHttp.onError);
   return app;
@@ -100,8 +100,14 @@ export function createMountedApp(deps: Deps): Hono<AppEnv> {
   root.route('/', createOperatorApp(deps, operatorRoutes.app));
   root.route('/', openApiRoutes.app);
   root.mount('/accelerator', cyborgApp(deps).fetch, { replaceRequest: requestBelow('/accelerator') });
-  root.mount('/diagnostics', placementApp(deps, joinRoutes(DIAGNOSTICS_ROUTES)).fetch, { replaceRequest: requestBelow('/diagnostics') });
-  root.mount('/ext', placementApp(deps, joinRoutes(deps.extensions.routes())).fetch, { replaceRequest: requestBelow('/ext') });
+  root.mount(
+    '/diagnostics',
+    placementApp(deps, joinRoutes(diagnosticsRoutes(deps.extensions.list.flatMap((e) => (e.audit ? [e.audit] : []))))).fetch,
+    { replaceRequest: requestBelow('/diagnostics') },
+  );
+  root.mount('/ext', placementApp(deps, joinRoutes(deps.extensions.list.flatMap((e) => e.routes ?? []))).fetch, {
+    replaceRequest: requestBelow('/ext'),
+  });
   root.mount('/dashboard', dashboardApp(deps).fetch, { replaceRequest: requestBelow('/dashboard') });
   root.mount('/', placementApp(deps, placementRoutes).fetch, { replaceRequest: false });
   return root;

@@ -1,10 +1,12 @@
 // Accelerator events reach Nova with the service's own Keystone identity
 // (docs/keystone.md), against a real Keystone (Debian's python3-keystone under
-// uwsgi, test/helpers/keystone.ts) whose tokens live 60 s ([token]
-// expiration = 60). A small HTTP server stands in for nova-api's
-// os-server-external-events: it is registered as the `compute` endpoint of the
-// catalog and checks every token with that Keystone, as keystonemiddleware in
-// nova-api does, so an expired or revoked token really is refused with 401.
+// uwsgi, the run's shared one, test/helpers/keystone.ts) at its port issuing
+// 60 s tokens ([token] expiration = 60). A small HTTP server stands in for
+// nova-api's os-server-external-events: it is registered as the `compute`
+// endpoint of the catalog of the project `service` (Keystone's endpoint filter:
+// other files of the run add compute endpoints of their own) and checks every
+// token with that Keystone, as keystonemiddleware in nova-api does, so an
+// expired or revoked token really is refused with 401.
 // `npm start` in keystone mode delivers events across the first token's
 // expiry; in process: a revoked token (one 401, one new sign-in, delivered),
 // endpoint choice by interface and region, a catalog without Nova. Then the
@@ -22,7 +24,7 @@ import { sendNovaEvents } from '../../src/cyborg/nova-events.js';
 import { bindBody, FPGA_RP, fpgaProfile, HOST, seedHost } from '../cyborg/helpers.js';
 import { FakeKeystone } from '../helpers/fake-keystone.js';
 import { type KeystoneUser, keystoneEnv, novaIdentity, passwordCredentials, SERVICE_USER } from '../helpers/keystone-credentials.js';
-import { freePort, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
+import { freePort, keystoneMissing, sharedKeystone, type Keystone } from '../helpers/keystone.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 
 const TOKEN_LIFE_S = 60;
@@ -115,12 +117,13 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
     // A missing part fails the run, naming the Debian package (never a skip).
     if (missing) throw new Error(`test/keystone/nova-events.test.ts needs a real Keystone: ${missing}`);
     dir = mkdtempSync(join(tmpdir(), 'nova-events-'));
-    ks = await startKeystone({ tokenExpirationSeconds: TOKEN_LIFE_S });
+    ks = await sharedKeystone({ tokenExpirationSeconds: TOKEN_LIFE_S });
     nova = await startStandInNova(ks);
     // Where nothing listens: an endpoint the service must not pick.
     dead = `http://127.0.0.1:${await freePort()}/v2.1`;
 
-    for (const user of [SERVICE_USER, NOVA_USER]) await ks.projectUser(user, ['service']);
+    let project = '';
+    for (const user of [SERVICE_USER, NOVA_USER]) project = (await ks.projectUser(user, ['service'])).projectId;
     // Nova in the catalog: RegionOne internal is the stand-in; RegionOne public and RegionTwo internal lead nowhere.
     await ks.json('POST', '/regions', { region: { id: 'RegionTwo' } });
     const compute = (await ks.json<{ service: { id: string } }>('POST', '/services', { service: { name: 'nova', type: 'compute' } }))
@@ -130,7 +133,11 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
       ['internal', 'RegionTwo', dead],
       ['internal', 'RegionOne', nova.url],
     ] as const) {
-      await ks.json('POST', '/endpoints', { endpoint: { service_id: compute, interface: iface, region_id: region, url } });
+      const { endpoint } = await ks.json<{ endpoint: { id: string } }>('POST', '/endpoints', {
+        endpoint: { service_id: compute, interface: iface, region_id: region, url },
+      });
+      // The project's catalog: these endpoints only (OS-EP-FILTER), whatever other files register.
+      await ks.json('PUT', `/OS-EP-FILTER/projects/${project}/endpoints/${endpoint.id}`);
     }
   }, 600_000);
 
@@ -216,58 +223,8 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
     }
   }
 
-  it(
-    'sends each event with a token of the PLACEMENT_NOVA_* user to the catalog endpoint, renewed before it expires',
-    { timeout: 600_000 },
-    async () => {
-      const svc = await start('own-user', {
-        PLACEMENT_NOVA_USERNAME: NOVA_USER.username,
-        PLACEMENT_NOVA_PASSWORD: NOVA_USER.password,
-        PLACEMENT_NOVA_PROJECT_NAME: NOVA_USER.project,
-        PLACEMENT_NOVA_REGION_NAME: 'RegionOne',
-      });
-      const instances = [
-        '0d7a3c1e-0000-4000-8000-000000000001',
-        '0d7a3c1e-0000-4000-8000-000000000002',
-        '0d7a3c1e-0000-4000-8000-000000000003',
-      ];
-
-      // 1. The first event: RegionOne's internal endpoint (not public, not RegionTwo), the Nova user's token.
-      const arq1 = await svc.bind(instances[0]!);
-      const first = await deliveredFor(instances[0]!);
-      expect(first.user).toBe('cyborg-nova');
-      expect(first.events).toEqual([{ name: 'accelerator-request-bound', server_uuid: instances[0], tag: arq1, status: 'completed' }]);
-      expect(nova.refused).toEqual([]);
-
-      // 2. After that token's expiry, Keystone (and so Nova) refuses it ...
-      const waitMs = first.expiresAt + 2_000 - Date.now();
-      expect(waitMs).toBeLessThanOrEqual(TOKEN_LIFE_S * 1000 + 2_000);
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, waitMs)));
-      expect(await nova.check(first.token)).toMatchObject({ valid: false, status: 404 });
-
-      // ... and the next event carries a new token: renewed before it expired, never sent expired.
-      await svc.bind(instances[1]!);
-      const second = await deliveredFor(instances[1]!);
-      expect(second.token).not.toBe(first.token);
-      expect(second.user).toBe('cyborg-nova');
-      expect(second.events[0]!.server_uuid).toBe(instances[1]);
-      expect(nova.refused).toEqual([]);
-
-      const events = (await svc.outbox()).filter((row) => row.topic === 'nova-event');
-      expect(events).toHaveLength(2);
-      for (const row of events) expect(row.state).toBe('done');
-    },
-  );
-
-  it("uses the service's own Keystone user without PLACEMENT_NOVA_*, and NOVA_URL over the catalog", { timeout: 600_000 }, async () => {
-    // The catalog's public endpoint leads nowhere: NOVA_URL wins; the token is still Keystone's.
-    const svc = await start('service-user', { PLACEMENT_NOVA_VALID_INTERFACES: 'public', NOVA_URL: nova.url });
-    await svc.bind('0d7a3c1e-0000-4000-8000-000000000011');
-    const got = await deliveredFor('0d7a3c1e-0000-4000-8000-000000000011');
-    expect(got.user).toBe('placement');
-    expect(got.events[0]!.server_uuid).toBe('0d7a3c1e-0000-4000-8000-000000000011');
-  });
-
+  // The one test that makes Nova refuse a token runs first, alone; the rest run side by side
+  // (the first of them waits out a token's life, the others need no more than a minute).
   it('signs in again once when Nova refuses a revoked token, and delivers in the same attempt', { timeout: 600_000 }, async () => {
     // The service's clock stands still: the token never looks due for renewal, however slow
     // Keystone is on a loaded machine, so only Nova's 401 can make the service sign in again.
@@ -294,7 +251,65 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
     expect(got[0]!.user).toBe('cyborg-nova');
   });
 
-  it(
+  it.concurrent(
+    'sends each event with a token of the PLACEMENT_NOVA_* user to the catalog endpoint, renewed before it expires',
+    { timeout: 600_000 },
+    async () => {
+      const svc = await start('own-user', {
+        PLACEMENT_NOVA_USERNAME: NOVA_USER.username,
+        PLACEMENT_NOVA_PASSWORD: NOVA_USER.password,
+        PLACEMENT_NOVA_PROJECT_NAME: NOVA_USER.project,
+        PLACEMENT_NOVA_REGION_NAME: 'RegionOne',
+      });
+      // Refusals before this test (the revoked token's, above); the tests beside it send none.
+      const refusedBefore = nova.refused.length;
+      const instances = [
+        '0d7a3c1e-0000-4000-8000-000000000001',
+        '0d7a3c1e-0000-4000-8000-000000000002',
+        '0d7a3c1e-0000-4000-8000-000000000003',
+      ];
+
+      // 1. The first event: RegionOne's internal endpoint (not public, not RegionTwo), the Nova user's token.
+      const arq1 = await svc.bind(instances[0]!);
+      const first = await deliveredFor(instances[0]!);
+      expect(first.user).toBe('cyborg-nova');
+      expect(first.events).toEqual([{ name: 'accelerator-request-bound', server_uuid: instances[0], tag: arq1, status: 'completed' }]);
+      expect(nova.refused.slice(refusedBefore)).toEqual([]);
+
+      // 2. After that token's expiry, Keystone (and so Nova) refuses it ...
+      const waitMs = first.expiresAt + 2_000 - Date.now();
+      expect(waitMs).toBeLessThanOrEqual(TOKEN_LIFE_S * 1000 + 2_000);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, waitMs)));
+      expect(await nova.check(first.token)).toMatchObject({ valid: false, status: 404 });
+
+      // ... and the next event carries a new token: renewed before it expired, never sent expired.
+      await svc.bind(instances[1]!);
+      const second = await deliveredFor(instances[1]!);
+      expect(second.token).not.toBe(first.token);
+      expect(second.user).toBe('cyborg-nova');
+      expect(second.events[0]!.server_uuid).toBe(instances[1]);
+      expect(nova.refused.slice(refusedBefore)).toEqual([]);
+
+      const events = (await svc.outbox()).filter((row) => row.topic === 'nova-event');
+      expect(events).toHaveLength(2);
+      for (const row of events) expect(row.state).toBe('done');
+    },
+  );
+
+  it.concurrent(
+    "uses the service's own Keystone user without PLACEMENT_NOVA_*, and NOVA_URL over the catalog",
+    { timeout: 600_000 },
+    async () => {
+      // The catalog's public endpoint leads nowhere: NOVA_URL wins; the token is still Keystone's.
+      const svc = await start('service-user', { PLACEMENT_NOVA_VALID_INTERFACES: 'public', NOVA_URL: nova.url });
+      await svc.bind('0d7a3c1e-0000-4000-8000-000000000011');
+      const got = await deliveredFor('0d7a3c1e-0000-4000-8000-000000000011');
+      expect(got.user).toBe('placement');
+      expect(got.events[0]!.server_uuid).toBe('0d7a3c1e-0000-4000-8000-000000000011');
+    },
+  );
+
+  it.concurrent(
     'picks the endpoint by interface order and region, and fails a delivery (to retry) where the catalog has none',
     { timeout: 600_000 },
     async () => {

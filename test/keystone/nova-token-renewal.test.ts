@@ -1,27 +1,32 @@
 // Nova's token renewed before it expires, against a real Keystone issuing
-// short-lived tokens ([token] expiration = 24 s): every token the service
+// short-lived tokens ([token] expiration = 24 s: the run's shared Keystone at its
+// port for that life, with a user and a catalog of this file's own): every token the service
 // would send Nova is one Keystone still accepts, with at least a quarter of its
 // life left, across several renewals. Renewing only once a token has expired
 // (or in its last seconds) would pass a test that waits past the expiry, as a
 // 401 and a new sign-in cover for it: here nothing covers.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { novaIdentity, SERVICE_USER } from '../helpers/keystone-credentials.js';
-import { keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
+import { type KeystoneUser, novaIdentity, passwordCredentials } from '../helpers/keystone-credentials.js';
+import { keystoneMissing, sharedKeystone, type Keystone } from '../helpers/keystone.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const TOKEN_LIFE_S = 24;
+/** The service's user here, in a project whose catalog has this file's compute endpoint only. */
+const RENEWAL_USER: KeystoneUser = { username: 'nova-renewal', password: 'nova-renewal-pw', project: 'nova-renewal' };
 
 describeWithPart(keystoneMissing(), "Nova's token from a Keystone issuing 24 s tokens", () => {
   let ks: Keystone;
   beforeAll(async () => {
-    ks = await startKeystone({ tokenExpirationSeconds: TOKEN_LIFE_S });
-    await ks.projectUser(SERVICE_USER, ['service']);
+    ks = await sharedKeystone({ tokenExpirationSeconds: TOKEN_LIFE_S });
+    const { projectId } = await ks.projectUser(RENEWAL_USER, ['service']);
     const compute = (await ks.json<{ service: { id: string } }>('POST', '/services', { service: { name: 'nova', type: 'compute' } }))
       .service.id;
-    await ks.json('POST', '/endpoints', {
+    const { endpoint } = await ks.json<{ endpoint: { id: string } }>('POST', '/endpoints', {
       endpoint: { service_id: compute, interface: 'internal', region_id: 'RegionOne', url: 'http://nova.invalid/v2.1' },
     });
+    // The project's catalog: this endpoint only (OS-EP-FILTER), whatever other files register.
+    await ks.json('PUT', `/OS-EP-FILTER/projects/${projectId}/endpoints/${endpoint.id}`);
   }, 240_000);
   afterAll(() => ks?.close());
 
@@ -34,7 +39,7 @@ describeWithPart(keystoneMissing(), "Nova's token from a Keystone issuing 24 s t
 
   it('is renewed before it expires: every token handed out has at least a quarter of its life left, through two renewals', async () => {
     // Keystone answers in seconds on a loaded machine: its own time limit well above that.
-    const identity = novaIdentity(ks.url, { timeoutMs: 60_000 });
+    const identity = novaIdentity(ks.url, { timeoutMs: 60_000, credentials: passwordCredentials(RENEWAL_USER) });
     const tokens = new Set<string>();
     let leastLeftMs = Number.POSITIVE_INFINITY;
     await waitUntil(

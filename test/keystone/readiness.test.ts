@@ -4,13 +4,15 @@
 // service unable to serve: /readyz is 503 with the reason (it was 200 while
 // every request got 503), and placement_keystone_sign_in_failures_total counts
 // the failed sign-ins; it stays 503 on every probe while the sign-in keeps
-// failing, and turns 200 once it works again. A real Keystone
-// (test/helpers/keystone.ts).
+// failing, and turns 200 once it works again. A real Keystone (the run's shared
+// one, test/helpers/keystone.ts), reached through a link of this file's own
+// (test/helpers/pausable-link.ts) that is cut where Keystone goes down.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { makeDeps } from '../../src/compose.js';
 import { keystoneEnv, type KeystoneUser } from '../helpers/keystone-credentials.js';
-import { ADMIN_PASSWORD, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
+import { ADMIN_PASSWORD, keystoneMissing, sharedKeystone, type Keystone } from '../helpers/keystone.js';
+import { type PausableLink, startPausableLink } from '../helpers/pausable-link.js';
 import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
@@ -20,19 +22,25 @@ const SCRAPE = 'scrape-token';
 
 describeWithPart(keystoneMissing(), '/readyz and the sign-in metric against a real Keystone', () => {
   let ks: Keystone;
+  /** Keystone as the services here reach it: stopping the link refuses every connection, as a stopped Keystone does. */
+  let link: PausableLink;
+  let keystoneUrl: string;
   const apps: TestApp[] = [];
   beforeAll(async () => {
-    ks = await startKeystone();
+    ks = await sharedKeystone();
+    link = await startPausableLink(ks.url);
+    keystoneUrl = `${link.url}/v3`;
   }, 240_000);
   afterAll(async () => {
     for (const app of apps) app.close();
+    link?.stop();
     await ks?.close();
   });
 
   async function serviceApp(password: string): Promise<TestApp> {
     const app = await makeTestApp({
       PLACEMENT_AUTH_STRATEGY: 'keystone',
-      PLACEMENT_KEYSTONE_AUTH_URL: ks.url,
+      PLACEMENT_KEYSTONE_AUTH_URL: keystoneUrl,
       PLACEMENT_KEYSTONE_USERNAME: 'admin',
       PLACEMENT_KEYSTONE_PASSWORD: password,
       PLACEMENT_KEYSTONE_PROJECT_NAME: 'admin',
@@ -48,12 +56,12 @@ describeWithPart(keystoneMissing(), '/readyz and the sign-in metric against a re
   const LATE = /got no answer within \d+ ms/;
 
   /** /readyz's answer once the service's Keystone check has finished (a late answer is probed again: the check goes on and is kept). */
-  const readyz = async (app: TestApp) => {
+  const readyz = async (app: TestApp | TestApp['app']) => {
     let answer: { status: number; body: { status: string; reason?: string } } | undefined;
     await waitUntil(
       "the service's Keystone check to finish",
       async () => {
-        const res = await app.app.request('/readyz');
+        const res = await ('app' in app ? app.app : app).request('/readyz');
         answer = { status: res.status, body: (await res.json()) as { status: string; reason?: string } };
         return !LATE.test(answer.body.reason ?? '');
       },
@@ -94,12 +102,14 @@ describeWithPart(keystoneMissing(), '/readyz and the sign-in metric against a re
     return sampleValue(parseSamples(await res.text()), 'placement_keystone_sign_in_failures_total', { reason }) ?? 0;
   };
 
-  it('a refused sign-in: 503 on every probe, checked again with a new sign-in, until the password is right; then 200', async () => {
+  // These two side by side: each waits on the service's checks, seconds apart, on an app of its own, and they
+  // count sign-in failures of different reasons (the process's metrics); the two after count both exactly.
+  it.concurrent('a refused sign-in: 503 on every probe, checked again with a new sign-in, until the password is right; then 200', async () => {
     const user: KeystoneUser = { username: 'readiness-probe', password: 'the-new-password', project: 'readiness' };
     const { userId } = await ks.projectUser(user, ['service']);
     const t = await makeTestApp(
       keystoneEnv(
-        ks.url,
+        keystoneUrl,
         { PLACEMENT_KEYSTONE_TIMEOUT_MS: '30000', PLACEMENT_METRICS_TOKEN: SCRAPE },
         { ...user, password: 'the-old-password' },
       ),
@@ -117,10 +127,10 @@ describeWithPart(keystoneMissing(), '/readyz and the sign-in metric against a re
     expect(await (await t.app.request('/readyz')).json()).toEqual({ status: 'ready' });
   }, 180_000);
 
-  it('Keystone down after a sign-in: 503 on every probe, though the service still holds a token, until Keystone answers again; then 200', async () => {
+  it.concurrent('Keystone down after a sign-in: 503 on every probe, though the service still holds a token, until Keystone answers again; then 200', async () => {
     const base = await makeTestApp({
       PLACEMENT_AUTH_STRATEGY: 'keystone',
-      PLACEMENT_KEYSTONE_AUTH_URL: ks.url,
+      PLACEMENT_KEYSTONE_AUTH_URL: keystoneUrl,
       PLACEMENT_KEYSTONE_USERNAME: 'admin',
       PLACEMENT_KEYSTONE_PASSWORD: ADMIN_PASSWORD,
       PLACEMENT_KEYSTONE_PROJECT_NAME: 'admin',
@@ -132,7 +142,8 @@ describeWithPart(keystoneMissing(), '/readyz and the sign-in metric against a re
     let cut = false;
     const keystoneFetch: typeof fetch = (input, init) => (cut ? Promise.reject(new TypeError('fetch failed')) : fetch(input, init));
     const app = createApp(makeDeps(base.deps.store, base.deps.config, { debug() {}, info() {}, warn() {}, error() {} }, { keystoneFetch }));
-    expect((await app.request('/readyz')).status).toBe(200);
+    // Its first check signs in: a loaded Keystone may take past the second /readyz waits (a late 503, probed again).
+    expect((await readyz(app)).status).toBe(200);
     cut = true;
     // At most one check's 5 s may still answer the last ready; from the first 503 on, every probe is 503,
     // through two more sign-ins that find Keystone gone.
@@ -168,7 +179,7 @@ describeWithPart(keystoneMissing(), '/readyz and the sign-in metric against a re
   it('the right password: ready; Keystone down: 503 naming it, and a new sign-in counted as unreachable', async () => {
     const app = await serviceApp(ADMIN_PASSWORD);
     expect(await readyz(app)).toEqual({ status: 200, body: { status: 'ready' } });
-    await ks.stop();
+    link.stop();
     const down = /the service cannot validate tokens with Keystone: Keystone at http:\/\/127\.0\.0\.1:\d+\/v3 did not answer/;
     // The service had signed in before Keystone went away: not ready once the check runs again (at most 5 s later).
     await new Promise((r) => setTimeout(r, 5_100));

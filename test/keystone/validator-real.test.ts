@@ -1,5 +1,6 @@
 // The Keystone strategy's own parts against a real Keystone (Debian's
-// python3-keystone, test/helpers/keystone.ts) issuing 45 s tokens, where
+// python3-keystone, the run's shared one, test/helpers/keystone.ts) at its port
+// issuing 45 s tokens, where
 // token-validation.test.ts uses the fake: one Keystone request for concurrent
 // requests with one new token (shared validation); the cache's bound
 // (PLACEMENT_KEYSTONE_TOKEN_CACHE_SIZE), an evicted token asked again and
@@ -14,7 +15,7 @@ import { keystoneValidator } from '../../src/compose.js';
 import { loadConfig } from '../../src/config.js';
 import { KeystoneClient, ServiceTokenRefused } from '../../src/http/keystone/client.js';
 import { ServiceTokenSource } from '../../src/http/keystone/service-token.js';
-import { ADMIN_PASSWORD, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
+import { ADMIN_PASSWORD, keystoneMissing, sharedKeystone, type Keystone } from '../helpers/keystone.js';
 import { keystoneEnv, PROJECT_USER, passwordCredentials, SERVICE_USER } from '../helpers/keystone-credentials.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
@@ -51,7 +52,7 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
   const serviceToken = () => ks.token(SERVICE_USER.username, SERVICE_USER.password, SERVICE_USER.project);
 
   beforeAll(async () => {
-    ks = await startKeystone({ tokenExpirationSeconds: TOKEN_LIFE_S });
+    ks = await sharedKeystone({ tokenExpirationSeconds: TOKEN_LIFE_S });
     await ks.projectUser(SERVICE_USER, ['service']);
     alice = await ks.projectUser(PROJECT_USER, ['member', 'reader']);
     early = { token: await aliceToken(), expiredAfter: Date.now() + TOKEN_LIFE_S * 1000 };
@@ -105,7 +106,9 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     ]);
   }, 60_000);
 
-  it('the service token is kept while fresh and renewed past half its life; Keystone takes the new one', async () => {
+  // The tests below run side by side: each waits on a token's life (half of the service's, the whole of
+  // alice's early one) with its own tokens and counts; the one above counts Keystone's answers to it alone.
+  it.concurrent('the service token is kept while fresh and renewed past half its life; Keystone takes the new one', async () => {
     const sourceCalls = countingFetch();
     const source = new ServiceTokenSource(new KeystoneClient(ks.url, sourceCalls.fetch), passwordCredentials());
     const first = { issued: await source.token(), receivedAt: Date.now() };
@@ -120,7 +123,7 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     expect(validated.valid).toBe(true);
   }, 60_000);
 
-  it('X-Service-Token counts with the service role only, and a bad one refuses the request', async () => {
+  it.concurrent('X-Service-Token counts with the service role only, and a bad one refuses the request', async () => {
     const bind = (headers: Record<string, string>) =>
       t.app.request('/accelerator/v2/accelerator_requests', {
         method: 'PATCH',
@@ -140,7 +143,7 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     expect(bad.headers.get('www-authenticate')).toBe(`Keystone uri="${ks.url}"`);
   }, 60_000);
 
-  it('an expired user token: refused alone or beside a token without the service role, accepted beside a service token; a revoked one refused', async () => {
+  it.concurrent('an expired user token: refused alone or beside a token without the service role, accepted beside a service token; a revoked one refused', async () => {
     await sleepUntil(early.expiredAfter + 1_000);
     const usages = (headers: Record<string, string>) =>
       t.app.request(`/usages?project_id=${alice.projectId}`, { headers: { 'openstack-api-version': 'placement 1.39', ...headers } });

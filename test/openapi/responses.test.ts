@@ -437,6 +437,7 @@ describe('live answers match GET /openapi.json', () => {
     await documented(await t.call('PATCH', `/ext/holds/${hold.uuid}`, { body: { generation: 1, end } }), 'patch', '/ext/holds/{uuid}');
     await documented(await t.call('GET', `/ext/holds?project_id=${project}`), 'get', '/ext/holds');
     await documented(await t.call('GET', '/ext/holds/availability?resources=VCPU:1&duration=60'), 'get', '/ext/holds/availability');
+    await documented(await t.call('GET', '/ext/holds/timeline'), 'get', '/ext/holds/timeline');
   });
 
   it('extensions: priorities, preemption candidates and preemptions', async () => {
@@ -484,6 +485,7 @@ describe('live answers match GET /openapi.json', () => {
     expect(made.status).toBe(201);
     const preemption = (await documented(made, 'post', '/ext/preemptions')) as Json;
     await documented(await t.call('GET', `/ext/preemptions/${preemption.id}`), 'get', '/ext/preemptions/{id}');
+    await documented(await t.call('GET', '/ext/events?kind=preemption'), 'get', '/ext/events');
   });
 
   it("extensions: an edge site's slice", async () => {

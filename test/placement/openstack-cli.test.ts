@@ -21,24 +21,19 @@ const missing = missingUnless(
 describeWithPart(missing, 'openstack CLI (osc-placement) against npm start', () => {
   let server: ServerProcess;
   let dir: string;
+  /** The client as an admin of this server at 1.39. */
+  const admin = () => [
+    '--os-auth-type',
+    'admin_token',
+    '--os-token',
+    'admin',
+    '--os-endpoint',
+    server.url,
+    '--os-placement-api-version',
+    '1.39',
+  ];
   const osc = async (...args: string[]): Promise<unknown> => {
-    const { stdout } = await run(
-      OPENSTACK,
-      [
-        '--os-auth-type',
-        'admin_token',
-        '--os-token',
-        'admin',
-        '--os-endpoint',
-        server.url,
-        '--os-placement-api-version',
-        '1.39',
-        ...args,
-        '-f',
-        'json',
-      ],
-      { timeout: 60_000 },
-    );
+    const { stdout } = await run(OPENSTACK, [...admin(), ...args, '-f', 'json'], { timeout: 60_000 });
     return stdout.trim() ? JSON.parse(stdout) : null;
   };
   beforeAll(async () => {
@@ -53,19 +48,7 @@ describeWithPart(missing, 'openstack CLI (osc-placement) against npm start', () 
   it('creates a provider, sets inventory, traits and aggregates, claims and lists candidates', async () => {
     const rp = (await osc('resource', 'provider', 'create', 'cn-osc')) as { uuid: string };
     await osc('resource', 'provider', 'inventory', 'set', rp.uuid, '--resource', 'VCPU=8', '--resource', 'MEMORY_MB=4096');
-    await run(OPENSTACK, [
-      '--os-auth-type',
-      'admin_token',
-      '--os-token',
-      'admin',
-      '--os-endpoint',
-      server.url,
-      '--os-placement-api-version',
-      '1.39',
-      'trait',
-      'create',
-      'CUSTOM_OSC',
-    ]);
+    await run(OPENSTACK, [...admin(), 'trait', 'create', 'CUSTOM_OSC']);
     await osc('resource', 'provider', 'trait', 'set', rp.uuid, '--trait', 'CUSTOM_OSC');
     const aggs = (await osc(
       'resource',

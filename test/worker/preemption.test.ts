@@ -66,5 +66,11 @@ describe('preemption in workerd', { timeout: 120_000 }, () => {
     expect((await claim(4, project, preemptor, `?ext_hold=${hold_uuid}`)).status).toBe(204);
     const shown = (await (await call('GET', `/ext/preemptions/${id}`)).json()) as { victims: { consumer_uuid: string }[] };
     expect(shown.victims.map((v) => v.consumer_uuid)).toEqual([victim]);
+    // The events stream, read from a Worker (a long poll answers at once: events are there).
+    const page = (await (await call('GET', '/ext/events?kind=preemption&wait=5&limit=1000')).json()) as {
+      events: { kind: string; body: Record<string, unknown> }[];
+    };
+    const ours = page.events.filter((e) => e.body.preemption_id === id).map((e) => e.kind);
+    expect(ours).toEqual(['preemption.created', 'preemption.victim_released', 'preemption.nomination_drawn']);
   });
 });

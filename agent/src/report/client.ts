@@ -52,7 +52,8 @@ export class PlacementClient {
     this.doFetch = options.fetch ?? ((req) => fetch(req));
   }
 
-  async request<T = unknown>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+  /** `signal`: give the request up (a long poll when the agent stops); it then throws ServiceUnavailableError. */
+  async request<T = unknown>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<{ status: number; body: T }> {
     const headers: Record<string, string> = {
       accept: 'application/json',
       'openstack-api-version': `placement ${this.options.microversion ?? PLACEMENT_MICROVERSION}`,
@@ -72,7 +73,7 @@ export class PlacementClient {
     let response: Response;
     try {
       response = await this.doFetch(
-        new Request(this.base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
+        new Request(this.base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal }),
       );
     } catch (err) {
       throw new ServiceUnavailableError(`${method} ${path}: ${(err as Error).message}`);

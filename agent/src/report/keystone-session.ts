@@ -1,6 +1,7 @@
 // The agent's Keystone sign-in (config keys auth_url, username, ...): the
 // same password client and token renewal the service uses to validate
-// tokens (src/http/keystone), and the placement endpoint from the catalog.
+// tokens (src/http/keystone), and the endpoints from the catalog (placement;
+// compute for the reaper).
 import { endpointFromCatalog, KeystoneClient } from '../../../src/http/keystone/client.js';
 import { ServiceTokenSource } from '../../../src/http/keystone/service-token.js';
 import type { AgentConfig } from '../config.js';
@@ -12,12 +13,30 @@ export interface PlacementConnection {
   token?: () => Promise<string>;
 }
 
+/** A service the agent talks to: its endpoint and the token to send it (the same sign-in for every service). */
+export type ServiceConnection = PlacementConnection;
+
 /** Where placement is and how to authenticate to it, or why the configuration cannot say; Keystone's own errors are thrown. */
 export async function placementConnection(config: AgentConfig, fetchLike: FetchLike): Promise<PlacementConnection | string> {
+  if (!config.auth_url && !config.endpoint)
+    return 'no placement endpoint: use --endpoint URL, PLACEMENT_AGENT_ENDPOINT, or auth_url (Keystone catalog)';
+  return serviceConnection(config, fetchLike, 'placement', config.endpoint);
+}
+
+/**
+ * Where `serviceType` is (`endpoint`, or the Keystone catalog's on the configured
+ * interface and region) and the token to send it; a string says why not.
+ */
+export async function serviceConnection(
+  config: AgentConfig,
+  fetchLike: FetchLike,
+  serviceType: string,
+  endpoint: string | undefined,
+): Promise<ServiceConnection | string> {
   if (!config.auth_url) {
-    if (!config.endpoint) return 'no placement endpoint: use --endpoint URL, PLACEMENT_AGENT_ENDPOINT, or auth_url (Keystone catalog)';
+    if (!endpoint) return `no ${serviceType} endpoint: set it, or auth_url (Keystone catalog)`;
     const token = config.token;
-    return { endpoint: config.endpoint, token: token === undefined ? undefined : async () => token };
+    return { endpoint, token: token === undefined ? undefined : async () => token };
   }
   const client = new KeystoneClient(config.auth_url, async (input, init) => fetchLike(new Request(input, init)));
   const source = new ServiceTokenSource(client, {
@@ -27,14 +46,14 @@ export async function placementConnection(config: AgentConfig, fetchLike: FetchL
     userDomainName: config.user_domain_name,
     projectDomainName: config.project_domain_name,
   });
-  let endpoint = config.endpoint;
-  if (!endpoint) {
+  let found = endpoint;
+  if (!found) {
     const { catalog } = await source.token();
-    endpoint = endpointFromCatalog(catalog, 'placement', config.interface, config.region_name);
-    if (!endpoint) {
+    found = endpointFromCatalog(catalog, serviceType, config.interface, config.region_name);
+    if (!found) {
       const where = config.region_name ? ` in region ${config.region_name}` : '';
-      return `the Keystone catalog has no ${config.interface} placement endpoint${where}`;
+      return `the Keystone catalog has no ${config.interface} ${serviceType} endpoint${where}`;
     }
   }
-  return { endpoint, token: async () => (await source.token()).token };
+  return { endpoint: found, token: async () => (await source.token()).token };
 }

@@ -27,15 +27,20 @@ export const extProjectPriorities = sqliteTable('ext_project_priorities', {
  * A preemption: victims leased for eviction and the capacity they free held
  * for the preemptor (a hold owned by the preemptor's consumer).
  */
-export const extPreemptions = sqliteTable('ext_preemptions', {
-  id: text('id').primaryKey(),
-  preemptorConsumerUuid: text('preemptor_consumer_uuid').notNull(),
-  preemptorProject: text('preemptor_project').notNull(),
-  priority: integer('priority').notNull(),
-  holdId: text('hold_id'),
-  graceSeconds: integer('grace_seconds').notNull(),
-  createdAt: text('created_at').notNull(),
-});
+export const extPreemptions = sqliteTable(
+  'ext_preemptions',
+  {
+    id: text('id').primaryKey(),
+    preemptorConsumerUuid: text('preemptor_consumer_uuid').notNull(),
+    preemptorProject: text('preemptor_project').notNull(),
+    priority: integer('priority').notNull(),
+    holdId: text('hold_id'),
+    graceSeconds: integer('grace_seconds').notNull(),
+    createdAt: text('created_at').notNull(),
+  },
+  // The events' triggers find a nomination's preemption by its hold (drizzle/0013).
+  (t) => [index('ext_preemptions_hold_idx').on(t.holdId)],
+);
 
 /**
  * A victim of one preemption: the primary key on the consumer makes a second

@@ -5,4 +5,5 @@ export * from './ext-counters.js';
 export * from './ext-limits.js';
 export * from './ext-holds.js';
 export * from './ext-preemption.js';
+export * from './ext-events.js';
 export * from './ext-sites.js';

@@ -1,24 +1,24 @@
 // The audit's view of shared counters (extension, docs/extensions-gpu.md): providers whose
 // allocations exceed a counter (possible only through writes made before the
 // counters were set, or by editing the database): listed, never repaired.
-import type { DataStore } from '../../db/client.js';
+// AuditFindings of diagnostics/audit.ts, checked where the extension object names it.
+import type { ResultSet } from '@libsql/client';
+import { z } from 'zod';
 import { overBoundSql } from '../../placement/constraints.js';
 import { COUNTERS } from './declaration.js';
 
 const OVER_COUNTERS_SQL = overBoundSql(COUNTERS);
 
-export interface OverCounterProvider {
-  uuid: string;
-  counters: { name: string; total: number; load: number }[];
-}
+const OverCounterProvider = z.object({
+  uuid: z.string(),
+  counters: z.array(
+    z.object({ name: z.string(), total: z.number().int(), load: z.number().int().describe('sum over classes of usage x consumption') }),
+  ),
+});
+type OverCounterProvider = z.infer<typeof OverCounterProvider>;
 
-/** Every provider with a counter over its total, by uuid; a page of them after `marker`. */
-export async function overCounterProviders(
-  store: DataStore,
-  marker: string | null,
-  limit: number,
-): Promise<{ total: number; items: OverCounterProvider[]; nextMarker: string | null }> {
-  const [rows] = await store.readBatch([{ sql: OVER_COUNTERS_SQL, args: [] }]);
+/** Every provider with a counter over its total, by uuid. */
+function overCounterProviders([rows]: ResultSet[]): OverCounterProvider[] {
   const byUuid = new Map<string, OverCounterProvider>();
   for (const r of rows!.rows) {
     const uuid = String(r.uuid);
@@ -26,8 +26,23 @@ export async function overCounterProviders(
     entry.counters.push({ name: String(r.name), total: Number(r.total), load: Number(r.load) });
     byUuid.set(uuid, entry);
   }
-  const all = [...byUuid.values()];
-  const after = marker === null ? all : all.filter((p) => p.uuid > marker);
-  const items = after.slice(0, limit);
-  return { total: all.length, items, nextMarker: after.length > limit ? items.at(-1)!.uuid : null };
+  return [...byUuid.values()];
 }
+
+export const countersAudit = {
+  findings: [
+    {
+      name: 'over_counter_providers',
+      title: 'Providers whose shared counters are exceeded',
+      item: OverCounterProvider,
+      description: 'providers whose allocations exceed a shared counter (docs/extensions-gpu.md); listed, never repaired',
+      statements: () => [{ sql: OVER_COUNTERS_SQL, args: [] }],
+      items: overCounterProviders,
+      marker: (p: OverCounterProvider) => p.uuid,
+      table: {
+        headers: ['PROVIDER', 'COUNTER', 'LOAD', 'TOTAL'],
+        rows: (p: OverCounterProvider) => p.counters.map((c) => [p.uuid, c.name, String(c.load), String(c.total)]),
+      },
+    },
+  ],
+};

@@ -4,6 +4,8 @@
 // hook, candidates.ts), the claim guard (claim-guard.ts), its rows (repo.ts,
 // drizzle/) and its route (http/routes.ts).
 import type { Extension } from '../../extension.js';
+import { countersAudit } from './audit.js';
+import { countersDashboard } from './dashboard.js';
 import { candidateCounters } from './candidates.js';
 import { countersWrites } from './claim-guard.js';
 import { counterRoutes } from './http/routes.js';
@@ -13,4 +15,6 @@ export const counters: Extension = {
   read: [candidateCounters],
   writes: countersWrites,
   routes: [counterRoutes],
+  audit: countersAudit,
+  dashboard: countersDashboard,
 };

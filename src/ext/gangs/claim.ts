@@ -6,10 +6,9 @@
 // guards, generation checks), called by the route.
 import { conflict, DomainError, invalid } from '../../errors.js';
 import type { BatchReader } from '../../db/client.js';
-import { CONSUMER } from '../../db/columns.js';
 import type { ClaimAlongside } from '../../placement/writes/hooks.js';
 import { ClaimRefused, ConsumerGenerationMismatch } from '../../placement/writes/refusals.js';
-import { readDomainFacts } from './domains.js';
+import { type DomainFacts, readDomainFacts } from './domains.js';
 import { leaseExpiryMs, leaseStatement } from '../leases/leases.js';
 import type { PostGangBody } from './schemas.js';
 
@@ -45,7 +44,11 @@ export function gangLease(consumers: readonly string[], seconds: number, nowMs: 
  */
 export async function checkGangDomain(reader: BatchReader, domain: string, members: PostGangBody['members']): Promise<void> {
   const providers = [...new Set(Object.values(members).flatMap((m) => Object.keys(m.allocations)))];
-  const { rootsOf, providers: facts } = await readDomainFacts(reader, [domain], providers);
+  checkGangDomainOf(await readDomainFacts(reader, [domain], providers), domain, members);
+}
+
+/** The same check on facts given (pure: a what-if copy of the cloud gives its own, ext/simulate). */
+export function checkGangDomainOf({ rootsOf, providers: facts }: DomainFacts, domain: string, members: PostGangBody['members']): void {
   for (const [uuid, m] of Object.entries(members)) {
     const unknown = Object.keys(m.allocations).find((rp) => !facts.has(rp));
     if (unknown)

@@ -8,7 +8,7 @@
 import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
-import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
+import { parseCandidateRequestWithExt } from '../../placement/candidates/parse.js';
 import { type Headroom, findHeadroom } from '../headroom/headroom.js';
 import { readDomainFacts } from './domains.js';
 import { parseGangQuery } from './query.js';

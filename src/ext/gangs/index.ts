@@ -6,11 +6,11 @@
 // one per host is taken while the members fit together (assemble.ts).
 import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
-import { type CandidateOptions, searchCandidates } from '../../placement/candidates/index.js';
-import { parseCandidateRequestWithExt } from '../../placement/candidates/ext-params.js';
+import { type CandidateOptions, type CandidatesBody, searchCandidates } from '../../placement/candidates/index.js';
+import { parseCandidateRequestWithExt } from '../../placement/candidates/parse.js';
 import { assembleGang, candidatesOf, type Gang, type RankedGang, rankGangs, usedProviders } from './assemble.js';
-import { readDomainFacts } from './domains.js';
-import { parseGangQuery } from './query.js';
+import { type DomainFacts, readDomainFacts } from './domains.js';
+import { type GangQuery, parseGangQuery } from './query.js';
 
 export { GANG_KEYS, parseGangQuery, type GangQuery } from './query.js';
 export type { Gang } from './assemble.js';
@@ -52,8 +52,12 @@ export async function searchDomains(
   const opts = gangSearchOptions(options);
   // The engine says whether its search stopped early (the candidate cap, the time budget): the gangs are then a lower bound.
   const { body, stopped } = await searchCandidates(reader, request, mv, opts);
-  const cut = stopped !== null;
   const facts = await readDomainFacts(reader, gang.domain === 'any' ? [] : gang.domains, usedProviders(body));
+  return { gang, ...domainSearchOf(body, facts, gang, stopped !== null) };
+}
+
+/** The gangs of one engine answer, given the domains' facts (pure: a what-if copy of the cloud gives its own, ext/simulate). */
+export function domainSearchOf(body: CandidatesBody, facts: DomainFacts, gang: GangQuery, cut: boolean): DomainSearch {
   const candidates = candidatesOf(body, facts);
   const gangs: RankedGang[] = [];
   const fittingHosts = new Set<string>();
@@ -69,7 +73,7 @@ export async function searchDomains(
     const found = assembleGang(domain, candidates, inDomain, gang.count, body.provider_summaries);
     if (found) gangs.push(found);
   }
-  return { gang, gangs, hostsPerDomain, domainRoots: gang.domain === 'any' ? new Map() : facts.rootsOf, fittingHosts, incomplete: cut };
+  return { gangs, hostsPerDomain, domainRoots: gang.domain === 'any' ? new Map() : facts.rootsOf, fittingHosts, incomplete: cut };
 }
 
 /** GET /ext/gang_candidates: at most `limit` gangs, the tightest domain first. */

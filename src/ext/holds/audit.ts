@@ -4,6 +4,8 @@
 // the holds then <= capacity. Every write is admitted against it; what breaks
 // it anyway is what the operator let in (a hold with ignore_allocations over
 // claims that have not gone, an inventory shrunk under held capacity).
+// An AuditEntry of diagnostics/audit.ts, checked where the extension object names it.
+import type { ResultSet } from '@libsql/client';
 import { z } from 'zod';
 import type { BatchReader } from '../../db/client.js';
 import { HOLD, HOLD_AMOUNT, RP } from '../../db/columns.js';
@@ -30,15 +32,12 @@ export const HoldsAudit = z.object({
 });
 export type HoldsAudit = z.infer<typeof HoldsAudit>;
 
-export async function holdsAudit(reader: BatchReader, nowMs: number): Promise<HoldsAudit> {
-  const [rows] = await reader.readBatch([
-    {
-      sql: `SELECT DISTINCT p.${RP.uuid} AS provider, h.${HOLD.startMs} <= ? AS active, h.${HOLD.uuid} AS hold FROM ext_holds h
-        JOIN ext_hold_amounts ha ON ha.${HOLD_AMOUNT.holdUuid} = h.${HOLD.uuid} JOIN resource_providers p ON p.${RP.id} = ha.${HOLD_AMOUNT.resourceProviderId}
-        WHERE h.${HOLD.endMs} > ?`,
-      args: [nowMs, nowMs],
-    },
-  ]);
+const HELD_PROVIDERS = `SELECT DISTINCT p.${RP.uuid} AS provider, h.${HOLD.startMs} <= ? AS active, h.${HOLD.uuid} AS hold FROM ext_holds h
+  JOIN ext_hold_amounts ha ON ha.${HOLD_AMOUNT.holdUuid} = h.${HOLD.uuid} JOIN resource_providers p ON p.${RP.id} = ha.${HOLD_AMOUNT.resourceProviderId}
+  WHERE h.${HOLD.endMs} > ?`;
+
+/** The holds not over and their providers, then the rule over those providers' world (a second read). */
+async function readHoldsAudit([rows]: ResultSet[], reader: BatchReader, nowMs: number): Promise<HoldsAudit> {
   const providers = [...new Set(rows!.rows.map((r) => String(r.provider)))];
   const byHold = new Map(rows!.rows.map((r) => [String(r.hold), Number(r.active) === 1]));
   const active = [...byHold.values()].filter(Boolean).length;
@@ -60,3 +59,14 @@ export async function holdsAudit(reader: BatchReader, nowMs: number): Promise<Ho
   });
   return audit;
 }
+
+export const holdsAudit = {
+  entries: [
+    {
+      name: 'holds',
+      schema: HoldsAudit.describe('the holds (docs/holds.md) and where their rule is broken (reported, never repaired)'),
+      statements: (nowMs: number) => [{ sql: HELD_PROVIDERS, args: [nowMs, nowMs] }],
+      value: readHoldsAudit,
+    },
+  ],
+};

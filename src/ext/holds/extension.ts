@@ -4,6 +4,7 @@
 // guard and claim parameters (claim-guard.ts), the end of a hold (sweep.ts,
 // jobs.ts) and its routes (http/routes.ts).
 import type { Extension } from '../../extension.js';
+import { holdsAudit } from './audit.js';
 import { heldCapacityHook, holdParam, untilParam } from './candidates.js';
 import { holdsWrites } from './claim-guard.js';
 import { holdGauges } from './gauges.js';
@@ -17,5 +18,6 @@ export const holds: Extension = {
   writes: holdsWrites,
   jobs: { handlers: {}, sweeps: [sweepHolds] },
   routes: [holdRoutes],
+  audit: holdsAudit,
   gauges: holdGauges,
 };

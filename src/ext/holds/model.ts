@@ -208,30 +208,6 @@ export function refuseHold(world: World, hold: Hold, ignoreAllocations = false):
 }
 
 /**
- * The earliest start at or after `afterMs` (and now) at which `amounts` fit
- * for `durationMs` beside what exists and is held (as a claim with ext_until
- * at its end would be admitted then), or null when never (more than capacity).
- */
-export function earliestStart(world: World, amounts: ReadonlyMap<Key, number>, durationMs: number, afterMs: number): number | null {
-  for (const [key, amount] of amounts) if (amount > (world.capacity.get(key) ?? 0)) return null;
-  const from = Math.max(afterMs, world.nowMs);
-  // The load only falls at a hold's end or an allocation's end: the only starts worth trying after `from`.
-  const starts = new Set<number>([from]);
-  for (const h of world.holds) if (h.endMs > from && h.endMs !== FOREVER) starts.add(h.endMs);
-  for (const a of world.allocations) if (a.endsAtMs >= from && a.endsAtMs !== FOREVER) starts.add(a.endsAtMs + 1);
-  const rises = world.holds.map((h) => h.startMs);
-  for (const s of [...starts].sort((a, b) => a - b)) {
-    const end = s + durationMs;
-    const instants = [s, ...rises.filter((r) => r > s && r < end)];
-    const fits = [...amounts].every(([key, amount]) =>
-      instants.every((t) => loadAt(world, key, t) + amount <= (world.capacity.get(key) ?? 0)),
-    );
-    if (fits) return s;
-  }
-  return null;
-}
-
-/**
  * Whether the allocations of `consumer` may be made to end at `endsAtMs`
  * instead (a lease renewed to a new expiry, or confirmed: FOREVER): null
  * grants. Refused only where the rule is then broken at an instant where the

@@ -7,7 +7,7 @@ import type { BatchReader } from '../../db/client.js';
 import { conflict } from '../../errors.js';
 import type { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
-import { findGangs } from '../gangs/index.js';
+import { findGangs, type Gang } from '../gangs/index.js';
 import { HOLD_UNSATISFIABLE } from './service.js';
 
 export type HeldAllocations = Record<string, { resources: Record<string, number> }>;
@@ -28,10 +28,15 @@ export async function pickHeld(reader: BatchReader, query: string, mv: Microvers
   const params = queryOf(query);
   if (!params.count) params.count = ['1'];
   const { gangs } = await findGangs(reader, { ...params, limit: ['1'] }, mv, options);
+  return heldOfFirstGang(gangs, query, params.count[0]!);
+}
+
+/** What a hold of `query` pins from the gangs a search ranked (the first one's members, summed); 409 when none. */
+export function heldOfFirstGang(gangs: readonly Gang[], query: string, count: string): HeldAllocations {
   const gang = gangs[0];
   if (!gang)
     throw conflict(
-      `Hold not admitted: no ${params.count[0]} hosts fit '${query}' together now (GET /diagnostics/allocation_candidates with this query says why)`,
+      `Hold not admitted: no ${count} hosts fit '${query}' together now (GET /diagnostics/allocation_candidates with this query says why)`,
       HOLD_UNSATISFIABLE,
     );
   const held: HeldAllocations = {};

@@ -325,19 +325,3 @@ export async function projectKnown(reader: BatchReader, projectId: string): Prom
   const [rows] = await reader.readBatch([{ sql: `SELECT 1 FROM projects WHERE ${PROJECT.externalId} = ?`, args: [projectId] }]);
   return rows!.rows.length > 0;
 }
-
-/** Providers with inventory of every class of `classes` (in the tree of `inTree`, when given), in id order. */
-export async function providersWith(reader: BatchReader, classes: readonly string[], inTree?: string): Promise<string[]> {
-  const tree =
-    inTree === undefined
-      ? ''
-      : `AND p.${RP.rootProviderId} = (SELECT t.${RP.rootProviderId} FROM resource_providers t WHERE t.${RP.uuid} = ?)`;
-  const [rows] = await reader.readBatch([
-    {
-      sql: `SELECT p.${RP.uuid} AS uuid FROM resource_providers p WHERE (SELECT count(*) FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
-          WHERE i.${INV.resourceProviderId} = p.${RP.id} AND rc.${RC.name} IN (${inList(classes)})) = ? ${tree} ORDER BY p.${RP.id}`,
-      args: [...classes, classes.length, ...(inTree === undefined ? [] : [inTree])],
-    },
-  ]);
-  return rows!.rows.map((r) => String(r.uuid));
-}

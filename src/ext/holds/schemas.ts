@@ -63,18 +63,16 @@ export const listHoldsQuery = z
   })
   .strict();
 
-export const availabilityQuery = z
-  .object({
-    resources: z.string().regex(/^[A-Z0-9_]+:[1-9][0-9]*(,[A-Z0-9_]+:[1-9][0-9]*)*$/, 'resources as RC:N[,RC:N...]'),
-    duration: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(366 * 24 * 3600),
-    after: instant.optional(),
-    in_tree: z.string().regex(UUID).optional(),
-  })
-  .strict();
+/** GET /ext/holds/availability's own parameters; every other key is an allocation-candidates query (with `count`: a gang's). */
+export const availabilityTimes = z.object({
+  duration: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(366 * 24 * 3600)
+    .describe('extension: seconds the query must fit for, from the start answered'),
+  after: instant.optional().describe('extension: the earliest start wanted (default and at the soonest: now)'),
+});
 
 export const HoldResponse = z.object({
   uuid: z.string(),
@@ -90,7 +88,37 @@ export const HoldResponse = z.object({
 });
 export const HoldListResponse = z.object({ holds: z.array(HoldResponse) });
 export const AvailabilityResponse = z.object({
-  start: z.string().nullable().describe('the earliest start, null when the resources never fit'),
+  start: z.string().nullable().describe('the earliest start, null when the query never fits'),
   end: z.string().nullable(),
-  resource_provider_uuid: z.string().nullable(),
+  resource_provider_uuid: z.string().nullable().describe('the one provider the answer uses, when it uses one'),
+  allocation_requests: z
+    .array(
+      z.object({
+        allocations: z.record(z.string(), z.object({ resources: z.record(z.string(), z.int()) })),
+        mappings: z.record(z.string(), z.array(z.string())).optional(),
+      }),
+    )
+    .describe("what fits from start: one allocation request, or a gang's count members"),
+  domain: z.string().nullable().optional().describe("a gang's domain (null with ext_domain=any)"),
+});
+
+const TimelineHoldResponse = z.object({
+  uuid: z.string(),
+  project_id: z.string(),
+  start: z.string(),
+  end: z.string(),
+  end_action: z.string(),
+  resources: z
+    .record(z.string(), z.object({ held: z.int(), drawn: z.int() }))
+    .describe('per class: held, and used by claims drawn from it now'),
+});
+export const HoldsTimelineResponse = z.object({
+  now: z.string(),
+  groups: z.array(
+    z.object({
+      aggregate_uuid: z.string().nullable().describe('null: providers in no aggregate'),
+      providers: z.array(z.object({ uuid: z.string(), name: z.string(), holds: z.array(TimelineHoldResponse) })),
+    }),
+  ),
+  truncated: z.literal(true).optional(),
 });

@@ -5,14 +5,13 @@
 import type { DataStore } from '../../db/client.js';
 import { conflict, invalid, notFound } from '../../errors.js';
 import { placementWrite } from '../../placement/writes/kernel.js';
-import { earliestStart, type Hold, type Key, keyOf, refuseHold, splitKey, type Violation } from './model.js';
+import { type Hold, type Key, keyOf, refuseHold, splitKey, type Violation } from './model.js';
 import {
   findHold,
   type HoldRow,
   insertHold,
   listHolds,
   projectKnown,
-  providersWith,
   readWorld,
   removeHold,
   replaceHold,
@@ -62,7 +61,7 @@ export const amountsOf = (allocations: PostHoldBody['allocations']): Map<Key, nu
 
 const providersOf = (amounts: ReadonlyMap<Key, number>): string[] => [...new Set([...amounts.keys()].map((k) => splitKey(k).provider))];
 
-function unsatisfiable(v: Violation): Error {
+export function unsatisfiable(v: Violation): Error {
   const { provider, resourceClass } = splitKey(v.key);
   return conflict(
     `Hold not admitted: '${resourceClass}' on resource provider '${provider}' would be over capacity at ${new Date(v.atMs).toISOString()} ` +
@@ -72,7 +71,7 @@ function unsatisfiable(v: Violation): Error {
 }
 
 /** The window's checks: a start before its end, an end not past. */
-function checkWindow(startMs: number, endMs: number, nowMs: number): void {
+export function checkWindow(startMs: number, endMs: number, nowMs: number): void {
   if (endMs <= startMs)
     throw invalid(`A hold's end (${new Date(endMs).toISOString()}) must come after its start (${new Date(startMs).toISOString()})`);
   if (endMs <= nowMs) throw invalid(`A hold's window must not be over: its end ${new Date(endMs).toISOString()} is in the past`);
@@ -80,22 +79,33 @@ function checkWindow(startMs: number, endMs: number, nowMs: number): void {
 
 /** What the amounts name exists, each pair has inventory, and no amount exceeds its capacity (it could never fit). */
 async function checkAmounts(store: DataStore, amounts: ReadonlyMap<Key, number>, nowMs: number): Promise<void> {
-  const unknown = await unknownNames(store, amounts);
+  refuseUnknownNames(await unknownNames(store, amounts));
+  const { world } = await readWorld(store, providersOf(amounts), nowMs);
+  refuseOversized(amounts, world.capacity);
+}
+
+/** The names a hold's amounts give that do not exist (pure: what-if checks its copy of the cloud with it, ext/simulate). */
+export function refuseUnknownNames(unknown: { providers: string[]; classes: string[]; withoutInventory: Key[] }): void {
   if (unknown.providers.length) throw invalid(`No such resource provider: ${unknown.providers.join(', ')}`);
   if (unknown.classes.length) throw invalid(`No such resource class: ${unknown.classes.join(', ')}`);
   if (unknown.withoutInventory.length) {
     const { provider, resourceClass } = splitKey(unknown.withoutInventory[0]!);
     throw invalid(`Resource provider '${provider}' has no inventory of '${resourceClass}' to hold`);
   }
-  const { world } = await readWorld(store, providersOf(amounts), nowMs);
+}
+
+/** An amount bigger than its pair's capacity could never fit. */
+export function refuseOversized(amounts: ReadonlyMap<Key, number>, capacity: ReadonlyMap<Key, number>): void {
   for (const [key, amount] of amounts) {
-    const capacity = world.capacity.get(key) ?? 0;
-    if (amount > capacity) {
+    const cap = capacity.get(key) ?? 0;
+    if (amount > cap) {
       const { provider, resourceClass } = splitKey(key);
-      throw invalid(`A hold of ${amount} '${resourceClass}' on resource provider '${provider}' is bigger than its capacity (${capacity})`);
+      throw invalid(`A hold of ${amount} '${resourceClass}' on resource provider '${provider}' is bigger than its capacity (${cap})`);
     }
   }
 }
+
+export const unknownProject = (project: string): Error => invalid(`Unknown project '${project}': placement has no consumer of it`);
 
 /**
  * Admits `row` (new, or replacing the stored hold of its uuid at
@@ -135,8 +145,7 @@ export async function createHold(deps: HoldDeps, body: PostHoldBody): Promise<St
   const startMs = timeOf(body.start);
   const endMs = timeOf(body.end);
   checkWindow(startMs, endMs, nowMs);
-  if (!(await projectKnown(deps.store, body.project_id)))
-    throw invalid(`Unknown project '${body.project_id}': placement has no consumer of it`);
+  if (!(await projectKnown(deps.store, body.project_id))) throw unknownProject(body.project_id);
   const amounts = amountsOf(body.allocations);
   await checkAmounts(deps.store, amounts, nowMs);
   return admit(deps, {
@@ -200,44 +209,6 @@ export async function findHolds(deps: HoldDeps, filter: { project_id?: string; a
     projectId: filter.project_id,
     activeAtMs: filter.active_at === undefined ? undefined : timeOf(filter.active_at),
   });
-}
-
-/**
- * The earliest start at or after `after` (now at the latest) at which one
- * provider holding every class asked (in the tree `inTree`, when given) can
- * take `resources` for `durationMs`: the first such start over the providers.
- */
-export async function availability(
-  deps: HoldDeps,
-  query: { resources: string; duration: number; after?: string; in_tree?: string },
-): Promise<{ start: string | null; end: string | null; resource_provider_uuid: string | null }> {
-  const nowMs = deps.nowMs();
-  const afterMs = Math.max(nowMs, query.after === undefined ? nowMs : timeOf(query.after));
-  const asked = new Map<string, number>();
-  for (const part of query.resources.split(',')) {
-    const [rc, n] = part.split(':');
-    if (asked.has(rc!)) throw invalid(`Resource class ${rc} is named twice in resources`);
-    asked.set(rc!, Number(n));
-  }
-  const durationMs = query.duration * 1000;
-  let best: { start: number; provider: string } | null = null;
-  const candidates = await providersWith(deps.store, [...asked.keys()], query.in_tree);
-  for (let i = 0; i < candidates.length; i += 400) {
-    const chunk = candidates.slice(i, i + 400);
-    const { world } = await readWorld(deps.store, chunk, nowMs);
-    for (const provider of chunk) {
-      const amounts = new Map([...asked].map(([rc, n]) => [keyOf(provider, rc), n]));
-      const start = earliestStart(world, amounts, durationMs, afterMs);
-      if (start !== null && (best === null || start < best.start)) best = { start, provider };
-    }
-    if (best !== null && best.start === afterMs) break;
-  }
-  if (!best) return { start: null, end: null, resource_provider_uuid: null };
-  return {
-    start: new Date(best.start).toISOString(),
-    end: new Date(best.start + durationMs).toISOString(),
-    resource_provider_uuid: best.provider,
-  };
 }
 
 /** The end of a hold without one (a site's slice): the last instant an RFC 3339 time can name. */

@@ -1,6 +1,6 @@
 // Every /ext route but the counters' (which follow the inventory policies, as
 // the agent writes them) requires EXT_RULE, checked before its handler runs.
-import type { Route } from '../../http/route-table.js';
+import { type JsonOperation, json, type Route } from '../../http/route-table.js';
 import { authorize } from '../../placement/http/middleware.js';
 import { EXT_RULE } from '../policy.js';
 
@@ -15,3 +15,6 @@ export function adminOnly<P extends string>(route: Route<P>): Route<P> {
     },
   };
 }
+
+/** A JSON operation (json()) for admins only. */
+export const adminJson = <P extends string, B = undefined>(op: JsonOperation<P, B>): Route<P> => adminOnly(json(op));

@@ -3,11 +3,13 @@
 // rows and sweep (leases.ts, jobs.ts), its routes (http/routes.ts); a gang's
 // claim writes its lease alongside (gangs/claim.ts).
 import type { Extension } from '../../extension.js';
+import { leasesAudit } from './audit.js';
 import { leaseRoutes } from './http/routes.js';
 import { sweepLeases } from './jobs.js';
 
 export const leases: Extension = {
   name: 'leases',
   routes: [leaseRoutes],
+  audit: leasesAudit,
   jobs: { handlers: {}, sweeps: [sweepLeases] },
 };

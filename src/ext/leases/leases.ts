@@ -11,6 +11,7 @@
 // read (same expiry: not renewed, not confirmed) and the consumer is still at
 // the lease's generation (not rewritten). A failed ARQ bind of a leased
 // consumer releases it at once, by trigger (drizzle/0006_ext_taints_leases.sql).
+import type { InStatement, ResultSet } from '@libsql/client';
 import type { DataStore } from '../../db/client.js';
 import { commitGuarded, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { ALLOC, CONSUMER, LEASE, SWEEP_STAT } from '../../db/columns.js';
@@ -188,18 +189,20 @@ export interface LeaseStats {
   last_sweep_at: string | null;
 }
 
-/** The sweep's counters and the leases now held, for the audit. */
-export async function leaseStats(store: DataStore, nowMs: number): Promise<LeaseStats> {
-  const [counts, stats] = await store.readBatch([
-    {
-      sql: `SELECT count(*) AS active, COALESCE(SUM(${LEASE.expiresAtMs} <= ?), 0) AS expired FROM ext_leases`,
-      args: [nowMs],
-    },
-    {
-      sql: `SELECT ${SWEEP_STAT.runs}, ${SWEEP_STAT.released}, ${SWEEP_STAT.dropped}, ${SWEEP_STAT.bindingFailures}, ${SWEEP_STAT.lastRunAt} FROM ext_sweep_stats WHERE ${SWEEP_STAT.name} = 'leases'`,
-      args: [],
-    },
-  ]);
+/** What leaseStats reads, at `nowMs` (the audit joins them to its read batch). */
+export const leaseStatsStatements = (nowMs: number): InStatement[] => [
+  {
+    sql: `SELECT count(*) AS active, COALESCE(SUM(${LEASE.expiresAtMs} <= ?), 0) AS expired FROM ext_leases`,
+    args: [nowMs],
+  },
+  {
+    sql: `SELECT ${SWEEP_STAT.runs}, ${SWEEP_STAT.released}, ${SWEEP_STAT.dropped}, ${SWEEP_STAT.bindingFailures}, ${SWEEP_STAT.lastRunAt} FROM ext_sweep_stats WHERE ${SWEEP_STAT.name} = 'leases'`,
+    args: [],
+  },
+];
+
+/** The sweep's counters and the leases held, from leaseStatsStatements' results. */
+export function leaseStatsOf([counts, stats]: ResultSet[]): LeaseStats {
   const c = counts!.rows[0]!;
   const s = stats!.rows[0];
   return {
@@ -211,4 +214,9 @@ export async function leaseStats(store: DataStore, nowMs: number): Promise<Lease
     binding_failures: Number(s?.[SWEEP_STAT.bindingFailures] ?? 0),
     last_sweep_at: s === undefined ? null : strOrNull(s, SWEEP_STAT.lastRunAt),
   };
+}
+
+/** The sweep's counters and the leases now held. */
+export async function leaseStats(store: DataStore, nowMs: number): Promise<LeaseStats> {
+  return leaseStatsOf(await store.readBatch(leaseStatsStatements(nowMs)));
 }

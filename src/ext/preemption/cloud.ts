@@ -1,77 +1,56 @@
-// What the preemption search reads, in ONE read batch (one snapshot): the
-// provider trees with their inventories and usage (the candidates engine's
-// model, built whole: CloudModel.of), every class, trait and aggregate name,
-// and the allocations of the consumers a preemptor of priority P may evict
-// (an effective priority below P, not already a victim of a preemption).
-import type { InStatement, InValue, ResultSet } from '@libsql/client';
+// What the preemption search reads, without reading the whole cloud:
+// - the provider trees with their inventories: the candidates engine's warm
+//   tree model (Deps.candidates' tree cache), moved on by the same refresh
+//   statement a request's batch carries (cloud-model.ts); a cloud over the
+//   cache's cap, or a cache switched off, is read whole into a model of this
+//   request's own;
+// - the allocations, with their consumers' projects and generations: an index
+//   kept in memory between requests, one per database handle (as the tree
+//   cache), checked provider by provider against a signature read with the
+//   usage (how many allocations, the sum of their ids, the sum of their units):
+//   ids only grow and a claim rewrites a consumer's allocations whole, so a
+//   provider whose signature is unchanged holds the same rows, and a
+//   consumer's project or generation only changes with them.
+// One read batch (one snapshot) reads the tree changes, the usage with the
+// signatures, the priorities, earlier victims, live holds and the names; a
+// second reads the allocations of the providers whose signature moved (none,
+// warm and unchanged). The cloud is built only once the index and the tree
+// model both match the first batch's snapshot (else it reads again).
+import type { InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
-import { AGG, ALLOC, INV, PREEMPTION_VICTIM, RC, RP, TRAIT } from '../../db/columns.js';
-import { CloudModel, inventoryColumns, type ProviderSpec, providerColumns } from '../../placement/candidates/cloud-model.js';
+import {
+  ALLOC,
+  CONSUMER,
+  CONSUMER_PRIORITY,
+  EPOCH,
+  HOLD,
+  HOLD_AMOUNT,
+  PREEMPTION_VICTIM,
+  PROJECT,
+  PROJECT_PRIORITY,
+  RC,
+  AGG,
+  TRAIT,
+} from '../../db/columns.js';
+import { CloudModel } from '../../placement/candidates/cloud-model.js';
+import type { CandidateOptions } from '../../placement/candidates/index.js';
 import type { Lookups, Usage } from '../../placement/candidates/research.js';
-import { type Columns, columns, num, packedArray, type PackedRow } from '../../placement/candidates/sql.js';
-import { capacityOf } from '../../placement/capacity.js';
-import { EFFECTIVE_PRIORITIES_SQL } from './priorities.js';
-import { resourceKey } from './victims.js';
+import { num, type PackedRow } from '../../placement/candidates/sql.js';
+import { type ResourceKey, resourceKey } from './victims.js';
 
-const PROVIDER = columns(['id', 'uuid', 'parent_provider_id', 'root_provider_id', 'traits', 'aggs']);
-const INVENTORY = columns(['rp', 'cls', 'name', 'total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'ratio']);
-const USAGE = columns(['rp', 'cls', 'used']);
-const ELIGIBLE = columns(['consumer', 'project', 'priority', 'generation', 'rp', 'cls', 'used']);
-
-const packed = (cols: Columns<string>, from: string, args: InValue[] = []): InStatement => ({
-  sql: `SELECT ${packedArray(cols)} FROM (${from})`,
-  args,
-});
-
-function statements(priority: number, nowMs: number): InStatement[] {
-  return [
-    packed(PROVIDER, `SELECT ${providerColumns} FROM resource_providers p ORDER BY p.${RP.id}`),
-    packed(
-      INVENTORY,
-      `SELECT ${inventoryColumns} FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
-        ORDER BY i.${INV.resourceProviderId}, i.${INV.resourceClassId}`,
-    ),
-    packed(
-      USAGE,
-      `SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used FROM allocations a
-        GROUP BY a.${ALLOC.resourceProviderId}, a.${ALLOC.resourceClassId}`,
-    ),
-    packed(
-      ELIGIBLE,
-      `SELECT e.uuid AS consumer, e.project AS project, e.priority AS priority, e.generation AS generation,
-          a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, a.${ALLOC.used} AS used
-        FROM (${EFFECTIVE_PRIORITIES_SQL}) e JOIN allocations a ON a.${ALLOC.consumerId} = e.uuid
-        WHERE e.priority < ? AND NOT EXISTS (SELECT 1 FROM ext_preemption_victims v WHERE v.${PREEMPTION_VICTIM.consumerUuid} = e.uuid)
-        ORDER BY e.uuid, a.${ALLOC.id}`,
-      [priority],
-    ),
-    // Committed elsewhere: victims of earlier preemptions (going) and holds not yet over (nominations among them).
-    packed(
-      USAGE,
-      `SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, -SUM(a.${ALLOC.used}) AS used FROM allocations a
-        JOIN ext_preemption_victims v ON v.${PREEMPTION_VICTIM.consumerUuid} = a.${ALLOC.consumerId}
-        GROUP BY a.${ALLOC.resourceProviderId}, a.${ALLOC.resourceClassId}
-      UNION ALL
-      SELECT x.resource_provider_id AS rp, x.resource_class_id AS cls, SUM(x.amount) AS used FROM ext_hold_amounts x
-        JOIN ext_holds h ON h.uuid = x.hold_uuid WHERE h.end_ms > ? GROUP BY x.resource_provider_id, x.resource_class_id`,
-      [nowMs],
-    ),
-    { sql: `SELECT ${RC.id} AS id, ${RC.name} AS name FROM resource_classes`, args: [] },
-    { sql: `SELECT ${TRAIT.id} AS id, ${TRAIT.name} AS name FROM traits`, args: [] },
-    { sql: `SELECT ${AGG.id} AS id, ${AGG.uuid} AS uuid FROM placement_aggregates`, args: [] },
-  ];
-}
-
-/** A consumer the preemptor may evict, with everything it holds. */
+/** A consumer the preemptor may evict, with everything it holds (in allocation id order). */
 export interface EvictableConsumer {
   uuid: string;
   project: string;
   priority: number;
   generation: number;
-  allocations: { providerId: number; classId: number; used: number }[];
+  allocations: readonly { providerId: number; classId: number; used: number }[];
+  /** What it holds per (provider, class), as the victim rule takes it. */
+  uses: ReadonlyMap<ResourceKey, number>;
 }
 
 export interface PreemptionCloud {
+  /** The provider trees (the engine's model): structure, traits, aggregates, inventories with their capacity. */
   model: CloudModel;
   lookups: Lookups;
   /** provider id -> class id -> units allocated now (what the summaries show). */
@@ -80,82 +59,251 @@ export interface PreemptionCloud {
   taken: Usage;
   evictable: EvictableConsumer[];
   classNameById: Map<number, string>;
-  uuidById: Map<number, string>;
-  rootById: Map<number, number>;
-  /** "providerId:classId" -> capacity ((total - reserved) * allocation ratio). */
-  capacity: Map<string, number>;
+  /** Whether any hold not yet over holds something (the stock search's rule for them is not `taken`'s). */
+  held: boolean;
 }
 
-const rowsOf = (result: ResultSet | undefined): PackedRow[] => JSON.parse(String(result?.rows[0]?.[0] ?? '[]')) as PackedRow[];
+/** Most reads before the search answers over what it has (the index then a little newer than the usage). */
+const MAX_ATTEMPTS = 8;
 
-export async function readPreemptionCloud(reader: BatchReader, priority: number, nowMs: number): Promise<PreemptionCloud> {
-  const [providers, inventories, usageRows, eligible, committed, classes, traits, aggregates] = (await reader.readBatch(
-    statements(priority, nowMs),
-  )) as ResultSet[];
-  const specs = new Map<number, ProviderSpec & { inventories: ProviderSpec['inventories'][number][] }>();
-  const p = PROVIDER.at;
-  for (const r of rowsOf(providers)) {
-    specs.set(num(r[p.id]), {
-      id: num(r[p.id]),
-      uuid: String(r[p.uuid]),
-      parentId: r[p.parent_provider_id] === null ? null : num(r[p.parent_provider_id]),
-      rootId: num(r[p.root_provider_id]),
-      traits: r[p.traits] === null ? [] : String(r[p.traits]).split('\u001f'),
-      aggregates: r[p.aggs] === null ? [] : String(r[p.aggs]).split(',').map(Number),
-      inventories: [],
-    });
+interface IndexedAllocation {
+  id: number;
+  providerId: number;
+  classId: number;
+  used: number;
+}
+
+interface IndexedConsumer {
+  uuid: string;
+  /** Its project's external id (null for an allocation whose consumer row is missing: never evictable). */
+  project: string | null;
+  generation: number;
+  /** In allocation id order. */
+  allocations: IndexedAllocation[];
+  /** Units per (provider, class), kept with the allocations. */
+  uses: Map<ResourceKey, number>;
+}
+
+/** The allocations of every provider, by provider and by consumer, as of each provider's signature. */
+class AllocationIndex {
+  /** The database's epoch token: another one (a database restored or replaced) empties the index. */
+  epoch: string | null = null;
+  private readonly signatures = new Map<number, string>();
+  private readonly byProvider = new Map<number, { consumer: string; allocation: IndexedAllocation }[]>();
+  readonly consumers = new Map<string, IndexedConsumer>();
+
+  clear(): void {
+    this.signatures.clear();
+    this.byProvider.clear();
+    this.consumers.clear();
   }
-  const i = INVENTORY.at;
-  for (const r of rowsOf(inventories)) {
-    specs.get(num(r[i.rp]))?.inventories.push({
-      classId: num(r[i.cls]),
-      className: String(r[i.name]),
-      total: num(r[i.total]),
-      reserved: num(r[i.reserved]),
-      minUnit: num(r[i.min_unit]),
-      maxUnit: num(r[i.max_unit]),
-      stepSize: num(r[i.step_size]),
-      allocationRatio: num(r[i.ratio]),
-    });
+
+  /** Providers whose allocations differ from `signatures` (one read): those to read again. */
+  stale(signatures: ReadonlyMap<number, string>): number[] {
+    const stale: number[] = [];
+    for (const [rp, signature] of signatures) if (this.signatures.get(rp) !== signature) stale.push(rp);
+    for (const rp of this.signatures.keys()) if (!signatures.has(rp)) stale.push(rp);
+    return stale;
   }
-  const usage: Usage = new Map();
-  const u = USAGE.at;
-  for (const r of rowsOf(usageRows)) {
-    const rp = num(r[u.rp]);
-    let perClass = usage.get(rp);
-    if (!perClass) usage.set(rp, (perClass = new Map()));
-    perClass.set(num(r[u.cls]), num(r[u.used]));
-  }
-  // What the search counts as taken: usage, less the victims already going, plus what holds hold.
-  const taken: Usage = new Map([...usage].map(([rp, perClass]) => [rp, new Map(perClass)]));
-  for (const r of rowsOf(committed)) addTo(taken, num(r[u.rp]), num(r[u.cls]), num(r[u.used]));
-  const byConsumer = new Map<string, EvictableConsumer>();
-  const e = ELIGIBLE.at;
-  for (const r of rowsOf(eligible)) {
-    const uuid = String(r[e.consumer]);
-    let consumer = byConsumer.get(uuid);
-    if (!consumer) {
-      consumer = { uuid, project: String(r[e.project]), priority: num(r[e.priority]), generation: num(r[e.generation]), allocations: [] };
-      byConsumer.set(uuid, consumer);
+
+  /** The providers' allocations replaced by `rows` (ROW columns, in id order); a provider without rows is empty. */
+  replace(providers: readonly number[], rows: readonly PackedRow[]): void {
+    const touched = new Set<IndexedConsumer>();
+    for (const rp of providers) {
+      for (const { consumer, allocation } of this.byProvider.get(rp) ?? []) {
+        const indexed = this.consumers.get(consumer);
+        if (!indexed) continue;
+        indexed.allocations = indexed.allocations.filter((a) => a !== allocation);
+        touched.add(indexed);
+      }
+      this.byProvider.delete(rp);
+      this.signatures.delete(rp);
     }
-    consumer.allocations.push({ providerId: num(r[e.rp]), classId: num(r[e.cls]), used: num(r[e.used]) });
+    const at = ROW.at;
+    for (const row of rows) {
+      const uuid = String(row[at.consumer]);
+      const allocation: IndexedAllocation = {
+        id: num(row[at.id]),
+        providerId: num(row[at.rp]),
+        classId: num(row[at.cls]),
+        used: num(row[at.used]),
+      };
+      let indexed = this.consumers.get(uuid);
+      if (!indexed) this.consumers.set(uuid, (indexed = { uuid, project: null, generation: 0, allocations: [], uses: new Map() }));
+      indexed.project = row[at.project] === null ? null : String(row[at.project]);
+      indexed.generation = num(row[at.generation] ?? 0);
+      indexed.allocations.push(allocation);
+      touched.add(indexed);
+      const list = this.byProvider.get(allocation.providerId);
+      if (list) list.push({ consumer: uuid, allocation });
+      else this.byProvider.set(allocation.providerId, [{ consumer: uuid, allocation }]);
+    }
+    for (const consumer of touched) {
+      if (consumer.allocations.length === 0) this.consumers.delete(consumer.uuid);
+      else {
+        consumer.allocations.sort((a, b) => a.id - b.id);
+        consumer.uses = new Map();
+        for (const a of consumer.allocations) {
+          const key = resourceKey(a.providerId, a.classId);
+          consumer.uses.set(key, (consumer.uses.get(key) ?? 0) + a.used);
+        }
+      }
+    }
+    for (const rp of providers) {
+      const list = this.byProvider.get(rp);
+      if (list) this.signatures.set(rp, signatureOf(list.map((x) => x.allocation)));
+    }
   }
-  const list = [...specs.values()];
+}
+
+/** A provider's signature: per class in id order, its units, how many allocations and the sum of their ids. */
+function signatureOf(allocations: readonly IndexedAllocation[]): string {
+  const byClass = new Map<number, [number, number, number]>();
+  for (const a of allocations) {
+    const figures = byClass.get(a.classId) ?? [0, 0, 0];
+    byClass.set(a.classId, [figures[0] + a.used, figures[1] + 1, figures[2] + a.id]);
+  }
+  return [...byClass]
+    .sort((a, b) => a[0] - b[0])
+    .map(([cls, [used, n, ids]]) => `${cls}:${used}:${n}:${ids}`)
+    .join(' ');
+}
+
+/** One index per database handle, as the tree cache keeps one model per handle. */
+const indexes = new WeakMap<object, AllocationIndex>();
+
+const USAGE_SQL = `SELECT COALESCE(json_group_array(json_array(rp, cls, used, n, ids)), json('[]')) FROM (
+  SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used, COUNT(*) AS n, SUM(a.${ALLOC.id}) AS ids
+  FROM allocations a GROUP BY a.${ALLOC.resourceProviderId}, a.${ALLOC.resourceClassId} ORDER BY 1, 2)`;
+
+const ROW = { at: { id: 0, rp: 1, consumer: 2, cls: 3, used: 4, generation: 5, project: 6 } } as const;
+const ROWS_SQL = `SELECT COALESCE(json_group_array(json_array(id, rp, consumer, cls, used, generation, project)), json('[]')) FROM (
+  SELECT a.${ALLOC.id} AS id, a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.consumerId} AS consumer, a.${ALLOC.resourceClassId} AS cls,
+      a.${ALLOC.used} AS used, c.${CONSUMER.generation} AS generation, pr.${PROJECT.externalId} AS project
+    FROM json_each(:providers) j CROSS JOIN allocations a ON a.${ALLOC.resourceProviderId} = j.value
+    LEFT JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId} LEFT JOIN projects pr ON pr.${PROJECT.id} = c.${CONSUMER.projectId}
+    ORDER BY a.${ALLOC.id})`;
+
+function statements(model: CloudModel, nowMs: number): InStatement[] {
+  return [
+    model.refreshStatement(),
+    { sql: USAGE_SQL, args: [] },
+    { sql: `SELECT ${EPOCH.token} AS token FROM placement_epoch WHERE ${EPOCH.id} = 1`, args: [] },
+    {
+      sql: `SELECT ${CONSUMER_PRIORITY.consumerUuid} AS uuid, ${CONSUMER_PRIORITY.priority} AS priority FROM ext_consumer_priorities`,
+      args: [],
+    },
+    {
+      sql: `SELECT ${PROJECT_PRIORITY.projectExternalId} AS project, ${PROJECT_PRIORITY.priority} AS priority FROM ext_project_priorities`,
+      args: [],
+    },
+    { sql: `SELECT ${PREEMPTION_VICTIM.consumerUuid} AS uuid FROM ext_preemption_victims`, args: [] },
+    // Holds not yet over (nominations among them): what they hold counts as taken.
+    {
+      sql: `SELECT x.${HOLD_AMOUNT.resourceProviderId} AS rp, x.${HOLD_AMOUNT.resourceClassId} AS cls, SUM(x.${HOLD_AMOUNT.amount}) AS used
+        FROM ext_hold_amounts x JOIN ext_holds h ON h.${HOLD.uuid} = x.${HOLD_AMOUNT.holdUuid} WHERE h.${HOLD.endMs} > ?
+        GROUP BY x.${HOLD_AMOUNT.resourceProviderId}, x.${HOLD_AMOUNT.resourceClassId}`,
+      args: [nowMs],
+    },
+    { sql: `SELECT ${RC.id} AS id, ${RC.name} AS name FROM resource_classes`, args: [] },
+    { sql: `SELECT ${TRAIT.id} AS id, ${TRAIT.name} AS name FROM traits`, args: [] },
+    { sql: `SELECT ${AGG.id} AS id, ${AGG.uuid} AS uuid FROM placement_aggregates`, args: [] },
+  ];
+}
+
+/** The cloud as a preemptor of priority `priority` sees it, now. */
+export async function readPreemptionCloud(
+  reader: BatchReader,
+  priority: number,
+  nowMs: number,
+  options: CandidateOptions,
+): Promise<PreemptionCloud> {
+  let index = indexes.get(reader);
+  if (!index) indexes.set(reader, (index = new AllocationIndex()));
+  const cached = options.treeCacheProviders > 0 ? (options.trees?.modelFor(reader, options.treeCacheProviders) ?? null) : null;
+  let model = cached?.usable(options.now) ? cached : wholeCloudModel();
+  for (let attempt = 1; ; attempt += 1) {
+    const results = (await reader.readBatch(statements(model, nowMs))) as ResultSet[];
+    const [refresh, usageRows, epoch] = results;
+    const changed = model.apply(String(refresh!.rows[0]![0]), options.now);
+    if (changed === 'oversize') {
+      model = wholeCloudModel();
+      continue;
+    }
+    if (changed === 'reload') continue;
+    const seq = model.appliedSeq;
+    const token = epoch!.rows[0] ? String(epoch!.rows[0].token) : null;
+    if (token !== index.epoch) {
+      index.clear();
+      index.epoch = token;
+    }
+    const { usage, signatures } = usageOf(JSON.parse(String(usageRows!.rows[0]![0])) as PackedRow[]);
+    let stale = index.stale(signatures);
+    if (stale.length > 0) {
+      const [rows] = await reader.readBatch([{ sql: ROWS_SQL, args: { providers: JSON.stringify(stale) } }]);
+      index.replace(stale, JSON.parse(String(rows!.rows[0]![0])) as PackedRow[]);
+      // Written between the two reads (here or by another request): read again, unless that has gone on too long.
+      stale = index.stale(signatures);
+    }
+    if ((stale.length === 0 && model.appliedSeq === seq) || attempt >= MAX_ATTEMPTS) return cloudOf(model, index, usage, results, priority);
+  }
+}
+
+/** A model of this request's own, read whole (the cache is off, or the cloud is over its cap). */
+const wholeCloudModel = () => new CloudModel(Number.MAX_SAFE_INTEGER);
+
+function usageOf(rows: readonly PackedRow[]): { usage: Usage; signatures: Map<number, string> } {
+  const usage: Usage = new Map();
+  const parts = new Map<number, string[]>();
+  for (const [rp, cls, used, n, ids] of rows) {
+    addTo(usage, num(rp), num(cls), num(used));
+    const list = parts.get(num(rp));
+    const part = `${num(cls)}:${num(used)}:${num(n)}:${num(ids)}`;
+    if (list) list.push(part);
+    else parts.set(num(rp), [part]);
+  }
+  return { usage, signatures: new Map([...parts].map(([rp, list]) => [rp, list.join(' ')])) };
+}
+
+function cloudOf(model: CloudModel, index: AllocationIndex, usage: Usage, results: ResultSet[], priority: number): PreemptionCloud {
+  const [, , , own, defaults, victims, holds, classes, traits, aggregates] = results;
+  const ownPriority = new Map(own!.rows.map((r) => [String(r.uuid), Number(r.priority)]));
+  const projectPriority = new Map(defaults!.rows.map((r) => [String(r.project), Number(r.priority)]));
+  const going = new Set(victims!.rows.map((r) => String(r.uuid)));
+  // What the search counts as taken: usage, less the victims already going, plus what holds hold.
+  const taken: Usage =
+    going.size === 0 && holds!.rows.length === 0 ? usage : new Map([...usage].map(([rp, perClass]) => [rp, new Map(perClass)]));
+  for (const uuid of going) for (const a of index.consumers.get(uuid)?.allocations ?? []) addTo(taken, a.providerId, a.classId, -a.used);
+  for (const r of holds!.rows) addTo(taken, Number(r.rp), Number(r.cls), Number(r.used));
+  const evictable: EvictableConsumer[] = [];
+  for (const consumer of index.consumers.values()) {
+    if (consumer.project === null) continue;
+    const effective = ownPriority.get(consumer.uuid) ?? projectPriority.get(consumer.project);
+    if (effective === undefined || effective >= priority || going.has(consumer.uuid)) continue;
+    evictable.push({
+      uuid: consumer.uuid,
+      project: consumer.project,
+      priority: effective,
+      generation: consumer.generation,
+      allocations: consumer.allocations,
+      uses: consumer.uses,
+    });
+  }
+  const rootIdByProviderUuid = new Map<string, number>();
+  for (const root of model.roots()) for (const p of model.tree(root)) rootIdByProviderUuid.set(p.uuid, root);
   return {
-    model: CloudModel.of(list),
+    model,
     lookups: {
       classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
       traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
       aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
-      rootIdByProviderUuid: new Map(list.map((s) => [s.uuid, s.rootId])),
+      rootIdByProviderUuid,
     },
     usage,
     taken,
-    evictable: [...byConsumer.values()],
+    evictable,
     classNameById: new Map(classes!.rows.map((r) => [Number(r.id), String(r.name)])),
-    uuidById: new Map(list.map((s) => [s.id, s.uuid])),
-    rootById: new Map(list.map((s) => [s.id, s.rootId])),
-    capacity: new Map(list.flatMap((s) => s.inventories.map((inv): [string, number] => [resourceKey(s.id, inv.classId), capacityOf(inv)]))),
+    held: holds!.rows.length > 0,
   };
 }
 

@@ -17,6 +17,7 @@ import { conflict, invalid, notFound } from '../../errors.js';
 import { capacityOf } from '../../placement/capacity.js';
 import { holdInsertStatements } from '../holds/repo.js';
 import { keyOf } from '../holds/model.js';
+import { eventStatement } from '../events/events.js';
 import { leaseExpiryMs, leaseStatement } from '../leases/leases.js';
 import { EFFECTIVE_PRIORITIES_SQL } from './priorities.js';
 import type { PostPreemptionBody } from './schemas.js';
@@ -233,6 +234,20 @@ export async function createPreemption(deps: PreemptionDeps, body: PostPreemptio
             amounts,
           },
           now,
+        ),
+        // Reported to the operator's reaper (GET /ext/events) only if all of the above commits.
+        eventStatement(
+          'preemption.created',
+          {
+            preemption_id: id,
+            preemptor: { consumer_uuid: body.preemptor.consumer_uuid, project_id: body.preemptor.project_id, priority },
+            hold_uuid: holdUuid,
+            grace_seconds: body.grace_seconds,
+            victims_leased_until: new Date(leasedUntil).toISOString(),
+            nomination_until: new Date(leasedUntil + NOMINATION_SECONDS * 1000).toISOString(),
+            victims: read.victims.map((v) => ({ consumer_uuid: v.uuid, priority: v.priority, frees: v.frees })),
+          },
+          nowMs,
         ),
       ];
       await commitGuarded(deps.store, statements);

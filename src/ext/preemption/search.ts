@@ -74,13 +74,46 @@ export async function findPreemptionCandidates(
   options: CandidateOptions,
   nowMs: number,
 ): Promise<PreemptionCandidatesBody> {
-  // Victim-free requests come first: when the stock search alone fills `limit`, it is the answer.
-  if (request.limit !== null) {
-    const stock = await findAllocationCandidates(reader, request, mv, options);
-    if (stock.allocation_requests.length >= request.limit) return withoutVictims(stock, priority);
+  // Victim-free requests come first: when the stock search alone fills `limit`, it is the answer. Its
+  // first pass over the lowest trees is tried first; the whole stock search only when the judged
+  // answer shows it might fill the limit: without holds, the stock search's victim-free requests are
+  // among the judged ones (it counts the victims going as taken and applies the read hooks, this one
+  // neither); with holds their rule is the holds' own, and the stock search runs as it always did.
+  const stockFills = async (firstPassOnly: boolean): Promise<CandidatesBody | null> => {
+    const stock = await findAllocationCandidates(reader, request, mv, { ...options, firstPassOnly });
+    return stock.allocation_requests.length >= request.limit! ? stock : null;
+  };
+  const quick = request.limit === null ? null : await stockFills(true);
+  if (quick) return withoutVictims(quick, priority);
+  const cloud = await readPreemptionCloud(reader, priority, nowMs, options);
+  const { judged, nodes, capped } = await judgeEveryTree(cloud, request, mv, options);
+  if (request.limit !== null && (cloud.held || capped || judged.filter((j) => j.choice.victims.length === 0).length >= request.limit)) {
+    const stock = await stockFills(false);
+    if (stock) return withoutVictims(stock, priority);
   }
-  const cloud = await readPreemptionCloud(reader, priority, nowMs);
+  return ordered(cloud, nodes, judged, request, priority, mv);
+}
+
+/** The answer over a cloud read for priority `priority`: every tree's requests judged, the best first. */
+export async function answerOver(
+  cloud: PreemptionCloud,
+  request: CandidateRequest,
+  priority: number,
+  mv: Microversion,
+  options: CandidateOptions,
+): Promise<PreemptionCandidatesBody> {
   const { judged, nodes } = await judgeEveryTree(cloud, request, mv, options);
+  return ordered(cloud, nodes, judged, request, priority, mv);
+}
+
+function ordered(
+  cloud: PreemptionCloud,
+  nodes: FullSearch['nodes'],
+  judged: Judged[],
+  request: CandidateRequest,
+  priority: number,
+  mv: Microversion,
+): PreemptionCandidatesBody {
   judged.sort((a, b) => compareChoices(a.choice, b.choice) || a.root - b.root);
   const kept = request.limit === null ? judged : judged.slice(0, request.limit);
   return present(cloud, nodes, kept, request, priority, mv);
@@ -92,7 +125,7 @@ async function judgeEveryTree(
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
-): Promise<{ judged: Judged[]; nodes: FullSearch['nodes'] }> {
+): Promise<{ judged: Judged[]; nodes: FullSearch['nodes']; capped: boolean }> {
   const relaxed = relaxedUsage(cloud.taken, cloud.evictable);
   const full = await searchEveryTreeOfModel(cloud.model, relaxed, cloud.lookups, { ...request, limit: null }, mv, {
     ...options,
@@ -104,6 +137,7 @@ async function judgeEveryTree(
   });
   const evictableByRoot = byRoot(cloud);
   const judged: Judged[] = [];
+  let capped = false;
   for (const root of full.anchors) {
     const evictable = evictableByRoot.get(root) ?? [];
     const method: Method = evictable.length <= EXACT_LIMIT ? 'exact' : 'greedy';
@@ -113,10 +147,13 @@ async function judgeEveryTree(
       const choice = chooseVictims(shortfallOf(found, cloud), evictable, method);
       if (choice) judged.push({ request: found, choice, method, root });
       seen += 1;
-      if (seen >= REQUESTS_PER_TREE) break;
+      if (seen >= REQUESTS_PER_TREE) {
+        capped = true;
+        break;
+      }
     }
   }
-  return { judged, nodes: full.nodes };
+  return { judged, nodes: full.nodes, capped };
 }
 
 /** Usage with every evictable consumer's allocations taken out. */
@@ -130,21 +167,25 @@ function relaxedUsage(usage: Usage, evictable: readonly EvictableConsumer[]): Us
 function byRoot(cloud: PreemptionCloud): Map<number, Eligible[]> {
   const roots = new Map<number, Eligible[]>();
   for (const consumer of cloud.evictable) {
-    const uses = new Map<ResourceKey, number>();
-    const trees = new Set<number>();
+    const eligible: Eligible = { consumer: consumer.uuid, priority: consumer.priority, uses: consumer.uses };
+    let first = -1;
     for (const a of consumer.allocations) {
-      const key = resourceKey(a.providerId, a.classId);
-      uses.set(key, (uses.get(key) ?? 0) + a.used);
-      trees.add(cloud.rootById.get(a.providerId)!);
-    }
-    const eligible: Eligible = { consumer: consumer.uuid, priority: consumer.priority, uses };
-    for (const root of trees) {
+      const root = cloud.model.provider(a.providerId)!.rootId;
+      // Most consumers sit on one tree: only a second one needs the list searched.
+      if (root === first || (first !== -1 && roots.get(root)?.at(-1) === eligible)) continue;
+      if (first === -1) first = root;
       const list = roots.get(root);
       if (list) list.push(eligible);
       else roots.set(root, [eligible]);
     }
   }
   return roots;
+}
+
+/** What a provider offers of a class: (total - reserved) * allocation ratio; 0 without an inventory. */
+function capacityOf(cloud: PreemptionCloud, providerId: number, classId: number): number {
+  for (const inventory of cloud.model.provider(providerId)?.inventories ?? []) if (inventory.classId === classId) return inventory.capacity;
+  return 0;
 }
 
 /** Per (provider, class) the request uses: how much more than what is free now it needs. */
@@ -158,7 +199,7 @@ function shortfallOf(found: AllocationRequest, cloud: PreemptionCloud): Map<Reso
   for (const piece of found.pieces) {
     const key = resourceKey(piece.providerId, piece.classId);
     const used = cloud.taken.get(piece.providerId)?.get(piece.classId) ?? 0;
-    const short = used + amounts.get(key)! - (cloud.capacity.get(key) ?? 0);
+    const short = used + amounts.get(key)! - capacityOf(cloud, piece.providerId, piece.classId);
     if (short > 0) shortfall.set(key, short);
   }
   return shortfall;
@@ -186,7 +227,8 @@ function present(
       withMappings: mv.atLeast(MV.MAPPINGS),
     },
   );
-  const byUuid = new Map(cloud.evictable.map((c) => [c.uuid, c]));
+  const shown = new Set(judged.flatMap((j) => j.choice.victims.map((v) => v.consumer)));
+  const byUuid = new Map(cloud.evictable.filter((c) => shown.has(c.uuid)).map((c) => [c.uuid, c]));
   return {
     allocation_requests: body.allocation_requests.map((shown, i) => {
       const { choice, method } = judged[i]!;
@@ -214,7 +256,7 @@ function withoutVictims(stock: CandidatesBody, priority: number): PreemptionCand
 function victimView(consumer: EvictableConsumer, cloud: PreemptionCloud): VictimView {
   const frees: VictimView['frees'] = {};
   for (const a of consumer.allocations) {
-    const resources = (frees[cloud.uuidById.get(a.providerId)!] ??= { resources: {} }).resources;
+    const resources = (frees[cloud.model.provider(a.providerId)!.uuid] ??= { resources: {} }).resources;
     const name = cloud.classNameById.get(a.classId)!;
     resources[name] = (resources[name] ?? 0) + a.used;
   }

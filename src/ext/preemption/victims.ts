@@ -54,9 +54,18 @@ export function compareChoices(a: VictimChoice, b: VictimChoice): number {
   );
 }
 
+/** Each victim set's ids in order, computed once: a sort compares one set many times. */
+const sortedIdsOf = new WeakMap<readonly Eligible[], string[]>();
+
+function sortedIds(victims: readonly Eligible[]): string[] {
+  let ids = sortedIdsOf.get(victims);
+  if (!ids) sortedIdsOf.set(victims, (ids = victims.map((v) => v.consumer).sort()));
+  return ids;
+}
+
 function compareIds(a: readonly Eligible[], b: readonly Eligible[]): number {
-  const x = a.map((v) => v.consumer).sort();
-  const y = b.map((v) => v.consumer).sort();
+  const x = sortedIds(a);
+  const y = sortedIds(b);
   for (let i = 0; i < Math.min(x.length, y.length); i += 1) {
     if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
   }
@@ -108,7 +117,8 @@ export function chooseVictims(
 ): VictimChoice | null {
   if (shortfall.size === 0) return { victims: [], cost: NO_VICTIMS_COST };
   // Only a consumer that frees something short can be in a minimal set.
-  const useful = eligible.filter((v) => [...shortfall.keys()].some((key) => (v.uses.get(key) ?? 0) > 0));
+  const short = [...shortfall.keys()];
+  const useful = eligible.filter((v) => short.some((key) => (v.uses.get(key) ?? 0) > 0));
   if (!covers(useful, shortfall)) return null;
   return method === 'exact' ? exactly(shortfall, useful) : greedily(shortfall, useful);
 }
@@ -118,6 +128,103 @@ function exactly(shortfall: ReadonlyMap<ResourceKey, number>, eligible: readonly
   const useful = [...eligible].sort(byId);
   const keys = [...shortfall.keys()];
   const needs = keys.map((k) => shortfall.get(k)!);
+  const kinds = kindsOf(useful, keys);
+  let combinations = 1;
+  for (const kind of kinds) combinations *= kind.members.length + 1;
+  const victims = combinations < 1 << useful.length ? byKinds(kinds, needs).map((i) => useful[i]!) : bySubsets(useful, keys, needs);
+  return { victims, cost: costOf(victims, shortfall) };
+}
+
+/** Consumers alike for the rule: the same priority and the same units on every short resource, members in id order. */
+interface Kind {
+  priority: number;
+  uses: number[];
+  /** Indices into the id-ordered consumers. */
+  members: number[];
+}
+
+function kindsOf(useful: readonly Eligible[], keys: readonly ResourceKey[]): Kind[] {
+  const kinds = new Map<string, Kind>();
+  useful.forEach((v, i) => {
+    const uses = keys.map((key) => v.uses.get(key) ?? 0);
+    const name = `${v.priority}|${uses.join(',')}`;
+    const kind = kinds.get(name);
+    if (kind) kind.members.push(i);
+    else kinds.set(name, { priority: v.priority, uses, members: [i] });
+  });
+  return [...kinds.values()];
+}
+
+/**
+ * The best set when many consumers are alike (a few flavors): every count of
+ * each kind instead of every subset. Of a kind, the members taken are its
+ * first in id order: among sets of equal counts that one wins the id rule, so
+ * only sets of different counts and equal cost need their members compared.
+ * Returns the chosen indices, in id order.
+ */
+function byKinds(kinds: readonly Kind[], needs: readonly number[]): number[] {
+  const k = needs.length;
+  const counts = kinds.map(() => 0);
+  const freed = needs.map(() => 0);
+  let sum = 0;
+  let count = 0;
+  let best: { counts: number[]; highest: number; sum: number; count: number; left: number } | null = null;
+  for (;;) {
+    // The next counts, as an odometer over the kinds.
+    let g = 0;
+    while (g < kinds.length && counts[g] === kinds[g]!.members.length) {
+      const kind = kinds[g]!;
+      const c = counts[g]!;
+      count -= c;
+      sum -= c * kind.priority;
+      for (let j = 0; j < k; j += 1) freed[j] = freed[j]! - c * kind.uses[j]!;
+      counts[g] = 0;
+      g += 1;
+    }
+    if (g === kinds.length) break;
+    const kind = kinds[g]!;
+    counts[g] = counts[g]! + 1;
+    count += 1;
+    sum += kind.priority;
+    for (let j = 0; j < k; j += 1) freed[j] = freed[j]! + kind.uses[j]!;
+    let left = 0;
+    let fits = true;
+    for (let j = 0; j < k; j += 1) {
+      if (freed[j]! < needs[j]!) fits = false;
+      left += freed[j]! - needs[j]!;
+    }
+    if (!fits) continue;
+    let highest = -1;
+    for (let h = 0; h < kinds.length; h += 1) if (counts[h]! > 0 && kinds[h]!.priority > highest) highest = kinds[h]!.priority;
+    const better =
+      best === null ||
+      (highest !== best.highest
+        ? highest < best.highest
+        : sum !== best.sum
+          ? sum < best.sum
+          : count !== best.count
+            ? count < best.count
+            : left !== best.left
+              ? left < best.left
+              : firstDifferingIsOurs(membersOf(kinds, counts), membersOf(kinds, best.counts)));
+    if (better) best = { counts: [...counts], highest, sum, count, left };
+  }
+  return best ? membersOf(kinds, best.counts) : [];
+}
+
+/** The first `counts[g]` members of each kind, in id order. */
+function membersOf(kinds: readonly Kind[], counts: readonly number[]): number[] {
+  return kinds.flatMap((kind, g) => kind.members.slice(0, counts[g])).sort((a, b) => a - b);
+}
+
+/** Of two sets of one size (indices in id order), whether the lowest member in only one of them is in `ours`. */
+function firstDifferingIsOurs(ours: readonly number[], theirs: readonly number[]): boolean {
+  for (let i = 0; i < ours.length; i += 1) if (ours[i] !== theirs[i]) return ours[i]! < theirs[i]!;
+  return false;
+}
+
+/** The best set by every subset, each built from the subset without its lowest member. */
+function bySubsets(useful: readonly Eligible[], keys: readonly ResourceKey[], needs: readonly number[]): Eligible[] {
   const n = useful.length;
   const k = keys.length;
   const size = 1 << n;
@@ -150,8 +257,7 @@ function exactly(shortfall: ReadonlyMap<ResourceKey, number>, eligible: readonly
       bestLeft = left;
     }
   }
-  const victims = useful.filter((_, i) => best & (1 << i));
-  return { victims, cost: costOf(victims, shortfall) };
+  return useful.filter((_, i) => best & (1 << i));
 
   function ranksBefore(a: number, leftA: number, b: number, leftB: number): boolean {
     if (highest[a] !== highest[b]) return highest[a]! < highest[b]!;

@@ -2,15 +2,18 @@
 // checked as the real request that would make it is: a provider that does
 // not exist is 404 as GET /resource_providers/{uuid} answers, an unknown
 // class or trait 400 with placement's words, and a change that names nothing
-// (a selector matching no provider, a resize matching no consumer) 400.
+// (a selector matching no provider, a resize matching no consumer) 400; a
+// hold or a gang as POST /ext/holds or POST /ext/gangs answers (hold-changes.ts).
 import { z } from 'zod';
 import { invalid, notFound } from '../../errors.js';
 import { TAINT_KEY } from '../taints/params.js';
 import { SHARES_TRAIT } from '../../placement/candidates/research.js';
-import type { Microversion } from '../../microversion.js';
+import { postGangSchema } from '../gangs/schemas.js';
+import { postHoldRequestSchema } from '../holds/schemas.js';
+import { addGang, addHold, type HeldChangeContext } from './hold-changes.js';
 import { reservedCapacityProblem } from '../../placement/repo/inventories.js';
 import { MV } from '../../placement/versions.js';
-import { type AllocationsBody, allocationsBody, amountsOf, type World, type WorldProvider } from './world.js';
+import { type AllocationsBody, allocationsBody, amountsOf, type World, type WorldConsumer, type WorldProvider } from './world.js';
 
 const MAX_INT = 2_147_483_647;
 const SQL_SP_FLOAT_MAX = 3.40282e38;
@@ -38,6 +41,9 @@ export const changeSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('taint'), ...selector, key: z.string().regex(TAINT_KEY).max(316) }),
   z.strictObject({ op: z.literal('resize'), from: resources, to: resources }),
   z.strictObject({ op: z.literal('remove_consumers'), consumers: z.array(z.string().min(1).max(64)).min(1).max(10_000) }),
+  // POST /ext/holds' and POST /ext/gangs' own bodies.
+  z.strictObject({ op: z.literal('add_hold'), hold: postHoldRequestSchema }),
+  z.strictObject({ op: z.literal('add_gang'), gang: postGangSchema }),
 ]);
 export type Change = z.infer<typeof changeSchema>;
 
@@ -50,6 +56,10 @@ export interface ChangeReport {
   copies?: Record<string, string>[];
   /** resize: consumers left as they were because a class of theirs is spread over several providers. */
   skipped?: string[];
+  /** add_hold: the simulated hold (a query's pick pinned). */
+  hold?: { uuid: string; allocations: AllocationsBody };
+  /** add_gang: its members, and its lease's expiry. */
+  gang?: { consumers: string[]; expires_at?: string };
 }
 
 /** A consumer that lost its place: its tree was removed, or a change made it no longer fit (reported by the simulation). */
@@ -85,15 +95,16 @@ function classId(world: World, name: string): number {
 }
 
 /** Applies the changes in order to `world` (a copy); returns what each touched and the placements it took away. */
-export function applyChanges(
+export async function applyChanges(
   world: World,
   changes: readonly Change[],
-  mv: Microversion,
-): { reports: ChangeReport[]; removed: RemovedPlacement[] } {
+  held: HeldChangeContext,
+): Promise<{ reports: ChangeReport[]; removed: RemovedPlacement[] }> {
+  const { mv } = held;
   const reports: ChangeReport[] = [];
   const removed: RemovedPlacement[] = [];
   let nextId = Math.max(0, ...world.providers.keys()) + 1;
-  changes.forEach((change, index) => {
+  for (const [index, change] of changes.entries()) {
     switch (change.op) {
       case 'add_copies': {
         const source = providerByRef(world, change.of);
@@ -132,6 +143,7 @@ export function applyChanges(
           if (!consumer.allocations.some((a) => gone.has(a.providerId))) continue;
           removed.push({ consumer_uuid: consumer.uuid, from: allocationsBody(world, consumer.allocations), reason: 'tree_removed' });
           consumer.allocations = [];
+          forget(consumer);
         }
         for (const id of gone) {
           world.providers.delete(id);
@@ -206,13 +218,31 @@ export function applyChanges(
           if (!consumer || consumer.allocations.length === 0) throw notFound(`No allocations for consumer '${uuid}'`);
           removed.push({ consumer_uuid: uuid, from: allocationsBody(world, consumer.allocations), reason: 'consumer_removed' });
           consumer.allocations = [];
+          forget(consumer);
         }
         reports.push({ op: change.op, matched: change.consumers.length });
         break;
       }
+      case 'add_hold': {
+        const hold = await addHold(world, change.hold, held);
+        reports.push({ op: change.op, matched: Object.keys(hold.allocations).length, hold });
+        break;
+      }
+      case 'add_gang': {
+        const gang = addGang(world, change.gang, held);
+        reports.push({ op: change.op, matched: gang.consumers.length, gang });
+        break;
+      }
     }
-  });
+  }
   return { reports, removed };
+}
+
+/** A consumer left without allocations is deleted: its lease and draw go with it (their triggers). */
+function forget(consumer: WorldConsumer): void {
+  consumer.leased = false;
+  consumer.leaseEndsAtMs = null;
+  consumer.drawnFrom = null;
 }
 
 function nameOf(world: World, cls: number): string {

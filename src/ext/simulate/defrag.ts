@@ -1,7 +1,8 @@
 // GET /ext/defrag?<query>&count=K&max_moves=M: a plan of at most M moves
 // (consumer, from, to), each a valid claim in sequence, after which the query
 // has at least K allocation candidates; fewest moves first, then fewest
-// resources moved. Consumers with a lease stay unless move_leased=true.
+// resources moved. Consumers with a lease or drawing from a hold stay unless
+// move_leased=true.
 //
 // How: a move can only add candidates on the tree it frees, so the plan is
 // a choice of target trees (those that could take the query if emptied) and,
@@ -380,7 +381,10 @@ export async function planOver(
   });
   if (before >= params.count) return answer([], before, true);
   if (params.maxMoves === 0) return answer([], before, false);
-  const movable = [...world.consumers.values()].filter((c) => c.allocations.length > 0 && (params.moveLeased || !c.leased));
+  // A consumer with a lease, or drawing from a hold (ext_hold), stays where it is unless asked.
+  const movable = [...world.consumers.values()].filter(
+    (c) => c.allocations.length > 0 && (params.moveLeased || (!c.leased && c.drawnFrom === null)),
+  );
   // Targets: trees that could take more of the query were every movable consumer gone.
   const fixed = copyUsage(usage);
   for (const c of movable) addAllocations(fixed, c.allocations, -1);

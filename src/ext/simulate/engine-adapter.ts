@@ -5,12 +5,13 @@
 // installed read hooks: each reads its own statement's result from the
 // snapshot, but the device taints' hook reads the world's taints (a taint
 // change, and ext_tolerate, act as the installed extension makes them act;
-// an app without it ignores them, as its real answers do) and the shared
-// counters' computes its loads from the world's usage. This file is what
+// an app without it ignores them, as its real answers do), the shared
+// counters' computes its loads from the world's usage, and the holds' reads
+// the world's holds (held.ts). This file is what
 // changes with the engine's API.
 import type { Microversion } from '../../microversion.js';
 import { CloudModel, type ProviderSpec } from '../../placement/candidates/cloud-model.js';
-import type { CandidateEngine } from '../../placement/candidates/engine.js';
+import type { CandidateEngine } from '../../placement/candidates/index.js';
 import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
 import {
   type CandidateOptions,
@@ -24,6 +25,8 @@ import { type Headroom, headroomOfSearch } from '../headroom/headroom.js';
 import { loadsOf, type LoadedKeys } from '../../placement/constraints.js';
 import { candidateCounters } from '../counters/candidates.js';
 import { taintFilter } from '../taints/filter.js';
+import { type HeldState, heldCapacityHook } from '../holds/candidates.js';
+import { HELD_HOOK, heldStateOf } from './held.js';
 import { type UsageTable, usageOf, type World } from './world.js';
 
 /** What a what-if answer takes from the app's engine: its parser (with the installed extensions' parameters), options and read hooks. */
@@ -35,6 +38,8 @@ export interface EngineView {
   lookups: Lookups;
   /** The installed read hooks as they read this world under `usage`. */
   hooksFor(usage: UsageTable): CandidateReadHook[];
+  /** The same view, its holds' state read from `world` (consumers moved since: the model is not built again). */
+  withHoldsOf(world: World): EngineView;
 }
 
 /**
@@ -43,7 +48,7 @@ export interface EngineView {
  * weights as the snapshot read them with loads from `usage`, any other its
  * own statement's result from the snapshot.
  */
-function worldHooks(installed: readonly CandidateReadHook[], world: World, usage: UsageTable): CandidateReadHook[] {
+function worldHooks(installed: readonly CandidateReadHook[], world: World, usage: UsageTable, held: Held): CandidateReadHook[] {
   return installed.map((hook) => {
     const result = world.hookResults.get(hook);
     let read: () => unknown = () => hook.read(result);
@@ -52,7 +57,7 @@ function worldHooks(installed: readonly CandidateReadHook[], world: World, usage
       const table = candidateCounters.read(result);
       read = () => countersUnder(table, usage);
     }
-    const replacement = { ...hook, read };
+    const replacement = hook === HELD_HOOK ? { ...hook, read: () => held.state, capacityRule: held.rule } : { ...hook, read };
     installedHookOf.set(replacement, hook);
     return replacement;
   });
@@ -69,7 +74,13 @@ function countersUnder(table: ReadonlyMap<number, LoadedKeys>, usage: UsageTable
   return out;
 }
 
-export function engineView(world: World, installed: readonly CandidateReadHook[]): EngineView {
+/** The holds' state over a world, and their capacity rule judged at one instant (the installed hook's clock without one). */
+interface Held {
+  state: HeldState | null;
+  rule: CandidateReadHook['capacityRule'];
+}
+
+export function engineView(world: World, installed: readonly CandidateReadHook[], nowMs?: number): EngineView {
   const specs: ProviderSpec[] = [...world.providers.values()]
     .sort((a, b) => a.id - b.id)
     .map((p) => ({
@@ -83,18 +94,23 @@ export function engineView(world: World, installed: readonly CandidateReadHook[]
     }));
   // The view keeps the taints as they are now: the world may be changed after (a simulation measures before, then applies its changes).
   const frozen: World = { ...world, taints: new Map(world.taints) };
+  // So do the holds' state (held capacity, as the holds hook would read it from this world).
+  const holdsInstalled = HELD_HOOK !== undefined && installed.includes(HELD_HOOK);
+  const rule = (nowMs === undefined ? HELD_HOOK : (heldCapacityHook(() => nowMs) as CandidateReadHook))?.capacityRule;
   const rootIdByProviderUuid = new Map<string, number>();
   for (const p of world.providers.values()) rootIdByProviderUuid.set(p.uuid, p.rootId);
-  return {
-    model: CloudModel.of(specs),
-    lookups: {
-      classIdByName: world.classIdByName,
-      traitIdByName: world.traitIdByName,
-      aggregateIdByUuid: world.aggregateIdByUuid,
-      rootIdByProviderUuid,
-    },
-    hooksFor: (usage) => worldHooks(installed, frozen, usage),
+  const model = CloudModel.of(specs);
+  const lookups: Lookups = {
+    classIdByName: world.classIdByName,
+    traitIdByName: world.traitIdByName,
+    aggregateIdByUuid: world.aggregateIdByUuid,
+    rootIdByProviderUuid,
   };
+  const withHoldsOf = (holdsWorld: World): EngineView => {
+    const held: Held = { state: holdsInstalled ? heldStateOf(holdsWorld) : null, rule };
+    return { model, lookups, hooksFor: (usage) => worldHooks(installed, frozen, usage, held), withHoldsOf };
+  };
+  return withHoldsOf(world);
 }
 
 /** Options for a what-if answer: stable order, no cap, no time budget, the world's hooks, no tree cache. */
@@ -135,8 +151,12 @@ export async function candidatesOver(
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
+  generationStrategy: CandidateOptions['generationStrategy'] = 'depth-first',
 ): Promise<CandidatesBody> {
-  return candidatesFromModel(view.model, usage as Usage, view.lookups, request, mv, whatIfOptions(view, usage, options));
+  return candidatesFromModel(view.model, usage as Usage, view.lookups, request, mv, {
+    ...whatIfOptions(view, usage, options),
+    generationStrategy,
+  });
 }
 
 export { usageOf };

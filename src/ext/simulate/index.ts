@@ -5,6 +5,7 @@
 // later decide, and nothing written.
 import { z } from 'zod';
 import type { BatchReader } from '../../db/client.js';
+import type { WriteHooks } from '../../placement/writes/hooks.js';
 import { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
@@ -19,6 +20,7 @@ import {
   type AllocationsBody,
   allocationsBody,
   amountsOf,
+  copyWorld,
   dashboardFigures,
   type DashboardFigures,
   type OverCapacity,
@@ -231,23 +233,50 @@ async function placeDisplaced(
     }
   };
   for (const d of displaced) take(world.consumers.get(d.uuid)?.allocations ?? [], -1);
+  // Holds' rule reads where each consumer is: with holds, the view follows the displaced (gone, then each where it went, with no end).
+  const followed = world.holds.length > 0 ? copyWorld(world) : null;
+  const move = (uuid: string, rows: WorldAllocation[]) => {
+    const c = followed?.consumers.get(uuid);
+    if (c) Object.assign(c, { allocations: rows, leaseEndsAtMs: null, drawnFrom: null });
+  };
+  for (const d of displaced) move(d.uuid, []);
+  let current = followed ? view.withHoldsOf(followed) : view;
+  const held = new Set(world.holds.flatMap((h) => h.amounts.map((a) => `${a.providerId} ${a.classId}`)));
   const idOfUuid = new Map([...world.providers.values()].map((p) => [p.uuid, p.id]));
   const out: DisplacedConsumer[] = [];
   for (const d of displaced) {
     const request = engine.parse(queryRecord(`${resourcesQuery(d.amounts)}&limit=1`), LATEST);
-    const body = await candidatesOver(view, usage, request, LATEST, options);
+    const body = await candidatesOver(current, usage, request, LATEST, options);
     const first = body.allocation_requests[0] as { allocations: AllocationsBody } | undefined;
-    if (first) take(allocationsFromBody(world, first.allocations, idOfUuid), 1);
+    if (first) {
+      const rows = allocationsFromBody(world, first.allocations, idOfUuid);
+      take(rows, 1);
+      if (followed) {
+        move(d.uuid, rows);
+        // Only a placement on held capacity changes what the holds' rule reads.
+        if (rows.some((a) => held.has(`${a.providerId} ${a.classId}`))) current = view.withHoldsOf(followed);
+      }
+    }
     out.push({ consumer_uuid: d.uuid, reason: d.reason, from: d.from, could_go: first ? first.allocations : null });
   }
   return out;
 }
 
-export async function simulate(reader: BatchReader, body: SimulateBody, mv: Microversion, engine: WhatIfEngine): Promise<SimulationAnswer> {
+/** What a simulation takes from the app besides the database: its engine, claim rules, uuids, and now by its clock (Deps). */
+export interface SimulationDeps {
+  engine: WhatIfEngine;
+  writeHooks: WriteHooks;
+  newId(): string;
+  /** The one instant the whole simulation is judged at, as the real requests take theirs (Deps.clock). */
+  nowMs: number;
+}
+
+export async function simulate(reader: BatchReader, body: SimulateBody, mv: Microversion, deps: SimulationDeps): Promise<SimulationAnswer> {
+  const { engine } = deps;
   // Queries are checked before anything is read: a query placement would refuse is refused with its words.
   const queries = body.queries.map((q) => parseQuery(q.name, q.query, mv, engine));
   const before = await readWorld(reader, engine.hooks);
-  return simulateOver(before, body, queries, mv, engine);
+  return simulateOver(before, body, queries, mv, deps);
 }
 
 async function simulateOver(
@@ -255,17 +284,26 @@ async function simulateOver(
   body: SimulateBody,
   queries: ParsedQuery[],
   mv: Microversion,
-  engine: WhatIfEngine,
+  deps: SimulationDeps,
 ): Promise<SimulationAnswer> {
+  const { engine } = deps;
   // Everything about the cloud as it is, then the changes applied to the world in place (it is this request's own copy).
+  // One instant for the whole simulation: a hold's window, a gang's lease and every query's held capacity are judged at it.
+  const { nowMs } = deps;
   const options = engine.options();
-  const viewBefore = engineView(world, engine.hooks);
+  const viewBefore = engineView(world, engine.hooks, nowMs);
   const usageBefore = usageOf(world);
   const overBefore = overCapacity(world, usageBefore);
   const dashboardBefore = dashboardFigures(world, body.threshold_percent, usageBefore);
   const domainsBefore = gangDomainsOf(world);
-  const { reports, removed } = applyChanges(world, body.changes, mv);
-  const viewAfter = engineView(world, engine.hooks);
+  const { reports, removed } = await applyChanges(world, body.changes, {
+    engine,
+    writeHooks: deps.writeHooks,
+    mv,
+    nowMs,
+    newId: deps.newId,
+  });
+  const viewAfter = engineView(world, engine.hooks, nowMs);
   const usageAfter = usageOf(world);
   const answers: SimulationAnswer['queries'] = [];
   for (const q of queries) {

@@ -39,6 +39,14 @@ export const SimulationResponse = z.object({
       matched: z.int(),
       copies: z.array(z.record(z.string(), z.string())).optional().describe('add_copies: per copy, source provider uuid -> new uuid'),
       skipped: z.array(z.string()).optional(),
+      hold: z
+        .object({ uuid: z.string(), allocations: Allocations })
+        .optional()
+        .describe("add_hold: the simulated hold's uuid and what it holds (a query's pick pinned)"),
+      gang: z
+        .object({ consumers: z.array(z.string()), expires_at: z.string().optional() })
+        .optional()
+        .describe("add_gang: the members claimed, and the lease's expiry"),
     }),
   ),
   queries: z.array(z.object({ name: z.string(), query: z.string(), before: Headroom, after: Headroom })),

@@ -40,6 +40,22 @@ export interface WorldConsumer {
   allocations: WorldAllocation[];
   /** Holds an allocation lease (ext/leases): a plan leaves it where it is unless asked. */
   leased: boolean;
+  /** Its lease's expiry while the lease covers it as it is (same consumer generation), else null: when its allocations end for holds. */
+  leaseEndsAtMs: number | null;
+  /** The hold it draws from (ext_hold), while the draw covers it as it is; else null. */
+  drawnFrom: string | null;
+}
+
+/** A hold (ext/holds) as stored: its window and amounts by provider and class id. */
+export interface WorldHold {
+  id: string;
+  project: string;
+  startMs: number;
+  endMs: number;
+  endAction: 'release' | 'keep';
+  ignoreAllocations: boolean;
+  generation: number;
+  amounts: { providerId: number; classId: number; amount: number }[];
 }
 
 export interface World {
@@ -50,6 +66,10 @@ export interface World {
   classIdByName: Map<string, number>;
   traitIdByName: Map<string, number>;
   aggregateIdByUuid: Map<string, number>;
+  /** Every stored hold (ext/holds), in uuid order, and those a simulation adds. */
+  holds: WorldHold[];
+  /** Every project placement knows (a hold names one of them). */
+  projects: Set<string>;
   /** What the app's installed read hooks read in the snapshot (their own statements), by hook. */
   hookResults: Map<CandidateReadHook, ResultSet | undefined>;
 }
@@ -67,6 +87,8 @@ export function copyWorld(world: World): World {
     classIdByName: world.classIdByName,
     traitIdByName: world.traitIdByName,
     aggregateIdByUuid: world.aggregateIdByUuid,
+    holds: world.holds.map((h) => ({ ...h, amounts: h.amounts.map((a) => ({ ...a })) })),
+    projects: new Set(world.projects),
     hookResults: world.hookResults,
   };
 }

@@ -4,6 +4,7 @@
 // extension: its parameter (params.ts), its read hook (filter.ts), its table
 // and cascades (drizzle/, src/db/schema/ext.ts), its routes (http/routes.ts).
 import type { Extension } from '../../extension.js';
+import { taintsAudit } from './audit.js';
 import { taintFilter } from './filter.js';
 import { taintRoutes } from './http/routes.js';
 import { tolerateParam } from './params.js';
@@ -13,4 +14,5 @@ export const taints: Extension = {
   params: [tolerateParam],
   read: [taintFilter],
   routes: [taintRoutes],
+  audit: taintsAudit,
 };

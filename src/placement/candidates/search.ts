@@ -827,10 +827,12 @@ export class RequestPicker {
     if (this.done) return;
     for (const request of source) {
       if (request === null) {
-        if (await this.budget.spent()) {
+        const step = this.budget.step();
+        if (step === 'spent') {
           this.outOfTime = true;
           return;
         }
+        if (step === 'pause') await this.budget.pause();
         continue;
       }
       this.offered += 1;

@@ -22,17 +22,28 @@ export class TimeBudget {
   }
 
   /**
-   * Between two steps of a search: true when the budget is spent (the search
-   * answers with what it has); otherwise gives the event loop back once a
-   * slice has run.
+   * Between two steps of a search, synchronously (a search takes thousands of
+   * steps, and an await at each one costs a turn of the microtask queue):
+   * 'spent' when the budget is spent (the search answers with what it has),
+   * 'pause' when a slice has run and the caller gives the event loop back
+   * (`await budget.pause()`) before its next step, 'go' otherwise.
    */
-  async spent(): Promise<boolean> {
+  step(): 'go' | 'pause' | 'spent' {
     const now = this.clock();
-    if (now >= this.deadline) return true;
-    if (now - this.sliceStart >= SLICE_MS) {
-      await yieldToEventLoop();
-      this.sliceStart = this.clock();
-    }
-    return false;
+    if (now >= this.deadline) return 'spent';
+    return now - this.sliceStart >= SLICE_MS ? 'pause' : 'go';
+  }
+
+  /** Gives the event loop back; the next slice starts when it returns. */
+  async pause(): Promise<void> {
+    await yieldToEventLoop();
+    this.sliceStart = this.clock();
+  }
+
+  /** step() and pause() in one, for a caller whose steps are few: true when the budget is spent. */
+  async spent(): Promise<boolean> {
+    const step = this.step();
+    if (step === 'pause') await this.pause();
+    return step === 'spent';
   }
 }

@@ -10,7 +10,7 @@ import { HostDevicesReport, Hostname, ProgrammedReport } from '../../schemas/age
 import { OutboxQuery, parseQuery } from '../../schemas/queries.js';
 import type { OutboxListJson } from '../../schemas/responses.js';
 import { DeployableSchema, HostReportSchema, OutboxListSchema, ReportedDevicesSchema } from '../../schemas/responses.js';
-import { RouteTable, always, zodQuery } from '../../../http/route-table.js';
+import { RouteTable, always, zodQuery, answers } from '../../../http/route-table.js';
 import { cyborgHttp } from '../profile.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
@@ -28,9 +28,7 @@ agentRoutes.resource('/hosts/:hostname/devices', {
   // The host's last report, so an agent can send a new one only when it differs.
   GET: {
     summary: "A host's devices as its agent last reported them",
-    responses: { 200: 'The report' },
-    responseSchema: HostReportSchema,
-    responseName: 'StoredHostDevicesReport',
+    ...answers(200, 'The report', 'StoredHostDevicesReport', HostReportSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:agent:report');
       return c.json(await currentHostReport(c.var.deps.store.db, c.req.param('hostname')));
@@ -40,9 +38,7 @@ agentRoutes.resource('/hosts/:hostname/devices', {
     summary: "Report a host's devices (host agent)",
     body: always(HostDevicesReport),
     bodyName: 'HostDevicesReport',
-    responses: { 200: 'The devices' },
-    responseSchema: ReportedDevicesSchema,
-    responseName: 'ReportedDevices',
+    ...answers(200, 'The devices', 'ReportedDevices', ReportedDevicesSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:agent:report');
       const named = Hostname.safeParse(c.req.param('hostname'));
@@ -63,9 +59,7 @@ agentRoutes.resource('/deployables/:uuid/programmed', {
     summary: 'Report what a deployable is programmed with (host agent)',
     body: always(ProgrammedReport),
     bodyName: 'ProgrammedReport',
-    responses: { 200: 'The deployable' },
-    responseSchema: DeployableSchema,
-    responseName: 'Deployable',
+    ...answers(200, 'The deployable', 'Deployable', DeployableSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:agent:report');
       const uuid = c.req.param('uuid');
@@ -84,9 +78,7 @@ agentRoutes.resource('/outbox', {
   GET: {
     summary: 'Outbox rows (bind jobs, Nova events)',
     query: () => zodQuery(OutboxQuery),
-    responses: { 200: 'Rows' },
-    responseSchema: OutboxListSchema,
-    responseName: 'OutboxList',
+    ...answers(200, 'Rows', 'OutboxList', OutboxListSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:outbox:get_all');
       const { state } = parseQuery(OutboxQuery, c.req.query());

@@ -19,7 +19,7 @@ import { ArqListQuery, parseQuery } from '../../schemas/queries.js';
 import { MV } from '../../versions.js';
 import { ArqDeleteQuery } from '../../schemas/queries.js';
 import { ArqListSchema, ArqSchema } from '../../schemas/responses.js';
-import { RouteTable, always, zodQuery } from '../../../http/route-table.js';
+import { RouteTable, always, zodQuery, answers } from '../../../http/route-table.js';
 import { cyborgHttp } from '../profile.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
@@ -147,9 +147,7 @@ arqRoutes.resource('/accelerator_requests', {
     summary: 'Create accelerator requests',
     body: always(CreateArqBody),
     bodyName: 'CreateArqs',
-    responses: { 201: 'The ARQs' },
-    responseSchema: ArqListSchema,
-    responseName: 'ArqList',
+    ...answers(201, 'The ARQs', 'ArqList', ArqListSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:arq:create');
       const body = await readCyborgBody(c, CreateArqBody);
@@ -184,9 +182,7 @@ arqRoutes.resource('/accelerator_requests', {
 arqRoutes.resource('/accelerator_requests/:uuid', {
   GET: {
     summary: 'Show an ARQ',
-    responses: { 200: 'The ARQ' },
-    responseSchema: ArqSchema,
-    responseName: 'Arq',
+    ...answers(200, 'The ARQ', 'Arq', ArqSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:arq:get_one');
       const uuid = c.req.param('uuid');

@@ -6,7 +6,7 @@ import { presentAttribute } from '../../present.js';
 import { createAttribute, deleteAttribute, findAttribute, listAttributes } from '../../repo/attributes.js';
 import { AttributeListQuery, CreateAttributeBody } from '../../schemas/attributes.js';
 import { AttributeListSchema, AttributeSchema } from '../../schemas/responses.js';
-import { RouteTable, always, zodQuery } from '../../../http/route-table.js';
+import { RouteTable, always, zodQuery, answers } from '../../../http/route-table.js';
 import { cyborgHttp } from '../profile.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
@@ -16,9 +16,7 @@ attributeRoutes.resource('/attributes', {
   GET: {
     summary: 'List attributes',
     query: () => zodQuery(AttributeListQuery),
-    responses: { 200: 'Attributes' },
-    responseSchema: AttributeListSchema,
-    responseName: 'AttributeList',
+    ...answers(200, 'Attributes', 'AttributeList', AttributeListSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:attribute:get_all');
       const { deployable_id: deployableId } = readCyborgQuery(c, AttributeListQuery);
@@ -30,9 +28,7 @@ attributeRoutes.resource('/attributes', {
     summary: 'Create an attribute',
     body: always(CreateAttributeBody),
     bodyName: 'CreateAttribute',
-    responses: { 201: 'The attribute' },
-    responseSchema: AttributeSchema,
-    responseName: 'Attribute',
+    ...answers(201, 'The attribute', 'Attribute', AttributeSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:attribute:create');
       const input = await readCyborgBody(c, CreateAttributeBody);
@@ -51,9 +47,7 @@ attributeRoutes.resource('/attributes', {
 attributeRoutes.resource('/attributes/:uuid', {
   GET: {
     summary: 'Show an attribute',
-    responses: { 200: 'The attribute' },
-    responseSchema: AttributeSchema,
-    responseName: 'Attribute',
+    ...answers(200, 'The attribute', 'Attribute', AttributeSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:attribute:get_one');
       const row = await findAttribute(c.var.deps.store.db, c.req.param('uuid'));

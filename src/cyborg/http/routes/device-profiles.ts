@@ -8,7 +8,7 @@ import { MV } from '../../versions.js';
 import { isUuidLike } from '../../../shared/uuid.js';
 import { DeviceProfileDeleteQuery, DeviceProfileListQuery } from '../../schemas/queries.js';
 import { DeviceProfileListSchema, DeviceProfileSchema, DeviceProfileShowSchema } from '../../schemas/responses.js';
-import { RouteTable, always, zodQuery } from '../../../http/route-table.js';
+import { RouteTable, always, zodQuery, answers } from '../../../http/route-table.js';
 import { cyborgHttp } from '../profile.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
@@ -19,9 +19,7 @@ deviceProfileRoutes.resource('/device_profiles', {
   GET: {
     summary: 'List device profiles',
     query: () => zodQuery(DeviceProfileListQuery),
-    responses: { 200: 'Device profiles' },
-    responseSchema: DeviceProfileListSchema,
-    responseName: 'DeviceProfileList',
+    ...answers(200, 'Device profiles', 'DeviceProfileList', DeviceProfileListSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:device_profile:get_all');
       const rows = await listDeviceProfiles(c.var.deps.store.db, queryList(c, 'name'));
@@ -32,9 +30,7 @@ deviceProfileRoutes.resource('/device_profiles', {
     summary: 'Create a device profile',
     body: always(CreateDeviceProfileBody),
     bodyName: 'CreateDeviceProfile',
-    responses: { 201: 'The profile' },
-    responseSchema: DeviceProfileSchema,
-    responseName: 'DeviceProfile',
+    ...answers(201, 'The profile', 'DeviceProfile', DeviceProfileSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:device_profile:create');
       const [input] = await readCyborgBody(c, CreateDeviceProfileBody);
@@ -84,9 +80,7 @@ async function lookup(c: CyborgContext, key: string) {
 deviceProfileRoutes.resource('/device_profiles/:key', {
   GET: {
     summary: `Show a device profile (by uuid; by name from ${MV.PROFILE_BY_NAME})`,
-    responses: { 200: 'The profile' },
-    responseSchema: DeviceProfileShowSchema,
-    responseName: 'DeviceProfileShow',
+    ...answers(200, 'The profile', 'DeviceProfileShow', DeviceProfileShowSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:device_profile:get_one');
       return c.json({ device_profile: presentDeviceProfile(await lookup(c, c.req.param('key')), link(c)) });

@@ -7,7 +7,7 @@ import { findDeployable, findDevice, listDeployables, listDevices, setDeviceStat
 import { DeviceListQuery, parseQuery } from '../../schemas/queries.js';
 import { MV } from '../../versions.js';
 import { DeployableListSchema, DeployableSchema, deviceListSchema, deviceSchema } from '../../schemas/responses.js';
-import { RouteTable, zodQuery } from '../../../http/route-table.js';
+import { RouteTable, zodQuery, answers } from '../../../http/route-table.js';
 import { cyborgHttp } from '../profile.js';
 
 const link = (c: CyborgContext) => (collection: string, uuid: string) => selfLink(c, collection, uuid);
@@ -17,9 +17,7 @@ deviceRoutes.resource('/devices', {
   GET: {
     summary: 'List devices',
     query: () => zodQuery(DeviceListQuery),
-    responses: { 200: 'Devices' },
-    response: (mv) => deviceListSchema(mv.atLeast(MV.DEVICE_STATUS)),
-    responseName: 'DeviceList',
+    ...answers(200, 'Devices', 'DeviceList', (mv) => deviceListSchema(mv.atLeast(MV.DEVICE_STATUS))),
     handler: async (c) => {
       authorize(c, 'cyborg:device:get_all');
       const rows = await listDevices(c.var.deps.store.db, parseQuery(DeviceListQuery, c.req.query()));
@@ -30,9 +28,7 @@ deviceRoutes.resource('/devices', {
 deviceRoutes.resource('/devices/:uuid', {
   GET: {
     summary: 'Show a device',
-    responses: { 200: 'The device' },
-    response: (mv) => deviceSchema(mv.atLeast(MV.DEVICE_STATUS)),
-    responseName: 'Device',
+    ...answers(200, 'The device', 'Device', (mv) => deviceSchema(mv.atLeast(MV.DEVICE_STATUS))),
     handler: async (c) => {
       authorize(c, 'cyborg:device:get_one');
       const row = await findDevice(c.var.deps.store.db, c.req.param('uuid'));
@@ -64,9 +60,7 @@ for (const [action, status, summary, done] of [
 deviceRoutes.resource('/deployables', {
   GET: {
     summary: 'List deployables',
-    responses: { 200: 'Deployables' },
-    responseSchema: DeployableListSchema,
-    responseName: 'DeployableList',
+    ...answers(200, 'Deployables', 'DeployableList', DeployableListSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:deployable:get_all');
       const rows = await listDeployables(c.var.deps.store.db);
@@ -77,9 +71,7 @@ deviceRoutes.resource('/deployables', {
 deviceRoutes.resource('/deployables/:uuid', {
   GET: {
     summary: 'Show a deployable',
-    responses: { 200: 'The deployable' },
-    responseSchema: DeployableSchema,
-    responseName: 'Deployable',
+    ...answers(200, 'The deployable', 'Deployable', DeployableSchema),
     handler: async (c) => {
       authorize(c, 'cyborg:deployable:get_one');
       const row = await findDeployable(c.var.deps.store.db, c.req.param('uuid'));

@@ -1,5 +1,5 @@
 // Version documents: GET / and GET /v2 (public, no token; the SDK's discovery needs /v2).
-import { RouteTable } from '../../../http/route-table.js';
+import { answers, RouteTable } from '../../../http/route-table.js';
 import type { CyborgContext } from '../profile.js';
 import { V2VersionSchema, VersionsSchema, type V2VersionJson, type VersionsJson } from '../../schemas/responses.js';
 import { MAX_VERSION, MIN_VERSION } from '../../versions.js';
@@ -21,9 +21,7 @@ export const rootRoutes = new RouteTable('accelerator')
     GET: {
       summary: 'Version document',
       public: true,
-      responses: { 200: 'Versions' },
-      responseSchema: VersionsSchema,
-      responseName: 'AcceleratorVersions',
+      ...answers(200, 'Versions', 'AcceleratorVersions', VersionsSchema),
       handler: (c) => {
         const doc = { ...v2(c), id: 'v2' };
         return c.json({
@@ -40,9 +38,7 @@ export const rootRoutes = new RouteTable('accelerator')
     GET: {
       summary: 'The v2 API',
       public: true,
-      responses: { 200: 'The v2 version' },
-      responseSchema: V2VersionSchema,
-      responseName: 'AcceleratorV2Version',
+      ...answers(200, 'The v2 version', 'AcceleratorV2Version', V2VersionSchema),
       handler: (c) => c.json(v2(c)),
     },
   });

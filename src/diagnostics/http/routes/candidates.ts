@@ -5,7 +5,7 @@ import { diagnoseCandidates } from '../../why-no-host.js';
 import { diagnoseGang, GangAwareDiagnosis } from '../../gang-diagnosis.js';
 import { GANG_KEYS, parseGangQuery } from '../../../ext/gangs/index.js';
 import { MV } from '../../../placement/versions.js';
-import { RouteTable } from '../../../http/route-table.js';
+import { RouteTable, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 
@@ -25,9 +25,7 @@ candidateDiagnosisRoutes.resource('/allocation_candidates', {
       { name: 'ext_domain', description: "extension, with count: 'aggregate' (default) or 'any'" },
       { name: 'ext_domain_member_of', description: 'extension, with count: in:AGG1,AGG2 - only these aggregates may be domains' },
     ],
-    responses: { 200: 'Counts after each constraint, a verdict per host, and with count the gang verdict' },
-    responseSchema: GangAwareDiagnosis,
-    responseName: 'Diagnosis',
+    ...answers(200, 'Counts after each constraint, a verdict per host, and with count the gang verdict', 'Diagnosis', GangAwareDiagnosis),
     handler: async (c) => {
       authorize(c, DIAGNOSTICS_RULE);
       const { host: hosts = [], ...query } = queryParams(c);

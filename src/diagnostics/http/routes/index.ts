@@ -4,8 +4,9 @@
 //   /diagnostics/audit, /diagnostics/audit/repairs      audit.ts
 //   /diagnostics/allocation_candidates                  candidates.ts ("why no host")
 import type { RouteTable } from '../../../http/route-table.js';
+import type { AuditCheck } from '../../audit.js';
 import { auditRoutes } from './audit.js';
 import { candidateDiagnosisRoutes } from './candidates.js';
 
-/** Read by the router and by GET /openapi.json, in this order. */
-export const DIAGNOSTICS_ROUTES: RouteTable[] = [auditRoutes, candidateDiagnosisRoutes];
+/** Read by the router and by GET /openapi.json, in this order; the audit with the installed extensions' checks. */
+export const diagnosticsRoutes = (audits: readonly AuditCheck[]): RouteTable[] => [auditRoutes(audits), candidateDiagnosisRoutes];

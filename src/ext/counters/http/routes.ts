@@ -3,7 +3,7 @@
 // (logic in ../). Any microversion. Unlike the other /ext routes
 // it passes the inventory policies, not EXT_RULE: the agent that reports a
 // GPU's inventory reports its counters with the same credentials.
-import { always, RouteTable } from '../../../http/route-table.js';
+import { always, RouteTable, answers } from '../../../http/route-table.js';
 import { readBody } from '../../../http/validate.js';
 import { authorize, setCacheHeaders } from '../../../placement/http/middleware.js';
 import { placementHttp } from '../../../placement/http/profile.js';
@@ -17,9 +17,7 @@ export const counterRoutes = new RouteTable('extensions', placementHttp);
 counterRoutes.resource('/resource_providers/:uuid/counters', {
   GET: {
     summary: "Extension: a partitionable device's shared counters, what each class consumes of them, and their load",
-    responses: { 200: 'Counters' },
-    responseSchema: countersResponseSchema,
-    responseName: 'ExtCounters',
+    ...answers(200, 'Counters', 'ExtCounters', countersResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:inventories:list');
       const view = await getCounters(c.var.deps.store, c.req.param('uuid'));
@@ -31,9 +29,7 @@ counterRoutes.resource('/resource_providers/:uuid/counters', {
     summary: "Extension: replace a provider's shared counters (generation-checked; classes must have inventory there)",
     body: always(putCountersSchema),
     bodyName: 'PutExtCounters',
-    responses: { 200: 'Counters' },
-    responseSchema: countersResponseSchema,
-    responseName: 'ExtCounters',
+    ...answers(200, 'Counters', 'ExtCounters', countersResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:inventories:update');
       const body = await readBody(c, putCountersSchema);

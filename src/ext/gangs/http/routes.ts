@@ -8,7 +8,7 @@ import { candidateQuery } from '../../../placement/http/candidate-query.js';
 import { claimFromBody, writeClaims } from '../../../placement/http/claim-requests.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { MV } from '../../../placement/versions.js';
-import { RouteTable } from '../../../http/route-table.js';
+import { RouteTable, answers } from '../../../http/route-table.js';
 import type { QueryParam } from '../../../http/route-table.js';
 import type { Microversion } from '../../../microversion.js';
 import { findGangs } from '../index.js';
@@ -35,9 +35,12 @@ gangRoutes.resource('/gang_candidates', {
     summary: 'Extension: gangs of `count` hosts for an allocation-candidates query, each inside one domain, tightest domain first',
     since: MV.GRANULAR,
     query: gangQuery,
-    responses: { 200: 'Gangs, each with its domain, allocation requests and provider summaries' },
-    response: gangCandidatesResponseSchema,
-    responseName: 'GangCandidates',
+    ...answers(
+      200,
+      'Gangs, each with its domain, allocation requests and provider summaries',
+      'GangCandidates',
+      gangCandidatesResponseSchema,
+    ),
     handler: async (c) => {
       const answer = await findGangs(c.var.deps.store.nearby, queryParams(c), c.var.mv, candidateOptions(c));
       setCacheHeaders(c);

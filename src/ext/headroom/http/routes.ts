@@ -4,7 +4,7 @@ import { findGangHeadroom } from '../../gangs/headroom.js';
 import { adminOnly } from '../../http/admin-only.js';
 import { MV } from '../../../placement/versions.js';
 import { HeadroomResponse } from '../schemas.js';
-import { RouteTable } from '../../../http/route-table.js';
+import { RouteTable, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 
@@ -20,9 +20,7 @@ headroomRoutes.resource('/headroom', {
       { name: 'ext_domain_member_of', description: 'with count: in:AGG1,AGG2 - only these aggregates' },
       ...candidateQuery(mv),
     ],
-    responses: { 200: 'Counts per tree and their total' },
-    responseSchema: HeadroomResponse,
-    responseName: 'Headroom',
+    ...answers(200, 'Counts per tree and their total', 'Headroom', HeadroomResponse),
     handler: async (c) => {
       const { store, candidates } = c.var.deps;
       const query = queryParams(c);

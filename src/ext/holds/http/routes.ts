@@ -1,22 +1,26 @@
 // Holds (docs/holds.md): POST/GET /ext/holds, GET/PATCH/DELETE
 // /ext/holds/{uuid}, GET /ext/holds/availability. Logic in ../../holds/.
 import type { z } from 'zod';
-import { badQuery, readBody } from '../../../http/validate.js';
+import { badQuery, queryParams, readBody } from '../../../http/validate.js';
 import { RouteTable, zodQuery } from '../../../http/route-table.js';
 import type { AppContext } from '../../../http/env.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { consumerOfPath } from '../../../shared/uuid.js';
 import {
   AvailabilityResponse,
-  availabilityQuery,
+  availabilityTimes,
   HoldListResponse,
   HoldResponse,
+  HoldsTimelineResponse,
   listHoldsQuery,
   patchHoldSchema,
   postHoldRequestSchema,
 } from '../schemas.js';
-import { availability, createHold, deleteHold, findHolds, getHold, type HoldDeps, patchHold, presentHold } from '../service.js';
+import { createHold, deleteHold, findHolds, getHold, type HoldDeps, patchHold, presentHold } from '../service.js';
 import { pickHeld } from '../pick.js';
+import { findAvailability } from '../availability.js';
+import { holdsTimeline } from '../timeline.js';
+import { gangQuery } from '../../gangs/http/routes.js';
 import { adminOnly } from '../../http/admin-only.js';
 
 export const holdRoutes = new RouteTable('extensions', placementHttp);
@@ -64,15 +68,38 @@ holdRoutes.resource('/holds', {
 holdRoutes.resource('/holds/availability', {
   GET: adminOnly({
     summary:
-      'Extension: the earliest start at which one provider can take `resources` for `duration` seconds, beside what is allocated and held',
-    query: () => zodQuery(availabilityQuery),
-    responses: { 200: 'The earliest start, or null' },
+      'Extension: the earliest start at which an allocation-candidates query (with count: a gang) fits for `duration` seconds, beside allocations that end and holds',
+    query: (mv) => [...zodQuery(availabilityTimes), ...gangQuery(mv).map((p) => ({ ...p, required: false }))],
+    responses: { 200: 'The earliest start and what fits then, or null' },
     responseSchema: AvailabilityResponse,
     responseName: 'HoldAvailability',
     handler: async (c) => {
-      const query = parsedQuery(c, availabilityQuery);
+      const { duration, after, ...query } = queryParams(c);
+      const times = availabilityTimes.safeParse({ duration: duration?.[0], after: after?.[0] });
+      if (!times.success || (duration?.length ?? 0) > 1 || (after?.length ?? 0) > 1)
+        throw badQuery(`Invalid query string parameters: ${times.error?.issues[0]?.message ?? 'duration and after may be given once'}`);
+      const { deps } = c.var;
+      const nowMs = deps.clock().getTime();
+      const afterMs = times.data.after === undefined ? nowMs : Date.parse(times.data.after);
       c.header('cache-control', 'no-cache');
-      return c.json(await availability(holdDeps(c), query));
+      return c.json(
+        await findAvailability(deps.store, deps.candidates, c.var.mv, query, { durationMs: times.data.duration * 1000, afterMs, nowMs }),
+      );
+    },
+  }),
+});
+
+holdRoutes.resource('/holds/timeline', {
+  GET: adminOnly({
+    summary:
+      "Extension: holds not over, per aggregate and provider, with each window and what is held and drawn (the dashboard's time line)",
+    responses: { 200: 'The time line' },
+    responseSchema: HoldsTimelineResponse,
+    responseName: 'HoldsTimeline',
+    handler: async (c) => {
+      const { deps } = c.var;
+      c.header('cache-control', 'no-store');
+      return c.json(await holdsTimeline(deps.store.nearby, deps.clock().getTime()));
     },
   }),
 });

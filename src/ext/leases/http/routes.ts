@@ -1,58 +1,47 @@
 // Allocation leases: PUT (set or renew) / GET / DELETE (confirm)
 // /ext/leases/{consumer_uuid}, and GET /ext/leases. Logic in ../leases.ts.
-import { notFound } from '../../../errors.js';
-import { readBody } from '../../../http/validate.js';
+import type { Context } from 'hono';
+import type { AppEnv } from '../../../http/env.js';
 import { consumerOfPath } from '../../../shared/uuid.js';
 import { withRaceRetries } from '../../../db/write-batch.js';
 import { endChangeChecks } from '../../../placement/writes/hooks.js';
 import { confirmLease, getLease, leaseExpiryMs, listLeases, putLease } from '../leases.js';
 import { LeaseListResponse, LeaseResponse, putLeaseSchema } from '../schemas.js';
 import { RouteTable } from '../../../http/route-table.js';
-import { adminOnly } from '../../http/admin-only.js';
+import { adminJson } from '../../http/admin-only.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 
 export const leaseRoutes = new RouteTable('extensions', placementHttp);
 
 leaseRoutes.resource('/leases', {
-  GET: adminOnly({
+  GET: adminJson({
     summary: 'Extension: the allocation leases held, soonest expiry first',
-    responses: { 200: 'Leases' },
-    responseSchema: LeaseListResponse,
-    responseName: 'LeaseList',
-    handler: async (c) => {
-      c.header('cache-control', 'no-cache');
-      return c.json({ leases: await listLeases(c.var.deps.store) });
-    },
+    answer: { description: 'Leases', name: 'LeaseList', schema: LeaseListResponse },
+    fresh: true,
+    run: async (c) => ({ leases: await listLeases(c.var.deps.store) }),
   }),
 });
 
+const leasedConsumer = (c: Context<AppEnv, '/leases/:consumer_uuid'>) => consumerOfPath(c.req.param('consumer_uuid'));
+
 leaseRoutes.resource('/leases/:consumer_uuid', {
-  GET: adminOnly({
+  GET: adminJson({
     summary: "Extension: a consumer's allocation lease",
-    responses: { 200: 'The lease' },
-    responseSchema: LeaseResponse,
-    responseName: 'Lease',
-    handler: async (c) => {
-      const uuid = consumerOfPath(c.req.param('consumer_uuid'));
-      const lease = await getLease(c.var.deps.store, uuid);
-      if (!lease) throw notFound(`No lease for consumer '${uuid}'`);
-      c.header('cache-control', 'no-cache');
-      return c.json(lease);
-    },
+    answer: { description: 'The lease', name: 'Lease', schema: LeaseResponse },
+    fresh: true,
+    missing: (c) => `No lease for consumer '${leasedConsumer(c)}'`,
+    run: (c) => getLease(c.var.deps.store, leasedConsumer(c)),
   }),
-  PUT: adminOnly({
+  PUT: adminJson({
     summary: "Extension: put or renew a lease on a consumer's current allocations",
-    body: () => putLeaseSchema,
-    bodyName: 'PutLease',
-    responses: { 200: 'The lease' },
-    responseSchema: LeaseResponse,
-    responseName: 'Lease',
-    handler: async (c) => {
-      const uuid = consumerOfPath(c.req.param('consumer_uuid'));
-      const { seconds } = await readBody(c, putLeaseSchema);
+    body: { name: 'PutLease', schema: putLeaseSchema },
+    answer: { description: 'The lease', name: 'Lease', schema: LeaseResponse },
+    missing: (c) => `No allocations for consumer '${leasedConsumer(c)}'`,
+    run: async (c, { seconds }) => {
+      const uuid = leasedConsumer(c);
       const { deps } = c.var;
       // Checked by the rules that read when allocations end (holds): one may refuse it, naming what it breaks.
-      const lease = await withRaceRetries(async () => {
+      return withRaceRetries(async () => {
         const nowMs = deps.clock().getTime();
         const checks = await endChangeChecks(deps.writeHooks, deps.store, {
           consumer: uuid,
@@ -61,18 +50,17 @@ leaseRoutes.resource('/leases/:consumer_uuid', {
         });
         return putLease(deps.store, uuid, seconds, nowMs, checks);
       });
-      if (!lease) throw notFound(`No allocations for consumer '${uuid}'`);
-      return c.json(lease);
     },
   }),
-  DELETE: adminOnly({
+  DELETE: adminJson({
     summary: 'Extension: confirm the allocations (the lease goes, they stay)',
-    responses: { 204: 'Confirmed' },
-    handler: async (c) => {
-      const uuid = consumerOfPath(c.req.param('consumer_uuid'));
+    answer: { status: 204, description: 'Confirmed' },
+    missing: (c) => `No lease for consumer '${leasedConsumer(c)}'`,
+    run: async (c) => {
+      const uuid = leasedConsumer(c);
       const { deps } = c.var;
       // Confirmed, the allocations last forever: the rules that read when they end (holds) may refuse it.
-      const confirmed = await withRaceRetries(async () => {
+      return withRaceRetries(async () => {
         const checks = await endChangeChecks(deps.writeHooks, deps.store, {
           consumer: uuid,
           endsAtMs: Number.POSITIVE_INFINITY,
@@ -80,8 +68,6 @@ leaseRoutes.resource('/leases/:consumer_uuid', {
         });
         return confirmLease(deps.store, uuid, checks);
       });
-      if (!confirmed) throw notFound(`No lease for consumer '${uuid}'`);
-      return c.body(null, 204);
     },
   }),
 });

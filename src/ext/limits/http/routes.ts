@@ -3,7 +3,7 @@
 import { notFound } from '../../../errors.js';
 import type { Deps } from '../../../deps.js';
 import { badQuery } from '../../../http/validate.js';
-import { RouteTable, zodQuery } from '../../../http/route-table.js';
+import { RouteTable, zodQuery, answers } from '../../../http/route-table.js';
 import { PLACEMENT_API, placementHttp } from '../../../placement/http/profile.js';
 import { LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from '../keystone.js';
 import { LimitedProjectsResponse, LimitsQuery, LimitsRefreshResponse, ProjectLimitsResponse } from '../responses.js';
@@ -22,9 +22,9 @@ limitRoutes.resource('/limits', {
   GET: adminOnly({
     summary: "Extension: the projects at or over a limit; with project_id, that project's limits, usage and what remains",
     query: () => zodQuery(LimitsQuery),
-    responses: { 200: 'The projects at or over a limit, or one project' },
-    response: () => ProjectLimitsResponse.or(LimitedProjectsResponse),
-    responseName: 'ProjectLimits',
+    ...answers(200, 'The projects at or over a limit, or one project', 'ProjectLimits', () =>
+      ProjectLimitsResponse.or(LimitedProjectsResponse),
+    ),
     handler: async (c) => {
       const query = LimitsQuery.safeParse(c.req.query());
       if (!query.success) throw badQuery(`Invalid query string parameters: ${query.error.issues[0]!.message}`);
@@ -41,9 +41,7 @@ limitRoutes.resource('/limits', {
 limitRoutes.resource('/limits/refresh', {
   POST: adminOnly({
     summary: 'Extension: read the project limits again now (Keystone or PLACEMENT_LIMITS_JSON) and put them in force',
-    responses: { 200: 'The limits now in force' },
-    responseSchema: LimitsRefreshResponse,
-    responseName: 'LimitsRefresh',
+    ...answers(200, 'The limits now in force', 'LimitsRefresh', LimitsRefreshResponse),
     handler: async (c) => {
       const limits = limitsOf(c.var.deps);
       const read = await limits.refresh().catch((err: unknown) => {

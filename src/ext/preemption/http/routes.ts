@@ -1,17 +1,19 @@
 // Preemption priorities: PUT / GET / DELETE /ext/consumers/{uuid}/priority
 // and /ext/priorities[/{project_id}] (project defaults), rows in ../priorities.ts;
 // GET /ext/preemption_candidates, the search in ../search.ts.
-import { invalid, notFound } from '../../../errors.js';
+import type { Context } from 'hono';
+import { invalid } from '../../../errors.js';
+import type { AppEnv } from '../../../http/env.js';
 import { createPreemption, findPreemption } from '../preemptions.js';
 import { RouteTable } from '../../../http/route-table.js';
-import { queryParams, readBody } from '../../../http/validate.js';
+import { queryParams } from '../../../http/validate.js';
 import { invalidQuery } from '../../../placement/candidates/errors.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 import { MV } from '../../../placement/versions.js';
 import { findPreemptionCandidates } from '../search.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { consumerOfPath } from '../../../shared/uuid.js';
-import { adminOnly } from '../../http/admin-only.js';
+import { adminJson, adminOnly } from '../../http/admin-only.js';
 import {
   deleteConsumerPriority,
   deleteProjectPriority,
@@ -36,96 +38,62 @@ import {
 
 export const priorityRoutes = new RouteTable('extensions', placementHttp);
 
+const CONSUMER_PRIORITY = { name: 'ConsumerPriority', schema: ConsumerPriorityResponse };
+const PROJECT_PRIORITY = { name: 'ProjectPriority', schema: ProjectPriorityResponse };
+const PUT_PRIORITY = { name: 'PutPriority', schema: putPrioritySchema };
+const consumerOf = (c: Context<AppEnv, '/consumers/:consumer_uuid/priority'>) => consumerOfPath(c.req.param('consumer_uuid'));
+
 priorityRoutes.resource('/consumers/:consumer_uuid/priority', {
-  GET: adminOnly({
+  GET: adminJson({
     summary: "Extension: a consumer's preemption priority (its own, or its project's default)",
-    responses: { 200: 'The priority' },
-    responseSchema: ConsumerPriorityResponse,
-    responseName: 'ConsumerPriority',
-    handler: async (c) => {
-      const uuid = consumerOfPath(c.req.param('consumer_uuid'));
-      const priority = await getConsumerPriority(c.var.deps.store, uuid);
-      if (!priority) throw notFound(`Consumer '${uuid}' has no priority (not preemptible) or does not exist`);
-      c.header('cache-control', 'no-cache');
-      return c.json(priority);
-    },
+    answer: { description: 'The priority', ...CONSUMER_PRIORITY },
+    fresh: true,
+    missing: (c) => `Consumer '${consumerOf(c)}' has no priority (not preemptible) or does not exist`,
+    run: (c) => getConsumerPriority(c.var.deps.store, consumerOf(c)),
   }),
-  PUT: adminOnly({
+  PUT: adminJson({
     summary: "Extension: set a consumer's preemption priority (it becomes preemptible by higher ones)",
-    body: () => putPrioritySchema,
-    bodyName: 'PutPriority',
-    responses: { 200: 'The priority' },
-    responseSchema: ConsumerPriorityResponse,
-    responseName: 'ConsumerPriority',
-    handler: async (c) => {
-      const uuid = consumerOfPath(c.req.param('consumer_uuid'));
-      const { priority } = await readBody(c, putPrioritySchema);
-      const { deps } = c.var;
-      const put = await putConsumerPriority(deps.store, uuid, priority, deps.clock().getTime());
-      if (!put) throw notFound(`No consumer '${uuid}'`);
-      return c.json(put);
-    },
+    body: PUT_PRIORITY,
+    answer: { description: 'The priority', ...CONSUMER_PRIORITY },
+    missing: (c) => `No consumer '${consumerOf(c)}'`,
+    run: (c, { priority }) => putConsumerPriority(c.var.deps.store, consumerOf(c), priority, c.var.deps.clock().getTime()),
   }),
-  DELETE: adminOnly({
+  DELETE: adminJson({
     summary: "Extension: remove a consumer's own priority (its project's default applies again)",
-    responses: { 204: 'Removed' },
-    handler: async (c) => {
-      const uuid = consumerOfPath(c.req.param('consumer_uuid'));
-      if (!(await deleteConsumerPriority(c.var.deps.store, uuid))) throw notFound(`Consumer '${uuid}' has no priority of its own`);
-      return c.body(null, 204);
-    },
+    answer: { status: 204, description: 'Removed' },
+    missing: (c) => `Consumer '${consumerOf(c)}' has no priority of its own`,
+    run: (c) => deleteConsumerPriority(c.var.deps.store, consumerOf(c)),
   }),
 });
 
 priorityRoutes.resource('/priorities', {
-  GET: adminOnly({
+  GET: adminJson({
     summary: "Extension: projects' default preemption priorities",
-    responses: { 200: 'Project defaults' },
-    responseSchema: ProjectPriorityListResponse,
-    responseName: 'ProjectPriorityList',
-    handler: async (c) => {
-      c.header('cache-control', 'no-cache');
-      return c.json({ priorities: await listProjectPriorities(c.var.deps.store) });
-    },
+    answer: { description: 'Project defaults', name: 'ProjectPriorityList', schema: ProjectPriorityListResponse },
+    fresh: true,
+    run: async (c) => ({ priorities: await listProjectPriorities(c.var.deps.store) }),
   }),
 });
 
 priorityRoutes.resource('/priorities/:project_id', {
-  GET: adminOnly({
+  GET: adminJson({
     summary: "Extension: a project's default preemption priority",
-    responses: { 200: 'The default' },
-    responseSchema: ProjectPriorityResponse,
-    responseName: 'ProjectPriority',
-    handler: async (c) => {
-      const project = c.req.param('project_id');
-      const found = await getProjectPriority(c.var.deps.store, project);
-      if (!found) throw notFound(`Project '${project}' has no default priority`);
-      c.header('cache-control', 'no-cache');
-      return c.json(found);
-    },
+    answer: { description: 'The default', ...PROJECT_PRIORITY },
+    fresh: true,
+    missing: (c) => `Project '${c.req.param('project_id')}' has no default priority`,
+    run: (c) => getProjectPriority(c.var.deps.store, c.req.param('project_id')),
   }),
-  PUT: adminOnly({
+  PUT: adminJson({
     summary: "Extension: set a project's default preemption priority (its consumers without one become preemptible)",
-    body: () => putPrioritySchema,
-    bodyName: 'PutPriority',
-    responses: { 200: 'The default' },
-    responseSchema: ProjectPriorityResponse,
-    responseName: 'ProjectPriority',
-    handler: async (c) => {
-      const project = c.req.param('project_id');
-      const { priority } = await readBody(c, putPrioritySchema);
-      const { deps } = c.var;
-      return c.json(await putProjectPriority(deps.store, project, priority, deps.clock().getTime()));
-    },
+    body: PUT_PRIORITY,
+    answer: { description: 'The default', ...PROJECT_PRIORITY },
+    run: (c, { priority }) => putProjectPriority(c.var.deps.store, c.req.param('project_id'), priority, c.var.deps.clock().getTime()),
   }),
-  DELETE: adminOnly({
+  DELETE: adminJson({
     summary: "Extension: remove a project's default priority",
-    responses: { 204: 'Removed' },
-    handler: async (c) => {
-      const project = c.req.param('project_id');
-      if (!(await deleteProjectPriority(c.var.deps.store, project))) throw notFound(`Project '${project}' has no default priority`);
-      return c.body(null, 204);
-    },
+    answer: { status: 204, description: 'Removed' },
+    missing: (c) => `Project '${c.req.param('project_id')}' has no default priority`,
+    run: (c) => deleteProjectPriority(c.var.deps.store, c.req.param('project_id')),
   }),
 });
 
@@ -170,39 +138,30 @@ preemptionCandidateRoutes.resource('/preemption_candidates', {
 
 export const preemptionRoutes = new RouteTable('extensions', placementHttp);
 
+const PREEMPTION = { name: 'Preemption', schema: PreemptionResponse };
+
 preemptionRoutes.resource('/preemptions', {
-  POST: adminOnly({
+  POST: adminJson({
     summary:
       "Extension: evict the victims (each leased for grace_seconds) and hold what they free for the preemptor's project (a nomination: claim it with ext_hold), in one write",
-    body: () => postPreemptionSchema,
-    bodyName: 'PostPreemption',
-    responses: { 201: 'The preemption' },
-    responseSchema: PreemptionResponse,
-    responseName: 'Preemption',
-    handler: async (c) => {
-      const body = await readBody(c, postPreemptionSchema);
+    body: { name: 'PostPreemption', schema: postPreemptionSchema },
+    answer: { status: 201, description: 'The preemption', ...PREEMPTION },
+    run: async (c, body) => {
       const { deps } = c.var;
       const priority = body.preemptor.priority ?? (await getProjectPriority(deps.store, body.preemptor.project_id))?.priority;
       if (priority === undefined)
         throw invalid(`The preemptor has no priority: give preemptor.priority or a default for project '${body.preemptor.project_id}'`);
-      const made = await createPreemption({ store: deps.store, nowMs: () => deps.clock().getTime(), newId: deps.newId }, body, priority);
-      return c.json(made, 201);
+      return createPreemption({ store: deps.store, nowMs: () => deps.clock().getTime(), newId: deps.newId }, body, priority);
     },
   }),
 });
 
 preemptionRoutes.resource('/preemptions/:id', {
-  GET: adminOnly({
+  GET: adminJson({
     summary: 'Extension: a preemption, its victims and its nomination',
-    responses: { 200: 'The preemption' },
-    responseSchema: PreemptionResponse,
-    responseName: 'Preemption',
-    handler: async (c) => {
-      const id = c.req.param('id');
-      const found = await findPreemption(c.var.deps.store, id);
-      if (!found) throw notFound(`No preemption '${id}'`);
-      c.header('cache-control', 'no-cache');
-      return c.json(found);
-    },
+    answer: { description: 'The preemption', ...PREEMPTION },
+    fresh: true,
+    missing: (c) => `No preemption '${c.req.param('id')}'`,
+    run: (c) => findPreemption(c.var.deps.store, c.req.param('id')),
   }),
 });

@@ -25,9 +25,9 @@ simulateRoutes.resource('/simulate', {
     responseName: 'Simulation',
     handler: async (c) => {
       const body = await readBody(c, simulateSchema);
-      const { store, candidates } = c.var.deps;
+      const { store, candidates, writeHooks, newId, clock } = c.var.deps;
       c.header('cache-control', 'no-cache');
-      return c.json(await simulate(store.nearby, body, c.var.mv, candidates));
+      return c.json(await simulate(store.nearby, body, c.var.mv, { engine: candidates, writeHooks, newId, nowMs: clock().getTime() }));
     },
   }),
 });
@@ -39,7 +39,10 @@ simulateRoutes.resource('/defrag', {
     query: (mv) => [
       { name: 'count', description: 'extension: candidates the query must have after the plan (default 1)' },
       { name: 'max_moves', description: `extension: most moves in the plan (default 3, at most 64)` },
-      { name: 'move_leased', description: 'extension: true - consumers with a lease may be moved too (default false)' },
+      {
+        name: 'move_leased',
+        description: 'extension: true - consumers with a lease or drawing from a hold may be moved too (default false)',
+      },
       ...candidateQuery(mv),
     ],
     responses: { 200: 'The plan (feasible: false and no moves when none was found)' },

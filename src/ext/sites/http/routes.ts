@@ -1,12 +1,11 @@
 // Edge sites (docs/sites.md): PUT/GET /ext/sites/{site} on the primary (logic in ../service.ts);
 // GET /ext/site on a site instance (site mode: ../site-mode.ts).
-import { invalid, notFound } from '../../../errors.js';
-import { readBody } from '../../../http/validate.js';
+import { invalid } from '../../../errors.js';
 import { RouteTable } from '../../../http/route-table.js';
 import type { AppContext } from '../../../http/env.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import type { HoldDeps } from '../../holds/service.js';
-import { adminOnly } from '../../http/admin-only.js';
+import { adminJson } from '../../http/admin-only.js';
 import { putSiteSchema, SITE_ID, SiteResponse, SiteStatusResponse } from '../schemas.js';
 import { SITE_STATE } from '../runtime.js';
 import { getSite, presentSite, putSite } from '../service.js';
@@ -25,30 +24,26 @@ function siteOf(c: AppContext): string {
   return site;
 }
 
+const SITE = { description: 'The site', name: 'Site', schema: SiteResponse };
+
 siteRoutes.resource('/sites/:site', {
-  GET: adminOnly({
+  GET: adminJson({
     summary: "Extension: an edge site's capacity slice (the open-ended hold owned by the site)",
-    responses: { 200: 'The site' },
-    responseSchema: SiteResponse,
-    responseName: 'Site',
-    handler: async (c) => {
+    answer: SITE,
+    fresh: true,
+    run: async (c) => {
       const site = siteOf(c);
-      c.header('cache-control', 'no-cache');
-      return c.json(presentSite(site, await getSite(holdDeps(c), site)));
+      return presentSite(site, await getSite(holdDeps(c), site));
     },
   }),
-  PUT: adminOnly({
+  PUT: adminJson({
     summary:
       "Extension: set an edge site's capacity slice on providers of its aggregate (409 placement.ext.hold_unsatisfiable when it does not fit)",
-    body: () => putSiteSchema,
-    bodyName: 'PutSite',
-    responses: { 200: 'The site' },
-    responseSchema: SiteResponse,
-    responseName: 'Site',
-    handler: async (c) => {
+    body: { name: 'PutSite', schema: putSiteSchema },
+    answer: SITE,
+    run: async (c, body) => {
       const site = siteOf(c);
-      const body = await readBody(c, putSiteSchema);
-      return c.json(presentSite(site, await putSite(holdDeps(c), site, body)));
+      return presentSite(site, await putSite(holdDeps(c), site, body));
     },
   }),
 });
@@ -68,17 +63,15 @@ const presentStatus = (s: SiteStatus) => ({
 });
 
 siteRoutes.resource('/site', {
-  GET: adminOnly({
+  GET: adminJson({
     summary:
       "Extension: this site instance's link to the primary (connected or partitioned, since when), its slice and what is left of it, its journal's depth and last replayed entry",
-    responses: { 200: 'The site' },
-    responseSchema: SiteStatusResponse,
-    responseName: 'SiteStatus',
-    handler: async (c) => {
+    answer: { description: 'The site', name: 'SiteStatus', schema: SiteStatusResponse },
+    fresh: true,
+    missing: () => 'This instance is not a site (PLACEMENT_SITE is not set)',
+    run: async (c) => {
       const runtime = c.var.deps.extensions.state(SITE_STATE);
-      if (!runtime) throw notFound('This instance is not a site (PLACEMENT_SITE is not set)');
-      c.header('cache-control', 'no-cache');
-      return c.json(presentStatus(await runtime.mode.status()));
+      return runtime ? presentStatus(await runtime.mode.status()) : undefined;
     },
   }),
 });

@@ -7,8 +7,13 @@
 // flattened and encoded again to reach the socket (what that cost:
 // docs/performance.md#figures-behind-the-code).
 // Every fixed piece (provider uuids, class names, summary templates) is
-// encoded once and copied. The differential test checks both spellings agree.
-import { type ProviderNode, type SummaryTemplate, type Usage, usedOf } from '../research.js';
+// encoded once and copied. Over the trees kept in memory, a provider's
+// summary and the allocation requests it anchors come out the same answer
+// after answer until its tree or its usage changes: their bytes are kept with
+// the node (research.ts AnswerBytes) and copied whole, a copy or two per
+// candidate instead of a dozen pieces. The differential tests check every
+// spelling agrees (candidates-json-differential.test.ts).
+import { type AnswerBytes, type ProviderNode, type SummaryTemplate, type Usage, usedOf } from '../research.js';
 import type { AllocationRequest, Piece } from '../search.js';
 import type { Presentation } from './index.js';
 
@@ -60,6 +65,16 @@ class JsonWriter {
       rest = Math.floor(rest / 10);
     } while (rest > 0);
     this.length += digits;
+  }
+
+  /** Where the next byte goes: a mark for copyFrom(). */
+  get mark(): number {
+    return this.length;
+  }
+
+  /** A copy of what was written since `mark`, to be kept. */
+  copyFrom(mark: number): Uint8Array {
+    return this.buffer.slice(mark, this.length);
   }
 
   result(): Uint8Array<ArrayBuffer> {
@@ -123,13 +138,15 @@ export function candidatesJson(
   // About 250 bytes per request and 300 per summary: a guess that saves most regrowth.
   const out = new JsonWriter(chosen.length * 250 + Math.min(nodes.size, 20_000) * 300);
   const usedProviders = new Set<number>();
+  const forms = new RequestForms(classNameById, shape.withMappings);
   out.bytes(START);
   for (let i = 0; i < chosen.length; i += 1) {
     const request = chosen[i]!;
     if (i > 0) out.char(COMMA);
     for (const piece of request.pieces) usedProviders.add(piece.providerId);
-    if (shape.dictShape) dictRequest(out, request, uuidOf, classOf, shape.withMappings);
-    else listRequest(out, request, uuidOf, classOf);
+    if (!shape.dictShape) listRequest(out, request, uuidOf, classOf);
+    else if (!keptRequest(out, request, nodes, forms, uuidOf, classOf, shape.withMappings))
+      dictRequest(out, request, uuidOf, classOf, shape.withMappings);
   }
   out.bytes(SUMMARIES);
   summaries(out, usedProviders, nodes, usage, requestedClasses, shape);
@@ -331,10 +348,163 @@ function summaries(
     if (!first) out.char(COMMA);
     first = false;
     const { parts, classIds } = template;
+    const kept = node.uuidJson === undefined ? undefined : (node.answerBytes ??= { summary: null, requests: [] });
+    const summary = kept?.summary;
+    if (summary && summary.template === template && sameUsage(summary.used, usage.get(node.id), classIds)) {
+      out.bytes(summary.bytes);
+      continue;
+    }
+    const mark = out.mark;
+    const used: number[] = new Array(classIds.length);
     out.bytes(parts[0]!);
     for (let i = 0; i < classIds.length; i += 1) {
-      out.number(usedOf(usage, node.id, classIds[i]!));
+      out.number((used[i] = usedOf(usage, node.id, classIds[i]!)));
       out.bytes(parts[i + 1]!);
     }
+    if (kept) kept.summary = { template, used, bytes: out.copyFrom(mark) };
   }
+}
+
+/** Whether a provider's usage of `classIds` is `used`. */
+function sameUsage(used: readonly number[], perClass: ReadonlyMap<number, number> | undefined, classIds: readonly number[]): boolean {
+  for (let i = 0; i < classIds.length; i += 1) if ((perClass?.get(classIds[i]!) ?? 0) !== used[i]) return false;
+  return true;
+}
+
+/** How many requests a node keeps the bytes of (a tree anchors a handful in one answer; more is a wide tree, its requests seldom repeat). */
+const KEPT_REQUESTS = 16;
+
+/**
+ * A dict-shaped allocation request apart from its providers: each piece's
+ * provider as a slot (providers in order of first appearance, then those only
+ * a mapping names), class and amount; the mappings' suffixes in object key
+ * order and their providers' slots. `key` spells it with class names, so a
+ * request's kept bytes are found again in a later answer, and not after a
+ * class was renamed.
+ */
+interface RequestForm {
+  key: string;
+  slots: number[];
+  classIds: number[];
+  amounts: number[];
+  suffixes: string[];
+  mappingSlots: number[][];
+  providers: number;
+}
+
+/** The forms of one answer's requests: the candidates of one query mostly share one, so it is compared, not spelt, request by request. */
+class RequestForms {
+  /** The providers of the request at hand, by slot: the first `count`. */
+  readonly providers: number[] = [];
+  count = 0;
+  private last: RequestForm | null = null;
+
+  constructor(
+    private readonly classNameById: ReadonlyMap<number, string>,
+    private readonly withMappings: boolean,
+  ) {}
+
+  private slotOf(providerId: number): number {
+    const { providers } = this;
+    for (let i = 0; i < this.count; i += 1) if (providers[i] === providerId) return i;
+    providers[this.count] = providerId;
+    return this.count++;
+  }
+
+  /** The form of `request`; its providers by slot in `providers`. */
+  of(request: AllocationRequest): RequestForm {
+    const { pieces, mappings } = request;
+    this.count = 0;
+    const last = this.last;
+    let same = last !== null && last.slots.length === pieces.length;
+    for (let i = 0; i < pieces.length; i += 1) {
+      const piece = pieces[i]!;
+      const slot = this.slotOf(piece.providerId);
+      if (same) same = last!.slots[i] === slot && last!.classIds[i] === piece.classId && last!.amounts[i] === piece.amount;
+    }
+    if (!this.withMappings) return same && last!.providers === this.count ? last! : (this.last = this.spell(request));
+    let m = 0;
+    for (const suffix of inObjectKeyOrder(mappings)) {
+      const ids = mappings.get(suffix)!;
+      const slots = same && m < last!.suffixes.length && last!.suffixes[m] === suffix ? last!.mappingSlots[m]! : null;
+      if (slots === null || slots.length !== ids.length) same = false;
+      for (let i = 0; i < ids.length; i += 1) {
+        const slot = this.slotOf(ids[i]!);
+        if (same && slots![i] !== slot) same = false;
+      }
+      m += 1;
+    }
+    if (same && m === last!.suffixes.length && last!.providers === this.count) return last!;
+    return (this.last = this.spell(request));
+  }
+
+  /** The form of the request whose providers `of()` just found. */
+  private spell(request: AllocationRequest): RequestForm {
+    const { pieces, mappings } = request;
+    const providers = this.providers.slice(0, this.count);
+    const slotOf = (id: number) => providers.indexOf(id);
+    const suffixes = this.withMappings ? [...inObjectKeyOrder(mappings)] : [];
+    const form: RequestForm = {
+      key: '',
+      slots: pieces.map((piece) => slotOf(piece.providerId)),
+      classIds: pieces.map((piece) => piece.classId),
+      amounts: pieces.map((piece) => piece.amount),
+      suffixes,
+      mappingSlots: suffixes.map((suffix) => mappings.get(suffix)!.map(slotOf)),
+      providers: this.count,
+    };
+    form.key = JSON.stringify([
+      this.withMappings,
+      form.slots,
+      form.classIds.map((id) => this.classNameById.get(id)!),
+      form.amounts,
+      suffixes,
+      form.mappingSlots,
+      form.providers,
+    ]);
+    return form;
+  }
+}
+
+/**
+ * Writes a dict-shaped request from the bytes its first provider's node kept
+ * when it wrote the same request before (the same form, the same other
+ * providers' nodes), or writes it and keeps them; false when the nodes are
+ * not kept between answers (the SQL engine's), and nothing was written.
+ */
+function keptRequest(
+  out: JsonWriter,
+  request: AllocationRequest,
+  nodes: ReadonlyMap<number, ProviderNode>,
+  forms: RequestForms,
+  uuidOf: (id: number) => Uint8Array,
+  classOf: (id: number) => Uint8Array,
+  withMappings: boolean,
+): boolean {
+  const firstNode = nodes.get(request.pieces[0]?.providerId ?? -1);
+  if (firstNode?.uuidJson === undefined) return false;
+  const form = forms.of(request);
+  const { providers, count } = forms;
+  const kept: AnswerBytes = (firstNode.answerBytes ??= { summary: null, requests: [] });
+  for (const entry of kept.requests) {
+    if (entry.key !== form.key || entry.uuids.length !== count - 1) continue;
+    let same = true;
+    for (let i = 1; same && i < count; i += 1) same = nodes.get(providers[i]!)?.uuidJson === entry.uuids[i - 1];
+    if (!same) continue;
+    // The same spelling from another answer: keep this answer's string, compared by reference from now on.
+    entry.key = form.key;
+    out.bytes(entry.bytes);
+    return true;
+  }
+  const uuids: Uint8Array[] = [];
+  for (let i = 1; i < count; i += 1) {
+    const uuid = nodes.get(providers[i]!)?.uuidJson;
+    if (uuid === undefined) return false;
+    uuids.push(uuid);
+  }
+  const mark = out.mark;
+  dictRequest(out, request, uuidOf, classOf, withMappings);
+  if (kept.requests.length >= KEPT_REQUESTS) kept.requests.pop();
+  kept.requests.unshift({ key: form.key, uuids, bytes: out.copyFrom(mark) });
+  return true;
 }

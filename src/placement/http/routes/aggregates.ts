@@ -8,7 +8,7 @@ import { putAggregatesSchema } from '../../schemas/aggregates.js';
 import type { AggregatesJson } from '../../schemas/responses.js';
 import { aggregatesResponseSchema } from '../../schemas/responses.js';
 import { MV } from '../../versions.js';
-import { RouteTable } from '../../../http/route-table.js';
+import { RouteTable, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../profile.js';
 
 export const aggregateRoutes = new RouteTable('placement', placementHttp);
@@ -17,9 +17,7 @@ aggregateRoutes.resource('/resource_providers/:uuid/aggregates', {
   GET: {
     summary: "A provider's aggregates",
     since: MV.AGGREGATES,
-    responses: { 200: 'Aggregates' },
-    response: aggregatesResponseSchema,
-    responseName: 'Aggregates',
+    ...answers(200, 'Aggregates', 'Aggregates', aggregatesResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:aggregates:list');
       const { db } = c.var.deps.store;
@@ -36,9 +34,7 @@ aggregateRoutes.resource('/resource_providers/:uuid/aggregates', {
     since: MV.AGGREGATES,
     body: putAggregatesSchema,
     bodyName: 'PutAggregates',
-    responses: { 200: 'Aggregates' },
-    response: aggregatesResponseSchema,
-    responseName: 'Aggregates',
+    ...answers(200, 'Aggregates', 'Aggregates', aggregatesResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:aggregates:update');
       const { deps } = c.var;

@@ -3,7 +3,7 @@ import { findAllocationCandidatesJson } from '../../candidates/index.js';
 import { authorize, setCacheHeaders } from '../middleware.js';
 import { allocationCandidatesResponseSchema } from '../../schemas/responses.js';
 import { MV } from '../../versions.js';
-import { RouteTable } from '../../../http/route-table.js';
+import { RouteTable, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../profile.js';
 import { candidateQuery } from '../candidate-query.js';
 
@@ -14,9 +14,7 @@ allocationCandidateRoutes.resource('/allocation_candidates', {
     summary: 'Where a request fits',
     since: MV.ALLOCATION_CANDIDATES,
     query: candidateQuery,
-    responses: { 200: 'Allocation requests and provider summaries' },
-    response: allocationCandidatesResponseSchema,
-    responseName: 'AllocationCandidates',
+    ...answers(200, 'Allocation requests and provider summaries', 'AllocationCandidates', allocationCandidatesResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:allocation_candidates:list');
       const { store, candidates } = c.var.deps;

@@ -13,7 +13,7 @@ import { findProvider } from '../../repo/lookups.js';
 import { postAllocationsSchema, putAllocationsSchema } from '../../schemas/allocations.js';
 import { consumerAllocationsResponseSchema, providerAllocationsResponseSchema } from '../../schemas/responses.js';
 import { MV } from '../../versions.js';
-import { RouteTable } from '../../../http/route-table.js';
+import { RouteTable, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../profile.js';
 
 export const allocationRoutes = new RouteTable('placement', placementHttp);
@@ -38,9 +38,7 @@ allocationRoutes.resource('/allocations', {
 allocationRoutes.resource('/allocations/:consumer_uuid', {
   GET: {
     summary: "A consumer's allocations",
-    responses: { 200: 'Allocations' },
-    response: consumerAllocationsResponseSchema,
-    responseName: 'ConsumerAllocations',
+    ...answers(200, 'Allocations', 'ConsumerAllocations', consumerAllocationsResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:allocations:list');
       const uuid = consumerOfPath(c.req.param('consumer_uuid'));
@@ -88,9 +86,7 @@ allocationRoutes.resource('/allocations/:consumer_uuid', {
 allocationRoutes.resource('/resource_providers/:uuid/allocations', {
   GET: {
     summary: 'Allocations against a provider',
-    responses: { 200: 'Allocations' },
-    response: providerAllocationsResponseSchema,
-    responseName: 'ProviderAllocations',
+    ...answers(200, 'Allocations', 'ProviderAllocations', providerAllocationsResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:allocations:list');
       const uuid = c.req.param('uuid');

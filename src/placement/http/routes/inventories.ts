@@ -28,7 +28,7 @@ import {
 } from '../../schemas/inventories.js';
 import { inventoriesSchema, inventoryResponseSchema } from '../../schemas/responses.js';
 import { MV } from '../../versions.js';
-import { RouteTable, always } from '../../../http/route-table.js';
+import { RouteTable, always, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../profile.js';
 
 export const inventoryRoutes = new RouteTable('placement', placementHttp);
@@ -88,9 +88,7 @@ function replacementOf(c: AppContext, uuid: string, raw: unknown): InventoryRepl
 inventoryRoutes.resource('/resource_providers/:uuid/inventories', {
   GET: {
     summary: "A provider's inventories",
-    responses: { 200: 'Inventories' },
-    responseSchema: inventoriesSchema,
-    responseName: 'Inventories',
+    ...answers(200, 'Inventories', 'Inventories', inventoriesSchema),
     handler: async (c) => {
       authorize(c, `${RULE}:list`);
       const { db } = c.var.deps.store;
@@ -104,9 +102,7 @@ inventoryRoutes.resource('/resource_providers/:uuid/inventories', {
     summary: 'Add one inventory',
     body: always(postInventorySchema),
     bodyName: 'PostInventory',
-    responses: { 201: 'The inventory' },
-    responseSchema: inventoryResponseSchema,
-    responseName: 'Inventory',
+    ...answers(201, 'The inventory', 'Inventory', inventoryResponseSchema),
     handler: async (c) => {
       const raw = await readJson(c);
       authorize(c, `${RULE}:create`);
@@ -127,9 +123,7 @@ inventoryRoutes.resource('/resource_providers/:uuid/inventories', {
     summary: "Replace a provider's inventories",
     body: always(putInventoriesSchema),
     bodyName: 'PutInventories',
-    responses: { 200: 'Inventories' },
-    responseSchema: inventoriesSchema,
-    responseName: 'Inventories',
+    ...answers(200, 'Inventories', 'Inventories', inventoriesSchema),
     handler: async (c) => {
       const raw = await readJson(c);
       authorize(c, `${RULE}:update`);
@@ -165,9 +159,7 @@ inventoryRoutes.resource('/resource_providers/:uuid/inventories', {
 inventoryRoutes.resource('/resource_providers/:uuid/inventories/:resource_class', {
   GET: {
     summary: 'Show one inventory',
-    responses: { 200: 'The inventory' },
-    responseSchema: inventoryResponseSchema,
-    responseName: 'Inventory',
+    ...answers(200, 'The inventory', 'Inventory', inventoryResponseSchema),
     handler: async (c) => {
       authorize(c, `${RULE}:show`);
       const { db } = c.var.deps.store;
@@ -183,9 +175,7 @@ inventoryRoutes.resource('/resource_providers/:uuid/inventories/:resource_class'
     summary: 'Update one inventory',
     body: always(putInventorySchema),
     bodyName: 'PutInventory',
-    responses: { 200: 'The inventory' },
-    responseSchema: inventoryResponseSchema,
-    responseName: 'Inventory',
+    ...answers(200, 'The inventory', 'Inventory', inventoryResponseSchema),
     handler: async (c) => {
       const raw = await readJson(c);
       authorize(c, `${RULE}:update`);

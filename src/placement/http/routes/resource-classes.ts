@@ -16,7 +16,7 @@ import { isoNow } from '../../repo/lookups.js';
 import { resourceClassBodySchema } from '../../schemas/resource-classes.js';
 import { resourceClassListSchema, resourceClassSchema } from '../../schemas/responses.js';
 import { MV } from '../../versions.js';
-import { RouteTable, always } from '../../../http/route-table.js';
+import { RouteTable, always, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../profile.js';
 
 export const resourceClassRoutes = new RouteTable('placement', placementHttp);
@@ -28,9 +28,7 @@ resourceClassRoutes.resource('/resource_classes', {
   GET: {
     summary: 'List resource classes',
     since: MV.RESOURCE_CLASSES,
-    responses: { 200: 'Resource classes' },
-    responseSchema: resourceClassListSchema,
-    responseName: 'ResourceClassList',
+    ...answers(200, 'Resource classes', 'ResourceClassList', resourceClassListSchema),
     handler: async (c) => {
       authorize(c, `${RULE}:list`);
       const rows = await listResourceClasses(c.var.deps.store.db);
@@ -60,9 +58,7 @@ resourceClassRoutes.resource('/resource_classes/:name', {
   GET: {
     summary: 'Show a resource class',
     since: MV.RESOURCE_CLASSES,
-    responses: { 200: 'The class' },
-    responseSchema: resourceClassSchema,
-    responseName: 'ResourceClass',
+    ...answers(200, 'The class', 'ResourceClass', resourceClassSchema),
     handler: async (c) => {
       authorize(c, `${RULE}:show`);
       const rc = await requireResourceClass(c.var.deps.store.db, c.req.param('name'));

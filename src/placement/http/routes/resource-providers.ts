@@ -13,7 +13,7 @@ import { getProviderView, listProviders, type ProviderListFilter } from '../../r
 import { createProviderSchema, updateProviderSchema } from '../../schemas/providers.js';
 import { providerListResponseSchema, providerResponseSchema } from '../../schemas/responses.js';
 import { MV } from '../../versions.js';
-import { RouteTable, type QueryParam } from '../../../http/route-table.js';
+import { RouteTable, type QueryParam, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../profile.js';
 import type { Microversion } from '../../../microversion.js';
 
@@ -98,9 +98,7 @@ resourceProviderRoutes.resource('/resource_providers', {
   GET: {
     summary: 'List resource providers',
     query: providerListQuery,
-    responses: { 200: 'Providers' },
-    response: providerListResponseSchema,
-    responseName: 'ResourceProviderList',
+    ...answers(200, 'Providers', 'ResourceProviderList', providerListResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:list');
       const providers = await listProviders(c.var.deps.store.db, await parseListFilter(c));
@@ -135,9 +133,7 @@ resourceProviderRoutes.resource('/resource_providers', {
 resourceProviderRoutes.resource('/resource_providers/:uuid', {
   GET: {
     summary: 'Show a resource provider',
-    responses: { 200: 'The provider' },
-    response: providerResponseSchema,
-    responseName: 'ResourceProvider',
+    ...answers(200, 'The provider', 'ResourceProvider', providerResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:show');
       const uuid = c.req.param('uuid');
@@ -151,9 +147,7 @@ resourceProviderRoutes.resource('/resource_providers/:uuid', {
     summary: 'Update a resource provider',
     body: updateProviderSchema,
     bodyName: 'UpdateResourceProvider',
-    responses: { 200: 'The provider' },
-    response: providerResponseSchema,
-    responseName: 'ResourceProvider',
+    ...answers(200, 'The provider', 'ResourceProvider', providerResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:update');
       const body: ProviderBody = await readBody(c, updateProviderSchema(c.var.mv));

@@ -2,7 +2,7 @@ import { setCacheHeaders } from '../middleware.js';
 import type { VersionDocumentJson } from '../../schemas/responses.js';
 import { MAX_VERSION, MIN_VERSION } from '../../versions.js';
 import { versionDocumentSchema } from '../../schemas/responses.js';
-import { RouteTable } from '../../../http/route-table.js';
+import { RouteTable, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../profile.js';
 
 export const rootRoutes = new RouteTable('placement', placementHttp);
@@ -11,9 +11,7 @@ rootRoutes.resource('/', {
   GET: {
     summary: 'Version document',
     public: true,
-    responses: { 200: 'The supported microversions' },
-    responseSchema: versionDocumentSchema,
-    responseName: 'PlacementVersions',
+    ...answers(200, 'The supported microversions', 'PlacementVersions', versionDocumentSchema),
     handler: (c) => {
       setCacheHeaders(c);
       return c.json({

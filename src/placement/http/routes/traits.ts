@@ -10,7 +10,7 @@ import { isValidCustomTrait, putProviderTraitsSchema } from '../../schemas/trait
 import { STANDARD_TRAITS } from '../../standard-names.generated.js';
 import { providerTraitsResponseSchema, traitListResponseSchema } from '../../schemas/responses.js';
 import { MV } from '../../versions.js';
-import { RouteTable, always, named } from '../../../http/route-table.js';
+import { RouteTable, always, named, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../profile.js';
 
 export const traitRoutes = new RouteTable('placement', placementHttp);
@@ -55,9 +55,7 @@ traitRoutes.resource('/traits', {
     summary: 'List traits',
     since: MV.TRAITS,
     query: named(['name', 'in:NAME1,NAME2 or startswith:PREFIX'], ['associated', 'true or false']),
-    responses: { 200: 'Traits' },
-    responseSchema: traitListResponseSchema,
-    responseName: 'TraitList',
+    ...answers(200, 'Traits', 'TraitList', traitListResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:traits:list');
       const rows = await listTraits(c.var.deps.store.db, parseTraitListQuery(queryParams(c)));
@@ -121,9 +119,7 @@ traitRoutes.resource('/resource_providers/:uuid/traits', {
   GET: {
     summary: "A provider's traits",
     since: MV.TRAITS,
-    responses: { 200: 'Traits' },
-    responseSchema: providerTraitsResponseSchema,
-    responseName: 'ProviderTraits',
+    ...answers(200, 'Traits', 'ProviderTraits', providerTraitsResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:traits:list');
       const { db } = c.var.deps.store;
@@ -138,9 +134,7 @@ traitRoutes.resource('/resource_providers/:uuid/traits', {
     since: MV.TRAITS,
     body: always(putProviderTraitsSchema),
     bodyName: 'PutProviderTraits',
-    responses: { 200: 'Traits' },
-    responseSchema: providerTraitsResponseSchema,
-    responseName: 'ProviderTraits',
+    ...answers(200, 'Traits', 'ProviderTraits', providerTraitsResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:traits:update');
       const body = await readBody(c, putProviderTraitsSchema);

@@ -8,7 +8,7 @@ import { parseUsagesQuery } from '../../schemas/usages.js';
 import { providerUsagesSchema, usagesResponseSchema } from '../../schemas/responses.js';
 import { usagesQuerySchema } from '../../schemas/usages.js';
 import { MV } from '../../versions.js';
-import { RouteTable, zodQuery } from '../../../http/route-table.js';
+import { RouteTable, zodQuery, answers } from '../../../http/route-table.js';
 import { placementHttp } from '../profile.js';
 
 export const usageRoutes = new RouteTable('placement', placementHttp);
@@ -16,9 +16,7 @@ export const usageRoutes = new RouteTable('placement', placementHttp);
 usageRoutes.resource('/resource_providers/:uuid/usages', {
   GET: {
     summary: "A provider's usage",
-    responses: { 200: 'Usages' },
-    responseSchema: providerUsagesSchema,
-    responseName: 'ProviderUsages',
+    ...answers(200, 'Usages', 'ProviderUsages', providerUsagesSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:usages');
       const { db } = c.var.deps.store;
@@ -35,9 +33,7 @@ usageRoutes.resource('/usages', {
     summary: "A project's usage",
     since: MV.USAGES,
     query: (mv) => zodQuery(usagesQuerySchema(mv)),
-    responses: { 200: 'Usages' },
-    response: usagesResponseSchema,
-    responseName: 'Usages',
+    ...answers(200, 'Usages', 'Usages', usagesResponseSchema),
     handler: async (c) => {
       const query = parseUsagesQuery(queryParams(c), c.var.mv);
       // A project reader may see its own project's usage: the target is the queried project.

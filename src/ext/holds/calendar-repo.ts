@@ -1,0 +1,169 @@
+// What availability reads (docs/holds.md), in ONE read batch (one snapshot):
+// every provider tree with its inventories (the candidates engine's model,
+// built whole: CloudModel.of), every class, trait and aggregate name, the
+// allocations summed by (provider, class, end, hold drawn from), the holds
+// not over, and the statements of the read hooks the caller passes (their
+// state as of now: device taints, shared counters' bounds). No HTTP here.
+import type { InStatement, InValue, ResultSet } from '@libsql/client';
+import type { BatchReader } from '../../db/client.js';
+import { AGG, ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, LEASE, RC, RP, TRAIT } from '../../db/columns.js';
+import { CloudModel, inventoryColumns, type ProviderSpec, providerColumns } from '../../placement/candidates/cloud-model.js';
+import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
+import type { Lookups } from '../../placement/candidates/research.js';
+import { type Columns, columns, num, packedArray, type PackedRow } from '../../placement/candidates/sql.js';
+import { type Calendar, calendarOf, pairKey } from './calendar.js';
+import { type Allocation, drawnEndMs, type EndAction, FOREVER, type Hold } from './model.js';
+
+const PROVIDER = columns(['id', 'uuid', 'parent_provider_id', 'root_provider_id', 'traits', 'aggs']);
+const INVENTORY = columns(['rp', 'cls', 'name', 'total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'ratio']);
+const ALLOCATED = columns(['rp', 'cls', 'used', 'ends', 'hold']);
+const HELD = columns(['uuid', 'project', 'start_ms', 'end_ms', 'end_action', 'rp', 'cls', 'amount']);
+
+const packed = (cols: Columns<string>, from: string, args: InValue[] = []): InStatement => ({
+  sql: `SELECT ${packedArray(cols)} FROM (${from})`,
+  args,
+});
+
+function statements(nowMs: number): InStatement[] {
+  return [
+    packed(PROVIDER, `SELECT ${providerColumns} FROM resource_providers p ORDER BY p.${RP.id}`),
+    packed(
+      INVENTORY,
+      `SELECT ${inventoryColumns} FROM inventories i JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+        ORDER BY i.${INV.resourceProviderId}, i.${INV.resourceClassId}`,
+    ),
+    // A lease or a draw counts while it covers the consumer as it is (a rewrite since makes the claim lasting and undrawn), as repo.ts reads them.
+    packed(
+      ALLOCATED,
+      `SELECT rp, cls, SUM(used) AS used, ends, hold FROM (
+        SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, a.${ALLOC.used} AS used,
+          CASE WHEN l.${LEASE.consumerGeneration} = c.${CONSUMER.generation} THEN l.${LEASE.expiresAtMs} END AS ends,
+          CASE WHEN d.${HOLD_DRAW.consumerGeneration} = c.${CONSUMER.generation} THEN d.${HOLD_DRAW.holdUuid} END AS hold
+        FROM allocations a JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId}
+        LEFT JOIN ext_leases l ON l.${LEASE.consumerUuid} = a.${ALLOC.consumerId}
+        LEFT JOIN ext_hold_draws d ON d.${HOLD_DRAW.consumerUuid} = a.${ALLOC.consumerId})
+      GROUP BY rp, cls, ends, hold`,
+    ),
+    packed(
+      HELD,
+      `SELECT h.${HOLD.uuid} AS uuid, h.${HOLD.projectId} AS project, h.${HOLD.startMs} AS start_ms, h.${HOLD.endMs} AS end_ms,
+          h.${HOLD.endAction} AS end_action, ha.${HOLD_AMOUNT.resourceProviderId} AS rp, ha.${HOLD_AMOUNT.resourceClassId} AS cls,
+          ha.${HOLD_AMOUNT.amount} AS amount
+        FROM ext_hold_amounts ha JOIN ext_holds h ON h.${HOLD.uuid} = ha.${HOLD_AMOUNT.holdUuid} WHERE h.${HOLD.endMs} > ?`,
+      [nowMs],
+    ),
+    { sql: `SELECT ${RC.id} AS id, ${RC.name} AS name FROM resource_classes`, args: [] },
+    { sql: `SELECT ${TRAIT.id} AS id, ${TRAIT.name} AS name FROM traits`, args: [] },
+    { sql: `SELECT ${AGG.id} AS id, ${AGG.uuid} AS uuid FROM placement_aggregates`, args: [] },
+  ];
+}
+
+/** The cloud over time: the engine's model and names, and the calendar of its usage (pairs keyed by ids). */
+export interface CloudCalendar {
+  model: CloudModel;
+  lookups: Lookups;
+  calendar: Calendar;
+  /** What each hook passed read in the same snapshot. */
+  hookResults: Map<CandidateReadHook, ResultSet | undefined>;
+}
+
+const rowsOf = (result: ResultSet | undefined): PackedRow[] => JSON.parse(String(result?.rows[0]?.[0] ?? '[]')) as PackedRow[];
+
+/** The specs of the providers and inventories read (for CloudModel.of). */
+function specsOf(providers: ResultSet | undefined, inventories: ResultSet | undefined): ProviderSpec[] {
+  const specs = new Map<number, ProviderSpec & { inventories: ProviderSpec['inventories'][number][] }>();
+  const p = PROVIDER.at;
+  for (const r of rowsOf(providers)) {
+    specs.set(num(r[p.id]), {
+      id: num(r[p.id]),
+      uuid: String(r[p.uuid]),
+      parentId: r[p.parent_provider_id] === null ? null : num(r[p.parent_provider_id]),
+      rootId: num(r[p.root_provider_id]),
+      traits: r[p.traits] === null ? [] : String(r[p.traits]).split('\u001f'),
+      aggregates: r[p.aggs] === null ? [] : String(r[p.aggs]).split(',').map(Number),
+      inventories: [],
+    });
+  }
+  const i = INVENTORY.at;
+  for (const r of rowsOf(inventories)) {
+    specs.get(num(r[i.rp]))?.inventories.push({
+      classId: num(r[i.cls]),
+      className: String(r[i.name]),
+      total: num(r[i.total]),
+      reserved: num(r[i.reserved]),
+      minUnit: num(r[i.min_unit]),
+      maxUnit: num(r[i.max_unit]),
+      stepSize: num(r[i.step_size]),
+      allocationRatio: num(r[i.ratio]),
+    });
+  }
+  return [...specs.values()];
+}
+
+/** The holds read, their amounts keyed by (provider id, class id). */
+function holdsOf(result: ResultSet | undefined): Hold[] {
+  const holds = new Map<string, Hold & { amounts: Map<string, number> }>();
+  const h = HELD.at;
+  for (const r of rowsOf(result)) {
+    const uuid = String(r[h.uuid]);
+    let hold = holds.get(uuid);
+    if (!hold) {
+      hold = {
+        id: uuid,
+        project: String(r[h.project]),
+        startMs: num(r[h.start_ms]),
+        endMs: num(r[h.end_ms]),
+        endAction: String(r[h.end_action]) as EndAction,
+        amounts: new Map(),
+      };
+      holds.set(uuid, hold);
+    }
+    hold.amounts.set(pairKey(num(r[h.rp]), num(r[h.cls])), num(r[h.amount]));
+  }
+  return [...holds.values()];
+}
+
+/** Reads the cloud over time as of `nowMs`, and the statements of `hooks` (given the request's class names), in one batch. */
+export async function readCloudCalendar(
+  reader: BatchReader,
+  nowMs: number,
+  hooks: readonly CandidateReadHook[],
+  classNames: readonly string[],
+): Promise<CloudCalendar> {
+  const own = statements(nowMs);
+  const results = await reader.readBatch([...own, ...hooks.map((hook) => hook.statement(classNames))]);
+  const [providers, inventories, allocated, held, classes, traits, aggregates] = results;
+  const holds = holdsOf(held);
+  const byId = new Map(holds.map((h) => [h.id, h]));
+  const a = ALLOCATED.at;
+  const allocations: Allocation[] = rowsOf(allocated).map((r) => {
+    const holdId = r[a.hold] === null ? null : String(r[a.hold]);
+    const leased = r[a.ends] === null ? FOREVER : num(r[a.ends]);
+    const from = holdId === null ? undefined : byId.get(holdId);
+    return {
+      consumer: '',
+      project: '',
+      key: pairKey(num(r[a.rp]), num(r[a.cls])),
+      amount: num(r[a.used]),
+      // Drawn from a hold that releases them: they end at its end at the latest.
+      endsAtMs: from ? drawnEndMs(from, leased) : leased,
+      holdId,
+    };
+  });
+  const specs = specsOf(providers, inventories);
+  const hookResults = new Map<CandidateReadHook, ResultSet | undefined>();
+  hooks.forEach((hook, i) => {
+    hookResults.set(hook, results[own.length + i]);
+  });
+  return {
+    model: CloudModel.of(specs),
+    lookups: {
+      classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
+      traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
+      aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
+      rootIdByProviderUuid: new Map(specs.map((s) => [s.uuid, s.rootId])),
+    },
+    calendar: calendarOf(allocations, holds, nowMs),
+    hookResults,
+  };
+}
