@@ -73,6 +73,38 @@ function byProvider(
   return out;
 }
 
+/** At most this many journal entries are replayed in one claim on the primary. */
+const REPLAY_GROUP = 64;
+
+/**
+ * The pending entries in order, in groups that can be replayed as one claim: runs of entries not
+ * yet applied whose consumers are all distinct (a consumer met again starts a new group, so each
+ * consumer's entries stay in order), and the applied ones (to be marked) apart.
+ */
+function replayGroups(
+  notApplied: readonly JournalEntry[],
+  applied: ReadonlySet<number>,
+  pending: readonly JournalEntry[],
+): { applied: boolean; entries: JournalEntry[] }[] {
+  const groups: { applied: boolean; entries: JournalEntry[] }[] = [];
+  const duplicates = pending.filter((e) => applied.has(e.seq));
+  if (duplicates.length > 0) groups.push({ applied: true, entries: duplicates });
+  let current: JournalEntry[] = [];
+  let consumers = new Set<string>();
+  for (const entry of notApplied) {
+    const uuids = entry.claims.map((c) => c.uuid);
+    if (current.length >= REPLAY_GROUP || uuids.some((u) => consumers.has(u))) {
+      groups.push({ applied: false, entries: current });
+      current = [];
+      consumers = new Set();
+    }
+    current.push(entry);
+    for (const u of uuids) consumers.add(u);
+  }
+  if (current.length > 0) groups.push({ applied: false, entries: current });
+  return groups;
+}
+
 /** The consumers `claims` leave with allocations, as the site records them (owner kept where a claim names none). */
 function consumersAfter(claims: readonly ConsumerClaim[], known: ReadonlyMap<string, SiteConsumer>): SiteConsumer[] {
   return claims
@@ -207,8 +239,19 @@ export class SiteMode {
         this.depth = Math.max(0, this.depth - batch.length);
       };
       try {
-        for (const entry of pending) {
-          marks.push({ seq: entry.seq, outcome: await this.turns.run(() => this.replayOne(entry, hold, applied.has(entry.seq))) });
+        for (const group of replayGroups(
+          pending.filter((e) => !applied.has(e.seq)),
+          applied,
+          pending,
+        )) {
+          if (group.applied) marks.push(...group.entries.map((e) => ({ seq: e.seq, outcome: 'duplicate' })));
+          else {
+            const together = await this.turns.run(() => this.replayTogether(group.entries, hold));
+            if (together) marks.push(...together);
+            else
+              for (const entry of group.entries)
+                marks.push({ seq: entry.seq, outcome: await this.turns.run(() => this.replayOne(entry, hold, false)) });
+          }
           if (marks.length >= 64) await flush();
         }
       } finally {
@@ -231,6 +274,34 @@ export class SiteMode {
       if (done) break;
     }
     await this.refresh();
+  }
+
+  /**
+   * Entries of distinct consumers in one claim on the primary (one read, one write batch), each with
+   * its ext_site_replays row: all applied, or none. Null where the primary refused the group (one by
+   * one then finds which entry, and words its refusal); a primary that does not answer throws.
+   */
+  private async replayTogether(
+    entries: readonly JournalEntry[],
+    holdUuid: string | null,
+  ): Promise<{ seq: number; outcome: string }[] | null> {
+    const deps = this.writeDeps;
+    if (!deps) throw new Error('site mode not started');
+    if (entries.length === 1 || holdUuid === null) return null;
+    const nowMs = this.now();
+    const params = new Map([['ext_hold', holdUuid]]);
+    const claims = entries.flatMap((e) => e.claims.map((c) => ({ ...c, generation: undefined })));
+    const alongside = [
+      ...deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs)),
+      ...entries.map((e) => replayRecord(this.site, e.seq, e.idemKey, iso(nowMs))),
+    ];
+    try {
+      await claimAllocations(deps, claims, { requireGeneration: false, now: iso(nowMs), endpoint: 'allocations', alongside, params });
+      return entries.map((e) => ({ seq: e.seq, outcome: 'applied' }));
+    } catch (err) {
+      if (err instanceof DomainError) return null;
+      throw err;
+    }
   }
 
   /** One journal entry on the primary, at most once (ext_site_replays' key): what became of it. */
