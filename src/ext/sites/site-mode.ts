@@ -172,6 +172,12 @@ export class SiteMode {
     this.writeDeps = deps;
     this.depth = await this.options.local.depth();
     this.lastReplayed = (await this.options.local.snapshot()).lastReplayed;
+    // A journal left to replay (a crash while cut off, or mid-replay): still partitioned until it is,
+    // so a claim or delete now is journaled after it, never sent to the primary ahead of it.
+    if (this.depth > 0) {
+      this.link = 'partitioned';
+      await this.report(true);
+    }
     this.timer = setInterval(() => void this.tick(), this.options.settings.probeMs);
     this.timer.unref?.();
     await this.tick();
