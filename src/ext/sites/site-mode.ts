@@ -122,6 +122,19 @@ function consumersAfter(claims: readonly ConsumerClaim[], known: ReadonlyMap<str
     });
 }
 
+/** `after` holding at least what `before` held, per provider and class (a write whose outcome is unknown). */
+function atLeastAsBefore(after: SiteConsumer, before: SiteConsumer | undefined): SiteConsumer {
+  if (!before) return after;
+  const allocations: SiteConsumer['allocations'] = {};
+  for (const side of [before.allocations, after.allocations])
+    for (const [provider, resources] of Object.entries(side))
+      for (const [rc, n] of Object.entries(resources)) {
+        const mine = (allocations[provider] ??= {});
+        mine[rc] = Math.max(mine[rc] ?? 0, n);
+      }
+  return { ...after, allocations };
+}
+
 export interface SiteModeOptions {
   settings: SiteSettings;
   primary: DataStore;
@@ -376,7 +389,8 @@ export class SiteMode {
         await claimAllocations(deps, claims, { requireGeneration, now: iso(nowMs), endpoint, alongside, params });
       } catch (err) {
         if (err instanceof DomainError) return false;
-        await this.options.local.remember(after);
+        // Applied or not: counted as the larger of what it held and what it asked, per provider and class.
+        await this.options.local.remember(after.map((c) => atLeastAsBefore(c, consumers.get(c.uuid))));
         throw err;
       }
       await this.options.local.remember(after);
