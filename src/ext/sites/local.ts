@@ -181,6 +181,20 @@ export class LocalSiteFile {
     return num(results[results.length - 1]!.rows[0]!.seq);
   }
 
+  /** The slice's amounts as given (a rebalancing's shrink, taken before the primary is asked). */
+  async setSlice(entries: readonly SliceEntry[]): Promise<void> {
+    await this.ready;
+    await this.client.batch(
+      entries.map(
+        (e): InStatement => ({
+          sql: 'UPDATE site_slice SET amount = ? WHERE provider = ? AND resource_class = ?',
+          args: [e.amount, e.provider, e.resourceClass],
+        }),
+      ),
+      'write',
+    );
+  }
+
   /** Consumers drawn from the slice on the primary while connected (or perhaps: a claim whose outcome is unknown). */
   async remember(consumers: SiteConsumer[]): Promise<void> {
     await this.ready;
@@ -220,13 +234,19 @@ export class LocalSiteFile {
     return num(rs.rows[0]!.n);
   }
 
-  /** Marks `seq` done on the primary (after the primary has committed it, or refused it): `outcome` says which. */
-  async replayed(seq: number, nowMs: number, outcome: string): Promise<void> {
+  /** Marks entries done on the primary (after the primary has committed them, or refused them): each `outcome` says which. */
+  async replayed(entries: readonly { seq: number; outcome: string }[], nowMs: number): Promise<void> {
     await this.ready;
+    if (entries.length === 0) return;
     await this.client.batch(
       [
-        { sql: 'UPDATE site_journal SET replayed_at = ?, outcome = ? WHERE seq = ? AND replayed_at IS NULL', args: [nowMs, outcome, seq] },
-        { sql: 'UPDATE site_state SET last_replayed = MAX(last_replayed, ?) WHERE id = 1', args: [seq] },
+        ...entries.map(
+          (e): InStatement => ({
+            sql: 'UPDATE site_journal SET replayed_at = ?, outcome = ? WHERE seq = ? AND replayed_at IS NULL',
+            args: [nowMs, e.outcome, e.seq],
+          }),
+        ),
+        { sql: 'UPDATE site_state SET last_replayed = MAX(last_replayed, ?) WHERE id = 1', args: [Math.max(...entries.map((e) => e.seq))] },
       ],
       'write',
     );

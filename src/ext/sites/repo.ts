@@ -95,6 +95,17 @@ export async function replayApplied(reader: BatchReader, site: string, seq: numb
   return rs!.rows.length > 0;
 }
 
+/** The entries of `site`'s journal from `seq` on that the primary has applied. */
+export async function appliedSince(reader: BatchReader, site: string, seq: number): Promise<Set<number>> {
+  const [rs] = await reader.readBatch([
+    {
+      sql: `SELECT ${SITE_REPLAY.seq} AS seq FROM ext_site_replays WHERE ${SITE_REPLAY.site} = ? AND ${SITE_REPLAY.seq} >= ?`,
+      args: [site, seq],
+    },
+  ]);
+  return new Set(rs!.rows.map((r) => Number(r.seq)));
+}
+
 /** The statement that records entry `seq` applied, in the entry's own write batch (a second one fails the batch: primary key). */
 export const replayRecord = (site: string, seq: number, idemKey: string, now: string): WriteStatement =>
   stmt(

@@ -13,6 +13,7 @@
 // Connected, it rebalances its slice by watermarks (demarcation). No HTTP here.
 import type { DataStore, Mutex as MutexType } from '../../db/client.js';
 import { Mutex } from '../../db/client.js';
+import type { Logger } from '../../deps.js';
 import { DomainError } from '../../errors.js';
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../../placement/repo/consumers.js';
@@ -22,8 +23,8 @@ import { type ClaimEndpoint, ClaimRefused, ConsumerGenerationMismatch } from '..
 import { brokenRule, CLAIM_RULES } from '../../placement/writes/rules.js';
 import { type Key, keyOf } from '../holds/model.js';
 import { type HoldDeps, ownedHold, putOwnedHold } from '../holds/service.js';
-import { type LocalSiteFile, type SiteConsumer, type SliceEntry, usedBy } from './local.js';
-import { readSiteView, replayApplied, replayRecord } from './repo.js';
+import { type JournalEntry, type LocalSiteFile, type SiteConsumer, type SliceEntry, usedBy } from './local.js';
+import { appliedSince, readSiteView, replayApplied, replayRecord } from './repo.js';
 import type { SiteSettings } from './settings.js';
 
 export const SLICE_EXHAUSTED = 'placement.ext.slice_exhausted';
@@ -39,12 +40,6 @@ export class SiteCutOff extends Error {
 }
 
 export type SiteLink = 'connected' | 'partitioned';
-
-export interface SiteLog {
-  info(msg: string, extra?: Record<string, unknown>): void;
-  warn(msg: string, extra?: Record<string, unknown>): void;
-  error(msg: string, extra?: Record<string, unknown>): void;
-}
 
 /** What GET /ext/site, /metrics and /readyz say of the site. */
 export interface SiteStatus {
@@ -78,11 +73,73 @@ function byProvider(
   return out;
 }
 
+/** At most this many journal entries are replayed in one claim on the primary. */
+const REPLAY_GROUP = 64;
+
+/**
+ * The pending entries in order, in groups that can be replayed as one claim: runs of entries not
+ * yet applied whose consumers are all distinct (a consumer met again starts a new group, so each
+ * consumer's entries stay in order), and the applied ones (to be marked) apart.
+ */
+function replayGroups(
+  notApplied: readonly JournalEntry[],
+  applied: ReadonlySet<number>,
+  pending: readonly JournalEntry[],
+): { applied: boolean; entries: JournalEntry[] }[] {
+  const groups: { applied: boolean; entries: JournalEntry[] }[] = [];
+  const duplicates = pending.filter((e) => applied.has(e.seq));
+  if (duplicates.length > 0) groups.push({ applied: true, entries: duplicates });
+  let current: JournalEntry[] = [];
+  let consumers = new Set<string>();
+  for (const entry of notApplied) {
+    const uuids = entry.claims.map((c) => c.uuid);
+    if (current.length >= REPLAY_GROUP || uuids.some((u) => consumers.has(u))) {
+      groups.push({ applied: false, entries: current });
+      current = [];
+      consumers = new Set();
+    }
+    current.push(entry);
+    for (const u of uuids) consumers.add(u);
+  }
+  if (current.length > 0) groups.push({ applied: false, entries: current });
+  return groups;
+}
+
+/** The consumers `claims` leave with allocations, as the site records them (owner kept where a claim names none). */
+function consumersAfter(claims: readonly ConsumerClaim[], known: ReadonlyMap<string, SiteConsumer>): SiteConsumer[] {
+  return claims
+    .filter((c) => Object.keys(c.allocations).length > 0)
+    .map((c) => {
+      const existing = known.get(c.uuid);
+      return {
+        uuid: c.uuid,
+        project: c.projectId ?? existing?.project ?? INCOMPLETE_CONSUMER_PROJECT_ID,
+        user: c.userId ?? existing?.user ?? INCOMPLETE_CONSUMER_USER_ID,
+        consumerType: c.consumerType ?? existing?.consumerType ?? null,
+        generation: (existing?.generation ?? 0) + 1,
+        allocations: c.allocations,
+      };
+    });
+}
+
+/** `after` holding at least what `before` held, per provider and class (a write whose outcome is unknown). */
+function atLeastAsBefore(after: SiteConsumer, before: SiteConsumer | undefined): SiteConsumer {
+  if (!before) return after;
+  const allocations: SiteConsumer['allocations'] = {};
+  for (const side of [before.allocations, after.allocations])
+    for (const [provider, resources] of Object.entries(side))
+      for (const [rc, n] of Object.entries(resources)) {
+        const mine = (allocations[provider] ??= {});
+        mine[rc] = Math.max(mine[rc] ?? 0, n);
+      }
+  return { ...after, allocations };
+}
+
 export interface SiteModeOptions {
   settings: SiteSettings;
   primary: DataStore;
   local: LocalSiteFile;
-  log: SiteLog;
+  log: Logger;
   nowMs?: () => number;
   newId?: () => string;
   gauges?: SiteGauges;
@@ -128,6 +185,12 @@ export class SiteMode {
     this.writeDeps = deps;
     this.depth = await this.options.local.depth();
     this.lastReplayed = (await this.options.local.snapshot()).lastReplayed;
+    // A journal left to replay (a crash while cut off, or mid-replay): still partitioned until it is,
+    // so a claim or delete now is journaled after it, never sent to the primary ahead of it.
+    if (this.depth > 0) {
+      this.link = 'partitioned';
+      await this.report(true);
+    }
     this.timer = setInterval(() => void this.tick(), this.options.settings.probeMs);
     this.timer.unref?.();
     await this.tick();
@@ -179,12 +242,42 @@ export class SiteMode {
 
   /** Replays the journal, then (nothing left, under the turns so no local claim slips in between) back to connected. */
   private async heal(): Promise<void> {
+    const { primary, local } = this.options;
     for (;;) {
-      const pending = await this.options.local.pending();
-      const hold = (await this.options.local.snapshot()).holdUuid;
-      for (const entry of pending) await this.turns.run(() => this.replayOne(entry, hold));
+      const pending = await local.pending();
+      const hold = (await local.snapshot()).holdUuid;
+      // What the primary has applied already (a crash after its commit, before the local mark): one read.
+      const applied = pending.length > 0 ? await appliedSince(primary, this.site, pending[0]!.seq) : new Set<number>();
+      // Marked done in groups: an entry applied but not yet marked is found applied next time (idempotent).
+      const marks: { seq: number; outcome: string }[] = [];
+      const flush = async () => {
+        if (marks.length === 0) return;
+        const batch = marks.splice(0);
+        await local.replayed(batch, this.now());
+        this.lastReplayed = Math.max(this.lastReplayed, ...batch.map((m) => m.seq));
+        this.depth = Math.max(0, this.depth - batch.length);
+      };
+      try {
+        for (const group of replayGroups(
+          pending.filter((e) => !applied.has(e.seq)),
+          applied,
+          pending,
+        )) {
+          if (group.applied) marks.push(...group.entries.map((e) => ({ seq: e.seq, outcome: 'duplicate' })));
+          else {
+            const together = await this.turns.run(() => this.replayTogether(group.entries, hold));
+            if (together) marks.push(...together);
+            else
+              for (const entry of group.entries)
+                marks.push({ seq: entry.seq, outcome: await this.turns.run(() => this.replayOne(entry, hold, false)) });
+          }
+          if (marks.length >= 64) await flush();
+        }
+      } finally {
+        await flush();
+      }
       const done = await this.turns.run(async () => {
-        this.depth = await this.options.local.depth();
+        this.depth = await local.depth();
         if (this.depth > 0) return false;
         if (this.link === 'partitioned') {
           this.link = 'connected';
@@ -202,36 +295,57 @@ export class SiteMode {
     await this.refresh();
   }
 
-  /** One journal entry on the primary, at most once: skipped where ext_site_replays has it. */
-  private async replayOne(entry: Awaited<ReturnType<LocalSiteFile['pending']>>[number], holdUuid: string | null): Promise<void> {
+  /**
+   * Entries of distinct consumers in one claim on the primary (one read, one write batch), each with
+   * its ext_site_replays row: all applied, or none. Null where the primary refused the group (one by
+   * one then finds which entry, and words its refusal); a primary that does not answer throws.
+   */
+  private async replayTogether(
+    entries: readonly JournalEntry[],
+    holdUuid: string | null,
+  ): Promise<{ seq: number; outcome: string }[] | null> {
     const deps = this.writeDeps;
     if (!deps) throw new Error('site mode not started');
-    const { primary, local } = this.options;
-    let outcome = 'applied';
-    if (await replayApplied(primary, this.site, entry.seq)) outcome = 'duplicate';
-    else {
-      const nowMs = this.now();
-      const params = new Map<string, string>(entry.kind === 'claim' && holdUuid ? [['ext_hold', holdUuid]] : []);
-      const claims = entry.claims.map((c) => ({ ...c, generation: undefined }));
-      const alongside = [
-        ...(params.size > 0 ? deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs)) : []),
-        replayRecord(this.site, entry.seq, entry.idemKey, iso(nowMs)),
-      ];
-      try {
-        await claimAllocations(deps, claims, { requireGeneration: false, now: iso(nowMs), endpoint: 'allocations', alongside, params });
-      } catch (err) {
-        // A replay racing another replay of the same entry loses on ext_site_replays' key: applied once.
-        if (await replayApplied(primary, this.site, entry.seq)) outcome = 'duplicate';
-        else if (err instanceof DomainError) {
-          outcome = `refused: ${err.message}`;
-          this.conflicts += 1;
-          this.options.log.error('site: the primary refused a journal entry', { site: this.site, seq: entry.seq, err: err.message });
-        } else throw err;
-      }
+    if (entries.length === 1 || holdUuid === null) return null;
+    const nowMs = this.now();
+    const params = new Map([['ext_hold', holdUuid]]);
+    const claims = entries.flatMap((e) => e.claims.map((c) => ({ ...c, generation: undefined })));
+    const alongside = [
+      ...deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs)),
+      ...entries.map((e) => replayRecord(this.site, e.seq, e.idemKey, iso(nowMs))),
+    ];
+    try {
+      await claimAllocations(deps, claims, { requireGeneration: false, now: iso(nowMs), endpoint: 'allocations', alongside, params });
+      return entries.map((e) => ({ seq: e.seq, outcome: 'applied' }));
+    } catch (err) {
+      if (err instanceof DomainError) return null;
+      throw err;
     }
-    await local.replayed(entry.seq, this.now(), outcome);
-    this.lastReplayed = Math.max(this.lastReplayed, entry.seq);
-    this.depth = Math.max(0, this.depth - 1);
+  }
+
+  /** One journal entry on the primary, at most once (ext_site_replays' key): what became of it. */
+  private async replayOne(entry: JournalEntry, holdUuid: string | null, knownApplied: boolean): Promise<string> {
+    const deps = this.writeDeps;
+    if (!deps) throw new Error('site mode not started');
+    if (knownApplied) return 'duplicate';
+    const nowMs = this.now();
+    const params = new Map<string, string>(entry.kind === 'claim' && holdUuid ? [['ext_hold', holdUuid]] : []);
+    const claims = entry.claims.map((c) => ({ ...c, generation: undefined }));
+    const alongside = [
+      ...(params.size > 0 ? deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs)) : []),
+      replayRecord(this.site, entry.seq, entry.idemKey, iso(nowMs)),
+    ];
+    try {
+      await claimAllocations(deps, claims, { requireGeneration: false, now: iso(nowMs), endpoint: 'allocations', alongside, params });
+      return 'applied';
+    } catch (err) {
+      // A replay racing another replay of the same entry loses on ext_site_replays' key: applied once.
+      if (await replayApplied(this.options.primary, this.site, entry.seq)) return 'duplicate';
+      if (!(err instanceof DomainError)) throw err;
+      this.conflicts += 1;
+      this.options.log.error('site: the primary refused a journal entry', { site: this.site, seq: entry.seq, err: err.message });
+      return `refused: ${err.message}`;
+    }
   }
 
   /**
@@ -270,24 +384,13 @@ export class SiteMode {
       const params = new Map([['ext_hold', snap.holdUuid]]);
       const alongside = deps.writeHooks.claimParams.flatMap((p) => p.alongside(params, claims, nowMs));
       const consumers = new Map(snap.consumers.map((c) => [c.uuid, c]));
-      const after = claims
-        .filter((c) => Object.keys(c.allocations).length > 0)
-        .map((c): SiteConsumer => {
-          const existing = consumers.get(c.uuid);
-          return {
-            uuid: c.uuid,
-            project: c.projectId ?? existing?.project ?? INCOMPLETE_CONSUMER_PROJECT_ID,
-            user: c.userId ?? existing?.user ?? INCOMPLETE_CONSUMER_USER_ID,
-            consumerType: c.consumerType ?? existing?.consumerType ?? null,
-            generation: (existing?.generation ?? 0) + 1,
-            allocations: c.allocations,
-          };
-        });
+      const after = consumersAfter(claims, consumers);
       try {
         await claimAllocations(deps, claims, { requireGeneration, now: iso(nowMs), endpoint, alongside, params });
       } catch (err) {
         if (err instanceof DomainError) return false;
-        await this.options.local.remember(after);
+        // Applied or not: counted as the larger of what it held and what it asked, per provider and class.
+        await this.options.local.remember(after.map((c) => atLeastAsBefore(c, consumers.get(c.uuid))));
         throw err;
       }
       await this.options.local.remember(after);
@@ -304,34 +407,43 @@ export class SiteMode {
   private async rebalance(): Promise<void> {
     const { lowWatermark, highWatermark, rebalanceStep } = this.options.settings;
     if (rebalanceStep === 0) return;
-    const snap = await this.options.local.snapshot();
-    if (snap.holdUuid === null || snap.slice.length === 0) return;
-    const used = usedBy(snap.consumers);
-    const target = new Map<Key, number>();
-    let changed = false;
-    for (const e of snap.slice) {
-      const key = keyOf(e.provider, e.resourceClass);
-      const drawn = used.get(key) ?? 0;
-      const left = e.amount - drawn;
-      let amount = e.amount;
-      if (left < lowWatermark * e.amount) amount = e.amount + rebalanceStep;
-      else if (left > highWatermark * e.amount) amount = Math.max(drawn, 1, e.amount - rebalanceStep);
-      if (amount !== e.amount) changed = true;
-      target.set(key, amount);
-    }
-    if (!changed) return;
-    const holdDeps: HoldDeps = { store: this.options.primary, nowMs: this.now, newId: this.newId };
-    const current = await ownedHold(holdDeps, this.owner);
-    if (!current || current.generation !== snap.holdGeneration) return;
-    try {
-      await putOwnedHold(holdDeps, this.owner, target);
-    } catch (err) {
-      if (!(err instanceof DomainError)) throw err;
-      // More does not fit beside the others: the slice stays as it is.
-      this.options.log.info('site: rebalancing refused', { site: this.site, err: err.message });
-      return;
-    }
-    await this.refresh();
+    const asked = await this.turns.run(async () => {
+      if (this.partitioned) return false;
+      const snap = await this.options.local.snapshot();
+      if (snap.holdUuid === null || snap.slice.length === 0) return false;
+      const used = usedBy(snap.consumers);
+      const target = new Map<Key, number>();
+      let changed = false;
+      for (const e of snap.slice) {
+        const key = keyOf(e.provider, e.resourceClass);
+        const drawn = used.get(key) ?? 0;
+        const left = e.amount - drawn;
+        let amount = e.amount;
+        if (left < lowWatermark * e.amount) amount = e.amount + rebalanceStep;
+        else if (left > highWatermark * e.amount) amount = Math.max(drawn, 1, e.amount - rebalanceStep);
+        if (amount !== e.amount) changed = true;
+        target.set(key, amount);
+      }
+      if (!changed) return false;
+      const holdDeps: HoldDeps = { store: this.options.primary, nowMs: this.now, newId: this.newId };
+      const current = await ownedHold(holdDeps, this.owner);
+      if (!current || current.generation !== snap.holdGeneration) return false;
+      // What shrinks is taken from the local slice first, what grows only once the primary has
+      // admitted it: whatever becomes of the edit (refused, or no answer), the site never counts on
+      // more than the primary holds for it.
+      const smaller = snap.slice.map((e) => ({ ...e, amount: Math.min(e.amount, target.get(keyOf(e.provider, e.resourceClass))!) }));
+      await this.options.local.setSlice(smaller);
+      try {
+        await putOwnedHold(holdDeps, this.owner, target);
+      } catch (err) {
+        if (!(err instanceof DomainError)) throw err;
+        // More does not fit beside the others: the slice stays as it is.
+        this.options.log.info('site: rebalancing refused', { site: this.site, err: err.message });
+        return false;
+      }
+      return true;
+    });
+    if (asked) await this.refresh();
   }
 
   /**
@@ -394,23 +506,8 @@ export class SiteMode {
           }
         }
       }
-      const after: SiteConsumer[] = [];
-      const removed: string[] = [];
-      for (const claim of claims) {
-        if (Object.keys(claim.allocations).length === 0) {
-          removed.push(claim.uuid);
-          continue;
-        }
-        const existing = consumers.get(claim.uuid);
-        after.push({
-          uuid: claim.uuid,
-          project: claim.projectId ?? existing?.project ?? INCOMPLETE_CONSUMER_PROJECT_ID,
-          user: claim.userId ?? existing?.user ?? INCOMPLETE_CONSUMER_USER_ID,
-          consumerType: claim.consumerType ?? existing?.consumerType ?? null,
-          generation: (existing?.generation ?? 0) + 1,
-          allocations: claim.allocations,
-        });
-      }
+      const after = consumersAfter(claims, consumers);
+      const removed = claims.filter((c) => Object.keys(c.allocations).length === 0).map((c) => c.uuid);
       const journaled = claims.map((c) => ({
         ...c,
         projectId: after.find((a) => a.uuid === c.uuid)?.project ?? c.projectId,
