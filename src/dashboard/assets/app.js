@@ -3,9 +3,9 @@
 // from /dashboard/api/summary (one database round trip, paged on the server);
 // traits, resource classes, devices and dead letters from the public APIs.
 // Loaded as a module script: strict mode, deferred.
+import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
+
 (() => {
-  const AUTH = document.querySelector('meta[name="placement-auth"]').content;
-  const TOKEN_KEY = 'placement-edge.dashboard.token';
   const OVER_PERCENT = 80;
   const DEVICES_PER_PAGE = 20;
   /** Trait chips shown before "+N more". */
@@ -36,29 +36,8 @@
     deviceTaints: new Map(),
   };
 
-  const $ = (id) => document.getElementById(id);
 
-  /** A DOM element: h('td', { class: 'num' }, 'text', child). Styles go through CSSOM (CSP allows no inline style). */
-  function h(tag, props, ...children) {
-    const el = document.createElement(tag);
-    if (props) {
-      for (const [key, value] of Object.entries(props)) {
-        if (value === undefined || value === null || value === false) continue;
-        if (key === 'class') el.className = value;
-        else if (key === 'style') Object.assign(el.style, value);
-        else if (key.startsWith('on')) el.addEventListener(key.slice(2), value);
-        else el.setAttribute(key, value === true ? '' : String(value));
-      }
-    }
-    for (const child of children.flat(Infinity)) {
-      if (child === undefined || child === null || child === false) continue;
-      el.append(child instanceof Node ? child : String(child));
-    }
-    return el;
-  }
 
-  const fmt = (n) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toLocaleString('en-US', { maximumFractionDigits: 2 }));
-  const plural = (n, word) => `${fmt(n)} ${word}${n === 1 ? '' : 's'}`;
   const pct = (used, capacity) => (capacity > 0 ? (100 * used) / capacity : used > 0 ? Infinity : 0);
 
   /** Percent used, rounded: "31%", "150%"; "–" with no capacity and no use. */
@@ -97,10 +76,6 @@
   // --- authentication -------------------------------------------------------
 
   class AuthRequired extends Error {}
-
-  function token() {
-    return sessionStorage.getItem(TOKEN_KEY) || (AUTH === 'noauth2' ? 'admin' : null);
-  }
 
   function showLogin(message) {
     $('login').hidden = false;

@@ -5,36 +5,22 @@
 // reloads whenever the page's own refresh finishes (the status line says
 // "updated"), with the page's token. Loaded as a module script (before
 // app.js, so it watches the status line before the first refresh ends).
+import { $, fmt, h, plural, token } from './dom.js';
+
 (() => {
-  const TOKEN_KEY = 'placement-edge.dashboard.token';
-  const AUTH = document.querySelector('meta[name="placement-auth"]').content;
   /** An end further than this past the last finite one is drawn as open (a site's slice never ends). */
   const OPEN_END = Date.parse('9000-01-01T00:00:00Z');
   const HOUR = 3_600_000;
   const DAY = 24 * HOUR;
-  const $ = (id) => document.getElementById(id);
 
-  function h(tag, props, ...children) {
-    const el = document.createElement(tag);
-    for (const [key, value] of Object.entries(props || {})) {
-      if (value === undefined || value === null || value === false) continue;
-      if (key === 'class') el.className = value;
-      else if (key === 'style') Object.assign(el.style, value);
-      else el.setAttribute(key, value === true ? '' : String(value));
-    }
-    for (const child of children.flat(Infinity)) if (child !== undefined && child !== null && child !== false) el.append(child instanceof Node ? child : String(child));
-    return el;
-  }
 
-  const fmt = (n) => n.toLocaleString('en-US');
-  const plural = (n, word) => `${fmt(n)} ${word}${n === 1 ? '' : 's'}`;
   const when = (ms) => new Date(ms).toISOString().replace('T', ' ').replace(/:\d\d\.\d+Z$/, ' UTC');
 
   async function load() {
-    const token = sessionStorage.getItem(TOKEN_KEY) || (AUTH === 'noauth2' ? 'admin' : null);
-    if (!token) return null;
+    const signedIn = token();
+    if (!signedIn) return null;
     const res = await fetch('/ext/holds/timeline', {
-      headers: { accept: 'application/json', 'x-auth-token': token, 'openstack-api-version': 'placement latest' },
+      headers: { accept: 'application/json', 'x-auth-token': signedIn, 'openstack-api-version': 'placement latest' },
       cache: 'no-store',
     });
     if (!res.ok) return { unavailable: `${res.status} ${res.statusText}` };

@@ -6,39 +6,23 @@
 // (and whether they could go elsewhere), and the inventories left over
 // capacity. Nothing is written. A module of its own beside app.js: it shares
 // only the page and the token the sign-in form keeps (sessionStorage).
+import { $, fmt, h, plural, token } from './dom.js';
+
 (() => {
-  const AUTH = document.querySelector('meta[name="placement-auth"]').content;
-  const TOKEN_KEY = 'placement-edge.dashboard.token';
   const DISPLACED_SHOWN = 20;
-  const $ = (id) => document.getElementById(id);
 
-  function h(tag, props, ...children) {
-    const el = document.createElement(tag);
-    for (const [key, value] of Object.entries(props || {})) {
-      if (value === undefined || value === null || value === false) continue;
-      if (key === 'class') el.className = value;
-      else el.setAttribute(key, value === true ? '' : String(value));
-    }
-    for (const child of children.flat(Infinity)) {
-      if (child === undefined || child === null || child === false) continue;
-      el.append(child instanceof Node ? child : String(child));
-    }
-    return el;
-  }
 
-  const fmt = (n) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toLocaleString('en-US', { maximumFractionDigits: 2 }));
-  const plural = (n, word) => `${fmt(n)} ${word}${n === 1 ? '' : 's'}`;
   const signed = (n) => (n > 0 ? `+${fmt(n)}` : n < 0 ? `−${fmt(-n)}` : '±0');
 
   async function api(method, path, body) {
-    const token = sessionStorage.getItem(TOKEN_KEY) || (AUTH === 'noauth2' ? 'admin' : null);
-    if (!token) throw new Error('Sign in first.');
+    const signedIn = token();
+    if (!signedIn) throw new Error('Sign in first.');
     const res = await fetch(path, {
       method,
       headers: {
         accept: 'application/json',
         'content-type': 'application/json',
-        'x-auth-token': token,
+        'x-auth-token': signedIn,
         'openstack-api-version': 'placement latest',
       },
       body: body === undefined ? undefined : JSON.stringify(body),
