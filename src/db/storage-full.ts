@@ -45,11 +45,23 @@ function succeeded(): void {
   log.info('database disk has space again: writes succeed', { full_for_ms: Date.now() - since, writes_refused: count });
 }
 
-/** Follows a write: a refusal for lack of space begins (or counts in) an episode, a success ends it. */
+/** Whether a write's result (a result set, or a batch's) changed rows: a write that changed nothing commits on a full disk too. */
+function wroteRows(result: unknown): boolean {
+  const sets = Array.isArray(result) ? result : [result];
+  return sets.some(
+    (r) => typeof (r as { rowsAffected?: unknown } | null)?.rowsAffected === 'number' && (r as { rowsAffected: number }).rowsAffected > 0,
+  );
+}
+
+/**
+ * Follows a write: a refusal for lack of space begins (or counts in) an
+ * episode, a write that changed rows ends it (a sweep finding nothing to do
+ * commits on a full disk, and would split one episode into many).
+ */
 export function watchWrite<T>(write: Promise<T>, log: StorageLog | undefined): Promise<T> {
   return write.then(
     (result) => {
-      succeeded();
+      if (wroteRows(result)) succeeded();
       return result;
     },
     (err: unknown) => {
