@@ -1,7 +1,8 @@
 // Shared by the extension tests: claims made the way a scheduler makes them
 // (the first candidate of a tree, through the API), and headroom reads.
 import { expect } from 'vitest';
-import type { TestApp } from '../helpers/test-app.js';
+import { provider } from '../helpers/providers.js';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 export const PROJECT = '6b4e8a0c-0000-4000-8000-000000000001';
 export const USER = '6b4e8a0c-0000-4000-8000-000000000002';
@@ -101,3 +102,11 @@ export const preemptionBody = (
   victims,
   grace_seconds: 30,
 });
+
+/** The holds tests' stage: a fresh app whose clock reads `now()` (virtual), and a host of 16 PGPU and `vcpu` VCPU. */
+export async function gpuHostOnVirtualClock(now: () => number, vcpu: number): Promise<{ t: TestApp; gpu: string }> {
+  const t = await makeTestApp();
+  t.deps.clock = () => new Date(now());
+  const gpu = await provider(t, { inventory: { PGPU: { total: 16 }, VCPU: { total: vcpu } } });
+  return { t, gpu };
+}
