@@ -7,6 +7,10 @@ import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 export const PROJECT = '6b4e8a0c-0000-4000-8000-000000000001';
 export const USER = '6b4e8a0c-0000-4000-8000-000000000002';
 
+/** An hour in milliseconds, and a moment in milliseconds as the ISO 8601 text the holds API takes. */
+export const HOUR = 3600_000;
+export const at = (ms: number) => new Date(ms).toISOString();
+
 export interface HeadroomBody {
   total: number;
   trees: { root_provider_uuid: string; count: number }[];
