@@ -5,13 +5,11 @@
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { buildDist, EXTERNAL_PACKAGES } from '../scripts/build.js';
-import { startServerProcess, type ServerProcess } from './helpers/node-server.js';
+import { installDistAndServe, type InstalledDist } from './helpers/installed-dist.js';
+import type { ServerProcess } from './helpers/node-server.js';
 import { describeWithPart } from './helpers/parts.js';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -32,24 +30,17 @@ async function node18(): Promise<{ version?: string; missing?: string }> {
 const found = await node18();
 
 describeWithPart(found.missing, 'the bundled agent on Node 18', () => {
+  let dist: InstalledDist | undefined;
   let work: string;
   let installed: string;
   let server: ServerProcess | undefined;
 
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), 'placement-agent-node18-'));
-    installed = join(work, 'opt');
-    await buildDist(installed);
-    mkdirSync(join(installed, 'node_modules'));
-    for (const name of EXTERNAL_PACKAGES) symlinkSync(join(ROOT, 'node_modules', name), join(installed, 'node_modules', name));
-    mkdirSync(join(work, 'var'));
-    server = await startServerProcess([join(installed, 'server.mjs')], `file:${join(work, 'var', 'placement.db')}`, {}, installed);
+    dist = await installDistAndServe('placement-agent-node18-');
+    ({ work, installed, server } = dist);
   }, 120_000);
 
-  afterAll(async () => {
-    await server?.stop();
-    rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => dist?.remove());
 
   it('placement-agent.mjs once, run by Node 18, reports the FPGA host and its device', async () => {
     expect(found.version).toMatch(/^v18\./);

@@ -4,39 +4,28 @@
 // serves; the agent, configured as deploy/etc/agent.yaml, reports a fixture
 // host to it.
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDist, EXTERNAL_PACKAGES } from '../scripts/build.js';
-import { startServerProcess, type ServerProcess } from './helpers/node-server.js';
+import { installDistAndServe, type InstalledDist } from './helpers/installed-dist.js';
+import type { ServerProcess } from './helpers/node-server.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const run = promisify(execFile);
 const HEADERS = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39', 'content-type': 'application/json' };
 
+let dist: InstalledDist | undefined;
 let work: string;
 let installed: string;
 let server: ServerProcess | undefined;
 
 beforeAll(async () => {
-  work = mkdtempSync(join(tmpdir(), 'placement-edge-dist-'));
-  installed = join(work, 'opt');
-  // Built straight into a directory outside the checkout: nothing in the
-  // repository's node_modules is reachable from there.
-  await buildDist(installed);
-  mkdirSync(join(installed, 'node_modules'));
-  for (const name of EXTERNAL_PACKAGES) symlinkSync(join(ROOT, 'node_modules', name), join(installed, 'node_modules', name));
-  // A database path set explicitly must exist (settings-check.ts): the operator creates it, as the unit's StateDirectory does.
-  mkdirSync(join(work, 'var'));
-  server = await startServerProcess([join(installed, 'server.mjs')], `file:${join(work, 'var', 'placement.db')}`, {}, installed);
+  dist = await installDistAndServe('placement-edge-dist-');
+  ({ work, installed, server } = dist);
 }, 60_000);
 
-afterAll(async () => {
-  await server?.stop();
-  rmSync(work, { recursive: true, force: true });
-});
+afterAll(() => dist?.remove());
 
 async function get<T>(path: string): Promise<T> {
   const response = await fetch(`${server!.url}${path}`, { headers: HEADERS });

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { a10Report, pciFunctions } from '../helpers/fpga-report.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 import { describeWithPart } from '../helpers/parts.js';
 
@@ -40,29 +41,7 @@ describeWithPart(missing, 'python3-cyborgclient against npm start', () => {
     await call('POST', '/resource_providers', { name: 'cn1', uuid: ROOT });
     await call('POST', '/resource_providers', { name: 'cn1_FPGA', uuid: FPGA, parent_provider_uuid: ROOT });
     await call('PUT', `/resource_providers/${FPGA}/inventories`, { resource_provider_generation: 0, inventories: { FPGA: { total: 1 } } });
-    await call(
-      'PUT',
-      '/accelerator/v2/hosts/cn1/devices',
-      {
-        devices: [
-          {
-            key: '0000:0c:00.0',
-            type: 'FPGA',
-            vendor: '0x8086',
-            model: 'a10',
-            deployables: [
-              {
-                name: 'cn1_FPGA',
-                num_accelerators: 1,
-                rp_uuid: FPGA,
-                attach_handles: [{ type: 'PCI', info: { domain: '0000', bus: '0c', device: '00', function: '0' } }],
-              },
-            ],
-          },
-        ],
-      },
-      'accelerator 2.0',
-    );
+    await call('PUT', '/accelerator/v2/hosts/cn1/devices', a10Report('cn1', FPGA, pciFunctions(1, '0c')), 'accelerator 2.0');
   }, 90_000);
   afterAll(async () => {
     await server?.stop();

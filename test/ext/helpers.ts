@@ -1,10 +1,15 @@
 // Shared by the extension tests: claims made the way a scheduler makes them
 // (the first candidate of a tree, through the API), and headroom reads.
 import { expect } from 'vitest';
-import type { TestApp } from '../helpers/test-app.js';
+import { provider } from '../helpers/providers.js';
+import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 export const PROJECT = '6b4e8a0c-0000-4000-8000-000000000001';
 export const USER = '6b4e8a0c-0000-4000-8000-000000000002';
+
+/** An hour in milliseconds, and a moment in milliseconds as the ISO 8601 text the holds API takes. */
+export const HOUR = 3600_000;
+export const at = (ms: number) => new Date(ms).toISOString();
 
 export interface HeadroomBody {
   total: number;
@@ -101,3 +106,11 @@ export const preemptionBody = (
   victims,
   grace_seconds: 30,
 });
+
+/** The holds tests' stage: a fresh app whose clock reads `now()` (virtual), and a host of 16 PGPU and `vcpu` VCPU. */
+export async function gpuHostOnVirtualClock(now: () => number, vcpu: number): Promise<{ t: TestApp; gpu: string }> {
+  const t = await makeTestApp();
+  t.deps.clock = () => new Date(now());
+  const gpu = await provider(t, { inventory: { PGPU: { total: 16 }, VCPU: { total: vcpu } } });
+  return { t, gpu };
+}

@@ -6,10 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
-import { claim, PROJECT } from './helpers.js';
-
-const HOUR = 3600_000;
-const at = (ms: number) => new Date(ms).toISOString();
+import { at, claim, HOUR, PROJECT } from './helpers.js';
 
 let t: TestApp;
 let hosts: string[];

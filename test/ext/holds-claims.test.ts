@@ -10,9 +10,9 @@ import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { runSweeps } from '../../src/jobs/sweeps.js';
-import { provider } from '../helpers/providers.js';
+import { gpuHostOnVirtualClock } from './helpers.js';
 import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
-import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { errorOf, type TestApp } from '../helpers/test-app.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const HOUR = 3600_000;
@@ -25,10 +25,8 @@ let now = T0;
 let gpu: string;
 
 beforeEach(async () => {
-  t = await makeTestApp();
   now = T0;
-  t.deps.clock = () => new Date(now);
-  gpu = await provider(t, { inventory: { PGPU: { total: 16 }, VCPU: { total: 64 } } });
+  ({ t, gpu } = await gpuHostOnVirtualClock(() => now, 64));
   expect((await claimOn(t, HELD_FOR, { VCPU: 1 })).status).toBe(204);
 });
 afterEach(() => t.close());
@@ -49,6 +47,27 @@ function claimOn(
       consumer_type: 'INSTANCE',
     },
   });
+}
+
+/** A second app on the same database and virtual clock: two connections writing at once. Close `other.store` after. */
+async function secondApp(): Promise<{ second: TestApp; other: TestApp['deps'] }> {
+  const other = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: t.dbUrl, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), {
+    debug() {},
+    info() {},
+    warn() {},
+    error() {},
+  });
+  other.clock = () => new Date(now);
+  const second: TestApp = { ...t, deps: other, app: createApp(other) };
+  second.call = (method, path, opts = {}) =>
+    Promise.resolve(
+      second.app.request(path, {
+        method,
+        headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest', 'content-type': 'application/json' },
+        body: JSON.stringify(opts.body),
+      }),
+    );
+  return { second, other };
 }
 
 async function hold(amount: number, startMs: number, endMs: number, endAction: 'release' | 'keep' = 'release'): Promise<string> {
@@ -126,23 +145,7 @@ describe('racing at the window start', () => {
   it('leaves all 16 held units to the hold: 16 drawn claims granted, 32 outsiders refused, nothing over capacity', async () => {
     const id = await hold(16, T0 + HOUR, T0 + 2 * HOUR);
     now = T0 + HOUR;
-    // A second app on the same database: two connections writing at once.
-    const other = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: t.dbUrl, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), {
-      debug() {},
-      info() {},
-      warn() {},
-      error() {},
-    });
-    other.clock = () => new Date(now);
-    const second: TestApp = { ...t, deps: other, app: createApp(other) };
-    second.call = (method, path, opts = {}) =>
-      Promise.resolve(
-        second.app.request(path, {
-          method,
-          headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest', 'content-type': 'application/json' },
-          body: JSON.stringify(opts.body),
-        }),
-      );
+    const { second, other } = await secondApp();
     try {
       const outsiders = Array.from({ length: 32 }, (_, i) => claimOn(i % 2 ? t : second, OTHER, { PGPU: 1 }));
       const drawn = Array.from({ length: 16 }, (_, i) => claimOn(i % 2 ? second : t, HELD_FOR, { PGPU: 1 }, `?ext_hold=${id}`));
@@ -159,22 +162,7 @@ describe('racing at the window start', () => {
 
 describe('holds racing claims and holds', () => {
   it('a hold of everything and 16 lasting claims at once: never both, and two holds of 10 of 16: one', async () => {
-    const other = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: t.dbUrl, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), {
-      debug() {},
-      info() {},
-      warn() {},
-      error() {},
-    });
-    other.clock = () => new Date(now);
-    const second: TestApp = { ...t, deps: other, app: createApp(other) };
-    second.call = (method, path, opts = {}) =>
-      Promise.resolve(
-        second.app.request(path, {
-          method,
-          headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest', 'content-type': 'application/json' },
-          body: JSON.stringify(opts.body),
-        }),
-      );
+    const { second, other } = await secondApp();
     const holdBody = (amount: number) => ({
       project_id: HELD_FOR,
       start: at(T0 + HOUR),

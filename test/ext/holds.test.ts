@@ -4,8 +4,8 @@
 // availability calendar. The app's clock is virtual, set per test.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { provider } from '../helpers/providers.js';
-import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
-import { claim, PROJECT } from './helpers.js';
+import { errorOf, type TestApp } from '../helpers/test-app.js';
+import { claim, gpuHostOnVirtualClock, PROJECT } from './helpers.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const HOUR = 3600_000;
@@ -16,10 +16,8 @@ let now = T0;
 let gpu: string;
 
 beforeEach(async () => {
-  t = await makeTestApp();
   now = T0;
-  t.deps.clock = () => new Date(now);
-  gpu = await provider(t, { inventory: { PGPU: { total: 16 }, VCPU: { total: 8 } } });
+  ({ t, gpu } = await gpuHostOnVirtualClock(() => now, 8));
   // The project becomes known to placement through a consumer of it.
   const seed = await provider(t, { inventory: { VCPU: { total: 1 } } });
   expect((await claim(t, { [seed]: { resources: { VCPU: 1 } } })).status).toBe(204);

@@ -42,3 +42,31 @@ export async function migGpu(app: TestApp, parent?: string, traits?: string[]): 
   expect(res.status).toBe(200);
   return uuid;
 }
+
+/**
+ * The host agent's device report for H100s on `HOST`, one per provider of `gpus`: each GPU a
+ * deployable with an attach handle per possible instance (7); `deployable` adds fields to each.
+ */
+export const h100DeviceReport = (host: string, gpus: string[], deployable: Record<string, unknown> = {}) =>
+  gpus.map((rp, i) => ({
+    key: `0000:0${i + 6}:00.0`,
+    type: 'GPU',
+    vendor: '0x10de',
+    model: 'H100',
+    deployables: [
+      {
+        name: `${host}_GPU${i}`,
+        num_accelerators: 7,
+        rp_uuid: rp,
+        driver_name: 'nvidia',
+        ...deployable,
+        attach_handles: Array.from({ length: 7 }, (_, f) => ({
+          type: 'PCI',
+          info: { domain: '0000', bus: `0${i + 6}`, device: '00', function: String(f) },
+        })),
+      },
+    ],
+  }));
+
+/** A device profile of one 3g.40gb MIG instance, as the MIG tests create it. */
+export const MIG_3G_PROFILE = [{ name: 'mig-3g', groups: [{ 'resources:CUSTOM_MIG_3G_40GB': '1' }] }];

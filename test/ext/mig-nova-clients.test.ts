@@ -13,7 +13,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { HOST, startFakeNova } from '../cyborg/helpers.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 import { describeWithPart } from '../helpers/parts.js';
-import { H100_PROFILES, h100Counters } from './mig-h100.js';
+import { H100_PROFILES, h100Counters, h100DeviceReport, MIG_3G_PROFILE } from './mig-h100.js';
 
 const run = promisify(execFile);
 const PYTHON = '/usr/bin/python3';
@@ -60,32 +60,9 @@ describeWithPart(missing, "Nova's clients boot MIG profile instances", () => {
       await call('PUT', `/ext/resource_providers/${gpu}/counters`, h100Counters(1));
       gpus.push(gpu);
     }
-    // The host agent's device report: each GPU a deployable with an attach handle per possible instance.
-    const devices = gpus.map((rp, i) => ({
-      key: `0000:0${i + 6}:00.0`,
-      type: 'GPU',
-      vendor: '0x10de',
-      model: 'H100',
-      deployables: [
-        {
-          name: `${HOST}_GPU${i}`,
-          num_accelerators: 7,
-          rp_uuid: rp,
-          driver_name: 'nvidia',
-          attach_handles: Array.from({ length: 7 }, (_, f) => ({
-            type: 'PCI',
-            info: { domain: '0000', bus: `0${i + 6}`, device: '00', function: String(f) },
-          })),
-        },
-      ],
-    }));
+    const devices = h100DeviceReport(HOST, gpus);
     await call('PUT', `/accelerator/v2/hosts/${HOST}/devices`, { devices }, 'accelerator 2.0');
-    await call(
-      'POST',
-      '/accelerator/v2/device_profiles',
-      [{ name: 'mig-3g', groups: [{ 'resources:CUSTOM_MIG_3G_40GB': '1' }] }],
-      'accelerator 2.0',
-    );
+    await call('POST', '/accelerator/v2/device_profiles', MIG_3G_PROFILE, 'accelerator 2.0');
   }, 120_000);
   afterAll(async () => {
     await server?.stop();

@@ -6,7 +6,7 @@
 // profile, the scheduler gets no candidate and the claim is refused.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bindBody, HOST, makeCyborgApp, startFakeNova, type CyborgTestApp } from '../cyborg/helpers.js';
-import { migGpu } from './mig-h100.js';
+import { h100DeviceReport, MIG_3G_PROFILE, migGpu } from './mig-h100.js';
 
 const USER = { 'x-auth-token': 'u1:p1', 'x-roles': 'member,reader' };
 const NOVA = { ...USER, 'x-service-token': 'nova', 'x-service-roles': 'service' };
@@ -36,29 +36,9 @@ describe('Nova + Cyborg with a MIG profile device profile', () => {
       ).status,
     ).toBe(200);
     gpus = [await migGpu(t, root), await migGpu(t, root)];
-    // The host agent's device report: each GPU a deployable with an attach handle per possible instance.
-    const devices = gpus.map((rp, i) => ({
-      key: `0000:0${i + 6}:00.0`,
-      type: 'GPU',
-      vendor: '0x10de',
-      model: 'H100',
-      deployables: [
-        {
-          name: `${HOST}_GPU${i}`,
-          num_accelerators: 7,
-          rp_uuid: rp,
-          driver_name: 'nvidia',
-          bitstream_id: null,
-          attach_handles: Array.from({ length: 7 }, (_, f) => ({
-            type: 'PCI',
-            info: { domain: '0000', bus: `0${i + 6}`, device: '00', function: String(f) },
-          })),
-        },
-      ],
-    }));
+    const devices = h100DeviceReport(HOST, gpus, { bitstream_id: null });
     expect((await t.acc('PUT', `/hosts/${HOST}/devices`, { body: { devices } })).status).toBeLessThan(300);
-    const profile = [{ name: 'mig-3g', groups: [{ 'resources:CUSTOM_MIG_3G_40GB': '1' }] }];
-    expect((await t.acc('POST', '/device_profiles', { body: profile })).status).toBe(201);
+    expect((await t.acc('POST', '/device_profiles', { body: MIG_3G_PROFILE })).status).toBe(201);
   });
   afterEach(async () => {
     t.close();

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
 import { PROJECT, USER } from './helpers.js';
+import { mulberry32 } from '../helpers/random.js';
 
 let t: TestApp;
 beforeEach(async () => {
@@ -170,18 +171,6 @@ describe('GET /ext/preemption_candidates', () => {
   });
 });
 
-/** A seeded generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface Held {
   consumer: string;
   host: string;
@@ -231,7 +220,7 @@ describe('GET /ext/preemption_candidates on random clouds', () => {
   it('equals brute force per host, never evicts at or above P, and puts victim-free hosts first', async () => {
     let withVictims = 0;
     for (let seed = 1; seed <= 30; seed += 1) {
-      const random = rng(seed);
+      const random = mulberry32(seed);
       const int = (n: number) => Math.floor(random() * n);
       const hosts: { uuid: string; vcpu: number; mem: number }[] = [];
       const held: Held[] = [];

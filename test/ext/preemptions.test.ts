@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
 import { PREEMPTOR_PROJECT, preemptionBody, preemptionHelpers } from './helpers.js';
+import { mulberry32 } from '../helpers/random.js';
 
 let t: TestApp;
 beforeEach(async () => {
@@ -133,22 +134,10 @@ describe('POST /ext/preemptions', () => {
   });
 });
 
-/** A seeded generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe('nominated capacity, random runs', () => {
   it('no third party ever takes it: outsiders race the victims going, and the preemptor always claims at the end', async () => {
     for (let seed = 1; seed <= 40; seed += 1) {
-      const random = rng(seed);
+      const random = mulberry32(seed);
       const int = (n: number) => Math.floor(random() * n);
       const total = 8 + int(17);
       const host = await provider(t, { inventory: { VCPU: { total } } });

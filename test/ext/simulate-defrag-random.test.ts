@@ -6,20 +6,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
+import { mulberry32 } from '../helpers/random.js';
 import { candidates, claim } from './helpers.js';
 import { applyPlan, defrag, everyRow } from './simulate-helpers.js';
 
 const CASES = Number(process.env.DEFRAG_CASES ?? 200);
 
 function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const hex = (n: number) => Array.from({ length: n }, () => Math.floor(next() * 16).toString(16)).join('');
   return {
     int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),

@@ -11,6 +11,7 @@
 // app has no search time budget, so a case answers the same on any machine
 // under any load.
 import { afterEach, describe, expect, it } from 'vitest';
+import { mulberry32 } from '../helpers/random.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { PROJECT, USER } from './helpers.js';
 import { everyRow } from './simulate-helpers.js';
@@ -56,14 +57,7 @@ type Allocations = Record<string, { resources: Record<string, number> }>;
 
 /** A small seeded generator (mulberry32), so a failing case can be run alone. */
 function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   return {
     int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
     pick: <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!,
@@ -386,7 +380,19 @@ interface Dashboard {
 }
 
 /** What the service answers now, shaped as the simulation answers it. */
-async function measure(app: TestApp): Promise<{ queries: Measured[]; over: OverRow[]; dashboard: Dashboard }> {
+/** One side of the simulation's answer (before or after the changes) equals what the service answered, measured at that side. */
+function expectSideMatches(answer: SimAnswer, side: 'before' | 'after', measured: Measurement, context: string): void {
+  expect(
+    answer.queries.map((q) => normalized(q[side])),
+    context,
+  ).toEqual(measured.queries.map(normalized));
+  expect(answer.over_capacity[side], context).toEqual(measured.over);
+  expect(answer.dashboard[side], context).toEqual(measured.dashboard);
+}
+
+type Measurement = { queries: Measured[]; over: OverRow[]; dashboard: Dashboard };
+
+async function measure(app: TestApp): Promise<Measurement> {
   const queries: Measured[] = [];
   for (const query of QUERIES) {
     const h = (await ok(await app.call('GET', `/ext/headroom?${query}`))) as {
@@ -594,20 +600,10 @@ describe('POST /ext/simulate equals the change made for real', () => {
       }
       const answer = (await ok(res)) as SimAnswer;
       // Before: the simulation's own copy answers as the service does today.
-      expect(
-        answer.queries.map((q) => normalized(q.before)),
-        context,
-      ).toEqual(before.queries.map(normalized));
-      expect(answer.over_capacity.before, context).toEqual(before.over);
-      expect(answer.dashboard.before, context).toEqual(before.dashboard);
+      expectSideMatches(answer, 'before', before, context);
       expect(await applyForReal(app, specs, changes, answer), context).toBeNull();
       const after = await measure(app);
-      expect(
-        answer.queries.map((q) => normalized(q.after)),
-        context,
-      ).toEqual(after.queries.map(normalized));
-      expect(answer.over_capacity.after, context).toEqual(after.over);
-      expect(answer.dashboard.after, context).toEqual(after.dashboard);
+      expectSideMatches(answer, 'after', after, context);
       // Where the displaced could go: each leaves, then each place is claimed in turn.
       for (const d of answer.displaced) {
         const res = await app.call('GET', `/allocations/${d.consumer_uuid}`);

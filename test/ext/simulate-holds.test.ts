@@ -7,13 +7,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
-import { claim, PROJECT, USER } from './helpers.js';
+import { at, claim, HOUR, PROJECT, USER } from './helpers.js';
 import { type OpenApiDoc, openApiChecker } from '../helpers/openapi-check.js';
 import { everyRow } from './simulate-helpers.js';
 
-const HOUR = 3600_000;
 const AGG = '0a0a0a0a-0000-4000-8000-00000000000a';
-const at = (ms: number) => new Date(ms).toISOString();
 
 let t: TestApp;
 let hosts: string[];

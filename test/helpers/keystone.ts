@@ -46,6 +46,20 @@ export function adminCliEnv(authUrl: string): Record<string, string> {
   };
 }
 
+/** placement-admin's sign-in options for the admin of the Keystone at `authUrl` (project admin). */
+export function adminLoginArgs(authUrl: string): string[] {
+  return [
+    '--keystone-auth-url',
+    authUrl,
+    '--keystone-username',
+    'admin',
+    '--keystone-password',
+    ADMIN_PASSWORD,
+    '--keystone-project-name',
+    'admin',
+  ];
+}
+
 /** Why a real Keystone cannot run here (naming the Debian package), or undefined when it can. */
 export function keystoneMissing(): string | undefined {
   if (!existsSync(KEYSTONE_MANAGE) || !existsSync(KEYSTONE_WSGI))

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { main as agentMain } from '../../agent/src/main.js';
 import { fpgaHostReport } from '../cyborg/helpers.js';
-import { ADMIN_PASSWORD, adminCliEnv, freePort, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
+import { adminCliEnv, adminLoginArgs, freePort, keystoneMissing, startKeystone, type Keystone } from '../helpers/keystone.js';
 import { PROJECT_USER } from '../helpers/keystone-credentials.js';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 import { describeWithPart } from '../helpers/parts.js';
@@ -334,16 +334,7 @@ describeWithPart(missing, 'placement-edge behind a real Keystone', () => {
     // The operator's path from a Keystone-protected Placement: no --from, no --token, only the
     // Keystone options (the admin user here); the endpoint is the catalog's public placement.
     const bin = join(ROOT, 'bin', 'placement-admin.js');
-    const login = [
-      '--keystone-auth-url',
-      ks.url,
-      '--keystone-username',
-      'admin',
-      '--keystone-password',
-      ADMIN_PASSWORD,
-      '--keystone-project-name',
-      'admin',
-    ];
+    const login = adminLoginArgs(ks.url);
     const env = { ...process.env, PLACEMENT_DB_URL: `file:${join(dir, 'imported.db')}` };
     const imported = await run(process.execPath, [bin, 'import', ...login], { env, cwd: ROOT, timeout: 280_000 });
     expect(imported.stdout).toMatch(new RegExp(`^imported from ${placementUrl} \\(microversion 1\\.\\d+\\)`, 'm'));

@@ -9,9 +9,9 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect, it } from 'vitest';
-import { ADMIN_PASSWORD } from '../helpers/keystone.js';
+import { adminLoginArgs } from '../helpers/keystone.js';
 import { eventually, expectPlacementMatchesServers, openstack, PlacementReader, type Server } from './cloud-session.js';
-import { describeCloud, expectAuditClean } from './scenarios.js';
+import { bootServers, describeCloud, expectAuditClean } from './scenarios.js';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -45,16 +45,7 @@ describeCloud('8.0.0', 'the cut-over from Placement 8.0.0 to placement-edge, ser
     old = new PlacementReader({ ...cloud, placementUrl: oldUrl });
     await sdk.setEnabled('compute3', false);
     small = (await sdk.compute<{ id: string }>('create_flavor', [], { name: 'm1.small', vcpus: 1, ram: 128, disk: 1 })).id;
-    for (let i = 0; i < 3; i++) {
-      const s = await sdk.compute<Server>('create_server', [], {
-        name: `vm${i}`,
-        flavorRef: small,
-        imageRef: cloud.imageId,
-        networks: 'none',
-      });
-      ids.push(s.id);
-    }
-    for (const id of ids) await sdk.waitActive(id);
+    ids.push(...(await bootServers(sdk, cloud, small, 3)));
     await expectPlacementMatchesServers(sdk, old);
     for (const id of ids) allocationsBefore[id] = await old.allocations(id);
   });
@@ -66,21 +57,7 @@ describeCloud('8.0.0', 'the cut-over from Placement 8.0.0 to placement-edge, ser
     const dbFile = join(cloud.dir, 'placement-edge-cut-over.db');
     const imported = await run(
       process.execPath,
-      [
-        join(ROOT, 'bin', 'placement-admin.js'),
-        'import',
-        '--from',
-        oldUrl,
-        '--keystone-auth-url',
-        cloud.keystone.url,
-        '--keystone-username',
-        'admin',
-        '--keystone-password',
-        ADMIN_PASSWORD,
-        '--keystone-project-name',
-        'admin',
-        '--verify',
-      ],
+      [join(ROOT, 'bin', 'placement-admin.js'), 'import', '--from', oldUrl, ...adminLoginArgs(cloud.keystone.url), '--verify'],
       { cwd: ROOT, env: { ...process.env, PLACEMENT_DB_URL: `file:${dbFile}` }, timeout: 300_000 },
     );
     expect(imported.stdout).toMatch(/verify: the source and the target agree/);

@@ -53,6 +53,22 @@ async function flavor(sdk: SdkSession, name: string, vcpus: number, ram: number,
   return (await sdk.compute<{ id: string }>('create_flavor', [], { name, vcpus, ram, disk })).id;
 }
 
+/** Boots `count` servers vm0.. of `flavorRef` from the cloud's image, without a network, and waits until each is active; their ids, in order. */
+export async function bootServers(sdk: SdkSession, cloud: Cloud, flavorRef: string, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const s = await sdk.compute<Server>('create_server', [], {
+      name: `vm${i}`,
+      flavorRef,
+      imageRef: cloud.imageId,
+      networks: 'none',
+    });
+    ids.push(s.id);
+  }
+  for (const id of ids) await sdk.waitActive(id);
+  return ids;
+}
+
 /** `nova-manage placement audit` and `heal_allocations` have nothing to report. */
 export async function expectAuditClean(cloud: Cloud): Promise<void> {
   const audit = await cloud.novaManage(['placement', 'audit', '--verbose']);
@@ -81,16 +97,7 @@ export function computeScenario(ctx: () => CloudContext, count = 4): void {
     await sdk.setEnabled('compute3', false);
     small = await flavor(sdk, 'm1.small', 1, 128, 1);
     large = await flavor(sdk, 'm1.large', 2, 256, 2);
-    for (let i = 0; i < count; i++) {
-      const s = await sdk.compute<Server>('create_server', [], {
-        name: `vm${i}`,
-        flavorRef: small,
-        imageRef: cloud.imageId,
-        networks: 'none',
-      });
-      ids.push(s.id);
-    }
-    for (const id of ids) await sdk.waitActive(id);
+    ids.push(...(await bootServers(sdk, cloud, small, count)));
     const servers = await check();
     // Where each goes is the scheduler's choice (equal hosts tie); never compute3.
     for (const s of servers) expect(['compute1', 'compute2']).toContain(s.compute_host);

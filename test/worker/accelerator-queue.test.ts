@@ -4,6 +4,7 @@
 // attempt, so the queue retry runs) -> ARQ Bound with its attach handle.
 import { exports } from 'cloudflare:workers';
 import { beforeEach, describe, expect, inject, it } from 'vitest';
+import { a10Report, pciFunctions } from '../helpers/fpga-report.js';
 
 const worker = (exports as unknown as { default: { fetch(req: Request): Promise<Response> } }).default;
 
@@ -23,50 +24,31 @@ async function ok(res: Promise<Response>): Promise<Response> {
   return r;
 }
 
+/** A compute node `<prefix>-<run>` with a child `<host>_FPGA` holding `total` FPGA, all new (the database is shared). */
+async function fpgaHost(prefix: string, total: number): Promise<{ run: string; host: string; root: string; fpga: string }> {
+  const placement = { 'openstack-api-version': 'placement latest' };
+  const run = crypto.randomUUID().slice(0, 8);
+  const host = `${prefix}-${run}`;
+  const [root, fpga] = [crypto.randomUUID(), crypto.randomUUID()];
+  await ok(call('POST', '/resource_providers', { name: host, uuid: root }, placement));
+  await ok(call('POST', '/resource_providers', { name: `${host}_FPGA`, uuid: fpga, parent_provider_uuid: root }, placement));
+  await ok(
+    call(
+      'PUT',
+      `/resource_providers/${fpga}/inventories`,
+      { resource_provider_generation: 0, inventories: { FPGA: { total } } },
+      placement,
+    ),
+  );
+  return { run, host, root, fpga };
+}
+
 describe('accelerator jobs in workerd', () => {
   it('binds through the queue and delivers the Nova event after a refused attempt', { timeout: 60_000 }, async () => {
-    const run = crypto.randomUUID().slice(0, 8);
-    const host = `wk-${run}`;
-    const root = crypto.randomUUID();
-    const fpga = crypto.randomUUID();
+    const { run, host, fpga } = await fpgaHost('wk', 1);
     const instance = crypto.randomUUID();
-    await ok(call('POST', '/resource_providers', { name: host, uuid: root }, { 'openstack-api-version': 'placement latest' }));
-    await ok(
-      call(
-        'POST',
-        '/resource_providers',
-        { name: `${host}_FPGA`, uuid: fpga, parent_provider_uuid: root },
-        { 'openstack-api-version': 'placement latest' },
-      ),
-    );
-    await ok(
-      call(
-        'PUT',
-        `/resource_providers/${fpga}/inventories`,
-        { resource_provider_generation: 0, inventories: { FPGA: { total: 1 } } },
-        { 'openstack-api-version': 'placement latest' },
-      ),
-    );
-    await ok(
-      acc('PUT', `/hosts/${host}/devices`, {
-        devices: [
-          {
-            key: '0000:0c:00.0',
-            type: 'FPGA',
-            vendor: '0x8086',
-            model: 'a10',
-            deployables: [
-              {
-                name: `${host}_FPGA`,
-                num_accelerators: 1,
-                rp_uuid: fpga,
-                attach_handles: [{ type: 'PCI', info: { domain: '0000', bus: '0c', device: '00', function: '1' } }],
-              },
-            ],
-          },
-        ],
-      }),
-    );
+    const handle = { type: 'PCI', info: { domain: '0000', bus: '0c', device: '00', function: '1' } };
+    await ok(acc('PUT', `/hosts/${host}/devices`, a10Report(host, fpga, [handle])));
     await ok(acc('POST', '/device_profiles', [{ name: `dp-${run}`, groups: [{ 'resources:FPGA': '1' }] }]));
     const { arqs } = (await (await ok(acc('POST', '/accelerator_requests', { device_profile_name: `dp-${run}` }))).json()) as {
       arqs: { uuid: string }[];
@@ -98,7 +80,6 @@ describe('accelerator jobs in workerd', () => {
 });
 
 describe('accelerator writes take at most 2 database round trips (one read batch, one write batch)', () => {
-  const placement = { 'openstack-api-version': 'placement latest' };
   const hopsUrl = () => inject('sqldHopsUrl');
   /** Round trips of one accelerator request, counted by the proxy in front of sqld. */
   async function hopsOf(method: string, path: string, body?: unknown): Promise<{ hops: number; status: number }> {
@@ -120,34 +101,10 @@ describe('accelerator writes take at most 2 database round trips (one read batch
   // The proxy counts every round trip to sqld: background bind jobs and Nova events of an
   // earlier test (slow on a loaded machine) must be done before a test counts its own.
   beforeEach(settled, 60_000);
-  const handles = (n: number, bus: string) =>
-    Array.from({ length: n }, (_, i) => ({ type: 'PCI', info: { domain: '0000', bus, device: '00', function: String(i) } }));
 
   async function hostWithFpga(handleCount: number) {
-    const run = crypto.randomUUID().slice(0, 8);
-    const host = `hop-${run}`;
-    const [root, fpga] = [crypto.randomUUID(), crypto.randomUUID()];
-    await ok(call('POST', '/resource_providers', { name: host, uuid: root }, placement));
-    await ok(call('POST', '/resource_providers', { name: `${host}_FPGA`, uuid: fpga, parent_provider_uuid: root }, placement));
-    await ok(
-      call(
-        'PUT',
-        `/resource_providers/${fpga}/inventories`,
-        { resource_provider_generation: 0, inventories: { FPGA: { total: handleCount } } },
-        placement,
-      ),
-    );
-    const report = {
-      devices: [
-        {
-          key: '0000:0c:00.0',
-          type: 'FPGA',
-          vendor: '0x8086',
-          model: 'a10',
-          deployables: [{ name: `${host}_FPGA`, num_accelerators: handleCount, rp_uuid: fpga, attach_handles: handles(handleCount, '0c') }],
-        },
-      ],
-    };
+    const { run, host, root, fpga } = await fpgaHost('hop', handleCount);
+    const report = a10Report(host, fpga, pciFunctions(handleCount, '0c'));
     return { run, host, root, fpga, report };
   }
 
@@ -166,7 +123,7 @@ describe('accelerator writes take at most 2 database round trips (one read batch
           deployables: Array.from({ length: 4 }, (_, k) => ({
             name: `${host}_GPU_${d}_${k}`,
             num_accelerators: 8,
-            attach_handles: handles(8, `${(d + 16).toString(16)}${k}`),
+            attach_handles: pciFunctions(8, `${(d + 16).toString(16)}${k}`),
           })),
         })),
       ],
@@ -267,34 +224,9 @@ describe('accelerator writes take at most 2 database round trips (one read batch
 
 describe('racing binds in workerd against sqld', () => {
   it('16 binds for 5 attach handles: exactly 5 bound; 8 binds of one ARQ: exactly one accepted', async () => {
-    const placement = { 'openstack-api-version': 'placement latest' };
-    const run = crypto.randomUUID().slice(0, 8);
-    const host = `race-${run}`;
-    const [root, fpga] = [crypto.randomUUID(), crypto.randomUUID()];
-    await ok(call('POST', '/resource_providers', { name: host, uuid: root }, placement));
-    await ok(call('POST', '/resource_providers', { name: `${host}_FPGA`, uuid: fpga, parent_provider_uuid: root }, placement));
-    await ok(
-      call(
-        'PUT',
-        `/resource_providers/${fpga}/inventories`,
-        { resource_provider_generation: 0, inventories: { FPGA: { total: 5 } } },
-        placement,
-      ),
-    );
+    const { run, host, fpga } = await fpgaHost('race', 5);
     const handles = Array.from({ length: 5 }, (_, i) => ({ type: 'PCI', info: { bus: '0e', function: String(i) } }));
-    await ok(
-      acc('PUT', `/hosts/${host}/devices`, {
-        devices: [
-          {
-            key: '0000:0e:00.0',
-            type: 'FPGA',
-            vendor: '0x8086',
-            model: 'a10',
-            deployables: [{ name: `${host}_FPGA`, num_accelerators: 5, rp_uuid: fpga, attach_handles: handles }],
-          },
-        ],
-      }),
-    );
+    await ok(acc('PUT', `/hosts/${host}/devices`, a10Report(host, fpga, handles, '0e')));
     await ok(acc('POST', '/device_profiles', [{ name: `race-${run}`, groups: [{ 'resources:FPGA': '1' }] }]));
     const arqs: string[] = [];
     for (let i = 0; i < 17; i++) {

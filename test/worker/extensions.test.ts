@@ -6,7 +6,7 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import workerModule from '../../src/entry/worker.js';
-import { adminCall } from './admin-call.js';
+import { adminCall, uniqueSuffix as suffix } from './admin-call.js';
 import { instanceClaim } from '../helpers/claims.js';
 
 const call = adminCall;
@@ -29,8 +29,6 @@ async function host(rc: string, gpus: number): Promise<{ root: string; children:
   }
   return { root, children };
 }
-
-const suffix = () => crypto.randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase();
 
 describe('extensions in workerd', { timeout: 120_000 }, () => {
   it('headroom and taints', async () => {

@@ -5,11 +5,9 @@
 // The database is shared with the other worker files: a CUSTOM class and an
 // aggregate of its own keep other files' providers out.
 import { describe, expect, it } from 'vitest';
-import { adminCall } from './admin-call.js';
+import { adminCall, uniqueSuffix as suffix } from './admin-call.js';
 
 const call = adminCall;
-
-const suffix = () => crypto.randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase();
 
 interface Gangs {
   gangs: { domain: string; allocation_requests: { allocations: Record<string, { resources: Record<string, number> }> }[] }[];

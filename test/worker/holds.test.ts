@@ -8,34 +8,16 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import workerModule from '../../src/entry/worker.js';
-import { adminCall as call } from './admin-call.js';
+import { adminCall as call, claimOfClass, hostOfOwnClass } from './admin-call.js';
 
-const suffix = () => crypto.randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase();
 const at = (ms: number) => new Date(ms).toISOString();
 
 describe('holds in workerd', { timeout: 120_000 }, () => {
   it('backfill, a refused outsider, drawing, and the cron ending the hold', async () => {
-    const rc = `CUSTOM_HOLD_${suffix()}`;
-    expect((await call('PUT', `/resource_classes/${rc}`)).status).toBeLessThan(300);
-    const host = crypto.randomUUID();
-    expect((await call('POST', '/resource_providers', { name: `hold-${host}`, uuid: host })).status).toBe(200);
-    expect(
-      (
-        await call('PUT', `/resource_providers/${host}/inventories`, {
-          resource_provider_generation: 0,
-          inventories: { [rc]: { total: 8 } },
-        })
-      ).status,
-    ).toBe(200);
+    const { rc, host } = await hostOfOwnClass('HOLD', 8);
     const project = crypto.randomUUID();
     const claim = (resources: number, owner: string, query = '', consumer = crypto.randomUUID()) =>
-      call('PUT', `/allocations/${consumer}${query}`, {
-        allocations: { [host]: { resources: { [rc]: resources } } },
-        consumer_generation: null,
-        project_id: owner,
-        user_id: owner,
-        consumer_type: 'INSTANCE',
-      });
+      claimOfClass(host, rc, resources, owner, consumer, query);
     expect((await claim(1, project)).status).toBe(204);
     const start = Date.now() + 3600_000;
     const future = await call('POST', '/ext/holds', {

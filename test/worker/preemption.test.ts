@@ -4,32 +4,13 @@
 // The database is shared with the other worker files: everything here uses
 // its own class, provider and project.
 import { describe, expect, it } from 'vitest';
-import { adminCall as call } from './admin-call.js';
-
-const suffix = () => crypto.randomUUID().replace(/-/g, '').slice(0, 10).toUpperCase();
+import { adminCall as call, claimOfClass, hostOfOwnClass } from './admin-call.js';
 
 describe('preemption in workerd', { timeout: 120_000 }, () => {
   it('search, preempt, refuse an outsider, draw', async () => {
-    const rc = `CUSTOM_PREEMPT_${suffix()}`;
-    expect((await call('PUT', `/resource_classes/${rc}`)).status).toBeLessThan(300);
-    const host = crypto.randomUUID();
-    expect((await call('POST', '/resource_providers', { name: `preempt-${host}`, uuid: host })).status).toBe(200);
-    expect(
-      (
-        await call('PUT', `/resource_providers/${host}/inventories`, {
-          resource_provider_generation: 0,
-          inventories: { [rc]: { total: 4 } },
-        })
-      ).status,
-    ).toBe(200);
+    const { rc, host } = await hostOfOwnClass('PREEMPT', 4);
     const claim = (resources: number, owner: string, consumer = crypto.randomUUID(), query = '') =>
-      call('PUT', `/allocations/${consumer}${query}`, {
-        allocations: { [host]: { resources: { [rc]: resources } } },
-        consumer_generation: null,
-        project_id: owner,
-        user_id: owner,
-        consumer_type: 'INSTANCE',
-      });
+      claimOfClass(host, rc, resources, owner, consumer, query);
     const spot = crypto.randomUUID();
     const victim = crypto.randomUUID();
     expect((await claim(4, spot, victim)).status).toBe(204);
