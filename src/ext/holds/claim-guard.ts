@@ -151,6 +151,9 @@ function claimsOf(view: ClaimView, terms: { untilMs: number; holdId: string | nu
  * (provider, class) pairs' allocations and capacities: a cloud without holds
  * reads three empty results.
  */
+/** The holds on the (provider, class) of the allocation aliased `mine`. */
+const ON_MINE = `WHERE ha.${HOLD_AMOUNT.resourceProviderId} = mine.${ALLOC.resourceProviderId} AND ha.${HOLD_AMOUNT.resourceClassId} = mine.${ALLOC.resourceClassId}`;
+
 export const holdsClaimGuard: ClaimGuard = {
   name: 'holds',
   snapshotStatements: (providerUuids) => worldStatements(providerUuids, 0, true).slice(0, 3),
@@ -172,14 +175,13 @@ export const holdsClaimGuard: ClaimGuard = {
     }
     return check;
   },
-  // As of the write, every (provider, class) the claimed consumers use keeps room for every hold on it
-  // beside all its allocations, whatever their windows and ends: a bound above the rule's load at any
+  // As of the write, every held (provider, class) the claimed consumers use keeps room for every hold on it
+  // beside all its allocations, whatever their windows and ends (a pair no hold holds is placement's own): a bound above the rule's load at any
   // instant, so a claim it grants the model would grant; where it does not, the ordinary path decides.
   holdsSql: (consumers) => `NOT EXISTS (SELECT 1 FROM allocations mine JOIN inventories i
       ON i.${INV.resourceProviderId} = mine.${ALLOC.resourceProviderId} AND i.${INV.resourceClassId} = mine.${ALLOC.resourceClassId}
-      WHERE mine.${ALLOC.consumerId} IN (${consumers})
-        AND ${usedSql('i')} + (SELECT total(ha.${HOLD_AMOUNT.amount}) FROM ext_hold_amounts ha
-          WHERE ha.${HOLD_AMOUNT.resourceProviderId} = mine.${ALLOC.resourceProviderId} AND ha.${HOLD_AMOUNT.resourceClassId} = mine.${ALLOC.resourceClassId}) > ${capacitySql('i')})`,
+      WHERE mine.${ALLOC.consumerId} IN (${consumers}) AND EXISTS (SELECT 1 FROM ext_hold_amounts ha ${ON_MINE})
+        AND ${usedSql('i')} + (SELECT total(ha.${HOLD_AMOUNT.amount}) FROM ext_hold_amounts ha ${ON_MINE}) > ${capacitySql('i')})`,
 };
 
 export const holdsWrites: WriteExtension = { claimGuards: [holdsClaimGuard], claimParams: holdClaimParams, endGuards: [holdsEndGuard] };
