@@ -23,7 +23,13 @@ for (const root of sides) {
     // the same as the route passes, so both sides read the same statements and keep trees alike.
     compose: await import(`${root}/src/compose.ts`),
     // A newer checkout's claim takes the app's write hooks and metrics beside the store (absent before).
-    hooks: await import(`${root}/src/placement/writes/hooks.ts`).catch(() => null),
+    // (writes/hooks.ts until the kernel took its extension points in.)
+    hooks: await import(`${root}/src/placement/writes/hooks.ts`)
+      .catch(() => import(`${root}/src/placement/writes/kernel.ts`))
+      .then(
+        (m) => (m.writeHooks ? m : null),
+        () => null,
+      ),
     install: await import(`${root}/src/ext/install.ts`).catch(() => null),
   });
 }

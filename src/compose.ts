@@ -20,7 +20,7 @@ import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
 import { type CandidateExtensions, CandidateEngine, type CandidateMetrics } from './placement/candidates/index.js';
 import { placementPolicyRules } from './placement/policies.js';
-import { writeHooks } from './placement/writes/hooks.js';
+import { writeHooks } from './placement/writes/kernel.js';
 
 import { EXTENSIONS } from './extensions.js';
 

@@ -15,7 +15,7 @@ import type { ServiceMetrics } from './observability/service.js';
 import type { ProcessReadiness } from './observability/readiness.js';
 import type { MetricsSource } from './observability/source.js';
 import type { CandidateEngine } from './placement/candidates/index.js';
-import type { WriteHooks } from './placement/writes/hooks.js';
+import type { WriteHooks } from './placement/writes/kernel.js';
 
 export interface Logger {
   debug(msg: string, extra?: Record<string, unknown>): void;

@@ -16,7 +16,7 @@ export const ErrorCode = {
   QUERY_BAD_VALUE: 'placement.query.bad_value',
   QUERY_MISSING_VALUE: 'placement.query.missing_value',
 } as const;
-/** Placement's codes, or an extension's own ('ext.<extension>.<reason>': a claim guard's refusal, placement/writes/hooks.ts). */
+/** Placement's codes, or an extension's own ('ext.<extension>.<reason>': a claim guard's refusal, placement/writes/kernel.ts). */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode] | `ext.${string}` | `placement.ext.${string}`;
 
 export type Problem = 'invalid' | 'forbidden' | 'not_found' | 'conflict' | 'too_large';

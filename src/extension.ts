@@ -4,8 +4,8 @@
 // (src/compose.ts) installs them; each part is installed where it plugs in:
 // query parameters, read hooks and gates into the candidates engine, claim
 // guards into the write kernel, jobs into the job runner, routes under /ext. The hooks themselves are declared by the
-// parts that call them (placement/candidates/hooks.ts, placement/writes/
-// hooks.ts, jobs/registry.ts, http/route-table.ts); this file only gathers
+// parts that call them (placement/candidates/index.ts, placement/writes/
+// kernel.ts, jobs/registry.ts, http/route-table.ts); this file only gathers
 // them, so that Deps names no extension type. How to add one: src/ext/README.md.
 import type { MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
@@ -20,9 +20,8 @@ import type { JobModule } from './jobs/registry.js';
 import type { GaugeRead } from './observability/database-gauges.js';
 import type { ReadinessRead } from './observability/readiness.js';
 import type { ServiceMetrics } from './observability/service.js';
-import type { CandidateExtensions } from './placement/candidates/index.js';
-import type { CandidateGate, CandidateParam, CandidateReadHook } from './placement/candidates/hooks.js';
-import type { WriteExtension } from './placement/writes/hooks.js';
+import type { CandidateExtensions, CandidateGate, CandidateParam, CandidateReadHook } from './placement/candidates/index.js';
+import type { WriteExtension } from './placement/writes/kernel.js';
 
 /** What an extension may read while it is set up for one app. */
 export interface ExtensionContext {

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conflict } from '../../src/errors.js';
-import { writeHooks, type ClaimGuard } from '../../src/placement/writes/hooks.js';
+import { writeHooks, type ClaimGuard } from '../../src/placement/writes/kernel.js';
 import { parseSamples, type Sample, sampleValue } from '../helpers/prometheus-text.js';
 import { seedProvider } from '../helpers/placement-seed.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';

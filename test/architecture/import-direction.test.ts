@@ -48,7 +48,7 @@ describe('import direction', () => {
     expect(kitShared.map((v) => v.rule)).toEqual(['the HTTP kit imports an API or domain module']);
     const ownOnError = findViolationsIn({ 'src/cyborg/http/profile.ts': "import { HTTPException } from 'hono/http-exception';" });
     expect(ownOnError.map((v) => v.rule)).toEqual(['handles HTTPException outside the HTTP kit']);
-    const domainKit = findViolationsIn({ 'src/placement/query.ts': "import { httpKit } from '../http/kit.js';" });
+    const domainKit = findViolationsIn({ 'src/placement/capacity.ts': "import { httpKit } from '../http/kit.js';" });
     expect(domainKit.map((v) => v.rule)).toEqual(['domain imports edge']);
   });
 
@@ -56,7 +56,7 @@ describe('import direction', () => {
     const found = findViolationsIn({ 'src/placement/writes/claims.ts': "import { countersHoldSql } from '../../ext/counters/sql.js';" });
     expect(found.map((v) => v.rule)).toEqual(['placement imports an extension']);
     const installed = findViolationsIn({
-      'src/ext/counters/claim-guard.ts': "import type { ClaimGuard } from '../../placement/writes/hooks.js';",
+      'src/ext/counters/claim-guard.ts': "import type { ClaimGuard } from '../../placement/writes/kernel.js';",
     });
     expect(installed).toEqual([]);
   });

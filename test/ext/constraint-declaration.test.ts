@@ -1,5 +1,5 @@
 // A capacity constraint is declared once (ext/counters/declaration.ts) and
-// every path is derived from it (placement/constraints.ts). Here one change
+// every path is derived from it (placement/capacity.ts). Here one change
 // to the declaration (each unit weighs twice on the counter) changes all
 // four: the candidates' capacity rule, the ordinary claim's decision, the
 // one-batch claim's SQL guard and the audit's query, on one database.
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { counters } from '../../src/ext/counters/extension.js';
 import { COUNTERS } from '../../src/ext/counters/declaration.js';
 import type { Extension } from '../../src/extension.js';
-import { constraintGuard, constraintReadHook, holdsSql, overBoundSql, type ProviderConstraint } from '../../src/placement/constraints.js';
+import { constraintGuard, constraintReadHook, holdsSql, overBoundSql, type ProviderConstraint } from '../../src/placement/capacity.js';
 import { COUNTER_USE } from '../../src/db/columns.js';
 import { type App, adminRequest, siblingApp } from '../helpers/sibling-app.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';

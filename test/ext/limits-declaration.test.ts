@@ -1,5 +1,5 @@
 // Project limits are declared once (ext/limits/declaration.ts) and every path
-// is derived from the declaration (placement/constraints.ts, keys of a
+// is derived from the declaration (placement/capacity.ts, keys of a
 // project). Here one change to it (each limit counts double) changes all four,
 // on one database: the ordinary claim's decision, the one-batch claim's SQL
 // guard, the candidates' rule (ext_within_limits) and the audit (GET /ext/limits).
@@ -9,7 +9,7 @@ import { LIMIT } from '../../src/db/columns.js';
 import { PROJECT_LIMITS } from '../../src/ext/limits/declaration.js';
 import { limits, limitsExtension } from '../../src/ext/limits/extension.js';
 import { LIMITS as LIMITS_STATE } from '../../src/ext/limits/service.js';
-import { type ProjectConstraint, projectConstraintGuard } from '../../src/placement/constraints.js';
+import { type ProjectConstraint, projectConstraintGuard } from '../../src/placement/capacity.js';
 import { type App, adminRequest, siblingApp } from '../helpers/sibling-app.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 

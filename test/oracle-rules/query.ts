@@ -1,4 +1,4 @@
-// Frozen copy of src/placement/query.ts for the differential oracles (test/oracle-rules/README.md).
+// Frozen copy of the query languages (then src/placement/query.ts, now the end of src/placement/candidates/parse.ts) for the differential oracles (test/oracle-rules/README.md).
 // Query-string languages shared by GET /resource_providers and
 // GET /allocation_candidates: `required` (traits, `!` forbidden from 1.22,
 // `in:` any-of from 1.39), `member_of` (aggregates, `in:` 1.3, repeats 1.24,

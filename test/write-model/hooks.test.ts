@@ -1,4 +1,4 @@
-// The write kernel's claim guards (placement/writes/hooks.ts), with
+// The write kernel's claim guards (placement/writes/kernel.ts), with
 // the kind of guard the next issues install: a per-project VCPU limit that
 // reads the project's usage across providers (what no provider generation
 // protects) and refuses with a 409 code of its own. Installed into one app's
@@ -10,8 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ALLOC, CONSUMER, PROJECT, RC } from '../../src/db/columns.js';
 import { guard } from '../../src/db/write-batch.js';
 import { conflict } from '../../src/errors.js';
-import { writeHooks, type ClaimDecision, type ClaimGuard, type ClaimView } from '../../src/placement/writes/hooks.js';
-import type { ConsumerState } from '../../src/placement/writes/kernel.js';
+import { type ClaimDecision, type ClaimGuard, type ClaimView, type ConsumerState, writeHooks } from '../../src/placement/writes/kernel.js';
 import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
 import { seedProvider } from '../helpers/placement-seed.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';

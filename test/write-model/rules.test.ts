@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { countBatches } from './count-batches.js';
-import { writeHooks, type ClaimRule } from '../../src/placement/writes/hooks.js';
+import { writeHooks, type ClaimRule } from '../../src/placement/writes/kernel.js';
 import { brokenRule, brokenSql, CLAIM_RULES, stillInUse, stillInUseSql } from '../../src/placement/writes/rules.js';
 import { seedProvider, usageOf } from '../helpers/placement-seed.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';

@@ -4,7 +4,7 @@
 // AuditFindings of diagnostics/audit.ts, checked where the extension object names it.
 import type { ResultSet } from '@libsql/client';
 import { z } from 'zod';
-import { overBoundSql } from '../../placement/constraints.js';
+import { overBoundSql } from '../../placement/capacity.js';
 import { COUNTERS } from './declaration.js';
 
 const OVER_COUNTERS_SQL = overBoundSql(COUNTERS);

@@ -3,7 +3,7 @@
 // statement joins the request's read batch (no extra round trip, the same
 // snapshot as the trees' usage) and its capacity rule is the one condition
 // counters add to a choice.
-import { constraintReadHook, type LoadedKeys } from '../../placement/constraints.js';
+import { constraintReadHook, type LoadedKeys } from '../../placement/capacity.js';
 import { COUNTERS } from './declaration.js';
 
 /** provider id -> its counters with the loads current usage puts on them (empty on a cloud without counters). */

@@ -4,7 +4,7 @@
 // DashboardProviderPart of diagnostics/dashboard-repo.ts, checked where the
 // extension object names it.
 import { z } from 'zod';
-import { keysJsonSql } from '../../placement/constraints.js';
+import { keysJsonSql } from '../../placement/capacity.js';
 import { COUNTERS } from './declaration.js';
 
 const count = z.number().int();

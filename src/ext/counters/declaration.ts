@@ -1,11 +1,11 @@
 // Shared counters (docs/extensions-gpu.md), declared once: on a provider with
 // counters, for each counter, the sum over classes of usage x consumption
 // stays within the counter's total. Every path is derived from this
-// declaration by placement/constraints.ts: the candidates' capacity rule
+// declaration by placement/capacity.ts: the candidates' capacity rule
 // (candidates.ts), the claim guard's decision and its one-batch SQL
 // (claim-guard.ts), the audit (audit.ts) and the dashboard.
 import { COUNTER, COUNTER_USE } from '../../db/columns.js';
-import type { ProviderConstraint } from '../../placement/constraints.js';
+import type { ProviderConstraint } from '../../placement/capacity.js';
 
 export const COUNTERS: ProviderConstraint = {
   name: 'shared counters',

@@ -8,7 +8,7 @@ import { commitGuarded, stmt, type WriteStatement } from '../../db/write-batch.j
 import { invalid } from '../../errors.js';
 import { GenerationPlan, PROVIDER_ID_BY_UUID, placementWrite } from '../../placement/writes/kernel.js';
 import { InventoryInUse, ProviderGenerationMismatch, ProviderNotFound } from '../../placement/writes/refusals.js';
-import { keyTableOf, loadsOf, type ProviderKeys } from '../../placement/constraints.js';
+import { keyTableOf, loadsOf, type ProviderKeys } from '../../placement/capacity.js';
 import { ALLOC, COUNTER, COUNTER_USE, INV, RC, RP } from '../../db/columns.js';
 
 export interface CountersDocument {

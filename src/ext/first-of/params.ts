@@ -5,7 +5,7 @@
 // alternative in one list only. Repeatable: independent choices.
 import { pyRepr } from '../../shared/validation-messages.js';
 import { badCandidateRequest } from '../../placement/candidates/errors.js';
-import type { CandidateParam } from '../../placement/candidates/hooks.js';
+import type { CandidateParam } from '../../placement/candidates/index.js';
 import type { RequestGroup } from '../../placement/candidates/parse.js';
 import { MV } from '../../placement/versions.js';
 

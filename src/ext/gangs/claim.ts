@@ -6,7 +6,7 @@
 // guards, generation checks), called by the route.
 import { conflict, DomainError, invalid } from '../../errors.js';
 import type { BatchReader } from '../../db/client.js';
-import type { ClaimAlongside } from '../../placement/writes/hooks.js';
+import type { ClaimAlongside } from '../../placement/writes/kernel.js';
 import { ClaimRefused, ConsumerGenerationMismatch } from '../../placement/writes/refusals.js';
 import { type DomainFacts, readDomainFacts } from './domains.js';
 import { leaseExpiryMs, leaseStatement } from '../leases/leases.js';

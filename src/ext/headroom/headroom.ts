@@ -19,15 +19,12 @@
 // would get each time (an H100 while one fits, then the A100 ...).
 import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
-import { capacityOf } from '../../placement/capacity.js';
-import { type CandidateOptions, type FullSearch, searchEveryTree } from '../../placement/candidates/index.js';
+import { addLoad, capacityOf, type LoadedKeys as LoadedCounters } from '../../placement/capacity.js';
+import { type CandidateOptions, type CapacityRule, type FullSearch, searchEveryTree } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
-import type { CapacityRule } from '../../placement/candidates/hooks.js';
-import type { AllocationRequest } from '../../placement/candidates/search.js';
+import { type AllocationRequest, TimeBudget } from '../../placement/candidates/search.js';
 import type { Inventory } from '../../placement/candidates/research.js';
 import { candidateCounters } from '../counters/candidates.js';
-import { addLoad, type LoadedKeys as LoadedCounters } from '../../placement/constraints.js';
-import { TimeBudget } from '../../placement/candidates/time-budget.js';
 
 export interface TreeHeadroom {
   root_provider_uuid: string;

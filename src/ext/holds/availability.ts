@@ -12,12 +12,11 @@
 import type { BatchReader } from '../../db/client.js';
 import { invalid } from '../../errors.js';
 import type { Microversion } from '../../microversion.js';
-import type { CandidateEngine } from '../../placement/candidates/index.js';
-import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
+import type { CandidateEngine, CandidateReadHook } from '../../placement/candidates/index.js';
 import { type CandidateOptions, type CandidatesBody, candidatesFromModel } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import type { Usage } from '../../placement/candidates/research.js';
-import { loadsOf, type LoadedKeys } from '../../placement/constraints.js';
+import { loadsOf, type LoadedKeys } from '../../placement/capacity.js';
 import { candidateCounters } from '../counters/candidates.js';
 import { domainSearchOf, type GangQuery, gangSearchOptions, parseGangQuery } from '../gangs/index.js';
 import { readDomainFacts } from '../gangs/domains.js';

@@ -9,7 +9,7 @@ import type { InStatement, ResultSet } from '@libsql/client';
 import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, HOLD_EPOCH, INV, LEASE } from '../../db/columns.js';
 import { capacitySql } from '../../placement/capacity.js';
 import { invalidQuery } from '../../placement/candidates/errors.js';
-import { type CandidateParam, type CandidateReadHook, type CapacityRule, extParam } from '../../placement/candidates/hooks.js';
+import { type CandidateParam, type CandidateReadHook, type CapacityRule, extParam } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import { type Allocation, type Claim, drawnEndMs, type EndAction, FOREVER, type Hold, type Key, refuseClaim, type World } from './model.js';
 

@@ -1,5 +1,5 @@
 // Holds on the write side (docs/holds.md), through the write kernel's hooks
-// (placement/writes/hooks.ts), so every claim path (PUT /allocations/{c},
+// (placement/writes/kernel.ts), so every claim path (PUT /allocations/{c},
 // POST /allocations, POST /reshaper) is checked in its own write batch with no
 // round trip of its own:
 //  - the one-batch claim: a condition as of the write, that every (provider,
@@ -25,7 +25,7 @@ import { guard, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { conflict, invalid } from '../../errors.js';
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.js';
-import type { ClaimGuard, ClaimParams, ClaimView, WriteExtension } from '../../placement/writes/hooks.js';
+import type { ClaimGuard, ClaimParams, ClaimView, WriteExtension } from '../../placement/writes/kernel.js';
 import { leaseStatement } from '../leases/leases.js';
 import { allocationsOf, type Claim, type ClaimRefusal, FOREVER, type Key, keyOf, refuseClaim, splitKey, type World } from './model.js';
 import { holdsEndGuard } from './end-guard.js';

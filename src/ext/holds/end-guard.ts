@@ -9,7 +9,7 @@
 import { ALLOC, HOLD_AMOUNT, HOLD_EPOCH, RP } from '../../db/columns.js';
 import { guard } from '../../db/write-batch.js';
 import { conflict } from '../../errors.js';
-import type { EndChangeGuard } from '../../placement/writes/hooks.js';
+import type { EndChangeGuard } from '../../placement/writes/kernel.js';
 import { holdsAt, refuseEndChange, splitKey } from './model.js';
 import { readWorld } from './repo.js';
 

@@ -4,7 +4,7 @@
 // (params.ts), its rule declared once (declaration.ts), its claim guard (guard.ts), its source and ledger (service.ts,
 // keystone.ts, sql.ts), its periodic refresh and its routes (http/routes.ts).
 import { type Extension, withState } from '../../extension.js';
-import type { ProjectConstraint } from '../../placement/constraints.js';
+import type { ProjectConstraint } from '../../placement/capacity.js';
 import { PROJECT_LIMITS } from './declaration.js';
 import { limitsWrites } from './guard.js';
 import { KeystoneLimitsReader } from './http/keystone-limits.js';

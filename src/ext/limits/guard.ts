@@ -1,13 +1,13 @@
 // Project limits on the write side (extension, docs/limits.md), as the write
-// kernel's claim guard (placement/writes/hooks.ts) derived from their
-// declaration (declaration.ts, placement/constraints.ts projectConstraintGuard),
+// kernel's claim guard (placement/writes/kernel.ts) derived from their
+// declaration (declaration.ts, placement/capacity.ts projectConstraintGuard),
 // so every claim path (PUT /allocations/{c}, POST /allocations, POST /reshaper)
 // is checked in its own write transaction, with no round trip of its own.
 // Usage counts the consumers of the configured types (INSTANCE, and untyped
 // ones, by default; MIGRATION not, so a resize counts once).
 import { conflict } from '../../errors.js';
-import { projectConstraintGuard } from '../../placement/constraints.js';
-import type { ClaimGuard, WriteExtension } from '../../placement/writes/hooks.js';
+import { projectConstraintGuard } from '../../placement/capacity.js';
+import type { ClaimGuard, WriteExtension } from '../../placement/writes/kernel.js';
 import type { ProjectLimits } from './service.js';
 
 export const LIMIT_EXCEEDED = 'placement.ext.limit_exceeded';

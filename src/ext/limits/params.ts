@@ -2,7 +2,7 @@
 // candidates answer none when the request alone would cross the caller's
 // project limit (the gate below; why-no-host reports it as project_limit).
 import { invalidQuery } from '../../placement/candidates/errors.js';
-import { type CandidateGate, type CandidateParam, extParam } from '../../placement/candidates/hooks.js';
+import { type CandidateGate, type CandidateParam, extParam } from '../../placement/candidates/index.js';
 import { crossingText, type ProjectLimits, requestedTotals } from './service.js';
 
 export const withinLimitsParam: CandidateParam<boolean> = {

@@ -25,7 +25,7 @@ import {
   projectReport,
   projectUsageOf,
   projectUsageStatement,
-} from '../../placement/constraints.js';
+} from '../../placement/capacity.js';
 import { PROJECT_LIMITS } from './declaration.js';
 import { sameLimits, staticLimits, type LimitSet } from './model.js';
 import type { KeystoneCredentialSettings, LimitsSettings } from './settings.js';

@@ -3,7 +3,7 @@
 // count (ext_limit_usage, kept by triggers: a claim's guard reads one row per
 // class, whatever the size of the project) and which consumers count. The
 // limit rule's own statements are derived from the declaration
-// (declaration.ts, placement/constraints.ts).
+// (declaration.ts, placement/capacity.ts).
 import type { InStatement, ResultSet } from '@libsql/client';
 import { ALLOC, CONSUMER, CONSUMER_TYPE, LIMIT, LIMIT_COUNTING as COUNTING, LIMIT_SYNC, LIMIT_USAGE } from '../../db/columns.js';
 import { num, str } from '../../db/rows.js';

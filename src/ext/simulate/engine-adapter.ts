@@ -11,8 +11,7 @@
 // changes with the engine's API.
 import type { Microversion } from '../../microversion.js';
 import { CloudModel, type ProviderSpec } from '../../placement/candidates/cloud-model.js';
-import type { CandidateEngine } from '../../placement/candidates/index.js';
-import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
+import type { CandidateEngine, CandidateReadHook } from '../../placement/candidates/index.js';
 import {
   type CandidateOptions,
   type CandidatesBody,
@@ -22,7 +21,7 @@ import {
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import type { Lookups, Usage } from '../../placement/candidates/research.js';
 import { type Headroom, headroomOfSearch } from '../headroom/headroom.js';
-import { loadsOf, type LoadedKeys } from '../../placement/constraints.js';
+import { loadsOf, type LoadedKeys } from '../../placement/capacity.js';
 import { candidateCounters } from '../counters/candidates.js';
 import { taintFilter } from '../taints/filter.js';
 import { type HeldState, heldCapacityHook } from '../holds/candidates.js';

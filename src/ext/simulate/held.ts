@@ -7,7 +7,7 @@
 // here decides a hold's rule: it only lays the copy out as rows.
 import type { ResultSet, Row, Value } from '@libsql/client';
 import { capacityOf } from '../../placement/capacity.js';
-import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
+import type { CandidateReadHook } from '../../placement/candidates/index.js';
 import type { DomainFacts } from '../gangs/domains.js';
 import { type HeldState, heldCapacityHook } from '../holds/candidates.js';
 import { holds as holdsExtension } from '../holds/extension.js';

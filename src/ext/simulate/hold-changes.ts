@@ -10,9 +10,8 @@
 // real request's 4xx and its words.
 import type { Microversion } from '../../microversion.js';
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
-import { GenerationPlan, type InventoryState, type Snapshot } from '../../placement/writes/kernel.js';
+import { GenerationPlan, type InventoryState, type Snapshot, type WriteHooks } from '../../placement/writes/kernel.js';
 import { inventoryIndex, planClaims } from '../../placement/writes/claims.js';
-import type { WriteHooks } from '../../placement/writes/hooks.js';
 import { MV } from '../../placement/versions.js';
 import { invalid } from '../../errors.js';
 import { checkGangDomainOf, refusalOfGang } from '../gangs/claim.js';

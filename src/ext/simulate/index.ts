@@ -5,7 +5,7 @@
 // later decide, and nothing written.
 import { z } from 'zod';
 import type { BatchReader } from '../../db/client.js';
-import type { WriteHooks } from '../../placement/writes/hooks.js';
+import type { WriteHooks } from '../../placement/writes/kernel.js';
 import { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';

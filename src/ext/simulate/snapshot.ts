@@ -7,7 +7,7 @@
 // Read only: nothing here writes, so every generation stays as it was.
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
-import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
+import type { CandidateReadHook } from '../../placement/candidates/index.js';
 import {
   AGG,
   ALLOC,

@@ -4,7 +4,7 @@
 // never written back.
 import type { ResultSet } from '@libsql/client';
 import { capacityOf, type InventoryLimits } from '../../placement/capacity.js';
-import type { CandidateReadHook } from '../../placement/candidates/hooks.js';
+import type { CandidateReadHook } from '../../placement/candidates/index.js';
 
 export interface WorldInventory extends InventoryLimits {
   classId: number;

@@ -1,11 +1,11 @@
 // Device taints (extension, docs/extensions.md) as the candidates engine sees
-// them: a read hook (placement/candidates/hooks.ts) the composition root
+// them: a read hook (placement/candidates/index.ts) the composition root
 // installs. Its statement joins each read batch of a request (no extra round
 // trip; an empty indexed table on a cloud without taints) and reads every
 // taint that keeps a provider out of candidates; the request's tolerations
 // (`ext_tolerate`) turn them into the providers the search leaves out.
 import type { InStatement, ResultSet } from '@libsql/client';
-import { type CandidateReadHook, extParam } from '../../placement/candidates/hooks.js';
+import { type CandidateReadHook, extParam } from '../../placement/candidates/index.js';
 import { TAINT } from '../../db/columns.js';
 import { tolerateParam } from './params.js';
 

@@ -2,7 +2,7 @@
 // query): the taint keys whose NoSchedule/NoExecute taints the request
 // tolerates. Repeated keys add up; the grammar is the taints' own (TAINT_KEY).
 import { invalidQuery } from '../../placement/candidates/errors.js';
-import type { CandidateParam } from '../../placement/candidates/hooks.js';
+import type { CandidateParam } from '../../placement/candidates/index.js';
 
 /** A taint key: as Kubernetes label keys, an optional DNS prefix and `/`, then a name (1-63 of [A-Za-z0-9._-]). */
 export const TAINT_KEY = /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;

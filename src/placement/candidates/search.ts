@@ -5,9 +5,10 @@
 // `limit` stops the work early and the cartesian product of
 // the whole cloud is never built. Semantics follow upstream placement's
 // allocation_candidate.py (_merge_candidates, group policy, same_subtree).
-import { TimeBudget } from './time-budget.js';
+// The search runs within a time budget (TimeBudget, at the end), which
+// headroom's walk (src/ext/headroom) takes too.
 import { capacityOf, fits } from '../capacity.js';
-import type { CapacityRule, Piece } from './hooks.js';
+import type { CapacityRule, Piece } from './index.js';
 import type { CandidateInventories, Inventory, ProviderNode } from './research.js';
 
 /** A request group with names resolved to ids. */
@@ -35,18 +36,18 @@ export interface SearchInput {
   candidates: CandidateInventories;
   nodes: Map<number, ProviderNode>;
   /**
-   * Providers the installed hooks keep out (device taints, hooks.ts): never a
+   * Providers the installed hooks keep out (device taints, index.ts): never a
    * choice, and a root here takes its whole tree out. Empty on a cloud without taints.
    */
   excluded?: ReadonlySet<number>;
-  /** The installed hooks' capacity condition (shared counters, hooks.ts); null or absent where none constrains anything. */
+  /** The installed hooks' capacity condition (shared counters, index.ts); null or absent where none constrains anything. */
   capacity?: CapacityRule | null;
 }
 
 /** The order candidates are produced in (upstream's allocation_candidates_generation_strategy). */
 export type GenerationStrategy = 'depth-first' | 'breadth-first';
 
-export type { Piece } from './hooks.js';
+export type { Piece } from './index.js';
 
 /** One group's share of an allocation request. */
 interface Choice {
@@ -822,7 +823,7 @@ export class RequestPicker {
     );
   }
 
-  /** Takes requests until done; a long search shares the event loop (time-budget.ts). */
+  /** Takes requests until done; a long search shares the event loop (TimeBudget, below). */
   async offer(source: Iterable<AllocationRequest | null>): Promise<void> {
     if (this.done) return;
     for (const request of source) {
@@ -861,5 +862,49 @@ export class RequestPicker {
       }
     }
     return out;
+  }
+}
+
+// --- The time budget ----------------------------------------------------------
+// How long one search may run before it answers with what it found, and how
+// it shares the event loop meanwhile: the candidates' search (RequestPicker)
+// and headroom's walk (src/ext/headroom) take the same budget.
+/** How long a search runs before it gives the event loop back, so one pathological request cannot stall the others. */
+const SLICE_MS = 50;
+
+/** setTimeout(0) exists in Node and in Workers alike (setImmediate does not). */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+export class TimeBudget {
+  private readonly deadline: number;
+  private sliceStart: number;
+
+  /** `ms` 0 or absent: no limit. */
+  constructor(
+    ms = 0,
+    private readonly clock: () => number = Date.now,
+  ) {
+    const now = clock();
+    this.deadline = ms > 0 ? now + ms : Number.POSITIVE_INFINITY;
+    this.sliceStart = now;
+  }
+
+  /**
+   * Between two steps of a search, synchronously (a search takes thousands of
+   * steps, and an await at each one costs a turn of the microtask queue):
+   * 'spent' when the budget is spent (the search answers with what it has),
+   * 'pause' when a slice has run and the caller gives the event loop back
+   * (`await budget.pause()`) before its next step, 'go' otherwise.
+   */
+  step(): 'go' | 'pause' | 'spent' {
+    const now = this.clock();
+    if (now >= this.deadline) return 'spent';
+    return now - this.sliceStart >= SLICE_MS ? 'pause' : 'go';
+  }
+
+  /** Gives the event loop back; the next slice starts when it returns. */
+  async pause(): Promise<void> {
+    await yieldToEventLoop();
+    this.sliceStart = this.clock();
   }
 }

@@ -12,8 +12,7 @@ import { Microversion } from '../../microversion.js';
 import { STANDARD_RESOURCE_CLASSES } from '../standard-names.generated.js';
 import { MAX_VERSION } from '../versions.js';
 import { CloudModel, type ProviderSpec } from './cloud-model.js';
-import type { CandidateReadHook } from './hooks.js';
-import { type CandidateOptions, candidatesJsonFromModel } from './index.js';
+import { type CandidateOptions, type CandidateReadHook, candidatesJsonFromModel } from './index.js';
 import { type CandidateRequest, parseCandidateQueryString } from './parse.js';
 import { addUsage, type Lookups, type Usage } from './research.js';
 

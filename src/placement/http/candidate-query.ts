@@ -7,7 +7,7 @@ import type { Microversion } from '../../microversion.js';
 import { allowedKeys } from '../candidates/parse.js';
 
 /**
- * Where the installed extensions' parameters (hooks.ts CandidateParam) stand
+ * Where the installed extensions' parameters (index.ts CandidateParam) stand
  * in the list: the document (src/openapi/operations.ts) puts them here, as
  * the engine takes them from the extensions the composition root installs.
  */

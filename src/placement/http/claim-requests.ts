@@ -9,7 +9,7 @@ import { isoNow } from '../repo/lookups.js';
 import { type ConsumerAllocationsBody, isListForm, putAllocationsSchema } from '../schemas/allocations.js';
 import { readBody } from '../../http/validate.js';
 import type { ClaimEndpoint } from '../writes/refusals.js';
-import type { ClaimAlongside, ClaimParams } from '../writes/hooks.js';
+import type { ClaimAlongside, ClaimParams } from '../writes/kernel.js';
 import { invalid } from '../../errors.js';
 
 /**

@@ -12,7 +12,7 @@ import {
   resourceProviderTraits,
 } from '../../db/schema/index.js';
 import { capacitySql, usedSql } from '../capacity.js';
-import type { AggregateFilter } from '../query.js';
+import type { AggregateFilter } from '../candidates/parse.js';
 import { findProvider } from './lookups.js';
 
 export interface ProviderView {

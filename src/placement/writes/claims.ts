@@ -18,16 +18,20 @@ import type { DataStore } from '../../db/client.js';
 import { commitGuarded, guard, placeholders, prebuiltGuard, stmt, type WriteStatement } from '../../db/write-batch.js';
 import type { ConsumerClaim } from '../repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID, INCOMPLETE_CONSUMER_USER_ID } from '../repo/consumers.js';
-import { sqlByCount, type ClaimAlongside, type ClaimEntry, type ClaimView, type WriteHooks } from './hooks.js';
 import {
+  type ClaimAlongside,
+  type ClaimEntry,
+  type ClaimView,
   GenerationPlan,
+  type InventoryState,
   key,
   placementWrite,
   readSnapshot,
-  tryOneBatch,
-  type InventoryState,
   type Snapshot,
+  sqlByCount,
+  tryOneBatch,
   type WriteDeps,
+  type WriteHooks,
 } from './kernel.js';
 import {
   ClaimRefused,
@@ -46,9 +50,9 @@ export interface ClaimOptions {
   now: string;
   /** The endpoint the claims come from, for the wording of its refusals. */
   endpoint: ClaimEndpoint;
-  /** What an extension writes with this claim, in its own batch (hooks.ts ClaimAlongside). */
+  /** What an extension writes with this claim, in its own batch (kernel.ts ClaimAlongside). */
   alongside?: ClaimAlongside;
-  /** The request's `ext_` parameters, for the claim guards (hooks.ts ClaimParams). */
+  /** The request's `ext_` parameters, for the claim guards (kernel.ts ClaimParams). */
   params?: ReadonlyMap<string, string>;
 }
 
@@ -67,7 +71,7 @@ function invalidInventory(resourceClass: string, providerUuids: readonly string[
  * statements that write them, plus the usage they leave per (provider, class).
  * Order of checks (and so of errors) follows upstream: providers exist,
  * consumers and their generations, resource classes exist, inventory and
- * the claim rules (rules.ts); then the installed claim guards (hooks.ts).
+ * the claim rules (rules.ts); then the installed claim guards (kernel.ts).
  */
 export function planClaims(
   deps: Pick<WriteDeps, 'writeHooks' | 'metrics'>,
@@ -415,7 +419,7 @@ export async function claimAllocations(deps: WriteDeps, claims: ConsumerClaim[],
 
 /**
  * The ordinary path's guard for the claim guards that provider generations do
- * not protect (hooks.ts), as of the write: refused, the claim is decided again.
+ * not protect (kernel.ts), as of the write: refused, the claim is decided again.
  */
 export function everyBatchGuards(hooks: WriteHooks, uuids: string[]): WriteStatement[] {
   const condition = hooks.everyBatchHoldsSql(uuids.length);

@@ -4,7 +4,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../../../http/env.js';
 import { consumerOfPath } from '../../../shared/uuid.js';
 import { withRaceRetries } from '../../../db/write-batch.js';
-import { endChangeChecks } from '../../../placement/writes/hooks.js';
+import { endChangeChecks } from '../../../placement/writes/kernel.js';
 import { confirmLease, getLease, leaseExpiryMs, listLeases, putLease } from '../leases.js';
 import { LeaseListResponse, LeaseResponse, putLeaseSchema } from '../schemas.js';
 import { RouteTable } from '../../../http/route-table.js';

@@ -6,7 +6,7 @@ import { badQuery, queryParams, readBody } from '../../../http/validate.js';
 import { atLeast, authorize, newest, setCacheHeaders } from '../middleware.js';
 import { presentProvider } from '../../present/providers.js';
 import { isUuidLike, normalizeUuid } from '../../../shared/uuid.js';
-import { parseMemberOf, parseRequired, parseResources, traitNames } from '../../query.js';
+import { parseMemberOf, parseRequired, parseResources, traitNames } from '../../candidates/parse.js';
 import { isoNow, providerNotFound, resourceClassIdsByName, traitIdsByName } from '../../repo/lookups.js';
 import { createProviderBatched, deleteProviderBatched, updateProviderBatched } from '../../writes/providers.js';
 import { getProviderView, listProviders, type ProviderListFilter } from '../../repo/providers.js';
