@@ -18,8 +18,7 @@
 // v3 pipeline (404), or a URL this does not speak (ws:, wss:), falls back to
 // the client for good.
 import { type Client, type InStatement, type InValue, LibsqlBatchError, LibsqlError, type ResultSet, type Row } from '@libsql/client';
-import type { BatchConnection } from './client.js';
-import { base64Of, resultSet, rowFactory } from './result-rows.js';
+import { base64Of, type BatchConnection, resultSet, rowFactory } from './client.js';
 
 type HranaValue =
   | { type: 'null' }

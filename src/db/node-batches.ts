@@ -14,7 +14,7 @@
 import { LibsqlBatchError, LibsqlError, type InArgs, type InStatement, type InValue, type ResultSet, type Row } from '@libsql/client';
 import Database from 'libsql';
 import type { GroupOutcome } from './group-commit.js';
-import { resultSet, rowFactory } from './result-rows.js';
+import { resultSet, rowFactory } from './client.js';
 
 type Connection = InstanceType<typeof Database>;
 type Prepared = ReturnType<Connection['prepare']>;
