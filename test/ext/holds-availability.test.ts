@@ -223,7 +223,7 @@ describe('availability over random trees, against an oracle', () => {
       const model = CloudModel.of(cloud.specs);
       const lookups = LOOKUPS(cloud.specs);
       const capacity = new Map(cloud.specs.flatMap((s) => s.inventories.map((i) => [pairKey(s.id, i.classId), capacityOf(i)] as const)));
-      const empty = await candidatesFromModel(model, new Map(), lookups, { ...request, limit: null }, MV, OPTIONS);
+      const empty = await candidatesFromModel({ model, usage: new Map(), lookups }, { ...request, limit: null }, MV, OPTIONS);
       const placements = empty.allocation_requests.map((a) =>
         piecesOf(a.allocations as Record<string, { resources: Record<string, number> }>, cloud.specs),
       );

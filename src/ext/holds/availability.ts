@@ -145,7 +145,7 @@ export async function earliestCandidate(
   return earliestFit(cloud.calendar, window.fromMs, window.durationMs, async (usage): Promise<Fit | null> => {
     if (!mayFit(usage)) return null;
     const options = modelOptions(base, hooksUnder(cloud, usage), gang !== undefined);
-    const body = await candidatesFromModel(cloud.model, usage, cloud.lookups, asked, mv, options);
+    const body = await candidatesFromModel({ model: cloud.model, usage, lookups: cloud.lookups }, asked, mv, options);
     if (!gang) return body.allocation_requests.length ? { requests: requestsOf(body).slice(0, 1) } : null;
     const facts = await readDomainFacts(gang.reader, gang.query.domain === 'any' ? [] : gang.query.domains, usedProviders(body));
     const found = domainSearchOf(body, facts, gang.query, false);

@@ -148,14 +148,19 @@ async function judgeEveryTree(
 ): Promise<{ kept: Judged[]; nodes: FullSearch['nodes']; capped: boolean; victimFree: number }> {
   cloud.derived.relaxed ??= relaxedUsage(cloud.taken, cloud.evictable);
   const relaxed = cloud.derived.relaxed;
-  const full = await searchEveryTreeOfModel(cloud.model, relaxed, cloud.lookups, { ...request, limit: null }, mv, {
-    ...options,
-    randomize: false,
-    maxCandidates: 0,
-    treeCacheProviders: 0,
-    trees: undefined,
-    metrics: undefined,
-  });
+  const full = await searchEveryTreeOfModel(
+    { model: cloud.model, usage: relaxed, lookups: cloud.lookups },
+    { ...request, limit: null },
+    mv,
+    {
+      ...options,
+      randomize: false,
+      maxCandidates: 0,
+      treeCacheProviders: 0,
+      trees: undefined,
+      metrics: undefined,
+    },
+  );
   cloud.derived.byRoot ??= byRoot(cloud);
   const evictableByRoot = cloud.derived.byRoot;
   cloud.derived.statsByRoot ??= [];

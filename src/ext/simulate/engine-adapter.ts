@@ -135,7 +135,7 @@ export async function headroomOver(
   options: CandidateOptions,
 ): Promise<Headroom> {
   const opts = whatIfOptions(view, usage, options);
-  const full = await searchEveryTreeOfModel(view.model, usage as Usage, view.lookups, request, mv, opts);
+  const full = await searchEveryTreeOfModel({ model: view.model, usage: usage as Usage, lookups: view.lookups }, request, mv, opts);
   // Headroom reads the counters' state back by the installed hook.
   for (const hook of opts.hooks ?? []) {
     const installed = installedHookOf.get(hook);
@@ -152,7 +152,7 @@ export async function candidatesOver(
   options: CandidateOptions,
   generationStrategy: CandidateOptions['generationStrategy'] = 'depth-first',
 ): Promise<CandidatesBody> {
-  return candidatesFromModel(view.model, usage as Usage, view.lookups, request, mv, {
+  return candidatesFromModel({ model: view.model, usage: usage as Usage, lookups: view.lookups }, request, mv, {
     ...whatIfOptions(view, usage, options),
     generationStrategy,
   });

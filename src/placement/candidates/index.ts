@@ -282,8 +282,19 @@ export async function searchEveryTree(
   return fullSearchOf(fromDatabase(reader), request, mv, options);
 }
 
-/** The research of a model given whole with its usage and names, no database: the hooks read as from one whose tables are empty. */
-function modelSource(model: CloudModel, usage: Usage, lookups: Lookups, options: CandidateOptions): ResearchSource {
+/**
+ * A model given whole with its usage and names, the input of the entry points
+ * below that need no database (what-if, holds' availability, preemption, the
+ * warm-up) where the others take a BatchReader.
+ */
+export interface GivenModel {
+  model: CloudModel;
+  usage: Usage;
+  lookups: Lookups;
+}
+
+/** The research of a model given whole, no database: the hooks read as from one whose tables are empty. */
+function modelSource({ model, usage, lookups }: GivenModel, options: CandidateOptions): ResearchSource {
   const hooks = options.hooks ?? NO_HOOKS;
   return async (plan, firstRoots) => researchOfModel(model, lookups, usage, plan.names, plan.prefilter, firstRoots, hooks);
 }
@@ -295,14 +306,12 @@ function modelSource(model: CloudModel, usage: Usage, lookups: Lookups, options:
  * whose read() returns the state it wants applied.
  */
 export async function searchEveryTreeOfModel(
-  model: CloudModel,
-  usage: Usage,
-  lookups: Lookups,
+  given: GivenModel,
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<FullSearch> {
-  return fullSearchOf(modelSource(model, usage, lookups, options), request, mv, options);
+  return fullSearchOf(modelSource(given, options), request, mv, options);
 }
 
 async function fullSearchOf(
@@ -426,32 +435,28 @@ export async function findAllocationCandidatesJson(
  * the rules on). The hooks read as from a database where their tables are empty.
  */
 export async function candidatesJsonFromModel(
-  model: CloudModel,
-  usage: Usage,
-  lookups: Lookups,
+  given: GivenModel,
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  return jsonOf(await chooseCandidates(modelSource(model, usage, lookups, options), request, mv, options));
+  return jsonOf(await chooseCandidates(modelSource(given, options), request, mv, options));
 }
 
 /** The answer as an object over a model given whole (what-if): as candidatesJsonFromModel, without the JSON. */
 export async function candidatesFromModel(
-  model: CloudModel,
-  usage: Usage,
-  lookups: Lookups,
+  given: GivenModel,
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<CandidatesBody> {
   const { chosen, nodes, classNameById, requestedClasses, shape } = await chooseCandidates(
-    modelSource(model, usage, lookups, options),
+    modelSource(given, options),
     request,
     mv,
     options,
   );
-  return presentCandidates(chosen, nodes, usage, classNameById, requestedClasses, shape);
+  return presentCandidates(chosen, nodes, given.usage, classNameById, requestedClasses, shape);
 }
 
 function jsonOf({ chosen, nodes, usage, classNameById, requestedClasses, shape }: Chosen): Uint8Array<ArrayBuffer> {

@@ -167,7 +167,7 @@ export async function warmUpCandidates(rounds = 1, hooks: readonly CandidateRead
   let smallest = Number.POSITIVE_INFINITY;
   for (let round = 0; round < rounds; round += 1) {
     for (const { mv, request } of requests) {
-      const size = (await candidatesJsonFromModel(model, usage, LOOKUPS, request, mv, options)).length;
+      const size = (await candidatesJsonFromModel({ model, usage, lookups: LOOKUPS }, request, mv, options)).length;
       answers += 1;
       bytes += size;
       smallest = Math.min(smallest, size);
