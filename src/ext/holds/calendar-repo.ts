@@ -8,16 +8,16 @@
 // of now: device taints, shared counters' bounds). No HTTP here.
 import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
-import { AGG, ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, LEASE, RC, TRAIT } from '../../db/columns.js';
+import { AGG, ALLOC, CONSUMER, HOLD, RC, TRAIT } from '../../db/columns.js';
 import { CloudModel } from '../../placement/candidates/cloud-model.js';
 import type { CandidateOptions, CandidateReadHook } from '../../placement/candidates/index.js';
 import type { Lookups } from '../../placement/candidates/research.js';
 import { type Columns, columns, num, packedArray, type PackedRow } from '../../placement/candidates/sql.js';
 import { type Calendar, calendarOf, pairKey } from './calendar.js';
-import { type Allocation, drawnEndMs, type EndAction, FOREVER, type Hold } from './model.js';
+import { type Allocation, drawnEndMs, FOREVER, type Hold } from './model.js';
+import { coverJoins, DRAWN_HOLD_SQL, HELD, heldOf, heldSql, LEASE_END_SQL } from './repo.js';
 
 const ALLOCATED = columns(['rp', 'cls', 'used', 'ends', 'hold']);
-const HELD = columns(['uuid', 'project', 'start_ms', 'end_ms', 'end_action', 'rp', 'cls', 'amount']);
 
 const packed = (cols: Columns<string>, from: string, args: InValue[] = []): InStatement => ({
   sql: `SELECT ${packedArray(cols)} FROM (${from})`,
@@ -32,21 +32,12 @@ function statements(model: CloudModel, nowMs: number): InStatement[] {
       ALLOCATED,
       `SELECT rp, cls, SUM(used) AS used, ends, hold FROM (
         SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, a.${ALLOC.used} AS used,
-          CASE WHEN l.${LEASE.consumerGeneration} = c.${CONSUMER.generation} THEN l.${LEASE.expiresAtMs} END AS ends,
-          CASE WHEN d.${HOLD_DRAW.consumerGeneration} = c.${CONSUMER.generation} THEN d.${HOLD_DRAW.holdUuid} END AS hold
+          ${LEASE_END_SQL} AS ends, ${DRAWN_HOLD_SQL} AS hold
         FROM allocations a JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId}
-        LEFT JOIN ext_leases l ON l.${LEASE.consumerUuid} = a.${ALLOC.consumerId}
-        LEFT JOIN ext_hold_draws d ON d.${HOLD_DRAW.consumerUuid} = a.${ALLOC.consumerId})
+        ${coverJoins(`a.${ALLOC.consumerId}`)})
       GROUP BY rp, cls, ends, hold`,
     ),
-    packed(
-      HELD,
-      `SELECT h.${HOLD.uuid} AS uuid, h.${HOLD.projectId} AS project, h.${HOLD.startMs} AS start_ms, h.${HOLD.endMs} AS end_ms,
-          h.${HOLD.endAction} AS end_action, ha.${HOLD_AMOUNT.resourceProviderId} AS rp, ha.${HOLD_AMOUNT.resourceClassId} AS cls,
-          ha.${HOLD_AMOUNT.amount} AS amount
-        FROM ext_hold_amounts ha JOIN ext_holds h ON h.${HOLD.uuid} = ha.${HOLD_AMOUNT.holdUuid} WHERE h.${HOLD.endMs} > ?`,
-      [nowMs],
-    ),
+    packed(HELD, heldSql(`WHERE h.${HOLD.endMs} > ?`), [nowMs]),
     { sql: `SELECT ${RC.id} AS id, ${RC.name} AS name FROM resource_classes`, args: [] },
     { sql: `SELECT ${TRAIT.id} AS id, ${TRAIT.name} AS name FROM traits`, args: [] },
     { sql: `SELECT ${AGG.id} AS id, ${AGG.uuid} AS uuid FROM placement_aggregates`, args: [] },
@@ -65,27 +56,15 @@ export interface CloudCalendar {
 const rowsOf = (result: ResultSet | undefined): PackedRow[] => JSON.parse(String(result?.rows[0]?.[0] ?? '[]')) as PackedRow[];
 
 /** The holds read, their amounts keyed by (provider id, class id). */
-function holdsOf(result: ResultSet | undefined): Hold[] {
-  const holds = new Map<string, Hold & { amounts: Map<string, number> }>();
-  const h = HELD.at;
-  for (const r of rowsOf(result)) {
-    const uuid = String(r[h.uuid]);
-    let hold = holds.get(uuid);
-    if (!hold) {
-      hold = {
-        id: uuid,
-        project: String(r[h.project]),
-        startMs: num(r[h.start_ms]),
-        endMs: num(r[h.end_ms]),
-        endAction: String(r[h.end_action]) as EndAction,
-        amounts: new Map(),
-      };
-      holds.set(uuid, hold);
-    }
-    hold.amounts.set(pairKey(num(r[h.rp]), num(r[h.cls])), num(r[h.amount]));
-  }
-  return [...holds.values()];
-}
+const holdsOf = (result: ResultSet | undefined): Hold[] =>
+  heldOf(rowsOf(result)).map(({ id, project, startMs, endMs, endAction, amounts }) => ({
+    id,
+    project,
+    startMs,
+    endMs,
+    endAction,
+    amounts: new Map(amounts.map((a) => [pairKey(a.providerId, a.classId), a.amount])),
+  }));
 
 /** Reads the cloud over time as of `nowMs`, and the statements of `hooks` (given the request's class names), in one batch. */
 export async function readCloudCalendar(

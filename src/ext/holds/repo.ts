@@ -7,7 +7,84 @@ import type { BatchReader, DataStore } from '../../db/client.js';
 import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, LEASE, PROJECT, RC, RP } from '../../db/columns.js';
 import { commitGuarded, guard, inList, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { capacitySql } from '../../placement/capacity.js';
+import { columns, num, type PackedRow } from '../../placement/candidates/sql.js';
 import { type Allocation, drawnEndMs, type EndAction, FOREVER, type Hold, type Key, keyOf, type World } from './model.js';
+
+// --- What holds' rule reads, wherever it is read --------------------------------
+// The guard and the routes (below, by names), availability (calendar-repo.ts)
+// and the simulation's snapshot (ext/simulate/snapshot.ts, by ids) read the
+// same facts; they are written here once.
+
+/**
+ * A lease or a draw counts while it covers its consumer as it is: its
+ * consumer generation is the consumer's (a rewrite since makes the claim
+ * lasting and undrawn). For rows whose consumer uuid is `consumerUuid`, with
+ * the consumer aliased `c`: the joins (aliases `l` and `d`; one row each at
+ * most), then the lease's expiry (null: lasting) and the hold drawn from
+ * (null: none).
+ */
+export const coverJoins = (consumerUuid: string): string => `LEFT JOIN ext_leases l ON l.${LEASE.consumerUuid} = ${consumerUuid}
+  LEFT JOIN ext_hold_draws d ON d.${HOLD_DRAW.consumerUuid} = ${consumerUuid}`;
+export const LEASE_END_SQL = `CASE WHEN l.${LEASE.consumerGeneration} = c.${CONSUMER.generation} THEN l.${LEASE.expiresAtMs} END`;
+export const DRAWN_HOLD_SQL = `CASE WHEN d.${HOLD_DRAW.consumerGeneration} = c.${CONSUMER.generation} THEN d.${HOLD_DRAW.holdUuid} END`;
+
+/** The stored holds by ids, one row per amount (to pack with packedArray(HELD), read back by heldOf). */
+export const HELD = columns([
+  'uuid',
+  'project',
+  'start_ms',
+  'end_ms',
+  'end_action',
+  'ignore_allocations',
+  'generation',
+  'rp',
+  'cls',
+  'amount',
+]);
+export const heldSql = (
+  where = '',
+): string => `SELECT h.${HOLD.uuid} AS uuid, h.${HOLD.projectId} AS project, h.${HOLD.startMs} AS start_ms,
+    h.${HOLD.endMs} AS end_ms, h.${HOLD.endAction} AS end_action, h.${HOLD.ignoreAllocations} AS ignore_allocations,
+    h.${HOLD.generation} AS generation, ha.${HOLD_AMOUNT.resourceProviderId} AS rp, ha.${HOLD_AMOUNT.resourceClassId} AS cls,
+    ha.${HOLD_AMOUNT.amount} AS amount
+  FROM ext_holds h JOIN ext_hold_amounts ha ON ha.${HOLD_AMOUNT.holdUuid} = h.${HOLD.uuid}${where ? ` ${where}` : ''}`;
+
+/** A stored hold by ids: its amounts by provider and class id, in the order read. */
+export interface HeldById {
+  id: string;
+  project: string;
+  startMs: number;
+  endMs: number;
+  endAction: EndAction;
+  ignoreAllocations: boolean;
+  generation: number;
+  amounts: { providerId: number; classId: number; amount: number }[];
+}
+
+/** The holds of HELD rows, in first-seen order. */
+export function heldOf(rows: readonly PackedRow[]): HeldById[] {
+  const holds = new Map<string, HeldById>();
+  const h = HELD.at;
+  for (const r of rows) {
+    const uuid = String(r[h.uuid]);
+    let hold = holds.get(uuid);
+    if (!hold) {
+      hold = {
+        id: uuid,
+        project: String(r[h.project]),
+        startMs: num(r[h.start_ms]),
+        endMs: num(r[h.end_ms]),
+        endAction: String(r[h.end_action]) === 'keep' ? 'keep' : 'release',
+        ignoreAllocations: num(r[h.ignore_allocations]) === 1,
+        generation: num(r[h.generation]),
+        amounts: [],
+      };
+      holds.set(uuid, hold);
+    }
+    hold.amounts.push({ providerId: num(r[h.rp]), classId: num(r[h.cls]), amount: num(r[h.amount]) });
+  }
+  return [...holds.values()];
+}
 
 /** A hold as stored, with its providers' uuids and classes' names. */
 export interface StoredHold extends Hold {
@@ -69,14 +146,12 @@ const allocationsOnProvidersSql = (
   heldOnly = false,
 ) => `SELECT a.${ALLOC.consumerId} AS consumer, pr.${PROJECT.externalId} AS project,
     p.${RP.uuid} AS provider, rc.${RC.name} AS resource_class, a.${ALLOC.used} AS used,
-    CASE WHEN l.${LEASE.consumerGeneration} = c.${CONSUMER.generation} THEN l.${LEASE.expiresAtMs} END AS ends_at_ms,
-    CASE WHEN d.${HOLD_DRAW.consumerGeneration} = c.${CONSUMER.generation} THEN d.${HOLD_DRAW.holdUuid} END AS hold
+    ${LEASE_END_SQL} AS ends_at_ms, ${DRAWN_HOLD_SQL} AS hold
   FROM allocations a JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId}
   JOIN projects pr ON pr.${PROJECT.id} = c.${CONSUMER.projectId}
   JOIN resource_providers p ON p.${RP.id} = a.${ALLOC.resourceProviderId}
   JOIN resource_classes rc ON rc.${RC.id} = a.${ALLOC.resourceClassId}
-  LEFT JOIN ext_leases l ON l.${LEASE.consumerUuid} = a.${ALLOC.consumerId}
-  LEFT JOIN ext_hold_draws d ON d.${HOLD_DRAW.consumerUuid} = a.${ALLOC.consumerId}
+  ${coverJoins(`a.${ALLOC.consumerId}`)}
   WHERE a.${ALLOC.resourceProviderId} IN ${providerIdsIn(count)}${heldOnly ? ` AND ${isHeld('a', ALLOC.resourceProviderId, ALLOC.resourceClassId)}` : ''}`;
 
 /** Whether some stored hold holds the (provider, class) of the row aliased `alias`. */

@@ -8,32 +8,17 @@
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
 import type { CandidateReadHook } from '../../placement/candidates/index.js';
-import {
-  AGG,
-  ALLOC,
-  CONSUMER,
-  CONSUMER_TYPE,
-  HOLD,
-  HOLD_AMOUNT,
-  HOLD_DRAW,
-  INV,
-  LEASE,
-  PROJECT,
-  RC,
-  RP,
-  TAINT,
-  TRAIT,
-  USER,
-} from '../../db/columns.js';
+import { AGG, ALLOC, CONSUMER, CONSUMER_TYPE, HOLD, INV, LEASE, PROJECT, RC, RP, TAINT, TRAIT, USER } from '../../db/columns.js';
 import { inventoryColumns, providerColumns } from '../../placement/candidates/cloud-model.js';
 import { type Columns, columns, num, packedArray, type PackedRow } from '../../placement/candidates/sql.js';
+import { coverJoins, DRAWN_HOLD_SQL, HELD, heldOf, heldSql, LEASE_END_SQL } from '../holds/repo.js';
 import { EXCLUDING_EFFECTS } from '../taints/filter.js';
 import type { World, WorldConsumer, WorldHold, WorldInventory, WorldProvider } from './world.js';
 
 const PROVIDER = columns(['id', 'uuid', 'parent_provider_id', 'root_provider_id', 'traits', 'aggs', 'name', 'generation']);
 const INVENTORY = columns(['rp', 'cls', 'name', 'total', 'reserved', 'min_unit', 'max_unit', 'step_size', 'ratio']);
 const ALLOCATION = columns(['consumer', 'rp', 'cls', 'used']);
-const CONSUMER_ROW = columns(['uuid', 'generation', 'project', 'user', 'type']);
+const CONSUMER_ROW = columns(['uuid', 'generation', 'project', 'user', 'type', 'lease_ends', 'drawn_from']);
 
 /** Each statement packs its rows into one JSON value (10,000 providers read as one string, not 10,000 row objects). */
 const packed = (cols: Columns<string>, from: string): InStatement => ({ sql: `SELECT ${packedArray(cols)} FROM (${from})`, args: [] });
@@ -56,9 +41,10 @@ const STATEMENTS: InStatement[] = [
   packed(
     CONSUMER_ROW,
     `SELECT c.${CONSUMER.uuid} AS uuid, c.${CONSUMER.generation} AS generation, pr.${PROJECT.externalId} AS project, u.${USER.externalId} AS user,
-        ct.${CONSUMER_TYPE.name} AS type
+        ct.${CONSUMER_TYPE.name} AS type, ${LEASE_END_SQL} AS lease_ends, ${DRAWN_HOLD_SQL} AS drawn_from
       FROM consumers c JOIN projects pr ON pr.${PROJECT.id} = c.${CONSUMER.projectId} JOIN users u ON u.${USER.id} = c.${CONSUMER.userId}
-      LEFT JOIN consumer_types ct ON ct.${CONSUMER_TYPE.id} = c.${CONSUMER.consumerTypeId}`,
+      LEFT JOIN consumer_types ct ON ct.${CONSUMER_TYPE.id} = c.${CONSUMER.consumerTypeId}
+      ${coverJoins(`c.${CONSUMER.uuid}`)}`,
   ),
   {
     sql: `SELECT ${TAINT.resourceProviderId} AS rp, ${TAINT.key} AS key FROM ext_provider_taints
@@ -69,24 +55,8 @@ const STATEMENTS: InStatement[] = [
   { sql: `SELECT ${RC.id} AS id, ${RC.name} AS name FROM resource_classes`, args: [] },
   { sql: `SELECT ${TRAIT.id} AS id, ${TRAIT.name} AS name FROM traits`, args: [] },
   { sql: `SELECT ${AGG.id} AS id, ${AGG.uuid} AS uuid FROM placement_aggregates`, args: [] },
-  // What holds' rule reads (ext/holds): every stored hold with its amounts, and the leases and draws that cover their consumers as they are.
-  {
-    sql: `SELECT h.${HOLD.uuid} AS uuid, h.${HOLD.projectId} AS project, h.${HOLD.startMs} AS start_ms, h.${HOLD.endMs} AS end_ms,
-        h.${HOLD.endAction} AS end_action, h.${HOLD.ignoreAllocations} AS ignore_allocations, h.${HOLD.generation} AS generation,
-        ha.${HOLD_AMOUNT.resourceProviderId} AS rp, ha.${HOLD_AMOUNT.resourceClassId} AS cls, ha.${HOLD_AMOUNT.amount} AS amount
-      FROM ext_holds h JOIN ext_hold_amounts ha ON ha.${HOLD_AMOUNT.holdUuid} = h.${HOLD.uuid} ORDER BY h.${HOLD.uuid}`,
-    args: [],
-  },
-  {
-    sql: `SELECT l.${LEASE.consumerUuid} AS uuid, l.${LEASE.expiresAtMs} AS expires_at_ms FROM ext_leases l
-      JOIN consumers c ON c.${CONSUMER.uuid} = l.${LEASE.consumerUuid} AND c.${CONSUMER.generation} = l.${LEASE.consumerGeneration}`,
-    args: [],
-  },
-  {
-    sql: `SELECT d.${HOLD_DRAW.consumerUuid} AS uuid, d.${HOLD_DRAW.holdUuid} AS hold FROM ext_hold_draws d
-      JOIN consumers c ON c.${CONSUMER.uuid} = d.${HOLD_DRAW.consumerUuid} AND c.${CONSUMER.generation} = d.${HOLD_DRAW.consumerGeneration}`,
-    args: [],
-  },
+  // What holds' rule reads (ext/holds/repo.ts): every stored hold with its amounts (the leases and draws that cover their consumers as they are: the consumers' row).
+  packed(HELD, `${heldSql()} ORDER BY h.${HOLD.uuid}`),
   { sql: `SELECT ${PROJECT.externalId} AS project FROM projects`, args: [] },
 ];
 
@@ -102,21 +72,8 @@ export async function readWorld(reader: BatchReader, hooks: readonly CandidateRe
   const [names] = await reader.readBatch([{ sql: `SELECT ${RC.name} AS name FROM resource_classes`, args: [] }]);
   const classNames = names!.rows.map((r) => String(r.name));
   const results = await reader.readBatch([...STATEMENTS, ...hooks.map((hook) => hook.statement(classNames))]);
-  const [
-    providers,
-    inventories,
-    allocations,
-    consumers,
-    taints,
-    leases,
-    classes,
-    traits,
-    aggregates,
-    holdRows,
-    leaseEnds,
-    draws,
-    projects,
-  ] = results as ResultSet[];
+  const [providers, inventories, allocations, consumers, taints, leases, classes, traits, aggregates, holdRows, projects] =
+    results as ResultSet[];
   const hookResults = new Map(hooks.map((hook, i) => [hook, results[STATEMENTS.length + i]]));
   const byId = new Map<number, WorldProvider>();
   const p = PROVIDER.at;
@@ -160,8 +117,8 @@ export async function readWorld(reader: BatchReader, hooks: readonly CandidateRe
       consumerType: r[c.type] === null ? null : String(r[c.type]),
       allocations: [],
       leased: false,
-      leaseEndsAtMs: null,
-      drawnFrom: null,
+      leaseEndsAtMs: r[c.lease_ends] === null ? null : num(r[c.lease_ends]),
+      drawnFrom: r[c.drawn_from] === null ? null : String(r[c.drawn_from]),
     });
   }
   const a = ALLOCATION.at;
@@ -172,33 +129,7 @@ export async function readWorld(reader: BatchReader, hooks: readonly CandidateRe
     const consumer = byConsumer.get(String(r.uuid));
     if (consumer) consumer.leased = true;
   }
-  for (const r of leaseEnds!.rows) {
-    const consumer = byConsumer.get(String(r.uuid));
-    if (consumer) consumer.leaseEndsAtMs = Number(r.expires_at_ms);
-  }
-  for (const r of draws!.rows) {
-    const consumer = byConsumer.get(String(r.uuid));
-    if (consumer) consumer.drawnFrom = String(r.hold);
-  }
-  const holds = new Map<string, WorldHold>();
-  for (const r of holdRows!.rows) {
-    const uuid = String(r.uuid);
-    let hold = holds.get(uuid);
-    if (!hold) {
-      hold = {
-        id: uuid,
-        project: String(r.project),
-        startMs: Number(r.start_ms),
-        endMs: Number(r.end_ms),
-        endAction: String(r.end_action) === 'keep' ? 'keep' : 'release',
-        ignoreAllocations: Number(r.ignore_allocations) === 1,
-        generation: Number(r.generation),
-        amounts: [],
-      };
-      holds.set(uuid, hold);
-    }
-    hold.amounts.push({ providerId: Number(r.rp), classId: Number(r.cls), amount: Number(r.amount) });
-  }
+  const holds: WorldHold[] = heldOf(rowsOf(holdRows));
   const taintKeys = new Map<number, string[]>();
   for (const r of taints!.rows) {
     const keys = taintKeys.get(Number(r.rp));
@@ -212,7 +143,7 @@ export async function readWorld(reader: BatchReader, hooks: readonly CandidateRe
     classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
     traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
     aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
-    holds: [...holds.values()],
+    holds,
     projects: new Set(projects!.rows.map((r) => String(r.project))),
     hookResults,
   };
