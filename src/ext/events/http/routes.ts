@@ -2,7 +2,7 @@
 import { RouteTable, zodQuery } from '../../../http/route-table.js';
 import { badQuery } from '../../../http/validate.js';
 import { placementHttp } from '../../../placement/http/profile.js';
-import { adminOnly } from '../../http/admin-only.js';
+import { adminJson } from '../../http/admin-only.js';
 import { waitForEvents } from '../events.js';
 import { EventPageResponse, eventsQuery } from '../schemas.js';
 
@@ -12,25 +12,22 @@ export const EVENT_POLL_MS = 250;
 export const eventRoutes = new RouteTable('extensions', placementHttp);
 
 eventRoutes.resource('/events', {
-  GET: adminOnly({
+  GET: adminJson({
     summary:
       'Extension: events after a sequence, oldest first (preemptions, their victims released, nominations drawn or lapsed); waits up to `wait` seconds for one',
     query: () => zodQuery(eventsQuery),
-    responses: { 200: 'Events' },
-    responseSchema: EventPageResponse,
-    responseName: 'EventPage',
-    handler: async (c) => {
+    answer: { description: 'Events', name: 'EventPage', schema: EventPageResponse },
+    fresh: true,
+    run: async (c) => {
       const query = eventsQuery.safeParse(c.req.query());
       if (!query.success) throw badQuery(`Invalid query string parameters: ${query.error.issues[0]!.message}`);
       const { after, kind, wait, limit } = query.data;
       // The primary, not a replica: a reader that acted on an event must find what it reported.
-      const page = await waitForEvents(
+      return waitForEvents(
         c.var.deps.store,
         { after, kinds: kind, limit },
         { waitMs: wait * 1000, pollMs: EVENT_POLL_MS, signal: c.req.raw.signal },
       );
-      c.header('cache-control', 'no-cache');
-      return c.json(page);
     },
   }),
 });

@@ -3,12 +3,12 @@
 import { notFound } from '../../../errors.js';
 import type { Deps } from '../../../deps.js';
 import { badQuery } from '../../../http/validate.js';
-import { RouteTable, zodQuery, answers } from '../../../http/route-table.js';
+import { RouteTable, zodQuery } from '../../../http/route-table.js';
 import { PLACEMENT_API, placementHttp } from '../../../placement/http/profile.js';
 import { LimitsAccessRefused, LimitsMisconfigured, LimitsUnavailable } from '../keystone.js';
 import { LimitedProjectsResponse, LimitsQuery, LimitsRefreshResponse, ProjectLimitsResponse } from '../responses.js';
 import { LIMITS, type ProjectLimits } from '../service.js';
-import { adminOnly } from '../../http/admin-only.js';
+import { adminJson } from '../../http/admin-only.js';
 
 export const limitRoutes = new RouteTable('extensions', placementHttp);
 
@@ -19,30 +19,32 @@ function limitsOf(deps: Deps): ProjectLimits {
 }
 
 limitRoutes.resource('/limits', {
-  GET: adminOnly({
+  GET: adminJson({
     summary: "Extension: the projects at or over a limit; with project_id, that project's limits, usage and what remains",
     query: () => zodQuery(LimitsQuery),
-    ...answers(200, 'The projects at or over a limit, or one project', 'ProjectLimits', () =>
-      ProjectLimitsResponse.or(LimitedProjectsResponse),
-    ),
-    handler: async (c) => {
+    answer: {
+      description: 'The projects at or over a limit, or one project',
+      name: 'ProjectLimits',
+      schema: ProjectLimitsResponse.or(LimitedProjectsResponse),
+    },
+    fresh: true,
+    run: async (c) => {
       const query = LimitsQuery.safeParse(c.req.query());
       if (!query.success) throw badQuery(`Invalid query string parameters: ${query.error.issues[0]!.message}`);
       const limits = limitsOf(c.var.deps);
-      c.header('cache-control', 'no-cache');
-      if (query.data.project_id !== undefined) return c.json(await limits.projectReport(query.data.project_id));
+      if (query.data.project_id !== undefined) return limits.projectReport(query.data.project_id);
       const [projects, read] = await Promise.all([limits.atOrOverLimit(), limits.provenance()]);
       // The source the limits in force came from (before any read, the one they will be read from).
-      return c.json({ source: read?.source ?? limits.describe(), read_at: read?.readAt ?? null, projects });
+      return { source: read?.source ?? limits.describe(), read_at: read?.readAt ?? null, projects };
     },
   }),
 });
 
 limitRoutes.resource('/limits/refresh', {
-  POST: adminOnly({
+  POST: adminJson({
     summary: 'Extension: read the project limits again now (Keystone or PLACEMENT_LIMITS_JSON) and put them in force',
-    ...answers(200, 'The limits now in force', 'LimitsRefresh', LimitsRefreshResponse),
-    handler: async (c) => {
+    answer: { description: 'The limits now in force', name: 'LimitsRefresh', schema: LimitsRefreshResponse },
+    run: async (c) => {
       const limits = limitsOf(c.var.deps);
       const read = await limits.refresh().catch((err: unknown) => {
         // The source did not give the limits: the last ones read stay in force.
@@ -51,12 +53,12 @@ limitRoutes.resource('/limits/refresh', {
         }
         throw err;
       });
-      return c.json({
+      return {
         source: limits.describe(),
         read_at: c.var.deps.clock().toISOString(),
         registered: Object.fromEntries(read.registered),
         projects: read.projects.size,
-      });
+      };
     },
   }),
 });

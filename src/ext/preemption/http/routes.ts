@@ -13,7 +13,7 @@ import { MV } from '../../../placement/versions.js';
 import { findPreemptionCandidates } from '../search.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { consumerOfPath } from '../../../shared/uuid.js';
-import { adminJson, adminOnly } from '../../http/admin-only.js';
+import { adminJson } from '../../http/admin-only.js';
 import {
   deleteConsumerPriority,
   deleteProjectPriority,
@@ -100,7 +100,7 @@ priorityRoutes.resource('/priorities/:project_id', {
 export const preemptionCandidateRoutes = new RouteTable('extensions', placementHttp);
 
 preemptionCandidateRoutes.resource('/preemption_candidates', {
-  GET: adminOnly({
+  GET: adminJson({
     summary:
       'Extension: allocation candidates for a preemptor of priority ext_priority, each with the lower-priority consumers to evict (fewest first) and their cost',
     since: MV.ALLOCATION_CANDIDATES,
@@ -111,26 +111,22 @@ preemptionCandidateRoutes.resource('/preemption_candidates', {
       },
       ...candidateQuery(mv),
     ],
-    responses: { 200: 'Candidates with their victims' },
-    responseSchema: PreemptionCandidatesResponse,
-    responseName: 'PreemptionCandidates',
-    handler: async (c) => {
+    answer: { description: 'Candidates with their victims', name: 'PreemptionCandidates', schema: PreemptionCandidatesResponse },
+    fresh: true,
+    run: (c) => {
       const { ext_priority: given, ...query } = queryParams(c);
       if (!given || given.length !== 1) throw invalidQuery("'ext_priority' is required, once");
       const priority = preemptorPriorityParam.safeParse(given[0]);
       if (!priority.success) throw invalidQuery(`'ext_priority' must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY}`);
       const { store, candidates } = c.var.deps;
       const request = candidates.parse(query, c.var.mv);
-      c.header('cache-control', 'no-cache');
-      return c.json(
-        await findPreemptionCandidates(
-          store.nearby,
-          request,
-          priority.data,
-          c.var.mv,
-          candidates.options({ randomize: false }),
-          c.var.deps.clock().getTime(),
-        ),
+      return findPreemptionCandidates(
+        store.nearby,
+        request,
+        priority.data,
+        c.var.mv,
+        candidates.options({ randomize: false }),
+        c.var.deps.clock().getTime(),
       );
     },
   }),

@@ -2,38 +2,34 @@
 // of the cloud, headroom and the dashboard's figures before and after) and
 // GET /ext/defrag (a plan of moves after which a query has K candidates).
 // Nothing is written. Logic in ../.
-import { queryParams, readBody } from '../../../http/validate.js';
+import { queryParams } from '../../../http/validate.js';
 import { RouteTable } from '../../../http/route-table.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { MV } from '../../../placement/versions.js';
-import { adminOnly } from '../../http/admin-only.js';
+import { adminJson } from '../../http/admin-only.js';
 import { defragPlan, simulate, simulateSchema } from '../index.js';
 import { DefragResponse, SimulationResponse } from '../responses.js';
 
 export const simulateRoutes = new RouteTable('extensions', placementHttp);
 
 simulateRoutes.resource('/simulate', {
-  POST: adminOnly({
+  POST: adminJson({
     summary:
       'Extension: what if - apply changes to a copy of the cloud; headroom, displaced consumers and dashboard figures before and after',
     since: MV.ALLOCATION_CANDIDATES,
-    body: () => simulateSchema,
-    bodyName: 'Simulation',
-    responses: { 200: 'Before and after' },
-    responseSchema: SimulationResponse,
-    responseName: 'Simulation',
-    handler: async (c) => {
-      const body = await readBody(c, simulateSchema);
+    body: { name: 'Simulation', schema: simulateSchema },
+    answer: { description: 'Before and after', name: 'Simulation', schema: SimulationResponse },
+    fresh: true,
+    run: (c, body) => {
       const { store, candidates, writeHooks, newId, clock } = c.var.deps;
-      c.header('cache-control', 'no-cache');
-      return c.json(await simulate(store.nearby, body, c.var.mv, { engine: candidates, writeHooks, newId, nowMs: clock().getTime() }));
+      return simulate(store.nearby, body, c.var.mv, { engine: candidates, writeHooks, newId, nowMs: clock().getTime() });
     },
   }),
 });
 
 simulateRoutes.resource('/defrag', {
-  GET: adminOnly({
+  GET: adminJson({
     summary: 'Extension: a plan of at most max_moves moves after which the query has at least `count` allocation candidates',
     since: MV.ALLOCATION_CANDIDATES,
     query: (mv) => [
@@ -45,13 +41,8 @@ simulateRoutes.resource('/defrag', {
       },
       ...candidateQuery(mv),
     ],
-    responses: { 200: 'The plan (feasible: false and no moves when none was found)' },
-    responseSchema: DefragResponse,
-    responseName: 'DefragPlan',
-    handler: async (c) => {
-      const { store, candidates } = c.var.deps;
-      c.header('cache-control', 'no-cache');
-      return c.json(await defragPlan(store.nearby, queryParams(c), c.var.mv, candidates));
-    },
+    answer: { description: 'The plan (feasible: false and no moves when none was found)', name: 'DefragPlan', schema: DefragResponse },
+    fresh: true,
+    run: (c) => defragPlan(c.var.deps.store.nearby, queryParams(c), c.var.mv, c.var.deps.candidates),
   }),
 });
