@@ -55,13 +55,12 @@ export const MODULES: Module[] = [
     mutate: ['src/ext/taints/filter.ts', 'src/ext/taints/writes.ts'],
     tests: ['test/ext/taints.test.ts'],
   },
-  { name: 'leases', mutate: ['src/ext/leases.ts'], tests: ['test/ext/leases.test.ts'] },
+  { name: 'leases', mutate: ['src/ext/leases/leases.ts'], tests: ['test/ext/leases.test.ts'] },
   {
     name: 'counters',
     mutate: [
-      'src/ext/counters/model.ts',
+      'src/ext/counters/declaration.ts',
       'src/ext/counters/repo.ts',
-      'src/ext/counters/sql.ts',
       'src/ext/counters/audit.ts',
       'src/ext/counters/candidates.ts',
       'src/ext/counters/claim-guard.ts',
@@ -82,7 +81,7 @@ export const MODULES: Module[] = [
   },
   {
     name: 'limits',
-    mutate: ['src/ext/limits/service.ts', 'src/ext/limits/guard.ts', 'src/ext/http/keystone-limits.ts'],
+    mutate: ['src/ext/limits/service.ts', 'src/ext/limits/guard.ts', 'src/ext/limits/http/keystone-limits.ts'],
     // Static limits and a Keystone stand-in (fetch); the real Keystone's limits-keystone.test.ts starts
     // Keystone and sqld, too slow to run once per mutant.
     tests: ['test/ext/limits.test.ts'],
@@ -93,7 +92,7 @@ export const MODULES: Module[] = [
     // The fake Keystone's tests (validation, renewal, refusals) and the limits' system-scoped reader.
     tests: ['test/keystone/token-validation.test.ts', 'test/ext/limits.test.ts'],
   },
-  { name: 'headroom', mutate: ['src/ext/headroom.ts'], tests: ['test/ext/headroom.test.ts'] },
+  { name: 'headroom', mutate: ['src/ext/headroom/headroom.ts'], tests: ['test/ext/headroom.test.ts'] },
   {
     name: 'import-reader',
     mutate: ['src/admin/placement-reader.ts'],
