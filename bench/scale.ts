@@ -46,6 +46,8 @@ const { values: args } = parseArgs({
     timeout: { type: 'string', default: '120' },
     json: { type: 'string' },
     list: { type: 'boolean', default: false },
+    /** Internal: run the heap probe on this database file (under node --expose-gc) and print its JSON. */
+    'probe-heap': { type: 'string' },
   },
 });
 
@@ -484,13 +486,16 @@ async function main(): Promise<void> {
         load_s: round((performance.now() - t0) / 1000),
         load1: load1(),
       };
+      console.error(`[${s.name}] the heap the tree cache holds ...`);
+      const heap = runHeapProbe(template);
       const results: SettingResult[] = [];
       for (const cache of settings) {
         console.error(`[${s.name}] tree cache ${cache.label} ...`);
         results.push(await runSetting(template, dir, cache));
       }
       print(s.name, s.title, load, results);
-      all[s.name] = { title: s.title, method: 'direct-db', load, results };
+      console.log(`tree cache, in one process (node --expose-gc, after a full GC; bench/scale.ts probeHeap): ${JSON.stringify(heap)}`);
+      all[s.name] = { title: s.title, method: 'direct-db', load, heap, results };
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -500,7 +505,90 @@ async function main(): Promise<void> {
   if (args.json) writeFileSync(args.json, `${JSON.stringify(all, null, 2)}\n`);
 }
 
-main().catch((err: unknown) => {
+/**
+ * What the tree cache itself holds, in this process: V8 heap and buffers after a full GC,
+ * before and after the trees are read into a cache that keeps them all, and after one full
+ * answer (its kept answer bytes); the read's wall and CPU time. RSS (above) also holds the
+ * garbage a read or an answer left and the allocator keeps.
+ */
+async function probeHeap(dbFile: string): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('--probe-heap needs node --expose-gc');
+  const { loadConfig } = await import('../src/config.js');
+  const { openStore } = await import('../src/entry/node-service.js');
+  const { candidateEngine } = await import('../src/compose.js');
+  const { findAllocationCandidatesJson } = await import('../src/placement/candidates/index.js');
+  const { parseCandidateQueryString } = await import('../src/placement/candidates/parse.js');
+  const { Microversion } = await import('../src/microversion.js');
+  const { MAX_VERSION } = await import('../src/placement/versions.js');
+  const config = loadConfig({ PLACEMENT_DB_URL: `file:${dbFile}`, PLACEMENT_CANDIDATE_TREE_CACHE: String(CACHE_ALL) });
+  const store = await openStore(config, { prepare: false });
+  const engine = candidateEngine(config, undefined);
+  const uncached = candidateEngine({ ...config, PLACEMENT_CANDIDATE_TREE_CACHE: 0 }, undefined);
+  const mv = Microversion.parse(MAX_VERSION)!;
+  const fullAnswer = async (options: ReturnType<typeof engine.options>) =>
+    (await findAllocationCandidatesJson(store.nearby, parseCandidateQueryString(FLAT_QUERY, mv), mv, options)).length;
+  const held = () => {
+    gc();
+    gc();
+    const m = process.memoryUsage();
+    // external counts the ArrayBuffers' bytes too (arrayBuffers is its part held by them).
+    return { heap: m.heapUsed, external: m.external };
+  };
+  const mib = (a: { heap: number; external: number }, b: { heap: number; external: number }) =>
+    `${round((b.heap - a.heap) / 2 ** 20)} + ${round((b.external - a.external) / 2 ** 20)}`;
+  const total = (a: { heap: number; external: number }, b: { heap: number; external: number }) => b.heap + b.external - a.heap - a.external;
+  try {
+    const providers = Number((await store.client.execute('SELECT count(*) AS n FROM resource_providers')).rows[0]!.n);
+    // A full answer without the cache first: the code it compiles is then in both figures, and nothing else stays.
+    await fullAnswer(uncached.options());
+    const before = held();
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    await engine.refresh(store.nearby);
+    const readMs = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    const afterRead = held();
+    // Only its size is kept: the answer's own bytes are the request's, not the cache's.
+    const answerBytes = await fullAnswer(engine.options());
+    const afterAnswer = held();
+    console.log(
+      JSON.stringify({
+        providers,
+        read_ms: round(readMs),
+        read_cpu_ms: round((cpu.user + cpu.system) / 1000),
+        mib_trees: round(total(before, afterRead) / 2 ** 20),
+        mib_trees_js_heap_plus_buffers: mib(before, afterRead),
+        kib_per_provider_trees: round(total(before, afterRead) / 1024 / providers),
+        mib_after_full_answer: round(total(before, afterAnswer) / 2 ** 20),
+        mib_after_full_answer_js_heap_plus_buffers: mib(before, afterAnswer),
+        kib_per_provider_after_full_answer: round(total(before, afterAnswer) / 1024 / providers),
+        answer_kib: round(answerBytes / 1024),
+      }),
+    );
+  } finally {
+    store.close();
+  }
+}
+
+/** The heap probe in a process of its own (a GC it may force, nothing else's garbage in its heap). */
+function runHeapProbe(dbFile: string): Record<string, unknown> {
+  const run = spawnSync(
+    process.execPath,
+    ['--expose-gc', '--import', 'tsx', join(import.meta.dirname, 'scale.ts'), '--probe-heap', dbFile],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: TIMEOUT_MS,
+    },
+  );
+  const last = run.stdout.trim().split('\n').pop() ?? '';
+  return run.status === 0 && last.startsWith('{')
+    ? { ...(JSON.parse(last) as Record<string, unknown>), load1: load1() }
+    : { failed: run.stderr.slice(-500) };
+}
+
+(args['probe-heap'] ? probeHeap(args['probe-heap']) : main()).catch((err: unknown) => {
   console.error(err);
   process.exitCode = 1;
 });
