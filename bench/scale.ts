@@ -15,6 +15,8 @@
 //            limit=5 + PUT for a new consumer, as perfload's write_allocation) `--claims` times
 //            from one client, then from `--clients` clients; RSS of each process after.
 //   start 2: spawn to ready again, then the first limit=10 answer after the start (cold, curl).
+// Before the starts, probeHeap (below) measures what a cache of every tree holds in a process of
+// its own. The output says how the cloud was loaded (straight into the file, not over HTTP).
 // Figures say the load average (1 min) when they were taken; compare settings by ratio, and by
 // server CPU, which a busy machine moves less than wall time.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -37,7 +39,7 @@ const CACHE_ALL = 1_000_000;
 
 const { values: args } = parseArgs({
   options: {
-    /** The issue's three by default; scale-200k (beyond the Node tree cache's default) on request. */
+    /** The issue's three by default; scale-200k on request (200,010 providers: just above a Node process's default limit). */
     scenarios: { type: 'string', default: 'scale-10k,scale-100k,scale-20k-1m-consumers' },
     cache: { type: 'string', default: 'on,off' },
     workers: { type: 'string', default: '1' },
