@@ -177,10 +177,18 @@ function memory(server: Server): ProcessMemory[] {
 
 /** The server's own gauge: how many providers its tree cache holds (proof that a setting took). */
 async function cachedProviders(server: Server): Promise<number | null> {
-  const res = await server.api.request('GET', '/metrics', { okStatuses: [200, 401, 403, 404] });
-  if (res.status !== 200) return null;
-  const line = (await res.text()).split('\n').find((l) => l.startsWith('placement_tree_cache_providers'));
-  return line ? Number(line.split(' ').pop()) : null;
+  // A cluster's primary gathers its server processes' counters, and on a busy machine may not in time (503): try again.
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const res = await server.api.request('GET', '/metrics', { okStatuses: [200, 401, 403, 404, 503] });
+    if (res.status === 503) {
+      await res.arrayBuffer();
+      continue;
+    }
+    if (res.status !== 200) return null;
+    const line = (await res.text()).split('\n').find((l) => l.startsWith('placement_tree_cache_providers'));
+    return line ? Number(line.split(' ').pop()) : null;
+  }
+  return null;
 }
 
 // ------------------------------------------------------------- measures ---
@@ -452,8 +460,10 @@ function print(name: string, title: string, load: Record<string, number>, result
     );
   const on = results.find((r) => r.cache === 'on');
   const off = results.find((r) => r.cache === 'off');
-  if (on && off && on.cached_providers) {
-    const perProvider = ((mib(on.memory_at_rest) - mib(off.memory_at_rest)) * 1024) / on.cached_providers / Number(args.workers);
+  if (on && off) {
+    // The gauge may not answer from a busy cluster; "on" keeps every provider either way.
+    const perProvider =
+      ((mib(on.memory_at_rest) - mib(off.memory_at_rest)) * 1024) / (on.cached_providers ?? load.providers!) / Number(args.workers);
     console.log(
       `tree cache on against off: RSS at rest ${round(perProvider)} KiB more per cached provider per server process; full answer CPU ` +
         `${round(off.full_warm.cpu_median_ms / on.full_warm.cpu_median_ms)}x less, limit=10 CPU ${round(off.limit10_warm.cpu_median_ms / on.limit10_warm.cpu_median_ms)}x less, ` +
