@@ -12,9 +12,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { directLoad, httpLoad, httpUnload, type Cloud } from './cloud.js';
+import { httpLoad, httpUnload, prepareDb, type Cloud } from './cloud.js';
 import { closeTimedConnections, PlacementClient, pool, TimeoutError } from './client.js';
-import type { Client } from '@libsql/client';
 import { QUICK, SCENARIOS, type Measure, type Scenario } from './scenarios.js';
 import { CLAIM_CONSUMER_TYPE, CLAIM_VERSION } from './upstream.js';
 import { startWorkerMode, workerModeAvailable } from './worker-mode.js';
@@ -311,52 +310,6 @@ interface LocalServer {
   directLoadS: number;
   /** From spawning the server to every process answering. */
   readyS: number;
-}
-
-/** Prepares a temporary database (migrations, standard names) and optionally writes the cloud into it. */
-async function prepareDb(dbFile: string, cloud: Cloud | null, consumers = 0): Promise<void> {
-  const { loadConfig } = await import('../src/config.js');
-  const { openStore } = await import('../src/entry/node-service.js');
-  const store = await openStore(loadConfig({ PLACEMENT_DB_URL: `file:${dbFile}` }));
-  try {
-    if (cloud) await directLoad(store.client, cloud);
-    if (consumers) await loadConsumers(store.client, consumers);
-  } finally {
-    store.close();
-  }
-}
-
-/**
- * `count` consumers of one project and user, each 5 DISK_GB + 128 MEMORY_MB (the placeload inventory's min_units) on
- * provider (i mod providers), leaving room for the measured request: one statement per table.
- */
-async function loadConsumers(client: Client, count: number): Promise<void> {
-  const tx = await client.transaction('write');
-  try {
-    await tx.execute("INSERT INTO projects (external_id) VALUES ('bench-project')");
-    await tx.execute("INSERT INTO users (external_id) VALUES ('bench-user')");
-    await tx.execute({
-      sql: `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
-            INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id)
-            SELECT printf('c0000000-0000-4000-8000-%012d', i), (SELECT id FROM projects), (SELECT id FROM users), 1, NULL FROM n`,
-      args: [count],
-    });
-    for (const [rc, used] of [
-      ['DISK_GB', 5],
-      ['MEMORY_MB', 128],
-    ] as const)
-      await tx.execute({
-        sql: `WITH p AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k FROM resource_providers),
-                   pc AS (SELECT count(*) AS n FROM resource_providers)
-              INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)
-              SELECT p.id, c.uuid, (SELECT id FROM resource_classes WHERE name = ?), ?
-              FROM consumers c JOIN p ON p.k = (c.id - 1) % (SELECT n FROM pc)`,
-        args: [rc, used],
-      });
-    await tx.commit();
-  } finally {
-    tx.close();
-  }
 }
 
 async function startLocal(cloud: Cloud | null, consumers = 0): Promise<LocalServer> {

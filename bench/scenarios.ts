@@ -242,6 +242,7 @@ export const SCENARIOS: Scenario[] = [
   scale(10_000),
   scale(100_000),
   scale(20_000, 1_000_000),
+  scale(200_000),
 ];
 
 /** `npm run bench` with no --scenarios. */

@@ -104,6 +104,14 @@ export function novaSettingsProblem(config: NovaIdentityConfig): { setting: stri
 /** Every shipped extension's settings, beside the service's own. */
 const EXTENSION_SETTINGS: z.ZodRawShape = Object.assign({}, ...EXTENSIONS.map((e) => e.settings?.shape ?? {}));
 
+/**
+ * PLACEMENT_CANDIDATE_TREE_CACHE where it is not set, by runtime. The trees' memory grows with the
+ * cloud, per process or isolate: a Worker isolate's 128 MB must also hold a full answer's work,
+ * while a Node process has its heap's gigabytes and otherwise pays the most CPU per answer on
+ * exactly the large clouds. The figures behind both: docs/performance.md, "The tree cache's limit".
+ */
+export const TREE_CACHE_DEFAULTS = { worker: 20_000, node: 200_000 } as const;
+
 export const ConfigSchema = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8778),
@@ -201,9 +209,10 @@ export const ConfigSchema = z.object({
    * aggregates, inventory limits; never usage) in memory between requests
    * while the cloud has at most this many providers, and re-read only the
    * trees that changed; a larger cloud is answered from SQL alone. 0 = never.
-   * About 1 KiB of memory per provider.
+   * About 2.6 KiB of memory per provider. Default: TREE_CACHE_DEFAULTS.worker here,
+   * .node in a Node process (nodeEnvironment).
    */
-  PLACEMENT_CANDIDATE_TREE_CACHE: z.coerce.number().int().min(0).default(20_000),
+  PLACEMENT_CANDIDATE_TREE_CACHE: z.coerce.number().int().min(0).default(TREE_CACHE_DEFAULTS.worker),
   /**
    * The order allocation candidates are produced in (upstream's
    * allocation_candidates_generation_strategy): depth-first, every candidate
@@ -304,6 +313,12 @@ export function pickSettings(env: Record<string, string | undefined>): Record<st
     if (value !== undefined && value !== '') picked[key] = value;
   }
   return picked;
+}
+
+/** `env` with a Node process's own defaults (npm start, server.mjs) where it leaves them unset. */
+export function nodeEnvironment(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  const treeCache = env.PLACEMENT_CANDIDATE_TREE_CACHE;
+  return treeCache === undefined || treeCache === '' ? { ...env, PLACEMENT_CANDIDATE_TREE_CACHE: String(TREE_CACHE_DEFAULTS.node) } : env;
 }
 
 export function loadConfig(env: Record<string, string | undefined>): AppConfig {

@@ -6,7 +6,7 @@ import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import { type AppConfig, ConfigSchema } from '../config.js';
+import { type AppConfig, ConfigSchema, nodeEnvironment, pickSettings } from '../config.js';
 import { parsePolicyOverrides } from '../deps.js';
 import { databaseFailure } from './database-failure.js';
 import { SettingProblem } from '../shared/setting-problem.js';
@@ -21,7 +21,7 @@ export const EXIT_USAGE = 2;
 export class StartProblem extends SettingProblem {}
 
 export function serverUsage(): string {
-  const defaults = ConfigSchema.parse({}) as Record<string, unknown>;
+  const defaults = ConfigSchema.parse(pickSettings(nodeEnvironment({}))) as Record<string, unknown>;
   const settings = Object.keys(ConfigSchema.shape).map((key) => {
     const value = defaults[key];
     return `  ${key}${value === undefined ? '' : `=${String(value)}`}`;

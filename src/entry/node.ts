@@ -5,6 +5,7 @@
 import cluster from 'node:cluster';
 import { consoleLogger } from '../deps.js';
 import { configSummary, startSummary } from '../observability/config-summary.js';
+import { nodeEnvironment } from '../config.js';
 import { checkSettings } from './settings-check.js';
 import { refuseStart, serverArgs, serverProcessCount } from './node-start.js';
 
@@ -16,7 +17,7 @@ if (info) {
 }
 const config = (() => {
   try {
-    return checkSettings(process.env);
+    return checkSettings(nodeEnvironment(process.env));
   } catch (err) {
     return refuseStart(err);
   }

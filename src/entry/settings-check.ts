@@ -11,6 +11,7 @@ import {
   DEFAULT_DATABASE_URL,
   databaseUrlScheme,
   extensionSettingsProblem,
+  nodeEnvironment,
   novaSettingsProblem,
   pickSettings,
 } from '../config.js';
@@ -123,7 +124,7 @@ function checkDatabaseUrl(env: Record<string, string | undefined>): void {
 }
 
 /** Schema defaults, shown in a fix. */
-const DEFAULTS = ConfigSchema.parse({}) as Record<string, unknown>;
+const DEFAULTS = ConfigSchema.parse(pickSettings(nodeEnvironment({}))) as Record<string, unknown>;
 
 /**
  * The configuration of `env`, or a SettingProblem naming the first setting

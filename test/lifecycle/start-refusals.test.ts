@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TREE_CACHE_DEFAULTS } from '../../src/config.js';
 import { startServer } from '../helpers/node-server.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -107,6 +108,12 @@ describe.concurrent('settings that cannot work', STARTS, () => {
     expect(expectOneLine(out, 'PORT')).toContain('unset it for the default (8778)');
   });
 
+  it("a wrong tree cache limit names a Node process's own default as the fix, not a Worker's", async () => {
+    const out = await start({ PLACEMENT_CANDIDATE_TREE_CACHE: 'lots' });
+    expect(out.code).toBe(78);
+    expect(expectOneLine(out, 'PLACEMENT_CANDIDATE_TREE_CACHE')).toContain(`unset it for the default (${TREE_CACHE_DEFAULTS.node})`);
+  });
+
   it('an unreadable policy file', async () => {
     const out = await start({ PLACEMENT_POLICY_FILE: join(dir, 'absent.json') });
     expect(out.code).toBe(1);
@@ -154,7 +161,13 @@ describe.concurrent('--help and --version', STARTS, () => {
     const out = await start({}, ['--help']);
     expect(out.code).toBe(0);
     expect(out.stdout).toMatch(/^placement-edge \d+\.\d+\.\d+/);
-    for (const key of ['PLACEMENT_DB_URL=file:./data/placement.db', 'PLACEMENT_AUTH_TOKENS', 'PLACEMENT_SHUTDOWN_GRACE_MS=10000']) {
+    for (const key of [
+      'PLACEMENT_DB_URL=file:./data/placement.db',
+      'PLACEMENT_AUTH_TOKENS',
+      'PLACEMENT_SHUTDOWN_GRACE_MS=10000',
+      // A Node process's own default (a Worker isolate keeps fewer trees).
+      `PLACEMENT_CANDIDATE_TREE_CACHE=${TREE_CACHE_DEFAULTS.node}`,
+    ]) {
       expect(out.stdout).toContain(key);
     }
     expect(out.stderr).toBe('');
@@ -182,6 +195,8 @@ it('a working configuration still starts (token mode with a token)', STARTS, asy
   });
   try {
     expect((await fetch(`${server.url}/`, { headers: { 'x-auth-token': 't' } })).status).toBe(200);
+    // Its configuration line: the tree cache at a Node process's default, the setting left unset.
+    expect(server.startLog).toContain(`"PLACEMENT_CANDIDATE_TREE_CACHE":${TREE_CACHE_DEFAULTS.node}`);
   } finally {
     await server.stop();
   }

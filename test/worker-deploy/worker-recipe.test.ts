@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createClient } from '@libsql/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ConfigSchema } from '../../src/config.js';
+import { ConfigSchema, loadConfig, TREE_CACHE_DEFAULTS } from '../../src/config.js';
 import { checkSettings } from '../../src/entry/settings-check.js';
 import { substitute } from '../keystone/readme-blocks.js';
 import { describeWithPart, missingUnless } from '../helpers/parts.js';
@@ -175,6 +175,8 @@ describeWithPart(missing, 'docs/worker.md, run as written', () => {
     const config = checkSettings(env);
     expect(config.PLACEMENT_AUTH_STRATEGY).toBe('keystone');
     expect(config.PLACEMENT_DB_URL).toBe('https://db.example.com');
+    // The Worker reads its vars with loadConfig: the trees it keeps stay within an isolate's 128 MB.
+    expect(loadConfig(env).PLACEMENT_CANDIDATE_TREE_CACHE).toBe(TREE_CACHE_DEFAULTS.worker);
   });
 
   it("the queues the document creates are wrangler.toml's, the producer's and its dead-letter queue", () => {
