@@ -8,8 +8,9 @@ export default defineConfig({
     exclude: ['test/worker/**', 'test/openstack/**', 'node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // One folder per run for the Keystone its files share (test/helpers/keystone.ts).
-    globalSetup: ['test/keystone-run.ts'],
+    // One folder per run for the Keystone its files share (test/helpers/keystone.ts), and
+    // npm start's bundle made fresh for the servers the files start (test/helpers/node-server.ts).
+    globalSetup: ['test/keystone-run.ts', 'test/start-bundle-run.ts'],
     pool: 'forks',
     // Two files at a time, on 2 cores too: many files wait on servers, clients and
     // Keystone rather than compute, and one at a time left a core idle (12 minutes
