@@ -1,4 +1,4 @@
-// The Node suite runs two files at a time. Its longest files drive real
+// The Node suite runs three files at a time. Its longest files drive real
 // external parts (Keystone under uwsgi, the OpenStack clients, Placement
 // 8.0.0) and spend most of their time waiting on them; started first, they
 // overlap everything else instead of being the tail of the run on a clean
