@@ -23,6 +23,17 @@ const SLOW_FIRST = [
   'test/lifecycle/cluster-faults.test.ts',
   'test/lifecycle/stop-drain.test.ts',
   'test/dashboard/dashboard-browser.test.ts',
+  // Long on their own (a real Keystone, random runs, killed processes): started late, one
+  // of them alone would be the run's tail.
+  'test/ext/limits-keystone.test.ts',
+  'test/ext/preemption-nominations.test.ts',
+  'test/ext/lease-sweep-kill.test.ts',
+  'test/db/database-silence.test.ts',
+  'test/admin/backup.test.ts',
+  'test/db/replica.test.ts',
+  'test/ext/simulate-defrag-random.test.ts',
+  'test/placement/concurrency.test.ts',
+  'test/diagnostics/admin-cli.test.ts',
 ];
 
 function rank(spec: TestSpecification): number {
