@@ -8,14 +8,16 @@ export default defineConfig({
     exclude: ['test/worker/**', 'test/openstack/**', 'node_modules/**'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // One folder per run for the Keystone its files share (test/helpers/keystone.ts).
-    globalSetup: ['test/keystone-run.ts'],
+    // One folder per run for the Keystone its files share (test/helpers/keystone.ts), and
+    // npm start's bundle made fresh for the servers the files start (test/helpers/node-server.ts).
+    globalSetup: ['test/keystone-run.ts', 'test/start-bundle-run.ts'],
     pool: 'forks',
-    // Two files at a time, on 2 cores too: many files wait on servers, clients and
-    // Keystone rather than compute, and one at a time left a core idle (12 minutes
-    // against under 10). Tests that compute hard carry timeouts that hold at twice
-    // the load (test/fuzz/hostile-fuzz.test.ts, test/lifecycle/start-refusals.test.ts).
-    maxWorkers: 2,
+    // Three files at a time, on 2 cores too: many files wait on servers, clients and
+    // Keystone rather than compute, and the longest wait out a token's life or a cache's
+    // time (test/slow-first-sequencer.ts starts them first); two at a time left a core
+    // idle meanwhile, as one at a time did before. Tests that compute hard carry timeouts
+    // that hold at twice the load (test/fuzz/hostile-fuzz.test.ts, test/lifecycle/start-refusals.test.ts).
+    maxWorkers: 3,
     // expect.poll gives up after 1 s by default: on a loaded machine a page or a server
     // takes longer than that to show what it will show. A poll still fails, after 20 s.
     expect: { poll: { timeout: 20_000 } },

@@ -1,4 +1,4 @@
-// The Node suite runs two files at a time. Its longest files drive real
+// The Node suite runs three files at a time. Its longest files drive real
 // external parts (Keystone under uwsgi, the OpenStack clients, Placement
 // 8.0.0) and spend most of their time waiting on them; started first, they
 // overlap everything else instead of being the tail of the run on a clean
@@ -23,6 +23,17 @@ const SLOW_FIRST = [
   'test/lifecycle/cluster-faults.test.ts',
   'test/lifecycle/stop-drain.test.ts',
   'test/dashboard/dashboard-browser.test.ts',
+  // Long on their own (a real Keystone, random runs, killed processes): started late, one
+  // of them alone would be the run's tail.
+  'test/ext/limits-keystone.test.ts',
+  'test/ext/preemption-nominations.test.ts',
+  'test/ext/lease-sweep-kill.test.ts',
+  'test/db/database-silence.test.ts',
+  'test/admin/backup.test.ts',
+  'test/db/replica.test.ts',
+  'test/ext/simulate-defrag-random.test.ts',
+  'test/placement/concurrency.test.ts',
+  'test/diagnostics/admin-cli.test.ts',
 ];
 
 function rank(spec: TestSpecification): number {

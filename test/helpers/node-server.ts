@@ -13,14 +13,14 @@ export interface ServerProcess {
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
-/** Starts src/entry/node.ts on a free port against `dbUrl`; resolves once it listens and has warmed up. */
+/**
+ * Starts the service as `npm start` does (scripts/start.mjs: the bundle of the current sources,
+ * made fresh once per run by test/start-bundle-run.ts) on a free port against `dbUrl`; resolves
+ * once it listens and has warmed up. One process, not tsx's CLI in front of one transpiling
+ * src/ at every start.
+ */
 export function startServer(dbUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
-  return startServerProcess(
-    [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'src', 'entry', 'node.ts')],
-    dbUrl,
-    env,
-    ROOT,
-  );
+  return startServerProcess([join(ROOT, 'scripts', 'start.mjs')], dbUrl, env, ROOT);
 }
 
 /** Same, for any `node ARGS` that serves the app (the built dist/server.mjs). */

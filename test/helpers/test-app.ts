@@ -1,12 +1,12 @@
 // A fresh app on a temp-file database for each test file (never :memory:, see
 // README). `call()` wraps app.request with placement's usual headers.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { constants, copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp } from '../../src/app.js';
 import { loadConfig, type AppConfig } from '../../src/config.js';
 import type { Deps, Logger } from '../../src/deps.js';
-import { buildNodeDeps } from '../../src/entry/node-service.js';
+import { buildNodeDeps, openStore } from '../../src/entry/node-service.js';
 
 export interface TestApp {
   app: ReturnType<typeof createApp>;
@@ -20,9 +20,35 @@ export interface TestApp {
 
 const silent = process.env.TEST_LOG ? console : { debug() {}, info() {}, warn() {}, error() {} };
 
+const TEMPLATE = Symbol.for('placement-edge.test-app.prepared-database');
+type WithTemplate = typeof globalThis & { [TEMPLATE]?: Promise<string> };
+
+/**
+ * A database file prepared once per test process (migrations applied, standard names synced),
+ * which each new app's database starts as a copy of: preparing is most of a new app's cost,
+ * and the suite makes thousands. A copy is what the service finds at a start after its first
+ * (prepare-database.ts: already prepared), so every app still opens through buildNodeDeps.
+ */
+function preparedDatabase(): Promise<string> {
+  const holder = globalThis as WithTemplate;
+  holder[TEMPLATE] ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'placement-template-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'placement.db');
+    const store = await openStore(loadConfig({ PLACEMENT_DB_URL: `file:${path}` }), {}, silent);
+    // Everything in the main file: a copy of it alone is the whole database.
+    await store.client.execute('PRAGMA wal_checkpoint(TRUNCATE)');
+    store.close();
+    if (existsSync(`${path}-wal`) && statSync(`${path}-wal`).size > 0) throw new Error(`${path}-wal kept pages after the checkpoint`);
+    return path;
+  })();
+  return holder[TEMPLATE];
+}
+
 /** `env` may name another database (PLACEMENT_DB_URL); `log` receives the app's log lines. */
 export async function makeTestApp(env: Record<string, string> = {}, log: Logger = silent): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-test-'));
+  if (env.PLACEMENT_DB_URL === undefined) copyFileSync(await preparedDatabase(), join(dir, 'placement.db'), constants.COPYFILE_FICLONE);
   const config: AppConfig = loadConfig({
     PLACEMENT_DB_URL: `file:${join(dir, 'placement.db')}`,
     PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',

@@ -106,7 +106,9 @@ async function startStandInNova(ks: Keystone): Promise<StandInNova> {
 
 const missing = keystoneMissing();
 
-describe('accelerator events to Nova with a Keystone identity (real Keystone, 60 s tokens)', () => {
+// The three blocks of this file run side by side: the two without Keystone need no more than
+// seconds, and the first waits out a token's life.
+describe.concurrent('accelerator events to Nova with a Keystone identity (real Keystone, 60 s tokens)', () => {
   let ks: Keystone;
   let nova: StandInNova;
   let dir: string;
@@ -223,33 +225,38 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
     }
   }
 
-  // The one test that makes Nova refuse a token runs first, alone; the rest run side by side
-  // (the first of them waits out a token's life, the others need no more than a minute).
-  it('signs in again once when Nova refuses a revoked token, and delivers in the same attempt', { timeout: 600_000 }, async () => {
-    // The service's clock stands still: the token never looks due for renewal, however slow
-    // Keystone is on a loaded machine, so only Nova's 401 can make the service sign in again.
-    const frozen = Date.now();
-    const identity = novaUser(['internal', 'public'], 'RegionOne', () => frozen);
-    const held = await identity.access();
-    // Revoked behind the service's back.
-    const revoked = await ks.api('DELETE', '/auth/tokens', undefined, { 'x-subject-token': held.token! });
-    expect(revoked.status).toBe(204);
-    const refusedBefore = nova.refused.length;
-    const result = await sendNovaEvents(
-      identity,
-      { timeoutMs: 60_000, fetch },
-      {
-        instanceUuid: '0d7a3c1e-0000-4000-8000-000000000031',
-        events: [{ arqUuid: '0d7a3c1e-0000-4000-8000-000000000032', status: 'completed' }],
-      },
-    );
-    expect(result).toEqual({ delivered: true });
-    expect(nova.refused.slice(refusedBefore)).toEqual([held.token]);
-    const got = nova.accepted.filter((d) => d.events[0]!.server_uuid === '0d7a3c1e-0000-4000-8000-000000000031');
-    expect(got).toHaveLength(1);
-    expect(got[0]!.token).not.toBe(held.token);
-    expect(got[0]!.user).toBe('cyborg-nova');
-  });
+  // The one test that makes Nova refuse a token runs first, alone in this block (the blocks
+  // beside it never reach Nova); the rest run side by side (the first of them waits out a
+  // token's life, the others need no more than a minute).
+  it.sequential(
+    'signs in again once when Nova refuses a revoked token, and delivers in the same attempt',
+    { timeout: 600_000 },
+    async () => {
+      // The service's clock stands still: the token never looks due for renewal, however slow
+      // Keystone is on a loaded machine, so only Nova's 401 can make the service sign in again.
+      const frozen = Date.now();
+      const identity = novaUser(['internal', 'public'], 'RegionOne', () => frozen);
+      const held = await identity.access();
+      // Revoked behind the service's back.
+      const revoked = await ks.api('DELETE', '/auth/tokens', undefined, { 'x-subject-token': held.token! });
+      expect(revoked.status).toBe(204);
+      const refusedBefore = nova.refused.length;
+      const result = await sendNovaEvents(
+        identity,
+        { timeoutMs: 60_000, fetch },
+        {
+          instanceUuid: '0d7a3c1e-0000-4000-8000-000000000031',
+          events: [{ arqUuid: '0d7a3c1e-0000-4000-8000-000000000032', status: 'completed' }],
+        },
+      );
+      expect(result).toEqual({ delivered: true });
+      expect(nova.refused.slice(refusedBefore)).toEqual([held.token]);
+      const got = nova.accepted.filter((d) => d.events[0]!.server_uuid === '0d7a3c1e-0000-4000-8000-000000000031');
+      expect(got).toHaveLength(1);
+      expect(got[0]!.token).not.toBe(held.token);
+      expect(got[0]!.user).toBe('cyborg-nova');
+    },
+  );
 
   it.concurrent(
     'sends each event with a token of the PLACEMENT_NOVA_* user to the catalog endpoint, renewed before it expires',
@@ -335,7 +342,7 @@ describe('accelerator events to Nova with a Keystone identity (real Keystone, 60
 });
 
 // A setting that cannot work stops `npm start` with one line naming it (src/entry/settings-check.ts).
-describe('PLACEMENT_NOVA_* settings that cannot work', () => {
+describe.concurrent('PLACEMENT_NOVA_* settings that cannot work', () => {
   const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'esm', 'index.mjs')).href;
   const run = (env: Record<string, string>) =>
     new Promise<{ code: number | null; stderr: string }>((resolve) => {
@@ -370,7 +377,7 @@ describe('PLACEMENT_NOVA_* settings that cannot work', () => {
 });
 
 // Counts a real Keystone cannot give: how often the service signs in for Nova (fake Keystone).
-describe('the Nova token of a Keystone issuing short-lived tokens', () => {
+describe.concurrent('the Nova token of a Keystone issuing short-lived tokens', () => {
   it('is used for half its life, then renewed before it expires', async () => {
     const clock = { now: Date.now() };
     const ks = new FakeKeystone(60_000, () => clock.now);

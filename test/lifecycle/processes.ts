@@ -1,6 +1,7 @@
-// Real server processes for the start/stop and fault tests: the Node entry
-// run as `npm start` runs it (node --import tsx, one process; or npm itself),
-// its stderr kept, its process tree read from /proc.
+// Real server processes for the start/stop and fault tests: the service run
+// as `npm start` runs it (node scripts/start.mjs, one process running the
+// bundle of the current sources, test/start-bundle-run.ts; or npm itself), its
+// stderr kept, its process tree read from /proc.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
@@ -10,6 +11,8 @@ import { pathToFileURL } from 'node:url';
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const ENTRY = join(ROOT, 'src', 'entry', 'node.ts');
 export const TSX_LOADER = pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'esm', 'index.mjs')).href;
+/** npm start's launcher: the bundle of the current sources, without transpiling at each start. */
+const LAUNCHER = join(ROOT, 'scripts', 'start.mjs');
 
 export interface Running {
   child: ChildProcess;
@@ -20,9 +23,9 @@ export interface Running {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** `node --import tsx src/entry/node.ts` (or `npm start` with npm: true) on a free port; resolves once it listens. */
+/** `node scripts/start.mjs` (or `npm start` with npm: true) on a free port; resolves once it listens. */
 export function spawnServer(env: Record<string, string>, opts: { npm?: boolean } = {}): Promise<Running> {
-  const [command, args] = opts.npm ? ['npm', ['start', '--silent']] : [process.execPath, ['--import', TSX_LOADER, ENTRY]];
+  const [command, args] = opts.npm ? ['npm', ['start', '--silent']] : [process.execPath, [LAUNCHER]];
   const child = spawn(command as string, args as string[], {
     cwd: ROOT,
     env: {

@@ -14,9 +14,11 @@ import { PROJECT as project, USER as user } from '../helpers/claims.js';
 
 const WORKERS = 3;
 
-/** The node processes running the server entry: the primary and its HTTP workers. */
-const serverProcesses = (server: ServerProcess) =>
-  descendants(server.child.pid!).filter((p) => p.cmd.includes('src/entry/node.ts') && p.cmd.includes('--import'));
+/** The node processes running the server: the primary (the process started, npm start's launcher) and the HTTP workers it forks (the start bundle). */
+const serverProcesses = (server: ServerProcess) => {
+  const primary = server.child.pid!;
+  return descendants(process.pid).filter((p) => p.pid === primary || (p.ppid === primary && p.cmd.includes('server.mjs')));
+};
 
 async function call(
   server: ServerProcess,
