@@ -134,6 +134,7 @@ async function runHistory(seed: number): Promise<void> {
     lowWatermark: 0.25,
     highWatermark: 0.75,
     rebalanceStep: 2,
+    limitsOn: false,
   });
   const open = async (s: Omit<Site, 'local' | 'mode'>): Promise<Site> => {
     const local = new LocalSiteFile(s.path, 'NORMAL');
