@@ -100,6 +100,13 @@ const num = (v: unknown): number => Number(v);
 
 export class LocalSiteFile {
   private readonly client: Client;
+  /**
+   * What the file holds of the slice, its consumers and the hold, as last read or written: a cut-off
+   * claim decides from it without reading the file (the file stays the durable copy: the cache
+   * changes only after a write has committed). `version` counts writes, so a read that raced one is not kept.
+   */
+  private cached: LocalSnapshot | undefined;
+  private version = 0;
   /** The tables made (every call waits for it; a file that cannot be made fails them all, and the start). */
   readonly ready: Promise<void>;
 
@@ -119,6 +126,22 @@ export class LocalSiteFile {
   }
 
   async snapshot(): Promise<LocalSnapshot> {
+    await this.ready;
+    if (this.cached) return this.cached;
+    const version = this.version;
+    const read = await this.fromFile();
+    if (version === this.version) this.cached = read;
+    return read;
+  }
+
+  /** A write changed the file: the next snapshot reads it. */
+  private changed(): void {
+    this.version += 1;
+    this.cached = undefined;
+  }
+
+  /** The snapshot as the file holds it, never the cache (the cache's differential test compares them). */
+  async fromFile(): Promise<LocalSnapshot> {
     await this.ready;
     const [slice, state, consumers, limitSlices, limited] = await this.client.batch(
       [
@@ -196,6 +219,7 @@ export class LocalSiteFile {
       ],
       'write',
     );
+    this.changed();
   }
 
   /**
@@ -222,6 +246,16 @@ export class LocalSiteFile {
       ],
       'write',
     );
+    // Committed: the cache takes the same change (no read on a cut-off site's claim path).
+    const before = this.cached;
+    this.changed();
+    if (before) {
+      const gone = new Set([...removed, ...after.map((c) => c.uuid)]);
+      const consumers = [...before.consumers.filter((c) => !gone.has(c.uuid)), ...after].sort((a, b) =>
+        a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0,
+      );
+      this.cached = { ...before, consumers };
+    }
     return num(results[results.length - 1]!.rows[0]!.seq);
   }
 
@@ -237,12 +271,15 @@ export class LocalSiteFile {
       ),
       'write',
     );
+    this.changed();
   }
 
   /** Consumers drawn from the slice on the primary while connected (or perhaps: a claim whose outcome is unknown). */
   async remember(consumers: SiteConsumer[]): Promise<void> {
     await this.ready;
-    if (consumers.length > 0) await this.client.batch(consumers.map(consumerRow), 'write');
+    if (consumers.length === 0) return;
+    await this.client.batch(consumers.map(consumerRow), 'write');
+    this.changed();
   }
 
   /** The entries the primary has not applied yet, in order. */
@@ -294,6 +331,7 @@ export class LocalSiteFile {
       ],
       'write',
     );
+    this.changed();
   }
 
   close(): void {
