@@ -9,10 +9,15 @@
 // on their providers and on A's. Then A's link is resumed and its journal
 // replays. Prints: A's local claims (granted, refused slice_exhausted, 503),
 // the p50/p95/max of a local claim measured from sending it to its answer,
-// the replay's time and conflicts, and whether anyone else got A's slice.
+// the replay's time and conflicts, and whether anyone else got A's slice. The
+// latency is measured here, in a process that also runs the primary's app and
+// the other clients: beside it, what site A's own /metrics says of its PUTs
+// (server side, by histogram bucket) and this process's event-loop delay, so
+// a figure can be split into the site's part and the measurement's.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
@@ -107,6 +112,8 @@ const cutAt = Date.now();
 await until('site A partitioned', async () => (await status(a)).link === 'partitioned');
 console.log(`site A partitioned ${Date.now() - cutAt} ms after its link was held`);
 
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+loopDelay.enable();
 const end = Date.now() + SECONDS * 1000;
 const local = { granted: 0, exhausted: 0, unavailable: 0, deleted: 0, other: 0, latencies: [] as number[] };
 const mine: string[] = [];
@@ -152,6 +159,27 @@ await Promise.all([
     [...b.providers, ...c.providers],
   ),
 ]);
+loopDelay.disable();
+/** Site A's PUTs by its own histogram (seconds, cumulative): how many, and the share within each bound. */
+async function serverSide(s: Site) {
+  const text = await (await onSite(s, 'GET', '/metrics')).text();
+  const byBound = new Map<string, number>();
+  for (const m of text.matchAll(/^http_server_request_duration_seconds_bucket\{(.*)\} (\d+)$/gm)) {
+    if (!m[1]!.includes('http_request_method="PUT"')) continue;
+    const le = /le="([^"]+)"/.exec(m[1]!)![1]!;
+    byBound.set(le, (byBound.get(le) ?? 0) + Number(m[2]));
+  }
+  const total = byBound.get('+Inf') ?? 0;
+  const bounds = [...byBound.keys()].filter((b) => b !== '+Inf').sort((x, y) => Number(x) - Number(y));
+  const p95 = bounds.find((b) => byBound.get(b)! >= 0.95 * total);
+  return {
+    puts: total,
+    within_25_ms: total ? (byBound.get('0.025') ?? 0) / total : 0,
+    within_50_ms: total ? (byBound.get('0.05') ?? 0) / total : 0,
+    p95_at_most_ms: p95 === undefined ? null : Number(p95) * 1000,
+  };
+}
+const aServerSide = await serverSide(a);
 const depth = (await status(a)).journal_depth;
 a.link.resume();
 const healStarted = Date.now();
@@ -173,6 +201,12 @@ console.log(
       seconds: SECONDS,
       slice_per_provider: SLICE,
       site_a_local: { ...local, latencies: undefined, claims_timed: sorted.length, p50_ms: at(0.5), p95_ms: at(0.95), max_ms: at(1) },
+      site_a_server_side: aServerSide,
+      bench_event_loop_delay_ms: {
+        p50: (loopDelay.percentile(50) / 1e6).toFixed(1),
+        p95: (loopDelay.percentile(95) / 1e6).toFixed(1),
+        max: (loopDelay.max / 1e6).toFixed(1),
+      },
       others_meanwhile: others,
       others_capacity_on_a: 2 * (CAPACITY - SLICE),
       journal_entries: depth,
