@@ -1,8 +1,8 @@
 // npm run bench:sites [-- --seconds 60] [--slice 32]
 //
-// Edge sites (docs/sites.md): a real sqld primary and three site instances
-// (`npm start` processes with PLACEMENT_SITE, each behind a link to the
-// primary that can be held). Each site has two providers of 64 VCPU with a
+// Edge sites (docs/sites.md): a real sqld primary with its own instance and
+// three site instances (server processes, the sites with PLACEMENT_SITE, each
+// behind a link to the primary that can be held). Each site has two providers of 64 VCPU with a
 // slice of --slice on each. Site A's link is held for --seconds: A claims
 // (1 VCPU, and deletes of its own consumers now and then) as fast as it
 // answers, while sites B and C and the primary's own instance keep claiming,
@@ -10,8 +10,7 @@
 // replays. Prints: A's local claims (granted, refused slice_exhausted, 503),
 // the p50/p95/max of a local claim measured from sending it to its answer,
 // the replay's time and conflicts, and whether anyone else got A's slice. The
-// latency is measured here, in a process that also runs the primary's app and
-// the other clients: beside it, what site A's own /metrics says of its PUTs
+// latency is measured here, in the process that runs every client: beside it, what site A's own /metrics says of its PUTs
 // (server side, by histogram bucket) and this process's event-loop delay, so
 // a figure can be split into the site's part and the measurement's.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,9 +18,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { createApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { buildNodeDeps } from '../src/entry/node-service.js';
 import { type ServerProcess, startServer } from '../test/helpers/node-server.js';
 import { startPausableLink, type PausableLink } from '../test/helpers/pausable-link.js';
 import { startSqld } from '../test/helpers/sqld.js';
@@ -31,7 +27,6 @@ const SECONDS = Number(args.seconds);
 const SLICE = Number(args.slice);
 const CAPACITY = 64;
 const HEADERS = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest', 'content-type': 'application/json' };
-const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 const claimBody = (provider: string) => ({
   allocations: { [provider]: { resources: { VCPU: 1 } } },
@@ -43,10 +38,10 @@ const claimBody = (provider: string) => ({
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-sites-'));
 const sqld = await startSqld();
-const primaryDeps = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: sqld.url, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), silent);
-const primaryApp = createApp(primaryDeps);
+// The primary's own instance is a server process too: this process only sends requests and times them.
+const primaryServer = await startServer(sqld.url, { LOG_LEVEL: 'info' });
 const onPrimary = (method: string, path: string, body?: unknown) =>
-  primaryApp.request(path, { method, headers: HEADERS, body: body === undefined ? undefined : JSON.stringify(body) });
+  fetch(`${primaryServer.url}${path}`, { method, headers: HEADERS, body: body === undefined ? undefined : JSON.stringify(body) });
 
 interface Site {
   name: string;
@@ -224,7 +219,7 @@ for (const s of sites) {
   await s.server?.stop();
   s.link.stop();
 }
-primaryDeps.store.close();
+await primaryServer.stop();
 sqld.stop();
 rmSync(dir, { recursive: true, force: true });
 process.exit(0);
