@@ -1,22 +1,23 @@
 // npm run bench:sites [-- --seconds 60] [--slice 32]
 //
-// Edge sites (docs/sites.md): a real sqld primary and three site instances
-// (`npm start` processes with PLACEMENT_SITE, each behind a link to the
-// primary that can be held). Each site has two providers of 64 VCPU with a
+// Edge sites (docs/sites.md): a real sqld primary with its own instance and
+// three site instances (server processes, the sites with PLACEMENT_SITE, each
+// behind a link to the primary that can be held). Each site has two providers of 64 VCPU with a
 // slice of --slice on each. Site A's link is held for --seconds: A claims
 // (1 VCPU, and deletes of its own consumers now and then) as fast as it
 // answers, while sites B and C and the primary's own instance keep claiming,
 // on their providers and on A's. Then A's link is resumed and its journal
 // replays. Prints: A's local claims (granted, refused slice_exhausted, 503),
 // the p50/p95/max of a local claim measured from sending it to its answer,
-// the replay's time and conflicts, and whether anyone else got A's slice.
+// the replay's time and conflicts, and whether anyone else got A's slice. The
+// latency is measured here, in the process that runs every client: beside it, what site A's own /metrics says of its PUTs
+// (server side, by histogram bucket) and this process's event-loop delay, so
+// a figure can be split into the site's part and the measurement's.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { createApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { buildNodeDeps } from '../src/entry/node-service.js';
 import { type ServerProcess, startServer } from '../test/helpers/node-server.js';
 import { startPausableLink, type PausableLink } from '../test/helpers/pausable-link.js';
 import { startSqld } from '../test/helpers/sqld.js';
@@ -26,7 +27,6 @@ const SECONDS = Number(args.seconds);
 const SLICE = Number(args.slice);
 const CAPACITY = 64;
 const HEADERS = { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest', 'content-type': 'application/json' };
-const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 const claimBody = (provider: string) => ({
   allocations: { [provider]: { resources: { VCPU: 1 } } },
@@ -38,10 +38,10 @@ const claimBody = (provider: string) => ({
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-sites-'));
 const sqld = await startSqld();
-const primaryDeps = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: sqld.url, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), silent);
-const primaryApp = createApp(primaryDeps);
+// The primary's own instance is a server process too: this process only sends requests and times them.
+const primaryServer = await startServer(sqld.url, { LOG_LEVEL: 'info' });
 const onPrimary = (method: string, path: string, body?: unknown) =>
-  primaryApp.request(path, { method, headers: HEADERS, body: body === undefined ? undefined : JSON.stringify(body) });
+  fetch(`${primaryServer.url}${path}`, { method, headers: HEADERS, body: body === undefined ? undefined : JSON.stringify(body) });
 
 interface Site {
   name: string;
@@ -107,6 +107,8 @@ const cutAt = Date.now();
 await until('site A partitioned', async () => (await status(a)).link === 'partitioned');
 console.log(`site A partitioned ${Date.now() - cutAt} ms after its link was held`);
 
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+loopDelay.enable();
 const end = Date.now() + SECONDS * 1000;
 const local = { granted: 0, exhausted: 0, unavailable: 0, deleted: 0, other: 0, latencies: [] as number[] };
 const mine: string[] = [];
@@ -152,6 +154,27 @@ await Promise.all([
     [...b.providers, ...c.providers],
   ),
 ]);
+loopDelay.disable();
+/** Site A's PUTs by its own histogram (seconds, cumulative): how many, and the share within each bound. */
+async function serverSide(s: Site) {
+  const text = await (await onSite(s, 'GET', '/metrics')).text();
+  const byBound = new Map<string, number>();
+  for (const m of text.matchAll(/^http_server_request_duration_seconds_bucket\{(.*)\} (\d+)$/gm)) {
+    if (!m[1]!.includes('http_request_method="PUT"')) continue;
+    const le = /le="([^"]+)"/.exec(m[1]!)![1]!;
+    byBound.set(le, (byBound.get(le) ?? 0) + Number(m[2]));
+  }
+  const total = byBound.get('+Inf') ?? 0;
+  const bounds = [...byBound.keys()].filter((b) => b !== '+Inf').sort((x, y) => Number(x) - Number(y));
+  const p95 = bounds.find((b) => byBound.get(b)! >= 0.95 * total);
+  return {
+    puts: total,
+    within_25_ms: total ? (byBound.get('0.025') ?? 0) / total : 0,
+    within_50_ms: total ? (byBound.get('0.05') ?? 0) / total : 0,
+    p95_at_most_ms: p95 === undefined ? null : Number(p95) * 1000,
+  };
+}
+const aServerSide = await serverSide(a);
 const depth = (await status(a)).journal_depth;
 a.link.resume();
 const healStarted = Date.now();
@@ -173,6 +196,12 @@ console.log(
       seconds: SECONDS,
       slice_per_provider: SLICE,
       site_a_local: { ...local, latencies: undefined, claims_timed: sorted.length, p50_ms: at(0.5), p95_ms: at(0.95), max_ms: at(1) },
+      site_a_server_side: aServerSide,
+      bench_event_loop_delay_ms: {
+        p50: (loopDelay.percentile(50) / 1e6).toFixed(1),
+        p95: (loopDelay.percentile(95) / 1e6).toFixed(1),
+        max: (loopDelay.max / 1e6).toFixed(1),
+      },
       others_meanwhile: others,
       others_capacity_on_a: 2 * (CAPACITY - SLICE),
       journal_entries: depth,
@@ -190,7 +219,7 @@ for (const s of sites) {
   await s.server?.stop();
   s.link.stop();
 }
-primaryDeps.store.close();
+await primaryServer.stop();
 sqld.stop();
 rmSync(dir, { recursive: true, force: true });
 process.exit(0);

@@ -46,6 +46,7 @@ export const HOLD_AMOUNT = columnNames(t.extHoldAmounts);
 export const HOLD_DRAW = columnNames(t.extHoldDraws);
 export const HOLD_EPOCH = columnNames(t.extHoldsEpoch);
 export const SITE_REPLAY = columnNames(t.extSiteReplays);
+export const SITE_LIMIT_SLICE = columnNames(t.extSiteLimitSlices);
 
 // Preemption (docs/preemption.md).
 export const CONSUMER_PRIORITY = columnNames(t.extConsumerPriorities);

@@ -3,90 +3,26 @@
 // from its local file and refuses those beyond it with slice_exhausted, while
 // the primary never gets the slice; what only the primary decides is 503.
 // Resumed, the journal replays with no conflict, and a replay twice is once.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createClient } from '@libsql/client';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import type { Deps } from '../../src/deps.js';
-import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { SITE_STATE } from '../../src/ext/sites/runtime.js';
 import { instanceClaim } from '../helpers/claims.js';
-import { type PausableLink, startPausableLink } from '../helpers/pausable-link.js';
-import { type Sqld, startSqld } from '../helpers/sqld.js';
+import { type SitesCloud, startSitesCloud } from '../helpers/sites.js';
 import { waitUntil } from '../helpers/wait.js';
 
-const silent = { debug() {}, info() {}, warn() {}, error() {} };
 const AGG_A = 'aaaaaaaa-0000-4000-8000-0000000000a1';
 
-let sqld: Sqld | undefined;
-let link: PausableLink | undefined;
-let dir = '';
-const apps: { deps: Deps; app: ReturnType<typeof createApp> }[] = [];
-
-const siteEnv = () => ({
-  PLACEMENT_SITE: 'site-a',
-  PLACEMENT_SITE_DB_PATH: join(dir, 'site-a.db'),
-  PLACEMENT_WORKERS: '1',
-  PLACEMENT_SITE_PARTITION_AFTER_MS: '800',
-  PLACEMENT_SITE_PROBE_MS: '150',
-  PLACEMENT_DB_READ_TIMEOUT_MS: '400',
-  PLACEMENT_DB_WRITE_TIMEOUT_MS: '400',
-});
-
+let cloud: SitesCloud;
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'site-'));
-  sqld = await startSqld();
-  link = await startPausableLink(sqld.url);
-  const primary = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: sqld.url, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), silent);
-  apps.push({ deps: primary, app: createApp(primary) });
+  cloud = await startSitesCloud({ link: true });
 });
-afterAll(() => {
-  for (const { deps } of apps) {
-    deps.extensions.state(SITE_STATE)?.stop();
-    deps.store.close();
-  }
-  link?.stop();
-  sqld?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => cloud?.close());
 
 const PRIMARY = 0;
-const SITE = 1;
-
-const call = (at: number, method: string, path: string, body?: unknown, version = 'latest') =>
-  apps[at]!.app.request(path, {
-    method,
-    headers: { 'x-auth-token': 'admin', 'openstack-api-version': `placement ${version}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-
-interface SiteAnswer {
-  link: string;
-  slice: Record<string, { resources: Record<string, number> }>;
-  slice_remaining: Record<string, { resources: Record<string, number> }>;
-  journal_depth: number;
-  last_replayed_seq: number;
-  replay_conflicts: number;
-}
-const siteStatus = async () => (await (await call(SITE, 'GET', '/ext/site')).json()) as SiteAnswer;
-
-async function provider(vcpu: number, aggregate?: string): Promise<string> {
-  const uuid = crypto.randomUUID();
-  expect((await call(PRIMARY, 'POST', '/resource_providers', { name: uuid, uuid })).status).toBe(200);
-  await call(PRIMARY, 'PUT', `/resource_providers/${uuid}/inventories`, {
-    resource_provider_generation: 0,
-    inventories: { VCPU: { total: vcpu } },
-  });
-  if (aggregate)
-    await call(PRIMARY, 'PUT', `/resource_providers/${uuid}/aggregates`, { resource_provider_generation: 1, aggregates: [aggregate] });
-  return uuid;
-}
-
-const used = async (at: number, host: string) =>
-  ((await (await call(at, 'GET', `/resource_providers/${host}/usages`)).json()) as { usages: { VCPU: number } }).usages.VCPU;
+const call = (at: number, method: string, path: string, body?: unknown) => cloud.call(at, method, path, body);
+const provider = (vcpu: number, aggregate?: string) => cloud.provider(vcpu, aggregate);
+const used = (at: number, host: string) => cloud.used(at, host);
 
 describe('a site cut off from the primary', () => {
   it('claims within its slice, refuses beyond it, and replays its journal once healed', async () => {
@@ -95,12 +31,14 @@ describe('a site cut off from the primary', () => {
     const put = await call(PRIMARY, 'PUT', '/ext/sites/site-a', { aggregate: AGG_A, capacity: { [host]: { resources: { VCPU: 8 } } } });
     expect(put.status, await put.clone().text()).toBe(200);
 
-    const site = await buildNodeDeps(
-      loadConfig({ PLACEMENT_DB_URL: link!.url, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false', ...siteEnv() }),
-      silent,
-    );
-    apps.push({ deps: site, app: createApp(site) });
-    await site.extensions.start(site);
+    const SITE = await cloud.startSite('site-a', {
+      PLACEMENT_SITE_PARTITION_AFTER_MS: '800',
+      PLACEMENT_SITE_PROBE_MS: '150',
+      PLACEMENT_DB_READ_TIMEOUT_MS: '400',
+      PLACEMENT_DB_WRITE_TIMEOUT_MS: '400',
+    });
+    const site = cloud.apps[SITE]!.deps;
+    const siteStatus = () => cloud.siteStatus(SITE);
     await waitUntil('the site has read its slice', async () => (await siteStatus()).slice[host]?.resources.VCPU === 8);
     expect((await siteStatus()).link).toBe('connected');
     // Connected, a claim goes to the primary, drawn from the slice; one off the slice is an ordinary one.
@@ -110,7 +48,7 @@ describe('a site cut off from the primary', () => {
     expect(await used(PRIMARY, host)).toBe(1);
     expect((await siteStatus()).slice_remaining[host]!.resources.VCPU).toBe(7);
 
-    link!.hold();
+    cloud.link!.hold();
     await waitUntil('the site counts itself partitioned', async () => (await siteStatus()).link === 'partitioned');
     const metrics = async () => (await call(SITE, 'GET', '/metrics')).text();
     await waitUntil('/metrics shows the partition', async () =>
@@ -167,7 +105,7 @@ describe('a site cut off from the primary', () => {
     }
     expect(granted).toBe(8);
 
-    link!.resume();
+    cloud.link!.resume();
     await waitUntil('the journal is replayed and the site connected', async () => {
       const s = await siteStatus();
       return s.link === 'connected' && s.journal_depth === 0;
@@ -193,7 +131,7 @@ describe('a site cut off from the primary', () => {
     const runtime = site.extensions.state(SITE_STATE)!;
     expect((await runtime.local.journal()).map((e) => e.outcome)).toEqual(Array(9).fill('applied'));
     // As a crash between the primary's commit and the local mark leaves them: pending again.
-    const file = createClient({ url: `file:${join(dir, 'site-a.db')}` });
+    const file = createClient({ url: `file:${join(cloud.dir, 'site-a.db')}` });
     await file.execute('UPDATE site_journal SET replayed_at = NULL, outcome = NULL');
     file.close();
     await waitUntil('the entries are replayed again', async () => (await runtime.local.depth()) === 0);

@@ -53,6 +53,7 @@ describe('site settings at start', () => {
       lowWatermark: 0.25,
       highWatermark: 0.75,
       rebalanceStep: 0,
+      limitsOn: false,
     });
   });
 

@@ -276,7 +276,19 @@ class Escrow implements Strategy {
  * what fits its copy. What a cut-off site granted is running: at healing it is pushed to the
  * primary as usage, not asked for.
  */
-class Kingbird implements Strategy {
+/** The world a Kingbird double decides in: its sites, projects, every provider's capacity, every project's limit. */
+export interface KingbirdWorld {
+  sites: readonly string[];
+  projects: readonly string[];
+  capacity: number;
+  limit: number;
+  /** How long without the primary before a site decides alone. */
+  partitionAfter: number;
+}
+
+const SIM_WORLD: KingbirdWorld = { sites: SITES, projects: PROJECTS, capacity: CAPACITY, limit: LIMIT, partitionAfter: PARTITION_AFTER };
+
+export class Kingbird implements Strategy {
   readonly primary = new Map<string, Allocation>();
   readonly up = new Map<string, boolean>();
   readonly lastContact = new Map<string, number>();
@@ -286,8 +298,8 @@ class Kingbird implements Strategy {
   readonly local = new Map<string, Map<string, Allocation>>();
   counters = { conflicts: 0, grantedCutOff: 0, sliceExhausted: 0, duplicatesIdempotent: true, rebalanced: 0 };
 
-  constructor() {
-    for (const site of SITES) {
+  constructor(readonly world: KingbirdWorld = SIM_WORLD) {
+    for (const site of world.sites) {
       this.up.set(site, true);
       this.lastContact.set(site, 0);
       this.local.set(site, new Map());
@@ -306,7 +318,10 @@ class Kingbird implements Strategy {
     const usage = new Map<string, number>();
     for (const a of this.primary.values()) for (const [k, v] of a.amounts) usage.set(k, (usage.get(k) ?? 0) + v);
     const regionLimit = new Map(
-      PROJECTS.map((pr) => [pr, LIMIT - this.usage((a) => a.project === pr) + this.usage((a) => a.project === pr && a.site === site)]),
+      this.world.projects.map((pr) => [
+        pr,
+        this.world.limit - this.usage((a) => a.project === pr) + this.usage((a) => a.project === pr && a.site === site),
+      ]),
     );
     this.synced.set(site, { usage, regionLimit });
   }
@@ -324,19 +339,22 @@ class Kingbird implements Strategy {
     if (at === null || this.up.get(at)) {
       const onProvider = this.usage((a) => a.amounts.has(provider));
       const ofProject = this.usage((a) => a.project === project);
-      if (onProvider + amount > CAPACITY || ofProject + amount > LIMIT) return false;
+      if (onProvider + amount > this.world.capacity || ofProject + amount > this.world.limit) return false;
       this.primary.set(consumer, { consumer, project, amounts: one(provider, amount), site: at });
       if (at !== null) this.sync(at);
       return true;
     }
-    if (now - this.lastContact.get(at)! < PARTITION_AFTER) return false;
+    if (now - this.lastContact.get(at)! < this.world.partitionAfter) return false;
     const { usage, regionLimit } = this.synced.get(at)!;
     const local = [...this.local.get(at)!.values()];
     const localOn = local.filter((a) => a.amounts.has(provider)).reduce((n, a) => n + a.amounts.get(provider)!, 0);
     const regionUse =
       this.usage((a) => a.project === project && a.site === at) +
       local.filter((a) => a.project === project).reduce((n, a) => n + [...a.amounts.values()].reduce((x, y) => x + y, 0), 0);
-    if ((usage.get(provider) ?? 0) + localOn + amount > CAPACITY || regionUse + amount > regionLimit.get(project)!) {
+    if (
+      (usage.get(provider) ?? 0) + localOn + amount > this.world.capacity ||
+      regionUse + amount > (regionLimit.get(project) ?? this.world.limit)
+    ) {
       this.counters.sliceExhausted++;
       return false;
     }
@@ -359,7 +377,7 @@ class Kingbird implements Strategy {
   primaryShrinks(): void {}
 
   primaryConsumers(): Set<string> {
-    for (const site of SITES) if (!this.up.get(site)) this.link(site, true, Number.POSITIVE_INFINITY);
+    for (const site of this.world.sites) if (!this.up.get(site)) this.link(site, true, Number.POSITIVE_INFINITY);
     return new Set(this.primary.keys());
   }
 }

@@ -4,6 +4,7 @@
 // before anything is written; no HTTP here (routes in ../http/routes/holds.ts).
 import type { DataStore } from '../../db/client.js';
 import { conflict, invalid, notFound } from '../../errors.js';
+import type { WriteStatement } from '../../db/write-batch.js';
 import { placementWrite } from '../../placement/writes/kernel.js';
 import { type Hold, type Key, keyOf, refuseHold, splitKey, type Violation } from './model.js';
 import {
@@ -23,6 +24,9 @@ import {
 import type { PatchHoldBody, PostHoldBody } from './schemas.js';
 
 export const HOLD_UNSATISFIABLE = 'placement.ext.hold_unsatisfiable';
+
+/** What an owner writes with its hold, in the hold's own batch (a site's limit slices): decided again at each try. */
+export type HoldAlongside = () => Promise<WriteStatement[]>;
 
 export interface HoldDeps {
   store: DataStore;
@@ -113,9 +117,11 @@ export const unknownProject = (project: string): Error => invalid(`Unknown proje
  * (the providers' generations: no claim since; the holds there: no other hold
  * written since), retried from a fresh read when one moved.
  */
-async function admit(deps: HoldDeps, row: HoldRow, generation?: number): Promise<StoredHold> {
+async function admit(deps: HoldDeps, row: HoldRow, generation?: number, alongside?: HoldAlongside): Promise<StoredHold> {
   const providers = providersOf(row.amounts);
   await placementWrite(async () => {
+    // Decided (and refused) from its own read each try, so a retried write decides again.
+    const extra = alongside ? await alongside() : [];
     const nowMs = deps.nowMs();
     const read = await readWorld(deps.store, providers, nowMs);
     const hold: Hold = {
@@ -128,7 +134,7 @@ async function admit(deps: HoldDeps, row: HoldRow, generation?: number): Promise
     };
     const refusal = refuseHold(read.world, hold, row.ignoreAllocations);
     if (refusal) throw unsatisfiable(refusal.violation);
-    const guards = [sameGenerationsGuard(read.generations), sameHoldsGuard(providers, nowMs, read.holds, row.uuid)];
+    const guards = [sameGenerationsGuard(read.generations), sameHoldsGuard(providers, nowMs, read.holds, row.uuid), ...extra];
     const now = new Date(nowMs).toISOString();
     if (generation === undefined) await insertHold(deps.store, row, now, guards);
     else await replaceHold(deps.store, row, generation, now, guards);
@@ -219,7 +225,12 @@ export const OPEN_END_MS = Date.parse('9999-12-31T23:59:59.999Z');
  * created, or replaced with `amounts`, from now on, admitted by the same rule as any hold, so
  * nothing but what is drawn from it can use it. Used by edge sites (docs/sites.md).
  */
-export async function putOwnedHold(deps: HoldDeps, owner: string, amounts: ReadonlyMap<Key, number>): Promise<StoredHold> {
+export async function putOwnedHold(
+  deps: HoldDeps,
+  owner: string,
+  amounts: ReadonlyMap<Key, number>,
+  alongside?: HoldAlongside,
+): Promise<StoredHold> {
   const nowMs = deps.nowMs();
   await checkAmounts(deps.store, amounts, nowMs);
   const [existing] = await listHolds(deps.store, { projectId: owner });
@@ -232,7 +243,7 @@ export async function putOwnedHold(deps: HoldDeps, owner: string, amounts: Reado
     ignoreAllocations: false,
     amounts,
   };
-  return admit(deps, row, existing?.generation);
+  return admit(deps, row, existing?.generation, alongside);
 }
 
 /** The open-ended hold of `owner`, or null. */

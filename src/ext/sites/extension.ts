@@ -5,7 +5,9 @@
 // primary answers again (site-mode.ts). Routes: http/routes.ts; the cut-off
 // site's claims: http/site-mode.ts; settings: settings.ts; the escrow model: model.ts.
 import type { Extension } from '../../extension.js';
+import { limitsConfigOf } from '../limits/service.js';
 import { siteModeMiddleware } from './http/site-mode.js';
+import { siteLimitSlicesWrites } from './limit-slices.js';
 import { siteRoutes } from './http/routes.js';
 import { siteGauges, startSiteMode } from './runtime.js';
 import { SITES_SETTINGS, siteSettings, sitesSettingsProblem } from './settings.js';
@@ -15,10 +17,17 @@ export const sites: Extension = {
   settings: { shape: SITES_SETTINGS, problem: sitesSettingsProblem },
   routes: [siteRoutes],
   setUp: ({ store, config, log, metrics }) => {
+    // With project limits on, every instance guards the sites' limit slices (an empty table costs one empty read).
+    const limits = limitsConfigOf(config);
+    const writes =
+      limits.PLACEMENT_LIMITS === 'off'
+        ? undefined
+        : siteLimitSlicesWrites({ types: limits.PLACEMENT_LIMITS_CONSUMER_TYPES, untyped: limits.PLACEMENT_LIMITS_COUNT_UNTYPED });
     const settings = siteSettings(config);
-    if (!settings) return null;
+    if (!settings) return writes ? { writes } : null;
     const runtime = startSiteMode(settings, store, log, siteGauges(metrics.registry));
     return {
+      writes,
       state: runtime,
       middleware: siteModeMiddleware(runtime.mode),
       start: (deps) => runtime.start(deps),

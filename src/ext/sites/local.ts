@@ -8,6 +8,10 @@
 //                   primary, then as the site's own claims and deletes leave them
 //   site_journal    each claim and delete decided while cut off, in order, with
 //                   its idempotency key and the request, until the primary applies it
+//   site_limit_slices  with project limits on: its part of each project's limit
+//                   of a class (ext_site_limit_slices), as last read
+//   site_limited    which (project, class) pairs have a limit (project '': the
+//                   registered default, every project's), as ext_limits names them
 // This file is not a placement database (no providers, no other consumers), so its
 // tables are made here, not by drizzle/'s migrations, which are the primary's.
 import { type Client, createClient, type InStatement } from '@libsql/client';
@@ -29,6 +33,9 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS site_journal (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, idem_key TEXT NOT NULL UNIQUE, kind TEXT NOT NULL CHECK (kind IN ('claim', 'delete')),
     request TEXT NOT NULL, created_at INTEGER NOT NULL, replayed_at INTEGER, outcome TEXT)`,
+  `CREATE TABLE IF NOT EXISTS site_limit_slices (
+    project TEXT NOT NULL, resource_class TEXT NOT NULL, amount INTEGER NOT NULL, PRIMARY KEY (project, resource_class))`,
+  'CREATE TABLE IF NOT EXISTS site_limited (project TEXT NOT NULL, resource_class TEXT NOT NULL, PRIMARY KEY (project, resource_class))',
 ];
 
 /** One provider and class of the slice, with the inventory's unit constraints. */
@@ -51,12 +58,27 @@ export interface SiteConsumer {
   allocations: Record<string, Record<string, number>>;
 }
 
+/** A project's limit slice of a class at the site. */
+export interface LimitSliceEntry {
+  project: string;
+  resourceClass: string;
+  amount: number;
+}
+
+/** A (project, class) with a limit: project '' is every project's default. */
+export interface LimitedEntry {
+  project: string;
+  resourceClass: string;
+}
+
 /** What the site last read from the primary. */
 export interface SiteView {
   holdUuid: string | null;
   holdGeneration: number | null;
   slice: SliceEntry[];
   consumers: SiteConsumer[];
+  limitSlices: LimitSliceEntry[];
+  limited: LimitedEntry[];
 }
 
 export interface JournalEntry {
@@ -78,6 +100,13 @@ const num = (v: unknown): number => Number(v);
 
 export class LocalSiteFile {
   private readonly client: Client;
+  /**
+   * What the file holds of the slice, its consumers and the hold, as last read or written: a cut-off
+   * claim decides from it without reading the file (the file stays the durable copy: the cache
+   * changes only after a write has committed). `version` counts writes, so a read that raced one is not kept.
+   */
+  private cached: LocalSnapshot | undefined;
+  private version = 0;
   /** The tables made (every call waits for it; a file that cannot be made fails them all, and the start). */
   readonly ready: Promise<void>;
 
@@ -98,11 +127,29 @@ export class LocalSiteFile {
 
   async snapshot(): Promise<LocalSnapshot> {
     await this.ready;
-    const [slice, state, consumers] = await this.client.batch(
+    if (this.cached) return this.cached;
+    const version = this.version;
+    const read = await this.fromFile();
+    if (version === this.version) this.cached = read;
+    return read;
+  }
+
+  /** A write changed the file: the next snapshot reads it. */
+  private changed(): void {
+    this.version += 1;
+    this.cached = undefined;
+  }
+
+  /** The snapshot as the file holds it, never the cache (the cache's differential test compares them). */
+  async fromFile(): Promise<LocalSnapshot> {
+    await this.ready;
+    const [slice, state, consumers, limitSlices, limited] = await this.client.batch(
       [
         'SELECT provider, resource_class, amount, min_unit, max_unit, step_size FROM site_slice ORDER BY provider, resource_class',
         'SELECT hold_uuid, hold_generation, refreshed_at, last_replayed FROM site_state WHERE id = 1',
         'SELECT consumer, project, user_id, consumer_type, generation, allocations FROM site_consumers ORDER BY consumer',
+        'SELECT project, resource_class, amount FROM site_limit_slices ORDER BY project, resource_class',
+        'SELECT project, resource_class FROM site_limited',
       ],
       'read',
     );
@@ -128,6 +175,12 @@ export class LocalSiteFile {
         generation: num(r.generation),
         allocations: JSON.parse(String(r.allocations)) as SiteConsumer['allocations'],
       })),
+      limitSlices: limitSlices!.rows.map((r) => ({
+        project: String(r.project),
+        resourceClass: String(r.resource_class),
+        amount: num(r.amount),
+      })),
+      limited: limited!.rows.map((r) => ({ project: String(r.project), resourceClass: String(r.resource_class) })),
     };
   }
 
@@ -149,9 +202,24 @@ export class LocalSiteFile {
         },
         'DELETE FROM site_consumers',
         ...view.consumers.map(consumerRow),
+        'DELETE FROM site_limit_slices',
+        ...view.limitSlices.map(
+          (e): InStatement => ({
+            sql: 'INSERT INTO site_limit_slices (project, resource_class, amount) VALUES (?, ?, ?)',
+            args: [e.project, e.resourceClass, e.amount],
+          }),
+        ),
+        'DELETE FROM site_limited',
+        ...view.limited.map(
+          (e): InStatement => ({
+            sql: 'INSERT INTO site_limited (project, resource_class) VALUES (?, ?)',
+            args: [e.project, e.resourceClass],
+          }),
+        ),
       ],
       'write',
     );
+    this.changed();
   }
 
   /**
@@ -178,6 +246,16 @@ export class LocalSiteFile {
       ],
       'write',
     );
+    // Committed: the cache takes the same change (no read on a cut-off site's claim path).
+    const before = this.cached;
+    this.changed();
+    if (before) {
+      const gone = new Set([...removed, ...after.map((c) => c.uuid)]);
+      const consumers = [...before.consumers.filter((c) => !gone.has(c.uuid)), ...after].sort((a, b) =>
+        a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0,
+      );
+      this.cached = { ...before, consumers };
+    }
     return num(results[results.length - 1]!.rows[0]!.seq);
   }
 
@@ -193,12 +271,15 @@ export class LocalSiteFile {
       ),
       'write',
     );
+    this.changed();
   }
 
   /** Consumers drawn from the slice on the primary while connected (or perhaps: a claim whose outcome is unknown). */
   async remember(consumers: SiteConsumer[]): Promise<void> {
     await this.ready;
-    if (consumers.length > 0) await this.client.batch(consumers.map(consumerRow), 'write');
+    if (consumers.length === 0) return;
+    await this.client.batch(consumers.map(consumerRow), 'write');
+    this.changed();
   }
 
   /** The entries the primary has not applied yet, in order. */
@@ -250,6 +331,7 @@ export class LocalSiteFile {
       ],
       'write',
     );
+    this.changed();
   }
 
   close(): void {
@@ -272,6 +354,17 @@ export function usedBy(consumers: readonly SiteConsumer[]): Map<Key, number> {
   for (const c of consumers) {
     for (const [provider, resources] of Object.entries(c.allocations)) {
       for (const [rc, n] of Object.entries(resources)) used.set(keyOf(provider, rc), (used.get(keyOf(provider, rc)) ?? 0) + n);
+    }
+  }
+  return used;
+}
+
+/** What the consumers use, per (project, class), keyed `project\u0000class`. */
+export function usedByProject(consumers: readonly SiteConsumer[]): Map<string, number> {
+  const used = new Map<string, number>();
+  for (const c of consumers) {
+    for (const resources of Object.values(c.allocations)) {
+      for (const [rc, n] of Object.entries(resources)) used.set(`${c.project}\u0000${rc}`, (used.get(`${c.project}\u0000${rc}`) ?? 0) + n);
     }
   }
   return used;

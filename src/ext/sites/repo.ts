@@ -1,7 +1,22 @@
 // Edge sites on the primary (docs/sites.md): which providers are members of an aggregate;
 // what a site keeps of its slice (readSiteView); the replayed journal entries (ext_site_replays).
 import type { BatchReader } from '../../db/client.js';
-import { ALLOC, CONSUMER, CONSUMER_TYPE, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, PROJECT, RC, RP, SITE_REPLAY, USER } from '../../db/columns.js';
+import {
+  ALLOC,
+  CONSUMER,
+  CONSUMER_TYPE,
+  HOLD,
+  HOLD_AMOUNT,
+  HOLD_DRAW,
+  INV,
+  LIMIT,
+  PROJECT,
+  RC,
+  RP,
+  SITE_LIMIT_SLICE,
+  SITE_REPLAY,
+  USER,
+} from '../../db/columns.js';
 import { stmt, type WriteStatement } from '../../db/write-batch.js';
 import type { SiteConsumer, SiteView } from './local.js';
 
@@ -21,9 +36,26 @@ export async function providersOutside(reader: BatchReader, aggregate: string, p
   return providers.filter((p) => !inside.has(p));
 }
 
-/** The slice's hold, what it holds (with the inventories' unit constraints) and the consumers drawn from it, in one snapshot. */
-export async function readSiteView(reader: BatchReader, owner: string): Promise<SiteView> {
-  const [hold, amounts, drawn] = await reader.readBatch([
+/** The site's limit slices, and which (project, class) pairs have a limit (limits on; '' is every project's default). */
+const limitStatements = (site: string) => [
+  {
+    sql: `SELECT ${SITE_LIMIT_SLICE.project} AS project, ${SITE_LIMIT_SLICE.resourceClass} AS rc, ${SITE_LIMIT_SLICE.amount} AS amount
+      FROM ext_site_limit_slices WHERE ${SITE_LIMIT_SLICE.site} = ?`,
+    args: [site],
+  },
+  {
+    sql: `SELECT ${LIMIT.project} AS project, ${LIMIT.resourceClass} AS rc FROM ext_limits`,
+    args: [],
+  },
+];
+
+/**
+ * The slice's hold, what it holds (with the inventories' unit constraints), the consumers drawn
+ * from it and (`limitsOn`) its limit slices and which pairs have limits, in one snapshot.
+ */
+export async function readSiteView(reader: BatchReader, owner: string, limitsOn = false): Promise<SiteView> {
+  const site = owner.slice('site:'.length);
+  const [hold, amounts, drawn, limitSlices, limited] = await reader.readBatch([
     {
       sql: `SELECT ${HOLD.uuid} AS uuid, ${HOLD.generation} AS generation FROM ext_holds WHERE ${HOLD.projectId} = ? LIMIT 1`,
       args: [owner],
@@ -53,6 +85,7 @@ export async function readSiteView(reader: BatchReader, owner: string): Promise<
         WHERE h.${HOLD.projectId} = ?`,
       args: [owner],
     },
+    ...(limitsOn ? limitStatements(site) : []),
   ]);
   const h = hold!.rows[0];
   const consumers = new Map<string, SiteConsumer>();
@@ -84,6 +117,12 @@ export async function readSiteView(reader: BatchReader, owner: string): Promise<
       stepSize: Number(r.step_size),
     })),
     consumers: [...consumers.values()],
+    limitSlices: (limitSlices?.rows ?? []).map((r) => ({
+      project: String(r.project),
+      resourceClass: String(r.rc),
+      amount: Number(r.amount),
+    })),
+    limited: (limited?.rows ?? []).map((r) => ({ project: String(r.project), resourceClass: String(r.rc) })),
   };
 }
 

@@ -39,6 +39,8 @@ export interface SiteSettings {
   lowWatermark: number;
   highWatermark: number;
   rebalanceStep: number;
+  /** Project limits are on (PLACEMENT_LIMITS): the site keeps its limit slices and claims within them while cut off. */
+  limitsOn: boolean;
 }
 
 const DEFAULTS = {
@@ -139,6 +141,7 @@ function parse(config: Readonly<Record<string, unknown>>): Parsed {
       lowWatermark: low,
       highWatermark: high,
       rebalanceStep: numbers.PLACEMENT_SITE_REBALANCE_STEP!,
+      limitsOn: typeof config.PLACEMENT_LIMITS === 'string' && config.PLACEMENT_LIMITS !== 'off',
     },
   };
 }

@@ -23,7 +23,15 @@ import { type ClaimEndpoint, ClaimRefused, ConsumerGenerationMismatch } from '..
 import { brokenRule, CLAIM_RULES } from '../../placement/writes/rules.js';
 import { type Key, keyOf } from '../holds/model.js';
 import { type HoldDeps, ownedHold, putOwnedHold } from '../holds/service.js';
-import { type JournalEntry, type LocalSiteFile, type SiteConsumer, type SliceEntry, usedBy } from './local.js';
+import {
+  type JournalEntry,
+  type LocalSiteFile,
+  type LocalSnapshot,
+  type SiteConsumer,
+  type SliceEntry,
+  usedBy,
+  usedByProject,
+} from './local.js';
 import { appliedSince, readSiteView, replayApplied, replayRecord } from './repo.js';
 import type { SiteSettings } from './settings.js';
 
@@ -49,6 +57,9 @@ export interface SiteStatus {
   primaryLastAnswered: string | null;
   slice: Record<string, { resources: Record<string, number> }>;
   sliceRemaining: Record<string, { resources: Record<string, number> }>;
+  /** Per project and class: the site's limit slices, and what is left of them as the site knows it. */
+  limitSlices: Record<string, Record<string, number>>;
+  limitSlicesRemaining: Record<string, Record<string, number>>;
   journalDepth: number;
   lastReplayedSeq: number;
   replayConflicts: number;
@@ -355,7 +366,7 @@ export class SiteMode {
   private async refresh(): Promise<void> {
     await this.turns.run(async () => {
       if (this.partitioned || (await this.options.local.depth()) > 0) return;
-      const view = await readSiteView(this.options.primary, this.owner);
+      const view = await readSiteView(this.options.primary, this.owner, this.options.settings.limitsOn);
       await this.options.local.refresh(view, this.now());
     });
   }
@@ -507,6 +518,7 @@ export class SiteMode {
         }
       }
       const after = consumersAfter(claims, consumers);
+      this.refuseBeyondLimitSlices(after, snap, claimed);
       const removed = claims.filter((c) => Object.keys(c.allocations).length === 0).map((c) => c.uuid);
       const journaled = claims.map((c) => ({
         ...c,
@@ -517,6 +529,31 @@ export class SiteMode {
       this.depth += 1;
       return true;
     });
+  }
+
+  /**
+   * The limit slices' part of a cut-off claim: per project and class with a limit, what the site's
+   * consumers of the project use (every consumer, whichever type: never less than the primary
+   * counts) stays within the project's slice here; a limited pair with no slice here has none.
+   */
+  private refuseBeyondLimitSlices(after: readonly SiteConsumer[], snap: LocalSnapshot, claimed: ReadonlySet<string>): void {
+    if (snap.limited.length === 0) return;
+    const limited = (project: string, rc: string) =>
+      snap.limited.some((e) => e.resourceClass === rc && (e.project === project || e.project === ''));
+    const asked = usedByProject(after);
+    const used = usedByProject(snap.consumers.filter((c) => !claimed.has(c.uuid)));
+    for (const [k, amount] of asked) {
+      const [project, rc] = k.split('\u0000') as [string, string];
+      if (!limited(project, rc)) continue;
+      const slice = snap.limitSlices.find((e) => e.project === project && e.resourceClass === rc)?.amount ?? 0;
+      const drawn = used.get(k) ?? 0;
+      if (drawn + amount > slice)
+        throw new DomainError(
+          'conflict',
+          `Site ${this.site} is cut off from the primary and project '${project}''s limit slice here has ${Math.max(0, slice - drawn)} of ${slice} '${rc}' left, not ${amount}`,
+          SLICE_EXHAUSTED,
+        );
+    }
   }
 
   /** DELETE /allocations/{c} while partitioned: a consumer of the slice only (others are the primary's). False: connected again. */
@@ -549,6 +586,14 @@ export class SiteMode {
     const used = usedBy(snap.consumers);
     const amounts = snap.slice.map((e): [Key, number] => [keyOf(e.provider, e.resourceClass), e.amount]);
     const remaining = amounts.map(([k, a]): [Key, number] => [k, a - (used.get(k) ?? 0)]);
+    const usedOfProjects = usedByProject(snap.consumers);
+    const limitSlices: Record<string, Record<string, number>> = {};
+    const limitSlicesRemaining: Record<string, Record<string, number>> = {};
+    for (const e of snap.limitSlices) {
+      (limitSlices[e.project] ??= {})[e.resourceClass] = e.amount;
+      (limitSlicesRemaining[e.project] ??= {})[e.resourceClass] =
+        e.amount - (usedOfProjects.get(`${e.project}\u0000${e.resourceClass}`) ?? 0);
+    }
     return {
       site: this.site,
       link: this.link,
@@ -556,6 +601,8 @@ export class SiteMode {
       primaryLastAnswered: this.lastAnswerMs === null ? null : iso(this.lastAnswerMs),
       slice: byProvider(amounts, snap.slice),
       sliceRemaining: byProvider(remaining, snap.slice),
+      limitSlices,
+      limitSlicesRemaining,
       journalDepth: this.depth,
       lastReplayedSeq: this.lastReplayed,
       replayConflicts: this.conflicts,

@@ -5,6 +5,7 @@ import { RouteTable } from '../../../http/route-table.js';
 import type { AppContext } from '../../../http/env.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import type { HoldDeps } from '../../holds/service.js';
+import { LIMITS } from '../../limits/service.js';
 import { adminJson } from '../../http/admin-only.js';
 import { putSiteSchema, SITE_ID, SiteResponse, SiteStatusResponse } from '../schemas.js';
 import { SITE_STATE } from '../runtime.js';
@@ -38,12 +39,13 @@ siteRoutes.resource('/sites/:site', {
   }),
   PUT: adminJson({
     summary:
-      "Extension: set an edge site's capacity slice on providers of its aggregate (409 placement.ext.hold_unsatisfiable when it does not fit)",
+      "Extension: set an edge site's capacity slice on providers of its aggregate (409 placement.ext.hold_unsatisfiable when it does not fit) and, with project limits on, its per-project limit slices (409 placement.ext.limit_exceeded beyond what a limit has left)",
     body: { name: 'PutSite', schema: putSiteSchema },
     answer: SITE,
     run: async (c, body) => {
       const site = siteOf(c);
-      return presentSite(site, await putSite(holdDeps(c), site, body));
+      const limitsOn = c.var.deps.extensions.state(LIMITS) !== undefined;
+      return presentSite(site, await putSite(holdDeps(c), site, body, limitsOn));
     },
   }),
 });
@@ -56,6 +58,8 @@ const presentStatus = (s: SiteStatus) => ({
   primary_last_answered: s.primaryLastAnswered,
   slice: s.slice,
   slice_remaining: s.sliceRemaining,
+  limit_slices: s.limitSlices,
+  limit_slices_remaining: s.limitSlicesRemaining,
   journal_depth: s.journalDepth,
   last_replayed_seq: s.lastReplayedSeq,
   replay_conflicts: s.replayConflicts,
