@@ -9,13 +9,14 @@
 // Every fixed piece (provider uuids, class names, summary templates) is
 // encoded once and copied. Over the trees kept in memory, a provider's
 // summary and the allocation requests it anchors come out the same answer
-// after answer until its tree or its usage changes: their bytes are kept with
-// the node (research.ts AnswerBytes) and copied whole, a copy or two per
+// after answer until its tree or its usage changes: the presenter keeps their
+// bytes by node (kept-bytes.ts) and copies them whole, a copy or two per
 // candidate instead of a dozen pieces. The differential tests check every
 // spelling agrees (candidates-json-differential.test.ts).
-import { type AnswerBytes, type ProviderNode, type SummaryTemplate, type Usage, usedOf } from '../research.js';
+import { type ProviderNode, type Usage, usedOf } from '../research.js';
 import type { AllocationRequest, Piece } from '../search.js';
 import type { Presentation } from './index.js';
+import { answerWritten, type NodeBytes, nodeBytes, type SummaryTemplate } from './kept-bytes.js';
 
 const encoder = new TextEncoder();
 const utf8 = (text: string): Uint8Array => encoder.encode(text);
@@ -151,6 +152,7 @@ export function candidatesJson(
   out.bytes(SUMMARIES);
   summaries(out, usedProviders, nodes, usage, requestedClasses, shape);
   out.bytes(END);
+  answerWritten();
   return out.result();
 }
 
@@ -288,8 +290,10 @@ function shapeKeyOf(
  * providers it was most of a fresh process's first full answer).
  */
 export function prepareSummaryTemplates(providers: Iterable<ProviderNode>, nodes: NodeLookup): void {
-  for (const node of providers)
-    if (!node.summaryTemplate) node.summaryTemplate = summaryTemplate(node, nodes, EMPTY_CLASSES, CURRENT_SHAPE, CURRENT_SHAPE_KEY);
+  for (const node of providers) {
+    const kept = nodeBytes(node);
+    if (!kept.template) kept.template = summaryTemplate(node, nodes, EMPTY_CLASSES, CURRENT_SHAPE, CURRENT_SHAPE_KEY);
+  }
 }
 const EMPTY_CLASSES: ReadonlySet<string> = new Set();
 
@@ -340,15 +344,16 @@ function summaries(
   let first = true;
   for (const node of nodes.values()) {
     if (shape.nestedAware ? !usedRoots.has(node.rootId) : !usedProviders.has(node.id)) continue;
-    let template = node.summaryTemplate;
-    if (!template || template.shape !== shapeKey) {
-      template = summaryTemplate(node, nodes, requestedClasses, shape, shapeKey);
-      node.summaryTemplate = template;
-    }
     if (!first) out.char(COMMA);
     first = false;
+    // The SQL engine's nodes live one request: nothing of theirs is kept.
+    const kept = node.uuidJson === undefined ? undefined : nodeBytes(node);
+    let template = kept?.template;
+    if (!template || template.shape !== shapeKey) {
+      template = summaryTemplate(node, nodes, requestedClasses, shape, shapeKey);
+      if (kept) kept.template = template;
+    }
     const { parts, classIds } = template;
-    const kept = node.uuidJson === undefined ? undefined : (node.answerBytes ??= { summary: null, requests: [] });
     const summary = kept?.summary;
     if (summary && summary.template === template && sameUsage(summary.used, usage.get(node.id), classIds)) {
       out.bytes(summary.bytes);
@@ -485,7 +490,7 @@ function keptRequest(
   if (firstNode?.uuidJson === undefined) return false;
   const form = forms.of(request);
   const { providers, count } = forms;
-  const kept: AnswerBytes = (firstNode.answerBytes ??= { summary: null, requests: [] });
+  const kept: NodeBytes = nodeBytes(firstNode);
   for (const entry of kept.requests) {
     if (entry.key !== form.key || entry.uuids.length !== count - 1) continue;
     let same = true;

@@ -1,0 +1,71 @@
+// The JSON writer's bytes kept between answers, held by the presenter and
+// keyed by the provider node they were written for. A node of the trees kept
+// in memory lives until its tree changes (a change replaces every node of the
+// tree), so the node itself is what makes a provider's summary template
+// valid: its uuid, parent, root, inventories and traits are the node's, fixed
+// for its life. What else the bytes hold (the presentation, usage figures,
+// class names, amounts, other trees' providers) is compared before they are
+// copied (json.ts). The model knows nothing of them.
+// Looked up by provider id, then checked to be the same node: an array read
+// is a load, where a WeakMap or Map keyed by node costs a hash probe per
+// provider and answer, which showed in a warm full answer's CPU
+// (docs/performance.md, "Presentation caches kept by the presenter").
+
+/** `parts[0] + used[0] + parts[1] + ... + parts[n]` (UTF-8), the used figures being those of `classIds`. */
+export interface SummaryTemplate {
+  /** The presentation it was written for (json.ts shapeKeyOf). */
+  shape: string;
+  parts: Uint8Array[];
+  classIds: number[];
+}
+
+/** A provider's summary as last written: from which template, with which usage figures (the template's classIds' order). */
+export interface KeptSummary {
+  template: SummaryTemplate;
+  used: number[];
+  bytes: Uint8Array;
+}
+
+/** An allocation request a provider anchored: its form (json.ts RequestForm's key) and its other providers' uuid bytes. */
+export interface KeptRequest {
+  key: string;
+  uuids: Uint8Array[];
+  bytes: Uint8Array;
+}
+
+/** What the presenter keeps for one provider node. */
+export interface NodeBytes {
+  /** The node these bytes were written for: a node of the same id that is not this one is another version of its tree. */
+  readonly node: object;
+  template: SummaryTemplate | null;
+  summary: KeptSummary | null;
+  /** Requests it anchored, the latest first. */
+  requests: KeptRequest[];
+  /** The answer that last used the entry (sweep). */
+  seen: number;
+}
+
+/** Entries by provider id (ids are small dense integers: a holey array). */
+const kept: (NodeBytes | undefined)[] = [];
+let answers = 0;
+/** Entries unused for this many answers go: a deleted provider's, or a replaced node's nobody asked for since. */
+const SWEEP_AFTER = 4096;
+
+/** The bytes kept for `node`, an empty entry the first time or when its tree changed since. */
+export function nodeBytes(node: { readonly id: number }): NodeBytes {
+  let entry = kept[node.id];
+  if (entry === undefined || entry.node !== node)
+    kept[node.id] = entry = { node, template: null, summary: null, requests: [], seen: answers };
+  else entry.seen = answers;
+  return entry;
+}
+
+/** Counts an answer written; now and then drops the entries no recent answer used. */
+export function answerWritten(): void {
+  answers += 1;
+  if (answers % SWEEP_AFTER !== 0) return;
+  for (let id = 0; id < kept.length; id += 1) {
+    const entry = kept[id];
+    if (entry !== undefined && answers - entry.seen > SWEEP_AFTER) kept[id] = undefined;
+  }
+}
