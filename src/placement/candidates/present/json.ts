@@ -16,7 +16,7 @@
 import { type ProviderNode, type Usage, usedOf } from '../research.js';
 import type { AllocationRequest, Piece } from '../search.js';
 import type { Presentation } from './index.js';
-import { answerWritten, type NodeBytes, nodeBytes, type SummaryTemplate } from './kept-bytes.js';
+import { answerWritten, keepBytes, type NodeBytes, nodeBytes, type SummaryTemplate } from './kept-bytes.js';
 
 const encoder = new TextEncoder();
 const utf8 = (text: string): Uint8Array => encoder.encode(text);
@@ -75,7 +75,7 @@ class JsonWriter {
 
   /** A copy of what was written since `mark`, to be kept. */
   copyFrom(mark: number): Uint8Array {
-    return this.buffer.slice(mark, this.length);
+    return keepBytes(this.buffer, mark, this.length);
   }
 
   result(): Uint8Array<ArrayBuffer> {
@@ -152,8 +152,9 @@ export function candidatesJson(
   out.bytes(SUMMARIES);
   summaries(out, usedProviders, nodes, usage, requestedClasses, shape);
   out.bytes(END);
-  answerWritten();
-  return out.result();
+  const answer = out.result();
+  answerWritten(answer.length);
+  return answer;
 }
 
 /** Whether a piece before `index` is on the same provider (pieces are a handful: no Map). */

@@ -43,8 +43,25 @@ export interface NodeBytes {
   requests: KeptRequest[];
   /** The answer that last used the entry (sweep). */
   seen: number;
+  /** The slab its bytes were written into from (keepBytes). */
+  slab: number;
 }
 
+/**
+ * Kept bytes are copied into slabs, one after the other in the order an
+ * answer writes them, so that the next answer reads them from a few
+ * contiguous buffers rather than from a small buffer of its own each. An
+ * entry is written again once its slab is older than the one before the
+ * current (nodeBytes), so at most two slabs stay in use; that holds the
+ * bytes of a whole answer only while answers stay under half a slab, so a
+ * process whose answers grew larger keeps a buffer per piece instead.
+ */
+const SLAB_BYTES = 1 << 21;
+let slab: Uint8Array | null = null;
+let slabUsed = 0;
+/** Slabs started so far (the current one's number). */
+let slabs = 0;
+let largestAnswer = 0;
 /** Entries by provider id (ids are small dense integers: a holey array). */
 const kept: (NodeBytes | undefined)[] = [];
 let answers = 0;
@@ -54,15 +71,32 @@ const SWEEP_AFTER = 4096;
 /** The bytes kept for `node`, an empty entry the first time or when its tree changed since. */
 export function nodeBytes(node: { readonly id: number }): NodeBytes {
   let entry = kept[node.id];
-  if (entry === undefined || entry.node !== node)
-    kept[node.id] = entry = { node, template: null, summary: null, requests: [], seen: answers };
+  // An entry whose bytes may lie in a slab before the last is written again: a slab goes once no entry looks into it.
+  if (entry === undefined || entry.node !== node || entry.slab < slabs - 1)
+    kept[node.id] = entry = { node, template: null, summary: null, requests: [], seen: answers, slab: slabs };
   else entry.seen = answers;
   return entry;
 }
 
-/** Counts an answer written; now and then drops the entries no recent answer used. */
-export function answerWritten(): void {
+/** A kept copy of `source[from, to)`. */
+export function keepBytes(source: Uint8Array, from: number, to: number): Uint8Array {
+  const length = to - from;
+  if (largestAnswer > SLAB_BYTES >> 1 || length > SLAB_BYTES >> 4) return source.slice(from, to);
+  if (slab === null || slabUsed + length > SLAB_BYTES) {
+    slab = new Uint8Array(SLAB_BYTES);
+    slabUsed = 0;
+    slabs += 1;
+  }
+  const copy = slab.subarray(slabUsed, slabUsed + length);
+  copy.set(source.subarray(from, to));
+  slabUsed += length;
+  return copy;
+}
+
+/** Counts an answer of `bytes` written; now and then drops the entries no recent answer used. */
+export function answerWritten(bytes: number): void {
   answers += 1;
+  if (bytes > largestAnswer) largestAnswer = bytes;
   if (answers % SWEEP_AFTER !== 0) return;
   for (let id = 0; id < kept.length; id += 1) {
     const entry = kept[id];
