@@ -9,11 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { PlacementClient } from './client.js';
+import { claimFirstCandidate, PlacementClient } from './client.js';
 import { httpLoad } from './cloud.js';
 import { processTree, spawnNodeServer, treeCpuNs } from './processes.js';
 import { SCENARIOS } from './scenarios.js';
-import { CLAIM_CONSUMER_TYPE, CLAIM_VERSION } from './upstream.js';
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,
@@ -80,22 +79,7 @@ async function latency(side: Side, query: string, n: number) {
 async function claimCycles(side: Side, n: number) {
   const before = cpuNs(side);
   const started = performance.now();
-  for (let i = 0; i < n; i += 1) {
-    const res = await side.api.request('GET', `/allocation_candidates?${full!.query}&limit=5`, { version: full!.version });
-    const body = (await res.json()) as { allocation_requests: { allocations: unknown }[] };
-    const first = body.allocation_requests[0];
-    if (!first) throw new Error('claim cycle: no candidates left');
-    await side.api.request('PUT', `/allocations/${crypto.randomUUID()}`, {
-      version: CLAIM_VERSION,
-      body: {
-        allocations: first.allocations,
-        project_id: crypto.randomUUID(),
-        user_id: crypto.randomUUID(),
-        consumer_generation: null,
-        consumer_type: CLAIM_CONSUMER_TYPE,
-      },
-    });
-  }
+  for (let i = 0; i < n; i += 1) await claimFirstCandidate(side.api, full!.query, full!.version);
   return { ms: (performance.now() - started) / n, cpu: (cpuNs(side) - before) / n / 1e6 };
 }
 

@@ -5,12 +5,10 @@
 // per answer with and without the profiler.
 //   npx tsx bench/profile-engine.ts CHECKOUT DB_FILE [--query Q] [--answers 300] [--out profile.cpuprofile]
 // DB_FILE: a loaded database (bench/server-cpu.mjs's file: placeload's flat cloud).
-import { copyFileSync, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createClient } from '@libsql/client';
+import { engineAnswer } from './engine-answer.js';
 import { FLAT_QUERY } from './upstream.js';
 
 const { values: args, positionals } = parseArgs({
@@ -25,20 +23,7 @@ const { values: args, positionals } = parseArgs({
 const [root, dbFile] = positionals;
 if (!dbFile) throw new Error('usage: bench/profile-engine.ts CHECKOUT DB_FILE');
 
-const copy = join(mkdtempSync(join(tmpdir(), 'profile-engine-')), 'placement.db');
-copyFileSync(dbFile, copy);
-if (existsSync(`${dbFile}-wal`)) copyFileSync(`${dbFile}-wal`, `${copy}-wal`);
-const { clientReader } = await import(`${root}/src/db/client.ts`);
-const { findAllocationCandidatesJson } = await import(`${root}/src/placement/candidates/index.ts`);
-const { candidateEngine } = await import(`${root}/src/compose.ts`);
-const { Microversion } = await import(`${root}/src/http/microversion.ts`);
-const { loadConfig } = await import(`${root}/src/config.ts`);
-const engine = candidateEngine(loadConfig({ PLACEMENT_DB_URL: `file:${copy}` }), undefined);
-const mv = Microversion.parse(args.version!);
-const query = Object.fromEntries([...new URLSearchParams(args.query)].map(([key, value]) => [key, [value]]));
-const reader = clientReader(createClient({ url: `file:${copy}` }));
-const answer = async (): Promise<number> =>
-  (await findAllocationCandidatesJson(reader, engine.parse(query, mv), mv, engine.options())).length;
+const answer = await engineAnswer(root!, dbFile, args.query!, args.version!);
 const n = Number(args.answers);
 const cpuPerAnswer = async (count: number) => {
   const before = process.cpuUsage();

@@ -8,7 +8,6 @@
 // many of the answers above the phase's p90 overlapped a collection of the
 // process (the trace line's arrival on our side, minus its pause).
 //   npx tsx bench/tails.ts [--scenario flat-1000|nested-200] [--requests 300] [--workers N] [--env K=V,...]
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { PlacementClient, pool } from './client.js';
 import { httpLoad } from './cloud.js';
 import { SCENARIOS } from './scenarios.js';
-import { freePort } from '../test/helpers/sqld.js';
+import { spawnNodeServer } from './processes.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -42,25 +41,17 @@ interface Gc {
 const gcs: Gc[] = [];
 
 const dir = mkdtempSync(join(tmpdir(), 'tails-'));
-const port = await freePort();
-const extraEnv = Object.fromEntries(
-  args
-    .env!.split(',')
-    .filter(Boolean)
-    .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-);
 // Cluster workers inherit the primary's execArgv, --trace-gc with it.
-const child = spawn(process.execPath, ['--trace-gc', '--import', 'tsx', 'src/entry/node.ts'], {
-  env: {
-    ...process.env,
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    PLACEMENT_DB_URL: `file:${join(dir, 'placement.db')}`,
-    LOG_LEVEL: 'warn',
-    ...(args.workers ? { PLACEMENT_WORKERS: args.workers } : {}),
-    ...extraEnv,
-  },
-  stdio: ['ignore', 'pipe', 'inherit'],
+const { child, url } = await spawnNodeServer(join(dir, 'placement.db'), {
+  nodeArgs: ['--trace-gc'],
+  pipeStdout: true,
+  ...(args.workers ? { workers: args.workers } : {}),
+  env: Object.fromEntries(
+    args
+      .env!.split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  ),
 });
 // "[pid:0x..] 1234 ms: Scavenge 50.1 (60.2) -> 45.3 (61.2) MB, 1.2 / 0.0 ms  (average mu = ...) allocation failure;"
 const GC_LINE = /ms: (Scavenge|Mark-Compact|Mark-sweep|Minor[^ ]*)[^,]*, ([\d.]+) \/ ([\d.]+) ms/;
@@ -74,7 +65,7 @@ const GC_LINE = /ms: (Scavenge|Mark-Compact|Mark-sweep|Minor[^ ]*)[^,]*, ([\d.]+
   });
 }
 
-const api = new PlacementClient(`http://127.0.0.1:${port}`, 'admin', '1.36', 300_000);
+const api = new PlacementClient(url, 'admin', '1.36', 300_000);
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 try {
