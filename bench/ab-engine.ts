@@ -9,12 +9,9 @@
 //   npx tsx bench/ab-engine.ts BASE_CHECKOUT HEAD_CHECKOUT DB_FILE [--query Q] [--rounds 16] [--semi 32,16]
 // DB_FILE: a loaded database (bench/server-cpu.mjs's file: placeload's flat cloud).
 import { type ChildProcess, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { createClient } from '@libsql/client';
+import { engineAnswer } from './engine-answer.js';
 import { FLAT_QUERY } from './upstream.js';
 
 const { values: args, positionals } = parseArgs({
@@ -29,22 +26,7 @@ const { values: args, positionals } = parseArgs({
 
 /** The child role: one checkout's engine on a copy of the file, answering `n` on each line of stdin. */
 async function child(root: string, dbFile: string, queryString: string): Promise<void> {
-  const copy = join(mkdtempSync(join(tmpdir(), 'ab-engine-')), 'placement.db');
-  copyFileSync(dbFile, copy);
-  if (existsSync(`${dbFile}-wal`)) copyFileSync(`${dbFile}-wal`, `${copy}-wal`);
-  const { clientReader } = await import(`${root}/src/db/client.ts`);
-  const { findAllocationCandidatesJson } = await import(`${root}/src/placement/candidates/index.ts`);
-  const { candidateEngine } = await import(`${root}/src/compose.ts`);
-  const { Microversion } = await import(`${root}/src/http/microversion.ts`);
-  const { loadConfig } = await import(`${root}/src/config.ts`);
-  const engine = candidateEngine(loadConfig({ PLACEMENT_DB_URL: `file:${copy}` }), undefined);
-  const mv = Microversion.parse('1.36');
-  const query = Object.fromEntries([...new URLSearchParams(queryString)].map(([key, value]) => [key, [value]]));
-  const reader = clientReader(createClient({ url: `file:${copy}` }));
-  // An engine from before it parsed its own query (b80fc36 and older): the parser module's.
-  const parseModule = engine.parse ? null : await import(`${root}/src/placement/candidates/parse.ts`);
-  const parse = (q: Record<string, string[]>) => (parseModule ? parseModule.parseCandidateRequest(q, mv) : engine.parse(q, mv));
-  const answer = async (): Promise<number> => (await findAllocationCandidatesJson(reader, parse(query), mv, engine.options())).length;
+  const answer = await engineAnswer(root, dbFile, queryString);
   let bytes = 0;
   for (let i = 0; i < 150; i += 1) bytes = await answer();
   console.log(JSON.stringify({ bytes }));

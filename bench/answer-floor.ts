@@ -54,7 +54,9 @@ async function serve(): Promise<void> {
   );
   let floor: { body: Uint8Array; headers: Headers } | undefined;
   const profiler = new Session();
-  const listener = getRequestListener(async (request) => {
+  // `env` carries Node's response (outgoing), as node-server.ts passes it: without it the access
+  // middleware takes the Worker's path and reads the answer's body back, a copy the server never makes.
+  const listener = getRequestListener(async (request, env) => {
     const url = new URL(request.url);
     if (url.pathname === '/__prepare') {
       // The answer to the query in `q`, kept as bytes with its headers.
@@ -79,7 +81,7 @@ async function serve(): Promise<void> {
       return new Response(JSON.stringify(profile));
     }
     if (url.pathname === '/__floor') return new Response(floor!.body, { status: 200, headers: floor!.headers });
-    return app.fetch(request, undefined, ctx);
+    return app.fetch(request, env, ctx);
   });
   const server = createServer((incoming, outgoing) => void listener(incoming, outgoing));
   server.listen(0, '127.0.0.1', () => {

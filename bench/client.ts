@@ -3,6 +3,7 @@
 // (a service that takes minutes to answer is recorded as a timeout, not waited on).
 import { Agent, request as httpRequest } from 'node:http';
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
+import { CLAIM_CONSUMER_TYPE, CLAIM_VERSION } from './upstream.js';
 
 export interface RequestOptions {
   body?: unknown;
@@ -109,4 +110,27 @@ export async function pool<T>(count: number, width: number, task: (i: number) =>
     }),
   );
   return out;
+}
+
+/**
+ * One claim cycle as perfload-nested-runner.sh's write_allocation: the first
+ * of `limit=5` candidates for `query`, PUT for a new consumer; its uuid.
+ */
+export async function claimFirstCandidate(api: PlacementClient, query: string, version: string): Promise<string> {
+  const res = await api.request('GET', `/allocation_candidates?${query}&limit=5`, { version });
+  const body = (await res.json()) as { allocation_requests: { allocations: unknown }[] };
+  const first = body.allocation_requests[0];
+  if (!first) throw new Error('claim cycle: no candidates left');
+  const consumer = crypto.randomUUID();
+  await api.request('PUT', `/allocations/${consumer}`, {
+    version: CLAIM_VERSION,
+    body: {
+      allocations: first.allocations,
+      project_id: crypto.randomUUID(),
+      user_id: crypto.randomUUID(),
+      consumer_generation: null,
+      consumer_type: CLAIM_CONSUMER_TYPE,
+    },
+  });
+  return consumer;
 }

@@ -54,10 +54,16 @@ export function treeCpuNs(pids: number[]): number | null {
  */
 export async function spawnNodeServer(
   dbFile: string,
-  { cwd, workers }: { cwd?: string; workers?: string } = {},
+  {
+    cwd,
+    workers,
+    nodeArgs = [],
+    env = {},
+    pipeStdout = false,
+  }: { cwd?: string; workers?: string; nodeArgs?: string[]; env?: Record<string, string>; pipeStdout?: boolean } = {},
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/entry/node.ts'], {
     ...(cwd ? { cwd } : {}),
     env: {
       ...process.env,
@@ -66,8 +72,9 @@ export async function spawnNodeServer(
       PLACEMENT_DB_URL: `file:${dbFile}`,
       LOG_LEVEL: 'warn',
       ...(workers ? { PLACEMENT_WORKERS: workers } : {}),
+      ...env,
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', pipeStdout ? 'pipe' : 'inherit', 'inherit'],
   });
   return { child, url: `http://127.0.0.1:${port}` };
 }

@@ -13,9 +13,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { httpLoad, httpUnload, prepareDb, type Cloud } from './cloud.js';
-import { closeTimedConnections, PlacementClient, pool, TimeoutError } from './client.js';
+import { claimFirstCandidate, closeTimedConnections, PlacementClient, pool, TimeoutError } from './client.js';
 import { QUICK, SCENARIOS, type Measure, type Scenario } from './scenarios.js';
-import { CLAIM_CONSUMER_TYPE, CLAIM_VERSION } from './upstream.js';
 import { startWorkerMode, workerModeAvailable } from './worker-mode.js';
 import { processTree, spawnNodeServer, treeCpuNs } from './processes.js';
 
@@ -235,24 +234,7 @@ async function measure(api: PlacementClient, m: Measure, consumers: string[], cp
     }
     // perfload-nested-runner.sh's write_allocation: first of limit=5, PUT for a new consumer.
     const started = performance.now();
-    for (let i = 0; i < m.cycles; i += 1) {
-      const res = await api.request('GET', `/allocation_candidates?${m.query}&limit=5`, { version: m.version });
-      const body = (await res.json()) as { allocation_requests: { allocations: unknown }[] };
-      const first = body.allocation_requests[0];
-      if (!first) throw new Error('claim cycle: no candidates left');
-      const consumer = crypto.randomUUID();
-      consumers.push(consumer);
-      await api.request('PUT', `/allocations/${consumer}`, {
-        version: CLAIM_VERSION,
-        body: {
-          allocations: first.allocations,
-          project_id: crypto.randomUUID(),
-          user_id: crypto.randomUUID(),
-          consumer_generation: null,
-          consumer_type: CLAIM_CONSUMER_TYPE,
-        },
-      });
-    }
+    for (let i = 0; i < m.cycles; i += 1) consumers.push(await claimFirstCandidate(api, m.query, m.version));
     return { kind: 'claim', ms_per_claim: round((performance.now() - started) / m.cycles) };
   } catch (err) {
     if (err instanceof TimeoutError) return { kind: 'timeout', after_ms: TIMEOUT_MS };

@@ -15,7 +15,7 @@
 import type { InStatement } from '@libsql/client';
 import type { Deps } from '../../deps.js';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
-import { addUsage, type AnswerBytes, SHARES_TRAIT, type SummaryTemplate, type Usage } from './research.js';
+import { addUsage, SHARES_TRAIT, type Usage } from './research.js';
 import { columns, num, packedArray, type PackedRow } from './sql.js';
 import { EPOCH, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT, TREE_CHANGE } from '../../db/columns.js';
 
@@ -35,10 +35,6 @@ export interface ModelProvider {
   uuid: string;
   /** The uuid as a JSON string's UTF-8 bytes, encoded once for every answer that names the provider. */
   uuidJson: Uint8Array;
-  /** Its summary's JSON bytes around the usage figures, for the last presentation asked (present/json.ts). */
-  summaryTemplate: SummaryTemplate | null;
-  /** Its bytes of past answers (present/json.ts). */
-  answerBytes: AnswerBytes | null;
   parentId: number | null;
   rootId: number;
   /** Trait names in trait id order, as upstream lists them in summaries. */
@@ -250,8 +246,6 @@ export class CloudModel {
         id: spec.id,
         uuid: spec.uuid,
         uuidJson: UTF8.encode(JSON.stringify(spec.uuid)),
-        summaryTemplate: null,
-        answerBytes: null,
         parentId: spec.parentId,
         rootId: spec.rootId,
         traits: model.traitSet(spec.traits.join('\u001f')),
@@ -274,8 +268,6 @@ export class CloudModel {
         id: num(row[p.id]),
         uuid: String(row[p.uuid]),
         uuidJson: UTF8.encode(JSON.stringify(String(row[p.uuid]))),
-        summaryTemplate: null,
-        answerBytes: null,
         parentId: row[p.parent_provider_id] === null ? null : num(row[p.parent_provider_id]),
         rootId: num(row[p.root_provider_id]),
         traits: this.traitSet(traits === null ? '' : String(traits)),

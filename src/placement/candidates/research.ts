@@ -38,37 +38,12 @@ export interface ProviderNode {
   aggregates: Set<number>;
   /** Every inventory of the provider, for provider summaries (usage: the request's Usage). */
   inventories: SummaryInventory[];
-  /** The uuid as a JSON string's UTF-8 bytes, when kept with the node (the trees kept in memory encode it once). */
-  uuidJson?: Uint8Array;
   /**
-   * The node's provider summary as JSON bytes around its usage figures, for
-   * one presentation (present/json.ts fills it; the trees kept in memory
-   * reuse it across requests, since a change to a tree replaces its nodes).
+   * The uuid as a JSON string's UTF-8 bytes, encoded once by the trees kept in
+   * memory (absent on the SQL engine's nodes, which live one request): the
+   * presenter keeps its bytes between answers only for nodes that carry it.
    */
-  summaryTemplate?: SummaryTemplate | null;
-  /** Its bytes of past answers, copied while they come out the same (present/json.ts; the trees kept in memory). */
-  answerBytes?: AnswerBytes | null;
-}
-
-/** `parts[0] + used[0] + parts[1] + ... + parts[n]` (UTF-8), the used figures being those of `classIds`. */
-export interface SummaryTemplate {
-  shape: string;
-  parts: Uint8Array[];
-  classIds: number[];
-}
-
-/**
- * A node's parts of past answers as JSON bytes: its summary and the
- * allocation requests whose first provider it is. Nothing here goes stale
- * with the node's tree (a change to a tree replaces its nodes); what else the
- * bytes hold (usage figures, class names, amounts, suffixes, other trees'
- * providers) is compared before they are copied.
- */
-export interface AnswerBytes {
-  /** The summary as last written: from which template, with which usage figures (the template's classIds' order). */
-  summary: { template: SummaryTemplate; used: number[]; bytes: Uint8Array } | null;
-  /** Requests it anchored, the latest first: their form (present/json.ts RequestForm's key) and their other providers' uuid bytes. */
-  requests: { key: string; uuids: Uint8Array[]; bytes: Uint8Array }[];
+  uuidJson?: Uint8Array;
 }
 
 export interface Lookups {

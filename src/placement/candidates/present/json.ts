@@ -9,13 +9,14 @@
 // Every fixed piece (provider uuids, class names, summary templates) is
 // encoded once and copied. Over the trees kept in memory, a provider's
 // summary and the allocation requests it anchors come out the same answer
-// after answer until its tree or its usage changes: their bytes are kept with
-// the node (research.ts AnswerBytes) and copied whole, a copy or two per
+// after answer until its tree or its usage changes: the presenter keeps their
+// bytes by node (kept-bytes.ts) and copies them whole, a copy or two per
 // candidate instead of a dozen pieces. The differential tests check every
 // spelling agrees (candidates-json-differential.test.ts).
-import { type AnswerBytes, type ProviderNode, type SummaryTemplate, type Usage, usedOf } from '../research.js';
+import { type ProviderNode, type Usage, usedOf } from '../research.js';
 import type { AllocationRequest, Piece } from '../search.js';
 import type { Presentation } from './index.js';
+import { answerWritten, keepBytes, type NodeBytes, nodeBytes, type SummaryTemplate } from './kept-bytes.js';
 
 const encoder = new TextEncoder();
 const utf8 = (text: string): Uint8Array => encoder.encode(text);
@@ -74,7 +75,7 @@ class JsonWriter {
 
   /** A copy of what was written since `mark`, to be kept. */
   copyFrom(mark: number): Uint8Array {
-    return this.buffer.slice(mark, this.length);
+    return keepBytes(this.buffer, mark, this.length);
   }
 
   result(): Uint8Array<ArrayBuffer> {
@@ -151,7 +152,9 @@ export function candidatesJson(
   out.bytes(SUMMARIES);
   summaries(out, usedProviders, nodes, usage, requestedClasses, shape);
   out.bytes(END);
-  return out.result();
+  const answer = out.result();
+  answerWritten(answer.length);
+  return answer;
 }
 
 /** Whether a piece before `index` is on the same provider (pieces are a handful: no Map). */
@@ -288,8 +291,10 @@ function shapeKeyOf(
  * providers it was most of a fresh process's first full answer).
  */
 export function prepareSummaryTemplates(providers: Iterable<ProviderNode>, nodes: NodeLookup): void {
-  for (const node of providers)
-    if (!node.summaryTemplate) node.summaryTemplate = summaryTemplate(node, nodes, EMPTY_CLASSES, CURRENT_SHAPE, CURRENT_SHAPE_KEY);
+  for (const node of providers) {
+    const kept = nodeBytes(node);
+    if (!kept.template) kept.template = summaryTemplate(node, nodes, EMPTY_CLASSES, CURRENT_SHAPE, CURRENT_SHAPE_KEY);
+  }
 }
 const EMPTY_CLASSES: ReadonlySet<string> = new Set();
 
@@ -340,15 +345,16 @@ function summaries(
   let first = true;
   for (const node of nodes.values()) {
     if (shape.nestedAware ? !usedRoots.has(node.rootId) : !usedProviders.has(node.id)) continue;
-    let template = node.summaryTemplate;
-    if (!template || template.shape !== shapeKey) {
-      template = summaryTemplate(node, nodes, requestedClasses, shape, shapeKey);
-      node.summaryTemplate = template;
-    }
     if (!first) out.char(COMMA);
     first = false;
+    // The SQL engine's nodes live one request: nothing of theirs is kept.
+    const kept = node.uuidJson === undefined ? undefined : nodeBytes(node);
+    let template = kept?.template;
+    if (!template || template.shape !== shapeKey) {
+      template = summaryTemplate(node, nodes, requestedClasses, shape, shapeKey);
+      if (kept) kept.template = template;
+    }
     const { parts, classIds } = template;
-    const kept = node.uuidJson === undefined ? undefined : (node.answerBytes ??= { summary: null, requests: [] });
     const summary = kept?.summary;
     if (summary && summary.template === template && sameUsage(summary.used, usage.get(node.id), classIds)) {
       out.bytes(summary.bytes);
@@ -485,7 +491,7 @@ function keptRequest(
   if (firstNode?.uuidJson === undefined) return false;
   const form = forms.of(request);
   const { providers, count } = forms;
-  const kept: AnswerBytes = (firstNode.answerBytes ??= { summary: null, requests: [] });
+  const kept: NodeBytes = nodeBytes(firstNode);
   for (const entry of kept.requests) {
     if (entry.key !== form.key || entry.uuids.length !== count - 1) continue;
     let same = true;

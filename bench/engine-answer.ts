@@ -1,0 +1,34 @@
+// One checkout's candidates engine answering one query over a copy of a
+// loaded database, as the route does (findAllocationCandidatesJson, the trees
+// kept in memory): what bench/ab-engine.ts and bench/profile-engine.ts time.
+import { copyFileSync, existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createClient } from '@libsql/client';
+
+/** A function answering `queryString` at `version` with `root`'s engine over a copy of `dbFile`; it gives the answer's length in bytes. */
+export async function engineAnswer(
+  checkout: string,
+  dbFile: string,
+  queryString: string,
+  version = '1.36',
+): Promise<() => Promise<number>> {
+  // Imported by path: a relative checkout is the working directory's, not this file's.
+  const root = resolve(checkout);
+  const copy = join(mkdtempSync(join(tmpdir(), 'engine-answer-')), 'placement.db');
+  copyFileSync(dbFile, copy);
+  if (existsSync(`${dbFile}-wal`)) copyFileSync(`${dbFile}-wal`, `${copy}-wal`);
+  const { clientReader } = await import(`${root}/src/db/client.ts`);
+  const { findAllocationCandidatesJson } = await import(`${root}/src/placement/candidates/index.ts`);
+  const { candidateEngine } = await import(`${root}/src/compose.ts`);
+  const { Microversion } = await import(`${root}/src/http/microversion.ts`);
+  const { loadConfig } = await import(`${root}/src/config.ts`);
+  const engine = candidateEngine(loadConfig({ PLACEMENT_DB_URL: `file:${copy}` }), undefined);
+  const mv = Microversion.parse(version);
+  const query = Object.fromEntries([...new URLSearchParams(queryString)].map(([key, value]) => [key, [value]]));
+  const reader = clientReader(createClient({ url: `file:${copy}` }));
+  // An engine from before it parsed its own query (b80fc36 and older): the parser module's.
+  const parseModule = engine.parse ? null : await import(`${root}/src/placement/candidates/parse.ts`);
+  const parse = (q: Record<string, string[]>) => (parseModule ? parseModule.parseCandidateRequest(q, mv) : engine.parse(q, mv));
+  return async (): Promise<number> => (await findAllocationCandidatesJson(reader, parse(query), mv, engine.options())).length;
+}

@@ -1,0 +1,126 @@
+// What a warm full answer's slow tail waits on. Starts this checkout's Node
+// server (`src/entry/node.ts`, --workers N or the default) with V8's GC trace
+// on, loads the scenario's cloud over HTTP, warms it with 30 answers, then
+// times REQUESTS full answers one at a time and REQUESTS more ten at a time
+// (each answer read whole, kept-alive connections). For each phase: median,
+// p95, p99 and p95/median; the garbage collections the server reported
+// meanwhile (scavenges and mark-compacts, their count and pause); and how
+// many of the answers above the phase's p90 overlapped a collection of the
+// process (the trace line's arrival on our side, minus its pause).
+//   npx tsx bench/tails.ts [--scenario flat-1000|nested-200] [--requests 300] [--workers N] [--env K=V,...]
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { PlacementClient, pool } from './client.js';
+import { httpLoad } from './cloud.js';
+import { SCENARIOS } from './scenarios.js';
+import { spawnNodeServer } from './processes.js';
+
+const { values: args } = parseArgs({
+  options: {
+    scenario: { type: 'string', default: 'flat-1000' },
+    requests: { type: 'string', default: '300' },
+    workers: { type: 'string' },
+    env: { type: 'string', default: '' },
+  },
+});
+const scenario = SCENARIOS.find((s) => s.name === args.scenario);
+if (!scenario) throw new Error(`unknown scenario ${args.scenario}`);
+const full = scenario.measures.find((m) => m.kind === 'latency' && m.label.startsWith('full answer'));
+if (!full || full.kind !== 'latency') throw new Error(`${args.scenario} has no full answer`);
+const requests = Number(args.requests);
+
+interface Gc {
+  /** When it ended, on our clock (ms), and its pause. */
+  endedAt: number;
+  pauseMs: number;
+  kind: 'scavenge' | 'mark-compact' | 'other';
+}
+const gcs: Gc[] = [];
+
+const dir = mkdtempSync(join(tmpdir(), 'tails-'));
+// Cluster workers inherit the primary's execArgv, --trace-gc with it.
+const { child, url } = await spawnNodeServer(join(dir, 'placement.db'), {
+  nodeArgs: ['--trace-gc'],
+  pipeStdout: true,
+  ...(args.workers ? { workers: args.workers } : {}),
+  env: Object.fromEntries(
+    args
+      .env!.split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  ),
+});
+// "[pid:0x..] 1234 ms: Scavenge 50.1 (60.2) -> 45.3 (61.2) MB, 1.2 / 0.0 ms  (average mu = ...) allocation failure;"
+const GC_LINE = /ms: (Scavenge|Mark-Compact|Mark-sweep|Minor[^ ]*)[^,]*, ([\d.]+) \/ ([\d.]+) ms/;
+{
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    const match = GC_LINE.exec(line);
+    if (!match) return;
+    const kind =
+      match[1] === 'Scavenge' || match[1]!.startsWith('Minor') ? 'scavenge' : match[1]!.startsWith('Mark') ? 'mark-compact' : 'other';
+    gcs.push({ endedAt: performance.now(), pauseMs: Number(match[2]), kind });
+  });
+}
+
+const api = new PlacementClient(url, 'admin', '1.36', 300_000);
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+try {
+  for (const deadline = performance.now() + 300_000; ; ) {
+    try {
+      await api.request('GET', '/', { timeoutMs: 2000 });
+      break;
+    } catch {
+      if (performance.now() > deadline) throw new Error('server did not start');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  await new Promise((r) => setTimeout(r, 3000));
+  await httpLoad(api, scenario.build(), 16, scenario.preheat);
+  const path = `/allocation_candidates?${full.query}`;
+  for (let i = 0; i < 30; i += 1) await api.timedGet(path, full.version);
+  for (const width of [1, 10]) {
+    const spans: { start: number; end: number }[] = [];
+    const gcFrom = gcs.length;
+    const load = loadavg()[0]!;
+    await pool(requests, width, async () => {
+      const start = performance.now();
+      await api.timedGet(path, full.version);
+      spans.push({ start, end: performance.now() });
+    });
+    const phaseGcs = gcs.slice(gcFrom);
+    const ms = spans.map((s) => s.end - s.start).sort((a, b) => a - b);
+    const p90 = percentile(ms, 90);
+    const slow = spans.filter((s) => s.end - s.start >= p90);
+    const overlapsGc = (s: { start: number; end: number }, kind?: Gc['kind']) =>
+      phaseGcs.some((g) => (!kind || g.kind === kind) && g.endedAt - g.pauseMs < s.end && g.endedAt > s.start);
+    const sum = (kind: Gc['kind']) => phaseGcs.filter((g) => g.kind === kind).reduce((t, g) => t + g.pauseMs, 0);
+    const count = (kind: Gc['kind']) => phaseGcs.filter((g) => g.kind === kind).length;
+    console.log(
+      JSON.stringify({
+        scenario: args.scenario,
+        concurrency: width,
+        requests,
+        load_1min: Number(load.toFixed(1)),
+        median_ms: Number(percentile(ms, 50).toFixed(2)),
+        p95_ms: Number(percentile(ms, 95).toFixed(2)),
+        p99_ms: Number(percentile(ms, 99).toFixed(2)),
+        p95_over_median: Number((percentile(ms, 95) / percentile(ms, 50)).toFixed(2)),
+        scavenges: count('scavenge'),
+        scavenge_pause_ms: Number(sum('scavenge').toFixed(1)),
+        mark_compacts: count('mark-compact'),
+        mark_compact_pause_ms: Number(sum('mark-compact').toFixed(1)),
+        slowest_tenth: slow.length,
+        slowest_tenth_during_mark_compact: slow.filter((s) => overlapsGc(s, 'mark-compact')).length,
+        slowest_tenth_during_any_gc: slow.filter((s) => overlapsGc(s)).length,
+        all_during_any_gc: spans.filter((s) => overlapsGc(s)).length,
+      }),
+    );
+  }
+} finally {
+  child.kill('SIGTERM');
+  rmSync(dir, { recursive: true, force: true });
+}
