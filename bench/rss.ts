@@ -26,6 +26,8 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     answers: { type: 'string', default: '100' },
     'heap-snapshot': { type: 'string' },
+    /** Node flags for every bundle, after npm start's own (space-separated). */
+    'node-flags': { type: 'string' },
   },
 });
 const scenario = SCENARIOS.find((s) => s.name === args.scenario)!;
@@ -54,7 +56,7 @@ async function once(bundle: string, round: number): Promise<string> {
   copyFileSync(loaded, db);
   const port = await freePort();
   const snapshots = args['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${resolve(args['heap-snapshot'])}`] : [];
-  const child = spawn(process.execPath, ['--max-semi-space-size=32', ...snapshots, resolve(bundle)], {
+  const child = spawn(process.execPath, ['--max-semi-space-size=32', ...(args['node-flags']?.split(' ') ?? []), ...snapshots, resolve(bundle)], {
     env: {
       ...process.env,
       HOST: '127.0.0.1',
