@@ -56,17 +56,21 @@ async function once(bundle: string, round: number): Promise<string> {
   copyFileSync(loaded, db);
   const port = await freePort();
   const snapshots = args['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${resolve(args['heap-snapshot'])}`] : [];
-  const child = spawn(process.execPath, ['--max-semi-space-size=32', ...(args['node-flags']?.split(' ') ?? []), ...snapshots, resolve(bundle)], {
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      PLACEMENT_DB_URL: `file:${db}`,
-      LOG_LEVEL: 'warn',
-      ...(args.workers ? { PLACEMENT_WORKERS: args.workers } : {}),
+  const child = spawn(
+    process.execPath,
+    ['--max-semi-space-size=32', ...(args['node-flags']?.split(' ') ?? []), ...snapshots, resolve(bundle)],
+    {
+      env: {
+        ...process.env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        PLACEMENT_DB_URL: `file:${db}`,
+        LOG_LEVEL: 'warn',
+        ...(args.workers ? { PLACEMENT_WORKERS: args.workers } : {}),
+      },
+      stdio: ['ignore', 'inherit', 'inherit'],
     },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  );
   const url = `http://127.0.0.1:${port}`;
   try {
     for (const deadline = Date.now() + 120_000; ; await settle(200)) {
