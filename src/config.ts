@@ -1,6 +1,6 @@
 // Service configuration, read from the environment (Node) or bindings
 // (Worker) and validated once. Names match the conformance contract.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ExtensionSettingProblem } from './extension.js';
 import { EXTENSIONS } from './extensions.js';
 

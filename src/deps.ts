@@ -1,7 +1,7 @@
 // Everything the app needs from the outside world, injected by the entry
 // (Node or Worker) or by a test. createApp() does no I/O of its own; the
 // composition root that builds a Deps is src/compose.ts.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { AppConfig } from './config.js';
 import type { NovaIdentity } from './cyborg/nova-events.js';
 import type { DataStore } from './db/client.js';

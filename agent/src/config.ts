@@ -2,7 +2,7 @@
 // then PLACEMENT_AGENT_<KEY> environment variables, then command-line flags.
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 
 const ratio = z.coerce.number().positive();
 

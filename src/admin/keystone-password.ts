@@ -2,7 +2,7 @@
 // /v3/auth/tokens) with the PLACEMENT_KEYSTONE_* settings, giving a token
 // (X-Subject-Token) and the catalog's placement endpoint. Deliberately small
 // and self-contained: the service's own Keystone client can replace it.
-import { z } from 'zod';
+import * as z from 'zod';
 import { AdminError } from './placement-reader.js';
 
 export interface KeystoneLogin {

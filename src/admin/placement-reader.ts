@@ -7,7 +7,7 @@
 // provider's allocations (GET /resource_providers/{uuid}/allocations), then
 // each is read whole with GET /allocations/{consumer} (project, user,
 // consumer type from 1.38, generation from 1.28).
-import { z } from 'zod';
+import * as z from 'zod';
 import { inventorySchema, type InventoryJson } from '../placement/schemas/responses.js';
 
 /** The oldest microversion the import accepts: consumer generations (1.28) and trees (1.14) are readable. */

@@ -1,5 +1,5 @@
 // The dashboard summary's query string, checked at the edge.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { DashboardExtensions, DashboardProviderPart, SummaryQuery } from '../diagnostics/dashboard-repo.js';
 
 /** Where a class counts as nearly full when the request names no `over`. */

@@ -9,7 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { VERSION } from '../shared/version.js';
 import { DATA_USAGE } from '../admin/cli.js';
 import { simulateSchema } from '../ext/simulate/index.js';

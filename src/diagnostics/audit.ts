@@ -9,7 +9,7 @@
 // statements join one read batch, their entries fill the report's
 // `extensions` object and their sections are paged like the service's own.
 import type { InStatement, ResultSet } from '@libsql/client';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { BatchReader, DataStore } from '../db/client.js';
 import { JobMessage } from '../jobs/messages.js';
 import type { JobQueue } from '../jobs/queue.js';

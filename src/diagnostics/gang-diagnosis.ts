@@ -5,7 +5,7 @@
 // lacks: how many hosts short, and for its hosts that fit no member the
 // per-host reason of the plain diagnosis (the member request replayed
 // constraint by constraint, why-no-host.ts).
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Microversion } from '../microversion.js';
 import { readDomainFacts } from '../ext/gangs/domains.js';
 import { type GangQuery, searchDomains } from '../ext/gangs/index.js';

@@ -8,7 +8,7 @@
 // re-implemented: every count is what findAllocationCandidates returns for
 // that prefix of the request. A request with k constraints costs k+1 engine
 // runs plus one small query per named host.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { DataStore } from '../db/client.js';
 import { type CandidateOptions, type CandidatesBody, findAllocationCandidates } from '../placement/candidates/index.js';
 import type { CandidateRequest, RequestGroup } from '../placement/candidates/parse.js';

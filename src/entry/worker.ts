@@ -22,7 +22,7 @@ import type {
   Response as WorkerResponse,
 } from '@cloudflare/workers-types/index';
 import { createClient } from '@libsql/client/web';
-import { z } from 'zod';
+import * as z from 'zod';
 import { createApp } from '../app.js';
 import { type AppConfig, loadConfig } from '../config.js';
 import { createDataStore, type DataStore } from '../db/client.js';

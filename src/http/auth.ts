@@ -15,7 +15,7 @@
 // keystone mode, beside a valid service token with the service role, an
 // expired (not revoked) user token still authenticates (allow_expired).
 import { createMiddleware } from 'hono/factory';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ApiError, webobDetail } from './api-error.js';
 import type { AppEnv } from './env.js';
 import { KeystoneUnavailable } from './keystone/client.js';

@@ -6,7 +6,7 @@
 // type, so a handler's `c.req.param('uuid')` is checked against it.
 import { type Context, Hono, type Handler } from 'hono';
 import { notFound } from '../errors.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Microversion } from '../microversion.js';
 import type { AppEnv } from './env.js';
 import type { HttpKit } from './kit.js';

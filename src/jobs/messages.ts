@@ -1,7 +1,7 @@
 // Queue messages and outbox payloads. Messages outlive deploys, so both are
 // parsed with zod when consumed. A message only names an outbox row: the row
 // is the source of truth, which makes re-delivery harmless.
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const BindJobMessage = z.object({ type: z.literal('bind'), outboxId: z.number().int() });
 export const NovaEventMessage = z.object({ type: z.literal('nova-event'), outboxId: z.number().int() });

@@ -8,7 +8,7 @@
 //   server process --gather--> primary --snapshot-request--> every server process
 //   server process <-gathered-- primary <--snapshot--------- every server process
 import cluster, { type Worker } from 'node:cluster';
-import { z } from 'zod';
+import * as z from 'zod';
 import { type FamilySnapshot, mergeSnapshots } from './registry.js';
 import type { ServiceMetrics } from './service.js';
 import type { GatheredMetrics, MetricsSource } from './source.js';

@@ -4,7 +4,7 @@
 // versions with the same schema become one range, so a schema that changes at
 // 1.28 shows up as "1.12-1.27" and "1.28-1.33" without anyone writing that.
 // Pure: built once per isolate/process, no I/O.
-import { z } from 'zod';
+import * as z from 'zod';
 import { CyborgErrorEnvelope } from '../cyborg/schemas/responses.js';
 import { MAX_VERSION as CYBORG_MAX, MIN_VERSION as CYBORG_MIN, VERSIONS as CYBORG_VERSIONS } from '../cyborg/versions.js';
 import { Microversion } from '../microversion.js';

@@ -1,5 +1,5 @@
 // GET /openapi.json: this document, declared like every other route.
-import { z } from 'zod';
+import * as z from 'zod';
 import { RouteTable } from '../http/route-table.js';
 import { openApiDocument } from './document.js';
 

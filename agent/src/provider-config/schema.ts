@@ -5,7 +5,7 @@
 // test fails when the two drift. The loader itself judges files with the
 // port of Nova's code in nova-rules.ts, which also follows Python's own
 // semantics (`$` before a final newline, 1.0 as an integer, untyped items).
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const COMPUTE_NODE = '$COMPUTE_NODE';
 const NAME = /^[A-Z0-9_]{1,255}$/;

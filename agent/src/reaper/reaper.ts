@@ -9,7 +9,7 @@
 // (GET /ext/preemptions/{id}, the victims' allocations, the hold): deleting a
 // server twice is harmless (Nova answers 404 or 204), so nothing is lost.
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { PlacementError, type PlacementClient, ServiceUnavailableError } from '../report/client.js';
 import { NovaRefused, type NovaServers, NovaUnavailable } from './nova.js';
 

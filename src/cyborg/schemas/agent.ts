@@ -1,7 +1,7 @@
 // What a host agent reports: every accelerator device of one host, with its
 // deployables (one per device resource provider) and their attach handles.
 // PUT /accelerator/v2/hosts/{hostname}/devices replaces the host's inventory.
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const AttachHandleReport = z
   .object({

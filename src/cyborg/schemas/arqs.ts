@@ -1,5 +1,5 @@
 // ARQ bodies: create, and the JSON-patch map Nova and the CLI send for bind/unbind.
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const CreateArqBody = z.object({
   device_profile_name: z.string({ error: 'device_profile_name is required' }).min(1, 'device_profile_name is required'),

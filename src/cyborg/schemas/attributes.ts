@@ -1,6 +1,6 @@
 // POST /v2/attributes: {"deployable_id": "1", "key": "rc", "value": "FPGA"}. The
 // reference sample sends the deployable id as a string; an integer is taken too.
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Digits of a positive id, read as a number no larger than JavaScript's exact integers (SQLite takes no Infinity). */
 const positiveIdDigits = z

@@ -1,7 +1,7 @@
 // Device profile bodies. The zod schema checks the shape; parseGroups applies
 // Cyborg's key rules (_validate_post_request) with messages that say which key.
 import { DomainError } from '../../errors.js';
-import { z } from 'zod';
+import * as z from 'zod';
 
 const GroupValue = z.union([z.string(), z.number().int()]);
 const ProfileInput = z.object({

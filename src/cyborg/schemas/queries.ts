@@ -2,7 +2,7 @@
 // first value of each key with these (as Hono's c.req.query() gives them);
 // comma lists may also repeat the key, which queryList() joins. Messages are
 // Cyborg's own, unchanged.
-import { z } from 'zod';
+import * as z from 'zod';
 import { DomainError } from '../../errors.js';
 
 const commaList = (what: string) => z.string().describe(`comma-separated ${what}; the key may repeat`);

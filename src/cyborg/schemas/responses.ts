@@ -2,7 +2,7 @@
 // additions): the one description of the wire shapes. ../present.ts returns
 // the types inferred from these schemas, GET /openapi.json is generated from
 // them, and the OpenAPI test validates live answers against the document.
-import { z } from 'zod';
+import * as z from 'zod';
 import { HostDevicesReport } from './agent.js';
 
 /** Cyborg's error envelope: a JSON string inside `error_message`, as upstream's WSME faults (../http.ts renders it). */

@@ -3,7 +3,7 @@
 // counters were set, or by editing the database): listed, never repaired.
 // AuditFindings of diagnostics/audit.ts, checked where the extension object names it.
 import type { ResultSet } from '@libsql/client';
-import { z } from 'zod';
+import * as z from 'zod';
 import { overBoundSql } from '../../placement/capacity.js';
 import { COUNTERS } from './declaration.js';
 

@@ -3,7 +3,7 @@
 // some; a counter over its total puts the provider over capacity. A
 // DashboardProviderPart of diagnostics/dashboard-repo.ts, checked where the
 // extension object names it.
-import { z } from 'zod';
+import * as z from 'zod';
 import { keysJsonSql } from '../../placement/capacity.js';
 import { COUNTERS } from './declaration.js';
 

@@ -1,7 +1,7 @@
 // The body and answer of PUT/GET /ext/resource_providers/{uuid}/counters (shared
 // counters of partitionable devices), checked with zod at the edge; GET
 // /openapi.json describes them from here.
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Counter names as Kubernetes' DRA names counters (a DNS label), up to 63 characters. */
 export const COUNTER_NAME = /^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$/;

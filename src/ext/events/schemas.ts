@@ -1,6 +1,6 @@
 // The wire shapes of GET /ext/events (docs/events.md): the query, and the
 // answer (GET /openapi.json describes it from here).
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** The longest a long poll waits: below the usual idle timeouts of proxies. */
 export const MAX_WAIT_SECONDS = 60;

@@ -1,6 +1,6 @@
 // The events stream's settings, validated with the rest of the configuration
 // (the extension's `settings`, which src/config.ts adds to its schema).
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const EVENTS_SETTINGS = {
   /** How long an event is kept: the sweep removes older ones (a reader further behind is told it missed some). */

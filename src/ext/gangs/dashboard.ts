@@ -4,7 +4,7 @@
 // free first. A DashboardSection of diagnostics/dashboard-repo.ts, read in the
 // summary's one batch, checked where the extension object names it.
 import type { ResultSet } from '@libsql/client';
-import { z } from 'zod';
+import * as z from 'zod';
 import { AGG, ALLOC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../../db/columns.js';
 
 /** Domains listed (most free hosts first) and free host names per domain. */

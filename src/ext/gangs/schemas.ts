@@ -1,7 +1,7 @@
 // The wire shapes of the gang routes, as zod schemas: the request body of
 // POST /ext/gangs and the answer of GET /ext/gang_candidates (GET
 // /openapi.json describes both from here).
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Microversion } from '../../microversion.js';
 import { postAllocationsV1_38 } from '../../placement/schemas/allocations.js';
 import { allocationCandidatesResponseSchema } from '../../placement/schemas/responses.js';

@@ -1,5 +1,5 @@
 // The answer of GET /ext/headroom; GET /openapi.json describes it from here.
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const HeadroomResponse = z.object({
   total: z.int().min(0),

@@ -6,7 +6,7 @@
 // claims that have not gone, an inventory shrunk under held capacity).
 // An AuditEntry of diagnostics/audit.ts, checked where the extension object names it.
 import type { ResultSet } from '@libsql/client';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { BatchReader } from '../../db/client.js';
 import { HOLD, HOLD_AMOUNT, RP } from '../../db/columns.js';
 import { holdsAt, splitKey, violations } from './model.js';

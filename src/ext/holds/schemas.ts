@@ -1,6 +1,6 @@
 // The wire shapes of /ext/holds (docs/holds.md), as zod schemas: request
 // bodies and query, and the answers (GET /openapi.json describes them from here).
-import { z } from 'zod';
+import * as z from 'zod';
 
 const RESOURCE_CLASS = /^[A-Z0-9_]+$/;
 const UUID = /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/;

@@ -2,7 +2,7 @@
 // the sweep's counters and the leases held. An AuditEntry of
 // diagnostics/audit.ts, checked where the extension object names it.
 import type { ResultSet } from '@libsql/client';
-import { z } from 'zod';
+import * as z from 'zod';
 import { leaseStatsOf, leaseStatsStatements } from './leases.js';
 
 export const leasesAudit = {

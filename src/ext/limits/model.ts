@@ -4,7 +4,7 @@
 // `class:<RESOURCE_CLASS>` (oslo.limit's and Nova's convention) apply to that
 // placement resource class; any other name (Nova's `servers`, ...) is not
 // placement's to enforce and is left out.
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** A resource class name, as placement accepts one. */
 const RESOURCE_CLASS = /^[A-Z0-9_]+$/;

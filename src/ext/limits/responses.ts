@@ -1,7 +1,7 @@
 // The answers and queries of /ext/limits (extension, docs/limits.md), as zod
 // schemas: GET /openapi.json describes them from here, and the handlers
 // validate their queries with them.
-import { z } from 'zod';
+import * as z from 'zod';
 
 const ClassLimit = z.object({
   limit: z.int().min(0),

@@ -3,7 +3,7 @@
 // its schema), and the one check a start makes of them together
 // (limitsSettingsProblem). Off by default: a stock deployment installs no
 // guard and reads no limit.
-import { z } from 'zod';
+import * as z from 'zod';
 import { StaticLimitsJson } from './model.js';
 
 const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'True', 'False']).transform((v) => ['true', '1', 'yes', 'True'].includes(v));

@@ -1,7 +1,7 @@
 // The bodies and answers of /ext/consumers/{uuid}/priority, /ext/priorities
 // and /ext/preemption_candidates, checked with zod at the edge; GET
 // /openapi.json describes them from here.
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Priorities are Kubernetes' range for user classes: 0 up to a billion (higher: more important). */
 export const MIN_PRIORITY = 0;

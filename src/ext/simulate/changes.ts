@@ -4,7 +4,7 @@
 // class or trait 400 with placement's words, and a change that names nothing
 // (a selector matching no provider, a resize matching no consumer) 400; a
 // hold or a gang as POST /ext/holds or POST /ext/gangs answers (hold-changes.ts).
-import { z } from 'zod';
+import * as z from 'zod';
 import { invalid, notFound } from '../../errors.js';
 import { TAINT_KEY } from '../taints/params.js';
 import { SHARES_TRAIT } from '../../placement/candidates/research.js';

@@ -3,7 +3,7 @@
 // (world.ts) and ask the candidates engine over that copy
 // (engine-adapter.ts): the same parser, rules, taints and search that will
 // later decide, and nothing written.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { BatchReader } from '../../db/client.js';
 import type { WriteHooks } from '../../placement/writes/kernel.js';
 import { Microversion } from '../../microversion.js';

@@ -1,5 +1,5 @@
 // The answers of POST /ext/simulate and GET /ext/defrag as zod schemas (GET /openapi.json describes them from here).
-import { z } from 'zod';
+import * as z from 'zod';
 
 const Allocations = z.record(z.string(), z.object({ resources: z.record(z.string(), z.int()) }));
 const Headroom = z.object({

@@ -1,5 +1,5 @@
 // The wire shapes of /ext/sites (docs/sites.md), as zod schemas.
-import { z } from 'zod';
+import * as z from 'zod';
 import { heldAllocationsSchema } from '../holds/schemas.js';
 
 const RESOURCE_CLASS = /^[A-Z0-9_]+$/;

@@ -5,7 +5,7 @@
 // (PLACEMENT_DB_URL), cut off it claims within its slice from a local file
 // (PLACEMENT_SITE_DB_PATH). A combination that cannot work refuses the start
 // with the setting named.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ExtensionSettingProblem } from '../../extension.js';
 import { SITE_ID } from './schemas.js';
 

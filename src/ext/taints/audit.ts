@@ -3,7 +3,7 @@
 // them). An AuditEntry of diagnostics/audit.ts, checked where the extension
 // object names it.
 import type { ResultSet } from '@libsql/client';
-import { z } from 'zod';
+import * as z from 'zod';
 import { TAINT } from '../../db/columns.js';
 
 export const taintsAudit = {

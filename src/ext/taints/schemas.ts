@@ -1,6 +1,6 @@
 // The bodies and answers of the taints' routes, checked with zod at the edge;
 // GET /openapi.json describes them from here.
-import { z } from 'zod';
+import * as z from 'zod';
 import { EXCLUDING_EFFECTS } from './filter.js';
 import { TAINT_KEY } from './params.js';
 

@@ -6,7 +6,7 @@
 // the service: token validation, Nova's identity and the project limits, each
 // with its own ServiceTokenSource (service-token.ts: one renewal rule). No
 // Hono here: the CLI imports the password part too.
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Keystone could not be asked (refused connection, timeout, 5xx, an unreadable answer): not the token's fault. */
 export class KeystoneUnavailable extends Error {

@@ -4,7 +4,7 @@
 // lets them read. Never in the way: the page waits a bounded time, a slower
 // answer still lands in the cache for the next refresh, and any failure leaves
 // the ids as they are.
-import { z } from 'zod';
+import * as z from 'zod';
 import { v3Url } from './client.js';
 
 export interface ProjectNameLookup {

@@ -1,6 +1,6 @@
 // PUT /resource_providers/{uuid}/aggregates: a bare list before 1.19, an
 // object with the provider generation from 1.19.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 import { uuidString } from './providers.js';

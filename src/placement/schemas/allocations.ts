@@ -1,7 +1,7 @@
 // Request bodies of PUT /allocations/{consumer_uuid} and POST /allocations,
 // one schema per microversion range as placement/schemas/allocation.py.
 // Messages follow jsonschema's wording because clients and tests match them.
-import { z } from 'zod';
+import * as z from 'zod';
 import { pyRepr } from '../../shared/validation-messages.js';
 import type { Microversion } from '../../microversion.js';
 import { UUID_PATTERN } from '../../shared/uuid.js';

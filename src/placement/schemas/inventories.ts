@@ -1,6 +1,6 @@
 // Request bodies of the inventory endpoints, as placement/schemas/inventory.py:
 // every field bounded by the database's integer range, unknown fields refused.
-import { z } from 'zod';
+import * as z from 'zod';
 import { pyRepr } from '../../shared/validation-messages.js';
 import { INVENTORY_DEFAULTS, MAX_INT, type InventoryInput } from '../repo/inventories.js';
 

@@ -1,5 +1,5 @@
 // Request bodies for /resource_providers, per placement/schemas/resource_provider.py.
-import { z } from 'zod';
+import * as z from 'zod';
 import { pyRepr } from '../../shared/validation-messages.js';
 import { isUuidLike } from '../../shared/uuid.js';
 import type { Microversion } from '../../microversion.js';

@@ -2,7 +2,7 @@
 // placement/schemas/reshaper.py: inventories keyed by provider (each a
 // PUT /inventories body), allocations keyed by consumer (POST /allocations
 // form, possibly empty).
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Microversion } from '../../microversion.js';
 import { UUID_PATTERN } from '../../shared/uuid.js';
 import { patternRecord, reshaperAllocationsSchema } from './allocations.js';

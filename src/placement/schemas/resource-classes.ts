@@ -1,6 +1,6 @@
 // Request bodies of /resource_classes, as placement/schemas/resource_class.py:
 // only custom names (CUSTOM_ + upper-case, digits, underscore), at most 255.
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const CUSTOM_RC_PATTERN = /^CUSTOM_[A-Z0-9_]+$/;
 

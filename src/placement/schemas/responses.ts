@@ -4,7 +4,7 @@
 // GET /openapi.json is generated from them; the OpenAPI test validates live
 // answers at several microversions against the document, so neither the code
 // nor the document can drift from what is sent.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 

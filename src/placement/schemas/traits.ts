@@ -1,5 +1,5 @@
 // Bodies and names of the traits API (seed 002, placement/schemas/trait.py).
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const CUSTOM_TRAIT_PATTERN = /^CUSTOM_[A-Z0-9_]+$/;
 

@@ -1,6 +1,6 @@
 // Query string of GET /usages, as placement/schemas/usage.py: project_id
 // required, user_id optional, consumer_type from 1.38; nothing else.
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Microversion } from '../../microversion.js';
 import { badQuery, failedValidating, validationMessage } from '../../shared/validation-messages.js';
 import { MV } from '../versions.js';

@@ -6,7 +6,7 @@
 // source (src/http/keystone/: the same renewal as token validation and Nova's
 // identity), over any `fetch` (Node or workerd). Built by ../extension.ts, given to
 // the limits (../service.ts) as their source.
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   KeystoneClient,
   KeystoneCredentialsRefused,

@@ -7,7 +7,7 @@
 // /healthz and /readyz need no token. /metrics is open in noauth2; otherwise
 // it takes an admin token or the scrape token (PLACEMENT_METRICS_TOKEN).
 import { Hono, type MiddlewareHandler } from 'hono';
-import { z } from 'zod';
+import * as z from 'zod';
 import { MIGRATIONS } from '../../../db/migrations.generated.js';
 import type { Deps } from '../../../deps.js';
 import { authenticate, parseTokenTable, TokenTable } from '../../../http/auth.js';
