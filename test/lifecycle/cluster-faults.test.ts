@@ -1,8 +1,9 @@
 // Faults of a PLACEMENT_WORKERS cluster, with real processes: a server
 // process SIGKILLed while connections arrive leaves none of them hanging
 // (each is answered, or closed so the client can retry), and a server
-// process that exits on its own (a stray SIGTERM) is replaced, logged and counted.
-import { mkdtempSync, rmSync } from 'node:fs';
+// process that exits on its own (a stray SIGTERM) is replaced, logged and counted;
+// server processes run with malloc at two arenas (node-cluster.ts SERVER_ENV).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,6 +89,16 @@ describe(`PLACEMENT_WORKERS=${WORKERS}`, () => {
     expect(line!.replaced_total).toBeGreaterThanOrEqual(1);
     expect(await probe(server.port, 15_000)).toBe('answered');
   }, 120_000);
+
+  it('runs every server process, the replacements too, with malloc at two arenas unless the operator chose', () => {
+    const environment = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    expect(process.env.MALLOC_ARENA_MAX).toBeUndefined();
+    // After the test above: one of them is a replacement.
+    expect(workers()).toHaveLength(WORKERS);
+    for (const worker of workers()) expect(environment(worker.pid)).toContain('MALLOC_ARENA_MAX=2');
+    // The primary's own environment is the operator's.
+    expect(environment(server.child.pid!)).not.toContain('MALLOC_ARENA_MAX=2');
+  });
 
   it('a SIGTERM to the primary stops every process (none replaced)', async () => {
     const before = workers();
