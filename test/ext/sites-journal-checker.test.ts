@@ -41,8 +41,8 @@ const STEPS = 60;
 const CAPACITY = 16;
 const SLICE = 6;
 /** Every project's limit of VCPU (the registered default), and each site's slice of it per project. */
-const LIMIT = 14;
-const LIMIT_SLICE = 3;
+const LIMIT = 8;
+const LIMIT_SLICE = 2;
 const PARTITION_AFTER = 1_000;
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
