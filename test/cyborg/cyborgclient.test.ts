@@ -91,5 +91,5 @@ describeWithPart(missing, 'python3-cyborgclient against npm start', () => {
     await expect(os('accelerator', 'arq', 'show', arq.uuid)).rejects.toThrow(/not found/);
     expect(await os('accelerator', 'device', 'profile', 'delete', dp.uuid)).toContain(`Deleted device_profile ${dp.uuid}`);
     expect(await json<unknown[]>('accelerator', 'device', 'profile', 'list')).toEqual([]);
-  }, 180_000);
+  }, 300_000); // fourteen Python CLI starts: past 180 s at load 20, three test files at a time
 });
