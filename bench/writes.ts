@@ -1,6 +1,6 @@
 // npm run bench:writes [-- --url http://host:port] [--compare http://other:port]
 //   [--providers 200] [--clients 10] [--claims 2000] [--version 1.38] [--limits off|on|both]
-//   [--group-commit on|off|both] [--synchronous normal|full] [--rounds 1]
+//   [--group-commit on|off|both] [--synchronous normal|full] [--rounds 1] [--warm-up 0]
 //
 // Write throughput, Node mode (docs/write-model.md): CLIENTS concurrent clients claim
 // (PUT /allocations/{new consumer}, 1 VCPU + 256 MEMORY_MB on a random
@@ -18,7 +18,11 @@
 // without, alternated each round). Before the runs it measures the disk's
 // fsync floor where the database lives (4 KiB written and fdatasync'd, again
 // and again for a second: the most commits per second a writer that syncs
-// each commit could make) and prints claims/s against it.
+// each commit could make) and prints claims/s against it. --warm-up N: N
+// claims and their deletes on each server (this one and --compare's) before
+// the measured ones, not counted: warm figures. Without it a freshly started
+// server's first claims also pay for V8 compiling the write path (the cold
+// figures).
 //
 // Figures are only comparable on the same, otherwise idle, machine.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -43,6 +47,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '1' },
     'group-commit': { type: 'string', default: 'on' },
     synchronous: { type: 'string', default: 'normal' },
+    'warm-up': { type: 'string', default: '0' },
   },
 });
 if (!['off', 'on', 'both'].includes(args['group-commit']!)) throw new Error('--group-commit is off, on or both');
@@ -54,6 +59,7 @@ const PROVIDERS = Number(args.providers);
 const CLIENTS = Number(args.clients);
 const CLAIMS = Number(args.claims);
 const VERSION = args.version!;
+const WARM_UP = Number(args['warm-up']);
 const VCPU_PER_PROVIDER = 64;
 
 function headers(): Record<string, string> {
@@ -236,11 +242,7 @@ async function scenario(base: string, serverPid?: number): Promise<Result> {
   }
   const project = crypto.randomUUID();
   const user = crypto.randomUUID();
-  const granted: string[] = [];
-  let refused = 0;
-  const cpuBeforeClaims = cpu();
-  const clientBeforeClaims = process.cpuUsage();
-  const claimSeconds = await pool(CLAIMS, CLIENTS, async (i) => {
+  const claim = async (i: number): Promise<{ consumer: string; status: number }> => {
     const consumer = crypto.randomUUID();
     const rp = providers[(i * 7919) % providers.length]!;
     const body: Record<string, unknown> = {
@@ -251,18 +253,35 @@ async function scenario(base: string, serverPid?: number): Promise<Result> {
     if (VERSION >= '1.28') body.consumer_generation = null;
     if (VERSION >= '1.38') body.consumer_type = 'INSTANCE';
     const res = await api(base, 'PUT', `/allocations/${consumer}`, body);
-    if (res.status === 204) granted.push(consumer);
-    else if (res.status === 409) refused += 1;
-    else throw new Error(`claim: ${res.status} ${JSON.stringify(res.json)}`);
+    if (res.status !== 204 && res.status !== 409) throw new Error(`claim: ${res.status} ${JSON.stringify(res.json)}`);
+    return { consumer, status: res.status };
+  };
+  const release = async (consumer: string): Promise<void> => {
+    const res = await api(base, 'DELETE', `/allocations/${consumer}`);
+    if (res.status !== 204) throw new Error(`delete: ${res.status} ${JSON.stringify(res.json)}`);
+  };
+  if (WARM_UP > 0) {
+    const warmed: string[] = [];
+    await pool(WARM_UP, CLIENTS, async (i) => {
+      const { consumer, status } = await claim(i);
+      if (status === 204) warmed.push(consumer);
+    });
+    await pool(warmed.length, CLIENTS, (i) => release(warmed[i]!));
+  }
+  const granted: string[] = [];
+  let refused = 0;
+  const cpuBeforeClaims = cpu();
+  const clientBeforeClaims = process.cpuUsage();
+  const claimSeconds = await pool(CLAIMS, CLIENTS, async (i) => {
+    const { consumer, status } = await claim(i);
+    if (status === 204) granted.push(consumer);
+    else refused += 1;
   });
   const cpuAfterClaims = cpu();
   const clientClaims = process.cpuUsage(clientBeforeClaims);
   const usageAfterClaims = await totalVcpuUsage(base, providers);
   const cpuBeforeDeletes = cpu();
-  const deleteSeconds = await pool(granted.length, CLIENTS, async (i) => {
-    const res = await api(base, 'DELETE', `/allocations/${granted[i]!}`);
-    if (res.status !== 204) throw new Error(`delete: ${res.status} ${JSON.stringify(res.json)}`);
-  });
+  const deleteSeconds = await pool(granted.length, CLIENTS, (i) => release(granted[i]!));
   const cpuAfterDeletes = cpu();
   const usageAfterDeletes = await totalVcpuUsage(base, providers);
   const perOperation = (before: number | undefined, after: number | undefined, count: number) =>
@@ -304,7 +323,7 @@ async function localRows(): Promise<Record<string, Result & { url: string }>> {
 
 try {
   console.log(
-    `write throughput: ${CLIENTS} clients, ${CLAIMS} claims then deletes, ${PROVIDERS} providers, placement ${VERSION}, synchronous=${args.synchronous}`,
+    `write throughput: ${CLIENTS} clients, ${CLAIMS} claims then deletes, ${PROVIDERS} providers, placement ${VERSION}, synchronous=${args.synchronous}, ${WARM_UP > 0 ? `warm (${WARM_UP} claims and deletes first, not counted)` : 'cold (freshly started servers)'}`,
   );
   const floorBefore = args.url ? undefined : fsyncFloor();
   const rows: Record<string, Result & { url: string }> = args.url

@@ -90,37 +90,54 @@ export async function readLimitedText(request: Request, limit: number): Promise<
   return decodeUtf8(bytes);
 }
 
-/** A control character or unpaired surrogate in `value` (a key or string at `path`), or null. */
-function characterProblem(value: string, path: (string | number)[]): BodyProblem | null {
+/** A control character or unpaired surrogate in `value` (the string at `at`, or its key `key`), or null. */
+function characterProblem(value: string, at: Visit, key?: string): BodyProblem | null {
   const control = CONTROL_CHARACTER.exec(value)?.[0];
-  if (control !== undefined) return { kind: 'control-character', path, value, char: control };
+  if (control !== undefined) return { kind: 'control-character', path: pathOf(at, key), value, char: control };
   const surrogate = UNPAIRED_SURROGATE.exec(value)?.[0];
-  if (surrogate !== undefined) return { kind: 'unpaired-surrogate', path, value, char: surrogate };
+  if (surrogate !== undefined) return { kind: 'unpaired-surrogate', path: pathOf(at, key), value, char: surrogate };
   return null;
+}
+
+/** A value met in the walk: its key in its parent, so its path is only built for a problem's answer. */
+interface Visit {
+  value: unknown;
+  key: string | number;
+  parent: Visit | undefined;
+  depth: number;
+}
+
+function pathOf(visit: Visit, key?: string): (string | number)[] {
+  const path: (string | number)[] = [];
+  for (let at: Visit = visit; at.parent; at = at.parent) path.push(at.key);
+  path.reverse();
+  if (key !== undefined) path.push(key);
+  return path;
 }
 
 /** First problem in a parsed JSON value: too deep, or a control character or unpaired surrogate in a key or string. */
 export function inspectJson(root: unknown): BodyProblem | null {
-  const stack: { value: unknown; path: (string | number)[] }[] = [{ value: root, path: [] }];
+  const stack: Visit[] = [{ value: root, key: '', parent: undefined, depth: 0 }];
   while (stack.length) {
-    const { value, path } = stack.pop()!;
+    const visit = stack.pop()!;
+    const { value, depth } = visit;
     if (typeof value === 'string') {
-      const problem = characterProblem(value, path);
+      const problem = characterProblem(value, visit);
       if (problem) return problem;
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
-    if (path.length >= MAX_JSON_DEPTH) return { kind: 'too-deep', limit: MAX_JSON_DEPTH };
+    if (depth >= MAX_JSON_DEPTH) return { kind: 'too-deep', limit: MAX_JSON_DEPTH };
     if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: [...path, i] });
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], key: i, parent: visit, depth: depth + 1 });
       continue;
     }
     const entries = Object.entries(value as Record<string, unknown>);
     for (let i = entries.length - 1; i >= 0; i--) {
       const [key, child] = entries[i]!;
-      const problem = characterProblem(key, [...path, key]);
+      const problem = characterProblem(key, visit, key);
       if (problem) return problem;
-      stack.push({ value: child, path: [...path, key] });
+      stack.push({ value: child, key, parent: visit, depth: depth + 1 });
     }
   }
   return null;
