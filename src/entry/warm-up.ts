@@ -81,14 +81,19 @@ const REWARM_CAP = 1000;
 export async function nodeRewarm({ store, candidates }: Deps, kind: RewarmKind = 'shape'): Promise<void> {
   const cap = candidates.settings.maxCandidates;
   const options = candidates.options({ metrics: undefined, maxCandidates: cap > 0 && cap < REWARM_CAP ? cap : REWARM_CAP });
-  const requests = realCloudRequests();
-  // A refill's one round answers every query once: each provider's answer caches filled.
+  // A refill answers the full answers at the newest microversion once: the caches a request fills are
+  // those of its answer's providers, and the fewer answers, the less a request arriving meanwhile waits.
+  const requests = kind === 'refill' ? realCloudRequests().filter(fullAtNewest) : realCloudRequests();
   for (let round = 0, rounds = kind === 'refill' ? 1 : REWARM_ROUNDS; round < rounds; round += 1)
     for (const { mv, request } of requests) {
       await nextTurn();
       await findAllocationCandidatesJson(store.nearby, request, mv, { ...options, now: Date.now() }).catch(refusedOnly);
     }
 }
+
+const NEWEST = Microversion.parse(MAX_VERSION)!;
+const fullAtNewest = ({ mv, request }: { mv: Microversion; request: { limit: number | null } }): boolean =>
+  request.limit === null && mv.compare(NEWEST) === 0;
 
 /** A query refused for what the cloud lacks (DomainError 'invalid') is expected; anything else is thrown on. */
 function refusedOnly(err: unknown): void {

@@ -149,7 +149,8 @@ export function keepTreeModelFresh(
  * has not answered over (V8 compiles for it: several rounds); 'refill', once
  * writes settle, trees were re-read since the last re-warm, so their
  * providers' answer caches (summary templates, kept bytes) are empty and
- * the next answer would fill them itself (one round fills them).
+ * the next answer would fill them itself (the full answers at the newest
+ * microversion, once, fill them).
  */
 export type RewarmKind = 'shape' | 'refill';
 
