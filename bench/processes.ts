@@ -50,17 +50,21 @@ export function treeCpuNs(pids: number[]): number | null {
 /**
  * This project's Node server (`src/entry/node.ts` under `cwd`, a checkout)
  * on `dbFile`, on a free port, logging warnings only; `workers` sets
- * PLACEMENT_WORKERS (absent: the default, one process per core).
+ * PLACEMENT_WORKERS (absent: the default, one process per core). `start`:
+ * through `npm start`'s launcher (its bundle) with `nodeArgs` (they reach
+ * every server process) and `env` besides.
  */
 export async function spawnNodeServer(
   dbFile: string,
-  { cwd, workers }: { cwd?: string; workers?: string } = {},
+  { cwd, workers, start }: { cwd?: string; workers?: string; start?: { nodeArgs: string[]; env: Record<string, string> } } = {},
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
+  const argv = start ? [...start.nodeArgs, 'scripts/start.mjs'] : ['--import', 'tsx', 'src/entry/node.ts'];
+  const child = spawn(process.execPath, argv, {
     ...(cwd ? { cwd } : {}),
     env: {
       ...process.env,
+      ...start?.env,
       HOST: '127.0.0.1',
       PORT: String(port),
       PLACEMENT_DB_URL: `file:${dbFile}`,

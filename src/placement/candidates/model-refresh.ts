@@ -92,9 +92,9 @@ export interface ModelRefresher {
  * writes settle (a refresh that finds nothing new), or while they go on, at
  * most once per REWARM_EVERY_MS, so the first answer after a load finds the
  * engine compiled for the cloud it now holds; and, when only trees already
- * of a known shape changed, a 'refill' once the writes settle (at most once
- * per REWARM_EVERY_MS), so that answer finds their providers' answer caches
- * filled too. No refresh starts while it
+ * of a known shape changed, a 'refill' at most once per REWARM_EVERY_MS
+ * (while writes go on and after), so that answer finds their providers'
+ * answer caches filled too. No refresh starts while it
  * runs; it must hand the event loop back between its answers itself.
  */
 export function keepTreeModelFresh(
@@ -125,7 +125,9 @@ export function keepTreeModelFresh(
       unanswered = false;
       await rewarm('shape');
       lastRewarm = Date.now();
-    } else if (unanswered && changed.size === 0 && now - lastRewarm >= REWARM_EVERY_MS) {
+    } else if (unanswered && now - lastRewarm >= REWARM_EVERY_MS) {
+      // While writes go on too, not only once they settle: a refill then seldom meets the first
+      // request after a load (which comes as the writes end), and leaves it at most a second of them.
       unanswered = false;
       await rewarm('refill');
       lastRewarm = Date.now();
@@ -146,8 +148,8 @@ export function keepTreeModelFresh(
 
 /**
  * Why a re-warm runs: 'shape', the trees took a shape (or size) the process
- * has not answered over (V8 compiles for it: several rounds); 'refill', once
- * writes settle, trees were re-read since the last re-warm, so their
+ * has not answered over (V8 compiles for it: several rounds); 'refill',
+ * trees were re-read since the last re-warm, so their
  * providers' answer caches (summary templates, kept bytes) are empty and
  * the next answer would fill them itself (the full answers at the newest
  * microversion, once, fill them).
