@@ -50,7 +50,9 @@ export function treeCpuNs(pids: number[]): number | null {
 /**
  * This project's Node server (`src/entry/node.ts` under `cwd`, a checkout)
  * on `dbFile`, on a free port, logging warnings only; `workers` sets
- * PLACEMENT_WORKERS (absent: the default, one process per core).
+ * PLACEMENT_WORKERS (absent: the default, one process per core); `nodeArgs`
+ * reach every server process and `env` is added to its environment. `bundle`:
+ * through `npm start`'s launcher (its bundle) instead of tsx.
  */
 export async function spawnNodeServer(
   dbFile: string,
@@ -60,10 +62,12 @@ export async function spawnNodeServer(
     nodeArgs = [],
     env = {},
     pipeStdout = false,
-  }: { cwd?: string; workers?: string; nodeArgs?: string[]; env?: Record<string, string>; pipeStdout?: boolean } = {},
+    bundle = false,
+  }: { cwd?: string; workers?: string; nodeArgs?: string[]; env?: Record<string, string>; pipeStdout?: boolean; bundle?: boolean } = {},
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/entry/node.ts'], {
+  const entry = bundle ? ['scripts/start.mjs'] : ['--import', 'tsx', 'src/entry/node.ts'];
+  const child = spawn(process.execPath, [...nodeArgs, ...entry], {
     ...(cwd ? { cwd } : {}),
     env: {
       ...process.env,

@@ -91,7 +91,10 @@ export interface ModelRefresher {
  * (or size) this process has not answered over (TreeShapes): when the
  * writes settle (a refresh that finds nothing new), or while they go on, at
  * most once per REWARM_EVERY_MS, so the first answer after a load finds the
- * engine compiled for the cloud it now holds. No refresh starts while it
+ * engine compiled for the cloud it now holds; and, when only trees already
+ * of a known shape changed, a 'refill' at most once per REWARM_EVERY_MS
+ * (while writes go on and after), so that answer finds their providers'
+ * answer caches filled too. No refresh starts while it
  * runs; it must hand the event loop back between its answers itself.
  */
 export function keepTreeModelFresh(
@@ -99,22 +102,34 @@ export function keepTreeModelFresh(
   model: CloudModel,
   everyMs: number,
   onError: (err: unknown) => void,
-  rewarm?: () => Promise<void>,
+  rewarm?: (kind: RewarmKind) => Promise<void>,
 ): ModelRefresher {
   let running = false;
   const shapes = new TreeShapes();
   // The trees already held (read by the warm-up at start) are what the process warmed over.
   shapes.observe(model, model.roots());
   let pending = false;
+  // Trees re-read since the last re-warm: their providers' answer caches are empty.
+  let unanswered = false;
   let lastRewarm = 0;
   const tick = async () => {
     const changed = await refreshTreeModel(reader, model, Date.now());
     if (!rewarm) return;
-    if (changed.size > 0 && shapes.observe(model, changed)) pending = true;
+    if (changed.size > 0) {
+      unanswered = true;
+      if (shapes.observe(model, changed)) pending = true;
+    }
     const now = Date.now();
     if (pending && (changed.size === 0 || now - lastRewarm >= REWARM_EVERY_MS)) {
       pending = false;
-      await rewarm();
+      unanswered = false;
+      await rewarm('shape');
+      lastRewarm = Date.now();
+    } else if (unanswered && now - lastRewarm >= REWARM_EVERY_MS) {
+      // While writes go on too, not only once they settle: a refill then seldom meets the first
+      // request after a load (which comes as the writes end), and leaves it at most a second of them.
+      unanswered = false;
+      await rewarm('refill');
       lastRewarm = Date.now();
     }
   };
@@ -131,5 +146,15 @@ export function keepTreeModelFresh(
   return { stop: () => clearInterval(timer) };
 }
 
-/** While writes go on, the shortest time between two re-warms. */
+/**
+ * Why a re-warm runs: 'shape', the trees took a shape (or size) the process
+ * has not answered over (V8 compiles for it: several rounds); 'refill',
+ * trees were re-read since the last re-warm, so their
+ * providers' answer caches (summary templates, kept bytes) are empty and
+ * the next answer would fill them itself (the full answers at the newest
+ * microversion, once, fill them).
+ */
+export type RewarmKind = 'shape' | 'refill';
+
+/** While writes go on, the shortest time between two re-warms (and between two refills once they settle). */
 export const REWARM_EVERY_MS = 1000;
