@@ -115,15 +115,30 @@ export async function pool<T>(count: number, width: number, task: (i: number) =>
 /**
  * One claim cycle as perfload-nested-runner.sh's write_allocation: the first
  * of `limit=5` candidates for `query`, PUT for a new consumer; its uuid.
+ * `conflictOk`: a 409 (another client took the room first) gives null
+ * instead of an error, for benches that count it and try again.
  */
-export async function claimFirstCandidate(api: PlacementClient, query: string, version: string): Promise<string> {
+export async function claimFirstCandidate(api: PlacementClient, query: string, version: string): Promise<string>;
+export async function claimFirstCandidate(
+  api: PlacementClient,
+  query: string,
+  version: string,
+  options: { conflictOk: true },
+): Promise<string | null>;
+export async function claimFirstCandidate(
+  api: PlacementClient,
+  query: string,
+  version: string,
+  { conflictOk = false }: { conflictOk?: boolean } = {},
+): Promise<string | null> {
   const res = await api.request('GET', `/allocation_candidates?${query}&limit=5`, { version });
   const body = (await res.json()) as { allocation_requests: { allocations: unknown }[] };
   const first = body.allocation_requests[0];
   if (!first) throw new Error('claim cycle: no candidates left');
   const consumer = crypto.randomUUID();
-  await api.request('PUT', `/allocations/${consumer}`, {
+  const put = await api.request('PUT', `/allocations/${consumer}`, {
     version: CLAIM_VERSION,
+    ...(conflictOk ? { okStatuses: [204, 409] } : {}),
     body: {
       allocations: first.allocations,
       project_id: crypto.randomUUID(),
@@ -132,5 +147,6 @@ export async function claimFirstCandidate(api: PlacementClient, query: string, v
       consumer_type: CLAIM_CONSUMER_TYPE,
     },
   });
-  return consumer;
+  await put.arrayBuffer();
+  return put.status === 409 ? null : consumer;
 }

@@ -14,11 +14,11 @@
 // `--how dist` needs `npm run build` first. Prints one JSON line per figure.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { statusOf } from './processes.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const { values: args } = parseArgs({
@@ -53,23 +53,10 @@ function freePort(): Promise<number> {
   });
 }
 
-/** One GET on a new connection: its status, or 0 when nothing answered. */
-function get(port: number, path: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path, agent: false, timeout: 2000 }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', () => resolve(0));
-    req.on('timeout', () => req.destroy());
-    req.end();
-  });
-}
-
 /** Milliseconds from `since` until GET path answers `status`, polling every 10 ms. */
 async function until(port: number, path: string, status: number, since: number, limitMs = 120_000): Promise<number> {
   while (performance.now() - since < limitMs) {
-    if ((await get(port, path)) === status) return Math.round(performance.now() - since);
+    if ((await statusOf(port, path)) === status) return Math.round(performance.now() - since);
     await new Promise((r) => setTimeout(r, 10));
   }
   throw new Error(`${path} did not answer ${status} within ${limitMs} ms`);
@@ -218,7 +205,7 @@ async function crash(how: string, server: Started, port: number, db: string): Pr
   for (const pid of children(nodePrimary)) process.kill(pid, 'SIGKILL');
   let closedAt: number | undefined;
   while (performance.now() - t1 < 10_000) {
-    if ((await get(port, '/')) !== 200) {
+    if ((await statusOf(port, '/')) !== 200) {
       closedAt = performance.now() - t1;
       break;
     }

@@ -2,6 +2,7 @@
 // database file, every process below a pid, and the CPU time they used.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { freePort } from '../test/helpers/sqld.js';
 
 /** `pids` and every process below them (Linux /proc). */
@@ -81,4 +82,17 @@ export async function spawnNodeServer(
     stdio: ['ignore', pipeStdout ? 'pipe' : 'inherit', 'inherit'],
   });
   return { child, url: `http://127.0.0.1:${port}` };
+}
+
+/** One GET on a new connection to a local server: its status, or 0 when nothing answered. */
+export function statusOf(port: number, path: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path, agent: false, timeout: 2000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0));
+    req.on('timeout', () => req.destroy());
+    req.end();
+  });
 }

@@ -21,16 +21,15 @@
 // server CPU, which a busy machine moves less than wall time.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../test/helpers/sqld.js';
-import { closeTimedConnections, PlacementClient, pool } from './client.js';
+import { claimFirstCandidate, closeTimedConnections, PlacementClient, pool } from './client.js';
 import { prepareDb } from './cloud.js';
-import { processTree, treeCpuNs } from './processes.js';
+import { processTree, statusOf, treeCpuNs } from './processes.js';
 import { SCENARIOS } from './scenarios.js';
-import { CLAIM_CONSUMER_TYPE, CLAIM_VERSION, FLAT_QUERY, FLAT_VERSION } from './upstream.js';
+import { FLAT_QUERY, FLAT_VERSION } from './upstream.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const SCALE = SCENARIOS.filter((s) => s.name.startsWith('scale-'));
@@ -87,19 +86,6 @@ interface Server {
   port: number;
   api: PlacementClient;
   exited: Promise<void>;
-}
-
-/** One GET on a new connection: its status, or 0 when nothing answered. */
-function statusOf(port: number, path: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path, agent: false, timeout: 2000 }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', () => resolve(0));
-    req.on('timeout', () => req.destroy());
-    req.end();
-  });
 }
 
 /** Milliseconds from `since` until GET path answers 200, probing every 10 ms on a new connection (as cold-start.ts). */
@@ -286,22 +272,7 @@ async function claimCycles(server: Server, count: number, clients: number): Prom
   await pool(count, clients, async () => {
     for (;;) {
       const t0 = performance.now();
-      const res = await server.api.request('GET', `/allocation_candidates?${FLAT_QUERY}&limit=5`);
-      const first = ((await res.json()) as { allocation_requests: { allocations: unknown }[] }).allocation_requests[0];
-      if (!first) throw new Error('claim cycle: no candidates left');
-      const put = await server.api.request('PUT', `/allocations/${crypto.randomUUID()}`, {
-        version: CLAIM_VERSION,
-        okStatuses: [204, 409],
-        body: {
-          allocations: first.allocations,
-          project_id: crypto.randomUUID(),
-          user_id: crypto.randomUUID(),
-          consumer_generation: null,
-          consumer_type: CLAIM_CONSUMER_TYPE,
-        },
-      });
-      await put.arrayBuffer();
-      if (put.status === 204) {
+      if ((await claimFirstCandidate(server.api, FLAT_QUERY, FLAT_VERSION, { conflictOk: true })) !== null) {
         cycles.push(performance.now() - t0);
         return;
       }
