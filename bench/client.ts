@@ -1,8 +1,12 @@
 // A minimal Placement API client for the bench: noauth2-style token header,
 // a microversion per call, errors as exceptions, and a per-request timeout
 // (a service that takes minutes to answer is recorded as a timeout, not waited on).
+import { spawn } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CLAIM_CONSUMER_TYPE, CLAIM_VERSION } from './upstream.js';
 
 export interface RequestOptions {
@@ -149,4 +153,45 @@ export async function claimFirstCandidate(
   });
   await put.arrayBuffer();
   return put.status === 409 ? null : consumer;
+}
+
+/**
+ * One GET timed by curl, as perfload-runner.sh times its two requests: a
+ * process of its own and a new connection each (so with several server
+ * processes each request may land on another one), to the last byte; curl's
+ * own `time_total`, so the bench's client is not in the figure.
+ */
+export async function curlGet(api: PlacementClient, query: string, version: string): Promise<{ ms: number; candidates: number }> {
+  const out = join(tmpdir(), `placement-bench-curl-${process.pid}.json`);
+  const run = await new Promise<{ status: number | null; stdout: string }>((resolve, reject) => {
+    const child = spawn(
+      'curl',
+      [
+        '-s',
+        '-o',
+        out,
+        '-w',
+        '%{http_code} %{time_total}',
+        '-H',
+        `x-auth-token: ${api.token}`,
+        '-H',
+        'accept: application/json',
+        '-H',
+        `openstack-api-version: placement ${version}`,
+        '--max-time',
+        String(api.timeoutMs / 1000),
+        `${api.base}/allocation_candidates?${query}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.on('error', reject);
+    child.on('exit', (status) => resolve({ status, stdout }));
+  });
+  const [code, seconds] = run.stdout.trim().split(' ');
+  const body = readFileSync(out, 'utf8');
+  rmSync(out, { force: true });
+  if (run.status !== 0 || code !== '200') throw new Error(`curl ${query}: exit ${run.status}, HTTP ${code}: ${body.slice(0, 300)}`);
+  return { ms: Number(seconds) * 1000, candidates: (JSON.parse(body) as { allocation_requests: unknown[] }).allocation_requests.length };
 }

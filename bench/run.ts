@@ -7,13 +7,13 @@
 // (started on a temporary database per scenario, unless --url) and, with
 // --compare, for another Placement-compatible service, side by side.
 // Method and sources: bench/README.md.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { httpLoad, httpUnload, prepareDb, type Cloud } from './cloud.js';
-import { claimFirstCandidate, closeTimedConnections, PlacementClient, pool, TimeoutError } from './client.js';
+import { claimFirstCandidate, closeTimedConnections, curlGet, PlacementClient, pool, TimeoutError } from './client.js';
 import { QUICK, SCENARIOS, type Measure, type Scenario } from './scenarios.js';
 import { startWorkerMode, workerModeAvailable } from './worker-mode.js';
 import { processTree, spawnNodeServer, treeCpuNs } from './processes.js';
@@ -108,47 +108,6 @@ async function timeGet(
 }
 
 const CURL = spawnSync('curl', ['--version']).status === 0;
-
-/**
- * One GET timed by curl, as perfload-runner.sh times its two requests: a
- * process of its own and a new connection each (so with several server
- * processes each request may land on another one), to the last byte; curl's
- * own `time_total`, so the bench's client is not in the figure.
- */
-async function curlGet(api: PlacementClient, query: string, version: string): Promise<{ ms: number; candidates: number }> {
-  const out = join(tmpdir(), `placement-bench-curl-${process.pid}.json`);
-  const run = await new Promise<{ status: number | null; stdout: string }>((resolve, reject) => {
-    const child = spawn(
-      'curl',
-      [
-        '-s',
-        '-o',
-        out,
-        '-w',
-        '%{http_code} %{time_total}',
-        '-H',
-        `x-auth-token: ${api.token}`,
-        '-H',
-        'accept: application/json',
-        '-H',
-        `openstack-api-version: placement ${version}`,
-        '--max-time',
-        String(TIMEOUT_MS / 1000),
-        `${api.base}/allocation_candidates?${query}`,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('exit', (status) => resolve({ status, stdout }));
-  });
-  const [code, seconds] = run.stdout.trim().split(' ');
-  const body = readFileSync(out, 'utf8');
-  rmSync(out, { force: true });
-  if (run.status !== 0 || code !== '200') throw new Error(`curl ${query}: exit ${run.status}, HTTP ${code}: ${body.slice(0, 300)}`);
-  return { ms: Number(seconds) * 1000, candidates: (JSON.parse(body) as { allocation_requests: unknown[] }).allocation_requests.length };
-}
 
 /** Server CPU time in ns so far (null: not measurable, e.g. --url without pids). */
 type CpuClock = () => number | null;

@@ -25,7 +25,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../test/helpers/sqld.js';
-import { claimFirstCandidate, closeTimedConnections, PlacementClient, pool } from './client.js';
+import { claimFirstCandidate, closeTimedConnections, curlGet, PlacementClient, pool } from './client.js';
 import { prepareDb } from './cloud.js';
 import { processTree, statusOf, treeCpuNs } from './processes.js';
 import { SCENARIOS } from './scenarios.js';
@@ -182,34 +182,17 @@ async function cachedProviders(server: Server): Promise<number | null> {
 const cpuOf = (server: Server) => treeCpuNs([server.child.pid!]) ?? 0;
 
 /** One GET timed by curl on a new connection, as perfload's runners time their first answers; server CPU beside it. */
-function curlFirst(server: Server, query: string): { ms: number; cpu_ms: number; candidates: number; load1: number } {
+interface CurlFirst {
+  ms: number;
+  cpu_ms: number;
+  candidates: number;
+  load1: number;
+}
+
+async function curlFirst(server: Server, query: string): Promise<CurlFirst> {
   const before = cpuOf(server);
-  const out = join(tmpdir(), `placement-scale-${process.pid}.json`);
-  const run = spawnSync(
-    'curl',
-    [
-      '-s',
-      '-o',
-      out,
-      '-w',
-      '%{http_code} %{time_total}',
-      '-H',
-      'x-auth-token: admin',
-      '-H',
-      `openstack-api-version: placement ${FLAT_VERSION}`,
-      '--max-time',
-      String(TIMEOUT_MS / 1000),
-      `http://127.0.0.1:${server.port}/allocation_candidates?${query}`,
-    ],
-    { encoding: 'utf8' },
-  );
-  const cpu_ms = round((cpuOf(server) - before) / 1e6);
-  const [code, seconds] = run.stdout.trim().split(' ');
-  const body = existsSync(out) ? readFileSync(out, 'utf8') : '';
-  rmSync(out, { force: true });
-  if (run.status !== 0 || code !== '200') throw new Error(`curl ${query}: exit ${run.status}, HTTP ${code}: ${body.slice(0, 300)}`);
-  const candidates = (JSON.parse(body) as { allocation_requests: unknown[] }).allocation_requests.length;
-  return { ms: round(Number(seconds) * 1000), cpu_ms, candidates, load1: load1() };
+  const { ms, candidates } = await curlGet(server.api, query, FLAT_VERSION);
+  return { ms: round(ms), cpu_ms: round((cpuOf(server) - before) / 1e6), candidates, load1: load1() };
 }
 
 interface Latency {
@@ -302,9 +285,9 @@ interface SettingResult {
   start1: { listen_ms: number; ready_ms: number; load1: number };
   start2: { listen_ms: number; ready_ms: number; load1: number };
   memory_at_rest: ProcessMemory[];
-  full_cold: { first: ReturnType<typeof curlFirst>; second: ReturnType<typeof curlFirst> };
+  full_cold: { first: CurlFirst; second: CurlFirst };
   full_warm: Latency;
-  limit10_cold: ReturnType<typeof curlFirst>;
+  limit10_cold: CurlFirst;
   limit10_warm: Latency;
   claims_one_client: Claims;
   claims_concurrent: Claims;
@@ -328,8 +311,8 @@ async function runSetting(template: string, dir: string, cache: { label: string;
     const memory_at_rest = memory(s);
     // perfload's runners count the providers between loading and timing; not a candidates request.
     await s.api.request('GET', '/resource_providers?name=scale-bench');
-    const firstFull = curlFirst(s, FLAT_QUERY);
-    const secondFull = curlFirst(s, FLAT_QUERY);
+    const firstFull = await curlFirst(s, FLAT_QUERY);
+    const secondFull = await curlFirst(s, FLAT_QUERY);
     const full_warm = await warm(s, FLAT_QUERY, REPS);
     const limit10_warm = await warm(s, `${FLAT_QUERY}&limit=10`, 20);
     const claims_one_client = await claimCycles(s, CLAIMS, 1);
@@ -355,7 +338,7 @@ async function runSetting(template: string, dir: string, cache: { label: string;
   try {
     const start2 = { listen_ms: again.listen_ms, ready_ms: again.ready_ms, load1: load1() };
     await again.server.api.request('GET', '/resource_providers?name=scale-bench');
-    return { ...part, start2, limit10_cold: curlFirst(again.server, `${FLAT_QUERY}&limit=10`) };
+    return { ...part, start2, limit10_cold: await curlFirst(again.server, `${FLAT_QUERY}&limit=10`) };
   } finally {
     await stopServer(again.server);
   }
