@@ -7,8 +7,14 @@
 // meanwhile (scavenges and mark-compacts, their count and pause); and how
 // many of the answers above the phase's p90 overlapped a collection of the
 // process (the trace line's arrival on our side, minus its pause).
-//   npx tsx bench/tails.ts [--scenario flat-1000|nested-200] [--requests 300] [--workers N] [--env K=V,...]
-import { mkdtempSync, rmSync } from 'node:fs';
+// Also req/s of each phase, each process's CPU in it, and each process's RSS
+// once warm and at rest, and after the phases. `--bundle`: the server as
+// `npm start` runs it (scripts/start.mjs's bundle, node
+// --max-semi-space-size=32) instead of tsx; `--node-flags`: more Node flags
+// for every process (after npm start's own, so a later
+// --max-semi-space-size wins).
+//   npx tsx bench/tails.ts [--scenario flat-1000|nested-200] [--requests 300] [--workers N] [--env K=V,...] [--bundle] [--node-flags '...']
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -16,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { PlacementClient, pool } from './client.js';
 import { httpLoad } from './cloud.js';
 import { SCENARIOS } from './scenarios.js';
-import { spawnNodeServer } from './processes.js';
+import { processTree, spawnNodeServer, treeCpuNs } from './processes.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -24,6 +30,8 @@ const { values: args } = parseArgs({
     requests: { type: 'string', default: '300' },
     workers: { type: 'string' },
     env: { type: 'string', default: '' },
+    bundle: { type: 'boolean', default: false },
+    'node-flags': { type: 'string', default: '' },
   },
 });
 const scenario = SCENARIOS.find((s) => s.name === args.scenario);
@@ -43,7 +51,8 @@ const gcs: Gc[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'tails-'));
 // Cluster workers inherit the primary's execArgv, --trace-gc with it.
 const { child, url } = await spawnNodeServer(join(dir, 'placement.db'), {
-  nodeArgs: ['--trace-gc'],
+  nodeArgs: [...(args.bundle ? ['--max-semi-space-size=32'] : []), ...args['node-flags']!.split(' ').filter(Boolean), '--trace-gc'],
+  bundle: args.bundle!,
   pipeStdout: true,
   ...(args.workers ? { workers: args.workers } : {}),
   env: Object.fromEntries(
@@ -66,6 +75,24 @@ const GC_LINE = /ms: (Scavenge|Mark-Compact|Mark-sweep|Minor[^ ]*)[^,]*, ([\d.]+
 }
 
 const api = new PlacementClient(url, 'admin', '1.36', 300_000);
+/** Resident memory of one process, MiB. */
+const rssOf = (pid: number) => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+/** The primary first, then its server processes (the one process alone with --workers 1). */
+const processes = () => [...processTree([child.pid!])].sort((a, b) => a - b);
+const rssLine = () => processes().map((pid) => Number(rssOf(pid).toFixed(1)));
+/** CPU time (ns) of these processes' threads so far (/proc/PID/task/TID/schedstat). */
+function cpuNsOf(pids: number[]): number {
+  let total = 0;
+  for (const pid of pids)
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // a thread that ended meanwhile
+      }
+    }
+  return total;
+}
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 try {
@@ -82,15 +109,30 @@ try {
   await httpLoad(api, scenario.build(), 16, scenario.preheat);
   const path = `/allocation_candidates?${full.query}`;
   for (let i = 0; i < 30; i += 1) await api.timedGet(path, full.version);
+  await new Promise((r) => setTimeout(r, 2000));
+  const warmRss = rssLine();
   for (const width of [1, 10]) {
     const spans: { start: number; end: number }[] = [];
     const gcFrom = gcs.length;
     const load = loadavg()[0]!;
+    // The server processes (the primary's children, or the one process): each one's CPU in the phase tells how the answers were shared out.
+    const tree = [...processTree([child.pid!])];
+    const servers = tree.length > 1 ? tree.filter((pid) => pid !== child.pid) : tree;
+    const cpuBefore = servers.map((pid) => treeCpuNs([pid]) ?? 0);
+    const phaseStart = performance.now();
+    // One at a time, each answer's own server CPU too (its threads' time on a core: the machine's other work barely moves it), so the
+    // tail the server makes (a collection, uneven work) can be told from the one a loaded machine makes.
+    const answerCpuMs: number[] = [];
     await pool(requests, width, async () => {
+      const cpu = width === 1 ? cpuNsOf(servers) : 0;
       const start = performance.now();
       await api.timedGet(path, full.version);
       spans.push({ start, end: performance.now() });
+      if (width === 1) answerCpuMs.push((cpuNsOf(servers) - cpu) / 1e6);
     });
+    answerCpuMs.sort((a, b) => a - b);
+    const phaseSeconds = (performance.now() - phaseStart) / 1000;
+    const cpuMs = servers.map((pid, i) => ((treeCpuNs([pid]) ?? 0) - cpuBefore[i]!) / 1e6);
     const phaseGcs = gcs.slice(gcFrom);
     const ms = spans.map((s) => s.end - s.start).sort((a, b) => a - b);
     const p90 = percentile(ms, 90);
@@ -109,6 +151,14 @@ try {
         p95_ms: Number(percentile(ms, 95).toFixed(2)),
         p99_ms: Number(percentile(ms, 99).toFixed(2)),
         p95_over_median: Number((percentile(ms, 95) / percentile(ms, 50)).toFixed(2)),
+        req_per_s: Number((requests / phaseSeconds).toFixed(1)),
+        ...(width === 1
+          ? {
+              answer_cpu_median_ms: Number(percentile(answerCpuMs, 50).toFixed(2)),
+              answer_cpu_p95_ms: Number(percentile(answerCpuMs, 95).toFixed(2)),
+              answer_cpu_p95_over_median: Number((percentile(answerCpuMs, 95) / percentile(answerCpuMs, 50)).toFixed(2)),
+            }
+          : {}),
         scavenges: count('scavenge'),
         scavenge_pause_ms: Number(sum('scavenge').toFixed(1)),
         mark_compacts: count('mark-compact'),
@@ -117,9 +167,43 @@ try {
         slowest_tenth_during_mark_compact: slow.filter((s) => overlapsGc(s, 'mark-compact')).length,
         slowest_tenth_during_any_gc: slow.filter((s) => overlapsGc(s)).length,
         all_during_any_gc: spans.filter((s) => overlapsGc(s)).length,
+        server_cpu_ms_per_answer: Number((cpuMs.reduce((a, b) => a + b, 0) / requests).toFixed(2)),
+        busiest_process_cpu_share: Number(
+          (
+            Math.max(...cpuMs) /
+            Math.max(
+              1e-9,
+              cpuMs.reduce((a, b) => a + b, 0),
+            )
+          ).toFixed(2),
+        ),
       }),
     );
   }
+  await new Promise((r) => setTimeout(r, 2000));
+  console.log(JSON.stringify({ scenario: args.scenario, rss_mib_warm_at_rest: warmRss, rss_mib_after_phases: rssLine() }));
+  // What the service's own /metrics says (summed over its processes): where the memory is, what the answers waited on.
+  const text = await (await fetch(`${url}/metrics`, { headers: { 'x-auth-token': 'admin' } })).text();
+  const value = (name: string, labels = '') =>
+    Number(new RegExp(`^${name}${labels ? `\\{${labels}\\}` : ''} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const mib = (bytes: number) => Number((bytes / 1048576).toFixed(1));
+  const spaces = [...text.matchAll(/^nodejs_heap_space_size_bytes\{space="(\w+)"\} (\S+)$/gm)].map(([, space, bytes]) => [
+    space,
+    mib(Number(bytes)),
+  ]);
+  console.log(
+    JSON.stringify({
+      metrics_rss_mib: mib(value('process_resident_memory_bytes')),
+      metrics_largest_rss_mib: mib(value('placement_process_resident_memory_max_bytes')),
+      metrics_heap_spaces_mib: Object.fromEntries(spaces),
+      metrics_external_mib: mib(value('nodejs_external_memory_bytes')),
+      metrics_minor_gcs: value('nodejs_gc_duration_seconds_count', 'kind="minor"'),
+      metrics_major_gcs: value('nodejs_gc_duration_seconds_count', 'kind="major"'),
+      metrics_loop_delay_samples: value('nodejs_eventloop_delay_seconds_count'),
+      metrics_loop_delay_over_5ms:
+        value('nodejs_eventloop_delay_seconds_count') - value('nodejs_eventloop_delay_seconds_bucket', 'le="0.005"'),
+    }),
+  );
 } finally {
   child.kill('SIGTERM');
   rmSync(dir, { recursive: true, force: true });

@@ -24,6 +24,7 @@ import {
   refuseStart,
 } from './node-start.js';
 import { serveClusterMetrics } from '../observability/cluster.js';
+import { watchNodeRuntime } from '../observability/runtime.js';
 import { SettingProblem } from '../shared/setting-problem.js';
 import { relayWriteMarks } from './write-marks-sharing.js';
 import { answerPrepared, whenServersReady } from './database-gate.js';
@@ -179,6 +180,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
     refuseStart(err instanceof SettingProblem ? err : databaseOpenProblem(config.PLACEMENT_DB_URL, err));
   }
   if (stopping) return;
+  watchNodeRuntime(deps.metrics.registry, { eventLoop: false });
   serveClusterMetrics(deps.metrics);
   const { startNodeJobs } = await import('../jobs/node-runner.js');
   jobs = startNodeJobs(deps);

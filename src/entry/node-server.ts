@@ -13,6 +13,7 @@ import type { Deps, Logger } from '../deps.js';
 import { startNodeJobs } from '../jobs/node-runner.js';
 import { clusterMetricsSource } from '../observability/cluster.js';
 import { WARMING } from '../observability/readiness.js';
+import { watchNodeRuntime } from '../observability/runtime.js';
 import { DatabaseGate, needsNoDatabase, preparedByPrimary, startRefusedAnswer, tellPrimaryReady } from './database-gate.js';
 import { drainable } from './drain.js';
 import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
@@ -31,6 +32,8 @@ export async function serveHttp(config: AppConfig): Promise<void> {
   deps.readiness.hold('warming', WARMING);
   // A scrape shows the whole cluster: the primary sums every process's counters.
   if (forked) deps.metricsSource = clusterMetricsSource(deps.metrics);
+  // What answers wait on besides their own work (collections, the loop behind other answers), and memory.
+  watchNodeRuntime(deps.metrics.registry);
   shareWriteMarks(deps.store);
   const app = createApp(deps);
   const executionCtx = nodeExecutionContext(deps.log);

@@ -181,6 +181,7 @@ type AnyFamily = Counter | Gauge | Histogram;
 
 export class Registry {
   private readonly families: AnyFamily[] = [];
+  private readonly collectors: (() => void)[] = [];
 
   private add<F extends AnyFamily>(family: F): F {
     if (this.families.some((f) => f.name === family.name)) throw new Error(`metric ${family.name} is registered twice`);
@@ -200,7 +201,18 @@ export class Registry {
     return this.add(new Histogram(name, help, labelNames, buckets));
   }
 
+  /** Runs `collect` before every snapshot: for gauges read when scraped (memory), not kept current. */
+  onSnapshot(collect: () => void): void {
+    this.collectors.push(collect);
+  }
+
+  /** Whether a family of this name is registered. */
+  has(name: string): boolean {
+    return this.families.some((f) => f.name === name);
+  }
+
   snapshot(): FamilySnapshot[] {
+    for (const collect of this.collectors) collect();
     return this.families.map((f) => f.snapshot());
   }
 }

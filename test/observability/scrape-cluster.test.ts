@@ -4,13 +4,22 @@
 // (Debian's prometheus) scrapes it with the scrape token and answers a query.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 import { describeWithPart } from '../helpers/parts.js';
-import { PROMETHEUS, PROMETHEUS_MISSING, parseSamples, type Sample, sampleValue } from '../helpers/prometheus-text.js';
+import {
+  PROMETHEUS,
+  PROMETHEUS_MISSING,
+  PROMTOOL_MISSING,
+  parseSamples,
+  promtoolCheck,
+  type Sample,
+  sampleValue,
+} from '../helpers/prometheus-text.js';
+import { itWithPart } from '../helpers/parts.js';
 import { freePort } from '../helpers/sqld.js';
 
 const WORKERS = 2;
@@ -63,6 +72,8 @@ const listed = (s: Sample[]) =>
     http_route: '/resource_providers',
     http_response_status_code: '200',
   });
+/** Resident memory of a process, in bytes (/proc/PID/status). */
+const residentBytes = (pid: number) => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 const serverPids = () => [...log.matchAll(/"msg":"server process listening"[^\n]*"pid":(\d+)/g)].map((m) => Number(m[1]));
 
 beforeAll(async () => {
@@ -94,6 +105,32 @@ describe('a cluster of server processes', () => {
       expect(listed(samples)).toBe(30);
       expect(sampleValue(samples, 'placement_metrics_processes')).toBe(WORKERS + 1);
     }
+  });
+
+  it("shows every process's memory, its collections and how long its event loop kept requests waiting", async () => {
+    const samples = await scrape();
+    const processes = [server.child.pid!, ...serverPids()];
+    const resident = processes.reduce((total, pid) => total + residentBytes(pid), 0);
+    const total = sampleValue(samples, 'process_resident_memory_bytes')!;
+    // Summed over the primary and both server processes (read a moment apart from /proc's).
+    expect(total).toBeGreaterThan(resident * 0.7);
+    expect(total).toBeLessThan(resident * 1.3);
+    const largest = sampleValue(samples, 'placement_process_resident_memory_max_bytes')!;
+    expect(largest).toBeLessThan(total);
+    expect(largest).toBeGreaterThan(total / processes.length);
+    expect(sampleValue(samples, 'nodejs_heap_space_size_bytes', { space: 'new_space' })).toBeGreaterThan(0);
+    expect(sampleValue(samples, 'nodejs_heap_space_size_used_bytes', { space: 'old_space' })).toBeGreaterThan(0);
+    // Each process's start (the warm-up answers) has scavenged its young generation.
+    expect(sampleValue(samples, 'nodejs_gc_duration_seconds_count', { kind: 'minor' })).toBeGreaterThan(0);
+    // Sampled every 10 ms in each server process since it started.
+    expect(sampleValue(samples, 'nodejs_eventloop_delay_seconds_count')).toBeGreaterThan(10);
+  });
+
+  itWithPart(PROMTOOL_MISSING, 'passes promtool check metrics with the runtime metrics', async () => {
+    const res = await call('/metrics', { token: SCRAPE_TOKEN });
+    expect(res.text).toContain('nodejs_gc_duration_seconds_bucket');
+    // Beside openstack-exporter's own name, once providers exist (metrics.test.ts says why it stays).
+    expect(promtoolCheck(res.text).problems.filter((p) => !p.startsWith('openstack_placement_resource_total '))).toEqual([]);
   });
 
   it('keeps counting what a killed process had counted once it is replaced', async () => {
@@ -170,6 +207,12 @@ describeWithPart(PROMETHEUS_MISSING, 'a real Prometheus server', () => {
           'sum(http_server_request_duration_seconds_count{http_route="/resource_providers",http_request_method="GET"})',
         );
         expect(Number(listedByPrometheus?.value[1])).toBeGreaterThanOrEqual(30);
+        // A p95 read as a dashboard reads it: the scrapes' own durations, over the service's processes.
+        const [p95] = await query(
+          'histogram_quantile(0.95, sum by (le) (rate(http_server_request_duration_seconds_bucket{http_route="/metrics"}[1m])))',
+        );
+        expect(Number(p95?.value[1])).toBeGreaterThan(0);
+        expect(Number(p95?.value[1])).toBeLessThan(1);
       },
       { timeout: 90_000, interval: 500 },
     );
