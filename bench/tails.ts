@@ -80,6 +80,29 @@ const rssOf = (pid: number) => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/pro
 /** The primary first, then its server processes (the one process alone with --workers 1). */
 const processes = () => [...processTree([child.pid!])].sort((a, b) => a - b);
 const rssLine = () => processes().map((pid) => Number(rssOf(pid).toFixed(1)));
+/** Of one process's RSS (MiB): mapped files (the node binary, shared between the processes), malloc's main heap (brk), the rest (V8's heap, mmapped malloc, stacks). */
+function residentParts(pid: number): { files: number; malloc_brk: number; anonymous: number } {
+  const smaps = readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  let files = 0;
+  let brk = 0;
+  let anonymous = 0;
+  let mapping = '';
+  for (const line of smaps.split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (head) {
+      mapping = head[1] !== '0' ? 'file' : head[2] === '[heap]' ? 'brk' : 'anon';
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+)/.exec(line);
+    if (!rss) continue;
+    const mib = Number(rss[1]) / 1024;
+    if (mapping === 'file') files += mib;
+    else if (mapping === 'brk') brk += mib;
+    else anonymous += mib;
+  }
+  const r = (x: number) => Number(x.toFixed(1));
+  return { files: r(files), malloc_brk: r(brk), anonymous: r(anonymous) };
+}
 /** CPU time (ns) of these processes' threads so far (/proc/PID/task/TID/schedstat). */
 function cpuNsOf(pids: number[]): number {
   let total = 0;
@@ -157,6 +180,7 @@ try {
               answer_cpu_median_ms: Number(percentile(answerCpuMs, 50).toFixed(2)),
               answer_cpu_p95_ms: Number(percentile(answerCpuMs, 95).toFixed(2)),
               answer_cpu_p95_over_median: Number((percentile(answerCpuMs, 95) / percentile(answerCpuMs, 50)).toFixed(2)),
+              answers_over_twice_median_cpu: answerCpuMs.filter((ms) => ms > 2 * percentile(answerCpuMs, 50)).length,
             }
           : {}),
         scavenges: count('scavenge'),
@@ -181,7 +205,14 @@ try {
     );
   }
   await new Promise((r) => setTimeout(r, 2000));
-  console.log(JSON.stringify({ scenario: args.scenario, rss_mib_warm_at_rest: warmRss, rss_mib_after_phases: rssLine() }));
+  console.log(
+    JSON.stringify({
+      scenario: args.scenario,
+      rss_mib_warm_at_rest: warmRss,
+      rss_mib_after_phases: rssLine(),
+      rss_parts_mib_after_phases: processes().map(residentParts),
+    }),
+  );
   // What the service's own /metrics says (summed over its processes): where the memory is, what the answers waited on.
   const text = await (await fetch(`${url}/metrics`, { headers: { 'x-auth-token': 'admin' } })).text();
   const value = (name: string, labels = '') =>

@@ -44,6 +44,8 @@ const CLEAN_EXIT_PAUSE_MS = 300;
 export const clusterCounters = { processesReplaced: 0 };
 /** Semi-space size of each server process's young generation, in MB. */
 const YOUNG_GENERATION_MB = 32;
+/** V8 reads its flags with dashes or underscores. */
+const SEMI_SPACE_FLAG = /^--max[-_]semi[-_]space[-_]size(=|$)/;
 /**
  * Each server process's environment beyond this one's: glibc's malloc at two
  * arenas, unless the operator set MALLOC_ARENA_MAX. Its default (8 per core)
@@ -156,8 +158,9 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   if (config.PLACEMENT_CLUSTER_SCHEDULING === 'os') cluster.schedulingPolicy = cluster.SCHED_NONE;
   // A full candidates answer allocates a few MB of short-lived objects: a
   // larger young generation scavenges less often (less CPU per answer:
-  // docs/performance.md#figures-behind-the-code), unless the operator chose a size.
-  if (!process.execArgv.some((arg) => arg.startsWith('--max-semi-space-size'))) {
+  // docs/performance.md#figures-behind-the-code), unless the operator chose a size: on the
+  // command line or in NODE_OPTIONS (which a flag on the server processes' command line would override).
+  if (![...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((arg) => SEMI_SPACE_FLAG.test(arg))) {
     cluster.setupPrimary({ execArgv: [...process.execArgv, `--max-semi-space-size=${YOUNG_GENERATION_MB}`] });
   }
   relayWriteMarks();

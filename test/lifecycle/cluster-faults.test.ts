@@ -8,7 +8,12 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { descendants, isAlive, type Running, spawnServer, until } from './processes.js';
+import { descendants, isAlive, ROOT, type Running, spawnServer, until } from './processes.js';
+
+/** npm start's semi-space size (package.json), which node-cluster.ts gives server processes. */
+const YOUNG_GENERATION_MB = Number(
+  /--max-semi-space-size=(\d+)/.exec(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.start)![1],
+);
 
 const WORKERS = 2;
 let dir: string;
@@ -95,7 +100,11 @@ describe(`PLACEMENT_WORKERS=${WORKERS}`, () => {
     expect(process.env.MALLOC_ARENA_MAX).toBeUndefined();
     // After the test above: one of them is a replacement.
     expect(workers()).toHaveLength(WORKERS);
-    for (const worker of workers()) expect(environment(worker.pid)).toContain('MALLOC_ARENA_MAX=2');
+    for (const worker of workers()) {
+      expect(environment(worker.pid)).toContain('MALLOC_ARENA_MAX=2');
+      // npm start's young generation, though this primary was started without it (young-generation.test.ts: unless chosen).
+      expect(readFileSync(`/proc/${worker.pid}/cmdline`, 'utf8').split('\0')).toContain(`--max-semi-space-size=${YOUNG_GENERATION_MB}`);
+    }
     // The primary's own environment is the operator's.
     expect(environment(server.child.pid!)).not.toContain('MALLOC_ARENA_MAX=2');
   });
