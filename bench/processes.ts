@@ -96,3 +96,9 @@ export function statusOf(port: number, path: string): Promise<number> {
     req.end();
   });
 }
+
+/** The Node flags `npm start` runs its launcher with (package.json's start script), for benches that start the bundle as it does. */
+export function npmStartFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } };
+  return pkg.scripts.start.split(' ').filter((word) => word.startsWith('--'));
+}

@@ -1,8 +1,8 @@
 // Resident memory of `npm start`'s processes, for one or more server bundles
 // (scripts/build.ts --start-bundle DIR; each DIR under node_modules/ so the
 // bundle finds libSQL's binding), started alternately on copies of one file
-// with the scenario's cloud, as `npm start` starts them (node
-// --max-semi-space-size=32 BUNDLE): RSS and PSS of every process (the primary
+// with the scenario's cloud, as `npm start` starts them (node, npm start's
+// flags from package.json, BUNDLE): RSS and PSS of every process (the primary
 // and its server processes) once ready and idle, and after `--answers` warm
 // full answers. `--heap-snapshot DIR`: each server process writes a V8 heap
 // snapshot into DIR after the answers (Node's --heapsnapshot-signal).
@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import { freePort } from '../test/helpers/sqld.js';
 import { closeTimedConnections, PlacementClient } from './client.js';
 import { directLoad } from './cloud.js';
-import { processTree } from './processes.js';
+import { npmStartFlags, processTree } from './processes.js';
 import { SCENARIOS } from './scenarios.js';
 
 const { values: args } = parseArgs({
@@ -56,21 +56,17 @@ async function once(bundle: string, round: number): Promise<string> {
   copyFileSync(loaded, db);
   const port = await freePort();
   const snapshots = args['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${resolve(args['heap-snapshot'])}`] : [];
-  const child = spawn(
-    process.execPath,
-    ['--max-semi-space-size=32', ...(args['node-flags']?.split(' ') ?? []), ...snapshots, resolve(bundle)],
-    {
-      env: {
-        ...process.env,
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        PLACEMENT_DB_URL: `file:${db}`,
-        LOG_LEVEL: 'warn',
-        ...(args.workers ? { PLACEMENT_WORKERS: args.workers } : {}),
-      },
-      stdio: ['ignore', 'inherit', 'inherit'],
+  const child = spawn(process.execPath, [...npmStartFlags(), ...(args['node-flags']?.split(' ') ?? []), ...snapshots, resolve(bundle)], {
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      PLACEMENT_DB_URL: `file:${db}`,
+      LOG_LEVEL: 'warn',
+      ...(args.workers ? { PLACEMENT_WORKERS: args.workers } : {}),
     },
-  );
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   const url = `http://127.0.0.1:${port}`;
   try {
     for (const deadline = Date.now() + 120_000; ; await settle(200)) {

@@ -9,11 +9,12 @@
 // process (the trace line's arrival on our side, minus its pause).
 // Also req/s of each phase, each process's CPU in it, and each process's RSS
 // once warm and at rest, and after the phases. `--bundle`: the server as
-// `npm start` runs it (scripts/start.mjs's bundle, node
-// --max-semi-space-size=32) instead of tsx; `--node-flags`: more Node flags
+// `npm start` runs it (scripts/start.mjs's bundle, with npm start's
+// --max-semi-space-size) instead of tsx; `--node-flags`: more Node flags
 // for every process (after npm start's own, so a later
 // --max-semi-space-size wins).
 //   npx tsx bench/tails.ts [--scenario flat-1000|nested-200] [--requests 300] [--workers N] [--env K=V,...] [--bundle] [--node-flags '...']
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { PlacementClient, pool } from './client.js';
 import { httpLoad } from './cloud.js';
 import { SCENARIOS } from './scenarios.js';
-import { processTree, spawnNodeServer, treeCpuNs } from './processes.js';
+import { npmStartFlags, processTree, spawnNodeServer, treeCpuNs } from './processes.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -51,7 +52,7 @@ const gcs: Gc[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'tails-'));
 // Cluster workers inherit the primary's execArgv, --trace-gc with it.
 const { child, url } = await spawnNodeServer(join(dir, 'placement.db'), {
-  nodeArgs: [...(args.bundle ? ['--max-semi-space-size=32'] : []), ...args['node-flags']!.split(' ').filter(Boolean), '--trace-gc'],
+  nodeArgs: [...(args.bundle ? npmStartFlags() : []), ...args['node-flags']!.split(' ').filter(Boolean), '--trace-gc'],
   bundle: args.bundle!,
   pipeStdout: true,
   ...(args.workers ? { workers: args.workers } : {}),
@@ -116,6 +117,12 @@ function cpuNsOf(pids: number[]): number {
     }
   return total;
 }
+/** The server's established connections held by each of these processes (ss), midway through a phase. */
+function connectionsOf(pids: number[]): number[] {
+  const port = new URL(url).port;
+  const out = spawnSync('ss', ['-tnpH', 'state', 'established', `( sport = :${port} )`], { encoding: 'utf8' }).stdout ?? '';
+  return pids.map((pid) => out.split('\n').filter((line) => line.includes(`pid=${pid},`)).length);
+}
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 try {
@@ -146,7 +153,9 @@ try {
     // One at a time, each answer's own server CPU too (its threads' time on a core: the machine's other work barely moves it), so the
     // tail the server makes (a collection, uneven work) can be told from the one a loaded machine makes.
     const answerCpuMs: number[] = [];
-    await pool(requests, width, async () => {
+    let connections: number[] = [];
+    await pool(requests, width, async (i) => {
+      if (i === requests >> 1) connections = connectionsOf(servers);
       const cpu = width === 1 ? cpuNsOf(servers) : 0;
       const start = performance.now();
       await api.timedGet(path, full.version);
@@ -192,6 +201,7 @@ try {
         slowest_tenth_during_any_gc: slow.filter((s) => overlapsGc(s)).length,
         all_during_any_gc: spans.filter((s) => overlapsGc(s)).length,
         server_cpu_ms_per_answer: Number((cpuMs.reduce((a, b) => a + b, 0) / requests).toFixed(2)),
+        connections_per_process: connections,
         busiest_process_cpu_share: Number(
           (
             Math.max(...cpuMs) /

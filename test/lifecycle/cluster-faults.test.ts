@@ -2,7 +2,7 @@
 // process SIGKILLed while connections arrive leaves none of them hanging
 // (each is answered, or closed so the client can retry), and a server
 // process that exits on its own (a stray SIGTERM) is replaced, logged and counted;
-// server processes run with malloc at two arenas (node-cluster.ts SERVER_ENV).
+// server processes run with malloc at two arenas and large blocks mapped on their own (node-cluster.ts SERVER_ENV).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -95,13 +95,15 @@ describe(`PLACEMENT_WORKERS=${WORKERS}`, () => {
     expect(await probe(server.port, 15_000)).toBe('answered');
   }, 120_000);
 
-  it('runs every server process, the replacements too, with malloc at two arenas unless the operator chose', () => {
+  it('runs every server process, the replacements too, with malloc at two arenas and large blocks mapped apart, unless the operator chose', () => {
     const environment = (pid: number) => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
     expect(process.env.MALLOC_ARENA_MAX).toBeUndefined();
+    expect(process.env.MALLOC_MMAP_THRESHOLD_).toBeUndefined();
     // After the test above: one of them is a replacement.
     expect(workers()).toHaveLength(WORKERS);
     for (const worker of workers()) {
       expect(environment(worker.pid)).toContain('MALLOC_ARENA_MAX=2');
+      expect(environment(worker.pid)).toContain('MALLOC_MMAP_THRESHOLD_=131072');
       // npm start's young generation, though this primary was started without it (young-generation.test.ts: unless chosen).
       expect(readFileSync(`/proc/${worker.pid}/cmdline`, 'utf8').split('\0')).toContain(`--max-semi-space-size=${YOUNG_GENERATION_MB}`);
     }
