@@ -123,6 +123,12 @@ function connectionsOf(pids: number[]): number[] {
   const out = spawnSync('ss', ['-tnpH', 'state', 'established', `( sport = :${port} )`], { encoding: 'utf8' }).stdout ?? '';
   return pids.map((pid) => out.split('\n').filter((line) => line.includes(`pid=${pid},`)).length);
 }
+/** Connections the server closed (in TIME-WAIT on its port: the side that closes first holds it for a minute). */
+function closedByServer(): number {
+  const port = new URL(url).port;
+  const out = spawnSync('ss', ['-tnH', 'state', 'time-wait', `( sport = :${port} )`], { encoding: 'utf8' }).stdout ?? '';
+  return out.split('\n').filter(Boolean).length;
+}
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 try {
@@ -154,6 +160,7 @@ try {
     // tail the server makes (a collection, uneven work) can be told from the one a loaded machine makes.
     const answerCpuMs: number[] = [];
     let connections: number[] = [];
+    const closedBefore = closedByServer();
     await pool(requests, width, async (i) => {
       if (i === requests >> 1) connections = connectionsOf(servers);
       const cpu = width === 1 ? cpuNsOf(servers) : 0;
@@ -202,6 +209,7 @@ try {
         all_during_any_gc: spans.filter((s) => overlapsGc(s)).length,
         server_cpu_ms_per_answer: Number((cpuMs.reduce((a, b) => a + b, 0) / requests).toFixed(2)),
         connections_per_process: connections,
+        connections_closed_by_server: closedByServer() - closedBefore,
         busiest_process_cpu_share: Number(
           (
             Math.max(...cpuMs) /

@@ -27,6 +27,7 @@ import { serveClusterMetrics } from '../observability/cluster.js';
 import { watchNodeRuntime } from '../observability/runtime.js';
 import { SettingProblem } from '../shared/setting-problem.js';
 import { relayWriteMarks } from './write-marks-sharing.js';
+import { shareConnections } from './connection-balance.js';
 import { answerPrepared, whenServersReady } from './database-gate.js';
 
 /** Beyond the workers' own grace period, how long the primary waits before killing them. */
@@ -176,6 +177,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
     cluster.setupPrimary({ execArgv: [...process.execArgv, `--max-semi-space-size=${YOUNG_GENERATION_MB}`] });
   }
   relayWriteMarks();
+  shareConnections();
   // The first set of server processes warmed up: the service is ready (replacements later are not announced).
   whenServersReady(processes, () =>
     log.info('placement-edge ready', { pid: process.pid, processes, ms: Math.round(performance.now() - started) }),

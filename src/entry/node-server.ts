@@ -15,6 +15,7 @@ import { clusterMetricsSource } from '../observability/cluster.js';
 import { WARMING } from '../observability/readiness.js';
 import { watchNodeRuntime } from '../observability/runtime.js';
 import { DatabaseGate, needsNoDatabase, preparedByPrimary, startRefusedAnswer, tellPrimaryReady } from './database-gate.js';
+import { balanceConnections } from './connection-balance.js';
 import { drainable } from './drain.js';
 import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableRequest } from './node-client-errors.js';
 import { buildNodeDeps } from './node-service.js';
@@ -67,6 +68,7 @@ export async function serveHttp(config: AppConfig): Promise<void> {
   };
   const server = createServer(serverOptions, (incoming, outgoing) => {
     drain.track(outgoing);
+    keepShare?.(outgoing);
     if (refuseWithoutHost(incoming, outgoing)) return;
     if (gate.isOpen || needsNoDatabase(incoming.method, incoming.url)) void listener(incoming, outgoing);
     else
@@ -76,6 +78,8 @@ export async function serveHttp(config: AppConfig): Promise<void> {
       );
   });
   const drain = drainable(server);
+  // In a cluster: no process keeps many more of the kept-alive connections than the others.
+  const keepShare = forked ? balanceConnections(server) : undefined;
   server.once('error', (err) => {
     const problem = listenProblem(err, config.HOST, config.PORT);
     if (!problem) throw err;
