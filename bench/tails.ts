@@ -13,7 +13,9 @@
 // --max-semi-space-size) instead of tsx; `--node-flags`: more Node flags
 // for every process (after npm start's own, so a later
 // --max-semi-space-size wins).
-//   npx tsx bench/tails.ts [--scenario flat-1000|nested-200] [--requests 300] [--workers N] [--env K=V,...] [--bundle] [--node-flags '...']
+// `--skew`: the concurrency-10 phase's connections opened while every server
+// process but the first is stopped (as a burst the kernel gives one process).
+//   npx tsx bench/tails.ts [--scenario flat-1000|nested-200] [--requests 300] [--workers N] [--env K=V,...] [--bundle] [--node-flags '...'] [--skew]
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -33,6 +35,8 @@ const { values: args } = parseArgs({
     env: { type: 'string', default: '' },
     bundle: { type: 'boolean', default: false },
     'node-flags': { type: 'string', default: '' },
+    /** Before the concurrency-10 phase, its connections opened while all server processes but the first are stopped (a burst the kernel gave one process). */
+    skew: { type: 'boolean', default: false },
   },
 });
 const scenario = SCENARIOS.find((s) => s.name === args.scenario);
@@ -154,6 +158,14 @@ try {
     // The server processes (the primary's children, or the one process): each one's CPU in the phase tells how the answers were shared out.
     const tree = [...processTree([child.pid!])];
     const servers = tree.length > 1 ? tree.filter((pid) => pid !== child.pid) : tree;
+    if (width > 1 && args.skew && servers.length > 1) {
+      for (const pid of servers.slice(1)) process.kill(pid, 'SIGSTOP');
+      try {
+        await Promise.all(Array.from({ length: width }, () => api.timedGet('/', full.version)));
+      } finally {
+        for (const pid of servers.slice(1)) process.kill(pid, 'SIGCONT');
+      }
+    }
     const cpuBefore = servers.map((pid) => treeCpuNs([pid]) ?? 0);
     const phaseStart = performance.now();
     // One at a time, each answer's own server CPU too (its threads' time on a core: the machine's other work barely moves it), so the
