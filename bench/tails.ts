@@ -22,7 +22,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { PlacementClient, pool } from './client.js';
+import { closeTimedConnections, PlacementClient, pool } from './client.js';
 import { httpLoad } from './cloud.js';
 import { SCENARIOS } from './scenarios.js';
 import { npmStartFlags, processTree, spawnNodeServer, treeCpuNs } from './processes.js';
@@ -127,10 +127,11 @@ function connectionsOf(pids: number[]): number[] {
   const out = spawnSync('ss', ['-tnpH', 'state', 'established', `( sport = :${port} )`], { encoding: 'utf8' }).stdout ?? '';
   return pids.map((pid) => out.split('\n').filter((line) => line.includes(`pid=${pid},`)).length);
 }
-/** Connections the server closed (in TIME-WAIT on its port: the side that closes first holds it for a minute). */
+/** Connections to the server closed (in TIME-WAIT on either side: the side that closes first holds it for a minute). */
 function closedByServer(): number {
   const port = new URL(url).port;
-  const out = spawnSync('ss', ['-tnH', 'state', 'time-wait', `( sport = :${port} )`], { encoding: 'utf8' }).stdout ?? '';
+  const out =
+    spawnSync('ss', ['-tnH', 'state', 'time-wait', `( sport = :${port} or dport = :${port} )`], { encoding: 'utf8' }).stdout ?? '';
   return out.split('\n').filter(Boolean).length;
 }
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -159,6 +160,8 @@ try {
     const tree = [...processTree([child.pid!])];
     const servers = tree.length > 1 ? tree.filter((pid) => pid !== child.pid) : tree;
     if (width > 1 && args.skew && servers.length > 1) {
+      // None kept from the phase before: one on a stopped process would wait for it.
+      closeTimedConnections();
       for (const pid of servers.slice(1)) process.kill(pid, 'SIGSTOP');
       try {
         await Promise.all(Array.from({ length: width }, () => api.timedGet('/', full.version)));
@@ -221,7 +224,7 @@ try {
         all_during_any_gc: spans.filter((s) => overlapsGc(s)).length,
         server_cpu_ms_per_answer: Number((cpuMs.reduce((a, b) => a + b, 0) / requests).toFixed(2)),
         connections_per_process: connections,
-        connections_closed_by_server: closedByServer() - closedBefore,
+        connections_closed: closedByServer() - closedBefore,
         busiest_process_cpu_share: Number(
           (
             Math.max(...cpuMs) /
