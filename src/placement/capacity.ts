@@ -370,7 +370,7 @@ export function boundsOfProject(bounds: ProjectBounds, project: string): Map<str
 }
 
 /** The same resolution in SQL, as of the statement, for a project (external id) and class name given as SQL expressions. */
-const projectBoundSql = (d: ProjectConstraint, project: string, resourceClass: string) => {
+export const projectBoundSql = (d: ProjectConstraint, project: string, resourceClass: string) => {
   const b = d.bounds;
   const row = (who: string) =>
     `(SELECT ${b.bound('l')} FROM ${b.table} l WHERE l.${b.project} = ${who} AND l.${b.resourceClass} = ${resourceClass})`;
@@ -378,7 +378,7 @@ const projectBoundSql = (d: ProjectConstraint, project: string, resourceClass: s
 };
 
 /** The ledger's usage of (project id, class id), SQL expressions, as of the statement (0 without a row). */
-const projectUsageSql = (d: ProjectConstraint, projectId: string, classId: string) => {
+export const projectUsageSql = (d: ProjectConstraint, projectId: string, classId: string) => {
   const u = d.usage;
   return `COALESCE((SELECT ${u.used('u')} FROM ${u.table} u WHERE u.${u.project} = ${projectId} AND u.${u.resourceClass} = ${classId}), 0)`;
 };

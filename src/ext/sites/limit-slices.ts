@@ -10,16 +10,16 @@
 // Derived from that one statement: the claim guard (snapshot, decision, the
 // check as of the write, the one-batch condition) and the PUT's admission.
 import type { InStatement, ResultSet } from '@libsql/client';
-import { ALLOC, CONSUMER, HOLD, HOLD_DRAW, LIMIT, LIMIT_USAGE, PROJECT, RC, SITE_LIMIT_SLICE as S } from '../../db/columns.js';
+import { ALLOC, CONSUMER, HOLD, HOLD_DRAW, PROJECT, RC, SITE_LIMIT_SLICE as S } from '../../db/columns.js';
 import { guard, inList, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { conflict } from '../../errors.js';
-import { raisesOverBound } from '../../placement/capacity.js';
+import { projectBoundSql, projectUsageSql, raisesOverBound } from '../../placement/capacity.js';
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.js';
 import type { ClaimGuard, ClaimView, WriteExtension } from '../../placement/writes/kernel.js';
+import { PROJECT_LIMITS } from '../limits/declaration.js';
 import { LIMIT_EXCEEDED } from '../limits/guard.js';
-import type { Counting } from '../limits/sql.js';
-import { countedSql } from '../limits/sql.js';
+import { type Counting, countedSql, countsConsumer } from '../limits/sql.js';
 
 /** The holds' project that owns a site's slice (service.ts siteOwner), in SQL, for a site name expression. */
 const ownerSql = (site: string) => `'site:' || ${site}`;
@@ -34,15 +34,11 @@ const drawnSql = (s: string) => `(SELECT total(a.${ALLOC.used}) FROM ext_holds h
     WHERE h.${HOLD.projectId} = ${ownerSql(`${s}.${S.site}`)} AND c.${CONSUMER.projectId} = ${projectIdSql(`${s}.${S.project}`)}
       AND a.${ALLOC.resourceClassId} = ${classIdSql(`${s}.${S.resourceClass}`)} AND ${countedSql('c')})`;
 
-/** The project's limit of the class (its own, else the registered default), for name expressions. */
-const boundSql = (project: string, rc: string) =>
-  `COALESCE((SELECT ${LIMIT.resourceLimit} FROM ext_limits WHERE ${LIMIT.project} = ${project} AND ${LIMIT.resourceClass} = ${rc}),
-    (SELECT ${LIMIT.resourceLimit} FROM ext_limits WHERE ${LIMIT.project} = '' AND ${LIMIT.resourceClass} = ${rc}))`;
+/** The project's limit of the class in force, for name expressions: the limits' own resolution (their declaration). */
+const boundSql = (project: string, rc: string) => projectBoundSql(PROJECT_LIMITS, project, rc);
 
-/** The ledger's usage of (project, class), for name expressions. */
-const ledgerSql = (project: string, rc: string) =>
-  `COALESCE((SELECT ${LIMIT_USAGE.used} FROM ext_limit_usage WHERE ${LIMIT_USAGE.projectId} = ${projectIdSql(project)}
-    AND ${LIMIT_USAGE.resourceClassId} = ${classIdSql(rc)}), 0)`;
+/** The limits' ledger's usage of (project, class), for name expressions. */
+const ledgerSql = (project: string, rc: string) => projectUsageSql(PROJECT_LIMITS, projectIdSql(project), classIdSql(rc));
 
 /** What every site has left of its slice of (project, class): held from everyone else. */
 const unspentSql = (project: string, rc: string) =>
@@ -137,7 +133,7 @@ const projectOf = (claim: { projectId?: string | null }) => claim.projectId ?? I
  * empty read, and nothing to decide.
  */
 export function siteLimitSlicesGuard(counting: Counting): ClaimGuard {
-  const counts = (type: string | null) => (type === null ? counting.untyped : counting.types.includes(type));
+  const counts = (type: string | null) => countsConsumer(counting, type);
   return {
     name: 'site limit slices',
     snapshotStatements: (_providers, consumers, claims) => [
