@@ -40,18 +40,18 @@ const boundSql = (project: string, rc: string) => projectBoundSql(PROJECT_LIMITS
 /** The limits' ledger's usage of (project, class), for name expressions. */
 const ledgerSql = (project: string, rc: string) => projectUsageSql(PROJECT_LIMITS, projectIdSql(project), classIdSql(rc));
 
-/** What every site has left of its slice of (project, class): held from everyone else. */
+/** What every site has left of its slice of (project, class): held from everyone else (under an alias of its own, so a caller's `s.project` names the caller's row). */
 const unspentSql = (project: string, rc: string) =>
-  `(SELECT total(MAX(0, s.${S.amount} - ${drawnSql('s')})) FROM ext_site_limit_slices s WHERE s.${S.project} = ${project} AND s.${S.resourceClass} = ${rc})`;
+  `(SELECT total(MAX(0, slice.${S.amount} - ${drawnSql('slice')})) FROM ext_site_limit_slices slice WHERE slice.${S.project} = ${project} AND slice.${S.resourceClass} = ${rc})`;
+
+/** The rule in SQL, as of the statement: (project, class)'s ledger and every site's unspent slice of it exceed its limit. */
+const overLimitSql = (project: string, rc: string) => `${ledgerSql(project, rc)} + ${unspentSql(project, rc)} > ${boundSql(project, rc)}`;
 
 /** The rule, as of the write, for every [project, class] of the bound JSON list. */
 export function slicesWithinLimitsCheck(keys: readonly (readonly [string, string])[]): WriteStatement {
   const project = "json_extract(j.value, '$[0]')";
   const rc = "json_extract(j.value, '$[1]')";
-  return guard(
-    `NOT EXISTS (SELECT 1 FROM json_each(?) j WHERE ${ledgerSql(project, rc)} + ${unspentSql(project, rc)} > ${boundSql(project, rc)})`,
-    [JSON.stringify(keys)],
-  );
+  return guard(`NOT EXISTS (SELECT 1 FROM json_each(?) j WHERE ${overLimitSql(project, rc)})`, [JSON.stringify(keys)]);
 }
 
 /** One site's slice of (project, class) as read, with what the site has drawn of it. */
@@ -198,7 +198,7 @@ export function siteLimitSlicesGuard(counting: Counting): ClaimGuard {
         WHERE EXISTS (SELECT 1 FROM consumers c JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId}
             JOIN allocations mine ON mine.${ALLOC.consumerId} = c.${CONSUMER.uuid} JOIN resource_classes rc ON rc.${RC.id} = mine.${ALLOC.resourceClassId}
           WHERE c.${CONSUMER.uuid} IN (${consumers}) AND p.${PROJECT.externalId} = s.${S.project} AND rc.${RC.name} = s.${S.resourceClass})
-        AND ${ledgerSql(`s.${S.project}`, `s.${S.resourceClass}`)} + ${unspentSql(`s.${S.project}`, `s.${S.resourceClass}`)} > ${boundSql(`s.${S.project}`, `s.${S.resourceClass}`)})`,
+        AND ${overLimitSql(`s.${S.project}`, `s.${S.resourceClass}`)})`,
   };
 }
 
