@@ -74,6 +74,40 @@ describe('an app built without an extension', () => {
     }
   });
 
+  it("refuses every shipped extension's candidate parameter, as its list declares them, with upstream's 400 for an unknown key", async () => {
+    const names = EXTENSIONS.flatMap((e) => e.params ?? []).map((p) => p.name);
+    expect(names).toEqual(expect.arrayContaining(['ext_tolerate', 'ext_within_limits', 'ext_first_of', 'ext_until', 'ext_hold']));
+    for (const name of names) {
+      const refused = await get(bare, `/allocation_candidates?resources_A=VCPU:1&${name}=1`);
+      expect(refused.status, name).toBe(400);
+      const unknown = await get(full.app, `/allocation_candidates?resources_A=VCPU:1&${name}x=1`);
+      expect(JSON.stringify(await errorBody(refused)), name).toBe(JSON.stringify(await errorBody(unknown)).replaceAll(`${name}x`, name));
+    }
+  });
+
+  it("refuses a claim's extension parameter with a 400 and writes nothing, where the app with the extension claims and leases", async () => {
+    const put = (app: ReturnType<typeof createApp>, consumer: string) =>
+      app.request(`/allocations/${consumer}?ext_until=3600`, {
+        method: 'PUT',
+        headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement 1.38' },
+        body: JSON.stringify({
+          allocations: { [host]: { resources: { VCPU: 1 } } },
+          project_id: crypto.randomUUID(),
+          user_id: crypto.randomUUID(),
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        }),
+      });
+    const [plain, leased] = [crypto.randomUUID(), crypto.randomUUID()];
+    const refused = await put(bare, plain);
+    expect(refused.status).toBe(400);
+    expect((await errorBody(refused))[0]).toMatchObject({ code: 'placement.undefined_code', title: 'Bad Request' });
+    expect(await (await get(full.app, `/allocations/${plain}`)).json()).toEqual({ allocations: {} });
+    expect((await put(full.app, leased)).status).toBe(204);
+    expect((await get(full.app, `/ext/leases/${leased}`)).status).toBe(200);
+    expect((await full.call('DELETE', `/allocations/${leased}`)).status).toBe(204);
+  });
+
   it('without taints: a tainted provider stays a candidate, ext_tolerate is refused, /ext/taints is gone; the other extensions stay', async () => {
     const { generation } = (await (await full.call('GET', `/resource_providers/${host}`)).json()) as { generation: number };
     const put = await full.call('PUT', `/ext/resource_providers/${host}/taints`, {
