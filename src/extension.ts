@@ -12,6 +12,7 @@ import type { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
+import type { AdminCommand } from './diagnostics/admin-cli.js';
 import type { AuditCheck } from './diagnostics/audit.js';
 import type { DashboardProviderPart, DashboardSection } from './diagnostics/dashboard-repo.js';
 import type { AppEnv } from './http/env.js';
@@ -86,6 +87,8 @@ export interface Extension {
   readonly audit?: AuditCheck;
   /** What the capacity dashboard (GET /dashboard/api/summary) shows of it, read in the summary's one batch. */
   readonly dashboard?: { readonly provider?: DashboardProviderPart; readonly sections?: readonly DashboardSection[] };
+  /** Commands it adds to placement-admin (src/entry/admin.ts takes them from EXTENSIONS). */
+  readonly admin?: readonly AdminCommand[];
   /** What it builds per app; null where the app's settings turn it off. */
   setUp?(context: ExtensionContext): ExtensionRuntime | null;
 }
@@ -98,6 +101,9 @@ export interface StateKey<T> {
 }
 
 export const stateKey = <T>(extension: string): StateKey<T> => ({ extension });
+
+/** An extension's placement-admin command, typed by its file's and its answer's schemas (Extension.admin takes any). */
+export const adminCommand = <F extends z.ZodType, A extends z.ZodType>(command: AdminCommand<F, A>): AdminCommand => command;
 
 /** The extensions installed in one app (Deps.extensions), set up, with what each part of the service takes from them. */
 export class InstalledExtensions {

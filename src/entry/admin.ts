@@ -28,6 +28,9 @@ process.exitCode = isDataCommand(command)
   : await main(process.argv.slice(2), {
       ...io,
       confirm: process.stdin.isTTY ? confirm : undefined,
-      // What the shipped extensions add to the audit's report (its sections, titles and tables).
-      audits: (await import('../extensions.js')).EXTENSIONS.flatMap((e) => (e.audit ? [e.audit] : [])),
+      ...(await import('../extensions.js').then(({ EXTENSIONS }) => ({
+        // What the shipped extensions add to the audit's report (its sections, titles and tables), and their commands.
+        audits: EXTENSIONS.flatMap((e) => (e.audit ? [e.audit] : [])),
+        commands: EXTENSIONS.flatMap((e) => e.admin ?? []),
+      }))),
     });
