@@ -11,7 +11,6 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import { VERSION } from '../shared/version.js';
-import { DATA_USAGE } from '../admin/cli.js';
 import {
   AUDIT_MAX_LIMIT,
   AUDIT_SECTIONS,
@@ -35,6 +34,8 @@ export interface AdminIo {
   audits?: readonly AuditCheck[];
   /** The extensions' commands (none: audit and the data commands only). */
   commands?: readonly AdminCommand[];
+  /** The usage of the data commands (import, verify, backup, restore: src/admin/cli.ts), printed after this CLI's own. */
+  dataUsage?: string;
 }
 
 /** Lays out a table: a header row, then rows, columns padded. */
@@ -380,7 +381,7 @@ export async function main(argv: string[], io: AdminIo): Promise<number> {
       return EXIT.clean;
     }
     if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-      (command === undefined ? io.err : io.out)(`${USAGE}\n\n${DATA_USAGE}`);
+      (command === undefined ? io.err : io.out)(io.dataUsage ? `${USAGE}\n\n${io.dataUsage}` : USAGE);
       return command === undefined ? EXIT.usage : EXIT.clean;
     }
     throw new UsageError(`unknown command: ${command}`);
