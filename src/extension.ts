@@ -15,6 +15,7 @@ import type { Deps, Logger } from './deps.js';
 import type { AdminCommand } from './diagnostics/admin-cli.js';
 import type { AuditCheck } from './diagnostics/audit.js';
 import type { DashboardProviderPart, DashboardSection } from './diagnostics/dashboard-repo.js';
+import type { DiagnosisPart } from './diagnostics/why-no-host.js';
 import type { AppEnv } from './http/env.js';
 import type { RouteTable } from './http/route-table.js';
 import type { JobModule } from './jobs/registry.js';
@@ -87,6 +88,8 @@ export interface Extension {
   readonly audit?: AuditCheck;
   /** What the capacity dashboard (GET /dashboard/api/summary) shows of it, read in the summary's one batch. */
   readonly dashboard?: { readonly provider?: DashboardProviderPart; readonly sections?: readonly DashboardSection[] };
+  /** Its own question to GET /diagnostics/allocation_candidates ("why no host"), with its query parameters and verdict. */
+  readonly diagnosis?: DiagnosisPart;
   /** Commands it adds to placement-admin (src/entry/admin.ts takes them from EXTENSIONS). */
   readonly admin?: readonly AdminCommand[];
   /** What it builds per app; null where the app's settings turn it off. */

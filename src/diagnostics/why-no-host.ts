@@ -10,6 +10,7 @@
 // runs plus one small query per named host.
 import * as z from 'zod';
 import type { DataStore } from '../db/client.js';
+import type { Microversion } from '../microversion.js';
 import { type CandidateOptions, type CandidatesBody, findAllocationCandidates } from '../placement/candidates/index.js';
 import type { CandidateRequest, RequestGroup } from '../placement/candidates/parse.js';
 import { amountFitsUnits } from '../placement/capacity.js';
@@ -76,6 +77,29 @@ export type Diagnosis = z.infer<typeof Diagnosis>;
 export interface DiagnosisContext {
   store: DataStore;
   options: CandidateOptions;
+}
+
+/**
+ * An extension's own question to "why no host" (GET /diagnostics/allocation_candidates),
+ * installed from its object (`diagnosis`): a query it takes (gangs: count=N),
+ * answered with the plain diagnosis and its verdict under `key`.
+ */
+export interface DiagnosisPart {
+  /** Its query parameters, listed by GET /openapi.json after the plain query's and `host`. */
+  readonly query: readonly { name: string; description: string }[];
+  /** The answer's key for its verdict, and the verdict's schema (optional, described). */
+  readonly key: string;
+  readonly schema: z.ZodType;
+  /** What the answer's description adds for it. */
+  readonly answers: string;
+  /** Whether `query` asks this part's question. */
+  takes(query: Record<string, string[]>): boolean;
+  /** The question in `query` (throws a DomainError where it is not one; `parse` reads a plain request), to run for the answer. */
+  ask(
+    query: Record<string, string[]>,
+    mv: Microversion,
+    parse: (query: Record<string, string[]>) => CandidateRequest,
+  ): (ctx: DiagnosisContext, hosts: string[]) => Promise<Diagnosis>;
 }
 
 interface Stage {

@@ -85,6 +85,15 @@ describe('an app built without an extension', () => {
     }
   });
 
+  it("leaves an extension's question out of why no host: count=N (a gang) is an unknown key there, as upstream's parser words it", async () => {
+    const why = '/diagnostics/allocation_candidates?resources=VCPU:1&count=2';
+    expect((await get(full.app, why)).status).toBe(200);
+    const refused = await get(bare, why);
+    expect(refused.status).toBe(400);
+    const unknown = await get(full.app, `${why.replace('count=', 'countx=')}`);
+    expect(JSON.stringify(await errorBody(refused))).toBe(JSON.stringify(await errorBody(unknown)).replaceAll('countx', 'count'));
+  });
+
   it("refuses a claim's extension parameter with a 400 and writes nothing, where the app with the extension claims and leases", async () => {
     const put = (app: ReturnType<typeof createApp>, consumer: string) =>
       app.request(`/allocations/${consumer}?ext_until=3600`, {
