@@ -65,12 +65,6 @@ export const Diagnosis = z.object({
   sharing_providers: z.number().int().describe('providers used in a candidate of another tree than their own'),
   hosts: z.array(HostVerdict),
   unknown_hosts: z.array(z.string()),
-  project_limit: z
-    .string()
-    .optional()
-    .describe(
-      "ext_within_limits=true: the caller's project limit the request alone would cross, so GET /allocation_candidates answers none",
-    ),
 });
 export type Diagnosis = z.infer<typeof Diagnosis>;
 
@@ -80,19 +74,25 @@ export interface DiagnosisContext {
 }
 
 /**
- * An extension's own question to "why no host" (GET /diagnostics/allocation_candidates),
- * installed from its object (`diagnosis`): a query it takes (gangs: count=N),
- * answered with the plain diagnosis and its verdict under `key`.
+ * An extension's part of "why no host" (GET /diagnostics/allocation_candidates),
+ * installed from its object (`diagnosis`): its verdict under `key`, either its
+ * gate's (project limits: CandidateGate.diagnosisKey, when the gate answers
+ * none) or the answer to a question of its own (gangs: count=N).
  */
 export interface DiagnosisPart {
-  /** Its query parameters, listed by GET /openapi.json after the plain query's and `host`. */
-  readonly query: readonly { name: string; description: string }[];
   /** The answer's key for its verdict, and the verdict's schema (optional, described). */
   readonly key: string;
   readonly schema: z.ZodType;
+  readonly question?: DiagnosisQuestion;
+}
+
+/** A query an extension answers itself: the plain diagnosis, with its verdict. */
+export interface DiagnosisQuestion {
+  /** Its query parameters, listed by GET /openapi.json after the plain query's and `host`. */
+  readonly query: readonly { name: string; description: string }[];
   /** What the answer's description adds for it. */
   readonly answers: string;
-  /** Whether `query` asks this part's question. */
+  /** Whether `query` asks this question. */
   takes(query: Record<string, string[]>): boolean;
   /** The question in `query` (throws a DomainError where it is not one; `parse` reads a plain request), to run for the answer. */
   ask(

@@ -120,20 +120,22 @@ export async function diagnoseGang(
 
 /** The gangs' question to GET /diagnostics/allocation_candidates: count=N (and its domain parameters), as GET /ext/gang_candidates takes them. */
 export const gangDiagnosis: DiagnosisPart = {
-  query: [
-    { name: 'count', description: 'extension (1.25+): explain a gang of this many hosts, as GET /ext/gang_candidates searches it' },
-    { name: 'ext_domain', description: "extension, with count: 'aggregate' (default) or 'any'" },
-    { name: 'ext_domain_member_of', description: 'extension, with count: in:AGG1,AGG2 - only these aggregates may be domains' },
-  ],
   key: 'gang',
   schema: GangDiagnosis.optional().describe('count=N given (1.25+): whether a gang of N fits in one domain, and if not, why'),
-  answers: 'and with count the gang verdict',
-  // `limit` counts gangs there, but alone it is the plain query's own.
-  takes: (query) => GANG_KEYS.some((key) => key !== 'limit' && key in query),
-  ask: (query, mv, parse) => {
-    if (!mv.atLeast(MV.GRANULAR)) throw badQuery('count (a gang) needs microversion 1.25 or later');
-    const { gang, rest } = parseGangQuery(query);
-    const member = parse(rest);
-    return (ctx, hosts) => diagnoseGang(ctx, query, member, gang, mv, hosts);
+  question: {
+    query: [
+      { name: 'count', description: 'extension (1.25+): explain a gang of this many hosts, as GET /ext/gang_candidates searches it' },
+      { name: 'ext_domain', description: "extension, with count: 'aggregate' (default) or 'any'" },
+      { name: 'ext_domain_member_of', description: 'extension, with count: in:AGG1,AGG2 - only these aggregates may be domains' },
+    ],
+    answers: 'and with count the gang verdict',
+    // `limit` counts gangs there, but alone it is the plain query's own.
+    takes: (query) => GANG_KEYS.some((key) => key !== 'limit' && key in query),
+    ask: (query, mv, parse) => {
+      if (!mv.atLeast(MV.GRANULAR)) throw badQuery('count (a gang) needs microversion 1.25 or later');
+      const { gang, rest } = parseGangQuery(query);
+      const member = parse(rest);
+      return (ctx, hosts) => diagnoseGang(ctx, query, member, gang, mv, hosts);
+    },
   },
 };

@@ -10,9 +10,10 @@ import { candidateQuery } from '../../../placement/http/candidate-query.js';
 /** How many trees one request may ask about: each costs a small query. */
 const MAX_HOSTS = 50;
 
-/** Why no host, with the installed extensions' own questions (a gang: count=N). */
+/** Why no host, with the installed extensions' verdicts (a gate's: project limits) and own questions (a gang: count=N). */
 export function candidateDiagnosisRoutes(parts: readonly DiagnosisPart[]): RouteTable {
   const routes = new RouteTable('diagnostics', placementHttp);
+  const questions = parts.flatMap((part) => (part.question ? [part.question] : []));
   const answer = Diagnosis.extend(Object.fromEntries(parts.map((part) => [part.key, part.schema])));
   routes.resource('/allocation_candidates', {
     GET: {
@@ -21,11 +22,11 @@ export function candidateDiagnosisRoutes(parts: readonly DiagnosisPart[]): Route
       query: (mv) => [
         ...candidateQuery(mv),
         { name: 'host', description: 'a provider name or uuid whose tree to explain (repeatable, at most 50)' },
-        ...parts.flatMap((part) => part.query),
+        ...questions.flatMap((question) => question.query),
       ],
       ...answers(
         200,
-        ['Counts after each constraint, a verdict per host', ...parts.map((part) => part.answers)].join(', '),
+        ['Counts after each constraint, a verdict per host', ...questions.map((question) => question.answers)].join(', '),
         'Diagnosis',
         answer,
       ),
@@ -36,9 +37,9 @@ export function candidateDiagnosisRoutes(parts: readonly DiagnosisPart[]): Route
         if (hosts.some((h) => !h.trim() || h.length > 255)) throw badQuery('host must be a provider name or uuid (1-255 characters)');
         const { store, candidates } = c.var.deps;
         const ctx = { store, options: candidates.options({ randomize: false }) };
-        const part = parts.find((p) => p.takes(query));
-        if (part) {
-          const diagnose = part.ask(query, c.var.mv, (plain) => candidates.parse(plain, c.var.mv));
+        const question = questions.find((q) => q.takes(query));
+        if (question) {
+          const diagnose = question.ask(query, c.var.mv, (plain) => candidates.parse(plain, c.var.mv));
           setCacheHeaders(c);
           return c.json(await diagnose(ctx, hosts));
         }
