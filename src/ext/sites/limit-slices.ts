@@ -17,12 +17,13 @@ import { projectBoundSql, projectUsageSql, raisesOverBound } from '../../placeme
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.js';
 import type { ClaimGuard, ClaimView, WriteExtension } from '../../placement/writes/kernel.js';
+import { SITE_HOLD_PREFIX } from '../holds/model.js';
 import { PROJECT_LIMITS } from '../limits/declaration.js';
 import { LIMIT_EXCEEDED } from '../limits/guard.js';
 import { type Counting, countedSql, countsConsumer } from '../limits/sql.js';
 
 /** The holds' project that owns a site's slice (service.ts siteOwner), in SQL, for a site name expression. */
-const ownerSql = (site: string) => `'site:' || ${site}`;
+const ownerSql = (site: string) => `'${SITE_HOLD_PREFIX}' || ${site}`;
 const projectIdSql = (project: string) => `(SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ${project})`;
 const classIdSql = (rc: string) => `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} = ${rc})`;
 
