@@ -56,6 +56,29 @@ describe('an app built without an extension', () => {
     }
   });
 
+  it("without any one of the shipped extensions, each app answers upstream's queries byte for byte as the full app does", async () => {
+    const queries = [
+      ['/allocation_candidates?resources=VCPU:1', 'latest'],
+      ['/allocation_candidates?resources1=VCPU:2&resources2=VCPU:2&group_policy=none', '1.25'],
+      ['/resource_providers', 'latest'],
+      [`/resource_providers/${host}/usages`, 'latest'],
+    ] as const;
+    const expected = await Promise.all(queries.map(async ([path, version]) => (await get(full.app, path, version)).text()));
+    for (const left of EXTENSIONS) {
+      const store = await openStore(full.deps.config, { prepare: false }, silent);
+      try {
+        const app = createApp(makeDeps(store, full.deps.config, silent, { extensions: EXTENSIONS.filter((e) => e !== left) }));
+        for (const [i, [path, version]] of queries.entries()) {
+          const res = await get(app, path, version);
+          expect(res.status, `${left.name}: ${path}`).toBe(200);
+          expect(await res.text(), `${left.name}: ${path}`).toBe(expected[i]);
+        }
+      } finally {
+        store.close();
+      }
+    }
+  });
+
   it("refuses each extension's parameter with upstream's 400 for an unknown key", async () => {
     for (const [param, value] of [
       ['ext_tolerate', 'maintenance'],
