@@ -27,6 +27,7 @@ import { serveClusterMetrics } from '../observability/cluster.js';
 import { SettingProblem } from '../shared/setting-problem.js';
 import { relayWriteMarks } from './write-marks-sharing.js';
 import { answerPrepared, whenServersReady } from './database-gate.js';
+import { serveServerProcessWrites } from './one-writer.js';
 
 /** Beyond the workers' own grace period, how long the primary waits before killing them. */
 const SHUTDOWN_MARGIN_MS = 2000;
@@ -166,6 +167,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   );
   const prepared = openAndPrepare(config, log);
   answerPrepared(prepared);
+  serveServerProcessWrites(config, prepared);
   for (let i = 0; i < processes; i += 1) cluster.fork(SERVER_ENV);
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);
