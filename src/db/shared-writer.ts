@@ -48,13 +48,18 @@ export interface WriteRequest {
   batches: WireStatement[][];
 }
 
-/** The writer's answer: one outcome per batch of the request, in order. */
-export interface WriteReply {
-  type: 'placement-written';
+/** The writer's answer to one request: one outcome per batch of it, in order. */
+interface WriteAnswer {
   id: number;
   /** Result shapes (column names and types) this process had not been sent before, by number. */
   shapes?: [number, string[], string[]][];
   outcomes: WireOutcome[];
+}
+
+/** The writer's answers to a process that were ready in one turn of its event loop (a shared commit's), in order. */
+export interface WriteReply {
+  type: 'placement-written';
+  answers: WriteAnswer[];
 }
 
 export const isWriteReply = (msg: unknown): msg is WriteReply =>
@@ -198,12 +203,17 @@ export class SharedWriterClient {
   /** A message from the writer: settles the batches it answers. False when it is not a reply. */
   receive(msg: unknown): boolean {
     if (!isWriteReply(msg)) return false;
-    for (const [n, columns, columnTypes] of msg.shapes ?? []) this.shapes.set(n, { columns, columnTypes, makeRow: rowFactory(columns) });
-    const batches = this.inFlight.get(msg.id);
-    if (!batches) return true;
-    this.inFlight.delete(msg.id);
+    for (const answer of msg.answers) this.settle(answer);
+    return true;
+  }
+
+  private settle(answer: WriteAnswer): void {
+    for (const [n, columns, columnTypes] of answer.shapes ?? []) this.shapes.set(n, { columns, columnTypes, makeRow: rowFactory(columns) });
+    const batches = this.inFlight.get(answer.id);
+    if (!batches) return;
+    this.inFlight.delete(answer.id);
     batches.forEach((batch, i) => {
-      const outcome = msg.outcomes[i];
+      const outcome = answer.outcomes[i];
       if (!outcome) batch.reject(new Error('the writer gave no outcome for this write batch'));
       else if ('e' in outcome) batch.reject(errorFromWire(outcome.e));
       else {
@@ -214,7 +224,6 @@ export class SharedWriterClient {
         }
       }
     });
-    return true;
   }
 
   /** The writer is gone: every batch sent and not answered fails (written or not, nobody can tell). */
@@ -295,6 +304,8 @@ interface Sender {
   texts: Map<number, string>;
   /** Result shapes sent to it, by their column names and types. */
   shapes: Map<string, number>;
+  /** Answers ready and not yet sent: those of one turn go in one message. */
+  ready: WriteAnswer[];
 }
 
 /** Answers the server processes' write requests through one writer. */
@@ -303,20 +314,29 @@ export class SharedWriterService {
 
   constructor(private readonly writer: Promise<SharedWriter>) {}
 
-  /** Commits the request's batches and answers with their outcomes (nothing is answered before its COMMIT). */
+  /**
+   * Commits the request's batches and answers with their outcomes (nothing
+   * is answered before its COMMIT); the answers to one sender that are ready
+   * in one turn (a shared commit's) go to `reply` in one message.
+   */
   async receive(from: string | number, msg: WriteRequest, reply: (msg: WriteReply) => void): Promise<void> {
     let sender = this.senders.get(from);
     if (!sender) {
-      sender = { texts: new Map(), shapes: new Map() };
+      sender = { texts: new Map(), shapes: new Map(), ready: [] };
       this.senders.set(from, sender);
     }
     const { texts } = sender;
     for (const [n, sql] of msg.texts ?? []) texts.set(n, sql);
+    const answer = (ready: WriteAnswer) => {
+      const { ready: waiting } = sender;
+      waiting.push(ready);
+      if (waiting.length === 1) setImmediate(() => reply({ type: 'placement-written', answers: waiting.splice(0) }));
+    };
     let writer: SharedWriter;
     try {
       writer = await this.writer;
     } catch (err) {
-      reply({ type: 'placement-written', id: msg.id, outcomes: msg.batches.map(() => ({ e: errorToWire(err) })) });
+      answer({ id: msg.id, outcomes: msg.batches.map(() => ({ e: errorToWire(err) })) });
       return;
     }
     const settled = await Promise.all(
@@ -348,7 +368,7 @@ export class SharedWriterService {
     const outcomes = settled.map(
       (s): WireOutcome => ('error' in s ? { e: errorToWire(s.error) } : { r: s.map((r) => resultToWire(r, shapeOf(r))) }),
     );
-    reply({ type: 'placement-written', id: msg.id, ...(shapes.length > 0 ? { shapes } : {}), outcomes });
+    answer({ id: msg.id, ...(shapes.length > 0 ? { shapes } : {}), outcomes });
   }
 
   /** The sender is gone (a server process exited): what it was sent goes with it. */
