@@ -176,8 +176,9 @@ interface Sending {
 
 /**
  * Sends write batches to the writer, those of one turn of the event loop in
- * one message, and settles each with its own outcome. `send` returns false
- * when the message could not be sent (the channel is closed).
+ * one message, and settles each with its own outcome. `send` calls `done`
+ * once the message is handed to the channel, with the error when it could
+ * not be (a closed channel: nothing of it reached the writer).
  */
 export class SharedWriterClient {
   private readonly texts = new Map<string, number>();
@@ -188,7 +189,7 @@ export class SharedWriterClient {
   /** Result shapes by number, each with the row builder its rows share. */
   private readonly shapes = new Map<number, { columns: string[]; columnTypes: string[]; makeRow: (values: unknown[]) => Row }>();
 
-  constructor(private readonly send: (msg: WriteRequest) => boolean) {}
+  constructor(private readonly send: (msg: WriteRequest, done: (err: Error | null) => void) => void) {}
 
   write(statements: InStatement[]): Promise<ResultSet[]> {
     return new Promise<ResultSet[]>((resolve, reject) => {
@@ -251,18 +252,18 @@ export class SharedWriterClient {
       }),
     );
     this.inFlight.set(id, sending);
-    let sent = false;
+    const unsent = (err: unknown) => {
+      if (!this.inFlight.delete(id)) return;
+      const why = err instanceof Error ? err.message : String(err);
+      const failure = new Error(`the cluster primary, which commits every write, cannot be reached (${why}): nothing was written`);
+      for (const batch of sending) batch.reject(failure);
+    };
     try {
-      sent = this.send({ type: 'placement-write', id, ...(texts.length > 0 ? { texts } : {}), batches });
-    } catch {
-      sent = false;
-    }
-    if (!sent) {
-      this.inFlight.delete(id);
-      // Nothing of it reached the writer; a text first sent in it must be sent again.
-      for (const [, sql] of texts) this.texts.delete(sql);
-      const err = new Error('the cluster primary, which commits every write, cannot be reached: nothing was written');
-      for (const batch of sending) batch.reject(err);
+      this.send({ type: 'placement-write', id, ...(texts.length > 0 ? { texts } : {}), batches }, (err) => {
+        if (err) unsent(err);
+      });
+    } catch (err) {
+      unsent(err);
     }
   }
 

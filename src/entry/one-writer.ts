@@ -21,7 +21,11 @@ const oneWriter = (config: AppConfig): boolean => config.PLACEMENT_GROUP_COMMIT;
 export async function writesThroughPrimary(config: AppConfig, batches: BatchConnection | undefined): Promise<BatchConnection | undefined> {
   if (!batches || !oneWriter(config) || !cluster.isWorker || !process.send) return batches;
   const { SharedWriterClient } = await import('../db/shared-writer.js');
-  const writer = new SharedWriterClient((msg) => process.send?.(msg) ?? false);
+  // With a callback, a closed channel is told to it rather than thrown as an 'error' event.
+  const writer = new SharedWriterClient((msg, done) => {
+    if (!process.send || !process.connected) done(new Error('the channel to the primary is closed'));
+    else process.send(msg, undefined, undefined, done);
+  });
   process.on('message', (msg: unknown) => writer.receive(msg));
   process.on('disconnect', () => writer.failAll(new Error('the cluster primary, which commits every write, has gone')));
   return {
@@ -55,13 +59,9 @@ export function serveServerProcessWrites(config: AppConfig, prepared: Promise<un
     writer.catch(() => undefined);
     return new SharedWriterService(writer);
   })();
+  // A server process gone since sent its request is not answered (the callback takes the closed channel's error).
   const answer = (worker: Worker) => (reply: WriteReply) => {
-    if (!worker.isConnected()) return;
-    try {
-      worker.send(reply);
-    } catch {
-      // gone since: its request is not answered
-    }
+    if (worker.isConnected()) worker.send(reply, undefined, undefined, () => undefined);
   };
   cluster.on('message', (worker: Worker, msg: unknown) => {
     if (isWriteRequest(msg)) void service.then((s) => s?.receive(worker.id, msg, answer(worker)));

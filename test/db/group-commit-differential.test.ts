@@ -72,11 +72,11 @@ async function openShared(name: string): Promise<Side> {
   const writer = openSharedWriter(path, 5000);
   const service = new SharedWriterService(Promise.resolve(writer));
   const groupSizes: number[] = [];
-  const sender: SharedWriterClient = new SharedWriterClient((msg) => {
+  const sender: SharedWriterClient = new SharedWriterClient((msg, done) => {
     groupSizes.push(msg.batches.length);
     const request = JSON.parse(JSON.stringify(msg)) as WriteRequest;
     void service.receive('server-1', request, (reply) => setImmediate(() => sender.receive(JSON.parse(JSON.stringify(reply)))));
-    return true;
+    done(null);
   });
   const connection: BatchConnection = {
     readBatch: reads.readBatch,
