@@ -22,7 +22,9 @@
 // claims and their deletes on each server (this one and --compare's) before
 // the measured ones, not counted: warm figures. Without it a freshly started
 // server's first claims also pay for V8 compiling the write path (the cold
-// figures).
+// figures). A local server's CPU per claim and per delete is also given per
+// process (cpuPerProcess: the cluster primary, which commits every server
+// process's writes with group commit on, first).
 //
 // Figures are only comparable on the same, otherwise idle, machine.
 import { spawn, type ChildProcess } from 'node:child_process';
