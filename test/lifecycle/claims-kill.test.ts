@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from '@libsql/client';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { mulberry32 } from '../helpers/random.js';
 import { waitUntil } from '../helpers/wait.js';
 import { type Running, spawnServer } from './processes.js';
@@ -27,13 +27,15 @@ const HEADERS = {
 
 const dir = mkdtempSync(join(tmpdir(), 'placement-claims-kill-'));
 let server: Running | undefined;
-afterAll(async () => {
+// Each case's last server goes with it.
+afterEach(async () => {
   if (server && server.child.exitCode === null && server.child.signalCode === null) {
     server.child.kill('SIGKILL');
     await server.exited;
   }
-  rmSync(dir, { recursive: true, force: true });
+  server = undefined;
 });
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
  * One server process, or a primary and two server processes whose writes the
