@@ -99,6 +99,8 @@ export class CloudModel {
   private readonly membersOfAggregate = new Map<number, Set<number>>();
   private readonly traitSets = new Map<string, Set<string>>();
   private readonly aggregateSets = new Map<string, Set<number>>();
+  /** Counts every change of what the model holds: equal versions of one model hold the same trees (a kept answer's validity). */
+  private changes = 0;
   /** Set when the cloud outgrew the cap: requests use the SQL engine until then. */
   private oversizeUntil = 0;
   /**
@@ -130,6 +132,11 @@ export class CloudModel {
   /** Providers held now. */
   get size(): number {
     return this.providers.size;
+  }
+
+  /** Which contents the model holds: it changes with every tree re-read, dropped or cleared. */
+  get version(): number {
+    return this.changes;
   }
 
   /** The change seq the model reflects (what refreshStatement() reads past). */
@@ -214,6 +221,7 @@ export class CloudModel {
       this.clear();
       return 'reload';
     }
+    this.changes += 1;
     for (const root of changed) this.dropTree(root);
     this.addRows(refresh.providers, refresh.inventories, null);
     // Shared sets of trees since dropped are let go once they outnumber the providers.
@@ -341,6 +349,7 @@ export class CloudModel {
   }
 
   private clear(): void {
+    this.changes += 1;
     this.traitSets.clear();
     this.aggregateSets.clear();
     this.seq = -1;

@@ -16,7 +16,7 @@
 import { type ProviderNode, type Usage, usedOf } from '../research.js';
 import type { AllocationRequest, Piece } from '../search.js';
 import type { Presentation } from './index.js';
-import { answerWritten, keepBytes, type NodeBytes, nodeBytes, type SummaryTemplate } from './kept-bytes.js';
+import type { KeptBytes, NodeBytes, SummaryTemplate } from './kept-bytes.js';
 
 const encoder = new TextEncoder();
 const utf8 = (text: string): Uint8Array => encoder.encode(text);
@@ -27,7 +27,10 @@ class JsonWriter {
   private buffer: Uint8Array<ArrayBuffer>;
   private length = 0;
 
-  constructor(expectedBytes: number) {
+  constructor(
+    expectedBytes: number,
+    private readonly kept: KeptBytes,
+  ) {
     this.buffer = new Uint8Array(Math.max(1024, expectedBytes));
   }
 
@@ -75,7 +78,7 @@ class JsonWriter {
 
   /** A copy of what was written since `mark`, to be kept. */
   copyFrom(mark: number): Uint8Array {
-    return keepBytes(this.buffer, mark, this.length);
+    return this.kept.keepBytes(this.buffer, mark, this.length);
   }
 
   result(): Uint8Array<ArrayBuffer> {
@@ -125,6 +128,7 @@ export function candidatesJson(
   classNameById: ReadonlyMap<number, string>,
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
+  kept: KeptBytes,
 ): Uint8Array<ArrayBuffer> {
   // Nodes of the trees kept in memory carry their uuid's bytes; the SQL engine's are encoded once per request.
   const quotedUuids = new Map<number, Uint8Array>();
@@ -137,7 +141,7 @@ export function candidatesJson(
   };
   const classOf = (id: number): Uint8Array => quotedName(classNameById.get(id)!);
   // About 250 bytes per request and 300 per summary: a guess that saves most regrowth.
-  const out = new JsonWriter(chosen.length * 250 + Math.min(nodes.size, 20_000) * 300);
+  const out = new JsonWriter(chosen.length * 250 + Math.min(nodes.size, 20_000) * 300, kept);
   const usedProviders = new Set<number>();
   const forms = new RequestForms(classNameById, shape.withMappings);
   out.bytes(START);
@@ -146,14 +150,14 @@ export function candidatesJson(
     if (i > 0) out.char(COMMA);
     for (const piece of request.pieces) usedProviders.add(piece.providerId);
     if (!shape.dictShape) listRequest(out, request, uuidOf, classOf);
-    else if (!keptRequest(out, request, nodes, forms, uuidOf, classOf, shape.withMappings))
+    else if (!keptRequest(out, request, nodes, forms, uuidOf, classOf, shape.withMappings, kept))
       dictRequest(out, request, uuidOf, classOf, shape.withMappings);
   }
   out.bytes(SUMMARIES);
-  summaries(out, usedProviders, nodes, usage, requestedClasses, shape);
+  summaries(out, usedProviders, nodes, usage, requestedClasses, shape, kept);
   out.bytes(END);
   const answer = out.result();
-  answerWritten(answer.length);
+  kept.answerWritten(answer.length);
   return answer;
 }
 
@@ -290,9 +294,9 @@ function shapeKeyOf(
  * in memory do this as they are refreshed, off the request path: for 1,000
  * providers it was most of a fresh process's first full answer).
  */
-export function prepareSummaryTemplates(providers: Iterable<ProviderNode>, nodes: NodeLookup): void {
+export function prepareSummaryTemplates(providers: Iterable<ProviderNode>, nodes: NodeLookup, keptBytes: KeptBytes): void {
   for (const node of providers) {
-    const kept = nodeBytes(node);
+    const kept = keptBytes.nodeBytes(node);
     if (!kept.template) kept.template = summaryTemplate(node, nodes, EMPTY_CLASSES, CURRENT_SHAPE, CURRENT_SHAPE_KEY);
   }
 }
@@ -338,6 +342,7 @@ function summaries(
   usage: Usage,
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
+  keptBytes: KeptBytes,
 ): void {
   const usedRoots = new Set<number>();
   if (shape.nestedAware) for (const id of usedProviders) usedRoots.add(nodes.get(id)!.rootId);
@@ -348,7 +353,7 @@ function summaries(
     if (!first) out.char(COMMA);
     first = false;
     // The SQL engine's nodes live one request: nothing of theirs is kept.
-    const kept = node.uuidJson === undefined ? undefined : nodeBytes(node);
+    const kept = node.uuidJson === undefined ? undefined : keptBytes.nodeBytes(node);
     let template = kept?.template;
     if (!template || template.shape !== shapeKey) {
       template = summaryTemplate(node, nodes, requestedClasses, shape, shapeKey);
@@ -486,12 +491,13 @@ function keptRequest(
   uuidOf: (id: number) => Uint8Array,
   classOf: (id: number) => Uint8Array,
   withMappings: boolean,
+  keptBytes: KeptBytes,
 ): boolean {
   const firstNode = nodes.get(request.pieces[0]?.providerId ?? -1);
   if (firstNode?.uuidJson === undefined) return false;
   const form = forms.of(request);
   const { providers, count } = forms;
-  const kept: NodeBytes = nodeBytes(firstNode);
+  const kept: NodeBytes = keptBytes.nodeBytes(firstNode);
   for (const entry of kept.requests) {
     if (entry.key !== form.key || entry.uuids.length !== count - 1) continue;
     let same = true;
