@@ -19,7 +19,18 @@ import type { Deps } from '../../deps.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 import { AlternativesSearch, type TreeSearch, variantsOf } from './alternatives.js';
-import { CloudModel, TreeCache } from './cloud-model.js';
+import {
+  addUsage,
+  type CandidateInventories,
+  CloudModel,
+  type Lookups,
+  lookupsOf,
+  lookupStatements,
+  type ProviderNode,
+  TreeCache,
+  type TreePrefilter,
+  type Usage,
+} from './cloud-model.js';
 import { badCandidateRequest } from './errors.js';
 import { keepTreeModelFresh, type ModelRefresher, type RewarmKind, refreshTreeModel } from './model-refresh.js';
 import { type CandidateRequest, parseCandidateRequestWithExt } from './parse.js';
@@ -27,16 +38,6 @@ import { treesStatement } from './prefilter.js';
 import { type CandidatesBody, type Presentation, presentCandidates } from './present/index.js';
 import { candidatesJson } from './present/json.js';
 import { KeptBytes } from './present/kept-bytes.js';
-import {
-  addUsage,
-  type CandidateInventories,
-  type Lookups,
-  lookupStatements,
-  lookupsOf,
-  type ProviderNode,
-  type TreePrefilter,
-  type Usage,
-} from './research.js';
 import { type Amounts, anchorRoots, candidatesOf, coversEveryClass, coversSomeVariant, planTrees, type TreePlan } from './rules.js';
 import {
   type AllocationRequest,

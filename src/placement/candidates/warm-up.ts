@@ -11,10 +11,9 @@
 import { Microversion } from '../../microversion.js';
 import { STANDARD_RESOURCE_CLASSES } from '../standard-names.generated.js';
 import { MAX_VERSION } from '../versions.js';
-import { CloudModel, type ProviderSpec } from './cloud-model.js';
+import { addUsage, CloudModel, type Lookups, type ProviderSpec, type Usage } from './cloud-model.js';
 import { type CandidateOptions, type CandidateReadHook, candidatesJsonFromModel } from './index.js';
 import { type CandidateRequest, parseCandidateQueryString } from './parse.js';
-import { addUsage, type Lookups, type Usage } from './research.js';
 
 const AGGREGATES = [
   { id: 1, uuid: '5a1b7c2e-0000-4000-8000-00000000a001' },

@@ -13,7 +13,7 @@
 // bytes by node (kept-bytes.ts) and copies them whole, a copy or two per
 // candidate instead of a dozen pieces. The differential tests check every
 // spelling agrees (candidates-json-differential.test.ts).
-import { type ProviderNode, type Usage, usedOf } from '../research.js';
+import { type ProviderNode, type Usage, usedOf } from '../cloud-model.js';
 import type { AllocationRequest, Piece } from '../search.js';
 import type { Presentation } from './index.js';
 import type { KeptBytes, NodeBytes, SummaryTemplate } from './kept-bytes.js';
