@@ -167,6 +167,8 @@ async function write(app: TestApp, r: Random, cloud: Cloud): Promise<string> {
 }
 
 const SEEDS = [3, 17, 29, 43, 59, 71];
+/** Answers put together from a kept one with the trees whose usage changed computed again, over every seed. */
+let splices = 0;
 const STEPS = 700;
 
 describe('kept answers: the route against the engine with none kept', () => {
@@ -191,6 +193,7 @@ describe('kept answers: the route against the engine with none kept', () => {
         const pool = queryPool(r);
         const engine = first.deps.candidates;
         const hitsBefore = engine.answers.hits;
+        const splicesBefore = engine.answers.splices;
         const writes: string[] = [];
         const compare = async (step: number, query: string, mv: Microversion) => {
           const res = await first.call('GET', `/allocation_candidates?${query}`, { version: mv.toString() });
@@ -216,11 +219,16 @@ describe('kept answers: the route against the engine with none kept', () => {
         }
         // Most answers came from a kept one, and the writes were of every kind, from both apps.
         expect(engine.answers.hits - hitsBefore).toBeGreaterThan(STEPS / 10);
+        splices += engine.answers.splices - splicesBefore;
         const done = new Set(writes.filter((w) => / 20\d$/.test(w)).map((w) => w.split(' ')[0]));
         expect([...done].sort()).toEqual(expect.arrayContaining(['claim', 'hold', 'inventories', 'traits', 'unclaim', 'unhold']));
       }, 120_000);
     });
   }
+
+  it('put answers together from kept ones, the trees whose usage changed computed again', () => {
+    expect(splices).toBeGreaterThan(SEEDS.length * 5);
+  });
 
   it('keeps nothing in random order, and each app keeps its own', async () => {
     const shuffled = await makeTestApp({ PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: 'true' });

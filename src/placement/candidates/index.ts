@@ -36,7 +36,7 @@ import { keepTreeModelFresh, type ModelRefresher, type RewarmKind, refreshTreeMo
 import { type CandidateRequest, parseCandidateRequestWithExt } from './parse.js';
 import { treesStatement } from './prefilter.js';
 import { type CandidatesBody, type Presentation, presentCandidates } from './present/index.js';
-import { candidatesJson } from './present/json.js';
+import { candidatesJson, spliceTrees, type TreeSpan, TreeSpans } from './present/json.js';
 import { KeptBytes } from './present/kept-bytes.js';
 import { type Amounts, anchorRoots, candidatesOf, coversEveryClass, coversSomeVariant, planTrees, type TreePlan } from './rules.js';
 import {
@@ -164,6 +164,10 @@ interface Attempt {
   cut: 'cap' | 'time_budget' | null;
   /** What the answer was computed from, when it may be kept (answerState). */
   state: ResearchState | null;
+  /** The viable trees (they depend on the trees, never on usage). */
+  viable: readonly number[];
+  /** Every candidate lies in one tree (no sharing provider offers a requested class): trees' shares of the answer are apart. */
+  treesApart: boolean;
 }
 
 interface SearchPlan {
@@ -171,6 +175,7 @@ interface SearchPlan {
   names: RequestNames;
   prefilter: TreePrefilter;
   nestedAware: boolean;
+  mv: Microversion;
   options: CandidateOptions;
   /** A kept answer of the same request: taken instead of the rules and search when the research reads what it was computed from. */
   kept?: KeptAnswer;
@@ -246,12 +251,22 @@ async function searchOnce(source: ResearchSource, plan: SearchPlan, firstRoots: 
     return kept!;
   }
   const inert = found.state !== null && hooksInert(plan, found.hooks);
+  if (kept?.trees && inert && sameButUsage(kept.state, found.state!)) {
+    const spliced = await spliceKept(found, plan, kept, kept.trees);
+    if (spliced) {
+      options.answers?.countSplice();
+      return spliced;
+    }
+  }
   const { search, anchors, keepable } = await decide(found, plan);
   const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates, options.timeBudgetMs ?? 0);
   if (anchors.length) await picker.offer(search.requests(anchors, options.generationStrategy));
-  const { nodes } = found.rules().preloaded;
+  const { candidates, preloaded } = found.rules();
+  const { nodes } = preloaded;
   const cut = picker.cutBy;
   return {
+    viable: found.viable,
+    treesApart: candidates.anchorsOfSharing.size === 0,
     lookups: found.lookups,
     nodes,
     usage: found.usage,
@@ -363,6 +378,7 @@ async function fullSearchOf(
     names: namesOf(request),
     prefilter: prefilterOf(request),
     nestedAware: mv.atLeast(MV.AC_NESTED),
+    mv,
     options,
   };
   const { found, search, anchors, capacity } = await prepare(source, plan, null);
@@ -383,6 +399,8 @@ interface Chosen {
   cut: 'cap' | 'time_budget' | null;
   /** What the answer was computed from, when it may be kept: one pass, one snapshot, nothing cut, no hook constraining it. */
   state: ResearchState | null;
+  /** When the answer may be put together again tree by tree (KeptTrees); else null. */
+  trees: KeptTrees | null;
 }
 
 async function chooseCandidates(
@@ -393,7 +411,7 @@ async function chooseCandidates(
   kept?: KeptAnswer,
 ): Promise<Chosen | KeptAnswer> {
   const names = namesOf(request);
-  const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), options, kept };
+  const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), mv, options, kept };
   // A small stable-order limit first plans only the lowest viable trees; if
   // they cannot fill the limit, the search runs again in full. (The cap keeps
   // a prefix of the same stable order, so it changes nothing here.)
@@ -416,8 +434,21 @@ async function chooseCandidates(
     chosen,
     nodes,
     usage,
+    // Trees apart, in stable order and every one of them searched (no limit): the answer can be put together by tree.
+    trees:
+      outcome.state !== null && outcome.treesApart && request.limit === null && !breadthFirst
+        ? { viable: new Set(outcome.viable), usage }
+        : null,
+    ...presentationOf(plan, lookups),
+  };
+}
+
+/** How the answer is written for the request's microversion, with the names it looked up. */
+function presentationOf(plan: SearchPlan, lookups: Lookups): Pick<Chosen, 'classNameById' | 'requestedClasses' | 'shape'> {
+  const { mv } = plan;
+  return {
     classNameById: new Map([...lookups.classIdByName].map(([name, id]) => [id, name])),
-    requestedClasses: new Set(names.classes),
+    requestedClasses: new Set(plan.names.classes),
     shape: {
       nestedAware: plan.nestedAware,
       allResources: mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY),
@@ -427,6 +458,70 @@ async function chooseCandidates(
     },
   };
 }
+
+/**
+ * A kept answer with the share of the trees whose usage changed since it
+ * was written computed again (the rules, search and JSON of those trees
+ * only): the same bytes a whole search gives, when every candidate lies in
+ * one tree, the trees and names are as the kept answer's, and no limit, cap
+ * or time budget stops the search. Null when the search must run whole.
+ */
+async function spliceKept(found: Research, plan: SearchPlan, kept: KeptAnswer, trees: KeptTrees): Promise<KeptAnswer | null> {
+  const { options, request } = plan;
+  const model = found.state!.model;
+  const changed = new Set<number>();
+  const differ = (a: Usage, b: Usage) => {
+    for (const [providerId, perClass] of a) {
+      const other = b.get(providerId);
+      let same = other !== undefined && other.size === perClass.size;
+      if (same) for (const [classId, used] of perClass) if (other!.get(classId) !== used) same = false;
+      const root = same ? undefined : model.provider(providerId)?.rootId;
+      if (root !== undefined && trees.viable.has(root)) changed.add(root);
+    }
+  };
+  differ(found.usage, trees.usage);
+  differ(trees.usage, found.usage);
+  const roots = [...changed].sort((a, b) => a - b);
+  const { candidates, preloaded } = found.rulesOf(roots);
+  if (candidates.anchorsOfSharing.size) return null;
+  const groups = resolveGroups(request, plan.names, found.lookups);
+  const { search, covers } = treeSearchOf(plan, groups, candidates, preloaded.nodes, found.hooks);
+  const anchors = [...anchorRoots(candidates)].filter(covers).sort((a, b) => a - b);
+  if (anchors.some((root) => !preloaded.roots.has(root))) return null;
+  const picker = new RequestPicker(null, false, 0, options.timeBudgetMs ?? 0);
+  if (anchors.length) await picker.offer(search.requests(anchors, 'depth-first'));
+  if (picker.cutBy) return null;
+  const { classNameById, requestedClasses, shape } = presentationOf(plan, found.lookups);
+  const spans = new TreeSpans();
+  const fresh = candidatesJson(
+    picker.result(),
+    preloaded.nodes,
+    found.usage,
+    classNameById,
+    requestedClasses,
+    shape,
+    keptBytesOf(options),
+    spans,
+  );
+  if (!spans.split) return null;
+  const joined = spliceTrees({ bytes: kept.bytes, trees: kept.spans }, changed, { bytes: fresh, trees: spans.trees() });
+  let count = 0;
+  for (const tree of joined.trees) count += tree.count;
+  // A whole search would stop at the cap: it runs, and its answer is not kept.
+  if (options.maxCandidates > 0 && count >= options.maxCandidates) return null;
+  return {
+    state: found.state!,
+    bytes: joined.bytes,
+    count,
+    cut: null,
+    trees: { viable: trees.viable, usage: found.usage },
+    spans: joined.trees,
+  };
+}
+
+/** Whether two research states differ at most in their usage (same model version, trees read and names). */
+const sameButUsage = (a: ResearchState, b: ResearchState): boolean =>
+  a.model === b.model && a.version === b.version && a.scope === b.scope && a.names === b.names;
 
 /** The engine's answer: the candidates chosen, and why the search stopped before it had seen them all (null: it saw them all, or a limit). */
 export interface CandidatesAnswer {
@@ -467,8 +562,10 @@ export async function findAllocationCandidatesJson(
   const started = performance.now();
   const answers = options.answers;
   const key = answers ? answerKey(request, mv, options) : null;
-  const outcome = await chooseCandidates(fromDatabase(reader), request, mv, options, key === null ? undefined : answers!.get(key));
-  const answer = 'bytes' in outcome ? outcome : keepAnswer(answers, key, outcome, jsonOf(outcome, options));
+  const plainKept = key === null ? undefined : answers!.get(key);
+  const outcome = await chooseCandidates(fromDatabase(reader), request, mv, options, plainKept);
+  if ('bytes' in outcome && outcome !== plainKept && key !== null) answers!.keep(key, outcome);
+  const answer = 'bytes' in outcome ? outcome : keepAnswer(answers, key, outcome, options);
   const metrics = options.metrics;
   if (metrics) {
     metrics.candidatesDuration.observe([], (performance.now() - started) / 1000);
@@ -482,13 +579,19 @@ export async function findAllocationCandidatesJson(
 function keepAnswer(
   answers: KeptAnswers | undefined,
   key: string | null,
-  { state, chosen, cut }: Chosen,
-  bytes: Uint8Array<ArrayBuffer>,
+  chosen: Chosen,
+  options: CandidateOptions,
 ): { bytes: Uint8Array<ArrayBuffer>; count: number; cut: Chosen['cut'] } {
-  const answer = { bytes, count: chosen.length, cut };
+  const { state, cut } = chosen;
   // The model moved on while the search ran (another request's batch): what the answer came from is gone.
-  if (answers && key !== null && state !== null && state.model.version === state.version)
-    answers.keep(key, { state, bytes, count: chosen.length, cut });
+  const keep = answers !== undefined && key !== null && state !== null && state.model.version === state.version;
+  const spans = keep && chosen.trees ? new TreeSpans() : undefined;
+  const bytes = jsonOf(chosen, options, spans);
+  const answer = { bytes, count: chosen.chosen.length, cut };
+  if (keep) {
+    const trees = spans?.split ? chosen.trees : null;
+    answers!.keep(key!, { ...answer, state: state!, trees, spans: trees ? spans!.trees() : [] });
+  }
   return answer;
 }
 
@@ -528,9 +631,13 @@ export async function candidatesFromModel(
 function jsonOf(
   { chosen, nodes, usage, classNameById, requestedClasses, shape }: Chosen,
   options: CandidateOptions,
+  byTree?: TreeSpans,
 ): Uint8Array<ArrayBuffer> {
-  return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape, options.keptBytes ?? new KeptBytes());
+  return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape, keptBytesOf(options), byTree);
 }
+
+/** The app's kept presentation bytes, or an answer's own. */
+const keptBytesOf = (options: CandidateOptions): KeptBytes => options.keptBytes ?? new KeptBytes();
 
 // --- The research ------------------------------------------------------------
 // The research: where a request's provider-tree model comes from, and the one read batch
@@ -557,6 +664,12 @@ export interface RequestNames {
   amounts: Amounts;
 }
 
+/** The rules' decision over a research: candidate rows and sharing anchors, and the trees given whole from the start. */
+interface Decided {
+  candidates: CandidateInventories;
+  preloaded: { roots: Set<number>; nodes: Map<number, ProviderNode> };
+}
+
 /** What one research pass gives the search: the model's trees the request uses, decided by the rules. */
 export interface Research {
   lookups: Lookups;
@@ -567,7 +680,11 @@ export interface Research {
    * from the start: the viable ones and the sharing providers' own. Decided on first call,
    * so a kept answer taken instead pays none of it.
    */
-  rules(): { candidates: CandidateInventories; preloaded: { roots: Set<number>; nodes: Map<number, ProviderNode> } };
+  rules(): Decided;
+  /** The same rules over some of the viable trees only (a kept answer's trees whose usage changed). */
+  rulesOf(viable: readonly number[]): Decided;
+  /** The viable trees, in root order. */
+  viable: readonly number[];
   /** What the research read, when an answer computed from it may be kept (the shared cache's one snapshot); else null. */
   state: ResearchState | null;
   /** When only the first roots were planned: the highest root planned (trees above it are unknown). */
@@ -598,20 +715,24 @@ function researchOf(
   loadTrees: (roots: number[]) => Promise<Map<number, ProviderNode>>,
   state: ResearchState | null = null,
 ): Research {
-  let decided: ReturnType<Research['rules']> | undefined;
+  let decided: Decided | undefined;
+  const rulesOf = (viable: readonly number[]): Decided => {
+    const { candidates, treeRoots } = candidatesOf(model, viable, lookups.classIdByName, usage, prefilter.forbiddenTraits, amounts);
+    const nodes = nodesOf(
+      model,
+      [...treeRoots].sort((a, b) => a - b),
+    );
+    return { candidates, preloaded: { roots: treeRoots, nodes } };
+  };
   return {
     lookups,
     hooks,
     rules() {
-      if (decided) return decided;
-      const { candidates, treeRoots } = candidatesOf(model, plan.viable, lookups.classIdByName, usage, prefilter.forbiddenTraits, amounts);
-      const nodes = nodesOf(
-        model,
-        [...treeRoots].sort((a, b) => a - b),
-      );
-      decided = { candidates, preloaded: { roots: treeRoots, nodes } };
+      decided ??= rulesOf(plan.viable);
       return decided;
     },
+    rulesOf,
+    viable: plan.viable,
     state,
     truncatedAt,
     usage,
@@ -722,20 +843,23 @@ export async function researchCached(
     if (changed === 'oversize') return null;
     if (changed === 'reload') continue;
     const usageText = String(usageRows!.rows[0]?.[0] ?? '[]');
+    const namesKey = lookupsKey(lookups);
+    // The trees and names of the kept answer: its plan is this one's (the viable trees depend on them, never on usage).
+    const samePlan = known && model.version === kept.state.version && namesKey === kept.state.names;
     // The same trees, names and usage as the kept answer's, in one snapshot: it is the answer, unless a hook now constrains it.
-    if (known && model.version === kept.state.version && usageText === kept.state.usage && lookupsKey(lookups) === kept.state.names) {
-      if (kept.inert(readHooks(hooks, results.slice(at + own.length)))) return 'kept';
-    }
+    if (samePlan && usageText === kept.state.usage && kept.inert(readHooks(hooks, results.slice(at + own.length)))) return 'kept';
     const usage = usageOf(JSON.parse(usageText) as PackedRow[]);
     const scope: UsageScope = wanted === 'all' ? 'all' : new Set([...wanted, ...changed]);
     // After it: the trees the request really needs, with the names it named.
-    const plan = planTrees(model, names.classes, names.amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots);
+    const plan = samePlan
+      ? kept.state.plan
+      : planTrees(model, names.classes, names.amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots);
     if (!covers(scope, plan.reads)) continue;
     const states = readHooks(hooks, results.slice(at + own.length));
     // Anchor trees are in the usage read (plan.reads); should the search reach another tree, its usage is read then.
     // Names, trees and usage from one batch (the first): what an answer computed from them reads again while they hold.
     const state: ResearchState | null =
-      attempt === 0 ? { model, version: model.version, scope: scopeKey(scope), usage: usageText, names: lookupsKey(lookups) } : null;
+      attempt === 0 ? { model, version: model.version, scope: scopeKey(scope), usage: usageText, names: namesKey, plan } : null;
     return researchOf(
       model,
       lookups,
@@ -809,6 +933,8 @@ export interface ResearchState {
   usage: string;
   /** The request's names as looked up. */
   names: string;
+  /** The trees planned over them (rules.ts planTrees): the same while the model's version and the names are. */
+  plan: TreePlan;
 }
 
 const scopeKey = (scope: UsageScope): string => (scope === 'all' ? 'all' : [...scope].join(','));
@@ -837,6 +963,16 @@ export interface KeptAnswer {
   bytes: Uint8Array<ArrayBuffer>;
   count: number;
   cut: 'cap' | 'time_budget' | null;
+  /** When it can be put together again tree by tree (spliceKept): its viable trees and the usage it read; else null. */
+  trees: KeptTrees | null;
+  /** Each tree's share of `bytes`, in root order (empty when `trees` is null). */
+  spans: TreeSpan[];
+}
+
+/** What a kept answer's trees were computed from, beside its state: the viable trees, the usage read (parsed). */
+export interface KeptTrees {
+  viable: ReadonlySet<number>;
+  usage: Usage;
 }
 
 /** Most answers kept, and most bytes in all (a scheduler asks a few distinct queries; an answer above half of it is not kept). */
@@ -848,6 +984,7 @@ export class KeptAnswers {
   private readonly answers = new Map<string, KeptAnswer>();
   private bytes = 0;
   private hitCount = 0;
+  private spliceCount = 0;
 
   get(key: string): KeptAnswer | undefined {
     const answer = this.answers.get(key);
@@ -882,6 +1019,16 @@ export class KeptAnswers {
   /** Counts a request answered with a kept answer. */
   countHit(): void {
     this.hitCount += 1;
+  }
+
+  /** Requests answered with a kept answer whose changed trees were computed again, so far (tests, benches). */
+  get splices(): number {
+    return this.spliceCount;
+  }
+
+  /** Counts a request answered by splicing. */
+  countSplice(): void {
+    this.spliceCount += 1;
   }
 
   private drop(key: string): void {

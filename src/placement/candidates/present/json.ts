@@ -129,6 +129,7 @@ export function candidatesJson(
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
   kept: KeptBytes,
+  byTree?: TreeSpans,
 ): Uint8Array<ArrayBuffer> {
   // Nodes of the trees kept in memory carry their uuid's bytes; the SQL engine's are encoded once per request.
   const quotedUuids = new Map<number, Uint8Array>();
@@ -148,17 +149,141 @@ export function candidatesJson(
   for (let i = 0; i < chosen.length; i += 1) {
     const request = chosen[i]!;
     if (i > 0) out.char(COMMA);
+    const start = out.mark;
     for (const piece of request.pieces) usedProviders.add(piece.providerId);
     if (!shape.dictShape) listRequest(out, request, uuidOf, classOf);
     else if (!keptRequest(out, request, nodes, forms, uuidOf, classOf, shape.withMappings, kept))
       dictRequest(out, request, uuidOf, classOf, shape.withMappings);
+    byTree?.note(REQUESTS, rootOfRequest(request, nodes), start, out.mark);
   }
   out.bytes(SUMMARIES);
-  summaries(out, usedProviders, nodes, usage, requestedClasses, shape, kept);
+  summaries(out, usedProviders, nodes, usage, requestedClasses, shape, kept, byTree);
   out.bytes(END);
   const answer = out.result();
   kept.answerWritten(answer.length);
   return answer;
+}
+
+/** The root of a request's providers (its first piece's, or with none, its first mapping's); undefined when unknown. */
+function rootOfRequest(request: AllocationRequest, nodes: ReadonlyMap<number, ProviderNode>): number | undefined {
+  const first = request.pieces[0]?.providerId ?? request.mappings.values().next().value?.[0];
+  return first === undefined ? undefined : nodes.get(first)?.rootId;
+}
+
+/** One tree's share of an answer, as offsets into its bytes: its allocation requests (comma-separated, with how many) and its providers' summaries. */
+export interface TreeSpan {
+  root: number;
+  count: number;
+  requests: Span | null;
+  summaries: Span | null;
+}
+type Span = readonly [start: number, end: number];
+
+/** An answer's bytes with its trees' shares, in root order. */
+export interface AnswerByTree {
+  bytes: Uint8Array<ArrayBuffer>;
+  trees: TreeSpan[];
+}
+
+const REQUESTS = 0;
+const SUMMARY = 1;
+
+/**
+ * Where each tree's requests and summaries lie in an answer being written
+ * (candidatesJson's `byTree`), when every candidate lies in one tree: the
+ * answer can then be put together again with some trees' shares replaced
+ * (spliceTrees). `split` is false when a tree's share was not in one run, or
+ * a request's tree was unknown.
+ */
+export class TreeSpans {
+  split = true;
+  private readonly runs: { kind: number; root: number; start: number; end: number; count: number }[] = [];
+  private readonly seen = [new Set<number>(), new Set<number>()];
+
+  note(kind: typeof REQUESTS | typeof SUMMARY, root: number | undefined, start: number, end: number): void {
+    const last = this.runs[this.runs.length - 1];
+    if (last !== undefined && last.kind === kind && last.root === root) {
+      last.end = end;
+      last.count += 1;
+      return;
+    }
+    if (root === undefined || this.seen[kind]!.has(root)) this.split = false;
+    else this.seen[kind]!.add(root);
+    this.runs.push({ kind, root: root ?? -1, start, end, count: 1 });
+  }
+
+  /** The trees' shares noted, in root order. */
+  trees(): TreeSpan[] {
+    const byRoot = new Map<number, TreeSpan>();
+    for (const run of this.runs) {
+      let tree = byRoot.get(run.root);
+      if (!tree) byRoot.set(run.root, (tree = { root: run.root, count: 0, requests: null, summaries: null }));
+      if (run.kind === REQUESTS) {
+        tree.requests = [run.start, run.end];
+        tree.count = run.count;
+      } else tree.summaries = [run.start, run.end];
+    }
+    return [...byRoot.values()].sort((a, b) => a.root - b.root);
+  }
+}
+
+/**
+ * `kept` with the shares of the trees in `replaced` taken out and those of
+ * `fresh` (an answer over some of them) put in, in root order: the order
+ * candidatesJson writes both lists in when every candidate lies in one tree.
+ * Runs of kept trees that lie side by side are copied as one.
+ */
+export function spliceTrees(kept: AnswerByTree, replaced: ReadonlySet<number>, fresh: AnswerByTree): AnswerByTree {
+  const merged: { tree: TreeSpan; from: AnswerByTree }[] = [];
+  let f = 0;
+  for (const tree of kept.trees) {
+    while (f < fresh.trees.length && fresh.trees[f]!.root < tree.root) merged.push({ tree: fresh.trees[f++]!, from: fresh });
+    if (!replaced.has(tree.root)) merged.push({ tree, from: kept });
+  }
+  while (f < fresh.trees.length) merged.push({ tree: fresh.trees[f++]!, from: fresh });
+  const out = new Uint8Array(kept.bytes.length + fresh.bytes.length);
+  let at = 0;
+  const put = (bytes: Uint8Array) => {
+    out.set(bytes, at);
+    at += bytes.length;
+  };
+  const placed: TreeSpan[] = merged.map(({ tree }) => ({ root: tree.root, count: tree.count, requests: null, summaries: null }));
+  put(START);
+  for (const [kind, after] of [
+    ['requests', SUMMARIES],
+    ['summaries', END],
+  ] as const) {
+    // A run: trees of one source whose shares follow each other there (one comma apart), copied at once.
+    let run: { from: AnswerByTree; start: number; end: number; members: number[] } | null = null;
+    let written = false;
+    const flush = () => {
+      if (run === null) return;
+      if (written) out[at++] = COMMA;
+      written = true;
+      const base = at - run.start;
+      for (const i of run.members) {
+        const span = merged[i]!.tree[kind]!;
+        placed[i]![kind] = [span[0] + base, span[1] + base];
+      }
+      put(run.from.bytes.subarray(run.start, run.end));
+      run = null;
+    };
+    for (let i = 0; i < merged.length; i += 1) {
+      const { tree, from } = merged[i]!;
+      const span = tree[kind];
+      if (span === null) continue;
+      if (run !== null && run.from === from && span[0] === run.end + 1 && from.bytes[run.end] === COMMA) {
+        run.end = span[1];
+        run.members.push(i);
+        continue;
+      }
+      flush();
+      run = { from, start: span[0], end: span[1], members: [i] };
+    }
+    flush();
+    put(after);
+  }
+  return { bytes: out.subarray(0, at), trees: placed };
 }
 
 /** Whether a piece before `index` is on the same provider (pieces are a handful: no Map). */
@@ -343,6 +468,7 @@ function summaries(
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
   keptBytes: KeptBytes,
+  byTree: TreeSpans | undefined,
 ): void {
   const usedRoots = new Set<number>();
   if (shape.nestedAware) for (const id of usedProviders) usedRoots.add(nodes.get(id)!.rootId);
@@ -352,6 +478,7 @@ function summaries(
     if (shape.nestedAware ? !usedRoots.has(node.rootId) : !usedProviders.has(node.id)) continue;
     if (!first) out.char(COMMA);
     first = false;
+    const start = out.mark;
     // The SQL engine's nodes live one request: nothing of theirs is kept.
     const kept = node.uuidJson === undefined ? undefined : keptBytes.nodeBytes(node);
     let template = kept?.template;
@@ -363,6 +490,7 @@ function summaries(
     const summary = kept?.summary;
     if (summary && summary.template === template && sameUsage(summary.used, usage.get(node.id), classIds)) {
       out.bytes(summary.bytes);
+      byTree?.note(SUMMARY, node.rootId, start, out.mark);
       continue;
     }
     const mark = out.mark;
@@ -373,6 +501,7 @@ function summaries(
       out.bytes(parts[i + 1]!);
     }
     if (kept) kept.summary = { template, used, bytes: out.copyFrom(mark) };
+    byTree?.note(SUMMARY, node.rootId, start, out.mark);
   }
 }
 
