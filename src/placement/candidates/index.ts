@@ -975,9 +975,13 @@ export interface KeptTrees {
   usage: Usage;
 }
 
-/** Most answers kept, and most bytes in all (a scheduler asks a few distinct queries; an answer above half of it is not kept). */
+/** Most answers kept, and most bytes they hold in all (a scheduler asks a few distinct queries; an answer above half of it is not kept). */
 const KEPT_ANSWERS = 32;
 const KEPT_ANSWER_BYTES = 16 << 20;
+
+/** About what a kept answer holds: its bytes, its usage text and (to splice it) the usage parsed, ~200 bytes a provider, and its trees' spans. */
+const sizeOf = (answer: KeptAnswer): number =>
+  answer.bytes.length + answer.state.usage.length + (answer.trees ? answer.trees.usage.size * 200 + answer.spans.length * 64 : 0);
 
 /** The kept answers of one app (Deps.candidates), by answerKey, least recently used first. */
 export class KeptAnswers {
@@ -997,9 +1001,9 @@ export class KeptAnswers {
 
   keep(key: string, answer: KeptAnswer): void {
     this.drop(key);
-    if (answer.bytes.length > KEPT_ANSWER_BYTES / 2) return;
+    if (sizeOf(answer) > KEPT_ANSWER_BYTES / 2) return;
     this.answers.set(key, answer);
-    this.bytes += answer.bytes.length;
+    this.bytes += sizeOf(answer);
     for (const oldest of this.answers.keys()) {
       if (this.answers.size <= KEPT_ANSWERS && this.bytes <= KEPT_ANSWER_BYTES) break;
       this.drop(oldest);
@@ -1034,7 +1038,7 @@ export class KeptAnswers {
   private drop(key: string): void {
     const old = this.answers.get(key);
     if (!old) return;
-    this.bytes -= old.bytes.length;
+    this.bytes -= sizeOf(old);
     this.answers.delete(key);
   }
 }

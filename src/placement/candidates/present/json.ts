@@ -164,20 +164,25 @@ export function candidatesJson(
   return answer;
 }
 
-/** The root of a request's providers (its first piece's, or with none, its first mapping's); undefined when unknown. */
+/** The root of a request's providers (its first piece's); undefined without a piece (such a request is kept apart by no tree). */
 function rootOfRequest(request: AllocationRequest, nodes: ReadonlyMap<number, ProviderNode>): number | undefined {
-  const first = request.pieces[0]?.providerId ?? request.mappings.values().next().value?.[0];
+  const first = request.pieces[0]?.providerId;
   return first === undefined ? undefined : nodes.get(first)?.rootId;
 }
 
-/** One tree's share of an answer, as offsets into its bytes: its allocation requests (comma-separated, with how many) and its providers' summaries. */
+/**
+ * One tree's share of an answer, as offsets into its bytes: its allocation
+ * requests (comma-separated, `count` of them) and its providers' summaries;
+ * a start of -1 for none.
+ */
 export interface TreeSpan {
   root: number;
   count: number;
-  requests: Span | null;
-  summaries: Span | null;
+  requestsStart: number;
+  requestsEnd: number;
+  summariesStart: number;
+  summariesEnd: number;
 }
-type Span = readonly [start: number, end: number];
 
 /** An answer's bytes with its trees' shares, in root order. */
 export interface AnswerByTree {
@@ -217,11 +222,18 @@ export class TreeSpans {
     const byRoot = new Map<number, TreeSpan>();
     for (const run of this.runs) {
       let tree = byRoot.get(run.root);
-      if (!tree) byRoot.set(run.root, (tree = { root: run.root, count: 0, requests: null, summaries: null }));
+      if (!tree) {
+        tree = { root: run.root, count: 0, requestsStart: -1, requestsEnd: -1, summariesStart: -1, summariesEnd: -1 };
+        byRoot.set(run.root, tree);
+      }
       if (run.kind === REQUESTS) {
-        tree.requests = [run.start, run.end];
+        tree.requestsStart = run.start;
+        tree.requestsEnd = run.end;
         tree.count = run.count;
-      } else tree.summaries = [run.start, run.end];
+      } else {
+        tree.summariesStart = run.start;
+        tree.summariesEnd = run.end;
+      }
     }
     return [...byRoot.values()].sort((a, b) => a.root - b.root);
   }
@@ -234,55 +246,77 @@ export class TreeSpans {
  * Runs of kept trees that lie side by side are copied as one.
  */
 export function spliceTrees(kept: AnswerByTree, replaced: ReadonlySet<number>, fresh: AnswerByTree): AnswerByTree {
-  const merged: { tree: TreeSpan; from: AnswerByTree }[] = [];
+  // The trees in root order, each with where its share comes from.
+  const trees: TreeSpan[] = [];
+  const from: Uint8Array[] = [];
+  let length = START.length + SUMMARIES.length + END.length;
+  const add = (tree: TreeSpan, source: Uint8Array) => {
+    trees.push(tree);
+    from.push(source);
+    length += tree.requestsEnd - tree.requestsStart + tree.summariesEnd - tree.summariesStart + 2;
+  };
   let f = 0;
   for (const tree of kept.trees) {
-    while (f < fresh.trees.length && fresh.trees[f]!.root < tree.root) merged.push({ tree: fresh.trees[f++]!, from: fresh });
-    if (!replaced.has(tree.root)) merged.push({ tree, from: kept });
+    while (f < fresh.trees.length && fresh.trees[f]!.root < tree.root) add(fresh.trees[f++]!, fresh.bytes);
+    if (!replaced.has(tree.root)) add(tree, kept.bytes);
   }
-  while (f < fresh.trees.length) merged.push({ tree: fresh.trees[f++]!, from: fresh });
-  const out = new Uint8Array(kept.bytes.length + fresh.bytes.length);
-  let at = 0;
-  const put = (bytes: Uint8Array) => {
-    out.set(bytes, at);
-    at += bytes.length;
-  };
-  const placed: TreeSpan[] = merged.map(({ tree }) => ({ root: tree.root, count: tree.count, requests: null, summaries: null }));
-  put(START);
-  for (const [kind, after] of [
-    ['requests', SUMMARIES],
-    ['summaries', END],
-  ] as const) {
-    // A run: trees of one source whose shares follow each other there (one comma apart), copied at once.
-    let run: { from: AnswerByTree; start: number; end: number; members: number[] } | null = null;
+  while (f < fresh.trees.length) add(fresh.trees[f++]!, fresh.bytes);
+  const out = new Uint8Array(length);
+  const placed: TreeSpan[] = new Array(trees.length);
+  for (let i = 0; i < trees.length; i += 1)
+    placed[i] = { ...trees[i]!, requestsStart: -1, requestsEnd: -1, summariesStart: -1, summariesEnd: -1 };
+  out.set(START);
+  let at = START.length;
+  // Shares that follow each other in their source (one comma apart) are copied at once: a run [first, last].
+  const section = (requests: boolean) => {
     let written = false;
-    const flush = () => {
-      if (run === null) return;
+    let first = -1;
+    let runEnd = 0;
+    const flush = (last: number) => {
+      if (first < 0) return;
       if (written) out[at++] = COMMA;
       written = true;
-      const base = at - run.start;
-      for (const i of run.members) {
-        const span = merged[i]!.tree[kind]!;
-        placed[i]![kind] = [span[0] + base, span[1] + base];
+      const start = requests ? trees[first]!.requestsStart : trees[first]!.summariesStart;
+      const shift = at - start;
+      for (let i = first; i <= last; i += 1) {
+        const tree = trees[i]!;
+        const target = placed[i]!;
+        if (requests && tree.requestsStart >= 0) {
+          target.requestsStart = tree.requestsStart + shift;
+          target.requestsEnd = tree.requestsEnd + shift;
+        } else if (!requests && tree.summariesStart >= 0) {
+          target.summariesStart = tree.summariesStart + shift;
+          target.summariesEnd = tree.summariesEnd + shift;
+        }
       }
-      put(run.from.bytes.subarray(run.start, run.end));
-      run = null;
+      out.set(from[first]!.subarray(start, runEnd), at);
+      at += runEnd - start;
+      first = -1;
     };
-    for (let i = 0; i < merged.length; i += 1) {
-      const { tree, from } = merged[i]!;
-      const span = tree[kind];
-      if (span === null) continue;
-      if (run !== null && run.from === from && span[0] === run.end + 1 && from.bytes[run.end] === COMMA) {
-        run.end = span[1];
-        run.members.push(i);
+    let last = -1;
+    for (let i = 0; i < trees.length; i += 1) {
+      const tree = trees[i]!;
+      const start = requests ? tree.requestsStart : tree.summariesStart;
+      if (start < 0) continue;
+      const end = requests ? tree.requestsEnd : tree.summariesEnd;
+      if (first >= 0 && from[i] === from[first] && start === runEnd + 1 && from[i]![runEnd] === COMMA) {
+        runEnd = end;
+        last = i;
         continue;
       }
-      flush();
-      run = { from, start: span[0], end: span[1], members: [i] };
+      flush(last);
+      first = i;
+      last = i;
+      runEnd = end;
     }
-    flush();
-    put(after);
-  }
+    flush(last);
+  };
+  section(true);
+  out.set(SUMMARIES, at);
+  at += SUMMARIES.length;
+  section(false);
+  out.set(END, at);
+  at += END.length;
   return { bytes: out.subarray(0, at), trees: placed };
 }
 
