@@ -636,8 +636,8 @@ function jsonOf(
   return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape, keptBytesOf(options), byTree);
 }
 
-/** The app's kept presentation bytes, or an answer's own. */
-const keptBytesOf = (options: CandidateOptions): KeptBytes => options.keptBytes ?? new KeptBytes();
+/** The app's kept presentation bytes, or an answer's own (which starts no slab). */
+const keptBytesOf = (options: CandidateOptions): KeptBytes => options.keptBytes ?? KeptBytes.forOneAnswer();
 
 // --- The research ------------------------------------------------------------
 // The research: where a request's provider-tree model comes from, and the one read batch

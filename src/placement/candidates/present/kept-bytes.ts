@@ -72,6 +72,13 @@ export class KeptBytes {
   /** `sweepAfter`: entries unused for this many answers go (a deleted provider's, or a replaced node's nobody asked for since). */
   constructor(private readonly sweepAfter = 4096) {}
 
+  /** For one answer whose caller keeps nothing between answers: its pieces are copied apart, no slab is started. */
+  static forOneAnswer(): KeptBytes {
+    const kept = new KeptBytes();
+    kept.largestAnswer = Number.POSITIVE_INFINITY;
+    return kept;
+  }
+
   /** The bytes kept for `node`, an empty entry the first time or when its tree changed since. */
   nodeBytes(node: { readonly id: number }): NodeBytes {
     let entry = this.kept[node.id];
