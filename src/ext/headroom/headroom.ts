@@ -23,7 +23,7 @@ import { addLoad, capacityOf, type LoadedKeys as LoadedCounters } from '../../pl
 import { type CandidateOptions, type CapacityRule, type FullSearch, searchEveryTree } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import { type AllocationRequest, TimeBudget } from '../../placement/candidates/search.js';
-import type { Inventory } from '../../placement/candidates/research.js';
+import type { Inventory } from '../../placement/candidates/cloud-model.js';
 import { candidateCounters } from '../counters/candidates.js';
 
 export interface TreeHeadroom {

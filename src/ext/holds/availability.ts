@@ -15,7 +15,7 @@ import type { Microversion } from '../../microversion.js';
 import type { CandidateEngine, CandidateReadHook } from '../../placement/candidates/index.js';
 import { type CandidateOptions, type CandidatesBody, candidatesFromModel } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
-import type { Usage } from '../../placement/candidates/research.js';
+import type { Usage } from '../../placement/candidates/cloud-model.js';
 import { loadsOf, type LoadedKeys } from '../../placement/capacity.js';
 import { candidateCounters } from '../counters/candidates.js';
 import { domainSearchOf, type GangQuery, gangSearchOptions, parseGangQuery } from '../gangs/index.js';

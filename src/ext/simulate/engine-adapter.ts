@@ -10,7 +10,7 @@
 // the world's holds (held.ts). This file is what
 // changes with the engine's API.
 import type { Microversion } from '../../microversion.js';
-import { CloudModel, type ProviderSpec } from '../../placement/candidates/cloud-model.js';
+import { CloudModel, type Lookups, type ProviderSpec, type Usage } from '../../placement/candidates/cloud-model.js';
 import type { CandidateEngine, CandidateReadHook } from '../../placement/candidates/index.js';
 import {
   type CandidateOptions,
@@ -19,7 +19,6 @@ import {
   searchEveryTreeOfModel,
 } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
-import type { Lookups, Usage } from '../../placement/candidates/research.js';
 import { type Headroom, headroomOfSearch } from '../headroom/headroom.js';
 import { loadsOf, type LoadedKeys } from '../../placement/capacity.js';
 import { candidateCounters } from '../counters/candidates.js';
