@@ -70,6 +70,13 @@ export interface ExtensionSettings {
 export interface Extension {
   /** Unique among the installed ones; names its state. */
   readonly name: string;
+  /**
+   * The extensions whose code it uses (their names): an app that installs it
+   * without one of them refuses to start. Every import of another extension's
+   * folder is named here (test/architecture/extension-requirements.test.ts);
+   * a use that goes through a part of the contract instead needs no line.
+   */
+  readonly requires?: readonly string[];
   /** Its settings: part of every app's configuration, whether or not an app installs it. */
   readonly settings?: ExtensionSettings;
   /** Query parameters of GET /allocation_candidates (and headroom, why-no-host, gangs), with their grammar. */
@@ -119,13 +126,22 @@ export class InstalledExtensions {
     this.runtimes = runtimes;
   }
 
-  /** Sets up `list` for one app, in order. */
+  /** Sets up `list` for one app, in order; refuses a list where an extension lacks one it requires. */
   static setUp(list: readonly Extension[], context: ExtensionContext): InstalledExtensions {
     const runtimes = new Map<string, ExtensionRuntime>();
     const names = new Set<string>();
     for (const extension of list) {
       if (names.has(extension.name)) throw new Error(`two extensions named ${extension.name}`);
       names.add(extension.name);
+    }
+    for (const extension of list) {
+      const missing = (extension.requires ?? []).filter((name) => !names.has(name));
+      if (missing.length)
+        throw new Error(
+          `extension ${extension.name} requires ${missing.join(', ')}, which this app does not install: install ${missing.length > 1 ? 'them' : 'it'} or remove ${extension.name} too`,
+        );
+    }
+    for (const extension of list) {
       const runtime = extension.setUp?.(context);
       if (runtime) runtimes.set(extension.name, runtime);
     }
@@ -176,6 +192,20 @@ export class InstalledExtensions {
   readiness(): ReadinessRead[] {
     return [...this.runtimes.values()].flatMap((runtime) => runtime.readiness?.() ?? []);
   }
+}
+
+/** `list` without `removed` and without every extension that requires one it leaves out (directly or through another). */
+export function withoutExtensions(list: readonly Extension[], removed: readonly Extension[]): Extension[] {
+  const gone = new Set(removed.map((e) => e.name));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const e of list)
+      if (!gone.has(e.name) && e.requires?.some((name) => gone.has(name))) {
+        gone.add(e.name);
+        grew = true;
+      }
+  }
+  return list.filter((e) => !gone.has(e.name));
 }
 
 /** A sweep that runs with `key`'s state, and counts nothing where the extension is off in the app. */

@@ -13,6 +13,7 @@ import { sweepHolds } from './jobs.js';
 
 export const holds: Extension = {
   name: 'holds',
+  requires: ['gangs', 'leases'],
   params: [untilParam, holdParam],
   read: [heldCapacityHook()],
   writes: holdsWrites,

@@ -11,6 +11,8 @@ import { formatSimulation } from './words.js';
 
 export const simulate: Extension = {
   name: 'simulate',
+  // It replays the others' rules on a copy of the cloud on purpose: their models, schemas and guards.
+  requires: ['taints', 'headroom', 'gangs', 'holds', 'leases'],
   routes: [simulateRoutes],
   admin: [
     adminCommand({
