@@ -14,7 +14,7 @@ import type { DataStore } from './db/client.js';
 import type { Deps, Logger } from './deps.js';
 import type { AdminCommand } from './diagnostics/admin-cli.js';
 import type { AuditCheck } from './diagnostics/audit.js';
-import type { DashboardProviderPart, DashboardSection } from './diagnostics/dashboard-repo.js';
+import type { DashboardPanel, DashboardProviderPart, DashboardSection } from './diagnostics/dashboard-repo.js';
 import type { DiagnosisPart } from './diagnostics/why-no-host.js';
 import type { AppEnv } from './http/env.js';
 import type { RouteTable } from './http/route-table.js';
@@ -93,8 +93,12 @@ export interface Extension {
   readonly gauges?: GaugeRead;
   /** What the admin audit (GET /diagnostics/audit) reports of it, read in the audit's one batch of the extensions. */
   readonly audit?: AuditCheck;
-  /** What the capacity dashboard (GET /dashboard/api/summary) shows of it, read in the summary's one batch. */
-  readonly dashboard?: { readonly provider?: DashboardProviderPart; readonly sections?: readonly DashboardSection[] };
+  /** What the capacity dashboard shows of it: in GET /dashboard/api/summary (read in the summary's one batch), and its panels on the page. */
+  readonly dashboard?: {
+    readonly provider?: DashboardProviderPart;
+    readonly sections?: readonly DashboardSection[];
+    readonly panels?: readonly DashboardPanel[];
+  };
   /** Its own question to GET /diagnostics/allocation_candidates ("why no host"), with its query parameters and verdict. */
   readonly diagnosis?: DiagnosisPart;
   /** Commands it adds to placement-admin (src/entry/admin.ts takes them from EXTENSIONS). */
@@ -168,6 +172,11 @@ export class InstalledExtensions {
 
   gauges(): GaugeRead[] {
     return this.list.flatMap((e) => (e.gauges ? [e.gauges] : []));
+  }
+
+  /** The installed extensions this app's settings leave on (set up, or with nothing to set up), in order. */
+  on(): Extension[] {
+    return this.list.filter((e) => !e.setUp || this.runtimes.has(e.name));
   }
 
   /** What `key`'s extension keeps in this app; undefined where it is not installed or its settings turn it off. */

@@ -44,12 +44,13 @@ describe('GET /dashboard', () => {
     const html = await res.text();
     expect(html).toContain('<meta name="placement-auth" content="noauth2">');
     const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    // The installed extensions' panels' assets first (holds, simulate), then the page's own.
     expect(urls.filter((u) => !u.startsWith('data:'))).toEqual([
       '/dashboard/assets/holds.css',
       '/dashboard/assets/holds.js',
+      '/dashboard/assets/what-if.js',
       '/dashboard/assets/app.css',
       '/dashboard/assets/app.js',
-      '/dashboard/assets/what-if.js',
     ]);
     expect((await t.app.request('/dashboard/')).status).toBe(200);
   });

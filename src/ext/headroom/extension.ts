@@ -4,6 +4,12 @@
 // and domains: it requires gangs). The shared counters' loads it reads through
 // the contract (a constraint read hook among the installed ones), when present.
 import type { Extension } from '../../extension.js';
+import { headroomPanel } from './dashboard.js';
 import { headroomRoutes } from './http/routes.js';
 
-export const headroom: Extension = { name: 'headroom', requires: ['gangs'], routes: [headroomRoutes] };
+export const headroom: Extension = {
+  name: 'headroom',
+  requires: ['gangs'],
+  routes: [headroomRoutes],
+  dashboard: { panels: [headroomPanel] },
+};
