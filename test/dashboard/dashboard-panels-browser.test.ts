@@ -16,7 +16,7 @@ import { taints } from '../../src/ext/taints/extension.js';
 import { type Extension, withoutExtensions } from '../../src/extension.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
-import { seedCloud } from './seed.js';
+import { adminCall, seedCloud } from './seed.js';
 import { CHROMIUM, noChromium } from './seeded-browser.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
@@ -34,13 +34,7 @@ describeWithPart(noChromium, 'dashboard: the panels of the installed extensions 
       makeTestApp(),
       chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }),
     ]);
-    await seedCloud(async (method, path, body) =>
-      full.app.request(path, {
-        method,
-        headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-    );
+    await seedCloud(adminCall((path, init) => full.app.request(path, init)));
   }, 90_000);
 
   afterAll(async () => {
