@@ -11,6 +11,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
+import type { WriteStatement } from './db/write-batch.js';
 import type { Deps, Logger } from './deps.js';
 import type { AdminCommand } from './diagnostics/admin-cli.js';
 import type { AuditCheck } from './diagnostics/audit.js';
@@ -67,6 +68,12 @@ export interface ExtensionSettings {
   problem?(config: AppConfig): ExtensionSettingProblem | undefined;
 }
 
+/** Where extensions report what happened (Extension.events): a statement written in the reporter's own batch. */
+export interface EventLog {
+  /** Appends one event of `kind` (dotted: 'preemption.created'); commits with the caller's batch or not at all. */
+  statement(kind: string, body: Record<string, unknown>, nowMs: number): WriteStatement;
+}
+
 export interface Extension {
   /** Unique among the installed ones; names its state. */
   readonly name: string;
@@ -101,6 +108,8 @@ export interface Extension {
   };
   /** Its own question to GET /diagnostics/allocation_candidates ("why no host"), with its query parameters and verdict. */
   readonly diagnosis?: DiagnosisPart;
+  /** A log the other extensions report to from their write batches (events: GET /ext/events); without one, nothing is reported. */
+  readonly events?: EventLog;
   /** Commands it adds to placement-admin (src/entry/admin.ts takes them from EXTENSIONS). */
   readonly admin?: readonly AdminCommand[];
   /** What it builds per app; null where the app's settings turn it off. */
@@ -168,6 +177,11 @@ export class InstalledExtensions {
 
   jobs(): JobModule[] {
     return this.list.flatMap((e) => (e.jobs ? [e.jobs] : []));
+  }
+
+  /** The statements reporting one event to each installed log, for the caller's batch; none without a log. */
+  eventStatements(kind: string, body: Record<string, unknown>, nowMs: number): WriteStatement[] {
+    return this.list.flatMap((e) => (e.events ? [e.events.statement(kind, body, nowMs)] : []));
   }
 
   gauges(): GaugeRead[] {

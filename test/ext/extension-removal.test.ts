@@ -11,11 +11,14 @@ import { openStore } from '../../src/entry/node-service.js';
 import { ConfigSchema, loadConfig } from '../../src/config.js';
 import { type Extension, withoutExtensions } from '../../src/extension.js';
 import { counters } from '../../src/ext/counters/extension.js';
+import { events } from '../../src/ext/events/extension.js';
 import { holds } from '../../src/ext/holds/extension.js';
 import { limits } from '../../src/ext/limits/extension.js';
 import { taints } from '../../src/ext/taints/extension.js';
 import { seedProvider } from '../helpers/placement-seed.js';
+import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { preemptionBody, preemptionHelpers } from './helpers.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -138,10 +141,42 @@ describe('an app built without an extension', () => {
       'first-of': ['first-of'],
       holds: ['holds', 'preemption', 'simulate', 'sites'],
       preemption: ['preemption'],
-      events: ['preemption', 'events'],
+      events: ['events'],
       simulate: ['simulate'],
       sites: ['sites'],
     });
+  });
+
+  it('without events: a preemption commits as with them and reports nothing (the event log is a part of the contract, not a requirement)', async () => {
+    const store = await openStore(full.deps.config, { prepare: false }, silent);
+    try {
+      const withoutEvents = createApp(makeDeps(store, full.deps.config, silent, { extensions: withoutExtensions(EXTENSIONS, [events]) }));
+      expect(withoutExtensions(EXTENSIONS, [events]).map((e) => e.name)).toContain('preemption');
+      const { victimOn } = preemptionHelpers(() => full);
+      const reported = async () => {
+        const [r] = await full.deps.store.readBatch([
+          { sql: "SELECT COUNT(*) AS n FROM ext_events WHERE kind = 'preemption.created'", args: [] },
+        ]);
+        return Number(r!.rows[0]!.n);
+      };
+      const preempt = (app: ReturnType<typeof createApp>, host: string, victim: string) =>
+        app.request('/ext/preemptions', {
+          method: 'POST',
+          headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
+          body: JSON.stringify(preemptionBody(host, [victim], 4)),
+        });
+      const before = await reported();
+      const [one, two] = [
+        await provider(full, { inventory: { VCPU: { total: 4 } } }),
+        await provider(full, { inventory: { VCPU: { total: 4 } } }),
+      ];
+      expect((await preempt(withoutEvents, one, await victimOn(one, 4, 1))).status).toBe(201);
+      expect(await reported()).toBe(before);
+      expect((await preempt(full.app, two, await victimOn(two, 4, 1))).status).toBe(201);
+      expect(await reported()).toBe(before + 1);
+    } finally {
+      store.close();
+    }
   });
 
   it('refuses to start an app that installs an extension without one it requires, naming both', async () => {
@@ -151,7 +186,7 @@ describe('an app built without an extension', () => {
       expect(() => build(EXTENSIONS.filter((e) => e !== holds))).toThrow(
         'extension preemption requires holds, which this app does not install: install it or remove preemption too',
       );
-      expect(() => build(EXTENSIONS.filter((e) => e.name !== 'leases' && e.name !== 'events'))).toThrow(
+      expect(() => build(EXTENSIONS.filter((e) => e.name !== 'leases'))).toThrow(
         'extension gangs requires leases, which this app does not install',
       );
       expect(() => build(withoutExtensions(EXTENSIONS, [holds]))).not.toThrow();
