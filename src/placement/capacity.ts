@@ -283,9 +283,21 @@ export function candidateKeysOf(result: ResultSet | undefined): Map<number, Load
 
 // ---- the parts an extension installs -------------------------------------------
 
+/**
+ * A read hook whose state is a provider constraint's keys with the loads usage
+ * puts on them: what headroom adds its simulated claims to and what a model of
+ * the cloud recomputes from its own usage. Extensions find it among the
+ * installed hooks (isConstraintReadHook), not by importing the one that
+ * declares it: without such an extension there is none and nothing to load.
+ */
+export type ConstraintReadHook = CandidateReadHook<Map<number, LoadedKeys>> & { readonly constraint: ProviderConstraint };
+
+export const isConstraintReadHook = (hook: CandidateReadHook): hook is ConstraintReadHook => 'constraint' in hook;
+
 /** The candidates' capacity rule, as a read hook. */
-export function constraintReadHook(d: ProviderConstraint): CandidateReadHook<Map<number, LoadedKeys>> {
+export function constraintReadHook(d: ProviderConstraint): ConstraintReadHook {
   return {
+    constraint: d,
     name: d.name,
     statement: (classNames) => candidateStatement(d, classNames),
     read: (result) => candidateKeysOf(result),

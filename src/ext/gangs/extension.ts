@@ -7,4 +7,10 @@ import { gangsDashboard } from './dashboard.js';
 import { gangDiagnosis } from './diagnosis.js';
 import { gangRoutes } from './http/routes.js';
 
-export const gangs: Extension = { name: 'gangs', routes: [gangRoutes], dashboard: gangsDashboard, diagnosis: gangDiagnosis };
+export const gangs: Extension = {
+  name: 'gangs',
+  requires: ['leases'],
+  routes: [gangRoutes],
+  dashboard: gangsDashboard,
+  diagnosis: gangDiagnosis,
+};

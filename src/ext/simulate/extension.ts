@@ -4,6 +4,7 @@
 // and a command only: it reads through the engine the app installed (its
 // parameters and read hooks), adds nothing to the engine itself.
 import { adminCommand, type Extension } from '../../extension.js';
+import { whatIfPanel } from './dashboard.js';
 import { simulateRoutes } from './http/routes.js';
 import { simulateSchema } from './index.js';
 import { SimulationResponse } from './responses.js';
@@ -11,7 +12,10 @@ import { formatSimulation } from './words.js';
 
 export const simulate: Extension = {
   name: 'simulate',
+  // It replays the others' rules on a copy of the cloud on purpose: their models, schemas and guards.
+  requires: ['taints', 'headroom', 'gangs', 'holds', 'leases'],
   routes: [simulateRoutes],
+  dashboard: { panels: [whatIfPanel] },
   admin: [
     adminCommand({
       name: 'simulate',
