@@ -6,7 +6,9 @@
 // copy of DB_FILE through findAllocationCandidatesJson (the route's path, the
 // trees kept in memory), 150 answers to warm up; then rounds of 40 answers
 // alternate between the two, and each reports its own process CPU per answer.
-//   npx tsx bench/ab-engine.ts BASE_CHECKOUT HEAD_CHECKOUT DB_FILE [--query Q] [--rounds 16] [--semi 32,16]
+// --claim-between: a claim of one unit on the next provider in turn before each answer (engine-answer.ts), the
+// CPU of its write counted on both sides alike.
+//   npx tsx bench/ab-engine.ts BASE_CHECKOUT HEAD_CHECKOUT DB_FILE [--query Q] [--rounds 16] [--semi 32,16] [--claim-between]
 // DB_FILE: a loaded database (bench/server-cpu.mjs's file: placeload's flat cloud).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -21,12 +23,13 @@ const { values: args, positionals } = parseArgs({
     query: { type: 'string', default: FLAT_QUERY },
     rounds: { type: 'string', default: '16' },
     semi: { type: 'string', default: '32' },
+    'claim-between': { type: 'boolean', default: false },
   },
 });
 
 /** The child role: one checkout's engine on a copy of the file, answering `n` on each line of stdin. */
 async function child(root: string, dbFile: string, queryString: string): Promise<void> {
-  const answer = await engineAnswer(root, dbFile, queryString);
+  const answer = await engineAnswer(root, dbFile, queryString, undefined, args['claim-between']);
   let bytes = 0;
   for (let i = 0; i < 150; i += 1) bytes = await answer();
   console.log(JSON.stringify({ bytes }));
@@ -57,6 +60,7 @@ async function parent(roots: string[], dbFile: string): Promise<void> {
         '--child',
         '--query',
         args.query!,
+        ...(args['claim-between'] ? ['--claim-between'] : []),
         root,
         dbFile,
       ],

@@ -6,12 +6,17 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createClient } from '@libsql/client';
 
-/** A function answering `queryString` at `version` with `root`'s engine over a copy of `dbFile`; it gives the answer's length in bytes. */
+/**
+ * A function answering `queryString` at `version` with `root`'s engine over a copy of `dbFile`; it gives the answer's length in bytes.
+ * `claimBetween`: before each answer, one unit of VCPU is allocated on the next provider in turn (and the oldest such
+ * allocation removed once 50 stand), as a scheduler's claims change one tree's usage between its queries.
+ */
 export async function engineAnswer(
   checkout: string,
   dbFile: string,
   queryString: string,
   version = '1.36',
+  claimBetween = false,
 ): Promise<() => Promise<number>> {
   // Imported by path: a relative checkout is the working directory's, not this file's.
   const root = resolve(checkout);
@@ -30,5 +35,29 @@ export async function engineAnswer(
   // An engine from before it parsed its own query (b80fc36 and older): the parser module's.
   const parseModule = engine.parse ? null : await import(`${root}/src/placement/candidates/parse.ts`);
   const parse = (q: Record<string, string[]>) => (parseModule ? parseModule.parseCandidateRequest(q, mv) : engine.parse(q, mv));
-  return async (): Promise<number> => (await findAllocationCandidatesJson(reader, parse(query), mv, engine.options())).length;
+  const writer = createClient({ url: `file:${copy}` });
+  let claims = 0;
+  const claim = async () => {
+    claims += 1;
+    await writer.batch(
+      [
+        {
+          sql: `INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)
+            SELECT i.resource_provider_id, :consumer, i.resource_class_id, 1 FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+            WHERE rc.name = 'VCPU' ORDER BY i.resource_provider_id LIMIT 1 OFFSET :n % (SELECT count(*) FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id WHERE rc.name = 'VCPU')`,
+          args: { consumer: `bench-claim-${claims}`, n: claims },
+        },
+        {
+          sql: `DELETE FROM allocations WHERE id = (SELECT min(id) FROM allocations WHERE consumer_id LIKE 'bench-claim-%')
+            AND (SELECT count(*) FROM allocations WHERE consumer_id LIKE 'bench-claim-%') > 50`,
+          args: {},
+        },
+      ],
+      'write',
+    );
+  };
+  return async (): Promise<number> => {
+    if (claimBetween) await claim();
+    return (await findAllocationCandidatesJson(reader, parse(query), mv, engine.options())).length;
+  };
 }

@@ -1,7 +1,7 @@
 // npm run bench:simulate: POST /ext/simulate over 10,000 providers (placeload's
 // flat hosts, loaded straight into the file as `npm run bench` loads them,
 // with 20,000 consumers of 2 VCPU / 2 GiB), four changes and 5 queries, in
-// process (app.request: no HTTP). Goal (issue 44): within 2 s warm. Warm: 2
+// process (app.request: no HTTP). Its goal, within 2 s warm, and its figures: docs/simulate.md. Warm: 2
 // requests first, then the median and max of 5. Also GET /ext/defrag once the
 // cloud is full enough that the query needs moves.
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -22,7 +22,9 @@
 // claims and their deletes on each server (this one and --compare's) before
 // the measured ones, not counted: warm figures. Without it a freshly started
 // server's first claims also pay for V8 compiling the write path (the cold
-// figures).
+// figures). A local server's CPU per claim and per delete is also given per
+// process (cpuPerProcess: the cluster primary, which commits every server
+// process's writes with group commit on, first).
 //
 // Figures are only comparable on the same, otherwise idle, machine.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -107,27 +109,35 @@ function api(base: string, method: string, path: string, body?: unknown): Promis
 }
 
 /**
- * CPU milliseconds (user + system) used so far by `pid` and its descendants
- * (the server processes of a PLACEMENT_WORKERS cluster), from /proc. CPU per
- * request holds steady on a busy machine where requests per second do not.
- * Undefined where /proc is not there.
+ * CPU milliseconds (user + system) used so far by `pid` and each of its
+ * descendants (the server processes of a PLACEMENT_WORKERS cluster), by
+ * pid, from /proc. CPU per request holds steady on a busy machine where
+ * requests per second do not. Undefined where /proc is not there.
  */
-function processTreeCpuMs(pid: number): number | undefined {
+function processTreeCpuMs(pid: number, into = new Map<number, number>()): Map<number, number> | undefined {
   const stat = `/proc/${pid}/stat`;
   if (!existsSync(stat)) return undefined;
   const ticksPerMs = 100 / 1000; // USER_HZ is 100 on Linux
-  let total = 0;
   try {
     // Fields after the command name (which may hold spaces): utime is the 12th, stime the 13th.
     const fields = readFileSync(stat, 'utf8').split(') ')[1]!.split(' ');
-    total += (Number(fields[11]) + Number(fields[12])) / ticksPerMs;
+    into.set(pid, (Number(fields[11]) + Number(fields[12])) / ticksPerMs);
     for (const task of readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean)) {
-      total += processTreeCpuMs(Number(task)) ?? 0;
+      processTreeCpuMs(Number(task), into);
     }
   } catch {
-    return undefined; // exited meanwhile
+    return into.size > 0 ? into : undefined; // exited meanwhile
   }
-  return total;
+  return into;
+}
+
+const totalMs = (byPid: Map<number, number> | undefined): number | undefined =>
+  byPid === undefined ? undefined : [...byPid.values()].reduce((a, b) => a + b, 0);
+
+/** Each process's CPU per operation between two readings, the root (a cluster's primary) first: "primary + server + server". */
+function perProcess(before: Map<number, number> | undefined, after: Map<number, number> | undefined, count: number): string | undefined {
+  if (!before || !after || count === 0 || after.size < 2) return undefined;
+  return [...after].map(([pid, ms]) => ((ms - (before.get(pid) ?? 0)) / count).toFixed(2)).join(' + ');
 }
 
 /**
@@ -207,6 +217,8 @@ interface Result {
   /** Server CPU per claim and per delete (local server only). */
   cpuMsPerClaim?: number;
   cpuMsPerDelete?: number;
+  /** The same per process, the primary first (claims / deletes), where there are several. */
+  cpuPerProcess: string;
   /** This client's own CPU per claim: on a shared machine it is CPU the server does not get. */
   clientCpuMsPerClaim: number;
   granted: number;
@@ -227,6 +239,7 @@ async function totalVcpuUsage(base: string, providers: string[]): Promise<number
 
 async function scenario(base: string, serverPid?: number): Promise<Result> {
   const cpu = () => (serverPid === undefined ? undefined : processTreeCpuMs(serverPid));
+  const cpuTotal = (byPid: Map<number, number> | undefined) => totalMs(byPid);
   const run = crypto.randomUUID().slice(0, 8);
   const providers: string[] = [];
   for (let i = 0; i < PROVIDERS; i += 1) {
@@ -286,12 +299,17 @@ async function scenario(base: string, serverPid?: number): Promise<Result> {
   const usageAfterDeletes = await totalVcpuUsage(base, providers);
   const perOperation = (before: number | undefined, after: number | undefined, count: number) =>
     before === undefined || after === undefined || count === 0 ? undefined : Number(((after - before) / count).toFixed(2));
+  const perCpu = (before: Map<number, number> | undefined, after: Map<number, number> | undefined, count: number) =>
+    perOperation(cpuTotal(before), cpuTotal(after), count);
   for (const uuid of providers) await api(base, 'DELETE', `/resource_providers/${uuid}`);
   return {
     claimsPerSecond: Math.round(CLAIMS / claimSeconds),
     deletesPerSecond: Math.round(granted.length / deleteSeconds),
-    cpuMsPerClaim: perOperation(cpuBeforeClaims, cpuAfterClaims, CLAIMS),
-    cpuMsPerDelete: perOperation(cpuBeforeDeletes, cpuAfterDeletes, granted.length),
+    cpuMsPerClaim: perCpu(cpuBeforeClaims, cpuAfterClaims, CLAIMS),
+    cpuMsPerDelete: perCpu(cpuBeforeDeletes, cpuAfterDeletes, granted.length),
+    cpuPerProcess: [perProcess(cpuBeforeClaims, cpuAfterClaims, CLAIMS), perProcess(cpuBeforeDeletes, cpuAfterDeletes, granted.length)]
+      .filter((split) => split !== undefined)
+      .join(' / '),
     clientCpuMsPerClaim: perOperation(0, (clientClaims.user + clientClaims.system) / 1000, CLAIMS)!,
     granted: granted.length,
     refused,

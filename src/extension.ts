@@ -11,9 +11,12 @@ import type { MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
 import type { AppConfig } from './config.js';
 import type { DataStore } from './db/client.js';
+import type { WriteStatement } from './db/write-batch.js';
 import type { Deps, Logger } from './deps.js';
+import type { AdminCommand } from './diagnostics/admin-cli.js';
 import type { AuditCheck } from './diagnostics/audit.js';
-import type { DashboardProviderPart, DashboardSection } from './diagnostics/dashboard-repo.js';
+import type { DashboardPanel, DashboardProviderPart, DashboardSection } from './diagnostics/dashboard-repo.js';
+import type { DiagnosisPart } from './diagnostics/why-no-host.js';
 import type { AppEnv } from './http/env.js';
 import type { RouteTable } from './http/route-table.js';
 import type { JobModule } from './jobs/registry.js';
@@ -65,9 +68,22 @@ export interface ExtensionSettings {
   problem?(config: AppConfig): ExtensionSettingProblem | undefined;
 }
 
+/** Where extensions report what happened (Extension.events): a statement written in the reporter's own batch. */
+export interface EventLog {
+  /** Appends one event of `kind` (dotted: 'preemption.created'); commits with the caller's batch or not at all. */
+  statement(kind: string, body: Record<string, unknown>, nowMs: number): WriteStatement;
+}
+
 export interface Extension {
   /** Unique among the installed ones; names its state. */
   readonly name: string;
+  /**
+   * The extensions whose code it uses (their names): an app that installs it
+   * without one of them refuses to start. Every import of another extension's
+   * folder is named here (test/architecture/extension-requirements.test.ts);
+   * a use that goes through a part of the contract instead needs no line.
+   */
+  readonly requires?: readonly string[];
   /** Its settings: part of every app's configuration, whether or not an app installs it. */
   readonly settings?: ExtensionSettings;
   /** Query parameters of GET /allocation_candidates (and headroom, why-no-host, gangs), with their grammar. */
@@ -84,8 +100,18 @@ export interface Extension {
   readonly gauges?: GaugeRead;
   /** What the admin audit (GET /diagnostics/audit) reports of it, read in the audit's one batch of the extensions. */
   readonly audit?: AuditCheck;
-  /** What the capacity dashboard (GET /dashboard/api/summary) shows of it, read in the summary's one batch. */
-  readonly dashboard?: { readonly provider?: DashboardProviderPart; readonly sections?: readonly DashboardSection[] };
+  /** What the capacity dashboard shows of it: in GET /dashboard/api/summary (read in the summary's one batch), and its panels on the page. */
+  readonly dashboard?: {
+    readonly provider?: DashboardProviderPart;
+    readonly sections?: readonly DashboardSection[];
+    readonly panels?: readonly DashboardPanel[];
+  };
+  /** Its own question to GET /diagnostics/allocation_candidates ("why no host"), with its query parameters and verdict. */
+  readonly diagnosis?: DiagnosisPart;
+  /** A log the other extensions report to from their write batches (events: GET /ext/events); without one, nothing is reported. */
+  readonly events?: EventLog;
+  /** Commands it adds to placement-admin (src/entry/admin.ts takes them from EXTENSIONS). */
+  readonly admin?: readonly AdminCommand[];
   /** What it builds per app; null where the app's settings turn it off. */
   setUp?(context: ExtensionContext): ExtensionRuntime | null;
 }
@@ -99,6 +125,9 @@ export interface StateKey<T> {
 
 export const stateKey = <T>(extension: string): StateKey<T> => ({ extension });
 
+/** An extension's placement-admin command, typed by its file's and its answer's schemas (Extension.admin takes any). */
+export const adminCommand = <F extends z.ZodType, A extends z.ZodType>(command: AdminCommand<F, A>): AdminCommand => command;
+
 /** The extensions installed in one app (Deps.extensions), set up, with what each part of the service takes from them. */
 export class InstalledExtensions {
   private readonly runtimes: ReadonlyMap<string, ExtensionRuntime>;
@@ -110,13 +139,22 @@ export class InstalledExtensions {
     this.runtimes = runtimes;
   }
 
-  /** Sets up `list` for one app, in order. */
+  /** Sets up `list` for one app, in order; refuses a list where an extension lacks one it requires. */
   static setUp(list: readonly Extension[], context: ExtensionContext): InstalledExtensions {
     const runtimes = new Map<string, ExtensionRuntime>();
     const names = new Set<string>();
     for (const extension of list) {
       if (names.has(extension.name)) throw new Error(`two extensions named ${extension.name}`);
       names.add(extension.name);
+    }
+    for (const extension of list) {
+      const missing = (extension.requires ?? []).filter((name) => !names.has(name));
+      if (missing.length)
+        throw new Error(
+          `extension ${extension.name} requires ${missing.join(', ')}, which this app does not install: install ${missing.length > 1 ? 'them' : 'it'} or remove ${extension.name} too`,
+        );
+    }
+    for (const extension of list) {
       const runtime = extension.setUp?.(context);
       if (runtime) runtimes.set(extension.name, runtime);
     }
@@ -141,8 +179,18 @@ export class InstalledExtensions {
     return this.list.flatMap((e) => (e.jobs ? [e.jobs] : []));
   }
 
+  /** The statements reporting one event to each installed log, for the caller's batch; none without a log. */
+  eventStatements(kind: string, body: Record<string, unknown>, nowMs: number): WriteStatement[] {
+    return this.list.flatMap((e) => (e.events ? [e.events.statement(kind, body, nowMs)] : []));
+  }
+
   gauges(): GaugeRead[] {
     return this.list.flatMap((e) => (e.gauges ? [e.gauges] : []));
+  }
+
+  /** The installed extensions this app's settings leave on (set up, or with nothing to set up), in order. */
+  on(): Extension[] {
+    return this.list.filter((e) => !e.setUp || this.runtimes.has(e.name));
   }
 
   /** What `key`'s extension keeps in this app; undefined where it is not installed or its settings turn it off. */
@@ -167,6 +215,20 @@ export class InstalledExtensions {
   readiness(): ReadinessRead[] {
     return [...this.runtimes.values()].flatMap((runtime) => runtime.readiness?.() ?? []);
   }
+}
+
+/** `list` without `removed` and without every extension that requires one it leaves out (directly or through another). */
+export function withoutExtensions(list: readonly Extension[], removed: readonly Extension[]): Extension[] {
+  const gone = new Set(removed.map((e) => e.name));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const e of list)
+      if (!gone.has(e.name) && e.requires?.some((name) => gone.has(name))) {
+        gone.add(e.name);
+        grew = true;
+      }
+  }
+  return list.filter((e) => !gone.has(e.name));
 }
 
 /** A sweep that runs with `key`'s state, and counts nothing where the extension is off in the app. */

@@ -1,7 +1,8 @@
 // The extensions this service ships (src/ext/README.md): one line each. The
 // composition root installs them (src/compose.ts) and the configuration
 // validates their settings with its own (src/config.ts); removing one is
-// deleting its folder and its line here.
+// deleting its folder and its line here, with those of the extensions whose
+// `requires` name it (an app without what one requires refuses to start).
 import { counters } from './ext/counters/extension.js';
 import { events } from './ext/events/extension.js';
 import { firstOf } from './ext/first-of/extension.js';

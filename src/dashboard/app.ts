@@ -43,7 +43,12 @@ export const dashboardRoutes = (extensions: DashboardExtensions) =>
         mediaTypes: ['text/html'],
         responseSchema: TEXT_BODY,
         responseName: 'Text',
-        handler: (c) => serve(c, dashboardPage(c.var.deps.config.PLACEMENT_AUTH_STRATEGY)),
+        handler: (c) => {
+          const { config, extensions: installed } = c.var.deps;
+          // The panels of the extensions this app installs and its settings leave on.
+          const panels = installed.on().flatMap((e) => e.dashboard?.panels ?? []);
+          return serve(c, dashboardPage(config.PLACEMENT_AUTH_STRATEGY, panels));
+        },
       },
     })
     .resource('/assets/:file', {

@@ -1,5 +1,6 @@
 // The dashboard's static files, bundled as strings (assets.generated.ts) so
 // Node and the Worker serve the same bytes without a filesystem or a CDN.
+import type { DashboardPanel } from '../diagnostics/dashboard-repo.js';
 import { DASHBOARD_ASSETS } from './assets.generated.js';
 
 export interface DashboardAsset {
@@ -23,12 +24,40 @@ export const LOGIN_HINTS: Record<AuthStrategy, string> = {
   noauth2: 'This service runs without authentication (noauth2).',
 };
 
-/** The page, told which auth strategy the service runs so it knows whether to ask for a token, and how to get one. */
-export function dashboardPage(authStrategy: AuthStrategy): DashboardAsset {
+/** The page's assets and sections of `panels`, at the page's placeholders (`<!--panels:slot-->`, `<!--panel-assets-->`). */
+function withPanels(body: string, panels: readonly DashboardPanel[]): string {
+  const assets = panels.flatMap((p) => [
+    ...(p.styles ?? []).map((file) => `<link rel="stylesheet" href="/dashboard/assets/${file}">\n`),
+    ...(p.scripts ?? []).map((file) => `<script type="module" src="/dashboard/assets/${file}"></script>\n`),
+  ]);
+  const slot = (name: DashboardPanel['slot']) =>
+    panels
+      .filter((p) => p.slot === name)
+      .map((p) => p.html)
+      .join('\n');
+  return body
+    .replace('<!--panel-assets-->\n', () => assets.join(''))
+    .replace('<!--panels:top-->', () => slot('top'))
+    .replace('<!--panels:timeline-->', () => slot('timeline'))
+    .replace('<!--panels:columns-->', () => slot('columns'));
+}
+
+/** A short, stable name of the page's panels, for its validator. */
+function panelsTag(panels: readonly DashboardPanel[]): string {
+  let hash = 0;
+  for (const char of panels.map((p) => p.html).join('\0')) hash = (Math.imul(hash, 31) + char.charCodeAt(0)) | 0;
+  return (hash >>> 0).toString(36);
+}
+
+/**
+ * The page, told which auth strategy the service runs so it knows whether to
+ * ask for a token, and how to get one, with the installed extensions' panels.
+ */
+export function dashboardPage(authStrategy: AuthStrategy, panels: readonly DashboardPanel[] = []): DashboardAsset {
   const page = DASHBOARD_ASSETS['index.html']!;
   return {
     contentType: page.contentType,
-    etag: page.etag.replace(/"$/, `-${authStrategy}"`),
-    body: page.body.replace('__AUTH_STRATEGY__', authStrategy).replace('__AUTH_HINT__', LOGIN_HINTS[authStrategy]),
+    etag: page.etag.replace(/"$/, `-${authStrategy}-${panelsTag(panels)}"`),
+    body: withPanels(page.body, panels).replace('__AUTH_STRATEGY__', authStrategy).replace('__AUTH_HINT__', LOGIN_HINTS[authStrategy]),
   };
 }

@@ -75,6 +75,12 @@ export interface BatchConnection {
   writeBatch(statements: InStatement[]): Promise<ResultSet[]>;
   /** Where present, concurrent write batches share commits through it (db/group-commit.ts). */
   writeGroup?(batches: InStatement[][]): Promise<GroupOutcome[]>;
+  /**
+   * Set when writeBatch hands the batch to a writer that orders and groups
+   * the writes itself (another process's, db/shared-writer.ts): the store
+   * sends each at once instead of behind its in-process lock.
+   */
+  writerElsewhere?: boolean;
   close(): void;
 }
 
@@ -220,11 +226,17 @@ export function createDataStore(
     // A shared commit takes the lock and is timed itself (commitGroups).
     writeBatch: groups
       ? (statements) => watchWrite(writeBatch(statements), log)
-      : (statements) =>
-          watchWrite(
-            locked(() => watch.timed('write_batch', () => writeBatch(statements))),
-            log,
-          ),
+      : batches?.writerElsewhere
+        ? (statements) =>
+            watchWrite(
+              watch.timed('write_batch', () => writeBatch(statements)),
+              log,
+            )
+        : (statements) =>
+            watchWrite(
+              locked(() => watch.timed('write_batch', () => writeBatch(statements))),
+              log,
+            ),
     // Without a replica, the store itself, so the tree model kept per reader (candidates/cloud-model.ts) is shared.
     get nearby(): BatchReader {
       return replicaReader ?? store;

@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import { createClient, type Client } from '@libsql/client';
 import type { BatchConnection } from './client.js';
 import { openBatchRunner, type Synchronous, synchronousPragma } from './node-batches.js';
+import { openSharedWriter, type SharedWriter } from './shared-writer.js';
 
 /** How long a writer in *another* process waits on SQLite's lock. */
 const BUSY_TIMEOUT_MS = 10_000;
@@ -40,11 +41,27 @@ export function openNodeBatchRunner(
   url: string,
   { groupCommit = false, synchronous = 'normal' }: { groupCommit?: boolean; synchronous?: Synchronous } = {},
 ): BatchConnection | undefined {
-  if (!url.startsWith('file:')) return undefined;
-  const path = url.slice('file:'.length);
-  if (!path || path.includes(':memory:') || path.includes('?') || path.startsWith('//')) return undefined;
+  const path = batchFilePath(url);
+  if (path === undefined) return undefined;
   const runner = openBatchRunner(path, BUSY_TIMEOUT_MS, { synchronous });
   if (groupCommit) return runner;
   // Every write batch commits on its own.
   return { readBatch: runner.readBatch, writeBatch: runner.writeBatch, close: runner.close };
+}
+
+/** The file a `file:` URL names, where batches can run on a connection of their own; else undefined. */
+export function batchFilePath(url: string): string | undefined {
+  if (!url.startsWith('file:')) return undefined;
+  const path = url.slice('file:'.length);
+  if (!path || path.includes(':memory:') || path.includes('?') || path.startsWith('//')) return undefined;
+  return path;
+}
+
+/** The one writer of a cluster's server processes on a database file (db/shared-writer.ts); undefined where batches cannot run apart. */
+export function openNodeSharedWriter(
+  url: string,
+  { synchronous = 'normal' }: { synchronous?: Synchronous } = {},
+): SharedWriter | undefined {
+  const path = batchFilePath(url);
+  return path === undefined ? undefined : openSharedWriter(path, BUSY_TIMEOUT_MS, { synchronous });
 }

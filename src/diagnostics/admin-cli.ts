@@ -1,6 +1,6 @@
 // placement-admin: the operator's command line over the diagnostics API.
 //   placement-admin audit --endpoint URL [--token T] [--json] [--fix [--yes]] [--limit N]
-//   placement-admin simulate --endpoint URL [--token T] [--json] FILE.yaml   (POST /ext/simulate, docs/simulate.md)
+//   placement-admin <command of an extension> ...   (AdminCommand: simulate, src/ext/simulate/admin-command.ts)
 // It reads every page of GET /diagnostics/audit and prints a table (or the
 // JSON); --fix then asks the server for a dry run of the safe repairs (delete
 // empty consumers, re-send dead letters), prints it, and applies exactly those
@@ -11,9 +11,6 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import { VERSION } from '../shared/version.js';
-import { DATA_USAGE } from '../admin/cli.js';
-import { simulateSchema } from '../ext/simulate/index.js';
-import { SimulationResponse } from '../ext/simulate/responses.js';
 import {
   AUDIT_MAX_LIMIT,
   AUDIT_SECTIONS,
@@ -35,14 +32,47 @@ export interface AdminIo {
   fetch?: typeof fetch;
   /** The extensions' audit checks: their sections' schemas, titles and tables (none: the service's own sections only). */
   audits?: readonly AuditCheck[];
+  /** The extensions' commands (none: audit and the data commands only). */
+  commands?: readonly AdminCommand[];
+  /** The usage of the data commands (import, verify, backup, restore: src/admin/cli.ts), printed after this CLI's own. */
+  dataUsage?: string;
+}
+
+/** Lays out a table: a header row, then rows, columns padded. */
+export type TableOf = (headers: string[], rows: string[][]) => string[];
+
+/**
+ * A command an extension adds to placement-admin (its object's `admin`):
+ * `placement-admin NAME --endpoint URL [--token T] [--json] FILE.yaml` reads the
+ * one YAML file, checks it with `file.schema` (a typo is named before anything
+ * is sent), POSTs it to `path`, checks the answer with `answer` and prints it in
+ * `words` (or as JSON). Declared as data, so the app that installs the
+ * extension does not carry this CLI.
+ */
+export interface AdminCommand<F extends z.ZodType = z.ZodType, A extends z.ZodType = z.ZodType> {
+  readonly name: string;
+  /** Its line of the usage, after `placement-admin `. */
+  readonly usage: string;
+  /** Its paragraph of the usage. */
+  help(exit: typeof EXIT): string;
+  /** The file it takes: what it holds (for the usage error), and its schema. */
+  readonly file: { readonly what: string; readonly schema: F };
+  readonly path: string;
+  readonly answer: A;
+  /** The answer in words. */
+  words(answer: z.infer<A>, table: TableOf): string[];
+  /** The exit code of an answer. */
+  exit(answer: z.infer<A>, codes: typeof EXIT): number;
 }
 
 /** Exit codes, for a monitoring check: nothing found, something to repair, a usage error, no answer. */
 export const EXIT = { clean: 0, problems: 1, usage: 2, unknown: 3 } as const;
 
-const USAGE = `usage: placement-admin audit --endpoint URL [--token TOKEN] [--json] [--fix [--yes]] [--limit N]
-       placement-admin simulate --endpoint URL [--token TOKEN] [--json] FILE.yaml
-       placement-admin --help | --version
+/** The usage, with each installed command's line and paragraph. */
+const usageOf = (
+  commands: readonly AdminCommand[],
+) => `usage: placement-admin audit --endpoint URL [--token TOKEN] [--json] [--fix [--yes]] [--limit N]
+${commands.map((c) => `       placement-admin ${c.usage}\n`).join('')}       placement-admin --help | --version
 
   --endpoint URL   the placement-edge service (e.g. http://127.0.0.1:8778)
   --token TOKEN    sent as X-Auth-Token (env PLACEMENT_ADMIN_TOKEN; default "admin" for noauth2)
@@ -52,16 +82,13 @@ const USAGE = `usage: placement-admin audit --endpoint URL [--token TOKEN] [--js
   --yes            do not ask before applying (asked only on a terminal)
   --limit N        page size when reading the report (1-${AUDIT_MAX_LIMIT}, default 500)
 
-simulate   reads FILE.yaml ({changes: [...], queries: [{name, query}], threshold_percent}; docs/simulate.md),
-           sends it to POST /ext/simulate (nothing is written) and prints each query's headroom before
-           and after, who would no longer fit and where it could go, and the dashboard's figures;
-           exit ${EXIT.problems} when a consumer would be displaced.
-
-exit codes: ${EXIT.clean} the audit found nothing; ${EXIT.problems} it found something to repair (with --fix:
+${commands.map((c) => `${c.help(EXIT)}\n\n`).join('')}exit codes: ${EXIT.clean} the audit found nothing; ${EXIT.problems} it found something to repair (with --fix:
 something is left after the repairs); ${EXIT.usage} usage error; ${EXIT.unknown} no audit (the service could
 not be reached, refused the token, or answered unexpectedly)`;
 
 class CliError extends Error {}
+
+class UsageError extends Error {}
 
 const ErrorEnvelope = z.object({ errors: z.array(z.object({ status: z.number(), detail: z.string() })).min(1) });
 
@@ -301,9 +328,8 @@ async function audit(args: string[], io: AdminIo): Promise<number> {
   return found - repaired > 0 ? EXIT.problems : EXIT.clean;
 }
 
-class UsageError extends Error {}
-
-async function simulate(args: string[], io: AdminIo): Promise<number> {
+/** Runs an extension's command (AdminCommand). */
+async function runCommand(command: AdminCommand, args: string[], io: AdminIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     options: { endpoint: { type: 'string' }, token: { type: 'string' }, json: { type: 'boolean', default: false } },
@@ -311,7 +337,7 @@ async function simulate(args: string[], io: AdminIo): Promise<number> {
     allowPositionals: true,
   });
   if (!values.endpoint) throw new UsageError('--endpoint is required');
-  if (positionals.length !== 1) throw new UsageError('simulate takes one YAML file of changes');
+  if (positionals.length !== 1) throw new UsageError(`${command.name} takes one YAML file ${command.file.what}`);
   let text: string;
   try {
     text = await readFile(positionals[0]!, 'utf8');
@@ -325,92 +351,37 @@ async function simulate(args: string[], io: AdminIo): Promise<number> {
     throw new UsageError(`${positionals[0]}: not YAML: ${err instanceof Error ? err.message : String(err)}`);
   }
   // Checked here with the server's own schema: a typo is named before anything is sent.
-  const checked = simulateSchema.safeParse(body ?? {});
+  const checked = command.file.schema.safeParse(body ?? {});
   if (!checked.success) {
     const issue = checked.error.issues[0]!;
     throw new UsageError(`${positionals[0]}: ${issue.path.join('.') || '(top)'}: ${issue.message}`);
   }
   const base = values.endpoint.replace(/\/+$/, '');
   const token = values.token ?? process.env.PLACEMENT_ADMIN_TOKEN ?? 'admin';
-  const answer = await request(io, base, token, 'POST', '/ext/simulate', SimulationResponse, checked.data);
-  io.out(values.json ? JSON.stringify(answer, null, 2) : formatSimulation(answer).join('\n'));
-  return answer.displaced.length > 0 ? EXIT.problems : EXIT.clean;
-}
-
-const signed = (n: number) => (n > 0 ? `+${n}` : String(n));
-const hosts = (allocations: Record<string, unknown> | null) => (allocations ? Object.keys(allocations).join(' ') : '(nowhere)');
-
-export function formatSimulation(answer: z.infer<typeof SimulationResponse>): string[] {
-  const lines = ['What if (nothing was written):'];
-  for (const c of answer.changes) lines.push(`  ${c.op}: ${c.matched} matched${c.skipped?.length ? `, ${c.skipped.length} skipped` : ''}`);
-  lines.push('', 'Headroom (claims of each query that fit):');
-  lines.push(
-    ...table(
-      ['QUERY', 'BEFORE', 'AFTER', 'CHANGE', 'TREES BEFORE', 'TREES AFTER'],
-      answer.queries.map((q) => [
-        q.name,
-        String(q.before.total),
-        String(q.after.total),
-        signed(q.after.total - q.before.total),
-        String(q.before.trees),
-        String(q.after.trees),
-      ]),
-    ),
-  );
-  lines.push('', `Consumers that would no longer fit where they are: ${answer.displaced.length}`);
-  if (answer.displaced.length) {
-    lines.push(
-      ...table(
-        ['CONSUMER', 'REASON', 'NOW ON', 'COULD GO TO'],
-        answer.displaced.map((d) => [d.consumer_uuid, d.reason, hosts(d.from), hosts(d.could_go)]),
-      ),
-    );
-  }
-  lines.push('', `Inventories over capacity after: ${answer.over_capacity.after.length}`);
-  if (answer.over_capacity.after.length) {
-    lines.push(
-      ...table(
-        ['PROVIDER', 'CLASS', 'USED', 'CAPACITY'],
-        answer.over_capacity.after.map((o) => [o.resource_provider_uuid, o.resource_class, String(o.used), String(o.capacity)]),
-      ),
-    );
-  }
-  const { before, after } = answer.dashboard;
-  lines.push(
-    '',
-    `Dashboard: providers ${before.total_providers} -> ${after.total_providers}, needing attention ${before.attention_total} -> ${after.attention_total}`,
-  );
-  const classes = [...new Set([...Object.keys(before.resource_classes), ...Object.keys(after.resource_classes)])].sort();
-  lines.push(
-    ...table(
-      ['CLASS', 'CAPACITY', 'USED', 'FREE', 'OVER CAPACITY'],
-      classes.map((name) => {
-        const b = before.resource_classes[name];
-        const a = after.resource_classes[name];
-        const pair = (f: (x: NonNullable<typeof b>) => number) => `${b ? f(b) : '-'} -> ${a ? f(a) : '-'}`;
-        return [name, pair((x) => x.capacity), pair((x) => x.used), pair((x) => x.free), pair((x) => x.over_capacity)];
-      }),
-    ),
-  );
-  return lines;
+  const answer = await request(io, base, token, 'POST', command.path, command.answer, checked.data);
+  io.out(values.json ? JSON.stringify(answer, null, 2) : command.words(answer, table).join('\n'));
+  return command.exit(answer, EXIT);
 }
 
 /** Runs one command; returns its exit code (EXIT). */
 export async function main(argv: string[], io: AdminIo): Promise<number> {
   const [command, ...rest] = argv;
+  const commands = io.commands ?? [];
+  const USAGE = usageOf(commands);
+  const extension = commands.find((c) => c.name === command);
   try {
-    if ((command === 'audit' || command === 'simulate') && (rest.includes('--help') || rest.includes('-h'))) {
+    if ((command === 'audit' || extension) && (rest.includes('--help') || rest.includes('-h'))) {
       io.out(USAGE);
       return EXIT.clean;
     }
     if (command === 'audit') return await audit(rest, io);
-    if (command === 'simulate') return await simulate(rest, io);
+    if (extension) return await runCommand(extension, rest, io);
     if (command === '--version' || command === '-V') {
       io.out(`placement-admin ${VERSION}`);
       return EXIT.clean;
     }
     if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-      (command === undefined ? io.err : io.out)(`${USAGE}\n\n${DATA_USAGE}`);
+      (command === undefined ? io.err : io.out)(io.dataUsage ? `${USAGE}\n\n${io.dataUsage}` : USAGE);
       return command === undefined ? EXIT.usage : EXIT.clean;
     }
     throw new UsageError(`unknown command: ${command}`);

@@ -22,6 +22,22 @@ export interface DashboardSection {
   value(results: ResultSet[]): unknown;
 }
 
+/**
+ * An extension's panel on the dashboard page (Extension.dashboard's panels):
+ * its section's markup, where on the page it goes, and the page's assets it
+ * needs. The page carries only the installed extensions' panels, so an app
+ * without one shows no panel for it and asks for nothing of it.
+ */
+export interface DashboardPanel {
+  /** Where: beside the attention list (top), under the trees (timeline), or in the row of small lists (columns). */
+  readonly slot: 'top' | 'timeline' | 'columns';
+  /** Its `<section>` (static markup; its script fills it). */
+  readonly html: string;
+  /** Files of src/dashboard/assets/ the page loads for it, before app.js (scripts: modules). */
+  readonly scripts?: readonly string[];
+  readonly styles?: readonly string[];
+}
+
 /** What the installed extensions add to the dashboard. */
 export interface DashboardExtensions {
   providers: readonly DashboardProviderPart[];

@@ -10,6 +10,7 @@
 // runs plus one small query per named host.
 import * as z from 'zod';
 import type { DataStore } from '../db/client.js';
+import type { Microversion } from '../microversion.js';
 import { type CandidateOptions, type CandidatesBody, findAllocationCandidates } from '../placement/candidates/index.js';
 import type { CandidateRequest, RequestGroup } from '../placement/candidates/parse.js';
 import { amountFitsUnits } from '../placement/capacity.js';
@@ -64,18 +65,41 @@ export const Diagnosis = z.object({
   sharing_providers: z.number().int().describe('providers used in a candidate of another tree than their own'),
   hosts: z.array(HostVerdict),
   unknown_hosts: z.array(z.string()),
-  project_limit: z
-    .string()
-    .optional()
-    .describe(
-      "ext_within_limits=true: the caller's project limit the request alone would cross, so GET /allocation_candidates answers none",
-    ),
 });
 export type Diagnosis = z.infer<typeof Diagnosis>;
 
 export interface DiagnosisContext {
   store: DataStore;
   options: CandidateOptions;
+}
+
+/**
+ * An extension's part of "why no host" (GET /diagnostics/allocation_candidates),
+ * installed from its object (`diagnosis`): its verdict under `key`, either its
+ * gate's (project limits: CandidateGate.diagnosisKey, when the gate answers
+ * none) or the answer to a question of its own (gangs: count=N).
+ */
+export interface DiagnosisPart {
+  /** The answer's key for its verdict, and the verdict's schema (optional, described). */
+  readonly key: string;
+  readonly schema: z.ZodType;
+  readonly question?: DiagnosisQuestion;
+}
+
+/** A query an extension answers itself: the plain diagnosis, with its verdict. */
+export interface DiagnosisQuestion {
+  /** Its query parameters, listed by GET /openapi.json after the plain query's and `host`. */
+  readonly query: readonly { name: string; description: string }[];
+  /** What the answer's description adds for it. */
+  readonly answers: string;
+  /** Whether `query` asks this question. */
+  takes(query: Record<string, string[]>): boolean;
+  /** The question in `query` (throws a DomainError where it is not one; `parse` reads a plain request), to run for the answer. */
+  ask(
+    query: Record<string, string[]>,
+    mv: Microversion,
+    parse: (query: Record<string, string[]>) => CandidateRequest,
+  ): (ctx: DiagnosisContext, hosts: string[]) => Promise<Diagnosis>;
 }
 
 interface Stage {

@@ -1,7 +1,7 @@
 // Process entry of placement-admin: real stdout/stderr, and a y/N prompt
 // before repairs when stdin is a terminal.
 import { createInterface } from 'node:readline/promises';
-import { isDataCommand, runDataCommand } from '../admin/cli.js';
+import { DATA_USAGE, isDataCommand, runDataCommand } from '../admin/cli.js';
 import { main } from '../diagnostics/admin-cli.js';
 
 async function confirm(question: string): Promise<boolean> {
@@ -28,6 +28,10 @@ process.exitCode = isDataCommand(command)
   : await main(process.argv.slice(2), {
       ...io,
       confirm: process.stdin.isTTY ? confirm : undefined,
-      // What the shipped extensions add to the audit's report (its sections, titles and tables).
-      audits: (await import('../extensions.js')).EXTENSIONS.flatMap((e) => (e.audit ? [e.audit] : [])),
+      dataUsage: DATA_USAGE,
+      ...(await import('../extensions.js').then(({ EXTENSIONS }) => ({
+        // What the shipped extensions add to the audit's report (its sections, titles and tables), and their commands.
+        audits: EXTENSIONS.flatMap((e) => (e.audit ? [e.audit] : [])),
+        commands: EXTENSIONS.flatMap((e) => e.admin ?? []),
+      }))),
     });

@@ -3,9 +3,11 @@
 // file, prepares the database once (migrations, standard names) while they
 // start (each listens at once and holds its database requests until the
 // primary says it is prepared: database-gate.ts), and runs the periodic
-// sweeps (outbox drain, bind timeouts, purge) so they run in one place. Reads run in parallel; writes stay serialised: each process queues
-// its own writers behind its in-process lock and SQLite's BEGIN IMMEDIATE +
-// busy timeout orders the processes (the race tests check the result).
+// sweeps (outbox drain, bind timeouts, purge) so they run in one place. Reads run in parallel; with group commit on (the
+// default) the primary is the one writer: the server processes send it their
+// write batches and it commits them together (one-writer.ts); otherwise each
+// process queues its own writers behind its in-process lock and SQLite's
+// BEGIN IMMEDIATE + busy timeout orders the processes (the race tests check the result).
 //
 // New connections are shared out by the kernel (SCHED_NONE) unless
 // PLACEMENT_CLUSTER_SCHEDULING=round-robin: node:cluster's round-robin primary
@@ -29,6 +31,7 @@ import { SettingProblem } from '../shared/setting-problem.js';
 import { relayWriteMarks } from './write-marks-sharing.js';
 import { shareConnections } from './connection-balance.js';
 import { answerPrepared, whenServersReady } from './database-gate.js';
+import { serveServerProcessWrites } from './one-writer.js';
 
 /** Beyond the workers' own grace period, how long the primary waits before killing them. */
 const SHUTDOWN_MARGIN_MS = 2000;
@@ -184,6 +187,7 @@ export async function runPrimary(config: AppConfig, processes: number): Promise<
   );
   const prepared = openAndPrepare(config, log);
   answerPrepared(prepared);
+  serveServerProcessWrites(config, prepared);
   for (let i = 0; i < processes; i += 1) cluster.fork(SERVER_ENV);
   process.on('SIGTERM', shutdown);
   process.on('SIGINT', shutdown);

@@ -10,6 +10,7 @@ import { fetchWithTimeout } from '../db/replica.js';
 import { openNodeBatchRunner, openNodeClient } from '../db/node-client.js';
 import { clientRequestLimitMs, databaseDeadline, replicaWithDeadline } from './database-deadline.js';
 import { prepareDatabase } from './prepare-database.js';
+import { writesThroughPrimary } from './one-writer.js';
 import { makeDeps } from '../compose.js';
 import { consoleLogger, parsePolicyOverrides, type Deps, type Logger } from '../deps.js';
 import { InProcessQueue } from '../jobs/queue.js';
@@ -33,10 +34,13 @@ export async function openStore(
   );
   const store = createDataStore(
     client,
-    openNodeBatchRunner(config.PLACEMENT_DB_URL, {
-      groupCommit: config.PLACEMENT_GROUP_COMMIT,
-      synchronous: config.PLACEMENT_DB_SYNCHRONOUS,
-    }),
+    await writesThroughPrimary(
+      config,
+      openNodeBatchRunner(config.PLACEMENT_DB_URL, {
+        groupCommit: config.PLACEMENT_GROUP_COMMIT,
+        synchronous: config.PLACEMENT_DB_SYNCHRONOUS,
+      }),
+    ),
     openReplica(config, log),
     log,
     databaseDeadline(config),

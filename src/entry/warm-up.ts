@@ -55,7 +55,8 @@ export const nodeWarmUp: WarmUp = async ({ store, candidates }) => {
       store.nearby,
       parseCandidateQueryString(REAL_QUERY, mv),
       mv,
-      candidates.options({ metrics: undefined }),
+      // Not a client's question: its answer is not kept (KeptAnswers holds the queries clients repeat).
+      candidates.options({ metrics: undefined, answers: undefined }),
     );
   }
 };
@@ -80,7 +81,12 @@ const REWARM_CAP = 1000;
  */
 export async function nodeRewarm({ store, candidates }: Deps, kind: RewarmKind = 'shape'): Promise<void> {
   const cap = candidates.settings.maxCandidates;
-  const options = candidates.options({ metrics: undefined, maxCandidates: cap > 0 && cap < REWARM_CAP ? cap : REWARM_CAP });
+  // Not clients' questions: their answers are not kept (they would push out those clients repeat).
+  const options = candidates.options({
+    metrics: undefined,
+    answers: undefined,
+    maxCandidates: cap > 0 && cap < REWARM_CAP ? cap : REWARM_CAP,
+  });
   // A refill answers the full answers at the newest microversion once: the caches a request fills are
   // those of its answer's providers, and the fewer answers, the less a request arriving meanwhile waits.
   const requests = kind === 'refill' ? realCloudRequests().filter(fullAtNewest) : realCloudRequests();

@@ -27,6 +27,7 @@ export interface Mount {
 export function mountsWith(extensions: readonly Extension[]): readonly Mount[] {
   const extensionRoutes = extensions.flatMap((e) => e.routes ?? []);
   const audits = extensions.flatMap((e) => (e.audit ? [e.audit] : []));
+  const diagnoses = extensions.flatMap((e) => (e.diagnosis ? [e.diagnosis] : []));
   const dashboard = {
     providers: extensions.flatMap((e) => e.dashboard?.provider ?? []),
     sections: extensions.flatMap((e) => e.dashboard?.sections ?? []),
@@ -35,7 +36,7 @@ export function mountsWith(extensions: readonly Extension[]): readonly Mount[] {
     { stack: 'placement', prefix: '', tables: PLACEMENT_ROUTES },
     { stack: 'accelerator', prefix: '/accelerator', tables: [cyborgRootRoutes] },
     { stack: 'accelerator', prefix: '/accelerator/v2', tables: CYBORG_V2_ROUTES },
-    { stack: 'placement', prefix: '/diagnostics', tables: diagnosticsRoutes(audits) },
+    { stack: 'placement', prefix: '/diagnostics', tables: diagnosticsRoutes(audits, diagnoses) },
     // The extensions (docs/extensions.md).
     { stack: 'placement', prefix: '/ext', tables: extensionRoutes },
     // The capacity dashboard, this document, health and metrics.

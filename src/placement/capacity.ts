@@ -283,9 +283,21 @@ export function candidateKeysOf(result: ResultSet | undefined): Map<number, Load
 
 // ---- the parts an extension installs -------------------------------------------
 
+/**
+ * A read hook whose state is a provider constraint's keys with the loads usage
+ * puts on them: what headroom adds its simulated claims to and what a model of
+ * the cloud recomputes from its own usage. Extensions find it among the
+ * installed hooks (isConstraintReadHook), not by importing the one that
+ * declares it: without such an extension there is none and nothing to load.
+ */
+export type ConstraintReadHook = CandidateReadHook<Map<number, LoadedKeys>> & { readonly constraint: ProviderConstraint };
+
+export const isConstraintReadHook = (hook: CandidateReadHook): hook is ConstraintReadHook => 'constraint' in hook;
+
 /** The candidates' capacity rule, as a read hook. */
-export function constraintReadHook(d: ProviderConstraint): CandidateReadHook<Map<number, LoadedKeys>> {
+export function constraintReadHook(d: ProviderConstraint): ConstraintReadHook {
   return {
+    constraint: d,
     name: d.name,
     statement: (classNames) => candidateStatement(d, classNames),
     read: (result) => candidateKeysOf(result),
@@ -370,7 +382,7 @@ export function boundsOfProject(bounds: ProjectBounds, project: string): Map<str
 }
 
 /** The same resolution in SQL, as of the statement, for a project (external id) and class name given as SQL expressions. */
-const projectBoundSql = (d: ProjectConstraint, project: string, resourceClass: string) => {
+export const projectBoundSql = (d: ProjectConstraint, project: string, resourceClass: string) => {
   const b = d.bounds;
   const row = (who: string) =>
     `(SELECT ${b.bound('l')} FROM ${b.table} l WHERE l.${b.project} = ${who} AND l.${b.resourceClass} = ${resourceClass})`;
@@ -378,7 +390,7 @@ const projectBoundSql = (d: ProjectConstraint, project: string, resourceClass: s
 };
 
 /** The ledger's usage of (project id, class id), SQL expressions, as of the statement (0 without a row). */
-const projectUsageSql = (d: ProjectConstraint, projectId: string, classId: string) => {
+export const projectUsageSql = (d: ProjectConstraint, projectId: string, classId: string) => {
   const u = d.usage;
   return `COALESCE((SELECT ${u.used('u')} FROM ${u.table} u WHERE u.${u.project} = ${projectId} AND u.${u.resourceClass} = ${classId}), 0)`;
 };

@@ -61,6 +61,22 @@ describe('import direction', () => {
     expect(installed).toEqual([]);
   });
 
+  it('flags any part but the extensions and their list importing an extension: removing one is deleting its folder and its line', () => {
+    const found = findViolationsIn({
+      'src/diagnostics/gang-diagnosis.ts': "import { searchDomains } from '../ext/gangs/index.js';",
+      'src/diagnostics/admin-cli.ts': "import type { SimulationResponse } from '../ext/simulate/responses.js';",
+    });
+    expect(found.map((v) => `${v.file}: ${v.rule}`)).toEqual([
+      'src/diagnostics/admin-cli.ts: imports an extension outside the list',
+      'src/diagnostics/gang-diagnosis.ts: imports an extension outside the list',
+    ]);
+    const allowed = findViolationsIn({
+      'src/extensions.ts': "import { gangs } from './ext/gangs/extension.js';",
+      'src/ext/simulate/extension.ts': "import { gangs } from '../gangs/index.js';",
+    });
+    expect(allowed).toEqual([]);
+  });
+
   it('flags every import that closes a cycle of src/ folders, however long, and nothing else', () => {
     const sources = {
       'src/a/one.ts': "import { b } from '../b/two.js';",

@@ -22,7 +22,9 @@
 // Within the domain: jobs/ runs what modules register and imports none of them, and the
 // accelerator API reads placement's data through placement's functions, not its tables.
 // Placement knows no extension: src/placement never imports src/ext (the extensions plug
-// into its hooks, installed by the composition root). And the folders of src/ form no
+// into its hooks, installed by the composition root); nor does any other part but the
+// extensions themselves and their one list, src/extensions.ts, so removing one is deleting
+// its folder and its line. And the folders of src/ form no
 // cycle: where src/a imports src/b, nothing in src/b leads back to src/a (each import
 // that closes a cycle is a violation, named with the folders of its cycle). The loose
 // files of src/ are in that graph too, each on its own (config.ts importing an extension
@@ -54,6 +56,9 @@ export interface Violation {
 }
 
 const HTTP_PACKAGES = /^(hono|hono\/.*|@hono\/.*)$/;
+
+/** The one list of the extensions: besides the extensions themselves, the only file of src/ that imports src/ext/. */
+const EXTENSION_LIST = 'src/extensions.ts';
 
 /** The types every part takes (Deps, Extension): type-only imports, no extension's, outside the cycle check. */
 const COMPOSITION_TYPES = new Set(['src/deps.ts', 'src/extension.ts']);
@@ -126,6 +131,8 @@ export function findViolationsIn(sources: Record<string, string>): Violation[] {
         violations.push({ file, imports: target, rule: 'placement imports an extension' });
       } else if (COMPOSITION_TYPES.has(file) && target.startsWith('src/ext/')) {
         violations.push({ file, imports: target, rule: 'the composition types name an extension' });
+      } else if (target.startsWith('src/ext/') && !file.startsWith('src/ext/') && file !== EXTENSION_LIST) {
+        violations.push({ file, imports: target, rule: 'imports an extension outside the list' });
       } else if (/\/routes\//.test(file) && /\/routes\//.test(target) && !target.endsWith('/routes/index.ts')) {
         if (!file.endsWith('/routes/index.ts')) violations.push({ file, imports: target, rule: 'route imports route' });
       }

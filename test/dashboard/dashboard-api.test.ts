@@ -4,6 +4,12 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderDashboardAssetsModule } from '../../scripts/bundle-dashboard.js';
+import { createApp } from '../../src/app.js';
+import { EXTENSIONS, makeDeps } from '../../src/compose.js';
+import { dashboardAsset } from '../../src/dashboard/assets.js';
+import { openStore } from '../../src/entry/node-service.js';
+import { taints } from '../../src/ext/taints/extension.js';
+import { type Extension, withoutExtensions } from '../../src/extension.js';
 import { clientReader } from '../../src/db/client.js';
 import { readDashboardSummary } from '../../src/diagnostics/dashboard-repo.js';
 import type { PresentedSummary } from '../../src/dashboard/present.js';
@@ -44,14 +50,42 @@ describe('GET /dashboard', () => {
     const html = await res.text();
     expect(html).toContain('<meta name="placement-auth" content="noauth2">');
     const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    // The installed extensions' panels' assets first (holds, simulate), then the page's own.
     expect(urls.filter((u) => !u.startsWith('data:'))).toEqual([
       '/dashboard/assets/holds.css',
       '/dashboard/assets/holds.js',
+      '/dashboard/assets/what-if.js',
       '/dashboard/assets/app.css',
       '/dashboard/assets/app.js',
-      '/dashboard/assets/what-if.js',
     ]);
     expect((await t.app.request('/dashboard/')).status).toBe(200);
+  });
+
+  it('carries the panels of the installed extensions only, each declared by its extension with assets the bundle has', async () => {
+    const silent = { debug() {}, info() {}, warn() {}, error() {} };
+    const panelIds = (html: string) => [...html.matchAll(/<section class="panel" id="([a-z-]+-panel)"/g)].map((m) => m[1]!);
+    const declared = (list: readonly Extension[]) => list.flatMap((e) => e.dashboard?.panels ?? []);
+    for (const panel of declared(EXTENSIONS))
+      for (const file of [...(panel.scripts ?? []), ...(panel.styles ?? [])]) expect(dashboardAsset(file), file).toBeDefined();
+    const full = await (await t.app.request('/dashboard')).text();
+    // Every shipped extension's but project limits', off in this app (PLACEMENT_LIMITS).
+    expect(panelIds(full)).toEqual(['headroom-panel', 'what-if-panel', 'holds-panel', 'leases-panel', 'taints-panel', 'domains-panel']);
+    const store = await openStore(t.deps.config, { prepare: false }, silent);
+    try {
+      const pageOf = async (extensions: readonly Extension[]) =>
+        (await createApp(makeDeps(store, t.deps.config, silent, { extensions })).request('/dashboard')).text();
+      const withoutTaints = await pageOf(withoutExtensions(EXTENSIONS, [taints]));
+      expect(panelIds(withoutTaints)).toEqual(['headroom-panel', 'holds-panel', 'leases-panel', 'domains-panel']);
+      expect(withoutTaints).not.toContain('what-if.js');
+      const bare = await pageOf([]);
+      expect(panelIds(bare)).toEqual([]);
+      expect([...bare.matchAll(/(?:src|href)="(\/dashboard\/[^"]+)"/g)].map((m) => m[1])).toEqual([
+        '/dashboard/assets/app.css',
+        '/dashboard/assets/app.js',
+      ]);
+    } finally {
+      store.close();
+    }
   });
 
   it('serves the script and stylesheet with validators', async () => {

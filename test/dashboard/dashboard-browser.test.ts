@@ -9,7 +9,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/node-server.js';
 import { describeWithPart } from '../helpers/parts.js';
-import { CLOUD, STORAGE_TRAITS, seedCloud } from './seed.js';
+import { adminCall, CLOUD, STORAGE_TRAITS, seedCloud } from './seed.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const noChromium = existsSync(CHROMIUM) ? undefined : `Debian package chromium (no browser at ${CHROMIUM}; or set CHROMIUM_PATH)`;
@@ -34,13 +34,7 @@ describeWithPart(noChromium, 'dashboard in chromium', () => {
       }),
       chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }),
     ]);
-    await seedCloud((method, path, body) =>
-      fetch(`${noauth.url}${path}`, {
-        method,
-        headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-    );
+    await seedCloud(adminCall((path, init) => fetch(`${noauth.url}${path}`, init)));
   }, 90_000);
 
   afterAll(async () => {

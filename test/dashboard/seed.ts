@@ -4,6 +4,16 @@
 // whose total an operator lowered under its usage (over capacity).
 export type Call = (method: string, path: string, body?: unknown) => Promise<Response>;
 
+/** An admin's JSON call at the latest microversion, through `request` (fetch on a server's URL, or an app's own request). */
+export const adminCall =
+  (request: (path: string, init: RequestInit) => Response | Promise<Response>): Call =>
+  async (method, path, body) =>
+    request(path, {
+      method,
+      headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+
 export const CLOUD = {
   aggregate: 'a7d0e4e2-3f2b-4d59-9c51-0b6f4b9d2a11',
   compute1: { uuid: 'c0000001-0000-4000-8000-000000000001', name: 'compute-1' },

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { type ServerProcess, startServer } from '../helpers/node-server.js';
-import { seedCloud } from './seed.js';
+import { adminCall, seedCloud } from './seed.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Why the browser tests cannot run here (for describeWithPart), or undefined. */
@@ -31,12 +31,7 @@ export async function seededDashboard(prefix: string, env: Record<string, string
     startServer(`file:${join(dir, 'placement.db')}`, env),
     chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] }),
   ]);
-  const send = (method: string, path: string, body?: unknown) =>
-    fetch(`${server.url}${path}`, {
-      method,
-      headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+  const send = adminCall((path, init) => fetch(`${server.url}${path}`, init));
   await seedCloud(send);
   return {
     server,

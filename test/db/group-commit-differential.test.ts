@@ -13,6 +13,7 @@ import { type Client, createClient, type InStatement } from '@libsql/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BatchConnection, createDataStore, type DataStore } from '../../src/db/client.js';
 import { openBatchRunner } from '../../src/db/node-batches.js';
+import { openSharedWriter, SharedWriterClient, SharedWriterService, type WriteRequest } from '../../src/db/shared-writer.js';
 import { commitGuarded, guard, LostRace, stmt, withRaceRetries } from '../../src/db/write-batch.js';
 import { mulberry32 } from '../helpers/random.js';
 
@@ -35,6 +36,7 @@ interface Side {
 let dir: string;
 let alone: Side;
 let grouped: Side;
+let shared: Side;
 
 async function open(name: string, group: boolean): Promise<Side> {
   const path = join(dir, `${name}.db`);
@@ -55,15 +57,50 @@ async function open(name: string, group: boolean): Promise<Side> {
   return { client, store: createDataStore(client, connection), groupSizes };
 }
 
+/**
+ * A server process of a cluster whose writes go to the one writer
+ * (db/shared-writer.ts): its messages and the writer's replies cross a JSON
+ * round trip, as over node:cluster's channel, each reply a turn later.
+ * `groupSizes`: write batches per message sent.
+ */
+async function openShared(name: string): Promise<Side> {
+  const path = join(dir, `${name}.db`);
+  const client = createClient({ url: `file:${path}` });
+  await client.execute('PRAGMA journal_mode=WAL');
+  await client.batch(SCHEMA, 'write');
+  const reads = openBatchRunner(path, 5000);
+  const writer = openSharedWriter(path, 5000);
+  const service = new SharedWriterService(Promise.resolve(writer));
+  const groupSizes: number[] = [];
+  const sender: SharedWriterClient = new SharedWriterClient((msg, done) => {
+    groupSizes.push(msg.batches.length);
+    const request = JSON.parse(JSON.stringify(msg)) as WriteRequest;
+    void service.receive('server-1', request, (reply) => setImmediate(() => sender.receive(JSON.parse(JSON.stringify(reply)))));
+    done(null);
+  });
+  const connection: BatchConnection = {
+    readBatch: reads.readBatch,
+    writeBatch: (statements) => sender.write(statements),
+    writerElsewhere: true,
+    close: () => {
+      reads.close();
+      writer.close();
+    },
+  };
+  return { client, store: createDataStore(client, connection), groupSizes };
+}
+
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'group-commit-'));
   alone = await open('alone', false);
   grouped = await open('grouped', true);
+  shared = await openShared('shared');
 });
 
 afterAll(() => {
   alone?.store.close();
   grouped?.store.close();
+  shared?.store.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -219,6 +256,9 @@ describe('group commit against a commit per write batch', () => {
       const expected = await run(alone, waves, capacities);
       const actual = await run(grouped, waves, capacities);
       if (JSON.stringify(actual) !== JSON.stringify(expected)) expect({ seed, ...actual }).toEqual({ seed, ...expected });
+      // Through the one writer of a cluster's server processes: the same answers, errors and rows.
+      const throughWriter = await run(shared, waves, capacities);
+      if (JSON.stringify(throughWriter) !== JSON.stringify(expected)) expect({ seed, ...throughWriter }).toEqual({ seed, ...expected });
       for (const a of expected.answers as Record<string, unknown>[]) {
         if ('results' in a) answered.granted += 1;
         else if ('lostRace' in a) answered.lostRace += 1;
@@ -231,6 +271,7 @@ describe('group commit against a commit per write batch', () => {
     expect(answered.error).toBeGreaterThan(HISTORIES / 10);
     expect(grouped.groupSizes.filter((n) => n > 1).length).toBeGreaterThan(HISTORIES / 2);
     expect(Math.max(...grouped.groupSizes)).toBeGreaterThan(5);
+    expect(shared.groupSizes.filter((n) => n > 1).length).toBeGreaterThan(HISTORIES / 2);
   }, 300_000);
 });
 

@@ -11,7 +11,7 @@ import { type CountingProxy, startCountingProxy } from '../helpers/counting-prox
 import { provider, randomInventory } from '../helpers/providers.js';
 import { random, type Random } from '../helpers/random.js';
 import { describeWithPart } from '../helpers/parts.js';
-import { replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
+import { replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqldPair } from '../helpers/sqld.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
 const SEED = Number(process.env.REPLICA_DIFF_SEED ?? 2724);
@@ -142,8 +142,7 @@ describeWithPart(SQLD_MISSING, "candidates from a caught-up replica equal the pr
   let reader: TestApp; // reads from the replica; its primary sits behind the counting proxy
 
   beforeAll(async () => {
-    primary = await startSqld({ grpc: true });
-    replica = await startSqld({ primaryGrpcUrl: primary.grpcUrl });
+    ({ primary, replica } = await startSqldPair());
     proxy = await startCountingProxy(primary.url);
     writer = await makeTestApp({ PLACEMENT_DB_URL: primary.url });
     reader = await makeTestApp({ PLACEMENT_DB_URL: proxy.url, PLACEMENT_DB_READ_URL: replica.url });

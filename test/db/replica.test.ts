@@ -8,7 +8,15 @@ import { type PausableLink, startPausableLink } from '../helpers/pausable-link.j
 import { startServer } from '../helpers/node-server.js';
 import { provider } from '../helpers/providers.js';
 import { describeWithPart } from '../helpers/parts.js';
-import { heldReplicaMarkAt, replicaCaughtUp, SQLD_MISSING, type SqldServer, startSqld, writeMarkAt } from '../helpers/sqld.js';
+import {
+  heldReplicaMarkAt,
+  replicaCaughtUp,
+  SQLD_MISSING,
+  type SqldServer,
+  startSqld,
+  startSqldPair,
+  writeMarkAt,
+} from '../helpers/sqld.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { waitUntil } from '../helpers/wait.js';
 import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
@@ -237,8 +245,7 @@ describeWithPart(SQLD_MISSING, 'reads from a replica near the instance', () => {
 
 describeWithPart(SQLD_MISSING, 'several server processes on one replica', () => {
   it("one process's writes count for the others' replica reads one IPC hop later (new connection per request, so the cluster spreads them)", async () => {
-    const primary = await startSqld({ grpc: true });
-    const replica = await startSqld({ primaryGrpcUrl: primary.grpcUrl });
+    const { primary, replica } = await startSqldPair();
     const server = await startServer(primary.url, { PLACEMENT_WORKERS: '2', PLACEMENT_DB_READ_URL: replica.url });
     try {
       const send = sender(server.url);

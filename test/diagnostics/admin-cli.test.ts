@@ -97,10 +97,13 @@ describe('placement-admin audit', () => {
   }, 60_000);
 
   it('--help documents the exit codes; --version names the release', async () => {
-    for (const args of [['--help'], ['audit', '--help']]) {
+    for (const args of [['--help'], ['audit', '--help'], ['simulate', '--help']]) {
       const help = await admin(...args);
       expect(help.code).toBe(0);
       expect(help.stdout).toMatch(/exit codes: 0 .* 1 .*something to repair/s);
+      // The shipped extensions' commands (simulate's, from its object), each with its line and its paragraph.
+      expect(help.stdout).toContain('       placement-admin simulate --endpoint URL [--token TOKEN] [--json] FILE.yaml\n');
+      expect(help.stdout).toMatch(/\n\nsimulate {3}reads FILE\.yaml .* exit 1 when a consumer would be displaced\.\n\nexit codes:/s);
     }
     const version = await admin('--version');
     expect(version).toMatchObject({ code: 0, stdout: expect.stringMatching(/^placement-admin \d+\.\d+\.\d+\n$/) });

@@ -1,17 +1,24 @@
 // An extension is one folder and one line in src/extensions.ts EXTENSIONS: an app
-// built without it answers upstream's API as upstream does, and refuses the
-// extension's query parameters with upstream's 400 for an unknown key. Here
-// three apps share one database: every extension, none, and all but taints.
+// built without it (and without the extensions that declare they require it)
+// answers upstream's API as upstream does, refuses the extension's query
+// parameters with upstream's 400 for an unknown key, and the extensions left
+// keep working; an app that installs an extension without one it requires
+// refuses to start. Here the apps share one database.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { EXTENSIONS, makeDeps } from '../../src/compose.js';
 import { openStore } from '../../src/entry/node-service.js';
 import { ConfigSchema, loadConfig } from '../../src/config.js';
+import { type Extension, withoutExtensions } from '../../src/extension.js';
 import { counters } from '../../src/ext/counters/extension.js';
+import { events } from '../../src/ext/events/extension.js';
+import { holds } from '../../src/ext/holds/extension.js';
 import { limits } from '../../src/ext/limits/extension.js';
 import { taints } from '../../src/ext/taints/extension.js';
 import { seedProvider } from '../helpers/placement-seed.js';
+import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
+import { preemptionBody, preemptionHelpers } from './helpers.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -26,8 +33,8 @@ beforeAll(async () => {
   const built = async (extensions: typeof EXTENSIONS) =>
     createApp(makeDeps(await openStore(full.deps.config, { prepare: false }, silent), full.deps.config, silent, { extensions }));
   bare = await built([]);
-  withoutTaints = await built(EXTENSIONS.filter((e) => e !== taints));
-  withoutLimitsAndCounters = await built(EXTENSIONS.filter((e) => e !== limits && e !== counters));
+  withoutTaints = await built(withoutExtensions(EXTENSIONS, [taints]));
+  withoutLimitsAndCounters = await built(withoutExtensions(EXTENSIONS, [limits, counters]));
   host = (await seedProvider(full.deps, { VCPU: { total: 8, maxUnit: 8 } }, { name: 'host' })).uuid;
   await seedProvider(full.deps, { VCPU: { total: 4, maxUnit: 4 } }, { name: 'other' });
 });
@@ -35,6 +42,39 @@ afterAll(() => full.close());
 
 const get = (app: ReturnType<typeof createApp>, path: string, version = 'latest') =>
   app.request(path, { headers: { 'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': `placement ${version}` } });
+
+/**
+ * One request per shipped extension that only it answers: its route, or its
+ * candidate parameter where it has no route on (limits: PLACEMENT_LIMITS off
+ * here; sites: not a site, its own 404). An app without the extension answers
+ * as the app without any does.
+ */
+const PROBES: Record<string, () => string> = {
+  headroom: () => '/ext/headroom?resources=VCPU:1',
+  leases: () => '/ext/leases',
+  taints: () => '/ext/taints',
+  counters: () => `/ext/resource_providers/${host}/counters`,
+  limits: () => '/allocation_candidates?resources=VCPU:1&ext_within_limits=true',
+  gangs: () => '/ext/gang_candidates?resources=VCPU:1&count=1',
+  'first-of': () => '/allocation_candidates?resources_A=VCPU:1&ext_first_of=_A',
+  holds: () => '/ext/holds',
+  preemption: () => '/ext/priorities',
+  events: () => '/ext/events?wait=0',
+  simulate: () => '/ext/defrag?resources=VCPU:1',
+  sites: () => '/ext/sites/unknown-site',
+};
+
+/** What each probe answers in `app`, by extension name: the status, and an error's detail. */
+const probeAll = async (app: ReturnType<typeof createApp>): Promise<Record<string, string>> =>
+  Object.fromEntries(
+    await Promise.all(
+      Object.entries(PROBES).map(async ([name, path]) => {
+        const res = await get(app, path());
+        const detail = res.ok ? '' : ((await res.json()) as { errors?: { detail?: string }[] }).errors?.[0]?.detail;
+        return [name, `${res.status} ${detail}`];
+      }),
+    ),
+  );
 
 /** An error body without its request id (each request has its own). */
 const errorBody = async (res: Response) => {
@@ -56,6 +96,105 @@ describe('an app built without an extension', () => {
     }
   });
 
+  it("without any one of the shipped extensions and those that require it, each app answers upstream's queries byte for byte as the full app does, and the extensions left answer as in the full app", async () => {
+    const queries = [
+      ['/allocation_candidates?resources=VCPU:1', 'latest'],
+      ['/allocation_candidates?resources1=VCPU:2&resources2=VCPU:2&group_policy=none', '1.25'],
+      ['/resource_providers', 'latest'],
+      [`/resource_providers/${host}/usages`, 'latest'],
+    ] as const;
+    const expected = await Promise.all(queries.map(async ([path, version]) => (await get(full.app, path, version)).text()));
+    expect(Object.keys(PROBES).sort()).toEqual(EXTENSIONS.map((e) => e.name).sort());
+    const [inFull, inBare] = await Promise.all([probeAll(full.app), probeAll(bare)]);
+    for (const name of Object.keys(PROBES))
+      expect(inFull[name], `${name}: the full app answers what the bare one does not`).not.toBe(inBare[name]);
+    const removedWith = new Map<string, string[]>();
+    for (const left of EXTENSIONS) {
+      const store = await openStore(full.deps.config, { prepare: false }, silent);
+      try {
+        const kept = withoutExtensions(EXTENSIONS, [left]);
+        const gone = EXTENSIONS.filter((e) => !kept.includes(e)).map((e) => e.name);
+        removedWith.set(left.name, gone);
+        const app = createApp(makeDeps(store, full.deps.config, silent, { extensions: kept }));
+        for (const [i, [path, version]] of queries.entries()) {
+          const res = await get(app, path, version);
+          expect(res.status, `${left.name}: ${path}`).toBe(200);
+          expect(await res.text(), `${left.name}: ${path}`).toBe(expected[i]);
+        }
+        const probed = await probeAll(app);
+        for (const e of EXTENSIONS) {
+          const where = `without ${left.name}, ${e.name}`;
+          expect(probed[e.name], where).toBe(kept.includes(e) ? inFull[e.name] : inBare[e.name]);
+        }
+      } finally {
+        store.close();
+      }
+    }
+    // What goes with each: itself and those that declare they need it, directly or through another.
+    expect(Object.fromEntries(removedWith)).toEqual({
+      headroom: ['headroom', 'simulate'],
+      leases: ['headroom', 'leases', 'gangs', 'holds', 'preemption', 'simulate', 'sites'],
+      taints: ['taints', 'simulate'],
+      counters: ['counters'],
+      limits: ['limits', 'sites'],
+      gangs: ['headroom', 'gangs', 'holds', 'preemption', 'simulate', 'sites'],
+      'first-of': ['first-of'],
+      holds: ['holds', 'preemption', 'simulate', 'sites'],
+      preemption: ['preemption'],
+      events: ['events'],
+      simulate: ['simulate'],
+      sites: ['sites'],
+    });
+  });
+
+  it('without events: a preemption commits as with them and reports nothing (the event log is a part of the contract, not a requirement)', async () => {
+    const store = await openStore(full.deps.config, { prepare: false }, silent);
+    try {
+      const withoutEvents = createApp(makeDeps(store, full.deps.config, silent, { extensions: withoutExtensions(EXTENSIONS, [events]) }));
+      expect(withoutExtensions(EXTENSIONS, [events]).map((e) => e.name)).toContain('preemption');
+      const { victimOn } = preemptionHelpers(() => full);
+      const reported = async () => {
+        const [r] = await full.deps.store.readBatch([
+          { sql: "SELECT COUNT(*) AS n FROM ext_events WHERE kind = 'preemption.created'", args: [] },
+        ]);
+        return Number(r!.rows[0]!.n);
+      };
+      const preempt = (app: ReturnType<typeof createApp>, host: string, victim: string) =>
+        app.request('/ext/preemptions', {
+          method: 'POST',
+          headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement latest' },
+          body: JSON.stringify(preemptionBody(host, [victim], 4)),
+        });
+      const before = await reported();
+      const [one, two] = [
+        await provider(full, { inventory: { VCPU: { total: 4 } } }),
+        await provider(full, { inventory: { VCPU: { total: 4 } } }),
+      ];
+      expect((await preempt(withoutEvents, one, await victimOn(one, 4, 1))).status).toBe(201);
+      expect(await reported()).toBe(before);
+      expect((await preempt(full.app, two, await victimOn(two, 4, 1))).status).toBe(201);
+      expect(await reported()).toBe(before + 1);
+    } finally {
+      store.close();
+    }
+  });
+
+  it('refuses to start an app that installs an extension without one it requires, naming both', async () => {
+    const store = await openStore(full.deps.config, { prepare: false }, silent);
+    try {
+      const build = (extensions: readonly Extension[]) => makeDeps(store, full.deps.config, silent, { extensions });
+      expect(() => build(EXTENSIONS.filter((e) => e !== holds))).toThrow(
+        'extension preemption requires holds, which this app does not install: install it or remove preemption too',
+      );
+      expect(() => build(EXTENSIONS.filter((e) => e.name !== 'leases'))).toThrow(
+        'extension gangs requires leases, which this app does not install',
+      );
+      expect(() => build(withoutExtensions(EXTENSIONS, [holds]))).not.toThrow();
+    } finally {
+      store.close();
+    }
+  });
+
   it("refuses each extension's parameter with upstream's 400 for an unknown key", async () => {
     for (const [param, value] of [
       ['ext_tolerate', 'maintenance'],
@@ -72,6 +211,49 @@ describe('an app built without an extension', () => {
       expect(unknown.status).toBe(400);
       expect(JSON.stringify(await errorBody(refused))).toBe(JSON.stringify(await errorBody(unknown)).replaceAll(`${param}x`, param));
     }
+  });
+
+  it("refuses every shipped extension's candidate parameter, as its list declares them, with upstream's 400 for an unknown key", async () => {
+    const names = EXTENSIONS.flatMap((e) => e.params ?? []).map((p) => p.name);
+    expect(names).toEqual(expect.arrayContaining(['ext_tolerate', 'ext_within_limits', 'ext_first_of', 'ext_until', 'ext_hold']));
+    for (const name of names) {
+      const refused = await get(bare, `/allocation_candidates?resources_A=VCPU:1&${name}=1`);
+      expect(refused.status, name).toBe(400);
+      const unknown = await get(full.app, `/allocation_candidates?resources_A=VCPU:1&${name}x=1`);
+      expect(JSON.stringify(await errorBody(refused)), name).toBe(JSON.stringify(await errorBody(unknown)).replaceAll(`${name}x`, name));
+    }
+  });
+
+  it("leaves an extension's question out of why no host: count=N (a gang) is an unknown key there, as upstream's parser words it", async () => {
+    const why = '/diagnostics/allocation_candidates?resources=VCPU:1&count=2';
+    expect((await get(full.app, why)).status).toBe(200);
+    const refused = await get(bare, why);
+    expect(refused.status).toBe(400);
+    const unknown = await get(full.app, `${why.replace('count=', 'countx=')}`);
+    expect(JSON.stringify(await errorBody(refused))).toBe(JSON.stringify(await errorBody(unknown)).replaceAll('countx', 'count'));
+  });
+
+  it("refuses a claim's extension parameter with a 400 and writes nothing, where the app with the extension claims and leases", async () => {
+    const put = (app: ReturnType<typeof createApp>, consumer: string) =>
+      app.request(`/allocations/${consumer}?ext_until=3600`, {
+        method: 'PUT',
+        headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': 'placement 1.38' },
+        body: JSON.stringify({
+          allocations: { [host]: { resources: { VCPU: 1 } } },
+          project_id: crypto.randomUUID(),
+          user_id: crypto.randomUUID(),
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        }),
+      });
+    const [plain, leased] = [crypto.randomUUID(), crypto.randomUUID()];
+    const refused = await put(bare, plain);
+    expect(refused.status).toBe(400);
+    expect((await errorBody(refused))[0]).toMatchObject({ code: 'placement.undefined_code', title: 'Bad Request' });
+    expect(await (await get(full.app, `/allocations/${plain}`)).json()).toEqual({ allocations: {} });
+    expect((await put(full.app, leased)).status).toBe(204);
+    expect((await get(full.app, `/ext/leases/${leased}`)).status).toBe(200);
+    expect((await full.call('DELETE', `/allocations/${leased}`)).status).toBe(204);
   });
 
   it('without taints: a tainted provider stays a candidate, ext_tolerate is refused, /ext/taints is gone; the other extensions stay', async () => {

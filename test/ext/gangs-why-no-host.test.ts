@@ -3,7 +3,7 @@
 // the best domain (most hosts that fit a member), how many hosts it is short
 // and, for its hosts that fit no member, the first constraint each fails.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GangAwareDiagnosis } from '../../src/diagnostics/gang-diagnosis.js';
+import type { GangAwareDiagnosis } from '../../src/ext/gangs/diagnosis.js';
 import { provider } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { claim } from './helpers.js';

@@ -276,7 +276,7 @@ describe('GET /ext/headroom?count=N', () => {
   });
 
   it('gangsThatFit: k gangs need k x N slots, at most k on one host', async () => {
-    const { gangsThatFit } = await import('../../src/ext/gangs/headroom.js');
+    const { gangsThatFit } = await import('../../src/ext/headroom/gangs.js');
     expect(gangsThatFit([1, 1, 2], 2)).toBe(2);
     expect(gangsThatFit([5, 0, 1], 2)).toBe(1);
     expect(gangsThatFit([3, 3, 3, 3], 4)).toBe(3);

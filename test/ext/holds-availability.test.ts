@@ -16,10 +16,9 @@ import { type Allocation, drawnEndMs, FOREVER, type Hold } from '../../src/ext/h
 import { calendarOf, pairKey } from '../../src/ext/holds/calendar.js';
 import { earliestCandidate } from '../../src/ext/holds/availability.js';
 import type { CloudCalendar } from '../../src/ext/holds/calendar-repo.js';
-import { CloudModel, type ProviderSpec } from '../../src/placement/candidates/cloud-model.js';
+import { CloudModel, type Lookups, type ProviderSpec } from '../../src/placement/candidates/cloud-model.js';
 import { candidatesFromModel, type CandidateOptions } from '../../src/placement/candidates/index.js';
 import { parseCandidateQueryString } from '../../src/placement/candidates/parse.js';
-import type { Lookups } from '../../src/placement/candidates/research.js';
 import { capacityOf } from '../../src/placement/capacity.js';
 import { Microversion } from '../../src/microversion.js';
 import { random, type Random } from '../helpers/random.js';

@@ -6,13 +6,10 @@
 // window's start leave the hold's project all of it; end_action=release
 // removes the drawn claims at the first sweep after the end.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { runSweeps } from '../../src/jobs/sweeps.js';
 import { gpuHostOnVirtualClock } from './helpers.js';
 import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
-import { errorOf, type TestApp } from '../helpers/test-app.js';
+import { errorOf, sameDatabaseApp, type TestApp } from '../helpers/test-app.js';
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 const HOUR = 3600_000;
@@ -51,23 +48,8 @@ function claimOn(
 
 /** A second app on the same database and virtual clock: two connections writing at once. Close `other.store` after. */
 async function secondApp(): Promise<{ second: TestApp; other: TestApp['deps'] }> {
-  const other = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: t.dbUrl, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), {
-    debug() {},
-    info() {},
-    warn() {},
-    error() {},
-  });
-  other.clock = () => new Date(now);
-  const second: TestApp = { ...t, deps: other, app: createApp(other) };
-  second.call = (method, path, opts = {}) =>
-    Promise.resolve(
-      second.app.request(path, {
-        method,
-        headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement latest', 'content-type': 'application/json' },
-        body: JSON.stringify(opts.body),
-      }),
-    );
-  return { second, other };
+  const second = await sameDatabaseApp(t, () => now);
+  return { second, other: second.deps };
 }
 
 async function hold(amount: number, startMs: number, endMs: number, endAction: 'release' | 'keep' = 'release'): Promise<string> {

@@ -11,6 +11,7 @@ import { EXTENSIONS, makeDeps } from '../../src/compose.js';
 import type { DataStore } from '../../src/db/client.js';
 import { openStore } from '../../src/entry/node-service.js';
 import { holds } from '../../src/ext/holds/extension.js';
+import { withoutExtensions } from '../../src/extension.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { claim, PROJECT, USER } from './helpers.js';
@@ -56,7 +57,7 @@ beforeAll(async () => {
   full = await makeTestApp();
   const store = await openStore(full.deps.config, { prepare: false }, silent);
   withoutHolds = {
-    app: createApp(makeDeps(store, full.deps.config, silent, { extensions: EXTENSIONS.filter((e) => e !== holds) })),
+    app: createApp(makeDeps(store, full.deps.config, silent, { extensions: withoutExtensions(EXTENSIONS, [holds]) })),
     store,
   };
   held = await provider(full, { inventory: { VCPU: { total: 64 } } });

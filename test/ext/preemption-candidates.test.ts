@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
 import { PROJECT, USER } from './helpers.js';
-import { mulberry32 } from '../helpers/random.js';
+import { random as seeded } from '../helpers/random.js';
 
 let t: TestApp;
 beforeEach(async () => {
@@ -220,28 +220,27 @@ describe('GET /ext/preemption_candidates on random clouds', () => {
   it('equals brute force per host, never evicts at or above P, and puts victim-free hosts first', async () => {
     let withVictims = 0;
     for (let seed = 1; seed <= 30; seed += 1) {
-      const random = mulberry32(seed);
-      const int = (n: number) => Math.floor(random() * n);
+      const r = seeded(seed);
       const hosts: { uuid: string; vcpu: number; mem: number }[] = [];
       const held: Held[] = [];
-      for (let h = 0; h < 2 + int(3); h += 1) {
-        const cap = { vcpu: 8 + int(9), mem: 1024 * (4 + int(5)) };
+      for (let h = 0; h < 2 + r.below(3); h += 1) {
+        const cap = { vcpu: 8 + r.below(9), mem: 1024 * (4 + r.below(5)) };
         const uuid = await provider(t, { inventory: { VCPU: { total: cap.vcpu }, MEMORY_MB: { total: cap.mem } } });
         hosts.push({ uuid, ...cap });
         let usedV = 0;
         let usedM = 0;
-        for (let c = 0; c < 1 + int(8); c += 1) {
-          const vcpu = Math.min(1 + int(4), cap.vcpu - usedV);
-          const mem = Math.min(512 * (1 + int(4)), cap.mem - usedM);
+        for (let c = 0; c < 1 + r.below(8); c += 1) {
+          const vcpu = Math.min(1 + r.below(4), cap.vcpu - usedV);
+          const mem = Math.min(512 * (1 + r.below(4)), cap.mem - usedM);
           if (vcpu <= 0 || mem <= 0) break;
-          const priority = random() < 0.15 ? null : int(8);
+          const priority = r.chance(0.15) ? null : r.below(8);
           held.push({ consumer: await consumerOn(uuid, { VCPU: vcpu, MEMORY_MB: mem }, priority), host: uuid, vcpu, mem, priority });
           usedV += vcpu;
           usedM += mem;
         }
       }
-      const P = 1 + int(8);
-      const want = { vcpu: 1 + int(8), mem: 512 * (1 + int(8)) };
+      const P = 1 + r.below(8);
+      const want = { vcpu: 1 + r.below(8), mem: 512 * (1 + r.below(8)) };
       const body = await search(`resources=VCPU:${want.vcpu},MEMORY_MB:${want.mem}&ext_priority=${P}`);
       const answered = new Map(body.allocation_requests.map((r) => [Object.keys(r.allocations)[0]!, r]));
       for (const host of hosts) {

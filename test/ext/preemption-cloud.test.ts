@@ -18,8 +18,7 @@
 // one; on small clouds and on clouds of more trees than that first pass.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Microversion } from '../../src/microversion.js';
-import { CloudModel } from '../../src/placement/candidates/cloud-model.js';
-import type { Usage } from '../../src/placement/candidates/research.js';
+import { CloudModel, type Usage } from '../../src/placement/candidates/cloud-model.js';
 import { type PreemptionCloud, readPreemptionCloud } from '../../src/ext/preemption/cloud.js';
 import { answerOver, findPreemptionCandidates } from '../../src/ext/preemption/search.js';
 import { EXACT_LIMIT, NO_VICTIMS_COST, resourceKey } from '../../src/ext/preemption/victims.js';

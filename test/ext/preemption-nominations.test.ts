@@ -186,7 +186,12 @@ async function wave(runs: Run[]): Promise<void> {
   await Promise.all(
     runs.map(async (run) => {
       const made = await createPreemption(
-        { store: t.deps.store, nowMs: () => Date.now(), newId: t.deps.newId },
+        {
+          store: t.deps.store,
+          nowMs: () => Date.now(),
+          newId: t.deps.newId,
+          reported: (kind, event, nowMs) => t.deps.extensions.eventStatements(kind, event, nowMs),
+        },
         {
           preemptor: {
             consumer_uuid: run.preemptor,

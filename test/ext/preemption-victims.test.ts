@@ -18,18 +18,7 @@ import {
   ranksAfter,
   useStatsOf,
 } from '../../src/ext/preemption/victims.js';
-
-/** A small seeded generator (mulberry32), so a failure names its seed and replays. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { type Random, random as seeded } from '../helpers/random.js';
 
 interface Tree {
   shortfall: Map<ResourceKey, number>;
@@ -38,16 +27,15 @@ interface Tree {
 }
 
 /** A tree of `keys` resources filled by consumers, some not eligible, and a request's shortfall over it. */
-function randomTree(random: () => number, consumers: number, keys: number, capacity: number): Tree {
-  const int = (n: number) => Math.floor(random() * n);
-  const keyNames = Array.from({ length: keys }, (_, i) => `${1 + int(3)}:${i}`);
+function randomTree(r: Random, consumers: number, keys: number, capacity: number): Tree {
+  const keyNames = Array.from({ length: keys }, (_, i) => `${1 + r.below(3)}:${i}`);
   const used = new Map(keyNames.map((k) => [k, 0]));
   const eligible: Eligible[] = [];
   for (let c = 0; c < consumers; c += 1) {
     const uses = new Map<ResourceKey, number>();
     for (const key of keyNames) {
-      if (random() < 0.6) {
-        const amount = Math.min(1 + int(Math.max(1, Math.floor((capacity * 2) / consumers) + 2)), capacity - used.get(key)!);
+      if (r.chance(0.6)) {
+        const amount = Math.min(1 + r.below(Math.max(1, Math.floor((capacity * 2) / consumers) + 2)), capacity - used.get(key)!);
         if (amount > 0) {
           uses.set(key, amount);
           used.set(key, used.get(key)! + amount);
@@ -56,11 +44,11 @@ function randomTree(random: () => number, consumers: number, keys: number, capac
     }
     if (uses.size === 0) continue;
     // About one in five is at or above the preemptor's priority, or has none: it only takes room.
-    if (random() < 0.8) eligible.push({ consumer: `c${String(c).padStart(3, '0')}`, priority: int(6), uses });
+    if (r.chance(0.8)) eligible.push({ consumer: `c${String(c).padStart(3, '0')}`, priority: r.below(6), uses });
   }
   const shortfall = new Map<ResourceKey, number>();
   for (const key of keyNames) {
-    const amount = 1 + int(Math.ceil(capacity / 2));
+    const amount = 1 + r.below(Math.ceil(capacity / 2));
     const short = used.get(key)! + amount - capacity;
     if (short > 0) shortfall.set(key, short);
   }
@@ -133,8 +121,8 @@ describe('victims, exact (at most 12 eligible per tree)', () => {
   it('equals a brute-force optimum of the stated order on 500 random trees', () => {
     let withVictims = 0;
     for (let seed = 1; seed <= 500; seed += 1) {
-      const random = rng(seed);
-      const tree = randomTree(random, 1 + Math.floor(random() * 14), 1 + Math.floor(random() * 3), 8 + Math.floor(random() * 24));
+      const r = seeded(seed);
+      const tree = randomTree(r, 1 + r.below(14), 1 + r.below(3), 8 + r.below(24));
       expect(tree.eligible.length).toBeLessThanOrEqual(14);
       tree.eligible = tree.eligible.slice(0, 12);
       const chosen = chooseVictims(tree.shortfall, tree.eligible, 'exact');
@@ -155,20 +143,19 @@ describe('victims, exact (at most 12 eligible per tree)', () => {
 });
 
 /** A tree filled from a few flavors (many consumers alike, as in a cloud of a few instance sizes), some consumers unlike any other. */
-function flavoredTree(random: () => number): Tree {
-  const int = (n: number) => Math.floor(random() * n);
-  const keys = Array.from({ length: 1 + int(3) }, (_, i) => `1:${i}`);
-  const flavors = Array.from({ length: 1 + int(3) }, () => ({
-    priority: int(4),
-    uses: new Map(keys.filter((_, i) => i === 0 || random() < 0.7).map((k): [ResourceKey, number] => [k, 1 + int(4)])),
+function flavoredTree(r: Random): Tree {
+  const keys = Array.from({ length: 1 + r.below(3) }, (_, i) => `1:${i}`);
+  const flavors = Array.from({ length: 1 + r.below(3) }, () => ({
+    priority: r.below(4),
+    uses: new Map(keys.filter((_, i) => i === 0 || r.chance(0.7)).map((k): [ResourceKey, number] => [k, 1 + r.below(4)])),
   }));
   const eligible: Eligible[] = [];
-  for (let c = 0; c < 1 + int(12); c += 1) {
-    const flavor = random() < 0.8 ? flavors[int(flavors.length)]! : { priority: int(4), uses: new Map([[keys[0]!, 1 + int(6)]]) };
+  for (let c = 0; c < 1 + r.below(12); c += 1) {
+    const flavor = r.chance(0.8) ? r.pick(flavors) : { priority: r.below(4), uses: new Map([[keys[0]!, 1 + r.below(6)]]) };
     // Ids in no particular order against the draw.
-    eligible.push({ consumer: `c${String(int(1000)).padStart(3, '0')}-${c}`, priority: flavor.priority, uses: flavor.uses });
+    eligible.push({ consumer: `c${String(r.below(1000)).padStart(3, '0')}-${c}`, priority: flavor.priority, uses: flavor.uses });
   }
-  const shortfall = new Map(keys.filter(() => random() < 0.8).map((k): [ResourceKey, number] => [k, 1 + int(10)]));
+  const shortfall = new Map(keys.filter(() => r.chance(0.8)).map((k): [ResourceKey, number] => [k, 1 + r.below(10)]));
   return { shortfall, eligible };
 }
 
@@ -188,11 +175,8 @@ describe('victims, exact, against every subset', () => {
   it('chooses the very set the stated order puts first (ties by id) on 3,000 trees of alike and unlike consumers', () => {
     let alike = 0;
     for (let seed = 1; seed <= 3000; seed += 1) {
-      const random = rng(seed);
-      const tree =
-        seed % 3 === 0
-          ? randomTree(random, 1 + Math.floor(random() * 12), 1 + Math.floor(random() * 3), 8 + Math.floor(random() * 24))
-          : flavoredTree(random);
+      const r = seeded(seed);
+      const tree = seed % 3 === 0 ? randomTree(r, 1 + r.below(12), 1 + r.below(3), 8 + r.below(24)) : flavoredTree(r);
       if (tree.shortfall.size === 0) continue;
       const chosen = chooseVictims(tree.shortfall, tree.eligible, 'exact');
       const expected = firstOfEverySubset(tree);
@@ -223,8 +207,8 @@ describe('victims, greedy with reverse minimization (up to 200 eligible)', () =>
     let withinOne = 0;
     let exactCount = 0;
     for (let seed = 1001; seed <= 1300; seed += 1) {
-      const random = rng(seed);
-      const tree = randomTree(random, 17 + Math.floor(random() * 184), 1 + Math.floor(random() * 2), 64 + Math.floor(random() * 64));
+      const r = seeded(seed);
+      const tree = randomTree(r, 17 + r.below(184), 1 + r.below(2), 64 + r.below(64));
       const chosen = chooseVictims(tree.shortfall, tree.eligible, 'greedy');
       if (tree.shortfall.size === 0) {
         expect(chosen?.victims, `seed ${seed}`).toEqual([]);

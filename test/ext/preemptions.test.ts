@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
 import { PREEMPTOR_PROJECT, preemptionBody, preemptionHelpers } from './helpers.js';
-import { mulberry32 } from '../helpers/random.js';
+import { random as seeded } from '../helpers/random.js';
 
 let t: TestApp;
 beforeEach(async () => {
@@ -137,26 +137,25 @@ describe('POST /ext/preemptions', () => {
 describe('nominated capacity, random runs', () => {
   it('no third party ever takes it: outsiders race the victims going, and the preemptor always claims at the end', async () => {
     for (let seed = 1; seed <= 40; seed += 1) {
-      const random = mulberry32(seed);
-      const int = (n: number) => Math.floor(random() * n);
-      const total = 8 + int(17);
+      const r = seeded(seed);
+      const total = 8 + r.below(17);
       const host = await provider(t, { inventory: { VCPU: { total } } });
       let used = 0;
       const victims: { uuid: string; vcpu: number }[] = [];
-      for (let i = 0; i < 1 + int(5) && used < total; i += 1) {
-        const vcpu = Math.min(1 + int(4), total - used);
-        victims.push({ uuid: await victimOn(host, vcpu, int(5)), vcpu });
+      for (let i = 0; i < 1 + r.below(5) && used < total; i += 1) {
+        const vcpu = Math.min(1 + r.below(4), total - used);
+        victims.push({ uuid: await victimOn(host, vcpu, r.below(5)), vcpu });
         used += vcpu;
       }
-      if (used < total && random() < 0.5) {
-        const vcpu = 1 + int(total - used);
+      if (used < total && r.chance(0.5)) {
+        const vcpu = 1 + r.below(total - used);
         await victimOn(host, vcpu, null);
         used += vcpu;
       }
-      const chosen = victims.filter(() => random() < 0.7);
+      const chosen = victims.filter(() => r.chance(0.7));
       if (!chosen.length) chosen.push(victims[0]!);
       const freed = chosen.reduce((s, v) => s + v.vcpu, 0);
-      const want = Math.max(1, total - used + freed - int(2));
+      const want = Math.max(1, total - used + freed - r.below(2));
       const preemptor = crypto.randomUUID();
       const made = await t.call('POST', '/ext/preemptions', {
         body: body(
@@ -172,7 +171,7 @@ describe('nominated capacity, random runs', () => {
       // Outsiders claim while the victims go, all at once.
       await Promise.all([
         ...chosen.map((v) => t.call('DELETE', `/allocations/${v.uuid}`)),
-        ...Array.from({ length: 1 + int(6) }, () => claimAs(crypto.randomUUID(), { [host]: { resources: { VCPU: 1 + int(4) } } })),
+        ...Array.from({ length: 1 + r.below(6) }, () => claimAs(crypto.randomUUID(), { [host]: { resources: { VCPU: 1 + r.below(4) } } })),
       ]);
       const claimed = await claimAs(preemptor, { [host]: { resources: { VCPU: want } } }, PREEMPTOR_PROJECT, `?ext_hold=${hold_uuid}`);
       expect(claimed.status, `seed ${seed}: ${await claimed.clone().text()}`).toBe(204);

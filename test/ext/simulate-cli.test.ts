@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/diagnostics/admin-cli.js';
+import { simulate } from '../../src/ext/simulate/extension.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { PROJECT, USER } from './helpers.js';
 
@@ -91,6 +92,7 @@ async function cli(yaml: string, ...flags: string[]): Promise<{ code: number; ou
       err += `${text}\n`;
     },
     fetch: async (input, init) => t.app.fetch(new Request(input, init)),
+    commands: simulate.admin,
   });
   if (process.env.SIMULATE_DOCS) {
     // The docs show host names where the CLI prints provider uuids.

@@ -6,22 +6,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
-import { mulberry32 } from '../helpers/random.js';
+import { random } from '../helpers/random.js';
 import { candidates, claim } from './helpers.js';
 import { applyPlan, defrag, everyRow } from './simulate-helpers.js';
 
 const CASES = Number(process.env.DEFRAG_CASES ?? 200);
-
-function rng(seed: number) {
-  const next = mulberry32(seed);
-  const hex = (n: number) => Array.from({ length: n }, () => Math.floor(next() * 16).toString(16)).join('');
-  return {
-    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
-    chance: (p: number) => next() < p,
-    /** A v4-shaped uuid from the seed (a failing seed claims with the same consumer uuids again). */
-    uuid: (): ReturnType<typeof crypto.randomUUID> => `${hex(8)}-${hex(4)}-4${hex(3)}-8${hex(3)}-${hex(12)}`,
-  };
-}
 
 let t: TestApp | null = null;
 afterEach(() => {
@@ -77,7 +66,7 @@ describe('GET /ext/defrag over random clouds', () => {
     let offByOne = 0;
     let moved = 0;
     for (let seed = 1; seed <= CASES + Math.floor(CASES / 3); seed += 1) {
-      const r = rng(seed * 7919);
+      const r = random(seed * 7919);
       const nested = seed > CASES;
       // No search time budget: the candidates a plan is checked against are never cut short by load.
       t = await makeTestApp({ PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: '0' });

@@ -11,7 +11,7 @@
 // app has no search time budget, so a case answers the same on any machine
 // under any load.
 import { afterEach, describe, expect, it } from 'vitest';
-import { mulberry32 } from '../helpers/random.js';
+import { type Random, random } from '../helpers/random.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { PROJECT, USER } from './helpers.js';
 import { everyRow } from './simulate-helpers.js';
@@ -55,27 +55,7 @@ interface Spec {
 }
 type Allocations = Record<string, { resources: Record<string, number> }>;
 
-/** A small seeded generator (mulberry32), so a failing case can be run alone. */
-function rng(seed: number) {
-  const next = mulberry32(seed);
-  return {
-    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
-    pick: <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)]!,
-    chance: (p: number) => next() < p,
-    /** A v4-shaped uuid from the seed: a failing seed builds the same cloud again, uuid order included. */
-    uuid: () =>
-      [8, 4, 4, 4, 12]
-        .map((n, part) =>
-          Array.from({ length: n }, (_, i) =>
-            part === 2 && i === 0 ? '4' : part === 3 && i === 0 ? '89ab'[Math.floor(next() * 4)] : Math.floor(next() * 16).toString(16),
-          ).join(''),
-        )
-        .join('-'),
-  };
-}
-type Rng = ReturnType<typeof rng>;
-
-const inv = (total: number, r: Rng, ratio = 1): Inventory[string] => ({
+const inv = (total: number, r: Random, ratio = 1): Inventory[string] => ({
   total,
   reserved: r.chance(0.3) ? r.int(0, Math.floor(total / 4)) : 0,
   allocation_ratio: ratio,
@@ -125,7 +105,7 @@ async function makeProvider(app: TestApp, s: Spec): Promise<void> {
 }
 
 /** 2-5 trees (flat hosts, nested hosts with a GPU), maybe a shared disk, some taints, some consumers. */
-async function randomCloud(app: TestApp, r: Rng): Promise<Spec[]> {
+async function randomCloud(app: TestApp, r: Random): Promise<Spec[]> {
   const specs: Spec[] = [];
   const trees = r.int(2, 5);
   for (let i = 0; i < trees; i += 1) {
@@ -238,7 +218,7 @@ const HOUR = 3600_000;
 const HOLD_QUERIES = ['resources=VCPU:1&count=2', 'resources=VCPU:2&ext_domain=any', 'resources=VGPU:1&count=2&ext_domain=any'];
 
 /** A hold: a window active now or from the next hour, on one inventory or by a gang query (POST /ext/holds' body). */
-function randomHold(r: Rng, withInventory: Spec[], now: number): Change {
+function randomHold(r: Random, withInventory: Spec[], now: number): Change {
   const [start, end] = r.chance(0.5) ? [now - HOUR, now + 2 * HOUR] : [now + HOUR, now + 3 * HOUR];
   const hold: Record<string, unknown> = { project_id: PROJECT, start: new Date(start).toISOString(), end: new Date(end).toISOString() };
   if (r.chance(0.3)) hold.end_action = 'keep';
@@ -255,7 +235,7 @@ function randomHold(r: Rng, withInventory: Spec[], now: number): Change {
 }
 
 /** A gang of one or two new consumers on places the cloud offered before the changes (POST /ext/gangs' body). */
-function randomGang(r: Rng, offers: Allocations[]): Change | null {
+function randomGang(r: Random, offers: Allocations[]): Change | null {
   if (!offers.length) return null;
   const members: Record<string, unknown> = {};
   for (let m = r.int(1, 2); m > 0; m -= 1)
@@ -272,7 +252,7 @@ function randomGang(r: Rng, offers: Allocations[]): Change | null {
   };
 }
 
-function randomChanges(r: Rng, specs: Spec[], consumers: ConsumerView[], offers: Allocations[], now: number): Change[] {
+function randomChanges(r: Random, specs: Spec[], consumers: ConsumerView[], offers: Allocations[], now: number): Change[] {
   const changes: Change[] = [];
   const roots = specs.filter((s) => s.parent === null);
   const withInventory = specs.filter((s) => Object.keys(s.inventory).length);
@@ -567,7 +547,7 @@ describe('POST /ext/simulate equals the change made for real', () => {
     const kinds = new Map<string, number>();
     // Seeds until CASES cases have changes to compare (a few random draws name none).
     for (let seed = Number(process.env.SIMULATE_FIRST_SEED ?? 1); compared < CASES; seed += 1) {
-      const r = rng(seed);
+      const r = random(seed);
       // No time budget: the reference answers are never cut short, however loaded the machine.
       t = await makeTestApp({ PLACEMENT_ALLOCATION_CANDIDATES_TIME_BUDGET_MS: '0' });
       const app = t;

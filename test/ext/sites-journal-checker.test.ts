@@ -30,7 +30,7 @@ import { SiteCutOff, SiteMode } from '../../src/ext/sites/site-mode.js';
 import type { ConsumerClaim } from '../../src/placement/repo/allocations.js';
 import { claimAllocations } from '../../src/placement/writes/claims.js';
 import { seedProvider } from '../helpers/placement-seed.js';
-import { mulberry32 } from '../helpers/random.js';
+import { random as seeded } from '../helpers/random.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { Kingbird } from './sites-sim.js';
 
@@ -133,8 +133,7 @@ const totals = {
 };
 
 async function runHistory(seed: number): Promise<void> {
-  const random = mulberry32(seed);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  const r = seeded(seed);
   let clock = 1_700_000_000_000;
   const nowMs = () => clock;
   const writeDeps = { store: t.deps.store, writeHooks: t.deps.writeHooks, metrics: t.deps.metrics };
@@ -230,21 +229,21 @@ async function runHistory(seed: number): Promise<void> {
   const claimOf = (provider: string, amount: number): ConsumerClaim => ({
     uuid: crypto.randomUUID(),
     allocations: { [provider]: { VCPU: amount } },
-    projectId: pick(projects),
+    projectId: r.pick(projects),
     userId: 'u',
   });
 
   for (let step = 0; step < STEPS; step++) {
-    clock += Math.floor(random() * 900);
-    const site = pick(sites);
-    const roll = random();
+    clock += r.below(900);
+    const site = r.pick(sites);
+    const roll = r.next();
     if (roll < 0.12) {
       site.link.cut = !site.link.cut;
     } else if (roll < 0.45) {
       // A claim at the site: on its slice mostly, sometimes replacing one of its consumers.
       const own = [...site.created].filter((c) => truth.has(c));
-      const claim = claimOf(random() < 0.9 ? pick(site.providers) : pick(everyProvider), 1 + Math.floor(random() * 3));
-      if (own.length > 0 && random() < 0.2) claim.uuid = pick(own);
+      const claim = claimOf(r.chance(0.9) ? r.pick(site.providers) : r.pick(everyProvider), 1 + r.below(3));
+      if (own.length > 0 && r.chance(0.2)) claim.uuid = r.pick(own);
       kingbirdClaim(site.name, claim);
       try {
         trail.push(
@@ -277,7 +276,7 @@ async function runHistory(seed: number): Promise<void> {
       // A delete at the site of one of its consumers.
       const own = [...truth.keys()].filter((c) => Object.keys(truth.get(c)!).some((p) => site.providers.includes(p)));
       if (own.length === 0) continue;
-      const consumer = pick(own);
+      const consumer = r.pick(own);
       kingbirdDelete(site.name, consumer);
       try {
         trail.push(`${step} ${site.name} delete ${consumer} partitioned=${site.mode.partitioned} cut=${site.link.cut}`);
@@ -296,8 +295,8 @@ async function runHistory(seed: number): Promise<void> {
       }
     } else if (roll < 0.75) {
       // A claim, or a delete, at the primary (which always reaches its database).
-      if (random() < 0.7) {
-        const claim = claimOf(pick(everyProvider), 1 + Math.floor(random() * 4));
+      if (r.chance(0.7)) {
+        const claim = claimOf(r.pick(everyProvider), 1 + r.below(4));
         kingbirdClaim(null, claim);
         try {
           await claimAllocations(writeDeps, [claim], {
@@ -312,7 +311,7 @@ async function runHistory(seed: number): Promise<void> {
         }
       } else if (truth.size > 0) {
         // Only what the primary has (a delete of anything else is its 404).
-        const consumer = pick([...truth.keys()]);
+        const consumer = r.pick([...truth.keys()]);
         if (sites.some((s) => s.journaled.has(consumer))) continue;
         const [held] = await t.deps.store.readBatch([{ sql: 'SELECT 1 FROM allocations WHERE consumer_id = ?', args: [consumer] }]);
         if (held!.rows.length === 0) continue;
@@ -328,8 +327,8 @@ async function runHistory(seed: number): Promise<void> {
     } else if (roll < 0.8) {
       // A link restored and cut again mid-replay (after the primary committed, sometimes), then the site crashes.
       site.link.cut = false;
-      site.link.writesLeft = Math.floor(random() * 3);
-      site.link.commitThenCut = random() < 0.5;
+      site.link.writesLeft = r.below(3);
+      site.link.commitThenCut = r.chance(0.5);
       await site.mode.tick();
       site.mode.stop();
       site.local.close();

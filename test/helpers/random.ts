@@ -22,6 +22,8 @@ export interface Random {
   chance: (p: number) => boolean;
   /** One to `max` distinct elements of `list`, in a shuffled order. */
   some: <T>(list: readonly T[], max: number) => T[];
+  /** A v4-shaped uuid from the stream (one draw per hex digit): a failing seed builds the same cloud again, uuid order included. */
+  uuid: () => ReturnType<typeof crypto.randomUUID>;
 }
 
 /**
@@ -39,5 +41,7 @@ export function random(seedOrStream: number | (() => number)): Random {
     const n = int(1, Math.min(max, list.length));
     return [...list].sort(() => next() - 0.5).slice(0, n);
   };
-  return { next, below, int, pick, chance, some };
+  const hex = (n: number) => Array.from({ length: n }, () => below(16).toString(16)).join('');
+  const uuid = (): ReturnType<typeof crypto.randomUUID> => `${hex(8)}-${hex(4)}-4${hex(3)}-${'89ab'[below(4)]}${hex(3)}-${hex(12)}`;
+  return { next, below, int, pick, chance, some, uuid };
 }

@@ -55,11 +55,26 @@ export async function makeTestApp(env: Record<string, string> = {}, log: Logger 
     ...env,
   });
   const deps = await buildNodeDeps(config, log);
+  return testAppOf(deps, config.PLACEMENT_DB_URL, dir, () => rmSync(dir, { recursive: true, force: true }));
+}
+
+/**
+ * A second app on `first`'s database file, as another process would open it: what either writes,
+ * the other's caches learn only through the database. On `clock` (ms) when given; close() closes
+ * its store only (`first` owns the file).
+ */
+export async function sameDatabaseApp(first: TestApp, clock?: () => number, log: Logger = silent): Promise<TestApp> {
+  const deps = await buildNodeDeps(loadConfig({ PLACEMENT_DB_URL: first.dbUrl, PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false' }), log);
+  if (clock) deps.clock = () => new Date(clock());
+  return testAppOf(deps, first.dbUrl, first.dir, () => {});
+}
+
+function testAppOf(deps: Deps, dbUrl: string, dir: string, removeFiles: () => void): TestApp {
   const app = createApp(deps);
   return {
     app,
     deps,
-    dbUrl: config.PLACEMENT_DB_URL,
+    dbUrl,
     dir,
     call(method, path, opts = {}) {
       const headers: Record<string, string> = {
@@ -77,7 +92,7 @@ export async function makeTestApp(env: Record<string, string> = {}, log: Logger 
     },
     close() {
       deps.store.close();
-      rmSync(dir, { recursive: true, force: true });
+      removeFiles();
     },
   };
 }

@@ -108,7 +108,15 @@ export function createMountedApp(deps: Deps): Hono<AppEnv> {
   root.mount('/accelerator', cyborgApp(deps).fetch, { replaceRequest: requestBelow('/accelerator') });
   root.mount(
     '/diagnostics',
-    placementApp(deps, joinRoutes(diagnosticsRoutes(deps.extensions.list.flatMap((e) => (e.audit ? [e.audit] : []))))).fetch,
+    placementApp(
+      deps,
+      joinRoutes(
+        diagnosticsRoutes(
+          deps.extensions.list.flatMap((e) => (e.audit ? [e.audit] : [])),
+          deps.extensions.list.flatMap((e) => (e.diagnosis ? [e.diagnosis] : [])),
+        ),
+      ),
+    ).fetch,
     { replaceRequest: requestBelow('/diagnostics') },
   );
   root.mount('/ext', placementApp(deps, joinRoutes(deps.extensions.list.flatMap((e) => e.routes ?? []))).fetch, {

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient } from '@libsql/client';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { mulberry32 } from '../helpers/random.js';
 import { waitUntil } from '../helpers/wait.js';
 import { type Running, spawnServer } from './processes.js';
@@ -26,17 +26,24 @@ const HEADERS = {
 };
 
 const dir = mkdtempSync(join(tmpdir(), 'placement-claims-kill-'));
-const dbPath = join(dir, 'placement.db');
 let server: Running | undefined;
-afterAll(async () => {
+// Each case's last server goes with it.
+afterEach(async () => {
   if (server && server.child.exitCode === null && server.child.signalCode === null) {
     server.child.kill('SIGKILL');
     await server.exited;
   }
-  rmSync(dir, { recursive: true, force: true });
+  server = undefined;
 });
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const start = () => spawnServer({ PLACEMENT_DB_URL: `file:${dbPath}`, PLACEMENT_WORKERS: '1', PLACEMENT_GROUP_COMMIT: 'true' });
+/**
+ * One server process, or a primary and two server processes whose writes the
+ * primary commits for them (db/shared-writer.ts); SIGKILL to the primary ends
+ * its server processes too.
+ */
+const start = (dbPath: string, workers: number) =>
+  spawnServer({ PLACEMENT_DB_URL: `file:${dbPath}`, PLACEMENT_WORKERS: String(workers), PLACEMENT_GROUP_COMMIT: 'true' });
 
 async function api(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
   const res = await fetch(`${base}${path}`, { method, headers: HEADERS, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -44,10 +51,11 @@ async function api(base: string, method: string, path: string, body?: unknown): 
   return { status: res.status, json: text ? JSON.parse(text) : null };
 }
 
-describe('claims answered before a SIGKILL', () => {
+describe.each([1, 2])('claims answered before a SIGKILL, PLACEMENT_WORKERS=%i', (workers) => {
   it(`are all there after ${LIVES} kills and restarts, each consumer whole or absent, usage exact`, async () => {
     const random = mulberry32(41);
-    server = await start();
+    const dbPath = join(dir, `placement-${workers}.db`);
+    server = await start(dbPath, workers);
     for (const uuid of PROVIDERS) {
       expect((await api(server.url, 'POST', '/resource_providers', { name: `kill-${uuid}`, uuid })).status).toBe(200);
       const inventory = { resource_provider_generation: 0, inventories: { VCPU: { total: 100_000 }, MEMORY_MB: { total: 1_000_000 } } };
@@ -88,7 +96,7 @@ describe('claims answered before a SIGKILL', () => {
       running.child.kill('SIGKILL');
       await running.exited;
       await Promise.all(clients);
-      server = await start();
+      server = await start(dbPath, workers);
     }
 
     // The last life's process reads what the killed ones committed.

@@ -134,4 +134,41 @@ describeWithPart(cannotMount, 'a full disk under the database', () => {
     expect(fullLines()).toHaveLength(2);
     rmSync(again);
   }, 120_000);
+
+  it('with two server processes (their writes committed by the primary): refuses claims with 503, writes none, grants them once space returns', async () => {
+    const pair = await spawnServer({ PLACEMENT_DB_URL: `file:${join(volume, 'two.db')}`, PLACEMENT_WORKERS: '2', LOG_LEVEL: 'info' });
+    const send = (method: string, path: string, body?: unknown) =>
+      fetch(`${pair.url}${path}`, { method, headers: ADMIN_HEADERS, body: body === undefined ? undefined : JSON.stringify(body) });
+    const provider = crypto.randomUUID();
+    const claimBody = {
+      allocations: { [provider]: { resources: { VCPU: 1 } } },
+      project_id: crypto.randomUUID(),
+      user_id: crypto.randomUUID(),
+      consumer_generation: null,
+      consumer_type: 'INSTANCE',
+    };
+    const claim = (consumer: string) => send('PUT', `/allocations/${consumer}`, claimBody);
+    try {
+      expect((await send('POST', '/resource_providers', { name: 'disk-test-two', uuid: provider })).status).toBe(200);
+      const inventories = { resource_provider_generation: 0, inventories: { VCPU: { total: 100 } } };
+      expect((await send('PUT', `/resource_providers/${provider}/inventories`, inventories)).status).toBe(200);
+      const consumers = Array.from({ length: 6 }, () => crypto.randomUUID());
+      const filler = fill();
+      // Concurrent, so they reach the writer together.
+      for (const res of await Promise.all(consumers.map(claim))) {
+        expect(res.status).toBe(503);
+        const { errors } = (await res.json()) as { errors: { status: number; detail: string }[] };
+        expect(errors[0]).toMatchObject({ status: 503, detail: expect.stringContaining('database disk is full') });
+      }
+      const usages = async () =>
+        ((await (await send('GET', `/resource_providers/${provider}/usages`)).json()) as { usages: { VCPU: number } }).usages.VCPU;
+      expect(await usages()).toBe(0);
+      rmSync(filler);
+      for (const res of await Promise.all(consumers.map(claim))) expect(res.status).toBe(204);
+      expect(await usages()).toBe(consumers.length);
+    } finally {
+      pair.child.kill('SIGTERM');
+      await pair.exited;
+    }
+  }, 120_000);
 });

@@ -304,6 +304,11 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
   }
 
   // --- extensions: taints (drain list), leases, headroom ---------------------
+  // Each panel is on the page only where its extension is installed (the
+  // page's HTML carries the installed extensions' panels): without it, its
+  // source is not asked for and nothing is drawn.
+
+  const shown = (panel) => $(panel) !== null;
 
   /** GET /ext/taints entries -> provider uuid -> taints. */
   function taintMap(drain) {
@@ -475,7 +480,10 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
     $('status').textContent = 'refreshing…';
     try {
       const [summary, drain, leases, limits] = await Promise.all([
-        api(summaryUrl()), optional('/ext/taints'), optional('/ext/leases'), optional('/ext/limits'),
+        api(summaryUrl()),
+        shown('taints-panel') ? optional('/ext/taints') : null,
+        shown('leases-panel') ? optional('/ext/leases') : null,
+        shown('limits-panel') ? optional('/ext/limits') : null,
       ]);
       state.taints = taintMap(drain);
       showMain();
@@ -483,10 +491,10 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
       renderClasses(summary.resource_classes, summary.threshold_percent);
       renderProviders(summary.providers);
       renderProjects(summary.projects);
-      renderTaints(drain);
-      renderLeases(leases, Date.parse(summary.generated_at));
-      renderLimits(limits);
-      renderDomains(summary.domains);
+      if (shown('taints-panel')) renderTaints(drain);
+      if (shown('leases-panel')) renderLeases(leases, Date.parse(summary.generated_at));
+      if (shown('limits-panel')) renderLimits(limits);
+      if (shown('domains-panel')) renderDomains(summary.domains);
       if (!state.painted) {
         state.painted = true;
         // After the next frame: when the first page of trees is on screen (read by bench/dashboard.ts).
@@ -563,7 +571,7 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
     $('filters').reset();
     readFilters();
   });
-  $('headroom-form').addEventListener('submit', (e) => { e.preventDefault(); runHeadroom(); });
+  if (shown('headroom-panel')) $('headroom-form').addEventListener('submit', (e) => { e.preventDefault(); runHeadroom(); });
   $('refresh-now').addEventListener('click', () => refresh());
   $('refresh-interval').addEventListener('change', (e) => {
     state.refreshSeconds = Number(e.target.value);

@@ -1,10 +1,11 @@
 // The events stream (docs/events.md): a table any extension appends to from
-// its own write batch (events.ts eventStatement, or a trigger of its
+// its own write batch (through the contract: its `events` log, which
+// Deps.extensions.eventStatements hands to any reporter; or a trigger of a
 // migration), GET /ext/events to read it (a long poll), and the retention
 // sweep. Preemption's events are its first (drizzle/0013_ext_events.sql).
 import type { Deps } from '../../deps.js';
 import type { Extension } from '../../extension.js';
-import { sweepOldEvents } from './events.js';
+import { eventStatement, sweepOldEvents } from './events.js';
 import { eventRoutes } from './http/routes.js';
 import { EVENTS_SETTINGS, eventsConfigOf } from './settings.js';
 
@@ -24,4 +25,5 @@ export const events: Extension = {
   settings: { shape: EVENTS_SETTINGS },
   jobs: { handlers: {}, sweeps: [sweepEvents] },
   routes: [eventRoutes],
+  events: { statement: eventStatement },
 };

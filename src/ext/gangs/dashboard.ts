@@ -5,6 +5,7 @@
 // summary's one batch, checked where the extension object names it.
 import type { ResultSet } from '@libsql/client';
 import * as z from 'zod';
+import type { DashboardPanel } from '../../diagnostics/dashboard-repo.js';
 import { AGG, ALLOC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../../db/columns.js';
 
 /** Domains listed (most free hosts first) and free host names per domain. */
@@ -29,7 +30,17 @@ SELECT (SELECT count(*) FROM domains),
 
 const count = z.number().int();
 
+/** Its panel on the dashboard page: aggregates as gang domains, from the summary's `domains` section (src/dashboard/assets/app.js fills it). */
+export const gangsPanel: DashboardPanel = {
+  slot: 'columns',
+  html: `  <section class="panel" id="domains-panel">
+    <h2>Gang domains <span class="muted small" id="domains-count"></span></h2>
+    <div id="domains"></div>
+  </section>`,
+};
+
 export const gangsDashboard = {
+  panels: [gangsPanel],
   sections: [
     {
       key: 'domains',

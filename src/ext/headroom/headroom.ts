@@ -19,12 +19,11 @@
 // would get each time (an H100 while one fits, then the A100 ...).
 import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
-import { addLoad, capacityOf, type LoadedKeys as LoadedCounters } from '../../placement/capacity.js';
+import { addLoad, capacityOf, isConstraintReadHook, type LoadedKeys as LoadedCounters } from '../../placement/capacity.js';
 import { type CandidateOptions, type CapacityRule, type FullSearch, searchEveryTree } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import { type AllocationRequest, TimeBudget } from '../../placement/candidates/search.js';
-import type { Inventory } from '../../placement/candidates/research.js';
-import { candidateCounters } from '../counters/candidates.js';
+import type { Inventory } from '../../placement/candidates/cloud-model.js';
 
 export interface TreeHeadroom {
   root_provider_uuid: string;
@@ -50,8 +49,9 @@ export async function findHeadroom(
 /** Headroom from a search over every viable tree (the database's, or a what-if model's: ./simulate). */
 export async function headroomOfSearch(full: FullSearch, options: CandidateOptions): Promise<Headroom> {
   const { search, anchors, nodes, inventories, hooks, capacity } = full;
-  // The shared counters' loads as the search's batch read them (none where counters are not installed).
-  const counters = hooks.get(candidateCounters) ?? NO_COUNTERS;
+  // The shared counters' loads as the search's batch read them (none where no installed hook reads a provider constraint).
+  const loadsHook = options.hooks?.find(isConstraintReadHook);
+  const counters = (loadsHook && hooks.get(loadsHook)) ?? NO_COUNTERS;
   // The candidates' time budget, shared with the event loop as their search shares it.
   const budget = new TimeBudget(options.timeBudgetMs);
   const trees: TreeHeadroom[] = [];

@@ -15,9 +15,8 @@ import type { Microversion } from '../../microversion.js';
 import type { CandidateEngine, CandidateReadHook } from '../../placement/candidates/index.js';
 import { type CandidateOptions, type CandidatesBody, candidatesFromModel } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
-import type { Usage } from '../../placement/candidates/research.js';
-import { loadsOf, type LoadedKeys } from '../../placement/capacity.js';
-import { candidateCounters } from '../counters/candidates.js';
+import type { Usage } from '../../placement/candidates/cloud-model.js';
+import { isConstraintReadHook, loadsOf, type LoadedKeys } from '../../placement/capacity.js';
 import { domainSearchOf, type GangQuery, gangSearchOptions, parseGangQuery } from '../gangs/index.js';
 import { readDomainFacts } from '../gangs/domains.js';
 import { rankGangs, usedProviders } from '../gangs/assemble.js';
@@ -64,8 +63,8 @@ function requestsOf(body: CandidatesBody): AvailabilityAnswer['allocation_reques
 /** The read hooks to search with under `usage`: each reads its own statement's result, the shared counters' loads come from `usage`. */
 function hooksUnder(cloud: CloudCalendar, usage: Usage): CandidateReadHook[] {
   return [...cloud.hookResults].map(([hook, result]) => {
-    if (hook === (candidateCounters as CandidateReadHook)) {
-      const table = candidateCounters.read(result);
+    if (isConstraintReadHook(hook)) {
+      const table = hook.read(result);
       return { ...hook, read: () => countersUnder(table, usage) };
     }
     return { ...hook, read: () => hook.read(result) };

@@ -9,9 +9,8 @@
 import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
 import { AGG, ALLOC, CONSUMER, HOLD, RC, TRAIT } from '../../db/columns.js';
-import { CloudModel } from '../../placement/candidates/cloud-model.js';
+import { CloudModel, type Lookups } from '../../placement/candidates/cloud-model.js';
 import type { CandidateOptions, CandidateReadHook } from '../../placement/candidates/index.js';
-import type { Lookups } from '../../placement/candidates/research.js';
 import { type Columns, columns, num, packedArray, type PackedRow } from '../../placement/candidates/sql.js';
 import { type Calendar, calendarOf, pairKey } from './calendar.js';
 import { type Allocation, drawnEndMs, FOREVER, type Hold } from './model.js';

@@ -8,7 +8,7 @@
 // between events (a hold's start or end, an allocation's last instant + 1):
 // the greatest load over [s, e) is the greatest at s and at the events inside,
 // and the earliest start is `from` or an event. Pure: no SQL, no engine.
-import type { Usage } from '../../placement/candidates/research.js';
+import type { Usage } from '../../placement/candidates/cloud-model.js';
 import { type Allocation, FOREVER, type Hold, type Key, loadAt, splitKey, type World } from './model.js';
 
 /** A (provider id, class id) pair as a model Key. */

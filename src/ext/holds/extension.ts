@@ -7,12 +7,14 @@ import type { Extension } from '../../extension.js';
 import { holdsAudit } from './audit.js';
 import { heldCapacityHook, holdParam, untilParam } from './candidates.js';
 import { holdsWrites } from './claim-guard.js';
+import { holdsPanel } from './dashboard.js';
 import { holdGauges } from './gauges.js';
 import { holdRoutes } from './http/routes.js';
 import { sweepHolds } from './jobs.js';
 
 export const holds: Extension = {
   name: 'holds',
+  requires: ['gangs', 'leases'],
   params: [untilParam, holdParam],
   read: [heldCapacityHook()],
   writes: holdsWrites,
@@ -20,4 +22,5 @@ export const holds: Extension = {
   routes: [holdRoutes],
   audit: holdsAudit,
   gauges: holdGauges,
+  dashboard: { panels: [holdsPanel] },
 };

@@ -149,11 +149,14 @@ export function allocationsOf(claim: Claim, holds: readonly Hold[]): Allocation[
   }));
 }
 
+/** How the project of a site's slice begins: the hold owned by `site:<site>` (docs/sites.md). */
+export const SITE_HOLD_PREFIX = 'site:';
+
 /**
- * A site's slice (the hold owned by `site:<site>`, docs/sites.md) is drawn by the site's
- * consumers, whatever their project: a claim must still name it (ext_hold) to draw from it.
+ * A site's slice is drawn by the site's consumers, whatever their project: a
+ * claim must still name it (ext_hold) to draw from it.
  */
-const drawnByAnyProject = (hold: Hold): boolean => hold.project.startsWith('site:');
+const drawnByAnyProject = (hold: Hold): boolean => hold.project.startsWith(SITE_HOLD_PREFIX);
 
 /**
  * Whether `claim` may be written in `world`: null grants. A claim drawn from

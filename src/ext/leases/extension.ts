@@ -4,6 +4,7 @@
 // claim writes its lease alongside (gangs/claim.ts).
 import type { Extension } from '../../extension.js';
 import { leasesAudit } from './audit.js';
+import { leasesPanel } from './dashboard.js';
 import { leaseRoutes } from './http/routes.js';
 import { sweepLeases } from './jobs.js';
 
@@ -12,4 +13,5 @@ export const leases: Extension = {
   routes: [leaseRoutes],
   audit: leasesAudit,
   jobs: { handlers: {}, sweeps: [sweepLeases] },
+  dashboard: { panels: [leasesPanel] },
 };

@@ -5,11 +5,12 @@
 // keystone.ts, sql.ts), its periodic refresh and its routes (http/routes.ts).
 import { type Extension, withState } from '../../extension.js';
 import type { ProjectConstraint } from '../../placement/capacity.js';
+import { limitsPanel } from './dashboard.js';
 import { PROJECT_LIMITS } from './declaration.js';
 import { limitsWrites } from './guard.js';
 import { KeystoneLimitsReader } from './http/keystone-limits.js';
 import { limitRoutes } from './http/routes.js';
-import { withinLimitsGate, withinLimitsParam } from './params.js';
+import { withinLimitsDiagnosis, withinLimitsGate, withinLimitsParam } from './params.js';
 import { LIMITS, limitsConfigOf, projectLimits } from './service.js';
 import { LIMITS_SETTINGS, limitsSettingsProblem } from './settings.js';
 
@@ -18,7 +19,9 @@ export const limitsExtension = (declaration: ProjectConstraint): Extension => ({
   name: LIMITS.extension,
   settings: { shape: LIMITS_SETTINGS, problem: (config) => limitsSettingsProblem(limitsConfigOf(config)) },
   params: [withinLimitsParam],
+  diagnosis: withinLimitsDiagnosis,
   routes: [limitRoutes],
+  dashboard: { panels: [limitsPanel] },
   // Read again once PLACEMENT_LIMITS_REFRESH_SECONDS have passed since the last try, where the sweeps run (once per service).
   jobs: { handlers: {}, sweeps: [withState(LIMITS, (state) => state.refreshIfDue())] },
   setUp({ store, config, log, metrics, keystoneFetch }) {

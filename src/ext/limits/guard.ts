@@ -9,6 +9,7 @@ import { conflict } from '../../errors.js';
 import { projectConstraintGuard } from '../../placement/capacity.js';
 import type { ClaimGuard, WriteExtension } from '../../placement/writes/kernel.js';
 import type { ProjectLimits } from './service.js';
+import { countsConsumer } from './sql.js';
 
 export const LIMIT_EXCEEDED = 'placement.ext.limit_exceeded';
 
@@ -20,7 +21,7 @@ export interface LimitMetrics {
 export function limitsClaimGuard(limits: ProjectLimits, metrics: LimitMetrics): ClaimGuard {
   const { counting } = limits;
   return projectConstraintGuard(limits.declaration, {
-    counts: (type) => (type === null ? counting.untyped : counting.types.includes(type)),
+    counts: (type) => countsConsumer(counting, type),
     refusal: ({ project, resourceClass, bound, usage, requested }) => {
       metrics.limitRefusals.inc([resourceClass]);
       return {

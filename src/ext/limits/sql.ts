@@ -15,6 +15,10 @@ export interface Counting {
   untyped: boolean;
 }
 
+/** Whether a consumer of `type` (null: untyped) counts: the TypeScript side of countedSql. */
+export const countsConsumer = (counting: Counting, type: string | null): boolean =>
+  type === null ? counting.untyped : counting.types.includes(type);
+
 const U = LIMIT_USAGE;
 /** Adds (sign '+') or takes away ('-') the allocations of consumer row `row` (NEW or OLD) to or from its project's ledger. */
 const moveConsumerSql = (row: 'NEW' | 'OLD', sign: '+' | '-') =>

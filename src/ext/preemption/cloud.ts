@@ -32,9 +32,8 @@ import {
   AGG,
   TRAIT,
 } from '../../db/columns.js';
-import { CloudModel } from '../../placement/candidates/cloud-model.js';
+import { CloudModel, type Lookups, type Usage } from '../../placement/candidates/cloud-model.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
-import type { Lookups, Usage } from '../../placement/candidates/research.js';
 import { num, type PackedRow } from '../../placement/candidates/sql.js';
 import { type Eligible, type ResourceKey, resourceKey, type UseStats } from './victims.js';
 

@@ -6,5 +6,6 @@ import { preemptionCandidateRoutes, preemptionRoutes, priorityRoutes } from './h
 
 export const preemption: Extension = {
   name: 'preemption',
+  requires: ['holds', 'leases'],
   routes: [priorityRoutes, preemptionCandidateRoutes, preemptionRoutes],
 };

@@ -17,7 +17,6 @@ import { conflict, invalid, notFound } from '../../errors.js';
 import { capacityOf } from '../../placement/capacity.js';
 import { holdInsertStatements } from '../holds/repo.js';
 import { keyOf } from '../holds/model.js';
-import { eventStatement } from '../events/events.js';
 import { leaseExpiryMs, leaseStatement } from '../leases/leases.js';
 import { EFFECTIVE_PRIORITIES_SQL } from './priorities.js';
 import type { PostPreemptionBody } from './schemas.js';
@@ -176,6 +175,8 @@ export interface PreemptionDeps {
   store: DataStore;
   nowMs: () => number;
   newId: () => string;
+  /** The statements that report an event in the preemption's batch (none where no event log is installed). */
+  reported: (kind: string, body: Record<string, unknown>, nowMs: number) => WriteStatement[];
 }
 
 export async function createPreemption(deps: PreemptionDeps, body: PostPreemptionBody, priority: number): Promise<PreemptionView> {
@@ -236,7 +237,7 @@ export async function createPreemption(deps: PreemptionDeps, body: PostPreemptio
           now,
         ),
         // Reported to the operator's reaper (GET /ext/events) only if all of the above commits.
-        eventStatement(
+        ...deps.reported(
           'preemption.created',
           {
             preemption_id: id,

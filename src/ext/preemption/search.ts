@@ -24,7 +24,7 @@ import {
 } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import { presentCandidates } from '../../placement/candidates/present/index.js';
-import type { Usage } from '../../placement/candidates/research.js';
+import type { Usage } from '../../placement/candidates/cloud-model.js';
 import type { AllocationRequest } from '../../placement/candidates/search.js';
 import { MV } from '../../placement/versions.js';
 import { addTo, type EvictableConsumer, type PreemptionCloud, readPreemptionCloud } from './cloud.js';

@@ -7,7 +7,7 @@
 import * as z from 'zod';
 import { invalid, notFound } from '../../errors.js';
 import { TAINT_KEY } from '../taints/params.js';
-import { SHARES_TRAIT } from '../../placement/candidates/research.js';
+import { SHARES_TRAIT } from '../../placement/candidates/cloud-model.js';
 import { postGangSchema } from '../gangs/schemas.js';
 import { postHoldRequestSchema } from '../holds/schemas.js';
 import { addGang, addHold, type HeldChangeContext } from './hold-changes.js';

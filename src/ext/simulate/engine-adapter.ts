@@ -10,7 +10,7 @@
 // the world's holds (held.ts). This file is what
 // changes with the engine's API.
 import type { Microversion } from '../../microversion.js';
-import { CloudModel, type ProviderSpec } from '../../placement/candidates/cloud-model.js';
+import { CloudModel, type Lookups, type ProviderSpec, type Usage } from '../../placement/candidates/cloud-model.js';
 import type { CandidateEngine, CandidateReadHook } from '../../placement/candidates/index.js';
 import {
   type CandidateOptions,
@@ -19,10 +19,8 @@ import {
   searchEveryTreeOfModel,
 } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
-import type { Lookups, Usage } from '../../placement/candidates/research.js';
 import { type Headroom, headroomOfSearch } from '../headroom/headroom.js';
-import { loadsOf, type LoadedKeys } from '../../placement/capacity.js';
-import { candidateCounters } from '../counters/candidates.js';
+import { isConstraintReadHook, loadsOf, type LoadedKeys } from '../../placement/capacity.js';
 import { taintFilter } from '../taints/filter.js';
 import { type HeldState, heldCapacityHook } from '../holds/candidates.js';
 import { HELD_HOOK, heldStateOf } from './held.js';
@@ -52,18 +50,13 @@ function worldHooks(installed: readonly CandidateReadHook[], world: World, usage
     const result = world.hookResults.get(hook);
     let read: () => unknown = () => hook.read(result);
     if (hook === (taintFilter as CandidateReadHook)) read = () => world.taints;
-    if (hook === (candidateCounters as CandidateReadHook)) {
-      const table = candidateCounters.read(result);
+    if (isConstraintReadHook(hook)) {
+      const table = hook.read(result);
       read = () => countersUnder(table, usage);
     }
-    const replacement = hook === HELD_HOOK ? { ...hook, read: () => held.state, capacityRule: held.rule } : { ...hook, read };
-    installedHookOf.set(replacement, hook);
-    return replacement;
+    return hook === HELD_HOOK ? { ...hook, read: () => held.state, capacityRule: held.rule } : { ...hook, read };
   });
 }
-
-/** Each replacement hook's installed one: what headroom looks its state up by (the counters' loads). */
-const installedHookOf = new WeakMap<CandidateReadHook, CandidateReadHook>();
 
 /** The counters' loads as `usage` puts them (headroom adds its simulated claims to a fresh copy each time). */
 function countersUnder(table: ReadonlyMap<number, LoadedKeys>, usage: UsageTable): Map<number, LoadedKeys> {
@@ -136,11 +129,7 @@ export async function headroomOver(
 ): Promise<Headroom> {
   const opts = whatIfOptions(view, usage, options);
   const full = await searchEveryTreeOfModel({ model: view.model, usage: usage as Usage, lookups: view.lookups }, request, mv, opts);
-  // Headroom reads the counters' state back by the installed hook.
-  for (const hook of opts.hooks ?? []) {
-    const installed = installedHookOf.get(hook);
-    if (installed) full.hooks.set(installed, full.hooks.get(hook));
-  }
+  // Headroom reads the counters' loads back by the replacement hook (it keeps the constraint it reads).
   return headroomOfSearch(full, opts);
 }
 

@@ -12,7 +12,7 @@ import type { DomainFacts } from '../gangs/domains.js';
 import { type HeldState, heldCapacityHook } from '../holds/candidates.js';
 import { holds as holdsExtension } from '../holds/extension.js';
 import { type ReadWorld, worldOf } from '../holds/repo.js';
-import { SHARES_TRAIT } from '../../placement/candidates/research.js';
+import { SHARES_TRAIT } from '../../placement/candidates/cloud-model.js';
 import { classNames, type World, type WorldProvider } from './world.js';
 
 /** Rows as a statement's result (the holds code reads columns by name). */

@@ -10,7 +10,7 @@ import { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import type { Headroom } from '../headroom/headroom.js';
-import { gangsThatFit } from '../gangs/headroom.js';
+import { gangsThatFit } from '../headroom/gangs.js';
 import { parseGangQuery } from '../gangs/query.js';
 import { applyChanges, type ChangeReport, changeSchema, isSharing, type RemovedPlacement } from './changes.js';
 import { candidatesOver, type EngineView, engineView, headroomOver, type WhatIfEngine } from './engine-adapter.js';
@@ -138,7 +138,7 @@ function gangDomainsOf(world: World): DomainRoots {
   return rootsOf;
 }
 
-/** As GET /ext/headroom?count=N (gangs/headroom.ts), over the world's domains. */
+/** As GET /ext/headroom?count=N (headroom/gangs.ts), over the world's domains. */
 function gangDomains(all: DomainRoots, headroom: Headroom, gang: NonNullable<ParsedQuery['gang']>): NonNullable<QueryHeadroom['domains']> {
   const perTree = new Map(headroom.trees.map((t) => [t.root_provider_uuid, t.count]));
   if (gang.domain === 'any') {

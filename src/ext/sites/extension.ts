@@ -14,6 +14,7 @@ import { SITES_SETTINGS, siteSettings, sitesSettingsProblem } from './settings.j
 
 export const sites: Extension = {
   name: 'sites',
+  requires: ['limits', 'holds'],
   settings: { shape: SITES_SETTINGS, problem: sitesSettingsProblem },
   routes: [siteRoutes],
   setUp: ({ store, config, log, metrics }) => {

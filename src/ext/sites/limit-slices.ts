@@ -10,19 +10,20 @@
 // Derived from that one statement: the claim guard (snapshot, decision, the
 // check as of the write, the one-batch condition) and the PUT's admission.
 import type { InStatement, ResultSet } from '@libsql/client';
-import { ALLOC, CONSUMER, HOLD, HOLD_DRAW, LIMIT, LIMIT_USAGE, PROJECT, RC, SITE_LIMIT_SLICE as S } from '../../db/columns.js';
+import { ALLOC, CONSUMER, HOLD, HOLD_DRAW, PROJECT, RC, SITE_LIMIT_SLICE as S } from '../../db/columns.js';
 import { guard, inList, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { conflict } from '../../errors.js';
-import { raisesOverBound } from '../../placement/capacity.js';
+import { projectBoundSql, projectUsageSql, raisesOverBound } from '../../placement/capacity.js';
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.js';
 import type { ClaimGuard, ClaimView, WriteExtension } from '../../placement/writes/kernel.js';
+import { SITE_HOLD_PREFIX } from '../holds/model.js';
+import { PROJECT_LIMITS } from '../limits/declaration.js';
 import { LIMIT_EXCEEDED } from '../limits/guard.js';
-import type { Counting } from '../limits/sql.js';
-import { countedSql } from '../limits/sql.js';
+import { type Counting, countedSql, countsConsumer } from '../limits/sql.js';
 
 /** The holds' project that owns a site's slice (service.ts siteOwner), in SQL, for a site name expression. */
-const ownerSql = (site: string) => `'site:' || ${site}`;
+const ownerSql = (site: string) => `'${SITE_HOLD_PREFIX}' || ${site}`;
 const projectIdSql = (project: string) => `(SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ${project})`;
 const classIdSql = (rc: string) => `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} = ${rc})`;
 
@@ -34,28 +35,24 @@ const drawnSql = (s: string) => `(SELECT total(a.${ALLOC.used}) FROM ext_holds h
     WHERE h.${HOLD.projectId} = ${ownerSql(`${s}.${S.site}`)} AND c.${CONSUMER.projectId} = ${projectIdSql(`${s}.${S.project}`)}
       AND a.${ALLOC.resourceClassId} = ${classIdSql(`${s}.${S.resourceClass}`)} AND ${countedSql('c')})`;
 
-/** The project's limit of the class (its own, else the registered default), for name expressions. */
-const boundSql = (project: string, rc: string) =>
-  `COALESCE((SELECT ${LIMIT.resourceLimit} FROM ext_limits WHERE ${LIMIT.project} = ${project} AND ${LIMIT.resourceClass} = ${rc}),
-    (SELECT ${LIMIT.resourceLimit} FROM ext_limits WHERE ${LIMIT.project} = '' AND ${LIMIT.resourceClass} = ${rc}))`;
+/** The project's limit of the class in force, for name expressions: the limits' own resolution (their declaration). */
+const boundSql = (project: string, rc: string) => projectBoundSql(PROJECT_LIMITS, project, rc);
 
-/** The ledger's usage of (project, class), for name expressions. */
-const ledgerSql = (project: string, rc: string) =>
-  `COALESCE((SELECT ${LIMIT_USAGE.used} FROM ext_limit_usage WHERE ${LIMIT_USAGE.projectId} = ${projectIdSql(project)}
-    AND ${LIMIT_USAGE.resourceClassId} = ${classIdSql(rc)}), 0)`;
+/** The limits' ledger's usage of (project, class), for name expressions. */
+const ledgerSql = (project: string, rc: string) => projectUsageSql(PROJECT_LIMITS, projectIdSql(project), classIdSql(rc));
 
-/** What every site has left of its slice of (project, class): held from everyone else. */
+/** What every site has left of its slice of (project, class): held from everyone else (under an alias of its own, so a caller's `s.project` names the caller's row). */
 const unspentSql = (project: string, rc: string) =>
-  `(SELECT total(MAX(0, s.${S.amount} - ${drawnSql('s')})) FROM ext_site_limit_slices s WHERE s.${S.project} = ${project} AND s.${S.resourceClass} = ${rc})`;
+  `(SELECT total(MAX(0, slice.${S.amount} - ${drawnSql('slice')})) FROM ext_site_limit_slices slice WHERE slice.${S.project} = ${project} AND slice.${S.resourceClass} = ${rc})`;
+
+/** The rule in SQL, as of the statement: (project, class)'s ledger and every site's unspent slice of it exceed its limit. */
+const overLimitSql = (project: string, rc: string) => `${ledgerSql(project, rc)} + ${unspentSql(project, rc)} > ${boundSql(project, rc)}`;
 
 /** The rule, as of the write, for every [project, class] of the bound JSON list. */
 export function slicesWithinLimitsCheck(keys: readonly (readonly [string, string])[]): WriteStatement {
   const project = "json_extract(j.value, '$[0]')";
   const rc = "json_extract(j.value, '$[1]')";
-  return guard(
-    `NOT EXISTS (SELECT 1 FROM json_each(?) j WHERE ${ledgerSql(project, rc)} + ${unspentSql(project, rc)} > ${boundSql(project, rc)})`,
-    [JSON.stringify(keys)],
-  );
+  return guard(`NOT EXISTS (SELECT 1 FROM json_each(?) j WHERE ${overLimitSql(project, rc)})`, [JSON.stringify(keys)]);
 }
 
 /** One site's slice of (project, class) as read, with what the site has drawn of it. */
@@ -137,7 +134,7 @@ const projectOf = (claim: { projectId?: string | null }) => claim.projectId ?? I
  * empty read, and nothing to decide.
  */
 export function siteLimitSlicesGuard(counting: Counting): ClaimGuard {
-  const counts = (type: string | null) => (type === null ? counting.untyped : counting.types.includes(type));
+  const counts = (type: string | null) => countsConsumer(counting, type);
   return {
     name: 'site limit slices',
     snapshotStatements: (_providers, consumers, claims) => [
@@ -202,7 +199,7 @@ export function siteLimitSlicesGuard(counting: Counting): ClaimGuard {
         WHERE EXISTS (SELECT 1 FROM consumers c JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId}
             JOIN allocations mine ON mine.${ALLOC.consumerId} = c.${CONSUMER.uuid} JOIN resource_classes rc ON rc.${RC.id} = mine.${ALLOC.resourceClassId}
           WHERE c.${CONSUMER.uuid} IN (${consumers}) AND p.${PROJECT.externalId} = s.${S.project} AND rc.${RC.name} = s.${S.resourceClass})
-        AND ${ledgerSql(`s.${S.project}`, `s.${S.resourceClass}`)} + ${unspentSql(`s.${S.project}`, `s.${S.resourceClass}`)} > ${boundSql(`s.${S.project}`, `s.${S.resourceClass}`)})`,
+        AND ${overLimitSql(`s.${S.project}`, `s.${S.resourceClass}`)})`,
   };
 }
 

@@ -18,6 +18,7 @@ import {
   USER,
 } from '../../db/columns.js';
 import { stmt, type WriteStatement } from '../../db/write-batch.js';
+import { SITE_HOLD_PREFIX } from '../holds/model.js';
 import type { SiteConsumer, SiteView } from './local.js';
 
 /** Of `providers` (uuids), those that are not members of `aggregate` (a uuid), unknown ones included. */
@@ -54,7 +55,7 @@ const limitStatements = (site: string) => [
  * from it and (`limitsOn`) its limit slices and which pairs have limits, in one snapshot.
  */
 export async function readSiteView(reader: BatchReader, owner: string, limitsOn = false): Promise<SiteView> {
-  const site = owner.slice('site:'.length);
+  const site = owner.slice(SITE_HOLD_PREFIX.length);
   const [hold, amounts, drawn, limitSlices, limited] = await reader.readBatch([
     {
       sql: `SELECT ${HOLD.uuid} AS uuid, ${HOLD.generation} AS generation FROM ext_holds WHERE ${HOLD.projectId} = ? LIMIT 1`,

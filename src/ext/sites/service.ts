@@ -4,7 +4,7 @@
 // members of the aggregate the operator names. With project limits on, its
 // limit slices (limit-slices.ts) are written in the hold's own batch. No HTTP here.
 import { invalid, notFound } from '../../errors.js';
-import { splitKey } from '../holds/model.js';
+import { SITE_HOLD_PREFIX, splitKey } from '../holds/model.js';
 import type { StoredHold } from '../holds/repo.js';
 import { amountsOf, type HoldDeps, ownedHold, putOwnedHold } from '../holds/service.js';
 import {
@@ -21,7 +21,7 @@ import { providersOutside } from './repo.js';
 import type { PutSiteBody } from './schemas.js';
 
 /** The holds' project that owns a site's slice. */
-export const siteOwner = (site: string): string => `site:${site}`;
+export const siteOwner = (site: string): string => `${SITE_HOLD_PREFIX}${site}`;
 
 /** A site as the primary keeps it: its capacity hold and its limit slices. */
 export interface StoredSite {

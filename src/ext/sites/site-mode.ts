@@ -33,6 +33,7 @@ import {
   usedByProject,
 } from './local.js';
 import { appliedSince, readSiteView, replayApplied, replayRecord } from './repo.js';
+import { siteOwner } from './service.js';
 import type { SiteSettings } from './settings.js';
 
 export const SLICE_EXHAUSTED = 'placement.ext.slice_exhausted';
@@ -184,7 +185,7 @@ export class SiteMode {
   }
 
   get owner(): string {
-    return `site:${this.site}`;
+    return siteOwner(this.site);
   }
 
   get partitioned(): boolean {

@@ -5,6 +5,7 @@
 // and cascades (drizzle/, src/db/schema/ext.ts), its routes (http/routes.ts).
 import type { Extension } from '../../extension.js';
 import { taintsAudit } from './audit.js';
+import { taintsPanel } from './dashboard.js';
 import { taintFilter } from './filter.js';
 import { taintRoutes } from './http/routes.js';
 import { tolerateParam } from './params.js';
@@ -15,4 +16,5 @@ export const taints: Extension = {
   read: [taintFilter],
   routes: [taintRoutes],
   audit: taintsAudit,
+  dashboard: { panels: [taintsPanel] },
 };

@@ -6,7 +6,7 @@
 // the alternatives not chosen), tried tree by tree in order of preference, so
 // a request with three alternatives costs at most three searches of each
 // tree, and a tree that takes the first costs one.
-import type { ProviderNode } from './research.js';
+import type { ProviderNode } from './cloud-model.js';
 import {
   type AllocationRequest,
   CandidateSearch,

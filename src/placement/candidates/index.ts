@@ -19,23 +19,25 @@ import type { Deps } from '../../deps.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
 import { AlternativesSearch, type TreeSearch, variantsOf } from './alternatives.js';
-import { CloudModel, TreeCache } from './cloud-model.js';
+import {
+  addUsage,
+  type CandidateInventories,
+  CloudModel,
+  type Lookups,
+  lookupsOf,
+  lookupStatements,
+  type ProviderNode,
+  TreeCache,
+  type TreePrefilter,
+  type Usage,
+} from './cloud-model.js';
 import { badCandidateRequest } from './errors.js';
 import { keepTreeModelFresh, type ModelRefresher, type RewarmKind, refreshTreeModel } from './model-refresh.js';
 import { type CandidateRequest, parseCandidateRequestWithExt } from './parse.js';
 import { treesStatement } from './prefilter.js';
 import { type CandidatesBody, type Presentation, presentCandidates } from './present/index.js';
-import { candidatesJson } from './present/json.js';
-import {
-  addUsage,
-  type CandidateInventories,
-  type Lookups,
-  lookupStatements,
-  lookupsOf,
-  type ProviderNode,
-  type TreePrefilter,
-  type Usage,
-} from './research.js';
+import { candidatesJson, spliceTrees, type TreeSpan, TreeSpans } from './present/json.js';
+import { KeptBytes } from './present/kept-bytes.js';
 import { type Amounts, anchorRoots, candidatesOf, coversEveryClass, coversSomeVariant, planTrees, type TreePlan } from './rules.js';
 import {
   type AllocationRequest,
@@ -77,6 +79,10 @@ export interface CandidateOptions {
   params?: ReadonlyMap<string, CandidateParam>;
   /** With a limit: answer from the first pass over the lowest trees even when it falls short (preemption tries it first). */
   firstPassOnly?: boolean;
+  /** The app's kept answers (Deps.candidates): a JSON answer is reused while what it was computed from reads the same; none without. */
+  answers?: KeptAnswers;
+  /** The app's presentation bytes kept between answers (Deps.candidates); an answer's own without. */
+  keptBytes?: KeptBytes;
 }
 
 function namesOf(request: CandidateRequest): RequestNames {
@@ -156,6 +162,12 @@ interface Attempt {
   complete: boolean;
   /** The search stopped at the cap or the time budget. */
   cut: 'cap' | 'time_budget' | null;
+  /** What the answer was computed from, when it may be kept (answerState). */
+  state: ResearchState | null;
+  /** The viable trees (they depend on the trees, never on usage). */
+  viable: readonly number[];
+  /** Every candidate lies in one tree (no sharing provider offers a requested class): trees' shares of the answer are apart. */
+  treesApart: boolean;
 }
 
 interface SearchPlan {
@@ -163,7 +175,10 @@ interface SearchPlan {
   names: RequestNames;
   prefilter: TreePrefilter;
   nestedAware: boolean;
+  mv: Microversion;
   options: CandidateOptions;
+  /** A kept answer of the same request: taken instead of the rules and search when the research reads what it was computed from. */
+  kept?: KeptAnswer;
 }
 
 /**
@@ -172,19 +187,20 @@ interface SearchPlan {
  * prefilter keeps. `firstRoots`: only that many of the lowest viable trees.
  */
 /** Where one pass gets its research: the database (the requests), or a model given whole (the warm-up). */
-type ResearchSource = (plan: SearchPlan, firstRoots: number | null) => Promise<Research>;
+type ResearchSource = (plan: SearchPlan, firstRoots: number | null) => Promise<Research | 'kept'>;
 
 const fromDatabase =
   (reader: BatchReader): ResearchSource =>
   (plan, firstRoots) =>
     research(reader, plan, firstRoots);
 
-async function research(reader: BatchReader, plan: SearchPlan, firstRoots: number | null): Promise<Research> {
+async function research(reader: BatchReader, plan: SearchPlan, firstRoots: number | null): Promise<Research | 'kept'> {
   const { names, prefilter, options } = plan;
   const hooks = options.hooks ?? NO_HOOKS;
   if (options.treeCacheProviders > 0) {
     const model = (options.trees ?? new TreeCache(options.metrics ?? null)).modelFor(reader, options.treeCacheProviders);
-    const cached = await researchCached(reader, model, names, prefilter, firstRoots, options.now, hooks);
+    const kept = plan.kept ? { state: plan.kept.state, inert: (states: HookStates) => hooksInert(plan, states) } : undefined;
+    const cached = await researchCached(reader, model, names, prefilter, firstRoots, options.now, hooks, kept);
     if (cached) return cached;
   }
   return researchPartial(reader, names, prefilter, firstRoots, hooks);
@@ -193,7 +209,23 @@ async function research(reader: BatchReader, plan: SearchPlan, firstRoots: numbe
 /** Research, then the trees that can anchor a candidate (in stable order) with the search over them. */
 async function prepare(source: ResearchSource, plan: SearchPlan, firstRoots: number | null) {
   const found = await source(plan, firstRoots);
-  const { candidates, preloaded, truncatedAt } = found;
+  if (found === 'kept') throw new Error('a kept answer where none was offered');
+  return { found, ...(await decide(found, plan)) };
+}
+
+/** Whether the installed hooks change nothing for `request` now: no provider left out, no capacity rule (the usual cloud). */
+function hooksInert(plan: SearchPlan, states: HookStates): boolean {
+  const hooks = plan.options.hooks ?? NO_HOOKS;
+  return (
+    hooks.length === 0 ||
+    (states.excluded(hooks, plan.request).size === 0 && states.capacityRule(hooks, plan.request, plan.options.now) === null)
+  );
+}
+
+/** The rules over the research: the trees that can anchor a candidate (in stable order) with the search over them. */
+async function decide(found: Research, plan: SearchPlan) {
+  const { candidates, preloaded } = found.rules();
+  const { truncatedAt } = found;
   const groups = resolveGroups(plan.request, plan.names, found.lookups);
   // The research's own map of nodes: the search adds loaded trees to it.
   const { search, covers, capacity } = treeSearchOf(plan, groups, candidates, preloaded.nodes, found.hooks);
@@ -206,22 +238,43 @@ async function prepare(source: ResearchSource, plan: SearchPlan, firstRoots: num
   const sharingRoots = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
   const wanted = [...new Set([...sharingRoots, ...anchors])].filter((root) => !preloaded.roots.has(root));
   if (wanted.length) search.addTrees((await found.loadTrees(wanted)).values()); // into preloaded.nodes too
-  return { found, search, anchors, capacity };
+  // Trees loaded after the research may come from a later model or batch: such an answer is not kept.
+  return { search, anchors, capacity, keepable: wanted.length === 0 };
 }
 
-/** One research + search pass. */
-async function searchOnce(source: ResearchSource, plan: SearchPlan, firstRoots: number | null): Promise<Attempt> {
-  const { request, options } = plan;
-  const { found, search, anchors } = await prepare(source, plan, firstRoots);
+/** One research + search pass; the kept answer instead when the research reads what it was computed from. */
+async function searchOnce(source: ResearchSource, plan: SearchPlan, firstRoots: number | null): Promise<Attempt | KeptAnswer> {
+  const { request, options, kept } = plan;
+  const found = await source(plan, firstRoots);
+  if (found === 'kept') {
+    options.answers?.countHit();
+    return kept!;
+  }
+  const inert = found.state !== null && hooksInert(plan, found.hooks);
+  if (kept?.trees && inert && sameButUsage(kept.state, found.state!)) {
+    const spliced = await spliceKept(found, plan, kept, kept.trees);
+    if (spliced) {
+      options.answers?.countSplice();
+      return spliced;
+    }
+  }
+  const { search, anchors, keepable } = await decide(found, plan);
   const picker = new RequestPicker(request.limit, options.randomize, options.maxCandidates, options.timeBudgetMs ?? 0);
   if (anchors.length) await picker.offer(search.requests(anchors, options.generationStrategy));
+  const { candidates, preloaded } = found.rules();
+  const { nodes } = preloaded;
+  const cut = picker.cutBy;
   return {
+    viable: found.viable,
+    treesApart: candidates.anchorsOfSharing.size === 0,
     lookups: found.lookups,
-    nodes: found.preloaded.nodes,
+    nodes,
     usage: found.usage,
     chosen: picker.result(),
     complete: found.truncatedAt === null || picker.done,
-    cut: picker.cutBy,
+    cut,
+    // A cut answer (the time budget) or one whose hooks constrained it is never kept.
+    state: inert && keepable && cut === null ? found.state : null,
   };
 }
 
@@ -325,10 +378,12 @@ async function fullSearchOf(
     names: namesOf(request),
     prefilter: prefilterOf(request),
     nestedAware: mv.atLeast(MV.AC_NESTED),
+    mv,
     options,
   };
   const { found, search, anchors, capacity } = await prepare(source, plan, null);
-  return { search, anchors, nodes: found.preloaded.nodes, inventories: found.candidates.byProvider, hooks: found.hooks, capacity };
+  const { candidates, preloaded } = found.rules();
+  return { search, anchors, nodes: preloaded.nodes, inventories: candidates.byProvider, hooks: found.hooks, capacity };
 }
 
 const NO_HOOKS: readonly CandidateReadHook[] = [];
@@ -342,6 +397,10 @@ interface Chosen {
   requestedClasses: Set<string>;
   shape: Presentation;
   cut: 'cap' | 'time_budget' | null;
+  /** What the answer was computed from, when it may be kept: one pass, one snapshot, nothing cut, no hook constraining it. */
+  state: ResearchState | null;
+  /** When the answer may be put together again tree by tree (KeptTrees); else null. */
+  trees: KeptTrees | null;
 }
 
 async function chooseCandidates(
@@ -349,26 +408,47 @@ async function chooseCandidates(
   request: CandidateRequest,
   mv: Microversion,
   options: CandidateOptions,
-): Promise<Chosen> {
+  kept?: KeptAnswer,
+): Promise<Chosen | KeptAnswer> {
   const names = namesOf(request);
-  const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), options };
+  const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), mv, options, kept };
   // A small stable-order limit first plans only the lowest viable trees; if
   // they cannot fill the limit, the search runs again in full. (The cap keeps
   // a prefix of the same stable order, so it changes nothing here.)
   // Breadth-first takes one candidate per tree in turn: it needs every viable tree from the start.
   const breadthFirst = options.generationStrategy === 'breadth-first';
   const tryFirstRoots = request.limit !== null && !options.randomize && names.inTree.length === 0 && !breadthFirst;
-  let outcome = await searchOnce(source, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null);
-  // The lowest trees were already tried: plan every viable tree.
-  if (!outcome.complete && !options.firstPassOnly) outcome = await searchOnce(source, plan, null);
+  const first = await searchOnce(source, plan, tryFirstRoots ? Math.max(64, request.limit! * 4) : null);
+  if (!('complete' in first)) return first;
+  let outcome = first;
+  // The lowest trees were already tried: plan every viable tree (a second snapshot: that answer is not kept).
+  if (!first.complete && !options.firstPassOnly) {
+    const second = await searchOnce(source, { ...plan, kept: undefined }, null);
+    if (!('complete' in second)) throw new Error('a kept answer offered on a second pass');
+    outcome = { ...second, state: null };
+  }
   const { lookups, nodes, usage, chosen } = outcome;
   return {
+    state: outcome.state,
     cut: outcome.cut,
     chosen,
     nodes,
     usage,
+    // Trees apart, in stable order and every one of them searched (no limit): the answer can be put together by tree.
+    trees:
+      outcome.state !== null && outcome.treesApart && request.limit === null && !breadthFirst
+        ? { viable: new Set(outcome.viable), usage }
+        : null,
+    ...presentationOf(plan, lookups),
+  };
+}
+
+/** How the answer is written for the request's microversion, with the names it looked up. */
+function presentationOf(plan: SearchPlan, lookups: Lookups): Pick<Chosen, 'classNameById' | 'requestedClasses' | 'shape'> {
+  const { mv } = plan;
+  return {
     classNameById: new Map([...lookups.classIdByName].map(([name, id]) => [id, name])),
-    requestedClasses: new Set(names.classes),
+    requestedClasses: new Set(plan.names.classes),
     shape: {
       nestedAware: plan.nestedAware,
       allResources: mv.atLeast(MV.AC_ALL_RESOURCES_IN_SUMMARY),
@@ -378,6 +458,70 @@ async function chooseCandidates(
     },
   };
 }
+
+/**
+ * A kept answer with the share of the trees whose usage changed since it
+ * was written computed again (the rules, search and JSON of those trees
+ * only): the same bytes a whole search gives, when every candidate lies in
+ * one tree, the trees and names are as the kept answer's, and no limit, cap
+ * or time budget stops the search. Null when the search must run whole.
+ */
+async function spliceKept(found: Research, plan: SearchPlan, kept: KeptAnswer, trees: KeptTrees): Promise<KeptAnswer | null> {
+  const { options, request } = plan;
+  const model = found.state!.model;
+  const changed = new Set<number>();
+  const differ = (a: Usage, b: Usage) => {
+    for (const [providerId, perClass] of a) {
+      const other = b.get(providerId);
+      let same = other !== undefined && other.size === perClass.size;
+      if (same) for (const [classId, used] of perClass) if (other!.get(classId) !== used) same = false;
+      const root = same ? undefined : model.provider(providerId)?.rootId;
+      if (root !== undefined && trees.viable.has(root)) changed.add(root);
+    }
+  };
+  differ(found.usage, trees.usage);
+  differ(trees.usage, found.usage);
+  const roots = [...changed].sort((a, b) => a - b);
+  const { candidates, preloaded } = found.rulesOf(roots);
+  if (candidates.anchorsOfSharing.size) return null;
+  const groups = resolveGroups(request, plan.names, found.lookups);
+  const { search, covers } = treeSearchOf(plan, groups, candidates, preloaded.nodes, found.hooks);
+  const anchors = [...anchorRoots(candidates)].filter(covers).sort((a, b) => a - b);
+  if (anchors.some((root) => !preloaded.roots.has(root))) return null;
+  const picker = new RequestPicker(null, false, 0, options.timeBudgetMs ?? 0);
+  if (anchors.length) await picker.offer(search.requests(anchors, 'depth-first'));
+  if (picker.cutBy) return null;
+  const { classNameById, requestedClasses, shape } = presentationOf(plan, found.lookups);
+  const spans = new TreeSpans();
+  const fresh = candidatesJson(
+    picker.result(),
+    preloaded.nodes,
+    found.usage,
+    classNameById,
+    requestedClasses,
+    shape,
+    keptBytesOf(options),
+    spans,
+  );
+  if (!spans.split) return null;
+  const joined = spliceTrees({ bytes: kept.bytes, trees: kept.spans }, changed, { bytes: fresh, trees: spans.trees() });
+  let count = 0;
+  for (const tree of joined.trees) count += tree.count;
+  // A whole search would stop at the cap: it runs, and its answer is not kept.
+  if (options.maxCandidates > 0 && count >= options.maxCandidates) return null;
+  return {
+    state: found.state!,
+    bytes: joined.bytes,
+    count,
+    cut: null,
+    trees: { viable: trees.viable, usage: found.usage },
+    spans: joined.trees,
+  };
+}
+
+/** Whether two research states differ at most in their usage (same model version, trees read and names). */
+const sameButUsage = (a: ResearchState, b: ResearchState): boolean =>
+  a.model === b.model && a.version === b.version && a.scope === b.scope && a.names === b.names;
 
 /** The engine's answer: the candidates chosen, and why the search stopped before it had seen them all (null: it saw them all, or a limit). */
 export interface CandidatesAnswer {
@@ -392,11 +536,8 @@ export async function searchCandidates(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<CandidatesAnswer> {
-  const { chosen, nodes, usage, classNameById, requestedClasses, shape, cut } = await chooseCandidates(
-    fromDatabase(reader),
-    request,
-    mv,
-    options,
+  const { chosen, nodes, usage, classNameById, requestedClasses, shape, cut } = chosenOf(
+    await chooseCandidates(fromDatabase(reader), request, mv, options),
   );
   return { body: presentCandidates(chosen, nodes, usage, classNameById, requestedClasses, shape), stopped: cut };
 }
@@ -419,14 +560,45 @@ export async function findAllocationCandidatesJson(
   options: CandidateOptions,
 ): Promise<Uint8Array<ArrayBuffer>> {
   const started = performance.now();
-  const chosen = await chooseCandidates(fromDatabase(reader), request, mv, options);
+  const answers = options.answers;
+  const key = answers ? answerKey(request, mv, options) : null;
+  const plainKept = key === null ? undefined : answers!.get(key);
+  const outcome = await chooseCandidates(fromDatabase(reader), request, mv, options, plainKept);
+  if ('bytes' in outcome && outcome !== plainKept && key !== null) answers!.keep(key, outcome);
+  const answer = 'bytes' in outcome ? outcome : keepAnswer(answers, key, outcome, options);
   const metrics = options.metrics;
   if (metrics) {
     metrics.candidatesDuration.observe([], (performance.now() - started) / 1000);
-    metrics.candidatesReturned.observe([], chosen.chosen.length);
-    if (chosen.cut) metrics.candidatesCut.inc([chosen.cut]);
+    metrics.candidatesReturned.observe([], answer.count);
+    if (answer.cut) metrics.candidatesCut.inc([answer.cut]);
   }
-  return jsonOf(chosen);
+  return answer.bytes;
+}
+
+/** The answer's figures and bytes, kept under `key` when what it was computed from may be read again (KeptAnswers). */
+function keepAnswer(
+  answers: KeptAnswers | undefined,
+  key: string | null,
+  chosen: Chosen,
+  options: CandidateOptions,
+): { bytes: Uint8Array<ArrayBuffer>; count: number; cut: Chosen['cut'] } {
+  const { state, cut } = chosen;
+  // The model moved on while the search ran (another request's batch): what the answer came from is gone.
+  const keep = answers !== undefined && key !== null && state !== null && state.model.version === state.version;
+  const spans = keep && chosen.trees ? new TreeSpans() : undefined;
+  const bytes = jsonOf(chosen, options, spans);
+  const answer = { bytes, count: chosen.chosen.length, cut };
+  if (keep) {
+    const trees = spans?.split ? chosen.trees : null;
+    answers!.keep(key!, { ...answer, state: state!, trees, spans: trees ? spans!.trees() : [] });
+  }
+  return answer;
+}
+
+/** A chooseCandidates outcome without a kept answer offered: always what it chose. */
+function chosenOf(outcome: Chosen | KeptAnswer): Chosen {
+  if ('bytes' in outcome) throw new Error('a kept answer where none was offered');
+  return outcome;
 }
 
 /**
@@ -440,7 +612,7 @@ export async function candidatesJsonFromModel(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  return jsonOf(await chooseCandidates(modelSource(given, options), request, mv, options));
+  return jsonOf(chosenOf(await chooseCandidates(modelSource(given, options), request, mv, options)), options);
 }
 
 /** The answer as an object over a model given whole (what-if): as candidatesJsonFromModel, without the JSON. */
@@ -450,18 +622,22 @@ export async function candidatesFromModel(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<CandidatesBody> {
-  const { chosen, nodes, classNameById, requestedClasses, shape } = await chooseCandidates(
-    modelSource(given, options),
-    request,
-    mv,
-    options,
+  const { chosen, nodes, classNameById, requestedClasses, shape } = chosenOf(
+    await chooseCandidates(modelSource(given, options), request, mv, options),
   );
   return presentCandidates(chosen, nodes, given.usage, classNameById, requestedClasses, shape);
 }
 
-function jsonOf({ chosen, nodes, usage, classNameById, requestedClasses, shape }: Chosen): Uint8Array<ArrayBuffer> {
-  return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape);
+function jsonOf(
+  { chosen, nodes, usage, classNameById, requestedClasses, shape }: Chosen,
+  options: CandidateOptions,
+  byTree?: TreeSpans,
+): Uint8Array<ArrayBuffer> {
+  return candidatesJson(chosen, nodes, usage, classNameById, requestedClasses, shape, keptBytesOf(options), byTree);
 }
+
+/** The app's kept presentation bytes, or an answer's own (which starts no slab). */
+const keptBytesOf = (options: CandidateOptions): KeptBytes => options.keptBytes ?? KeptBytes.forOneAnswer();
 
 // --- The research ------------------------------------------------------------
 // The research: where a request's provider-tree model comes from, and the one read batch
@@ -488,14 +664,29 @@ export interface RequestNames {
   amounts: Amounts;
 }
 
+/** The rules' decision over a research: candidate rows and sharing anchors, and the trees given whole from the start. */
+interface Decided {
+  candidates: CandidateInventories;
+  preloaded: { roots: Set<number>; nodes: Map<number, ProviderNode> };
+}
+
 /** What one research pass gives the search: the model's trees the request uses, decided by the rules. */
 export interface Research {
   lookups: Lookups;
   /** What the installed hooks read in the same batch. */
   hooks: HookStates;
-  candidates: CandidateInventories;
-  /** Trees given whole from the start: the viable ones and the sharing providers' own. */
-  preloaded: { roots: Set<number>; nodes: Map<number, ProviderNode> };
+  /**
+   * The rules over the research (candidate rows, sharing anchors) and the trees given whole
+   * from the start: the viable ones and the sharing providers' own. Decided on first call,
+   * so a kept answer taken instead pays none of it.
+   */
+  rules(): Decided;
+  /** The same rules over some of the viable trees only (a kept answer's trees whose usage changed). */
+  rulesOf(viable: readonly number[]): Decided;
+  /** The viable trees, in root order. */
+  viable: readonly number[];
+  /** What the research read, when an answer computed from it may be kept (the shared cache's one snapshot); else null. */
+  state: ResearchState | null;
   /** When only the first roots were planned: the highest root planned (trees above it are unknown). */
   truncatedAt: number | null;
   /** Usage of the trees read (loadTrees adds to it). */
@@ -522,19 +713,27 @@ function researchOf(
   prefilter: TreePrefilter,
   amounts: Amounts,
   loadTrees: (roots: number[]) => Promise<Map<number, ProviderNode>>,
+  state: ResearchState | null = null,
 ): Research {
-  const { candidates, treeRoots } = candidatesOf(model, plan.viable, lookups.classIdByName, usage, prefilter.forbiddenTraits, amounts);
+  let decided: Decided | undefined;
+  const rulesOf = (viable: readonly number[]): Decided => {
+    const { candidates, treeRoots } = candidatesOf(model, viable, lookups.classIdByName, usage, prefilter.forbiddenTraits, amounts);
+    const nodes = nodesOf(
+      model,
+      [...treeRoots].sort((a, b) => a - b),
+    );
+    return { candidates, preloaded: { roots: treeRoots, nodes } };
+  };
   return {
     lookups,
     hooks,
-    candidates,
-    preloaded: {
-      roots: treeRoots,
-      nodes: nodesOf(
-        model,
-        [...treeRoots].sort((a, b) => a - b),
-      ),
+    rules() {
+      decided ??= rulesOf(plan.viable);
+      return decided;
     },
+    rulesOf,
+    viable: plan.viable,
+    state,
     truncatedAt,
     usage,
     loadTrees,
@@ -617,13 +816,21 @@ export async function researchCached(
   firstRoots: number | null,
   now: number,
   hooks: readonly CandidateReadHook[],
-): Promise<Research | null> {
+  kept?: { state: ResearchState; inert: (states: HookStates) => boolean },
+): Promise<Research | 'kept' | null> {
   let lookups: Lookups | null = null;
   for (let attempt = 0; attempt < 4; attempt += 1) {
     if (!model.usable(now)) return null;
+    // A kept answer over the model as it stands: its scope is the guess this model makes (read again, not made again).
+    const known = attempt === 0 && kept !== undefined && kept.state.model === model && kept.state.version === model.version;
     // Before the batch: guess the trees from the model as it stands.
-    const guess = model.loaded ? planTrees(model, names.classes, names.amounts, prefilter, model.knownAggregates, true, firstRoots) : null;
-    const wanted: UsageScope = guess === null || attempt >= 2 || guess.reads.size * 2 >= model.roots().length ? 'all' : guess.reads;
+    const guess =
+      model.loaded && !known ? planTrees(model, names.classes, names.amounts, prefilter, model.knownAggregates, true, firstRoots) : null;
+    const wanted: UsageScope = known
+      ? scopeOf(kept.state.scope)
+      : guess === null || attempt >= 2 || guess.reads.size * 2 >= model.roots().length
+        ? 'all'
+        : guess.reads;
     const own: InStatement[] = [model.refreshStatement(), usageStatement(wanted, model)];
     const results = await reader.readBatch([...(lookups ? [] : lookupStatements(names)), ...own, ...hookStatements(hooks, names.classes)]);
     if (!lookups) {
@@ -635,20 +842,42 @@ export async function researchCached(
     const changed = model.apply(String(refreshRows!.rows[0]![0]), now);
     if (changed === 'oversize') return null;
     if (changed === 'reload') continue;
-    const usage = usageOf(JSON.parse(String(usageRows!.rows[0]?.[0] ?? '[]')) as PackedRow[]);
+    const usageText = String(usageRows!.rows[0]?.[0] ?? '[]');
+    const namesKey = lookupsKey(lookups);
+    // The trees and names of the kept answer: its plan is this one's (the viable trees depend on them, never on usage).
+    const samePlan = known && model.version === kept.state.version && namesKey === kept.state.names;
+    // The same trees, names and usage as the kept answer's, in one snapshot: it is the answer, unless a hook now constrains it.
+    if (samePlan && usageText === kept.state.usage && kept.inert(readHooks(hooks, results.slice(at + own.length)))) return 'kept';
+    const usage = usageOf(JSON.parse(usageText) as PackedRow[]);
     const scope: UsageScope = wanted === 'all' ? 'all' : new Set([...wanted, ...changed]);
     // After it: the trees the request really needs, with the names it named.
-    const plan = planTrees(model, names.classes, names.amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots);
+    const plan = samePlan
+      ? kept.state.plan
+      : planTrees(model, names.classes, names.amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots);
     if (!covers(scope, plan.reads)) continue;
     const states = readHooks(hooks, results.slice(at + own.length));
     // Anchor trees are in the usage read (plan.reads); should the search reach another tree, its usage is read then.
-    return researchOf(model, lookups, states, usage, plan, plan.truncatedAt, prefilter, names.amounts, async (roots) => {
-      if (!covers(scope, roots)) {
-        const [rows] = await reader.readBatch([usageStatement(new Set(roots), model)]);
-        for (const [rp, perClass] of usageOf(JSON.parse(String(rows!.rows[0]?.[0] ?? '[]')) as PackedRow[])) usage.set(rp, perClass);
-      }
-      return nodesOf(model, roots);
-    });
+    // Names, trees and usage from one batch (the first): what an answer computed from them reads again while they hold.
+    const state: ResearchState | null =
+      attempt === 0 ? { model, version: model.version, scope: scopeKey(scope), usage: usageText, names: namesKey, plan } : null;
+    return researchOf(
+      model,
+      lookups,
+      states,
+      usage,
+      plan,
+      plan.truncatedAt,
+      prefilter,
+      names.amounts,
+      async (roots) => {
+        if (!covers(scope, roots)) {
+          const [rows] = await reader.readBatch([usageStatement(new Set(roots), model)]);
+          for (const [rp, perClass] of usageOf(JSON.parse(String(rows!.rows[0]?.[0] ?? '[]')) as PackedRow[])) usage.set(rp, perClass);
+        }
+        return nodesOf(model, roots);
+      },
+      state,
+    );
   }
   // Four batches lost to concurrent tree changes: a partial model answers.
   return null;
@@ -678,6 +907,140 @@ function usageOf(rows: PackedRow[]): Usage {
   const at = USAGE_ROW.at;
   for (const row of rows) addUsage(usage, num(row[at.rp]), num(row[at.cls]), num(row[at.used]));
   return usage;
+}
+
+// --- Kept answers ------------------------------------------------------------
+// A full answer over the shared cache is a function of the request, the
+// microversion, the engine's settings, the trees (the model's version), the
+// names the request looked up and the usage of the trees it read; the
+// installed hooks too, unless they leave nothing out and add no capacity rule
+// at the request's instant (checked again at every request: holds and leases
+// open and close with the clock). Every request still sends its one read
+// batch; when that batch reads the same names and the same usage text as the
+// answer kept for the same request, over the same model version, the kept
+// bytes are the answer (another process's writes change the usage or the
+// trees' seq, so they are seen the same way). Never kept: an answer cut by
+// the time budget, a random order, a second pass or a second batch (another
+// snapshot), a partial model (over the cache's size), extension parameters.
+
+/** What an answer was computed from: one batch's names and usage text, over one version of the model. */
+export interface ResearchState {
+  model: CloudModel;
+  version: number;
+  /** The trees whose usage the batch read ('all', or their roots). */
+  scope: string;
+  /** The usage as the batch returned it (one JSON text). */
+  usage: string;
+  /** The request's names as looked up. */
+  names: string;
+  /** The trees planned over them (rules.ts planTrees): the same while the model's version and the names are. */
+  plan: TreePlan;
+}
+
+const scopeKey = (scope: UsageScope): string => (scope === 'all' ? 'all' : [...scope].join(','));
+const scopeOf = (key: string): UsageScope => (key === 'all' ? 'all' : new Set(key === '' ? [] : key.split(',').map(Number)));
+
+const lookupsKey = (lookups: Lookups): string =>
+  JSON.stringify([
+    [...lookups.classIdByName],
+    [...lookups.traitIdByName],
+    [...lookups.aggregateIdByUuid],
+    [...lookups.rootIdByProviderUuid],
+  ]);
+
+/** What a request's answer depends on besides what it reads; null for a request whose answer is never kept. */
+function answerKey(request: CandidateRequest, mv: Microversion, options: CandidateOptions): string | null {
+  if (options.randomize || options.firstPassOnly || options.treeCacheProviders <= 0 || (request.ext?.size ?? 0) > 0) return null;
+  const settings = [options.maxCandidates, options.timeBudgetMs ?? 0, options.generationStrategy ?? 'depth-first'];
+  return JSON.stringify([mv.toString(), settings, request], (_key, value: unknown) =>
+    value instanceof Map || value instanceof Set ? [...value] : value,
+  );
+}
+
+/** A JSON answer as kept. */
+export interface KeptAnswer {
+  state: ResearchState;
+  bytes: Uint8Array<ArrayBuffer>;
+  count: number;
+  cut: 'cap' | 'time_budget' | null;
+  /** When it can be put together again tree by tree (spliceKept): its viable trees and the usage it read; else null. */
+  trees: KeptTrees | null;
+  /** Each tree's share of `bytes`, in root order (empty when `trees` is null). */
+  spans: TreeSpan[];
+}
+
+/** What a kept answer's trees were computed from, beside its state: the viable trees, the usage read (parsed). */
+export interface KeptTrees {
+  viable: ReadonlySet<number>;
+  usage: Usage;
+}
+
+/** Most answers kept, and most bytes they hold in all (a scheduler asks a few distinct queries; an answer above half of it is not kept). */
+const KEPT_ANSWERS = 32;
+const KEPT_ANSWER_BYTES = 16 << 20;
+
+/** About what a kept answer holds: its bytes, its usage text and (to splice it) the usage parsed, ~200 bytes a provider, and its trees' spans. */
+const sizeOf = (answer: KeptAnswer): number =>
+  answer.bytes.length + answer.state.usage.length + (answer.trees ? answer.trees.usage.size * 200 + answer.spans.length * 64 : 0);
+
+/** The kept answers of one app (Deps.candidates), by answerKey, least recently used first. */
+export class KeptAnswers {
+  private readonly answers = new Map<string, KeptAnswer>();
+  private bytes = 0;
+  private hitCount = 0;
+  private spliceCount = 0;
+
+  get(key: string): KeptAnswer | undefined {
+    const answer = this.answers.get(key);
+    if (answer) {
+      this.answers.delete(key);
+      this.answers.set(key, answer);
+    }
+    return answer;
+  }
+
+  keep(key: string, answer: KeptAnswer): void {
+    this.drop(key);
+    if (sizeOf(answer) > KEPT_ANSWER_BYTES / 2) return;
+    this.answers.set(key, answer);
+    this.bytes += sizeOf(answer);
+    for (const oldest of this.answers.keys()) {
+      if (this.answers.size <= KEPT_ANSWERS && this.bytes <= KEPT_ANSWER_BYTES) break;
+      this.drop(oldest);
+    }
+  }
+
+  /** Answers kept now. */
+  get size(): number {
+    return this.answers.size;
+  }
+
+  /** Requests answered with a kept answer so far (tests, benches). */
+  get hits(): number {
+    return this.hitCount;
+  }
+
+  /** Counts a request answered with a kept answer. */
+  countHit(): void {
+    this.hitCount += 1;
+  }
+
+  /** Requests answered with a kept answer whose changed trees were computed again, so far (tests, benches). */
+  get splices(): number {
+    return this.spliceCount;
+  }
+
+  /** Counts a request answered by splicing. */
+  countSplice(): void {
+    this.spliceCount += 1;
+  }
+
+  private drop(key: string): void {
+    const old = this.answers.get(key);
+    if (!old) return;
+    this.bytes -= sizeOf(old);
+    this.answers.delete(key);
+  }
 }
 
 // --- What extensions add: the hooks ----------------------------------------
@@ -867,6 +1230,10 @@ export interface CandidateSettings {
 export class CandidateEngine {
   /** The provider trees kept in memory between requests, one model per database handle. */
   readonly trees: TreeCache;
+  /** The presentation's bytes kept between answers, by provider node of the trees above. */
+  readonly keptBytes = new KeptBytes();
+  /** Whole JSON answers kept while what they were computed from reads the same (KeptAnswers). */
+  readonly answers = new KeptAnswers();
   /** The installed read hooks, joined to every read batch of a search. */
   readonly hooks: readonly CandidateReadHook[];
   /** The installed extensions' query parameters, by name. */
@@ -910,6 +1277,8 @@ export class CandidateEngine {
       generationStrategy,
       now: this.clock(),
       trees: this.trees,
+      keptBytes: this.keptBytes,
+      answers: this.answers,
       hooks: this.hooks,
       params: this.params,
       ...(this.metrics ? { metrics: this.metrics } : {}),
@@ -920,7 +1289,7 @@ export class CandidateEngine {
   /** Reads the trees changed since the cache's last refresh (every tree the first time); nothing with the cache off. */
   async refresh(reader: BatchReader): Promise<void> {
     const cap = this.settings.treeCacheProviders;
-    if (cap > 0) await refreshTreeModel(reader, this.trees.modelFor(reader, cap), this.clock());
+    if (cap > 0) await refreshTreeModel(reader, this.trees.modelFor(reader, cap), this.clock(), this.keptBytes);
   }
 
   /**
@@ -936,6 +1305,6 @@ export class CandidateEngine {
   ): ModelRefresher {
     const cap = this.settings.treeCacheProviders;
     if (cap <= 0 || everyMs <= 0) return { stop: () => {} };
-    return keepTreeModelFresh(reader, this.trees.modelFor(reader, cap), everyMs, onError, rewarm);
+    return keepTreeModelFresh(reader, this.trees.modelFor(reader, cap), everyMs, onError, this.keptBytes, rewarm);
   }
 }

@@ -7,6 +7,7 @@
 import type { BatchReader } from '../../db/client.js';
 import type { CloudModel, ModelProvider } from './cloud-model.js';
 import { prepareSummaryTemplates } from './present/json.js';
+import type { KeptBytes } from './present/kept-bytes.js';
 
 const NONE: ReadonlySet<number> = new Set();
 
@@ -15,7 +16,7 @@ const NONE: ReadonlySet<number> = new Set();
  * first time) and prepares their providers' answer summaries. Returns the
  * roots re-read (none when nothing changed or the cloud is over the cap).
  */
-export async function refreshTreeModel(reader: BatchReader, model: CloudModel, now: number): Promise<ReadonlySet<number>> {
+export async function refreshTreeModel(reader: BatchReader, model: CloudModel, now: number, kept: KeptBytes): Promise<ReadonlySet<number>> {
   // A change to every tree (a class renamed) clears the model: read it whole once more.
   for (let attempt = 0; attempt < 2; attempt += 1) {
     if (!model.usable(now)) return NONE;
@@ -26,7 +27,7 @@ export async function refreshTreeModel(reader: BatchReader, model: CloudModel, n
     if (changed === 'reload') continue;
     if (model.appliedSeq === seq) return NONE;
     const lookup = { get: (id: number) => model.provider(id) };
-    for (const root of changed) prepareSummaryTemplates(model.tree(root), lookup);
+    for (const root of changed) prepareSummaryTemplates(model.tree(root), lookup, kept);
     return changed;
   }
   return NONE;
@@ -102,6 +103,7 @@ export function keepTreeModelFresh(
   model: CloudModel,
   everyMs: number,
   onError: (err: unknown) => void,
+  kept: KeptBytes,
   rewarm?: (kind: RewarmKind) => Promise<void>,
 ): ModelRefresher {
   let running = false;
@@ -113,7 +115,7 @@ export function keepTreeModelFresh(
   let unanswered = false;
   let lastRewarm = 0;
   const tick = async () => {
-    const changed = await refreshTreeModel(reader, model, Date.now());
+    const changed = await refreshTreeModel(reader, model, Date.now(), kept);
     if (!rewarm) return;
     if (changed.size > 0) {
       unanswered = true;

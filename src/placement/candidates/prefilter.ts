@@ -16,8 +16,7 @@
 // cost follows the roots read, not the cloud's size).
 import type { InStatement } from '@libsql/client';
 import { capacitySql, usedSql } from '../capacity.js';
-import { INVENTORY_ROW, inventoryColumns, PROVIDER_ROW, providerColumns } from './cloud-model.js';
-import { SHARES_TRAIT, type TreePrefilter } from './research.js';
+import { INVENTORY_ROW, inventoryColumns, PROVIDER_ROW, providerColumns, SHARES_TRAIT, type TreePrefilter } from './cloud-model.js';
 import { packedArray, SqlParams } from './sql.js';
 import { AGG, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../../db/columns.js';
 

@@ -8,9 +8,16 @@
 //   providers with a forbidden trait (single group);
 // - sharing anchors: the trees a sharing provider shares an aggregate with;
 // - which trees can anchor a candidate at all (coversEveryClass).
-import type { CloudModel, ModelProvider } from './cloud-model.js';
+import {
+  type CandidateInventories,
+  type CloudModel,
+  type Inventory,
+  type ModelProvider,
+  type TreePrefilter,
+  type Usage,
+  usedOf,
+} from './cloud-model.js';
 import type { ResolvedGroup } from './search.js';
-import { type CandidateInventories, type Inventory, type TreePrefilter, type Usage, usedOf } from './research.js';
 
 /** Smallest and largest amount per requested class name across groups. */
 export type Amounts = ReadonlyMap<string, { smallest: number; largest: number }>;

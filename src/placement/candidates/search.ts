@@ -9,7 +9,7 @@
 // headroom's walk (src/ext/headroom) takes too.
 import { capacityOf, fits } from '../capacity.js';
 import type { CapacityRule, Piece } from './index.js';
-import type { CandidateInventories, Inventory, ProviderNode } from './research.js';
+import type { CandidateInventories, Inventory, ProviderNode } from './cloud-model.js';
 
 /** A request group with names resolved to ids. */
 export interface ResolvedGroup {

@@ -11,10 +11,10 @@
 import { Microversion } from '../../microversion.js';
 import { STANDARD_RESOURCE_CLASSES } from '../standard-names.generated.js';
 import { MAX_VERSION } from '../versions.js';
-import { CloudModel, type ProviderSpec } from './cloud-model.js';
+import { addUsage, CloudModel, type Lookups, type ProviderSpec, type Usage } from './cloud-model.js';
 import { type CandidateOptions, type CandidateReadHook, candidatesJsonFromModel } from './index.js';
+import { KeptBytes } from './present/kept-bytes.js';
 import { type CandidateRequest, parseCandidateQueryString } from './parse.js';
-import { addUsage, type Lookups, type Usage } from './research.js';
 
 const AGGREGATES = [
   { id: 1, uuid: '5a1b7c2e-0000-4000-8000-00000000a001' },
@@ -158,7 +158,15 @@ export interface WarmUpDone {
  * checks it does not).
  */
 export async function warmUpCandidates(rounds = 1, hooks: readonly CandidateReadHook[] = [], hosts = 200, trees = 40): Promise<WarmUpDone> {
-  const options: CandidateOptions = { randomize: false, maxCandidates: 0, treeCacheProviders: 0, now: 0, hooks };
+  // One presenter's kept bytes for every round, as an app's: later rounds copy what earlier ones kept, as warm answers do.
+  const options: CandidateOptions = {
+    randomize: false,
+    maxCandidates: 0,
+    treeCacheProviders: 0,
+    now: 0,
+    hooks,
+    keptBytes: new KeptBytes(),
+  };
   const { providers, usage } = madeUpCloud(hosts, trees);
   const model = CloudModel.of(providers);
   const requests = parsed(QUERIES);

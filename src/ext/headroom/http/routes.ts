@@ -1,6 +1,6 @@
 import { queryParams } from '../../../http/validate.js';
 import { findHeadroom } from '../headroom.js';
-import { findGangHeadroom } from '../../gangs/headroom.js';
+import { findGangHeadroom } from '../gangs.js';
 import { adminJson } from '../../http/admin-only.js';
 import { MV } from '../../../placement/versions.js';
 import { HeadroomResponse } from '../schemas.js';

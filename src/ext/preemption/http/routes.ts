@@ -147,7 +147,16 @@ preemptionRoutes.resource('/preemptions', {
       const priority = body.preemptor.priority ?? (await getProjectPriority(deps.store, body.preemptor.project_id))?.priority;
       if (priority === undefined)
         throw invalid(`The preemptor has no priority: give preemptor.priority or a default for project '${body.preemptor.project_id}'`);
-      return createPreemption({ store: deps.store, nowMs: () => deps.clock().getTime(), newId: deps.newId }, body, priority);
+      return createPreemption(
+        {
+          store: deps.store,
+          nowMs: () => deps.clock().getTime(),
+          newId: deps.newId,
+          reported: (kind, event, nowMs) => deps.extensions.eventStatements(kind, event, nowMs),
+        },
+        body,
+        priority,
+      );
     },
   }),
 });

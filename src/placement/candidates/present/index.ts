@@ -5,7 +5,7 @@
 // their resources from 1.27, traits from 1.17. Written for speed: a full
 // answer at N=1000 holds ~1000 requests and ~1000 summaries, so no Maps or
 // Object.fromEntries per request.
-import { type ProviderNode, type Usage, usedOf } from '../research.js';
+import { type ProviderNode, type Usage, usedOf } from '../cloud-model.js';
 import type { CandidatesJson, DictAllocationRequestJson, ListAllocationJson, ProviderSummaryJson } from '../../schemas/responses.js';
 import type { AllocationRequest } from '../search.js';
 

@@ -13,10 +13,10 @@
 // bytes by node (kept-bytes.ts) and copies them whole, a copy or two per
 // candidate instead of a dozen pieces. The differential tests check every
 // spelling agrees (candidates-json-differential.test.ts).
-import { type ProviderNode, type Usage, usedOf } from '../research.js';
+import { type ProviderNode, type Usage, usedOf } from '../cloud-model.js';
 import type { AllocationRequest, Piece } from '../search.js';
 import type { Presentation } from './index.js';
-import { answerWritten, keepBytes, type NodeBytes, nodeBytes, type SummaryTemplate } from './kept-bytes.js';
+import type { KeptBytes, NodeBytes, SummaryTemplate } from './kept-bytes.js';
 
 const encoder = new TextEncoder();
 const utf8 = (text: string): Uint8Array => encoder.encode(text);
@@ -27,7 +27,10 @@ class JsonWriter {
   private buffer: Uint8Array<ArrayBuffer>;
   private length = 0;
 
-  constructor(expectedBytes: number) {
+  constructor(
+    expectedBytes: number,
+    private readonly kept: KeptBytes,
+  ) {
     this.buffer = new Uint8Array(Math.max(1024, expectedBytes));
   }
 
@@ -75,7 +78,7 @@ class JsonWriter {
 
   /** A copy of what was written since `mark`, to be kept. */
   copyFrom(mark: number): Uint8Array {
-    return keepBytes(this.buffer, mark, this.length);
+    return this.kept.keepBytes(this.buffer, mark, this.length);
   }
 
   result(): Uint8Array<ArrayBuffer> {
@@ -125,6 +128,8 @@ export function candidatesJson(
   classNameById: ReadonlyMap<number, string>,
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
+  kept: KeptBytes,
+  byTree?: TreeSpans,
 ): Uint8Array<ArrayBuffer> {
   // Nodes of the trees kept in memory carry their uuid's bytes; the SQL engine's are encoded once per request.
   const quotedUuids = new Map<number, Uint8Array>();
@@ -137,24 +142,182 @@ export function candidatesJson(
   };
   const classOf = (id: number): Uint8Array => quotedName(classNameById.get(id)!);
   // About 250 bytes per request and 300 per summary: a guess that saves most regrowth.
-  const out = new JsonWriter(chosen.length * 250 + Math.min(nodes.size, 20_000) * 300);
+  const out = new JsonWriter(chosen.length * 250 + Math.min(nodes.size, 20_000) * 300, kept);
   const usedProviders = new Set<number>();
   const forms = new RequestForms(classNameById, shape.withMappings);
   out.bytes(START);
   for (let i = 0; i < chosen.length; i += 1) {
     const request = chosen[i]!;
     if (i > 0) out.char(COMMA);
+    const start = out.mark;
     for (const piece of request.pieces) usedProviders.add(piece.providerId);
     if (!shape.dictShape) listRequest(out, request, uuidOf, classOf);
-    else if (!keptRequest(out, request, nodes, forms, uuidOf, classOf, shape.withMappings))
+    else if (!keptRequest(out, request, nodes, forms, uuidOf, classOf, shape.withMappings, kept))
       dictRequest(out, request, uuidOf, classOf, shape.withMappings);
+    byTree?.note(REQUESTS, rootOfRequest(request, nodes), start, out.mark);
   }
   out.bytes(SUMMARIES);
-  summaries(out, usedProviders, nodes, usage, requestedClasses, shape);
+  summaries(out, usedProviders, nodes, usage, requestedClasses, shape, kept, byTree);
   out.bytes(END);
   const answer = out.result();
-  answerWritten(answer.length);
+  kept.answerWritten(answer.length);
   return answer;
+}
+
+/** The root of a request's providers (its first piece's); undefined without a piece (such a request is kept apart by no tree). */
+function rootOfRequest(request: AllocationRequest, nodes: ReadonlyMap<number, ProviderNode>): number | undefined {
+  const first = request.pieces[0]?.providerId;
+  return first === undefined ? undefined : nodes.get(first)?.rootId;
+}
+
+/**
+ * One tree's share of an answer, as offsets into its bytes: its allocation
+ * requests (comma-separated, `count` of them) and its providers' summaries;
+ * a start of -1 for none.
+ */
+export interface TreeSpan {
+  root: number;
+  count: number;
+  requestsStart: number;
+  requestsEnd: number;
+  summariesStart: number;
+  summariesEnd: number;
+}
+
+/** An answer's bytes with its trees' shares, in root order. */
+export interface AnswerByTree {
+  bytes: Uint8Array<ArrayBuffer>;
+  trees: TreeSpan[];
+}
+
+const REQUESTS = 0;
+const SUMMARY = 1;
+
+/**
+ * Where each tree's requests and summaries lie in an answer being written
+ * (candidatesJson's `byTree`), when every candidate lies in one tree: the
+ * answer can then be put together again with some trees' shares replaced
+ * (spliceTrees). `split` is false when a tree's share was not in one run, or
+ * a request's tree was unknown.
+ */
+export class TreeSpans {
+  split = true;
+  private readonly runs: { kind: number; root: number; start: number; end: number; count: number }[] = [];
+  private readonly seen = [new Set<number>(), new Set<number>()];
+
+  note(kind: typeof REQUESTS | typeof SUMMARY, root: number | undefined, start: number, end: number): void {
+    const last = this.runs[this.runs.length - 1];
+    if (last !== undefined && last.kind === kind && last.root === root) {
+      last.end = end;
+      last.count += 1;
+      return;
+    }
+    if (root === undefined || this.seen[kind]!.has(root)) this.split = false;
+    else this.seen[kind]!.add(root);
+    this.runs.push({ kind, root: root ?? -1, start, end, count: 1 });
+  }
+
+  /** The trees' shares noted, in root order. */
+  trees(): TreeSpan[] {
+    const byRoot = new Map<number, TreeSpan>();
+    for (const run of this.runs) {
+      let tree = byRoot.get(run.root);
+      if (!tree) {
+        tree = { root: run.root, count: 0, requestsStart: -1, requestsEnd: -1, summariesStart: -1, summariesEnd: -1 };
+        byRoot.set(run.root, tree);
+      }
+      if (run.kind === REQUESTS) {
+        tree.requestsStart = run.start;
+        tree.requestsEnd = run.end;
+        tree.count = run.count;
+      } else {
+        tree.summariesStart = run.start;
+        tree.summariesEnd = run.end;
+      }
+    }
+    return [...byRoot.values()].sort((a, b) => a.root - b.root);
+  }
+}
+
+/**
+ * `kept` with the shares of the trees in `replaced` taken out and those of
+ * `fresh` (an answer over some of them) put in, in root order: the order
+ * candidatesJson writes both lists in when every candidate lies in one tree.
+ * Runs of kept trees that lie side by side are copied as one.
+ */
+export function spliceTrees(kept: AnswerByTree, replaced: ReadonlySet<number>, fresh: AnswerByTree): AnswerByTree {
+  // The trees in root order, each with where its share comes from.
+  const trees: TreeSpan[] = [];
+  const from: Uint8Array[] = [];
+  let length = START.length + SUMMARIES.length + END.length;
+  const add = (tree: TreeSpan, source: Uint8Array) => {
+    trees.push(tree);
+    from.push(source);
+    length += tree.requestsEnd - tree.requestsStart + tree.summariesEnd - tree.summariesStart + 2;
+  };
+  let f = 0;
+  for (const tree of kept.trees) {
+    while (f < fresh.trees.length && fresh.trees[f]!.root < tree.root) add(fresh.trees[f++]!, fresh.bytes);
+    if (!replaced.has(tree.root)) add(tree, kept.bytes);
+  }
+  while (f < fresh.trees.length) add(fresh.trees[f++]!, fresh.bytes);
+  const out = new Uint8Array(length);
+  const placed: TreeSpan[] = new Array(trees.length);
+  for (let i = 0; i < trees.length; i += 1)
+    placed[i] = { ...trees[i]!, requestsStart: -1, requestsEnd: -1, summariesStart: -1, summariesEnd: -1 };
+  out.set(START);
+  let at = START.length;
+  // Shares that follow each other in their source (one comma apart) are copied at once: a run [first, last].
+  const section = (requests: boolean) => {
+    let written = false;
+    let first = -1;
+    let runEnd = 0;
+    const flush = (last: number) => {
+      if (first < 0) return;
+      if (written) out[at++] = COMMA;
+      written = true;
+      const start = requests ? trees[first]!.requestsStart : trees[first]!.summariesStart;
+      const shift = at - start;
+      for (let i = first; i <= last; i += 1) {
+        const tree = trees[i]!;
+        const target = placed[i]!;
+        if (requests && tree.requestsStart >= 0) {
+          target.requestsStart = tree.requestsStart + shift;
+          target.requestsEnd = tree.requestsEnd + shift;
+        } else if (!requests && tree.summariesStart >= 0) {
+          target.summariesStart = tree.summariesStart + shift;
+          target.summariesEnd = tree.summariesEnd + shift;
+        }
+      }
+      out.set(from[first]!.subarray(start, runEnd), at);
+      at += runEnd - start;
+      first = -1;
+    };
+    let last = -1;
+    for (let i = 0; i < trees.length; i += 1) {
+      const tree = trees[i]!;
+      const start = requests ? tree.requestsStart : tree.summariesStart;
+      if (start < 0) continue;
+      const end = requests ? tree.requestsEnd : tree.summariesEnd;
+      if (first >= 0 && from[i] === from[first] && start === runEnd + 1 && from[i]![runEnd] === COMMA) {
+        runEnd = end;
+        last = i;
+        continue;
+      }
+      flush(last);
+      first = i;
+      last = i;
+      runEnd = end;
+    }
+    flush(last);
+  };
+  section(true);
+  out.set(SUMMARIES, at);
+  at += SUMMARIES.length;
+  section(false);
+  out.set(END, at);
+  at += END.length;
+  return { bytes: out.subarray(0, at), trees: placed };
 }
 
 /** Whether a piece before `index` is on the same provider (pieces are a handful: no Map). */
@@ -290,9 +453,9 @@ function shapeKeyOf(
  * in memory do this as they are refreshed, off the request path: for 1,000
  * providers it was most of a fresh process's first full answer).
  */
-export function prepareSummaryTemplates(providers: Iterable<ProviderNode>, nodes: NodeLookup): void {
+export function prepareSummaryTemplates(providers: Iterable<ProviderNode>, nodes: NodeLookup, keptBytes: KeptBytes): void {
   for (const node of providers) {
-    const kept = nodeBytes(node);
+    const kept = keptBytes.nodeBytes(node);
     if (!kept.template) kept.template = summaryTemplate(node, nodes, EMPTY_CLASSES, CURRENT_SHAPE, CURRENT_SHAPE_KEY);
   }
 }
@@ -338,6 +501,8 @@ function summaries(
   usage: Usage,
   requestedClasses: ReadonlySet<string>,
   shape: Presentation,
+  keptBytes: KeptBytes,
+  byTree: TreeSpans | undefined,
 ): void {
   const usedRoots = new Set<number>();
   if (shape.nestedAware) for (const id of usedProviders) usedRoots.add(nodes.get(id)!.rootId);
@@ -347,8 +512,9 @@ function summaries(
     if (shape.nestedAware ? !usedRoots.has(node.rootId) : !usedProviders.has(node.id)) continue;
     if (!first) out.char(COMMA);
     first = false;
+    const start = out.mark;
     // The SQL engine's nodes live one request: nothing of theirs is kept.
-    const kept = node.uuidJson === undefined ? undefined : nodeBytes(node);
+    const kept = node.uuidJson === undefined ? undefined : keptBytes.nodeBytes(node);
     let template = kept?.template;
     if (!template || template.shape !== shapeKey) {
       template = summaryTemplate(node, nodes, requestedClasses, shape, shapeKey);
@@ -358,6 +524,7 @@ function summaries(
     const summary = kept?.summary;
     if (summary && summary.template === template && sameUsage(summary.used, usage.get(node.id), classIds)) {
       out.bytes(summary.bytes);
+      byTree?.note(SUMMARY, node.rootId, start, out.mark);
       continue;
     }
     const mark = out.mark;
@@ -368,6 +535,7 @@ function summaries(
       out.bytes(parts[i + 1]!);
     }
     if (kept) kept.summary = { template, used, bytes: out.copyFrom(mark) };
+    byTree?.note(SUMMARY, node.rootId, start, out.mark);
   }
 }
 
@@ -486,12 +654,13 @@ function keptRequest(
   uuidOf: (id: number) => Uint8Array,
   classOf: (id: number) => Uint8Array,
   withMappings: boolean,
+  keptBytes: KeptBytes,
 ): boolean {
   const firstNode = nodes.get(request.pieces[0]?.providerId ?? -1);
   if (firstNode?.uuidJson === undefined) return false;
   const form = forms.of(request);
   const { providers, count } = forms;
-  const kept: NodeBytes = nodeBytes(firstNode);
+  const kept: NodeBytes = keptBytes.nodeBytes(firstNode);
   for (const entry of kept.requests) {
     if (entry.key !== form.key || entry.uuids.length !== count - 1) continue;
     let same = true;

@@ -48,6 +48,9 @@ export interface NodeBytes {
 }
 
 /**
+ * What one app's presenter keeps between answers (Deps.candidates: each app
+ * its own, as its tree cache): the bytes by provider node, and the slabs
+ * they are copied into.
  * Kept bytes are copied into slabs, one after the other in the order an
  * answer writes them, so that the next answer reads them from a few
  * contiguous buffers rather than from a small buffer of its own each. An
@@ -56,50 +59,69 @@ export interface NodeBytes {
  * bytes of a whole answer only while answers stay under half a slab, so a
  * process whose answers grew larger keeps a buffer per piece instead.
  */
+export class KeptBytes {
+  private slab: Uint8Array | null = null;
+  private slabUsed = 0;
+  /** Slabs started so far (the current one's number). */
+  private slabs = 0;
+  private largestAnswer = 0;
+  /** Entries by provider id (ids are small dense integers: a holey array). */
+  private readonly kept: (NodeBytes | undefined)[] = [];
+  private answers = 0;
+
+  /** `sweepAfter`: entries unused for this many answers go (a deleted provider's, or a replaced node's nobody asked for since). */
+  constructor(private readonly sweepAfter = 4096) {}
+
+  /** For one answer whose caller keeps nothing between answers: its pieces are copied apart, no slab is started. */
+  static forOneAnswer(): KeptBytes {
+    const kept = new KeptBytes();
+    kept.largestAnswer = Number.POSITIVE_INFINITY;
+    return kept;
+  }
+
+  /** The bytes kept for `node`, an empty entry the first time or when its tree changed since. */
+  nodeBytes(node: { readonly id: number }): NodeBytes {
+    let entry = this.kept[node.id];
+    // An entry whose bytes may lie in a slab before the last is written again: a slab goes once no entry looks into it.
+    if (entry === undefined || entry.node !== node || entry.slab < this.slabs - 1)
+      this.kept[node.id] = entry = { node, template: null, summary: null, requests: [], seen: this.answers, slab: this.slabs };
+    else entry.seen = this.answers;
+    return entry;
+  }
+
+  /** A kept copy of `source[from, to)`. */
+  keepBytes(source: Uint8Array, from: number, to: number): Uint8Array {
+    const length = to - from;
+    if (this.largestAnswer > SLAB_BYTES >> 1 || length > SLAB_BYTES >> 4) return source.slice(from, to);
+    if (this.slab === null || this.slabUsed + length > SLAB_BYTES) {
+      this.slab = new Uint8Array(SLAB_BYTES);
+      this.slabUsed = 0;
+      this.slabs += 1;
+    }
+    const copy = this.slab.subarray(this.slabUsed, this.slabUsed + length);
+    copy.set(source.subarray(from, to));
+    this.slabUsed += length;
+    return copy;
+  }
+
+  /** Counts an answer of `bytes` written; now and then drops the entries no recent answer used. */
+  answerWritten(bytes: number): void {
+    this.answers += 1;
+    if (bytes > this.largestAnswer) this.largestAnswer = bytes;
+    if (this.answers % this.sweepAfter !== 0) return;
+    const { kept } = this;
+    for (let id = 0; id < kept.length; id += 1) {
+      const entry = kept[id];
+      if (entry !== undefined && this.answers - entry.seen > this.sweepAfter) kept[id] = undefined;
+    }
+  }
+
+  /** Providers with bytes kept now (tests, metrics). */
+  get entries(): number {
+    let count = 0;
+    for (const entry of this.kept) if (entry !== undefined) count += 1;
+    return count;
+  }
+}
+
 const SLAB_BYTES = 1 << 21;
-let slab: Uint8Array | null = null;
-let slabUsed = 0;
-/** Slabs started so far (the current one's number). */
-let slabs = 0;
-let largestAnswer = 0;
-/** Entries by provider id (ids are small dense integers: a holey array). */
-const kept: (NodeBytes | undefined)[] = [];
-let answers = 0;
-/** Entries unused for this many answers go: a deleted provider's, or a replaced node's nobody asked for since. */
-const SWEEP_AFTER = 4096;
-
-/** The bytes kept for `node`, an empty entry the first time or when its tree changed since. */
-export function nodeBytes(node: { readonly id: number }): NodeBytes {
-  let entry = kept[node.id];
-  // An entry whose bytes may lie in a slab before the last is written again: a slab goes once no entry looks into it.
-  if (entry === undefined || entry.node !== node || entry.slab < slabs - 1)
-    kept[node.id] = entry = { node, template: null, summary: null, requests: [], seen: answers, slab: slabs };
-  else entry.seen = answers;
-  return entry;
-}
-
-/** A kept copy of `source[from, to)`. */
-export function keepBytes(source: Uint8Array, from: number, to: number): Uint8Array {
-  const length = to - from;
-  if (largestAnswer > SLAB_BYTES >> 1 || length > SLAB_BYTES >> 4) return source.slice(from, to);
-  if (slab === null || slabUsed + length > SLAB_BYTES) {
-    slab = new Uint8Array(SLAB_BYTES);
-    slabUsed = 0;
-    slabs += 1;
-  }
-  const copy = slab.subarray(slabUsed, slabUsed + length);
-  copy.set(source.subarray(from, to));
-  slabUsed += length;
-  return copy;
-}
-
-/** Counts an answer of `bytes` written; now and then drops the entries no recent answer used. */
-export function answerWritten(bytes: number): void {
-  answers += 1;
-  if (bytes > largestAnswer) largestAnswer = bytes;
-  if (answers % SWEEP_AFTER !== 0) return;
-  for (let id = 0; id < kept.length; id += 1) {
-    const entry = kept[id];
-    if (entry !== undefined && answers - entry.seen > SWEEP_AFTER) kept[id] = undefined;
-  }
-}

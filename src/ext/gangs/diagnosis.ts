@@ -1,4 +1,6 @@
-// "Why no host" for a gang (count=N, docs/gangs.md): the gang search of
+// "Why no host" for a gang (count=N, docs/gangs.md), the gangs' part of
+// GET /diagnostics/allocation_candidates (a DiagnosisPart, installed from the
+// extension's object): the gang search of
 // GET /ext/gang_candidates is run as it is (same engine answer, same domains),
 // and when no domain holds N hosts that take a member together, the answer
 // names the best domain (the most hosts that fit one member) and what it
@@ -6,11 +8,19 @@
 // per-host reason of the plain diagnosis (the member request replayed
 // constraint by constraint, why-no-host.ts).
 import * as z from 'zod';
-import type { Microversion } from '../microversion.js';
-import { readDomainFacts } from '../ext/gangs/domains.js';
-import { type GangQuery, searchDomains } from '../ext/gangs/index.js';
-import type { CandidateRequest } from '../placement/candidates/parse.js';
-import { Diagnosis, type DiagnosisContext, diagnoseCandidates, HostVerdict } from './why-no-host.js';
+import {
+  type Diagnosis,
+  type DiagnosisContext,
+  type DiagnosisPart,
+  diagnoseCandidates,
+  HostVerdict,
+} from '../../diagnostics/why-no-host.js';
+import type { Microversion } from '../../microversion.js';
+import type { CandidateRequest } from '../../placement/candidates/parse.js';
+import { MV } from '../../placement/versions.js';
+import { badQuery } from '../../shared/validation-messages.js';
+import { readDomainFacts } from './domains.js';
+import { GANG_KEYS, type GangQuery, parseGangQuery, searchDomains } from './index.js';
 
 /** Most hosts of the best domain explained one by one (each costs a small query). */
 export const MAX_DOMAIN_HOSTS = 50;
@@ -44,10 +54,8 @@ export const GangDiagnosis = z.object({
 });
 export type GangDiagnosis = z.infer<typeof GangDiagnosis>;
 
-export const GangAwareDiagnosis = Diagnosis.extend({
-  gang: GangDiagnosis.optional().describe('count=N given (1.25+): whether a gang of N fits in one domain, and if not, why'),
-});
-export type GangAwareDiagnosis = z.infer<typeof GangAwareDiagnosis>;
+/** The diagnosis with the gang's verdict. */
+export type GangAwareDiagnosis = Diagnosis & { gang?: GangDiagnosis };
 
 const hostsText = (n: number) => `${n} host${n === 1 ? '' : 's'}`;
 
@@ -109,3 +117,25 @@ export async function diagnoseGang(
   verdict.reason = `no domain holds a gang of ${gang.count}; the best, ${where}: ${lacks}`;
   return { ...diagnosis, hosts: diagnosis.hosts.filter((v) => asked.has(v.host)), gang: verdict };
 }
+
+/** The gangs' question to GET /diagnostics/allocation_candidates: count=N (and its domain parameters), as GET /ext/gang_candidates takes them. */
+export const gangDiagnosis: DiagnosisPart = {
+  key: 'gang',
+  schema: GangDiagnosis.optional().describe('count=N given (1.25+): whether a gang of N fits in one domain, and if not, why'),
+  question: {
+    query: [
+      { name: 'count', description: 'extension (1.25+): explain a gang of this many hosts, as GET /ext/gang_candidates searches it' },
+      { name: 'ext_domain', description: "extension, with count: 'aggregate' (default) or 'any'" },
+      { name: 'ext_domain_member_of', description: 'extension, with count: in:AGG1,AGG2 - only these aggregates may be domains' },
+    ],
+    answers: 'and with count the gang verdict',
+    // `limit` counts gangs there, but alone it is the plain query's own.
+    takes: (query) => GANG_KEYS.some((key) => key !== 'limit' && key in query),
+    ask: (query, mv, parse) => {
+      if (!mv.atLeast(MV.GRANULAR)) throw badQuery('count (a gang) needs microversion 1.25 or later');
+      const { gang, rest } = parseGangQuery(query);
+      const member = parse(rest);
+      return (ctx, hosts) => diagnoseGang(ctx, query, member, gang, mv, hosts);
+    },
+  },
+};

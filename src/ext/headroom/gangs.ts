@@ -1,6 +1,6 @@
 // GET /ext/headroom?count=N: how many more gangs of N fit per domain. Each
 // tree's headroom (how many first-candidate claims of the request it takes
-// now, ../headroom.ts) caps how many gangs can have a member there; a gang
+// now, headroom.ts) caps how many gangs can have a member there; a gang
 // needs N different hosts, so k gangs fit in a domain when its hosts' counts,
 // each capped at k, add up to k x N (the largest such k). As headroom does,
 // each tree is counted from usage as it is now, on its own: a sharing
@@ -9,9 +9,9 @@ import type { BatchReader } from '../../db/client.js';
 import type { Microversion } from '../../microversion.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
 import { parseCandidateRequestWithExt } from '../../placement/candidates/parse.js';
-import { type Headroom, findHeadroom } from '../headroom/headroom.js';
-import { readDomainFacts } from './domains.js';
-import { parseGangQuery } from './query.js';
+import { readDomainFacts } from '../gangs/domains.js';
+import { parseGangQuery } from '../gangs/query.js';
+import { type Headroom, findHeadroom } from './headroom.js';
 
 export interface DomainHeadroom {
   /** The aggregate's uuid; null with ext_domain=any. */

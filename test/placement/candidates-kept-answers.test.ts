@@ -1,0 +1,279 @@
+// Kept answers (candidates/index.ts KeptAnswers): a full JSON answer reused
+// while its request's one read batch reads the same trees, names and usage.
+// Differential: the route's answers (kept answers on) against the same engine
+// with none kept, byte for byte, over random clouds, a small pool of repeated
+// queries across microversions (so most are answered from a kept answer), and
+// between them writes of every kind from this app and from a second app on
+// the same database file (another process to this one's engine), holds whose
+// windows open and close as the app's clock moves, and the clock itself.
+// Also: the presenter's kept bytes belong to one app and are swept.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Microversion } from '../../src/http/microversion.js';
+import { findAllocationCandidatesJson } from '../../src/placement/candidates/index.js';
+import { KeptBytes } from '../../src/placement/candidates/present/kept-bytes.js';
+import { provider, randomInventory } from '../helpers/providers.js';
+import { random, type Random } from '../helpers/random.js';
+import { makeTestApp, sameDatabaseApp, type TestApp } from '../helpers/test-app.js';
+
+const CLASSES = ['VCPU', 'MEMORY_MB', 'DISK_GB'] as const;
+const TRAITS = ['HW_CPU_X86_AVX2', 'CUSTOM_A', 'CUSTOM_B'] as const;
+const AGGREGATES = [crypto.randomUUID(), crypto.randomUUID()];
+const T0 = Date.parse('2030-01-01T00:00:00Z');
+const MINUTE = 60_000;
+const at = (ms: number) => new Date(ms).toISOString();
+const decoder = new TextDecoder();
+/** The projects claims are made for (a hold names a project placement knows a consumer of). */
+const PROJECTS = [crypto.randomUUID(), crypto.randomUUID()];
+
+let now = T0;
+
+interface Cloud {
+  providers: string[];
+  consumers: string[];
+  holds: string[];
+}
+
+async function buildCloud(app: TestApp, r: Random): Promise<Cloud> {
+  const providers: string[] = [];
+  for (const name of TRAITS.filter((t) => t.startsWith('CUSTOM_'))) await app.call('PUT', `/traits/${name}`);
+  for (let i = r.int(4, 8); i > 0; i -= 1) {
+    const root = await provider(app, {
+      inventory: randomInventory(r, CLASSES),
+      traits: r.chance(0.6) ? r.some(TRAITS, 2) : undefined,
+      aggregates: r.chance(0.5) ? r.some(AGGREGATES, 1) : undefined,
+    });
+    providers.push(root);
+    for (let j = r.chance(0.4) ? r.int(1, 2) : 0; j > 0; j -= 1) {
+      providers.push(
+        await provider(app, {
+          parent: root,
+          inventory: randomInventory(r, CLASSES),
+          traits: r.chance(0.5) ? r.some(TRAITS, 1) : undefined,
+        }),
+      );
+    }
+  }
+  if (r.chance(0.5)) {
+    providers.push(
+      await provider(app, { inventory: randomInventory(r, ['DISK_GB']), traits: ['MISC_SHARES_VIA_AGGREGATE'], aggregates: AGGREGATES }),
+    );
+  }
+  return { providers, consumers: [], holds: [] };
+}
+
+/** A pool of queries, each asked many times: resources, traits, aggregates, limits, groups, across microversions. */
+function queryPool(r: Random): { query: string; mv: Microversion }[] {
+  const pool: { query: string; mv: Microversion }[] = [];
+  for (let i = 0; i < 10; i += 1) {
+    const minor = r.pick([10, 17, 21, 25, 29, 34, 36, 39]);
+    const params = new URLSearchParams();
+    params.set(
+      'resources',
+      r
+        .some(CLASSES, 3)
+        .map((c) => `${c}:${r.pick([1, 1, 2])}`)
+        .join(','),
+    );
+    if (minor >= 17 && r.chance(0.3)) params.set('required', r.pick(TRAITS));
+    if (minor >= 21 && r.chance(0.3)) params.set('member_of', r.pick(AGGREGATES));
+    if (minor >= 25 && r.chance(0.4)) {
+      params.set('resources1', `${r.pick(CLASSES)}:1`);
+      params.set('group_policy', r.pick(['none', 'isolate']));
+    }
+    if (minor >= 16 && r.chance(0.3)) params.set('limit', String(r.int(1, 4)));
+    pool.push({ query: params.toString(), mv: new Microversion(1, minor) });
+  }
+  return pool;
+}
+
+/** One random write, by `app` (this one or the second), or a move of the clock; refusals are fine. */
+async function write(app: TestApp, r: Random, cloud: Cloud): Promise<string> {
+  const target = r.pick(cloud.providers);
+  const shown = await app.call('GET', `/resource_providers/${target}`);
+  const generation = shown.status === 200 ? ((await shown.json()) as { generation: number }).generation : 0;
+  switch (r.int(0, 9)) {
+    case 0:
+    case 1:
+    case 2: {
+      const res = await app.call('GET', `/allocation_candidates?resources=${r.pick(CLASSES)}:${r.int(1, 2)}&limit=3`);
+      const body = (await res.json()) as { allocation_requests: { allocations: unknown }[] };
+      const choice = body.allocation_requests[r.int(0, 2)] ?? body.allocation_requests[0];
+      if (!choice) return 'no claim';
+      const consumer = crypto.randomUUID();
+      const project = r.pick(PROJECTS);
+      const claim = await app.call('PUT', `/allocations/${consumer}`, {
+        body: {
+          allocations: choice.allocations,
+          project_id: project,
+          user_id: project,
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        },
+      });
+      if (claim.status === 204) cloud.consumers.push(consumer);
+      return `claim ${claim.status}`;
+    }
+    case 3:
+    case 4: {
+      if (!cloud.consumers.length) return 'no consumer';
+      const consumer = cloud.consumers.splice(r.int(0, cloud.consumers.length - 1), 1)[0];
+      return `unclaim ${(await app.call('DELETE', `/allocations/${consumer}`)).status}`;
+    }
+    case 5: {
+      const res = await app.call('PUT', `/resource_providers/${target}/inventories`, {
+        body: { resource_provider_generation: generation, inventories: randomInventory(r, CLASSES) },
+      });
+      return `inventories ${res.status}`;
+    }
+    case 6: {
+      const [what, names] = r.chance(0.6)
+        ? ['traits', { traits: r.some(TRAITS, 2) }]
+        : ['aggregates', { aggregates: r.some(AGGREGATES, 1) }];
+      const body = { resource_provider_generation: generation, ...(r.chance(0.3) ? { [what]: [] } : names) };
+      return `${what} ${(await app.call('PUT', `/resource_providers/${target}/${what}`, { body })).status}`;
+    }
+    case 7: {
+      // A hold on a provider, its window opening soon: while it constrains the request, nothing is kept or reused.
+      // Begun or about to: outsiders' answers lose what it holds (its whole inventory, often).
+      const start = now + r.int(-10, 30) * MINUTE;
+      const project = r.pick(PROJECTS);
+      const held = (await (await app.call('GET', `/resource_providers/${target}/inventories`)).json()) as {
+        inventories?: Record<string, { total: number }>;
+      };
+      const classes = Object.keys(held.inventories ?? {});
+      if (!classes.length) return 'no inventory';
+      const heldClass = r.pick(classes);
+      const res = await app.call('POST', '/ext/holds', {
+        body: {
+          project_id: project,
+          start: at(start),
+          end: at(start + r.int(5, 60) * MINUTE),
+          end_action: 'release',
+          allocations: { [target]: { resources: { [heldClass]: r.chance(0.5) ? held.inventories![heldClass]!.total : 1 } } },
+        },
+      });
+      if (res.status === 201) cloud.holds.push(((await res.json()) as { uuid: string }).uuid);
+      return `hold ${res.status}`;
+    }
+    case 8: {
+      if (!cloud.holds.length) return 'no hold';
+      const hold = cloud.holds.splice(r.int(0, cloud.holds.length - 1), 1)[0];
+      return `unhold ${(await app.call('DELETE', `/ext/holds/${hold}`)).status}`;
+    }
+    default:
+      now += r.int(1, 90) * MINUTE;
+      return 'clock';
+  }
+}
+
+const SEEDS = [3, 17, 29, 43, 59, 71];
+/** Answers put together from a kept one with the trees whose usage changed computed again, over every seed. */
+let splices = 0;
+const STEPS = 700;
+
+describe('kept answers: the route against the engine with none kept', () => {
+  for (const seed of SEEDS) {
+    describe(`seed ${seed}`, () => {
+      let first: TestApp;
+      let second: TestApp;
+      beforeAll(async () => {
+        now = T0;
+        first = await makeTestApp();
+        first.deps.clock = () => new Date(now);
+        second = await sameDatabaseApp(first, () => now);
+      });
+      afterAll(() => {
+        second.close();
+        first.close();
+      });
+
+      it(`answers ${STEPS} repeated queries byte for byte between writes of both apps and clock moves`, async () => {
+        const r = random(seed);
+        const cloud = await buildCloud(first, r);
+        const pool = queryPool(r);
+        const engine = first.deps.candidates;
+        const hitsBefore = engine.answers.hits;
+        const splicesBefore = engine.answers.splices;
+        const writes: string[] = [];
+        const compare = async (step: number, query: string, mv: Microversion) => {
+          const res = await first.call('GET', `/allocation_candidates?${query}`, { version: mv.toString() });
+          expect(res.status, query).toBe(200);
+          const kept = await res.text();
+          const fresh = await findAllocationCandidatesJson(
+            first.deps.store.nearby,
+            engine.parse(Object.fromEntries([...new URLSearchParams(query)].map(([k, v]) => [k, [v]])), mv),
+            mv,
+            engine.options({ answers: undefined }),
+          );
+          expect(kept, `seed ${seed} step ${step} at ${mv}: ${query} after ${writes.slice(-3).join(', ')}`).toBe(decoder.decode(fresh));
+        };
+        for (let step = 0; step < STEPS; step += 1) {
+          if (r.chance(0.2)) {
+            const written = await write(r.chance(0.5) ? first : second, r, cloud);
+            writes.push(written);
+            // What changes no usage and no tree (a hold, the clock): every query at once, while their kept answers are there.
+            if (/^(hold|unhold|clock)/.test(written)) for (const { query, mv } of pool) await compare(step, query, mv);
+          }
+          const { query, mv } = r.pick(pool);
+          await compare(step, query, mv);
+        }
+        // Most answers came from a kept one, and the writes were of every kind, from both apps.
+        expect(engine.answers.hits - hitsBefore).toBeGreaterThan(STEPS / 10);
+        splices += engine.answers.splices - splicesBefore;
+        const done = new Set(writes.filter((w) => / 20\d$/.test(w)).map((w) => w.split(' ')[0]));
+        expect([...done].sort()).toEqual(expect.arrayContaining(['claim', 'hold', 'inventories', 'traits', 'unclaim', 'unhold']));
+      }, 120_000);
+    });
+  }
+
+  it('put answers together from kept ones, the trees whose usage changed computed again', () => {
+    expect(splices).toBeGreaterThan(SEEDS.length * 5);
+  });
+
+  it('keeps nothing in random order, and each app keeps its own', async () => {
+    const shuffled = await makeTestApp({ PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: 'true' });
+    const plain = await makeTestApp({ PLACEMENT_DB_URL: shuffled.dbUrl });
+    try {
+      await provider(shuffled, { inventory: { VCPU: { total: 8 } } });
+      for (let i = 0; i < 3; i += 1) {
+        expect((await shuffled.call('GET', '/allocation_candidates?resources=VCPU:1')).status).toBe(200);
+        expect((await plain.call('GET', '/allocation_candidates?resources=VCPU:1')).status).toBe(200);
+      }
+      expect(shuffled.deps.candidates.answers.size).toBe(0);
+      expect(plain.deps.candidates.answers.size).toBe(1);
+      expect(plain.deps.candidates.answers.hits).toBe(2);
+      expect(plain.deps.candidates.keptBytes).not.toBe(shuffled.deps.candidates.keptBytes);
+    } finally {
+      plain.deps.store.close();
+      shuffled.close();
+    }
+  });
+});
+
+describe('kept presentation bytes', () => {
+  it('drops the entries no answer used for a sweep interval, and renews an entry whose node was replaced', () => {
+    const kept = new KeptBytes(4);
+    const used = { id: 1 };
+    const idle = { id: 2 };
+    kept.nodeBytes(used).summary = null;
+    const idleEntry = kept.nodeBytes(idle);
+    idleEntry.requests.push({ key: 'k', uuids: [], bytes: new Uint8Array([1]) });
+    expect(kept.entries).toBe(2);
+    // Four answers name only the first provider: the sweep after the fourth keeps the second (unused for 4, not more).
+    for (let i = 0; i < 4; i += 1) {
+      kept.nodeBytes(used);
+      kept.answerWritten(10);
+    }
+    expect(kept.entries).toBe(2);
+    for (let i = 0; i < 4; i += 1) {
+      kept.nodeBytes(used);
+      kept.answerWritten(10);
+    }
+    expect(kept.entries).toBe(1);
+    expect(kept.nodeBytes(idle).requests).toEqual([]);
+    // Another node of the same id (its tree re-read) starts empty.
+    const entry = kept.nodeBytes(used);
+    entry.requests.push({ key: 'k', uuids: [], bytes: new Uint8Array([2]) });
+    expect(kept.nodeBytes({ id: 1 }).requests).toEqual([]);
+  });
+});
