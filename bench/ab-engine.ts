@@ -8,7 +8,9 @@
 // alternate between the two, and each reports its own process CPU per answer.
 // --claim-between: a claim of one unit on the next provider in turn before each answer (engine-answer.ts), the
 // CPU of its write counted on both sides alike.
-//   npx tsx bench/ab-engine.ts BASE_CHECKOUT HEAD_CHECKOUT DB_FILE [--query Q] [--rounds 16] [--semi 32,16] [--claim-between]
+// --vary: each answer asks one more DISK_GB (a cycle of 64, engine-answer.ts), so none is a kept answer: a searched
+// answer's CPU, as the first answer after a load pays it.
+//   npx tsx bench/ab-engine.ts BASE_CHECKOUT HEAD_CHECKOUT DB_FILE [--query Q] [--rounds 16] [--semi 32,16] [--claim-between] [--vary]
 // DB_FILE: a loaded database (bench/server-cpu.mjs's file: placeload's flat cloud).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -24,12 +26,13 @@ const { values: args, positionals } = parseArgs({
     rounds: { type: 'string', default: '16' },
     semi: { type: 'string', default: '32' },
     'claim-between': { type: 'boolean', default: false },
+    vary: { type: 'boolean', default: false },
   },
 });
 
 /** The child role: one checkout's engine on a copy of the file, answering `n` on each line of stdin. */
 async function child(root: string, dbFile: string, queryString: string): Promise<void> {
-  const answer = await engineAnswer(root, dbFile, queryString, undefined, args['claim-between']);
+  const answer = await engineAnswer(root, dbFile, queryString, undefined, args['claim-between'], args.vary);
   let bytes = 0;
   for (let i = 0; i < 150; i += 1) bytes = await answer();
   console.log(JSON.stringify({ bytes }));
@@ -61,6 +64,7 @@ async function parent(roots: string[], dbFile: string): Promise<void> {
         '--query',
         args.query!,
         ...(args['claim-between'] ? ['--claim-between'] : []),
+        ...(args.vary ? ['--vary'] : []),
         root,
         dbFile,
       ],

@@ -10,6 +10,8 @@ import { createClient } from '@libsql/client';
  * A function answering `queryString` at `version` with `root`'s engine over a copy of `dbFile`; it gives the answer's length in bytes.
  * `claimBetween`: before each answer, one unit of VCPU is allocated on the next provider in turn (and the oldest such
  * allocation removed once 50 stand), as a scheduler's claims change one tree's usage between its queries.
+ * `vary`: each answer asks one more DISK_GB than the last, in a cycle of 64 (twice the kept answers' count), so no
+ * kept answer serves it: every answer is searched, as the first answer after a load is.
  */
 export async function engineAnswer(
   checkout: string,
@@ -17,6 +19,7 @@ export async function engineAnswer(
   queryString: string,
   version = '1.36',
   claimBetween = false,
+  vary = false,
 ): Promise<() => Promise<number>> {
   // Imported by path: a relative checkout is the working directory's, not this file's.
   const root = resolve(checkout);
@@ -31,6 +34,13 @@ export async function engineAnswer(
   const engine = candidateEngine(loadConfig({ PLACEMENT_DB_URL: `file:${copy}` }), undefined);
   const mv = Microversion.parse(version);
   const query = Object.fromEntries([...new URLSearchParams(queryString)].map(([key, value]) => [key, [value]]));
+  const resources = query.resources?.[0] ?? '';
+  let answers = 0;
+  const varied = (): Record<string, string[]> => {
+    answers += 1;
+    const extra = answers % 64;
+    return { ...query, resources: [resources.replace(/DISK_GB:(\d+)/, (_, n) => `DISK_GB:${Number(n) + extra}`)] };
+  };
   const reader = clientReader(createClient({ url: `file:${copy}` }));
   // An engine from before it parsed its own query (b80fc36 and older): the parser module's.
   const parseModule = engine.parse ? null : await import(`${root}/src/placement/candidates/parse.ts`);
@@ -58,6 +68,6 @@ export async function engineAnswer(
   };
   return async (): Promise<number> => {
     if (claimBetween) await claim();
-    return (await findAllocationCandidatesJson(reader, parse(query), mv, engine.options())).length;
+    return (await findAllocationCandidatesJson(reader, parse(vary ? varied() : query), mv, engine.options())).length;
   };
 }

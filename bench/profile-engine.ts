@@ -3,7 +3,8 @@
 // memory) over a copy of DB_FILE, 150 answers to warm up, then ANSWERS more
 // under V8's profiler; prints self time by function and by file, and the CPU
 // per answer with and without the profiler.
-//   npx tsx bench/profile-engine.ts CHECKOUT DB_FILE [--query Q] [--answers 300] [--out profile.cpuprofile]
+//   npx tsx bench/profile-engine.ts CHECKOUT DB_FILE [--query Q] [--answers 300] [--out profile.cpuprofile] [--vary]
+// --vary: a new DISK_GB amount each answer (engine-answer.ts), so each is searched, never a kept answer.
 // DB_FILE: a loaded database (bench/server-cpu.mjs's file: placeload's flat cloud).
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -18,12 +19,13 @@ const { values: args, positionals } = parseArgs({
     answers: { type: 'string', default: '300' },
     out: { type: 'string' },
     version: { type: 'string', default: '1.36' },
+    vary: { type: 'boolean', default: false },
   },
 });
 const [root, dbFile] = positionals;
 if (!dbFile) throw new Error('usage: bench/profile-engine.ts CHECKOUT DB_FILE');
 
-const answer = await engineAnswer(root!, dbFile, args.query!, args.version!);
+const answer = await engineAnswer(root!, dbFile, args.query!, args.version!, false, args.vary);
 const n = Number(args.answers);
 const cpuPerAnswer = async (count: number) => {
   const before = process.cpuUsage();

@@ -257,7 +257,7 @@ describe('kept presentation bytes', () => {
     const idle = { id: 2 };
     kept.nodeBytes(used).summary = null;
     const idleEntry = kept.nodeBytes(idle);
-    idleEntry.requests.push({ key: 'k', uuids: [], bytes: new Uint8Array([1]) });
+    idleEntry.template = { shape: 'k', parts: [new Uint8Array([1])], classIds: [] };
     expect(kept.entries).toBe(2);
     // Four answers name only the first provider: the sweep after the fourth keeps the second (unused for 4, not more).
     for (let i = 0; i < 4; i += 1) {
@@ -270,10 +270,10 @@ describe('kept presentation bytes', () => {
       kept.answerWritten(10);
     }
     expect(kept.entries).toBe(1);
-    expect(kept.nodeBytes(idle).requests).toEqual([]);
+    expect(kept.nodeBytes(idle).template).toBeNull();
     // Another node of the same id (its tree re-read) starts empty.
     const entry = kept.nodeBytes(used);
-    entry.requests.push({ key: 'k', uuids: [], bytes: new Uint8Array([2]) });
-    expect(kept.nodeBytes({ id: 1 }).requests).toEqual([]);
+    entry.template = { shape: 'k', parts: [new Uint8Array([2])], classIds: [] };
+    expect(kept.nodeBytes({ id: 1 }).template).toBeNull();
   });
 });

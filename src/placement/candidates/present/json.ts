@@ -8,15 +8,17 @@
 // docs/performance.md#figures-behind-the-code).
 // Every fixed piece (provider uuids, class names, summary templates) is
 // encoded once and copied. Over the trees kept in memory, a provider's
-// summary and the allocation requests it anchors come out the same answer
-// after answer until its tree or its usage changes: the presenter keeps their
-// bytes by node (kept-bytes.ts) and copies them whole, a copy or two per
-// candidate instead of a dozen pieces. The differential tests check every
-// spelling agrees (candidates-json-differential.test.ts).
+// summary comes out the same answer after answer until its tree or its usage
+// changes: the presenter keeps its bytes by node (kept-bytes.ts) and copies
+// them whole. An allocation request is its form's bytes (classes, amounts,
+// suffixes: one template per form) around its providers' uuids, a handful of
+// copies per candidate instead of a dozen pieces, nothing kept per provider.
+// The differential tests check every spelling agrees
+// (candidates-json-differential.test.ts).
 import { type ProviderNode, type Usage, usedOf } from '../cloud-model.js';
 import type { AllocationRequest, Piece } from '../search.js';
 import type { Presentation } from './index.js';
-import type { KeptBytes, NodeBytes, SummaryTemplate } from './kept-bytes.js';
+import type { KeptBytes, SummaryTemplate } from './kept-bytes.js';
 
 const encoder = new TextEncoder();
 const utf8 = (text: string): Uint8Array => encoder.encode(text);
@@ -144,7 +146,7 @@ export function candidatesJson(
   // About 250 bytes per request and 300 per summary: a guess that saves most regrowth.
   const out = new JsonWriter(chosen.length * 250 + Math.min(nodes.size, 20_000) * 300, kept);
   const usedProviders = new Set<number>();
-  const forms = new RequestForms(classNameById, shape.withMappings);
+  const forms = new RequestForms(classNameById, shape.withMappings, kept);
   out.bytes(START);
   for (let i = 0; i < chosen.length; i += 1) {
     const request = chosen[i]!;
@@ -152,8 +154,7 @@ export function candidatesJson(
     const start = out.mark;
     for (const piece of request.pieces) usedProviders.add(piece.providerId);
     if (!shape.dictShape) listRequest(out, request, uuidOf, classOf);
-    else if (!keptRequest(out, request, nodes, forms, uuidOf, classOf, shape.withMappings, kept))
-      dictRequest(out, request, uuidOf, classOf, shape.withMappings);
+    else formRequest(out, request, forms, uuidOf, classOf, shape.withMappings);
     byTree?.note(REQUESTS, rootOfRequest(request, nodes), start, out.mark);
   }
   out.bytes(SUMMARIES);
@@ -545,9 +546,6 @@ function sameUsage(used: readonly number[], perClass: ReadonlyMap<number, number
   return true;
 }
 
-/** How many requests a node keeps the bytes of (a tree anchors a handful in one answer; more is a wide tree, its requests seldom repeat). */
-const KEPT_REQUESTS = 16;
-
 /**
  * A dict-shaped allocation request apart from its providers: each piece's
  * provider as a slot (providers in order of first appearance, then those only
@@ -558,6 +556,8 @@ const KEPT_REQUESTS = 16;
  */
 interface RequestForm {
   key: string;
+  /** Its bytes apart from the providers' uuids, once the first request of the form is written (formRequest). */
+  template: RequestTemplate | null;
   slots: number[];
   classIds: number[];
   amounts: number[];
@@ -576,6 +576,8 @@ class RequestForms {
   constructor(
     private readonly classNameById: ReadonlyMap<number, string>,
     private readonly withMappings: boolean,
+    /** For the writer templates are recorded with (nothing of it is kept). */
+    readonly kept: KeptBytes,
   ) {}
 
   private slotOf(providerId: number): number {
@@ -620,6 +622,7 @@ class RequestForms {
     const suffixes = this.withMappings ? [...inObjectKeyOrder(mappings)] : [];
     const form: RequestForm = {
       key: '',
+      template: null,
       slots: pieces.map((piece) => slotOf(piece.providerId)),
       classIds: pieces.map((piece) => piece.classId),
       amounts: pieces.map((piece) => piece.amount),
@@ -641,45 +644,76 @@ class RequestForms {
 }
 
 /**
- * Writes a dict-shaped request from the bytes its first provider's node kept
- * when it wrote the same request before (the same form, the same other
- * providers' nodes), or writes it and keeps them; false when the nodes are
- * not kept between answers (the SQL engine's), and nothing was written.
+ * A dict-shaped request of one form as bytes with a gap for each provider
+ * uuid: `parts[0] + uuid(slots[0]) + parts[1] + ... + parts[n]`. Everything
+ * else dictRequest writes is the form's (its key spells the slots, class
+ * names, amounts, suffixes and mapping slots), so one template serves every
+ * request of the form: a searched answer writes a handful of copies per
+ * request, nothing kept per provider between answers.
  */
-function keptRequest(
+interface RequestTemplate {
+  parts: Uint8Array[];
+  slots: number[];
+}
+
+/** Templates by form key, kept between answers: the key spells all a template holds (class names, not ids), so it stays right. */
+const requestTemplates = new Map<string, RequestTemplate>();
+
+/** A request written through its form's template, recorded from dictRequest itself on the form's first request. */
+function formRequest(
   out: JsonWriter,
   request: AllocationRequest,
-  nodes: ReadonlyMap<number, ProviderNode>,
   forms: RequestForms,
   uuidOf: (id: number) => Uint8Array,
   classOf: (id: number) => Uint8Array,
   withMappings: boolean,
-  keptBytes: KeptBytes,
-): boolean {
-  const firstNode = nodes.get(request.pieces[0]?.providerId ?? -1);
-  if (firstNode?.uuidJson === undefined) return false;
+): void {
   const form = forms.of(request);
-  const { providers, count } = forms;
-  const kept: NodeBytes = keptBytes.nodeBytes(firstNode);
-  for (const entry of kept.requests) {
-    if (entry.key !== form.key || entry.uuids.length !== count - 1) continue;
-    let same = true;
-    for (let i = 1; same && i < count; i += 1) same = nodes.get(providers[i]!)?.uuidJson === entry.uuids[i - 1];
-    if (!same) continue;
-    // The same spelling from another answer: keep this answer's string, compared by reference from now on.
-    entry.key = form.key;
-    out.bytes(entry.bytes);
-    return true;
+  const { providers } = forms;
+  let template = form.template ?? requestTemplates.get(form.key);
+  if (template === undefined) {
+    if (requestTemplates.size >= 10_000) requestTemplates.clear();
+    template = requestTemplate(request, providers, forms.count, classOf, withMappings, forms.kept);
+    requestTemplates.set(form.key, template);
   }
-  const uuids: Uint8Array[] = [];
-  for (let i = 1; i < count; i += 1) {
-    const uuid = nodes.get(providers[i]!)?.uuidJson;
-    if (uuid === undefined) return false;
-    uuids.push(uuid);
+  form.template = template;
+  const { parts, slots } = template;
+  out.bytes(parts[0]!);
+  for (let i = 0; i < slots.length; i += 1) {
+    out.bytes(uuidOf(providers[slots[i]!]!));
+    out.bytes(parts[i + 1]!);
   }
-  const mark = out.mark;
-  dictRequest(out, request, uuidOf, classOf, withMappings);
-  if (kept.requests.length >= KEPT_REQUESTS) kept.requests.pop();
-  kept.requests.unshift({ key: form.key, uuids, bytes: out.copyFrom(mark) });
-  return true;
 }
+
+/** dictRequest of `request` with every uuid left out and its place and slot noted: the bytes between are the template's parts. */
+function requestTemplate(
+  request: AllocationRequest,
+  providers: readonly number[],
+  count: number,
+  classOf: (id: number) => Uint8Array,
+  withMappings: boolean,
+  kept: KeptBytes,
+): RequestTemplate {
+  const scratch = new JsonWriter(256, kept);
+  const marks: number[] = [];
+  const slots: number[] = [];
+  const gap = (id: number): Uint8Array => {
+    let slot = 0;
+    while (slot < count && providers[slot] !== id) slot += 1;
+    if (slot === count) throw new Error('a request names a provider its form has no slot for');
+    marks.push(scratch.mark);
+    slots.push(slot);
+    return NO_BYTES;
+  };
+  dictRequest(scratch, request, gap, classOf, withMappings);
+  const written = scratch.result();
+  const parts: Uint8Array[] = [];
+  let from = 0;
+  for (const mark of marks) {
+    parts.push(written.slice(from, mark));
+    from = mark;
+  }
+  parts.push(written.slice(from));
+  return { parts, slots };
+}
+const NO_BYTES = new Uint8Array(0);

@@ -3,9 +3,8 @@
 // in memory lives until its tree changes (a change replaces every node of the
 // tree), so the node itself is what makes a provider's summary template
 // valid: its uuid, parent, root, inventories and traits are the node's, fixed
-// for its life. What else the bytes hold (the presentation, usage figures,
-// class names, amounts, other trees' providers) is compared before they are
-// copied (json.ts). The model knows nothing of them.
+// for its life. What else the bytes hold (the presentation, usage figures)
+// is compared before they are copied (json.ts). The model knows nothing of them.
 // Looked up by provider id, then checked to be the same node: an array read
 // is a load, where a WeakMap or Map keyed by node costs a hash probe per
 // provider and answer, which showed in a warm full answer's CPU
@@ -26,21 +25,12 @@ export interface KeptSummary {
   bytes: Uint8Array;
 }
 
-/** An allocation request a provider anchored: its form (json.ts RequestForm's key) and its other providers' uuid bytes. */
-export interface KeptRequest {
-  key: string;
-  uuids: Uint8Array[];
-  bytes: Uint8Array;
-}
-
 /** What the presenter keeps for one provider node. */
 export interface NodeBytes {
   /** The node these bytes were written for: a node of the same id that is not this one is another version of its tree. */
   readonly node: object;
   template: SummaryTemplate | null;
   summary: KeptSummary | null;
-  /** Requests it anchored, the latest first. */
-  requests: KeptRequest[];
   /** The answer that last used the entry (sweep). */
   seen: number;
   /** The slab its bytes were written into from (keepBytes). */
@@ -84,7 +74,7 @@ export class KeptBytes {
     let entry = this.kept[node.id];
     // An entry whose bytes may lie in a slab before the last is written again: a slab goes once no entry looks into it.
     if (entry === undefined || entry.node !== node || entry.slab < this.slabs - 1)
-      this.kept[node.id] = entry = { node, template: null, summary: null, requests: [], seen: this.answers, slab: this.slabs };
+      this.kept[node.id] = entry = { node, template: null, summary: null, seen: this.answers, slab: this.slabs };
     else entry.seen = this.answers;
     return entry;
   }
