@@ -18,7 +18,7 @@
 import { type ProviderNode, type Usage, usedOf } from '../cloud-model.js';
 import type { AllocationRequest, Piece } from '../search.js';
 import type { Presentation } from './index.js';
-import type { KeptBytes, SummaryTemplate } from './kept-bytes.js';
+import type { KeptBytes, RequestTemplate, SummaryTemplate } from './kept-bytes.js';
 
 const encoder = new TextEncoder();
 const utf8 = (text: string): Uint8Array => encoder.encode(text);
@@ -576,7 +576,7 @@ class RequestForms {
   constructor(
     private readonly classNameById: ReadonlyMap<number, string>,
     private readonly withMappings: boolean,
-    /** For the writer templates are recorded with (nothing of it is kept). */
+    /** Where request templates are kept, and the writer they are recorded with. */
     readonly kept: KeptBytes,
   ) {}
 
@@ -643,22 +643,6 @@ class RequestForms {
   }
 }
 
-/**
- * A dict-shaped request of one form as bytes with a gap for each provider
- * uuid: `parts[0] + uuid(slots[0]) + parts[1] + ... + parts[n]`. Everything
- * else dictRequest writes is the form's (its key spells the slots, class
- * names, amounts, suffixes and mapping slots), so one template serves every
- * request of the form: a searched answer writes a handful of copies per
- * request, nothing kept per provider between answers.
- */
-interface RequestTemplate {
-  parts: Uint8Array[];
-  slots: number[];
-}
-
-/** Templates by form key, kept between answers: the key spells all a template holds (class names, not ids), so it stays right. */
-const requestTemplates = new Map<string, RequestTemplate>();
-
 /** A request written through its form's template, recorded from dictRequest itself on the form's first request. */
 function formRequest(
   out: JsonWriter,
@@ -670,11 +654,10 @@ function formRequest(
 ): void {
   const form = forms.of(request);
   const { providers } = forms;
-  let template = form.template ?? requestTemplates.get(form.key);
+  let template = form.template ?? forms.kept.requestTemplate(form.key);
   if (template === undefined) {
-    if (requestTemplates.size >= 10_000) requestTemplates.clear();
     template = requestTemplate(request, providers, forms.count, classOf, withMappings, forms.kept);
-    requestTemplates.set(form.key, template);
+    forms.kept.keepRequestTemplate(form.key, template);
   }
   form.template = template;
   const { parts, slots } = template;

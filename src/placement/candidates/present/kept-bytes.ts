@@ -18,6 +18,19 @@ export interface SummaryTemplate {
   classIds: number[];
 }
 
+/**
+ * A dict-shaped request of one form as bytes with a gap for each provider
+ * uuid: `parts[0] + uuid(slots[0]) + parts[1] + ... + parts[n]`. Everything
+ * else dictRequest writes is the form's (its key spells the slots, class
+ * names, amounts, suffixes and mapping slots), so one template serves every
+ * request of the form: a searched answer writes a handful of copies per
+ * request, nothing kept per provider between answers.
+ */
+export interface RequestTemplate {
+  parts: Uint8Array[];
+  slots: number[];
+}
+
 /** A provider's summary as last written: from which template, with which usage figures (the template's classIds' order). */
 export interface KeptSummary {
   template: SummaryTemplate;
@@ -49,6 +62,8 @@ export interface NodeBytes {
  * bytes of a whole answer only while answers stay under half a slab, so a
  * process whose answers grew larger keeps a buffer per piece instead.
  */
+const MAX_REQUEST_TEMPLATES = 10_000;
+
 export class KeptBytes {
   private slab: Uint8Array | null = null;
   private slabUsed = 0;
@@ -58,6 +73,8 @@ export class KeptBytes {
   /** Entries by provider id (ids are small dense integers: a holey array). */
   private readonly kept: (NodeBytes | undefined)[] = [];
   private answers = 0;
+  /** Request templates by form key: the key spells all a template holds (class names, not ids), so it stays right. */
+  private readonly requestTemplates = new Map<string, RequestTemplate>();
 
   /** `sweepAfter`: entries unused for this many answers go (a deleted provider's, or a replaced node's nobody asked for since). */
   constructor(private readonly sweepAfter = 4096) {}
@@ -67,6 +84,17 @@ export class KeptBytes {
     const kept = new KeptBytes();
     kept.largestAnswer = Number.POSITIVE_INFINITY;
     return kept;
+  }
+
+  /** The request template of a form, if one was kept. */
+  requestTemplate(key: string): RequestTemplate | undefined {
+    return this.requestTemplates.get(key);
+  }
+
+  /** Keeps a form's request template; a query mix of more forms than the bound starts again. */
+  keepRequestTemplate(key: string, template: RequestTemplate): void {
+    if (this.requestTemplates.size >= MAX_REQUEST_TEMPLATES) this.requestTemplates.clear();
+    this.requestTemplates.set(key, template);
   }
 
   /** The bytes kept for `node`, an empty entry the first time or when its tree changed since. */
