@@ -144,12 +144,27 @@ export function httpKit(api: ApiProfile): HttpKit {
   // Named on every negotiated answer, errors included.
   const answerHeaders = Object.entries({ ...versions.always, ...versions.negotiated });
 
+  // A client sends the same header on every request: its negotiation (and the
+  // header value answered) is worked out once per distinct value, for a bounded
+  // number of values, instead of split, matched and parsed per request.
+  const negotiated = new Map<string, { result: ReturnType<typeof negotiate>; answered: string }>();
+  function negotiation(header: string | undefined) {
+    const key = header ?? '';
+    let found = negotiated.get(key);
+    if (found === undefined) {
+      const result = negotiate(askedVersion(header), versions.min, versions.max);
+      found = { result, answered: result.ok ? `${versions.serviceType} ${result.version.toString()}` : '' };
+      if (negotiated.size < 64) negotiated.set(key, found);
+    }
+    return found;
+  }
+
   return {
     api,
 
     microversion: () =>
       createMiddleware<AppEnv>(async function microversionMiddleware(c, next) {
-        const result = negotiate(askedVersion(c.req.header('openstack-api-version')), versions.min, versions.max);
+        const { result, answered } = negotiation(c.req.header('openstack-api-version'));
         if (!result.ok) {
           const refusal = versions.refuse(result);
           throw api.error(refusal.status, refusal.message, { extra: refusal.extra, headers: versions.always });
@@ -162,7 +177,7 @@ export function httpKit(api: ApiProfile): HttpKit {
           // copies its body through a stream (cost: docs/performance.md#figures-behind-the-code).
           const headers = c.res.headers;
           for (const [name, value] of answerHeaders) headers.set(name, value);
-          headers.set('openstack-api-version', `${versions.serviceType} ${result.version.toString()}`);
+          headers.set('openstack-api-version', answered);
         }
       }),
 
