@@ -6,7 +6,7 @@
 //  - keystone: as keystonemiddleware's auth_token: X-Auth-Token validated by
 //    Keystone (keystone/validator.ts, held in deps.keystone); a refusal names
 //    Keystone in WWW-Authenticate, Keystone being down is 503.
-// All fill c.get('credentials'); the root document needs no token.
+// All set the request's credentials (c.get('credentials')); the root document needs no token.
 //
 // A service token (X-Service-Token, as keystonemiddleware reads it) rides
 // beside the user's token: its roles become credentials.serviceRoles. In
