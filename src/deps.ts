@@ -60,8 +60,23 @@ export interface Deps {
 /** Where a log line goes, by its level. */
 export type LogSink = (level: 'debug' | 'info' | 'warn' | 'error', line: string) => void;
 
-/** Node: every line on stderr (stdout stays free for a CLI's output; journald keeps both). */
-export const stderrSink: LogSink = (_level, line) => console.error(line);
+const ignore = () => {};
+let stderrGuarded = false;
+
+/**
+ * Node: every line on stderr (stdout stays free for a CLI's output; journald
+ * keeps both), the bytes console.error wrote, written straight to the stream:
+ * Console formats its arguments and checks colour support at every call (an
+ * access line per request). As Console does, a stderr that fails (a closed
+ * pipe) loses the line without taking the process down.
+ */
+export const stderrSink: LogSink = (_level, line) => {
+  if (!stderrGuarded) {
+    process.stderr.on('error', ignore);
+    stderrGuarded = true;
+  }
+  process.stderr.write(`${line}\n`);
+};
 
 /**
  * A Worker: each line on the console method of its level. wrangler dev and

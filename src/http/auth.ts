@@ -6,7 +6,7 @@
 //  - keystone: as keystonemiddleware's auth_token: X-Auth-Token validated by
 //    Keystone (keystone/validator.ts, held in deps.keystone); a refusal names
 //    Keystone in WWW-Authenticate, Keystone being down is 503.
-// All fill c.var.credentials; the root document needs no token.
+// All set the request's credentials (c.get('credentials')); the root document needs no token.
 //
 // A service token (X-Service-Token, as keystonemiddleware reads it) rides
 // beside the user's token: its roles become credentials.serviceRoles. In
@@ -138,14 +138,14 @@ export function authenticate(opts: { strategy: AuthStrategy; tokens: TokenTable;
     if (c.req.method === 'OPTIONS' || opts.publicPaths.test(c.req.path)) return next();
     const headers = c.req.raw.headers;
     if (opts.strategy === 'keystone') {
-      const keystone = c.var.deps.keystone;
+      const keystone = c.get('deps').keystone;
       if (!keystone) throw new Error('PLACEMENT_AUTH_STRATEGY=keystone but the deps carry no Keystone validator');
       let creds: Credentials | null;
       try {
         creds = await keystoneCredentials(headers, keystone);
       } catch (err) {
         if (!(err instanceof KeystoneUnavailable)) throw err;
-        c.var.deps.log.warn('Keystone unavailable: token not validated', { requestId: c.get('requestId'), err: err.message });
+        c.get('deps').log.warn('Keystone unavailable: token not validated', { requestId: c.get('requestId'), err: err.message });
         throw new ApiError(503, webobDetail(503, 'The identity service (Keystone) could not validate the token; try again later.'));
       }
       if (!creds) throw unauthorized({ 'www-authenticate': keystone.wwwAuthenticate });

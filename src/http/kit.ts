@@ -117,7 +117,7 @@ function databaseLimitReached(err: unknown): string | null {
 
 export interface HttpKit {
   readonly api: ApiProfile;
-  /** Negotiates OpenStack-API-Version into `c.var.mv` and names the version on the answer. */
+  /** Negotiates OpenStack-API-Version into `c.get('mv')` and names the version on the answer. */
   microversion(): MiddlewareHandler<AppEnv>;
   /** 414 for an overlong URL, 400 for a percent-encoded control character. */
   urlChecks(): MiddlewareHandler<AppEnv>;
@@ -144,12 +144,27 @@ export function httpKit(api: ApiProfile): HttpKit {
   // Named on every negotiated answer, errors included.
   const answerHeaders = Object.entries({ ...versions.always, ...versions.negotiated });
 
+  // A client sends the same header on every request: its negotiation (and the
+  // header value answered) is worked out once per distinct value, for a bounded
+  // number of values, instead of split, matched and parsed per request.
+  const negotiated = new Map<string, { result: ReturnType<typeof negotiate>; answered: string }>();
+  function negotiation(header: string | undefined) {
+    const key = header ?? '';
+    let found = negotiated.get(key);
+    if (found === undefined) {
+      const result = negotiate(askedVersion(header), versions.min, versions.max);
+      found = { result, answered: result.ok ? `${versions.serviceType} ${result.version.toString()}` : '' };
+      if (negotiated.size < 64) negotiated.set(key, found);
+    }
+    return found;
+  }
+
   return {
     api,
 
     microversion: () =>
       createMiddleware<AppEnv>(async function microversionMiddleware(c, next) {
-        const result = negotiate(askedVersion(c.req.header('openstack-api-version')), versions.min, versions.max);
+        const { result, answered } = negotiation(c.req.header('openstack-api-version'));
         if (!result.ok) {
           const refusal = versions.refuse(result);
           throw api.error(refusal.status, refusal.message, { extra: refusal.extra, headers: versions.always });
@@ -162,7 +177,7 @@ export function httpKit(api: ApiProfile): HttpKit {
           // copies its body through a stream (cost: docs/performance.md#figures-behind-the-code).
           const headers = c.res.headers;
           for (const [name, value] of answerHeaders) headers.set(name, value);
-          headers.set('openstack-api-version', `${versions.serviceType} ${result.version.toString()}`);
+          headers.set('openstack-api-version', answered);
         }
       }),
 
@@ -189,7 +204,7 @@ export function httpKit(api: ApiProfile): HttpKit {
     },
 
     authorize(c, rule, target) {
-      const creds = c.var.credentials;
+      const creds = c.get('credentials');
       const inScope = !(api.policy.refuseSystemScope && creds.systemScope);
       const allowed =
         inScope && api.policy.enforcer(c).enforce(rule, creds, target ?? { project_id: creds.projectId, user_id: creds.userId });
@@ -197,7 +212,7 @@ export function httpKit(api: ApiProfile): HttpKit {
     },
 
     requireVersion(c, since, status = 404) {
-      if (c.var.mv.atLeast(since)) return;
+      if (c.get('mv').atLeast(since)) return;
       if (status === 405) throw api.error(405, `The method ${c.req.method} is not allowed for this resource.`);
       throw api.error(404, 'The resource could not be found.');
     },
@@ -206,7 +221,7 @@ export function httpKit(api: ApiProfile): HttpKit {
       if (err instanceof ApiError || err instanceof DomainError) {
         const apiError = err instanceof ApiError ? err : api.error(PROBLEM_STATUS[err.problem], err.message, { code: err.code });
         // Write conflicts, by error code: a stale generation, retries exhausted, something in use.
-        if (apiError.status === 409) c.var.deps.metrics.writeConflicts.inc([apiError.code]);
+        if (apiError.status === 409) c.get('deps').metrics.writeConflicts.inc([apiError.code]);
         return api.render(c, apiError);
       }
       if (err instanceof HTTPException) return api.render(c, api.error(err.status as ContentfulStatusCode, err.message));
@@ -214,16 +229,16 @@ export function httpKit(api: ApiProfile): HttpKit {
       if (storageFull(err)) return api.render(c, api.error(503, STORAGE_FULL_MESSAGE, { headers: { 'retry-after': '60' } }));
       const silence = databaseSilence(err);
       if (silence) {
-        c.var.deps.metrics.databaseDeadlines.inc([silence.operation, silence.outcome]);
-        c.var.deps.log.warn(`${api.logLabel}: the database did not answer in time`, { requestId, ...silence });
+        c.get('deps').metrics.databaseDeadlines.inc([silence.operation, silence.outcome]);
+        c.get('deps').log.warn(`${api.logLabel}: the database did not answer in time`, { requestId, ...silence });
         return api.render(c, api.error(503, silence.message));
       }
       const limit = databaseLimitReached(err);
       if (limit) {
-        c.var.deps.log.warn(`${api.logLabel}: a database limit refused the request`, { requestId, limit });
+        c.get('deps').log.warn(`${api.logLabel}: a database limit refused the request`, { requestId, limit });
         return api.render(c, api.error(413, TOO_MANY_ITEMS));
       }
-      c.var.deps.log.error(api.logLabel, { requestId, err: errorForLog(err) });
+      c.get('deps').log.error(api.logLabel, { requestId, err: errorForLog(err) });
       return api.render(c, api.error(500, internalErrorMessage(requestId)));
     },
 

@@ -8,7 +8,7 @@ import type { RequestTrace } from './trace.js';
 export function requestId() {
   return createMiddleware<AppEnv>(async function requestIdMiddleware(c, next) {
     // Absent only where an API is served without the root app around it.
-    const trace: RequestTrace | undefined = c.var.trace;
+    const trace: RequestTrace | undefined = c.get('trace');
     const id = trace?.requestId ?? `req-${crypto.randomUUID()}`;
     c.set('requestId', id);
     await next();

@@ -1,6 +1,6 @@
 // What one request leaves for its access line and its metrics: the root app
 // starts a trace (src/http/observe.ts) and keeps it on the request's context
-// (`c.var.trace`); the API that serves the request fills in the caller
+// (`c.get('trace')`); the API that serves the request fills in the caller
 // (src/http/request-id.ts). Every API is a branch of the one app, so the
 // context is the same from the first middleware to the last.
 

@@ -56,7 +56,7 @@ export async function readJson(c: AppContext): Promise<unknown> {
     throw new ApiError(415, webobDetail(415, `The media type ${type ?? 'None'} is not supported, use application/json`));
   }
   try {
-    return await readJsonBody(c.req.raw, c.var.deps.config.PLACEMENT_MAX_BODY_BYTES);
+    return await readJsonBody(c.req.raw, c.get('deps').config.PLACEMENT_MAX_BODY_BYTES);
   } catch (err) {
     throw err instanceof BodyError ? placementBodyError(err.problem) : err;
   }

@@ -127,11 +127,12 @@ describe('log lines', () => {
 
   it('are JSON with an ISO timestamp, at or above LOG_LEVEL', () => {
     const written: string[] = [];
-    vi.spyOn(console, 'error').mockImplementation((text: string) => written.push(text));
+    vi.spyOn(process.stderr, 'write').mockImplementation((text: string | Uint8Array) => written.push(String(text)) > 0);
     const log = consoleLogger('info');
     log.debug('hidden');
     log.info('shown', { n: 1 });
     expect(written).toHaveLength(1);
+    expect(written[0]!.endsWith('}\n')).toBe(true);
     const line = JSON.parse(written[0]!) as Record<string, unknown>;
     expect(line).toMatchObject({ level: 'info', msg: 'shown', n: 1 });
     expect(new Date(String(line.time)).toISOString()).toBe(line.time);

@@ -22,7 +22,7 @@ export async function writeClaims(
   endpoint: ClaimEndpoint,
   alongside?: ClaimAlongside,
 ): Promise<void> {
-  const { deps } = c.var;
+  const deps = c.get('deps');
   const now = isoNow(deps.clock);
   const params = claimParams(c, deps.writeHooks.claimParams);
   let all = alongside;
@@ -73,7 +73,7 @@ export function claimFromBody(c: AppContext, uuid: string, body: ConsumerAllocat
 
 /** PUT /allocations/{uuid}'s body as a claim, in either form this microversion takes. */
 export async function putClaim(c: AppContext, uuid: string): Promise<ConsumerClaim> {
-  const body = await readBody(c, putAllocationsSchema(c.var.mv));
+  const body = await readBody(c, putAllocationsSchema(c.get('mv')));
   if (isListForm(body)) {
     // 1.0-1.11: a list of {resource_provider: {uuid}, resources}; project and user from 1.8.
     const allocations: ConsumerClaim['allocations'] = {};

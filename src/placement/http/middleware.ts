@@ -42,14 +42,14 @@ export function placementAcceptCheck() {
 }
 
 export function atLeast(c: AppContext, feature: Feature): boolean {
-  return c.var.mv.atLeast(MV[feature]);
+  return c.get('mv').atLeast(MV[feature]);
 }
 
 /** last-modified / cache-control from 1.15. `when` is the newest timestamp involved, or now. */
 export function setCacheHeaders(c: AppContext, when?: string | Date | null): void {
   if (!atLeast(c, 'LAST_MODIFIED')) return;
-  const date = when ? new Date(when) : c.var.deps.clock();
-  const valid = Number.isNaN(date.getTime()) ? c.var.deps.clock() : date;
+  const date = when ? new Date(when) : c.get('deps').clock();
+  const valid = Number.isNaN(date.getTime()) ? c.get('deps').clock() : date;
   c.header('last-modified', valid.toUTCString());
   c.header('cache-control', 'no-cache');
 }

@@ -26,7 +26,7 @@ export const PLACEMENT_API: ApiProfile = {
           },
   },
   policy: {
-    enforcer: (c) => c.var.deps.policy,
+    enforcer: (c) => c.get('deps').policy,
     refuseSystemScope: true,
     denied: (rule) => `Policy does not allow ${rule} to be performed.`,
   },

@@ -20,7 +20,7 @@ aggregateRoutes.resource('/resource_providers/:uuid/aggregates', {
     ...answers(200, 'Aggregates', 'Aggregates', aggregatesResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:aggregates:list');
-      const { db } = c.var.deps.store;
+      const { db } = c.get('deps').store;
       const rp = await requireProvider(db, c.req.param('uuid'));
       const rows = await providerAggregates(db, rp.id);
       setCacheHeaders(c, newest(rp.updatedAt, ...rows.map((r) => r.createdAt)));
@@ -37,11 +37,11 @@ aggregateRoutes.resource('/resource_providers/:uuid/aggregates', {
     ...answers(200, 'Aggregates', 'Aggregates', aggregatesResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:aggregates:update');
-      const { deps } = c.var;
+      const deps = c.get('deps');
       const uuid = c.req.param('uuid');
       // Upstream looks the provider up before it reads the body.
       const read = await readProviderGeneration(deps.store, uuid);
-      const request = await readBody(c, putAggregatesSchema(c.var.mv));
+      const request = await readBody(c, putAggregatesSchema(c.get('mv')));
       // A bare list before 1.19; an object with the provider generation from 1.19.
       const withGeneration = !Array.isArray(request);
       const aggregates = withGeneration ? request.aggregates : request;

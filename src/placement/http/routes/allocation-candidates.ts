@@ -17,17 +17,17 @@ allocationCandidateRoutes.resource('/allocation_candidates', {
     ...answers(200, 'Allocation requests and provider summaries', 'AllocationCandidates', allocationCandidatesResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:allocation_candidates:list');
-      const { store, candidates } = c.var.deps;
+      const { store, candidates } = c.get('deps');
       // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
       // Read near this instance (a replica where one is configured, never older than our own writes):
       // a candidate a replica's lag made stale is refused by the claim, which is checked on the primary.
-      const request = candidates.parse(queryParams(c), c.var.mv);
+      const request = candidates.parse(queryParams(c), c.get('mv'));
       // An installed extension may answer none before any search (project limits: the request alone crosses the caller's limit).
-      if (await candidates.refusal(request, { projectId: c.var.credentials.projectId })) {
+      if (await candidates.refusal(request, { projectId: c.get('credentials').projectId })) {
         setCacheHeaders(c);
         return c.json({ allocation_requests: [], provider_summaries: {} });
       }
-      const json = await findAllocationCandidatesJson(store.nearby, request, c.var.mv, candidates.options());
+      const json = await findAllocationCandidatesJson(store.nearby, request, c.get('mv'), candidates.options());
       // Candidates reflect usage right now, so they are never cacheable.
       setCacheHeaders(c);
       // Written as JSON bytes by the engine (present/json.ts): the same bytes c.json() would send.

@@ -27,7 +27,7 @@ allocationRoutes.resource('/allocations', {
     responses: { 204: 'Claimed' },
     handler: async (c) => {
       authorize(c, 'placement:allocations:manage');
-      const body = await readBody(c, postAllocationsSchema(c.var.mv));
+      const body = await readBody(c, postAllocationsSchema(c.get('mv')));
       const claims = Object.entries(body).map(([uuid, part]) => claimFromBody(c, uuid, part));
       await writeClaims(c, claims, 'allocations');
       return c.body(null, 204);
@@ -42,7 +42,7 @@ allocationRoutes.resource('/allocations/:consumer_uuid', {
     handler: async (c) => {
       authorize(c, 'placement:allocations:list');
       const uuid = consumerOfPath(c.req.param('consumer_uuid'));
-      const { db } = c.var.deps.store;
+      const { db } = c.get('deps').store;
       const rows = await allocationsForConsumer(db, uuid);
       const consumer = rows.length > 0 ? (await consumerViews(db, [uuid])).get(uuid) : undefined;
       setCacheHeaders(c, allocationsLastModified(rows));
@@ -76,7 +76,7 @@ allocationRoutes.resource('/allocations/:consumer_uuid', {
     handler: async (c) => {
       authorize(c, 'placement:allocations:delete');
       const uuid = consumerOfPath(c.req.param('consumer_uuid'));
-      const removed = await deleteConsumerAllocations(c.var.deps.store, uuid);
+      const removed = await deleteConsumerAllocations(c.get('deps').store, uuid);
       if (!removed) throw notFound(`No allocations for consumer '${uuid}'`);
       return c.body(null, 204);
     },
@@ -90,7 +90,7 @@ allocationRoutes.resource('/resource_providers/:uuid/allocations', {
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:allocations:list');
       const uuid = c.req.param('uuid');
-      const { db } = c.var.deps.store;
+      const { db } = c.get('deps').store;
       const provider = await findProvider(db, uuid);
       if (!provider) {
         throw notFound(`Resource provider '${uuid}' not found: No resource provider with uuid ${uuid} found`);

@@ -52,13 +52,13 @@ function checkCapacity(c: AppContext, provider: ProviderState, records: Record<s
 
 function warnOverCapacity(c: AppContext, provider: string, classes: string[]): void {
   for (const rc of classes) {
-    c.var.deps.log.warn('resource provider is now over-capacity', { provider, resource_class: rc });
+    c.get('deps').log.warn('resource provider is now over-capacity', { provider, resource_class: rc });
   }
 }
 
 /** Runs one inventory write of provider `uuid` (see writeProviderInventory): the outcome and the change decided. */
 function writeInventory<C extends InventoryChange>(c: AppContext, uuid: string, decide: (provider: ProviderState) => C) {
-  return writeProviderInventory(c.var.deps.store, uuid, decide, isoNow(c.var.deps.clock));
+  return writeProviderInventory(c.get('deps').store, uuid, decide, isoNow(c.get('deps').clock));
 }
 
 /** Replaces or clears the whole inventory of provider `uuid`, one write batch first when `replacement` allows. */
@@ -68,7 +68,7 @@ function replaceInventory(
   decide: (provider: ProviderState) => InventoryChange,
   replacement: InventoryReplacement | undefined,
 ): Promise<InventoryWriteResult> {
-  return replaceProviderInventory(c.var.deps.store, uuid, decide, isoNow(c.var.deps.clock), replacement);
+  return replaceProviderInventory(c.get('deps').store, uuid, decide, isoNow(c.get('deps').clock), replacement);
 }
 
 /**
@@ -91,7 +91,7 @@ inventoryRoutes.resource('/resource_providers/:uuid/inventories', {
     ...answers(200, 'Inventories', 'Inventories', inventoriesSchema),
     handler: async (c) => {
       authorize(c, `${RULE}:list`);
-      const { db } = c.var.deps.store;
+      const { db } = c.get('deps').store;
       const provider = await requireProvider(db, c.req.param('uuid'));
       const rows = await listInventories(db, provider.id);
       setCacheHeaders(c, newest(...rows.flatMap((r) => [r.createdAt, r.updatedAt])));
@@ -113,7 +113,7 @@ inventoryRoutes.resource('/resource_providers/:uuid/inventories', {
         checkCapacity(c, provider, { [body.resource_class]: input }, 'create');
         return { kind: 'add', resourceClass: body.resource_class, input } as const;
       });
-      setCacheHeaders(c, isoNow(c.var.deps.clock));
+      setCacheHeaders(c, isoNow(c.get('deps').clock));
       const location = new URL(`/resource_providers/${uuid}/inventories/${change.resourceClass}`, c.req.url).toString();
       c.header('location', location);
       return c.json(presentInventoryWithGeneration(change.input, generation), 201);
@@ -139,7 +139,7 @@ inventoryRoutes.resource('/resource_providers/:uuid/inventories', {
       if (replacement) records = replacement.records;
       const { generation, overCapacity } = await replaceInventory(c, c.req.param('uuid'), decide, replacement);
       warnOverCapacity(c, c.req.param('uuid'), overCapacity);
-      setCacheHeaders(c, isoNow(c.var.deps.clock));
+      setCacheHeaders(c, isoNow(c.get('deps').clock));
       return c.json(presentInventories(records, generation));
     },
   },
@@ -162,7 +162,7 @@ inventoryRoutes.resource('/resource_providers/:uuid/inventories/:resource_class'
     ...answers(200, 'The inventory', 'Inventory', inventoryResponseSchema),
     handler: async (c) => {
       authorize(c, `${RULE}:show`);
-      const { db } = c.var.deps.store;
+      const { db } = c.get('deps').store;
       const provider = await requireProvider(db, c.req.param('uuid'));
       const rc = c.req.param('resource_class');
       const inv = await findInventory(db, provider.id, rc);
@@ -188,7 +188,7 @@ inventoryRoutes.resource('/resource_providers/:uuid/inventories/:resource_class'
         return { kind: 'update', resourceClass: rc, input } as const;
       });
       warnOverCapacity(c, c.req.param('uuid'), overCapacity);
-      setCacheHeaders(c, isoNow(c.var.deps.clock));
+      setCacheHeaders(c, isoNow(c.get('deps').clock));
       return c.json({ resource_provider_generation: generation, ...presentInventory(change.input) });
     },
   },

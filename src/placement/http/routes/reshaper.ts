@@ -20,14 +20,14 @@ reshaperRoutes.resource('/reshaper', {
     responses: { 204: 'Reshaped' },
     handler: async (c) => {
       authorize(c, 'placement:reshaper:reshape');
-      const body = await readBody(c, reshaperSchema(c.var.mv));
+      const body = await readBody(c, reshaperSchema(c.get('mv')));
       const inventories: ProviderInventoryChange[] = Object.entries(body.inventories).map(([providerUuid, part]) => ({
         providerUuid,
         generation: part.resource_provider_generation,
         records: toInventoryInputs(part.inventories),
       }));
       const claims = Object.entries(body.allocations).map(([uuid, part]) => claimFromBody(c, uuid, part));
-      const { deps } = c.var;
+      const deps = c.get('deps');
       await reshape(
         deps,
         { inventories, claims },

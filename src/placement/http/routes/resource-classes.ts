@@ -31,7 +31,7 @@ resourceClassRoutes.resource('/resource_classes', {
     ...answers(200, 'Resource classes', 'ResourceClassList', resourceClassListSchema),
     handler: async (c) => {
       authorize(c, `${RULE}:list`);
-      const rows = await listResourceClasses(c.var.deps.store.db);
+      const rows = await listResourceClasses(c.get('deps').store.db);
       setCacheHeaders(c, newest(...rows.flatMap((r) => [r.createdAt, r.updatedAt])));
       return c.json({ resource_classes: rows.map(presentResourceClass) });
     },
@@ -47,7 +47,7 @@ resourceClassRoutes.resource('/resource_classes', {
       const raw = await readJson(c);
       authorize(c, `${RULE}:create`);
       const { name } = validateBody(resourceClassBodySchema, raw);
-      const { store, clock } = c.var.deps;
+      const { store, clock } = c.get('deps');
       const rc = await createResourceClassBatched(store, name, isoNow(clock));
       return c.body(null, 201, { location: locationOf(c, rc.name) });
     },
@@ -61,7 +61,7 @@ resourceClassRoutes.resource('/resource_classes/:name', {
     ...answers(200, 'The class', 'ResourceClass', resourceClassSchema),
     handler: async (c) => {
       authorize(c, `${RULE}:show`);
-      const rc = await requireResourceClass(c.var.deps.store.db, c.req.param('name'));
+      const rc = await requireResourceClass(c.get('deps').store.db, c.req.param('name'));
       setCacheHeaders(c, newest(rc.createdAt, rc.updatedAt));
       return c.json(presentResourceClass(rc));
     },
@@ -76,7 +76,7 @@ resourceClassRoutes.resource('/resource_classes/:name', {
     response: (mv) => (mv.atLeast(MV.RC_PUT_CREATES) ? undefined : resourceClassSchema),
     responseName: 'ResourceClass',
     handler: async (c) => {
-      const { store, clock } = c.var.deps;
+      const { store, clock } = c.get('deps');
       if (atLeast(c, 'RC_PUT_CREATES')) {
         authorize(c, `${RULE}:update`);
         // The path name gets the body schema's checks (pattern, length).
@@ -97,7 +97,7 @@ resourceClassRoutes.resource('/resource_classes/:name', {
     responses: { 204: 'Deleted' },
     handler: async (c) => {
       authorize(c, `${RULE}:delete`);
-      await deleteResourceClassBatched(c.var.deps.store, c.req.param('name'));
+      await deleteResourceClassBatched(c.get('deps').store, c.req.param('name'));
       return c.body(null, 204);
     },
   },

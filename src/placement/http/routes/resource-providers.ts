@@ -50,7 +50,7 @@ async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
   }
   const last = (name: string) => params[name]?.[params[name]!.length - 1];
   const filter: ProviderListFilter = {};
-  const { db } = c.var.deps.store;
+  const { db } = c.get('deps').store;
 
   const uuid = last('uuid');
   if (uuid !== undefined) {
@@ -66,10 +66,10 @@ async function parseListFilter(c: AppContext): Promise<ProviderListFilter> {
   }
   if (params.member_of) {
     // Repeated member_of (AND of groups) is 1.24+; parseMemberOf refuses it earlier.
-    filter.memberOf = parseMemberOf(params.member_of, c.var.mv);
+    filter.memberOf = parseMemberOf(params.member_of, c.get('mv'));
   }
   if (params.required) {
-    const traits = parseRequired(params.required, c.var.mv);
+    const traits = parseRequired(params.required, c.get('mv'));
     const names = traitNames(traits);
     const ids = await traitIdsByName(db, names);
     const missing = names.filter((n) => !ids.has(n));
@@ -101,9 +101,9 @@ resourceProviderRoutes.resource('/resource_providers', {
     ...answers(200, 'Providers', 'ResourceProviderList', providerListResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:list');
-      const providers = await listProviders(c.var.deps.store.db, await parseListFilter(c));
+      const providers = await listProviders(c.get('deps').store.db, await parseListFilter(c));
       setCacheHeaders(c, newest(...providers.flatMap((p) => [p.createdAt, p.updatedAt])));
-      return c.json({ resource_providers: providers.map((p) => presentProvider(p, c.var.mv)) });
+      return c.json({ resource_providers: providers.map((p) => presentProvider(p, c.get('mv'))) });
     },
   },
   POST: {
@@ -116,8 +116,8 @@ resourceProviderRoutes.resource('/resource_providers', {
     responseName: 'ResourceProvider',
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:create');
-      const body: ProviderBody = await readBody(c, createProviderSchema(c.var.mv));
-      const { deps } = c.var;
+      const body: ProviderBody = await readBody(c, createProviderSchema(c.get('mv')));
+      const deps = c.get('deps');
       const now = isoNow(deps.clock);
       const uuid = body.uuid ? normalizeUuid(body.uuid) : deps.newId();
       const parentUuid = body.parent_provider_uuid ?? null;
@@ -125,7 +125,7 @@ resourceProviderRoutes.resource('/resource_providers', {
       c.header('location', new URL(`/resource_providers/${created.uuid}`, c.req.url).href);
       if (!atLeast(c, 'POST_RP_RETURNS_BODY')) return c.body(null, 201);
       setCacheHeaders(c, created.updatedAt ?? created.createdAt);
-      return c.json(presentProvider(created, c.var.mv), 200);
+      return c.json(presentProvider(created, c.get('mv')), 200);
     },
   },
 });
@@ -137,10 +137,10 @@ resourceProviderRoutes.resource('/resource_providers/:uuid', {
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:show');
       const uuid = c.req.param('uuid');
-      const rp = await getProviderView(c.var.deps.store.db, uuid);
+      const rp = await getProviderView(c.get('deps').store.db, uuid);
       if (!rp) throw providerNotFound(uuid);
       setCacheHeaders(c, newest(rp.createdAt, rp.updatedAt));
-      return c.json(presentProvider(rp, c.var.mv));
+      return c.json(presentProvider(rp, c.get('mv')));
     },
   },
   PUT: {
@@ -150,8 +150,8 @@ resourceProviderRoutes.resource('/resource_providers/:uuid', {
     ...answers(200, 'The provider', 'ResourceProvider', providerResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:update');
-      const body: ProviderBody = await readBody(c, updateProviderSchema(c.var.mv));
-      const { deps } = c.var;
+      const body: ProviderBody = await readBody(c, updateProviderSchema(c.get('mv')));
+      const deps = c.get('deps');
       const uuid = c.req.param('uuid');
       const updated = await updateProviderBatched(
         deps.store,
@@ -160,7 +160,7 @@ resourceProviderRoutes.resource('/resource_providers/:uuid', {
         isoNow(deps.clock),
       );
       setCacheHeaders(c, newest(updated.createdAt, updated.updatedAt));
-      return c.json(presentProvider(updated, c.var.mv));
+      return c.json(presentProvider(updated, c.get('mv')));
     },
   },
   DELETE: {
@@ -168,7 +168,7 @@ resourceProviderRoutes.resource('/resource_providers/:uuid', {
     responses: { 204: 'Deleted' },
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:delete');
-      await deleteProviderBatched(c.var.deps.store, c.req.param('uuid'));
+      await deleteProviderBatched(c.get('deps').store, c.req.param('uuid'));
       return c.body(null, 204);
     },
   },

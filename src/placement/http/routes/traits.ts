@@ -58,7 +58,7 @@ traitRoutes.resource('/traits', {
     ...answers(200, 'Traits', 'TraitList', traitListResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:traits:list');
-      const rows = await listTraits(c.var.deps.store.db, parseTraitListQuery(queryParams(c)));
+      const rows = await listTraits(c.get('deps').store.db, parseTraitListQuery(queryParams(c)));
       setCacheHeaders(c, newest(...rows.flatMap((r) => [r.createdAt, r.updatedAt])));
       return c.json({ traits: rows.map((r) => r.name) } satisfies TraitListJson);
     },
@@ -73,7 +73,7 @@ traitRoutes.resource('/traits/:name', {
     handler: async (c) => {
       authorize(c, 'placement:traits:show');
       const name = c.req.param('name');
-      const trait = await findTrait(c.var.deps.store.db, name);
+      const trait = await findTrait(c.get('deps').store.db, name);
       if (!trait) throw notFound(`No such trait(s): ${name}`);
       setCacheHeaders(c, newest(trait.createdAt, trait.updatedAt));
       return c.body(null, 204);
@@ -92,7 +92,7 @@ traitRoutes.resource('/traits/:name', {
           'The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"',
         );
       }
-      const { deps } = c.var;
+      const deps = c.get('deps');
       const trait = await ensureTraitBatched(deps.store, name, isoNow(deps.clock));
       c.header('location', new URL(`/traits/${name}`, c.req.url).href);
       setCacheHeaders(c, newest(trait.createdAt, trait.updatedAt));
@@ -106,7 +106,7 @@ traitRoutes.resource('/traits/:name', {
     handler: async (c) => {
       authorize(c, 'placement:traits:delete');
       const name = c.req.param('name');
-      const outcome = await deleteTraitBatched(c.var.deps.store, name, STANDARD.has(name));
+      const outcome = await deleteTraitBatched(c.get('deps').store, name, STANDARD.has(name));
       if (outcome === 'not_found') throw notFound(`No such trait(s): ${name}`);
       if (outcome === 'standard') throw invalid(`Cannot delete standard trait ${name}.`);
       if (outcome === 'in_use') throw conflict(`The trait ${name} is in use by a resource provider.`);
@@ -122,7 +122,7 @@ traitRoutes.resource('/resource_providers/:uuid/traits', {
     ...answers(200, 'Traits', 'ProviderTraits', providerTraitsResponseSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:traits:list');
-      const { db } = c.var.deps.store;
+      const { db } = c.get('deps').store;
       const rp = await requireProvider(db, c.req.param('uuid'));
       const rows = await providerTraits(db, rp.id);
       setCacheHeaders(c, newest(rp.updatedAt, ...rows.map((r) => r.createdAt)));
@@ -138,7 +138,7 @@ traitRoutes.resource('/resource_providers/:uuid/traits', {
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:traits:update');
       const body = await readBody(c, putProviderTraitsSchema);
-      const { deps } = c.var;
+      const deps = c.get('deps');
       const now = isoNow(deps.clock);
       const names = [...new Set(body.traits)];
       const generation = await replaceProviderTraits(deps.store, c.req.param('uuid'), body.resource_provider_generation, names, now);
@@ -152,7 +152,7 @@ traitRoutes.resource('/resource_providers/:uuid/traits', {
     responses: { 204: 'Removed' },
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:traits:delete');
-      await replaceProviderTraits(c.var.deps.store, c.req.param('uuid'), undefined, [], isoNow(c.var.deps.clock));
+      await replaceProviderTraits(c.get('deps').store, c.req.param('uuid'), undefined, [], isoNow(c.get('deps').clock));
       return c.body(null, 204);
     },
   },

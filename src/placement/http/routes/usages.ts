@@ -19,7 +19,7 @@ usageRoutes.resource('/resource_providers/:uuid/usages', {
     ...answers(200, 'Usages', 'ProviderUsages', providerUsagesSchema),
     handler: async (c) => {
       authorize(c, 'placement:resource_providers:usages');
-      const { db } = c.var.deps.store;
+      const { db } = c.get('deps').store;
       const provider = await requireProvider(db, c.req.param('uuid'));
       const usages = await providerUsages(db, provider.id);
       setCacheHeaders(c);
@@ -35,10 +35,10 @@ usageRoutes.resource('/usages', {
     query: (mv) => zodQuery(usagesQuerySchema(mv)),
     ...answers(200, 'Usages', 'Usages', usagesResponseSchema),
     handler: async (c) => {
-      const query = parseUsagesQuery(queryParams(c), c.var.mv);
+      const query = parseUsagesQuery(queryParams(c), c.get('mv'));
       // A project reader may see its own project's usage: the target is the queried project.
       authorize(c, 'placement:usages', { project_id: query.projectId });
-      const { db } = c.var.deps.store;
+      const { db } = c.get('deps').store;
       setCacheHeaders(c);
       if (atLeast(c, 'CONSUMER_TYPES')) {
         return c.json(presentTypedUsages(await usagesByConsumerType(db, query)));
