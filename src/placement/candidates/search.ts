@@ -95,8 +95,8 @@ export class CandidateSearch {
   /** The state of the walks done at once (one at a time, so one state serves them all). */
   private readonly eagerWalk: Walk;
   private readonly excluded: ReadonlySet<number>;
-  /** The hooks' capacity condition (shared counters); null on a cloud without any, so stock searches pay nothing. */
-  private readonly counters: CapacityRule | null;
+  /** The installed hooks' capacity condition (an extension's, e.g. shared counters); null on a cloud without any, so stock searches pay nothing. */
+  private readonly extraCapacity: CapacityRule | null;
 
   constructor(private readonly input: SearchInput) {
     const { groups } = input;
@@ -115,7 +115,7 @@ export class CandidateSearch {
       }
     }
     this.eagerWalk = { chosen: new Array<Choice>(groups.length), taken: new TakenAmounts(), isolated: new Set() };
-    this.counters = input.capacity ?? null;
+    this.extraCapacity = input.capacity ?? null;
     this.addTrees(input.nodes.values());
     for (const [sharing, anchors] of input.candidates.anchorsOfSharing) {
       const own = input.candidates.rootOf.get(sharing);
@@ -148,13 +148,15 @@ export class CandidateSearch {
   private fitsAmount(providerId: number, classId: number, amount: number): boolean {
     const inv = this.inventory(providerId, classId);
     return (
-      inv !== undefined && fits(inv, inv.used, amount) && (this.counters === null || this.countersFit([{ providerId, classId, amount }]))
+      inv !== undefined &&
+      fits(inv, inv.used, amount) &&
+      (this.extraCapacity === null || this.extraCapacityFits([{ providerId, classId, amount }]))
     );
   }
 
   /** Whether `pieces` (several may share a provider) meet the hooks' capacity condition. Only called when there is one. */
-  private countersFit(pieces: readonly Piece[], taken?: TakenAmounts): boolean {
-    return this.counters!.fits(pieces, taken);
+  private extraCapacityFits(pieces: readonly Piece[], taken?: TakenAmounts): boolean {
+    return this.extraCapacity!.fits(pieces, taken);
   }
 
   private inAllAggregates(node: ProviderNode | undefined, memberOf: Set<number>[]): boolean {
@@ -236,7 +238,7 @@ export class CandidateSearch {
       for (const piece of pieces) if (!providers.includes(piece.providerId)) providers.push(piece.providerId);
       // Required traits may come from any provider used; forbidden ones from none.
       if (group.forbiddenTraits.length && this.anyProviderHasSome(providers, group.forbiddenTraits)) continue;
-      if (this.counters !== null && !this.countersFit(pieces)) continue;
+      if (this.extraCapacity !== null && !this.extraCapacityFits(pieces)) continue;
       let required = true;
       for (const anyOf of group.requiredAnyOf) {
         if (!this.anyProviderHasSome(providers, anyOf)) {
@@ -263,7 +265,7 @@ export class CandidateSearch {
       pieces[i] = { providerId: node.id, classId, amount };
     }
     const providers = [node.id];
-    if (this.counters !== null && !this.countersFit(pieces)) return [];
+    if (this.extraCapacity !== null && !this.extraCapacityFits(pieces)) return [];
     if (group.forbiddenTraits.length && this.anyProviderHasSome(providers, group.forbiddenTraits)) return [];
     for (const anyOf of group.requiredAnyOf) if (!this.anyProviderHasSome(providers, anyOf)) return [];
     return [{ suffix: group.suffix, pieces, providers }];
@@ -303,7 +305,7 @@ export class CandidateSearch {
       const [classId, amount] = resources[i]!;
       pieces[i] = { providerId: node.id, classId, amount };
     }
-    if (this.counters !== null && resources.length > 1 && !this.countersFit(pieces)) return;
+    if (this.extraCapacity !== null && resources.length > 1 && !this.extraCapacityFits(pieces)) return;
     choices.push({ suffix: group.suffix, pieces, providers: [node.id] });
   }
 
@@ -407,7 +409,7 @@ export class CandidateSearch {
       const inv = this.inventory(piece.providerId, piece.classId);
       if (!inv || inv.used + piece.amount > capacityOf(inv) || piece.amount > inv.maxUnit) return null;
     }
-    if (this.counters !== null && !this.countersFit(pieces)) return null;
+    if (this.extraCapacity !== null && !this.extraCapacityFits(pieces)) return null;
     // Before 1.29, one provider per tree was judged as each group was chosen (oneProviderPerTree).
     return { pieces, mappings };
   }
@@ -591,7 +593,7 @@ export class CandidateSearch {
       }
       taken.add(piece, piece.amount);
     }
-    if (this.counters !== null && !this.countersFit(pieces, taken)) {
+    if (this.extraCapacity !== null && !this.extraCapacityFits(pieces, taken)) {
       this.release(taken, pieces);
       return false;
     }
