@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { descendants, isAlive, ROOT, type Running, spawnServer, until } from './processes.js';
+import { descendants, isAlive, ROOT, type Running, spawnServer, until, stopServer } from './processes.js';
 
 /** npm start's semi-space size (package.json), which node-cluster.ts gives server processes. */
 const YOUNG_GENERATION_MB = Number(
@@ -31,10 +31,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (server && server.child.exitCode === null) {
-    server.child.kill('SIGTERM');
-    await server.exited;
-  }
+  await stopServer(server);
   rmSync(dir, { recursive: true, force: true });
 });
 

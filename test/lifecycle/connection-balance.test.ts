@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from '../helpers/wait.js';
-import { descendants, type Running, spawnServer, until } from './processes.js';
+import { descendants, type Running, spawnServer, until, stopServer } from './processes.js';
 
 const WORKERS = 2;
 const CLIENTS = 10;
@@ -69,10 +69,7 @@ beforeAll(async () => {
 afterAll(async () => {
   agent.destroy();
   for (const w of server ? workers() : []) process.kill(w.pid, 'SIGCONT');
-  if (server && server.child.exitCode === null) {
-    server.child.kill('SIGTERM');
-    await server.exited;
-  }
+  await stopServer(server);
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeWithPart } from '../helpers/parts.js';
-import { ADMIN_HEADERS, type Running, spawnServer } from './processes.js';
+import { ADMIN_HEADERS, type Running, spawnServer, stopServer } from './processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'placement-disk-full-'));
 const volume = join(dir, 'volume');
@@ -67,10 +67,7 @@ describeWithPart(cannotMount, 'a full disk under the database', () => {
   }, 120_000);
 
   afterAll(async () => {
-    if (server && server.child.exitCode === null) {
-      server.child.kill('SIGTERM');
-      await server.exited;
-    }
+    await stopServer(server);
     if (mounted) execFileSync('umount', [volume]);
     rmSync(dir, { recursive: true, force: true });
   });

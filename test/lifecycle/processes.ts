@@ -60,6 +60,13 @@ export function spawnServer(env: Record<string, string>, opts: { npm?: boolean }
   });
 }
 
+/** Stops a server `spawnServer` started (SIGTERM, then waits for its exit); nothing when it never started or has exited. */
+export async function stopServer(server: Running | undefined): Promise<void> {
+  if (!server || server.child.exitCode !== null) return;
+  server.child.kill('SIGTERM');
+  await server.exited;
+}
+
 export interface Proc {
   pid: number;
   ppid: number;

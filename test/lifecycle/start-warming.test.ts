@@ -14,17 +14,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type PausableLink, startPausableLink } from '../helpers/pausable-link.js';
 import { describeWithPart } from '../helpers/parts.js';
 import { SQLD_MISSING, type SqldServer, startSqld } from '../helpers/sqld.js';
-import { ADMIN_HEADERS, type Running, spawnServer, until } from './processes.js';
+import { ADMIN_HEADERS, type Running, spawnServer, until, stopServer } from './processes.js';
 
 let sqld: SqldServer | undefined;
 let link: PausableLink | undefined;
 let server: Running | undefined;
 
 afterEach(async () => {
-  if (server && server.child.exitCode === null) {
-    server.child.kill('SIGTERM');
-    await server.exited;
-  }
+  await stopServer(server);
   server = undefined;
   link?.stop();
   sqld?.stop();

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { descendants, type Running, spawnServer, until } from './processes.js';
+import { descendants, type Running, spawnServer, until, stopServer } from './processes.js';
 
 const WORKERS = 2;
 let dir: string;
@@ -28,10 +28,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (server && server.child.exitCode === null) {
-    server.child.kill('SIGTERM');
-    await server.exited;
-  }
+  await stopServer(server);
   rmSync(dir, { recursive: true, force: true });
 });
 
