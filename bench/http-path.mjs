@@ -6,9 +6,9 @@
 // server's CPU per phase from /proc/PID/task/*/schedstat (all its threads).
 // DBFILE is loaded with placeload's flat cloud (1,010 providers) when new.
 //   node bench/http-path.mjs DBFILE REPO [REPO...] [--rounds 4] [--n 2000] [--clients 10] [--phases root,kept,claim,delete] [--node-args "--cpu-prof ..."]
-import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { Pool } from 'undici';
+import { AGGS, cpuNs, flatQuery, INV, startTsxServer, TRAITS } from './tsx-server.mjs';
 
 const args = process.argv.slice(2);
 const opt = (n, d) => {
@@ -22,45 +22,8 @@ const perPhase = Number(opt('--n', 2000));
 const clients = Number(opt('--clients', 10));
 const only = opt('--phases', 'root,kept,claim,delete').split(',');
 const nodeArgs = opt('--node-args', '') ? opt('--node-args').split(' ') : [];
-const AGGS = ['14a5c8a3-5a99-4e8f-88be-00d85fcb1c17', '66d98e7c-3c25-485d-a0dc-1cea651884de', 'a59dbb28-fd98-4c6e-9ec5-ae5f3d04b0aa'];
-const TRAITS = ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2', 'STORAGE_DISK_SSD'];
-const INV = {
-  MEMORY_MB: { total: 8192, min_unit: 128, max_unit: 8192 },
-  DISK_GB: { total: 8192, min_unit: 5, max_unit: 8192 },
-  VCPU: { total: 32, min_unit: 1, max_unit: 16 },
-};
-const QUERY = `/allocation_candidates?resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of=${AGGS[0]}&required=${TRAITS[0]}`;
+const QUERY = flatQuery();
 const HEADERS = { 'x-auth-token': 'admin', accept: 'application/json', 'openstack-api-version': 'placement latest' };
-
-async function start(repo) {
-  const child = spawn('node', [...nodeArgs, '--max-semi-space-size=32', '--import', 'tsx', 'src/entry/node.ts'], {
-    cwd: repo,
-    env: { ...process.env, PORT: '0', PLACEMENT_WORKERS: '1', PLACEMENT_DB_URL: `file:${db}`, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const url = await new Promise((res, rej) => {
-    let buf = '';
-    const on = (d) => {
-      buf += d;
-      const m = /"url":"(http:[^"]+)"/.exec(buf);
-      if (m) res(m[1]);
-    };
-    child.stdout.on('data', on);
-    child.stderr.on('data', on);
-    child.on('exit', (c) => rej(new Error(`exit ${c}: ${buf}`)));
-  });
-  return { child, url };
-}
-
-function cpuNs(pid) {
-  let t = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      t += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {}
-  }
-  return t;
-}
 
 async function call(pool, method, path, body, expect) {
   const data = body === undefined ? undefined : JSON.stringify(body);
@@ -118,7 +81,7 @@ const fresh = !existsSync(db);
 const results = Object.fromEntries(repos.map((r) => [r, []]));
 for (let round = 0; round < rounds; round++) {
   for (const repo of round % 2 ? [...repos].reverse() : repos) {
-    const { child, url } = await start(repo);
+    const { child, url } = await startTsxServer(repo, db, { nodeArgs });
     const pool = new Pool(url, { connections: clients, pipelining: 1 });
     if (fresh && round === 0 && repo === repos[0]) await load(pool);
     const providers = JSON.parse(await call(pool, 'GET', '/resource_providers', undefined, [200])).resource_providers.map((p) => p.uuid);

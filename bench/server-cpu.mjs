@@ -5,9 +5,9 @@
 // file is new, then times first answers and warm ones, with the server's
 // CPU from /proc/PID/task/*/schedstat (all its threads).
 //   node bench/server-cpu.mjs REPO /tmp/x.db [--reps 40] [--first 12] [--env K=V,K=V] [--node-args "--cpu-prof ..."] [--query-add '&limit=10']
-import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import http from 'node:http';
+import { AGGS, cpuNs, flatQuery, INV, startTsxServer, TRAITS } from './tsx-server.mjs';
 const [repo, db, ...rest] = process.argv.slice(2);
 const opt = (n, d) => {
   const i = rest.indexOf(n);
@@ -20,34 +20,11 @@ const extraEnv = Object.fromEntries(
     .filter(Boolean)
     .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
 );
-const AGGS = ['14a5c8a3-5a99-4e8f-88be-00d85fcb1c17', '66d98e7c-3c25-485d-a0dc-1cea651884de', 'a59dbb28-fd98-4c6e-9ec5-ae5f3d04b0aa'];
-const TRAITS = ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2', 'STORAGE_DISK_SSD'];
-const INV = {
-  MEMORY_MB: { total: 8192, min_unit: 128, max_unit: 8192 },
-  DISK_GB: { total: 8192, min_unit: 5, max_unit: 8192 },
-  VCPU: { total: 32, min_unit: 1, max_unit: 16 },
-};
-const QUERY = `/allocation_candidates?resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of=${AGGS[0]}&required=${TRAITS[0]}${opt('--query-add', '')}`;
+const QUERY = flatQuery(opt('--query-add', ''));
 const fresh = !existsSync(db.replace(/^file:/, ''));
-const child = spawn(
-  'node',
-  [...(opt('--node-args', '') ? opt('--node-args').split(' ') : []), '--max-semi-space-size=32', '--import', 'tsx', 'src/entry/node.ts'],
-  {
-    cwd: repo,
-    env: { ...process.env, PORT: '0', PLACEMENT_WORKERS: '1', PLACEMENT_DB_URL: `file:${db}`, LOG_LEVEL: 'info', ...extraEnv },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  },
-);
-const url = await new Promise((res, rej) => {
-  let buf = '';
-  const on = (d) => {
-    buf += d;
-    const m = /"url":"(http:[^"]+)"/.exec(buf);
-    if (m) res(m[1]);
-  };
-  child.stdout.on('data', on);
-  child.stderr.on('data', on);
-  child.on('exit', (c) => rej(new Error(`exit ${c}`)));
+const { child, url } = await startTsxServer(repo, db, {
+  nodeArgs: opt('--node-args', '') ? opt('--node-args').split(' ') : [],
+  env: extraEnv,
 });
 const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 function req(method, path, body) {
@@ -80,15 +57,6 @@ function req(method, path, body) {
     r.end();
   });
 }
-const cpuNs = () => {
-  let t = 0;
-  for (const tid of readdirSync(`/proc/${child.pid}/task`)) {
-    try {
-      t += Number(readFileSync(`/proc/${child.pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {}
-  }
-  return t;
-};
 if (rest.includes('--load') || fresh) {
   const t0 = performance.now();
   const provs = Array.from({ length: Number(opt('--n', 1010)) }, (_, i) => i);
@@ -110,12 +78,12 @@ if (rest.includes('--load') || fresh) {
 }
 await req('GET', '/resource_providers');
 const sample = async () => {
-  const c0 = cpuNs();
+  const c0 = cpuNs(child.pid);
   const t0 = performance.now();
   const b = await req('GET', QUERY);
   const w = performance.now() - t0;
   await new Promise((r) => setTimeout(r, 5));
-  return { cpu: (cpuNs() - c0) / 1e6, wall: w, bytes: b.length };
+  return { cpu: (cpuNs(child.pid) - c0) / 1e6, wall: w, bytes: b.length };
 };
 const first = [];
 for (let i = 0; i < Number(opt('--first', 12)); i++) first.push(await sample());
