@@ -28,9 +28,18 @@ export async function writesThroughPrimary(config: AppConfig, batches: BatchConn
   });
   process.on('message', (msg: unknown) => writer.receive(msg));
   process.on('disconnect', () => writer.failAll(new Error('the cluster primary, which commits every write, has gone')));
+  // A primary that is alive but does not answer (stopped, stuck) would hold
+  // every write of this process: each has the write deadline a database
+  // across a link has, and its outcome is then unknown (it was sent).
+  const { DatabaseDeadline } = await import('../db/deadline.js');
+  const deadline = new DatabaseDeadline({
+    database: 'the cluster primary, the one writer of PLACEMENT_DB_URL',
+    readMs: config.PLACEMENT_DB_READ_TIMEOUT_MS,
+    writeMs: config.PLACEMENT_DB_WRITE_TIMEOUT_MS,
+  });
   return {
     readBatch: (statements) => batches.readBatch(statements),
-    writeBatch: (statements) => writer.write(statements),
+    writeBatch: (statements) => deadline.write(() => writer.write(statements)),
     writerElsewhere: true,
     close: () => batches.close(),
   };
