@@ -2,7 +2,7 @@
 // allocations, the `resources` provider filter and allocation candidates
 // alike, so the three can never disagree; then the capacity constraints
 // extensions add beside it (below), declared once as data.
-import type { InStatement, ResultSet } from '@libsql/client';
+import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import { ALLOC, CONSUMER, INV, PROJECT, RC, RP } from '../db/columns.js';
 import { num, str } from '../db/rows.js';
 import { guard, inList, type WriteStatement } from '../db/write-batch.js';
@@ -596,4 +596,119 @@ function raisedWithinBoundsCheck(d: ProjectConstraint, raised: readonly (readonl
     `NOT EXISTS (SELECT 1 FROM json_each(?) j\n          WHERE ${overBoundCondition(usage, projectBoundSql(d, project, resourceClass))})`,
     [JSON.stringify(raised)],
   );
+}
+
+// ---- capacity set aside -------------------------------------------------------------
+//
+// Capacity set aside from a constraint's keys by rows of a table, each spent
+// by what its owner's consumers draw (holds on placement's own capacity;
+// edge sites' slices of project limits): for each key,
+//   usage(key) + sum over the key's rows of max(0, amount - drawn) <= bound(key)
+// A draw moves usage from the row to the key's usage: the load stays; anyone
+// else's claim finds the row's amount taken. As every constraint here, a change
+// is refused only when it raises a key's load over its bound (raisesOverBound).
+
+/**
+ * The keys capacity is set aside from, each named by SQL expressions (one per
+ * key column), with their usage and bound as of the statement: placement's
+ * inventories (INVENTORY_KEYS) or a project constraint's keys (projectKeys).
+ */
+export interface SetAsideKeys {
+  /** The key a claimed allocation aliased `mine`, of the consumer aliased `c`, weighs on. */
+  claimed(mine: string, c: string): string[];
+  /** SQL: whether the allocations of the consumer aliased `c` count (all of them when absent). */
+  counted?(c: string): string;
+  usage(key: readonly string[]): string;
+  /** NULL where the key has no bound (nothing to exceed). */
+  bound(key: readonly string[]): string;
+}
+
+/** Placement's own capacity, per (provider id, class id): the allocations against the inventory's capacity. */
+export const INVENTORY_KEYS: SetAsideKeys = {
+  claimed: (mine) => [`${mine}.${ALLOC.resourceProviderId}`, `${mine}.${ALLOC.resourceClassId}`],
+  usage: ([provider, resourceClass]) => `COALESCE((SELECT SUM(a.${ALLOC.used}) FROM allocations a
+    WHERE a.${ALLOC.resourceProviderId} = ${provider} AND a.${ALLOC.resourceClassId} = ${resourceClass}), 0)`,
+  bound: ([provider, resourceClass]) =>
+    `(SELECT ${capacitySql('inv')} FROM inventories inv WHERE inv.${INV.resourceProviderId} = ${provider} AND inv.${INV.resourceClassId} = ${resourceClass})`,
+};
+
+/** A project constraint's keys, per (project external id, class name): its ledger against the bound in force. */
+export function projectKeys(d: ProjectConstraint): SetAsideKeys {
+  const projectId = (project: string) => `(SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ${project})`;
+  const classId = (resourceClass: string) => `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} = ${resourceClass})`;
+  return {
+    claimed: (mine, c) => [
+      `(SELECT ${PROJECT.externalId} FROM projects WHERE ${PROJECT.id} = ${c}.${CONSUMER.projectId})`,
+      `(SELECT ${RC.name} FROM resource_classes WHERE ${RC.id} = ${mine}.${ALLOC.resourceClassId})`,
+    ],
+    counted: d.counted,
+    usage: ([project, resourceClass]) => projectUsageSql(d, projectId(project!), classId(resourceClass!)),
+    bound: ([project, resourceClass]) => projectBoundSql(d, project!, resourceClass!),
+  };
+}
+
+/** A set-aside, declared once: the keys it takes from, and the rows that set capacity aside. */
+export interface SetAsideConstraint {
+  /** For messages and tests. */
+  readonly name: string;
+  readonly keys: SetAsideKeys;
+  /** Rows of `table`, keyed by the columns `key` (in the order of the keys' expressions); each row's amount and what its owner drew of it, as of the statement. */
+  readonly setAside: { table: string; key: readonly string[]; amount: (row: string) => string; drawn: (row: string) => string };
+}
+
+/** The rule's load in TypeScript: a key's usage and what each of its rows still sets aside. */
+export const setAsideLoad = (usage: number, rows: readonly { amount: number; drawn: number }[]): number =>
+  usage + rows.reduce((n, r) => n + Math.max(0, r.amount - r.drawn), 0);
+
+/** What the rows of `key` still set aside, as of the statement (their own alias, so a caller's row keeps its name). */
+const setAsideSql = (d: SetAsideConstraint, key: readonly string[]) => {
+  const { table, key: columns, amount, drawn } = d.setAside;
+  const same = columns.map((column, i) => `sa.${column} = ${key[i]}`).join(' AND ');
+  return `(SELECT total(MAX(0, ${amount('sa')} - ${drawn('sa')})) FROM ${table} sa WHERE ${same})`;
+};
+
+/** The rule broken in SQL, as of the statement: the key's usage and its rows exceed its bound. */
+export const overSetAsideSql = (d: SetAsideConstraint, key: readonly string[]): string =>
+  `${d.keys.usage(key)} + ${setAsideSql(d, key)} > ${d.keys.bound(key)}`;
+
+/** A set-aside row aliased `row` as the ordinary path and the audit read it: amount, drawn, usage and bound of its key. */
+export const setAsideColumnsSql = (d: SetAsideConstraint, row: string): string => {
+  const key = d.setAside.key.map((column) => `${row}.${column}`);
+  return `${d.setAside.amount(row)} AS amount, ${d.setAside.drawn(row)} AS drawn, ${d.keys.usage(key)} AS used, ${d.keys.bound(key)} AS bound`;
+};
+
+/**
+ * The one-batch claim's condition: no key a claimed allocation (of the
+ * consumers bound as `consumers`, among those that count) weighs on and some
+ * row sets capacity aside from is over its bound, as of the write (its
+ * consumers are new: every load they touch rises). No row at all: one probe.
+ */
+export function setAsideHoldsSql(d: SetAsideConstraint, consumers: string): string {
+  const key = d.keys.claimed('mine', 'c');
+  const { table, key: columns } = d.setAside;
+  const rowOfKey = columns.map((column, i) => `r.${column} = ${key[i]}`).join(' AND ');
+  return `NOT EXISTS (SELECT 1 FROM ${table}) OR NOT EXISTS (SELECT 1 FROM consumers c JOIN allocations mine ON mine.${ALLOC.consumerId} = c.${CONSUMER.uuid}
+      WHERE c.${CONSUMER.uuid} IN (${consumers}) AND EXISTS (SELECT 1 FROM ${table} r WHERE ${rowOfKey})${d.keys.counted ? ` AND ${d.keys.counted('c')}` : ''}
+        AND ${overSetAsideSql(d, key)})`;
+}
+
+/**
+ * The ordinary path's check of a grant that raises loads: for every key of
+ * the bound JSON list (each a JSON array of the key's values), the rule holds
+ * as of the write.
+ */
+export function setAsideWithinBoundsCheck(d: SetAsideConstraint, keys: readonly (readonly InValue[])[]): WriteStatement {
+  const key = d.setAside.key.map((_, i) => `json_extract(j.value, '$[${i}]')`);
+  return guard(`NOT EXISTS (SELECT 1 FROM json_each(?) j WHERE ${overSetAsideSql(d, key)})`, [JSON.stringify(keys)]);
+}
+
+/** The audit: every key some row sets capacity aside from whose load is over its bound (key columns, usage, set_aside, bound), by key. */
+export function overSetAsideStatement(d: SetAsideConstraint): InStatement {
+  const { table, key: columns } = d.setAside;
+  const key = columns.map((column) => `k.${column}`);
+  return {
+    sql: `SELECT ${key.join(', ')}, ${d.keys.usage(key)} AS used, ${setAsideSql(d, key)} AS set_aside, ${d.keys.bound(key)} AS bound
+      FROM (SELECT DISTINCT ${columns.join(', ')} FROM ${table}) k WHERE ${overSetAsideSql(d, key)} ORDER BY ${key.join(', ')}`,
+    args: [],
+  };
 }

@@ -9,6 +9,7 @@ import type { ResultSet } from '@libsql/client';
 import * as z from 'zod';
 import type { BatchReader } from '../../db/client.js';
 import { HOLD, HOLD_AMOUNT, RP } from '../../db/columns.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import { holdsAt, splitKey, violations } from './model.js';
 import { readWorld } from './repo.js';
 
@@ -37,13 +38,13 @@ const HELD_PROVIDERS = `SELECT DISTINCT p.${RP.uuid} AS provider, h.${HOLD.start
   WHERE h.${HOLD.endMs} > ?`;
 
 /** The holds not over and their providers, then the rule over those providers' world (a second read). */
-async function readHoldsAudit([rows]: ResultSet[], reader: BatchReader, nowMs: number): Promise<HoldsAudit> {
+async function readHoldsAudit(d: SetAsideConstraint, [rows]: ResultSet[], reader: BatchReader, nowMs: number): Promise<HoldsAudit> {
   const providers = [...new Set(rows!.rows.map((r) => String(r.provider)))];
   const byHold = new Map(rows!.rows.map((r) => [String(r.hold), Number(r.active) === 1]));
   const active = [...byHold.values()].filter(Boolean).length;
   const audit: HoldsAudit = { active, upcoming: byHold.size - active, violation_count: 0, violations: [] };
   if (!providers.length) return audit;
-  const { world } = await readWorld(reader, providers, nowMs);
+  const { world } = await readWorld(reader, providers, nowMs, d);
   const found = violations(world);
   audit.violation_count = found.length;
   audit.violations = found.slice(0, MAX_LISTED).map((v) => {
@@ -60,13 +61,14 @@ async function readHoldsAudit([rows]: ResultSet[], reader: BatchReader, nowMs: n
   return audit;
 }
 
-export const holdsAudit = {
+/** The audit of the holds declared by `d`. */
+export const holdsAudit = (d: SetAsideConstraint) => ({
   entries: [
     {
       name: 'holds',
       schema: HoldsAudit.describe('the holds (docs/holds.md) and where their rule is broken (reported, never repaired)'),
       statements: (nowMs: number) => [{ sql: HELD_PROVIDERS, args: [nowMs, nowMs] }],
-      value: readHoldsAudit,
+      value: (results: ResultSet[], reader: BatchReader, nowMs: number) => readHoldsAudit(d, results, reader, nowMs),
     },
   ],
-};
+});

@@ -6,11 +6,12 @@
 // be admitted (model.ts refuseClaim): held capacity is offered to a request
 // that ends before the window, or draws from the hold, and to no other.
 import type { InStatement, ResultSet } from '@libsql/client';
-import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, HOLD_EPOCH, INV, LEASE } from '../../db/columns.js';
-import { capacitySql } from '../../placement/capacity.js';
+import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, HOLD_EPOCH, LEASE } from '../../db/columns.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import { invalidQuery } from '../../placement/candidates/errors.js';
 import { type CandidateParam, type CandidateReadHook, type CapacityRule, extParam } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
+import { HELD_CAPACITY, heldCapacitySql } from './declaration.js';
 import { type Allocation, type Claim, drawnEndMs, type EndAction, FOREVER, type Hold, type Key, refuseClaim, type World } from './model.js';
 
 /** ext_until as given: a time, or seconds from the request's now. */
@@ -66,11 +67,11 @@ const pairKey = (providerId: number, classId: number): Key => `${providerId} ${c
 /**
  * One statement: the database's holds epoch ('v', with whether it differs
  * from the epoch the hook last kept), and only when it differs, every stored
- * hold, one row per amount with the pair's capacity ('h'), then the
+ * hold, one row per amount with the pair's capacity as `d` bounds it ('h'), then the
  * allocations on held pairs with their ends and draws ('a'). So while
  * nothing a hold's rule reads has changed, it reads one row.
  */
-function heldStatement(kept: { database: string; epoch: number } | null): InStatement {
+function heldStatement(kept: { database: string; epoch: number } | null, d: SetAsideConstraint): InStatement {
   const moved = `NOT EXISTS (SELECT 1 FROM ext_holds_epoch WHERE ${HOLD_EPOCH.epoch} = ? AND ${HOLD_EPOCH.database} = ?)`;
   const keptArgs = [kept?.epoch ?? -1, kept?.database ?? ''];
   return {
@@ -79,7 +80,7 @@ function heldStatement(kept: { database: string; epoch: number } | null): InStat
     UNION ALL
     SELECT 'h', h.${HOLD.uuid}, h.${HOLD.projectId}, h.${HOLD.startMs}, h.${HOLD.endMs}, h.${HOLD.endAction},
         ha.${HOLD_AMOUNT.resourceProviderId}, ha.${HOLD_AMOUNT.resourceClassId}, ha.${HOLD_AMOUNT.amount},
-        (SELECT ${capacitySql('i')} FROM inventories i WHERE i.${INV.resourceProviderId} = ha.${HOLD_AMOUNT.resourceProviderId} AND i.${INV.resourceClassId} = ha.${HOLD_AMOUNT.resourceClassId})
+        ${heldCapacitySql(d, 'ha', HOLD_AMOUNT.resourceProviderId, HOLD_AMOUNT.resourceClassId)}
       FROM ext_hold_amounts ha JOIN ext_holds h ON h.${HOLD.uuid} = ha.${HOLD_AMOUNT.holdUuid} WHERE ${moved}
     UNION ALL
     SELECT 'a', a.${ALLOC.consumerId}, CASE WHEN d.${HOLD_DRAW.consumerGeneration} = c.${CONSUMER.generation} THEN d.${HOLD_DRAW.holdUuid} END,
@@ -221,14 +222,14 @@ const KEPT_STATES = 16;
  * (the engine passes it), as the claim guard does; `now`, when given, replaces
  * it (a what-if judged at an instant of its own). It keeps the state of the
  * last epochs it read, per database, so that a request reads the holds again
- * only after something they depend on changed.
+ * only after something they depend on changed. `d`: the holds' declaration (a test declares another).
  */
-export function heldCapacityHook(now?: () => number): CandidateReadHook<HeldState | null> {
+export function heldCapacityHook(now?: () => number, d: SetAsideConstraint = HELD_CAPACITY): CandidateReadHook<HeldState | null> {
   const kept = new Map<string, HeldState | null>();
   let last: { database: string; epoch: number } | null = null;
   return {
     name: 'holds',
-    statement: () => heldStatement(last),
+    statement: () => heldStatement(last, d),
     read: (result) => {
       const version = result?.rows[0];
       if (!result || !version || version.kind !== 'v') return null;

@@ -2,10 +2,11 @@
 // (placement/writes/kernel.ts), so every claim path (PUT /allocations/{c},
 // POST /allocations, POST /reshaper) is checked in its own write batch with no
 // round trip of its own:
-//  - the one-batch claim: a condition as of the write, that every (provider,
-//    class) the claimed consumers now use has room for all its allocations
-//    and every hold on it at once (more than the rule asks); where one has
-//    not, or the claim draws from a hold, the ordinary path decides with the model;
+//  - the one-batch claim: the declaration's condition as of the write
+//    (declaration.ts), that every held (provider, class) the claimed consumers
+//    now use has room for all its allocations and every hold on it at once
+//    (more than the rule asks); where one has not, or the claim draws from a
+//    hold, the ordinary path decides with the model;
 //  - the ordinary path: the snapshot reads the holds on the claimed
 //    providers, the allocations on what they hold (with their ends and draws)
 //    and the capacities; the model decides (model.ts refuseClaim); a grant
@@ -19,8 +20,8 @@
 // trusted; `ext_hold` records the claim as drawn from the hold (in the same
 // batch, with a condition that it only uses what the hold holds).
 import type { InValue } from '@libsql/client';
-import { ALLOC, CONSUMER, HOLD_AMOUNT, HOLD_DRAW, INV } from '../../db/columns.js';
-import { capacitySql, usedSql } from '../../placement/capacity.js';
+import { ALLOC, CONSUMER, HOLD_AMOUNT, HOLD_DRAW } from '../../db/columns.js';
+import { type SetAsideConstraint, setAsideHoldsSql } from '../../placement/capacity.js';
 import { guard, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { conflict, invalid } from '../../errors.js';
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
@@ -28,6 +29,7 @@ import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.j
 import type { ClaimGuard, ClaimParams, ClaimView, WriteExtension } from '../../placement/writes/kernel.js';
 import { leaseStatement } from '../leases/leases.js';
 import { allocationsOf, type Claim, type ClaimRefusal, FOREVER, type Key, keyOf, refuseClaim, splitKey, type World } from './model.js';
+import { HELD_CAPACITY } from './declaration.js';
 import { holdsEndGuard } from './end-guard.js';
 import { sameHoldsGuard, worldOf, worldStatements } from './repo.js';
 
@@ -146,42 +148,44 @@ function claimsOf(view: ClaimView, terms: { untilMs: number; holdId: string | nu
 }
 
 /**
- * The guard. Its snapshot reads every stored hold on the claimed providers
- * (the decision leaves out those over by the claim's time), and only held
- * (provider, class) pairs' allocations and capacities: a cloud without holds
- * reads three empty results.
+ * The guard of the holds declared by `d`. Its snapshot reads every stored
+ * hold on the claimed providers (the decision leaves out those over by the
+ * claim's time), and only held (provider, class) pairs' allocations and
+ * capacities: a cloud without holds reads three empty results. The one-batch
+ * claim's condition is the declaration's (setAsideHoldsSql): every row, whatever
+ * its window and its claims' ends, a bound above the rule's load at any
+ * instant, so a claim it grants the model would grant; where it does not, the
+ * ordinary path decides.
  */
-/** The holds on the (provider, class) of the allocation aliased `mine`. */
-const ON_MINE = `WHERE ha.${HOLD_AMOUNT.resourceProviderId} = mine.${ALLOC.resourceProviderId} AND ha.${HOLD_AMOUNT.resourceClassId} = mine.${ALLOC.resourceClassId}`;
+export function holdsClaimGuard(d: SetAsideConstraint = HELD_CAPACITY): ClaimGuard {
+  return {
+    name: d.name,
+    snapshotStatements: (providerUuids) => worldStatements(providerUuids, 0, true, d).slice(0, 3),
+    decider: (results) => (view) => {
+      const nowMs = Date.parse(view.now);
+      const read = worldOf(results, nowMs);
+      const providers = [...new Set(view.entries.map((e) => e.provider.uuid))];
+      const check = { checks: [sameHoldsGuard(providers, 0, read.holds)] };
+      const terms = termsOf(view.params, nowMs);
+      if (read.world.holds.length === 0 && terms.holdId === null) return check;
+      let world: World = read.world;
+      for (const claim of claimsOf(view, terms)) {
+        const refusal = refuseClaim(world, claim);
+        if (refusal) return { error: refusalError(refusal) };
+        world = {
+          ...world,
+          allocations: [...world.allocations.filter((a) => a.consumer !== claim.consumer), ...allocationsOf(claim, world.holds)],
+        };
+      }
+      return check;
+    },
+    holdsSql: (consumers) => setAsideHoldsSql(d, consumers),
+  };
+}
 
-export const holdsClaimGuard: ClaimGuard = {
-  name: 'holds',
-  snapshotStatements: (providerUuids) => worldStatements(providerUuids, 0, true).slice(0, 3),
-  decider: (results) => (view) => {
-    const nowMs = Date.parse(view.now);
-    const read = worldOf(results, nowMs);
-    const providers = [...new Set(view.entries.map((e) => e.provider.uuid))];
-    const check = { checks: [sameHoldsGuard(providers, 0, read.holds)] };
-    const terms = termsOf(view.params, nowMs);
-    if (read.world.holds.length === 0 && terms.holdId === null) return check;
-    let world: World = read.world;
-    for (const claim of claimsOf(view, terms)) {
-      const refusal = refuseClaim(world, claim);
-      if (refusal) return { error: refusalError(refusal) };
-      world = {
-        ...world,
-        allocations: [...world.allocations.filter((a) => a.consumer !== claim.consumer), ...allocationsOf(claim, world.holds)],
-      };
-    }
-    return check;
-  },
-  // As of the write, every held (provider, class) the claimed consumers use keeps room for every hold on it
-  // beside all its allocations, whatever their windows and ends (a pair no hold holds is placement's own): a bound above the rule's load at any
-  // instant, so a claim it grants the model would grant; where it does not, the ordinary path decides.
-  holdsSql: (consumers) => `NOT EXISTS (SELECT 1 FROM allocations mine JOIN inventories i
-      ON i.${INV.resourceProviderId} = mine.${ALLOC.resourceProviderId} AND i.${INV.resourceClassId} = mine.${ALLOC.resourceClassId}
-      WHERE mine.${ALLOC.consumerId} IN (${consumers}) AND EXISTS (SELECT 1 FROM ext_hold_amounts ha ${ON_MINE})
-        AND ${usedSql('i')} + (SELECT total(ha.${HOLD_AMOUNT.amount}) FROM ext_hold_amounts ha ${ON_MINE}) > ${capacitySql('i')})`,
-};
-
-export const holdsWrites: WriteExtension = { claimGuards: [holdsClaimGuard], claimParams: holdClaimParams, endGuards: [holdsEndGuard] };
+/** What holds add to the write kernel, for the holds declared by `d`. */
+export const holdsWrites = (d: SetAsideConstraint = HELD_CAPACITY): WriteExtension => ({
+  claimGuards: [holdsClaimGuard(d)],
+  claimParams: holdClaimParams,
+  endGuards: [holdsEndGuard],
+});

@@ -1,26 +1,31 @@
 // Holds (docs/holds.md): capacity held for a project over a future window,
 // backfill before it (ext_until) and drawing from it (ext_hold). The whole
-// extension: the rule (model.ts), its rows (repo.ts, drizzle/0010), the claim
+// extension: the rule (model.ts; what it bounds, declared once: declaration.ts), its rows (repo.ts, drizzle/0010), the claim
 // guard and claim parameters (claim-guard.ts), the end of a hold (sweep.ts,
 // jobs.ts) and its routes (http/routes.ts).
 import type { Extension } from '../../extension.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import { holdsAudit } from './audit.js';
 import { heldCapacityHook, holdParam, untilParam } from './candidates.js';
 import { holdsWrites } from './claim-guard.js';
+import { HELD_CAPACITY } from './declaration.js';
 import { holdsPanel } from './dashboard.js';
 import { holdGauges } from './gauges.js';
 import { holdRoutes } from './http/routes.js';
 import { sweepHolds } from './jobs.js';
 
-export const holds: Extension = {
+/** The extension enforcing `declaration` (the holds' own; a test declares another). */
+export const holdsExtension = (declaration: SetAsideConstraint): Extension => ({
   name: 'holds',
   requires: ['gangs', 'leases'],
   params: [untilParam, holdParam],
-  read: [heldCapacityHook()],
-  writes: holdsWrites,
+  read: [heldCapacityHook(undefined, declaration)],
+  writes: holdsWrites(declaration),
   jobs: { handlers: {}, sweeps: [sweepHolds] },
   routes: [holdRoutes],
-  audit: holdsAudit,
+  audit: holdsAudit(declaration),
   gauges: holdGauges,
   dashboard: { panels: [holdsPanel] },
-};
+});
+
+export const holds = holdsExtension(HELD_CAPACITY);

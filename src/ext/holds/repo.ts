@@ -6,8 +6,9 @@ import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { BatchReader, DataStore } from '../../db/client.js';
 import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, LEASE, PROJECT, RC, RP } from '../../db/columns.js';
 import { commitGuarded, guard, inList, stmt, type WriteStatement } from '../../db/write-batch.js';
-import { capacitySql } from '../../placement/capacity.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import { columns, num, type PackedRow } from '../../placement/candidates/sql.js';
+import { HELD_CAPACITY, heldCapacitySql } from './declaration.js';
 import { type Allocation, drawnEndMs, type EndAction, FOREVER, type Hold, type Key, keyOf, type World } from './model.js';
 
 // --- What holds' rule reads, wherever it is read --------------------------------
@@ -158,10 +159,12 @@ const allocationsOnProvidersSql = (
 const isHeld = (alias: string, provider: string, resourceClass: string) =>
   `EXISTS (SELECT 1 FROM ext_hold_amounts ha WHERE ha.${HOLD_AMOUNT.resourceProviderId} = ${alias}.${provider} AND ha.${HOLD_AMOUNT.resourceClassId} = ${alias}.${resourceClass})`;
 
+/** The capacity of each (provider, class) as the holds' declaration bounds it. */
 const capacitiesSql = (
   count: number,
   heldOnly = false,
-) => `SELECT p.${RP.uuid} AS provider, rc.${RC.name} AS resource_class, ${capacitySql('i')} AS capacity, p.${RP.generation} AS generation
+  d: SetAsideConstraint = HELD_CAPACITY,
+) => `SELECT p.${RP.uuid} AS provider, rc.${RC.name} AS resource_class, ${heldCapacitySql(d, 'i', INV.resourceProviderId, INV.resourceClassId)} AS capacity, p.${RP.generation} AS generation
   FROM inventories i JOIN resource_providers p ON p.${RP.id} = i.${INV.resourceProviderId}
   JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
   WHERE i.${INV.resourceProviderId} IN ${providerIdsIn(count)}${heldOnly ? ` AND ${isHeld('i', INV.resourceProviderId, INV.resourceClassId)}` : ''}`;
@@ -171,16 +174,21 @@ const providerGenerationsSql = (count: number) =>
 
 /**
  * The statements that read a World around `providers` at `nowMs`, in one
- * batch (worldOf reads them back). `heldOnly`: only the (provider, class)
+ * batch (worldOf reads them back), its capacities as `d` bounds them. `heldOnly`: only the (provider, class)
  * pairs some hold holds (a claim's guard: nothing else matters to it, and a
  * cloud without holds reads nothing).
  */
-export function worldStatements(providers: readonly string[], nowMs: number, heldOnly = false): InStatement[] {
+export function worldStatements(
+  providers: readonly string[],
+  nowMs: number,
+  heldOnly = false,
+  d: SetAsideConstraint = HELD_CAPACITY,
+): InStatement[] {
   const ids = [...providers];
   return [
     { sql: holdsOnProvidersSql(ids.length), args: [nowMs, ...ids] },
     { sql: allocationsOnProvidersSql(ids.length, heldOnly), args: ids },
-    { sql: capacitiesSql(ids.length, heldOnly), args: ids },
+    { sql: capacitiesSql(ids.length, heldOnly, d), args: ids },
     { sql: providerGenerationsSql(ids.length), args: ids },
   ];
 }
@@ -221,8 +229,13 @@ export function worldOf(results: readonly ResultSet[], nowMs: number): ReadWorld
   return { world: { nowMs, capacity, allocations, holds }, holds: stored, generations };
 }
 
-export async function readWorld(reader: BatchReader, providers: readonly string[], nowMs: number): Promise<ReadWorld> {
-  return worldOf(await reader.readBatch(worldStatements(providers, nowMs)), nowMs);
+export async function readWorld(
+  reader: BatchReader,
+  providers: readonly string[],
+  nowMs: number,
+  d: SetAsideConstraint = HELD_CAPACITY,
+): Promise<ReadWorld> {
+  return worldOf(await reader.readBatch(worldStatements(providers, nowMs, false, d)), nowMs);
 }
 
 /**

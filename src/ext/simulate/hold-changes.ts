@@ -19,7 +19,7 @@ import { domainSearchOf } from '../gangs/index.js';
 import { parseGangQuery } from '../gangs/query.js';
 import { rankGangs, usedProviders } from '../gangs/assemble.js';
 import type { PostGangBody } from '../gangs/schemas.js';
-import { holdsClaimGuard } from '../holds/claim-guard.js';
+import { HELD_CAPACITY } from '../holds/declaration.js';
 import { type Hold, refuseHold, splitKey } from '../holds/model.js';
 import { heldOfFirstGang, queryOf } from '../holds/pick.js';
 import type { postHoldRequestSchema } from '../holds/schemas.js';
@@ -142,9 +142,9 @@ function claimSnapshot(world: World, claims: readonly ConsumerClaim[], writeHook
       });
     }
   });
-  const guards = writeHooks.claimGuards.includes(holdsClaimGuard)
-    ? [holdsClaimGuard.decider(holdsReadOf(world, [...named], true).slice(0, 3))]
-    : [];
+  // The holds' guard the app installs (its own declaration), deciding on the copy's rows.
+  const held = writeHooks.claimGuards.find((g) => g.name === HELD_CAPACITY.name);
+  const guards = held ? [held.decider(holdsReadOf(world, [...named], true).slice(0, 3))] : [];
   return { providers, inventories, classIds: world.classIdByName, consumers, previous, guards };
 }
 

@@ -1,59 +1,32 @@
 // Per-project limit slices of edge sites (docs/sites.md), on the primary: a
-// site's part of a project's limit of a class (ext_site_limit_slices), taken
-// out of the limit for everyone but the site. The rule, per limited (project,
-// class), as model.ts states it:
-//   the ledger's usage + for each site: max(0, its slice - what it drew) <= the limit
-// where what a site drew is the allocations, of the consumers that count, of
-// the project's consumers drawn from the site's capacity hold (ext_hold_draws at
-// the consumer's generation). A site's own draw moves usage from its slice to
-// the ledger: the load stays; anyone else's claim finds the slice taken.
-// Derived from that one statement: the claim guard (snapshot, decision, the
-// check as of the write, the one-batch condition) and the PUT's admission.
+// site's part of a project's limit of a class, taken out of the limit for
+// everyone but the site. The rule is declared once (declaration.ts); from it,
+// through placement/capacity.ts (capacity set aside): the claim guard
+// (snapshot, decision, the check as of the write, the one-batch condition)
+// and the PUT's admission. A site's own draw (ext_hold) moves usage from its
+// slice to the ledger: the load stays; anyone else's claim finds the slice taken.
 import type { InStatement, ResultSet } from '@libsql/client';
 import { ALLOC, CONSUMER, HOLD, HOLD_DRAW, PROJECT, RC, SITE_LIMIT_SLICE as S } from '../../db/columns.js';
-import { guard, inList, stmt, type WriteStatement } from '../../db/write-batch.js';
+import { inList, stmt, type WriteStatement } from '../../db/write-batch.js';
 import { conflict } from '../../errors.js';
-import { projectBoundSql, projectUsageSql, raisesOverBound } from '../../placement/capacity.js';
+import {
+  raisesOverBound,
+  type SetAsideConstraint,
+  setAsideColumnsSql,
+  setAsideHoldsSql,
+  setAsideLoad,
+  setAsideWithinBoundsCheck,
+} from '../../placement/capacity.js';
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.js';
 import type { ClaimGuard, ClaimView, WriteExtension } from '../../placement/writes/kernel.js';
-import { SITE_HOLD_PREFIX } from '../holds/model.js';
-import { PROJECT_LIMITS } from '../limits/declaration.js';
 import { LIMIT_EXCEEDED } from '../limits/guard.js';
 import { type Counting, countedSql, countsConsumer } from '../limits/sql.js';
+import { SITE_LIMIT_SLICES, siteOwnerSql } from './declaration.js';
 
-/** The holds' project that owns a site's slice (service.ts siteOwner), in SQL, for a site name expression. */
-const ownerSql = (site: string) => `'${SITE_HOLD_PREFIX}' || ${site}`;
-const projectIdSql = (project: string) => `(SELECT ${PROJECT.id} FROM projects WHERE ${PROJECT.externalId} = ${project})`;
-const classIdSql = (rc: string) => `(SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} = ${rc})`;
-
-/** What the site of slice row `s` has drawn of its project's class, as of the statement. */
-const drawnSql = (s: string) => `(SELECT total(a.${ALLOC.used}) FROM ext_holds h
-    JOIN ext_hold_draws d ON d.${HOLD_DRAW.holdUuid} = h.${HOLD.uuid}
-    JOIN consumers c ON c.${CONSUMER.uuid} = d.${HOLD_DRAW.consumerUuid} AND c.${CONSUMER.generation} = d.${HOLD_DRAW.consumerGeneration}
-    JOIN allocations a ON a.${ALLOC.consumerId} = c.${CONSUMER.uuid}
-    WHERE h.${HOLD.projectId} = ${ownerSql(`${s}.${S.site}`)} AND c.${CONSUMER.projectId} = ${projectIdSql(`${s}.${S.project}`)}
-      AND a.${ALLOC.resourceClassId} = ${classIdSql(`${s}.${S.resourceClass}`)} AND ${countedSql('c')})`;
-
-/** The project's limit of the class in force, for name expressions: the limits' own resolution (their declaration). */
-const boundSql = (project: string, rc: string) => projectBoundSql(PROJECT_LIMITS, project, rc);
-
-/** The limits' ledger's usage of (project, class), for name expressions. */
-const ledgerSql = (project: string, rc: string) => projectUsageSql(PROJECT_LIMITS, projectIdSql(project), classIdSql(rc));
-
-/** What every site has left of its slice of (project, class): held from everyone else (under an alias of its own, so a caller's `s.project` names the caller's row). */
-const unspentSql = (project: string, rc: string) =>
-  `(SELECT total(MAX(0, slice.${S.amount} - ${drawnSql('slice')})) FROM ext_site_limit_slices slice WHERE slice.${S.project} = ${project} AND slice.${S.resourceClass} = ${rc})`;
-
-/** The rule in SQL, as of the statement: (project, class)'s ledger and every site's unspent slice of it exceed its limit. */
-const overLimitSql = (project: string, rc: string) => `${ledgerSql(project, rc)} + ${unspentSql(project, rc)} > ${boundSql(project, rc)}`;
-
-/** The rule, as of the write, for every [project, class] of the bound JSON list. */
-export function slicesWithinLimitsCheck(keys: readonly (readonly [string, string])[]): WriteStatement {
-  const project = "json_extract(j.value, '$[0]')";
-  const rc = "json_extract(j.value, '$[1]')";
-  return guard(`NOT EXISTS (SELECT 1 FROM json_each(?) j WHERE ${overLimitSql(project, rc)})`, [JSON.stringify(keys)]);
-}
+/** The rule, as of the write, for every [project, class] of `keys`. */
+export const slicesWithinLimitsCheck = (keys: readonly (readonly [string, string])[], d: SetAsideConstraint = SITE_LIMIT_SLICES) =>
+  setAsideWithinBoundsCheck(d, keys);
 
 /** One site's slice of (project, class) as read, with what the site has drawn of it. */
 export interface SiteLimitSlice {
@@ -77,12 +50,11 @@ export interface SlicedKey {
 
 const keyOf = (project: string, rc: string) => `${project}\u0000${rc}`;
 
-/** Every site's slices of `projects`' limits, with their limits and usage, in one statement. */
-export function slicedKeysStatement(projects: readonly string[]): InStatement {
+/** Every site's slices of `projects`' limits, with what each site drew, their limits and usage, in one statement. */
+export function slicedKeysStatement(projects: readonly string[], d: SetAsideConstraint = SITE_LIMIT_SLICES): InStatement {
   return {
-    sql: `SELECT s.${S.site} AS site, h.${HOLD.uuid} AS hold, s.${S.project} AS project, s.${S.resourceClass} AS rc, s.${S.amount} AS amount,
-        ${drawnSql('s')} AS drawn, ${boundSql(`s.${S.project}`, `s.${S.resourceClass}`)} AS bound, ${ledgerSql(`s.${S.project}`, `s.${S.resourceClass}`)} AS used
-      FROM ext_site_limit_slices s LEFT JOIN ext_holds h ON h.${HOLD.projectId} = ${ownerSql(`s.${S.site}`)}
+    sql: `SELECT s.${S.site} AS site, h.${HOLD.uuid} AS hold, s.${S.project} AS project, s.${S.resourceClass} AS rc, ${setAsideColumnsSql(d, 's')}
+      FROM ${d.setAside.table} s LEFT JOIN ext_holds h ON h.${HOLD.projectId} = ${siteOwnerSql(`s.${S.site}`)}
       WHERE s.${S.project} IN (${inList(projects)})`,
     args: [...projects],
   };
@@ -111,10 +83,6 @@ export function slicedKeysOf(result: ResultSet): Map<string, SlicedKey> {
   return keys;
 }
 
-/** The load the rule bounds: the ledger's usage and every site's slice left. */
-export const loadOf = (used: number, slices: readonly { amount: number; drawn: number }[]): number =>
-  used + slices.reduce((n, s) => n + Math.max(0, s.amount - s.drawn), 0);
-
 /** The refusal of a write that would take a project's usage and the sites' slices of it over its limit. */
 export function sliceHeldRefusal(key: SlicedKey, load: number): Error {
   const held = key.slices.reduce((n, s) => n + Math.max(0, s.amount - s.drawn), 0);
@@ -133,12 +101,12 @@ const projectOf = (claim: { projectId?: string | null }) => claim.projectId ?? I
  * grant that raises the load is checked again as of the write. No slice of a claimed project: one
  * empty read, and nothing to decide.
  */
-export function siteLimitSlicesGuard(counting: Counting): ClaimGuard {
+export function siteLimitSlicesGuard(counting: Counting, d: SetAsideConstraint = SITE_LIMIT_SLICES): ClaimGuard {
   const counts = (type: string | null) => countsConsumer(counting, type);
   return {
-    name: 'site limit slices',
+    name: d.name,
     snapshotStatements: (_providers, consumers, claims) => [
-      slicedKeysStatement([...new Set(claims.map(projectOf))]),
+      slicedKeysStatement([...new Set(claims.map(projectOf))], d),
       // What the claimed consumers hold now, and the hold they are drawn from (as written).
       {
         sql: `SELECT p.${PROJECT.externalId} AS project, rc.${RC.name} AS rc, d.${HOLD_DRAW.holdUuid} AS hold, total(a.${ALLOC.used}) AS used
@@ -179,8 +147,8 @@ export function siteLimitSlicesGuard(counting: Counting): ClaimGuard {
           const key = sliced.get(k);
           if (!key || key.bound === null) continue;
           const h = held.get(k);
-          const before = loadOf(key.used, key.slices);
-          const after = loadOf(
+          const before = setAsideLoad(key.used, key.slices);
+          const after = setAsideLoad(
             key.used - (h?.total ?? 0) + amount,
             key.slices.map((s) => ({
               amount: s.amount,
@@ -191,19 +159,17 @@ export function siteLimitSlicesGuard(counting: Counting): ClaimGuard {
           if (raisesOverBound(before, after, key.bound)) return { error: sliceHeldRefusal(key, after) };
           if (after > before) raised.push([key.project, key.resourceClass]);
         }
-        return raised.length > 0 ? { checks: [slicesWithinLimitsCheck(raised)] } : null;
+        return raised.length > 0 ? { checks: [slicesWithinLimitsCheck(raised, d)] } : null;
       };
     },
-    // As of the write, no sliced (project, class) the claimed consumers use is over its limit (an empty table: at once).
-    holdsSql: (consumers) => `NOT EXISTS (SELECT 1 FROM ext_site_limit_slices s
-        WHERE EXISTS (SELECT 1 FROM consumers c JOIN projects p ON p.${PROJECT.id} = c.${CONSUMER.projectId}
-            JOIN allocations mine ON mine.${ALLOC.consumerId} = c.${CONSUMER.uuid} JOIN resource_classes rc ON rc.${RC.id} = mine.${ALLOC.resourceClassId}
-          WHERE c.${CONSUMER.uuid} IN (${consumers}) AND p.${PROJECT.externalId} = s.${S.project} AND rc.${RC.name} = s.${S.resourceClass})
-        AND ${overLimitSql(`s.${S.project}`, `s.${S.resourceClass}`)})`,
+    // As of the write, no sliced (project, class) the claimed consumers use is over its limit (no slice: one probe).
+    holdsSql: (consumers) => setAsideHoldsSql(d, consumers),
   };
 }
 
-export const siteLimitSlicesWrites = (counting: Counting): WriteExtension => ({ claimGuards: [siteLimitSlicesGuard(counting)] });
+export const siteLimitSlicesWrites = (counting: Counting, d: SetAsideConstraint = SITE_LIMIT_SLICES): WriteExtension => ({
+  claimGuards: [siteLimitSlicesGuard(counting, d)],
+});
 
 // ---- the PUT's side ----
 
@@ -244,13 +210,11 @@ export function limitSlicesOf(result: ResultSet): Map<string, Map<string, number
   return out;
 }
 
-/** The limits of (project, class) pairs, by name: null where none applies. */
-export function boundsStatement(keys: readonly (readonly [string, string])[]): InStatement {
+/** The limits of (project, class) pairs, by name (null where none applies), and their usage. */
+export function boundsStatement(keys: readonly (readonly [string, string])[], d: SetAsideConstraint = SITE_LIMIT_SLICES): InStatement {
+  const key = ["json_extract(j.value, '$[0]')", "json_extract(j.value, '$[1]')"];
   return {
-    sql: `SELECT json_extract(j.value, '$[0]') AS project, json_extract(j.value, '$[1]') AS rc,
-        ${boundSql("json_extract(j.value, '$[0]')", "json_extract(j.value, '$[1]')")} AS bound,
-        ${ledgerSql("json_extract(j.value, '$[0]')", "json_extract(j.value, '$[1]')")} AS used
-      FROM json_each(?) j`,
+    sql: `SELECT ${key[0]} AS project, ${key[1]} AS rc, ${d.keys.bound(key)} AS bound, ${d.keys.usage(key)} AS used FROM json_each(?) j`,
     args: [JSON.stringify(keys)],
   };
 }
@@ -285,8 +249,8 @@ export function admitLimitSlices(
     const used = existing?.used ?? Number(row?.used ?? 0);
     const others = (existing?.slices ?? []).filter((s) => s.site !== site);
     const mine = existing?.slices.find((s) => s.site === site);
-    const before = loadOf(used, existing?.slices ?? []);
-    const after = loadOf(used, [...others, ...(amount === undefined ? [] : [{ amount, drawn: mine?.drawn ?? 0 }])]);
+    const before = setAsideLoad(used, existing?.slices ?? []);
+    const after = setAsideLoad(used, [...others, ...(amount === undefined ? [] : [{ amount, drawn: mine?.drawn ?? 0 }])]);
     if (raisesOverBound(before, after, bound))
       return {
         refusal: conflict(
