@@ -229,6 +229,7 @@ export function admitLimitSlices(
   slices: LimitSliceAmounts,
   sliced: ReadonlyMap<string, SlicedKey>,
   bounds: ResultSet,
+  d: SetAsideConstraint = SITE_LIMIT_SLICES,
 ): { refusal: Error | null; unlimited: [string, string] | null; checks: WriteStatement[] } {
   const raised: [string, string][] = [];
   const boundOf = new Map(bounds.rows.map((r) => [keyOf(String(r.project), String(r.rc)), r]));
@@ -262,5 +263,5 @@ export function admitLimitSlices(
       };
     if (after > before) raised.push([project, rc]);
   }
-  return { refusal: null, unlimited: null, checks: raised.length > 0 ? [slicesWithinLimitsCheck(raised)] : [] };
+  return { refusal: null, unlimited: null, checks: raised.length > 0 ? [slicesWithinLimitsCheck(raised, d)] : [] };
 }

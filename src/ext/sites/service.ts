@@ -4,6 +4,7 @@
 // members of the aggregate the operator names. With project limits on, its
 // limit slices (limit-slices.ts) are written in the hold's own batch. No HTTP here.
 import { invalid, notFound } from '../../errors.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import { SITE_HOLD_PREFIX, splitKey } from '../holds/model.js';
 import type { StoredHold } from '../holds/repo.js';
 import { amountsOf, type HoldDeps, ownedHold, putOwnedHold } from '../holds/service.js';
@@ -17,6 +18,7 @@ import {
   slicedKeysOf,
   slicedKeysStatement,
 } from './limit-slices.js';
+import { SITE_LIMIT_SLICES } from './declaration.js';
 import { providersOutside } from './repo.js';
 import type { PutSiteBody } from './schemas.js';
 
@@ -52,7 +54,13 @@ const limitAmountsOf = (limits: PutSiteBody['limits']): LimitSliceAmounts =>
  * write batch at the hold's generation; limit slices beyond what a project's limit has left are
  * refused (409 limit_exceeded), as is a slice of a class the project has no limit of (400).
  */
-export async function putSite(deps: HoldDeps, site: string, body: PutSiteBody, limitsOn: boolean): Promise<StoredSite> {
+export async function putSite(
+  deps: HoldDeps,
+  site: string,
+  body: PutSiteBody,
+  limitsOn: boolean,
+  d: SetAsideConstraint = SITE_LIMIT_SLICES,
+): Promise<StoredSite> {
   const amounts = amountsOf(body.capacity);
   const providers = [...new Set([...amounts.keys()].map((k) => splitKey(k).provider))];
   const outside = await providersOutside(deps.store, body.aggregate.toLowerCase(), providers);
@@ -63,8 +71,8 @@ export async function putSite(deps: HoldDeps, site: string, body: PutSiteBody, l
     const [mine] = await deps.store.readBatch([siteLimitSlicesStatement(site)]);
     const projects = [...new Set([...limits.keys(), ...limitSlicesOf(mine!).keys()])];
     const pairs = [...limits].flatMap(([project, classes]) => [...classes.keys()].map((rc) => [project, rc] as const));
-    const [sliced, bounds] = await deps.store.readBatch([slicedKeysStatement(projects), boundsStatement(pairs)]);
-    const admitted = admitLimitSlices(site, limits, slicedKeysOf(sliced!), bounds!);
+    const [sliced, bounds] = await deps.store.readBatch([slicedKeysStatement(projects, d), boundsStatement(pairs, d)]);
+    const admitted = admitLimitSlices(site, limits, slicedKeysOf(sliced!), bounds!, d);
     if (admitted.unlimited)
       throw invalid(`Project '${admitted.unlimited[0]}' has no limit of '${admitted.unlimited[1]}': there is nothing to slice`);
     if (admitted.refusal) throw admitted.refusal;

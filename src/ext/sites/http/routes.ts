@@ -6,13 +6,13 @@ import type { AppContext } from '../../../http/env.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import type { HoldDeps } from '../../holds/service.js';
 import { LIMITS } from '../../limits/service.js';
+import type { SetAsideConstraint } from '../../../placement/capacity.js';
 import { adminJson } from '../../http/admin-only.js';
+import { SITE_LIMIT_SLICES } from '../declaration.js';
 import { putSiteSchema, SITE_ID, SiteResponse, SiteStatusResponse } from '../schemas.js';
 import { SITE_STATE } from '../runtime.js';
 import { getSite, presentSite, putSite } from '../service.js';
 import type { SiteStatus } from '../site-mode.js';
-
-export const siteRoutes = new RouteTable('extensions', placementHttp);
 
 const holdDeps = (c: AppContext): HoldDeps => {
   const { deps } = c.var;
@@ -27,28 +27,34 @@ function siteOf(c: AppContext): string {
 
 const SITE = { description: 'The site', name: 'Site', schema: SiteResponse };
 
-siteRoutes.resource('/sites/:site', {
-  GET: adminJson({
-    summary: "Extension: an edge site's capacity slice (the open-ended hold owned by the site)",
-    answer: SITE,
-    fresh: true,
-    run: async (c) => {
-      const site = siteOf(c);
-      return presentSite(site, await getSite(holdDeps(c), site));
-    },
-  }),
-  PUT: adminJson({
-    summary:
-      "Extension: set an edge site's capacity slice on providers of its aggregate (409 placement.ext.hold_unsatisfiable when it does not fit) and, with project limits on, its per-project limit slices (409 placement.ext.limit_exceeded beyond what a limit has left)",
-    body: { name: 'PutSite', schema: putSiteSchema },
-    answer: SITE,
-    run: async (c, body) => {
-      const site = siteOf(c);
-      const limitsOn = c.var.deps.extensions.state(LIMITS) !== undefined;
-      return presentSite(site, await putSite(holdDeps(c), site, body, limitsOn));
-    },
-  }),
-});
+/** The sites' routes, their limit slices admitted by `d` (the sites' own declaration; a test declares another). */
+export function siteRoutesOf(d: SetAsideConstraint): RouteTable {
+  const siteRoutes = new RouteTable('extensions', placementHttp);
+  siteRoutes.resource('/sites/:site', {
+    GET: adminJson({
+      summary: "Extension: an edge site's capacity slice (the open-ended hold owned by the site)",
+      answer: SITE,
+      fresh: true,
+      run: async (c) => {
+        const site = siteOf(c);
+        return presentSite(site, await getSite(holdDeps(c), site));
+      },
+    }),
+    PUT: adminJson({
+      summary:
+        "Extension: set an edge site's capacity slice on providers of its aggregate (409 placement.ext.hold_unsatisfiable when it does not fit) and, with project limits on, its per-project limit slices (409 placement.ext.limit_exceeded beyond what a limit has left)",
+      body: { name: 'PutSite', schema: putSiteSchema },
+      answer: SITE,
+      run: async (c, body) => {
+        const site = siteOf(c);
+        const limitsOn = c.var.deps.extensions.state(LIMITS) !== undefined;
+        return presentSite(site, await putSite(holdDeps(c), site, body, limitsOn, d));
+      },
+    }),
+  });
+  siteRoutes.resource('/site', { GET: siteStatus });
+  return siteRoutes;
+}
 
 /** GET /ext/site on the wire. */
 const presentStatus = (s: SiteStatus) => ({
@@ -66,16 +72,16 @@ const presentStatus = (s: SiteStatus) => ({
   refreshed_at: s.refreshedAt,
 });
 
-siteRoutes.resource('/site', {
-  GET: adminJson({
-    summary:
-      "Extension: this site instance's link to the primary (connected or partitioned, since when), its slice and what is left of it, its journal's depth and last replayed entry",
-    answer: { description: 'The site', name: 'SiteStatus', schema: SiteStatusResponse },
-    fresh: true,
-    missing: () => 'This instance is not a site (PLACEMENT_SITE is not set)',
-    run: async (c) => {
-      const runtime = c.var.deps.extensions.state(SITE_STATE);
-      return runtime ? presentStatus(await runtime.mode.status()) : undefined;
-    },
-  }),
+const siteStatus = adminJson({
+  summary:
+    "Extension: this site instance's link to the primary (connected or partitioned, since when), its slice and what is left of it, its journal's depth and last replayed entry",
+  answer: { description: 'The site', name: 'SiteStatus', schema: SiteStatusResponse },
+  fresh: true,
+  missing: () => 'This instance is not a site (PLACEMENT_SITE is not set)',
+  run: async (c) => {
+    const runtime = c.var.deps.extensions.state(SITE_STATE);
+    return runtime ? presentStatus(await runtime.mode.status()) : undefined;
+  },
 });
+
+export const siteRoutes = siteRoutesOf(SITE_LIMIT_SLICES);
