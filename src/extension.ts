@@ -15,7 +15,7 @@ import type { WriteStatement } from './db/write-batch.js';
 import type { Deps, Logger } from './deps.js';
 import type { AdminCommand } from './diagnostics/admin-cli.js';
 import type { AuditCheck } from './diagnostics/audit.js';
-import type { DashboardPanel, DashboardProviderPart, DashboardSection } from './diagnostics/dashboard-repo.js';
+import type { DashboardAsset, DashboardPanel, DashboardProviderPart, DashboardSection } from './diagnostics/dashboard-repo.js';
 import type { DiagnosisPart } from './diagnostics/why-no-host.js';
 import type { AppEnv } from './http/env.js';
 import type { RouteTable } from './http/route-table.js';
@@ -105,6 +105,8 @@ export interface Extension {
     readonly provider?: DashboardProviderPart;
     readonly sections?: readonly DashboardSection[];
     readonly panels?: readonly DashboardPanel[];
+    /** Its part of the page: the scripts that fill its panels and mark the trees, with their stylesheets (src/ext/<name>/dashboard-assets/, bundled by scripts/bundle-dashboard.ts). */
+    readonly assets?: Readonly<Record<string, DashboardAsset>>;
   };
   /** Its own question to GET /diagnostics/allocation_candidates ("why no host"), with its query parameters and verdict. */
   readonly diagnosis?: DiagnosisPart;

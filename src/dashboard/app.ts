@@ -12,7 +12,8 @@ import type { AppEnv } from '../http/env.js';
 import { requestId } from '../http/request-id.js';
 import { RouteTable, TEXT_BODY, zodQuery } from '../http/route-table.js';
 import { authorize, placementHttp } from '../placement/http/profile.js';
-import { dashboardAsset, dashboardPage, type DashboardAsset } from './assets.js';
+import type { Extension } from '../extension.js';
+import { dashboardAsset, dashboardPage, type DashboardAsset, type PageAssets } from './assets.js';
 import { presentSummary } from './present.js';
 import { type DashboardExtensions, readDashboardSummary } from '../diagnostics/dashboard-repo.js';
 import { SummaryQueryString, summaryResponseSchema, toSummaryQuery } from './schema.js';
@@ -25,6 +26,9 @@ const PAGE_HEADERS = {
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
 };
+
+/** The assets of the extensions on (their parts of the page). */
+const extensionAssets = (on: readonly Extension[]): PageAssets[] => on.flatMap((e) => (e.dashboard?.assets ? [e.dashboard.assets] : []));
 
 function serve(c: Context<AppEnv>, asset: DashboardAsset): Response {
   const headers = { ...PAGE_HEADERS, 'content-type': asset.contentType, etag: asset.etag, 'cache-control': 'no-cache' };
@@ -45,9 +49,10 @@ export const dashboardRoutes = (extensions: DashboardExtensions) =>
         responseName: 'Text',
         handler: (c) => {
           const { config, extensions: installed } = c.var.deps;
-          // The panels of the extensions this app installs and its settings leave on.
-          const panels = installed.on().flatMap((e) => e.dashboard?.panels ?? []);
-          return serve(c, dashboardPage(config.PLACEMENT_AUTH_STRATEGY, panels));
+          // The panels of the extensions this app installs and its settings leave on, and their scripts.
+          const on = installed.on();
+          const panels = on.flatMap((e) => e.dashboard?.panels ?? []);
+          return serve(c, dashboardPage(config.PLACEMENT_AUTH_STRATEGY, panels, extensionAssets(on)));
         },
       },
     })
@@ -61,7 +66,7 @@ export const dashboardRoutes = (extensions: DashboardExtensions) =>
         responseName: 'Text',
         handler: (c) => {
           const file = c.req.param('file');
-          const asset = file === 'index.html' ? undefined : dashboardAsset(file);
+          const asset = file === 'index.html' ? undefined : dashboardAsset(file, extensionAssets(c.var.deps.extensions.on()));
           if (!asset) return placementHttp.notFound(c);
           return serve(c, asset);
         },

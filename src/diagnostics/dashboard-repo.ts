@@ -24,18 +24,28 @@ export interface DashboardSection {
 
 /**
  * An extension's panel on the dashboard page (Extension.dashboard's panels):
- * its section's markup, where on the page it goes, and the page's assets it
- * needs. The page carries only the installed extensions' panels, so an app
- * without one shows no panel for it and asks for nothing of it.
+ * its section's markup and where on the page it goes. The page carries only
+ * the installed extensions' panels, so an app without one shows no panel for
+ * it and asks for nothing of it; its script (the extension's assets) fills it.
  */
 export interface DashboardPanel {
   /** Where: beside the attention list (top), under the trees (timeline), or in the row of small lists (columns). */
   readonly slot: 'top' | 'timeline' | 'columns';
   /** Its `<section>` (static markup; its script fills it). */
   readonly html: string;
-  /** Files of src/dashboard/assets/ the page loads for it, before app.js (scripts: modules). */
-  readonly scripts?: readonly string[];
-  readonly styles?: readonly string[];
+}
+
+/**
+ * A file of the dashboard page (a script, a stylesheet), bundled as a string
+ * by scripts/bundle-dashboard.ts: the page's own, or an extension's
+ * (src/ext/<name>/dashboard-assets/, Extension.dashboard's assets: the page
+ * loads them before app.js, scripts as modules, where the extension is on).
+ */
+export interface DashboardAsset {
+  contentType: string;
+  /** Strong validator: a hash of the body, fixed when the module is generated. */
+  etag: string;
+  body: string;
 }
 
 /** What the installed extensions add to the dashboard. */

@@ -3,11 +3,12 @@
 // token-mode page.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderDashboardAssetsModule } from '../../scripts/bundle-dashboard.js';
+import { renderDashboardAssetsModule, renderExtensionAssetModules } from '../../scripts/bundle-dashboard.js';
 import { createApp } from '../../src/app.js';
 import { EXTENSIONS, makeDeps } from '../../src/compose.js';
 import { dashboardAsset } from '../../src/dashboard/assets.js';
 import { openStore } from '../../src/entry/node-service.js';
+import { limits } from '../../src/ext/limits/extension.js';
 import { taints } from '../../src/ext/taints/extension.js';
 import { type Extension, withoutExtensions } from '../../src/extension.js';
 import { clientReader } from '../../src/db/client.js';
@@ -50,8 +51,14 @@ describe('GET /dashboard', () => {
     const html = await res.text();
     expect(html).toContain('<meta name="placement-auth" content="noauth2">');
     const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
-    // The installed extensions' panels' assets first (holds, simulate), then the page's own.
+    // The installed extensions' parts first (in the list's order, each's stylesheets then scripts; limits are off), then the page's own.
     expect(urls.filter((u) => !u.startsWith('data:'))).toEqual([
+      '/dashboard/assets/headroom.js',
+      '/dashboard/assets/leases.js',
+      '/dashboard/assets/taints.css',
+      '/dashboard/assets/taints.js',
+      '/dashboard/assets/counters.js',
+      '/dashboard/assets/domains.js',
       '/dashboard/assets/holds.css',
       '/dashboard/assets/holds.js',
       '/dashboard/assets/what-if.js',
@@ -61,12 +68,20 @@ describe('GET /dashboard', () => {
     expect((await t.app.request('/dashboard/')).status).toBe(200);
   });
 
-  it('carries the panels of the installed extensions only, each declared by its extension with assets the bundle has', async () => {
+  it('carries the panels of the installed extensions only, each declared by its extension with the assets that fill it', async () => {
     const silent = { debug() {}, info() {}, warn() {}, error() {} };
     const panelIds = (html: string) => [...html.matchAll(/<section class="panel" id="([a-z-]+-panel)"/g)].map((m) => m[1]!);
-    const declared = (list: readonly Extension[]) => list.flatMap((e) => e.dashboard?.panels ?? []);
-    for (const panel of declared(EXTENSIONS))
-      for (const file of [...(panel.scripts ?? []), ...(panel.styles ?? [])]) expect(dashboardAsset(file), file).toBeDefined();
+    // Each extension's assets are its own (not the page's), served while it is on.
+    for (const e of EXTENSIONS) {
+      for (const [file, asset] of Object.entries(e.dashboard?.assets ?? {})) {
+        expect(dashboardAsset(file), file).toBeUndefined();
+        if (e === limits) continue;
+        const served = await t.app.request(`/dashboard/assets/${file}`);
+        expect([served.status, await served.text()], file).toEqual([200, asset.body]);
+      }
+    }
+    // Limits are off in this app: neither their panel nor their script.
+    expect((await t.app.request('/dashboard/assets/limits.js', { headers: { accept: 'application/json' } })).status).toBe(404);
     const full = await (await t.app.request('/dashboard')).text();
     // Every shipped extension's but project limits', off in this app (PLACEMENT_LIMITS).
     expect(panelIds(full)).toEqual(['headroom-panel', 'what-if-panel', 'holds-panel', 'leases-panel', 'taints-panel', 'domains-panel']);
@@ -77,6 +92,7 @@ describe('GET /dashboard', () => {
       const withoutTaints = await pageOf(withoutExtensions(EXTENSIONS, [taints]));
       expect(panelIds(withoutTaints)).toEqual(['headroom-panel', 'holds-panel', 'leases-panel', 'domains-panel']);
       expect(withoutTaints).not.toContain('what-if.js');
+      expect(withoutTaints).not.toContain('taints.js');
       const bare = await pageOf([]);
       expect(panelIds(bare)).toEqual([]);
       expect([...bare.matchAll(/(?:src|href)="(\/dashboard\/[^"]+)"/g)].map((m) => m[1])).toEqual([
@@ -102,9 +118,12 @@ describe('GET /dashboard', () => {
     expect((await errorOf(missing)).detail).toContain('could not be found');
   });
 
-  it('bundles exactly the files in src/dashboard/assets (run `npm run dashboard:bundle`)', () => {
+  it("bundles exactly the files in src/dashboard/assets and each extension's dashboard-assets (run `npm run dashboard:bundle`)", () => {
     const onDisk = readFileSync(new URL('../../src/dashboard/assets.generated.ts', import.meta.url), 'utf8');
     expect(onDisk).toBe(renderDashboardAssetsModule());
+    const modules = renderExtensionAssetModules();
+    expect(modules.size).toBeGreaterThan(0);
+    for (const [path, text] of modules) expect(readFileSync(new URL(`../../src/${path}`, import.meta.url), 'utf8'), path).toBe(text);
   });
 
   it('leaves the Placement API namespace alone', async () => {

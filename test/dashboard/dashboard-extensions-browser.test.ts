@@ -1,6 +1,6 @@
 // The dashboard's view of the extensions (docs/extensions.md) in a real browser
 // (Debian's chromium, playwright-core) against a real `npm start`: tainted
-// providers marked on their trees and their devices, the drain list, the
+// providers marked on their trees and their devices, the drain list, shared counters under a provider's inventory, the
 // leases held (an expired one waiting for the sweep), the projects at a limit, and the headroom of a
 // request the operator types, each equal to what the /ext/ API answers.
 // Saves test-artifacts/dashboard-extensions.png. Fails, naming the package,
@@ -35,6 +35,13 @@ describeWithPart(noChromium, 'dashboard: taints, leases and headroom in chromium
     });
     await taint(CLOUD.gpu0.uuid, [GPU_TAINT]);
     await taint(CLOUD.compute2.uuid, [DRAIN_TAINT]);
+    // Shared counters on the GPU: its 1 VGPU held weighs 3 on a counter of 4.
+    const { generation } = (await call('GET', `/resource_providers/${CLOUD.gpu0.uuid}`)) as { generation: number };
+    await call('PUT', `/ext/resource_providers/${CLOUD.gpu0.uuid}/counters`, {
+      resource_provider_generation: generation,
+      counters: { vram: 4 },
+      consumption: { VGPU: { vram: 3 } },
+    });
     await call('PUT', `/ext/leases/${CLOUD.consumers.vm1}`, { seconds: 3600 });
     await call('PUT', `/ext/leases/${CLOUD.consumers.vol}`, { seconds: 1 });
     await new Promise((r) => setTimeout(r, 1_200)); // the second one expires
@@ -81,6 +88,14 @@ describeWithPart(noChromium, 'dashboard: taints, leases and headroom in chromium
     // The drain list's provider button filters the trees to it.
     await page.locator('#taints button.link', { hasText: 'compute-2' }).click();
     await expect.poll(() => page.locator('.tree').count()).toBe(1);
+    await page.close();
+  });
+
+  it("draws a provider's shared counters under its inventory, each its load against its total", async () => {
+    const page = await newPage();
+    const row = page.locator(`.rp[data-uuid="${CLOUD.gpu0.uuid}"] tr.counter[data-counter="vram"]`);
+    expect(await row.innerText()).toMatch(/⧉ vram[\s\S]*3 \/ 4\s+1 free/);
+    expect(await row.getAttribute('class')).toBe('counter');
     await page.close();
   });
 

@@ -2,18 +2,16 @@
 // beyond this service. Provider trees, class totals, projects and counts come
 // from /dashboard/api/summary (one database round trip, paged on the server);
 // traits, resource classes, devices and dead letters from the public APIs.
+// What the installed extensions add (their panels, marks on the trees) comes
+// from their own scripts, registered in dom.js `parts` before this one runs.
 // Loaded as a module script: strict mode, deferred.
-import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
+import { $, AUTH, fmt, h, page, parts, plural, TOKEN_KEY, token } from './dom.js';
 
 (() => {
   const OVER_PERCENT = 80;
   const DEVICES_PER_PAGE = 20;
   /** Trait chips shown before "+N more". */
   const TRAITS_SHOWN = 6;
-  /** Rows of the headroom, drain and lease tables. */
-  const HEADROOM_TREES_SHOWN = 20;
-  const TAINTS_SHOWN = 20;
-  const LEASES_SHOWN = 10;
 
   const state = {
     page: 1,
@@ -28,12 +26,10 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
     lookupsLoaded: false,
     painted: false,
     devices: [],
-    /** provider uuid -> its taints (GET /ext/taints), marked on the trees. */
-    taints: new Map(),
-    /** provider uuid -> name, for the headroom's trees. */
+    /** provider uuid -> name, for the extensions' lists of trees. */
     names: new Map(),
-    /** device uuid -> the taints of the providers its deployables are. */
-    deviceTaints: new Map(),
+    /** The extensions' marks on devices: each (device) -> badges. */
+    deviceBadges: [],
   };
 
 
@@ -157,13 +153,10 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
     return h('button', { type: 'button', class: `chip ${kind}`, title, onclick }, label);
   }
 
-  const describeTaint = (t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}${t.reason ? ` (${t.reason})` : ''}, since ${t.created_at}`;
-
-  /** A provider and its children; a tainted root takes its whole tree out of candidates, a tainted child only itself. */
-  function renderProvider(rp, inTaintedTree = false) {
+  /** A provider and its children, with the extensions' marks (`fromParent`: what each part handed down from the parent). */
+  function renderProvider(rp, fromParent = []) {
     state.names.set(rp.uuid, rp.name);
-    const taints = state.taints.get(rp.uuid) || [];
-    const excludesTree = inTaintedTree || (taints.length > 0 && !rp.parent_provider_uuid);
+    const marks = active.map((part, i) => (part.provider ? part.provider(rp, fromParent[i]) : null));
     const classes = Object.keys(rp.resources);
     const rows = classes.map((name) => {
       const r = rp.resources[name];
@@ -176,15 +169,8 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
         h('td', { class: 'num' }, over ? `${fmt(r.used - r.capacity)} over` : `${fmt(r.free)} free`),
         h('td', { class: 'num muted physical', title: 'physical amount: (total − reserved) × allocation ratio' }, physical(r)));
     });
-    // Shared counters (partitionable devices): one bar per counter, its load against its total.
-    for (const [name, c] of Object.entries(rp.counters || {})) {
-      rows.push(h('tr', { class: `counter${c.load > c.total ? ' over' : ''}`, 'data-counter': name },
-        h('td', { title: 'shared counter' }, `⧉ ${name}`),
-        h('td', { class: 'bar-cell' }, meter(c.load, c.total)),
-        h('td', { class: 'num' }, `${fmt(c.load)} / ${fmt(c.total)}`),
-        h('td', { class: 'num' }, c.load > c.total ? `${fmt(c.load - c.total)} over` : `${fmt(c.total - c.load)} free`),
-        h('td', { class: 'num muted physical' }, '')));
-    }
+    // The extensions' rows under the inventory (shared counters: one bar per counter).
+    for (const part of active) if (part.rows) rows.push(...part.rows(rp));
     const traitChips = rp.traits.map((t) => chip(t, 'trait: show providers with it', 'trait', () => setFilter('trait', t)));
     const folded = traitChips.length > TRAITS_SHOWN + 1 ? traitChips.splice(TRAITS_SHOWN) : [];
     const chips = [
@@ -200,22 +186,18 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
       });
       chips.push(more, toggle);
     }
-    const taintTitle = taints.length
-      ? `${taints.map(describeTaint).join('\n')}\n${rp.parent_provider_uuid ? 'This provider' : 'Its whole tree'} takes part in no allocation candidate unless a request tolerates the key (ext_tolerate).`
-      : '';
-    const rpClass = `rp${rp.matched ? '' : ' unmatched'}${taints.length ? ' tainted' : ''}${inTaintedTree ? ' in-tainted-tree' : ''}`;
+    const rpClass = ['rp', rp.matched ? null : 'unmatched', ...marks.flatMap((m) => (m ? m.classes : []))].filter(Boolean).join(' ');
     return h('div', { class: rpClass, 'data-uuid': rp.uuid },
       h('div', { class: 'rp-body' },
         h('div', { class: 'rp-info' },
           h('div', { class: 'rp-head' },
             h('span', { class: 'rp-name' }, rp.name),
             rp.over_capacity ? h('span', { class: 'badge over' }, 'over capacity') : null,
-            taints.length ? h('span', { class: 'badge taint', title: taintTitle }, `tainted ${[...new Set(taints.map((t) => t.key))].join(', ')}`) : null,
-            inTaintedTree ? h('span', { class: 'muted small', title: 'its root is tainted' }, 'root tainted') : null),
+            marks.map((m) => (m ? m.badges : null))),
           h('div', { class: 'uuid' }, rp.uuid),
           chips.length ? h('div', { class: 'chips' }, chips) : null),
         rows.length ? h('table', { class: 'inv' }, h('tbody', null, rows)) : h('div', { class: 'muted small' }, 'no inventory')),
-      rp.children.length ? h('div', { class: 'children' }, rp.children.map((child) => renderProvider(child, excludesTree))) : null);
+      rp.children.length ? h('div', { class: 'children' }, rp.children.map((child) => renderProvider(child, marks.map((m) => m?.down)))) : null);
   }
 
   function pager(page, perPage, total, onPage, unit) {
@@ -292,154 +274,30 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
         ? h('table', { class: 'list' },
           h('thead', null, h('tr', null, h('th', null, 'host'), h('th', null, 'type'), h('th', null, 'vendor / model'), h('th', null, 'status'))),
           h('tbody', null, shown.map((d) => {
-            const taints = state.deviceTaints.get(d.uuid) || [];
+            const badges = state.deviceBadges.flatMap((badgesOf) => badgesOf(d));
             return h('tr', { 'data-device': d.uuid }, h('td', null, d.hostname), h('td', null, d.type),
-              h('td', null, `${d.vendor} ${d.model}`), h('td', null, d.status || 'enabled',
-                taints.length ? [' ', h('span', { class: 'badge taint', title: taints.map(describeTaint).join('\n') },
-                  `tainted ${[...new Set(taints.map((t) => t.key))].join(', ')}`)] : null));
+              h('td', null, `${d.vendor} ${d.model}`), h('td', null, d.status || 'enabled', badges.flatMap((b) => [' ', b])));
           })))
         : h('div', { class: 'empty' }, 'No accelerator devices reported.'),
       h('div', { class: 'pager' }, ...pager(state.devicePage, DEVICES_PER_PAGE, all.length,
         (page) => { state.devicePage = page; renderDevices(); }, 'devices')));
   }
 
-  // --- extensions: taints (drain list), leases, headroom ---------------------
-  // Each panel is on the page only where its extension is installed (the
-  // page's HTML carries the installed extensions' panels): without it, its
+  // --- extensions --------------------------------------------------------------
+  // The parts registered by the installed extensions' scripts (dom.js), each
+  // run only where its panel is on the page (the page's HTML carries the
+  // panels of the extensions the app installs and leaves on): without it, its
   // source is not asked for and nothing is drawn.
 
   const shown = (panel) => $(panel) !== null;
+  const active = parts.filter((part) => !part.panel || shown(part.panel));
 
-  /** GET /ext/taints entries -> provider uuid -> taints. */
-  function taintMap(drain) {
-    const map = new Map();
-    for (const entry of drain ? drain.taints : []) {
-      if (!map.has(entry.resource_provider_uuid)) map.set(entry.resource_provider_uuid, []);
-      map.get(entry.resource_provider_uuid).push(entry.taint);
-    }
-    return map;
-  }
-
-  /** The drain list: each taint with the consumers still allocated on the provider (a root: on its tree). */
-  function renderTaints(drain) {
-    const entries = drain ? drain.taints : [];
-    const consumers = new Set(entries.flatMap((e) => e.consumers));
-    $('taints-count').textContent = drain
-      ? `${plural(state.taints.size, 'provider')} · ${plural(consumers.size, 'consumer')} still on them`
-      : 'not available';
-    $('taints').replaceChildren(entries.length
-      ? h('table', { class: 'list taints' },
-        h('thead', null, h('tr', null, h('th', null, 'provider'), h('th', null, 'taint'), h('th', null, 'reason'), h('th', { class: 'num' }, 'consumers'))),
-        h('tbody', null, entries.slice(0, TAINTS_SHOWN).map((e) => h('tr', { 'data-uuid': e.resource_provider_uuid },
-          h('td', null, h('button', { type: 'button', class: 'link', title: `show ${e.resource_provider_uuid}`, onclick: () => setFilter('name', e.resource_provider_uuid) },
-            e.resource_provider_name)),
-          h('td', { class: 'class-name', title: `since ${e.taint.created_at}` }, `${e.taint.key}${e.taint.value ? `=${e.taint.value}` : ''}:${e.taint.effect}`),
-          h('td', { class: 'small' }, e.taint.reason),
-          h('td', { class: 'num', title: e.consumers.join('\n') }, fmt(e.consumers.length))))))
-      : h('div', { class: 'empty ok' }, drain ? 'No provider is tainted.' : 'The extensions API did not answer.'));
-  }
-
-  /** Leases held, soonest expiry first; an expired one waits for the next sweep to release its allocations. */
-  function renderLeases(list, now) {
-    const leases = list ? list.leases : [];
-    const expired = leases.filter((l) => Date.parse(l.expires_at) <= now).length;
-    $('leases-count').textContent = list
-      ? `${plural(leases.length, 'lease')} held${expired ? ` · ${fmt(expired)} expired, released by the next sweep` : ''}`
-      : 'not available';
-    const when = (l) => {
-      const seconds = Math.round((Date.parse(l.expires_at) - now) / 1000);
-      return seconds > 0 ? `in ${fmt(seconds)} s` : `expired ${fmt(-seconds)} s ago`;
-    };
-    $('leases').replaceChildren(leases.length
-      ? h('table', { class: 'list leases' },
-        h('thead', null, h('tr', null, h('th', null, 'consumer'), h('th', null, 'expires'), h('th', { class: 'num' }, 'lease'))),
-        h('tbody', null, leases.slice(0, LEASES_SHOWN).map((l) => h('tr', { class: Date.parse(l.expires_at) <= now ? 'expired' : '', 'data-consumer': l.consumer_uuid },
-          h('td', { class: 'uuid' }, l.consumer_uuid),
-          h('td', { title: l.expires_at }, when(l)),
-          h('td', { class: 'num' }, `${fmt(l.seconds)} s`)))))
-      : h('div', { class: 'empty' }, list ? 'No allocation is waiting to be confirmed.' : 'The extensions API did not answer.'));
-  }
-
-  /** Projects at or over a limit (extension: project limits, GET /ext/limits); null when the limits are off. */
-  function renderLimits(answer) {
-    const projects = answer ? answer.projects : [];
-    $('limits-count').textContent = answer
-      ? `${plural(projects.length, 'project')} at or over a limit · from ${answer.source}${answer.read_at ? `, read ${new Date(answer.read_at).toLocaleTimeString()}` : ''}`
-      : 'off';
-    const rows = projects.flatMap((p) => Object.entries(p.limits).map(([rc, l]) => ({ project: p.project_id, rc, ...l })));
-    $('limits').replaceChildren(rows.length
-      ? h('table', { class: 'list limits' },
-        h('thead', null, h('tr', null, h('th', null, 'project'), h('th', null, 'class'), h('th', { class: 'num' }, 'usage'), h('th', { class: 'num' }, 'limit'))),
-        h('tbody', null, rows.slice(0, LEASES_SHOWN).map((r) => h('tr', { class: r.usage > r.limit ? 'expired' : '', 'data-project': r.project },
-          h('td', { class: 'uuid' }, r.project),
-          h('td', null, r.rc),
-          h('td', { class: 'num' }, fmt(r.usage)),
-          h('td', { class: 'num' }, fmt(r.limit))))))
-      : h('div', { class: 'empty' }, answer ? 'No project is at a limit.' : 'Project limits are off (PLACEMENT_LIMITS).'));
-  }
-
-  /** Aggregates as gang domains: their hosts, how many are free (no allocation in the tree), the free ones by name. */
-  function renderDomains(domains) {
-    const { items, total } = domains;
-    $('domains-count').textContent = total
-      ? `${plural(total, 'aggregate')} with hosts${total > items.length ? ` · the ${items.length} with most free hosts shown` : ''}`
-      : '';
-    $('domains').replaceChildren(items.length
-      ? h('table', { class: 'list domains' },
-        h('thead', null, h('tr', null, h('th', null, 'aggregate'), h('th', { class: 'num' }, 'hosts'), h('th', { class: 'num' }, 'free'), h('th', null, 'free hosts'))),
-        h('tbody', null, items.map((d) => h('tr', { 'data-aggregate': d.uuid },
-          h('td', null, h('button', { type: 'button', class: 'link uuid', title: `show the trees in ${d.uuid}`, onclick: () => setFilter('aggregate', d.uuid) }, d.uuid)),
-          h('td', { class: 'num' }, fmt(d.hosts)),
-          h('td', { class: 'num' }, fmt(d.free_hosts)),
-          h('td', { class: 'muted small' }, d.free_host_names.join(', ') + (d.free_hosts > d.free_host_names.length ? ', …' : ''))))))
-      : h('div', { class: 'empty' }, 'No aggregate has a host: gangs have no domain (GET /ext/gang_candidates?ext_domain=any still works).'));
-  }
-
-  /** Names of the trees a headroom answer counts: from the page, else one GET each. */
-  async function providerNames(uuids) {
-    await Promise.all(uuids.filter((u) => !state.names.has(u)).map(async (u) => {
-      const rp = await api(`/resource_providers/${u}`).catch(() => null);
-      if (rp) state.names.set(u, rp.name);
-    }));
-    return (u) => state.names.get(u) || u;
-  }
-
-  async function runHeadroom() {
-    const raw = $('headroom-query').value.trim();
-    // A whole candidates URL, a query string with its "?", or the bare query string.
-    const query = raw.includes('?') ? raw.slice(raw.indexOf('?') + 1) : raw;
-    $('headroom-error').textContent = '';
-    if (!query) { $('headroom').replaceChildren(); return; }
-    $('headroom').replaceChildren(h('div', { class: 'muted' }, 'counting…'));
-    try {
-      const result = await api(`/ext/headroom?${query}`);
-      const trees = [...result.trees].sort((a, b) => b.count - a.count || a.root_provider_uuid.localeCompare(b.root_provider_uuid));
-      const shown = trees.slice(0, HEADROOM_TREES_SHOWN);
-      const nameOf = await providerNames(shown.map((t) => t.root_provider_uuid));
-      // replaceChildren() would write a null as the text "null": h() drops it.
-      $('headroom').replaceChildren(h('div', null,
-        h('div', { class: 'headline', 'data-total': result.total },
-          result.total ? [h('b', null, fmt(result.total)), ` more fit, in ${plural(trees.length, 'tree')}`] : 'Nothing fits: no tree can take this request now.',
-          h('span', { class: 'muted small' }, ` · as of ${new Date().toLocaleTimeString()}`)),
-        result.incomplete ? h('div', { class: 'error small' }, 'The search ran out of its time budget: these counts are lower bounds.') : null,
-        shown.length
-          ? h('table', { class: 'list headroom' },
-            h('thead', null, h('tr', null, h('th', null, 'tree'), h('th', { class: 'num' }, 'fit'))),
-            h('tbody', null, shown.map((t) => h('tr', { 'data-uuid': t.root_provider_uuid },
-              h('td', null, h('button', { type: 'button', class: 'link', title: `show ${t.root_provider_uuid}`, onclick: () => setFilter('name', t.root_provider_uuid) },
-                nameOf(t.root_provider_uuid))),
-              h('td', { class: 'num' }, fmt(t.count))))))
-          : null,
-        trees.length > shown.length ? h('div', { class: 'muted small' }, `the ${shown.length} trees with the most room shown`) : null));
-    } catch (err) {
-      if (err instanceof AuthRequired) {
-        sessionStorage.removeItem(TOKEN_KEY);
-        showLogin(err.message);
-        return;
-      }
-      $('headroom').replaceChildren();
-      $('headroom-error').textContent = err.message;
-    }
+  /** An auth error ends the session (the sign-in form again): true where `err` was one. */
+  function signedOut(err) {
+    if (!(err instanceof AuthRequired)) return false;
+    sessionStorage.removeItem(TOKEN_KEY);
+    showLogin(err.message);
+    return true;
   }
 
   /** An extension resource: a service or token without it shows "not available", not an error. */
@@ -479,22 +337,14 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
     state.loading = true;
     $('status').textContent = 'refreshing…';
     try {
-      const [summary, drain, leases, limits] = await Promise.all([
-        api(summaryUrl()),
-        shown('taints-panel') ? optional('/ext/taints') : null,
-        shown('leases-panel') ? optional('/ext/leases') : null,
-        shown('limits-panel') ? optional('/ext/limits') : null,
-      ]);
-      state.taints = taintMap(drain);
+      const [summary, ...answers] = await Promise.all([api(summaryUrl()), ...active.map((part) => (part.source ? optional(part.source) : null))]);
+      active.forEach((part, i) => part.read?.(answers[i]));
       showMain();
       renderAttention(summary.attention, summary.threshold_percent);
       renderClasses(summary.resource_classes, summary.threshold_percent);
       renderProviders(summary.providers);
       renderProjects(summary.projects);
-      if (shown('taints-panel')) renderTaints(drain);
-      if (shown('leases-panel')) renderLeases(leases, Date.parse(summary.generated_at));
-      if (shown('limits-panel')) renderLimits(limits);
-      if (shown('domains-panel')) renderDomains(summary.domains);
+      active.forEach((part, i) => part.fill?.(answers[i], summary));
       if (!state.painted) {
         state.painted = true;
         // After the next frame: when the first page of trees is on screen (read by bench/dashboard.ts).
@@ -503,27 +353,19 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
       const acc = summary.accelerators;
       const hasDevices = Object.keys(acc.devices_by_status).length > 0;
       const hasDead = (acc.outbox_by_state.dead || 0) > 0;
-      const [devices, dead, deployables] = await Promise.all([
+      const [devices, dead, deviceBadges] = await Promise.all([
         hasDevices ? api('/accelerator/v2/devices') : { devices: [] },
         hasDead ? api('/accelerator/v2/outbox?state=dead') : { outbox: [] },
-        // Which device sits on a tainted provider: its deployables name their resource provider.
-        hasDevices && state.taints.size ? api('/accelerator/v2/deployables') : { deployables: [] },
+        // The extensions' marks on devices (a device on a tainted provider).
+        hasDevices ? Promise.all(active.map((part) => (part.devices ? part.devices() : null))) : [],
       ]);
-      state.deviceTaints = new Map();
-      for (const d of deployables.deployables) {
-        const taints = state.taints.get(d.rp_uuid);
-        if (taints && d.device_uuid) state.deviceTaints.set(d.device_uuid, [...(state.deviceTaints.get(d.device_uuid) || []), ...taints]);
-      }
+      state.deviceBadges = deviceBadges.filter(Boolean);
       state.devices = devices.devices.sort((a, b) => a.hostname.localeCompare(b.hostname) || a.uuid.localeCompare(b.uuid));
       renderAccelerators(acc, dead.outbox);
       if (!state.lookupsLoaded) loadLookups().catch((err) => console.warn('filter options unavailable', err));
       $('status').textContent = `updated ${new Date(summary.generated_at).toLocaleTimeString()}`;
     } catch (err) {
-      if (err instanceof AuthRequired) {
-        sessionStorage.removeItem(TOKEN_KEY);
-        showLogin(err.message);
-        return;
-      }
+      if (signedOut(err)) return;
       $('status').textContent = `error: ${err.message}`;
     } finally {
       state.loading = false;
@@ -571,7 +413,9 @@ import { $, AUTH, fmt, h, plural, TOKEN_KEY, token } from './dom.js';
     $('filters').reset();
     readFilters();
   });
-  if (shown('headroom-panel')) $('headroom-form').addEventListener('submit', (e) => { e.preventDefault(); runHeadroom(); });
+  // What the extensions' parts borrow from the page, then their start.
+  Object.assign(page, { api, optional, setFilter, meter, names: state.names, signedOut });
+  for (const part of active) part.start?.();
   $('refresh-now').addEventListener('click', () => refresh());
   $('refresh-interval').addEventListener('change', (e) => {
     state.refreshSeconds = Number(e.target.value);

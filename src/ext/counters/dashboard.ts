@@ -5,11 +5,14 @@
 // extension object names it.
 import * as z from 'zod';
 import { keysJsonSql } from '../../placement/capacity.js';
+import { DASHBOARD_ASSETS } from './dashboard-assets.generated.js';
 import { COUNTERS } from './declaration.js';
 
 const count = z.number().int();
 
 export const countersDashboard = {
+  /** counters.js: a bar per counter under the provider's inventory. */
+  assets: DASHBOARD_ASSETS,
   provider: {
     key: 'counters',
     schema: z

@@ -6,6 +6,7 @@
 import type { ResultSet } from '@libsql/client';
 import * as z from 'zod';
 import type { DashboardPanel } from '../../diagnostics/dashboard-repo.js';
+import { DASHBOARD_ASSETS } from './dashboard-assets.generated.js';
 import { AGG, ALLOC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../../db/columns.js';
 
 /** Domains listed (most free hosts first) and free host names per domain. */
@@ -30,7 +31,7 @@ SELECT (SELECT count(*) FROM domains),
 
 const count = z.number().int();
 
-/** Its panel on the dashboard page: aggregates as gang domains, from the summary's `domains` section (src/dashboard/assets/app.js fills it). */
+/** Its panel on the dashboard page: aggregates as gang domains, from the summary's `domains` section (dashboard-assets/domains.js fills it). */
 export const gangsPanel: DashboardPanel = {
   slot: 'columns',
   html: `  <section class="panel" id="domains-panel">
@@ -41,6 +42,7 @@ export const gangsPanel: DashboardPanel = {
 
 export const gangsDashboard = {
   panels: [gangsPanel],
+  assets: DASHBOARD_ASSETS,
   sections: [
     {
       key: 'domains',

@@ -2,7 +2,7 @@
 // many more of a request fit.
 import type { DashboardPanel } from '../../diagnostics/dashboard-repo.js';
 
-/** Its panel on the dashboard page: the operator types a candidates query and sees how many more fit per tree (src/dashboard/assets/app.js fills it). */
+/** Its panel on the dashboard page: the operator types a candidates query and sees how many more fit per tree (dashboard-assets/headroom.js fills it). */
 export const headroomPanel: DashboardPanel = {
   slot: 'top',
   html: `  <section class="panel" id="headroom-panel">

@@ -5,11 +5,12 @@
 // the contract (a constraint read hook among the installed ones), when present.
 import type { Extension } from '../../extension.js';
 import { headroomPanel } from './dashboard.js';
+import { DASHBOARD_ASSETS } from './dashboard-assets.generated.js';
 import { headroomRoutes } from './http/routes.js';
 
 export const headroom: Extension = {
   name: 'headroom',
   requires: ['gangs'],
   routes: [headroomRoutes],
-  dashboard: { panels: [headroomPanel] },
+  dashboard: { panels: [headroomPanel], assets: DASHBOARD_ASSETS },
 };

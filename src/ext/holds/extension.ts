@@ -10,6 +10,7 @@ import { heldCapacityHook, holdParam, untilParam } from './candidates.js';
 import { holdsWrites } from './claim-guard.js';
 import { HELD_CAPACITY } from './declaration.js';
 import { holdsPanel } from './dashboard.js';
+import { DASHBOARD_ASSETS } from './dashboard-assets.generated.js';
 import { holdGauges } from './gauges.js';
 import { holdRoutes } from './http/routes.js';
 import { sweepHolds } from './jobs.js';
@@ -25,7 +26,7 @@ export const holdsExtension = (declaration: SetAsideConstraint): Extension => ({
   routes: [holdRoutes],
   audit: holdsAudit(declaration),
   gauges: holdGauges,
-  dashboard: { panels: [holdsPanel] },
+  dashboard: { panels: [holdsPanel], assets: DASHBOARD_ASSETS },
 });
 
 export const holds = holdsExtension(HELD_CAPACITY);

@@ -1,7 +1,7 @@
 // Leases on the capacity dashboard: the panel of the leases held.
 import type { DashboardPanel } from '../../diagnostics/dashboard-repo.js';
 
-/** Its panel on the dashboard page: the leases held (src/dashboard/assets/app.js fills it). */
+/** Its panel on the dashboard page: the leases held (dashboard-assets/leases.js fills it). */
 export const leasesPanel: DashboardPanel = {
   slot: 'columns',
   html: `  <section class="panel" id="leases-panel">

@@ -5,6 +5,7 @@
 import type { Extension } from '../../extension.js';
 import { leasesAudit } from './audit.js';
 import { leasesPanel } from './dashboard.js';
+import { DASHBOARD_ASSETS } from './dashboard-assets.generated.js';
 import { leaseRoutes } from './http/routes.js';
 import { sweepLeases } from './jobs.js';
 
@@ -13,5 +14,5 @@ export const leases: Extension = {
   routes: [leaseRoutes],
   audit: leasesAudit,
   jobs: { handlers: {}, sweeps: [sweepLeases] },
-  dashboard: { panels: [leasesPanel] },
+  dashboard: { panels: [leasesPanel], assets: DASHBOARD_ASSETS },
 };

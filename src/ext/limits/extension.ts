@@ -6,6 +6,7 @@
 import { type Extension, withState } from '../../extension.js';
 import type { ProjectConstraint } from '../../placement/capacity.js';
 import { limitsPanel } from './dashboard.js';
+import { DASHBOARD_ASSETS } from './dashboard-assets.generated.js';
 import { PROJECT_LIMITS } from './declaration.js';
 import { limitsWrites } from './guard.js';
 import { KeystoneLimitsReader } from './http/keystone-limits.js';
@@ -21,7 +22,7 @@ export const limitsExtension = (declaration: ProjectConstraint): Extension => ({
   params: [withinLimitsParam],
   diagnosis: withinLimitsDiagnosis,
   routes: [limitRoutes],
-  dashboard: { panels: [limitsPanel] },
+  dashboard: { panels: [limitsPanel], assets: DASHBOARD_ASSETS },
   // Read again once PLACEMENT_LIMITS_REFRESH_SECONDS have passed since the last try, where the sweeps run (once per service).
   jobs: { handlers: {}, sweeps: [withState(LIMITS, (state) => state.refreshIfDue())] },
   setUp({ store, config, log, metrics, keystoneFetch }) {

@@ -1,10 +1,9 @@
 // What if on the capacity dashboard: its panel and the script that runs it.
 import type { DashboardPanel } from '../../diagnostics/dashboard-repo.js';
 
-/** Its panel on the dashboard page: a change tried on a copy of the cloud (src/dashboard/assets/what-if.js fills it). */
+/** Its panel on the dashboard page: a change tried on a copy of the cloud (dashboard-assets/what-if.js fills it). */
 export const whatIfPanel: DashboardPanel = {
   slot: 'top',
-  scripts: ['what-if.js'],
   html: `  <section class="panel" id="what-if-panel">
     <h2>What if <span class="muted small">a change tried on a copy of the cloud: headroom and figures before and after, who no longer fits (POST /ext/simulate; nothing is written)</span></h2>
     <form id="what-if-form" class="filters" autocomplete="off">

@@ -5,6 +5,7 @@
 // parameters and read hooks), adds nothing to the engine itself.
 import { adminCommand, type Extension } from '../../extension.js';
 import { whatIfPanel } from './dashboard.js';
+import { DASHBOARD_ASSETS } from './dashboard-assets.generated.js';
 import { simulateRoutes } from './http/routes.js';
 import { simulateSchema } from './index.js';
 import { SimulationResponse } from './responses.js';
@@ -15,7 +16,7 @@ export const simulate: Extension = {
   // It replays the others' rules on a copy of the cloud on purpose: their models, schemas and guards.
   requires: ['taints', 'headroom', 'gangs', 'holds', 'leases'],
   routes: [simulateRoutes],
-  dashboard: { panels: [whatIfPanel] },
+  dashboard: { panels: [whatIfPanel], assets: DASHBOARD_ASSETS },
   admin: [
     adminCommand({
       name: 'simulate',

@@ -1,7 +1,7 @@
 // Taints on the capacity dashboard: the drain list's panel.
 import type { DashboardPanel } from '../../diagnostics/dashboard-repo.js';
 
-/** Its panel on the dashboard page: the drain list (src/dashboard/assets/app.js fills it, and marks tainted providers on the trees). */
+/** Its panel on the dashboard page: the drain list (dashboard-assets/taints.js fills it, and marks tainted providers on the trees and their devices). */
 export const taintsPanel: DashboardPanel = {
   slot: 'columns',
   html: `  <section class="panel" id="taints-panel">

@@ -6,6 +6,7 @@
 import type { Extension } from '../../extension.js';
 import { taintsAudit } from './audit.js';
 import { taintsPanel } from './dashboard.js';
+import { DASHBOARD_ASSETS } from './dashboard-assets.generated.js';
 import { taintFilter } from './filter.js';
 import { taintRoutes } from './http/routes.js';
 import { tolerateParam } from './params.js';
@@ -16,5 +17,5 @@ export const taints: Extension = {
   read: [taintFilter],
   routes: [taintRoutes],
   audit: taintsAudit,
-  dashboard: { panels: [taintsPanel] },
+  dashboard: { panels: [taintsPanel], assets: DASHBOARD_ASSETS },
 };
