@@ -118,6 +118,13 @@ describe('GET /dashboard', () => {
     expect((await errorOf(missing)).detail).toContain('could not be found');
   });
 
+  it("the page's own scripts name no extension: each extension's part of the page is its own asset", async () => {
+    for (const file of ['app.js', 'dom.js', 'app.css']) {
+      const body = dashboardAsset(file)!.body;
+      expect(body, file).not.toMatch(/['`]\/ext\/|taint|lease|limits|headroom|counters|holds|domains|what-if/i);
+    }
+  });
+
   it("bundles exactly the files in src/dashboard/assets and each extension's dashboard-assets (run `npm run dashboard:bundle`)", () => {
     const onDisk = readFileSync(new URL('../../src/dashboard/assets.generated.ts', import.meta.url), 'utf8');
     expect(onDisk).toBe(renderDashboardAssetsModule());

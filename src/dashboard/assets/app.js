@@ -169,7 +169,7 @@ import { $, AUTH, fmt, h, page, parts, plural, TOKEN_KEY, token } from './dom.js
         h('td', { class: 'num' }, over ? `${fmt(r.used - r.capacity)} over` : `${fmt(r.free)} free`),
         h('td', { class: 'num muted physical', title: 'physical amount: (total − reserved) × allocation ratio' }, physical(r)));
     });
-    // The extensions' rows under the inventory (shared counters: one bar per counter).
+    // The extensions' rows under the inventory.
     for (const part of active) if (part.rows) rows.push(...part.rows(rp));
     const traitChips = rp.traits.map((t) => chip(t, 'trait: show providers with it', 'trait', () => setFilter('trait', t)));
     const folded = traitChips.length > TRAITS_SHOWN + 1 ? traitChips.splice(TRAITS_SHOWN) : [];
@@ -356,7 +356,7 @@ import { $, AUTH, fmt, h, page, parts, plural, TOKEN_KEY, token } from './dom.js
       const [devices, dead, deviceBadges] = await Promise.all([
         hasDevices ? api('/accelerator/v2/devices') : { devices: [] },
         hasDead ? api('/accelerator/v2/outbox?state=dead') : { outbox: [] },
-        // The extensions' marks on devices (a device on a tainted provider).
+        // The extensions' marks on devices.
         hasDevices ? Promise.all(active.map((part) => (part.devices ? part.devices() : null))) : [],
       ]);
       state.deviceBadges = deviceBadges.filter(Boolean);
