@@ -13,12 +13,16 @@
 import { ALLOC, CONSUMER, HOLD_AMOUNT, HOLD_DRAW } from '../../db/columns.js';
 import { INVENTORY_KEYS, type SetAsideConstraint } from '../../placement/capacity.js';
 
-/** What the claims drawn from the hold of amount row `ha` use of its (provider, class), as of the statement. */
+/**
+ * What the claims drawn from the hold of amount row `ha` use of its (provider, class), as of the
+ * statement: from the hold's draws to their consumers' allocations (CROSS JOIN keeps that order, and the
+ * unary + keeps the pair's index out: not a walk of every allocation on the pair per draw).
+ */
 const drawnSql = (ha: string) => `(SELECT total(a.${ALLOC.used}) FROM ext_hold_draws d
-    JOIN consumers c ON c.${CONSUMER.uuid} = d.${HOLD_DRAW.consumerUuid} AND c.${CONSUMER.generation} = d.${HOLD_DRAW.consumerGeneration}
-    JOIN allocations a ON a.${ALLOC.consumerId} = c.${CONSUMER.uuid}
+    CROSS JOIN consumers c ON c.${CONSUMER.uuid} = d.${HOLD_DRAW.consumerUuid} AND c.${CONSUMER.generation} = d.${HOLD_DRAW.consumerGeneration}
+    CROSS JOIN allocations a ON a.${ALLOC.consumerId} = c.${CONSUMER.uuid}
     WHERE d.${HOLD_DRAW.holdUuid} = ${ha}.${HOLD_AMOUNT.holdUuid}
-      AND a.${ALLOC.resourceProviderId} = ${ha}.${HOLD_AMOUNT.resourceProviderId} AND a.${ALLOC.resourceClassId} = ${ha}.${HOLD_AMOUNT.resourceClassId})`;
+      AND +a.${ALLOC.resourceProviderId} = ${ha}.${HOLD_AMOUNT.resourceProviderId} AND +a.${ALLOC.resourceClassId} = ${ha}.${HOLD_AMOUNT.resourceClassId})`;
 
 export const HELD_CAPACITY: SetAsideConstraint = {
   name: 'holds',
