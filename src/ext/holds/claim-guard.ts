@@ -4,9 +4,10 @@
 // round trip of its own:
 //  - the one-batch claim: the declaration's condition as of the write
 //    (declaration.ts), that every held (provider, class) the claimed consumers
-//    now use has room for all its allocations and every hold on it at once
-//    (more than the rule asks); where one has not, or the claim draws from a
-//    hold, the ordinary path decides with the model;
+//    now use has room for all its allocations and what every hold on it still
+//    sets aside beyond its claims' draws, at once (more than the rule asks);
+//    where one has not, or the claim draws from a hold, the ordinary path
+//    decides with the model;
 //  - the ordinary path: the snapshot reads the holds on the claimed
 //    providers, the allocations on what they hold (with their ends and draws)
 //    and the capacities; the model decides (model.ts refuseClaim); a grant

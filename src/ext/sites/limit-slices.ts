@@ -85,7 +85,7 @@ export function slicedKeysOf(result: ResultSet): Map<string, SlicedKey> {
 
 /** The refusal of a write that would take a project's usage and the sites' slices of it over its limit. */
 export function sliceHeldRefusal(key: SlicedKey, load: number): Error {
-  const held = key.slices.reduce((n, s) => n + Math.max(0, s.amount - s.drawn), 0);
+  const held = setAsideLoad(0, key.slices);
   return conflict(
     `Unable to create allocation for '${key.resourceClass}' for project '${key.project}': it would exceed the project's limit, ` +
       `${held} of which is held for edge sites (limit slices). (limit ${key.bound}, usage ${key.used}, held for sites ${held}, requested ${load - key.used - held})`,
