@@ -847,7 +847,6 @@ export async function researchCached(
     const own: InStatement[] = [
       model.refreshStatement(),
       known ? usageChangesStatement(kept.state.usageSeq, model) : usageStatement(wanted, model),
-      USAGE_SEQ_STATEMENT,
     ];
     const results = await reader.readBatch([...(lookups ? [] : lookupStatements(names)), ...own, ...hookStatements(hooks, names.classes)]);
     if (!lookups) {
@@ -855,11 +854,11 @@ export async function researchCached(
       model.learnAggregates(lookups.aggregateIdByUuid);
     }
     const at = results.length - hooks.length - own.length;
-    const [refreshRows, usageRows, seqRows] = results.slice(at, at + own.length);
+    const [refreshRows, usageRows] = results.slice(at, at + own.length);
     const changed = model.apply(String(refreshRows!.rows[0]![0]), now);
     if (changed === 'oversize') return null;
     if (changed === 'reload') continue;
-    const usageSeq = Number(seqRows!.rows[0]?.[0] ?? 0);
+    const usageSeq = Number(usageRows!.rows[0]?.[1] ?? 0);
     const usageRead = JSON.parse(String(usageRows!.rows[0]?.[0] ?? '[]')) as PackedRow[];
     // Usage changes numbered below the kept answer's: a database restored under the service; read it whole.
     if (known && usageSeq < kept.state.usageSeq) continue;
@@ -927,9 +926,13 @@ function touches(model: CloudModel, providers: ReadonlySet<number>, roots: Reado
   return false;
 }
 
-/** Per provider and class: the usage SUMmed from allocations `a`, packed as USAGE_ROW rows (one JSON text). */
-const groupedUsage = (from: string, rp = 'a.resource_provider_id') =>
-  `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')) FROM (
+/**
+ * Per provider and class: the usage SUMmed from allocations `a`, packed as USAGE_ROW rows (one JSON text),
+ * and beside it the highest usage change seq, which numbers that snapshot of the usage.
+ */
+const groupedUsage = (from: string, rp = `a.${ALLOC.resourceProviderId}`) =>
+  `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')),
+    (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes) FROM (
     SELECT ${rp} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used FROM ${from}
     GROUP BY ${rp}, a.${ALLOC.resourceClassId})`;
 
@@ -959,12 +962,6 @@ function usageChangesStatement(usageSeq: number, model: CloudModel): InStatement
     args: { usageSeq, treeSeq: model.appliedSeq },
   };
 }
-
-/** The highest usage change seq: read in the same batch as the usage, it numbers that snapshot. */
-const USAGE_SEQ_STATEMENT: InStatement = {
-  sql: `SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes`,
-  args: {},
-};
 
 /**
  * `base` with the providers of `rows` (usageChangesStatement) read afresh: a new
