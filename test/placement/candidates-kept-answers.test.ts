@@ -7,7 +7,7 @@
 // the same database file (another process to this one's engine), holds whose
 // windows open and close as the app's clock moves, and the clock itself.
 // Also: the presenter's kept bytes belong to one app and are swept.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Microversion } from '../../src/http/microversion.js';
 import { findAllocationCandidatesJson } from '../../src/placement/candidates/index.js';
 import { KeptBytes } from '../../src/placement/candidates/present/kept-bytes.js';
@@ -275,7 +275,13 @@ describe('kept answers: the route against the engine with none kept', () => {
       const { client } = app.deps.store;
       await client.execute('DELETE FROM placement_usage_changes');
       await client.execute('DELETE FROM allocations WHERE id = (SELECT MAX(id) FROM allocations)');
+      // Read whole in the request's one batch, as any other usage.
+      const batches = vi.spyOn(app.deps.store.nearby, 'readBatch');
       expect(await used()).toBe(2);
+      expect(batches).toHaveBeenCalledTimes(1);
+      batches.mockRestore();
+      expect(await used()).toBe(2);
+      expect(app.deps.candidates.answers.hits).toBe(2);
     } finally {
       app.close();
     }

@@ -860,8 +860,6 @@ export async function researchCached(
     if (changed === 'reload') continue;
     const usageSeq = Number(usageRows!.rows[0]?.[1] ?? 0);
     const usageRead = JSON.parse(String(usageRows!.rows[0]?.[0] ?? '[]')) as PackedRow[];
-    // Usage changes numbered below the kept answer's: a database restored under the service; read it whole.
-    if (known && usageSeq < kept.state.usageSeq) continue;
     const since = known ? usageSince(kept.state.usage, usageRead) : null;
     const namesKey = lookupsKey(lookups);
     // The trees and names of the kept answer: its plan is this one's (the viable trees depend on them, never on usage).
@@ -951,13 +949,18 @@ function usageStatement(scope: UsageScope, model: CloudModel): InStatement {
  * of every provider of a tree changed since the model's seq (it may have come
  * into the trees read): a row with a null class for one that has none now.
  * Driven from the change rows (seq indexes), so a quiet cloud costs index probes.
+ * Change rows numbered below `usageSeq` (a database restored under the
+ * service, or a replica behind the snapshot the answer was kept from): every
+ * provider's, in the same batch.
  */
 function usageChangesStatement(usageSeq: number, model: CloudModel): InStatement {
   return {
     sql: `WITH touched(id) AS (
         SELECT ${USAGE_CHANGE.providerId} FROM placement_usage_changes WHERE ${USAGE_CHANGE.seq} > :usageSeq
         UNION SELECT p.${RP.id} FROM placement_tree_changes c CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = c.${TREE_CHANGE.rootId}
-          WHERE c.${TREE_CHANGE.seq} > :treeSeq)
+          WHERE c.${TREE_CHANGE.seq} > :treeSeq
+        UNION SELECT p.${RP.id} FROM (SELECT 1 WHERE (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes) < :usageSeq)
+          CROSS JOIN resource_providers p)
       ${groupedUsage(`touched t LEFT JOIN allocations a ON a.${ALLOC.resourceProviderId} = t.id`, 't.id')}`,
     args: { usageSeq, treeSeq: model.appliedSeq },
   };
