@@ -8,9 +8,9 @@
 // HTTP and its floor) the rest is Hono, the middleware and the socket.
 //   npx tsx bench/kept-answer-parts.ts CHECKOUT DB_FILE [--query Q] [--version 1.39]
 // DB_FILE: a loaded database (bench/cloud.ts prepareDb: placeload's flat cloud, with consumers or not).
-import { copyFileSync, existsSync, mkdtempSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { InStatement } from '@libsql/client';
 import { FLAT_QUERY } from './upstream.js';
@@ -73,4 +73,5 @@ console.log(
   }),
 );
 deps.store.close();
+rmSync(dirname(copy), { recursive: true, force: true });
 process.exit(0);

@@ -4,12 +4,15 @@
 // claim and delete, medians. DB_FILE: a database migrated to 0015 (bench/cloud.ts prepareDb).
 //   npx tsx bench/usage-change-triggers.ts DB_FILE
 import Database from 'libsql';
-import { copyFileSync, mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 const src = process.argv[2]!;
+const dirs: string[] = [];
 const open = (drop: boolean) => {
-  const file = join(mkdtempSync(join(tmpdir(), 'trg-')), 'p.db');
+  const dir = mkdtempSync(join(tmpdir(), 'trg-'));
+  dirs.push(dir);
+  const file = join(dir, 'p.db');
   copyFileSync(src, file);
   const db = new Database(file);
   db.exec('PRAGMA journal_mode=WAL');
@@ -57,3 +60,4 @@ console.log(
     rounds_without: without.map((x) => x.toFixed(1)),
   }),
 );
+for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
