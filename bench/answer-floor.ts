@@ -159,6 +159,8 @@ async function claimCandidates(api: PlacementClient, path: string, version: stri
           user_id: crypto.randomUUID(),
           consumer_generation: null,
         },
+        // A candidate whose capacity earlier claims took (a nested tree's one FPGA) is refused: the claims stop growing there.
+        okStatuses: [204, 409],
       });
     }
   };
