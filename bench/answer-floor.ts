@@ -9,8 +9,10 @@
 // medians over the rounds; and the server's RSS once it answers (at rest,
 // the made-up warm-up done) and after the runs. --cpu-prof FILE: afterwards, 100 more answers
 // under V8's profiler (node:inspector in the server), the profile written to
-// FILE and its top functions by self time printed.
-//   npx tsx bench/answer-floor.ts [--scenario flat-1000|nested-200] [--rounds 10] [--per-round 20] [--cpu-prof DIR] [--env K=V,...]
+// FILE and its top functions by self time printed. --consumers N: N claims of
+// the query's candidates (in turn) stand before the answers are timed, as
+// allocations do in a cloud in use (the answer's read batch must not grow with them).
+//   npx tsx bench/answer-floor.ts [--scenario flat-1000|nested-200] [--rounds 10] [--per-round 20] [--consumers N] [--cpu-prof FILE] [--env K=V,...]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -29,6 +31,7 @@ const { values: args } = parseArgs({
     scenario: { type: 'string', default: 'flat-1000' },
     rounds: { type: 'string', default: '10' },
     'per-round': { type: 'string', default: '20' },
+    consumers: { type: 'string', default: '0' },
     'cpu-prof': { type: 'string' },
     env: { type: 'string', default: '' },
   },
@@ -139,6 +142,31 @@ function rssMiB(pid: number): number {
   return Math.round(Number(kib) / 1024);
 }
 
+/** `count` consumers, each claiming the next of the query's candidates in turn, 8 at a time. */
+async function claimCandidates(api: PlacementClient, path: string, version: string, count: number): Promise<void> {
+  if (count <= 0) return;
+  const { allocation_requests: requests } = JSON.parse((await api.timedGet(path, version)).body.toString('utf8')) as {
+    allocation_requests: { allocations: unknown }[];
+  };
+  let next = 0;
+  const claimer = async () => {
+    for (let i = next++; i < count; i = next++) {
+      await api.request('PUT', `/allocations/${crypto.randomUUID()}`, {
+        version: '1.36',
+        body: {
+          allocations: requests[i % requests.length]!.allocations,
+          project_id: crypto.randomUUID(),
+          user_id: crypto.randomUUID(),
+          consumer_generation: null,
+        },
+        // A candidate whose capacity earlier claims took (a nested tree's one FPGA) is refused: the claims stop growing there.
+        okStatuses: [204, 409],
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, claimer));
+}
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function measure(): Promise<void> {
@@ -172,6 +200,7 @@ async function measure(): Promise<void> {
     await httpLoad(api, scenario.build(), 16, scenario.preheat);
     const path = `/allocation_candidates?${full.query}`;
     const get = async (p: string) => (await api.timedGet(p, full.version)).body.length;
+    await claimCandidates(api, path, full.version, Number(args.consumers));
     for (let i = 0; i < 30; i += 1) await get(path);
     const bytes = Number(await (await api.request('GET', `/__prepare?q=${encodeURIComponent(path)}`, { version: full.version })).text());
     for (let i = 0; i < 30; i += 1) await get('/__floor');
@@ -209,6 +238,7 @@ async function measure(): Promise<void> {
         ratio: Number((answer / floor).toFixed(2)),
         rss_mib_at_rest: rssAtRest,
         rss_mib_after: rssMiB(pid),
+        consumers: Number(args.consumers),
         rounds: answerMs.length,
         per_round: perRound,
         answer_rounds: answerMs.map((x) => Number(x.toFixed(2))),

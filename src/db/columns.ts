@@ -21,6 +21,7 @@ export const USER = columnNames(t.users);
 export const CONSUMER_TYPE = columnNames(t.consumerTypes);
 export const CONSUMER = columnNames(t.consumers);
 export const TREE_CHANGE = columnNames(t.placementTreeChanges);
+export const USAGE_CHANGE = columnNames(t.placementUsageChanges);
 export const EPOCH = columnNames(t.placementEpoch);
 export const WRITE_MARK = columnNames(t.placementWriteMarks);
 // Cyborg.

@@ -181,6 +181,22 @@ export const placementTreeChanges = sqliteTable(
 );
 
 /**
+ * Which providers' usage changed, and when: one row per provider, its `seq`
+ * raised by triggers (drizzle/0015_usage_changes.sql) on every insert, update
+ * or delete of its allocations, whichever process writes. A kept allocation
+ * candidates answer reads the providers whose seq passed its own and their
+ * usage, not every provider's usage.
+ */
+export const placementUsageChanges = sqliteTable(
+  'placement_usage_changes',
+  {
+    providerId: integer('provider_id').primaryKey(),
+    seq: integer('seq').notNull(),
+  },
+  (t) => [index('placement_usage_changes_seq_idx').on(t.seq)],
+);
+
+/**
  * One row: a random token made when the database is created. The trees kept
  * in memory remember it and read everything again when it changes (the
  * database file replaced under a running service).

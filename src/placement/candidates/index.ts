@@ -14,7 +14,7 @@
 // every caller's search takes from it.
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
-import { ALLOC, RP, TREE_CHANGE } from '../../db/columns.js';
+import { ALLOC, RP, TREE_CHANGE, USAGE_CHANGE } from '../../db/columns.js';
 import type { Deps } from '../../deps.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
@@ -187,14 +187,14 @@ interface SearchPlan {
  * prefilter keeps. `firstRoots`: only that many of the lowest viable trees.
  */
 /** Where one pass gets its research: the database (the requests), or a model given whole (the warm-up). */
-type ResearchSource = (plan: SearchPlan, firstRoots: number | null) => Promise<Research | 'kept'>;
+type ResearchSource = (plan: SearchPlan, firstRoots: number | null) => Promise<Research | KeptHit>;
 
 const fromDatabase =
   (reader: BatchReader): ResearchSource =>
   (plan, firstRoots) =>
     research(reader, plan, firstRoots);
 
-async function research(reader: BatchReader, plan: SearchPlan, firstRoots: number | null): Promise<Research | 'kept'> {
+async function research(reader: BatchReader, plan: SearchPlan, firstRoots: number | null): Promise<Research | KeptHit> {
   const { names, prefilter, options } = plan;
   const hooks = options.hooks ?? NO_HOOKS;
   if (options.treeCacheProviders > 0) {
@@ -209,7 +209,7 @@ async function research(reader: BatchReader, plan: SearchPlan, firstRoots: numbe
 /** Research, then the trees that can anchor a candidate (in stable order) with the search over them. */
 async function prepare(source: ResearchSource, plan: SearchPlan, firstRoots: number | null) {
   const found = await source(plan, firstRoots);
-  if (found === 'kept') throw new Error('a kept answer where none was offered');
+  if ('hit' in found) throw new Error('a kept answer where none was offered');
   return { found, ...(await decide(found, plan)) };
 }
 
@@ -246,13 +246,14 @@ async function decide(found: Research, plan: SearchPlan) {
 async function searchOnce(source: ResearchSource, plan: SearchPlan, firstRoots: number | null): Promise<Attempt | KeptAnswer> {
   const { request, options, kept } = plan;
   const found = await source(plan, firstRoots);
-  if (found === 'kept') {
+  if ('hit' in found) {
     options.answers?.countHit();
-    return kept!;
+    // The same bytes; kept again with the newer usage it was checked against, when the batch read a newer one.
+    return found.hit === kept!.state ? kept! : { ...kept!, state: found.hit };
   }
   const inert = found.state !== null && hooksInert(plan, found.hooks);
-  if (kept?.trees && inert && sameButUsage(kept.state, found.state!)) {
-    const spliced = await spliceKept(found, plan, kept, kept.trees);
+  if (kept?.trees && inert && found.usageChanged && sameButUsage(kept.state, found.state!)) {
+    const spliced = await spliceKept(found, plan, kept, kept.trees, found.usageChanged);
     if (spliced) {
       options.answers?.countSplice();
       return spliced;
@@ -436,9 +437,7 @@ async function chooseCandidates(
     usage,
     // Trees apart, in stable order and every one of them searched (no limit): the answer can be put together by tree.
     trees:
-      outcome.state !== null && outcome.treesApart && request.limit === null && !breadthFirst
-        ? { viable: new Set(outcome.viable), usage }
-        : null,
+      outcome.state !== null && outcome.treesApart && request.limit === null && !breadthFirst ? { viable: new Set(outcome.viable) } : null,
     ...presentationOf(plan, lookups),
   };
 }
@@ -466,21 +465,20 @@ function presentationOf(plan: SearchPlan, lookups: Lookups): Pick<Chosen, 'class
  * one tree, the trees and names are as the kept answer's, and no limit, cap
  * or time budget stops the search. Null when the search must run whole.
  */
-async function spliceKept(found: Research, plan: SearchPlan, kept: KeptAnswer, trees: KeptTrees): Promise<KeptAnswer | null> {
+async function spliceKept(
+  found: Research,
+  plan: SearchPlan,
+  kept: KeptAnswer,
+  trees: KeptTrees,
+  usageChanged: ReadonlySet<number>,
+): Promise<KeptAnswer | null> {
   const { options, request } = plan;
   const model = found.state!.model;
   const changed = new Set<number>();
-  const differ = (a: Usage, b: Usage) => {
-    for (const [providerId, perClass] of a) {
-      const other = b.get(providerId);
-      let same = other !== undefined && other.size === perClass.size;
-      if (same) for (const [classId, used] of perClass) if (other!.get(classId) !== used) same = false;
-      const root = same ? undefined : model.provider(providerId)?.rootId;
-      if (root !== undefined && trees.viable.has(root)) changed.add(root);
-    }
-  };
-  differ(found.usage, trees.usage);
-  differ(trees.usage, found.usage);
+  for (const providerId of usageChanged) {
+    const root = model.provider(providerId)?.rootId;
+    if (root !== undefined && trees.viable.has(root)) changed.add(root);
+  }
   const roots = [...changed].sort((a, b) => a - b);
   const { candidates, preloaded } = found.rulesOf(roots);
   if (candidates.anchorsOfSharing.size) return null;
@@ -514,7 +512,7 @@ async function spliceKept(found: Research, plan: SearchPlan, kept: KeptAnswer, t
     bytes: joined.bytes,
     count,
     cut: null,
-    trees: { viable: trees.viable, usage: found.usage },
+    trees,
     spans: joined.trees,
   };
 }
@@ -691,6 +689,11 @@ export interface Research {
   truncatedAt: number | null;
   /** Usage of the trees read (loadTrees adds to it). */
   usage: Usage;
+  /**
+   * With a kept answer of the same model version offered: the providers whose usage differs from
+   * the usage it was computed from (the batch read only what changed since); else null.
+   */
+  usageChanged: ReadonlySet<number> | null;
   /** Trees outside the first load (anchors of sharing providers the search reaches). */
   loadTrees(roots: number[]): Promise<Map<number, ProviderNode>>;
 }
@@ -714,6 +717,7 @@ function researchOf(
   amounts: Amounts,
   loadTrees: (roots: number[]) => Promise<Map<number, ProviderNode>>,
   state: ResearchState | null = null,
+  usageChanged: ReadonlySet<number> | null = null,
 ): Research {
   let decided: Decided | undefined;
   const rulesOf = (viable: readonly number[]): Decided => {
@@ -736,6 +740,7 @@ function researchOf(
     state,
     truncatedAt,
     usage,
+    usageChanged,
     loadTrees,
   };
 }
@@ -803,10 +808,18 @@ const USAGE_ROW = columns(['rp', 'cls', 'used']);
 /** Usage of which trees one batch read: 'all', or the listed roots plus those the refresh re-read. */
 type UsageScope = 'all' | Set<number>;
 
+/** A kept answer's research read again: the state it now holds for (the same, or a newer usage snapshot that differs nowhere it reads). */
+export interface KeptHit {
+  hit: ResearchState;
+}
+
 /**
  * The research from the shared cache; its loader serves trees outside the
  * first load with the usage already read. Null when the cloud is over the
- * cache's cap: a partial model answers.
+ * cache's cap: a partial model answers. With a kept answer over the model as
+ * it stands, the batch reads only the usage that changed since the answer's
+ * (placement_usage_changes, raised by triggers on every allocation write),
+ * not every tree's: `{hit}` when nothing the answer reads changed.
  */
 export async function researchCached(
   reader: BatchReader,
@@ -817,7 +830,7 @@ export async function researchCached(
   now: number,
   hooks: readonly CandidateReadHook[],
   kept?: { state: ResearchState; inert: (states: HookStates) => boolean },
-): Promise<Research | 'kept' | null> {
+): Promise<Research | KeptHit | null> {
   let lookups: Lookups | null = null;
   for (let attempt = 0; attempt < 4; attempt += 1) {
     if (!model.usable(now)) return null;
@@ -831,7 +844,10 @@ export async function researchCached(
       : guess === null || attempt >= 2 || guess.reads.size * 2 >= model.roots().length
         ? 'all'
         : guess.reads;
-    const own: InStatement[] = [model.refreshStatement(), usageStatement(wanted, model)];
+    const own: InStatement[] = [
+      model.refreshStatement(),
+      known ? usageChangesStatement(kept.state.usageSeq, model) : usageStatement(wanted, model),
+    ];
     const results = await reader.readBatch([...(lookups ? [] : lookupStatements(names)), ...own, ...hookStatements(hooks, names.classes)]);
     if (!lookups) {
       lookups = lookupsOf(results.slice(0, 4));
@@ -842,14 +858,23 @@ export async function researchCached(
     const changed = model.apply(String(refreshRows!.rows[0]![0]), now);
     if (changed === 'oversize') return null;
     if (changed === 'reload') continue;
-    const usageText = String(usageRows!.rows[0]?.[0] ?? '[]');
+    const usageSeq = Number(usageRows!.rows[0]?.[1] ?? 0);
+    const usageRead = JSON.parse(String(usageRows!.rows[0]?.[0] ?? '[]')) as PackedRow[];
+    const since = known ? usageSince(kept.state.usage, usageRead) : null;
     const namesKey = lookupsKey(lookups);
     // The trees and names of the kept answer: its plan is this one's (the viable trees depend on them, never on usage).
     const samePlan = known && model.version === kept.state.version && namesKey === kept.state.names;
-    // The same trees, names and usage as the kept answer's, in one snapshot: it is the answer, unless a hook now constrains it.
-    if (samePlan && usageText === kept.state.usage && kept.inert(readHooks(hooks, results.slice(at + own.length)))) return 'kept';
-    const usage = usageOf(JSON.parse(usageText) as PackedRow[]);
     const scope: UsageScope = wanted === 'all' ? 'all' : new Set([...wanted, ...changed]);
+    // The same trees and names as the kept answer's, and no usage it reads changed, in one snapshot: it is the answer, unless a hook now constrains it.
+    if (
+      samePlan &&
+      !touches(model, since!.changed, kept.state.plan.reads) &&
+      kept.inert(readHooks(hooks, results.slice(at + own.length)))
+    ) {
+      return { hit: usageSeq === kept.state.usageSeq ? kept.state : { ...kept.state, usageSeq, usage: since!.usage } };
+    }
+    // The research's own map (loadTrees adds to it), never a kept answer's.
+    const usage = since === null ? usageOf(usageRead) : since.usage === kept!.state.usage ? new Map(since.usage) : since.usage;
     // After it: the trees the request really needs, with the names it named.
     const plan = samePlan
       ? kept.state.plan
@@ -859,7 +884,7 @@ export async function researchCached(
     // Anchor trees are in the usage read (plan.reads); should the search reach another tree, its usage is read then.
     // Names, trees and usage from one batch (the first): what an answer computed from them reads again while they hold.
     const state: ResearchState | null =
-      attempt === 0 ? { model, version: model.version, scope: scopeKey(scope), usage: usageText, names: namesKey, plan } : null;
+      attempt === 0 ? { model, version: model.version, scope: scopeKey(scope), usageSeq, usage, names: namesKey, plan } : null;
     return researchOf(
       model,
       lookups,
@@ -877,6 +902,7 @@ export async function researchCached(
         return nodesOf(model, roots);
       },
       state,
+      since?.changed ?? null,
     );
   }
   // Four batches lost to concurrent tree changes: a partial model answers.
@@ -889,17 +915,86 @@ const covers = (scope: UsageScope, roots: Iterable<number>): boolean => {
   return true;
 };
 
+/** Whether any of `providers` lies in one of `roots` (a provider the model no longer holds counts: its tree changed). */
+function touches(model: CloudModel, providers: ReadonlySet<number>, roots: ReadonlySet<number>): boolean {
+  for (const id of providers) {
+    const root = model.provider(id)?.rootId;
+    if (root === undefined || roots.has(root)) return true;
+  }
+  return false;
+}
+
+/**
+ * Per provider and class: the usage SUMmed from allocations `a`, packed as USAGE_ROW rows (one JSON text),
+ * and beside it the highest usage change seq, which numbers that snapshot of the usage.
+ */
+const groupedUsage = (from: string, rp = `a.${ALLOC.resourceProviderId}`) =>
+  `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')),
+    (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes) FROM (
+    SELECT ${rp} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used FROM ${from}
+    GROUP BY ${rp}, a.${ALLOC.resourceClassId})`;
+
 /** Current usage per provider and class: of every provider, or of the given trees and those the refresh re-reads. */
 function usageStatement(scope: UsageScope, model: CloudModel): InStatement {
-  const grouped = (from: string) => `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')) FROM (
-    SELECT a.resource_provider_id AS rp, a.resource_class_id AS cls, SUM(a.used) AS used FROM ${from}
-    GROUP BY a.resource_provider_id, a.resource_class_id)`;
-  if (scope === 'all') return { sql: grouped('allocations a'), args: {} };
+  if (scope === 'all') return { sql: groupedUsage('allocations a'), args: {} };
   return {
     sql: `WITH roots(id) AS (SELECT value FROM json_each(:roots) UNION SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq)
-      ${grouped(`roots r CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = r.id CROSS JOIN allocations a ON a.${ALLOC.resourceProviderId} = p.${RP.id}`)}`,
+      ${groupedUsage(`roots r CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = r.id CROSS JOIN allocations a ON a.${ALLOC.resourceProviderId} = p.${RP.id}`)}`,
     args: { roots: JSON.stringify([...scope]), seq: model.appliedSeq },
   };
+}
+
+/**
+ * The usage of every provider whose allocations changed since `usageSeq`, and
+ * of every provider of a tree changed since the model's seq (it may have come
+ * into the trees read): a row with a null class for one that has none now.
+ * Driven from the change rows (seq indexes), so a quiet cloud costs index probes.
+ * Change rows numbered below `usageSeq` (a database restored under the
+ * service, or a replica behind the snapshot the answer was kept from): every
+ * provider's, in the same batch.
+ */
+function usageChangesStatement(usageSeq: number, model: CloudModel): InStatement {
+  return {
+    sql: `WITH touched(id) AS (
+        SELECT ${USAGE_CHANGE.providerId} FROM placement_usage_changes WHERE ${USAGE_CHANGE.seq} > :usageSeq
+        UNION SELECT p.${RP.id} FROM placement_tree_changes c CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = c.${TREE_CHANGE.rootId}
+          WHERE c.${TREE_CHANGE.seq} > :treeSeq
+        UNION SELECT p.${RP.id} FROM (SELECT 1 WHERE (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes) < :usageSeq)
+          CROSS JOIN resource_providers p)
+      ${groupedUsage(`touched t LEFT JOIN allocations a ON a.${ALLOC.resourceProviderId} = t.id`, 't.id')}`,
+    args: { usageSeq, treeSeq: model.appliedSeq },
+  };
+}
+
+/**
+ * `base` with the providers of `rows` (usageChangesStatement) read afresh: a new
+ * map (`base` is a kept answer's, never changed), and the providers whose usage differs.
+ */
+function usageSince(base: Usage, rows: PackedRow[]): { usage: Usage; changed: Set<number> } {
+  const fresh: Usage = new Map();
+  const at = USAGE_ROW.at;
+  for (const row of rows) {
+    const rp = num(row[at.rp]);
+    if (row[at.cls] === null) fresh.set(rp, fresh.get(rp) ?? new Map());
+    else addUsage(fresh, rp, num(row[at.cls]), num(row[at.used]));
+  }
+  const changed = new Set<number>();
+  for (const [rp, perClass] of fresh) if (!sameUsage(base.get(rp), perClass)) changed.add(rp);
+  if (changed.size === 0) return { usage: base, changed };
+  const usage = new Map(base);
+  for (const rp of changed) {
+    const perClass = fresh.get(rp)!;
+    if (perClass.size) usage.set(rp, perClass);
+    else usage.delete(rp);
+  }
+  return { usage, changed };
+}
+
+/** Whether a provider's usage reads the same (no entry and an empty one alike). */
+function sameUsage(kept: ReadonlyMap<number, number> | undefined, fresh: ReadonlyMap<number, number>): boolean {
+  if ((kept?.size ?? 0) !== fresh.size) return false;
+  for (const [classId, used] of fresh) if (kept!.get(classId) !== used) return false;
+  return true;
 }
 
 function usageOf(rows: PackedRow[]): Usage {
@@ -916,21 +1011,25 @@ function usageOf(rows: PackedRow[]): Usage {
 // installed hooks too, unless they leave nothing out and add no capacity rule
 // at the request's instant (checked again at every request: holds and leases
 // open and close with the clock). Every request still sends its one read
-// batch; when that batch reads the same names and the same usage text as the
-// answer kept for the same request, over the same model version, the kept
-// bytes are the answer (another process's writes change the usage or the
-// trees' seq, so they are seen the same way). Never kept: an answer cut by
+// batch; it reads the usage changed since the answer kept for the same
+// request (triggers number every allocation write in placement_usage_changes,
+// whichever process writes). When it reads the same names over the same
+// model version and no usage changed in the trees the answer reads, the kept
+// bytes are the answer (another process's writes move the usage changes or
+// the trees' seq, so they are seen the same way). Never kept: an answer cut by
 // the time budget, a random order, a second pass or a second batch (another
 // snapshot), a partial model (over the cache's size), extension parameters.
 
-/** What an answer was computed from: one batch's names and usage text, over one version of the model. */
+/** What an answer was computed from: one batch's names and usage, over one version of the model. */
 export interface ResearchState {
   model: CloudModel;
   version: number;
   /** The trees whose usage the batch read ('all', or their roots). */
   scope: string;
-  /** The usage as the batch returned it (one JSON text). */
-  usage: string;
+  /** The highest usage change seq (placement_usage_changes) in the batch's snapshot: `usage` is as of it. */
+  usageSeq: number;
+  /** The usage of the trees in `scope` (and maybe more) as of `usageSeq`: never changed once kept (a later state is a copy). */
+  usage: Usage;
   /** The request's names as looked up. */
   names: string;
   /** The trees planned over them (rules.ts planTrees): the same while the model's version and the names are. */
@@ -969,19 +1068,17 @@ export interface KeptAnswer {
   spans: TreeSpan[];
 }
 
-/** What a kept answer's trees were computed from, beside its state: the viable trees, the usage read (parsed). */
+/** What a kept answer's trees were computed from, beside its state: the viable trees. */
 export interface KeptTrees {
   viable: ReadonlySet<number>;
-  usage: Usage;
 }
 
 /** Most answers kept, and most bytes they hold in all (a scheduler asks a few distinct queries; an answer above half of it is not kept). */
 const KEPT_ANSWERS = 32;
 const KEPT_ANSWER_BYTES = 16 << 20;
 
-/** About what a kept answer holds: its bytes, its usage text and (to splice it) the usage parsed, ~200 bytes a provider, and its trees' spans. */
-const sizeOf = (answer: KeptAnswer): number =>
-  answer.bytes.length + answer.state.usage.length + (answer.trees ? answer.trees.usage.size * 200 + answer.spans.length * 64 : 0);
+/** About what a kept answer holds: its bytes, the usage it read (~200 bytes a provider) and its trees' spans. */
+const sizeOf = (answer: KeptAnswer): number => answer.bytes.length + answer.state.usage.size * 200 + answer.spans.length * 64;
 
 /** The kept answers of one app (Deps.candidates), by answerKey, least recently used first. */
 export class KeptAnswers {
