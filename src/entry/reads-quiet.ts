@@ -9,8 +9,8 @@
 // finds the engine and its caches ready.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-/** How long after the last read a background answer may start: a client's next read mostly follows within it. */
-export const QUIET_MS = 50;
+/** How long after the last read a background answer may start: a client's next read mostly follows within it, on a loaded machine too. */
+export const QUIET_MS = 100;
 
 export class ReadsQuiet {
   private inFlight = 0;
