@@ -10,6 +10,11 @@
 // its share answers its next requests with `Connection: close` until it is
 // not. The client opens a new connection for its next request, which the
 // process less busy, mostly the one with fewer, accepts first.
+// Only while another of its connections is busy too, though: a client's idle
+// kept-alive connections (a pool that loaded the cloud) count toward the
+// share, and the process holding more of them closed the one connection a
+// lone client was using. Its next request paid a new connection and landed in
+// a process that had not answered its query, and nothing waited less.
 import cluster, { type Worker } from 'node:cluster';
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -24,6 +29,8 @@ const REPORT_AFTER_MS = 20;
  * is made of arrive a moment late; this bounds the reconnects that costs.
  */
 const CLOSE_EVERY_MS = 50;
+/** A connection counts as busy with a request in flight on it, or one answered this recently (a client's next request follows at once). */
+const BUSY_WITHIN_MS = 20;
 
 const count = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 0;
 const isCount = (raw: unknown): raw is { type: typeof COUNT; value: number } =>
@@ -41,7 +48,7 @@ const isShare = (raw: unknown): raw is { type: typeof SHARE; others: number; pro
  * In a cluster's server process: counts `server`'s connections and tells the
  * primary; returns what to call for every response as its request arrives,
  * which closes the connection after it while this process holds more than
- * its share.
+ * its share and another of its connections is busy.
  */
 export function balanceConnections(server: Server): (res: ServerResponse) => void {
   let open = 0;
@@ -52,6 +59,14 @@ export function balanceConnections(server: Server): (res: ServerResponse) => voi
   let others = 0;
   let processes = 0;
   let lastClose = Number.NEGATIVE_INFINITY;
+  /** Each open connection's requests in flight, and when its last one was answered. */
+  const activity = new Map<Socket, { inFlight: number; answeredAt: number }>();
+  /** Whether a connection of this process other than `socket` is busy. */
+  const anotherBusy = (socket: Socket, now: number) => {
+    for (const [other, { inFlight, answeredAt }] of activity)
+      if (other !== socket && (inFlight > 0 || now - answeredAt < BUSY_WITHIN_MS)) return true;
+    return false;
+  };
   let report: NodeJS.Timeout | undefined;
   const tell = () => {
     if (report) return;
@@ -63,9 +78,11 @@ export function balanceConnections(server: Server): (res: ServerResponse) => voi
   };
   server.on('connection', (socket: Socket) => {
     open += 1;
+    activity.set(socket, { inFlight: 0, answeredAt: Number.NEGATIVE_INFINITY });
     tell();
     socket.once('close', () => {
       open -= 1;
+      activity.delete(socket);
       if (closing.has(socket)) leaving -= 1;
       tell();
     });
@@ -77,11 +94,19 @@ export function balanceConnections(server: Server): (res: ServerResponse) => voi
   process.send?.({ type: COUNT, value: open });
   return (res) => {
     const socket = res.socket;
+    const own = socket ? activity.get(socket) : undefined;
+    if (own) {
+      own.inFlight += 1;
+      res.once('close', () => {
+        own.inFlight -= 1;
+        own.answeredAt = performance.now();
+      });
+    }
     // This process's own count is current; the others' are as they last told.
     const kept = open - leaving;
     if (!socket || processes === 0 || kept <= Math.ceil((others + kept) / processes) || closing.has(socket) || res.headersSent) return;
     const now = performance.now();
-    if (now - lastClose < CLOSE_EVERY_MS) return;
+    if (now - lastClose < CLOSE_EVERY_MS || !anotherBusy(socket, now)) return;
     lastClose = now;
     closing.add(socket);
     leaving += 1;

@@ -21,6 +21,7 @@ import { handleClientError, MAX_HEADER_BYTES, refuseWithoutHost, unreadableReque
 import { buildNodeDeps } from './node-service.js';
 import { checkDatabasePath, checkPolicyFile, databaseOpenProblem, EXIT_CANNOT_START, listenProblem, refuseStart } from './node-start.js';
 import { prepareDatabase, prepareWhenAnswered } from './prepare-database.js';
+import { ReadsQuiet } from './reads-quiet.js';
 import { nodeRewarm, nodeWarmUp, runWarmUp } from './warm-up.js';
 import { shareWriteMarks } from './write-marks-sharing.js';
 
@@ -66,8 +67,11 @@ export async function serveHttp(config: AppConfig): Promise<void> {
     headersTimeout: timeout,
     connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(timeout / 4))),
   };
+  // The re-warm's answers wait for a pause in the reads (reads-quiet.ts).
+  const reads = new ReadsQuiet();
   const server = createServer(serverOptions, (incoming, outgoing) => {
     drain.track(outgoing);
+    reads.track(incoming, outgoing);
     keepShare?.(outgoing);
     if (refuseWithoutHost(incoming, outgoing)) return;
     if (gate.isOpen || needsNoDatabase(incoming.method, incoming.url)) void listener(incoming, outgoing);
@@ -144,7 +148,7 @@ export async function serveHttp(config: AppConfig): Promise<void> {
   jobs = startNodeJobs(deps, { timers: !forked });
   // ... the warm-up hook (warm-up.ts), and the trees kept current as any process writes.
   await runWarmUp(nodeWarmUp, deps);
-  refresher = keepTreesFresh(deps);
+  refresher = keepTreesFresh(deps, reads.turn);
   deps.readiness.release('warming');
   const ready = { pid: process.pid, ms: Math.round(performance.now() - started) };
   if (forked) {
@@ -158,11 +162,12 @@ export async function serveHttp(config: AppConfig): Promise<void> {
  * PLACEMENT_TREE_REFRESH_MS with writes from any process, so the first
  * candidates request after a load reads none, and the engine re-warmed over
  * them when they take a shape this process has not answered over (a cloud
- * loaded after the start: nodeRewarm). A database file only: its
+ * loaded after the start: nodeRewarm), each of its answers on a `turn`
+ * between the reads. A database file only: its
  * batches run in call order, so a refresh and a request apply their
  * snapshots in the order they were read.
  */
-function keepTreesFresh(deps: Deps): { stop(): void } | undefined {
+function keepTreesFresh(deps: Deps, turn: () => Promise<void>): { stop(): void } | undefined {
   const { config, log, store } = deps;
   if (config.PLACEMENT_TREE_REFRESH_MS === 0 || config.PLACEMENT_CANDIDATE_TREE_CACHE === 0 || !config.PLACEMENT_DB_URL.startsWith('file:'))
     return undefined;
@@ -170,7 +175,7 @@ function keepTreesFresh(deps: Deps): { stop(): void } | undefined {
     store.nearby,
     config.PLACEMENT_TREE_REFRESH_MS,
     (err) => log.warn('refreshing the provider trees failed', { err: String(err) }),
-    (kind) => nodeRewarm(deps, kind),
+    (kind) => nodeRewarm(deps, kind, turn),
   );
 }
 

@@ -76,10 +76,11 @@ const REWARM_CAP = 1000;
  * over (a cloud loaded after its start: CandidateEngine.keepFresh runs it),
  * or, in one round, after trees of known shapes were re-read ('refill'):
  * the warm-up's queries answered through the real path on the real trees,
- * one per turn of the event loop, not counted in the answer metrics. A query
+ * one per `turn` (of the event loop, or the server's pause between reads:
+ * reads-quiet.ts), not counted in the answer metrics. A query
  * naming what the cloud lacks is refused (a 400's error, dropped).
  */
-export async function nodeRewarm({ store, candidates }: Deps, kind: RewarmKind = 'shape'): Promise<void> {
+export async function nodeRewarm({ store, candidates }: Deps, kind: RewarmKind = 'shape', turn = nextTurn): Promise<void> {
   const cap = candidates.settings.maxCandidates;
   // Not clients' questions: their answers are not kept (they would push out those clients repeat).
   const options = candidates.options({
@@ -92,7 +93,7 @@ export async function nodeRewarm({ store, candidates }: Deps, kind: RewarmKind =
   const requests = kind === 'refill' ? realCloudRequests().filter(fullAtNewest) : realCloudRequests();
   for (let round = 0, rounds = kind === 'refill' ? 1 : REWARM_ROUNDS; round < rounds; round += 1)
     for (const { mv, request } of requests) {
-      await nextTurn();
+      await turn();
       await findAllocationCandidatesJson(store.nearby, request, mv, { ...options, now: Date.now() }).catch(refusedOnly);
     }
 }

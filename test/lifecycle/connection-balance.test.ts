@@ -2,7 +2,8 @@
 // (connection-balance.ts): ten connections that all landed on one process
 // (the other was stopped while they were opened, as the kernel gives a burst
 // to whichever process accepts first) end up about half on each once
-// requests run on them, and every request is answered.
+// requests run on them, and every request is answered; and a lone client's
+// connection is never closed for idle ones the same process holds.
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -45,14 +46,18 @@ function connectionsOf(pids: number[]): number[] {
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS });
-function get(path: string): Promise<number> {
+function get(path: string, on = agent): Promise<number> {
+  return answer(path, on).then(({ status }) => status);
+}
+/** A GET on `on`'s connections: its status, and whether the server said it closes the connection after it. */
+function answer(path: string, on: Agent): Promise<{ status: number; closes: boolean }> {
   return new Promise((resolve, reject) => {
     const req = request(
       `${server.url}${path}`,
-      { agent, headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39' } },
+      { agent: on, headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39' } },
       (res) => {
         res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, closes: res.headers.connection === 'close' }));
       },
     );
     req.on('error', reject);
@@ -74,6 +79,38 @@ afterAll(async () => {
 });
 
 describe(`PLACEMENT_WORKERS=${WORKERS}`, () => {
+  it("keeps a lone client's connection open on a process that holds more than its share of idle ones", async () => {
+    const pids = workers().map((w) => w.pid);
+    // The lone client's connection, then a pool's ten, used once and left idle, all on the first process.
+    const lone = new Agent({ keepAlive: true, maxSockets: 1 });
+    const pool = new Agent({ keepAlive: true, maxSockets: CLIENTS });
+    process.kill(pids[1]!, 'SIGSTOP');
+    try {
+      expect(await answer('/', lone)).toEqual({ status: 200, closes: false });
+      expect(await Promise.all(Array.from({ length: CLIENTS }, () => get('/', pool)))).toEqual(Array(CLIENTS).fill(200));
+      const [held, other] = connectionsOf(pids);
+      // More than its share (half, rounded up) while the pool's are open, the server's keep-alive timeout away.
+      expect(other).toBe(0);
+      expect(held).toBeGreaterThan(2);
+    } finally {
+      process.kill(pids[1]!, 'SIGCONT');
+    }
+    try {
+      // The first process's count reaches the primary, and its share comes back, within a few of its
+      // 20 ms reports; each request later than the last close allowed (one per 50 ms).
+      const answers = [];
+      for (let i = 0; i < 20; i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        answers.push(await answer('/resource_providers', lone));
+      }
+      expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+      expect(answers.filter((a) => a.closes)).toEqual([]);
+    } finally {
+      pool.destroy();
+      lone.destroy();
+    }
+  }, 60_000);
+
   it('shares kept-alive connections that all landed on one server process out between the processes', async () => {
     const pids = workers().map((w) => w.pid);
     // The second process stopped: the first accepts all ten.
