@@ -128,7 +128,9 @@ export function shareConnections(): void {
       const key = `${share.others}/${share.processes}`;
       if (told.get(w.id) === key && w.id !== asked) continue;
       told.set(w.id, key);
-      w.send(share);
+      // With a callback, a send to a process that died this instant (not yet seen to go) hands
+      // its EPIPE to the callback; without one it was an 'error' nobody handled, ending the primary.
+      w.send(share, undefined, undefined, () => undefined);
     }
   };
   cluster.on('message', (worker: Worker, raw: unknown) => {

@@ -122,7 +122,8 @@ export function answerPrepared(prepared: Promise<unknown>): void {
     if (!isPrepared(msg) || msg.done) return;
     void prepared.then(
       () => {
-        if (worker.isConnected()) worker.send({ type: 'placement-database-prepared', done: true } satisfies PreparedMessage);
+        if (worker.isConnected())
+          worker.send({ type: 'placement-database-prepared', done: true } satisfies PreparedMessage, undefined, undefined, () => undefined);
       },
       () => {},
     );

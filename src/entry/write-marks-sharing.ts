@@ -33,7 +33,7 @@ export function relayWriteMarks(): void {
   cluster.on('message', (from, msg: unknown) => {
     if (!isWriteMark(msg)) return;
     for (const worker of Object.values(cluster.workers ?? {})) {
-      if (worker && worker.id !== from.id && worker.isConnected()) worker.send(msg);
+      if (worker && worker.id !== from.id && worker.isConnected()) worker.send(msg, undefined, undefined, () => undefined);
     }
   });
 }

@@ -116,7 +116,8 @@ export function serveClusterMetrics(metrics: ServiceMetrics): void {
         if (pending.size === 0) done();
       });
       if (pending.size === 0) done();
-      for (const worker of workers) worker.send({ type: 'placement-metrics:snapshot-request', id } satisfies Message);
+      for (const worker of workers)
+        worker.send({ type: 'placement-metrics:snapshot-request', id } satisfies Message, undefined, undefined, () => undefined);
     });
     return {
       families: mergeSnapshots([metrics.registry.snapshot(), retired, ...workers.map((w) => latest.get(w.id) ?? [])]),
@@ -130,7 +131,13 @@ export function serveClusterMetrics(metrics: ServiceMetrics): void {
     if (message?.type === 'placement-metrics:snapshot') answers.get(message.id)?.(worker.id, message.families);
     else if (message?.type === 'placement-metrics:gather') {
       void gather().then((gathered) => {
-        if (worker.isConnected()) worker.send({ type: 'placement-metrics:gathered', id: message.id, ...gathered } satisfies Message);
+        if (worker.isConnected())
+          worker.send(
+            { type: 'placement-metrics:gathered', id: message.id, ...gathered } satisfies Message,
+            undefined,
+            undefined,
+            () => undefined,
+          );
       });
     }
   });

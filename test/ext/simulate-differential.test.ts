@@ -16,7 +16,11 @@ import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { PROJECT, USER } from './helpers.js';
 import { everyRow } from './simulate-helpers.js';
 
-const CASES = Number(process.env.SIMULATE_CASES ?? 500);
+// 250 cases catch every bug it was checked against that 500 caught (planted by hand: a set_inventory
+// that drops its allocation_ratio, seed 14; a taint added only to an untainted provider, seed 109).
+// Which consumers are displaced is not compared: the smallest displaced first, or one more displaced
+// than needed, pass 500 cases too (docs/simulate.md). SIMULATE_CASES widens a run by hand.
+const CASES = Number(process.env.SIMULATE_CASES ?? 250);
 const AGG_A = '0a0a0a0a-0000-4000-8000-00000000000a';
 const AGG_B = '0b0b0b0b-0000-4000-8000-00000000000b';
 const TAINT = 'example.com/maintenance';
