@@ -13,7 +13,6 @@ import type { Deps } from '../deps.js';
 import { Microversion } from '../microversion.js';
 import { findAllocationCandidatesJson } from '../placement/candidates/index.js';
 import { parseCandidateQueryString } from '../placement/candidates/parse.js';
-import type { RewarmKind } from '../placement/candidates/model-refresh.js';
 import { realCloudRequests, warmUpCandidates } from '../placement/candidates/warm-up.js';
 import { DomainError } from '../errors.js';
 import { MAX_VERSION } from '../placement/versions.js';
@@ -73,13 +72,13 @@ const REWARM_CAP = 1000;
 
 /**
  * Node mode, after the trees took a shape this process has not answered
- * over (a cloud loaded after its start: CandidateEngine.keepFresh runs it),
- * or, in one round, after trees of known shapes were re-read ('refill'):
+ * over (a cloud loaded after its start: CandidateEngine.keepFresh runs it):
  * the warm-up's queries answered through the real path on the real trees,
  * one per turn of the event loop, not counted in the answer metrics. A query
- * naming what the cloud lacks is refused (a 400's error, dropped).
+ * naming what the cloud lacks is refused (a 400's error, dropped). (The
+ * summaries of trees re-read are written by the refresh itself, model-refresh.ts.)
  */
-export async function nodeRewarm({ store, candidates }: Deps, kind: RewarmKind = 'shape'): Promise<void> {
+export async function nodeRewarm({ store, candidates }: Deps): Promise<void> {
   const cap = candidates.settings.maxCandidates;
   // Not clients' questions: their answers are not kept (they would push out those clients repeat).
   const options = candidates.options({
@@ -87,19 +86,12 @@ export async function nodeRewarm({ store, candidates }: Deps, kind: RewarmKind =
     answers: undefined,
     maxCandidates: cap > 0 && cap < REWARM_CAP ? cap : REWARM_CAP,
   });
-  // A refill answers the full answers at the newest microversion once: the caches a request fills are
-  // those of its answer's providers, and the fewer answers, the less a request arriving meanwhile waits.
-  const requests = kind === 'refill' ? realCloudRequests().filter(fullAtNewest) : realCloudRequests();
-  for (let round = 0, rounds = kind === 'refill' ? 1 : REWARM_ROUNDS; round < rounds; round += 1)
-    for (const { mv, request } of requests) {
+  for (let round = 0; round < REWARM_ROUNDS; round += 1)
+    for (const { mv, request } of realCloudRequests()) {
       await nextTurn();
       await findAllocationCandidatesJson(store.nearby, request, mv, { ...options, now: Date.now() }).catch(refusedOnly);
     }
 }
-
-const NEWEST = Microversion.parse(MAX_VERSION)!;
-const fullAtNewest = ({ mv, request }: { mv: Microversion; request: { limit: number | null } }): boolean =>
-  request.limit === null && mv.compare(NEWEST) === 0;
 
 /** A query refused for what the cloud lacks (DomainError 'invalid') is expected; anything else is thrown on. */
 function refusedOnly(err: unknown): void {

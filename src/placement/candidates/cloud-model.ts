@@ -16,7 +16,7 @@ import type { InStatement, ResultSet } from '@libsql/client';
 import type { Deps } from '../../deps.js';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
 import { columns, num, packedArray, type PackedRow } from './sql.js';
-import { AGG, EPOCH, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT, TREE_CHANGE } from '../../db/columns.js';
+import { AGG, ALLOC, EPOCH, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT, TREE_CHANGE } from '../../db/columns.js';
 
 /** Root id the triggers use for a change that touches every tree (a class renamed or removed). */
 const EVERY_TREE = 0;
@@ -183,6 +183,25 @@ export class CloudModel {
             JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
           ${source.where} ORDER BY i.${INV.resourceProviderId}, i.${INV.resourceClassId})))`,
       args: everything ? { cap: this.maxProviders } : { seq: this.seq },
+    };
+  }
+
+  /**
+   * Beside refreshStatement() in one batch (one snapshot): the current usage
+   * of the providers of the trees changed since the model's seq, packed as
+   * [provider, class, used] rows (usageOfChanged() reads them). Null before the
+   * model is loaded: a whole cloud's usage is left to the answers.
+   */
+  changedUsageStatement(): InStatement | null {
+    if (!this.loaded) return null;
+    return {
+      sql: `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')) FROM (
+        SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used
+        FROM (SELECT DISTINCT ${TREE_CHANGE.rootId} AS root_id FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq) c
+          CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = c.root_id
+          CROSS JOIN allocations a ON a.${ALLOC.resourceProviderId} = p.${RP.id}
+        GROUP BY a.${ALLOC.resourceProviderId}, a.${ALLOC.resourceClassId})`,
+      args: { seq: this.seq },
     };
   }
 
@@ -454,6 +473,13 @@ export interface SummaryInventory {
 export type Usage = Map<number, Map<number, number>>;
 
 export const usedOf = (usage: Usage, providerId: number, classId: number): number => usage.get(providerId)?.get(classId) ?? 0;
+
+/** The usage changedUsageStatement() read (its one JSON text). */
+export function usageOfChanged(packed: string): Usage {
+  const usage: Usage = new Map();
+  for (const [rp, cls, used] of JSON.parse(packed) as [number, number, number][]) addUsage(usage, num(rp), num(cls), num(used));
+  return usage;
+}
 
 export function addUsage(usage: Usage, providerId: number, classId: number, used: number): void {
   let perClass = usage.get(providerId);

@@ -5,29 +5,36 @@
 // reads the changes since the model's seq in its own batch: this only moves
 // that work off the request path, it never decides what a request sees.
 import type { BatchReader } from '../../db/client.js';
-import type { CloudModel, ModelProvider } from './cloud-model.js';
-import { prepareSummaryTemplates } from './present/json.js';
+import { type CloudModel, type ModelProvider, usageOfChanged } from './cloud-model.js';
+import { prepareSummaries, prepareSummaryTemplates } from './present/json.js';
 import type { KeptBytes } from './present/kept-bytes.js';
 
 const NONE: ReadonlySet<number> = new Set();
 
 /**
  * Reads the trees changed since the model's last refresh (all of them the
- * first time) and prepares their providers' answer summaries. Returns the
- * roots re-read (none when nothing changed or the cloud is over the cap).
+ * first time) and prepares their providers' answer summaries: templates the
+ * first time, and once loaded the summaries themselves with the usage read
+ * in the same batch (a tree re-read otherwise makes the answer that first
+ * names it write each of its summaries: most of a first answer after a load).
+ * Returns the roots re-read (none when nothing changed or the cloud is over the cap).
  */
 export async function refreshTreeModel(reader: BatchReader, model: CloudModel, now: number, kept: KeptBytes): Promise<ReadonlySet<number>> {
   // A change to every tree (a class renamed) clears the model: read it whole once more.
   for (let attempt = 0; attempt < 2; attempt += 1) {
     if (!model.usable(now)) return NONE;
     const seq = model.appliedSeq;
-    const [result] = await reader.readBatch([model.refreshStatement()]);
+    const usageRead = model.changedUsageStatement();
+    const [result, usageRows] = await reader.readBatch(usageRead ? [model.refreshStatement(), usageRead] : [model.refreshStatement()]);
     const changed = model.apply(String(result!.rows[0]![0]), now);
     if (changed === 'oversize') return NONE;
     if (changed === 'reload') continue;
     if (model.appliedSeq === seq) return NONE;
     const lookup = { get: (id: number) => model.provider(id) };
-    for (const root of changed) prepareSummaryTemplates(model.tree(root), lookup, kept);
+    const usage = usageRows ? usageOfChanged(String(usageRows.rows[0]![0])) : null;
+    for (const root of changed)
+      if (usage) prepareSummaries(model.tree(root), lookup, usage, kept);
+      else prepareSummaryTemplates(model.tree(root), lookup, kept);
     return changed;
   }
   return NONE;
@@ -84,18 +91,17 @@ export interface ModelRefresher {
 /**
  * Refreshes the model every `everyMs` (one read of two index probes when
  * nothing changed), one refresh at a time. Writes made by any process on the
- * database are picked up, not only this one's. For databases whose batches
- * run in call order (Node mode's embedded file): a refresh and a request
- * then apply their snapshots in the order they were read.
+ * database are picked up, not only this one's, and each tree re-read comes
+ * with its providers' summaries written (refreshTreeModel), so the first
+ * answer after a load finds them as a warm one does. For databases whose
+ * batches run in call order (Node mode's embedded file): a refresh and a
+ * request then apply their snapshots in the order they were read.
  *
  * `rewarm`, when given, runs after a refresh once the trees took a shape
  * (or size) this process has not answered over (TreeShapes): when the
  * writes settle (a refresh that finds nothing new), or while they go on, at
  * most once per REWARM_EVERY_MS, so the first answer after a load finds the
- * engine compiled for the cloud it now holds; and, when only trees already
- * of a known shape changed, a 'refill' at most once per REWARM_EVERY_MS
- * (while writes go on and after), so that answer finds their providers'
- * answer caches filled too. No refresh starts while it
+ * engine compiled for the cloud it now holds. No refresh starts while it
  * runs; it must hand the event loop back between its answers itself.
  */
 export function keepTreeModelFresh(
@@ -104,34 +110,21 @@ export function keepTreeModelFresh(
   everyMs: number,
   onError: (err: unknown) => void,
   kept: KeptBytes,
-  rewarm?: (kind: RewarmKind) => Promise<void>,
+  rewarm?: () => Promise<void>,
 ): ModelRefresher {
   let running = false;
   const shapes = new TreeShapes();
   // The trees already held (read by the warm-up at start) are what the process warmed over.
   shapes.observe(model, model.roots());
   let pending = false;
-  // Trees re-read since the last re-warm: their providers' answer caches are empty.
-  let unanswered = false;
   let lastRewarm = 0;
   const tick = async () => {
     const changed = await refreshTreeModel(reader, model, Date.now(), kept);
     if (!rewarm) return;
-    if (changed.size > 0) {
-      unanswered = true;
-      if (shapes.observe(model, changed)) pending = true;
-    }
-    const now = Date.now();
-    if (pending && (changed.size === 0 || now - lastRewarm >= REWARM_EVERY_MS)) {
+    if (changed.size > 0 && shapes.observe(model, changed)) pending = true;
+    if (pending && (changed.size === 0 || Date.now() - lastRewarm >= REWARM_EVERY_MS)) {
       pending = false;
-      unanswered = false;
-      await rewarm('shape');
-      lastRewarm = Date.now();
-    } else if (unanswered && now - lastRewarm >= REWARM_EVERY_MS) {
-      // While writes go on too, not only once they settle: a refill then seldom meets the first
-      // request after a load (which comes as the writes end), and leaves it at most a second of them.
-      unanswered = false;
-      await rewarm('refill');
+      await rewarm();
       lastRewarm = Date.now();
     }
   };
@@ -148,15 +141,5 @@ export function keepTreeModelFresh(
   return { stop: () => clearInterval(timer) };
 }
 
-/**
- * Why a re-warm runs: 'shape', the trees took a shape (or size) the process
- * has not answered over (V8 compiles for it: several rounds); 'refill',
- * trees were re-read since the last re-warm, so their
- * providers' answer caches (summary templates, kept bytes) are empty and
- * the next answer would fill them itself (the full answers at the newest
- * microversion, once, fill them).
- */
-export type RewarmKind = 'shape' | 'refill';
-
-/** While writes go on, the shortest time between two re-warms (and between two refills once they settle). */
+/** While writes go on, the shortest time between two re-warms. */
 export const REWARM_EVERY_MS = 1000;
