@@ -13,6 +13,7 @@ import type { Deps } from '../deps.js';
 import { Microversion } from '../microversion.js';
 import { findAllocationCandidatesJson } from '../placement/candidates/index.js';
 import { parseCandidateQueryString } from '../placement/candidates/parse.js';
+import { KeptBytes } from '../placement/candidates/present/kept-bytes.js';
 import { realCloudRequests, warmUpCandidates } from '../placement/candidates/warm-up.js';
 import { DomainError } from '../errors.js';
 import { MAX_VERSION } from '../placement/versions.js';
@@ -80,10 +81,13 @@ const REWARM_CAP = 1000;
  */
 export async function nodeRewarm({ store, candidates }: Deps): Promise<void> {
   const cap = candidates.settings.maxCandidates;
-  // Not clients' questions: their answers are not kept (they would push out those clients repeat).
+  // Not clients' questions: their answers are not kept (they would push out those clients repeat), nor
+  // their bytes: a summary of an older microversion's shape would take the place of the current one the
+  // refresh wrote (a provider keeps one), and the next client's answer would write each again.
   const options = candidates.options({
     metrics: undefined,
     answers: undefined,
+    keptBytes: KeptBytes.forOneAnswer(),
     maxCandidates: cap > 0 && cap < REWARM_CAP ? cap : REWARM_CAP,
   });
   for (let round = 0; round < REWARM_ROUNDS; round += 1)
