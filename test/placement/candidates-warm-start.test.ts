@@ -175,6 +175,24 @@ describe('trees read and summaries built before the first request', () => {
     }
   });
 
+  it('writes the summaries of trees a request re-read, at the next refresh', async () => {
+    const watcher = await otherProcess(app);
+    try {
+      await watcher.deps.candidates.refresh(watcher.deps.store);
+      const host = await provider(app, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 1024 } } });
+      // A request whose answer does not name the host applies its tree (its batch reads the trees changed since).
+      await watcher.get('/allocation_candidates?resources=FPGA:1');
+      const model = watcher.deps.candidates.trees.modelFor(watcher.deps.store, CACHE);
+      const node = () => model.tree(model.roots().find((root) => model.tree(root)[0]!.uuid === host)!)[0]!;
+      expect(node().uuid).toBe(host);
+      await watcher.deps.candidates.refresh(watcher.deps.store);
+      const summary = watcher.deps.candidates.keptBytes.nodeBytes(node()).summary;
+      expect(new TextDecoder().decode(summary!.bytes)).toContain('"VCPU":{"capacity":4,"used":0}');
+    } finally {
+      watcher.close();
+    }
+  });
+
   it('re-warms once the trees take a shape the process has not answered over, not when only amounts change', async () => {
     const watcher = await otherProcess(app);
     // As a server process: the trees read by the warm-up at its start, then kept fresh.

@@ -20,6 +20,8 @@ import { AGG, ALLOC, EPOCH, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT, TREE_CHANGE } 
 
 /** Root id the triggers use for a change that touches every tree (a class renamed or removed). */
 const EVERY_TREE = 0;
+/** At most this many roots wait for the refresher to prepare them (a model no refresher serves, a Worker's, notes none past it). */
+const MAX_UNPREPARED = 4096;
 
 const UTF8 = new TextEncoder();
 
@@ -88,6 +90,13 @@ interface Refresh {
 export class CloudModel {
   /** The highest change seq applied; -1 before the first load. */
   private seq = -1;
+  /**
+   * Roots re-read since the refresher last prepared their answers' bytes: a
+   * request's batch applies the trees written since the last refresh too
+   * (e.g. the re-warm's, while a load goes on), and the refresher prepares
+   * those on its next turn (model-refresh.ts). Bounded: past it, the answers write them.
+   */
+  private readonly unprepared = new Set<number>();
   /** The epoch token of the database the model was read from. */
   private epoch: string | null = null;
   private readonly providers = new Map<number, ModelProvider>();
@@ -192,17 +201,28 @@ export class CloudModel {
    * [provider, class, used] rows (usageOfChanged() reads them). Null before the
    * model is loaded: a whole cloud's usage is left to the answers.
    */
-  changedUsageStatement(): InStatement | null {
+  changedUsageStatement(alsoRoots: Iterable<number> = []): InStatement | null {
     if (!this.loaded) return null;
     return {
       sql: `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')) FROM (
         SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used
-        FROM (SELECT DISTINCT ${TREE_CHANGE.rootId} AS root_id FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq) c
+        FROM (SELECT value AS root_id FROM json_each(:roots)
+          UNION SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq) c
           CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = c.root_id
           CROSS JOIN allocations a ON a.${ALLOC.resourceProviderId} = p.${RP.id}
         GROUP BY a.${ALLOC.resourceProviderId}, a.${ALLOC.resourceClassId})`,
-      args: { seq: this.seq },
+      args: { seq: this.seq, roots: JSON.stringify([...alsoRoots]) },
     };
+  }
+
+  /** The roots re-read since the refresher last prepared them (a copy). */
+  unpreparedRoots(): number[] {
+    return [...this.unprepared];
+  }
+
+  /** Notes `roots` prepared. */
+  prepared(roots: Iterable<number>): void {
+    for (const root of roots) this.unprepared.delete(root);
   }
 
   /**
@@ -241,6 +261,8 @@ export class CloudModel {
     }
     this.changes += 1;
     for (const root of changed) this.dropTree(root);
+    // Re-read once loaded (the first whole read prepares templates only, model-refresh.ts).
+    if (wasLoaded && this.unprepared.size + changed.size <= MAX_UNPREPARED) for (const root of changed) this.unprepared.add(root);
     this.addRows(refresh.providers, refresh.inventories, null);
     // Shared sets of trees since dropped are let go once they outnumber the providers.
     if (this.traitSets.size + this.aggregateSets.size > 2 * this.providers.size + 64) {
@@ -368,6 +390,7 @@ export class CloudModel {
 
   private clear(): void {
     this.changes += 1;
+    this.unprepared.clear();
     this.traitSets.clear();
     this.aggregateSets.clear();
     this.seq = -1;

@@ -24,18 +24,23 @@ export async function refreshTreeModel(reader: BatchReader, model: CloudModel, n
   for (let attempt = 0; attempt < 2; attempt += 1) {
     if (!model.usable(now)) return NONE;
     const seq = model.appliedSeq;
-    const usageRead = model.changedUsageStatement();
+    // Trees a request's batch re-read since the last refresh (a re-warm's, while a load goes on): prepared here too.
+    const pending = model.unpreparedRoots();
+    const usageRead = model.changedUsageStatement(pending);
     const [result, usageRows] = await reader.readBatch(usageRead ? [model.refreshStatement(), usageRead] : [model.refreshStatement()]);
     const changed = model.apply(String(result!.rows[0]![0]), now);
     if (changed === 'oversize') return NONE;
     if (changed === 'reload') continue;
-    if (model.appliedSeq === seq) return NONE;
     const lookup = { get: (id: number) => model.provider(id) };
-    const usage = usageRows ? usageOfChanged(String(usageRows.rows[0]![0])) : null;
-    for (const root of changed)
-      if (usage) prepareSummaries(model.tree(root), lookup, usage, kept);
-      else prepareSummaryTemplates(model.tree(root), lookup, kept);
-    return changed;
+    if (usageRows) {
+      const roots = new Set([...pending, ...changed]);
+      if (roots.size) {
+        const usage = usageOfChanged(String(usageRows.rows[0]![0]));
+        for (const root of roots) prepareSummaries(model.tree(root), lookup, usage, kept);
+        model.prepared(roots);
+      }
+    } else for (const root of changed) prepareSummaryTemplates(model.tree(root), lookup, kept);
+    return model.appliedSeq === seq ? NONE : changed;
   }
   return NONE;
 }
