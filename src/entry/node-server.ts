@@ -170,7 +170,7 @@ function keepTreesFresh(deps: Deps): { stop(): void } | undefined {
     store.nearby,
     config.PLACEMENT_TREE_REFRESH_MS,
     (err) => log.warn('refreshing the provider trees failed', { err: String(err) }),
-    () => nodeRewarm(deps),
+    (kind) => nodeRewarm(deps, kind),
   );
 }
 

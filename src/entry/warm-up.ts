@@ -12,6 +12,7 @@
 import type { Deps } from '../deps.js';
 import { Microversion } from '../microversion.js';
 import { findAllocationCandidatesJson } from '../placement/candidates/index.js';
+import type { RewarmKind } from '../placement/candidates/model-refresh.js';
 import { parseCandidateQueryString } from '../placement/candidates/parse.js';
 import { KeptBytes } from '../placement/candidates/present/kept-bytes.js';
 import { realCloudRequests, warmUpCandidates } from '../placement/candidates/warm-up.js';
@@ -73,13 +74,16 @@ const REWARM_CAP = 1000;
 
 /**
  * Node mode, after the trees took a shape this process has not answered
- * over (a cloud loaded after its start: CandidateEngine.keepFresh runs it):
+ * over (a cloud loaded after its start: CandidateEngine.keepFresh runs it),
+ * or, in one round, after trees of known shapes were re-read ('refill'):
  * the warm-up's queries answered through the real path on the real trees,
  * one per turn of the event loop, not counted in the answer metrics. A query
- * naming what the cloud lacks is refused (a 400's error, dropped). (The
- * summaries of trees re-read are written by the refresh itself, model-refresh.ts.)
+ * naming what the cloud lacks is refused (a 400's error, dropped). The
+ * summaries of the trees re-read are written by the refresh itself
+ * (model-refresh.ts): a refill keeps the engine's code in use over the
+ * cloud as it grows.
  */
-export async function nodeRewarm({ store, candidates }: Deps): Promise<void> {
+export async function nodeRewarm({ store, candidates }: Deps, kind: RewarmKind = 'shape'): Promise<void> {
   const cap = candidates.settings.maxCandidates;
   // Not clients' questions: their answers are not kept (they would push out those clients repeat), nor
   // their bytes: a summary of an older microversion's shape would take the place of the current one the
@@ -90,12 +94,18 @@ export async function nodeRewarm({ store, candidates }: Deps): Promise<void> {
     keptBytes: KeptBytes.forOneAnswer(),
     maxCandidates: cap > 0 && cap < REWARM_CAP ? cap : REWARM_CAP,
   });
-  for (let round = 0; round < REWARM_ROUNDS; round += 1)
-    for (const { mv, request } of realCloudRequests()) {
+  // A refill answers the full answers at the newest microversion once: the fewer answers, the less a request arriving meanwhile waits.
+  const requests = kind === 'refill' ? realCloudRequests().filter(fullAtNewest) : realCloudRequests();
+  for (let round = 0, rounds = kind === 'refill' ? 1 : REWARM_ROUNDS; round < rounds; round += 1)
+    for (const { mv, request } of requests) {
       await nextTurn();
       await findAllocationCandidatesJson(store.nearby, request, mv, { ...options, now: Date.now() }).catch(refusedOnly);
     }
 }
+
+const NEWEST = Microversion.parse(MAX_VERSION)!;
+const fullAtNewest = ({ mv, request }: { mv: Microversion; request: { limit: number | null } }): boolean =>
+  request.limit === null && mv.compare(NEWEST) === 0;
 
 /** A query refused for what the cloud lacks (DomainError 'invalid') is expected; anything else is thrown on. */
 function refusedOnly(err: unknown): void {

@@ -193,11 +193,12 @@ describe('trees read and summaries built before the first request', () => {
     }
   });
 
-  it('re-warms once the trees take a shape the process has not answered over, not when only amounts change', async () => {
+  it('re-warms once the trees take a shape the process has not answered over, only refills when only amounts change', async () => {
     const watcher = await otherProcess(app);
     // As a server process: the trees read by the warm-up at its start, then kept fresh.
     await watcher.deps.candidates.refresh(watcher.deps.store);
     const rewarms: number[] = [];
+    let refills = 0;
     // The refreshes are counted as they read (one read batch each), so the test waits for
     // refreshes that happened, however slowly a loaded machine runs the timer.
     let refreshes = 0;
@@ -230,8 +231,9 @@ describe('trees read and summaries built before the first request', () => {
       (err) => {
         throw err;
       },
-      async () => {
-        rewarms.push(Date.now());
+      async (kind) => {
+        if (kind === 'shape') rewarms.push(Date.now());
+        else refills += 1;
       },
     );
     /** The re-warms once the watcher has read every change written so far and refreshed three more times (a due re-warm runs on the first quiet one, before the next starts). */
@@ -261,14 +263,17 @@ describe('trees read and summaries built before the first request', () => {
         body: { resource_provider_generation: 1, inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 4096 } } },
       });
       expect(res.status).toBe(200);
+      const refillsBefore = refills;
       expect(await settled()).toBe(1);
+      // Trees re-read since the last re-warm: once the writes settle, one refill.
+      await waitUntil(`a refill after the writes settled (${refills - refillsBefore} so far)`, () => refills > refillsBefore);
     } finally {
       refresher.stop();
       watcher.close();
     }
   });
 
-  it('re-warms through the real path without changing an answer (a query naming what the cloud lacks is dropped)', async () => {
+  it('re-warms and refills through the real path without changing an answer (a query naming what the cloud lacks is dropped)', async () => {
     const watcher = await otherProcess(app);
     try {
       const path = `/allocation_candidates?${QUERIES[2]![0]}`;
@@ -285,6 +290,7 @@ describe('trees read and summaries built before the first request', () => {
       const counted = () => JSON.stringify(watcher.deps.metrics.candidatesReturned.snapshot());
       const answersCounted = counted();
       await nodeRewarm(watcher.deps);
+      await nodeRewarm(watcher.deps, 'refill');
       // Not counted as answers, and what clients' answers kept left as it was (the re-warm asks older microversions too).
       expect(counted()).toBe(answersCounted);
       expect(watcher.deps.candidates.keptBytes.nodeBytes(host).summary).toBe(summary);

@@ -32,7 +32,7 @@ import {
   type Usage,
 } from './cloud-model.js';
 import { badCandidateRequest } from './errors.js';
-import { keepTreeModelFresh, type ModelRefresher, refreshTreeModel } from './model-refresh.js';
+import { keepTreeModelFresh, type ModelRefresher, type RewarmKind, refreshTreeModel } from './model-refresh.js';
 import { type CandidateRequest, parseCandidateRequestWithExt } from './parse.js';
 import { treesStatement } from './prefilter.js';
 import { type CandidatesBody, type Presentation, presentCandidates } from './present/index.js';
@@ -1318,7 +1318,12 @@ export class CandidateEngine {
    * runs `rewarm` when the trees took a new shape (model-refresh.ts); a no-op
    * with the cache off or `everyMs` 0.
    */
-  keepFresh(reader: BatchReader, everyMs: number, onError: (err: unknown) => void, rewarm?: () => Promise<void>): ModelRefresher {
+  keepFresh(
+    reader: BatchReader,
+    everyMs: number,
+    onError: (err: unknown) => void,
+    rewarm?: (kind: RewarmKind) => Promise<void>,
+  ): ModelRefresher {
     const cap = this.settings.treeCacheProviders;
     if (cap <= 0 || everyMs <= 0) return { stop: () => {} };
     return keepTreeModelFresh(reader, this.trees.modelFor(reader, cap), everyMs, onError, this.keptBytes, rewarm);

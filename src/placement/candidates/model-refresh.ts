@@ -96,17 +96,19 @@ export interface ModelRefresher {
 /**
  * Refreshes the model every `everyMs` (one read of two index probes when
  * nothing changed), one refresh at a time. Writes made by any process on the
- * database are picked up, not only this one's, and each tree re-read comes
- * with its providers' summaries written (refreshTreeModel), so the first
- * answer after a load finds them as a warm one does. For databases whose
- * batches run in call order (Node mode's embedded file): a refresh and a
- * request then apply their snapshots in the order they were read.
+ * database are picked up, not only this one's. For databases whose batches
+ * run in call order (Node mode's embedded file): a refresh and a request
+ * then apply their snapshots in the order they were read.
  *
  * `rewarm`, when given, runs after a refresh once the trees took a shape
  * (or size) this process has not answered over (TreeShapes): when the
  * writes settle (a refresh that finds nothing new), or while they go on, at
  * most once per REWARM_EVERY_MS, so the first answer after a load finds the
- * engine compiled for the cloud it now holds. No refresh starts while it
+ * engine compiled for the cloud it now holds; and, when only trees already
+ * of a known shape changed, a 'refill' at most once per REWARM_EVERY_MS
+ * (while writes go on and after), which keeps the engine's code in use over
+ * the cloud as it grows (the summaries of the trees re-read are written by
+ * refreshTreeModel itself). No refresh starts while it
  * runs; it must hand the event loop back between its answers itself.
  */
 export function keepTreeModelFresh(
@@ -115,21 +117,34 @@ export function keepTreeModelFresh(
   everyMs: number,
   onError: (err: unknown) => void,
   kept: KeptBytes,
-  rewarm?: () => Promise<void>,
+  rewarm?: (kind: RewarmKind) => Promise<void>,
 ): ModelRefresher {
   let running = false;
   const shapes = new TreeShapes();
   // The trees already held (read by the warm-up at start) are what the process warmed over.
   shapes.observe(model, model.roots());
   let pending = false;
+  // Trees re-read since the last re-warm: their providers' answer caches are empty.
+  let unanswered = false;
   let lastRewarm = 0;
   const tick = async () => {
     const changed = await refreshTreeModel(reader, model, Date.now(), kept);
     if (!rewarm) return;
-    if (changed.size > 0 && shapes.observe(model, changed)) pending = true;
-    if (pending && (changed.size === 0 || Date.now() - lastRewarm >= REWARM_EVERY_MS)) {
+    if (changed.size > 0) {
+      unanswered = true;
+      if (shapes.observe(model, changed)) pending = true;
+    }
+    const now = Date.now();
+    if (pending && (changed.size === 0 || now - lastRewarm >= REWARM_EVERY_MS)) {
       pending = false;
-      await rewarm();
+      unanswered = false;
+      await rewarm('shape');
+      lastRewarm = Date.now();
+    } else if (unanswered && now - lastRewarm >= REWARM_EVERY_MS) {
+      // While writes go on too, not only once they settle: a refill then seldom meets the first
+      // request after a load (which comes as the writes end), and leaves it at most a second of them.
+      unanswered = false;
+      await rewarm('refill');
       lastRewarm = Date.now();
     }
   };
@@ -146,5 +161,13 @@ export function keepTreeModelFresh(
   return { stop: () => clearInterval(timer) };
 }
 
-/** While writes go on, the shortest time between two re-warms. */
+/**
+ * Why a re-warm runs: 'shape', the trees took a shape (or size) the process
+ * has not answered over (V8 compiles for it: several rounds); 'refill',
+ * trees were re-read since the last re-warm (the full answers at the newest
+ * microversion, once: the engine's code kept in use over the cloud as it grows).
+ */
+export type RewarmKind = 'shape' | 'refill';
+
+/** While writes go on, the shortest time between two re-warms (and between two refills once they settle). */
 export const REWARM_EVERY_MS = 1000;
