@@ -85,13 +85,14 @@ const REWARM_CAP = 1000;
  */
 export async function nodeRewarm({ store, candidates }: Deps, kind: RewarmKind = 'shape'): Promise<void> {
   const cap = candidates.settings.maxCandidates;
-  // Not clients' questions: their answers are not kept (they would push out those clients repeat), nor
-  // their bytes: a summary of an older microversion's shape would take the place of the current one the
-  // refresh wrote (a provider keeps one), and the next client's answer would write each again.
+  // Not clients' questions: their answers are not kept (they would push out those clients repeat). A
+  // re-warm's bytes are kept apart from the app's too: its answers at older microversions would put their
+  // shape's summary in the place of the current one the refresh wrote (a provider keeps one), and the next
+  // client's answer would write each again. A refill answers at the newest only: it copies what the refresh wrote.
   const options = candidates.options({
     metrics: undefined,
     answers: undefined,
-    keptBytes: KeptBytes.forOneAnswer(),
+    ...(kind === 'shape' ? { keptBytes: KeptBytes.forOneAnswer() } : {}),
     maxCandidates: cap > 0 && cap < REWARM_CAP ? cap : REWARM_CAP,
   });
   // A refill answers the full answers at the newest microversion once: the fewer answers, the less a request arriving meanwhile waits.
