@@ -27,6 +27,8 @@ const { values: args, positionals: roots } = parseArgs({
     workers: { type: 'string' },
     /** Milliseconds between the end of the load and perfload's count. */
     pause: { type: 'string', default: '0' },
+    /** Then this many warm answers that are searched (a new amount each: no kept answer serves them). */
+    searched: { type: 'string', default: '0' },
   },
 });
 if (!roots.length) roots.push(process.cwd());
@@ -118,9 +120,24 @@ async function round(root: string): Promise<string> {
     const c4 = cpuOf(pids);
     warm.sort((a, b) => a - b);
     const per = (a: number[], b: number[], n: number) => diffMs(a, b).map((v) => Math.round((v / n) * 10) / 10);
+    // Warm but searched: the query with one more DISK_GB each time, as a process's first answer is searched.
+    const searchedCount = Number(args.searched);
+    const searched: number[] = [];
+    for (let i = 1; i <= searchedCount; i += 1)
+      searched.push(
+        curl(
+          q.replace(/DISK_GB:(\d+)/, (_, n) => `DISK_GB:${Number(n) + i}`),
+          first.version,
+        ),
+      );
+    const c5 = cpuOf(pids);
+    searched.sort((a, b) => a - b);
+    const searchedFigure = searchedCount
+      ? `  searched median ${searched[Math.floor(searchedCount / 2)]} ms cpu/answer [${per(c4, c5, searchedCount).join(' ')}]`
+      : '';
     return (
       `${root.split('/').pop()} load ${load}: 1st ${w1} ms cpu [${diffMs(c0, c1).join(' ')}]  2nd ${w2} ms cpu [${diffMs(c1, c2).join(' ')}]  3rd ${w3} [${diffMs(c2, c25).join(' ')}] 4th ${w4} [${diffMs(c25, c26).join(' ')}]  ` +
-      `warm median ${warm[5]} ms cpu/answer [${per(c3, c4, 10).join(' ')}]`
+      `warm median ${warm[5]} ms cpu/answer [${per(c3, c4, 10).join(' ')}]${searchedFigure}`
     );
   } finally {
     child.kill('SIGTERM');

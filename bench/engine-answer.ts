@@ -41,7 +41,12 @@ export async function engineAnswer(
     const extra = answers % 64;
     return { ...query, resources: [resources.replace(/DISK_GB:(\d+)/, (_, n) => `DISK_GB:${Number(n) + extra}`)] };
   };
-  const reader = clientReader(createClient({ url: `file:${copy}` }));
+  // Through the server's runner of cached prepared statements where the checkout has one (as node-server reads);
+  // @libsql/client's embedded driver prepares every statement anew.
+  const runner = existsSync(`${root}/src/db/node-batches.ts`)
+    ? (await import(`${root}/src/db/node-batches.ts`)).openBatchRunner(copy, 5000)
+    : null;
+  const reader = runner ? { readBatch: runner.readBatch.bind(runner) } : clientReader(createClient({ url: `file:${copy}` }));
   // An engine from before it parsed its own query (b80fc36 and older): the parser module's.
   const parseModule = engine.parse ? null : await import(`${root}/src/placement/candidates/parse.ts`);
   const parse = (q: Record<string, string[]>) => (parseModule ? parseModule.parseCandidateRequest(q, mv) : engine.parse(q, mv));

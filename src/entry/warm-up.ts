@@ -12,8 +12,9 @@
 import type { Deps } from '../deps.js';
 import { Microversion } from '../microversion.js';
 import { findAllocationCandidatesJson } from '../placement/candidates/index.js';
-import { parseCandidateQueryString } from '../placement/candidates/parse.js';
 import type { RewarmKind } from '../placement/candidates/model-refresh.js';
+import { parseCandidateQueryString } from '../placement/candidates/parse.js';
+import { KeptBytes } from '../placement/candidates/present/kept-bytes.js';
 import { realCloudRequests, warmUpCandidates } from '../placement/candidates/warm-up.js';
 import { DomainError } from '../errors.js';
 import { MAX_VERSION } from '../placement/versions.js';
@@ -76,20 +77,26 @@ const REWARM_CAP = 1000;
  * over (a cloud loaded after its start: CandidateEngine.keepFresh runs it),
  * or, in one round, after trees of known shapes were re-read ('refill'):
  * the warm-up's queries answered through the real path on the real trees,
- * one per `turn` (of the event loop, or the server's pause between reads:
- * reads-quiet.ts), not counted in the answer metrics. A query
- * naming what the cloud lacks is refused (a 400's error, dropped).
+  * one per `turn` (of the event loop, or the server's pause between reads:
+  * reads-quiet.ts), not counted in the answer metrics. A query
+  * naming what the cloud lacks is refused (a 400's error, dropped). The
+  * summaries of the trees re-read are written by the refresh itself
+  * (model-refresh.ts): a refill keeps the engine's code in use over the
+  * cloud as it grows.
  */
 export async function nodeRewarm({ store, candidates }: Deps, kind: RewarmKind = 'shape', turn = nextTurn): Promise<void> {
   const cap = candidates.settings.maxCandidates;
-  // Not clients' questions: their answers are not kept (they would push out those clients repeat).
+  // Not clients' questions: their answers are not kept (they would push out those clients repeat). A
+  // re-warm's bytes are kept apart from the app's too: its answers at older microversions would put their
+  // shape's summary in the place of the current one the refresh wrote (a provider keeps one), and the next
+  // client's answer would write each again. A refill answers at the newest only: it copies what the refresh wrote.
   const options = candidates.options({
     metrics: undefined,
     answers: undefined,
+    ...(kind === 'shape' ? { keptBytes: KeptBytes.forOneAnswer() } : {}),
     maxCandidates: cap > 0 && cap < REWARM_CAP ? cap : REWARM_CAP,
   });
-  // A refill answers the full answers at the newest microversion once: the caches a request fills are
-  // those of its answer's providers, and the fewer answers, the less a request arriving meanwhile waits.
+  // A refill answers the full answers at the newest microversion once: the fewer answers, the less a request arriving meanwhile waits.
   const requests = kind === 'refill' ? realCloudRequests().filter(fullAtNewest) : realCloudRequests();
   for (let round = 0, rounds = kind === 'refill' ? 1 : REWARM_ROUNDS; round < rounds; round += 1)
     for (const { mv, request } of requests) {

@@ -118,6 +118,81 @@ describe('trees read and summaries built before the first request', () => {
     }
   });
 
+  it('writes the summaries of trees it re-reads with their usage, and answers as a fresh process when usage moved since', async () => {
+    const watcher = await otherProcess(app);
+    await watcher.deps.candidates.refresh(watcher.deps.store);
+    const refresher = watcher.deps.candidates.keepFresh(watcher.deps.store, 5, (err) => {
+      throw err;
+    });
+    try {
+      const model = watcher.deps.candidates.trees.modelFor(watcher.deps.store, CACHE);
+      const latestSeq = async () =>
+        Number((await app.deps.store.client.execute('SELECT MAX(seq) AS s FROM placement_tree_changes')).rows[0]!.s);
+      const caughtUp = async () => {
+        const latest = await latestSeq();
+        await waitUntil(`the watcher's trees to apply change ${latest} (at ${model.appliedSeq})`, () => model.appliedSeq === latest);
+      };
+      // A host written and used by this process: the watcher re-reads its tree with no request asking.
+      const host = await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } }, traits: ['HW_CPU_X86_AVX2'] });
+      const claim = (consumer: string, vcpu: number) =>
+        app.call('PUT', `/allocations/${consumer}`, {
+          version: '1.28',
+          body: {
+            allocations: { [host]: { resources: { VCPU: vcpu, MEMORY_MB: 256 } } },
+            project_id: crypto.randomUUID(),
+            user_id: crypto.randomUUID(),
+            consumer_generation: null,
+          },
+        });
+      expect((await claim(crypto.randomUUID(), 2)).status).toBe(204);
+      // An inventory change after the claim: the tree is re-read with that usage on it.
+      const inventories = await app.call('GET', `/resource_providers/${host}/inventories`);
+      const generation = ((await inventories.json()) as { resource_provider_generation: number }).resource_provider_generation;
+      const res = await app.call('PUT', `/resource_providers/${host}/inventories`, {
+        body: { resource_provider_generation: generation, inventories: { VCPU: { total: 16 }, MEMORY_MB: { total: 4096 } } },
+      });
+      expect(res.status).toBe(200);
+      await caughtUp();
+      const [node] = model.tree(model.roots().find((root) => model.tree(root)[0]!.uuid === host)!);
+      // Written by the refresh, before any request named the host: the summary with its 2 VCPU used.
+      const summary = watcher.deps.candidates.keptBytes.nodeBytes(node!).summary;
+      expect(new TextDecoder().decode(summary!.bytes)).toContain('"VCPU":{"capacity":16,"used":2}');
+      const path = `/allocation_candidates?${QUERIES[0]![0]}`;
+      expect(await watcher.get(path)).toBe(await (await app.call('GET', path)).text());
+      // Usage moved since the summary was written (no tree changed): the answer shows it, as a fresh process's does.
+      expect((await claim(crypto.randomUUID(), 3)).status).toBe(204);
+      const fresh = await otherProcess(app);
+      try {
+        const answer = await watcher.get(path);
+        expect(answer).toContain('"VCPU":{"capacity":16,"used":5}');
+        expect(answer).toBe(await fresh.get(path));
+      } finally {
+        fresh.close();
+      }
+    } finally {
+      refresher.stop();
+      watcher.close();
+    }
+  });
+
+  it('writes the summaries of trees a request re-read, at the next refresh', async () => {
+    const watcher = await otherProcess(app);
+    try {
+      await watcher.deps.candidates.refresh(watcher.deps.store);
+      const host = await provider(app, { inventory: { VCPU: { total: 4 }, MEMORY_MB: { total: 1024 } } });
+      // A request whose answer does not name the host applies its tree (its batch reads the trees changed since).
+      await watcher.get('/allocation_candidates?resources=FPGA:1');
+      const model = watcher.deps.candidates.trees.modelFor(watcher.deps.store, CACHE);
+      const node = () => model.tree(model.roots().find((root) => model.tree(root)[0]!.uuid === host)!)[0]!;
+      expect(node().uuid).toBe(host);
+      await watcher.deps.candidates.refresh(watcher.deps.store);
+      const summary = watcher.deps.candidates.keptBytes.nodeBytes(node()).summary;
+      expect(new TextDecoder().decode(summary!.bytes)).toContain('"VCPU":{"capacity":4,"used":0}');
+    } finally {
+      watcher.close();
+    }
+  });
+
   it('re-warms once the trees take a shape the process has not answered over, only refills when only amounts change', async () => {
     const watcher = await otherProcess(app);
     // As a server process: the trees read by the warm-up at its start, then kept fresh.
@@ -190,7 +265,7 @@ describe('trees read and summaries built before the first request', () => {
       expect(res.status).toBe(200);
       const refillsBefore = refills;
       expect(await settled()).toBe(1);
-      // Trees re-read since the last re-warm: once the writes settle, one refill of their answer caches.
+      // Trees re-read since the last re-warm: once the writes settle, one refill.
       await waitUntil(`a refill after the writes settled (${refills - refillsBefore} so far)`, () => refills > refillsBefore);
     } finally {
       refresher.stop();
@@ -203,12 +278,22 @@ describe('trees read and summaries built before the first request', () => {
     try {
       const path = `/allocation_candidates?${QUERIES[2]![0]}`;
       const before = await watcher.get(path);
+      // A host's summary as a client's answer at the newest microversion kept it.
+      await watcher.get(`/allocation_candidates?${QUERIES[0]![0]}`);
+      const model = watcher.deps.candidates.trees.modelFor(watcher.deps.store, CACHE);
+      const host = model
+        .roots()
+        .map((root) => model.tree(root)[0]!)
+        .find((p) => p.traits.has('HW_CPU_X86_AVX2'))!;
+      const summary = watcher.deps.candidates.keptBytes.nodeBytes(host).summary;
+      expect(summary).not.toBeNull();
       const counted = () => JSON.stringify(watcher.deps.metrics.candidatesReturned.snapshot());
       const answersCounted = counted();
       await nodeRewarm(watcher.deps);
       await nodeRewarm(watcher.deps, 'refill');
-      // Not counted as answers.
+      // Not counted as answers, and what clients' answers kept left as it was (the re-warm asks older microversions too).
       expect(counted()).toBe(answersCounted);
+      expect(watcher.deps.candidates.keptBytes.nodeBytes(host).summary).toBe(summary);
       expect(await watcher.get(path)).toBe(before);
       expect(before).toBe(await (await app.call('GET', path)).text());
     } finally {

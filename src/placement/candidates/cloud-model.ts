@@ -16,10 +16,12 @@ import type { InStatement, ResultSet } from '@libsql/client';
 import type { Deps } from '../../deps.js';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
 import { columns, num, packedArray, type PackedRow } from './sql.js';
-import { AGG, EPOCH, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT, TREE_CHANGE } from '../../db/columns.js';
+import { AGG, ALLOC, EPOCH, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT, TREE_CHANGE } from '../../db/columns.js';
 
 /** Root id the triggers use for a change that touches every tree (a class renamed or removed). */
 const EVERY_TREE = 0;
+/** At most this many roots wait for the refresher to prepare them (a model no refresher serves, a Worker's, notes none past it). */
+const MAX_UNPREPARED = 4096;
 
 const UTF8 = new TextEncoder();
 
@@ -88,6 +90,13 @@ interface Refresh {
 export class CloudModel {
   /** The highest change seq applied; -1 before the first load. */
   private seq = -1;
+  /**
+   * Roots re-read since the refresher last prepared their answers' bytes: a
+   * request's batch applies the trees written since the last refresh too
+   * (e.g. the re-warm's, while a load goes on), and the refresher prepares
+   * those on its next turn (model-refresh.ts). Bounded: past it, the answers write them.
+   */
+  private readonly unprepared = new Set<number>();
   /** The epoch token of the database the model was read from. */
   private epoch: string | null = null;
   private readonly providers = new Map<number, ModelProvider>();
@@ -187,6 +196,36 @@ export class CloudModel {
   }
 
   /**
+   * Beside refreshStatement() in one batch (one snapshot): the current usage
+   * of the providers of the trees changed since the model's seq, packed as
+   * [provider, class, used] rows (usageOfChanged() reads them). Null before the
+   * model is loaded: a whole cloud's usage is left to the answers.
+   */
+  changedUsageStatement(alsoRoots: Iterable<number> = []): InStatement | null {
+    if (!this.loaded) return null;
+    return {
+      sql: `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')) FROM (
+        SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used
+        FROM (SELECT value AS root_id FROM json_each(:roots)
+          UNION SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq) c
+          CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = c.root_id
+          CROSS JOIN allocations a ON a.${ALLOC.resourceProviderId} = p.${RP.id}
+        GROUP BY a.${ALLOC.resourceProviderId}, a.${ALLOC.resourceClassId})`,
+      args: { seq: this.seq, roots: JSON.stringify([...alsoRoots]) },
+    };
+  }
+
+  /** The roots re-read since the refresher last prepared them (a copy). */
+  unpreparedRoots(): number[] {
+    return [...this.unprepared];
+  }
+
+  /** Notes `roots` prepared. */
+  prepared(roots: Iterable<number>): void {
+    for (const root of roots) this.unprepared.delete(root);
+  }
+
+  /**
    * Applies a refresh statement's result. Returns the roots re-read, or
    * 'reload' when the model must be read whole again (a change touching
    * every tree), or 'oversize' when the cloud is over the cap.
@@ -222,6 +261,8 @@ export class CloudModel {
     }
     this.changes += 1;
     for (const root of changed) this.dropTree(root);
+    // Re-read once loaded (the first whole read prepares templates only, model-refresh.ts).
+    if (wasLoaded && this.unprepared.size + changed.size <= MAX_UNPREPARED) for (const root of changed) this.unprepared.add(root);
     this.addRows(refresh.providers, refresh.inventories, null);
     // Shared sets of trees since dropped are let go once they outnumber the providers.
     if (this.traitSets.size + this.aggregateSets.size > 2 * this.providers.size + 64) {
@@ -349,6 +390,7 @@ export class CloudModel {
 
   private clear(): void {
     this.changes += 1;
+    this.unprepared.clear();
     this.traitSets.clear();
     this.aggregateSets.clear();
     this.seq = -1;
@@ -454,6 +496,13 @@ export interface SummaryInventory {
 export type Usage = Map<number, Map<number, number>>;
 
 export const usedOf = (usage: Usage, providerId: number, classId: number): number => usage.get(providerId)?.get(classId) ?? 0;
+
+/** The usage changedUsageStatement() read (its one JSON text). */
+export function usageOfChanged(packed: string): Usage {
+  const usage: Usage = new Map();
+  for (const [rp, cls, used] of JSON.parse(packed) as [number, number, number][]) addUsage(usage, num(rp), num(cls), num(used));
+  return usage;
+}
 
 export function addUsage(usage: Usage, providerId: number, classId: number, used: number): void {
   let perClass = usage.get(providerId);

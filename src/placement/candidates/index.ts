@@ -839,6 +839,7 @@ export async function researchCached(
     // Before the batch: guess the trees from the model as it stands.
     const guess =
       model.loaded && !known ? planTrees(model, names.classes, names.amounts, prefilter, model.knownAggregates, true, firstRoots) : null;
+    const guessedOver = guess && { version: model.version, aggregates: memberOfIds(prefilter, model.knownAggregates) };
     const wanted: UsageScope = known
       ? scopeOf(kept.state.scope)
       : guess === null || attempt >= 2 || guess.reads.size * 2 >= model.roots().length
@@ -878,7 +879,8 @@ export async function researchCached(
     // After it: the trees the request really needs, with the names it named.
     const plan = samePlan
       ? kept.state.plan
-      : planTrees(model, names.classes, names.amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots);
+      : (guessStands(guess, guessedOver, model, memberOfIds(prefilter, lookups.aggregateIdByUuid)) ??
+        planTrees(model, names.classes, names.amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots));
     if (!covers(scope, plan.reads)) continue;
     const states = readHooks(hooks, results.slice(at + own.length));
     // Anchor trees are in the usage read (plan.reads); should the search reach another tree, its usage is read then.
@@ -907,6 +909,25 @@ export async function researchCached(
   }
   // Four batches lost to concurrent tree changes: a partial model answers.
   return null;
+}
+
+/** The aggregate ids member_of's uuids resolve to, in order (undefined: a uuid not known, whose condition a guess leaves out). */
+const memberOfIds = (prefilter: TreePrefilter, ids: ReadonlyMap<string, number>): (number | undefined)[] =>
+  prefilter.memberOf.flatMap((anyOf) => anyOf.map((uuid) => ids.get(uuid)));
+
+/**
+ * The guess as the plan, when planTrees would give it again: the batch
+ * changed no tree (the model's version is the guess's) and the lookups
+ * resolve every member_of uuid as the guess did. Else null.
+ */
+function guessStands(
+  guess: TreePlan | null,
+  over: { version: number; aggregates: (number | undefined)[] } | null,
+  model: CloudModel,
+  aggregates: (number | undefined)[],
+): TreePlan | null {
+  if (guess === null || over === null || over.version !== model.version) return null;
+  return over.aggregates.every((id, i) => id !== undefined && id === aggregates[i]) ? guess : null;
 }
 
 const covers = (scope: UsageScope, roots: Iterable<number>): boolean => {

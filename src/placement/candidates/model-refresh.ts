@@ -5,30 +5,42 @@
 // reads the changes since the model's seq in its own batch: this only moves
 // that work off the request path, it never decides what a request sees.
 import type { BatchReader } from '../../db/client.js';
-import type { CloudModel, ModelProvider } from './cloud-model.js';
-import { prepareSummaryTemplates } from './present/json.js';
+import { type CloudModel, type ModelProvider, usageOfChanged } from './cloud-model.js';
+import { prepareSummaries, prepareSummaryTemplates } from './present/json.js';
 import type { KeptBytes } from './present/kept-bytes.js';
 
 const NONE: ReadonlySet<number> = new Set();
 
 /**
  * Reads the trees changed since the model's last refresh (all of them the
- * first time) and prepares their providers' answer summaries. Returns the
- * roots re-read (none when nothing changed or the cloud is over the cap).
+ * first time) and prepares their providers' answer summaries: templates the
+ * first time, and once loaded the summaries themselves with the usage read
+ * in the same batch (a tree re-read otherwise makes the answer that first
+ * names it write each of its summaries: most of a first answer after a load).
+ * Returns the roots re-read (none when nothing changed or the cloud is over the cap).
  */
 export async function refreshTreeModel(reader: BatchReader, model: CloudModel, now: number, kept: KeptBytes): Promise<ReadonlySet<number>> {
   // A change to every tree (a class renamed) clears the model: read it whole once more.
   for (let attempt = 0; attempt < 2; attempt += 1) {
     if (!model.usable(now)) return NONE;
     const seq = model.appliedSeq;
-    const [result] = await reader.readBatch([model.refreshStatement()]);
+    // Trees a request's batch re-read since the last refresh (a re-warm's, while a load goes on): prepared here too.
+    const pending = model.unpreparedRoots();
+    const usageRead = model.changedUsageStatement(pending);
+    const [result, usageRows] = await reader.readBatch(usageRead ? [model.refreshStatement(), usageRead] : [model.refreshStatement()]);
     const changed = model.apply(String(result!.rows[0]![0]), now);
     if (changed === 'oversize') return NONE;
     if (changed === 'reload') continue;
-    if (model.appliedSeq === seq) return NONE;
     const lookup = { get: (id: number) => model.provider(id) };
-    for (const root of changed) prepareSummaryTemplates(model.tree(root), lookup, kept);
-    return changed;
+    if (usageRows) {
+      const roots = new Set([...pending, ...changed]);
+      if (roots.size) {
+        const usage = usageOfChanged(String(usageRows.rows[0]![0]));
+        for (const root of roots) prepareSummaries(model.tree(root), lookup, usage, kept);
+        model.prepared(roots);
+      }
+    } else for (const root of changed) prepareSummaryTemplates(model.tree(root), lookup, kept);
+    return model.appliedSeq === seq ? NONE : changed;
   }
   return NONE;
 }
@@ -94,8 +106,9 @@ export interface ModelRefresher {
  * most once per REWARM_EVERY_MS, so the first answer after a load finds the
  * engine compiled for the cloud it now holds; and, when only trees already
  * of a known shape changed, a 'refill' at most once per REWARM_EVERY_MS
- * (while writes go on and after), so that answer finds their providers'
- * answer caches filled too. No refresh starts while it
+ * (while writes go on and after), which keeps the engine's code in use over
+ * the cloud as it grows (the summaries of the trees re-read are written by
+ * refreshTreeModel itself). No refresh starts while it
  * runs; it must hand the event loop back between its answers itself.
  */
 export function keepTreeModelFresh(
@@ -151,10 +164,8 @@ export function keepTreeModelFresh(
 /**
  * Why a re-warm runs: 'shape', the trees took a shape (or size) the process
  * has not answered over (V8 compiles for it: several rounds); 'refill',
- * trees were re-read since the last re-warm, so their
- * providers' answer caches (summary templates, kept bytes) are empty and
- * the next answer would fill them itself (the full answers at the newest
- * microversion, once, fill them).
+ * trees were re-read since the last re-warm (the full answers at the newest
+ * microversion, once: the engine's code kept in use over the cloud as it grows).
  */
 export type RewarmKind = 'shape' | 'refill';
 

@@ -8,15 +8,7 @@
 //   providers with a forbidden trait (single group);
 // - sharing anchors: the trees a sharing provider shares an aggregate with;
 // - which trees can anchor a candidate at all (coversEveryClass).
-import {
-  type CandidateInventories,
-  type CloudModel,
-  type Inventory,
-  type ModelProvider,
-  type TreePrefilter,
-  type Usage,
-  usedOf,
-} from './cloud-model.js';
+import type { CandidateInventories, CloudModel, Inventory, ModelProvider, TreePrefilter, Usage } from './cloud-model.js';
 import type { ResolvedGroup } from './search.js';
 
 /** Smallest and largest amount per requested class name across groups. */
@@ -74,20 +66,23 @@ export function planTrees(
   // The classes no sharing provider offers: a tree must offer each with room for the smallest amount.
   const unshared = (names: readonly string[]) =>
     names.filter((name) => !sharing.some((s) => s.inventories.some((inv) => inv.className === name)));
-  const offers = (members: readonly ModelProvider[], name: string) => {
-    const { smallest, largest } = amounts.get(name)!;
-    return members.some((m) =>
-      m.inventories.some((inv) => inv.className === name && inv.maxUnit >= smallest && inv.minUnit <= largest && inv.capacity >= smallest),
-    );
+  // Each class with its amounts looked up once, not once per tree. (Hot: one test per tree and class; plain loops.)
+  const needOf = (name: string): Need => ({ name, ...amounts.get(name)! });
+  const offersAll = (members: readonly ModelProvider[], needs: readonly Need[]) => {
+    for (const need of needs) if (!offers(members, need)) return false;
+    return true;
   };
   if (prefilter.everyClassInTree) {
-    const cover = unshared(classes);
-    if (cover.length) tests.push((_, members) => cover.every((name) => offers(members, name)));
+    const cover = unshared(classes).map(needOf);
+    if (cover.length) tests.push((_, members) => offersAll(members, cover));
   }
   if (prefilter.someClassSetInTree?.length) {
     // Alternatives (alternatives.ts): every class of one variant.
     const sets = prefilter.someClassSetInTree.map(unshared);
-    if (sets.every((set) => set.length)) tests.push((_, members) => sets.some((set) => set.every((name) => offers(members, name))));
+    if (sets.every((set) => set.length)) {
+      const needs = sets.map((set) => set.map(needOf));
+      tests.push((_, members) => needs.some((set) => offersAll(members, set)));
+    }
   }
   if (prefilter.rootForbidden.length) {
     tests.push((root) => {
@@ -117,6 +112,21 @@ export function planTrees(
     for (const root of anchorsOf(model, s)) reads.add(root);
   }
   return { viable, truncatedAt, reads };
+}
+
+/** A requested class with the smallest and largest amount asked of it. */
+interface Need {
+  name: string;
+  smallest: number;
+  largest: number;
+}
+
+/** Whether a provider of the tree offers the class with room for its smallest amount, within its unit limits. */
+function offers(members: readonly ModelProvider[], { name, smallest, largest }: Need): boolean {
+  for (const m of members)
+    for (const inv of m.inventories)
+      if (inv.className === name && inv.maxUnit >= smallest && inv.minUnit <= largest && inv.capacity >= smallest) return true;
+  return false;
 }
 
 /** The roots of the trees a sharing provider shares with: any provider in one of its aggregates (itself included). */
@@ -155,13 +165,19 @@ export function candidatesOf(
   const addRows = (provider: ModelProvider) => {
     // A provider with a forbidden trait can never be used, sharing or not.
     if (forbidden.length && forbidden.some((t) => provider.traits.has(t))) return;
+    // Its usage looked up once, not once per inventory. (Hot: one call per provider of every viable tree.)
+    const providerUsage = usage.get(provider.id);
+    let perClass: Map<number, Inventory> | undefined;
     for (const inv of provider.inventories) {
       const range = wanted.get(inv.classId);
       if (!range) continue;
-      const used = usedOf(usage, provider.id, inv.classId);
+      const used = providerUsage?.get(inv.classId) ?? 0;
       if (inv.maxUnit < range.smallest || inv.minUnit > range.largest || inv.capacity - used < range.smallest) continue;
-      let perClass = byProvider.get(provider.id);
-      if (!perClass) byProvider.set(provider.id, (perClass = new Map()));
+      if (!perClass) {
+        perClass = byProvider.get(provider.id);
+        if (!perClass) byProvider.set(provider.id, (perClass = new Map()));
+        rootOf.set(provider.id, provider.rootId);
+      }
       const row: Inventory = {
         total: inv.total,
         reserved: inv.reserved,
@@ -172,7 +188,6 @@ export function candidatesOf(
         used,
       };
       perClass.set(inv.classId, row);
-      rootOf.set(provider.id, provider.rootId);
     }
   };
   for (const root of viable) for (const provider of model.tree(root)) addRows(provider);

@@ -18,7 +18,7 @@
 import { type ProviderNode, type Usage, usedOf } from '../cloud-model.js';
 import type { AllocationRequest, Piece } from '../search.js';
 import type { Presentation } from './index.js';
-import type { KeptBytes, RequestTemplate, SummaryTemplate } from './kept-bytes.js';
+import type { KeptBytes, NodeBytes, RequestTemplate, SummaryTemplate } from './kept-bytes.js';
 
 const encoder = new TextEncoder();
 const utf8 = (text: string): Uint8Array => encoder.encode(text);
@@ -85,6 +85,11 @@ class JsonWriter {
 
   result(): Uint8Array<ArrayBuffer> {
     return this.buffer.subarray(0, this.length);
+  }
+
+  /** Writes from the start again (what was written is copied away already). */
+  reset(): void {
+    this.length = 0;
   }
 }
 
@@ -521,22 +526,48 @@ function summaries(
       template = summaryTemplate(node, nodes, requestedClasses, shape, shapeKey);
       if (kept) kept.template = template;
     }
-    const { parts, classIds } = template;
+    const { classIds } = template;
     const summary = kept?.summary;
     if (summary && summary.template === template && sameUsage(summary.used, usage.get(node.id), classIds)) {
       out.bytes(summary.bytes);
       byTree?.note(SUMMARY, node.rootId, start, out.mark);
       continue;
     }
-    const mark = out.mark;
-    const used: number[] = new Array(classIds.length);
-    out.bytes(parts[0]!);
-    for (let i = 0; i < classIds.length; i += 1) {
-      out.number((used[i] = usedOf(usage, node.id, classIds[i]!)));
-      out.bytes(parts[i + 1]!);
-    }
-    if (kept) kept.summary = { template, used, bytes: out.copyFrom(mark) };
+    writeSummary(out, node, template, usage, kept);
     byTree?.note(SUMMARY, node.rootId, start, out.mark);
+  }
+}
+
+/** A provider's summary from its template with `usage`'s figures, kept for the next answer with the same figures. */
+function writeSummary(out: JsonWriter, node: ProviderNode, template: SummaryTemplate, usage: Usage, kept: NodeBytes | undefined): void {
+  const { parts, classIds } = template;
+  const mark = out.mark;
+  const used: number[] = new Array(classIds.length);
+  out.bytes(parts[0]!);
+  for (let i = 0; i < classIds.length; i += 1) {
+    out.number((used[i] = usedOf(usage, node.id, classIds[i]!)));
+    out.bytes(parts[i + 1]!);
+  }
+  if (kept) kept.summary = { template, used, bytes: out.copyFrom(mark) };
+}
+
+/**
+ * Writes and keeps the summaries of the current presentation for `providers`
+ * with `usage`, ahead of the first answer that names them: the trees kept in
+ * memory do this as they are re-read, off the request path. An answer then
+ * copies each summary whose usage still reads the same; one whose usage moved
+ * since is written again, as before.
+ */
+export function prepareSummaries(providers: Iterable<ProviderNode>, nodes: NodeLookup, usage: Usage, keptBytes: KeptBytes): void {
+  const out = new JsonWriter(16 * 1024, keptBytes);
+  for (const node of providers) {
+    const kept = keptBytes.nodeBytes(node);
+    kept.template ??= summaryTemplate(node, nodes, EMPTY_CLASSES, CURRENT_SHAPE, CURRENT_SHAPE_KEY);
+    // A template of another presentation (an older microversion's answer) is left to the answers that ask for it.
+    if (kept.template.shape !== CURRENT_SHAPE_KEY) continue;
+    // One writer for all: restarted when full, the bytes kept being copies.
+    if (out.mark > 12 * 1024) out.reset();
+    writeSummary(out, node, kept.template, usage, kept);
   }
 }
 
