@@ -77,12 +77,12 @@ const REWARM_CAP = 1000;
  * over (a cloud loaded after its start: CandidateEngine.keepFresh runs it),
  * or, in one round, after trees of known shapes were re-read ('refill'):
  * the warm-up's queries answered through the real path on the real trees,
-  * one per `turn` (of the event loop, or the server's pause between reads:
-  * reads-quiet.ts), not counted in the answer metrics. A query
-  * naming what the cloud lacks is refused (a 400's error, dropped). The
-  * summaries of the trees re-read are written by the refresh itself
-  * (model-refresh.ts): a refill keeps the engine's code in use over the
-  * cloud as it grows.
+ * one per `turn` (of the event loop, or the server's pause between reads:
+ * reads-quiet.ts), not counted in the answer metrics. A query
+ * naming what the cloud lacks is refused (a 400's error, dropped). The
+ * summaries of the trees re-read are written by the refresh itself
+ * (model-refresh.ts): a refill keeps the engine's code in use over the
+ * cloud as it grows.
  */
 export async function nodeRewarm({ store, candidates }: Deps, kind: RewarmKind = 'shape', turn = nextTurn): Promise<void> {
   const cap = candidates.settings.maxCandidates;
