@@ -75,11 +75,12 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     await ks?.close();
   });
 
-  it('asks Keystone once for concurrent requests with one new token; holds at most the cache size, an evicted token asked again and still valid', async () => {
+  it('asks Keystone once for concurrent requests with one new token; holds at most the cache size, an evicted token asked again', async () => {
     const calls = countingFetch();
     // The validator the service builds from its settings, with a cache of two tokens.
     const config = loadConfig(keystoneEnv(ks.url, { PLACEMENT_KEYSTONE_TOKEN_CACHE_SIZE: '2', PLACEMENT_KEYSTONE_TIMEOUT_MS: '30000' }));
     const validator = keystoneValidator(config, calls.fetch);
+    const t2MintedBy = Date.now();
     const [t1, t2, t3] = [await aliceToken(), await aliceToken(), await aliceToken()];
     const concurrent = await Promise.all(Array.from({ length: 8 }, () => validator.validate(t1)));
     expect(concurrent.every((v) => v.valid && v.identity.projectId === alice.projectId)).toBe(true);
@@ -93,15 +94,20 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     // t3 and t1 are the two remembered (a cache holding a third would answer t2 too).
     for (const token of [t3, t1]) expect((await validator.validate(token)).valid).toBe(true);
     expect(calls.count(VALIDATE)).toBe(4);
-    expect((await validator.validate(t2)).valid).toBe(true);
+    // t2 is not among them: Keystone is asked again. Its answer is Keystone's own: on a slow machine these
+    // ten Keystone requests can outlast t2's life, and then Keystone refuses it (a lived-out token kept would be the bug).
+    const again = await validator.validate(t2);
     expect(calls.count(VALIDATE)).toBe(5);
+    const t2Age = Date.now() - t2MintedBy;
+    if (t2Age < (TOKEN_LIFE_S - 2) * 1000) expect(again.valid).toBe(true);
     // Tokens Keystone does not know are refused (404), remembered within the same bound.
     for (let i = 0; i < 4; i++) {
       expect((await validator.validate(`gAAAAAB-not-a-token-${i}`)).valid).toBe(false);
       expect(validator.cachedTokens).toBe(2);
     }
     expect(calls.seen.filter((s) => s.startsWith(VALIDATE)).map((s) => s.split(' ')[2])).toEqual([
-      ...Array(5).fill('200'),
+      ...Array(4).fill('200'),
+      again.valid ? '200' : '404',
       ...Array(4).fill('404'),
     ]);
   }, 60_000);
