@@ -1,6 +1,6 @@
 // One checkout's candidates engine answering one query over a copy of a
 // loaded database, as the route does (findAllocationCandidatesJson, the trees
-// kept in memory): what bench/ab-engine.ts and bench/profile-engine.ts time.
+// kept in memory): what bench/ab-engine.ts times.
 import { copyFileSync, existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
