@@ -1,5 +1,5 @@
-// What server-cpu.mjs (a plain-node one-process bench) stands on
-// : the flat cloud it loads (perfload's placeload shapes) and one
+// What server-cpu.mjs (a plain-node one-process bench) stands on: the
+// flat cloud it loads (perfload's placeload shapes) and one
 // server process of a checkout started through tsx, with its CPU read from
 // /proc (every thread's schedstat).
 import { spawn } from 'node:child_process';
