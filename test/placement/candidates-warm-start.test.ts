@@ -46,6 +46,31 @@ const QUERIES: [string, string][] = [
   ['resources=FPGA:1', '1.36'],
 ];
 
+/**
+ * Another process with its trees read (as at a server process's start) and then kept fresh with no
+ * request asking (its refresher), and a wait for them to apply every tree change this app made.
+ */
+async function watching(app: TestApp) {
+  const watcher = await otherProcess(app);
+  await watcher.deps.candidates.refresh(watcher.deps.store);
+  const refresher = watcher.deps.candidates.keepFresh(watcher.deps.store, 5, (err) => {
+    throw err;
+  });
+  const model = watcher.deps.candidates.trees.modelFor(watcher.deps.store, CACHE);
+  const latestSeq = async () =>
+    Number((await app.deps.store.client.execute('SELECT MAX(seq) AS s FROM placement_tree_changes')).rows[0]!.s);
+  const caughtUp = async () => {
+    const latest = await latestSeq();
+    await waitUntil(`the watcher's trees to apply change ${latest} (at ${model.appliedSeq})`, () => model.appliedSeq === latest);
+    return model.appliedSeq;
+  };
+  const stop = () => {
+    refresher.stop();
+    watcher.close();
+  };
+  return { watcher, model, latestSeq, caughtUp, stop };
+}
+
 describe('trees read and summaries built before the first request', () => {
   let app: TestApp;
   beforeAll(async () => {
@@ -90,19 +115,8 @@ describe('trees read and summaries built before the first request', () => {
   });
 
   it('keeps the trees current as another process writes, with no request asking', async () => {
-    const watcher = await otherProcess(app);
-    const refresher = watcher.deps.candidates.keepFresh(watcher.deps.store, 5, (err) => {
-      throw err;
-    });
+    const { watcher, model, latestSeq, caughtUp, stop } = await watching(app);
     try {
-      const model = watcher.deps.candidates.trees.modelFor(watcher.deps.store, CACHE);
-      const latestSeq = async () =>
-        Number((await app.deps.store.client.execute('SELECT MAX(seq) AS s FROM placement_tree_changes')).rows[0]!.s);
-      const caughtUp = async () => {
-        const latest = await latestSeq();
-        await waitUntil(`the watcher's trees to apply change ${latest} (at ${model.appliedSeq})`, () => model.appliedSeq === latest);
-        return model.appliedSeq;
-      };
       expect(await caughtUp()).toBe(await latestSeq());
       // This process adds a host and changes one; the watcher's trees follow on their own.
       const added = await provider(app, { inventory: { VCPU: { total: 2 }, MEMORY_MB: { total: 512 } }, traits: ['HW_CPU_X86_AVX2'] });
@@ -113,25 +127,13 @@ describe('trees read and summaries built before the first request', () => {
       const res = await app.call('GET', path);
       expect(await watcher.get(path)).toBe(await res.text());
     } finally {
-      refresher.stop();
-      watcher.close();
+      stop();
     }
   });
 
   it('writes the summaries of trees it re-reads with their usage, and answers as a fresh process when usage moved since', async () => {
-    const watcher = await otherProcess(app);
-    await watcher.deps.candidates.refresh(watcher.deps.store);
-    const refresher = watcher.deps.candidates.keepFresh(watcher.deps.store, 5, (err) => {
-      throw err;
-    });
+    const { watcher, model, caughtUp, stop } = await watching(app);
     try {
-      const model = watcher.deps.candidates.trees.modelFor(watcher.deps.store, CACHE);
-      const latestSeq = async () =>
-        Number((await app.deps.store.client.execute('SELECT MAX(seq) AS s FROM placement_tree_changes')).rows[0]!.s);
-      const caughtUp = async () => {
-        const latest = await latestSeq();
-        await waitUntil(`the watcher's trees to apply change ${latest} (at ${model.appliedSeq})`, () => model.appliedSeq === latest);
-      };
       // A host written and used by this process: the watcher re-reads its tree with no request asking.
       const host = await provider(app, { inventory: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 } }, traits: ['HW_CPU_X86_AVX2'] });
       const claim = (consumer: string, vcpu: number) =>
@@ -170,8 +172,7 @@ describe('trees read and summaries built before the first request', () => {
         fresh.close();
       }
     } finally {
-      refresher.stop();
-      watcher.close();
+      stop();
     }
   });
 
