@@ -8,7 +8,7 @@
 // the latter reaching the model through the amounts it reads, stored or being
 // admitted.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { HELD_CAPACITY } from '../../src/ext/holds/declaration.js';
 import { holds, holdsExtension } from '../../src/ext/holds/extension.js';
 import { INVENTORY_KEYS, type SetAsideConstraint, setAsideHoldsSql } from '../../src/placement/capacity.js';
@@ -147,11 +147,12 @@ describe("one change to what a hold sets aside (the declaration's amount)", () =
     // where doubled (3 + 6 + 1) the condition fails and the ordinary path refuses it; a condition of the built-in
     // declaration would have let it through as sent.
     const newcomer = randomUUID();
+    // Gone again whatever the answers, so a failure here is not also one of the paths below.
+    onTestFinished(async () => void (await call(t.app, 'DELETE', `/allocations/${newcomer}`)));
     const refused = await call(doubled, 'PUT', `/allocations/${newcomer}`, claim(1, null, host2));
     expect(refused.status).toBe(409);
     expect(await refused.text()).toContain('(10 held and allocated of 8)');
     expect((await call(t.app, 'PUT', `/allocations/${newcomer}`, claim(1, null, host2))).status).toBe(204);
-    expect((await call(t.app, 'DELETE', `/allocations/${newcomer}`)).status).toBe(204);
   });
 
   it("changes the candidates' rule", async () => {
@@ -180,6 +181,10 @@ describe("one change to what a hold sets aside (the declaration's amount)", () =
     const another = { project_id: OTHER, allocations: { [host2]: { resources: { VCPU: 1 } } } };
     // Doubled: 3 allocated + 2 * 3 held + 2 * 1 asked = 11 of 8 (counting the new one as sent would say 10).
     const refused = await call(doubled, 'POST', '/ext/holds', { ...another, ...window() });
+    if (refused.status === 201) {
+      const { uuid } = (await refused.clone().json()) as { uuid: string };
+      onTestFinished(async () => void (await call(t.app, 'DELETE', `/ext/holds/${uuid}`)));
+    }
     expect(refused.status).toBe(409);
     const text = await refused.text();
     expect(text).toContain('placement.ext.hold_unsatisfiable');
@@ -203,5 +208,30 @@ describe("one change to what a hold sets aside (the declaration's amount)", () =
     expect(text).toContain('placement.ext.capacity_held');
     expect(text).toContain('(10 held and allocated of 8)');
     expect((await call(t.app, 'PUT', `/allocations/${claimant}`, claim(4, 1, host2))).status).toBe(204);
+  });
+
+  it('changes what a lease may become beside a hold to come (confirming a backfill claim)', async () => {
+    // Its own host: a hold of 2 of 8 from an hour on, and a claim of 5 until half an hour from now. Confirmed, the
+    // claim lasts into the window: 5 + 2 of 8 as stored, 5 + 4 where doubled.
+    const host3 = randomUUID();
+    expect((await t.call('POST', '/resource_providers', { body: { name: 'host3', uuid: host3 } })).status).toBe(200);
+    const inventory = { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } };
+    expect((await t.call('PUT', `/resource_providers/${host3}/inventories`, { body: inventory })).status).toBe(200);
+    const start = Date.now() + 3_600_000;
+    const later = { start: new Date(start).toISOString(), end: new Date(start + 3_600_000).toISOString() };
+    const held = await call(t.app, 'POST', '/ext/holds', {
+      project_id: OTHER,
+      ...later,
+      allocations: { [host3]: { resources: { VCPU: 2 } } },
+    });
+    expect(held.status, await held.clone().text()).toBe(201);
+    const backfill = randomUUID();
+    expect((await call(t.app, 'PUT', `/allocations/${backfill}?ext_until=1800`, claim(5, null, host3))).status).toBe(204);
+    const refused = await call(doubled, 'DELETE', `/ext/leases/${backfill}`);
+    expect(refused.status).toBe(409);
+    const text = await refused.text();
+    expect(text).toContain('placement.ext.capacity_held');
+    expect(text).toContain('(9 held and allocated of 8)');
+    expect((await call(t.app, 'DELETE', `/ext/leases/${backfill}`)).status).toBe(204);
   });
 });
