@@ -38,6 +38,17 @@ const holder = randomUUID();
 
 const call = (app: App, method: string, path: string, body?: unknown) => adminRequest(app, method, path, body);
 
+/** The one-batch claim's condition of `declaration` for `consumer`'s allocations, as of now (1: holds). */
+async function fits(declaration: SetAsideConstraint, consumer: string): Promise<number> {
+  const [result] = await t.deps.store.readBatch([{ sql: `SELECT (${setAsideHoldsSql(declaration, '?')}) AS ok`, args: [consumer] }]);
+  return Number(result!.rows[0]!.ok);
+}
+
+/** Whether `app`'s candidates for one VCPU include `provider`. */
+const offers = async (app: App, provider: string) =>
+  provider in
+  ((await (await call(app, 'GET', '/allocation_candidates?resources=VCPU:1')).json()) as { provider_summaries: object }).provider_summaries;
+
 const claim = (vcpu: number, generation: number | null, on = host) => ({
   allocations: { [on]: { resources: { VCPU: vcpu } } },
   project_id: PROJECT,
@@ -77,21 +88,13 @@ afterAll(() => t.close());
 
 describe("one change to the holds declaration's bound", () => {
   it("changes the one-batch claim's condition (SQL, as of the write)", async () => {
-    const fits = async (declaration: SetAsideConstraint) => {
-      const [result] = await t.deps.store.readBatch([{ sql: `SELECT (${setAsideHoldsSql(declaration, '?')}) AS ok`, args: [holder] }]);
-      return Number(result!.rows[0]!.ok);
-    };
-    expect(await fits(HELD_CAPACITY)).toBe(0);
-    expect(await fits(OVERBOOKED)).toBe(1);
+    expect(await fits(HELD_CAPACITY, holder)).toBe(0);
+    expect(await fits(OVERBOOKED, holder)).toBe(1);
   });
 
   it("changes the candidates' rule", async () => {
-    const offersHost = async (app: App) =>
-      host in
-      ((await (await call(app, 'GET', '/allocation_candidates?resources=VCPU:1')).json()) as { provider_summaries: object })
-        .provider_summaries;
-    expect(await offersHost(t.app)).toBe(false);
-    expect(await offersHost(overbooked)).toBe(true);
+    expect(await offers(t.app, host)).toBe(false);
+    expect(await offers(overbooked, host)).toBe(true);
   });
 
   it("changes the audit's answer", async () => {
@@ -137,12 +140,8 @@ describe("one change to what a hold sets aside (the declaration's amount)", () =
   });
 
   it("changes the one-batch claim's condition (SQL, as of the write)", async () => {
-    const fits = async (declaration: SetAsideConstraint) => {
-      const [result] = await t.deps.store.readBatch([{ sql: `SELECT (${setAsideHoldsSql(declaration, '?')}) AS ok`, args: [claimant] }]);
-      return Number(result!.rows[0]!.ok);
-    };
-    expect(await fits(HELD_CAPACITY)).toBe(1);
-    expect(await fits(DOUBLED)).toBe(0);
+    expect(await fits(HELD_CAPACITY, claimant)).toBe(1);
+    expect(await fits(DOUBLED, claimant)).toBe(0);
     // Through each app: a new consumer's claim of 1 is granted as sent where the condition holds (3 + 3 + 1 of 8), and
     // where doubled (3 + 6 + 1) the condition fails and the ordinary path refuses it; a condition of the built-in
     // declaration would have let it through as sent.
@@ -156,12 +155,8 @@ describe("one change to what a hold sets aside (the declaration's amount)", () =
   });
 
   it("changes the candidates' rule", async () => {
-    const offersHost2 = async (app: App) =>
-      host2 in
-      ((await (await call(app, 'GET', '/allocation_candidates?resources=VCPU:1')).json()) as { provider_summaries: object })
-        .provider_summaries;
-    expect(await offersHost2(t.app)).toBe(true);
-    expect(await offersHost2(doubled)).toBe(false);
+    expect(await offers(t.app, host2)).toBe(true);
+    expect(await offers(doubled, host2)).toBe(false);
   });
 
   it("changes the audit's answer", async () => {
