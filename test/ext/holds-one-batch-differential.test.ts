@@ -150,6 +150,7 @@ describe("the holds' one-batch condition against the model", () => {
       const read = worldOf(
         await t.deps.store.readBatch(
           worldStatements(
+            HELD_CAPACITY,
             providers.map((p) => p.uuid),
             0,
             true,

@@ -21,6 +21,7 @@ import { createClient } from '@libsql/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataStore } from '../../src/db/client.js';
 import { DomainError } from '../../src/errors.js';
+import { HELD_CAPACITY } from '../../src/ext/holds/declaration.js';
 import { keyOf } from '../../src/ext/holds/model.js';
 import { putOwnedHold } from '../../src/ext/holds/service.js';
 import { limitSliceStatements } from '../../src/ext/sites/limit-slices.js';
@@ -158,7 +159,7 @@ async function runHistory(seed: number): Promise<void> {
   });
   const open = async (s: Omit<Site, 'local' | 'mode'>): Promise<Site> => {
     const local = new LocalSiteFile(s.path, 'NORMAL');
-    const mode = new SiteMode({ settings: settingsOf(s.name, s.path), primary: s.store, local, log: silent, nowMs });
+    const mode = new SiteMode({ settings: settingsOf(s.name, s.path), primary: s.store, held: HELD_CAPACITY, local, log: silent, nowMs });
     await mode.start({ ...writeDeps, store: s.store }).catch(() => undefined);
     return { ...s, local, mode };
   };
@@ -171,7 +172,7 @@ async function runHistory(seed: number): Promise<void> {
       capacity.set(uuid, CAPACITY);
     }
     await putOwnedHold(
-      { store: t.deps.store, nowMs, newId: () => crypto.randomUUID() },
+      { store: t.deps.store, declaration: HELD_CAPACITY, nowMs, newId: () => crypto.randomUUID() },
       `site:${name}`,
       new Map(providers.map((p) => [keyOf(p, 'VCPU'), SLICE])),
       async () => limitSliceStatements(name, new Map(projects.map((p) => [p, new Map([['VCPU', LIMIT_SLICE]])]))),

@@ -44,7 +44,7 @@ async function readHoldsAudit(d: SetAsideConstraint, [rows]: ResultSet[], reader
   const active = [...byHold.values()].filter(Boolean).length;
   const audit: HoldsAudit = { active, upcoming: byHold.size - active, violation_count: 0, violations: [] };
   if (!providers.length) return audit;
-  const { world } = await readWorld(reader, providers, nowMs, d);
+  const { world } = await readWorld(d, reader, providers, nowMs);
   const found = violations(world);
   audit.violation_count = found.length;
   audit.violations = found.slice(0, MAX_LISTED).map((v) => {

@@ -11,7 +11,7 @@ import type { SetAsideConstraint } from '../../placement/capacity.js';
 import { invalidQuery } from '../../placement/candidates/errors.js';
 import { type CandidateParam, type CandidateReadHook, type CapacityRule, extParam } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
-import { HELD_CAPACITY, heldCapacitySql } from './declaration.js';
+import { heldCapacitySql } from './declaration.js';
 import { type Allocation, type Claim, drawnEndMs, type EndAction, FOREVER, type Hold, type Key, refuseClaim, type World } from './model.js';
 
 /** ext_until as given: a time, or seconds from the request's now. */
@@ -67,7 +67,7 @@ const pairKey = (providerId: number, classId: number): Key => `${providerId} ${c
 /**
  * One statement: the database's holds epoch ('v', with whether it differs
  * from the epoch the hook last kept), and only when it differs, every stored
- * hold, one row per amount with the pair's capacity as `d` bounds it ('h'), then the
+ * hold, one row per amount as `d` counts it with the pair's capacity as `d` bounds it ('h'), then the
  * allocations on held pairs with their ends and draws ('a'). So while
  * nothing a hold's rule reads has changed, it reads one row.
  */
@@ -79,7 +79,7 @@ function heldStatement(kept: { database: string; epoch: number } | null, d: SetA
       FROM ext_holds_epoch
     UNION ALL
     SELECT 'h', h.${HOLD.uuid}, h.${HOLD.projectId}, h.${HOLD.startMs}, h.${HOLD.endMs}, h.${HOLD.endAction},
-        ha.${HOLD_AMOUNT.resourceProviderId}, ha.${HOLD_AMOUNT.resourceClassId}, ha.${HOLD_AMOUNT.amount},
+        ha.${HOLD_AMOUNT.resourceProviderId}, ha.${HOLD_AMOUNT.resourceClassId}, ${d.setAside.amount('ha')},
         ${heldCapacitySql(d, 'ha', HOLD_AMOUNT.resourceProviderId, HOLD_AMOUNT.resourceClassId)}
       FROM ext_hold_amounts ha JOIN ext_holds h ON h.${HOLD.uuid} = ha.${HOLD_AMOUNT.holdUuid} WHERE ${moved}
     UNION ALL
@@ -224,7 +224,7 @@ const KEPT_STATES = 16;
  * last epochs it read, per database, so that a request reads the holds again
  * only after something they depend on changed. `d`: the holds' declaration (a test declares another).
  */
-export function heldCapacityHook(now?: () => number, d: SetAsideConstraint = HELD_CAPACITY): CandidateReadHook<HeldState | null> {
+export function heldCapacityHook(d: SetAsideConstraint, now?: () => number): CandidateReadHook<HeldState | null> {
   const kept = new Map<string, HeldState | null>();
   let last: { database: string; epoch: number } | null = null;
   return {

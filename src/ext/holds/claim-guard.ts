@@ -30,7 +30,6 @@ import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.j
 import type { ClaimGuard, ClaimParams, ClaimView, WriteExtension } from '../../placement/writes/kernel.js';
 import { leaseStatement } from '../leases/leases.js';
 import { allocationsOf, type Claim, type ClaimRefusal, FOREVER, type Key, keyOf, refuseClaim, splitKey, type World } from './model.js';
-import { HELD_CAPACITY } from './declaration.js';
 import { holdsEndGuard } from './end-guard.js';
 import { sameHoldsGuard, worldOf, worldStatements } from './repo.js';
 
@@ -158,10 +157,10 @@ function claimsOf(view: ClaimView, terms: { untilMs: number; holdId: string | nu
  * instant, so a claim it grants the model would grant; where it does not, the
  * ordinary path decides.
  */
-export function holdsClaimGuard(d: SetAsideConstraint = HELD_CAPACITY): ClaimGuard {
+export function holdsClaimGuard(d: SetAsideConstraint): ClaimGuard {
   return {
     name: d.name,
-    snapshotStatements: (providerUuids) => worldStatements(providerUuids, 0, true, d).slice(0, 3),
+    snapshotStatements: (providerUuids) => worldStatements(d, providerUuids, 0, true).slice(0, 3),
     decider: (results) => (view) => {
       const nowMs = Date.parse(view.now);
       const read = worldOf(results, nowMs);
@@ -185,8 +184,8 @@ export function holdsClaimGuard(d: SetAsideConstraint = HELD_CAPACITY): ClaimGua
 }
 
 /** What holds add to the write kernel, for the holds declared by `d`. */
-export const holdsWrites = (d: SetAsideConstraint = HELD_CAPACITY): WriteExtension => ({
+export const holdsWrites = (d: SetAsideConstraint): WriteExtension => ({
   claimGuards: [holdsClaimGuard(d)],
   claimParams: holdClaimParams,
-  endGuards: [holdsEndGuard],
+  endGuards: [holdsEndGuard(d)],
 });

@@ -9,13 +9,15 @@
 import { ALLOC, HOLD_AMOUNT, HOLD_EPOCH, RP } from '../../db/columns.js';
 import { guard } from '../../db/write-batch.js';
 import { conflict } from '../../errors.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import type { EndChangeGuard } from '../../placement/writes/kernel.js';
 import { holdsAt, refuseEndChange, splitKey } from './model.js';
 import { readWorld } from './repo.js';
 
 export const LEASE_BREAKS_HOLD = 'placement.ext.capacity_held';
 
-export const holdsEndGuard: EndChangeGuard = {
+/** The end guard of the holds declared by `d`. */
+export const holdsEndGuard = (d: SetAsideConstraint): EndChangeGuard => ({
   name: 'holds',
   decide: async (reader, change) => {
     const [providers, epoch, held] = await reader.readBatch([
@@ -38,7 +40,7 @@ export const holdsEndGuard: EndChangeGuard = {
     const unchanged = { checks: [guard(`(SELECT ${HOLD_EPOCH.epoch} FROM ext_holds_epoch) = ?`, [read])] };
     if (!uuids.length || held!.rows.length === 0) return unchanged;
     // Read after the epoch: a change between the two reads fails the check, never passes stale.
-    const { world } = await readWorld(reader, uuids, change.nowMs);
+    const { world } = await readWorld(d, reader, uuids, change.nowMs);
     if (!world.holds.length) return unchanged;
     const v = refuseEndChange(world, change.consumer, change.endsAtMs);
     if (!v) return unchanged;
@@ -53,4 +55,4 @@ export const holdsEndGuard: EndChangeGuard = {
       ),
     };
   },
-};
+});

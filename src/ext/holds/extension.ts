@@ -12,7 +12,7 @@ import { HELD_CAPACITY } from './declaration.js';
 import { holdsPanel } from './dashboard.js';
 import { DASHBOARD_ASSETS } from './dashboard-assets.generated.js';
 import { holdGauges } from './gauges.js';
-import { holdRoutes } from './http/routes.js';
+import { holdRoutesOf } from './http/routes.js';
 import { sweepHolds } from './jobs.js';
 
 /** The extension enforcing `declaration` (the holds' own; a test declares another). */
@@ -20,10 +20,10 @@ export const holdsExtension = (declaration: SetAsideConstraint): Extension => ({
   name: 'holds',
   requires: ['gangs', 'leases'],
   params: [untilParam, holdParam],
-  read: [heldCapacityHook(undefined, declaration)],
+  read: [heldCapacityHook(declaration)],
   writes: holdsWrites(declaration),
   jobs: { handlers: {}, sweeps: [sweepHolds] },
-  routes: [holdRoutes],
+  routes: [holdRoutesOf(declaration)],
   audit: holdsAudit(declaration),
   gauges: holdGauges,
   dashboard: { panels: [holdsPanel], assets: DASHBOARD_ASSETS },

@@ -8,8 +8,8 @@ import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, LEASE, PROJECT, RC,
 import { commitGuarded, guard, inList, stmt, type WriteStatement } from '../../db/write-batch.js';
 import type { SetAsideConstraint } from '../../placement/capacity.js';
 import { columns, num, type PackedRow } from '../../placement/candidates/sql.js';
-import { HELD_CAPACITY, heldCapacitySql } from './declaration.js';
-import { type Allocation, drawnEndMs, type EndAction, FOREVER, type Hold, type Key, keyOf, type World } from './model.js';
+import { heldCapacitySql } from './declaration.js';
+import { type Allocation, drawnEndMs, type EndAction, FOREVER, type Hold, type Key, keyOf, splitKey, type World } from './model.js';
 
 // --- What holds' rule reads, wherever it is read --------------------------------
 // The guard and the routes (below, by names), availability (calendar-repo.ts)
@@ -95,10 +95,15 @@ export interface StoredHold extends Hold {
   updatedAt: string;
 }
 
-const HOLD_FIELDS = `h.${HOLD.uuid} AS uuid, h.${HOLD.projectId} AS project, h.${HOLD.startMs} AS start_ms, h.${HOLD.endMs} AS end_ms,
+/** A hold's columns, its amounts given by `amount` (of the amount row aliased `ha`): as stored, or as a declaration counts them. */
+const holdFields = (
+  amount: string,
+) => `h.${HOLD.uuid} AS uuid, h.${HOLD.projectId} AS project, h.${HOLD.startMs} AS start_ms, h.${HOLD.endMs} AS end_ms,
   h.${HOLD.endAction} AS end_action, h.${HOLD.ignoreAllocations} AS ignore_allocations, h.${HOLD.generation} AS generation,
   h.${HOLD.createdAt} AS created_at, h.${HOLD.updatedAt} AS updated_at,
-  p.${RP.uuid} AS provider, rc.${RC.name} AS resource_class, ha.${HOLD_AMOUNT.amount} AS amount`;
+  p.${RP.uuid} AS provider, rc.${RC.name} AS resource_class, ${amount} AS amount`;
+/** The amounts as stored: what a hold is on the wire. */
+const HOLD_FIELDS = holdFields(`ha.${HOLD_AMOUNT.amount}`);
 const HOLD_JOINS = `ext_holds h JOIN ext_hold_amounts ha ON ha.${HOLD_AMOUNT.holdUuid} = h.${HOLD.uuid}
   JOIN resource_providers p ON p.${RP.id} = ha.${HOLD_AMOUNT.resourceProviderId}
   JOIN resource_classes rc ON rc.${RC.id} = ha.${HOLD_AMOUNT.resourceClassId}`;
@@ -132,8 +137,8 @@ export function holdsOf(result: ResultSet): StoredHold[] {
 /** The providers named by uuid, as an SQL set of ids. */
 const providerIdsIn = (count: number) => `(SELECT ${RP.id} FROM resource_providers WHERE ${RP.uuid} IN (${inList(Array(count))}))`;
 
-/** Holds not over at `nowMs` that hold anything on the providers. */
-const holdsOnProvidersSql = (count: number) => `SELECT ${HOLD_FIELDS} FROM ${HOLD_JOINS}
+/** Holds not over at `nowMs` that hold anything on the providers, each amount as `d` counts it (what the rule sees). */
+const holdsOnProvidersSql = (d: SetAsideConstraint, count: number) => `SELECT ${holdFields(d.setAside.amount('ha'))} FROM ${HOLD_JOINS}
   WHERE h.${HOLD.endMs} > ? AND h.${HOLD.uuid} IN (SELECT x.${HOLD_AMOUNT.holdUuid} FROM ext_hold_amounts x WHERE x.${HOLD_AMOUNT.resourceProviderId} IN ${providerIdsIn(count)})
   ORDER BY h.${HOLD.uuid}`;
 
@@ -161,9 +166,9 @@ const isHeld = (alias: string, provider: string, resourceClass: string) =>
 
 /** The capacity of each (provider, class) as the holds' declaration bounds it. */
 const capacitiesSql = (
+  d: SetAsideConstraint,
   count: number,
   heldOnly = false,
-  d: SetAsideConstraint = HELD_CAPACITY,
 ) => `SELECT p.${RP.uuid} AS provider, rc.${RC.name} AS resource_class, ${heldCapacitySql(d, 'i', INV.resourceProviderId, INV.resourceClassId)} AS capacity, p.${RP.generation} AS generation
   FROM inventories i JOIN resource_providers p ON p.${RP.id} = i.${INV.resourceProviderId}
   JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
@@ -178,17 +183,12 @@ const providerGenerationsSql = (count: number) =>
  * pairs some hold holds (a claim's guard: nothing else matters to it, and a
  * cloud without holds reads nothing).
  */
-export function worldStatements(
-  providers: readonly string[],
-  nowMs: number,
-  heldOnly = false,
-  d: SetAsideConstraint = HELD_CAPACITY,
-): InStatement[] {
+export function worldStatements(d: SetAsideConstraint, providers: readonly string[], nowMs: number, heldOnly = false): InStatement[] {
   const ids = [...providers];
   return [
-    { sql: holdsOnProvidersSql(ids.length), args: [nowMs, ...ids] },
+    { sql: holdsOnProvidersSql(d, ids.length), args: [nowMs, ...ids] },
     { sql: allocationsOnProvidersSql(ids.length, heldOnly), args: ids },
-    { sql: capacitiesSql(ids.length, heldOnly, d), args: ids },
+    { sql: capacitiesSql(d, ids.length, heldOnly), args: ids },
     { sql: providerGenerationsSql(ids.length), args: ids },
   ];
 }
@@ -230,13 +230,38 @@ export function worldOf(results: readonly ResultSet[], nowMs: number): ReadWorld
 }
 
 export async function readWorld(
+  d: SetAsideConstraint,
   reader: BatchReader,
   providers: readonly string[],
   nowMs: number,
-  d: SetAsideConstraint = HELD_CAPACITY,
 ): Promise<ReadWorld> {
-  return worldOf(await reader.readBatch(worldStatements(providers, nowMs, false, d)), nowMs);
+  return worldOf(await reader.readBatch(worldStatements(d, providers, nowMs)), nowMs);
 }
+
+/**
+ * A hold's amounts not yet written (`amounts` of hold `holdUuid`, by provider
+ * uuid and class name) as `d` counts them: the declaration's amount over rows
+ * shaped as ext_hold_amounts' (provider, resource_class, amount; a name
+ * unknown: no row). So a hold being admitted weighs as the stored ones do.
+ */
+export function declaredAmountsStatement(d: SetAsideConstraint, holdUuid: string, amounts: ReadonlyMap<Key, number>): InStatement {
+  const rows = [...amounts].map(([key, amount]) => {
+    const { provider, resourceClass } = splitKey(key);
+    return [provider, resourceClass, amount];
+  });
+  return {
+    sql: `SELECT ha.provider AS provider, ha.resource_class AS resource_class, ${d.setAside.amount('ha')} AS amount FROM (
+      SELECT json_extract(j.value, '$[0]') AS provider, json_extract(j.value, '$[1]') AS resource_class, ? AS ${HOLD_AMOUNT.holdUuid},
+        p.${RP.id} AS ${HOLD_AMOUNT.resourceProviderId}, rc.${RC.id} AS ${HOLD_AMOUNT.resourceClassId}, json_extract(j.value, '$[2]') AS ${HOLD_AMOUNT.amount}
+      FROM json_each(?) j JOIN resource_providers p ON p.${RP.uuid} = json_extract(j.value, '$[0]')
+      JOIN resource_classes rc ON rc.${RC.name} = json_extract(j.value, '$[1]')) ha`,
+    args: [holdUuid, JSON.stringify(rows)],
+  };
+}
+
+/** The amounts a declaredAmountsStatement read. */
+export const declaredAmountsOf = (result: ResultSet): Map<Key, number> =>
+  new Map(result.rows.map((r) => [keyOf(String(r.provider), String(r.resource_class)), Number(r.amount)]));
 
 /**
  * The holds not over at `nowMs` on the providers, as one text (uuid and
@@ -387,6 +412,7 @@ export async function listHolds(
 
 /** What a hold's amounts name that does not exist: unknown providers, unknown classes, and pairs without inventory. */
 export async function unknownNames(
+  d: SetAsideConstraint,
   reader: BatchReader,
   amounts: ReadonlyMap<Key, number>,
 ): Promise<{ providers: string[]; classes: string[]; withoutInventory: Key[] }> {
@@ -396,7 +422,7 @@ export async function unknownNames(
   const [p, c, i] = await reader.readBatch([
     { sql: `SELECT ${RP.uuid} AS uuid FROM resource_providers WHERE ${RP.uuid} IN (${inList(providers)})`, args: providers },
     { sql: `SELECT ${RC.name} AS name FROM resource_classes WHERE ${RC.name} IN (${inList(classes)})`, args: classes },
-    { sql: capacitiesSql(providers.length), args: providers },
+    { sql: capacitiesSql(d, providers.length), args: providers },
   ]);
   const knownProviders = new Set(p!.rows.map((r) => String(r.uuid)));
   const knownClasses = new Set(c!.rows.map((r) => String(r.name)));

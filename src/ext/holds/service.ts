@@ -5,21 +5,25 @@
 import type { DataStore } from '../../db/client.js';
 import { conflict, invalid, notFound } from '../../errors.js';
 import type { WriteStatement } from '../../db/write-batch.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import { placementWrite } from '../../placement/writes/kernel.js';
 import { type Hold, type Key, keyOf, refuseHold, splitKey, type Violation } from './model.js';
 import {
+  declaredAmountsOf,
+  declaredAmountsStatement,
   findHold,
   type HoldRow,
   insertHold,
   listHolds,
   projectKnown,
-  readWorld,
   removeHold,
   replaceHold,
   sameGenerationsGuard,
   sameHoldsGuard,
   type StoredHold,
   unknownNames,
+  worldOf,
+  worldStatements,
 } from './repo.js';
 import type { PatchHoldBody, PostHoldBody } from './schemas.js';
 
@@ -30,6 +34,8 @@ export type HoldAlongside = () => Promise<WriteStatement[]>;
 
 export interface HoldDeps {
   store: DataStore;
+  /** What a hold sets aside (the holds extension's declaration, ./declaration.ts): every admission counts holds by it. */
+  declaration: SetAsideConstraint;
   nowMs(): number;
   newId(): string;
 }
@@ -81,11 +87,21 @@ export function checkWindow(startMs: number, endMs: number, nowMs: number): void
   if (endMs <= nowMs) throw invalid(`A hold's window must not be over: its end ${new Date(endMs).toISOString()} is in the past`);
 }
 
-/** What the amounts name exists, each pair has inventory, and no amount exceeds its capacity (it could never fit). */
-async function checkAmounts(store: DataStore, amounts: ReadonlyMap<Key, number>, nowMs: number): Promise<void> {
-  refuseUnknownNames(await unknownNames(store, amounts));
-  const { world } = await readWorld(store, providersOf(amounts), nowMs);
-  refuseOversized(amounts, world.capacity);
+/**
+ * The world around the amounts' providers at `nowMs`, and the amounts as the
+ * declaration counts them (a hold being admitted weighs as the stored ones do), in one read.
+ */
+async function readAround(deps: HoldDeps, holdUuid: string, amounts: ReadonlyMap<Key, number>, nowMs: number) {
+  const statements = worldStatements(deps.declaration, providersOf(amounts), nowMs);
+  const results = await deps.store.readBatch([...statements, declaredAmountsStatement(deps.declaration, holdUuid, amounts)]);
+  return { read: worldOf(results.slice(0, statements.length), nowMs), counted: declaredAmountsOf(results[statements.length]!) };
+}
+
+/** What the amounts name exists, each pair has inventory, and no amount, as counted, exceeds its capacity (it could never fit). */
+async function checkAmounts(deps: HoldDeps, amounts: ReadonlyMap<Key, number>, nowMs: number): Promise<void> {
+  refuseUnknownNames(await unknownNames(deps.declaration, deps.store, amounts));
+  const { read, counted } = await readAround(deps, '', amounts, nowMs);
+  refuseOversized(counted, read.world.capacity);
 }
 
 /** The names a hold's amounts give that do not exist (pure: what-if checks its copy of the cloud with it, ext/simulate). */
@@ -123,13 +139,13 @@ async function admit(deps: HoldDeps, row: HoldRow, generation?: number, alongsid
     // Decided (and refused) from its own read each try, so a retried write decides again.
     const extra = alongside ? await alongside() : [];
     const nowMs = deps.nowMs();
-    const read = await readWorld(deps.store, providers, nowMs);
+    const { read, counted } = await readAround(deps, row.uuid, row.amounts, nowMs);
     const hold: Hold = {
       id: row.uuid,
       project: row.projectId,
       startMs: row.startMs,
       endMs: row.endMs,
-      amounts: row.amounts,
+      amounts: counted,
       endAction: row.endAction,
     };
     const refusal = refuseHold(read.world, hold, row.ignoreAllocations);
@@ -153,7 +169,7 @@ export async function createHold(deps: HoldDeps, body: PostHoldBody): Promise<St
   checkWindow(startMs, endMs, nowMs);
   if (!(await projectKnown(deps.store, body.project_id))) throw unknownProject(body.project_id);
   const amounts = amountsOf(body.allocations);
-  await checkAmounts(deps.store, amounts, nowMs);
+  await checkAmounts(deps, amounts, nowMs);
   return admit(deps, {
     uuid: deps.newId(),
     projectId: body.project_id,
@@ -182,7 +198,7 @@ export async function patchHold(deps: HoldDeps, uuid: string, body: PatchHoldBod
   const endMs = body.end === undefined ? old.endMs : timeOf(body.end);
   checkWindow(startMs, endMs, nowMs);
   const amounts = body.allocations === undefined ? old.amounts : amountsOf(body.allocations);
-  if (body.allocations !== undefined) await checkAmounts(deps.store, amounts, nowMs);
+  if (body.allocations !== undefined) await checkAmounts(deps, amounts, nowMs);
   try {
     return await admit(
       deps,
@@ -232,7 +248,7 @@ export async function putOwnedHold(
   alongside?: HoldAlongside,
 ): Promise<StoredHold> {
   const nowMs = deps.nowMs();
-  await checkAmounts(deps.store, amounts, nowMs);
+  await checkAmounts(deps, amounts, nowMs);
   const [existing] = await listHolds(deps.store, { projectId: owner });
   const row = {
     uuid: existing?.id ?? deps.newId(),

@@ -23,6 +23,7 @@ import { type Headroom, headroomOfSearch } from '../headroom/headroom.js';
 import { isConstraintReadHook, loadsOf, type LoadedKeys } from '../../placement/capacity.js';
 import { taintFilter } from '../taints/filter.js';
 import { type HeldState, heldCapacityHook } from '../holds/candidates.js';
+import { HELD_CAPACITY } from '../holds/declaration.js';
 import { HELD_HOOK, heldStateOf } from './held.js';
 import { type UsageTable, usageOf, type World } from './world.js';
 
@@ -88,7 +89,7 @@ export function engineView(world: World, installed: readonly CandidateReadHook[]
   const frozen: World = { ...world, taints: new Map(world.taints) };
   // So do the holds' state (held capacity, as the holds hook would read it from this world).
   const holdsInstalled = HELD_HOOK !== undefined && installed.includes(HELD_HOOK);
-  const rule = (nowMs === undefined ? HELD_HOOK : (heldCapacityHook(() => nowMs) as CandidateReadHook))?.capacityRule;
+  const rule = (nowMs === undefined ? HELD_HOOK : (heldCapacityHook(HELD_CAPACITY, () => nowMs) as CandidateReadHook))?.capacityRule;
   const rootIdByProviderUuid = new Map<string, number>();
   for (const p of world.providers.values()) rootIdByProviderUuid.set(p.uuid, p.rootId);
   const model = CloudModel.of(specs);

@@ -10,6 +10,7 @@ import { capacityOf } from '../../placement/capacity.js';
 import type { CandidateReadHook } from '../../placement/candidates/index.js';
 import type { DomainFacts } from '../gangs/domains.js';
 import { type HeldState, heldCapacityHook } from '../holds/candidates.js';
+import { HELD_CAPACITY } from '../holds/declaration.js';
 import { holds as holdsExtension } from '../holds/extension.js';
 import { type ReadWorld, worldOf } from '../holds/repo.js';
 import { SHARES_TRAIT } from '../../placement/candidates/cloud-model.js';
@@ -89,7 +90,7 @@ export function heldStateOf(world: World): HeldState | null {
       });
     }
   }
-  return heldCapacityHook().read(resultOf(rows)) as HeldState | null;
+  return heldCapacityHook(HELD_CAPACITY).read(resultOf(rows)) as HeldState | null;
 }
 
 /**

@@ -11,16 +11,20 @@ import { siteModeMiddleware } from './http/site-mode.js';
 import { siteLimitSlicesWrites } from './limit-slices.js';
 import { siteLimitSlicesAudit } from './audit.js';
 import { SITE_LIMIT_SLICES } from './declaration.js';
+import { HELD_CAPACITY } from '../holds/declaration.js';
 import { siteRoutesOf } from './http/routes.js';
 import { siteGauges, startSiteMode } from './runtime.js';
 import { SITES_SETTINGS, siteSettings, sitesSettingsProblem } from './settings.js';
 
-/** The extension enforcing `declaration` (the sites' own; a test declares another). */
-export const sitesExtension = (declaration: SetAsideConstraint): Extension => ({
+/**
+ * The extension enforcing `declaration` (the sites' own; a test declares another), its capacity
+ * slices admitted as holds by `held` (the holds extension's declaration, as that extension is built).
+ */
+export const sitesExtension = (declaration: SetAsideConstraint, held: SetAsideConstraint): Extension => ({
   name: 'sites',
   requires: ['limits', 'holds'],
   settings: { shape: SITES_SETTINGS, problem: sitesSettingsProblem },
-  routes: [siteRoutesOf(declaration)],
+  routes: [siteRoutesOf(declaration, held)],
   audit: siteLimitSlicesAudit(declaration),
   setUp: ({ store, config, log, metrics }) => {
     // With project limits on, every instance guards the sites' limit slices (an empty table costs one empty read).
@@ -34,7 +38,7 @@ export const sitesExtension = (declaration: SetAsideConstraint): Extension => ({
           );
     const settings = siteSettings(config);
     if (!settings) return writes ? { writes } : null;
-    const runtime = startSiteMode(settings, store, log, siteGauges(metrics.registry));
+    const runtime = startSiteMode(settings, store, held, log, siteGauges(metrics.registry));
     return {
       writes,
       state: runtime,
@@ -44,4 +48,4 @@ export const sitesExtension = (declaration: SetAsideConstraint): Extension => ({
   },
 });
 
-export const sites = sitesExtension(SITE_LIMIT_SLICES);
+export const sites = sitesExtension(SITE_LIMIT_SLICES, HELD_CAPACITY);

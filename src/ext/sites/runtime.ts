@@ -2,6 +2,7 @@
 // SiteMode, built by the extension's setUp where PLACEMENT_SITE is set,
 // started with the app's Deps (the replays write through the app's write
 // hooks), and what it shows: /readyz holds while partitioned, gauges in /metrics.
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import type { DataStore } from '../../db/client.js';
 import type { Deps, Logger } from '../../deps.js';
 import { stateKey } from '../../extension.js';
@@ -21,9 +22,15 @@ export const SITE_STATE = stateKey<SiteRuntime>('sites');
 /** The readiness hold's name while the site is partitioned. */
 const READINESS_HOLD = 'site-partitioned';
 
-export function startSiteMode(settings: SiteSettings, primary: DataStore, log: Logger, gauges?: SiteGauges): SiteRuntime {
+export function startSiteMode(
+  settings: SiteSettings,
+  primary: DataStore,
+  held: SetAsideConstraint,
+  log: Logger,
+  gauges?: SiteGauges,
+): SiteRuntime {
   const local = new LocalSiteFile(settings.dbPath);
-  const mode = new SiteMode({ settings, primary, local, log, gauges });
+  const mode = new SiteMode({ settings, primary, held, local, log, gauges });
   return {
     mode,
     local,

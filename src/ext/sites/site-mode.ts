@@ -11,6 +11,7 @@
 // that marks it applied (ext_site_replays), so a replay twice is a replay once
 // and one cut short by a crash resumes; then the site is connected again.
 // Connected, it rebalances its slice by watermarks (demarcation). No HTTP here.
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import type { DataStore, Mutex as MutexType } from '../../db/client.js';
 import { Mutex } from '../../db/client.js';
 import type { Logger } from '../../deps.js';
@@ -150,6 +151,8 @@ function atLeastAsBefore(after: SiteConsumer, before: SiteConsumer | undefined):
 export interface SiteModeOptions {
   settings: SiteSettings;
   primary: DataStore;
+  /** What the site's hold on the primary sets aside (the holds extension's declaration): its rebalancing is admitted by it. */
+  held: SetAsideConstraint;
   local: LocalSiteFile;
   log: Logger;
   nowMs?: () => number;
@@ -437,7 +440,7 @@ export class SiteMode {
         target.set(key, amount);
       }
       if (!changed) return false;
-      const holdDeps: HoldDeps = { store: this.options.primary, nowMs: this.now, newId: this.newId };
+      const holdDeps: HoldDeps = { store: this.options.primary, declaration: this.options.held, nowMs: this.now, newId: this.newId };
       const current = await ownedHold(holdDeps, this.owner);
       if (!current || current.generation !== snap.holdGeneration) return false;
       // What shrinks is taken from the local slice first, what grows only once the primary has

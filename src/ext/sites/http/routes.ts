@@ -4,20 +4,14 @@ import { invalid } from '../../../errors.js';
 import { RouteTable } from '../../../http/route-table.js';
 import type { AppContext } from '../../../http/env.js';
 import { placementHttp } from '../../../placement/http/profile.js';
-import type { HoldDeps } from '../../holds/service.js';
 import { LIMITS } from '../../limits/service.js';
 import type { SetAsideConstraint } from '../../../placement/capacity.js';
 import { adminJson } from '../../http/admin-only.js';
-import { SITE_LIMIT_SLICES } from '../declaration.js';
+import { holdDepsOf } from '../../holds/http/routes.js';
 import { putSiteSchema, SITE_ID, SiteResponse, SiteStatusResponse } from '../schemas.js';
 import { SITE_STATE } from '../runtime.js';
 import { getSite, presentSite, putSite } from '../service.js';
 import type { SiteStatus } from '../site-mode.js';
-
-const holdDeps = (c: AppContext): HoldDeps => {
-  const { deps } = c.var;
-  return { store: deps.store, nowMs: () => deps.clock().getTime(), newId: deps.newId };
-};
 
 function siteOf(c: AppContext): string {
   const site = c.req.param('site') ?? '';
@@ -27,9 +21,13 @@ function siteOf(c: AppContext): string {
 
 const SITE = { description: 'The site', name: 'Site', schema: SiteResponse };
 
-/** The sites' routes, their limit slices admitted by `d` (the sites' own declaration; a test declares another). */
-export function siteRoutesOf(d: SetAsideConstraint): RouteTable {
+/**
+ * The sites' routes, their limit slices admitted by `d` (the sites' own declaration; a test declares another),
+ * their capacity slices, holds, by `held` (the holds extension's declaration).
+ */
+export function siteRoutesOf(d: SetAsideConstraint, held: SetAsideConstraint): RouteTable {
   const siteRoutes = new RouteTable('extensions', placementHttp);
+  const holdDeps = (c: AppContext) => holdDepsOf(c, held);
   siteRoutes.resource('/sites/:site', {
     GET: adminJson({
       summary: "Extension: an edge site's capacity slice (the open-ended hold owned by the site)",
@@ -83,5 +81,3 @@ const siteStatus = adminJson({
     return runtime ? presentStatus(await runtime.mode.status()) : undefined;
   },
 });
-
-export const siteRoutes = siteRoutesOf(SITE_LIMIT_SLICES);
