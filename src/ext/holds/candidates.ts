@@ -71,11 +71,10 @@ const pairKey = (providerId: number, classId: number): Key => `${providerId} ${c
  * allocations on held pairs with their ends and draws ('a'). So while
  * nothing a hold's rule reads has changed, it reads one row.
  */
-function heldStatement(kept: { database: string; epoch: number } | null, d: SetAsideConstraint): InStatement {
+function heldStatement(d: SetAsideConstraint): (kept: { database: string; epoch: number } | null) => InStatement {
   const moved = `NOT EXISTS (SELECT 1 FROM ext_holds_epoch WHERE ${HOLD_EPOCH.epoch} = ? AND ${HOLD_EPOCH.database} = ?)`;
-  const keptArgs = [kept?.epoch ?? -1, kept?.database ?? ''];
-  return {
-    sql: `SELECT 'v' AS kind, ${HOLD_EPOCH.epoch} AS id, ${HOLD_EPOCH.database} AS project, ${moved} AS s, NULL AS e, NULL AS action, NULL AS rp, NULL AS rc, NULL AS n, NULL AS cap
+  // The text is the declaration's, so it is written once per hook; each request binds only the epoch it kept.
+  const sql = `SELECT 'v' AS kind, ${HOLD_EPOCH.epoch} AS id, ${HOLD_EPOCH.database} AS project, ${moved} AS s, NULL AS e, NULL AS action, NULL AS rp, NULL AS rc, NULL AS n, NULL AS cap
       FROM ext_holds_epoch
     UNION ALL
     SELECT 'h', h.${HOLD.uuid}, h.${HOLD.projectId}, h.${HOLD.startMs}, h.${HOLD.endMs}, h.${HOLD.endAction},
@@ -89,8 +88,10 @@ function heldStatement(kept: { database: string; epoch: number } | null, d: SetA
       FROM (SELECT DISTINCT ${HOLD_AMOUNT.resourceProviderId} AS rp, ${HOLD_AMOUNT.resourceClassId} AS rc FROM ext_hold_amounts WHERE ${moved}) hp
       JOIN allocations a ON a.${ALLOC.resourceProviderId} = hp.rp AND a.${ALLOC.resourceClassId} = hp.rc
       JOIN consumers c ON c.${CONSUMER.uuid} = a.${ALLOC.consumerId}
-      LEFT JOIN ext_leases l ON l.${LEASE.consumerUuid} = a.${ALLOC.consumerId} LEFT JOIN ext_hold_draws d ON d.${HOLD_DRAW.consumerUuid} = a.${ALLOC.consumerId}`,
-    args: [...keptArgs, ...keptArgs, ...keptArgs],
+      LEFT JOIN ext_leases l ON l.${LEASE.consumerUuid} = a.${ALLOC.consumerId} LEFT JOIN ext_hold_draws d ON d.${HOLD_DRAW.consumerUuid} = a.${ALLOC.consumerId}`;
+  return (kept) => {
+    const keptArgs = [kept?.epoch ?? -1, kept?.database ?? ''];
+    return { sql, args: [...keptArgs, ...keptArgs, ...keptArgs] };
   };
 }
 
@@ -227,9 +228,10 @@ const KEPT_STATES = 16;
 export function heldCapacityHook(d: SetAsideConstraint, now?: () => number): CandidateReadHook<HeldState | null> {
   const kept = new Map<string, HeldState | null>();
   let last: { database: string; epoch: number } | null = null;
+  const statement = heldStatement(d);
   return {
     name: 'holds',
-    statement: () => heldStatement(last, d),
+    statement: () => statement(last),
     read: (result) => {
       const version = result?.rows[0];
       if (!result || !version || version.kind !== 'v') return null;
