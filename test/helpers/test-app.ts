@@ -3,8 +3,10 @@
 import { constants, copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createClient } from '@libsql/client';
 import { createApp } from '../../src/app.js';
 import { loadConfig, type AppConfig } from '../../src/config.js';
+import { EPOCH, HOLD_EPOCH } from '../../src/db/columns.js';
 import type { Deps, Logger } from '../../src/deps.js';
 import { buildNodeDeps, openStore } from '../../src/entry/node-service.js';
 
@@ -45,10 +47,30 @@ function preparedDatabase(): Promise<string> {
   return holder[TEMPLATE];
 }
 
+/**
+ * A copy is another database: it gets identities of its own, as a restore does (admin/backup.ts).
+ * Caches shared by every app of a process (the holds read hook) key what they keep by them, so two
+ * copies that went through the same writes would otherwise read each other's state.
+ */
+async function newIdentities(url: string): Promise<void> {
+  const client = createClient({ url });
+  try {
+    // A test's file: nothing to make durable, so no sync to wait for.
+    await client.executeMultiple(`PRAGMA synchronous = OFF;
+      UPDATE placement_epoch SET ${EPOCH.token} = lower(hex(randomblob(8)));
+      UPDATE ext_holds_epoch SET ${HOLD_EPOCH.database} = lower(hex(randomblob(8)));`);
+  } finally {
+    client.close();
+  }
+}
+
 /** `env` may name another database (PLACEMENT_DB_URL); `log` receives the app's log lines. */
 export async function makeTestApp(env: Record<string, string> = {}, log: Logger = silent): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-test-'));
-  if (env.PLACEMENT_DB_URL === undefined) copyFileSync(await preparedDatabase(), join(dir, 'placement.db'), constants.COPYFILE_FICLONE);
+  if (env.PLACEMENT_DB_URL === undefined) {
+    copyFileSync(await preparedDatabase(), join(dir, 'placement.db'), constants.COPYFILE_FICLONE);
+    await newIdentities(`file:${join(dir, 'placement.db')}`);
+  }
   const config: AppConfig = loadConfig({
     PLACEMENT_DB_URL: `file:${join(dir, 'placement.db')}`,
     PLACEMENT_POLICY_ENFORCE_NEW_DEFAULTS: 'false',
