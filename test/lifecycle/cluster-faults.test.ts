@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { descendants, isAlive, ROOT, type Running, spawnServer, until, stopServer } from './processes.js';
+import { listeningServerProcesses, isAlive, ROOT, type Running, spawnServer, until, stopServer } from './processes.js';
 
 /** npm start's semi-space size (package.json), which node-cluster.ts gives server processes. */
 const YOUNG_GENERATION_MB = Number(
@@ -19,10 +19,7 @@ const WORKERS = 2;
 let dir: string;
 let server: Running;
 /** The server processes that are listening (each logs it, LOG_LEVEL=debug). */
-const workers = () =>
-  descendants(server.child.pid!).filter(
-    (p) => p.ppid === server.child.pid && server.log().includes(`"msg":"server process listening","url":"${server.url}","pid":${p.pid}}`),
-  );
+const workers = () => listeningServerProcesses(server);
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'placement-faults-'));

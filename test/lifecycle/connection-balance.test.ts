@@ -10,16 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitUntil } from '../helpers/wait.js';
-import { descendants, type Running, spawnServer, until, stopServer } from './processes.js';
+import { listeningServerProcesses, type Running, spawnServer, until, stopServer } from './processes.js';
 
 const WORKERS = 2;
 const CLIENTS = 10;
 let dir: string;
 let server: Running;
-const workers = () =>
-  descendants(server.child.pid!).filter(
-    (p) => p.ppid === server.child.pid && server.log().includes(`"msg":"server process listening","url":"${server.url}","pid":${p.pid}}`),
-  );
+const workers = () => listeningServerProcesses(server);
 
 /** The server's established connections each process holds (/proc/net/tcp by socket inode, then each process's fds). */
 function connectionsOf(pids: number[]): number[] {

@@ -161,3 +161,9 @@ export const ADMIN_HEADERS = {
   accept: 'application/json',
   'openstack-api-version': 'placement 1.39',
 };
+
+/** The cluster's server processes that are listening: the primary's children that logged so (LOG_LEVEL=debug). */
+export const listeningServerProcesses = (server: Running) =>
+  descendants(server.child.pid!).filter(
+    (p) => p.ppid === server.child.pid && server.log().includes(`"msg":"server process listening","url":"${server.url}","pid":${p.pid}}`),
+  );

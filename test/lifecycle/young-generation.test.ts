@@ -6,15 +6,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { descendants, type Running, spawnServer, until, stopServer } from './processes.js';
+import { listeningServerProcesses, type Running, spawnServer, until, stopServer } from './processes.js';
 
 const WORKERS = 2;
 let dir: string;
 let server: Running;
-const workers = () =>
-  descendants(server.child.pid!).filter(
-    (p) => p.ppid === server.child.pid && server.log().includes(`"msg":"server process listening","url":"${server.url}","pid":${p.pid}}`),
-  );
+const workers = () => listeningServerProcesses(server);
 const commandLine = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
 
 beforeAll(async () => {
