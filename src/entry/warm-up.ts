@@ -14,7 +14,7 @@ import { Microversion } from '../microversion.js';
 import { findAllocationCandidatesJson } from '../placement/candidates/index.js';
 import type { RewarmKind } from '../placement/candidates/model-refresh.js';
 import { parseCandidateQueryString } from '../placement/candidates/parse.js';
-import { KeptBytes } from '../placement/candidates/present/kept-bytes.js';
+import { KeptBytes } from '../placement/candidates/present/json.js';
 import { realCloudRequests, warmUpCandidates } from '../placement/candidates/warm-up.js';
 import { DomainError } from '../errors.js';
 import { MAX_VERSION } from '../placement/versions.js';

@@ -12,8 +12,7 @@
 // bytes stand for the SQL engine's per-request nodes.
 import { describe, expect, it } from 'vitest';
 import { presentCandidates, type Presentation } from '../../src/placement/candidates/present/index.js';
-import { candidatesJson } from '../../src/placement/candidates/present/json.js';
-import { KeptBytes } from '../../src/placement/candidates/present/kept-bytes.js';
+import { candidatesJson, KeptBytes } from '../../src/placement/candidates/present/json.js';
 import type { ProviderNode, Usage } from '../../src/placement/candidates/cloud-model.js';
 import type { AllocationRequest, Piece } from '../../src/placement/candidates/search.js';
 import { random, type Random } from '../helpers/random.js';

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Microversion } from '../../src/http/microversion.js';
 import { findAllocationCandidatesJson } from '../../src/placement/candidates/index.js';
-import { KeptBytes } from '../../src/placement/candidates/present/kept-bytes.js';
+import { KeptBytes } from '../../src/placement/candidates/present/json.js';
 import { provider, randomInventory } from '../helpers/providers.js';
 import { random, type Random } from '../helpers/random.js';
 import { makeTestApp, sameDatabaseApp, type TestApp } from '../helpers/test-app.js';

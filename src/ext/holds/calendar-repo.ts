@@ -11,7 +11,7 @@ import type { BatchReader } from '../../db/client.js';
 import { AGG, ALLOC, CONSUMER, HOLD, RC, TRAIT } from '../../db/columns.js';
 import { CloudModel, type Lookups } from '../../placement/candidates/cloud-model.js';
 import type { CandidateOptions, CandidateReadHook } from '../../placement/candidates/index.js';
-import { type Columns, columns, num, packedArray, type PackedRow } from '../../placement/candidates/sql.js';
+import { type Columns, columns, packedArray, type PackedRow } from '../../db/rows.js';
 import { type Calendar, calendarOf, pairKey } from './calendar.js';
 import { type Allocation, drawnEndMs, FOREVER, type Hold } from './model.js';
 import { coverJoins, DRAWN_HOLD_SQL, HELD, heldOf, heldSql, LEASE_END_SQL } from './repo.js';
@@ -115,13 +115,13 @@ function allocationsOf(result: ResultSet | undefined, holds: readonly Hold[]): A
   const a = ALLOCATED.at;
   return rowsOf(result).map((r) => {
     const holdId = r[a.hold] === null ? null : String(r[a.hold]);
-    const leased = r[a.ends] === null ? FOREVER : num(r[a.ends]);
+    const leased = r[a.ends] === null ? FOREVER : Number(r[a.ends]);
     const from = holdId === null ? undefined : byId.get(holdId);
     return {
       consumer: '',
       project: '',
-      key: pairKey(num(r[a.rp]), num(r[a.cls])),
-      amount: num(r[a.used]),
+      key: pairKey(Number(r[a.rp]), Number(r[a.cls])),
+      amount: Number(r[a.used]),
       endsAtMs: from ? drawnEndMs(from, leased) : leased,
       holdId,
     };

@@ -7,7 +7,7 @@ import type { BatchReader, DataStore } from '../../db/client.js';
 import { ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, HOLD_DRAW, INV, LEASE, PROJECT, RC, RP } from '../../db/columns.js';
 import { commitGuarded, guard, inList, stmt, type WriteStatement } from '../../db/write-batch.js';
 import type { SetAsideConstraint } from '../../placement/capacity.js';
-import { columns, num, type PackedRow } from '../../placement/candidates/sql.js';
+import { columns, type PackedRow } from '../../db/rows.js';
 import { heldCapacitySql } from './declaration.js';
 import { type Allocation, drawnEndMs, type EndAction, FOREVER, type Hold, type Key, keyOf, splitKey, type World } from './model.js';
 
@@ -73,16 +73,16 @@ export function heldOf(rows: readonly PackedRow[]): HeldById[] {
       hold = {
         id: uuid,
         project: String(r[h.project]),
-        startMs: num(r[h.start_ms]),
-        endMs: num(r[h.end_ms]),
+        startMs: Number(r[h.start_ms]),
+        endMs: Number(r[h.end_ms]),
         endAction: String(r[h.end_action]) === 'keep' ? 'keep' : 'release',
-        ignoreAllocations: num(r[h.ignore_allocations]) === 1,
-        generation: num(r[h.generation]),
+        ignoreAllocations: Number(r[h.ignore_allocations]) === 1,
+        generation: Number(r[h.generation]),
         amounts: [],
       };
       holds.set(uuid, hold);
     }
-    hold.amounts.push({ providerId: num(r[h.rp]), classId: num(r[h.cls]), amount: num(r[h.amount]) });
+    hold.amounts.push({ providerId: Number(r[h.rp]), classId: Number(r[h.cls]), amount: Number(r[h.amount]) });
   }
   return [...holds.values()];
 }

@@ -34,7 +34,7 @@ import {
 } from '../../db/columns.js';
 import { CloudModel, type Lookups, type Usage } from '../../placement/candidates/cloud-model.js';
 import type { CandidateOptions } from '../../placement/candidates/index.js';
-import { num, type PackedRow } from '../../placement/candidates/sql.js';
+import type { PackedRow } from '../../db/rows.js';
 import { type Eligible, type ResourceKey, resourceKey, type UseStats } from './victims.js';
 
 /** A consumer the preemptor may evict, with everything it holds (in allocation id order). */
@@ -158,15 +158,15 @@ class AllocationIndex {
     for (const row of rows) {
       const uuid = String(row[at.consumer]);
       const allocation: IndexedAllocation = {
-        id: num(row[at.id]),
-        providerId: num(row[at.rp]),
-        classId: num(row[at.cls]),
-        used: num(row[at.used]),
+        id: Number(row[at.id]),
+        providerId: Number(row[at.rp]),
+        classId: Number(row[at.cls]),
+        used: Number(row[at.used]),
       };
       let indexed = this.consumers.get(uuid);
       if (!indexed) this.consumers.set(uuid, (indexed = { uuid, project: null, generation: 0, allocations: [], uses: new Map() }));
       indexed.project = row[at.project] === null ? null : String(row[at.project]);
-      indexed.generation = num(row[at.generation] ?? 0);
+      indexed.generation = Number(row[at.generation] ?? 0);
       if (!touched.has(indexed)) indexed.allocations = [...indexed.allocations];
       indexed.allocations.push(allocation);
       touched.add(indexed);
@@ -317,11 +317,11 @@ function usageOf(rows: readonly PackedRow[]): { usage: Usage; signatures: Map<nu
   const usage: Usage = new Map();
   const parts = new Map<number, string[]>();
   for (const [rp, cls, used, n, ids] of rows) {
-    addTo(usage, num(rp), num(cls), num(used));
-    const list = parts.get(num(rp));
-    const part = `${num(cls)}:${num(used)}:${num(n)}:${num(ids)}`;
+    addTo(usage, Number(rp), Number(cls), Number(used));
+    const list = parts.get(Number(rp));
+    const part = `${Number(cls)}:${Number(used)}:${Number(n)}:${Number(ids)}`;
     if (list) list.push(part);
-    else parts.set(num(rp), [part]);
+    else parts.set(Number(rp), [part]);
   }
   return { usage, signatures: new Map([...parts].map(([rp, list]) => [rp, list.join(' ')])) };
 }
@@ -335,10 +335,10 @@ interface Names {
 
 function namesOf([classes, traits, aggregates]: [PackedRow[], PackedRow[], PackedRow[]]): Names {
   return {
-    classIdByName: new Map(classes.map(([id, name]) => [String(name), num(id)])),
-    classNameById: new Map(classes.map(([id, name]) => [num(id), String(name)])),
-    traitIdByName: new Map(traits.map(([id, name]) => [String(name), num(id)])),
-    aggregateIdByUuid: new Map(aggregates.map(([id, uuid]) => [String(uuid), num(id)])),
+    classIdByName: new Map(classes.map(([id, name]) => [String(name), Number(id)])),
+    classNameById: new Map(classes.map(([id, name]) => [Number(id), String(name)])),
+    traitIdByName: new Map(traits.map(([id, name]) => [String(name), Number(id)])),
+    aggregateIdByUuid: new Map(aggregates.map(([id, uuid]) => [String(uuid), Number(id)])),
   };
 }
 

@@ -10,7 +10,7 @@ import type { BatchReader } from '../../db/client.js';
 import type { CandidateReadHook } from '../../placement/candidates/index.js';
 import { AGG, ALLOC, CONSUMER, CONSUMER_TYPE, HOLD, INV, LEASE, PROJECT, RC, RP, TAINT, TRAIT, USER } from '../../db/columns.js';
 import { inventoryColumns, providerColumns } from '../../placement/candidates/cloud-model.js';
-import { type Columns, columns, num, packedArray, type PackedRow } from '../../placement/candidates/sql.js';
+import { type Columns, columns, packedArray, type PackedRow } from '../../db/rows.js';
 import { coverJoins, DRAWN_HOLD_SQL, HELD, heldOf, heldSql, LEASE_END_SQL } from '../holds/repo.js';
 import { EXCLUDING_EFFECTS } from '../taints/filter.js';
 import type { World, WorldConsumer, WorldHold, WorldInventory, WorldProvider } from './world.js';
@@ -79,12 +79,12 @@ export async function readWorld(reader: BatchReader, hooks: readonly CandidateRe
   const p = PROVIDER.at;
   for (const r of rowsOf(providers)) {
     const provider: WorldProvider = {
-      id: num(r[p.id]),
+      id: Number(r[p.id]),
       uuid: String(r[p.uuid]),
       name: String(r[p.name]),
-      generation: num(r[p.generation]),
-      parentId: r[p.parent_provider_id] === null ? null : num(r[p.parent_provider_id]),
-      rootId: num(r[p.root_provider_id]),
+      generation: Number(r[p.generation]),
+      parentId: r[p.parent_provider_id] === null ? null : Number(r[p.parent_provider_id]),
+      rootId: Number(r[p.root_provider_id]),
       traits: r[p.traits] === null ? [] : String(r[p.traits]).split('\u001f'),
       aggregates: r[p.aggs] === null ? [] : String(r[p.aggs]).split(',').map(Number),
       inventories: [],
@@ -94,16 +94,16 @@ export async function readWorld(reader: BatchReader, hooks: readonly CandidateRe
   const i = INVENTORY.at;
   for (const r of rowsOf(inventories)) {
     const inventory: WorldInventory = {
-      classId: num(r[i.cls]),
+      classId: Number(r[i.cls]),
       className: String(r[i.name]),
-      total: num(r[i.total]),
-      reserved: num(r[i.reserved]),
-      minUnit: num(r[i.min_unit]),
-      maxUnit: num(r[i.max_unit]),
-      stepSize: num(r[i.step_size]),
-      allocationRatio: num(r[i.ratio]),
+      total: Number(r[i.total]),
+      reserved: Number(r[i.reserved]),
+      minUnit: Number(r[i.min_unit]),
+      maxUnit: Number(r[i.max_unit]),
+      stepSize: Number(r[i.step_size]),
+      allocationRatio: Number(r[i.ratio]),
     };
-    byId.get(num(r[i.rp]))?.inventories.push(inventory);
+    byId.get(Number(r[i.rp]))?.inventories.push(inventory);
   }
   const byConsumer = new Map<string, WorldConsumer>();
   const c = CONSUMER_ROW.at;
@@ -111,19 +111,21 @@ export async function readWorld(reader: BatchReader, hooks: readonly CandidateRe
     const uuid = String(r[c.uuid]);
     byConsumer.set(uuid, {
       uuid,
-      generation: num(r[c.generation]),
+      generation: Number(r[c.generation]),
       projectId: String(r[c.project]),
       userId: String(r[c.user]),
       consumerType: r[c.type] === null ? null : String(r[c.type]),
       allocations: [],
       leased: false,
-      leaseEndsAtMs: r[c.lease_ends] === null ? null : num(r[c.lease_ends]),
+      leaseEndsAtMs: r[c.lease_ends] === null ? null : Number(r[c.lease_ends]),
       drawnFrom: r[c.drawn_from] === null ? null : String(r[c.drawn_from]),
     });
   }
   const a = ALLOCATION.at;
   for (const r of rowsOf(allocations)) {
-    byConsumer.get(String(r[a.consumer]))?.allocations.push({ providerId: num(r[a.rp]), classId: num(r[a.cls]), used: num(r[a.used]) });
+    byConsumer
+      .get(String(r[a.consumer]))
+      ?.allocations.push({ providerId: Number(r[a.rp]), classId: Number(r[a.cls]), used: Number(r[a.used]) });
   }
   for (const r of leases!.rows) {
     const consumer = byConsumer.get(String(r.uuid));

@@ -15,7 +15,7 @@
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { Deps } from '../../deps.js';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
-import { columns, num, packedArray, type PackedRow } from './sql.js';
+import { columns, packedArray, type PackedRow } from '../../db/rows.js';
 import { AGG, ALLOC, EPOCH, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT, TREE_CHANGE } from '../../db/columns.js';
 
 /** Root id the triggers use for a change that touches every tree (a class renamed or removed). */
@@ -86,6 +86,37 @@ interface Refresh {
   providers: PackedRow[];
   inventories: PackedRow[];
 }
+
+/**
+ * refreshStatement()'s two texts, built once: the trees changed since `:seq`
+ * (driven from the change rows, seq index, so an unchanged cloud costs two
+ * index probes), or, on a cold load, every tree unless the cloud is over
+ * `:cap` (then nothing).
+ */
+function refreshSql(everything: boolean): string {
+  const changedRoots = `SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq`;
+  const source = everything
+    ? { from: 'resource_providers p', where: 'WHERE (SELECT count(*) FROM resource_providers) <= :cap' }
+    : { from: `(${changedRoots}) c CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = c.root_id`, where: '' };
+  return `SELECT json_object(
+        'epoch', (SELECT ${EPOCH.token} FROM placement_epoch WHERE ${EPOCH.id} = 1),
+        'seq', (SELECT MAX(${TREE_CHANGE.seq}) FROM placement_tree_changes),
+        'changed', ${
+          everything
+            ? `CASE WHEN (SELECT count(*) FROM resource_providers) <= :cap
+                THEN (SELECT json_group_array(${RP.id}) FROM resource_providers WHERE ${RP.id} = ${RP.rootProviderId}) END`
+            : `(SELECT json_group_array(root_id) FROM (${changedRoots}))`
+        },
+        'providers', (SELECT ${packedArray(PROVIDER_ROW)} FROM (
+          SELECT ${providerColumns} FROM ${source.from} ${source.where} ORDER BY p.${RP.id})),
+        'inventories', (SELECT ${packedArray(CACHED_INVENTORY_ROW)} FROM (
+          SELECT ${inventoryColumns} FROM ${source.from}
+            CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id}
+            JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
+          ${source.where} ORDER BY i.${INV.resourceProviderId}, i.${INV.resourceClassId})))`;
+}
+const REFRESH_ALL_SQL = refreshSql(true);
+const REFRESH_CHANGED_SQL = refreshSql(false);
 
 export class CloudModel {
   /** The highest change seq applied; -1 before the first load. */
@@ -167,32 +198,7 @@ export class CloudModel {
    * model's seq (every tree when not loaded yet and within the cap).
    */
   refreshStatement(): InStatement {
-    const everything = !this.loaded;
-    // Driven from the change rows (seq index) so an unchanged cloud costs two index probes.
-    const changedRoots = `SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq`;
-    // A cold load reads every tree, unless the cloud is over the cap (then nothing).
-    const source = everything
-      ? { from: 'resource_providers p', where: 'WHERE (SELECT count(*) FROM resource_providers) <= :cap' }
-      : { from: `(${changedRoots}) c CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = c.root_id`, where: '' };
-    return {
-      sql: `SELECT json_object(
-        'epoch', (SELECT ${EPOCH.token} FROM placement_epoch WHERE ${EPOCH.id} = 1),
-        'seq', (SELECT MAX(${TREE_CHANGE.seq}) FROM placement_tree_changes),
-        'changed', ${
-          everything
-            ? `CASE WHEN (SELECT count(*) FROM resource_providers) <= :cap
-                THEN (SELECT json_group_array(${RP.id}) FROM resource_providers WHERE ${RP.id} = ${RP.rootProviderId}) END`
-            : `(SELECT json_group_array(root_id) FROM (${changedRoots}))`
-        },
-        'providers', (SELECT ${packedArray(PROVIDER_ROW)} FROM (
-          SELECT ${providerColumns} FROM ${source.from} ${source.where} ORDER BY p.${RP.id})),
-        'inventories', (SELECT ${packedArray(CACHED_INVENTORY_ROW)} FROM (
-          SELECT ${inventoryColumns} FROM ${source.from}
-            CROSS JOIN inventories i ON i.${INV.resourceProviderId} = p.${RP.id}
-            JOIN resource_classes rc ON rc.${RC.id} = i.${INV.resourceClassId}
-          ${source.where} ORDER BY i.${INV.resourceProviderId}, i.${INV.resourceClassId})))`,
-      args: everything ? { cap: this.maxProviders } : { seq: this.seq },
-    };
+    return this.loaded ? { sql: REFRESH_CHANGED_SQL, args: { seq: this.seq } } : { sql: REFRESH_ALL_SQL, args: { cap: this.maxProviders } };
   }
 
   /**
@@ -313,11 +319,11 @@ export class CloudModel {
       const traits = row[p.traits];
       const aggs = row[p.aggs];
       const provider: ModelProvider = {
-        id: num(row[p.id]),
+        id: Number(row[p.id]),
         uuid: String(row[p.uuid]),
         uuidJson: UTF8.encode(JSON.stringify(String(row[p.uuid]))),
-        parentId: row[p.parent_provider_id] === null ? null : num(row[p.parent_provider_id]),
-        rootId: num(row[p.root_provider_id]),
+        parentId: row[p.parent_provider_id] === null ? null : Number(row[p.parent_provider_id]),
+        rootId: Number(row[p.root_provider_id]),
         traits: this.traitSet(traits === null ? '' : String(traits)),
         aggregates: this.aggregateSet(aggs === null ? '' : String(aggs)),
         inventories: [],
@@ -327,19 +333,19 @@ export class CloudModel {
     const i = INVENTORY_ROW.at;
     for (const row of inventories) {
       const inventory = inventoryOf(
-        num(row[i.total]),
-        num(row[i.reserved]),
-        num(row[i.min_unit]),
-        num(row[i.max_unit]),
-        num(row[i.step_size]),
-        num(row[i.ratio]),
-        num(row[i.cls]),
+        Number(row[i.total]),
+        Number(row[i.reserved]),
+        Number(row[i.min_unit]),
+        Number(row[i.max_unit]),
+        Number(row[i.step_size]),
+        Number(row[i.ratio]),
+        Number(row[i.cls]),
         String(row[i.name]),
       );
-      const rp = num(row[i.rp]);
+      const rp = Number(row[i.rp]);
       fresh.get(rp)?.inventories.push(inventory);
       if (usage) {
-        const used = num(row[i.used] ?? 0);
+        const used = Number(row[i.used] ?? 0);
         if (used !== 0) addUsage(usage, rp, inventory.classId, used);
       }
     }
@@ -500,7 +506,7 @@ export const usedOf = (usage: Usage, providerId: number, classId: number): numbe
 /** The usage changedUsageStatement() read (its one JSON text). */
 export function usageOfChanged(packed: string): Usage {
   const usage: Usage = new Map();
-  for (const [rp, cls, used] of JSON.parse(packed) as [number, number, number][]) addUsage(usage, num(rp), num(cls), num(used));
+  for (const [rp, cls, used] of JSON.parse(packed) as [number, number, number][]) addUsage(usage, Number(rp), Number(cls), Number(used));
   return usage;
 }
 

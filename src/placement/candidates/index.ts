@@ -36,8 +36,7 @@ import { keepTreeModelFresh, type ModelRefresher, type RewarmKind, refreshTreeMo
 import { type CandidateRequest, parseCandidateRequestWithExt } from './parse.js';
 import { treesStatement } from './prefilter.js';
 import { type CandidatesBody, type Presentation, presentCandidates } from './present/index.js';
-import { candidatesJson, spliceTrees, type TreeSpan, TreeSpans } from './present/json.js';
-import { KeptBytes } from './present/kept-bytes.js';
+import { candidatesJson, KeptBytes, spliceTrees, type TreeSpan, TreeSpans } from './present/json.js';
 import { type Amounts, anchorRoots, candidatesOf, coversEveryClass, coversSomeVariant, planTrees, type TreePlan } from './rules.js';
 import {
   type AllocationRequest,
@@ -47,7 +46,7 @@ import {
   type ResolvedGroup,
   type SearchInput,
 } from './search.js';
-import { columns, num, type PackedRow } from './sql.js';
+import { columns, type PackedRow } from '../../db/rows.js';
 
 export type { CandidatesBody } from './present/index.js';
 
@@ -995,9 +994,9 @@ function usageSince(base: Usage, rows: PackedRow[]): { usage: Usage; changed: Se
   const fresh: Usage = new Map();
   const at = USAGE_ROW.at;
   for (const row of rows) {
-    const rp = num(row[at.rp]);
+    const rp = Number(row[at.rp]);
     if (row[at.cls] === null) fresh.set(rp, fresh.get(rp) ?? new Map());
-    else addUsage(fresh, rp, num(row[at.cls]), num(row[at.used]));
+    else addUsage(fresh, rp, Number(row[at.cls]), Number(row[at.used]));
   }
   const changed = new Set<number>();
   for (const [rp, perClass] of fresh) if (!sameUsage(base.get(rp), perClass)) changed.add(rp);
@@ -1021,7 +1020,7 @@ function sameUsage(kept: ReadonlyMap<number, number> | undefined, fresh: Readonl
 function usageOf(rows: PackedRow[]): Usage {
   const usage: Usage = new Map();
   const at = USAGE_ROW.at;
-  for (const row of rows) addUsage(usage, num(row[at.rp]), num(row[at.cls]), num(row[at.used]));
+  for (const row of rows) addUsage(usage, Number(row[at.rp]), Number(row[at.cls]), Number(row[at.used]));
   return usage;
 }
 

@@ -6,8 +6,7 @@
 // that work off the request path, it never decides what a request sees.
 import type { BatchReader } from '../../db/client.js';
 import { type CloudModel, type ModelProvider, usageOfChanged } from './cloud-model.js';
-import { prepareSummaries, prepareSummaryTemplates } from './present/json.js';
-import type { KeptBytes } from './present/kept-bytes.js';
+import { type KeptBytes, prepareSummaries, prepareSummaryTemplates } from './present/json.js';
 
 const NONE: ReadonlySet<number> = new Set();
 

@@ -17,7 +17,7 @@
 import type { InStatement } from '@libsql/client';
 import { capacitySql, usedSql } from '../capacity.js';
 import { INVENTORY_ROW, inventoryColumns, PROVIDER_ROW, providerColumns, SHARES_TRAIT, type TreePrefilter } from './cloud-model.js';
-import { packedArray, SqlParams } from './sql.js';
+import { packedArray, SqlParams } from '../../db/rows.js';
 import { AGG, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT } from '../../db/columns.js';
 
 const SHARING_IDS = `SELECT rt.${RP_TRAIT.resourceProviderId} FROM resource_provider_traits rt JOIN traits t ON t.${TRAIT.id} = rt.${RP_TRAIT.traitId} WHERE t.${TRAIT.name} = '${SHARES_TRAIT}'`;

@@ -13,7 +13,7 @@ import { STANDARD_RESOURCE_CLASSES } from '../standard-names.generated.js';
 import { MAX_VERSION } from '../versions.js';
 import { addUsage, CloudModel, type Lookups, type ProviderSpec, type Usage } from './cloud-model.js';
 import { type CandidateOptions, type CandidateReadHook, candidatesJsonFromModel } from './index.js';
-import { KeptBytes } from './present/kept-bytes.js';
+import { KeptBytes } from './present/json.js';
 import { type CandidateRequest, parseCandidateQueryString } from './parse.js';
 
 const AGGREGATES = [
