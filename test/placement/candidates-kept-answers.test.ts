@@ -1,7 +1,7 @@
 // Kept answers (candidates/index.ts KeptAnswers): a full JSON answer reused
 // while its request's one read batch reads the same trees, names and usage.
 // Differential: the route's answers (kept answers on) against the same engine
-// with none kept, byte for byte, over random clouds, a small pool of repeated
+// with none kept and a tree cache of its own (no usage held), byte for byte, over random clouds, a small pool of repeated
 // queries across microversions (so most are answered from a kept answer), and
 // between them writes of every kind from this app and from a second app on
 // the same database file (another process to this one's engine), holds whose
@@ -9,6 +9,7 @@
 // Also: the presenter's kept bytes belong to one app and are swept.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Microversion } from '../../src/http/microversion.js';
+import { TreeCache } from '../../src/placement/candidates/cloud-model.js';
 import { findAllocationCandidatesJson } from '../../src/placement/candidates/index.js';
 import { KeptBytes } from '../../src/placement/candidates/present/json.js';
 import { provider, randomInventory } from '../helpers/providers.js';
@@ -218,7 +219,8 @@ describe('kept answers: the route against the engine with none kept', () => {
             first.deps.store.nearby,
             engine.parse(Object.fromEntries([...new URLSearchParams(query)].map(([k, v]) => [k, [v]])), mv),
             mv,
-            engine.options({ answers: undefined }),
+            // Nothing of the app's: no kept answer, and a tree cache of its own (it holds no usage read before).
+            engine.options({ answers: undefined, trees: new TreeCache(), keptBytes: undefined }),
           );
           expect(kept, `seed ${seed} step ${step} at ${mv}: ${query} after ${writes.slice(-3).join(', ')}`).toBe(decoder.decode(fresh));
         };
@@ -262,9 +264,9 @@ describe('kept answers: the route against the engine with none kept', () => {
           },
         });
       for (let i = 0; i < 3; i += 1) expect((await claim()).status).toBe(204);
-      const used = async () =>
+      const used = async (amount = 1) =>
         (
-          (await (await app.call('GET', '/allocation_candidates?resources=VCPU:1')).json()) as {
+          (await (await app.call('GET', `/allocation_candidates?resources=VCPU:${amount}`)).json()) as {
             provider_summaries: Record<string, { resources: { VCPU: { used: number } } }>;
           }
         ).provider_summaries[rp]!.resources.VCPU.used;
@@ -275,10 +277,12 @@ describe('kept answers: the route against the engine with none kept', () => {
       const { client } = app.deps.store;
       await client.execute('DELETE FROM placement_usage_changes');
       await client.execute('DELETE FROM allocations WHERE id = (SELECT MAX(id) FROM allocations)');
-      // Read whole in the request's one batch, as any other usage.
+      // Read whole in the request's one batch, as any other usage: a query the app has not answered (over the
+      // usage its model holds) and the kept one's.
       const batches = vi.spyOn(app.deps.store.nearby, 'readBatch');
+      expect(await used(2)).toBe(2);
       expect(await used()).toBe(2);
-      expect(batches).toHaveBeenCalledTimes(1);
+      expect(batches).toHaveBeenCalledTimes(2);
       batches.mockRestore();
       expect(await used()).toBe(2);
       expect(app.deps.candidates.answers.hits).toBe(2);

@@ -143,6 +143,14 @@ export class CloudModel {
   /** Set when the cloud outgrew the cap: requests use the SQL engine until then. */
   private oversizeUntil = 0;
   /**
+   * Every provider's usage as of a usage change seq, as the last batch that
+   * read all of it found it (held()): a later batch reads only the providers
+   * whose usage changed since. Never changed once held (a newer one replaces it).
+   */
+  private heldUsage: HeldUsage | null = null;
+  /** Counts clear(): a batch whose model was cleared while it was in flight (another database) is read again. */
+  private clears = 0;
+  /**
    * Aggregate ids of uuids requests named before: a request's plan is guessed
    * before its batch brings the lookups (a wrong guess only costs a round trip).
    */
@@ -181,6 +189,21 @@ export class CloudModel {
   /** The change seq the model reflects (what refreshStatement() reads past). */
   get appliedSeq(): number {
     return this.seq;
+  }
+
+  /** The usage held of every provider, or null (none read whole yet, or the model was cleared since). */
+  get held(): HeldUsage | null {
+    return this.heldUsage;
+  }
+
+  /** Holds `usage`, every provider's as of usage change seq `seq` (one snapshot), unless the model was cleared since `clears`. */
+  hold(seq: number, usage: Usage, clears: number): void {
+    if (clears === this.clears) this.heldUsage = { seq, usage };
+  }
+
+  /** How many times the model was cleared (to hold usage, and to tell a batch whose model was cleared in between). */
+  get clearCount(): number {
+    return this.clears;
   }
 
   learnAggregates(idByUuid: ReadonlyMap<string, number>): void {
@@ -396,6 +419,8 @@ export class CloudModel {
 
   private clear(): void {
     this.changes += 1;
+    this.clears += 1;
+    this.heldUsage = null;
     this.unprepared.clear();
     this.traitSets.clear();
     this.aggregateSets.clear();
@@ -500,6 +525,12 @@ export interface SummaryInventory {
 
 /** provider id -> class id -> units allocated (absent: none), as one request read it. */
 export type Usage = Map<number, Map<number, number>>;
+
+/** Every provider's usage as of usage change seq `seq` (placement_usage_changes), read in one snapshot. */
+export interface HeldUsage {
+  seq: number;
+  usage: Usage;
+}
 
 export const usedOf = (usage: Usage, providerId: number, classId: number): number => usage.get(providerId)?.get(classId) ?? 0;
 

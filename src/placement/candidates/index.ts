@@ -844,9 +844,16 @@ export async function researchCached(
       : guess === null || attempt >= 2 || guess.reads.size * 2 >= model.roots().length
         ? 'all'
         : guess.reads;
+    // Every provider's usage wanted, and the model holds it as of an earlier batch: only what changed since is read.
+    const held = !known && wanted === 'all' ? model.held : null;
+    const clears = model.clearCount;
     const own: InStatement[] = [
       model.refreshStatement(),
-      known ? usageChangesStatement(kept.state.usageSeq, model) : usageStatement(wanted, model),
+      known
+        ? usageChangesStatement(kept.state.usageSeq, model)
+        : held
+          ? usageChangesStatement(held.seq, model)
+          : usageStatement(wanted, model),
     ];
     const results = await reader.readBatch([...(lookups ? [] : lookupStatements(names)), ...own, ...hookStatements(hooks, names.classes)]);
     if (!lookups) {
@@ -858,9 +865,11 @@ export async function researchCached(
     const changed = model.apply(String(refreshRows!.rows[0]![0]), now);
     if (changed === 'oversize') return null;
     if (changed === 'reload') continue;
+    // The held usage may be another database's when another batch cleared the model meanwhile: read again.
+    if (held && model.clearCount !== clears) continue;
     const usageSeq = Number(usageRows!.rows[0]?.[1] ?? 0);
     const usageRead = JSON.parse(String(usageRows!.rows[0]?.[0] ?? '[]')) as PackedRow[];
-    const since = known ? usageSince(kept.state.usage, usageRead) : null;
+    const since = known ? usageSince(kept.state.usage, usageRead) : held ? usageSince(held.usage, usageRead) : null;
     const namesKey = lookupsKey(lookups);
     // The trees and names of the kept answer: its plan is this one's (the viable trees depend on them, never on usage).
     const samePlan = known && model.version === kept.state.version && namesKey === kept.state.names;
@@ -873,8 +882,9 @@ export async function researchCached(
     ) {
       return { hit: usageSeq === kept.state.usageSeq ? kept.state : { ...kept.state, usageSeq, usage: since!.usage } };
     }
-    // The research's own map (loadTrees adds to it), never a kept answer's.
-    const usage = since === null ? usageOf(usageRead) : since.usage === kept!.state.usage ? new Map(since.usage) : since.usage;
+    // The research's own map (loadTrees adds to it), never a kept answer's; every provider's (the held one's too) is never added to.
+    const usage = since === null ? usageOf(usageRead) : known && since.usage === kept.state.usage ? new Map(since.usage) : since.usage;
+    if (wanted === 'all') model.hold(usageSeq, usage, clears);
     // After it: the trees the request really needs, with the names it named.
     const plan = samePlan
       ? kept.state.plan
@@ -903,7 +913,7 @@ export async function researchCached(
         return nodesOf(model, roots);
       },
       state,
-      since?.changed ?? null,
+      known ? since!.changed : null,
     );
   }
   // Four batches lost to concurrent tree changes: a partial model answers.
