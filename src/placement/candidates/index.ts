@@ -609,7 +609,11 @@ export async function candidatesJsonFromModel(
   mv: Microversion,
   options: CandidateOptions,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  return jsonOf(chosenOf(await chooseCandidates(modelSource(given, options), request, mv, options)), options);
+  const chosen = chosenOf(await chooseCandidates(modelSource(given, options), request, mv, options));
+  // A full answer notes its trees' shares as the route's does for an answer it keeps, so that the warm-up
+  // runs that code too: compiled without it, the JSON writer was thrown back to the interpreter by the first
+  // client answer that did.
+  return jsonOf(chosen, options, request.limit === null ? new TreeSpans() : undefined);
 }
 
 /** The answer as an object over a model given whole (what-if): as candidatesJsonFromModel, without the JSON. */
