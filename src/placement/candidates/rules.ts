@@ -154,28 +154,37 @@ export function candidatesOf(
   forbidden: readonly string[],
   amounts: Amounts,
 ): { candidates: CandidateInventories; treeRoots: Set<number> } {
-  // Requested classes by id, with the smallest and largest amount asked.
-  const wanted = new Map<number, { smallest: number; largest: number }>();
+  // Requested classes by id, with the smallest and largest amount asked: a few, so a list scanned beats a Map.
+  const wantedIds: number[] = [];
+  const wantedRanges: { smallest: number; largest: number }[] = [];
   for (const [name, range] of amounts) {
     const id = classIdByName.get(name);
-    if (id !== undefined) wanted.set(id, range);
+    if (id === undefined) continue;
+    wantedIds.push(id);
+    wantedRanges.push(range);
   }
+  const rangeOf = (classId: number) => {
+    for (let i = 0; i < wantedIds.length; i += 1) if (wantedIds[i] === classId) return wantedRanges[i];
+    return undefined;
+  };
   const byProvider = new Map<number, Map<number, Inventory>>();
   const rootOf = new Map<number, number>();
+  // Called once per provider (the viable trees are distinct, a sharing provider is added unless it was).
   const addRows = (provider: ModelProvider) => {
     // A provider with a forbidden trait can never be used, sharing or not.
     if (forbidden.length && forbidden.some((t) => provider.traits.has(t))) return;
     // Its usage looked up once, not once per inventory. (Hot: one call per provider of every viable tree.)
     const providerUsage = usage.get(provider.id);
     let perClass: Map<number, Inventory> | undefined;
-    for (const inv of provider.inventories) {
-      const range = wanted.get(inv.classId);
+    const { inventories } = provider;
+    for (let k = 0; k < inventories.length; k += 1) {
+      const inv = inventories[k]!;
+      const range = rangeOf(inv.classId);
       if (!range) continue;
       const used = providerUsage?.get(inv.classId) ?? 0;
       if (inv.maxUnit < range.smallest || inv.minUnit > range.largest || inv.capacity - used < range.smallest) continue;
       if (!perClass) {
-        perClass = byProvider.get(provider.id);
-        if (!perClass) byProvider.set(provider.id, (perClass = new Map()));
+        byProvider.set(provider.id, (perClass = new Map()));
         rootOf.set(provider.id, provider.rootId);
       }
       const row: Inventory = {
@@ -198,7 +207,7 @@ export function candidatesOf(
     if (!sharing) continue;
     treeRoots.add(sharing.rootId);
     if (!byProvider.has(id)) addRows(sharing);
-    if (!sharing.inventories.some((inv) => wanted.has(inv.classId))) continue;
+    if (!sharing.inventories.some((inv) => rangeOf(inv.classId) !== undefined)) continue;
     const anchors = anchorsOf(model, sharing);
     if (anchors.size) anchorsOfSharing.set(id, anchors);
   }

@@ -202,45 +202,60 @@ const SUMMARY = 1;
  * Where each tree's requests and summaries lie in an answer being written
  * (candidatesJson's `byTree`), when every candidate lies in one tree: the
  * answer can then be put together again with some trees' shares replaced
- * (spliceTrees). `split` is false when a tree's share was not in one run, or
- * a request's tree was unknown.
+ * (spliceTrees). Each list comes in root order (the search's anchors, the
+ * summaries' trees), so each tree's share is one run and the spans are built
+ * as they come; `split` is false when a list's roots did not rise run by run
+ * (a tree's share in two runs), or a request's tree was unknown.
  */
 export class TreeSpans {
   split = true;
-  private readonly runs: { kind: number; root: number; start: number; end: number; count: number }[] = [];
-  private readonly seen = [new Set<number>(), new Set<number>()];
+  /** The trees with requests, in root order. */
+  private readonly spans: TreeSpan[] = [];
+  /** Trees with summaries but no request (none, as a rule), in root order. */
+  private readonly summaryOnly: TreeSpan[] = [];
+  /** Where the summaries' walk through `spans` stands. */
+  private at = 0;
+  private lastSummaryRoot = -1;
 
   note(kind: typeof REQUESTS | typeof SUMMARY, root: number | undefined, start: number, end: number): void {
-    const last = this.runs[this.runs.length - 1];
-    if (last !== undefined && last.kind === kind && last.root === root) {
-      last.end = end;
-      last.count += 1;
+    if (root === undefined) {
+      this.split = false;
       return;
     }
-    if (root === undefined || this.seen[kind]!.has(root)) this.split = false;
-    else this.seen[kind]!.add(root);
-    this.runs.push({ kind, root: root ?? -1, start, end, count: 1 });
+    if (kind === REQUESTS) {
+      const last = this.spans[this.spans.length - 1];
+      if (last !== undefined && last.root === root) {
+        last.requestsEnd = end;
+        last.count += 1;
+      } else {
+        if (last !== undefined && last.root > root) this.split = false;
+        this.spans.push({ root, count: 1, requestsStart: start, requestsEnd: end, summariesStart: -1, summariesEnd: -1 });
+      }
+      return;
+    }
+    if (root === this.lastSummaryRoot) {
+      const span =
+        this.at < this.spans.length && this.spans[this.at]!.root === root
+          ? this.spans[this.at]!
+          : this.summaryOnly[this.summaryOnly.length - 1]!;
+      span.summariesEnd = end;
+      return;
+    }
+    if (root < this.lastSummaryRoot) this.split = false;
+    this.lastSummaryRoot = root;
+    const { spans } = this;
+    while (this.at < spans.length && spans[this.at]!.root < root) this.at += 1;
+    const span = spans[this.at];
+    if (span !== undefined && span.root === root) {
+      span.summariesStart = start;
+      span.summariesEnd = end;
+    } else this.summaryOnly.push({ root, count: 0, requestsStart: -1, requestsEnd: -1, summariesStart: start, summariesEnd: end });
   }
 
   /** The trees' shares noted, in root order. */
   trees(): TreeSpan[] {
-    const byRoot = new Map<number, TreeSpan>();
-    for (const run of this.runs) {
-      let tree = byRoot.get(run.root);
-      if (!tree) {
-        tree = { root: run.root, count: 0, requestsStart: -1, requestsEnd: -1, summariesStart: -1, summariesEnd: -1 };
-        byRoot.set(run.root, tree);
-      }
-      if (run.kind === REQUESTS) {
-        tree.requestsStart = run.start;
-        tree.requestsEnd = run.end;
-        tree.count = run.count;
-      } else {
-        tree.summariesStart = run.start;
-        tree.summariesEnd = run.end;
-      }
-    }
-    return [...byRoot.values()].sort((a, b) => a.root - b.root);
+    if (this.summaryOnly.length === 0) return this.spans;
+    return [...this.spans, ...this.summaryOnly].sort((a, b) => a.root - b.root);
   }
 }
 
