@@ -420,7 +420,7 @@ export class CandidateSearch {
       const roots = new Set(choice.providers.map((id) => this.input.nodes.get(id)?.rootId));
       if (roots.size !== choice.providers.length) return null;
     }
-    return { pieces: choice.pieces, mappings: new Map([[choice.suffix, choice.providers]]) };
+    return { pieces: choice.pieces, mappings: new Map<string, number[]>().set(choice.suffix, choice.providers) };
   }
 
   /**
@@ -432,7 +432,29 @@ export class CandidateSearch {
    * event loop to other requests during a long search.
    */
   requests(anchors: Iterable<number>, strategy: GenerationStrategy = 'depth-first'): Generator<AllocationRequest | null> {
-    return requestsInOrder(anchors, strategy, (anchor) => this.anchorRequests(anchor));
+    return requestsInOrder(anchors, strategy, (anchor) => this.treeRequests(anchor));
+  }
+
+  /**
+   * anchorRequests, with a single group's requests as a list (the usual query:
+   * its choices are found at once anyway), so a full answer over a thousand
+   * hosts makes no generator per tree.
+   */
+  private treeRequests(anchor: number): Iterable<AllocationRequest | null> {
+    return this.input.groups.length === 1 ? this.oneGroupRequests(anchor, true) : this.anchorRequests(anchor);
+  }
+
+  /** A single group's requests on `anchor`: each choice was checked to fit and names distinct (provider, class) pairs. */
+  private oneGroupRequests(anchor: number, dedupe: boolean): AllocationRequest[] {
+    const requests: AllocationRequest[] = [];
+    if (!this.rootOk(anchor) || this.excluded.has(anchor)) return requests;
+    const group = this.input.groups[0]!;
+    const choices = group.suffix === '' ? this.spreadChoices(group, anchor) : this.singleChoices(group, anchor);
+    for (let i = 0; i < choices.length; i += 1) {
+      const request = this.fromOneChoice(choices[i]!);
+      if (request && (!dedupe || this.firstTime(request))) requests.push(request);
+    }
+    return requests;
   }
 
   /**
@@ -451,20 +473,16 @@ export class CandidateSearch {
    * searches per tree.
    */
   *anchorRequests(anchor: number, dedupe = true): Generator<AllocationRequest | null> {
+    if (this.input.groups.length === 1) {
+      yield* this.oneGroupRequests(anchor, dedupe);
+      return;
+    }
     if (!this.rootOk(anchor) || this.excluded.has(anchor)) return;
     const lists: Choice[][] = [];
     for (const group of this.input.groups) {
       const choices = group.suffix === '' ? this.spreadChoices(group, anchor) : this.singleChoices(group, anchor);
       if (!choices.length) return;
       lists.push(choices);
-    }
-    if (lists.length === 1) {
-      // One group: each choice was checked to fit and names distinct (provider, class) pairs.
-      for (const choice of lists[0]!) {
-        const request = this.fromOneChoice(choice);
-        if (request && (!dedupe || this.firstTime(request))) yield request;
-      }
-      return;
     }
     for (const combo of this.combinations(lists)) {
       if (combo === null) {
@@ -769,19 +787,21 @@ function requestKey(request: AllocationRequest): string {
 export function* requestsInOrder(
   anchors: Iterable<number>,
   strategy: GenerationStrategy,
-  perTree: (anchor: number) => Generator<AllocationRequest | null>,
+  perTree: (anchor: number) => Iterable<AllocationRequest | null>,
 ): Generator<AllocationRequest | null> {
   if (strategy === 'depth-first') {
     let visited = 0;
     for (const anchor of anchors) {
       if ((visited += 1) % 256 === 0) yield null;
-      yield* perTree(anchor);
+      const requests = perTree(anchor);
+      if (Array.isArray(requests)) for (let i = 0; i < requests.length; i += 1) yield requests[i];
+      else yield* requests;
     }
     return;
   }
-  let active = [...anchors].map(perTree);
+  let active = [...anchors].map((anchor) => perTree(anchor)[Symbol.iterator]());
   while (active.length) {
-    const still: Generator<AllocationRequest | null>[] = [];
+    const still: Iterator<AllocationRequest | null>[] = [];
     for (const tree of active) {
       for (let next = tree.next(); !next.done; next = tree.next()) {
         yield next.value;
