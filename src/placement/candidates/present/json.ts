@@ -215,41 +215,41 @@ export class TreeSpans {
   private readonly summaryOnly: TreeSpan[] = [];
   /** Where the summaries' walk through `spans` stands. */
   private at = 0;
-  private lastSummaryRoot = -1;
+  /** The span the last summary went into. */
+  private summarySpan: TreeSpan | null = null;
 
+  // Each branch's stores run on every call (a tree's first request or summary included), so the
+  // warm-up's answers (one request per tree) leave no store without type feedback.
   note(kind: typeof REQUESTS | typeof SUMMARY, root: number | undefined, start: number, end: number): void {
     if (root === undefined) {
       this.split = false;
       return;
     }
     if (kind === REQUESTS) {
-      const last = this.spans[this.spans.length - 1];
-      if (last !== undefined && last.root === root) {
-        last.requestsEnd = end;
-        last.count += 1;
-      } else {
-        if (last !== undefined && last.root > root) this.split = false;
-        this.spans.push({ root, count: 1, requestsStart: start, requestsEnd: end, summariesStart: -1, summariesEnd: -1 });
+      let span = this.spans[this.spans.length - 1];
+      if (span === undefined || span.root !== root) {
+        if (span !== undefined && span.root > root) this.split = false;
+        span = { root, count: 0, requestsStart: start, requestsEnd: end, summariesStart: -1, summariesEnd: -1 };
+        this.spans.push(span);
       }
+      span.requestsEnd = end;
+      span.count += 1;
       return;
     }
-    if (root === this.lastSummaryRoot) {
-      const span =
-        this.at < this.spans.length && this.spans[this.at]!.root === root
-          ? this.spans[this.at]!
-          : this.summaryOnly[this.summaryOnly.length - 1]!;
-      span.summariesEnd = end;
-      return;
-    }
-    if (root < this.lastSummaryRoot) this.split = false;
-    this.lastSummaryRoot = root;
-    const { spans } = this;
-    while (this.at < spans.length && spans[this.at]!.root < root) this.at += 1;
-    const span = spans[this.at];
-    if (span !== undefined && span.root === root) {
+    let span = this.summarySpan;
+    if (span === null || span.root !== root) {
+      if (span !== null && span.root > root) this.split = false;
+      const { spans } = this;
+      while (this.at < spans.length && spans[this.at]!.root < root) this.at += 1;
+      span = spans[this.at];
+      if (span === undefined || span.root !== root) {
+        span = { root, count: 0, requestsStart: -1, requestsEnd: -1, summariesStart: start, summariesEnd: end };
+        this.summaryOnly.push(span);
+      }
       span.summariesStart = start;
-      span.summariesEnd = end;
-    } else this.summaryOnly.push({ root, count: 0, requestsStart: -1, requestsEnd: -1, summariesStart: start, summariesEnd: end });
+      this.summarySpan = span;
+    }
+    span.summariesEnd = end;
   }
 
   /** The trees' shares noted, in root order. */
