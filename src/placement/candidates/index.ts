@@ -228,14 +228,20 @@ async function decide(found: Research, plan: SearchPlan) {
   const groups = resolveGroups(plan.request, plan.names, found.lookups);
   // The research's own map of nodes: the search adds loaded trees to it.
   const { search, covers, capacity } = treeSearchOf(plan, groups, candidates, preloaded.nodes, found.hooks);
-  const anchors = [...anchorRoots(candidates)]
-    .filter(covers)
+  const anchors: number[] = [];
+  for (const root of anchorRoots(candidates)) {
     // Trees above the cut-off were not planned: they cannot be judged yet.
-    .filter((root) => truncatedAt === null || root <= truncatedAt)
-    .sort((a, b) => a - b);
-  // Sharing providers' own trees come along: their traits decide their use.
-  const sharingRoots = [...candidates.anchorsOfSharing.keys()].flatMap((id) => candidates.rootOf.get(id) ?? []);
-  const wanted = [...new Set([...sharingRoots, ...anchors])].filter((root) => !preloaded.roots.has(root));
+    if (covers(root) && (truncatedAt === null || root <= truncatedAt)) anchors.push(root);
+  }
+  anchors.sort((a, b) => a - b);
+  // Sharing providers' own trees come along (their traits decide their use); the research preloaded all but a few, if any.
+  let missing: Set<number> | null = null;
+  for (const id of candidates.anchorsOfSharing.keys()) {
+    const root = candidates.rootOf.get(id);
+    if (root !== undefined && !preloaded.roots.has(root)) (missing ??= new Set()).add(root);
+  }
+  for (const root of anchors) if (!preloaded.roots.has(root)) (missing ??= new Set()).add(root);
+  const wanted = missing === null ? [] : [...missing];
   if (wanted.length) search.addTrees((await found.loadTrees(wanted)).values()); // into preloaded.nodes too
   // Trees loaded after the research may come from a later model or batch: such an answer is not kept.
   return { search, anchors, capacity, keepable: wanted.length === 0 };
