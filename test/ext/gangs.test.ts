@@ -188,7 +188,7 @@ describe('POST /ext/gangs', () => {
     const leases = (await (await t.call('GET', '/ext/leases')).json()) as { leases: { consumer_uuid: string; expires_at: string }[] };
     expect(leases.leases.map((l) => l.consumer_uuid).sort()).toEqual(consumers);
     expect(new Set(leases.leases.map((l) => l.expires_at))).toEqual(new Set([body.expires_at]));
-    const { sweepExpiredLeases } = await import('../../src/ext/leases/leases.js');
+    const { sweepExpiredLeases } = await import('../../src/ext/allocation-ends.js');
     const swept = await sweepExpiredLeases(t.deps.store, Date.parse(body.expires_at) + 1);
     expect(swept.released.sort()).toEqual(consumers);
     expect((await gangCandidates(t, 'count=3&resources=VCPU:4')).gangs).toHaveLength(1);

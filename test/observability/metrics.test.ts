@@ -9,7 +9,7 @@ import { createDataStore } from '../../src/db/client.js';
 import { openNodeClient } from '../../src/db/node-client.js';
 import { countRoundTrips } from '../../src/db/round-trips.js';
 import { LostRace, withRaceRetries } from '../../src/db/write-batch.js';
-import { sweepLeases } from '../../src/ext/leases/jobs.js';
+import { sweepLeases } from '../../src/ext/allocation-ends.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { itWithPart } from '../helpers/parts.js';
 import { PROMTOOL_MISSING, parseSamples, promtoolCheck, type Sample, sampleValue } from '../helpers/prometheus-text.js';

@@ -5,6 +5,7 @@
 // jobs.ts) and its routes (http/routes.ts).
 import type { Extension } from '../../extension.js';
 import type { SetAsideConstraint } from '../../placement/capacity.js';
+import { sweepLeases } from '../allocation-ends.js';
 import { holdsAudit } from './audit.js';
 import { heldCapacityHook, holdParam, untilParam } from './candidates.js';
 import { holdsWrites } from './claim-guard.js';
@@ -18,11 +19,12 @@ import { sweepHolds } from './jobs.js';
 /** The extension enforcing `declaration` (the holds' own; a test declares another). */
 export const holdsExtension = (declaration: SetAsideConstraint): Extension => ({
   name: 'holds',
-  requires: ['gangs', 'leases'],
+  requires: ['gangs'],
   params: [untilParam, holdParam],
   read: [heldCapacityHook(declaration)],
   writes: holdsWrites(declaration),
-  jobs: { handlers: {}, sweeps: [sweepHolds] },
+  // A claim's ext_until ends through the allocation ends' sweep.
+  jobs: { handlers: {}, sweeps: [sweepHolds, sweepLeases] },
   routes: [holdRoutesOf(declaration)],
   audit: holdsAudit(declaration),
   gauges: holdGauges,

@@ -24,7 +24,7 @@ import { type Hold, refuseHold, splitKey } from '../holds/model.js';
 import { heldOfFirstGang, queryOf } from '../holds/pick.js';
 import type { postHoldRequestSchema } from '../holds/schemas.js';
 import { amountsOf, checkWindow, refuseOversized, refuseUnknownNames, unknownProject, unsatisfiable } from '../holds/service.js';
-import { leaseExpiryMs } from '../leases/leases.js';
+import { leaseExpiryMs } from '../allocation-ends.js';
 import { candidatesOver, engineView, type WhatIfEngine } from './engine-adapter.js';
 import { domainFactsOf, holdsReadOf, holdsWorldOf } from './held.js';
 import { type AllocationsBody, usageOf, type World, type WorldConsumer } from './world.js';
