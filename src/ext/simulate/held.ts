@@ -7,11 +7,8 @@
 // here decides a hold's rule: it only lays the copy out as rows.
 import type { ResultSet, Row, Value } from '@libsql/client';
 import { capacityOf } from '../../placement/capacity.js';
-import type { CandidateReadHook } from '../../placement/candidates/index.js';
 import type { DomainFacts } from '../gangs/domains.js';
-import { type HeldState, heldCapacityHook } from '../holds/candidates.js';
-import { HELD_CAPACITY } from '../holds/declaration.js';
-import { holds as holdsExtension } from '../holds/extension.js';
+import { type HeldCapacityHook, type HeldState, heldCapacityHook } from '../holds/candidates.js';
 import { type ReadWorld, worldOf } from '../holds/repo.js';
 import { SHARES_TRAIT } from '../../placement/candidates/cloud-model.js';
 import { classNames, type World, type WorldProvider } from './world.js';
@@ -29,9 +26,6 @@ export function resultOf(rows: Record<string, Value>[]): ResultSet {
   };
 }
 
-/** The installed holds extension's read hook: the one whose state a simulation lays out from its copy. */
-export const HELD_HOOK: CandidateReadHook | undefined = holdsExtension.read?.find((hook) => hook.name === 'holds');
-
 /** Held (provider id, class id) pairs of the world's holds, on providers that still exist (a removed provider's amounts go with it). */
 function heldPairs(world: World): Set<string> {
   const pairs = new Set<string>();
@@ -47,10 +41,10 @@ function capacityAt(world: World, providerId: number, classId: number): number |
 /**
  * What the holds read hook reads from the copy (candidates.ts heldStatement):
  * every hold amount with its pair's capacity, then the allocations on held
- * pairs with their ends and draws; read by a fresh hook, so the installed
- * one's kept states are untouched. Null without holds, as the hook answers.
+ * pairs with their ends and draws; read by a fresh hook of the installed
+ * one's declaration, so its kept states are untouched. Null without holds, as the hook answers.
  */
-export function heldStateOf(world: World): HeldState | null {
+export function heldStateOf(world: World, installed: HeldCapacityHook): HeldState | null {
   if (world.holds.length === 0) return null;
   const rows: Record<string, Value>[] = [
     { kind: 'v', id: 1, project: 'what-if', s: 1, e: null, action: null, rp: null, rc: null, n: null, cap: null },
@@ -90,7 +84,7 @@ export function heldStateOf(world: World): HeldState | null {
       });
     }
   }
-  return heldCapacityHook(HELD_CAPACITY).read(resultOf(rows)) as HeldState | null;
+  return heldCapacityHook(installed.declaration).read(resultOf(rows));
 }
 
 /**

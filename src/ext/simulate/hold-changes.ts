@@ -19,7 +19,7 @@ import { domainSearchOf } from '../gangs/index.js';
 import { parseGangQuery } from '../gangs/query.js';
 import { rankGangs, usedProviders } from '../gangs/assemble.js';
 import type { PostGangBody } from '../gangs/schemas.js';
-import { HELD_CAPACITY } from '../holds/declaration.js';
+import { isHeldCapacityHook } from '../holds/candidates.js';
 import { type Hold, refuseHold, splitKey } from '../holds/model.js';
 import { heldOfFirstGang, queryOf } from '../holds/pick.js';
 import type { postHoldRequestSchema } from '../holds/schemas.js';
@@ -114,7 +114,7 @@ export async function addHold(
 const UNCOUNTED = { capacityRefusals: { inc() {} } };
 
 /** The claim snapshot (kernel.ts readSnapshot) of `claims`, from the copy, with the holds' claim guard where the app installs it. */
-function claimSnapshot(world: World, claims: readonly ConsumerClaim[], writeHooks: WriteHooks): Snapshot {
+function claimSnapshot(world: World, claims: readonly ConsumerClaim[], ctx: HeldChangeContext): Snapshot {
   const named = new Set(claims.flatMap((c) => Object.keys(c.allocations)));
   const usage = usageOf(world);
   const providers = new Map([...world.providers.values()].map((p) => [p.uuid, { id: p.id, uuid: p.uuid, generation: p.generation }]));
@@ -142,8 +142,9 @@ function claimSnapshot(world: World, claims: readonly ConsumerClaim[], writeHook
       });
     }
   });
-  // The holds' guard the app installs (its own declaration), deciding on the copy's rows.
-  const held = writeHooks.claimGuards.find((g) => g.name === HELD_CAPACITY.name);
+  // The holds' guard the app installs (its own declaration, named as the app's holds hook names it), deciding on the copy's rows.
+  const declaration = ctx.engine.hooks.find(isHeldCapacityHook)?.declaration;
+  const held = declaration && ctx.writeHooks.claimGuards.find((g) => g.name === declaration.name);
   const guards = held ? [held.decider(holdsReadOf(world, [...named], true).slice(0, 3))] : [];
   return { providers, inventories, classIds: world.classIdByName, consumers, previous, guards };
 }
@@ -167,7 +168,7 @@ export function addGang(world: World, body: PostGangBody, ctx: HeldChangeContext
     const providers = [...new Set(Object.values(body.members).flatMap((m) => Object.keys(m.allocations)))];
     checkGangDomainOf(domainFactsOf(world, [body.domain], providers), body.domain, body.members);
   }
-  const snap = claimSnapshot(world, claims, ctx.writeHooks);
+  const snap = claimSnapshot(world, claims, ctx);
   const gens = new GenerationPlan();
   const now = new Date(ctx.nowMs).toISOString();
   try {

@@ -94,7 +94,7 @@ export function holdRoutesOf(d: SetAsideConstraint): RouteTable {
         const { deps } = c.var;
         // no-store, as this route has always answered (fresh would say no-cache).
         c.header('cache-control', 'no-store');
-        return holdsTimeline(deps.store.nearby, deps.clock().getTime());
+        return holdsTimeline(deps.store.nearby, d, deps.clock().getTime());
       },
     }),
   });
