@@ -230,3 +230,107 @@ describe("one change to what a hold sets aside (the declaration's amount)", () =
     expect((await call(t.app, 'DELETE', `/ext/leases/${backfill}`)).status).toBe(204);
   });
 });
+
+describe('one change to the declaration reaches availability, the timeline and the simulation with the candidates and the claim', () => {
+  // Its own host: 8 VCPU and a hold of 4 of them for OTHER, now for an hour. As declared: 4 set aside of 8;
+  // overbooked: 4 of 12 (placement's own 8 still bounds what is allocated); doubled: 8 of 8.
+  let host4: string;
+  let holdEnd: number;
+  const apps = () => ({ declared: t.app, overbooked, doubled });
+  type Figures = Record<'declared' | 'overbooked' | 'doubled', unknown>;
+
+  beforeAll(async () => {
+    host4 = randomUUID();
+    expect((await t.call('POST', '/resource_providers', { body: { name: 'host4', uuid: host4 } })).status).toBe(200);
+    const inventory = { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } };
+    expect((await t.call('PUT', `/resource_providers/${host4}/inventories`, { body: inventory })).status).toBe(200);
+    holdEnd = Date.now() + 3_600_000;
+    const created = await call(t.app, 'POST', '/ext/holds', {
+      project_id: OTHER,
+      start: new Date(Date.now() - 1000).toISOString(),
+      end: new Date(holdEnd).toISOString(),
+      allocations: { [host4]: { resources: { VCPU: 4 } } },
+    });
+    expect(created.status, await created.clone().text()).toBe(201);
+  });
+
+  /** The same question to each app. */
+  async function each(ask: (app: App) => Promise<unknown>): Promise<Figures> {
+    const out: Record<string, unknown> = {};
+    for (const [name, app] of Object.entries(apps())) out[name] = await ask(app);
+    return out as Figures;
+  }
+
+  const inTree = (vcpu: number) => `resources=VCPU:${vcpu}&in_tree=${host4}`;
+
+  it("changes the candidates' rule", async () => {
+    const offered = (vcpu: number) => async (app: App) =>
+      host4 in
+      ((await (await call(app, 'GET', `/allocation_candidates?${inTree(vcpu)}`)).json()) as { provider_summaries: object })
+        .provider_summaries;
+    expect(await each(offered(5))).toEqual({ declared: false, overbooked: true, doubled: false });
+    expect(await each(offered(1))).toEqual({ declared: true, overbooked: true, doubled: false });
+  });
+
+  it('changes GET /ext/holds/availability: the earliest start, now or at the hold’s end', async () => {
+    const start = (vcpu: number) => async (app: App) => {
+      const res = await call(app, 'GET', `/ext/holds/availability?${inTree(vcpu)}&duration=60`);
+      expect(res.status, await res.clone().text()).toBe(200);
+      const { start } = (await res.json()) as { start: string | null };
+      return start === null ? 'never' : Date.parse(start) >= holdEnd ? 'at the end' : 'now';
+    };
+    expect(await each(start(5))).toEqual({ declared: 'at the end', overbooked: 'now', doubled: 'at the end' });
+    expect(await each(start(1))).toEqual({ declared: 'now', overbooked: 'now', doubled: 'at the end' });
+  });
+
+  it('changes GET /ext/holds/timeline: what is held', async () => {
+    const held = async (app: App) => {
+      const res = await call(app, 'GET', '/ext/holds/timeline');
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as {
+        groups: { providers: { uuid: string; holds: { resources: Record<string, { held: number; drawn: number }> }[] }[] }[];
+      };
+      return body.groups.flatMap((g) => g.providers).find((p) => p.uuid === host4)?.holds[0]?.resources.VCPU;
+    };
+    expect(await each(held)).toEqual({
+      declared: { held: 4, drawn: 0 },
+      overbooked: { held: 4, drawn: 0 },
+      doubled: { held: 8, drawn: 0 },
+    });
+  });
+
+  it('changes POST /ext/simulate: headroom before and after, and a hold added in the simulation', async () => {
+    const simulated = async (app: App) => {
+      const body = {
+        changes: [
+          {
+            op: 'add_hold',
+            hold: {
+              project_id: OTHER,
+              start: new Date(Date.now() - 1000).toISOString(),
+              end: new Date(holdEnd).toISOString(),
+              allocations: { [host4]: { resources: { VCPU: 2 } } },
+            },
+          },
+        ],
+        queries: [{ name: 'one', query: inTree(1) }],
+      };
+      const res = await adminRequest(app, 'POST', '/ext/simulate', body, { bodyVersion: '1.38' });
+      if (res.status !== 200) return res.status;
+      const answer = (await res.json()) as { queries: { before: { total: number }; after: { total: number } }[] };
+      return [answer.queries[0]!.before.total, answer.queries[0]!.after.total];
+    };
+    // Doubled, the second hold (4 more of 8 already set aside) does not fit: the real POST's 409.
+    expect(await each(simulated)).toEqual({ declared: [4, 2], overbooked: [8, 6], doubled: 409 });
+  });
+
+  it("changes the claim's decision", async () => {
+    const claimed = async (app: App) => {
+      const consumer = randomUUID();
+      const res = await call(app, 'PUT', `/allocations/${consumer}`, claim(5, null, host4));
+      if (res.status === 204) expect((await call(t.app, 'DELETE', `/allocations/${consumer}`)).status).toBe(204);
+      return res.status;
+    };
+    expect(await each(claimed)).toEqual({ declared: 409, overbooked: 204, doubled: 409 });
+  });
+});

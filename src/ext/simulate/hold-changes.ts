@@ -27,11 +27,15 @@ import { amountsOf, checkWindow, refuseOversized, refuseUnknownNames, unknownPro
 import { leaseExpiryMs } from '../leases/leases.js';
 import { candidatesOver, engineView, type WhatIfEngine } from './engine-adapter.js';
 import { domainFactsOf, holdsReadOf, holdsWorldOf } from './held.js';
-import { type AllocationsBody, usageOf, type World, type WorldConsumer } from './world.js';
+import { type AllocationsBody, usageOf, type World, type WorldConsumer, type WorldHold } from './world.js';
+import { declaredHoldsOf, declaredKey } from './declared.js';
+import type { BatchReader } from '../../db/client.js';
 import type { z } from 'zod';
 
 /** What the two changes need beyond the copy: the app's engine and claim rules, the microversion, and one instant for the whole simulation. */
 export interface HeldChangeContext {
+  /** The app's database: the holds' declaration is evaluated there over the copy's rows (declared.ts), nothing read from it. */
+  reader: BatchReader;
   engine: WhatIfEngine;
   writeHooks: WriteHooks;
   mv: Microversion;
@@ -40,6 +44,15 @@ export interface HeldChangeContext {
 }
 
 export type HoldBody = z.infer<typeof postHoldRequestSchema>;
+
+/** The app's holds declaration, where it installs holds (its holds hook carries it). */
+const declarationOf = (ctx: HeldChangeContext) => ctx.engine.hooks.find(isHeldCapacityHook)?.declaration;
+
+/** Counts the copy's holds again by the app's declaration (after a change); nothing where holds are not installed. */
+export async function countHolds(world: World, ctx: HeldChangeContext): Promise<void> {
+  const declaration = declarationOf(ctx);
+  if (declaration && world.heldDeclared !== undefined) world.heldDeclared = await declaredHoldsOf(ctx.reader, declaration, world);
+}
 
 /** GET /ext/gang_candidates' first gang for a hold's query, over the copy (pick.ts pickHeld). */
 async function pickHeldOver(world: World, query: string, ctx: HeldChangeContext): Promise<AllocationsBody> {
@@ -83,15 +96,10 @@ export async function addHold(
   const amounts = amountsOf(held);
   refuseUnknownNames(unknownNamesIn(world, amounts));
   const providers = [...new Set([...amounts.keys()].map((k) => splitKey(k).provider))];
-  const read = holdsWorldOf(world, providers, ctx.nowMs);
-  refuseOversized(amounts, read.world.capacity);
-  const candidate: Hold = { id: ctx.newId(), project: hold.project_id, startMs, endMs, amounts, endAction: hold.end_action };
-  const refusal = refuseHold(read.world, candidate, hold.ignore_allocations);
-  if (refusal) throw unsatisfiable(refusal.violation);
   const idOf = new Map([...world.providers.values()].map((p) => [p.uuid, p.id]));
-  world.holds.push({
-    id: candidate.id,
-    project: candidate.project,
+  const added: WorldHold = {
+    id: ctx.newId(),
+    project: hold.project_id,
     startMs,
     endMs,
     endAction: hold.end_action,
@@ -101,7 +109,22 @@ export async function addHold(
       const { provider, resourceClass } = splitKey(key);
       return { providerId: idOf.get(provider)!, classId: world.classIdByName.get(resourceClass)!, amount };
     }),
-  });
+  };
+  // The stored holds and the one being admitted, counted alike by the app's declaration (as the service's admission counts them).
+  const declaration = declarationOf(ctx);
+  const declared = declaration ? await declaredHoldsOf(ctx.reader, declaration, world, [added]) : world.heldDeclared;
+  const read = holdsWorldOf({ ...world, heldDeclared: declared }, providers, ctx.nowMs);
+  const counted = new Map(
+    added.amounts.map((a, i) => [
+      [...amounts.keys()][i]!,
+      declared?.amount.get(declaredKey(a.providerId, a.classId, added.id)) ?? a.amount,
+    ]),
+  );
+  refuseOversized(counted, read.world.capacity);
+  const candidate: Hold = { id: added.id, project: hold.project_id, startMs, endMs, amounts: counted, endAction: hold.end_action };
+  const refusal = refuseHold(read.world, candidate, hold.ignore_allocations);
+  if (refusal) throw unsatisfiable(refusal.violation);
+  world.holds.push(added);
   const pinned: AllocationsBody = {};
   for (const [key, amount] of amounts) {
     const { provider, resourceClass } = splitKey(key);
