@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { HELD_CAPACITY } from '../../src/ext/holds/declaration.js';
 import { holds, holdsExtension } from '../../src/ext/holds/extension.js';
 import { INVENTORY_KEYS, type SetAsideConstraint, setAsideHoldsSql } from '../../src/placement/capacity.js';
+import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
 import { type App, adminRequest, siblingApp } from '../helpers/sibling-app.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -297,6 +298,17 @@ describe('one change to the declaration reaches availability, the timeline and t
       overbooked: { held: 4, drawn: 0 },
       doubled: { held: 8, drawn: 0 },
     });
+  });
+
+  it('changes the gauges in GET /metrics: what holds in their window hold', async () => {
+    const active = async (app: App) =>
+      sampleValue(parseSamples(await (await app.request('/metrics')).text()), 'placement_ext_held', {
+        resourcetype: 'VCPU',
+        window: 'active',
+      });
+    const figures = (await each(active)) as Record<string, number>;
+    expect(figures.declared).toBeGreaterThan(0);
+    expect(figures).toEqual({ declared: figures.declared, overbooked: figures.declared, doubled: 2 * figures.declared! });
   });
 
   it('changes POST /ext/simulate: headroom before and after, and a hold added in the simulation', async () => {

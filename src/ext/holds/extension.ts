@@ -25,7 +25,7 @@ export const holdsExtension = (declaration: SetAsideConstraint): Extension => ({
   jobs: { handlers: {}, sweeps: [sweepHolds] },
   routes: [holdRoutesOf(declaration)],
   audit: holdsAudit(declaration),
-  gauges: holdGauges,
+  gauges: holdGauges(declaration),
   dashboard: { panels: [holdsPanel], assets: DASHBOARD_ASSETS },
   // The read hook is built per app (what it keeps is the app's), with the declaration the others read back.
   setUp: () => {
