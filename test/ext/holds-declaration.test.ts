@@ -13,6 +13,7 @@ import { HELD_CAPACITY } from '../../src/ext/holds/declaration.js';
 import { holds, holdsExtension } from '../../src/ext/holds/extension.js';
 import { INVENTORY_KEYS, type SetAsideConstraint, setAsideHoldsSql } from '../../src/placement/capacity.js';
 import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
+import { provider } from '../helpers/providers.js';
 import { type App, adminRequest, siblingApp } from '../helpers/sibling-app.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -334,6 +335,18 @@ describe('one change to the declaration reaches availability, the timeline and t
     };
     // Doubled, the second hold (4 more of 8 already set aside) does not fit: the real POST's 409.
     expect(await each(simulated)).toEqual({ declared: [4, 2], overbooked: [8, 6], doubled: 409 });
+  });
+
+  it("changes a site's capacity slice's admission (sites take the app's holds declaration)", async () => {
+    // Its own host in an aggregate: a slice of 5 of its 8 VCPU counts 10 where doubled, bigger than the capacity.
+    const aggregate = randomUUID();
+    const edge = await provider(t, { inventory: { VCPU: { total: 8 } }, aggregates: [aggregate] });
+    const slice = { aggregate, capacity: { [edge]: { resources: { VCPU: 5 } } } };
+    const refused = await adminRequest(doubled, 'PUT', '/ext/sites/edge-doubled', slice, { bodyVersion: '1.38' });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain('bigger than its capacity (8)');
+    const admitted = await adminRequest(t.app, 'PUT', '/ext/sites/edge-declared', slice, { bodyVersion: '1.38' });
+    expect(admitted.status, await admitted.clone().text()).toBe(200);
   });
 
   it("changes the claim's decision", async () => {

@@ -114,11 +114,9 @@ export async function addHold(
   const declaration = declarationOf(ctx);
   const declared = declaration ? await declaredHoldsOf(ctx.reader, declaration, world, [added]) : world.heldDeclared;
   const read = holdsWorldOf({ ...world, heldDeclared: declared }, providers, ctx.nowMs);
+  const keys = [...amounts.keys()];
   const counted = new Map(
-    added.amounts.map((a, i) => [
-      [...amounts.keys()][i]!,
-      declared?.amount.get(declaredKey(a.providerId, a.classId, added.id)) ?? a.amount,
-    ]),
+    added.amounts.map((a, i) => [keys[i]!, declared?.amount.get(declaredKey(a.providerId, a.classId, added.id)) ?? a.amount]),
   );
   refuseOversized(counted, read.world.capacity);
   const candidate: Hold = { id: added.id, project: hold.project_id, startMs, endMs, amounts: counted, endAction: hold.end_action };
