@@ -337,6 +337,15 @@ describe('one change to the declaration reaches availability, the timeline and t
     expect(await each(simulated)).toEqual({ declared: [4, 2], overbooked: [8, 6], doubled: 409 });
   });
 
+  it('changes GET /ext/preemption_candidates: what holds take from the victim-free search', async () => {
+    const found = async (app: App) => {
+      const res = await call(app, 'GET', `/ext/preemption_candidates?${inTree(1)}&ext_priority=10`);
+      expect(res.status, await res.clone().text()).toBe(200);
+      return ((await res.json()) as { allocation_requests: unknown[] }).allocation_requests.length > 0;
+    };
+    expect(await each(found)).toEqual({ declared: true, overbooked: true, doubled: false });
+  });
+
   it("changes a site's capacity slice's admission (sites take the app's holds declaration)", async () => {
     // Its own host in an aggregate: a slice of 5 of its 8 VCPU counts 10 where doubled, bigger than the capacity.
     const aggregate = randomUUID();
