@@ -6,7 +6,10 @@
 // sets aside, a hold's admission. Two changes: the bound (each held pair may
 // be overbooked by 4) and the amount (a hold sets aside twice what it holds),
 // the latter reaching the model through the amounts it reads, stored or being
-// admitted.
+// admitted. The last part, on a host of its own, asks every path at once of
+// the three apps (as declared, overbooked, doubled): the candidates,
+// availability, the time line, the gauges, the simulation, the preemption
+// search, a site's slice and the claim.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { HELD_CAPACITY } from '../../src/ext/holds/declaration.js';
