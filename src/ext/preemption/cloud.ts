@@ -18,6 +18,7 @@
 // model both match the first batch's snapshot (else it reads again).
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import {
   ALLOC,
   CONSUMER,
@@ -229,7 +230,7 @@ const ROWS_SQL = `SELECT COALESCE(json_group_array(json_array(id, rp, consumer, 
 const STAMPED_USAGE_SQL = `SELECT last_id, count, CASE WHEN last_id = :lastId AND count = :count THEN NULL ELSE (${USAGE_SQL}) END AS usage
   FROM (SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'allocations'), 0) AS last_id, (SELECT COUNT(*) FROM allocations) AS count)`;
 
-function statements(model: CloudModel, nowMs: number, stamp: AllocationIndex['usageStamp']): InStatement[] {
+function statements(held: SetAsideConstraint, model: CloudModel, nowMs: number, stamp: AllocationIndex['usageStamp']): InStatement[] {
   return [
     model.refreshStatement(),
     { sql: STAMPED_USAGE_SQL, args: { lastId: stamp?.lastId ?? -1, count: stamp?.count ?? -1 } },
@@ -243,9 +244,9 @@ function statements(model: CloudModel, nowMs: number, stamp: AllocationIndex['us
       args: [],
     },
     { sql: `SELECT ${PREEMPTION_VICTIM.consumerUuid} AS uuid FROM ext_preemption_victims`, args: [] },
-    // Holds not yet over (nominations among them): what they hold counts as taken.
+    // Holds not yet over (nominations among them): what they set aside, as the app's holds declaration counts it, counts as taken.
     {
-      sql: `SELECT x.${HOLD_AMOUNT.resourceProviderId} AS rp, x.${HOLD_AMOUNT.resourceClassId} AS cls, SUM(x.${HOLD_AMOUNT.amount}) AS used
+      sql: `SELECT x.${HOLD_AMOUNT.resourceProviderId} AS rp, x.${HOLD_AMOUNT.resourceClassId} AS cls, SUM(${held.setAside.amount('x')}) AS used
         FROM ext_hold_amounts x JOIN ext_holds h ON h.${HOLD.uuid} = x.${HOLD_AMOUNT.holdUuid} WHERE h.${HOLD.endMs} > ?
         GROUP BY x.${HOLD_AMOUNT.resourceProviderId}, x.${HOLD_AMOUNT.resourceClassId}`,
       args: [nowMs],
@@ -261,9 +262,10 @@ function statements(model: CloudModel, nowMs: number, stamp: AllocationIndex['us
   ];
 }
 
-/** The cloud as a preemptor of priority `priority` sees it, now. */
+/** The cloud as a preemptor of priority `priority` sees it, now, holds counted by `held` (the app's holds declaration). */
 export async function readPreemptionCloud(
   reader: BatchReader,
+  held: SetAsideConstraint,
   priority: number,
   nowMs: number,
   options: CandidateOptions,
@@ -273,7 +275,7 @@ export async function readPreemptionCloud(
   const cached = options.treeCacheProviders > 0 ? (options.trees?.modelFor(reader, options.treeCacheProviders) ?? null) : null;
   let model = cached?.usable(options.now) ? cached : wholeCloudModel();
   for (let attempt = 1; ; attempt += 1) {
-    const results = (await reader.readBatch(statements(model, nowMs, index.usageRead ? index.usageStamp : null))) as ResultSet[];
+    const results = (await reader.readBatch(statements(held, model, nowMs, index.usageRead ? index.usageStamp : null))) as ResultSet[];
     const [refresh, usageRows, epoch] = results;
     const changed = model.apply(String(refresh!.rows[0]![0]), options.now);
     if (changed === 'oversize') {

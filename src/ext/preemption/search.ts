@@ -14,6 +14,7 @@
 // what holds hold (earlier nominations among them) counts as taken, and the
 // victims of earlier preemptions as going.
 import type { BatchReader } from '../../db/client.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import type { Microversion } from '../../microversion.js';
 import {
   type CandidateOptions,
@@ -72,6 +73,7 @@ interface Judged {
 
 export async function findPreemptionCandidates(
   reader: BatchReader,
+  held: SetAsideConstraint,
   request: CandidateRequest,
   priority: number,
   mv: Microversion,
@@ -89,7 +91,7 @@ export async function findPreemptionCandidates(
   };
   const quick = request.limit === null ? null : await stockFills(true);
   if (quick) return withoutVictims(quick, priority);
-  const cloud = await readPreemptionCloud(reader, priority, nowMs, options);
+  const cloud = await readPreemptionCloud(reader, held, priority, nowMs, options);
   const { kept, nodes, capped, victimFree } = await judgeEveryTree(cloud, request, mv, options);
   // Presented before any other read: the trees kept in memory may move on meanwhile.
   const answer = present(cloud, nodes, kept, request, priority, mv);

@@ -11,6 +11,7 @@ import { invalidQuery } from '../../../placement/candidates/errors.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 import { MV } from '../../../placement/versions.js';
 import { findPreemptionCandidates } from '../search.js';
+import { appHolds } from '../../holds/installed.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { consumerOfPath } from '../../../shared/uuid.js';
 import { adminJson } from '../../http/admin-only.js';
@@ -122,6 +123,7 @@ preemptionCandidateRoutes.resource('/preemption_candidates', {
       const request = candidates.parse(query, c.var.mv);
       return findPreemptionCandidates(
         store.nearby,
+        appHolds(c.var.deps.extensions).declaration,
         request,
         priority.data,
         c.var.mv,
