@@ -28,7 +28,7 @@ import { presentCandidates } from '../../placement/candidates/present/index.js';
 import type { Usage } from '../../placement/candidates/cloud-model.js';
 import type { AllocationRequest } from '../../placement/candidates/search.js';
 import { MV } from '../../placement/versions.js';
-import { addTo, type EvictableConsumer, type PreemptionCloud, readPreemptionCloud } from './cloud.js';
+import { addTo, type AllocationIndexes, type EvictableConsumer, type PreemptionCloud, readPreemptionCloud } from './cloud.js';
 import {
   byId,
   chooseVictims,
@@ -73,6 +73,7 @@ interface Judged {
 
 export async function findPreemptionCandidates(
   reader: BatchReader,
+  indexes: AllocationIndexes,
   held: SetAsideConstraint,
   request: CandidateRequest,
   priority: number,
@@ -91,7 +92,7 @@ export async function findPreemptionCandidates(
   };
   const quick = request.limit === null ? null : await stockFills(true);
   if (quick) return withoutVictims(quick, priority);
-  const cloud = await readPreemptionCloud(reader, held, priority, nowMs, options);
+  const cloud = await readPreemptionCloud(reader, indexes, held, priority, nowMs, options);
   const { kept, nodes, capped, victimFree } = await judgeEveryTree(cloud, request, mv, options);
   // Presented before any other read: the trees kept in memory may move on meanwhile.
   const answer = present(cloud, nodes, kept, request, priority, mv);
