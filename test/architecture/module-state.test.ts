@@ -12,10 +12,11 @@
 // constant table (an UPPER_CASE name built from its entries) is not state.
 // Not found: state inside an object a module-level call returns (a review's
 // job; a factory's state belongs to whoever calls it per app).
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles } from './layers.js';
 
 type Why = { pure: string } | { process: string };
 
@@ -41,14 +42,6 @@ const ALLOWED: Record<string, Why> = {
 };
 
 const COLLECTIONS = new Set(['Map', 'Set', 'WeakMap', 'WeakSet']);
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return sourceFiles(path);
-    return name.endsWith('.ts') ? [path] : [];
-  });
-}
 
 /** Whether a module-level declaration holds state: a variable, or a collection or empty array that may be changed. */
 function holdsState(list: ts.VariableDeclarationList, declaration: ts.VariableDeclaration, file: ts.SourceFile): boolean {
