@@ -33,6 +33,8 @@ const ALLOWED: Record<string, Why> = {
   'src/microversion.ts#parsedConstants': { pure: 'the versions named in code, parsed' },
   'src/openapi/document.ts#cached': { pure: 'the document, from the code (EXTENSIONS)' },
   'src/openapi/operations.ts#operations': { pure: 'the operations, from the code (EXTENSIONS)' },
+  'src/placement/candidates/index.ts#sharedRequestTexts': { pure: "a parsed request's text (keyed by the request, never changed)" },
+  'src/placement/candidates/index.ts#sharedRequestParts': { pure: "a parsed request's names and prefilter (keyed by the request)" },
   'src/placement/candidates/present/json.ts#quotedNames': { pure: 'a name, quoted once, bounded' },
   'src/placement/candidates/present/json.ts#traitLists': { pure: 'a trait set, quoted once (keyed by the set)' },
   'src/placement/candidates/present/json.ts#lastKeys': { pure: 'the last suffix list sorted, and its order' },
