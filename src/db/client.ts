@@ -7,7 +7,7 @@ import { clientWithDeadlines, type DatabaseDeadline, readsWithDeadline } from '.
 import { CommitGroups, type GroupOutcome } from './group-commit.js';
 import { markOf, RAISE_WRITE_MARK, RAISE_WRITE_MARK_SQL, ReplicaReader, type ReplicaOptions, WriteMarks } from './replica.js';
 import * as schema from './schema/index.js';
-import { type StorageLog, watchWrite } from './storage-full.js';
+import { type StorageLog, storageFullWatch } from './storage-full.js';
 
 export type Schema = typeof schema;
 export type Database = LibSQLDatabase<Schema>;
@@ -182,6 +182,7 @@ export function createDataStore(
   const db = drizzle(client, { schema });
   const lock = new Mutex();
   const watch = new DbWatch();
+  const watchWrite = storageFullWatch(log);
   // A write waits behind the lock and runs within one deadline, where there is one.
   const locked = <T>(send: () => Promise<T>): Promise<T> => (deadline ? deadline.queued(lock, send) : lock.run(send));
   const readBatch = batches ? (s: InStatement[]) => batches.readBatch(s) : (s: InStatement[]) => client.batch(s, 'read');
@@ -216,27 +217,15 @@ export function createDataStore(
   const store: DataStore = {
     db,
     client,
-    writeTx: (fn) =>
-      watchWrite(
-        locked(() => watch.timed('transaction', () => writeTx(fn))),
-        log,
-      ),
+    writeTx: (fn) => watchWrite(locked(() => watch.timed('transaction', () => writeTx(fn)))),
     readBatch: timedRead,
     // Timed once the lock is held: the wait behind other writers is not the database's.
     // A shared commit takes the lock and is timed itself (commitGroups).
     writeBatch: groups
-      ? (statements) => watchWrite(writeBatch(statements), log)
+      ? (statements) => watchWrite(writeBatch(statements))
       : batches?.writerElsewhere
-        ? (statements) =>
-            watchWrite(
-              watch.timed('write_batch', () => writeBatch(statements)),
-              log,
-            )
-        : (statements) =>
-            watchWrite(
-              locked(() => watch.timed('write_batch', () => writeBatch(statements))),
-              log,
-            ),
+        ? (statements) => watchWrite(watch.timed('write_batch', () => writeBatch(statements)))
+        : (statements) => watchWrite(locked(() => watch.timed('write_batch', () => writeBatch(statements)))),
     // Without a replica, the store itself, so the tree model kept per reader (candidates/cloud-model.ts) is shared.
     get nearby(): BatchReader {
       return replicaReader ?? store;

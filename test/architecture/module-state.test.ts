@@ -23,7 +23,6 @@ type Why = { pure: string } | { process: string };
 /** Every module-level state of src/ (file#name), and why it may be there. */
 const ALLOWED: Record<string, Why> = {
   'src/db/hrana-reads.ts#rowMakers': { pure: 'a row maker per column list, bounded' },
-  'src/db/storage-full.ts#episode': { process: "a full disk is the process's, whichever store wrote to it" },
   'src/deps.ts#stderrGuarded': { process: "stderr is the process's" },
   'src/entry/worker.ts#ready': { process: 'a Worker isolate serves one app' },
   'src/entry/worker.ts#warming': { process: "the isolate's one warm-up" },
