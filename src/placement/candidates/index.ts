@@ -12,7 +12,7 @@
 // The same file holds the engine object of one app (CandidateEngine, at the
 // end): its settings, tree cache and installed extensions, and the options
 // every caller's search takes from it.
-import type { InStatement, ResultSet } from '@libsql/client';
+import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
 import { ALLOC, RP, TREE_CHANGE, USAGE_CHANGE } from '../../db/columns.js';
 import type { Deps } from '../../deps.js';
@@ -23,9 +23,10 @@ import {
   addUsage,
   type CandidateInventories,
   CloudModel,
+  LOOKUPS_COLUMNS,
   type Lookups,
   lookupsOf,
-  lookupStatements,
+  lookupsStatement,
   type ProviderNode,
   TreeCache,
   type TreePrefilter,
@@ -756,13 +757,13 @@ export async function researchPartial(
   firstRoots: number | null,
   hooks: readonly CandidateReadHook[],
 ): Promise<Research> {
-  const results = await reader.readBatch([
-    ...lookupStatements(names),
+  const [lookupRows, trees, ...results] = await reader.readBatch([
+    lookupsStatement(names),
     treesStatement(prefilter, names.amounts, firstRoots),
     ...hookStatements(hooks, names.classes),
   ]);
-  const lookups = lookupsOf(results.slice(0, 4));
-  const loaded = JSON.parse(String(results[4]!.rows[0]![0])) as {
+  const lookups = lookupsOf(Array.from(lookupRows!.rows[0] as ArrayLike<unknown>));
+  const loaded = JSON.parse(String(trees!.rows[0]![0])) as {
     providers: PackedRow[];
     inventories: PackedRow[];
     truncatedAt: number | null;
@@ -774,7 +775,7 @@ export async function researchPartial(
   return researchOf(
     model,
     lookups,
-    readHooks(hooks, results.slice(5)),
+    readHooks(hooks, results),
     usage,
     plan,
     loaded.truncatedAt ?? null,
@@ -832,6 +833,7 @@ export async function researchCached(
   kept?: { state: ResearchState; inert: (states: HookStates) => boolean },
 ): Promise<Research | KeptHit | null> {
   let lookups: Lookups | null = null;
+  let namesRead = '';
   for (let attempt = 0; attempt < 4; attempt += 1) {
     if (!model.usable(now)) return null;
     // A kept answer over the model as it stands: its scope is the guess this model makes (read again, not made again).
@@ -845,35 +847,37 @@ export async function researchCached(
       : guess === null || attempt >= 2 || guess.reads.size * 2 >= model.roots().length
         ? 'all'
         : guess.reads;
-    const own: InStatement[] = [
-      model.refreshStatement(),
-      known ? usageChangesStatement(kept.state.usageSeq, model) : usageStatement(wanted, model),
-    ];
-    const results = await reader.readBatch([...(lookups ? [] : lookupStatements(names)), ...own, ...hookStatements(hooks, names.classes)]);
-    if (!lookups) {
-      lookups = lookupsOf(results.slice(0, 4));
-      model.learnAggregates(lookups.aggregateIdByUuid);
-    }
-    const at = results.length - hooks.length - own.length;
-    const [refreshRows, usageRows] = results.slice(at, at + own.length);
-    const changed = model.apply(String(refreshRows!.rows[0]![0]), now);
+    // Names (on the first batch), the trees changed and the usage: one statement, one row.
+    const [row, hookResults] = await readOneRow(
+      reader,
+      [
+        ...(lookups ? [] : [lookupsStatement(names)]),
+        model.refreshStatement(),
+        known ? usageChangesStatement(kept.state.usageSeq, model) : usageStatement(wanted, model),
+      ],
+      hooks,
+      names,
+    );
+    const at = lookups ? 0 : LOOKUPS_COLUMNS;
+    // The names as read, in one text: the same text is the same lookups (a kept answer's are taken as they are).
+    if (!lookups) namesRead = row.slice(0, at).join('\n');
+    const changed = model.apply(String(row[at]), now);
     if (changed === 'oversize') return null;
-    if (changed === 'reload') continue;
-    const usageSeq = Number(usageRows!.rows[0]?.[1] ?? 0);
-    const usageRead = JSON.parse(String(usageRows!.rows[0]?.[0] ?? '[]')) as PackedRow[];
+    if (changed === 'reload') {
+      lookups ??= lookupsRead(model, row);
+      continue;
+    }
+    const usageSeq = Number(row[at + 2] ?? 0);
+    const usageRead = JSON.parse(String(row[at + 1] ?? '[]')) as PackedRow[];
     const since = known ? usageSince(kept.state.usage, usageRead) : null;
-    const namesKey = lookupsKey(lookups);
     // The trees and names of the kept answer: its plan is this one's (the viable trees depend on them, never on usage).
-    const samePlan = known && model.version === kept.state.version && namesKey === kept.state.names;
-    const scope: UsageScope = wanted === 'all' ? 'all' : new Set([...wanted, ...changed]);
+    const samePlan = known && model.version === kept.state.version && namesRead === kept.state.names;
     // The same trees and names as the kept answer's, and no usage it reads changed, in one snapshot: it is the answer, unless a hook now constrains it.
-    if (
-      samePlan &&
-      !touches(model, since!.changed, kept.state.plan.reads) &&
-      kept.inert(readHooks(hooks, results.slice(at + own.length)))
-    ) {
+    if (samePlan && !touches(model, since!.changed, kept.state.plan.reads) && kept.inert(readHooks(hooks, hookResults))) {
       return { hit: usageSeq === kept.state.usageSeq ? kept.state : { ...kept.state, usageSeq, usage: since!.usage } };
     }
+    lookups ??= lookupsRead(model, row);
+    const scope: UsageScope = wanted === 'all' ? 'all' : new Set([...wanted, ...changed]);
     // The research's own map (loadTrees adds to it), never a kept answer's.
     const usage = since === null ? usageOf(usageRead) : since.usage === kept!.state.usage ? new Map(since.usage) : since.usage;
     // After it: the trees the request really needs, with the names it named.
@@ -882,11 +886,11 @@ export async function researchCached(
       : (guessStands(guess, guessedOver, model, memberOfIds(prefilter, lookups.aggregateIdByUuid)) ??
         planTrees(model, names.classes, names.amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots));
     if (!covers(scope, plan.reads)) continue;
-    const states = readHooks(hooks, results.slice(at + own.length));
+    const states = readHooks(hooks, hookResults);
     // Anchor trees are in the usage read (plan.reads); should the search reach another tree, its usage is read then.
     // Names, trees and usage from one batch (the first): what an answer computed from them reads again while they hold.
     const state: ResearchState | null =
-      attempt === 0 ? { model, version: model.version, scope: scopeKey(scope), usageSeq, usage, names: namesKey, plan } : null;
+      attempt === 0 ? { model, version: model.version, scope: scopeKey(scope), usageSeq, usage, names: namesRead, plan } : null;
     return researchOf(
       model,
       lookups,
@@ -909,6 +913,38 @@ export async function researchCached(
   }
   // Four batches lost to concurrent tree changes: a partial model answers.
   return null;
+}
+
+/** The lookups of a row that starts with lookupsStatement()'s columns, the model learning their aggregates. */
+function lookupsRead(model: CloudModel, row: readonly unknown[]): Lookups {
+  const lookups = lookupsOf(row.slice(0, LOOKUPS_COLUMNS));
+  model.learnAggregates(lookups.aggregateIdByUuid);
+  return lookups;
+}
+
+/**
+ * One read batch: `parts`, statements of one row each (names, trees, usage),
+ * as one statement whose one row is their columns side by side (each
+ * statement costs its own step and result, whatever it reads), then the
+ * installed hooks' statements. The row's values, and the hooks' results.
+ */
+async function readOneRow(
+  reader: BatchReader,
+  parts: InStatement[],
+  hooks: readonly CandidateReadHook[],
+  names: RequestNames,
+): Promise<[unknown[], ResultSet[]]> {
+  const args: Record<string, InValue> = {};
+  for (const part of parts) {
+    if (typeof part === 'string' || Array.isArray(part.args)) throw new Error('a part of the one row takes named arguments');
+    for (const [name, value] of Object.entries(part.args ?? {})) {
+      if (name in args && args[name] !== value) throw new Error(`two parts of the one row bind :${name} differently`);
+      args[name] = value;
+    }
+  }
+  const sql = `SELECT * FROM ${parts.map((part, i) => `(${typeof part === 'string' ? part : part.sql}) AS part${i}`).join(' CROSS JOIN ')}`;
+  const [one, ...hookResults] = await reader.readBatch([{ sql, args }, ...hookStatements(hooks, names.classes)]);
+  return [Array.from(one!.rows[0] as ArrayLike<unknown>), hookResults];
 }
 
 /** The aggregate ids member_of's uuids resolve to, in order (undefined: a uuid not known, whose condition a guess leaves out). */
@@ -1051,7 +1087,7 @@ export interface ResearchState {
   usageSeq: number;
   /** The usage of the trees in `scope` (and maybe more) as of `usageSeq`: never changed once kept (a later state is a copy). */
   usage: Usage;
-  /** The request's names as looked up. */
+  /** The request's names as looked up (lookupsStatement()'s values in one text). */
   names: string;
   /** The trees planned over them (rules.ts planTrees): the same while the model's version and the names are. */
   plan: TreePlan;
@@ -1060,21 +1096,18 @@ export interface ResearchState {
 const scopeKey = (scope: UsageScope): string => (scope === 'all' ? 'all' : [...scope].join(','));
 const scopeOf = (key: string): UsageScope => (key === 'all' ? 'all' : new Set(key === '' ? [] : key.split(',').map(Number)));
 
-const lookupsKey = (lookups: Lookups): string =>
-  JSON.stringify([
-    [...lookups.classIdByName],
-    [...lookups.traitIdByName],
-    [...lookups.aggregateIdByUuid],
-    [...lookups.rootIdByProviderUuid],
-  ]);
+/** The JSON text of requests parsed once and shared unchanged (CandidateEngine.parseRepeated), written when parsed. */
+const sharedRequestTexts = new WeakMap<CandidateRequest, string>();
+
+const requestText = (request: CandidateRequest): string =>
+  sharedRequestTexts.get(request) ??
+  JSON.stringify(request, (_key, value: unknown) => (value instanceof Map || value instanceof Set ? [...value] : value));
 
 /** What a request's answer depends on besides what it reads; null for a request whose answer is never kept. */
 function answerKey(request: CandidateRequest, mv: Microversion, options: CandidateOptions): string | null {
   if (options.randomize || options.firstPassOnly || options.treeCacheProviders <= 0 || (request.ext?.size ?? 0) > 0) return null;
   const settings = [options.maxCandidates, options.timeBudgetMs ?? 0, options.generationStrategy ?? 'depth-first'];
-  return JSON.stringify([mv.toString(), settings, request], (_key, value: unknown) =>
-    value instanceof Map || value instanceof Set ? [...value] : value,
-  );
+  return `${mv.toString()} ${settings.join(' ')} ${requestText(request)}`;
 }
 
 /** A JSON answer as kept. */
@@ -1345,6 +1378,9 @@ export interface CandidateSettings {
   generationStrategy: GenerationStrategy;
 }
 
+/** Most stock queries an engine keeps parsed (parseRepeated). */
+const PARSED_QUERIES = 64;
+
 export class CandidateEngine {
   /** The provider trees kept in memory between requests, one model per database handle. */
   readonly trees: TreeCache;
@@ -1357,6 +1393,8 @@ export class CandidateEngine {
   /** The installed extensions' query parameters, by name. */
   readonly params: ReadonlyMap<string, CandidateParam>;
   private readonly gates: readonly CandidateGate[];
+  /** Stock queries parsed by parseRepeated, by microversion and text, oldest first. */
+  private readonly parsedQueries = new Map<string, CandidateRequest>();
 
   constructor(
     readonly settings: CandidateSettings,
@@ -1373,6 +1411,25 @@ export class CandidateEngine {
   /** A candidates query, parsed: upstream's keys and the installed extensions' (parse.ts); throws DomainError('invalid'). */
   parse(query: Record<string, string[]>, mv: Microversion): CandidateRequest {
     return parseCandidateRequestWithExt(query, mv, this.params);
+  }
+
+  /**
+   * parse(), for a caller that never changes the request it gets (the
+   * route): a stock query (no extension parameter) of the same text and
+   * microversion as one parsed before is the same request, parsed once (a
+   * scheduler repeats a few queries). `query` gives the parameters of `text`.
+   */
+  parseRepeated(text: string, mv: Microversion, query: () => Record<string, string[]>): Readonly<CandidateRequest> {
+    const key = `${mv.toString()} ${text}`;
+    const seen = this.parsedQueries.get(key);
+    if (seen) return seen;
+    const request = this.parse(query(), mv);
+    if (request.ext === undefined && request.alternatives === undefined) {
+      sharedRequestTexts.set(request, requestText(request));
+      if (this.parsedQueries.size >= PARSED_QUERIES) this.parsedQueries.delete(this.parsedQueries.keys().next().value!);
+      this.parsedQueries.set(key, request);
+    }
+    return request;
   }
 
   /** The first installed gate that answers `request` with none, and why; null when the search goes on. */
