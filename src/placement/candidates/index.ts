@@ -520,7 +520,7 @@ async function spliceKept(
 
 /** Whether two research states differ at most in their usage (same model version, trees read and names). */
 const sameButUsage = (a: ResearchState, b: ResearchState): boolean =>
-  a.model === b.model && a.version === b.version && a.scope === b.scope && a.names === b.names;
+  a.model === b.model && a.version === b.version && a.scope === b.scope && a.lookups === b.lookups;
 
 /** The engine's answer: the candidates chosen, and why the search stopped before it had seen them all (null: it saw them all, or a limit). */
 export interface CandidatesAnswer {
@@ -833,7 +833,6 @@ export async function researchCached(
   kept?: { state: ResearchState; inert: (states: HookStates) => boolean },
 ): Promise<Research | KeptHit | null> {
   let lookups: Lookups | null = null;
-  let namesRead = '';
   for (let attempt = 0; attempt < 4; attempt += 1) {
     if (!model.usable(now)) return null;
     // A kept answer over the model as it stands: its scope is the guess this model makes (read again, not made again).
@@ -851,7 +850,8 @@ export async function researchCached(
     const [row, hookResults] = await readOneRow(
       reader,
       [
-        ...(lookups ? [] : [lookupsStatement(names)]),
+        // Over a kept answer's model, the names are read only if a tree changed since (they read as they did).
+        ...(lookups ? [] : [lookupsStatement(names, known ? model.appliedSeq : undefined)]),
         model.refreshStatement(),
         known ? usageChangesStatement(kept.state.usageSeq, model) : usageStatement(wanted, model),
       ],
@@ -859,24 +859,23 @@ export async function researchCached(
       names,
     );
     const at = lookups ? 0 : LOOKUPS_COLUMNS;
-    // The names as read, in one text: the same text is the same lookups (a kept answer's are taken as they are).
-    if (!lookups) namesRead = row.slice(0, at).join('\n');
+    const namesKept = known && row[0] === null;
     const changed = model.apply(String(row[at]), now);
     if (changed === 'oversize') return null;
     if (changed === 'reload') {
-      lookups ??= lookupsRead(model, row);
+      if (!namesKept) lookups ??= lookupsRead(model, row);
       continue;
     }
     const usageSeq = Number(row[at + 2] ?? 0);
     const usageRead = JSON.parse(String(row[at + 1] ?? '[]')) as PackedRow[];
     const since = known ? usageSince(kept.state.usage, usageRead) : null;
     // The trees and names of the kept answer: its plan is this one's (the viable trees depend on them, never on usage).
-    const samePlan = known && model.version === kept.state.version && namesRead === kept.state.names;
+    const samePlan = known && namesKept && model.version === kept.state.version;
     // The same trees and names as the kept answer's, and no usage it reads changed, in one snapshot: it is the answer, unless a hook now constrains it.
     if (samePlan && !touches(model, since!.changed, kept.state.plan.reads) && kept.inert(readHooks(hooks, hookResults))) {
       return { hit: usageSeq === kept.state.usageSeq ? kept.state : { ...kept.state, usageSeq, usage: since!.usage } };
     }
-    lookups ??= lookupsRead(model, row);
+    lookups ??= namesKept ? kept!.state.lookups : lookupsRead(model, row);
     const scope: UsageScope = wanted === 'all' ? 'all' : new Set([...wanted, ...changed]);
     // The research's own map (loadTrees adds to it), never a kept answer's.
     const usage = since === null ? usageOf(usageRead) : since.usage === kept!.state.usage ? new Map(since.usage) : since.usage;
@@ -890,7 +889,7 @@ export async function researchCached(
     // Anchor trees are in the usage read (plan.reads); should the search reach another tree, its usage is read then.
     // Names, trees and usage from one batch (the first): what an answer computed from them reads again while they hold.
     const state: ResearchState | null =
-      attempt === 0 ? { model, version: model.version, scope: scopeKey(scope), usageSeq, usage, names: namesRead, plan } : null;
+      attempt === 0 ? { model, version: model.version, scope: scopeKey(scope), usageSeq, usage, lookups, plan } : null;
     return researchOf(
       model,
       lookups,
@@ -1087,8 +1086,8 @@ export interface ResearchState {
   usageSeq: number;
   /** The usage of the trees in `scope` (and maybe more) as of `usageSeq`: never changed once kept (a later state is a copy). */
   usage: Usage;
-  /** The request's names as looked up (lookupsStatement()'s values in one text). */
-  names: string;
+  /** The request's names as looked up: they read the same while the model's version does (lookupsStatement). */
+  lookups: Lookups;
   /** The trees planned over them (rules.ts planTrees): the same while the model's version and the names are. */
   plan: TreePlan;
 }
