@@ -152,6 +152,11 @@ export class CloudModel {
     return this.seq;
   }
 
+  /** The epoch token of the database the model was read from (null before it is). */
+  get appliedEpoch(): string | null {
+    return this.epoch;
+  }
+
   learnAggregates(idByUuid: ReadonlyMap<string, number>): void {
     if (this.knownAggregates.size > 10_000) this.knownAggregates.clear();
     for (const [uuid, id] of idByUuid) this.knownAggregates.set(uuid, id);
@@ -550,43 +555,33 @@ export const SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE';
  * (classes [id, name], traits [id, name], aggregates [id, uuid], in_tree
  * providers [uuid, root id]), read back by lookupsOf(): a part of a read
  * batch's one statement (index.ts). Driven from the names given, so each name
- * costs an index probe. With `unlessTreesAt`, four nulls while no tree
- * changed since that change seq: the names read as they did then (every
- * write that changes what a name resolves to marks a tree change, 0003 and
- * 0016; an aggregate created unused changes no answer).
+ * costs an index probe.
  */
-export function lookupsStatement(
-  names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] },
-  unlessTreesAt?: number,
-): InStatement {
-  return {
-    sql: unlessTreesAt === undefined ? LOOKUPS_SQL : LOOKUPS_UNLESS_SQL,
-    args: {
-      ...(unlessTreesAt === undefined ? {} : { namesTreeSeq: unlessTreesAt }),
-      classNames: JSON.stringify(names.classes),
-      traitNames: JSON.stringify(names.traits),
-      aggregateUuids: JSON.stringify(names.aggregates),
-      treeUuids: JSON.stringify(names.inTree),
-    },
-  };
+export function lookupsStatement(names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] }): InStatement {
+  return { sql: `SELECT ${LOOKUPS_EXPRESSIONS.map((sql, i) => `${sql} AS names${i}`).join(', ')}`, args: lookupsArgs(names) };
 }
+
+/** lookupsStatement()'s arguments. */
+export const lookupsArgs = (names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] }) => ({
+  classNames: JSON.stringify(names.classes),
+  traitNames: JSON.stringify(names.traits),
+  aggregateUuids: JSON.stringify(names.aggregates),
+  treeUuids: JSON.stringify(names.inTree),
+});
 
 const namesJoined = (pair: string, param: string, table: string, column: string) =>
   `(SELECT json_group_array(json_array(${pair})) FROM json_each(:${param}) n JOIN ${table} t ON t.${column} = n.value)`;
 
-const lookupsSql = (column: (sql: string) => string) => `SELECT
-  ${column(namesJoined(`t.${RC.id}, t.${RC.name}`, 'classNames', 'resource_classes', RC.name))} AS class_ids,
-  ${column(namesJoined(`t.${TRAIT.id}, t.${TRAIT.name}`, 'traitNames', 'traits', TRAIT.name))} AS trait_ids,
-  ${column(namesJoined(`t.${AGG.id}, t.${AGG.uuid}`, 'aggregateUuids', 'placement_aggregates', AGG.uuid))} AS aggregate_ids,
-  ${column(namesJoined(`t.${RP.uuid}, t.${RP.rootProviderId}`, 'treeUuids', 'resource_providers', RP.uuid))} AS tree_roots`;
-
-const LOOKUPS_SQL = lookupsSql((sql) => sql);
-const LOOKUPS_UNLESS_SQL = lookupsSql(
-  (sql) => `CASE WHEN (SELECT MAX(${TREE_CHANGE.seq}) FROM placement_tree_changes) IS :namesTreeSeq THEN NULL ELSE ${sql} END`,
-);
+/** lookupsStatement()'s four columns, each an expression of its own (a statement may read them only when it must). */
+export const LOOKUPS_EXPRESSIONS: readonly string[] = [
+  namesJoined(`t.${RC.id}, t.${RC.name}`, 'classNames', 'resource_classes', RC.name),
+  namesJoined(`t.${TRAIT.id}, t.${TRAIT.name}`, 'traitNames', 'traits', TRAIT.name),
+  namesJoined(`t.${AGG.id}, t.${AGG.uuid}`, 'aggregateUuids', 'placement_aggregates', AGG.uuid),
+  namesJoined(`t.${RP.uuid}, t.${RP.rootProviderId}`, 'treeUuids', 'resource_providers', RP.uuid),
+];
 
 /** The columns lookupsStatement() reads. */
-export const LOOKUPS_COLUMNS = 4;
+export const LOOKUPS_COLUMNS = LOOKUPS_EXPRESSIONS.length;
 
 /** lookupsStatement()'s four values, as maps. */
 export function lookupsOf([classes, traits, aggregates, trees]: readonly unknown[]): Lookups {

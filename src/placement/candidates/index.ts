@@ -14,7 +14,7 @@
 // every caller's search takes from it.
 import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
-import { ALLOC, RP, TREE_CHANGE, USAGE_CHANGE } from '../../db/columns.js';
+import { ALLOC, EPOCH, RP, TREE_CHANGE, USAGE_CHANGE } from '../../db/columns.js';
 import type { Deps } from '../../deps.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
@@ -24,7 +24,9 @@ import {
   type CandidateInventories,
   CloudModel,
   LOOKUPS_COLUMNS,
+  LOOKUPS_EXPRESSIONS,
   type Lookups,
+  lookupsArgs,
   lookupsOf,
   lookupsStatement,
   type ProviderNode,
@@ -849,18 +851,16 @@ export async function researchCached(
     // Names (on the first batch), the trees changed and the usage: one statement, one row.
     const [row, hookResults] = await readOneRow(
       reader,
-      [
-        // Over a kept answer's model, the names are read only if a tree changed since (they read as they did).
-        ...(lookups ? [] : [lookupsStatement(names, known ? model.appliedSeq : undefined)]),
-        model.refreshStatement(),
-        known ? usageChangesStatement(kept.state.usageSeq, model) : usageStatement(wanted, model),
-      ],
+      known
+        ? [keptReadStatement(names, model, kept.state.usageSeq)]
+        : [...(lookups ? [] : [lookupsStatement(names)]), model.refreshStatement(), usageStatement(wanted, model)],
       hooks,
       names,
     );
     const at = lookups ? 0 : LOOKUPS_COLUMNS;
     const namesKept = known && row[0] === null;
-    const changed = model.apply(String(row[at]), now);
+    // Null: no tree changed since the model's seq (keptReadStatement).
+    const changed = row[at] === null ? new Set<number>() : model.apply(String(row[at]), now);
     if (changed === 'oversize') return null;
     if (changed === 'reload') {
       if (!namesKept) lookups ??= lookupsRead(model, row);
@@ -941,7 +941,9 @@ async function readOneRow(
       args[name] = value;
     }
   }
-  const sql = `SELECT * FROM ${parts.map((part, i) => `(${typeof part === 'string' ? part : part.sql}) AS part${i}`).join(' CROSS JOIN ')}`;
+  const sqlOf = (part: InStatement) => (typeof part === 'string' ? part : part.sql);
+  const sql =
+    parts.length === 1 ? sqlOf(parts[0]!) : `SELECT * FROM ${parts.map((part, i) => `(${sqlOf(part)}) AS part${i}`).join(' CROSS JOIN ')}`;
   const [one, ...hookResults] = await reader.readBatch([{ sql, args }, ...hookStatements(hooks, names.classes)]);
   return [Array.from(one!.rows[0] as ArrayLike<unknown>), hookResults];
 }
@@ -985,7 +987,7 @@ function touches(model: CloudModel, providers: ReadonlySet<number>, roots: Reado
  * and beside it the highest usage change seq, which numbers that snapshot of the usage.
  */
 const groupedUsage = (from: string, rp = `a.${ALLOC.resourceProviderId}`) =>
-  `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')),
+  `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')) AS usage_rows,
     (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes) FROM (
     SELECT ${rp} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used FROM ${from}
     GROUP BY ${rp}, a.${ALLOC.resourceClassId})`;
@@ -1001,29 +1003,48 @@ function usageStatement(scope: UsageScope, model: CloudModel): InStatement {
 }
 
 /**
- * The usage of every provider whose allocations changed since `usageSeq`, and
- * of every provider of a tree changed since the model's seq (it may have come
- * into the trees read): a row with a null class for one that has none now.
- * Driven from the change rows (seq indexes), so a quiet cloud costs index probes.
- * Change rows numbered below `usageSeq` (a database restored under the
- * service, or a replica behind the snapshot the answer was kept from): every
- * provider's, in the same batch.
+ * A kept answer's research read again, in one statement of one row laid out
+ * as lookupsStatement(), refreshStatement() and the usage's two columns side
+ * by side: the tree changes' and usage changes' highest seqs and the
+ * database's epoch read once, and the rest only where they moved since the
+ * model's seq and `usageSeq` (the usual repeated request reads three index
+ * probes). Names: null while no tree changed (every write that changes what a
+ * name resolves to marks a tree change, migrations 0003 and 0016; an aggregate
+ * created unused changes no answer). Trees: null while none changed in the
+ * same database. Usage: of every provider whose allocations changed since
+ * `usageSeq`, and of every provider of a tree changed since the model's seq
+ * (it may have come into the trees read), a row with a null class for one that
+ * has none now; driven from the change rows (seq indexes). Change rows
+ * numbered below `usageSeq` (a database restored under the service, or a
+ * replica behind the snapshot the answer was kept from): every provider's.
  */
-function usageChangesStatement(usageSeq: number, model: CloudModel): InStatement {
+function keptReadStatement(names: RequestNames, model: CloudModel, usageSeq: number): InStatement {
+  const refresh = model.refreshStatement();
+  if (typeof refresh === 'string' || Array.isArray(refresh.args)) throw new Error('the refresh takes named arguments');
+  const treesSame = 'k.trees IS :treeSeq';
   return {
-    sql: `WITH touched(id) AS (
+    sql: `WITH k(trees, usage, epoch) AS (SELECT (SELECT COALESCE(MAX(${TREE_CHANGE.seq}), 0) FROM placement_tree_changes),
+        (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes),
+        (SELECT ${EPOCH.token} FROM placement_epoch WHERE ${EPOCH.id} = 1))
+      SELECT ${LOOKUPS_EXPRESSIONS.map((sql, i) => `CASE WHEN ${treesSame} THEN NULL ELSE ${sql} END AS names${i}`).join(', ')},
+        CASE WHEN ${treesSame} AND k.epoch IS :epoch THEN NULL ELSE (${refresh.sql}) END AS trees,
+        CASE WHEN ${treesSame} AND k.usage = :usageSeq THEN '[]' ELSE (SELECT usage_rows FROM (${usageChangesSql})) END AS usage_rows,
+        k.usage AS usage_seq
+      FROM k`,
+    args: { ...lookupsArgs(names), ...refresh.args, epoch: model.appliedEpoch, usageSeq, treeSeq: model.appliedSeq },
+  };
+}
+
+const usageChangesSql = `WITH touched(id) AS (
         SELECT ${USAGE_CHANGE.providerId} FROM placement_usage_changes WHERE ${USAGE_CHANGE.seq} > :usageSeq
         UNION SELECT p.${RP.id} FROM placement_tree_changes c CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = c.${TREE_CHANGE.rootId}
           WHERE c.${TREE_CHANGE.seq} > :treeSeq
         UNION SELECT p.${RP.id} FROM (SELECT 1 WHERE (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes) < :usageSeq)
           CROSS JOIN resource_providers p)
-      ${groupedUsage(`touched t LEFT JOIN allocations a ON a.${ALLOC.resourceProviderId} = t.id`, 't.id')}`,
-    args: { usageSeq, treeSeq: model.appliedSeq },
-  };
-}
+      ${groupedUsage(`touched t LEFT JOIN allocations a ON a.${ALLOC.resourceProviderId} = t.id`, 't.id')}`;
 
 /**
- * `base` with the providers of `rows` (usageChangesStatement) read afresh: a new
+ * `base` with the providers of `rows` (keptReadStatement) read afresh: a new
  * map (`base` is a kept answer's, never changed), and the providers whose usage differs.
  */
 function usageSince(base: Usage, rows: PackedRow[]): { usage: Usage; changed: Set<number> } {
