@@ -414,8 +414,8 @@ async function chooseCandidates(
   options: CandidateOptions,
   kept?: KeptAnswer,
 ): Promise<Chosen | KeptAnswer> {
-  const names = namesOf(request);
-  const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), mv, options, kept };
+  const { names, prefilter } = namesAndPrefilterOf(request);
+  const plan: SearchPlan = { request, names, prefilter, nestedAware: mv.atLeast(MV.AC_NESTED), mv, options, kept };
   // A small stable-order limit first plans only the lowest viable trees; if
   // they cannot fill the limit, the search runs again in full. (The cap keeps
   // a prefix of the same stable order, so it changes nothing here.)
@@ -1122,6 +1122,18 @@ const sharedRequestTexts = new WeakMap<CandidateRequest, string>();
 const requestText = (request: CandidateRequest): string =>
   sharedRequestTexts.get(request) ??
   JSON.stringify(request, (_key, value: unknown) => (value instanceof Map || value instanceof Set ? [...value] : value));
+
+/** The names and prefilter of requests parsed once and shared unchanged, made at their first search. */
+const sharedRequestParts = new WeakMap<CandidateRequest, { names: RequestNames; prefilter: TreePrefilter }>();
+
+/** A request's names and prefilter; a shared request's (CandidateEngine.parseRepeated) made once. */
+function namesAndPrefilterOf(request: CandidateRequest): { names: RequestNames; prefilter: TreePrefilter } {
+  const known = sharedRequestParts.get(request);
+  if (known) return known;
+  const parts = { names: namesOf(request), prefilter: prefilterOf(request) };
+  if (sharedRequestTexts.has(request)) sharedRequestParts.set(request, parts);
+  return parts;
+}
 
 /** What a request's answer depends on besides what it reads; null for a request whose answer is never kept. */
 function answerKey(request: CandidateRequest, mv: Microversion, options: CandidateOptions): string | null {
