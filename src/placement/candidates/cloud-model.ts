@@ -152,11 +152,6 @@ export class CloudModel {
     return this.seq;
   }
 
-  /** The epoch token of the database the model was read from (null before it is). */
-  get appliedEpoch(): string | null {
-    return this.epoch;
-  }
-
   learnAggregates(idByUuid: ReadonlyMap<string, number>): void {
     if (this.knownAggregates.size > 10_000) this.knownAggregates.clear();
     for (const [uuid, id] of idByUuid) this.knownAggregates.set(uuid, id);
@@ -165,6 +160,11 @@ export class CloudModel {
   /** False while the cloud is known to be larger than the cap (rechecked once a minute). */
   usable(now: number): boolean {
     return this.maxProviders > 0 && now >= this.oversizeUntil;
+  }
+
+  /** The epoch token of the database the model was read from (null before it is). */
+  get appliedEpoch(): string | null {
+    return this.epoch;
   }
 
   /**
