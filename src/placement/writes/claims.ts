@@ -263,44 +263,16 @@ const INSERT_CONSUMER = { typed: insertConsumerSql(TYPE_BY_NAME), untyped: inser
 const DELETE_CONSUMER_ALLOCATIONS = `DELETE FROM allocations WHERE ${ALLOC.consumerId} = ?`;
 const DELETE_CONSUMER = `DELETE FROM consumers WHERE ${CONSUMER.uuid} = ?`;
 
-/**
- * Get-or-create the project, user and consumer type a claim names (the consumer row refers to them by name).
- * `known`: projects and users the store is known to hold (knownOwners), whose insert is left out.
- */
-function ownerStatements(claim: ConsumerClaim, now: string, known?: ReadonlySet<string>): WriteStatement[] {
-  const statements: WriteStatement[] = [];
-  const project = claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID;
-  const user = claim.userId ?? INCOMPLETE_CONSUMER_USER_ID;
-  if (!known?.has(projectKey(project))) statements.push(stmt(INSERT_PROJECT, [project, now, now]));
-  if (!known?.has(userKey(user))) statements.push(stmt(INSERT_USER, [user, now, now]));
+/** Get-or-create the project, user and consumer type a claim names (the consumer row refers to them by name). */
+function ownerStatements(claim: ConsumerClaim, now: string): WriteStatement[] {
+  const statements = [
+    stmt(INSERT_PROJECT, [claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID, now, now]),
+    stmt(INSERT_USER, [claim.userId ?? INCOMPLETE_CONSUMER_USER_ID, now, now]),
+  ];
   if (claim.consumerType !== undefined) {
     statements.push(stmt(INSERT_CONSUMER_TYPE, [claim.consumerType, now, now]));
   }
   return statements;
-}
-
-const projectKey = (externalId: string) => `p:${externalId}`;
-const userKey = (externalId: string) => `u:${externalId}`;
-
-/**
- * Per store, the projects and users (by external id) that a one-batch claim
- * has found or created: the next one-batch claim naming them leaves out their
- * INSERT OR IGNORE (two of its statements). Nothing deletes a project or a
- * user row; were one gone all the same (a row removed behind the API), the
- * consumer's INSERT finds no id and fails NOT NULL, a lost race, and the
- * ordinary path creates the row again. Not the consumer type: its column
- * takes NULL, so a type gone would not fail. Forgotten when it grows large.
- */
-const knownOwners = new WeakMap<DataStore, Set<string>>();
-const KNOWN_OWNERS_LIMIT = 10_000;
-
-function ownersKnown(store: DataStore): Set<string> {
-  let known = knownOwners.get(store);
-  if (!known || known.size > KNOWN_OWNERS_LIMIT) {
-    known = new Set();
-    knownOwners.set(store, known);
-  }
-  return known;
 }
 
 /** Inserts a consumer believed absent: one created meanwhile makes it fail UNIQUE, a lost race. */
@@ -363,12 +335,7 @@ export function inventoryIndex(inventories: InventoryState[]): Map<string, Inven
  * (an existing consumer expected, a microversion without consumer
  * generations, or allocations removed).
  */
-function newConsumerClaimStatements(
-  hooks: WriteHooks,
-  claims: ConsumerClaim[],
-  opts: ClaimOptions,
-  known: ReadonlySet<string>,
-): WriteStatement[] | null {
+function newConsumerClaimStatements(hooks: WriteHooks, claims: ConsumerClaim[], opts: ClaimOptions): WriteStatement[] | null {
   // Only a consumer the client says is new (consumer_generation null, 1.28+): before 1.28 a PUT
   // replaces whatever the consumer holds, and trying the insert first would cost 3 round trips.
   const uuids: string[] = [];
@@ -379,7 +346,7 @@ function newConsumerClaimStatements(
   const { now } = opts;
   const statements: WriteStatement[] = [];
   // A consumer with allocations starts at generation 1, as in planClaims.
-  for (const claim of claims) statements.push(...ownerStatements(claim, now, known), insertConsumer(claim, 1, now));
+  for (const claim of claims) statements.push(...ownerStatements(claim, now), insertConsumer(claim, 1, now));
   // Body order, as the ordinary path inserts them: (order, consumer, provider, class, amount) per entry.
   const values: InValue[] = [now, now];
   const providers = new Set<string>();
@@ -431,16 +398,9 @@ export async function claimAllocations(deps: WriteDeps, claims: ConsumerClaim[],
   const { store, writeHooks } = deps;
   const params = opts.params ?? NO_PARAMS;
   const asSent = writeHooks.claimParams.every((p) => p.asSent?.(params) ?? true);
-  const known = ownersKnown(store);
-  const fast = asSent ? newConsumerClaimStatements(writeHooks, claims, opts, known) : null;
+  const fast = asSent ? newConsumerClaimStatements(writeHooks, claims, opts) : null;
   // Not granted as sent (or raced): the ordinary path decides and words it.
-  if (fast && (await tryOneBatch(store, fast))) {
-    for (const claim of claims) {
-      known.add(projectKey(claim.projectId ?? INCOMPLETE_CONSUMER_PROJECT_ID));
-      known.add(userKey(claim.userId ?? INCOMPLETE_CONSUMER_USER_ID));
-    }
-    return;
-  }
+  if (fast && (await tryOneBatch(store, fast))) return;
   const names = claimedNames(claims);
   const uuids = claims.map((c) => c.uuid);
   await placementWrite(async () => {
