@@ -1,6 +1,7 @@
 // npm run bench:writes [-- --url http://host:port] [--compare http://other:port]
 //   [--providers 200] [--clients 10] [--claims 2000] [--version 1.38] [--limits off|on|both]
 //   [--group-commit on|off|both] [--synchronous normal|full] [--rounds 1] [--warm-up 0]
+//   [--base DIR] [--workers N]
 //
 // Write throughput, Node mode (docs/write-model.md): CLIENTS concurrent clients claim
 // (PUT /allocations/{new consumer}, 1 VCPU + 256 MEMORY_MB on a random
@@ -26,7 +27,12 @@
 // process (cpuPerProcess: the cluster primary, which commits every server
 // process's writes with group commit on, first). A local server is measured
 // once /readyz says it is ready (its warm-up done), as a deployment sends it
-// clients.
+// clients. --base DIR: the same local server from another checkout of this
+// project (e.g. main), started the same way and alternated with this one
+// each round; prints the ratio of their server CPU per claim and per delete
+// (this / base, means over the rounds): whether a change made a write dearer.
+// --workers N: the local server's PLACEMENT_WORKERS (default: its own, one
+// server process per core behind a primary).
 //
 // Figures are only comparable on the same, otherwise idle, machine.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -52,6 +58,8 @@ const { values: args } = parseArgs({
     'group-commit': { type: 'string', default: 'on' },
     synchronous: { type: 'string', default: 'normal' },
     'warm-up': { type: 'string', default: '0' },
+    base: { type: 'string' },
+    workers: { type: 'string' },
   },
 });
 if (!['off', 'on', 'both'].includes(args['group-commit']!)) throw new Error('--group-commit is off, on or both');
@@ -168,10 +176,16 @@ function fsyncFloor(seconds = 1): { fsyncsPerSecond: number; msPerFsync: number 
   }
 }
 
-async function startLocalServer(limits = false, groupCommit = true): Promise<{ url: string; pid: number | undefined; stop: () => void }> {
+/** `checkout`: the project's directory whose server is started (default: this one). */
+async function startLocalServer(
+  limits = false,
+  groupCommit = true,
+  checkout?: string,
+): Promise<{ url: string; pid: number | undefined; stop: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'placement-bench-writes-'));
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/entry/node.ts'], {
+    ...(checkout ? { cwd: checkout } : {}),
     env: {
       ...process.env,
       HOST: '127.0.0.1',
@@ -181,6 +195,7 @@ async function startLocalServer(limits = false, groupCommit = true): Promise<{ u
       PLACEMENT_GROUP_COMMIT: String(groupCommit),
       PLACEMENT_DB_SYNCHRONOUS: args.synchronous!,
       ...(limits ? { PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: UNREACHED_LIMITS } : {}),
+      ...(args.workers ? { PLACEMENT_WORKERS: args.workers } : {}),
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -326,20 +341,37 @@ async function localRows(): Promise<Record<string, Result & { url: string }>> {
   const rows: Record<string, Result & { url: string }> = {};
   const kinds = args.limits === 'both' ? [false, true] : [args.limits === 'on'];
   const grouping = args['group-commit'] === 'both' ? [true, false] : [args['group-commit'] === 'on'];
+  const checkouts = args.base ? [undefined, args.base] : [undefined];
   for (let round = 1; round <= Number(args.rounds); round += 1) {
     for (const limits of kinds) {
       for (const groupCommit of grouping) {
-        const server = await startLocalServer(limits, groupCommit);
-        try {
-          const name = `${limits ? 'limits on' : 'limits off'}, group commit ${groupCommit ? 'on' : 'off'}${Number(args.rounds) > 1 ? ` #${round}` : ''}`;
-          rows[name] = { url: server.url, ...(await scenario(server.url, server.pid)) };
-        } finally {
-          server.stop();
+        for (const checkout of checkouts) {
+          const server = await startLocalServer(limits, groupCommit, checkout);
+          try {
+            const name = `${checkout ? 'base, ' : ''}${limits ? 'limits on' : 'limits off'}, group commit ${groupCommit ? 'on' : 'off'}${Number(args.rounds) > 1 ? ` #${round}` : ''}`;
+            rows[name] = { url: server.url, ...(await scenario(server.url, server.pid)) };
+          } finally {
+            server.stop();
+          }
         }
       }
     }
   }
   return rows;
+}
+
+/** This checkout's server CPU per claim and per delete against --base's: the ratio of their means over the rounds. */
+function baseRatios(rows: Record<string, Result>): string | undefined {
+  if (!args.base) return undefined;
+  const mean = (base: boolean, pick: (r: Result) => number | undefined) => {
+    const values = Object.entries(rows)
+      .filter(([name]) => name.startsWith('base, ') === base && name !== 'compare')
+      .map(([, r]) => pick(r))
+      .filter((v) => v !== undefined);
+    return values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length;
+  };
+  const ratio = (pick: (r: Result) => number | undefined) => (mean(false, pick) / mean(true, pick)).toFixed(3);
+  return `server CPU this / base (${args.base}), means of ${args.rounds} alternated rounds: per claim ${ratio((r) => r.cpuMsPerClaim)}, per delete ${ratio((r) => r.cpuMsPerDelete)}`;
 }
 
 try {
@@ -361,6 +393,8 @@ try {
       row.claimsPerFsync = Number((row.claimsPerSecond / floor).toFixed(2));
   }
   console.table(rows);
+  const ratios = baseRatios(rows);
+  if (ratios) console.log(ratios);
   if (Object.values(rows).some((r) => !r.ok)) {
     console.error('usage does not equal the claims granted');
     process.exitCode = 1;

@@ -55,7 +55,7 @@ export const MODULES: Module[] = [
     mutate: ['src/ext/taints/filter.ts', 'src/ext/taints/writes.ts'],
     tests: ['test/ext/taints.test.ts'],
   },
-  { name: 'leases', mutate: ['src/ext/leases/leases.ts'], tests: ['test/ext/leases.test.ts'] },
+  { name: 'leases', mutate: ['src/ext/leases/leases.ts', 'src/ext/allocation-ends.ts'], tests: ['test/ext/leases.test.ts'] },
   {
     name: 'counters',
     mutate: [

@@ -5,8 +5,9 @@
 // not count. Four walks: GET /allocation_candidates searched and answered
 // from a kept answer (a repeated query over an unchanged cloud), POST /ext/gangs and a
 // claim (PUT /allocations) with project limits on. Each module is given
-// with its layer (test/architecture/layers.ts), and the totals per layer.
-//   npx tsx scripts/walk.ts [--list]
+// with its layer (test/architecture/layers.ts), and the totals per layer;
+// with --functions, the functions of each module that ran.
+//   npx tsx scripts/walk.ts [--list | --functions]
 import { Session } from 'node:inspector/promises';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,20 +21,21 @@ session.connect();
 await session.post('Profiler.enable');
 await session.post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
 
-/** The src/ modules with a function called since the last call (takePreciseCoverage resets the counts). */
-async function touched(): Promise<string[]> {
+/** The functions of each src/ module called since the last call (takePreciseCoverage resets the counts). */
+async function touched(): Promise<Map<string, string[]>> {
   const { result } = await session.post('Profiler.takePreciseCoverage');
-  const files = new Set<string>();
+  const files = new Map<string, string[]>();
   for (const script of result) {
     if (!script.url.startsWith('file://')) continue;
     const file = relative(ROOT, fileURLToPath(script.url)).split('\\').join('/');
     if (!file.startsWith('src/')) continue;
-    if (script.functions.some((f) => f.ranges[0]!.count > 0)) files.add(file);
+    const called = script.functions.filter((f) => f.ranges[0]!.count > 0).map((f) => f.functionName || '(anonymous)');
+    if (called.length > 0) files.set(file, [...(files.get(file) ?? []), ...called]);
   }
-  return [...files].sort();
+  return new Map([...files].sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
-async function walk(name: string, request: () => Promise<Response>): Promise<{ name: string; modules: string[] }> {
+async function walk(name: string, request: () => Promise<Response>): Promise<{ name: string; modules: Map<string, string[]> }> {
   const warm = await request();
   if (warm.status >= 300) throw new Error(`${name}: ${warm.status} ${await warm.text()}`);
   await touched();
@@ -65,7 +67,7 @@ async function hostsInRack(t: TestApp, count: number): Promise<{ rack: string; h
   return { rack, hosts };
 }
 
-const walks: { name: string; modules: string[] }[] = [];
+const walks: { name: string; modules: Map<string, string[]> }[] = [];
 {
   const t = await makeTestApp();
   const { hosts } = await hostsInRack(t, 4);
@@ -106,12 +108,16 @@ const walks: { name: string; modules: string[] }[] = [];
 }
 await session.post('Profiler.stopPreciseCoverage');
 
-const list = process.argv.includes('--list');
+const functions = process.argv.includes('--functions');
+const list = functions || process.argv.includes('--list');
 for (const { name, modules } of walks) {
-  const by = (layer: string) => modules.filter((m) => layerOf(m) === layer);
+  const files = [...modules.keys()];
+  const by = (layer: string) => files.filter((m) => layerOf(m) === layer);
   const inner = [...by('domain'), ...by('db')];
-  console.log(
-    `${name}: ${modules.length} modules, ${inner.length} in domain and db (edge ${by('edge').length}, root ${by('root').length})`,
-  );
-  if (list) for (const m of modules) console.log(`  ${layerOf(m).padEnd(6)} ${m}`);
+  console.log(`${name}: ${files.length} modules, ${inner.length} in domain and db (edge ${by('edge').length}, root ${by('root').length})`);
+  if (!list) continue;
+  for (const [file, called] of modules) {
+    console.log(`  ${layerOf(file).padEnd(6)} ${file}`);
+    if (functions) console.log(`           ${[...new Set(called)].join(', ')}`);
+  }
 }

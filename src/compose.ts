@@ -14,7 +14,6 @@ import { type KeystoneSettings, KeystoneTokenValidator } from './http/keystone/v
 import { PolicyEnforcer } from './http/policy.js';
 import { outboxOnlyQueue, type JobQueue } from './jobs/queue.js';
 import { JobRegistry } from './jobs/registry.js';
-import { databaseObserver } from './observability/database.js';
 import { createServiceMetrics, type ServiceMetrics } from './observability/service.js';
 import { ProcessReadiness } from './observability/readiness.js';
 import { processMetrics, type MetricsSource } from './observability/source.js';
@@ -43,7 +42,7 @@ export interface DepsOptions {
 
 export function makeDeps(store: DataStore, config: AppConfig, log: Logger, options: DepsOptions = {}): Deps {
   const metrics = options.metrics ?? createServiceMetrics();
-  store.watch.observer = databaseObserver(metrics);
+  store.watch.countInto(metrics);
   const clock = () => new Date();
   const extensions = InstalledExtensions.setUp(options.extensions ?? EXTENSIONS, {
     store,

@@ -61,6 +61,7 @@ export interface Deps {
 export type LogSink = (level: 'debug' | 'info' | 'warn' | 'error', line: string) => void;
 
 const ignore = () => {};
+// Per process by design: stderr is the process's, whichever app logs to it.
 let stderrGuarded = false;
 
 /**

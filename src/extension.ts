@@ -34,6 +34,8 @@ export interface ExtensionContext {
   metrics: ServiceMetrics;
   /** How Keystone is reached; the global fetch without one. */
   keystoneFetch?: typeof fetch;
+  /** What an extension set up before it in this app keeps (one it requires: its declaration, say); undefined where none. */
+  state<T>(key: StateKey<T>): T | undefined;
 }
 
 /** What an extension builds for one app from its store and settings (project limits: the limits' source and ledger). */
@@ -44,6 +46,8 @@ export interface ExtensionRuntime {
   readonly writes?: WriteExtension;
   /** Candidate gates built with the app's state. */
   readonly gates?: readonly CandidateGate[];
+  /** Read hooks built for the app: what they keep between requests is this app's alone. */
+  readonly read?: readonly CandidateReadHook[];
   /** Before the first claim of a Node service (its one process or the cluster's primary), with the app's Deps; a failure refuses the start. */
   start?(deps: Deps): Promise<void>;
   /** At a Worker isolate's start (the cron does the periodic work). */
@@ -142,7 +146,7 @@ export class InstalledExtensions {
   }
 
   /** Sets up `list` for one app, in order; refuses a list where an extension lacks one it requires. */
-  static setUp(list: readonly Extension[], context: ExtensionContext): InstalledExtensions {
+  static setUp(list: readonly Extension[], context: Omit<ExtensionContext, 'state'>): InstalledExtensions {
     const runtimes = new Map<string, ExtensionRuntime>();
     const names = new Set<string>();
     for (const extension of list) {
@@ -156,8 +160,9 @@ export class InstalledExtensions {
           `extension ${extension.name} requires ${missing.join(', ')}, which this app does not install: install ${missing.length > 1 ? 'them' : 'it'} or remove ${extension.name} too`,
         );
     }
+    const state = <T>(key: StateKey<T>) => runtimes.get(key.extension)?.state as T | undefined;
     for (const extension of list) {
-      const runtime = extension.setUp?.(context);
+      const runtime = extension.setUp?.({ ...context, state });
       if (runtime) runtimes.set(extension.name, runtime);
     }
     return new InstalledExtensions(list, runtimes);
@@ -167,7 +172,7 @@ export class InstalledExtensions {
   candidates(): CandidateExtensions {
     return {
       params: this.list.flatMap((e) => e.params ?? []),
-      hooks: this.list.flatMap((e) => e.read ?? []),
+      hooks: this.list.flatMap((e) => [...(e.read ?? []), ...(this.runtimes.get(e.name)?.read ?? [])]),
       gates: this.list.flatMap((e) => this.runtimes.get(e.name)?.gates ?? []),
     };
   }

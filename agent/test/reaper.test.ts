@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sweepExpiredLeases } from '../../src/ext/leases/leases.js';
+import { sweepExpiredLeases } from '../../src/ext/allocation-ends.js';
 import { provider } from '../../test/helpers/providers.js';
 import { makeTestApp, type TestApp } from '../../test/helpers/test-app.js';
 import { waitUntil } from '../../test/helpers/wait.js';

@@ -7,7 +7,7 @@ import { clientWithDeadlines, type DatabaseDeadline, readsWithDeadline } from '.
 import { CommitGroups, type GroupOutcome } from './group-commit.js';
 import { markOf, RAISE_WRITE_MARK, RAISE_WRITE_MARK_SQL, ReplicaReader, type ReplicaOptions, WriteMarks } from './replica.js';
 import * as schema from './schema/index.js';
-import { type StorageLog, watchWrite } from './storage-full.js';
+import { type StorageLog, storageFullWatch } from './storage-full.js';
 
 export type Schema = typeof schema;
 export type Database = LibSQLDatabase<Schema>;
@@ -60,7 +60,7 @@ export interface DataStore extends BatchReader {
   replica?: ReplicaReader;
   /** The mark of this instance's latest write (kept only while a replica is configured). */
   marks: WriteMarks;
-  /** Who hears of this store's operations and lost races (the app's metrics, set by the composition root). */
+  /** Where this store's operations and lost races are counted (the app's metrics, given by the composition root). */
   watch: DbWatch;
   /** The writes of this process that lost a race try again through these, one at a time (db/write-batch.ts). */
   retryTurns?: Mutex;
@@ -182,6 +182,7 @@ export function createDataStore(
   const db = drizzle(client, { schema });
   const lock = new Mutex();
   const watch = new DbWatch();
+  const watchWrite = storageFullWatch(log);
   // A write waits behind the lock and runs within one deadline, where there is one.
   const locked = <T>(send: () => Promise<T>): Promise<T> => (deadline ? deadline.queued(lock, send) : lock.run(send));
   const readBatch = batches ? (s: InStatement[]) => batches.readBatch(s) : (s: InStatement[]) => client.batch(s, 'read');
@@ -216,27 +217,15 @@ export function createDataStore(
   const store: DataStore = {
     db,
     client,
-    writeTx: (fn) =>
-      watchWrite(
-        locked(() => watch.timed('transaction', () => writeTx(fn))),
-        log,
-      ),
+    writeTx: (fn) => watchWrite(locked(() => watch.timed('transaction', () => writeTx(fn)))),
     readBatch: timedRead,
     // Timed once the lock is held: the wait behind other writers is not the database's.
     // A shared commit takes the lock and is timed itself (commitGroups).
     writeBatch: groups
-      ? (statements) => watchWrite(writeBatch(statements), log)
+      ? (statements) => watchWrite(writeBatch(statements))
       : batches?.writerElsewhere
-        ? (statements) =>
-            watchWrite(
-              watch.timed('write_batch', () => writeBatch(statements)),
-              log,
-            )
-        : (statements) =>
-            watchWrite(
-              locked(() => watch.timed('write_batch', () => writeBatch(statements))),
-              log,
-            ),
+        ? (statements) => watchWrite(watch.timed('write_batch', () => writeBatch(statements)))
+        : (statements) => watchWrite(locked(() => watch.timed('write_batch', () => writeBatch(statements)))),
     // Without a replica, the store itself, so the tree model kept per reader (candidates/cloud-model.ts) is shared.
     get nearby(): BatchReader {
       return replicaReader ?? store;
@@ -272,18 +261,19 @@ function commitGroups(
         return await writeGroup(group);
       } finally {
         const seconds = (performance.now() - started) / 1000;
-        for (let i = 0; i < group.length; i += 1) watch.observer?.operation('write_batch', seconds);
+        for (let i = 0; i < group.length; i += 1) watch.took('write_batch', seconds);
       }
     }),
   );
 }
 
 // --- What the store reports ---------------------------------------------------
-// What the database layer reports to whoever watches it (the app's metrics,
-// wired by the composition root): how long each operation took and which
-// writes lost a race. db/ imports nothing outside itself, so the watcher is
-// registered rather than imported: one per store (DataStore.watch), so two
-// apps in one process, each on its own store, count into their own metrics.
+// The database layer counts into the app's metrics (wired by the composition
+// root): how long each operation took and which writes lost a race. db/
+// imports nothing outside itself, so the metric families it is given are
+// typed here by the little it calls on them (observability/registry.ts's
+// shapes); one watch per store (DataStore.watch), so two apps in one
+// process, each on its own store, count into their own metrics.
 
 /** `replica_read_batch`: one read batch sent to the read replica (PLACEMENT_DB_READ_URL), answered or not. */
 export type DbOperation = 'read_batch' | 'write_batch' | 'transaction' | 'replica_read_batch';
@@ -291,40 +281,57 @@ export type DbOperation = 'read_batch' | 'write_batch' | 'transaction' | 'replic
 /** Who answered a read that could come from the replica (db/replica.ts). */
 export type ReplicaReadOutcome = 'replica' | 'behind' | 'unavailable';
 
-export interface DbObserver {
-  /** One operation finished, or failed, after `seconds`. */
-  operation(name: DbOperation, seconds: number): void;
-  /** A write lost a race and is decided again; `kind` names the table its losing statement writes ("check": a guard). */
-  raceLost(kind: string): void;
-  /** A read that may come from the replica was answered by it (`replica`), or by the primary because the replica lagged behind this instance's writes (`behind`) or failed or rests after a failure (`unavailable`). */
-  replicaRead(outcome: ReplicaReadOutcome): void;
+/** The metric families a store counts into (the app's Deps['metrics'] has them, by these names). */
+export interface DbMetrics {
+  /** Each operation's duration in seconds, finished or failed, by database system and operation. */
+  dbDuration: { labels(system: string, operation: DbOperation): { observe(seconds: number): void } };
+  /** Writes that lost a race and are decided again, by the table their losing statement writes ("check": a guard). */
+  writeRetries: { inc(labels: [kind: string]): void };
+  /** Reads that may come from the replica, by who answered: the replica, or the primary because the replica lagged behind this instance's writes (`behind`) or failed or rests after a failure (`unavailable`). */
+  replicaReads: { inc(labels: [outcome: ReplicaReadOutcome]): void };
 }
 
 const WRITTEN_TABLE = /^\s*(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+[`"[]?(\w+)/i;
 
-/** One store's watcher, if any (none until the composition root sets `observer`). */
+/** One store's reports, counted nowhere until the composition root gives it metrics (countInto). */
 export class DbWatch {
-  observer: DbObserver | undefined;
+  private metrics: DbMetrics | undefined;
+  /** Each operation's duration series, kept once used: an observation is then one Map lookup. */
+  private readonly durations = new Map<DbOperation, { observe(seconds: number): void }>();
+
+  /** From now on, counts into `metrics`. */
+  countInto(metrics: DbMetrics): void {
+    this.metrics = metrics;
+    this.durations.clear();
+  }
 
   /** Runs `fn`, reporting its duration as one `name` operation. */
   async timed<T>(name: DbOperation, fn: () => Promise<T>): Promise<T> {
-    const watching = this.observer;
-    if (!watching) return fn();
+    if (!this.metrics) return fn();
     const started = performance.now();
     try {
       return await fn();
     } finally {
-      watching.operation(name, (performance.now() - started) / 1000);
+      this.took(name, (performance.now() - started) / 1000);
     }
+  }
+
+  /** Reports one `name` operation that took `seconds`. */
+  took(name: DbOperation, seconds: number): void {
+    const metrics = this.metrics;
+    if (!metrics) return;
+    let series = this.durations.get(name);
+    if (!series) this.durations.set(name, (series = metrics.dbDuration.labels('sqlite', name)));
+    series.observe(seconds);
   }
 
   /** Reports a lost race on the statement `sql`. */
   lostRace(sql: string): void {
-    this.observer?.raceLost(WRITTEN_TABLE.exec(sql)?.[1]?.toLowerCase() ?? 'check');
+    this.metrics?.writeRetries.inc([WRITTEN_TABLE.exec(sql)?.[1]?.toLowerCase() ?? 'check']);
   }
 
   /** Reports who answered one replica-eligible read. */
   replicaRead(outcome: ReplicaReadOutcome): void {
-    this.observer?.replicaRead(outcome);
+    this.metrics?.replicaReads.inc([outcome]);
   }
 }

@@ -20,31 +20,6 @@ export function isStorageFull(err: unknown): boolean {
   return false;
 }
 
-interface Episode {
-  since: number;
-  refused: number;
-  log: StorageLog;
-}
-
-// Per process: the disk is the process's, whichever store wrote to it.
-let episode: Episode | undefined;
-
-function refused(log: StorageLog): void {
-  if (episode) {
-    episode.refused += 1;
-    return;
-  }
-  episode = { since: Date.now(), refused: 1, log };
-  log.error('database disk is full: writes are refused with 503 until space is freed; reads go on');
-}
-
-function succeeded(): void {
-  if (!episode) return;
-  const { since, refused: count, log } = episode;
-  episode = undefined;
-  log.info('database disk has space again: writes succeed', { full_for_ms: Date.now() - since, writes_refused: count });
-}
-
 /** Whether a write's result (a result set, or a batch's) changed rows: a write that changed nothing commits on a full disk too. */
 function wroteRows(result: unknown): boolean {
   const sets = Array.isArray(result) ? result : [result];
@@ -53,20 +28,43 @@ function wroteRows(result: unknown): boolean {
   );
 }
 
+/** Follows one store's writes (see storageFullWatch). */
+export type WriteWatch = <T>(write: Promise<T>) => Promise<T>;
+
 /**
- * Follows a write: a refusal for lack of space begins (or counts in) an
- * episode, a write that changed rows ends it (a sweep finding nothing to do
- * commits on a full disk, and would split one episode into many).
+ * A store's follower of its writes: a refusal for lack of space begins (or
+ * counts in) an episode, a write that changed rows ends it (a sweep finding
+ * nothing to do commits on a full disk, and would split one episode into
+ * many). The episode is the store's: another store's database may sit on
+ * another disk, and its writes say nothing of this one's. Without `log`,
+ * nobody hears of an episode, so none is kept.
  */
-export function watchWrite<T>(write: Promise<T>, log: StorageLog | undefined): Promise<T> {
-  return write.then(
-    (result) => {
-      if (wroteRows(result)) succeeded();
-      return result;
-    },
-    (err: unknown) => {
-      if (log && isStorageFull(err)) refused(log);
-      throw err;
-    },
-  );
+export function storageFullWatch(log: StorageLog | undefined): WriteWatch {
+  if (!log) return (write) => write;
+  let episode: { since: number; refused: number } | undefined;
+  const refused = (): void => {
+    if (episode) {
+      episode.refused += 1;
+      return;
+    }
+    episode = { since: Date.now(), refused: 1 };
+    log.error('database disk is full: writes are refused with 503 until space is freed; reads go on');
+  };
+  const succeeded = (): void => {
+    if (!episode) return;
+    const { since, refused: count } = episode;
+    episode = undefined;
+    log.info('database disk has space again: writes succeed', { full_for_ms: Date.now() - since, writes_refused: count });
+  };
+  return (write) =>
+    write.then(
+      (result) => {
+        if (wroteRows(result)) succeeded();
+        return result;
+      },
+      (err: unknown) => {
+        if (isStorageFull(err)) refused();
+        throw err;
+      },
+    );
 }

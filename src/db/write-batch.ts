@@ -44,15 +44,19 @@ export const stmt = (sql: string, args: InValue[] = [], flags: Pick<WriteStateme
  */
 export const guard = (condition: string, args: InValue[] = []): WriteStatement => prebuiltGuard(guardSql(condition), args);
 
-/** The SQL text of guard(condition), for a caller that builds it once and sends it many times. */
-export const guardSql = (condition: string): string => `SELECT json(CASE WHEN (${condition}) THEN '0' ELSE 'lost race' END)`;
+/**
+ * The SQL text of guard(condition), for a caller that builds it once and sends it many times.
+ * Its column is named: unnamed, SQLite names it after the whole expression, a name the one
+ * writer sends back and compares with every result of a claim (db/shared-writer.ts).
+ */
+export const guardSql = (condition: string): string => `SELECT json(CASE WHEN (${condition}) THEN '0' ELSE 'lost race' END) AS holds`;
 
 /** guard() with a text from guardSql(). */
 export const prebuiltGuard = (sql: string, args: InValue[] = []): WriteStatement => ({ sql, args, check: true });
 
 // Fails ("malformed JSON") exactly when the previous statement changed no row.
 // changes() is per connection and a batch runs on one connection, in order.
-const CHANGED_GUARD = "SELECT json(CASE WHEN changes() = 0 THEN 'lost race' ELSE '0' END)";
+const CHANGED_GUARD = "SELECT json(CASE WHEN changes() = 0 THEN 'lost race' ELSE '0' END) AS changed";
 
 /** Runs functions one at a time, in arrival order (the store's Mutex). */
 export interface Turns {

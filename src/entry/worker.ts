@@ -81,6 +81,7 @@ interface Booted {
   app: App;
   deps: Deps;
 }
+// Per isolate by design: an isolate runs this module for one deployment, so it serves one app.
 let ready: Promise<Booted> | undefined;
 let warming: Promise<boolean> | undefined;
 

@@ -30,7 +30,8 @@ export class JobRegistry {
         this.handlers.set(topic, handler);
       }
     }
-    this.sweeps = modules.flatMap((m) => m.sweeps);
+    // A sweep several modules install (work they share) runs once.
+    this.sweeps = [...new Set(modules.flatMap((m) => m.sweeps))];
   }
 
   handlerFor(topic: JobTopic): JobHandler | undefined {

@@ -1,5 +1,5 @@
-// The service's own metrics, one set per process (or Worker isolate), as a
-// Prometheus client library keeps a default registry: the HTTP layer, the
+// The service's own metrics, one set per app (compose.ts builds it; one app per
+// process, or per Worker isolate, in production): the HTTP layer, the
 // database store, the candidates engine, the write model and the bind jobs
 // all count into it. Names and labels of the HTTP and database metrics follow
 // OpenTelemetry's semantic conventions (http.server.request.duration,
@@ -127,6 +127,3 @@ export function createServiceMetrics() {
 }
 
 export type ServiceMetrics = ReturnType<typeof createServiceMetrics>;
-
-/** This process's metrics (a Worker isolate's own, in Worker mode). */
-export const serviceMetrics: ServiceMetrics = createServiceMetrics();

@@ -245,18 +245,17 @@ export function snapshotOf([bounds, weights]: ResultSet[]): KeyTable {
  * with keys answers in as many round trips as one without, from one
  * snapshot. On a cloud without any, the CASE stops at the empty table.
  */
-export function candidateStatement(d: ProviderConstraint, classNames: readonly string[]): InStatement {
+export function candidateStatement(d: ProviderConstraint): (classNames: readonly string[]) => InStatement {
   const { bounds: b, weights: w } = d;
-  return {
-    sql: `WITH p(id) AS MATERIALIZED (SELECT DISTINCT w.${w.provider} FROM ${w.table} w
+  // Written once from the declaration: a request binds its class names only.
+  const sql = `WITH p(id) AS MATERIALIZED (SELECT DISTINCT w.${w.provider} FROM ${w.table} w
         WHERE w.${w.resourceClass} IN (SELECT ${RC.id} FROM resource_classes WHERE ${RC.name} IN (SELECT value FROM json_each(?))))
       SELECT CASE WHEN EXISTS (SELECT 1 FROM ${b.table}) THEN json_object(
         'bounds', (SELECT json_group_array(json_array(b.${b.provider}, b.${b.key}, ${b.bound('b')}))
           FROM ${b.table} b WHERE b.${b.provider} IN (SELECT id FROM p)),
         'weights', (SELECT json_group_array(json_array(w.${w.provider}, w.${w.resourceClass}, w.${w.key}, ${w.weight('w')}, ${weightedUsageSql(d, 'w')}))
-          FROM ${w.table} w WHERE w.${w.provider} IN (SELECT id FROM p))) END`,
-    args: [JSON.stringify(classNames)],
-  };
+          FROM ${w.table} w WHERE w.${w.provider} IN (SELECT id FROM p))) END`;
+  return (classNames) => ({ sql, args: [JSON.stringify(classNames)] });
 }
 
 /** candidateStatement's result: provider id -> keys and loads (empty on a cloud without any). */
@@ -299,7 +298,7 @@ export function constraintReadHook(d: ProviderConstraint): ConstraintReadHook {
   return {
     constraint: d,
     name: d.name,
-    statement: (classNames) => candidateStatement(d, classNames),
+    statement: candidateStatement(d),
     read: (result) => candidateKeysOf(result),
     capacityRule: (table): CapacityRule | null => (table.size ? { fits: (pieces, taken) => piecesFit(table, pieces, taken) } : null),
   };

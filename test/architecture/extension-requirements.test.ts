@@ -63,8 +63,12 @@ describe("an extension's requirements", () => {
       }
   });
 
-  it('leaves counters, events, first-of, leases, limits and taints needing nobody', () => {
+  it('leaves counters, events, first-of, gangs, leases, limits and taints needing nobody', () => {
     const free = EXTENSIONS.filter((e) => !e.requires?.length).map((e) => e.name);
-    expect(free.sort()).toEqual(['counters', 'events', 'first-of', 'leases', 'limits', 'taints']);
+    expect(free.sort()).toEqual(['counters', 'events', 'first-of', 'gangs', 'leases', 'limits', 'taints']);
+  });
+
+  it('leaves leases required by nobody: the ends the others write are a part they share (src/ext/allocation-ends.ts)', () => {
+    expect(EXTENSIONS.filter((e) => e.requires?.includes('leases')).map((e) => e.name)).toEqual([]);
   });
 });

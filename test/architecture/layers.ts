@@ -72,7 +72,8 @@ function valueImportsOf(source: string): string[] {
 /** What the HTTP kit may import besides itself: the shared leaves and the Deps type. */
 const KIT_IMPORTS = new Set(['src/errors.ts', 'src/microversion.ts', 'src/shared/validation-messages.ts', 'src/deps.ts']);
 
-function sourceFiles(dir: string): string[] {
+/** Every .ts file under `dir`. */
+export function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) return sourceFiles(path);

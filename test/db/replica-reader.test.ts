@@ -7,7 +7,7 @@
 // logged once. The marks' bookkeeping and the replica's fetch timeout too.
 import { type Client, createClient, type InStatement } from '@libsql/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type DbObserver, DbWatch, type ReplicaReadOutcome } from '../../src/db/client.js';
+import { DbWatch, type ReplicaReadOutcome } from '../../src/db/client.js';
 import { fetchWithTimeout, markOf, RAISE_WRITE_MARK, ReplicaReader, WriteMarks } from '../../src/db/replica.js';
 
 const WHO = { sql: 'SELECT who FROM whoami', args: [] } satisfies InStatement;
@@ -56,13 +56,12 @@ describe('ReplicaReader', () => {
     logs = [];
     reported = [];
     operations = [];
-    const observer: DbObserver = {
-      operation: (name) => operations.push(name),
-      raceLost() {},
-      replicaRead: (outcome) => reported.push(outcome),
-    };
     const watch = new DbWatch();
-    watch.observer = observer;
+    watch.countInto({
+      dbDuration: { labels: (_system, operation) => ({ observe: () => operations.push(operation) }) },
+      writeRetries: { inc() {} },
+      replicaReads: { inc: ([outcome]) => reported.push(outcome) },
+    });
     // The replica as the reader sees it: down while `failing` is set.
     const flaky = new Proxy(replica, {
       get(target, key, receiver) {

@@ -7,7 +7,7 @@ import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventStatement, sweepOldEvents } from '../../src/ext/events/events.js';
 import { events as eventsExtension } from '../../src/ext/events/extension.js';
-import { sweepExpiredLeases } from '../../src/ext/leases/leases.js';
+import { sweepExpiredLeases } from '../../src/ext/allocation-ends.js';
 import { sweepEndedHolds } from '../../src/ext/holds/sweep.js';
 import { provider } from '../helpers/providers.js';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';

@@ -10,11 +10,14 @@ import { EXTENSIONS, makeDeps } from '../../src/compose.js';
 import { openStore } from '../../src/entry/node-service.js';
 import { ConfigSchema, loadConfig } from '../../src/config.js';
 import { type Extension, withoutExtensions } from '../../src/extension.js';
+import { sweepLeases } from '../../src/ext/allocation-ends.js';
 import { counters } from '../../src/ext/counters/extension.js';
 import { events } from '../../src/ext/events/extension.js';
 import { holds } from '../../src/ext/holds/extension.js';
+import { leases } from '../../src/ext/leases/extension.js';
 import { limits } from '../../src/ext/limits/extension.js';
 import { taints } from '../../src/ext/taints/extension.js';
+import { runSweeps } from '../../src/jobs/sweeps.js';
 import { seedProvider } from '../helpers/placement-seed.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
@@ -133,7 +136,7 @@ describe('an app built without an extension', () => {
     // What goes with each: itself and those that declare they need it, directly or through another.
     expect(Object.fromEntries(removedWith)).toEqual({
       headroom: ['headroom', 'simulate'],
-      leases: ['headroom', 'leases', 'gangs', 'holds', 'preemption', 'simulate', 'sites'],
+      leases: ['leases'],
       taints: ['taints', 'simulate'],
       counters: ['counters'],
       limits: ['limits', 'sites'],
@@ -186,9 +189,10 @@ describe('an app built without an extension', () => {
       expect(() => build(EXTENSIONS.filter((e) => e !== holds))).toThrow(
         'extension preemption requires holds, which this app does not install: install it or remove preemption too',
       );
-      expect(() => build(EXTENSIONS.filter((e) => e.name !== 'leases'))).toThrow(
-        'extension gangs requires leases, which this app does not install',
+      expect(() => build(EXTENSIONS.filter((e) => e.name !== 'gangs'))).toThrow(
+        'extension headroom requires gangs, which this app does not install',
       );
+      expect(() => build(EXTENSIONS.filter((e) => e.name !== 'leases'))).not.toThrow();
       expect(() => build(withoutExtensions(EXTENSIONS, [holds]))).not.toThrow();
     } finally {
       store.close();
@@ -254,6 +258,65 @@ describe('an app built without an extension', () => {
     expect((await put(full.app, leased)).status).toBe(204);
     expect((await get(full.app, `/ext/leases/${leased}`)).status).toBe(200);
     expect((await full.call('DELETE', `/allocations/${leased}`)).status).toBe(204);
+  });
+
+  it("without leases: /ext/leases is gone, and the ends gangs and holds' ext_until write are still kept and swept, the sweep run once", async () => {
+    const store = await openStore(full.deps.config, { prepare: false }, silent);
+    try {
+      const kept = withoutExtensions(EXTENSIONS, [leases]);
+      expect(kept.map((e) => e.name)).toEqual(EXTENSIONS.filter((e) => e !== leases).map((e) => e.name));
+      const deps = makeDeps(store, full.deps.config, silent, { extensions: kept });
+      const app = createApp(deps);
+      expect((await get(app, '/ext/leases')).status).toBe(404);
+      expect((await get(full.app, '/ext/leases')).status).toBe(200);
+      // Gangs, holds and preemption each install the sweep of what they end; it runs once, as in the full app.
+      expect(deps.jobHandlers.sweeps.filter((s) => s === sweepLeases)).toHaveLength(1);
+      expect(full.deps.jobHandlers.sweeps.filter((s) => s === sweepLeases)).toHaveLength(1);
+
+      const box = await provider(full, { inventory: { VCPU: { total: 8 } } });
+      const claimOf = () => ({
+        allocations: { [box]: { resources: { VCPU: 1 } } },
+        project_id: crypto.randomUUID(),
+        user_id: crypto.randomUUID(),
+        consumer_generation: null,
+        consumer_type: 'INSTANCE',
+      });
+      const send = (method: string, path: string, body: unknown, version = 'latest') =>
+        app.request(path, {
+          method,
+          headers: { 'x-auth-token': 'admin', 'content-type': 'application/json', 'openstack-api-version': `placement ${version}` },
+          body: JSON.stringify(body),
+        });
+      const [until, ...members] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+      expect((await send('PUT', `/allocations/${until}?ext_until=60`, claimOf(), '1.38')).status).toBe(204);
+      const gang = await send('POST', '/ext/gangs', {
+        members: Object.fromEntries(members.map((m) => [m, claimOf()])),
+        lease_seconds: 120,
+      });
+      expect(gang.status, await gang.clone().text()).toBe(200);
+      const ended = [until!, ...members].sort();
+      const leased = async () => {
+        const [r] = await store.readBatch([
+          {
+            sql: 'SELECT consumer_uuid FROM ext_leases WHERE consumer_uuid IN (SELECT value FROM json_each(?))',
+            args: [JSON.stringify(ended)],
+          },
+        ]);
+        return r!.rows.map((row) => String(row.consumer_uuid)).sort();
+      };
+      const used = async () =>
+        ((await (await get(app, `/resource_providers/${box}/usages`)).json()) as { usages: { VCPU?: number } }).usages.VCPU ?? 0;
+      expect(await leased()).toEqual(ended);
+      expect(await used()).toBe(3);
+      // The app's own sweeps, past both ends: every allocation that was to end is gone.
+      const now = deps.clock().getTime();
+      deps.clock = () => new Date(now + 121_000);
+      await runSweeps(deps);
+      expect(await leased()).toEqual([]);
+      expect(await used()).toBe(0);
+    } finally {
+      store.close();
+    }
   });
 
   it('without taints: a tainted provider stays a candidate, ext_tolerate is refused, /ext/taints is gone; the other extensions stay', async () => {

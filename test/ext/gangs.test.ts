@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
-import { claim, PROJECT, USER } from './helpers.js';
+import { claim, endsOf, PROJECT, USER } from './helpers.js';
 import { claimGang, gangCandidates, hostsOf } from './gangs-helpers.js';
 import { countBatches } from '../write-model/count-batches.js';
 
@@ -185,10 +185,10 @@ describe('POST /ext/gangs', () => {
     const res = await claimGang(t, gang, { lease_seconds: 60 }, consumers);
     expect(res.status, await res.clone().text()).toBe(200);
     const body = (await res.json()) as { expires_at: string };
-    const leases = (await (await t.call('GET', '/ext/leases')).json()) as { leases: { consumer_uuid: string; expires_at: string }[] };
-    expect(leases.leases.map((l) => l.consumer_uuid).sort()).toEqual(consumers);
-    expect(new Set(leases.leases.map((l) => l.expires_at))).toEqual(new Set([body.expires_at]));
-    const { sweepExpiredLeases } = await import('../../src/ext/leases/leases.js');
+    const ends = await endsOf(t, consumers);
+    expect(Object.keys(ends).sort()).toEqual(consumers);
+    expect(new Set(Object.values(ends))).toEqual(new Set([body.expires_at]));
+    const { sweepExpiredLeases } = await import('../../src/ext/allocation-ends.js');
     const swept = await sweepExpiredLeases(t.deps.store, Date.parse(body.expires_at) + 1);
     expect(swept.released.sort()).toEqual(consumers);
     expect((await gangCandidates(t, 'count=3&resources=VCPU:4')).gangs).toHaveLength(1);

@@ -1,6 +1,7 @@
 // Shared by the extension tests: claims made the way a scheduler makes them
 // (the first candidate of a tree, through the API), and headroom reads.
 import { expect } from 'vitest';
+import { LEASE } from '../../src/db/columns.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -10,6 +11,21 @@ export const USER = '6b4e8a0c-0000-4000-8000-000000000002';
 /** An hour in milliseconds, and a moment in milliseconds as the ISO 8601 text the holds API takes. */
 export const HOUR = 3600_000;
 export const at = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * When each of `consumers` has its allocations end (its lease's expiry, ISO
+ * 8601), read from the rows: what gangs, holds and preemption write, seen
+ * without the leases extension's routes (an app may not install them).
+ */
+export async function endsOf(t: TestApp, consumers: string[]): Promise<Record<string, string>> {
+  const [read] = await t.deps.store.readBatch([
+    {
+      sql: `SELECT ${LEASE.consumerUuid} AS consumer, ${LEASE.expiresAtMs} AS ms FROM ext_leases WHERE ${LEASE.consumerUuid} IN (SELECT value FROM json_each(?))`,
+      args: [JSON.stringify(consumers)],
+    },
+  ]);
+  return Object.fromEntries(read!.rows.map((r) => [String(r.consumer), at(Number(r.ms))]));
+}
 
 export interface HeadroomBody {
   total: number;

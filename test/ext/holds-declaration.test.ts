@@ -6,12 +6,17 @@
 // sets aside, a hold's admission. Two changes: the bound (each held pair may
 // be overbooked by 4) and the amount (a hold sets aside twice what it holds),
 // the latter reaching the model through the amounts it reads, stored or being
-// admitted.
+// admitted. The last part, on a host of its own, asks every path at once of
+// the three apps (as declared, overbooked, doubled): the candidates,
+// availability, the time line, the gauges, the simulation, the preemption
+// search, a site's slice and the claim.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { HELD_CAPACITY } from '../../src/ext/holds/declaration.js';
 import { holds, holdsExtension } from '../../src/ext/holds/extension.js';
 import { INVENTORY_KEYS, type SetAsideConstraint, setAsideHoldsSql } from '../../src/placement/capacity.js';
+import { parseSamples, sampleValue } from '../helpers/prometheus-text.js';
+import { provider } from '../helpers/providers.js';
 import { type App, adminRequest, siblingApp } from '../helpers/sibling-app.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -228,5 +233,141 @@ describe("one change to what a hold sets aside (the declaration's amount)", () =
     expect(text).toContain('placement.ext.capacity_held');
     expect(text).toContain('(9 held and allocated of 8)');
     expect((await call(t.app, 'DELETE', `/ext/leases/${backfill}`)).status).toBe(204);
+  });
+});
+
+describe('one change to the declaration reaches availability, the timeline and the simulation with the candidates and the claim', () => {
+  // Its own host: 8 VCPU and a hold of 4 of them for OTHER, now for an hour. As declared: 4 set aside of 8;
+  // overbooked: 4 of 12 (placement's own 8 still bounds what is allocated); doubled: 8 of 8.
+  let host4: string;
+  let holdEnd: number;
+  const apps = () => ({ declared: t.app, overbooked, doubled });
+  type Figures = Record<'declared' | 'overbooked' | 'doubled', unknown>;
+
+  beforeAll(async () => {
+    host4 = randomUUID();
+    expect((await t.call('POST', '/resource_providers', { body: { name: 'host4', uuid: host4 } })).status).toBe(200);
+    const inventory = { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } };
+    expect((await t.call('PUT', `/resource_providers/${host4}/inventories`, { body: inventory })).status).toBe(200);
+    holdEnd = Date.now() + 3_600_000;
+    const created = await call(t.app, 'POST', '/ext/holds', {
+      project_id: OTHER,
+      start: new Date(Date.now() - 1000).toISOString(),
+      end: new Date(holdEnd).toISOString(),
+      allocations: { [host4]: { resources: { VCPU: 4 } } },
+    });
+    expect(created.status, await created.clone().text()).toBe(201);
+  });
+
+  /** The same question to each app. */
+  async function each(ask: (app: App) => Promise<unknown>): Promise<Figures> {
+    const out: Record<string, unknown> = {};
+    for (const [name, app] of Object.entries(apps())) out[name] = await ask(app);
+    return out as Figures;
+  }
+
+  const inTree = (vcpu: number) => `resources=VCPU:${vcpu}&in_tree=${host4}`;
+
+  it("changes the candidates' rule", async () => {
+    const offered = (vcpu: number) => async (app: App) =>
+      host4 in
+      ((await (await call(app, 'GET', `/allocation_candidates?${inTree(vcpu)}`)).json()) as { provider_summaries: object })
+        .provider_summaries;
+    expect(await each(offered(5))).toEqual({ declared: false, overbooked: true, doubled: false });
+    expect(await each(offered(1))).toEqual({ declared: true, overbooked: true, doubled: false });
+  });
+
+  it('changes GET /ext/holds/availability: the earliest start, now or at the hold’s end', async () => {
+    const start = (vcpu: number) => async (app: App) => {
+      const res = await call(app, 'GET', `/ext/holds/availability?${inTree(vcpu)}&duration=60`);
+      expect(res.status, await res.clone().text()).toBe(200);
+      const { start } = (await res.json()) as { start: string | null };
+      return start === null ? 'never' : Date.parse(start) >= holdEnd ? 'at the end' : 'now';
+    };
+    expect(await each(start(5))).toEqual({ declared: 'at the end', overbooked: 'now', doubled: 'at the end' });
+    expect(await each(start(1))).toEqual({ declared: 'now', overbooked: 'now', doubled: 'at the end' });
+  });
+
+  it('changes GET /ext/holds/timeline: what is held', async () => {
+    const held = async (app: App) => {
+      const res = await call(app, 'GET', '/ext/holds/timeline');
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as {
+        groups: { providers: { uuid: string; holds: { resources: Record<string, { held: number; drawn: number }> }[] }[] }[];
+      };
+      return body.groups.flatMap((g) => g.providers).find((p) => p.uuid === host4)?.holds[0]?.resources.VCPU;
+    };
+    expect(await each(held)).toEqual({
+      declared: { held: 4, drawn: 0 },
+      overbooked: { held: 4, drawn: 0 },
+      doubled: { held: 8, drawn: 0 },
+    });
+  });
+
+  it('changes the gauges in GET /metrics: what holds in their window hold', async () => {
+    const active = async (app: App) =>
+      sampleValue(parseSamples(await (await app.request('/metrics')).text()), 'placement_ext_held', {
+        resourcetype: 'VCPU',
+        window: 'active',
+      });
+    const figures = (await each(active)) as Record<string, number>;
+    expect(figures.declared).toBeGreaterThan(0);
+    expect(figures).toEqual({ declared: figures.declared, overbooked: figures.declared, doubled: 2 * figures.declared! });
+  });
+
+  it('changes POST /ext/simulate: headroom before and after, and a hold added in the simulation', async () => {
+    const simulated = async (app: App) => {
+      const body = {
+        changes: [
+          {
+            op: 'add_hold',
+            hold: {
+              project_id: OTHER,
+              start: new Date(Date.now() - 1000).toISOString(),
+              end: new Date(holdEnd).toISOString(),
+              allocations: { [host4]: { resources: { VCPU: 2 } } },
+            },
+          },
+        ],
+        queries: [{ name: 'one', query: inTree(1) }],
+      };
+      const res = await adminRequest(app, 'POST', '/ext/simulate', body, { bodyVersion: '1.38' });
+      if (res.status !== 200) return res.status;
+      const answer = (await res.json()) as { queries: { before: { total: number }; after: { total: number } }[] };
+      return [answer.queries[0]!.before.total, answer.queries[0]!.after.total];
+    };
+    // Doubled, the second hold (4 more of 8 already set aside) does not fit: the real POST's 409.
+    expect(await each(simulated)).toEqual({ declared: [4, 2], overbooked: [8, 6], doubled: 409 });
+  });
+
+  it('changes GET /ext/preemption_candidates: what holds take from the victim-free search', async () => {
+    const found = async (app: App) => {
+      const res = await call(app, 'GET', `/ext/preemption_candidates?${inTree(1)}&ext_priority=10`);
+      expect(res.status, await res.clone().text()).toBe(200);
+      return ((await res.json()) as { allocation_requests: unknown[] }).allocation_requests.length > 0;
+    };
+    expect(await each(found)).toEqual({ declared: true, overbooked: true, doubled: false });
+  });
+
+  it("changes a site's capacity slice's admission (sites take the app's holds declaration)", async () => {
+    // Its own host in an aggregate: a slice of 5 of its 8 VCPU counts 10 where doubled, bigger than the capacity.
+    const aggregate = randomUUID();
+    const edge = await provider(t, { inventory: { VCPU: { total: 8 } }, aggregates: [aggregate] });
+    const slice = { aggregate, capacity: { [edge]: { resources: { VCPU: 5 } } } };
+    const refused = await adminRequest(doubled, 'PUT', '/ext/sites/edge-doubled', slice, { bodyVersion: '1.38' });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain('bigger than its capacity (8)');
+    const admitted = await adminRequest(t.app, 'PUT', '/ext/sites/edge-declared', slice, { bodyVersion: '1.38' });
+    expect(admitted.status, await admitted.clone().text()).toBe(200);
+  });
+
+  it("changes the claim's decision", async () => {
+    const claimed = async (app: App) => {
+      const consumer = randomUUID();
+      const res = await call(app, 'PUT', `/allocations/${consumer}`, claim(5, null, host4));
+      if (res.status === 204) expect((await call(t.app, 'DELETE', `/allocations/${consumer}`)).status).toBe(204);
+      return res.status;
+    };
+    expect(await each(claimed)).toEqual({ declared: 409, overbooked: 204, doubled: 409 });
   });
 });

@@ -1,7 +1,11 @@
-// Two databases served by one process (the read hook is the process's, shared by
-// every app): each answer follows its own database's holds, even where both
-// databases went through the same writes and so stand at the same holds epoch.
+// Two databases served by one process, each by an app of its own: each answer
+// follows its own database's holds, even where both databases went through the
+// same writes and so stand at the same holds epoch, and even where they claim
+// the same identity (a copied file): the holds' read hook, and the state it
+// keeps, is built per app (ext/holds/installed.ts).
 import { expect, it } from 'vitest';
+import { HOLD_EPOCH } from '../../src/db/columns.js';
+import { appHolds } from '../../src/ext/holds/installed.js';
 import { provider } from '../helpers/providers.js';
 import { makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { at, candidates, claim, HOUR, PROJECT } from './helpers.js';
@@ -43,6 +47,30 @@ it('a request that ends before its own database hold window is offered the held 
     // The same end is before the second database's window: every host is offered.
     expect(await candidates(second, endingAt(late - 60_000))).toHaveLength(HOSTS);
   } finally {
+    second.close();
+  }
+});
+
+it('each app reads its own holds through its own hook, even where the two databases claim the same identity and epoch', async () => {
+  const early = Date.now() + 2 * HOUR;
+  const late = early + 4 * HOUR;
+  const first = await heldCloud(early);
+  const second = await heldCloud(late);
+  try {
+    // The hook, and what it keeps, belongs to the app: no state a hook kept can be another app's.
+    const hookOf = (t: TestApp) => appHolds(t.deps.extensions).hook;
+    expect(hookOf(first)).not.toBe(hookOf(second));
+    expect(first.deps.candidates.hooks).toContain(hookOf(first));
+    expect(second.deps.candidates.hooks).not.toContain(hookOf(first));
+    // A copied database keeps the identity its epoch row carries: make the two say the same, at the same epoch.
+    for (const t of [first, second])
+      await t.deps.store.client.execute(`UPDATE ext_holds_epoch SET ${HOLD_EPOCH.database} = 'copied', ${HOLD_EPOCH.epoch} = 1000000`);
+    const query = endingAt(late - 60_000);
+    expect(await candidates(first, query)).toHaveLength(HOSTS - HELD);
+    expect(await candidates(second, query)).toHaveLength(HOSTS);
+    expect(await candidates(first, query)).toHaveLength(HOSTS - HELD);
+  } finally {
+    first.close();
     second.close();
   }
 });

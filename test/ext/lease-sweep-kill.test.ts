@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
-import { SWEEP_BATCH } from '../../src/ext/leases/leases.js';
+import { SWEEP_BATCH } from '../../src/ext/allocation-ends.js';
 import { type ServerProcess, startServer } from '../helpers/node-server.js';
 import { mulberry32 } from '../helpers/random.js';
 import { waitUntil } from '../helpers/wait.js';

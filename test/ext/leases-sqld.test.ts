@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Deps } from '../../src/deps.js';
-import { sweepExpiredLeases } from '../../src/ext/leases/leases.js';
+import { sweepExpiredLeases } from '../../src/ext/allocation-ends.js';
 import { buildNodeDeps } from '../../src/entry/node-service.js';
 import { startSqld, type Sqld } from '../helpers/sqld.js';
 import { instanceClaim } from '../helpers/claims.js';

@@ -4,7 +4,8 @@
 // statement of the sweep's batch; a failed ARQ bind releasing its lease.
 import type { InStatement } from '@libsql/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { leaseStats, sweepExpiredLeases } from '../../src/ext/leases/leases.js';
+import { sweepExpiredLeases } from '../../src/ext/allocation-ends.js';
+import { leaseStats } from '../../src/ext/leases/leases.js';
 import { runSweeps } from '../../src/jobs/sweeps.js';
 import { bindBody, FPGA_RP, fpgaProfile, makeCyborgApp, seedHost, type CyborgTestApp } from '../cyborg/helpers.js';
 import { dumpPlacement } from '../helpers/placement-seed.js';

@@ -19,8 +19,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Microversion } from '../../src/microversion.js';
 import { CloudModel, type Usage } from '../../src/placement/candidates/cloud-model.js';
-import { type PreemptionCloud, readPreemptionCloud } from '../../src/ext/preemption/cloud.js';
+import { appAllocationIndexes, type PreemptionCloud, readPreemptionCloud } from '../../src/ext/preemption/cloud.js';
 import { answerOver, findPreemptionCandidates } from '../../src/ext/preemption/search.js';
+import { HELD_CAPACITY } from '../../src/ext/holds/declaration.js';
 import { EXACT_LIMIT, NO_VICTIMS_COST, resourceKey } from '../../src/ext/preemption/victims.js';
 import { findAllocationCandidates } from '../../src/placement/candidates/index.js';
 import { readWorld } from '../../src/ext/simulate/snapshot.js';
@@ -313,7 +314,13 @@ async function searchAndCompare(
   const request = t.deps.candidates.parse(query, mv);
   const options = t.deps.candidates.options({ randomize: false });
   const nowMs = Date.now();
-  const got = await answerOver(await readPreemptionCloud(t.deps.store.nearby, priority, nowMs, options), request, priority, mv, options);
+  const got = await answerOver(
+    await readPreemptionCloud(t.deps.store.nearby, appAllocationIndexes(t.deps.extensions), HELD_CAPACITY, priority, nowMs, options),
+    request,
+    priority,
+    mv,
+    options,
+  );
   const reference = await referenceCloud(priority, nowMs);
   const expected = await answerOver(reference, request, priority, mv, options);
   expect(JSON.stringify(got), label).toBe(JSON.stringify(expected));
@@ -342,7 +349,16 @@ async function searchAndCompare(
   // limit) against the answer as it always was: the stock search when it fills the limit, else the judged one.
   let quickMissed = false;
   if (request.limit !== null) {
-    const route = await findPreemptionCandidates(t.deps.store.nearby, request, priority, mv, options, nowMs);
+    const route = await findPreemptionCandidates(
+      t.deps.store.nearby,
+      appAllocationIndexes(t.deps.extensions),
+      HELD_CAPACITY,
+      request,
+      priority,
+      mv,
+      options,
+      nowMs,
+    );
     const stock = await findAllocationCandidates(t.deps.store.nearby, request, mv, options);
     const quick = await findAllocationCandidates(t.deps.store.nearby, request, mv, { ...options, firstPassOnly: true });
     quickMissed = quick.allocation_requests.length < request.limit;

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { errorOf, makeTestApp, type TestApp } from '../helpers/test-app.js';
 import { provider } from '../helpers/providers.js';
-import { PREEMPTOR_PROJECT, preemptionBody, preemptionHelpers } from './helpers.js';
+import { endsOf, PREEMPTOR_PROJECT, preemptionBody, preemptionHelpers } from './helpers.js';
 import { random as seeded } from '../helpers/random.js';
 
 let t: TestApp;
@@ -43,10 +43,7 @@ describe('POST /ext/preemptions', () => {
     expect(made.victims.find((v) => v.consumer_uuid === a)!.frees).toEqual({ [host]: { resources: { VCPU: 4 } } });
     expect(await (await t.call('GET', `/ext/preemptions/${made.id}`)).json()).toEqual(made);
     // Each victim leased until now + grace.
-    for (const v of [a, b]) {
-      const lease = (await (await t.call('GET', `/ext/leases/${v}`)).json()) as { expires_at: string };
-      expect(lease.expires_at).toBe(made.victims_leased_until);
-    }
+    expect(await endsOf(t, [a, b])).toEqual({ [a]: made.victims_leased_until, [b]: made.victims_leased_until });
     // The reaper deletes the victims; a third party cannot take what they freed.
     for (const v of [a, b]) expect((await t.call('DELETE', `/allocations/${v}`)).status).toBe(204);
     const outsider = await claimAs(crypto.randomUUID(), { [host]: { resources: { VCPU: 1 } } });

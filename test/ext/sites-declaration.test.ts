@@ -8,7 +8,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SITE_LIMIT_SLICE } from '../../src/db/columns.js';
-import { HELD_CAPACITY } from '../../src/ext/holds/declaration.js';
 import { LIMITS as LIMITS_STATE } from '../../src/ext/limits/service.js';
 import { SITE_LIMIT_SLICES } from '../../src/ext/sites/declaration.js';
 import { sites, sitesExtension } from '../../src/ext/sites/extension.js';
@@ -48,7 +47,7 @@ beforeAll(async () => {
   // P's limit: 10 VCPU.
   t = await makeTestApp({ PLACEMENT_LIMITS: 'static', PLACEMENT_LIMITS_JSON: JSON.stringify({ projects: { [P]: { 'class:VCPU': 10 } } }) });
   await t.deps.extensions.state(LIMITS_STATE)!.start();
-  const sibling = await siblingApp(t, (e) => (e === sites ? sitesExtension(DOUBLED, HELD_CAPACITY) : e));
+  const sibling = await siblingApp(t, (e) => (e === sites ? sitesExtension(DOUBLED) : e));
   await sibling.deps.extensions.state(LIMITS_STATE)!.start();
   doubled = sibling.app;
   host = await provider(t, { inventory: { VCPU: { total: 64 } }, aggregates: [AGG] });

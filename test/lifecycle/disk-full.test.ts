@@ -2,14 +2,17 @@
 // tmpfs, a filler file takes the rest of its space. Writes of both APIs then
 // answer 503 with the cause in the API's envelope, the episode is logged once
 // (not once per request), reads keep serving, and writes succeed again once
-// the filler is gone. Needs `mount -t tmpfs` (root); fails, saying so, where
+// the filler is gone. Two apps in one process, each on its own database, keep
+// an episode each. Needs `mount -t tmpfs` (root); fails, saying so, where
 // mounting is not permitted.
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Logger } from '../../src/deps.js';
 import { describeWithPart } from '../helpers/parts.js';
+import { makeTestApp } from '../helpers/test-app.js';
 import { ADMIN_HEADERS, type Running, spawnServer, stopServer } from './processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'placement-disk-full-'));
@@ -68,7 +71,9 @@ describeWithPart(cannotMount, 'a full disk under the database', () => {
 
   afterAll(async () => {
     await stopServer(server);
-    if (mounted) execFileSync('umount', [volume]);
+    // Lazily: a closed in-process store may hold its files open until the garbage collector (or,
+    // where its last write was refused, the process's end) lets go of them.
+    if (mounted) execFileSync('umount', ['--lazy', volume]);
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -166,6 +171,47 @@ describeWithPart(cannotMount, 'a full disk under the database', () => {
     } finally {
       pair.child.kill('SIGTERM');
       await pair.exited;
+    }
+  }, 120_000);
+
+  it("with two apps in one process on two databases: a write on the other's database does not end this one's episode", async () => {
+    type Line = { msg: string; extra?: Record<string, unknown> };
+    const logInto = (lines: Line[]): Logger => ({
+      debug() {},
+      warn() {},
+      info: (msg, extra) => lines.push({ msg, extra }),
+      error: (msg, extra) => lines.push({ msg, extra }),
+    });
+    const onFullLines: Line[] = [];
+    const elsewhereLines: Line[] = [];
+    const saying = (lines: Line[], words: string) => lines.filter((l) => l.msg.includes(words));
+    const onFull = await makeTestApp({ PLACEMENT_DB_URL: `file:${join(volume, 'in-process.db')}` }, logInto(onFullLines));
+    const elsewhere = await makeTestApp({}, logInto(elsewhereLines));
+    const create = (app: typeof onFull, name: string) => app.call('POST', '/resource_providers', { body: { name } });
+    try {
+      const filler = fill();
+      expect((await create(onFull, 'refused-first')).status).toBe(503);
+      expect(saying(onFullLines, 'database disk is full')).toHaveLength(1);
+
+      // The other app's database is on another disk: its write succeeds and says nothing of this one.
+      expect((await create(elsewhere, 'written-elsewhere')).status).toBe(200);
+      expect(saying(onFullLines, 'space again')).toEqual([]);
+      expect(saying(elsewhereLines, 'disk')).toEqual([]);
+
+      // Still the same episode: refused again, not logged again.
+      expect((await create(onFull, 'refused-second')).status).toBe(503);
+      expect(saying(onFullLines, 'database disk is full')).toHaveLength(1);
+
+      // Space returns: this app's own write ends its episode, which counted both refusals.
+      rmSync(filler);
+      expect((await create(onFull, 'written-after')).status).toBe(200);
+      const recovered = saying(onFullLines, 'space again');
+      expect(recovered).toHaveLength(1);
+      expect(recovered[0]!.extra?.writes_refused).toBeGreaterThanOrEqual(2);
+      expect(saying(elsewhereLines, 'disk')).toEqual([]);
+    } finally {
+      onFull.close();
+      elsewhere.close();
     }
   }, 120_000);
 });

@@ -176,10 +176,25 @@ async function write(app: TestApp, r: Random, cloud: Cloud): Promise<string> {
       await client.execute({ sql, args: [...args] });
       return `${kind} 200`;
     }
-    default:
-      now += r.int(1, 90) * MINUTE;
-      return 'clock';
+    case 10: {
+      if (!r.chance(0.3)) break;
+      // What a name resolves to, changed: a custom trait removed and made again (a new id; refused while a
+      // provider has it), and the rows of aggregates no provider is in removed in SQL (a member_of names them).
+      const trait = r.pick(TRAITS.filter((t) => t.startsWith('CUSTOM_')));
+      const removed = await app.call('DELETE', `/traits/${trait}`);
+      await app.call('PUT', `/traits/${trait}`);
+      // A provider carries it at once: an answer over its old id would leave that provider out.
+      await app.call('PUT', `/resource_providers/${target}/traits`, {
+        body: { resource_provider_generation: generation, traits: [trait] },
+      });
+      await app.deps.store.client.execute(
+        'DELETE FROM placement_aggregates WHERE id NOT IN (SELECT aggregate_id FROM resource_provider_aggregates)',
+      );
+      return `names ${removed.status}`;
+    }
   }
+  now += r.int(1, 90) * MINUTE;
+  return 'clock';
 }
 
 const SEEDS = [3, 17, 29, 43, 59, 71];

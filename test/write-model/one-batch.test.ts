@@ -435,3 +435,37 @@ describe('claims at every microversion stay within 2 round trips', () => {
     expect(counts).toEqual({ reads: 0, writes: 1 });
   });
 });
+
+describe('a one-batch claim of a project and user removed behind the API', () => {
+  it('a project and user removed behind the API since: the claim is granted, both made again, as the first time', async () => {
+    const uuid = await busyProvider();
+    const first = crypto.randomUUID();
+    const claim = (consumer: string) =>
+      t.call('PUT', `/allocations/${consumer}`, {
+        body: {
+          allocations: { [uuid]: { resources: { VCPU: 1 } } },
+          project_id: 'project-gone',
+          user_id: 'user-gone',
+          consumer_generation: null,
+          consumer_type: 'INSTANCE',
+        },
+      });
+    expect((await claim(first)).status).toBe(204);
+    expect((await t.call('DELETE', `/allocations/${first}`)).status).toBe(204);
+    await t.deps.store.client.batch(
+      ["DELETE FROM projects WHERE external_id = 'project-gone'", "DELETE FROM users WHERE external_id = 'user-gone'"],
+      'write',
+    );
+    const second = crypto.randomUUID();
+    expect((await claim(second)).status).toBe(204);
+    expect(await json(await t.call('GET', `/allocations/${second}`))).toMatchObject({
+      allocations: { [uuid]: { resources: { VCPU: 1 } } },
+      project_id: 'project-gone',
+      user_id: 'user-gone',
+    });
+    const owners = await t.deps.store.client.execute(
+      "SELECT (SELECT count(*) FROM projects WHERE external_id = 'project-gone') AS projects, (SELECT count(*) FROM users WHERE external_id = 'user-gone') AS users",
+    );
+    expect({ ...owners.rows[0] }).toEqual({ projects: 1, users: 1 });
+  });
+});

@@ -9,7 +9,7 @@ import type { BatchReader } from '../../db/client.js';
 import type { ClaimAlongside } from '../../placement/writes/kernel.js';
 import { ClaimRefused, ConsumerGenerationMismatch } from '../../placement/writes/refusals.js';
 import { type DomainFacts, readDomainFacts } from './domains.js';
-import { leaseExpiryMs, leaseStatement } from '../leases/leases.js';
+import { leaseExpiryMs, leaseStatement } from '../allocation-ends.js';
 import type { PostGangBody } from './schemas.js';
 
 /**

@@ -3,14 +3,16 @@
 // its domains on the dashboard (dashboard.ts) and its question to why no host
 // (count=N: diagnosis.ts).
 import type { Extension } from '../../extension.js';
+import { sweepLeases } from '../allocation-ends.js';
 import { gangsDashboard } from './dashboard.js';
 import { gangDiagnosis } from './diagnosis.js';
 import { gangRoutes } from './http/routes.js';
 
 export const gangs: Extension = {
   name: 'gangs',
-  requires: ['leases'],
   routes: [gangRoutes],
+  // Its leases end through the allocation ends' sweep.
+  jobs: { handlers: {}, sweeps: [sweepLeases] },
   dashboard: gangsDashboard,
   diagnosis: gangDiagnosis,
 };

@@ -5,9 +5,7 @@ import * as z from 'zod';
 import type { Microversion } from '../../microversion.js';
 import { postAllocationsV1_38 } from '../../placement/schemas/allocations.js';
 import { allocationCandidatesResponseSchema } from '../../placement/schemas/responses.js';
-
-/** Longest gang lease, as a lease on one consumer (src/ext/leases/schemas.ts). */
-const MAX_LEASE_SECONDS = 7 * 24 * 3600;
+import { MAX_LEASE_SECONDS } from '../allocation-ends.js';
 
 /** POST /ext/gangs: every member as one consumer of POST /allocations at 1.38, all claimed or none. */
 export const postGangSchema = z

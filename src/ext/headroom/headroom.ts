@@ -101,7 +101,7 @@ export async function headroomOfSearch(full: FullSearch, options: CandidateOptio
   return incomplete ? { total, trees, incomplete: true } : { total, trees };
 }
 
-const NO_COUNTERS: Map<number, LoadedCounters> = new Map();
+const NO_COUNTERS: ReadonlyMap<number, LoadedCounters> = new Map();
 
 /**
  * On each pair of `claim` met for the first time, the hook's room becomes its
@@ -147,7 +147,7 @@ function repeatsOf(claim: AllocationRequest, inventories: Map<number, Map<number
 }
 
 /** What one claim puts on each shared counter of the providers it uses (none on a cloud without counters). */
-function counterUse(claim: AllocationRequest, counters: Map<number, LoadedCounters>): [LoadedCounters, number[]][] {
+function counterUse(claim: AllocationRequest, counters: ReadonlyMap<number, LoadedCounters>): [LoadedCounters, number[]][] {
   if (counters.size === 0) return [];
   const use = new Map<LoadedCounters, number[]>();
   for (const piece of claim.pieces) {

@@ -16,13 +16,13 @@ import type { CandidateEngine, CandidateReadHook } from '../../placement/candida
 import { type CandidateOptions, type CandidatesBody, candidatesFromModel } from '../../placement/candidates/index.js';
 import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import type { Usage } from '../../placement/candidates/cloud-model.js';
-import { isConstraintReadHook, loadsOf, type LoadedKeys } from '../../placement/capacity.js';
+import { isConstraintReadHook, loadsOf, type LoadedKeys, type SetAsideConstraint } from '../../placement/capacity.js';
 import { domainSearchOf, type GangQuery, gangSearchOptions, parseGangQuery } from '../gangs/index.js';
 import { readDomainFacts } from '../gangs/domains.js';
 import { rankGangs, usedProviders } from '../gangs/assemble.js';
 import { earliestFit } from './calendar.js';
 import { type CloudCalendar, readCloudCalendar } from './calendar-repo.js';
-import { holdParam, untilParam } from './candidates.js';
+import { holdParam, isHeldCapacityHook, untilParam } from './candidates.js';
 
 /** What availability takes from the app's engine: its parser (with the installed extensions' parameters), options and read hooks. */
 export type AvailabilityEngine = Pick<CandidateEngine, 'parse' | 'options' | 'hooks'>;
@@ -157,10 +157,12 @@ export async function earliestCandidate(
  * The earliest start of `query` (the GET query less `duration` and `after`)
  * for `durationMs`, at `afterMs` or later. Throws the engine's 400s for a
  * bad query; ext_until and ext_hold are refused (a window's end is the
- * duration's, and drawing from a hold is not asked here).
+ * duration's, and drawing from a hold is not asked here). Holds count as
+ * their declaration `d` counts them.
  */
 export async function findAvailability(
   reader: BatchReader,
+  d: SetAsideConstraint,
   engine: AvailabilityEngine,
   mv: Microversion,
   query: Record<string, string[]>,
@@ -171,11 +173,11 @@ export async function findAvailability(
       throw invalid(`Invalid query string parameters: '${param.name}' is not taken here (the window is [start, start + duration))`);
   const gangQuery = isGang(query) ? parseGangQuery(query, false) : null;
   const request: CandidateRequest = engine.parse(gangQuery ? gangQuery.rest : query, mv);
-  // Holds' own hook judges claims as of now; the calendar's usage counts every hold over the window instead.
-  const hooks = engine.hooks.filter((hook) => hook.name !== 'holds');
+  // Holds' own hook judges claims as of now; the calendar's usage counts every hold over the window instead, as `d` counts it.
+  const hooks = engine.hooks.filter((hook) => !isHeldCapacityHook(hook));
   const classNames = [...new Set(request.groups.flatMap((g) => [...g.resources.keys()]))];
   const base = engine.options();
-  const cloud = await readCloudCalendar(reader, window.nowMs, hooks, classNames, base);
+  const cloud = await readCloudCalendar(reader, d, window.nowMs, hooks, classNames, base);
   const fit = await earliestCandidate(
     cloud,
     request,

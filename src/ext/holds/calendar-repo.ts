@@ -4,11 +4,13 @@
 // cloud over the cache's cap, or a cache switched off, read whole into a model
 // of this request's own), every class, trait and aggregate name, the
 // allocations summed by (provider, class, end, hold drawn from), the holds not
-// over, and the statements of the read hooks the caller passes (their state as
+// over (their amounts, and the bound of what they hold, as the holds'
+// declaration counts them), and the statements of the read hooks the caller passes (their state as
 // of now: device taints, shared counters' bounds). No HTTP here.
 import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
-import { AGG, ALLOC, CONSUMER, HOLD, RC, TRAIT } from '../../db/columns.js';
+import { AGG, ALLOC, CONSUMER, HOLD, HOLD_AMOUNT, INV, RC, TRAIT } from '../../db/columns.js';
+import { capacitySql, type SetAsideConstraint } from '../../placement/capacity.js';
 import { CloudModel, type Lookups } from '../../placement/candidates/cloud-model.js';
 import type { CandidateOptions, CandidateReadHook } from '../../placement/candidates/index.js';
 import { type Columns, columns, packedArray, type PackedRow } from '../../db/rows.js';
@@ -23,7 +25,18 @@ const packed = (cols: Columns<string>, from: string, args: InValue[] = []): InSt
   args,
 });
 
-function statements(model: CloudModel, nowMs: number): InStatement[] {
+/**
+ * Per held (provider id, class id) pair, how much the holds' declaration `d`
+ * bounds it above the inventory's capacity (placement's own: what the model
+ * offers); only pairs where it differs.
+ */
+const slackSql = (d: SetAsideConstraint) => `SELECT rp, cls, slack FROM (
+    SELECT ha.rp AS rp, ha.cls AS cls, ${d.keys.bound(['ha.rp', 'ha.cls'])} - ${capacitySql('inv')} AS slack
+    FROM (SELECT DISTINCT ${HOLD_AMOUNT.resourceProviderId} AS rp, ${HOLD_AMOUNT.resourceClassId} AS cls FROM ext_hold_amounts) ha
+    JOIN inventories inv ON inv.${INV.resourceProviderId} = ha.rp AND inv.${INV.resourceClassId} = ha.cls)
+  WHERE slack <> 0`;
+
+function statements(d: SetAsideConstraint, model: CloudModel, nowMs: number): InStatement[] {
   return [
     model.refreshStatement(),
     // A lease or a draw counts while it covers the consumer as it is (a rewrite since makes the claim lasting and undrawn), as repo.ts reads them.
@@ -36,10 +49,11 @@ function statements(model: CloudModel, nowMs: number): InStatement[] {
         ${coverJoins(`a.${ALLOC.consumerId}`)})
       GROUP BY rp, cls, ends, hold`,
     ),
-    packed(HELD, heldSql(`WHERE h.${HOLD.endMs} > ?`), [nowMs]),
+    packed(HELD, heldSql(`WHERE h.${HOLD.endMs} > ?`, d.setAside.amount('ha')), [nowMs]),
     { sql: `SELECT ${RC.id} AS id, ${RC.name} AS name FROM resource_classes`, args: [] },
     { sql: `SELECT ${TRAIT.id} AS id, ${TRAIT.name} AS name FROM traits`, args: [] },
     { sql: `SELECT ${AGG.id} AS id, ${AGG.uuid} AS uuid FROM placement_aggregates`, args: [] },
+    { sql: slackSql(d), args: [] },
   ];
 }
 
@@ -65,9 +79,13 @@ const holdsOf = (result: ResultSet | undefined): Hold[] =>
     amounts: new Map(amounts.map((a) => [pairKey(a.providerId, a.classId), a.amount])),
   }));
 
-/** Reads the cloud over time as of `nowMs`, and the statements of `hooks` (given the request's class names), in one batch. */
+/**
+ * Reads the cloud over time as of `nowMs`, what holds hold and bound as the holds' declaration `d`
+ * counts them, and the statements of `hooks` (given the request's class names), in one batch.
+ */
 export async function readCloudCalendar(
   reader: BatchReader,
+  d: SetAsideConstraint,
   nowMs: number,
   hooks: readonly CandidateReadHook[],
   classNames: readonly string[],
@@ -76,9 +94,9 @@ export async function readCloudCalendar(
   const cached = options.treeCacheProviders > 0 ? (options.trees?.modelFor(reader, options.treeCacheProviders) ?? null) : null;
   let model = cached?.usable(options.now) ? cached : wholeCloudModel();
   for (;;) {
-    const own = statements(model, nowMs);
+    const own = statements(d, model, nowMs);
     const results = await reader.readBatch([...own, ...hooks.map((hook) => hook.statement(classNames))]);
-    const [refresh, allocated, held, classes, traits, aggregates] = results;
+    const [refresh, allocated, held, classes, traits, aggregates, slack] = results;
     const changed = model.apply(String(refresh!.rows[0]![0]), options.now);
     if (changed === 'oversize') {
       model = wholeCloudModel();
@@ -100,7 +118,12 @@ export async function readCloudCalendar(
         aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
         rootIdByProviderUuid,
       },
-      calendar: calendarOf(allocationsOf(allocated, holds), holds, nowMs),
+      calendar: calendarOf(
+        allocationsOf(allocated, holds),
+        holds,
+        nowMs,
+        new Map(slack!.rows.map((r) => [pairKey(Number(r.rp), Number(r.cls)), Number(r.slack)])),
+      ),
       hookResults,
     };
   }

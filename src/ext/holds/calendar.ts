@@ -9,7 +9,7 @@
 // the greatest load over [s, e) is the greatest at s and at the events inside,
 // and the earliest start is `from` or an event. Pure: no SQL, no engine.
 import type { Usage } from '../../placement/candidates/cloud-model.js';
-import { type Allocation, FOREVER, type Hold, type Key, loadAt, splitKey, type World } from './model.js';
+import { type Allocation, FOREVER, type Hold, holdsAt, type Key, loadAt, splitKey, type World } from './model.js';
 
 /** A (provider id, class id) pair as a model Key. */
 export const pairKey = (providerId: number, classId: number): Key => `${providerId} ${classId}`;
@@ -31,10 +31,31 @@ export interface Calendar {
 }
 
 /**
- * The calendar of `allocations` (keys: pairKey) and `holds` (not over at
- * `nowMs`; their amounts keyed the same way), from `nowMs` on.
+ * The load of `key` at `t` as one figure against the inventory's capacity:
+ * placement's rule bounds what is allocated by the capacity, and while a hold
+ * holds the pair, holds' rule bounds the rule's load by the declaration's
+ * bound, `slack` more than the capacity (0 with the holds' own declaration:
+ * then it is the rule's load). So an amount fits beside it exactly when it
+ * fits both rules.
  */
-export function calendarOf(allocations: readonly Allocation[], holds: readonly Hold[], nowMs: number): Calendar {
+function loadAgainstCapacity(world: Pick<World, 'allocations' | 'holds'>, key: Key, t: number, slack: number): number {
+  if (slack === 0) return loadAt(world, key, t);
+  const allocated = loadAt({ allocations: world.allocations, holds: [] }, key, t);
+  return holdsAt(world.holds, key, t).length > 0 ? Math.max(allocated, loadAt(world, key, t) - slack) : allocated;
+}
+
+/**
+ * The calendar of `allocations` (keys: pairKey) and `holds` (not over at
+ * `nowMs`; their amounts keyed the same way), from `nowMs` on; `slack`: by
+ * pair, how much the holds' declaration bounds the pair above its capacity
+ * (absent: 0).
+ */
+export function calendarOf(
+  allocations: readonly Allocation[],
+  holds: readonly Hold[],
+  nowMs: number,
+  slack: ReadonlyMap<Key, number> = new Map(),
+): Calendar {
   const changing = new Map<Key, { allocations: Allocation[]; holds: Hold[] }>();
   const pair = (key: Key) => {
     let p = changing.get(key);
@@ -57,7 +78,8 @@ export function calendarOf(allocations: readonly Allocation[], holds: readonly H
     for (const h of world.holds) for (const t of [h.startMs, h.endMs]) if (t > nowMs && t !== FOREVER) events.add(t);
     for (const a of world.allocations) if (a.endsAtMs !== FOREVER && a.endsAtMs + 1 > nowMs) events.add(a.endsAtMs + 1);
     const sorted = [...events].sort((x, y) => x - y);
-    timelines.push({ key, events: sorted, loads: [nowMs, ...sorted].map((t) => loadAt(world, key, t)) });
+    const over = slack.get(key) ?? 0;
+    timelines.push({ key, events: sorted, loads: [nowMs, ...sorted].map((t) => loadAgainstCapacity(world, key, t, over)) });
   }
   return { steady, timelines };
 }

@@ -215,22 +215,32 @@ function ruleFor(state: HeldState, request: CandidateRequest, nowMs: number): Ca
   };
 }
 
-/** Epochs' states kept (a process may serve several databases, and requests overlap). */
+/** Epochs' states kept (requests overlap, and a database copied may keep the epoch's identity). */
 const KEPT_STATES = 16;
+
+/** The holds' read hook: the declaration it reads by (what a what-if lays its copy out with: ext/simulate). */
+export interface HeldCapacityHook extends CandidateReadHook<HeldState | null> {
+  readonly declaration: SetAsideConstraint;
+}
+
+/** The holds' hook among installed read hooks. */
+export const isHeldCapacityHook = (hook: CandidateReadHook): hook is HeldCapacityHook => 'declaration' in hook;
 
 /**
  * The read hook. Its rule judges at the request's instant on the app's clock
  * (the engine passes it), as the claim guard does; `now`, when given, replaces
  * it (a what-if judged at an instant of its own). It keeps the state of the
- * last epochs it read, per database, so that a request reads the holds again
- * only after something they depend on changed. `d`: the holds' declaration (a test declares another).
+ * last epochs it read, so that a request reads the holds again only after
+ * something they depend on changed: one hook per app (installed.ts), so an
+ * app never reads a state another app kept. `d`: the holds' declaration (a test declares another).
  */
-export function heldCapacityHook(d: SetAsideConstraint, now?: () => number): CandidateReadHook<HeldState | null> {
+export function heldCapacityHook(d: SetAsideConstraint, now?: () => number): HeldCapacityHook {
   const kept = new Map<string, HeldState | null>();
   let last: { database: string; epoch: number } | null = null;
   const statement = heldStatement(d);
   return {
     name: 'holds',
+    declaration: d,
     statement: () => statement(last),
     read: (result) => {
       const version = result?.rows[0];

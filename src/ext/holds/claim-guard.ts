@@ -28,7 +28,7 @@ import { conflict, invalid } from '../../errors.js';
 import type { ConsumerClaim } from '../../placement/repo/allocations.js';
 import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.js';
 import type { ClaimGuard, ClaimParams, ClaimView, WriteExtension } from '../../placement/writes/kernel.js';
-import { leaseStatement } from '../leases/leases.js';
+import { leaseStatement } from '../allocation-ends.js';
 import { allocationsOf, type Claim, type ClaimRefusal, FOREVER, type Key, keyOf, refuseClaim, splitKey, type World } from './model.js';
 import { holdsEndGuard } from './end-guard.js';
 import { sameHoldsGuard, worldOf, worldStatements } from './repo.js';

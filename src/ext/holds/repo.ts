@@ -42,12 +42,14 @@ export const HELD = columns([
   'cls',
   'amount',
 ]);
+/** `amount`: of the amount row aliased `ha`, as stored by default, or as a declaration counts it. */
 export const heldSql = (
   where = '',
+  amount = `ha.${HOLD_AMOUNT.amount}`,
 ): string => `SELECT h.${HOLD.uuid} AS uuid, h.${HOLD.projectId} AS project, h.${HOLD.startMs} AS start_ms,
     h.${HOLD.endMs} AS end_ms, h.${HOLD.endAction} AS end_action, h.${HOLD.ignoreAllocations} AS ignore_allocations,
     h.${HOLD.generation} AS generation, ha.${HOLD_AMOUNT.resourceProviderId} AS rp, ha.${HOLD_AMOUNT.resourceClassId} AS cls,
-    ha.${HOLD_AMOUNT.amount} AS amount
+    ${amount} AS amount
   FROM ext_holds h JOIN ext_hold_amounts ha ON ha.${HOLD_AMOUNT.holdUuid} = h.${HOLD.uuid}${where ? ` ${where}` : ''}`;
 
 /** A stored hold by ids: its amounts by provider and class id, in the order read. */

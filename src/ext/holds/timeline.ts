@@ -3,6 +3,7 @@
 // provider with its holds' windows and, per class, what is held and what
 // claims drawn from the hold use now. Read through timeline-repo.ts.
 import type { BatchReader } from '../../db/client.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import { readTimeline, type TimelineRow } from './timeline-repo.js';
 
 /** Most (hold, provider, class) rows one answer carries; past it the answer says it was cut. */
@@ -24,9 +25,14 @@ export interface HoldsTimeline {
   truncated?: true;
 }
 
-/** The time line from `nowMs` on (holds whose window ends after it). */
-export async function holdsTimeline(reader: BatchReader, nowMs: number, rowLimit = TIMELINE_ROWS): Promise<HoldsTimeline> {
-  const rows = await readTimeline(reader, nowMs, rowLimit);
+/** The time line from `nowMs` on (holds whose window ends after it), what is held and drawn as the holds' declaration `d` counts it. */
+export async function holdsTimeline(
+  reader: BatchReader,
+  d: SetAsideConstraint,
+  nowMs: number,
+  rowLimit = TIMELINE_ROWS,
+): Promise<HoldsTimeline> {
+  const rows = await readTimeline(reader, d, nowMs, rowLimit);
   return { ...timelineOf(rows, nowMs), ...(rows.length >= rowLimit ? { truncated: true as const } : {}) };
 }
 

@@ -1,9 +1,7 @@
 // The body and answers of /ext/leases, checked with zod at the edge; GET
 // /openapi.json describes them from here.
 import * as z from 'zod';
-
-/** Longest lease: 7 days (a lease is for the gap between claim and build, not for parking capacity). */
-export const MAX_LEASE_SECONDS = 7 * 24 * 3600;
+import { MAX_LEASE_SECONDS } from '../allocation-ends.js';
 
 export const putLeaseSchema = z.object({ seconds: z.int().min(1).max(MAX_LEASE_SECONDS) }).strict();
 

@@ -5,8 +5,8 @@
 //   cache's cap, or a cache switched off, is read whole into a model of this
 //   request's own;
 // - the allocations, with their consumers' projects and generations: an index
-//   kept in memory between requests, one per database handle (as the tree
-//   cache), checked provider by provider against a signature read with the
+//   kept in memory between requests, the app's own (its preemption state, one
+//   per database handle it reads, as its tree cache), checked provider by provider against a signature read with the
 //   usage (how many allocations, the sum of their ids, the sum of their units):
 //   ids only grow and a claim rewrites a consumer's allocations whole, so a
 //   provider whose signature is unchanged holds the same rows, and a
@@ -18,6 +18,8 @@
 // model both match the first batch's snapshot (else it reads again).
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
+import { type StateKey, stateKey } from '../../extension.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import {
   ALLOC,
   CONSUMER,
@@ -205,8 +207,31 @@ function signatureOf(allocations: readonly IndexedAllocation[]): string {
     .join(' ');
 }
 
-/** One index per database handle, as the tree cache keeps one model per handle. */
-const indexes = new WeakMap<object, AllocationIndex>();
+/**
+ * The allocation indexes of one app (what preemption keeps per app): one per
+ * database handle it reads, as the app's tree cache keeps one model per
+ * handle, so two apps in one process never read each other's.
+ */
+export class AllocationIndexes {
+  private readonly indexes = new WeakMap<object, AllocationIndex>();
+
+  /** The index kept for `reader`, made (empty) on first use. */
+  for(reader: object): AllocationIndex {
+    let index = this.indexes.get(reader);
+    if (!index) this.indexes.set(reader, (index = new AllocationIndex()));
+    return index;
+  }
+}
+
+/** What preemption keeps per app (Deps.extensions.state). */
+export const ALLOCATION_INDEXES = stateKey<AllocationIndexes>('preemption');
+
+/** The app's allocation indexes (its preemption routes exist only where preemption is installed, and so set up). */
+export function appAllocationIndexes(extensions: { state<T>(key: StateKey<T>): T | undefined }): AllocationIndexes {
+  const indexes = extensions.state(ALLOCATION_INDEXES);
+  if (!indexes) throw new Error('preemption is not installed in this app');
+  return indexes;
+}
 
 const USAGE_SQL = `SELECT COALESCE(json_group_array(json_array(rp, cls, used, n, ids)), json('[]')) FROM (
   SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used, COUNT(*) AS n, SUM(a.${ALLOC.id}) AS ids
@@ -229,7 +254,7 @@ const ROWS_SQL = `SELECT COALESCE(json_group_array(json_array(id, rp, consumer, 
 const STAMPED_USAGE_SQL = `SELECT last_id, count, CASE WHEN last_id = :lastId AND count = :count THEN NULL ELSE (${USAGE_SQL}) END AS usage
   FROM (SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'allocations'), 0) AS last_id, (SELECT COUNT(*) FROM allocations) AS count)`;
 
-function statements(model: CloudModel, nowMs: number, stamp: AllocationIndex['usageStamp']): InStatement[] {
+function statements(held: SetAsideConstraint, model: CloudModel, nowMs: number, stamp: AllocationIndex['usageStamp']): InStatement[] {
   return [
     model.refreshStatement(),
     { sql: STAMPED_USAGE_SQL, args: { lastId: stamp?.lastId ?? -1, count: stamp?.count ?? -1 } },
@@ -243,9 +268,9 @@ function statements(model: CloudModel, nowMs: number, stamp: AllocationIndex['us
       args: [],
     },
     { sql: `SELECT ${PREEMPTION_VICTIM.consumerUuid} AS uuid FROM ext_preemption_victims`, args: [] },
-    // Holds not yet over (nominations among them): what they hold counts as taken.
+    // Holds not yet over (nominations among them): what they set aside, as the app's holds declaration counts it, counts as taken.
     {
-      sql: `SELECT x.${HOLD_AMOUNT.resourceProviderId} AS rp, x.${HOLD_AMOUNT.resourceClassId} AS cls, SUM(x.${HOLD_AMOUNT.amount}) AS used
+      sql: `SELECT x.${HOLD_AMOUNT.resourceProviderId} AS rp, x.${HOLD_AMOUNT.resourceClassId} AS cls, SUM(${held.setAside.amount('x')}) AS used
         FROM ext_hold_amounts x JOIN ext_holds h ON h.${HOLD.uuid} = x.${HOLD_AMOUNT.holdUuid} WHERE h.${HOLD.endMs} > ?
         GROUP BY x.${HOLD_AMOUNT.resourceProviderId}, x.${HOLD_AMOUNT.resourceClassId}`,
       args: [nowMs],
@@ -261,19 +286,20 @@ function statements(model: CloudModel, nowMs: number, stamp: AllocationIndex['us
   ];
 }
 
-/** The cloud as a preemptor of priority `priority` sees it, now. */
+/** The cloud as a preemptor of priority `priority` sees it, now, holds counted by `held` (the app's holds declaration), allocations indexed in `indexes` (the app's). */
 export async function readPreemptionCloud(
   reader: BatchReader,
+  indexes: AllocationIndexes,
+  held: SetAsideConstraint,
   priority: number,
   nowMs: number,
   options: CandidateOptions,
 ): Promise<PreemptionCloud> {
-  let index = indexes.get(reader);
-  if (!index) indexes.set(reader, (index = new AllocationIndex()));
+  const index = indexes.for(reader);
   const cached = options.treeCacheProviders > 0 ? (options.trees?.modelFor(reader, options.treeCacheProviders) ?? null) : null;
   let model = cached?.usable(options.now) ? cached : wholeCloudModel();
   for (let attempt = 1; ; attempt += 1) {
-    const results = (await reader.readBatch(statements(model, nowMs, index.usageRead ? index.usageStamp : null))) as ResultSet[];
+    const results = (await reader.readBatch(statements(held, model, nowMs, index.usageRead ? index.usageStamp : null))) as ResultSet[];
     const [refresh, usageRows, epoch] = results;
     const changed = model.apply(String(refresh!.rows[0]![0]), options.now);
     if (changed === 'oversize') {

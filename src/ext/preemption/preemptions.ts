@@ -17,7 +17,7 @@ import { conflict, invalid, notFound } from '../../errors.js';
 import { capacityOf } from '../../placement/capacity.js';
 import { holdInsertStatements } from '../holds/repo.js';
 import { keyOf } from '../holds/model.js';
-import { leaseExpiryMs, leaseStatement } from '../leases/leases.js';
+import { leaseExpiryMs, leaseStatement } from '../allocation-ends.js';
 import { EFFECTIVE_PRIORITIES_SQL } from './priorities.js';
 import type { PostPreemptionBody } from './schemas.js';
 

@@ -14,6 +14,7 @@
 // what holds hold (earlier nominations among them) counts as taken, and the
 // victims of earlier preemptions as going.
 import type { BatchReader } from '../../db/client.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import type { Microversion } from '../../microversion.js';
 import {
   type CandidateOptions,
@@ -27,7 +28,7 @@ import { presentCandidates } from '../../placement/candidates/present/index.js';
 import type { Usage } from '../../placement/candidates/cloud-model.js';
 import type { AllocationRequest } from '../../placement/candidates/search.js';
 import { MV } from '../../placement/versions.js';
-import { addTo, type EvictableConsumer, type PreemptionCloud, readPreemptionCloud } from './cloud.js';
+import { addTo, type AllocationIndexes, type EvictableConsumer, type PreemptionCloud, readPreemptionCloud } from './cloud.js';
 import {
   byId,
   chooseVictims,
@@ -72,6 +73,8 @@ interface Judged {
 
 export async function findPreemptionCandidates(
   reader: BatchReader,
+  indexes: AllocationIndexes,
+  held: SetAsideConstraint,
   request: CandidateRequest,
   priority: number,
   mv: Microversion,
@@ -89,7 +92,7 @@ export async function findPreemptionCandidates(
   };
   const quick = request.limit === null ? null : await stockFills(true);
   if (quick) return withoutVictims(quick, priority);
-  const cloud = await readPreemptionCloud(reader, priority, nowMs, options);
+  const cloud = await readPreemptionCloud(reader, indexes, held, priority, nowMs, options);
   const { kept, nodes, capped, victimFree } = await judgeEveryTree(cloud, request, mv, options);
   // Presented before any other read: the trees kept in memory may move on meanwhile.
   const answer = present(cloud, nodes, kept, request, priority, mv);

@@ -10,7 +10,7 @@ import { TAINT_KEY } from '../taints/params.js';
 import { SHARES_TRAIT } from '../../placement/candidates/cloud-model.js';
 import { postGangSchema } from '../gangs/schemas.js';
 import { postHoldRequestSchema } from '../holds/schemas.js';
-import { addGang, addHold, type HeldChangeContext } from './hold-changes.js';
+import { addGang, addHold, countHolds, type HeldChangeContext } from './hold-changes.js';
 import { reservedCapacityProblem } from '../../placement/repo/inventories.js';
 import { MV } from '../../placement/versions.js';
 import { type AllocationsBody, allocationsBody, amountsOf, type World, type WorldConsumer, type WorldProvider } from './world.js';
@@ -234,6 +234,8 @@ export async function applyChanges(
         break;
       }
     }
+    // Each change may move what the holds' declaration counts (a capacity, a hold, a draw): counted again over the copy.
+    await countHolds(world, held);
   }
   return { reports, removed };
 }

@@ -22,9 +22,8 @@ import type { CandidateRequest } from '../../placement/candidates/parse.js';
 import { type Headroom, headroomOfSearch } from '../headroom/headroom.js';
 import { isConstraintReadHook, loadsOf, type LoadedKeys } from '../../placement/capacity.js';
 import { taintFilter } from '../taints/filter.js';
-import { type HeldState, heldCapacityHook } from '../holds/candidates.js';
-import { HELD_CAPACITY } from '../holds/declaration.js';
-import { HELD_HOOK, heldStateOf } from './held.js';
+import { type HeldState, heldCapacityHook, isHeldCapacityHook } from '../holds/candidates.js';
+import { heldStateOf } from './held.js';
 import { type UsageTable, usageOf, type World } from './world.js';
 
 /** What a what-if answer takes from the app's engine: its parser (with the installed extensions' parameters), options and read hooks. */
@@ -55,7 +54,7 @@ function worldHooks(installed: readonly CandidateReadHook[], world: World, usage
       const table = hook.read(result);
       read = () => countersUnder(table, usage);
     }
-    return hook === HELD_HOOK ? { ...hook, read: () => held.state, capacityRule: held.rule } : { ...hook, read };
+    return isHeldCapacityHook(hook) ? { ...hook, read: () => held.state, capacityRule: held.rule } : { ...hook, read };
   });
 }
 
@@ -88,8 +87,10 @@ export function engineView(world: World, installed: readonly CandidateReadHook[]
   // The view keeps the taints as they are now: the world may be changed after (a simulation measures before, then applies its changes).
   const frozen: World = { ...world, taints: new Map(world.taints) };
   // So do the holds' state (held capacity, as the holds hook would read it from this world).
-  const holdsInstalled = HELD_HOOK !== undefined && installed.includes(HELD_HOOK);
-  const rule = (nowMs === undefined ? HELD_HOOK : (heldCapacityHook(HELD_CAPACITY, () => nowMs) as CandidateReadHook))?.capacityRule;
+  // The app's own holds hook (its declaration), if the app installs holds.
+  const holdsHook = installed.find(isHeldCapacityHook);
+  const rule = (nowMs === undefined ? holdsHook : holdsHook && (heldCapacityHook(holdsHook.declaration, () => nowMs) as CandidateReadHook))
+    ?.capacityRule;
   const rootIdByProviderUuid = new Map<string, number>();
   for (const p of world.providers.values()) rootIdByProviderUuid.set(p.uuid, p.rootId);
   const model = CloudModel.of(specs);
@@ -100,7 +101,7 @@ export function engineView(world: World, installed: readonly CandidateReadHook[]
     rootIdByProviderUuid,
   };
   const withHoldsOf = (holdsWorld: World): EngineView => {
-    const held: Held = { state: holdsInstalled ? heldStateOf(holdsWorld) : null, rule };
+    const held: Held = { state: holdsHook ? heldStateOf(holdsWorld, holdsHook) : null, rule };
     return { model, lookups, hooksFor: (usage) => worldHooks(installed, frozen, usage, held), withHoldsOf };
   };
   return withHoldsOf(world);

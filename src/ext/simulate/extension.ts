@@ -14,7 +14,7 @@ import { formatSimulation } from './words.js';
 export const simulate: Extension = {
   name: 'simulate',
   // It replays the others' rules on a copy of the cloud on purpose: their models, schemas and guards.
-  requires: ['taints', 'headroom', 'gangs', 'holds', 'leases'],
+  requires: ['taints', 'headroom', 'gangs', 'holds'],
   routes: [simulateRoutes],
   dashboard: { panels: [whatIfPanel], assets: DASHBOARD_ASSETS },
   admin: [

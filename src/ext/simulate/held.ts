@@ -6,15 +6,12 @@
 // claim-guard.ts), and the domains gangs read (gangs/domains.ts). Nothing
 // here decides a hold's rule: it only lays the copy out as rows.
 import type { ResultSet, Row, Value } from '@libsql/client';
-import { capacityOf } from '../../placement/capacity.js';
-import type { CandidateReadHook } from '../../placement/candidates/index.js';
 import type { DomainFacts } from '../gangs/domains.js';
-import { type HeldState, heldCapacityHook } from '../holds/candidates.js';
-import { HELD_CAPACITY } from '../holds/declaration.js';
-import { holds as holdsExtension } from '../holds/extension.js';
+import { type HeldCapacityHook, type HeldState, heldCapacityHook } from '../holds/candidates.js';
 import { type ReadWorld, worldOf } from '../holds/repo.js';
 import { SHARES_TRAIT } from '../../placement/candidates/cloud-model.js';
-import { classNames, type World, type WorldProvider } from './world.js';
+import { type DeclaredHolds, declaredKey } from './declared.js';
+import { classNames, type World, type WorldHold, type WorldProvider } from './world.js';
 
 /** Rows as a statement's result (the holds code reads columns by name). */
 export function resultOf(rows: Record<string, Value>[]): ResultSet {
@@ -29,9 +26,6 @@ export function resultOf(rows: Record<string, Value>[]): ResultSet {
   };
 }
 
-/** The installed holds extension's read hook: the one whose state a simulation lays out from its copy. */
-export const HELD_HOOK: CandidateReadHook | undefined = holdsExtension.read?.find((hook) => hook.name === 'holds');
-
 /** Held (provider id, class id) pairs of the world's holds, on providers that still exist (a removed provider's amounts go with it). */
 function heldPairs(world: World): Set<string> {
   const pairs = new Set<string>();
@@ -39,19 +33,29 @@ function heldPairs(world: World): Set<string> {
   return pairs;
 }
 
-function capacityAt(world: World, providerId: number, classId: number): number | null {
-  const inv = world.providers.get(providerId)?.inventories.find((i) => i.classId === classId);
-  return inv ? capacityOf(inv) : null;
+/** What the app's holds declaration makes of the copy's holds (snapshot.ts, counted again after each change). */
+function declaredOf(world: World): DeclaredHolds {
+  if (!world.heldDeclared) throw new Error("the copy's holds were not counted by the app's holds declaration (declared.ts)");
+  return world.heldDeclared;
 }
+
+/** A held pair's capacity as the declaration bounds it (null: no inventory, or not held). */
+const boundAt = (declared: DeclaredHolds, providerId: number, classId: number): number | null =>
+  declared.bound.get(declaredKey(providerId, classId)) ?? null;
+
+/** A hold's amount as the declaration counts it. */
+const amountOf = (declared: DeclaredHolds, hold: WorldHold, a: WorldHold['amounts'][number]): number =>
+  declared.amount.get(declaredKey(a.providerId, a.classId, hold.id)) ?? a.amount;
 
 /**
  * What the holds read hook reads from the copy (candidates.ts heldStatement):
  * every hold amount with its pair's capacity, then the allocations on held
- * pairs with their ends and draws; read by a fresh hook, so the installed
- * one's kept states are untouched. Null without holds, as the hook answers.
+ * pairs with their ends and draws; read by a fresh hook of the installed
+ * one's declaration, so its kept states are untouched. Null without holds, as the hook answers.
  */
-export function heldStateOf(world: World): HeldState | null {
+export function heldStateOf(world: World, installed: HeldCapacityHook): HeldState | null {
   if (world.holds.length === 0) return null;
+  const declared = declaredOf(world);
   const rows: Record<string, Value>[] = [
     { kind: 'v', id: 1, project: 'what-if', s: 1, e: null, action: null, rp: null, rc: null, n: null, cap: null },
   ];
@@ -67,8 +71,8 @@ export function heldStateOf(world: World): HeldState | null {
         action: h.endAction,
         rp: a.providerId,
         rc: a.classId,
-        n: a.amount,
-        cap: capacityAt(world, a.providerId, a.classId),
+        n: amountOf(declared, h, a),
+        cap: boundAt(declared, a.providerId, a.classId),
       });
     }
   }
@@ -90,7 +94,7 @@ export function heldStateOf(world: World): HeldState | null {
       });
     }
   }
-  return heldCapacityHook(HELD_CAPACITY).read(resultOf(rows)) as HeldState | null;
+  return heldCapacityHook(installed.declaration).read(resultOf(rows));
 }
 
 /**
@@ -105,6 +109,7 @@ export function holdsReadOf(world: World, providers: readonly string[], heldOnly
   for (const p of world.providers.values()) if (providers.includes(p.uuid)) ids.add(p.id);
   const uuidOf = (id: number) => world.providers.get(id)!.uuid;
   const held = heldPairs(world);
+  const declared = world.holds.length > 0 ? declaredOf(world) : world.heldDeclared;
   const holdRows: Record<string, Value>[] = [];
   for (const h of [...world.holds].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
     const amounts = h.amounts.filter((a) => world.providers.has(a.providerId));
@@ -122,7 +127,7 @@ export function holdsReadOf(world: World, providers: readonly string[], heldOnly
         updated_at: '',
         provider: uuidOf(a.providerId),
         resource_class: names.get(a.classId)!,
-        amount: a.amount,
+        amount: amountOf(declared!, h, a),
       });
     }
   }
@@ -147,8 +152,10 @@ export function holdsReadOf(world: World, providers: readonly string[], heldOnly
     const p = world.providers.get(id)!;
     generationRows.push({ provider: p.uuid, generation: p.generation });
     for (const inv of p.inventories) {
-      if (heldOnly && !held.has(`${id} ${inv.classId}`)) continue;
-      capacityRows.push({ provider: p.uuid, resource_class: inv.className, capacity: capacityOf(inv), generation: p.generation });
+      // The rule reads the capacity of held pairs only (and of a hold's being admitted: counted with it, addHold).
+      const capacity = declared?.bound.get(declaredKey(id, inv.classId));
+      if (capacity === undefined || capacity === null || (heldOnly && !held.has(`${id} ${inv.classId}`))) continue;
+      capacityRows.push({ provider: p.uuid, resource_class: inv.className, capacity, generation: p.generation });
     }
   }
   return [resultOf(holdRows), resultOf(allocationRows), resultOf(capacityRows), resultOf(generationRows)];

@@ -19,19 +19,23 @@ import { domainSearchOf } from '../gangs/index.js';
 import { parseGangQuery } from '../gangs/query.js';
 import { rankGangs, usedProviders } from '../gangs/assemble.js';
 import type { PostGangBody } from '../gangs/schemas.js';
-import { HELD_CAPACITY } from '../holds/declaration.js';
+import { isHeldCapacityHook } from '../holds/candidates.js';
 import { type Hold, refuseHold, splitKey } from '../holds/model.js';
 import { heldOfFirstGang, queryOf } from '../holds/pick.js';
 import type { postHoldRequestSchema } from '../holds/schemas.js';
 import { amountsOf, checkWindow, refuseOversized, refuseUnknownNames, unknownProject, unsatisfiable } from '../holds/service.js';
-import { leaseExpiryMs } from '../leases/leases.js';
+import { leaseExpiryMs } from '../allocation-ends.js';
 import { candidatesOver, engineView, type WhatIfEngine } from './engine-adapter.js';
 import { domainFactsOf, holdsReadOf, holdsWorldOf } from './held.js';
-import { type AllocationsBody, usageOf, type World, type WorldConsumer } from './world.js';
+import { type AllocationsBody, usageOf, type World, type WorldConsumer, type WorldHold } from './world.js';
+import { declaredHoldsOf, declaredKey } from './declared.js';
+import type { BatchReader } from '../../db/client.js';
 import type { z } from 'zod';
 
 /** What the two changes need beyond the copy: the app's engine and claim rules, the microversion, and one instant for the whole simulation. */
 export interface HeldChangeContext {
+  /** The app's database: the holds' declaration is evaluated there over the copy's rows (declared.ts), nothing read from it. */
+  reader: BatchReader;
   engine: WhatIfEngine;
   writeHooks: WriteHooks;
   mv: Microversion;
@@ -40,6 +44,15 @@ export interface HeldChangeContext {
 }
 
 export type HoldBody = z.infer<typeof postHoldRequestSchema>;
+
+/** The app's holds declaration, where it installs holds (its holds hook carries it). */
+const declarationOf = (ctx: HeldChangeContext) => ctx.engine.hooks.find(isHeldCapacityHook)?.declaration;
+
+/** Counts the copy's holds again by the app's declaration (after a change); nothing where holds are not installed. */
+export async function countHolds(world: World, ctx: HeldChangeContext): Promise<void> {
+  const declaration = declarationOf(ctx);
+  if (declaration && world.heldDeclared !== undefined) world.heldDeclared = await declaredHoldsOf(ctx.reader, declaration, world);
+}
 
 /** GET /ext/gang_candidates' first gang for a hold's query, over the copy (pick.ts pickHeld). */
 async function pickHeldOver(world: World, query: string, ctx: HeldChangeContext): Promise<AllocationsBody> {
@@ -83,15 +96,10 @@ export async function addHold(
   const amounts = amountsOf(held);
   refuseUnknownNames(unknownNamesIn(world, amounts));
   const providers = [...new Set([...amounts.keys()].map((k) => splitKey(k).provider))];
-  const read = holdsWorldOf(world, providers, ctx.nowMs);
-  refuseOversized(amounts, read.world.capacity);
-  const candidate: Hold = { id: ctx.newId(), project: hold.project_id, startMs, endMs, amounts, endAction: hold.end_action };
-  const refusal = refuseHold(read.world, candidate, hold.ignore_allocations);
-  if (refusal) throw unsatisfiable(refusal.violation);
   const idOf = new Map([...world.providers.values()].map((p) => [p.uuid, p.id]));
-  world.holds.push({
-    id: candidate.id,
-    project: candidate.project,
+  const added: WorldHold = {
+    id: ctx.newId(),
+    project: hold.project_id,
     startMs,
     endMs,
     endAction: hold.end_action,
@@ -101,7 +109,20 @@ export async function addHold(
       const { provider, resourceClass } = splitKey(key);
       return { providerId: idOf.get(provider)!, classId: world.classIdByName.get(resourceClass)!, amount };
     }),
-  });
+  };
+  // The stored holds and the one being admitted, counted alike by the app's declaration (as the service's admission counts them).
+  const declaration = declarationOf(ctx);
+  const declared = declaration ? await declaredHoldsOf(ctx.reader, declaration, world, [added]) : world.heldDeclared;
+  const read = holdsWorldOf({ ...world, heldDeclared: declared }, providers, ctx.nowMs);
+  const keys = [...amounts.keys()];
+  const counted = new Map(
+    added.amounts.map((a, i) => [keys[i]!, declared?.amount.get(declaredKey(a.providerId, a.classId, added.id)) ?? a.amount]),
+  );
+  refuseOversized(counted, read.world.capacity);
+  const candidate: Hold = { id: added.id, project: hold.project_id, startMs, endMs, amounts: counted, endAction: hold.end_action };
+  const refusal = refuseHold(read.world, candidate, hold.ignore_allocations);
+  if (refusal) throw unsatisfiable(refusal.violation);
+  world.holds.push(added);
   const pinned: AllocationsBody = {};
   for (const [key, amount] of amounts) {
     const { provider, resourceClass } = splitKey(key);
@@ -114,7 +135,7 @@ export async function addHold(
 const UNCOUNTED = { capacityRefusals: { inc() {} } };
 
 /** The claim snapshot (kernel.ts readSnapshot) of `claims`, from the copy, with the holds' claim guard where the app installs it. */
-function claimSnapshot(world: World, claims: readonly ConsumerClaim[], writeHooks: WriteHooks): Snapshot {
+function claimSnapshot(world: World, claims: readonly ConsumerClaim[], ctx: HeldChangeContext): Snapshot {
   const named = new Set(claims.flatMap((c) => Object.keys(c.allocations)));
   const usage = usageOf(world);
   const providers = new Map([...world.providers.values()].map((p) => [p.uuid, { id: p.id, uuid: p.uuid, generation: p.generation }]));
@@ -142,8 +163,9 @@ function claimSnapshot(world: World, claims: readonly ConsumerClaim[], writeHook
       });
     }
   });
-  // The holds' guard the app installs (its own declaration), deciding on the copy's rows.
-  const held = writeHooks.claimGuards.find((g) => g.name === HELD_CAPACITY.name);
+  // The holds' guard the app installs (its own declaration, named as the app's holds hook names it), deciding on the copy's rows.
+  const declaration = ctx.engine.hooks.find(isHeldCapacityHook)?.declaration;
+  const held = declaration && ctx.writeHooks.claimGuards.find((g) => g.name === declaration.name);
   const guards = held ? [held.decider(holdsReadOf(world, [...named], true).slice(0, 3))] : [];
   return { providers, inventories, classIds: world.classIdByName, consumers, previous, guards };
 }
@@ -167,7 +189,7 @@ export function addGang(world: World, body: PostGangBody, ctx: HeldChangeContext
     const providers = [...new Set(Object.values(body.members).flatMap((m) => Object.keys(m.allocations)))];
     checkGangDomainOf(domainFactsOf(world, [body.domain], providers), body.domain, body.members);
   }
-  const snap = claimSnapshot(world, claims, ctx.writeHooks);
+  const snap = claimSnapshot(world, claims, ctx);
   const gens = new GenerationPlan();
   const now = new Date(ctx.nowMs).toISOString();
   try {

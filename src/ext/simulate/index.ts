@@ -276,10 +276,11 @@ export async function simulate(reader: BatchReader, body: SimulateBody, mv: Micr
   // Queries are checked before anything is read: a query placement would refuse is refused with its words.
   const queries = body.queries.map((q) => parseQuery(q.name, q.query, mv, engine));
   const before = await readWorld(reader, engine.hooks);
-  return simulateOver(before, body, queries, mv, deps);
+  return simulateOver(reader, before, body, queries, mv, deps);
 }
 
 async function simulateOver(
+  reader: BatchReader,
   world: World,
   body: SimulateBody,
   queries: ParsedQuery[],
@@ -297,6 +298,7 @@ async function simulateOver(
   const dashboardBefore = dashboardFigures(world, body.threshold_percent, usageBefore);
   const domainsBefore = gangDomainsOf(world);
   const { reports, removed } = await applyChanges(world, body.changes, {
+    reader,
     engine,
     writeHooks: deps.writeHooks,
     mv,

@@ -3,7 +3,8 @@
 // providers, inventories, every allocation by consumer, the consumers'
 // owners and generations, the excluding taints, the leases, every class,
 // trait and aggregate name, the holds with the leases and draws their rule
-// reads, and the installed read hooks' own statements.
+// reads, and the installed read hooks' own statements; then what the app's
+// holds declaration makes of the holds (declared.ts).
 // Read only: nothing here writes, so every generation stays as it was.
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
@@ -13,6 +14,8 @@ import { inventoryColumns, providerColumns } from '../../placement/candidates/cl
 import { type Columns, columns, packedArray, type PackedRow } from '../../db/rows.js';
 import { coverJoins, DRAWN_HOLD_SQL, HELD, heldOf, heldSql, LEASE_END_SQL } from '../holds/repo.js';
 import { EXCLUDING_EFFECTS } from '../taints/filter.js';
+import { isHeldCapacityHook } from '../holds/candidates.js';
+import { declaredHoldsOf } from './declared.js';
 import type { World, WorldConsumer, WorldHold, WorldInventory, WorldProvider } from './world.js';
 
 const PROVIDER = columns(['id', 'uuid', 'parent_provider_id', 'root_provider_id', 'traits', 'aggs', 'name', 'generation']);
@@ -138,7 +141,7 @@ export async function readWorld(reader: BatchReader, hooks: readonly CandidateRe
     if (keys) keys.push(String(r.key));
     else taintKeys.set(Number(r.rp), [String(r.key)]);
   }
-  return {
+  const world: World = {
     providers: byId,
     consumers: byConsumer,
     taints: taintKeys,
@@ -149,4 +152,8 @@ export async function readWorld(reader: BatchReader, hooks: readonly CandidateRe
     projects: new Set(projects!.rows.map((r) => String(r.project))),
     hookResults,
   };
+  // How the app's holds declaration counts the holds (a second read, over the copy just read: it is what later changes are counted over too).
+  const held = hooks.find(isHeldCapacityHook);
+  if (held) world.heldDeclared = await declaredHoldsOf(reader, held.declaration, world);
+  return world;
 }

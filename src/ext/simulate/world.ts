@@ -5,6 +5,7 @@
 import type { ResultSet } from '@libsql/client';
 import { capacityOf, type InventoryLimits } from '../../placement/capacity.js';
 import type { CandidateReadHook } from '../../placement/candidates/index.js';
+import type { DeclaredHolds } from './declared.js';
 
 export interface WorldInventory extends InventoryLimits {
   classId: number;
@@ -72,6 +73,8 @@ export interface World {
   projects: Set<string>;
   /** What the app's installed read hooks read in the snapshot (their own statements), by hook. */
   hookResults: Map<CandidateReadHook, ResultSet | undefined>;
+  /** What the app's holds declaration makes of the holds (declared.ts), counted again after each change; absent where holds are not installed. */
+  heldDeclared?: DeclaredHolds;
 }
 
 /** A deep copy, so a simulation never changes what it was given. */
@@ -90,6 +93,7 @@ export function copyWorld(world: World): World {
     holds: world.holds.map((h) => ({ ...h, amounts: h.amounts.map((a) => ({ ...a })) })),
     projects: new Set(world.projects),
     hookResults: world.hookResults,
+    heldDeclared: world.heldDeclared,
   };
 }
 

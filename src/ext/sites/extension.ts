@@ -11,22 +11,22 @@ import { siteModeMiddleware } from './http/site-mode.js';
 import { siteLimitSlicesWrites } from './limit-slices.js';
 import { siteLimitSlicesAudit } from './audit.js';
 import { SITE_LIMIT_SLICES } from './declaration.js';
-import { HELD_CAPACITY } from '../holds/declaration.js';
+import { appHolds } from '../holds/installed.js';
 import { siteRoutesOf } from './http/routes.js';
 import { siteGauges, startSiteMode } from './runtime.js';
 import { SITES_SETTINGS, siteSettings, sitesSettingsProblem } from './settings.js';
 
 /**
  * The extension enforcing `declaration` (the sites' own; a test declares another), its capacity
- * slices admitted as holds by `held` (the holds extension's declaration, as that extension is built).
+ * slices admitted as holds by the declaration of the holds the app installs.
  */
-export const sitesExtension = (declaration: SetAsideConstraint, held: SetAsideConstraint): Extension => ({
+export const sitesExtension = (declaration: SetAsideConstraint): Extension => ({
   name: 'sites',
   requires: ['limits', 'holds'],
   settings: { shape: SITES_SETTINGS, problem: sitesSettingsProblem },
-  routes: [siteRoutesOf(declaration, held)],
+  routes: [siteRoutesOf(declaration)],
   audit: siteLimitSlicesAudit(declaration),
-  setUp: ({ store, config, log, metrics }) => {
+  setUp: ({ store, config, log, metrics, state }) => {
     // With project limits on, every instance guards the sites' limit slices (an empty table costs one empty read).
     const limits = limitsConfigOf(config);
     const writes =
@@ -38,7 +38,7 @@ export const sitesExtension = (declaration: SetAsideConstraint, held: SetAsideCo
           );
     const settings = siteSettings(config);
     if (!settings) return writes ? { writes } : null;
-    const runtime = startSiteMode(settings, store, held, log, siteGauges(metrics.registry));
+    const runtime = startSiteMode(settings, store, appHolds({ state }).declaration, log, siteGauges(metrics.registry));
     return {
       writes,
       state: runtime,
@@ -48,4 +48,4 @@ export const sitesExtension = (declaration: SetAsideConstraint, held: SetAsideCo
   },
 });
 
-export const sites = sitesExtension(SITE_LIMIT_SLICES, HELD_CAPACITY);
+export const sites = sitesExtension(SITE_LIMIT_SLICES);

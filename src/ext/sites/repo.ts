@@ -18,6 +18,7 @@ import {
   USER,
 } from '../../db/columns.js';
 import { stmt, type WriteStatement } from '../../db/write-batch.js';
+import type { SetAsideConstraint } from '../../placement/capacity.js';
 import { SITE_HOLD_PREFIX } from '../holds/model.js';
 import type { SiteConsumer, SiteView } from './local.js';
 
@@ -51,10 +52,12 @@ const limitStatements = (site: string) => [
 ];
 
 /**
- * The slice's hold, what it holds (with the inventories' unit constraints), the consumers drawn
+ * The slice's hold, what it holds as the holds' declaration `held` counts it (what its draws may
+ * reach on the primary; with the inventories' unit constraints), the consumers drawn
  * from it and (`limitsOn`) its limit slices and which pairs have limits, in one snapshot.
  */
-export async function readSiteView(reader: BatchReader, owner: string, limitsOn = false): Promise<SiteView> {
+export async function readSiteView(reader: BatchReader, held: SetAsideConstraint, owner: string, limitsOn = false): Promise<SiteView> {
+  const amount = held.setAside.amount('ha');
   const site = owner.slice(SITE_HOLD_PREFIX.length);
   const [hold, amounts, drawn, limitSlices, limited] = await reader.readBatch([
     {
@@ -62,8 +65,8 @@ export async function readSiteView(reader: BatchReader, owner: string, limitsOn 
       args: [owner],
     },
     {
-      sql: `SELECT p.${RP.uuid} AS provider, rc.${RC.name} AS rc, ha.${HOLD_AMOUNT.amount} AS amount,
-          COALESCE(i.${INV.minUnit}, 1) AS min_unit, COALESCE(i.${INV.maxUnit}, ha.${HOLD_AMOUNT.amount}) AS max_unit, COALESCE(i.${INV.stepSize}, 1) AS step_size
+      sql: `SELECT p.${RP.uuid} AS provider, rc.${RC.name} AS rc, ${amount} AS amount,
+          COALESCE(i.${INV.minUnit}, 1) AS min_unit, COALESCE(i.${INV.maxUnit}, ${amount}) AS max_unit, COALESCE(i.${INV.stepSize}, 1) AS step_size
         FROM ext_holds h JOIN ext_hold_amounts ha ON ha.${HOLD_AMOUNT.holdUuid} = h.${HOLD.uuid}
         JOIN resource_providers p ON p.${RP.id} = ha.${HOLD_AMOUNT.resourceProviderId}
         JOIN resource_classes rc ON rc.${RC.id} = ha.${HOLD_AMOUNT.resourceClassId}

@@ -370,7 +370,7 @@ export class SiteMode {
   private async refresh(): Promise<void> {
     await this.turns.run(async () => {
       if (this.partitioned || (await this.options.local.depth()) > 0) return;
-      const view = await readSiteView(this.options.primary, this.owner, this.options.settings.limitsOn);
+      const view = await readSiteView(this.options.primary, this.options.held, this.owner, this.options.settings.limitsOn);
       await this.options.local.refresh(view, this.now());
     });
   }

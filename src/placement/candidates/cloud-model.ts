@@ -12,7 +12,7 @@
 //   trees and the usage a request sees always belong together.
 // - a partial model of one request (CloudModel.partial): exactly the trees
 //   the SQL prefilter keeps (prefilter.ts), for clouds over the cache's size.
-import type { InStatement, ResultSet } from '@libsql/client';
+import type { InStatement } from '@libsql/client';
 import type { Deps } from '../../deps.js';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
 import { columns, packedArray, type PackedRow } from '../../db/rows.js';
@@ -214,6 +214,11 @@ export class CloudModel {
   /** False while the cloud is known to be larger than the cap (rechecked once a minute). */
   usable(now: number): boolean {
     return this.maxProviders > 0 && now >= this.oversizeUntil;
+  }
+
+  /** The epoch token of the database the model was read from (null before it is). */
+  get appliedEpoch(): string | null {
+    return this.epoch;
   }
 
   /**
@@ -582,32 +587,47 @@ export interface CandidateInventories {
 
 export const SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE';
 
-/** The request's names looked up: four statements of the first read batch, read back by lookupsOf(). */
-export function lookupStatements(names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] }): InStatement[] {
-  const nameLookup = (sql: string, values: string[]): InStatement => ({ sql, args: { names: JSON.stringify(values) } });
-  return [
-    nameLookup(
-      `SELECT ${RC.id}, ${RC.name} FROM resource_classes WHERE ${RC.name} IN (SELECT value FROM json_each(:names))`,
-      names.classes,
-    ),
-    nameLookup(`SELECT ${TRAIT.id}, ${TRAIT.name} FROM traits WHERE ${TRAIT.name} IN (SELECT value FROM json_each(:names))`, names.traits),
-    nameLookup(
-      `SELECT ${AGG.id}, ${AGG.uuid} FROM placement_aggregates WHERE ${AGG.uuid} IN (SELECT value FROM json_each(:names))`,
-      names.aggregates,
-    ),
-    nameLookup(
-      `SELECT ${RP.uuid}, ${RP.rootProviderId} FROM resource_providers WHERE ${RP.uuid} IN (SELECT value FROM json_each(:names))`,
-      names.inTree,
-    ),
-  ];
+/**
+ * The request's names looked up in one row of four columns, each a JSON list
+ * (classes [id, name], traits [id, name], aggregates [id, uuid], in_tree
+ * providers [uuid, root id]), read back by lookupsOf(): a part of a read
+ * batch's one statement (index.ts). Driven from the names given, so each name
+ * costs an index probe.
+ */
+export function lookupsStatement(names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] }): InStatement {
+  return { sql: `SELECT ${LOOKUPS_EXPRESSIONS.map((sql, i) => `${sql} AS names${i}`).join(', ')}`, args: lookupsArgs(names) };
 }
 
-export function lookupsOf([classes, traits, aggregates, trees]: ResultSet[]): Lookups {
+/** lookupsStatement()'s arguments. */
+export const lookupsArgs = (names: { classes: string[]; traits: string[]; aggregates: string[]; inTree: string[] }) => ({
+  classNames: JSON.stringify(names.classes),
+  traitNames: JSON.stringify(names.traits),
+  aggregateUuids: JSON.stringify(names.aggregates),
+  treeUuids: JSON.stringify(names.inTree),
+});
+
+const namesJoined = (pair: string, param: string, table: string, column: string) =>
+  `(SELECT json_group_array(json_array(${pair})) FROM json_each(:${param}) n JOIN ${table} t ON t.${column} = n.value)`;
+
+/** lookupsStatement()'s four columns, each an expression of its own (a statement may read them only when it must). */
+export const LOOKUPS_EXPRESSIONS: readonly string[] = [
+  namesJoined(`t.${RC.id}, t.${RC.name}`, 'classNames', 'resource_classes', RC.name),
+  namesJoined(`t.${TRAIT.id}, t.${TRAIT.name}`, 'traitNames', 'traits', TRAIT.name),
+  namesJoined(`t.${AGG.id}, t.${AGG.uuid}`, 'aggregateUuids', 'placement_aggregates', AGG.uuid),
+  namesJoined(`t.${RP.uuid}, t.${RP.rootProviderId}`, 'treeUuids', 'resource_providers', RP.uuid),
+];
+
+/** The columns lookupsStatement() reads. */
+export const LOOKUPS_COLUMNS = LOOKUPS_EXPRESSIONS.length;
+
+/** lookupsStatement()'s four values, as maps. */
+export function lookupsOf([classes, traits, aggregates, trees]: readonly unknown[]): Lookups {
+  const pairs = (value: unknown) => JSON.parse(String(value ?? '[]')) as [string | number, string | number][];
   return {
-    classIdByName: new Map(classes!.rows.map((r) => [String(r.name), Number(r.id)])),
-    traitIdByName: new Map(traits!.rows.map((r) => [String(r.name), Number(r.id)])),
-    aggregateIdByUuid: new Map(aggregates!.rows.map((r) => [String(r.uuid), Number(r.id)])),
-    rootIdByProviderUuid: new Map(trees!.rows.map((r) => [String(r.uuid), Number(r.root_provider_id)])),
+    classIdByName: new Map(pairs(classes).map(([id, name]) => [String(name), Number(id)])),
+    traitIdByName: new Map(pairs(traits).map(([id, name]) => [String(name), Number(id)])),
+    aggregateIdByUuid: new Map(pairs(aggregates).map(([id, uuid]) => [String(uuid), Number(id)])),
+    rootIdByProviderUuid: new Map(pairs(trees).map(([uuid, root]) => [String(uuid), Number(root)])),
   };
 }
 

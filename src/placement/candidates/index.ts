@@ -12,9 +12,9 @@
 // The same file holds the engine object of one app (CandidateEngine, at the
 // end): its settings, tree cache and installed extensions, and the options
 // every caller's search takes from it.
-import type { InStatement, ResultSet } from '@libsql/client';
+import type { InStatement, InValue, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
-import { ALLOC, RP, TREE_CHANGE, USAGE_CHANGE } from '../../db/columns.js';
+import { ALLOC, EPOCH, RP, TREE_CHANGE, USAGE_CHANGE } from '../../db/columns.js';
 import type { Deps } from '../../deps.js';
 import type { Microversion } from '../../microversion.js';
 import { MV } from '../versions.js';
@@ -23,9 +23,12 @@ import {
   addUsage,
   type CandidateInventories,
   CloudModel,
+  LOOKUPS_COLUMNS,
+  LOOKUPS_EXPRESSIONS,
   type Lookups,
+  lookupsArgs,
   lookupsOf,
-  lookupStatements,
+  lookupsStatement,
   type ProviderNode,
   TreeCache,
   type TreePrefilter,
@@ -416,8 +419,8 @@ async function chooseCandidates(
   options: CandidateOptions,
   kept?: KeptAnswer,
 ): Promise<Chosen | KeptAnswer> {
-  const names = namesOf(request);
-  const plan: SearchPlan = { request, names, prefilter: prefilterOf(request), nestedAware: mv.atLeast(MV.AC_NESTED), mv, options, kept };
+  const { names, prefilter } = namesAndPrefilterOf(request);
+  const plan: SearchPlan = { request, names, prefilter, nestedAware: mv.atLeast(MV.AC_NESTED), mv, options, kept };
   // A small stable-order limit first plans only the lowest viable trees; if
   // they cannot fill the limit, the search runs again in full. (The cap keeps
   // a prefix of the same stable order, so it changes nothing here.)
@@ -524,7 +527,7 @@ async function spliceKept(
 
 /** Whether two research states differ at most in their usage (same model version, trees read and names). */
 const sameButUsage = (a: ResearchState, b: ResearchState): boolean =>
-  a.model === b.model && a.version === b.version && a.scope === b.scope && a.names === b.names;
+  a.model === b.model && a.version === b.version && a.scope === b.scope && a.lookups === b.lookups;
 
 /** The engine's answer: the candidates chosen, and why the search stopped before it had seen them all (null: it saw them all, or a limit). */
 export interface CandidatesAnswer {
@@ -765,13 +768,13 @@ export async function researchPartial(
   firstRoots: number | null,
   hooks: readonly CandidateReadHook[],
 ): Promise<Research> {
-  const results = await reader.readBatch([
-    ...lookupStatements(names),
+  const [lookupRows, trees, ...results] = await reader.readBatch([
+    lookupsStatement(names),
     treesStatement(prefilter, names.amounts, firstRoots),
     ...hookStatements(hooks, names.classes),
   ]);
-  const lookups = lookupsOf(results.slice(0, 4));
-  const loaded = JSON.parse(String(results[4]!.rows[0]![0])) as {
+  const lookups = lookupsOf(Array.from(lookupRows!.rows[0] as ArrayLike<unknown>));
+  const loaded = JSON.parse(String(trees!.rows[0]![0])) as {
     providers: PackedRow[];
     inventories: PackedRow[];
     truncatedAt: number | null;
@@ -783,7 +786,7 @@ export async function researchPartial(
   return researchOf(
     model,
     lookups,
-    readHooks(hooks, results.slice(5)),
+    readHooks(hooks, results),
     usage,
     plan,
     loaded.truncatedAt ?? null,
@@ -857,41 +860,40 @@ export async function researchCached(
     // Every provider's usage wanted, and the model holds it as of an earlier batch: only what changed since is read.
     const held = !known && wanted === 'all' ? model.held : null;
     const clears = model.clearCount;
-    const own: InStatement[] = [
-      model.refreshStatement(),
+    // Names (on the first batch), the trees changed and the usage: one statement, one row.
+    const [row, hookResults] = await readOneRow(
+      reader,
       known
-        ? usageChangesStatement(kept.state.usageSeq, model)
-        : held
-          ? usageChangesStatement(held.seq, model)
-          : usageStatement(wanted, model),
-    ];
-    const results = await reader.readBatch([...(lookups ? [] : lookupStatements(names)), ...own, ...hookStatements(hooks, names.classes)]);
-    if (!lookups) {
-      lookups = lookupsOf(results.slice(0, 4));
-      model.learnAggregates(lookups.aggregateIdByUuid);
-    }
-    const at = results.length - hooks.length - own.length;
-    const [refreshRows, usageRows] = results.slice(at, at + own.length);
-    const changed = model.apply(String(refreshRows!.rows[0]![0]), now);
+        ? [keptReadStatement(names, model, kept.state.usageSeq)]
+        : [
+            ...(lookups ? [] : [lookupsStatement(names)]),
+            model.refreshStatement(),
+            held ? usageChangesStatement(held.seq, model) : usageStatement(wanted, model),
+          ],
+      hooks,
+      names,
+    );
+    const at = lookups ? 0 : LOOKUPS_COLUMNS;
+    const namesKept = known && row[0] === null;
+    // Null: no tree changed since the model's seq (keptReadStatement).
+    const changed = row[at] === null ? new Set<number>() : model.apply(String(row[at]), now);
     if (changed === 'oversize') return null;
-    if (changed === 'reload') continue;
     // The held usage may be another database's when another batch cleared the model meanwhile: read again.
-    if (held && model.clearCount !== clears) continue;
-    const usageSeq = Number(usageRows!.rows[0]?.[1] ?? 0);
-    const usageRead = JSON.parse(String(usageRows!.rows[0]?.[0] ?? '[]')) as PackedRow[];
+    if (changed === 'reload' || (held && model.clearCount !== clears)) {
+      if (!namesKept) lookups ??= lookupsRead(model, row);
+      continue;
+    }
+    const usageSeq = Number(row[at + 2] ?? 0);
+    const usageRead = JSON.parse(String(row[at + 1] ?? '[]')) as PackedRow[];
     const since = known ? usageSince(kept.state.usage, usageRead) : held ? usageSince(held.usage, usageRead) : null;
-    const namesKey = lookupsKey(lookups);
     // The trees and names of the kept answer: its plan is this one's (the viable trees depend on them, never on usage).
-    const samePlan = known && model.version === kept.state.version && namesKey === kept.state.names;
-    const scope: UsageScope = wanted === 'all' ? 'all' : new Set([...wanted, ...changed]);
+    const samePlan = known && namesKept && model.version === kept.state.version;
     // The same trees and names as the kept answer's, and no usage it reads changed, in one snapshot: it is the answer, unless a hook now constrains it.
-    if (
-      samePlan &&
-      !touches(model, since!.changed, kept.state.plan.reads) &&
-      kept.inert(readHooks(hooks, results.slice(at + own.length)))
-    ) {
+    if (samePlan && !touches(model, since!.changed, kept.state.plan.reads) && kept.inert(readHooks(hooks, hookResults))) {
       return { hit: usageSeq === kept.state.usageSeq ? kept.state : { ...kept.state, usageSeq, usage: since!.usage } };
     }
+    lookups ??= namesKept ? kept!.state.lookups : lookupsRead(model, row);
+    const scope: UsageScope = wanted === 'all' ? 'all' : new Set([...wanted, ...changed]);
     // The research's own map (loadTrees adds to it), never a kept answer's; every provider's (the held one's too) is never added to.
     const usage = since === null ? usageOf(usageRead) : known && since.usage === kept.state.usage ? new Map(since.usage) : since.usage;
     if (wanted === 'all') model.hold(usageSeq, usage, clears);
@@ -901,11 +903,11 @@ export async function researchCached(
       : (guessStands(guess, guessedOver, model, memberOfIds(prefilter, lookups.aggregateIdByUuid)) ??
         planTrees(model, names.classes, names.amounts, prefilter, lookups.aggregateIdByUuid, false, firstRoots));
     if (!covers(scope, plan.reads)) continue;
-    const states = readHooks(hooks, results.slice(at + own.length));
+    const states = readHooks(hooks, hookResults);
     // Anchor trees are in the usage read (plan.reads); should the search reach another tree, its usage is read then.
     // Names, trees and usage from one batch (the first): what an answer computed from them reads again while they hold.
     const state: ResearchState | null =
-      attempt === 0 ? { model, version: model.version, scope: scopeKey(scope), usageSeq, usage, names: namesKey, plan } : null;
+      attempt === 0 ? { model, version: model.version, scope: scopeKey(scope), usageSeq, usage, lookups, plan } : null;
     return researchOf(
       model,
       lookups,
@@ -928,6 +930,40 @@ export async function researchCached(
   }
   // Four batches lost to concurrent tree changes: a partial model answers.
   return null;
+}
+
+/** The lookups of a row that starts with lookupsStatement()'s columns, the model learning their aggregates. */
+function lookupsRead(model: CloudModel, row: readonly unknown[]): Lookups {
+  const lookups = lookupsOf(row.slice(0, LOOKUPS_COLUMNS));
+  model.learnAggregates(lookups.aggregateIdByUuid);
+  return lookups;
+}
+
+/**
+ * One read batch: `parts`, statements of one row each (names, trees, usage),
+ * as one statement whose one row is their columns side by side (each
+ * statement costs its own step and result, whatever it reads), then the
+ * installed hooks' statements. The row's values, and the hooks' results.
+ */
+async function readOneRow(
+  reader: BatchReader,
+  parts: InStatement[],
+  hooks: readonly CandidateReadHook[],
+  names: RequestNames,
+): Promise<[unknown[], ResultSet[]]> {
+  const args: Record<string, InValue> = {};
+  for (const part of parts) {
+    if (typeof part === 'string' || Array.isArray(part.args)) throw new Error('a part of the one row takes named arguments');
+    for (const [name, value] of Object.entries(part.args ?? {})) {
+      if (name in args && args[name] !== value) throw new Error(`two parts of the one row bind :${name} differently`);
+      args[name] = value;
+    }
+  }
+  const sqlOf = (part: InStatement) => (typeof part === 'string' ? part : part.sql);
+  const sql =
+    parts.length === 1 ? sqlOf(parts[0]!) : `SELECT * FROM ${parts.map((part, i) => `(${sqlOf(part)}) AS part${i}`).join(' CROSS JOIN ')}`;
+  const [one, ...hookResults] = await reader.readBatch([{ sql, args }, ...hookStatements(hooks, names.classes)]);
+  return [Array.from(one!.rows[0] as ArrayLike<unknown>), hookResults];
 }
 
 /** The aggregate ids member_of's uuids resolve to, in order (undefined: a uuid not known, whose condition a guess leaves out). */
@@ -969,7 +1005,7 @@ function touches(model: CloudModel, providers: ReadonlySet<number>, roots: Reado
  * and beside it the highest usage change seq, which numbers that snapshot of the usage.
  */
 const groupedUsage = (from: string, rp = `a.${ALLOC.resourceProviderId}`) =>
-  `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')),
+  `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')) AS usage_rows,
     (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes) FROM (
     SELECT ${rp} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used FROM ${from}
     GROUP BY ${rp}, a.${ALLOC.resourceClassId})`;
@@ -985,29 +1021,54 @@ function usageStatement(scope: UsageScope, model: CloudModel): InStatement {
 }
 
 /**
- * The usage of every provider whose allocations changed since `usageSeq`, and
- * of every provider of a tree changed since the model's seq (it may have come
- * into the trees read): a row with a null class for one that has none now.
- * Driven from the change rows (seq indexes), so a quiet cloud costs index probes.
- * Change rows numbered below `usageSeq` (a database restored under the
- * service, or a replica behind the snapshot the answer was kept from): every
- * provider's, in the same batch.
+ * A kept answer's research read again, in one statement of one row laid out
+ * as lookupsStatement(), refreshStatement() and the usage's two columns side
+ * by side: the tree changes' and usage changes' highest seqs and the
+ * database's epoch read once, and the rest only where they moved since the
+ * model's seq and `usageSeq` (the usual repeated request reads three index
+ * probes). Names: null while no tree changed (every write that changes what a
+ * name resolves to marks a tree change, migrations 0003 and 0016; an aggregate
+ * created unused changes no answer). Trees: null while none changed in the
+ * same database. Usage: of every provider whose allocations changed since
+ * `usageSeq`, and of every provider of a tree changed since the model's seq
+ * (it may have come into the trees read), a row with a null class for one that
+ * has none now; driven from the change rows (seq indexes). Change rows
+ * numbered below `usageSeq` (a database restored under the service, or a
+ * replica behind the snapshot the answer was kept from): every provider's.
  */
-function usageChangesStatement(usageSeq: number, model: CloudModel): InStatement {
+function keptReadStatement(names: RequestNames, model: CloudModel, usageSeq: number): InStatement {
+  const refresh = model.refreshStatement();
+  if (typeof refresh === 'string' || Array.isArray(refresh.args)) throw new Error('the refresh takes named arguments');
+  const treesSame = 'k.trees IS :treeSeq';
   return {
-    sql: `WITH touched(id) AS (
+    sql: `WITH k(trees, usage, epoch) AS (SELECT (SELECT COALESCE(MAX(${TREE_CHANGE.seq}), 0) FROM placement_tree_changes),
+        (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes),
+        (SELECT ${EPOCH.token} FROM placement_epoch WHERE ${EPOCH.id} = 1))
+      SELECT ${LOOKUPS_EXPRESSIONS.map((sql, i) => `CASE WHEN ${treesSame} THEN NULL ELSE ${sql} END AS names${i}`).join(', ')},
+        CASE WHEN ${treesSame} AND k.epoch IS :epoch THEN NULL ELSE (${refresh.sql}) END AS trees,
+        CASE WHEN ${treesSame} AND k.usage = :usageSeq THEN '[]' ELSE (SELECT usage_rows FROM (${usageChangesSql})) END AS usage_rows,
+        k.usage AS usage_seq
+      FROM k`,
+    args: { ...lookupsArgs(names), ...refresh.args, epoch: model.appliedEpoch, usageSeq, treeSeq: model.appliedSeq },
+  };
+}
+
+const usageChangesSql = `WITH touched(id) AS (
         SELECT ${USAGE_CHANGE.providerId} FROM placement_usage_changes WHERE ${USAGE_CHANGE.seq} > :usageSeq
         UNION SELECT p.${RP.id} FROM placement_tree_changes c CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = c.${TREE_CHANGE.rootId}
           WHERE c.${TREE_CHANGE.seq} > :treeSeq
         UNION SELECT p.${RP.id} FROM (SELECT 1 WHERE (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes) < :usageSeq)
           CROSS JOIN resource_providers p)
-      ${groupedUsage(`touched t LEFT JOIN allocations a ON a.${ALLOC.resourceProviderId} = t.id`, 't.id')}`,
-    args: { usageSeq, treeSeq: model.appliedSeq },
-  };
-}
+      ${groupedUsage(`touched t LEFT JOIN allocations a ON a.${ALLOC.resourceProviderId} = t.id`, 't.id')}`;
+
+/** The usage changed since `usageSeq` (and of the trees changed since the model's seq), as usageStatement lays it out. */
+const usageChangesStatement = (usageSeq: number, model: CloudModel): InStatement => ({
+  sql: usageChangesSql,
+  args: { usageSeq, treeSeq: model.appliedSeq },
+});
 
 /**
- * `base` with the providers of `rows` (usageChangesStatement) read afresh: a new
+ * `base` with the providers of `rows` (keptReadStatement) read afresh: a new
  * map (`base` is a kept answer's, never changed), and the providers whose usage differs.
  */
 function usageSince(base: Usage, rows: PackedRow[]): { usage: Usage; changed: Set<number> } {
@@ -1070,8 +1131,8 @@ export interface ResearchState {
   usageSeq: number;
   /** The usage of the trees in `scope` (and maybe more) as of `usageSeq`: never changed once kept (a later state is a copy). */
   usage: Usage;
-  /** The request's names as looked up. */
-  names: string;
+  /** The request's names as looked up: they read the same while the model's version does (lookupsStatement). */
+  lookups: Lookups;
   /** The trees planned over them (rules.ts planTrees): the same while the model's version and the names are. */
   plan: TreePlan;
 }
@@ -1079,21 +1140,30 @@ export interface ResearchState {
 const scopeKey = (scope: UsageScope): string => (scope === 'all' ? 'all' : [...scope].join(','));
 const scopeOf = (key: string): UsageScope => (key === 'all' ? 'all' : new Set(key === '' ? [] : key.split(',').map(Number)));
 
-const lookupsKey = (lookups: Lookups): string =>
-  JSON.stringify([
-    [...lookups.classIdByName],
-    [...lookups.traitIdByName],
-    [...lookups.aggregateIdByUuid],
-    [...lookups.rootIdByProviderUuid],
-  ]);
+/** The JSON text of requests parsed once and shared unchanged (CandidateEngine.parseRepeated), written when parsed. */
+const sharedRequestTexts = new WeakMap<CandidateRequest, string>();
+
+const requestText = (request: CandidateRequest): string =>
+  sharedRequestTexts.get(request) ??
+  JSON.stringify(request, (_key, value: unknown) => (value instanceof Map || value instanceof Set ? [...value] : value));
+
+/** The names and prefilter of requests parsed once and shared unchanged, made at their first search. */
+const sharedRequestParts = new WeakMap<CandidateRequest, { names: RequestNames; prefilter: TreePrefilter }>();
+
+/** A request's names and prefilter; a shared request's (CandidateEngine.parseRepeated) made once. */
+function namesAndPrefilterOf(request: CandidateRequest): { names: RequestNames; prefilter: TreePrefilter } {
+  const known = sharedRequestParts.get(request);
+  if (known) return known;
+  const parts = { names: namesOf(request), prefilter: prefilterOf(request) };
+  if (sharedRequestTexts.has(request)) sharedRequestParts.set(request, parts);
+  return parts;
+}
 
 /** What a request's answer depends on besides what it reads; null for a request whose answer is never kept. */
 function answerKey(request: CandidateRequest, mv: Microversion, options: CandidateOptions): string | null {
   if (options.randomize || options.firstPassOnly || options.treeCacheProviders <= 0 || (request.ext?.size ?? 0) > 0) return null;
   const settings = [options.maxCandidates, options.timeBudgetMs ?? 0, options.generationStrategy ?? 'depth-first'];
-  return JSON.stringify([mv.toString(), settings, request], (_key, value: unknown) =>
-    value instanceof Map || value instanceof Set ? [...value] : value,
-  );
+  return `${mv.toString()} ${settings.join(' ')} ${requestText(request)}`;
 }
 
 /** A JSON answer as kept. */
@@ -1364,6 +1434,9 @@ export interface CandidateSettings {
   generationStrategy: GenerationStrategy;
 }
 
+/** Most stock queries an engine keeps parsed (parseRepeated). */
+const PARSED_QUERIES = 64;
+
 export class CandidateEngine {
   /** The provider trees kept in memory between requests, one model per database handle. */
   readonly trees: TreeCache;
@@ -1376,6 +1449,8 @@ export class CandidateEngine {
   /** The installed extensions' query parameters, by name. */
   readonly params: ReadonlyMap<string, CandidateParam>;
   private readonly gates: readonly CandidateGate[];
+  /** Stock queries parsed by parseRepeated, by microversion and text, oldest first. */
+  private readonly parsedQueries = new Map<string, CandidateRequest>();
 
   constructor(
     readonly settings: CandidateSettings,
@@ -1392,6 +1467,25 @@ export class CandidateEngine {
   /** A candidates query, parsed: upstream's keys and the installed extensions' (parse.ts); throws DomainError('invalid'). */
   parse(query: Record<string, string[]>, mv: Microversion): CandidateRequest {
     return parseCandidateRequestWithExt(query, mv, this.params);
+  }
+
+  /**
+   * parse(), for a caller that never changes the request it gets (the
+   * route): a stock query (no extension parameter) of the same text and
+   * microversion as one parsed before is the same request, parsed once (a
+   * scheduler repeats a few queries). `query` gives the parameters of `text`.
+   */
+  parseRepeated(text: string, mv: Microversion, query: () => Record<string, string[]>): Readonly<CandidateRequest> {
+    const key = `${mv.toString()} ${text}`;
+    const seen = this.parsedQueries.get(key);
+    if (seen) return seen;
+    const request = this.parse(query(), mv);
+    if (request.ext === undefined && request.alternatives === undefined) {
+      sharedRequestTexts.set(request, requestText(request));
+      if (this.parsedQueries.size >= PARSED_QUERIES) this.parsedQueries.delete(this.parsedQueries.keys().next().value!);
+      this.parsedQueries.set(key, request);
+    }
+    return request;
   }
 
   /** The first installed gate that answers `request` with none, and why; null when the search goes on. */

@@ -80,7 +80,11 @@ export function holdRoutesOf(d: SetAsideConstraint): RouteTable {
         const { deps } = c.var;
         const nowMs = deps.clock().getTime();
         const afterMs = times.data.after === undefined ? nowMs : Date.parse(times.data.after);
-        return findAvailability(deps.store, deps.candidates, c.var.mv, query, { durationMs: times.data.duration * 1000, afterMs, nowMs });
+        return findAvailability(deps.store, d, deps.candidates, c.var.mv, query, {
+          durationMs: times.data.duration * 1000,
+          afterMs,
+          nowMs,
+        });
       },
     }),
   });
@@ -94,7 +98,7 @@ export function holdRoutesOf(d: SetAsideConstraint): RouteTable {
         const { deps } = c.var;
         // no-store, as this route has always answered (fresh would say no-cache).
         c.header('cache-control', 'no-store');
-        return holdsTimeline(deps.store.nearby, deps.clock().getTime());
+        return holdsTimeline(deps.store.nearby, d, deps.clock().getTime());
       },
     }),
   });

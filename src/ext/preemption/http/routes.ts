@@ -10,7 +10,9 @@ import { queryParams } from '../../../http/validate.js';
 import { invalidQuery } from '../../../placement/candidates/errors.js';
 import { candidateQuery } from '../../../placement/http/candidate-query.js';
 import { MV } from '../../../placement/versions.js';
+import { appAllocationIndexes } from '../cloud.js';
 import { findPreemptionCandidates } from '../search.js';
+import { appHolds } from '../../holds/installed.js';
 import { placementHttp } from '../../../placement/http/profile.js';
 import { consumerOfPath } from '../../../shared/uuid.js';
 import { adminJson } from '../../http/admin-only.js';
@@ -122,6 +124,8 @@ preemptionCandidateRoutes.resource('/preemption_candidates', {
       const request = candidates.parse(query, c.var.mv);
       return findPreemptionCandidates(
         store.nearby,
+        appAllocationIndexes(c.var.deps.extensions),
+        appHolds(c.var.deps.extensions).declaration,
         request,
         priority.data,
         c.var.mv,

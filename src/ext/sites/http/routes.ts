@@ -8,6 +8,7 @@ import { LIMITS } from '../../limits/service.js';
 import type { SetAsideConstraint } from '../../../placement/capacity.js';
 import { adminJson } from '../../http/admin-only.js';
 import { holdDepsOf } from '../../holds/http/routes.js';
+import { appHolds } from '../../holds/installed.js';
 import { putSiteSchema, SITE_ID, SiteResponse, SiteStatusResponse } from '../schemas.js';
 import { SITE_STATE } from '../runtime.js';
 import { getSite, presentSite, putSite } from '../service.js';
@@ -23,11 +24,11 @@ const SITE = { description: 'The site', name: 'Site', schema: SiteResponse };
 
 /**
  * The sites' routes, their limit slices admitted by `d` (the sites' own declaration; a test declares another),
- * their capacity slices, holds, by `held` (the holds extension's declaration).
+ * their capacity slices, holds, by the declaration of the holds the app installs.
  */
-export function siteRoutesOf(d: SetAsideConstraint, held: SetAsideConstraint): RouteTable {
+export function siteRoutesOf(d: SetAsideConstraint): RouteTable {
   const siteRoutes = new RouteTable('extensions', placementHttp);
-  const holdDeps = (c: AppContext) => holdDepsOf(c, held);
+  const holdDeps = (c: AppContext) => holdDepsOf(c, appHolds(c.var.deps.extensions).declaration);
   siteRoutes.resource('/sites/:site', {
     GET: adminJson({
       summary: "Extension: an edge site's capacity slice (the open-ended hold owned by the site)",

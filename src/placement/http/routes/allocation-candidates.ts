@@ -21,7 +21,9 @@ allocationCandidateRoutes.resource('/allocation_candidates', {
       // The engine throws DomainError('invalid') for a bad request: onError renders placement's 400.
       // Read near this instance (a replica where one is configured, never older than our own writes):
       // a candidate a replica's lag made stale is refused by the claim, which is checked on the primary.
-      const request = candidates.parse(queryParams(c), c.get('mv'));
+      const url = c.req.url;
+      const query = url.indexOf('?');
+      const request = candidates.parseRepeated(query < 0 ? '' : url.slice(query + 1), c.get('mv'), () => queryParams(c));
       // An installed extension may answer none before any search (project limits: the request alone crosses the caller's limit).
       if (await candidates.refusal(request, { projectId: c.get('credentials').projectId })) {
         setCacheHeaders(c);
