@@ -75,6 +75,7 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
     await ks?.close();
   });
 
+  // Its time limit: some fifteen requests to a real Keystone, each taking seconds on a loaded 2-core machine.
   it('asks Keystone once for concurrent requests with one new token; holds at most the cache size, an evicted token asked again', async () => {
     const calls = countingFetch();
     // The validator the service builds from its settings, with a cache of two tokens.
@@ -110,7 +111,7 @@ describeWithPart(keystoneMissing(), `the Keystone strategy against a real Keysto
       again.valid ? '200' : '404',
       ...Array(4).fill('404'),
     ]);
-  }, 60_000);
+  }, 180_000);
 
   it('the service token is kept while fresh and renewed past half its life; Keystone takes the new one', async () => {
     const sourceCalls = countingFetch();
