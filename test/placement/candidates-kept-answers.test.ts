@@ -326,6 +326,118 @@ describe('kept answers: the route against the engine with none kept', () => {
   });
 });
 
+/**
+ * A query answered twice by `first` (the second time from its kept answer), then `change` by another app on the
+ * same database, then the query again: `first` sees the change first in that request's own kept read (no other
+ * request of its re-reads its model before), and the change marks one tree, not every tree (which would make the
+ * model read whole, and the names with it). Checks the answer against the engine with nothing kept; its providers.
+ */
+async function answeredAfterUnseenChange(
+  build: (app: TestApp) => Promise<string>,
+  change: (other: TestApp) => Promise<void>,
+): Promise<{ before: string[]; after: string[] }> {
+  const first = await makeTestApp();
+  const second = await sameDatabaseApp(first);
+  const mv = new Microversion(1, 39);
+  try {
+    const query = await build(first);
+    const ask = async () => {
+      const res = await first.call('GET', `/allocation_candidates?${query}`, { version: mv.toString() });
+      expect(res.status, query).toBe(200);
+      return res.text();
+    };
+    const engine = first.deps.candidates;
+    const before = await ask();
+    const hits = engine.answers.hits;
+    expect(await ask()).toBe(before);
+    expect(engine.answers.hits, 'the query is answered from its kept answer').toBe(hits + 1);
+    await change(second);
+    const after = await ask();
+    const fresh = await findAllocationCandidatesJson(
+      first.deps.store.nearby,
+      engine.parse(Object.fromEntries([...new URLSearchParams(query)].map(([k, v]) => [k, [v]])), mv),
+      mv,
+      engine.options({ answers: undefined, trees: new TreeCache(), keptBytes: undefined }),
+    );
+    expect(after, query).toBe(decoder.decode(fresh));
+    const providers = (body: string) => Object.keys((JSON.parse(body) as { provider_summaries: object }).provider_summaries).sort();
+    return { before: providers(before), after: providers(after) };
+  } finally {
+    second.close();
+    first.close();
+  }
+}
+
+const generationOf = async (app: TestApp, rp: string) =>
+  ((await (await app.call('GET', `/resource_providers/${rp}`)).json()) as { generation: number }).generation;
+
+// A kept answer's names (keptReadStatement) are not read again while no tree changed; once one did, they are, even
+// when nothing else made the model read them: what an in_tree uuid or member_of aggregate resolves to moves with a
+// provider's write, which marks its tree only.
+describe('kept answers: the names read again in the kept read that first sees a tree change', () => {
+  it('an in_tree provider removed and made again (another id, another root)', async () => {
+    let named = '';
+    const { before, after } = await answeredAfterUnseenChange(
+      async (app) => {
+        await provider(app, { inventory: { VCPU: { total: 8 } } });
+        named = await provider(app, { inventory: { VCPU: { total: 4 } } });
+        return `resources=VCPU:1&in_tree=${named}`;
+      },
+      async (other) => {
+        expect((await other.call('DELETE', `/resource_providers/${named}`)).status).toBe(204);
+        const made = await other.call('POST', '/resource_providers', { body: { name: `rp-${named}`, uuid: named } });
+        expect(made.status).toBe(200);
+        const res = await other.call('PUT', `/resource_providers/${named}/inventories`, {
+          body: { resource_provider_generation: 0, inventories: { VCPU: { total: 2 } } },
+        });
+        expect(res.status).toBe(200);
+      },
+    );
+    expect(before).toEqual([named]);
+    expect(after).toEqual([named]);
+  });
+
+  it('an in_tree child moved under another root', async () => {
+    let [rootA, rootB, child] = ['', '', ''];
+    const { before, after } = await answeredAfterUnseenChange(
+      async (app) => {
+        rootA = await provider(app, { inventory: { VCPU: { total: 8 } } });
+        rootB = await provider(app, { inventory: { VCPU: { total: 8 } } });
+        child = await provider(app, { parent: rootA, inventory: { VCPU: { total: 4 } } });
+        return `resources=VCPU:1&in_tree=${child}`;
+      },
+      async (other) => {
+        const moved = await other.call('PUT', `/resource_providers/${child}`, {
+          body: { name: `rp-${child}`, parent_provider_uuid: rootB },
+          version: '1.37',
+        });
+        expect(moved.status).toBe(200);
+      },
+    );
+    expect(before).toEqual([rootA, child].sort());
+    expect(after).toEqual([rootB, child].sort());
+  });
+
+  it('a member_of aggregate no provider was in, a provider put in it', async () => {
+    const aggregate = crypto.randomUUID();
+    let member = '';
+    const { before, after } = await answeredAfterUnseenChange(
+      async (app) => {
+        member = await provider(app, { inventory: { VCPU: { total: 8 } } });
+        return `resources=VCPU:1&member_of=${aggregate}`;
+      },
+      async (other) => {
+        const res = await other.call('PUT', `/resource_providers/${member}/aggregates`, {
+          body: { resource_provider_generation: await generationOf(other, member), aggregates: [aggregate] },
+        });
+        expect(res.status).toBe(200);
+      },
+    );
+    expect(before).toEqual([]);
+    expect(after).toEqual([member]);
+  });
+});
+
 describe('kept presentation bytes', () => {
   it('drops the entries no answer used for a sweep interval, and renews an entry whose node was replaced', () => {
     const kept = new KeptBytes(4);
