@@ -436,6 +436,75 @@ describe('kept answers: the names read again in the kept read that first sees a 
     expect(before).toEqual([]);
     expect(after).toEqual([member]);
   });
+
+  it('a kept read that comes back after another request moved the model (reads out of order, as over sqld)', async () => {
+    const first = await makeTestApp();
+    const second = await sameDatabaseApp(first);
+    const mv = new Microversion(1, 39);
+    try {
+      await provider(first, { inventory: { VCPU: { total: 8 } } });
+      const named = await provider(first, { inventory: { VCPU: { total: 4 } } });
+      const query = `resources=VCPU:1&in_tree=${named}`;
+      const ask = async (q: string) => {
+        const res = await first.call('GET', `/allocation_candidates?${q}`, { version: mv.toString() });
+        expect(res.status, q).toBe(200);
+        return res.text();
+      };
+      await ask(query);
+      await ask(query);
+      expect(first.deps.candidates.answers.hits).toBe(1);
+      // The next batch runs at once (its snapshot is before the change) but its rows are handed back only later.
+      const reader = first.deps.store.nearby;
+      const original = reader.readBatch.bind(reader);
+      let release = () => {};
+      const handBack = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let readDone = () => {};
+      const read = new Promise<void>((resolve) => {
+        readDone = resolve;
+      });
+      let holdNext = true;
+      const batches = vi.spyOn(reader, 'readBatch').mockImplementation(async (statements) => {
+        const rows = await original(statements);
+        if (holdNext) {
+          holdNext = false;
+          readDone();
+          await handBack;
+        }
+        return rows;
+      });
+      const racing = ask(query);
+      await read;
+      // The named provider removed and made again (another id, another root) by another process, and another query
+      // of this app's re-reading its model past that, all before the held batch's rows arrive.
+      expect((await second.call('DELETE', `/resource_providers/${named}`)).status).toBe(204);
+      expect((await second.call('POST', '/resource_providers', { body: { name: `rp-${named}`, uuid: named } })).status).toBe(200);
+      const stocked = await second.call('PUT', `/resource_providers/${named}/inventories`, {
+        body: { resource_provider_generation: 0, inventories: { VCPU: { total: 2 } } },
+      });
+      expect(stocked.status).toBe(200);
+      await ask('resources=VCPU:1');
+      release();
+      const answered = await racing;
+      batches.mockRestore();
+      const fresh = decoder.decode(
+        await findAllocationCandidatesJson(
+          reader,
+          first.deps.candidates.parse(Object.fromEntries([...new URLSearchParams(query)].map(([k, v]) => [k, [v]])), mv),
+          mv,
+          first.deps.candidates.options({ answers: undefined, trees: new TreeCache(), keptBytes: undefined }),
+        ),
+      );
+      expect(fresh).toContain(`"${named}":{"resources":{"VCPU":{"capacity":2`);
+      // Neither the late answer (old names over the moved model: no snapshot's answer) nor the answer kept from it.
+      expect(answered).toBe(fresh);
+      expect(await ask(query)).toBe(fresh);
+    } finally {
+      second.close();
+      first.close();
+    }
+  });
 });
 
 describe('kept presentation bytes', () => {

@@ -873,6 +873,9 @@ export async function researchCached(
       hooks,
       names,
     );
+    // Another request moved the model while this kept read was out (reads may come back out of order): the row's
+    // null names and trees say "as of the kept answer's model", which is gone; read again, names and all.
+    if (known && model.version !== kept.state.version) continue;
     const at = lookups ? 0 : LOOKUPS_COLUMNS;
     const namesKept = known && row[0] === null;
     // Null: no tree changed since the model's seq (keptReadStatement).
