@@ -160,10 +160,19 @@ export class InstalledExtensions {
           `extension ${extension.name} requires ${missing.join(', ')}, which this app does not install: install ${missing.length > 1 ? 'them' : 'it'} or remove ${extension.name} too`,
         );
     }
-    const state = <T>(key: StateKey<T>) => runtimes.get(key.extension)?.state as T | undefined;
+    const setUp = new Set<string>();
+    let settingUp = '';
+    const state = <T>(key: StateKey<T>) => {
+      // Installed but later in the list: its state does not exist yet, which would read as "not installed".
+      if (names.has(key.extension) && !setUp.has(key.extension))
+        throw new Error(`extension ${settingUp} reads what ${key.extension} sets up: list ${key.extension} before ${settingUp}`);
+      return runtimes.get(key.extension)?.state as T | undefined;
+    };
     for (const extension of list) {
+      settingUp = extension.name;
       const runtime = extension.setUp?.({ ...context, state });
       if (runtime) runtimes.set(extension.name, runtime);
+      setUp.add(extension.name);
     }
     return new InstalledExtensions(list, runtimes);
   }

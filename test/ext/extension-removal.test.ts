@@ -13,7 +13,9 @@ import { type Extension, withoutExtensions } from '../../src/extension.js';
 import { sweepLeases } from '../../src/ext/allocation-ends.js';
 import { counters } from '../../src/ext/counters/extension.js';
 import { events } from '../../src/ext/events/extension.js';
+import { HELD_CAPACITY } from '../../src/ext/holds/declaration.js';
 import { holds } from '../../src/ext/holds/extension.js';
+import { HOLDS } from '../../src/ext/holds/installed.js';
 import { leases } from '../../src/ext/leases/extension.js';
 import { limits } from '../../src/ext/limits/extension.js';
 import { taints } from '../../src/ext/taints/extension.js';
@@ -194,6 +196,20 @@ describe('an app built without an extension', () => {
       );
       expect(() => build(EXTENSIONS.filter((e) => e.name !== 'leases'))).not.toThrow();
       expect(() => build(withoutExtensions(EXTENSIONS, [holds]))).not.toThrow();
+      // One that reads what holds set up (as sites do in site mode), listed before holds: the start says so,
+      // rather than that holds are not installed; listed after, it reads them.
+      let read: unknown;
+      const reader: Extension = {
+        name: 'reader',
+        requires: ['holds'],
+        setUp: ({ state }) => {
+          read = state(HOLDS);
+          return null;
+        },
+      };
+      expect(() => build([reader, ...EXTENSIONS])).toThrow('extension reader reads what holds sets up: list holds before reader');
+      build([...EXTENSIONS, reader]);
+      expect(read).toMatchObject({ declaration: HELD_CAPACITY });
     } finally {
       store.close();
     }
