@@ -16,7 +16,7 @@ import type { InStatement } from '@libsql/client';
 import type { Deps } from '../../deps.js';
 import { capacityOf, type InventoryLimits } from '../capacity.js';
 import { columns, packedArray, type PackedRow } from '../../db/rows.js';
-import { AGG, ALLOC, EPOCH, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT, TREE_CHANGE } from '../../db/columns.js';
+import { AGG, ALLOC, EPOCH, INV, RC, RP, RP_AGG, RP_TRAIT, TRAIT, TREE_CHANGE, USAGE_CHANGE } from '../../db/columns.js';
 
 /** Root id the triggers use for a change that touches every tree (a class renamed or removed). */
 const EVERY_TREE = 0;
@@ -117,6 +117,22 @@ function refreshSql(everything: boolean): string {
 }
 const REFRESH_ALL_SQL = refreshSql(true);
 const REFRESH_CHANGED_SQL = refreshSql(false);
+
+/** A usage row: provider id, class id, units allocated. */
+export const USAGE_ROW = columns(['rp', 'cls', 'used']);
+
+/**
+ * Per provider and class: the usage SUMmed from allocations `a`, packed as USAGE_ROW rows (one JSON text),
+ * and beside it the highest usage change seq, which numbers that snapshot of the usage.
+ */
+export const groupedUsage = (from: string, rp = `a.${ALLOC.resourceProviderId}`) =>
+  `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')) AS usage_rows,
+    (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes) FROM (
+    SELECT ${rp} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used FROM ${from}
+    GROUP BY ${rp}, a.${ALLOC.resourceClassId})`;
+
+const TREES_USAGE_SQL = `WITH roots(id) AS (SELECT value FROM json_each(:roots) UNION SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq)
+      ${groupedUsage(`roots r CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = r.id CROSS JOIN allocations a ON a.${ALLOC.resourceProviderId} = p.${RP.id}`)}`;
 
 export class CloudModel {
   /** The highest change seq applied; -1 before the first load. */
@@ -230,23 +246,17 @@ export class CloudModel {
   }
 
   /**
-   * Beside refreshStatement() in one batch (one snapshot): the current usage
-   * of the providers of the trees changed since the model's seq, packed as
-   * [provider, class, used] rows (usageOfChanged() reads them). Null before the
-   * model is loaded: a whole cloud's usage is left to the answers.
+   * The current usage of the providers of `roots` and of every tree changed
+   * since the model's seq (it comes into the trees a batch reads), in
+   * groupedUsage()'s two columns: beside refreshStatement() in one batch, one snapshot.
    */
+  treesUsageStatement(roots: Iterable<number>): InStatement {
+    return { sql: TREES_USAGE_SQL, args: { roots: JSON.stringify([...roots]), seq: this.seq } };
+  }
+
+  /** The refresher's treesUsageStatement(): null before the model is loaded (a whole cloud's usage is left to the answers). */
   changedUsageStatement(alsoRoots: Iterable<number> = []): InStatement | null {
-    if (!this.loaded) return null;
-    return {
-      sql: `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')) FROM (
-        SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used
-        FROM (SELECT value AS root_id FROM json_each(:roots)
-          UNION SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq) c
-          CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = c.root_id
-          CROSS JOIN allocations a ON a.${ALLOC.resourceProviderId} = p.${RP.id}
-        GROUP BY a.${ALLOC.resourceProviderId}, a.${ALLOC.resourceClassId})`,
-      args: { seq: this.seq, roots: JSON.stringify([...alsoRoots]) },
-    };
+    return this.loaded ? this.treesUsageStatement(alsoRoots) : null;
   }
 
   /** The roots re-read since the refresher last prepared them (a copy). */
@@ -539,10 +549,11 @@ export interface HeldUsage {
 
 export const usedOf = (usage: Usage, providerId: number, classId: number): number => usage.get(providerId)?.get(classId) ?? 0;
 
-/** The usage changedUsageStatement() read (its one JSON text). */
-export function usageOfChanged(packed: string): Usage {
+/** The usage of groupedUsage()'s first column (USAGE_ROW rows). */
+export function usageOf(rows: PackedRow[]): Usage {
   const usage: Usage = new Map();
-  for (const [rp, cls, used] of JSON.parse(packed) as [number, number, number][]) addUsage(usage, Number(rp), Number(cls), Number(used));
+  const at = USAGE_ROW.at;
+  for (const row of rows) addUsage(usage, Number(row[at.rp]), Number(row[at.cls]), Number(row[at.used]));
   return usage;
 }
 

@@ -23,6 +23,7 @@ import {
   addUsage,
   type CandidateInventories,
   CloudModel,
+  groupedUsage,
   LOOKUPS_COLUMNS,
   LOOKUPS_EXPRESSIONS,
   type Lookups,
@@ -33,6 +34,8 @@ import {
   TreeCache,
   type TreePrefilter,
   type Usage,
+  USAGE_ROW,
+  usageOf,
 } from './cloud-model.js';
 import { badCandidateRequest } from './errors.js';
 import { keepTreeModelFresh, type ModelRefresher, type RewarmKind, refreshTreeModel } from './model-refresh.js';
@@ -49,7 +52,7 @@ import {
   type ResolvedGroup,
   type SearchInput,
 } from './search.js';
-import { columns, type PackedRow } from '../../db/rows.js';
+import type { PackedRow } from '../../db/rows.js';
 
 export type { CandidatesBody } from './present/index.js';
 
@@ -815,8 +818,6 @@ export function researchOfModel(
   );
 }
 
-const USAGE_ROW = columns(['rp', 'cls', 'used']);
-
 /** Usage of which trees one batch read: 'all', or the listed roots plus those the refresh re-read. */
 type UsageScope = 'all' | Set<number>;
 
@@ -1003,25 +1004,11 @@ function touches(model: CloudModel, providers: ReadonlySet<number>, roots: Reado
   return false;
 }
 
-/**
- * Per provider and class: the usage SUMmed from allocations `a`, packed as USAGE_ROW rows (one JSON text),
- * and beside it the highest usage change seq, which numbers that snapshot of the usage.
- */
-const groupedUsage = (from: string, rp = `a.${ALLOC.resourceProviderId}`) =>
-  `SELECT COALESCE(json_group_array(json_array(rp, cls, used)), json('[]')) AS usage_rows,
-    (SELECT COALESCE(MAX(${USAGE_CHANGE.seq}), 0) FROM placement_usage_changes) FROM (
-    SELECT ${rp} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used FROM ${from}
-    GROUP BY ${rp}, a.${ALLOC.resourceClassId})`;
+const ALL_USAGE_SQL = groupedUsage('allocations a');
 
 /** Current usage per provider and class: of every provider, or of the given trees and those the refresh re-reads. */
-function usageStatement(scope: UsageScope, model: CloudModel): InStatement {
-  if (scope === 'all') return { sql: groupedUsage('allocations a'), args: {} };
-  return {
-    sql: `WITH roots(id) AS (SELECT value FROM json_each(:roots) UNION SELECT ${TREE_CHANGE.rootId} FROM placement_tree_changes WHERE ${TREE_CHANGE.seq} > :seq)
-      ${groupedUsage(`roots r CROSS JOIN resource_providers p ON p.${RP.rootProviderId} = r.id CROSS JOIN allocations a ON a.${ALLOC.resourceProviderId} = p.${RP.id}`)}`,
-    args: { roots: JSON.stringify([...scope]), seq: model.appliedSeq },
-  };
-}
+const usageStatement = (scope: UsageScope, model: CloudModel): InStatement =>
+  scope === 'all' ? { sql: ALL_USAGE_SQL, args: {} } : model.treesUsageStatement(scope);
 
 /**
  * A kept answer's research read again, in one statement of one row laid out
@@ -1099,13 +1086,6 @@ function sameUsage(kept: ReadonlyMap<number, number> | undefined, fresh: Readonl
   if ((kept?.size ?? 0) !== fresh.size) return false;
   for (const [classId, used] of fresh) if (kept!.get(classId) !== used) return false;
   return true;
-}
-
-function usageOf(rows: PackedRow[]): Usage {
-  const usage: Usage = new Map();
-  const at = USAGE_ROW.at;
-  for (const row of rows) addUsage(usage, Number(row[at.rp]), Number(row[at.cls]), Number(row[at.used]));
-  return usage;
 }
 
 // --- Kept answers ------------------------------------------------------------

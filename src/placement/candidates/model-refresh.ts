@@ -5,7 +5,8 @@
 // reads the changes since the model's seq in its own batch: this only moves
 // that work off the request path, it never decides what a request sees.
 import type { BatchReader } from '../../db/client.js';
-import { type CloudModel, type ModelProvider, usageOfChanged } from './cloud-model.js';
+import type { PackedRow } from '../../db/rows.js';
+import { type CloudModel, type ModelProvider, usageOf } from './cloud-model.js';
 import { type KeptBytes, prepareSummaries, prepareSummaryTemplates } from './present/json.js';
 
 const NONE: ReadonlySet<number> = new Set();
@@ -34,7 +35,7 @@ export async function refreshTreeModel(reader: BatchReader, model: CloudModel, n
     if (usageRows) {
       const roots = new Set([...pending, ...changed]);
       if (roots.size) {
-        const usage = usageOfChanged(String(usageRows.rows[0]![0]));
+        const usage = usageOf(JSON.parse(String(usageRows.rows[0]![0])) as PackedRow[]);
         for (const root of roots) prepareSummaries(model.tree(root), lookup, usage, kept);
         model.prepared(roots);
       }
