@@ -18,6 +18,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { sendToWorker } from '../shared/send-to-worker.js';
 
 const COUNT = 'placement-connections:count';
 const SHARE = 'placement-connections:share';
@@ -128,9 +129,7 @@ export function shareConnections(): void {
       const key = `${share.others}/${share.processes}`;
       if (told.get(w.id) === key && w.id !== asked) continue;
       told.set(w.id, key);
-      // With a callback, a send to a process that died this instant (not yet seen to go) hands
-      // its EPIPE to the callback; without one it was an 'error' nobody handled, ending the primary.
-      w.send(share, undefined, undefined, () => undefined);
+      sendToWorker(w, share);
     }
   };
   cluster.on('message', (worker: Worker, raw: unknown) => {

@@ -10,6 +10,7 @@ import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { STATUS_TITLES } from '../http/api-error.js';
+import { sendToWorker } from '../shared/send-to-worker.js';
 
 export class DatabaseGate {
   #open = false;
@@ -122,8 +123,7 @@ export function answerPrepared(prepared: Promise<unknown>): void {
     if (!isPrepared(msg) || msg.done) return;
     void prepared.then(
       () => {
-        if (worker.isConnected())
-          worker.send({ type: 'placement-database-prepared', done: true } satisfies PreparedMessage, undefined, undefined, () => undefined);
+        sendToWorker(worker, { type: 'placement-database-prepared', done: true } satisfies PreparedMessage);
       },
       () => {},
     );

@@ -9,6 +9,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { AppConfig } from '../config.js';
 import type { BatchConnection } from '../db/client.js';
 import type { WriteReply, WriteRequest } from '../db/shared-writer.js';
+import { sendToWorker } from '../shared/send-to-worker.js';
 
 /** Whether a cluster's server processes send their writes to the primary: group commit on. */
 const oneWriter = (config: AppConfig): boolean => config.PLACEMENT_GROUP_COMMIT;
@@ -69,9 +70,7 @@ export function serveServerProcessWrites(config: AppConfig, prepared: Promise<un
     return new SharedWriterService(writer);
   })();
   // A server process gone since sent its request is not answered (the callback takes the closed channel's error).
-  const answer = (worker: Worker) => (reply: WriteReply) => {
-    if (worker.isConnected()) worker.send(reply, undefined, undefined, () => undefined);
-  };
+  const answer = (worker: Worker) => (reply: WriteReply) => sendToWorker(worker, reply);
   cluster.on('message', (worker: Worker, msg: unknown) => {
     if (isWriteRequest(msg)) void service.then((s) => s?.receive(worker.id, msg, answer(worker)));
   });

@@ -7,6 +7,7 @@
 // the README documents the guarantee per process, and this as best effort.
 import cluster from 'node:cluster';
 import type { DataStore } from '../db/client.js';
+import { sendToWorker } from '../shared/send-to-worker.js';
 
 interface WriteMarkMessage {
   type: 'placement-write-mark';
@@ -33,7 +34,7 @@ export function relayWriteMarks(): void {
   cluster.on('message', (from, msg: unknown) => {
     if (!isWriteMark(msg)) return;
     for (const worker of Object.values(cluster.workers ?? {})) {
-      if (worker && worker.id !== from.id && worker.isConnected()) worker.send(msg, undefined, undefined, () => undefined);
+      if (worker && worker.id !== from.id) sendToWorker(worker, msg);
     }
   });
 }

@@ -12,6 +12,7 @@ import * as z from 'zod';
 import { type FamilySnapshot, mergeSnapshots } from './registry.js';
 import type { ServiceMetrics } from './service.js';
 import type { GatheredMetrics, MetricsSource } from './source.js';
+import { sendToWorker } from '../shared/send-to-worker.js';
 
 /** How long the primary waits for each server process's snapshot; a late one counts with its previous snapshot. */
 const SNAPSHOT_WAIT_MS = 1000;
@@ -116,8 +117,7 @@ export function serveClusterMetrics(metrics: ServiceMetrics): void {
         if (pending.size === 0) done();
       });
       if (pending.size === 0) done();
-      for (const worker of workers)
-        worker.send({ type: 'placement-metrics:snapshot-request', id } satisfies Message, undefined, undefined, () => undefined);
+      for (const worker of workers) sendToWorker(worker, { type: 'placement-metrics:snapshot-request', id } satisfies Message);
     });
     return {
       families: mergeSnapshots([metrics.registry.snapshot(), retired, ...workers.map((w) => latest.get(w.id) ?? [])]),
@@ -131,13 +131,7 @@ export function serveClusterMetrics(metrics: ServiceMetrics): void {
     if (message?.type === 'placement-metrics:snapshot') answers.get(message.id)?.(worker.id, message.families);
     else if (message?.type === 'placement-metrics:gather') {
       void gather().then((gathered) => {
-        if (worker.isConnected())
-          worker.send(
-            { type: 'placement-metrics:gathered', id: message.id, ...gathered } satisfies Message,
-            undefined,
-            undefined,
-            () => undefined,
-          );
+        sendToWorker(worker, { type: 'placement-metrics:gathered', id: message.id, ...gathered } satisfies Message);
       });
     }
   });
