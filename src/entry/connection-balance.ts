@@ -52,7 +52,6 @@ const isShare = (raw: unknown): raw is { type: typeof SHARE; others: number; pro
  * its share and another of its connections is busy.
  */
 export function balanceConnections(server: Server): (res: ServerResponse) => void {
-  let open = 0;
   /** Connections already told to close: not counted against the share again. */
   const closing = new WeakSet<Socket>();
   let leaving = 0;
@@ -60,7 +59,7 @@ export function balanceConnections(server: Server): (res: ServerResponse) => voi
   let others = 0;
   let processes = 0;
   let lastClose = Number.NEGATIVE_INFINITY;
-  /** Each open connection's requests in flight, and when its last one was answered. */
+  /** Each open connection's requests in flight, and when its last one was answered (its size: the connections open). */
   const activity = new Map<Socket, { inFlight: number; answeredAt: number }>();
   /** Whether a connection of this process other than `socket` is busy. */
   const anotherBusy = (socket: Socket, now: number) => {
@@ -73,16 +72,14 @@ export function balanceConnections(server: Server): (res: ServerResponse) => voi
     if (report) return;
     report = setTimeout(() => {
       report = undefined;
-      process.send?.({ type: COUNT, value: open });
+      process.send?.({ type: COUNT, value: activity.size });
     }, REPORT_AFTER_MS);
     report.unref();
   };
   server.on('connection', (socket: Socket) => {
-    open += 1;
     activity.set(socket, { inFlight: 0, answeredAt: Number.NEGATIVE_INFINITY });
     tell();
     socket.once('close', () => {
-      open -= 1;
       activity.delete(socket);
       if (closing.has(socket)) leaving -= 1;
       tell();
@@ -92,7 +89,7 @@ export function balanceConnections(server: Server): (res: ServerResponse) => voi
     if (isShare(raw)) ({ others, processes } = raw);
   });
   // Told from now on; the primary answers this first count with what the others hold.
-  process.send?.({ type: COUNT, value: open });
+  process.send?.({ type: COUNT, value: activity.size });
   return (res) => {
     const socket = res.socket;
     const own = socket ? activity.get(socket) : undefined;
@@ -104,7 +101,7 @@ export function balanceConnections(server: Server): (res: ServerResponse) => voi
       });
     }
     // This process's own count is current; the others' are as they last told.
-    const kept = open - leaving;
+    const kept = activity.size - leaving;
     if (!socket || processes === 0 || kept <= Math.ceil((others + kept) / processes) || closing.has(socket) || res.headersSent) return;
     const now = performance.now();
     if (now - lastClose < CLOSE_EVERY_MS || !anotherBusy(socket, now)) return;

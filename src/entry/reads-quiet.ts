@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** How long after the last read a background answer may start: a client's next read mostly follows within it, on a loaded machine too. */
-export const QUIET_MS = 100;
+const QUIET_MS = 100;
 
 export class ReadsQuiet {
   private inFlight = 0;
