@@ -247,6 +247,13 @@ export function withoutExtensions(list: readonly Extension[], removed: readonly 
   return list.filter((e) => !gone.has(e.name));
 }
 
+/** `key`'s state in an app where its extension is installed (one that requires it, or its own routes): refused otherwise. */
+export function requiredState<T>(extensions: { state<S>(key: StateKey<S>): S | undefined }, key: StateKey<T>): T {
+  const state = extensions.state(key);
+  if (state === undefined) throw new Error(`extension ${key.extension} is not installed in this app`);
+  return state;
+}
+
 /** A sweep that runs with `key`'s state, and counts nothing where the extension is off in the app. */
 export const withState =
   <T>(key: StateKey<T>, sweep: (state: T, deps: Deps) => Promise<number>) =>

@@ -5,6 +5,7 @@
 // Another project's slices weigh nothing on it.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SITE_LIMIT_SLICES } from '../../src/ext/sites/declaration.js';
 import { siteLimitSlicesGuard } from '../../src/ext/sites/limit-slices.js';
 import { instanceClaim } from '../helpers/claims.js';
 import { provider } from '../helpers/providers.js';
@@ -31,7 +32,7 @@ afterAll(() => t.close());
 
 /** The guard's one-batch condition for the claimed consumer, as of now. */
 async function holds(): Promise<boolean> {
-  const sql = siteLimitSlicesGuard({ types: ['INSTANCE'], untyped: false }).holdsSql('?');
+  const sql = siteLimitSlicesGuard({ types: ['INSTANCE'], untyped: false }, SITE_LIMIT_SLICES).holdsSql('?');
   const result = await t.deps.store.client.execute({ sql: `SELECT ${sql} AS holds`, args: [consumer] });
   return Number(result.rows[0]!.holds) === 1;
 }

@@ -4,7 +4,7 @@
 // never another app's of the same process. The extensions that use holds
 // (sites' capacity slices, simulate's replay) take the declaration from here,
 // so a test that installs holds with another declaration sees them follow.
-import { type StateKey, stateKey } from '../../extension.js';
+import { requiredState, type StateKey, stateKey } from '../../extension.js';
 import type { SetAsideConstraint } from '../../placement/capacity.js';
 import { type HeldCapacityHook, heldCapacityHook } from './candidates.js';
 
@@ -20,8 +20,4 @@ export const HOLDS = stateKey<InstalledHolds>('holds');
 export const installHolds = (declaration: SetAsideConstraint): InstalledHolds => ({ declaration, hook: heldCapacityHook(declaration) });
 
 /** The app's holds, for an extension that requires them (the app refuses to start without them): from its setUp's context or its Deps. */
-export function appHolds(extensions: { state<T>(key: StateKey<T>): T | undefined }): InstalledHolds {
-  const installed = extensions.state(HOLDS);
-  if (!installed) throw new Error('holds are not installed in this app');
-  return installed;
-}
+export const appHolds = (extensions: { state<T>(key: StateKey<T>): T | undefined }): InstalledHolds => requiredState(extensions, HOLDS);

@@ -18,7 +18,7 @@
 // model both match the first batch's snapshot (else it reads again).
 import type { InStatement, ResultSet } from '@libsql/client';
 import type { BatchReader } from '../../db/client.js';
-import { type StateKey, stateKey } from '../../extension.js';
+import { requiredState, type StateKey, stateKey } from '../../extension.js';
 import type { SetAsideConstraint } from '../../placement/capacity.js';
 import {
   ALLOC,
@@ -227,11 +227,8 @@ export class AllocationIndexes {
 export const ALLOCATION_INDEXES = stateKey<AllocationIndexes>('preemption');
 
 /** The app's allocation indexes (its preemption routes exist only where preemption is installed, and so set up). */
-export function appAllocationIndexes(extensions: { state<T>(key: StateKey<T>): T | undefined }): AllocationIndexes {
-  const indexes = extensions.state(ALLOCATION_INDEXES);
-  if (!indexes) throw new Error('preemption is not installed in this app');
-  return indexes;
-}
+export const appAllocationIndexes = (extensions: { state<T>(key: StateKey<T>): T | undefined }): AllocationIndexes =>
+  requiredState(extensions, ALLOCATION_INDEXES);
 
 const USAGE_SQL = `SELECT COALESCE(json_group_array(json_array(rp, cls, used, n, ids)), json('[]')) FROM (
   SELECT a.${ALLOC.resourceProviderId} AS rp, a.${ALLOC.resourceClassId} AS cls, SUM(a.${ALLOC.used}) AS used, COUNT(*) AS n, SUM(a.${ALLOC.id}) AS ids

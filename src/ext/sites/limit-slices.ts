@@ -22,11 +22,7 @@ import { INCOMPLETE_CONSUMER_PROJECT_ID } from '../../placement/repo/consumers.j
 import type { ClaimGuard, ClaimView, WriteExtension } from '../../placement/writes/kernel.js';
 import { LIMIT_EXCEEDED } from '../limits/guard.js';
 import { type Counting, countedSql, countsConsumer } from '../limits/sql.js';
-import { SITE_LIMIT_SLICES, siteOwnerSql } from './declaration.js';
-
-/** The rule, as of the write, for every [project, class] of `keys`. */
-export const slicesWithinLimitsCheck = (keys: readonly (readonly [string, string])[], d: SetAsideConstraint = SITE_LIMIT_SLICES) =>
-  setAsideWithinBoundsCheck(d, keys);
+import { siteOwnerSql } from './declaration.js';
 
 /** One site's slice of (project, class) as read, with what the site has drawn of it. */
 export interface SiteLimitSlice {
@@ -51,7 +47,7 @@ export interface SlicedKey {
 const keyOf = (project: string, rc: string) => `${project}\u0000${rc}`;
 
 /** Every site's slices of `projects`' limits, with what each site drew, their limits and usage, in one statement. */
-export function slicedKeysStatement(projects: readonly string[], d: SetAsideConstraint = SITE_LIMIT_SLICES): InStatement {
+export function slicedKeysStatement(projects: readonly string[], d: SetAsideConstraint): InStatement {
   return {
     sql: `SELECT s.${S.site} AS site, h.${HOLD.uuid} AS hold, s.${S.project} AS project, s.${S.resourceClass} AS rc, ${setAsideColumnsSql(d, 's')}
       FROM ${d.setAside.table} s LEFT JOIN ext_holds h ON h.${HOLD.projectId} = ${siteOwnerSql(`s.${S.site}`)}
@@ -101,7 +97,7 @@ const projectOf = (claim: { projectId?: string | null }) => claim.projectId ?? I
  * grant that raises the load is checked again as of the write. No slice of a claimed project: one
  * empty read, and nothing to decide.
  */
-export function siteLimitSlicesGuard(counting: Counting, d: SetAsideConstraint = SITE_LIMIT_SLICES): ClaimGuard {
+export function siteLimitSlicesGuard(counting: Counting, d: SetAsideConstraint): ClaimGuard {
   const counts = (type: string | null) => countsConsumer(counting, type);
   return {
     name: d.name,
@@ -159,7 +155,7 @@ export function siteLimitSlicesGuard(counting: Counting, d: SetAsideConstraint =
           if (raisesOverBound(before, after, key.bound)) return { error: sliceHeldRefusal(key, after) };
           if (after > before) raised.push([key.project, key.resourceClass]);
         }
-        return raised.length > 0 ? { checks: [slicesWithinLimitsCheck(raised, d)] } : null;
+        return raised.length > 0 ? { checks: [setAsideWithinBoundsCheck(d, raised)] } : null;
       };
     },
     // As of the write, no sliced (project, class) the claimed consumers use is over its limit (no slice: one probe).
@@ -167,7 +163,7 @@ export function siteLimitSlicesGuard(counting: Counting, d: SetAsideConstraint =
   };
 }
 
-export const siteLimitSlicesWrites = (counting: Counting, d: SetAsideConstraint = SITE_LIMIT_SLICES): WriteExtension => ({
+export const siteLimitSlicesWrites = (counting: Counting, d: SetAsideConstraint): WriteExtension => ({
   claimGuards: [siteLimitSlicesGuard(counting, d)],
 });
 
@@ -211,7 +207,7 @@ export function limitSlicesOf(result: ResultSet): Map<string, Map<string, number
 }
 
 /** The limits of (project, class) pairs, by name (null where none applies), and their usage. */
-export function boundsStatement(keys: readonly (readonly [string, string])[], d: SetAsideConstraint = SITE_LIMIT_SLICES): InStatement {
+export function boundsStatement(keys: readonly (readonly [string, string])[], d: SetAsideConstraint): InStatement {
   const key = ["json_extract(j.value, '$[0]')", "json_extract(j.value, '$[1]')"];
   return {
     sql: `SELECT ${key[0]} AS project, ${key[1]} AS rc, ${d.keys.bound(key)} AS bound, ${d.keys.usage(key)} AS used FROM json_each(?) j`,
@@ -229,7 +225,7 @@ export function admitLimitSlices(
   slices: LimitSliceAmounts,
   sliced: ReadonlyMap<string, SlicedKey>,
   bounds: ResultSet,
-  d: SetAsideConstraint = SITE_LIMIT_SLICES,
+  d: SetAsideConstraint,
 ): { refusal: Error | null; unlimited: [string, string] | null; checks: WriteStatement[] } {
   const raised: [string, string][] = [];
   const boundOf = new Map(bounds.rows.map((r) => [keyOf(String(r.project), String(r.rc)), r]));
@@ -263,5 +259,5 @@ export function admitLimitSlices(
       };
     if (after > before) raised.push([project, rc]);
   }
-  return { refusal: null, unlimited: null, checks: raised.length > 0 ? [slicesWithinLimitsCheck(raised, d)] : [] };
+  return { refusal: null, unlimited: null, checks: raised.length > 0 ? [setAsideWithinBoundsCheck(d, raised)] : [] };
 }

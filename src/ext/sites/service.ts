@@ -18,7 +18,6 @@ import {
   slicedKeysOf,
   slicedKeysStatement,
 } from './limit-slices.js';
-import { SITE_LIMIT_SLICES } from './declaration.js';
 import { providersOutside } from './repo.js';
 import type { PutSiteBody } from './schemas.js';
 
@@ -59,7 +58,7 @@ export async function putSite(
   site: string,
   body: PutSiteBody,
   limitsOn: boolean,
-  d: SetAsideConstraint = SITE_LIMIT_SLICES,
+  d: SetAsideConstraint,
 ): Promise<StoredSite> {
   const amounts = amountsOf(body.capacity);
   const providers = [...new Set([...amounts.keys()].map((k) => splitKey(k).provider))];
